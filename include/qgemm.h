@@ -1,0 +1,333 @@
+/*
+ * qgemm.h -- block-scaled FP8 GEMMs for NVIDIA Hopper (sm_90a).
+ *
+ * The whole public API of qgemm. Everything here is plain C11; the header
+ * includes no CUDA header. Streams are taken as `struct CUstream_st *`, which
+ * is the type behind both the driver's CUstream and the runtime's
+ * cudaStream_t, so either can be passed directly (NULL = legacy stream).
+ *
+ * What it computes (dense "NT", both operands K-major):
+ *
+ *   D[m, n] = sum_k (A[m, k] * SFA[m, k/128]) * (B[n, k] * SFB[n/128, k/128])
+ *
+ *   A    M x K  e4m3, row-major, row stride lda (elements = bytes)
+ *   SFA  float, one scale per 1x128 block of a row, stored M-major:
+ *        sfa[kb * sfa_ld + m], kb < ceil(K/128), sfa_ld >= M, sfa_ld % 4 == 0
+ *        (qg_sfa_ld() gives the smallest legal sfa_ld)
+ *   B    N x K  e4m3, row-major, row stride ldb
+ *   SFB  float, one scale per 128x128 block, row-major, contiguous:
+ *        sfb[(n/128) * ceil(K/128) + kb]
+ *   D    M x N  bf16, row-major, row stride ldd (elements)
+ *
+ * Conventions
+ *  - Every function returns a qg_status (or a value documented otherwise).
+ *    On failure, qg_last_error() returns a message for the calling thread
+ *    that names the argument, what was expected and what was given.
+ *  - Functions never exit, abort or print (unless QGEMM_JIT_DEBUG or
+ *    QGEMM_PRINT_CONFIG is set in the environment).
+ *  - A GEMM call that fails validation writes no output memory.
+ *  - GEMM calls are stream-ordered: no hidden allocation, no synchronization,
+ *    and the host never reads device memory, so they are CUDA-graph
+ *    capturable (after the kernel was compiled once: compile outside capture,
+ *    or call qg_compile first).
+ *  - Thread safety: a qg_context may be used from several threads at once.
+ */
+#ifndef QGEMM_H
+#define QGEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The type behind CUstream and cudaStream_t. */
+struct CUstream_st;
+
+#if defined(__GNUC__) && (__GNUC__ >= 4)
+#define QG_API __attribute__((visibility("default")))
+#else
+#define QG_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define QG_VERSION_MAJOR 0
+#define QG_VERSION_MINOR 1
+#define QG_VERSION_PATCH 0
+#define QG_VERSION_NUMBER \
+    (QG_VERSION_MAJOR * 10000 + QG_VERSION_MINOR * 100 + QG_VERSION_PATCH)
+#define QG_VERSION_STRING "0.1.0"
+
+/** @return QG_VERSION_NUMBER of the library actually linked. */
+QG_API unsigned qg_version(void);
+/** @return QG_VERSION_STRING of the library actually linked (static string). */
+QG_API const char *qg_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Values are stable: they never change meaning between versions. */
+typedef enum {
+    QG_SUCCESS = 0,
+    QG_ERROR_INVALID_ARGUMENT = 1, /* NULL pointer, bad stride, misalignment ... */
+    QG_ERROR_UNSUPPORTED = 2,      /* valid request this build cannot do (shape, layout, config) */
+    QG_ERROR_NO_DRIVER = 3,        /* libcuda.so.1 missing or too old */
+    QG_ERROR_NO_DEVICE = 4,        /* no CUDA device, bad ordinal, or offline context */
+    QG_ERROR_WRONG_ARCH = 5,       /* device is not sm_90 (Hopper) */
+    QG_ERROR_COMPILE = 6,          /* NVRTC missing or failed, or ptxas reported spills */
+    QG_ERROR_LAUNCH = 7,           /* module load or kernel launch failed */
+    QG_ERROR_OUT_OF_MEMORY = 8,    /* host or device allocation failed */
+    QG_ERROR_CUDA = 9,             /* any other CUDA driver error */
+    QG_ERROR_INTERNAL = 10         /* a bug in qgemm: please report it */
+} qg_status;
+
+/** @return a static, non-empty description of `status` (also for unknown values). */
+QG_API const char *qg_status_string(qg_status status);
+
+/**
+ * @return the message of the last failure on the calling thread ("" if none
+ *         since the thread started). Valid until the thread's next qgemm call.
+ */
+QG_API const char *qg_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Properties of a device, as the configuration heuristic sees them. */
+typedef struct {
+    int sm_count;              /* multiprocessors */
+    int cc_major, cc_minor;    /* compute capability (9.0 for Hopper) */
+    size_t smem_optin_bytes;   /* opt-in shared memory per block (232448 on H100) */
+    size_t l2_bytes;           /* L2 cache size */
+    int clock_khz;             /* SM clock (0 when unknown) */
+    char name[128];            /* device name ("offline" for offline contexts) */
+} qg_device_props;
+
+typedef struct qg_context qg_context;
+
+/**
+ * Create a context on CUDA device `device` (an ordinal). The context retains
+ * the device's primary context (the one the CUDA runtime and PyTorch use),
+ * so pointers from cudaMalloc / torch work directly.
+ * @return QG_SUCCESS and *out set; on failure *out is NULL and the status is
+ *         QG_ERROR_NO_DRIVER, QG_ERROR_NO_DEVICE, QG_ERROR_WRONG_ARCH,
+ *         QG_ERROR_INVALID_ARGUMENT (out NULL, device < 0) or QG_ERROR_CUDA.
+ */
+QG_API qg_status qg_context_create(qg_context **out, int device);
+
+/**
+ * Create an offline context: it compiles kernels and chooses configurations
+ * for the described device but cannot launch (GEMM calls return
+ * QG_ERROR_NO_DEVICE). Needs no driver and no GPU. Use it to warm the
+ * on-disk kernel cache on a build machine. `props` NULL means an H100 SXM
+ * (132 SMs, sm_90, 232448 bytes of shared memory, 50 MiB L2).
+ * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT for a NULL out or
+ *         nonsensical props, QG_ERROR_WRONG_ARCH for cc != 9.0.
+ */
+QG_API qg_status qg_context_create_offline(qg_context **out, const qg_device_props *props);
+
+/** Destroy a context; accepts NULL. Waits for nothing: finish your streams first. */
+QG_API void qg_context_destroy(qg_context *ctx);
+
+/** @return QG_SUCCESS and *out filled, or QG_ERROR_INVALID_ARGUMENT. */
+QG_API qg_status qg_context_get_props(const qg_context *ctx, qg_device_props *out);
+
+/**
+ * Limit the number of SMs the persistent kernels use (e.g. to leave room for
+ * a communication kernel). 0 restores all SMs.
+ * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT when num_sms < 0 or
+ *         num_sms > the device's SM count.
+ */
+QG_API qg_status qg_context_set_num_sms(qg_context *ctx, int num_sms);
+/** @return the number of SMs kernels use, or -1 when ctx is NULL. */
+QG_API int qg_context_get_num_sms(const qg_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Problems and configurations                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    QG_GEMM_DENSE = 0,
+    QG_GEMM_GROUPED_CONTIGUOUS = 1, /* MoE prefill/training: m_indices per row */
+    QG_GEMM_GROUPED_MASKED = 2      /* MoE decoding: masked_m per group */
+} qg_gemm_kind;
+
+typedef enum {
+    QG_MULTICAST_NONE = 0,
+    QG_MULTICAST_A = 1, /* 2-CTA cluster: the pair shares its A tile (same m-block) */
+    QG_MULTICAST_B = 2  /* 2-CTA cluster: the pair shares its B tile (same n-block) */
+} qg_multicast;
+
+/*
+ * The shape of a problem, as far as kernel selection needs it.
+ *  dense:      m = M, num_groups = 1
+ *  contiguous: m = M_total (all experts' rows), num_groups = G
+ *  masked:     m = M_max (rows per group), num_groups = G, expected_m = hint
+ */
+typedef struct {
+    qg_gemm_kind kind;
+    int m, n, k;
+    int num_groups;
+    int expected_m; /* masked only: typical rows per group (<= m); 0 = use m */
+} qg_problem;
+
+/* A kernel configuration. Zero-initialize and set what you want to force. */
+typedef struct {
+    int block_m;        /* 64, 128 or 256 */
+    int block_n;        /* multiple of 16, 16..256 within the register budget */
+    int num_stages;     /* 1..8 shared-memory pipeline stages; 0 = most that fit */
+    qg_multicast multicast;
+    int swizzle_group;  /* tiles per scheduler swizzle group; 0 = default (16) */
+    int num_sms;        /* filled by selection: persistent grid size */
+    size_t smem_bytes;  /* filled by selection: dynamic shared memory */
+} qg_config;
+
+/**
+ * Choose the configuration the library would use for `problem` on ctx's
+ * device (DESIGN.md section 3). Works on offline contexts.
+ * QGEMM_PRINT_CONFIG=1 prints each choice to stderr.
+ * @return QG_SUCCESS and *out set, QG_ERROR_INVALID_ARGUMENT or QG_ERROR_UNSUPPORTED.
+ */
+QG_API qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem,
+                                  qg_config *out);
+
+/**
+ * Check a forced configuration against a problem and the device and fill in
+ * the derived fields (num_stages when 0, swizzle_group when 0, num_sms,
+ * smem_bytes).
+ * @return QG_SUCCESS, or QG_ERROR_UNSUPPORTED with a message saying which
+ *         field is out of range.
+ */
+QG_API qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem,
+                                    qg_config *cfg);
+
+/* What the run-time compiler reports for one kernel. */
+typedef struct {
+    int registers;          /* per thread, at launch (ptxas "Used N registers") */
+    int spill_store_bytes;  /* ptxas: bytes spill stores */
+    int spill_load_bytes;   /* ptxas: bytes spill loads */
+    int stack_frame_bytes;  /* ptxas: bytes stack frame (local memory) */
+    int cache_hit;          /* 0 = compiled now, 1 = memory cache, 2 = disk cache */
+    double compile_ms;      /* wall time of this call (lookup or compile) */
+    int ptx_has_wgmma, ptx_has_tma_load, ptx_has_tma_store,
+        ptx_has_setmaxnreg, ptx_has_stmatrix, ptx_has_multicast;
+    char key[65];           /* cache key (hex) */
+} qg_kernel_info;
+
+/**
+ * Compile (or find in the memory/disk cache) the kernel for `problem` with
+ * `cfg` (NULL = the selected configuration). Works on offline contexts.
+ * A kernel whose ptxas report shows spills or a stack frame is rejected
+ * with QG_ERROR_COMPILE. `info` may be NULL.
+ * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
+ *         QG_ERROR_COMPILE.
+ */
+QG_API qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config *cfg,
+                            qg_kernel_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* GEMMs                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Arguments of every FP8 GEMM. Strides are in elements. All pointers must
+ * be 16-byte aligned device pointers; lda, ldb (bytes = elements) and
+ * ldd * 2 must be multiples of 16; K must be a multiple of 16 and N of 8.
+ *
+ *  dense       a [m][lda]  sfa [ceil(k/128)][sfa_ld]  b [n][ldb]
+ *              sfb [ceil(n/128)][ceil(k/128)]  d [m][ldd]
+ *  contiguous  as dense with m = M_total, plus b [G][n][ldb] (groups packed:
+ *              group stride n*ldb), sfb [G][ceil(n/128)][ceil(k/128)],
+ *              m_indices [m] (int32, device): expert of each row, -1 = padding
+ *              row (its D row is left untouched). Each expert's rows start at
+ *              a multiple of qg_m_alignment_for_contiguous_layout().
+ *  masked      a [G][m][lda] (m = M_max), sfa [G][ceil(k/128)][sfa_ld],
+ *              b, sfb as contiguous, d [G][m][ldd], masked_m [G] (int32,
+ *              device): valid rows of each group (rows past it are left
+ *              untouched), expected_m: host hint for tile selection.
+ */
+typedef struct {
+    int m, n, k;
+    int num_groups;          /* 1 for dense */
+    const void *a;           /* e4m3 */
+    int64_t lda;
+    const float *sfa;
+    int64_t sfa_ld;
+    const void *b;           /* e4m3 */
+    int64_t ldb;
+    const float *sfb;
+    void *d;                 /* bf16 */
+    int64_t ldd;
+    const int32_t *m_indices; /* contiguous only */
+    const int32_t *masked_m;  /* masked only */
+    int expected_m;           /* masked only; 0 = m */
+} qg_gemm_args;
+
+/**
+ * Dense D = (A*SFA) (B*SFB)^T in bf16 on `stream`.
+ * `cfg` NULL = heuristic; otherwise a forced configuration (see qg_config).
+ * @return QG_SUCCESS (the kernel is enqueued), QG_ERROR_INVALID_ARGUMENT,
+ *         QG_ERROR_UNSUPPORTED, QG_ERROR_NO_DEVICE (offline context),
+ *         QG_ERROR_COMPILE, QG_ERROR_LAUNCH.
+ */
+QG_API qg_status qg_fp8_gemm_nt(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
+                                struct CUstream_st *stream);
+
+/** Grouped GEMM, contiguous layout (see qg_gemm_args). Returns as qg_fp8_gemm_nt. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
+                                                     const qg_config *cfg,
+                                                     struct CUstream_st *stream);
+
+/** Grouped GEMM, masked layout (see qg_gemm_args). Returns as qg_fp8_gemm_nt. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_masked(qg_context *ctx, const qg_gemm_args *args,
+                                                 const qg_config *cfg,
+                                                 struct CUstream_st *stream);
+
+/** @return the row alignment each expert segment needs in the contiguous layout (128). */
+QG_API int qg_m_alignment_for_contiguous_layout(void);
+
+/** @return the smallest legal sfa_ld for m rows: m rounded up to a multiple of 4 (0 if m < 0). */
+QG_API int64_t qg_sfa_ld(int64_t m);
+
+/* ------------------------------------------------------------------------ */
+/* Host utilities (CPU)                                                      */
+/* ------------------------------------------------------------------------ */
+
+/** @return the e4m3 code nearest to x (round to nearest even, saturating to
+ *  +-448; NaN maps to a NaN code 0x7f/0xff keeping the sign). */
+QG_API uint8_t qg_fp8_e4m3_encode(float x);
+/** @return the exact value of e4m3 code `v` (NaN for 0x7f and 0xff). */
+QG_API float qg_fp8_e4m3_decode(uint8_t v);
+/** @return the bf16 bits nearest to x (round to nearest even; NaN stays NaN). */
+QG_API uint16_t qg_bf16_encode(float x);
+/** @return the exact value of bf16 bits `v`. */
+QG_API float qg_bf16_decode(uint16_t v);
+
+/**
+ * Reference GEMM on the CPU, in double, on exactly dequantized inputs, for
+ * host copies of the arguments (same layouts as qg_gemm_args; pointers are
+ * host pointers). Writes ref [rows][n] densely (rows = m, or G*m for masked);
+ * rows the kernel must leave untouched (padding, masked-out) are set to NaN.
+ * @return QG_SUCCESS or QG_ERROR_INVALID_ARGUMENT.
+ */
+QG_API qg_status qg_reference_gemm(qg_gemm_kind kind, const qg_gemm_args *host_args,
+                                   double *ref);
+
+/**
+ * diff = 1 - 2 sum(x*y) / sum(x^2 + y^2) over n values, in double
+ * (DESIGN.md section 5). Entries where y is NaN are skipped (rows the kernel
+ * must not write). @return diff (0 for identical inputs; NaN if x has a NaN
+ * where y does not).
+ */
+QG_API double qg_calc_diff(const double *x, const double *y, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QGEMM_H */

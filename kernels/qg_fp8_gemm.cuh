@@ -1,0 +1,316 @@
+/*
+ * qg_fp8_gemm.cuh -- block-scaled FP8 GEMM for sm_90a (dense, contiguous-
+ * grouped and masked-grouped: one kernel, the scheduler mode differs).
+ *
+ *   D[m, n] = sum_kb SFA[m, kb] * SFB[n/128, kb] * sum_{k in kb} A[m, k] B[n, k]
+ *
+ * The JIT defines, before including this file:
+ *   QG_KIND            0 dense, 1 contiguous, 2 masked
+ *   QG_SHAPE_N/K       problem N and K (baked in); M arrives at run time
+ *   QG_NUM_GROUPS      G (1 for dense)
+ *   QG_BLOCK_M/N       tile; QG_NUM_STAGES pipeline depth
+ *   QG_MULTICAST       0 none, 1 A, 2 B; QG_CLUSTER 1 or 2
+ *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
+ *   QG_SFB_ROWS        128-row SFB blocks one tile can touch (1..3)
+ *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
+ *   QG_WGMMA_*         the wgmma operand list for N = QG_BLOCK_N
+ *
+ * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
+ * role split with register reconfiguration -> producer (one thread issues
+ * TMA) / consumers (WGMMA per 128-K block, promotion into FP32 registers on
+ * the CUDA cores) -> epilogue (stmatrix -> shared -> TMA store, or a
+ * row-predicated store where some rows must stay untouched).
+ *
+ * Pipeline invariants: stage s = it % QG_NUM_STAGES and phase =
+ * (it / QG_NUM_STAGES) & 1 advance together over a counter `it` that producer
+ * and consumers increment identically (same scheduler, same K loop). full[s]
+ * completes when the stage's TMA bytes have landed (one producer arrival +
+ * transaction bytes); empty[s] completes when every math warp of every CTA of
+ * the cluster has finished reading stage s (multicast writes into both CTAs,
+ * so both must have released it). The producer's first wait on empty[s] uses
+ * parity 1, which passes on a fresh barrier.
+ */
+#include "qg_ptx.cuh"
+#include "qg_scheduler.cuh"
+
+#define QG_BLOCK_K 128
+#define QG_NUM_K_BLOCKS ((QG_SHAPE_K + QG_BLOCK_K - 1) / QG_BLOCK_K)
+#define QG_NUM_SFB_N ((QG_SHAPE_N + 127) / 128)
+#define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
+#define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
+#define QG_NUM_THREADS (QG_NUM_MATH_THREADS + 128)
+#define QG_WG_TILES (QG_BLOCK_M / 64 / QG_NUM_MATH_WGS) /* m64 tiles per math warpgroup */
+#define QG_ACC (QG_BLOCK_N / 2)                         /* accumulators per thread per m64 */
+
+/* Rows of the multicast operand each CTA of a pair loads (it loads its half
+ * and multicasts it to both). */
+#define QG_A_LOAD_ROWS (QG_MULTICAST == 1 ? QG_BLOCK_M / QG_CLUSTER : QG_BLOCK_M)
+#define QG_B_LOAD_ROWS (QG_MULTICAST == 2 ? QG_BLOCK_N / QG_CLUSTER : QG_BLOCK_N)
+
+/* Shared-memory plan (bytes); src/config.c computes the same numbers. */
+#define QG_ROUND_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+#define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * 2, 1024))
+#define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
+#define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
+#define QG_SMEM_SFA (QG_BLOCK_M * 4)
+#define QG_SMEM_SFB (QG_ROUND_UP(QG_SFB_ROWS * QG_NUM_K_BLOCKS * 4, 8))
+#define QG_SMEM_TOTAL                                                                  \
+    (1024 /* alignment slack */ + QG_SMEM_D + QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B + \
+     QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16)
+#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
+
+/* Register split after setmaxnreg. The CTA's pool is what ptxas gave every
+ * thread at entry (168 x 384 or 232 x 256): the producer's share plus the
+ * math warpgroups' must fit in it, or setmaxnreg.inc would wait forever. */
+#ifndef QG_PRODUCER_REGS
+#define QG_PRODUCER_REGS 56
+#endif
+#ifndef QG_MATH_REGS
+#define QG_MATH_REGS (QG_NUM_MATH_WGS == 1 ? 240 : 224)
+#endif
+
+static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");
+static_assert(QG_BLOCK_N % 16 == 0 && QG_BLOCK_N >= 16 && QG_BLOCK_N <= 256, "block_n");
+static_assert(QG_WG_TILES >= 1 && QG_WG_TILES <= 2, "m64 tiles per warpgroup");
+static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
+static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
+static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
+static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
+static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
+
+/* SFB of column group j (8 columns) of the tile: the tile starts n_off
+ * columns into a 128-column scale block. */
+QG_DEVICE float qg_sfb_for_group(const float (&sb)[QG_SFB_ROWS], int n_off, int j) {
+#if QG_SFB_ROWS == 1
+    (void)n_off;
+    (void)j;
+    return sb[0];
+#else
+    const int col = n_off + j * 8;
+    return col < 128 ? sb[0] : (QG_SFB_ROWS > 2 && col >= 256 ? sb[QG_SFB_ROWS - 1] : sb[1]);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
+qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
+                   const __grid_constant__ qg_tensor_map tmap_b,
+                   const __grid_constant__ qg_tensor_map tmap_sfa,
+                   const __grid_constant__ qg_tensor_map tmap_d,
+                   const float *__restrict__ sfb,
+                   uint16_t *__restrict__ d, int64_t ldd,
+                   const int *__restrict__ m_indices,
+                   const int *__restrict__ masked_m,
+                   int shape_m) {
+    /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
+    extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
+    unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
+    uint16_t *smem_d = (uint16_t *)smem;
+    unsigned char *smem_a = smem + QG_SMEM_D;
+    unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
+    float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
+    float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M;
+    uint64_t *full = (uint64_t *)((unsigned char *)smem_sfb + QG_SMEM_SFB);
+    uint64_t *empty = full + QG_NUM_STAGES;
+
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+    /* ---- barrier init ---------------------------------------------------- */
+    if (threadIdx.x == QG_NUM_MATH_THREADS) {
+        qg_tma_prefetch_descriptor(&tmap_a);
+        qg_tma_prefetch_descriptor(&tmap_b);
+        qg_tma_prefetch_descriptor(&tmap_sfa);
+        qg_tma_prefetch_descriptor(&tmap_d);
+        for (int s = 0; s < QG_NUM_STAGES; ++s) {
+            qg_mbarrier_init(&full[s], 1);
+            qg_mbarrier_init(&empty[s], QG_CLUSTER * QG_NUM_MATH_THREADS / 32);
+        }
+        qg_fence_proxy_async_shared();
+        qg_fence_mbarrier_init();
+    }
+#if QG_CLUSTER > 1
+    qg_cluster_sync();
+#else
+    __syncthreads();
+#endif
+
+    qg_scheduler sched;
+    qg_scheduler_init(sched, shape_m, m_indices, masked_m);
+    qg_tile tile;
+    uint32_t it = 0;
+
+    if (threadIdx.x >= QG_NUM_MATH_THREADS) {
+        /* ==== producer warpgroup: one thread issues every TMA load ========= */
+        qg_setmaxnreg_dec<QG_PRODUCER_REGS>();
+        if (threadIdx.x == QG_NUM_MATH_THREADS) {
+#if QG_CLUSTER > 1
+            const uint32_t rank = qg_cluster_ctarank();
+#endif
+            while (qg_scheduler_next(sched, tile)) {
+                const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
+                const int b_row = tile.group * QG_SHAPE_N + tile.n_block * QG_BLOCK_N;
+                const int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
+                for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, ++it) {
+                    const uint32_t s = it % QG_NUM_STAGES, phase = (it / QG_NUM_STAGES) & 1;
+                    qg_mbarrier_wait(&empty[s], phase ^ 1);
+                    qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
+                    unsigned char *a_dst = smem_a + s * QG_SMEM_A;
+                    unsigned char *b_dst = smem_b + s * QG_SMEM_B;
+#if QG_MULTICAST == 1
+                    qg_tma_load_2d_multicast(a_dst + rank * QG_A_LOAD_ROWS * QG_BLOCK_K, &tmap_a,
+                                             &full[s], kb * QG_BLOCK_K,
+                                             a_row + rank * QG_A_LOAD_ROWS, 0x3);
+#else
+                    qg_tma_load_2d(a_dst, &tmap_a, &full[s], kb * QG_BLOCK_K, a_row);
+#endif
+#if QG_MULTICAST == 2
+                    qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, &tmap_b,
+                                             &full[s], kb * QG_BLOCK_K,
+                                             b_row + rank * QG_B_LOAD_ROWS, 0x3);
+#else
+                    qg_tma_load_2d(b_dst, &tmap_b, &full[s], kb * QG_BLOCK_K, b_row);
+#endif
+                    qg_tma_load_2d(smem_sfa + s * QG_BLOCK_M, &tmap_sfa, &full[s], tile.m_begin,
+                                   sfa_row + kb);
+                }
+            }
+        }
+    } else {
+        /* ==== math warpgroups ============================================== */
+        qg_setmaxnreg_inc<QG_MATH_REGS>();
+        const uint32_t wg = threadIdx.x / 128;
+        const uint32_t warp_in_wg = warp % 4;
+        /* First tile row of this thread's accumulator fragment for m64 tile t
+         * (rows r and r + 8; wgmma D layout, 9.7.15.5.1.1). */
+        const uint32_t wg_row = wg * QG_WG_TILES * 64 + warp_in_wg * 16 + lane / 4;
+
+        float acc[QG_WG_TILES][QG_ACC];
+        float out[QG_WG_TILES][QG_ACC];
+
+        while (qg_scheduler_next(sched, tile)) {
+            const int n_begin = tile.n_block * QG_BLOCK_N;
+
+            /* The previous tile's TMA store must have read smem_d before it is
+             * rewritten; the barrier below publishes that and the SFB rows. */
+            if (threadIdx.x == 0) qg_bulk_wait_group_read0();
+            {
+                const int sfb_row0 = n_begin / 128;
+                const float *sfb_g = sfb + (size_t)tile.group * QG_NUM_SFB_N * QG_NUM_K_BLOCKS;
+                for (int i = threadIdx.x; i < QG_SFB_ROWS * QG_NUM_K_BLOCKS; i += QG_NUM_MATH_THREADS) {
+                    const int r = sfb_row0 + i / QG_NUM_K_BLOCKS, kb = i % QG_NUM_K_BLOCKS;
+                    smem_sfb[i] = r < QG_NUM_SFB_N ? __ldg(sfb_g + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
+                }
+            }
+            qg_named_barrier(1, QG_NUM_MATH_THREADS);
+            const int n_off = n_begin % 128;
+
+#pragma unroll
+            for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                for (int i = 0; i < QG_ACC; ++i) out[t][i] = 0.0f;
+
+            for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, ++it) {
+                const uint32_t s = it % QG_NUM_STAGES, phase = (it / QG_NUM_STAGES) & 1;
+                qg_mbarrier_wait(&full[s], phase);
+
+                float sa[QG_WG_TILES][2];
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t) {
+                    sa[t][0] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64];
+                    sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
+                }
+                float sb[QG_SFB_ROWS];
+#pragma unroll
+                for (int r = 0; r < QG_SFB_ROWS; ++r) sb[r] = smem_sfb[r * QG_NUM_K_BLOCKS + kb];
+
+                /* One 128-K block on the tensor cores: 4 x k32 per m64 tile. */
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
+                qg_wgmma_fence();
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t) {
+                    const unsigned char *a_tile =
+                        smem_a + s * QG_SMEM_A + (wg * QG_WG_TILES + t) * 64 * QG_BLOCK_K;
+#pragma unroll
+                    for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
+                        qg_wgmma_m64k32_e4m3(acc[t], qg_wgmma_desc_sw128(a_tile + kk * 32),
+                                             qg_wgmma_desc_sw128(smem_b + s * QG_SMEM_B + kk * 32),
+                                             kk > 0);
+                }
+                qg_wgmma_commit();
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
+                qg_wgmma_wait0();
+
+                /* Stage s is consumed: release it (in every CTA of the cluster). */
+#if QG_CLUSTER == 1
+                if (lane == 0) qg_mbarrier_arrive(&empty[s]);
+#else
+                if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
+#endif
+
+                /* Promotion: scale this block's partial sums into FP32 registers. */
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                        const float b = qg_sfb_for_group(sb, n_off, j);
+                        const float s0 = sa[t][0] * b, s1 = sa[t][1] * b;
+                        out[t][j * 4 + 0] += s0 * acc[t][j * 4 + 0];
+                        out[t][j * 4 + 1] += s0 * acc[t][j * 4 + 1];
+                        out[t][j * 4 + 2] += s1 * acc[t][j * 4 + 2];
+                        out[t][j * 4 + 3] += s1 * acc[t][j * 4 + 3];
+                    }
+            }
+
+            /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */
+#pragma unroll
+            for (int t = 0; t < QG_WG_TILES; ++t) {
+                /* Lane l addresses row l % 16 of the warp's 16 rows, columns
+                 * +8 for lanes 16..31: matrices (rows 0-7 | 8-15) x (cols 0-7 | 8-15). */
+                uint16_t *rows = smem_d + (wg_row - lane / 4 + t * 64 + lane % 16) * QG_BLOCK_N +
+                                 8 * (lane / 16);
+#pragma unroll
+                for (int i = 0; i < QG_BLOCK_N / 16; ++i)
+                    qg_stmatrix_x4(rows + i * 16,
+                                   qg_pack_bf16x2(out[t][i * 8 + 0], out[t][i * 8 + 1]),
+                                   qg_pack_bf16x2(out[t][i * 8 + 2], out[t][i * 8 + 3]),
+                                   qg_pack_bf16x2(out[t][i * 8 + 4], out[t][i * 8 + 5]),
+                                   qg_pack_bf16x2(out[t][i * 8 + 6], out[t][i * 8 + 7]));
+            }
+            qg_fence_proxy_async_shared();
+            qg_named_barrier(1, QG_NUM_MATH_THREADS);
+
+            const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
+            if (tile.tma_store) {
+                if (threadIdx.x == 0) {
+                    qg_tma_store_2d(&tmap_d, smem_d, n_begin, d_row);
+                    qg_bulk_commit_group();
+                }
+            } else {
+                /* Some rows of this tile must stay untouched (masked-out rows,
+                 * padding rows): 16-byte stores of the rows that may be written. */
+                for (int c = threadIdx.x; c < QG_BLOCK_M * QG_BLOCK_N / 8; c += QG_NUM_MATH_THREADS) {
+                    const int row = c / (QG_BLOCK_N / 8), col = n_begin + (c % (QG_BLOCK_N / 8)) * 8;
+                    bool ok = row < tile.rows && col < QG_SHAPE_N;
+#if QG_KIND == 1
+                    ok = ok && __ldg(m_indices + tile.m_begin + row) >= 0;
+#endif
+                    if (ok)
+                        *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =
+                            *(const uint4 *)(smem_d + row * QG_BLOCK_N + (c % (QG_BLOCK_N / 8)) * 8);
+                }
+            }
+        }
+        if (threadIdx.x == 0) qg_bulk_wait_group0();
+    }
+
+#if QG_CLUSTER > 1
+    /* Neither CTA may exit while its partner can still multicast into it or
+     * arrive on its barriers. */
+    qg_cluster_sync();
+#endif
+}

@@ -1,0 +1,209 @@
+/*
+ * qg_ptx.cuh -- one small wrapper per PTX instruction the kernels use.
+ *
+ * Compiled by NVRTC for sm_90a only. Shared-memory operands are 32-bit
+ * shared-window addresses (qg_smem_addr); tensor maps are passed by the
+ * generic address of a __grid_constant__ kernel parameter.
+ * Section numbers refer to the PTX ISA 8.x manual.
+ */
+#ifndef QG_PTX_CUH
+#define QG_PTX_CUH
+
+typedef unsigned int uint32_t;
+typedef int int32_t;
+typedef unsigned long long uint64_t;
+typedef long long int64_t;
+typedef unsigned short uint16_t;
+
+#define QG_STR_(x) #x
+#define QG_STR(x) QG_STR_(x)
+#define QG_DEVICE __device__ __forceinline__
+
+/* The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned. */
+struct __align__(64) qg_tensor_map { uint64_t opaque[16]; };
+
+QG_DEVICE uint32_t qg_smem_addr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* ---- mbarrier (9.7.13.15) ------------------------------------------------ */
+
+QG_DEVICE void qg_mbarrier_init(uint64_t *bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(qg_smem_addr(bar)), "r"(count));
+}
+
+/* Make barrier initialisation visible to the async proxy and the cluster. */
+QG_DEVICE void qg_fence_mbarrier_init(void) {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+QG_DEVICE void qg_mbarrier_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                 ::"r"(qg_smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+QG_DEVICE void qg_mbarrier_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(qg_smem_addr(bar)) : "memory");
+}
+
+/* Arrive on the barrier at the same offset in CTA `cta_rank` of the cluster
+ * (mapa: 9.7.9.18). */
+QG_DEVICE void qg_mbarrier_arrive_cluster(uint64_t *bar, uint32_t cta_rank) {
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+                 "}\n" ::"r"(qg_smem_addr(bar)), "r"(cta_rank) : "memory");
+}
+
+/* Spin until the phase with parity `parity` has completed. */
+QG_DEVICE void qg_mbarrier_wait(uint64_t *bar, uint32_t parity) {
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT_%=;\n"
+                 "}\n" ::"r"(qg_smem_addr(bar)), "r"(parity) : "memory");
+}
+
+/* ---- TMA: bulk tensor copies (9.7.9.25) ---------------------------------- */
+
+QG_DEVICE void qg_tma_prefetch_descriptor(const qg_tensor_map *map) {
+    asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
+}
+
+/* Global -> this CTA's shared memory; completes `bar` with the box's bytes. */
+QG_DEVICE void qg_tma_load_2d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0,
+                              int32_t c1) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4}], [%2];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)),
+                 "r"(c0), "r"(c1) : "memory");
+}
+
+/* Global -> the same shared offset in every CTA of `cta_mask`; each
+ * destination CTA's barrier at `bar`'s offset receives the bytes. */
+QG_DEVICE void qg_tma_load_2d_multicast(void *dst, const qg_tensor_map *map, uint64_t *bar,
+                                        int32_t c0, int32_t c1, uint16_t cta_mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)),
+                 "r"(c0), "r"(c1), "h"(cta_mask) : "memory");
+}
+
+/* Shared -> global; out-of-bounds parts of the box are clipped. */
+QG_DEVICE void qg_tma_store_2d(const qg_tensor_map *map, const void *src, int32_t c0, int32_t c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 ::"l"((uint64_t)map), "r"(qg_smem_addr(src)), "r"(c0), "r"(c1) : "memory");
+}
+
+QG_DEVICE void qg_bulk_commit_group(void) {
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+/* Wait until every committed bulk store has finished READING shared memory. */
+QG_DEVICE void qg_bulk_wait_group_read0(void) {
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+/* Wait until every committed bulk store has completed. */
+QG_DEVICE void qg_bulk_wait_group0(void) {
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+/* Order this thread's generic-proxy shared-memory writes before later
+ * async-proxy (TMA) reads of them (9.7.12.4). */
+QG_DEVICE void qg_fence_proxy_async_shared(void) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* ---- WGMMA (9.7.15) ------------------------------------------------------ */
+
+/*
+ * Shared-memory matrix descriptor (9.7.15.5.1) for a K-major tile whose rows
+ * are 128 bytes (128 e4m3 values) stored with the 128-byte swizzle that TMA
+ * wrote: 8-row core-matrix groups are 1024 bytes apart (stride byte offset);
+ * the leading byte offset is unused for swizzled K-major layouts. The tile
+ * base must be 1024-byte aligned; advancing K by 32 elements adds 32 bytes
+ * to the start address (the swizzle is applied on address bits).
+ */
+QG_DEVICE uint64_t qg_wgmma_desc_sw128(const void *smem) {
+    uint64_t addr = qg_smem_addr(smem);
+    uint64_t desc = 0;
+    desc |= (addr & 0x3FFFFull) >> 4;           /* bits 0-13: start address >> 4 */
+    desc |= (uint64_t)(16 >> 4) << 16;          /* bits 16-29: leading byte offset >> 4 */
+    desc |= (uint64_t)(1024 >> 4) << 32;        /* bits 32-45: stride byte offset >> 4 */
+    desc |= (uint64_t)1 << 62;                  /* bits 62-63: 1 = 128-byte swizzle */
+    return desc;
+}
+
+QG_DEVICE void qg_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+QG_DEVICE void qg_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+QG_DEVICE void qg_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+
+/* Keep the compiler from moving accumulator accesses across wgmma. */
+QG_DEVICE void qg_fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+
+/*
+ * D(64 x QG_BLOCK_N, f32) (+)= A(64 x 32, e4m3) * B(QG_BLOCK_N x 32, e4m3)^T,
+ * both from shared memory. The operand list for this N is written by the
+ * JIT as macros: QG_WGMMA_ACC_LIST "{%0, ..., %(N/2-1)}", QG_WGMMA_ACC_ARGS(d)
+ * the "+f" constraints, and QG_WGMMA_OP_DESC_A / _DESC_B / _SCALE_D the
+ * numbers of the three trailing operands.
+ */
+QG_DEVICE void qg_wgmma_m64k32_e4m3(float (&d)[QG_BLOCK_N / 2], uint64_t desc_a, uint64_t desc_b,
+                                    int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 "setp.ne.b32 accumulate, %" QG_STR(QG_WGMMA_OP_SCALE_D) ", 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n" QG_STR(QG_BLOCK_N) "k32.f32.e4m3.e4m3 "
+                 QG_WGMMA_ACC_LIST ", %" QG_STR(QG_WGMMA_OP_DESC_A) ", %" QG_STR(QG_WGMMA_OP_DESC_B)
+                 ", accumulate, 1, 1;\n"
+                 "}\n"
+                 : QG_WGMMA_ACC_ARGS(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+/* ---- registers, barriers, clusters --------------------------------------- */
+
+template <uint32_t kRegs> QG_DEVICE void qg_setmaxnreg_inc(void) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+template <uint32_t kRegs> QG_DEVICE void qg_setmaxnreg_dec(void) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+/* Named barrier `id` over `count` threads (bar.sync: 9.7.12.1). */
+QG_DEVICE void qg_named_barrier(uint32_t id, uint32_t count) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+QG_DEVICE uint32_t qg_cluster_ctarank(void) {
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+/* Every thread of every CTA of the cluster. */
+QG_DEVICE void qg_cluster_sync(void) {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+/* ---- epilogue helpers ---------------------------------------------------- */
+
+/* Two floats -> packed bf16x2 (lo in the low half), round to nearest even. */
+QG_DEVICE uint32_t qg_pack_bf16x2(float lo, float hi) {
+    uint32_t packed;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+    return packed;
+}
+
+/* Four 8x8 b16 matrices to shared memory; lane i gives the row address of
+ * row i%8 of matrix i/8 (stmatrix: 9.7.14.5.16). */
+QG_DEVICE void qg_stmatrix_x4(void *dst, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+    asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};"
+                 ::"r"(qg_smem_addr(dst)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
+#endif /* QG_PTX_CUH */

@@ -1,0 +1,132 @@
+/*
+ * qg_scheduler.cuh -- persistent tile scheduler.
+ *
+ * Every CTA of the persistent grid walks a linear tile index
+ *     tile = (cluster_id + iter * num_clusters) * QG_CLUSTER + cluster_rank
+ * so the two CTAs of a cluster always receive neighbouring tiles. The linear
+ * index is mapped to (group, m_block, n_block) in L2-friendly swizzled
+ * groups of QG_SWIZZLE_GROUP blocks:
+ *   - multicast none or A: groups of n-blocks; inside a group, consecutive
+ *     tiles share the m-block (so a cluster pair shares its A tile);
+ *   - multicast B: groups of m-blocks; consecutive tiles share the n-block.
+ * The host guarantees that a pair never straddles a group boundary (group
+ * sizes and block counts are even when multicast is on).
+ *
+ * Modes (QG_KIND):
+ *   0 dense       one group; M = shape_m rows.
+ *   1 contiguous  rows of all experts concatenated; m_indices[row] names the
+ *                 expert, -1 = padding. Segments are aligned to QG_BLOCK_M,
+ *                 so an m-block whose first row is -1 is all padding and is
+ *                 skipped (both CTAs of a pair share the m-block, so they
+ *                 skip together).
+ *   2 masked      groups of shape_m (= M_max) rows; group g has masked_m[g]
+ *                 valid rows; only m-blocks holding valid rows are tiles.
+ * Producer and consumers run identical schedulers, so they agree on the
+ * sequence of tiles without communicating.
+ */
+#ifndef QG_SCHEDULER_CUH
+#define QG_SCHEDULER_CUH
+
+#define QG_NUM_N_BLOCKS ((QG_SHAPE_N + QG_BLOCK_N - 1) / QG_BLOCK_N)
+
+struct qg_tile {
+    int group;     /* expert / group index (0 for dense) */
+    int m_block;   /* block of rows within the group (contiguous: global) */
+    int n_block;
+    int m_begin;   /* first row of the tile within the group's rows */
+    int rows;      /* rows of the tile that exist and may be written */
+    bool tma_store; /* every in-bounds row may be written: the TMA store can be used */
+};
+
+struct qg_scheduler {
+    int shape_m;
+    const int *m_indices;
+    const int *masked_m;
+    int iter;
+    /* masked mode: cursor over groups (tile indices only grow) */
+    int cur_group;
+    int group_first_tile;
+    int group_num_m_blocks;
+};
+
+/* Valid rows of group g, clamped to [0, M_max]: masked_m is device data the
+ * host never saw, so a bad value must not make the kernel write past a group. */
+QG_DEVICE int qg_masked_rows(const qg_scheduler &s, int g) {
+    return min(max(__ldg(s.masked_m + g), 0), s.shape_m);
+}
+
+QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indices,
+                                 const int *masked_m) {
+    s.shape_m = shape_m;
+    s.m_indices = m_indices;
+    s.masked_m = masked_m;
+    s.iter = 0;
+    s.cur_group = 0;
+    s.group_first_tile = 0;
+    s.group_num_m_blocks = 0;
+#if QG_KIND == 2
+    s.group_num_m_blocks = (qg_masked_rows(s, 0) + QG_BLOCK_M - 1) / QG_BLOCK_M;
+#endif
+}
+
+/* Swizzle a linear index inside one group of num_m_blocks x QG_NUM_N_BLOCKS tiles. */
+QG_DEVICE void qg_swizzle(int idx, int num_m_blocks, int &m_block, int &n_block) {
+#if QG_MULTICAST == 2
+    const int per_group = QG_SWIZZLE_GROUP * QG_NUM_N_BLOCKS;
+    const int first_m = (idx / per_group) * QG_SWIZZLE_GROUP;
+    const int in_group = idx % per_group;
+    const int m_in_group = min(QG_SWIZZLE_GROUP, num_m_blocks - first_m);
+    m_block = first_m + in_group % m_in_group;
+    n_block = in_group / m_in_group;
+#else
+    const int per_group = QG_SWIZZLE_GROUP * num_m_blocks;
+    const int first_n = (idx / per_group) * QG_SWIZZLE_GROUP;
+    const int in_group = idx % per_group;
+    const int n_in_group = min(QG_SWIZZLE_GROUP, QG_NUM_N_BLOCKS - first_n);
+    m_block = in_group / n_in_group;
+    n_block = first_n + in_group % n_in_group;
+#endif
+}
+
+/* Next tile of this CTA; false when the CTA has no more work. */
+QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
+    const int num_clusters = gridDim.x / QG_CLUSTER;
+    const int cluster_id = blockIdx.x / QG_CLUSTER;
+    const int rank = blockIdx.x % QG_CLUSTER;
+    for (;;) {
+        const int idx = (cluster_id + s.iter * num_clusters) * QG_CLUSTER + rank;
+        s.iter++;
+#if QG_KIND == 2
+        /* Walk the group cursor forward until idx falls inside it. */
+        while (idx >= s.group_first_tile + s.group_num_m_blocks * QG_NUM_N_BLOCKS) {
+            s.group_first_tile += s.group_num_m_blocks * QG_NUM_N_BLOCKS;
+            if (++s.cur_group >= QG_NUM_GROUPS) return false;
+            s.group_num_m_blocks = (qg_masked_rows(s, s.cur_group) + QG_BLOCK_M - 1) / QG_BLOCK_M;
+        }
+        t.group = s.cur_group;
+        qg_swizzle(idx - s.group_first_tile, s.group_num_m_blocks, t.m_block, t.n_block);
+        t.m_begin = t.m_block * QG_BLOCK_M;
+        t.rows = min(QG_BLOCK_M, qg_masked_rows(s, t.group) - t.m_begin);
+        t.tma_store = t.rows == QG_BLOCK_M;
+        return true;
+#else
+        const int num_m_blocks = (s.shape_m + QG_BLOCK_M - 1) / QG_BLOCK_M;
+        if (idx >= num_m_blocks * QG_NUM_N_BLOCKS) return false;
+        qg_swizzle(idx, num_m_blocks, t.m_block, t.n_block);
+        t.m_begin = t.m_block * QG_BLOCK_M;
+        t.rows = min(QG_BLOCK_M, s.shape_m - t.m_begin);
+#if QG_KIND == 1
+        t.group = __ldg(s.m_indices + t.m_begin);
+        if (t.group < 0) continue; /* an all-padding block: no work */
+        /* Padding is a suffix of a segment: the block is full iff its last row is real. */
+        t.tma_store = __ldg(s.m_indices + t.m_begin + t.rows - 1) >= 0;
+#else
+        t.group = 0;
+        t.tma_store = true; /* TMA clips rows past M */
+#endif
+        return true;
+#endif
+    }
+}
+
+#endif /* QG_SCHEDULER_CUH */

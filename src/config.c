@@ -1,0 +1,252 @@
+/*
+ * config.c -- kernel configurations: what is legal, what it costs in shared
+ * memory, and which one to use for a problem (DESIGN.md section 3).
+ *
+ * Legal space (checked by CI: every variant compiles without spills):
+ *   block_m in {64, 128, 256}; 64 -> one math warpgroup, else two.
+ *   block_n a multiple of 16, at most QG_MAX_BLOCK_N(block_m): the two
+ *   levels of FP32 accumulators take block_n registers per m64 tile, so
+ *   64 -> 176, 128 -> 160, 256 (two m64 tiles per warpgroup) -> 96.
+ *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
+ *   multicast A: the pair shares an m-block, so the n-block count and the
+ *   swizzle group must be even; multicast B (dense only): the m-block count
+ *   and the swizzle group must be even.
+ * The shared-memory formula mirrors QG_SMEM_TOTAL in kernels/qg_fp8_gemm.cuh
+ * (the kernel static_asserts that the two agree).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define QG_MAX_STAGES 8
+#define QG_DEFAULT_SWIZZLE 16
+
+static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+int qg__max_block_n(int block_m) {
+    return block_m == 64 ? 176 : block_m == 128 ? 160 : block_m == 256 ? 96 : 0;
+}
+
+/* Rows of the problem the scheduler tiles over M (per group for masked). */
+static int tile_rows(const qg_problem *p) { return p->m; }
+
+static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
+
+size_t qg__smem_bytes(const qg_problem *p, int block_m, int block_n, int stages, int sfb_rows) {
+    const size_t num_k_blocks = (size_t)ceil_div(p->k, 128);
+    return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
+           (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
+           round_up((size_t)sfb_rows * num_k_blocks * 4, 8) + (size_t)stages * 16;
+}
+
+/* The most 128-column SFB blocks any tile of width block_n can touch. */
+static int sfb_rows_for(const qg_problem *p, int block_n) {
+    int rows = 1;
+    for (int nb = 0; nb < num_n_blocks(p, block_n) && nb < 128; ++nb) {
+        const int off = (nb * block_n) % 128;
+        const int r = (off + block_n - 1) / 128 + 1;
+        if (r > rows) rows = r;
+    }
+    return rows;
+}
+
+qg_status qg__check_problem(const qg_problem *p, const char *fn) {
+    if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: problem is NULL", fn);
+    if (p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
+        p->kind != QG_GEMM_GROUPED_MASKED)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: problem->kind must be QG_GEMM_DENSE (0), _GROUPED_CONTIGUOUS (1) or "
+                        "_GROUPED_MASKED (2), got %d", fn, (int)p->kind);
+    if (p->m < 1 || p->m > (1 << 30))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: m must be in [1, 2^30], got %d", fn, p->m);
+    if (p->n < 8 || p->n % 8)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: n must be a positive multiple of 8 (16-byte rows of D), got %d", fn, p->n);
+    if (p->k < 16 || p->k % 16)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: k must be a positive multiple of 16 (16-byte rows of A and B), got %d",
+                        fn, p->k);
+    if (p->kind == QG_GEMM_DENSE && p->num_groups != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be 1 for a dense GEMM, got %d",
+                        fn, p->num_groups);
+    if (p->num_groups < 1 || p->num_groups > 4096)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be in [1, 4096], got %d", fn,
+                        p->num_groups);
+    if ((long long)p->num_groups * p->n > (1ll << 31) - 1 ||
+        (p->kind == QG_GEMM_GROUPED_MASKED && (long long)p->num_groups * p->m > (1ll << 31) - 1))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: num_groups * rows exceeds 2^31 - 1", fn);
+    if (p->kind == QG_GEMM_GROUPED_MASKED && (p->expected_m < 0 || p->expected_m > p->m))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: expected_m must be in [0, m = %d], got %d",
+                        fn, p->m, p->expected_m);
+    return QG_SUCCESS;
+}
+
+qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_config *cfg,
+                   qg_kernel_plan *out) {
+    const int bm = cfg->block_m, bn = cfg->block_n;
+    if (bm != 64 && bm != 128 && bm != 256)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "config: block_m must be 64, 128 or 256, got %d", bm);
+    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
+                        "got %d", bm);
+    if (bn < 16 || bn % 16 || bn > qg__max_block_n(bm))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: block_n must be a multiple of 16 in [16, %d] for block_m %d, got %d",
+                        qg__max_block_n(bm), bm, bn);
+    if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
+                        QG_MAX_STAGES, cfg->num_stages);
+    const int swizzle = cfg->swizzle_group ? cfg->swizzle_group : QG_DEFAULT_SWIZZLE;
+    if (swizzle < 1 || swizzle > 256)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "config: swizzle_group must be in [0, 256], got %d",
+                        cfg->swizzle_group);
+    switch (cfg->multicast) {
+    case QG_MULTICAST_NONE: break;
+    case QG_MULTICAST_A:
+        if (num_n_blocks(p, bn) % 2 || swizzle % 2)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: multicast A pairs tiles along N: needs an even number of "
+                            "n-blocks (N %d / block_n %d gives %d) and an even swizzle group (%d)",
+                            p->n, bn, num_n_blocks(p, bn), swizzle);
+        break;
+    case QG_MULTICAST_B:
+        if (p->kind != QG_GEMM_DENSE)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: multicast B is for dense GEMMs (grouped tiles of a pair may "
+                            "belong to different groups)");
+        if (ceil_div(tile_rows(p), bm) % 2 || swizzle % 2)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: multicast B pairs tiles along M: needs an even number of "
+                            "m-blocks (M %d / block_m %d gives %d) and an even swizzle group (%d)",
+                            p->m, bm, ceil_div(tile_rows(p), bm), swizzle);
+        break;
+    default:
+        return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast must be 0 (none), 1 (A) or 2 (B), "
+                        "got %d", (int)cfg->multicast);
+    }
+    const int cluster = cfg->multicast == QG_MULTICAST_NONE ? 1 : 2;
+    if (cluster == 2 && props->sm_count < 2)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
+
+    const int sfb_rows = sfb_rows_for(p, bn);
+    int stages = cfg->num_stages;
+    if (stages == 0) {
+        for (stages = QG_MAX_STAGES; stages > 0; --stages)
+            if (qg__smem_bytes(p, bm, bn, stages, sfb_rows) <= props->smem_optin_bytes) break;
+        if (stages == 0)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: block %dx%d with K %d does not fit %zu bytes of shared memory "
+                            "even with one stage", bm, bn, p->k, props->smem_optin_bytes);
+    }
+    const size_t smem = qg__smem_bytes(p, bm, bn, stages, sfb_rows);
+    if (smem > props->smem_optin_bytes)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
+                        "device allows %zu", bm, bn, stages, smem, props->smem_optin_bytes);
+
+    memset(out, 0, sizeof *out);
+    out->num_math_wgs = bm == 64 ? 1 : 2;
+    out->num_threads = 128 * (out->num_math_wgs + 1);
+    out->cluster_size = cluster;
+    out->num_k_blocks = ceil_div(p->k, 128);
+    out->sfb_rows = sfb_rows;
+    out->smem_bytes = smem;
+    out->num_stages = stages;
+    out->swizzle_group = swizzle;
+    return QG_SUCCESS;
+}
+
+qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, const qg_problem *p,
+                                  qg_config *cfg, qg_kernel_plan *plan) {
+    qg_status st = qg__plan(props, p, cfg, plan);
+    if (st != QG_SUCCESS) return st;
+    cfg->num_stages = plan->num_stages;
+    cfg->swizzle_group = plan->swizzle_group;
+    cfg->num_sms = num_sms - num_sms % plan->cluster_size;
+    cfg->smem_bytes = plan->smem_bytes;
+    return QG_SUCCESS;
+}
+
+qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, qg_config *cfg) {
+    qg__clear_error();
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_complete_config: ctx is NULL");
+    if (!cfg) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_complete_config: cfg is NULL");
+    qg_status st = qg__check_problem(problem, "qg_complete_config");
+    if (st != QG_SUCCESS) return st;
+    qg_kernel_plan plan;
+    return qg__complete_config_sms(&ctx->props, ctx->num_sms, problem, cfg, &plan);
+}
+
+/*
+ * The heuristic. For every legal (block_m, block_n): tiles -> waves over the
+ * persistent grid; keep the fewest waves, then the fullest last wave, then
+ * the larger tile (less traffic per FLOP). Multicast A where the pair can
+ * share A and M is large (the seeds' rule: M > 512, even SM count); else
+ * multicast B for large dense problems with an odd n-block count.
+ */
+qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
+                     qg_config *out, qg_kernel_plan *plan) {
+    const int rows = p->kind == QG_GEMM_GROUPED_MASKED && p->expected_m > 0 ? p->expected_m : p->m;
+    const int groups = p->kind == QG_GEMM_GROUPED_CONTIGUOUS ? 1 : p->num_groups;
+    static const int block_ms[] = {64, 128, 256};
+    int best_bm = 0, best_bn = 0, best_waves = 0, best_last = 0;
+    for (int i = 0; i < 3; ++i) {
+        const int bm = block_ms[i];
+        if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
+        if (bm == 256 && rows <= 1024) continue;
+        if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128) continue;
+        for (int bn = 16; bn <= qg__max_block_n(bm); bn += 16) {
+            const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
+            const int waves = (int)((tiles + num_sms - 1) / num_sms);
+            const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
+            bool better = best_bm == 0 || waves < best_waves ||
+                          (waves == best_waves && last > best_last) ||
+                          (waves == best_waves && last == best_last && bm * bn > best_bm * best_bn);
+            if (better) {
+                best_bm = bm, best_bn = bn, best_waves = waves, best_last = last;
+            }
+        }
+    }
+    qg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.block_m = best_bm;
+    cfg.block_n = best_bn;
+    cfg.multicast = QG_MULTICAST_NONE;
+    if (num_sms % 2 == 0 && rows > 512) {
+        qg_config try_a = cfg;
+        try_a.multicast = QG_MULTICAST_A;
+        qg_config try_b = cfg;
+        try_b.multicast = QG_MULTICAST_B;
+        if (num_n_blocks(p, best_bn) % 2 == 0) cfg = try_a;
+        else if (p->kind == QG_GEMM_DENSE && ceil_div(rows, best_bm) % 2 == 0) cfg = try_b;
+    }
+    qg_status st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
+    if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
+        cfg.multicast = QG_MULTICAST_NONE;
+        cfg.num_stages = 0;
+        st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
+    }
+    if (st != QG_SUCCESS) return st;
+    *out = cfg;
+    if (qg__env_flag("QGEMM_PRINT_CONFIG"))
+        fprintf(stderr,
+                "qgemm: kind %d m %d n %d k %d groups %d -> block %dx%d stages %d multicast %d "
+                "swizzle %d sms %d smem %zu (waves %d, last wave %d tiles)\n",
+                (int)p->kind, p->m, p->n, p->k, p->num_groups, cfg.block_m, cfg.block_n,
+                cfg.num_stages, (int)cfg.multicast, cfg.swizzle_group, cfg.num_sms, cfg.smem_bytes,
+                best_waves, best_last);
+    return QG_SUCCESS;
+}
+
+qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_config *out) {
+    qg__clear_error();
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_select_config: ctx is NULL");
+    if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_select_config: out is NULL");
+    qg_status st = qg__check_problem(problem, "qg_select_config");
+    if (st != QG_SUCCESS) return st;
+    qg_kernel_plan plan;
+    return qg__select(&ctx->props, ctx->num_sms, problem, out, &plan);
+}

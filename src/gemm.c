@@ -1,0 +1,413 @@
+/*
+ * gemm.c -- the GEMM entry points: validate, resolve a kernel, launch.
+ *
+ * Invariants:
+ *  - Every argument is checked before anything touches the device, so a
+ *    rejected call writes no output memory.
+ *  - A launch reads no device memory and allocates nothing: the tensor maps
+ *    are built on the host and passed by value (CUDA-graph capturable).
+ *  - Resolution (heuristic, source generation, JIT, module load) happens once
+ *    per (problem, forced config) and is cached in the context's launch cache;
+ *    modules are shared between entries with the same JIT key.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QG_CONTIGUOUS_ALIGNMENT 128
+
+struct qg_module {
+    qg_module *next;
+    char key[65];
+    CUmodule module;
+    CUfunction function;
+};
+
+struct qg_launch_entry {
+    qg_launch_entry *next;
+    qg_problem problem;
+    bool forced;
+    qg_config forced_cfg;
+    int num_sms;
+    qg_config cfg;
+    qg_kernel_plan plan;
+    qg_module *module;
+};
+
+int qg_m_alignment_for_contiguous_layout(void) { return QG_CONTIGUOUS_ALIGNMENT; }
+
+int64_t qg_sfa_ld(int64_t m) { return m < 0 ? 0 : (m + 3) / 4 * 4; }
+
+/* ---- kernel source ------------------------------------------------------ */
+
+/* The short source the JIT compiles: the problem and config as macros, the
+ * wgmma operand list for N = block_n, then the kernel. */
+static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const qg_config *cfg,
+                               const qg_kernel_plan *plan) {
+    const int acc = cfg->block_n / 2;
+    size_t n = (size_t)snprintf(
+        buf, cap,
+        "// qgemm kernel: kind %d, N %d, K %d, groups %d, block %dx%d, %d stages, multicast %d\n"
+        "#define QG_KIND %d\n#define QG_SHAPE_N %d\n#define QG_SHAPE_K %d\n"
+        "#define QG_NUM_GROUPS %d\n#define QG_BLOCK_M %d\n#define QG_BLOCK_N %d\n"
+        "#define QG_NUM_STAGES %d\n#define QG_MULTICAST %d\n#define QG_CLUSTER %d\n"
+        "#define QG_SWIZZLE_GROUP %d\n#define QG_SFB_ROWS %d\n#define QG_SMEM_BYTES %zu\n"
+        "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
+        "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_ACC_LIST \"{",
+        (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
+        (int)cfg->multicast, (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m,
+        cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size,
+        plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, acc, acc + 1, acc + 2);
+    for (int i = 0; i < acc && n < cap; ++i)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
+    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
+    for (int i = 0; i < acc && n < cap; ++i)
+        n += (size_t)snprintf(buf + n, cap - n, "%s \"+f\"(d[%d])", i ? "," : "", i);
+    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_fp8_gemm.cuh\"\n");
+    if (n >= cap) return qg__fail(QG_ERROR_INTERNAL, "kernel source exceeds %zu bytes", cap);
+    return QG_SUCCESS;
+}
+
+static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_config *cfg,
+                                const qg_kernel_plan *plan, qg_jit_result *res) {
+    char src[8192];
+    qg_status st = kernel_source(src, sizeof src, p, cfg, plan);
+    if (st != QG_SUCCESS) return st;
+    if ((st = qg__jit_compile(ctx->jit, src, res)) != QG_SUCCESS) return st;
+    /* setmaxnreg.inc waits for registers the CTA does not own if the entry
+     * allocation cannot hold the producer's and math warpgroups' shares. */
+    const int pool = res->info.registers * plan->num_threads;
+    const int need = 128 * 56 + 128 * plan->num_math_wgs * (plan->num_math_wgs == 1 ? 240 : 224);
+    if (pool < need)
+        return qg__fail(QG_ERROR_COMPILE,
+                        "kernel %s: %d registers x %d threads at entry cannot hold the %d that "
+                        "the warpgroup register split needs", res->info.key, res->info.registers,
+                        plan->num_threads, need);
+    return QG_SUCCESS;
+}
+
+/* Choose (or complete a forced) configuration for p on ctx. */
+static qg_status resolve_config(const qg_context *ctx, int num_sms, const qg_problem *p,
+                                const qg_config *forced, qg_config *cfg, qg_kernel_plan *plan) {
+    if (!forced) return qg__select(&ctx->props, num_sms, p, cfg, plan);
+    *cfg = *forced;
+    return qg__complete_config_sms(&ctx->props, num_sms, p, cfg, plan);
+}
+
+qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config *cfg,
+                     qg_kernel_info *info) {
+    qg__clear_error();
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_compile: ctx is NULL");
+    qg_status st = qg__check_problem(problem, "qg_compile");
+    if (st != QG_SUCCESS) return st;
+    pthread_mutex_lock(&ctx->lock);
+    const int num_sms = ctx->num_sms;
+    pthread_mutex_unlock(&ctx->lock);
+    qg_config c;
+    qg_kernel_plan plan;
+    if ((st = resolve_config(ctx, num_sms, problem, cfg, &c, &plan)) != QG_SUCCESS) return st;
+    qg_jit_result res;
+    if ((st = compile_kernel(ctx, problem, &c, &plan, &res)) != QG_SUCCESS) return st;
+    if (info) *info = res.info;
+    return QG_SUCCESS;
+}
+
+/* ---- launch cache ----------------------------------------------------------- */
+
+static unsigned bucket_of(const qg_problem *p, const qg_config *forced) {
+    unsigned h = 2166136261u;
+    const int v[] = {(int)p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m,
+                     forced ? forced->block_m : -1, forced ? forced->block_n : -1};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i) h = (h ^ (unsigned)v[i]) * 16777619u;
+    return h % 256;
+}
+
+static bool same_forced(const qg_config *a, const qg_config *b) {
+    return a->block_m == b->block_m && a->block_n == b->block_n &&
+           a->num_stages == b->num_stages && a->multicast == b->multicast &&
+           a->swizzle_group == b->swizzle_group;
+}
+
+static bool entry_matches(const qg_launch_entry *e, const qg_problem *p, const qg_config *forced,
+                          int num_sms) {
+    return e->problem.kind == p->kind && e->problem.m == p->m && e->problem.n == p->n &&
+           e->problem.k == p->k && e->problem.num_groups == p->num_groups &&
+           e->problem.expected_m == p->expected_m && e->num_sms == num_sms &&
+           e->forced == (forced != NULL) && (!forced || same_forced(&e->forced_cfg, forced));
+}
+
+/* Find or build the launch entry; called with ctx->lock held and ctx current. */
+static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_config *forced,
+                                const qg_launch_entry **out) {
+    const unsigned b = bucket_of(p, forced);
+    const int num_sms = ctx->num_sms;
+    for (qg_launch_entry *e = ctx->launches[b]; e; e = e->next)
+        if (entry_matches(e, p, forced, num_sms)) {
+            *out = e;
+            return QG_SUCCESS;
+        }
+    qg_launch_entry *e = calloc(1, sizeof *e);
+    if (!e) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "launch cache: out of host memory");
+    e->problem = *p;
+    e->forced = forced != NULL;
+    if (forced) e->forced_cfg = *forced;
+    e->num_sms = num_sms;
+    qg_status st = resolve_config(ctx, num_sms, p, forced, &e->cfg, &e->plan);
+    qg_jit_result res;
+    if (st == QG_SUCCESS) st = compile_kernel(ctx, p, &e->cfg, &e->plan, &res);
+    if (st != QG_SUCCESS) {
+        free(e);
+        return st;
+    }
+    /* Share the module with any entry of the same kernel. */
+    qg_module *m = ctx->modules;
+    while (m && strcmp(m->key, res.info.key)) m = m->next;
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        if (!m) {
+            free(e);
+            return qg__fail(QG_ERROR_OUT_OF_MEMORY, "launch cache: out of host memory");
+        }
+        const qg_driver *drv = ctx->drv;
+        CUresult r = drv->cuModuleLoadData(&m->module, res.cubin);
+        if (r == CUDA_SUCCESS) r = drv->cuModuleGetFunction(&m->function, m->module, "qg_fp8_gemm_kernel");
+        if (r == CUDA_SUCCESS)
+            r = drv->cuFuncSetAttribute(m->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        (int)e->plan.smem_bytes);
+        if (r != CUDA_SUCCESS) {
+            if (m->module) drv->cuModuleUnload(m->module);
+            free(m);
+            free(e);
+            return qg__cuda_fail(r, "loading the compiled kernel");
+        }
+        memcpy(m->key, res.info.key, sizeof m->key);
+        m->next = ctx->modules;
+        ctx->modules = m;
+    }
+    e->module = m;
+    e->next = ctx->launches[b];
+    ctx->launches[b] = e;
+    *out = e;
+    return QG_SUCCESS;
+}
+
+void qg__launch_cache_destroy(qg_context *ctx) {
+    for (int b = 0; b < 256; ++b)
+        for (qg_launch_entry *e = ctx->launches[b], *next; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    for (qg_module *m = ctx->modules, *next; m; m = next) {
+        next = m->next;
+        if (ctx->drv && m->module) ctx->drv->cuModuleUnload(m->module);
+        free(m);
+    }
+}
+
+/* ---- argument validation ------------------------------------------------ */
+
+/* Presence and alignment: checkable without a device. */
+static qg_status check_ptr(const void *ptr, size_t align, const char *fn, const char *name) {
+    if (!ptr) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s is NULL", fn, name);
+    if ((uintptr_t)ptr % align)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s (%p) must be %zu-byte aligned", fn,
+                        name, ptr, align);
+    return QG_SUCCESS;
+}
+
+/* The pointer is device memory of the context's device. */
+static qg_status check_device_ptr(const qg_context *ctx, const void *ptr, const char *fn,
+                                  const char *name) {
+    int ordinal = -1;
+    CUresult r = ctx->drv->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                 (CUdeviceptr)(uintptr_t)ptr);
+    if (r != CUDA_SUCCESS)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->%s (%p) is not a CUDA device pointer", fn, name, ptr);
+    if (ordinal != ctx->device)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->%s is memory of device %d; the context is on device %d", fn,
+                        name, ordinal, ctx->device);
+    return QG_SUCCESS;
+}
+
+static qg_status check_ld(int64_t ld, int64_t min, int elem_bytes, const char *fn, const char *name,
+                          const char *what) {
+    if (ld < min)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s must be >= %s (%lld), got %lld",
+                        fn, name, what, (long long)min, (long long)ld);
+    if ((ld * elem_bytes) % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->%s * %d bytes must be a multiple of 16 (TMA), got %lld", fn,
+                        name, elem_bytes, (long long)ld);
+    if (ld > (1ll << 36))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->%s = %lld exceeds 2^36", fn, name,
+                        (long long)ld);
+    return QG_SUCCESS;
+}
+
+/* Check args: first everything that needs no device (shape, strides,
+ * pointer presence and alignment), then that the context can launch, then
+ * that every pointer is memory of the context's device. */
+static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
+                          const char *fn, qg_problem *p) {
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    p->m = a->m ? a->m : 1; /* m == 0 is checked like m == 1, then skipped */
+    p->n = a->n;
+    p->k = a->k;
+    p->num_groups = kind == QG_GEMM_DENSE && a->num_groups == 0 ? 1 : a->num_groups;
+    p->expected_m = kind == QG_GEMM_GROUPED_MASKED ? (a->expected_m ? a->expected_m : a->m) : 0;
+    if (kind == QG_GEMM_GROUPED_MASKED && p->expected_m > p->m) p->expected_m = p->m;
+    qg_status st = qg__check_problem(p, fn);
+    if (st != QG_SUCCESS) return st;
+    if ((st = check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
+        (st = check_ld(a->ldb, a->k, 1, fn, "ldb", "k")) ||
+        (st = check_ld(a->ldd, a->n, 2, fn, "ldd", "n")) ||
+        (st = check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")))
+        return st;
+    typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
+    named_ptr ptrs[7] = {
+        {a->a, 16, "a"}, {a->b, 16, "b"}, {a->sfa, 16, "sfa"}, {a->sfb, 16, "sfb"}, {a->d, 16, "d"}};
+    int num_ptrs = 5;
+    if (kind == QG_GEMM_GROUPED_CONTIGUOUS) ptrs[num_ptrs++] = (named_ptr){a->m_indices, 4, "m_indices"};
+    if (kind == QG_GEMM_GROUPED_MASKED) ptrs[num_ptrs++] = (named_ptr){a->masked_m, 4, "masked_m"};
+    for (int i = 0; i < num_ptrs; ++i)
+        if ((st = check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
+    if (ctx->offline)
+        return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    for (int i = 0; i < num_ptrs; ++i)
+        if ((st = check_device_ptr(ctx, ptrs[i].ptr, fn, ptrs[i].name))) return st;
+    return QG_SUCCESS;
+}
+
+/* ---- tensor maps and launch -------------------------------------------- */
+
+static qg_status encode_2d(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
+                           const void *ptr, uint64_t inner, uint64_t outer, uint64_t stride_bytes,
+                           uint32_t box_inner, uint32_t box_outer, CUtensorMapSwizzle swizzle,
+                           const char *what) {
+    const cuuint64_t dims[2] = {inner, outer};
+    const cuuint64_t strides[1] = {stride_bytes};
+    const cuuint32_t box[2] = {box_inner, box_outer};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    CUresult r = ctx->drv->cuTensorMapEncodeTiled(
+        map, type, 2, (void *)ptr, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, what);
+    return QG_SUCCESS;
+}
+
+static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
+                      const qg_config *forced, CUstream stream, const char *fn) {
+    qg__clear_error();
+    qg_problem p;
+    qg_status st = validate(ctx, kind, a, fn, &p);
+    if (st != QG_SUCCESS) return st;
+    if (a->m == 0) return QG_SUCCESS;
+
+    const qg_driver *drv = ctx->drv;
+    CUcontext prev;
+    CUresult r = drv->cuCtxPushCurrent(ctx->cu_context);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "cuCtxPushCurrent");
+    if (stream && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD) {
+        CUcontext sctx = NULL;
+        if (drv->cuStreamGetCtx(stream, &sctx) == CUDA_SUCCESS && sctx != ctx->cu_context) {
+            drv->cuCtxPopCurrent(&prev);
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: stream belongs to another CUDA context than device %d's primary "
+                            "context", fn, ctx->device);
+        }
+    }
+    pthread_mutex_lock(&ctx->lock);
+    const qg_launch_entry *e = NULL;
+    st = resolve_launch(ctx, &p, forced, &e);
+    pthread_mutex_unlock(&ctx->lock);
+    if (st != QG_SUCCESS) {
+        drv->cuCtxPopCurrent(&prev);
+        return st;
+    }
+    const qg_config *cfg = &e->cfg;
+    const qg_kernel_plan *plan = &e->plan;
+    const int groups = p.num_groups;
+    const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
+    const int cluster = plan->cluster_size;
+    const uint32_t a_box = cfg->multicast == QG_MULTICAST_A ? cfg->block_m / cluster : cfg->block_m;
+    const uint32_t b_box = cfg->multicast == QG_MULTICAST_B ? cfg->block_n / cluster : cfg->block_n;
+    const uint64_t sfa_rows = (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED ? groups : 1);
+
+    CUtensorMap map_a, map_b, map_sfa, map_d;
+    if ((st = encode_2d(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
+                        (uint64_t)a->lda, 128, a_box, CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
+        (st = encode_2d(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
+                        (uint64_t)groups * a->n, (uint64_t)a->ldb, 128, b_box,
+                        CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
+        (st = encode_2d(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
+                        sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
+                        CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
+        (st = encode_2d(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
+                        (uint64_t)a->ldd * 2, (uint32_t)cfg->block_n, (uint32_t)cfg->block_m,
+                        CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of D"))) {
+        drv->cuCtxPopCurrent(&prev);
+        return st;
+    }
+
+    /* Persistent grid: never more CTAs than tiles (masked: unknown on the host). */
+    int grid = cfg->num_sms;
+    if (kind != QG_GEMM_GROUPED_MASKED) {
+        const long long tiles = (long long)((a->m + cfg->block_m - 1) / cfg->block_m) *
+                                ((a->n + cfg->block_n - 1) / cfg->block_n);
+        const long long tiles_rounded = (tiles + cluster - 1) / cluster * cluster;
+        if (tiles_rounded < grid) grid = (int)tiles_rounded;
+    }
+
+    CUdeviceptr sfb = (CUdeviceptr)(uintptr_t)a->sfb, d = (CUdeviceptr)(uintptr_t)a->d;
+    CUdeviceptr m_indices = (CUdeviceptr)(uintptr_t)a->m_indices;
+    CUdeviceptr masked_m = (CUdeviceptr)(uintptr_t)a->masked_m;
+    int64_t ldd = a->ldd;
+    int shape_m = a->m;
+    void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &sfb, &d, &ldd, &m_indices, &masked_m, &shape_m};
+
+    CUlaunchAttribute attrs[1];
+    CUlaunchConfig lc;
+    memset(&lc, 0, sizeof lc);
+    lc.gridDimX = (unsigned)grid;
+    lc.gridDimY = lc.gridDimZ = 1;
+    lc.blockDimX = (unsigned)plan->num_threads;
+    lc.blockDimY = lc.blockDimZ = 1;
+    lc.sharedMemBytes = (unsigned)plan->smem_bytes;
+    lc.hStream = stream;
+    if (cluster > 1) {
+        attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[0].value.clusterDim.x = (unsigned)cluster;
+        attrs[0].value.clusterDim.y = 1;
+        attrs[0].value.clusterDim.z = 1;
+        lc.attrs = attrs;
+        lc.numAttrs = 1;
+    }
+    r = drv->cuLaunchKernelEx(&lc, e->module->function, params, NULL);
+    drv->cuCtxPopCurrent(&prev);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "launching the GEMM kernel");
+    return QG_SUCCESS;
+}
+
+qg_status qg_fp8_gemm_nt(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
+                         struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_DENSE, args, cfg, stream, "qg_fp8_gemm_nt");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
+                                              const qg_config *cfg, struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, cfg, stream,
+                "qg_m_grouped_fp8_gemm_nt_contiguous");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_masked(qg_context *ctx, const qg_gemm_args *args,
+                                          const qg_config *cfg, struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_GROUPED_MASKED, args, cfg, stream, "qg_m_grouped_fp8_gemm_nt_masked");
+}

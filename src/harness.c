@@ -1,0 +1,987 @@
+/*
+ * harness.c -- test and benchmark support: GPU detection, random quantized
+ * problems (host data + device copies), checking a GEMM's output against the
+ * exact reference (CPU, or the fp64 kernel of kernels/reference.cuh for large
+ * shapes), parallel kernel compilation and event timing. See harness.h for
+ * the contracts.
+ *
+ * Invariants:
+ *  - device work always runs inside ctx->cu_context, pushed and popped here;
+ *  - random data depends only on (spec, seed): each A row and each 128-row
+ *    block of B has its own generator, seeded from the seed and its position,
+ *    so the thread count does not change the problem;
+ *  - the stride padding of A and B holds NaN codes and the SFA padding NaN
+ *    floats: a kernel that reads past K or past M into them produces NaN in
+ *    rows it stores, which the check reports.
+ */
+#include "harness.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Driver plumbing                                                           */
+/* ------------------------------------------------------------------------ */
+
+static qg_status ctx_push(qg_context *ctx) {
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ctx: expected non-NULL");
+    if (ctx->offline || !ctx->drv)
+        return qg__fail(QG_ERROR_NO_DEVICE, "ctx: an offline context cannot touch device memory");
+    CUresult r = ctx->drv->cuCtxPushCurrent(ctx->cu_context);
+    return r == CUDA_SUCCESS ? QG_SUCCESS : qg__cuda_fail(r, "cuCtxPushCurrent");
+}
+
+static void ctx_pop(qg_context *ctx) {
+    CUcontext popped;
+    ctx->drv->cuCtxPopCurrent(&popped);
+}
+
+/* Inside a function with `qg_status st` and a `done:` label. */
+#define CU_TRY(call, what)                                                      \
+    do {                                                                        \
+        CUresult cu_r_ = (call);                                                \
+        if (cu_r_ != CUDA_SUCCESS) {                                            \
+            st = qg__cuda_fail(cu_r_, what);                                    \
+            goto done;                                                          \
+        }                                                                       \
+    } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* GPU detection                                                             */
+/* ------------------------------------------------------------------------ */
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static char detect_line[512];
+static int detect_device = -1;
+
+static void detect(void) {
+    const qg_driver *drv = NULL;
+    if (qg__driver_load(&drv) != QG_SUCCESS) {
+        snprintf(detect_line, sizeof detect_line, "no GPU: %s", qg_last_error());
+        return;
+    }
+    int count = 0;
+    CUresult r = drv->cuDeviceGetCount(&count);
+    if (r != CUDA_SUCCESS || count < 1) {
+        snprintf(detect_line, sizeof detect_line, "no GPU: the driver reports no CUDA device");
+        return;
+    }
+    size_t len = (size_t)snprintf(detect_line, sizeof detect_line,
+                                  "no GPU: no device of compute capability 9.x among %d:", count);
+    for (int i = 0; i < count; i++) {
+        CUdevice dev;
+        int major = 0, minor = 0, sms = 0;
+        char name[128] = "?";
+        if (drv->cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
+        drv->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+        drv->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+        drv->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+        drv->cuDeviceGetName(name, (int)sizeof name, dev);
+        if (major == 9) {
+            detect_device = i;
+            snprintf(detect_line, sizeof detect_line, "GPU %d: %s (sm_%d%d, %d SMs)", i, name,
+                     major, minor, sms);
+            return;
+        }
+        if (len < sizeof detect_line)
+            len += (size_t)snprintf(detect_line + len, sizeof detect_line - len,
+                                    " %s (sm_%d%d)", name, major, minor);
+    }
+}
+
+bool qg__gpu_available(void) {
+    pthread_once(&detect_once, detect);
+    return detect_device >= 0;
+}
+
+const char *qg__gpu_status_line(void) {
+    pthread_once(&detect_once, detect);
+    return detect_line;
+}
+
+int qg__gpu_device(void) {
+    pthread_once(&detect_once, detect);
+    return detect_device;
+}
+
+qg_status qg__gpu_session_open(qg_context **ctx, CUstream *stream) {
+    if (!ctx || !stream) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ctx/stream: expected non-NULL");
+    *ctx = NULL;
+    *stream = NULL;
+    if (!qg__gpu_available()) return qg__fail(QG_ERROR_NO_DEVICE, "%s", qg__gpu_status_line());
+    qg_status st = qg_context_create(ctx, qg__gpu_device());
+    if (st != QG_SUCCESS) return st;
+    st = ctx_push(*ctx);
+    if (st == QG_SUCCESS) {
+        CU_TRY((*ctx)->drv->cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    done:
+        ctx_pop(*ctx);
+    }
+    if (st != QG_SUCCESS) {
+        qg_context_destroy(*ctx);
+        *ctx = NULL;
+    }
+    return st;
+}
+
+void qg__gpu_session_close(qg_context *ctx, CUstream stream) {
+    if (!ctx) return;
+    if (ctx_push(ctx) == QG_SUCCESS) {
+        ctx->drv->cuCtxSynchronize();
+        if (stream) ctx->drv->cuStreamDestroy(stream);
+        ctx_pop(ctx);
+    }
+    qg_context_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Random numbers                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    uint64_t state;
+    double spare;
+    bool has_spare;
+} rng;
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* An independent generator for (seed, stream, index). */
+static rng rng_for(uint64_t seed, uint64_t stream, uint64_t index) {
+    uint64_t s = seed;
+    uint64_t h = splitmix64(&s) ^ (stream * 0xd1b54a32d192ed03ull);
+    h = splitmix64(&h) ^ index;
+    splitmix64(&h);
+    return (rng){.state = h};
+}
+
+static double rng_uniform(rng *r) { /* [0, 1) */
+    return (double)(splitmix64(&r->state) >> 11) * 0x1p-53;
+}
+
+static int rng_int(rng *r, int lo, int hi) { /* [lo, hi] */
+    return lo + (int)(rng_uniform(r) * (double)(hi - lo + 1));
+}
+
+static double rng_normal(rng *r) { /* Box-Muller */
+    if (r->has_spare) {
+        r->has_spare = false;
+        return r->spare;
+    }
+    double u1 = 1.0 - rng_uniform(r), u2 = rng_uniform(r);
+    double rad = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+    r->spare = rad * sin(th);
+    r->has_spare = true;
+    return rad * cos(th);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Problem generation (host)                                                 */
+/* ------------------------------------------------------------------------ */
+
+#define E4M3_NAN 0x7fu
+
+/* Scale and codes of one quantization block of `count` values. */
+static float quantize_block(const float *x, size_t count, uint8_t *codes_out,
+                            size_t row_len, size_t row_stride) {
+    float amax = 0.0f;
+    for (size_t i = 0; i < count; i++) amax = fmaxf(amax, fabsf(x[i]));
+    float scale = amax > 0.0f ? amax / 448.0f : 1.0f;
+    for (size_t i = 0; i < count; i++)
+        codes_out[(i / row_len) * row_stride + i % row_len] = qg_fp8_e4m3_encode(x[i] / scale);
+    return scale;
+}
+
+typedef struct {
+    qg_problem_data *p;
+    const qg_problem_spec *spec;
+    atomic_int failed;
+} gen_job;
+
+#define GEN_A_ROWS 16 /* A rows per work unit */
+
+/* SFA entry of row r (0 .. rows-1) for k-block kb. */
+static float *sfa_at(const qg_problem_data *p, int64_t r, int kb) {
+    if (p->kind == QG_GEMM_GROUPED_MASKED)
+        return p->sfa + ((r / p->m) * p->kblocks + kb) * p->sfa_ld + r % p->m;
+    return p->sfa + (int64_t)kb * p->sfa_ld + r;
+}
+
+static void gen_a_unit(void *user, int64_t unit, int worker) {
+    (void)worker;
+    gen_job *job = user;
+    qg_problem_data *p = job->p;
+    const int spread = job->spec->scale_spread;
+    float x[128];
+    int64_t end = (unit + 1) * GEN_A_ROWS < p->rows ? (unit + 1) * GEN_A_ROWS : p->rows;
+    for (int64_t r = unit * GEN_A_ROWS; r < end; r++) {
+        rng g = rng_for(job->spec->seed, 1, (uint64_t)r);
+        uint8_t *row = p->a + r * p->lda;
+        for (int kb = 0; kb < p->kblocks; kb++) {
+            int len = p->k - kb * 128 < 128 ? p->k - kb * 128 : 128;
+            double mul = ldexp(1.0, rng_int(&g, -spread, spread));
+            for (int i = 0; i < len; i++) x[i] = (float)(rng_normal(&g) * mul);
+            *sfa_at(p, r, kb) = quantize_block(x, (size_t)len, row + kb * 128, (size_t)len, 0);
+        }
+        memset(row + p->k, E4M3_NAN, (size_t)(p->lda - p->k));
+    }
+}
+
+/* One unit = one 128-row block of B of one group, all of K. */
+static void gen_b_unit(void *user, int64_t unit, int worker) {
+    (void)worker;
+    gen_job *job = user;
+    qg_problem_data *p = job->p;
+    const int spread = job->spec->scale_spread;
+    const int g = (int)(unit / p->nblocks), nb = (int)(unit % p->nblocks);
+    const int n0 = nb * 128, nrows = p->n - n0 < 128 ? p->n - n0 : 128;
+
+    float *x = malloc(sizeof(float) * 128 * 128);
+    int *expo = malloc(sizeof(int) * (size_t)p->kblocks);
+    if (!x || !expo) {
+        atomic_store(&job->failed, 1);
+        free(x);
+        free(expo);
+        return;
+    }
+    rng r = rng_for(job->spec->seed, 2, (uint64_t)unit);
+    for (int kb = 0; kb < p->kblocks; kb++) expo[kb] = rng_int(&r, -spread, spread);
+    uint8_t *base = p->b + ((int64_t)g * p->n + n0) * p->ldb;
+    for (int kb = 0; kb < p->kblocks; kb++) {
+        /* Rows of the block in order, so each value depends only on (unit, kb, i). */
+        int len = p->k - kb * 128 < 128 ? p->k - kb * 128 : 128;
+        rng rb = rng_for(job->spec->seed, 3, (uint64_t)unit * (uint64_t)p->kblocks + (uint64_t)kb);
+        double mul = ldexp(1.0, expo[kb]);
+        for (int i = 0; i < nrows * len; i++) x[i] = (float)(rng_normal(&rb) * mul);
+        p->sfb[((int64_t)g * p->nblocks + nb) * p->kblocks + kb] =
+            quantize_block(x, (size_t)nrows * (size_t)len, base + kb * 128, (size_t)len,
+                           (size_t)p->ldb);
+    }
+    for (int i = 0; i < nrows; i++) memset(base + (int64_t)i * p->ldb + p->k, E4M3_NAN,
+                                           (size_t)(p->ldb - p->k));
+    free(x);
+    free(expo);
+}
+
+static qg_status check_spec(const qg_problem_spec *s) {
+    if (s->kind != QG_GEMM_DENSE && s->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
+        s->kind != QG_GEMM_GROUPED_MASKED)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.kind: expected 0, 1 or 2, got %d",
+                        (int)s->kind);
+    if (s->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.m: expected >= 0, got %d", s->m);
+    if (s->n < 1) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.n: expected >= 1, got %d", s->n);
+    if (s->k < 16 || s->k % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "spec.k: expected a positive multiple of 16, got %d", s->k);
+    if (s->num_groups < 0 || (s->kind == QG_GEMM_DENSE && s->num_groups > 1))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.num_groups: expected %s, got %d",
+                        s->kind == QG_GEMM_DENSE ? "0 or 1 for dense" : ">= 1", s->num_groups);
+    if (s->lda_pad < 0 || s->lda_pad % 16 || s->ldb_pad < 0 || s->ldb_pad % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "spec.lda_pad/ldb_pad: expected multiples of 16 >= 0, got %d/%d",
+                        s->lda_pad, s->ldb_pad);
+    if (s->ldd_pad < 0 || s->ldd_pad % 8)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "spec.ldd_pad: expected a multiple of 8 >= 0, got %d", s->ldd_pad);
+    if (s->sfa_ld_pad < 0 || s->sfa_ld_pad % 4)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "spec.sfa_ld_pad: expected a multiple of 4 >= 0, got %d", s->sfa_ld_pad);
+    if (s->scale_spread < 0 || s->scale_spread > 60)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "spec.scale_spread: expected 0 .. 60, got %d", s->scale_spread);
+    if (s->expected_m < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.expected_m: expected >= 0, got %d",
+                        s->expected_m);
+    return QG_SUCCESS;
+}
+
+/* Group sizes and m_indices of a contiguous problem; sets p->m. */
+static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
+    const int G = p->num_groups, align = qg_m_alignment_for_contiguous_layout();
+    int *sizes = malloc(sizeof(int) * (size_t)G);
+    if (!sizes) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
+    int expected = s->expected_m ? s->expected_m : s->m / G;
+    rng r = rng_for(s->seed, 4, 0);
+    int64_t total = 0;
+    for (int g = 0; g < G; g++) {
+        if (s->group_m) {
+            sizes[g] = s->group_m[g];
+        } else {
+            sizes[g] = (int)lround(expected * (0.7 + 0.6 * rng_uniform(&r)));
+        }
+        if (sizes[g] < 0) {
+            free(sizes);
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "spec.group_m[%d]: expected >= 0, got %d", g, s->group_m[g]);
+        }
+        total += (sizes[g] + align - 1) / align * align;
+    }
+    if (total > 0x7fffffff - align) {
+        free(sizes);
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec: %lld contiguous rows do not fit an int",
+                        (long long)total);
+    }
+    p->m = (int)total;
+    p->m_indices = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+    if (!p->m_indices) {
+        free(sizes);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
+    }
+    int64_t row = 0;
+    for (int g = 0; g < G; g++) {
+        int padded = (sizes[g] + align - 1) / align * align;
+        for (int i = 0; i < padded; i++) p->m_indices[row++] = i < sizes[g] ? g : -1;
+    }
+    free(sizes);
+    return QG_SUCCESS;
+}
+
+static qg_status plan_masked(qg_problem_data *p, const qg_problem_spec *s) {
+    const int G = p->num_groups;
+    p->masked_m = malloc(sizeof(int32_t) * (size_t)G);
+    if (!p->masked_m) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
+    rng r = rng_for(s->seed, 5, 0);
+    int64_t sum = 0;
+    for (int g = 0; g < G; g++) {
+        int v = s->masked_m ? s->masked_m[g] : rng_int(&r, 0, p->m);
+        if (v < 0 || v > p->m)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "spec.masked_m[%d]: expected 0 .. m = %d, got %d", g, p->m, v);
+        p->masked_m[g] = v;
+    }
+    if (!s->masked_m && s->masked_extremes && G >= 2) {
+        int g0 = rng_int(&r, 0, G - 1), g1 = rng_int(&r, 0, G - 2);
+        if (g1 >= g0) g1++;
+        p->masked_m[g0] = 0;
+        p->masked_m[g1] = p->m;
+    }
+    for (int g = 0; g < G; g++) sum += p->masked_m[g];
+    int mean = (int)(sum / G);
+    p->expected_m = s->expected_m ? s->expected_m : (mean > 0 ? mean : 1);
+    return QG_SUCCESS;
+}
+
+static qg_status alloc_host(qg_problem_data *p) {
+    p->a = malloc(p->a_bytes ? p->a_bytes : 1);
+    p->sfa = malloc(p->sfa_bytes ? p->sfa_bytes : 1);
+    p->b = malloc(p->b_bytes);
+    p->sfb = malloc(p->sfb_bytes);
+    p->d = malloc(p->d_bytes ? p->d_bytes : 1);
+    p->group_diff = calloc((size_t)p->num_groups, sizeof(double));
+    if (!p->a || !p->sfa || !p->b || !p->sfb || !p->d || !p->group_diff)
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY,
+                        "problem: could not allocate %zu bytes of host memory",
+                        p->a_bytes + p->sfa_bytes + p->b_bytes + p->sfb_bytes + p->d_bytes);
+    return QG_SUCCESS;
+}
+
+qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *spec) {
+    if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "out: expected non-NULL");
+    *out = NULL;
+    if (!spec) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec: expected non-NULL");
+    qg_status st = check_spec(spec);
+    if (st != QG_SUCCESS) return st;
+
+    qg_problem_data *p = calloc(1, sizeof *p);
+    if (!p) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
+    p->kind = spec->kind;
+    p->m = spec->m;
+    p->n = spec->n;
+    p->k = spec->k;
+    p->num_groups = spec->num_groups < 1 ? 1 : spec->num_groups;
+    p->kblocks = (p->k + 127) / 128;
+    p->nblocks = (p->n + 127) / 128;
+    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) st = plan_contiguous(p, spec);
+    if (p->kind == QG_GEMM_GROUPED_MASKED) st = plan_masked(p, spec);
+    if (st != QG_SUCCESS) {
+        qg__problem_free(p);
+        return st;
+    }
+    p->rows = (int64_t)p->m * (p->kind == QG_GEMM_GROUPED_MASKED ? p->num_groups : 1);
+    p->lda = p->k + spec->lda_pad;
+    p->ldb = p->k + spec->ldb_pad;
+    p->ldd = p->n + spec->ldd_pad;
+    p->sfa_ld = qg_sfa_ld(p->m) + spec->sfa_ld_pad;
+    const int64_t sfa_groups = p->kind == QG_GEMM_GROUPED_MASKED ? p->num_groups : 1;
+    p->a_bytes = (size_t)(p->rows * p->lda);
+    p->sfa_bytes = sizeof(float) * (size_t)(sfa_groups * p->kblocks * p->sfa_ld);
+    p->b_bytes = (size_t)((int64_t)p->num_groups * p->n * p->ldb);
+    p->sfb_bytes = sizeof(float) * (size_t)((int64_t)p->num_groups * p->nblocks * p->kblocks);
+    p->d_bytes = sizeof(uint16_t) * (size_t)(p->rows * p->ldd);
+    st = alloc_host(p);
+    if (st != QG_SUCCESS) {
+        qg__problem_free(p);
+        return st;
+    }
+
+    /* SFA padding (rows m .. sfa_ld-1 of every k-block column) is NaN. */
+    for (size_t i = 0; i < p->sfa_bytes / sizeof(float); i++) p->sfa[i] = NAN;
+    gen_job job = {.p = p, .spec = spec};
+    atomic_init(&job.failed, 0);
+    int workers = qg__num_workers();
+    qg__parallel_for((p->rows + GEN_A_ROWS - 1) / GEN_A_ROWS, workers, gen_a_unit, &job);
+    qg__parallel_for((int64_t)p->num_groups * p->nblocks, workers, gen_b_unit, &job);
+    if (atomic_load(&job.failed)) {
+        qg__problem_free(p);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
+    }
+    memset(p->d, 0xff, p->d_bytes);
+    *out = p;
+    return QG_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device copies                                                             */
+/* ------------------------------------------------------------------------ */
+
+static void free_device(qg_problem_data *p) {
+    if (!p->ctx) return;
+    if (ctx_push(p->ctx) == QG_SUCCESS) {
+        CUdeviceptr *bufs[] = {&p->dev_a, &p->dev_sfa, &p->dev_b, &p->dev_sfb,
+                               &p->dev_d, &p->dev_m_indices, &p->dev_masked_m};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            if (*bufs[i]) p->ctx->drv->cuMemFree(*bufs[i]);
+            *bufs[i] = 0;
+        }
+        ctx_pop(p->ctx);
+    }
+    p->ctx = NULL;
+}
+
+qg_status qg__problem_upload(qg_context *ctx, qg_problem_data *p) {
+    if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected non-NULL");
+    if (p->ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: already uploaded");
+    qg_status st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    const qg_driver *drv = ctx->drv;
+    p->ctx = ctx;
+    struct {
+        CUdeviceptr *dev;
+        const void *host;
+        size_t bytes;
+        const char *what;
+    } bufs[] = {
+        {&p->dev_a, p->a, p->a_bytes, "cuMemAlloc(A)"},
+        {&p->dev_sfa, p->sfa, p->sfa_bytes, "cuMemAlloc(SFA)"},
+        {&p->dev_b, p->b, p->b_bytes, "cuMemAlloc(B)"},
+        {&p->dev_sfb, p->sfb, p->sfb_bytes, "cuMemAlloc(SFB)"},
+        {&p->dev_d, p->d, p->d_bytes, "cuMemAlloc(D)"},
+        {&p->dev_m_indices, p->m_indices, sizeof(int32_t) * (size_t)p->m, "cuMemAlloc(m_indices)"},
+        {&p->dev_masked_m, p->masked_m, sizeof(int32_t) * (size_t)p->num_groups,
+         "cuMemAlloc(masked_m)"},
+    };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        if (!bufs[i].host) continue; /* m_indices / masked_m of other kinds */
+        /* Never allocate 0 bytes (an error for the driver); 16 keeps alignment. */
+        CU_TRY(drv->cuMemAlloc(bufs[i].dev, bufs[i].bytes ? bufs[i].bytes : 16), bufs[i].what);
+        if (bufs[i].bytes)
+            CU_TRY(drv->cuMemcpyHtoD(*bufs[i].dev, bufs[i].host, bufs[i].bytes), "cuMemcpyHtoD");
+    }
+done:
+    ctx_pop(ctx);
+    if (st != QG_SUCCESS) free_device(p);
+    return st;
+}
+
+qg_status qg__problem_create(qg_problem_data **out, qg_context *ctx, const qg_problem_spec *spec) {
+    qg_problem_data *p = NULL;
+    qg_status st = qg__problem_create_host(&p, spec);
+    if (st == QG_SUCCESS) st = qg__problem_upload(ctx, p);
+    if (st != QG_SUCCESS) {
+        qg__problem_free(p);
+        p = NULL;
+    }
+    if (out) *out = p;
+    return st;
+}
+
+void qg__problem_free(qg_problem_data *p) {
+    if (!p) return;
+    free_device(p);
+    free(p->a);
+    free(p->sfa);
+    free(p->b);
+    free(p->sfb);
+    free(p->d);
+    free(p->m_indices);
+    free(p->masked_m);
+    free(p->ref);
+    free(p->group_diff);
+    free(p);
+}
+
+static qg_gemm_args base_args(const qg_problem_data *p) {
+    qg_gemm_args a = {0};
+    a.m = p->m;
+    a.n = p->n;
+    a.k = p->k;
+    a.num_groups = p->num_groups;
+    a.lda = p->lda;
+    a.ldb = p->ldb;
+    a.ldd = p->ldd;
+    a.sfa_ld = p->sfa_ld;
+    a.expected_m = p->kind == QG_GEMM_GROUPED_MASKED ? p->expected_m : 0;
+    return a;
+}
+
+qg_gemm_args qg__problem_args(const qg_problem_data *p) {
+    qg_gemm_args a = base_args(p);
+    a.a = (const void *)(uintptr_t)p->dev_a;
+    a.sfa = (const float *)(uintptr_t)p->dev_sfa;
+    a.b = (const void *)(uintptr_t)p->dev_b;
+    a.sfb = (const float *)(uintptr_t)p->dev_sfb;
+    a.d = (void *)(uintptr_t)p->dev_d;
+    a.m_indices = (const int32_t *)(uintptr_t)p->dev_m_indices;
+    a.masked_m = (const int32_t *)(uintptr_t)p->dev_masked_m;
+    return a;
+}
+
+qg_gemm_args qg__problem_host_args(const qg_problem_data *p) {
+    qg_gemm_args a = base_args(p);
+    a.a = p->a;
+    a.sfa = p->sfa;
+    a.b = p->b;
+    a.sfb = p->sfb;
+    a.d = p->d;
+    a.m_indices = p->m_indices;
+    a.masked_m = p->masked_m;
+    return a;
+}
+
+qg_status qg__problem_update_indices(qg_context *ctx, qg_problem_data *p) {
+    if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected non-NULL");
+    if (ctx != p->ctx)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ctx: not the context the problem lives in");
+    free(p->ref);
+    p->ref = NULL;
+    qg_status st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    if (p->m_indices && p->m > 0)
+        CU_TRY(ctx->drv->cuMemcpyHtoD(p->dev_m_indices, p->m_indices, sizeof(int32_t) * (size_t)p->m),
+               "cuMemcpyHtoD(m_indices)");
+    if (p->masked_m)
+        CU_TRY(ctx->drv->cuMemcpyHtoD(p->dev_masked_m, p->masked_m,
+                                      sizeof(int32_t) * (size_t)p->num_groups),
+               "cuMemcpyHtoD(masked_m)");
+done:
+    ctx_pop(ctx);
+    return st;
+}
+
+qg_status qg__problem_poison(qg_context *ctx, qg_problem_data *p, CUstream stream) {
+    if (!p || !p->ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected an uploaded problem");
+    qg_status st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    if (p->d_bytes) CU_TRY(ctx->drv->cuMemsetD8Async(p->dev_d, 0xff, p->d_bytes, stream),
+                           "cuMemsetD8Async(D)");
+done:
+    ctx_pop(ctx);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reference and check                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Group of row r (0 .. rows-1), or -1 for rows the GEMM must not write. */
+static int row_group(const qg_problem_data *p, int64_t r) {
+    switch (p->kind) {
+    case QG_GEMM_DENSE: return 0;
+    case QG_GEMM_GROUPED_CONTIGUOUS: return p->m_indices[r];
+    default: return r % p->m < p->masked_m[r / p->m] ? (int)(r / p->m) : -1;
+    }
+}
+
+qg_status qg__problem_reference(qg_context *ctx, qg_problem_data *p, qg_ref_where where) {
+    if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected non-NULL");
+    if (where == QG_REF_AUTO)
+        where = p->rows * p->n * p->k <= QG_CPU_REFERENCE_MAX_WORK ? QG_REF_CPU : QG_REF_GPU;
+    free(p->ref);
+    size_t count = (size_t)(p->rows * p->n);
+    p->ref = malloc(sizeof(double) * (count ? count : 1));
+    if (!p->ref) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "reference: host allocation failed");
+    qg_status st;
+    if (where == QG_REF_CPU) {
+        qg_gemm_args host = qg__problem_host_args(p);
+        st = qg_reference_gemm(p->kind, &host, p->ref);
+    } else {
+        st = ctx_push(ctx);
+        if (st == QG_SUCCESS) {
+            CUdeviceptr dev_ref = 0;
+            CU_TRY(ctx->drv->cuMemAlloc(&dev_ref, sizeof(double) * (count ? count : 1)),
+                   "cuMemAlloc(reference)");
+            qg_gemm_args dev = qg__problem_args(p);
+            st = qg__reference_gemm_device(ctx, p->kind, &dev, dev_ref, NULL);
+            if (st == QG_SUCCESS && count)
+                CU_TRY(ctx->drv->cuMemcpyDtoH(p->ref, dev_ref, sizeof(double) * count),
+                       "cuMemcpyDtoH(reference)");
+        done:
+            if (dev_ref) ctx->drv->cuMemFree(dev_ref);
+            ctx_pop(ctx);
+        }
+    }
+    if (st != QG_SUCCESS) {
+        free(p->ref);
+        p->ref = NULL;
+        return st;
+    }
+    p->ref_on_gpu = where == QG_REF_GPU;
+    return QG_SUCCESS;
+}
+
+uint64_t qg__fnv1a64(const void *data, size_t n) {
+    const unsigned char *b = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Synchronize the context and copy D to p->d. */
+static qg_status download_d(qg_context *ctx, qg_problem_data *p) {
+    if (!p || !p->ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected an uploaded problem");
+    qg_status st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    /* The GEMM may have run on a non-blocking stream, which a synchronous copy
+     * would not wait for. */
+    CU_TRY(ctx->drv->cuCtxSynchronize(), "cuCtxSynchronize (the GEMM failed asynchronously?)");
+    if (p->d_bytes) CU_TRY(ctx->drv->cuMemcpyDtoH(p->d, p->dev_d, p->d_bytes), "cuMemcpyDtoH(D)");
+done:
+    ctx_pop(ctx);
+    return st;
+}
+
+qg_status qg__problem_hash(qg_context *ctx, qg_problem_data *p, uint64_t *hash) {
+    if (!hash) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "hash: expected non-NULL");
+    qg_status st = download_d(ctx, p);
+    if (st == QG_SUCCESS) *hash = qg__fnv1a64(p->d, p->d_bytes);
+    return st;
+}
+
+qg_status qg__problem_check(qg_context *ctx, qg_problem_data *p, qg_check_result *res) {
+    if (!res) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "res: expected non-NULL");
+    memset(res, 0, sizeof *res);
+    qg_status st = download_d(ctx, p);
+    if (st == QG_SUCCESS && !p->ref) st = qg__problem_reference(ctx, p, QG_REF_AUTO);
+    if (st != QG_SUCCESS) return st;
+
+    const int G = p->num_groups;
+    qg_diff_acc all = {0};
+    qg_diff_acc *per_group = calloc((size_t)G, sizeof *per_group);
+    double *x = malloc(sizeof(double) * (size_t)p->n);
+    if (!per_group || !x) {
+        free(per_group);
+        free(x);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "check: host allocation failed");
+    }
+    for (int64_t r = 0; r < p->rows; r++) {
+        const uint16_t *drow = p->d + r * p->ldd;
+        int g = row_group(p, r);
+        if (g < 0) {
+            for (int64_t c = 0; c < p->ldd; c++) res->modified_count += drow[c] != 0xffff;
+            continue;
+        }
+        const double *ref = p->ref + r * p->n;
+        for (int c = 0; c < p->n; c++) {
+            x[c] = (double)qg_bf16_decode(drow[c]);
+            res->unwritten_count += drow[c] == 0xffff;
+            if (isnan(x[c])) {
+                res->nan_count++;
+            } else {
+                double e = fabs(x[c] - ref[c]);
+                if (e > res->max_abs_err || isnan(e)) res->max_abs_err = e;
+            }
+        }
+        for (int64_t c = p->n; c < p->ldd; c++) res->modified_count += drow[c] != 0xffff;
+        res->checked += p->n;
+        qg__diff_add(&all, x, ref, (size_t)p->n);
+        qg__diff_add(&per_group[g], x, ref, (size_t)p->n);
+    }
+    res->diff = qg__diff_result(&all);
+    res->group_diff_max = 0.0;
+    for (int g = 0; g < G; g++) {
+        p->group_diff[g] = qg__diff_result(&per_group[g]);
+        if (!(p->group_diff[g] <= res->group_diff_max)) res->group_diff_max = p->group_diff[g];
+    }
+    res->hash = qg__fnv1a64(p->d, p->d_bytes);
+    res->gpu_reference = p->ref_on_gpu;
+    free(per_group);
+    free(x);
+    return QG_SUCCESS;
+}
+
+qg_status qg__gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
+                          const qg_config *cfg, CUstream stream) {
+    switch (kind) {
+    case QG_GEMM_DENSE: return qg_fp8_gemm_nt(ctx, args, cfg, stream);
+    case QG_GEMM_GROUPED_CONTIGUOUS:
+        return qg_m_grouped_fp8_gemm_nt_contiguous(ctx, args, cfg, stream);
+    case QG_GEMM_GROUPED_MASKED: return qg_m_grouped_fp8_gemm_nt_masked(ctx, args, cfg, stream);
+    }
+    return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1 or 2, got %d", (int)kind);
+}
+
+qg_status qg__problem_run_check(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
+                                CUstream stream, qg_check_result *res) {
+    if (!res) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "res: expected non-NULL");
+    memset(res, 0, sizeof *res);
+    qg_status st = qg__problem_poison(ctx, p, stream);
+    if (st != QG_SUCCESS) return st;
+    qg_gemm_args args = qg__problem_args(p);
+    st = qg__gemm_launch(ctx, p->kind, &args, cfg, stream);
+    if (st != QG_SUCCESS) return st;
+    return qg__problem_check(ctx, p, res);
+}
+
+bool qg__check_passed(const qg_check_result *res, double bound) {
+    /* Written so that a NaN diff fails. */
+    return res->diff < bound && res->group_diff_max < bound && res->nan_count == 0 &&
+           res->unwritten_count == 0 && res->modified_count == 0;
+}
+
+const char *qg__check_describe(const qg_check_result *res, char *buf, size_t len) {
+    snprintf(buf, len,
+             "diff %.3g (worst group %.3g), nan %lld, unwritten %lld, modified %lld, of %lld "
+             "checked, max abs err %.3g, %s reference",
+             res->diff, res->group_diff_max, (long long)res->nan_count,
+             (long long)res->unwritten_count, (long long)res->modified_count,
+             (long long)res->checked, res->max_abs_err, res->gpu_reference ? "gpu" : "cpu");
+    return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GPU reference                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define REF_TILE 64     /* QG_REF_TILE of kernels/reference.cuh */
+#define REF_THREADS 256 /* QG_REF_THREADS */
+
+qg_status qg__reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
+                                    const qg_gemm_args *dev_args, CUdeviceptr ref,
+                                    CUstream stream) {
+    if (!dev_args) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "dev_args: expected non-NULL");
+    if (!ref) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ref: expected a device pointer");
+    const qg_gemm_args *p = dev_args;
+    if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
+        kind != QG_GEMM_GROUPED_MASKED)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1 or 2, got %d", (int)kind);
+    if (p->m < 0 || p->n < 1 || p->k < 16 || p->k % 16 || p->num_groups < 1 ||
+        (kind == QG_GEMM_DENSE && p->num_groups != 1))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "dev_args: bad shape m=%d n=%d k=%d num_groups=%d", p->m, p->n, p->k,
+                        p->num_groups);
+    if (!p->a || !p->sfa || !p->b || !p->sfb ||
+        (kind == QG_GEMM_GROUPED_CONTIGUOUS && !p->m_indices) ||
+        (kind == QG_GEMM_GROUPED_MASKED && !p->masked_m))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "dev_args: a NULL input pointer");
+    if (p->lda < p->k || p->ldb < p->k || p->sfa_ld < p->m || p->sfa_ld % 4)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "dev_args: strides lda=%lld ldb=%lld sfa_ld=%lld too small or misaligned",
+                        (long long)p->lda, (long long)p->ldb, (long long)p->sfa_ld);
+    long long rows = (long long)p->m * (kind == QG_GEMM_GROUPED_MASKED ? p->num_groups : 1);
+    if (rows == 0) return QG_SUCCESS;
+    long long ytiles = (rows + REF_TILE - 1) / REF_TILE;
+    if (ytiles > 65535)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "reference kernel: %lld rows exceed %d", rows,
+                        65535 * REF_TILE);
+
+    qg_jit_result jit;
+    qg_status st = qg__jit_compile(ctx->jit, "#include \"reference.cuh\"\n", &jit);
+    if (st != QG_SUCCESS) return st;
+    st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    const qg_driver *drv = ctx->drv;
+    CUmodule module = NULL;
+    CUfunction fn;
+    CU_TRY(drv->cuModuleLoadData(&module, jit.cubin), "cuModuleLoadData(reference)");
+    CU_TRY(drv->cuModuleGetFunction(&fn, module, "qg_reference_kernel"),
+           "cuModuleGetFunction(qg_reference_kernel)");
+    {
+        int kind_i = (int)kind, m = p->m, n = p->n, k = p->k, groups = p->num_groups;
+        CUdeviceptr a = (CUdeviceptr)(uintptr_t)p->a, sfa = (CUdeviceptr)(uintptr_t)p->sfa,
+                    b = (CUdeviceptr)(uintptr_t)p->b, sfb = (CUdeviceptr)(uintptr_t)p->sfb,
+                    mi = (CUdeviceptr)(uintptr_t)p->m_indices,
+                    mm = (CUdeviceptr)(uintptr_t)p->masked_m, out = ref;
+        long long lda = p->lda, sfa_ld = p->sfa_ld, ldb = p->ldb;
+        /* Same order and types as qg_reference_kernel's parameters. */
+        void *params[] = {&kind_i, &m,   &n,   &k,  &groups, &a,  &lda,  &sfa,
+                          &sfa_ld, &b,   &ldb, &sfb, &mi,    &mm, &rows, &out};
+        CUlaunchConfig cfg = {0};
+        cfg.gridDimX = (unsigned)((p->n + REF_TILE - 1) / REF_TILE);
+        cfg.gridDimY = (unsigned)ytiles;
+        cfg.gridDimZ = 1;
+        cfg.blockDimX = REF_THREADS;
+        cfg.blockDimY = 1;
+        cfg.blockDimZ = 1;
+        cfg.hStream = stream;
+        CU_TRY(drv->cuLaunchKernelEx(&cfg, fn, params, NULL), "cuLaunchKernelEx(reference)");
+    }
+    CU_TRY(drv->cuStreamSynchronize(stream), "cuStreamSynchronize(reference)");
+done:
+    if (module) drv->cuModuleUnload(module);
+    ctx_pop(ctx);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Compiling many kernels                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    qg_context *ctx;
+    const qg_problem *problems;
+    const qg_config *cfgs;
+    qg_status *statuses;
+    atomic_int failures;
+} compile_job;
+
+static void compile_one(void *user, int64_t i, int worker) {
+    (void)worker;
+    compile_job *job = user;
+    qg_status st = qg_compile(job->ctx, &job->problems[i], job->cfgs ? &job->cfgs[i] : NULL, NULL);
+    if (job->statuses) job->statuses[i] = st;
+    if (st != QG_SUCCESS) atomic_fetch_add(&job->failures, 1);
+}
+
+int qg__compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
+                     int count, qg_status *statuses) {
+    compile_job job = {.ctx = ctx, .problems = problems, .cfgs = cfgs, .statuses = statuses};
+    atomic_init(&job.failures, 0);
+    qg__parallel_for(count, qg__num_workers(), compile_one, &job);
+    return atomic_load(&job.failures);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Timing                                                                    */
+/* ------------------------------------------------------------------------ */
+
+struct qg_l2_flusher {
+    qg_context *ctx;
+    CUdeviceptr buf;
+    size_t bytes;
+    unsigned char value;
+};
+
+qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flusher **out) {
+    if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "out: expected non-NULL");
+    *out = NULL;
+    qg_status st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    qg_l2_flusher *f = calloc(1, sizeof *f);
+    if (!f) {
+        ctx_pop(ctx);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "l2 flusher: host allocation failed");
+    }
+    f->ctx = ctx;
+    f->bytes = 2 * (ctx->props.l2_bytes ? ctx->props.l2_bytes : (size_t)64 << 20);
+    CU_TRY(ctx->drv->cuMemAlloc(&f->buf, f->bytes), "cuMemAlloc(L2 flush buffer)");
+done:
+    ctx_pop(ctx);
+    if (st != QG_SUCCESS) {
+        free(f);
+        return st;
+    }
+    *out = f;
+    return QG_SUCCESS;
+}
+
+qg_status qg__l2_flush(qg_l2_flusher *f, CUstream stream) {
+    if (!f) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "f: expected non-NULL");
+    qg_status st = ctx_push(f->ctx);
+    if (st != QG_SUCCESS) return st;
+    f->value++; /* a different value each time, so no write can be elided */
+    CU_TRY(f->ctx->drv->cuMemsetD8Async(f->buf, f->value, f->bytes, stream), "cuMemsetD8Async(L2)");
+done:
+    ctx_pop(f->ctx);
+    return st;
+}
+
+void qg__l2_flusher_destroy(qg_l2_flusher *f) {
+    if (!f) return;
+    if (ctx_push(f->ctx) == QG_SUCCESS) {
+        f->ctx->drv->cuMemFree(f->buf);
+        ctx_pop(f->ctx);
+    }
+    free(f);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
+                      int warmup, int runs, qg_timing *out) {
+    if (!fn || !out || runs < 1 || warmup < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "time: expected fn and out non-NULL, runs >= 1, warmup >= 0 (runs %d, "
+                        "warmup %d)", runs, warmup);
+    memset(out, 0, sizeof *out);
+    qg_l2_flusher *flusher = NULL;
+    qg_status st = qg__l2_flusher_create(ctx, &flusher);
+    if (st != QG_SUCCESS) return st;
+    double *us = malloc(sizeof(double) * (size_t)runs);
+    if (!us) {
+        qg__l2_flusher_destroy(flusher);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "time: host allocation failed");
+    }
+    st = ctx_push(ctx);
+    if (st != QG_SUCCESS) {
+        free(us);
+        qg__l2_flusher_destroy(flusher);
+        return st;
+    }
+    const qg_driver *drv = ctx->drv;
+    CUevent start = NULL, stop = NULL;
+    CU_TRY(drv->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+    CU_TRY(drv->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    for (int i = 0; i < warmup; i++) {
+        st = fn(user, stream);
+        if (st != QG_SUCCESS) goto done;
+    }
+    for (int i = 0; i < runs; i++) {
+        st = qg__l2_flush(flusher, stream);
+        if (st != QG_SUCCESS) goto done;
+        CU_TRY(drv->cuEventRecord(start, stream), "cuEventRecord");
+        st = fn(user, stream);
+        if (st != QG_SUCCESS) goto done;
+        CU_TRY(drv->cuEventRecord(stop, stream), "cuEventRecord");
+        CU_TRY(drv->cuEventSynchronize(stop), "cuEventSynchronize");
+        float ms = 0.0f;
+        CU_TRY(drv->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+        us[i] = (double)ms * 1000.0;
+    }
+    {
+        double sum = 0.0;
+        for (int i = 0; i < runs; i++) sum += us[i];
+        qsort(us, (size_t)runs, sizeof us[0], cmp_double);
+        out->runs = runs;
+        out->min_us = us[0];
+        out->max_us = us[runs - 1];
+        out->mean_us = sum / runs;
+        out->median_us = runs % 2 ? us[runs / 2] : 0.5 * (us[runs / 2 - 1] + us[runs / 2]);
+    }
+done:
+    if (start) drv->cuEventDestroy(start);
+    if (stop) drv->cuEventDestroy(stop);
+    ctx_pop(ctx);
+    free(us);
+    qg__l2_flusher_destroy(flusher);
+    return st;
+}
+
+qg_status qg__time_median_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
+                             int warmup, int runs, double *median_us) {
+    if (!median_us) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "median_us: expected non-NULL");
+    qg_timing t;
+    qg_status st = qg__time_us(ctx, stream, fn, user, warmup, runs, &t);
+    *median_us = t.median_us;
+    return st;
+}

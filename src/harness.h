@@ -1,0 +1,271 @@
+/*
+ * harness.h -- internal helpers for the GPU tests (tests/) and the command-line
+ * benchmark (tools/): GPU detection, random quantized problems with host and
+ * device copies, correctness checks against an exact reference, and timing.
+ * Not installed; not part of the public API, but kept stable for tools/.
+ *
+ * Invariants:
+ *  - every function that touches the device makes ctx's CUcontext current
+ *    (push/pop) itself, so callers never need to;
+ *  - the host data of a problem is generated deterministically from the spec
+ *    (seed included) and independently of the number of threads used;
+ *  - a problem's host arrays are the truth; the device copies are uploaded
+ *    from them and refreshed by qg__problem_update_indices();
+ *  - failures return a qg_status with a message (qg_last_error()), as in the
+ *    library; nothing here prints.
+ *
+ * Typical use (a test):
+ *     qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 257, .n = 576, .k = 400,
+ *                             .num_groups = 1, .seed = 1, .scale_spread = 3};
+ *     qg_problem_data *p;
+ *     qg__problem_create(&p, ctx, &spec);
+ *     qg_gemm_args args = qg__problem_args(p);
+ *     qg__problem_poison(ctx, p, stream);
+ *     qg_fp8_gemm_nt(ctx, &args, NULL, stream);
+ *     qg_check_result res;
+ *     qg__problem_check(ctx, p, &res);     // synchronizes the context first
+ *     ok = res.diff < 1e-5 && res.nan_count == 0 && res.unwritten_count == 0
+ *          && res.modified_count == 0;
+ *     qg__problem_free(p);
+ */
+#ifndef QG_HARNESS_H
+#define QG_HARNESS_H
+
+#include "internal.h"
+
+/* ---- threads (src/reference.c) ------------------------------------------ */
+
+/* Online CPUs, clamped to 1 .. 64. */
+int qg__num_workers(void);
+
+typedef void (*qg_parallel_fn)(void *user, int64_t index, int worker);
+/* Run fn(user, i, worker) for every i in [0, count) on up to max_workers
+ * threads (the caller is worker 0; worker < max_workers). Indices are handed
+ * out dynamically. Never fails: if threads cannot be created, fewer workers do
+ * all the work. @return the number of workers used. */
+int qg__parallel_for(int64_t count, int max_workers, qg_parallel_fn fn, void *user);
+
+/* ---- the accuracy metric in parts (src/reference.c) ---------------------- */
+
+/* Running sums of qg_calc_diff, so a diff can be accumulated over any subset
+ * of rows (e.g. one group of a contiguous problem). Zero-initialize. */
+typedef struct {
+    double xy, xx_yy;
+    size_t count;   /* pairs compared (y not NaN) */
+    bool nan;       /* some x was NaN where y was not */
+} qg_diff_acc;
+/* Add the pairs (x[i], y[i]), skipping those with y[i] NaN. */
+void qg__diff_add(qg_diff_acc *acc, const double *x, const double *y, size_t n);
+/* 1 - 2*xy/(xx+yy); 0 when nothing (or only zeros) was compared; NaN if any x was NaN. */
+double qg__diff_result(const qg_diff_acc *acc);
+
+/* ---- GPU presence (src/harness.c) --------------------------------------- */
+
+/* True when the driver loads and some device has compute capability 9.x.
+ * Cached after the first call; thread-safe. */
+bool qg__gpu_available(void);
+/* A one-line description: the device found ("GPU 0: NVIDIA H100 ... (sm_90,
+ * 132 SMs)") or why there is none ("no CUDA driver: ..."). Static string. */
+const char *qg__gpu_status_line(void);
+/* Ordinal of the first device with compute capability 9.x, or -1. */
+int qg__gpu_device(void);
+
+/* For tests and tools: a context on qg__gpu_device() and a non-blocking
+ * stream in it. QG_ERROR_NO_DEVICE (message: qg__gpu_status_line()) when
+ * there is no usable GPU. */
+qg_status qg__gpu_session_open(qg_context **ctx, CUstream *stream);
+/* Destroy the stream and the context (either may be NULL). Synchronizes. */
+void qg__gpu_session_close(qg_context *ctx, CUstream stream);
+
+/* ---- random problems (src/harness.c) ------------------------------------ */
+
+/*
+ * What to generate. Zero-initialize, then set kind, m, n, k, num_groups, seed.
+ *  dense       m = M; num_groups = 1 (0 is taken as 1).
+ *  contiguous  num_groups = G experts. Each expert gets group_m[g] real rows
+ *              (group_m non-NULL) or a size drawn uniformly in
+ *              [0.7, 1.3] * expected_m (expected_m 0: m / G, m being the
+ *              intended total). Each segment is then padded with -1 rows to a
+ *              multiple of qg_m_alignment_for_contiguous_layout(); the
+ *              resulting M_total is p->m (== p->args.m).
+ *  masked      m = M_max, num_groups = G. masked_m[g] is taken from masked_m
+ *              (non-NULL) or drawn uniformly in [0, m]; with
+ *              masked_extremes, two distinct random groups (when G >= 2) get 0
+ *              and m. expected_m is passed to the GEMM as its hint
+ *              (0: the mean of masked_m, at least 1).
+ *
+ * Values: each 1x128 block of A and each 128x128 block of B is drawn from a
+ * normal distribution times 2^e, e uniform in [-scale_spread, scale_spread];
+ * its scale is amax/448 and its codes qg_fp8_e4m3_encode(x / scale), so the
+ * codes cover the whole e4m3 range and the scales vary over 2*spread octaves.
+ * Padding rows (contiguous -1 rows, masked rows past masked_m) hold random
+ * data too, so a kernel that reads them produces visible garbage.
+ */
+typedef struct {
+    qg_gemm_kind kind;
+    int m, n, k;
+    int num_groups;
+    uint64_t seed;
+    int lda_pad;        /* extra elements per A row: a multiple of 16 */
+    int ldb_pad;        /* extra elements per B row: a multiple of 16 */
+    int ldd_pad;        /* extra elements per D row: a multiple of 8 */
+    int sfa_ld_pad;     /* extra floats beyond qg_sfa_ld(rows): a multiple of 4 */
+    int scale_spread;   /* octaves of scale variation each way; 0 = none */
+    int expected_m;     /* contiguous: mean real rows per expert; masked: the hint */
+    const int *group_m;   /* contiguous: real rows of each expert, or NULL */
+    const int *masked_m;  /* masked: valid rows of each group, or NULL */
+    bool masked_extremes; /* masked, random masked_m: include 0 and m */
+} qg_problem_spec;
+
+/*
+ * A generated problem. Fields are read-only for users except where noted.
+ * Host arrays use exactly the layouts of qg_gemm_args (include/qgemm.h).
+ */
+typedef struct qg_problem_data {
+    qg_gemm_kind kind;
+    int m, n, k, num_groups;   /* m: dense M, contiguous M_total, masked M_max */
+    int expected_m;            /* masked: the hint passed to the GEMM */
+    int64_t rows;              /* rows of A and D: m, or G*m for masked */
+    int64_t lda, ldb, ldd, sfa_ld;
+    int kblocks, nblocks;      /* ceil(k/128), ceil(n/128) */
+
+    /* host copies */
+    uint8_t *a;          /* [rows][lda] (masked: [G][m][lda]) */
+    float *sfa;          /* dense/contiguous [kblocks][sfa_ld]; masked [G][kblocks][sfa_ld] */
+    uint8_t *b;          /* [G][n][ldb] */
+    float *sfb;          /* [G][nblocks][kblocks] */
+    int32_t *m_indices;  /* contiguous: [m]; writable, then qg__problem_update_indices */
+    int32_t *masked_m;   /* masked: [G]; writable, then qg__problem_update_indices */
+    uint16_t *d;         /* [rows][ldd]: the last D downloaded by check/hash */
+    size_t a_bytes, sfa_bytes, b_bytes, sfb_bytes, d_bytes;
+
+    /* device copies (0 until uploaded) */
+    qg_context *ctx;     /* the context they were allocated in */
+    CUdeviceptr dev_a, dev_sfa, dev_b, dev_sfb, dev_d, dev_m_indices, dev_masked_m;
+
+    /* reference cache: computed by the first check, reused until the inputs change */
+    double *ref;         /* [rows][n], NaN rows = must not be written; NULL until computed */
+    bool ref_on_gpu;     /* which reference produced `ref` */
+    double *group_diff;  /* [G]: diff of each group's rows, filled by check */
+} qg_problem_data;
+
+/* Generate the host data only (no GPU needed). */
+qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *spec);
+/* Allocate device buffers in ctx and copy the host data up (synchronous). */
+qg_status qg__problem_upload(qg_context *ctx, qg_problem_data *p);
+/* create_host + upload. On failure *out is NULL. */
+qg_status qg__problem_create(qg_problem_data **out, qg_context *ctx, const qg_problem_spec *spec);
+/* Free host and device memory (device memory in p->ctx). Accepts NULL. */
+void qg__problem_free(qg_problem_data *p);
+
+/* Arguments with device pointers, ready for qg_fp8_gemm_nt and the grouped calls. */
+qg_gemm_args qg__problem_args(const qg_problem_data *p);
+/* The same arguments with the host copies (d = p->d), for qg_reference_gemm. */
+qg_gemm_args qg__problem_host_args(const qg_problem_data *p);
+
+/* After editing p->m_indices or p->masked_m on the host: copy them to the
+ * device (synchronous cuMemcpyHtoD, so do it before enqueuing work that reads
+ * them) and drop the cached reference. */
+qg_status qg__problem_update_indices(qg_context *ctx, qg_problem_data *p);
+
+/* Fill the whole D buffer (all rows, all ldd columns) with 0xFF bytes: bf16
+ * 0xFFFF, a NaN, on `stream` (stream-ordered, asynchronous). */
+qg_status qg__problem_poison(qg_context *ctx, qg_problem_data *p, CUstream stream);
+
+/* Which reference qg__problem_reference / check use. */
+typedef enum {
+    QG_REF_AUTO = 0, /* CPU when rows*n*k <= QG_CPU_REFERENCE_MAX_WORK, else GPU */
+    QG_REF_CPU = 1,
+    QG_REF_GPU = 2
+} qg_ref_where;
+#define QG_CPU_REFERENCE_MAX_WORK ((int64_t)1 << 31)
+
+/* Compute p->ref (host, [rows][n]) now, replacing any cached one. */
+qg_status qg__problem_reference(qg_context *ctx, qg_problem_data *p, qg_ref_where where);
+
+typedef struct {
+    double diff;             /* qg_calc_diff over all rows that must be written */
+    double group_diff_max;   /* worst per-group diff (p->group_diff has each) */
+    double max_abs_err;      /* max |D - ref| over written elements */
+    int64_t checked;         /* elements that must be written (rows x n) */
+    int64_t nan_count;       /* NaN among them (still-poisoned ones included) */
+    int64_t unwritten_count; /* among them, still exactly the poison pattern */
+    int64_t modified_count;  /* elements that must keep the poison and do not:
+                              * skipped rows (any column < ldd) and the ldd
+                              * padding columns of written rows */
+    uint64_t hash;           /* FNV-1a 64 of all D bytes ([rows][ldd] bf16) */
+    bool gpu_reference;      /* the reference came from the GPU kernel */
+} qg_check_result;
+
+/* Synchronize ctx's context, download D into p->d, compute (or reuse) the
+ * reference (QG_REF_AUTO) and fill *res and p->group_diff. */
+qg_status qg__problem_check(qg_context *ctx, qg_problem_data *p, qg_check_result *res);
+/* Synchronize, download D into p->d and hash it (no reference). */
+qg_status qg__problem_hash(qg_context *ctx, qg_problem_data *p, uint64_t *hash);
+/* FNV-1a 64 of n bytes. */
+uint64_t qg__fnv1a64(const void *data, size_t n);
+
+/* Launch the GEMM entry point of `kind` (qg_fp8_gemm_nt,
+ * qg_m_grouped_fp8_gemm_nt_contiguous or _masked) and return its status. */
+qg_status qg__gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
+                          const qg_config *cfg, CUstream stream);
+/* Poison D, launch p's GEMM with cfg (NULL = heuristic) on stream, then
+ * qg__problem_check. A failing launch returns its status (res zeroed). */
+qg_status qg__problem_run_check(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
+                                CUstream stream, qg_check_result *res);
+/* The pass rule of the GPU tests: diff and every group's diff below `bound`
+ * (1e-5 against this reference), no NaN, nothing unwritten, nothing modified
+ * that must keep the poison. */
+bool qg__check_passed(const qg_check_result *res, double bound);
+/* "diff 1.2e-06 (worst group 2.0e-06), nan 0, unwritten 0, modified 0 of N
+ * checked, max abs err 0.01, cpu reference" into buf. @return buf. */
+const char *qg__check_describe(const qg_check_result *res, char *buf, size_t len);
+
+/* ---- GPU reference (src/harness.c + kernels/reference.cuh) --------------- */
+
+/* The fp64 reference on the device: ref is a device buffer of rows*n doubles
+ * ([rows][n]; rows = m, or G*m for masked); rows that must not be written get
+ * NaN. dev_args holds device pointers (d and ldd are ignored). The kernel is
+ * compiled through ctx->jit. Enqueued on `stream`, then the stream is
+ * synchronized (the module is unloaded before returning). The host cannot
+ * validate device m_indices/masked_m: out-of-range values give NaN rows. */
+qg_status qg__reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
+                                    const qg_gemm_args *dev_args, CUdeviceptr ref,
+                                    CUstream stream);
+
+/* ---- compiling many kernels at once (src/harness.c) ---------------------- */
+
+/* qg_compile(ctx, &problems[i], cfgs ? &cfgs[i] : NULL, NULL) for i < count on
+ * qg__num_workers() threads, to warm the kernel cache before a sweep.
+ * statuses[i] receives each result (may be NULL). @return the number of
+ * failures. */
+int qg__compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
+                     int count, qg_status *statuses);
+
+/* ---- timing (src/harness.c) --------------------------------------------- */
+
+/* A device buffer of 2x the L2 size; writing it evicts L2. */
+typedef struct qg_l2_flusher qg_l2_flusher;
+qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flusher **out);
+/* Enqueue a write of the whole buffer on `stream`. */
+qg_status qg__l2_flush(qg_l2_flusher *f, CUstream stream);
+void qg__l2_flusher_destroy(qg_l2_flusher *f);
+
+/* The work to time: enqueue it on `stream`; return its status. */
+typedef qg_status (*qg_timed_fn)(void *user, CUstream stream);
+
+typedef struct {
+    double median_us, min_us, max_us, mean_us;
+    int runs;
+} qg_timing;
+
+/* Run fn `warmup` times, then `runs` times (>= 1), each timed with CUDA events
+ * around fn alone, with an L2 flush enqueued before each timed run (outside
+ * the events). Synchronizes `stream`. */
+qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
+                      int warmup, int runs, qg_timing *out);
+/* qg__time_us, median only. */
+qg_status qg__time_median_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
+                             int warmup, int runs, double *median_us);
+
+#endif /* QG_HARNESS_H */

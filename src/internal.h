@@ -1,0 +1,164 @@
+/*
+ * internal.h -- what the library's C files share. Not installed.
+ *
+ * Invariants:
+ *  - every failure goes through qg__fail(), which records the thread's message
+ *    and returns the status, so `return qg__fail(...)` is the only error idiom;
+ *  - nothing here prints unless QGEMM_JIT_DEBUG / QGEMM_PRINT_CONFIG is set;
+ *  - the CUDA driver is reached only through qg__driver() (dlopen'ed).
+ */
+#ifndef QG_INTERNAL_H
+#define QG_INTERNAL_H
+
+#include "qgemm.h"
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+/* ---- errors (src/status.c) --------------------------------------------- */
+
+/* Record a printf-style message for the calling thread; return `status`. */
+qg_status qg__fail(qg_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Forget the thread's message (called at the start of every public call). */
+void qg__clear_error(void);
+/* Debug switches, read from the environment at each call (tests change them). */
+bool qg__env_flag(const char *name);
+
+/* ---- the CUDA driver, loaded at run time (src/driver.c) --------------------
+ * Types come from <cuda.h> (header only: no link-time dependency). */
+#include <cuda.h>
+
+typedef struct {
+    CUresult (*cuInit)(unsigned int);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*cuCtxPushCurrent)(CUcontext);
+    CUresult (*cuCtxPopCurrent)(CUcontext *);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                       const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                       const cuuint32_t *, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
+    CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*cuStreamGetCtx)(CUstream, CUcontext *);
+    /* used by tests and tools (memory, copies, events) */
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned int);
+    CUresult (*cuStreamDestroy)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuEventCreate)(CUevent *, unsigned int);
+    CUresult (*cuEventDestroy)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*cuStreamBeginCapture)(CUstream, CUstreamCaptureMode);
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
+    CUresult (*cuGraphDestroy)(CUgraph);
+} qg_driver;
+
+/* Load libcuda.so.1 once (thread-safe) and call cuInit(0).
+ * @return QG_SUCCESS and *out, or QG_ERROR_NO_DRIVER / QG_ERROR_NO_DEVICE with a message. */
+qg_status qg__driver_load(const qg_driver **out);
+/* Turn a CUresult into a status + message "<what>: <driver's error string>". */
+qg_status qg__cuda_fail(CUresult r, const char *what);
+
+/* ---- run-time compilation (src/jit.c) ----------------------------------- */
+
+/* The kernel sources, embedded at build time (generated src/kernels_embedded.c). */
+typedef struct { const char *name; const char *text; } qg_embedded_file;
+extern const qg_embedded_file qg__kernel_files[];
+extern const int qg__num_kernel_files;
+
+typedef struct qg_jit_cache qg_jit_cache;   /* thread-safe, in-memory */
+qg_status qg__jit_cache_create(qg_jit_cache **out);
+void qg__jit_cache_destroy(qg_jit_cache *cache);
+
+typedef struct {
+    const void *cubin;      /* owned by the cache; valid until it is destroyed */
+    size_t cubin_size;
+    qg_kernel_info info;
+} qg_jit_result;
+
+/*
+ * Compile `source` (which #includes files of qg__kernel_files) for sm_90a
+ * with NVRTC, or find it in the memory cache, then in the disk cache
+ * ($QGEMM_CACHE_DIR, default ~/.cache/qgemm). The key hashes the source, every
+ * embedded file, the options and the NVRTC version. Rejects (QG_ERROR_COMPILE)
+ * a kernel whose ptxas report shows spills or a stack frame.
+ * QGEMM_JIT_DEBUG=1 prints the compile; QGEMM_JIT_DUMP=dir writes .cu/.ptx.
+ */
+qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result *out);
+
+/* ---- configuration (src/config.c) --------------------------------------- */
+
+/* Derived compile-time constants of one kernel variant. */
+typedef struct {
+    int num_math_wgs;       /* math warpgroups: 1 (block_m 64) or 2 */
+    int num_threads;        /* 128 * (num_math_wgs + 1) */
+    int cluster_size;       /* 1, or 2 with multicast */
+    int num_k_blocks;       /* ceil(K / 128) */
+    int sfb_rows;           /* SFB rows (128-blocks of N) a tile can touch: 1..3 */
+    size_t smem_bytes;      /* dynamic shared memory, including alignment slack */
+    int num_stages;         /* resolved (never 0) */
+    int swizzle_group;      /* resolved (never 0) */
+} qg_kernel_plan;
+
+/* Validate a problem's shape fields; `fn` names the public caller in messages. */
+qg_status qg__check_problem(const qg_problem *p, const char *fn);
+/* Check cfg against p and the device; derive the plan. */
+qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_config *cfg,
+                   qg_kernel_plan *out);
+/* qg__plan, then fill cfg's derived fields for a grid of num_sms SMs. */
+qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, const qg_problem *p,
+                                  qg_config *cfg, qg_kernel_plan *plan);
+/* The heuristic: choose and complete a configuration. */
+qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
+                     qg_config *out, qg_kernel_plan *plan);
+int qg__max_block_n(int block_m);
+size_t qg__smem_bytes(const qg_problem *p, int block_m, int block_n, int stages, int sfb_rows);
+
+/* ---- context (src/context.c) -------------------------------------------- */
+
+typedef struct qg_launch_entry qg_launch_entry;
+typedef struct qg_module qg_module;
+
+/* Unload every module of the launch cache (src/gemm.c); ctx current. */
+void qg__launch_cache_destroy(qg_context *ctx);
+
+struct qg_context {
+    int device;             /* -1 for offline */
+    bool offline;
+    qg_device_props props;
+    int num_sms;            /* SMs used by kernels */
+    CUdevice cu_device;
+    CUcontext cu_context;   /* retained primary context */
+    const qg_driver *drv;
+    qg_jit_cache *jit;
+    pthread_mutex_t lock;   /* guards num_sms and the launch cache */
+    qg_launch_entry *launches[256]; /* hash buckets: problem + forced config -> kernel */
+    qg_module *modules;     /* loaded modules, by JIT key */
+};
+
+#endif /* QG_INTERNAL_H */

@@ -1,0 +1,759 @@
+/*
+ * jit.c -- run-time compilation of kernels with NVRTC, cached in memory and
+ * on disk (DESIGN.md section 4).
+ *
+ * Invariants:
+ *  - the key is SHA-256 over the format version, the NVRTC version, the
+ *    options, every embedded file (name and text) and the source, each field
+ *    length-prefixed so no two inputs frame the same bytes;
+ *  - a cubin is handed out only if its ptxas report shows no spill and no
+ *    stack frame; nothing that failed is cached;
+ *  - the memory cache holds one entry per key; while its first compile runs
+ *    the entry is "pending" and other threads asking for the key wait for it
+ *    (one compile per key, however many threads); a failed compile drops the
+ *    entry so a waiter retries and gets its own error message;
+ *  - a disk file is written to a unique temporary name and renamed, so a
+ *    reader sees a whole file or none; every read re-checks magic, lengths,
+ *    key and the SHA-256 of the body, and a bad file is deleted, never loaded;
+ *  - the disk cache is best effort: failing to read or write it is never an
+ *    error (QGEMM_JIT_DEBUG says why);
+ *  - environment variables (QGEMM_CACHE_DIR, HOME, QGEMM_JIT_DEBUG,
+ *    QGEMM_JIT_DUMP) are read at every call; QGEMM_JIT_DEBUG also adds
+ *    -lineinfo, so debug builds have keys (and cubins) of their own;
+ *  - QGEMM_JIT_DUMP=dir writes <key>.cu whenever the memory cache misses and
+ *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both).
+ */
+#include "internal.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <nvrtc.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Bump when the options, the key recipe or the file layout change. */
+#define QG_JIT_FORMAT "qgemm-jit-1"
+#define QG_CACHE_MAGIC "QGEMMCB1"
+#define QG_CACHE_VERSION 1u
+#define QG_CACHE_HEADER_BYTES 56   /* magic, version, header size, body length, hash */
+#define QG_CACHE_BODY_FIXED 96     /* key, 5 info words, report and cubin lengths */
+#define QG_CACHE_MAX_FILE (256u << 20)
+#define QG_LOG_EXCERPT 2000        /* characters of NVRTC log quoted in an error */
+#define QG_PATH_MAX 4096
+#define QG_BUCKETS 64
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static void debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void debug(const char *fmt, ...) {
+    if (!qg__env_flag("QGEMM_JIT_DEBUG")) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("qgemm jit: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static const char *env_nonempty(const char *name) {
+    const char *v = getenv(name);
+    return v && v[0] ? v : NULL;
+}
+
+/* mkdir -p with mode 0755. @return 0, or -1 with errno set. */
+static int make_dirs(const char *path) {
+    char buf[QG_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = c;
+        if (c == '\0') break;
+    }
+    struct stat st;
+    if (stat(buf, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* Write all of `len` bytes. @return 0 or -1. */
+static int write_all(int fd, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Create `dir/name` (best effort; used by QGEMM_JIT_DUMP). */
+static void dump_file(const char *dir, const char *key, const char *ext, const char *text) {
+    char path[QG_PATH_MAX];
+    if (make_dirs(dir) != 0 ||
+        snprintf(path, sizeof path, "%s/%s%s", dir, key, ext) >= (int)sizeof path) {
+        debug("cannot dump %s%s into %s: %s", key, ext, dir, strerror(errno));
+        return;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || write_all(fd, text, strlen(text)) != 0)
+        debug("cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+}
+
+/* ---- compile options and key ------------------------------------------ */
+
+/* @return the number of options written to opts (at most 8). */
+static int jit_options(bool line_info, const char *opts[8]) {
+    int n = 0;
+    opts[n++] = "-arch=sm_90a";
+    opts[n++] = "-std=c++17";
+    opts[n++] = "-default-device";
+    opts[n++] = "-Xptxas=-v"; /* the report that registers and spills are parsed from */
+    if (line_info) opts[n++] = "-lineinfo";
+    return n;
+}
+
+/* Hash one tagged, length-prefixed field. */
+static void hash_field(qg_sha256 *s, const char *tag, const char *data, size_t len) {
+    uint8_t n[8];
+    for (int i = 0; i < 8; i++) n[i] = (uint8_t)((uint64_t)len >> (8 * i));
+    qg__sha256_update(s, tag, strlen(tag) + 1);
+    qg__sha256_update(s, n, sizeof n);
+    qg__sha256_update(s, data, len);
+}
+
+static void hash_str(qg_sha256 *s, const char *tag, const char *str) {
+    hash_field(s, tag, str, strlen(str));
+}
+
+/* Everything in the key except the source: the same for every kernel. */
+static void hash_prefix(qg_sha256 *s, const char *const *opts, int num_opts) {
+    int major = 0, minor = 0;
+    char version[32];
+    nvrtcVersion(&major, &minor);
+    snprintf(version, sizeof version, "%d.%d", major, minor);
+    qg__sha256_init(s);
+    hash_str(s, "format", QG_JIT_FORMAT);
+    hash_str(s, "nvrtc", version);
+    for (int i = 0; i < num_opts; i++) hash_str(s, "option", opts[i]);
+    for (int i = 0; i < qg__num_kernel_files; i++) {
+        hash_str(s, "file", qg__kernel_files[i].name);
+        hash_str(s, "text", qg__kernel_files[i].text);
+    }
+}
+
+/* ---- the memory cache ------------------------------------------------- */
+
+typedef struct jit_entry {
+    struct jit_entry *next;
+    char key[65];
+    bool ready;            /* false while its first compile runs */
+    void *cubin;
+    size_t cubin_size;
+    char *report;          /* NVRTC log (ptxas report), for QGEMM_JIT_DEBUG */
+    qg_kernel_info info;   /* cache_hit and compile_ms are set per call */
+} jit_entry;
+
+struct qg_jit_cache {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;     /* a pending entry became ready or was dropped */
+    jit_entry *buckets[QG_BUCKETS];
+    bool prefix_ready[2];       /* [line_info] */
+    qg_sha256 prefix[2];        /* hash_prefix() midstate, computed once */
+};
+
+qg_status qg__jit_cache_create(qg_jit_cache **out) {
+    if (!out) return qg__fail(QG_ERROR_INTERNAL, "qg__jit_cache_create: out is NULL");
+    *out = NULL;
+    qg_jit_cache *c = calloc(1, sizeof *c);
+    if (!c) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate the kernel cache");
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c);
+        return qg__fail(QG_ERROR_INTERNAL, "pthread_mutex_init failed for the kernel cache");
+    }
+    if (pthread_cond_init(&c->changed, NULL) != 0) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return qg__fail(QG_ERROR_INTERNAL, "pthread_cond_init failed for the kernel cache");
+    }
+    *out = c;
+    return QG_SUCCESS;
+}
+
+static void free_entry(jit_entry *e) {
+    free(e->cubin);
+    free(e->report);
+    free(e);
+}
+
+void qg__jit_cache_destroy(qg_jit_cache *cache) {
+    if (!cache) return;
+    for (int b = 0; b < QG_BUCKETS; b++)
+        for (jit_entry *e = cache->buckets[b], *next; e; e = next) {
+            next = e->next;
+            free_entry(e);
+        }
+    pthread_cond_destroy(&cache->changed);
+    pthread_mutex_destroy(&cache->lock);
+    free(cache);
+}
+
+static jit_entry **bucket_of(qg_jit_cache *c, const char *key) {
+    /* The key is a uniform hash already: two of its characters spread well. */
+    return &c->buckets[((unsigned char)key[0] * 31u + (unsigned char)key[1]) % QG_BUCKETS];
+}
+
+static jit_entry *find_entry(qg_jit_cache *c, const char *key) {
+    for (jit_entry *e = *bucket_of(c, key); e; e = e->next)
+        if (memcmp(e->key, key, 64) == 0) return e;
+    return NULL;
+}
+
+static void drop_entry(qg_jit_cache *c, jit_entry *gone) {
+    for (jit_entry **p = bucket_of(c, gone->key); *p; p = &(*p)->next)
+        if (*p == gone) {
+            *p = gone->next;
+            free_entry(gone);
+            return;
+        }
+}
+
+/* ---- one build: what a compile or a disk hit yields --------------------- */
+
+typedef struct {
+    void *cubin;
+    size_t cubin_size;
+    char *report;
+    qg_kernel_info info;
+} jit_build;
+
+static void free_build(jit_build *b) {
+    free(b->cubin);
+    free(b->report);
+    b->cubin = b->report = NULL;
+}
+
+/* The number written just before `what` in [line, end), e.g. "1024 bytes stack frame". */
+static int number_before(const char *line, const char *end, const char *what, int *value) {
+    const char *hit = memmem(line, (size_t)(end - line), what, strlen(what));
+    if (!hit) return 0;
+    const char *p = hit;
+    while (p > line && p[-1] == ' ') p--;
+    const char *digits_end = p;
+    while (p > line && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == digits_end) return 0;
+    *value = atoi(p);
+    return 1;
+}
+
+/* Registers, spills and stack frame from a ptxas -v report: the maximum over
+ * every function. @return 0 if the report lacks a register or a stack line
+ * (so spills could not be checked). */
+static int parse_report(const char *log, qg_kernel_info *info) {
+    int saw_registers = 0, saw_frame = 0;
+    for (const char *line = log; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end) end = line + strlen(line);
+        int v;
+        const char *used = memmem(line, (size_t)(end - line), "Used ", 5);
+        if (used && number_before(used, end, " registers", &v)) {
+            saw_registers = 1;
+            if (v > info->registers) info->registers = v;
+        }
+        if (number_before(line, end, " bytes stack frame", &v)) {
+            saw_frame = 1;
+            if (v > info->stack_frame_bytes) info->stack_frame_bytes = v;
+        }
+        if (number_before(line, end, " bytes spill stores", &v) && v > info->spill_store_bytes)
+            info->spill_store_bytes = v;
+        if (number_before(line, end, " bytes spill loads", &v) && v > info->spill_load_bytes)
+            info->spill_load_bytes = v;
+        line = *end ? end + 1 : end;
+    }
+    return saw_registers && saw_frame;
+}
+
+/* Which Hopper features the PTX uses (comments ignored). */
+static void scan_ptx(const char *ptx, qg_kernel_info *info) {
+    static const char tma[] = "cp.async.bulk.tensor.";
+    for (const char *line = ptx; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end) end = line + strlen(line);
+        const char *comment = memmem(line, (size_t)(end - line), "//", 2);
+        const char *code_end = comment ? comment : end;
+        size_t len = (size_t)(code_end - line);
+#define HAS(s) (memmem(line, len, s, strlen(s)) != NULL)
+        info->ptx_has_wgmma |= HAS("wgmma.mma_async");
+        info->ptx_has_setmaxnreg |= HAS("setmaxnreg");
+        info->ptx_has_stmatrix |= HAS("stmatrix");
+        info->ptx_has_multicast |= HAS(".multicast::cluster");
+#undef HAS
+        /* cp.async.bulk.tensor.<dim>.<dst>.<src>...: a shared destination is a load. */
+        const char *t = memmem(line, len, tma, sizeof tma - 1);
+        if (t) {
+            const char *dst = strchr(t + sizeof tma - 1, '.');
+            if (dst && dst < code_end) {
+                if (strncmp(dst, ".shared", 7) == 0) info->ptx_has_tma_load = 1;
+                if (strncmp(dst, ".global", 7) == 0) info->ptx_has_tma_store = 1;
+            }
+        }
+        line = *end ? end + 1 : end;
+    }
+}
+
+static char *read_log(nvrtcProgram prog) {
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0) n = 1;
+    char *log = malloc(n);
+    if (!log) return NULL;
+    log[0] = '\0';
+    if (n > 1 && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
+    log[n - 1] = '\0';
+    return log;
+}
+
+static qg_status nvrtc_fail(nvrtcResult r, const char *what, const char *key) {
+    return qg__fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? QG_ERROR_OUT_OF_MEMORY : QG_ERROR_COMPILE,
+                    "%s failed for kernel %s: %s", what, key, nvrtcGetErrorString(r));
+}
+
+/* Compile `source` with NVRTC: cubin, report, register/spill counts, PTX flags.
+ * On success *ptx_out holds the PTX (caller frees) for QGEMM_JIT_DUMP. */
+static qg_status compile(const char *source, const char *key, const char *const *opts,
+                         int num_opts, jit_build *b, char **ptx_out) {
+    int n = qg__num_kernel_files;
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    const char **texts = calloc((size_t)n + 1, sizeof *texts);
+    if (!names || !texts) {
+        free(names);
+        free(texts);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate NVRTC header tables");
+    }
+    for (int i = 0; i < n; i++) {
+        names[i] = qg__kernel_files[i].name;
+        texts[i] = qg__kernel_files[i].text;
+    }
+    char prog_name[32];
+    snprintf(prog_name, sizeof prog_name, "qgemm_%.16s.cu", key);
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, source, prog_name, n, texts, names);
+    free(names);
+    free(texts);
+    if (r != NVRTC_SUCCESS) return nvrtc_fail(r, "nvrtcCreateProgram", key);
+
+    qg_status st = QG_SUCCESS;
+    char *ptx = NULL;
+    nvrtcResult cr = nvrtcCompileProgram(prog, num_opts, opts);
+    b->report = read_log(prog);
+    if (!b->report) {
+        st = qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate the NVRTC log");
+        goto done;
+    }
+    if (cr != NVRTC_SUCCESS) {
+        size_t len = strlen(b->report);
+        st = qg__fail(QG_ERROR_COMPILE, "NVRTC failed to compile kernel %s (%s); log%s:\n%.*s%s",
+                      key, nvrtcGetErrorString(cr), len > QG_LOG_EXCERPT ? " (truncated)" : "",
+                      QG_LOG_EXCERPT, b->report, len > QG_LOG_EXCERPT ? "\n..." : "");
+        goto done;
+    }
+    size_t ptx_size = 0;
+    if ((r = nvrtcGetPTXSize(prog, &ptx_size)) != NVRTC_SUCCESS ||
+        (r = nvrtcGetCUBINSize(prog, &b->cubin_size)) != NVRTC_SUCCESS) {
+        st = nvrtc_fail(r, "nvrtcGetPTXSize/nvrtcGetCUBINSize", key);
+        goto done;
+    }
+    ptx = malloc(ptx_size + 1);
+    b->cubin = malloc(b->cubin_size ? b->cubin_size : 1);
+    if (!ptx || !b->cubin) {
+        st = qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of PTX and cubin",
+                      ptx_size + b->cubin_size);
+        goto done;
+    }
+    if ((r = nvrtcGetPTX(prog, ptx)) != NVRTC_SUCCESS ||
+        (r = nvrtcGetCUBIN(prog, b->cubin)) != NVRTC_SUCCESS) {
+        st = nvrtc_fail(r, "nvrtcGetPTX/nvrtcGetCUBIN", key);
+        goto done;
+    }
+    ptx[ptx_size] = '\0';
+    if (b->cubin_size == 0) {
+        st = qg__fail(QG_ERROR_COMPILE, "NVRTC produced an empty cubin for kernel %s", key);
+        goto done;
+    }
+    if (!parse_report(b->report, &b->info)) {
+        st = qg__fail(QG_ERROR_INTERNAL,
+                      "cannot find register and stack counts in the ptxas report of kernel %s "
+                      "(spills unchecked); report: %.*s",
+                      key, QG_LOG_EXCERPT, b->report);
+        goto done;
+    }
+    scan_ptx(ptx, &b->info);
+done:
+    nvrtcDestroyProgram(&prog);
+    if (st == QG_SUCCESS) {
+        *ptx_out = ptx;
+    } else {
+        free(ptx);
+        free_build(b);
+    }
+    return st;
+}
+
+/* ---- the disk cache ---------------------------------------------------- */
+/*
+ * <dir>/<key>.cubin, integers little-endian:
+ *   0  "QGEMMCB1"   8  u32 format version   12 u32 header size (56)
+ *   16 u64 body length   24 SHA-256 of the body (32 bytes)
+ *   56 body: key (64 hex chars), i32 registers, spill stores, spill loads,
+ *      stack frame, u32 PTX flags, u32 report length, u64 cubin length,
+ *      report bytes, cubin bytes
+ */
+
+static void put_u32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get_u32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+static uint64_t get_u64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint32_t ptx_flags(const qg_kernel_info *in) {
+    return (uint32_t)((in->ptx_has_wgmma != 0) | (in->ptx_has_tma_load != 0) << 1 |
+                      (in->ptx_has_tma_store != 0) << 2 | (in->ptx_has_setmaxnreg != 0) << 3 |
+                      (in->ptx_has_stmatrix != 0) << 4 | (in->ptx_has_multicast != 0) << 5);
+}
+
+static void set_ptx_flags(qg_kernel_info *out, uint32_t f) {
+    out->ptx_has_wgmma = f & 1;
+    out->ptx_has_tma_load = f >> 1 & 1;
+    out->ptx_has_tma_store = f >> 2 & 1;
+    out->ptx_has_setmaxnreg = f >> 3 & 1;
+    out->ptx_has_stmatrix = f >> 4 & 1;
+    out->ptx_has_multicast = f >> 5 & 1;
+}
+
+/* The cache directory (created), or NULL when there is none usable. */
+static const char *cache_dir(char buf[QG_PATH_MAX]) {
+    const char *dir = env_nonempty("QGEMM_CACHE_DIR");
+    if (dir) {
+        if (snprintf(buf, QG_PATH_MAX, "%s", dir) >= QG_PATH_MAX) return NULL;
+    } else {
+        const char *home = env_nonempty("HOME");
+        if (!home) {
+            debug("disk cache disabled: neither QGEMM_CACHE_DIR nor HOME is set");
+            return NULL;
+        }
+        if (snprintf(buf, QG_PATH_MAX, "%s/.cache/qgemm", home) >= QG_PATH_MAX) return NULL;
+    }
+    if (make_dirs(buf) != 0) {
+        debug("disk cache disabled: cannot create %s: %s", buf, strerror(errno));
+        return NULL;
+    }
+    return buf;
+}
+
+/* Parse and check a whole file image. @return a reason, or NULL if valid. */
+static const char *decode_file(const uint8_t *f, size_t size, const char *key, jit_build *b) {
+    if (size < QG_CACHE_HEADER_BYTES + QG_CACHE_BODY_FIXED) return "file too short";
+    if (memcmp(f, QG_CACHE_MAGIC, 8) != 0) return "bad magic";
+    if (get_u32(f + 8) != QG_CACHE_VERSION) return "other format version";
+    if (get_u32(f + 12) != QG_CACHE_HEADER_BYTES) return "bad header size";
+    const uint8_t *body = f + QG_CACHE_HEADER_BYTES;
+    uint64_t body_len = get_u64(f + 16);
+    if (body_len != size - QG_CACHE_HEADER_BYTES) return "length mismatch (truncated?)";
+    uint8_t digest[32];
+    qg__sha256(body, body_len, digest);
+    if (memcmp(digest, f + 24, 32) != 0) return "checksum mismatch";
+    if (memcmp(body, key, 64) != 0) return "key mismatch";
+    uint64_t report_len = get_u32(body + 84), cubin_len = get_u64(body + 88);
+    if (cubin_len == 0 || cubin_len > body_len ||
+        QG_CACHE_BODY_FIXED + report_len + cubin_len != body_len)
+        return "bad section lengths";
+    b->info.registers = (int32_t)get_u32(body + 64);
+    b->info.spill_store_bytes = (int32_t)get_u32(body + 68);
+    b->info.spill_load_bytes = (int32_t)get_u32(body + 72);
+    b->info.stack_frame_bytes = (int32_t)get_u32(body + 76);
+    set_ptx_flags(&b->info, get_u32(body + 80));
+    b->report = malloc(report_len + 1);
+    b->cubin = malloc(cubin_len);
+    if (!b->report || !b->cubin) {
+        free_build(b);
+        return "out of memory";
+    }
+    memcpy(b->report, body + QG_CACHE_BODY_FIXED, report_len);
+    b->report[report_len] = '\0';
+    memcpy(b->cubin, body + QG_CACHE_BODY_FIXED + report_len, cubin_len);
+    b->cubin_size = cubin_len;
+    return NULL;
+}
+
+/* @return 1 and *b filled on a valid hit, 0 otherwise (a bad file is deleted). */
+static int disk_read(const char *dir, const char *key, jit_build *b) {
+    char path[QG_PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) debug("cannot open %s: %s", path, strerror(errno));
+        return 0;
+    }
+    struct stat st;
+    uint8_t *f = NULL;
+    const char *bad = NULL;
+    size_t size = 0;
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > QG_CACHE_MAX_FILE) {
+        bad = "unreadable or oversized";
+    } else {
+        size = (size_t)st.st_size;
+        f = malloc(size ? size : 1);
+        size_t got = 0;
+        while (f && got < size) {
+            ssize_t n = read(fd, f + got, size - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+        if (!f) bad = "out of memory";
+        else if (got != size) bad = "short read";
+        else bad = decode_file(f, size, key, b);
+    }
+    close(fd);
+    free(f);
+    if (!bad) return 1;
+    debug("disk cache file %s rejected (%s): deleting it and recompiling", path, bad);
+    unlink(path); /* a racing writer's rename may replace it: harmless either way */
+    return 0;
+}
+
+static void disk_write(const char *dir, const char *key, const jit_build *b) {
+    static atomic_uint counter;
+    size_t report_len = strlen(b->report);
+    size_t body_len = QG_CACHE_BODY_FIXED + report_len + b->cubin_size;
+    size_t size = QG_CACHE_HEADER_BYTES + body_len;
+    uint8_t *f = calloc(1, size);
+    if (!f) {
+        debug("disk cache: cannot allocate %zu bytes to write kernel %s", size, key);
+        return;
+    }
+    uint8_t *body = f + QG_CACHE_HEADER_BYTES;
+    memcpy(body, key, 64);
+    put_u32(body + 64, (uint32_t)b->info.registers);
+    put_u32(body + 68, (uint32_t)b->info.spill_store_bytes);
+    put_u32(body + 72, (uint32_t)b->info.spill_load_bytes);
+    put_u32(body + 76, (uint32_t)b->info.stack_frame_bytes);
+    put_u32(body + 80, ptx_flags(&b->info));
+    put_u32(body + 84, (uint32_t)report_len);
+    put_u64(body + 88, b->cubin_size);
+    memcpy(body + QG_CACHE_BODY_FIXED, b->report, report_len);
+    memcpy(body + QG_CACHE_BODY_FIXED + report_len, b->cubin, b->cubin_size);
+    memcpy(f, QG_CACHE_MAGIC, 8);
+    put_u32(f + 8, QG_CACHE_VERSION);
+    put_u32(f + 12, QG_CACHE_HEADER_BYTES);
+    put_u64(f + 16, body_len);
+    qg__sha256(body, body_len, f + 24);
+
+    char tmp[QG_PATH_MAX], path[QG_PATH_MAX];
+    int fd = -1;
+    /* pid + tid + counter + clock make the name unique; O_EXCL makes sure. */
+    for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        unsigned salt = (unsigned)t.tv_nsec ^ (atomic_fetch_add(&counter, 1) * 2654435761u);
+        if (snprintf(tmp, sizeof tmp, "%s/%s.tmp.%ld.%ld.%08x", dir, key, (long)getpid(),
+                     (long)syscall(SYS_gettid), salt) >= (int)sizeof tmp)
+            break;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd >= 0 && snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) {
+        close(fd);
+        unlink(tmp);
+        fd = -1;
+        errno = ENAMETOOLONG;
+    }
+    if (fd < 0) {
+        debug("disk cache: cannot create a temporary file in %s: %s", dir, strerror(errno));
+    } else {
+        int failed = write_all(fd, f, size) != 0;
+        failed |= close(fd) != 0;
+        if (failed || rename(tmp, path) != 0) {
+            debug("disk cache: cannot write %s: %s", path, strerror(errno));
+            unlink(tmp);
+        }
+    }
+    free(f);
+}
+
+/* ---- the entry point --------------------------------------------------- */
+
+/* The ptxas report on one line, for QGEMM_JIT_DEBUG. */
+static void print_line(const char *how, const qg_kernel_info *info, const char *report) {
+    if (!qg__env_flag("QGEMM_JIT_DEBUG")) return;
+    char flat[2048];
+    size_t n = 0;
+    for (const char *p = report ? report : ""; *p && n + 4 < sizeof flat; p++) {
+        if (*p == '\n') {
+            if (p[1]) n += (size_t)snprintf(flat + n, sizeof flat - n, " | ");
+        } else if (!(*p == ' ' && n && flat[n - 1] == ' ')) {
+            flat[n++] = *p;
+        }
+    }
+    flat[n] = '\0';
+    debug("%.16s %s in %.1f ms: %d registers, %d bytes spill stores, %d bytes spill loads, "
+          "%d bytes stack frame; ptxas: %s",
+          info->key, how, info->compile_ms, info->registers, info->spill_store_bytes,
+          info->spill_load_bytes, info->stack_frame_bytes, flat);
+}
+
+static void compute_key(qg_jit_cache *cache, bool line_info, const char *const *opts,
+                        int num_opts, const char *source, char key[65]) {
+    qg_sha256 s;
+    pthread_mutex_lock(&cache->lock);
+    if (!cache->prefix_ready[line_info]) {
+        hash_prefix(&cache->prefix[line_info], opts, num_opts);
+        cache->prefix_ready[line_info] = true;
+    }
+    s = cache->prefix[line_info];
+    pthread_mutex_unlock(&cache->lock);
+    hash_str(&s, "source", source);
+    uint8_t digest[32];
+    qg__sha256_final(&s, digest);
+    qg__sha256_hex(digest, key);
+}
+
+/* Get the build for `key` from disk or NVRTC; reject spills. */
+static qg_status build(const char *source, const char *key, const char *const *opts,
+                       int num_opts, jit_build *b) {
+    char dir_buf[QG_PATH_MAX];
+    const char *dir = cache_dir(dir_buf);
+    const char *dump = env_nonempty("QGEMM_JIT_DUMP");
+    if (dump) dump_file(dump, key, ".cu", source);
+    if (dir && disk_read(dir, key, b)) {
+        b->info.cache_hit = 2;
+    } else {
+        char *ptx = NULL;
+        memset(&b->info, 0, sizeof b->info);
+        qg_status st = compile(source, key, opts, num_opts, b, &ptx);
+        if (st != QG_SUCCESS) return st;
+        if (dump) dump_file(dump, key, ".ptx", ptx);
+        free(ptx);
+        b->info.cache_hit = 0;
+    }
+    const qg_kernel_info *i = &b->info;
+    if (i->spill_store_bytes > 0 || i->spill_load_bytes > 0 || i->stack_frame_bytes > 0) {
+        qg_status st = qg__fail(QG_ERROR_COMPILE,
+                                "kernel spills: kernel %s has %d bytes stack frame, %d bytes "
+                                "spill stores, %d bytes spill loads (%d registers); ptxas "
+                                "report:\n%.*s",
+                                key, i->stack_frame_bytes, i->spill_store_bytes,
+                                i->spill_load_bytes, i->registers, QG_LOG_EXCERPT, b->report);
+        free_build(b);
+        return st;
+    }
+    if (dir && b->info.cache_hit == 0) disk_write(dir, key, b);
+    return QG_SUCCESS;
+}
+
+qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result *out) {
+    double t0 = now_ms();
+    if (!out) return qg__fail(QG_ERROR_INTERNAL, "qg__jit_compile: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!cache || !source)
+        return qg__fail(QG_ERROR_INTERNAL, "qg__jit_compile: %s is NULL",
+                        !cache ? "cache" : "source");
+
+    bool line_info = qg__env_flag("QGEMM_JIT_DEBUG");
+    const char *opts[8];
+    int num_opts = jit_options(line_info, opts);
+    char key[65];
+    compute_key(cache, line_info, opts, num_opts, source, key);
+    memcpy(out->info.key, key, sizeof key);
+
+    /* Find the entry, wait while another thread compiles it, or claim it. */
+    pthread_mutex_lock(&cache->lock);
+    jit_entry *e;
+    while ((e = find_entry(cache, key)) && !e->ready)
+        pthread_cond_wait(&cache->changed, &cache->lock);
+    if (e) {
+        out->cubin = e->cubin;
+        out->cubin_size = e->cubin_size;
+        out->info = e->info;
+        const char *report = e->report; /* entries live until the cache dies */
+        pthread_mutex_unlock(&cache->lock);
+        out->info.cache_hit = 1;
+        out->info.compile_ms = now_ms() - t0;
+        print_line("found in memory", &out->info, report);
+        return QG_SUCCESS;
+    }
+    e = calloc(1, sizeof *e);
+    if (!e) {
+        pthread_mutex_unlock(&cache->lock);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate a kernel cache entry");
+    }
+    memcpy(e->key, key, sizeof key);
+    jit_entry **bucket = bucket_of(cache, key);
+    e->next = *bucket;
+    *bucket = e;
+    pthread_mutex_unlock(&cache->lock);
+
+    /* Slow part, unlocked: other keys proceed, this key's askers wait. */
+    jit_build b = {0};
+    qg_status st = build(source, key, opts, num_opts, &b);
+    memcpy(b.info.key, key, sizeof key);
+
+    pthread_mutex_lock(&cache->lock);
+    if (st == QG_SUCCESS) {
+        e->cubin = b.cubin;
+        e->cubin_size = b.cubin_size;
+        e->report = b.report;
+        e->info = b.info;
+        e->ready = true;
+    } else {
+        drop_entry(cache, e);
+    }
+    pthread_cond_broadcast(&cache->changed);
+    pthread_mutex_unlock(&cache->lock);
+
+    b.info.compile_ms = now_ms() - t0;
+    if (st != QG_SUCCESS) {
+        debug("%.16s failed after %.1f ms: %s", key, b.info.compile_ms, qg_last_error());
+        out->info = b.info; /* what is known: key, counts of a rejected kernel */
+        return st;
+    }
+    out->cubin = b.cubin;
+    out->cubin_size = b.cubin_size;
+    out->info = b.info;
+    print_line(b.info.cache_hit == 2 ? "loaded from disk" : "compiled", &out->info, b.report);
+    return QG_SUCCESS;
+}

@@ -1,0 +1,110 @@
+/*
+ * test_compile.c -- the JIT compiles every kernel variant for sm_90a with
+ * NVRTC (no GPU needed): every legal (kind, block_m, block_n, multicast)
+ * once, plus every configuration the heuristic picks for a sweep of shapes
+ * (the DeepSeek-V3 table included). Each must have no spills, no stack
+ * frame, and the Hopper instructions the design calls for in its PTX.
+ */
+#include "qg_test.h"
+#include "qgemm.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static int checked_kernels;
+
+static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *cfg, const char *what) {
+    qg_kernel_info info;
+    qg_status st = qg_compile(ctx, p, cfg, &info);
+    if (st != QG_SUCCESS) {
+        printf("    %s: %s: %s\n", what, qg_status_string(st), qg_last_error());
+        return 0;
+    }
+    const int multicast = cfg ? cfg->multicast != QG_MULTICAST_NONE : -1;
+    const int ok = info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
+                   info.stack_frame_bytes == 0 && info.registers > 0 && info.ptx_has_wgmma &&
+                   info.ptx_has_tma_load && info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
+                   info.ptx_has_stmatrix && (multicast < 0 || info.ptx_has_multicast == multicast);
+    if (!ok)
+        printf("    %s: regs %d spills %d/%d stack %d wgmma %d tma %d/%d setmaxnreg %d stmatrix %d "
+               "multicast %d\n", what, info.registers, info.spill_store_bytes,
+               info.spill_load_bytes, info.stack_frame_bytes, info.ptx_has_wgmma,
+               info.ptx_has_tma_load, info.ptx_has_tma_store, info.ptx_has_setmaxnreg,
+               info.ptx_has_stmatrix, info.ptx_has_multicast);
+    checked_kernels++;
+    return ok;
+}
+
+static qg_context *offline_ctx_with_temp_cache(char *dir, size_t cap) {
+    snprintf(dir, cap, "/tmp/qgemm-test-cache-XXXXXX");
+    if (!mkdtemp(dir)) return NULL;
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = NULL;
+    return qg_context_create_offline(&ctx, NULL) == QG_SUCCESS ? ctx : NULL;
+}
+
+TEST(compile_every_variant) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const qg_gemm_kind kinds[] = {QG_GEMM_DENSE, QG_GEMM_GROUPED_CONTIGUOUS, QG_GEMM_GROUPED_MASKED};
+    const int bms[] = {64, 128, 256};
+    int failures = 0, refused = 0;
+    checked_kernels = 0;
+    for (int ki = 0; ki < 3; ++ki)
+        for (int bi = 0; bi < 3; ++bi)
+            for (int bn = 16; bn <= 256; bn += 16)
+                for (int mc = 0; mc < 3; ++mc) {
+                    /* N = 2 * 3 * bn: an even n-block count, and off-128 column offsets. */
+                    qg_problem p = {kinds[ki], 2048, 6 * bn, 7168, ki ? 4 : 1, 0};
+                    qg_config cfg = {.block_m = bms[bi], .block_n = bn, .multicast = (qg_multicast)mc};
+                    if (qg_complete_config(ctx, &p, &cfg) != QG_SUCCESS) {
+                        refused++;
+                        continue;
+                    }
+                    /* Multicast variants only for a few widths: the code path is the same. */
+                    if (mc && bn % 64 && bn != 112) continue;
+                    char what[96];
+                    snprintf(what, sizeof what, "kind %d block %dx%d multicast %d", ki, bms[bi], bn, mc);
+                    failures += !check_kernel(ctx, &p, &cfg, what);
+                }
+    printf("    %d kernels compiled, %d configurations refused as illegal, %d failures\n",
+           checked_kernels, refused, failures);
+    CHECK(checked_kernels >= 60, "too few variants compiled: %d", checked_kernels);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+TEST(compile_heuristic_choices) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const int ns_ks[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384},
+                            {4096, 7168}, {7168, 2048},  {576, 400},   {8, 16},   {112, 112}};
+    const int ms[] = {1, 7, 64, 100, 128, 257, 1000, 4096};
+    int failures = 0;
+    checked_kernels = 0;
+    for (size_t j = 0; j < sizeof ns_ks / sizeof ns_ks[0]; ++j)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i) {
+            qg_problem p = {QG_GEMM_DENSE, ms[i], ns_ks[j][0], ns_ks[j][1], 1, 0};
+            char what[64];
+            snprintf(what, sizeof what, "dense %dx%dx%d", ms[i], ns_ks[j][0], ns_ks[j][1]);
+            failures += !check_kernel(ctx, &p, NULL, what);
+        }
+    /* Grouped layouts as the MoE benchmarks use them. */
+    const qg_problem grouped[] = {
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 7168, 2048, 8, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024},
+        {QG_GEMM_GROUPED_MASKED, 512, 7168, 2048, 2, 512},
+        {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256},
+        {QG_GEMM_GROUPED_MASKED, 192, 576, 400, 32, 100},
+    };
+    for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i)
+        failures += !check_kernel(ctx, &grouped[i], NULL, "grouped");
+    printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
+    CHECK(failures == 0, "%d heuristic choices failed", failures);
+    qg_context_destroy(ctx);
+    PASS();
+}

@@ -1,0 +1,255 @@
+/*
+ * test_config.c -- the configuration heuristic, forced-config checks and
+ * argument validation of the GEMM entry points. CPU only: uses offline
+ * contexts (an H100 description) and fake, well-aligned pointers that are
+ * never dereferenced because validation stops before any launch.
+ */
+#include "qg_test.h"
+#include "qgemm.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static qg_context *h100(void) {
+    qg_context *ctx = NULL;
+    return qg_context_create_offline(&ctx, NULL) == QG_SUCCESS ? ctx : NULL;
+}
+
+static const int ds_mnk[][3] = {
+    {64, 2112, 7168},  {64, 24576, 1536},  {64, 32768, 512},  {64, 7168, 16384},
+    {64, 4096, 7168},  {64, 7168, 2048},   {128, 2112, 7168}, {128, 24576, 1536},
+    {128, 32768, 512}, {128, 7168, 16384}, {128, 4096, 7168}, {128, 7168, 2048},
+    {4096, 2112, 7168}, {4096, 24576, 1536}, {4096, 32768, 512}, {4096, 7168, 16384},
+    {4096, 4096, 7168}, {4096, 7168, 2048}, {1, 8, 16}, {7, 112, 112}, {257, 576, 400},
+    {1000, 2112, 1536}, {100, 24576, 7168}, {4096, 8, 16384}};
+
+static long long waves_of(int m, int n, int bm, int bn, int sms) {
+    long long tiles = (long long)((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+    return (tiles + sms - 1) / sms;
+}
+
+/* The selected config is legal, fits the device, and no legal tile shape
+ * needs fewer waves over the persistent grid (DESIGN.md section 3 rule 2). */
+TEST(config_heuristic_minimises_waves) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    for (size_t i = 0; i < sizeof ds_mnk / sizeof ds_mnk[0]; ++i) {
+        const int m = ds_mnk[i][0], n = ds_mnk[i][1], k = ds_mnk[i][2];
+        qg_problem p = {QG_GEMM_DENSE, m, n, k, 1, 0};
+        qg_config cfg;
+        CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%dx%dx%d: %s", m, n, k, qg_last_error());
+        CHECK(cfg.smem_bytes <= 232448, "%dx%dx%d: smem %zu", m, n, k, cfg.smem_bytes);
+        CHECK(cfg.num_stages >= 1 && cfg.num_stages <= 8, "stages %d", cfg.num_stages);
+        CHECK(cfg.num_sms == 132, "num_sms %d", cfg.num_sms);
+        qg_config again = cfg;
+        CHECK(qg_complete_config(ctx, &p, &again) == QG_SUCCESS, "selected config rejected: %s",
+              qg_last_error());
+        const long long chosen = waves_of(m, n, cfg.block_m, cfg.block_n, 132);
+        const int bms[] = {64, 128, 256};
+        for (int a = 0; a < 3; ++a)
+            for (int bn = 16; bn <= 256; bn += 16) {
+                qg_config c = {0};
+                c.block_m = bms[a];
+                c.block_n = bn;
+                if (m <= 64 && bms[a] > 64) continue; /* the heuristic's own exclusion */
+                if (m <= 1024 && bms[a] == 256) continue;
+                if (qg_complete_config(ctx, &p, &c) != QG_SUCCESS) continue;
+                CHECK(waves_of(m, n, bms[a], bn, 132) >= chosen,
+                      "%dx%dx%d: chose %dx%d (%lld waves) but %dx%d needs %lld", m, n, k,
+                      cfg.block_m, cfg.block_n, chosen, bms[a], bn, waves_of(m, n, bms[a], bn, 132));
+            }
+    }
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+TEST(config_multicast_rules) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context");
+    qg_problem big = {QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0};
+    qg_config cfg;
+    CHECK(qg_select_config(ctx, &big, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(cfg.multicast != QG_MULTICAST_NONE, "M=4096 on an even SM count should multicast");
+    CHECK(cfg.num_sms % 2 == 0, "cluster grid must be even, got %d", cfg.num_sms);
+    qg_problem small = {QG_GEMM_DENSE, 64, 7168, 7168, 1, 0};
+    CHECK(qg_select_config(ctx, &small, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(cfg.multicast == QG_MULTICAST_NONE, "M=64 should not multicast");
+
+    /* Multicast A with an odd number of n-blocks is refused, naming the rule. */
+    qg_problem odd = {QG_GEMM_DENSE, 1024, 48, 512, 1, 0};
+    qg_config c = {.block_m = 128, .block_n = 16, .multicast = QG_MULTICAST_A};
+    CHECK(qg_complete_config(ctx, &odd, &c) == QG_ERROR_UNSUPPORTED, "odd n-blocks accepted");
+    CHECK(strstr(qg_last_error(), "n-blocks"), "message: %s", qg_last_error());
+    /* Multicast B is dense-only. */
+    qg_problem grouped = {QG_GEMM_GROUPED_MASKED, 256, 4096, 512, 4, 256};
+    c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
+    CHECK(qg_complete_config(ctx, &grouped, &c) == QG_ERROR_UNSUPPORTED, "grouped B multicast");
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+TEST(config_forced_out_of_range) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context");
+    qg_problem p = {QG_GEMM_DENSE, 512, 4096, 7168, 1, 0};
+    struct { qg_config c; const char *word; } bad[] = {
+        {{.block_m = 96, .block_n = 128}, "block_m"},
+        {{.block_m = 128, .block_n = 120}, "block_n"},
+        {{.block_m = 128, .block_n = 176}, "block_n"},  /* over the register budget */
+        {{.block_m = 256, .block_n = 112}, "block_n"},
+        {{.block_m = 128, .block_n = 128, .num_stages = 9}, "num_stages"},
+        {{.block_m = 128, .block_n = 128, .num_stages = 8}, "shared memory"},
+        {{.block_m = 128, .block_n = 128, .multicast = 7}, "multicast"},
+        {{.block_m = 128, .block_n = 128, .swizzle_group = -1}, "swizzle_group"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        qg_config c = bad[i].c;
+        CHECK(qg_complete_config(ctx, &p, &c) == QG_ERROR_UNSUPPORTED, "case %zu accepted", i);
+        CHECK(strstr(qg_last_error(), bad[i].word), "case %zu: '%s' lacks '%s'", i, qg_last_error(),
+              bad[i].word);
+    }
+    qg_problem contiguous = {QG_GEMM_GROUPED_CONTIGUOUS, 1024, 4096, 7168, 4, 0};
+    qg_config c = {.block_m = 256, .block_n = 64};
+    CHECK(qg_complete_config(ctx, &contiguous, &c) == QG_ERROR_UNSUPPORTED, "contiguous bm 256");
+    /* Shape rules. */
+    qg_problem shapes[] = {{QG_GEMM_DENSE, 0, 4096, 7168, 1, 0}, {QG_GEMM_DENSE, 64, 4100, 7168, 1, 0},
+                           {QG_GEMM_DENSE, 64, 4096, 7160, 1, 0}, {QG_GEMM_DENSE, 64, 4096, 7168, 2, 0},
+                           {(qg_gemm_kind)9, 64, 4096, 7168, 1, 0},
+                           {QG_GEMM_GROUPED_MASKED, 64, 4096, 7168, 2, 65}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
+        qg_config out;
+        qg_status st = qg_select_config(ctx, &shapes[i], &out);
+        CHECK(st == QG_ERROR_UNSUPPORTED || st == QG_ERROR_INVALID_ARGUMENT, "shape %zu accepted", i);
+        CHECK(qg_last_error()[0], "shape %zu: empty message", i);
+    }
+    CHECK(qg_select_config(NULL, &p, &c) == QG_ERROR_INVALID_ARGUMENT, "NULL ctx");
+    CHECK(qg_select_config(ctx, NULL, &c) == QG_ERROR_INVALID_ARGUMENT, "NULL problem");
+    CHECK(qg_select_config(ctx, &p, NULL) == QG_ERROR_INVALID_ARGUMENT, "NULL out");
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+TEST(context_offline_and_sms) {
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(NULL, NULL) == QG_ERROR_INVALID_ARGUMENT, "NULL out");
+    qg_device_props bad = {.sm_count = 132, .cc_major = 8, .cc_minor = 0, .smem_optin_bytes = 232448};
+    CHECK(qg_context_create_offline(&ctx, &bad) == QG_ERROR_WRONG_ARCH, "sm_80 accepted");
+    CHECK(ctx == NULL, "out set on failure");
+    bad.cc_major = 9;
+    bad.sm_count = 0;
+    CHECK(qg_context_create_offline(&ctx, &bad) == QG_ERROR_INVALID_ARGUMENT, "0 SMs accepted");
+    qg_device_props h20 = {.sm_count = 78, .cc_major = 9, .cc_minor = 0, .smem_optin_bytes = 232448};
+    CHECK(qg_context_create_offline(&ctx, &h20) == QG_SUCCESS, "%s", qg_last_error());
+    qg_device_props got;
+    CHECK(qg_context_get_props(ctx, &got) == QG_SUCCESS && got.sm_count == 78, "props");
+    CHECK(qg_context_get_num_sms(ctx) == 78, "num_sms");
+    CHECK(qg_context_set_num_sms(ctx, 79) == QG_ERROR_INVALID_ARGUMENT, "79 > 78 accepted");
+    CHECK(qg_context_set_num_sms(ctx, 64) == QG_SUCCESS && qg_context_get_num_sms(ctx) == 64, "64");
+    qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0};
+    qg_config cfg;
+    CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS && cfg.num_sms <= 64, "grid %d", cfg.num_sms);
+    CHECK(qg_context_set_num_sms(ctx, 0) == QG_SUCCESS && qg_context_get_num_sms(ctx) == 78, "reset");
+    CHECK(qg_context_get_num_sms(NULL) == -1, "NULL ctx");
+    qg_context_destroy(ctx);
+    qg_context_destroy(NULL);
+    CHECK(qg_context_create(NULL, 0) == QG_ERROR_INVALID_ARGUMENT, "NULL out");
+    CHECK(qg_context_create(&ctx, -1) == QG_ERROR_INVALID_ARGUMENT && ctx == NULL, "device -1");
+    PASS();
+}
+
+TEST(helpers_alignment) {
+    CHECK(qg_m_alignment_for_contiguous_layout() == 128, "alignment");
+    CHECK(qg_sfa_ld(1) == 4 && qg_sfa_ld(4) == 4 && qg_sfa_ld(5) == 8 && qg_sfa_ld(4096) == 4096,
+          "sfa_ld");
+    CHECK(qg_sfa_ld(-3) == 0, "negative");
+    PASS();
+}
+
+/* ---- argument validation of the GEMM entry points ---------------------- */
+
+#define FAKE(addr) ((void *)(uintptr_t)(addr))
+
+static qg_gemm_args good_args(void) {
+    qg_gemm_args a = {0};
+    a.m = 100, a.n = 576, a.k = 400, a.num_groups = 1;
+    a.a = FAKE(0x10000), a.lda = 400;
+    a.sfa = FAKE(0x20000), a.sfa_ld = 100;
+    a.b = FAKE(0x30000), a.ldb = 400;
+    a.sfb = FAKE(0x40000);
+    a.d = FAKE(0x50000), a.ldd = 576;
+    a.m_indices = FAKE(0x60000);
+    a.masked_m = FAKE(0x70000);
+    return a;
+}
+
+TEST(gemm_argument_validation) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context");
+    struct { const char *field; qg_status want; } cases[] = {
+        {"a=NULL", QG_ERROR_INVALID_ARGUMENT},    {"a+1", QG_ERROR_INVALID_ARGUMENT},
+        {"b=NULL", QG_ERROR_INVALID_ARGUMENT},    {"sfa+4", QG_ERROR_INVALID_ARGUMENT},
+        {"sfb=NULL", QG_ERROR_INVALID_ARGUMENT},  {"d+2", QG_ERROR_INVALID_ARGUMENT},
+        {"lda<k", QG_ERROR_INVALID_ARGUMENT},     {"lda%16", QG_ERROR_INVALID_ARGUMENT},
+        {"ldb<k", QG_ERROR_INVALID_ARGUMENT},     {"ldd<n", QG_ERROR_INVALID_ARGUMENT},
+        {"ldd%8", QG_ERROR_INVALID_ARGUMENT},     {"sfa_ld<m", QG_ERROR_INVALID_ARGUMENT},
+        {"sfa_ld%4", QG_ERROR_INVALID_ARGUMENT},  {"m<0", QG_ERROR_INVALID_ARGUMENT},
+        {"n%8", QG_ERROR_UNSUPPORTED},            {"k%16", QG_ERROR_UNSUPPORTED},
+        {"groups=2", QG_ERROR_INVALID_ARGUMENT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        qg_gemm_args a = good_args();
+        const char *f = cases[i].field;
+        if (!strcmp(f, "a=NULL")) a.a = NULL;
+        else if (!strcmp(f, "a+1")) a.a = FAKE(0x10001);
+        else if (!strcmp(f, "b=NULL")) a.b = NULL;
+        else if (!strcmp(f, "sfa+4")) a.sfa = FAKE(0x20004);
+        else if (!strcmp(f, "sfb=NULL")) a.sfb = NULL;
+        else if (!strcmp(f, "d+2")) a.d = FAKE(0x50002);
+        else if (!strcmp(f, "lda<k")) a.lda = 384;
+        else if (!strcmp(f, "lda%16")) a.lda = 408;
+        else if (!strcmp(f, "ldb<k")) a.ldb = 16;
+        else if (!strcmp(f, "ldd<n")) a.ldd = 568;
+        else if (!strcmp(f, "ldd%8")) a.ldd = 580;
+        else if (!strcmp(f, "sfa_ld<m")) a.sfa_ld = 96;
+        else if (!strcmp(f, "sfa_ld%4")) a.sfa_ld = 102;
+        else if (!strcmp(f, "m<0")) a.m = -1;
+        else if (!strcmp(f, "n%8")) a.n = 570, a.ldd = 576;
+        else if (!strcmp(f, "k%16")) a.k = 392;
+        else if (!strcmp(f, "groups=2")) a.num_groups = 2;
+        qg_status st = qg_fp8_gemm_nt(ctx, &a, NULL, NULL);
+        CHECK(st == cases[i].want, "%s: got %s (%s)", f, qg_status_string(st), qg_last_error());
+        CHECK(strstr(qg_last_error(), "qg_fp8_gemm_nt"), "%s: message lacks the function: %s", f,
+              qg_last_error());
+    }
+    /* Valid arguments reach the device check: an offline context cannot launch. */
+    qg_gemm_args a = good_args();
+    CHECK(qg_fp8_gemm_nt(ctx, &a, NULL, NULL) == QG_ERROR_NO_DEVICE, "%s", qg_last_error());
+    CHECK(qg_fp8_gemm_nt(NULL, &a, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT, "NULL ctx");
+    CHECK(qg_fp8_gemm_nt(ctx, NULL, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT, "NULL args");
+    /* Grouped: the index arrays are required. */
+    a = good_args();
+    a.num_groups = 4;
+    a.m_indices = NULL;
+    CHECK(qg_m_grouped_fp8_gemm_nt_contiguous(ctx, &a, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "m_indices"), "%s", qg_last_error());
+    a = good_args();
+    a.num_groups = 4;
+    a.masked_m = FAKE(0x70002);
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "masked_m"), "%s", qg_last_error());
+    a = good_args();
+    a.num_groups = 0;
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT,
+          "0 groups: %s", qg_last_error());
+    a = good_args();
+    a.num_groups = 4;
+    a.expected_m = 101;  /* > M_max is clamped, not an error */
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL) == QG_ERROR_NO_DEVICE, "%s",
+          qg_last_error());
+    /* A forced config that does not fit is refused before launch. */
+    a = good_args();
+    qg_config bad = {.block_m = 128, .block_n = 200};
+    CHECK(qg_fp8_gemm_nt(ctx, &a, &bad, NULL) != QG_SUCCESS, "bad forced config");
+    qg_context_destroy(ctx);
+    PASS();
+}

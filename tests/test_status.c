@@ -1,0 +1,193 @@
+/*
+ * test_status.c -- version, status strings, the per-thread error message,
+ * environment switches and the run-time driver loader (CPU only: on a machine
+ * without a GPU or driver the loader must fail cleanly).
+ */
+#include "internal.h"
+#include "qg_test.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned fresh_seed(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (unsigned)t.tv_nsec ^ (unsigned)getpid() << 16;
+}
+
+TEST(status_strings_distinct_and_nonempty) {
+    const char *seen[QG_ERROR_INTERNAL + 1];
+    for (int s = QG_SUCCESS; s <= QG_ERROR_INTERNAL; s++) {
+        seen[s] = qg_status_string((qg_status)s);
+        CHECK(seen[s] && seen[s][0], "status %d has an empty string", s);
+        for (int t = 0; t < s; t++)
+            CHECK(strcmp(seen[s], seen[t]) != 0, "statuses %d and %d share \"%s\"", s, t, seen[s]);
+    }
+    int unknown[] = {-1, QG_ERROR_INTERNAL + 1, 1000 + (int)(fresh_seed() % 100000)};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        const char *u = qg_status_string((qg_status)unknown[i]);
+        CHECK(u && u[0], "unknown status %d has no string", unknown[i]);
+        for (int s = QG_SUCCESS; s <= QG_ERROR_INTERNAL; s++)
+            CHECK(strcmp(u, seen[s]) != 0, "unknown status %d reads as status %d", unknown[i], s);
+    }
+    PASS();
+}
+
+TEST(version_matches_macros) {
+    CHECK(qg_version() == QG_VERSION_NUMBER, "qg_version() %u vs %d", qg_version(),
+          QG_VERSION_NUMBER);
+    CHECK(qg_version() == QG_VERSION_MAJOR * 10000u + QG_VERSION_MINOR * 100u + QG_VERSION_PATCH,
+          "qg_version() %u does not encode %d.%d.%d", qg_version(), QG_VERSION_MAJOR,
+          QG_VERSION_MINOR, QG_VERSION_PATCH);
+    char expect[32];
+    snprintf(expect, sizeof expect, "%d.%d.%d", QG_VERSION_MAJOR, QG_VERSION_MINOR,
+             QG_VERSION_PATCH);
+    CHECK(strcmp(qg_version_string(), expect) == 0, "\"%s\" vs \"%s\"", qg_version_string(),
+          expect);
+    CHECK(strcmp(QG_VERSION_STRING, expect) == 0, "macro \"%s\" vs \"%s\"", QG_VERSION_STRING,
+          expect);
+    PASS();
+}
+
+/* ---- per-thread messages ---- */
+
+typedef struct {
+    int value;
+    char initial[64];    /* what the thread saw before failing */
+    char message[256];   /* what it saw after */
+    qg_status returned;
+} thread_probe;
+
+static void *fail_in_thread(void *arg) {
+    thread_probe *p = arg;
+    snprintf(p->initial, sizeof p->initial, "%s", qg_last_error());
+    p->returned = qg__fail(QG_ERROR_UNSUPPORTED, "thread value %d", p->value);
+    snprintf(p->message, sizeof p->message, "%s", qg_last_error());
+    return NULL;
+}
+
+TEST(last_error_is_per_thread) {
+    srand(fresh_seed());
+    int mine = rand(), theirs = rand();
+    char expect[64];
+    qg_status r = qg__fail(QG_ERROR_INVALID_ARGUMENT, "lda must be >= %d, got %d", mine, -mine);
+    CHECK(r == QG_ERROR_INVALID_ARGUMENT, "qg__fail returned %d", r);
+    snprintf(expect, sizeof expect, "lda must be >= %d, got %d", mine, -mine);
+    CHECK(strcmp(qg_last_error(), expect) == 0, "got \"%s\"", qg_last_error());
+
+    thread_probe probe = {.value = theirs};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fail_in_thread, &probe) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    CHECK(probe.initial[0] == '\0', "a new thread starts with \"%s\"", probe.initial);
+    CHECK(probe.returned == QG_ERROR_UNSUPPORTED, "returned %d", probe.returned);
+    snprintf(expect, sizeof expect, "thread value %d", theirs);
+    CHECK(strcmp(probe.message, expect) == 0, "thread saw \"%s\"", probe.message);
+    snprintf(expect, sizeof expect, "lda must be >= %d, got %d", mine, -mine);
+    CHECK(strcmp(qg_last_error(), expect) == 0, "main thread's message became \"%s\"",
+          qg_last_error());
+
+    qg__clear_error();
+    CHECK(qg_last_error()[0] == '\0', "cleared message is \"%s\"", qg_last_error());
+    PASS();
+}
+
+TEST(last_error_long_and_self_referencing) {
+    static char big[10000];
+    srand(fresh_seed());
+    for (size_t i = 0; i + 1 < sizeof big; i++) big[i] = (char)('a' + rand() % 26);
+    qg__fail(QG_ERROR_COMPILE, "%s", big);
+    size_t len = strlen(qg_last_error());
+    CHECK(len > 1000 && len < sizeof big - 1, "long message kept %zu characters", len);
+    CHECK(strncmp(qg_last_error(), big, len) == 0, "long message is not a prefix of the input");
+    /* Quoting the previous message must work (no overlapping copy). */
+    qg__fail(QG_ERROR_INTERNAL, "short %d", 7);
+    qg__fail(QG_ERROR_CUDA, "outer: %s", qg_last_error());
+    CHECK(strcmp(qg_last_error(), "outer: short 7") == 0, "got \"%s\"", qg_last_error());
+    PASS();
+}
+
+TEST(env_flag_values) {
+    const char *name = "QGEMM_TEST_ENV_FLAG";
+    struct { const char *value; bool expect; } cases[] = {
+        {"1", true}, {"yes", true}, {"0", false}, {"", false}, {"00", true}};
+    unsetenv(name);
+    CHECK(!qg__env_flag(name), "unset reads as true");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv(name, cases[i].value, 1);
+        CHECK(qg__env_flag(name) == cases[i].expect, "\"%s\" read as %d", cases[i].value,
+              !cases[i].expect);
+    }
+    unsetenv(name);
+    CHECK(!qg__env_flag(name), "unset again reads as true");
+    PASS();
+}
+
+/* ---- the driver ---- */
+
+TEST(driver_load_is_clean_and_stable) {
+    const qg_driver *d1 = (const qg_driver *)&d1, *d2 = (const qg_driver *)&d2;
+    qg__clear_error();
+    qg_status s1 = qg__driver_load(&d1);
+    char m1[1024];
+    snprintf(m1, sizeof m1, "%s", qg_last_error());
+    qg__clear_error();
+    qg_status s2 = qg__driver_load(&d2);
+    CHECK(s1 == s2, "first load %d, second %d", s1, s2);
+    CHECK(strcmp(m1, qg_last_error()) == 0, "messages differ: \"%s\" vs \"%s\"", m1,
+          qg_last_error());
+    if (s1 == QG_SUCCESS) {
+        CHECK(d1 && d1 == d2, "driver tables %p %p", (const void *)d1, (const void *)d2);
+        /* Every entry point was resolved. */
+        const unsigned char *bytes = (const unsigned char *)d1;
+        for (size_t off = 0; off < sizeof *d1; off += sizeof(void (*)(void))) {
+            void (*fn)(void);
+            memcpy(&fn, bytes + off, sizeof fn);
+            CHECK(fn != NULL, "driver entry at offset %zu is NULL", off);
+        }
+        int version = 0;
+        CHECK(d1->cuDriverGetVersion(&version) == CUDA_SUCCESS && version >= 12000,
+              "driver version %d", version);
+        printf("    driver loaded (CUDA %d.%d)\n", version / 1000, version % 1000 / 10);
+    } else {
+        CHECK(s1 == QG_ERROR_NO_DRIVER || s1 == QG_ERROR_NO_DEVICE, "status %d (%s): %s", s1,
+              qg_status_string(s1), m1);
+        CHECK(m1[0], "failure without a message");
+        CHECK(d1 == NULL && d2 == NULL, "out not cleared on failure");
+        printf("    no driver here: %s: %s\n", qg_status_string(s1), m1);
+    }
+    PASS();
+}
+
+TEST(cuda_fail_maps_and_formats) {
+    struct { CUresult r; qg_status expect; } cases[] = {
+        {CUDA_ERROR_OUT_OF_MEMORY, QG_ERROR_OUT_OF_MEMORY},
+        {CUDA_ERROR_LAUNCH_FAILED, QG_ERROR_LAUNCH},
+        {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, QG_ERROR_LAUNCH},
+        {CUDA_ERROR_INVALID_IMAGE, QG_ERROR_LAUNCH},
+        {CUDA_ERROR_NO_BINARY_FOR_GPU, QG_ERROR_LAUNCH},
+        {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, QG_ERROR_LAUNCH},
+        {CUDA_ERROR_INVALID_VALUE, QG_ERROR_CUDA},
+        {CUDA_ERROR_INVALID_CONTEXT, QG_ERROR_CUDA},
+        {CUDA_ERROR_NO_DEVICE, QG_ERROR_NO_DEVICE},
+    };
+    srand(fresh_seed());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[64], prefix[80], code[32];
+        snprintf(what, sizeof what, "cuSomething(arg %d)", rand() % 1000);
+        qg_status s = qg__cuda_fail(cases[i].r, what);
+        CHECK(s == cases[i].expect, "CUresult %d mapped to %d, expected %d", (int)cases[i].r, s,
+              cases[i].expect);
+        snprintf(prefix, sizeof prefix, "%s: ", what);
+        snprintf(code, sizeof code, "(CUresult %d)", (int)cases[i].r);
+        CHECK(strncmp(qg_last_error(), prefix, strlen(prefix)) == 0, "message \"%s\"",
+              qg_last_error());
+        CHECK(strstr(qg_last_error(), code) != NULL, "message \"%s\" lacks %s", qg_last_error(),
+              code);
+        CHECK(strlen(qg_last_error()) > strlen(prefix) + strlen(code) + 1,
+              "message \"%s\" has no description", qg_last_error());
+    }
+    PASS();
+}
