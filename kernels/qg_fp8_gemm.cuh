@@ -91,6 +91,17 @@ QG_DEVICE float qg_sfb_for_group(const float (&sb)[QG_SFB_ROWS], int n_off, int 
 #endif
 }
 
+/*
+ * The output tile in shared memory: QG_BLOCK_N / 16 chunks of 16 columns,
+ * each [QG_BLOCK_M rows][32 bytes] in the 32-byte TMA swizzle (the 16-byte
+ * half of a row is XORed with bit 2 of the row), so that the 8 rows of an
+ * stmatrix 8x8 matrix fall in 8 different bank groups, and the TMA store of
+ * each chunk (box 16 x QG_BLOCK_M, CU_TENSOR_MAP_SWIZZLE_32B) undoes it.
+ */
+QG_DEVICE uint16_t *qg_smem_d_addr(uint16_t *smem_d, uint32_t row, uint32_t chunk, uint32_t half) {
+    return smem_d + chunk * QG_BLOCK_M * 16 + row * 16 + ((half ^ ((row >> 2) & 1)) * 8);
+}
+
 extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
 qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    const __grid_constant__ qg_tensor_map tmap_b,
@@ -269,13 +280,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t) {
-                /* Lane l addresses row l % 16 of the warp's 16 rows, columns
-                 * +8 for lanes 16..31: matrices (rows 0-7 | 8-15) x (cols 0-7 | 8-15). */
-                uint16_t *rows = smem_d + (wg_row - lane / 4 + t * 64 + lane % 16) * QG_BLOCK_N +
-                                 8 * (lane / 16);
+                /* Lane l addresses row l % 16 of the warp's 16 rows, the right
+                 * 8-column half for lanes 16..31: the four 8x8 matrices are
+                 * (rows 0-7 | 8-15) x (cols 0-7 | 8-15) of a 16-column chunk. */
+                const uint32_t row = wg_row - lane / 4 + t * 64 + lane % 16;
 #pragma unroll
                 for (int i = 0; i < QG_BLOCK_N / 16; ++i)
-                    qg_stmatrix_x4(rows + i * 16,
+                    qg_stmatrix_x4(qg_smem_d_addr(smem_d, row, i, lane / 16),
                                    qg_pack_bf16x2(out[t][i * 8 + 0], out[t][i * 8 + 1]),
                                    qg_pack_bf16x2(out[t][i * 8 + 2], out[t][i * 8 + 3]),
                                    qg_pack_bf16x2(out[t][i * 8 + 4], out[t][i * 8 + 5]),
@@ -287,21 +298,23 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
             if (tile.tma_store) {
                 if (threadIdx.x == 0) {
-                    qg_tma_store_2d(&tmap_d, smem_d, n_begin, d_row);
+                    for (int i = 0; i < QG_BLOCK_N / 16 && n_begin + i * 16 < QG_SHAPE_N; ++i)
+                        qg_tma_store_2d(&tmap_d, smem_d + i * QG_BLOCK_M * 16, n_begin + i * 16, d_row);
                     qg_bulk_commit_group();
                 }
             } else {
                 /* Some rows of this tile must stay untouched (masked-out rows,
                  * padding rows): 16-byte stores of the rows that may be written. */
                 for (int c = threadIdx.x; c < QG_BLOCK_M * QG_BLOCK_N / 8; c += QG_NUM_MATH_THREADS) {
-                    const int row = c / (QG_BLOCK_N / 8), col = n_begin + (c % (QG_BLOCK_N / 8)) * 8;
+                    const int row = c / (QG_BLOCK_N / 8), half = c % (QG_BLOCK_N / 8);
+                    const int col = n_begin + half * 8;
                     bool ok = row < tile.rows && col < QG_SHAPE_N;
 #if QG_KIND == 1
                     ok = ok && __ldg(m_indices + tile.m_begin + row) >= 0;
 #endif
                     if (ok)
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =
-                            *(const uint4 *)(smem_d + row * QG_BLOCK_N + (c % (QG_BLOCK_N / 8)) * 8);
+                            *(const uint4 *)qg_smem_d_addr(smem_d, row, half / 2, half % 2);
                 }
             }
         }

@@ -6,7 +6,7 @@
  *   block_m in {64, 128, 256}; 64 -> one math warpgroup, else two.
  *   block_n a multiple of 16, at most QG_MAX_BLOCK_N(block_m): the two
  *   levels of FP32 accumulators take block_n registers per m64 tile, so
- *   64 -> 176, 128 -> 160, 256 (two m64 tiles per warpgroup) -> 96.
+ *   64 -> 176, 128 -> 160, 256 (two m64 tiles per warpgroup) -> 96 (80 masked).
  *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
  *   multicast A: the pair shares an m-block, so the n-block count and the
  *   swizzle group must be even; multicast B (dense only): the m-block count
@@ -25,8 +25,10 @@
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-int qg__max_block_n(int block_m) {
-    return block_m == 64 ? 176 : block_m == 128 ? 160 : block_m == 256 ? 96 : 0;
+int qg__max_block_n(qg_gemm_kind kind, int block_m) {
+    /* The masked scheduler keeps a few more registers live than the others. */
+    if (block_m == 256) return kind == QG_GEMM_GROUPED_MASKED ? 80 : 96;
+    return block_m == 64 ? 176 : block_m == 128 ? 160 : 0;
 }
 
 /* Rows of the problem the scheduler tiles over M (per group for masked). */
@@ -92,10 +94,10 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
                         "got %d", bm);
-    if (bn < 16 || bn % 16 || bn > qg__max_block_n(bm))
+    if (bn < 16 || bn % 16 || bn > qg__max_block_n(p->kind, bm))
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block_n must be a multiple of 16 in [16, %d] for block_m %d, got %d",
-                        qg__max_block_n(bm), bm, bn);
+                        qg__max_block_n(p->kind, bm), bm, bn);
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
                         QG_MAX_STAGES, cfg->num_stages);
@@ -198,7 +200,7 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
         if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
         if (bm == 256 && rows <= 1024) continue;
         if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128) continue;
-        for (int bn = 16; bn <= qg__max_block_n(bm); bn += 16) {
+        for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16) {
             const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
             const int waves = (int)((tiles + num_sms - 1) / num_sms);
             const int last = (int)(tiles - (long long)(waves - 1) * num_sms);

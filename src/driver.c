@@ -55,6 +55,7 @@ static const struct {
     QG_ENTRY(cuModuleGetFunction),
     QG_ENTRY(cuFuncSetAttribute),
     QG_ENTRY(cuLaunchKernelEx),
+    QG_ENTRY(cuOccupancyMaxActiveClusters),
     QG_ENTRY(cuTensorMapEncodeTiled),
     QG_ENTRY(cuPointerGetAttribute),
     QG_ENTRY(cuStreamGetCtx),

@@ -34,6 +34,7 @@ struct qg_launch_entry {
     qg_config cfg;
     qg_kernel_plan plan;
     qg_module *module;
+    int max_grid;   /* CTAs that can be resident at once (clusters fit the GPCs) */
 };
 
 int qg_m_alignment_for_contiguous_layout(void) { return QG_CONTIGUOUS_ALIGNMENT; }
@@ -187,6 +188,29 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_c
         ctx->modules = m;
     }
     e->module = m;
+    /* A persistent grid must be co-resident: with 2-CTA clusters, GPCs with an
+     * odd SM count cannot host a cluster on every SM, and a cluster that does
+     * not fit would run as a second wave. */
+    e->max_grid = e->cfg.num_sms;
+    if (e->plan.cluster_size > 1) {
+        CUlaunchAttribute attr;
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = (unsigned)e->plan.cluster_size;
+        attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+        CUlaunchConfig lc;
+        memset(&lc, 0, sizeof lc);
+        lc.gridDimX = (unsigned)e->cfg.num_sms;
+        lc.gridDimY = lc.gridDimZ = 1;
+        lc.blockDimX = (unsigned)e->plan.num_threads;
+        lc.blockDimY = lc.blockDimZ = 1;
+        lc.sharedMemBytes = (unsigned)e->plan.smem_bytes;
+        lc.attrs = &attr;
+        lc.numAttrs = 1;
+        int clusters = 0;
+        if (ctx->drv->cuOccupancyMaxActiveClusters(&clusters, m->function, &lc) == CUDA_SUCCESS &&
+            clusters > 0 && clusters * e->plan.cluster_size < e->max_grid)
+            e->max_grid = clusters * e->plan.cluster_size;
+    }
     e->next = ctx->launches[b];
     ctx->launches[b] = e;
     *out = e;
@@ -351,14 +375,14 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                         sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
         (st = encode_2d(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
-                        (uint64_t)a->ldd * 2, (uint32_t)cfg->block_n, (uint32_t)cfg->block_m,
-                        CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of D"))) {
+                        (uint64_t)a->ldd * 2, 16, (uint32_t)cfg->block_m,
+                        CU_TENSOR_MAP_SWIZZLE_32B, "tensor map of D"))) {
         drv->cuCtxPopCurrent(&prev);
         return st;
     }
 
     /* Persistent grid: never more CTAs than tiles (masked: unknown on the host). */
-    int grid = cfg->num_sms;
+    int grid = e->max_grid;
     if (kind != QG_GEMM_GROUPED_MASKED) {
         const long long tiles = (long long)((a->m + cfg->block_m - 1) / cfg->block_m) *
                                 ((a->n + cfg->block_n - 1) / cfg->block_n);

@@ -47,6 +47,7 @@ typedef struct {
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *);
     CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
                                        const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
                                        const cuuint32_t *, CUtensorMapInterleave,
@@ -136,7 +137,7 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
 /* The heuristic: choose and complete a configuration. */
 qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
                      qg_config *out, qg_kernel_plan *plan);
-int qg__max_block_n(int block_m);
+int qg__max_block_n(qg_gemm_kind kind, int block_m);
 size_t qg__smem_bytes(const qg_problem *p, int block_m, int block_n, int stages, int sfb_rows);
 
 /* ---- context (src/context.c) -------------------------------------------- */

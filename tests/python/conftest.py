@@ -1,0 +1,42 @@
+"""Shared fixtures of qgemm's Python tests.
+
+Tests run against the installed package (``pip install ./python``) or an
+in-place build (``PYTHONPATH=python`` after ``python3 python/setup.py
+build_ext --inplace``).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import pytest
+
+import qgemm
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_unavailable_reason() -> Optional[str]:
+    """None when the library can open CUDA device 0, else its error message."""
+    try:
+        qgemm.get_device_props(0)
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+@pytest.fixture
+def no_gpu() -> str:
+    """For tests that hand fake device pointers to the library: they may only run
+    where the library cannot reach a GPU (it fails before touching memory).
+    Returns the library's reason."""
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        pytest.skip("a GPU is present: this test passes fake device pointers (GPU tests "
+                    "cover the same paths with real tensors)")
+    return reason
+
+
+@pytest.fixture
+def reset_num_sms():
+    yield
+    qgemm.set_num_sms(0)

@@ -1,0 +1,184 @@
+/*
+ * test_grouped_gpu.c -- grouped (MoE) GEMM correctness on the GPU (skipped
+ * without one): the contiguous layout (expert segments of random size, padded
+ * with -1 rows that must stay untouched), the masked layout (rows past
+ * masked_m untouched, including empty and full groups), and CUDA-graph replay
+ * of a masked call with masked_m changed on the device between replays.
+ *
+ * Pass rule: every group's diff < 1e-5 against the exact reference, no NaN,
+ * every valid row written, every other row still poisoned.
+ */
+#include "qg_test.h"
+#include "harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIFF_BOUND 1e-5
+#define MAX_REPORTED 12
+
+static const int nk_pairs[][2] = {{4096, 7168}, {7168, 2048}, {576, 400}};
+#define NUM_NK ((int)(sizeof nk_pairs / sizeof nk_pairs[0]))
+
+typedef struct {
+    int cases, failures;
+    double lo, hi; /* worst-group diff range of the passing cases */
+} range;
+
+/* Run p's GEMM once and check it; print the case when it fails. */
+static bool run_case(qg_context *ctx, CUstream stream, qg_problem_data *p, const char *label,
+                     range *r) {
+    qg_check_result res;
+    char desc[256];
+    qg_status st = qg__problem_run_check(ctx, p, NULL, stream, &res);
+    bool ok = st == QG_SUCCESS && qg__check_passed(&res, DIFF_BOUND);
+    r->cases++;
+    if (ok) {
+        if (r->cases - r->failures == 1 || res.group_diff_max < r->lo) r->lo = res.group_diff_max;
+        if (r->cases - r->failures == 1 || res.group_diff_max > r->hi) r->hi = res.group_diff_max;
+    } else if (++r->failures <= MAX_REPORTED) {
+        printf("    FAIL %s: %s\n", label,
+               st != QG_SUCCESS ? qg_last_error() : qg__check_describe(&res, desc, sizeof desc));
+        for (int g = 0; st == QG_SUCCESS && g < p->num_groups; g++)
+            if (!(p->group_diff[g] < DIFF_BOUND)) printf("      group %d diff %.3g\n", g, p->group_diff[g]);
+    }
+    return ok;
+}
+
+TEST(gpu_grouped_contiguous) {
+    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    /* Mean real rows per expert; drawn +-30%, so segments sit below, at
+     * and above the 128-row alignment. */
+    static const int groups[] = {4, 8, 32}, expected[] = {600, 256, 100};
+    range r = {0};
+    for (int gi = 0; gi < 3; gi++)
+        for (int j = 0; j < NUM_NK; j++) {
+            qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = nk_pairs[j][0],
+                                    .k = nk_pairs[j][1], .num_groups = groups[gi],
+                                    .expected_m = expected[gi], .seed = 300 + (uint64_t)(gi * 8 + j),
+                                    .scale_spread = 3, .ldd_pad = j == 2 ? 8 : 0};
+            qg_problem_data *p = NULL;
+            CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+            char label[128];
+            snprintf(label, sizeof label, "contiguous %d experts, M_total %d, N %d, K %d",
+                     groups[gi], p->m, p->n, p->k);
+            run_case(ctx, stream, p, label, &r);
+            qg__problem_free(p);
+        }
+    printf("    grouped contiguous: %d cases, %d failed, worst-group diff max %.2g min %.2g\n",
+           r.cases, r.failures, r.hi, r.lo);
+    qg__gpu_session_close(ctx, stream);
+    CHECK(r.failures == 0, "%d failing cases", r.failures);
+    PASS();
+}
+
+TEST(gpu_grouped_masked) {
+    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    static const int shapes[][2] = {{1, 1024}, {4, 256}, {32, 192}, {6, 1024}}; /* G, M_max */
+    range r = {0};
+    for (int s = 0; s < 4; s++)
+        for (int j = 0; j < NUM_NK; j++) {
+            const int G = shapes[s][0], M = shapes[s][1];
+            /* One group cannot hold both extremes: cycle random, 0, M_max. */
+            int single = j == 0 ? -1 : j == 1 ? 0 : M;
+            qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = nk_pairs[j][0],
+                                    .k = nk_pairs[j][1], .num_groups = G,
+                                    .seed = 500 + (uint64_t)(s * 8 + j), .scale_spread = 3,
+                                    .masked_extremes = true,
+                                    .masked_m = G == 1 && single >= 0 ? &single : NULL};
+            qg_problem_data *p = NULL;
+            CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+            char label[128];
+            snprintf(label, sizeof label, "masked %d x %d (masked_m[0] %d, expected_m %d), N %d, K %d",
+                     G, M, p->masked_m[0], p->expected_m, p->n, p->k);
+            run_case(ctx, stream, p, label, &r);
+            qg__problem_free(p);
+        }
+    printf("    grouped masked: %d cases, %d failed, worst-group diff max %.2g min %.2g\n", r.cases,
+           r.failures, r.hi, r.lo);
+    qg__gpu_session_close(ctx, stream);
+    CHECK(r.failures == 0, "%d failing cases", r.failures);
+    PASS();
+}
+
+/* Capture one masked call in a CUDA graph and replay it after changing
+ * masked_m on the device: the launch reads masked_m only on the GPU, so each
+ * replay must follow the new values. */
+TEST(gpu_masked_graph_replay) {
+    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    const qg_driver *drv = ctx->drv;
+    enum { G = 6, M = 256 };
+    qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = 2112, .k = 7168,
+                            .num_groups = G, .seed = 900, .scale_spread = 3,
+                            .masked_extremes = true, .expected_m = 128};
+    qg_problem_data *p = NULL;
+    CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    range r = {0};
+
+    /* Eager call first: compiles and loads the kernel outside the capture. */
+    CHECK(run_case(ctx, stream, p, "eager masked call", &r), "the eager call must pass first");
+
+    qg_gemm_args args = qg__problem_args(p);
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    CHECK(drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS, "push");
+    CUresult cr = drv->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    qg_status st = QG_ERROR_CUDA;
+    if (cr == CUDA_SUCCESS) {
+        st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &args, NULL, stream);
+        cr = drv->cuStreamEndCapture(stream, &graph); /* always end, even after a failure */
+    }
+    if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphInstantiate(&exec, graph, 0);
+    CUcontext popped;
+    drv->cuCtxPopCurrent(&popped);
+    CHECK(st == QG_SUCCESS, "masked call under capture: status %d: %s", (int)st, qg_last_error());
+    CHECK(cr == CUDA_SUCCESS, "capture/instantiate: CUresult %d", (int)cr);
+
+    int sets[5][G];
+    for (int g = 0; g < G; g++) {
+        sets[0][g] = (g * 97 + 13) % (M + 1);
+        sets[1][g] = 0;
+        sets[2][g] = M;
+        sets[3][g] = g % 2 ? M : 1;
+        sets[4][g] = (g * 41 + 200) % (M + 1);
+    }
+    static const char *names[5] = {"mixed", "all 0", "all M_max", "alternating M_max/1",
+                                   "mixed again"};
+    for (int s = 0; s < 5; s++) {
+        memcpy(p->masked_m, sets[s], sizeof sets[s]);
+        CHECK(qg__problem_update_indices(ctx, p) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qg__problem_poison(ctx, p, stream) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS, "push");
+        cr = drv->cuGraphLaunch(exec, stream);
+        drv->cuCtxPopCurrent(&popped);
+        CHECK(cr == CUDA_SUCCESS, "cuGraphLaunch: CUresult %d", (int)cr);
+        qg_check_result res;
+        char desc[256];
+        CHECK(qg__problem_check(ctx, p, &res) == QG_SUCCESS, "%s", qg_last_error());
+        int64_t expect_checked = 0;
+        for (int g = 0; g < G; g++) expect_checked += (int64_t)sets[s][g] * p->n;
+        CHECK(res.checked == expect_checked, "replay %s: %lld elements checked, expected %lld",
+              names[s], (long long)res.checked, (long long)expect_checked);
+        CHECK(qg__check_passed(&res, DIFF_BOUND), "replay %s: %s", names[s],
+              qg__check_describe(&res, desc, sizeof desc));
+        printf("    graph replay, masked_m %s: diff %.2g, %lld rows untouched as required\n",
+               names[s], res.diff, (long long)(p->rows - expect_checked / p->n));
+    }
+    CHECK(drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS, "push");
+    drv->cuGraphExecDestroy(exec);
+    drv->cuGraphDestroy(graph);
+    drv->cuCtxPopCurrent(&popped);
+    qg__problem_free(p);
+    qg__gpu_session_close(ctx, stream);
+    PASS();
+}
