@@ -9,7 +9,7 @@ CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /
 CC        ?= cc
 BUILD     := build
 
-CFLAGS  += -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden \
+CFLAGS  += -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -MMD -MP \
            -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include
 LDLIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
 
@@ -27,7 +27,7 @@ lib: $(BUILD)/libqgemm.a $(BUILD)/libqgemm.so
 $(BUILD)/kernels_embedded.c: $(KERNELS) tools/embed.sh | $(BUILD)
 	sh tools/embed.sh $(KERNELS) > $@
 
-$(BUILD)/%.o: %.c include/qgemm.h src/internal.h
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -57,3 +57,5 @@ run: all
 
 clean:
 	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

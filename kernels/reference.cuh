@@ -42,9 +42,9 @@ __device__ __forceinline__ double qg_ref_decode_e4m3(unsigned int v) {
     if (e == 15u && m == 7u) {
         mag = __longlong_as_double(0x7ff8000000000000LL); /* NaN */
     } else if (e == 0u) {
-        mag = (double)m / 512.0;                           /* m * 2^-9 */
+        mag = (double)m * (1.0 / 512.0);                   /* m * 2^-9 */
     } else {
-        mag = (double)((8u + m) << e) / 1024.0;            /* (8+m) * 2^(e-10) */
+        mag = (double)((8u + m) << e) * (1.0 / 1024.0);    /* (8+m) * 2^(e-10) */
     }
     return (v & 0x80u) ? -mag : mag;
 }
@@ -63,7 +63,10 @@ __device__ __forceinline__ int qg_ref_group_of(int kind, int m, int num_groups,
     return i < (long long)masked_m[g] ? (int)g : -1;
 }
 
-extern "C" __global__ void __launch_bounds__(QG_REF_THREADS)
+/* (256, 2): without a minimum-blocks hint ptxas capped this kernel at 64
+ * registers and spilled (CUDA 13.0), which the JIT rejects; two blocks per SM
+ * allow ~128 (it uses ~106). */
+extern "C" __global__ void __launch_bounds__(QG_REF_THREADS, 2)
 qg_reference_kernel(int kind, int m, int n, int k, int num_groups,
                     const unsigned char *a, long long lda, const float *sfa, long long sfa_ld,
                     const unsigned char *b, long long ldb, const float *sfb,
@@ -73,6 +76,7 @@ qg_reference_kernel(int kind, int m, int n, int k, int num_groups,
     __shared__ double as[QG_REF_KT][QG_REF_TILE + 1];
     __shared__ double bs[QG_REF_KT][QG_REF_TILE + 1];
     __shared__ int row_group[QG_REF_TILE];
+    __shared__ long long row_sfa[QG_REF_TILE]; /* SFA index of the row for k-block 0 */
     __shared__ int pass_group;
 
     const int t = threadIdx.x, tx = t % 16, ty = t / 16;
@@ -80,8 +84,14 @@ qg_reference_kernel(int kind, int m, int n, int k, int num_groups,
     const int col0 = blockIdx.x * QG_REF_TILE;
     const int kblocks = (k + 127) / 128, nblocks = (n + 127) / 128;
 
-    if (t < QG_REF_TILE)
-        row_group[t] = qg_ref_group_of(kind, m, num_groups, m_indices, masked_m, rows, row0 + t);
+    if (t < QG_REF_TILE) {
+        const long long r = row0 + t;
+        row_group[t] = qg_ref_group_of(kind, m, num_groups, m_indices, masked_m, rows, r);
+        /* dense/contiguous: sfa[kb*sfa_ld + r]; masked (r = g*m + i):
+         * sfa[(g*kblocks + kb)*sfa_ld + i]. Computed once: 64-bit division
+         * is slow on the GPU. */
+        row_sfa[t] = (kind == 2 && r < rows) ? (r / m) * kblocks * sfa_ld + r % m : r;
+    }
 
     double acc[4][4];
 #pragma unroll
@@ -109,9 +119,8 @@ qg_reference_kernel(int kind, int m, int n, int k, int num_groups,
                 double v = 0.0;
                 if (row_group[rr] == g && k0 + kk < k) {
                     const long long r = row0 + rr;
-                    long long s_idx = (long long)kb * sfa_ld + r;
-                    if (kind == 2) s_idx = ((r / m) * kblocks + kb) * sfa_ld + r % m;
-                    v = qg_ref_decode_e4m3(a[r * lda + k0 + kk]) * (double)sfa[s_idx];
+                    v = qg_ref_decode_e4m3(a[r * lda + k0 + kk]) *
+                        (double)sfa[row_sfa[rr] + (long long)kb * sfa_ld];
                 }
                 as[kk][rr] = v;
             }

@@ -193,7 +193,7 @@ typedef struct {
     int64_t modified_count;  /* elements that must keep the poison and do not:
                               * skipped rows (any column < ldd) and the ldd
                               * padding columns of written rows */
-    uint64_t hash;           /* FNV-1a 64 of all D bytes ([rows][ldd] bf16) */
+    uint64_t hash;           /* qg__fnv1a64 of all D bytes ([rows][ldd] bf16) */
     bool gpu_reference;      /* the reference came from the GPU kernel */
 } qg_check_result;
 
@@ -202,7 +202,8 @@ typedef struct {
 qg_status qg__problem_check(qg_context *ctx, qg_problem_data *p, qg_check_result *res);
 /* Synchronize, download D into p->d and hash it (no reference). */
 qg_status qg__problem_hash(qg_context *ctx, qg_problem_data *p, uint64_t *hash);
-/* FNV-1a 64 of n bytes. */
+/* FNV-1a 64 taken over 8-byte words (then the tail bytes) of n bytes:
+ * for equality checks of large buffers, not a published digest. */
 uint64_t qg__fnv1a64(const void *data, size_t n);
 
 /* Launch the GEMM entry point of `kind` (qg_fp8_gemm_nt,

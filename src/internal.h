@@ -112,6 +112,10 @@ typedef struct {
  */
 qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result *out);
 
+/* Registers and stack frame of the kernels in a cubin (src/cubin.c): the
+ * largest over its functions. @return false for a malformed cubin. */
+bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *frame_bytes);
+
 /* ---- configuration (src/config.c) --------------------------------------- */
 
 /* Derived compile-time constants of one kernel variant. */

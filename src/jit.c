@@ -404,11 +404,19 @@ static qg_status compile(const char *source, const char *key, const char *const 
         goto done;
     }
     if (!parse_report(b->report, &b->info)) {
-        st = qg__fail(QG_ERROR_INTERNAL,
-                      "cannot find register and stack counts in the ptxas report of kernel %s "
-                      "(spills unchecked); report: %.*s",
-                      key, QG_LOG_EXCERPT, b->report);
-        goto done;
+        /* No ptxas report in the log (ptxas did not run: the compile was
+         * served from a cache). Read the resources from the cubin itself; a
+         * spill needs a stack frame, so frame 0 proves there are none. */
+        int regs, frame;
+        if (!qg__cubin_resources(b->cubin, b->cubin_size, &regs, &frame)) {
+            st = qg__fail(QG_ERROR_INTERNAL,
+                          "kernel %s: no ptxas report in the NVRTC log and no resource "
+                          "attributes in the cubin: spills cannot be checked", key);
+            goto done;
+        }
+        b->info.registers = regs;
+        b->info.stack_frame_bytes = frame;
+        b->info.spill_store_bytes = b->info.spill_load_bytes = frame ? -1 : 0; /* -1: unknown */
     }
     scan_ptx(ptx, &b->info);
 done:

@@ -22,7 +22,9 @@ int main(int argc, char **argv) {
     qsort(tests, (size_t)num_tests, sizeof tests[0], by_name);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < num_tests; i++) {
-        if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+        /* argv[1]: run tests whose name contains it; "-word": all but those. */
+        if (argc > 1 && argv[1][0] != '-' && !strstr(tests[i].name, argv[1])) continue;
+        if (argc > 1 && argv[1][0] == '-' && strstr(tests[i].name, argv[1] + 1)) continue;
         printf("[ RUN  ] %s\n", tests[i].name);
         fflush(stdout);
         qg_test_result r = tests[i].fn();

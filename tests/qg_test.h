@@ -1,7 +1,8 @@
 /*
  * qg_test.h -- the test harness: TEST() registers a function, CHECK() records
  * a failure and returns from it, SKIP() marks it skipped with a reason.
- * tests/main.c runs every test (or those whose name contains argv[1]) and
+ * tests/main.c runs every test (or those whose name contains argv[1], or all
+ * but those containing X when argv[1] is "-X") and
  * ends with the line "N passed, N failed, N skipped"; exit status 1 on any
  * failure.
  */

@@ -108,3 +108,35 @@ TEST(compile_heuristic_choices) {
     qg_context_destroy(ctx);
     PASS();
 }
+
+/* The cubin's own resource attributes (the fallback when NVRTC's log has no
+ * ptxas report) agree with ptxas's report, and malformed input is refused. */
+#include "internal.h"
+TEST(compile_cubin_resources_match_ptxas) {
+    qg_jit_cache *cache = NULL;
+    CHECK(qg__jit_cache_create(&cache) == QG_SUCCESS, "%s", qg_last_error());
+    const char *sources[] = {
+        "#include \"reference.cuh\"\n",
+        "extern \"C\" __global__ void k(float *x, int i) { float a[256];\n"
+        "  for (int j = 0; j < 256; j++) a[j] = x[j] * j;\n"
+        "  x[0] = a[i & 255] + a[(i * 7) & 255]; }\n",
+    };
+    for (int i = 0; i < 2; ++i) {
+        qg_jit_result res;
+        qg_status st = qg__jit_compile(cache, sources[i], &res);
+        int regs = -1, frame = -1;
+        if (i == 0) {
+            CHECK(st == QG_SUCCESS, "reference kernel: %s", qg_last_error());
+            CHECK(qg__cubin_resources(res.cubin, res.cubin_size, &regs, &frame), "parse");
+            CHECK(regs == res.info.registers && frame == res.info.stack_frame_bytes,
+                  "cubin says %d regs / %d frame, ptxas %d / %d", regs, frame,
+                  res.info.registers, res.info.stack_frame_bytes);
+            CHECK(!qg__cubin_resources(res.cubin, 40, &regs, &frame), "truncated cubin accepted");
+        } else {
+            /* A run-time indexed local array needs a stack frame: rejected. */
+            CHECK(st == QG_ERROR_COMPILE && strstr(qg_last_error(), "stack"), "%s", qg_last_error());
+        }
+    }
+    qg__jit_cache_destroy(cache);
+    PASS();
+}

@@ -16,7 +16,6 @@ import pytest
 
 import qgemm
 from fake_dlpack import (
-    KDL_CPU,
     KDL_CUDA,
     KDL_CUDA_HOST,
     READ_ONLY,
@@ -440,3 +439,35 @@ def test_expected_m_must_be_an_int():
     ops = masked_operands(3, 64, 512, 384)
     with pytest.raises(TypeError, match="expected_m must be an int"):
         run("masked", ops, expected_m=32.0)
+
+
+# ---- _C.gemm's per-tensor options (set by the package for PyTorch tensors) ----------
+
+
+def _raw_dense(ops, e4m3_bytes, stream=0, no_sync=0):
+    qgemm._C.gemm(qgemm._C.KIND_DENSE, ops["a"], ops["sfa"], ops["b"], ops["sfb"], ops["d"],
+                  None, 0, stream, None, e4m3_bytes, no_sync)
+
+
+def test_producers_already_on_the_stream_are_told_not_to_sync(no_gpu):
+    # what the package does for PyTorch tensors on PyTorch's current stream
+    ops = dense_operands(256, 512, 384)
+    with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE):
+        _raw_dense(ops, 0, stream=0x777, no_sync=(1 << 0) | (1 << 4))
+    got = {name: t.calls[0]["stream"] for name, t in ops.items()}
+    assert got == {"a": -1, "sfa": 0x777, "b": 0x777, "sfb": 0x777, "d": -1}
+
+
+def test_bytes_vouched_for_as_e4m3_are_read_as_e4m3(no_gpu):
+    ops = dense_operands(256, 512, 384, a=FakeTensor([256, 384], "uint8"),
+                         b=FakeTensor([512, 384], "int8"))
+    with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE):
+        _raw_dense(ops, (1 << 0) | (1 << 2))
+    with pytest.raises(ValueError, match="b must have dtype float8_e4m3fn, got int8"):
+        _raw_dense(ops, 1 << 0)  # only a vouched for
+
+
+def test_vouching_does_not_relabel_wider_types():
+    ops = dense_operands(256, 512, 384, a=FakeTensor([256, 384], "float16"))
+    with pytest.raises(ValueError, match="a must have dtype float8_e4m3fn, got float16"):
+        _raw_dense(ops, 1 << 0)

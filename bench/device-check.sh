@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# bench/device-check.sh -- everything that needs the GPU, in one run:
+# build, tests, compute-sanitizer (memcheck, racecheck, synccheck) on
+# `qgemm check --quick`, the full `qgemm check`, and the benchmarks.
+#
+# Run from the repository root on the GPU machine:
+#     OUT=/some/dir bench/device-check.sh [--only STEP,STEP...]
+# Steps, in order:
+#     build     make -j16                          -> $OUT/build.log
+#     tests     build/qgemm_tests                  -> $OUT/tests.log
+#     memcheck  compute-sanitizer --tool memcheck  -> $OUT/sanitizer.log
+#     racecheck compute-sanitizer --tool racecheck -> $OUT/sanitizer.log
+#     synccheck compute-sanitizer --tool synccheck -> $OUT/sanitizer.log
+#     check     build/qgemm check                  -> $OUT/check.txt
+#     bench     build/qgemm bench                  -> $OUT/bench.txt
+#     json      build/qgemm bench --json           -> $OUT/bench.json
+#     grouped   build/qgemm bench --grouped        -> $OUT/bench_grouped.txt
+# ("sanitize" selects the three sanitizer steps.) Every step runs even when
+# an earlier one failed; each exit code goes to $OUT/summary.txt, printed at
+# the end. At most 8 files are written under $OUT. The kernel cache lives
+# outside $OUT: $QGEMM_CACHE_DIR, default /tmp/qgemm-cache.
+# Exit status: 0 when every selected step returned 0, 1 otherwise.
+# The step_* functions are called indirectly, through run_step.
+# shellcheck disable=SC2317
+set -u
+
+ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped"
+
+usage() {
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+only=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --only) only="${2:-}"; shift 2 ;;
+    --only=*) only="${1#--only=}"; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "device-check.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+selected=""
+if [ -z "$only" ]; then
+    selected="$ALL_STEPS"
+else
+    for s in ${only//,/ }; do
+        case " $ALL_STEPS sanitize " in
+        *" $s "*) ;;
+        *) echo "device-check.sh: unknown step '$s' (steps: $ALL_STEPS sanitize)" >&2; exit 2 ;;
+        esac
+        [ "$s" = sanitize ] && s="memcheck racecheck synccheck"
+        selected="$selected $s"
+    done
+fi
+wanted() { case " $selected " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if [ ! -f Makefile ] || [ ! -d tools ]; then
+    echo "device-check.sh: run it from the repository root" >&2
+    exit 2
+fi
+OUT="${OUT:-/tmp/qgemm-device-check}"
+mkdir -p "$OUT" || { echo "device-check.sh: cannot create OUT=$OUT" >&2; exit 2; }
+export QGEMM_CACHE_DIR="${QGEMM_CACHE_DIR:-/tmp/qgemm-cache}"
+mkdir -p "$QGEMM_CACHE_DIR"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+failed=0
+sanitizer_log_started=0
+
+# T CMD... -- run with a time limit, so a hung kernel costs minutes, not the lease.
+T() { timeout --kill-after=10 "${STEP_TIMEOUT:-300}" "$@"; }
+
+# record NAME RC SECONDS
+record() {
+    printf '%-10s rc=%-3s %5ss\n' "$1" "$2" "$3" >> "$SUMMARY"
+    [ "$2" -eq 0 ] || failed=1
+}
+
+# run_step NAME -- runs step_NAME, timing it and recording its exit code.
+run_step() {
+    wanted "$1" || return 0
+    printf '\n==> %s\n' "$1"
+    local t0=$SECONDS rc
+    "step_$1"
+    rc=$?
+    record "$1" "$rc" "$((SECONDS - t0))"
+    printf '==> %s: rc=%s (%ss)\n' "$1" "$rc" "$((SECONDS - t0))"
+}
+
+find_sanitizer() {
+    local c
+    for c in "$(command -v compute-sanitizer 2>/dev/null)" \
+             "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" \
+             /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+        [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+    done
+    return 1
+}
+
+step_build() {
+    make -j16 > "$OUT/build.log" 2>&1
+    local rc=$?
+    tail -n 20 "$OUT/build.log"
+    return "$rc"
+}
+
+step_tests() {
+    # The CPU-only compile sweep already ran in CI; here only what needs the GPU.
+    T build/qgemm_tests ${TEST_FILTER:--compile_every} 2>&1 | tee "$OUT/tests.log"
+    return "${PIPESTATUS[0]}"
+}
+
+sanitize() { # sanitize TOOL EXTRA_FLAGS...
+    local tool="$1" cs rc
+    shift
+    # Three steps append to one log: start it fresh at the first of them.
+    [ "$sanitizer_log_started" = 1 ] || : > "$OUT/sanitizer.log"
+    sanitizer_log_started=1
+    if ! cs=$(find_sanitizer); then
+        echo "compute-sanitizer not found" | tee -a "$OUT/sanitizer.log"
+        return 127
+    fi
+    printf '\n===== compute-sanitizer --tool %s: build/qgemm check --quick\n' "$tool" \
+        >> "$OUT/sanitizer.log"
+    # --error-exitcode: a reported hazard fails the step even if the check passes.
+    T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm check --quick 2>&1 |
+        tee -a "$OUT/sanitizer.log" | tail -n 25
+    rc=${PIPESTATUS[0]}
+    return "$rc"
+}
+step_memcheck() { sanitize memcheck; }
+step_racecheck() { sanitize racecheck; }
+step_synccheck() { sanitize synccheck; }
+
+step_check() {
+    T build/qgemm check 2>&1 | tee "$OUT/check.txt"
+    return "${PIPESTATUS[0]}"
+}
+
+step_bench() {
+    T build/qgemm bench | tee "$OUT/bench.txt"
+    return "${PIPESTATUS[0]}"
+}
+
+step_json() {
+    T build/qgemm bench --json > "$OUT/bench.json"
+    local rc=$?
+    head -c 2000 "$OUT/bench.json"
+    echo
+    return "$rc"
+}
+
+step_grouped() {
+    T build/qgemm bench --grouped | tee "$OUT/bench_grouped.txt"
+    return "${PIPESTATUS[0]}"
+}
+
+echo "==> machine"
+nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
+nvcc --version 2>&1 || "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>&1 || echo "nvcc: not found"
+echo "OUT=$OUT QGEMM_CACHE_DIR=$QGEMM_CACHE_DIR steps:$selected"
+
+# Later steps need the binaries: build them even when 'build' was not selected.
+if ! wanted build && { [ ! -x build/qgemm ] || [ ! -x build/qgemm_tests ]; }; then
+    selected="build $selected"
+fi
+run_step build
+[ -x build/qgemm ] && { echo; build/qgemm info; }
+for s in tests memcheck racecheck synccheck check bench json grouped; do run_step "$s"; done
+
+printf '\n==> summary (%s)\n' "$SUMMARY"
+cat "$SUMMARY"
+exit $failed

@@ -1,0 +1,185 @@
+"""qgemm's module-level API on the CPU: import, version, helpers, configuration,
+offline compilation, and errors without a GPU."""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import math
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+import qgemm
+from fake_dlpack import dense_operands
+
+NO_GPU_MESSAGE = re.compile(r"libcuda|driver|device", re.IGNORECASE)
+
+
+def test_version_is_the_linked_library_version():
+    assert re.fullmatch(r"\d+\.\d+\.\d+", qgemm.__version__)
+    header = Path(__file__).resolve().parents[2] / "include" / "qgemm.h"
+    defined = re.search(r'QG_VERSION_STRING\s+"([^"]+)"', header.read_text()).group(1)
+    assert qgemm.__version__ == defined
+    assert importlib.metadata.version("qgemm") == defined
+
+
+def test_public_names_exist_and_are_documented():
+    for name in qgemm.__all__:
+        obj = getattr(qgemm, name)
+        if callable(obj):
+            assert obj.__doc__, f"{name} has no docstring"
+
+
+def test_package_ships_type_information():
+    package = Path(qgemm.__file__).parent
+    assert (package / "py.typed").is_file()
+    assert (package / "_C.pyi").is_file()
+
+
+def test_ceil_div():
+    for x in range(0, 600, 7):
+        for y in (1, 3, 128):
+            assert qgemm.ceil_div(x, y) == math.ceil(x / y)
+
+
+@pytest.mark.parametrize("element_size", [1, 2, 4, 8, 16])
+def test_tma_aligned_size(element_size):
+    for x in range(0, 300):
+        got = qgemm.get_tma_aligned_size(x, element_size)
+        assert got >= x and (got * element_size) % 16 == 0
+        assert got - x < 16 // element_size  # the smallest such size
+
+
+@pytest.mark.parametrize("element_size", [0, 3, 32, -4])
+def test_tma_aligned_size_rejects_odd_elements(element_size):
+    with pytest.raises(ValueError, match="element_size"):
+        qgemm.get_tma_aligned_size(10, element_size)
+
+
+def test_m_alignment_is_the_m_block_size():
+    assert qgemm.get_m_alignment_for_contiguous_layout() == 128  # DESIGN.md: 128-row blocks
+
+
+def test_torch_helpers_say_they_need_torch():
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed: test_torch_helpers.py covers the helpers")
+    with pytest.raises(ImportError, match="PyTorch"):
+        qgemm.per_token_cast_to_fp8([[1.0]])
+
+
+# ---- configurations and compilation (offline: no GPU needed) -----------------
+
+
+@pytest.mark.parametrize("kind,m,groups,expected_m", [
+    ("dense", 1, 1, 0), ("dense", 4096, 1, 0), ("contiguous", 8192, 8, 0), ("masked", 256, 8, 64)])
+def test_offline_config_is_legal(kind, m, groups, expected_m):
+    cfg = qgemm.select_config(m, 2112, 7168, kind=kind, num_groups=groups, expected_m=expected_m,
+                              offline=True)
+    assert cfg["block_m"] in (64, 128, 256)
+    assert cfg["block_n"] % 8 == 0 and 8 <= cfg["block_n"] <= 256
+    assert 1 <= cfg["num_stages"] <= 8
+    assert cfg["multicast"] in (0, 1, 2)
+    assert 0 < cfg["smem_bytes"] <= 232448  # the H100 opt-in limit (offline device)
+    assert cfg["num_sms"] == 132
+
+
+def test_forced_config_is_completed_or_rejected():
+    cfg = qgemm.select_config(256, 2112, 7168, offline=True, config={"block_m": 64, "block_n": 128})
+    assert (cfg["block_m"], cfg["block_n"]) == (64, 128) and cfg["num_stages"] >= 1
+    with pytest.raises(ValueError, match="block_m"):
+        qgemm.select_config(256, 2112, 7168, offline=True, config={"block_m": 100, "block_n": 128})
+    # select_config's output round-trips as a forced config
+    assert qgemm.select_config(256, 2112, 7168, offline=True, config=cfg) == cfg
+
+
+def test_invalid_problem_is_a_value_error():
+    with pytest.raises(ValueError, match=r"\bm\b"):
+        qgemm.select_config(0, 2112, 7168, offline=True)
+    with pytest.raises(ValueError, match="kind"):
+        qgemm.select_config(128, 2112, 7168, kind="sparse", offline=True)
+
+
+def test_offline_compile_reports_a_kernel_without_spills():
+    info = qgemm.compile(128, 2112, 7168, offline=True)
+    assert info["registers"] > 0
+    assert info["spill_store_bytes"] == info["spill_load_bytes"] == info["stack_frame_bytes"] == 0
+    assert info["ptx_has_wgmma"] and info["ptx_has_tma_load"]
+    assert re.fullmatch(r"[0-9a-f]{64}", info["key"])
+    again = qgemm.compile(128, 2112, 7168, offline=True)
+    assert again["cache_hit"] in (1, 2) and again["key"] == info["key"]
+
+
+# ---- num_sms --------------------------------------------------------------------------
+
+
+def test_num_sms_setting(reset_num_sms):
+    with pytest.raises(ValueError, match="num_sms"):
+        qgemm.set_num_sms(-1)
+    qgemm.set_num_sms(66)
+    assert qgemm.get_num_sms() == 66
+    assert qgemm.select_config(4096, 7168, 2048, offline=True)["num_sms"] == 66
+    qgemm.set_num_sms(0)
+    assert qgemm.select_config(4096, 7168, 2048, offline=True)["num_sms"] == 132
+
+
+def test_num_sms_beyond_the_device_is_rejected_and_changes_nothing(reset_num_sms):
+    qgemm.select_config(128, 256, 512, offline=True)  # the offline context exists
+    qgemm.set_num_sms(100)
+    with pytest.raises(ValueError, match="133"):
+        qgemm.set_num_sms(133)
+    assert qgemm.get_num_sms() == 100
+
+
+# ---- without a GPU -----------------------------------------------------------------------
+
+
+def test_device_functions_report_the_missing_gpu(no_gpu):
+    with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE):
+        qgemm.get_device_props(0)
+    with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE):
+        qgemm.get_num_sms()
+    with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE):
+        qgemm.compile(128, 256, 512)  # not offline: needs the device
+
+
+def test_device_ordinal_out_of_range():
+    with pytest.raises(ValueError, match="ordinal"):
+        qgemm.get_device_props(100000)
+
+
+def test_concurrent_calls_get_their_own_messages(no_gpu):
+    # the library keeps its last error per thread, and the context table is
+    # shared: many threads failing at once must each see a whole message
+    errors, lock = [], threading.Lock()
+
+    def work(i):
+        for _ in range(50):
+            ops = dense_operands(64 * (i + 1), 256, 512)
+            try:
+                qgemm.fp8_gemm_nt((ops["a"], ops["sfa"]), (ops["b"], ops["sfb"]), ops["d"])
+            except RuntimeError as e:
+                with lock:
+                    errors.append(str(e))
+            try:
+                qgemm.select_config(0, 256, 512, offline=True)
+            except ValueError as e:
+                with lock:
+                    errors.append(str(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 8 * 50 * 2
+    assert set(errors) == {no_gpu, _select_error()}
+
+
+def _select_error() -> str:
+    try:
+        qgemm.select_config(0, 256, 512, offline=True)
+    except ValueError as e:
+        return str(e)
+    raise AssertionError("select_config accepted m = 0")

@@ -1,0 +1,389 @@
+"""qgemm on a Hopper GPU, through PyTorch (and CuPy / JAX where installed).
+
+Every result is compared with a product computed by torch in float64 on the
+exactly dequantized inputs (DESIGN.md section 5): the only differences left
+are FP32 accumulation and bfloat16 rounding, so diff < 1e-5. Inputs are fresh
+random numbers; each message carries the seed that reproduces it.
+"""
+from __future__ import annotations
+
+import os
+import random
+import threading
+
+import pytest
+
+import qgemm
+
+# JAX (if a test imports it) must not grab most of the GPU memory torch needs
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to torch", allow_module_level=True)
+_props = torch.cuda.get_device_properties(0)
+if (_props.major, _props.minor) != (9, 0):
+    pytest.skip(f"qgemm needs sm_90 (Hopper); cuda:0 is {_props.name} "
+                f"(sm_{_props.major}{_props.minor})", allow_module_level=True)
+
+DEV = "cuda"
+BF16_PATTERN = -1234.0  # exactly representable: marks rows a GEMM must not write
+
+
+# ---- inputs and the reference ---------------------------------------------------
+
+
+def _gen(seed):
+    return torch.Generator(device=DEV).manual_seed(seed)
+
+
+def activations(shape, seed):
+    """(a e4m3, sfa row-major float32) for random activations of `shape` [..., M, K]."""
+    g = _gen(seed)
+    x = torch.randn(shape, device=DEV, generator=g)
+    x = x * torch.exp(torch.randn(*shape[:-1], 1, device=DEV, generator=g))
+    return qgemm.per_token_cast_to_fp8(x.bfloat16())
+
+
+def weights(shape, seed):
+    """(b e4m3, sfb float32) for random weights of `shape` [..., N, K]."""
+    g = _gen(seed + 1)
+    w = torch.randn(shape, device=DEV, generator=g) * 0.05
+    return qgemm.per_block_cast_to_fp8(w.bfloat16())
+
+
+def dequant_a(a, sfa):
+    k = a.shape[-1]
+    return a.float().double() * sfa.double().repeat_interleave(128, dim=-1)[..., :k]
+
+
+def dequant_b(b, sfb):
+    n, k = b.shape[-2:]
+    s = sfb.double().repeat_interleave(128, dim=-2)[..., :n, :].repeat_interleave(128, dim=-1)
+    return b.float().double() * s[..., :k]
+
+
+def calc_diff(x, y):
+    x, y = x.double(), y.double()
+    return (1 - 2 * (x * y).sum() / (x * x + y * y).sum()).item()
+
+
+def dense_problem(m, n, k):
+    seed = random.randrange(2 ** 31)
+    a, sfa = activations((m, k), seed)
+    b, sfb = weights((n, k), seed)
+    ref = dequant_a(a, sfa) @ dequant_b(b, sfb).T
+    return seed, a, qgemm.get_col_major_tma_aligned_tensor(sfa), b, sfb, ref
+
+
+def assert_matches(d, ref, seed, what=""):
+    assert not torch.isnan(d).any(), f"seed {seed}{what}: NaN in the output (rows not written?)"
+    diff = calc_diff(d, ref)
+    assert diff < 1e-5, f"seed {seed}{what}: diff {diff:.3g} against the dequantized reference"
+
+
+def bits(t):
+    return t.view(torch.int16).clone()
+
+
+def _queue_delay(stream):
+    """Keep `stream` busy for a while, so work queued after it is clearly late."""
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU clock cycles
+
+
+# ---- dense ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m,n,k", [
+    (1, 2112, 7168),       # decode: a single token
+    (64, 2112, 7168),
+    (128, 24576, 1536),
+    (100, 200, 304),       # nothing a multiple of 128
+    (333, 1000, 640),
+    (64, 7168, 16384),     # long K: two-level accumulation matters
+    (4096, 7168, 2048),
+])
+def test_dense_matches_dequantized_reference(m, n, k):
+    seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
+    d = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=DEV)
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed)
+
+
+def test_dense_padded_output_rows():
+    m, n, k = 200, 512, 1024
+    seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
+    full = torch.full((m, n + 64), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+    d = full[:, :n]
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed)
+    assert (full[:, n:] == BF16_PATTERN).all(), "the GEMM wrote past N into the row padding"
+
+
+def test_dense_through_the_uint8_fallback(monkeypatch):
+    # what happens with PyTorch < 2.8, which cannot export float8 through DLPack
+    monkeypatch.setattr(qgemm, "_TORCH_FP8_DLPACK", False)
+    seed, a, sfa, b, sfb, ref = dense_problem(256, 1024, 512)
+    d = torch.empty(256, 1024, dtype=torch.bfloat16, device=DEV)
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb.requires_grad_()), d)  # and a tensor requiring grad
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed)
+
+
+def test_forced_config():
+    seed, a, sfa, b, sfb, ref = dense_problem(256, 2112, 7168)
+    cfg = qgemm.select_config(256, 2112, 7168)
+    # another tile that fits the register budget (one side below 128)
+    forced = {"block_m": 64, "block_n": 128 if (cfg["block_m"], cfg["block_n"]) != (64, 128) else 64}
+    d = torch.empty(256, 2112, dtype=torch.bfloat16, device=DEV)
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d, config=forced)
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed, f", config {forced}")
+
+
+# ---- other DLPack producers ---------------------------------------------------------
+
+
+def test_dense_with_cupy_scales():
+    cupy = pytest.importorskip("cupy")
+    seed, a, sfa, b, sfb, ref = dense_problem(300, 768, 1024)
+    sfa_cp, sfb_cp = cupy.from_dlpack(sfa), cupy.from_dlpack(sfb)
+    assert sfa_cp.strides == (4, 4 * sfa.stride(1))  # still M-major
+    d = torch.empty(300, 768, dtype=torch.bfloat16, device=DEV)
+    qgemm.fp8_gemm_nt((a, sfa_cp), (b, sfb_cp), d)
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed)
+
+
+def test_cupy_has_no_e4m3_and_bytes_are_not_accepted():
+    # CuPy has no FP8 dtype: its uint8 view of FP8 data is refused, not guessed at
+    cupy = pytest.importorskip("cupy")
+    _, a, sfa, b, sfb, _ = dense_problem(128, 256, 256)
+    d = torch.empty(128, 256, dtype=torch.bfloat16, device=DEV)
+    with pytest.raises(ValueError, match="a must have dtype float8_e4m3fn, got uint8"):
+        qgemm.fp8_gemm_nt((cupy.from_dlpack(a.view(torch.uint8)), sfa), (b, sfb), d)
+
+
+def test_dense_with_jax_fp8_operands():
+    jax = pytest.importorskip("jax")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    gpus = [dev for dev in jax.devices() if dev.platform == "gpu"]
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    seed, a, sfa, b, sfb, ref = dense_problem(256, 512, 768)
+
+    def to_jax(t):
+        host = t.view(torch.uint8).cpu().numpy().view(ml_dtypes.float8_e4m3fn)
+        return jax.device_put(host, gpus[0])
+
+    a_j, b_j = to_jax(a), to_jax(b)
+    sfb_j = jax.device_put(sfb.cpu().numpy(), gpus[0])
+    try:
+        stream = torch.cuda.current_stream().cuda_stream or 1
+        a_j.__dlpack__(stream=stream, max_version=(1, 1))
+    except TypeError:
+        pass  # a pre-1.0 JAX: qgemm retries without max_version
+    except Exception as e:
+        pytest.skip(f"this JAX cannot export float8_e4m3fn through DLPack: {e}")
+    d = torch.empty(256, 512, dtype=torch.bfloat16, device=DEV)
+    qgemm.fp8_gemm_nt((a_j, sfa), (b_j, sfb_j), d)
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed)
+
+
+# ---- streams ----------------------------------------------------------------------------
+
+
+def test_runs_on_the_current_torch_stream():
+    m, n, k = 512, 1024, 2048
+    seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
+    a_late = torch.zeros_like(a)
+    d = torch.zeros(m, n, dtype=torch.bfloat16, device=DEV)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()  # torch's streams do not sync with the legacy stream
+    _queue_delay(side)
+    with torch.cuda.stream(side):
+        a_late.copy_(a)  # queued behind the delay
+        qgemm.fp8_gemm_nt((a_late, sfa), (b, sfb), d)  # must wait for the copy
+        out = d.clone()  # must wait for the GEMM
+    side.synchronize()
+    assert_matches(out, ref, seed, " (the GEMM ran outside the current stream's order?)")
+
+
+@pytest.mark.parametrize("as_handle", [False, True])
+def test_stream_argument_overrides_the_current_stream(as_handle):
+    m, n, k = 512, 1024, 2048
+    seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
+    a_late = torch.zeros_like(a)
+    d = torch.zeros(m, n, dtype=torch.bfloat16, device=DEV)
+    torch.cuda.synchronize()
+    other = torch.cuda.Stream()
+    _queue_delay(other)
+    with torch.cuda.stream(other):
+        a_late.copy_(a)
+    # called from the default stream, but told to run on `other`
+    qgemm.fp8_gemm_nt((a_late, sfa), (b, sfb), d,
+                      stream=other.cuda_stream if as_handle else other)
+    with torch.cuda.stream(other):
+        out = d.clone()
+    other.synchronize()
+    assert_matches(out, ref, seed, " (stream= was not honoured?)")
+
+
+def test_cuda_graph_capture():
+    m, n, k = 256, 2112, 7168
+    seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
+    d = torch.empty(m, n, dtype=torch.bfloat16, device=DEV)
+    qgemm.compile(m, n, k)  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+    d.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed, " (graph replay)")
+    # new values in the captured buffers: the replay computes with them
+    a2, sfa2 = activations((m, k), seed + 7)
+    a.copy_(a2)
+    sfa.copy_(qgemm.get_col_major_tma_aligned_tensor(sfa2))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_matches(d, dequant_a(a2, sfa2) @ dequant_b(b, sfb).T, seed, " (second replay)")
+
+
+def test_threads_share_one_context():
+    failures = []
+
+    def work(i):
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            for j in range(4):
+                m, n, k = 64 * (i + 1) + j, 256 * (j + 1), 512 + 128 * i
+                seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
+                d = torch.empty(m, n, dtype=torch.bfloat16, device=DEV)
+                qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+                stream.synchronize()
+                diff = calc_diff(d, ref)
+                if not diff < 1e-5:
+                    failures.append((i, j, seed, diff))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+
+
+# ---- grouped GEMMs -------------------------------------------------------------------
+
+
+def test_grouped_contiguous():
+    g, n, k = 4, 576, 1024
+    align = qgemm.get_m_alignment_for_contiguous_layout()
+    seed = random.randrange(2 ** 31)
+    rng = random.Random(seed)
+    sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)]
+    starts, m = [], 0
+    for size in sizes:
+        starts.append(m)
+        m += qgemm.ceil_div(size, align) * align
+    m_indices = torch.full((m,), -1, dtype=torch.int32, device=DEV)
+    for e, (start, size) in enumerate(zip(starts, sizes)):
+        m_indices[start:start + size] = e
+    a, sfa = activations((m, k), seed)
+    b, sfb = weights((g, n, k), seed)
+    d = torch.full((m, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+    qgemm.m_grouped_fp8_gemm_nt_contiguous(
+        (a, qgemm.get_col_major_tma_aligned_tensor(sfa)), (b, sfb), d, m_indices)
+    torch.cuda.synchronize()
+
+    ref = torch.empty(m, n, dtype=torch.float64, device=DEV)
+    deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
+    valid = m_indices >= 0
+    for e in range(g):
+        rows = m_indices == e
+        ref[rows] = deq_a[rows] @ deq_b[e].T
+    assert_matches(d[valid], ref[valid], seed, f", sizes {sizes}")
+    assert (d[~valid] == BF16_PATTERN).all(), f"seed {seed}: padding rows were written"
+
+
+@pytest.mark.parametrize("expected_m", [1, 64, 256])
+def test_grouped_masked(expected_m):
+    g, m_max, n, k = 4, 256, 512, 1536
+    seed = random.randrange(2 ** 31)
+    counts = [0, 1, random.Random(seed).randrange(2, m_max), m_max]
+    masked_m = torch.tensor(counts, dtype=torch.int32, device=DEV)
+    a, sfa = activations((g, m_max, k), seed)
+    b, sfb = weights((g, n, k), seed)
+    d = torch.full((g, m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+    qgemm.m_grouped_fp8_gemm_nt_masked(
+        (a, qgemm.get_col_major_tma_aligned_tensor(sfa)), (b, sfb), d, masked_m, expected_m)
+    torch.cuda.synchronize()
+
+    deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
+    got, want = [], []
+    for e, rows in enumerate(counts):
+        got.append(d[e, :rows])
+        want.append(deq_a[e, :rows] @ deq_b[e].T)
+        assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}: group {e} rows past masked_m written"
+    assert_matches(torch.cat(got), torch.cat(want), seed, f", masked_m {counts}")
+
+
+# ---- rejected calls write nothing -------------------------------------------------------
+
+
+def test_rejected_calls_leave_d_untouched():
+    m, n, k = 256, 512, 1024
+    _, a, sfa, b, sfb, _ = dense_problem(m, n, k)
+    d = torch.randn(m, n, device=DEV).bfloat16()
+    before = bits(d)
+    shifted = torch.empty(m * k + 16, dtype=torch.uint8, device=DEV)[1:m * k + 1]
+    a_misaligned = shifted.view(m, k).view(torch.float8_e4m3fn)
+    a_misaligned.copy_(a)
+    sfa_k_major = sfa.contiguous()  # [M, K/128] row-major: what DeepGEMM's cast returns
+    bad_calls = [
+        (ValueError, "dtype float8_e4m3fn", ((a.view(torch.uint8), sfa), (b, sfb)), {}),
+        (ValueError, "16-byte aligned", ((a_misaligned, sfa), (b, sfb)), {}),
+        (ValueError, "M-major", ((a, sfa_k_major), (b, sfb)), {}),
+        (ValueError, "dimension 1 must be 1024", ((a, sfa), (b[:, :896], sfb[:, :7])), {}),
+        (ValueError, "block_m", ((a, sfa), (b, sfb)), {"config": {"block_m": 100, "block_n": 128}}),
+    ]
+    for exc, pattern, (lhs, rhs), kw in bad_calls:
+        with pytest.raises(exc, match=pattern):
+            qgemm.fp8_gemm_nt(lhs, rhs, d, **kw)
+        torch.cuda.synchronize()
+        assert torch.equal(bits(d), before), f"d changed by a call rejected with {pattern!r}"
+
+
+# ---- device, SMs, compilation ------------------------------------------------------------
+
+
+def test_device_props_agree_with_torch():
+    props = qgemm.get_device_props(0)
+    assert props["sm_count"] == _props.multi_processor_count
+    assert props["compute_capability"] == (9, 0)
+
+
+def test_num_sms_limits_the_grid(reset_num_sms):
+    sms = _props.multi_processor_count
+    assert qgemm.get_num_sms() == sms
+    with pytest.raises(ValueError, match="num_sms"):
+        qgemm.set_num_sms(sms + 1)
+    qgemm.set_num_sms(sms // 2)
+    assert qgemm.get_num_sms() == sms // 2
+    assert qgemm.select_config(4096, 7168, 2048)["num_sms"] <= sms // 2
+    seed, a, sfa, b, sfb, ref = dense_problem(1024, 2048, 1024)
+    d = torch.empty(1024, 2048, dtype=torch.bfloat16, device=DEV)
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+    torch.cuda.synchronize()
+    assert_matches(d, ref, seed, f", num_sms {sms // 2}")
+
+
+def test_compile_then_cache():
+    info = qgemm.compile(192, 4096, 7168)
+    assert info["registers"] > 0 and info["spill_store_bytes"] == 0
+    assert qgemm.compile(192, 4096, 7168)["cache_hit"] in (1, 2)

@@ -1,0 +1,763 @@
+/*
+ * bench.c -- `qgemm bench`: qgemm against cuBLASLt on the same inputs.
+ *
+ * For every problem (dense table, or with --grouped the contiguous and
+ * masked MoE tables):
+ *   1. fresh random inputs (src/harness.h), uploaded once;
+ *   2. qg_compile first, so the JIT time is reported apart from the timings
+ *      (progress line "compiling kernel for ..." on stderr);
+ *   3. qgemm: poison D, run, check against the fp64 reference (diff), keep
+ *      its D; then time it;
+ *   4. cuBLASLt on the same device buffers: poison D, plan (scale layout
+ *      conversion and algorithm choice happen here, never in the timed
+ *      region), check against the same reference and against qgemm's D;
+ *      then time it. Grouped problems use one cuBLASLt call per group.
+ * Timing (qg__time_us): warm-up runs, then every timed run is preceded by an
+ * L2 flush outside the CUDA events around it; the median is reported.
+ * TFLOPS = 2*M*N*K / t over the rows that are real (masked / padding rows
+ * excluded); GB/s = bytes of A, B, SFA, SFB and D moved once / t.
+ *
+ * Invariants:
+ *  - the peer never changes the inputs; both libraries write the same D
+ *    buffer, poisoned before each, so each check sees only its own writes;
+ *  - a failure in one row (qgemm error, cuBLASLt n/a) is reported in that
+ *    row and the bench goes on; the exit status is 1 when any qgemm check
+ *    failed, 0 otherwise.
+ */
+#include "cli.h"
+
+#include "cublaslt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BENCH_DEFAULT_RUNS 30
+#define BENCH_MIN_RUNS 20
+#define BENCH_DEFAULT_WARMUP 5
+#define BENCH_MIN_WARMUP 3
+#define BENCH_SCALE_SPREAD 2
+#define COPY_BYTES ((size_t)1 << 30)
+#define COPY_RUNS 5
+#define NOTE_LEN 384
+
+typedef enum { OUT_TABLE, OUT_CSV, OUT_JSON } out_format;
+
+typedef struct {
+    out_format format;
+    bool grouped, use_peer, have_cfg;
+    qg_config cfg;
+    int runs, warmup;
+    uint64_t seed;
+    cli_shape shapes[CLI_MAX_SHAPES];
+    int num_shapes;
+} bench_opts;
+
+/* One line of a table. */
+typedef struct {
+    qg_gemm_kind kind;
+    int m, n, k;          /* dense M; grouped: rows per group */
+    int groups;
+    double flops, bytes;  /* of the real rows, for TFLOPS and GB/s */
+    char config[40];
+    bool jit_done;
+    qg_kernel_info jit;
+    bool q_ran, pass;
+    double q_us, diff_q;
+    bool c_ran;
+    double c_us, diff_c, diff_qc;
+    char c_note[NOTE_LEN]; /* why cuBLASLt is n/a, or its algorithm */
+    bool dense_ran, dense_pass; /* contiguous: dense qgemm at the same total M */
+    double dense_us, dense_flops;
+    char error[NOTE_LEN];  /* qgemm failure, "" if none */
+} bench_row;
+
+typedef struct {
+    const bench_opts *o;
+    qg_context *ctx;
+    const qg_driver *drv;
+    CUstream stream;
+    qg_device_props props;
+    int clock_khz;
+    lt_peer *peer;
+    char peer_note[NOTE_LEN];
+    double copy_gbs;
+    bench_row *rows;
+    int num_rows;
+} bench_env;
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int parse_options(int argc, char **argv, bench_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->runs = BENCH_DEFAULT_RUNS;
+    o->warmup = BENCH_DEFAULT_WARMUP;
+    o->use_peer = true;
+    o->seed = cli_fresh_seed();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        long v;
+        if (!strcmp(a, "--csv")) o->format = OUT_CSV;
+        else if (!strcmp(a, "--json")) o->format = OUT_JSON;
+        else if (!strcmp(a, "--grouped")) o->grouped = true;
+        else if (!strcmp(a, "--no-cublas")) o->use_peer = false;
+        else if (!next) return cli_usage_error("bench: unknown or incomplete option '%s'", a);
+        else if (!strcmp(a, "--shape")) {
+            if (o->num_shapes == CLI_MAX_SHAPES) return cli_usage_error("bench: too many --shape");
+            if (!cli_parse_shape(next, &o->shapes[o->num_shapes++]))
+                return cli_usage_error("bench: --shape wants MxNxK, got '%s'", next);
+            i++;
+        } else if (!strcmp(a, "--runs")) {
+            if (!cli_parse_int(next, BENCH_MIN_RUNS, 100000, &v))
+                return cli_usage_error("bench: --runs wants an integer >= %d, got '%s'",
+                                       BENCH_MIN_RUNS, next);
+            o->runs = (int)v, i++;
+        } else if (!strcmp(a, "--warmup")) {
+            if (!cli_parse_int(next, BENCH_MIN_WARMUP, 100000, &v))
+                return cli_usage_error("bench: --warmup wants an integer >= %d, got '%s'",
+                                       BENCH_MIN_WARMUP, next);
+            o->warmup = (int)v, i++;
+        } else if (!strcmp(a, "--config")) {
+            if (!cli_parse_config(next, &o->cfg))
+                return cli_usage_error("bench: --config wants bm,bn,stages,mc (mc: none|a|b), "
+                                       "got '%s'", next);
+            o->have_cfg = true, i++;
+        } else if (!strcmp(a, "--seed")) {
+            if (!cli_parse_int(next, 0, 2147483647L, &v))
+                return cli_usage_error("bench: --seed wants a non-negative integer, got '%s'", next);
+            o->seed = (uint64_t)v, i++;
+        } else {
+            return cli_usage_error("bench: unknown option '%s'", a);
+        }
+    }
+    if (o->grouped && o->num_shapes)
+        return cli_usage_error("bench: --grouped uses its own tables; drop --shape");
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Measurements                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Device-to-device copy bandwidth (GB/s, read + write bytes), median of
+ * COPY_RUNS copies of a 1 GiB buffer (256 MiB when memory is short). */
+static double copy_bandwidth(bench_env *e) {
+    const qg_driver *drv = e->drv;
+    for (size_t bytes = COPY_BYTES; bytes >= COPY_BYTES / 4; bytes /= 4) {
+        CUdeviceptr src = 0, dst = 0;
+        CUevent start = NULL, stop = NULL;
+        double gbs = -1.0, ms[COPY_RUNS];
+        bool ok = drv->cuMemAlloc(&src, bytes) == CUDA_SUCCESS &&
+                  drv->cuMemAlloc(&dst, bytes) == CUDA_SUCCESS &&
+                  drv->cuMemsetD8(src, 0x5a, bytes) == CUDA_SUCCESS &&
+                  drv->cuEventCreate(&start, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
+                  drv->cuEventCreate(&stop, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
+                  drv->cuMemcpyDtoD(dst, src, bytes) == CUDA_SUCCESS; /* warm-up */
+        for (int i = 0; ok && i < COPY_RUNS; i++) {
+            float t = 0.0f;
+            ok = drv->cuEventRecord(start, NULL) == CUDA_SUCCESS &&
+                 drv->cuMemcpyDtoD(dst, src, bytes) == CUDA_SUCCESS &&
+                 drv->cuEventRecord(stop, NULL) == CUDA_SUCCESS &&
+                 drv->cuEventSynchronize(stop) == CUDA_SUCCESS &&
+                 drv->cuEventElapsedTime(&t, start, stop) == CUDA_SUCCESS && t > 0.0f;
+            ms[i] = t;
+        }
+        if (ok) {
+            qsort(ms, COPY_RUNS, sizeof ms[0], cmp_double);
+            gbs = 2.0 * (double)bytes / (ms[COPY_RUNS / 2] * 1e-3) / 1e9;
+        }
+        if (start) drv->cuEventDestroy(start);
+        if (stop) drv->cuEventDestroy(stop);
+        if (src) drv->cuMemFree(src);
+        if (dst) drv->cuMemFree(dst);
+        if (ok) return gbs;
+    }
+    return -1.0;
+}
+
+/* Real rows, FLOPs and bytes moved once, from the host copy of the problem. */
+static void workload(const qg_problem_data *p, bench_row *row) {
+    int64_t real = p->m;
+    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+        real = 0;
+        for (int64_t r = 0; r < p->m; r++) real += p->m_indices[r] >= 0;
+    } else if (p->kind == QG_GEMM_GROUPED_MASKED) {
+        real = 0;
+        for (int g = 0; g < p->num_groups; g++) real += p->masked_m[g];
+    }
+    double g = p->num_groups, n = p->n, k = p->k, rows = (double)real;
+    row->flops = 2.0 * rows * n * k;
+    row->bytes = rows * k + g * n * k + rows * p->kblocks * 4.0 +
+                 g * p->nblocks * (double)p->kblocks * 4.0 + rows * n * 2.0;
+}
+
+/* diff between qgemm's D (saved) and the current D (cuBLASLt's), over the
+ * rows the reference says must be written (all rows if it is not cached). */
+static double diff_outputs(const qg_problem_data *p, const uint16_t *dq) {
+    qg_diff_acc acc;
+    memset(&acc, 0, sizeof acc);
+    double *x = malloc(sizeof(double) * (size_t)p->n), *y = malloc(sizeof(double) * (size_t)p->n);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        return NAN;
+    }
+    for (int64_t r = 0; r < p->rows; r++) {
+        if (p->ref && isnan(p->ref[r * p->n])) continue;
+        const uint16_t *a = dq + r * p->ldd, *b = p->d + r * p->ldd;
+        for (int c = 0; c < p->n; c++) {
+            x[c] = qg_bf16_decode(a[c]);
+            y[c] = qg_bf16_decode(b[c]);
+        }
+        qg__diff_add(&acc, x, y, (size_t)p->n);
+    }
+    free(x);
+    free(y);
+    return qg__diff_result(&acc);
+}
+
+typedef struct {
+    qg_context *ctx;
+    qg_gemm_kind kind;
+    qg_gemm_args args;
+    const qg_config *cfg;
+} qgemm_call;
+
+static qg_status run_qgemm(void *user, CUstream stream) {
+    const qgemm_call *c = user;
+    return cli_launch(c->ctx, c->kind, &c->args, c->cfg, stream);
+}
+
+typedef struct {
+    lt_gemm **plans;
+    int count;
+} peer_call;
+
+static qg_status run_peer(void *user, CUstream stream) {
+    const peer_call *c = user;
+    char why[NOTE_LEN];
+    for (int i = 0; i < c->count; i++)
+        if (c->plans[i] && lt_gemm_run(c->plans[i], stream, why, sizeof why))
+            return qg__fail(QG_ERROR_CUDA, "%s", why);
+    return QG_SUCCESS;
+}
+
+/* The cuBLASLt view of group g: rows [row0, row0 + rows) of A and D, its
+ * SFA columns, its B and SFB. */
+static lt_gemm_desc peer_desc(const qg_problem_data *p, int g, int64_t row0, int rows) {
+    const float *sfa = (const float *)(uintptr_t)p->dev_sfa;
+    if (p->kind == QG_GEMM_GROUPED_MASKED) sfa += (int64_t)g * p->kblocks * p->sfa_ld;
+    else sfa += row0;
+    lt_gemm_desc d = {
+        .m = rows, .n = p->n, .k = p->k,
+        .a = (const uint8_t *)(uintptr_t)p->dev_a + row0 * p->lda, .lda = p->lda,
+        .sfa = sfa, .sfa_ld = p->sfa_ld,
+        .b = (const uint8_t *)(uintptr_t)p->dev_b + (int64_t)g * p->n * p->ldb, .ldb = p->ldb,
+        .sfb = (const float *)(uintptr_t)p->dev_sfb + (int64_t)g * p->nblocks * p->kblocks,
+        .d = (uint16_t *)(uintptr_t)p->dev_d + row0 * p->ldd, .ldd = p->ldd,
+    };
+    return d;
+}
+
+/* Group g's rows: dense all, masked g*M_max + masked_m[g], contiguous the
+ * rows whose m_indices is g (which the layout keeps in one segment). */
+static bool group_rows(const qg_problem_data *p, int g, int64_t *row0, int *rows) {
+    if (p->kind == QG_GEMM_DENSE) {
+        *row0 = 0, *rows = p->m;
+        return true;
+    }
+    if (p->kind == QG_GEMM_GROUPED_MASKED) {
+        *row0 = (int64_t)g * p->m, *rows = p->masked_m[g];
+        return true;
+    }
+    int64_t first = -1, count = 0, last = -1;
+    for (int64_t r = 0; r < p->m; r++)
+        if (p->m_indices[r] == g) {
+            if (first < 0) first = r;
+            last = r;
+            count++;
+        }
+    *row0 = first < 0 ? 0 : first, *rows = (int)count;
+    return count == 0 || last - first + 1 == count;
+}
+
+/* Steps 4 of the header: cuBLASLt on the same buffers. */
+static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, bench_row *row) {
+    int count = p->kind == QG_GEMM_DENSE ? 1 : p->num_groups;
+    lt_gemm **plans = calloc((size_t)count, sizeof *plans);
+    char why[NOTE_LEN] = "";
+    if (!plans) {
+        snprintf(row->c_note, sizeof row->c_note, "out of host memory");
+        return;
+    }
+    bool ok = qg__problem_poison(e->ctx, p, e->stream) == QG_SUCCESS;
+    if (!ok) snprintf(row->c_note, sizeof row->c_note, "poisoning D: %s", qg_last_error());
+    if (count > 1) fprintf(stderr, "  planning %d cuBLASLt calls ...\n", count);
+    for (int g = 0; ok && g < count; g++) {
+        int64_t row0;
+        int rows;
+        if (!group_rows(p, g, &row0, &rows)) {
+            snprintf(row->c_note, sizeof row->c_note, "group %d's rows are not one segment", g);
+            ok = false;
+        } else if (rows > 0) {
+            lt_gemm_desc d = peer_desc(p, g, row0, rows);
+            if (lt_gemm_create(e->peer, &d, e->stream, &plans[g], why, sizeof why)) {
+                if (count > 1) snprintf(row->c_note, sizeof row->c_note, "group %d: %.340s", g, why);
+                else snprintf(row->c_note, sizeof row->c_note, "%s", why);
+                ok = false;
+            }
+        }
+    }
+    qg_check_result res;
+    if (ok && qg__problem_check(e->ctx, p, &res) != QG_SUCCESS) {
+        snprintf(row->c_note, sizeof row->c_note, "checking cuBLASLt's D: %s", qg_last_error());
+        ok = false;
+    }
+    if (ok) {
+        row->diff_c = res.diff;
+        row->diff_qc = dq ? diff_outputs(p, dq) : NAN;
+        peer_call call = {plans, count};
+        double us;
+        if (qg__time_median_us(e->ctx, e->stream, run_peer, &call, e->o->warmup, e->o->runs,
+                               &us) != QG_SUCCESS) {
+            snprintf(row->c_note, sizeof row->c_note, "timing: %s", qg_last_error());
+        } else {
+            row->c_ran = true;
+            row->c_us = us;
+            for (int g = 0; g < count; g++)
+                if (plans[g]) {
+                    snprintf(row->c_note, sizeof row->c_note, "%s", lt_gemm_algo_name(plans[g]));
+                    break;
+                }
+        }
+    }
+    for (int g = 0; g < count; g++) lt_gemm_destroy(plans[g]);
+    free(plans);
+}
+
+static void row_error(bench_row *row, const char *doing) {
+    snprintf(row->error, sizeof row->error, "%s: %s", doing, qg_last_error());
+}
+
+/* Steps 1-3 (and 4 when with_peer) of the header for one problem. */
+static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_peer,
+                          bench_row *row) {
+    qg_problem_data *p = NULL;
+    uint16_t *dq = NULL;
+    row->diff_q = row->diff_c = row->diff_qc = NAN;
+    if (qg__problem_create(&p, e->ctx, spec) != QG_SUCCESS) {
+        row_error(row, "creating the problem");
+        return;
+    }
+    workload(p, row);
+    qg_problem q = cli_problem_of(p);
+    qg_config cfg = e->o->cfg;
+    const qg_config *force = e->o->have_cfg ? &cfg : NULL;
+    qg_status s = force ? qg_complete_config(e->ctx, &q, &cfg) : qg_select_config(e->ctx, &q, &cfg);
+    if (s != QG_SUCCESS) {
+        row_error(row, force ? "checking --config" : "selecting a configuration");
+        goto done;
+    }
+    snprintf(row->config, sizeof row->config, "%d,%d,%d,%s", cfg.block_m, cfg.block_n,
+             cfg.num_stages, cli_multicast_name(cfg.multicast));
+    fprintf(stderr, "compiling kernel for %s %dx%dx%d%s ...\n", cli_kind_name(p->kind), p->m,
+            p->n, p->k, p->num_groups > 1 ? " (grouped)" : "");
+    if (qg_compile(e->ctx, &q, force, &row->jit) != QG_SUCCESS) {
+        row_error(row, "compiling");
+        goto done;
+    }
+    row->jit_done = true;
+
+    qgemm_call call = {e->ctx, p->kind, qg__problem_args(p), force};
+    qg_check_result res;
+    if (qg__problem_poison(e->ctx, p, e->stream) != QG_SUCCESS ||
+        run_qgemm(&call, e->stream) != QG_SUCCESS ||
+        qg__problem_check(e->ctx, p, &res) != QG_SUCCESS) {
+        row_error(row, "running and checking qgemm");
+        goto done;
+    }
+    row->diff_q = res.diff;
+    row->pass = res.diff < CLI_DIFF_BOUND && res.nan_count == 0 && res.unwritten_count == 0 &&
+                res.modified_count == 0;
+    if (!row->pass)
+        snprintf(row->error, sizeof row->error,
+                 "check failed: diff %.3e, nan %lld, unwritten %lld, modified %lld of %lld",
+                 res.diff, (long long)res.nan_count, (long long)res.unwritten_count,
+                 (long long)res.modified_count, (long long)res.checked);
+    dq = malloc(p->d_bytes);
+    if (dq) memcpy(dq, p->d, p->d_bytes);
+    if (qg__time_median_us(e->ctx, e->stream, run_qgemm, &call, e->o->warmup, e->o->runs,
+                           &row->q_us) != QG_SUCCESS) {
+        row_error(row, "timing qgemm");
+        row->pass = false;
+        goto done;
+    }
+    row->q_ran = true;
+    if (with_peer && e->peer) bench_peer(e, p, dq, row);
+    else if (with_peer) snprintf(row->c_note, sizeof row->c_note, "%s", e->peer_note);
+done:
+    free(dq);
+    qg__problem_free(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static double tflops(double flops, double us) { return flops / (us * 1e-6) / 1e12; }
+
+static void shape_label(const bench_row *r, char *buf, size_t len) {
+    if (r->kind == QG_GEMM_DENSE) snprintf(buf, len, "%dx%dx%d", r->m, r->n, r->k);
+    else snprintf(buf, len, "%dx%d %dx%d", r->groups, r->m, r->n, r->k);
+}
+
+static void table_header(qg_gemm_kind kind) {
+    if (kind == QG_GEMM_GROUPED_CONTIGUOUS)
+        printf("\ncontiguous grouped GEMM (groups x rows, N x K); dense = qgemm dense at the same "
+               "total M\n");
+    else if (kind == QG_GEMM_GROUPED_MASKED)
+        printf("\nmasked grouped GEMM (groups x M_max, N x K), all rows valid; cuBLASLt: one call "
+               "per group\n");
+    printf("%-20s %-16s %9s %7s %7s", "shape", "bm,bn,st,mc", "qgemm us", "TFLOPS", "GB/s");
+    if (kind == QG_GEMM_GROUPED_CONTIGUOUS) printf(" %7s %6s", "dense", "ratio");
+    printf(" %11s %7s %8s %10s %11s %9s\n", "cublasLt us", "TFLOPS", "speedup", "diff qgemm",
+           "diff cublas", "q vs c");
+}
+
+static void table_row(const bench_row *r) {
+    char shape[48];
+    shape_label(r, shape, sizeof shape);
+    printf("%-20s %-16s", shape, r->config[0] ? r->config : "-");
+    if (r->q_ran) printf(" %9.2f %7.1f %7.0f", r->q_us, tflops(r->flops, r->q_us),
+                         r->bytes / (r->q_us * 1e-6) / 1e9);
+    else printf(" %9s %7s %7s", "error", "-", "-");
+    if (r->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+        if (r->dense_ran && r->q_ran)
+            printf(" %7.1f %5.2fx", tflops(r->dense_flops, r->dense_us),
+                   tflops(r->flops, r->q_us) / tflops(r->dense_flops, r->dense_us));
+        else printf(" %7s %6s", "-", "-");
+    }
+    if (r->c_ran) printf(" %11.2f %7.1f", r->c_us, tflops(r->flops, r->c_us));
+    else printf(" %11s %7s", "n/a", "-");
+    if (r->c_ran && r->q_ran) printf(" %7.2fx", r->c_us / r->q_us);
+    else printf(" %8s", "-");
+    printf(" %9.2e%s", r->diff_q, r->pass ? " " : "!");
+    if (isnan(r->diff_c) && !r->c_ran) printf(" %11s %9s\n", "-", "-");
+    else printf(" %11.2e %9.2e\n", r->diff_c, r->diff_qc);
+    if (r->error[0]) printf("    qgemm: %s\n", r->error);
+    if (r->kind == QG_GEMM_GROUPED_CONTIGUOUS && r->dense_ran && !r->dense_pass)
+        printf("    qgemm dense at the same total M: check FAILED\n");
+    if (!r->c_ran && r->c_note[0]) printf("    cublasLt: n/a (%s)\n", r->c_note);
+    fflush(stdout);
+}
+
+static void csv_header(void) {
+    printf("kind,groups,m,n,k,block_m,block_n,stages,multicast,qgemm_us,qgemm_tflops,qgemm_gbs,"
+           "cublaslt_us,cublaslt_tflops,speedup,diff_qgemm,diff_cublaslt,diff_qgemm_vs_cublaslt,"
+           "qgemm_pass,dense_same_m_tflops,jit_ms,jit_cache_hit,registers\n");
+}
+
+/* A CSV / JSON number: empty (CSV) or null (JSON) when unknown. */
+static void put_num(bool json, bool known, const char *fmt, double v) {
+    if (known && isfinite(v)) printf(fmt, v);
+    else if (json) printf("null");
+}
+
+static void csv_row(const bench_row *r) {
+    char cfg[40];
+    snprintf(cfg, sizeof cfg, "%s", r->config[0] ? r->config : ",,,");
+    printf("%s,%d,%d,%d,%d,%s,", cli_kind_name(r->kind), r->groups, r->m, r->n, r->k, cfg);
+    put_num(false, r->q_ran, "%.3f", r->q_us);
+    printf(",");
+    put_num(false, r->q_ran, "%.2f", tflops(r->flops, r->q_us));
+    printf(",");
+    put_num(false, r->q_ran, "%.1f", r->bytes / (r->q_us * 1e-6) / 1e9);
+    printf(",");
+    put_num(false, r->c_ran, "%.3f", r->c_us);
+    printf(",");
+    put_num(false, r->c_ran, "%.2f", tflops(r->flops, r->c_us));
+    printf(",");
+    put_num(false, r->c_ran && r->q_ran, "%.4f", r->c_us / r->q_us);
+    printf(",");
+    put_num(false, true, "%.3e", r->diff_q);
+    printf(",");
+    put_num(false, true, "%.3e", r->diff_c);
+    printf(",");
+    put_num(false, true, "%.3e", r->diff_qc);
+    printf(",%d,", r->pass ? 1 : 0);
+    put_num(false, r->dense_ran, "%.2f", tflops(r->dense_flops, r->dense_us));
+    printf(",");
+    put_num(false, r->jit_done, "%.1f", r->jit.compile_ms);
+    printf(",%d,%d\n", r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
+    fflush(stdout);
+}
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static double geomean_speedup(const bench_env *e, int *count) {
+    double log_sum = 0.0;
+    *count = 0;
+    for (int i = 0; i < e->num_rows; i++) {
+        const bench_row *r = &e->rows[i];
+        if (r->q_ran && r->c_ran && r->q_us > 0 && r->c_us > 0) {
+            log_sum += log(r->c_us / r->q_us);
+            (*count)++;
+        }
+    }
+    return *count ? exp(log_sum / *count) : NAN;
+}
+
+static void json_report(const bench_env *e) {
+    int n_speedup;
+    double gm = geomean_speedup(e, &n_speedup);
+    printf("{\n  \"device\": {\"name\": ");
+    json_string(e->props.name);
+    printf(", \"cc\": \"%d.%d\", \"sm_count\": %d, \"sm_clock_mhz\": %d, \"l2_bytes\": %zu, "
+           "\"copy_bandwidth_gbs\": ", e->props.cc_major, e->props.cc_minor, e->props.sm_count,
+           e->clock_khz / 1000, e->props.l2_bytes);
+    put_num(true, e->copy_gbs > 0, "%.1f", e->copy_gbs);
+    printf("},\n  \"library\": ");
+    json_string(qg_version_string());
+    printf(",\n  \"cublaslt_version\": ");
+    put_num(true, e->peer != NULL, "%.0f", (double)lt_peer_version(e->peer));
+    printf(",\n  \"cublaslt_note\": ");
+    json_string(e->peer_note);
+    printf(",\n  \"seed\": %llu, \"runs\": %d, \"warmup\": %d, \"l2_flush\": true,\n",
+           (unsigned long long)e->o->seed, e->o->runs, e->o->warmup);
+    printf("  \"geomean_speedup\": ");
+    put_num(true, n_speedup > 0, "%.4f", gm);
+    printf(",\n  \"rows\": [");
+    for (int i = 0; i < e->num_rows; i++) {
+        const bench_row *r = &e->rows[i];
+        printf("%s\n    {\"kind\": \"%s\", \"groups\": %d, \"m\": %d, \"n\": %d, \"k\": %d, "
+               "\"config\": ", i ? "," : "", cli_kind_name(r->kind), r->groups, r->m, r->n, r->k);
+        json_string(r->config);
+        printf(", \"qgemm_us\": ");
+        put_num(true, r->q_ran, "%.3f", r->q_us);
+        printf(", \"qgemm_tflops\": ");
+        put_num(true, r->q_ran, "%.2f", tflops(r->flops, r->q_us));
+        printf(", \"qgemm_gbs\": ");
+        put_num(true, r->q_ran, "%.1f", r->bytes / (r->q_us * 1e-6) / 1e9);
+        printf(", \"cublaslt_us\": ");
+        put_num(true, r->c_ran, "%.3f", r->c_us);
+        printf(", \"cublaslt_tflops\": ");
+        put_num(true, r->c_ran, "%.2f", tflops(r->flops, r->c_us));
+        printf(", \"speedup\": ");
+        put_num(true, r->c_ran && r->q_ran, "%.4f", r->c_us / r->q_us);
+        printf(", \"diff_qgemm\": ");
+        put_num(true, true, "%.3e", r->diff_q);
+        printf(", \"diff_cublaslt\": ");
+        put_num(true, true, "%.3e", r->diff_c);
+        printf(", \"diff_qgemm_vs_cublaslt\": ");
+        put_num(true, true, "%.3e", r->diff_qc);
+        printf(", \"qgemm_pass\": %s", r->pass ? "true" : "false");
+        if (r->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+            printf(", \"dense_same_m_tflops\": ");
+            put_num(true, r->dense_ran, "%.2f", tflops(r->dense_flops, r->dense_us));
+        }
+        printf(", \"jit_ms\": ");
+        put_num(true, r->jit_done, "%.1f", r->jit.compile_ms);
+        printf(", \"jit_cache_hit\": %d, \"registers\": %d, \"error\": ",
+               r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
+        json_string(r->error);
+        printf(", \"cublaslt_note\": ");
+        json_string(r->c_note);
+        printf("}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+static void table_summary(const bench_env *e) {
+    int n_speedup;
+    double gm = geomean_speedup(e, &n_speedup);
+    printf("\n");
+    if (n_speedup)
+        printf("geometric-mean speedup (cuBLASLt time / qgemm time): %.3fx over %d problems\n", gm,
+               n_speedup);
+    else printf("geometric-mean speedup: n/a (no cuBLASLt timings)\n");
+    printf("device: %s, sm_%d%d, %d SMs, SM clock %d MHz\n", e->props.name, e->props.cc_major,
+           e->props.cc_minor, e->props.sm_count, e->clock_khz / 1000);
+    if (e->copy_gbs > 0)
+        printf("copy bandwidth (cuMemcpyDtoD, read + write, same run): %.0f GB/s\n", e->copy_gbs);
+    else printf("copy bandwidth: measurement failed\n");
+    if (e->peer) printf("cuBLASLt: version %zu, best of the heuristic's algorithms\n",
+                        lt_peer_version(e->peer));
+    else printf("cuBLASLt: n/a (%s)\n", e->peer_note);
+    printf("qgemm %s; seed %llu; median of %d runs after %d warm-up, L2 flushed before each\n",
+           qg_version_string(), (unsigned long long)e->o->seed, e->o->runs, e->o->warmup);
+
+    static const char *const hit[3] = {"compiled", "memory", "disk"};
+    printf("\nfirst-call JIT (qg_compile before timing)\n%-20s %12s %-9s %5s %s\n", "shape",
+           "compile ms", "cache", "regs", "spills st/ld");
+    for (int i = 0; i < e->num_rows; i++) {
+        const bench_row *r = &e->rows[i];
+        char shape[48];
+        shape_label(r, shape, sizeof shape);
+        if (!r->jit_done) {
+            printf("%-20s %12s\n", shape, "-");
+            continue;
+        }
+        printf("%-20s %12.1f %-9s %5d %d/%d\n", shape, r->jit.compile_ms,
+               r->jit.cache_hit >= 0 && r->jit.cache_hit <= 2 ? hit[r->jit.cache_hit] : "?",
+               r->jit.registers, r->jit.spill_store_bytes, r->jit.spill_load_bytes);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tables                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void emit_row(bench_env *e, const bench_row *r) {
+    if (e->o->format == OUT_TABLE) {
+        table_row(r);
+        return;
+    }
+    /* Machine-readable output keeps stdout clean: the notes go to stderr. */
+    if (e->o->format == OUT_CSV) csv_row(r);
+    if (r->error[0]) fprintf(stderr, "qgemm: %dx%dx%d: %s\n", r->m, r->n, r->k, r->error);
+    if (!r->c_ran && r->c_note[0])
+        fprintf(stderr, "cublasLt: n/a (%s) for %dx%dx%d\n", r->c_note, r->m, r->n, r->k);
+}
+
+static void emit_header(bench_env *e, qg_gemm_kind kind, bool first) {
+    if (e->o->format == OUT_TABLE) table_header(kind);
+    else if (e->o->format == OUT_CSV && first) csv_header();
+}
+
+static qg_problem_spec base_spec(const bench_env *e, qg_gemm_kind kind, int m, int n, int k,
+                                 int groups) {
+    qg_problem_spec s = {.kind = kind, .m = m, .n = n, .k = k, .num_groups = groups,
+                         .seed = e->o->seed + (uint64_t)e->num_rows,
+                         .scale_spread = BENCH_SCALE_SPREAD};
+    return s;
+}
+
+static void dense_table(bench_env *e) {
+    cli_shape defaults[CLI_NUM_DEEPSEEK_SHAPES];
+    cli_deepseek_shapes(defaults);
+    const cli_shape *shapes = e->o->num_shapes ? e->o->shapes : defaults;
+    int count = e->o->num_shapes ? e->o->num_shapes : CLI_NUM_DEEPSEEK_SHAPES;
+    emit_header(e, QG_GEMM_DENSE, true);
+    for (int i = 0; i < count; i++) {
+        bench_row *r = &e->rows[e->num_rows];
+        *r = (bench_row){.kind = QG_GEMM_DENSE, .m = shapes[i].m, .n = shapes[i].n,
+                         .k = shapes[i].k, .groups = 1};
+        qg_problem_spec spec = base_spec(e, QG_GEMM_DENSE, r->m, r->n, r->k, 1);
+        bench_problem(e, &spec, true, r);
+        e->num_rows++;
+        emit_row(e, r);
+    }
+}
+
+#define MAX_GROUPS 8
+static const int grouped_nk[2][2] = {{4096, 7168}, {7168, 2048}};
+static const int contiguous_sets[2][2] = {{4, 8192}, {8, 4096}}; /* groups, rows each */
+static const int masked_sets[3][2] = {{1, 1024}, {2, 512}, {4, 256}};
+
+static void grouped_tables(bench_env *e) {
+    int rows_of[MAX_GROUPS];
+    emit_header(e, QG_GEMM_GROUPED_CONTIGUOUS, true);
+    for (int s = 0; s < 2; s++)
+        for (int j = 0; j < 2; j++) {
+            int g = contiguous_sets[s][0], rows = contiguous_sets[s][1];
+            bench_row *r = &e->rows[e->num_rows];
+            *r = (bench_row){.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = rows,
+                             .n = grouped_nk[j][0], .k = grouped_nk[j][1], .groups = g};
+            for (int i = 0; i < g; i++) rows_of[i] = rows;
+            qg_problem_spec spec =
+                base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, r->n, r->k, g);
+            spec.group_m = rows_of;
+            bench_problem(e, &spec, true, r);
+            /* qgemm dense at the same total M, for the grouped-vs-dense ratio. */
+            bench_row dense = {.kind = QG_GEMM_DENSE};
+            qg_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, r->n, r->k, 1);
+            bench_problem(e, &dspec, false, &dense);
+            r->dense_ran = dense.q_ran;
+            r->dense_pass = dense.pass;
+            r->dense_us = dense.q_us;
+            r->dense_flops = dense.flops;
+            if (dense.error[0])
+                fprintf(stderr, "qgemm: dense %dx%dx%d: %s\n", g * rows, r->n, r->k, dense.error);
+            e->num_rows++;
+            emit_row(e, r);
+        }
+    emit_header(e, QG_GEMM_GROUPED_MASKED, false);
+    for (int s = 0; s < 3; s++)
+        for (int j = 0; j < 2; j++) {
+            int g = masked_sets[s][0], rows = masked_sets[s][1];
+            bench_row *r = &e->rows[e->num_rows];
+            *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = rows, .n = grouped_nk[j][0],
+                             .k = grouped_nk[j][1], .groups = g};
+            for (int i = 0; i < g; i++) rows_of[i] = rows;
+            qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, rows, r->n, r->k, g);
+            spec.masked_m = rows_of;
+            spec.expected_m = rows;
+            bench_problem(e, &spec, true, r);
+            e->num_rows++;
+            emit_row(e, r);
+        }
+}
+
+int cli_bench(int argc, char **argv) {
+    bench_opts o;
+    int bad = parse_options(argc, argv, &o);
+    if (bad) return bad;
+    bench_env e;
+    memset(&e, 0, sizeof e);
+    e.o = &o;
+    if (!cli_open_gpu(&e.ctx, &e.drv)) return CLI_EXIT_USAGE;
+    qg_context_get_props(e.ctx, &e.props);
+    if (e.drv->cuDeviceGetAttribute(&e.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+                                    e.ctx->cu_device) != CUDA_SUCCESS)
+        e.clock_khz = e.props.clock_khz;
+    CUresult cr = e.drv->cuStreamCreate(&e.stream, CU_STREAM_NON_BLOCKING);
+    e.rows = calloc(CLI_MAX_SHAPES + 16, sizeof *e.rows);
+    if (cr != CUDA_SUCCESS || !e.rows) {
+        fprintf(stderr, "qgemm: bench: cannot create a stream or the result table\n");
+        free(e.rows);
+        cli_close_gpu(e.ctx, e.drv);
+        return CLI_EXIT_FAIL;
+    }
+    if (!o.use_peer) snprintf(e.peer_note, sizeof e.peer_note, "disabled by --no-cublas");
+    else if (!(e.peer = lt_peer_open(e.drv, e.peer_note, sizeof e.peer_note)))
+        fprintf(stderr, "cublasLt: n/a (%s)\n", e.peer_note);
+    fprintf(stderr, "measuring copy bandwidth ...\n");
+    e.copy_gbs = copy_bandwidth(&e);
+    if (o.format == OUT_TABLE)
+        printf("qgemm bench on %s (%d SMs), seed %llu\n", e.props.name, e.props.sm_count,
+               (unsigned long long)o.seed);
+    fflush(stdout);
+
+    if (o.grouped) grouped_tables(&e);
+    else dense_table(&e);
+
+    if (o.format == OUT_TABLE) table_summary(&e);
+    else if (o.format == OUT_JSON) json_report(&e);
+    int failures = 0;
+    for (int i = 0; i < e.num_rows; i++)
+        failures += !e.rows[i].pass ||
+                    (e.rows[i].kind == QG_GEMM_GROUPED_CONTIGUOUS && !e.rows[i].dense_pass);
+    if (failures) fprintf(stderr, "qgemm bench: %d problem(s) FAILED their check or errored\n",
+                          failures);
+    lt_peer_close(e.peer);
+    e.drv->cuStreamDestroy(e.stream);
+    free(e.rows);
+    cli_close_gpu(e.ctx, e.drv);
+    return failures ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}

@@ -1,0 +1,76 @@
+/*
+ * cli.h -- what the files of the command-line tool `qgemm` share.
+ *
+ *   qgemm.c     main, subcommand dispatch, check / compile / info, and the
+ *               helpers below (argument parsing, opening the GPU)
+ *   bench.c     `qgemm bench`: qgemm against cuBLASLt, dense and grouped
+ *   cublaslt.c  the cuBLASLt peer (cublaslt.h)
+ *
+ * Invariants:
+ *  - exit codes: 0 success, 1 a check failed, 2 usage error or no usable GPU;
+ *  - without a GPU, GPU subcommands print exactly one line on stderr
+ *    ("qgemm: no GPU: <reason>") and exit 2, never crash;
+ *  - results go to stdout, progress and errors to stderr;
+ *  - after cli_open_gpu() the device's primary context stays current on the
+ *    main thread, so tool code may call the driver (qg_driver) directly.
+ */
+#ifndef QG_TOOLS_CLI_H
+#define QG_TOOLS_CLI_H
+
+#include "harness.h" /* internal.h, qgemm.h and <cuda.h> (types only) */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2 /* also: no usable GPU */
+
+/* The accuracy bound against the exact (dequantized) reference: DESIGN.md 5. */
+#define CLI_DIFF_BOUND 1e-5
+
+typedef struct {
+    int m, n, k;
+} cli_shape;
+
+#define CLI_MAX_SHAPES 64
+#define CLI_NUM_DEEPSEEK_SHAPES 18
+
+/* The DeepSeek-V3 table: M in {64, 128, 4096} x the six (N, K) pairs. */
+void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]);
+
+/* "MxNxK" with positive integers. @return true and *out on success. */
+bool cli_parse_shape(const char *text, cli_shape *out);
+/* A decimal integer in [lo, hi]. */
+bool cli_parse_int(const char *text, long lo, long hi, long *out);
+/* "bm,bn,stages,mc" (mc: none|a|b or 0|1|2) into a zeroed qg_config. */
+bool cli_parse_config(const char *text, qg_config *out);
+/* "none", "A" or "B". */
+const char *cli_multicast_name(qg_multicast mc);
+/* A seed from the clock, for fresh inputs on every run (printed so a failure
+ * can be reproduced with --seed). */
+uint64_t cli_fresh_seed(void);
+
+/* "dense", "contiguous" or "masked". */
+const char *cli_kind_name(qg_gemm_kind kind);
+/* The qgemm entry point of `kind` (dense, contiguous, masked). */
+qg_status cli_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
+                     const qg_config *cfg, CUstream stream);
+/* The qg_problem (kernel selection view) of a generated problem. */
+qg_problem cli_problem_of(const qg_problem_data *p);
+
+/* Print "qgemm: <message>" and a hint to run --help on stderr; return 2. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Open the first Hopper GPU, retain its context and make it current.
+ * On failure print "qgemm: no GPU: <reason>" on stderr and return false.
+ */
+bool cli_open_gpu(qg_context **ctx, const qg_driver **drv);
+void cli_close_gpu(qg_context *ctx, const qg_driver *drv);
+
+/* `qgemm bench` (bench.c); argv[0] is "bench". @return the exit code. */
+int cli_bench(int argc, char **argv);
+
+#endif /* QG_TOOLS_CLI_H */
