@@ -53,10 +53,9 @@
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
-#define QG_SMEM_SFB (QG_ROUND_UP(QG_SFB_ROWS * QG_NUM_K_BLOCKS * 4, 8))
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B + \
-     QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16)
+     QG_SMEM_SFA) + QG_NUM_STAGES * 16)
 #define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
 
 /* Register split after setmaxnreg. The CTA's pool is what ptxas gave every
@@ -119,8 +118,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     unsigned char *smem_a = smem + QG_SMEM_D;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
-    float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M;
-    uint64_t *full = (uint64_t *)((unsigned char *)smem_sfb + QG_SMEM_SFB);
+    uint64_t *full = (uint64_t *)(smem_sfa + QG_NUM_STAGES * QG_BLOCK_M);
     uint64_t *empty = full + QG_NUM_STAGES;
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -200,18 +198,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         while (qg_scheduler_next(sched, tile)) {
             const int n_begin = tile.n_block * QG_BLOCK_N;
 
-            /* The previous tile's TMA store must have read smem_d before it is
-             * rewritten; the barrier below publishes that and the SFB rows. */
-            if (threadIdx.x == 0) qg_bulk_wait_group_read0();
-            {
-                const int sfb_row0 = n_begin / 128;
-                const float *sfb_g = sfb + (size_t)tile.group * QG_NUM_SFB_N * QG_NUM_K_BLOCKS;
-                for (int i = threadIdx.x; i < QG_SFB_ROWS * QG_NUM_K_BLOCKS; i += QG_NUM_MATH_THREADS) {
-                    const int r = sfb_row0 + i / QG_NUM_K_BLOCKS, kb = i % QG_NUM_K_BLOCKS;
-                    smem_sfb[i] = r < QG_NUM_SFB_N ? __ldg(sfb_g + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
-                }
-            }
-            qg_named_barrier(1, QG_NUM_MATH_THREADS);
+            /* SFB rows of this tile (up to QG_SFB_ROWS 128-column blocks);
+             * every thread reads the same few floats per K block, so they
+             * come from L1 after the first warp. */
+            const int sfb_row0 = n_begin / 128;
+            const float *sfb_tile =
+                sfb + ((size_t)tile.group * QG_NUM_SFB_N + sfb_row0) * QG_NUM_K_BLOCKS;
             const int n_off = n_begin % 128;
 
 #pragma unroll
@@ -221,6 +213,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 
             for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, ++it) {
                 const uint32_t s = it % QG_NUM_STAGES, phase = (it / QG_NUM_STAGES) & 1;
+                /* Issued before the wait (its "memory" clobber keeps them
+                 * there), so the global latency overlaps it and the wgmma. */
+                float sb[QG_SFB_ROWS];
+#pragma unroll
+                for (int r = 0; r < QG_SFB_ROWS; ++r)
+                    sb[r] = sfb_row0 + r < QG_NUM_SFB_N ? __ldg(sfb_tile + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
                 qg_mbarrier_wait(&full[s], phase);
 
                 float sa[QG_WG_TILES][2];
@@ -229,9 +227,6 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     sa[t][0] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64];
                     sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
                 }
-                float sb[QG_SFB_ROWS];
-#pragma unroll
-                for (int r = 0; r < QG_SFB_ROWS; ++r) sb[r] = smem_sfb[r * QG_NUM_K_BLOCKS + kb];
 
                 /* One 128-K block on the tensor cores: 4 x k32 per m64 tile. */
 #pragma unroll
@@ -278,6 +273,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
 
             /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */
+            /* The previous tile's TMA store must have finished reading smem_d
+             * (it had a whole main loop to do so) and every thread must be
+             * done with the previous tile's row-predicated copy. */
+            if (threadIdx.x == 0) qg_bulk_wait_group_read0();
+            qg_named_barrier(1, QG_NUM_MATH_THREADS);
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t) {
                 /* Lane l addresses row l % 16 of the warp's 16 rows, the right

@@ -47,12 +47,15 @@ QG_DEVICE void qg_mbarrier_arrive(uint64_t *bar) {
 }
 
 /* Arrive on the barrier at the same offset in CTA `cta_rank` of the cluster
- * (mapa: 9.7.9.18). */
+ * (mapa: 9.7.9.18). Default (.release.cta) semantics: the arriving threads
+ * only read the stage, through wgmma operations that have completed, so no
+ * cluster-scope fence is needed -- and .release.cluster would cost a membar
+ * in every math warp at every K block. */
 QG_DEVICE void qg_mbarrier_arrive_cluster(uint64_t *bar, uint32_t cta_rank) {
     asm volatile("{\n"
                  ".reg .b32 remote;\n"
                  "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
                  "}\n" ::"r"(qg_smem_addr(bar)), "r"(cta_rank) : "memory");
 }
 

@@ -36,11 +36,10 @@ static int tile_rows(const qg_problem *p) { return p->m; }
 
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
 
-size_t qg__smem_bytes(const qg_problem *p, int block_m, int block_n, int stages, int sfb_rows) {
-    const size_t num_k_blocks = (size_t)ceil_div(p->k, 128);
+size_t qg__smem_bytes(int block_m, int block_n, int stages) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
-           round_up((size_t)sfb_rows * num_k_blocks * 4, 8) + (size_t)stages * 16;
+           (size_t)stages * 16;
 }
 
 /* The most 128-column SFB blocks any tile of width block_n can touch. */
@@ -137,13 +136,13 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (qg__smem_bytes(p, bm, bn, stages, sfb_rows) <= props->smem_optin_bytes) break;
+            if (qg__smem_bytes(bm, bn, stages) <= props->smem_optin_bytes) break;
         if (stages == 0)
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: block %dx%d with K %d does not fit %zu bytes of shared memory "
                             "even with one stage", bm, bn, p->k, props->smem_optin_bytes);
     }
-    const size_t smem = qg__smem_bytes(p, bm, bn, stages, sfb_rows);
+    const size_t smem = qg__smem_bytes(bm, bn, stages);
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "

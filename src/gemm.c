@@ -207,9 +207,13 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_c
         lc.attrs = &attr;
         lc.numAttrs = 1;
         int clusters = 0;
-        if (ctx->drv->cuOccupancyMaxActiveClusters(&clusters, m->function, &lc) == CUDA_SUCCESS &&
-            clusters > 0 && clusters * e->plan.cluster_size < e->max_grid)
+        CUresult r = ctx->drv->cuOccupancyMaxActiveClusters(&clusters, m->function, &lc);
+        if (r == CUDA_SUCCESS && clusters > 0 && clusters * e->plan.cluster_size < e->max_grid &&
+            !qg__env_flag("QGEMM_EXPERIMENT_NO_CLUSTER_CLAMP"))
             e->max_grid = clusters * e->plan.cluster_size;
+        if (qg__env_flag("QGEMM_PRINT_CONFIG"))
+            fprintf(stderr, "qgemm: cluster occupancy query: rc %d, %d clusters of %d -> grid %d\n",
+                    (int)r, clusters, e->plan.cluster_size, e->max_grid);
     }
     e->next = ctx->launches[b];
     ctx->launches[b] = e;

@@ -142,7 +142,7 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
 qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
                      qg_config *out, qg_kernel_plan *plan);
 int qg__max_block_n(qg_gemm_kind kind, int block_m);
-size_t qg__smem_bytes(const qg_problem *p, int block_m, int block_n, int stages, int sfb_rows);
+size_t qg__smem_bytes(int block_m, int block_n, int stages);
 
 /* ---- context (src/context.c) -------------------------------------------- */
 

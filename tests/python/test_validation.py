@@ -317,6 +317,14 @@ def test_pinned_host_memory_is_rejected():
     assert ops["b"].calls[0]["stream"] is None  # streams are for device memory only
 
 
+@pytest.mark.parametrize("device,named", [((7, 0), "DLPack device type 7"),  # Vulkan
+                                          ((10, 0), "a tensor on ROCm"),
+                                          ((13, 0), "a tensor on CUDA managed memory")])
+def test_other_devices_are_rejected(device, named):
+    ops = dense_operands(256, 512, 384, sfb=FakeTensor([4, 3], "float32", device=device))
+    expect_error(ValueError, f"sfb must be in CUDA device memory, got {named}", "dense", ops)
+
+
 def test_tensors_on_two_devices():
     ops = dense_operands(256, 512, 384, d=FakeTensor([256, 512], "bfloat16", device=(KDL_CUDA, 1)))
     expect_error(ValueError, "all tensors must be on one device: d is on cuda:1", "dense", ops)

@@ -1,0 +1,113 @@
+/*
+ * contexts.c -- one qg_context per CUDA device, created on first use.
+ *
+ * Invariants:
+ *  - contexts are never destroyed: they retain the device's primary context,
+ *    which the other frameworks in the process (PyTorch, CuPy, JAX) share;
+ *    tearing them down at interpreter exit would race with those frameworks'
+ *    own teardown, and the driver reclaims everything when the process ends;
+ *  - the table is guarded by g_lock, which is only taken with the GIL
+ *    released (creating a context can take long: cuInit, retaining the primary
+ *    context), so no thread ever waits for g_lock while holding the GIL;
+ *  - a failed creation is not cached: the next call retries and reports again;
+ *  - the module-wide num_sms (0 = all SMs) is applied to a context whenever it
+ *    has not seen the current value, so contexts created after set_num_sms()
+ *    get it too; set_num_sms() checks the value against every existing
+ *    context before changing any, so a rejected value changes nothing.
+ */
+#include "qgpy.h"
+
+#include <pthread.h>
+
+#define QGPY_MAX_DEVICES 256
+#define OFFLINE_SLOT QGPY_MAX_DEVICES /* the last slot holds the offline context */
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static qg_context *g_contexts[QGPY_MAX_DEVICES + 1];
+static int g_applied[QGPY_MAX_DEVICES + 1]; /* num_sms each context was given */
+static int g_num_sms;                       /* module setting; 0 = all SMs */
+
+/* With g_lock held and the GIL released. */
+static qg_status get_locked(int slot, qg_context **out)
+{
+    qg_context *ctx = g_contexts[slot];
+    if (!ctx) {
+        qg_status st = slot == OFFLINE_SLOT ? qg_context_create_offline(&ctx, NULL)
+                                            : qg_context_create(&ctx, slot);
+        if (st != QG_SUCCESS)
+            return st;
+        g_contexts[slot] = ctx;
+        g_applied[slot] = 0;
+    }
+    if (g_applied[slot] != g_num_sms) {
+        qg_status st = qg_context_set_num_sms(ctx, g_num_sms);
+        if (st != QG_SUCCESS)
+            return st;
+        g_applied[slot] = g_num_sms;
+    }
+    *out = ctx;
+    return QG_SUCCESS;
+}
+
+qg_context *qgpy_context(int device)
+{
+    if (device != QGPY_OFFLINE && (device < 0 || device >= QGPY_MAX_DEVICES)) {
+        qgpy_errorf(PyExc_ValueError, "qgemm: CUDA device ordinal must be in 0..%d, got %d",
+                    QGPY_MAX_DEVICES - 1, device);
+        return NULL;
+    }
+    const int slot = device == QGPY_OFFLINE ? OFFLINE_SLOT : device;
+    qg_context *ctx = NULL;
+    qg_status st;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&g_lock);
+    st = get_locked(slot, &ctx);
+    pthread_mutex_unlock(&g_lock);
+    Py_END_ALLOW_THREADS
+    if (st != QG_SUCCESS) {
+        qgpy_raise_status(st); /* qg_last_error() is per thread: still ours */
+        return NULL;
+    }
+    return ctx;
+}
+
+int qgpy_set_num_sms(int n)
+{
+    if (n < 0)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: num_sms must be >= 0 (0 = all SMs), got %d",
+                           n);
+    int bad_slot = -1, bad_count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i <= OFFLINE_SLOT && bad_slot < 0; i++) {
+        qg_device_props props;
+        if (g_contexts[i] && qg_context_get_props(g_contexts[i], &props) == QG_SUCCESS &&
+            n > props.sm_count) {
+            bad_slot = i;
+            bad_count = props.sm_count;
+        }
+    }
+    if (bad_slot < 0)
+        g_num_sms = n; /* applied lazily by get_locked() */
+    pthread_mutex_unlock(&g_lock);
+    Py_END_ALLOW_THREADS
+    if (bad_slot < 0)
+        return 0;
+    if (bad_slot == OFFLINE_SLOT)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: num_sms = %d exceeds the %d SMs of the offline device", n,
+                           bad_count);
+    return qgpy_errorf(PyExc_ValueError, "qgemm: num_sms = %d exceeds the %d SMs of cuda:%d", n,
+                       bad_count, bad_slot);
+}
+
+int qgpy_get_num_sms_setting(void)
+{
+    int n;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&g_lock);
+    n = g_num_sms;
+    pthread_mutex_unlock(&g_lock);
+    Py_END_ALLOW_THREADS
+    return n;
+}

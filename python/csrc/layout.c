@@ -1,0 +1,237 @@
+/*
+ * layout.c -- the tensors of one GEMM call -> qg_gemm_args.
+ *
+ * Logical shapes are DeepGEMM's, so code ports by changing an import
+ * (kb = ceil(K/128), nb = ceil(N/128)):
+ *
+ *              a          sfa          b          sfb           d          idx
+ *   dense      [M, K]     [M, kb]      [N, K]     [nb, kb]      [M, N]     -
+ *   contiguous [M, K]     [M, kb]      [G, N, K]  [G, nb, kb]   [M, N]     m_indices [M]
+ *   masked     [G, M, K]  [G, M, kb]   [G, N, K]  [G, nb, kb]   [G, M, N]  masked_m [G]
+ *
+ * Memory layouts the kernels read (qgemm.h):
+ *  - a, b, d: last dimension contiguous; row stride a multiple of 16 bytes
+ *    (TMA); groups packed (group stride = rows * row stride);
+ *  - sfa: M-major, strides (.., 1, sfa_ld), sfa_ld >= M and a multiple of 4
+ *    floats; groups packed (kb * sfa_ld): what get_col_major_tma_aligned_tensor
+ *    makes;
+ *  - sfb, m_indices, masked_m: contiguous;
+ *  - every data address 16-byte aligned.
+ * The stride of a dimension of size 1 is meaningless (PyTorch exports 1 for
+ * it), so it is never checked: the value the layout implies is used instead.
+ *
+ * Checks run in this order so the first message is the most basic one:
+ * dtypes and ranks (argument order), sizes, memory layouts, devices.
+ */
+#include "qgpy.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+
+static int64_t ceil_div(int64_t x, int64_t y)
+{
+    return (x + y - 1) / y;
+}
+
+static int check_int_range(const char *what, int64_t v)
+{
+    if (v >= 0 && v <= INT_MAX)
+        return 0;
+    return qgpy_errorf(PyExc_ValueError, "qgemm: %s = %" PRId64 " is out of range (0..%d)", what, v,
+                       INT_MAX);
+}
+
+/* Row stride (elements) of a row-major matrix [(G,) R, C] with packed groups. */
+static int matrix_ld(const qgpy_tensor *t, int64_t elem_bytes, int64_t *ld)
+{
+    char s[160];
+    const int grouped = t->t->ndim == 3;
+    const int64_t groups = grouped ? qgpy_dim(t, 0) : 1;
+    const int64_t rows = qgpy_dim(t, -2), cols = qgpy_dim(t, -1);
+    if (cols > 1 && qgpy_stride(t, -1) != 1)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s must be row-major with a contiguous last dimension "
+                           "(stride 1), got strides %s (a transposed view? use .contiguous())",
+                           t->name, qgpy_strides_str(t, s, sizeof s));
+    if (rows > 1)
+        *ld = qgpy_stride(t, -2);
+    else if (groups > 1)
+        *ld = qgpy_stride(t, 0); /* one row per group: the group stride is the row stride */
+    else
+        *ld = cols;
+    if (*ld < cols)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s's row stride must be at least its row length %" PRId64
+                           ", got %" PRId64 " (strides %s)",
+                           t->name, cols, *ld, qgpy_strides_str(t, s, sizeof s));
+    if ((*ld * elem_bytes) % 16 != 0)
+        return qgpy_errorf(
+            PyExc_ValueError,
+            "qgemm: %s's row stride must be a multiple of 16 bytes (TMA), got %" PRId64
+            " elements = %" PRId64 " bytes (strides %s)",
+            t->name, *ld, *ld * elem_bytes, qgpy_strides_str(t, s, sizeof s));
+    if (groups > 1 && qgpy_stride(t, 0) != rows * *ld)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s's groups must be packed: the stride of dimension 0 must be "
+                           "%" PRId64 " (%" PRId64 " rows x row stride %" PRId64
+                           "), got strides %s",
+                           t->name, rows * *ld, rows, *ld, qgpy_strides_str(t, s, sizeof s));
+    return 0;
+}
+
+/* sfa_ld of an M-major scale tensor [(G,) M, kb]. */
+static int sfa_layout(const qgpy_tensor *t, int64_t *sfa_ld)
+{
+    static const char fix[] = "convert it with qgemm.get_col_major_tma_aligned_tensor(sfa)";
+    char s[160];
+    const int64_t groups = t->t->ndim == 3 ? qgpy_dim(t, 0) : 1;
+    const int64_t m = qgpy_dim(t, -2), kb = qgpy_dim(t, -1);
+    if (m > 1 && qgpy_stride(t, -2) != 1)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s must be M-major (strides (1, sfa_ld): the scales of one "
+                           "128-column block of K contiguous over M), got strides %s; %s",
+                           t->name, qgpy_strides_str(t, s, sizeof s), fix);
+    if (kb > 1)
+        *sfa_ld = qgpy_stride(t, -1);
+    else if (groups > 1)
+        *sfa_ld = qgpy_stride(t, 0); /* one K block per group */
+    else
+        *sfa_ld = qg_sfa_ld(m);
+    if (*sfa_ld < m || *sfa_ld % 4 != 0)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s's M stride (sfa_ld) must be >= M = %" PRId64
+                           " and a multiple of 4 floats (16 bytes, TMA), got %" PRId64
+                           " (strides %s); %s",
+                           t->name, m, *sfa_ld, qgpy_strides_str(t, s, sizeof s), fix);
+    if (groups > 1 && qgpy_stride(t, 0) != kb * *sfa_ld)
+        return qgpy_errorf(
+            PyExc_ValueError,
+            "qgemm: %s's groups must be packed: the stride of dimension 0 must be "
+            "%" PRId64 " (ceil(K/128) = %" PRId64 " x sfa_ld %" PRId64 "), got strides %s; %s",
+            t->name, kb * *sfa_ld, kb, *sfa_ld, qgpy_strides_str(t, s, sizeof s), fix);
+    return 0;
+}
+
+static int check_contiguous(const qgpy_tensor *t)
+{
+    int64_t expect = 1;
+    for (int i = t->t->ndim - 1; i >= 0; i--) {
+        if (qgpy_dim(t, i) > 1 && qgpy_stride(t, i) != expect) {
+            char sh[160], st[160];
+            return qgpy_errorf(PyExc_ValueError,
+                               "qgemm: %s must be contiguous (row-major), got shape %s with "
+                               "strides %s; use .contiguous()",
+                               t->name, qgpy_shape_str(t, sh, sizeof sh),
+                               qgpy_strides_str(t, st, sizeof st));
+        }
+        expect *= qgpy_dim(t, i);
+    }
+    return 0;
+}
+
+/* 1. dtypes and ranks, in argument order. */
+static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS])
+{
+    const int masked = kind == QG_GEMM_GROUPED_MASKED, grouped = kind != QG_GEMM_DENSE;
+    if (qgpy_check_dtype(&t[QGPY_A], QGPY_E4M3) ||
+        qgpy_check_ndim(&t[QGPY_A], masked ? 3 : 2, masked ? "[G, M, K]" : "[M, K]") ||
+        qgpy_check_dtype(&t[QGPY_SFA], QGPY_F32) ||
+        qgpy_check_ndim(&t[QGPY_SFA], masked ? 3 : 2,
+                        masked ? "[G, M, ceil(K/128)]" : "[M, ceil(K/128)]") ||
+        qgpy_check_dtype(&t[QGPY_B], QGPY_E4M3) ||
+        qgpy_check_ndim(&t[QGPY_B], grouped ? 3 : 2, grouped ? "[G, N, K]" : "[N, K]") ||
+        qgpy_check_dtype(&t[QGPY_SFB], QGPY_F32) ||
+        qgpy_check_ndim(&t[QGPY_SFB], grouped ? 3 : 2,
+                        grouped ? "[G, ceil(N/128), ceil(K/128)]" : "[ceil(N/128), ceil(K/128)]") ||
+        qgpy_check_dtype(&t[QGPY_D], QGPY_BF16) ||
+        qgpy_check_ndim(&t[QGPY_D], masked ? 3 : 2, masked ? "[G, M, N]" : "[M, N]"))
+        return -1;
+    if (grouped && (qgpy_check_dtype(&t[QGPY_IDX], QGPY_I32) ||
+                    qgpy_check_ndim(&t[QGPY_IDX], 1, masked ? "[G]" : "[M]")))
+        return -1;
+    return 0;
+}
+
+/* 2. sizes: every tensor agrees with M, N, K (and G) taken from a and b. */
+static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
+                       qg_gemm_args *args)
+{
+    const int masked = kind == QG_GEMM_GROUPED_MASKED, grouped = kind != QG_GEMM_DENSE;
+    const qgpy_tensor *a = &t[QGPY_A], *sfa = &t[QGPY_SFA], *b = &t[QGPY_B], *sfb = &t[QGPY_SFB],
+                      *d = &t[QGPY_D], *idx = &t[QGPY_IDX];
+    const int64_t m = qgpy_dim(a, -2), k = qgpy_dim(a, -1), n = qgpy_dim(b, -2);
+    const int64_t g = grouped ? qgpy_dim(b, 0) : 1;
+    const int64_t kb = ceil_div(k, 128), nb = ceil_div(n, 128);
+
+    if (qgpy_check_dim(b, -1, k, "K, from a") || (masked && qgpy_check_dim(a, 0, g, "G, from b")) ||
+        (masked && qgpy_check_dim(sfa, 0, g, "G, from b")) ||
+        qgpy_check_dim(sfa, -2, m, "M, from a") ||
+        qgpy_check_dim(sfa, -1, kb, "ceil(K/128), K from a") ||
+        (grouped && qgpy_check_dim(sfb, 0, g, "G, from b")) ||
+        qgpy_check_dim(sfb, -2, nb, "ceil(N/128), N from b") ||
+        qgpy_check_dim(sfb, -1, kb, "ceil(K/128), K from a") ||
+        (masked && qgpy_check_dim(d, 0, g, "G, from b")) || qgpy_check_dim(d, -2, m, "M, from a") ||
+        qgpy_check_dim(d, -1, n, "N, from b") ||
+        (grouped && qgpy_check_dim(idx, 0, masked ? g : m, masked ? "G, from b" : "M, from a")))
+        return -1;
+    if (check_int_range("M", m) || check_int_range("N", n) || check_int_range("K", k) ||
+        check_int_range("G", g))
+        return -1;
+    if (k % 16 != 0)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: K (a.shape[-1]) must be a multiple of 16, got %" PRId64, k);
+    if (n % 8 != 0)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: N (b.shape[-2]) must be a multiple of 8, got %" PRId64, n);
+    if (masked && expected_m < 0)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: expected_m must be >= 0, got %d", expected_m);
+    args->m = (int)m;
+    args->n = (int)n;
+    args->k = (int)k;
+    args->num_groups = (int)g;
+    args->expected_m = masked ? expected_m : 0;
+    return 0;
+}
+
+/* 3. memory layouts, alignment, writability of d. */
+static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_gemm_args *args)
+{
+    if (matrix_ld(&t[QGPY_A], 1, &args->lda) || sfa_layout(&t[QGPY_SFA], &args->sfa_ld) ||
+        matrix_ld(&t[QGPY_B], 1, &args->ldb) || check_contiguous(&t[QGPY_SFB]) ||
+        matrix_ld(&t[QGPY_D], 2, &args->ldd))
+        return -1;
+    if (kind != QG_GEMM_DENSE && check_contiguous(&t[QGPY_IDX]))
+        return -1;
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        if (t[i].t && qgpy_check_aligned(&t[i]))
+            return -1;
+    if (t[QGPY_D].flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: d is read-only (its producer set the DLPack READ_ONLY flag); "
+                           "pass a writable output tensor");
+    return 0;
+}
+
+int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
+                   qg_gemm_args *args, int *device)
+{
+    memset(args, 0, sizeof *args);
+    if (check_types(kind, t) || check_sizes(kind, t, expected_m, args) ||
+        check_layouts(kind, t, args))
+        return -1;
+    *device = -1;
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        if (t[i].t && qgpy_check_device(&t[i], device))
+            return -1;
+    args->a = qgpy_address(&t[QGPY_A]);
+    args->sfa = qgpy_address(&t[QGPY_SFA]);
+    args->b = qgpy_address(&t[QGPY_B]);
+    args->sfb = qgpy_address(&t[QGPY_SFB]);
+    args->d = qgpy_address(&t[QGPY_D]);
+    if (kind == QG_GEMM_GROUPED_CONTIGUOUS)
+        args->m_indices = qgpy_address(&t[QGPY_IDX]);
+    else if (kind == QG_GEMM_GROUPED_MASKED)
+        args->masked_m = qgpy_address(&t[QGPY_IDX]);
+    return 0;
+}

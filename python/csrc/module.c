@@ -1,0 +1,345 @@
+/*
+ * module.c -- qgemm._C: the Python functions over the C API.
+ *
+ * Thin on purpose: qgemm/__init__.py turns DeepGEMM-style calls (tuples,
+ * keyword arguments, stream objects, config dicts) into these positional
+ * calls; this file only moves values between Python and the library.
+ *
+ * Invariants:
+ *  - the GIL is released around every library call that may compile or
+ *    launch (seconds for a first compile), never while touching Python objects;
+ *  - library failures become ValueError (QG_ERROR_INVALID_ARGUMENT,
+ *    QG_ERROR_UNSUPPORTED) or RuntimeError (all else), message qg_last_error();
+ *  - every tensor borrowed through DLPack is released on every path.
+ */
+#include "qgpy.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int qgpy_errorf(PyObject *type, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    PyErr_SetString(type, msg);
+    return -1;
+}
+
+PyObject *qgpy_raise_status(qg_status st)
+{
+    const char *msg = qg_last_error();
+    if (!msg || !msg[0])
+        msg = qg_status_string(st);
+    PyObject *type = (st == QG_ERROR_INVALID_ARGUMENT || st == QG_ERROR_UNSUPPORTED)
+                         ? PyExc_ValueError
+                         : PyExc_RuntimeError;
+    PyErr_SetString(type, msg);
+    return NULL;
+}
+
+/* A Python int -> a device ordinal (QGPY_OFFLINE allowed); range checked
+ * by qgpy_context(). */
+static int parse_device(PyObject *arg, int *device)
+{
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < INT_MIN || v > INT_MAX)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: device ordinal %ld is out of range", v);
+    *device = (int)v;
+    return 0;
+}
+
+static int check_kind(int kind)
+{
+    if (kind >= QG_GEMM_DENSE && kind <= QG_GEMM_GROUPED_MASKED)
+        return 0;
+    return qgpy_errorf(PyExc_ValueError, "qgemm: unknown GEMM kind %d", kind);
+}
+
+/* None -> 0 (no forced config); (block_m, block_n, num_stages, multicast,
+ * swizzle_group) -> 1 with *cfg filled. */
+static int parse_config(PyObject *obj, qg_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (obj == Py_None)
+        return 0;
+    int multicast;
+    if (!PyArg_ParseTuple(obj,
+                          "iiiii;config must be (block_m, block_n, num_stages, "
+                          "multicast, swizzle_group)",
+                          &cfg->block_m, &cfg->block_n, &cfg->num_stages, &multicast,
+                          &cfg->swizzle_group))
+        return -1;
+    if (multicast < QG_MULTICAST_NONE || multicast > QG_MULTICAST_B)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: config multicast must be 0 (none), 1 (A) or 2 (B), got %d",
+                           multicast);
+    cfg->multicast = (qg_multicast)multicast;
+    return 1;
+}
+
+static PyObject *config_dict(const qg_config *c)
+{
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:n}", "block_m", c->block_m, "block_n",
+                         c->block_n, "num_stages", c->num_stages, "multicast", (int)c->multicast,
+                         "swizzle_group", c->swizzle_group, "num_sms", c->num_sms, "smem_bytes",
+                         (Py_ssize_t)c->smem_bytes);
+}
+
+static PyObject *kernel_info_dict(const qg_kernel_info *i)
+{
+    return Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:i,s:d,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "registers", i->registers,
+        "spill_store_bytes", i->spill_store_bytes, "spill_load_bytes", i->spill_load_bytes,
+        "stack_frame_bytes", i->stack_frame_bytes, "cache_hit", i->cache_hit, "compile_ms",
+        i->compile_ms, "ptx_has_wgmma", i->ptx_has_wgmma ? Py_True : Py_False, "ptx_has_tma_load",
+        i->ptx_has_tma_load ? Py_True : Py_False, "ptx_has_tma_store",
+        i->ptx_has_tma_store ? Py_True : Py_False, "ptx_has_setmaxnreg",
+        i->ptx_has_setmaxnreg ? Py_True : Py_False, "ptx_has_stmatrix",
+        i->ptx_has_stmatrix ? Py_True : Py_False, "ptx_has_multicast",
+        i->ptx_has_multicast ? Py_True : Py_False, "key", i->key);
+}
+
+/* ---- functions ----------------------------------------------------------- */
+
+static PyObject *py_version(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyUnicode_FromString(qg_version_string());
+}
+
+static PyObject *py_m_alignment(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyLong_FromLong(qg_m_alignment_for_contiguous_layout());
+}
+
+static PyObject *py_sfa_ld(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long long m = PyLong_AsLongLong(arg);
+    if (m == -1 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLongLong(qg_sfa_ld(m));
+}
+
+/* gemm(kind, a, sfa, b, sfb, d, idx_or_None, expected_m, stream, config,
+ *      e4m3_bytes, no_sync): bit i of e4m3_bytes set = slot i exports e4m3
+ *      data as uint8 (see qgpy_tensor_bytes_are_e4m3); bit i of no_sync set =
+ *      slot i's producer is told not to synchronize (stream=-1), because
+ *      `stream` is already its current stream. */
+static PyObject *py_gemm(PyObject *self, PyObject *args)
+{
+    (void)self;
+    static const char *const idx_names[] = {"(none)", "m_indices", "masked_m"};
+    int kind, expected_m;
+    PyObject *obj[QGPY_SLOTS], *cfg_obj;
+    unsigned long long stream;
+    unsigned e4m3_bytes, no_sync;
+    if (!PyArg_ParseTuple(args, "iOOOOOOiKOII:gemm", &kind, &obj[QGPY_A], &obj[QGPY_SFA],
+                          &obj[QGPY_B], &obj[QGPY_SFB], &obj[QGPY_D], &obj[QGPY_IDX], &expected_m,
+                          &stream, &cfg_obj, &e4m3_bytes, &no_sync))
+        return NULL;
+    qg_config cfg;
+    int forced;
+    if (check_kind(kind) < 0 || (forced = parse_config(cfg_obj, &cfg)) < 0)
+        return NULL;
+
+    const char *names[QGPY_SLOTS] = {"a", "sfa", "b", "sfb", "d", idx_names[kind]};
+    qgpy_tensor t[QGPY_SLOTS] = {{0}};
+    PyObject *result = NULL;
+    for (int i = 0; i < QGPY_SLOTS; i++) {
+        if (i == QGPY_IDX && kind == QG_GEMM_DENSE)
+            continue;
+        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
+        if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
+            goto done;
+        if (e4m3_bytes & (1u << i))
+            qgpy_tensor_bytes_are_e4m3(&t[i]);
+    }
+    qg_gemm_args ga;
+    int device = 0;
+    if (qgpy_gemm_args((qg_gemm_kind)kind, t, expected_m, &ga, &device) < 0)
+        goto done;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        goto done;
+
+    qg_status st;
+    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
+    const qg_config *c = forced ? &cfg : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    switch (kind) {
+    case QG_GEMM_DENSE: st = qg_fp8_gemm_nt(ctx, &ga, c, s); break;
+    case QG_GEMM_GROUPED_CONTIGUOUS:
+        st = qg_m_grouped_fp8_gemm_nt_contiguous(ctx, &ga, c, s);
+        break;
+    default: st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &ga, c, s); break;
+    }
+    Py_END_ALLOW_THREADS
+    if (st != QG_SUCCESS) {
+        qgpy_raise_status(st);
+    } else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        qgpy_tensor_release(&t[i]);
+    return result;
+}
+
+/* The shared head of select_config and compile:
+ * (kind, m, n, k, num_groups, expected_m, device, config). */
+static int parse_problem(PyObject *args, const char *fmt, qg_problem *p, qg_context **ctx,
+                         qg_config *cfg, int *forced)
+{
+    int kind, device;
+    PyObject *cfg_obj;
+    memset(p, 0, sizeof *p);
+    if (!PyArg_ParseTuple(args, fmt, &kind, &p->m, &p->n, &p->k, &p->num_groups, &p->expected_m,
+                          &device, &cfg_obj))
+        return -1;
+    if (check_kind(kind) < 0 || (*forced = parse_config(cfg_obj, cfg)) < 0)
+        return -1;
+    p->kind = (qg_gemm_kind)kind;
+    *ctx = qgpy_context(device);
+    return *ctx ? 0 : -1;
+}
+
+static PyObject *py_select_config(PyObject *self, PyObject *args)
+{
+    (void)self;
+    qg_problem p;
+    qg_context *ctx;
+    qg_config cfg;
+    int forced;
+    if (parse_problem(args, "iiiiiiiO:select_config", &p, &ctx, &cfg, &forced) < 0)
+        return NULL;
+    qg_status st = forced ? qg_complete_config(ctx, &p, &cfg) : qg_select_config(ctx, &p, &cfg);
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    return config_dict(&cfg);
+}
+
+static PyObject *py_compile(PyObject *self, PyObject *args)
+{
+    (void)self;
+    qg_problem p;
+    qg_context *ctx;
+    qg_config cfg;
+    int forced;
+    if (parse_problem(args, "iiiiiiiO:compile", &p, &ctx, &cfg, &forced) < 0)
+        return NULL;
+    qg_kernel_info info;
+    memset(&info, 0, sizeof info);
+    qg_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = qg_compile(ctx, &p, forced ? &cfg : NULL, &info);
+    Py_END_ALLOW_THREADS
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    return kernel_info_dict(&info);
+}
+
+static PyObject *py_device_props(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int device = 0;
+    if (parse_device(arg, &device) < 0)
+        return NULL;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        return NULL;
+    qg_device_props pr;
+    qg_status st = qg_context_get_props(ctx, &pr);
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    return Py_BuildValue("{s:s,s:i,s:(ii),s:n,s:n,s:i}", "name", pr.name, "sm_count", pr.sm_count,
+                         "compute_capability", pr.cc_major, pr.cc_minor, "smem_optin_bytes",
+                         (Py_ssize_t)pr.smem_optin_bytes, "l2_bytes", (Py_ssize_t)pr.l2_bytes,
+                         "clock_khz", pr.clock_khz);
+}
+
+static PyObject *py_set_num_sms(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n > INT_MAX)
+        n = INT_MAX; /* rejected below as more SMs than any device has */
+    if (qgpy_set_num_sms(n < INT_MIN ? -1 : (int)n) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_num_sms(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int device = 0;
+    if (parse_device(arg, &device) < 0)
+        return NULL;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        return NULL;
+    return PyLong_FromLong(qg_context_get_num_sms(ctx));
+}
+
+static PyObject *py_num_sms_setting(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyLong_FromLong(qgpy_get_num_sms_setting());
+}
+
+static PyMethodDef methods[] = {
+    {"version", py_version, METH_NOARGS, "qg_version_string()"},
+    {"m_alignment", py_m_alignment, METH_NOARGS, "qg_m_alignment_for_contiguous_layout()"},
+    {"sfa_ld", py_sfa_ld, METH_O, "qg_sfa_ld(m)"},
+    {"gemm", py_gemm, METH_VARARGS,
+     "gemm(kind, a, sfa, b, sfb, d, idx, expected_m, stream, config, e4m3_bytes, no_sync)"},
+    {"select_config", py_select_config, METH_VARARGS,
+     "select_config(kind, m, n, k, num_groups, expected_m, device, config) -> dict"},
+    {"compile", py_compile, METH_VARARGS,
+     "compile(kind, m, n, k, num_groups, expected_m, device, config) -> dict"},
+    {"device_props", py_device_props, METH_O, "device_props(device) -> dict"},
+    {"set_num_sms", py_set_num_sms, METH_O, "set_num_sms(n): 0 = all SMs"},
+    {"get_num_sms", py_get_num_sms, METH_O, "get_num_sms(device) -> SMs kernels use there"},
+    {"num_sms_setting", py_num_sms_setting, METH_NOARGS, "the value set_num_sms stored"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "qgemm._C",
+    "C extension of qgemm: FP8 GEMMs for Hopper over the qgemm C library.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__C(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "KIND_DENSE", QG_GEMM_DENSE) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_CONTIGUOUS", QG_GEMM_GROUPED_CONTIGUOUS) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_MASKED", QG_GEMM_GROUPED_MASKED) < 0 ||
+        PyModule_AddIntConstant(m, "OFFLINE", QGPY_OFFLINE) < 0 ||
+        PyModule_AddIntConstant(m, "DLPACK_MAJOR", QGPY_DLPACK_MAJOR) < 0 ||
+        PyModule_AddIntConstant(m, "DLPACK_MINOR", QGPY_DLPACK_MINOR) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,106 @@
+/*
+ * qgpy.h -- what the C files of the Python extension (qgemm._C) share.
+ *
+ *   tensor.c    borrow a tensor through DLPack, per-tensor checks, messages
+ *   layout.c    tensors of one GEMM call -> qg_gemm_args (shapes, strides)
+ *   contexts.c  one qg_context per device, created lazily; num_sms
+ *   module.c    the Python functions, error mapping, module init
+ *
+ * Invariants:
+ *  - every function returning int returns 0 on success and -1 with a Python
+ *    exception set on failure; functions returning pointers return NULL;
+ *  - validation (tensor.c, layout.c) reads only DLPack metadata, never device
+ *    memory, so a rejected call writes nothing;
+ *  - errors of the library become ValueError (QG_ERROR_INVALID_ARGUMENT,
+ *    QG_ERROR_UNSUPPORTED) or RuntimeError (every other status), with
+ *    qg_last_error() as the message (qgpy_raise_status).
+ */
+#ifndef QGPY_H
+#define QGPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "dlpack.h"
+#include "qgemm.h"
+
+/* ---- tensors borrowed through DLPack (tensor.c) -------------------------- */
+
+typedef enum { QGPY_E4M3, QGPY_F32, QGPY_BF16, QGPY_I32 } qgpy_dtype;
+
+typedef struct {
+    const char *name; /* argument name for messages: "a", "sfa", ... */
+    DLTensor *t;      /* NULL while the slot is empty */
+    DLDataType dtype; /* t->dtype, unless relabelled by qgpy_tensor_bytes_are_e4m3 */
+    void *managed;    /* DLManagedTensor(Versioned) whose deleter we owe */
+    int versioned;
+    uint64_t flags; /* DLPACK_FLAG_* (0 for unversioned capsules) */
+} qgpy_tensor;
+
+/*
+ * Borrow `obj` through its __dlpack__ / __dlpack_device__ methods. A CUDA
+ * producer is handed `dlpack_stream` as __dlpack__(stream=...): the stream
+ * the GEMM will run on in the protocol's encoding (1 = legacy default stream,
+ * else the CUstream handle), so it orders its pending work before ours, or -1
+ * when the caller knows no ordering is needed. The capsule is consumed
+ * (renamed "used_...") and its deleter is owed by `out` until
+ * qgpy_tensor_release().
+ */
+int qgpy_tensor_import(PyObject *obj, const char *name, long long dlpack_stream, qgpy_tensor *out);
+/* The protocol's integer for a CUstream handle (0, our legacy stream, is 1). */
+long long qgpy_dlpack_stream(uint64_t handle);
+/* Read an 8-bit integer tensor as float8_e4m3fn: for frameworks that hold
+ * e4m3 data but cannot export that dtype through DLPack (PyTorch < 2.8);
+ * the caller vouches for the contents. Other dtypes are left as they are. */
+void qgpy_tensor_bytes_are_e4m3(qgpy_tensor *t);
+/* Call the deleter (if any) and empty the slot. Keeps a pending exception. */
+void qgpy_tensor_release(qgpy_tensor *t);
+
+int qgpy_check_dtype(const qgpy_tensor *t, qgpy_dtype want);
+/* ValueError unless t has `ndim` dimensions; `dims` names them, e.g. "[M, K]". */
+int qgpy_check_ndim(const qgpy_tensor *t, int ndim, const char *dims);
+/* ValueError unless dimension i has size `want`; `what` says where want came from. */
+int qgpy_check_dim(const qgpy_tensor *t, int i, int64_t want, const char *what);
+/* ValueError unless the data address (data + byte_offset) is 16-byte aligned. */
+int qgpy_check_aligned(const qgpy_tensor *t);
+/* ValueError unless t is CUDA device memory on `*device` (-1: set it from t). */
+int qgpy_check_device(const qgpy_tensor *t, int *device);
+
+int64_t qgpy_dim(const qgpy_tensor *t, int i);    /* i < 0 counts from the end */
+int64_t qgpy_stride(const qgpy_tensor *t, int i); /* elements; handles NULL strides */
+void *qgpy_address(const qgpy_tensor *t);
+/* "[2, 3]" / "(6, 1)" renderings for messages. */
+const char *qgpy_shape_str(const qgpy_tensor *t, char *buf, size_t size);
+const char *qgpy_strides_str(const qgpy_tensor *t, char *buf, size_t size);
+
+/* ---- one GEMM call's tensors -> library arguments (layout.c) ------------- */
+
+enum { QGPY_A, QGPY_SFA, QGPY_B, QGPY_SFB, QGPY_D, QGPY_IDX, QGPY_SLOTS };
+
+/*
+ * Check the tensors of a `kind` call (slot QGPY_IDX: m_indices or masked_m,
+ * empty for dense) and fill `args`; *device receives their CUDA device.
+ */
+int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
+                   qg_gemm_args *args, int *device);
+
+/* ---- contexts (contexts.c) ----------------------------------------------- */
+
+/* The context of CUDA device `device` (created on first use), or of the
+ * offline H100 description when device == QGPY_OFFLINE. Borrowed: contexts
+ * live until the process exits. */
+#define QGPY_OFFLINE (-1)
+qg_context *qgpy_context(int device);
+/* Store n (0 = all SMs) and apply it to every existing device context. */
+int qgpy_set_num_sms(int n);
+int qgpy_get_num_sms_setting(void);
+
+/* ---- errors (module.c) --------------------------------------------------- */
+
+/* PyErr_SetString(type, <printf-style message>); returns -1. */
+int qgpy_errorf(PyObject *type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Raise the Python exception for a failed library call; returns NULL. */
+PyObject *qgpy_raise_status(qg_status st);
+
+#endif /* QGPY_H */

@@ -1,0 +1,371 @@
+"""qgemm: block-scaled FP8 GEMMs for NVIDIA Hopper (sm_90a).
+
+Tensors are taken through DLPack, so any framework works: PyTorch, JAX, CuPy
+(anything with ``__dlpack__`` / ``__dlpack_device__``). Names and call shapes
+follow DeepGEMM, so code ports by changing an import::
+
+    import qgemm
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+
+Computes ``d[m, n] = sum_k (a[m, k] * sfa[m, k // 128]) * (b[n, k] * sfb[n // 128, k // 128])``
+in FP32 with two-level accumulation, written as bfloat16:
+
+========  ==============================  ==========================================
+tensor    dtype                           layout
+========  ==============================  ==========================================
+a         float8_e4m3fn  [M, K]           row-major, row stride a multiple of 16 bytes
+sfa       float32        [M, ceil(K/128)] M-major: ``get_col_major_tma_aligned_tensor``
+b         float8_e4m3fn  [N, K]           row-major, row stride a multiple of 16 bytes
+sfb       float32        [ceil(N/128), ceil(K/128)]  contiguous
+d         bfloat16       [M, N]           row-major (the row stride may be padded)
+========  ==============================  ==========================================
+
+K must be a multiple of 16 and N of 8; every tensor 16-byte aligned, all on
+one CUDA device. The GEMM runs on that device, on the caller's current stream:
+PyTorch's ``torch.cuda.current_stream(device)`` when a tensor is a torch
+tensor, CuPy's current stream for CuPy arrays, else the legacy default stream;
+``stream=`` (an integer handle, a ``torch.cuda.Stream`` or a ``cupy`` stream)
+overrides. Calls are asynchronous on that stream, like any framework op.
+
+Errors: bad arguments raise ValueError (TypeError for non-tensors) before any
+memory is written; failures of the driver, device, compiler or launch raise
+RuntimeError with the library's message (e.g. "libcuda.so.1 not found" on a
+machine without a GPU: ``import qgemm`` itself always works).
+"""
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import _C
+from ._torch_helpers import (
+    get_col_major_tma_aligned_tensor,
+    per_block_cast_to_fp8,
+    per_token_cast_to_fp8,
+)
+
+__version__: str = _C.version()
+
+__all__ = [
+    "__version__",
+    "fp8_gemm_nt",
+    "m_grouped_fp8_gemm_nt_contiguous",
+    "m_grouped_fp8_gemm_nt_masked",
+    "get_m_alignment_for_contiguous_layout",
+    "get_tma_aligned_size",
+    "get_col_major_tma_aligned_tensor",
+    "per_token_cast_to_fp8",
+    "per_block_cast_to_fp8",
+    "set_num_sms",
+    "get_num_sms",
+    "ceil_div",
+    "compile",
+    "select_config",
+    "get_device_props",
+]
+
+Tensor = Any
+"""Any DLPack producer: torch.Tensor, jax.Array, cupy.ndarray, numpy.ndarray."""
+StreamLike = Any
+"""An integer CUstream handle (0 = legacy default stream), or an object with a
+``cuda_stream`` (torch) or ``ptr`` (CuPy) attribute."""
+Config = Mapping[str, Any]
+"""A forced kernel configuration: keys block_m, block_n, num_stages, multicast
+("none", "a", "b"), swizzle_group (0/missing = library default)."""
+
+_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED}
+_MULTICAST = {None: 0, "none": 0, "a": 1, "b": 2, 0: 0, 1: 1, 2: 2}
+_CONFIG_KEYS = ("block_m", "block_n", "num_stages", "multicast", "swizzle_group")
+_DERIVED_KEYS = ("num_sms", "smem_bytes")  # what select_config adds; ignored on input
+
+
+# ---- small helpers (DeepGEMM names) --------------------------------------------
+
+
+def ceil_div(x: int, y: int) -> int:
+    """``ceil(x / y)`` for non-negative integers."""
+    return (x + y - 1) // y
+
+
+def get_m_alignment_for_contiguous_layout() -> int:
+    """Rows each expert's segment must be padded to in the contiguous grouped layout."""
+    return _C.m_alignment()
+
+
+def get_tma_aligned_size(x: int, element_size: int) -> int:
+    """``x`` rounded up so that ``x * element_size`` is a multiple of 16 bytes (TMA)."""
+    if element_size <= 0 or 16 % element_size != 0:
+        raise ValueError(f"qgemm: element_size must divide 16, got {element_size}")
+    unit = 16 // element_size
+    return ceil_div(x, unit) * unit
+
+
+def set_num_sms(num_sms: int) -> None:
+    """Limit the SMs the persistent kernels use on every device (0 = all SMs).
+
+    Applies to existing contexts and to devices used later. Raises ValueError
+    if ``num_sms`` is negative or exceeds the SM count of a device in use.
+    """
+    _C.set_num_sms(_as_int(num_sms, "num_sms"))
+
+
+def get_num_sms(device: Any = None) -> int:
+    """The SMs kernels use: the value of set_num_sms, else the device's SM count.
+
+    ``device``: a CUDA ordinal or a torch.device; default: PyTorch's current
+    device when PyTorch is in use, else 0. Needs a GPU unless set_num_sms was called.
+    """
+    n = _C.num_sms_setting()
+    return n if n else _C.get_num_sms(_device_ordinal(device))
+
+
+def get_device_props(device: Any = None) -> Dict[str, Any]:
+    """Properties of a CUDA device as the library sees them (name, sm_count, ...)."""
+    return _C.device_props(_device_ordinal(device))
+
+
+# ---- GEMMs ------------------------------------------------------------------------
+
+
+def fp8_gemm_nt(
+    a: Tuple[Tensor, Tensor],
+    b: Tuple[Tensor, Tensor],
+    d: Tensor,
+    *,
+    stream: Optional[StreamLike] = None,
+    config: Optional[Config] = None,
+) -> None:
+    """Dense ``d = (a * sfa) @ (b * sfb).T`` in bfloat16, for ``a = (a, sfa)``, ``b = (b, sfb)``.
+
+    a [M, K] e4m3, sfa [M, ceil(K/128)] float32 M-major (use
+    get_col_major_tma_aligned_tensor), b [N, K] e4m3, sfb [ceil(N/128),
+    ceil(K/128)] float32 contiguous, d [M, N] bfloat16 (written).
+    """
+    _gemm(_C.KIND_DENSE, a, b, d, None, 0, stream, config)
+
+
+def m_grouped_fp8_gemm_nt_contiguous(
+    a: Tuple[Tensor, Tensor],
+    b: Tuple[Tensor, Tensor],
+    d: Tensor,
+    m_indices: Tensor,
+    *,
+    stream: Optional[StreamLike] = None,
+    config: Optional[Config] = None,
+) -> None:
+    """Grouped GEMM (MoE prefill/training) with the experts' rows concatenated along M.
+
+    a [M, K], sfa [M, ceil(K/128)] (M-major), b [G, N, K], sfb [G, ceil(N/128),
+    ceil(K/128)], d [M, N], m_indices int32 [M]: the expert of each row, -1 for a
+    padding row (its d row is left untouched). Each expert's segment must start
+    at a multiple of get_m_alignment_for_contiguous_layout().
+    """
+    _gemm(_C.KIND_CONTIGUOUS, a, b, d, m_indices, 0, stream, config)
+
+
+def m_grouped_fp8_gemm_nt_masked(
+    a: Tuple[Tensor, Tensor],
+    b: Tuple[Tensor, Tensor],
+    d: Tensor,
+    masked_m: Tensor,
+    expected_m: int,
+    *,
+    stream: Optional[StreamLike] = None,
+    config: Optional[Config] = None,
+) -> None:
+    """Grouped GEMM (MoE decoding) with a fixed M_max rows per group.
+
+    a [G, M_max, K], sfa [G, M_max, ceil(K/128)] (M-major within each group),
+    b [G, N, K], sfb [G, ceil(N/128), ceil(K/128)], d [G, M_max, N], masked_m
+    int32 [G] on the device: the valid rows of each group (rows past it are
+    left untouched). expected_m: a host-side hint of the typical rows per group
+    (picks the tile shape; the call never reads device memory, so it is CUDA
+    graph capturable once compiled).
+    """
+    _gemm(_C.KIND_MASKED, a, b, d, masked_m, _as_int(expected_m, "expected_m"), stream, config)
+
+
+def _gemm(kind: int, a: Any, b: Any, d: Any, idx: Any, expected_m: int,
+          stream: Optional[StreamLike], config: Optional[Config]) -> None:
+    a, sfa = _pair(a, "a")
+    b, sfb = _pair(b, "b")
+    tensors = [_detach(t) for t in (a, sfa, b, sfb, d, idx)]
+    if stream is not None:
+        handle, no_sync = _stream_handle(stream), 0
+    else:
+        handle, no_sync = _current_stream(tensors)
+    cfg = _config_tuple(config)
+    e4m3_bytes = _torch_fp8_as_bytes(tensors)
+    a, sfa, b, sfb, d, idx = tensors
+    _C.gemm(kind, a, sfa, b, sfb, d, idx, expected_m, handle, cfg, e4m3_bytes, no_sync)
+
+
+# ---- kernels and configurations ---------------------------------------------------
+
+
+def select_config(
+    m: int, n: int, k: int, *, kind: str = "dense", num_groups: int = 1, expected_m: int = 0,
+    device: Any = None, offline: bool = False, config: Optional[Config] = None,
+) -> Dict[str, Any]:
+    """The kernel configuration the library picks for a problem (or completes, when
+    ``config`` forces one). ``offline=True`` describes an H100 without needing a GPU.
+    For "contiguous" m is the total rows; for "masked" m is M_max."""
+    return _C.select_config(*_problem(m, n, k, kind, num_groups, expected_m, device, offline),
+                            _config_tuple(config))
+
+
+def compile(
+    m: int, n: int, k: int, *, kind: str = "dense", num_groups: int = 1, expected_m: int = 0,
+    device: Any = None, offline: bool = False, config: Optional[Config] = None,
+) -> Dict[str, Any]:
+    """Compile (or find in the memory/disk cache) the kernel a call with this shape
+    will use, so the first real call does not pay for it (and can be captured in a
+    CUDA graph). ``offline=True`` compiles for an H100 without a GPU (warms the disk
+    cache, e.g. on a build machine). Returns the compiler's report (registers,
+    spills, cache_hit, compile_ms, ...)."""
+    return _C.compile(*_problem(m, n, k, kind, num_groups, expected_m, device, offline),
+                      _config_tuple(config))
+
+
+def _problem(m: int, n: int, k: int, kind: str, num_groups: int, expected_m: int,
+             device: Any, offline: bool) -> Tuple[int, int, int, int, int, int, int]:
+    if kind not in _KINDS:
+        raise ValueError(f"qgemm: kind must be one of {sorted(_KINDS)}, got {kind!r}")
+    ordinal = _C.OFFLINE if offline else _device_ordinal(device)
+    return (_KINDS[kind], _as_int(m, "m"), _as_int(n, "n"), _as_int(k, "k"),
+            _as_int(num_groups, "num_groups"), _as_int(expected_m, "expected_m"), ordinal)
+
+
+# ---- argument plumbing --------------------------------------------------------------
+
+
+def _as_int(x: Any, name: str) -> int:
+    if isinstance(x, bool) or not hasattr(x, "__index__"):
+        raise TypeError(f"qgemm: {name} must be an int, got {type(x).__name__}")
+    return operator.index(x)
+
+
+def _pair(x: Any, name: str) -> Tuple[Any, Any]:
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise TypeError(f"qgemm: {name} must be a pair ({name}, sf{name}) of the FP8 tensor "
+                        f"and its float32 scales, got {type(x).__name__}")
+    return x[0], x[1]
+
+
+def _detach(t: Any) -> Any:
+    # torch refuses to export tensors that require grad; the GEMM has no autograd
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(t, torch.Tensor) and t.requires_grad:
+        return t.detach()
+    return t
+
+
+_E4M3_SLOTS = (0, 2)  # a and b in _C.gemm's argument order
+_TORCH_FP8_DLPACK: Optional[bool] = None  # can this torch export float8 through DLPack?
+
+
+def _torch_fp8_as_bytes(tensors: List[Any]) -> int:
+    """PyTorch < 2.8 refuses to export float8 tensors through DLPack: hand their
+    bytes over as uint8 and tell _C to read them as e4m3 (which the torch dtype
+    guarantees). Returns the bit mask of the slots so replaced."""
+    global _TORCH_FP8_DLPACK
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    mask = 0
+    for slot in _E4M3_SLOTS:
+        t = tensors[slot]
+        if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
+            if _TORCH_FP8_DLPACK is None:
+                try:
+                    torch.empty(1, dtype=torch.float8_e4m3fn).__dlpack__()
+                    _TORCH_FP8_DLPACK = True
+                except Exception:
+                    _TORCH_FP8_DLPACK = False
+            if not _TORCH_FP8_DLPACK:
+                tensors[slot] = t.view(torch.uint8)
+                mask |= 1 << slot
+    return mask
+
+
+def _stream_handle(stream: StreamLike) -> int:
+    if isinstance(stream, bool):
+        raise TypeError("qgemm: stream must be an int handle or a stream object, got bool")
+    if isinstance(stream, int):
+        handle = stream
+    elif hasattr(stream, "cuda_stream"):  # torch.cuda.Stream / ExternalStream
+        handle = stream.cuda_stream
+    elif hasattr(stream, "ptr"):  # cupy.cuda.Stream
+        handle = stream.ptr
+    elif hasattr(stream, "__int__"):  # cuda-python's CUstream
+        handle = int(stream)
+    else:
+        raise TypeError("qgemm: stream must be an int CUstream handle or an object with a "
+                        f"cuda_stream or ptr attribute, got {type(stream).__name__}")
+    if not isinstance(handle, int) or handle < 0:
+        raise ValueError(f"qgemm: stream handle must be a non-negative int, got {handle!r}")
+    return handle
+
+
+def _current_stream(tensors: Sequence[Any]) -> Tuple[int, int]:
+    """The stream the caller's framework would run on (0 = legacy default), and
+    the bit mask of the tensors whose producer already orders its work on that
+    stream (their __dlpack__ is told not to synchronize: with PyTorch that
+    saves an event per tensor).
+
+    Only frameworks already imported are consulted: a tensor of a framework
+    that was never imported cannot exist.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                device = t.device
+                same = [isinstance(u, torch.Tensor) and u.device == device for u in tensors]
+                return torch.cuda.current_stream(device).cuda_stream, _mask(same)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        for t in tensors:
+            if isinstance(t, cupy.ndarray):
+                device = t.device
+                same = [isinstance(u, cupy.ndarray) and u.device == device for u in tensors]
+                with device:
+                    return cupy.cuda.get_current_stream().ptr, _mask(same)
+    return 0, 0
+
+
+def _mask(flags: Sequence[bool]) -> int:
+    return sum(1 << i for i, flag in enumerate(flags) if flag)
+
+
+def _device_ordinal(device: Any) -> int:
+    if device is None:
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            return int(torch.cuda.current_device())
+        return 0
+    index = getattr(device, "index", device)  # torch.device("cuda:1").index == 1
+    if index is None:  # torch.device("cuda"): the current device
+        return _device_ordinal(None)
+    return _as_int(index, "device")
+
+
+def _config_tuple(config: Optional[Config]) -> Optional[Tuple[int, int, int, int, int]]:
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise TypeError(f"qgemm: config must be a dict, got {type(config).__name__}")
+    unknown = set(config) - set(_CONFIG_KEYS) - set(_DERIVED_KEYS)
+    if unknown:
+        raise ValueError(f"qgemm: unknown config keys {sorted(unknown)}; "
+                         f"known: {list(_CONFIG_KEYS)}")
+    multicast = config.get("multicast", 0)
+    key = multicast.lower() if isinstance(multicast, str) else multicast
+    if key not in _MULTICAST:
+        raise ValueError(f"qgemm: config multicast must be 'none', 'a' or 'b', got {multicast!r}")
+    return (_as_int(config.get("block_m", 0), "block_m"),
+            _as_int(config.get("block_n", 0), "block_n"),
+            _as_int(config.get("num_stages", 0), "num_stages"),
+            _MULTICAST[key],
+            _as_int(config.get("swizzle_group", 0), "swizzle_group"))

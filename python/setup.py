@@ -1,0 +1,143 @@
+"""Build the qgemm Python package.
+
+The extension module qgemm._C is self-contained: it compiles the whole C
+library (src/*.c of the repository) and its embedded kernel sources
+(kernels/*.cuh, turned into C by tools/embed.sh) into itself, links NVRTC with
+an rpath to the CUDA toolkit's lib64, and loads the CUDA driver at run time
+(so `import qgemm` works on machines without a GPU).
+
+Where things are found:
+  QGEMM_ROOT  the qgemm source tree (include/qgemm.h, src/, kernels/, tools/);
+              default: the parent of this file's folder (python/..), which is
+              right for `pip install ./python` with pip >= 21.3 (in-tree
+              builds). Set it when the package folder was copied elsewhere.
+  CUDA_HOME   the CUDA toolkit (cuda.h, libnvrtc); default: CUDA_PATH, then
+              the toolkit of `nvcc` on PATH, then /usr/local/cuda.
+  QGEMM_WERROR=1 compiles with -Werror (what CI does).
+"""
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
+os.chdir(HERE)  # sources are named relative to this folder, wherever setup.py is run from
+
+
+def find_root() -> Path:
+    env = os.environ.get("QGEMM_ROOT")
+    root = Path(env).expanduser().resolve() if env else HERE.parent
+    for need in ("include/qgemm.h", "src", "kernels", "tools/embed.sh"):
+        if not (root / need).exists():
+            raise SystemExit(
+                f"qgemm: {root / need} not found: the qgemm source tree is expected at {root}. "
+                "Build from a checkout (pip install ./python) or set QGEMM_ROOT=/path/to/qgemm."
+            )
+    return root
+
+
+def find_cuda() -> Path:
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(Path(nvcc).resolve().parent.parent))
+    candidates.append("/usr/local/cuda")
+    for c in candidates:
+        if c and (Path(c) / "include" / "cuda.h").is_file():
+            return Path(c)
+    raise SystemExit(
+        "qgemm: the CUDA toolkit was not found (looked for include/cuda.h under "
+        f"{[c for c in candidates if c]}); set CUDA_HOME=/path/to/cuda"
+    )
+
+
+def cuda_lib_dir(cuda: Path) -> Path:
+    for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+        if (cuda / sub / "libnvrtc.so").exists():
+            return cuda / sub
+    raise SystemExit(f"qgemm: libnvrtc.so not found under {cuda} (lib64/); set CUDA_HOME")
+
+
+def library_version(root: Path) -> str:
+    text = (root / "include" / "qgemm.h").read_text()
+    match = re.search(r'#define\s+QG_VERSION_STRING\s+"([^"]+)"', text)
+    if not match:
+        raise SystemExit("qgemm: QG_VERSION_STRING not found in include/qgemm.h")
+    return match.group(1)
+
+
+ROOT = find_root()
+CUDA = find_cuda()
+CUDA_LIB = cuda_lib_dir(CUDA)
+
+
+class BuildExt(build_ext):
+    """Adds the library's sources (outside this folder, so they cannot be named
+    in setup(): setuptools rejects absolute or '..' paths there), the generated
+    kernels_embedded.c and a linker version script, then builds."""
+
+    def build_extension(self, ext):
+        tmp = Path(self.build_temp).resolve()
+        tmp.mkdir(parents=True, exist_ok=True)
+
+        kernels = sorted(str(p) for p in (ROOT / "kernels").glob("*.cuh"))
+        if not kernels:
+            raise SystemExit(f"qgemm: no kernel sources in {ROOT / 'kernels'}")
+        embedded = tmp / "kernels_embedded.c"
+        text = subprocess.run(
+            ["sh", str(ROOT / "tools" / "embed.sh"), *kernels],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        if not embedded.exists() or embedded.read_text() != text:
+            embedded.write_text(text)  # rewrite only on change: keeps rebuilds incremental
+
+        library = sorted(str(p) for p in (ROOT / "src").glob("*.c"))
+        if not library:
+            raise SystemExit(f"qgemm: no library sources in {ROOT / 'src'}")
+        ext.sources = [s for s in ext.sources if s.startswith("csrc")] + library + [str(embedded)]
+        ext.depends = (
+            sorted(str(p) for p in (HERE / "csrc").glob("*.h"))
+            + sorted(str(p) for p in (ROOT / "src").glob("*.h"))
+            + [str(ROOT / "include" / "qgemm.h")]
+            + kernels  # a kernel edit must rebuild the extension
+        )
+
+        # Export only the module's init function: the library's qg_* symbols
+        # stay bound inside the extension even if another libqgemm.so is loaded
+        # into the process with RTLD_GLOBAL.
+        script = tmp / "qgemm_ext.map"
+        script.write_text("{ global: PyInit__C; local: *; };\n")
+        ext.extra_link_args = [a for a in ext.extra_link_args if "--version-script" not in a]
+        ext.extra_link_args.append(f"-Wl,--version-script={script}")
+        super().build_extension(ext)
+
+
+# The Makefile's flags (-O2 after Python's own -O3 wins): the library is
+# developed warning-free at exactly these.
+cflags = [
+    "-std=c11", "-O2", "-D_GNU_SOURCE", "-fvisibility=hidden",
+    "-Wall", "-Wextra",
+]
+if os.environ.get("QGEMM_WERROR") == "1":
+    cflags.append("-Werror")
+
+ext = Extension(
+    "qgemm._C",
+    # relative to this folder; BuildExt adds the library's own sources
+    sources=sorted(p.relative_to(HERE).as_posix() for p in (HERE / "csrc").glob("*.c")),
+    include_dirs=[str(ROOT / "include"), str(ROOT / "src"), str(HERE / "csrc"), str(CUDA / "include")],
+    library_dirs=[str(CUDA_LIB)],
+    runtime_library_dirs=[str(CUDA_LIB)],
+    libraries=["nvrtc", "dl", "pthread", "m"],
+    extra_compile_args=cflags,
+)
+
+setup(
+    version=library_version(ROOT),
+    ext_modules=[ext],
+    cmdclass={"build_ext": BuildExt},
+)
