@@ -182,48 +182,70 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
 }
 
 /*
- * The heuristic. For every legal (block_m, block_n): tiles -> waves over the
- * persistent grid; keep the fewest waves, then the fullest last wave, then
- * the larger tile (less traffic per FLOP). Multicast A where the pair can
- * share A and M is large (the seeds' rule: M > 512, even SM count); else
- * multicast B for large dense problems with an odd n-block count.
+ * Relative throughput of a tile shape when the problem is compute-bound,
+ * measured on an H200 (bench/results/2026-11-21-h200-sweep.txt, forced
+ * configurations of 4096 x {4096, 7168, 2112, 24576, 32768} x K): 128x128
+ * with A multicast ran fastest (~1100 TFLOPS); the pair sharing A or B halves
+ * the L2 traffic of that operand.
+ */
+static double tile_efficiency(int bm, int bn, qg_multicast mc) {
+    double e;
+    if (bm == 128) /* 128 wide: one SFB block per tile, no per-column scale select */
+        e = bn == 128 ? 1.0 : bn == 160 ? 0.85 : bn >= 96 ? 0.8 : bn == 64 ? 0.7 : 0.55;
+    else if (bm == 256)
+        e = bn == 64 ? 0.92 : bn >= 80 ? 0.86 : 0.55;
+    else
+        e = bn >= 128 ? 0.7 : 0.5;
+    return e * (mc == QG_MULTICAST_A ? 1.0 : mc == QG_MULTICAST_B ? 0.93 : 0.85);
+}
+
+/*
+ * The heuristic. Small problems (at most 256 rows per group) are bound by
+ * reading B: keep the fewest waves over the persistent grid, then the
+ * fullest last wave, then the larger tile. Larger problems are bound by the
+ * tensor cores and L2: minimise waves x tile area / tile efficiency over
+ * every legal (block_m, block_n, multicast).
  */
 qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
                      qg_config *out, qg_kernel_plan *plan) {
     const int rows = p->kind == QG_GEMM_GROUPED_MASKED && p->expected_m > 0 ? p->expected_m : p->m;
     const int groups = p->kind == QG_GEMM_GROUPED_CONTIGUOUS ? 1 : p->num_groups;
+    const bool large = rows > 256;
     static const int block_ms[] = {64, 128, 256};
-    int best_bm = 0, best_bn = 0, best_waves = 0, best_last = 0;
+    qg_config best;
+    memset(&best, 0, sizeof best);
+    int best_waves = 0, best_last = 0;
+    double best_cost = 0;
     for (int i = 0; i < 3; ++i) {
         const int bm = block_ms[i];
         if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
         if (bm == 256 && rows <= 1024) continue;
         if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128) continue;
-        for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16) {
-            const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
-            const int waves = (int)((tiles + num_sms - 1) / num_sms);
-            const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
-            bool better = best_bm == 0 || waves < best_waves ||
-                          (waves == best_waves && last > best_last) ||
-                          (waves == best_waves && last == best_last && bm * bn > best_bm * best_bn);
-            if (better) {
-                best_bm = bm, best_bn = bn, best_waves = waves, best_last = last;
+        for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
+            for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
+                qg_config c;
+                memset(&c, 0, sizeof c);
+                c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
+                if (mc && num_sms % 2) continue;
+                if (mc) { /* legality without recording an error message */
+                    const int mb = ceil_div(rows, bm), nb = num_n_blocks(p, bn);
+                    if (mc == QG_MULTICAST_A && nb % 2) continue;
+                    if (mc == QG_MULTICAST_B && (p->kind != QG_GEMM_DENSE || mb % 2)) continue;
+                }
+                const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
+                const int waves = (int)((tiles + num_sms - 1) / num_sms);
+                const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
+                const double cost = (double)waves * bm * bn / tile_efficiency(bm, bn, c.multicast);
+                bool better;
+                if (best.block_m == 0) better = true;
+                else if (large) better = cost < best_cost * 0.999;
+                else better = waves < best_waves || (waves == best_waves && last > best_last) ||
+                              (waves == best_waves && last == best_last &&
+                               bm * bn > best.block_m * best.block_n);
+                if (better) best = c, best_waves = waves, best_last = last, best_cost = cost;
             }
-        }
     }
-    qg_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.block_m = best_bm;
-    cfg.block_n = best_bn;
-    cfg.multicast = QG_MULTICAST_NONE;
-    if (num_sms % 2 == 0 && rows > 512) {
-        qg_config try_a = cfg;
-        try_a.multicast = QG_MULTICAST_A;
-        qg_config try_b = cfg;
-        try_b.multicast = QG_MULTICAST_B;
-        if (num_n_blocks(p, best_bn) % 2 == 0) cfg = try_a;
-        else if (p->kind == QG_GEMM_DENSE && ceil_div(rows, best_bm) % 2 == 0) cfg = try_b;
-    }
+    qg_config cfg = best;
     qg_status st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
     if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
         cfg.multicast = QG_MULTICAST_NONE;

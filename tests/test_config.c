@@ -28,8 +28,10 @@ static long long waves_of(int m, int n, int bm, int bn, int sms) {
     return (tiles + sms - 1) / sms;
 }
 
-/* The selected config is legal, fits the device, and no legal tile shape
- * needs fewer waves over the persistent grid (DESIGN.md section 3 rule 2). */
+/* The selected config is legal and fits the device. For small problems (at
+ * most 256 rows: bound by reading B) no legal tile shape needs fewer waves
+ * over the persistent grid (DESIGN.md section 3 rule 2); for large ones the
+ * cost model trades waves for tile efficiency, but never by more than 1.5x. */
 TEST(config_heuristic_minimises_waves) {
     qg_context *ctx = h100();
     CHECK(ctx, "offline context: %s", qg_last_error());
@@ -54,9 +56,10 @@ TEST(config_heuristic_minimises_waves) {
                 if (m <= 64 && bms[a] > 64) continue; /* the heuristic's own exclusion */
                 if (m <= 1024 && bms[a] == 256) continue;
                 if (qg_complete_config(ctx, &p, &c) != QG_SUCCESS) continue;
-                CHECK(waves_of(m, n, bms[a], bn, 132) >= chosen,
+                const long long w = waves_of(m, n, bms[a], bn, 132);
+                CHECK(m > 256 ? 2 * chosen <= 3 * w : w >= chosen,
                       "%dx%dx%d: chose %dx%d (%lld waves) but %dx%d needs %lld", m, n, k,
-                      cfg.block_m, cfg.block_n, chosen, bms[a], bn, waves_of(m, n, bms[a], bn, 132));
+                      cfg.block_m, cfg.block_n, chosen, bms[a], bn, w);
             }
     }
     qg_context_destroy(ctx);
