@@ -15,6 +15,7 @@
 #     bench     build/qgemm bench                  -> $OUT/bench.txt
 #     json      build/qgemm bench --json           -> $OUT/bench.json
 #     grouped   build/qgemm bench --grouped        -> $OUT/bench_grouped.txt
+#     python    build the Python package in place + pytest tests/python -> $OUT/python.log
 # ("sanitize" selects the three sanitizer steps.) Every step runs even when
 # an earlier one failed; each exit code goes to $OUT/summary.txt, printed at
 # the end. At most 8 files are written under $OUT. The kernel cache lives
@@ -24,7 +25,7 @@
 # shellcheck disable=SC2317
 set -u
 
-ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped"
+ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped python"
 
 usage() {
     sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
@@ -156,6 +157,16 @@ step_grouped() {
     return "${PIPESTATUS[0]}"
 }
 
+# The Python package, built in place (no network there), and its pytest suite
+# (GPU tests included: torch, CuPy and JAX are on the GPU machine).
+step_python() {
+    (python3 python/setup.py build_ext --inplace > "$OUT/python.log" 2>&1 &&
+        PYTHONPATH=python T python3 -m pytest -q tests/python >> "$OUT/python.log" 2>&1)
+    local rc=$?
+    tail -n 15 "$OUT/python.log"
+    return "$rc"
+}
+
 echo "==> machine"
 nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
 nvcc --version 2>&1 || "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>&1 || echo "nvcc: not found"
@@ -167,7 +178,7 @@ if ! wanted build && { [ ! -x build/qgemm ] || [ ! -x build/qgemm_tests ]; }; th
 fi
 run_step build
 [ -x build/qgemm ] && { echo; build/qgemm info; }
-for s in tests memcheck racecheck synccheck check bench json grouped; do run_step "$s"; done
+for s in tests memcheck racecheck synccheck check bench json grouped python; do run_step "$s"; done
 
 printf '\n==> summary (%s)\n' "$SUMMARY"
 cat "$SUMMARY"

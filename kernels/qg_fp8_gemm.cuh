@@ -13,6 +13,7 @@
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
  *   QG_SFB_ROWS        128-row SFB blocks one tile can touch (1..3)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
+ *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
  *   QG_WGMMA_*         the wgmma operand list for N = QG_BLOCK_N
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
@@ -58,14 +59,9 @@
      QG_SMEM_SFA) + QG_NUM_STAGES * 16)
 #define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
 
-/* Register split after setmaxnreg. The CTA's pool is what ptxas gave every
- * thread at entry (168 x 384 or 232 x 256): the producer's share plus the
- * math warpgroups' must fit in it, or setmaxnreg.inc would wait forever. */
-#ifndef QG_PRODUCER_REGS
-#define QG_PRODUCER_REGS 56
-#endif
-#ifndef QG_MATH_REGS
-#define QG_MATH_REGS (QG_NUM_MATH_WGS == 1 ? 240 : 224)
+/* Register split after setmaxnreg, chosen by the host (src/config.c). */
+#if !defined(QG_PRODUCER_REGS) || !defined(QG_MATH_REGS)
+#error "the JIT defines QG_PRODUCER_REGS and QG_MATH_REGS"
 #endif
 
 static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");

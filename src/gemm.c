@@ -55,12 +55,14 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_NUM_GROUPS %d\n#define QG_BLOCK_M %d\n#define QG_BLOCK_N %d\n"
         "#define QG_NUM_STAGES %d\n#define QG_MULTICAST %d\n#define QG_CLUSTER %d\n"
         "#define QG_SWIZZLE_GROUP %d\n#define QG_SFB_ROWS %d\n#define QG_SMEM_BYTES %zu\n"
+        "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_ACC_LIST \"{",
         (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
         (int)cfg->multicast, (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m,
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size,
-        plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, acc, acc + 1, acc + 2);
+        plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
+        plan->math_regs, acc, acc + 1, acc + 2);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
@@ -80,7 +82,7 @@ static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_c
     /* setmaxnreg.inc waits for registers the CTA does not own if the entry
      * allocation cannot hold the producer's and math warpgroups' shares. */
     const int pool = res->info.registers * plan->num_threads;
-    const int need = 128 * 56 + 128 * plan->num_math_wgs * (plan->num_math_wgs == 1 ? 240 : 224);
+    const int need = 128 * plan->producer_regs + 128 * plan->num_math_wgs * plan->math_regs;
     if (pool < need)
         return qg__fail(QG_ERROR_COMPILE,
                         "kernel %s: %d registers x %d threads at entry cannot hold the %d that "

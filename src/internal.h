@@ -127,6 +127,8 @@ typedef struct {
     int sfb_rows;           /* SFB rows (128-blocks of N) a tile can touch: 1..3 */
     size_t smem_bytes;      /* dynamic shared memory, including alignment slack */
     int num_stages;         /* resolved (never 0) */
+    int producer_regs;      /* setmaxnreg of the TMA warpgroup */
+    int math_regs;          /* setmaxnreg of each math warpgroup */
     int swizzle_group;      /* resolved (never 0) */
 } qg_kernel_plan;
 
