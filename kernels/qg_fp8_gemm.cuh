@@ -22,9 +22,9 @@
  * the CUDA cores) -> epilogue (stmatrix -> shared -> TMA store, or a
  * row-predicated store where some rows must stay untouched).
  *
- * Pipeline invariants: stage s = it % QG_NUM_STAGES and phase =
- * (it / QG_NUM_STAGES) & 1 advance together over a counter `it` that producer
- * and consumers increment identically (same scheduler, same K loop). full[s]
+ * Pipeline invariants: stage s and phase advance together (qg_advance: s
+ * wraps at QG_NUM_STAGES and flips the phase), once per K block, identically
+ * in producer and consumers (same scheduler, same K loop). full[s]
  * completes when the stage's TMA bytes have landed (one producer arrival +
  * transaction bytes); empty[s] completes when every math warp of every CTA of
  * the cluster has finished reading stage s (multicast writes into both CTAs,
@@ -72,6 +72,14 @@ static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte ali
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
+
+/* Next pipeline stage; the phase flips each time the stages wrap. */
+QG_DEVICE void qg_advance(uint32_t &s, uint32_t &phase) {
+    if (++s == QG_NUM_STAGES) {
+        s = 0;
+        phase ^= 1;
+    }
+}
 
 /* SFB of column group j (8 columns) of the tile: the tile starts n_off
  * columns into a 128-column scale block. */
@@ -141,7 +149,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     qg_scheduler sched;
     qg_scheduler_init(sched, shape_m, m_indices, masked_m);
     qg_tile tile;
-    uint32_t it = 0;
+    uint32_t s = 0, phase = 0; /* pipeline stage and its parity */
 
     if (threadIdx.x >= QG_NUM_MATH_THREADS) {
         /* ==== producer warpgroup: one thread issues every TMA load ========= */
@@ -154,8 +162,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
                 const int b_row = tile.group * QG_SHAPE_N + tile.n_block * QG_BLOCK_N;
                 const int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
-                for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, ++it) {
-                    const uint32_t s = it % QG_NUM_STAGES, phase = (it / QG_NUM_STAGES) & 1;
+                for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
@@ -188,6 +195,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
          * (rows r and r + 8; wgmma D layout, 9.7.15.5.1.1). */
         const uint32_t wg_row = wg * QG_WG_TILES * 64 + warp_in_wg * 16 + lane / 4;
 
+        /* Descriptors of stage 0; a stage / K offset adds (bytes / 16) to the
+         * start-address field, which cannot carry out of its 14 bits because
+         * shared memory ends below 256 KiB. */
+        const uint64_t desc_a0 = qg_wgmma_desc_sw128(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K);
+        const uint64_t desc_b0 = qg_wgmma_desc_sw128(smem_b);
+
         float acc[QG_WG_TILES][QG_ACC];
         float out[QG_WG_TILES][QG_ACC];
 
@@ -207,8 +220,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                 for (int i = 0; i < QG_ACC; ++i) out[t][i] = 0.0f;
 
-            for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, ++it) {
-                const uint32_t s = it % QG_NUM_STAGES, phase = (it / QG_NUM_STAGES) & 1;
+            for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
                 /* Issued before the wait (its "memory" clobber keeps them
                  * there), so the global latency overlaps it and the wgmma. */
                 float sb[QG_SFB_ROWS];
@@ -231,15 +243,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
                 qg_wgmma_fence();
 #pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t) {
-                    const unsigned char *a_tile =
-                        smem_a + s * QG_SMEM_A + (wg * QG_WG_TILES + t) * 64 * QG_BLOCK_K;
+                for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                     for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
-                        qg_wgmma_m64k32_e4m3(acc[t], qg_wgmma_desc_sw128(a_tile + kk * 32),
-                                             qg_wgmma_desc_sw128(smem_b + s * QG_SMEM_B + kk * 32),
-                                             kk > 0);
-                }
+                        qg_wgmma_m64k32_e4m3(
+                            acc[t], desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K + kk * 32) / 16,
+                            desc_b0 + (s * QG_SMEM_B + kk * 32) / 16, kk > 0);
                 qg_wgmma_commit();
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
