@@ -49,8 +49,15 @@ $(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm.a
 $(BUILD):
 	mkdir -p $@
 
+# The C tests, then the Python package's (tests/python/run.sh builds it in
+# place and runs pytest); `make pytest` runs only the Python tests.
 test: all
 	./$(BUILD)/qgemm_tests
+	bash tests/python/run.sh $(BUILD)
+
+.PHONY: pytest
+pytest:
+	bash tests/python/run.sh $(BUILD)
 
 run: all
 	./$(BUILD)/qgemm check && ./$(BUILD)/qgemm bench

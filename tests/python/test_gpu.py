@@ -92,6 +92,14 @@ def _queue_delay(stream):
         torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU clock cycles
 
 
+def _assert_still_busy(stream):
+    """The delay must outlast the host's work up to the GEMM's launch: had it
+    ended, a GEMM launched on the wrong stream would read the finished copy
+    and the test could not tell streams apart."""
+    assert not stream.query(), ("the delay ended before the GEMM was queued (compiled inside "
+                                "the call?): this test cannot tell streams apart")
+
+
 # ---- dense ---------------------------------------------------------------------------
 
 
@@ -202,12 +210,14 @@ def test_runs_on_the_current_torch_stream():
     seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
     a_late = torch.zeros_like(a)
     d = torch.zeros(m, n, dtype=torch.bfloat16, device=DEV)
+    qgemm.compile(m, n, k)  # JIT time must not pass while the delay runs
     torch.cuda.synchronize()
     side = torch.cuda.Stream()  # torch's streams do not sync with the legacy stream
     _queue_delay(side)
     with torch.cuda.stream(side):
         a_late.copy_(a)  # queued behind the delay
         qgemm.fp8_gemm_nt((a_late, sfa), (b, sfb), d)  # must wait for the copy
+        _assert_still_busy(side)
         out = d.clone()  # must wait for the GEMM
     side.synchronize()
     assert_matches(out, ref, seed, " (the GEMM ran outside the current stream's order?)")
@@ -219,6 +229,7 @@ def test_stream_argument_overrides_the_current_stream(as_handle):
     seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
     a_late = torch.zeros_like(a)
     d = torch.zeros(m, n, dtype=torch.bfloat16, device=DEV)
+    qgemm.compile(m, n, k)  # JIT time must not pass while the delay runs
     torch.cuda.synchronize()
     other = torch.cuda.Stream()
     _queue_delay(other)
@@ -227,6 +238,7 @@ def test_stream_argument_overrides_the_current_stream(as_handle):
     # called from the default stream, but told to run on `other`
     qgemm.fp8_gemm_nt((a_late, sfa), (b, sfb), d,
                       stream=other.cuda_stream if as_handle else other)
+    _assert_still_busy(other)
     with torch.cuda.stream(other):
         out = d.clone()
     other.synchronize()
