@@ -14,8 +14,7 @@
  *   QG_SFB_ROWS        128-row SFB blocks one tile can touch (1..3)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
- *   QG_WGMMA_N         wgmma N of one math warpgroup (QG_BLOCK_N / QG_N_SPLIT)
- *   QG_WGMMA_*         the wgmma operand list for that N
+ *   QG_WGMMA_*         the wgmma operand list for N = QG_BLOCK_N
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
  * role split with register reconfiguration -> producer (one thread issues
@@ -38,15 +37,11 @@
 #define QG_BLOCK_K 128
 #define QG_NUM_K_BLOCKS ((QG_SHAPE_K + QG_BLOCK_K - 1) / QG_BLOCK_K)
 #define QG_NUM_SFB_N ((QG_SHAPE_N + 127) / 128)
-/* Two math warpgroups, so that one's promotion overlaps the other's MMA.
- * block_m >= 128: they split the rows; block_m 64: they split the columns
- * (QG_N_SPLIT), each computing m64 x QG_WGMMA_N of the same A rows. */
-#define QG_NUM_MATH_WGS 2
-#define QG_N_SPLIT (QG_BLOCK_M == 64 ? 2 : 1)
+#define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
 #define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
 #define QG_NUM_THREADS (QG_NUM_MATH_THREADS + 128)
-#define QG_WG_TILES (QG_BLOCK_M / 64 / (QG_NUM_MATH_WGS / QG_N_SPLIT)) /* m64 tiles per warpgroup */
-#define QG_ACC (QG_WGMMA_N / 2)                         /* accumulators per thread per m64 */
+#define QG_WG_TILES (QG_BLOCK_M / 64 / QG_NUM_MATH_WGS) /* m64 tiles per math warpgroup */
+#define QG_ACC (QG_BLOCK_N / 2)                         /* accumulators per thread per m64 */
 
 /* Rows of the multicast operand each CTA of a pair loads (it loads its half
  * and multicasts it to both). */
@@ -71,8 +66,6 @@
 
 static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");
 static_assert(QG_BLOCK_N % 16 == 0 && QG_BLOCK_N >= 16 && QG_BLOCK_N <= 256, "block_n");
-static_assert(QG_WGMMA_N == QG_BLOCK_N / QG_N_SPLIT, "the JIT's wgmma N (a literal, for the asm)");
-static_assert(QG_WGMMA_N % 16 == 0, "each warpgroup's columns: whole 16-column chunks");
 static_assert(QG_WG_TILES >= 1 && QG_WG_TILES <= 2, "m64 tiles per warpgroup");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
@@ -197,19 +190,16 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         /* ==== math warpgroups ============================================== */
         qg_setmaxnreg_inc<QG_MATH_REGS>();
         const uint32_t wg = threadIdx.x / 128;
-        const uint32_t wg_m = wg / QG_N_SPLIT, wg_n = wg % QG_N_SPLIT;
         const uint32_t warp_in_wg = warp % 4;
         /* First tile row of this thread's accumulator fragment for m64 tile t
-         * (rows r and r + 8; wgmma D layout, 9.7.15.5.1.1), and the first
-         * tile column of this warpgroup. */
-        const uint32_t wg_row = wg_m * QG_WG_TILES * 64 + warp_in_wg * 16 + lane / 4;
-        const uint32_t wg_col = wg_n * QG_WGMMA_N;
+         * (rows r and r + 8; wgmma D layout, 9.7.15.5.1.1). */
+        const uint32_t wg_row = wg * QG_WG_TILES * 64 + warp_in_wg * 16 + lane / 4;
 
         /* Descriptors of stage 0; a stage / K offset adds (bytes / 16) to the
          * start-address field, which cannot carry out of its 14 bits because
          * shared memory ends below 256 KiB. */
-        const uint64_t desc_a0 = qg_wgmma_desc_sw128(smem_a + wg_m * QG_WG_TILES * 64 * QG_BLOCK_K);
-        const uint64_t desc_b0 = qg_wgmma_desc_sw128(smem_b + wg_col * QG_BLOCK_K);
+        const uint64_t desc_a0 = qg_wgmma_desc_sw128(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K);
+        const uint64_t desc_b0 = qg_wgmma_desc_sw128(smem_b);
 
         float acc[QG_WG_TILES][QG_ACC];
         float out[QG_WG_TILES][QG_ACC];
@@ -277,8 +267,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
-                    for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
-                        const float b = qg_sfb_for_group(sb, n_off + wg_col, j);
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                        const float b = qg_sfb_for_group(sb, n_off, j);
                         const float s0 = sa[t][0] * b, s1 = sa[t][1] * b;
                         out[t][j * 4 + 0] += s0 * acc[t][j * 4 + 0];
                         out[t][j * 4 + 1] += s0 * acc[t][j * 4 + 1];
@@ -300,8 +290,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                  * (rows 0-7 | 8-15) x (cols 0-7 | 8-15) of a 16-column chunk. */
                 const uint32_t row = wg_row - lane / 4 + t * 64 + lane % 16;
 #pragma unroll
-                for (int i = 0; i < QG_WGMMA_N / 16; ++i)
-                    qg_stmatrix_x4(qg_smem_d_addr(smem_d, row, wg_col / 16 + i, lane / 16),
+                for (int i = 0; i < QG_BLOCK_N / 16; ++i)
+                    qg_stmatrix_x4(qg_smem_d_addr(smem_d, row, i, lane / 16),
                                    qg_pack_bf16x2(out[t][i * 8 + 0], out[t][i * 8 + 1]),
                                    qg_pack_bf16x2(out[t][i * 8 + 2], out[t][i * 8 + 3]),
                                    qg_pack_bf16x2(out[t][i * 8 + 4], out[t][i * 8 + 5]),

@@ -3,12 +3,10 @@
  * memory, and which one to use for a problem (DESIGN.md section 3).
  *
  * Legal space (checked by CI: every variant compiles without spills):
- *   block_m in {64, 128, 256}; two math warpgroups, which split the rows
- *   (128, 256) or, for 64, the columns.
- *   block_n a multiple of 16 (32 for block_m 64), at most qg__max_block_n:
- *   the two levels of FP32 accumulators take block_n registers per m64 tile
- *   and warpgroup, so 64 -> 256 (half each), 128 -> 160, 256 (two m64 tiles
- *   per warpgroup) -> 96 (80 masked).
+ *   block_m in {64, 128, 256}; 64 -> one math warpgroup, else two.
+ *   block_n a multiple of 16, at most QG_MAX_BLOCK_N(block_m): the two
+ *   levels of FP32 accumulators take block_n registers per m64 tile, so
+ *   64 -> 176, 128 -> 160, 256 (two m64 tiles per warpgroup) -> 96 (80 masked).
  *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
  *   multicast A: the pair shares an m-block, so the n-block count and the
  *   swizzle group must be even; multicast B (dense only): the m-block count
@@ -30,11 +28,8 @@ static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
     /* The masked scheduler keeps a few more registers live than the others. */
     if (block_m == 256) return kind == QG_GEMM_GROUPED_MASKED ? 80 : 96;
-    return block_m == 64 ? 256 : block_m == 128 ? 160 : 0;
+    return block_m == 64 ? 176 : block_m == 128 ? 160 : 0;
 }
-
-/* block_n steps: with block_m 64 the two math warpgroups take half each. */
-static int block_n_step(int block_m) { return block_m == 64 ? 32 : 16; }
 
 /* Rows of the problem the scheduler tiles over M (per group for masked). */
 static int tile_rows(const qg_problem *p) { return p->m; }
@@ -98,10 +93,10 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
                         "got %d", bm);
-    if (bn < block_n_step(bm) || bn % block_n_step(bm) || bn > qg__max_block_n(p->kind, bm))
+    if (bn < 16 || bn % 16 || bn > qg__max_block_n(p->kind, bm))
         return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "config: block_n must be a multiple of %d in [%d, %d] for block_m %d, got %d",
-                        block_n_step(bm), block_n_step(bm), qg__max_block_n(p->kind, bm), bm, bn);
+                        "config: block_n must be a multiple of 16 in [16, %d] for block_m %d, got %d",
+                        qg__max_block_n(p->kind, bm), bm, bn);
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
                         QG_MAX_STAGES, cfg->num_stages);
@@ -154,8 +149,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                         "device allows %zu", bm, bn, stages, smem, props->smem_optin_bytes);
 
     memset(out, 0, sizeof *out);
-    out->num_math_wgs = 2;
-    out->n_split = bm == 64 ? 2 : 1;
+    out->num_math_wgs = bm == 64 ? 1 : 2;
     out->num_threads = 128 * (out->num_math_wgs + 1);
     out->cluster_size = cluster;
     out->num_k_blocks = ceil_div(p->k, 128);
@@ -163,11 +157,11 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     out->smem_bytes = smem;
     out->num_stages = stages;
     /* Register split after setmaxnreg; the CTA's pool is what ptxas gives every
-     * thread at entry (168 x 384). The producer needs 72 with multicast and 8
-     * stages; 216 hold the largest accumulator sets (block_n 160 at block_m
-     * 128, 96 at 256, 256 at 64). */
+     * thread at entry (168 x 384, or 240 x 256 with one math warpgroup). The
+     * producer needs 72 with multicast and 8 stages; 216 hold the largest
+     * accumulator sets (block_n 160 at block_m 128, 96 at 256). */
     out->producer_regs = 72;
-    out->math_regs = 216;
+    out->math_regs = out->num_math_wgs == 1 ? 240 : 216;
     out->swizzle_group = swizzle;
     return QG_SUCCESS;
 }
@@ -207,7 +201,7 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     else if (bm == 256)
         e = bn == 64 ? 0.92 : bn >= 80 ? 0.86 : 0.55;
     else
-        e = bn >= 128 ? 0.75 : 0.55;
+        e = bn >= 128 ? 0.7 : 0.5;
     return e * (mc == QG_MULTICAST_A ? 1.0 : mc == QG_MULTICAST_B ? 0.93 : 0.85);
 }
 
@@ -230,9 +224,10 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
     double best_cost = 0;
     for (int i = 0; i < 3; ++i) {
         const int bm = block_ms[i];
+        if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
         if (bm == 256 && rows <= 1024) continue;
         if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128) continue;
-        for (int bn = block_n_step(bm); bn <= qg__max_block_n(p->kind, bm); bn += block_n_step(bm))
+        for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
                 qg_config c;
                 memset(&c, 0, sizeof c);
@@ -250,12 +245,9 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 bool better;
                 if (best.block_m == 0) better = true;
                 else if (large) better = cost < best_cost * 0.999;
-                else if (waves != best_waves || last != best_last)
-                    better = waves < best_waves || (waves == best_waves && last > best_last);
-                else /* a tile taller than M only adds zero rows: prefer the shorter one */
-                    better = rows <= 64 ? bm < best.block_m ||
-                                              (bm == best.block_m && bn > best.block_n)
-                                        : bm * bn > best.block_m * best.block_n;
+                else better = waves < best_waves || (waves == best_waves && last > best_last) ||
+                              (waves == best_waves && last == best_last &&
+                               bm * bn > best.block_m * best.block_n);
                 if (better) best = c, best_waves = waves, best_last = last, best_cost = cost;
             }
     }

@@ -120,8 +120,7 @@ bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *fr
 
 /* Derived compile-time constants of one kernel variant. */
 typedef struct {
-    int num_math_wgs;       /* math warpgroups: 2 */
-    int n_split;            /* 2 when the math warpgroups split the columns (block_m 64) */
+    int num_math_wgs;       /* math warpgroups: 1 (block_m 64) or 2 */
     int num_threads;        /* 128 * (num_math_wgs + 1) */
     int cluster_size;       /* 1, or 2 with multicast */
     int num_k_blocks;       /* ceil(K / 128) */
