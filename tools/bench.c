@@ -232,7 +232,7 @@ typedef struct {
 
 static qg_status run_qgemm(void *user, CUstream stream) {
     const qgemm_call *c = user;
-    return cli_launch(c->ctx, c->kind, &c->args, c->cfg, stream);
+    return qg__gemm_launch(c->ctx, c->kind, &c->args, c->cfg, stream);
 }
 
 typedef struct {

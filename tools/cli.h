@@ -54,9 +54,7 @@ uint64_t cli_fresh_seed(void);
 
 /* "dense", "contiguous" or "masked". */
 const char *cli_kind_name(qg_gemm_kind kind);
-/* The qgemm entry point of `kind` (dense, contiguous, masked). */
-qg_status cli_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
-                     const qg_config *cfg, CUstream stream);
+
 /* The qg_problem (kernel selection view) of a generated problem. */
 qg_problem cli_problem_of(const qg_problem_data *p);
 

@@ -149,17 +149,6 @@ const char *cli_kind_name(qg_gemm_kind kind) {
     return "?";
 }
 
-qg_status cli_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
-                     const qg_config *cfg, CUstream stream) {
-    switch (kind) {
-    case QG_GEMM_DENSE: return qg_fp8_gemm_nt(ctx, args, cfg, stream);
-    case QG_GEMM_GROUPED_CONTIGUOUS:
-        return qg_m_grouped_fp8_gemm_nt_contiguous(ctx, args, cfg, stream);
-    case QG_GEMM_GROUPED_MASKED: return qg_m_grouped_fp8_gemm_nt_masked(ctx, args, cfg, stream);
-    }
-    return qg__fail(QG_ERROR_INVALID_ARGUMENT, "unknown kind %d", (int)kind);
-}
-
 qg_problem cli_problem_of(const qg_problem_data *p) {
     qg_problem q = {p->kind, p->m, p->n, p->k, p->num_groups, 0};
     if (p->kind == QG_GEMM_GROUPED_MASKED) q.expected_m = p->expected_m;
@@ -244,7 +233,7 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed) {
         s = qg__problem_poison(ctx, p, NULL);
         if (s == QG_SUCCESS) {
             stage = "running the GEMM";
-            s = cli_launch(ctx, c->kind, &args, NULL, NULL);
+            s = qg__gemm_launch(ctx, c->kind, &args, NULL, NULL);
         }
         if (s == QG_SUCCESS) {
             stage = "checking the result";
