@@ -52,7 +52,7 @@ $(BUILD):
 # The C tests, then the Python package's (tests/python/run.sh builds it in
 # place and runs pytest); `make pytest` runs only the Python tests.
 test: all
-	./$(BUILD)/qgemm_tests
+	$(BUILD)/qgemm_tests
 	bash tests/python/run.sh $(BUILD)
 
 .PHONY: pytest
@@ -60,7 +60,7 @@ pytest:
 	bash tests/python/run.sh $(BUILD)
 
 run: all
-	./$(BUILD)/qgemm check && ./$(BUILD)/qgemm bench
+	@$(BUILD)/qgemm check && $(BUILD)/qgemm bench
 
 clean:
 	rm -rf $(BUILD)

@@ -161,7 +161,7 @@ step_grouped() {
 # (GPU tests included: torch, CuPy and JAX are on the GPU machine).
 step_python() {
     (python3 python/setup.py build_ext --inplace > "$OUT/python.log" 2>&1 &&
-        PYTHONPATH=python T python3 -m pytest -q tests/python >> "$OUT/python.log" 2>&1)
+        PYTHONPATH=python T python3 -m pytest -q -rs tests/python >> "$OUT/python.log" 2>&1)
     local rc=$?
     tail -n 15 "$OUT/python.log"
     return "$rc"

@@ -680,12 +680,18 @@ static qg_status build(const char *source, const char *key, const char *const *o
     }
     const qg_kernel_info *i = &b->info;
     if (i->spill_store_bytes > 0 || i->spill_load_bytes > 0 || i->stack_frame_bytes > 0) {
+        /* Counts read from the cubin (no ptxas report) know the frame, not the spills. */
+        char spills[96];
+        if (i->spill_store_bytes < 0)
+            snprintf(spills, sizeof spills, "spills unknown (no ptxas report: read from the cubin)");
+        else
+            snprintf(spills, sizeof spills, "%d bytes spill stores, %d bytes spill loads",
+                     i->spill_store_bytes, i->spill_load_bytes);
         qg_status st = qg__fail(QG_ERROR_COMPILE,
-                                "kernel spills: kernel %s has %d bytes stack frame, %d bytes "
-                                "spill stores, %d bytes spill loads (%d registers); ptxas "
-                                "report:\n%.*s",
-                                key, i->stack_frame_bytes, i->spill_store_bytes,
-                                i->spill_load_bytes, i->registers, QG_LOG_EXCERPT, b->report);
+                                "kernel spills: kernel %s has %d bytes stack frame, %s (%d "
+                                "registers); ptxas report:\n%.*s",
+                                key, i->stack_frame_bytes, spills, i->registers, QG_LOG_EXCERPT,
+                                b->report[0] ? b->report : "(none)");
         free_build(b);
         return st;
     }

@@ -24,18 +24,22 @@ build="$(cd "$build" && pwd)"
 py="${PYTHON:-python3}"
 
 have_deps() { "$1" -c "import pytest, numpy, ml_dtypes, setuptools" 2>/dev/null; }
-deps=(pytest numpy ml_dtypes setuptools)
+# PEP 668: a distribution's Python (not a venv) marked EXTERNALLY-MANAGED
+externally_managed() {
+    "$1" -c "import os, sys, sysconfig; sys.exit(sys.prefix != sys.base_prefix or not os.path.isfile(
+             os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"
+}
 
 command -v "$py" >/dev/null || { echo "error: $py not found: the Python tests need Python >= 3.9" >&2; exit 1; }
 if ! have_deps "$py"; then
-    if [ -x "$build/venv/bin/python" ] && have_deps "$build/venv/bin/python"; then
+    if externally_managed "$py"; then
+        [ -x "$build/venv/bin/python" ] || {
+            echo "pip may not install into $py (PEP 668): using a virtual environment in $build/venv"
+            "$py" -m venv --system-site-packages "$build/venv"
+        }
         py="$build/venv/bin/python"
-    elif ! "$py" -m pip install -q "${deps[@]}"; then
-        echo "pip cannot install into $py: using a virtual environment in $build/venv"
-        "$py" -m venv --system-site-packages "$build/venv"
-        py="$build/venv/bin/python"
-        "$py" -m pip install -q "${deps[@]}"
     fi
+    have_deps "$py" || "$py" -m pip install -q pytest numpy ml_dtypes setuptools
 fi
 
 headers="$("$py" -c "import sysconfig; print(sysconfig.get_paths()['include'])")"
