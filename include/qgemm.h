@@ -28,8 +28,8 @@
  *  - A GEMM call that fails validation writes no output memory.
  *  - GEMM calls are stream-ordered: no hidden allocation, no synchronization,
  *    and the host never reads device memory, so they are CUDA-graph
- *    capturable (after the kernel was compiled once: compile outside capture,
- *    or call qg_compile first).
+ *    capturable once the kernel is compiled and loaded: call qg_compile (or
+ *    the GEMM once) outside the capture.
  *  - Thread safety: a qg_context may be used from several threads at once.
  */
 #ifndef QGEMM_H
@@ -222,7 +222,10 @@ typedef struct {
 
 /**
  * Compile (or find in the memory/disk cache) the kernel for `problem` with
- * `cfg` (NULL = the selected configuration). Works on offline contexts.
+ * `cfg` (NULL = the selected configuration). Works on offline contexts. On a
+ * device context it also loads the kernel, so that the first GEMM call of
+ * this problem neither compiles nor loads a module (which can synchronize
+ * the device): call it before CUDA-graph capture or latency-critical use.
  * A kernel whose ptxas report shows spills or a stack frame is rejected
  * with QG_ERROR_COMPILE. `info` may be NULL.
  * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,

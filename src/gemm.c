@@ -99,6 +99,9 @@ static qg_status resolve_config(const qg_context *ctx, int num_sms, const qg_pro
     return qg__complete_config_sms(&ctx->props, num_sms, p, cfg, plan);
 }
 
+static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_config *forced,
+                                const qg_launch_entry **out);
+
 qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config *cfg,
                      qg_kernel_info *info) {
     qg__clear_error();
@@ -114,7 +117,21 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
     qg_jit_result res;
     if ((st = compile_kernel(ctx, problem, &c, &plan, &res)) != QG_SUCCESS) return st;
     if (info) *info = res.info;
-    return QG_SUCCESS;
+    if (ctx->offline) return QG_SUCCESS;
+    /* On a device, also load the module and build the launch entry: loading a
+     * module can synchronize the device, so the first GEMM call of this shape
+     * must not be where it happens (CUDA-graph capture, busy streams). */
+    qg_problem p = *problem;
+    if (p.kind == QG_GEMM_GROUPED_MASKED && p.expected_m == 0) p.expected_m = p.m;
+    CUcontext prev;
+    CUresult r = ctx->drv->cuCtxPushCurrent(ctx->cu_context);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "cuCtxPushCurrent");
+    pthread_mutex_lock(&ctx->lock);
+    const qg_launch_entry *e;
+    st = resolve_launch(ctx, &p, cfg, &e);
+    pthread_mutex_unlock(&ctx->lock);
+    ctx->drv->cuCtxPopCurrent(&prev);
+    return st;
 }
 
 /* ---- launch cache ----------------------------------------------------------- */

@@ -210,7 +210,9 @@ def test_runs_on_the_current_torch_stream():
     seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
     a_late = torch.zeros_like(a)
     d = torch.zeros(m, n, dtype=torch.bfloat16, device=DEV)
-    qgemm.compile(m, n, k)  # JIT time must not pass while the delay runs
+    qgemm.compile(m, n, k)  # JIT and module loading must not pass while the delay runs
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)  # and neither may any first-call work
+    d.zero_()  # the result checked below must come from the call under test
     torch.cuda.synchronize()
     side = torch.cuda.Stream()  # torch's streams do not sync with the legacy stream
     _queue_delay(side)
@@ -229,7 +231,9 @@ def test_stream_argument_overrides_the_current_stream(as_handle):
     seed, a, sfa, b, sfb, ref = dense_problem(m, n, k)
     a_late = torch.zeros_like(a)
     d = torch.zeros(m, n, dtype=torch.bfloat16, device=DEV)
-    qgemm.compile(m, n, k)  # JIT time must not pass while the delay runs
+    qgemm.compile(m, n, k)  # JIT and module loading must not pass while the delay runs
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)  # and neither may any first-call work
+    d.zero_()  # the result checked below must come from the call under test
     torch.cuda.synchronize()
     other = torch.cuda.Stream()
     _queue_delay(other)
