@@ -227,8 +227,7 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_c
         lc.numAttrs = 1;
         int clusters = 0;
         CUresult r = ctx->drv->cuOccupancyMaxActiveClusters(&clusters, m->function, &lc);
-        if (r == CUDA_SUCCESS && clusters > 0 && clusters * e->plan.cluster_size < e->max_grid &&
-            !qg__env_flag("QGEMM_EXPERIMENT_NO_CLUSTER_CLAMP"))
+        if (r == CUDA_SUCCESS && clusters > 0 && clusters * e->plan.cluster_size < e->max_grid)
             e->max_grid = clusters * e->plan.cluster_size;
         if (qg__env_flag("QGEMM_PRINT_CONFIG"))
             fprintf(stderr, "qgemm: cluster occupancy query: rc %d, %d clusters of %d -> grid %d\n",
