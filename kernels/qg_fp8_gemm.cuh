@@ -14,8 +14,6 @@
  *   QG_SFB_ROWS        128-row SFB blocks one tile can touch (1..3)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
- *   QG_OVERLAP         1: two accumulator sets, a warpgroup's next K block
- *                      overlaps its promotion of the current one
  *   QG_WGMMA_*         the wgmma operand list for N = QG_BLOCK_N
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
@@ -74,14 +72,6 @@ static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte ali
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
-static_assert(!QG_OVERLAP || QG_NUM_STAGES >= 2, "overlap holds two stages at once");
-
-/* What a K block in flight needs for its promotion: its scales and stage. */
-struct qg_kblock {
-    float sa[QG_WG_TILES][2]; /* SFA of this thread's two rows per m64 tile */
-    float sb[QG_SFB_ROWS];    /* SFB of the tile's 128-column blocks */
-    uint32_t s;               /* the stage it was read from */
-};
 
 /* Next pipeline stage; the phase flips each time the stages wrap. */
 QG_DEVICE void qg_advance(uint32_t &s, uint32_t &phase) {
@@ -211,7 +201,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         const uint64_t desc_a0 = qg_wgmma_desc_sw128(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K);
         const uint64_t desc_b0 = qg_wgmma_desc_sw128(smem_b);
 
-        float acc0[QG_WG_TILES][QG_ACC], acc1[QG_WG_TILES][QG_ACC]; /* acc1: QG_OVERLAP only */
+        float acc[QG_WG_TILES][QG_ACC];
         float out[QG_WG_TILES][QG_ACC];
 
         while (qg_scheduler_next(sched, tile)) {
@@ -230,23 +220,23 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                 for (int i = 0; i < QG_ACC; ++i) out[t][i] = 0.0f;
 
-            /* Issue K block kb into `acc` from the current stage: its scales
-             * are read into `blk` (the stage is released right after the
-             * wgmma completes), then 4 x k32 wgmma per m64 tile, committed
-             * as one group. */
-            auto issue = [&](float (&acc)[QG_WG_TILES][QG_ACC], int kb, qg_kblock &blk) {
+            for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
                 /* Issued before the wait (its "memory" clobber keeps them
-                 * there), so the global latency overlaps it. */
+                 * there), so the global latency overlaps it and the wgmma. */
+                float sb[QG_SFB_ROWS];
 #pragma unroll
                 for (int r = 0; r < QG_SFB_ROWS; ++r)
-                    blk.sb[r] = sfb_row0 + r < QG_NUM_SFB_N ? __ldg(sfb_tile + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
+                    sb[r] = sfb_row0 + r < QG_NUM_SFB_N ? __ldg(sfb_tile + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
                 qg_mbarrier_wait(&full[s], phase);
-                blk.s = s;
+
+                float sa[QG_WG_TILES][2];
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t) {
-                    blk.sa[t][0] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64];
-                    blk.sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
+                    sa[t][0] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64];
+                    sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
                 }
+
+                /* One 128-K block on the tensor cores: 4 x k32 per m64 tile. */
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -264,68 +254,28 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                     for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
-                qg_advance(s, phase);
-            };
-            /* The stage of a completed K block is free again, in every CTA of
-             * the cluster (multicast wrote into both). */
-            auto release = [&](const qg_kblock &blk) {
+                qg_wgmma_wait0();
+
+                /* Stage s is consumed: release it (in every CTA of the cluster). */
 #if QG_CLUSTER == 1
-                if (lane == 0) qg_mbarrier_arrive(&empty[blk.s]);
+                if (lane == 0) qg_mbarrier_arrive(&empty[s]);
 #else
-                if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[blk.s], lane);
+                if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
 #endif
-            };
-            /* Promotion: scale a completed block's partial sums into FP32 registers. */
-            auto promote = [&](const float (&acc)[QG_WG_TILES][QG_ACC], const qg_kblock &blk) {
+
+                /* Promotion: scale this block's partial sums into FP32 registers. */
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                     for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
-                        const float b = qg_sfb_for_group(blk.sb, n_off, j);
-                        const float s0 = blk.sa[t][0] * b, s1 = blk.sa[t][1] * b;
+                        const float b = qg_sfb_for_group(sb, n_off, j);
+                        const float s0 = sa[t][0] * b, s1 = sa[t][1] * b;
                         out[t][j * 4 + 0] += s0 * acc[t][j * 4 + 0];
                         out[t][j * 4 + 1] += s0 * acc[t][j * 4 + 1];
                         out[t][j * 4 + 2] += s1 * acc[t][j * 4 + 2];
                         out[t][j * 4 + 3] += s1 * acc[t][j * 4 + 3];
                     }
-            };
-
-#if QG_OVERLAP
-            /* Two accumulator sets: block kb+1 runs on the tensor cores while
-             * block kb is promoted (wait_group 1 leaves the newest group in
-             * flight). The warpgroup holds two stages at once: QG_NUM_STAGES >= 2. */
-            qg_kblock blk0, blk1;
-            issue(acc0, 0, blk0);
-            for (int kb = 0; kb < QG_NUM_K_BLOCKS; kb += 2) {
-                if (kb + 1 < QG_NUM_K_BLOCKS) {
-                    issue(acc1, kb + 1, blk1);
-                    qg_wgmma_wait1();
-                } else {
-                    qg_wgmma_wait0();
-                }
-                release(blk0);
-                promote(acc0, blk0);
-                if (kb + 1 < QG_NUM_K_BLOCKS) {
-                    if (kb + 2 < QG_NUM_K_BLOCKS) {
-                        issue(acc0, kb + 2, blk0);
-                        qg_wgmma_wait1();
-                    } else {
-                        qg_wgmma_wait0();
-                    }
-                    release(blk1);
-                    promote(acc1, blk1);
-                }
             }
-#else
-            (void)acc1;
-            for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb) {
-                qg_kblock blk;
-                issue(acc0, kb, blk);
-                qg_wgmma_wait0();
-                release(blk);
-                promote(acc0, blk);
-            }
-#endif
 
             /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */
             /* The previous tile's TMA store must have finished reading smem_d

@@ -160,14 +160,6 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * thread at entry (168 x 384, or 240 x 256 with one math warpgroup). The
      * producer needs 72 with multicast and 8 stages; 216 hold the largest
      * accumulator sets (block_n 160 at block_m 128, 96 at 256). */
-    /* Double-buffered accumulators (a warpgroup's next K block runs while it
-     * promotes the current one) need 3 x block_n / 2 registers per m64 tile:
-     * they fit up to 128 accumulator columns per warpgroup (112 for the
-     * masked scheduler; not with multicast B, whose variants then spill), and
-     * hold two stages at once. */
-    const int wg_cols = bm / 64 / out->num_math_wgs * bn;
-    out->overlap = stages >= 2 && cfg->multicast != QG_MULTICAST_B &&
-                   wg_cols <= (p->kind == QG_GEMM_GROUPED_MASKED ? 112 : 128);
     out->producer_regs = 72;
     out->math_regs = out->num_math_wgs == 1 ? 240 : 216;
     out->swizzle_group = swizzle;

@@ -129,7 +129,6 @@ typedef struct {
     int num_stages;         /* resolved (never 0) */
     int producer_regs;      /* setmaxnreg of the TMA warpgroup */
     int math_regs;          /* setmaxnreg of each math warpgroup */
-    int overlap;            /* 1: two accumulator sets (next K block overlaps promotion) */
     int swizzle_group;      /* resolved (never 0) */
 } qg_kernel_plan;
 
