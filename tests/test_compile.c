@@ -98,6 +98,13 @@ TEST(compile_heuristic_choices) {
         {QG_GEMM_GROUPED_MASKED, 512, 7168, 2048, 2, 512},
         {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256},
         {QG_GEMM_GROUPED_MASKED, 192, 576, 400, 32, 100},
+        /* the shapes of the grouped GPU tests (tests/test_grouped_gpu.c) */
+        {QG_GEMM_GROUPED_CONTIGUOUS, 2944, 576, 400, 8, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 4096, 576, 400, 32, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 1024, 576, 400, 4, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 576, 400, 6, 700},
+        {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 128},
+        {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 1, 512},
     };
     for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i)
         failures += !check_kernel(ctx, &grouped[i], NULL, "grouped");
