@@ -31,10 +31,18 @@ int qg__max_block_n(qg_gemm_kind kind, int block_m) {
     return block_m == 64 ? 176 : block_m == 128 ? 160 : 0;
 }
 
-/* Rows of the problem the scheduler tiles over M (per group for masked). */
-static int tile_rows(const qg_problem *p) { return p->m; }
-
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
+
+/* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
+ * tiles along N (even n-block count), B along M (dense only: grouped pairs
+ * could straddle groups; even m-block count); both need an even swizzle group
+ * so that no pair straddles a group boundary. */
+static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
+    if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
+    if (mc == QG_MULTICAST_B)
+        return p->kind == QG_GEMM_DENSE && ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0;
+    return true;
+}
 
 size_t qg__smem_bytes(int block_m, int block_n, int stages) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
@@ -107,7 +115,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     switch (cfg->multicast) {
     case QG_MULTICAST_NONE: break;
     case QG_MULTICAST_A:
-        if (num_n_blocks(p, bn) % 2 || swizzle % 2)
+        if (!multicast_pairs(p, bm, bn, swizzle, QG_MULTICAST_A))
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: multicast A pairs tiles along N: needs an even number of "
                             "n-blocks (N %d / block_n %d gives %d) and an even swizzle group (%d)",
@@ -118,11 +126,11 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: multicast B is for dense GEMMs (grouped tiles of a pair may "
                             "belong to different groups)");
-        if (ceil_div(tile_rows(p), bm) % 2 || swizzle % 2)
+        if (!multicast_pairs(p, bm, bn, swizzle, QG_MULTICAST_B))
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: multicast B pairs tiles along M: needs an even number of "
                             "m-blocks (M %d / block_m %d gives %d) and an even swizzle group (%d)",
-                            p->m, bm, ceil_div(tile_rows(p), bm), swizzle);
+                            p->m, bm, ceil_div(p->m, bm), swizzle);
         break;
     default:
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast must be 0 (none), 1 (A) or 2 (B), "
@@ -233,11 +241,7 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
                 if (mc && num_sms % 2) continue;
-                if (mc) { /* legality without recording an error message */
-                    const int mb = ceil_div(rows, bm), nb = num_n_blocks(p, bn);
-                    if (mc == QG_MULTICAST_A && nb % 2) continue;
-                    if (mc == QG_MULTICAST_B && (p->kind != QG_GEMM_DENSE || mb % 2)) continue;
-                }
+                if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
                 const int waves = (int)((tiles + num_sms - 1) / num_sms);
                 const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
