@@ -91,6 +91,14 @@ static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_c
     return QG_SUCCESS;
 }
 
+/* The launch cache's view of a problem: expected_m only matters for the
+ * masked layout (0 = M_max, never above it); the other kinds ignore it. */
+static qg_problem launch_key(qg_problem p) {
+    if (p.kind != QG_GEMM_GROUPED_MASKED) p.expected_m = 0;
+    else if (p.expected_m == 0 || p.expected_m > p.m) p.expected_m = p.m;
+    return p;
+}
+
 /* Choose (or complete a forced) configuration for p on ctx. */
 static qg_status resolve_config(const qg_context *ctx, int num_sms, const qg_problem *p,
                                 const qg_config *forced, qg_config *cfg, qg_kernel_plan *plan) {
@@ -121,8 +129,7 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
     /* On a device, also load the module and build the launch entry: loading a
      * module can synchronize the device, so the first GEMM call of this shape
      * must not be where it happens (CUDA-graph capture, busy streams). */
-    qg_problem p = *problem;
-    if (p.kind == QG_GEMM_GROUPED_MASKED && p.expected_m == 0) p.expected_m = p.m;
+    const qg_problem p = launch_key(*problem);
     CUcontext prev;
     CUresult r = ctx->drv->cuCtxPushCurrent(ctx->cu_context);
     if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "cuCtxPushCurrent");
@@ -308,8 +315,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     p->n = a->n;
     p->k = a->k;
     p->num_groups = kind == QG_GEMM_DENSE && a->num_groups == 0 ? 1 : a->num_groups;
-    p->expected_m = kind == QG_GEMM_GROUPED_MASKED ? (a->expected_m ? a->expected_m : a->m) : 0;
-    if (kind == QG_GEMM_GROUPED_MASKED && p->expected_m > p->m) p->expected_m = p->m;
+    p->expected_m = a->expected_m;
+    *p = launch_key(*p);
     qg_status st = qg__check_problem(p, fn);
     if (st != QG_SUCCESS) return st;
     if ((st = check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
