@@ -14,7 +14,9 @@
  *   QG_SFB_ROWS        128-row SFB blocks one tile can touch (1..3)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
- *   QG_WGMMA_*         the wgmma operand list for N = QG_BLOCK_N
+ *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it)
+ *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
+ *   QG_WGMMA_*         the wgmma operand list for N = QG_WGMMA_N
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
  * role split with register reconfiguration -> producer (one thread issues
@@ -41,7 +43,17 @@
 #define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
 #define QG_NUM_THREADS (QG_NUM_MATH_THREADS + 128)
 #define QG_WG_TILES (QG_BLOCK_M / 64 / QG_NUM_MATH_WGS) /* m64 tiles per math warpgroup */
-#define QG_ACC (QG_BLOCK_N / 2)                         /* accumulators per thread per m64 */
+#define QG_OUT (QG_BLOCK_N / 2)                         /* FP32 sums per thread per m64 tile */
+/* A warpgroup's share of a K block is QG_UNITS WGMMA units of m64 x
+ * QG_WGMMA_N: its m64 tiles times the QG_N_PARTS parts of block_n. The units
+ * run in QG_PASSES passes of QG_ACC_SETS accumulator sets (issue, wait,
+ * promote); large tiles (256x128, 128x256) take turns in one set, so that
+ * a thread holds QG_WGMMA_N / 2 accumulators beside its QG_WG_TILES *
+ * QG_OUT sums. */
+#define QG_N_PARTS (QG_BLOCK_N / QG_WGMMA_N)
+#define QG_UNITS (QG_WG_TILES * QG_N_PARTS)
+#define QG_ACC (QG_WGMMA_N / 2)
+#define QG_PASSES (QG_UNITS / QG_ACC_SETS)
 
 /* Rows of the multicast operand each CTA of a pair loads (it loads its half
  * and multicasts it to both). */
@@ -67,6 +79,8 @@
 static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");
 static_assert(QG_BLOCK_N % 16 == 0 && QG_BLOCK_N >= 16 && QG_BLOCK_N <= 256, "block_n");
 static_assert(QG_WG_TILES >= 1 && QG_WG_TILES <= 2, "m64 tiles per warpgroup");
+static_assert(QG_WGMMA_N % 16 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS <= 2, "wgmma n");
+static_assert(QG_UNITS % QG_ACC_SETS == 0, "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
@@ -92,6 +106,14 @@ QG_DEVICE float qg_sfb_for_group(const float (&sb)[QG_SFB_ROWS], int n_off, int 
     const int col = n_off + j * 8;
     return col < 128 ? sb[0] : (QG_SFB_ROWS > 2 && col >= 256 ? sb[QG_SFB_ROWS - 1] : sb[1]);
 #endif
+}
+
+/* SFB of the tile's (up to QG_SFB_ROWS) 128-column blocks for K block kb.
+ * Rows past N read as 0 (their columns are never stored). */
+QG_DEVICE void qg_load_sfb(float (&sb)[QG_SFB_ROWS], const float *sfb_tile, int sfb_row0, int kb) {
+#pragma unroll
+    for (int r = 0; r < QG_SFB_ROWS; ++r)
+        sb[r] = sfb_row0 + r < QG_NUM_SFB_N ? __ldg(sfb_tile + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
 }
 
 /*
@@ -201,15 +223,17 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         const uint64_t desc_a0 = qg_wgmma_desc_sw128(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K);
         const uint64_t desc_b0 = qg_wgmma_desc_sw128(smem_b);
 
-        float acc[QG_WG_TILES][QG_ACC];
-        float out[QG_WG_TILES][QG_ACC];
+        float acc[QG_ACC_SETS][QG_ACC];
+        float out[QG_WG_TILES][QG_OUT];
 
         while (qg_scheduler_next(sched, tile)) {
             const int n_begin = tile.n_block * QG_BLOCK_N;
 
             /* SFB rows of this tile (up to QG_SFB_ROWS 128-column blocks);
              * every thread reads the same few floats per K block, so they
-             * come from L1 after the first warp. */
+             * come from L1 after the first warp. (Loading them a K block
+             * ahead, with an L1 prefetch of the tile's rows, measured
+             * slower: bench/results/2026-11-21-h200-sweep.txt, section F.) */
             const int sfb_row0 = n_begin / 128;
             const float *sfb_tile =
                 sfb + ((size_t)tile.group * QG_NUM_SFB_N + sfb_row0) * QG_NUM_K_BLOCKS;
@@ -218,15 +242,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
-                for (int i = 0; i < QG_ACC; ++i) out[t][i] = 0.0f;
+                for (int i = 0; i < QG_OUT; ++i) out[t][i] = 0.0f;
 
             for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
                 /* Issued before the wait (its "memory" clobber keeps them
                  * there), so the global latency overlaps it and the wgmma. */
                 float sb[QG_SFB_ROWS];
-#pragma unroll
-                for (int r = 0; r < QG_SFB_ROWS; ++r)
-                    sb[r] = sfb_row0 + r < QG_NUM_SFB_N ? __ldg(sfb_tile + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
+                qg_load_sfb(sb, sfb_tile, sfb_row0, kb);
                 qg_mbarrier_wait(&full[s], phase);
 
                 float sa[QG_WG_TILES][2];
@@ -236,45 +258,60 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
                 }
 
-                /* One 128-K block on the tensor cores: 4 x k32 per m64 tile. */
+                /* One 128-K block on the tensor cores: 4 x k32 per unit. */
 #pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t)
+                for (int p = 0; p < QG_PASSES; ++p) {
 #pragma unroll
-                    for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
-                qg_wgmma_fence();
+                    for (int a = 0; a < QG_ACC_SETS; ++a)
 #pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t)
+                        for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[a][i]);
+                    qg_wgmma_fence();
 #pragma unroll
-                    for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
-                        qg_wgmma_m64k32_e4m3(
-                            acc[t], desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K + kk * 32) / 16,
-                            desc_b0 + (s * QG_SMEM_B + kk * 32) / 16, kk > 0);
-                qg_wgmma_commit();
+                    for (int a = 0; a < QG_ACC_SETS; ++a) {
+                        const int t = (p * QG_ACC_SETS + a) / QG_N_PARTS;
+                        const int h = (p * QG_ACC_SETS + a) % QG_N_PARTS;
 #pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t)
-#pragma unroll
-                    for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
-                qg_wgmma_wait0();
-
-                /* Stage s is consumed: release it (in every CTA of the cluster). */
-#if QG_CLUSTER == 1
-                if (lane == 0) qg_mbarrier_arrive(&empty[s]);
-#else
-                if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
-#endif
-
-                /* Promotion: scale this block's partial sums into FP32 registers. */
-#pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t)
-#pragma unroll
-                    for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
-                        const float b = qg_sfb_for_group(sb, n_off, j);
-                        const float s0 = sa[t][0] * b, s1 = sa[t][1] * b;
-                        out[t][j * 4 + 0] += s0 * acc[t][j * 4 + 0];
-                        out[t][j * 4 + 1] += s0 * acc[t][j * 4 + 1];
-                        out[t][j * 4 + 2] += s1 * acc[t][j * 4 + 2];
-                        out[t][j * 4 + 3] += s1 * acc[t][j * 4 + 3];
+                        for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
+                            qg_wgmma_m64k32_e4m3(
+                                acc[a], desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K + kk * 32) / 16,
+                                desc_b0 + (s * QG_SMEM_B + h * QG_WGMMA_N * QG_BLOCK_K + kk * 32) / 16,
+                                kk > 0);
                     }
+                    qg_wgmma_commit();
+#pragma unroll
+                    for (int a = 0; a < QG_ACC_SETS; ++a)
+#pragma unroll
+                        for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[a][i]);
+                    qg_wgmma_wait0();
+
+                    /* Stage s is consumed: release it (in every CTA of the cluster). */
+                    if (p == QG_PASSES - 1) {
+#if QG_CLUSTER == 1
+                        if (lane == 0) qg_mbarrier_arrive(&empty[s]);
+#else
+                        if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
+#endif
+                    }
+
+                    /* Promotion: scale this block's partial sums into FP32
+                     * registers (column group j of part h is group
+                     * h * QG_WGMMA_N / 8 + j of the tile). */
+#pragma unroll
+                    for (int a = 0; a < QG_ACC_SETS; ++a) {
+                        const int t = (p * QG_ACC_SETS + a) / QG_N_PARTS;
+                        const int h = (p * QG_ACC_SETS + a) % QG_N_PARTS;
+                        float *o = out[t] + h * QG_ACC;
+#pragma unroll
+                        for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
+                            const float b = qg_sfb_for_group(sb, n_off, h * QG_WGMMA_N / 8 + j);
+                            const float s0 = sa[t][0] * b, s1 = sa[t][1] * b;
+                            o[j * 4 + 0] += s0 * acc[a][j * 4 + 0];
+                            o[j * 4 + 1] += s0 * acc[a][j * 4 + 1];
+                            o[j * 4 + 2] += s1 * acc[a][j * 4 + 2];
+                            o[j * 4 + 3] += s1 * acc[a][j * 4 + 3];
+                        }
+                    }
+                }
             }
 
             /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */

@@ -148,18 +148,18 @@ QG_DEVICE void qg_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligne
 QG_DEVICE void qg_fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory"); }
 
 /*
- * D(64 x QG_BLOCK_N, f32) (+)= A(64 x 32, e4m3) * B(QG_BLOCK_N x 32, e4m3)^T,
+ * D(64 x QG_WGMMA_N, f32) (+)= A(64 x 32, e4m3) * B(QG_WGMMA_N x 32, e4m3)^T,
  * both from shared memory. The operand list for this N is written by the
  * JIT as macros: QG_WGMMA_ACC_LIST "{%0, ..., %(N/2-1)}", QG_WGMMA_ACC_ARGS(d)
  * the "+f" constraints, and QG_WGMMA_OP_DESC_A / _DESC_B / _SCALE_D the
  * numbers of the three trailing operands.
  */
-QG_DEVICE void qg_wgmma_m64k32_e4m3(float (&d)[QG_BLOCK_N / 2], uint64_t desc_a, uint64_t desc_b,
+QG_DEVICE void qg_wgmma_m64k32_e4m3(float (&d)[QG_WGMMA_N / 2], uint64_t desc_a, uint64_t desc_b,
                                     int scale_d) {
     asm volatile("{\n"
                  ".reg .pred accumulate;\n"
                  "setp.ne.b32 accumulate, %" QG_STR(QG_WGMMA_OP_SCALE_D) ", 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n" QG_STR(QG_BLOCK_N) "k32.f32.e4m3.e4m3 "
+                 "wgmma.mma_async.sync.aligned.m64n" QG_STR(QG_WGMMA_N) "k32.f32.e4m3.e4m3 "
                  QG_WGMMA_ACC_LIST ", %" QG_STR(QG_WGMMA_OP_DESC_A) ", %" QG_STR(QG_WGMMA_OP_DESC_B)
                  ", accumulate, 1, 1;\n"
                  "}\n"

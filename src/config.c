@@ -4,9 +4,11 @@
  *
  * Legal space (checked by CI: every variant compiles without spills):
  *   block_m in {64, 128, 256}; 64 -> one math warpgroup, else two.
- *   block_n a multiple of 16, at most QG_MAX_BLOCK_N(block_m): the two
- *   levels of FP32 accumulators take block_n registers per m64 tile, so
- *   64 -> 176, 128 -> 160, 256 (two m64 tiles per warpgroup) -> 96 (80 masked).
+ *   block_n a multiple of 16 up to a maximum: the two levels of FP32
+ *   accumulators take block_n registers per m64 tile, so 64 -> 176,
+ *   128 -> 160, 256 (two m64 tiles per warpgroup) -> 96 (80 masked); plus
+ *   one wide tile each, 128x256 and 256x128 (dense), whose wgmma units
+ *   (two n128 halves, or two m64 tiles) take turns in one accumulator set.
  *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
  *   multicast A: the pair shares an m-block, so the n-block count and the
  *   swizzle group must be even; multicast B (dense only): the m-block count
@@ -25,10 +27,30 @@
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-int qg__max_block_n(qg_gemm_kind kind, int block_m) {
+/* The widest block_n whose wgmma units all run in one pass of separate
+ * accumulator sets (acc + FP32 sums per m64 tile fit the math registers). */
+static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
     /* The masked scheduler keeps a few more registers live than the others. */
     if (block_m == 256) return kind == QG_GEMM_GROUPED_MASKED ? 80 : 96;
-    return block_m == 64 ? 176 : block_m == 128 ? 160 : 0;
+    return block_m == 64 ? 176 : 160;
+}
+
+/* The one wide tile per block_m whose units take turns in one accumulator
+ * set (0: none): 256x128 (dense) and 128x256 (not masked: the masked
+ * scheduler's extra live registers make it spill). */
+static int wide_block_n(qg_gemm_kind kind, int block_m) {
+    if (block_m == 256) return kind == QG_GEMM_DENSE ? 128 : 0;
+    return block_m == 128 && kind != QG_GEMM_GROUPED_MASKED ? 256 : 0;
+}
+
+int qg__max_block_n(qg_gemm_kind kind, int block_m) {
+    const int wide = wide_block_n(kind, block_m), plain = max_plain_block_n(kind, block_m);
+    return wide > plain ? wide : plain;
+}
+
+static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
+    if (block_n < 16 || block_n % 16) return false;
+    return block_n <= max_plain_block_n(kind, block_m) || block_n == wide_block_n(kind, block_m);
 }
 
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
@@ -101,10 +123,16 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
                         "got %d", bm);
-    if (bn < 16 || bn % 16 || bn > qg__max_block_n(p->kind, bm))
+    if (!block_n_legal(p->kind, bm, bn)) {
+        char wide[24] = "";
+        if (wide_block_n(p->kind, bm))
+            snprintf(wide, sizeof wide, " or %d", wide_block_n(p->kind, bm));
         return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "config: block_n must be a multiple of 16 in [16, %d] for block_m %d, got %d",
-                        qg__max_block_n(p->kind, bm), bm, bn);
+                        "config: block_n must be a multiple of 16 in [16, %d]%s for block_m %d "
+                        "(%s), got %d", max_plain_block_n(p->kind, bm), wide, bm,
+                        p->kind == QG_GEMM_DENSE ? "dense" : p->kind == QG_GEMM_GROUPED_MASKED
+                        ? "masked" : "contiguous", bn);
+    }
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
                         QG_MAX_STAGES, cfg->num_stages);
@@ -168,9 +196,15 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * thread at entry (168 x 384, or 240 x 256 with one math warpgroup). The
      * producer needs 72 with multicast and 8 stages; 216 hold the largest
      * accumulator sets (block_n 160 at block_m 128, 96 at 256). */
-    out->producer_regs = 72;
-    out->math_regs = out->num_math_wgs == 1 ? 240 : 216;
+    out->producer_regs = 56;
+    out->math_regs = out->num_math_wgs == 1 ? 240 : 224;
     out->swizzle_group = swizzle;
+    /* 128x256 splits N in two n128 parts (a thread cannot hold 256 columns
+     * of both accumulator levels); the wide tiles' units take turns in one
+     * accumulator set. */
+    out->wgmma_n = bn == 256 ? 128 : bn;
+    const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
+    out->acc_sets = bn == wide_block_n(p->kind, bm) ? 1 : units;
     return QG_SUCCESS;
 }
 
@@ -196,13 +230,17 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
 }
 
 /*
- * Relative throughput of a tile shape when the problem is compute-bound,
- * measured on an H200 (bench/results/2026-11-21-h200-sweep.txt, forced
- * configurations of 4096 x {4096, 7168, 2112, 24576, 32768} x K): 128x128
- * with A multicast ran fastest (~1100 TFLOPS); the pair sharing A or B halves
- * the L2 traffic of that operand.
+ * Relative throughput of a tile shape when the problem is compute-bound
+ * (1.0 = 128x128 with A multicast), measured on an H200 with forced
+ * configurations of 4096 x {4096, 7168, 2112, 24576, 32768} x K
+ * (bench/results/2026-11-21-h200-sweep.txt). The wide tiles win because
+ * each WGMMA operand byte read from shared memory and each TMA byte feeds
+ * more MMAs: 256x128 with A multicast ran 8-10% faster than 128x128.
  */
 static double tile_efficiency(int bm, int bn, qg_multicast mc) {
+    const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
+    if (bm == 256 && bn == 128) return a ? 1.10 : b ? 0.94 : 0.90;
+    if (bm == 128 && bn == 256) return b ? 1.045 : a ? 0.99 : 1.0;
     double e;
     if (bm == 128) /* 128 wide: one SFB block per tile, no per-column scale select */
         e = bn == 128 ? 1.0 : bn == 160 ? 0.85 : bn >= 96 ? 0.8 : bn == 64 ? 0.7 : 0.55;
@@ -210,7 +248,7 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
         e = bn == 64 ? 0.92 : bn >= 80 ? 0.86 : 0.55;
     else
         e = bn >= 128 ? 0.7 : 0.5;
-    return e * (mc == QG_MULTICAST_A ? 1.0 : mc == QG_MULTICAST_B ? 0.93 : 0.85);
+    return e * (a ? 1.0 : b ? 0.93 : 0.85);
 }
 
 /*
@@ -237,6 +275,10 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
         if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128) continue;
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
+                if (!block_n_legal(p->kind, bm, bn)) continue;
+                /* The wide tiles' passes serialize each warpgroup's K block:
+                 * a gain only where the tensor cores are the limit. */
+                if (!large && bn == wide_block_n(p->kind, bm)) continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;

@@ -7,6 +7,7 @@
 #include "qg_test.h"
 #include "qgemm.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -55,6 +56,7 @@ TEST(config_heuristic_minimises_waves) {
                 c.block_n = bn;
                 if (m <= 64 && bms[a] > 64) continue; /* the heuristic's own exclusion */
                 if (m <= 1024 && bms[a] == 256) continue;
+                if (m <= 256 && bn == 256) continue;  /* wide tiles: large problems only */
                 if (qg_complete_config(ctx, &p, &c) != QG_SUCCESS) continue;
                 const long long w = waves_of(m, n, bms[a], bn, 132);
                 CHECK(m > 256 ? 2 * chosen <= 3 * w : w >= chosen,
@@ -87,6 +89,44 @@ TEST(config_multicast_rules) {
     qg_problem grouped = {QG_GEMM_GROUPED_MASKED, 256, 4096, 512, 4, 256};
     c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
     CHECK(qg_complete_config(ctx, &grouped, &c) == QG_ERROR_UNSUPPORTED, "grouped B multicast");
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The wide tiles: legal only where their registers fit (256x128 dense,
+ * 128x256 not masked), chosen for large dense problems (256x128 with A
+ * multicast measured fastest), never for small ones. */
+TEST(config_wide_tiles) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context");
+    qg_problem big = {QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0};
+    qg_config cfg;
+    CHECK(qg_select_config(ctx, &big, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(cfg.block_m == 256 && cfg.block_n == 128 && cfg.multicast == QG_MULTICAST_A,
+          "4096x7168x16384: chose %dx%d multicast %d", cfg.block_m, cfg.block_n,
+          (int)cfg.multicast);
+    static const int small_m[] = {1, 64, 128, 256};
+    for (int i = 0; i < 4; i++) {
+        qg_problem p = {QG_GEMM_DENSE, small_m[i], 32768, 512, 1, 0};
+        CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(cfg.block_n <= 176, "M=%d: wide tile %dx%d chosen", small_m[i], cfg.block_m,
+              cfg.block_n);
+    }
+    struct { qg_gemm_kind kind; int bm, bn; bool legal; } cases[] = {
+        {QG_GEMM_DENSE, 256, 128, true},           {QG_GEMM_DENSE, 256, 112, false},
+        {QG_GEMM_DENSE, 128, 256, true},           {QG_GEMM_DENSE, 128, 192, false},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 256, true}, {QG_GEMM_GROUPED_MASKED, 128, 256, false},
+        {QG_GEMM_GROUPED_MASKED, 256, 128, false}, {QG_GEMM_DENSE, 64, 256, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qg_problem p = {cases[i].kind, 1024, 4096, 1024, cases[i].kind == QG_GEMM_DENSE ? 1 : 4,
+                        cases[i].kind == QG_GEMM_GROUPED_MASKED ? 512 : 0};
+        qg_config c = {.block_m = cases[i].bm, .block_n = cases[i].bn};
+        const qg_status st = qg_complete_config(ctx, &p, &c);
+        CHECK((st == QG_SUCCESS) == cases[i].legal, "kind %d %dx%d: status %d (%s)",
+              (int)cases[i].kind, cases[i].bm, cases[i].bn, (int)st, qg_last_error());
+        if (!cases[i].legal) CHECK(strstr(qg_last_error(), "block_n"), "%s", qg_last_error());
+    }
     qg_context_destroy(ctx);
     PASS();
 }

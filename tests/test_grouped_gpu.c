@@ -26,12 +26,13 @@ typedef struct {
     double lo, hi; /* worst-group diff range of the passing cases */
 } range;
 
-/* Run p's GEMM once and check it; print the case when it fails. */
-static bool run_case(qg_context *ctx, CUstream stream, qg_problem_data *p, const char *label,
-                     range *r) {
+/* Run p's GEMM once (cfg NULL: the heuristic's choice) and check it; print
+ * the case when it fails. */
+static bool run_case(qg_context *ctx, CUstream stream, qg_problem_data *p, const qg_config *cfg,
+                     const char *label, range *r) {
     qg_check_result res;
     char desc[256];
-    qg_status st = qg__problem_run_check(ctx, p, NULL, stream, &res);
+    qg_status st = qg__problem_run_check(ctx, p, cfg, stream, &res);
     bool ok = st == QG_SUCCESS && qg__check_passed(&res, DIFF_BOUND);
     r->cases++;
     if (ok) {
@@ -44,6 +45,30 @@ static bool run_case(qg_context *ctx, CUstream stream, qg_problem_data *p, const
             if (!(p->group_diff[g] < DIFF_BOUND)) printf("      group %d diff %.3g\n", g, p->group_diff[g]);
     }
     return ok;
+}
+
+/* The heuristic's choice, then forced configurations that it may not pick
+ * for these shapes (the wide 128x256 tile, multicast, one math warpgroup,
+ * 256-row tiles); those a shape does not allow are skipped. */
+static void run_case_and_forced(qg_context *ctx, CUstream stream, qg_problem_data *p,
+                                const char *label, range *r) {
+    static const qg_config forced[] = {
+        {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_NONE},
+        {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_A},
+        {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
+        {.block_m = 64, .block_n = 176, .multicast = QG_MULTICAST_NONE},
+        {.block_m = 256, .block_n = 80, .multicast = QG_MULTICAST_A},
+    };
+    run_case(ctx, stream, p, NULL, label, r);
+    qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m};
+    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
+        qg_config cfg = forced[i];
+        if (qg_complete_config(ctx, &prob, &cfg) != QG_SUCCESS) continue;
+        char what[200];
+        snprintf(what, sizeof what, "%s, forced %dx%d multicast %d", label, cfg.block_m,
+                 cfg.block_n, (int)cfg.multicast);
+        run_case(ctx, stream, p, &cfg, what, r);
+    }
 }
 
 TEST(gpu_grouped_contiguous) {
@@ -66,7 +91,7 @@ TEST(gpu_grouped_contiguous) {
             char label[128];
             snprintf(label, sizeof label, "contiguous %d experts, M_total %d, N %d, K %d",
                      groups[gi], p->m, p->n, p->k);
-            run_case(ctx, stream, p, label, &r);
+            run_case_and_forced(ctx, stream, p, label, &r);
             qg__problem_free(p);
         }
     printf("    grouped contiguous: %d cases, %d failed, worst-group diff max %.2g min %.2g\n",
@@ -98,7 +123,7 @@ TEST(gpu_grouped_masked) {
             char label[128];
             snprintf(label, sizeof label, "masked %d x %d (masked_m[0] %d, expected_m %d), N %d, K %d",
                      G, M, p->masked_m[0], p->expected_m, p->n, p->k);
-            run_case(ctx, stream, p, label, &r);
+            run_case_and_forced(ctx, stream, p, label, &r);
             qg__problem_free(p);
         }
     printf("    grouped masked: %d cases, %d failed, worst-group diff max %.2g min %.2g\n", r.cases,
@@ -126,7 +151,7 @@ TEST(gpu_masked_graph_replay) {
     range r = {0};
 
     /* Eager call first: compiles and loads the kernel outside the capture. */
-    CHECK(run_case(ctx, stream, p, "eager masked call", &r), "the eager call must pass first");
+    CHECK(run_case(ctx, stream, p, NULL, "eager masked call", &r), "the eager call must pass first");
 
     qg_gemm_args args = qg__problem_args(p);
     CUgraph graph = NULL;
