@@ -287,7 +287,17 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
                 const int waves = (int)((tiles + num_sms - 1) / num_sms);
                 const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
-                const double cost = (double)waves * bm * bn / tile_efficiency(bm, bn, c.multicast);
+                /* Multicast and the wide tiles pay off only over several
+                 * waves: below three (M = 512 .. 1024 at N = 4096 .. 7168)
+                 * the paired CTAs' lock-step and the serialized passes cost
+                 * more than they save (measured 4-6% slower than 128x128
+                 * without multicast). */
+                const bool few_waves = tiles < 3ll * num_sms;
+                if (few_waves && bn == wide_block_n(p->kind, bm)) continue;
+                const double eff = mc && few_waves
+                                       ? 0.95 * tile_efficiency(bm, bn, QG_MULTICAST_NONE)
+                                       : tile_efficiency(bm, bn, c.multicast);
+                const double cost = (double)waves * bm * bn / eff;
                 bool better;
                 if (best.block_m == 0) better = true;
                 else if (large) better = cost < best_cost * 0.999;
