@@ -196,8 +196,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * thread at entry (168 x 384, or 240 x 256 with one math warpgroup). The
      * producer needs 72 with multicast and 8 stages; 216 hold the largest
      * accumulator sets (block_n 160 at block_m 128, 96 at 256). */
-    out->producer_regs = 56;
-    out->math_regs = out->num_math_wgs == 1 ? 240 : 224;
+    out->producer_regs = 72;
+    out->math_regs = out->num_math_wgs == 1 ? 240 : 216;
     out->swizzle_group = swizzle;
     /* 128x256 splits N in two n128 parts (a thread cannot hold 256 columns
      * of both accumulator levels); the wide tiles' units take turns in one

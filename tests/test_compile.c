@@ -90,7 +90,7 @@ TEST(compile_heuristic_choices) {
             snprintf(what, sizeof what, "dense %dx%dx%d", ms[i], ns_ks[j][0], ns_ks[j][1]);
             failures += !check_kernel(ctx, &p, NULL, what);
         }
-    /* Grouped layouts as the MoE benchmarks use them. */
+    /* Grouped layouts as the MoE benchmarks use them, then other tests' shapes. */
     const qg_problem grouped[] = {
         {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0},
         {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 7168, 2048, 8, 0},
@@ -105,9 +105,15 @@ TEST(compile_heuristic_choices) {
         {QG_GEMM_GROUPED_MASKED, 1024, 576, 400, 6, 700},
         {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 128},
         {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 1, 512},
+        /* the Python GPU tests' dense shapes (tests/python/test_gpu.py) */
+        {QG_GEMM_DENSE, 512, 1024, 2048, 1, 0}, {QG_GEMM_DENSE, 256, 512, 1024, 1, 0},
+        {QG_GEMM_DENSE, 1024, 2048, 1024, 1, 0}, {QG_GEMM_DENSE, 128, 256, 256, 1, 0},
+        {QG_GEMM_DENSE, 256, 1024, 512, 1, 0}, {QG_GEMM_DENSE, 256, 2112, 7168, 1, 0},
+        {QG_GEMM_DENSE, 256, 512, 768, 1, 0}, {QG_GEMM_DENSE, 300, 768, 1024, 1, 0},
+        {QG_GEMM_DENSE, 200, 512, 1024, 1, 0},
     };
     for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i)
-        failures += !check_kernel(ctx, &grouped[i], NULL, "grouped");
+        failures += !check_kernel(ctx, &grouped[i], NULL, "grouped / python");
     printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
     CHECK(failures == 0, "%d heuristic choices failed", failures);
     qg_context_destroy(ctx);
