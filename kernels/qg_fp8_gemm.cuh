@@ -54,6 +54,8 @@
 #define QG_UNITS (QG_WG_TILES * QG_N_PARTS)
 #define QG_ACC (QG_WGMMA_N / 2)
 #define QG_PASSES (QG_UNITS / QG_ACC_SETS)
+#define QG_UNIT_TILE(u) ((u) / QG_N_PARTS) /* unit u: m64 tile of the warpgroup */
+#define QG_UNIT_PART(u) ((u) % QG_N_PARTS) /* unit u: part of block_n */
 
 /* Rows of the multicast operand each CTA of a pair loads (it loads its half
  * and multicasts it to both). */
@@ -233,7 +235,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * every thread reads the same few floats per K block, so they
              * come from L1 after the first warp. (Loading them a K block
              * ahead, with an L1 prefetch of the tile's rows, measured
-             * slower: bench/results/2026-11-21-h200-sweep.txt, section F.) */
+             * slower: bench/results/2026-11-21-explore/README.md.) */
             const int sfb_row0 = n_begin / 128;
             const float *sfb_tile =
                 sfb + ((size_t)tile.group * QG_NUM_SFB_N + sfb_row0) * QG_NUM_K_BLOCKS;
@@ -268,8 +270,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     qg_wgmma_fence();
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) {
-                        const int t = (p * QG_ACC_SETS + a) / QG_N_PARTS;
-                        const int h = (p * QG_ACC_SETS + a) % QG_N_PARTS;
+                        const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
+                        const int h = QG_UNIT_PART(p * QG_ACC_SETS + a);
 #pragma unroll
                         for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
                             qg_wgmma_m64k32_e4m3(
@@ -298,8 +300,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                      * h * QG_WGMMA_N / 8 + j of the tile). */
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) {
-                        const int t = (p * QG_ACC_SETS + a) / QG_N_PARTS;
-                        const int h = (p * QG_ACC_SETS + a) % QG_N_PARTS;
+                        const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
+                        const int h = QG_UNIT_PART(p * QG_ACC_SETS + a);
                         float *o = out[t] + h * QG_ACC;
 #pragma unroll
                         for (int j = 0; j < QG_WGMMA_N / 8; ++j) {

@@ -233,7 +233,8 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * Relative throughput of a tile shape when the problem is compute-bound
  * (1.0 = 128x128 with A multicast), measured on an H200 with forced
  * configurations of 4096 x {4096, 7168, 2112, 24576, 32768} x K
- * (bench/results/2026-11-21-h200-sweep.txt). The wide tiles win because
+ * (bench/results/2026-11-21-h200-sweep.txt; the wide tiles:
+ * bench/results/2026-11-21-explore/, runs 3 and 4). The wide tiles win because
  * each WGMMA operand byte read from shared memory and each TMA byte feeds
  * more MMAs: 256x128 with A multicast ran 8-10% faster than 128x128.
  */
@@ -276,9 +277,6 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
                 if (!block_n_legal(p->kind, bm, bn)) continue;
-                /* The wide tiles' passes serialize each warpgroup's K block:
-                 * a gain only where the tensor cores are the limit. */
-                if (!large && bn == wide_block_n(p->kind, bm)) continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
@@ -287,13 +285,14 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
                 const int waves = (int)((tiles + num_sms - 1) / num_sms);
                 const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
-                /* Multicast and the wide tiles pay off only over several
-                 * waves: below three (M = 512 .. 1024 at N = 4096 .. 7168)
-                 * the paired CTAs' lock-step and the serialized passes cost
-                 * more than they save (measured 4-6% slower than 128x128
-                 * without multicast). */
+                /* Multicast and the wide tiles pay off only on large
+                 * problems over several waves: the wide tiles' passes
+                 * serialize each warpgroup's K block, and below three waves
+                 * (M = 512 .. 1024 at N = 4096 .. 7168) the paired CTAs'
+                 * lock-step and those passes cost more than they save
+                 * (measured 4-6% slower than 128x128 without multicast). */
                 const bool few_waves = tiles < 3ll * num_sms;
-                if (few_waves && bn == wide_block_n(p->kind, bm)) continue;
+                if (bn == wide_block_n(p->kind, bm) && (!large || few_waves)) continue;
                 const double eff = mc && few_waves
                                        ? 0.95 * tile_efficiency(bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(bm, bn, c.multicast);

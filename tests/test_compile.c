@@ -91,7 +91,7 @@ TEST(compile_heuristic_choices) {
             failures += !check_kernel(ctx, &p, NULL, what);
         }
     /* Grouped layouts as the MoE benchmarks use them, then other tests' shapes. */
-    const qg_problem grouped[] = {
+    const qg_problem more[] = {
         {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0},
         {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 7168, 2048, 8, 0},
         {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024},
@@ -112,8 +112,8 @@ TEST(compile_heuristic_choices) {
         {QG_GEMM_DENSE, 256, 512, 768, 1, 0}, {QG_GEMM_DENSE, 300, 768, 1024, 1, 0},
         {QG_GEMM_DENSE, 200, 512, 1024, 1, 0},
     };
-    for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i)
-        failures += !check_kernel(ctx, &grouped[i], NULL, "grouped / python");
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
+        failures += !check_kernel(ctx, &more[i], NULL, "grouped / python");
     printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
     CHECK(failures == 0, "%d heuristic choices failed", failures);
     qg_context_destroy(ctx);
