@@ -55,6 +55,15 @@ static int parse_device(PyObject *arg, int *device)
     return 0;
 }
 
+/* The context of the device ordinal `arg`; NULL with a Python error set. */
+static qg_context *context_for_device_arg(PyObject *arg)
+{
+    int device = 0;
+    if (parse_device(arg, &device) < 0)
+        return NULL;
+    return qgpy_context(device);
+}
+
 static int check_kind(int kind)
 {
     if (kind >= QG_GEMM_DENSE && kind <= QG_GEMM_GROUPED_MASKED)
@@ -251,10 +260,7 @@ static PyObject *py_compile(PyObject *self, PyObject *args)
 static PyObject *py_device_props(PyObject *self, PyObject *arg)
 {
     (void)self;
-    int device = 0;
-    if (parse_device(arg, &device) < 0)
-        return NULL;
-    qg_context *ctx = qgpy_context(device);
+    qg_context *ctx = context_for_device_arg(arg);
     if (!ctx)
         return NULL;
     qg_device_props pr;
@@ -283,10 +289,7 @@ static PyObject *py_set_num_sms(PyObject *self, PyObject *arg)
 static PyObject *py_get_num_sms(PyObject *self, PyObject *arg)
 {
     (void)self;
-    int device = 0;
-    if (parse_device(arg, &device) < 0)
-        return NULL;
-    qg_context *ctx = qgpy_context(device);
+    qg_context *ctx = context_for_device_arg(arg);
     if (!ctx)
         return NULL;
     return PyLong_FromLong(qg_context_get_num_sms(ctx));
