@@ -14,8 +14,10 @@
  *   QG_SFB_ROWS        128-row SFB blocks one tile can touch (1..3)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
- *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it)
+ *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it: a multiple of 8)
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
+ *   QG_SFB_SMEM        1: a producer warp copies SFB beside each stage; 0: each
+ *                      math thread loads it from global memory
  *   QG_WGMMA_*         the wgmma operand list for N = QG_WGMMA_N
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
@@ -28,7 +30,8 @@
  * wraps at QG_NUM_STAGES and flips the phase), once per K block, identically
  * in producer and consumers (same scheduler, same K loop). full[s]
  * completes when the stage's TMA bytes have landed (one producer arrival +
- * transaction bytes); empty[s] completes when every math warp of every CTA of
+ * transaction bytes) and, with QG_SFB_SMEM, the SFB copy of the second
+ * producer warp has too (its cp.async arrival); empty[s] completes when every math warp of every CTA of
  * the cluster has finished reading stage s (multicast writes into both CTAs,
  * so both must have released it). The producer's first wait on empty[s] uses
  * parity 1, which passes on a fresh barrier.
@@ -68,9 +71,10 @@
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
+#define QG_SMEM_SFB 16 /* QG_SFB_ROWS (<= 3) floats */
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B + \
-     QG_SMEM_SFA) + QG_NUM_STAGES * 16)
+     QG_SMEM_SFA + QG_SMEM_SFB) + QG_NUM_STAGES * 16)
 #define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
@@ -81,7 +85,7 @@
 static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");
 static_assert(QG_BLOCK_N % 16 == 0 && QG_BLOCK_N >= 16 && QG_BLOCK_N <= 256, "block_n");
 static_assert(QG_WG_TILES >= 1 && QG_WG_TILES <= 2, "m64 tiles per warpgroup");
-static_assert(QG_WGMMA_N % 16 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS <= 2, "wgmma n");
+static_assert(QG_WGMMA_N % 8 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS <= 2, "wgmma n");
 static_assert(QG_UNITS % QG_ACC_SETS == 0, "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
@@ -108,6 +112,13 @@ QG_DEVICE float qg_sfb_for_group(const float (&sb)[QG_SFB_ROWS], int n_off, int 
     const int col = n_off + j * 8;
     return col < 128 ? sb[0] : (QG_SFB_ROWS > 2 && col >= 256 ? sb[QG_SFB_ROWS - 1] : sb[1]);
 #endif
+}
+
+/* The tile's first SFB row (128-column block of N) and the address of its
+ * scale for K block 0. */
+QG_DEVICE const float *qg_sfb_tile(const float *sfb, const qg_tile &t, int &row0) {
+    row0 = t.n_block * QG_BLOCK_N / 128;
+    return sfb + ((size_t)t.group * QG_NUM_SFB_N + row0) * QG_NUM_K_BLOCKS;
 }
 
 /* SFB of the tile's (up to QG_SFB_ROWS) 128-column blocks for K block kb.
@@ -146,7 +157,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     unsigned char *smem_a = smem + QG_SMEM_D;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
-    uint64_t *full = (uint64_t *)(smem_sfa + QG_NUM_STAGES * QG_BLOCK_M);
+    float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M;
+    uint64_t *full = (uint64_t *)(smem_sfb + QG_NUM_STAGES * QG_SMEM_SFB / 4);
     uint64_t *empty = full + QG_NUM_STAGES;
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -158,7 +170,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_tma_prefetch_descriptor(&tmap_sfa);
         qg_tma_prefetch_descriptor(&tmap_d);
         for (int s = 0; s < QG_NUM_STAGES; ++s) {
-            qg_mbarrier_init(&full[s], 1);
+            qg_mbarrier_init(&full[s], 1 + QG_SFB_SMEM); /* TMA (+ the SFB copy) */
             qg_mbarrier_init(&empty[s], QG_CLUSTER * QG_NUM_MATH_THREADS / 32);
         }
         qg_fence_proxy_async_shared();
@@ -210,6 +222,29 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
             }
         }
+#if QG_SFB_SMEM
+        else if (threadIdx.x == QG_NUM_MATH_THREADS + 32) {
+            /* One thread of the next warp copies the tile's SFB for each K
+             * block beside the stage, so that the math warps read it from
+             * shared memory instead of waiting on a global load in every K
+             * block. Its arrival is the full barrier's second. Rows past N
+             * read as 0 (their columns are never stored). */
+            while (qg_scheduler_next(sched, tile)) {
+                int sfb_row0;
+                const float *sfb_tile = qg_sfb_tile(sfb, tile, sfb_row0);
+                for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
+                    qg_mbarrier_wait(&empty[s], phase ^ 1);
+#pragma unroll
+                    for (int r = 0; r < QG_SFB_ROWS; ++r) {
+                        const bool in_n = sfb_row0 + r < QG_NUM_SFB_N;
+                        qg_cp_async_4(smem_sfb + s * (QG_SMEM_SFB / 4) + r,
+                                      in_n ? sfb_tile + r * QG_NUM_K_BLOCKS + kb : sfb, in_n);
+                    }
+                    qg_cp_async_mbarrier_arrive_noinc(&full[s]);
+                }
+            }
+        }
+#endif
     } else {
         /* ==== math warpgroups ============================================== */
         qg_setmaxnreg_inc<QG_MATH_REGS>();
@@ -231,14 +266,16 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         while (qg_scheduler_next(sched, tile)) {
             const int n_begin = tile.n_block * QG_BLOCK_N;
 
-            /* SFB rows of this tile (up to QG_SFB_ROWS 128-column blocks);
-             * every thread reads the same few floats per K block, so they
-             * come from L1 after the first warp. (Loading them a K block
-             * ahead, with an L1 prefetch of the tile's rows, measured
-             * slower: bench/results/2026-11-21-explore/README.md.) */
-            const int sfb_row0 = n_begin / 128;
-            const float *sfb_tile =
-                sfb + ((size_t)tile.group * QG_NUM_SFB_N + sfb_row0) * QG_NUM_K_BLOCKS;
+            /* SFB rows of this tile (up to QG_SFB_ROWS 128-column blocks).
+             * Without QG_SFB_SMEM every thread loads the same few floats per
+             * K block (from L1 after the first warp). The host turns the copy
+             * into shared memory on for tiles of one pass per K block, where
+             * it measured 2-8% faster, and off for the wide tiles, where it
+             * measured 4-8% slower (bench/results/2026-11-21-explore3/). */
+#if !QG_SFB_SMEM
+            int sfb_row0;
+            const float *sfb_tile = qg_sfb_tile(sfb, tile, sfb_row0);
+#endif
             const int n_off = n_begin % 128;
 
 #pragma unroll
@@ -247,11 +284,17 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 for (int i = 0; i < QG_OUT; ++i) out[t][i] = 0.0f;
 
             for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
-                /* Issued before the wait (its "memory" clobber keeps them
-                 * there), so the global latency overlaps it and the wgmma. */
+                /* Global loads are issued before the wait (its "memory"
+                 * clobber keeps them there), so their latency overlaps it. */
                 float sb[QG_SFB_ROWS];
+#if !QG_SFB_SMEM
                 qg_load_sfb(sb, sfb_tile, sfb_row0, kb);
+#endif
                 qg_mbarrier_wait(&full[s], phase);
+#if QG_SFB_SMEM
+#pragma unroll
+                for (int r = 0; r < QG_SFB_ROWS; ++r) sb[r] = smem_sfb[s * (QG_SMEM_SFB / 4) + r];
+#endif
 
                 float sa[QG_WG_TILES][2];
 #pragma unroll
@@ -348,13 +391,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
             } else {
                 /* Some rows of this tile must stay untouched (masked-out rows,
-                 * padding rows): 16-byte stores of the rows that may be written. */
+                 * padding rows, the other expert's rows of a contiguous tile
+                 * run once per expert): 16-byte stores of the rows that may
+                 * be written. */
                 for (int c = threadIdx.x; c < QG_BLOCK_M * QG_BLOCK_N / 8; c += QG_NUM_MATH_THREADS) {
                     const int row = c / (QG_BLOCK_N / 8), half = c % (QG_BLOCK_N / 8);
                     const int col = n_begin + half * 8;
                     bool ok = row < tile.rows && col < QG_SHAPE_N;
 #if QG_KIND == 1
-                    ok = ok && __ldg(m_indices + tile.m_begin + row) >= 0;
+                    ok = ok && __ldg(m_indices + tile.m_begin + row) == tile.group;
 #endif
                     if (ok)
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =

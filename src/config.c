@@ -7,8 +7,9 @@
  *   block_n a multiple of 16 up to a maximum: the two levels of FP32
  *   accumulators take block_n registers per m64 tile, so 64 -> 176,
  *   128 -> 160, 256 (two m64 tiles per warpgroup) -> 96 (80 masked); plus
- *   one wide tile each, 128x256 and 256x128 (dense), whose wgmma units
- *   (two n128 halves, or two m64 tiles) take turns in one accumulator set.
+ *   the wide tiles, whose wgmma units take turns in one accumulator set:
+ *   128 x [176, 224] and 128 x 256 (two n-parts of block_n / 2; not masked)
+ *   and 256 x 128 (two m64 tiles; dense).
  *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
  *   multicast A: the pair shares an m-block, so the n-block count and the
  *   swizzle group must be even; multicast B (dense only): the m-block count
@@ -35,22 +36,26 @@ static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
     return block_m == 64 ? 176 : 160;
 }
 
-/* The one wide tile per block_m whose units take turns in one accumulator
- * set (0: none): 256x128 (dense) and 128x256 (not masked: the masked
- * scheduler's extra live registers make it spill). */
-static int wide_block_n(qg_gemm_kind kind, int block_m) {
-    if (block_m == 256) return kind == QG_GEMM_DENSE ? 128 : 0;
-    return block_m == 128 && kind != QG_GEMM_GROUPED_MASKED ? 256 : 0;
+/* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
+ * in one accumulator set, so a thread holds one unit's accumulators beside
+ * all its FP32 sums: 256 x 128 (two m64 tiles per warpgroup; dense: 112
+ * and the grouped schedulers' extra live registers spill) and 128 x [176,
+ * 224] or 256 (two n-parts of block_n / 2; 240 spills with multicast; not
+ * masked, whose scheduler's extra live registers make them spill). */
+static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
+    if (block_m == 256) return kind == QG_GEMM_DENSE && block_n == 128;
+    return block_m == 128 && kind != QG_GEMM_GROUPED_MASKED &&
+           ((block_n >= 176 && block_n <= 224) || block_n == 256);
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
-    const int wide = wide_block_n(kind, block_m), plain = max_plain_block_n(kind, block_m);
-    return wide > plain ? wide : plain;
+    return is_wide(kind, block_m, 256) ? 256 : is_wide(kind, block_m, 128) ? 128
+                                                                             : max_plain_block_n(kind, block_m);
 }
 
 static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
     if (block_n < 16 || block_n % 16) return false;
-    return block_n <= max_plain_block_n(kind, block_m) || block_n == wide_block_n(kind, block_m);
+    return block_n <= max_plain_block_n(kind, block_m) || is_wide(kind, block_m, block_n);
 }
 
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
@@ -68,7 +73,7 @@ static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg
 
 size_t qg__smem_bytes(int block_m, int block_n, int stages) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
-           (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
+           (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4 + 16) +
            (size_t)stages * 16;
 }
 
@@ -124,9 +129,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                         "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
                         "got %d", bm);
     if (!block_n_legal(p->kind, bm, bn)) {
-        char wide[24] = "";
-        if (wide_block_n(p->kind, bm))
-            snprintf(wide, sizeof wide, " or %d", wide_block_n(p->kind, bm));
+        const char *wide = !is_wide(p->kind, bm, qg__max_block_n(p->kind, bm)) ? ""
+                           : bm == 256 ? " or 128" : " or 176..224 or 256";
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block_n must be a multiple of 16 in [16, %d]%s for block_m %d "
                         "(%s), got %d", max_plain_block_n(p->kind, bm), wide, bm,
@@ -195,16 +199,21 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     /* Register split after setmaxnreg; the CTA's pool is what ptxas gives every
      * thread at entry (168 x 384, or 240 x 256 with one math warpgroup). The
      * producer needs 72 with multicast and 8 stages; 216 hold the largest
-     * accumulator sets (block_n 160 at block_m 128, 96 at 256). */
+     * accumulator sets (block_n 160 at block_m 128, 96 at 256); 56/224
+     * measured 1% slower on the 256x128 tile (2026-11-21-explore3). */
     out->producer_regs = 72;
     out->math_regs = out->num_math_wgs == 1 ? 240 : 216;
     out->swizzle_group = swizzle;
-    /* 128x256 splits N in two n128 parts (a thread cannot hold 256 columns
-     * of both accumulator levels); the wide tiles' units take turns in one
-     * accumulator set. */
-    out->wgmma_n = bn == 256 ? 128 : bn;
+    /* A wide 128-row tile splits N in two parts (a thread cannot hold that
+     * many columns of both accumulator levels); the wide tiles' units take
+     * turns in one accumulator set. */
+    const bool wide = is_wide(p->kind, bm, bn);
+    out->wgmma_n = wide && bm == 128 ? bn / 2 : bn;
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
-    out->acc_sets = bn == wide_block_n(p->kind, bm) ? 1 : units;
+    out->acc_sets = wide ? 1 : units;
+    /* SFB through shared memory: faster where a warpgroup runs one pass per K
+     * block, slower for the wide tiles (measured; see the kernel). */
+    out->sfb_smem = out->acc_sets == units;
     return QG_SUCCESS;
 }
 
@@ -234,19 +243,24 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * (1.0 = 128x128 with A multicast), measured on an H200 with forced
  * configurations of 4096 x {4096, 7168, 2112, 24576, 32768} x K
  * (bench/results/2026-11-21-h200-sweep.txt; the wide tiles:
- * bench/results/2026-11-21-explore/, runs 3 and 4). The wide tiles win because
- * each WGMMA operand byte read from shared memory and each TMA byte feeds
- * more MMAs: 256x128 with A multicast ran 8-10% faster than 128x128.
+ * bench/results/2026-11-21-explore/, runs 3 and 4), then corrected on an
+ * H100 (bench/results/2026-11-21-explore3/): 128x256 with A multicast ran
+ * 7-8% faster than 128x128 A (contiguous, M = 32768); the two-part 128-row
+ * tiles (n-parts of 88..112 columns) run at 0.73-0.82; 256x64 at 0.68-0.74
+ * (4096x2112x7168, where 128x176 without multicast took 127.9 us against
+ * 149.3 for 256x64 B). The wide tiles win because each WGMMA operand byte
+ * read from shared memory and each TMA byte feeds more MMAs.
  */
 static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
     if (bm == 256 && bn == 128) return a ? 1.10 : b ? 0.94 : 0.90;
-    if (bm == 128 && bn == 256) return b ? 1.045 : a ? 0.99 : 1.0;
+    if (bm == 128 && bn == 256) return a ? 1.08 : b ? 1.045 : 1.0;
+    if (bm == 128 && bn > 160) return a || b ? 0.75 : 0.81;
     double e;
     if (bm == 128) /* 128 wide: one SFB block per tile, no per-column scale select */
         e = bn == 128 ? 1.0 : bn == 160 ? 0.85 : bn >= 96 ? 0.8 : bn == 64 ? 0.7 : 0.55;
     else if (bm == 256)
-        e = bn == 64 ? 0.92 : bn >= 80 ? 0.86 : 0.55;
+        e = bn == 64 ? 0.80 : bn >= 80 ? 0.86 : 0.55;
     else
         e = bn >= 128 ? 0.7 : 0.5;
     return e * (a ? 1.0 : b ? 0.93 : 0.85);
@@ -287,12 +301,13 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
                 /* Multicast and the wide tiles pay off only on large
                  * problems over several waves: the wide tiles' passes
-                 * serialize each warpgroup's K block, and below three waves
-                 * (M = 512 .. 1024 at N = 4096 .. 7168) the paired CTAs'
-                 * lock-step and those passes cost more than they save
-                 * (measured 4-6% slower than 128x128 without multicast). */
-                const bool few_waves = tiles < 3ll * num_sms;
-                if (bn == wide_block_n(p->kind, bm) && (!large || few_waves)) continue;
+                 * serialize each warpgroup's K block, and at one to two
+                 * waves (M = 512 .. 1024 at N = 4096 .. 7168) the paired
+                 * CTAs' lock-step and those passes cost more than they save
+                 * (measured 4-6% slower than 128x128 without multicast). At
+                 * 2.9 waves 128x176 won (4096x2112x7168). */
+                const bool few_waves = 2 * tiles < 5ll * num_sms;
+                if (is_wide(p->kind, bm, bn) && (!large || few_waves)) continue;
                 const double eff = mc && few_waves
                                        ? 0.95 * tile_efficiency(bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(bm, bn, c.multicast);

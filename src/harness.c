@@ -326,7 +326,7 @@ static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
             return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                             "spec.group_m[%d]: expected >= 0, got %d", g, s->group_m[g]);
         }
-        total += (sizes[g] + align - 1) / align * align;
+        total += (sizes[g] + align - 1) / align * align + (s->padding_blocks && g % 3 == 1) * align;
     }
     if (total > 0x7fffffff - align) {
         free(sizes);
@@ -342,6 +342,8 @@ static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
     int64_t row = 0;
     for (int g = 0; g < G; g++) {
         int padded = (sizes[g] + align - 1) / align * align;
+        if (s->padding_blocks && g % 3 == 1)
+            for (int i = 0; i < align; i++) p->m_indices[row++] = -1;
         for (int i = 0; i < padded; i++) p->m_indices[row++] = i < sizes[g] ? g : -1;
     }
     free(sizes);
@@ -927,17 +929,22 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
-                      int warmup, int runs, qg_timing *out) {
-    if (!fn || !out || runs < 1 || warmup < 0)
+qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, int count,
+                                  const qg_timed_fn *fns, void *const *users, int warmup,
+                                  int runs, qg_timing *outs) {
+    if (count < 1 || count > QG_TIME_MAX_FNS || !fns || !users || !outs || runs < 1 || warmup < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "time: expected fn and out non-NULL, runs >= 1, warmup >= 0 (runs %d, "
-                        "warmup %d)", runs, warmup);
-    memset(out, 0, sizeof *out);
+                        "time: expected 1..%d functions, fns, users and outs non-NULL, runs >= 1, "
+                        "warmup >= 0 (count %d, runs %d, warmup %d)", QG_TIME_MAX_FNS, count, runs,
+                        warmup);
+    for (int f = 0; f < count; f++) {
+        if (!fns[f]) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "time: fns[%d] is NULL", f);
+        memset(&outs[f], 0, sizeof outs[f]);
+    }
     qg_l2_flusher *flusher = NULL;
     qg_status st = qg__l2_flusher_create(ctx, &flusher);
     if (st != QG_SUCCESS) return st;
-    double *us = malloc(sizeof(double) * (size_t)runs);
+    double *us = malloc(sizeof(double) * (size_t)runs * (size_t)count);
     if (!us) {
         qg__l2_flusher_destroy(flusher);
         return qg__fail(QG_ERROR_OUT_OF_MEMORY, "time: host allocation failed");
@@ -952,31 +959,35 @@ qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *us
     CUevent start = NULL, stop = NULL;
     CU_TRY(drv->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
     CU_TRY(drv->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    for (int i = 0; i < warmup; i++) {
-        st = fn(user, stream);
-        if (st != QG_SUCCESS) goto done;
-    }
-    for (int i = 0; i < runs; i++) {
-        st = qg__l2_flush(flusher, stream);
-        if (st != QG_SUCCESS) goto done;
-        CU_TRY(drv->cuEventRecord(start, stream), "cuEventRecord");
-        st = fn(user, stream);
-        if (st != QG_SUCCESS) goto done;
-        CU_TRY(drv->cuEventRecord(stop, stream), "cuEventRecord");
-        CU_TRY(drv->cuEventSynchronize(stop), "cuEventSynchronize");
-        float ms = 0.0f;
-        CU_TRY(drv->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-        us[i] = (double)ms * 1000.0;
-    }
-    {
-        double sum = 0.0;
-        for (int i = 0; i < runs; i++) sum += us[i];
-        qsort(us, (size_t)runs, sizeof us[0], cmp_double);
-        out->runs = runs;
-        out->min_us = us[0];
-        out->max_us = us[runs - 1];
-        out->mean_us = sum / runs;
-        out->median_us = runs % 2 ? us[runs / 2] : 0.5 * (us[runs / 2 - 1] + us[runs / 2]);
+    for (int i = 0; i < warmup; i++)
+        for (int f = 0; f < count; f++) {
+            st = fns[f](users[f], stream);
+            if (st != QG_SUCCESS) goto done;
+        }
+    /* Round i times every function once, so that a change of clocks or of
+     * the machine's load during the measurement reaches all of them. */
+    for (int i = 0; i < runs; i++)
+        for (int f = 0; f < count; f++) {
+            st = qg__l2_flush(flusher, stream);
+            if (st != QG_SUCCESS) goto done;
+            CU_TRY(drv->cuEventRecord(start, stream), "cuEventRecord");
+            st = fns[f](users[f], stream);
+            if (st != QG_SUCCESS) goto done;
+            CU_TRY(drv->cuEventRecord(stop, stream), "cuEventRecord");
+            CU_TRY(drv->cuEventSynchronize(stop), "cuEventSynchronize");
+            float ms = 0.0f;
+            CU_TRY(drv->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+            us[(size_t)f * runs + i] = (double)ms * 1000.0;
+        }
+    for (int f = 0; f < count; f++) {
+        double *t = us + (size_t)f * runs, sum = 0.0;
+        for (int i = 0; i < runs; i++) sum += t[i];
+        qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+        outs[f].runs = runs;
+        outs[f].min_us = t[0];
+        outs[f].max_us = t[runs - 1];
+        outs[f].mean_us = sum / runs;
+        outs[f].median_us = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
     }
 done:
     if (start) drv->cuEventDestroy(start);
@@ -987,11 +998,7 @@ done:
     return st;
 }
 
-qg_status qg__time_median_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
-                             int warmup, int runs, double *median_us) {
-    if (!median_us) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "median_us: expected non-NULL");
-    qg_timing t;
-    qg_status st = qg__time_us(ctx, stream, fn, user, warmup, runs, &t);
-    *median_us = t.median_us;
-    return st;
+qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
+                      int warmup, int runs, qg_timing *out) {
+    return qg__time_interleaved_us(ctx, stream, 1, &fn, &user, warmup, runs, out);
 }

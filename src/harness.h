@@ -115,6 +115,7 @@ typedef struct {
     const int *group_m;   /* contiguous: real rows of each expert, or NULL */
     const int *masked_m;  /* masked: valid rows of each group, or NULL */
     bool masked_extremes; /* masked, random masked_m: include 0 and m */
+    bool padding_blocks;  /* contiguous: a 128-row block of -1 rows before every third expert */
 } qg_problem_spec;
 
 /*
@@ -265,8 +266,13 @@ typedef struct {
  * the events). Synchronizes `stream`. */
 qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
                       int warmup, int runs, qg_timing *out);
-/* qg__time_us, median only. */
-qg_status qg__time_median_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
-                             int warmup, int runs, double *median_us);
+/* qg__time_us for `count` (1..QG_TIME_MAX_FNS) functions timed in turn:
+ * round i runs fns[0], fns[1], ... once each (each after an L2 flush), so a
+ * drift of clocks or load during the measurement reaches all of them alike.
+ * outs[f] is fns[f]'s timing. */
+#define QG_TIME_MAX_FNS 4
+qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, int count,
+                                  const qg_timed_fn *fns, void *const *users, int warmup,
+                                  int runs, qg_timing *outs);
 
 #endif /* QG_HARNESS_H */

@@ -130,8 +130,9 @@ typedef struct {
     int producer_regs;      /* setmaxnreg of the TMA warpgroup */
     int math_regs;          /* setmaxnreg of each math warpgroup */
     int swizzle_group;      /* resolved (never 0) */
-    int wgmma_n;            /* N of one wgmma: block_n, or block_n / 2 for 128x256 */
+    int wgmma_n;            /* N of one wgmma: block_n, or block_n / 2 (wide 128-row tiles) */
     int acc_sets;           /* wgmma accumulator sets per math warpgroup */
+    bool sfb_smem;          /* a producer warp copies SFB into shared memory */
 } qg_kernel_plan;
 
 /* Validate a problem's shape fields; `fn` names the public caller in messages. */

@@ -6,6 +6,8 @@
  * frame, and the Hopper instructions the design calls for in its PTX.
  */
 #include "qg_test.h"
+#include "forced.h"
+#include "harness.h"
 #include "qgemm.h"
 
 #include <stdlib.h>
@@ -70,6 +72,32 @@ TEST(compile_every_variant) {
            checked_kernels, refused, failures);
     CHECK(checked_kernels >= 150, "too few variants compiled: %d", checked_kernels);
     CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* Every configuration the GPU's forced sweep runs (tests/forced.h). */
+TEST(compile_forced_sweep) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static qg_config cfgs[QG_FORCED_MAX];
+    static qg_problem probs[QG_FORCED_MAX];
+    int first[QG_FORCED_NSHAPES + 1], unsupported[QG_FORCED_NSHAPES];
+    const int total = qg_forced_configs(ctx, probs, cfgs, first, unsupported);
+    CHECK(total > 0, "enumerating the forced configurations: %s", qg_last_error());
+    qg__compile_many(ctx, probs, cfgs, total, NULL); /* in parallel; checked below */
+    int failures = 0;
+    checked_kernels = 0;
+    for (int i = 0; i < total; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%dx%dx%d block %dx%d stages %d multicast %d", probs[i].m,
+                 probs[i].n, probs[i].k, cfgs[i].block_m, cfgs[i].block_n, cfgs[i].num_stages,
+                 (int)cfgs[i].multicast);
+        failures += !check_kernel(ctx, &probs[i], &cfgs[i], what);
+    }
+    printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
+    CHECK(failures == 0, "%d forced configurations failed", failures);
     qg_context_destroy(ctx);
     PASS();
 }

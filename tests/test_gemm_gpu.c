@@ -9,6 +9,7 @@
  * reference, no NaN, every output written, nothing else touched.
  */
 #include "qg_test.h"
+#include "forced.h"
 #include "harness.h"
 
 #include <math.h>
@@ -167,39 +168,14 @@ TEST(gpu_forced_configs) {
     CUstream stream;
     CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
 
-    static const int shapes[][3] = {{257, 576, 400}, {1000, 2112, 1536}, {4096, 4096, 512}};
-    static const int block_ms[] = {64, 128, 256}, stages[] = {1, 2, 0};
-    static const qg_multicast casts[] = {QG_MULTICAST_NONE, QG_MULTICAST_A, QG_MULTICAST_B};
-    enum { NSHAPES = 3, MAX_CFGS = 3 * 16 * 3 * 3 };
+    enum { NSHAPES = QG_FORCED_NSHAPES };
     /* Legal configurations of every shape, completed by the library. */
-    static qg_config cfgs[NSHAPES * MAX_CFGS];
-    static qg_problem probs[NSHAPES * MAX_CFGS];
-    static qg_status statuses[NSHAPES * MAX_CFGS];
-    int first[NSHAPES + 1] = {0}, total = 0, unsupported[NSHAPES] = {0};
-    for (int s = 0; s < NSHAPES; s++) {
-        qg_problem prob = {QG_GEMM_DENSE, shapes[s][0], shapes[s][1], shapes[s][2], 1, 0};
-        first[s] = total;
-        for (int i = 0; i < 3; i++)
-            for (int bn = 16; bn <= 256; bn += 16)
-                for (int st = 0; st < 3; st++)
-                    for (int mc = 0; mc < 3; mc++) {
-                        qg_config cfg = {.block_m = block_ms[i], .block_n = bn,
-                                         .num_stages = stages[st], .multicast = casts[mc]};
-                        qg_status r = qg_complete_config(ctx, &prob, &cfg);
-                        if (r == QG_ERROR_UNSUPPORTED) {
-                            unsupported[s]++;
-                            continue;
-                        }
-                        CHECK(r == QG_SUCCESS, "qg_complete_config(%d,%d,%d,%d): status %d: %s",
-                              block_ms[i], bn, stages[st], mc, (int)r, qg_last_error());
-                        CHECK(cfg.num_stages >= 1 && cfg.num_sms >= 1 && cfg.smem_bytes > 0,
-                              "completed config not filled in");
-                        cfgs[total] = cfg;
-                        probs[total] = prob;
-                        total++;
-                    }
-    }
-    first[NSHAPES] = total;
+    static qg_config cfgs[QG_FORCED_MAX];
+    static qg_problem probs[QG_FORCED_MAX];
+    static qg_status statuses[QG_FORCED_MAX];
+    int first[NSHAPES + 1], unsupported[NSHAPES];
+    const int total = qg_forced_configs(ctx, probs, cfgs, first, unsupported);
+    CHECK(total > 0, "enumerating the forced configurations: %s", qg_last_error());
     double t0 = now_s();
     int compile_failures = qg__compile_many(ctx, probs, cfgs, total, statuses);
     printf("    compiled %d forced configurations in %.1f s (%d failed)\n", total, now_s() - t0,
@@ -207,8 +183,9 @@ TEST(gpu_forced_configs) {
 
     int failures = 0;
     for (int s = 0; s < NSHAPES; s++) {
-        qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = shapes[s][0], .n = shapes[s][1],
-                                .k = shapes[s][2], .num_groups = 1, .seed = 77 + (uint64_t)s,
+        qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = qg_forced_shapes[s][0],
+                                .n = qg_forced_shapes[s][1], .k = qg_forced_shapes[s][2],
+                                .num_groups = 1, .seed = 77 + (uint64_t)s,
                                 .scale_spread = 3};
         qg_problem_data *p = NULL;
         CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());

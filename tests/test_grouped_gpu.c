@@ -1,7 +1,7 @@
 /*
  * test_grouped_gpu.c -- grouped (MoE) GEMM correctness on the GPU (skipped
  * without one): the contiguous layout (expert segments of random size, padded
- * with -1 rows that must stay untouched), the masked layout (rows past
+ * with -1 rows that must stay untouched, some after a whole -1 block), the masked layout (rows past
  * masked_m untouched, including empty and full groups), and CUDA-graph replay
  * of a masked call with masked_m changed on the device between replays.
  *
@@ -48,8 +48,8 @@ static bool run_case(qg_context *ctx, CUstream stream, qg_problem_data *p, const
 }
 
 /* The heuristic's choice, then forced configurations that it may not pick
- * for these shapes (the wide 128x256 tile, multicast, one math warpgroup,
- * 256-row tiles); those a shape does not allow are skipped. */
+ * for these shapes (the wide tiles, multicast, one math warpgroup, 256-row
+ * tiles); those a shape does not allow are skipped. */
 static void run_case_and_forced(qg_context *ctx, CUstream stream, qg_problem_data *p,
                                 const char *label, range *r) {
     static const qg_config forced[] = {
@@ -58,6 +58,8 @@ static void run_case_and_forced(qg_context *ctx, CUstream stream, qg_problem_dat
         {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
         {.block_m = 64, .block_n = 176, .multicast = QG_MULTICAST_NONE},
         {.block_m = 256, .block_n = 80, .multicast = QG_MULTICAST_A},
+        {.block_m = 128, .block_n = 176, .multicast = QG_MULTICAST_NONE},
+        {.block_m = 128, .block_n = 224, .multicast = QG_MULTICAST_A},
     };
     run_case(ctx, stream, p, NULL, label, r);
     qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m};
@@ -85,12 +87,13 @@ TEST(gpu_grouped_contiguous) {
             qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = nk_pairs[j][0],
                                     .k = nk_pairs[j][1], .num_groups = groups[gi],
                                     .expected_m = expected[gi], .seed = 300 + (uint64_t)(gi * 8 + j),
-                                    .scale_spread = 3, .ldd_pad = j == 2 ? 8 : 0};
+                                    .scale_spread = 3, .ldd_pad = j == 2 ? 8 : 0,
+                                    .padding_blocks = j == 1};
             qg_problem_data *p = NULL;
             CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
             char label[128];
-            snprintf(label, sizeof label, "contiguous %d experts, M_total %d, N %d, K %d",
-                     groups[gi], p->m, p->n, p->k);
+            snprintf(label, sizeof label, "contiguous %d experts, M_total %d, N %d, K %d%s",
+                     groups[gi], p->m, p->n, p->k, spec.padding_blocks ? ", padding blocks" : "");
             run_case_and_forced(ctx, stream, p, label, &r);
             qg__problem_free(p);
         }

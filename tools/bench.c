@@ -7,13 +7,17 @@
  *   2. qg_compile first, so the JIT time is reported apart from the timings
  *      (progress line "compiling kernel for ..." on stderr);
  *   3. qgemm: poison D, run, check against the fp64 reference (diff), keep
- *      its D; then time it;
+ *      its D;
  *   4. cuBLASLt on the same device buffers: poison D, plan (scale layout
  *      conversion and algorithm choice happen here, never in the timed
- *      region), check against the same reference and against qgemm's D;
- *      then time it. Grouped problems use one cuBLASLt call per group.
- * Timing (qg__time_us): warm-up runs, then every timed run is preceded by an
- * L2 flush outside the CUDA events around it; the median is reported.
+ *      region), check against the same reference and against qgemm's D.
+ *      Grouped problems use one cuBLASLt call per group;
+ *   5. time qgemm and cuBLASLt in turn, run for run (qgemm alone when the
+ *      peer is n/a).
+ * Timing (qg__time_interleaved_us): warm-up runs, then every timed run is
+ * preceded by an L2 flush outside the CUDA events around it; the median is
+ * reported, and rows whose runs spread by more than SPREAD_NOTE (max / min)
+ * are listed under the table (min and max are in the CSV / JSON).
  * TFLOPS = 2*M*N*K / t over the rows that are real (masked / padding rows
  * excluded); GB/s = bytes of A, B, SFA, SFB and D moved once / t.
  *
@@ -33,6 +37,7 @@
 #include <string.h>
 
 #define BENCH_DEFAULT_RUNS 30
+#define SPREAD_NOTE 1.15
 #define BENCH_MIN_RUNS 20
 #define BENCH_DEFAULT_WARMUP 5
 #define BENCH_MIN_WARMUP 3
@@ -63,9 +68,10 @@ typedef struct {
     bool jit_done;
     qg_kernel_info jit;
     bool q_ran, pass;
-    double q_us, diff_q;
+    double q_us, diff_q;  /* q_us, c_us: medians of qt, ct */
     bool c_ran;
     double c_us, diff_c, diff_qc;
+    qg_timing qt, ct;
     char c_note[NOTE_LEN]; /* why cuBLASLt is n/a, or its algorithm */
     bool dense_ran, dense_pass; /* contiguous: dense qgemm at the same total M */
     double dense_us, dense_flops;
@@ -288,8 +294,10 @@ static bool group_rows(const qg_problem_data *p, int g, int64_t *row0, int *rows
     return count == 0 || last - first + 1 == count;
 }
 
-/* Steps 4 of the header: cuBLASLt on the same buffers. */
-static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, bench_row *row) {
+/* Step 4 of the header: cuBLASLt on the same buffers, checked, then timed in
+ * turn with qgemm (`q`), run for run. */
+static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qgemm_call *q,
+                       bench_row *row) {
     int count = p->kind == QG_GEMM_DENSE ? 1 : p->num_groups;
     lt_gemm **plans = calloc((size_t)count, sizeof *plans);
     char why[NOTE_LEN] = "";
@@ -324,13 +332,16 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, ben
         row->diff_c = res.diff;
         row->diff_qc = dq ? diff_outputs(p, dq) : NAN;
         peer_call call = {plans, count};
-        double us;
-        if (qg__time_median_us(e->ctx, e->stream, run_peer, &call, e->o->warmup, e->o->runs,
-                               &us) != QG_SUCCESS) {
+        const qg_timed_fn fns[2] = {run_qgemm, run_peer};
+        void *const users[2] = {q, &call};
+        qg_timing t[2];
+        if (qg__time_interleaved_us(e->ctx, e->stream, 2, fns, users, e->o->warmup, e->o->runs,
+                                    t) != QG_SUCCESS) {
             snprintf(row->c_note, sizeof row->c_note, "timing: %s", qg_last_error());
         } else {
-            row->c_ran = true;
-            row->c_us = us;
+            row->q_ran = row->c_ran = true;
+            row->qt = t[0], row->ct = t[1];
+            row->q_us = t[0].median_us, row->c_us = t[1].median_us;
             for (int g = 0; g < count; g++)
                 if (plans[g]) {
                     snprintf(row->c_note, sizeof row->c_note, "%s", lt_gemm_algo_name(plans[g]));
@@ -393,15 +404,18 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
                  (long long)res.modified_count, (long long)res.checked);
     dq = malloc(p->d_bytes);
     if (dq) memcpy(dq, p->d, p->d_bytes);
-    if (qg__time_median_us(e->ctx, e->stream, run_qgemm, &call, e->o->warmup, e->o->runs,
-                           &row->q_us) != QG_SUCCESS) {
-        row_error(row, "timing qgemm");
-        row->pass = false;
-        goto done;
-    }
-    row->q_ran = true;
-    if (with_peer && e->peer) bench_peer(e, p, dq, row);
+    if (with_peer && e->peer) bench_peer(e, p, dq, &call, row);
     else if (with_peer) snprintf(row->c_note, sizeof row->c_note, "%s", e->peer_note);
+    if (!row->q_ran) { /* no peer, or it could not be run: qgemm alone */
+        if (qg__time_us(e->ctx, e->stream, run_qgemm, &call, e->o->warmup, e->o->runs,
+                        &row->qt) != QG_SUCCESS) {
+            row_error(row, "timing qgemm");
+            row->pass = false;
+            goto done;
+        }
+        row->q_ran = true;
+        row->q_us = row->qt.median_us;
+    }
 done:
     free(dq);
     qg__problem_free(p);
@@ -461,7 +475,8 @@ static void table_row(const bench_row *r) {
 static void csv_header(void) {
     printf("kind,groups,m,n,k,block_m,block_n,stages,multicast,qgemm_us,qgemm_tflops,qgemm_gbs,"
            "cublaslt_us,cublaslt_tflops,speedup,diff_qgemm,diff_cublaslt,diff_qgemm_vs_cublaslt,"
-           "qgemm_pass,dense_same_m_tflops,jit_ms,jit_cache_hit,registers\n");
+           "qgemm_pass,dense_same_m_tflops,jit_ms,jit_cache_hit,registers,qgemm_min_us,"
+           "qgemm_max_us,cublaslt_min_us,cublaslt_max_us\n");
 }
 
 /* A CSV / JSON number: empty (CSV) or null (JSON) when unknown. */
@@ -495,7 +510,13 @@ static void csv_row(const bench_row *r) {
     put_num(false, r->dense_ran, "%.2f", tflops(r->dense_flops, r->dense_us));
     printf(",");
     put_num(false, r->jit_done, "%.1f", r->jit.compile_ms);
-    printf(",%d,%d\n", r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
+    printf(",%d,%d", r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
+    const double spread[4] = {r->qt.min_us, r->qt.max_us, r->ct.min_us, r->ct.max_us};
+    for (int i = 0; i < 4; i++) {
+        printf(",");
+        put_num(false, i < 2 ? r->q_ran : r->c_ran, "%.3f", spread[i]);
+    }
+    printf("\n");
     fflush(stdout);
 }
 
@@ -566,6 +587,14 @@ static void json_report(const bench_env *e) {
         put_num(true, true, "%.3e", r->diff_c);
         printf(", \"diff_qgemm_vs_cublaslt\": ");
         put_num(true, true, "%.3e", r->diff_qc);
+        printf(", \"qgemm_min_us\": ");
+        put_num(true, r->q_ran, "%.3f", r->qt.min_us);
+        printf(", \"qgemm_max_us\": ");
+        put_num(true, r->q_ran, "%.3f", r->qt.max_us);
+        printf(", \"cublaslt_min_us\": ");
+        put_num(true, r->c_ran, "%.3f", r->ct.min_us);
+        printf(", \"cublaslt_max_us\": ");
+        put_num(true, r->c_ran, "%.3f", r->ct.max_us);
         printf(", \"qgemm_pass\": %s", r->pass ? "true" : "false");
         if (r->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
             printf(", \"dense_same_m_tflops\": ");
@@ -599,8 +628,26 @@ static void table_summary(const bench_env *e) {
     if (e->peer) printf("cuBLASLt: version %zu, best of the heuristic's algorithms\n",
                         lt_peer_version(e->peer));
     else printf("cuBLASLt: n/a (%s)\n", e->peer_note);
-    printf("qgemm %s; seed %llu; median of %d runs after %d warm-up, L2 flushed before each\n",
-           qg_version_string(), (unsigned long long)e->o->seed, e->o->runs, e->o->warmup);
+    printf("qgemm %s; seed %llu; median of %d runs after %d warm-up, L2 flushed before each%s\n",
+           qg_version_string(), (unsigned long long)e->o->seed, e->o->runs, e->o->warmup,
+           e->peer ? "; qgemm and cuBLASLt timed in turn" : "");
+    /* A wide spread means the machine changed during the runs (clocks,
+     * another process): the median may not be the kernel's. */
+    int unsteady = 0;
+    for (int i = 0; i < e->num_rows; i++) {
+        const bench_row *r = &e->rows[i];
+        const qg_timing *t[2] = {r->q_ran ? &r->qt : NULL, r->c_ran ? &r->ct : NULL};
+        for (int j = 0; j < 2; j++) {
+            if (!t[j] || !(t[j]->max_us > SPREAD_NOTE * t[j]->min_us)) continue;
+            char shape[48];
+            shape_label(r, shape, sizeof shape);
+            if (!unsteady++) printf("timings spread over %.2fx (max / min): ", SPREAD_NOTE);
+            else printf("; ");
+            printf("%s %s %.2f..%.2f us", shape, j ? "cuBLASLt" : "qgemm", t[j]->min_us,
+                   t[j]->max_us);
+        }
+    }
+    if (unsteady) printf("\n");
 
     static const char *const hit[3] = {"compiled", "memory", "disk"};
     printf("\nfirst-call JIT (qg_compile before timing)\n%-20s %12s %-9s %5s %s\n", "shape",

@@ -1,0 +1,38 @@
+/* forced.c -- see forced.h. */
+#include "forced.h"
+
+const int qg_forced_shapes[QG_FORCED_NSHAPES][3] = {{257, 576, 400}, {1000, 2112, 1536},
+                                                     {4096, 4096, 512}};
+
+int qg_forced_configs(const qg_context *ctx, qg_problem probs[QG_FORCED_MAX],
+                      qg_config cfgs[QG_FORCED_MAX], int first[QG_FORCED_NSHAPES + 1],
+                      int unsupported[QG_FORCED_NSHAPES]) {
+    static const int block_ms[] = {64, 128, 256}, stages[] = {1, 2, 0};
+    static const qg_multicast casts[] = {QG_MULTICAST_NONE, QG_MULTICAST_A, QG_MULTICAST_B};
+    int total = 0;
+    for (int s = 0; s < QG_FORCED_NSHAPES; s++) {
+        const qg_problem prob = {QG_GEMM_DENSE, qg_forced_shapes[s][0], qg_forced_shapes[s][1],
+                                 qg_forced_shapes[s][2], 1, 0};
+        first[s] = total;
+        unsupported[s] = 0;
+        for (int i = 0; i < 3; i++)
+            for (int bn = 16; bn <= 256; bn += 16)
+                for (int st = 0; st < 3; st++)
+                    for (int mc = 0; mc < 3; mc++) {
+                        qg_config cfg = {.block_m = block_ms[i], .block_n = bn,
+                                         .num_stages = stages[st], .multicast = casts[mc]};
+                        const qg_status r = qg_complete_config(ctx, &prob, &cfg);
+                        if (r == QG_ERROR_UNSUPPORTED) {
+                            unsupported[s]++;
+                            continue;
+                        }
+                        if (r != QG_SUCCESS || cfg.num_stages < 1 || cfg.smem_bytes == 0)
+                            return -1;
+                        cfgs[total] = cfg;
+                        probs[total] = prob;
+                        total++;
+                    }
+    }
+    first[QG_FORCED_NSHAPES] = total;
+    return total;
+}
