@@ -245,25 +245,26 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * (bench/results/2026-11-21-h200-sweep.txt; the wide tiles:
  * bench/results/2026-11-21-explore/, runs 3 and 4), then corrected on an
  * H100 (bench/results/2026-11-21-explore3/): 128x256 with A multicast ran
- * 7-8% faster than 128x128 A (contiguous, M = 32768); the two-part 128-row
- * tiles (n-parts of 88..112 columns) run at 0.73-0.82; 256x64 at 0.68-0.74
- * (4096x2112x7168, where 128x176 without multicast took 127.9 us against
- * 149.3 for 256x64 B). The wide tiles win because each WGMMA operand byte
+ * 7-8% faster than 128x128 A (contiguous, M = 32768) and 13% faster than
+ * 128x256 B (8192x2112x7168); the two-part 128-row tiles (n-parts of 88..112
+ * columns) run at 0.66-0.73; B multicast slows 256x64 by 18-21% (N = 2112:
+ * 256x64 without multicast took 123.0 us at M = 4096, against 149.5 with B
+ * and 136.1 as 128x176). The wide tiles win because each WGMMA operand byte
  * read from shared memory and each TMA byte feeds more MMAs.
  */
 static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
     if (bm == 256 && bn == 128) return a ? 1.10 : b ? 0.94 : 0.90;
-    if (bm == 128 && bn == 256) return a ? 1.08 : b ? 1.045 : 1.0;
-    if (bm == 128 && bn > 160) return a || b ? 0.75 : 0.81;
+    if (bm == 128 && bn == 256) return a ? 1.08 : b ? 0.94 : 1.0;
+    if (bm == 128 && bn > 160) return a || b ? 0.66 : 0.73;
     double e;
     if (bm == 128) /* 128 wide: one SFB block per tile, no per-column scale select */
         e = bn == 128 ? 1.0 : bn == 160 ? 0.85 : bn >= 96 ? 0.8 : bn == 64 ? 0.7 : 0.55;
     else if (bm == 256)
-        e = bn == 64 ? 0.80 : bn >= 80 ? 0.86 : 0.55;
+        e = bn == 64 ? 0.92 : bn >= 80 ? 0.86 : 0.55;
     else
         e = bn >= 128 ? 0.7 : 0.5;
-    return e * (a ? 1.0 : b ? 0.93 : 0.85);
+    return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.93) : 0.85);
 }
 
 /*

@@ -105,12 +105,14 @@ TEST(config_wide_tiles) {
     CHECK(cfg.block_m == 256 && cfg.block_n == 128 && cfg.multicast == QG_MULTICAST_A,
           "4096x7168x16384: chose %dx%d multicast %d", cfg.block_m, cfg.block_n,
           (int)cfg.multicast);
-    /* Measured on an H100 (bench/results/2026-11-21-explore3): 4096x2112x7168
-     * ran in 127.9 us as 128x176 (12 n-blocks, 2.9 waves) against 149.3 us as
-     * 256x64 B; the contiguous layout ran 7-8% faster as 128x256 A than as
-     * 128x128 A. */
+    /* Measured on an H100 (bench/results/2026-11-21-explore3): N = 2112 ran
+     * fastest as 256x64 without multicast (4096x2112x7168: 123.0 us, against
+     * 136.1 as 128x176 and 149.5 as 256x64 B; 2048x2112x7168: 61.6 against
+     * 86.4 as 128x96 A); the contiguous layout ran 7-8% faster as 128x256 A
+     * than as 128x128 A. */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
-        {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, 128, 176, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 2048, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0}, 128, 256, QG_MULTICAST_A},
     };
     for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) {
