@@ -247,9 +247,10 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * H100 (bench/results/2026-11-21-explore3/): 128x256 with A multicast ran
  * 7-8% faster than 128x128 A (contiguous, M = 32768) and 13% faster than
  * 128x256 B (8192x2112x7168); the two-part 128-row tiles (n-parts of 88..112
- * columns) run at 0.66-0.73; B multicast slows 256x64 by 18-21% (N = 2112:
- * 256x64 without multicast took 123.0 us at M = 4096, against 149.5 with B
- * and 136.1 as 128x176). The wide tiles win because each WGMMA operand byte
+ * columns) run at 0.66-0.73; B multicast lost wherever it was timed: 256x64
+ * by 18-21% (N = 2112: 256x64 without multicast took 123.0 us at M = 4096,
+ * against 149.5 with B and 136.1 as 128x176), 128x128 B took 256.9 us at
+ * 8192x2112x7168 against 237.0 for 256x64 without multicast. The wide tiles win because each WGMMA operand byte
  * read from shared memory and each TMA byte feeds more MMAs.
  */
 static double tile_efficiency(int bm, int bn, qg_multicast mc) {
@@ -257,14 +258,16 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     if (bm == 256 && bn == 128) return a ? 1.10 : b ? 0.94 : 0.90;
     if (bm == 128 && bn == 256) return a ? 1.08 : b ? 0.94 : 1.0;
     if (bm == 128 && bn > 160) return a || b ? 0.66 : 0.73;
+    /* H100, N = 2112: 1008-1046 TFLOPS without multicast (A: the H200 table) */
+    if (bm == 256 && bn == 64) return a ? 0.92 : b ? 0.64 : 0.85;
     double e;
     if (bm == 128) /* 128 wide: one SFB block per tile, no per-column scale select */
         e = bn == 128 ? 1.0 : bn == 160 ? 0.85 : bn >= 96 ? 0.8 : bn == 64 ? 0.7 : 0.55;
     else if (bm == 256)
-        e = bn == 64 ? 0.92 : bn >= 80 ? 0.86 : 0.55;
+        e = bn >= 80 ? 0.86 : 0.55;
     else
         e = bn >= 128 ? 0.7 : 0.5;
-    return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.93) : 0.85);
+    return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.80) : 0.85);
 }
 
 /*

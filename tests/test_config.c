@@ -108,11 +108,13 @@ TEST(config_wide_tiles) {
     /* Measured on an H100 (bench/results/2026-11-21-explore3): N = 2112 ran
      * fastest as 256x64 without multicast (4096x2112x7168: 123.0 us, against
      * 136.1 as 128x176 and 149.5 as 256x64 B; 2048x2112x7168: 61.6 against
-     * 86.4 as 128x96 A); the contiguous layout ran 7-8% faster as 128x256 A
+     * 86.4 as 128x96 A; 8192x2112x7168: 237.0 against 256.9 as 128x128 B and
+     * 271.2 as 128x256 B); the contiguous layout ran 7-8% faster as 128x256 A
      * than as 128x128 A. */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 2048, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 8192, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0}, 128, 256, QG_MULTICAST_A},
     };
     for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) {

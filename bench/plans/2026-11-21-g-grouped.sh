@@ -1,3 +1,6 @@
+# Run 2 of the third session (bench/results/2026-11-21-explore3/): plan g, then the
+# grouped tables under forced configurations. QGEMM_SFB_GLOBAL and QGEMM_REGS were
+# temporary experiment switches of that working tree (never committed).
 export QGEMM_CACHE_DIR=/tmp/qgemm-cache
 make -j16 > /dev/null 2>&1 || { echo build failed; exit 1; }
 OUT=$OUT bash bench/explore.sh bench/plans/2026-11-21-g.plan > /dev/null 2>&1
