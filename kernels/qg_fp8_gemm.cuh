@@ -31,10 +31,11 @@
  * in producer and consumers (same scheduler, same K loop). full[s]
  * completes when the stage's TMA bytes have landed (one producer arrival +
  * transaction bytes) and, with QG_SFB_SMEM, the SFB copy of the second
- * producer warp has too (its cp.async arrival); empty[s] completes when every math warp of every CTA of
- * the cluster has finished reading stage s (multicast writes into both CTAs,
- * so both must have released it). The producer's first wait on empty[s] uses
- * parity 1, which passes on a fresh barrier.
+ * producer warp has too (its cp.async arrival); empty[s] completes when
+ * every math warp of every CTA of the cluster has finished reading stage s
+ * (multicast writes into both CTAs, so both must have released it). The
+ * producer's first wait on empty[s] uses parity 1, which passes on a fresh
+ * barrier.
  */
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
@@ -391,15 +392,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
             } else {
                 /* Some rows of this tile must stay untouched (masked-out rows,
-                 * padding rows, the other expert's rows of a contiguous tile
-                 * run once per expert): 16-byte stores of the rows that may
-                 * be written. */
+                 * padding rows): 16-byte stores of the rows that may be written. */
                 for (int c = threadIdx.x; c < QG_BLOCK_M * QG_BLOCK_N / 8; c += QG_NUM_MATH_THREADS) {
                     const int row = c / (QG_BLOCK_N / 8), half = c % (QG_BLOCK_N / 8);
                     const int col = n_begin + half * 8;
                     bool ok = row < tile.rows && col < QG_SHAPE_N;
 #if QG_KIND == 1
-                    ok = ok && __ldg(m_indices + tile.m_begin + row) == tile.group;
+                    ok = ok && __ldg(m_indices + tile.m_begin + row) >= 0;
 #endif
                     if (ok)
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =

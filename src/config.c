@@ -49,8 +49,9 @@ static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
-    return is_wide(kind, block_m, 256) ? 256 : is_wide(kind, block_m, 128) ? 128
-                                                                             : max_plain_block_n(kind, block_m);
+    if (is_wide(kind, block_m, 256)) return 256;
+    if (is_wide(kind, block_m, 128)) return 128;
+    return max_plain_block_n(kind, block_m);
 }
 
 static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
@@ -73,7 +74,8 @@ static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg
 
 size_t qg__smem_bytes(int block_m, int block_n, int stages) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
-           (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4 + 16) +
+           (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4 +
+                             16 /* SFB */) +
            (size_t)stages * 16;
 }
 
@@ -129,8 +131,9 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                         "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
                         "got %d", bm);
     if (!block_n_legal(p->kind, bm, bn)) {
-        const char *wide = !is_wide(p->kind, bm, qg__max_block_n(p->kind, bm)) ? ""
-                           : bm == 256 ? " or 128" : " or 176..224 or 256";
+        const char *wide = is_wide(p->kind, bm, 256)   ? " or 176..224 or 256"
+                           : is_wide(p->kind, bm, 128) ? " or 128"
+                                                       : "";
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block_n must be a multiple of 16 in [16, %d]%s for block_m %d "
                         "(%s), got %d", max_plain_block_n(p->kind, bm), wide, bm,
@@ -213,7 +216,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     out->acc_sets = wide ? 1 : units;
     /* SFB through shared memory: faster where a warpgroup runs one pass per K
      * block, slower for the wide tiles (measured; see the kernel). */
-    out->sfb_smem = out->acc_sets == units;
+    out->sfb_smem = !wide;
     return QG_SUCCESS;
 }
 
@@ -250,8 +253,9 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * columns) run at 0.66-0.73; B multicast lost wherever it was timed: 256x64
  * by 18-21% (N = 2112: 256x64 without multicast took 123.0 us at M = 4096,
  * against 149.5 with B and 136.1 as 128x176), 128x128 B took 256.9 us at
- * 8192x2112x7168 against 237.0 for 256x64 without multicast. The wide tiles win because each WGMMA operand byte
- * read from shared memory and each TMA byte feeds more MMAs.
+ * 8192x2112x7168 against 237.0 for 256x64 without multicast. The wide tiles
+ * win because each WGMMA operand byte read from shared memory and each TMA
+ * byte feeds more MMAs.
  */
 static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;

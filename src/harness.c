@@ -308,6 +308,11 @@ static qg_status check_spec(const qg_problem_spec *s) {
 }
 
 /* Group sizes and m_indices of a contiguous problem; sets p->m. */
+/* Rows of -1 that spec.padding_blocks puts before expert g's segment. */
+static int padding_block_rows(const qg_problem_spec *s, int g, int align) {
+    return s->padding_blocks && g % 3 == 1 ? align : 0;
+}
+
 static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
     const int G = p->num_groups, align = qg_m_alignment_for_contiguous_layout();
     int *sizes = malloc(sizeof(int) * (size_t)G);
@@ -326,7 +331,7 @@ static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
             return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                             "spec.group_m[%d]: expected >= 0, got %d", g, s->group_m[g]);
         }
-        total += (sizes[g] + align - 1) / align * align + (s->padding_blocks && g % 3 == 1) * align;
+        total += padding_block_rows(s, g, align) + (sizes[g] + align - 1) / align * align;
     }
     if (total > 0x7fffffff - align) {
         free(sizes);
@@ -342,8 +347,7 @@ static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
     int64_t row = 0;
     for (int g = 0; g < G; g++) {
         int padded = (sizes[g] + align - 1) / align * align;
-        if (s->padding_blocks && g % 3 == 1)
-            for (int i = 0; i < align; i++) p->m_indices[row++] = -1;
+        for (int i = 0; i < padding_block_rows(s, g, align); i++) p->m_indices[row++] = -1;
         for (int i = 0; i < padded; i++) p->m_indices[row++] = i < sizes[g] ? g : -1;
     }
     free(sizes);

@@ -1,9 +1,10 @@
 /*
  * test_grouped_gpu.c -- grouped (MoE) GEMM correctness on the GPU (skipped
  * without one): the contiguous layout (expert segments of random size, padded
- * with -1 rows that must stay untouched, some after a whole -1 block), the masked layout (rows past
- * masked_m untouched, including empty and full groups), and CUDA-graph replay
- * of a masked call with masked_m changed on the device between replays.
+ * with -1 rows that must stay untouched, some after a whole -1 block), the
+ * masked layout (rows past masked_m untouched, including empty and full
+ * groups), and CUDA-graph replay of a masked call with masked_m changed on
+ * the device between replays.
  *
  * Pass rule: every group's diff < 1e-5 against the exact reference, no NaN,
  * every valid row written, every other row still poisoned.

@@ -68,10 +68,10 @@ typedef struct {
     bool jit_done;
     qg_kernel_info jit;
     bool q_ran, pass;
-    double q_us, diff_q;  /* q_us, c_us: medians of qt, ct */
+    double diff_q;
     bool c_ran;
-    double c_us, diff_c, diff_qc;
-    qg_timing qt, ct;
+    double diff_c, diff_qc;
+    qg_timing qt, ct;     /* qgemm's and cuBLASLt's timings (median, min, max) */
     char c_note[NOTE_LEN]; /* why cuBLASLt is n/a, or its algorithm */
     bool dense_ran, dense_pass; /* contiguous: dense qgemm at the same total M */
     double dense_us, dense_flops;
@@ -341,7 +341,6 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
         } else {
             row->q_ran = row->c_ran = true;
             row->qt = t[0], row->ct = t[1];
-            row->q_us = t[0].median_us, row->c_us = t[1].median_us;
             for (int g = 0; g < count; g++)
                 if (plans[g]) {
                     snprintf(row->c_note, sizeof row->c_note, "%s", lt_gemm_algo_name(plans[g]));
@@ -414,7 +413,6 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
             goto done;
         }
         row->q_ran = true;
-        row->q_us = row->qt.median_us;
     }
 done:
     free(dq);
@@ -449,18 +447,18 @@ static void table_row(const bench_row *r) {
     char shape[48];
     shape_label(r, shape, sizeof shape);
     printf("%-20s %-16s", shape, r->config[0] ? r->config : "-");
-    if (r->q_ran) printf(" %9.2f %7.1f %7.0f", r->q_us, tflops(r->flops, r->q_us),
-                         r->bytes / (r->q_us * 1e-6) / 1e9);
+    if (r->q_ran) printf(" %9.2f %7.1f %7.0f", r->qt.median_us, tflops(r->flops, r->qt.median_us),
+                         r->bytes / (r->qt.median_us * 1e-6) / 1e9);
     else printf(" %9s %7s %7s", "error", "-", "-");
     if (r->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
         if (r->dense_ran && r->q_ran)
             printf(" %7.1f %5.2fx", tflops(r->dense_flops, r->dense_us),
-                   tflops(r->flops, r->q_us) / tflops(r->dense_flops, r->dense_us));
+                   tflops(r->flops, r->qt.median_us) / tflops(r->dense_flops, r->dense_us));
         else printf(" %7s %6s", "-", "-");
     }
-    if (r->c_ran) printf(" %11.2f %7.1f", r->c_us, tflops(r->flops, r->c_us));
+    if (r->c_ran) printf(" %11.2f %7.1f", r->ct.median_us, tflops(r->flops, r->ct.median_us));
     else printf(" %11s %7s", "n/a", "-");
-    if (r->c_ran && r->q_ran) printf(" %7.2fx", r->c_us / r->q_us);
+    if (r->c_ran && r->q_ran) printf(" %7.2fx", r->ct.median_us / r->qt.median_us);
     else printf(" %8s", "-");
     printf(" %9.2e%s", r->diff_q, r->pass ? " " : "!");
     if (isnan(r->diff_c) && !r->c_ran) printf(" %11s %9s\n", "-", "-");
@@ -489,17 +487,17 @@ static void csv_row(const bench_row *r) {
     char cfg[40];
     snprintf(cfg, sizeof cfg, "%s", r->config[0] ? r->config : ",,,");
     printf("%s,%d,%d,%d,%d,%s,", cli_kind_name(r->kind), r->groups, r->m, r->n, r->k, cfg);
-    put_num(false, r->q_ran, "%.3f", r->q_us);
+    put_num(false, r->q_ran, "%.3f", r->qt.median_us);
     printf(",");
-    put_num(false, r->q_ran, "%.2f", tflops(r->flops, r->q_us));
+    put_num(false, r->q_ran, "%.2f", tflops(r->flops, r->qt.median_us));
     printf(",");
-    put_num(false, r->q_ran, "%.1f", r->bytes / (r->q_us * 1e-6) / 1e9);
+    put_num(false, r->q_ran, "%.1f", r->bytes / (r->qt.median_us * 1e-6) / 1e9);
     printf(",");
-    put_num(false, r->c_ran, "%.3f", r->c_us);
+    put_num(false, r->c_ran, "%.3f", r->ct.median_us);
     printf(",");
-    put_num(false, r->c_ran, "%.2f", tflops(r->flops, r->c_us));
+    put_num(false, r->c_ran, "%.2f", tflops(r->flops, r->ct.median_us));
     printf(",");
-    put_num(false, r->c_ran && r->q_ran, "%.4f", r->c_us / r->q_us);
+    put_num(false, r->c_ran && r->q_ran, "%.4f", r->ct.median_us / r->qt.median_us);
     printf(",");
     put_num(false, true, "%.3e", r->diff_q);
     printf(",");
@@ -536,8 +534,8 @@ static double geomean_speedup(const bench_env *e, int *count) {
     *count = 0;
     for (int i = 0; i < e->num_rows; i++) {
         const bench_row *r = &e->rows[i];
-        if (r->q_ran && r->c_ran && r->q_us > 0 && r->c_us > 0) {
-            log_sum += log(r->c_us / r->q_us);
+        if (r->q_ran && r->c_ran && r->qt.median_us > 0 && r->ct.median_us > 0) {
+            log_sum += log(r->ct.median_us / r->qt.median_us);
             (*count)++;
         }
     }
@@ -570,17 +568,17 @@ static void json_report(const bench_env *e) {
                "\"config\": ", i ? "," : "", cli_kind_name(r->kind), r->groups, r->m, r->n, r->k);
         json_string(r->config);
         printf(", \"qgemm_us\": ");
-        put_num(true, r->q_ran, "%.3f", r->q_us);
+        put_num(true, r->q_ran, "%.3f", r->qt.median_us);
         printf(", \"qgemm_tflops\": ");
-        put_num(true, r->q_ran, "%.2f", tflops(r->flops, r->q_us));
+        put_num(true, r->q_ran, "%.2f", tflops(r->flops, r->qt.median_us));
         printf(", \"qgemm_gbs\": ");
-        put_num(true, r->q_ran, "%.1f", r->bytes / (r->q_us * 1e-6) / 1e9);
+        put_num(true, r->q_ran, "%.1f", r->bytes / (r->qt.median_us * 1e-6) / 1e9);
         printf(", \"cublaslt_us\": ");
-        put_num(true, r->c_ran, "%.3f", r->c_us);
+        put_num(true, r->c_ran, "%.3f", r->ct.median_us);
         printf(", \"cublaslt_tflops\": ");
-        put_num(true, r->c_ran, "%.2f", tflops(r->flops, r->c_us));
+        put_num(true, r->c_ran, "%.2f", tflops(r->flops, r->ct.median_us));
         printf(", \"speedup\": ");
-        put_num(true, r->c_ran && r->q_ran, "%.4f", r->c_us / r->q_us);
+        put_num(true, r->c_ran && r->q_ran, "%.4f", r->ct.median_us / r->qt.median_us);
         printf(", \"diff_qgemm\": ");
         put_num(true, true, "%.3e", r->diff_q);
         printf(", \"diff_cublaslt\": ");
@@ -737,7 +735,7 @@ static void grouped_tables(bench_env *e) {
             bench_problem(e, &dspec, false, &dense);
             r->dense_ran = dense.q_ran;
             r->dense_pass = dense.pass;
-            r->dense_us = dense.q_us;
+            r->dense_us = dense.qt.median_us;
             r->dense_flops = dense.flops;
             if (dense.error[0])
                 fprintf(stderr, "qgemm: dense %dx%dx%d: %s\n", g * rows, r->n, r->k, dense.error);
