@@ -18,6 +18,9 @@
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
  *   QG_SFB_SMEM        1: a producer warp copies SFB beside each stage; 0: each
  *                      math thread loads it from global memory
+ *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
+ *                      QG_ACC_SETS = 2): K block kb is issued before K block
+ *                      kb - 1 is waited for and promoted
  *   QG_WGMMA_*         the wgmma operand list for N = QG_WGMMA_N
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
@@ -57,7 +60,8 @@
 #define QG_N_PARTS (QG_BLOCK_N / QG_WGMMA_N)
 #define QG_UNITS (QG_WG_TILES * QG_N_PARTS)
 #define QG_ACC (QG_WGMMA_N / 2)
-#define QG_PASSES (QG_UNITS / QG_ACC_SETS)
+#define QG_PASSES (QG_KPIPE ? 1 : QG_UNITS / QG_ACC_SETS)
+#define QG_KCHUNK 4 /* K blocks per pipelined chunk (QG_KPIPE) */
 #define QG_UNIT_TILE(u) ((u) / QG_N_PARTS) /* unit u: m64 tile of the warpgroup */
 #define QG_UNIT_PART(u) ((u) % QG_N_PARTS) /* unit u: part of block_n */
 
@@ -87,7 +91,8 @@ static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block
 static_assert(QG_BLOCK_N % 16 == 0 && QG_BLOCK_N >= 16 && QG_BLOCK_N <= 256, "block_n");
 static_assert(QG_WG_TILES >= 1 && QG_WG_TILES <= 2, "m64 tiles per warpgroup");
 static_assert(QG_WGMMA_N % 8 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS <= 2, "wgmma n");
-static_assert(QG_UNITS % QG_ACC_SETS == 0, "accumulator sets");
+static_assert(QG_KPIPE ? QG_UNITS == 1 && QG_ACC_SETS == 2 : QG_UNITS % QG_ACC_SETS == 0,
+              "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
@@ -128,6 +133,71 @@ QG_DEVICE void qg_load_sfb(float (&sb)[QG_SFB_ROWS], const float *sfb_tile, int 
 #pragma unroll
     for (int r = 0; r < QG_SFB_ROWS; ++r)
         sb[r] = sfb_row0 + r < QG_NUM_SFB_N ? __ldg(sfb_tile + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
+}
+
+/* The scales of one K block for this thread: SFA of its rows (r and r + 8 of
+ * each m64 tile) and SFB of the tile's 128-column blocks. */
+struct qg_scales {
+    float sa[QG_WG_TILES][2];
+    float sb[QG_SFB_ROWS];
+};
+
+/* Read K block scales of stage s (SFB too when it was copied beside the stage). */
+QG_DEVICE void qg_read_scales(qg_scales &sc, const float *smem_sfa, const float *smem_sfb,
+                              uint32_t s, uint32_t wg_row) {
+#if QG_SFB_SMEM
+#pragma unroll
+    for (int r = 0; r < QG_SFB_ROWS; ++r) sc.sb[r] = smem_sfb[s * (QG_SMEM_SFB / 4) + r];
+#else
+    (void)smem_sfb;
+#endif
+#pragma unroll
+    for (int t = 0; t < QG_WG_TILES; ++t) {
+        sc.sa[t][0] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64];
+        sc.sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
+    }
+}
+
+QG_DEVICE void qg_fence_acc(float (&acc)[QG_ACC]) {
+#pragma unroll
+    for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[i]);
+}
+
+/* One wgmma unit of stage s: m64 tile t of the warpgroup x part h of block_n,
+ * 4 x k32 (the first overwrites acc). */
+QG_DEVICE void qg_issue_unit(float (&acc)[QG_ACC], uint64_t desc_a0, uint64_t desc_b0, uint32_t s,
+                             int t, int h) {
+#pragma unroll
+    for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
+        qg_wgmma_m64k32_e4m3(acc, desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K + kk * 32) / 16,
+                             desc_b0 + (s * QG_SMEM_B + h * QG_WGMMA_N * QG_BLOCK_K + kk * 32) / 16,
+                             kk > 0);
+}
+
+/* Stage s is consumed: release it (in every CTA of the cluster). */
+QG_DEVICE void qg_release_stage(uint64_t *empty, uint32_t s, uint32_t lane) {
+#if QG_CLUSTER == 1
+    if (lane == 0) qg_mbarrier_arrive(&empty[s]);
+#else
+    if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
+#endif
+}
+
+/* Promotion: scale one unit's partial sums (m64 tile t, part h) into the FP32
+ * sums o of tile t (column group j of part h is group h * QG_WGMMA_N / 8 + j
+ * of the tile). */
+QG_DEVICE void qg_promote(float *o, const float (&acc)[QG_ACC], const qg_scales &sc, int t, int h,
+                          int n_off) {
+    o += h * QG_ACC;
+#pragma unroll
+    for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
+        const float b = qg_sfb_for_group(sc.sb, n_off, h * QG_WGMMA_N / 8 + j);
+        const float s0 = sc.sa[t][0] * b, s1 = sc.sa[t][1] * b;
+        o[j * 4 + 0] += s0 * acc[j * 4 + 0];
+        o[j * 4 + 1] += s0 * acc[j * 4 + 1];
+        o[j * 4 + 2] += s1 * acc[j * 4 + 2];
+        o[j * 4 + 3] += s1 * acc[j * 4 + 3];
+    }
 }
 
 /*
@@ -284,81 +354,89 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                 for (int i = 0; i < QG_OUT; ++i) out[t][i] = 0.0f;
 
+#if QG_KPIPE
+            /* K-pipelined: K block kb goes to the tensor cores in one
+             * accumulator set before K block kb - 1, in the other, is waited
+             * for (wait_group 1), released and promoted, so that the CUDA
+             * cores promote while the tensor cores multiply. ptxas keeps the
+             * wgmmas asynchronous only when it can see which group a wait
+             * retires, which it cannot across a loop's back edge: the K
+             * blocks therefore run in chunks of QG_KCHUNK that start and end
+             * with no group in flight (the last promotion of a chunk is not
+             * overlapped). Scales are read before a stage is released. */
+            auto kissue = [&](float (&acc_k)[QG_ACC], qg_scales &sc, uint32_t &stage, int kb) {
+#if !QG_SFB_SMEM
+                qg_load_sfb(sc.sb, sfb_tile, sfb_row0, kb);
+#else
+                (void)kb;
+#endif
+                qg_mbarrier_wait(&full[s], phase);
+                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row);
+                qg_fence_acc(acc_k);
+                qg_wgmma_fence();
+                qg_issue_unit(acc_k, desc_a0, desc_b0, s, 0, 0);
+                qg_wgmma_commit();
+                stage = s;
+                qg_advance(s, phase);
+            };
+            auto kfinish = [&](float (&acc_k)[QG_ACC], const qg_scales &sc, uint32_t stage) {
+                qg_fence_acc(acc_k);
+                qg_release_stage(empty, stage, lane);
+                qg_promote(out[0], acc_k, sc, 0, 0, n_off);
+            };
+            auto kchunk = [&](int kb0, int count) {
+                qg_scales sc[2];
+                uint32_t stage[2];
+                kissue(acc[0], sc[0], stage[0], kb0);
+#pragma unroll
+                for (int i = 1; i < QG_KCHUNK; ++i) {
+                    if (i >= count) break;
+                    kissue(acc[i % 2], sc[i % 2], stage[i % 2], kb0 + i);
+                    qg_wgmma_wait1();
+                    kfinish(acc[(i - 1) % 2], sc[(i - 1) % 2], stage[(i - 1) % 2]);
+                }
+                qg_wgmma_wait0();
+                if ((count - 1) % 2) kfinish(acc[1], sc[1], stage[1]);
+                else kfinish(acc[0], sc[0], stage[0]);
+            };
+            for (int kb = 0; kb + QG_KCHUNK <= QG_NUM_K_BLOCKS; kb += QG_KCHUNK) kchunk(kb, QG_KCHUNK);
+            if (QG_NUM_K_BLOCKS % QG_KCHUNK)
+                kchunk(QG_NUM_K_BLOCKS - QG_NUM_K_BLOCKS % QG_KCHUNK, QG_NUM_K_BLOCKS % QG_KCHUNK);
+#else
             for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
                 /* Global loads are issued before the wait (its "memory"
                  * clobber keeps them there), so their latency overlaps it. */
-                float sb[QG_SFB_ROWS];
+                qg_scales sc;
 #if !QG_SFB_SMEM
-                qg_load_sfb(sb, sfb_tile, sfb_row0, kb);
+                qg_load_sfb(sc.sb, sfb_tile, sfb_row0, kb);
 #endif
                 qg_mbarrier_wait(&full[s], phase);
-#if QG_SFB_SMEM
-#pragma unroll
-                for (int r = 0; r < QG_SFB_ROWS; ++r) sb[r] = smem_sfb[s * (QG_SMEM_SFB / 4) + r];
-#endif
+                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row);
 
-                float sa[QG_WG_TILES][2];
-#pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t) {
-                    sa[t][0] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64];
-                    sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
-                }
-
-                /* One 128-K block on the tensor cores: 4 x k32 per unit. */
+                /* One 128-K block on the tensor cores, in QG_PASSES passes of
+                 * QG_ACC_SETS units (issue, wait, promote). */
 #pragma unroll
                 for (int p = 0; p < QG_PASSES; ++p) {
 #pragma unroll
-                    for (int a = 0; a < QG_ACC_SETS; ++a)
-#pragma unroll
-                        for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[a][i]);
+                    for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
                     qg_wgmma_fence();
 #pragma unroll
-                    for (int a = 0; a < QG_ACC_SETS; ++a) {
-                        const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
-                        const int h = QG_UNIT_PART(p * QG_ACC_SETS + a);
-#pragma unroll
-                        for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
-                            qg_wgmma_m64k32_e4m3(
-                                acc[a], desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K + kk * 32) / 16,
-                                desc_b0 + (s * QG_SMEM_B + h * QG_WGMMA_N * QG_BLOCK_K + kk * 32) / 16,
-                                kk > 0);
-                    }
+                    for (int a = 0; a < QG_ACC_SETS; ++a)
+                        qg_issue_unit(acc[a], desc_a0, desc_b0, s, QG_UNIT_TILE(p * QG_ACC_SETS + a),
+                                      QG_UNIT_PART(p * QG_ACC_SETS + a));
                     qg_wgmma_commit();
 #pragma unroll
-                    for (int a = 0; a < QG_ACC_SETS; ++a)
-#pragma unroll
-                        for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[a][i]);
+                    for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
                     qg_wgmma_wait0();
-
-                    /* Stage s is consumed: release it (in every CTA of the cluster). */
-                    if (p == QG_PASSES - 1) {
-#if QG_CLUSTER == 1
-                        if (lane == 0) qg_mbarrier_arrive(&empty[s]);
-#else
-                        if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
-#endif
-                    }
-
-                    /* Promotion: scale this block's partial sums into FP32
-                     * registers (column group j of part h is group
-                     * h * QG_WGMMA_N / 8 + j of the tile). */
+                    if (p == QG_PASSES - 1) qg_release_stage(empty, s, lane);
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) {
                         const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
-                        const int h = QG_UNIT_PART(p * QG_ACC_SETS + a);
-                        float *o = out[t] + h * QG_ACC;
-#pragma unroll
-                        for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
-                            const float b = qg_sfb_for_group(sb, n_off, h * QG_WGMMA_N / 8 + j);
-                            const float s0 = sa[t][0] * b, s1 = sa[t][1] * b;
-                            o[j * 4 + 0] += s0 * acc[a][j * 4 + 0];
-                            o[j * 4 + 1] += s0 * acc[a][j * 4 + 1];
-                            o[j * 4 + 2] += s1 * acc[a][j * 4 + 2];
-                            o[j * 4 + 3] += s1 * acc[a][j * 4 + 3];
-                        }
+                        qg_promote(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a), n_off);
                     }
                 }
             }
+#endif
 
             /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */
             /* The previous tile's TMA store must have finished reading smem_d

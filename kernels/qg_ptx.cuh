@@ -160,6 +160,8 @@ QG_DEVICE uint64_t qg_wgmma_desc_sw128(const void *smem) {
 QG_DEVICE void qg_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 QG_DEVICE void qg_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 QG_DEVICE void qg_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+/* Wait until at most one committed group (the newest) is pending. */
+QG_DEVICE void qg_wgmma_wait1(void) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 
 /* Keep the compiler from moving accumulator accesses across wgmma. */
 QG_DEVICE void qg_fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory"); }

@@ -72,6 +72,24 @@ static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg
     return true;
 }
 
+/* Whether a tile runs the K-pipelined loop (kernel: QG_KPIPE): one wgmma
+ * unit per warpgroup and room for a second accumulator set beside the FP32
+ * sums, 3 * block_n / 2 registers: block_n <= 128 (the CPU compile sweeps
+ * found spills at 64x144, at 128x128 with B multicast, and with the masked
+ * scheduler's extra live registers above 96). Measured on an H100 against
+ * the one-set loop (bench/results/2026-11-21-explore4/, run 3): 128x128 A at
+ * 4096x7168x16384 785 vs 825 us, 128x96 A at 4096x2112x7168 144 vs 162 us,
+ * M = 512..2048 128x128 1-1.5% and M = 64/128 up to 2-3% faster, none slower
+ * beyond the run-to-run spread. */
+static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int units, bool wide,
+                        int stages) {
+    /* It holds K block kb's stage while it waits for kb + 1's: one stage
+     * would deadlock. */
+    if (units != 1 || wide || stages < 2) return false;
+    if (kind == QG_GEMM_GROUPED_MASKED) return bn <= 96;
+    return bn <= 128 && !(bm == 128 && bn == 128 && mc == QG_MULTICAST_B);
+}
+
 size_t qg__smem_bytes(int block_m, int block_n, int stages) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4 +
@@ -214,6 +232,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     out->wgmma_n = wide && bm == 128 ? bn / 2 : bn;
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
     out->acc_sets = wide ? 1 : units;
+    out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
+    if (out->kpipe) out->acc_sets = 2;
     /* SFB through shared memory: faster where a warpgroup runs one pass per K
      * block, slower for the wide tiles (measured; see the kernel). */
     out->sfb_smem = !wide;

@@ -133,6 +133,7 @@ typedef struct {
     int wgmma_n;            /* N of one wgmma: block_n, or block_n / 2 (wide 128-row tiles) */
     int acc_sets;           /* wgmma accumulator sets per math warpgroup */
     bool sfb_smem;          /* a producer warp copies SFB into shared memory */
+    bool kpipe;             /* K-pipelined main loop (two accumulator sets, one unit) */
 } qg_kernel_plan;
 
 /* Validate a problem's shape fields; `fn` names the public caller in messages. */

@@ -6,8 +6,10 @@
  *  - the key is SHA-256 over the format version, the NVRTC version, the
  *    options, every embedded file (name and text) and the source, each field
  *    length-prefixed so no two inputs frame the same bytes;
- *  - a cubin is handed out only if its ptxas report shows no spill and no
- *    stack frame; nothing that failed is cached;
+ *  - a cubin is handed out only if its ptxas report shows no spill, no
+ *    stack frame and no serialized wgmma (ptxas C751x: it serializes the
+ *    wgmmas or injects a wait when it cannot prove their accumulators
+ *    untouched in flight); nothing that failed is cached;
  *  - the memory cache holds one entry per key; while its first compile runs
  *    the entry is "pending" and other threads asking for the key wait for it
  *    (one compile per key, however many threads); a failed compile drops the
@@ -692,6 +694,16 @@ static qg_status build(const char *source, const char *key, const char *const *o
                                 "registers); ptxas report:\n%.*s",
                                 key, i->stack_frame_bytes, spills, i->registers, QG_LOG_EXCERPT,
                                 b->report[0] ? b->report : "(none)");
+        free_build(b);
+        return st;
+    }
+    const char *serialized = strstr(b->report, "wgmma.mma_async instructions are serialized");
+    if (!serialized) serialized = strstr(b->report, "warpgroup.wait is injected");
+    if (serialized) {
+        const char *eol = strchr(serialized, '\n');
+        qg_status st = qg__fail(QG_ERROR_COMPILE, "kernel %s: ptxas serialized its wgmma: %.*s", key,
+                                (int)(eol ? eol - serialized : (ptrdiff_t)strlen(serialized)),
+                                serialized);
         free_build(b);
         return st;
     }

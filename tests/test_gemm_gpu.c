@@ -70,6 +70,11 @@ static int make_grid(dense_case *out) {
     static const int long_m[] = {128, 4096}, long_n[] = {7168, 4096};
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) out[count++] = (dense_case){long_m[i], long_n[j], 16384, 0, 0, 0};
+    /* K-block counts of 9, 10 and 23: the K-pipelined loop's last chunk holds
+     * 1, 2 and 3 K blocks (its chunks are 4). */
+    out[count++] = (dense_case){257, 576, 1152, 0, 0, 0};
+    out[count++] = (dense_case){100, 2112, 1280, 0, 0, 0};
+    out[count++] = (dense_case){1000, 4096, 2944, 0, 0, 0};
     return count;
 }
 

@@ -486,6 +486,38 @@ TEST(jit_corrupt_disk_cache_is_recompiled) {
 
 /* ---- failures ---- */
 
+TEST(jit_rejects_serialized_wgmma) {
+    char src[2048];
+    /* Reading a wgmma's accumulator before the wait that retires it makes
+     * ptxas inject a wait (C7517; C7514 serializes the wgmmas): the kernel
+     * would be correct and slow. */
+    snprintf(src, sizeof src,
+             "// salt %llu\n"
+             "extern \"C\" __global__ void qg_test_serialized(float *p, unsigned long long da,\n"
+             "                                                unsigned long long db) {\n"
+             "    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;\n"
+             "    asm volatile(\"wgmma.fence.sync.aligned;\\n\"\n"
+             "                 \"wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 \"\n"
+             "                 \"{%%0, %%1, %%2, %%3}, %%4, %%5, 1, 1, 1;\\n\"\n"
+             "                 \"wgmma.commit_group.sync.aligned;\"\n"
+             "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3) : \"l\"(da), \"l\"(db));\n"
+             "    p[threadIdx.x] = d0 + d1;\n"
+             "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n"
+             "    p[threadIdx.x + 128] = d2 + d3;\n"
+             "}\n",
+             (unsigned long long)rnd());
+    qg_jit_cache *c = NULL;
+    CHECK(qg__jit_cache_create(&c) == QG_SUCCESS, "%s", qg_last_error());
+    qg_jit_result r;
+    qg__clear_error();
+    qg_status s = qg__jit_compile(c, src, &r);
+    CHECK(s == QG_ERROR_COMPILE, "status %d (%s)", s, qg_last_error());
+    CHECK(r.cubin == NULL, "a rejected kernel came with a cubin");
+    CHECK(strstr(qg_last_error(), "serialized"), "message: %s", qg_last_error());
+    qg__jit_cache_destroy(c);
+    PASS();
+}
+
 TEST(jit_rejects_spilling_kernel) {
     char dir[64], path[256];
     CHECK(fresh_cache_dir(dir), "mkdtemp");
@@ -642,5 +674,50 @@ TEST(jit_concurrent_same_source_separate_caches) {
           "the racing writers left no loadable file (hit %d): %s", r.info.cache_hit,
           qg_last_error());
     free(src);
+    PASS();
+}
+
+/* Which plans run the K-pipelined loop (src/config.c): one wgmma unit per
+ * warpgroup, block_n <= 128 (masked: 96), never 128x128 with B multicast, and
+ * never with one stage (the loop holds a stage while it waits for the next:
+ * one stage would deadlock). */
+TEST(config_k_pipelined_plans) {
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
+    static const struct {
+        qg_gemm_kind kind;
+        int bm, bn, stages;
+        qg_multicast mc;
+        bool kpipe;
+    } cases[] = {
+        {QG_GEMM_DENSE, 64, 128, 0, QG_MULTICAST_NONE, true},
+        {QG_GEMM_DENSE, 64, 144, 0, QG_MULTICAST_NONE, false},
+        {QG_GEMM_DENSE, 128, 128, 0, QG_MULTICAST_A, true},
+        {QG_GEMM_DENSE, 128, 128, 2, QG_MULTICAST_A, true},
+        {QG_GEMM_DENSE, 128, 128, 1, QG_MULTICAST_A, false},
+        {QG_GEMM_DENSE, 64, 64, 1, QG_MULTICAST_NONE, false},
+        {QG_GEMM_DENSE, 128, 128, 0, QG_MULTICAST_B, false},
+        {QG_GEMM_DENSE, 128, 160, 0, QG_MULTICAST_NONE, false},
+        {QG_GEMM_DENSE, 256, 64, 0, QG_MULTICAST_NONE, false},  /* two units */
+        {QG_GEMM_DENSE, 256, 128, 0, QG_MULTICAST_A, false},    /* wide */
+        {QG_GEMM_DENSE, 128, 256, 0, QG_MULTICAST_A, false},    /* wide */
+        {QG_GEMM_GROUPED_MASKED, 128, 96, 0, QG_MULTICAST_NONE, true},
+        {QG_GEMM_GROUPED_MASKED, 128, 112, 0, QG_MULTICAST_NONE, false},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 128, 0, QG_MULTICAST_A, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const qg_problem p = {cases[i].kind, 4096, 4096, 7168,
+                              cases[i].kind == QG_GEMM_DENSE ? 1 : 4, 0};
+        const qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn,
+                               .num_stages = cases[i].stages, .multicast = cases[i].mc};
+        qg_kernel_plan plan;
+        CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "case %zu: %s", i,
+              qg_last_error());
+        CHECK(plan.kpipe == cases[i].kpipe && (!plan.kpipe || plan.acc_sets == 2),
+              "case %zu: kind %d %dx%d stages %d mc %d: kpipe %d, expected %d", i,
+              (int)cases[i].kind, cases[i].bm, cases[i].bn, cases[i].stages, (int)cases[i].mc,
+              (int)plan.kpipe, (int)cases[i].kpipe);
+    }
+    qg_context_destroy(ctx);
     PASS();
 }

@@ -88,6 +88,7 @@ typedef struct {
     lt_peer *peer;
     char peer_note[NOTE_LEN];
     double copy_gbs;
+    double write_gbs;
     bench_row *rows;
     int num_rows;
 } bench_env;
@@ -153,8 +154,10 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Device-to-device copy bandwidth (GB/s, read + write bytes), median of
- * COPY_RUNS copies of a 1 GiB buffer (256 MiB when memory is short). */
-static double copy_bandwidth(bench_env *e) {
+ * COPY_RUNS copies of a 1 GiB buffer (256 MiB when memory is short); with
+ * write_only, the bandwidth of filling the buffer (cuMemsetD8), the floor of
+ * a GEMM whose time goes to writing D. */
+static double copy_bandwidth(bench_env *e, bool write_only) {
     const qg_driver *drv = e->drv;
     for (size_t bytes = COPY_BYTES; bytes >= COPY_BYTES / 4; bytes /= 4) {
         CUdeviceptr src = 0, dst = 0;
@@ -169,7 +172,8 @@ static double copy_bandwidth(bench_env *e) {
         for (int i = 0; ok && i < COPY_RUNS; i++) {
             float t = 0.0f;
             ok = drv->cuEventRecord(start, NULL) == CUDA_SUCCESS &&
-                 drv->cuMemcpyDtoD(dst, src, bytes) == CUDA_SUCCESS &&
+                 (write_only ? drv->cuMemsetD8(dst, 0x3c, bytes)
+                             : drv->cuMemcpyDtoD(dst, src, bytes)) == CUDA_SUCCESS &&
                  drv->cuEventRecord(stop, NULL) == CUDA_SUCCESS &&
                  drv->cuEventSynchronize(stop) == CUDA_SUCCESS &&
                  drv->cuEventElapsedTime(&t, start, stop) == CUDA_SUCCESS && t > 0.0f;
@@ -177,7 +181,7 @@ static double copy_bandwidth(bench_env *e) {
         }
         if (ok) {
             qsort(ms, COPY_RUNS, sizeof ms[0], cmp_double);
-            gbs = 2.0 * (double)bytes / (ms[COPY_RUNS / 2] * 1e-3) / 1e9;
+            gbs = (write_only ? 1.0 : 2.0) * (double)bytes / (ms[COPY_RUNS / 2] * 1e-3) / 1e9;
         }
         if (start) drv->cuEventDestroy(start);
         if (stop) drv->cuEventDestroy(stop);
@@ -551,6 +555,8 @@ static void json_report(const bench_env *e) {
            "\"copy_bandwidth_gbs\": ", e->props.cc_major, e->props.cc_minor, e->props.sm_count,
            e->clock_khz / 1000, e->props.l2_bytes);
     put_num(true, e->copy_gbs > 0, "%.1f", e->copy_gbs);
+    printf(", \"write_bandwidth_gbs\": ");
+    put_num(true, e->write_gbs > 0, "%.1f", e->write_gbs);
     printf("},\n  \"library\": ");
     json_string(qg_version_string());
     printf(",\n  \"cublaslt_version\": ");
@@ -623,6 +629,9 @@ static void table_summary(const bench_env *e) {
     if (e->copy_gbs > 0)
         printf("copy bandwidth (cuMemcpyDtoD, read + write, same run): %.0f GB/s\n", e->copy_gbs);
     else printf("copy bandwidth: measurement failed\n");
+    if (e->write_gbs > 0)
+        printf("write bandwidth (cuMemsetD8, write only, same run): %.0f GB/s\n", e->write_gbs);
+    else printf("write bandwidth: measurement failed\n");
     if (e->peer) printf("cuBLASLt: version %zu, best of the heuristic's algorithms\n",
                         lt_peer_version(e->peer));
     else printf("cuBLASLt: n/a (%s)\n", e->peer_note);
@@ -782,8 +791,9 @@ int cli_bench(int argc, char **argv) {
     if (!o.use_peer) snprintf(e.peer_note, sizeof e.peer_note, "disabled by --no-cublas");
     else if (!(e.peer = lt_peer_open(e.drv, e.peer_note, sizeof e.peer_note)))
         fprintf(stderr, "cublasLt: n/a (%s)\n", e.peer_note);
-    fprintf(stderr, "measuring copy bandwidth ...\n");
-    e.copy_gbs = copy_bandwidth(&e);
+    fprintf(stderr, "measuring copy and write bandwidth ...\n");
+    e.copy_gbs = copy_bandwidth(&e, false);
+    e.write_gbs = copy_bandwidth(&e, true);
     if (o.format == OUT_TABLE)
         printf("qgemm bench on %s (%d SMs), seed %llu\n", e.props.name, e.props.sm_count,
                (unsigned long long)o.seed);
