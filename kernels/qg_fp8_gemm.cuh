@@ -354,6 +354,19 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                 for (int i = 0; i < QG_OUT; ++i) out[t][i] = 0.0f;
 
+            /* Wait for stage s (K block kb) and read its scales. Global SFB
+             * loads are issued before the wait (its "memory" clobber keeps
+             * them there), so their latency overlaps it. */
+            auto wait_stage = [&](qg_scales &sc, int kb) {
+#if !QG_SFB_SMEM
+                qg_load_sfb(sc.sb, sfb_tile, sfb_row0, kb);
+#else
+                (void)kb;
+#endif
+                qg_mbarrier_wait(&full[s], phase);
+                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row);
+            };
+
 #if QG_KPIPE
             /* K-pipelined: K block kb goes to the tensor cores in one
              * accumulator set before K block kb - 1, in the other, is waited
@@ -365,13 +378,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * with no group in flight (the last promotion of a chunk is not
              * overlapped). Scales are read before a stage is released. */
             auto kissue = [&](float (&acc_k)[QG_ACC], qg_scales &sc, uint32_t &stage, int kb) {
-#if !QG_SFB_SMEM
-                qg_load_sfb(sc.sb, sfb_tile, sfb_row0, kb);
-#else
-                (void)kb;
-#endif
-                qg_mbarrier_wait(&full[s], phase);
-                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row);
+                wait_stage(sc, kb);
                 qg_fence_acc(acc_k);
                 qg_wgmma_fence();
                 qg_issue_unit(acc_k, desc_a0, desc_b0, s, 0, 0);
@@ -404,14 +411,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 kchunk(QG_NUM_K_BLOCKS - QG_NUM_K_BLOCKS % QG_KCHUNK, QG_NUM_K_BLOCKS % QG_KCHUNK);
 #else
             for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
-                /* Global loads are issued before the wait (its "memory"
-                 * clobber keeps them there), so their latency overlaps it. */
                 qg_scales sc;
-#if !QG_SFB_SMEM
-                qg_load_sfb(sc.sb, sfb_tile, sfb_row0, kb);
-#endif
-                qg_mbarrier_wait(&full[s], phase);
-                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row);
+                wait_stage(sc, kb);
 
                 /* One 128-K block on the tensor cores, in QG_PASSES passes of
                  * QG_ACC_SETS units (issue, wait, promote). */

@@ -231,9 +231,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     const bool wide = is_wide(p->kind, bm, bn);
     out->wgmma_n = wide && bm == 128 ? bn / 2 : bn;
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
-    out->acc_sets = wide ? 1 : units;
     out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
-    if (out->kpipe) out->acc_sets = 2;
+    out->acc_sets = out->kpipe ? 2 : wide ? 1 : units;
     /* SFB through shared memory: faster where a warpgroup runs one pass per K
      * block, slower for the wide tiles (measured; see the kernel). */
     out->sfb_smem = !wide;

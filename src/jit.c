@@ -700,10 +700,8 @@ static qg_status build(const char *source, const char *key, const char *const *o
     const char *serialized = strstr(b->report, "wgmma.mma_async instructions are serialized");
     if (!serialized) serialized = strstr(b->report, "warpgroup.wait is injected");
     if (serialized) {
-        const char *eol = strchr(serialized, '\n');
         qg_status st = qg__fail(QG_ERROR_COMPILE, "kernel %s: ptxas serialized its wgmma: %.*s", key,
-                                (int)(eol ? eol - serialized : (ptrdiff_t)strlen(serialized)),
-                                serialized);
+                                (int)strcspn(serialized, "\n"), serialized);
         free_build(b);
         return st;
     }

@@ -153,27 +153,33 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The operation device_bandwidth times: a copy of src to dst, or (write_only)
+ * a fill of dst. */
+static CUresult bandwidth_op(const qg_driver *drv, bool write_only, CUdeviceptr dst,
+                             CUdeviceptr src, size_t bytes) {
+    return write_only ? drv->cuMemsetD8(dst, 0x3c, bytes) : drv->cuMemcpyDtoD(dst, src, bytes);
+}
+
 /* Device-to-device copy bandwidth (GB/s, read + write bytes), median of
  * COPY_RUNS copies of a 1 GiB buffer (256 MiB when memory is short); with
  * write_only, the bandwidth of filling the buffer (cuMemsetD8), the floor of
  * a GEMM whose time goes to writing D. */
-static double copy_bandwidth(bench_env *e, bool write_only) {
+static double device_bandwidth(bench_env *e, bool write_only) {
     const qg_driver *drv = e->drv;
     for (size_t bytes = COPY_BYTES; bytes >= COPY_BYTES / 4; bytes /= 4) {
         CUdeviceptr src = 0, dst = 0;
         CUevent start = NULL, stop = NULL;
         double gbs = -1.0, ms[COPY_RUNS];
-        bool ok = drv->cuMemAlloc(&src, bytes) == CUDA_SUCCESS &&
+        bool ok = (write_only || (drv->cuMemAlloc(&src, bytes) == CUDA_SUCCESS &&
+                                  drv->cuMemsetD8(src, 0x5a, bytes) == CUDA_SUCCESS)) &&
                   drv->cuMemAlloc(&dst, bytes) == CUDA_SUCCESS &&
-                  drv->cuMemsetD8(src, 0x5a, bytes) == CUDA_SUCCESS &&
                   drv->cuEventCreate(&start, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
                   drv->cuEventCreate(&stop, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
-                  drv->cuMemcpyDtoD(dst, src, bytes) == CUDA_SUCCESS; /* warm-up */
+                  bandwidth_op(drv, write_only, dst, src, bytes) == CUDA_SUCCESS; /* warm-up */
         for (int i = 0; ok && i < COPY_RUNS; i++) {
             float t = 0.0f;
             ok = drv->cuEventRecord(start, NULL) == CUDA_SUCCESS &&
-                 (write_only ? drv->cuMemsetD8(dst, 0x3c, bytes)
-                             : drv->cuMemcpyDtoD(dst, src, bytes)) == CUDA_SUCCESS &&
+                 bandwidth_op(drv, write_only, dst, src, bytes) == CUDA_SUCCESS &&
                  drv->cuEventRecord(stop, NULL) == CUDA_SUCCESS &&
                  drv->cuEventSynchronize(stop) == CUDA_SUCCESS &&
                  drv->cuEventElapsedTime(&t, start, stop) == CUDA_SUCCESS && t > 0.0f;
@@ -792,8 +798,8 @@ int cli_bench(int argc, char **argv) {
     else if (!(e.peer = lt_peer_open(e.drv, e.peer_note, sizeof e.peer_note)))
         fprintf(stderr, "cublasLt: n/a (%s)\n", e.peer_note);
     fprintf(stderr, "measuring copy and write bandwidth ...\n");
-    e.copy_gbs = copy_bandwidth(&e, false);
-    e.write_gbs = copy_bandwidth(&e, true);
+    e.copy_gbs = device_bandwidth(&e, false);
+    e.write_gbs = device_bandwidth(&e, true);
     if (o.format == OUT_TABLE)
         printf("qgemm bench on %s (%d SMs), seed %llu\n", e.props.name, e.props.sm_count,
                (unsigned long long)o.seed);
