@@ -181,7 +181,7 @@ typedef struct {
 typedef struct {
     int block_m;        /* 64, 128 or 256 */
     int block_n;        /* multiple of 16, 16..256 within the register budget */
-    int num_stages;     /* 1..8 shared-memory pipeline stages; 0 = most that fit */
+    int num_stages;     /* 1..32 shared-memory pipeline stages; 0 = most that fit */
     qg_multicast multicast;
     int swizzle_group;  /* tiles per scheduler swizzle group; 0 = default (16) */
     int num_sms;        /* filled by selection: persistent grid size */

@@ -22,7 +22,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define QG_MAX_STAGES 8
+/* Pipeline depth: as many stages as fit, up to 32. The 64-row tiles of the
+ * small-M shapes used to stop at 8; 13-21 stages ran 5-7% faster at K = 7168
+ * (64x4096x7168: 20.5 against 21.9 us; 128x4096x7168: 23.0 against 24.4;
+ * bench/results/2026-11-22-explore5/, run 1) and within 1% elsewhere. */
+#define QG_MAX_STAGES 32
 #define QG_DEFAULT_SWIZZLE 16
 
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
@@ -262,24 +266,30 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
 
 /*
  * Relative throughput of a tile shape when the problem is compute-bound
- * (1.0 = 128x128 with A multicast), measured on an H200 with forced
- * configurations of 4096 x {4096, 7168, 2112, 24576, 32768} x K
- * (bench/results/2026-11-21-h200-sweep.txt; the wide tiles:
- * bench/results/2026-11-21-explore/, runs 3 and 4), then corrected on an
- * H100 (bench/results/2026-11-21-explore3/): 128x256 with A multicast ran
- * 7-8% faster than 128x128 A (contiguous, M = 32768) and 13% faster than
- * 128x256 B (8192x2112x7168); the two-part 128-row tiles (n-parts of 88..112
+ * (1.0 = 128x128 with A multicast): waves x tile area / time, compared on the
+ * same problem. The 128x128, 256x128 and 128x256 numbers were re-measured
+ * on an H100 after the K-pipelined loop and SFB in shared memory
+ * (bench/results/2026-11-22-explore5/, run 3: M = 512..4096 x five (N, K)
+ * pairs; geometric means over the 19 shapes of at least one full wave):
+ * 256x128 without multicast 1.05 (1.03-1.10 per shape), with A 1.04
+ * (0.98-1.12: ahead at K = 512 and over many waves, where it is rated a
+ * little higher, behind at one or two waves), 128x256 0.99 / 0.98, 128x128
+ * without multicast 0.98 (0.92-1.06). The contiguous kernel ran 1-5% faster
+ * as 128x256 (either) than as 128x128 A at M = 32768 (same run), hence 1.02;
+ * the dense kernel never picks it over 256x128.
+ * The others come from earlier runs: an H200 sweep of forced configurations
+ * (bench/results/2026-11-21-h200-sweep.txt) corrected on an H100
+ * (2026-11-21-explore3): the two-part 128-row tiles (n-parts of 88..112
  * columns) run at 0.66-0.73; B multicast lost wherever it was timed: 256x64
  * by 18-21% (N = 2112: 256x64 without multicast took 123.0 us at M = 4096,
- * against 149.5 with B and 136.1 as 128x176), 128x128 B took 256.9 us at
- * 8192x2112x7168 against 237.0 for 256x64 without multicast. The wide tiles
- * win because each WGMMA operand byte read from shared memory and each TMA
- * byte feeds more MMAs.
+ * against 149.5 with B and 136.1 as 128x176; again 124 against 149 and
+ * 256x96 139 in 2026-11-22-explore5 run 2), 128x128 B took 256.9 us at
+ * 8192x2112x7168 against 237.0 for 256x64 without multicast.
  */
 static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
-    if (bm == 256 && bn == 128) return a ? 1.10 : b ? 0.94 : 0.90;
-    if (bm == 128 && bn == 256) return a ? 1.08 : b ? 0.94 : 1.0;
+    if (bm == 256 && bn == 128) return a ? 1.06 : b ? 0.94 : 1.05;
+    if (bm == 128 && bn == 256) return a || !b ? 1.02 : 0.94;
     if (bm == 128 && bn > 160) return a || b ? 0.66 : 0.73;
     /* H100, N = 2112: 1008-1046 TFLOPS without multicast (A: the H200 table) */
     if (bm == 256 && bn == 64) return a ? 0.92 : b ? 0.64 : 0.85;
@@ -290,7 +300,9 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
         e = bn >= 80 ? 0.86 : 0.55;
     else
         e = bn >= 128 ? 0.7 : 0.5;
-    return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.80) : 0.85);
+    /* Without multicast: 128x128 0.98 and 128x96 within 1% of A (4096x2112x7168,
+     * 2026-11-21-explore4 run 3). */
+    return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.80) : 0.98);
 }
 
 /*
@@ -313,7 +325,7 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
     for (int i = 0; i < 3; ++i) {
         const int bm = block_ms[i];
         if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
-        if (bm == 256 && rows <= 1024) continue;
+        if (bm == 256 && !large) continue;
         if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128) continue;
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
@@ -326,15 +338,15 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
                 const int waves = (int)((tiles + num_sms - 1) / num_sms);
                 const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
-                /* Multicast and the wide tiles pay off only on large
-                 * problems over several waves: the wide tiles' passes
-                 * serialize each warpgroup's K block, and at one to two
-                 * waves (M = 512 .. 1024 at N = 4096 .. 7168) the paired
-                 * CTAs' lock-step and those passes cost more than they save
-                 * (measured 4-6% slower than 128x128 without multicast). At
-                 * 2.9 waves 128x176 won (4096x2112x7168). */
+                /* Multicast pays off only over several waves: at one or two
+                 * the paired CTAs' lock-step costs more than it saves
+                 * (256x128 and 128x128 at M = 512..2048 ran 2-5% slower with
+                 * A than without, 2026-11-22-explore5 run 3). The wide tiles
+                 * are for large problems; 256x128 without multicast won at
+                 * one and two waves there too (1024x4096x7168: 52.5 us
+                 * against 56.0 for 128x128). */
                 const bool few_waves = 2 * tiles < 5ll * num_sms;
-                if (is_wide(p->kind, bm, bn) && (!large || few_waves)) continue;
+                if (is_wide(p->kind, bm, bn) && !large) continue;
                 const double eff = mc && few_waves
                                        ? 0.95 * tile_efficiency(bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(bm, bn, c.multicast);

@@ -663,19 +663,23 @@ static void table_summary(const bench_env *e) {
     if (unsteady) printf("\n");
 
     static const char *const hit[3] = {"compiled", "memory", "disk"};
-    printf("\nfirst-call JIT (qg_compile before timing)\n%-20s %12s %-9s %5s %s\n", "shape",
-           "compile ms", "cache", "regs", "spills st/ld");
+    printf("\nfirst-call JIT (qg_compile before timing); cuBLASLt's algorithm (tile M x N of "
+           "D^T: its M is N here)\n%-20s %12s %-9s %5s %-12s %s\n", "shape", "compile ms", "cache",
+           "regs", "spills st/ld", "cuBLASLt");
     for (int i = 0; i < e->num_rows; i++) {
         const bench_row *r = &e->rows[i];
         char shape[48];
         shape_label(r, shape, sizeof shape);
+        const char *peer_algo = r->c_ran ? r->c_note : "-";
         if (!r->jit_done) {
-            printf("%-20s %12s\n", shape, "-");
+            printf("%-20s %12s %-9s %5s %-12s %s\n", shape, "-", "", "", "", peer_algo);
             continue;
         }
-        printf("%-20s %12.1f %-9s %5d %d/%d\n", shape, r->jit.compile_ms,
+        char spills[24];
+        snprintf(spills, sizeof spills, "%d/%d", r->jit.spill_store_bytes, r->jit.spill_load_bytes);
+        printf("%-20s %12.1f %-9s %5d %-12s %s\n", shape, r->jit.compile_ms,
                r->jit.cache_hit >= 0 && r->jit.cache_hit <= 2 ? hit[r->jit.cache_hit] : "?",
-               r->jit.registers, r->jit.spill_store_bytes, r->jit.spill_load_bytes);
+               r->jit.registers, spills, peer_algo);
     }
 }
 

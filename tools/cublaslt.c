@@ -44,7 +44,7 @@
     X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                             \
     X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                     \
     X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)                \
-    X(cublasLtMatmul)
+    X(cublasLtMatmul) X(cublasLtMatmulAlgoConfigGetAttribute)
 
 struct lt_peer {
     void *lib;
@@ -65,7 +65,7 @@ struct lt_gemm {
     cublasLtMatmulAlgo_t algo;
     const float *sf_act, *sf_weight; /* what cuBLASLt reads (ours or converted) */
     CUdeviceptr own_act, own_weight;  /* converted copies, 0 when not needed */
-    char algo_name[32];
+    char algo_name[80];
 };
 
 static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -296,6 +296,40 @@ static float time_algo(const lt_gemm *g, const cublasLtMatmulAlgo_t *algo, CUstr
     return ms / LT_ALGO_TIMING_RUNS;
 }
 
+/* cublasLtMatmulTile_t and cublasLtClusterShape_t values (cublasLt.h) as
+ * text; later values print as their number. The shapes are cuBLASLt's own
+ * M x N, where its M is qgemm's N (it computes D^T = B . A^T). */
+static const char *const lt_tile_names[] = {
+    "?", "8x8", "8x16", "16x8", "8x32", "16x16", "32x8", "8x64", "16x32", "32x16", "64x8",
+    "32x32", "32x64", "64x32", "32x128", "64x64", "128x32", "64x128", "128x64", "64x256",
+    "128x128", "256x64", "64x512", "128x256", "256x128", "512x64", "64x96", "96x64", "96x128",
+    "128x160", "160x128", "192x128", "128x192", "128x96"};
+static const char *const lt_cluster_names[] = {
+    "auto", "?", "1x1x1", "2x1x1", "4x1x1", "1x2x1", "2x2x1", "4x2x1", "1x4x1", "2x4x1", "4x4x1",
+    "8x1x1", "1x8x1", "8x2x1", "2x8x1", "16x1x1", "1x16x1"};
+
+/* "tile 128x256 cluster 2x1x1" of an algorithm, or "" when cuBLASLt does not say. */
+static void describe_algo(const lt_peer *p, const cublasLtMatmulAlgo_t *algo, char *buf, size_t len) {
+    uint32_t tile = 0;
+    uint16_t cluster = 0; /* the header documents uint16_t for the cluster id */
+    size_t written;
+    buf[0] = '\0';
+    if (p->cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                                sizeof tile, &written) != CUBLAS_STATUS_SUCCESS ||
+        p->cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+                                                &cluster, sizeof cluster,
+                                                &written) != CUBLAS_STATUS_SUCCESS)
+        return;
+    const size_t ntiles = sizeof lt_tile_names / sizeof *lt_tile_names;
+    const size_t nclusters = sizeof lt_cluster_names / sizeof *lt_cluster_names;
+    char t[16], c[16];
+    snprintf(t, sizeof t, "%s", tile < ntiles ? lt_tile_names[tile] : "");
+    snprintf(c, sizeof c, "%s", cluster < nclusters ? lt_cluster_names[cluster] : "");
+    if (!t[0]) snprintf(t, sizeof t, "#%u", tile);
+    if (!c[0]) snprintf(c, sizeof c, "#%u", cluster);
+    snprintf(buf, len, " tile %s cluster %s", t, c);
+}
+
 static int choose_algo(lt_gemm *g, CUstream stream, char *why, size_t len) {
     const lt_peer *p = g->peer;
     const qg_driver *drv = p->drv;
@@ -349,7 +383,9 @@ static int choose_algo(lt_gemm *g, CUstream stream, char *why, size_t len) {
         return lt_fail(p, last, "running each of the heuristic's algorithms (all failed)",
                        "cublasLtMatmul", why, len);
     g->algo = results[best].algo;
-    snprintf(g->algo_name, sizeof g->algo_name, "algo %d/%d", best + 1, found);
+    char tile[48];
+    describe_algo(p, &g->algo, tile, sizeof tile);
+    snprintf(g->algo_name, sizeof g->algo_name, "algo %d/%d%s", best + 1, found, tile);
     /* Leave D written by the chosen algorithm, as documented. */
     s = matmul(g, &g->algo, stream);
     if (s != CUBLAS_STATUS_SUCCESS)

@@ -68,7 +68,8 @@ int lt_gemm_create(lt_peer *peer, const lt_gemm_desc *desc, CUstream stream, lt_
                    char *why, size_t why_len);
 /* Enqueue the planned GEMM on `stream`. @return 0, or -1 with why. */
 int lt_gemm_run(lt_gemm *g, CUstream stream, char *why, size_t why_len);
-/* "algo i/n" of the heuristic's list, for the report. */
+/* "algo i/n tile AxB cluster XxYxZ": its place in the heuristic's list and, when
+ * cuBLASLt reports them, its tile and cluster (cuBLASLt's M x N: its M is qgemm's N). */
 const char *lt_gemm_algo_name(const lt_gemm *g);
 void lt_gemm_destroy(lt_gemm *g);
 

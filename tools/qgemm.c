@@ -5,7 +5,8 @@
  *   qgemm bench    [options]   qgemm vs cuBLASLt timings (bench.c)
  *   qgemm check    [--quick] [--seed N]
  *   qgemm compile  [--shape MxNxK]... [--grouped-contiguous G]
- *                  [--grouped-masked G,M_max] [--dense] [--offline]
+ *                  [--grouped-masked G,M_max] [--config bm,bn,st,mc]
+ *                  [--dense] [--offline]
  *   qgemm info
  *
  * Invariants: see cli.h (exit codes, one-line "no GPU" failure, stdout for
@@ -296,7 +297,9 @@ static int cmd_check(int argc, char **argv) {
 static const int grouped_nk[2][2] = {{4096, 7168}, {7168, 2048}};
 #define GROUPED_TOTAL_ROWS 32768
 
-static bool compile_one(qg_context *ctx, const qg_problem *q) {
+/* Compile q's kernel: the forced configuration when `forced` is not NULL,
+ * else the heuristic's. */
+static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *forced) {
     qg_config cfg = {0};
     qg_kernel_info info;
     memset(&info, 0, sizeof info);
@@ -304,7 +307,8 @@ static bool compile_one(qg_context *ctx, const qg_problem *q) {
     snprintf(label, sizeof label, "%-10s %dx%dx%d", cli_kind_name(q->kind), q->m, q->n, q->k);
     if (q->num_groups > 1)
         snprintf(label + strlen(label), sizeof label - strlen(label), " G=%d", q->num_groups);
-    qg_status s = qg_select_config(ctx, q, &cfg);
+    qg_status s = forced ? (cfg = *forced, qg_complete_config(ctx, q, &cfg))
+                         : qg_select_config(ctx, q, &cfg);
     if (s == QG_SUCCESS) {
         fprintf(stderr, "compiling kernel for %s ...\n", label);
         s = qg_compile(ctx, q, &cfg, &info);
@@ -327,7 +331,8 @@ static bool compile_one(qg_context *ctx, const qg_problem *q) {
 static int cmd_compile(int argc, char **argv) {
     cli_shape shapes[CLI_MAX_SHAPES];
     int num_shapes = 0, contiguous_groups = 0, masked_groups = 0, masked_rows = 0;
-    bool dense = false, offline = false;
+    bool dense = false, offline = false, have_config = false;
+    qg_config forced = {0};
     for (int i = 1; i < argc; i++) {
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
@@ -350,6 +355,10 @@ static int cmd_compile(int argc, char **argv) {
                 !cli_parse_int(comma + 1, 1, 1L << 20, &mm))
                 return cli_usage_error("compile: --grouped-masked wants G,M_max, got '%s'", next);
             masked_groups = (int)g, masked_rows = (int)mm, i++;
+        } else if (!strcmp(argv[i], "--config") && next) {
+            if (!cli_parse_config(next, &forced))
+                return cli_usage_error("compile: --config wants bm,bn,stages,mc, got '%s'", next);
+            have_config = true, i++;
         } else if (!strcmp(argv[i], "--dense")) {
             dense = true;
         } else if (!strcmp(argv[i], "--offline")) {
@@ -392,7 +401,7 @@ static int cmd_compile(int argc, char **argv) {
         int count = num_shapes ? num_shapes : CLI_NUM_DEEPSEEK_SHAPES;
         for (int i = 0; i < count; i++, total++) {
             qg_problem q = {QG_GEMM_DENSE, list[i].m, list[i].n, list[i].k, 1, 0};
-            failed += !compile_one(ctx, &q);
+            failed += !compile_one(ctx, &q, have_config ? &forced : NULL);
         }
     }
     /* Grouped problems: the --shape list (M = total rows for contiguous; N, K
@@ -404,12 +413,12 @@ static int cmd_compile(int argc, char **argv) {
         if (contiguous_groups) {
             int m = num_shapes ? shapes[i].m : GROUPED_TOTAL_ROWS;
             qg_problem q = {QG_GEMM_GROUPED_CONTIGUOUS, m, n, k, contiguous_groups, 0};
-            failed += !compile_one(ctx, &q);
+            failed += !compile_one(ctx, &q, have_config ? &forced : NULL);
             total++;
         }
         if (masked_groups) {
             qg_problem q = {QG_GEMM_GROUPED_MASKED, masked_rows, n, k, masked_groups, masked_rows};
-            failed += !compile_one(ctx, &q);
+            failed += !compile_one(ctx, &q, have_config ? &forced : NULL);
             total++;
         }
     }
@@ -493,6 +502,7 @@ static void usage(FILE *f) {
         "            --shape MxNxK   (repeatable; default: the 18 DeepSeek-V3 shapes)\n"
         "            --grouped-contiguous G    contiguous grouped kernels (M = total rows)\n"
         "            --grouped-masked G,M_max  masked grouped kernels\n"
+        "            --config bm,bn,stages,mc   this configuration instead of the heuristic's\n"
         "            --dense         also dense kernels when a grouped option is given\n"
         "            --offline       compile for an offline H100 even if a GPU is present\n"
         "  info      device, library, NVRTC and cuBLASLt versions, cache directory\n"
