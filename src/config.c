@@ -289,7 +289,7 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
 static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
     if (bm == 256 && bn == 128) return a ? 1.06 : b ? 0.94 : 1.05;
-    if (bm == 128 && bn == 256) return a || !b ? 1.02 : 0.94;
+    if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
     if (bm == 128 && bn > 160) return a || b ? 0.66 : 0.73;
     /* H100, N = 2112: 1008-1046 TFLOPS without multicast (A: the H200 table) */
     if (bm == 256 && bn == 64) return a ? 0.92 : b ? 0.64 : 0.85;
