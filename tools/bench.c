@@ -378,9 +378,9 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
     }
     workload(p, row);
     qg_problem q = cli_problem_of(p);
-    qg_config cfg = e->o->cfg;
+    qg_config cfg;
     const qg_config *force = e->o->have_cfg ? &cfg : NULL;
-    qg_status s = force ? qg_complete_config(e->ctx, &q, &cfg) : qg_select_config(e->ctx, &q, &cfg);
+    qg_status s = cli_config_for(e->ctx, &q, e->o->have_cfg ? &e->o->cfg : NULL, &cfg);
     if (s != QG_SUCCESS) {
         row_error(row, force ? "checking --config" : "selecting a configuration");
         goto done;

@@ -46,6 +46,11 @@ bool cli_parse_shape(const char *text, cli_shape *out);
 bool cli_parse_int(const char *text, long lo, long hi, long *out);
 /* "bm,bn,stages,mc" (mc: none|a|b or 0|1|2) into a zeroed qg_config. */
 bool cli_parse_config(const char *text, qg_config *out);
+/* The configuration q runs with: *forced completed by qg_complete_config when
+ * forced is not NULL (a --config), else the heuristic's (qg_select_config).
+ * @return the library's status; its message is qg_last_error(). */
+qg_status cli_config_for(const qg_context *ctx, const qg_problem *q, const qg_config *forced,
+                         qg_config *out);
 /* "none", "A" or "B". */
 const char *cli_multicast_name(qg_multicast mc);
 /* A seed from the clock, for fresh inputs on every run (printed so a failure

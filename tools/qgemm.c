@@ -85,6 +85,13 @@ bool cli_parse_config(const char *text, qg_config *out) {
     return true;
 }
 
+qg_status cli_config_for(const qg_context *ctx, const qg_problem *q, const qg_config *forced,
+                         qg_config *out) {
+    if (!forced) return qg_select_config(ctx, q, out);
+    *out = *forced;
+    return qg_complete_config(ctx, q, out);
+}
+
 const char *cli_multicast_name(qg_multicast mc) {
     switch (mc) {
     case QG_MULTICAST_NONE: return "none";
@@ -307,8 +314,7 @@ static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *f
     snprintf(label, sizeof label, "%-10s %dx%dx%d", cli_kind_name(q->kind), q->m, q->n, q->k);
     if (q->num_groups > 1)
         snprintf(label + strlen(label), sizeof label - strlen(label), " G=%d", q->num_groups);
-    qg_status s = forced ? (cfg = *forced, qg_complete_config(ctx, q, &cfg))
-                         : qg_select_config(ctx, q, &cfg);
+    qg_status s = cli_config_for(ctx, q, forced, &cfg);
     if (s == QG_SUCCESS) {
         fprintf(stderr, "compiling kernel for %s ...\n", label);
         s = qg_compile(ctx, q, &cfg, &info);
@@ -331,8 +337,9 @@ static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *f
 static int cmd_compile(int argc, char **argv) {
     cli_shape shapes[CLI_MAX_SHAPES];
     int num_shapes = 0, contiguous_groups = 0, masked_groups = 0, masked_rows = 0;
-    bool dense = false, offline = false, have_config = false;
-    qg_config forced = {0};
+    bool dense = false, offline = false;
+    qg_config config = {0};
+    const qg_config *forced = NULL; /* &config after a --config */
     for (int i = 1; i < argc; i++) {
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
@@ -356,9 +363,9 @@ static int cmd_compile(int argc, char **argv) {
                 return cli_usage_error("compile: --grouped-masked wants G,M_max, got '%s'", next);
             masked_groups = (int)g, masked_rows = (int)mm, i++;
         } else if (!strcmp(argv[i], "--config") && next) {
-            if (!cli_parse_config(next, &forced))
+            if (!cli_parse_config(next, &config))
                 return cli_usage_error("compile: --config wants bm,bn,stages,mc, got '%s'", next);
-            have_config = true, i++;
+            forced = &config, i++;
         } else if (!strcmp(argv[i], "--dense")) {
             dense = true;
         } else if (!strcmp(argv[i], "--offline")) {
@@ -401,7 +408,7 @@ static int cmd_compile(int argc, char **argv) {
         int count = num_shapes ? num_shapes : CLI_NUM_DEEPSEEK_SHAPES;
         for (int i = 0; i < count; i++, total++) {
             qg_problem q = {QG_GEMM_DENSE, list[i].m, list[i].n, list[i].k, 1, 0};
-            failed += !compile_one(ctx, &q, have_config ? &forced : NULL);
+            failed += !compile_one(ctx, &q, forced);
         }
     }
     /* Grouped problems: the --shape list (M = total rows for contiguous; N, K
@@ -413,12 +420,12 @@ static int cmd_compile(int argc, char **argv) {
         if (contiguous_groups) {
             int m = num_shapes ? shapes[i].m : GROUPED_TOTAL_ROWS;
             qg_problem q = {QG_GEMM_GROUPED_CONTIGUOUS, m, n, k, contiguous_groups, 0};
-            failed += !compile_one(ctx, &q, have_config ? &forced : NULL);
+            failed += !compile_one(ctx, &q, forced);
             total++;
         }
         if (masked_groups) {
             qg_problem q = {QG_GEMM_GROUPED_MASKED, masked_rows, n, k, masked_groups, masked_rows};
-            failed += !compile_one(ctx, &q, have_config ? &forced : NULL);
+            failed += !compile_one(ctx, &q, forced);
             total++;
         }
     }
