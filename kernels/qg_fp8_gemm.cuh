@@ -18,6 +18,7 @@
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
  *   QG_SFB_SMEM        1: a producer warp copies SFB beside each stage; 0: each
  *                      math thread loads it from global memory
+ *   QG_STORE_COLS      columns of one TMA store chunk of D (16, 32 or 64)
  *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
  *                      kb - 1 is waited for and promoted
@@ -201,14 +202,24 @@ QG_DEVICE void qg_promote(float *o, const float (&acc)[QG_ACC], const qg_scales 
 }
 
 /*
- * The output tile in shared memory: QG_BLOCK_N / 16 chunks of 16 columns,
- * each [QG_BLOCK_M rows][32 bytes] in the 32-byte TMA swizzle (the 16-byte
- * half of a row is XORed with bit 2 of the row), so that the 8 rows of an
- * stmatrix 8x8 matrix fall in 8 different bank groups, and the TMA store of
- * each chunk (box 16 x QG_BLOCK_M, CU_TENSOR_MAP_SWIZZLE_32B) undoes it.
+ * The output tile in shared memory: QG_BLOCK_N / QG_STORE_COLS chunks of
+ * QG_STORE_COLS columns (16, 32 or 64, chosen by the host), each
+ * [QG_BLOCK_M rows][QG_STORE_BYTES] in the TMA swizzle of that row size
+ * (32B, 64B, 128B; PTX ISA "Tensors", swizzling modes): the 16-byte unit of a
+ * row is XORed with bits 7 and up of the row's byte offset within the chunk.
+ * Each chunk's TMA store (box QG_STORE_COLS x QG_BLOCK_M) undoes the swizzle,
+ * and the 8 rows of an stmatrix 8x8 matrix land in 8 different bank groups.
+ * Wider chunks write D in fewer, longer row segments. col8 is the 16-byte unit
+ * (8 columns) of the tile row.
  */
-QG_DEVICE uint16_t *qg_smem_d_addr(uint16_t *smem_d, uint32_t row, uint32_t chunk, uint32_t half) {
-    return smem_d + chunk * QG_BLOCK_M * 16 + row * 16 + ((half ^ ((row >> 2) & 1)) * 8);
+#define QG_STORE_BYTES (QG_STORE_COLS * 2)
+#define QG_STORE_UNITS (QG_STORE_BYTES / 16)
+static_assert(QG_STORE_COLS == 16 || QG_STORE_COLS == 32 || QG_STORE_COLS == 64, "store chunk");
+static_assert(QG_BLOCK_N % QG_STORE_COLS == 0, "store chunks tile block_n");
+QG_DEVICE uint16_t *qg_smem_d_addr(uint16_t *smem_d, uint32_t row, uint32_t col8) {
+    const uint32_t chunk = col8 / QG_STORE_UNITS, unit = col8 % QG_STORE_UNITS;
+    const uint32_t swz = (row * QG_STORE_BYTES >> 7) & (QG_STORE_UNITS - 1);
+    return smem_d + chunk * QG_BLOCK_M * QG_STORE_COLS + row * QG_STORE_COLS + (unit ^ swz) * 8;
 }
 
 extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
@@ -453,7 +464,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 const uint32_t row = wg_row - lane / 4 + t * 64 + lane % 16;
 #pragma unroll
                 for (int i = 0; i < QG_BLOCK_N / 16; ++i)
-                    qg_stmatrix_x4(qg_smem_d_addr(smem_d, row, i, lane / 16),
+                    qg_stmatrix_x4(qg_smem_d_addr(smem_d, row, i * 2 + lane / 16),
                                    qg_pack_bf16x2(out[t][i * 8 + 0], out[t][i * 8 + 1]),
                                    qg_pack_bf16x2(out[t][i * 8 + 2], out[t][i * 8 + 3]),
                                    qg_pack_bf16x2(out[t][i * 8 + 4], out[t][i * 8 + 5]),
@@ -465,23 +476,24 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
             if (tile.tma_store) {
                 if (threadIdx.x == 0) {
-                    for (int i = 0; i < QG_BLOCK_N / 16 && n_begin + i * 16 < QG_SHAPE_N; ++i)
-                        qg_tma_store_2d(&tmap_d, smem_d + i * QG_BLOCK_M * 16, n_begin + i * 16, d_row);
+                    for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS && n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i)
+                        qg_tma_store_2d(&tmap_d, smem_d + i * QG_BLOCK_M * QG_STORE_COLS,
+                                        n_begin + i * QG_STORE_COLS, d_row);
                     qg_bulk_commit_group();
                 }
             } else {
                 /* Some rows of this tile must stay untouched (masked-out rows,
                  * padding rows): 16-byte stores of the rows that may be written. */
                 for (int c = threadIdx.x; c < QG_BLOCK_M * QG_BLOCK_N / 8; c += QG_NUM_MATH_THREADS) {
-                    const int row = c / (QG_BLOCK_N / 8), half = c % (QG_BLOCK_N / 8);
-                    const int col = n_begin + half * 8;
+                    const int row = c / (QG_BLOCK_N / 8), col8 = c % (QG_BLOCK_N / 8);
+                    const int col = n_begin + col8 * 8;
                     bool ok = row < tile.rows && col < QG_SHAPE_N;
 #if QG_KIND == 1
                     ok = ok && __ldg(m_indices + tile.m_begin + row) >= 0;
 #endif
                     if (ok)
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =
-                            *(const uint4 *)qg_smem_d_addr(smem_d, row, half / 2, half % 2);
+                            *(const uint4 *)qg_smem_d_addr(smem_d, row, col8);
                 }
             }
         }

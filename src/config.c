@@ -240,6 +240,14 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     /* SFB through shared memory: faster where a warpgroup runs one pass per K
      * block, slower for the wide tiles (measured; see the kernel). */
     out->sfb_smem = !wide;
+    /* D leaves in chunks of the widest TMA store row (128, 64 or 32 bytes)
+     * that divides block_n; the N-split 128-row tiles stop at 64 bytes.
+     * Against the 32-byte chunks of before (2026-11-22-explore6, runs 3-4):
+     * 128-byte rows 13% faster at 4096x32768x512, 4-5% at K = 2048 and
+     * 128x32768x512, 0-2% elsewhere; but 128x256 in the contiguous layout ran
+     * 13% slower with them at N = 4096, K = 7168, and 1-5% faster with 64-byte
+     * rows than with 32-byte ones. */
+    out->store_cols = bn % 64 == 0 && !(wide && bm == 128) ? 64 : bn % 32 == 0 ? 32 : 16;
     return QG_SUCCESS;
 }
 

@@ -57,7 +57,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_SWIZZLE_GROUP %d\n#define QG_SFB_ROWS %d\n#define QG_SMEM_BYTES %zu\n"
         "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
         "#define QG_WGMMA_N %d\n#define QG_ACC_SETS %d\n#define QG_SFB_SMEM %d\n"
-        "#define QG_KPIPE %d\n"
+        "#define QG_KPIPE %d\n#define QG_STORE_COLS %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_ACC_LIST \"{",
         (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
@@ -65,7 +65,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets, (int)plan->sfb_smem,
-        (int)plan->kpipe, acc, acc + 1,
+        (int)plan->kpipe, plan->store_cols, acc, acc + 1,
         acc + 2);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
@@ -408,8 +408,11 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                         sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
         (st = encode_2d(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
-                        (uint64_t)a->ldd * 2, 16, (uint32_t)cfg->block_m,
-                        CU_TENSOR_MAP_SWIZZLE_32B, "tensor map of D"))) {
+                        (uint64_t)a->ldd * 2, (uint32_t)plan->store_cols, (uint32_t)cfg->block_m,
+                        plan->store_cols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
+                        : plan->store_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                 : CU_TENSOR_MAP_SWIZZLE_32B,
+                        "tensor map of D"))) {
         drv->cuCtxPopCurrent(&prev);
         return st;
     }

@@ -134,6 +134,7 @@ typedef struct {
     int acc_sets;           /* wgmma accumulator sets per math warpgroup */
     bool sfb_smem;          /* a producer warp copies SFB into shared memory */
     bool kpipe;             /* K-pipelined main loop (two accumulator sets, one unit) */
+    int store_cols;         /* columns of one TMA store chunk of D: 16, 32 or 64 */
 } qg_kernel_plan;
 
 /* Validate a problem's shape fields; `fn` names the public caller in messages. */
