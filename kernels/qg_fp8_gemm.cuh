@@ -460,7 +460,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             for (int t = 0; t < QG_WG_TILES; ++t) {
                 /* Lane l addresses row l % 16 of the warp's 16 rows, the right
                  * 8-column half for lanes 16..31: the four 8x8 matrices are
-                 * (rows 0-7 | 8-15) x (cols 0-7 | 8-15) of a 16-column chunk. */
+                 * (rows 0-7 | 8-15) x (cols 0-7 | 8-15) of columns 16i..16i+15,
+                 * col8 2i and 2i + 1. */
                 const uint32_t row = wg_row - lane / 4 + t * 64 + lane % 16;
 #pragma unroll
                 for (int i = 0; i < QG_BLOCK_N / 16; ++i)
