@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/device-check.sh -- everything that needs the GPU, in one run:
 # build, tests, compute-sanitizer (memcheck, racecheck, synccheck) on
-# `qgemm check --quick`, the full `qgemm check`, and the benchmarks.
+# `qgemm check --quick` and on one small GEMM per store-chunk width of D, the
+# full `qgemm check`, and the benchmarks.
 #
 # Run from the repository root on the GPU machine:
 #     OUT=/some/dir bench/device-check.sh [--only STEP,STEP...]
@@ -28,7 +29,7 @@ set -u
 ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped python"
 
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 only=""
@@ -128,6 +129,18 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm check --quick 2>&1 |
         tee -a "$OUT/sanitizer.log" | tail -n 25
     rc=${PIPESTATUS[0]}
+    # check --quick runs 64x16 tiles only (16-column store chunks of D): one
+    # small GEMM per store-chunk width and main-loop kind as well.
+    local c r
+    for c in 256,128,0,a 128,256,0,none 128,96,0,none; do
+        printf '===== compute-sanitizer --tool %s: build/qgemm bench --shape 520x1000x384 --config %s\n' \
+            "$tool" "$c" >> "$OUT/sanitizer.log"
+        T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm bench --shape 520x1000x384 \
+            --config "$c" --no-cublas --runs 20 --warmup 3 2>&1 |
+            grep -E "^520x1000x384 .*,|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
+        r=${PIPESTATUS[0]}
+        [ "$rc" = 0 ] && rc=$r
+    done
     return "$rc"
 }
 step_memcheck() { sanitize memcheck; }
