@@ -232,8 +232,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
      * turns in one accumulator set. */
-    const bool wide = is_wide(p->kind, bm, bn);
-    out->wgmma_n = wide && bm == 128 ? bn / 2 : bn;
+    const bool wide = is_wide(p->kind, bm, bn), n_split = wide && bm == 128;
+    out->wgmma_n = n_split ? bn / 2 : bn;
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
     out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
     out->acc_sets = out->kpipe ? 2 : wide ? 1 : units;
@@ -247,7 +247,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * 128x32768x512, 0-2% elsewhere; but 128x256 in the contiguous layout ran
      * 13% slower with them at N = 4096, K = 7168, and 1-5% faster with 64-byte
      * rows than with 32-byte ones. */
-    out->store_cols = bn % 64 == 0 && !(wide && bm == 128) ? 64 : bn % 32 == 0 ? 32 : 16;
+    out->store_cols = bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
     return QG_SUCCESS;
 }
 

@@ -65,8 +65,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets, (int)plan->sfb_smem,
-        (int)plan->kpipe, plan->store_cols, acc, acc + 1,
-        acc + 2);
+        (int)plan->kpipe, plan->store_cols, acc, acc + 1, acc + 2);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");

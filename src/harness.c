@@ -307,12 +307,12 @@ static qg_status check_spec(const qg_problem_spec *s) {
     return QG_SUCCESS;
 }
 
-/* Group sizes and m_indices of a contiguous problem; sets p->m. */
 /* Rows of -1 that spec.padding_blocks puts before expert g's segment. */
 static int padding_block_rows(const qg_problem_spec *s, int g, int align) {
     return s->padding_blocks && g % 3 == 1 ? align : 0;
 }
 
+/* Group sizes and m_indices of a contiguous problem; sets p->m. */
 static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
     const int G = p->num_groups, align = qg_m_alignment_for_contiguous_layout();
     int *sizes = malloc(sizeof(int) * (size_t)G);
