@@ -5,7 +5,8 @@
 #     OUT=dir bash bench/explore.sh PLAN
 # PLAN lines:  ENV=VAL... | SHAPES | CONFIG      (CONFIG "auto" = the heuristic)
 #              ncu ENV=VAL... | SHAPE | CONFIG    (profile that kernel once)
-#              sass ENV=VAL... | SHAPE | CONFIG   (per-instruction stall samples -> sass.tar.gz)
+#              sass ENV=VAL... | SHAPE | CONFIG   (per-instruction stall samples -> sass.tar.gz;
+#                                                  bench/sass-summary.py reads them)
 # ENV may be "-" for none. Needs build/qgemm (built here if missing).
 set -u
 plan="$1"
