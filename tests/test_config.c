@@ -2,8 +2,10 @@
  * test_config.c -- the configuration heuristic, forced-config checks and
  * argument validation of the GEMM entry points. CPU only: uses offline
  * contexts (an H100 description) and fake, well-aligned pointers that are
- * never dereferenced because validation stops before any launch.
+ * never dereferenced because validation stops before any launch; and the
+ * kernel plan of a configuration (src/config.c's qg__plan, internal).
  */
+#include "internal.h"
 #include "qg_test.h"
 #include "qgemm.h"
 
@@ -325,6 +327,63 @@ TEST(gemm_argument_validation) {
     a = good_args();
     qg_config bad = {.block_m = 128, .block_n = 200};
     CHECK(qg_fp8_gemm_nt(ctx, &a, &bad, NULL) != QG_SUCCESS, "bad forced config");
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* Two per-plan rules of src/config.c. Which plans run the K-pipelined loop:
+ * one wgmma unit per warpgroup, block_n <= 128 (masked: 96), never 128x128
+ * with B multicast, and never with one stage (the loop holds a stage while it
+ * waits for the next: one stage would deadlock). How wide D's store chunks
+ * are: the widest of 64 / 32 / 16 columns that divides block_n, at most 32
+ * for the N-split 128-row tiles (block_n 176..256). */
+TEST(config_kernel_plans) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const struct {
+        qg_gemm_kind kind;
+        int bm, bn, stages;
+        qg_multicast mc;
+        bool kpipe;
+        int store_cols;
+    } cases[] = {
+        {QG_GEMM_DENSE, 64, 128, 0, QG_MULTICAST_NONE, true, 64},
+        {QG_GEMM_DENSE, 64, 144, 0, QG_MULTICAST_NONE, false, 16},
+        {QG_GEMM_DENSE, 128, 128, 0, QG_MULTICAST_A, true, 64},
+        {QG_GEMM_DENSE, 128, 128, 2, QG_MULTICAST_A, true, 64},
+        {QG_GEMM_DENSE, 128, 128, 1, QG_MULTICAST_A, false, 64},
+        {QG_GEMM_DENSE, 64, 64, 1, QG_MULTICAST_NONE, false, 64},
+        {QG_GEMM_DENSE, 128, 128, 0, QG_MULTICAST_B, false, 64},
+        {QG_GEMM_DENSE, 128, 160, 0, QG_MULTICAST_NONE, false, 32},
+        {QG_GEMM_DENSE, 128, 96, 0, QG_MULTICAST_NONE, true, 32},
+        {QG_GEMM_DENSE, 64, 16, 0, QG_MULTICAST_NONE, true, 16},
+        {QG_GEMM_DENSE, 256, 64, 0, QG_MULTICAST_NONE, false, 64},  /* two units */
+        {QG_GEMM_DENSE, 256, 128, 0, QG_MULTICAST_A, false, 64},    /* wide */
+        {QG_GEMM_DENSE, 128, 256, 0, QG_MULTICAST_A, false, 32},    /* wide, N split */
+        {QG_GEMM_DENSE, 128, 192, 0, QG_MULTICAST_NONE, false, 32}, /* wide, N split */
+        {QG_GEMM_DENSE, 128, 208, 0, QG_MULTICAST_NONE, false, 16}, /* wide, N split */
+        {QG_GEMM_GROUPED_MASKED, 128, 96, 0, QG_MULTICAST_NONE, true, 32},
+        {QG_GEMM_GROUPED_MASKED, 128, 112, 0, QG_MULTICAST_NONE, false, 16},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 128, 0, QG_MULTICAST_A, true, 64},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 256, 0, QG_MULTICAST_NONE, false, 32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const qg_problem p = {cases[i].kind, 4096, 4096, 7168,
+                              cases[i].kind == QG_GEMM_DENSE ? 1 : 4, 0};
+        const qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn,
+                               .num_stages = cases[i].stages, .multicast = cases[i].mc};
+        qg_kernel_plan plan;
+        CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "case %zu: %s", i,
+              qg_last_error());
+        CHECK(plan.kpipe == cases[i].kpipe && (!plan.kpipe || plan.acc_sets == 2),
+              "case %zu: kind %d %dx%d stages %d mc %d: kpipe %d, expected %d", i,
+              (int)cases[i].kind, cases[i].bm, cases[i].bn, cases[i].stages, (int)cases[i].mc,
+              (int)plan.kpipe, (int)cases[i].kpipe);
+        CHECK(plan.store_cols == cases[i].store_cols,
+              "case %zu: kind %d %dx%d: store chunks of %d columns, expected %d", i,
+              (int)cases[i].kind, cases[i].bm, cases[i].bn, plan.store_cols,
+              cases[i].store_cols);
+    }
     qg_context_destroy(ctx);
     PASS();
 }

@@ -486,6 +486,34 @@ TEST(jit_corrupt_disk_cache_is_recompiled) {
 
 /* ---- failures ---- */
 
+/* A kernel the JIT must refuse, compiled twice in a fresh cache directory:
+ * each attempt fails with QG_ERROR_COMPILE, hands out no cubin, is not served
+ * from the cache (a refused kernel is not cached), writes nothing to disk,
+ * and names the kernel's key and every string of `why` (NULL-terminated) in
+ * its message. r[attempt] receives each attempt's result. */
+static qg_test_result expect_rejected(const char *src, const char *const *why, qg_jit_result r[2]) {
+    char dir[64], path[256];
+    CHECK(fresh_cache_dir(dir), "mkdtemp");
+    qg_jit_cache *c = NULL;
+    CHECK(qg__jit_cache_create(&c) == QG_SUCCESS, "%s", qg_last_error());
+    for (int attempt = 0; attempt < 2; attempt++) {
+        qg__clear_error();
+        qg_status s = qg__jit_compile(c, src, &r[attempt]);
+        CHECK(s == QG_ERROR_COMPILE, "attempt %d: status %d (%s)", attempt, s, qg_last_error());
+        CHECK(r[attempt].cubin == NULL, "a rejected kernel came with a cubin");
+        CHECK(r[attempt].info.cache_hit == 0, "attempt %d: cache_hit %d", attempt,
+              r[attempt].info.cache_hit);
+        for (const char *const *w = why; *w; w++)
+            CHECK(strstr(qg_last_error(), *w), "message lacks \"%s\": %s", *w, qg_last_error());
+        CHECK(strstr(qg_last_error(), r[attempt].info.key), "message lacks the key: %s",
+              qg_last_error());
+        cache_file(path, sizeof path, dir, r[attempt].info.key);
+        CHECK(file_size(path) < 0, "a rejected kernel was written to disk");
+    }
+    qg__jit_cache_destroy(c);
+    PASS();
+}
+
 TEST(jit_rejects_serialized_wgmma) {
     char src[2048];
     /* Reading a wgmma's accumulator before the wait that retires it makes
@@ -506,21 +534,12 @@ TEST(jit_rejects_serialized_wgmma) {
              "    p[threadIdx.x + 128] = d2 + d3;\n"
              "}\n",
              (unsigned long long)rnd());
-    qg_jit_cache *c = NULL;
-    CHECK(qg__jit_cache_create(&c) == QG_SUCCESS, "%s", qg_last_error());
-    qg_jit_result r;
-    qg__clear_error();
-    qg_status s = qg__jit_compile(c, src, &r);
-    CHECK(s == QG_ERROR_COMPILE, "status %d (%s)", s, qg_last_error());
-    CHECK(r.cubin == NULL, "a rejected kernel came with a cubin");
-    CHECK(strstr(qg_last_error(), "serialized"), "message: %s", qg_last_error());
-    qg__jit_cache_destroy(c);
-    PASS();
+    static const char *const why[] = {"serialized", NULL};
+    qg_jit_result r[2];
+    return expect_rejected(src, why, r);
 }
 
 TEST(jit_rejects_spilling_kernel) {
-    char dir[64], path[256];
-    CHECK(fresh_cache_dir(dir), "mkdtemp");
     char src[1024];
     /* A local array indexed at run time lives in local memory: a stack frame. */
     snprintf(src, sizeof src,
@@ -531,23 +550,13 @@ TEST(jit_rejects_spilling_kernel) {
              "    p[0] = local[i & 255];\n"
              "}\n",
              (unsigned long long)rnd());
-    qg_jit_cache *c = NULL;
-    CHECK(qg__jit_cache_create(&c) == QG_SUCCESS, "%s", qg_last_error());
-    for (int attempt = 0; attempt < 2; attempt++) { /* a rejected kernel is not cached */
-        qg_jit_result r;
-        qg__clear_error();
-        qg_status s = qg__jit_compile(c, src, &r);
-        CHECK(s == QG_ERROR_COMPILE, "attempt %d: status %d", attempt, s);
-        CHECK(r.cubin == NULL, "a rejected kernel came with a cubin");
-        CHECK(r.info.stack_frame_bytes > 0, "stack frame %d", r.info.stack_frame_bytes);
-        CHECK(r.info.cache_hit == 0, "attempt %d: cache_hit %d", attempt, r.info.cache_hit);
-        CHECK(strstr(qg_last_error(), "spills") && strstr(qg_last_error(), "stack frame"),
-              "message: %s", qg_last_error());
-        CHECK(strstr(qg_last_error(), r.info.key), "message lacks the key: %s", qg_last_error());
-        cache_file(path, sizeof path, dir, r.info.key);
-        CHECK(file_size(path) < 0, "a rejected kernel was written to disk");
-    }
-    qg__jit_cache_destroy(c);
+    static const char *const why[] = {"spills", "stack frame", NULL};
+    qg_jit_result r[2];
+    const qg_test_result t = expect_rejected(src, why, r);
+    if (t != QG_T_PASS) return t;
+    for (int attempt = 0; attempt < 2; attempt++)
+        CHECK(r[attempt].info.stack_frame_bytes > 0, "attempt %d: stack frame %d", attempt,
+              r[attempt].info.stack_frame_bytes);
     PASS();
 }
 
@@ -674,62 +683,5 @@ TEST(jit_concurrent_same_source_separate_caches) {
           "the racing writers left no loadable file (hit %d): %s", r.info.cache_hit,
           qg_last_error());
     free(src);
-    PASS();
-}
-
-/* Two per-plan rules of src/config.c. Which plans run the K-pipelined loop:
- * one wgmma unit per warpgroup, block_n <= 128 (masked: 96), never 128x128
- * with B multicast, and never with one stage (the loop holds a stage while it
- * waits for the next: one stage would deadlock). How wide D's store chunks
- * are: the widest of 64 / 32 / 16 columns that divides block_n, at most 32
- * for the N-split 128-row tiles (block_n 176..256). */
-TEST(config_kernel_plans) {
-    qg_context *ctx = NULL;
-    CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
-    static const struct {
-        qg_gemm_kind kind;
-        int bm, bn, stages;
-        qg_multicast mc;
-        bool kpipe;
-        int store_cols;
-    } cases[] = {
-        {QG_GEMM_DENSE, 64, 128, 0, QG_MULTICAST_NONE, true, 64},
-        {QG_GEMM_DENSE, 64, 144, 0, QG_MULTICAST_NONE, false, 16},
-        {QG_GEMM_DENSE, 128, 128, 0, QG_MULTICAST_A, true, 64},
-        {QG_GEMM_DENSE, 128, 128, 2, QG_MULTICAST_A, true, 64},
-        {QG_GEMM_DENSE, 128, 128, 1, QG_MULTICAST_A, false, 64},
-        {QG_GEMM_DENSE, 64, 64, 1, QG_MULTICAST_NONE, false, 64},
-        {QG_GEMM_DENSE, 128, 128, 0, QG_MULTICAST_B, false, 64},
-        {QG_GEMM_DENSE, 128, 160, 0, QG_MULTICAST_NONE, false, 32},
-        {QG_GEMM_DENSE, 128, 96, 0, QG_MULTICAST_NONE, true, 32},
-        {QG_GEMM_DENSE, 64, 16, 0, QG_MULTICAST_NONE, true, 16},
-        {QG_GEMM_DENSE, 256, 64, 0, QG_MULTICAST_NONE, false, 64},  /* two units */
-        {QG_GEMM_DENSE, 256, 128, 0, QG_MULTICAST_A, false, 64},    /* wide */
-        {QG_GEMM_DENSE, 128, 256, 0, QG_MULTICAST_A, false, 32},    /* wide, N split */
-        {QG_GEMM_DENSE, 128, 192, 0, QG_MULTICAST_NONE, false, 32}, /* wide, N split */
-        {QG_GEMM_DENSE, 128, 208, 0, QG_MULTICAST_NONE, false, 16}, /* wide, N split */
-        {QG_GEMM_GROUPED_MASKED, 128, 96, 0, QG_MULTICAST_NONE, true, 32},
-        {QG_GEMM_GROUPED_MASKED, 128, 112, 0, QG_MULTICAST_NONE, false, 16},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 128, 0, QG_MULTICAST_A, true, 64},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 256, 0, QG_MULTICAST_NONE, false, 32},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const qg_problem p = {cases[i].kind, 4096, 4096, 7168,
-                              cases[i].kind == QG_GEMM_DENSE ? 1 : 4, 0};
-        const qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn,
-                               .num_stages = cases[i].stages, .multicast = cases[i].mc};
-        qg_kernel_plan plan;
-        CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "case %zu: %s", i,
-              qg_last_error());
-        CHECK(plan.kpipe == cases[i].kpipe && (!plan.kpipe || plan.acc_sets == 2),
-              "case %zu: kind %d %dx%d stages %d mc %d: kpipe %d, expected %d", i,
-              (int)cases[i].kind, cases[i].bm, cases[i].bn, cases[i].stages, (int)cases[i].mc,
-              (int)plan.kpipe, (int)cases[i].kpipe);
-        CHECK(plan.store_cols == cases[i].store_cols,
-              "case %zu: kind %d %dx%d: store chunks of %d columns, expected %d", i,
-              (int)cases[i].kind, cases[i].bm, cases[i].bn, plan.store_cols,
-              cases[i].store_cols);
-    }
-    qg_context_destroy(ctx);
     PASS();
 }
