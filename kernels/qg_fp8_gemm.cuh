@@ -166,13 +166,13 @@ QG_DEVICE void qg_fence_acc(float (&acc)[QG_ACC]) {
 
 /* One wgmma unit of stage s: m64 tile t of the warpgroup x part h of block_n,
  * 4 x k32 (the first overwrites acc). */
-QG_DEVICE void qg_issue_unit(float (&acc)[QG_ACC], uint64_t desc_a0, uint64_t desc_b0, uint32_t s,
+QG_DEVICE void qg_issue_unit(float (&acc)[QG_ACC], uint32_t desc_a0, uint32_t desc_b0, uint32_t s,
                              int t, int h) {
+    const uint32_t desc_a = desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K) / 16;
+    const uint32_t desc_b = desc_b0 + (s * QG_SMEM_B + h * QG_WGMMA_N * QG_BLOCK_K) / 16;
 #pragma unroll
     for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
-        qg_wgmma_m64k32_e4m3(acc, desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K + kk * 32) / 16,
-                             desc_b0 + (s * QG_SMEM_B + h * QG_WGMMA_N * QG_BLOCK_K + kk * 32) / 16,
-                             kk > 0);
+        qg_wgmma_m64k32_e4m3(acc, desc_a + kk * 32 / 16, desc_b + kk * 32 / 16, kk > 0);
 }
 
 /* Stage s is consumed: release it (in every CTA of the cluster). */
@@ -330,7 +330,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     } else {
         /* ==== math warpgroups ============================================== */
         qg_setmaxnreg_inc<QG_MATH_REGS>();
-        const uint32_t wg = threadIdx.x / 128;
+        /* The warpgroup index through a shuffle from lane 0: the compiler
+         * then knows it is the same in every lane and keeps what derives
+         * from it (the A descriptor) in uniform registers, instead of moving
+         * it there (R2UR) before every wgmma. */
+        const uint32_t wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
         const uint32_t warp_in_wg = warp % 4;
         /* First tile row of this thread's accumulator fragment for m64 tile t
          * (rows r and r + 8; wgmma D layout, 9.7.15.5.1.1). */
@@ -339,8 +343,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         /* Descriptors of stage 0; a stage / K offset adds (bytes / 16) to the
          * start-address field, which cannot carry out of its 14 bits because
          * shared memory ends below 256 KiB. */
-        const uint64_t desc_a0 = qg_wgmma_desc_sw128(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K);
-        const uint64_t desc_b0 = qg_wgmma_desc_sw128(smem_b);
+        const uint32_t desc_a0 = qg_wgmma_desc_sw128_lo(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K);
+        const uint32_t desc_b0 = qg_wgmma_desc_sw128_lo(smem_b);
 
         float acc[QG_ACC_SETS][QG_ACC];
         float out[QG_WG_TILES][QG_OUT];

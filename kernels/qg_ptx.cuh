@@ -146,15 +146,17 @@ QG_DEVICE void qg_fence_proxy_async_shared(void) {
  * the leading byte offset is unused for swizzled K-major layouts. The tile
  * base must be 1024-byte aligned; advancing K by 32 elements adds 32 bytes
  * to the start address (the swizzle is applied on address bits).
+ *
+ * Only the low word varies: bits 0-13 hold the start address >> 4 (shared
+ * memory ends below 256 KiB, so an offset added to them cannot carry out),
+ * bits 16-29 the leading byte offset. The high word is a constant: bits
+ * 32-45 the stride byte offset 1024 >> 4, bits 62-63 1 = 128-byte swizzle.
+ * Kernels keep the low word in 32 bits, so that stage and K offsets are one
+ * 32-bit add (an immediate for K) instead of 64-bit arithmetic per wgmma.
  */
-QG_DEVICE uint64_t qg_wgmma_desc_sw128(const void *smem) {
-    uint64_t addr = qg_smem_addr(smem);
-    uint64_t desc = 0;
-    desc |= (addr & 0x3FFFFull) >> 4;           /* bits 0-13: start address >> 4 */
-    desc |= (uint64_t)(16 >> 4) << 16;          /* bits 16-29: leading byte offset >> 4 */
-    desc |= (uint64_t)(1024 >> 4) << 32;        /* bits 32-45: stride byte offset >> 4 */
-    desc |= (uint64_t)1 << 62;                  /* bits 62-63: 1 = 128-byte swizzle */
-    return desc;
+#define QG_WGMMA_DESC_SW128_HI 0x40000040u
+QG_DEVICE uint32_t qg_wgmma_desc_sw128_lo(const void *smem) {
+    return ((qg_smem_addr(smem) & 0x3FFFFu) >> 4) | (uint32_t)(16 >> 4) << 16;
 }
 
 QG_DEVICE void qg_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -170,20 +172,23 @@ QG_DEVICE void qg_fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory")
  * D(64 x QG_WGMMA_N, f32) (+)= A(64 x 32, e4m3) * B(QG_WGMMA_N x 32, e4m3)^T,
  * both from shared memory. The operand list for this N is written by the
  * JIT as macros: QG_WGMMA_ACC_LIST "{%0, ..., %(N/2-1)}", QG_WGMMA_ACC_ARGS(d)
- * the "+f" constraints, and QG_WGMMA_OP_DESC_A / _DESC_B / _SCALE_D the
- * numbers of the three trailing operands.
+ * the "+f" constraints, and QG_WGMMA_OP_DESC_A / _DESC_B / _SCALE_D / _DESC_HI
+ * the numbers of the four trailing operands (the descriptors' low words, the
+ * scale-d flag, the descriptors' common high word).
  */
-QG_DEVICE void qg_wgmma_m64k32_e4m3(float (&d)[QG_WGMMA_N / 2], uint64_t desc_a, uint64_t desc_b,
-                                    int scale_d) {
+QG_DEVICE void qg_wgmma_m64k32_e4m3(float (&d)[QG_WGMMA_N / 2], uint32_t desc_a_lo,
+                                    uint32_t desc_b_lo, int scale_d) {
     asm volatile("{\n"
                  ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%" QG_STR(QG_WGMMA_OP_DESC_A) ", %" QG_STR(QG_WGMMA_OP_DESC_HI) "};\n"
+                 "mov.b64 desc_b, {%" QG_STR(QG_WGMMA_OP_DESC_B) ", %" QG_STR(QG_WGMMA_OP_DESC_HI) "};\n"
                  "setp.ne.b32 accumulate, %" QG_STR(QG_WGMMA_OP_SCALE_D) ", 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n" QG_STR(QG_WGMMA_N) "k32.f32.e4m3.e4m3 "
-                 QG_WGMMA_ACC_LIST ", %" QG_STR(QG_WGMMA_OP_DESC_A) ", %" QG_STR(QG_WGMMA_OP_DESC_B)
-                 ", accumulate, 1, 1;\n"
+                 QG_WGMMA_ACC_LIST ", desc_a, desc_b, accumulate, 1, 1;\n"
                  "}\n"
                  : QG_WGMMA_ACC_ARGS(d)
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(scale_d), "r"(QG_WGMMA_DESC_SW128_HI));
 }
 
 /* ---- registers, barriers, clusters --------------------------------------- */

@@ -59,13 +59,14 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_WGMMA_N %d\n#define QG_ACC_SETS %d\n#define QG_SFB_SMEM %d\n"
         "#define QG_KPIPE %d\n#define QG_STORE_COLS %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
-        "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_ACC_LIST \"{",
+        "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
+        "#define QG_WGMMA_ACC_LIST \"{",
         (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
         (int)cfg->multicast, (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m,
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets, (int)plan->sfb_smem,
-        (int)plan->kpipe, plan->store_cols, acc, acc + 1, acc + 2);
+        (int)plan->kpipe, plan->store_cols, acc, acc + 1, acc + 2, acc + 3);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
