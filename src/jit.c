@@ -662,6 +662,46 @@ static void compute_key(qg_jit_cache *cache, bool line_info, const char *const *
     qg__sha256_hex(digest, key);
 }
 
+/*
+ * With a driver present, NVRTC can serve a program it compiled before from
+ * the driver's compute cache (CUDA_CACHE_PATH): ptxas does not run and its
+ * report is missing. The cubin still gives registers and stack frame, but
+ * only the report says whether ptxas serialized the wgmmas, so a kernel
+ * refused once would pass on its second compile. Compile once more with a
+ * declaration that changes the PTX (an unused variable of a name not used
+ * before), so that the cache misses and ptxas reports; keep the first build
+ * if even that comes back without a report.
+ */
+static qg_status compile_uncached(const char *source, const char *key, const char *const *opts,
+                                  int num_opts, jit_build *b, char **ptx) {
+    static atomic_ullong salt_counter;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    const unsigned long long salt = ((unsigned long long)t.tv_sec << 32) ^
+                                    ((unsigned long long)getpid() << 20) ^ (unsigned long long)t.tv_nsec ^
+                                    atomic_fetch_add(&salt_counter, 1);
+    const size_t len = strlen(source);
+    char *salted = malloc(len + 64);
+    if (!salted) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes", len + 64);
+    snprintf(salted, len + 64, "%s\n__device__ int qg_jit_salt_%016llx;\n", source, salt);
+    jit_build fresh;
+    memset(&fresh, 0, sizeof fresh);
+    char *fresh_ptx = NULL;
+    qg_status st = compile(salted, key, opts, num_opts, &fresh, &fresh_ptx);
+    free(salted);
+    if (st != QG_SUCCESS) return st;
+    if (!strstr(fresh.report, "ptxas info")) {
+        free(fresh_ptx);
+        free_build(&fresh);
+        return QG_SUCCESS;
+    }
+    free(*ptx);
+    free_build(b);
+    *b = fresh;
+    *ptx = fresh_ptx;
+    return QG_SUCCESS;
+}
+
 /* Get the build for `key` from disk or NVRTC; reject spills. */
 static qg_status build(const char *source, const char *key, const char *const *opts,
                        int num_opts, jit_build *b) {
@@ -676,6 +716,14 @@ static qg_status build(const char *source, const char *key, const char *const *o
         memset(&b->info, 0, sizeof b->info);
         qg_status st = compile(source, key, opts, num_opts, b, &ptx);
         if (st != QG_SUCCESS) return st;
+        if (!strstr(b->report, "ptxas info")) {
+            st = compile_uncached(source, key, opts, num_opts, b, &ptx);
+            if (st != QG_SUCCESS) {
+                free(ptx);
+                free_build(b);
+                return st;
+            }
+        }
         if (dump) dump_file(dump, key, ".ptx", ptx);
         free(ptx);
         b->info.cache_hit = 0;
