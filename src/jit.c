@@ -250,6 +250,7 @@ typedef struct {
     void *cubin;
     size_t cubin_size;
     char *report;
+    bool reported; /* the log held a ptxas report (ptxas ran; see compile_uncached) */
     qg_kernel_info info;
 } jit_build;
 
@@ -405,7 +406,8 @@ static qg_status compile(const char *source, const char *key, const char *const 
         st = qg__fail(QG_ERROR_COMPILE, "NVRTC produced an empty cubin for kernel %s", key);
         goto done;
     }
-    if (!parse_report(b->report, &b->info)) {
+    b->reported = parse_report(b->report, &b->info);
+    if (!b->reported) {
         /* No ptxas report in the log (ptxas did not run: the compile was
          * served from a cache). Read the resources from the cubin itself; a
          * spill needs a stack frame, so frame 0 proves there are none. */
@@ -690,7 +692,7 @@ static qg_status compile_uncached(const char *source, const char *key, const cha
     qg_status st = compile(salted, key, opts, num_opts, &fresh, &fresh_ptx);
     free(salted);
     if (st != QG_SUCCESS) return st;
-    if (!strstr(fresh.report, "ptxas info")) {
+    if (!fresh.reported) {
         free(fresh_ptx);
         free_build(&fresh);
         return QG_SUCCESS;
@@ -716,7 +718,7 @@ static qg_status build(const char *source, const char *key, const char *const *o
         memset(&b->info, 0, sizeof b->info);
         qg_status st = compile(source, key, opts, num_opts, b, &ptx);
         if (st != QG_SUCCESS) return st;
-        if (!strstr(b->report, "ptxas info")) {
+        if (!b->reported) {
             st = compile_uncached(source, key, opts, num_opts, b, &ptx);
             if (st != QG_SUCCESS) {
                 free(ptx);
