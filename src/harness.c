@@ -880,14 +880,28 @@ int qg__compile_many(qg_context *ctx, const qg_problem *problems, const qg_confi
 
 struct qg_l2_flusher {
     qg_context *ctx;
-    CUdeviceptr buf;
+    qg_l2_flush_mode mode;
+    CUdeviceptr buf, sink;
     size_t bytes;
     unsigned char value;
+    CUmodule module;   /* QG_L2_FLUSH_CLEAN: kernels/l2_flush.cuh */
+    CUfunction read;
 };
 
-qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flusher **out) {
+#define L2_READ_THREADS 256
+#define L2_READ_NEVER 0x9e3779b9u /* the buffer's words XOR to 0: never stored */
+
+qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flush_mode mode, qg_l2_flusher **out) {
     if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "out: expected non-NULL");
     *out = NULL;
+    if (mode != QG_L2_FLUSH_WRITE && mode != QG_L2_FLUSH_CLEAN)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "l2 flusher: mode must be 0 (write) or 1 "
+                        "(clean), got %d", (int)mode);
+    qg_jit_result jit;
+    if (mode == QG_L2_FLUSH_CLEAN) {
+        qg_status st = qg__jit_compile(ctx->jit, "#include \"l2_flush.cuh\"\n", &jit);
+        if (st != QG_SUCCESS) return st;
+    }
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
     qg_l2_flusher *f = calloc(1, sizeof *f);
@@ -896,12 +910,19 @@ qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flusher **out) {
         return qg__fail(QG_ERROR_OUT_OF_MEMORY, "l2 flusher: host allocation failed");
     }
     f->ctx = ctx;
+    f->mode = mode;
     f->bytes = 2 * (ctx->props.l2_bytes ? ctx->props.l2_bytes : (size_t)64 << 20);
     CU_TRY(ctx->drv->cuMemAlloc(&f->buf, f->bytes), "cuMemAlloc(L2 flush buffer)");
+    if (mode == QG_L2_FLUSH_CLEAN) {
+        CU_TRY(ctx->drv->cuMemAlloc(&f->sink, sizeof(unsigned int)), "cuMemAlloc(L2 flush sink)");
+        CU_TRY(ctx->drv->cuModuleLoadData(&f->module, jit.cubin), "cuModuleLoadData(l2 flush)");
+        CU_TRY(ctx->drv->cuModuleGetFunction(&f->read, f->module, "qg_l2_read_kernel"),
+               "cuModuleGetFunction(qg_l2_read_kernel)");
+    }
 done:
     ctx_pop(ctx);
     if (st != QG_SUCCESS) {
-        free(f);
+        qg__l2_flusher_destroy(f);
         return st;
     }
     *out = f;
@@ -912,8 +933,21 @@ qg_status qg__l2_flush(qg_l2_flusher *f, CUstream stream) {
     if (!f) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "f: expected non-NULL");
     qg_status st = ctx_push(f->ctx);
     if (st != QG_SUCCESS) return st;
+    const qg_driver *drv = f->ctx->drv;
     f->value++; /* a different value each time, so no write can be elided */
-    CU_TRY(f->ctx->drv->cuMemsetD8Async(f->buf, f->value, f->bytes, stream), "cuMemsetD8Async(L2)");
+    CU_TRY(drv->cuMemsetD8Async(f->buf, f->value, f->bytes, stream), "cuMemsetD8Async(L2)");
+    if (f->mode == QG_L2_FLUSH_CLEAN) {
+        unsigned long long words = f->bytes / 16;
+        unsigned int never = L2_READ_NEVER;
+        void *params[] = {&f->buf, &words, &never, &f->sink};
+        CUlaunchConfig cfg = {0};
+        cfg.gridDimX = (unsigned)(4 * (f->ctx->props.sm_count > 0 ? f->ctx->props.sm_count : 132));
+        cfg.gridDimY = cfg.gridDimZ = 1;
+        cfg.blockDimX = L2_READ_THREADS;
+        cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.hStream = stream;
+        CU_TRY(drv->cuLaunchKernelEx(&cfg, f->read, params, NULL), "cuLaunchKernelEx(l2 read)");
+    }
 done:
     ctx_pop(f->ctx);
     return st;
@@ -922,7 +956,9 @@ done:
 void qg__l2_flusher_destroy(qg_l2_flusher *f) {
     if (!f) return;
     if (ctx_push(f->ctx) == QG_SUCCESS) {
-        f->ctx->drv->cuMemFree(f->buf);
+        if (f->module) f->ctx->drv->cuModuleUnload(f->module);
+        if (f->sink) f->ctx->drv->cuMemFree(f->sink);
+        if (f->buf) f->ctx->drv->cuMemFree(f->buf);
         ctx_pop(f->ctx);
     }
     free(f);
@@ -933,9 +969,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, int count,
-                                  const qg_timed_fn *fns, void *const *users, int warmup,
-                                  int runs, qg_timing *outs) {
+qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush,
+                                  int count, const qg_timed_fn *fns, void *const *users,
+                                  int warmup, int runs, qg_timing *outs) {
     if (count < 1 || count > QG_TIME_MAX_FNS || !fns || !users || !outs || runs < 1 || warmup < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "time: expected 1..%d functions, fns, users and outs non-NULL, runs >= 1, "
@@ -946,7 +982,7 @@ qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, int count,
         memset(&outs[f], 0, sizeof outs[f]);
     }
     qg_l2_flusher *flusher = NULL;
-    qg_status st = qg__l2_flusher_create(ctx, &flusher);
+    qg_status st = qg__l2_flusher_create(ctx, flush, &flusher);
     if (st != QG_SUCCESS) return st;
     double *us = malloc(sizeof(double) * (size_t)runs * (size_t)count);
     if (!us) {
@@ -1002,7 +1038,7 @@ done:
     return st;
 }
 
-qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
-                      int warmup, int runs, qg_timing *out) {
-    return qg__time_interleaved_us(ctx, stream, 1, &fn, &user, warmup, runs, out);
+qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush, qg_timed_fn fn,
+                      void *user, int warmup, int runs, qg_timing *out) {
+    return qg__time_interleaved_us(ctx, stream, flush, 1, &fn, &user, warmup, runs, out);
 }

@@ -246,10 +246,18 @@ int qg__compile_many(qg_context *ctx, const qg_problem *problems, const qg_confi
 
 /* ---- timing (src/harness.c) --------------------------------------------- */
 
-/* A device buffer of 2x the L2 size; writing it evicts L2. */
+/* A device buffer of 2x the L2 size; writing it evicts L2.
+ *   QG_L2_FLUSH_WRITE  the write alone: L2 is left full of the buffer's dirty
+ *                      lines, which the timed kernel then writes back to DRAM
+ *                      as its reads evict them (what the bench did before
+ *                      2026-11-22);
+ *   QG_L2_FLUSH_CLEAN  the write, then a read of the same buffer
+ *                      (kernels/l2_flush.cuh): the write-backs happen before
+ *                      the timed region and L2 holds clean, unrelated lines. */
+typedef enum { QG_L2_FLUSH_WRITE = 0, QG_L2_FLUSH_CLEAN = 1 } qg_l2_flush_mode;
 typedef struct qg_l2_flusher qg_l2_flusher;
-qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flusher **out);
-/* Enqueue a write of the whole buffer on `stream`. */
+qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flush_mode mode, qg_l2_flusher **out);
+/* Enqueue the flush (write, and for CLEAN the read) on `stream`. */
 qg_status qg__l2_flush(qg_l2_flusher *f, CUstream stream);
 void qg__l2_flusher_destroy(qg_l2_flusher *f);
 
@@ -264,15 +272,15 @@ typedef struct {
 /* Run fn `warmup` times, then `runs` times (>= 1), each timed with CUDA events
  * around fn alone, with an L2 flush enqueued before each timed run (outside
  * the events). Synchronizes `stream`. */
-qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_timed_fn fn, void *user,
-                      int warmup, int runs, qg_timing *out);
+qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush, qg_timed_fn fn,
+                      void *user, int warmup, int runs, qg_timing *out);
 /* qg__time_us for `count` (1..QG_TIME_MAX_FNS) functions timed in turn:
  * round i runs fns[0], fns[1], ... once each (each after an L2 flush), so a
  * drift of clocks or load during the measurement reaches all of them alike.
  * outs[f] is fns[f]'s timing. */
 #define QG_TIME_MAX_FNS 4
-qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, int count,
-                                  const qg_timed_fn *fns, void *const *users, int warmup,
-                                  int runs, qg_timing *outs);
+qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush,
+                                  int count, const qg_timed_fn *fns, void *const *users,
+                                  int warmup, int runs, qg_timing *outs);
 
 #endif /* QG_HARNESS_H */

@@ -15,7 +15,10 @@
  *   5. time qgemm and cuBLASLt in turn, run for run (qgemm alone when the
  *      peer is n/a).
  * Timing (qg__time_interleaved_us): warm-up runs, then every timed run is
- * preceded by an L2 flush outside the CUDA events around it; the median is
+ * preceded by an L2 flush outside the CUDA events around it (--flush clean,
+ * the default: a write and then a read of twice the L2, so the timed kernel
+ * finds neither its inputs nor dirty lines to write back; --flush write: the
+ * write alone, as before 2026-11-22); the median is
  * reported, and rows whose runs spread by more than SPREAD_NOTE (max / min)
  * are listed under the table (min and max are in the CSV / JSON).
  * TFLOPS = 2*M*N*K / t over the rows that are real (masked / padding rows
@@ -51,6 +54,7 @@ typedef enum { OUT_TABLE, OUT_CSV, OUT_JSON } out_format;
 typedef struct {
     out_format format;
     bool grouped, use_peer, have_cfg;
+    qg_l2_flush_mode flush;
     qg_config cfg;
     int runs, warmup;
     uint64_t seed;
@@ -102,6 +106,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     o->runs = BENCH_DEFAULT_RUNS;
     o->warmup = BENCH_DEFAULT_WARMUP;
     o->use_peer = true;
+    o->flush = QG_L2_FLUSH_CLEAN;
     o->seed = cli_fresh_seed();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -131,6 +136,11 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
                 return cli_usage_error("bench: --config wants bm,bn,stages,mc (mc: none|a|b), "
                                        "got '%s'", next);
             o->have_cfg = true, i++;
+        } else if (!strcmp(a, "--flush")) {
+            if (!strcmp(next, "clean")) o->flush = QG_L2_FLUSH_CLEAN;
+            else if (!strcmp(next, "write")) o->flush = QG_L2_FLUSH_WRITE;
+            else return cli_usage_error("bench: --flush wants clean or write, got '%s'", next);
+            i++;
         } else if (!strcmp(a, "--seed")) {
             if (!cli_parse_int(next, 0, 2147483647L, &v))
                 return cli_usage_error("bench: --seed wants a non-negative integer, got '%s'", next);
@@ -147,6 +157,10 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
 /* ------------------------------------------------------------------------ */
 /* Measurements                                                              */
 /* ------------------------------------------------------------------------ */
+
+static const char *flush_name(qg_l2_flush_mode m) {
+    return m == QG_L2_FLUSH_CLEAN ? "clean" : "write";
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -345,7 +359,7 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
         const qg_timed_fn fns[2] = {run_qgemm, run_peer};
         void *const users[2] = {q, &call};
         qg_timing t[2];
-        if (qg__time_interleaved_us(e->ctx, e->stream, 2, fns, users, e->o->warmup, e->o->runs,
+        if (qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, 2, fns, users, e->o->warmup, e->o->runs,
                                     t) != QG_SUCCESS) {
             snprintf(row->c_note, sizeof row->c_note, "timing: %s", qg_last_error());
         } else {
@@ -416,7 +430,7 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
     if (with_peer && e->peer) bench_peer(e, p, dq, &call, row);
     else if (with_peer) snprintf(row->c_note, sizeof row->c_note, "%s", e->peer_note);
     if (!row->q_ran) { /* no peer, or it could not be run: qgemm alone */
-        if (qg__time_us(e->ctx, e->stream, run_qgemm, &call, e->o->warmup, e->o->runs,
+        if (qg__time_us(e->ctx, e->stream, e->o->flush, run_qgemm, &call, e->o->warmup, e->o->runs,
                         &row->qt) != QG_SUCCESS) {
             row_error(row, "timing qgemm");
             row->pass = false;
@@ -569,8 +583,8 @@ static void json_report(const bench_env *e) {
     put_num(true, e->peer != NULL, "%.0f", (double)lt_peer_version(e->peer));
     printf(",\n  \"cublaslt_note\": ");
     json_string(e->peer_note);
-    printf(",\n  \"seed\": %llu, \"runs\": %d, \"warmup\": %d, \"l2_flush\": true,\n",
-           (unsigned long long)e->o->seed, e->o->runs, e->o->warmup);
+    printf(",\n  \"seed\": %llu, \"runs\": %d, \"warmup\": %d, \"l2_flush\": \"%s\",\n",
+           (unsigned long long)e->o->seed, e->o->runs, e->o->warmup, flush_name(e->o->flush));
     printf("  \"geomean_speedup\": ");
     put_num(true, n_speedup > 0, "%.4f", gm);
     printf(",\n  \"rows\": [");
@@ -641,8 +655,13 @@ static void table_summary(const bench_env *e) {
     if (e->peer) printf("cuBLASLt: version %zu, best of the heuristic's algorithms\n",
                         lt_peer_version(e->peer));
     else printf("cuBLASLt: n/a (%s)\n", e->peer_note);
-    printf("qgemm %s; seed %llu; median of %d runs after %d warm-up, L2 flushed before each%s\n",
-           qg_version_string(), (unsigned long long)e->o->seed, e->o->runs, e->o->warmup,
+    printf("qgemm %s; seed %llu; median of %d runs after %d warm-up, L2 flushed before each "
+           "(%s)%s\n", qg_version_string(), (unsigned long long)e->o->seed, e->o->runs,
+           e->o->warmup, e->o->flush == QG_L2_FLUSH_CLEAN
+                             ? "--flush clean: a write, then a read of 2x L2, so no dirty line "
+                               "is left for the timed kernel to write back"
+                             : "--flush write: a write of 2x L2, whose dirty lines the timed "
+                               "kernel writes back",
            e->peer ? "; qgemm and cuBLASLt timed in turn" : "");
     /* A wide spread means the machine changed during the runs (clocks,
      * another process): the median may not be the kernel's. */
