@@ -314,11 +314,27 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
 }
 
 /*
+ * What a small problem's tile costs each SM: waves x the rows of A and B one
+ * CTA streams per K block, each B row counted once per m-block that reads it.
+ * Two m-blocks sharing a B tile ran slower than one CTA holding all the rows,
+ * though each CTA reads its B tile once and the pair's second read hits L2
+ * (H100, 2026-11-22-explore9, qgemm alone, median of 40): 128x7168x16384 as
+ * 128x64 (112 CTAs) 47.4 us against 56.7 as 64x112 (128 CTAs, each B tile
+ * read by two) and 48.4 as 64x112 with B multicast; 128x7168x2048 11.1
+ * against 12.0; 128x4096x7168 as 128x32 17.1 against 18.3 as 64x64. Where B
+ * tiles are narrow, A's rows dominate and 64-row tiles stay ahead:
+ * 128x2112x7168 14.4 us as 64x32, 15.4 as 128x16, 16.1 as 128x32.
+ */
+static long long small_tile_cost(int rows, int bm, int bn, int waves) {
+    return (long long)waves * (bm + (long long)bn * ceil_div(rows, bm));
+}
+
+/*
  * The heuristic. Small problems (at most 256 rows per group) are bound by
- * reading B: keep the fewest waves over the persistent grid, then the
- * fullest last wave, then the larger tile. Larger problems are bound by the
- * tensor cores and L2: minimise waves x tile area / tile efficiency over
- * every legal (block_m, block_n, multicast).
+ * reading B: keep the fewest waves over the persistent grid, then the lowest
+ * small_tile_cost, then the fullest last wave, then the larger tile. Larger
+ * problems are bound by the tensor cores and L2: minimise waves x tile area /
+ * tile efficiency over every legal (block_m, block_n, multicast).
  */
 qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
                      qg_config *out, qg_kernel_plan *plan) {
@@ -358,13 +374,17 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 const double eff = mc && few_waves
                                        ? 0.95 * tile_efficiency(bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(bm, bn, c.multicast);
-                const double cost = (double)waves * bm * bn / eff;
+                const double cost =
+                    large ? (double)waves * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves);
                 bool better;
                 if (best.block_m == 0) better = true;
                 else if (large) better = cost < best_cost * 0.999;
-                else better = waves < best_waves || (waves == best_waves && last > best_last) ||
-                              (waves == best_waves && last == best_last &&
-                               bm * bn > best.block_m * best.block_n);
+                else better = waves < best_waves ||
+                              (waves == best_waves &&
+                               (cost < best_cost ||
+                                (cost == best_cost &&
+                                 (last > best_last ||
+                                  (last == best_last && bm * bn > best.block_m * best.block_n)))));
                 if (better) best = c, best_waves = waves, best_last = last, best_cost = cost;
             }
     }

@@ -117,7 +117,11 @@ TEST(config_wide_tiles) {
      * ran 1-5% faster as 128x256 than as 128x128 A, without multicast as fast
      * as with; at one or two waves 256x128 without multicast ran fastest
      * (1024x4096x7168: 52.5 us, 128x128 56.0, 256x128 A 54.7; 2048x4096x7168:
-     * 98.8, 128x128 A 104.3, 256x128 A 101.1). */
+     * 98.8, 128x128 A 104.3, 256x128 A 101.1). M = 128 (2026-11-22-explore9,
+     * L2 left clean before each run): one 128-row tile where B is wide
+     * (128x7168x16384: 128x64 47.4 us against 56.7 as 64x112; 128x4096x7168:
+     * 128x32 17.1 against 18.3 as 64x64), 64-row tiles where it is narrow
+     * (128x2112x7168: 64x32 14.4, 128x16 15.4). */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
@@ -126,6 +130,11 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0}, 128, 256, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 1024, 4096, 7168, 1, 0}, 256, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 2048, 4096, 7168, 1, 0}, 256, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 7168, 16384, 1, 0}, 128, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 7168, 2048, 1, 0}, 128, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0}, 128, 32, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 2112, 7168, 1, 0}, 64, 32, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 64, 7168, 16384, 1, 0}, 64, 64, QG_MULTICAST_NONE},
     };
     for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) {
         CHECK(qg_select_config(ctx, &measured[i].p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
