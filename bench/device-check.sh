@@ -129,8 +129,9 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm check --quick 2>&1 |
         tee -a "$OUT/sanitizer.log" | tail -n 25
     rc=${PIPESTATUS[0]}
-    # check --quick runs 64x16 tiles only (16-column store chunks of D): one
-    # small GEMM per store-chunk width and main-loop kind as well.
+    # check --quick runs 64x16 tiles (16-column store chunks of D) and one
+    # masked 256x128: one small GEMM per store-chunk width and main-loop kind
+    # as well.
     local c r
     for c in 256,128,0,a 128,256,0,none 128,96,0,none; do
         printf '===== compute-sanitizer --tool %s: build/qgemm bench --shape 520x1000x384 --config %s\n' \

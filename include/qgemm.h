@@ -190,7 +190,9 @@ typedef struct {
 
 /**
  * Choose the configuration the library would use for `problem` on ctx's
- * device (DESIGN.md section 3). Works on offline contexts.
+ * device (DESIGN.md section 3). Works on offline contexts. (Should the JIT
+ * refuse its kernel for this N and K, qg_compile and the GEMM calls go on
+ * to the next configuration the heuristic ranks.)
  * QGEMM_PRINT_CONFIG=1 prints each choice to stderr.
  * @return QG_SUCCESS and *out set, QG_ERROR_INVALID_ARGUMENT or QG_ERROR_UNSUPPORTED.
  */
@@ -226,8 +228,10 @@ typedef struct {
  * device context it also loads the kernel, so that the first GEMM call of
  * this problem neither compiles nor loads a module (which can synchronize
  * the device): call it before CUDA-graph capture or latency-critical use.
- * A kernel whose ptxas report shows spills or a stack frame is rejected
- * with QG_ERROR_COMPILE. `info` may be NULL.
+ * A kernel whose ptxas report shows spills or a stack frame is rejected:
+ * with `cfg` given, as QG_ERROR_COMPILE; with cfg NULL, the next
+ * configuration the heuristic ranks is compiled instead (up to three times).
+ * `info` may be NULL.
  * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
  *         QG_ERROR_COMPILE.
  */

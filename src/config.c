@@ -42,12 +42,13 @@ static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
 
 /* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
  * in one accumulator set, so a thread holds one unit's accumulators beside
- * all its FP32 sums: 256 x 128 (two m64 tiles per warpgroup; dense: 112
- * and the grouped schedulers' extra live registers spill) and 128 x [176,
+ * all its FP32 sums: 256 x 128 (two m64 tiles per warpgroup; 112 spills;
+ * dense, and masked without multicast at its own register split, see
+ * masked_256x128; contiguous segments are 128-row aligned) and 128 x [176,
  * 224] or 256 (two n-parts of block_n / 2; 240 spills with multicast; not
  * masked, whose scheduler's extra live registers make them spill). */
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
-    if (block_m == 256) return kind == QG_GEMM_DENSE && block_n == 128;
+    if (block_m == 256) return kind != QG_GEMM_GROUPED_CONTIGUOUS && block_n == 128;
     return block_m == 128 && kind != QG_GEMM_GROUPED_MASKED &&
            ((block_n >= 176 && block_n <= 224) || block_n == 256);
 }
@@ -74,6 +75,18 @@ static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg
     if (mc == QG_MULTICAST_B)
         return p->kind == QG_GEMM_DENSE && ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0;
     return true;
+}
+
+/* The masked 256 x 128 tile. Its scheduler keeps more values live through
+ * the main loop than the dense one (the group cursor, a group-dependent SFB
+ * address): at the dense split (216 math / 72 producer registers) ptxas
+ * spilled 68 bytes. It compiles clean at 232 / 40 with SFB copied into
+ * shared memory, without multicast (with A multicast, N = 24576 at K = 1536
+ * still spilled 16 bytes; a 32-register producer spills). Against masked
+ * 128x128 on an H100 (2026-11-22-explore9, run 11): 1x1024 and 2x512 groups
+ * x rows, N x K = 4096x7168 / 7168x2048, 6-11% faster. */
+static bool masked_256x128(qg_gemm_kind kind, int bm, int bn) {
+    return kind == QG_GEMM_GROUPED_MASKED && bm == 256 && bn == 128;
 }
 
 /* Whether a tile runs the K-pipelined loop (kernel: QG_KPIPE): one wgmma
@@ -193,6 +206,10 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast must be 0 (none), 1 (A) or 2 (B), "
                         "got %d", (int)cfg->multicast);
     }
+    if (masked_256x128(p->kind, bm, bn) && cfg->multicast != QG_MULTICAST_NONE)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: the masked 256x128 tile runs without multicast (with it, its "
+                        "registers spill), got multicast %d", (int)cfg->multicast);
     const int cluster = cfg->multicast == QG_MULTICAST_NONE ? 1 : 2;
     if (cluster == 2 && props->sm_count < 2)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
@@ -226,8 +243,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * producer needs 72 with multicast and 8 stages; 216 hold the largest
      * accumulator sets (block_n 160 at block_m 128, 96 at 256); 56/224
      * measured 1% slower on the 256x128 tile (2026-11-21-explore3). */
-    out->producer_regs = 72;
-    out->math_regs = out->num_math_wgs == 1 ? 240 : 216;
+    out->producer_regs = masked_256x128(p->kind, bm, bn) ? 40 : 72;
+    out->math_regs = out->num_math_wgs == 1 ? 240 : masked_256x128(p->kind, bm, bn) ? 232 : 216;
     out->swizzle_group = swizzle;
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
@@ -238,8 +255,9 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
     out->acc_sets = out->kpipe ? 2 : wide ? 1 : units;
     /* SFB through shared memory: faster where a warpgroup runs one pass per K
-     * block, slower for the wide tiles (measured; see the kernel). */
-    out->sfb_smem = !wide;
+     * block, slower for the wide tiles (measured; see the kernel), but the
+     * masked 256x128 tile needs the math registers it frees. */
+    out->sfb_smem = !wide || masked_256x128(p->kind, bm, bn);
     /* D leaves in chunks of the widest TMA store row (128, 64 or 32 bytes)
      * that divides block_n; the N-split 128-row tiles stop at 64 bytes.
      * Against the 32-byte chunks of before (2026-11-22-explore6, runs 3-4):
@@ -336,8 +354,15 @@ static long long small_tile_cost(int rows, int bm, int bn, int waves) {
  * problems are bound by the tensor cores and L2: minimise waves x tile area /
  * tile efficiency over every legal (block_m, block_n, multicast).
  */
-qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
-                     qg_config *out, qg_kernel_plan *plan) {
+static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn, qg_multicast mc) {
+    for (int i = 0; i < num_avoid; ++i)
+        if (avoid[i].block_m == bm && avoid[i].block_n == bn && avoid[i].multicast == mc) return true;
+    return false;
+}
+
+qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const qg_problem *p,
+                              const qg_config *avoid, int num_avoid, qg_config *out,
+                              qg_kernel_plan *plan) {
     const int rows = p->kind == QG_GEMM_GROUPED_MASKED && p->expected_m > 0 ? p->expected_m : p->m;
     const int groups = p->kind == QG_GEMM_GROUPED_CONTIGUOUS ? 1 : p->num_groups;
     const bool large = rows > 256;
@@ -358,6 +383,8 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
                 if (mc && num_sms % 2) continue;
+                if (mc && masked_256x128(p->kind, bm, bn)) continue;
+                if (avoided(avoid, num_avoid, bm, bn, c.multicast)) continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
                 const int waves = (int)((tiles + num_sms - 1) / num_sms);
@@ -388,6 +415,10 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 if (better) best = c, best_waves = waves, best_last = last, best_cost = cost;
             }
     }
+    if (best.block_m == 0)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: no tile left for m %d n %d k %d after %d refused by the compiler",
+                        p->m, p->n, p->k, num_avoid);
     qg_config cfg = best;
     qg_status st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
     if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
@@ -405,6 +436,11 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
                 cfg.num_stages, (int)cfg.multicast, cfg.swizzle_group, cfg.num_sms, cfg.smem_bytes,
                 best_waves, best_last);
     return QG_SUCCESS;
+}
+
+qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
+                     qg_config *out, qg_kernel_plan *plan) {
+    return qg__select_avoiding(props, num_sms, p, NULL, 0, out, plan);
 }
 
 qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_config *out) {

@@ -9,6 +9,9 @@
  *  - Resolution (heuristic, source generation, JIT, module load) happens once
  *    per (problem, forced config) and is cached in the context's launch cache;
  *    modules are shared between entries with the same JIT key.
+ *  - A configuration the heuristic chose never fails to compile a GEMM: if
+ *    the JIT refuses it, the next one the heuristic ranks is used
+ *    (resolve_and_compile).
  */
 #include "internal.h"
 
@@ -82,6 +85,15 @@ static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_c
     char src[8192];
     qg_status st = kernel_source(src, sizeof src, p, cfg, plan);
     if (st != QG_SUCCESS) return st;
+    /* For tests of the fallback in resolve_and_compile (no real kernel of a
+     * legal configuration spills on the shapes the sweeps cover):
+     * QGEMM_TEST_REFUSE=BMxBN refuses that tile as the JIT refuses a spill. */
+    const char *refuse = getenv("QGEMM_TEST_REFUSE");
+    int refuse_m, refuse_n;
+    if (refuse && sscanf(refuse, "%dx%d", &refuse_m, &refuse_n) == 2 &&
+        refuse_m == cfg->block_m && refuse_n == cfg->block_n)
+        return qg__fail(QG_ERROR_COMPILE, "kernel %dx%d refused (QGEMM_TEST_REFUSE=%s)", refuse_m,
+                        refuse_n, refuse);
     if ((st = qg__jit_compile(ctx->jit, src, res)) != QG_SUCCESS) return st;
     /* setmaxnreg.inc waits for registers the CTA does not own if the entry
      * allocation cannot hold the producer's and math warpgroups' shares. */
@@ -103,12 +115,33 @@ static qg_problem launch_key(qg_problem p) {
     return p;
 }
 
-/* Choose (or complete a forced) configuration for p on ctx. */
-static qg_status resolve_config(const qg_context *ctx, int num_sms, const qg_problem *p,
-                                const qg_config *forced, qg_config *cfg, qg_kernel_plan *plan) {
-    if (!forced) return qg__select(&ctx->props, num_sms, p, cfg, plan);
-    *cfg = *forced;
-    return qg__complete_config_sms(&ctx->props, num_sms, p, cfg, plan);
+/* Choose (or complete a forced) configuration for p on ctx and compile its
+ * kernel. The JIT refuses a kernel that spills or whose wgmmas ptxas
+ * serialized; the CI compile sweeps keep every legal configuration clear of
+ * that on the shapes they cover, but ptxas's allocation depends on the baked
+ * N and K. So where the JIT refuses the heuristic's own choice, the next tile
+ * the heuristic ranks is compiled instead (at most QG_FALLBACKS times): a
+ * GEMM does not fail for a configuration the library chose. A forced
+ * configuration is the caller's, and its refusal is returned. */
+#define QG_FALLBACKS 3
+static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_problem *p,
+                                     const qg_config *forced, qg_config *cfg,
+                                     qg_kernel_plan *plan, qg_jit_result *res) {
+    qg_config refused[QG_FALLBACKS];
+    for (int n = 0;; ++n) {
+        qg_status st;
+        if (forced) {
+            *cfg = *forced;
+            st = qg__complete_config_sms(&ctx->props, num_sms, p, cfg, plan);
+        } else {
+            st = qg__select_avoiding(&ctx->props, num_sms, p, refused, n, cfg, plan);
+        }
+        if (st != QG_SUCCESS) return st;
+        st = compile_kernel(ctx, p, cfg, plan, res);
+        if (st == QG_SUCCESS && n > 0) qg__clear_error(); /* the refusal was handled */
+        if (st != QG_ERROR_COMPILE || forced || n == QG_FALLBACKS) return st;
+        refused[n] = *cfg;
+    }
 }
 
 static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_config *forced,
@@ -125,9 +158,9 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
     pthread_mutex_unlock(&ctx->lock);
     qg_config c;
     qg_kernel_plan plan;
-    if ((st = resolve_config(ctx, num_sms, problem, cfg, &c, &plan)) != QG_SUCCESS) return st;
     qg_jit_result res;
-    if ((st = compile_kernel(ctx, problem, &c, &plan, &res)) != QG_SUCCESS) return st;
+    if ((st = resolve_and_compile(ctx, num_sms, problem, cfg, &c, &plan, &res)) != QG_SUCCESS)
+        return st;
     if (info) *info = res.info;
     if (ctx->offline) return QG_SUCCESS;
     /* On a device, also load the module and build the launch entry: loading a
@@ -185,9 +218,8 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_c
     e->forced = forced != NULL;
     if (forced) e->forced_cfg = *forced;
     e->num_sms = num_sms;
-    qg_status st = resolve_config(ctx, num_sms, p, forced, &e->cfg, &e->plan);
     qg_jit_result res;
-    if (st == QG_SUCCESS) st = compile_kernel(ctx, p, &e->cfg, &e->plan, &res);
+    qg_status st = resolve_and_compile(ctx, num_sms, p, forced, &e->cfg, &e->plan, &res);
     if (st != QG_SUCCESS) {
         free(e);
         return st;

@@ -148,6 +148,10 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
 /* The heuristic: choose and complete a configuration. */
 qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
                      qg_config *out, qg_kernel_plan *plan);
+/* The same, never choosing a (block_m, block_n, multicast) of avoid[0..num_avoid). */
+qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const qg_problem *p,
+                              const qg_config *avoid, int num_avoid, qg_config *out,
+                              qg_kernel_plan *plan);
 int qg__max_block_n(qg_gemm_kind kind, int block_m);
 size_t qg__smem_bytes(int block_m, int block_n, int stages);
 

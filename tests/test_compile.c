@@ -182,3 +182,51 @@ TEST(compile_cubin_resources_match_ptxas) {
     qg__jit_cache_destroy(cache);
     PASS();
 }
+
+/* A configuration the heuristic chose never ends in a compile failure: when
+ * the JIT refuses it (for a real kernel: spills or serialized wgmma for this
+ * N and K), the next one the heuristic ranks is compiled. A forced
+ * configuration is the caller's, and its refusal is returned.
+ * QGEMM_TEST_REFUSE=BMxBN stands in for a kernel that spills. */
+TEST(compile_falls_back_when_refused) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 2048, 1, 0};
+    qg_config first, next;
+    qg_kernel_plan plan;
+    CHECK(qg_select_config(ctx, &p, &first) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qg__select_avoiding(&ctx->props, ctx->num_sms, &p, &first, 1, &next, &plan) ==
+              QG_SUCCESS, "%s", qg_last_error());
+    CHECK(next.block_m != first.block_m || next.block_n != first.block_n ||
+              next.multicast != first.multicast, "avoiding %dx%d chose it again", first.block_m,
+          first.block_n);
+    char refuse[32];
+    snprintf(refuse, sizeof refuse, "%dx%d", first.block_m, first.block_n);
+    setenv("QGEMM_TEST_REFUSE", refuse, 1);
+    qg_kernel_info got, want;
+    const qg_status st = qg_compile(ctx, &p, NULL, &got);
+    CHECK(st == QG_SUCCESS, "heuristic's choice %s refused and no fallback: %s", refuse,
+          qg_last_error());
+    /* The fallback is the heuristic's next tile (its other multicast modes
+     * of the refused tile are refused too, so it may be one further). */
+    qg_status forced_st = QG_ERROR_COMPILE;
+    qg_config avoid[3] = {first};
+    int n = 1;
+    while (forced_st == QG_ERROR_COMPILE && n < 3) {
+        CHECK(qg__select_avoiding(&ctx->props, ctx->num_sms, &p, avoid, n, &next, &plan) ==
+                  QG_SUCCESS, "%s", qg_last_error());
+        forced_st = qg_compile(ctx, &p, &next, &want);
+        avoid[n++] = next;
+    }
+    CHECK(forced_st == QG_SUCCESS && !strcmp(got.key, want.key),
+          "fallback compiled %s, the heuristic's next untouched choice %dx%d is %s", got.key,
+          next.block_m, next.block_n, want.key);
+    /* Forced: the refusal is the answer. */
+    CHECK(qg_compile(ctx, &p, &first, NULL) == QG_ERROR_COMPILE &&
+              strstr(qg_last_error(), "QGEMM_TEST_REFUSE"), "forced %s: %s", refuse,
+          qg_last_error());
+    unsetenv("QGEMM_TEST_REFUSE");
+    qg_context_destroy(ctx);
+    PASS();
+}

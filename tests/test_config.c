@@ -158,7 +158,8 @@ TEST(config_wide_tiles) {
         {QG_GEMM_DENSE, 128, 224, true},           {QG_GEMM_DENSE, 128, 240, false},
         {QG_GEMM_GROUPED_CONTIGUOUS, 128, 256, true}, {QG_GEMM_GROUPED_MASKED, 128, 256, false},
         {QG_GEMM_GROUPED_CONTIGUOUS, 128, 192, true}, {QG_GEMM_GROUPED_MASKED, 128, 176, false},
-        {QG_GEMM_GROUPED_MASKED, 256, 128, false}, {QG_GEMM_DENSE, 64, 256, false},
+        {QG_GEMM_GROUPED_MASKED, 256, 128, true},  {QG_GEMM_DENSE, 64, 256, false},
+        {QG_GEMM_GROUPED_MASKED, 256, 112, false}, {QG_GEMM_GROUPED_MASKED, 256, 96, false},
         {QG_GEMM_DENSE, 64, 192, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -170,6 +171,20 @@ TEST(config_wide_tiles) {
               (int)cases[i].kind, cases[i].bm, cases[i].bn, (int)st, qg_last_error());
         if (!cases[i].legal) CHECK(strstr(qg_last_error(), "block_n"), "%s", qg_last_error());
     }
+    /* The masked 256x128 tile runs without multicast, at its own register
+     * split with SFB through shared memory; the heuristic takes it for large
+     * masked groups (2026-11-22-explore9 run 11: 6-11% faster than 128x128). */
+    qg_problem masked = {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024};
+    qg_config c = {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A};
+    CHECK(qg_complete_config(ctx, &masked, &c) == QG_ERROR_UNSUPPORTED &&
+              strstr(qg_last_error(), "without multicast"), "masked 256x128 A: %s", qg_last_error());
+    CHECK(qg_select_config(ctx, &masked, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(cfg.block_m == 256 && cfg.block_n == 128 && cfg.multicast == QG_MULTICAST_NONE,
+          "masked 1x1024: chose %dx%d multicast %d", cfg.block_m, cfg.block_n, (int)cfg.multicast);
+    qg_problem masked6 = {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 6, 1024};
+    CHECK(qg_select_config(ctx, &masked6, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(!(cfg.block_m == 256 && cfg.multicast != QG_MULTICAST_NONE),
+          "masked 6x1024: chose 256x%d with multicast", cfg.block_n);
     qg_context_destroy(ctx);
     PASS();
 }

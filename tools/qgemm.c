@@ -206,6 +206,7 @@ static const check_case full_cases[] = {
     {QG_GEMM_GROUPED_CONTIGUOUS, 4096, 4096, 7168, 8},
     {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 3},
     {QG_GEMM_GROUPED_MASKED, 100, 264, 400, 5},
+    {QG_GEMM_GROUPED_MASKED, 1000, 4104, 1040, 2}, /* the masked 256x128 tile */
 };
 
 /* --quick: small enough for compute-sanitizer, one case of each path. */
@@ -214,6 +215,7 @@ static const check_case quick_cases[] = {
     {QG_GEMM_DENSE, 128, 256, 512, 1},
     {QG_GEMM_GROUPED_CONTIGUOUS, 200, 256, 256, 2},
     {QG_GEMM_GROUPED_MASKED, 128, 256, 384, 2},
+    {QG_GEMM_GROUPED_MASKED, 1024, 4096, 256, 2}, /* the masked 256x128 tile */
 };
 
 /* Run one case; print one line; @return true when it passed. */
@@ -506,7 +508,7 @@ static void usage(FILE *f) {
         "                            2x L2 (default), or the write alone, whose dirty lines\n"
         "                            the timed kernel writes back\n"
         "  check     correctness sweep against an exact fp64 reference (exit 1 on failure)\n"
-        "            --quick         4 small cases (for compute-sanitizer)\n"
+        "            --quick         5 small cases (for compute-sanitizer)\n"
         "            --seed N        input seed (default: from the clock, printed)\n"
         "  compile   warm the on-disk kernel cache (works without a GPU)\n"
         "            --shape MxNxK   (repeatable; default: the 18 DeepSeek-V3 shapes)\n"
