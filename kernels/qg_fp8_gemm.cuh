@@ -357,7 +357,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * K block (from L1 after the first warp). The host turns the copy
              * into shared memory on for tiles of one pass per K block, where
              * it measured 2-8% faster, and off for the wide tiles, where it
-             * measured 4-8% slower (bench/results/2026-11-21-explore3/). */
+             * measured 4-8% slower (bench/results/2026-11-21-explore3/),
+             * except the masked 256x128 tile, which needs the registers it
+             * frees (src/config.c, masked_256x128). */
 #if !QG_SFB_SMEM
             int sfb_row0;
             const float *sfb_tile = qg_sfb_tile(sfb, tile, sfb_row0);

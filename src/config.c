@@ -9,7 +9,7 @@
  *   128 -> 160, 256 (two m64 tiles per warpgroup) -> 96 (80 masked); plus
  *   the wide tiles, whose wgmma units take turns in one accumulator set:
  *   128 x [176, 224] and 128 x 256 (two n-parts of block_n / 2; not masked)
- *   and 256 x 128 (two m64 tiles; dense).
+ *   and 256 x 128 (two m64 tiles; dense, and masked without multicast).
  *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
  *   multicast A: the pair shares an m-block, so the n-block count and the
  *   swizzle group must be even; multicast B (dense only): the m-block count
@@ -354,9 +354,11 @@ static long long small_tile_cost(int rows, int bm, int bn, int waves) {
  * problems are bound by the tensor cores and L2: minimise waves x tile area /
  * tile efficiency over every legal (block_m, block_n, multicast).
  */
-static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn, qg_multicast mc) {
+/* A tile the compiler refused is avoided in every multicast mode: what
+ * spills is the tile's register use, which multicast hardly changes. */
+static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn) {
     for (int i = 0; i < num_avoid; ++i)
-        if (avoid[i].block_m == bm && avoid[i].block_n == bn && avoid[i].multicast == mc) return true;
+        if (avoid[i].block_m == bm && avoid[i].block_n == bn) return true;
     return false;
 }
 
@@ -384,7 +386,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
                 if (mc && num_sms % 2) continue;
                 if (mc && masked_256x128(p->kind, bm, bn)) continue;
-                if (avoided(avoid, num_avoid, bm, bn, c.multicast)) continue;
+                if (avoided(avoid, num_avoid, bm, bn)) continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
                 const int waves = (int)((tiles + num_sms - 1) / num_sms);

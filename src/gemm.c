@@ -9,9 +9,11 @@
  *  - Resolution (heuristic, source generation, JIT, module load) happens once
  *    per (problem, forced config) and is cached in the context's launch cache;
  *    modules are shared between entries with the same JIT key.
- *  - A configuration the heuristic chose never fails to compile a GEMM: if
- *    the JIT refuses it, the next one the heuristic ranks is used
- *    (resolve_and_compile).
+ *  - A configuration the heuristic chose does not end a GEMM in a compile
+ *    error while another tile compiles: if the JIT refuses it, the next tile
+ *    the heuristic ranks is used, up to three times (resolve_and_compile).
+ *    A refusal is not remembered: a later process (or qg_compile, then the
+ *    first GEMM call) compiles the refused kernel again before falling back.
  */
 #include "internal.h"
 
@@ -120,9 +122,10 @@ static qg_problem launch_key(qg_problem p) {
  * serialized; the CI compile sweeps keep every legal configuration clear of
  * that on the shapes they cover, but ptxas's allocation depends on the baked
  * N and K. So where the JIT refuses the heuristic's own choice, the next tile
- * the heuristic ranks is compiled instead (at most QG_FALLBACKS times): a
- * GEMM does not fail for a configuration the library chose. A forced
- * configuration is the caller's, and its refusal is returned. */
+ * the heuristic ranks (the refused block_m x block_n avoided in every
+ * multicast mode) is compiled instead, at most QG_FALLBACKS times; after
+ * that the last refusal is returned. A forced configuration is the
+ * caller's, and its refusal is returned. */
 #define QG_FALLBACKS 3
 static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_problem *p,
                                      const qg_config *forced, qg_config *cfg,

@@ -897,13 +897,14 @@ qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flush_mode mode, qg_l2_fl
     if (mode != QG_L2_FLUSH_WRITE && mode != QG_L2_FLUSH_CLEAN)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "l2 flusher: mode must be 0 (write) or 1 "
                         "(clean), got %d", (int)mode);
-    qg_jit_result jit;
-    if (mode == QG_L2_FLUSH_CLEAN) {
-        qg_status st = qg__jit_compile(ctx->jit, "#include \"l2_flush.cuh\"\n", &jit);
-        if (st != QG_SUCCESS) return st;
-    }
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
+    qg_jit_result jit;
+    if (mode == QG_L2_FLUSH_CLEAN &&
+        (st = qg__jit_compile(ctx->jit, "#include \"l2_flush.cuh\"\n", &jit)) != QG_SUCCESS) {
+        ctx_pop(ctx);
+        return st;
+    }
     qg_l2_flusher *f = calloc(1, sizeof *f);
     if (!f) {
         ctx_pop(ctx);
@@ -1030,6 +1031,9 @@ qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, qg_l2_flush_
         outs[f].median_us = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
     }
 done:
+    /* After an error, flushes or timed work may still be queued: let them
+     * finish before their buffers and module go. */
+    if (st != QG_SUCCESS) drv->cuStreamSynchronize(stream);
     if (start) drv->cuEventDestroy(start);
     if (stop) drv->cuEventDestroy(stop);
     ctx_pop(ctx);

@@ -148,7 +148,7 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
 /* The heuristic: choose and complete a configuration. */
 qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
                      qg_config *out, qg_kernel_plan *plan);
-/* The same, never choosing a (block_m, block_n, multicast) of avoid[0..num_avoid). */
+/* The same, never choosing the block_m x block_n of any of avoid[0..num_avoid). */
 qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const qg_problem *p,
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan);
