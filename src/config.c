@@ -206,7 +206,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast must be 0 (none), 1 (A) or 2 (B), "
                         "got %d", (int)cfg->multicast);
     }
-    if (masked_256x128(p->kind, bm, bn) && cfg->multicast != QG_MULTICAST_NONE)
+    const bool masked_wide = masked_256x128(p->kind, bm, bn);
+    if (masked_wide && cfg->multicast != QG_MULTICAST_NONE)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the masked 256x128 tile runs without multicast (with it, its "
                         "registers spill), got multicast %d", (int)cfg->multicast);
@@ -243,8 +244,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * producer needs 72 with multicast and 8 stages; 216 hold the largest
      * accumulator sets (block_n 160 at block_m 128, 96 at 256); 56/224
      * measured 1% slower on the 256x128 tile (2026-11-21-explore3). */
-    out->producer_regs = masked_256x128(p->kind, bm, bn) ? 40 : 72;
-    out->math_regs = out->num_math_wgs == 1 ? 240 : masked_256x128(p->kind, bm, bn) ? 232 : 216;
+    out->producer_regs = masked_wide ? 40 : 72;
+    out->math_regs = out->num_math_wgs == 1 ? 240 : masked_wide ? 232 : 216;
     out->swizzle_group = swizzle;
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
@@ -257,7 +258,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     /* SFB through shared memory: faster where a warpgroup runs one pass per K
      * block, slower for the wide tiles (measured; see the kernel), but the
      * masked 256x128 tile needs the math registers it frees. */
-    out->sfb_smem = !wide || masked_256x128(p->kind, bm, bn);
+    out->sfb_smem = !wide || masked_wide;
     /* D leaves in chunks of the widest TMA store row (128, 64 or 32 bytes)
      * that divides block_n; the N-split 128-row tiles stop at 64 bytes.
      * Against the 32-byte chunks of before (2026-11-22-explore6, runs 3-4):
@@ -347,13 +348,6 @@ static long long small_tile_cost(int rows, int bm, int bn, int waves) {
     return (long long)waves * (bm + (long long)bn * ceil_div(rows, bm));
 }
 
-/*
- * The heuristic. Small problems (at most 256 rows per group) are bound by
- * reading B: keep the fewest waves over the persistent grid, then the lowest
- * small_tile_cost, then the fullest last wave, then the larger tile. Larger
- * problems are bound by the tensor cores and L2: minimise waves x tile area /
- * tile efficiency over every legal (block_m, block_n, multicast).
- */
 /* A tile the compiler refused is avoided in every multicast mode: what
  * spills is the tile's register use, which multicast hardly changes. */
 static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn) {
@@ -362,6 +356,13 @@ static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn) {
     return false;
 }
 
+/*
+ * The heuristic. Small problems (at most 256 rows per group) are bound by
+ * reading B: keep the fewest waves over the persistent grid, then the lowest
+ * small_tile_cost, then the fullest last wave, then the larger tile. Larger
+ * problems are bound by the tensor cores and L2: minimise waves x tile area /
+ * tile efficiency over every legal (block_m, block_n, multicast).
+ */
 qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const qg_problem *p,
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan) {

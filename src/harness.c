@@ -776,6 +776,25 @@ const char *qg__check_describe(const qg_check_result *res, char *buf, size_t len
 /* GPU reference                                                             */
 /* ------------------------------------------------------------------------ */
 
+/* JIT-compile one of the library's helper kernels (`#include "<header>"`)
+ * and load it; ctx must be current. *module is left NULL on failure. */
+static qg_status load_helper_kernel(qg_context *ctx, const char *header, const char *name,
+                                    CUmodule *module, CUfunction *fn) {
+    char source[64];
+    snprintf(source, sizeof source, "#include \"%s\"\n", header);
+    qg_jit_result jit;
+    qg_status st = qg__jit_compile(ctx->jit, source, &jit);
+    if (st != QG_SUCCESS) return st;
+    CU_TRY(ctx->drv->cuModuleLoadData(module, jit.cubin), "cuModuleLoadData(helper kernel)");
+    CU_TRY(ctx->drv->cuModuleGetFunction(fn, *module, name), "cuModuleGetFunction(helper kernel)");
+done:
+    if (st != QG_SUCCESS && *module) {
+        ctx->drv->cuModuleUnload(*module);
+        *module = NULL;
+    }
+    return st;
+}
+
 #define REF_TILE 64     /* QG_REF_TILE of kernels/reference.cuh */
 #define REF_THREADS 256 /* QG_REF_THREADS */
 
@@ -808,17 +827,14 @@ qg_status qg__reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
         return qg__fail(QG_ERROR_UNSUPPORTED, "reference kernel: %lld rows exceed %d", rows,
                         65535 * REF_TILE);
 
-    qg_jit_result jit;
-    qg_status st = qg__jit_compile(ctx->jit, "#include \"reference.cuh\"\n", &jit);
-    if (st != QG_SUCCESS) return st;
-    st = ctx_push(ctx);
+    qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
     const qg_driver *drv = ctx->drv;
     CUmodule module = NULL;
     CUfunction fn;
-    CU_TRY(drv->cuModuleLoadData(&module, jit.cubin), "cuModuleLoadData(reference)");
-    CU_TRY(drv->cuModuleGetFunction(&fn, module, "qg_reference_kernel"),
-           "cuModuleGetFunction(qg_reference_kernel)");
+    if ((st = load_helper_kernel(ctx, "reference.cuh", "qg_reference_kernel", &module, &fn)) !=
+        QG_SUCCESS)
+        goto done;
     {
         int kind_i = (int)kind, m = p->m, n = p->n, k = p->k, groups = p->num_groups;
         CUdeviceptr a = (CUdeviceptr)(uintptr_t)p->a, sfa = (CUdeviceptr)(uintptr_t)p->sfa,
@@ -899,12 +915,6 @@ qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flush_mode mode, qg_l2_fl
                         "(clean), got %d", (int)mode);
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
-    qg_jit_result jit;
-    if (mode == QG_L2_FLUSH_CLEAN &&
-        (st = qg__jit_compile(ctx->jit, "#include \"l2_flush.cuh\"\n", &jit)) != QG_SUCCESS) {
-        ctx_pop(ctx);
-        return st;
-    }
     qg_l2_flusher *f = calloc(1, sizeof *f);
     if (!f) {
         ctx_pop(ctx);
@@ -916,9 +926,7 @@ qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flush_mode mode, qg_l2_fl
     CU_TRY(ctx->drv->cuMemAlloc(&f->buf, f->bytes), "cuMemAlloc(L2 flush buffer)");
     if (mode == QG_L2_FLUSH_CLEAN) {
         CU_TRY(ctx->drv->cuMemAlloc(&f->sink, sizeof(unsigned int)), "cuMemAlloc(L2 flush sink)");
-        CU_TRY(ctx->drv->cuModuleLoadData(&f->module, jit.cubin), "cuModuleLoadData(l2 flush)");
-        CU_TRY(ctx->drv->cuModuleGetFunction(&f->read, f->module, "qg_l2_read_kernel"),
-               "cuModuleGetFunction(qg_l2_read_kernel)");
+        st = load_helper_kernel(ctx, "l2_flush.cuh", "qg_l2_read_kernel", &f->module, &f->read);
     }
 done:
     ctx_pop(ctx);
