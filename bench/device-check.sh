@@ -129,11 +129,12 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm check --quick 2>&1 |
         tee -a "$OUT/sanitizer.log" | tail -n 25
     rc=${PIPESTATUS[0]}
-    # check --quick runs 64x16 tiles (16-column store chunks of D) and one
-    # masked 256x128: one small GEMM per store-chunk width and main-loop kind
-    # as well.
+    # check --quick runs 64x16 tiles (16-column store chunks of D), one
+    # masked 256x128 and one split-K 64x32: one small GEMM per store-chunk
+    # width and main-loop kind as well, and a split-K one whose clusters take
+    # two tiles each (80 tiles on 66 clusters) over an odd K-block count.
     local c r
-    for c in 256,128,0,a 128,256,0,none 128,96,0,none; do
+    for c in 256,128,0,a 128,256,0,none 128,96,0,none 128,64,0,k2; do
         printf '===== compute-sanitizer --tool %s: build/qgemm bench --shape 520x1000x384 --config %s\n' \
             "$tool" "$c" >> "$OUT/sanitizer.log"
         T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm bench --shape 520x1000x384 \

@@ -56,11 +56,11 @@ struct CUstream_st;
 /* ------------------------------------------------------------------------ */
 
 #define QG_VERSION_MAJOR 0
-#define QG_VERSION_MINOR 1
+#define QG_VERSION_MINOR 2
 #define QG_VERSION_PATCH 0
 #define QG_VERSION_NUMBER \
     (QG_VERSION_MAJOR * 10000 + QG_VERSION_MINOR * 100 + QG_VERSION_PATCH)
-#define QG_VERSION_STRING "0.1.0"
+#define QG_VERSION_STRING "0.2.0"
 
 /** @return QG_VERSION_NUMBER of the library actually linked. */
 QG_API unsigned qg_version(void);
@@ -184,6 +184,8 @@ typedef struct {
     int num_stages;     /* 1..32 shared-memory pipeline stages; 0 = most that fit */
     qg_multicast multicast;
     int swizzle_group;  /* tiles per scheduler swizzle group; 0 = default (16) */
+    int split_k;        /* 0 or 1 = none; 2 = the two CTAs of a cluster share each tile,
+                           each summing half of K (dense, multicast none; 0.2.0) */
     int num_sms;        /* filled by selection: persistent grid size */
     size_t smem_bytes;  /* filled by selection: dynamic shared memory */
 } qg_config;
@@ -201,8 +203,8 @@ QG_API qg_status qg_select_config(const qg_context *ctx, const qg_problem *probl
 
 /**
  * Check a forced configuration against a problem and the device and fill in
- * the derived fields (num_stages when 0, swizzle_group when 0, num_sms,
- * smem_bytes).
+ * the derived fields (num_stages when 0, swizzle_group when 0, split_k when
+ * 0, num_sms, smem_bytes).
  * @return QG_SUCCESS, or QG_ERROR_UNSUPPORTED with a message saying which
  *         field is out of range.
  */

@@ -10,6 +10,10 @@
  *   QG_NUM_GROUPS      G (1 for dense)
  *   QG_BLOCK_M/N       tile; QG_NUM_STAGES pipeline depth
  *   QG_MULTICAST       0 none, 1 A, 2 B; QG_CLUSTER 1 or 2
+ *   QG_SPLIT_K         1, or 2 (dense, no multicast): the QG_CLUSTER = 2 CTAs
+ *                      of a cluster share one tile, each summing half of K;
+ *                      CTA 1 sends its FP32 sums to CTA 0 through distributed
+ *                      shared memory, and CTA 0 adds them and stores D
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
  *   QG_SFB_ROWS        128-row SFB blocks one tile can touch (1..3)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
@@ -40,6 +44,17 @@
  * (multicast writes into both CTAs, so both must have released it). The
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
  * barrier.
+ *
+ * Split-K invariants (QG_SPLIT_K > 1): CTA r of a cluster runs K blocks
+ * [r * nk / S, (r + 1) * nk / S) of the cluster's tile, with its own
+ * pipeline (no stage is shared). After its main loop each CTA r > 0 waits
+ * for red_empty (CTA 0 has read its previous sums) and writes its sums into
+ * slot r - 1 of CTA 0's reduction buffer with st.async, each store
+ * completing its bytes on CTA 0's red_full; CTA 0 expects those bytes (one
+ * arrival), waits for red_full, adds the slots in rank order (the sum does
+ * not depend on timing), and each of its math warps arrives on every
+ * partner's red_empty (release, cluster scope) before it stores D. Both
+ * barriers flip once a tile.
  */
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
@@ -50,6 +65,8 @@
 #define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
 #define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
 #define QG_NUM_THREADS (QG_NUM_MATH_THREADS + 128)
+/* CTAs whose TMA loads write into one another's stages (multicast pairs). */
+#define QG_LOAD_CLUSTER (QG_MULTICAST ? QG_CLUSTER : 1)
 #define QG_WG_TILES (QG_BLOCK_M / 64 / QG_NUM_MATH_WGS) /* m64 tiles per math warpgroup */
 #define QG_OUT (QG_BLOCK_N / 2)                         /* FP32 sums per thread per m64 tile */
 /* A warpgroup's share of a K block is QG_UNITS WGMMA units of m64 x
@@ -78,9 +95,13 @@
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
 #define QG_SMEM_SFB 16 /* QG_SFB_ROWS (<= 3) floats */
+/* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
+ * so the stages stay 1024-byte aligned), and the two reduction barriers. */
+#define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
+#define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 ? 16 : 0)
 #define QG_SMEM_TOTAL                                                                  \
-    (1024 /* alignment slack */ + QG_SMEM_D + QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B + \
-     QG_SMEM_SFA + QG_SMEM_SFB) + QG_NUM_STAGES * 16)
+    (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
+     QG_SMEM_B + QG_SMEM_SFA + QG_SMEM_SFB) + QG_NUM_STAGES * 16 + QG_SMEM_RED_BARRIERS)
 #define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
@@ -99,6 +120,9 @@ static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte ali
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
+static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
+                                  QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
+              "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
 
 /* Next pipeline stage; the phase flips each time the stages wrap. */
 QG_DEVICE void qg_advance(uint32_t &s, uint32_t &phase) {
@@ -175,12 +199,19 @@ QG_DEVICE void qg_issue_unit(float (&acc)[QG_ACC], uint32_t desc_a0, uint32_t de
         qg_wgmma_m64k32_e4m3(acc, desc_a + kk * 32 / 16, desc_b + kk * 32 / 16, kk > 0);
 }
 
-/* Stage s is consumed: release it (in every CTA of the cluster). */
+/* Stage s is consumed: release it (in both CTAs of a multicast pair). One
+ * lane arrives for its warp, so the warp first synchronizes: every lane's
+ * reads of the stage (the SFB copy that a producer thread overwrites with
+ * cp.async once the stage is free) then happen before the arrival.
+ * (compute-sanitizer's racecheck still reports those reads against the
+ * cp.async writes once stages are reused, with or without this; see the
+ * README, "Known issues".) */
 QG_DEVICE void qg_release_stage(uint64_t *empty, uint32_t s, uint32_t lane) {
-#if QG_CLUSTER == 1
+    __syncwarp();
+#if QG_LOAD_CLUSTER == 1
     if (lane == 0) qg_mbarrier_arrive(&empty[s]);
 #else
-    if (lane < QG_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
+    if (lane < QG_LOAD_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
 #endif
 }
 
@@ -236,14 +267,27 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
     uint16_t *smem_d = (uint16_t *)smem;
-    unsigned char *smem_a = smem + QG_SMEM_D;
+    float *smem_red = (float *)(smem + QG_SMEM_D);
+    unsigned char *smem_a = smem + QG_SMEM_D + QG_SMEM_RED;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
     float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M;
     uint64_t *full = (uint64_t *)(smem_sfb + QG_NUM_STAGES * QG_SMEM_SFB / 4);
     uint64_t *empty = full + QG_NUM_STAGES;
+    uint64_t *red_full = empty + QG_NUM_STAGES; /* split-K only */
+    uint64_t *red_empty = red_full + 1;
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    /* The K blocks of this CTA: all, or its rank's share of the cluster's
+     * tile (rank 0 takes the odd one out). */
+#if QG_SPLIT_K > 1
+#define QG_KB_RANK0 ((QG_NUM_K_BLOCKS + 1) / 2)
+    const uint32_t split_rank = qg_cluster_ctarank();
+    const int kb_begin = split_rank ? QG_KB_RANK0 : 0;
+    const int kb_end = split_rank ? QG_NUM_K_BLOCKS : QG_KB_RANK0;
+#else
+    const int kb_begin = 0, kb_end = QG_NUM_K_BLOCKS;
+#endif
 
     /* ---- barrier init ---------------------------------------------------- */
     if (threadIdx.x == QG_NUM_MATH_THREADS) {
@@ -253,8 +297,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_tma_prefetch_descriptor(&tmap_d);
         for (int s = 0; s < QG_NUM_STAGES; ++s) {
             qg_mbarrier_init(&full[s], 1 + QG_SFB_SMEM); /* TMA (+ the SFB copy) */
-            qg_mbarrier_init(&empty[s], QG_CLUSTER * QG_NUM_MATH_THREADS / 32);
+            qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
         }
+#if QG_SPLIT_K > 1
+        qg_mbarrier_init(red_full, 1);                     /* CTA 0's expect_tx; bytes from st.async */
+        qg_mbarrier_init(red_empty, QG_NUM_MATH_THREADS / 32); /* CTA 0's math warps */
+#endif
         qg_fence_proxy_async_shared();
         qg_fence_mbarrier_init();
     }
@@ -280,7 +328,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
                 const int b_row = tile.group * QG_SHAPE_N + tile.n_block * QG_BLOCK_N;
                 const int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
-                for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
+                for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
@@ -314,7 +362,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             while (qg_scheduler_next(sched, tile)) {
                 int sfb_row0;
                 const float *sfb_tile = qg_sfb_tile(sfb, tile, sfb_row0);
-                for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
+                for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
 #pragma unroll
                     for (int r = 0; r < QG_SFB_ROWS; ++r) {
@@ -348,6 +396,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 
         float acc[QG_ACC_SETS][QG_ACC];
         float out[QG_WG_TILES][QG_OUT];
+#if QG_SPLIT_K > 1
+        uint32_t red_phase = 0; /* parity of the reduction barriers' current phase */
+#endif
 
         while (qg_scheduler_next(sched, tile)) {
             const int n_begin = tile.n_block * QG_BLOCK_N;
@@ -423,11 +474,23 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 if ((count - 1) % 2) kfinish(acc[1], sc[1], stage[1]);
                 else kfinish(acc[0], sc[0], stage[0]);
             };
-            for (int kb = 0; kb + QG_KCHUNK <= QG_NUM_K_BLOCKS; kb += QG_KCHUNK) kchunk(kb, QG_KCHUNK);
-            if (QG_NUM_K_BLOCKS % QG_KCHUNK)
-                kchunk(QG_NUM_K_BLOCKS - QG_NUM_K_BLOCKS % QG_KCHUNK, QG_NUM_K_BLOCKS % QG_KCHUNK);
+            /* K blocks [kb0, kb0 + count) in chunks. ptxas keeps the wgmmas
+             * asynchronous only when it can see the chunks' structure (with a
+             * run-time first K block and one block per CTA, K = 256 split,
+             * it serialized them), so each split-K rank takes its own path
+             * with compile-time bounds. */
+            auto k_blocks = [&](int kb0, int count) {
+                for (int c = 0; c < count / QG_KCHUNK; ++c) kchunk(kb0 + c * QG_KCHUNK, QG_KCHUNK);
+                if (count % QG_KCHUNK) kchunk(kb0 + count - count % QG_KCHUNK, count % QG_KCHUNK);
+            };
+#if QG_SPLIT_K > 1
+            if (split_rank == 0) k_blocks(0, QG_KB_RANK0);
+            else k_blocks(QG_KB_RANK0, QG_NUM_K_BLOCKS - QG_KB_RANK0);
 #else
-            for (int kb = 0; kb < QG_NUM_K_BLOCKS; ++kb, qg_advance(s, phase)) {
+            k_blocks(0, QG_NUM_K_BLOCKS);
+#endif
+#else
+            for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                 qg_scales sc;
                 wait_stage(sc, kb);
 
@@ -454,6 +517,49 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     }
                 }
             }
+#endif
+
+#if QG_SPLIT_K > 1
+            /* ---- split-K: the partners' sums into CTA 0 --------------------- */
+            /* Slot layout: float4 number v of thread i at (v * threads + i),
+             * so a warp's 16-byte stores and loads are contiguous. */
+            if (split_rank != 0) {
+                qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);
+                const uint32_t slot = qg_map_cluster(
+                    smem_red + (split_rank - 1) * QG_BLOCK_M * QG_BLOCK_N, 0);
+                const uint32_t bar = qg_map_cluster(red_full, 0);
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int i = 0; i < QG_OUT; i += 4)
+                        qg_st_async_v4(slot + ((t * QG_OUT + i) / 4 * QG_NUM_MATH_THREADS +
+                                               threadIdx.x) * 16,
+                                       out[t][i], out[t][i + 1], out[t][i + 2], out[t][i + 3], bar);
+                red_phase ^= 1;
+                continue; /* CTA 0 stores the tile */
+            }
+            if (threadIdx.x == 0)
+                qg_mbarrier_arrive_expect_tx(red_full, QG_SMEM_RED); /* every partner's sums */
+            qg_mbarrier_wait_acquire_cluster(red_full, red_phase);
+#pragma unroll
+            for (int r = 1; r < QG_SPLIT_K; ++r) {
+                const float4 *slot = (const float4 *)(smem_red + (r - 1) * QG_BLOCK_M * QG_BLOCK_N);
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int i = 0; i < QG_OUT; i += 4) {
+                        const float4 v = slot[(t * QG_OUT + i) / 4 * QG_NUM_MATH_THREADS + threadIdx.x];
+                        out[t][i] += v.x;
+                        out[t][i + 1] += v.y;
+                        out[t][i + 2] += v.z;
+                        out[t][i + 3] += v.w;
+                    }
+            }
+            __syncwarp(); /* the warp's reads of the slots come before its release */
+#pragma unroll
+            for (int r = 1; r < QG_SPLIT_K; ++r)
+                if (lane == 0) qg_mbarrier_arrive_release_cluster(red_empty, r);
+            red_phase ^= 1;
 #endif
 
             /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */

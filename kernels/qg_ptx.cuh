@@ -59,14 +59,39 @@ QG_DEVICE void qg_mbarrier_arrive_cluster(uint64_t *bar, uint32_t cta_rank) {
                  "}\n" ::"r"(qg_smem_addr(bar)), "r"(cta_rank) : "memory");
 }
 
+/* Arrive on the barrier at `bar`'s offset in CTA `cta_rank`, releasing this
+ * thread's earlier shared-memory accesses (its own and other CTAs') at
+ * cluster scope: a thread of another CTA that acquires the phase
+ * (qg_mbarrier_wait_acquire_cluster) sees them (9.7.13.15, mbarrier.arrive). */
+QG_DEVICE void qg_mbarrier_arrive_release_cluster(uint64_t *bar, uint32_t cta_rank) {
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+                 "}\n" ::"r"(qg_smem_addr(bar)), "r"(cta_rank) : "memory");
+}
+
+/* Spin on mbarrier.try_wait.parity`sem` until the phase with parity %1 of
+ * the barrier at %0 has completed. */
+#define QG_MBARRIER_WAIT_ASM(sem)                                              \
+    "{\n"                                                                      \
+    ".reg .pred done;\n"                                                       \
+    "WAIT_%=:\n"                                                               \
+    "mbarrier.try_wait.parity" sem ".shared::cta.b64 done, [%0], %1;\n"        \
+    "@!done bra WAIT_%=;\n"                                                    \
+    "}\n"
+
 /* Spin until the phase with parity `parity` has completed. */
 QG_DEVICE void qg_mbarrier_wait(uint64_t *bar, uint32_t parity) {
-    asm volatile("{\n"
-                 ".reg .pred done;\n"
-                 "WAIT_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra WAIT_%=;\n"
-                 "}\n" ::"r"(qg_smem_addr(bar)), "r"(parity) : "memory");
+    asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(qg_smem_addr(bar)), "r"(parity) : "memory");
+}
+
+/* The same wait with acquire semantics at cluster scope: what other CTAs'
+ * threads released when they arrived is visible after it (9.7.13.15,
+ * mbarrier.try_wait). */
+QG_DEVICE void qg_mbarrier_wait_acquire_cluster(uint64_t *bar, uint32_t parity) {
+    asm volatile(QG_MBARRIER_WAIT_ASM(".acquire.cluster") ::"r"(qg_smem_addr(bar)), "r"(parity)
+                 : "memory");
 }
 
 /* ---- cp.async (9.7.9.8): small non-bulk copies ---------------------------- */
@@ -211,6 +236,26 @@ QG_DEVICE uint32_t qg_cluster_ctarank(void) {
     return rank;
 }
 
+/* The shared::cluster address of `p`'s offset in CTA `cta_rank` of the
+ * cluster (mapa: 9.7.9.18). */
+QG_DEVICE uint32_t qg_map_cluster(const void *p, uint32_t cta_rank) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(remote) : "r"(qg_smem_addr(p)), "r"(cta_rank));
+    return remote;
+}
+/* 16 bytes to another CTA's shared memory, asynchronously: the write
+ * completes 16 transaction bytes on that CTA's barrier `remote_bar` (both
+ * shared::cluster addresses of the destination CTA; PTX ISA st.async). No
+ * fence is needed: the destination sees the data once the barrier's phase
+ * completes. */
+QG_DEVICE void qg_st_async_v4(uint32_t addr, float x, float y, float z, float w,
+                              uint32_t remote_bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], "
+                 "{%1, %2, %3, %4}, [%5];"
+                 ::"r"(addr), "r"(__float_as_uint(x)), "r"(__float_as_uint(y)),
+                 "r"(__float_as_uint(z)), "r"(__float_as_uint(w)), "r"(remote_bar) : "memory");
+}
 /* Every thread of every CTA of the cluster. */
 QG_DEVICE void qg_cluster_sync(void) {
     asm volatile("barrier.cluster.arrive.release.aligned;\n"

@@ -3,7 +3,8 @@
  *
  * Every CTA of the persistent grid walks a linear tile index
  *     tile = (cluster_id + iter * num_clusters) * QG_CLUSTER + cluster_rank
- * so the two CTAs of a cluster always receive neighbouring tiles. The linear
+ * so the two CTAs of a cluster always receive neighbouring tiles (split-K:
+ * tile = cluster_id + iter * num_clusters, the same tile for both). The linear
  * index is mapped to (group, m_block, n_block) in L2-friendly swizzled
  * groups of QG_SWIZZLE_GROUP blocks:
  *   - multicast none or A: groups of n-blocks; inside a group, consecutive
@@ -94,7 +95,12 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
     const int cluster_id = blockIdx.x / QG_CLUSTER;
     const int rank = blockIdx.x % QG_CLUSTER;
     for (;;) {
+#if QG_SPLIT_K > 1
+        (void)rank; /* the CTAs of a split-K cluster share its tile */
+        const int idx = cluster_id + s.iter * num_clusters;
+#else
         const int idx = (cluster_id + s.iter * num_clusters) * QG_CLUSTER + rank;
+#endif
         s.iter++;
 #if QG_KIND == 2
         /* Walk the group cursor forward until idx falls inside it. */

@@ -107,11 +107,12 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
     return bn <= 128 && !(bm == 128 && bn == 128 && mc == QG_MULTICAST_B);
 }
 
-size_t qg__smem_bytes(int block_m, int block_n, int stages) {
+size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
+           (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4 +
                              16 /* SFB */) +
-           (size_t)stages * 16;
+           (size_t)stages * 16 + (split_k > 1 ? 16 : 0) /* barriers */;
 }
 
 /* The most 128-column SFB blocks any tile of width block_n can touch. */
@@ -206,12 +207,33 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast must be 0 (none), 1 (A) or 2 (B), "
                         "got %d", (int)cfg->multicast);
     }
+    const int split_k = cfg->split_k ? cfg->split_k : 1;
+    if (split_k != 1 && split_k != 2)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "config: split_k must be 0, 1 or 2, got %d",
+                        cfg->split_k);
+    if (split_k > 1) {
+        if (p->kind != QG_GEMM_DENSE)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: split_k %d is for dense GEMMs (grouped kind %d)", split_k,
+                            (int)p->kind);
+        if (cfg->multicast != QG_MULTICAST_NONE)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: split_k %d needs multicast none (the cluster's CTAs share a "
+                            "tile, not an operand), got multicast %d", split_k, (int)cfg->multicast);
+        if (ceil_div(p->k, 128) < split_k)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: split_k %d needs at least %d K blocks of 128, K %d has %d",
+                            split_k, split_k, p->k, ceil_div(p->k, 128));
+        if (props->sm_count < split_k)
+            return qg__fail(QG_ERROR_UNSUPPORTED, "config: split_k %d needs at least %d SMs",
+                            split_k, split_k);
+    }
     const bool masked_wide = masked_256x128(p->kind, bm, bn);
     if (masked_wide && cfg->multicast != QG_MULTICAST_NONE)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the masked 256x128 tile runs without multicast (with it, its "
                         "registers spill), got multicast %d", (int)cfg->multicast);
-    const int cluster = cfg->multicast == QG_MULTICAST_NONE ? 1 : 2;
+    const int cluster = cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
     if (cluster == 2 && props->sm_count < 2)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
 
@@ -219,13 +241,16 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (qg__smem_bytes(bm, bn, stages) <= props->smem_optin_bytes) break;
+            if (qg__smem_bytes(bm, bn, stages, split_k) <= props->smem_optin_bytes) break;
         if (stages == 0)
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: block %dx%d with K %d does not fit %zu bytes of shared memory "
-                            "even with one stage", bm, bn, p->k, props->smem_optin_bytes);
+                            "config: block %dx%d%s does not fit %zu bytes of shared memory even "
+                            "with one stage", bm, bn,
+                            split_k > 1 ? " with its split-K buffer (block_m x block_n x 4 bytes)"
+                                        : "",
+                            props->smem_optin_bytes);
     }
-    const size_t smem = qg__smem_bytes(bm, bn, stages);
+    const size_t smem = qg__smem_bytes(bm, bn, stages, split_k);
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
@@ -235,6 +260,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     out->num_math_wgs = bm == 64 ? 1 : 2;
     out->num_threads = 128 * (out->num_math_wgs + 1);
     out->cluster_size = cluster;
+    out->split_k = split_k;
     out->num_k_blocks = ceil_div(p->k, 128);
     out->sfb_rows = sfb_rows;
     out->smem_bytes = smem;
@@ -276,6 +302,7 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
     if (st != QG_SUCCESS) return st;
     cfg->num_stages = plan->num_stages;
     cfg->swizzle_group = plan->swizzle_group;
+    cfg->split_k = plan->split_k;
     cfg->num_sms = num_sms - num_sms % plan->cluster_size;
     cfg->smem_bytes = plan->smem_bytes;
     return QG_SUCCESS;
@@ -346,6 +373,30 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
  */
 static long long small_tile_cost(int rows, int bm, int bn, int waves) {
     return (long long)waves * (bm + (long long)bn * ceil_div(rows, bm));
+}
+
+/*
+ * Split-K for small dense problems whose tiles stream more bytes per SM than
+ * DRAM can feed the grid: the two CTAs of a cluster share a tile, each
+ * reading half of K (e.g. 64x2112x7168: 64x16 tiles fill 132 SMs but each
+ * reads all 64 rows of A beside its 16 of B; 64x32 over half of K reads half
+ * of 64 + 32 rows). A model in microseconds, fitted on an H100
+ * (2026-11-22-explore10, runs 1, 5 and 6; the ~5 us every launch costs left
+ * out): a CTA streams its rows of A and B (an m-block's B rows counted once:
+ * a second m-block reads them from L2) at about 70 GB/s with one math
+ * warpgroup and 100 GB/s with two; DRAM streams B at about 3.0 TB/s; the
+ * time is the larger of the two. Splitting costs about 1 us plus
+ * block_m x block_n / 3000 us (64x32: 1.8, 128x32: 2.6, 128x64: 3.7 us
+ * measured: the cluster, the partner's sums, one stage less).
+ * 64x2112x7168: 64x16 14.0 us, 64x32 split 12.3; 128x2112x7168: 64x32 14.4,
+ * 128x32 split 13.8; 128x4096x7168: 128x32 17.0, 128x64 split 19.0 (the
+ * model keeps 128x32 there).
+ */
+static double stream_us(const qg_problem *p, int bm, int bn, int split_k) {
+    const double rate = bm == 64 ? 70e3 : 100e3;  /* bytes per us per SM */
+    const double sm = (double)(bm + bn) * p->k / split_k / rate;
+    const double dram = (double)p->n * p->k / 3.0e6; /* B at 3.0 TB/s */
+    return (sm > dram ? sm : dram) + (split_k > 1 ? 1.0 + bm * bn / 3000.0 : 0.0);
 }
 
 /* A tile the compiler refused is avoided in every multicast mode: what
@@ -422,6 +473,31 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: no tile left for m %d n %d k %d after %d refused by the compiler",
                         p->m, p->n, p->k, num_avoid);
+    /* Split-K (see stream_us): one wave of clusters, plain tiles, and at
+     * least a 10% gain in the model over the tile chosen above. */
+    if (p->kind == QG_GEMM_DENSE && !large && num_sms >= 2 && ceil_div(p->k, 128) >= 8) {
+        double best_split = 0.9 * best_waves * stream_us(p, best.block_m, best.block_n, 1);
+        qg_config split = best;
+        int split_ctas = 0;
+        for (int bm = 64; bm <= (rows > 64 ? 128 : 64); bm *= 2)
+            for (int bn = 16; bn <= max_plain_block_n(p->kind, bm); bn += 16) {
+                if (avoided(avoid, num_avoid, bm, bn)) continue;
+                const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
+                if (ctas > num_sms - num_sms % 2) continue;
+                const double t = stream_us(p, bm, bn, 2);
+                if (t < best_split) {
+                    memset(&split, 0, sizeof split);
+                    split.block_m = bm, split.block_n = bn, split.split_k = 2;
+                    best_split = t, split_ctas = (int)ctas;
+                }
+            }
+        if (split.split_k == 2) {
+            qg_kernel_plan check;
+            qg_config c = split;
+            if (qg__complete_config_sms(props, num_sms, p, &c, &check) == QG_SUCCESS)
+                best = split, best_waves = 1, best_last = split_ctas;
+        }
+    }
     qg_config cfg = best;
     qg_status st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
     if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
@@ -434,10 +510,10 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
     if (qg__env_flag("QGEMM_PRINT_CONFIG"))
         fprintf(stderr,
                 "qgemm: kind %d m %d n %d k %d groups %d -> block %dx%d stages %d multicast %d "
-                "swizzle %d sms %d smem %zu (waves %d, last wave %d tiles)\n",
+                "split-K %d swizzle %d sms %d smem %zu (waves %d, last wave %d CTAs)\n",
                 (int)p->kind, p->m, p->n, p->k, p->num_groups, cfg.block_m, cfg.block_n,
-                cfg.num_stages, (int)cfg.multicast, cfg.swizzle_group, cfg.num_sms, cfg.smem_bytes,
-                best_waves, best_last);
+                cfg.num_stages, (int)cfg.multicast, cfg.split_k, cfg.swizzle_group, cfg.num_sms,
+                cfg.smem_bytes, best_waves, best_last);
     return QG_SUCCESS;
 }
 

@@ -55,10 +55,12 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
     const int acc = plan->wgmma_n / 2;
     size_t n = (size_t)snprintf(
         buf, cap,
-        "// qgemm kernel: kind %d, N %d, K %d, groups %d, block %dx%d, %d stages, multicast %d\n"
+        "// qgemm kernel: kind %d, N %d, K %d, groups %d, block %dx%d, %d stages, multicast %d, "
+        "split-K %d\n"
         "#define QG_KIND %d\n#define QG_SHAPE_N %d\n#define QG_SHAPE_K %d\n"
         "#define QG_NUM_GROUPS %d\n#define QG_BLOCK_M %d\n#define QG_BLOCK_N %d\n"
         "#define QG_NUM_STAGES %d\n#define QG_MULTICAST %d\n#define QG_CLUSTER %d\n"
+        "#define QG_SPLIT_K %d\n"
         "#define QG_SWIZZLE_GROUP %d\n#define QG_SFB_ROWS %d\n#define QG_SMEM_BYTES %zu\n"
         "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
         "#define QG_WGMMA_N %d\n#define QG_ACC_SETS %d\n#define QG_SFB_SMEM %d\n"
@@ -67,8 +69,8 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
         "#define QG_WGMMA_ACC_LIST \"{",
         (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
-        (int)cfg->multicast, (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m,
-        cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size,
+        (int)cfg->multicast, plan->split_k, (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m,
+        cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size, plan->split_k,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets, (int)plan->sfb_smem,
         (int)plan->kpipe, plan->store_cols, acc, acc + 1, acc + 2, acc + 3);
@@ -194,7 +196,8 @@ static unsigned bucket_of(const qg_problem *p, const qg_config *forced) {
 static bool same_forced(const qg_config *a, const qg_config *b) {
     return a->block_m == b->block_m && a->block_n == b->block_n &&
            a->num_stages == b->num_stages && a->multicast == b->multicast &&
-           a->swizzle_group == b->swizzle_group;
+           a->swizzle_group == b->swizzle_group &&
+           (a->split_k ? a->split_k : 1) == (b->split_k ? b->split_k : 1);
 }
 
 static bool entry_matches(const qg_launch_entry *e, const qg_problem *p, const qg_config *forced,
@@ -452,11 +455,12 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         return st;
     }
 
-    /* Persistent grid: never more CTAs than tiles (masked: unknown on the host). */
+    /* Persistent grid: never more CTAs than tiles (split-K: than tiles x
+     * split_k; masked: unknown on the host). */
     int grid = e->max_grid;
     if (kind != QG_GEMM_GROUPED_MASKED) {
         const long long tiles = (long long)((a->m + cfg->block_m - 1) / cfg->block_m) *
-                                ((a->n + cfg->block_n - 1) / cfg->block_n);
+                                ((a->n + cfg->block_n - 1) / cfg->block_n) * plan->split_k;
         const long long tiles_rounded = (tiles + cluster - 1) / cluster * cluster;
         if (tiles_rounded < grid) grid = (int)tiles_rounded;
     }

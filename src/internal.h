@@ -122,7 +122,8 @@ bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *fr
 typedef struct {
     int num_math_wgs;       /* math warpgroups: 1 (block_m 64) or 2 */
     int num_threads;        /* 128 * (num_math_wgs + 1) */
-    int cluster_size;       /* 1, or 2 with multicast */
+    int cluster_size;       /* 1, or 2 with multicast or split-K */
+    int split_k;            /* 1, or 2: the cluster's CTAs share a tile, each half of K */
     int num_k_blocks;       /* ceil(K / 128) */
     int sfb_rows;           /* SFB rows (128-blocks of N) a tile can touch: 1..3 */
     size_t smem_bytes;      /* dynamic shared memory, including alignment slack */
@@ -153,7 +154,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan);
 int qg__max_block_n(qg_gemm_kind kind, int block_m);
-size_t qg__smem_bytes(int block_m, int block_n, int stages);
+size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k);
 
 /* ---- context (src/context.c) -------------------------------------------- */
 

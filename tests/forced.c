@@ -4,6 +4,16 @@
 const int qg_forced_shapes[QG_FORCED_NSHAPES][3] = {{257, 576, 400}, {1000, 2112, 1536},
                                                      {4096, 4096, 512}};
 
+const qg_split_edge qg_split_edges[QG_SPLIT_EDGES] = {
+    {64, 2112, 256, {.block_m = 64, .block_n = 32, .split_k = 2}},
+    {100, 1000, 384, {.block_m = 64, .block_n = 16, .split_k = 2}},
+    {200, 1000, 1152, {.block_m = 128, .block_n = 64, .split_k = 2}},
+    {1000, 4104, 1040, {.block_m = 64, .block_n = 32, .split_k = 2}},
+    {300, 2112, 1536, {.block_m = 64, .block_n = 32, .num_stages = 1, .split_k = 2}},
+    {512, 4096, 1024, {.block_m = 256, .block_n = 64, .split_k = 2}},
+    {7, 8, 7168, {.block_m = 64, .block_n = 16, .split_k = 2}},
+};
+
 int qg_forced_configs(const qg_context *ctx, qg_problem probs[QG_FORCED_MAX],
                       qg_config cfgs[QG_FORCED_MAX], int first[QG_FORCED_NSHAPES + 1],
                       int unsupported[QG_FORCED_NSHAPES]) {
@@ -18,9 +28,11 @@ int qg_forced_configs(const qg_context *ctx, qg_problem probs[QG_FORCED_MAX],
         for (int i = 0; i < 3; i++)
             for (int bn = 16; bn <= 256; bn += 16)
                 for (int st = 0; st < 3; st++)
-                    for (int mc = 0; mc < 3; mc++) {
+                    for (int mc = 0; mc < 4; mc++) { /* 3: split-K 2 */
                         qg_config cfg = {.block_m = block_ms[i], .block_n = bn,
-                                         .num_stages = stages[st], .multicast = casts[mc]};
+                                         .num_stages = stages[st],
+                                         .multicast = mc < 3 ? casts[mc] : QG_MULTICAST_NONE,
+                                         .split_k = mc < 3 ? 0 : 2};
                         const qg_status r = qg_complete_config(ctx, &prob, &cfg);
                         if (r == QG_ERROR_UNSUPPORTED) {
                             unsupported[s]++;

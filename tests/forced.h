@@ -9,8 +9,9 @@
 #include "qgemm.h"
 
 #define QG_FORCED_NSHAPES 3
-/* 3 block_m x 16 block_n x 3 stage counts x 3 multicast modes per shape */
-#define QG_FORCED_MAX (QG_FORCED_NSHAPES * 3 * 16 * 3 * 3)
+/* 3 block_m x 16 block_n x 3 stage counts x 4 cluster modes (none,
+ * multicast A, multicast B, split-K 2) per shape */
+#define QG_FORCED_MAX (QG_FORCED_NSHAPES * 3 * 16 * 3 * 4)
 
 /* Dense M x N x K of each shape: off-tile M and N, K not a multiple of 128. */
 extern const int qg_forced_shapes[QG_FORCED_NSHAPES][3];
@@ -22,5 +23,16 @@ extern const int qg_forced_shapes[QG_FORCED_NSHAPES][3];
 int qg_forced_configs(const qg_context *ctx, qg_problem probs[QG_FORCED_MAX],
                       qg_config cfgs[QG_FORCED_MAX], int first[QG_FORCED_NSHAPES + 1],
                       int unsupported[QG_FORCED_NSHAPES]);
+
+/* Split-K edges, forced: one K block per CTA, odd K-block counts (rank 0
+ * takes the extra one), off-tile M and N, clusters looping over many tiles
+ * (the reduction barriers' phases), the one-stage loop and two m64 tiles
+ * per warpgroup (256x64). */
+#define QG_SPLIT_EDGES 7
+typedef struct {
+    int m, n, k;
+    qg_config cfg;
+} qg_split_edge;
+extern const qg_split_edge qg_split_edges[QG_SPLIT_EDGES];
 
 #endif

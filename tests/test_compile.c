@@ -1,7 +1,7 @@
 /*
  * test_compile.c -- the JIT compiles every kernel variant for sm_90a with
- * NVRTC (no GPU needed): every legal (kind, block_m, block_n, multicast)
- * once, plus every configuration the heuristic picks for a sweep of shapes
+ * NVRTC (no GPU needed): every legal (kind, block_m, block_n, multicast or
+ * split-K) once, plus every configuration the heuristic picks for a sweep of shapes
  * (the DeepSeek-V3 table included). Each must have no spills, no stack
  * frame, and the Hopper instructions the design calls for in its PTX.
  */
@@ -62,16 +62,19 @@ TEST(compile_every_variant) {
     for (int ki = 0; ki < 3; ++ki)
         for (int bi = 0; bi < 3; ++bi)
             for (int bn = 16; bn <= 256; bn += 16)
-                for (int mc = 0; mc < 3; ++mc) {
+                for (int mc = 0; mc < 4; ++mc) { /* 3: split-K 2 (dense only) */
                     /* N = 2 * 3 * bn: an even n-block count, and off-128 column offsets. */
                     qg_problem p = {kinds[ki], 2048, 6 * bn, 7168, ki ? 4 : 1, 0};
-                    qg_config cfg = {.block_m = bms[bi], .block_n = bn, .multicast = (qg_multicast)mc};
+                    qg_config cfg = {.block_m = bms[bi], .block_n = bn,
+                                     .multicast = mc < 3 ? (qg_multicast)mc : QG_MULTICAST_NONE,
+                                     .split_k = mc < 3 ? 0 : 2};
                     if (qg_complete_config(ctx, &p, &cfg) != QG_SUCCESS) {
                         refused++;
                         continue;
                     }
                     char what[96];
-                    snprintf(what, sizeof what, "kind %d block %dx%d multicast %d", ki, bms[bi], bn, mc);
+                    snprintf(what, sizeof what, "kind %d block %dx%d multicast %d split-K %d", ki,
+                             bms[bi], bn, (int)cfg.multicast, cfg.split_k);
                     failures += !check_kernel(ctx, &p, &cfg, what);
                 }
     printf("    %d kernels compiled, %d configurations refused as illegal, %d failures\n",
@@ -97,13 +100,40 @@ TEST(compile_forced_sweep) {
     checked_kernels = 0;
     for (int i = 0; i < total; i++) {
         char what[96];
-        snprintf(what, sizeof what, "%dx%dx%d block %dx%d stages %d multicast %d", probs[i].m,
-                 probs[i].n, probs[i].k, cfgs[i].block_m, cfgs[i].block_n, cfgs[i].num_stages,
-                 (int)cfgs[i].multicast);
+        snprintf(what, sizeof what, "%dx%dx%d block %dx%d stages %d multicast %d split-K %d",
+                 probs[i].m, probs[i].n, probs[i].k, cfgs[i].block_m, cfgs[i].block_n,
+                 cfgs[i].num_stages, (int)cfgs[i].multicast, cfgs[i].split_k);
         failures += !check_kernel(ctx, &probs[i], &cfgs[i], what);
     }
     printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
     CHECK(failures == 0, "%d forced configurations failed", failures);
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The split-K edge cases the GPU runs (tests/forced.h). */
+TEST(compile_split_k_edges) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    int failures = 0;
+    checked_kernels = 0;
+    for (int i = 0; i < QG_SPLIT_EDGES; i++) {
+        const qg_split_edge *e = &qg_split_edges[i];
+        const qg_problem p = {QG_GEMM_DENSE, e->m, e->n, e->k, 1, 0};
+        qg_config cfg = e->cfg;
+        char what[96];
+        snprintf(what, sizeof what, "%dx%dx%d block %dx%d stages %d split-K", e->m, e->n, e->k,
+                 cfg.block_m, cfg.block_n, cfg.num_stages);
+        if (qg_complete_config(ctx, &p, &cfg) != QG_SUCCESS || cfg.split_k != 2) {
+            printf("    %s: refused: %s\n", what, qg_last_error());
+            failures++;
+            continue;
+        }
+        failures += !check_kernel(ctx, &p, &cfg, what);
+    }
+    printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
+    CHECK(failures == 0, "%d split-K edge cases failed", failures);
     qg_context_destroy(ctx);
     PASS();
 }
@@ -142,6 +172,8 @@ TEST(compile_heuristic_choices) {
         {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024},
         {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 6, 1024},
         {QG_GEMM_GROUPED_MASKED, 1024, 576, 400, 6, 1024},
+        /* qgemm check's split-K cases (tools/qgemm.c) */
+        {QG_GEMM_DENSE, 100, 2112, 7296, 1, 0}, {QG_GEMM_DENSE, 33, 576, 7168, 1, 0},
         /* qgemm check's masked 256x128 cases (tools/qgemm.c), whose rows name
          * the heuristic's choice */
         {QG_GEMM_GROUPED_MASKED, 1000, 4104, 1040, 2, 1000},

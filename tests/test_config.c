@@ -120,8 +120,8 @@ TEST(config_wide_tiles) {
      * 98.8, 128x128 A 104.3, 256x128 A 101.1). M = 128 (2026-11-22-explore9,
      * L2 left clean before each run): one 128-row tile where B is wide
      * (128x7168x16384: 128x64 47.4 us against 56.7 as 64x112; 128x4096x7168:
-     * 128x32 17.1 against 18.3 as 64x64), 64-row tiles where it is narrow
-     * (128x2112x7168: 64x32 14.4, 128x16 15.4). */
+     * 128x32 17.1 against 18.3 as 64x64). At 128x2112x7168 split-K now
+     * runs instead: config_split_k. */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
@@ -133,7 +133,6 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_DENSE, 128, 7168, 16384, 1, 0}, 128, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 128, 7168, 2048, 1, 0}, 128, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0}, 128, 32, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 128, 2112, 7168, 1, 0}, 64, 32, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 64, 7168, 16384, 1, 0}, 64, 64, QG_MULTICAST_NONE},
     };
     for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) {
@@ -408,6 +407,93 @@ TEST(config_kernel_plans) {
               (int)cases[i].kind, cases[i].bm, cases[i].bn, plan.store_cols,
               cases[i].store_cols);
     }
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* Split-K: chosen for small dense problems whose tiles would each stream
+ * more rows per K block than DRAM can feed the grid (the narrow-N rows of
+ * the DeepSeek-V3 table at M <= 128), never where DRAM is already the limit
+ * or the split's fixed cost outweighs it (128x4096x7168 measured slower,
+ * short K), for large M or for grouped layouts; forced, it is checked
+ * like every other field, and its reduction buffer is in the plan. */
+TEST(config_split_k) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    /* (33x576x7168 and 100x2112x7296 are qgemm check's split-K cases.) */
+    static const struct { int m, n, k, bm, bn; } split[] = {
+        {64, 2112, 7168, 64, 32}, {1, 2112, 7168, 64, 32}, {128, 2112, 7168, 128, 32},
+        {100, 2112, 7296, 128, 32}, {33, 576, 7168, 64, 16}};
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
+        qg_problem p = {QG_GEMM_DENSE, split[i].m, split[i].n, split[i].k, 1, 0};
+        qg_config cfg;
+        CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(cfg.split_k == 2 && cfg.block_m == split[i].bm && cfg.block_n == split[i].bn &&
+              cfg.multicast == QG_MULTICAST_NONE,
+              "%dx%dx%d: chose %dx%d split-K %d multicast %d, expected %dx%d split-K 2", p.m, p.n,
+              p.k, cfg.block_m, cfg.block_n, cfg.split_k, (int)cfg.multicast, split[i].bm,
+              split[i].bn);
+        const long long ctas = 2ll * ((p.m + cfg.block_m - 1) / cfg.block_m) *
+                               ((p.n + cfg.block_n - 1) / cfg.block_n);
+        CHECK(ctas <= cfg.num_sms, "%dx%dx%d: %lld CTAs on %d SMs", p.m, p.n, p.k, ctas,
+              cfg.num_sms);
+    }
+    static const qg_problem plain[] = {
+        {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0},   {QG_GEMM_DENSE, 64, 7168, 16384, 1, 0},
+        {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0},  {QG_GEMM_DENSE, 64, 2112, 1024, 1, 0},
+        {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0},
+        {QG_GEMM_DENSE, 64, 24576, 1536, 1, 0},  {QG_GEMM_DENSE, 64, 2112, 896, 1, 0},
+        {QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, {QG_GEMM_DENSE, 1000, 2112, 7168, 1, 0},
+        {QG_GEMM_GROUPED_MASKED, 64, 2112, 7168, 2, 64},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 2112, 7168, 1, 0}};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        qg_config cfg;
+        CHECK(qg_select_config(ctx, &plain[i], &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(cfg.split_k == 1, "kind %d %dx%dx%d: split-K %d chosen", (int)plain[i].kind,
+              plain[i].m, plain[i].n, plain[i].k, cfg.split_k);
+    }
+
+    /* Forced: the field's rules, each refusal naming split_k. */
+    const qg_problem p = {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0};
+    struct { qg_problem p; qg_config c; const char *word; } bad[] = {
+        {p, {.block_m = 64, .block_n = 32, .split_k = 3}, "split_k must be 0, 1 or 2"},
+        {p, {.block_m = 64, .block_n = 32, .split_k = -1}, "split_k must be 0, 1 or 2"},
+        {p, {.block_m = 64, .block_n = 32, .split_k = 2, .multicast = QG_MULTICAST_A},
+         "multicast none"},
+        {{QG_GEMM_DENSE, 64, 2112, 128, 1, 0}, {.block_m = 64, .block_n = 32, .split_k = 2},
+         "K blocks"},
+        {{QG_GEMM_GROUPED_MASKED, 64, 2112, 7168, 2, 64}, {.block_m = 64, .block_n = 32, .split_k = 2},
+         "dense"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        qg_config c = bad[i].c;
+        CHECK(qg_complete_config(ctx, &bad[i].p, &c) == QG_ERROR_UNSUPPORTED, "case %zu accepted", i);
+        CHECK(strstr(qg_last_error(), bad[i].word), "case %zu: '%s' lacks '%s'", i,
+              qg_last_error(), bad[i].word);
+    }
+    /* 256x128: the partner's sums (128 KiB) leave no room for a stage. */
+    qg_config wide = {.block_m = 256, .block_n = 128, .split_k = 2};
+    qg_problem big = {QG_GEMM_DENSE, 512, 4096, 1024, 1, 0};
+    CHECK(qg_complete_config(ctx, &big, &wide) == QG_ERROR_UNSUPPORTED &&
+              strstr(qg_last_error(), "split-K buffer"),
+          "256x128 split-K: %s", qg_last_error());
+    /* K = 256 (two K blocks, one per CTA) is the least it takes. */
+    qg_problem two = {QG_GEMM_DENSE, 64, 2112, 256, 1, 0};
+    qg_config c = {.block_m = 64, .block_n = 32, .split_k = 2};
+    CHECK(qg_complete_config(ctx, &two, &c) == QG_SUCCESS, "K = 256: %s", qg_last_error());
+    /* The plan: a 2-CTA cluster, and the partner's FP32 sums (block_m x
+     * block_n x 4 bytes) plus two barriers in shared memory. */
+    qg_config none = {.block_m = 64, .block_n = 32, .num_stages = 4};
+    qg_config two_k = {.block_m = 64, .block_n = 32, .num_stages = 4, .split_k = 2};
+    qg_kernel_plan plan_none, plan_split;
+    CHECK(qg__plan(&ctx->props, &p, &none, &plan_none) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qg__plan(&ctx->props, &p, &two_k, &plan_split) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(plan_none.split_k == 1 && plan_none.cluster_size == 1, "plain: split %d cluster %d",
+          plan_none.split_k, plan_none.cluster_size);
+    CHECK(plan_split.split_k == 2 && plan_split.cluster_size == 2, "split: split %d cluster %d",
+          plan_split.split_k, plan_split.cluster_size);
+    CHECK(plan_split.smem_bytes == plan_none.smem_bytes + 64 * 32 * 4 + 16,
+          "split smem %zu vs %zu", plan_split.smem_bytes, plan_none.smem_bytes);
     qg_context_destroy(ctx);
     PASS();
 }

@@ -203,8 +203,9 @@ TEST(gpu_forced_configs) {
             bool ok = r == QG_SUCCESS && qg__check_passed(&res, DIFF_BOUND);
             stats_add(&st, res.diff, ok);
             if (!ok && ++failures <= MAX_REPORTED)
-                printf("    FAIL %dx%dx%d block %dx%d stages %d multicast %d: %s\n", p->m, p->n,
-                       p->k, cfg->block_m, cfg->block_n, cfg->num_stages, (int)cfg->multicast,
+                printf("    FAIL %dx%dx%d block %dx%d stages %d multicast %d split-K %d: %s\n",
+                       p->m, p->n, p->k, cfg->block_m, cfg->block_n, cfg->num_stages,
+                       (int)cfg->multicast, cfg->split_k,
                        r != QG_SUCCESS ? qg_last_error() : qg__check_describe(&res, desc, sizeof desc));
         }
         printf("    forced configs %dx%dx%d: %d run, %d unsupported, %d failed, diff max %.2g "
@@ -215,6 +216,32 @@ TEST(gpu_forced_configs) {
     qg__gpu_session_close(ctx, stream);
     CHECK(total > 0, "no configuration was accepted");
     CHECK(failures == 0, "%d failing configurations", failures);
+    PASS();
+}
+
+/* ---- split-K edges --------------------------------------------------------- */
+
+TEST(gpu_split_k_edges) {
+    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    sweep_stats st = {0};
+    for (int i = 0; i < QG_SPLIT_EDGES; i++) {
+        const qg_split_edge *e = &qg_split_edges[i];
+        const dense_case c = {e->m, e->n, e->k, i % 2 ? 16 : 0, 0, i % 2 ? 8 : 0};
+        char why[512];
+        double diff;
+        bool ok = run_dense_case(ctx, stream, &c, 500 + (uint64_t)i, &e->cfg, &diff, why, sizeof why);
+        stats_add(&st, diff, ok);
+        if (!ok)
+            printf("    FAIL %dx%dx%d block %dx%d stages %d split-K: %s\n", e->m, e->n, e->k,
+                   e->cfg.block_m, e->cfg.block_n, e->cfg.num_stages, why);
+    }
+    printf("    split-K edges: %d cases, %d failed, diff max %.2g min %.2g\n", st.cases,
+           st.failures, st.hi, st.lo);
+    qg__gpu_session_close(ctx, stream);
+    CHECK(st.failures == 0, "%d failing split-K cases", st.failures);
     PASS();
 }
 

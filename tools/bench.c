@@ -133,7 +133,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             o->warmup = (int)v, i++;
         } else if (!strcmp(a, "--config")) {
             if (!cli_parse_config(next, &o->cfg))
-                return cli_usage_error("bench: --config wants bm,bn,stages,mc (mc: none|a|b), "
+                return cli_usage_error("bench: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "
                                        "got '%s'", next);
             o->have_cfg = true, i++;
         } else if (!strcmp(a, "--flush")) {
@@ -400,7 +400,7 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
         goto done;
     }
     snprintf(row->config, sizeof row->config, "%d,%d,%d,%s", cfg.block_m, cfg.block_n,
-             cfg.num_stages, cli_multicast_name(cfg.multicast));
+             cfg.num_stages, cli_cluster_name(&cfg));
     fprintf(stderr, "compiling kernel for %s %dx%dx%d%s ...\n", cli_kind_name(p->kind), p->m,
             p->n, p->k, p->num_groups > 1 ? " (grouped)" : "");
     if (qg_compile(e->ctx, &q, force, &row->jit) != QG_SUCCESS) {

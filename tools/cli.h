@@ -44,15 +44,17 @@ void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]);
 bool cli_parse_shape(const char *text, cli_shape *out);
 /* A decimal integer in [lo, hi]. */
 bool cli_parse_int(const char *text, long lo, long hi, long *out);
-/* "bm,bn,stages,mc" (mc: none|a|b or 0|1|2) into a zeroed qg_config. */
+/* "bm,bn,stages,mc" (mc: none|a|b or 0|1|2 for multicast, k2 for split-K
+ * over the cluster's two CTAs) into a zeroed qg_config. */
 bool cli_parse_config(const char *text, qg_config *out);
 /* The configuration q runs with: *forced completed by qg_complete_config when
  * forced is not NULL (a --config), else the heuristic's (qg_select_config).
  * @return the library's status; its message is qg_last_error(). */
 qg_status cli_config_for(const qg_context *ctx, const qg_problem *q, const qg_config *forced,
                          qg_config *out);
-/* "none", "A" or "B". */
-const char *cli_multicast_name(qg_multicast mc);
+/* What the configuration's cluster does: "none", "A" or "B" (multicast), or
+ * "K2" (split-K). */
+const char *cli_cluster_name(const qg_config *cfg);
 /* A seed from the clock, for fresh inputs on every run (printed so a failure
  * can be reproduced with --seed). */
 uint64_t cli_fresh_seed(void);

@@ -71,17 +71,20 @@ bool cli_parse_config(const char *text, qg_config *out) {
     if (n != 4 || !cli_parse_int(field[0], 1, 1024, &bm) || !cli_parse_int(field[1], 1, 1024, &bn) ||
         !cli_parse_int(field[2], 0, 64, &st))
         return false;
-    qg_multicast mc;
+    qg_multicast mc = QG_MULTICAST_NONE;
+    int split_k = 0;
     const char *m = field[3];
     if (!strcmp(m, "0") || !strcmp(m, "none")) mc = QG_MULTICAST_NONE;
     else if (!strcmp(m, "1") || !strcmp(m, "a") || !strcmp(m, "A")) mc = QG_MULTICAST_A;
     else if (!strcmp(m, "2") || !strcmp(m, "b") || !strcmp(m, "B")) mc = QG_MULTICAST_B;
+    else if (!strcmp(m, "k2") || !strcmp(m, "K2")) split_k = 2;
     else return false;
     memset(out, 0, sizeof *out);
     out->block_m = (int)bm;
     out->block_n = (int)bn;
     out->num_stages = (int)st;
     out->multicast = mc;
+    out->split_k = split_k;
     return true;
 }
 
@@ -92,8 +95,9 @@ qg_status cli_config_for(const qg_context *ctx, const qg_problem *q, const qg_co
     return qg_complete_config(ctx, q, out);
 }
 
-const char *cli_multicast_name(qg_multicast mc) {
-    switch (mc) {
+const char *cli_cluster_name(const qg_config *cfg) {
+    if (cfg->split_k > 1) return "K2";
+    switch (cfg->multicast) {
     case QG_MULTICAST_NONE: return "none";
     case QG_MULTICAST_A: return "A";
     case QG_MULTICAST_B: return "B";
@@ -202,6 +206,7 @@ static const check_case full_cases[] = {
     {QG_GEMM_DENSE, 2049, 264, 1024, 1},   {QG_GEMM_DENSE, 3000, 1536, 7168, 1},
     {QG_GEMM_DENSE, 4095, 7168, 128, 1},   {QG_GEMM_DENSE, 4096, 2112, 7168, 1},
     {QG_GEMM_DENSE, 4096, 24576, 1536, 1},
+    {QG_GEMM_DENSE, 100, 2112, 7296, 1}, /* split-K, 57 K blocks: 29 + 28 */
     {QG_GEMM_GROUPED_CONTIGUOUS, 1200, 576, 1536, 4},
     {QG_GEMM_GROUPED_CONTIGUOUS, 4096, 4096, 7168, 8},
     {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 3},
@@ -213,6 +218,7 @@ static const check_case full_cases[] = {
 static const check_case quick_cases[] = {
     {QG_GEMM_DENSE, 65, 264, 400, 1},
     {QG_GEMM_DENSE, 128, 256, 512, 1},
+    {QG_GEMM_DENSE, 33, 576, 7168, 1}, /* split-K */
     {QG_GEMM_GROUPED_CONTIGUOUS, 200, 256, 256, 2},
     {QG_GEMM_GROUPED_MASKED, 128, 256, 384, 2},
     {QG_GEMM_GROUPED_MASKED, 1024, 4096, 256, 2}, /* the masked 256x128 tile */
@@ -258,7 +264,7 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed) {
     bool ok = res.diff < CLI_DIFF_BOUND && res.nan_count == 0 && res.unwritten_count == 0 &&
               res.modified_count == 0;
     printf("%s %-36s diff %.3e  (bm %d bn %d st %d mc %s)%s", ok ? "ok  " : "FAIL", label,
-           res.diff, cfg.block_m, cfg.block_n, cfg.num_stages, cli_multicast_name(cfg.multicast),
+           res.diff, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
            res.gpu_reference ? " [gpu ref]" : "");
     if (c->groups > 1) printf("  worst group %.3e", res.group_diff_max);
     if (!ok)
@@ -328,7 +334,7 @@ static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *f
     static const char *const hit[3] = {"compiled", "memory", "disk"};
     printf("ok   %-34s bm %3d bn %3d st %d mc %-4s  regs %3d spill %d/%d stack %d  %8.1f ms  %-8s "
            "%s\n",
-           label, cfg.block_m, cfg.block_n, cfg.num_stages, cli_multicast_name(cfg.multicast),
+           label, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
            info.registers, info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes,
            info.compile_ms, info.cache_hit >= 0 && info.cache_hit <= 2 ? hit[info.cache_hit] : "?",
            info.key);
@@ -366,7 +372,8 @@ static int cmd_compile(int argc, char **argv) {
             masked_groups = (int)g, masked_rows = (int)mm, i++;
         } else if (!strcmp(argv[i], "--config") && next) {
             if (!cli_parse_config(next, &config))
-                return cli_usage_error("compile: --config wants bm,bn,stages,mc, got '%s'", next);
+                return cli_usage_error("compile: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "
+                                       "got '%s'", next);
             forced = &config, i++;
         } else if (!strcmp(argv[i], "--dense")) {
             dense = true;
@@ -501,14 +508,15 @@ static void usage(FILE *f) {
         "            --runs N        timed runs per GEMM, median reported (>= 20, default 30)\n"
         "            --warmup N      untimed runs first (>= 3, default 5)\n"
         "            --grouped       MoE tables: contiguous and masked grouped GEMMs\n"
-        "            --config bm,bn,stages,mc   force a kernel configuration (mc: none|a|b)\n"
+        "            --config bm,bn,stages,mc   force a kernel configuration (mc: none|a|b\n"
+        "                            multicast, or k2: the cluster's 2 CTAs split K)\n"
         "            --seed N        input seed (default: from the clock, printed)\n"
         "            --no-cublas     time qgemm alone\n"
         "            --flush clean|write  L2 flush before each timed run: write then read\n"
         "                            2x L2 (default), or the write alone, whose dirty lines\n"
         "                            the timed kernel writes back\n"
         "  check     correctness sweep against an exact fp64 reference (exit 1 on failure)\n"
-        "            --quick         5 small cases (for compute-sanitizer)\n"
+        "            --quick         6 small cases (for compute-sanitizer)\n"
         "            --seed N        input seed (default: from the clock, printed)\n"
         "  compile   warm the on-disk kernel cache (works without a GPU)\n"
         "            --shape MxNxK   (repeatable; default: the 18 DeepSeek-V3 shapes)\n"

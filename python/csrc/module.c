@@ -72,7 +72,7 @@ static int check_kind(int kind)
 }
 
 /* None -> 0 (no forced config); (block_m, block_n, num_stages, multicast,
- * swizzle_group) -> 1 with *cfg filled. */
+ * swizzle_group, split_k) -> 1 with *cfg filled. */
 static int parse_config(PyObject *obj, qg_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -80,10 +80,10 @@ static int parse_config(PyObject *obj, qg_config *cfg)
         return 0;
     int multicast;
     if (!PyArg_ParseTuple(obj,
-                          "iiiii;config must be (block_m, block_n, num_stages, "
-                          "multicast, swizzle_group)",
+                          "iiiiii;config must be (block_m, block_n, num_stages, "
+                          "multicast, swizzle_group, split_k)",
                           &cfg->block_m, &cfg->block_n, &cfg->num_stages, &multicast,
-                          &cfg->swizzle_group))
+                          &cfg->swizzle_group, &cfg->split_k))
         return -1;
     if (multicast < QG_MULTICAST_NONE || multicast > QG_MULTICAST_B)
         return qgpy_errorf(PyExc_ValueError,
@@ -95,10 +95,10 @@ static int parse_config(PyObject *obj, qg_config *cfg)
 
 static PyObject *config_dict(const qg_config *c)
 {
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:n}", "block_m", c->block_m, "block_n",
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:n}", "block_m", c->block_m, "block_n",
                          c->block_n, "num_stages", c->num_stages, "multicast", (int)c->multicast,
-                         "swizzle_group", c->swizzle_group, "num_sms", c->num_sms, "smem_bytes",
-                         (Py_ssize_t)c->smem_bytes);
+                         "swizzle_group", c->swizzle_group, "split_k", c->split_k, "num_sms",
+                         c->num_sms, "smem_bytes", (Py_ssize_t)c->smem_bytes);
 }
 
 static PyObject *kernel_info_dict(const qg_kernel_info *i)

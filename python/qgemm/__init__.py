@@ -72,11 +72,13 @@ StreamLike = Any
 ``cuda_stream`` (torch) or ``ptr`` (CuPy) attribute."""
 Config = Mapping[str, Any]
 """A forced kernel configuration: keys block_m, block_n, num_stages, multicast
-("none", "a", "b"), swizzle_group (0/missing = library default)."""
+("none", "a", "b"), swizzle_group (0/missing = library default), split_k (0/1
+= none, 2: the two CTAs of a cluster each sum half of K; dense, multicast
+"none")."""
 
 _KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED}
 _MULTICAST = {None: 0, "none": 0, "a": 1, "b": 2, 0: 0, 1: 1, 2: 2}
-_CONFIG_KEYS = ("block_m", "block_n", "num_stages", "multicast", "swizzle_group")
+_CONFIG_KEYS = ("block_m", "block_n", "num_stages", "multicast", "swizzle_group", "split_k")
 _DERIVED_KEYS = ("num_sms", "smem_bytes")  # what select_config adds; ignored on input
 
 
@@ -351,7 +353,7 @@ def _device_ordinal(device: Any) -> int:
     return _as_int(index, "device")
 
 
-def _config_tuple(config: Optional[Config]) -> Optional[Tuple[int, int, int, int, int]]:
+def _config_tuple(config: Optional[Config]) -> Optional[Tuple[int, int, int, int, int, int]]:
     if config is None:
         return None
     if not isinstance(config, Mapping):
@@ -368,4 +370,5 @@ def _config_tuple(config: Optional[Config]) -> Optional[Tuple[int, int, int, int
             _as_int(config.get("block_n", 0), "block_n"),
             _as_int(config.get("num_stages", 0), "num_stages"),
             _MULTICAST[key],
-            _as_int(config.get("swizzle_group", 0), "swizzle_group"))
+            _as_int(config.get("swizzle_group", 0), "swizzle_group"),
+            _as_int(config.get("split_k", 0), "split_k"))

@@ -94,6 +94,7 @@ def test_offline_config_is_legal(kind, m, groups, expected_m):
     assert cfg["block_n"] % 8 == 0 and 8 <= cfg["block_n"] <= 256
     assert 1 <= cfg["num_stages"] <= 32
     assert cfg["multicast"] in (0, 1, 2)
+    assert cfg["split_k"] in (1, 2) and (cfg["split_k"] == 1 or kind == "dense")
     assert 0 < cfg["smem_bytes"] <= 232448  # the H100 opt-in limit (offline device)
     assert cfg["num_sms"] == 132
 
@@ -105,6 +106,25 @@ def test_forced_config_is_completed_or_rejected():
         qgemm.select_config(256, 2112, 7168, offline=True, config={"block_m": 100, "block_n": 128})
     # select_config's output round-trips as a forced config
     assert qgemm.select_config(256, 2112, 7168, offline=True, config=cfg) == cfg
+
+
+def test_split_k_is_chosen_forced_and_checked():
+    # the narrow-N rows at small M split K over a 2-CTA cluster (tests/test_config.c)
+    cfg = qgemm.select_config(64, 2112, 7168, offline=True)
+    assert (cfg["block_m"], cfg["block_n"], cfg["split_k"], cfg["multicast"]) == (64, 32, 2, 0)
+    assert qgemm.select_config(4096, 2112, 7168, offline=True)["split_k"] == 1
+    forced = qgemm.select_config(128, 4096, 7168, offline=True,
+                                 config={"block_m": 128, "block_n": 64, "split_k": 2})
+    assert forced["split_k"] == 2 and forced["block_n"] == 64
+    with pytest.raises(ValueError, match="split_k must be 0, 1 or 2"):
+        qgemm.select_config(64, 2112, 7168, offline=True, config={"block_m": 64, "block_n": 32,
+                                                                   "split_k": 4})
+    with pytest.raises(ValueError, match="split_k 2 is for dense"):
+        qgemm.select_config(64, 2112, 7168, kind="masked", num_groups=2, offline=True,
+                            config={"block_m": 64, "block_n": 32, "split_k": 2})
+    with pytest.raises(ValueError, match="multicast none"):
+        qgemm.select_config(64, 2112, 7168, offline=True,
+                            config={"block_m": 64, "block_n": 32, "split_k": 2, "multicast": "a"})
 
 
 def test_invalid_problem_is_a_value_error():
