@@ -26,6 +26,15 @@ QG_DEVICE uint32_t qg_smem_addr(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* The shared::cluster address of `p`'s offset in CTA `cta_rank` of the
+ * cluster (mapa: 9.7.9.18). */
+QG_DEVICE uint32_t qg_map_cluster(const void *p, uint32_t cta_rank) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(remote) : "r"(qg_smem_addr(p)), "r"(cta_rank));
+    return remote;
+}
+
 /* ---- mbarrier (9.7.13.15) ------------------------------------------------ */
 
 QG_DEVICE void qg_mbarrier_init(uint64_t *bar, uint32_t count) {
@@ -52,11 +61,8 @@ QG_DEVICE void qg_mbarrier_arrive(uint64_t *bar) {
  * cluster-scope fence is needed -- and .release.cluster would cost a membar
  * in every math warp at every K block. */
 QG_DEVICE void qg_mbarrier_arrive_cluster(uint64_t *bar, uint32_t cta_rank) {
-    asm volatile("{\n"
-                 ".reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-                 "}\n" ::"r"(qg_smem_addr(bar)), "r"(cta_rank) : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];"
+                 ::"r"(qg_map_cluster(bar, cta_rank)) : "memory");
 }
 
 /* Arrive on the barrier at `bar`'s offset in CTA `cta_rank`, releasing this
@@ -64,11 +70,8 @@ QG_DEVICE void qg_mbarrier_arrive_cluster(uint64_t *bar, uint32_t cta_rank) {
  * cluster scope: a thread of another CTA that acquires the phase
  * (qg_mbarrier_wait_acquire_cluster) sees them (9.7.13.15, mbarrier.arrive). */
 QG_DEVICE void qg_mbarrier_arrive_release_cluster(uint64_t *bar, uint32_t cta_rank) {
-    asm volatile("{\n"
-                 ".reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-                 "}\n" ::"r"(qg_smem_addr(bar)), "r"(cta_rank) : "memory");
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];"
+                 ::"r"(qg_map_cluster(bar, cta_rank)) : "memory");
 }
 
 /* Spin on mbarrier.try_wait.parity`sem` until the phase with parity %1 of
@@ -236,14 +239,6 @@ QG_DEVICE uint32_t qg_cluster_ctarank(void) {
     return rank;
 }
 
-/* The shared::cluster address of `p`'s offset in CTA `cta_rank` of the
- * cluster (mapa: 9.7.9.18). */
-QG_DEVICE uint32_t qg_map_cluster(const void *p, uint32_t cta_rank) {
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-                 : "=r"(remote) : "r"(qg_smem_addr(p)), "r"(cta_rank));
-    return remote;
-}
 /* 16 bytes to another CTA's shared memory, asynchronously: the write
  * completes 16 transaction bytes on that CTA's barrier `remote_bar` (both
  * shared::cluster addresses of the destination CTA; PTX ISA st.async). No
