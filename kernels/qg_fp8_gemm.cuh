@@ -45,9 +45,9 @@
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
  * barrier.
  *
- * Split-K invariants (QG_SPLIT_K > 1): CTA r of a cluster runs K blocks
- * [r * nk / S, (r + 1) * nk / S) of the cluster's tile, with its own
- * pipeline (no stage is shared). After its main loop each CTA r > 0 waits
+ * Split-K invariants (QG_SPLIT_K = 2): CTA 0 of a cluster runs K blocks
+ * [0, ceil(nk / 2)) of the cluster's tile and CTA 1 the rest, each with its
+ * own pipeline (no stage is shared). After its main loop each CTA r > 0 waits
  * for red_empty (CTA 0 has read its previous sums) and writes its sums into
  * slot r - 1 of CTA 0's reduction buffer with st.async, each store
  * completing its bytes on CTA 0's red_full; CTA 0 expects those bytes (one
@@ -197,6 +197,14 @@ QG_DEVICE void qg_issue_unit(float (&acc)[QG_ACC], uint32_t desc_a0, uint32_t de
 #pragma unroll
     for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
         qg_wgmma_m64k32_e4m3(acc, desc_a + kk * 32 / 16, desc_b + kk * 32 / 16, kk > 0);
+}
+
+/* Split-K: where float4 number v of a math thread's sums (v = (t * QG_OUT +
+ * i) / 4 for sums i..i+3 of m64 tile t) sits in a reduction slot, in
+ * float4s: (v * threads + thread), so a warp's 16-byte stores and loads are
+ * contiguous. */
+QG_DEVICE uint32_t qg_red_index(int t, int i) {
+    return (t * QG_OUT + i) / 4 * QG_NUM_MATH_THREADS + threadIdx.x;
 }
 
 /* Stage s is consumed: release it (in both CTAs of a multicast pair). One
@@ -520,9 +528,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #endif
 
 #if QG_SPLIT_K > 1
-            /* ---- split-K: the partners' sums into CTA 0 --------------------- */
-            /* Slot layout: float4 number v of thread i at (v * threads + i),
-             * so a warp's 16-byte stores and loads are contiguous. */
+            /* ---- split-K: the partners' sums into CTA 0 (slots: qg_red_index) */
             if (split_rank != 0) {
                 qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);
                 const uint32_t slot = qg_map_cluster(
@@ -532,9 +538,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                     for (int i = 0; i < QG_OUT; i += 4)
-                        qg_st_async_v4(slot + ((t * QG_OUT + i) / 4 * QG_NUM_MATH_THREADS +
-                                               threadIdx.x) * 16,
-                                       out[t][i], out[t][i + 1], out[t][i + 2], out[t][i + 3], bar);
+                        qg_st_async_v4(slot + qg_red_index(t, i) * 16, out[t][i], out[t][i + 1],
+                                       out[t][i + 2], out[t][i + 3], bar);
                 red_phase ^= 1;
                 continue; /* CTA 0 stores the tile */
             }
@@ -548,7 +553,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                     for (int i = 0; i < QG_OUT; i += 4) {
-                        const float4 v = slot[(t * QG_OUT + i) / 4 * QG_NUM_MATH_THREADS + threadIdx.x];
+                        const float4 v = slot[qg_red_index(t, i)];
                         out[t][i] += v.x;
                         out[t][i + 1] += v.y;
                         out[t][i + 2] += v.z;

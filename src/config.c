@@ -473,30 +473,27 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: no tile left for m %d n %d k %d after %d refused by the compiler",
                         p->m, p->n, p->k, num_avoid);
-    /* Split-K (see stream_us): one wave of clusters, plain tiles, and at
-     * least a 10% gain in the model over the tile chosen above. */
+    /* Split-K (see stream_us): one wave of clusters, plain tiles that fit
+     * shared memory beside the partner's sums, and at least a 10% gain in the
+     * model over the tile chosen above. */
     if (p->kind == QG_GEMM_DENSE && !large && num_sms >= 2 && ceil_div(p->k, 128) >= 8) {
         double best_split = 0.9 * best_waves * stream_us(p, best.block_m, best.block_n, 1);
-        qg_config split = best;
+        qg_config split;
+        memset(&split, 0, sizeof split);
         int split_ctas = 0;
         for (int bm = 64; bm <= (rows > 64 ? 128 : 64); bm *= 2)
             for (int bn = 16; bn <= max_plain_block_n(p->kind, bm); bn += 16) {
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
+                if (qg__smem_bytes(bm, bn, 1, 2) > props->smem_optin_bytes) continue;
                 const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
                 if (ctas > num_sms - num_sms % 2) continue;
                 const double t = stream_us(p, bm, bn, 2);
                 if (t < best_split) {
-                    memset(&split, 0, sizeof split);
                     split.block_m = bm, split.block_n = bn, split.split_k = 2;
                     best_split = t, split_ctas = (int)ctas;
                 }
             }
-        if (split.split_k == 2) {
-            qg_kernel_plan check;
-            qg_config c = split;
-            if (qg__complete_config_sms(props, num_sms, p, &c, &check) == QG_SUCCESS)
-                best = split, best_waves = 1, best_last = split_ctas;
-        }
+        if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
     }
     qg_config cfg = best;
     qg_status st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
