@@ -20,8 +20,8 @@
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
  *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it: a multiple of 8)
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
- *   QG_SFB_SMEM        1: a producer warp copies SFB beside each stage; 0: each
- *                      math thread loads it from global memory
+ *   QG_SFB_SMEM        1: a second producer warp loads SFB beside each stage
+ *                      with TMA; 0: each math thread loads it from global memory
  *   QG_STORE_COLS      columns of one TMA store chunk of D (16, 32 or 64)
  *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
@@ -38,8 +38,8 @@
  * wraps at QG_NUM_STAGES and flips the phase), once per K block, identically
  * in producer and consumers (same scheduler, same K loop). full[s]
  * completes when the stage's TMA bytes have landed (one producer arrival +
- * transaction bytes) and, with QG_SFB_SMEM, the SFB copy of the second
- * producer warp has too (its cp.async arrival); empty[s] completes when
+ * transaction bytes) and, with QG_SFB_SMEM, the SFB boxes of the second
+ * producer warp have too (its own arrival + bytes); empty[s] completes when
  * every math warp of every CTA of the cluster has finished reading stage s
  * (multicast writes into both CTAs, so both must have released it). The
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
@@ -94,7 +94,12 @@
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
-#define QG_SMEM_SFB 16 /* QG_SFB_ROWS (<= 3) floats */
+/* SFB beside each stage (QG_SFB_SMEM): per 128-column block, the 16-byte
+ * aligned box of 4 floats of the flat SFB array that holds its scale for the
+ * stage's K block (qg_sfb_index), each box in its own 128-byte slot because a
+ * tensor copy's shared-memory destination is 128-byte aligned. */
+#define QG_SFB_SLOT 128
+#define QG_SMEM_SFB (QG_SFB_SMEM * QG_SFB_ROWS * QG_SFB_SLOT)
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
@@ -102,7 +107,7 @@
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
      QG_SMEM_B + QG_SMEM_SFA + QG_SMEM_SFB) + QG_NUM_STAGES * 16 + QG_SMEM_RED_BARRIERS)
-#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
+#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA) /* SFB's 16-byte boxes: their own */
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
 #if !defined(QG_PRODUCER_REGS) || !defined(QG_MATH_REGS)
@@ -145,11 +150,17 @@ QG_DEVICE float qg_sfb_for_group(const float (&sb)[QG_SFB_ROWS], int n_off, int 
 #endif
 }
 
+/* Row of the tile's first 128-column block in the flat [G][N/128][K/128]
+ * SFB array. */
+QG_DEVICE int qg_sfb_row(const qg_tile &t) {
+    return t.group * QG_NUM_SFB_N + t.n_block * QG_BLOCK_N / 128;
+}
+
 /* The tile's first SFB row (128-column block of N) and the address of its
  * scale for K block 0. */
 QG_DEVICE const float *qg_sfb_tile(const float *sfb, const qg_tile &t, int &row0) {
     row0 = t.n_block * QG_BLOCK_N / 128;
-    return sfb + ((size_t)t.group * QG_NUM_SFB_N + row0) * QG_NUM_K_BLOCKS;
+    return sfb + (size_t)qg_sfb_row(t) * QG_NUM_K_BLOCKS;
 }
 
 /* SFB of the tile's (up to QG_SFB_ROWS) 128-column blocks for K block kb.
@@ -167,14 +178,27 @@ struct qg_scales {
     float sb[QG_SFB_ROWS];
 };
 
-/* Read K block scales of stage s (SFB too when it was copied beside the stage). */
+/* Index in the flat [G][N/128][K/128] SFB array of the scale of the tile's
+ * 128-column block r for K block kb (sfb_row: the tile's first block's row).
+ * The producer loads the 16-byte box at index & ~3 (a box must start 16-byte
+ * aligned in global memory); the scale is float index & 3 of it. */
+QG_DEVICE int qg_sfb_index(int sfb_row, int r, int kb) {
+    return (sfb_row + r) * QG_NUM_K_BLOCKS + kb;
+}
+
+/* Read K block kb's scales from stage s (SFB too when it was loaded beside the
+ * stage). */
 QG_DEVICE void qg_read_scales(qg_scales &sc, const float *smem_sfa, const float *smem_sfb,
-                              uint32_t s, uint32_t wg_row) {
+                              uint32_t s, uint32_t wg_row, int sfb_row, int kb) {
 #if QG_SFB_SMEM
 #pragma unroll
-    for (int r = 0; r < QG_SFB_ROWS; ++r) sc.sb[r] = smem_sfb[s * (QG_SMEM_SFB / 4) + r];
+    for (int r = 0; r < QG_SFB_ROWS; ++r)
+        sc.sb[r] = smem_sfb[(s * QG_SFB_ROWS + r) * (QG_SFB_SLOT / 4) +
+                            (qg_sfb_index(sfb_row, r, kb) & 3)];
 #else
     (void)smem_sfb;
+    (void)sfb_row;
+    (void)kb;
 #endif
 #pragma unroll
     for (int t = 0; t < QG_WG_TILES; ++t) {
@@ -209,11 +233,7 @@ QG_DEVICE uint32_t qg_red_index(int t, int i) {
 
 /* Stage s is consumed: release it (in both CTAs of a multicast pair). One
  * lane arrives for its warp, so the warp first synchronizes: every lane's
- * reads of the stage (the SFB copy that a producer thread overwrites with
- * cp.async once the stage is free) then happen before the arrival.
- * (compute-sanitizer's racecheck still reports those reads against the
- * cp.async writes once stages are reused, with or without this; see the
- * README, "Known issues".) */
+ * reads of the stage's scales then happen before the arrival. */
 QG_DEVICE void qg_release_stage(uint64_t *empty, uint32_t s, uint32_t lane) {
     __syncwarp();
 #if QG_LOAD_CLUSTER == 1
@@ -265,6 +285,7 @@ extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
 qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    const __grid_constant__ qg_tensor_map tmap_b,
                    const __grid_constant__ qg_tensor_map tmap_sfa,
+                   const __grid_constant__ qg_tensor_map tmap_sfb,
                    const __grid_constant__ qg_tensor_map tmap_d,
                    const float *__restrict__ sfb,
                    uint16_t *__restrict__ d, int64_t ldd,
@@ -280,7 +301,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
     float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M;
-    uint64_t *full = (uint64_t *)(smem_sfb + QG_NUM_STAGES * QG_SMEM_SFB / 4);
+    uint64_t *full = (uint64_t *)((unsigned char *)smem_sfb + QG_NUM_STAGES * QG_SMEM_SFB);
     uint64_t *empty = full + QG_NUM_STAGES;
     uint64_t *red_full = empty + QG_NUM_STAGES; /* split-K only */
     uint64_t *red_empty = red_full + 1;
@@ -302,9 +323,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_tma_prefetch_descriptor(&tmap_a);
         qg_tma_prefetch_descriptor(&tmap_b);
         qg_tma_prefetch_descriptor(&tmap_sfa);
+#if QG_SFB_SMEM
+        qg_tma_prefetch_descriptor(&tmap_sfb);
+#endif
         qg_tma_prefetch_descriptor(&tmap_d);
         for (int s = 0; s < QG_NUM_STAGES; ++s) {
-            qg_mbarrier_init(&full[s], 1 + QG_SFB_SMEM); /* TMA (+ the SFB copy) */
+            qg_mbarrier_init(&full[s], 1 + QG_SFB_SMEM); /* expect_tx of the TMA (+ SFB) thread */
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
         }
 #if QG_SPLIT_K > 1
@@ -362,23 +386,22 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         }
 #if QG_SFB_SMEM
         else if (threadIdx.x == QG_NUM_MATH_THREADS + 32) {
-            /* One thread of the next warp copies the tile's SFB for each K
-             * block beside the stage, so that the math warps read it from
-             * shared memory instead of waiting on a global load in every K
-             * block. Its arrival is the full barrier's second. Rows past N
-             * read as 0 (their columns are never stored). */
+            /* One thread of the next warp loads the tile's SFB for each K
+             * block beside the stage, with its own arrival on the full
+             * barrier (the TMA thread has no registers to spare for it with
+             * the masked 256x128 tile). Rows past N read as 0: a box at a
+             * negative coordinate is all out of bounds, and TMA fills zeros. */
             while (qg_scheduler_next(sched, tile)) {
-                int sfb_row0;
-                const float *sfb_tile = qg_sfb_tile(sfb, tile, sfb_row0);
+                const int sfb_row = qg_sfb_row(tile);
+                const int sfb_rows_in_n = QG_NUM_SFB_N - tile.n_block * QG_BLOCK_N / 128;
                 for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
+                    qg_mbarrier_arrive_expect_tx(&full[s], QG_SFB_ROWS * 16);
 #pragma unroll
-                    for (int r = 0; r < QG_SFB_ROWS; ++r) {
-                        const bool in_n = sfb_row0 + r < QG_NUM_SFB_N;
-                        qg_cp_async_4(smem_sfb + s * (QG_SMEM_SFB / 4) + r,
-                                      in_n ? sfb_tile + r * QG_NUM_K_BLOCKS + kb : sfb, in_n);
-                    }
-                    qg_cp_async_mbarrier_arrive_noinc(&full[s]);
+                    for (int r = 0; r < QG_SFB_ROWS; ++r)
+                        qg_tma_load_1d(smem_sfb + (s * QG_SFB_ROWS + r) * (QG_SFB_SLOT / 4),
+                                       &tmap_sfb, &full[s],
+                                       r < sfb_rows_in_n ? qg_sfb_index(sfb_row, r, kb) & ~3 : -16);
                 }
             }
         }
@@ -424,6 +447,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const float *sfb_tile = qg_sfb_tile(sfb, tile, sfb_row0);
 #endif
             const int n_off = n_begin % 128;
+            const int sfb_row = qg_sfb_row(tile);
 
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t)
@@ -440,7 +464,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 (void)kb;
 #endif
                 qg_mbarrier_wait(&full[s], phase);
-                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row);
+                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row, sfb_row, kb);
             };
 
 #if QG_KPIPE

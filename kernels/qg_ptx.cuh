@@ -97,27 +97,19 @@ QG_DEVICE void qg_mbarrier_wait_acquire_cluster(uint64_t *bar, uint32_t parity) 
                  : "memory");
 }
 
-/* ---- cp.async (9.7.9.8): small non-bulk copies ---------------------------- */
-
-/* 4 bytes global -> shared, asynchronously; zeros instead when !valid (the
- * source size is 0, nothing is read). */
-QG_DEVICE void qg_cp_async_4(void *dst, const void *src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
-                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)src), "r"(valid ? 4u : 0u) : "memory");
-}
-
-/* Arrive on `bar` once this thread's earlier cp.async copies have landed,
- * without raising its expected count (.noinc, 9.7.9.11): the barrier's init
- * count includes this arrival. */
-QG_DEVICE void qg_cp_async_mbarrier_arrive_noinc(uint64_t *bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];"
-                 ::"r"(qg_smem_addr(bar)) : "memory");
-}
-
 /* ---- TMA: bulk tensor copies (9.7.9.25) ---------------------------------- */
 
 QG_DEVICE void qg_tma_prefetch_descriptor(const qg_tensor_map *map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
+}
+
+/* Global -> this CTA's shared memory (1-D tensor); completes `bar` with the
+ * box's bytes, out-of-bounds elements included (filled with zeros). */
+QG_DEVICE void qg_tma_load_1d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0) {
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3}], [%2];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)), "r"(c0)
+                 : "memory");
 }
 
 /* Global -> this CTA's shared memory; completes `bar` with the box's bytes. */

@@ -44,16 +44,22 @@ struct qg_scheduler {
     const int *m_indices;
     const int *masked_m;
     int iter;
-    /* masked mode: cursor over groups (tile indices only grow) */
+    /* masked mode: cursor over groups (tile indices only grow). The group's
+     * m-block count is read again from masked_m (an L1 hit) rather than kept:
+     * the math threads of the masked 256x128 tile have no register to spare. */
     int cur_group;
     int group_first_tile;
-    int group_num_m_blocks;
 };
 
 /* Valid rows of group g, clamped to [0, M_max]: masked_m is device data the
  * host never saw, so a bad value must not make the kernel write past a group. */
 QG_DEVICE int qg_masked_rows(const qg_scheduler &s, int g) {
     return min(max(__ldg(s.masked_m + g), 0), s.shape_m);
+}
+
+/* M-blocks of group g (masked mode). */
+QG_DEVICE int qg_masked_m_blocks(const qg_scheduler &s, int g) {
+    return (qg_masked_rows(s, g) + QG_BLOCK_M - 1) / QG_BLOCK_M;
 }
 
 QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indices,
@@ -64,10 +70,6 @@ QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indi
     s.iter = 0;
     s.cur_group = 0;
     s.group_first_tile = 0;
-    s.group_num_m_blocks = 0;
-#if QG_KIND == 2
-    s.group_num_m_blocks = (qg_masked_rows(s, 0) + QG_BLOCK_M - 1) / QG_BLOCK_M;
-#endif
 }
 
 /* Swizzle a linear index inside one group of num_m_blocks x QG_NUM_N_BLOCKS tiles. */
@@ -104,13 +106,14 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         s.iter++;
 #if QG_KIND == 2
         /* Walk the group cursor forward until idx falls inside it. */
-        while (idx >= s.group_first_tile + s.group_num_m_blocks * QG_NUM_N_BLOCKS) {
-            s.group_first_tile += s.group_num_m_blocks * QG_NUM_N_BLOCKS;
+        int m_blocks = qg_masked_m_blocks(s, s.cur_group);
+        while (idx >= s.group_first_tile + m_blocks * QG_NUM_N_BLOCKS) {
+            s.group_first_tile += m_blocks * QG_NUM_N_BLOCKS;
             if (++s.cur_group >= QG_NUM_GROUPS) return false;
-            s.group_num_m_blocks = (qg_masked_rows(s, s.cur_group) + QG_BLOCK_M - 1) / QG_BLOCK_M;
+            m_blocks = qg_masked_m_blocks(s, s.cur_group);
         }
         t.group = s.cur_group;
-        qg_swizzle(idx - s.group_first_tile, s.group_num_m_blocks, t.m_block, t.n_block);
+        qg_swizzle(idx - s.group_first_tile, m_blocks, t.m_block, t.n_block);
         t.m_begin = t.m_block * QG_BLOCK_M;
         t.rows = min(QG_BLOCK_M, qg_masked_rows(s, t.group) - t.m_begin);
         t.tma_store = t.rows == QG_BLOCK_M;

@@ -107,11 +107,11 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
     return bn <= 128 && !(bm == 128 && bn == 128 && mc == QG_MULTICAST_B);
 }
 
-size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k) {
+size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_slots) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4 +
-                             16 /* SFB */) +
+                             (size_t)sfb_slots * 128 /* SFB: one 128-byte TMA slot a row */) +
            (size_t)stages * 16 + (split_k > 1 ? 16 : 0) /* barriers */;
 }
 
@@ -124,6 +124,20 @@ static int sfb_rows_for(const qg_problem *p, int block_n) {
         if (r > rows) rows = r;
     }
     return rows;
+}
+
+/* SFB through shared memory (the producer loads it beside each stage): faster
+ * where a warpgroup runs one pass per K block, slower for the wide tiles
+ * (measured; see the kernel), but the masked 256x128 tile needs the math
+ * registers it frees. */
+static bool sfb_in_smem(qg_gemm_kind kind, int bm, int bn) {
+    return !is_wide(kind, bm, bn) || masked_256x128(kind, bm, bn);
+}
+
+/* 128-byte SFB slots per stage: one per SFB row a tile touches, when SFB goes
+ * through shared memory. */
+static int sfb_slots(const qg_problem *p, int bm, int bn) {
+    return sfb_in_smem(p->kind, bm, bn) ? sfb_rows_for(p, bn) : 0;
 }
 
 qg_status qg__check_problem(const qg_problem *p, const char *fn) {
@@ -241,7 +255,9 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (qg__smem_bytes(bm, bn, stages, split_k) <= props->smem_optin_bytes) break;
+            if (qg__smem_bytes(bm, bn, stages, split_k, sfb_slots(p, bm, bn)) <=
+                props->smem_optin_bytes)
+                break;
         if (stages == 0)
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: block %dx%d%s does not fit %zu bytes of shared memory even "
@@ -250,7 +266,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                                         : "",
                             props->smem_optin_bytes);
     }
-    const size_t smem = qg__smem_bytes(bm, bn, stages, split_k);
+    const size_t smem = qg__smem_bytes(bm, bn, stages, split_k, sfb_slots(p, bm, bn));
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
@@ -281,10 +297,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
     out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
     out->acc_sets = out->kpipe ? 2 : wide ? 1 : units;
-    /* SFB through shared memory: faster where a warpgroup runs one pass per K
-     * block, slower for the wide tiles (measured; see the kernel), but the
-     * masked 256x128 tile needs the math registers it frees. */
-    out->sfb_smem = !wide || masked_wide;
+    out->sfb_smem = sfb_in_smem(p->kind, bm, bn);
     /* D leaves in chunks of the widest TMA store row (128, 64 or 32 bytes)
      * that divides block_n; the N-split 128-row tiles stop at 64 bytes.
      * Against the 32-byte chunks of before (2026-11-22-explore6, runs 3-4):
@@ -484,7 +497,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         for (int bm = 64; bm <= (rows > 64 ? 128 : 64); bm *= 2)
             for (int bn = 16; bn <= max_plain_block_n(p->kind, bm); bn += 16) {
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
-                if (qg__smem_bytes(bm, bn, 1, 2) > props->smem_optin_bytes) continue;
+                if (qg__smem_bytes(bm, bn, 1, 2, sfb_slots(p, bm, bn)) > props->smem_optin_bytes)
+                    continue;
                 const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
                 if (ctas > num_sms - num_sms % 2) continue;
                 const double t = stream_us(p, bm, bn, 2);

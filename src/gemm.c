@@ -383,17 +383,21 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
 
 /* ---- tensor maps and launch -------------------------------------------- */
 
-static qg_status encode_2d(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
-                           const void *ptr, uint64_t inner, uint64_t outer, uint64_t stride_bytes,
-                           uint32_t box_inner, uint32_t box_outer, CUtensorMapSwizzle swizzle,
-                           const char *what) {
+/* A tiled tensor map of rank 2 (inner x outer elements, rows stride_bytes
+ * apart, box box_inner x box_outer), or of rank 1 (outer = 0: inner elements,
+ * box box_inner). */
+static qg_status encode_tiled(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
+                              const void *ptr, uint64_t inner, uint64_t outer,
+                              uint64_t stride_bytes, uint32_t box_inner, uint32_t box_outer,
+                              CUtensorMapSwizzle swizzle, const char *what) {
     const cuuint64_t dims[2] = {inner, outer};
     const cuuint64_t strides[1] = {stride_bytes};
     const cuuint32_t box[2] = {box_inner, box_outer};
     const cuuint32_t elem_strides[2] = {1, 1};
     CUresult r = ctx->drv->cuTensorMapEncodeTiled(
-        map, type, 2, (void *)ptr, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        map, type, outer ? 2 : 1, (void *)ptr, dims, strides, box, elem_strides,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return qg__cuda_fail(r, what);
     return QG_SUCCESS;
 }
@@ -436,16 +440,30 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const uint32_t b_box = cfg->multicast == QG_MULTICAST_B ? cfg->block_n / cluster : cfg->block_n;
     const uint64_t sfa_rows = (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED ? groups : 1);
 
-    CUtensorMap map_a, map_b, map_sfa, map_d;
-    if ((st = encode_2d(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
+    /* SFB through shared memory: the kernel loads the scale of 128-column
+     * block row, K block kb as the first float of a 4-float (16-byte, the
+     * least a box may be) box at row * K blocks + kb of the flat array. */
+    CUtensorMap map_a, map_b, map_sfa, map_sfb, map_d;
+    memset(&map_sfb, 0, sizeof map_sfb);
+    const uint64_t sfb_elems = (uint64_t)groups * (uint64_t)((a->n + 127) / 128) * plan->num_k_blocks;
+    if (plan->sfb_smem && sfb_elems > INT32_MAX) { /* its box coordinates are int32 */
+        drv->cuCtxPopCurrent(&prev);
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: SFB holds %llu scales; at most %d are supported", fn,
+                        (unsigned long long)sfb_elems, INT32_MAX);
+    }
+    if ((st = encode_tiled(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
                         (uint64_t)a->lda, 128, a_box, CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
-        (st = encode_2d(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
+        (st = encode_tiled(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
                         (uint64_t)groups * a->n, (uint64_t)a->ldb, 128, b_box,
                         CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
-        (st = encode_2d(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
+        (st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
                         sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
-        (st = encode_2d(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
+        (plan->sfb_smem &&
+         (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb, sfb_elems, 0, 0,
+                            4, 0, CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFB"))) ||
+        (st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
                         (uint64_t)a->ldd * 2, (uint32_t)plan->store_cols, (uint32_t)cfg->block_m,
                         plan->store_cols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
                         : plan->store_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
@@ -470,7 +488,8 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     CUdeviceptr masked_m = (CUdeviceptr)(uintptr_t)a->masked_m;
     int64_t ldd = a->ldd;
     int shape_m = a->m;
-    void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &sfb, &d, &ldd, &m_indices, &masked_m, &shape_m};
+    void *params[] = {&map_a, &map_b, &map_sfa, &map_sfb, &map_d, &sfb,
+                      &d, &ldd, &m_indices, &masked_m, &shape_m};
 
     CUlaunchAttribute attrs[1];
     CUlaunchConfig lc;

@@ -133,7 +133,7 @@ typedef struct {
     int swizzle_group;      /* resolved (never 0) */
     int wgmma_n;            /* N of one wgmma: block_n, or block_n / 2 (wide 128-row tiles) */
     int acc_sets;           /* wgmma accumulator sets per math warpgroup */
-    bool sfb_smem;          /* a producer warp copies SFB into shared memory */
+    bool sfb_smem;          /* the producer loads SFB into shared memory with TMA */
     bool kpipe;             /* K-pipelined main loop (two accumulator sets, one unit) */
     int store_cols;         /* columns of one TMA store chunk of D: 16, 32 or 64 */
 } qg_kernel_plan;
@@ -154,7 +154,9 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan);
 int qg__max_block_n(qg_gemm_kind kind, int block_m);
-size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k);
+/* Dynamic shared memory of a kernel; sfb_slots: 128-byte SFB slots per stage
+ * (the SFB rows a tile touches when SFB goes through shared memory, else 0). */
+size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_slots);
 
 /* ---- context (src/context.c) -------------------------------------------- */
 

@@ -1,7 +1,9 @@
 /* forced.c -- see forced.h. */
 #include "forced.h"
 
-const int qg_forced_shapes[QG_FORCED_NSHAPES][3] = {{257, 576, 400}, {1000, 2112, 1536},
+/* K = 528 (5 K blocks): an SFB row's scales start at every offset within a
+ * 16-byte box, so the kernels compute the box position of each. */
+const int qg_forced_shapes[QG_FORCED_NSHAPES][3] = {{257, 576, 528}, {1000, 2112, 1536},
                                                      {4096, 4096, 512}};
 
 const qg_split_edge qg_split_edges[QG_SPLIT_EDGES] = {

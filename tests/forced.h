@@ -13,7 +13,8 @@
  * multicast A, multicast B, split-K 2) per shape */
 #define QG_FORCED_MAX (QG_FORCED_NSHAPES * 3 * 16 * 3 * 4)
 
-/* Dense M x N x K of each shape: off-tile M and N, K not a multiple of 128. */
+/* Dense M x N x K of each shape: off-tile M and N, K not a multiple of 128
+ * (and, in one, an odd number of K blocks). */
 extern const int qg_forced_shapes[QG_FORCED_NSHAPES][3];
 
 /* Every legal configuration of every shape, completed by qg_complete_config

@@ -185,8 +185,12 @@ TEST(compile_heuristic_choices) {
         {QG_GEMM_DENSE, 256, 512, 768, 1, 0}, {QG_GEMM_DENSE, 300, 768, 1024, 1, 0},
         {QG_GEMM_DENSE, 200, 512, 1024, 1, 0},
     };
-    for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
-        failures += !check_kernel(ctx, &more[i], NULL, "grouped / python");
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i) {
+        char what[96];
+        snprintf(what, sizeof what, "kind %d %dx%dx%d G=%d", (int)more[i].kind, more[i].m,
+                 more[i].n, more[i].k, more[i].num_groups);
+        failures += !check_kernel(ctx, &more[i], NULL, what);
+    }
     printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
     CHECK(failures == 0, "%d heuristic choices failed", failures);
     qg_context_destroy(ctx);
