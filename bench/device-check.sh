@@ -16,6 +16,7 @@
 #     bench     build/qgemm bench                  -> $OUT/bench.txt
 #     json      build/qgemm bench --json           -> $OUT/bench.json
 #     grouped   build/qgemm bench --grouped        -> $OUT/bench_grouped.txt
+#     chain     build/qgemm bench --chain 8        -> $OUT/bench_chain.txt
 #     python    build the Python package in place + pytest tests/python -> $OUT/python.log
 # ("sanitize" selects the three sanitizer steps.) Every step runs even when
 # an earlier one failed; each exit code goes to $OUT/summary.txt, printed at
@@ -26,10 +27,10 @@
 # shellcheck disable=SC2317
 set -u
 
-ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped python"
+ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python"
 
 usage() {
-    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 only=""
@@ -172,6 +173,11 @@ step_grouped() {
     return "${PIPESTATUS[0]}"
 }
 
+step_chain() {
+    T build/qgemm bench --chain 8 | tee "$OUT/bench_chain.txt"
+    return "${PIPESTATUS[0]}"
+}
+
 # The Python package, built in place (no network there), and its pytest suite
 # (GPU tests included: torch, CuPy and JAX are on the GPU machine).
 step_python() {
@@ -193,7 +199,7 @@ if ! wanted build && { [ ! -x build/qgemm ] || [ ! -x build/qgemm_tests ]; }; th
 fi
 run_step build
 [ -x build/qgemm ] && { echo; build/qgemm info; }
-for s in tests memcheck racecheck synccheck check bench json grouped python; do run_step "$s"; done
+for s in tests memcheck racecheck synccheck check bench json grouped chain python; do run_step "$s"; done
 
 printf '\n==> summary (%s)\n' "$SUMMARY"
 cat "$SUMMARY"

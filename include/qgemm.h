@@ -148,6 +148,23 @@ QG_API qg_status qg_context_set_num_sms(qg_context *ctx, int num_sms);
 /** @return the number of SMs kernels use, or -1 when ctx is NULL. */
 QG_API int qg_context_get_num_sms(const qg_context *ctx);
 
+/**
+ * Launch this context's GEMMs with programmatic dependent launch (PDL; since
+ * 0.2.1). A GEMM may then be scheduled while the kernel before it on the
+ * stream is still running, and set up its shared memory and barriers in that
+ * time; before it reads any input or writes D it waits (griddepcontrol.wait)
+ * until that kernel has completed and its memory operations are visible, so
+ * the inputs may come from it. Each GEMM also lets the next PDL-launched
+ * kernel on its stream be scheduled early; such a kernel must wait the same
+ * way before it reads D (kernels launched without PDL are not affected).
+ * Works under CUDA graph capture. Off (0) by default.
+ * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT when ctx is NULL or enable
+ *         is not 0 or 1.
+ */
+QG_API qg_status qg_context_set_pdl(qg_context *ctx, int enable);
+/** @return 1 when this context launches with PDL, 0 when not, -1 when ctx is NULL. */
+QG_API int qg_context_get_pdl(const qg_context *ctx);
+
 /* ------------------------------------------------------------------------ */
 /* Problems and configurations                                               */
 /* ------------------------------------------------------------------------ */

@@ -344,6 +344,16 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     __syncthreads();
 #endif
 
+    /* ---- programmatic dependent launch (no-ops without it) --------------- */
+    /* Everything above touches only shared memory and the kernel parameters,
+     * so under PDL it overlaps the previous kernel's tail. Every global read
+     * (the scheduler's masked_m / m_indices, A, B, the scales) and every
+     * store of D comes after the wait. The next kernel may be scheduled from
+     * now on: this grid's CTAs are all resident (persistent), and that
+     * kernel waits for this one's completion before it reads D. */
+    qg_grid_dependency_wait();
+    if (threadIdx.x == 0) qg_launch_dependents();
+
     qg_scheduler sched;
     qg_scheduler_init(sched, shape_m, m_indices, masked_m);
     qg_tile tile;

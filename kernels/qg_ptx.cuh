@@ -243,6 +243,23 @@ QG_DEVICE void qg_st_async_v4(uint32_t addr, float x, float y, float z, float w,
                  ::"r"(addr), "r"(__float_as_uint(x)), "r"(__float_as_uint(y)),
                  "r"(__float_as_uint(z)), "r"(__float_as_uint(w)), "r"(remote_bar) : "memory");
 }
+/* ---- programmatic dependent launch (PTX ISA: griddepcontrol) ------------ */
+
+/* Wait until the grids this one depends on (the previous kernel on the
+ * stream, when launched with programmatic stream serialization) have
+ * completed and their memory operations are visible; returns at once
+ * otherwise. */
+QG_DEVICE void qg_grid_dependency_wait(void) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+/* Let the grids that depend on this one be scheduled once every CTA of this
+ * grid has issued this or exited (they still wait for its completion before
+ * reading what it wrote). */
+QG_DEVICE void qg_launch_dependents(void) {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 /* Every thread of every CTA of the cluster. */
 QG_DEVICE void qg_cluster_sync(void) {
     asm volatile("barrier.cluster.arrive.release.aligned;\n"

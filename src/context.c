@@ -170,3 +170,19 @@ qg_status qg_context_set_num_sms(qg_context *ctx, int num_sms) {
 int qg_context_get_num_sms(const qg_context *ctx) {
     return ctx ? ctx->num_sms : -1;
 }
+
+qg_status qg_context_set_pdl(qg_context *ctx, int enable) {
+    qg__clear_error();
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_context_set_pdl: ctx is NULL");
+    if (enable != 0 && enable != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg_context_set_pdl: enable must be 0 or 1, got %d", enable);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->pdl = enable == 1;
+    pthread_mutex_unlock(&ctx->lock);
+    return QG_SUCCESS;
+}
+
+int qg_context_get_pdl(const qg_context *ctx) {
+    return ctx ? (int)ctx->pdl : -1;
+}

@@ -426,6 +426,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e = NULL;
     st = resolve_launch(ctx, &p, forced, &e);
+    const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) {
         drv->cuCtxPopCurrent(&prev);
@@ -491,7 +492,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     void *params[] = {&map_a, &map_b, &map_sfa, &map_sfb, &map_d, &sfb,
                       &d, &ldd, &m_indices, &masked_m, &shape_m};
 
-    CUlaunchAttribute attrs[1];
+    CUlaunchAttribute attrs[2];
     CUlaunchConfig lc;
     memset(&lc, 0, sizeof lc);
     lc.gridDimX = (unsigned)grid;
@@ -500,13 +501,18 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     lc.blockDimY = lc.blockDimZ = 1;
     lc.sharedMemBytes = (unsigned)plan->smem_bytes;
     lc.hStream = stream;
+    lc.attrs = attrs;
     if (cluster > 1) {
-        attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attrs[0].value.clusterDim.x = (unsigned)cluster;
-        attrs[0].value.clusterDim.y = 1;
-        attrs[0].value.clusterDim.z = 1;
-        lc.attrs = attrs;
-        lc.numAttrs = 1;
+        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
+        at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at->value.clusterDim.x = (unsigned)cluster;
+        at->value.clusterDim.y = 1;
+        at->value.clusterDim.z = 1;
+    }
+    if (pdl) { /* the kernel waits for the previous one (griddepcontrol.wait) */
+        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
+        at->id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        at->value.programmaticStreamSerializationAllowed = 1;
     }
     r = drv->cuLaunchKernelEx(&lc, e->module->function, params, NULL);
     drv->cuCtxPopCurrent(&prev);

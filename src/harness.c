@@ -756,6 +756,73 @@ qg_status qg__problem_run_check(qg_context *ctx, qg_problem_data *p, const qg_co
     return qg__problem_check(ctx, p, res);
 }
 
+static qg_status load_helper_kernel(qg_context *ctx, const char *header, const char *name,
+                                    CUmodule *module, CUfunction *fn);
+
+qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
+                        CUstream stream, unsigned *control_differing, qg_check_result *res) {
+    if (!p || !p->ctx || p->kind == QG_GEMM_GROUPED_MASKED || !control_differing || !res)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg__pdl_probe: expected an uploaded dense or contiguous problem");
+    memset(res, 0, sizeof *res);
+    *control_differing = 0;
+    qg_status st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    const qg_driver *drv = ctx->drv;
+    CUmodule module = NULL;
+    CUfunction copy_fn, read_fn;
+    CUdeviceptr saved = 0, counter = 0;
+    unsigned long long words = p->a_bytes / 16; /* lda is a multiple of 16 */
+    if ((st = load_helper_kernel(ctx, "pdl_probe.cuh", "qg_pdl_slow_copy_kernel", &module,
+                                 &copy_fn)) != QG_SUCCESS)
+        goto done;
+    CU_TRY(drv->cuModuleGetFunction(&read_fn, module, "qg_pdl_reader_kernel"),
+           "cuModuleGetFunction(qg_pdl_reader_kernel)");
+    CU_TRY(drv->cuMemAlloc(&saved, p->a_bytes), "cuMemAlloc(copy of A)");
+    CU_TRY(drv->cuMemAlloc(&counter, sizeof(unsigned)), "cuMemAlloc(counter)");
+    CU_TRY(drv->cuMemcpyDtoD(saved, p->dev_a, p->a_bytes), "cuMemcpyDtoD(A)");
+    CU_TRY(drv->cuMemsetD8(counter, 0, sizeof(unsigned)), "cuMemsetD8(counter)");
+
+    CUlaunchAttribute pdl_attr;
+    memset(&pdl_attr, 0, sizeof pdl_attr);
+    pdl_attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    pdl_attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig one_cta = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64,
+                              .blockDimY = 1, .blockDimZ = 1, .hStream = stream};
+    CUlaunchConfig reader = {.gridDimX = 132, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256,
+                             .blockDimY = 1, .blockDimZ = 1, .hStream = stream,
+                             .attrs = &pdl_attr, .numAttrs = 1};
+    void *copy_params[] = {&p->dev_a, &saved, &words};
+    void *read_params[] = {&p->dev_a, &saved, &words, &counter};
+    for (int pass = 0; pass < 2; pass++) {
+        CU_TRY(drv->cuMemsetD8Async(p->dev_a, 0, p->a_bytes, stream), "cuMemsetD8Async(A)");
+        if (pass == 1 && (st = qg__problem_poison(ctx, p, stream)) != QG_SUCCESS) goto done;
+        CU_TRY(drv->cuLaunchKernelEx(&one_cta, copy_fn, copy_params, NULL),
+               "launching qg_pdl_slow_copy_kernel");
+        if (pass == 0) {
+            CU_TRY(drv->cuLaunchKernelEx(&reader, read_fn, read_params, NULL),
+                   "launching qg_pdl_reader_kernel");
+            CU_TRY(drv->cuStreamSynchronize(stream), "cuStreamSynchronize(control)");
+            CU_TRY(drv->cuMemcpyDtoH(control_differing, counter, sizeof(unsigned)),
+                   "cuMemcpyDtoH(counter)");
+        } else {
+            qg_gemm_args args = qg__problem_args(p);
+            if ((st = qg__gemm_launch(ctx, p->kind, &args, cfg, stream)) != QG_SUCCESS) goto done;
+            st = qg__problem_check(ctx, p, res);
+        }
+    }
+done:
+    if (st != QG_SUCCESS) drv->cuStreamSynchronize(stream); /* nothing in flight uses them */
+    if (saved) {
+        drv->cuMemcpyDtoD(p->dev_a, saved, p->a_bytes); /* A as uploaded, whatever happened */
+        drv->cuMemFree(saved);
+    }
+    if (counter) drv->cuMemFree(counter);
+    if (module) drv->cuModuleUnload(module);
+    ctx_pop(ctx);
+    return st;
+}
+
 bool qg__check_passed(const qg_check_result *res, double bound) {
     /* Written so that a NaN diff fails. */
     return res->diff < bound && res->group_diff_max < bound && res->nan_count == 0 &&

@@ -171,11 +171,12 @@ struct qg_context {
     bool offline;
     qg_device_props props;
     int num_sms;            /* SMs used by kernels */
+    bool pdl;               /* launch GEMMs with programmatic dependent launch */
     CUdevice cu_device;
     CUcontext cu_context;   /* retained primary context */
     const qg_driver *drv;
     qg_jit_cache *jit;
-    pthread_mutex_t lock;   /* guards num_sms and the launch cache */
+    pthread_mutex_t lock;   /* guards num_sms, pdl and the launch cache */
     qg_launch_entry *launches[256]; /* hash buckets: problem + forced config -> kernel */
     qg_module *modules;     /* loaded modules, by JIT key */
 };

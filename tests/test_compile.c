@@ -199,8 +199,8 @@ TEST(compile_heuristic_choices) {
 
 /* The cubin's own resource attributes (the fallback when NVRTC's log has no
  * ptxas report) agree with ptxas's report, and malformed input is refused.
- * The library's two helper kernels (the fp64 reference, the bench's L2 read)
- * compile, without a stack frame. */
+ * The library's helper kernels (the fp64 reference, the bench's L2 read, the
+ * PDL probe of the GPU tests) compile, without a stack frame. */
 #include "internal.h"
 TEST(compile_cubin_resources_match_ptxas) {
     qg_jit_cache *cache = NULL;
@@ -208,15 +208,17 @@ TEST(compile_cubin_resources_match_ptxas) {
     const char *sources[] = {
         "#include \"reference.cuh\"\n",
         "#include \"l2_flush.cuh\"\n",
+        "#include \"pdl_probe.cuh\"\n",
         "extern \"C\" __global__ void k(float *x, int i) { float a[256];\n"
         "  for (int j = 0; j < 256; j++) a[j] = x[j] * j;\n"
         "  x[0] = a[i & 255] + a[(i * 7) & 255]; }\n",
     };
-    for (int i = 0; i < 3; ++i) {
+    const int helpers = 3;
+    for (int i = 0; i <= helpers; ++i) {
         qg_jit_result res;
         qg_status st = qg__jit_compile(cache, sources[i], &res);
         int regs = -1, frame = -1;
-        if (i < 2) {
+        if (i < helpers) {
             CHECK(st == QG_SUCCESS, "%s: %s", sources[i], qg_last_error());
             CHECK(qg__cubin_resources(res.cubin, res.cubin_size, &regs, &frame), "parse");
             CHECK(regs == res.info.registers && frame == res.info.stack_frame_bytes,

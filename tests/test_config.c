@@ -249,6 +249,14 @@ TEST(context_offline_and_sms) {
     qg_config cfg;
     CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS && cfg.num_sms <= 64, "grid %d", cfg.num_sms);
     CHECK(qg_context_set_num_sms(ctx, 0) == QG_SUCCESS && qg_context_get_num_sms(ctx) == 78, "reset");
+    /* Programmatic dependent launch: off by default, 0 or 1 only. */
+    CHECK(qg_context_get_pdl(ctx) == 0 && qg_context_get_pdl(NULL) == -1, "pdl default");
+    CHECK(qg_context_set_pdl(NULL, 1) == QG_ERROR_INVALID_ARGUMENT, "NULL ctx accepted");
+    CHECK(qg_context_set_pdl(ctx, 2) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "enable must be 0 or 1, got 2"),
+          "pdl 2: %s", qg_last_error());
+    CHECK(qg_context_set_pdl(ctx, 1) == QG_SUCCESS && qg_context_get_pdl(ctx) == 1, "pdl on");
+    CHECK(qg_context_set_pdl(ctx, 0) == QG_SUCCESS && qg_context_get_pdl(ctx) == 0, "pdl off");
     CHECK(qg_context_get_num_sms(NULL) == -1, "NULL ctx");
     qg_context_destroy(ctx);
     qg_context_destroy(NULL);

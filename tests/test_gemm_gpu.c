@@ -245,6 +245,53 @@ TEST(gpu_split_k_edges) {
     PASS();
 }
 
+/* ---- programmatic dependent launch --------------------------------------- */
+
+/* A PDL-launched GEMM behind a kernel that is still writing A (and lets its
+ * dependents start at once) must wait for it: with the context's PDL on, D is
+ * right. The control run shows that a PDL-launched kernel that does not wait
+ * really overlaps the copy (it sees A differ), so the check above can fail.
+ * Shapes: a split-K cluster launch (100x2112x7168), a plain one and a
+ * multicast one (the heuristic's choices; printed). */
+TEST(gpu_pdl_waits_for_previous_kernel) {
+    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qg_context_get_pdl(ctx) == 0, "PDL must be off by default");
+    CHECK(qg_context_set_pdl(ctx, 1) == QG_SUCCESS && qg_context_get_pdl(ctx) == 1, "%s",
+          qg_last_error());
+    static const int shapes[][3] = {{100, 2112, 7168}, {257, 576, 1536}, {1000, 4096, 2048}};
+    int failures = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = shapes[i][0], .n = shapes[i][1],
+                                .k = shapes[i][2], .num_groups = 1, .seed = 700 + i,
+                                .scale_spread = 3};
+        qg_problem_data *p = NULL;
+        CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+        qg_problem prob = {QG_GEMM_DENSE, spec.m, spec.n, spec.k, 1, 0};
+        qg_config cfg;
+        CHECK(qg_select_config(ctx, &prob, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        unsigned differing = 0;
+        qg_check_result res;
+        char desc[256];
+        qg_status st = qg__pdl_probe(ctx, p, NULL, stream, &differing, &res);
+        const bool ok = st == QG_SUCCESS && differing > 0 && qg__check_passed(&res, DIFF_BOUND);
+        printf("    %s %dx%dx%d (block %dx%d, multicast %d, split-K %d): control saw %u of %zu "
+               "words of A still old; GEMM %s\n", ok ? "ok  " : "FAIL", spec.m, spec.n, spec.k,
+               cfg.block_m, cfg.block_n, (int)cfg.multicast, cfg.split_k, differing,
+               p->a_bytes / 16,
+               st != QG_SUCCESS ? qg_last_error() : qg__check_describe(&res, desc, sizeof desc));
+        failures += !ok;
+        qg__problem_free(p);
+    }
+    CHECK(qg_context_set_pdl(ctx, 0) == QG_SUCCESS, "%s", qg_last_error());
+    qg__gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d PDL cases failed (a control count of 0 means the dependent "
+          "kernel never overlapped the copy, so the GEMM's wait went untested)", failures);
+    PASS();
+}
+
 /* ---- rejected calls write nothing ---------------------------------------- */
 
 TEST(gpu_invalid_arguments_leave_d_untouched) {

@@ -48,12 +48,14 @@
 #define COPY_BYTES ((size_t)1 << 30)
 #define COPY_RUNS 5
 #define NOTE_LEN 384
+#define CHAIN_MAX 16
 
 typedef enum { OUT_TABLE, OUT_CSV, OUT_JSON } out_format;
 
 typedef struct {
     out_format format;
     bool grouped, use_peer, have_cfg;
+    int chain;            /* --chain N: PDL table of N-GEMM chains (0 = off) */
     qg_l2_flush_mode flush;
     qg_config cfg;
     int runs, warmup;
@@ -95,6 +97,7 @@ typedef struct {
     double write_gbs;
     bench_row *rows;
     int num_rows;
+    int chain_failures;   /* --chain rows that failed their check or errored */
 } bench_env;
 
 /* ------------------------------------------------------------------------ */
@@ -141,6 +144,11 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             else if (!strcmp(next, "write")) o->flush = QG_L2_FLUSH_WRITE;
             else return cli_usage_error("bench: --flush wants clean or write, got '%s'", next);
             i++;
+        } else if (!strcmp(a, "--chain")) {
+            if (!cli_parse_int(next, 2, CHAIN_MAX, &v))
+                return cli_usage_error("bench: --chain wants an integer in [2, %d], got '%s'",
+                                       CHAIN_MAX, next);
+            o->chain = (int)v, i++;
         } else if (!strcmp(a, "--seed")) {
             if (!cli_parse_int(next, 0, 2147483647L, &v))
                 return cli_usage_error("bench: --seed wants a non-negative integer, got '%s'", next);
@@ -151,6 +159,9 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     }
     if (o->grouped && o->num_shapes)
         return cli_usage_error("bench: --grouped uses its own tables; drop --shape");
+    if (o->chain && (o->grouped || o->format != OUT_TABLE))
+        return cli_usage_error("bench: --chain prints its own table of dense GEMMs; drop "
+                               "--grouped, --csv and --json");
     return 0;
 }
 
@@ -748,6 +759,107 @@ static void dense_table(bench_env *e) {
     }
 }
 
+/* ---- --chain N: programmatic dependent launch ----------------------------- */
+
+/* N GEMMs of one shape back to back on the stream, each on its own inputs and
+ * D (so that no GEMM finds the previous one's B in L2), launched with PDL or
+ * without (the context's setting, switched per chain). */
+typedef struct {
+    qg_context *ctx;
+    qgemm_call calls[CHAIN_MAX];
+    int count;
+    int pdl;
+} chain_call;
+
+static qg_status run_chain(void *user, CUstream stream) {
+    const chain_call *c = user;
+    qg_status st = qg_context_set_pdl(c->ctx, c->pdl);
+    for (int i = 0; st == QG_SUCCESS && i < c->count; i++)
+        st = run_qgemm((void *)&c->calls[i], stream);
+    return st;
+}
+
+/* One row of the chain table: the shape's heuristic configuration (or
+ * --config), the chain timed without and with PDL in turn (L2 flushed before
+ * each chain), per GEMM; the last GEMM's D checked after a PDL chain. */
+static void chain_row(bench_env *e, const cli_shape *sh) {
+    const int n = e->o->chain;
+    qg_problem_data *p[CHAIN_MAX] = {0};
+    chain_call off = {.ctx = e->ctx, .count = n, .pdl = 0}, on;
+    char config[40] = "-", why[NOTE_LEN] = "";
+    qg_timing t[2];
+    double diff = NAN;
+    for (int i = 0; i < n; i++) {
+        qg_problem_spec spec = base_spec(e, QG_GEMM_DENSE, sh->m, sh->n, sh->k, 1);
+        spec.seed += (uint64_t)i * 7919;
+        if (qg__problem_create(&p[i], e->ctx, &spec) != QG_SUCCESS) {
+            snprintf(why, sizeof why, "creating the problems: %s", qg_last_error());
+            goto done;
+        }
+    }
+    qg_problem q = cli_problem_of(p[0]);
+    qg_config cfg;
+    const qg_config *force = e->o->have_cfg ? &cfg : NULL;
+    if (cli_config_for(e->ctx, &q, e->o->have_cfg ? &e->o->cfg : NULL, &cfg) != QG_SUCCESS) {
+        snprintf(why, sizeof why, "configuration: %s", qg_last_error());
+        goto done;
+    }
+    snprintf(config, sizeof config, "%d,%d,%d,%s", cfg.block_m, cfg.block_n, cfg.num_stages,
+             cli_cluster_name(&cfg));
+    for (int i = 0; i < n; i++)
+        off.calls[i] = (qgemm_call){e->ctx, QG_GEMM_DENSE, qg__problem_args(p[i]), force};
+    on = off;
+    on.pdl = 1;
+    qg_check_result res;
+    if (qg__problem_poison(e->ctx, p[n - 1], e->stream) != QG_SUCCESS ||
+        run_chain(&on, e->stream) != QG_SUCCESS ||
+        qg__problem_check(e->ctx, p[n - 1], &res) != QG_SUCCESS) {
+        snprintf(why, sizeof why, "running and checking the PDL chain: %s", qg_last_error());
+        goto done;
+    }
+    diff = res.diff;
+    if (!qg__check_passed(&res, CLI_DIFF_BOUND)) {
+        char desc[256];
+        snprintf(why, sizeof why, "check failed: %s", qg__check_describe(&res, desc, sizeof desc));
+        goto done;
+    }
+    qg_timed_fn fns[2] = {run_chain, run_chain};
+    void *users[2] = {&off, &on};
+    if (qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, 2, fns, users, e->o->warmup,
+                                e->o->runs, t) != QG_SUCCESS)
+        snprintf(why, sizeof why, "timing: %s", qg_last_error());
+done:
+    qg_context_set_pdl(e->ctx, 0);
+    char shape[40];
+    snprintf(shape, sizeof shape, "%dx%dx%d", sh->m, sh->n, sh->k);
+    if (why[0]) {
+        printf("%-20s %-16s %s\n", shape, config, why);
+        e->chain_failures++;
+    } else {
+        printf("%-20s %-16s %12.2f %12.2f %8.3fx %10.2e\n", shape, config, t[0].median_us / n,
+               t[1].median_us / n, t[0].median_us / t[1].median_us, diff);
+    }
+    fflush(stdout);
+    for (int i = 0; i < n; i++) qg__problem_free(p[i]);
+}
+
+static void chain_table(bench_env *e) {
+    cli_shape defaults[CLI_NUM_DEEPSEEK_SHAPES];
+    cli_deepseek_shapes(defaults);
+    const cli_shape *shapes = e->o->num_shapes ? e->o->shapes : defaults;
+    const int count = e->o->num_shapes ? e->o->num_shapes : CLI_NUM_DEEPSEEK_SHAPES;
+    printf("\nprogrammatic dependent launch: chains of %d dense GEMMs back to back, each on its "
+           "own A, B and D;\nL2 flushed before each chain (--flush), median of %d chains per "
+           "mode, the two modes timed in turn\n", e->o->chain, e->o->runs);
+    printf("%-20s %-16s %12s %12s %9s %10s\n", "shape", "bm,bn,st,mc", "off us/GEMM",
+           "PDL us/GEMM", "off/PDL", "diff last");
+    for (int i = 0; i < count; i++) {
+        if (!e->o->num_shapes && shapes[i].m > 128) continue; /* default: the small-M rows */
+        fprintf(stderr, "timing chains for %dx%dx%d ...\n", shapes[i].m, shapes[i].n, shapes[i].k);
+        chain_row(e, &shapes[i]);
+    }
+}
+
 #define MAX_GROUPS 8
 static const int grouped_nk[2][2] = {{4096, 7168}, {7168, 2048}};
 static const int contiguous_sets[2][2] = {{4, 8192}, {8, 4096}}; /* groups, rows each */
@@ -829,11 +941,12 @@ int cli_bench(int argc, char **argv) {
     fflush(stdout);
 
     if (o.grouped) grouped_tables(&e);
-    else dense_table(&e);
+    else if (!o.chain) dense_table(&e);
 
-    if (o.format == OUT_TABLE) table_summary(&e);
+    if (o.chain) chain_table(&e);
+    else if (o.format == OUT_TABLE) table_summary(&e);
     else if (o.format == OUT_JSON) json_report(&e);
-    int failures = 0;
+    int failures = e.chain_failures;
     for (int i = 0; i < e.num_rows; i++)
         failures += !e.rows[i].pass ||
                     (e.rows[i].kind == QG_GEMM_GROUPED_CONTIGUOUS && !e.rows[i].dense_pass);
