@@ -150,16 +150,17 @@ QG_DEVICE float qg_sfb_for_group(const float (&sb)[QG_SFB_ROWS], int n_off, int 
 #endif
 }
 
+/* The tile's first 128-column block of N (its first SFB row within the group). */
+QG_DEVICE int qg_sfb_block0(const qg_tile &t) { return t.n_block * QG_BLOCK_N / 128; }
+
 /* Row of the tile's first 128-column block in the flat [G][N/128][K/128]
  * SFB array. */
-QG_DEVICE int qg_sfb_row(const qg_tile &t) {
-    return t.group * QG_NUM_SFB_N + t.n_block * QG_BLOCK_N / 128;
-}
+QG_DEVICE int qg_sfb_row(const qg_tile &t) { return t.group * QG_NUM_SFB_N + qg_sfb_block0(t); }
 
 /* The tile's first SFB row (128-column block of N) and the address of its
  * scale for K block 0. */
 QG_DEVICE const float *qg_sfb_tile(const float *sfb, const qg_tile &t, int &row0) {
-    row0 = t.n_block * QG_BLOCK_N / 128;
+    row0 = qg_sfb_block0(t);
     return sfb + (size_t)qg_sfb_row(t) * QG_NUM_K_BLOCKS;
 }
 
@@ -403,7 +404,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * negative coordinate is all out of bounds, and TMA fills zeros. */
             while (qg_scheduler_next(sched, tile)) {
                 const int sfb_row = qg_sfb_row(tile);
-                const int sfb_rows_in_n = QG_NUM_SFB_N - tile.n_block * QG_BLOCK_N / 128;
+                const int sfb_rows_in_n = QG_NUM_SFB_N - qg_sfb_block0(tile);
                 for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_SFB_ROWS * 16);

@@ -441,9 +441,10 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const uint32_t b_box = cfg->multicast == QG_MULTICAST_B ? cfg->block_n / cluster : cfg->block_n;
     const uint64_t sfa_rows = (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED ? groups : 1);
 
-    /* SFB through shared memory: the kernel loads the scale of 128-column
-     * block row, K block kb as the first float of a 4-float (16-byte, the
-     * least a box may be) box at row * K blocks + kb of the flat array. */
+    /* SFB through shared memory: a 1-D map of the flat array. For the scale
+     * at index row * K blocks + kb the kernel loads the 4-float (16-byte, the
+     * least a box may be) box at index & ~3, since a box must start 16-byte
+     * aligned, and reads float index & 3 of it. */
     CUtensorMap map_a, map_b, map_sfa, map_sfb, map_d;
     memset(&map_sfb, 0, sizeof map_sfb);
     const uint64_t sfb_elems = (uint64_t)groups * (uint64_t)((a->n + 127) / 128) * plan->num_k_blocks;

@@ -251,8 +251,8 @@ TEST(gpu_split_k_edges) {
  * dependents start at once) must wait for it: with the context's PDL on, D is
  * right. The control run shows that a PDL-launched kernel that does not wait
  * really overlaps the copy (it sees A differ), so the check above can fail.
- * Shapes: a split-K cluster launch (100x2112x7168), a plain one and a
- * multicast one (the heuristic's choices; printed). */
+ * Shapes: a split-K cluster launch (100x2112x7168), a 128-row tile and a
+ * 256x128 one (the heuristic's choices; printed). */
 TEST(gpu_pdl_waits_for_previous_kernel) {
     if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
     qg_context *ctx;
