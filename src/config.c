@@ -423,7 +423,9 @@ static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn) {
 /*
  * The heuristic. Small problems (at most 256 rows per group) are bound by
  * reading B: keep the fewest waves over the persistent grid, then the lowest
- * small_tile_cost, then the fullest last wave, then the larger tile. Larger
+ * small_tile_cost, then the fullest last wave, then the larger tile (at
+ * most 128 rows; masked groups of 129..256 rows may then take 256x128).
+ * Larger
  * problems are bound by the tensor cores and L2: minimise waves x tile area /
  * tile efficiency over every legal (block_m, block_n, multicast).
  */
@@ -481,6 +483,28 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                                   (last == best_last && bm * bn > best.block_m * best.block_n)))));
                 if (better) best = c, best_waves = waves, best_last = last, best_cost = cost;
             }
+    }
+    /* A masked group of 129..256 rows fits one 256x128 m-block: half the
+     * tiles of 128-row blocks, each reading its B tile once, but twice the
+     * MMA work per tile, so it replaces the small problem's choice only where
+     * it costs less by the large problems' measure (waves x tile area /
+     * efficiency), that is where it saves waves. At 4x256
+     * (bench/results/2026-11-22-explore12, run 1) 256x128 took 55.0 us
+     * against 61.7 as 128x128 (N 4096, K 7168: 1 wave against 2) and 34.3
+     * against 38.4 as 128x160 (N 7168, K 2048: 2 against 3). Dense rows get
+     * no such tile: one group of 256 rows has too few tiles for it
+     * (256x7168x2048: 13.3 us as 128x112, 18.1 as 256x128). */
+    if (p->kind == QG_GEMM_GROUPED_MASKED && !large && rows > 128 && best.block_m &&
+        !avoided(avoid, num_avoid, 256, 128)) {
+        const long long tiles = (long long)num_n_blocks(p, 128) * groups;
+        const int waves = (int)((tiles + num_sms - 1) / num_sms);
+        const double cost = (double)waves * 256 * 128 / tile_efficiency(256, 128, QG_MULTICAST_NONE);
+        if (cost < (double)best_waves * best.block_m * best.block_n /
+                       tile_efficiency(best.block_m, best.block_n, best.multicast)) {
+            memset(&best, 0, sizeof best);
+            best.block_m = 256, best.block_n = 128;
+            best_waves = waves, best_last = (int)(tiles - (long long)(waves - 1) * num_sms);
+        }
     }
     if (best.block_m == 0)
         return qg__fail(QG_ERROR_UNSUPPORTED,

@@ -121,7 +121,10 @@ TEST(config_wide_tiles) {
      * L2 left clean before each run): one 128-row tile where B is wide
      * (128x7168x16384: 128x64 47.4 us against 56.7 as 64x112; 128x4096x7168:
      * 128x32 17.1 against 18.3 as 64x64). At 128x2112x7168 split-K now
-     * runs instead: config_split_k. */
+     * runs instead: config_split_k. Masked groups of 256 rows
+     * (2026-11-22-explore12, run 1): one 256x128 m-block per group, where it
+     * saves waves (4x256 N 4096 K 7168: 55.0 us against 61.7 as 128x128;
+     * N 7168 K 2048: 34.3 against 38.4 as 128x160). */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
@@ -134,6 +137,8 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_DENSE, 128, 7168, 2048, 1, 0}, 128, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0}, 128, 32, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 64, 7168, 16384, 1, 0}, 64, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256}, 256, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_GROUPED_MASKED, 256, 7168, 2048, 4, 256}, 256, 128, QG_MULTICAST_NONE},
     };
     for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) {
         CHECK(qg_select_config(ctx, &measured[i].p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
@@ -150,6 +155,34 @@ TEST(config_wide_tiles) {
         CHECK(cfg.block_n <= 176, "M=%d: wide tile %dx%d chosen", small_m[i], cfg.block_m,
               cfg.block_n);
     }
+    /* 256-row tiles at most 256 rows per group: only the masked 256x128, and
+     * only where it saves waves (config.c, masked_full_group). */
+    static const int pairs[6][2] = {{2112, 7168}, {24576, 1536}, {32768, 512},
+                                    {7168, 16384}, {4096, 7168}, {7168, 2048}};
+    for (int i = 0; i < 6; i++) {
+        const int n = pairs[i][0], k = pairs[i][1];
+        static const int dense_m[] = {129, 200, 256};
+        for (int j = 0; j < 3; j++) {
+            qg_problem p = {QG_GEMM_DENSE, dense_m[j], n, k, 1, 0};
+            CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+            CHECK(cfg.block_m <= 128, "dense %dx%dx%d: %dx%d", dense_m[j], n, k, cfg.block_m,
+                  cfg.block_n);
+        }
+        qg_problem p128 = {QG_GEMM_GROUPED_MASKED, 128, n, k, 4, 128};
+        CHECK(qg_select_config(ctx, &p128, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(cfg.block_m <= 128, "masked 4x128 %dx%d: %dx%d", n, k, cfg.block_m, cfg.block_n);
+    }
+    /* One wave either way: 128x144 (120 CTAs) against 256x128 (68 CTAs, each
+     * with twice the MMA work). */
+    qg_problem narrow = {QG_GEMM_GROUPED_MASKED, 256, 2112, 7168, 4, 256};
+    CHECK(qg_select_config(ctx, &narrow, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(cfg.block_m == 128, "masked 4x256 2112x7168: %dx%d", cfg.block_m, cfg.block_n);
+    /* The hint decides: M_max 1024 but about 200 rows expected per group. */
+    qg_problem hinted = {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 4, 200};
+    CHECK(qg_select_config(ctx, &hinted, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(cfg.block_m == 256 && cfg.block_n == 128 && cfg.multicast == QG_MULTICAST_NONE,
+          "masked 4x1024 (expected 200) 4096x7168: %dx%d mc %d", cfg.block_m, cfg.block_n,
+          (int)cfg.multicast);
     struct { qg_gemm_kind kind; int bm, bn; bool legal; } cases[] = {
         {QG_GEMM_DENSE, 256, 128, true},           {QG_GEMM_DENSE, 256, 112, false},
         {QG_GEMM_DENSE, 128, 256, true},           {QG_GEMM_DENSE, 128, 176, true},

@@ -1,8 +1,9 @@
 /*
  * bench.c -- `qgemm bench`: qgemm against cuBLASLt on the same inputs.
  *
- * For every problem (dense table, or with --grouped the contiguous and
- * masked MoE tables):
+ * For every problem (dense table; with --grouped the contiguous and masked
+ * MoE tables; with --grouped-masked G,M_max a masked table of the --shape
+ * list's N and K):
  *   1. fresh random inputs (src/harness.h), uploaded once;
  *   2. qg_compile first, so the JIT time is reported apart from the timings
  *      (progress line "compiling kernel for ..." on stderr);
@@ -56,6 +57,7 @@ typedef struct {
     out_format format;
     bool grouped, use_peer, have_cfg;
     int chain;            /* --chain N: PDL table of N-GEMM chains (0 = off) */
+    int masked_groups, masked_rows; /* --grouped-masked G,M_max (0 = off) */
     qg_l2_flush_mode flush;
     qg_config cfg;
     int runs, warmup;
@@ -144,6 +146,11 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             else if (!strcmp(next, "write")) o->flush = QG_L2_FLUSH_WRITE;
             else return cli_usage_error("bench: --flush wants clean or write, got '%s'", next);
             i++;
+        } else if (!strcmp(a, "--grouped-masked")) {
+            if (!cli_parse_groups_rows(next, &o->masked_groups, &o->masked_rows))
+                return cli_usage_error("bench: --grouped-masked wants G,M_max (G in 1..%d), "
+                                       "got '%s'", CLI_MAX_GROUPS, next);
+            i++;
         } else if (!strcmp(a, "--chain")) {
             if (!cli_parse_int(next, 2, CHAIN_MAX, &v))
                 return cli_usage_error("bench: --chain wants an integer in [2, %d], got '%s'",
@@ -159,9 +166,12 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     }
     if (o->grouped && o->num_shapes)
         return cli_usage_error("bench: --grouped uses its own tables; drop --shape");
-    if (o->chain && (o->grouped || o->format != OUT_TABLE))
+    if (o->grouped && o->masked_groups)
+        return cli_usage_error("bench: --grouped and --grouped-masked are different tables; "
+                               "pick one");
+    if (o->chain && (o->grouped || o->masked_groups || o->format != OUT_TABLE))
         return cli_usage_error("bench: --chain prints its own table of dense GEMMs; drop "
-                               "--grouped, --csv and --json");
+                               "--grouped, --grouped-masked, --csv and --json");
     return 0;
 }
 
@@ -860,20 +870,44 @@ static void chain_table(bench_env *e) {
     }
 }
 
-#define MAX_GROUPS 8
-static const int grouped_nk[2][2] = {{4096, 7168}, {7168, 2048}};
 static const int contiguous_sets[2][2] = {{4, 8192}, {8, 4096}}; /* groups, rows each */
 static const int masked_sets[3][2] = {{1, 1024}, {2, 512}, {4, 256}};
 
+/* One row of the masked table: g groups of `rows` rows, all valid, expected_m
+ * = rows; the peer is a cuBLASLt call per group. */
+static void masked_row(bench_env *e, int g, int rows, int n, int k) {
+    static int rows_of[CLI_MAX_GROUPS];
+    bench_row *r = &e->rows[e->num_rows];
+    *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = rows, .n = n, .k = k, .groups = g};
+    for (int i = 0; i < g; i++) rows_of[i] = rows;
+    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, rows, n, k, g);
+    spec.masked_m = rows_of;
+    spec.expected_m = rows;
+    bench_problem(e, &spec, true, r);
+    e->num_rows++;
+    emit_row(e, r);
+}
+
+/* --grouped-masked G,M_max: the masked table for each --shape's N and K (its
+ * M is not used), or for the --grouped table's (N, K) pairs. */
+static void masked_table(bench_env *e) {
+    const bench_opts *o = e->o;
+    emit_header(e, QG_GEMM_GROUPED_MASKED, true);
+    for (int i = 0; i < (o->num_shapes ? o->num_shapes : 2); i++)
+        masked_row(e, o->masked_groups, o->masked_rows,
+                   o->num_shapes ? o->shapes[i].n : cli_grouped_nk[i][0],
+                   o->num_shapes ? o->shapes[i].k : cli_grouped_nk[i][1]);
+}
+
 static void grouped_tables(bench_env *e) {
-    int rows_of[MAX_GROUPS];
+    static int rows_of[CLI_MAX_GROUPS];
     emit_header(e, QG_GEMM_GROUPED_CONTIGUOUS, true);
     for (int s = 0; s < 2; s++)
         for (int j = 0; j < 2; j++) {
             int g = contiguous_sets[s][0], rows = contiguous_sets[s][1];
             bench_row *r = &e->rows[e->num_rows];
             *r = (bench_row){.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = rows,
-                             .n = grouped_nk[j][0], .k = grouped_nk[j][1], .groups = g};
+                             .n = cli_grouped_nk[j][0], .k = cli_grouped_nk[j][1], .groups = g};
             for (int i = 0; i < g; i++) rows_of[i] = rows;
             qg_problem_spec spec =
                 base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, r->n, r->k, g);
@@ -894,19 +928,9 @@ static void grouped_tables(bench_env *e) {
         }
     emit_header(e, QG_GEMM_GROUPED_MASKED, false);
     for (int s = 0; s < 3; s++)
-        for (int j = 0; j < 2; j++) {
-            int g = masked_sets[s][0], rows = masked_sets[s][1];
-            bench_row *r = &e->rows[e->num_rows];
-            *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = rows, .n = grouped_nk[j][0],
-                             .k = grouped_nk[j][1], .groups = g};
-            for (int i = 0; i < g; i++) rows_of[i] = rows;
-            qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, rows, r->n, r->k, g);
-            spec.masked_m = rows_of;
-            spec.expected_m = rows;
-            bench_problem(e, &spec, true, r);
-            e->num_rows++;
-            emit_row(e, r);
-        }
+        for (int j = 0; j < 2; j++)
+            masked_row(e, masked_sets[s][0], masked_sets[s][1], cli_grouped_nk[j][0],
+                       cli_grouped_nk[j][1]);
 }
 
 int cli_bench(int argc, char **argv) {
@@ -941,6 +965,7 @@ int cli_bench(int argc, char **argv) {
     fflush(stdout);
 
     if (o.grouped) grouped_tables(&e);
+    else if (o.masked_groups) masked_table(&e);
     else if (!o.chain) dense_table(&e);
 
     if (o.chain) chain_table(&e);

@@ -44,6 +44,12 @@ void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]);
 bool cli_parse_shape(const char *text, cli_shape *out);
 /* A decimal integer in [lo, hi]. */
 bool cli_parse_int(const char *text, long lo, long hi, long *out);
+/* "G,M_max": a group count in [1, CLI_MAX_GROUPS] and rows per group in
+ * [1, 2^20] (masked grouped problems). */
+bool cli_parse_groups_rows(const char *text, int *groups, int *rows);
+#define CLI_MAX_GROUPS 1024
+/* The (N, K) pairs of `qgemm bench --grouped` (and compile's grouped default). */
+extern const int cli_grouped_nk[2][2];
 /* "bm,bn,stages,mc" (mc: none|a|b or 0|1|2 for multicast, k2 for split-K
  * over the cluster's two CTAs) into a zeroed qg_config. */
 bool cli_parse_config(const char *text, qg_config *out);

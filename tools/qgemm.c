@@ -59,6 +59,21 @@ bool cli_parse_shape(const char *text, cli_shape *out) {
     return true;
 }
 
+bool cli_parse_groups_rows(const char *text, int *groups, int *rows) {
+    char buf[64];
+    long g, m;
+    snprintf(buf, sizeof buf, "%s", text ? text : "");
+    char *comma = strchr(buf, ',');
+    if (!comma) return false;
+    *comma = '\0';
+    if (!cli_parse_int(buf, 1, CLI_MAX_GROUPS, &g) || !cli_parse_int(comma + 1, 1, 1L << 20, &m))
+        return false;
+    *groups = (int)g, *rows = (int)m;
+    return true;
+}
+
+const int cli_grouped_nk[2][2] = {{4096, 7168}, {7168, 2048}};
+
 bool cli_parse_config(const char *text, qg_config *out) {
     char buf[128];
     if (strlen(text) >= sizeof buf) return false;
@@ -307,9 +322,8 @@ static int cmd_check(int argc, char **argv) {
 /* qgemm compile                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* Defaults matching `qgemm bench --grouped`: its (N, K) pairs, 32768 rows in
- * total for contiguous problems. */
-static const int grouped_nk[2][2] = {{4096, 7168}, {7168, 2048}};
+/* Contiguous problems' default total rows (the (N, K) pairs are
+ * cli_grouped_nk, as in `qgemm bench --grouped`). */
 #define GROUPED_TOTAL_ROWS 32768
 
 /* Compile q's kernel: the forced configuration when `forced` is not NULL,
@@ -357,19 +371,15 @@ static int cmd_compile(int argc, char **argv) {
                 return cli_usage_error("compile: --shape wants MxNxK, got '%s'", next);
             i++;
         } else if (!strcmp(argv[i], "--grouped-contiguous") && next) {
-            if (!cli_parse_int(next, 1, 1024, &v))
-                return cli_usage_error("compile: --grouped-contiguous wants G in 1..1024, got '%s'", next);
+            if (!cli_parse_int(next, 1, CLI_MAX_GROUPS, &v))
+                return cli_usage_error("compile: --grouped-contiguous wants G in 1..%d, got '%s'",
+                                       CLI_MAX_GROUPS, next);
             contiguous_groups = (int)v, i++;
         } else if (!strcmp(argv[i], "--grouped-masked") && next) {
-            char buf[64];
-            char *comma;
-            long g, mm;
-            snprintf(buf, sizeof buf, "%s", next);
-            comma = strchr(buf, ',');
-            if (!comma || (*comma = '\0', !cli_parse_int(buf, 1, 1024, &g)) ||
-                !cli_parse_int(comma + 1, 1, 1L << 20, &mm))
-                return cli_usage_error("compile: --grouped-masked wants G,M_max, got '%s'", next);
-            masked_groups = (int)g, masked_rows = (int)mm, i++;
+            if (!cli_parse_groups_rows(next, &masked_groups, &masked_rows))
+                return cli_usage_error("compile: --grouped-masked wants G,M_max (G in 1..%d), "
+                                       "got '%s'", CLI_MAX_GROUPS, next);
+            i++;
         } else if (!strcmp(argv[i], "--config") && next) {
             if (!cli_parse_config(next, &config))
                 return cli_usage_error("compile: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "
@@ -424,8 +434,8 @@ static int cmd_compile(int argc, char **argv) {
      * only for masked), or the bench's (N, K) pairs. */
     int count = num_shapes ? num_shapes : 2;
     for (int i = 0; grouped && i < count; i++) {
-        int n = num_shapes ? shapes[i].n : grouped_nk[i][0];
-        int k = num_shapes ? shapes[i].k : grouped_nk[i][1];
+        int n = num_shapes ? shapes[i].n : cli_grouped_nk[i][0];
+        int k = num_shapes ? shapes[i].k : cli_grouped_nk[i][1];
         if (contiguous_groups) {
             int m = num_shapes ? shapes[i].m : GROUPED_TOTAL_ROWS;
             qg_problem q = {QG_GEMM_GROUPED_CONTIGUOUS, m, n, k, contiguous_groups, 0};
@@ -508,6 +518,8 @@ static void usage(FILE *f) {
         "            --runs N        timed runs per GEMM, median reported (>= 20, default 30)\n"
         "            --warmup N      untimed runs first (>= 3, default 5)\n"
         "            --grouped       MoE tables: contiguous and masked grouped GEMMs\n"
+        "            --grouped-masked G,M_max   a masked table instead: G groups of M_max\n"
+        "                            rows (all valid) for each --shape's N and K\n"
         "            --config bm,bn,stages,mc   force a kernel configuration (mc: none|a|b\n"
         "                            multicast, or k2: the cluster's 2 CTAs split K)\n"
         "            --seed N        input seed (default: from the clock, printed)\n"
