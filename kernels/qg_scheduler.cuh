@@ -45,8 +45,9 @@ struct qg_scheduler {
     const int *masked_m;
     int iter;
     /* masked mode: cursor over groups (tile indices only grow). The group's
-     * m-block count is read again from masked_m (an L1 hit) rather than kept:
-     * the math threads of the masked 256x128 tile have no register to spare. */
+     * row count is read again from masked_m (an L1 hit, once per tile) rather
+     * than kept between tiles: the math threads of the masked 256x128 tile
+     * have no register to spare. */
     int cur_group;
     int group_first_tile;
 };
@@ -55,11 +56,6 @@ struct qg_scheduler {
  * host never saw, so a bad value must not make the kernel write past a group. */
 QG_DEVICE int qg_masked_rows(const qg_scheduler &s, int g) {
     return min(max(__ldg(s.masked_m + g), 0), s.shape_m);
-}
-
-/* M-blocks of group g (masked mode). */
-QG_DEVICE int qg_masked_m_blocks(const qg_scheduler &s, int g) {
-    return (qg_masked_rows(s, g) + QG_BLOCK_M - 1) / QG_BLOCK_M;
 }
 
 QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indices,
@@ -106,16 +102,18 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         s.iter++;
 #if QG_KIND == 2
         /* Walk the group cursor forward until idx falls inside it. */
-        int m_blocks = qg_masked_m_blocks(s, s.cur_group);
+        int group_rows = qg_masked_rows(s, s.cur_group);
+        int m_blocks = (group_rows + QG_BLOCK_M - 1) / QG_BLOCK_M;
         while (idx >= s.group_first_tile + m_blocks * QG_NUM_N_BLOCKS) {
             s.group_first_tile += m_blocks * QG_NUM_N_BLOCKS;
             if (++s.cur_group >= QG_NUM_GROUPS) return false;
-            m_blocks = qg_masked_m_blocks(s, s.cur_group);
+            group_rows = qg_masked_rows(s, s.cur_group);
+            m_blocks = (group_rows + QG_BLOCK_M - 1) / QG_BLOCK_M;
         }
         t.group = s.cur_group;
         qg_swizzle(idx - s.group_first_tile, m_blocks, t.m_block, t.n_block);
         t.m_begin = t.m_block * QG_BLOCK_M;
-        t.rows = min(QG_BLOCK_M, qg_masked_rows(s, t.group) - t.m_begin);
+        t.rows = min(QG_BLOCK_M, group_rows - t.m_begin);
         t.tma_store = t.rows == QG_BLOCK_M;
         return true;
 #else
