@@ -13,7 +13,9 @@
  *  - the module-wide num_sms (0 = all SMs) is applied to a context whenever it
  *    has not seen the current value, so contexts created after set_num_sms()
  *    get it too; set_num_sms() checks the value against every existing
- *    context before changing any, so a rejected value changes nothing.
+ *    context before changing any, so a rejected value changes nothing;
+ *  - the module-wide PDL switch (set_pdl) is applied the same way: a context
+ *    is given the current value before its first use after each change.
  */
 #include "qgpy.h"
 
@@ -26,6 +28,8 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static qg_context *g_contexts[QGPY_MAX_DEVICES + 1];
 static int g_applied[QGPY_MAX_DEVICES + 1]; /* num_sms each context was given */
 static int g_num_sms;                       /* module setting; 0 = all SMs */
+static int g_applied_pdl[QGPY_MAX_DEVICES + 1]; /* PDL switch each context was given */
+static int g_pdl;                               /* module setting; 0 = off, 1 = on */
 
 /* With g_lock held and the GIL released. */
 static qg_status get_locked(int slot, qg_context **out)
@@ -38,12 +42,19 @@ static qg_status get_locked(int slot, qg_context **out)
             return st;
         g_contexts[slot] = ctx;
         g_applied[slot] = 0;
+        g_applied_pdl[slot] = 0;
     }
     if (g_applied[slot] != g_num_sms) {
         qg_status st = qg_context_set_num_sms(ctx, g_num_sms);
         if (st != QG_SUCCESS)
             return st;
         g_applied[slot] = g_num_sms;
+    }
+    if (g_applied_pdl[slot] != g_pdl) {
+        qg_status st = qg_context_set_pdl(ctx, g_pdl);
+        if (st != QG_SUCCESS)
+            return st;
+        g_applied_pdl[slot] = g_pdl;
     }
     *out = ctx;
     return QG_SUCCESS;
@@ -110,4 +121,24 @@ int qgpy_get_num_sms_setting(void)
     pthread_mutex_unlock(&g_lock);
     Py_END_ALLOW_THREADS
     return n;
+}
+
+void qgpy_set_pdl(int on)
+{
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&g_lock);
+    g_pdl = on ? 1 : 0; /* applied lazily by get_locked() */
+    pthread_mutex_unlock(&g_lock);
+    Py_END_ALLOW_THREADS
+}
+
+int qgpy_get_pdl_setting(void)
+{
+    int on;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&g_lock);
+    on = g_pdl;
+    pthread_mutex_unlock(&g_lock);
+    Py_END_ALLOW_THREADS
+    return on;
 }

@@ -301,6 +301,34 @@ static PyObject *py_num_sms_setting(PyObject *self, PyObject *noargs)
     return PyLong_FromLong(qgpy_get_num_sms_setting());
 }
 
+static PyObject *py_set_pdl(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (!PyBool_Check(arg)) {
+        qgpy_errorf(PyExc_TypeError, "qgemm: set_pdl wants True or False, got %s",
+                    Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    qgpy_set_pdl(arg == Py_True);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_pdl_setting(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyBool_FromLong(qgpy_get_pdl_setting());
+}
+
+/* What the device's context launches with (after the setting is applied). */
+static PyObject *py_context_pdl(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    qg_context *ctx = context_for_device_arg(arg);
+    if (!ctx)
+        return NULL;
+    return PyBool_FromLong(qg_context_get_pdl(ctx) == 1);
+}
+
 static PyMethodDef methods[] = {
     {"version", py_version, METH_NOARGS, "qg_version_string()"},
     {"m_alignment", py_m_alignment, METH_NOARGS, "qg_m_alignment_for_contiguous_layout()"},
@@ -315,6 +343,9 @@ static PyMethodDef methods[] = {
     {"set_num_sms", py_set_num_sms, METH_O, "set_num_sms(n): 0 = all SMs"},
     {"get_num_sms", py_get_num_sms, METH_O, "get_num_sms(device) -> SMs kernels use there"},
     {"num_sms_setting", py_num_sms_setting, METH_NOARGS, "the value set_num_sms stored"},
+    {"set_pdl", py_set_pdl, METH_O, "set_pdl(on): programmatic dependent launch on every device"},
+    {"pdl_setting", py_pdl_setting, METH_NOARGS, "the value set_pdl stored"},
+    {"context_pdl", py_context_pdl, METH_O, "context_pdl(device) -> whether its GEMMs use PDL"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -95,6 +95,9 @@ qg_context *qgpy_context(int device);
 /* Store n (0 = all SMs) and apply it to every existing device context. */
 int qgpy_set_num_sms(int n);
 int qgpy_get_num_sms_setting(void);
+/* Store the PDL switch (0 or 1); each context gets it before its next use. */
+void qgpy_set_pdl(int on);
+int qgpy_get_pdl_setting(void);
 
 /* ---- errors (module.c) --------------------------------------------------- */
 

@@ -59,6 +59,8 @@ __all__ = [
     "per_block_cast_to_fp8",
     "set_num_sms",
     "get_num_sms",
+    "set_pdl",
+    "get_pdl",
     "ceil_div",
     "compile",
     "select_config",
@@ -120,6 +122,31 @@ def get_num_sms(device: Any = None) -> int:
     """
     n = _C.num_sms_setting()
     return n if n else _C.get_num_sms(_device_ordinal(device))
+
+
+def set_pdl(enabled: bool) -> None:
+    """Launch GEMMs with programmatic dependent launch (PDL) on every device.
+
+    Off by default. When on, a GEMM may be scheduled while the kernel before it
+    on the stream still runs; it waits (``griddepcontrol.wait``) for that
+    kernel to complete before it reads any input or writes D, so the inputs may
+    come from it. It also lets the next PDL-launched kernel start early, which
+    must then wait the same way before reading D (kernels launched without PDL
+    are not affected). Works under CUDA graph capture. Applies to existing
+    contexts and to devices used later. ``enabled``: True/False (or 1/0).
+    """
+    if isinstance(enabled, bool):
+        on = enabled
+    elif isinstance(enabled, int) and enabled in (0, 1):
+        on = bool(enabled)
+    else:
+        raise TypeError(f"qgemm: set_pdl wants True or False, got {enabled!r}")
+    _C.set_pdl(on)
+
+
+def get_pdl() -> bool:
+    """Whether GEMMs launch with programmatic dependent launch (see set_pdl)."""
+    return _C.pdl_setting()
 
 
 def get_device_props(device: Any = None) -> Dict[str, Any]:

@@ -40,3 +40,9 @@ def no_gpu() -> str:
 def reset_num_sms():
     yield
     qgemm.set_num_sms(0)
+
+
+@pytest.fixture
+def reset_pdl():
+    yield
+    qgemm.set_pdl(False)

@@ -165,6 +165,30 @@ def test_num_sms_beyond_the_device_is_rejected_and_changes_nothing(reset_num_sms
     assert qgemm.get_num_sms() == 100
 
 
+# ---- programmatic dependent launch -----------------------------------------------------
+
+
+def test_pdl_setting_reaches_every_context(reset_pdl):
+    assert qgemm.get_pdl() is False
+    qgemm.select_config(128, 256, 512, offline=True)  # the offline context exists
+    assert qgemm._C.context_pdl(qgemm._C.OFFLINE) is False
+    qgemm.set_pdl(True)
+    assert qgemm.get_pdl() is True
+    assert qgemm._C.context_pdl(qgemm._C.OFFLINE) is True
+    qgemm.set_pdl(0)
+    assert qgemm.get_pdl() is False
+    assert qgemm._C.context_pdl(qgemm._C.OFFLINE) is False
+
+
+@pytest.mark.parametrize("bad", [2, -1, "yes", None, 1.0])
+def test_pdl_setting_rejects_non_booleans(reset_pdl, bad):
+    with pytest.raises(TypeError, match="set_pdl wants True or False"):
+        qgemm.set_pdl(bad)
+    with pytest.raises(TypeError, match="set_pdl wants True or False"):
+        qgemm._C.set_pdl(bad)
+    assert qgemm.get_pdl() is False
+
+
 # ---- without a GPU -----------------------------------------------------------------------
 
 

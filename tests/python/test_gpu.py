@@ -399,6 +399,42 @@ def test_num_sms_limits_the_grid(reset_num_sms):
     assert_matches(d, ref, seed, f", num_sms {sms // 2}")
 
 
+def test_pdl_back_to_back_and_in_a_graph(reset_pdl):
+    """With set_pdl(True) the device's context launches with PDL: GEMMs queued
+    back to back on one stream, the second overwriting the first's D and the
+    third reading an input the second's neighbour wrote, keep stream order,
+    and a captured graph replays correctly. (That a PDL launch really waits
+    for a kernel still running is the C test gpu_pdl_waits_for_previous_kernel.)"""
+    qgemm.set_pdl(True)
+    assert qgemm._C.context_pdl(0) is True
+    m, n, k = 128, 2112, 7168
+    seed1, a1, sfa1, b1, sfb1, ref1 = dense_problem(m, n, k)
+    seed2, a2, sfa2, b2, sfb2, ref2 = dense_problem(m, n, k)
+    qgemm.compile(m, n, k)
+    d = torch.empty(m, n, dtype=torch.bfloat16, device=DEV)
+    d1 = torch.empty_like(d)
+    a_late = torch.zeros_like(a2)
+    qgemm.fp8_gemm_nt((a1, sfa1), (b1, sfb1), d1)
+    qgemm.fp8_gemm_nt((a1, sfa1), (b1, sfb1), d)
+    a_late.copy_(a2)
+    qgemm.fp8_gemm_nt((a_late, sfa2), (b2, sfb2), d)  # overwrites D, reads the copy
+    torch.cuda.synchronize()
+    assert_matches(d1, ref1, seed1, " (PDL, first GEMM)")
+    assert_matches(d, ref2, seed2, " (PDL, last GEMM)")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        qgemm.fp8_gemm_nt((a1, sfa1), (b1, sfb1), d)
+        qgemm.fp8_gemm_nt((a2, sfa2), (b2, sfb2), d1)
+    d.fill_(float("nan"))
+    d1.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_matches(d, ref1, seed1, " (PDL, graph replay)")
+    assert_matches(d1, ref2, seed2, " (PDL, graph replay)")
+    qgemm.set_pdl(False)
+    assert qgemm._C.context_pdl(0) is False
+
+
 def test_compile_then_cache():
     info = qgemm.compile(192, 4096, 7168)
     assert info["registers"] > 0 and info["spill_store_bytes"] == 0
