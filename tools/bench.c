@@ -14,7 +14,8 @@
  *      region), check against the same reference and against qgemm's D.
  *      Grouped problems use one cuBLASLt call per group;
  *   5. time qgemm and cuBLASLt in turn, run for run (qgemm alone when the
- *      peer is n/a).
+ *      peer is n/a); a contiguous row's dense comparison (qgemm dense at the
+ *      same total M) is timed in the same turns, a third GEMM each round.
  * Timing (qg__time_interleaved_us): warm-up runs, then every timed run is
  * preceded by an L2 flush outside the CUDA events around it (--flush clean,
  * the default: a write and then a read of twice the L2, so the timed kernel
@@ -100,6 +101,11 @@ typedef struct {
     bench_row *rows;
     int num_rows;
     int chain_failures;   /* --chain rows that failed their check or errored */
+    /* A GEMM timed in turn with the next problem's (contiguous rows: dense
+     * qgemm at the same total M), so that both see the same clocks. */
+    const void *companion;
+    bool companion_ran;
+    qg_timing companion_t;
 } bench_env;
 
 /* ------------------------------------------------------------------------ */
@@ -339,6 +345,17 @@ static bool group_rows(const qg_problem_data *p, int g, int64_t *row0, int *rows
     return count == 0 || last - first + 1 == count;
 }
 
+/* qg__time_interleaved_us over fns (room for one more), plus e->companion
+ * (a qgemm_call) when one is set, whose timing goes to e->companion_t. */
+static qg_status time_in_turn(bench_env *e, int count, qg_timed_fn fns[QG_TIME_MAX_FNS],
+                              void *users[QG_TIME_MAX_FNS], qg_timing t[QG_TIME_MAX_FNS]) {
+    if (e->companion) fns[count] = run_qgemm, users[count] = (void *)e->companion, count++;
+    qg_status st = qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, count, fns, users,
+                                           e->o->warmup, e->o->runs, t);
+    if (st == QG_SUCCESS && e->companion) e->companion_t = t[count - 1], e->companion_ran = true;
+    return st;
+}
+
 /* Step 4 of the header: cuBLASLt on the same buffers, checked, then timed in
  * turn with qgemm (`q`), run for run. */
 static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qgemm_call *q,
@@ -377,11 +394,10 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
         row->diff_c = res.diff;
         row->diff_qc = dq ? diff_outputs(p, dq) : NAN;
         peer_call call = {plans, count};
-        const qg_timed_fn fns[2] = {run_qgemm, run_peer};
-        void *const users[2] = {q, &call};
-        qg_timing t[2];
-        if (qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, 2, fns, users, e->o->warmup, e->o->runs,
-                                    t) != QG_SUCCESS) {
+        qg_timed_fn fns[QG_TIME_MAX_FNS] = {run_qgemm, run_peer};
+        void *users[QG_TIME_MAX_FNS] = {q, &call};
+        qg_timing t[QG_TIME_MAX_FNS];
+        if (time_in_turn(e, 2, fns, users, t) != QG_SUCCESS) {
             snprintf(row->c_note, sizeof row->c_note, "timing: %s", qg_last_error());
         } else {
             row->q_ran = row->c_ran = true;
@@ -401,24 +417,33 @@ static void row_error(bench_row *row, const char *doing) {
     snprintf(row->error, sizeof row->error, "%s: %s", doing, qg_last_error());
 }
 
-/* Steps 1-3 (and 4 when with_peer) of the header for one problem. */
-static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_peer,
-                          bench_row *row) {
-    qg_problem_data *p = NULL;
-    uint16_t *dq = NULL;
+/* A problem made ready to time: created, compiled, run once and checked. */
+typedef struct {
+    qg_problem_data *p;
+    qg_config cfg;   /* what it runs with (call.cfg points here under --config) */
+    qgemm_call call;
+} ready_problem;
+
+/* Steps 1-3 of the header. @return true when qgemm ran (row->pass says
+ * whether its check passed); false with row->error set. rp->p is to be freed
+ * either way (qg__problem_free accepts NULL). */
+static bool prepare(bench_env *e, const qg_problem_spec *spec, bench_row *row, ready_problem *rp) {
+    memset(rp, 0, sizeof *rp);
     row->diff_q = row->diff_c = row->diff_qc = NAN;
-    if (qg__problem_create(&p, e->ctx, spec) != QG_SUCCESS) {
+    if (qg__problem_create(&rp->p, e->ctx, spec) != QG_SUCCESS) {
         row_error(row, "creating the problem");
-        return;
+        return false;
     }
+    qg_problem_data *p = rp->p;
     workload(p, row);
     qg_problem q = cli_problem_of(p);
     qg_config cfg;
-    const qg_config *force = e->o->have_cfg ? &cfg : NULL;
+    const qg_config *force = e->o->have_cfg ? &rp->cfg : NULL;
     qg_status s = cli_config_for(e->ctx, &q, e->o->have_cfg ? &e->o->cfg : NULL, &cfg);
+    rp->cfg = cfg;
     if (s != QG_SUCCESS) {
         row_error(row, force ? "checking --config" : "selecting a configuration");
-        goto done;
+        return false;
     }
     snprintf(row->config, sizeof row->config, "%d,%d,%d,%s", cfg.block_m, cfg.block_n,
              cfg.num_stages, cli_cluster_name(&cfg));
@@ -426,17 +451,17 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
             p->n, p->k, p->num_groups > 1 ? " (grouped)" : "");
     if (qg_compile(e->ctx, &q, force, &row->jit) != QG_SUCCESS) {
         row_error(row, "compiling");
-        goto done;
+        return false;
     }
     row->jit_done = true;
 
-    qgemm_call call = {e->ctx, p->kind, qg__problem_args(p), force};
+    rp->call = (qgemm_call){e->ctx, p->kind, qg__problem_args(p), force};
     qg_check_result res;
     if (qg__problem_poison(e->ctx, p, e->stream) != QG_SUCCESS ||
-        run_qgemm(&call, e->stream) != QG_SUCCESS ||
+        run_qgemm(&rp->call, e->stream) != QG_SUCCESS ||
         qg__problem_check(e->ctx, p, &res) != QG_SUCCESS) {
         row_error(row, "running and checking qgemm");
-        goto done;
+        return false;
     }
     row->diff_q = res.diff;
     row->pass = res.diff < CLI_DIFF_BOUND && res.nan_count == 0 && res.unwritten_count == 0 &&
@@ -446,22 +471,36 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
                  "check failed: diff %.3e, nan %lld, unwritten %lld, modified %lld of %lld",
                  res.diff, (long long)res.nan_count, (long long)res.unwritten_count,
                  (long long)res.modified_count, (long long)res.checked);
+    return true;
+}
+
+/* Steps 1-5 of the header for one problem (4 when with_peer), timed in turn
+ * with e->companion when one is set. */
+static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_peer,
+                          bench_row *row) {
+    ready_problem rp;
+    uint16_t *dq = NULL;
+    if (!prepare(e, spec, row, &rp)) goto done;
+    qg_problem_data *p = rp.p;
     dq = malloc(p->d_bytes);
     if (dq) memcpy(dq, p->d, p->d_bytes);
-    if (with_peer && e->peer) bench_peer(e, p, dq, &call, row);
+    if (with_peer && e->peer) bench_peer(e, p, dq, &rp.call, row);
     else if (with_peer) snprintf(row->c_note, sizeof row->c_note, "%s", e->peer_note);
     if (!row->q_ran) { /* no peer, or it could not be run: qgemm alone */
-        if (qg__time_us(e->ctx, e->stream, e->o->flush, run_qgemm, &call, e->o->warmup, e->o->runs,
-                        &row->qt) != QG_SUCCESS) {
+        qg_timed_fn fns[QG_TIME_MAX_FNS] = {run_qgemm};
+        void *users[QG_TIME_MAX_FNS] = {&rp.call};
+        qg_timing t[QG_TIME_MAX_FNS];
+        if (time_in_turn(e, 1, fns, users, t) != QG_SUCCESS) {
             row_error(row, "timing qgemm");
             row->pass = false;
             goto done;
         }
+        row->qt = t[0];
         row->q_ran = true;
     }
 done:
     free(dq);
-    qg__problem_free(p);
+    qg__problem_free(rp.p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -478,7 +517,7 @@ static void shape_label(const bench_row *r, char *buf, size_t len) {
 static void table_header(qg_gemm_kind kind) {
     if (kind == QG_GEMM_GROUPED_CONTIGUOUS)
         printf("\ncontiguous grouped GEMM (groups x rows, N x K); dense = qgemm dense at the same "
-               "total M\n");
+               "total M (TFLOPS), timed in turn with the grouped GEMM and cuBLASLt\n");
     else if (kind == QG_GEMM_GROUPED_MASKED)
         printf("\nmasked grouped GEMM (groups x M_max, N x K), all rows valid; cuBLASLt: one call "
                "per group\n");
@@ -912,17 +951,22 @@ static void grouped_tables(bench_env *e) {
             qg_problem_spec spec =
                 base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, r->n, r->k, g);
             spec.group_m = rows_of;
-            bench_problem(e, &spec, true, r);
-            /* qgemm dense at the same total M, for the grouped-vs-dense ratio. */
+            /* qgemm dense at the same total M, for the grouped-vs-dense ratio:
+             * timed in turn with the grouped GEMM and its peer, run for run. */
             bench_row dense = {.kind = QG_GEMM_DENSE};
+            ready_problem drp;
             qg_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, r->n, r->k, 1);
-            bench_problem(e, &dspec, false, &dense);
-            r->dense_ran = dense.q_ran;
-            r->dense_pass = dense.pass;
-            r->dense_us = dense.qt.median_us;
+            e->companion = prepare(e, &dspec, &dense, &drp) ? &drp.call : NULL;
+            e->companion_ran = false;
+            bench_problem(e, &spec, true, r);
+            e->companion = NULL;
+            r->dense_ran = e->companion_ran;
+            r->dense_pass = dense.pass && e->companion_ran;
+            r->dense_us = e->companion_t.median_us;
             r->dense_flops = dense.flops;
             if (dense.error[0])
                 fprintf(stderr, "qgemm: dense %dx%dx%d: %s\n", g * rows, r->n, r->k, dense.error);
+            qg__problem_free(drp.p);
             e->num_rows++;
             emit_row(e, r);
         }
