@@ -437,16 +437,13 @@ static bool prepare(bench_env *e, const qg_problem_spec *spec, bench_row *row, r
     qg_problem_data *p = rp->p;
     workload(p, row);
     qg_problem q = cli_problem_of(p);
-    qg_config cfg;
     const qg_config *force = e->o->have_cfg ? &rp->cfg : NULL;
-    qg_status s = cli_config_for(e->ctx, &q, e->o->have_cfg ? &e->o->cfg : NULL, &cfg);
-    rp->cfg = cfg;
-    if (s != QG_SUCCESS) {
+    if (cli_config_for(e->ctx, &q, force ? &e->o->cfg : NULL, &rp->cfg) != QG_SUCCESS) {
         row_error(row, force ? "checking --config" : "selecting a configuration");
         return false;
     }
-    snprintf(row->config, sizeof row->config, "%d,%d,%d,%s", cfg.block_m, cfg.block_n,
-             cfg.num_stages, cli_cluster_name(&cfg));
+    snprintf(row->config, sizeof row->config, "%d,%d,%d,%s", rp->cfg.block_m, rp->cfg.block_n,
+             rp->cfg.num_stages, cli_cluster_name(&rp->cfg));
     fprintf(stderr, "compiling kernel for %s %dx%dx%d%s ...\n", cli_kind_name(p->kind), p->m,
             p->n, p->k, p->num_groups > 1 ? " (grouped)" : "");
     if (qg_compile(e->ctx, &q, force, &row->jit) != QG_SUCCESS) {
@@ -464,13 +461,12 @@ static bool prepare(bench_env *e, const qg_problem_spec *spec, bench_row *row, r
         return false;
     }
     row->diff_q = res.diff;
-    row->pass = res.diff < CLI_DIFF_BOUND && res.nan_count == 0 && res.unwritten_count == 0 &&
-                res.modified_count == 0;
-    if (!row->pass)
-        snprintf(row->error, sizeof row->error,
-                 "check failed: diff %.3e, nan %lld, unwritten %lld, modified %lld of %lld",
-                 res.diff, (long long)res.nan_count, (long long)res.unwritten_count,
-                 (long long)res.modified_count, (long long)res.checked);
+    row->pass = qg__check_passed(&res, CLI_DIFF_BOUND);
+    if (!row->pass) {
+        char desc[256];
+        snprintf(row->error, sizeof row->error, "check failed: %s",
+                 qg__check_describe(&res, desc, sizeof desc));
+    }
     return true;
 }
 

@@ -112,15 +112,21 @@ int qgpy_set_num_sms(int n)
                        bad_count, bad_slot);
 }
 
-int qgpy_get_num_sms_setting(void)
+/* *value, read under g_lock (taken with the GIL released). */
+static int read_setting(const int *value)
 {
-    int n;
+    int v;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&g_lock);
-    n = g_num_sms;
+    v = *value;
     pthread_mutex_unlock(&g_lock);
     Py_END_ALLOW_THREADS
-    return n;
+    return v;
+}
+
+int qgpy_get_num_sms_setting(void)
+{
+    return read_setting(&g_num_sms);
 }
 
 void qgpy_set_pdl(int on)
@@ -134,11 +140,5 @@ void qgpy_set_pdl(int on)
 
 int qgpy_get_pdl_setting(void)
 {
-    int on;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&g_lock);
-    on = g_pdl;
-    pthread_mutex_unlock(&g_lock);
-    Py_END_ALLOW_THREADS
-    return on;
+    return read_setting(&g_pdl);
 }
