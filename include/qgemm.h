@@ -57,10 +57,10 @@ struct CUstream_st;
 
 #define QG_VERSION_MAJOR 0
 #define QG_VERSION_MINOR 2
-#define QG_VERSION_PATCH 2
+#define QG_VERSION_PATCH 3
 #define QG_VERSION_NUMBER \
     (QG_VERSION_MAJOR * 10000 + QG_VERSION_MINOR * 100 + QG_VERSION_PATCH)
-#define QG_VERSION_STRING "0.2.2"
+#define QG_VERSION_STRING "0.2.3"
 
 /** @return QG_VERSION_NUMBER of the library actually linked. */
 QG_API unsigned qg_version(void);
@@ -154,7 +154,10 @@ QG_API int qg_context_get_num_sms(const qg_context *ctx);
  * stream is still running, and set up its shared memory and barriers in that
  * time; before it reads any input or writes D it waits (griddepcontrol.wait)
  * until that kernel has completed and its memory operations are visible, so
- * the inputs may come from it. Each GEMM also lets the next PDL-launched
+ * the inputs may come from it. (A dense GEMM of one M block asks for the first
+ * K blocks of B to be prefetched into L2 before that wait, since 0.2.3: a
+ * hint only, L2 being where every write lands, so B may come from that kernel
+ * too.) Each GEMM also lets the next PDL-launched
  * kernel on its stream be scheduled early; such a kernel must wait the same
  * way before it reads D (kernels launched without PDL are not affected).
  * Works under CUDA graph capture. Off (0) by default.

@@ -2,17 +2,19 @@
  * pdl_probe.cuh -- test kernels for programmatic dependent launch
  * (src/harness.c, qg__pdl_probe; tests/test_gemm_gpu.c).
  *
- * qg_pdl_slow_copy_kernel copies A back into place with one CTA, slowly
- * (each pass of the loop waits for its loads, ~1 us, and moves 2 KB), after
- * letting the kernels that depend on it be scheduled at once
- * (griddepcontrol.launch_dependents). A PDL-launched GEMM behind it therefore
- * runs while A is still being written, and computes the right D only if it
- * waits (griddepcontrol.wait) before reading its inputs.
+ * qg_pdl_slow_copy_kernel copies an operand (A, or B) back into place with
+ * one CTA, slowly (each pass of the loop waits for its loads, ~1 us, and
+ * moves 1 KB), after letting the kernels that depend on it be scheduled at
+ * once (griddepcontrol.launch_dependents). A PDL-launched GEMM behind it
+ * therefore runs while the operand is still being written, and computes the
+ * right D only if it waits (griddepcontrol.wait) before reading its inputs --
+ * and, for B, only if what it prefetched into L2 before the wait is current
+ * when it loads it.
  *
  * qg_pdl_reader_kernel is the control: launched with PDL behind the same
- * copy, it reads A without waiting and counts the 16-byte words that differ
- * from the final A. A nonzero count shows that the dependent kernel really
- * ran during the copy, i.e. that the GEMM test above can fail.
+ * copy, it reads the operand without waiting and counts the 16-byte words
+ * that differ from the final one. A nonzero count shows that the dependent
+ * kernel really ran during the copy, i.e. that the GEMM test above can fail.
  *
  * Compiled by the library's NVRTC JIT (-default-device, sm_90a); uses no
  * headers.

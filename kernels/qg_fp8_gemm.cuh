@@ -292,7 +292,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    uint16_t *__restrict__ d, int64_t ldd,
                    const int *__restrict__ m_indices,
                    const int *__restrict__ masked_m,
-                   int shape_m) {
+                   int shape_m, int prefetch_kb) {
     /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
@@ -338,6 +338,28 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #endif
         qg_fence_proxy_async_shared();
         qg_fence_mbarrier_init();
+#if QG_KIND == 0
+        /* Launched with PDL, the host asks for the first prefetch_kb K blocks
+         * of this CTA's first B tile (the weights) to be fetched into L2 now,
+         * while the grid may still wait for the previous kernel below: the
+         * DRAM latency and the first bytes overlap that kernel's tail. The
+         * dense scheduler reads no memory, so the tile is known here. */
+        if (prefetch_kb > 0) {
+            qg_scheduler first_sched;
+            qg_scheduler_init(first_sched, shape_m, m_indices, masked_m);
+            qg_tile first;
+            if (qg_scheduler_next(first_sched, first)) {
+#if QG_MULTICAST == 2
+                const int b_row = first.n_block * QG_BLOCK_N + qg_cluster_ctarank() * QG_B_LOAD_ROWS;
+#else
+                const int b_row = first.n_block * QG_BLOCK_N;
+#endif
+                const int kb_stop = min(kb_end, kb_begin + prefetch_kb);
+                for (int kb = kb_begin; kb < kb_stop; ++kb)
+                    qg_tma_prefetch_l2_2d(&tmap_b, kb * QG_BLOCK_K, b_row);
+            }
+        }
+#endif
     }
 #if QG_CLUSTER > 1
     qg_cluster_sync();

@@ -103,6 +103,15 @@ QG_DEVICE void qg_tma_prefetch_descriptor(const qg_tensor_map *map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
 }
 
+/* Global -> L2 only (cp.async.bulk.prefetch.tensor): a hint that writes no
+ * shared memory and orders nothing. L2 is the device's point of coherence,
+ * so a line it holds early is still current after any later write to it:
+ * the prefetch is safe even before griddepcontrol.wait. */
+QG_DEVICE void qg_tma_prefetch_l2_2d(const qg_tensor_map *map, int32_t c0, int32_t c1) {
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];"
+                 ::"l"((uint64_t)map), "r"(c0), "r"(c1) : "memory");
+}
+
 /* Global -> this CTA's shared memory (1-D tensor); completes `bar` with the
  * box's bytes, out-of-bounds elements included (filled with zeros). */
 QG_DEVICE void qg_tma_load_1d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0) {

@@ -46,6 +46,26 @@ int qg_m_alignment_for_contiguous_layout(void) { return QG_CONTIGUOUS_ALIGNMENT;
 
 int64_t qg_sfa_ld(int64_t m) { return m < 0 ? 0 : (m + 3) / 4 * 4; }
 
+/* ---- weights into L2 during the PDL wait ---------------------------------- */
+
+/* Measured with chains of 8 GEMMs (bench/results/2026-11-22-explore13/, runs
+ * 3-5): 1-4 K blocks gain 6-7% at K = 512 and 2-4% at N = 24576, K = 1536,
+ * 0-1% elsewhere; 24 MiB over the grid made chains up to 1.3x slower (demand
+ * loads that reach a line still in flight seem to fetch it again), and so did
+ * a small prefetch where two CTAs read each B tile (256x7168x2048: 4% slower)
+ * and with split-K (1-3%). */
+int qg__pdl_prefetch_kb(const qg_problem *p, const qg_config *cfg, const qg_kernel_plan *plan,
+                        int grid) {
+    if (p->kind != QG_GEMM_DENSE || plan->split_k != 1 || p->m > cfg->block_m || grid < 1)
+        return 0;
+    const int b_box = cfg->multicast == QG_MULTICAST_B ? cfg->block_n / plan->cluster_size
+                                                       : cfg->block_n;
+    const long long per_kb = (long long)grid * b_box * 128; /* one K block of every CTA's B */
+    const long long fit = (6ll << 20) / per_kb;
+    const int kb = fit < 1 ? 1 : fit > 4 ? 4 : (int)fit;
+    return kb < plan->num_k_blocks ? kb : plan->num_k_blocks;
+}
+
 /* ---- kernel source ------------------------------------------------------ */
 
 /* The short source the JIT compiles: the problem and config as macros, the
@@ -490,8 +510,9 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     CUdeviceptr masked_m = (CUdeviceptr)(uintptr_t)a->masked_m;
     int64_t ldd = a->ldd;
     int shape_m = a->m;
+    int prefetch_kb = pdl ? qg__pdl_prefetch_kb(&p, cfg, plan, grid) : 0;
     void *params[] = {&map_a, &map_b, &map_sfa, &map_sfb, &map_d, &sfb,
-                      &d, &ldd, &m_indices, &masked_m, &shape_m};
+                      &d, &ldd, &m_indices, &masked_m, &shape_m, &prefetch_kb};
 
     CUlaunchAttribute attrs[2];
     CUlaunchConfig lc;

@@ -760,10 +760,13 @@ static qg_status load_helper_kernel(qg_context *ctx, const char *header, const c
                                     CUmodule *module, CUfunction *fn);
 
 qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
-                        CUstream stream, unsigned *control_differing, qg_check_result *res) {
-    if (!p || !p->ctx || p->kind == QG_GEMM_GROUPED_MASKED || !control_differing || !res)
+                        CUstream stream, char operand, unsigned *control_differing,
+                        qg_check_result *res) {
+    if (!p || !p->ctx || p->kind == QG_GEMM_GROUPED_MASKED || !control_differing || !res ||
+        (operand != 'A' && operand != 'B'))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "qg__pdl_probe: expected an uploaded dense or contiguous problem");
+                        "qg__pdl_probe: expected an uploaded dense or contiguous problem and "
+                        "operand 'A' or 'B'");
     memset(res, 0, sizeof *res);
     *control_differing = 0;
     qg_status st = ctx_push(ctx);
@@ -772,15 +775,18 @@ qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cf
     CUmodule module = NULL;
     CUfunction copy_fn, read_fn;
     CUdeviceptr saved = 0, counter = 0;
-    unsigned long long words = p->a_bytes / 16; /* lda is a multiple of 16 */
+    /* The operand the slow copy writes (lda and ldb are multiples of 16). */
+    CUdeviceptr *target = operand == 'A' ? &p->dev_a : &p->dev_b;
+    const size_t bytes = operand == 'A' ? p->a_bytes : p->b_bytes;
+    unsigned long long words = bytes / 16;
     if ((st = load_helper_kernel(ctx, "pdl_probe.cuh", "qg_pdl_slow_copy_kernel", &module,
                                  &copy_fn)) != QG_SUCCESS)
         goto done;
     CU_TRY(drv->cuModuleGetFunction(&read_fn, module, "qg_pdl_reader_kernel"),
            "cuModuleGetFunction(qg_pdl_reader_kernel)");
-    CU_TRY(drv->cuMemAlloc(&saved, p->a_bytes), "cuMemAlloc(copy of A)");
+    CU_TRY(drv->cuMemAlloc(&saved, bytes), "cuMemAlloc(copy of the operand)");
     CU_TRY(drv->cuMemAlloc(&counter, sizeof(unsigned)), "cuMemAlloc(counter)");
-    CU_TRY(drv->cuMemcpyDtoD(saved, p->dev_a, p->a_bytes), "cuMemcpyDtoD(A)");
+    CU_TRY(drv->cuMemcpyDtoD(saved, *target, bytes), "cuMemcpyDtoD(operand)");
     CU_TRY(drv->cuMemsetD8(counter, 0, sizeof(unsigned)), "cuMemsetD8(counter)");
 
     CUlaunchAttribute pdl_attr;
@@ -792,10 +798,10 @@ qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cf
     CUlaunchConfig reader = {.gridDimX = 132, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256,
                              .blockDimY = 1, .blockDimZ = 1, .hStream = stream,
                              .attrs = &pdl_attr, .numAttrs = 1};
-    void *copy_params[] = {&p->dev_a, &saved, &words};
-    void *read_params[] = {&p->dev_a, &saved, &words, &counter};
+    void *copy_params[] = {target, &saved, &words};
+    void *read_params[] = {target, &saved, &words, &counter};
     for (int pass = 0; pass < 2; pass++) {
-        CU_TRY(drv->cuMemsetD8Async(p->dev_a, 0, p->a_bytes, stream), "cuMemsetD8Async(A)");
+        CU_TRY(drv->cuMemsetD8Async(*target, 0, bytes, stream), "cuMemsetD8Async(operand)");
         if (pass == 1 && (st = qg__problem_poison(ctx, p, stream)) != QG_SUCCESS) goto done;
         CU_TRY(drv->cuLaunchKernelEx(&one_cta, copy_fn, copy_params, NULL),
                "launching qg_pdl_slow_copy_kernel");
@@ -814,7 +820,7 @@ qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cf
 done:
     if (st != QG_SUCCESS) drv->cuStreamSynchronize(stream); /* nothing in flight uses them */
     if (saved) {
-        drv->cuMemcpyDtoD(p->dev_a, saved, p->a_bytes); /* A as uploaded, whatever happened */
+        drv->cuMemcpyDtoD(*target, saved, bytes); /* as uploaded, whatever happened */
         drv->cuMemFree(saved);
     }
     if (counter) drv->cuMemFree(counter);

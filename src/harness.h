@@ -216,15 +216,16 @@ qg_status qg__gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args
 qg_status qg__problem_run_check(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
                                 CUstream stream, qg_check_result *res);
 /* Programmatic dependent launch, end to end (tests; kernels/pdl_probe.cuh):
- * A is zeroed, then a slow one-CTA kernel that lets its dependents start at
- * once copies the real A back. Control: a PDL-launched kernel that reads A
- * without waiting counts the 16-byte words it saw differ (*control_differing;
- * > 0 shows the dependent ran during the copy). Then the same again with p's
- * GEMM (cfg, NULL = heuristic) behind the copy, launched the way ctx says
- * (qg_context_set_pdl), and qg__problem_check into res. Dense or contiguous
- * problems (A of M rows), uploaded. */
+ * the operand ('A' or 'B') is zeroed, then a slow one-CTA kernel that lets
+ * its dependents start at once copies the real one back. Control: a
+ * PDL-launched kernel that reads the operand without waiting counts the
+ * 16-byte words it saw differ (*control_differing; > 0 shows the dependent ran
+ * during the copy). Then the same again with p's GEMM (cfg, NULL = heuristic)
+ * behind the copy, launched the way ctx says (qg_context_set_pdl), and
+ * qg__problem_check into res. Dense or contiguous problems, uploaded. */
 qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
-                        CUstream stream, unsigned *control_differing, qg_check_result *res);
+                        CUstream stream, char operand, unsigned *control_differing,
+                        qg_check_result *res);
 /* The pass rule of the GPU tests: diff and every group's diff below `bound`
  * (1e-5 against this reference), no NaN, nothing unwritten, nothing modified
  * that must keep the poison. */

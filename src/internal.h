@@ -154,6 +154,12 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan);
 int qg__max_block_n(qg_gemm_kind kind, int block_m);
+/* K blocks of its first B tile each CTA prefetches into L2 before
+ * griddepcontrol.wait when the GEMM is launched with PDL (kernel argument
+ * prefetch_kb; 0: none). Dense problems of one m-block without split-K only:
+ * about 6 MiB of B over a grid of `grid` CTAs, 1 to 4 K blocks a CTA. */
+int qg__pdl_prefetch_kb(const qg_problem *p, const qg_config *cfg, const qg_kernel_plan *plan,
+                        int grid);
 /* Dynamic shared memory of a kernel; sfb_slots: 128-byte SFB slots per stage
  * (the SFB rows a tile touches when SFB goes through shared memory, else 0). */
 size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_slots);

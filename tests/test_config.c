@@ -538,3 +538,35 @@ TEST(config_split_k) {
     qg_context_destroy(ctx);
     PASS();
 }
+
+/* The B prefetch under PDL (qg__pdl_prefetch_kb): dense problems of one
+ * m-block without split-K only, 1 to 4 K blocks a CTA, about 6 MiB of B over
+ * the grid, never more K blocks than K has. */
+TEST(config_pdl_prefetch) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const struct { int m, n, k; qg_gemm_kind kind; int groups; int bm, bn, split; int grid, want; } cases[] = {
+        {64, 4096, 7168, QG_GEMM_DENSE, 1, 64, 32, 1, 128, 4},    /* 2 MiB for 4 K blocks */
+        {128, 32768, 512, QG_GEMM_DENSE, 1, 128, 128, 1, 132, 2}, /* 132 x 16 KiB a K block */
+        {64, 24576, 1536, QG_GEMM_DENSE, 1, 64, 96, 1, 132, 3},
+        {64, 65536, 7168, QG_GEMM_DENSE, 1, 64, 64, 1, 1024, 1},  /* at least one */
+        {64, 4096, 256, QG_GEMM_DENSE, 1, 64, 32, 1, 128, 2},     /* K has two K blocks */
+        {129, 4096, 7168, QG_GEMM_DENSE, 1, 128, 32, 1, 132, 0},  /* two m-blocks */
+        {64, 2112, 7168, QG_GEMM_DENSE, 1, 64, 32, 2, 132, 0},    /* split-K */
+        {4096, 7168, 2048, QG_GEMM_DENSE, 1, 256, 128, 1, 132, 0},
+        {128, 4096, 7168, QG_GEMM_GROUPED_CONTIGUOUS, 4, 128, 32, 1, 128, 0},
+        {64, 4096, 7168, QG_GEMM_GROUPED_MASKED, 4, 64, 32, 1, 132, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qg_problem p = {cases[i].kind, cases[i].m, cases[i].n, cases[i].k, cases[i].groups, 0};
+        qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn, .split_k = cases[i].split};
+        qg_kernel_plan plan;
+        CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "case %zu: %s", i,
+              qg_last_error());
+        const int kb = qg__pdl_prefetch_kb(&p, &cfg, &plan, cases[i].grid);
+        CHECK(kb == cases[i].want, "case %zu (%dx%dx%d, %dx%d, split %d): %d K blocks, want %d",
+              i, p.m, p.n, p.k, cfg.block_m, cfg.block_n, cfg.split_k, kb, cases[i].want);
+    }
+    qg_context_destroy(ctx);
+    PASS();
+}

@@ -11,6 +11,7 @@
 #include "qg_test.h"
 #include "forced.h"
 #include "harness.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -247,12 +248,16 @@ TEST(gpu_split_k_edges) {
 
 /* ---- programmatic dependent launch --------------------------------------- */
 
-/* A PDL-launched GEMM behind a kernel that is still writing A (and lets its
- * dependents start at once) must wait for it: with the context's PDL on, D is
- * right. The control run shows that a PDL-launched kernel that does not wait
- * really overlaps the copy (it sees A differ), so the check above can fail.
- * Shapes: a split-K cluster launch (100x2112x7168), a 128-row tile and a
- * 256x128 one (the heuristic's choices; printed). */
+/* A PDL-launched GEMM behind a kernel that is still writing one of its
+ * operands (and lets its dependents start at once) must wait for it: with the
+ * context's PDL on, D is right. The control run shows that a PDL-launched
+ * kernel that does not wait really overlaps the copy (it sees the operand
+ * differ), so the check can fail. Shapes: a split-K cluster launch
+ * (100x2112x7168), a 128-row tile and a 256x128 one (the heuristic's choices;
+ * printed), each behind a copy of A; and two GEMMs of one m-block, which
+ * prefetch B into L2 before their wait (qg__pdl_prefetch_kb, checked > 0),
+ * one behind a copy of A and one behind a copy of B itself: what the
+ * prefetch brought in early must not be what the GEMM multiplies. */
 TEST(gpu_pdl_waits_for_previous_kernel) {
     if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
     qg_context *ctx;
@@ -261,26 +266,34 @@ TEST(gpu_pdl_waits_for_previous_kernel) {
     CHECK(qg_context_get_pdl(ctx) == 0, "PDL must be off by default");
     CHECK(qg_context_set_pdl(ctx, 1) == QG_SUCCESS && qg_context_get_pdl(ctx) == 1, "%s",
           qg_last_error());
-    static const int shapes[][3] = {{100, 2112, 7168}, {257, 576, 1536}, {1000, 4096, 2048}};
+    static const struct { int m, n, k; char operand; bool prefetch; } cases[] = {
+        {100, 2112, 7168, 'A', false}, {257, 576, 1536, 'A', false},
+        {1000, 4096, 2048, 'A', false}, {64, 4096, 2048, 'A', true},
+        {40, 512, 1152, 'B', true}};
     int failures = 0;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = shapes[i][0], .n = shapes[i][1],
-                                .k = shapes[i][2], .num_groups = 1, .seed = 700 + i,
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = cases[i].m, .n = cases[i].n,
+                                .k = cases[i].k, .num_groups = 1, .seed = 700 + i,
                                 .scale_spread = 3};
         qg_problem_data *p = NULL;
         CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
         qg_problem prob = {QG_GEMM_DENSE, spec.m, spec.n, spec.k, 1, 0};
         qg_config cfg;
+        qg_kernel_plan plan;
         CHECK(qg_select_config(ctx, &prob, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qg__plan(&ctx->props, &prob, &cfg, &plan) == QG_SUCCESS, "%s", qg_last_error());
+        const int prefetch_kb = qg__pdl_prefetch_kb(&prob, &cfg, &plan, cfg.num_sms);
         unsigned differing = 0;
         qg_check_result res;
         char desc[256];
-        qg_status st = qg__pdl_probe(ctx, p, NULL, stream, &differing, &res);
-        const bool ok = st == QG_SUCCESS && differing > 0 && qg__check_passed(&res, DIFF_BOUND);
-        printf("    %s %dx%dx%d (block %dx%d, multicast %d, split-K %d): control saw %u of %zu "
-               "words of A still old; GEMM %s\n", ok ? "ok  " : "FAIL", spec.m, spec.n, spec.k,
-               cfg.block_m, cfg.block_n, (int)cfg.multicast, cfg.split_k, differing,
-               p->a_bytes / 16,
+        qg_status st = qg__pdl_probe(ctx, p, NULL, stream, cases[i].operand, &differing, &res);
+        const bool ok = st == QG_SUCCESS && differing > 0 && qg__check_passed(&res, DIFF_BOUND) &&
+                        (prefetch_kb > 0) == cases[i].prefetch;
+        printf("    %s %dx%dx%d (block %dx%d, multicast %d, split-K %d, B prefetch %d K blocks): "
+               "control saw %u of %zu words of %c still old; GEMM %s\n", ok ? "ok  " : "FAIL",
+               spec.m, spec.n, spec.k, cfg.block_m, cfg.block_n, (int)cfg.multicast, cfg.split_k,
+               prefetch_kb, differing, (cases[i].operand == 'A' ? p->a_bytes : p->b_bytes) / 16,
+               cases[i].operand,
                st != QG_SUCCESS ? qg_last_error() : qg__check_describe(&res, desc, sizeof desc));
         failures += !ok;
         qg__problem_free(p);
@@ -288,7 +301,8 @@ TEST(gpu_pdl_waits_for_previous_kernel) {
     CHECK(qg_context_set_pdl(ctx, 0) == QG_SUCCESS, "%s", qg_last_error());
     qg__gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d PDL cases failed (a control count of 0 means the dependent "
-          "kernel never overlapped the copy, so the GEMM's wait went untested)", failures);
+          "kernel never overlapped the copy, so the GEMM's wait went untested; a B prefetch "
+          "other than the case expects means the case no longer covers that path)", failures);
     PASS();
 }
 
