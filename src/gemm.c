@@ -46,6 +46,13 @@ int qg_m_alignment_for_contiguous_layout(void) { return QG_CONTIGUOUS_ALIGNMENT;
 
 int64_t qg_sfa_ld(int64_t m) { return m < 0 ? 0 : (m + 3) / 4 * 4; }
 
+/* Rows of the TMA box in which one CTA loads B: block_n, or its half of the
+ * tile when a pair multicasts B (each CTA loads half and sends it to both). */
+static uint32_t b_box_rows(const qg_config *cfg, const qg_kernel_plan *plan) {
+    return (uint32_t)(cfg->multicast == QG_MULTICAST_B ? cfg->block_n / plan->cluster_size
+                                                       : cfg->block_n);
+}
+
 /* ---- weights into L2 during the PDL wait ---------------------------------- */
 
 /* Measured with chains of 8 GEMMs (bench/results/2026-11-22-explore13/, runs
@@ -58,9 +65,8 @@ int qg__pdl_prefetch_kb(const qg_problem *p, const qg_config *cfg, const qg_kern
                         int grid) {
     if (p->kind != QG_GEMM_DENSE || plan->split_k != 1 || p->m > cfg->block_m || grid < 1)
         return 0;
-    const int b_box = cfg->multicast == QG_MULTICAST_B ? cfg->block_n / plan->cluster_size
-                                                       : cfg->block_n;
-    const long long per_kb = (long long)grid * b_box * 128; /* one K block of every CTA's B */
+    /* One K block of every CTA's B. */
+    const long long per_kb = (long long)grid * b_box_rows(cfg, plan) * 128;
     const long long fit = (6ll << 20) / per_kb;
     const int kb = fit < 1 ? 1 : fit > 4 ? 4 : (int)fit;
     return kb < plan->num_k_blocks ? kb : plan->num_k_blocks;
@@ -458,7 +464,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
     const int cluster = plan->cluster_size;
     const uint32_t a_box = cfg->multicast == QG_MULTICAST_A ? cfg->block_m / cluster : cfg->block_m;
-    const uint32_t b_box = cfg->multicast == QG_MULTICAST_B ? cfg->block_n / cluster : cfg->block_n;
+    const uint32_t b_box = b_box_rows(cfg, plan);
     const uint64_t sfa_rows = (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED ? groups : 1);
 
     /* SFB through shared memory: a 1-D map of the flat array. For the scale
