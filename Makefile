@@ -49,10 +49,12 @@ $(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm.a
 $(BUILD):
 	mkdir -p $@
 
-# The C tests, then the Python package's (tests/python/run.sh builds it in
-# place and runs pytest); `make pytest` runs only the Python tests.
+# The C tests, the command-line tool's argument checks, then the Python
+# package's (tests/python/run.sh builds it in place and runs pytest);
+# `make pytest` runs only the Python tests.
 test: all
 	$(BUILD)/qgemm_tests
+	bash tests/cli.sh $(BUILD)
 	bash tests/python/run.sh $(BUILD)
 
 .PHONY: pytest

@@ -15,7 +15,7 @@
 #     check     build/qgemm check                  -> $OUT/check.txt
 #     bench     build/qgemm bench                  -> $OUT/bench.txt
 #     json      build/qgemm bench --json           -> $OUT/bench.json
-#     grouped   build/qgemm bench --grouped        -> $OUT/bench_grouped.txt
+#     grouped   build/qgemm bench --grouped, and more MoE shapes -> $OUT/bench_grouped.txt
 #     chain     build/qgemm bench --chain 8        -> $OUT/bench_chain.txt
 #     python    build the Python package in place + pytest tests/python -> $OUT/python.log
 # ("sanitize" selects the three sanitizer steps.) Every step runs even when
@@ -168,9 +168,21 @@ step_json() {
     return "$rc"
 }
 
+# The issue's MoE tables, then shapes nearer DeepSeek-V3's serving: 32 experts
+# of 256 rows in the contiguous layout (prefill), and masked groups of
+# decode: 8 x 256, 32 x 128, and 32 groups of M_max 256 with 64 valid rows.
 step_grouped() {
+    local rc=0 nk="--shape 1x4096x7168 --shape 1x7168x2048"
     T build/qgemm bench --grouped | tee "$OUT/bench_grouped.txt"
-    return "${PIPESTATUS[0]}"
+    rc=${PIPESTATUS[0]}
+    # shellcheck disable=SC2086
+    for extra in "--grouped-contiguous 32,256 --grouped-masked 32,256,64" \
+                 "--grouped-masked 8,256" "--grouped-masked 32,128"; do
+        printf '\n===== qgemm bench %s %s\n' "$extra" "$nk" | tee -a "$OUT/bench_grouped.txt"
+        T build/qgemm bench $extra $nk | tee -a "$OUT/bench_grouped.txt"
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    done
+    return "$rc"
 }
 
 step_chain() {

@@ -129,6 +129,18 @@ static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAS
                                   QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
 
+/* The first row of B (in the flat [G * N][K] view) this CTA loads for tile t:
+ * the tile's first row, or under B multicast the first row of the CTA's half,
+ * which it multicasts to both CTAs of its pair. */
+QG_DEVICE int qg_b_load_row(const qg_tile &t, uint32_t rank) {
+#if QG_MULTICAST == 2
+    return t.group * QG_SHAPE_N + t.n_block * QG_BLOCK_N + (int)rank * QG_B_LOAD_ROWS;
+#else
+    (void)rank;
+    return t.group * QG_SHAPE_N + t.n_block * QG_BLOCK_N;
+#endif
+}
+
 /* Next pipeline stage; the phase flips each time the stages wrap. */
 QG_DEVICE void qg_advance(uint32_t &s, uint32_t &phase) {
     if (++s == QG_NUM_STAGES) {
@@ -349,11 +361,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             qg_scheduler_init(first_sched, shape_m, m_indices, masked_m);
             qg_tile first;
             if (qg_scheduler_next(first_sched, first)) {
-#if QG_MULTICAST == 2
-                const int b_row = first.n_block * QG_BLOCK_N + qg_cluster_ctarank() * QG_B_LOAD_ROWS;
-#else
-                const int b_row = first.n_block * QG_BLOCK_N;
-#endif
+                const int b_row = qg_b_load_row(first, QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0);
                 const int kb_stop = min(kb_end, kb_begin + prefetch_kb);
                 for (int kb = kb_begin; kb < kb_stop; ++kb)
                     qg_tma_prefetch_l2_2d(&tmap_b, kb * QG_BLOCK_K, b_row);
@@ -386,12 +394,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         /* ==== producer warpgroup: one thread issues every TMA load ========= */
         qg_setmaxnreg_dec<QG_PRODUCER_REGS>();
         if (threadIdx.x == QG_NUM_MATH_THREADS) {
-#if QG_CLUSTER > 1
-            const uint32_t rank = qg_cluster_ctarank();
-#endif
+            const uint32_t rank = QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0;
             while (qg_scheduler_next(sched, tile)) {
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
-                const int b_row = tile.group * QG_SHAPE_N + tile.n_block * QG_BLOCK_N;
+                const int b_row = qg_b_load_row(tile, rank);
                 const int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
                 for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
@@ -407,8 +413,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #endif
 #if QG_MULTICAST == 2
                     qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, &tmap_b,
-                                             &full[s], kb * QG_BLOCK_K,
-                                             b_row + rank * QG_B_LOAD_ROWS, 0x3);
+                                             &full[s], kb * QG_BLOCK_K, b_row, 0x3);
 #else
                     qg_tma_load_2d(b_dst, &tmap_b, &full[s], kb * QG_BLOCK_K, b_row);
 #endif

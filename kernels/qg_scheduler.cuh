@@ -102,13 +102,13 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         s.iter++;
 #if QG_KIND == 2
         /* Walk the group cursor forward until idx falls inside it. */
-        int group_rows = qg_masked_rows(s, s.cur_group);
-        int m_blocks = (group_rows + QG_BLOCK_M - 1) / QG_BLOCK_M;
-        while (idx >= s.group_first_tile + m_blocks * QG_NUM_N_BLOCKS) {
-            s.group_first_tile += m_blocks * QG_NUM_N_BLOCKS;
-            if (++s.cur_group >= QG_NUM_GROUPS) return false;
+        int group_rows, m_blocks;
+        for (;;) {
             group_rows = qg_masked_rows(s, s.cur_group);
             m_blocks = (group_rows + QG_BLOCK_M - 1) / QG_BLOCK_M;
+            if (idx < s.group_first_tile + m_blocks * QG_NUM_N_BLOCKS) break;
+            s.group_first_tile += m_blocks * QG_NUM_N_BLOCKS;
+            if (++s.cur_group >= QG_NUM_GROUPS) return false;
         }
         t.group = s.cur_group;
         qg_swizzle(idx - s.group_first_tile, m_blocks, t.m_block, t.n_block);

@@ -2,8 +2,8 @@
  * bench.c -- `qgemm bench`: qgemm against cuBLASLt on the same inputs.
  *
  * For every problem (dense table; with --grouped the contiguous and masked
- * MoE tables; with --grouped-masked G,M_max a masked table of the --shape
- * list's N and K):
+ * MoE tables; with --grouped-contiguous G,M and / or --grouped-masked
+ * G,M_max[,M] the contiguous / masked tables of the --shape list's N and K):
  *   1. fresh random inputs (src/harness.h), uploaded once;
  *   2. qg_compile first, so the JIT time is reported apart from the timings
  *      (progress line "compiling kernel for ..." on stderr);
@@ -58,7 +58,8 @@ typedef struct {
     out_format format;
     bool grouped, use_peer, have_cfg;
     int chain;            /* --chain N: PDL table of N-GEMM chains (0 = off) */
-    int masked_groups, masked_rows; /* --grouped-masked G,M_max (0 = off) */
+    int contiguous_groups, contiguous_rows;     /* --grouped-contiguous G,M (0 = off) */
+    int masked_groups, masked_rows, masked_valid; /* --grouped-masked G,M_max[,M] (0 = off) */
     qg_l2_flush_mode flush;
     qg_config cfg;
     int runs, warmup;
@@ -70,7 +71,8 @@ typedef struct {
 /* One line of a table. */
 typedef struct {
     qg_gemm_kind kind;
-    int m, n, k;          /* dense M; grouped: rows per group */
+    int m, n, k;          /* dense M; grouped: rows per group (masked: M_max) */
+    int valid;            /* masked: valid rows per group (masked_m); else m */
     int groups;
     double flops, bytes;  /* of the real rows, for TFLOPS and GB/s */
     char config[40];
@@ -112,6 +114,21 @@ typedef struct {
 /* Options                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* --grouped-masked G,M_max[,M]: M valid rows in each group (default M_max). */
+static bool parse_masked(const char *text, bench_opts *o) {
+    char buf[64];
+    long valid;
+    snprintf(buf, sizeof buf, "%s", text ? text : "");
+    char *third = strchr(buf, ',');
+    third = third ? strchr(third + 1, ',') : NULL;
+    if (third) *third++ = '\0';
+    if (!cli_parse_groups_rows(buf, &o->masked_groups, &o->masked_rows)) return false;
+    if (!third) valid = o->masked_rows;
+    else if (!cli_parse_int(third, 1, o->masked_rows, &valid)) return false;
+    o->masked_valid = (int)valid;
+    return true;
+}
+
 static int parse_options(int argc, char **argv, bench_opts *o) {
     memset(o, 0, sizeof *o);
     o->runs = BENCH_DEFAULT_RUNS;
@@ -152,10 +169,16 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             else if (!strcmp(next, "write")) o->flush = QG_L2_FLUSH_WRITE;
             else return cli_usage_error("bench: --flush wants clean or write, got '%s'", next);
             i++;
+        } else if (!strcmp(a, "--grouped-contiguous")) {
+            if (!cli_parse_groups_rows(next, &o->contiguous_groups, &o->contiguous_rows))
+                return cli_usage_error("bench: --grouped-contiguous wants G,M (G in 1..%d groups "
+                                       "of M rows), got '%s'", CLI_MAX_GROUPS, next);
+            i++;
         } else if (!strcmp(a, "--grouped-masked")) {
-            if (!cli_parse_groups_rows(next, &o->masked_groups, &o->masked_rows))
-                return cli_usage_error("bench: --grouped-masked wants G,M_max (G in 1..%d), "
-                                       "got '%s'", CLI_MAX_GROUPS, next);
+            if (!parse_masked(next, o))
+                return cli_usage_error("bench: --grouped-masked wants G,M_max or G,M_max,M (G in "
+                                       "1..%d, M valid rows per group in 1..M_max), got '%s'",
+                                       CLI_MAX_GROUPS, next);
             i++;
         } else if (!strcmp(a, "--chain")) {
             if (!cli_parse_int(next, 2, CHAIN_MAX, &v))
@@ -172,12 +195,13 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     }
     if (o->grouped && o->num_shapes)
         return cli_usage_error("bench: --grouped uses its own tables; drop --shape");
-    if (o->grouped && o->masked_groups)
-        return cli_usage_error("bench: --grouped and --grouped-masked are different tables; "
-                               "pick one");
-    if (o->chain && (o->grouped || o->masked_groups || o->format != OUT_TABLE))
+    if (o->grouped && (o->masked_groups || o->contiguous_groups))
+        return cli_usage_error("bench: --grouped prints its own tables; --grouped-contiguous and "
+                               "--grouped-masked time the --shape list instead: pick one");
+    if (o->chain && (o->grouped || o->masked_groups || o->contiguous_groups ||
+                     o->format != OUT_TABLE))
         return cli_usage_error("bench: --chain prints its own table of dense GEMMs; drop "
-                               "--grouped, --grouped-masked, --csv and --json");
+                               "--grouped*, --csv and --json");
     return 0;
 }
 
@@ -507,6 +531,8 @@ static double tflops(double flops, double us) { return flops / (us * 1e-6) / 1e1
 
 static void shape_label(const bench_row *r, char *buf, size_t len) {
     if (r->kind == QG_GEMM_DENSE) snprintf(buf, len, "%dx%dx%d", r->m, r->n, r->k);
+    else if (r->valid < r->m) /* masked, some rows not valid: groups x valid / M_max */
+        snprintf(buf, len, "%dx%d/%d %dx%d", r->groups, r->valid, r->m, r->n, r->k);
     else snprintf(buf, len, "%dx%d %dx%d", r->groups, r->m, r->n, r->k);
 }
 
@@ -515,8 +541,8 @@ static void table_header(qg_gemm_kind kind) {
         printf("\ncontiguous grouped GEMM (groups x rows, N x K); dense = qgemm dense at the same "
                "total M (TFLOPS), timed in turn with the grouped GEMM and cuBLASLt\n");
     else if (kind == QG_GEMM_GROUPED_MASKED)
-        printf("\nmasked grouped GEMM (groups x M_max, N x K), all rows valid; cuBLASLt: one call "
-               "per group\n");
+        printf("\nmasked grouped GEMM (groups x M_max, N x K; groups x M/M_max where M rows of "
+               "each group are valid); cuBLASLt: one call per group\n");
     printf("%-20s %-16s %9s %7s %7s", "shape", "bm,bn,st,mc", "qgemm us", "TFLOPS", "GB/s");
     if (kind == QG_GEMM_GROUPED_CONTIGUOUS) printf(" %7s %6s", "dense", "ratio");
     printf(" %11s %7s %8s %10s %11s %9s\n", "cublasLt us", "TFLOPS", "speedup", "diff qgemm",
@@ -554,7 +580,7 @@ static void csv_header(void) {
     printf("kind,groups,m,n,k,block_m,block_n,stages,multicast,qgemm_us,qgemm_tflops,qgemm_gbs,"
            "cublaslt_us,cublaslt_tflops,speedup,diff_qgemm,diff_cublaslt,diff_qgemm_vs_cublaslt,"
            "qgemm_pass,dense_same_m_tflops,jit_ms,jit_cache_hit,registers,qgemm_min_us,"
-           "qgemm_max_us,cublaslt_min_us,cublaslt_max_us\n");
+           "qgemm_max_us,cublaslt_min_us,cublaslt_max_us,valid_m\n");
 }
 
 /* A CSV / JSON number: empty (CSV) or null (JSON) when unknown. */
@@ -594,7 +620,7 @@ static void csv_row(const bench_row *r) {
         printf(",");
         put_num(false, i < 2 ? r->q_ran : r->c_ran, "%.3f", spread[i]);
     }
-    printf("\n");
+    printf(",%d\n", r->valid);
     fflush(stdout);
 }
 
@@ -647,7 +673,8 @@ static void json_report(const bench_env *e) {
     for (int i = 0; i < e->num_rows; i++) {
         const bench_row *r = &e->rows[i];
         printf("%s\n    {\"kind\": \"%s\", \"groups\": %d, \"m\": %d, \"n\": %d, \"k\": %d, "
-               "\"config\": ", i ? "," : "", cli_kind_name(r->kind), r->groups, r->m, r->n, r->k);
+               "\"valid_m\": %d, \"config\": ", i ? "," : "", cli_kind_name(r->kind), r->groups,
+               r->m, r->n, r->k, r->valid);
         json_string(r->config);
         printf(", \"qgemm_us\": ");
         put_num(true, r->q_ran, "%.3f", r->qt.median_us);
@@ -795,8 +822,8 @@ static void dense_table(bench_env *e) {
     emit_header(e, QG_GEMM_DENSE, true);
     for (int i = 0; i < count; i++) {
         bench_row *r = &e->rows[e->num_rows];
-        *r = (bench_row){.kind = QG_GEMM_DENSE, .m = shapes[i].m, .n = shapes[i].n,
-                         .k = shapes[i].k, .groups = 1};
+        *r = (bench_row){.kind = QG_GEMM_DENSE, .m = shapes[i].m, .valid = shapes[i].m,
+                         .n = shapes[i].n, .k = shapes[i].k, .groups = 1};
         qg_problem_spec spec = base_spec(e, QG_GEMM_DENSE, r->m, r->n, r->k, 1);
         bench_problem(e, &spec, true, r);
         e->num_rows++;
@@ -908,69 +935,88 @@ static void chain_table(bench_env *e) {
 static const int contiguous_sets[2][2] = {{4, 8192}, {8, 4096}}; /* groups, rows each */
 static const int masked_sets[3][2] = {{1, 1024}, {2, 512}, {4, 256}};
 
-/* One row of the masked table: g groups of `rows` rows, all valid, expected_m
- * = rows; the peer is a cuBLASLt call per group. */
-static void masked_row(bench_env *e, int g, int rows, int n, int k) {
+/* One row of the masked table: g groups of m_max rows of which `valid` are
+ * valid in each (masked_m), expected_m = valid; the peer is a cuBLASLt call
+ * per group over its valid rows. */
+static void masked_row(bench_env *e, int g, int m_max, int valid, int n, int k) {
     static int rows_of[CLI_MAX_GROUPS];
     bench_row *r = &e->rows[e->num_rows];
-    *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = rows, .n = n, .k = k, .groups = g};
-    for (int i = 0; i < g; i++) rows_of[i] = rows;
-    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, rows, n, k, g);
+    *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = m_max, .valid = valid, .n = n, .k = k,
+                     .groups = g};
+    for (int i = 0; i < g; i++) rows_of[i] = valid;
+    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, m_max, n, k, g);
     spec.masked_m = rows_of;
-    spec.expected_m = rows;
+    spec.expected_m = valid;
     bench_problem(e, &spec, true, r);
     e->num_rows++;
     emit_row(e, r);
 }
 
-/* --grouped-masked G,M_max: the masked table for each --shape's N and K (its
- * M is not used), or for the --grouped table's (N, K) pairs. */
-static void masked_table(bench_env *e) {
+/* One row of the contiguous table: g experts of `rows` rows each (their
+ * segments padded to the alignment with -1 rows), beside qgemm dense at the
+ * same total M, timed in turn with the grouped GEMM and its peer, run for
+ * run. */
+static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
+    static int rows_of[CLI_MAX_GROUPS];
+    bench_row *r = &e->rows[e->num_rows];
+    *r = (bench_row){.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = rows, .valid = rows, .n = n, .k = k,
+                     .groups = g};
+    for (int i = 0; i < g; i++) rows_of[i] = rows;
+    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, n, k, g);
+    spec.group_m = rows_of;
+    bench_row dense = {.kind = QG_GEMM_DENSE};
+    ready_problem drp;
+    qg_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, n, k, 1);
+    e->companion = prepare(e, &dspec, &dense, &drp) ? &drp.call : NULL;
+    e->companion_ran = false;
+    bench_problem(e, &spec, true, r);
+    e->companion = NULL;
+    r->dense_ran = e->companion_ran;
+    r->dense_pass = dense.pass && e->companion_ran;
+    r->dense_us = e->companion_t.median_us;
+    r->dense_flops = dense.flops;
+    if (dense.error[0])
+        fprintf(stderr, "qgemm: dense %dx%dx%d: %s\n", g * rows, n, k, dense.error);
+    qg__problem_free(drp.p);
+    e->num_rows++;
+    emit_row(e, r);
+}
+
+/* --grouped-contiguous G,M and --grouped-masked G,M_max[,M]: their tables
+ * for each --shape's N and K (its M is not used), or for the --grouped
+ * tables' (N, K) pairs. */
+static void shape_tables(bench_env *e) {
     const bench_opts *o = e->o;
-    emit_header(e, QG_GEMM_GROUPED_MASKED, true);
-    for (int i = 0; i < (o->num_shapes ? o->num_shapes : 2); i++)
-        masked_row(e, o->masked_groups, o->masked_rows,
-                   o->num_shapes ? o->shapes[i].n : cli_grouped_nk[i][0],
-                   o->num_shapes ? o->shapes[i].k : cli_grouped_nk[i][1]);
+    const int count = o->num_shapes ? o->num_shapes : 2;
+    bool first = true;
+    if (o->contiguous_groups) {
+        emit_header(e, QG_GEMM_GROUPED_CONTIGUOUS, first);
+        first = false;
+        for (int i = 0; i < count; i++)
+            contiguous_row(e, o->contiguous_groups, o->contiguous_rows,
+                           o->num_shapes ? o->shapes[i].n : cli_grouped_nk[i][0],
+                           o->num_shapes ? o->shapes[i].k : cli_grouped_nk[i][1]);
+    }
+    if (o->masked_groups) {
+        emit_header(e, QG_GEMM_GROUPED_MASKED, first);
+        for (int i = 0; i < count; i++)
+            masked_row(e, o->masked_groups, o->masked_rows, o->masked_valid,
+                       o->num_shapes ? o->shapes[i].n : cli_grouped_nk[i][0],
+                       o->num_shapes ? o->shapes[i].k : cli_grouped_nk[i][1]);
+    }
 }
 
 static void grouped_tables(bench_env *e) {
-    static int rows_of[CLI_MAX_GROUPS];
     emit_header(e, QG_GEMM_GROUPED_CONTIGUOUS, true);
     for (int s = 0; s < 2; s++)
-        for (int j = 0; j < 2; j++) {
-            int g = contiguous_sets[s][0], rows = contiguous_sets[s][1];
-            bench_row *r = &e->rows[e->num_rows];
-            *r = (bench_row){.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = rows,
-                             .n = cli_grouped_nk[j][0], .k = cli_grouped_nk[j][1], .groups = g};
-            for (int i = 0; i < g; i++) rows_of[i] = rows;
-            qg_problem_spec spec =
-                base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, r->n, r->k, g);
-            spec.group_m = rows_of;
-            /* qgemm dense at the same total M, for the grouped-vs-dense ratio:
-             * timed in turn with the grouped GEMM and its peer, run for run. */
-            bench_row dense = {.kind = QG_GEMM_DENSE};
-            ready_problem drp;
-            qg_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, r->n, r->k, 1);
-            e->companion = prepare(e, &dspec, &dense, &drp) ? &drp.call : NULL;
-            e->companion_ran = false;
-            bench_problem(e, &spec, true, r);
-            e->companion = NULL;
-            r->dense_ran = e->companion_ran;
-            r->dense_pass = dense.pass && e->companion_ran;
-            r->dense_us = e->companion_t.median_us;
-            r->dense_flops = dense.flops;
-            if (dense.error[0])
-                fprintf(stderr, "qgemm: dense %dx%dx%d: %s\n", g * rows, r->n, r->k, dense.error);
-            qg__problem_free(drp.p);
-            e->num_rows++;
-            emit_row(e, r);
-        }
+        for (int j = 0; j < 2; j++)
+            contiguous_row(e, contiguous_sets[s][0], contiguous_sets[s][1], cli_grouped_nk[j][0],
+                           cli_grouped_nk[j][1]);
     emit_header(e, QG_GEMM_GROUPED_MASKED, false);
     for (int s = 0; s < 3; s++)
         for (int j = 0; j < 2; j++)
-            masked_row(e, masked_sets[s][0], masked_sets[s][1], cli_grouped_nk[j][0],
-                       cli_grouped_nk[j][1]);
+            masked_row(e, masked_sets[s][0], masked_sets[s][1], masked_sets[s][1],
+                       cli_grouped_nk[j][0], cli_grouped_nk[j][1]);
 }
 
 int cli_bench(int argc, char **argv) {
@@ -986,7 +1032,7 @@ int cli_bench(int argc, char **argv) {
                                     e.ctx->cu_device) != CUDA_SUCCESS)
         e.clock_khz = e.props.clock_khz;
     CUresult cr = e.drv->cuStreamCreate(&e.stream, CU_STREAM_NON_BLOCKING);
-    e.rows = calloc(CLI_MAX_SHAPES + 16, sizeof *e.rows);
+    e.rows = calloc(2 * CLI_MAX_SHAPES + 16, sizeof *e.rows); /* two tables of the --shape list */
     if (cr != CUDA_SUCCESS || !e.rows) {
         fprintf(stderr, "qgemm: bench: cannot create a stream or the result table\n");
         free(e.rows);
@@ -1005,7 +1051,7 @@ int cli_bench(int argc, char **argv) {
     fflush(stdout);
 
     if (o.grouped) grouped_tables(&e);
-    else if (o.masked_groups) masked_table(&e);
+    else if (o.masked_groups || o.contiguous_groups) shape_tables(&e);
     else if (!o.chain) dense_table(&e);
 
     if (o.chain) chain_table(&e);

@@ -298,9 +298,12 @@ static int cmd_check(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         long v;
         if (!strcmp(argv[i], "--quick")) quick = true;
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc && cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
+                return cli_usage_error("check: --seed wants a non-negative integer, got '%s'",
+                                       argv[i + 1]);
             seed = (uint64_t)v, i++;
-        else return cli_usage_error("check: unknown or incomplete option '%s'", argv[i]);
+        } else return cli_usage_error("check: unknown or incomplete option '%s'", argv[i]);
     }
     qg_context *ctx;
     const qg_driver *drv;
@@ -518,8 +521,12 @@ static void usage(FILE *f) {
         "            --runs N        timed runs per GEMM, median reported (>= 20, default 30)\n"
         "            --warmup N      untimed runs first (>= 3, default 5)\n"
         "            --grouped       MoE tables: contiguous and masked grouped GEMMs\n"
-        "            --grouped-masked G,M_max   a masked table instead: G groups of M_max\n"
-        "                            rows (all valid) for each --shape's N and K\n"
+        "            --grouped-contiguous G,M   a contiguous table instead: G experts of M\n"
+        "                            rows each (padded to the alignment) for each\n"
+        "                            --shape's N and K, beside dense qgemm at G x M rows\n"
+        "            --grouped-masked G,M_max[,M]   a masked table instead: G groups of\n"
+        "                            M_max rows, M of them valid (default all), for\n"
+        "                            each --shape's N and K (both tables: give both)\n"
         "            --config bm,bn,stages,mc   force a kernel configuration (mc: none|a|b\n"
         "                            multicast, or k2: the cluster's 2 CTAs split K)\n"
         "            --seed N        input seed (default: from the clock, printed)\n"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tests/cli.sh -- the command-line tool's argument checks, which need no GPU:
+# every bad invocation exits 2 (usage) before it opens the GPU, with a
+# one-line message that names the option and what it got. Run by `make test`
+# after the C tests:  bash tests/cli.sh BUILD_DIR
+set -u
+qgemm="${1:-build}/qgemm"
+[ -x "$qgemm" ] || { echo "tests/cli.sh: $qgemm not built" >&2; exit 1; }
+failed=0 passed=0
+
+# expect RC PATTERN ARGS... -- `qgemm ARGS` exits RC and prints PATTERN (a
+# fixed string) on stderr.
+expect() {
+    local want_rc="$1" pattern="$2" err rc
+    shift 2
+    err=$("$qgemm" "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" = "$want_rc" ] && grep -qF -- "$pattern" <<< "$err"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        printf '[ FAIL ] qgemm %s: exit %s (want %s), stderr: %s (want: %s)\n' "$*" "$rc" \
+            "$want_rc" "$err" "$pattern"
+    fi
+}
+
+expect 2 "unknown command 'nonsense'" nonsense
+expect 0 "" --help
+expect 2 "info takes no options" info --x
+expect 2 "check: --seed wants a non-negative integer, got '-1'" check --seed -1
+expect 2 "check: unknown or incomplete option '--fast'" check --fast
+expect 2 "compile: --shape wants MxNxK, got '1x2'" compile --shape 1x2
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked 3
+expect 2 "bench: --runs wants an integer >= 20, got '3'" bench --runs 3
+expect 2 "bench: --warmup wants an integer >= 3, got 'x'" bench --warmup x
+expect 2 "bench: --config wants bm,bn,stages,mc" bench --config 1,2
+expect 2 "bench: --flush wants clean or write, got 'dirty'" bench --flush dirty
+expect 2 "bench: --chain wants an integer in [2, 16], got '1'" bench --chain 1
+expect 2 "bench: unknown or incomplete option '--bogus'" bench --bogus
+expect 2 "bench: --grouped-contiguous wants G,M" bench --grouped-contiguous 4
+expect 2 "bench: --grouped-contiguous wants G,M" bench --grouped-contiguous 0,256
+expect 2 "bench: --grouped-masked wants G,M_max or G,M_max,M" bench --grouped-masked 0,512
+expect 2 "got '2,512,0'" bench --grouped-masked 2,512,0
+expect 2 "got '2,512,513'" bench --grouped-masked 2,512,513
+expect 2 "got '2,512,64,1'" bench --grouped-masked 2,512,64,1
+expect 2 "bench: --grouped prints its own tables" bench --grouped --grouped-masked 2,512
+expect 2 "bench: --grouped prints its own tables" bench --grouped --grouped-contiguous 4,256
+expect 2 "bench: --grouped uses its own tables; drop --shape" bench --grouped --shape 64x128x128
+expect 2 "bench: --chain prints its own table" bench --chain 4 --grouped-contiguous 4,256
+
+printf '[ %s ] cli: %d passed, %d failed\n' "$([ $failed = 0 ] && echo PASS || echo FAIL)" \
+    "$passed" "$failed"
+[ "$failed" = 0 ]
