@@ -24,8 +24,7 @@
  *     qg_fp8_gemm_nt(ctx, &args, NULL, stream);
  *     qg_check_result res;
  *     qg__problem_check(ctx, p, &res);     // synchronizes the context first
- *     ok = res.diff < 1e-5 && res.nan_count == 0 && res.unwritten_count == 0
- *          && res.modified_count == 0;
+ *     ok = qg__check_passed(&res, 1e-5);   // diff, worst group, NaN, unwritten, modified
  *     qg__problem_free(p);
  */
 #ifndef QG_HARNESS_H

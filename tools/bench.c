@@ -935,17 +935,23 @@ static void chain_table(bench_env *e) {
 static const int contiguous_sets[2][2] = {{4, 8192}, {8, 4096}}; /* groups, rows each */
 static const int masked_sets[3][2] = {{1, 1024}, {2, 512}, {4, 256}};
 
+/* Rows per group for a problem spec: g groups of `rows` each (the spec keeps
+ * the pointer; one row is built at a time). */
+static const int *uniform_rows(int g, int rows) {
+    static int rows_of[CLI_MAX_GROUPS];
+    for (int i = 0; i < g; i++) rows_of[i] = rows;
+    return rows_of;
+}
+
 /* One row of the masked table: g groups of m_max rows of which `valid` are
  * valid in each (masked_m), expected_m = valid; the peer is a cuBLASLt call
  * per group over its valid rows. */
 static void masked_row(bench_env *e, int g, int m_max, int valid, int n, int k) {
-    static int rows_of[CLI_MAX_GROUPS];
     bench_row *r = &e->rows[e->num_rows];
     *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = m_max, .valid = valid, .n = n, .k = k,
                      .groups = g};
-    for (int i = 0; i < g; i++) rows_of[i] = valid;
     qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, m_max, n, k, g);
-    spec.masked_m = rows_of;
+    spec.masked_m = uniform_rows(g, valid);
     spec.expected_m = valid;
     bench_problem(e, &spec, true, r);
     e->num_rows++;
@@ -957,13 +963,11 @@ static void masked_row(bench_env *e, int g, int m_max, int valid, int n, int k) 
  * same total M, timed in turn with the grouped GEMM and its peer, run for
  * run. */
 static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
-    static int rows_of[CLI_MAX_GROUPS];
     bench_row *r = &e->rows[e->num_rows];
     *r = (bench_row){.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = rows, .valid = rows, .n = n, .k = k,
                      .groups = g};
-    for (int i = 0; i < g; i++) rows_of[i] = rows;
     qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, n, k, g);
-    spec.group_m = rows_of;
+    spec.group_m = uniform_rows(g, rows);
     bench_row dense = {.kind = QG_GEMM_DENSE};
     ready_problem drp;
     qg_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, n, k, 1);
@@ -988,21 +992,20 @@ static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
 static void shape_tables(bench_env *e) {
     const bench_opts *o = e->o;
     const int count = o->num_shapes ? o->num_shapes : 2;
-    bool first = true;
+    int nk[CLI_MAX_SHAPES][2];
+    for (int i = 0; i < count; i++) {
+        nk[i][0] = o->num_shapes ? o->shapes[i].n : cli_grouped_nk[i][0];
+        nk[i][1] = o->num_shapes ? o->shapes[i].k : cli_grouped_nk[i][1];
+    }
     if (o->contiguous_groups) {
-        emit_header(e, QG_GEMM_GROUPED_CONTIGUOUS, first);
-        first = false;
+        emit_header(e, QG_GEMM_GROUPED_CONTIGUOUS, true);
         for (int i = 0; i < count; i++)
-            contiguous_row(e, o->contiguous_groups, o->contiguous_rows,
-                           o->num_shapes ? o->shapes[i].n : cli_grouped_nk[i][0],
-                           o->num_shapes ? o->shapes[i].k : cli_grouped_nk[i][1]);
+            contiguous_row(e, o->contiguous_groups, o->contiguous_rows, nk[i][0], nk[i][1]);
     }
     if (o->masked_groups) {
-        emit_header(e, QG_GEMM_GROUPED_MASKED, first);
+        emit_header(e, QG_GEMM_GROUPED_MASKED, !o->contiguous_groups);
         for (int i = 0; i < count; i++)
-            masked_row(e, o->masked_groups, o->masked_rows, o->masked_valid,
-                       o->num_shapes ? o->shapes[i].n : cli_grouped_nk[i][0],
-                       o->num_shapes ? o->shapes[i].k : cli_grouped_nk[i][1]);
+            masked_row(e, o->masked_groups, o->masked_rows, o->masked_valid, nk[i][0], nk[i][1]);
     }
 }
 

@@ -276,16 +276,13 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed) {
         qg__problem_free(p);
         return false;
     }
-    bool ok = res.diff < CLI_DIFF_BOUND && res.nan_count == 0 && res.unwritten_count == 0 &&
-              res.modified_count == 0;
+    const bool ok = qg__check_passed(&res, CLI_DIFF_BOUND);
     printf("%s %-36s diff %.3e  (bm %d bn %d st %d mc %s)%s", ok ? "ok  " : "FAIL", label,
            res.diff, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
            res.gpu_reference ? " [gpu ref]" : "");
     if (c->groups > 1) printf("  worst group %.3e", res.group_diff_max);
-    if (!ok)
-        printf("  nan %lld unwritten %lld modified %lld of %lld", (long long)res.nan_count,
-               (long long)res.unwritten_count, (long long)res.modified_count,
-               (long long)res.checked);
+    char desc[256];
+    if (!ok) printf("  %s", qg__check_describe(&res, desc, sizeof desc));
     printf("\n");
     fflush(stdout);
     qg__problem_free(p);
