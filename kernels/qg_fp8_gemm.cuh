@@ -20,8 +20,8 @@
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
  *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it: a multiple of 8)
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
- *   QG_SFB_SMEM        1: a second producer warp loads SFB beside each stage
- *                      with TMA; 0: each math thread loads it from global memory
+ *   QG_SFB_SMEM        unused (the host still defines it; SFB now always goes
+ *                      through the per-tile shared buffers described below)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (16, 32 or 64)
  *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
@@ -38,12 +38,20 @@
  * wraps at QG_NUM_STAGES and flips the phase), once per K block, identically
  * in producer and consumers (same scheduler, same K loop). full[s]
  * completes when the stage's TMA bytes have landed (one producer arrival +
- * transaction bytes) and, with QG_SFB_SMEM, the SFB boxes of the second
- * producer warp have too (its own arrival + bytes); empty[s] completes when
+ * transaction bytes); empty[s] completes when
  * every math warp of every CTA of the cluster has finished reading stage s
  * (multicast writes into both CTAs, so both must have released it). The
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
  * barrier.
+ *
+ * SFB invariants: the math threads copy a tile's SFB (QG_SFB_ROWS rows x all
+ * K blocks) from global memory into one of two shared buffers; the main loop
+ * reads one float per row per K block from it (no global load on the MMA
+ * issue path). The copy for tile i + 1 is loaded into registers before tile
+ * i's epilogue (its latency hides under the epilogue) and stored into the
+ * other buffer before the epilogue's second named barrier, which publishes
+ * it; that buffer was last read by tile i - 1's main loop, which every math
+ * thread left before tile i - 1's epilogue barrier.
  *
  * Split-K invariants (QG_SPLIT_K = 2): CTA 0 of a cluster runs K blocks
  * [0, ceil(nk / 2)) of the cluster's tile and CTA 1 the rest, each with its
@@ -83,6 +91,14 @@
 #define QG_UNIT_TILE(u) ((u) / QG_N_PARTS) /* unit u: m64 tile of the warpgroup */
 #define QG_UNIT_PART(u) ((u) % QG_N_PARTS) /* unit u: part of block_n */
 
+/* K blocks per unrolled iteration of the one-set main loop: 4, but 2 for the
+ * plain 128-row tiles wider than 160 columns, whose accumulators leave too
+ * few registers for four K blocks' scales and addresses (128x192 spills 32
+ * bytes unrolled by 4). */
+#define QG_K_UNROLL (QG_BLOCK_M == 128 && QG_BLOCK_N > 160 && QG_N_PARTS == 1 ? 1 : 4)
+#define QG_PRAGMA(x) _Pragma(#x)
+#define QG_UNROLL(n) QG_PRAGMA(unroll n)
+
 /* Rows of the multicast operand each CTA of a pair loads (it loads its half
  * and multicasts it to both). */
 #define QG_A_LOAD_ROWS (QG_MULTICAST == 1 ? QG_BLOCK_M / QG_CLUSTER : QG_BLOCK_M)
@@ -94,20 +110,21 @@
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
-/* SFB beside each stage (QG_SFB_SMEM): per 128-column block, the 16-byte
- * aligned box of 4 floats of the flat SFB array that holds its scale for the
- * stage's K block (qg_sfb_index), each box in its own 128-byte slot because a
- * tensor copy's shared-memory destination is 128-byte aligned. */
-#define QG_SFB_SLOT 128
-#define QG_SMEM_SFB (QG_SFB_SMEM * QG_SFB_ROWS * QG_SFB_SLOT)
+/* SFB of one tile: its QG_SFB_ROWS 128-column blocks x every K block (row r
+ * of K block kb at r * QG_NUM_K_BLOCKS + kb), two such buffers (this tile's
+ * and the next one's), each a multiple of 16 bytes. */
+#define QG_SFB_TILE (QG_SFB_ROWS * QG_NUM_K_BLOCKS)
+#define QG_SFB_BUF_FLOATS QG_ROUND_UP(QG_SFB_TILE, 4)
+#define QG_SMEM_SFB (2 * QG_SFB_BUF_FLOATS * 4)
+#define QG_SFB_PER_THREAD ((QG_SFB_TILE + QG_NUM_MATH_THREADS - 1) / QG_NUM_MATH_THREADS)
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
 #define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 ? 16 : 0)
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
-     QG_SMEM_B + QG_SMEM_SFA + QG_SMEM_SFB) + QG_NUM_STAGES * 16 + QG_SMEM_RED_BARRIERS)
-#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA) /* SFB's 16-byte boxes: their own */
+     QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + QG_SMEM_RED_BARRIERS)
+#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
 #if !defined(QG_PRODUCER_REGS) || !defined(QG_MATH_REGS)
@@ -169,21 +186,6 @@ QG_DEVICE int qg_sfb_block0(const qg_tile &t) { return t.n_block * QG_BLOCK_N / 
  * SFB array. */
 QG_DEVICE int qg_sfb_row(const qg_tile &t) { return t.group * QG_NUM_SFB_N + qg_sfb_block0(t); }
 
-/* The tile's first SFB row (128-column block of N) and the address of its
- * scale for K block 0. */
-QG_DEVICE const float *qg_sfb_tile(const float *sfb, const qg_tile &t, int &row0) {
-    row0 = qg_sfb_block0(t);
-    return sfb + (size_t)qg_sfb_row(t) * QG_NUM_K_BLOCKS;
-}
-
-/* SFB of the tile's (up to QG_SFB_ROWS) 128-column blocks for K block kb.
- * Rows past N read as 0 (their columns are never stored). */
-QG_DEVICE void qg_load_sfb(float (&sb)[QG_SFB_ROWS], const float *sfb_tile, int sfb_row0, int kb) {
-#pragma unroll
-    for (int r = 0; r < QG_SFB_ROWS; ++r)
-        sb[r] = sfb_row0 + r < QG_NUM_SFB_N ? __ldg(sfb_tile + r * QG_NUM_K_BLOCKS + kb) : 0.0f;
-}
-
 /* The scales of one K block for this thread: SFA of its rows (r and r + 8 of
  * each m64 tile) and SFB of the tile's 128-column blocks. */
 struct qg_scales {
@@ -191,32 +193,41 @@ struct qg_scales {
     float sb[QG_SFB_ROWS];
 };
 
-/* Index in the flat [G][N/128][K/128] SFB array of the scale of the tile's
- * 128-column block r for K block kb (sfb_row: the tile's first block's row).
- * The producer loads the 16-byte box at index & ~3 (a box must start 16-byte
- * aligned in global memory); the scale is float index & 3 of it. */
-QG_DEVICE int qg_sfb_index(int sfb_row, int r, int kb) {
-    return (sfb_row + r) * QG_NUM_K_BLOCKS + kb;
+/* Load this thread's share of tile t's SFB (element i = thread + j * threads
+ * of the tile's QG_SFB_TILE floats) from global memory into registers. The
+ * tile's SFB rows are consecutive in the flat [G][N/128][K/128] array; rows
+ * past N read as 0 (their columns are never stored). */
+QG_DEVICE void qg_sfb_fetch(float (&v)[QG_SFB_PER_THREAD], const float *sfb, const qg_tile &t) {
+    const float *src = sfb + (size_t)qg_sfb_row(t) * QG_NUM_K_BLOCKS;
+    const int rows_in_n = QG_NUM_SFB_N - qg_sfb_block0(t);
+#pragma unroll
+    for (int j = 0; j < QG_SFB_PER_THREAD; ++j) {
+        const int i = threadIdx.x + j * QG_NUM_MATH_THREADS;
+        v[j] = i < QG_SFB_TILE && i / QG_NUM_K_BLOCKS < rows_in_n ? __ldg(src + i) : 0.0f;
+    }
 }
 
-/* Read K block kb's scales from stage s (SFB too when it was loaded beside the
- * stage). */
-QG_DEVICE void qg_read_scales(qg_scales &sc, const float *smem_sfa, const float *smem_sfb,
-                              uint32_t s, uint32_t wg_row, int sfb_row, int kb) {
-#if QG_SFB_SMEM
+/* Store the share loaded by qg_sfb_fetch into an SFB buffer (published to the
+ * other math threads by the next named barrier). */
+QG_DEVICE void qg_sfb_store(float *buf, const float (&v)[QG_SFB_PER_THREAD]) {
 #pragma unroll
-    for (int r = 0; r < QG_SFB_ROWS; ++r)
-        sc.sb[r] = smem_sfb[(s * QG_SFB_ROWS + r) * (QG_SFB_SLOT / 4) +
-                            (qg_sfb_index(sfb_row, r, kb) & 3)];
-#else
-    (void)smem_sfb;
-    (void)sfb_row;
-    (void)kb;
-#endif
+    for (int j = 0; j < QG_SFB_PER_THREAD; ++j) {
+        const int i = threadIdx.x + j * QG_NUM_MATH_THREADS;
+        if (i < QG_SFB_TILE) buf[i] = v[j];
+    }
+}
+
+/* Read K block kb's scales: SFA from stage s (sfa_addr: this thread's first
+ * row of stage 0, a shared-window address), SFB from the tile's buffer. */
+QG_DEVICE void qg_read_scales(qg_scales &sc, uint32_t sfa_addr, const float *sfb_buf, uint32_t s,
+                              int kb) {
+#pragma unroll
+    for (int r = 0; r < QG_SFB_ROWS; ++r) sc.sb[r] = sfb_buf[r * QG_NUM_K_BLOCKS + kb];
 #pragma unroll
     for (int t = 0; t < QG_WG_TILES; ++t) {
-        sc.sa[t][0] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64];
-        sc.sa[t][1] = smem_sfa[s * QG_BLOCK_M + wg_row + t * 64 + 8];
+        const uint32_t a = sfa_addr + (s * QG_BLOCK_M + t * 64) * 4;
+        sc.sa[t][0] = qg_ld_shared_f32(a);
+        sc.sa[t][1] = qg_ld_shared_f32(a + 8 * 4);
     }
 }
 
@@ -313,8 +324,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     unsigned char *smem_a = smem + QG_SMEM_D + QG_SMEM_RED;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
-    float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M;
-    uint64_t *full = (uint64_t *)((unsigned char *)smem_sfb + QG_NUM_STAGES * QG_SMEM_SFB);
+    float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M; /* two tiles' SFB buffers */
+    uint64_t *full = (uint64_t *)((unsigned char *)smem_sfb + QG_SMEM_SFB);
     uint64_t *empty = full + QG_NUM_STAGES;
     uint64_t *red_full = empty + QG_NUM_STAGES; /* split-K only */
     uint64_t *red_empty = red_full + 1;
@@ -336,12 +347,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_tma_prefetch_descriptor(&tmap_a);
         qg_tma_prefetch_descriptor(&tmap_b);
         qg_tma_prefetch_descriptor(&tmap_sfa);
-#if QG_SFB_SMEM
-        qg_tma_prefetch_descriptor(&tmap_sfb);
-#endif
         qg_tma_prefetch_descriptor(&tmap_d);
         for (int s = 0; s < QG_NUM_STAGES; ++s) {
-            qg_mbarrier_init(&full[s], 1 + QG_SFB_SMEM); /* expect_tx of the TMA (+ SFB) thread */
+            qg_mbarrier_init(&full[s], 1); /* the TMA thread's expect_tx */
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
         }
 #if QG_SPLIT_K > 1
@@ -391,9 +399,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     uint32_t s = 0, phase = 0; /* pipeline stage and its parity */
 
     if (threadIdx.x >= QG_NUM_MATH_THREADS) {
-        /* ==== producer warpgroup: one thread issues every TMA load ========= */
+        /* ==== producer warpgroup: one lane issues every TMA load ============ */
         qg_setmaxnreg_dec<QG_PRODUCER_REGS>();
-        if (threadIdx.x == QG_NUM_MATH_THREADS) {
+        /* A warp-uniform test, then one elected lane: the compiler sees a
+         * single lane and wraps no TMA in a per-lane loop. */
+        if (warp == QG_NUM_MATH_THREADS / 32 && qg_elect_one()) {
             const uint32_t rank = QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0;
             while (qg_scheduler_next(sched, tile)) {
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
@@ -422,28 +432,6 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
             }
         }
-#if QG_SFB_SMEM
-        else if (threadIdx.x == QG_NUM_MATH_THREADS + 32) {
-            /* One thread of the next warp loads the tile's SFB for each K
-             * block beside the stage, with its own arrival on the full
-             * barrier (the TMA thread has no registers to spare for it with
-             * the masked 256x128 tile). Rows past N read as 0: a box at a
-             * negative coordinate is all out of bounds, and TMA fills zeros. */
-            while (qg_scheduler_next(sched, tile)) {
-                const int sfb_row = qg_sfb_row(tile);
-                const int sfb_rows_in_n = QG_NUM_SFB_N - qg_sfb_block0(tile);
-                for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
-                    qg_mbarrier_wait(&empty[s], phase ^ 1);
-                    qg_mbarrier_arrive_expect_tx(&full[s], QG_SFB_ROWS * 16);
-#pragma unroll
-                    for (int r = 0; r < QG_SFB_ROWS; ++r)
-                        qg_tma_load_1d(smem_sfb + (s * QG_SFB_ROWS + r) * (QG_SFB_SLOT / 4),
-                                       &tmap_sfb, &full[s],
-                                       r < sfb_rows_in_n ? qg_sfb_index(sfb_row, r, kb) & ~3 : -16);
-                }
-            }
-        }
-#endif
     } else {
         /* ==== math warpgroups ============================================== */
         qg_setmaxnreg_inc<QG_MATH_REGS>();
@@ -460,8 +448,16 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         /* Descriptors of stage 0; a stage / K offset adds (bytes / 16) to the
          * start-address field, which cannot carry out of its 14 bits because
          * shared memory ends below 256 KiB. */
-        const uint32_t desc_a0 = qg_wgmma_desc_sw128_lo(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K);
-        const uint32_t desc_b0 = qg_wgmma_desc_sw128_lo(smem_b);
+        /* Loop invariants are pinned in registers: left to itself the
+         * compiler sinks their arithmetic into the K loop and redoes it every
+         * K block (kernel-anatomy of 2026-11-25: ~19 instructions a K block). */
+        uint32_t desc_a0 = __shfl_sync(
+            0xffffffffu, qg_wgmma_desc_sw128_lo(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K), 0);
+        uint32_t desc_b0 = __shfl_sync(0xffffffffu, qg_wgmma_desc_sw128_lo(smem_b), 0);
+        uint32_t sfa_addr = qg_smem_addr(smem_sfa + wg_row); /* this thread's SFA, stage 0 */
+        qg_pin(desc_a0);
+        qg_pin(desc_b0);
+        qg_pin(sfa_addr);
 
         float acc[QG_ACC_SETS][QG_ACC];
         float out[QG_WG_TILES][QG_OUT];
@@ -469,40 +465,30 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         uint32_t red_phase = 0; /* parity of the reduction barriers' current phase */
 #endif
 
-        while (qg_scheduler_next(sched, tile)) {
-            const int n_begin = tile.n_block * QG_BLOCK_N;
+        /* The first tile's SFB into buffer 0 (see "SFB invariants"). */
+        bool have_tile = qg_scheduler_next(sched, tile);
+        float sfb_next[QG_SFB_PER_THREAD];
+        if (have_tile) qg_sfb_fetch(sfb_next, sfb, tile);
+        qg_sfb_store(smem_sfb, sfb_next);
+        qg_named_barrier(1, QG_NUM_MATH_THREADS);
+        uint32_t sfb_buf = 0;
+        qg_tile next_tile;
+        bool have_next = false;
 
-            /* SFB rows of this tile (up to QG_SFB_ROWS 128-column blocks).
-             * Without QG_SFB_SMEM every thread loads the same few floats per
-             * K block (from L1 after the first warp). The host turns the copy
-             * into shared memory on for tiles of one pass per K block, where
-             * it measured 2-8% faster, and off for the wide tiles, where it
-             * measured 4-8% slower (bench/results/2026-11-21-explore3/),
-             * except the masked 256x128 tile, which needs the registers it
-             * frees (src/config.c, masked_256x128). */
-#if !QG_SFB_SMEM
-            int sfb_row0;
-            const float *sfb_tile = qg_sfb_tile(sfb, tile, sfb_row0);
-#endif
+        for (; have_tile; tile = next_tile, have_tile = have_next, sfb_buf ^= 1) {
+            const int n_begin = tile.n_block * QG_BLOCK_N;
             const int n_off = n_begin % 128;
-            const int sfb_row = qg_sfb_row(tile);
+            const float *sfb_tile = smem_sfb + sfb_buf * QG_SFB_BUF_FLOATS;
 
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                 for (int i = 0; i < QG_OUT; ++i) out[t][i] = 0.0f;
 
-            /* Wait for stage s (K block kb) and read its scales. Global SFB
-             * loads are issued before the wait (its "memory" clobber keeps
-             * them there), so their latency overlaps it. */
+            /* Wait for stage s (K block kb) and read its scales. */
             auto wait_stage = [&](qg_scales &sc, int kb) {
-#if !QG_SFB_SMEM
-                qg_load_sfb(sc.sb, sfb_tile, sfb_row0, kb);
-#else
-                (void)kb;
-#endif
                 qg_mbarrier_wait(&full[s], phase);
-                qg_read_scales(sc, smem_sfa, smem_sfb, s, wg_row, sfb_row, kb);
+                qg_read_scales(sc, sfa_addr, sfb_tile, s, kb);
             };
 
 #if QG_KPIPE
@@ -560,6 +546,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             k_blocks(0, QG_NUM_K_BLOCKS);
 #endif
 #else
+            /* Unrolled so that the next K block's barrier wait is issued
+             * among this one's promotion instead of exposed at a loop top
+             * (kernel-anatomy of 2026-11-25: 17% of the waits failed their
+             * first try without it, 0.7% with it). */
+            QG_UNROLL(QG_K_UNROLL)
             for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                 qg_scales sc;
                 wait_stage(sc, kb);
@@ -589,6 +580,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
 #endif
 
+            /* The next tile, and its SFB into registers: the loads' latency
+             * hides under the reduction and the epilogue. */
+            have_next = qg_scheduler_next(sched, next_tile);
+            if (have_next) qg_sfb_fetch(sfb_next, sfb, next_tile);
+            float *sfb_other = smem_sfb + (sfb_buf ^ 1) * QG_SFB_BUF_FLOATS;
+
 #if QG_SPLIT_K > 1
             /* ---- split-K: the partners' sums into CTA 0 (slots: qg_red_index) */
             if (split_rank != 0) {
@@ -603,6 +600,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         qg_st_async_v4(slot + qg_red_index(t, i) * 16, out[t][i], out[t][i + 1],
                                        out[t][i + 2], out[t][i + 3], bar);
                 red_phase ^= 1;
+                if (have_next) qg_sfb_store(sfb_other, sfb_next);
+                qg_named_barrier(1, QG_NUM_MATH_THREADS); /* publishes the next SFB */
                 continue; /* CTA 0 stores the tile */
             }
             if (threadIdx.x == 0)
@@ -650,8 +649,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                    qg_pack_bf16x2(out[t][i * 8 + 4], out[t][i * 8 + 5]),
                                    qg_pack_bf16x2(out[t][i * 8 + 6], out[t][i * 8 + 7]));
             }
+            if (have_next) qg_sfb_store(sfb_other, sfb_next);
             qg_fence_proxy_async_shared();
-            qg_named_barrier(1, QG_NUM_MATH_THREADS);
+            qg_named_barrier(1, QG_NUM_MATH_THREADS); /* smem_d complete; the next SFB published */
 
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
             if (tile.tma_store) {

@@ -188,6 +188,27 @@ QG_DEVICE uint32_t qg_wgmma_desc_sw128_lo(const void *smem) {
     return ((qg_smem_addr(smem) & 0x3FFFFu) >> 4) | (uint32_t)(16 >> 4) << 16;
 }
 
+/* One lane of the (converged) warp: elect.sync (PTX ISA, "elect.sync"). A branch
+ * on it lets ptxas see that a single lane issues what follows, so the TMA
+ * instructions inside need no per-lane uniformity loop. */
+QG_DEVICE bool qg_elect_one(void) {
+    uint32_t elected;
+    asm volatile("{\n.reg .pred P;\nelect.sync _|P, 0xffffffff;\nselp.u32 %0, 1, 0, P;\n}"
+                 : "=r"(elected));
+    return elected != 0;
+}
+
+/* A float from shared memory at a 32-bit shared-window address. */
+QG_DEVICE float qg_ld_shared_f32(uint32_t addr) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
+    return v;
+}
+
+/* Keep a loop-invariant value in its register: the compiler may neither
+ * recompute it inside a loop nor fold it into its uses. */
+QG_DEVICE void qg_pin(uint32_t &r) { asm volatile("" : "+r"(r)); }
+
 QG_DEVICE void qg_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 QG_DEVICE void qg_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 QG_DEVICE void qg_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }

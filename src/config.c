@@ -37,7 +37,8 @@ static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
     /* The masked scheduler keeps a few more registers live than the others. */
     if (block_m == 256) return kind == QG_GEMM_GROUPED_MASKED ? 80 : 96;
-    return block_m == 64 ? 176 : 160;
+    if (block_m == 64) return 176;
+    return kind == QG_GEMM_GROUPED_MASKED ? 160 : 192;
 }
 
 /* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
@@ -50,7 +51,7 @@ static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
     if (block_m == 256) return kind != QG_GEMM_GROUPED_CONTIGUOUS && block_n == 128;
     return block_m == 128 && kind != QG_GEMM_GROUPED_MASKED &&
-           ((block_n >= 176 && block_n <= 224) || block_n == 256);
+           ((block_n > max_plain_block_n(kind, block_m) && block_n <= 224) || block_n == 256);
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
@@ -107,11 +108,11 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
     return bn <= 128 && !(bm == 128 && bn == 128 && mc == QG_MULTICAST_B);
 }
 
-size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_slots) {
+size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_floats) {
     return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
-           (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4 +
-                             (size_t)sfb_slots * 128 /* SFB: one 128-byte TMA slot a row */) +
+           (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
+           2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */ +
            (size_t)stages * 16 + (split_k > 1 ? 16 : 0) /* barriers */;
 }
 
@@ -126,18 +127,10 @@ static int sfb_rows_for(const qg_problem *p, int block_n) {
     return rows;
 }
 
-/* SFB through shared memory (the producer loads it beside each stage): faster
- * where a warpgroup runs one pass per K block, slower for the wide tiles
- * (measured; see the kernel), but the masked 256x128 tile needs the math
- * registers it frees. */
-static bool sfb_in_smem(qg_gemm_kind kind, int bm, int bn) {
-    return !is_wide(kind, bm, bn) || masked_256x128(kind, bm, bn);
-}
-
-/* 128-byte SFB slots per stage: one per SFB row a tile touches, when SFB goes
- * through shared memory. */
-static int sfb_slots(const qg_problem *p, int bm, int bn) {
-    return sfb_in_smem(p->kind, bm, bn) ? sfb_rows_for(p, bn) : 0;
+/* Floats of one tile's SFB buffer in shared memory (the kernel keeps two):
+ * every SFB row the tile touches, for every K block. */
+static int sfb_floats(const qg_problem *p, int bn) {
+    return sfb_rows_for(p, bn) * ceil_div(p->k, 128);
 }
 
 qg_status qg__check_problem(const qg_problem *p, const char *fn) {
@@ -255,7 +248,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (qg__smem_bytes(bm, bn, stages, split_k, sfb_slots(p, bm, bn)) <=
+            if (qg__smem_bytes(bm, bn, stages, split_k, sfb_floats(p, bn)) <=
                 props->smem_optin_bytes)
                 break;
         if (stages == 0)
@@ -266,7 +259,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                                         : "",
                             props->smem_optin_bytes);
     }
-    const size_t smem = qg__smem_bytes(bm, bn, stages, split_k, sfb_slots(p, bm, bn));
+    const size_t smem = qg__smem_bytes(bm, bn, stages, split_k, sfb_floats(p, bn));
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
@@ -286,8 +279,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * producer needs 72 with multicast and 8 stages; 216 hold the largest
      * accumulator sets (block_n 160 at block_m 128, 96 at 256); 56/224
      * measured 1% slower on the 256x128 tile (2026-11-21-explore3). */
-    out->producer_regs = masked_wide ? 40 : 72;
-    out->math_regs = out->num_math_wgs == 1 ? 240 : masked_wide ? 232 : 216;
+    out->producer_regs = out->num_math_wgs == 2 ? 40 : 72;
+    out->math_regs = out->num_math_wgs == 1 ? 240 : 232;
     out->swizzle_group = swizzle;
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
@@ -297,7 +290,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
     out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
     out->acc_sets = out->kpipe ? 2 : wide ? 1 : units;
-    out->sfb_smem = sfb_in_smem(p->kind, bm, bn);
+    out->sfb_smem = false; /* the kernel copies SFB per tile itself: no tensor map */
     /* D leaves in chunks of the widest TMA store row (128, 64 or 32 bytes)
      * that divides block_n; the N-split 128-row tiles stop at 64 bytes.
      * Against the 32-byte chunks of before (2026-11-22-explore6, runs 3-4):
@@ -357,6 +350,9 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
     if (bm == 256 && bn == 128) return a ? 1.06 : b ? 0.94 : 1.05;
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
+    /* Plain 128x176 / 128x192 (one 64 x block_n wgmma per warpgroup, as
+     * DeepGEMM runs N = 2112): provisional, see bench/results of 2026-11-25. */
+    if (bm == 128 && bn > 160 && bn <= 192) return a ? 0.98 : b ? 0.97 : 0.96;
     if (bm == 128 && bn > 160) return a || b ? 0.66 : 0.73;
     /* H100, N = 2112: 1008-1046 TFLOPS without multicast (A: the H200 table) */
     if (bm == 256 && bn == 64) return a ? 0.92 : b ? 0.64 : 0.85;
@@ -521,7 +517,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         for (int bm = 64; bm <= (rows > 64 ? 128 : 64); bm *= 2)
             for (int bn = 16; bn <= max_plain_block_n(p->kind, bm); bn += 16) {
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
-                if (qg__smem_bytes(bm, bn, 1, 2, sfb_slots(p, bm, bn)) > props->smem_optin_bytes)
+                if (qg__smem_bytes(bm, bn, 1, 2, sfb_floats(p, bn)) > props->smem_optin_bytes)
                     continue;
                 const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
                 if (ctas > num_sms - num_sms % 2) continue;

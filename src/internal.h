@@ -160,9 +160,9 @@ int qg__max_block_n(qg_gemm_kind kind, int block_m);
  * about 6 MiB of B over a grid of `grid` CTAs, 1 to 4 K blocks a CTA. */
 int qg__pdl_prefetch_kb(const qg_problem *p, const qg_config *cfg, const qg_kernel_plan *plan,
                         int grid);
-/* Dynamic shared memory of a kernel; sfb_slots: 128-byte SFB slots per stage
- * (the SFB rows a tile touches when SFB goes through shared memory, else 0). */
-size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_slots);
+/* Dynamic shared memory of a kernel; sfb_floats: floats of one tile's SFB
+ * buffer (SFB rows the tile touches x K blocks; the kernel keeps two). */
+size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_floats);
 
 /* ---- context (src/context.c) -------------------------------------------- */
 
