@@ -16,7 +16,7 @@
  *   5. time qgemm and cuBLASLt in turn, run for run (qgemm alone when the
  *      peer is n/a); a contiguous row's dense comparison (qgemm dense at the
  *      same total M) is timed in the same turns, a third GEMM each round.
- * Timing (qg__time_interleaved_us): warm-up runs, then every timed run is
+ * Timing (qgtk_time_interleaved_us): warm-up runs, then every timed run is
  * preceded by an L2 flush outside the CUDA events around it (--flush clean,
  * the default: a write and then a read of twice the L2, so the timed kernel
  * finds neither its inputs nor dirty lines to write back; --flush write: the
@@ -60,7 +60,7 @@ typedef struct {
     int chain;            /* --chain N: PDL table of N-GEMM chains (0 = off) */
     int contiguous_groups, contiguous_rows;     /* --grouped-contiguous G,M (0 = off) */
     int masked_groups, masked_rows, masked_valid; /* --grouped-masked G,M_max[,M] (0 = off) */
-    qg_l2_flush_mode flush;
+    qgtk_l2_flush_mode flush;
     qg_config cfg;
     int runs, warmup;
     uint64_t seed;
@@ -82,7 +82,7 @@ typedef struct {
     double diff_q;
     bool c_ran;
     double diff_c, diff_qc;
-    qg_timing qt, ct;     /* qgemm's and cuBLASLt's timings (median, min, max) */
+    qgtk_timing qt, ct;     /* qgemm's and cuBLASLt's timings (median, min, max) */
     char c_note[NOTE_LEN]; /* why cuBLASLt is n/a, or its algorithm */
     bool dense_ran, dense_pass; /* contiguous: dense qgemm at the same total M */
     double dense_us, dense_flops;
@@ -107,7 +107,7 @@ typedef struct {
      * qgemm at the same total M), so that both see the same clocks. */
     const void *companion;
     bool companion_ran;
-    qg_timing companion_t;
+    qgtk_timing companion_t;
 } bench_env;
 
 /* ------------------------------------------------------------------------ */
@@ -134,7 +134,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     o->runs = BENCH_DEFAULT_RUNS;
     o->warmup = BENCH_DEFAULT_WARMUP;
     o->use_peer = true;
-    o->flush = QG_L2_FLUSH_CLEAN;
+    o->flush = QGTK_L2_FLUSH_CLEAN;
     o->seed = cli_fresh_seed();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -165,8 +165,8 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
                                        "got '%s'", next);
             o->have_cfg = true, i++;
         } else if (!strcmp(a, "--flush")) {
-            if (!strcmp(next, "clean")) o->flush = QG_L2_FLUSH_CLEAN;
-            else if (!strcmp(next, "write")) o->flush = QG_L2_FLUSH_WRITE;
+            if (!strcmp(next, "clean")) o->flush = QGTK_L2_FLUSH_CLEAN;
+            else if (!strcmp(next, "write")) o->flush = QGTK_L2_FLUSH_WRITE;
             else return cli_usage_error("bench: --flush wants clean or write, got '%s'", next);
             i++;
         } else if (!strcmp(a, "--grouped-contiguous")) {
@@ -209,8 +209,8 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
 /* Measurements                                                              */
 /* ------------------------------------------------------------------------ */
 
-static const char *flush_name(qg_l2_flush_mode m) {
-    return m == QG_L2_FLUSH_CLEAN ? "clean" : "write";
+static const char *flush_name(qgtk_l2_flush_mode m) {
+    return m == QGTK_L2_FLUSH_CLEAN ? "clean" : "write";
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -264,7 +264,7 @@ static double device_bandwidth(bench_env *e, bool write_only) {
 }
 
 /* Real rows, FLOPs and bytes moved once, from the host copy of the problem. */
-static void workload(const qg_problem_data *p, bench_row *row) {
+static void workload(const qgtk_problem_data *p, bench_row *row) {
     int64_t real = p->m;
     if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
         real = 0;
@@ -281,8 +281,8 @@ static void workload(const qg_problem_data *p, bench_row *row) {
 
 /* diff between qgemm's D (saved) and the current D (cuBLASLt's), over the
  * rows the reference says must be written (all rows if it is not cached). */
-static double diff_outputs(const qg_problem_data *p, const uint16_t *dq) {
-    qg_diff_acc acc;
+static double diff_outputs(const qgtk_problem_data *p, const uint16_t *dq) {
+    qgtk_diff_acc acc;
     memset(&acc, 0, sizeof acc);
     double *x = malloc(sizeof(double) * (size_t)p->n), *y = malloc(sizeof(double) * (size_t)p->n);
     if (!x || !y) {
@@ -297,11 +297,11 @@ static double diff_outputs(const qg_problem_data *p, const uint16_t *dq) {
             x[c] = qg_bf16_decode(a[c]);
             y[c] = qg_bf16_decode(b[c]);
         }
-        qg__diff_add(&acc, x, y, (size_t)p->n);
+        qgtk_diff_add(&acc, x, y, (size_t)p->n);
     }
     free(x);
     free(y);
-    return qg__diff_result(&acc);
+    return qgtk_diff_result(&acc);
 }
 
 typedef struct {
@@ -313,7 +313,7 @@ typedef struct {
 
 static qg_status run_qgemm(void *user, CUstream stream) {
     const qgemm_call *c = user;
-    return qg__gemm_launch(c->ctx, c->kind, &c->args, c->cfg, stream);
+    return qgtk_gemm_launch(c->ctx, c->kind, &c->args, c->cfg, stream);
 }
 
 typedef struct {
@@ -332,7 +332,7 @@ static qg_status run_peer(void *user, CUstream stream) {
 
 /* The cuBLASLt view of group g: rows [row0, row0 + rows) of A and D, its
  * SFA columns, its B and SFB. */
-static lt_gemm_desc peer_desc(const qg_problem_data *p, int g, int64_t row0, int rows) {
+static lt_gemm_desc peer_desc(const qgtk_problem_data *p, int g, int64_t row0, int rows) {
     const float *sfa = (const float *)(uintptr_t)p->dev_sfa;
     if (p->kind == QG_GEMM_GROUPED_MASKED) sfa += (int64_t)g * p->kblocks * p->sfa_ld;
     else sfa += row0;
@@ -349,7 +349,7 @@ static lt_gemm_desc peer_desc(const qg_problem_data *p, int g, int64_t row0, int
 
 /* Group g's rows: dense all, masked g*M_max + masked_m[g], contiguous the
  * rows whose m_indices is g (which the layout keeps in one segment). */
-static bool group_rows(const qg_problem_data *p, int g, int64_t *row0, int *rows) {
+static bool group_rows(const qgtk_problem_data *p, int g, int64_t *row0, int *rows) {
     if (p->kind == QG_GEMM_DENSE) {
         *row0 = 0, *rows = p->m;
         return true;
@@ -369,12 +369,12 @@ static bool group_rows(const qg_problem_data *p, int g, int64_t *row0, int *rows
     return count == 0 || last - first + 1 == count;
 }
 
-/* qg__time_interleaved_us over fns (room for one more), plus e->companion
+/* qgtk_time_interleaved_us over fns (room for one more), plus e->companion
  * (a qgemm_call) when one is set, whose timing goes to e->companion_t. */
-static qg_status time_in_turn(bench_env *e, int count, qg_timed_fn fns[QG_TIME_MAX_FNS],
-                              void *users[QG_TIME_MAX_FNS], qg_timing t[QG_TIME_MAX_FNS]) {
+static qg_status time_in_turn(bench_env *e, int count, qgtk_timed_fn fns[QGTK_TIME_MAX_FNS],
+                              void *users[QGTK_TIME_MAX_FNS], qgtk_timing t[QGTK_TIME_MAX_FNS]) {
     if (e->companion) fns[count] = run_qgemm, users[count] = (void *)e->companion, count++;
-    qg_status st = qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, count, fns, users,
+    qg_status st = qgtk_time_interleaved_us(e->ctx, e->stream, e->o->flush, count, fns, users,
                                            e->o->warmup, e->o->runs, t);
     if (st == QG_SUCCESS && e->companion) e->companion_t = t[count - 1], e->companion_ran = true;
     return st;
@@ -382,7 +382,7 @@ static qg_status time_in_turn(bench_env *e, int count, qg_timed_fn fns[QG_TIME_M
 
 /* Step 4 of the header: cuBLASLt on the same buffers, checked, then timed in
  * turn with qgemm (`q`), run for run. */
-static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qgemm_call *q,
+static void bench_peer(bench_env *e, qgtk_problem_data *p, const uint16_t *dq, qgemm_call *q,
                        bench_row *row) {
     int count = p->kind == QG_GEMM_DENSE ? 1 : p->num_groups;
     lt_gemm **plans = calloc((size_t)count, sizeof *plans);
@@ -391,7 +391,7 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
         snprintf(row->c_note, sizeof row->c_note, "out of host memory");
         return;
     }
-    bool ok = qg__problem_poison(e->ctx, p, e->stream) == QG_SUCCESS;
+    bool ok = qgtk_problem_poison(e->ctx, p, e->stream) == QG_SUCCESS;
     if (!ok) snprintf(row->c_note, sizeof row->c_note, "poisoning D: %s", qg_last_error());
     if (count > 1) fprintf(stderr, "  planning %d cuBLASLt calls ...\n", count);
     for (int g = 0; ok && g < count; g++) {
@@ -409,8 +409,8 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
             }
         }
     }
-    qg_check_result res;
-    if (ok && qg__problem_check(e->ctx, p, &res) != QG_SUCCESS) {
+    qgtk_check_result res;
+    if (ok && qgtk_problem_check(e->ctx, p, &res) != QG_SUCCESS) {
         snprintf(row->c_note, sizeof row->c_note, "checking cuBLASLt's D: %s", qg_last_error());
         ok = false;
     }
@@ -418,9 +418,9 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
         row->diff_c = res.diff;
         row->diff_qc = dq ? diff_outputs(p, dq) : NAN;
         peer_call call = {plans, count};
-        qg_timed_fn fns[QG_TIME_MAX_FNS] = {run_qgemm, run_peer};
-        void *users[QG_TIME_MAX_FNS] = {q, &call};
-        qg_timing t[QG_TIME_MAX_FNS];
+        qgtk_timed_fn fns[QGTK_TIME_MAX_FNS] = {run_qgemm, run_peer};
+        void *users[QGTK_TIME_MAX_FNS] = {q, &call};
+        qgtk_timing t[QGTK_TIME_MAX_FNS];
         if (time_in_turn(e, 2, fns, users, t) != QG_SUCCESS) {
             snprintf(row->c_note, sizeof row->c_note, "timing: %s", qg_last_error());
         } else {
@@ -443,22 +443,22 @@ static void row_error(bench_row *row, const char *doing) {
 
 /* A problem made ready to time: created, compiled, run once and checked. */
 typedef struct {
-    qg_problem_data *p;
+    qgtk_problem_data *p;
     qg_config cfg;   /* what it runs with (call.cfg points here under --config) */
     qgemm_call call;
 } ready_problem;
 
 /* Steps 1-3 of the header. @return true when qgemm ran (row->pass says
  * whether its check passed); false with row->error set. rp->p is to be freed
- * either way (qg__problem_free accepts NULL). */
-static bool prepare(bench_env *e, const qg_problem_spec *spec, bench_row *row, ready_problem *rp) {
+ * either way (qgtk_problem_free accepts NULL). */
+static bool prepare(bench_env *e, const qgtk_problem_spec *spec, bench_row *row, ready_problem *rp) {
     memset(rp, 0, sizeof *rp);
     row->diff_q = row->diff_c = row->diff_qc = NAN;
-    if (qg__problem_create(&rp->p, e->ctx, spec) != QG_SUCCESS) {
+    if (qgtk_problem_create(&rp->p, e->ctx, spec) != QG_SUCCESS) {
         row_error(row, "creating the problem");
         return false;
     }
-    qg_problem_data *p = rp->p;
+    qgtk_problem_data *p = rp->p;
     workload(p, row);
     qg_problem q = cli_problem_of(p);
     const qg_config *force = e->o->have_cfg ? &rp->cfg : NULL;
@@ -476,40 +476,40 @@ static bool prepare(bench_env *e, const qg_problem_spec *spec, bench_row *row, r
     }
     row->jit_done = true;
 
-    rp->call = (qgemm_call){e->ctx, p->kind, qg__problem_args(p), force};
-    qg_check_result res;
-    if (qg__problem_poison(e->ctx, p, e->stream) != QG_SUCCESS ||
+    rp->call = (qgemm_call){e->ctx, p->kind, qgtk_problem_args(p), force};
+    qgtk_check_result res;
+    if (qgtk_problem_poison(e->ctx, p, e->stream) != QG_SUCCESS ||
         run_qgemm(&rp->call, e->stream) != QG_SUCCESS ||
-        qg__problem_check(e->ctx, p, &res) != QG_SUCCESS) {
+        qgtk_problem_check(e->ctx, p, &res) != QG_SUCCESS) {
         row_error(row, "running and checking qgemm");
         return false;
     }
     row->diff_q = res.diff;
-    row->pass = qg__check_passed(&res, CLI_DIFF_BOUND);
+    row->pass = qgtk_check_passed(&res, CLI_DIFF_BOUND);
     if (!row->pass) {
         char desc[256];
         snprintf(row->error, sizeof row->error, "check failed: %s",
-                 qg__check_describe(&res, desc, sizeof desc));
+                 qgtk_check_describe(&res, desc, sizeof desc));
     }
     return true;
 }
 
 /* Steps 1-5 of the header for one problem (4 when with_peer), timed in turn
  * with e->companion when one is set. */
-static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_peer,
+static void bench_problem(bench_env *e, const qgtk_problem_spec *spec, bool with_peer,
                           bench_row *row) {
     ready_problem rp;
     uint16_t *dq = NULL;
     if (!prepare(e, spec, row, &rp)) goto done;
-    qg_problem_data *p = rp.p;
+    qgtk_problem_data *p = rp.p;
     dq = malloc(p->d_bytes);
     if (dq) memcpy(dq, p->d, p->d_bytes);
     if (with_peer && e->peer) bench_peer(e, p, dq, &rp.call, row);
     else if (with_peer) snprintf(row->c_note, sizeof row->c_note, "%s", e->peer_note);
     if (!row->q_ran) { /* no peer, or it could not be run: qgemm alone */
-        qg_timed_fn fns[QG_TIME_MAX_FNS] = {run_qgemm};
-        void *users[QG_TIME_MAX_FNS] = {&rp.call};
-        qg_timing t[QG_TIME_MAX_FNS];
+        qgtk_timed_fn fns[QGTK_TIME_MAX_FNS] = {run_qgemm};
+        void *users[QGTK_TIME_MAX_FNS] = {&rp.call};
+        qgtk_timing t[QGTK_TIME_MAX_FNS];
         if (time_in_turn(e, 1, fns, users, t) != QG_SUCCESS) {
             row_error(row, "timing qgemm");
             row->pass = false;
@@ -520,7 +520,7 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
     }
 done:
     free(dq);
-    qg__problem_free(rp.p);
+    qgtk_problem_free(rp.p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -740,7 +740,7 @@ static void table_summary(const bench_env *e) {
     else printf("cuBLASLt: n/a (%s)\n", e->peer_note);
     printf("qgemm %s; seed %llu; median of %d runs after %d warm-up, L2 flushed before each "
            "(%s)%s\n", qg_version_string(), (unsigned long long)e->o->seed, e->o->runs,
-           e->o->warmup, e->o->flush == QG_L2_FLUSH_CLEAN
+           e->o->warmup, e->o->flush == QGTK_L2_FLUSH_CLEAN
                              ? "--flush clean: a write, then a read of 2x L2, so no dirty line "
                                "is left for the timed kernel to write back"
                              : "--flush write: a write of 2x L2, whose dirty lines the timed "
@@ -751,7 +751,7 @@ static void table_summary(const bench_env *e) {
     int unsteady = 0;
     for (int i = 0; i < e->num_rows; i++) {
         const bench_row *r = &e->rows[i];
-        const qg_timing *t[2] = {r->q_ran ? &r->qt : NULL, r->c_ran ? &r->ct : NULL};
+        const qgtk_timing *t[2] = {r->q_ran ? &r->qt : NULL, r->c_ran ? &r->ct : NULL};
         for (int j = 0; j < 2; j++) {
             if (!t[j] || !(t[j]->max_us > SPREAD_NOTE * t[j]->min_us)) continue;
             char shape[48];
@@ -806,9 +806,9 @@ static void emit_header(bench_env *e, qg_gemm_kind kind, bool first) {
     else if (e->o->format == OUT_CSV && first) csv_header();
 }
 
-static qg_problem_spec base_spec(const bench_env *e, qg_gemm_kind kind, int m, int n, int k,
+static qgtk_problem_spec base_spec(const bench_env *e, qg_gemm_kind kind, int m, int n, int k,
                                  int groups) {
-    qg_problem_spec s = {.kind = kind, .m = m, .n = n, .k = k, .num_groups = groups,
+    qgtk_problem_spec s = {.kind = kind, .m = m, .n = n, .k = k, .num_groups = groups,
                          .seed = e->o->seed + (uint64_t)e->num_rows,
                          .scale_spread = BENCH_SCALE_SPREAD};
     return s;
@@ -824,7 +824,7 @@ static void dense_table(bench_env *e) {
         bench_row *r = &e->rows[e->num_rows];
         *r = (bench_row){.kind = QG_GEMM_DENSE, .m = shapes[i].m, .valid = shapes[i].m,
                          .n = shapes[i].n, .k = shapes[i].k, .groups = 1};
-        qg_problem_spec spec = base_spec(e, QG_GEMM_DENSE, r->m, r->n, r->k, 1);
+        qgtk_problem_spec spec = base_spec(e, QG_GEMM_DENSE, r->m, r->n, r->k, 1);
         bench_problem(e, &spec, true, r);
         e->num_rows++;
         emit_row(e, r);
@@ -856,15 +856,15 @@ static qg_status run_chain(void *user, CUstream stream) {
  * each chain), per GEMM; the last GEMM's D checked after a PDL chain. */
 static void chain_row(bench_env *e, const cli_shape *sh) {
     const int n = e->o->chain;
-    qg_problem_data *p[CHAIN_MAX] = {0};
+    qgtk_problem_data *p[CHAIN_MAX] = {0};
     chain_call off = {.ctx = e->ctx, .count = n, .pdl = 0}, on;
     char config[40] = "-", why[NOTE_LEN] = "";
-    qg_timing t[2];
+    qgtk_timing t[2];
     double diff = NAN;
     for (int i = 0; i < n; i++) {
-        qg_problem_spec spec = base_spec(e, QG_GEMM_DENSE, sh->m, sh->n, sh->k, 1);
+        qgtk_problem_spec spec = base_spec(e, QG_GEMM_DENSE, sh->m, sh->n, sh->k, 1);
         spec.seed += (uint64_t)i * 7919;
-        if (qg__problem_create(&p[i], e->ctx, &spec) != QG_SUCCESS) {
+        if (qgtk_problem_create(&p[i], e->ctx, &spec) != QG_SUCCESS) {
             snprintf(why, sizeof why, "creating the problems: %s", qg_last_error());
             goto done;
         }
@@ -879,25 +879,25 @@ static void chain_row(bench_env *e, const cli_shape *sh) {
     snprintf(config, sizeof config, "%d,%d,%d,%s", cfg.block_m, cfg.block_n, cfg.num_stages,
              cli_cluster_name(&cfg));
     for (int i = 0; i < n; i++)
-        off.calls[i] = (qgemm_call){e->ctx, QG_GEMM_DENSE, qg__problem_args(p[i]), force};
+        off.calls[i] = (qgemm_call){e->ctx, QG_GEMM_DENSE, qgtk_problem_args(p[i]), force};
     on = off;
     on.pdl = 1;
-    qg_check_result res;
-    if (qg__problem_poison(e->ctx, p[n - 1], e->stream) != QG_SUCCESS ||
+    qgtk_check_result res;
+    if (qgtk_problem_poison(e->ctx, p[n - 1], e->stream) != QG_SUCCESS ||
         run_chain(&on, e->stream) != QG_SUCCESS ||
-        qg__problem_check(e->ctx, p[n - 1], &res) != QG_SUCCESS) {
+        qgtk_problem_check(e->ctx, p[n - 1], &res) != QG_SUCCESS) {
         snprintf(why, sizeof why, "running and checking the PDL chain: %s", qg_last_error());
         goto done;
     }
     diff = res.diff;
-    if (!qg__check_passed(&res, CLI_DIFF_BOUND)) {
+    if (!qgtk_check_passed(&res, CLI_DIFF_BOUND)) {
         char desc[256];
-        snprintf(why, sizeof why, "check failed: %s", qg__check_describe(&res, desc, sizeof desc));
+        snprintf(why, sizeof why, "check failed: %s", qgtk_check_describe(&res, desc, sizeof desc));
         goto done;
     }
-    qg_timed_fn fns[2] = {run_chain, run_chain};
+    qgtk_timed_fn fns[2] = {run_chain, run_chain};
     void *users[2] = {&off, &on};
-    if (qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, 2, fns, users, e->o->warmup,
+    if (qgtk_time_interleaved_us(e->ctx, e->stream, e->o->flush, 2, fns, users, e->o->warmup,
                                 e->o->runs, t) != QG_SUCCESS)
         snprintf(why, sizeof why, "timing: %s", qg_last_error());
 done:
@@ -912,7 +912,7 @@ done:
                t[1].median_us / n, t[0].median_us / t[1].median_us, diff);
     }
     fflush(stdout);
-    for (int i = 0; i < n; i++) qg__problem_free(p[i]);
+    for (int i = 0; i < n; i++) qgtk_problem_free(p[i]);
 }
 
 static void chain_table(bench_env *e) {
@@ -950,7 +950,7 @@ static void masked_row(bench_env *e, int g, int m_max, int valid, int n, int k) 
     bench_row *r = &e->rows[e->num_rows];
     *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = m_max, .valid = valid, .n = n, .k = k,
                      .groups = g};
-    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, m_max, n, k, g);
+    qgtk_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, m_max, n, k, g);
     spec.masked_m = uniform_rows(g, valid);
     spec.expected_m = valid;
     bench_problem(e, &spec, true, r);
@@ -966,11 +966,11 @@ static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
     bench_row *r = &e->rows[e->num_rows];
     *r = (bench_row){.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = rows, .valid = rows, .n = n, .k = k,
                      .groups = g};
-    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, n, k, g);
+    qgtk_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, n, k, g);
     spec.group_m = uniform_rows(g, rows);
     bench_row dense = {.kind = QG_GEMM_DENSE};
     ready_problem drp;
-    qg_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, n, k, 1);
+    qgtk_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, n, k, 1);
     e->companion = prepare(e, &dspec, &dense, &drp) ? &drp.call : NULL;
     e->companion_ran = false;
     bench_problem(e, &spec, true, r);
@@ -981,7 +981,7 @@ static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
     r->dense_flops = dense.flops;
     if (dense.error[0])
         fprintf(stderr, "qgemm: dense %dx%dx%d: %s\n", g * rows, n, k, dense.error);
-    qg__problem_free(drp.p);
+    qgtk_problem_free(drp.p);
     e->num_rows++;
     emit_row(e, r);
 }
@@ -1031,8 +1031,10 @@ int cli_bench(int argc, char **argv) {
     e.o = &o;
     if (!cli_open_gpu(&e.ctx, &e.drv)) return CLI_EXIT_USAGE;
     qg_context_get_props(e.ctx, &e.props);
-    if (e.drv->cuDeviceGetAttribute(&e.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
-                                    e.ctx->cu_device) != CUDA_SUCCESS)
+    CUdevice cu_device = 0;
+    if (!qg__context_cuda(e.ctx, NULL, NULL, &cu_device) ||
+        e.drv->cuDeviceGetAttribute(&e.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, cu_device) !=
+            CUDA_SUCCESS)
         e.clock_khz = e.props.clock_khz;
     CUresult cr = e.drv->cuStreamCreate(&e.stream, CU_STREAM_NON_BLOCKING);
     e.rows = calloc(2 * CLI_MAX_SHAPES + 16, sizeof *e.rows); /* two tables of the --shape list */
