@@ -212,7 +212,7 @@ typedef struct {
 
 /**
  * Choose the configuration the library would use for `problem` on ctx's
- * device (DESIGN.md section 3). Works on offline contexts. (Should the JIT
+ * device (docs/DESIGN.md §5). Works on offline contexts. (Should the JIT
  * refuse its kernel for this N and K, qg_compile and the GEMM calls go on
  * to the next configuration the heuristic ranks.)
  * QGEMM_PRINT_CONFIG=1 prints each choice to stderr.

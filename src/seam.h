@@ -104,8 +104,9 @@ qg_status qg__context_compile_source(qg_context *ctx, const char *source, const 
 
 /* ---- the disk cache's location (src/env.c) -------------------------------- */
 
-/* The directory of the disk cache, by the rule of docs/DESIGN.md §9: $QGEMM_CACHE_DIR, else
- * $HOME/.cache/qgemm. @return false (buf "") when neither is set or it does not fit. */
+/* The directory of the disk cache, by the rule of docs/DESIGN.md §9 (src/env.c):
+ * $QGEMM_CACHE_DIR, else $HOME/.cache/qgemm. @return false (buf "") when
+ * neither is set or the path does not fit. */
 bool qg__cache_dir(char *buf, size_t len);
 
 /* ---- fault injection (src/gemm.c) ------------------------------------------ */

@@ -5,7 +5,7 @@
  * forced configuration on a few shapes, argument rejection without writes,
  * and the GPU reference against the CPU one.
  *
- * Pass rule (DESIGN.md section 5): diff < 1e-5 against the dequantized fp64
+ * Pass rule (docs/DESIGN.md §7): diff < 1e-5 against the dequantized fp64
  * reference, no NaN, every output written, nothing else touched.
  */
 #include "qg_test.h"

@@ -576,52 +576,10 @@ static void table_row(const bench_row *r) {
     fflush(stdout);
 }
 
-static void csv_header(void) {
-    printf("kind,groups,m,n,k,block_m,block_n,stages,multicast,qgemm_us,qgemm_tflops,qgemm_gbs,"
-           "cublaslt_us,cublaslt_tflops,speedup,diff_qgemm,diff_cublaslt,diff_qgemm_vs_cublaslt,"
-           "qgemm_pass,dense_same_m_tflops,jit_ms,jit_cache_hit,registers,qgemm_min_us,"
-           "qgemm_max_us,cublaslt_min_us,cublaslt_max_us,valid_m\n");
-}
-
 /* A CSV / JSON number: empty (CSV) or null (JSON) when unknown. */
 static void put_num(bool json, bool known, const char *fmt, double v) {
     if (known && isfinite(v)) printf(fmt, v);
     else if (json) printf("null");
-}
-
-static void csv_row(const bench_row *r) {
-    char cfg[40];
-    snprintf(cfg, sizeof cfg, "%s", r->config[0] ? r->config : ",,,");
-    printf("%s,%d,%d,%d,%d,%s,", cli_kind_name(r->kind), r->groups, r->m, r->n, r->k, cfg);
-    put_num(false, r->q_ran, "%.3f", r->qt.median_us);
-    printf(",");
-    put_num(false, r->q_ran, "%.2f", tflops(r->flops, r->qt.median_us));
-    printf(",");
-    put_num(false, r->q_ran, "%.1f", r->bytes / (r->qt.median_us * 1e-6) / 1e9);
-    printf(",");
-    put_num(false, r->c_ran, "%.3f", r->ct.median_us);
-    printf(",");
-    put_num(false, r->c_ran, "%.2f", tflops(r->flops, r->ct.median_us));
-    printf(",");
-    put_num(false, r->c_ran && r->q_ran, "%.4f", r->ct.median_us / r->qt.median_us);
-    printf(",");
-    put_num(false, true, "%.3e", r->diff_q);
-    printf(",");
-    put_num(false, true, "%.3e", r->diff_c);
-    printf(",");
-    put_num(false, true, "%.3e", r->diff_qc);
-    printf(",%d,", r->pass ? 1 : 0);
-    put_num(false, r->dense_ran, "%.2f", tflops(r->dense_flops, r->dense_us));
-    printf(",");
-    put_num(false, r->jit_done, "%.1f", r->jit.compile_ms);
-    printf(",%d,%d", r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
-    const double spread[4] = {r->qt.min_us, r->qt.max_us, r->ct.min_us, r->ct.max_us};
-    for (int i = 0; i < 4; i++) {
-        printf(",");
-        put_num(false, i < 2 ? r->q_ran : r->c_ran, "%.3f", spread[i]);
-    }
-    printf(",%d\n", r->valid);
-    fflush(stdout);
 }
 
 static void json_string(const char *s) {
@@ -633,6 +591,154 @@ static void json_string(const char *s) {
         else putchar(c);
     }
     putchar('"');
+}
+
+/*
+ * The fields of a row in the CSV and the JSON, in one table that drives both
+ * writers, so a field added here appears in both: CSV columns and JSON keys
+ * in this order, the JSON-only ones (free text) last. CSV writes an unknown
+ * number as an empty cell, JSON as null.
+ */
+typedef enum { F_TEXT, F_INT, F_NUM, F_BOOL } field_type;
+enum { IN_CSV = 1, IN_JSON = 2, JSON_CONTIGUOUS_ONLY = 4 };
+
+typedef struct {
+    const char *csv, *json; /* column(s) and key */
+    field_type type;
+    const char *fmt;        /* F_NUM */
+    int where;
+} bench_field;
+
+typedef struct {
+    bool known;             /* F_NUM: measured (else empty / null) */
+    double num;
+    long long i;            /* F_INT, F_BOOL */
+    const char *text;       /* F_TEXT */
+} field_value;
+
+enum {
+    FLD_KIND, FLD_GROUPS, FLD_M, FLD_N, FLD_K, FLD_CONFIG, FLD_Q_US, FLD_Q_TFLOPS, FLD_Q_GBS,
+    FLD_C_US, FLD_C_TFLOPS, FLD_SPEEDUP, FLD_DIFF_Q, FLD_DIFF_C, FLD_DIFF_QC, FLD_PASS,
+    FLD_DENSE_TFLOPS, FLD_JIT_MS, FLD_JIT_HIT, FLD_REGISTERS, FLD_Q_MIN, FLD_Q_MAX, FLD_C_MIN,
+    FLD_C_MAX, FLD_VALID, FLD_ERROR, FLD_C_NOTE, NUM_FIELDS
+};
+
+static const bench_field fields[NUM_FIELDS] = {
+    [FLD_KIND] = {"kind", "kind", F_TEXT, NULL, IN_CSV | IN_JSON},
+    [FLD_GROUPS] = {"groups", "groups", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_M] = {"m", "m", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_N] = {"n", "n", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_K] = {"k", "k", F_INT, NULL, IN_CSV | IN_JSON},
+    /* "bm,bn,stages,mc": four CSV columns, one JSON string */
+    [FLD_CONFIG] = {"block_m,block_n,stages,multicast", "config", F_TEXT, NULL, IN_CSV | IN_JSON},
+    [FLD_Q_US] = {"qgemm_us", "qgemm_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_Q_TFLOPS] = {"qgemm_tflops", "qgemm_tflops", F_NUM, "%.2f", IN_CSV | IN_JSON},
+    [FLD_Q_GBS] = {"qgemm_gbs", "qgemm_gbs", F_NUM, "%.1f", IN_CSV | IN_JSON},
+    [FLD_C_US] = {"cublaslt_us", "cublaslt_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_C_TFLOPS] = {"cublaslt_tflops", "cublaslt_tflops", F_NUM, "%.2f", IN_CSV | IN_JSON},
+    [FLD_SPEEDUP] = {"speedup", "speedup", F_NUM, "%.4f", IN_CSV | IN_JSON},
+    [FLD_DIFF_Q] = {"diff_qgemm", "diff_qgemm", F_NUM, "%.3e", IN_CSV | IN_JSON},
+    [FLD_DIFF_C] = {"diff_cublaslt", "diff_cublaslt", F_NUM, "%.3e", IN_CSV | IN_JSON},
+    [FLD_DIFF_QC] = {"diff_qgemm_vs_cublaslt", "diff_qgemm_vs_cublaslt", F_NUM, "%.3e",
+                     IN_CSV | IN_JSON},
+    [FLD_PASS] = {"qgemm_pass", "qgemm_pass", F_BOOL, NULL, IN_CSV | IN_JSON},
+    [FLD_DENSE_TFLOPS] = {"dense_same_m_tflops", "dense_same_m_tflops", F_NUM, "%.2f",
+                          IN_CSV | IN_JSON | JSON_CONTIGUOUS_ONLY},
+    [FLD_JIT_MS] = {"jit_ms", "jit_ms", F_NUM, "%.1f", IN_CSV | IN_JSON},
+    [FLD_JIT_HIT] = {"jit_cache_hit", "jit_cache_hit", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_REGISTERS] = {"registers", "registers", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_Q_MIN] = {"qgemm_min_us", "qgemm_min_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_Q_MAX] = {"qgemm_max_us", "qgemm_max_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_C_MIN] = {"cublaslt_min_us", "cublaslt_min_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_C_MAX] = {"cublaslt_max_us", "cublaslt_max_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_VALID] = {"valid_m", "valid_m", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_ERROR] = {NULL, "error", F_TEXT, NULL, IN_JSON},
+    [FLD_C_NOTE] = {NULL, "cublaslt_note", F_TEXT, NULL, IN_JSON},
+};
+
+static field_value num(bool known, double v) { return (field_value){known, v, 0, NULL}; }
+static field_value integer(long long v) { return (field_value){true, 0, v, NULL}; }
+static field_value text(const char *t) { return (field_value){true, 0, 0, t}; }
+
+static field_value field_of(const bench_row *r, int f) {
+    switch (f) {
+    case FLD_KIND: return text(cli_kind_name(r->kind));
+    case FLD_GROUPS: return integer(r->groups);
+    case FLD_M: return integer(r->m);
+    case FLD_N: return integer(r->n);
+    case FLD_K: return integer(r->k);
+    case FLD_CONFIG: return text(r->config);
+    case FLD_Q_US: return num(r->q_ran, r->qt.median_us);
+    case FLD_Q_TFLOPS: return num(r->q_ran, tflops(r->flops, r->qt.median_us));
+    case FLD_Q_GBS: return num(r->q_ran, r->bytes / (r->qt.median_us * 1e-6) / 1e9);
+    case FLD_C_US: return num(r->c_ran, r->ct.median_us);
+    case FLD_C_TFLOPS: return num(r->c_ran, tflops(r->flops, r->ct.median_us));
+    case FLD_SPEEDUP: return num(r->c_ran && r->q_ran, r->ct.median_us / r->qt.median_us);
+    case FLD_DIFF_Q: return num(true, r->diff_q);
+    case FLD_DIFF_C: return num(true, r->diff_c);
+    case FLD_DIFF_QC: return num(true, r->diff_qc);
+    case FLD_PASS: return integer(r->pass);
+    case FLD_DENSE_TFLOPS: return num(r->dense_ran, tflops(r->dense_flops, r->dense_us));
+    case FLD_JIT_MS: return num(r->jit_done, r->jit.compile_ms);
+    case FLD_JIT_HIT: return integer(r->jit_done ? r->jit.cache_hit : -1);
+    case FLD_REGISTERS: return integer(r->jit_done ? r->jit.registers : -1);
+    case FLD_Q_MIN: return num(r->q_ran, r->qt.min_us);
+    case FLD_Q_MAX: return num(r->q_ran, r->qt.max_us);
+    case FLD_C_MIN: return num(r->c_ran, r->ct.min_us);
+    case FLD_C_MAX: return num(r->c_ran, r->ct.max_us);
+    case FLD_VALID: return integer(r->valid);
+    case FLD_ERROR: return text(r->error);
+    case FLD_C_NOTE: return text(r->c_note);
+    }
+    return text("");
+}
+
+static void csv_header(void) {
+    const char *sep = "";
+    for (int f = 0; f < NUM_FIELDS; f++)
+        if (fields[f].where & IN_CSV) {
+            printf("%s%s", sep, fields[f].csv);
+            sep = ",";
+        }
+    printf("\n");
+}
+
+static void csv_row(const bench_row *r) {
+    const char *sep = "";
+    for (int f = 0; f < NUM_FIELDS; f++) {
+        if (!(fields[f].where & IN_CSV)) continue;
+        const field_value v = field_of(r, f);
+        printf("%s", sep);
+        sep = ",";
+        switch (fields[f].type) {
+        case F_TEXT: /* an empty config still fills its four columns */
+            printf("%s", f == FLD_CONFIG && !v.text[0] ? ",,," : v.text);
+            break;
+        case F_INT:
+        case F_BOOL: printf("%lld", v.i); break;
+        case F_NUM: put_num(false, v.known, fields[f].fmt, v.num); break;
+        }
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* The row's fields as JSON members, each preceded by ", " (the caller opens
+ * the object). */
+static void json_fields(const bench_row *r) {
+    for (int f = 0; f < NUM_FIELDS; f++) {
+        if (!(fields[f].where & IN_JSON)) continue;
+        if ((fields[f].where & JSON_CONTIGUOUS_ONLY) && r->kind != QG_GEMM_GROUPED_CONTIGUOUS)
+            continue;
+        const field_value v = field_of(r, f);
+        printf("%s\"%s\": ", f ? ", " : "", fields[f].json);
+        switch (fields[f].type) {
+        case F_TEXT: json_string(v.text); break;
+        case F_INT: printf("%lld", v.i); break;
+        case F_BOOL: printf("%s", v.i ? "true" : "false"); break;
+        case F_NUM: put_num(true, v.known, fields[f].fmt, v.num); break;
+        }
+    }
 }
 
 static double geomean_speedup(const bench_env *e, int *count) {
@@ -672,48 +778,8 @@ static void json_report(const bench_env *e) {
     printf(",\n  \"rows\": [");
     for (int i = 0; i < e->num_rows; i++) {
         const bench_row *r = &e->rows[i];
-        printf("%s\n    {\"kind\": \"%s\", \"groups\": %d, \"m\": %d, \"n\": %d, \"k\": %d, "
-               "\"valid_m\": %d, \"config\": ", i ? "," : "", cli_kind_name(r->kind), r->groups,
-               r->m, r->n, r->k, r->valid);
-        json_string(r->config);
-        printf(", \"qgemm_us\": ");
-        put_num(true, r->q_ran, "%.3f", r->qt.median_us);
-        printf(", \"qgemm_tflops\": ");
-        put_num(true, r->q_ran, "%.2f", tflops(r->flops, r->qt.median_us));
-        printf(", \"qgemm_gbs\": ");
-        put_num(true, r->q_ran, "%.1f", r->bytes / (r->qt.median_us * 1e-6) / 1e9);
-        printf(", \"cublaslt_us\": ");
-        put_num(true, r->c_ran, "%.3f", r->ct.median_us);
-        printf(", \"cublaslt_tflops\": ");
-        put_num(true, r->c_ran, "%.2f", tflops(r->flops, r->ct.median_us));
-        printf(", \"speedup\": ");
-        put_num(true, r->c_ran && r->q_ran, "%.4f", r->ct.median_us / r->qt.median_us);
-        printf(", \"diff_qgemm\": ");
-        put_num(true, true, "%.3e", r->diff_q);
-        printf(", \"diff_cublaslt\": ");
-        put_num(true, true, "%.3e", r->diff_c);
-        printf(", \"diff_qgemm_vs_cublaslt\": ");
-        put_num(true, true, "%.3e", r->diff_qc);
-        printf(", \"qgemm_min_us\": ");
-        put_num(true, r->q_ran, "%.3f", r->qt.min_us);
-        printf(", \"qgemm_max_us\": ");
-        put_num(true, r->q_ran, "%.3f", r->qt.max_us);
-        printf(", \"cublaslt_min_us\": ");
-        put_num(true, r->c_ran, "%.3f", r->ct.min_us);
-        printf(", \"cublaslt_max_us\": ");
-        put_num(true, r->c_ran, "%.3f", r->ct.max_us);
-        printf(", \"qgemm_pass\": %s", r->pass ? "true" : "false");
-        if (r->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
-            printf(", \"dense_same_m_tflops\": ");
-            put_num(true, r->dense_ran, "%.2f", tflops(r->dense_flops, r->dense_us));
-        }
-        printf(", \"jit_ms\": ");
-        put_num(true, r->jit_done, "%.1f", r->jit.compile_ms);
-        printf(", \"jit_cache_hit\": %d, \"registers\": %d, \"error\": ",
-               r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
-        json_string(r->error);
-        printf(", \"cublaslt_note\": ");
-        json_string(r->c_note);
+        printf("%s\n    {", i ? "," : "");
+        json_fields(r);
         printf("}");
     }
     printf("\n  ]\n}\n");
