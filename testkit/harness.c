@@ -1,8 +1,8 @@
 /*
  * harness.c -- test and benchmark support: GPU detection, random quantized
  * problems (host data + device copies), checking a GEMM's output against the
- * exact reference (CPU, or the fp64 kernel of kernels/reference.cuh for large
- * shapes), parallel kernel compilation and event timing. See harness.h for
+ * exact reference (CPU, or the fp64 kernel of testkit/kernels/reference.cuh for large
+ * shapes), parallel kernel compilation and event timing. See qgtk.h for
  * the contracts.
  *
  * Invariants:
@@ -18,9 +18,8 @@
 #include "qgtk.h"
 #include "kernels.h"
 
-#include <pthread.h>
-
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -891,7 +890,7 @@ done:
     return st;
 }
 
-#define REF_TILE 64     /* QG_REF_TILE of kernels/reference.cuh */
+#define REF_TILE 64     /* QG_REF_TILE of testkit/kernels/reference.cuh */
 #define REF_THREADS 256 /* QG_REF_THREADS */
 
 qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
@@ -996,7 +995,7 @@ struct qgtk_l2_flusher {
     CUdeviceptr buf, sink;
     size_t bytes;
     unsigned char value;
-    CUmodule module;   /* QGTK_L2_FLUSH_CLEAN: kernels/l2_flush.cuh */
+    CUmodule module;   /* QGTK_L2_FLUSH_CLEAN: testkit/kernels/l2_flush.cuh */
     CUfunction read;
 };
 

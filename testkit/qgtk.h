@@ -241,7 +241,7 @@ qg_status qgtk_gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_arg
  * qgtk_problem_check. A failing launch returns its status (res zeroed). */
 qg_status qgtk_problem_run_check(qg_context *ctx, qgtk_problem_data *p, const qg_config *cfg,
                                 CUstream stream, qgtk_check_result *res);
-/* Programmatic dependent launch, end to end (tests; kernels/pdl_probe.cuh):
+/* Programmatic dependent launch, end to end (tests; testkit/kernels/pdl_probe.cuh):
  * the operand ('A' or 'B') is zeroed, then a slow one-CTA kernel that lets
  * its dependents start at once copies the real one back. Control: a
  * PDL-launched kernel that reads the operand without waiting counts the
@@ -260,7 +260,7 @@ bool qgtk_check_passed(const qgtk_check_result *res, double bound);
  * checked, max abs err 0.01, cpu reference" into buf. @return buf. */
 const char *qgtk_check_describe(const qgtk_check_result *res, char *buf, size_t len);
 
-/* ---- GPU reference (testkit/harness.c + testkit/kernels/reference.cuh) --------------- */
+/* ---- GPU reference (testkit/harness.c + testkit/kernels/reference.cuh) --- */
 
 /* The fp64 reference on the device: ref is a device buffer of rows*n doubles
  * ([rows][n]; rows = m, or G*m for masked); rows that must not be written get
@@ -289,7 +289,7 @@ int qgtk_compile_many(qg_context *ctx, const qg_problem *problems, const qg_conf
  *                      as its reads evict them (what the bench did before
  *                      2026-11-22);
  *   QGTK_L2_FLUSH_CLEAN  the write, then a read of the same buffer
- *                      (kernels/l2_flush.cuh): the write-backs happen before
+ *                      (testkit/kernels/l2_flush.cuh): the write-backs happen before
  *                      the timed region and L2 holds clean, unrelated lines. */
 typedef enum { QGTK_L2_FLUSH_WRITE = 0, QGTK_L2_FLUSH_CLEAN = 1 } qgtk_l2_flush_mode;
 typedef struct qgtk_l2_flusher qgtk_l2_flusher;

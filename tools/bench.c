@@ -4,7 +4,7 @@
  * For every problem (dense table; with --grouped the contiguous and masked
  * MoE tables; with --grouped-contiguous G,M and / or --grouped-masked
  * G,M_max[,M] the contiguous / masked tables of the --shape list's N and K):
- *   1. fresh random inputs (src/harness.h), uploaded once;
+ *   1. fresh random inputs (the testkit, testkit/qgtk.h), uploaded once;
  *   2. qg_compile first, so the JIT time is reported apart from the timings
  *      (progress line "compiling kernel for ..." on stderr);
  *   3. qgemm: poison D, run, check against the fp64 reference (diff), keep
