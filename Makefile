@@ -1,9 +1,15 @@
 # qgemm -- build rules. `make` builds everything, `make test` runs the tests,
 # `make run` runs the main job (the CLI's check + benchmark on a GPU).
 #
-#   build/libqgemm.a, build/libqgemm.so   the library (kernels embedded)
+#   build/libqgemm.a, build/libqgemm.so   the library, the product (kernels embedded)
+#   build/libqgemm_testkit.a              the testkit: reference, checks, timing, fault
+#                                         injection, its helper kernels (tests, CLI, bench)
 #   build/qgemm                           the command-line tool
 #   build/qgemm_tests                     the test binary (CPU + GPU tests)
+#
+# Dependencies point down only: tools/ and tests/ -> testkit/ -> src/ (the library).
+# So the library's objects see include/ and src/ only; -Itestkit is given to
+# the testkit, the tools and the tests.
 
 CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)))
 CC        ?= cc
@@ -16,16 +22,28 @@ LDLIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpth
 LIB_SRC     := $(wildcard src/*.c)
 KERNELS     := $(sort $(wildcard kernels/*.cuh))
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/kernels_embedded.o
+TK_SRC      := $(wildcard testkit/*.c)
+TK_KERNELS  := $(sort $(wildcard testkit/kernels/*.cuh))
+TK_OBJ      := $(TK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/testkit/kernels_embedded.o
 TOOL_SRC    := $(wildcard tools/*.c)
 TEST_SRC    := $(wildcard tests/*.c)
 
-.PHONY: all lib test run clean
-all: lib $(BUILD)/qgemm $(BUILD)/qgemm_tests
+.PHONY: all lib testkit test run clean
+all: lib testkit $(BUILD)/qgemm $(BUILD)/qgemm_tests
 lib: $(BUILD)/libqgemm.a $(BUILD)/libqgemm.so
+testkit: $(BUILD)/libqgemm_testkit.a
+
+# The testkit's header (testkit/qgtk.h) for everything above the library.
+$(BUILD)/testkit/%.o $(BUILD)/tools/%.o $(BUILD)/tests/%.o: CFLAGS += -Itestkit
 
 # Kernel sources become a C table {name, text} so the library is self-contained.
 $(BUILD)/kernels_embedded.c: $(KERNELS) tools/embed.sh | $(BUILD)
 	sh tools/embed.sh $(KERNELS) > $@
+
+# The testkit's helper kernels (fp64 reference, L2 read, PDL probe), the same way.
+$(BUILD)/testkit/kernels_embedded.c: $(TK_KERNELS) tools/embed.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed.sh -t qgtk__kernel_files kernels.h $(TK_KERNELS) > $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -34,16 +52,26 @@ $(BUILD)/%.o: %.c
 $(BUILD)/kernels_embedded.o: $(BUILD)/kernels_embedded.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/testkit/kernels_embedded.o: $(BUILD)/testkit/kernels_embedded.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# The library: the product, and nothing only tests need.
 $(BUILD)/libqgemm.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libqgemm.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-$(BUILD)/qgemm: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm.a
+# The testkit: a static library over libqgemm (link it before libqgemm.a).
+$(BUILD)/libqgemm_testkit.a: $(TK_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# The CLI: its commands (tools/cmd_*.c, bench.c) over tools/cli.c, the testkit, the library.
+$(BUILD)/qgemm: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm.a
+# The tests: white-box CPU tests of the library, GPU tests through the testkit.
+$(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 $(BUILD):
@@ -61,9 +89,11 @@ test: all
 pytest:
 	bash tests/python/run.sh $(BUILD)
 
+# The main job on a GPU: the CLI's check, then its benchmark.
 run: all
 	@$(BUILD)/qgemm check && $(BUILD)/qgemm bench
 
+# Remove every build output.
 clean:
 	rm -rf $(BUILD)
 

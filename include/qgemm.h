@@ -212,7 +212,7 @@ typedef struct {
 
 /**
  * Choose the configuration the library would use for `problem` on ctx's
- * device (DESIGN.md section 3). Works on offline contexts. (Should the JIT
+ * device (docs/DESIGN.md §5). Works on offline contexts. (Should the JIT
  * refuse its kernel for this N and K, qg_compile and the GEMM calls go on
  * to the next configuration the heuristic ranks.)
  * QGEMM_PRINT_CONFIG=1 prints each choice to stderr.
@@ -337,24 +337,6 @@ QG_API float qg_fp8_e4m3_decode(uint8_t v);
 QG_API uint16_t qg_bf16_encode(float x);
 /** @return the exact value of bf16 bits `v`. */
 QG_API float qg_bf16_decode(uint16_t v);
-
-/**
- * Reference GEMM on the CPU, in double, on exactly dequantized inputs, for
- * host copies of the arguments (same layouts as qg_gemm_args; pointers are
- * host pointers). Writes ref [rows][n] densely (rows = m, or G*m for masked);
- * rows the kernel must leave untouched (padding, masked-out) are set to NaN.
- * @return QG_SUCCESS or QG_ERROR_INVALID_ARGUMENT.
- */
-QG_API qg_status qg_reference_gemm(qg_gemm_kind kind, const qg_gemm_args *host_args,
-                                   double *ref);
-
-/**
- * diff = 1 - 2 sum(x*y) / sum(x^2 + y^2) over n values, in double
- * (DESIGN.md section 5). Entries where y is NaN are skipped (rows the kernel
- * must not write). @return diff (0 for identical inputs; NaN if x has a NaN
- * where y does not).
- */
-QG_API double qg_calc_diff(const double *x, const double *y, size_t n);
 
 #ifdef __cplusplus
 }

@@ -186,3 +186,27 @@ qg_status qg_context_set_pdl(qg_context *ctx, int enable) {
 int qg_context_get_pdl(const qg_context *ctx) {
     return ctx ? (int)ctx->pdl : -1;
 }
+
+/* ---- the testkit's seam (src/seam.h) ------------------------------------- */
+
+bool qg__context_cuda(const qg_context *ctx, const qg_driver **drv, CUcontext *cu_context,
+                      CUdevice *cu_device) {
+    if (!ctx || ctx->offline || !ctx->drv) return false;
+    if (drv) *drv = ctx->drv;
+    if (cu_context) *cu_context = ctx->cu_context;
+    if (cu_device) *cu_device = ctx->cu_device;
+    return true;
+}
+
+qg_status qg__context_compile_source(qg_context *ctx, const char *source, const void **cubin,
+                                     size_t *cubin_size, qg_kernel_info *info) {
+    if (!ctx || !cubin || !cubin_size)
+        return qg__fail(QG_ERROR_INTERNAL, "qg__context_compile_source: a NULL argument");
+    qg_jit_result res;
+    qg_status st = qg__jit_compile(ctx->jit, source, &res);
+    if (st != QG_SUCCESS) return st;
+    *cubin = res.cubin;
+    *cubin_size = res.cubin_size;
+    if (info) *info = res.info;
+    return QG_SUCCESS;
+}

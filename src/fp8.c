@@ -12,21 +12,10 @@
  * floating-point mode or on compiler contraction.
  */
 #include "internal.h"
+#include "bits.h"
 
 #include <math.h>
 #include <string.h>
-
-static uint32_t float_bits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float bits_float(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
 /* Shift `v` right by `s` (>= 1) bits, rounding to nearest, ties to even. */
 static uint32_t shift_round_even(uint32_t v, unsigned s) {
@@ -42,7 +31,7 @@ static uint32_t shift_round_even(uint32_t v, unsigned s) {
 #define E4M3_NAN_CODE 0x7fu
 
 uint8_t qg_fp8_e4m3_encode(float x) {
-    uint32_t u = float_bits(x);
+    uint32_t u = qg__float_bits(x);
     uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
     uint32_t mag = u & 0x7fffffffu;
 
@@ -86,7 +75,7 @@ float qg_fp8_e4m3_decode(uint8_t v) {
 }
 
 uint16_t qg_bf16_encode(float x) {
-    uint32_t u = float_bits(x);
+    uint32_t u = qg__float_bits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u) {
         /* NaN: truncating could clear every mantissa bit left (-> infinity);
          * set the quiet bit so the result stays a NaN. */
@@ -99,5 +88,5 @@ uint16_t qg_bf16_encode(float x) {
 }
 
 float qg_bf16_decode(uint16_t v) {
-    return bits_float((uint32_t)v << 16);
+    return qg__bits_float((uint32_t)v << 16);
 }

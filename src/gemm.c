@@ -17,6 +17,7 @@
  */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,20 +111,27 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
     return QG_SUCCESS;
 }
 
+/* The fault seam of src/seam.h: a tile the JIT is to refuse, as it refuses a
+ * kernel that spills. No legal configuration spills on the shapes the tests
+ * cover, and resolve_and_compile's fallback to the next ranked configuration
+ * must still be tested; the testkit sets it. 0: none. */
+static atomic_int refused_tile;
+
+static int tile_code(int block_m, int block_n) { return block_m * 1024 + block_n; }
+
+void qg__refuse_tile(int block_m, int block_n) {
+    atomic_store(&refused_tile, block_m > 0 && block_n > 0 ? tile_code(block_m, block_n) : 0);
+}
+
 static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_config *cfg,
                                 const qg_kernel_plan *plan, qg_jit_result *res) {
     char src[8192];
     qg_status st = kernel_source(src, sizeof src, p, cfg, plan);
     if (st != QG_SUCCESS) return st;
-    /* For tests of the fallback in resolve_and_compile (no real kernel of a
-     * legal configuration spills on the shapes the sweeps cover):
-     * QGEMM_TEST_REFUSE=BMxBN refuses that tile as the JIT refuses a spill. */
-    const char *refuse = getenv("QGEMM_TEST_REFUSE");
-    int refuse_m, refuse_n;
-    if (refuse && sscanf(refuse, "%dx%d", &refuse_m, &refuse_n) == 2 &&
-        refuse_m == cfg->block_m && refuse_n == cfg->block_n)
-        return qg__fail(QG_ERROR_COMPILE, "kernel %dx%d refused (QGEMM_TEST_REFUSE=%s)", refuse_m,
-                        refuse_n, refuse);
+    const int refused = atomic_load(&refused_tile);
+    if (refused && refused == tile_code(cfg->block_m, cfg->block_n))
+        return qg__fail(QG_ERROR_COMPILE, "kernel %dx%d refused (fault injected by qg__refuse_tile)",
+                        cfg->block_m, cfg->block_n);
     if ((st = qg__jit_compile(ctx->jit, src, res)) != QG_SUCCESS) return st;
     /* setmaxnreg.inc waits for registers the CTA does not own if the entry
      * allocation cannot hold the producer's and math warpgroups' shares. */

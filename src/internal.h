@@ -15,75 +15,20 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
-/* ---- errors (src/status.c) --------------------------------------------- */
+/* Errors, the driver table and the testkit's seam (src/seam.h). */
+#include "seam.h"
 
-/* Record a printf-style message for the calling thread; return `status`. */
-qg_status qg__fail(qg_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Forget the thread's message (called at the start of every public call). */
-void qg__clear_error(void);
-/* Debug switches, read from the environment at each call (tests change them). */
+/* ---- environment (src/env.c: the table of every variable read) ----------- */
+
+typedef struct { const char *name, *meaning, *fallback; } qg_env_knob;
+extern const qg_env_knob qg__env_knobs[];
+extern const int qg__num_env_knobs;
+/* A debug switch: set, non-empty and not "0". Read at each call (tests change them). */
 bool qg__env_flag(const char *name);
-
-/* ---- the CUDA driver, loaded at run time (src/driver.c) --------------------
- * Types come from <cuda.h> (header only: no link-time dependency). */
-#include <cuda.h>
-
-typedef struct {
-    CUresult (*cuInit)(unsigned int);
-    CUresult (*cuDriverGetVersion)(int *);
-    CUresult (*cuGetErrorString)(CUresult, const char **);
-    CUresult (*cuDeviceGetCount)(int *);
-    CUresult (*cuDeviceGet)(CUdevice *, int);
-    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-    CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
-    CUresult (*cuCtxPushCurrent)(CUcontext);
-    CUresult (*cuCtxPopCurrent)(CUcontext *);
-    CUresult (*cuCtxSynchronize)(void);
-    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
-    CUresult (*cuModuleUnload)(CUmodule);
-    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
-    CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
-    CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *);
-    CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
-                                       const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
-                                       const cuuint32_t *, CUtensorMapInterleave,
-                                       CUtensorMapSwizzle, CUtensorMapL2promotion,
-                                       CUtensorMapFloatOOBfill);
-    CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
-    CUresult (*cuStreamGetCtx)(CUstream, CUcontext *);
-    /* used by tests and tools (memory, copies, events) */
-    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*cuMemFree)(CUdeviceptr);
-    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-    CUresult (*cuStreamCreate)(CUstream *, unsigned int);
-    CUresult (*cuStreamDestroy)(CUstream);
-    CUresult (*cuStreamSynchronize)(CUstream);
-    CUresult (*cuEventCreate)(CUevent *, unsigned int);
-    CUresult (*cuEventDestroy)(CUevent);
-    CUresult (*cuEventRecord)(CUevent, CUstream);
-    CUresult (*cuEventSynchronize)(CUevent);
-    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*cuStreamBeginCapture)(CUstream, CUstreamCaptureMode);
-    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*cuGraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*cuGraphExecDestroy)(CUgraphExec);
-    CUresult (*cuGraphDestroy)(CUgraph);
-} qg_driver;
-
-/* Load libcuda.so.1 once (thread-safe) and call cuInit(0).
- * @return QG_SUCCESS and *out, or QG_ERROR_NO_DRIVER / QG_ERROR_NO_DEVICE with a message. */
-qg_status qg__driver_load(const qg_driver **out);
-/* Turn a CUresult into a status + message "<what>: <driver's error string>". */
-qg_status qg__cuda_fail(CUresult r, const char *what);
+/* The variable's value, or NULL when unset or empty. */
+const char *qg__env_string(const char *name);
+/* "qgemm jit: <message>" on stderr when QGEMM_JIT_DEBUG is on (jit.c, cache.c). */
+void qg__jit_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- run-time compilation (src/jit.c) ----------------------------------- */
 
@@ -105,7 +50,7 @@ typedef struct {
 /*
  * Compile `source` (which #includes files of qg__kernel_files) for sm_90a
  * with NVRTC, or find it in the memory cache, then in the disk cache
- * ($QGEMM_CACHE_DIR, default ~/.cache/qgemm). The key hashes the source, every
+ * (src/cache.c; $QGEMM_CACHE_DIR, default ~/.cache/qgemm). The key hashes the source, every
  * embedded file, the options and the NVRTC version. Rejects (QG_ERROR_COMPILE)
  * a kernel whose ptxas report shows spills or a stack frame.
  * QGEMM_JIT_DEBUG=1 prints the compile; QGEMM_JIT_DUMP=dir writes .cu/.ptx.

@@ -1,54 +1,37 @@
 /*
- * jit.c -- run-time compilation of kernels with NVRTC, cached in memory and
- * on disk (DESIGN.md section 4).
+ * jit.c -- the compiler driver: run-time compilation of kernels with NVRTC,
+ * the in-memory cache, and the checks a cubin must pass before it is handed
+ * out; the disk cache and the key are src/cache.c (docs/DESIGN.md §6).
  *
  * Invariants:
- *  - the key is SHA-256 over the format version, the NVRTC version, the
- *    options, every embedded file (name and text) and the source, each field
- *    length-prefixed so no two inputs frame the same bytes;
  *  - a cubin is handed out only if its ptxas report shows no spill, no
  *    stack frame and no serialized wgmma (ptxas C751x: it serializes the
  *    wgmmas or injects a wait when it cannot prove their accumulators
- *    untouched in flight); nothing that failed is cached;
+ *    untouched in flight); nothing that failed is cached, in memory or on disk;
  *  - the memory cache holds one entry per key; while its first compile runs
  *    the entry is "pending" and other threads asking for the key wait for it
  *    (one compile per key, however many threads); a failed compile drops the
  *    entry so a waiter retries and gets its own error message;
- *  - a disk file is written to a unique temporary name and renamed, so a
- *    reader sees a whole file or none; every read re-checks magic, lengths,
- *    key and the SHA-256 of the body, and a bad file is deleted, never loaded;
- *  - the disk cache is best effort: failing to read or write it is never an
- *    error (QGEMM_JIT_DEBUG says why);
- *  - environment variables (QGEMM_CACHE_DIR, HOME, QGEMM_JIT_DEBUG,
- *    QGEMM_JIT_DUMP) are read at every call; QGEMM_JIT_DEBUG also adds
- *    -lineinfo, so debug builds have keys (and cubins) of their own;
+ *  - environment variables (src/env.c: QGEMM_CACHE_DIR, HOME,
+ *    QGEMM_JIT_DEBUG, QGEMM_JIT_DUMP) are read at every call; QGEMM_JIT_DEBUG
+ *    also adds -lineinfo, so debug builds have keys (and cubins) of their own;
  *  - QGEMM_JIT_DUMP=dir writes <key>.cu whenever the memory cache misses and
  *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both).
  */
 #include "internal.h"
-#include "sha256.h"
+#include "cache.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <nvrtc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Bump when the options, the key recipe or the file layout change. */
+/* Bump when the options, the key recipe or the file layout (src/cache.c) change. */
 #define QG_JIT_FORMAT "qgemm-jit-1"
-#define QG_CACHE_MAGIC "QGEMMCB1"
-#define QG_CACHE_VERSION 1u
-#define QG_CACHE_HEADER_BYTES 56   /* magic, version, header size, body length, hash */
-#define QG_CACHE_BODY_FIXED 96     /* key, 5 info words, report and cubin lengths */
-#define QG_CACHE_MAX_FILE (256u << 20)
 #define QG_LOG_EXCERPT 2000        /* characters of NVRTC log quoted in an error */
-#define QG_PATH_MAX 4096
 #define QG_BUCKETS 64
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -57,73 +40,6 @@ static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static void debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void debug(const char *fmt, ...) {
-    if (!qg__env_flag("QGEMM_JIT_DEBUG")) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("qgemm jit: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static const char *env_nonempty(const char *name) {
-    const char *v = getenv(name);
-    return v && v[0] ? v : NULL;
-}
-
-/* mkdir -p with mode 0755. @return 0, or -1 with errno set. */
-static int make_dirs(const char *path) {
-    char buf[QG_PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-        *p = c;
-        if (c == '\0') break;
-    }
-    struct stat st;
-    if (stat(buf, &st) != 0) return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
-/* Write all of `len` bytes. @return 0 or -1. */
-static int write_all(int fd, const void *data, size_t len) {
-    const char *p = data;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Create `dir/name` (best effort; used by QGEMM_JIT_DUMP). */
-static void dump_file(const char *dir, const char *key, const char *ext, const char *text) {
-    char path[QG_PATH_MAX];
-    if (make_dirs(dir) != 0 ||
-        snprintf(path, sizeof path, "%s/%s%s", dir, key, ext) >= (int)sizeof path) {
-        debug("cannot dump %s%s into %s: %s", key, ext, dir, strerror(errno));
-        return;
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || write_all(fd, text, strlen(text)) != 0)
-        debug("cannot write %s: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
 }
 
 /* ---- compile options and key ------------------------------------------ */
@@ -137,35 +53,6 @@ static int jit_options(bool line_info, const char *opts[8]) {
     opts[n++] = "-Xptxas=-v"; /* the report that registers and spills are parsed from */
     if (line_info) opts[n++] = "-lineinfo";
     return n;
-}
-
-/* Hash one tagged, length-prefixed field. */
-static void hash_field(qg_sha256 *s, const char *tag, const char *data, size_t len) {
-    uint8_t n[8];
-    for (int i = 0; i < 8; i++) n[i] = (uint8_t)((uint64_t)len >> (8 * i));
-    qg__sha256_update(s, tag, strlen(tag) + 1);
-    qg__sha256_update(s, n, sizeof n);
-    qg__sha256_update(s, data, len);
-}
-
-static void hash_str(qg_sha256 *s, const char *tag, const char *str) {
-    hash_field(s, tag, str, strlen(str));
-}
-
-/* Everything in the key except the source: the same for every kernel. */
-static void hash_prefix(qg_sha256 *s, const char *const *opts, int num_opts) {
-    int major = 0, minor = 0;
-    char version[32];
-    nvrtcVersion(&major, &minor);
-    snprintf(version, sizeof version, "%d.%d", major, minor);
-    qg__sha256_init(s);
-    hash_str(s, "format", QG_JIT_FORMAT);
-    hash_str(s, "nvrtc", version);
-    for (int i = 0; i < num_opts; i++) hash_str(s, "option", opts[i]);
-    for (int i = 0; i < qg__num_kernel_files; i++) {
-        hash_str(s, "file", qg__kernel_files[i].name);
-        hash_str(s, "text", qg__kernel_files[i].text);
-    }
 }
 
 /* ---- the memory cache ------------------------------------------------- */
@@ -185,7 +72,7 @@ struct qg_jit_cache {
     pthread_cond_t changed;     /* a pending entry became ready or was dropped */
     jit_entry *buckets[QG_BUCKETS];
     bool prefix_ready[2];       /* [line_info] */
-    qg_sha256 prefix[2];        /* hash_prefix() midstate, computed once */
+    qg_sha256 prefix[2];        /* qg__cache_key_prefix() midstate, computed once */
 };
 
 qg_status qg__jit_cache_create(qg_jit_cache **out) {
@@ -244,21 +131,7 @@ static void drop_entry(qg_jit_cache *c, jit_entry *gone) {
         }
 }
 
-/* ---- one build: what a compile or a disk hit yields --------------------- */
-
-typedef struct {
-    void *cubin;
-    size_t cubin_size;
-    char *report;
-    bool reported; /* the log held a ptxas report (ptxas ran; see compile_uncached) */
-    qg_kernel_info info;
-} jit_build;
-
-static void free_build(jit_build *b) {
-    free(b->cubin);
-    free(b->report);
-    b->cubin = b->report = NULL;
-}
+/* ---- reading NVRTC's report -------------------------------------------- */
 
 /* The number written just before `what` in [line, end), e.g. "1024 bytes stack frame". */
 static int number_before(const char *line, const char *end, const char *what, int *value) {
@@ -347,7 +220,7 @@ static qg_status nvrtc_fail(nvrtcResult r, const char *what, const char *key) {
 /* Compile `source` with NVRTC: cubin, report, register/spill counts, PTX flags.
  * On success *ptx_out holds the PTX (caller frees) for QGEMM_JIT_DUMP. */
 static qg_status compile(const char *source, const char *key, const char *const *opts,
-                         int num_opts, jit_build *b, char **ptx_out) {
+                         int num_opts, qg_jit_build *b, char **ptx_out) {
     int n = qg__num_kernel_files;
     const char **names = calloc((size_t)n + 1, sizeof *names);
     const char **texts = calloc((size_t)n + 1, sizeof *texts);
@@ -429,202 +302,9 @@ done:
         *ptx_out = ptx;
     } else {
         free(ptx);
-        free_build(b);
+        qg__build_free(b);
     }
     return st;
-}
-
-/* ---- the disk cache ---------------------------------------------------- */
-/*
- * <dir>/<key>.cubin, integers little-endian:
- *   0  "QGEMMCB1"   8  u32 format version   12 u32 header size (56)
- *   16 u64 body length   24 SHA-256 of the body (32 bytes)
- *   56 body: key (64 hex chars), i32 registers, spill stores, spill loads,
- *      stack frame, u32 PTX flags, u32 report length, u64 cubin length,
- *      report bytes, cubin bytes
- */
-
-static void put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get_u32(const uint8_t *p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static uint64_t get_u64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint32_t ptx_flags(const qg_kernel_info *in) {
-    return (uint32_t)((in->ptx_has_wgmma != 0) | (in->ptx_has_tma_load != 0) << 1 |
-                      (in->ptx_has_tma_store != 0) << 2 | (in->ptx_has_setmaxnreg != 0) << 3 |
-                      (in->ptx_has_stmatrix != 0) << 4 | (in->ptx_has_multicast != 0) << 5);
-}
-
-static void set_ptx_flags(qg_kernel_info *out, uint32_t f) {
-    out->ptx_has_wgmma = f & 1;
-    out->ptx_has_tma_load = f >> 1 & 1;
-    out->ptx_has_tma_store = f >> 2 & 1;
-    out->ptx_has_setmaxnreg = f >> 3 & 1;
-    out->ptx_has_stmatrix = f >> 4 & 1;
-    out->ptx_has_multicast = f >> 5 & 1;
-}
-
-/* The cache directory (created), or NULL when there is none usable. */
-static const char *cache_dir(char buf[QG_PATH_MAX]) {
-    const char *dir = env_nonempty("QGEMM_CACHE_DIR");
-    if (dir) {
-        if (snprintf(buf, QG_PATH_MAX, "%s", dir) >= QG_PATH_MAX) return NULL;
-    } else {
-        const char *home = env_nonempty("HOME");
-        if (!home) {
-            debug("disk cache disabled: neither QGEMM_CACHE_DIR nor HOME is set");
-            return NULL;
-        }
-        if (snprintf(buf, QG_PATH_MAX, "%s/.cache/qgemm", home) >= QG_PATH_MAX) return NULL;
-    }
-    if (make_dirs(buf) != 0) {
-        debug("disk cache disabled: cannot create %s: %s", buf, strerror(errno));
-        return NULL;
-    }
-    return buf;
-}
-
-/* Parse and check a whole file image. @return a reason, or NULL if valid. */
-static const char *decode_file(const uint8_t *f, size_t size, const char *key, jit_build *b) {
-    if (size < QG_CACHE_HEADER_BYTES + QG_CACHE_BODY_FIXED) return "file too short";
-    if (memcmp(f, QG_CACHE_MAGIC, 8) != 0) return "bad magic";
-    if (get_u32(f + 8) != QG_CACHE_VERSION) return "other format version";
-    if (get_u32(f + 12) != QG_CACHE_HEADER_BYTES) return "bad header size";
-    const uint8_t *body = f + QG_CACHE_HEADER_BYTES;
-    uint64_t body_len = get_u64(f + 16);
-    if (body_len != size - QG_CACHE_HEADER_BYTES) return "length mismatch (truncated?)";
-    uint8_t digest[32];
-    qg__sha256(body, body_len, digest);
-    if (memcmp(digest, f + 24, 32) != 0) return "checksum mismatch";
-    if (memcmp(body, key, 64) != 0) return "key mismatch";
-    uint64_t report_len = get_u32(body + 84), cubin_len = get_u64(body + 88);
-    if (cubin_len == 0 || cubin_len > body_len ||
-        QG_CACHE_BODY_FIXED + report_len + cubin_len != body_len)
-        return "bad section lengths";
-    b->info.registers = (int32_t)get_u32(body + 64);
-    b->info.spill_store_bytes = (int32_t)get_u32(body + 68);
-    b->info.spill_load_bytes = (int32_t)get_u32(body + 72);
-    b->info.stack_frame_bytes = (int32_t)get_u32(body + 76);
-    set_ptx_flags(&b->info, get_u32(body + 80));
-    b->report = malloc(report_len + 1);
-    b->cubin = malloc(cubin_len);
-    if (!b->report || !b->cubin) {
-        free_build(b);
-        return "out of memory";
-    }
-    memcpy(b->report, body + QG_CACHE_BODY_FIXED, report_len);
-    b->report[report_len] = '\0';
-    memcpy(b->cubin, body + QG_CACHE_BODY_FIXED + report_len, cubin_len);
-    b->cubin_size = cubin_len;
-    return NULL;
-}
-
-/* @return 1 and *b filled on a valid hit, 0 otherwise (a bad file is deleted). */
-static int disk_read(const char *dir, const char *key, jit_build *b) {
-    char path[QG_PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) return 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno != ENOENT) debug("cannot open %s: %s", path, strerror(errno));
-        return 0;
-    }
-    struct stat st;
-    uint8_t *f = NULL;
-    const char *bad = NULL;
-    size_t size = 0;
-    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > QG_CACHE_MAX_FILE) {
-        bad = "unreadable or oversized";
-    } else {
-        size = (size_t)st.st_size;
-        f = malloc(size ? size : 1);
-        size_t got = 0;
-        while (f && got < size) {
-            ssize_t n = read(fd, f + got, size - got);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            got += (size_t)n;
-        }
-        if (!f) bad = "out of memory";
-        else if (got != size) bad = "short read";
-        else bad = decode_file(f, size, key, b);
-    }
-    close(fd);
-    free(f);
-    if (!bad) return 1;
-    debug("disk cache file %s rejected (%s): deleting it and recompiling", path, bad);
-    unlink(path); /* a racing writer's rename may replace it: harmless either way */
-    return 0;
-}
-
-static void disk_write(const char *dir, const char *key, const jit_build *b) {
-    static atomic_uint counter;
-    size_t report_len = strlen(b->report);
-    size_t body_len = QG_CACHE_BODY_FIXED + report_len + b->cubin_size;
-    size_t size = QG_CACHE_HEADER_BYTES + body_len;
-    uint8_t *f = calloc(1, size);
-    if (!f) {
-        debug("disk cache: cannot allocate %zu bytes to write kernel %s", size, key);
-        return;
-    }
-    uint8_t *body = f + QG_CACHE_HEADER_BYTES;
-    memcpy(body, key, 64);
-    put_u32(body + 64, (uint32_t)b->info.registers);
-    put_u32(body + 68, (uint32_t)b->info.spill_store_bytes);
-    put_u32(body + 72, (uint32_t)b->info.spill_load_bytes);
-    put_u32(body + 76, (uint32_t)b->info.stack_frame_bytes);
-    put_u32(body + 80, ptx_flags(&b->info));
-    put_u32(body + 84, (uint32_t)report_len);
-    put_u64(body + 88, b->cubin_size);
-    memcpy(body + QG_CACHE_BODY_FIXED, b->report, report_len);
-    memcpy(body + QG_CACHE_BODY_FIXED + report_len, b->cubin, b->cubin_size);
-    memcpy(f, QG_CACHE_MAGIC, 8);
-    put_u32(f + 8, QG_CACHE_VERSION);
-    put_u32(f + 12, QG_CACHE_HEADER_BYTES);
-    put_u64(f + 16, body_len);
-    qg__sha256(body, body_len, f + 24);
-
-    char tmp[QG_PATH_MAX], path[QG_PATH_MAX];
-    int fd = -1;
-    /* pid + tid + counter + clock make the name unique; O_EXCL makes sure. */
-    for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        unsigned salt = (unsigned)t.tv_nsec ^ (atomic_fetch_add(&counter, 1) * 2654435761u);
-        if (snprintf(tmp, sizeof tmp, "%s/%s.tmp.%ld.%ld.%08x", dir, key, (long)getpid(),
-                     (long)syscall(SYS_gettid), salt) >= (int)sizeof tmp)
-            break;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd >= 0 && snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) {
-        close(fd);
-        unlink(tmp);
-        fd = -1;
-        errno = ENAMETOOLONG;
-    }
-    if (fd < 0) {
-        debug("disk cache: cannot create a temporary file in %s: %s", dir, strerror(errno));
-    } else {
-        int failed = write_all(fd, f, size) != 0;
-        failed |= close(fd) != 0;
-        if (failed || rename(tmp, path) != 0) {
-            debug("disk cache: cannot write %s: %s", path, strerror(errno));
-            unlink(tmp);
-        }
-    }
-    free(f);
 }
 
 /* ---- the entry point --------------------------------------------------- */
@@ -642,7 +322,7 @@ static void print_line(const char *how, const qg_kernel_info *info, const char *
         }
     }
     flat[n] = '\0';
-    debug("%.16s %s in %.1f ms: %d registers, %d bytes spill stores, %d bytes spill loads, "
+    qg__jit_debug("%.16s %s in %.1f ms: %d registers, %d bytes spill stores, %d bytes spill loads, "
           "%d bytes stack frame; ptxas: %s",
           info->key, how, info->compile_ms, info->registers, info->spill_store_bytes,
           info->spill_load_bytes, info->stack_frame_bytes, flat);
@@ -653,15 +333,16 @@ static void compute_key(qg_jit_cache *cache, bool line_info, const char *const *
     qg_sha256 s;
     pthread_mutex_lock(&cache->lock);
     if (!cache->prefix_ready[line_info]) {
-        hash_prefix(&cache->prefix[line_info], opts, num_opts);
+        int major = 0, minor = 0;
+        char version[32];
+        nvrtcVersion(&major, &minor);
+        snprintf(version, sizeof version, "%d.%d", major, minor);
+        qg__cache_key_prefix(&cache->prefix[line_info], QG_JIT_FORMAT, version, opts, num_opts);
         cache->prefix_ready[line_info] = true;
     }
     s = cache->prefix[line_info];
     pthread_mutex_unlock(&cache->lock);
-    hash_str(&s, "source", source);
-    uint8_t digest[32];
-    qg__sha256_final(&s, digest);
-    qg__sha256_hex(digest, key);
+    qg__cache_key_finish(&s, source, key);
 }
 
 /*
@@ -675,7 +356,7 @@ static void compute_key(qg_jit_cache *cache, bool line_info, const char *const *
  * if even that comes back without a report.
  */
 static qg_status compile_uncached(const char *source, const char *key, const char *const *opts,
-                                  int num_opts, jit_build *b, char **ptx) {
+                                  int num_opts, qg_jit_build *b, char **ptx) {
     static atomic_ullong salt_counter;
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
@@ -686,7 +367,7 @@ static qg_status compile_uncached(const char *source, const char *key, const cha
     char *salted = malloc(len + 64);
     if (!salted) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes", len + 64);
     snprintf(salted, len + 64, "%s\n__device__ int qg_jit_salt_%016llx;\n", source, salt);
-    jit_build fresh;
+    qg_jit_build fresh;
     memset(&fresh, 0, sizeof fresh);
     char *fresh_ptx = NULL;
     qg_status st = compile(salted, key, opts, num_opts, &fresh, &fresh_ptx);
@@ -694,11 +375,11 @@ static qg_status compile_uncached(const char *source, const char *key, const cha
     if (st != QG_SUCCESS) return st;
     if (!fresh.reported) {
         free(fresh_ptx);
-        free_build(&fresh);
+        qg__build_free(&fresh);
         return QG_SUCCESS;
     }
     free(*ptx);
-    free_build(b);
+    qg__build_free(b);
     *b = fresh;
     *ptx = fresh_ptx;
     return QG_SUCCESS;
@@ -706,12 +387,12 @@ static qg_status compile_uncached(const char *source, const char *key, const cha
 
 /* Get the build for `key` from disk or NVRTC; reject spills. */
 static qg_status build(const char *source, const char *key, const char *const *opts,
-                       int num_opts, jit_build *b) {
+                       int num_opts, qg_jit_build *b) {
     char dir_buf[QG_PATH_MAX];
-    const char *dir = cache_dir(dir_buf);
-    const char *dump = env_nonempty("QGEMM_JIT_DUMP");
-    if (dump) dump_file(dump, key, ".cu", source);
-    if (dir && disk_read(dir, key, b)) {
+    const char *dir = qg__cache_open_dir(dir_buf);
+    const char *dump = qg__env_string("QGEMM_JIT_DUMP");
+    if (dump) qg__cache_dump(dump, key, ".cu", source);
+    if (dir && qg__cache_read(dir, key, b)) {
         b->info.cache_hit = 2;
     } else {
         char *ptx = NULL;
@@ -722,11 +403,11 @@ static qg_status build(const char *source, const char *key, const char *const *o
             st = compile_uncached(source, key, opts, num_opts, b, &ptx);
             if (st != QG_SUCCESS) {
                 free(ptx);
-                free_build(b);
+                qg__build_free(b);
                 return st;
             }
         }
-        if (dump) dump_file(dump, key, ".ptx", ptx);
+        if (dump) qg__cache_dump(dump, key, ".ptx", ptx);
         free(ptx);
         b->info.cache_hit = 0;
     }
@@ -744,7 +425,7 @@ static qg_status build(const char *source, const char *key, const char *const *o
                                 "registers); ptxas report:\n%.*s",
                                 key, i->stack_frame_bytes, spills, i->registers, QG_LOG_EXCERPT,
                                 b->report[0] ? b->report : "(none)");
-        free_build(b);
+        qg__build_free(b);
         return st;
     }
     const char *serialized = strstr(b->report, "wgmma.mma_async instructions are serialized");
@@ -752,10 +433,10 @@ static qg_status build(const char *source, const char *key, const char *const *o
     if (serialized) {
         qg_status st = qg__fail(QG_ERROR_COMPILE, "kernel %s: ptxas serialized its wgmma: %.*s", key,
                                 (int)strcspn(serialized, "\n"), serialized);
-        free_build(b);
+        qg__build_free(b);
         return st;
     }
-    if (dir && b->info.cache_hit == 0) disk_write(dir, key, b);
+    if (dir && b->info.cache_hit == 0) qg__cache_write(dir, key, b);
     return QG_SUCCESS;
 }
 
@@ -802,7 +483,7 @@ qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result
     pthread_mutex_unlock(&cache->lock);
 
     /* Slow part, unlocked: other keys proceed, this key's askers wait. */
-    jit_build b = {0};
+    qg_jit_build b = {0};
     qg_status st = build(source, key, opts, num_opts, &b);
     memcpy(b.info.key, key, sizeof key);
 
@@ -821,7 +502,7 @@ qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result
 
     b.info.compile_ms = now_ms() - t0;
     if (st != QG_SUCCESS) {
-        debug("%.16s failed after %.1f ms: %s", key, b.info.compile_ms, qg_last_error());
+        qg__jit_debug("%.16s failed after %.1f ms: %s", key, b.info.compile_ms, qg_last_error());
         out->info = b.info; /* what is known: key, counts of a rejected kernel */
         return st;
     }

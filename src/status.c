@@ -56,9 +56,3 @@ qg_status qg__fail(qg_status status, const char *fmt, ...) {
 }
 
 void qg__clear_error(void) { thread_error[0] = '\0'; }
-
-bool qg__env_flag(const char *name) {
-    /* Read at every call (cheap) so tests and long-lived processes can toggle it. */
-    const char *v = getenv(name);
-    return v && v[0] && strcmp(v, "0") != 0;
-}

@@ -7,7 +7,7 @@
  */
 #include "qg_test.h"
 #include "forced.h"
-#include "harness.h"
+#include "qgtk.h"
 #include "qgemm.h"
 
 #include <stdlib.h>
@@ -95,7 +95,7 @@ TEST(compile_forced_sweep) {
     int first[QG_FORCED_NSHAPES + 1], unsupported[QG_FORCED_NSHAPES];
     const int total = qg_forced_configs(ctx, probs, cfgs, first, unsupported);
     CHECK(total > 0, "enumerating the forced configurations: %s", qg_last_error());
-    qg__compile_many(ctx, probs, cfgs, total, NULL); /* in parallel; checked below */
+    qgtk_compile_many(ctx, probs, cfgs, total, NULL); /* in parallel; checked below */
     int failures = 0;
     checked_kernels = 0;
     for (int i = 0; i < total; i++) {
@@ -199,27 +199,30 @@ TEST(compile_heuristic_choices) {
 
 /* The cubin's own resource attributes (the fallback when NVRTC's log has no
  * ptxas report) agree with ptxas's report, and malformed input is refused.
- * The library's helper kernels (the fp64 reference, the bench's L2 read, the
- * PDL probe of the GPU tests) compile, without a stack frame. */
+ * The testkit's helper kernels (the fp64 reference, the bench's L2 read, the
+ * PDL probe of the GPU tests) compile with the library's JIT, without a
+ * stack frame. */
 #include "internal.h"
 TEST(compile_cubin_resources_match_ptxas) {
     qg_jit_cache *cache = NULL;
     CHECK(qg__jit_cache_create(&cache) == QG_SUCCESS, "%s", qg_last_error());
+    const char *names[] = {"reference.cuh", "l2_flush.cuh", "pdl_probe.cuh", "a spilling kernel"};
     const char *sources[] = {
-        "#include \"reference.cuh\"\n",
-        "#include \"l2_flush.cuh\"\n",
-        "#include \"pdl_probe.cuh\"\n",
+        qgtk_kernel_source(names[0]),
+        qgtk_kernel_source(names[1]),
+        qgtk_kernel_source(names[2]),
         "extern \"C\" __global__ void k(float *x, int i) { float a[256];\n"
         "  for (int j = 0; j < 256; j++) a[j] = x[j] * j;\n"
         "  x[0] = a[i & 255] + a[(i * 7) & 255]; }\n",
     };
     const int helpers = 3;
     for (int i = 0; i <= helpers; ++i) {
+        CHECK(sources[i], "the testkit does not embed %s", names[i]);
         qg_jit_result res;
         qg_status st = qg__jit_compile(cache, sources[i], &res);
         int regs = -1, frame = -1;
         if (i < helpers) {
-            CHECK(st == QG_SUCCESS, "%s: %s", sources[i], qg_last_error());
+            CHECK(st == QG_SUCCESS, "%s: %s", names[i], qg_last_error());
             CHECK(qg__cubin_resources(res.cubin, res.cubin_size, &regs, &frame), "parse");
             CHECK(regs == res.info.registers && frame == res.info.stack_frame_bytes,
                   "cubin says %d regs / %d frame, ptxas %d / %d", regs, frame,
@@ -238,7 +241,7 @@ TEST(compile_cubin_resources_match_ptxas) {
  * the JIT refuses it (for a real kernel: spills or serialized wgmma for this
  * N and K), the next one the heuristic ranks is compiled. A forced
  * configuration is the caller's, and its refusal is returned.
- * QGEMM_TEST_REFUSE=BMxBN stands in for a kernel that spills. */
+ * The testkit's fault (qgtk_refuse_tile) stands in for a kernel that spills. */
 TEST(compile_falls_back_when_refused) {
     char dir[64];
     qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
@@ -251,7 +254,7 @@ TEST(compile_falls_back_when_refused) {
               QG_SUCCESS, "%s", qg_last_error());
     char refuse[32];
     snprintf(refuse, sizeof refuse, "%dx%d", first.block_m, first.block_n);
-    setenv("QGEMM_TEST_REFUSE", refuse, 1);
+    qgtk_refuse_tile(first.block_m, first.block_n);
     qg_kernel_info got, want;
     const qg_status st = qg_compile(ctx, &p, NULL, &got);
     char got_error[256];
@@ -260,7 +263,7 @@ TEST(compile_falls_back_when_refused) {
     const qg_status forced_st = qg_compile(ctx, &p, &first, NULL);
     char forced_error[256];
     snprintf(forced_error, sizeof forced_error, "%s", qg_last_error());
-    unsetenv("QGEMM_TEST_REFUSE"); /* before any CHECK can return */
+    qgtk_refuse_tile(0, 0); /* before any CHECK can return */
     CHECK(st == QG_SUCCESS, "heuristic's choice %s refused and no fallback: %s", refuse, got_error);
     /* A refused tile is avoided in every multicast mode: the fallback is the
      * heuristic's choice among the other tiles. */
@@ -269,8 +272,9 @@ TEST(compile_falls_back_when_refused) {
     CHECK(qg_compile(ctx, &p, &next, &want) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(!strcmp(got.key, want.key), "fallback compiled %s, the heuristic's next choice %dx%d is %s",
           got.key, next.block_m, next.block_n, want.key);
-    CHECK(forced_st == QG_ERROR_COMPILE && strstr(forced_error, "QGEMM_TEST_REFUSE"), "forced %s: %s",
-          refuse, forced_error);
+    CHECK(forced_st == QG_ERROR_COMPILE && strstr(forced_error, refuse) &&
+              strstr(forced_error, "refused"),
+          "forced %s: %s", refuse, forced_error);
     qg_context_destroy(ctx);
     PASS();
 }

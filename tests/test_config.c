@@ -33,7 +33,7 @@ static long long waves_of(int m, int n, int bm, int bn, int sms) {
 
 /* The selected config is legal and fits the device. For small problems (at
  * most 256 rows: bound by reading B) no legal tile shape needs fewer waves
- * over the persistent grid (DESIGN.md section 3 rule 2); for large ones the
+ * over the persistent grid (docs/DESIGN.md §5, rule 2); for large ones the
  * cost model trades waves for tile efficiency, but never by more than 1.5x. */
 TEST(config_heuristic_minimises_waves) {
     qg_context *ctx = h100();

@@ -4,6 +4,7 @@
  * representable value by exhaustive search, ties to the even code.
  */
 #include "qg_test.h"
+#include "bits.h"
 #include "qgemm.h"
 
 #include <float.h>
@@ -19,18 +20,6 @@ static uint64_t next_u64(void) { /* xorshift64* */
     rng_state ^= rng_state << 25;
     rng_state ^= rng_state >> 27;
     return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static float from_bits(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t to_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
 }
 
 /* The e4m3 value of a code straight from the OCP definition, via pow(). */
@@ -129,7 +118,7 @@ TEST(fp8_e4m3_saturation_and_specials) {
     }
     CHECK(qg_fp8_e4m3_encode(NAN) == 0x7f, "NaN -> 0x%02x", qg_fp8_e4m3_encode(NAN));
     CHECK(qg_fp8_e4m3_encode(-NAN) == 0xff, "-NaN -> 0x%02x", qg_fp8_e4m3_encode(-NAN));
-    CHECK(qg_fp8_e4m3_encode(from_bits(0x7f800001u)) == 0x7f, "signalling NaN");
+    CHECK(qg_fp8_e4m3_encode(qg__bits_float(0x7f800001u)) == 0x7f, "signalling NaN");
     CHECK(qg_fp8_e4m3_encode(0.0f) == 0x00, "+0");
     CHECK(qg_fp8_e4m3_encode(-0.0f) == 0x80, "-0");
     PASS();
@@ -143,7 +132,7 @@ TEST(fp8_e4m3_tiny_values) {
     CHECK(qg_fp8_e4m3_encode(sub / 4) == 0x00, "quarter -> 0");
     CHECK(qg_fp8_e4m3_encode(-sub / 4) == 0x80, "negative quarter -> -0");
     CHECK(qg_fp8_e4m3_encode(FLT_MIN) == 0x00, "FLT_MIN -> 0");
-    CHECK(qg_fp8_e4m3_encode(from_bits(1)) == 0x00, "float subnormal -> 0");
+    CHECK(qg_fp8_e4m3_encode(qg__bits_float(1)) == 0x00, "float subnormal -> 0");
     CHECK(qg_fp8_e4m3_encode(sub * 1.5f) == 0x02, "1.5 subnormal ulps is a tie -> 2 (even)");
     CHECK(qg_fp8_e4m3_encode(sub * 7.5f) == 0x08, "7.5 ulps tie -> 8 = min normal (even)");
     CHECK(qg_fp8_e4m3_encode(nextafterf(sub * 7.5f, 0.0f)) == 0x07, "just below -> 7");
@@ -160,7 +149,7 @@ TEST(fp8_e4m3_random_vs_oracle) {
         if (u & 0x80000000u) x = -x;
         uint8_t got = qg_fp8_e4m3_encode(x), want = e4m3_oracle(x);
         CHECK(got == want, "x = %.9g (bits 0x%08x): got 0x%02x, oracle 0x%02x", (double)x,
-              to_bits(x), got, want);
+              qg__float_bits(x), got, want);
     }
     PASS();
 }
@@ -171,12 +160,12 @@ TEST(fp8_e4m3_random_vs_oracle) {
  * (ties: even code). Overflow is IEEE: past the midpoint between the largest
  * finite and 2^128, the result is infinity. */
 static uint16_t bf16_oracle(float x) {
-    uint32_t u = to_bits(x);
+    uint32_t u = qg__float_bits(x);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
     uint32_t mag = u & 0x7fffffff;
     uint16_t lo = (uint16_t)(mag >> 16), hi = (uint16_t)(lo + 1);
     double ax = fabs((double)x);
-    double lo_v = (double)from_bits((uint32_t)lo << 16);
+    double lo_v = (double)qg__bits_float((uint32_t)lo << 16);
     /* The value one bf16 ulp above lo, with an unbounded exponent. */
     int e = (int)((mag >> 23) & 0xff);
     double ulp = ldexp(1.0, (e ? e : 1) - 127 - 7);
@@ -190,7 +179,7 @@ TEST(bf16_random_vs_oracle) {
     for (int i = 0; i < 1000000; i++) {
         uint32_t u = (uint32_t)next_u64();
         if ((u & 0x7f800000u) == 0x7f800000u) continue; /* inf/NaN: below */
-        float x = from_bits(u);
+        float x = qg__bits_float(u);
         uint16_t got = qg_bf16_encode(x), want = bf16_oracle(x);
         CHECK(got == want, "x = %.9g (0x%08x): got 0x%04x, oracle 0x%04x", (double)x, u, got, want);
     }
@@ -205,15 +194,15 @@ TEST(bf16_specials_and_round_trip) {
     CHECK(qg_bf16_encode(-INFINITY) == 0xff80, "-inf");
     CHECK(qg_bf16_encode(-0.0f) == 0x8000, "-0");
     CHECK(isnan(qg_bf16_decode(qg_bf16_encode(NAN))), "NaN");
-    CHECK(isnan(qg_bf16_decode(qg_bf16_encode(from_bits(0x7f800001u)))),
+    CHECK(isnan(qg_bf16_decode(qg_bf16_encode(qg__bits_float(0x7f800001u)))),
           "a NaN with only low mantissa bits must stay NaN");
-    CHECK(isnan(qg_bf16_decode(qg_bf16_encode(from_bits(0xff800001u)))), "negative NaN");
+    CHECK(isnan(qg_bf16_decode(qg_bf16_encode(qg__bits_float(0xff800001u)))), "negative NaN");
     CHECK(isinf(qg_bf16_decode(qg_bf16_encode(FLT_MAX))), "FLT_MAX rounds up to inf");
     for (int i = 0; i < 100000; i++) {
         uint16_t v = (uint16_t)next_u64();
         if ((v & 0x7f80) == 0x7f80) continue;
         float x = qg_bf16_decode(v);
-        CHECK(to_bits(x) == (uint32_t)v << 16, "decode 0x%04x", v);
+        CHECK(qg__float_bits(x) == (uint32_t)v << 16, "decode 0x%04x", v);
         CHECK(qg_bf16_encode(x) == v, "round trip 0x%04x -> 0x%04x", v, qg_bf16_encode(x));
     }
     PASS();

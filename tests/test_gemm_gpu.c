@@ -5,12 +5,12 @@
  * forced configuration on a few shapes, argument rejection without writes,
  * and the GPU reference against the CPU one.
  *
- * Pass rule (DESIGN.md section 5): diff < 1e-5 against the dequantized fp64
+ * Pass rule (docs/DESIGN.md §7): diff < 1e-5 against the dequantized fp64
  * reference, no NaN, every output written, nothing else touched.
  */
 #include "qg_test.h"
 #include "forced.h"
-#include "harness.h"
+#include "qgtk.h"
 #include "internal.h"
 
 #include <math.h>
@@ -82,34 +82,34 @@ static int make_grid(dense_case *out) {
 /* One dense case: fresh data, run + check, run again + same bits. */
 static bool run_dense_case(qg_context *ctx, CUstream stream, const dense_case *c, uint64_t seed,
                            const qg_config *cfg, double *diff, char *why, size_t why_len) {
-    qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = c->m, .n = c->n, .k = c->k,
+    qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = c->m, .n = c->n, .k = c->k,
                             .num_groups = 1, .seed = seed, .lda_pad = c->lda_pad,
                             .ldb_pad = c->ldb_pad, .ldd_pad = c->ldd_pad, .scale_spread = 3};
-    qg_problem_data *p = NULL;
-    qg_check_result res;
+    qgtk_problem_data *p = NULL;
+    qgtk_check_result res;
     char desc[256];
     bool ok = false;
     *diff = NAN;
-    if (qg__problem_create(&p, ctx, &spec) != QG_SUCCESS) {
+    if (qgtk_problem_create(&p, ctx, &spec) != QG_SUCCESS) {
         snprintf(why, why_len, "creating the problem: %s", qg_last_error());
         return false;
     }
-    qg_status st = qg__problem_run_check(ctx, p, cfg, stream, &res);
+    qg_status st = qgtk_problem_run_check(ctx, p, cfg, stream, &res);
     if (st != QG_SUCCESS) {
         snprintf(why, why_len, "status %d (%s): %s", (int)st, qg_status_string(st), qg_last_error());
         goto done;
     }
     *diff = res.diff;
-    if (!qg__check_passed(&res, DIFF_BOUND)) {
-        snprintf(why, why_len, "%s", qg__check_describe(&res, desc, sizeof desc));
+    if (!qgtk_check_passed(&res, DIFF_BOUND)) {
+        snprintf(why, why_len, "%s", qgtk_check_describe(&res, desc, sizeof desc));
         goto done;
     }
     /* Bitwise repeatability: same inputs, same bits. */
     uint64_t again = 0;
-    qg_gemm_args args = qg__problem_args(p);
-    if ((st = qg__problem_poison(ctx, p, stream)) != QG_SUCCESS ||
+    qg_gemm_args args = qgtk_problem_args(p);
+    if ((st = qgtk_problem_poison(ctx, p, stream)) != QG_SUCCESS ||
         (st = qg_fp8_gemm_nt(ctx, &args, cfg, stream)) != QG_SUCCESS ||
-        (st = qg__problem_hash(ctx, p, &again)) != QG_SUCCESS) {
+        (st = qgtk_problem_hash(ctx, p, &again)) != QG_SUCCESS) {
         snprintf(why, why_len, "second run: status %d: %s", (int)st, qg_last_error());
         goto done;
     }
@@ -120,15 +120,15 @@ static bool run_dense_case(qg_context *ctx, CUstream stream, const dense_case *c
     }
     ok = true;
 done:
-    qg__problem_free(p);
+    qgtk_problem_free(p);
     return ok;
 }
 
 TEST(gpu_dense_grid) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
 
     static dense_case cases[512];
     const int count = make_grid(cases);
@@ -138,9 +138,9 @@ TEST(gpu_dense_grid) {
     for (int i = 0; i < count; i++)
         problems[i] = (qg_problem){QG_GEMM_DENSE, cases[i].m, cases[i].n, cases[i].k, 1, 0};
     double t0 = now_s();
-    int compile_failures = qg__compile_many(ctx, problems, NULL, count, statuses);
+    int compile_failures = qgtk_compile_many(ctx, problems, NULL, count, statuses);
     printf("    compiled %d dense kernels in %.1f s on %d threads (%d failed)\n", count,
-           now_s() - t0, qg__num_workers(), compile_failures);
+           now_s() - t0, qgtk_num_workers(), compile_failures);
 
     sweep_stats grid = {0}, long_k = {0};
     t0 = now_s();
@@ -160,7 +160,7 @@ TEST(gpu_dense_grid) {
            long_k.failures, long_k.hi, long_k.lo);
     free(problems);
     free(statuses);
-    qg__gpu_session_close(ctx, stream);
+    qgtk_gpu_session_close(ctx, stream);
     CHECK(grid.failures == 0 && long_k.failures == 0, "%d + %d failing cases", grid.failures,
           long_k.failures);
     PASS();
@@ -169,10 +169,10 @@ TEST(gpu_dense_grid) {
 /* ---- every forced configuration ----------------------------------------- */
 
 TEST(gpu_forced_configs) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
 
     enum { NSHAPES = QG_FORCED_NSHAPES };
     /* Legal configurations of every shape, completed by the library. */
@@ -183,38 +183,38 @@ TEST(gpu_forced_configs) {
     const int total = qg_forced_configs(ctx, probs, cfgs, first, unsupported);
     CHECK(total > 0, "enumerating the forced configurations: %s", qg_last_error());
     double t0 = now_s();
-    int compile_failures = qg__compile_many(ctx, probs, cfgs, total, statuses);
+    int compile_failures = qgtk_compile_many(ctx, probs, cfgs, total, statuses);
     printf("    compiled %d forced configurations in %.1f s (%d failed)\n", total, now_s() - t0,
            compile_failures);
 
     int failures = 0;
     for (int s = 0; s < NSHAPES; s++) {
-        qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = qg_forced_shapes[s][0],
+        qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = qg_forced_shapes[s][0],
                                 .n = qg_forced_shapes[s][1], .k = qg_forced_shapes[s][2],
                                 .num_groups = 1, .seed = 77 + (uint64_t)s,
                                 .scale_spread = 3};
-        qg_problem_data *p = NULL;
-        CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+        qgtk_problem_data *p = NULL;
+        CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
         sweep_stats st = {0};
         for (int i = first[s]; i < first[s + 1]; i++) {
             const qg_config *cfg = &cfgs[i];
-            qg_check_result res;
+            qgtk_check_result res;
             char desc[256];
-            qg_status r = qg__problem_run_check(ctx, p, cfg, stream, &res);
-            bool ok = r == QG_SUCCESS && qg__check_passed(&res, DIFF_BOUND);
+            qg_status r = qgtk_problem_run_check(ctx, p, cfg, stream, &res);
+            bool ok = r == QG_SUCCESS && qgtk_check_passed(&res, DIFF_BOUND);
             stats_add(&st, res.diff, ok);
             if (!ok && ++failures <= MAX_REPORTED)
                 printf("    FAIL %dx%dx%d block %dx%d stages %d multicast %d split-K %d: %s\n",
                        p->m, p->n, p->k, cfg->block_m, cfg->block_n, cfg->num_stages,
                        (int)cfg->multicast, cfg->split_k,
-                       r != QG_SUCCESS ? qg_last_error() : qg__check_describe(&res, desc, sizeof desc));
+                       r != QG_SUCCESS ? qg_last_error() : qgtk_check_describe(&res, desc, sizeof desc));
         }
         printf("    forced configs %dx%dx%d: %d run, %d unsupported, %d failed, diff max %.2g "
                "min %.2g\n",
                p->m, p->n, p->k, st.cases, unsupported[s], st.failures, st.hi, st.lo);
-        qg__problem_free(p);
+        qgtk_problem_free(p);
     }
-    qg__gpu_session_close(ctx, stream);
+    qgtk_gpu_session_close(ctx, stream);
     CHECK(total > 0, "no configuration was accepted");
     CHECK(failures == 0, "%d failing configurations", failures);
     PASS();
@@ -223,10 +223,10 @@ TEST(gpu_forced_configs) {
 /* ---- split-K edges --------------------------------------------------------- */
 
 TEST(gpu_split_k_edges) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     sweep_stats st = {0};
     for (int i = 0; i < QG_SPLIT_EDGES; i++) {
         const qg_split_edge *e = &qg_split_edges[i];
@@ -241,7 +241,7 @@ TEST(gpu_split_k_edges) {
     }
     printf("    split-K edges: %d cases, %d failed, diff max %.2g min %.2g\n", st.cases,
            st.failures, st.hi, st.lo);
-    qg__gpu_session_close(ctx, stream);
+    qgtk_gpu_session_close(ctx, stream);
     CHECK(st.failures == 0, "%d failing split-K cases", st.failures);
     PASS();
 }
@@ -259,10 +259,10 @@ TEST(gpu_split_k_edges) {
  * one behind a copy of A and one behind a copy of B itself: what the
  * prefetch brought in early must not be what the GEMM multiplies. */
 TEST(gpu_pdl_waits_for_previous_kernel) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(qg_context_get_pdl(ctx) == 0, "PDL must be off by default");
     CHECK(qg_context_set_pdl(ctx, 1) == QG_SUCCESS && qg_context_get_pdl(ctx) == 1, "%s",
           qg_last_error());
@@ -272,11 +272,11 @@ TEST(gpu_pdl_waits_for_previous_kernel) {
         {40, 512, 1152, 'B', true}};
     int failures = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = cases[i].m, .n = cases[i].n,
+        qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = cases[i].m, .n = cases[i].n,
                                 .k = cases[i].k, .num_groups = 1, .seed = 700 + i,
                                 .scale_spread = 3};
-        qg_problem_data *p = NULL;
-        CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+        qgtk_problem_data *p = NULL;
+        CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
         qg_problem prob = {QG_GEMM_DENSE, spec.m, spec.n, spec.k, 1, 0};
         qg_config cfg;
         qg_kernel_plan plan;
@@ -284,22 +284,22 @@ TEST(gpu_pdl_waits_for_previous_kernel) {
         CHECK(qg__plan(&ctx->props, &prob, &cfg, &plan) == QG_SUCCESS, "%s", qg_last_error());
         const int prefetch_kb = qg__pdl_prefetch_kb(&prob, &cfg, &plan, cfg.num_sms);
         unsigned differing = 0;
-        qg_check_result res;
+        qgtk_check_result res;
         char desc[256];
-        qg_status st = qg__pdl_probe(ctx, p, NULL, stream, cases[i].operand, &differing, &res);
-        const bool ok = st == QG_SUCCESS && differing > 0 && qg__check_passed(&res, DIFF_BOUND) &&
+        qg_status st = qgtk_pdl_probe(ctx, p, NULL, stream, cases[i].operand, &differing, &res);
+        const bool ok = st == QG_SUCCESS && differing > 0 && qgtk_check_passed(&res, DIFF_BOUND) &&
                         (prefetch_kb > 0) == cases[i].prefetch;
         printf("    %s %dx%dx%d (block %dx%d, multicast %d, split-K %d, B prefetch %d K blocks): "
                "control saw %u of %zu words of %c still old; GEMM %s\n", ok ? "ok  " : "FAIL",
                spec.m, spec.n, spec.k, cfg.block_m, cfg.block_n, (int)cfg.multicast, cfg.split_k,
                prefetch_kb, differing, (cases[i].operand == 'A' ? p->a_bytes : p->b_bytes) / 16,
                cases[i].operand,
-               st != QG_SUCCESS ? qg_last_error() : qg__check_describe(&res, desc, sizeof desc));
+               st != QG_SUCCESS ? qg_last_error() : qgtk_check_describe(&res, desc, sizeof desc));
         failures += !ok;
-        qg__problem_free(p);
+        qgtk_problem_free(p);
     }
     CHECK(qg_context_set_pdl(ctx, 0) == QG_SUCCESS, "%s", qg_last_error());
-    qg__gpu_session_close(ctx, stream);
+    qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d PDL cases failed (a control count of 0 means the dependent "
           "kernel never overlapped the copy, so the GEMM's wait went untested; a B prefetch "
           "other than the case expects means the case no longer covers that path)", failures);
@@ -309,24 +309,24 @@ TEST(gpu_pdl_waits_for_previous_kernel) {
 /* ---- rejected calls write nothing ---------------------------------------- */
 
 TEST(gpu_invalid_arguments_leave_d_untouched) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
-    qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 128, .n = 256, .k = 256,
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 128, .n = 256, .k = 256,
                             .num_groups = 1, .seed = 5, .scale_spread = 2};
-    qg_problem_data *p = NULL;
-    CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
-    CHECK(qg__problem_poison(ctx, p, stream) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_data *p = NULL;
+    CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_poison(ctx, p, stream) == QG_SUCCESS, "%s", qg_last_error());
 
-    const qg_gemm_args good = qg__problem_args(p);
+    const qg_gemm_args good = qgtk_problem_args(p);
     qg_gemm_args bad;
     int cases = 0;
 #define EXPECT_STATUS(call_kind, want, mutate)                                             \
     do {                                                                                    \
         bad = good;                                                                         \
         mutate;                                                                             \
-        qg_status st_ = qg__gemm_launch(ctx, call_kind, &bad, NULL, stream);                \
+        qg_status st_ = qgtk_gemm_launch(ctx, call_kind, &bad, NULL, stream);                \
         CHECK(st_ == want, "%s: status %d (%s)", #mutate, (int)st_,                         \
               qg_last_error());                                                             \
         CHECK(qg_last_error()[0] != '\0', "%s: no message", #mutate);                       \
@@ -359,8 +359,8 @@ TEST(gpu_invalid_arguments_leave_d_untouched) {
     CHECK(st == QG_ERROR_INVALID_ARGUMENT, "NULL args: status %d", (int)st);
 
     /* Nothing above may have written D: every element still holds the poison. */
-    qg_check_result res;
-    CHECK(qg__problem_check(ctx, p, &res) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_check_result res;
+    CHECK(qgtk_problem_check(ctx, p, &res) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(res.unwritten_count == res.checked && res.checked == (int64_t)p->m * p->n &&
               res.modified_count == 0,
           "D was written by a rejected call: %lld of %lld elements changed",
@@ -368,23 +368,23 @@ TEST(gpu_invalid_arguments_leave_d_untouched) {
     printf("    %d rejected calls, D untouched\n", cases + 2);
 
     /* And the good arguments do work after all that. */
-    CHECK(qg__problem_run_check(ctx, p, NULL, stream, &res) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_run_check(ctx, p, NULL, stream, &res) == QG_SUCCESS, "%s", qg_last_error());
     char desc[256];
-    CHECK(qg__check_passed(&res, DIFF_BOUND), "%s", qg__check_describe(&res, desc, sizeof desc));
-    qg__problem_free(p);
-    qg__gpu_session_close(ctx, stream);
+    CHECK(qgtk_check_passed(&res, DIFF_BOUND), "%s", qgtk_check_describe(&res, desc, sizeof desc));
+    qgtk_problem_free(p);
+    qgtk_gpu_session_close(ctx, stream);
     PASS();
 }
 
 /* ---- the GPU reference is the CPU reference ------------------------------ */
 
-static qg_test_result compare_references(qg_context *ctx, qg_problem_data *p, const char *what) {
+static qg_test_result compare_references(qg_context *ctx, qgtk_problem_data *p, const char *what) {
     size_t count = (size_t)(p->rows * p->n);
-    CHECK(qg__problem_reference(ctx, p, QG_REF_CPU) == QG_SUCCESS, "%s: %s", what, qg_last_error());
+    CHECK(qgtk_problem_reference(ctx, p, QGTK_REF_CPU) == QG_SUCCESS, "%s: %s", what, qg_last_error());
     double *cpu = malloc(sizeof(double) * count);
     CHECK(cpu, "out of memory");
     memcpy(cpu, p->ref, sizeof(double) * count);
-    CHECK(qg__problem_reference(ctx, p, QG_REF_GPU) == QG_SUCCESS, "%s: %s", what, qg_last_error());
+    CHECK(qgtk_problem_reference(ctx, p, QGTK_REF_GPU) == QG_SUCCESS, "%s: %s", what, qg_last_error());
     int64_t nan_rows = 0;
     for (size_t i = 0; i < count; i++) {
         CHECK(!!isnan(cpu[i]) == !!isnan(p->ref[i]), "%s: element %zu: cpu %g gpu %g", what, i,
@@ -395,7 +395,7 @@ static qg_test_result compare_references(qg_context *ctx, qg_problem_data *p, co
         CHECK(fabs(cpu[i] - p->ref[i]) <= 1e-10 * (fabs(cpu[i]) + 1.0),
               "%s: element %zu: cpu %.17g gpu %.17g", what, i, cpu[i], p->ref[i]);
     }
-    double d = qg_calc_diff(p->ref, cpu, count);
+    double d = qgtk_calc_diff(p->ref, cpu, count);
     CHECK(d < 1e-14, "%s: diff %g", what, d);
     printf("    %s: gpu vs cpu reference diff %.2g, %lld skipped rows\n", what, d,
            (long long)nan_rows);
@@ -404,40 +404,40 @@ static qg_test_result compare_references(qg_context *ctx, qg_problem_data *p, co
 }
 
 TEST(gpu_reference_matches_cpu) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
-    qg_problem_data *p = NULL;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_data *p = NULL;
 
-    qg_problem_spec dense = {.kind = QG_GEMM_DENSE, .m = 300, .n = 520, .k = 784,
+    qgtk_problem_spec dense = {.kind = QG_GEMM_DENSE, .m = 300, .n = 520, .k = 784,
                              .num_groups = 1, .seed = 21, .lda_pad = 16, .ldb_pad = 32,
                              .sfa_ld_pad = 4, .scale_spread = 4};
-    CHECK(qg__problem_create(&p, ctx, &dense) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_create(&p, ctx, &dense) == QG_SUCCESS, "%s", qg_last_error());
     if (compare_references(ctx, p, "dense 300x520x784") != QG_T_PASS) return QG_T_FAIL;
-    qg__problem_free(p);
+    qgtk_problem_free(p);
 
     /* Contiguous with rows of several groups (and -1) inside every 64-row
      * tile of the reference kernel: its multi-pass path. */
-    qg_problem_spec contig = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = 200, .k = 400,
+    qgtk_problem_spec contig = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = 200, .k = 400,
                               .num_groups = 5, .seed = 22, .expected_m = 90, .scale_spread = 3};
-    CHECK(qg__problem_create(&p, ctx, &contig) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_create(&p, ctx, &contig) == QG_SUCCESS, "%s", qg_last_error());
     uint64_t x = 12345;
     for (int r = 0; r < p->m; r++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         p->m_indices[r] = (int32_t)((x >> 33) % 6) - 1;
     }
-    CHECK(qg__problem_update_indices(ctx, p) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_update_indices(ctx, p) == QG_SUCCESS, "%s", qg_last_error());
     if (compare_references(ctx, p, "contiguous mixed 5 groups") != QG_T_PASS) return QG_T_FAIL;
-    qg__problem_free(p);
+    qgtk_problem_free(p);
 
     /* Masked with M_max not a multiple of 64: tiles straddle groups. */
     int mm[3] = {0, 100, 37};
-    qg_problem_spec masked = {.kind = QG_GEMM_GROUPED_MASKED, .m = 100, .n = 136, .k = 272,
+    qgtk_problem_spec masked = {.kind = QG_GEMM_GROUPED_MASKED, .m = 100, .n = 136, .k = 272,
                               .num_groups = 3, .seed = 23, .masked_m = mm, .scale_spread = 3};
-    CHECK(qg__problem_create(&p, ctx, &masked) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_create(&p, ctx, &masked) == QG_SUCCESS, "%s", qg_last_error());
     if (compare_references(ctx, p, "masked 3x100") != QG_T_PASS) return QG_T_FAIL;
-    qg__problem_free(p);
-    qg__gpu_session_close(ctx, stream);
+    qgtk_problem_free(p);
+    qgtk_gpu_session_close(ctx, stream);
     PASS();
 }

@@ -10,7 +10,7 @@
  * every valid row written, every other row still poisoned.
  */
 #include "qg_test.h"
-#include "harness.h"
+#include "qgtk.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,19 +29,19 @@ typedef struct {
 
 /* Run p's GEMM once (cfg NULL: the heuristic's choice) and check it; print
  * the case when it fails. */
-static bool run_case(qg_context *ctx, CUstream stream, qg_problem_data *p, const qg_config *cfg,
+static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, const qg_config *cfg,
                      const char *label, range *r) {
-    qg_check_result res;
+    qgtk_check_result res;
     char desc[256];
-    qg_status st = qg__problem_run_check(ctx, p, cfg, stream, &res);
-    bool ok = st == QG_SUCCESS && qg__check_passed(&res, DIFF_BOUND);
+    qg_status st = qgtk_problem_run_check(ctx, p, cfg, stream, &res);
+    bool ok = st == QG_SUCCESS && qgtk_check_passed(&res, DIFF_BOUND);
     r->cases++;
     if (ok) {
         if (r->cases - r->failures == 1 || res.group_diff_max < r->lo) r->lo = res.group_diff_max;
         if (r->cases - r->failures == 1 || res.group_diff_max > r->hi) r->hi = res.group_diff_max;
     } else if (++r->failures <= MAX_REPORTED) {
         printf("    FAIL %s: %s\n", label,
-               st != QG_SUCCESS ? qg_last_error() : qg__check_describe(&res, desc, sizeof desc));
+               st != QG_SUCCESS ? qg_last_error() : qgtk_check_describe(&res, desc, sizeof desc));
         for (int g = 0; st == QG_SUCCESS && g < p->num_groups; g++)
             if (!(p->group_diff[g] < DIFF_BOUND)) printf("      group %d diff %.3g\n", g, p->group_diff[g]);
     }
@@ -51,7 +51,7 @@ static bool run_case(qg_context *ctx, CUstream stream, qg_problem_data *p, const
 /* The heuristic's choice, then forced configurations that it may not pick
  * for these shapes (the wide tiles, multicast, one math warpgroup, 256-row
  * tiles); those a shape does not allow are skipped. */
-static void run_case_and_forced(qg_context *ctx, CUstream stream, qg_problem_data *p,
+static void run_case_and_forced(qg_context *ctx, CUstream stream, qgtk_problem_data *p,
                                 const char *label, range *r) {
     static const qg_config forced[] = {
         {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_NONE},
@@ -75,41 +75,41 @@ static void run_case_and_forced(qg_context *ctx, CUstream stream, qg_problem_dat
 }
 
 TEST(gpu_grouped_contiguous) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     /* Mean real rows per expert; drawn +-30%, so segments sit below, at
      * and above the 128-row alignment. */
     static const int groups[] = {4, 8, 32}, expected[] = {600, 256, 100};
     range r = {0};
     for (int gi = 0; gi < 3; gi++)
         for (int j = 0; j < NUM_NK; j++) {
-            qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = nk_pairs[j][0],
+            qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = nk_pairs[j][0],
                                     .k = nk_pairs[j][1], .num_groups = groups[gi],
                                     .expected_m = expected[gi], .seed = 300 + (uint64_t)(gi * 8 + j),
                                     .scale_spread = 3, .ldd_pad = j == 2 ? 8 : 0,
                                     .padding_blocks = j == 1};
-            qg_problem_data *p = NULL;
-            CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+            qgtk_problem_data *p = NULL;
+            CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
             char label[128];
             snprintf(label, sizeof label, "contiguous %d experts, M_total %d, N %d, K %d%s",
                      groups[gi], p->m, p->n, p->k, spec.padding_blocks ? ", padding blocks" : "");
             run_case_and_forced(ctx, stream, p, label, &r);
-            qg__problem_free(p);
+            qgtk_problem_free(p);
         }
     printf("    grouped contiguous: %d cases, %d failed, worst-group diff max %.2g min %.2g\n",
            r.cases, r.failures, r.hi, r.lo);
-    qg__gpu_session_close(ctx, stream);
+    qgtk_gpu_session_close(ctx, stream);
     CHECK(r.failures == 0, "%d failing cases", r.failures);
     PASS();
 }
 
 TEST(gpu_grouped_masked) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     static const int shapes[][2] = {{1, 1024}, {4, 256}, {32, 192}, {6, 1024}}; /* G, M_max */
     range r = {0};
     for (int s = 0; s < 4; s++)
@@ -117,22 +117,22 @@ TEST(gpu_grouped_masked) {
             const int G = shapes[s][0], M = shapes[s][1];
             /* One group cannot hold both extremes: cycle random, 0, M_max. */
             int single = j == 0 ? -1 : j == 1 ? 0 : M;
-            qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = nk_pairs[j][0],
+            qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = nk_pairs[j][0],
                                     .k = nk_pairs[j][1], .num_groups = G,
                                     .seed = 500 + (uint64_t)(s * 8 + j), .scale_spread = 3,
                                     .masked_extremes = true,
                                     .masked_m = G == 1 && single >= 0 ? &single : NULL};
-            qg_problem_data *p = NULL;
-            CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+            qgtk_problem_data *p = NULL;
+            CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
             char label[128];
             snprintf(label, sizeof label, "masked %d x %d (masked_m[0] %d, expected_m %d), N %d, K %d",
                      G, M, p->masked_m[0], p->expected_m, p->n, p->k);
             run_case_and_forced(ctx, stream, p, label, &r);
-            qg__problem_free(p);
+            qgtk_problem_free(p);
         }
     printf("    grouped masked: %d cases, %d failed, worst-group diff max %.2g min %.2g\n", r.cases,
            r.failures, r.hi, r.lo);
-    qg__gpu_session_close(ctx, stream);
+    qgtk_gpu_session_close(ctx, stream);
     CHECK(r.failures == 0, "%d failing cases", r.failures);
     PASS();
 }
@@ -141,26 +141,28 @@ TEST(gpu_grouped_masked) {
  * masked_m on the device: the launch reads masked_m only on the GPU, so each
  * replay must follow the new values. */
 TEST(gpu_masked_graph_replay) {
-    if (!qg__gpu_available()) SKIP("%s", qg__gpu_status_line());
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
-    CHECK(qg__gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
-    const qg_driver *drv = ctx->drv;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    const qg_driver *drv = NULL;
+    CUcontext cu_context = NULL;
+    CHECK(qg__context_cuda(ctx, &drv, &cu_context, NULL), "a device context has no CUDA context");
     enum { G = 6, M = 256 };
-    qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = 2112, .k = 7168,
+    qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = 2112, .k = 7168,
                             .num_groups = G, .seed = 900, .scale_spread = 3,
                             .masked_extremes = true, .expected_m = 128};
-    qg_problem_data *p = NULL;
-    CHECK(qg__problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_data *p = NULL;
+    CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
     range r = {0};
 
     /* Eager call first: compiles and loads the kernel outside the capture. */
     CHECK(run_case(ctx, stream, p, NULL, "eager masked call", &r), "the eager call must pass first");
 
-    qg_gemm_args args = qg__problem_args(p);
+    qg_gemm_args args = qgtk_problem_args(p);
     CUgraph graph = NULL;
     CUgraphExec exec = NULL;
-    CHECK(drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS, "push");
+    CHECK(drv->cuCtxPushCurrent(cu_context) == CUDA_SUCCESS, "push");
     CUresult cr = drv->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     qg_status st = QG_ERROR_CUDA;
     if (cr == CUDA_SUCCESS) {
@@ -185,29 +187,29 @@ TEST(gpu_masked_graph_replay) {
                                    "mixed again"};
     for (int s = 0; s < 5; s++) {
         memcpy(p->masked_m, sets[s], sizeof sets[s]);
-        CHECK(qg__problem_update_indices(ctx, p) == QG_SUCCESS, "%s", qg_last_error());
-        CHECK(qg__problem_poison(ctx, p, stream) == QG_SUCCESS, "%s", qg_last_error());
-        CHECK(drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS, "push");
+        CHECK(qgtk_problem_update_indices(ctx, p) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qgtk_problem_poison(ctx, p, stream) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(drv->cuCtxPushCurrent(cu_context) == CUDA_SUCCESS, "push");
         cr = drv->cuGraphLaunch(exec, stream);
         drv->cuCtxPopCurrent(&popped);
         CHECK(cr == CUDA_SUCCESS, "cuGraphLaunch: CUresult %d", (int)cr);
-        qg_check_result res;
+        qgtk_check_result res;
         char desc[256];
-        CHECK(qg__problem_check(ctx, p, &res) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qgtk_problem_check(ctx, p, &res) == QG_SUCCESS, "%s", qg_last_error());
         int64_t expect_checked = 0;
         for (int g = 0; g < G; g++) expect_checked += (int64_t)sets[s][g] * p->n;
         CHECK(res.checked == expect_checked, "replay %s: %lld elements checked, expected %lld",
               names[s], (long long)res.checked, (long long)expect_checked);
-        CHECK(qg__check_passed(&res, DIFF_BOUND), "replay %s: %s", names[s],
-              qg__check_describe(&res, desc, sizeof desc));
+        CHECK(qgtk_check_passed(&res, DIFF_BOUND), "replay %s: %s", names[s],
+              qgtk_check_describe(&res, desc, sizeof desc));
         printf("    graph replay, masked_m %s: diff %.2g, %lld rows untouched as required\n",
                names[s], res.diff, (long long)(p->rows - expect_checked / p->n));
     }
-    CHECK(drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS, "push");
+    CHECK(drv->cuCtxPushCurrent(cu_context) == CUDA_SUCCESS, "push");
     drv->cuGraphExecDestroy(exec);
     drv->cuGraphDestroy(graph);
     drv->cuCtxPopCurrent(&popped);
-    qg__problem_free(p);
-    qg__gpu_session_close(ctx, stream);
+    qgtk_problem_free(p);
+    qgtk_gpu_session_close(ctx, stream);
     PASS();
 }

@@ -4,7 +4,7 @@
  * of the test harness (problem generation; no GPU needed).
  */
 #include "qg_test.h"
-#include "harness.h"
+#include "qgtk.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -124,8 +124,8 @@ static double naive_element(const small_problem *p, int64_t r, int c, int *group
 static qg_test_result compare_with_naive(small_problem *p) {
     small_make(p);
     double *ref = malloc(sizeof(double) * (size_t)(p->rows * p->n));
-    qg_status st = qg_reference_gemm(p->kind, &p->args, ref);
-    CHECK(st == QG_SUCCESS, "qg_reference_gemm: %s", qg_last_error());
+    qg_status st = qgtk_reference_gemm(p->kind, &p->args, ref);
+    CHECK(st == QG_SUCCESS, "qgtk_reference_gemm: %s", qg_last_error());
     double max_rel = 0.0;
     int64_t skipped = 0, computed = 0;
     for (int64_t r = 0; r < p->rows; r++) {
@@ -197,7 +197,7 @@ TEST(reference_rejects_bad_arguments) {
     do {                                                                                 \
         bad = p.args;                                                                    \
         mutate;                                                                          \
-        qg_status st_ = qg_reference_gemm(kind, &bad, ref);                              \
+        qg_status st_ = qgtk_reference_gemm(kind, &bad, ref);                              \
         CHECK(st_ == QG_ERROR_INVALID_ARGUMENT, "%s: got status %d", #mutate, (int)st_); \
         CHECK(strstr(qg_last_error(), field_text), "%s: message '%s' should name %s",    \
               #mutate, qg_last_error(), field_text);                                     \
@@ -219,10 +219,10 @@ TEST(reference_rejects_bad_arguments) {
     int32_t mm[1] = {9};
     EXPECT_BAD(QG_GEMM_GROUPED_MASKED, "masked_m[0]", bad.masked_m = mm);
     EXPECT_BAD((qg_gemm_kind)7, "kind", (void)0);
-    CHECK(qg_reference_gemm(QG_GEMM_DENSE, &p.args, NULL) == QG_ERROR_INVALID_ARGUMENT, "ref NULL");
-    CHECK(qg_reference_gemm(QG_GEMM_DENSE, NULL, ref) == QG_ERROR_INVALID_ARGUMENT, "args NULL");
+    CHECK(qgtk_reference_gemm(QG_GEMM_DENSE, &p.args, NULL) == QG_ERROR_INVALID_ARGUMENT, "ref NULL");
+    CHECK(qgtk_reference_gemm(QG_GEMM_DENSE, NULL, ref) == QG_ERROR_INVALID_ARGUMENT, "args NULL");
 #undef EXPECT_BAD
-    CHECK(qg_reference_gemm(QG_GEMM_DENSE, &p.args, ref) == QG_SUCCESS, "the good call: %s",
+    CHECK(qgtk_reference_gemm(QG_GEMM_DENSE, &p.args, ref) == QG_SUCCESS, "the good call: %s",
           qg_last_error());
     small_free(&p);
     PASS();
@@ -237,28 +237,28 @@ TEST(calc_diff_values) {
         x[i] = (double)(int64_t)(rnd() % 2001) / 100.0 - 10.0 + 0.001;
         y[i] = 2.0 * x[i];
     }
-    CHECK(qg_calc_diff(x, x, N) == 0.0, "identical: %g", qg_calc_diff(x, x, N));
+    CHECK(qgtk_calc_diff(x, x, N) == 0.0, "identical: %g", qgtk_calc_diff(x, x, N));
     /* 1 - 2*sum(2x^2) / sum(x^2 + 4x^2) = 1 - 4/5 */
-    CHECK(fabs(qg_calc_diff(x, y, N) - 0.2) < 1e-12, "x vs 2x: %.15g", qg_calc_diff(x, y, N));
-    CHECK(fabs(qg_calc_diff(y, x, N) - 0.2) < 1e-12, "symmetric");
+    CHECK(fabs(qgtk_calc_diff(x, y, N) - 0.2) < 1e-12, "x vs 2x: %.15g", qgtk_calc_diff(x, y, N));
+    CHECK(fabs(qgtk_calc_diff(y, x, N) - 0.2) < 1e-12, "symmetric");
     for (int i = 0; i < N; i++) y[i] = -x[i];
-    CHECK(fabs(qg_calc_diff(x, y, N) - 2.0) < 1e-12, "x vs -x: %g", qg_calc_diff(x, y, N));
+    CHECK(fabs(qgtk_calc_diff(x, y, N) - 2.0) < 1e-12, "x vs -x: %g", qgtk_calc_diff(x, y, N));
 
     /* NaN in y skips the pair, whatever x holds there. */
     for (int i = 0; i < N; i++) y[i] = 2.0 * x[i];
-    double full = qg_calc_diff(x + 10, y + 10, N - 10);
+    double full = qgtk_calc_diff(x + 10, y + 10, N - 10);
     double saved[10];
     for (int i = 0; i < 10; i++) {
         saved[i] = x[i];
         y[i] = NAN;
         x[i] = i % 2 ? NAN : 1e30;
     }
-    CHECK(qg_calc_diff(x, y, N) == full, "NaN skip: %.17g vs %.17g", qg_calc_diff(x, y, N), full);
+    CHECK(qgtk_calc_diff(x, y, N) == full, "NaN skip: %.17g vs %.17g", qgtk_calc_diff(x, y, N), full);
     /* NaN in x where y is a number poisons the result. */
     x[500] = NAN;
-    CHECK(isnan(qg_calc_diff(x, y, N)), "x NaN must give NaN");
+    CHECK(isnan(qgtk_calc_diff(x, y, N)), "x NaN must give NaN");
     for (int i = 0; i < 10; i++) x[i] = saved[i];
-    CHECK(qg_calc_diff(x, y, 0) == 0.0, "empty");
+    CHECK(qgtk_calc_diff(x, y, 0) == 0.0, "empty");
     PASS();
 }
 
@@ -267,11 +267,11 @@ TEST(calc_diff_values) {
 static int is_max_code(uint8_t c) { return (c & 0x7f) == 0x7e; }
 
 TEST(harness_host_problem_dense) {
-    qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 100, .n = 200, .k = 400,
+    qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 100, .n = 200, .k = 400,
                             .num_groups = 1, .seed = 7, .lda_pad = 16, .ldb_pad = 32,
                             .ldd_pad = 8, .sfa_ld_pad = 4, .scale_spread = 4};
-    qg_problem_data *p = NULL;
-    CHECK(qg__problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_data *p = NULL;
+    CHECK(qgtk_problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(p->lda == 416 && p->ldb == 432 && p->ldd == 208 && p->sfa_ld == 104, "strides");
     CHECK(p->kblocks == 4 && p->nblocks == 2 && p->rows == 100, "blocks");
 
@@ -320,32 +320,32 @@ TEST(harness_host_problem_dense) {
     CHECK(log2(hi / lo) > 5.0, "SFA spans only %.1f octaves", log2(hi / lo));
 
     /* Deterministic per seed, different across seeds. */
-    qg_problem_data *q = NULL;
-    CHECK(qg__problem_create_host(&q, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_data *q = NULL;
+    CHECK(qgtk_problem_create_host(&q, &spec) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(memcmp(p->a, q->a, p->a_bytes) == 0 && memcmp(p->b, q->b, p->b_bytes) == 0 &&
               memcmp(p->sfb, q->sfb, p->sfb_bytes) == 0,
           "same seed, different data");
-    qg__problem_free(q);
+    qgtk_problem_free(q);
     spec.seed = 8;
-    CHECK(qg__problem_create_host(&q, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_create_host(&q, &spec) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(memcmp(p->a, q->a, p->a_bytes) != 0 && memcmp(p->b, q->b, p->b_bytes) != 0,
           "different seeds, same data");
-    qg__problem_free(q);
+    qgtk_problem_free(q);
 
     /* The host reference of a generated problem has no NaN (dense) and a
      * plausible magnitude. */
-    CHECK(qg__problem_reference(NULL, p, QG_REF_CPU) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_reference(NULL, p, QGTK_REF_CPU) == QG_SUCCESS, "%s", qg_last_error());
     for (int64_t i = 0; i < p->rows * p->n; i++) CHECK(isfinite(p->ref[i]), "ref[%lld]", (long long)i);
-    qg__problem_free(p);
+    qgtk_problem_free(p);
     PASS();
 }
 
 TEST(harness_host_problem_grouped) {
     const int align = qg_m_alignment_for_contiguous_layout();
-    qg_problem_spec spec = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = 64, .k = 256,
+    qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = 64, .k = 256,
                             .num_groups = 6, .seed = 3, .expected_m = 200, .scale_spread = 2};
-    qg_problem_data *p = NULL;
-    CHECK(qg__problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_data *p = NULL;
+    CHECK(qgtk_problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(p->m % align == 0 && p->m > 0, "M_total %d", p->m);
     /* Segments: in group order, each starting at a multiple of the
      * alignment, real rows first, then -1 padding; sizes 140..260. */
@@ -358,18 +358,18 @@ TEST(harness_host_problem_grouped) {
         while (row < p->m && p->m_indices[row] == -1) row++;
     }
     CHECK(row == p->m, "m_indices has stray values at row %d", row);
-    qg__problem_free(p);
+    qgtk_problem_free(p);
 
     int sizes[3] = {0, 128, 5};
     spec.num_groups = 3;
     spec.group_m = sizes;
-    CHECK(qg__problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(p->m == 2 * align, "M_total with sizes {0,128,5}: %d", p->m);
-    qg__problem_free(p);
+    qgtk_problem_free(p);
 
-    qg_problem_spec ms = {.kind = QG_GEMM_GROUPED_MASKED, .m = 96, .n = 32, .k = 128,
+    qgtk_problem_spec ms = {.kind = QG_GEMM_GROUPED_MASKED, .m = 96, .n = 32, .k = 128,
                           .num_groups = 8, .seed = 11, .masked_extremes = true};
-    CHECK(qg__problem_create_host(&p, &ms) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_create_host(&p, &ms) == QG_SUCCESS, "%s", qg_last_error());
     int zero = 0, full = 0;
     for (int g = 0; g < 8; g++) {
         CHECK(p->masked_m[g] >= 0 && p->masked_m[g] <= 96, "masked_m[%d] = %d", g, p->masked_m[g]);
@@ -379,22 +379,22 @@ TEST(harness_host_problem_grouped) {
     CHECK(zero >= 1 && full >= 1, "extremes missing");
     CHECK(p->expected_m >= 1 && p->expected_m <= 96, "expected_m %d", p->expected_m);
     CHECK(p->rows == 8 * 96, "rows");
-    qg_gemm_args h = qg__problem_host_args(p);
+    qg_gemm_args h = qgtk_problem_host_args(p);
     CHECK(h.masked_m == p->masked_m && h.m == 96 && h.num_groups == 8 && h.expected_m == p->expected_m,
           "host args");
-    CHECK(qg__problem_reference(NULL, p, QG_REF_CPU) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_reference(NULL, p, QGTK_REF_CPU) == QG_SUCCESS, "%s", qg_last_error());
     for (int g = 0; g < 8; g++)
         for (int i = 0; i < 96; i++)
             CHECK(!!isnan(p->ref[((int64_t)g * 96 + i) * p->n]) == (i >= p->masked_m[g]),
                   "group %d row %d NaN-ness", g, i);
-    qg__problem_free(p);
+    qgtk_problem_free(p);
 
     /* Spec validation. */
-    qg_problem_spec bad = {.kind = QG_GEMM_DENSE, .m = 4, .n = 8, .k = 24, .num_groups = 1};
-    CHECK(qg__problem_create_host(&p, &bad) == QG_ERROR_INVALID_ARGUMENT && !p, "k = 24");
+    qgtk_problem_spec bad = {.kind = QG_GEMM_DENSE, .m = 4, .n = 8, .k = 24, .num_groups = 1};
+    CHECK(qgtk_problem_create_host(&p, &bad) == QG_ERROR_INVALID_ARGUMENT && !p, "k = 24");
     bad.k = 32;
     bad.ldd_pad = 4;
-    CHECK(qg__problem_create_host(&p, &bad) == QG_ERROR_INVALID_ARGUMENT && !p, "ldd_pad 4");
+    CHECK(qgtk_problem_create_host(&p, &bad) == QG_ERROR_INVALID_ARGUMENT && !p, "ldd_pad 4");
     PASS();
 }
 
@@ -403,18 +403,18 @@ TEST(harness_host_problem_grouped) {
  * elements against the naive loop; prints the reference's speed, which the
  * GPU tests' CPU path depends on. */
 TEST(reference_generated_problem_sampled) {
-    qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 600, .n = 2056, .k = 2064,
+    qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 600, .n = 2056, .k = 2064,
                             .num_groups = 1, .seed = 5, .scale_spread = 3};
-    qg_problem_data *p = NULL;
-    CHECK(qg__problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
+    qgtk_problem_data *p = NULL;
+    CHECK(qgtk_problem_create_host(&p, &spec) == QG_SUCCESS, "%s", qg_last_error());
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    CHECK(qg__problem_reference(NULL, p, QG_REF_CPU) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qgtk_problem_reference(NULL, p, QGTK_REF_CPU) == QG_SUCCESS, "%s", qg_last_error());
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    printf("    reference 600x2056x2064 on %d threads: %.3f s (%.2f GMAC/s)\n", qg__num_workers(),
+    printf("    reference 600x2056x2064 on %d threads: %.3f s (%.2f GMAC/s)\n", qgtk_num_workers(),
            s, 600.0 * 2056 * 2064 / s / 1e9);
-    small_problem view = {.kind = QG_GEMM_DENSE, .args = qg__problem_host_args(p)};
+    small_problem view = {.kind = QG_GEMM_DENSE, .args = qgtk_problem_host_args(p)};
     for (int i = 0; i < 400; i++) {
         int64_t r = (int64_t)(rnd() % 600);
         int c = (int)(rnd() % 2056), g;
@@ -423,6 +423,6 @@ TEST(reference_generated_problem_sampled) {
         CHECK(fabs(got - want) <= 1e-9 * (fabs(want) + 1.0), "r %lld c %d: got %.17g, naive %.17g",
               (long long)r, c, got, want);
     }
-    qg__problem_free(p);
+    qgtk_problem_free(p);
     PASS();
 }

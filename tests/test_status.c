@@ -109,19 +109,47 @@ TEST(last_error_long_and_self_referencing) {
     PASS();
 }
 
+/* A flag of the table (src/env.c) reads as documented; the value is put back
+ * before any CHECK can return, so the rest of the run sees the caller's. */
 TEST(env_flag_values) {
-    const char *name = "QGEMM_TEST_ENV_FLAG";
+    const char *name = "QGEMM_PRINT_CONFIG";
+    const char *was = getenv(name);
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s", was ? was : "");
     struct { const char *value; bool expect; } cases[] = {
         {"1", true}, {"yes", true}, {"0", false}, {"", false}, {"00", true}};
+    bool got[5], unset_reads, unset_again_reads;
     unsetenv(name);
-    CHECK(!qg__env_flag(name), "unset reads as true");
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    unset_reads = qg__env_flag(name);
+    for (size_t i = 0; i < 5; i++) {
         setenv(name, cases[i].value, 1);
-        CHECK(qg__env_flag(name) == cases[i].expect, "\"%s\" read as %d", cases[i].value,
-              !cases[i].expect);
+        got[i] = qg__env_flag(name);
     }
     unsetenv(name);
-    CHECK(!qg__env_flag(name), "unset again reads as true");
+    unset_again_reads = qg__env_flag(name);
+    if (was) setenv(name, saved, 1);
+    CHECK(!unset_reads, "unset reads as true");
+    for (size_t i = 0; i < 5; i++)
+        CHECK(got[i] == cases[i].expect, "\"%s\" read as %d", cases[i].value, (int)got[i]);
+    CHECK(!unset_again_reads, "unset again reads as true");
+    PASS();
+}
+
+/* Only the table's variables are read: another name reads as unset even when
+ * it is set, so a new knob cannot bypass the table; and every entry is named,
+ * documented, has a default, and appears once. */
+TEST(env_reads_only_the_table) {
+    setenv("QGEMM_NOT_IN_THE_TABLE", "1", 1);
+    const bool read = qg__env_flag("QGEMM_NOT_IN_THE_TABLE");
+    unsetenv("QGEMM_NOT_IN_THE_TABLE");
+    CHECK(!read, "a variable outside src/env.c's table was read");
+    CHECK(qg__num_env_knobs >= 5, "%d knobs", qg__num_env_knobs);
+    for (int i = 0; i < qg__num_env_knobs; i++) {
+        const qg_env_knob *k = &qg__env_knobs[i];
+        CHECK(k->name && k->name[0] && k->meaning && k->meaning[0] && k->fallback && k->fallback[0],
+              "entry %d incomplete", i);
+        for (int j = 0; j < i; j++) CHECK(strcmp(k->name, qg__env_knobs[j].name), "%s twice", k->name);
+    }
     PASS();
 }
 

@@ -4,7 +4,7 @@
  * For every problem (dense table; with --grouped the contiguous and masked
  * MoE tables; with --grouped-contiguous G,M and / or --grouped-masked
  * G,M_max[,M] the contiguous / masked tables of the --shape list's N and K):
- *   1. fresh random inputs (src/harness.h), uploaded once;
+ *   1. fresh random inputs (the testkit, testkit/qgtk.h), uploaded once;
  *   2. qg_compile first, so the JIT time is reported apart from the timings
  *      (progress line "compiling kernel for ..." on stderr);
  *   3. qgemm: poison D, run, check against the fp64 reference (diff), keep
@@ -16,7 +16,7 @@
  *   5. time qgemm and cuBLASLt in turn, run for run (qgemm alone when the
  *      peer is n/a); a contiguous row's dense comparison (qgemm dense at the
  *      same total M) is timed in the same turns, a third GEMM each round.
- * Timing (qg__time_interleaved_us): warm-up runs, then every timed run is
+ * Timing (qgtk_time_interleaved_us): warm-up runs, then every timed run is
  * preceded by an L2 flush outside the CUDA events around it (--flush clean,
  * the default: a write and then a read of twice the L2, so the timed kernel
  * finds neither its inputs nor dirty lines to write back; --flush write: the
@@ -60,7 +60,7 @@ typedef struct {
     int chain;            /* --chain N: PDL table of N-GEMM chains (0 = off) */
     int contiguous_groups, contiguous_rows;     /* --grouped-contiguous G,M (0 = off) */
     int masked_groups, masked_rows, masked_valid; /* --grouped-masked G,M_max[,M] (0 = off) */
-    qg_l2_flush_mode flush;
+    qgtk_l2_flush_mode flush;
     qg_config cfg;
     int runs, warmup;
     uint64_t seed;
@@ -82,7 +82,7 @@ typedef struct {
     double diff_q;
     bool c_ran;
     double diff_c, diff_qc;
-    qg_timing qt, ct;     /* qgemm's and cuBLASLt's timings (median, min, max) */
+    qgtk_timing qt, ct;     /* qgemm's and cuBLASLt's timings (median, min, max) */
     char c_note[NOTE_LEN]; /* why cuBLASLt is n/a, or its algorithm */
     bool dense_ran, dense_pass; /* contiguous: dense qgemm at the same total M */
     double dense_us, dense_flops;
@@ -107,7 +107,7 @@ typedef struct {
      * qgemm at the same total M), so that both see the same clocks. */
     const void *companion;
     bool companion_ran;
-    qg_timing companion_t;
+    qgtk_timing companion_t;
 } bench_env;
 
 /* ------------------------------------------------------------------------ */
@@ -134,7 +134,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     o->runs = BENCH_DEFAULT_RUNS;
     o->warmup = BENCH_DEFAULT_WARMUP;
     o->use_peer = true;
-    o->flush = QG_L2_FLUSH_CLEAN;
+    o->flush = QGTK_L2_FLUSH_CLEAN;
     o->seed = cli_fresh_seed();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -165,8 +165,8 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
                                        "got '%s'", next);
             o->have_cfg = true, i++;
         } else if (!strcmp(a, "--flush")) {
-            if (!strcmp(next, "clean")) o->flush = QG_L2_FLUSH_CLEAN;
-            else if (!strcmp(next, "write")) o->flush = QG_L2_FLUSH_WRITE;
+            if (!strcmp(next, "clean")) o->flush = QGTK_L2_FLUSH_CLEAN;
+            else if (!strcmp(next, "write")) o->flush = QGTK_L2_FLUSH_WRITE;
             else return cli_usage_error("bench: --flush wants clean or write, got '%s'", next);
             i++;
         } else if (!strcmp(a, "--grouped-contiguous")) {
@@ -209,8 +209,8 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
 /* Measurements                                                              */
 /* ------------------------------------------------------------------------ */
 
-static const char *flush_name(qg_l2_flush_mode m) {
-    return m == QG_L2_FLUSH_CLEAN ? "clean" : "write";
+static const char *flush_name(qgtk_l2_flush_mode m) {
+    return m == QGTK_L2_FLUSH_CLEAN ? "clean" : "write";
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -264,7 +264,7 @@ static double device_bandwidth(bench_env *e, bool write_only) {
 }
 
 /* Real rows, FLOPs and bytes moved once, from the host copy of the problem. */
-static void workload(const qg_problem_data *p, bench_row *row) {
+static void workload(const qgtk_problem_data *p, bench_row *row) {
     int64_t real = p->m;
     if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
         real = 0;
@@ -281,8 +281,8 @@ static void workload(const qg_problem_data *p, bench_row *row) {
 
 /* diff between qgemm's D (saved) and the current D (cuBLASLt's), over the
  * rows the reference says must be written (all rows if it is not cached). */
-static double diff_outputs(const qg_problem_data *p, const uint16_t *dq) {
-    qg_diff_acc acc;
+static double diff_outputs(const qgtk_problem_data *p, const uint16_t *dq) {
+    qgtk_diff_acc acc;
     memset(&acc, 0, sizeof acc);
     double *x = malloc(sizeof(double) * (size_t)p->n), *y = malloc(sizeof(double) * (size_t)p->n);
     if (!x || !y) {
@@ -297,11 +297,11 @@ static double diff_outputs(const qg_problem_data *p, const uint16_t *dq) {
             x[c] = qg_bf16_decode(a[c]);
             y[c] = qg_bf16_decode(b[c]);
         }
-        qg__diff_add(&acc, x, y, (size_t)p->n);
+        qgtk_diff_add(&acc, x, y, (size_t)p->n);
     }
     free(x);
     free(y);
-    return qg__diff_result(&acc);
+    return qgtk_diff_result(&acc);
 }
 
 typedef struct {
@@ -313,7 +313,7 @@ typedef struct {
 
 static qg_status run_qgemm(void *user, CUstream stream) {
     const qgemm_call *c = user;
-    return qg__gemm_launch(c->ctx, c->kind, &c->args, c->cfg, stream);
+    return qgtk_gemm_launch(c->ctx, c->kind, &c->args, c->cfg, stream);
 }
 
 typedef struct {
@@ -332,7 +332,7 @@ static qg_status run_peer(void *user, CUstream stream) {
 
 /* The cuBLASLt view of group g: rows [row0, row0 + rows) of A and D, its
  * SFA columns, its B and SFB. */
-static lt_gemm_desc peer_desc(const qg_problem_data *p, int g, int64_t row0, int rows) {
+static lt_gemm_desc peer_desc(const qgtk_problem_data *p, int g, int64_t row0, int rows) {
     const float *sfa = (const float *)(uintptr_t)p->dev_sfa;
     if (p->kind == QG_GEMM_GROUPED_MASKED) sfa += (int64_t)g * p->kblocks * p->sfa_ld;
     else sfa += row0;
@@ -349,7 +349,7 @@ static lt_gemm_desc peer_desc(const qg_problem_data *p, int g, int64_t row0, int
 
 /* Group g's rows: dense all, masked g*M_max + masked_m[g], contiguous the
  * rows whose m_indices is g (which the layout keeps in one segment). */
-static bool group_rows(const qg_problem_data *p, int g, int64_t *row0, int *rows) {
+static bool group_rows(const qgtk_problem_data *p, int g, int64_t *row0, int *rows) {
     if (p->kind == QG_GEMM_DENSE) {
         *row0 = 0, *rows = p->m;
         return true;
@@ -369,12 +369,12 @@ static bool group_rows(const qg_problem_data *p, int g, int64_t *row0, int *rows
     return count == 0 || last - first + 1 == count;
 }
 
-/* qg__time_interleaved_us over fns (room for one more), plus e->companion
+/* qgtk_time_interleaved_us over fns (room for one more), plus e->companion
  * (a qgemm_call) when one is set, whose timing goes to e->companion_t. */
-static qg_status time_in_turn(bench_env *e, int count, qg_timed_fn fns[QG_TIME_MAX_FNS],
-                              void *users[QG_TIME_MAX_FNS], qg_timing t[QG_TIME_MAX_FNS]) {
+static qg_status time_in_turn(bench_env *e, int count, qgtk_timed_fn fns[QGTK_TIME_MAX_FNS],
+                              void *users[QGTK_TIME_MAX_FNS], qgtk_timing t[QGTK_TIME_MAX_FNS]) {
     if (e->companion) fns[count] = run_qgemm, users[count] = (void *)e->companion, count++;
-    qg_status st = qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, count, fns, users,
+    qg_status st = qgtk_time_interleaved_us(e->ctx, e->stream, e->o->flush, count, fns, users,
                                            e->o->warmup, e->o->runs, t);
     if (st == QG_SUCCESS && e->companion) e->companion_t = t[count - 1], e->companion_ran = true;
     return st;
@@ -382,7 +382,7 @@ static qg_status time_in_turn(bench_env *e, int count, qg_timed_fn fns[QG_TIME_M
 
 /* Step 4 of the header: cuBLASLt on the same buffers, checked, then timed in
  * turn with qgemm (`q`), run for run. */
-static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qgemm_call *q,
+static void bench_peer(bench_env *e, qgtk_problem_data *p, const uint16_t *dq, qgemm_call *q,
                        bench_row *row) {
     int count = p->kind == QG_GEMM_DENSE ? 1 : p->num_groups;
     lt_gemm **plans = calloc((size_t)count, sizeof *plans);
@@ -391,7 +391,7 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
         snprintf(row->c_note, sizeof row->c_note, "out of host memory");
         return;
     }
-    bool ok = qg__problem_poison(e->ctx, p, e->stream) == QG_SUCCESS;
+    bool ok = qgtk_problem_poison(e->ctx, p, e->stream) == QG_SUCCESS;
     if (!ok) snprintf(row->c_note, sizeof row->c_note, "poisoning D: %s", qg_last_error());
     if (count > 1) fprintf(stderr, "  planning %d cuBLASLt calls ...\n", count);
     for (int g = 0; ok && g < count; g++) {
@@ -409,8 +409,8 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
             }
         }
     }
-    qg_check_result res;
-    if (ok && qg__problem_check(e->ctx, p, &res) != QG_SUCCESS) {
+    qgtk_check_result res;
+    if (ok && qgtk_problem_check(e->ctx, p, &res) != QG_SUCCESS) {
         snprintf(row->c_note, sizeof row->c_note, "checking cuBLASLt's D: %s", qg_last_error());
         ok = false;
     }
@@ -418,9 +418,9 @@ static void bench_peer(bench_env *e, qg_problem_data *p, const uint16_t *dq, qge
         row->diff_c = res.diff;
         row->diff_qc = dq ? diff_outputs(p, dq) : NAN;
         peer_call call = {plans, count};
-        qg_timed_fn fns[QG_TIME_MAX_FNS] = {run_qgemm, run_peer};
-        void *users[QG_TIME_MAX_FNS] = {q, &call};
-        qg_timing t[QG_TIME_MAX_FNS];
+        qgtk_timed_fn fns[QGTK_TIME_MAX_FNS] = {run_qgemm, run_peer};
+        void *users[QGTK_TIME_MAX_FNS] = {q, &call};
+        qgtk_timing t[QGTK_TIME_MAX_FNS];
         if (time_in_turn(e, 2, fns, users, t) != QG_SUCCESS) {
             snprintf(row->c_note, sizeof row->c_note, "timing: %s", qg_last_error());
         } else {
@@ -443,22 +443,22 @@ static void row_error(bench_row *row, const char *doing) {
 
 /* A problem made ready to time: created, compiled, run once and checked. */
 typedef struct {
-    qg_problem_data *p;
+    qgtk_problem_data *p;
     qg_config cfg;   /* what it runs with (call.cfg points here under --config) */
     qgemm_call call;
 } ready_problem;
 
 /* Steps 1-3 of the header. @return true when qgemm ran (row->pass says
  * whether its check passed); false with row->error set. rp->p is to be freed
- * either way (qg__problem_free accepts NULL). */
-static bool prepare(bench_env *e, const qg_problem_spec *spec, bench_row *row, ready_problem *rp) {
+ * either way (qgtk_problem_free accepts NULL). */
+static bool prepare(bench_env *e, const qgtk_problem_spec *spec, bench_row *row, ready_problem *rp) {
     memset(rp, 0, sizeof *rp);
     row->diff_q = row->diff_c = row->diff_qc = NAN;
-    if (qg__problem_create(&rp->p, e->ctx, spec) != QG_SUCCESS) {
+    if (qgtk_problem_create(&rp->p, e->ctx, spec) != QG_SUCCESS) {
         row_error(row, "creating the problem");
         return false;
     }
-    qg_problem_data *p = rp->p;
+    qgtk_problem_data *p = rp->p;
     workload(p, row);
     qg_problem q = cli_problem_of(p);
     const qg_config *force = e->o->have_cfg ? &rp->cfg : NULL;
@@ -476,40 +476,40 @@ static bool prepare(bench_env *e, const qg_problem_spec *spec, bench_row *row, r
     }
     row->jit_done = true;
 
-    rp->call = (qgemm_call){e->ctx, p->kind, qg__problem_args(p), force};
-    qg_check_result res;
-    if (qg__problem_poison(e->ctx, p, e->stream) != QG_SUCCESS ||
+    rp->call = (qgemm_call){e->ctx, p->kind, qgtk_problem_args(p), force};
+    qgtk_check_result res;
+    if (qgtk_problem_poison(e->ctx, p, e->stream) != QG_SUCCESS ||
         run_qgemm(&rp->call, e->stream) != QG_SUCCESS ||
-        qg__problem_check(e->ctx, p, &res) != QG_SUCCESS) {
+        qgtk_problem_check(e->ctx, p, &res) != QG_SUCCESS) {
         row_error(row, "running and checking qgemm");
         return false;
     }
     row->diff_q = res.diff;
-    row->pass = qg__check_passed(&res, CLI_DIFF_BOUND);
+    row->pass = qgtk_check_passed(&res, CLI_DIFF_BOUND);
     if (!row->pass) {
         char desc[256];
         snprintf(row->error, sizeof row->error, "check failed: %s",
-                 qg__check_describe(&res, desc, sizeof desc));
+                 qgtk_check_describe(&res, desc, sizeof desc));
     }
     return true;
 }
 
 /* Steps 1-5 of the header for one problem (4 when with_peer), timed in turn
  * with e->companion when one is set. */
-static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_peer,
+static void bench_problem(bench_env *e, const qgtk_problem_spec *spec, bool with_peer,
                           bench_row *row) {
     ready_problem rp;
     uint16_t *dq = NULL;
     if (!prepare(e, spec, row, &rp)) goto done;
-    qg_problem_data *p = rp.p;
+    qgtk_problem_data *p = rp.p;
     dq = malloc(p->d_bytes);
     if (dq) memcpy(dq, p->d, p->d_bytes);
     if (with_peer && e->peer) bench_peer(e, p, dq, &rp.call, row);
     else if (with_peer) snprintf(row->c_note, sizeof row->c_note, "%s", e->peer_note);
     if (!row->q_ran) { /* no peer, or it could not be run: qgemm alone */
-        qg_timed_fn fns[QG_TIME_MAX_FNS] = {run_qgemm};
-        void *users[QG_TIME_MAX_FNS] = {&rp.call};
-        qg_timing t[QG_TIME_MAX_FNS];
+        qgtk_timed_fn fns[QGTK_TIME_MAX_FNS] = {run_qgemm};
+        void *users[QGTK_TIME_MAX_FNS] = {&rp.call};
+        qgtk_timing t[QGTK_TIME_MAX_FNS];
         if (time_in_turn(e, 1, fns, users, t) != QG_SUCCESS) {
             row_error(row, "timing qgemm");
             row->pass = false;
@@ -520,7 +520,7 @@ static void bench_problem(bench_env *e, const qg_problem_spec *spec, bool with_p
     }
 done:
     free(dq);
-    qg__problem_free(rp.p);
+    qgtk_problem_free(rp.p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -576,52 +576,10 @@ static void table_row(const bench_row *r) {
     fflush(stdout);
 }
 
-static void csv_header(void) {
-    printf("kind,groups,m,n,k,block_m,block_n,stages,multicast,qgemm_us,qgemm_tflops,qgemm_gbs,"
-           "cublaslt_us,cublaslt_tflops,speedup,diff_qgemm,diff_cublaslt,diff_qgemm_vs_cublaslt,"
-           "qgemm_pass,dense_same_m_tflops,jit_ms,jit_cache_hit,registers,qgemm_min_us,"
-           "qgemm_max_us,cublaslt_min_us,cublaslt_max_us,valid_m\n");
-}
-
 /* A CSV / JSON number: empty (CSV) or null (JSON) when unknown. */
 static void put_num(bool json, bool known, const char *fmt, double v) {
     if (known && isfinite(v)) printf(fmt, v);
     else if (json) printf("null");
-}
-
-static void csv_row(const bench_row *r) {
-    char cfg[40];
-    snprintf(cfg, sizeof cfg, "%s", r->config[0] ? r->config : ",,,");
-    printf("%s,%d,%d,%d,%d,%s,", cli_kind_name(r->kind), r->groups, r->m, r->n, r->k, cfg);
-    put_num(false, r->q_ran, "%.3f", r->qt.median_us);
-    printf(",");
-    put_num(false, r->q_ran, "%.2f", tflops(r->flops, r->qt.median_us));
-    printf(",");
-    put_num(false, r->q_ran, "%.1f", r->bytes / (r->qt.median_us * 1e-6) / 1e9);
-    printf(",");
-    put_num(false, r->c_ran, "%.3f", r->ct.median_us);
-    printf(",");
-    put_num(false, r->c_ran, "%.2f", tflops(r->flops, r->ct.median_us));
-    printf(",");
-    put_num(false, r->c_ran && r->q_ran, "%.4f", r->ct.median_us / r->qt.median_us);
-    printf(",");
-    put_num(false, true, "%.3e", r->diff_q);
-    printf(",");
-    put_num(false, true, "%.3e", r->diff_c);
-    printf(",");
-    put_num(false, true, "%.3e", r->diff_qc);
-    printf(",%d,", r->pass ? 1 : 0);
-    put_num(false, r->dense_ran, "%.2f", tflops(r->dense_flops, r->dense_us));
-    printf(",");
-    put_num(false, r->jit_done, "%.1f", r->jit.compile_ms);
-    printf(",%d,%d", r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
-    const double spread[4] = {r->qt.min_us, r->qt.max_us, r->ct.min_us, r->ct.max_us};
-    for (int i = 0; i < 4; i++) {
-        printf(",");
-        put_num(false, i < 2 ? r->q_ran : r->c_ran, "%.3f", spread[i]);
-    }
-    printf(",%d\n", r->valid);
-    fflush(stdout);
 }
 
 static void json_string(const char *s) {
@@ -633,6 +591,154 @@ static void json_string(const char *s) {
         else putchar(c);
     }
     putchar('"');
+}
+
+/*
+ * The fields of a row in the CSV and the JSON, in one table that drives both
+ * writers, so a field added here appears in both: CSV columns and JSON keys
+ * in this order, the JSON-only ones (free text) last. CSV writes an unknown
+ * number as an empty cell, JSON as null.
+ */
+typedef enum { F_TEXT, F_INT, F_NUM, F_BOOL } field_type;
+enum { IN_CSV = 1, IN_JSON = 2, JSON_CONTIGUOUS_ONLY = 4 };
+
+typedef struct {
+    const char *csv, *json; /* column(s) and key */
+    field_type type;
+    const char *fmt;        /* F_NUM */
+    int where;
+} bench_field;
+
+typedef struct {
+    bool known;             /* F_NUM: measured (else empty / null) */
+    double num;
+    long long i;            /* F_INT, F_BOOL */
+    const char *text;       /* F_TEXT */
+} field_value;
+
+enum {
+    FLD_KIND, FLD_GROUPS, FLD_M, FLD_N, FLD_K, FLD_CONFIG, FLD_Q_US, FLD_Q_TFLOPS, FLD_Q_GBS,
+    FLD_C_US, FLD_C_TFLOPS, FLD_SPEEDUP, FLD_DIFF_Q, FLD_DIFF_C, FLD_DIFF_QC, FLD_PASS,
+    FLD_DENSE_TFLOPS, FLD_JIT_MS, FLD_JIT_HIT, FLD_REGISTERS, FLD_Q_MIN, FLD_Q_MAX, FLD_C_MIN,
+    FLD_C_MAX, FLD_VALID, FLD_ERROR, FLD_C_NOTE, NUM_FIELDS
+};
+
+static const bench_field fields[NUM_FIELDS] = {
+    [FLD_KIND] = {"kind", "kind", F_TEXT, NULL, IN_CSV | IN_JSON},
+    [FLD_GROUPS] = {"groups", "groups", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_M] = {"m", "m", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_N] = {"n", "n", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_K] = {"k", "k", F_INT, NULL, IN_CSV | IN_JSON},
+    /* "bm,bn,stages,mc": four CSV columns, one JSON string */
+    [FLD_CONFIG] = {"block_m,block_n,stages,multicast", "config", F_TEXT, NULL, IN_CSV | IN_JSON},
+    [FLD_Q_US] = {"qgemm_us", "qgemm_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_Q_TFLOPS] = {"qgemm_tflops", "qgemm_tflops", F_NUM, "%.2f", IN_CSV | IN_JSON},
+    [FLD_Q_GBS] = {"qgemm_gbs", "qgemm_gbs", F_NUM, "%.1f", IN_CSV | IN_JSON},
+    [FLD_C_US] = {"cublaslt_us", "cublaslt_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_C_TFLOPS] = {"cublaslt_tflops", "cublaslt_tflops", F_NUM, "%.2f", IN_CSV | IN_JSON},
+    [FLD_SPEEDUP] = {"speedup", "speedup", F_NUM, "%.4f", IN_CSV | IN_JSON},
+    [FLD_DIFF_Q] = {"diff_qgemm", "diff_qgemm", F_NUM, "%.3e", IN_CSV | IN_JSON},
+    [FLD_DIFF_C] = {"diff_cublaslt", "diff_cublaslt", F_NUM, "%.3e", IN_CSV | IN_JSON},
+    [FLD_DIFF_QC] = {"diff_qgemm_vs_cublaslt", "diff_qgemm_vs_cublaslt", F_NUM, "%.3e",
+                     IN_CSV | IN_JSON},
+    [FLD_PASS] = {"qgemm_pass", "qgemm_pass", F_BOOL, NULL, IN_CSV | IN_JSON},
+    [FLD_DENSE_TFLOPS] = {"dense_same_m_tflops", "dense_same_m_tflops", F_NUM, "%.2f",
+                          IN_CSV | IN_JSON | JSON_CONTIGUOUS_ONLY},
+    [FLD_JIT_MS] = {"jit_ms", "jit_ms", F_NUM, "%.1f", IN_CSV | IN_JSON},
+    [FLD_JIT_HIT] = {"jit_cache_hit", "jit_cache_hit", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_REGISTERS] = {"registers", "registers", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_Q_MIN] = {"qgemm_min_us", "qgemm_min_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_Q_MAX] = {"qgemm_max_us", "qgemm_max_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_C_MIN] = {"cublaslt_min_us", "cublaslt_min_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_C_MAX] = {"cublaslt_max_us", "cublaslt_max_us", F_NUM, "%.3f", IN_CSV | IN_JSON},
+    [FLD_VALID] = {"valid_m", "valid_m", F_INT, NULL, IN_CSV | IN_JSON},
+    [FLD_ERROR] = {NULL, "error", F_TEXT, NULL, IN_JSON},
+    [FLD_C_NOTE] = {NULL, "cublaslt_note", F_TEXT, NULL, IN_JSON},
+};
+
+static field_value num(bool known, double v) { return (field_value){known, v, 0, NULL}; }
+static field_value integer(long long v) { return (field_value){true, 0, v, NULL}; }
+static field_value text(const char *t) { return (field_value){true, 0, 0, t}; }
+
+static field_value field_of(const bench_row *r, int f) {
+    switch (f) {
+    case FLD_KIND: return text(cli_kind_name(r->kind));
+    case FLD_GROUPS: return integer(r->groups);
+    case FLD_M: return integer(r->m);
+    case FLD_N: return integer(r->n);
+    case FLD_K: return integer(r->k);
+    case FLD_CONFIG: return text(r->config);
+    case FLD_Q_US: return num(r->q_ran, r->qt.median_us);
+    case FLD_Q_TFLOPS: return num(r->q_ran, tflops(r->flops, r->qt.median_us));
+    case FLD_Q_GBS: return num(r->q_ran, r->bytes / (r->qt.median_us * 1e-6) / 1e9);
+    case FLD_C_US: return num(r->c_ran, r->ct.median_us);
+    case FLD_C_TFLOPS: return num(r->c_ran, tflops(r->flops, r->ct.median_us));
+    case FLD_SPEEDUP: return num(r->c_ran && r->q_ran, r->ct.median_us / r->qt.median_us);
+    case FLD_DIFF_Q: return num(true, r->diff_q);
+    case FLD_DIFF_C: return num(true, r->diff_c);
+    case FLD_DIFF_QC: return num(true, r->diff_qc);
+    case FLD_PASS: return integer(r->pass);
+    case FLD_DENSE_TFLOPS: return num(r->dense_ran, tflops(r->dense_flops, r->dense_us));
+    case FLD_JIT_MS: return num(r->jit_done, r->jit.compile_ms);
+    case FLD_JIT_HIT: return integer(r->jit_done ? r->jit.cache_hit : -1);
+    case FLD_REGISTERS: return integer(r->jit_done ? r->jit.registers : -1);
+    case FLD_Q_MIN: return num(r->q_ran, r->qt.min_us);
+    case FLD_Q_MAX: return num(r->q_ran, r->qt.max_us);
+    case FLD_C_MIN: return num(r->c_ran, r->ct.min_us);
+    case FLD_C_MAX: return num(r->c_ran, r->ct.max_us);
+    case FLD_VALID: return integer(r->valid);
+    case FLD_ERROR: return text(r->error);
+    case FLD_C_NOTE: return text(r->c_note);
+    }
+    return text("");
+}
+
+static void csv_header(void) {
+    const char *sep = "";
+    for (int f = 0; f < NUM_FIELDS; f++)
+        if (fields[f].where & IN_CSV) {
+            printf("%s%s", sep, fields[f].csv);
+            sep = ",";
+        }
+    printf("\n");
+}
+
+static void csv_row(const bench_row *r) {
+    const char *sep = "";
+    for (int f = 0; f < NUM_FIELDS; f++) {
+        if (!(fields[f].where & IN_CSV)) continue;
+        const field_value v = field_of(r, f);
+        printf("%s", sep);
+        sep = ",";
+        switch (fields[f].type) {
+        case F_TEXT: /* an empty config still fills its four columns */
+            printf("%s", f == FLD_CONFIG && !v.text[0] ? ",,," : v.text);
+            break;
+        case F_INT:
+        case F_BOOL: printf("%lld", v.i); break;
+        case F_NUM: put_num(false, v.known, fields[f].fmt, v.num); break;
+        }
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* The row's fields as JSON members, each preceded by ", " (the caller opens
+ * the object). */
+static void json_fields(const bench_row *r) {
+    for (int f = 0; f < NUM_FIELDS; f++) {
+        if (!(fields[f].where & IN_JSON)) continue;
+        if ((fields[f].where & JSON_CONTIGUOUS_ONLY) && r->kind != QG_GEMM_GROUPED_CONTIGUOUS)
+            continue;
+        const field_value v = field_of(r, f);
+        printf("%s\"%s\": ", f ? ", " : "", fields[f].json);
+        switch (fields[f].type) {
+        case F_TEXT: json_string(v.text); break;
+        case F_INT: printf("%lld", v.i); break;
+        case F_BOOL: printf("%s", v.i ? "true" : "false"); break;
+        case F_NUM: put_num(true, v.known, fields[f].fmt, v.num); break;
+        }
+    }
 }
 
 static double geomean_speedup(const bench_env *e, int *count) {
@@ -672,48 +778,8 @@ static void json_report(const bench_env *e) {
     printf(",\n  \"rows\": [");
     for (int i = 0; i < e->num_rows; i++) {
         const bench_row *r = &e->rows[i];
-        printf("%s\n    {\"kind\": \"%s\", \"groups\": %d, \"m\": %d, \"n\": %d, \"k\": %d, "
-               "\"valid_m\": %d, \"config\": ", i ? "," : "", cli_kind_name(r->kind), r->groups,
-               r->m, r->n, r->k, r->valid);
-        json_string(r->config);
-        printf(", \"qgemm_us\": ");
-        put_num(true, r->q_ran, "%.3f", r->qt.median_us);
-        printf(", \"qgemm_tflops\": ");
-        put_num(true, r->q_ran, "%.2f", tflops(r->flops, r->qt.median_us));
-        printf(", \"qgemm_gbs\": ");
-        put_num(true, r->q_ran, "%.1f", r->bytes / (r->qt.median_us * 1e-6) / 1e9);
-        printf(", \"cublaslt_us\": ");
-        put_num(true, r->c_ran, "%.3f", r->ct.median_us);
-        printf(", \"cublaslt_tflops\": ");
-        put_num(true, r->c_ran, "%.2f", tflops(r->flops, r->ct.median_us));
-        printf(", \"speedup\": ");
-        put_num(true, r->c_ran && r->q_ran, "%.4f", r->ct.median_us / r->qt.median_us);
-        printf(", \"diff_qgemm\": ");
-        put_num(true, true, "%.3e", r->diff_q);
-        printf(", \"diff_cublaslt\": ");
-        put_num(true, true, "%.3e", r->diff_c);
-        printf(", \"diff_qgemm_vs_cublaslt\": ");
-        put_num(true, true, "%.3e", r->diff_qc);
-        printf(", \"qgemm_min_us\": ");
-        put_num(true, r->q_ran, "%.3f", r->qt.min_us);
-        printf(", \"qgemm_max_us\": ");
-        put_num(true, r->q_ran, "%.3f", r->qt.max_us);
-        printf(", \"cublaslt_min_us\": ");
-        put_num(true, r->c_ran, "%.3f", r->ct.min_us);
-        printf(", \"cublaslt_max_us\": ");
-        put_num(true, r->c_ran, "%.3f", r->ct.max_us);
-        printf(", \"qgemm_pass\": %s", r->pass ? "true" : "false");
-        if (r->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
-            printf(", \"dense_same_m_tflops\": ");
-            put_num(true, r->dense_ran, "%.2f", tflops(r->dense_flops, r->dense_us));
-        }
-        printf(", \"jit_ms\": ");
-        put_num(true, r->jit_done, "%.1f", r->jit.compile_ms);
-        printf(", \"jit_cache_hit\": %d, \"registers\": %d, \"error\": ",
-               r->jit_done ? r->jit.cache_hit : -1, r->jit_done ? r->jit.registers : -1);
-        json_string(r->error);
-        printf(", \"cublaslt_note\": ");
-        json_string(r->c_note);
+        printf("%s\n    {", i ? "," : "");
+        json_fields(r);
         printf("}");
     }
     printf("\n  ]\n}\n");
@@ -740,7 +806,7 @@ static void table_summary(const bench_env *e) {
     else printf("cuBLASLt: n/a (%s)\n", e->peer_note);
     printf("qgemm %s; seed %llu; median of %d runs after %d warm-up, L2 flushed before each "
            "(%s)%s\n", qg_version_string(), (unsigned long long)e->o->seed, e->o->runs,
-           e->o->warmup, e->o->flush == QG_L2_FLUSH_CLEAN
+           e->o->warmup, e->o->flush == QGTK_L2_FLUSH_CLEAN
                              ? "--flush clean: a write, then a read of 2x L2, so no dirty line "
                                "is left for the timed kernel to write back"
                              : "--flush write: a write of 2x L2, whose dirty lines the timed "
@@ -751,7 +817,7 @@ static void table_summary(const bench_env *e) {
     int unsteady = 0;
     for (int i = 0; i < e->num_rows; i++) {
         const bench_row *r = &e->rows[i];
-        const qg_timing *t[2] = {r->q_ran ? &r->qt : NULL, r->c_ran ? &r->ct : NULL};
+        const qgtk_timing *t[2] = {r->q_ran ? &r->qt : NULL, r->c_ran ? &r->ct : NULL};
         for (int j = 0; j < 2; j++) {
             if (!t[j] || !(t[j]->max_us > SPREAD_NOTE * t[j]->min_us)) continue;
             char shape[48];
@@ -806,9 +872,9 @@ static void emit_header(bench_env *e, qg_gemm_kind kind, bool first) {
     else if (e->o->format == OUT_CSV && first) csv_header();
 }
 
-static qg_problem_spec base_spec(const bench_env *e, qg_gemm_kind kind, int m, int n, int k,
+static qgtk_problem_spec base_spec(const bench_env *e, qg_gemm_kind kind, int m, int n, int k,
                                  int groups) {
-    qg_problem_spec s = {.kind = kind, .m = m, .n = n, .k = k, .num_groups = groups,
+    qgtk_problem_spec s = {.kind = kind, .m = m, .n = n, .k = k, .num_groups = groups,
                          .seed = e->o->seed + (uint64_t)e->num_rows,
                          .scale_spread = BENCH_SCALE_SPREAD};
     return s;
@@ -824,7 +890,7 @@ static void dense_table(bench_env *e) {
         bench_row *r = &e->rows[e->num_rows];
         *r = (bench_row){.kind = QG_GEMM_DENSE, .m = shapes[i].m, .valid = shapes[i].m,
                          .n = shapes[i].n, .k = shapes[i].k, .groups = 1};
-        qg_problem_spec spec = base_spec(e, QG_GEMM_DENSE, r->m, r->n, r->k, 1);
+        qgtk_problem_spec spec = base_spec(e, QG_GEMM_DENSE, r->m, r->n, r->k, 1);
         bench_problem(e, &spec, true, r);
         e->num_rows++;
         emit_row(e, r);
@@ -856,15 +922,15 @@ static qg_status run_chain(void *user, CUstream stream) {
  * each chain), per GEMM; the last GEMM's D checked after a PDL chain. */
 static void chain_row(bench_env *e, const cli_shape *sh) {
     const int n = e->o->chain;
-    qg_problem_data *p[CHAIN_MAX] = {0};
+    qgtk_problem_data *p[CHAIN_MAX] = {0};
     chain_call off = {.ctx = e->ctx, .count = n, .pdl = 0}, on;
     char config[40] = "-", why[NOTE_LEN] = "";
-    qg_timing t[2];
+    qgtk_timing t[2];
     double diff = NAN;
     for (int i = 0; i < n; i++) {
-        qg_problem_spec spec = base_spec(e, QG_GEMM_DENSE, sh->m, sh->n, sh->k, 1);
+        qgtk_problem_spec spec = base_spec(e, QG_GEMM_DENSE, sh->m, sh->n, sh->k, 1);
         spec.seed += (uint64_t)i * 7919;
-        if (qg__problem_create(&p[i], e->ctx, &spec) != QG_SUCCESS) {
+        if (qgtk_problem_create(&p[i], e->ctx, &spec) != QG_SUCCESS) {
             snprintf(why, sizeof why, "creating the problems: %s", qg_last_error());
             goto done;
         }
@@ -879,25 +945,25 @@ static void chain_row(bench_env *e, const cli_shape *sh) {
     snprintf(config, sizeof config, "%d,%d,%d,%s", cfg.block_m, cfg.block_n, cfg.num_stages,
              cli_cluster_name(&cfg));
     for (int i = 0; i < n; i++)
-        off.calls[i] = (qgemm_call){e->ctx, QG_GEMM_DENSE, qg__problem_args(p[i]), force};
+        off.calls[i] = (qgemm_call){e->ctx, QG_GEMM_DENSE, qgtk_problem_args(p[i]), force};
     on = off;
     on.pdl = 1;
-    qg_check_result res;
-    if (qg__problem_poison(e->ctx, p[n - 1], e->stream) != QG_SUCCESS ||
+    qgtk_check_result res;
+    if (qgtk_problem_poison(e->ctx, p[n - 1], e->stream) != QG_SUCCESS ||
         run_chain(&on, e->stream) != QG_SUCCESS ||
-        qg__problem_check(e->ctx, p[n - 1], &res) != QG_SUCCESS) {
+        qgtk_problem_check(e->ctx, p[n - 1], &res) != QG_SUCCESS) {
         snprintf(why, sizeof why, "running and checking the PDL chain: %s", qg_last_error());
         goto done;
     }
     diff = res.diff;
-    if (!qg__check_passed(&res, CLI_DIFF_BOUND)) {
+    if (!qgtk_check_passed(&res, CLI_DIFF_BOUND)) {
         char desc[256];
-        snprintf(why, sizeof why, "check failed: %s", qg__check_describe(&res, desc, sizeof desc));
+        snprintf(why, sizeof why, "check failed: %s", qgtk_check_describe(&res, desc, sizeof desc));
         goto done;
     }
-    qg_timed_fn fns[2] = {run_chain, run_chain};
+    qgtk_timed_fn fns[2] = {run_chain, run_chain};
     void *users[2] = {&off, &on};
-    if (qg__time_interleaved_us(e->ctx, e->stream, e->o->flush, 2, fns, users, e->o->warmup,
+    if (qgtk_time_interleaved_us(e->ctx, e->stream, e->o->flush, 2, fns, users, e->o->warmup,
                                 e->o->runs, t) != QG_SUCCESS)
         snprintf(why, sizeof why, "timing: %s", qg_last_error());
 done:
@@ -912,7 +978,7 @@ done:
                t[1].median_us / n, t[0].median_us / t[1].median_us, diff);
     }
     fflush(stdout);
-    for (int i = 0; i < n; i++) qg__problem_free(p[i]);
+    for (int i = 0; i < n; i++) qgtk_problem_free(p[i]);
 }
 
 static void chain_table(bench_env *e) {
@@ -950,7 +1016,7 @@ static void masked_row(bench_env *e, int g, int m_max, int valid, int n, int k) 
     bench_row *r = &e->rows[e->num_rows];
     *r = (bench_row){.kind = QG_GEMM_GROUPED_MASKED, .m = m_max, .valid = valid, .n = n, .k = k,
                      .groups = g};
-    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, m_max, n, k, g);
+    qgtk_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_MASKED, m_max, n, k, g);
     spec.masked_m = uniform_rows(g, valid);
     spec.expected_m = valid;
     bench_problem(e, &spec, true, r);
@@ -966,11 +1032,11 @@ static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
     bench_row *r = &e->rows[e->num_rows];
     *r = (bench_row){.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = rows, .valid = rows, .n = n, .k = k,
                      .groups = g};
-    qg_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, n, k, g);
+    qgtk_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, n, k, g);
     spec.group_m = uniform_rows(g, rows);
     bench_row dense = {.kind = QG_GEMM_DENSE};
     ready_problem drp;
-    qg_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, n, k, 1);
+    qgtk_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, n, k, 1);
     e->companion = prepare(e, &dspec, &dense, &drp) ? &drp.call : NULL;
     e->companion_ran = false;
     bench_problem(e, &spec, true, r);
@@ -981,7 +1047,7 @@ static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
     r->dense_flops = dense.flops;
     if (dense.error[0])
         fprintf(stderr, "qgemm: dense %dx%dx%d: %s\n", g * rows, n, k, dense.error);
-    qg__problem_free(drp.p);
+    qgtk_problem_free(drp.p);
     e->num_rows++;
     emit_row(e, r);
 }
@@ -1031,8 +1097,10 @@ int cli_bench(int argc, char **argv) {
     e.o = &o;
     if (!cli_open_gpu(&e.ctx, &e.drv)) return CLI_EXIT_USAGE;
     qg_context_get_props(e.ctx, &e.props);
-    if (e.drv->cuDeviceGetAttribute(&e.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
-                                    e.ctx->cu_device) != CUDA_SUCCESS)
+    CUdevice cu_device = 0;
+    if (!qg__context_cuda(e.ctx, NULL, NULL, &cu_device) ||
+        e.drv->cuDeviceGetAttribute(&e.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, cu_device) !=
+            CUDA_SUCCESS)
         e.clock_khz = e.props.clock_khz;
     CUresult cr = e.drv->cuStreamCreate(&e.stream, CU_STREAM_NON_BLOCKING);
     e.rows = calloc(2 * CLI_MAX_SHAPES + 16, sizeof *e.rows); /* two tables of the --shape list */

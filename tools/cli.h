@@ -1,10 +1,18 @@
 /*
  * cli.h -- what the files of the command-line tool `qgemm` share.
  *
- *   qgemm.c     main, subcommand dispatch, check / compile / info, and the
- *               helpers below (argument parsing, opening the GPU)
- *   bench.c     `qgemm bench`: qgemm against cuBLASLt, dense and grouped
- *   cublaslt.c  the cuBLASLt peer (cublaslt.h)
+ *   qgemm.c        main: usage and dispatch to the commands below
+ *   cli.c          the helpers below (argument parsing, shape tables, opening
+ *                  the GPU); it takes nothing from the command units
+ *   cmd_check.c    `qgemm check`: the correctness sweep
+ *   cmd_compile.c  `qgemm compile`: warm the kernel cache
+ *   cmd_info.c     `qgemm info`: versions, cache directory, device
+ *   bench.c        `qgemm bench`: qgemm against cuBLASLt, dense and grouped
+ *   cublaslt.c     the cuBLASLt peer (cublaslt.h)
+ *
+ * Symbols flow one way: qgemm.c takes the commands' entry points, the
+ * commands take cli.c's helpers and cublaslt.c's peer; no unit takes from
+ * one above it.
  *
  * Invariants:
  *  - exit codes: 0 success, 1 a check failed, 2 usage error or no usable GPU;
@@ -17,7 +25,7 @@
 #ifndef QG_TOOLS_CLI_H
 #define QG_TOOLS_CLI_H
 
-#include "harness.h" /* internal.h, qgemm.h and <cuda.h> (types only) */
+#include "qgtk.h" /* the testkit: qgemm.h, its seam (driver table), <cuda.h> types */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,7 +35,7 @@
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2 /* also: no usable GPU */
 
-/* The accuracy bound against the exact (dequantized) reference: DESIGN.md 5. */
+/* The accuracy bound against the exact (dequantized) reference: docs/DESIGN.md §7. */
 #define CLI_DIFF_BOUND 1e-5
 
 typedef struct {
@@ -69,7 +77,7 @@ uint64_t cli_fresh_seed(void);
 const char *cli_kind_name(qg_gemm_kind kind);
 
 /* The qg_problem (kernel selection view) of a generated problem. */
-qg_problem cli_problem_of(const qg_problem_data *p);
+qg_problem cli_problem_of(const qgtk_problem_data *p);
 
 /* Print "qgemm: <message>" and a hint to run --help on stderr; return 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -81,7 +89,15 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool cli_open_gpu(qg_context **ctx, const qg_driver **drv);
 void cli_close_gpu(qg_context *ctx, const qg_driver *drv);
 
-/* `qgemm bench` (bench.c); argv[0] is "bench". @return the exit code. */
-int cli_bench(int argc, char **argv);
+/* The disk cache directory by the library's rule (qg__cache_dir), or
+ * "none (...)" saying why there is none, into buf. @return buf. */
+const char *cli_cache_dir(char *buf, size_t len);
+
+/* ---- the commands: argv[0] is the command's name; @return the exit code -- */
+
+int cli_bench(int argc, char **argv);   /* bench.c */
+int cli_check(int argc, char **argv);   /* cmd_check.c */
+int cli_compile(int argc, char **argv); /* cmd_compile.c */
+int cli_info(int argc, char **argv);    /* cmd_info.c */
 
 #endif /* QG_TOOLS_CLI_H */

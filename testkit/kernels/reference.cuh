@@ -1,6 +1,6 @@
 /*
  * reference.cuh -- the fp64 reference GEMM on the device, for shapes too large
- * for the CPU reference (src/reference.c computes the same thing on the host;
+ * for the CPU reference (testkit/reference.c computes the same thing on the host;
  * tests check that the two agree).
  *
  *   ref[r][c] = sum_k decode(A[r][k]) * SFA(r, k/128) * decode(B[g][c][k]) * SFB(g, c/128, k/128)

@@ -1,8 +1,14 @@
 /*
- * harness.h -- internal helpers for the GPU tests (tests/) and the command-line
- * benchmark (tools/): GPU detection, random quantized problems with host and
- * device copies, correctness checks against an exact reference, and timing.
- * Not installed; not part of the public API, but kept stable for tools/.
+ * qgtk.h -- the testkit (build/libqgemm_testkit.a): what the tests (tests/),
+ * the CLI's check and bench (tools/) share and the product does not need:
+ * GPU detection, random quantized problems with host and device copies, the
+ * exact reference (CPU, and fp64 on the GPU), the accuracy metric, checks,
+ * L2 flushes, event timing and fault injection (docs/DESIGN.md §8).
+ *
+ * It sits above libqgemm: it uses include/qgemm.h and the library's one
+ * seam, src/seam.h (the driver table, a context's CUDA context, the JIT for
+ * its helper kernels testkit/kernels/ (.cuh), error messages, the fault hook);
+ * the library knows nothing of it. Not installed.
  *
  * Invariants:
  *  - every function that touches the device makes ctx's CUcontext current
@@ -10,73 +16,94 @@
  *  - the host data of a problem is generated deterministically from the spec
  *    (seed included) and independently of the number of threads used;
  *  - a problem's host arrays are the truth; the device copies are uploaded
- *    from them and refreshed by qg__problem_update_indices();
+ *    from them and refreshed by qgtk_problem_update_indices();
  *  - failures return a qg_status with a message (qg_last_error()), as in the
  *    library; nothing here prints.
  *
  * Typical use (a test):
- *     qg_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 257, .n = 576, .k = 400,
+ *     qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 257, .n = 576, .k = 400,
  *                             .num_groups = 1, .seed = 1, .scale_spread = 3};
- *     qg_problem_data *p;
- *     qg__problem_create(&p, ctx, &spec);
- *     qg_gemm_args args = qg__problem_args(p);
- *     qg__problem_poison(ctx, p, stream);
+ *     qgtk_problem_data *p;
+ *     qgtk_problem_create(&p, ctx, &spec);
+ *     qg_gemm_args args = qgtk_problem_args(p);
+ *     qgtk_problem_poison(ctx, p, stream);
  *     qg_fp8_gemm_nt(ctx, &args, NULL, stream);
- *     qg_check_result res;
- *     qg__problem_check(ctx, p, &res);     // synchronizes the context first
- *     ok = qg__check_passed(&res, 1e-5);   // diff, worst group, NaN, unwritten, modified
- *     qg__problem_free(p);
+ *     qgtk_check_result res;
+ *     qgtk_problem_check(ctx, p, &res);     // synchronizes the context first
+ *     ok = qgtk_check_passed(&res, 1e-5);   // diff, worst group, NaN, unwritten, modified
+ *     qgtk_problem_free(p);
  */
-#ifndef QG_HARNESS_H
-#define QG_HARNESS_H
+#ifndef QGTK_H
+#define QGTK_H
 
-#include "internal.h"
+#include "seam.h" /* qgemm.h, <cuda.h> (types only), the driver table */
 
-/* ---- threads (src/reference.c) ------------------------------------------ */
+#include <stdint.h>
+
+/* ---- threads (testkit/reference.c) ------------------------------------------ */
 
 /* Online CPUs, clamped to 1 .. 64. */
-int qg__num_workers(void);
+int qgtk_num_workers(void);
 
-typedef void (*qg_parallel_fn)(void *user, int64_t index, int worker);
+typedef void (*qgtk_parallel_fn)(void *user, int64_t index, int worker);
 /* Run fn(user, i, worker) for every i in [0, count) on up to max_workers
  * threads (the caller is worker 0; worker < max_workers). Indices are handed
  * out dynamically. Never fails: if threads cannot be created, fewer workers do
  * all the work. @return the number of workers used. */
-int qg__parallel_for(int64_t count, int max_workers, qg_parallel_fn fn, void *user);
+int qgtk_parallel_for(int64_t count, int max_workers, qgtk_parallel_fn fn, void *user);
 
-/* ---- the accuracy metric in parts (src/reference.c) ---------------------- */
+/* ---- the exact reference and the accuracy metric (testkit/reference.c) --- */
 
-/* Running sums of qg_calc_diff, so a diff can be accumulated over any subset
+/*
+ * Reference GEMM on the CPU, in double, on exactly dequantized inputs, for
+ * host copies of the arguments (same layouts as qg_gemm_args; pointers are
+ * host pointers). Writes ref [rows][n] densely (rows = m, or G*m for masked);
+ * rows the kernel must leave untouched (padding, masked-out) are set to NaN.
+ * @return QG_SUCCESS or QG_ERROR_INVALID_ARGUMENT.
+ */
+qg_status qgtk_reference_gemm(qg_gemm_kind kind, const qg_gemm_args *host_args, double *ref);
+
+/*
+ * diff = 1 - 2 sum(x*y) / sum(x^2 + y^2) over n values, in double
+ * (docs/DESIGN.md §7). Entries where y is NaN are skipped (rows the kernel
+ * must not write). @return diff (0 for identical inputs; NaN if x has a NaN
+ * where y does not).
+ */
+double qgtk_calc_diff(const double *x, const double *y, size_t n);
+
+/* ---- the accuracy metric in parts (testkit/reference.c) ---------------------- */
+
+/* Running sums of qgtk_calc_diff, so a diff can be accumulated over any subset
  * of rows (e.g. one group of a contiguous problem). Zero-initialize. */
 typedef struct {
     double xy, xx_yy;
     size_t count;   /* pairs compared (y not NaN) */
     bool nan;       /* some x was NaN where y was not */
-} qg_diff_acc;
+} qgtk_diff_acc;
 /* Add the pairs (x[i], y[i]), skipping those with y[i] NaN. */
-void qg__diff_add(qg_diff_acc *acc, const double *x, const double *y, size_t n);
+void qgtk_diff_add(qgtk_diff_acc *acc, const double *x, const double *y, size_t n);
 /* 1 - 2*xy/(xx+yy); 0 when nothing (or only zeros) was compared; NaN if any x was NaN. */
-double qg__diff_result(const qg_diff_acc *acc);
+double qgtk_diff_result(const qgtk_diff_acc *acc);
 
-/* ---- GPU presence (src/harness.c) --------------------------------------- */
+/* ---- GPU presence (testkit/harness.c) --------------------------------------- */
 
 /* True when the driver loads and some device has compute capability 9.x.
  * Cached after the first call; thread-safe. */
-bool qg__gpu_available(void);
+bool qgtk_gpu_available(void);
 /* A one-line description: the device found ("GPU 0: NVIDIA H100 ... (sm_90,
  * 132 SMs)") or why there is none ("no CUDA driver: ..."). Static string. */
-const char *qg__gpu_status_line(void);
+const char *qgtk_gpu_status_line(void);
 /* Ordinal of the first device with compute capability 9.x, or -1. */
-int qg__gpu_device(void);
+int qgtk_gpu_device(void);
 
-/* For tests and tools: a context on qg__gpu_device() and a non-blocking
- * stream in it. QG_ERROR_NO_DEVICE (message: qg__gpu_status_line()) when
+/* For tests and tools: a context on qgtk_gpu_device() and a non-blocking
+ * stream in it. QG_ERROR_NO_DEVICE (message: qgtk_gpu_status_line()) when
  * there is no usable GPU. */
-qg_status qg__gpu_session_open(qg_context **ctx, CUstream *stream);
+qg_status qgtk_gpu_session_open(qg_context **ctx, CUstream *stream);
 /* Destroy the stream and the context (either may be NULL). Synchronizes. */
-void qg__gpu_session_close(qg_context *ctx, CUstream stream);
+void qgtk_gpu_session_close(qg_context *ctx, CUstream stream);
 
-/* ---- random problems (src/harness.c) ------------------------------------ */
+/* ---- random problems (testkit/harness.c) ------------------------------------ */
 
 /*
  * What to generate. Zero-initialize, then set kind, m, n, k, num_groups, seed.
@@ -115,13 +142,13 @@ typedef struct {
     const int *masked_m;  /* masked: valid rows of each group, or NULL */
     bool masked_extremes; /* masked, random masked_m: include 0 and m */
     bool padding_blocks;  /* contiguous: a 128-row block of -1 rows before every third expert */
-} qg_problem_spec;
+} qgtk_problem_spec;
 
 /*
  * A generated problem. Fields are read-only for users except where noted.
  * Host arrays use exactly the layouts of qg_gemm_args (include/qgemm.h).
  */
-typedef struct qg_problem_data {
+typedef struct qgtk_problem_data {
     qg_gemm_kind kind;
     int m, n, k, num_groups;   /* m: dense M, contiguous M_total, masked M_max */
     int expected_m;            /* masked: the hint passed to the GEMM */
@@ -134,8 +161,8 @@ typedef struct qg_problem_data {
     float *sfa;          /* dense/contiguous [kblocks][sfa_ld]; masked [G][kblocks][sfa_ld] */
     uint8_t *b;          /* [G][n][ldb] */
     float *sfb;          /* [G][nblocks][kblocks] */
-    int32_t *m_indices;  /* contiguous: [m]; writable, then qg__problem_update_indices */
-    int32_t *masked_m;   /* masked: [G]; writable, then qg__problem_update_indices */
+    int32_t *m_indices;  /* contiguous: [m]; writable, then qgtk_problem_update_indices */
+    int32_t *masked_m;   /* masked: [G]; writable, then qgtk_problem_update_indices */
     uint16_t *d;         /* [rows][ldd]: the last D downloaded by check/hash */
     size_t a_bytes, sfa_bytes, b_bytes, sfb_bytes, d_bytes;
 
@@ -147,44 +174,44 @@ typedef struct qg_problem_data {
     double *ref;         /* [rows][n], NaN rows = must not be written; NULL until computed */
     bool ref_on_gpu;     /* which reference produced `ref` */
     double *group_diff;  /* [G]: diff of each group's rows, filled by check */
-} qg_problem_data;
+} qgtk_problem_data;
 
 /* Generate the host data only (no GPU needed). */
-qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *spec);
+qg_status qgtk_problem_create_host(qgtk_problem_data **out, const qgtk_problem_spec *spec);
 /* Allocate device buffers in ctx and copy the host data up (synchronous). */
-qg_status qg__problem_upload(qg_context *ctx, qg_problem_data *p);
+qg_status qgtk_problem_upload(qg_context *ctx, qgtk_problem_data *p);
 /* create_host + upload. On failure *out is NULL. */
-qg_status qg__problem_create(qg_problem_data **out, qg_context *ctx, const qg_problem_spec *spec);
+qg_status qgtk_problem_create(qgtk_problem_data **out, qg_context *ctx, const qgtk_problem_spec *spec);
 /* Free host and device memory (device memory in p->ctx). Accepts NULL. */
-void qg__problem_free(qg_problem_data *p);
+void qgtk_problem_free(qgtk_problem_data *p);
 
 /* Arguments with device pointers, ready for qg_fp8_gemm_nt and the grouped calls. */
-qg_gemm_args qg__problem_args(const qg_problem_data *p);
-/* The same arguments with the host copies (d = p->d), for qg_reference_gemm. */
-qg_gemm_args qg__problem_host_args(const qg_problem_data *p);
+qg_gemm_args qgtk_problem_args(const qgtk_problem_data *p);
+/* The same arguments with the host copies (d = p->d), for qgtk_reference_gemm. */
+qg_gemm_args qgtk_problem_host_args(const qgtk_problem_data *p);
 
 /* After editing p->m_indices or p->masked_m on the host: copy them to the
  * device (synchronous cuMemcpyHtoD, so do it before enqueuing work that reads
  * them) and drop the cached reference. */
-qg_status qg__problem_update_indices(qg_context *ctx, qg_problem_data *p);
+qg_status qgtk_problem_update_indices(qg_context *ctx, qgtk_problem_data *p);
 
 /* Fill the whole D buffer (all rows, all ldd columns) with 0xFF bytes: bf16
  * 0xFFFF, a NaN, on `stream` (stream-ordered, asynchronous). */
-qg_status qg__problem_poison(qg_context *ctx, qg_problem_data *p, CUstream stream);
+qg_status qgtk_problem_poison(qg_context *ctx, qgtk_problem_data *p, CUstream stream);
 
-/* Which reference qg__problem_reference / check use. */
+/* Which reference qgtk_problem_reference / check use. */
 typedef enum {
-    QG_REF_AUTO = 0, /* CPU when rows*n*k <= QG_CPU_REFERENCE_MAX_WORK, else GPU */
-    QG_REF_CPU = 1,
-    QG_REF_GPU = 2
-} qg_ref_where;
-#define QG_CPU_REFERENCE_MAX_WORK ((int64_t)1 << 31)
+    QGTK_REF_AUTO = 0, /* CPU when rows*n*k <= QGTK_CPU_REFERENCE_MAX_WORK, else GPU */
+    QGTK_REF_CPU = 1,
+    QGTK_REF_GPU = 2
+} qgtk_ref_where;
+#define QGTK_CPU_REFERENCE_MAX_WORK ((int64_t)1 << 31)
 
 /* Compute p->ref (host, [rows][n]) now, replacing any cached one. */
-qg_status qg__problem_reference(qg_context *ctx, qg_problem_data *p, qg_ref_where where);
+qg_status qgtk_problem_reference(qg_context *ctx, qgtk_problem_data *p, qgtk_ref_where where);
 
 typedef struct {
-    double diff;             /* qg_calc_diff over all rows that must be written */
+    double diff;             /* qgtk_calc_diff over all rows that must be written */
     double group_diff_max;   /* worst per-group diff (p->group_diff has each) */
     double max_abs_err;      /* max |D - ref| over written elements */
     int64_t checked;         /* elements that must be written (rows x n) */
@@ -193,47 +220,47 @@ typedef struct {
     int64_t modified_count;  /* elements that must keep the poison and do not:
                               * skipped rows (any column < ldd) and the ldd
                               * padding columns of written rows */
-    uint64_t hash;           /* qg__fnv1a64 of all D bytes ([rows][ldd] bf16) */
+    uint64_t hash;           /* qgtk_fnv1a64 of all D bytes ([rows][ldd] bf16) */
     bool gpu_reference;      /* the reference came from the GPU kernel */
-} qg_check_result;
+} qgtk_check_result;
 
 /* Synchronize ctx's context, download D into p->d, compute (or reuse) the
- * reference (QG_REF_AUTO) and fill *res and p->group_diff. */
-qg_status qg__problem_check(qg_context *ctx, qg_problem_data *p, qg_check_result *res);
+ * reference (QGTK_REF_AUTO) and fill *res and p->group_diff. */
+qg_status qgtk_problem_check(qg_context *ctx, qgtk_problem_data *p, qgtk_check_result *res);
 /* Synchronize, download D into p->d and hash it (no reference). */
-qg_status qg__problem_hash(qg_context *ctx, qg_problem_data *p, uint64_t *hash);
+qg_status qgtk_problem_hash(qg_context *ctx, qgtk_problem_data *p, uint64_t *hash);
 /* FNV-1a 64 taken over 8-byte words (then the tail bytes) of n bytes:
  * for equality checks of large buffers, not a published digest. */
-uint64_t qg__fnv1a64(const void *data, size_t n);
+uint64_t qgtk_fnv1a64(const void *data, size_t n);
 
 /* Launch the GEMM entry point of `kind` (qg_fp8_gemm_nt,
  * qg_m_grouped_fp8_gemm_nt_contiguous or _masked) and return its status. */
-qg_status qg__gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
+qg_status qgtk_gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
                           const qg_config *cfg, CUstream stream);
 /* Poison D, launch p's GEMM with cfg (NULL = heuristic) on stream, then
- * qg__problem_check. A failing launch returns its status (res zeroed). */
-qg_status qg__problem_run_check(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
-                                CUstream stream, qg_check_result *res);
-/* Programmatic dependent launch, end to end (tests; kernels/pdl_probe.cuh):
+ * qgtk_problem_check. A failing launch returns its status (res zeroed). */
+qg_status qgtk_problem_run_check(qg_context *ctx, qgtk_problem_data *p, const qg_config *cfg,
+                                CUstream stream, qgtk_check_result *res);
+/* Programmatic dependent launch, end to end (tests; testkit/kernels/pdl_probe.cuh):
  * the operand ('A' or 'B') is zeroed, then a slow one-CTA kernel that lets
  * its dependents start at once copies the real one back. Control: a
  * PDL-launched kernel that reads the operand without waiting counts the
  * 16-byte words it saw differ (*control_differing; > 0 shows the dependent ran
  * during the copy). Then the same again with p's GEMM (cfg, NULL = heuristic)
  * behind the copy, launched the way ctx says (qg_context_set_pdl), and
- * qg__problem_check into res. Dense or contiguous problems, uploaded. */
-qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
+ * qgtk_problem_check into res. Dense or contiguous problems, uploaded. */
+qg_status qgtk_pdl_probe(qg_context *ctx, qgtk_problem_data *p, const qg_config *cfg,
                         CUstream stream, char operand, unsigned *control_differing,
-                        qg_check_result *res);
+                        qgtk_check_result *res);
 /* The pass rule of the GPU tests: diff and every group's diff below `bound`
  * (1e-5 against this reference), no NaN, nothing unwritten, nothing modified
  * that must keep the poison. */
-bool qg__check_passed(const qg_check_result *res, double bound);
+bool qgtk_check_passed(const qgtk_check_result *res, double bound);
 /* "diff 1.2e-06 (worst group 2.0e-06), nan 0, unwritten 0, modified 0 of N
  * checked, max abs err 0.01, cpu reference" into buf. @return buf. */
-const char *qg__check_describe(const qg_check_result *res, char *buf, size_t len);
+const char *qgtk_check_describe(const qgtk_check_result *res, char *buf, size_t len);
 
-/* ---- GPU reference (src/harness.c + kernels/reference.cuh) --------------- */
+/* ---- GPU reference (testkit/harness.c + testkit/kernels/reference.cuh) --- */
 
 /* The fp64 reference on the device: ref is a device buffer of rows*n doubles
  * ([rows][n]; rows = m, or G*m for masked); rows that must not be written get
@@ -241,56 +268,71 @@ const char *qg__check_describe(const qg_check_result *res, char *buf, size_t len
  * compiled through ctx->jit. Enqueued on `stream`, then the stream is
  * synchronized (the module is unloaded before returning). The host cannot
  * validate device m_indices/masked_m: out-of-range values give NaN rows. */
-qg_status qg__reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
+qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
                                     const qg_gemm_args *dev_args, CUdeviceptr ref,
                                     CUstream stream);
 
-/* ---- compiling many kernels at once (src/harness.c) ---------------------- */
+/* ---- compiling many kernels at once (testkit/harness.c) ---------------------- */
 
 /* qg_compile(ctx, &problems[i], cfgs ? &cfgs[i] : NULL, NULL) for i < count on
- * qg__num_workers() threads, to warm the kernel cache before a sweep.
+ * qgtk_num_workers() threads, to warm the kernel cache before a sweep.
  * statuses[i] receives each result (may be NULL). @return the number of
  * failures. */
-int qg__compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
+int qgtk_compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
                      int count, qg_status *statuses);
 
-/* ---- timing (src/harness.c) --------------------------------------------- */
+/* ---- timing (testkit/harness.c) --------------------------------------------- */
 
 /* A device buffer of 2x the L2 size; writing it evicts L2.
- *   QG_L2_FLUSH_WRITE  the write alone: L2 is left full of the buffer's dirty
+ *   QGTK_L2_FLUSH_WRITE  the write alone: L2 is left full of the buffer's dirty
  *                      lines, which the timed kernel then writes back to DRAM
  *                      as its reads evict them (what the bench did before
  *                      2026-11-22);
- *   QG_L2_FLUSH_CLEAN  the write, then a read of the same buffer
- *                      (kernels/l2_flush.cuh): the write-backs happen before
+ *   QGTK_L2_FLUSH_CLEAN  the write, then a read of the same buffer
+ *                      (testkit/kernels/l2_flush.cuh): the write-backs happen before
  *                      the timed region and L2 holds clean, unrelated lines. */
-typedef enum { QG_L2_FLUSH_WRITE = 0, QG_L2_FLUSH_CLEAN = 1 } qg_l2_flush_mode;
-typedef struct qg_l2_flusher qg_l2_flusher;
-qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flush_mode mode, qg_l2_flusher **out);
+typedef enum { QGTK_L2_FLUSH_WRITE = 0, QGTK_L2_FLUSH_CLEAN = 1 } qgtk_l2_flush_mode;
+typedef struct qgtk_l2_flusher qgtk_l2_flusher;
+qg_status qgtk_l2_flusher_create(qg_context *ctx, qgtk_l2_flush_mode mode, qgtk_l2_flusher **out);
 /* Enqueue the flush (write, and for CLEAN the read) on `stream`. */
-qg_status qg__l2_flush(qg_l2_flusher *f, CUstream stream);
-void qg__l2_flusher_destroy(qg_l2_flusher *f);
+qg_status qgtk_l2_flush(qgtk_l2_flusher *f, CUstream stream);
+void qgtk_l2_flusher_destroy(qgtk_l2_flusher *f);
 
 /* The work to time: enqueue it on `stream`; return its status. */
-typedef qg_status (*qg_timed_fn)(void *user, CUstream stream);
+typedef qg_status (*qgtk_timed_fn)(void *user, CUstream stream);
 
 typedef struct {
     double median_us, min_us, max_us, mean_us;
     int runs;
-} qg_timing;
+} qgtk_timing;
 
 /* Run fn `warmup` times, then `runs` times (>= 1), each timed with CUDA events
  * around fn alone, with an L2 flush enqueued before each timed run (outside
  * the events). Synchronizes `stream`. */
-qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush, qg_timed_fn fn,
-                      void *user, int warmup, int runs, qg_timing *out);
-/* qg__time_us for `count` (1..QG_TIME_MAX_FNS) functions timed in turn:
+qg_status qgtk_time_us(qg_context *ctx, CUstream stream, qgtk_l2_flush_mode flush, qgtk_timed_fn fn,
+                      void *user, int warmup, int runs, qgtk_timing *out);
+/* qgtk_time_us for `count` (1..QGTK_TIME_MAX_FNS) functions timed in turn:
  * round i runs fns[0], fns[1], ... once each (each after an L2 flush), so a
  * drift of clocks or load during the measurement reaches all of them alike.
  * outs[f] is fns[f]'s timing. */
-#define QG_TIME_MAX_FNS 4
-qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush,
-                                  int count, const qg_timed_fn *fns, void *const *users,
-                                  int warmup, int runs, qg_timing *outs);
+#define QGTK_TIME_MAX_FNS 4
+qg_status qgtk_time_interleaved_us(qg_context *ctx, CUstream stream, qgtk_l2_flush_mode flush,
+                                  int count, const qgtk_timed_fn *fns, void *const *users,
+                                  int warmup, int runs, qgtk_timing *outs);
 
-#endif /* QG_HARNESS_H */
+/* ---- helper kernels (testkit/kernels/ (.cuh)) --------------------------------- */
+
+/* The text of a helper kernel ("reference.cuh", "l2_flush.cuh",
+ * "pdl_probe.cuh"): a self-contained CUDA source, compiled through the
+ * library's JIT (qg__context_compile_source). NULL for an unknown name. */
+const char *qgtk_kernel_source(const char *name);
+
+/* ---- fault injection (testkit/harness.c) ---------------------------------- */
+
+/* Make the library's JIT refuse every GEMM kernel with a block_m x block_n
+ * tile, as it refuses one that spills (QG_ERROR_COMPILE, the message naming
+ * the tile); qgtk_refuse_tile(0, 0) ends it. Process-wide: call it around
+ * the calls under test, on one thread. */
+void qgtk_refuse_tile(int block_m, int block_n);
+
+#endif /* QGTK_H */

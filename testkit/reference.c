@@ -1,12 +1,12 @@
 /*
- * reference.c -- the CPU reference GEMM (qg_reference_gemm), the accuracy
- * metric (qg_calc_diff) and the small thread pool both the reference and the
- * test harness use (qg__parallel_for).
+ * reference.c -- the CPU reference GEMM (qgtk_reference_gemm), the accuracy
+ * metric (qgtk_calc_diff) and the small thread pool both the reference and the
+ * test harness use (qgtk_parallel_for).
  *
  * The reference dequantizes exactly: decode(e4m3) * scale is formed in double
  * (a 4-bit times a 24-bit significand: no rounding), and products are summed
  * in double, so the only error left is double rounding (~1e-16 relative),
- * far below the 1e-5 bound the tests apply (DESIGN.md section 5).
+ * far below the 1e-5 bound the tests apply (docs/DESIGN.md §7).
  *
  * Work is split into units of (group, 16 columns of N, 256 rows of the
  * group). A unit dequantizes its 16 B rows once into a per-thread double
@@ -14,9 +14,10 @@
  * rows four at a time against them. Units are independent and write disjoint
  * parts of `ref`, so threads share nothing but an atomic counter.
  */
-#include "harness.h"
+#include "qgtk.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,18 +27,18 @@
 /* Threads                                                                   */
 /* ------------------------------------------------------------------------ */
 
-#define QG_MAX_WORKERS 64
+#define QGTK_MAX_WORKERS 64
 
-int qg__num_workers(void) {
+int qgtk_num_workers(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) return 1;
-    return n > QG_MAX_WORKERS ? QG_MAX_WORKERS : (int)n;
+    return n > QGTK_MAX_WORKERS ? QGTK_MAX_WORKERS : (int)n;
 }
 
 typedef struct {
     atomic_llong next;
     int64_t count;
-    qg_parallel_fn fn;
+    qgtk_parallel_fn fn;
     void *user;
 } parallel_job;
 
@@ -57,16 +58,16 @@ static void *parallel_main(void *arg) {
     return NULL;
 }
 
-int qg__parallel_for(int64_t count, int max_workers, qg_parallel_fn fn, void *user) {
+int qgtk_parallel_for(int64_t count, int max_workers, qgtk_parallel_fn fn, void *user) {
     if (count <= 0) return 0;
     int workers = max_workers < 1 ? 1 : max_workers;
-    if (workers > QG_MAX_WORKERS) workers = QG_MAX_WORKERS;
+    if (workers > QGTK_MAX_WORKERS) workers = QGTK_MAX_WORKERS;
     if ((int64_t)workers > count) workers = (int)count;
 
     parallel_job job = {.count = count, .fn = fn, .user = user};
     atomic_init(&job.next, 0);
-    parallel_worker ws[QG_MAX_WORKERS];
-    pthread_t threads[QG_MAX_WORKERS];
+    parallel_worker ws[QGTK_MAX_WORKERS];
+    pthread_t threads[QGTK_MAX_WORKERS];
     int started = 0;
     /* Worker 0 is the calling thread. If a thread cannot be created the
      * others simply take its share: the result is the same. */
@@ -85,7 +86,7 @@ int qg__parallel_for(int64_t count, int max_workers, qg_parallel_fn fn, void *us
 /* Accuracy metric                                                           */
 /* ------------------------------------------------------------------------ */
 
-void qg__diff_add(qg_diff_acc *acc, const double *x, const double *y, size_t n) {
+void qgtk_diff_add(qgtk_diff_acc *acc, const double *x, const double *y, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (isnan(y[i])) continue;
         if (isnan(x[i])) acc->nan = true;
@@ -95,18 +96,18 @@ void qg__diff_add(qg_diff_acc *acc, const double *x, const double *y, size_t n) 
     }
 }
 
-double qg__diff_result(const qg_diff_acc *acc) {
+double qgtk_diff_result(const qgtk_diff_acc *acc) {
     if (acc->nan) return NAN;
     if (acc->xx_yy == 0.0) return 0.0; /* nothing compared, or both all zero */
     return 1.0 - 2.0 * acc->xy / acc->xx_yy;
 }
 
-double qg_calc_diff(const double *x, const double *y, size_t n) {
+double qgtk_calc_diff(const double *x, const double *y, size_t n) {
     qg__clear_error();
     if (!x || !y) return n ? NAN : 0.0;
-    qg_diff_acc acc = {0};
-    qg__diff_add(&acc, x, y, n);
-    return qg__diff_result(&acc);
+    qgtk_diff_acc acc = {0};
+    qgtk_diff_add(&acc, x, y, n);
+    return qgtk_diff_result(&acc);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -282,7 +283,7 @@ static qg_status plan_rows(ref_job *job, int64_t total_rows) {
     job->group_start = calloc((size_t)G + 1, sizeof(int64_t));
     job->unit_start = calloc((size_t)G + 1, sizeof(int64_t));
     if (!job->rows || !job->group_start || !job->unit_start)
-        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qg_reference_gemm: host allocation failed");
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qgtk_reference_gemm: host allocation failed");
 
     /* group_of(r): the group of output row r, or -1 when it is skipped. */
 #define GROUP_OF(r)                                                                      \
@@ -297,7 +298,7 @@ static qg_status plan_rows(ref_job *job, int64_t total_rows) {
     }
     for (int g = 0; g < G; g++) job->group_start[g + 1] += job->group_start[g];
     int64_t *fill = calloc((size_t)G, sizeof(int64_t));
-    if (!fill) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qg_reference_gemm: host allocation failed");
+    if (!fill) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qgtk_reference_gemm: host allocation failed");
     for (int64_t r = 0; r < total_rows; r++) {
         int g = GROUP_OF(r);
         if (g >= 0) job->rows[job->group_start[g] + fill[g]++] = r;
@@ -311,7 +312,7 @@ static qg_status plan_rows(ref_job *job, int64_t total_rows) {
     return QG_SUCCESS;
 }
 
-qg_status qg_reference_gemm(qg_gemm_kind kind, const qg_gemm_args *host_args, double *ref) {
+qg_status qgtk_reference_gemm(qg_gemm_kind kind, const qg_gemm_args *host_args, double *ref) {
     qg__clear_error();
     qg_status st = validate(kind, host_args, ref);
     if (st != QG_SUCCESS) return st;
@@ -326,17 +327,17 @@ qg_status qg_reference_gemm(qg_gemm_kind kind, const qg_gemm_args *host_args, do
                          (kind == QG_GEMM_GROUPED_MASKED ? host_args->num_groups : 1);
 
     st = plan_rows(&job, total_rows);
-    int workers = qg__num_workers();
+    int workers = qgtk_num_workers();
     if (st == QG_SUCCESS) {
         job.scratch = calloc((size_t)workers, sizeof(double *));
         if (!job.scratch)
-            st = qg__fail(QG_ERROR_OUT_OF_MEMORY, "qg_reference_gemm: host allocation failed");
+            st = qg__fail(QG_ERROR_OUT_OF_MEMORY, "qgtk_reference_gemm: host allocation failed");
     }
     if (st == QG_SUCCESS) {
-        qg__parallel_for(job.unit_start[host_args->num_groups], workers, ref_unit, &job);
+        qgtk_parallel_for(job.unit_start[host_args->num_groups], workers, ref_unit, &job);
         if (atomic_load(&job.failed))
             st = qg__fail(QG_ERROR_OUT_OF_MEMORY,
-                          "qg_reference_gemm: could not allocate %zu bytes of scratch",
+                          "qgtk_reference_gemm: could not allocate %zu bytes of scratch",
                           sizeof(double) * (size_t)host_args->k * (REF_NB + 4));
     }
     if (job.scratch)

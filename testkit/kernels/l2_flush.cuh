@@ -1,5 +1,5 @@
 /*
- * l2_flush.cuh -- the read half of the benchmark's L2 flush (src/harness.c).
+ * l2_flush.cuh -- the read half of the benchmark's L2 flush (testkit/harness.c).
  *
  * The flush first writes a buffer of twice the L2's size (cuMemsetD8), which
  * evicts every line the timed kernel could find: its inputs, and the D it

@@ -1,12 +1,13 @@
 /*
  * harness.c -- test and benchmark support: GPU detection, random quantized
  * problems (host data + device copies), checking a GEMM's output against the
- * exact reference (CPU, or the fp64 kernel of kernels/reference.cuh for large
- * shapes), parallel kernel compilation and event timing. See harness.h for
+ * exact reference (CPU, or the fp64 kernel of testkit/kernels/reference.cuh for large
+ * shapes), parallel kernel compilation and event timing. See qgtk.h for
  * the contracts.
  *
  * Invariants:
- *  - device work always runs inside ctx->cu_context, pushed and popped here;
+ *  - device work always runs inside the context's CUDA context, pushed and
+ *    popped here;
  *  - random data depends only on (spec, seed): each A row and each 128-row
  *    block of B has its own generator, seeded from the seed and its position,
  *    so the thread count does not change the problem;
@@ -14,9 +15,11 @@
  *    floats: a kernel that reads past K or past M into them produces NaN in
  *    rows it stores, which the check reports.
  */
-#include "harness.h"
+#include "qgtk.h"
+#include "kernels.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,17 +29,33 @@
 /* Driver plumbing                                                           */
 /* ------------------------------------------------------------------------ */
 
+/* The driver table of a device context (the seam, src/seam.h); NULL for
+ * an offline one, which ctx_push refuses before anything dereferences it. */
+static const qg_driver *drv_of(const qg_context *ctx) {
+    const qg_driver *drv = NULL;
+    return qg__context_cuda(ctx, &drv, NULL, NULL) ? drv : NULL;
+}
+
+/* The device properties of ctx (zeroed when ctx is NULL). */
+static qg_device_props props_of(const qg_context *ctx) {
+    qg_device_props props = {0};
+    qg_context_get_props(ctx, &props);
+    return props;
+}
+
 static qg_status ctx_push(qg_context *ctx) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ctx: expected non-NULL");
-    if (ctx->offline || !ctx->drv)
+    const qg_driver *drv = NULL;
+    CUcontext cu_context = NULL;
+    if (!qg__context_cuda(ctx, &drv, &cu_context, NULL))
         return qg__fail(QG_ERROR_NO_DEVICE, "ctx: an offline context cannot touch device memory");
-    CUresult r = ctx->drv->cuCtxPushCurrent(ctx->cu_context);
+    CUresult r = drv->cuCtxPushCurrent(cu_context);
     return r == CUDA_SUCCESS ? QG_SUCCESS : qg__cuda_fail(r, "cuCtxPushCurrent");
 }
 
 static void ctx_pop(qg_context *ctx) {
     CUcontext popped;
-    ctx->drv->cuCtxPopCurrent(&popped);
+    drv_of(ctx)->cuCtxPopCurrent(&popped);
 }
 
 /* Inside a function with `qg_status st` and a `done:` label. */
@@ -92,31 +111,31 @@ static void detect(void) {
     }
 }
 
-bool qg__gpu_available(void) {
+bool qgtk_gpu_available(void) {
     pthread_once(&detect_once, detect);
     return detect_device >= 0;
 }
 
-const char *qg__gpu_status_line(void) {
+const char *qgtk_gpu_status_line(void) {
     pthread_once(&detect_once, detect);
     return detect_line;
 }
 
-int qg__gpu_device(void) {
+int qgtk_gpu_device(void) {
     pthread_once(&detect_once, detect);
     return detect_device;
 }
 
-qg_status qg__gpu_session_open(qg_context **ctx, CUstream *stream) {
+qg_status qgtk_gpu_session_open(qg_context **ctx, CUstream *stream) {
     if (!ctx || !stream) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ctx/stream: expected non-NULL");
     *ctx = NULL;
     *stream = NULL;
-    if (!qg__gpu_available()) return qg__fail(QG_ERROR_NO_DEVICE, "%s", qg__gpu_status_line());
-    qg_status st = qg_context_create(ctx, qg__gpu_device());
+    if (!qgtk_gpu_available()) return qg__fail(QG_ERROR_NO_DEVICE, "%s", qgtk_gpu_status_line());
+    qg_status st = qg_context_create(ctx, qgtk_gpu_device());
     if (st != QG_SUCCESS) return st;
     st = ctx_push(*ctx);
     if (st == QG_SUCCESS) {
-        CU_TRY((*ctx)->drv->cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        CU_TRY(drv_of(*ctx)->cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     done:
         ctx_pop(*ctx);
     }
@@ -127,11 +146,11 @@ qg_status qg__gpu_session_open(qg_context **ctx, CUstream *stream) {
     return st;
 }
 
-void qg__gpu_session_close(qg_context *ctx, CUstream stream) {
+void qgtk_gpu_session_close(qg_context *ctx, CUstream stream) {
     if (!ctx) return;
     if (ctx_push(ctx) == QG_SUCCESS) {
-        ctx->drv->cuCtxSynchronize();
-        if (stream) ctx->drv->cuStreamDestroy(stream);
+        drv_of(ctx)->cuCtxSynchronize();
+        if (stream) drv_of(ctx)->cuStreamDestroy(stream);
         ctx_pop(ctx);
     }
     qg_context_destroy(ctx);
@@ -205,15 +224,15 @@ static float quantize_block(const float *x, size_t count, uint8_t *codes_out,
 }
 
 typedef struct {
-    qg_problem_data *p;
-    const qg_problem_spec *spec;
+    qgtk_problem_data *p;
+    const qgtk_problem_spec *spec;
     atomic_int failed;
 } gen_job;
 
 #define GEN_A_ROWS 16 /* A rows per work unit */
 
 /* SFA entry of row r (0 .. rows-1) for k-block kb. */
-static float *sfa_at(const qg_problem_data *p, int64_t r, int kb) {
+static float *sfa_at(const qgtk_problem_data *p, int64_t r, int kb) {
     if (p->kind == QG_GEMM_GROUPED_MASKED)
         return p->sfa + ((r / p->m) * p->kblocks + kb) * p->sfa_ld + r % p->m;
     return p->sfa + (int64_t)kb * p->sfa_ld + r;
@@ -222,7 +241,7 @@ static float *sfa_at(const qg_problem_data *p, int64_t r, int kb) {
 static void gen_a_unit(void *user, int64_t unit, int worker) {
     (void)worker;
     gen_job *job = user;
-    qg_problem_data *p = job->p;
+    qgtk_problem_data *p = job->p;
     const int spread = job->spec->scale_spread;
     float x[128];
     int64_t end = (unit + 1) * GEN_A_ROWS < p->rows ? (unit + 1) * GEN_A_ROWS : p->rows;
@@ -243,7 +262,7 @@ static void gen_a_unit(void *user, int64_t unit, int worker) {
 static void gen_b_unit(void *user, int64_t unit, int worker) {
     (void)worker;
     gen_job *job = user;
-    qg_problem_data *p = job->p;
+    qgtk_problem_data *p = job->p;
     const int spread = job->spec->scale_spread;
     const int g = (int)(unit / p->nblocks), nb = (int)(unit % p->nblocks);
     const int n0 = nb * 128, nrows = p->n - n0 < 128 ? p->n - n0 : 128;
@@ -275,7 +294,7 @@ static void gen_b_unit(void *user, int64_t unit, int worker) {
     free(expo);
 }
 
-static qg_status check_spec(const qg_problem_spec *s) {
+static qg_status check_spec(const qgtk_problem_spec *s) {
     if (s->kind != QG_GEMM_DENSE && s->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
         s->kind != QG_GEMM_GROUPED_MASKED)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.kind: expected 0, 1 or 2, got %d",
@@ -308,12 +327,12 @@ static qg_status check_spec(const qg_problem_spec *s) {
 }
 
 /* Rows of -1 that spec.padding_blocks puts before expert g's segment. */
-static int padding_block_rows(const qg_problem_spec *s, int g, int align) {
+static int padding_block_rows(const qgtk_problem_spec *s, int g, int align) {
     return s->padding_blocks && g % 3 == 1 ? align : 0;
 }
 
 /* Group sizes and m_indices of a contiguous problem; sets p->m. */
-static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
+static qg_status plan_contiguous(qgtk_problem_data *p, const qgtk_problem_spec *s) {
     const int G = p->num_groups, align = qg_m_alignment_for_contiguous_layout();
     int *sizes = malloc(sizeof(int) * (size_t)G);
     if (!sizes) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
@@ -354,7 +373,7 @@ static qg_status plan_contiguous(qg_problem_data *p, const qg_problem_spec *s) {
     return QG_SUCCESS;
 }
 
-static qg_status plan_masked(qg_problem_data *p, const qg_problem_spec *s) {
+static qg_status plan_masked(qgtk_problem_data *p, const qgtk_problem_spec *s) {
     const int G = p->num_groups;
     p->masked_m = malloc(sizeof(int32_t) * (size_t)G);
     if (!p->masked_m) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
@@ -379,7 +398,7 @@ static qg_status plan_masked(qg_problem_data *p, const qg_problem_spec *s) {
     return QG_SUCCESS;
 }
 
-static qg_status alloc_host(qg_problem_data *p) {
+static qg_status alloc_host(qgtk_problem_data *p) {
     p->a = malloc(p->a_bytes ? p->a_bytes : 1);
     p->sfa = malloc(p->sfa_bytes ? p->sfa_bytes : 1);
     p->b = malloc(p->b_bytes);
@@ -393,14 +412,14 @@ static qg_status alloc_host(qg_problem_data *p) {
     return QG_SUCCESS;
 }
 
-qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *spec) {
+qg_status qgtk_problem_create_host(qgtk_problem_data **out, const qgtk_problem_spec *spec) {
     if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "out: expected non-NULL");
     *out = NULL;
     if (!spec) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec: expected non-NULL");
     qg_status st = check_spec(spec);
     if (st != QG_SUCCESS) return st;
 
-    qg_problem_data *p = calloc(1, sizeof *p);
+    qgtk_problem_data *p = calloc(1, sizeof *p);
     if (!p) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
     p->kind = spec->kind;
     p->m = spec->m;
@@ -412,7 +431,7 @@ qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *
     if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) st = plan_contiguous(p, spec);
     if (p->kind == QG_GEMM_GROUPED_MASKED) st = plan_masked(p, spec);
     if (st != QG_SUCCESS) {
-        qg__problem_free(p);
+        qgtk_problem_free(p);
         return st;
     }
     p->rows = (int64_t)p->m * (p->kind == QG_GEMM_GROUPED_MASKED ? p->num_groups : 1);
@@ -428,7 +447,7 @@ qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *
     p->d_bytes = sizeof(uint16_t) * (size_t)(p->rows * p->ldd);
     st = alloc_host(p);
     if (st != QG_SUCCESS) {
-        qg__problem_free(p);
+        qgtk_problem_free(p);
         return st;
     }
 
@@ -436,11 +455,11 @@ qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *
     for (size_t i = 0; i < p->sfa_bytes / sizeof(float); i++) p->sfa[i] = NAN;
     gen_job job = {.p = p, .spec = spec};
     atomic_init(&job.failed, 0);
-    int workers = qg__num_workers();
-    qg__parallel_for((p->rows + GEN_A_ROWS - 1) / GEN_A_ROWS, workers, gen_a_unit, &job);
-    qg__parallel_for((int64_t)p->num_groups * p->nblocks, workers, gen_b_unit, &job);
+    int workers = qgtk_num_workers();
+    qgtk_parallel_for((p->rows + GEN_A_ROWS - 1) / GEN_A_ROWS, workers, gen_a_unit, &job);
+    qgtk_parallel_for((int64_t)p->num_groups * p->nblocks, workers, gen_b_unit, &job);
     if (atomic_load(&job.failed)) {
-        qg__problem_free(p);
+        qgtk_problem_free(p);
         return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
     }
     memset(p->d, 0xff, p->d_bytes);
@@ -452,13 +471,13 @@ qg_status qg__problem_create_host(qg_problem_data **out, const qg_problem_spec *
 /* Device copies                                                             */
 /* ------------------------------------------------------------------------ */
 
-static void free_device(qg_problem_data *p) {
+static void free_device(qgtk_problem_data *p) {
     if (!p->ctx) return;
     if (ctx_push(p->ctx) == QG_SUCCESS) {
         CUdeviceptr *bufs[] = {&p->dev_a, &p->dev_sfa, &p->dev_b, &p->dev_sfb,
                                &p->dev_d, &p->dev_m_indices, &p->dev_masked_m};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-            if (*bufs[i]) p->ctx->drv->cuMemFree(*bufs[i]);
+            if (*bufs[i]) drv_of(p->ctx)->cuMemFree(*bufs[i]);
             *bufs[i] = 0;
         }
         ctx_pop(p->ctx);
@@ -466,12 +485,12 @@ static void free_device(qg_problem_data *p) {
     p->ctx = NULL;
 }
 
-qg_status qg__problem_upload(qg_context *ctx, qg_problem_data *p) {
+qg_status qgtk_problem_upload(qg_context *ctx, qgtk_problem_data *p) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected non-NULL");
     if (p->ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: already uploaded");
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
-    const qg_driver *drv = ctx->drv;
+    const qg_driver *drv = drv_of(ctx);
     p->ctx = ctx;
     struct {
         CUdeviceptr *dev;
@@ -501,19 +520,19 @@ done:
     return st;
 }
 
-qg_status qg__problem_create(qg_problem_data **out, qg_context *ctx, const qg_problem_spec *spec) {
-    qg_problem_data *p = NULL;
-    qg_status st = qg__problem_create_host(&p, spec);
-    if (st == QG_SUCCESS) st = qg__problem_upload(ctx, p);
+qg_status qgtk_problem_create(qgtk_problem_data **out, qg_context *ctx, const qgtk_problem_spec *spec) {
+    qgtk_problem_data *p = NULL;
+    qg_status st = qgtk_problem_create_host(&p, spec);
+    if (st == QG_SUCCESS) st = qgtk_problem_upload(ctx, p);
     if (st != QG_SUCCESS) {
-        qg__problem_free(p);
+        qgtk_problem_free(p);
         p = NULL;
     }
     if (out) *out = p;
     return st;
 }
 
-void qg__problem_free(qg_problem_data *p) {
+void qgtk_problem_free(qgtk_problem_data *p) {
     if (!p) return;
     free_device(p);
     free(p->a);
@@ -528,7 +547,7 @@ void qg__problem_free(qg_problem_data *p) {
     free(p);
 }
 
-static qg_gemm_args base_args(const qg_problem_data *p) {
+static qg_gemm_args base_args(const qgtk_problem_data *p) {
     qg_gemm_args a = {0};
     a.m = p->m;
     a.n = p->n;
@@ -542,7 +561,7 @@ static qg_gemm_args base_args(const qg_problem_data *p) {
     return a;
 }
 
-qg_gemm_args qg__problem_args(const qg_problem_data *p) {
+qg_gemm_args qgtk_problem_args(const qgtk_problem_data *p) {
     qg_gemm_args a = base_args(p);
     a.a = (const void *)(uintptr_t)p->dev_a;
     a.sfa = (const float *)(uintptr_t)p->dev_sfa;
@@ -554,7 +573,7 @@ qg_gemm_args qg__problem_args(const qg_problem_data *p) {
     return a;
 }
 
-qg_gemm_args qg__problem_host_args(const qg_problem_data *p) {
+qg_gemm_args qgtk_problem_host_args(const qgtk_problem_data *p) {
     qg_gemm_args a = base_args(p);
     a.a = p->a;
     a.sfa = p->sfa;
@@ -566,7 +585,7 @@ qg_gemm_args qg__problem_host_args(const qg_problem_data *p) {
     return a;
 }
 
-qg_status qg__problem_update_indices(qg_context *ctx, qg_problem_data *p) {
+qg_status qgtk_problem_update_indices(qg_context *ctx, qgtk_problem_data *p) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected non-NULL");
     if (ctx != p->ctx)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ctx: not the context the problem lives in");
@@ -575,10 +594,10 @@ qg_status qg__problem_update_indices(qg_context *ctx, qg_problem_data *p) {
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
     if (p->m_indices && p->m > 0)
-        CU_TRY(ctx->drv->cuMemcpyHtoD(p->dev_m_indices, p->m_indices, sizeof(int32_t) * (size_t)p->m),
+        CU_TRY(drv_of(ctx)->cuMemcpyHtoD(p->dev_m_indices, p->m_indices, sizeof(int32_t) * (size_t)p->m),
                "cuMemcpyHtoD(m_indices)");
     if (p->masked_m)
-        CU_TRY(ctx->drv->cuMemcpyHtoD(p->dev_masked_m, p->masked_m,
+        CU_TRY(drv_of(ctx)->cuMemcpyHtoD(p->dev_masked_m, p->masked_m,
                                       sizeof(int32_t) * (size_t)p->num_groups),
                "cuMemcpyHtoD(masked_m)");
 done:
@@ -586,11 +605,11 @@ done:
     return st;
 }
 
-qg_status qg__problem_poison(qg_context *ctx, qg_problem_data *p, CUstream stream) {
+qg_status qgtk_problem_poison(qg_context *ctx, qgtk_problem_data *p, CUstream stream) {
     if (!p || !p->ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected an uploaded problem");
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
-    if (p->d_bytes) CU_TRY(ctx->drv->cuMemsetD8Async(p->dev_d, 0xff, p->d_bytes, stream),
+    if (p->d_bytes) CU_TRY(drv_of(ctx)->cuMemsetD8Async(p->dev_d, 0xff, p->d_bytes, stream),
                            "cuMemsetD8Async(D)");
 done:
     ctx_pop(ctx);
@@ -602,7 +621,7 @@ done:
 /* ------------------------------------------------------------------------ */
 
 /* Group of row r (0 .. rows-1), or -1 for rows the GEMM must not write. */
-static int row_group(const qg_problem_data *p, int64_t r) {
+static int row_group(const qgtk_problem_data *p, int64_t r) {
     switch (p->kind) {
     case QG_GEMM_DENSE: return 0;
     case QG_GEMM_GROUPED_CONTIGUOUS: return p->m_indices[r];
@@ -610,31 +629,31 @@ static int row_group(const qg_problem_data *p, int64_t r) {
     }
 }
 
-qg_status qg__problem_reference(qg_context *ctx, qg_problem_data *p, qg_ref_where where) {
+qg_status qgtk_problem_reference(qg_context *ctx, qgtk_problem_data *p, qgtk_ref_where where) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected non-NULL");
-    if (where == QG_REF_AUTO)
-        where = p->rows * p->n * p->k <= QG_CPU_REFERENCE_MAX_WORK ? QG_REF_CPU : QG_REF_GPU;
+    if (where == QGTK_REF_AUTO)
+        where = p->rows * p->n * p->k <= QGTK_CPU_REFERENCE_MAX_WORK ? QGTK_REF_CPU : QGTK_REF_GPU;
     free(p->ref);
     size_t count = (size_t)(p->rows * p->n);
     p->ref = malloc(sizeof(double) * (count ? count : 1));
     if (!p->ref) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "reference: host allocation failed");
     qg_status st;
-    if (where == QG_REF_CPU) {
-        qg_gemm_args host = qg__problem_host_args(p);
-        st = qg_reference_gemm(p->kind, &host, p->ref);
+    if (where == QGTK_REF_CPU) {
+        qg_gemm_args host = qgtk_problem_host_args(p);
+        st = qgtk_reference_gemm(p->kind, &host, p->ref);
     } else {
         st = ctx_push(ctx);
         if (st == QG_SUCCESS) {
             CUdeviceptr dev_ref = 0;
-            CU_TRY(ctx->drv->cuMemAlloc(&dev_ref, sizeof(double) * (count ? count : 1)),
+            CU_TRY(drv_of(ctx)->cuMemAlloc(&dev_ref, sizeof(double) * (count ? count : 1)),
                    "cuMemAlloc(reference)");
-            qg_gemm_args dev = qg__problem_args(p);
-            st = qg__reference_gemm_device(ctx, p->kind, &dev, dev_ref, NULL);
+            qg_gemm_args dev = qgtk_problem_args(p);
+            st = qgtk_reference_gemm_device(ctx, p->kind, &dev, dev_ref, NULL);
             if (st == QG_SUCCESS && count)
-                CU_TRY(ctx->drv->cuMemcpyDtoH(p->ref, dev_ref, sizeof(double) * count),
+                CU_TRY(drv_of(ctx)->cuMemcpyDtoH(p->ref, dev_ref, sizeof(double) * count),
                        "cuMemcpyDtoH(reference)");
         done:
-            if (dev_ref) ctx->drv->cuMemFree(dev_ref);
+            if (dev_ref) drv_of(ctx)->cuMemFree(dev_ref);
             ctx_pop(ctx);
         }
     }
@@ -643,11 +662,11 @@ qg_status qg__problem_reference(qg_context *ctx, qg_problem_data *p, qg_ref_wher
         p->ref = NULL;
         return st;
     }
-    p->ref_on_gpu = where == QG_REF_GPU;
+    p->ref_on_gpu = where == QGTK_REF_GPU;
     return QG_SUCCESS;
 }
 
-uint64_t qg__fnv1a64(const void *data, size_t n) {
+uint64_t qgtk_fnv1a64(const void *data, size_t n) {
     const unsigned char *b = data;
     uint64_t h = 0xcbf29ce484222325ull;
     size_t i = 0;
@@ -661,36 +680,36 @@ uint64_t qg__fnv1a64(const void *data, size_t n) {
 }
 
 /* Synchronize the context and copy D to p->d. */
-static qg_status download_d(qg_context *ctx, qg_problem_data *p) {
+static qg_status download_d(qg_context *ctx, qgtk_problem_data *p) {
     if (!p || !p->ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected an uploaded problem");
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
     /* The GEMM may have run on a non-blocking stream, which a synchronous copy
      * would not wait for. */
-    CU_TRY(ctx->drv->cuCtxSynchronize(), "cuCtxSynchronize (the GEMM failed asynchronously?)");
-    if (p->d_bytes) CU_TRY(ctx->drv->cuMemcpyDtoH(p->d, p->dev_d, p->d_bytes), "cuMemcpyDtoH(D)");
+    CU_TRY(drv_of(ctx)->cuCtxSynchronize(), "cuCtxSynchronize (the GEMM failed asynchronously?)");
+    if (p->d_bytes) CU_TRY(drv_of(ctx)->cuMemcpyDtoH(p->d, p->dev_d, p->d_bytes), "cuMemcpyDtoH(D)");
 done:
     ctx_pop(ctx);
     return st;
 }
 
-qg_status qg__problem_hash(qg_context *ctx, qg_problem_data *p, uint64_t *hash) {
+qg_status qgtk_problem_hash(qg_context *ctx, qgtk_problem_data *p, uint64_t *hash) {
     if (!hash) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "hash: expected non-NULL");
     qg_status st = download_d(ctx, p);
-    if (st == QG_SUCCESS) *hash = qg__fnv1a64(p->d, p->d_bytes);
+    if (st == QG_SUCCESS) *hash = qgtk_fnv1a64(p->d, p->d_bytes);
     return st;
 }
 
-qg_status qg__problem_check(qg_context *ctx, qg_problem_data *p, qg_check_result *res) {
+qg_status qgtk_problem_check(qg_context *ctx, qgtk_problem_data *p, qgtk_check_result *res) {
     if (!res) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "res: expected non-NULL");
     memset(res, 0, sizeof *res);
     qg_status st = download_d(ctx, p);
-    if (st == QG_SUCCESS && !p->ref) st = qg__problem_reference(ctx, p, QG_REF_AUTO);
+    if (st == QG_SUCCESS && !p->ref) st = qgtk_problem_reference(ctx, p, QGTK_REF_AUTO);
     if (st != QG_SUCCESS) return st;
 
     const int G = p->num_groups;
-    qg_diff_acc all = {0};
-    qg_diff_acc *per_group = calloc((size_t)G, sizeof *per_group);
+    qgtk_diff_acc all = {0};
+    qgtk_diff_acc *per_group = calloc((size_t)G, sizeof *per_group);
     double *x = malloc(sizeof(double) * (size_t)p->n);
     if (!per_group || !x) {
         free(per_group);
@@ -717,23 +736,23 @@ qg_status qg__problem_check(qg_context *ctx, qg_problem_data *p, qg_check_result
         }
         for (int64_t c = p->n; c < p->ldd; c++) res->modified_count += drow[c] != 0xffff;
         res->checked += p->n;
-        qg__diff_add(&all, x, ref, (size_t)p->n);
-        qg__diff_add(&per_group[g], x, ref, (size_t)p->n);
+        qgtk_diff_add(&all, x, ref, (size_t)p->n);
+        qgtk_diff_add(&per_group[g], x, ref, (size_t)p->n);
     }
-    res->diff = qg__diff_result(&all);
+    res->diff = qgtk_diff_result(&all);
     res->group_diff_max = 0.0;
     for (int g = 0; g < G; g++) {
-        p->group_diff[g] = qg__diff_result(&per_group[g]);
+        p->group_diff[g] = qgtk_diff_result(&per_group[g]);
         if (!(p->group_diff[g] <= res->group_diff_max)) res->group_diff_max = p->group_diff[g];
     }
-    res->hash = qg__fnv1a64(p->d, p->d_bytes);
+    res->hash = qgtk_fnv1a64(p->d, p->d_bytes);
     res->gpu_reference = p->ref_on_gpu;
     free(per_group);
     free(x);
     return QG_SUCCESS;
 }
 
-qg_status qg__gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
+qg_status qgtk_gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *args,
                           const qg_config *cfg, CUstream stream) {
     switch (kind) {
     case QG_GEMM_DENSE: return qg_fp8_gemm_nt(ctx, args, cfg, stream);
@@ -744,34 +763,34 @@ qg_status qg__gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args
     return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1 or 2, got %d", (int)kind);
 }
 
-qg_status qg__problem_run_check(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
-                                CUstream stream, qg_check_result *res) {
+qg_status qgtk_problem_run_check(qg_context *ctx, qgtk_problem_data *p, const qg_config *cfg,
+                                CUstream stream, qgtk_check_result *res) {
     if (!res) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "res: expected non-NULL");
     memset(res, 0, sizeof *res);
-    qg_status st = qg__problem_poison(ctx, p, stream);
+    qg_status st = qgtk_problem_poison(ctx, p, stream);
     if (st != QG_SUCCESS) return st;
-    qg_gemm_args args = qg__problem_args(p);
-    st = qg__gemm_launch(ctx, p->kind, &args, cfg, stream);
+    qg_gemm_args args = qgtk_problem_args(p);
+    st = qgtk_gemm_launch(ctx, p->kind, &args, cfg, stream);
     if (st != QG_SUCCESS) return st;
-    return qg__problem_check(ctx, p, res);
+    return qgtk_problem_check(ctx, p, res);
 }
 
 static qg_status load_helper_kernel(qg_context *ctx, const char *header, const char *name,
                                     CUmodule *module, CUfunction *fn);
 
-qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cfg,
+qg_status qgtk_pdl_probe(qg_context *ctx, qgtk_problem_data *p, const qg_config *cfg,
                         CUstream stream, char operand, unsigned *control_differing,
-                        qg_check_result *res) {
+                        qgtk_check_result *res) {
     if (!p || !p->ctx || p->kind == QG_GEMM_GROUPED_MASKED || !control_differing || !res ||
         (operand != 'A' && operand != 'B'))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "qg__pdl_probe: expected an uploaded dense or contiguous problem and "
+                        "qgtk_pdl_probe: expected an uploaded dense or contiguous problem and "
                         "operand 'A' or 'B'");
     memset(res, 0, sizeof *res);
     *control_differing = 0;
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
-    const qg_driver *drv = ctx->drv;
+    const qg_driver *drv = drv_of(ctx);
     CUmodule module = NULL;
     CUfunction copy_fn, read_fn;
     CUdeviceptr saved = 0, counter = 0;
@@ -802,7 +821,7 @@ qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cf
     void *read_params[] = {target, &saved, &words, &counter};
     for (int pass = 0; pass < 2; pass++) {
         CU_TRY(drv->cuMemsetD8Async(*target, 0, bytes, stream), "cuMemsetD8Async(operand)");
-        if (pass == 1 && (st = qg__problem_poison(ctx, p, stream)) != QG_SUCCESS) goto done;
+        if (pass == 1 && (st = qgtk_problem_poison(ctx, p, stream)) != QG_SUCCESS) goto done;
         CU_TRY(drv->cuLaunchKernelEx(&one_cta, copy_fn, copy_params, NULL),
                "launching qg_pdl_slow_copy_kernel");
         if (pass == 0) {
@@ -812,9 +831,9 @@ qg_status qg__pdl_probe(qg_context *ctx, qg_problem_data *p, const qg_config *cf
             CU_TRY(drv->cuMemcpyDtoH(control_differing, counter, sizeof(unsigned)),
                    "cuMemcpyDtoH(counter)");
         } else {
-            qg_gemm_args args = qg__problem_args(p);
-            if ((st = qg__gemm_launch(ctx, p->kind, &args, cfg, stream)) != QG_SUCCESS) goto done;
-            st = qg__problem_check(ctx, p, res);
+            qg_gemm_args args = qgtk_problem_args(p);
+            if ((st = qgtk_gemm_launch(ctx, p->kind, &args, cfg, stream)) != QG_SUCCESS) goto done;
+            st = qgtk_problem_check(ctx, p, res);
         }
     }
 done:
@@ -829,13 +848,13 @@ done:
     return st;
 }
 
-bool qg__check_passed(const qg_check_result *res, double bound) {
+bool qgtk_check_passed(const qgtk_check_result *res, double bound) {
     /* Written so that a NaN diff fails. */
     return res->diff < bound && res->group_diff_max < bound && res->nan_count == 0 &&
            res->unwritten_count == 0 && res->modified_count == 0;
 }
 
-const char *qg__check_describe(const qg_check_result *res, char *buf, size_t len) {
+const char *qgtk_check_describe(const qgtk_check_result *res, char *buf, size_t len) {
     snprintf(buf, len,
              "diff %.3g (worst group %.3g), nan %lld, unwritten %lld, modified %lld, of %lld "
              "checked, max abs err %.3g, %s reference",
@@ -849,29 +868,32 @@ const char *qg__check_describe(const qg_check_result *res, char *buf, size_t len
 /* GPU reference                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* JIT-compile one of the library's helper kernels (`#include "<header>"`)
- * and load it; ctx must be current. *module is left NULL on failure. */
+/* JIT-compile one of the testkit's helper kernels (testkit/kernels/<header>,
+ * embedded in the testkit as the library embeds its own) through ctx's JIT
+ * and caches, and load it; ctx must be current. *module is left NULL on
+ * failure. */
 static qg_status load_helper_kernel(qg_context *ctx, const char *header, const char *name,
                                     CUmodule *module, CUfunction *fn) {
-    char source[64];
-    snprintf(source, sizeof source, "#include \"%s\"\n", header);
-    qg_jit_result jit;
-    qg_status st = qg__jit_compile(ctx->jit, source, &jit);
+    const char *source = qgtk_kernel_source(header);
+    if (!source) return qg__fail(QG_ERROR_INTERNAL, "testkit kernel %s is not embedded", header);
+    const void *cubin = NULL;
+    size_t cubin_size = 0;
+    qg_status st = qg__context_compile_source(ctx, source, &cubin, &cubin_size, NULL);
     if (st != QG_SUCCESS) return st;
-    CU_TRY(ctx->drv->cuModuleLoadData(module, jit.cubin), "cuModuleLoadData(helper kernel)");
-    CU_TRY(ctx->drv->cuModuleGetFunction(fn, *module, name), "cuModuleGetFunction(helper kernel)");
+    CU_TRY(drv_of(ctx)->cuModuleLoadData(module, cubin), "cuModuleLoadData(helper kernel)");
+    CU_TRY(drv_of(ctx)->cuModuleGetFunction(fn, *module, name), "cuModuleGetFunction(helper kernel)");
 done:
     if (st != QG_SUCCESS && *module) {
-        ctx->drv->cuModuleUnload(*module);
+        drv_of(ctx)->cuModuleUnload(*module);
         *module = NULL;
     }
     return st;
 }
 
-#define REF_TILE 64     /* QG_REF_TILE of kernels/reference.cuh */
+#define REF_TILE 64     /* QG_REF_TILE of testkit/kernels/reference.cuh */
 #define REF_THREADS 256 /* QG_REF_THREADS */
 
-qg_status qg__reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
+qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
                                     const qg_gemm_args *dev_args, CUdeviceptr ref,
                                     CUstream stream) {
     if (!dev_args) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "dev_args: expected non-NULL");
@@ -902,7 +924,7 @@ qg_status qg__reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
 
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
-    const qg_driver *drv = ctx->drv;
+    const qg_driver *drv = drv_of(ctx);
     CUmodule module = NULL;
     CUfunction fn;
     if ((st = load_helper_kernel(ctx, "reference.cuh", "qg_reference_kernel", &module, &fn)) !=
@@ -955,11 +977,11 @@ static void compile_one(void *user, int64_t i, int worker) {
     if (st != QG_SUCCESS) atomic_fetch_add(&job->failures, 1);
 }
 
-int qg__compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
+int qgtk_compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
                      int count, qg_status *statuses) {
     compile_job job = {.ctx = ctx, .problems = problems, .cfgs = cfgs, .statuses = statuses};
     atomic_init(&job.failures, 0);
-    qg__parallel_for(count, qg__num_workers(), compile_one, &job);
+    qgtk_parallel_for(count, qgtk_num_workers(), compile_one, &job);
     return atomic_load(&job.failures);
 }
 
@@ -967,63 +989,63 @@ int qg__compile_many(qg_context *ctx, const qg_problem *problems, const qg_confi
 /* Timing                                                                    */
 /* ------------------------------------------------------------------------ */
 
-struct qg_l2_flusher {
+struct qgtk_l2_flusher {
     qg_context *ctx;
-    qg_l2_flush_mode mode;
+    qgtk_l2_flush_mode mode;
     CUdeviceptr buf, sink;
     size_t bytes;
     unsigned char value;
-    CUmodule module;   /* QG_L2_FLUSH_CLEAN: kernels/l2_flush.cuh */
+    CUmodule module;   /* QGTK_L2_FLUSH_CLEAN: testkit/kernels/l2_flush.cuh */
     CUfunction read;
 };
 
 #define L2_READ_THREADS 256
 #define L2_READ_NEVER 0x9e3779b9u /* the buffer's words XOR to 0: never stored */
 
-qg_status qg__l2_flusher_create(qg_context *ctx, qg_l2_flush_mode mode, qg_l2_flusher **out) {
+qg_status qgtk_l2_flusher_create(qg_context *ctx, qgtk_l2_flush_mode mode, qgtk_l2_flusher **out) {
     if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "out: expected non-NULL");
     *out = NULL;
-    if (mode != QG_L2_FLUSH_WRITE && mode != QG_L2_FLUSH_CLEAN)
+    if (mode != QGTK_L2_FLUSH_WRITE && mode != QGTK_L2_FLUSH_CLEAN)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "l2 flusher: mode must be 0 (write) or 1 "
                         "(clean), got %d", (int)mode);
     qg_status st = ctx_push(ctx);
     if (st != QG_SUCCESS) return st;
-    qg_l2_flusher *f = calloc(1, sizeof *f);
+    qgtk_l2_flusher *f = calloc(1, sizeof *f);
     if (!f) {
         ctx_pop(ctx);
         return qg__fail(QG_ERROR_OUT_OF_MEMORY, "l2 flusher: host allocation failed");
     }
     f->ctx = ctx;
     f->mode = mode;
-    f->bytes = 2 * (ctx->props.l2_bytes ? ctx->props.l2_bytes : (size_t)64 << 20);
-    CU_TRY(ctx->drv->cuMemAlloc(&f->buf, f->bytes), "cuMemAlloc(L2 flush buffer)");
-    if (mode == QG_L2_FLUSH_CLEAN) {
-        CU_TRY(ctx->drv->cuMemAlloc(&f->sink, sizeof(unsigned int)), "cuMemAlloc(L2 flush sink)");
+    f->bytes = 2 * (props_of(ctx).l2_bytes ? props_of(ctx).l2_bytes : (size_t)64 << 20);
+    CU_TRY(drv_of(ctx)->cuMemAlloc(&f->buf, f->bytes), "cuMemAlloc(L2 flush buffer)");
+    if (mode == QGTK_L2_FLUSH_CLEAN) {
+        CU_TRY(drv_of(ctx)->cuMemAlloc(&f->sink, sizeof(unsigned int)), "cuMemAlloc(L2 flush sink)");
         st = load_helper_kernel(ctx, "l2_flush.cuh", "qg_l2_read_kernel", &f->module, &f->read);
     }
 done:
     ctx_pop(ctx);
     if (st != QG_SUCCESS) {
-        qg__l2_flusher_destroy(f);
+        qgtk_l2_flusher_destroy(f);
         return st;
     }
     *out = f;
     return QG_SUCCESS;
 }
 
-qg_status qg__l2_flush(qg_l2_flusher *f, CUstream stream) {
+qg_status qgtk_l2_flush(qgtk_l2_flusher *f, CUstream stream) {
     if (!f) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "f: expected non-NULL");
     qg_status st = ctx_push(f->ctx);
     if (st != QG_SUCCESS) return st;
-    const qg_driver *drv = f->ctx->drv;
+    const qg_driver *drv = drv_of(f->ctx);
     f->value++; /* a different value each time, so no write can be elided */
     CU_TRY(drv->cuMemsetD8Async(f->buf, f->value, f->bytes, stream), "cuMemsetD8Async(L2)");
-    if (f->mode == QG_L2_FLUSH_CLEAN) {
+    if (f->mode == QGTK_L2_FLUSH_CLEAN) {
         unsigned long long words = f->bytes / 16;
         unsigned int never = L2_READ_NEVER;
         void *params[] = {&f->buf, &words, &never, &f->sink};
         CUlaunchConfig cfg = {0};
-        cfg.gridDimX = (unsigned)(4 * (f->ctx->props.sm_count > 0 ? f->ctx->props.sm_count : 132));
+        cfg.gridDimX = (unsigned)(4 * (props_of(f->ctx).sm_count > 0 ? props_of(f->ctx).sm_count : 132));
         cfg.gridDimY = cfg.gridDimZ = 1;
         cfg.blockDimX = L2_READ_THREADS;
         cfg.blockDimY = cfg.blockDimZ = 1;
@@ -1035,12 +1057,12 @@ done:
     return st;
 }
 
-void qg__l2_flusher_destroy(qg_l2_flusher *f) {
+void qgtk_l2_flusher_destroy(qgtk_l2_flusher *f) {
     if (!f) return;
     if (ctx_push(f->ctx) == QG_SUCCESS) {
-        if (f->module) f->ctx->drv->cuModuleUnload(f->module);
-        if (f->sink) f->ctx->drv->cuMemFree(f->sink);
-        if (f->buf) f->ctx->drv->cuMemFree(f->buf);
+        if (f->module) drv_of(f->ctx)->cuModuleUnload(f->module);
+        if (f->sink) drv_of(f->ctx)->cuMemFree(f->sink);
+        if (f->buf) drv_of(f->ctx)->cuMemFree(f->buf);
         ctx_pop(f->ctx);
     }
     free(f);
@@ -1051,33 +1073,33 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush,
-                                  int count, const qg_timed_fn *fns, void *const *users,
-                                  int warmup, int runs, qg_timing *outs) {
-    if (count < 1 || count > QG_TIME_MAX_FNS || !fns || !users || !outs || runs < 1 || warmup < 0)
+qg_status qgtk_time_interleaved_us(qg_context *ctx, CUstream stream, qgtk_l2_flush_mode flush,
+                                  int count, const qgtk_timed_fn *fns, void *const *users,
+                                  int warmup, int runs, qgtk_timing *outs) {
+    if (count < 1 || count > QGTK_TIME_MAX_FNS || !fns || !users || !outs || runs < 1 || warmup < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "time: expected 1..%d functions, fns, users and outs non-NULL, runs >= 1, "
-                        "warmup >= 0 (count %d, runs %d, warmup %d)", QG_TIME_MAX_FNS, count, runs,
+                        "warmup >= 0 (count %d, runs %d, warmup %d)", QGTK_TIME_MAX_FNS, count, runs,
                         warmup);
     for (int f = 0; f < count; f++) {
         if (!fns[f]) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "time: fns[%d] is NULL", f);
         memset(&outs[f], 0, sizeof outs[f]);
     }
-    qg_l2_flusher *flusher = NULL;
-    qg_status st = qg__l2_flusher_create(ctx, flush, &flusher);
+    qgtk_l2_flusher *flusher = NULL;
+    qg_status st = qgtk_l2_flusher_create(ctx, flush, &flusher);
     if (st != QG_SUCCESS) return st;
     double *us = malloc(sizeof(double) * (size_t)runs * (size_t)count);
     if (!us) {
-        qg__l2_flusher_destroy(flusher);
+        qgtk_l2_flusher_destroy(flusher);
         return qg__fail(QG_ERROR_OUT_OF_MEMORY, "time: host allocation failed");
     }
     st = ctx_push(ctx);
     if (st != QG_SUCCESS) {
         free(us);
-        qg__l2_flusher_destroy(flusher);
+        qgtk_l2_flusher_destroy(flusher);
         return st;
     }
-    const qg_driver *drv = ctx->drv;
+    const qg_driver *drv = drv_of(ctx);
     CUevent start = NULL, stop = NULL;
     CU_TRY(drv->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
     CU_TRY(drv->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
@@ -1090,7 +1112,7 @@ qg_status qg__time_interleaved_us(qg_context *ctx, CUstream stream, qg_l2_flush_
      * the machine's load during the measurement reaches all of them. */
     for (int i = 0; i < runs; i++)
         for (int f = 0; f < count; f++) {
-            st = qg__l2_flush(flusher, stream);
+            st = qgtk_l2_flush(flusher, stream);
             if (st != QG_SUCCESS) goto done;
             CU_TRY(drv->cuEventRecord(start, stream), "cuEventRecord");
             st = fns[f](users[f], stream);
@@ -1119,11 +1141,27 @@ done:
     if (stop) drv->cuEventDestroy(stop);
     ctx_pop(ctx);
     free(us);
-    qg__l2_flusher_destroy(flusher);
+    qgtk_l2_flusher_destroy(flusher);
     return st;
 }
 
-qg_status qg__time_us(qg_context *ctx, CUstream stream, qg_l2_flush_mode flush, qg_timed_fn fn,
-                      void *user, int warmup, int runs, qg_timing *out) {
-    return qg__time_interleaved_us(ctx, stream, flush, 1, &fn, &user, warmup, runs, out);
+qg_status qgtk_time_us(qg_context *ctx, CUstream stream, qgtk_l2_flush_mode flush, qgtk_timed_fn fn,
+                      void *user, int warmup, int runs, qgtk_timing *out) {
+    return qgtk_time_interleaved_us(ctx, stream, flush, 1, &fn, &user, warmup, runs, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fault injection                                                           */
+/* ------------------------------------------------------------------------ */
+
+void qgtk_refuse_tile(int block_m, int block_n) { qg__refuse_tile(block_m, block_n); }
+
+/* ------------------------------------------------------------------------ */
+/* The helper kernels' sources                                               */
+/* ------------------------------------------------------------------------ */
+
+const char *qgtk_kernel_source(const char *name) {
+    for (int i = 0; i < qgtk__num_kernel_files; ++i)
+        if (!strcmp(qgtk__kernel_files[i].name, name)) return qgtk__kernel_files[i].text;
+    return NULL;
 }

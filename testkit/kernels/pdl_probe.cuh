@@ -1,6 +1,6 @@
 /*
  * pdl_probe.cuh -- test kernels for programmatic dependent launch
- * (src/harness.c, qg__pdl_probe; tests/test_gemm_gpu.c).
+ * (testkit/harness.c, qgtk_pdl_probe; tests/test_gemm_gpu.c).
  *
  * qg_pdl_slow_copy_kernel copies an operand (A, or B) back into place with
  * one CTA, slowly (each pass of the loop waits for its loads, ~1 us, and

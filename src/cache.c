@@ -1,0 +1,309 @@
+/*
+ * cache.c -- the disk cache of compiled kernels (src/jit.c is the compiler):
+ * the key, and one file per key, read back whole or not at all
+ * (docs/DESIGN.md §6).
+ *
+ * Invariants:
+ *  - the key is SHA-256 over the format version, the NVRTC version, the
+ *    options, every embedded file (name and text) and the source, each field
+ *    length-prefixed so no two inputs frame the same bytes;
+ *  - a file is written to a unique temporary name and renamed, so a reader
+ *    sees a whole file or none; every read re-checks magic, lengths, key and
+ *    the SHA-256 of the body, and a bad file is deleted, never loaded;
+ *  - the disk cache is best effort: failing to read or write it is never an
+ *    error (QGEMM_JIT_DEBUG says why); its directory is QGEMM_CACHE_DIR, else
+ *    $HOME/.cache/qgemm (src/env.c), read at every call.
+ */
+#include "internal.h"
+#include "cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define QG_CACHE_MAGIC "QGEMMCB1"
+#define QG_CACHE_VERSION 1u
+#define QG_CACHE_HEADER_BYTES 56   /* magic, version, header size, body length, hash */
+#define QG_CACHE_BODY_FIXED 96     /* key, 5 info words, report and cubin lengths */
+#define QG_CACHE_MAX_FILE (256u << 20)
+
+/* ---- files -------------------------------------------------------------- */
+
+/* mkdir -p with mode 0755. @return 0, or -1 with errno set. */
+static int make_dirs(const char *path) {
+    char buf[QG_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = c;
+        if (c == '\0') break;
+    }
+    struct stat st;
+    if (stat(buf, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* Write all of `len` bytes. @return 0 or -1. */
+static int write_all(int fd, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+void qg__cache_dump(const char *dir, const char *key, const char *ext, const char *text) {
+    char path[QG_PATH_MAX];
+    if (make_dirs(dir) != 0 ||
+        snprintf(path, sizeof path, "%s/%s%s", dir, key, ext) >= (int)sizeof path) {
+        qg__jit_debug("cannot dump %s%s into %s: %s", key, ext, dir, strerror(errno));
+        return;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || write_all(fd, text, strlen(text)) != 0)
+        qg__jit_debug("cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+}
+
+/* Hash one tagged, length-prefixed field. */
+static void hash_field(qg_sha256 *s, const char *tag, const char *data, size_t len) {
+    uint8_t n[8];
+    for (int i = 0; i < 8; i++) n[i] = (uint8_t)((uint64_t)len >> (8 * i));
+    qg__sha256_update(s, tag, strlen(tag) + 1);
+    qg__sha256_update(s, n, sizeof n);
+    qg__sha256_update(s, data, len);
+}
+
+static void hash_str(qg_sha256 *s, const char *tag, const char *str) {
+    hash_field(s, tag, str, strlen(str));
+}
+
+void qg__cache_key_prefix(qg_sha256 *s, const char *format, const char *nvrtc_version,
+                          const char *const *opts, int num_opts) {
+    qg__sha256_init(s);
+    hash_str(s, "format", format);
+    hash_str(s, "nvrtc", nvrtc_version);
+    for (int i = 0; i < num_opts; i++) hash_str(s, "option", opts[i]);
+    for (int i = 0; i < qg__num_kernel_files; i++) {
+        hash_str(s, "file", qg__kernel_files[i].name);
+        hash_str(s, "text", qg__kernel_files[i].text);
+    }
+}
+
+void qg__cache_key_finish(qg_sha256 *s, const char *source, char key[65]) {
+    hash_str(s, "source", source);
+    uint8_t digest[32];
+    qg__sha256_final(s, digest);
+    qg__sha256_hex(digest, key);
+}
+
+void qg__build_free(qg_jit_build *b) {
+    free(b->cubin);
+    free(b->report);
+    b->cubin = b->report = NULL;
+}
+
+/* ---- the cache file ---------------------------------------------------- */
+/*
+ * <dir>/<key>.cubin, integers little-endian:
+ *   0  "QGEMMCB1"   8  u32 format version   12 u32 header size (56)
+ *   16 u64 body length   24 SHA-256 of the body (32 bytes)
+ *   56 body: key (64 hex chars), i32 registers, spill stores, spill loads,
+ *      stack frame, u32 PTX flags, u32 report length, u64 cubin length,
+ *      report bytes, cubin bytes
+ */
+
+static void put_u32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get_u32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+static uint64_t get_u64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint32_t ptx_flags(const qg_kernel_info *in) {
+    return (uint32_t)((in->ptx_has_wgmma != 0) | (in->ptx_has_tma_load != 0) << 1 |
+                      (in->ptx_has_tma_store != 0) << 2 | (in->ptx_has_setmaxnreg != 0) << 3 |
+                      (in->ptx_has_stmatrix != 0) << 4 | (in->ptx_has_multicast != 0) << 5);
+}
+
+static void set_ptx_flags(qg_kernel_info *out, uint32_t f) {
+    out->ptx_has_wgmma = f & 1;
+    out->ptx_has_tma_load = f >> 1 & 1;
+    out->ptx_has_tma_store = f >> 2 & 1;
+    out->ptx_has_setmaxnreg = f >> 3 & 1;
+    out->ptx_has_stmatrix = f >> 4 & 1;
+    out->ptx_has_multicast = f >> 5 & 1;
+}
+
+const char *qg__cache_open_dir(char buf[QG_PATH_MAX]) {
+    if (!qg__cache_dir(buf, QG_PATH_MAX)) {
+        qg__jit_debug("disk cache disabled: neither QGEMM_CACHE_DIR nor HOME is set (or the path is too long)");
+        return NULL;
+    }
+    if (make_dirs(buf) != 0) {
+        qg__jit_debug("disk cache disabled: cannot create %s: %s", buf, strerror(errno));
+        return NULL;
+    }
+    return buf;
+}
+
+/* Parse and check a whole file image. @return a reason, or NULL if valid. */
+static const char *decode_file(const uint8_t *f, size_t size, const char *key, qg_jit_build *b) {
+    if (size < QG_CACHE_HEADER_BYTES + QG_CACHE_BODY_FIXED) return "file too short";
+    if (memcmp(f, QG_CACHE_MAGIC, 8) != 0) return "bad magic";
+    if (get_u32(f + 8) != QG_CACHE_VERSION) return "other format version";
+    if (get_u32(f + 12) != QG_CACHE_HEADER_BYTES) return "bad header size";
+    const uint8_t *body = f + QG_CACHE_HEADER_BYTES;
+    uint64_t body_len = get_u64(f + 16);
+    if (body_len != size - QG_CACHE_HEADER_BYTES) return "length mismatch (truncated?)";
+    uint8_t digest[32];
+    qg__sha256(body, body_len, digest);
+    if (memcmp(digest, f + 24, 32) != 0) return "checksum mismatch";
+    if (memcmp(body, key, 64) != 0) return "key mismatch";
+    uint64_t report_len = get_u32(body + 84), cubin_len = get_u64(body + 88);
+    if (cubin_len == 0 || cubin_len > body_len ||
+        QG_CACHE_BODY_FIXED + report_len + cubin_len != body_len)
+        return "bad section lengths";
+    b->info.registers = (int32_t)get_u32(body + 64);
+    b->info.spill_store_bytes = (int32_t)get_u32(body + 68);
+    b->info.spill_load_bytes = (int32_t)get_u32(body + 72);
+    b->info.stack_frame_bytes = (int32_t)get_u32(body + 76);
+    set_ptx_flags(&b->info, get_u32(body + 80));
+    b->report = malloc(report_len + 1);
+    b->cubin = malloc(cubin_len);
+    if (!b->report || !b->cubin) {
+        qg__build_free(b);
+        return "out of memory";
+    }
+    memcpy(b->report, body + QG_CACHE_BODY_FIXED, report_len);
+    b->report[report_len] = '\0';
+    memcpy(b->cubin, body + QG_CACHE_BODY_FIXED + report_len, cubin_len);
+    b->cubin_size = cubin_len;
+    return NULL;
+}
+
+int qg__cache_read(const char *dir, const char *key, qg_jit_build *b) {
+    char path[QG_PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) qg__jit_debug("cannot open %s: %s", path, strerror(errno));
+        return 0;
+    }
+    struct stat st;
+    uint8_t *f = NULL;
+    const char *bad = NULL;
+    size_t size = 0;
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > QG_CACHE_MAX_FILE) {
+        bad = "unreadable or oversized";
+    } else {
+        size = (size_t)st.st_size;
+        f = malloc(size ? size : 1);
+        size_t got = 0;
+        while (f && got < size) {
+            ssize_t n = read(fd, f + got, size - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+        if (!f) bad = "out of memory";
+        else if (got != size) bad = "short read";
+        else bad = decode_file(f, size, key, b);
+    }
+    close(fd);
+    free(f);
+    if (!bad) return 1;
+    qg__jit_debug("disk cache file %s rejected (%s): deleting it and recompiling", path, bad);
+    unlink(path); /* a racing writer's rename may replace it: harmless either way */
+    return 0;
+}
+
+void qg__cache_write(const char *dir, const char *key, const qg_jit_build *b) {
+    static atomic_uint counter;
+    size_t report_len = strlen(b->report);
+    size_t body_len = QG_CACHE_BODY_FIXED + report_len + b->cubin_size;
+    size_t size = QG_CACHE_HEADER_BYTES + body_len;
+    uint8_t *f = calloc(1, size);
+    if (!f) {
+        qg__jit_debug("disk cache: cannot allocate %zu bytes to write kernel %s", size, key);
+        return;
+    }
+    uint8_t *body = f + QG_CACHE_HEADER_BYTES;
+    memcpy(body, key, 64);
+    put_u32(body + 64, (uint32_t)b->info.registers);
+    put_u32(body + 68, (uint32_t)b->info.spill_store_bytes);
+    put_u32(body + 72, (uint32_t)b->info.spill_load_bytes);
+    put_u32(body + 76, (uint32_t)b->info.stack_frame_bytes);
+    put_u32(body + 80, ptx_flags(&b->info));
+    put_u32(body + 84, (uint32_t)report_len);
+    put_u64(body + 88, b->cubin_size);
+    memcpy(body + QG_CACHE_BODY_FIXED, b->report, report_len);
+    memcpy(body + QG_CACHE_BODY_FIXED + report_len, b->cubin, b->cubin_size);
+    memcpy(f, QG_CACHE_MAGIC, 8);
+    put_u32(f + 8, QG_CACHE_VERSION);
+    put_u32(f + 12, QG_CACHE_HEADER_BYTES);
+    put_u64(f + 16, body_len);
+    qg__sha256(body, body_len, f + 24);
+
+    char tmp[QG_PATH_MAX], path[QG_PATH_MAX];
+    int fd = -1;
+    /* pid + tid + counter + clock make the name unique; O_EXCL makes sure. */
+    for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        unsigned salt = (unsigned)t.tv_nsec ^ (atomic_fetch_add(&counter, 1) * 2654435761u);
+        if (snprintf(tmp, sizeof tmp, "%s/%s.tmp.%ld.%ld.%08x", dir, key, (long)getpid(),
+                     (long)syscall(SYS_gettid), salt) >= (int)sizeof tmp)
+            break;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd >= 0 && snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) {
+        close(fd);
+        unlink(tmp);
+        fd = -1;
+        errno = ENAMETOOLONG;
+    }
+    if (fd < 0) {
+        qg__jit_debug("disk cache: cannot create a temporary file in %s: %s", dir, strerror(errno));
+    } else {
+        int failed = write_all(fd, f, size) != 0;
+        failed |= close(fd) != 0;
+        if (failed || rename(tmp, path) != 0) {
+            qg__jit_debug("disk cache: cannot write %s: %s", path, strerror(errno));
+            unlink(tmp);
+        }
+    }
+    free(f);
+}

@@ -1,0 +1,76 @@
+/*
+ * env.c -- every environment variable the library reads, in one table, and
+ * the only getenv() in src/. Values are read at every call (cheap), so tests
+ * and long-lived processes can change them; nothing is cached.
+ *
+ *   name                default              what it does
+ *   QGEMM_CACHE_DIR     $HOME/.cache/qgemm   directory of the on-disk kernel cache (created
+ *                                            when missing); with neither it nor HOME set there
+ *                                            is no disk cache, only the in-memory one
+ *   HOME                (the system's)       gives the default of QGEMM_CACHE_DIR
+ *   QGEMM_JIT_DEBUG     off                  1: print each compile, cache hit and cache-file
+ *                                            problem to stderr ("qgemm jit: ..."), and compile
+ *                                            with -lineinfo (its own cache keys)
+ *   QGEMM_JIT_DUMP      off                  a directory: write <key>.cu when the memory cache
+ *                                            misses and <key>.ptx when NVRTC runs
+ *   QGEMM_PRINT_CONFIG  off                  1: print each configuration the heuristic
+ *                                            chooses, and each fallback, to stderr
+ *
+ * A flag is on when set, non-empty and not "0". docs/DESIGN.md §9 copies this
+ * table; qg__env_knobs below is the same table for code, and the readers
+ * below answer only for names in it (another reads as unset), so a variable
+ * cannot be read without being listed here.
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const qg_env_knob qg__env_knobs[] = {
+    {"QGEMM_CACHE_DIR", "directory of the on-disk kernel cache", "$HOME/.cache/qgemm"},
+    {"HOME", "gives the default of QGEMM_CACHE_DIR", "(the system's)"},
+    {"QGEMM_JIT_DEBUG", "1: print compiles and cache hits to stderr, compile with -lineinfo",
+     "off"},
+    {"QGEMM_JIT_DUMP", "a directory: write <key>.cu and <key>.ptx of each compile", "off"},
+    {"QGEMM_PRINT_CONFIG", "1: print each chosen configuration to stderr", "off"},
+};
+const int qg__num_env_knobs = (int)(sizeof qg__env_knobs / sizeof qg__env_knobs[0]);
+
+const char *qg__env_string(const char *name) {
+    int i = 0;
+    while (i < qg__num_env_knobs && strcmp(qg__env_knobs[i].name, name) != 0) ++i;
+    if (i == qg__num_env_knobs) return NULL;
+    const char *v = getenv(name);
+    return v && v[0] ? v : NULL;
+}
+
+bool qg__env_flag(const char *name) {
+    const char *v = qg__env_string(name);
+    return v && strcmp(v, "0") != 0;
+}
+
+bool qg__cache_dir(char *buf, size_t len) {
+    if (!buf || !len) return false;
+    buf[0] = '\0';
+    const char *dir = qg__env_string("QGEMM_CACHE_DIR");
+    const char *home = dir ? NULL : qg__env_string("HOME");
+    int n = dir ? snprintf(buf, len, "%s", dir)
+                : home ? snprintf(buf, len, "%s/.cache/qgemm", home) : -1;
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+void qg__jit_debug(const char *fmt, ...) {
+    if (!qg__env_flag("QGEMM_JIT_DEBUG")) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("qgemm jit: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}

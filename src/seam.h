@@ -1,0 +1,122 @@
+/*
+ * seam.h -- the one internal header that code above the library includes.
+ *
+ * The testkit (testkit/, and through its header the CLI's tools/) sits above
+ * libqgemm and otherwise uses only include/qgemm.h. It needs a few things the
+ * public API does not give and should not: the CUDA driver (memory, copies,
+ * events, graphs -- the library has loaded it already, and a second loader
+ * would be a second copy of src/driver.c), the CUDA context a qg_context
+ * retained, the JIT and cache for its own helper kernels, the thread's error
+ * message (so its failures read like the library's), the disk cache's
+ * location, and one fault to inject (a tile the JIT refuses). This header is
+ * that narrow seam; src/internal.h includes it, nothing under src/ is there
+ * for the testkit's sake alone except the fault below, and nothing above
+ * src/ but the testkit and the library's own white-box tests include more.
+ * Not installed; no symbol here is exported from libqgemm.so.
+ */
+#ifndef QG_SEAM_H
+#define QG_SEAM_H
+
+#include "qgemm.h"
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- errors (src/status.c) --------------------------------------------- */
+
+/* Record a printf-style message for the calling thread; return `status`. */
+qg_status qg__fail(qg_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Forget the thread's message (called at the start of every public call). */
+void qg__clear_error(void);
+
+/* ---- the CUDA driver, loaded at run time (src/driver.c) --------------------
+ * Types come from <cuda.h> (header only: no link-time dependency). */
+#include <cuda.h>
+
+typedef struct {
+    CUresult (*cuInit)(unsigned int);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*cuCtxPushCurrent)(CUcontext);
+    CUresult (*cuCtxPopCurrent)(CUcontext *);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *);
+    CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                       const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                       const cuuint32_t *, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
+    CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*cuStreamGetCtx)(CUstream, CUcontext *);
+    /* not called by the library itself: the testkit's memory, copies, events
+     * and graphs (one loader for the process: see the top of this file) */
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned int);
+    CUresult (*cuStreamDestroy)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuEventCreate)(CUevent *, unsigned int);
+    CUresult (*cuEventDestroy)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*cuStreamBeginCapture)(CUstream, CUstreamCaptureMode);
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
+    CUresult (*cuGraphDestroy)(CUgraph);
+} qg_driver;
+
+/* Load libcuda.so.1 once (thread-safe) and call cuInit(0).
+ * @return QG_SUCCESS and *out, or QG_ERROR_NO_DRIVER / QG_ERROR_NO_DEVICE with a message. */
+qg_status qg__driver_load(const qg_driver **out);
+/* Turn a CUresult into a status + message "<what>: <driver's error string>". */
+qg_status qg__cuda_fail(CUresult r, const char *what);
+
+/* ---- a context's CUDA side (src/context.c) -------------------------------- */
+
+/* The driver table, primary context and device of a device context.
+ * @return false (outputs untouched) for NULL or an offline context. */
+bool qg__context_cuda(const qg_context *ctx, const qg_driver **drv, CUcontext *cu_context,
+                      CUdevice *cu_device);
+/* Compile a self-contained CUDA source (it may #include the library's kernel
+ * headers) for ctx's device through ctx's JIT and its memory and disk caches.
+ * *cubin is owned by ctx and valid until it is destroyed; `info` may be NULL. */
+qg_status qg__context_compile_source(qg_context *ctx, const char *source, const void **cubin,
+                                     size_t *cubin_size, qg_kernel_info *info);
+
+/* ---- the disk cache's location (src/env.c) -------------------------------- */
+
+/* The directory of the disk cache, by the rule of docs/DESIGN.md §9 (src/env.c):
+ * $QGEMM_CACHE_DIR, else $HOME/.cache/qgemm. @return false (buf "") when
+ * neither is set or the path does not fit. */
+bool qg__cache_dir(char *buf, size_t len);
+
+/* ---- fault injection (src/gemm.c) ------------------------------------------ */
+
+/* From now on, compiling a GEMM kernel whose tile is block_m x block_n fails
+ * with QG_ERROR_COMPILE, as the JIT refuses a kernel that spills (0, 0: no
+ * more refusals). Process-wide. No legal configuration spills on the shapes
+ * the tests cover, so without this the fallback of qg_compile to the next
+ * ranked configuration could not be tested; the testkit sets it
+ * (qgtk_refuse_tile). */
+void qg__refuse_tile(int block_m, int block_n);
+
+#endif /* QG_SEAM_H */

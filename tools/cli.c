@@ -1,0 +1,178 @@
+/*
+ * cli.c -- the helpers every command of the CLI shares (cli.h): argument
+ * parsing, the shape tables, opening the GPU, names for the output. It takes
+ * nothing from the command units; they take from it.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------------ */
+/* Shared helpers (cli.h)                                                    */
+/* ------------------------------------------------------------------------ */
+
+void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]) {
+    static const int ms[3] = {64, 128, 4096};
+    static const int nk[6][2] = {{2112, 7168}, {24576, 1536}, {32768, 512},
+                                 {7168, 16384}, {4096, 7168},  {7168, 2048}};
+    int i = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 6; b++) out[i++] = (cli_shape){ms[a], nk[b][0], nk[b][1]};
+}
+
+bool cli_parse_int(const char *text, long lo, long hi, long *out) {
+    if (!text || !*text) return false;
+    char *end = NULL;
+    long v = strtol(text, &end, 10);
+    if (*end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_shape(const char *text, cli_shape *out) {
+    long v[3];
+    const char *p = text;
+    for (int i = 0; i < 3; i++) {
+        char *end = NULL;
+        v[i] = strtol(p, &end, 10);
+        if (end == p || v[i] <= 0 || v[i] > (1L << 30)) return false;
+        if (i < 2 && *end != 'x' && *end != 'X') return false;
+        if (i == 2 && *end) return false;
+        p = end + 1;
+    }
+    *out = (cli_shape){(int)v[0], (int)v[1], (int)v[2]};
+    return true;
+}
+
+bool cli_parse_groups_rows(const char *text, int *groups, int *rows) {
+    char buf[64];
+    long g, m;
+    snprintf(buf, sizeof buf, "%s", text ? text : "");
+    char *comma = strchr(buf, ',');
+    if (!comma) return false;
+    *comma = '\0';
+    if (!cli_parse_int(buf, 1, CLI_MAX_GROUPS, &g) || !cli_parse_int(comma + 1, 1, 1L << 20, &m))
+        return false;
+    *groups = (int)g, *rows = (int)m;
+    return true;
+}
+
+const int cli_grouped_nk[2][2] = {{4096, 7168}, {7168, 2048}};
+
+bool cli_parse_config(const char *text, qg_config *out) {
+    char buf[128];
+    if (strlen(text) >= sizeof buf) return false;
+    strcpy(buf, text);
+    char *field[4];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (n < 4) field[n++] = t; else return false;
+    long bm, bn, st;
+    if (n != 4 || !cli_parse_int(field[0], 1, 1024, &bm) || !cli_parse_int(field[1], 1, 1024, &bn) ||
+        !cli_parse_int(field[2], 0, 64, &st))
+        return false;
+    qg_multicast mc = QG_MULTICAST_NONE;
+    int split_k = 0;
+    const char *m = field[3];
+    if (!strcmp(m, "0") || !strcmp(m, "none")) mc = QG_MULTICAST_NONE;
+    else if (!strcmp(m, "1") || !strcmp(m, "a") || !strcmp(m, "A")) mc = QG_MULTICAST_A;
+    else if (!strcmp(m, "2") || !strcmp(m, "b") || !strcmp(m, "B")) mc = QG_MULTICAST_B;
+    else if (!strcmp(m, "k2") || !strcmp(m, "K2")) split_k = 2;
+    else return false;
+    memset(out, 0, sizeof *out);
+    out->block_m = (int)bm;
+    out->block_n = (int)bn;
+    out->num_stages = (int)st;
+    out->multicast = mc;
+    out->split_k = split_k;
+    return true;
+}
+
+qg_status cli_config_for(const qg_context *ctx, const qg_problem *q, const qg_config *forced,
+                         qg_config *out) {
+    if (!forced) return qg_select_config(ctx, q, out);
+    *out = *forced;
+    return qg_complete_config(ctx, q, out);
+}
+
+const char *cli_cluster_name(const qg_config *cfg) {
+    if (cfg->split_k > 1) return "K2";
+    switch (cfg->multicast) {
+    case QG_MULTICAST_NONE: return "none";
+    case QG_MULTICAST_A: return "A";
+    case QG_MULTICAST_B: return "B";
+    }
+    return "?";
+}
+
+uint64_t cli_fresh_seed(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* Keep it short enough to retype. */
+    return ((uint64_t)ts.tv_sec * 1000003u + (uint64_t)ts.tv_nsec / 1000u) % 1000000007u;
+}
+
+int cli_usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("qgemm: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see qgemm --help)\n", stderr);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+bool cli_open_gpu(qg_context **ctx, const qg_driver **drv) {
+    *ctx = NULL;
+    int dev = qgtk_gpu_device();
+    /* With no Hopper device, still ask for device 0: the library's message
+     * says what is wrong (no driver, no device, wrong architecture). */
+    qg_status s = qg_context_create(ctx, dev >= 0 ? dev : 0);
+    if (s != QG_SUCCESS) {
+        const char *why = qg_last_error();
+        fprintf(stderr, "qgemm: no GPU: %s\n", why && *why ? why : qg_status_string(s));
+        return false;
+    }
+    CUcontext cu_context = NULL;
+    CUresult r = qg__context_cuda(*ctx, drv, &cu_context, NULL) ? (*drv)->cuCtxPushCurrent(cu_context)
+                                                                 : CUDA_ERROR_UNKNOWN;
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "qgemm: no GPU: cannot make the device's context current (CUresult %d)\n",
+                (int)r);
+        qg_context_destroy(*ctx);
+        *ctx = NULL;
+        return false;
+    }
+    return true;
+}
+
+void cli_close_gpu(qg_context *ctx, const qg_driver *drv) {
+    if (!ctx) return;
+    CUcontext popped;
+    drv->cuCtxPopCurrent(&popped);
+    qg_context_destroy(ctx);
+}
+
+const char *cli_kind_name(qg_gemm_kind kind) {
+    switch (kind) {
+    case QG_GEMM_DENSE: return "dense";
+    case QG_GEMM_GROUPED_CONTIGUOUS: return "contiguous";
+    case QG_GEMM_GROUPED_MASKED: return "masked";
+    }
+    return "?";
+}
+
+qg_problem cli_problem_of(const qgtk_problem_data *p) {
+    qg_problem q = {p->kind, p->m, p->n, p->k, p->num_groups, 0};
+    if (p->kind == QG_GEMM_GROUPED_MASKED) q.expected_m = p->expected_m;
+    return q;
+}
+
+const char *cli_cache_dir(char *buf, size_t len) {
+    /* The library's own rule (src/env.c), so the CLI never disagrees with it. */
+    if (!qg__cache_dir(buf, len)) snprintf(buf, len, "none (neither QGEMM_CACHE_DIR nor HOME is set)");
+    return buf;
+}

@@ -1,0 +1,135 @@
+/*
+ * cmd_check.c -- `qgemm check [--quick] [--seed N]`: the correctness sweep,
+ * every case through the testkit (random problem, poison, GEMM, check against
+ * the exact reference) with the pass rule of the tests (qgtk_check_passed).
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* qgemm check                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    qg_gemm_kind kind;
+    int m, n, k;     /* dense M; contiguous: intended M_total; masked: M_max */
+    int groups;
+} check_case;
+
+/* Dense shapes: M from 1 to 4096, K from 16 to 7168, N a multiple of 8;
+ * most are not multiples of any tile size. Then grouped cases (random
+ * expert sizes with padding rows; masked groups including 0 and M_max rows). */
+static const check_case full_cases[] = {
+    {QG_GEMM_DENSE, 1, 128, 128, 1},       {QG_GEMM_DENSE, 1, 2112, 7168, 1},
+    {QG_GEMM_DENSE, 7, 136, 144, 1},       {QG_GEMM_DENSE, 16, 24, 16, 1},
+    {QG_GEMM_DENSE, 31, 72, 48, 1},        {QG_GEMM_DENSE, 33, 8, 7168, 1},
+    {QG_GEMM_DENSE, 64, 128, 128, 1},      {QG_GEMM_DENSE, 64, 256, 512, 1},
+    {QG_GEMM_DENSE, 65, 264, 400, 1},      {QG_GEMM_DENSE, 96, 576, 112, 1},
+    {QG_GEMM_DENSE, 127, 1000, 256, 1},    {QG_GEMM_DENSE, 128, 128, 128, 1},
+    {QG_GEMM_DENSE, 128, 4096, 7168, 1},   {QG_GEMM_DENSE, 129, 136, 1536, 1},
+    {QG_GEMM_DENSE, 200, 512, 2064, 1},    {QG_GEMM_DENSE, 256, 7168, 2048, 1},
+    {QG_GEMM_DENSE, 257, 2112, 7168, 1},   {QG_GEMM_DENSE, 300, 24, 4096, 1},
+    {QG_GEMM_DENSE, 511, 576, 576, 1},     {QG_GEMM_DENSE, 512, 32768, 512, 1},
+    {QG_GEMM_DENSE, 777, 1024, 1040, 1},   {QG_GEMM_DENSE, 1000, 520, 3072, 1},
+    {QG_GEMM_DENSE, 1024, 4096, 16, 1},    {QG_GEMM_DENSE, 2048, 7168, 2048, 1},
+    {QG_GEMM_DENSE, 2049, 264, 1024, 1},   {QG_GEMM_DENSE, 3000, 1536, 7168, 1},
+    {QG_GEMM_DENSE, 4095, 7168, 128, 1},   {QG_GEMM_DENSE, 4096, 2112, 7168, 1},
+    {QG_GEMM_DENSE, 4096, 24576, 1536, 1},
+    {QG_GEMM_DENSE, 100, 2112, 7296, 1}, /* split-K, 57 K blocks: 29 + 28 */
+    {QG_GEMM_GROUPED_CONTIGUOUS, 1200, 576, 1536, 4},
+    {QG_GEMM_GROUPED_CONTIGUOUS, 4096, 4096, 7168, 8},
+    {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 3},
+    {QG_GEMM_GROUPED_MASKED, 100, 264, 400, 5},
+    {QG_GEMM_GROUPED_MASKED, 1000, 4104, 1040, 2}, /* the masked 256x128 tile */
+};
+
+/* --quick: small enough for compute-sanitizer, one case of each path. */
+static const check_case quick_cases[] = {
+    {QG_GEMM_DENSE, 65, 264, 400, 1},
+    {QG_GEMM_DENSE, 128, 256, 512, 1},
+    {QG_GEMM_DENSE, 33, 576, 7168, 1}, /* split-K */
+    {QG_GEMM_GROUPED_CONTIGUOUS, 200, 256, 256, 2},
+    {QG_GEMM_GROUPED_MASKED, 128, 256, 384, 2},
+    {QG_GEMM_GROUPED_MASKED, 1024, 4096, 256, 2}, /* the masked 256x128 tile */
+};
+
+/* Run one case; print one line; @return true when it passed. */
+static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed) {
+    qgtk_problem_spec spec = {.kind = c->kind, .m = c->m, .n = c->n, .k = c->k,
+                            .num_groups = c->groups, .seed = seed, .scale_spread = 3,
+                            .masked_extremes = c->kind == QG_GEMM_GROUPED_MASKED};
+    char label[64];
+    snprintf(label, sizeof label, "%-10s %dx%dx%d", cli_kind_name(c->kind), c->m, c->n, c->k);
+    if (c->groups > 1) snprintf(label + strlen(label), sizeof label - strlen(label), " G=%d",
+                                c->groups);
+    qgtk_problem_data *p = NULL;
+    qg_config cfg = {0};
+    qgtk_check_result res;
+    qg_status s = qgtk_problem_create(&p, ctx, &spec);
+    const char *stage = "creating the problem";
+    if (s == QG_SUCCESS) {
+        qg_problem q = cli_problem_of(p);
+        stage = "selecting a configuration";
+        s = qg_select_config(ctx, &q, &cfg);
+    }
+    if (s == QG_SUCCESS) {
+        qg_gemm_args args = qgtk_problem_args(p);
+        stage = "poisoning D";
+        s = qgtk_problem_poison(ctx, p, NULL);
+        if (s == QG_SUCCESS) {
+            stage = "running the GEMM";
+            s = qgtk_gemm_launch(ctx, c->kind, &args, NULL, NULL);
+        }
+        if (s == QG_SUCCESS) {
+            stage = "checking the result";
+            s = qgtk_problem_check(ctx, p, &res);
+        }
+    }
+    if (s != QG_SUCCESS) {
+        printf("FAIL %-36s error while %s: %s\n", label, stage, qg_last_error());
+        qgtk_problem_free(p);
+        return false;
+    }
+    const bool ok = qgtk_check_passed(&res, CLI_DIFF_BOUND);
+    printf("%s %-36s diff %.3e  (bm %d bn %d st %d mc %s)%s", ok ? "ok  " : "FAIL", label,
+           res.diff, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
+           res.gpu_reference ? " [gpu ref]" : "");
+    if (c->groups > 1) printf("  worst group %.3e", res.group_diff_max);
+    char desc[256];
+    if (!ok) printf("  %s", qgtk_check_describe(&res, desc, sizeof desc));
+    printf("\n");
+    fflush(stdout);
+    qgtk_problem_free(p);
+    return ok;
+}
+
+int cli_check(int argc, char **argv) {
+    bool quick = false;
+    uint64_t seed = cli_fresh_seed();
+    for (int i = 1; i < argc; i++) {
+        long v;
+        if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
+                return cli_usage_error("check: --seed wants a non-negative integer, got '%s'",
+                                       argv[i + 1]);
+            seed = (uint64_t)v, i++;
+        } else return cli_usage_error("check: unknown or incomplete option '%s'", argv[i]);
+    }
+    qg_context *ctx;
+    const qg_driver *drv;
+    if (!cli_open_gpu(&ctx, &drv)) return CLI_EXIT_USAGE;
+    const check_case *cases = quick ? quick_cases : full_cases;
+    int count = quick ? (int)(sizeof quick_cases / sizeof quick_cases[0])
+                      : (int)(sizeof full_cases / sizeof full_cases[0]);
+    printf("qgemm check: %d cases, seed %llu, bound diff < %.0e\n", count,
+           (unsigned long long)seed, CLI_DIFF_BOUND);
+    int failed = 0;
+    for (int i = 0; i < count; i++) failed += !check_one(ctx, &cases[i], seed + (uint64_t)i);
+    printf("qgemm check: %d passed, %d failed (reproduce with --seed %llu)\n", count - failed,
+           failed, (unsigned long long)seed);
+    cli_close_gpu(ctx, drv);
+    return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}

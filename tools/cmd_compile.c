@@ -1,0 +1,150 @@
+/*
+ * cmd_compile.c -- `qgemm compile`: warm the on-disk kernel cache for the
+ * DeepSeek-V3 shapes (or --shape / grouped ones), on the real device when
+ * there is one, else on an offline H100. Needs no GPU.
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* qgemm compile                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Contiguous problems' default total rows (the (N, K) pairs are
+ * cli_grouped_nk, as in `qgemm bench --grouped`). */
+#define GROUPED_TOTAL_ROWS 32768
+
+/* Compile q's kernel: the forced configuration when `forced` is not NULL,
+ * else the heuristic's. */
+static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *forced) {
+    qg_config cfg = {0};
+    qg_kernel_info info;
+    memset(&info, 0, sizeof info);
+    char label[64];
+    snprintf(label, sizeof label, "%-10s %dx%dx%d", cli_kind_name(q->kind), q->m, q->n, q->k);
+    if (q->num_groups > 1)
+        snprintf(label + strlen(label), sizeof label - strlen(label), " G=%d", q->num_groups);
+    qg_status s = cli_config_for(ctx, q, forced, &cfg);
+    if (s == QG_SUCCESS) {
+        fprintf(stderr, "compiling kernel for %s ...\n", label);
+        s = qg_compile(ctx, q, &cfg, &info);
+    }
+    if (s != QG_SUCCESS) {
+        printf("FAIL %-34s %s: %s\n", label, qg_status_string(s), qg_last_error());
+        return false;
+    }
+    static const char *const hit[3] = {"compiled", "memory", "disk"};
+    printf("ok   %-34s bm %3d bn %3d st %d mc %-4s  regs %3d spill %d/%d stack %d  %8.1f ms  %-8s "
+           "%s\n",
+           label, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
+           info.registers, info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes,
+           info.compile_ms, info.cache_hit >= 0 && info.cache_hit <= 2 ? hit[info.cache_hit] : "?",
+           info.key);
+    fflush(stdout);
+    return true;
+}
+
+int cli_compile(int argc, char **argv) {
+    cli_shape shapes[CLI_MAX_SHAPES];
+    int num_shapes = 0, contiguous_groups = 0, masked_groups = 0, masked_rows = 0;
+    bool dense = false, offline = false;
+    qg_config config = {0};
+    const qg_config *forced = NULL; /* &config after a --config */
+    for (int i = 1; i < argc; i++) {
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        long v;
+        if (!strcmp(argv[i], "--shape") && next) {
+            if (num_shapes == CLI_MAX_SHAPES) return cli_usage_error("compile: too many --shape");
+            if (!cli_parse_shape(next, &shapes[num_shapes++]))
+                return cli_usage_error("compile: --shape wants MxNxK, got '%s'", next);
+            i++;
+        } else if (!strcmp(argv[i], "--grouped-contiguous") && next) {
+            if (!cli_parse_int(next, 1, CLI_MAX_GROUPS, &v))
+                return cli_usage_error("compile: --grouped-contiguous wants G in 1..%d, got '%s'",
+                                       CLI_MAX_GROUPS, next);
+            contiguous_groups = (int)v, i++;
+        } else if (!strcmp(argv[i], "--grouped-masked") && next) {
+            if (!cli_parse_groups_rows(next, &masked_groups, &masked_rows))
+                return cli_usage_error("compile: --grouped-masked wants G,M_max (G in 1..%d), "
+                                       "got '%s'", CLI_MAX_GROUPS, next);
+            i++;
+        } else if (!strcmp(argv[i], "--config") && next) {
+            if (!cli_parse_config(next, &config))
+                return cli_usage_error("compile: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "
+                                       "got '%s'", next);
+            forced = &config, i++;
+        } else if (!strcmp(argv[i], "--dense")) {
+            dense = true;
+        } else if (!strcmp(argv[i], "--offline")) {
+            offline = true;
+        } else {
+            return cli_usage_error("compile: unknown or incomplete option '%s'", argv[i]);
+        }
+    }
+    bool grouped = contiguous_groups || masked_groups;
+    if (!grouped) dense = true;
+
+    /* The real device when there is one (so the cache holds what this
+     * machine will run), otherwise an offline H100. */
+    qg_context *ctx = NULL;
+    const qg_driver *drv = NULL;
+    CUcontext cu_context = NULL;
+    bool pushed = false;
+    if (!offline && qgtk_gpu_available() && qg_context_create(&ctx, qgtk_gpu_device()) == QG_SUCCESS)
+        pushed = qg__context_cuda(ctx, &drv, &cu_context, NULL) &&
+                 drv->cuCtxPushCurrent(cu_context) == CUDA_SUCCESS;
+    const bool on_device = ctx != NULL;
+    if (!ctx) {
+        qg_status s = qg_context_create_offline(&ctx, NULL);
+        if (s != QG_SUCCESS) {
+            fprintf(stderr, "qgemm: compile: cannot create an offline context: %s\n", qg_last_error());
+            return CLI_EXIT_FAIL;
+        }
+    }
+    qg_device_props props;
+    qg_context_get_props(ctx, &props);
+    char dir[512];
+    printf("qgemm compile: target %s (sm_%d%d, %d SMs)%s, cache %s\n", props.name, props.cc_major,
+           props.cc_minor, props.sm_count, on_device ? "" : " [offline]",
+           cli_cache_dir(dir, sizeof dir));
+    fflush(stdout);
+
+    cli_shape defaults[CLI_NUM_DEEPSEEK_SHAPES];
+    cli_deepseek_shapes(defaults);
+    int failed = 0, total = 0;
+    if (dense) {
+        const cli_shape *list = num_shapes ? shapes : defaults;
+        int count = num_shapes ? num_shapes : CLI_NUM_DEEPSEEK_SHAPES;
+        for (int i = 0; i < count; i++, total++) {
+            qg_problem q = {QG_GEMM_DENSE, list[i].m, list[i].n, list[i].k, 1, 0};
+            failed += !compile_one(ctx, &q, forced);
+        }
+    }
+    /* Grouped problems: the --shape list (M = total rows for contiguous; N, K
+     * only for masked), or the bench's (N, K) pairs. */
+    int count = num_shapes ? num_shapes : 2;
+    for (int i = 0; grouped && i < count; i++) {
+        int n = num_shapes ? shapes[i].n : cli_grouped_nk[i][0];
+        int k = num_shapes ? shapes[i].k : cli_grouped_nk[i][1];
+        if (contiguous_groups) {
+            int m = num_shapes ? shapes[i].m : GROUPED_TOTAL_ROWS;
+            qg_problem q = {QG_GEMM_GROUPED_CONTIGUOUS, m, n, k, contiguous_groups, 0};
+            failed += !compile_one(ctx, &q, forced);
+            total++;
+        }
+        if (masked_groups) {
+            qg_problem q = {QG_GEMM_GROUPED_MASKED, masked_rows, n, k, masked_groups, masked_rows};
+            failed += !compile_one(ctx, &q, forced);
+            total++;
+        }
+    }
+    printf("qgemm compile: %d kernels, %d failed\n", total, failed);
+    if (pushed) {
+        CUcontext popped;
+        drv->cuCtxPopCurrent(&popped);
+    }
+    qg_context_destroy(ctx);
+    return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
