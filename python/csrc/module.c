@@ -15,32 +15,7 @@
 #include "qgpy.h"
 
 #include <limits.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-
-int qgpy_errorf(PyObject *type, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    PyErr_SetString(type, msg);
-    return -1;
-}
-
-PyObject *qgpy_raise_status(qg_status st)
-{
-    const char *msg = qg_last_error();
-    if (!msg || !msg[0])
-        msg = qg_status_string(st);
-    PyObject *type = (st == QG_ERROR_INVALID_ARGUMENT || st == QG_ERROR_UNSUPPORTED)
-                         ? PyExc_ValueError
-                         : PyExc_RuntimeError;
-    PyErr_SetString(type, msg);
-    return NULL;
-}
 
 /* A Python int -> a device ordinal (QGPY_OFFLINE allowed); range checked
  * by qgpy_context(). */

@@ -4,7 +4,8 @@
  *   tensor.c    borrow a tensor through DLPack, per-tensor checks, messages
  *   layout.c    tensors of one GEMM call -> qg_gemm_args (shapes, strides)
  *   contexts.c  one qg_context per device, created lazily; num_sms
- *   module.c    the Python functions, error mapping, module init
+ *   errors.c    Python exceptions: formatted messages, library statuses
+ *   module.c    the Python functions, module init
  *
  * Invariants:
  *  - every function returning int returns 0 on success and -1 with a Python
@@ -99,7 +100,7 @@ int qgpy_get_num_sms_setting(void);
 void qgpy_set_pdl(int on);
 int qgpy_get_pdl_setting(void);
 
-/* ---- errors (module.c) --------------------------------------------------- */
+/* ---- errors (errors.c) --------------------------------------------------- */
 
 /* PyErr_SetString(type, <printf-style message>); returns -1. */
 int qgpy_errorf(PyObject *type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
