@@ -1,6 +1,6 @@
 /*
  * errors.c -- the Python exceptions of qgemm._C, shared by every other unit
- * (tensor.c, layout.c, contexts.c, module.c): it calls none of them,
+ * (tensor.c, layout.c, contexts.c, torch.c, module.c): it calls none of them,
  * so no two units take symbols from each other.
  *
  *  - qgpy_errorf: a formatted message of a given exception type;
