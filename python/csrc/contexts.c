@@ -15,11 +15,18 @@
  *    get it too; set_num_sms() checks the value against every existing
  *    context before changing any, so a rejected value changes nothing;
  *  - the module-wide PDL switch (set_pdl) is applied the same way: a context
- *    is given the current value before its first use after each change.
+ *    is given the current value before its first use after each change;
+ *  - g_ready[slot] is the context once it holds the current settings, read
+ *    without the lock or releasing the GIL (a GEMM call's lookup costs one
+ *    atomic load); it is set under g_lock by get_locked() and cleared under
+ *    g_lock whenever a setting changes, so the next lookup takes the locked
+ *    path and applies it. A call that read g_ready just before a change runs
+ *    with the settings of before, as if it had come first.
  */
 #include "qgpy.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define QGPY_MAX_DEVICES 256
 #define OFFLINE_SLOT QGPY_MAX_DEVICES /* the last slot holds the offline context */
@@ -30,6 +37,14 @@ static int g_applied[QGPY_MAX_DEVICES + 1]; /* num_sms each context was given */
 static int g_num_sms;                       /* module setting; 0 = all SMs */
 static int g_applied_pdl[QGPY_MAX_DEVICES + 1]; /* PDL switch each context was given */
 static int g_pdl;                               /* module setting; 0 = off, 1 = on */
+static _Atomic(qg_context *) g_ready[QGPY_MAX_DEVICES + 1]; /* up to date: no lock needed */
+
+/* With g_lock held: every context must be given the settings again. */
+static void settings_changed_locked(void)
+{
+    for (int i = 0; i <= OFFLINE_SLOT; i++)
+        atomic_store_explicit(&g_ready[i], NULL, memory_order_release);
+}
 
 /* With g_lock held and the GIL released. */
 static qg_status get_locked(int slot, qg_context **out)
@@ -56,6 +71,7 @@ static qg_status get_locked(int slot, qg_context **out)
             return st;
         g_applied_pdl[slot] = g_pdl;
     }
+    atomic_store_explicit(&g_ready[slot], ctx, memory_order_release);
     *out = ctx;
     return QG_SUCCESS;
 }
@@ -68,7 +84,9 @@ qg_context *qgpy_context(int device)
         return NULL;
     }
     const int slot = device == QGPY_OFFLINE ? OFFLINE_SLOT : device;
-    qg_context *ctx = NULL;
+    qg_context *ctx = atomic_load_explicit(&g_ready[slot], memory_order_acquire);
+    if (ctx)
+        return ctx;
     qg_status st;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&g_lock);
@@ -98,8 +116,10 @@ int qgpy_set_num_sms(int n)
             bad_count = props.sm_count;
         }
     }
-    if (bad_slot < 0)
+    if (bad_slot < 0 && g_num_sms != n) {
         g_num_sms = n; /* applied lazily by get_locked() */
+        settings_changed_locked();
+    }
     pthread_mutex_unlock(&g_lock);
     Py_END_ALLOW_THREADS
     if (bad_slot < 0)
@@ -133,7 +153,10 @@ void qgpy_set_pdl(int on)
 {
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&g_lock);
-    g_pdl = on ? 1 : 0; /* applied lazily by get_locked() */
+    if (g_pdl != (on ? 1 : 0)) {
+        g_pdl = on ? 1 : 0; /* applied lazily by get_locked() */
+        settings_changed_locked();
+    }
     pthread_mutex_unlock(&g_lock);
     Py_END_ALLOW_THREADS
 }

@@ -10,37 +10,16 @@
  *    launch (seconds for a first compile), never while touching Python objects;
  *  - library failures become ValueError (QG_ERROR_INVALID_ARGUMENT,
  *    QG_ERROR_UNSUPPORTED) or RuntimeError (all else), message qg_last_error();
- *  - every tensor borrowed through DLPack is released on every path.
+ *  - every tensor borrowed through DLPack is released on every path;
+ *  - two ways in for the tensors of a GEMM, one check and launch behind them
+ *    (check_and_launch): gemm() takes any DLPack producer; gemm_torch()
+ *    reads plain CUDA torch tensors directly (torch.c) and runs on torch's
+ *    current stream, or answers NotImplemented so that gemm() decides.
  */
 #include "qgpy.h"
 
 #include <limits.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-
-int qgpy_errorf(PyObject *type, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    PyErr_SetString(type, msg);
-    return -1;
-}
-
-PyObject *qgpy_raise_status(qg_status st)
-{
-    const char *msg = qg_last_error();
-    if (!msg || !msg[0])
-        msg = qg_status_string(st);
-    PyObject *type = (st == QG_ERROR_INVALID_ARGUMENT || st == QG_ERROR_UNSUPPORTED)
-                         ? PyExc_ValueError
-                         : PyExc_RuntimeError;
-    PyErr_SetString(type, msg);
-    return NULL;
-}
 
 /* A Python int -> a device ordinal (QGPY_OFFLINE allowed); range checked
  * by qgpy_context(). */
@@ -138,43 +117,22 @@ static PyObject *py_sfa_ld(PyObject *self, PyObject *arg)
     return PyLong_FromLongLong(qg_sfa_ld(m));
 }
 
-/* gemm(kind, a, sfa, b, sfb, d, idx_or_None, expected_m, stream, config,
- *      e4m3_bytes, no_sync): bit i of e4m3_bytes set = slot i exports e4m3
- *      data as uint8 (see qgpy_tensor_bytes_are_e4m3); bit i of no_sync set =
- *      slot i's producer is told not to synchronize (stream=-1), because
- *      `stream` is already its current stream. */
-static PyObject *py_gemm(PyObject *self, PyObject *args)
-{
-    (void)self;
-    static const char *const idx_names[] = {"(none)", "m_indices", "masked_m"};
-    int kind, expected_m;
-    PyObject *obj[QGPY_SLOTS], *cfg_obj;
-    unsigned long long stream;
-    unsigned e4m3_bytes, no_sync;
-    if (!PyArg_ParseTuple(args, "iOOOOOOiKOII:gemm", &kind, &obj[QGPY_A], &obj[QGPY_SFA],
-                          &obj[QGPY_B], &obj[QGPY_SFB], &obj[QGPY_D], &obj[QGPY_IDX], &expected_m,
-                          &stream, &cfg_obj, &e4m3_bytes, &no_sync))
-        return NULL;
-    qg_config cfg;
-    int forced;
-    if (check_kind(kind) < 0 || (forced = parse_config(cfg_obj, &cfg)) < 0)
-        return NULL;
+static const char *const slot_names[QGPY_SLOTS] = {"a", "sfa", "b", "sfb", "d", NULL};
+static const char *const idx_names[] = {"(none)", "m_indices", "masked_m"};
 
-    const char *names[QGPY_SLOTS] = {"a", "sfa", "b", "sfb", "d", idx_names[kind]};
-    qgpy_tensor t[QGPY_SLOTS] = {{0}};
+/* The tail both gemm entries share: check the borrowed tensors `t`, find
+ * their device's context, launch on `stream` (torch's current stream of that
+ * device when use_torch_stream), and release `t` on every path. */
+static PyObject *check_and_launch(int kind, qgpy_tensor t[QGPY_SLOTS], int expected_m,
+                                  unsigned long long stream, int use_torch_stream,
+                                  const qg_config *cfg)
+{
     PyObject *result = NULL;
-    for (int i = 0; i < QGPY_SLOTS; i++) {
-        if (i == QGPY_IDX && kind == QG_GEMM_DENSE)
-            continue;
-        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
-        if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
-            goto done;
-        if (e4m3_bytes & (1u << i))
-            qgpy_tensor_bytes_are_e4m3(&t[i]);
-    }
     qg_gemm_args ga;
     int device = 0;
     if (qgpy_gemm_args((qg_gemm_kind)kind, t, expected_m, &ga, &device) < 0)
+        goto done;
+    if (use_torch_stream && qgpy_torch_current_stream(device, &stream) < 0)
         goto done;
     qg_context *ctx = qgpy_context(device);
     if (!ctx)
@@ -182,14 +140,13 @@ static PyObject *py_gemm(PyObject *self, PyObject *args)
 
     qg_status st;
     struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
-    const qg_config *c = forced ? &cfg : NULL;
     Py_BEGIN_ALLOW_THREADS
     switch (kind) {
-    case QG_GEMM_DENSE: st = qg_fp8_gemm_nt(ctx, &ga, c, s); break;
+    case QG_GEMM_DENSE: st = qg_fp8_gemm_nt(ctx, &ga, cfg, s); break;
     case QG_GEMM_GROUPED_CONTIGUOUS:
-        st = qg_m_grouped_fp8_gemm_nt_contiguous(ctx, &ga, c, s);
+        st = qg_m_grouped_fp8_gemm_nt_contiguous(ctx, &ga, cfg, s);
         break;
-    default: st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &ga, c, s); break;
+    default: st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &ga, cfg, s); break;
     }
     Py_END_ALLOW_THREADS
     if (st != QG_SUCCESS) {
@@ -204,57 +161,132 @@ done:
     return result;
 }
 
-/* The shared head of select_config and compile:
- * (kind, m, n, k, num_groups, expected_m, device, config). */
-static int parse_problem(PyObject *args, const char *fmt, qg_problem *p, qg_context **ctx,
-                         qg_config *cfg, int *forced)
+static const char *slot_name(int kind, int i)
+{
+    return i == QGPY_IDX ? idx_names[kind] : slot_names[i];
+}
+
+/* gemm(kind, a, sfa, b, sfb, d, idx_or_None, expected_m, stream, config,
+ *      e4m3_bytes, no_sync): tensors through DLPack. Bit i of e4m3_bytes set
+ *      = slot i exports e4m3 data as uint8 (see qgpy_tensor_bytes_are_e4m3);
+ *      bit i of no_sync set = slot i's producer is told not to synchronize
+ *      (stream=-1), because `stream` is already its current stream. */
+static PyObject *py_gemm(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, expected_m;
+    PyObject *obj[QGPY_SLOTS], *cfg_obj;
+    unsigned long long stream;
+    unsigned e4m3_bytes, no_sync;
+    if (!PyArg_ParseTuple(args, "iOOOOOOiKOII:gemm", &kind, &obj[QGPY_A], &obj[QGPY_SFA],
+                          &obj[QGPY_B], &obj[QGPY_SFB], &obj[QGPY_D], &obj[QGPY_IDX], &expected_m,
+                          &stream, &cfg_obj, &e4m3_bytes, &no_sync))
+        return NULL;
+    qg_config cfg;
+    int forced;
+    if (check_kind(kind) < 0 || (forced = parse_config(cfg_obj, &cfg)) < 0)
+        return NULL;
+
+    qgpy_tensor t[QGPY_SLOTS] = {{0}};
+    for (int i = 0; i < QGPY_SLOTS; i++) {
+        if (i == QGPY_IDX && kind == QG_GEMM_DENSE)
+            continue;
+        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
+        if (qgpy_tensor_import(obj[i], slot_name(kind, i), dlpack_stream, &t[i]) < 0) {
+            for (int j = 0; j < i; j++)
+                qgpy_tensor_release(&t[j]);
+            return NULL;
+        }
+        if (e4m3_bytes & (1u << i))
+            qgpy_tensor_bytes_are_e4m3(&t[i]);
+    }
+    return check_and_launch(kind, t, expected_m, stream, 0, forced ? &cfg : NULL);
+}
+
+/* gemm_torch(kind, a, sfa, b, sfb, d, idx_or_None, expected_m, config): the
+ * fast path (torch.c) on torch's current stream; NotImplemented, having done
+ * nothing, when a tensor is not a plain CUDA torch tensor: the caller then
+ * takes gemm(), the DLPack path. */
+static PyObject *py_gemm_torch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9)
+        return PyErr_Format(PyExc_TypeError, "gemm_torch() takes 9 arguments (%zd given)", nargs);
+    long kind = PyLong_AsLong(args[0]);
+    long expected_m = PyLong_AsLong(args[7]);
+    if ((kind == -1 || expected_m == -1) && PyErr_Occurred())
+        return NULL;
+    if (expected_m < INT_MIN || expected_m > INT_MAX)
+        return PyErr_Format(PyExc_ValueError, "qgemm: expected_m = %ld is out of range",
+                            expected_m);
+    qg_config cfg;
+    int forced;
+    if (check_kind((int)kind) < 0 || (forced = parse_config(args[8], &cfg)) < 0)
+        return NULL;
+    if (!qgpy_torch_ready())
+        Py_RETURN_NOTIMPLEMENTED;
+    qgpy_tensor t[QGPY_SLOTS] = {{0}};
+    for (int i = 0; i < QGPY_SLOTS; i++) {
+        if (i == QGPY_IDX && kind == QG_GEMM_DENSE)
+            continue;
+        if (qgpy_torch_borrow(args[1 + i], slot_name((int)kind, i), &t[i]) != 1)
+            Py_RETURN_NOTIMPLEMENTED; /* nothing is owed for described tensors */
+    }
+    return check_and_launch((int)kind, t, (int)expected_m, 0, 1, forced ? &cfg : NULL);
+}
+
+static PyObject *py_torch_init(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *torch, *current_stream;
+    if (!PyArg_ParseTuple(args, "OO:torch_init", &torch, &current_stream) ||
+        qgpy_torch_init(torch, current_stream) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* select_config and compile: (kind, m, n, k, num_groups, expected_m, device,
+ * config) -> the configuration dict / the compiler's report. */
+static PyObject *problem_call(PyObject *args, const char *fmt, int compile)
 {
     int kind, device;
     PyObject *cfg_obj;
-    memset(p, 0, sizeof *p);
-    if (!PyArg_ParseTuple(args, fmt, &kind, &p->m, &p->n, &p->k, &p->num_groups, &p->expected_m,
+    qg_problem p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTuple(args, fmt, &kind, &p.m, &p.n, &p.k, &p.num_groups, &p.expected_m,
                           &device, &cfg_obj))
-        return -1;
-    if (check_kind(kind) < 0 || (*forced = parse_config(cfg_obj, cfg)) < 0)
-        return -1;
-    p->kind = (qg_gemm_kind)kind;
-    *ctx = qgpy_context(device);
-    return *ctx ? 0 : -1;
+        return NULL;
+    qg_config cfg;
+    int forced;
+    if (check_kind(kind) < 0 || (forced = parse_config(cfg_obj, &cfg)) < 0)
+        return NULL;
+    p.kind = (qg_gemm_kind)kind;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        return NULL;
+    qg_status st;
+    if (!compile) {
+        st = forced ? qg_complete_config(ctx, &p, &cfg) : qg_select_config(ctx, &p, &cfg);
+        return st == QG_SUCCESS ? config_dict(&cfg) : qgpy_raise_status(st);
+    }
+    qg_kernel_info info;
+    memset(&info, 0, sizeof info);
+    Py_BEGIN_ALLOW_THREADS
+    st = qg_compile(ctx, &p, forced ? &cfg : NULL, &info);
+    Py_END_ALLOW_THREADS
+    return st == QG_SUCCESS ? kernel_info_dict(&info) : qgpy_raise_status(st);
 }
 
 static PyObject *py_select_config(PyObject *self, PyObject *args)
 {
     (void)self;
-    qg_problem p;
-    qg_context *ctx;
-    qg_config cfg;
-    int forced;
-    if (parse_problem(args, "iiiiiiiO:select_config", &p, &ctx, &cfg, &forced) < 0)
-        return NULL;
-    qg_status st = forced ? qg_complete_config(ctx, &p, &cfg) : qg_select_config(ctx, &p, &cfg);
-    if (st != QG_SUCCESS)
-        return qgpy_raise_status(st);
-    return config_dict(&cfg);
+    return problem_call(args, "iiiiiiiO:select_config", 0);
 }
 
 static PyObject *py_compile(PyObject *self, PyObject *args)
 {
     (void)self;
-    qg_problem p;
-    qg_context *ctx;
-    qg_config cfg;
-    int forced;
-    if (parse_problem(args, "iiiiiiiO:compile", &p, &ctx, &cfg, &forced) < 0)
-        return NULL;
-    qg_kernel_info info;
-    memset(&info, 0, sizeof info);
-    qg_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = qg_compile(ctx, &p, forced ? &cfg : NULL, &info);
-    Py_END_ALLOW_THREADS
-    if (st != QG_SUCCESS)
-        return qgpy_raise_status(st);
-    return kernel_info_dict(&info);
+    return problem_call(args, "iiiiiiiO:compile", 1);
 }
 
 static PyObject *py_device_props(PyObject *self, PyObject *arg)
@@ -335,6 +367,10 @@ static PyMethodDef methods[] = {
     {"sfa_ld", py_sfa_ld, METH_O, "qg_sfa_ld(m)"},
     {"gemm", py_gemm, METH_VARARGS,
      "gemm(kind, a, sfa, b, sfb, d, idx, expected_m, stream, config, e4m3_bytes, no_sync)"},
+    {"gemm_torch", (PyCFunction)(void (*)(void))py_gemm_torch, METH_FASTCALL,
+     "gemm_torch(kind, a, sfa, b, sfb, d, idx, expected_m, config) -> None or NotImplemented"},
+    {"torch_init", py_torch_init, METH_VARARGS,
+     "torch_init(torch, current_stream): enable gemm_torch (once per process)"},
     {"select_config", py_select_config, METH_VARARGS,
      "select_config(kind, m, n, k, num_groups, expected_m, device, config) -> dict"},
     {"compile", py_compile, METH_VARARGS,

@@ -4,7 +4,8 @@
  *   tensor.c    borrow a tensor through DLPack, per-tensor checks, messages
  *   layout.c    tensors of one GEMM call -> qg_gemm_args (shapes, strides)
  *   contexts.c  one qg_context per device, created lazily; num_sms
- *   module.c    the Python functions, error mapping, module init
+ *   errors.c    Python exceptions: formatted messages, library statuses
+ *   module.c    the Python functions, module init
  *
  * Invariants:
  *  - every function returning int returns 0 on success and -1 with a Python
@@ -29,6 +30,8 @@
 
 typedef enum { QGPY_E4M3, QGPY_F32, QGPY_BF16, QGPY_I32 } qgpy_dtype;
 
+#define QGPY_MAX_NDIM 8 /* torch tensors of more dimensions take the DLPack path */
+
 typedef struct {
     const char *name; /* argument name for messages: "a", "sfa", ... */
     DLTensor *t;      /* NULL while the slot is empty */
@@ -36,6 +39,9 @@ typedef struct {
     void *managed;    /* DLManagedTensor(Versioned) whose deleter we owe */
     int versioned;
     uint64_t flags; /* DLPACK_FLAG_* (0 for unversioned capsules) */
+    /* t points here for tensors described by torch.c (nothing owed) */
+    DLTensor own;
+    int64_t own_shape[QGPY_MAX_NDIM], own_strides[QGPY_MAX_NDIM];
 } qgpy_tensor;
 
 /*
@@ -74,6 +80,29 @@ void *qgpy_address(const qgpy_tensor *t);
 const char *qgpy_shape_str(const qgpy_tensor *t, char *buf, size_t size);
 const char *qgpy_strides_str(const qgpy_tensor *t, char *buf, size_t size);
 
+/* ---- torch tensors read without DLPack (torch.c) ------------------------- */
+
+/*
+ * The fast path for PyTorch: a torch.Tensor (or nn.Parameter) on a CUDA
+ * device is described from its own metadata (dtype, shape, stride(),
+ * data_ptr(), get_device()) into t->own, the same DLTensor the DLPack path
+ * fills, so the checks of layout.c and the library run unchanged. No capsule,
+ * no producer-side stream synchronization: the GEMM runs on torch's current
+ * stream of the tensors' device, which already orders torch's work on them.
+ *
+ * qgpy_torch_init: `torch` is the imported module, `current_stream` a
+ * callable device_index -> raw CUstream handle (torch's current stream).
+ * qgpy_torch_borrow: 1 = described; 0 = not a plain CUDA torch tensor of a
+ * dtype DLPack names (a CPU tensor, another framework's array, a tensor
+ * subclass such as FakeTensor): the caller takes the DLPack path, whose
+ * messages say what is wrong; -1 = Python error.
+ */
+int qgpy_torch_init(PyObject *torch, PyObject *current_stream);
+int qgpy_torch_ready(void);
+int qgpy_torch_borrow(PyObject *obj, const char *name, qgpy_tensor *out);
+/* torch's current stream on `device` as a CUstream handle. */
+int qgpy_torch_current_stream(int device, unsigned long long *handle);
+
 /* ---- one GEMM call's tensors -> library arguments (layout.c) ------------- */
 
 enum { QGPY_A, QGPY_SFA, QGPY_B, QGPY_SFB, QGPY_D, QGPY_IDX, QGPY_SLOTS };
@@ -99,7 +128,7 @@ int qgpy_get_num_sms_setting(void);
 void qgpy_set_pdl(int on);
 int qgpy_get_pdl_setting(void);
 
-/* ---- errors (module.c) --------------------------------------------------- */
+/* ---- errors (errors.c) --------------------------------------------------- */
 
 /* PyErr_SetString(type, <printf-style message>); returns -1. */
 int qgpy_errorf(PyObject *type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

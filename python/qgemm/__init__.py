@@ -27,6 +27,16 @@ tensor, CuPy's current stream for CuPy arrays, else the legacy default stream;
 ``stream=`` (an integer handle, a ``torch.cuda.Stream`` or a ``cupy`` stream)
 overrides. Calls are asynchronous on that stream, like any framework op.
 
+PyTorch: plain CUDA torch tensors without ``stream=`` take a fast path that
+reads their metadata directly (no DLPack export, no stream object; the same
+checks and messages). The GEMMs are also ``torch.library`` custom ops,
+``torch.ops.qgemm.fp8_gemm_nt``, ``...m_grouped_fp8_gemm_nt_contiguous`` and
+``...m_grouped_fp8_gemm_nt_masked`` (mutating ``d``, with fake
+implementations): under ``torch.compile`` the functions here call them, so
+``fullgraph=True`` traces with no graph break, and the ops run on torch's
+current stream, capturable in CUDA graphs once compiled (``qgemm.compile`` or
+one eager call first). ``import qgemm`` never imports torch.
+
 Errors: bad arguments raise ValueError (TypeError for non-tensors) before any
 memory is written; failures of the driver, device, compiler or launch raise
 RuntimeError with the library's message (e.g. "libcuda.so.1 not found" on a
@@ -34,8 +44,10 @@ machine without a GPU: ``import qgemm`` itself always works).
 """
 from __future__ import annotations
 
+import importlib.util
 import operator
 import sys
+import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _C
@@ -65,10 +77,13 @@ __all__ = [
     "compile",
     "select_config",
     "get_device_props",
+    "register_torch_ops",
 ]
 
 Tensor = Any
 """Any DLPack producer: torch.Tensor, jax.Array, cupy.ndarray, numpy.ndarray."""
+Pair = Tuple[Tensor, Tensor]
+"""An FP8 operand and its float32 scales: (a, sfa) or (b, sfb)."""
 StreamLike = Any
 """An integer CUstream handle (0 = legacy default stream), or an object with a
 ``cuda_stream`` (torch) or ``ptr`` (CuPy) attribute."""
@@ -157,14 +172,8 @@ def get_device_props(device: Any = None) -> Dict[str, Any]:
 # ---- GEMMs ------------------------------------------------------------------------
 
 
-def fp8_gemm_nt(
-    a: Tuple[Tensor, Tensor],
-    b: Tuple[Tensor, Tensor],
-    d: Tensor,
-    *,
-    stream: Optional[StreamLike] = None,
-    config: Optional[Config] = None,
-) -> None:
+def fp8_gemm_nt(a: Pair, b: Pair, d: Tensor, *, stream: Optional[StreamLike] = None,
+                config: Optional[Config] = None) -> None:
     """Dense ``d = (a * sfa) @ (b * sfb).T`` in bfloat16, for ``a = (a, sfa)``, ``b = (b, sfb)``.
 
     a [M, K] e4m3, sfa [M, ceil(K/128)] float32 M-major (use
@@ -174,15 +183,9 @@ def fp8_gemm_nt(
     _gemm(_C.KIND_DENSE, a, b, d, None, 0, stream, config)
 
 
-def m_grouped_fp8_gemm_nt_contiguous(
-    a: Tuple[Tensor, Tensor],
-    b: Tuple[Tensor, Tensor],
-    d: Tensor,
-    m_indices: Tensor,
-    *,
-    stream: Optional[StreamLike] = None,
-    config: Optional[Config] = None,
-) -> None:
+def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, m_indices: Tensor, *,
+                                     stream: Optional[StreamLike] = None,
+                                     config: Optional[Config] = None) -> None:
     """Grouped GEMM (MoE prefill/training) with the experts' rows concatenated along M.
 
     a [M, K], sfa [M, ceil(K/128)] (M-major), b [G, N, K], sfb [G, ceil(N/128),
@@ -193,16 +196,9 @@ def m_grouped_fp8_gemm_nt_contiguous(
     _gemm(_C.KIND_CONTIGUOUS, a, b, d, m_indices, 0, stream, config)
 
 
-def m_grouped_fp8_gemm_nt_masked(
-    a: Tuple[Tensor, Tensor],
-    b: Tuple[Tensor, Tensor],
-    d: Tensor,
-    masked_m: Tensor,
-    expected_m: int,
-    *,
-    stream: Optional[StreamLike] = None,
-    config: Optional[Config] = None,
-) -> None:
+def m_grouped_fp8_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor, expected_m: int,
+                                 *, stream: Optional[StreamLike] = None,
+                                 config: Optional[Config] = None) -> None:
     """Grouped GEMM (MoE decoding) with a fixed M_max rows per group.
 
     a [G, M_max, K], sfa [G, M_max, ceil(K/128)] (M-major within each group),
@@ -217,17 +213,85 @@ def m_grouped_fp8_gemm_nt_masked(
 
 def _gemm(kind: int, a: Any, b: Any, d: Any, idx: Any, expected_m: int,
           stream: Optional[StreamLike], config: Optional[Config]) -> None:
+    """The three public GEMMs: under torch.compile the custom op; else the
+    torch fast path when every tensor is a plain CUDA torch tensor and no
+    stream is given; else DLPack."""
     a, sfa = _pair(a, "a")
     b, sfb = _pair(b, "b")
+    cfg = _config_tuple(config)
+    ops = _TORCH_OPS
+    if ops is None and _TORCH_ERROR is None and "torch" in sys.modules:
+        ops = _register_torch()
+    if ops is not None:
+        if ops.compiling():
+            ops.call_op(kind, a, sfa, b, sfb, d, idx, expected_m, stream, cfg)
+            return
+        if stream is None:
+            _launch_torch(kind, a, sfa, b, sfb, d, idx, expected_m, cfg, ops)
+            return
+    _launch_dlpack(kind, a, sfa, b, sfb, d, idx, expected_m, stream, cfg)
+
+
+def _launch_torch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any,
+                  expected_m: int, cfg: Any, ops: Any = None) -> None:
+    """On the current torch stream: the fast path (_C.gemm_torch) when it takes
+    the tensors; tensor subclasses (FakeTensor, ...) go to the custom op when
+    `ops` is given (not from inside the op itself); all else to DLPack."""
+    if _C.gemm_torch(kind, a, sfa, b, sfb, d, idx, expected_m, cfg) is None:
+        return
+    if ops is not None and any(ops.is_subclass_tensor(t) for t in (a, sfa, b, sfb, d, idx)):
+        ops.call_op(kind, a, sfa, b, sfb, d, idx, expected_m, None, cfg)
+        return
+    _launch_dlpack(kind, a, sfa, b, sfb, d, idx, expected_m, None, cfg)
+
+
+def _launch_dlpack(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any,
+                   expected_m: int, stream: Optional[StreamLike], cfg: Any) -> None:
     tensors = [_detach(t) for t in (a, sfa, b, sfb, d, idx)]
     if stream is not None:
         handle, no_sync = _stream_handle(stream), 0
     else:
         handle, no_sync = _current_stream(tensors)
-    cfg = _config_tuple(config)
     e4m3_bytes = _torch_fp8_as_bytes(tensors)
     a, sfa, b, sfb, d, idx = tensors
     _C.gemm(kind, a, sfa, b, sfb, d, idx, expected_m, handle, cfg, e4m3_bytes, no_sync)
+
+
+# ---- PyTorch: fast path and custom ops ------------------------------------------------
+
+_TORCH_OPS: Any = None  # the module qgemm._torch_ops once registered
+_TORCH_ERROR: Optional[BaseException] = None  # why registration failed (then: DLPack only)
+_TORCH_LOCK = threading.Lock()
+
+
+def _register_torch() -> Any:
+    """Register qgemm with the imported torch (the C fast path, the custom ops);
+    the module qgemm._torch_ops, or None when torch is not imported or failed."""
+    global _TORCH_OPS, _TORCH_ERROR
+    with _TORCH_LOCK:
+        if _TORCH_OPS is None and _TORCH_ERROR is None and "torch" in sys.modules:
+            try:
+                from . import _torch_ops
+                _torch_ops.register(_launch_torch)
+                _TORCH_OPS = _torch_ops
+            except Exception as e:  # a broken or partly imported torch: DLPack still works
+                _TORCH_ERROR = e
+    return _TORCH_OPS
+
+
+def register_torch_ops() -> None:
+    """Register qgemm's GEMMs as torch.library custom ops (``torch.ops.qgemm.*``)
+    and enable the fast path for torch tensors. Done by itself: by ``import
+    qgemm`` when torch is imported, else as soon as ``import torch`` completes.
+    Calling it imports torch and raises what went wrong (e.g. a torch without
+    ``torch.library.custom_op``), so it also checks that the ops are there."""
+    import torch  # noqa: F401  (what registration needs)
+    ops = _register_torch()
+    if ops is None:
+        raise RuntimeError(f"qgemm: registering with torch failed: {_TORCH_ERROR!r}") \
+            from _TORCH_ERROR
+    if ops.OPS_ERROR is not None:
+        raise RuntimeError(f"qgemm: {ops.OPS_ERROR}")
 
 
 # ---- kernels and configurations ---------------------------------------------------
@@ -240,8 +304,8 @@ def select_config(
     """The kernel configuration the library picks for a problem (or completes, when
     ``config`` forces one). ``offline=True`` describes an H100 without needing a GPU.
     For "contiguous" m is the total rows; for "masked" m is M_max."""
-    return _C.select_config(*_problem(m, n, k, kind, num_groups, expected_m, device, offline),
-                            _config_tuple(config))
+    return _problem_call(_C.select_config, m, n, k, kind, num_groups, expected_m, device,
+                         offline, config)
 
 
 def compile(
@@ -252,18 +316,26 @@ def compile(
     will use, so the first real call does not pay for it (and can be captured in a
     CUDA graph). ``offline=True`` compiles for an H100 without a GPU (warms the disk
     cache, e.g. on a build machine). Returns the compiler's report (registers,
-    spills, cache_hit, compile_ms, ...)."""
-    return _C.compile(*_problem(m, n, k, kind, num_groups, expected_m, device, offline),
-                      _config_tuple(config))
+    spills, cache_hit, compile_ms, ...).
+
+    A call of a compiled shape does no compilation, no device allocation and no
+    host synchronization: it encodes its tensor maps and launches (with
+    set_pdl/set_num_sms changes applied once, on the next call after them). The
+    first call of a device also creates its context (cuInit, the primary context)
+    and the first call of a shape loads the module: compile() does both."""
+    return _problem_call(_C.compile, m, n, k, kind, num_groups, expected_m, device, offline,
+                         config)
 
 
-def _problem(m: int, n: int, k: int, kind: str, num_groups: int, expected_m: int,
-             device: Any, offline: bool) -> Tuple[int, int, int, int, int, int, int]:
+def _problem_call(fn: Any, m: int, n: int, k: int, kind: str, num_groups: int, expected_m: int,
+                  device: Any, offline: bool, config: Optional[Config]) -> Dict[str, Any]:
+    """fn (_C.select_config or _C.compile) of the problem, arguments checked."""
     if kind not in _KINDS:
         raise ValueError(f"qgemm: kind must be one of {sorted(_KINDS)}, got {kind!r}")
     ordinal = _C.OFFLINE if offline else _device_ordinal(device)
-    return (_KINDS[kind], _as_int(m, "m"), _as_int(n, "n"), _as_int(k, "k"),
-            _as_int(num_groups, "num_groups"), _as_int(expected_m, "expected_m"), ordinal)
+    return fn(_KINDS[kind], _as_int(m, "m"), _as_int(n, "n"), _as_int(k, "k"),
+              _as_int(num_groups, "num_groups"), _as_int(expected_m, "expected_m"), ordinal,
+              _config_tuple(config))
 
 
 # ---- argument plumbing --------------------------------------------------------------
@@ -399,3 +471,43 @@ def _config_tuple(config: Optional[Config]) -> Optional[Tuple[int, int, int, int
             _MULTICAST[key],
             _as_int(config.get("swizzle_group", 0), "swizzle_group"),
             _as_int(config.get("split_k", 0), "split_k"))
+
+
+class _AfterTorchImport:
+    """A one-shot import hook: when qgemm is imported before torch, registers
+    qgemm with torch as soon as ``import torch`` completes, so the custom ops
+    exist before torch.compile traces a call (registering while dynamo traces
+    would break the graph). Costs other imports one name comparison."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        _remove_hook()
+        spec = importlib.util.find_spec("torch")  # the real finders, this one removed
+        loader = getattr(spec, "loader", None)
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+
+        def exec_then_register(module: Any) -> None:
+            exec_module(module)
+            _register_torch()  # failures only disable the fast path and the ops
+
+        loader.exec_module = exec_then_register
+        return spec
+
+
+_HOOK = _AfterTorchImport()
+
+
+def _remove_hook() -> None:
+    try:
+        sys.meta_path.remove(_HOOK)
+    except ValueError:
+        pass
+
+
+if "torch" in sys.modules:  # never imports torch itself
+    _register_torch()
+else:
+    sys.meta_path.insert(0, _HOOK)

@@ -2,11 +2,18 @@
 # tests/python/run.sh [BUILD_DIR] -- build the Python package in place and run
 # its tests; `make test` calls it after the C tests (`make pytest` alone).
 #
-#   1. the test dependencies (pytest, numpy, ml_dtypes; setuptools to build)
-#      are pip-installed only when missing. Where pip refuses to install into
-#      this Python (PEP 668: Debian's own python3), they go into a virtual
-#      environment BUILD_DIR/venv that still sees the system's packages
-#      (torch, cupy, jax where present);
+#   1. the test dependencies (pytest, numpy, ml_dtypes; setuptools to build;
+#      torch for the torch.compile trace test) are pip-installed only when
+#      missing, into a virtual environment BUILD_DIR/venv that still sees the
+#      system's packages (torch, cupy, jax where present): this Python itself
+#      is never changed. torch comes from PyPI (QGEMM_TEST_TORCH, default
+#      "torch"; empty = do not install it): the Linux wheel with its CUDA
+#      libraries, ~5 GB in the venv and ~100 s on a 2-core CI machine the
+#      first time (measured 2026-11-25, torch 2.15.0), which imports and
+#      traces on a machine without a GPU. No PyPI wheel without the CUDA
+#      libraries imports (`pip install --no-deps torch` fails on
+#      libcufile.so.0). If it cannot be installed, the tests that need it
+#      say "skipped: ..." with the reason;
 #   2. python/setup.py build_ext --inplace, with -Werror as the Makefile
 #      builds C, its temporary files under BUILD_DIR/python;
 #   3. pytest on tests/python with PYTHONPATH=python, skip reasons shown (-rs).
@@ -24,22 +31,27 @@ build="$(cd "$build" && pwd)"
 py="${PYTHON:-python3}"
 
 have_deps() { "$1" -c "import pytest, numpy, ml_dtypes, setuptools" 2>/dev/null; }
-# PEP 668: a distribution's Python (not a venv) marked EXTERNALLY-MANAGED
-externally_managed() {
-    "$1" -c "import os, sys, sysconfig; sys.exit(sys.prefix != sys.base_prefix or not os.path.isfile(
-             os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"
-}
+have_torch() { "$1" -c "import torch" 2>/dev/null; }
+torch_spec="${QGEMM_TEST_TORCH-torch}"
+want_torch() { [ -n "$torch_spec" ] && ! have_torch "$1"; }
 
 command -v "$py" >/dev/null || { echo "error: $py not found: the Python tests need Python >= 3.9" >&2; exit 1; }
-if ! have_deps "$py"; then
-    if externally_managed "$py"; then
-        [ -x "$build/venv/bin/python" ] || {
-            echo "pip may not install into $py (PEP 668): using a virtual environment in $build/venv"
-            "$py" -m venv --system-site-packages "$build/venv"
-        }
-        py="$build/venv/bin/python"
+if ! have_deps "$py" || want_torch "$py"; then
+    if [ ! -x "$build/venv/bin/python" ]; then
+        echo "installing the test dependencies into a virtual environment in $build/venv"
+        "$py" -m venv --system-site-packages "$build/venv"
     fi
+    py="$build/venv/bin/python"
     have_deps "$py" || "$py" -m pip install -q pytest numpy ml_dtypes setuptools
+    if want_torch "$py"; then
+        echo "pip install $torch_spec (PyPI, with its CUDA libraries: ~5 GB, ~100 s the first time)"
+        start=$SECONDS
+        if "$py" -m pip install -q --progress-bar off --retries 2 --timeout 60 "$torch_spec"; then
+            echo "torch installed in $((SECONDS - start)) s ($(du -sh "$build/venv" | cut -f1) in $build/venv)"
+        else
+            echo "warning: torch could not be installed: its tests skip with the reason" >&2
+        fi
+    fi
 fi
 
 headers="$("$py" -c "import sysconfig; print(sysconfig.get_paths()['include'])")"

@@ -20,7 +20,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU visible to torch", allow_module_level=True)
+    pytest.skip("skipped: no GPU (no CUDA device visible to torch)", allow_module_level=True)
 _props = torch.cuda.get_device_properties(0)
 if (_props.major, _props.minor) != (9, 0):
     pytest.skip(f"qgemm needs sm_90 (Hopper); cuda:0 is {_props.name} "
@@ -133,10 +133,12 @@ def test_dense_padded_output_rows():
 
 def test_dense_through_the_uint8_fallback(monkeypatch):
     # what happens with PyTorch < 2.8, which cannot export float8 through DLPack
+    # (stream= takes the DLPack path instead of the torch fast path)
     monkeypatch.setattr(qgemm, "_TORCH_FP8_DLPACK", False)
     seed, a, sfa, b, sfb, ref = dense_problem(256, 1024, 512)
     d = torch.empty(256, 1024, dtype=torch.bfloat16, device=DEV)
-    qgemm.fp8_gemm_nt((a, sfa), (b, sfb.requires_grad_()), d)  # and a tensor requiring grad
+    qgemm.fp8_gemm_nt((a, sfa), (b, sfb.requires_grad_()), d,  # and a tensor requiring grad
+                      stream=torch.cuda.current_stream())
     torch.cuda.synchronize()
     assert_matches(d, ref, seed)
 
@@ -297,12 +299,12 @@ def test_threads_share_one_context():
 # ---- grouped GEMMs -------------------------------------------------------------------
 
 
-def test_grouped_contiguous():
-    g, n, k = 4, 576, 1024
+def contiguous_problem(seed, g=4, n=576, k=1024):
+    """Inputs of a contiguous grouped GEMM with uneven experts (one empty) and
+    reference(a, sfa) -> (float64 product of the valid rows, valid-row mask)."""
     align = qgemm.get_m_alignment_for_contiguous_layout()
-    seed = random.randrange(2 ** 31)
     rng = random.Random(seed)
-    sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)]
+    sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)][:g]
     starts, m = [], 0
     for size in sizes:
         starts.append(m)
@@ -312,41 +314,59 @@ def test_grouped_contiguous():
         m_indices[start:start + size] = e
     a, sfa = activations((m, k), seed)
     b, sfb = weights((g, n, k), seed)
-    d = torch.full((m, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
-    qgemm.m_grouped_fp8_gemm_nt_contiguous(
-        (a, qgemm.get_col_major_tma_aligned_tensor(sfa)), (b, sfb), d, m_indices)
-    torch.cuda.synchronize()
-
-    ref = torch.empty(m, n, dtype=torch.float64, device=DEV)
-    deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
     valid = m_indices >= 0
-    for e in range(g):
-        rows = m_indices == e
-        ref[rows] = deq_a[rows] @ deq_b[e].T
-    assert_matches(d[valid], ref[valid], seed, f", sizes {sizes}")
+
+    def reference(a, sfa):
+        ref = torch.empty(m, n, dtype=torch.float64, device=DEV)
+        deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
+        for e in range(g):
+            rows = m_indices == e
+            ref[rows] = deq_a[rows] @ deq_b[e].T
+        return ref[valid]
+
+    sfa = qgemm.get_col_major_tma_aligned_tensor(sfa)  # the same values, as the GEMM reads them
+    return sizes, a, sfa, b, sfb, m_indices, valid, reference(a, sfa), reference
+
+
+def test_grouped_contiguous():
+    seed = random.randrange(2 ** 31)
+    sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed)
+    d = torch.full((a.shape[0], b.shape[1]), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+    qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices)
+    torch.cuda.synchronize()
+    assert_matches(d[valid], ref, seed, f", sizes {sizes}")
     assert (d[~valid] == BF16_PATTERN).all(), f"seed {seed}: padding rows were written"
+
+
+def masked_problem(seed, g=4, m_max=256, n=512, k=1536):
+    """Inputs of a masked grouped GEMM (groups of 0, 1, some and m_max rows) and
+    reference(a, sfa, d) -> (the valid rows of d, their float64 product)."""
+    counts = [0, 1, random.Random(seed).randrange(2, m_max), m_max][:g]
+    masked_m = torch.tensor(counts, dtype=torch.int32, device=DEV)
+    a, sfa = activations((g, m_max, k), seed)
+    b, sfb = weights((g, n, k), seed)
+
+    def reference(a, sfa, d):
+        deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
+        got = [d[e, :rows] for e, rows in enumerate(counts)]
+        want = [deq_a[e, :rows] @ deq_b[e].T for e, rows in enumerate(counts)]
+        return torch.cat(got), torch.cat(want)
+
+    return counts, a, qgemm.get_col_major_tma_aligned_tensor(sfa), b, sfb, masked_m, reference
 
 
 @pytest.mark.parametrize("expected_m", [1, 64, 256])
 def test_grouped_masked(expected_m):
-    g, m_max, n, k = 4, 256, 512, 1536
     seed = random.randrange(2 ** 31)
-    counts = [0, 1, random.Random(seed).randrange(2, m_max), m_max]
-    masked_m = torch.tensor(counts, dtype=torch.int32, device=DEV)
-    a, sfa = activations((g, m_max, k), seed)
-    b, sfb = weights((g, n, k), seed)
+    counts, a, sfa, b, sfb, masked_m, reference = masked_problem(seed)
+    g, m_max, n = a.shape[0], a.shape[1], b.shape[1]
     d = torch.full((g, m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
-    qgemm.m_grouped_fp8_gemm_nt_masked(
-        (a, qgemm.get_col_major_tma_aligned_tensor(sfa)), (b, sfb), d, masked_m, expected_m)
+    qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, expected_m)
     torch.cuda.synchronize()
-
-    deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
-    got, want = [], []
     for e, rows in enumerate(counts):
-        got.append(d[e, :rows])
-        want.append(deq_a[e, :rows] @ deq_b[e].T)
         assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}: group {e} rows past masked_m written"
-    assert_matches(torch.cat(got), torch.cat(want), seed, f", masked_m {counts}")
+    got, want = reference(a, sfa, d)
+    assert_matches(got, want, seed, f", masked_m {counts}")
 
 
 # ---- rejected calls write nothing -------------------------------------------------------
@@ -439,3 +459,134 @@ def test_compile_then_cache():
     info = qgemm.compile(192, 4096, 7168)
     assert info["registers"] > 0 and info["spill_store_bytes"] == 0
     assert qgemm.compile(192, 4096, 7168)["cache_hit"] in (1, 2)
+
+
+# ---- every entry point: fast path, custom ops, CUDA graphs, torch.compile ------------
+
+EXPECTED_M = 64
+
+
+class Case:
+    """One GEMM of `kind` ("dense", "contiguous", "masked") on fresh inputs, callable
+    through the public function or its torch.ops.qgemm op, checkable against the
+    float64 product of the dequantized inputs as they are when checked."""
+
+    def __init__(self, kind, seed):
+        self.kind, self.seed = kind, seed
+        self.idx = self.valid = self.reference = None
+        if kind == "dense":
+            _, self.a, self.sfa, self.b, self.sfb, _ = dense_problem(192, 2112, 7168)
+            shape = (192, 2112)
+        elif kind == "contiguous":
+            (_, self.a, self.sfa, self.b, self.sfb, self.idx, self.valid, _,
+             self.reference) = contiguous_problem(seed)
+            shape = (self.a.shape[0], self.b.shape[1])
+        else:
+            _, self.a, self.sfa, self.b, self.sfb, self.idx, self.reference = masked_problem(seed)
+            shape = (self.a.shape[0], self.a.shape[1], self.b.shape[1])
+        self.d = torch.full(shape, float("nan"), dtype=torch.bfloat16, device=DEV)
+
+    def call(self, via="public"):
+        a, sfa, b, sfb, d, idx = self.a, self.sfa, self.b, self.sfb, self.d, self.idx
+        if via == "op":
+            ops = torch.ops.qgemm
+            if self.kind == "dense":
+                ops.fp8_gemm_nt(a, sfa, b, sfb, d)
+            elif self.kind == "contiguous":
+                ops.m_grouped_fp8_gemm_nt_contiguous(a, sfa, b, sfb, d, idx)
+            else:
+                ops.m_grouped_fp8_gemm_nt_masked(a, sfa, b, sfb, d, idx, EXPECTED_M)
+        elif self.kind == "dense":
+            qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+        elif self.kind == "contiguous":
+            qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, idx)
+        else:
+            qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, idx, EXPECTED_M)
+
+    def new_inputs(self, seed):
+        """New values in the same buffers (what a graph replay reads)."""
+        a2, sfa2 = activations(tuple(self.a.shape), seed)
+        self.a.copy_(a2)
+        self.sfa.copy_(qgemm.get_col_major_tma_aligned_tensor(sfa2))
+        self.seed = seed
+
+    def check(self, what):
+        if self.kind == "dense":
+            got = self.d
+            want = dequant_a(self.a, self.sfa) @ dequant_b(self.b, self.sfb).T
+        elif self.kind == "contiguous":
+            got, want = self.d[self.valid], self.reference(self.a, self.sfa)
+        else:
+            got, want = self.reference(self.a, self.sfa, self.d)
+        assert_matches(got, want, self.seed, f" ({self.kind}, {what})")
+
+
+KINDS = ["dense", "contiguous", "masked"]
+
+
+@pytest.mark.parametrize("via", ["public", "op"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_cuda_graph_replay_of_each_entry_point(kind, via):
+    case = Case(kind, random.randrange(2 ** 31))
+    case.call(via)  # warm-up: compiles and loads the kernel outside the capture
+    torch.cuda.synchronize()
+    case.check("eager call")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        case.call(via)
+    for replay in range(2):
+        case.new_inputs(case.seed + 1 + replay)
+        case.d.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        case.check(f"graph replay {replay + 1} with new inputs, via {via}")
+
+
+def test_compiled_moe_block_in_a_cuda_graph():
+    cases = [Case(kind, random.randrange(2 ** 31)) for kind in KINDS]
+
+    def block():
+        for case in cases:
+            case.call("public")
+        return cases[0].d.float().sum()  # (a boolean mask would be a data-dependent shape)
+
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    compiled()  # traces, and compiles the kernels outside the capture
+    torch.cuda.synchronize()
+    for case in cases:
+        case.check("torch.compile")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        compiled()
+    for i, case in enumerate(cases):
+        case.new_inputs(case.seed + 11 + i)
+        case.d.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    for case in cases:
+        case.check("torch.compile, graph replay with new inputs")
+
+
+def test_fast_path_and_dlpack_path_word_errors_alike():
+    # stream= takes the DLPack path; without it plain torch tensors take the fast path
+    m, n, k = 256, 512, 1024
+    _, a, sfa, b, sfb, _ = dense_problem(m, n, k)
+    d = torch.empty(m, n, dtype=torch.bfloat16, device=DEV)
+    shifted = torch.empty(m * k + 16, dtype=torch.uint8, device=DEV)[1:m * k + 1]
+    bad = [
+        ((a.view(torch.uint8), sfa), (b, sfb), d),
+        ((shifted.view(m, k).view(torch.float8_e4m3fn), sfa), (b, sfb), d),
+        ((a, sfa.contiguous()), (b, sfb), d),
+        ((a, sfa), (b[:, :896], sfb[:, :7]), d),
+        ((a, sfa), (b, sfb), d.float()),
+        ((a, sfa), (b, sfb), d.t()),
+        ((a, sfa), (b, sfb), d[:, :500]),
+        ((a, sfa), (b, sfb.cpu()), d),
+    ]
+    for lhs, rhs, out in bad:
+        messages = []
+        for stream in (None, torch.cuda.current_stream()):
+            with pytest.raises(ValueError) as e:
+                qgemm.fp8_gemm_nt(lhs, rhs, out, stream=stream)
+            messages.append(str(e.value))
+        assert messages[0] == messages[1]

@@ -1,0 +1,113 @@
+"""PyTorch integration of qgemm: the C fast path and the ``torch.library`` custom ops.
+
+Imported by the package only once ``torch`` is in ``sys.modules`` (``import
+qgemm`` never imports torch), through ``qgemm._register_torch``.
+
+- The fast path (``_C.gemm_torch``, python/csrc/torch.c): plain CUDA torch
+  tensors are described from their own metadata instead of a DLPack export,
+  and the GEMM runs on ``torch._C._cuda_getCurrentRawStream(device)``, torch's
+  current stream as a raw handle (no ``torch.cuda.Stream`` object).
+- The custom ops ``torch.ops.qgemm.fp8_gemm_nt``,
+  ``torch.ops.qgemm.m_grouped_fp8_gemm_nt_contiguous`` and
+  ``torch.ops.qgemm.m_grouped_fp8_gemm_nt_masked`` (``mutates_args=("d",)``,
+  returning nothing) with fake implementations, so that
+  ``torch.compile(fullgraph=True)`` puts them in the graph. The public
+  functions of qgemm call them by themselves while torch.compile traces.
+  ``config`` is the optional 6-int list (block_m, block_n, num_stages,
+  multicast, swizzle_group, split_k) that ``qgemm._config_tuple`` makes of a
+  config dict.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+import torch
+
+from . import _C
+
+Tensor = torch.Tensor
+_launch: Optional[Callable[..., None]] = None  # qgemm._launch_torch, set by register()
+
+OPS_ERROR: Optional[str] = None
+"""Why the custom ops are not available (None when they are)."""
+
+compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling",
+                                        lambda: False)
+"""torch.compiler.is_compiling: True while dynamo traces (constant-folded there)."""
+
+
+def register(launch: Callable[..., None]) -> None:
+    """Enable the C fast path and define the custom ops (once per process)."""
+    global _launch, OPS_ERROR
+    _launch = launch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    _C.torch_init(torch, raw if raw is not None else _current_stream_handle)
+    if not hasattr(torch.library, "custom_op"):
+        OPS_ERROR = (f"torch {torch.__version__} has no torch.library.custom_op "
+                     "(PyTorch >= 2.4 needed for the qgemm custom ops)")
+        return
+    _define_ops()
+
+
+def _current_stream_handle(device: int) -> int:
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _config(config: Optional[List[int]]) -> Any:
+    return None if config is None else tuple(config)
+
+
+def _define_ops() -> None:
+    op = torch.library.custom_op
+
+    @op("qgemm::fp8_gemm_nt", mutates_args=("d",))
+    def fp8_gemm_nt(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor,
+                    config: Optional[List[int]] = None) -> None:
+        """qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d) on torch's current stream."""
+        _launch(_C.KIND_DENSE, a, sfa, b, sfb, d, None, 0, _config(config))
+
+    @op("qgemm::m_grouped_fp8_gemm_nt_contiguous", mutates_args=("d",))
+    def contiguous(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, m_indices: Tensor,
+                   config: Optional[List[int]] = None) -> None:
+        """qgemm.m_grouped_fp8_gemm_nt_contiguous on torch's current stream."""
+        _launch(_C.KIND_CONTIGUOUS, a, sfa, b, sfb, d, m_indices, 0, _config(config))
+
+    @op("qgemm::m_grouped_fp8_gemm_nt_masked", mutates_args=("d",))
+    def masked(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, masked_m: Tensor,
+               expected_m: int, config: Optional[List[int]] = None) -> None:
+        """qgemm.m_grouped_fp8_gemm_nt_masked on torch's current stream."""
+        _launch(_C.KIND_MASKED, a, sfa, b, sfb, d, masked_m, expected_m, _config(config))
+
+    # Fake (meta) implementations: the ops only write d in place and return
+    # nothing, so tracing needs no shapes from them; the checks run when the
+    # real op runs (before the launch, writing nothing on rejection).
+    def nothing(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    for defined in (fp8_gemm_nt, contiguous, masked):
+        defined.register_fake(nothing)
+
+
+def call_op(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expected_m: int,
+            stream: Any, config: Any) -> None:
+    """Run the custom op of `kind` (what the public functions do under torch.compile
+    or with tensor subclasses such as FakeTensor)."""
+    if OPS_ERROR is not None:
+        raise RuntimeError(f"qgemm: cannot trace a GEMM: {OPS_ERROR}")
+    if stream is not None:
+        raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs on "
+                         "torch's current stream (use `with torch.cuda.stream(s):` instead)")
+    cfg = None if config is None else list(config)
+    ops = torch.ops.qgemm
+    if kind == _C.KIND_DENSE:
+        ops.fp8_gemm_nt(a, sfa, b, sfb, d, cfg)
+    elif kind == _C.KIND_CONTIGUOUS:
+        ops.m_grouped_fp8_gemm_nt_contiguous(a, sfa, b, sfb, d, idx, cfg)
+    else:
+        ops.m_grouped_fp8_gemm_nt_masked(a, sfa, b, sfb, d, idx, expected_m, cfg)
+
+
+def is_subclass_tensor(x: Any) -> bool:
+    """A torch tensor of a subclass (FakeTensor, FunctionalTensor, DTensor, ...):
+    the fast path leaves those to torch's dispatcher."""
+    return isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, torch.nn.Parameter)
