@@ -77,13 +77,20 @@ $(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $
 $(BUILD):
 	mkdir -p $@
 
-# The C tests, the command-line tool's argument checks, then the Python
-# package's (tests/python/run.sh builds it in place and runs pytest);
-# `make pytest` runs only the Python tests.
-test: all
+# The C tests, the command-line tool's argument checks, the C example (on a
+# machine without a GPU it says so and passes only because of --check-offline),
+# then the Python package's (tests/python/run.sh builds it in place, runs pytest
+# and traces examples/moe.py); `make pytest` runs only the Python tests.
+test: all examples
 	$(BUILD)/qgemm_tests
 	bash tests/cli.sh $(BUILD)
+	examples/gemm --check-offline
 	bash tests/python/run.sh $(BUILD)
+
+# The C example, examples/gemm.c, built by examples/Makefile against build/libqgemm.a.
+.PHONY: examples
+examples: $(BUILD)/libqgemm.a
+	$(MAKE) -C examples CUDA_HOME=$(CUDA_HOME) CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror"
 
 .PHONY: pytest
 pytest:

@@ -20,8 +20,6 @@
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
  *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it: a multiple of 8)
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
- *   QG_SFB_SMEM        unused (the host still defines it; SFB now always goes
- *                      through the per-tile shared buffers described below)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (16, 32 or 64)
  *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
@@ -44,14 +42,15 @@
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
  * barrier.
  *
- * SFB invariants: the math threads copy a tile's SFB (QG_SFB_ROWS rows x all
- * K blocks) from global memory into one of two shared buffers; the main loop
- * reads one float per row per K block from it (no global load on the MMA
- * issue path). The copy for tile i + 1 is loaded into registers before tile
- * i's epilogue (its latency hides under the epilogue) and stored into the
- * other buffer before the epilogue's second named barrier, which publishes
- * it; that buffer was last read by tile i - 1's main loop, which every math
- * thread left before tile i - 1's epilogue barrier.
+ * SFB invariants: a tile's SFB (QG_SFB_ROWS rows x all K blocks) goes through
+ * one of two shared buffers, so that the main loop reads one float per row per
+ * K block from shared memory (no global load on the MMA issue path). The
+ * second producer warp fills them, one tile ahead: it waits sfb_empty[b],
+ * each lane copies its share from global memory and arrives on sfb_full[b]
+ * (32 arrivals, release); the math warps wait sfb_full[b] before a tile's
+ * main loop and arrive on sfb_empty[b] after it (one arrival a warp). Buffer
+ * b and its parity advance once a tile, identically on both sides (the same
+ * scheduler).
  *
  * Split-K invariants (QG_SPLIT_K = 2): CTA 0 of a cluster runs K blocks
  * [0, ceil(nk / 2)) of the cluster's tile and CTA 1 the rest, each with its
@@ -91,11 +90,11 @@
 #define QG_UNIT_TILE(u) ((u) / QG_N_PARTS) /* unit u: m64 tile of the warpgroup */
 #define QG_UNIT_PART(u) ((u) % QG_N_PARTS) /* unit u: part of block_n */
 
-/* K blocks per unrolled iteration of the one-set main loop: 4, but 2 for the
- * plain 128-row tiles wider than 160 columns, whose accumulators leave too
- * few registers for four K blocks' scales and addresses (128x192 spills 32
- * bytes unrolled by 4). */
-#define QG_K_UNROLL (QG_BLOCK_M == 128 && QG_BLOCK_N > 160 && QG_N_PARTS == 1 ? 1 : 4)
+/* K blocks per unrolled iteration of the one-set main loop: 4 for the dense
+ * and contiguous 256x128 tiles (the compute-bound shapes' tile); the other
+ * tiles have no registers to spare for it (the CPU compile sweep found spills
+ * at 128x112, 128x208..256, 256x96, 64x176 and the masked 256x128). */
+#define QG_K_UNROLL (QG_BLOCK_M == 256 && QG_BLOCK_N == 128 && QG_KIND != 2 ? 4 : 1)
 #define QG_PRAGMA(x) _Pragma(#x)
 #define QG_UNROLL(n) QG_PRAGMA(unroll n)
 
@@ -116,14 +115,13 @@
 #define QG_SFB_TILE (QG_SFB_ROWS * QG_NUM_K_BLOCKS)
 #define QG_SFB_BUF_FLOATS QG_ROUND_UP(QG_SFB_TILE, 4)
 #define QG_SMEM_SFB (2 * QG_SFB_BUF_FLOATS * 4)
-#define QG_SFB_PER_THREAD ((QG_SFB_TILE + QG_NUM_MATH_THREADS - 1) / QG_NUM_MATH_THREADS)
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
 #define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 ? 16 : 0)
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
-     QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + QG_SMEM_RED_BARRIERS)
+     QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + 32 /* SFB buffers' barriers */ + QG_SMEM_RED_BARRIERS)
 #define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
@@ -193,36 +191,24 @@ struct qg_scales {
     float sb[QG_SFB_ROWS];
 };
 
-/* Load this thread's share of tile t's SFB (element i = thread + j * threads
- * of the tile's QG_SFB_TILE floats) from global memory into registers. The
- * tile's SFB rows are consecutive in the flat [G][N/128][K/128] array; rows
- * past N read as 0 (their columns are never stored). */
-QG_DEVICE void qg_sfb_fetch(float (&v)[QG_SFB_PER_THREAD], const float *sfb, const qg_tile &t) {
+/* The SFB warp (32 lanes) copies tile t's SFB from global memory into a
+ * shared buffer. The tile's SFB rows are consecutive in the flat
+ * [G][N/128][K/128] array; rows past N read as 0 (their columns are never
+ * stored). */
+QG_DEVICE void qg_sfb_copy(float *buf, const float *sfb, const qg_tile &t, uint32_t lane) {
     const float *src = sfb + (size_t)qg_sfb_row(t) * QG_NUM_K_BLOCKS;
     const int rows_in_n = QG_NUM_SFB_N - qg_sfb_block0(t);
-#pragma unroll
-    for (int j = 0; j < QG_SFB_PER_THREAD; ++j) {
-        const int i = threadIdx.x + j * QG_NUM_MATH_THREADS;
-        v[j] = i < QG_SFB_TILE && i / QG_NUM_K_BLOCKS < rows_in_n ? __ldg(src + i) : 0.0f;
-    }
-}
-
-/* Store the share loaded by qg_sfb_fetch into an SFB buffer (published to the
- * other math threads by the next named barrier). */
-QG_DEVICE void qg_sfb_store(float *buf, const float (&v)[QG_SFB_PER_THREAD]) {
-#pragma unroll
-    for (int j = 0; j < QG_SFB_PER_THREAD; ++j) {
-        const int i = threadIdx.x + j * QG_NUM_MATH_THREADS;
-        if (i < QG_SFB_TILE) buf[i] = v[j];
-    }
+    for (int i = lane; i < QG_SFB_TILE; i += 32)
+        buf[i] = i / QG_NUM_K_BLOCKS < rows_in_n ? __ldg(src + i) : 0.0f;
 }
 
 /* Read K block kb's scales: SFA from stage s (sfa_addr: this thread's first
  * row of stage 0, a shared-window address), SFB from the tile's buffer. */
-QG_DEVICE void qg_read_scales(qg_scales &sc, uint32_t sfa_addr, const float *sfb_buf, uint32_t s,
+QG_DEVICE void qg_read_scales(qg_scales &sc, uint32_t sfa_addr, uint32_t sfb_addr, uint32_t s,
                               int kb) {
 #pragma unroll
-    for (int r = 0; r < QG_SFB_ROWS; ++r) sc.sb[r] = sfb_buf[r * QG_NUM_K_BLOCKS + kb];
+    for (int r = 0; r < QG_SFB_ROWS; ++r)
+        sc.sb[r] = qg_ld_shared_f32(sfb_addr + (r * QG_NUM_K_BLOCKS + kb) * 4);
 #pragma unroll
     for (int t = 0; t < QG_WG_TILES; ++t) {
         const uint32_t a = sfa_addr + (s * QG_BLOCK_M + t * 64) * 4;
@@ -309,7 +295,6 @@ extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
 qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    const __grid_constant__ qg_tensor_map tmap_b,
                    const __grid_constant__ qg_tensor_map tmap_sfa,
-                   const __grid_constant__ qg_tensor_map tmap_sfb,
                    const __grid_constant__ qg_tensor_map tmap_d,
                    const float *__restrict__ sfb,
                    uint16_t *__restrict__ d, int64_t ldd,
@@ -327,7 +312,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M; /* two tiles' SFB buffers */
     uint64_t *full = (uint64_t *)((unsigned char *)smem_sfb + QG_SMEM_SFB);
     uint64_t *empty = full + QG_NUM_STAGES;
-    uint64_t *red_full = empty + QG_NUM_STAGES; /* split-K only */
+    uint64_t *sfb_full = empty + QG_NUM_STAGES, *sfb_empty = sfb_full + 2; /* per SFB buffer */
+    uint64_t *red_full = sfb_empty + 2; /* split-K only */
     uint64_t *red_empty = red_full + 1;
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -351,6 +337,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         for (int s = 0; s < QG_NUM_STAGES; ++s) {
             qg_mbarrier_init(&full[s], 1); /* the TMA thread's expect_tx */
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
+        }
+        for (int b = 0; b < 2; ++b) {
+            qg_mbarrier_init(&sfb_full[b], 32);                         /* the SFB warp's lanes */
+            qg_mbarrier_init(&sfb_empty[b], QG_NUM_MATH_THREADS / 32); /* the math warps */
         }
 #if QG_SPLIT_K > 1
         qg_mbarrier_init(red_full, 1);                     /* CTA 0's expect_tx; bytes from st.async */
@@ -432,6 +422,17 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
             }
         }
+        else if (warp == QG_NUM_MATH_THREADS / 32 + 1) {
+            /* The SFB warp: each tile's SFB into the next free buffer. */
+            uint32_t b = 0, b_phase = 0;
+            while (qg_scheduler_next(sched, tile)) {
+                qg_mbarrier_wait(&sfb_empty[b], b_phase ^ 1);
+                qg_sfb_copy(smem_sfb + b * QG_SFB_BUF_FLOATS, sfb, tile, lane);
+                qg_mbarrier_arrive(&sfb_full[b]);
+                b ^= 1;
+                b_phase ^= b == 0;
+            }
+        }
     } else {
         /* ==== math warpgroups ============================================== */
         qg_setmaxnreg_inc<QG_MATH_REGS>();
@@ -455,9 +456,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             0xffffffffu, qg_wgmma_desc_sw128_lo(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K), 0);
         uint32_t desc_b0 = __shfl_sync(0xffffffffu, qg_wgmma_desc_sw128_lo(smem_b), 0);
         uint32_t sfa_addr = qg_smem_addr(smem_sfa + wg_row); /* this thread's SFA, stage 0 */
+#if QG_K_UNROLL > 1
         qg_pin(desc_a0);
         qg_pin(desc_b0);
         qg_pin(sfa_addr);
+#endif
 
         float acc[QG_ACC_SETS][QG_ACC];
         float out[QG_WG_TILES][QG_OUT];
@@ -465,20 +468,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         uint32_t red_phase = 0; /* parity of the reduction barriers' current phase */
 #endif
 
-        /* The first tile's SFB into buffer 0 (see "SFB invariants"). */
-        bool have_tile = qg_scheduler_next(sched, tile);
-        float sfb_next[QG_SFB_PER_THREAD];
-        if (have_tile) qg_sfb_fetch(sfb_next, sfb, tile);
-        qg_sfb_store(smem_sfb, sfb_next);
-        qg_named_barrier(1, QG_NUM_MATH_THREADS);
-        uint32_t sfb_buf = 0;
-        qg_tile next_tile;
-        bool have_next = false;
+        /* Tiles done so far: bit 0 names this tile's SFB buffer, bit 1 its parity. */
+        uint32_t tile_iter = 0;
 
-        for (; have_tile; tile = next_tile, have_tile = have_next, sfb_buf ^= 1) {
+        while (qg_scheduler_next(sched, tile)) {
             const int n_begin = tile.n_block * QG_BLOCK_N;
             const int n_off = n_begin % 128;
-            const float *sfb_tile = smem_sfb + sfb_buf * QG_SFB_BUF_FLOATS;
+            const uint32_t sfb_addr =
+                qg_smem_addr(smem_sfb) + (tile_iter & 1) * QG_SFB_BUF_FLOATS * 4;
+            qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
 
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t)
@@ -488,7 +486,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             /* Wait for stage s (K block kb) and read its scales. */
             auto wait_stage = [&](qg_scales &sc, int kb) {
                 qg_mbarrier_wait(&full[s], phase);
-                qg_read_scales(sc, sfa_addr, sfb_tile, s, kb);
+                qg_read_scales(sc, sfa_addr, sfb_addr, s, kb);
             };
 
 #if QG_KPIPE
@@ -580,11 +578,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
 #endif
 
-            /* The next tile, and its SFB into registers: the loads' latency
-             * hides under the reduction and the epilogue. */
-            have_next = qg_scheduler_next(sched, next_tile);
-            if (have_next) qg_sfb_fetch(sfb_next, sfb, next_tile);
-            float *sfb_other = smem_sfb + (sfb_buf ^ 1) * QG_SFB_BUF_FLOATS;
+            /* The tile's SFB is read: free its buffer for the SFB warp. */
+            __syncwarp();
+            if (lane == 0) qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
+            ++tile_iter;
 
 #if QG_SPLIT_K > 1
             /* ---- split-K: the partners' sums into CTA 0 (slots: qg_red_index) */
@@ -600,8 +597,6 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         qg_st_async_v4(slot + qg_red_index(t, i) * 16, out[t][i], out[t][i + 1],
                                        out[t][i + 2], out[t][i + 3], bar);
                 red_phase ^= 1;
-                if (have_next) qg_sfb_store(sfb_other, sfb_next);
-                qg_named_barrier(1, QG_NUM_MATH_THREADS); /* publishes the next SFB */
                 continue; /* CTA 0 stores the tile */
             }
             if (threadIdx.x == 0)
@@ -649,9 +644,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                    qg_pack_bf16x2(out[t][i * 8 + 4], out[t][i * 8 + 5]),
                                    qg_pack_bf16x2(out[t][i * 8 + 6], out[t][i * 8 + 7]));
             }
-            if (have_next) qg_sfb_store(sfb_other, sfb_next);
             qg_fence_proxy_async_shared();
-            qg_named_barrier(1, QG_NUM_MATH_THREADS); /* smem_d complete; the next SFB published */
+            qg_named_barrier(1, QG_NUM_MATH_THREADS);
 
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
             if (tile.tma_store) {

@@ -37,8 +37,7 @@ static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
     /* The masked scheduler keeps a few more registers live than the others. */
     if (block_m == 256) return kind == QG_GEMM_GROUPED_MASKED ? 80 : 96;
-    if (block_m == 64) return 176;
-    return kind == QG_GEMM_GROUPED_MASKED ? 160 : 192;
+    return block_m == 64 ? 176 : 160;
 }
 
 /* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
@@ -51,7 +50,7 @@ static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
     if (block_m == 256) return kind != QG_GEMM_GROUPED_CONTIGUOUS && block_n == 128;
     return block_m == 128 && kind != QG_GEMM_GROUPED_MASKED &&
-           ((block_n > max_plain_block_n(kind, block_m) && block_n <= 224) || block_n == 256);
+           ((block_n >= 176 && block_n <= 224) || block_n == 256);
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
@@ -113,7 +112,7 @@ size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
            2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */ +
-           (size_t)stages * 16 + (split_k > 1 ? 16 : 0) /* barriers */;
+           (size_t)stages * 16 + 32 /* SFB buffers' */ + (split_k > 1 ? 16 : 0) /* barriers */;
 }
 
 /* The most 128-column SFB blocks any tile of width block_n can touch. */
@@ -275,12 +274,16 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     out->smem_bytes = smem;
     out->num_stages = stages;
     /* Register split after setmaxnreg; the CTA's pool is what ptxas gives every
-     * thread at entry (168 x 384, or 240 x 256 with one math warpgroup). The
-     * producer needs 72 with multicast and 8 stages; 216 hold the largest
-     * accumulator sets (block_n 160 at block_m 128, 96 at 256); 56/224
-     * measured 1% slower on the 256x128 tile (2026-11-21-explore3). */
-    out->producer_regs = out->num_math_wgs == 2 ? 40 : 72;
-    out->math_regs = out->num_math_wgs == 1 ? 240 : 232;
+     * thread at entry (168 x 384, or 255 x 256 with one math warpgroup). The
+     * 256x128 tiles take 232 / 40 (DeepGEMM's split: their main loop, unrolled
+     * by 4, spills at 216); the other two-warpgroup tiles 224 / 56 (with SFB
+     * read from the per-tile buffer, 128x112 and the contiguous 128x256 A
+     * spilled at 216; 128x128 A with 5 stages spills a 40-register producer);
+     * one math warpgroup 256 (64x176 masked spilled at 240). CPU compile
+     * sweep of 2026-11-25. */
+    const bool tall_wide = bm == 256 && is_wide(p->kind, bm, bn); /* 256x128 */
+    out->producer_regs = tall_wide ? 40 : out->num_math_wgs == 1 ? 72 : 56;
+    out->math_regs = out->num_math_wgs == 1 ? 256 : tall_wide ? 232 : 224;
     out->swizzle_group = swizzle;
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
@@ -290,7 +293,6 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
     out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
     out->acc_sets = out->kpipe ? 2 : wide ? 1 : units;
-    out->sfb_smem = false; /* the kernel copies SFB per tile itself: no tensor map */
     /* D leaves in chunks of the widest TMA store row (128, 64 or 32 bytes)
      * that divides block_n; the N-split 128-row tiles stop at 64 bytes.
      * Against the 32-byte chunks of before (2026-11-22-explore6, runs 3-4):
@@ -350,9 +352,6 @@ static double tile_efficiency(int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
     if (bm == 256 && bn == 128) return a ? 1.06 : b ? 0.94 : 1.05;
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
-    /* Plain 128x176 / 128x192 (one 64 x block_n wgmma per warpgroup, as
-     * DeepGEMM runs N = 2112): provisional, see bench/results of 2026-11-25. */
-    if (bm == 128 && bn > 160 && bn <= 192) return a ? 0.98 : b ? 0.97 : 0.96;
     if (bm == 128 && bn > 160) return a || b ? 0.66 : 0.73;
     /* H100, N = 2112: 1008-1046 TFLOPS without multicast (A: the H200 table) */
     if (bm == 256 && bn == 64) return a ? 0.92 : b ? 0.64 : 0.85;

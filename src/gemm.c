@@ -90,7 +90,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_SPLIT_K %d\n"
         "#define QG_SWIZZLE_GROUP %d\n#define QG_SFB_ROWS %d\n#define QG_SMEM_BYTES %zu\n"
         "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
-        "#define QG_WGMMA_N %d\n#define QG_ACC_SETS %d\n#define QG_SFB_SMEM %d\n"
+        "#define QG_WGMMA_N %d\n#define QG_ACC_SETS %d\n"
         "#define QG_KPIPE %d\n#define QG_STORE_COLS %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
@@ -99,7 +99,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         (int)cfg->multicast, plan->split_k, (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m,
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size, plan->split_k,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
-        plan->math_regs, plan->wgmma_n, plan->acc_sets, (int)plan->sfb_smem,
+        plan->math_regs, plan->wgmma_n, plan->acc_sets,
         (int)plan->kpipe, plan->store_cols, acc, acc + 1, acc + 2, acc + 3);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
@@ -475,19 +475,10 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const uint32_t b_box = b_box_rows(cfg, plan);
     const uint64_t sfa_rows = (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED ? groups : 1);
 
-    /* SFB through shared memory: a 1-D map of the flat array. For the scale
-     * at index row * K blocks + kb the kernel loads the 4-float (16-byte, the
-     * least a box may be) box at index & ~3, since a box must start 16-byte
-     * aligned, and reads float index & 3 of it. */
-    CUtensorMap map_a, map_b, map_sfa, map_sfb, map_d;
-    memset(&map_sfb, 0, sizeof map_sfb);
-    const uint64_t sfb_elems = (uint64_t)groups * (uint64_t)((a->n + 127) / 128) * plan->num_k_blocks;
-    if (plan->sfb_smem && sfb_elems > INT32_MAX) { /* its box coordinates are int32 */
-        drv->cuCtxPopCurrent(&prev);
-        return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "%s: SFB holds %llu scales; at most %d are supported", fn,
-                        (unsigned long long)sfb_elems, INT32_MAX);
-    }
+    /* SFB needs no tensor map: the kernel copies each tile's scales into
+     * shared memory with plain loads (kernels/qg_fp8_gemm.cuh, "SFB
+     * invariants"). */
+    CUtensorMap map_a, map_b, map_sfa, map_d;
     if ((st = encode_tiled(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
                         (uint64_t)a->lda, 128, a_box, CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
         (st = encode_tiled(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
@@ -496,9 +487,6 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         (st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
                         sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
-        (plan->sfb_smem &&
-         (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb, sfb_elems, 0, 0,
-                            4, 0, CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFB"))) ||
         (st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
                         (uint64_t)a->ldd * 2, (uint32_t)plan->store_cols, (uint32_t)cfg->block_m,
                         plan->store_cols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
@@ -525,7 +513,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     int64_t ldd = a->ldd;
     int shape_m = a->m;
     int prefetch_kb = pdl ? qg__pdl_prefetch_kb(&p, cfg, plan, grid) : 0;
-    void *params[] = {&map_a, &map_b, &map_sfa, &map_sfb, &map_d, &sfb,
+    void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &sfb,
                       &d, &ldd, &m_indices, &masked_m, &shape_m, &prefetch_kb};
 
     CUlaunchAttribute attrs[2];

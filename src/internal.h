@@ -78,7 +78,6 @@ typedef struct {
     int swizzle_group;      /* resolved (never 0) */
     int wgmma_n;            /* N of one wgmma: block_n, or block_n / 2 (wide 128-row tiles) */
     int acc_sets;           /* wgmma accumulator sets per math warpgroup */
-    bool sfb_smem;          /* the producer loads SFB into shared memory with TMA */
     bool kpipe;             /* K-pipelined main loop (two accumulator sets, one unit) */
     int store_cols;         /* columns of one TMA store chunk of D: 16, 32 or 64 */
 } qg_kernel_plan;

@@ -16,9 +16,11 @@
 #      say "skipped: ..." with the reason;
 #   2. python/setup.py build_ext --inplace, with -Werror as the Makefile
 #      builds C, its temporary files under BUILD_DIR/python;
-#   3. pytest on tests/python with PYTHONPATH=python, skip reasons shown (-rs).
-#      Its exit status is the script's: non-zero when a test fails, or when
-#      none ran (status 5).
+#   3. pytest on tests/python with PYTHONPATH=python, skip reasons shown (-rs);
+#      the script stops with its status when a test fails, or when none ran
+#      (status 5);
+#   4. examples/moe.py --trace (torch.compile on meta tensors), where torch
+#      imports: its status is the script's.
 #
 # PYTHON names the interpreter (default python3). Without a GPU, or without
 # PyTorch, the tests that need them skip themselves with the reason.
@@ -64,4 +66,14 @@ echo "building the Python package in place ($("$py" --version))"
 QGEMM_WERROR=1 "$py" python/setup.py -q build_ext --inplace \
     --build-temp "$build/python" --parallel "$(nproc 2>/dev/null || echo 2)"
 
-PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" exec "$py" -m pytest -q -rs tests/python
+export PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}"
+"$py" -m pytest -q -rs tests/python
+
+# The README's Python example, traced under torch.compile(fullgraph=True) on
+# meta tensors (no GPU needed): a graph break fails it, and so the script.
+if have_torch "$py"; then
+    echo "examples/moe.py --trace"
+    "$py" examples/moe.py --trace
+else
+    echo "skipped: examples/moe.py --trace: torch is not importable"
+fi
