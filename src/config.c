@@ -1,6 +1,6 @@
 /*
  * config.c -- kernel configurations: what is legal, what it costs in shared
- * memory, and which one to use for a problem (DESIGN.md section 3).
+ * memory, and which one to use for a problem (docs/DESIGN.md §5).
  *
  * Legal space (checked by CI: every variant compiles without spills):
  *   block_m in {64, 128, 256}; 64 -> one math warpgroup, else two.
@@ -25,7 +25,7 @@
 /* Pipeline depth: as many stages as fit, up to 32. The 64-row tiles of the
  * small-M shapes used to stop at 8; 13-21 stages ran 5-7% faster at K = 7168
  * (64x4096x7168: 20.5 against 21.9 us; 128x4096x7168: 23.0 against 24.4;
- * bench/results/2026-11-22-explore5/, run 1) and within 1% elsewhere. */
+ * 2026-11-22-explore5 (bench/HISTORY.md), run 1) and within 1% elsewhere. */
 #define QG_MAX_STAGES 32
 #define QG_DEFAULT_SWIZZLE 16
 
@@ -94,7 +94,7 @@ static bool masked_256x128(qg_gemm_kind kind, int bm, int bn) {
  * sums, 3 * block_n / 2 registers: block_n <= 128 (the CPU compile sweeps
  * found spills at 64x144, at 128x128 with B multicast, and with the masked
  * scheduler's extra live registers above 96). Measured on an H100 against
- * the one-set loop (bench/results/2026-11-21-explore4/, run 3): 128x128 A at
+ * the one-set loop (2026-11-21-explore4 (bench/HISTORY.md), run 3): 128x128 A at
  * 4096x7168x16384 785 vs 825 us, 128x96 A at 4096x2112x7168 144 vs 162 us,
  * M = 512..2048 128x128 1-1.5% and M = 64/128 up to 2-3% faster, none slower
  * beyond the run-to-run spread. */
@@ -276,14 +276,17 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     /* Register split after setmaxnreg; the CTA's pool is what ptxas gives every
      * thread at entry (168 x 384, or 255 x 256 with one math warpgroup). The
      * 256x128 tiles take 232 / 40 (DeepGEMM's split: their main loop, unrolled
-     * by 4, spills at 216); the other two-warpgroup tiles 224 / 56 (with SFB
-     * read from the per-tile buffer, 128x112 and the contiguous 128x256 A
-     * spilled at 216; 128x128 A with 5 stages spills a 40-register producer);
+     * by 4, spills at 216); the other two-warpgroup tiles 224 / 56 up to 6
+     * stages (with SFB read from the per-tile buffer, 128x112 and the
+     * contiguous 128x256 A spilled at 216; 128x128 A with 5 stages spills a
+     * 40-register producer), 216 / 72 past that (128x64 with 8 stages spills
+     * a 56-register producer);
      * one math warpgroup 256 (64x176 masked spilled at 240). CPU compile
      * sweep of 2026-11-25. */
     const bool tall_wide = bm == 256 && is_wide(p->kind, bm, bn); /* 256x128 */
-    out->producer_regs = tall_wide ? 40 : out->num_math_wgs == 1 ? 72 : 56;
-    out->math_regs = out->num_math_wgs == 1 ? 256 : tall_wide ? 232 : 224;
+    const bool deep = stages > 6; /* the producer's loop state grows with the stages */
+    out->producer_regs = tall_wide ? 40 : out->num_math_wgs == 1 || deep ? 72 : 56;
+    out->math_regs = out->num_math_wgs == 1 ? 256 : tall_wide ? 232 : deep ? 216 : 224;
     out->swizzle_group = swizzle;
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
@@ -316,11 +319,18 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
     return QG_SUCCESS;
 }
 
-qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, qg_config *cfg) {
+/* The checks both public configuration calls make before their work: the
+ * context, the output and the problem (fn names the call in messages). */
+static qg_status check_config_call(const qg_context *ctx, const qg_problem *problem,
+                                   const qg_config *cfg, const char *fn, const char *cfg_name) {
     qg__clear_error();
-    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_complete_config: ctx is NULL");
-    if (!cfg) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_complete_config: cfg is NULL");
-    qg_status st = qg__check_problem(problem, "qg_complete_config");
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (!cfg) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, cfg_name);
+    return qg__check_problem(problem, fn);
+}
+
+qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, qg_config *cfg) {
+    qg_status st = check_config_call(ctx, problem, cfg, "qg_complete_config", "cfg");
     if (st != QG_SUCCESS) return st;
     qg_kernel_plan plan;
     return qg__complete_config_sms(&ctx->props, ctx->num_sms, problem, cfg, &plan);
@@ -331,7 +341,7 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * (1.0 = 128x128 with A multicast): waves x tile area / time, compared on the
  * same problem. The 128x128, 256x128 and 128x256 numbers were re-measured
  * on an H100 after the K-pipelined loop and SFB in shared memory
- * (bench/results/2026-11-22-explore5/, run 3: M = 512..4096 x five (N, K)
+ * (2026-11-22-explore5 (bench/HISTORY.md), run 3: M = 512..4096 x five (N, K)
  * pairs; geometric means over the 19 shapes of at least one full wave):
  * 256x128 without multicast 1.05 (1.03-1.10 per shape), with A 1.04
  * (0.98-1.12: ahead at K = 512 and over many waves, where it is rated a
@@ -340,7 +350,7 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * as 128x256 (either) than as 128x128 A at M = 32768 (same run), hence 1.02;
  * the dense kernel never picks it over 256x128.
  * The others come from earlier runs: an H200 sweep of forced configurations
- * (bench/results/2026-11-21-h200-sweep.txt) corrected on an H100
+ * (2026-11-21-h200-sweep.txt (bench/HISTORY.md)) corrected on an H100
  * (2026-11-21-explore3): the two-part 128-row tiles (n-parts of 88..112
  * columns) run at 0.66-0.73; B multicast lost wherever it was timed: 256x64
  * by 18-21% (N = 2112: 256x64 without multicast took 123.0 us at M = 4096,
@@ -484,7 +494,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
      * MMA work per tile, so it replaces the small problem's choice only where
      * it costs less by the large problems' measure (waves x tile area /
      * efficiency), that is where it saves waves. At 4x256
-     * (bench/results/2026-11-22-explore12, run 1) 256x128 took 55.0 us
+     * (2026-11-22-explore12 (bench/HISTORY.md), run 1) 256x128 took 55.0 us
      * against 61.7 as 128x128 (N 4096, K 7168: 1 wave against 2) and 34.3
      * against 38.4 as 128x160 (N 7168, K 2048: 2 against 3). Dense rows get
      * no such tile: one group of 256 rows has too few tiles for it
@@ -553,10 +563,7 @@ qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem
 }
 
 qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_config *out) {
-    qg__clear_error();
-    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_select_config: ctx is NULL");
-    if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_select_config: out is NULL");
-    qg_status st = qg__check_problem(problem, "qg_select_config");
+    qg_status st = check_config_call(ctx, problem, out, "qg_select_config", "out");
     if (st != QG_SUCCESS) return st;
     qg_kernel_plan plan;
     return qg__select(&ctx->props, ctx->num_sms, problem, out, &plan);

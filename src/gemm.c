@@ -56,7 +56,7 @@ static uint32_t b_box_rows(const qg_config *cfg, const qg_kernel_plan *plan) {
 
 /* ---- weights into L2 during the PDL wait ---------------------------------- */
 
-/* Measured with chains of 8 GEMMs (bench/results/2026-11-22-explore13/, runs
+/* Measured with chains of 8 GEMMs (2026-11-22-explore13 (bench/HISTORY.md), runs
  * 3-5): 1-4 K blocks gain 6-7% at K = 512 and 2-4% at N = 24576, K = 1536,
  * 0-1% elsewhere; 24 MiB over the grid made chains up to 1.3x slower (demand
  * loads that reach a line still in flight seem to fetch it again), and so did

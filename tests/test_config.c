@@ -108,7 +108,7 @@ TEST(config_wide_tiles) {
     CHECK(ctx, "offline context");
     qg_config cfg;
     /* Measured choices. 4096x7168x16384: 256x128 with A multicast fastest. On
-     * an H100 (bench/results/2026-11-21-explore3): N = 2112 ran fastest as
+     * an H100 (2026-11-21-explore3 (bench/HISTORY.md)): N = 2112 ran fastest as
      * 256x64 without multicast (4096x2112x7168: 123.0 us, against
      * 136.1 as 128x176 and 149.5 as 256x64 B; 2048x2112x7168: 61.6 against
      * 86.4 as 128x96 A). 2026-11-22-explore5: 8192x2112x7168 ran as fast as

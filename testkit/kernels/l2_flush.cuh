@@ -7,7 +7,7 @@
  * the next kernel would have to write back to DRAM as its own reads evict
  * them: measured on an H100, 64x7168x16384 took 56-57 us after the write
  * alone against 49.3 us under Nsight Compute's clean caches
- * (bench/results/2026-11-21-explore/README.md). This kernel then reads the
+ * (2026-11-21-explore (bench/HISTORY.md)). This kernel then reads the
  * same buffer, so those write-backs happen here, before the timed region,
  * and the L2 is left holding clean lines of an unrelated buffer.
  *

@@ -72,7 +72,7 @@ def test_tma_aligned_size_rejects_odd_elements(element_size):
 
 
 def test_m_alignment_is_the_m_block_size():
-    assert qgemm.get_m_alignment_for_contiguous_layout() == 128  # DESIGN.md: 128-row blocks
+    assert qgemm.get_m_alignment_for_contiguous_layout() == 128  # docs/DESIGN.md §1: 128-row blocks
 
 
 def test_torch_helpers_say_they_need_torch():

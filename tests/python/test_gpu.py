@@ -1,7 +1,7 @@
 """qgemm on a Hopper GPU, through PyTorch (and CuPy / JAX where installed).
 
 Every result is compared with a product computed by torch in float64 on the
-exactly dequantized inputs (DESIGN.md section 5): the only differences left
+exactly dequantized inputs (docs/DESIGN.md §7): the only differences left
 are FP32 accumulation and bfloat16 rounding, so diff < 1e-5. Inputs are fresh
 random numbers; each message carries the seed that reproduces it.
 """
