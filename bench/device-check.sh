@@ -18,6 +18,15 @@
 #     grouped   build/qgemm bench --grouped, and more MoE shapes -> $OUT/bench_grouped.txt
 #     chain     build/qgemm bench --chain 8        -> $OUT/bench_chain.txt
 #     python    build the Python package in place + pytest tests/python -> $OUT/python.log
+#     examples  examples/gemm and examples/moe.py on the GPU   -> $OUT/python.log
+#     peers     bench/peers.py: qgemm beside DeepGEMM and cuBLASLt, kineto and
+#               events, host overhead                  -> $OUT/peers.json, peers.txt
+#               (DeepGEMM from .peers/, a git-ignored folder carried to the
+#               machine: .peers/build.sh builds it, .peers/env.sh sets it up;
+#               without it the rows say "DeepGEMM: not installed")
+# Default steps: build tests memcheck racecheck synccheck check python examples
+# peers (8 files); bench, json, grouped and chain (qgemm beside cuBLASLt only)
+# run when named with --only.
 # ("sanitize" selects the three sanitizer steps.) Every step runs even when
 # an earlier one failed; each exit code goes to $OUT/summary.txt, printed at
 # the end. At most 8 files are written under $OUT. The kernel cache lives
@@ -27,7 +36,8 @@
 # shellcheck disable=SC2317
 set -u
 
-ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python"
+ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python examples peers"
+DEFAULT_STEPS="build tests memcheck racecheck synccheck check python examples peers"
 
 usage() {
     sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
@@ -45,7 +55,7 @@ done
 
 selected=""
 if [ -z "$only" ]; then
-    selected="$ALL_STEPS"
+    selected="$DEFAULT_STEPS"
 else
     for s in ${only//,/ }; do
         case " $ALL_STEPS sanitize " in
@@ -200,6 +210,21 @@ step_python() {
     return "$rc"
 }
 
+step_examples() {
+    make examples >> "$OUT/python.log" 2>&1 && T examples/gemm &&
+        PYTHONPATH=python T python3 examples/moe.py
+}
+
+step_peers() {
+    if [ -f .peers/env.sh ]; then
+        # shellcheck disable=SC1091
+        bash .peers/build.sh | tail -n 1 && source .peers/env.sh
+    fi
+    PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" STEP_TIMEOUT=540 \
+        T python3 bench/peers.py --warm-jobs 14 --host --out "$OUT" 2>&1 | tail -n 40
+    return "${PIPESTATUS[0]}"
+}
+
 echo "==> machine"
 nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
 nvcc --version 2>&1 || "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>&1 || echo "nvcc: not found"
@@ -211,7 +236,9 @@ if ! wanted build && { [ ! -x build/qgemm ] || [ ! -x build/qgemm_tests ]; }; th
 fi
 run_step build
 [ -x build/qgemm ] && { echo; build/qgemm info; }
-for s in tests memcheck racecheck synccheck check bench json grouped chain python; do run_step "$s"; done
+for s in tests memcheck racecheck synccheck check bench json grouped chain python examples peers; do
+    run_step "$s"
+done
 
 printf '\n==> summary (%s)\n' "$SUMMARY"
 cat "$SUMMARY"
