@@ -95,6 +95,10 @@
  * tiles have no registers to spare for it (the CPU compile sweep found spills
  * at 128x112, 128x208..256, 256x96, 64x176 and the masked 256x128). */
 #define QG_K_UNROLL (QG_BLOCK_M == 256 && QG_BLOCK_N == 128 && QG_KIND != 2 ? 4 : 1)
+/* Without the unrolling, the next stage's full barrier is tested ahead of
+ * the loop top (not in the masked 256x128 tile: its one spare predicate
+ * register is gone there, it spills 4 bytes). */
+#define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !(QG_KIND == 2 && QG_BLOCK_M == 256))
 #define QG_PRAGMA(x) _Pragma(#x)
 #define QG_UNROLL(n) QG_PRAGMA(unroll n)
 
@@ -548,10 +552,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * among this one's promotion instead of exposed at a loop top
              * (kernel-anatomy of 2026-11-25: 17% of the waits failed their
              * first try without it, 0.7% with it). */
+            /* QG_TEST_AHEAD: the next stage's barrier is tested before the
+             * last promotion of this one, so that the loop top waits only
+             * when the test failed. */
+            bool next_ready = false;
             QG_UNROLL(QG_K_UNROLL)
             for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
                 qg_scales sc;
-                wait_stage(sc, kb);
+                if (!QG_TEST_AHEAD || !next_ready) qg_mbarrier_wait(&full[s], phase);
+                qg_read_scales(sc, sfa_addr, sfb_addr, s, kb);
 
                 /* One 128-K block on the tensor cores, in QG_PASSES passes of
                  * QG_ACC_SETS units (issue, wait, promote). */
@@ -568,7 +577,14 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
                     qg_wgmma_wait0();
-                    if (p == QG_PASSES - 1) qg_release_stage(empty, s, lane);
+                    if (p == QG_PASSES - 1) {
+                        qg_release_stage(empty, s, lane);
+                        if (QG_TEST_AHEAD) {
+                            uint32_t ns = s, np = phase;
+                            qg_advance(ns, np);
+                            next_ready = qg_mbarrier_test(&full[ns], np);
+                        }
+                    }
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) {
                         const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);

@@ -89,6 +89,16 @@ QG_DEVICE void qg_mbarrier_wait(uint64_t *bar, uint32_t parity) {
     asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(qg_smem_addr(bar)), "r"(parity) : "memory");
 }
 
+/* Whether the phase with parity `parity` has completed, without waiting
+ * (mbarrier.test_wait: acquire at CTA scope when it returns true). */
+QG_DEVICE bool qg_mbarrier_test(uint64_t *bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile("{\n.reg .pred P;\nmbarrier.test_wait.parity.shared::cta.b64 P, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, P;\n}"
+                 : "=r"(done) : "r"(qg_smem_addr(bar)), "r"(parity) : "memory");
+    return done != 0;
+}
+
 /* The same wait with acquire semantics at cluster scope: what other CTAs'
  * threads released when they arrived is visible after it (9.7.13.15,
  * mbarrier.try_wait). */
