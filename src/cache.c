@@ -12,7 +12,7 @@
  *    the SHA-256 of the body, and a bad file is deleted, never loaded;
  *  - the disk cache is best effort: failing to read or write it is never an
  *    error (QGEMM_JIT_DEBUG says why); its directory is QGEMM_CACHE_DIR, else
- *    $HOME/.cache/qgemm (src/env.c), read at every call.
+ *    $XDG_CACHE_HOME/qgemm, else $HOME/.cache/qgemm (src/env.c), read at every call.
  */
 #include "internal.h"
 #include "cache.h"
@@ -168,7 +168,7 @@ static void set_ptx_flags(qg_kernel_info *out, uint32_t f) {
 
 const char *qg__cache_open_dir(char buf[QG_PATH_MAX]) {
     if (!qg__cache_dir(buf, QG_PATH_MAX)) {
-        qg__jit_debug("disk cache disabled: neither QGEMM_CACHE_DIR nor HOME is set (or the path is too long)");
+        qg__jit_debug("disk cache disabled: none of QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME is set (or the path is too long)");
         return NULL;
     }
     if (make_dirs(buf) != 0) {
