@@ -8,6 +8,9 @@
  *                                            directory of the on-disk kernel cache (created
  *                                            when missing); with none of the three set there
  *                                            is no disk cache, only the in-memory one
+ *   QGEMM_CACHE_MAX_MB  1024                 the disk cache's size limit in MiB: after each
+ *                                            write the least recently used kernels are
+ *                                            deleted until it fits (0: no limit)
  *   XDG_CACHE_HOME      (unset)              an absolute path: the default of QGEMM_CACHE_DIR
  *                                            is $XDG_CACHE_HOME/qgemm (a relative one is
  *                                            ignored, as the XDG spec says)
@@ -44,6 +47,8 @@
 const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_CACHE_DIR", "directory of the on-disk kernel cache",
      "$XDG_CACHE_HOME/qgemm, else $HOME/.cache/qgemm"},
+    {"QGEMM_CACHE_MAX_MB", "the disk cache's size limit in MiB (least recently used evicted; "
+     "0: none)", "1024"},
     {"XDG_CACHE_HOME", "an absolute path: the default of QGEMM_CACHE_DIR is under it", "(unset)"},
     {"HOME", "without XDG_CACHE_HOME, gives the default of QGEMM_CACHE_DIR", "(the system's)"},
     {"QGEMM_JIT_DEBUG", "1: print compiles and cache hits to stderr, compile with -lineinfo",

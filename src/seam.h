@@ -137,6 +137,25 @@ qg_status qg__context_compile_source(qg_context *ctx, const char *source, const 
  * does not fit. */
 bool qg__cache_dir(char *buf, size_t len);
 
+/* ---- the disk cache's size (src/cache.c) ----------------------------------- */
+
+#define QG_CACHE_DEFAULT_MAX_MB 1024 /* QGEMM_CACHE_MAX_MB when unset */
+
+typedef struct {
+    uint64_t files, bytes;
+} qg_cache_usage;
+
+/* QGEMM_CACHE_MAX_MB in bytes (default QG_CACHE_DEFAULT_MAX_MB MiB; 0: no limit). */
+uint64_t qg__cache_limit_bytes(void);
+/* Delete the least recently used kernels (<64 hex>.cubin, oldest mtime first)
+ * of `dir` until the rest take at most max_bytes (0: delete them all), and
+ * temporaries an hour old (all of them when max_bytes is 0; none when it is
+ * UINT64_MAX, which only counts). Other files are never touched; a missing
+ * directory is an empty cache. `removed`, `kept` may be NULL.
+ * @return QG_SUCCESS, or an error when the directory cannot be read. */
+qg_status qg__cache_prune(const char *dir, uint64_t max_bytes, qg_cache_usage *removed,
+                          qg_cache_usage *kept);
+
 /* ---- fault injection (src/gemm.c) ------------------------------------------ */
 
 /* From now on, compiling a GEMM kernel whose tile is block_m x block_n fails
