@@ -1,11 +1,17 @@
 # qgemm -- build rules. `make` builds everything, `make test` runs the tests,
 # `make run` runs the main job (the CLI's check + benchmark on a GPU).
 #
-#   build/libqgemm.a, build/libqgemm.so   the library, the product (kernels embedded)
+#   build/libqgemm.a, build/libqgemm.so   the library, the product (kernels embedded);
+#                                         libqgemm.so -> .so.0 -> .so.$(VERSION) (SONAME .so.0)
 #   build/libqgemm_testkit.a              the testkit: reference, checks, timing, fault
 #                                         injection, its helper kernels (tests, CLI, bench)
 #   build/qgemm                           the command-line tool
 #   build/qgemm_tests                     the test binary (CPU + GPU tests)
+#
+# `make install PREFIX=/usr/local DESTDIR=` installs the header, both libraries,
+# qgemm.pc, the CMake package (find_package(qgemm) -> qgemm::qgemm) and the CLI.
+# The library links no CUDA library: the driver and NVRTC are dlopen'ed at run
+# time (src/driver.c, src/nvrtc.c), so nothing has a RUNPATH into CUDA.
 #
 # Dependencies point down only: tools/ and tests/ -> testkit/ -> src/ (the library).
 # So the library's objects see include/ and src/ only; -Itestkit is given to
@@ -17,7 +23,16 @@ BUILD     := build
 
 CFLAGS  += -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -MMD -MP \
            -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include
-LDLIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
+# What libqgemm needs (qgemm.pc's Libs.private, the CMake target's link interface).
+LDLIBS  := -ldl -lpthread -lm
+
+VERSION     := $(shell sed -n 's/^\#define QG_VERSION_STRING "\(.*\)"/\1/p' include/qgemm.h)
+SOMAJOR     := $(firstword $(subst ., ,$(VERSION)))
+SONAME      := libqgemm.so.$(SOMAJOR)
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+INCLUDEDIR  ?= $(PREFIX)/include
+LIBDIR      ?= $(PREFIX)/lib
 
 LIB_SRC     := $(wildcard src/*.c)
 KERNELS     := $(sort $(wildcard kernels/*.cuh))
@@ -28,9 +43,9 @@ TK_OBJ      := $(TK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/testkit/kernels_embedded.o
 TOOL_SRC    := $(wildcard tools/*.c)
 TEST_SRC    := $(wildcard tests/*.c)
 
-.PHONY: all lib testkit test run clean
+.PHONY: all lib testkit test run clean install
 all: lib testkit $(BUILD)/qgemm $(BUILD)/qgemm_tests
-lib: $(BUILD)/libqgemm.a $(BUILD)/libqgemm.so
+lib: $(BUILD)/libqgemm.a $(BUILD)/libqgemm.so $(BUILD)/$(SONAME)
 testkit: $(BUILD)/libqgemm_testkit.a
 
 # The testkit's header (testkit/qgtk.h) for everything above the library.
@@ -59,8 +74,16 @@ $(BUILD)/testkit/kernels_embedded.o: $(BUILD)/testkit/kernels_embedded.c
 $(BUILD)/libqgemm.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libqgemm.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The shared library: the real file is .so.$(VERSION), its SONAME .so.$(SOMAJOR);
+# .so.$(SOMAJOR) and .so are links, as `make install` lays them out.
+$(BUILD)/libqgemm.so.$(VERSION): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/$(SONAME): $(BUILD)/libqgemm.so.$(VERSION)
+	ln -sf libqgemm.so.$(VERSION) $@
+
+$(BUILD)/libqgemm.so: $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 # The testkit: a static library over libqgemm (link it before libqgemm.a).
 $(BUILD)/libqgemm_testkit.a: $(TK_OBJ)
@@ -84,6 +107,7 @@ $(BUILD):
 test: all examples
 	$(BUILD)/qgemm_tests
 	bash tests/cli.sh $(BUILD)
+	bash tests/install.sh
 	examples/gemm --check-offline
 	bash tests/python/run.sh $(BUILD)
 
@@ -95,6 +119,36 @@ examples: $(BUILD)/libqgemm.a
 .PHONY: pytest
 pytest:
 	bash tests/python/run.sh $(BUILD)
+
+# Install: header, static and shared library (with its links), pkg-config and
+# CMake files, the CLI. DESTDIR stages (packagers); PREFIX is what the files say.
+install: lib $(BUILD)/qgemm $(BUILD)/qgemm.pc $(BUILD)/qgemmConfig.cmake $(BUILD)/qgemmConfigVersion.cmake
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(LIBDIR)/cmake/qgemm $(DESTDIR)$(BINDIR)
+	install -m 644 include/qgemm.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/libqgemm.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libqgemm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libqgemm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libqgemm.so
+	install -m 644 $(BUILD)/qgemm.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 644 $(BUILD)/qgemmConfig.cmake $(BUILD)/qgemmConfigVersion.cmake \
+	    $(DESTDIR)$(LIBDIR)/cmake/qgemm/
+	install -m 755 $(BUILD)/qgemm $(DESTDIR)$(BINDIR)/
+
+# The installed files name PREFIX, so they are remade on every install.
+.PHONY: FORCE
+FORCE:
+$(BUILD)/qgemm.pc: packaging/qgemm.pc.in include/qgemm.h FORCE | $(BUILD)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' \
+	    -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|g' \
+	    -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' $< > $@
+
+$(BUILD)/qgemmConfig.cmake: packaging/qgemmConfig.cmake.in include/qgemm.h | $(BUILD)
+	sed -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+$(BUILD)/qgemmConfigVersion.cmake: packaging/qgemmConfigVersion.cmake.in include/qgemm.h | $(BUILD)
+	sed -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # The main job on a GPU: the CLI's check, then its benchmark.
 run: all

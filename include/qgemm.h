@@ -56,11 +56,11 @@ struct CUstream_st;
 /* ------------------------------------------------------------------------ */
 
 #define QG_VERSION_MAJOR 0
-#define QG_VERSION_MINOR 2
-#define QG_VERSION_PATCH 4
+#define QG_VERSION_MINOR 3
+#define QG_VERSION_PATCH 0
 #define QG_VERSION_NUMBER \
     (QG_VERSION_MAJOR * 10000 + QG_VERSION_MINOR * 100 + QG_VERSION_PATCH)
-#define QG_VERSION_STRING "0.2.4"
+#define QG_VERSION_STRING "0.3.0"
 
 /** @return QG_VERSION_NUMBER of the library actually linked. */
 QG_API unsigned qg_version(void);

@@ -2,17 +2,21 @@
 
 The extension module qgemm._C is self-contained: it compiles the whole C
 library (src/*.c of the repository) and its embedded kernel sources
-(kernels/*.cuh, turned into C by tools/embed.sh) into itself, links NVRTC with
-an rpath to the CUDA toolkit's lib64, and loads the CUDA driver at run time
-(so `import qgemm` works on machines without a GPU).
+(kernels/*.cuh, turned into C by tools/embed.sh) into itself, and links no CUDA
+library: the CUDA driver and NVRTC are loaded at run time (src/driver.c,
+src/nvrtc.c), so `import qgemm` works on machines without a GPU or a CUDA
+toolkit, and the module has no RUNPATH. NVRTC is looked for at the first
+compile in $QGEMM_NVRTC_DIR (e.g. the pip package nvidia-cuda-nvrtc's lib/),
+$CUDA_HOME/lib64 (default /usr/local/cuda), then through the system loader.
 
 Where things are found:
   QGEMM_ROOT  the qgemm source tree (include/qgemm.h, src/, kernels/, tools/);
               default: the parent of this file's folder (python/..), which is
               right for `pip install ./python` with pip >= 21.3 (in-tree
               builds). Set it when the package folder was copied elsewhere.
-  CUDA_HOME   the CUDA toolkit (cuda.h, libnvrtc); default: CUDA_PATH, then
-              the toolkit of `nvcc` on PATH, then /usr/local/cuda.
+  CUDA_HOME   the CUDA headers at build time (cuda.h, nvrtc.h: types only);
+              default: CUDA_PATH, then the toolkit of `nvcc` on PATH, then
+              /usr/local/cuda.
   QGEMM_WERROR=1 compiles with -Werror (what CI does).
 """
 import os
@@ -47,19 +51,12 @@ def find_cuda() -> Path:
         candidates.append(str(Path(nvcc).resolve().parent.parent))
     candidates.append("/usr/local/cuda")
     for c in candidates:
-        if c and (Path(c) / "include" / "cuda.h").is_file():
+        if c and all((Path(c) / "include" / h).is_file() for h in ("cuda.h", "nvrtc.h")):
             return Path(c)
     raise SystemExit(
-        "qgemm: the CUDA toolkit was not found (looked for include/cuda.h under "
+        "qgemm: the CUDA headers were not found (looked for include/cuda.h and nvrtc.h under "
         f"{[c for c in candidates if c]}); set CUDA_HOME=/path/to/cuda"
     )
-
-
-def cuda_lib_dir(cuda: Path) -> Path:
-    for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
-        if (cuda / sub / "libnvrtc.so").exists():
-            return cuda / sub
-    raise SystemExit(f"qgemm: libnvrtc.so not found under {cuda} (lib64/); set CUDA_HOME")
 
 
 def library_version(root: Path) -> str:
@@ -72,7 +69,6 @@ def library_version(root: Path) -> str:
 
 ROOT = find_root()
 CUDA = find_cuda()
-CUDA_LIB = cuda_lib_dir(CUDA)
 
 
 class BuildExt(build_ext):
@@ -130,9 +126,7 @@ ext = Extension(
     # relative to this folder; BuildExt adds the library's own sources
     sources=sorted(p.relative_to(HERE).as_posix() for p in (HERE / "csrc").glob("*.c")),
     include_dirs=[str(ROOT / "include"), str(ROOT / "src"), str(HERE / "csrc"), str(CUDA / "include")],
-    library_dirs=[str(CUDA_LIB)],
-    runtime_library_dirs=[str(CUDA_LIB)],
-    libraries=["nvrtc", "dl", "pthread", "m"],
+    libraries=["dl", "pthread", "m"],  # no CUDA library: driver and NVRTC are dlopen'ed
     extra_compile_args=cflags,
 )
 

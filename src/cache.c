@@ -12,11 +12,17 @@
  *    the SHA-256 of the body, and a bad file is deleted, never loaded;
  *  - the disk cache is best effort: failing to read or write it is never an
  *    error (QGEMM_JIT_DEBUG says why); its directory is QGEMM_CACHE_DIR, else
- *    $HOME/.cache/qgemm (src/env.c), read at every call.
+ *    $XDG_CACHE_HOME/qgemm, else $HOME/.cache/qgemm (src/env.c), read at every call;
+ *  - its size is bounded: a file's mtime is its last use (set when written,
+ *    refreshed at every disk hit), and after each write the least recently
+ *    used files are deleted until the cache fits QGEMM_CACHE_MAX_MB (default
+ *    QG_CACHE_DEFAULT_MAX_MB; 0: no limit). Only <64 hex>.cubin files count
+ *    and are deleted, and temporaries left an hour ago by a writer that died.
  */
 #include "internal.h"
 #include "cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -168,7 +174,7 @@ static void set_ptx_flags(qg_kernel_info *out, uint32_t f) {
 
 const char *qg__cache_open_dir(char buf[QG_PATH_MAX]) {
     if (!qg__cache_dir(buf, QG_PATH_MAX)) {
-        qg__jit_debug("disk cache disabled: neither QGEMM_CACHE_DIR nor HOME is set (or the path is too long)");
+        qg__jit_debug("disk cache disabled: none of QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME is set (or the path is too long)");
         return NULL;
     }
     if (make_dirs(buf) != 0) {
@@ -241,6 +247,7 @@ int qg__cache_read(const char *dir, const char *key, qg_jit_build *b) {
         else if (got != size) bad = "short read";
         else bad = decode_file(f, size, key, b);
     }
+    if (!bad) futimens(fd, NULL); /* the file's last use, for eviction (best effort) */
     close(fd);
     free(f);
     if (!bad) return 1;
@@ -303,7 +310,128 @@ void qg__cache_write(const char *dir, const char *key, const qg_jit_build *b) {
         if (failed || rename(tmp, path) != 0) {
             qg__jit_debug("disk cache: cannot write %s: %s", path, strerror(errno));
             unlink(tmp);
+        } else {
+            uint64_t limit = qg__cache_limit_bytes();
+            if (limit && qg__cache_prune(dir, limit, NULL, NULL) != QG_SUCCESS)
+                qg__jit_debug("disk cache: cannot prune %s: %s", dir, qg_last_error());
         }
     }
     free(f);
+}
+
+/* ---- size limit and eviction ------------------------------------------- */
+
+/* A cache file's name: 64 hex digits and ".cubin"; a temporary: <key>.tmp.* */
+static bool is_cubin_name(const char *name, bool *is_tmp) {
+    size_t n = strlen(name);
+    if (n < 65) return false;
+    for (int i = 0; i < 64; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return false;
+    *is_tmp = strncmp(name + 64, ".tmp.", 5) == 0;
+    return *is_tmp || strcmp(name + 64, ".cubin") == 0;
+}
+
+typedef struct {
+    char name[80];
+    uint64_t bytes;
+    struct timespec used; /* mtime: set at write, refreshed at every disk hit */
+} cache_file;
+
+static int older_first(const void *a, const void *b) {
+    const cache_file *x = a, *y = b;
+    if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    if (x->used.tv_nsec != y->used.tv_nsec) return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+uint64_t qg__cache_limit_bytes(void) {
+    const char *v = qg__env_string("QGEMM_CACHE_MAX_MB");
+    unsigned long long mb = QG_CACHE_DEFAULT_MAX_MB;
+    if (v) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno == 0 && end != v && *end == '\0' && v[0] != '-' && x <= (1ull << 40))
+            mb = x;
+        else
+            qg__jit_debug("QGEMM_CACHE_MAX_MB=%s is not a number of MiB: using %llu", v, mb);
+    }
+    return (uint64_t)mb << 20;
+}
+
+qg_status qg__cache_prune(const char *dir, uint64_t max_bytes, qg_cache_usage *removed,
+                          qg_cache_usage *kept) {
+    qg_cache_usage gone = {0, 0}, left = {0, 0};
+    if (removed) *removed = gone;
+    if (kept) *kept = left;
+    if (!dir) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg__cache_prune: dir is NULL");
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return QG_SUCCESS; /* no cache yet: nothing to prune */
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "cannot open the cache directory %s: %s", dir,
+                        strerror(errno));
+    }
+    cache_file *files = NULL;
+    size_t count = 0, cap = 0;
+    uint64_t total = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    qg_status st = QG_SUCCESS;
+    for (struct dirent *e; (e = readdir(d));) {
+        bool is_tmp = false;
+        if (!is_cubin_name(e->d_name, &is_tmp) || strlen(e->d_name) >= sizeof files->name)
+            continue;
+        struct stat sb;
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        /* A temporary file is another process's write in flight, unless it is
+         * an hour old (that writer died): only those are removed, and none
+         * when max_bytes is UINT64_MAX (a listing); a clear removes all. */
+        if (is_tmp) {
+            if (max_bytes != UINT64_MAX &&
+                (now.tv_sec - sb.st_mtim.tv_sec > 3600 || max_bytes == 0)) {
+                if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
+                    gone.files++;
+                    gone.bytes += (uint64_t)sb.st_size;
+                }
+            }
+            continue;
+        }
+        if (count == cap) {
+            size_t n = cap ? 2 * cap : 256;
+            cache_file *grown = realloc(files, n * sizeof *files);
+            if (!grown) {
+                st = qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot list the cache directory %s", dir);
+                break;
+            }
+            files = grown;
+            cap = n;
+        }
+        snprintf(files[count].name, sizeof files[count].name, "%s", e->d_name);
+        files[count].bytes = (uint64_t)sb.st_size;
+        files[count].used = sb.st_mtim;
+        total += files[count].bytes;
+        count++;
+    }
+    if (st == QG_SUCCESS) {
+        qsort(files, count, sizeof *files, older_first);
+        for (size_t i = 0; i < count; i++) {
+            if (total > max_bytes && unlinkat(dirfd(d), files[i].name, 0) == 0) {
+                total -= files[i].bytes;
+                gone.files++;
+                gone.bytes += files[i].bytes;
+                qg__jit_debug("disk cache: evicted %s (%llu bytes, least recently used)",
+                              files[i].name, (unsigned long long)files[i].bytes);
+            } else {
+                left.files++;
+                left.bytes += files[i].bytes;
+            }
+        }
+    }
+    closedir(d);
+    free(files);
+    if (removed) *removed = gone;
+    if (kept) *kept = left;
+    return st;
 }

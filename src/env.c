@@ -4,10 +4,18 @@
  * and long-lived processes can change them; nothing is cached.
  *
  *   name                default              what it does
- *   QGEMM_CACHE_DIR     $HOME/.cache/qgemm   directory of the on-disk kernel cache (created
- *                                            when missing); with neither it nor HOME set there
+ *   QGEMM_CACHE_DIR     $XDG_CACHE_HOME/qgemm, then $HOME/.cache/qgemm
+ *                                            directory of the on-disk kernel cache (created
+ *                                            when missing); with none of the three set there
  *                                            is no disk cache, only the in-memory one
- *   HOME                (the system's)       gives the default of QGEMM_CACHE_DIR
+ *   QGEMM_CACHE_MAX_MB  1024                 the disk cache's size limit in MiB: after each
+ *                                            write the least recently used kernels are
+ *                                            deleted until it fits (0: no limit)
+ *   XDG_CACHE_HOME      (unset)              an absolute path: the default of QGEMM_CACHE_DIR
+ *                                            is $XDG_CACHE_HOME/qgemm (a relative one is
+ *                                            ignored, as the XDG spec says)
+ *   HOME                (the system's)       without XDG_CACHE_HOME, the default of
+ *                                            QGEMM_CACHE_DIR is $HOME/.cache/qgemm
  *   QGEMM_JIT_DEBUG     off                  1: print each compile, cache hit and cache-file
  *                                            problem to stderr ("qgemm jit: ..."), and compile
  *                                            with -lineinfo (its own cache keys)
@@ -15,6 +23,14 @@
  *                                            misses and <key>.ptx when NVRTC runs
  *   QGEMM_PRINT_CONFIG  off                  1: print each configuration the heuristic
  *                                            chooses, and each fallback, to stderr
+ *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
+ *                                            package nvidia-cuda-nvrtc's lib/), tried first
+ *                                            when NVRTC is loaded (src/nvrtc.c)
+ *   CUDA_HOME           /usr/local/cuda      NVRTC is then looked for in $CUDA_HOME/lib64 and
+ *                                            lib, then through the system loader
+ *
+ * The NVRTC variables are read once, at the first compile of the process (NVRTC
+ * is loaded once); the others at every call.
  *
  * A flag is on when set, non-empty and not "0". docs/DESIGN.md §9 copies this
  * table; qg__env_knobs below is the same table for code, and the readers
@@ -29,12 +45,20 @@
 #include <string.h>
 
 const qg_env_knob qg__env_knobs[] = {
-    {"QGEMM_CACHE_DIR", "directory of the on-disk kernel cache", "$HOME/.cache/qgemm"},
-    {"HOME", "gives the default of QGEMM_CACHE_DIR", "(the system's)"},
+    {"QGEMM_CACHE_DIR", "directory of the on-disk kernel cache",
+     "$XDG_CACHE_HOME/qgemm, else $HOME/.cache/qgemm"},
+    {"QGEMM_CACHE_MAX_MB", "the disk cache's size limit in MiB (least recently used evicted; "
+     "0: none)", "1024"},
+    {"XDG_CACHE_HOME", "an absolute path: the default of QGEMM_CACHE_DIR is under it", "(unset)"},
+    {"HOME", "without XDG_CACHE_HOME, gives the default of QGEMM_CACHE_DIR", "(the system's)"},
     {"QGEMM_JIT_DEBUG", "1: print compiles and cache hits to stderr, compile with -lineinfo",
      "off"},
     {"QGEMM_JIT_DUMP", "a directory: write <key>.cu and <key>.ptx of each compile", "off"},
     {"QGEMM_PRINT_CONFIG", "1: print each chosen configuration to stderr", "off"},
+    {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
+     "first", "(unset)"},
+    {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",
+     "/usr/local/cuda"},
 };
 const int qg__num_env_knobs = (int)(sizeof qg__env_knobs / sizeof qg__env_knobs[0]);
 
@@ -55,9 +79,12 @@ bool qg__cache_dir(char *buf, size_t len) {
     if (!buf || !len) return false;
     buf[0] = '\0';
     const char *dir = qg__env_string("QGEMM_CACHE_DIR");
-    const char *home = dir ? NULL : qg__env_string("HOME");
+    const char *xdg = dir ? NULL : qg__env_string("XDG_CACHE_HOME");
+    if (xdg && xdg[0] != '/') xdg = NULL; /* the XDG spec: relative paths are invalid */
+    const char *home = dir || xdg ? NULL : qg__env_string("HOME");
     int n = dir ? snprintf(buf, len, "%s", dir)
-                : home ? snprintf(buf, len, "%s/.cache/qgemm", home) : -1;
+            : xdg ? snprintf(buf, len, "%s/qgemm", xdg)
+            : home ? snprintf(buf, len, "%s/.cache/qgemm", home) : -1;
     if (n < 0 || (size_t)n >= len) {
         buf[0] = '\0';
         return false;

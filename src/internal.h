@@ -30,6 +30,15 @@ const char *qg__env_string(const char *name);
 /* "qgemm jit: <message>" on stderr when QGEMM_JIT_DEBUG is on (jit.c, cache.c). */
 void qg__jit_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- NVRTC's search (src/nvrtc.c; qg__nvrtc_load in seam.h uses it) ------ */
+
+/* Look for libnvrtc in dir (may be NULL), then cuda_home/lib64 and lib (may be
+ * NULL), then, when `system`, through the system loader; fill *out and `path`
+ * from the first that has every entry point (the handle stays open).
+ * @return QG_SUCCESS, or QG_ERROR_COMPILE naming every path tried and why. */
+qg_status qg__nvrtc_search(const char *dir, const char *cuda_home, bool system, qg_nvrtc *out,
+                           char *path, size_t path_len);
+
 /* ---- run-time compilation (src/jit.c) ----------------------------------- */
 
 /* The kernel sources, embedded at build time (generated src/kernels_embedded.c). */
@@ -50,7 +59,7 @@ typedef struct {
 /*
  * Compile `source` (which #includes files of qg__kernel_files) for sm_90a
  * with NVRTC, or find it in the memory cache, then in the disk cache
- * (src/cache.c; $QGEMM_CACHE_DIR, default ~/.cache/qgemm). The key hashes the source, every
+ * (src/cache.c; $QGEMM_CACHE_DIR, default $XDG_CACHE_HOME/qgemm or ~/.cache/qgemm). The key hashes the source, every
  * embedded file, the options and the NVRTC version. Rejects (QG_ERROR_COMPILE)
  * a kernel whose ptxas report shows spills or a stack frame.
  * QGEMM_JIT_DEBUG=1 prints the compile; QGEMM_JIT_DUMP=dir writes .cu/.ptx.

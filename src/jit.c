@@ -12,16 +12,18 @@
  *    the entry is "pending" and other threads asking for the key wait for it
  *    (one compile per key, however many threads); a failed compile drops the
  *    entry so a waiter retries and gets its own error message;
- *  - environment variables (src/env.c: QGEMM_CACHE_DIR, HOME,
+ *  - environment variables (src/env.c: QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME,
  *    QGEMM_JIT_DEBUG, QGEMM_JIT_DUMP) are read at every call; QGEMM_JIT_DEBUG
  *    also adds -lineinfo, so debug builds have keys (and cubins) of their own;
  *  - QGEMM_JIT_DUMP=dir writes <key>.cu whenever the memory cache misses and
- *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both).
+ *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both);
+ *  - NVRTC is reached only through the table of src/nvrtc.c (dlopen'ed at the
+ *    first compile, never linked); without it every compile fails with
+ *    QG_ERROR_COMPILE naming the paths tried.
  */
 #include "internal.h"
 #include "cache.h"
 
-#include <nvrtc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,26 +203,30 @@ static void scan_ptx(const char *ptx, qg_kernel_info *info) {
     }
 }
 
-static char *read_log(nvrtcProgram prog) {
+static char *read_log(const qg_nvrtc *nv, nvrtcProgram prog) {
     size_t n = 0;
-    if (nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0) n = 1;
+    if (nv->nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0) n = 1;
     char *log = malloc(n);
     if (!log) return NULL;
     log[0] = '\0';
-    if (n > 1 && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
+    if (n > 1 && nv->nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
     log[n - 1] = '\0';
     return log;
 }
 
-static qg_status nvrtc_fail(nvrtcResult r, const char *what, const char *key) {
+static qg_status nvrtc_fail(const qg_nvrtc *nv, nvrtcResult r, const char *what,
+                            const char *key) {
     return qg__fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? QG_ERROR_OUT_OF_MEMORY : QG_ERROR_COMPILE,
-                    "%s failed for kernel %s: %s", what, key, nvrtcGetErrorString(r));
+                    "%s failed for kernel %s: %s", what, key, nv->nvrtcGetErrorString(r));
 }
 
 /* Compile `source` with NVRTC: cubin, report, register/spill counts, PTX flags.
  * On success *ptx_out holds the PTX (caller frees) for QGEMM_JIT_DUMP. */
 static qg_status compile(const char *source, const char *key, const char *const *opts,
                          int num_opts, qg_jit_build *b, char **ptx_out) {
+    const qg_nvrtc *nv;
+    qg_status loaded = qg__nvrtc_load(&nv);
+    if (loaded != QG_SUCCESS) return loaded;
     int n = qg__num_kernel_files;
     const char **names = calloc((size_t)n + 1, sizeof *names);
     const char **texts = calloc((size_t)n + 1, sizeof *texts);
@@ -236,15 +242,15 @@ static qg_status compile(const char *source, const char *key, const char *const 
     char prog_name[32];
     snprintf(prog_name, sizeof prog_name, "qgemm_%.16s.cu", key);
     nvrtcProgram prog;
-    nvrtcResult r = nvrtcCreateProgram(&prog, source, prog_name, n, texts, names);
+    nvrtcResult r = nv->nvrtcCreateProgram(&prog, source, prog_name, n, texts, names);
     free(names);
     free(texts);
-    if (r != NVRTC_SUCCESS) return nvrtc_fail(r, "nvrtcCreateProgram", key);
+    if (r != NVRTC_SUCCESS) return nvrtc_fail(nv, r, "nvrtcCreateProgram", key);
 
     qg_status st = QG_SUCCESS;
     char *ptx = NULL;
-    nvrtcResult cr = nvrtcCompileProgram(prog, num_opts, opts);
-    b->report = read_log(prog);
+    nvrtcResult cr = nv->nvrtcCompileProgram(prog, num_opts, opts);
+    b->report = read_log(nv, prog);
     if (!b->report) {
         st = qg__fail(QG_ERROR_OUT_OF_MEMORY, "cannot allocate the NVRTC log");
         goto done;
@@ -252,14 +258,14 @@ static qg_status compile(const char *source, const char *key, const char *const 
     if (cr != NVRTC_SUCCESS) {
         size_t len = strlen(b->report);
         st = qg__fail(QG_ERROR_COMPILE, "NVRTC failed to compile kernel %s (%s); log%s:\n%.*s%s",
-                      key, nvrtcGetErrorString(cr), len > QG_LOG_EXCERPT ? " (truncated)" : "",
+                      key, nv->nvrtcGetErrorString(cr), len > QG_LOG_EXCERPT ? " (truncated)" : "",
                       QG_LOG_EXCERPT, b->report, len > QG_LOG_EXCERPT ? "\n..." : "");
         goto done;
     }
     size_t ptx_size = 0;
-    if ((r = nvrtcGetPTXSize(prog, &ptx_size)) != NVRTC_SUCCESS ||
-        (r = nvrtcGetCUBINSize(prog, &b->cubin_size)) != NVRTC_SUCCESS) {
-        st = nvrtc_fail(r, "nvrtcGetPTXSize/nvrtcGetCUBINSize", key);
+    if ((r = nv->nvrtcGetPTXSize(prog, &ptx_size)) != NVRTC_SUCCESS ||
+        (r = nv->nvrtcGetCUBINSize(prog, &b->cubin_size)) != NVRTC_SUCCESS) {
+        st = nvrtc_fail(nv, r, "nvrtcGetPTXSize/nvrtcGetCUBINSize", key);
         goto done;
     }
     ptx = malloc(ptx_size + 1);
@@ -269,9 +275,9 @@ static qg_status compile(const char *source, const char *key, const char *const 
                       ptx_size + b->cubin_size);
         goto done;
     }
-    if ((r = nvrtcGetPTX(prog, ptx)) != NVRTC_SUCCESS ||
-        (r = nvrtcGetCUBIN(prog, b->cubin)) != NVRTC_SUCCESS) {
-        st = nvrtc_fail(r, "nvrtcGetPTX/nvrtcGetCUBIN", key);
+    if ((r = nv->nvrtcGetPTX(prog, ptx)) != NVRTC_SUCCESS ||
+        (r = nv->nvrtcGetCUBIN(prog, b->cubin)) != NVRTC_SUCCESS) {
+        st = nvrtc_fail(nv, r, "nvrtcGetPTX/nvrtcGetCUBIN", key);
         goto done;
     }
     ptx[ptx_size] = '\0';
@@ -297,7 +303,7 @@ static qg_status compile(const char *source, const char *key, const char *const 
     }
     scan_ptx(ptx, &b->info);
 done:
-    nvrtcDestroyProgram(&prog);
+    nv->nvrtcDestroyProgram(&prog);
     if (st == QG_SUCCESS) {
         *ptx_out = ptx;
     } else {
@@ -328,14 +334,15 @@ static void print_line(const char *how, const qg_kernel_info *info, const char *
           info->spill_load_bytes, info->stack_frame_bytes, flat);
 }
 
-static void compute_key(qg_jit_cache *cache, bool line_info, const char *const *opts,
-                        int num_opts, const char *source, char key[65]) {
+static void compute_key(const qg_nvrtc *nv, qg_jit_cache *cache, bool line_info,
+                        const char *const *opts, int num_opts, const char *source,
+                        char key[65]) {
     qg_sha256 s;
     pthread_mutex_lock(&cache->lock);
     if (!cache->prefix_ready[line_info]) {
         int major = 0, minor = 0;
         char version[32];
-        nvrtcVersion(&major, &minor);
+        nv->nvrtcVersion(&major, &minor);
         snprintf(version, sizeof version, "%d.%d", major, minor);
         qg__cache_key_prefix(&cache->prefix[line_info], QG_JIT_FORMAT, version, opts, num_opts);
         cache->prefix_ready[line_info] = true;
@@ -451,8 +458,12 @@ qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result
     bool line_info = qg__env_flag("QGEMM_JIT_DEBUG");
     const char *opts[8];
     int num_opts = jit_options(line_info, opts);
+    /* The key names the NVRTC version, so nothing is found without NVRTC. */
+    const qg_nvrtc *nv;
+    qg_status loaded = qg__nvrtc_load(&nv);
+    if (loaded != QG_SUCCESS) return loaded;
     char key[65];
-    compute_key(cache, line_info, opts, num_opts, source, key);
+    compute_key(nv, cache, line_info, opts, num_opts, source, key);
     memcpy(out->info.key, key, sizeof key);
 
     /* Find the entry, wait while another thread compiles it, or claim it. */

@@ -90,6 +90,33 @@ qg_status qg__driver_load(const qg_driver **out);
 /* Turn a CUresult into a status + message "<what>: <driver's error string>". */
 qg_status qg__cuda_fail(CUresult r, const char *what);
 
+/* ---- NVRTC, loaded at run time (src/nvrtc.c) -------------------------------
+ * Types come from <nvrtc.h> (header only: libqgemm does not link libnvrtc). */
+#include <nvrtc.h>
+
+typedef struct {
+    nvrtcResult (*nvrtcVersion)(int *, int *);
+    const char *(*nvrtcGetErrorString)(nvrtcResult);
+    nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
+                                      const char *const *, const char *const *);
+    nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *);
+    nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
+    nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char *);
+    nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char *);
+} qg_nvrtc;
+
+/* Load libnvrtc once (thread-safe): $QGEMM_NVRTC_DIR, $CUDA_HOME/lib64 (default
+ * /usr/local/cuda), then the system loader; src/nvrtc.c has the details.
+ * @return QG_SUCCESS and *out, or QG_ERROR_COMPILE with a message naming every
+ *         path tried. */
+qg_status qg__nvrtc_load(const qg_nvrtc **out);
+/* The path NVRTC was loaded from (loading it if not yet), or NULL when it is missing. */
+const char *qg__nvrtc_path(void);
+
 /* ---- a context's CUDA side (src/context.c) -------------------------------- */
 
 /* The driver table, primary context and device of a device context.
@@ -105,9 +132,29 @@ qg_status qg__context_compile_source(qg_context *ctx, const char *source, const 
 /* ---- the disk cache's location (src/env.c) -------------------------------- */
 
 /* The directory of the disk cache, by the rule of docs/DESIGN.md §9 (src/env.c):
- * $QGEMM_CACHE_DIR, else $HOME/.cache/qgemm. @return false (buf "") when
- * neither is set or the path does not fit. */
+ * $QGEMM_CACHE_DIR, else $XDG_CACHE_HOME/qgemm (absolute only), else
+ * $HOME/.cache/qgemm. @return false (buf "") when none is set or the path
+ * does not fit. */
 bool qg__cache_dir(char *buf, size_t len);
+
+/* ---- the disk cache's size (src/cache.c) ----------------------------------- */
+
+#define QG_CACHE_DEFAULT_MAX_MB 1024 /* QGEMM_CACHE_MAX_MB when unset */
+
+typedef struct {
+    uint64_t files, bytes;
+} qg_cache_usage;
+
+/* QGEMM_CACHE_MAX_MB in bytes (default QG_CACHE_DEFAULT_MAX_MB MiB; 0: no limit). */
+uint64_t qg__cache_limit_bytes(void);
+/* Delete the least recently used kernels (<64 hex>.cubin, oldest mtime first)
+ * of `dir` until the rest take at most max_bytes (0: delete them all), and
+ * temporaries an hour old (all of them when max_bytes is 0; none when it is
+ * UINT64_MAX, which only counts). Other files are never touched; a missing
+ * directory is an empty cache. `removed`, `kept` may be NULL.
+ * @return QG_SUCCESS, or an error when the directory cannot be read. */
+qg_status qg__cache_prune(const char *dir, uint64_t max_bytes, qg_cache_usage *removed,
+                          qg_cache_usage *kept);
 
 /* ---- fault injection (src/gemm.c) ------------------------------------------ */
 

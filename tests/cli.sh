@@ -47,6 +47,34 @@ expect 2 "bench: --grouped prints its own tables" bench --grouped --grouped-mask
 expect 2 "bench: --grouped prints its own tables" bench --grouped --grouped-contiguous 4,256
 expect 2 "bench: --grouped uses its own tables; drop --shape" bench --grouped --shape 64x128x128
 expect 2 "bench: --chain prints its own table" bench --chain 4 --grouped-contiguous 4,256
+expect 2 "cache: unknown option '--all'" cache --all
+expect 2 "cache: --prune and --clear exclude each other" cache --prune --clear
+
+# qgemm cache on a cache of its own: a listing deletes nothing, --prune keeps
+# what fits QGEMM_CACHE_MAX_MB (least recently used out first), --clear
+# removes every kernel and nothing else.
+cache_dir="$(mktemp -d)"
+key() { printf '%064d' "$1"; }
+head -c 700000 /dev/zero > "$cache_dir/$(key 1).cubin"
+head -c 700000 /dev/zero > "$cache_dir/$(key 2).cubin"
+touch -d '2 days ago' "$cache_dir/$(key 1).cubin"
+echo keep > "$cache_dir/notes.txt"
+cache_cmd() { QGEMM_CACHE_DIR="$cache_dir" QGEMM_CACHE_MAX_MB=1 "$qgemm" cache "$@"; }
+check_cache() { # check_cache WHAT CONDITION...
+    local what="$1"
+    shift
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "[ FAIL ] qgemm cache: $what"; fi
+}
+out="$(cache_cmd)"
+check_cache "listing counts 2 kernels and deletes none" \
+    grep -q "kernels:     2 files" <<< "$out"
+out="$(cache_cmd --prune)"
+check_cache "--prune evicts the older kernel only ($out)" \
+    test ! -e "$cache_dir/$(key 1).cubin" -a -e "$cache_dir/$(key 2).cubin"
+out="$(cache_cmd --clear)"
+check_cache "--clear removes the kernels, not other files ($out)" \
+    test ! -e "$cache_dir/$(key 2).cubin" -a -e "$cache_dir/notes.txt"
+rm -rf "$cache_dir"
 
 printf '[ %s ] cli: %d passed, %d failed\n' "$([ $failed = 0 ] && echo PASS || echo FAIL)" \
     "$passed" "$failed"

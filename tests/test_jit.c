@@ -692,3 +692,47 @@ TEST(jit_concurrent_same_source_separate_caches) {
     free(src);
     PASS();
 }
+
+/* The disk cache's size limit: after a write, the least recently used files
+ * go until the cache fits QGEMM_CACHE_MAX_MB; a disk hit makes a file recent. */
+TEST(jit_disk_cache_evicts_least_recently_used) {
+    char dir[64], old[256], path[256];
+    CHECK(fresh_cache_dir(dir), "mkdtemp");
+    /* A kernel last used a day ago, larger than the whole limit. */
+    snprintf(old, sizeof old, "%s/%064d.cubin", dir, 0);
+    FILE *f = fopen(old, "w");
+    CHECK(f, "cannot create %s", old);
+    for (int i = 0; i < 3 << 19; i++) fputc(0, f);
+    fclose(f);
+    struct timespec day_ago[2];
+    clock_gettime(CLOCK_REALTIME, &day_ago[0]);
+    day_ago[0].tv_sec -= 86400;
+    day_ago[1] = day_ago[0];
+    CHECK(utimensat(AT_FDCWD, old, day_ago, 0) == 0, "utimensat");
+
+    setenv("QGEMM_CACHE_MAX_MB", "1", 1);
+    char *src = ws_source(rnd());
+    qg_jit_result r;
+    void *copy = NULL;
+    qg_status s = compile_fresh(src, &r, &copy);
+    free(copy);
+    copy = NULL;
+    bool old_gone = file_size(old) < 0;
+    cache_file(path, sizeof path, dir, r.info.key);
+    bool new_kept = file_size(path) > 0;
+    /* Make the new file look unused for a day; a disk hit refreshes it. */
+    bool aged = utimensat(AT_FDCWD, path, day_ago, 0) == 0;
+    qg_status s2 = compile_fresh(src, &r, &copy);
+    free(copy);
+    unsetenv("QGEMM_CACHE_MAX_MB");
+    free(src);
+    struct stat st;
+    bool refreshed = stat(path, &st) == 0 && st.st_mtim.tv_sec > day_ago[0].tv_sec + 3600;
+    CHECK(s == QG_SUCCESS, "compile: %s", qg_last_error());
+    CHECK(old_gone, "the least recently used file survived a write over the limit");
+    CHECK(new_kept, "the kernel just written was evicted");
+    CHECK(s2 == QG_SUCCESS && r.info.cache_hit == 2, "second compile: %d hit %d", s2,
+          r.info.cache_hit);
+    CHECK(aged && refreshed, "a disk hit did not refresh the file's last use");
+    PASS();
+}

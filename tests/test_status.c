@@ -6,8 +6,12 @@
 #include "internal.h"
 #include "qg_test.h"
 
+#include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -150,6 +154,133 @@ TEST(env_reads_only_the_table) {
               "entry %d incomplete", i);
         for (int j = 0; j < i; j++) CHECK(strcmp(k->name, qg__env_knobs[j].name), "%s twice", k->name);
     }
+    PASS();
+}
+
+/* The disk cache's directory: QGEMM_CACHE_DIR, else $XDG_CACHE_HOME/qgemm (an
+ * absolute XDG_CACHE_HOME only), else $HOME/.cache/qgemm, else none. */
+TEST(env_cache_dir_honours_xdg) {
+    static const char *const names[] = {"QGEMM_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(names[i]);
+    }
+    static const struct {
+        const char *dir, *xdg, *home, *want; /* want NULL: no disk cache */
+    } cases[] = {
+        {"/q/dir", "/x", "/h", "/q/dir"},
+        {NULL, "/x/cache", "/h", "/x/cache/qgemm"},
+        {NULL, NULL, "/h", "/h/.cache/qgemm"},
+        {NULL, "relative/cache", "/h", "/h/.cache/qgemm"},
+        {NULL, "", "/h", "/h/.cache/qgemm"},
+        {NULL, "/x", NULL, "/x/qgemm"},
+        {NULL, NULL, NULL, NULL},
+        {NULL, "relative", NULL, NULL},
+    };
+    bool ok = true;
+    char why[512] = "";
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0] && ok; c++) {
+        const char *vals[3] = {cases[c].dir, cases[c].xdg, cases[c].home};
+        for (int i = 0; i < 3; i++) {
+            if (vals[i]) setenv(names[i], vals[i], 1);
+            else unsetenv(names[i]);
+        }
+        char buf[256];
+        bool got = qg__cache_dir(buf, sizeof buf);
+        if (got != (cases[c].want != NULL) || (got && strcmp(buf, cases[c].want) != 0)) {
+            ok = false;
+            snprintf(why, sizeof why, "case %zu: got %s \"%s\", want \"%s\"", c,
+                     got ? "true" : "false", buf, cases[c].want ? cases[c].want : "(none)");
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
+        free(saved[i]);
+    }
+    CHECK(ok, "%s", why);
+    PASS();
+}
+
+/* ---- NVRTC, loaded at run time ---- */
+
+/* A search that finds nothing names every path it tried, and why each failed:
+ * a missing file, a file that is no library, a library without NVRTC's entry
+ * points (libm under NVRTC's name). */
+TEST(nvrtc_search_names_every_path_tried) {
+    char dir[] = "/tmp/qgemm-nvrtc-test-XXXXXX";
+    CHECK(mkdtemp(dir), "mkdtemp failed");
+    char fake[256], wrong[256];
+    snprintf(fake, sizeof fake, "%s/libnvrtc.so.13", dir);
+    FILE *f = fopen(fake, "w");
+    CHECK(f, "cannot create %s", fake);
+    fputs("not an ELF file\n", f);
+    fclose(f);
+    Dl_info libm;
+    double (*cos_fn)(double) = cos;
+    void *cos_addr;
+    memcpy(&cos_addr, &cos_fn, sizeof cos_addr);
+    bool have_libm = dladdr(cos_addr, &libm) && libm.dli_fname && libm.dli_fname[0] == '/';
+    snprintf(wrong, sizeof wrong, "%s/libnvrtc.so.12", dir);
+    if (have_libm) CHECK(symlink(libm.dli_fname, wrong) == 0, "symlink %s", wrong);
+
+    qg_nvrtc table;
+    char path[256];
+    qg__clear_error();
+    qg_status st = qg__nvrtc_search(dir, "/nonexistent/qgemm-cuda", false, &table, path,
+                                    sizeof path);
+    char msg[4096];
+    snprintf(msg, sizeof msg, "%s", qg_last_error());
+    unlink(fake);
+    unlink(wrong);
+    rmdir(dir);
+    CHECK(st == QG_ERROR_COMPILE, "status %d (%s)", st, msg);
+    CHECK(strstr(msg, "NVRTC not found") && strstr(msg, "nvidia-cuda-nvrtc"), "%s", msg);
+    CHECK(strstr(msg, fake), "%s not named: %s", fake, msg);
+    if (have_libm) CHECK(strstr(msg, "no nvrtcVersion"), "libm not refused by name: %s", msg);
+    static const char *const tried[] = {
+        "/nonexistent/qgemm-cuda/lib64/libnvrtc.so.13", "/nonexistent/qgemm-cuda/lib64/libnvrtc.so.12",
+        "/nonexistent/qgemm-cuda/lib64/libnvrtc.so", "/nonexistent/qgemm-cuda/lib/libnvrtc.so.13",
+    };
+    for (size_t i = 0; i < sizeof tried / sizeof tried[0]; i++)
+        CHECK(strstr(msg, tried[i]), "%s not named: %s", tried[i], msg);
+    CHECK(strstr(msg, "No such file"), "no reason given: %s", msg);
+    PASS();
+}
+
+/* The process's NVRTC: loaded once, same answer every time; when found, the
+ * directory it came from finds it again without the system loader. */
+TEST(nvrtc_load_is_stable_and_found_by_dir) {
+    const qg_nvrtc *n1 = NULL, *n2 = NULL;
+    qg__clear_error();
+    qg_status s1 = qg__nvrtc_load(&n1);
+    char m1[4096];
+    snprintf(m1, sizeof m1, "%s", qg_last_error());
+    qg__clear_error();
+    qg_status s2 = qg__nvrtc_load(&n2);
+    CHECK(s1 == s2 && n1 == n2, "loads differ: %d %d", s1, s2);
+    CHECK(strcmp(m1, qg_last_error()) == 0, "messages differ");
+    if (s1 != QG_SUCCESS) {
+        CHECK(s1 == QG_ERROR_COMPILE && strstr(m1, "NVRTC not found"), "%d: %s", s1, m1);
+        CHECK(qg__nvrtc_path() == NULL, "a path without NVRTC");
+        SKIP("no NVRTC on this machine: %s", m1);
+    }
+    int major = 0, minor = 0;
+    CHECK(n1->nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && major >= 12, "version %d.%d",
+          major, minor);
+    const char *loaded = qg__nvrtc_path();
+    CHECK(loaded && loaded[0], "no path");
+    const char *slash = strrchr(loaded, '/');
+    if (!slash) SKIP("NVRTC came from the system loader (%s): no directory to search", loaded);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - loaded), loaded);
+    qg_nvrtc table;
+    char path[1024];
+    CHECK(qg__nvrtc_search(dir, NULL, false, &table, path, sizeof path) == QG_SUCCESS, "%s",
+          qg_last_error());
+    CHECK(strncmp(path, dir, strlen(dir)) == 0, "found %s outside %s", path, dir);
     PASS();
 }
 

@@ -173,6 +173,6 @@ qg_problem cli_problem_of(const qgtk_problem_data *p) {
 
 const char *cli_cache_dir(char *buf, size_t len) {
     /* The library's own rule (src/env.c), so the CLI never disagrees with it. */
-    if (!qg__cache_dir(buf, len)) snprintf(buf, len, "none (neither QGEMM_CACHE_DIR nor HOME is set)");
+    if (!qg__cache_dir(buf, len)) snprintf(buf, len, "none (none of QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME is set)");
     return buf;
 }

@@ -99,5 +99,6 @@ int cli_bench(int argc, char **argv);   /* bench.c */
 int cli_check(int argc, char **argv);   /* cmd_check.c */
 int cli_compile(int argc, char **argv); /* cmd_compile.c */
 int cli_info(int argc, char **argv);    /* cmd_info.c */
+int cli_cache(int argc, char **argv);   /* cmd_cache.c */
 
 #endif /* QG_TOOLS_CLI_H */

@@ -6,7 +6,6 @@
 
 #include "cublaslt.h"
 
-#include <nvrtc.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
@@ -17,10 +16,14 @@ int cli_info(int argc, char **argv) {
     (void)argv;
     if (argc > 1) return cli_usage_error("info takes no options");
     int nvrtc_major = 0, nvrtc_minor = 0;
-    nvrtcVersion(&nvrtc_major, &nvrtc_minor);
+    const qg_nvrtc *nv = NULL;
+    if (qg__nvrtc_load(&nv) == QG_SUCCESS) nv->nvrtcVersion(&nvrtc_major, &nvrtc_minor);
     char dir[512];
     printf("library:     qgemm %s (header %s)\n", qg_version_string(), QG_VERSION_STRING);
-    printf("nvrtc:       %d.%d\n", nvrtc_major, nvrtc_minor);
+    if (nv)
+        printf("nvrtc:       %d.%d (%s)\n", nvrtc_major, nvrtc_minor, qg__nvrtc_path());
+    else
+        printf("nvrtc:       missing (%s)\n", qg_last_error());
     printf("cache dir:   %s\n", cli_cache_dir(dir, sizeof dir));
 
     char why[512] = "";

@@ -61,6 +61,9 @@ static void usage(FILE *f) {
         "            --dense         also dense kernels when a grouped option is given\n"
         "            --offline       compile for an offline H100 even if a GPU is present\n"
         "  info      device, library, NVRTC and cuBLASLt versions, cache directory\n"
+        "  cache     the kernel cache's directory, size and limit (QGEMM_CACHE_MAX_MB)\n"
+        "            --prune         evict least recently used kernels down to the limit\n"
+        "            --clear         remove every cached kernel\n"
         "\n"
         "options: --help, --version\n"
         "environment: QGEMM_CACHE_DIR (kernel cache), QGEMM_JIT_DEBUG, QGEMM_PRINT_CONFIG\n"
@@ -91,5 +94,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "check")) return cli_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "compile")) return cli_compile(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return cli_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cache")) return cli_cache(argc - 1, argv + 1);
     return cli_usage_error("unknown command '%s'", cmd);
 }

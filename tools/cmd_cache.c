@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_cache.c -- `qgemm cache`: where the kernel cache is, what it holds and
+ * its size limit; --prune evicts least-recently-used kernels down to the
+ * limit (what the library does after each write), --clear removes them all.
+ */
+#include "cli.h"
+
+#include <string.h>
+
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+int cli_cache(int argc, char **argv) {
+    bool prune = false, clear = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--prune")) prune = true;
+        else if (!strcmp(argv[i], "--clear")) clear = true;
+        else return cli_usage_error("cache: unknown option '%s' (--prune, --clear)", argv[i]);
+    }
+    if (prune && clear) return cli_usage_error("cache: --prune and --clear exclude each other");
+    char dir[4096];
+    if (!qg__cache_dir(dir, sizeof dir)) {
+        printf("cache dir:   %s\n", cli_cache_dir(dir, sizeof dir));
+        return CLI_EXIT_OK;
+    }
+    uint64_t limit = qg__cache_limit_bytes();
+    qg_cache_usage removed = {0, 0}, kept = {0, 0};
+    /* Listing is a prune to a limit no cache reaches. */
+    uint64_t target = clear ? 0 : prune && limit ? limit : UINT64_MAX;
+    if (qg__cache_prune(dir, target, &removed, &kept) != QG_SUCCESS) {
+        fprintf(stderr, "qgemm cache: %s\n", qg_last_error());
+        return CLI_EXIT_FAIL;
+    }
+    printf("cache dir:   %s\n", dir);
+    if (limit) printf("limit:       %.0f MiB (QGEMM_CACHE_MAX_MB)\n", mib(limit));
+    else printf("limit:       none (QGEMM_CACHE_MAX_MB=0)\n");
+    if (prune || clear)
+        printf("removed:     %llu files, %.1f MiB\n", (unsigned long long)removed.files,
+               mib(removed.bytes));
+    printf("kernels:     %llu files, %.1f MiB\n", (unsigned long long)kept.files, mib(kept.bytes));
+    return CLI_EXIT_OK;
+}
