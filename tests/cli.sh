@@ -48,6 +48,20 @@ expect 2 "bench: --grouped prints its own tables" bench --grouped --grouped-cont
 expect 2 "bench: --grouped uses its own tables; drop --shape" bench --grouped --shape 64x128x128
 expect 2 "bench: --chain prints its own table" bench --chain 4 --grouped-contiguous 4,256
 
+# Option values the parser cannot hold are refused, never truncated (issue 27):
+# 59 zeros then "4,256x" used to be cut at 63 characters to "0..04,25" and accepted.
+long="$(printf '0%.0s' $(seq 59))4,256x"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "$long"
+expect 2 "bench: --grouped-masked wants G,M_max or G,M_max,M" bench --grouped-masked "$long"
+expect 2 "bench: --grouped-contiguous wants G,M" bench --grouped-contiguous "$long"
+expect 2 "bench: --grouped-masked wants G,M_max or G,M_max,M" bench --grouped-masked "2,512,$(printf '0%.0s' $(seq 56))64x"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "2,99999999999999999999999"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "2,256,"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked ",256"
+expect 2 "compile: --shape wants MxNxK" compile --shape "128x256x$(printf '9%.0s' $(seq 40))"
+expect 2 "bench: --seed wants a non-negative integer" bench --seed 99999999999999999999999
+expect 2 "bench: --config wants bm,bn,stages,mc" bench --config "128,128,4,$(printf 'a%.0s' $(seq 200))"
+
 printf '[ %s ] cli: %d passed, %d failed\n' "$([ $failed = 0 ] && echo PASS || echo FAIL)" \
     "$passed" "$failed"
 [ "$failed" = 0 ]
