@@ -13,10 +13,13 @@
 
 CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)))
 CC        ?= cc
-BUILD     := build
+BUILD     ?= build
 
+# SANITIZE: extra compile and link flags (`make sanitize` builds into
+# build-sanitize/ with ASan + UBSan through it).
+SANITIZE ?=
 CFLAGS  += -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -MMD -MP \
-           -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include
+           -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include $(SANITIZE)
 LDLIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnvrtc -ldl -lpthread -lm
 
 LIB_SRC     := $(wildcard src/*.c)
@@ -60,7 +63,7 @@ $(BUILD)/libqgemm.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libqgemm.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(SANITIZE) -shared -o $@ $^ $(LDLIBS)
 
 # The testkit: a static library over libqgemm (link it before libqgemm.a).
 $(BUILD)/libqgemm_testkit.a: $(TK_OBJ)
@@ -68,11 +71,11 @@ $(BUILD)/libqgemm_testkit.a: $(TK_OBJ)
 
 # The CLI: its commands (tools/cmd_*.c, bench.c) over tools/cli.c, the testkit, the library.
 $(BUILD)/qgemm: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
 # The tests: white-box CPU tests of the library, GPU tests through the testkit.
 $(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $@
@@ -100,8 +103,25 @@ pytest:
 run: all
 	@$(BUILD)/qgemm check && $(BUILD)/qgemm bench
 
+# ASan + UBSan (docs/SANITIZE.md): the library, testkit, CLI and C tests built
+# into build-sanitize/, then the CPU tests (all but the every-variant compile
+# sweep, which NVRTC dominates) and tests/cli.sh. Any report fails the run:
+# UBSan halts on the first, ASan always does, LeakSanitizer checks at exit
+# with tests/lsan.supp (leaks inside libnvrtc/libcuda only, see there).
+SAN_BUILD := build-sanitize
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+             LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+.PHONY: sanitize
+sanitize:
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" $(SAN_BUILD)/qgemm $(SAN_BUILD)/qgemm_tests
+	$(SAN_ENV) $(SAN_BUILD)/qgemm_tests -compile_
+	$(SAN_ENV) bash tests/cli.sh $(SAN_BUILD)
+	@echo "make sanitize: no ASan/UBSan/LSan report"
+
 # Remove every build output.
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
