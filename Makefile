@@ -120,8 +120,17 @@ sanitize:
 	$(SAN_ENV) bash tests/cli.sh $(SAN_BUILD)
 	@echo "make sanitize: no ASan/UBSan/LSan report"
 
+# Fuzzing (docs/SANITIZE.md): fuzz/run.sh builds the three targets (public
+# argument validation, the CLI parsers, the cache-file reader) with ASan +
+# UBSan into build-fuzz/ -- libFuzzer with clang, else a deterministic driver
+# -- and runs each FUZZ_SECONDS from the seed corpus fuzz/corpus/.
+FUZZ_SECONDS ?= 20
+.PHONY: fuzz
+fuzz:
+	bash fuzz/run.sh $(FUZZ_SECONDS)
+
 # Remove every build output.
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

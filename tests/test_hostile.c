@@ -156,3 +156,29 @@ TEST(hostile_reference_huge_n_k) {
           qg_status_string(st), qg_last_error());
     PASS();
 }
+
+/* Found by make fuzz (fuzz/fuzz_args.c): a problem with more output tiles
+ * than an int holds overflowed the heuristic's wave count (config.c, UBSan:
+ * "-2147483648 - 1"). Problems whose D has 2^40 elements or more (2 TiB of
+ * bf16, more than any GPU holds) are refused up front. */
+TEST(hostile_problem_too_large_for_any_gpu) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const qg_problem big[] = {
+        {QG_GEMM_DENSE, 1 << 30, 2147483640, 128, 1, 0},
+        {QG_GEMM_GROUPED_MASKED, 1 << 20, 1 << 20, 128, 1024, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 1 << 30, 1 << 20, 128, 2, 0},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        qg_config cfg;
+        qg_status st = qg_select_config(ctx, &big[i], &cfg);
+        CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "2^40"),
+              "problem %zu: %s (%s)", i, qg_status_string(st), qg_last_error());
+    }
+    /* The largest DeepSeek-V3-like problems stay legal. */
+    const qg_problem ok = {QG_GEMM_DENSE, 1 << 20, 1 << 19, 7168, 1, 0};
+    qg_config cfg;
+    CHECK(qg_select_config(ctx, &ok, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
