@@ -320,3 +320,79 @@ TEST(cache_16_processes_share_one_dir) {
     CHECK(files == 5, "%d entries for 5 kernels", files);
     PASS();
 }
+
+/* The same through the public API: 16 processes, each with an offline
+ * context, qg_compile real GEMM kernels into one directory (8 the same
+ * problem, 8 four other problems two by two), then a second offline context
+ * in each loads its kernel from disk. */
+TEST(cache_16_processes_qg_compile_offline) {
+    char dir[64];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    enum { N = 16 };
+    static const int shapes[5][3] = {
+        {128, 256, 512}, {256, 512, 256}, {64, 768, 1024}, {512, 256, 384}, {128, 1024, 128}};
+    pid_t pids[N];
+    char logs[N][96];
+    for (int i = 0; i < N; i++) {
+        snprintf(logs[i], sizeof logs[i], "%s.log%d", dir, i);
+        fflush(stdout);
+        pids[i] = fork();
+        CHECK(pids[i] >= 0, "fork");
+        if (pids[i] == 0) {
+            alarm(240);
+            int fd = open(logs[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
+            setenv("QGEMM_JIT_DEBUG", "1", 1);
+            const int *s = shapes[i < 8 ? 0 : 1 + (i - 8) / 2];
+            const qg_problem p = {QG_GEMM_DENSE, s[0], s[1], s[2], 1, 0};
+            for (int round = 0; round < 2; round++) {
+                qg_context *ctx = NULL;
+                qg_kernel_info info;
+                if (qg_context_create_offline(&ctx, NULL) != QG_SUCCESS ||
+                    qg_compile(ctx, &p, NULL, &info) != QG_SUCCESS) {
+                    fprintf(stderr, "compile: %s\n", qg_last_error());
+                    _exit(1);
+                }
+                if (round == 1 && info.cache_hit != 2) {
+                    fprintf(stderr, "reload: hit %d\n", info.cache_hit);
+                    _exit(2);
+                }
+                qg_context_destroy(ctx);
+            }
+            _exit(0);
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        FILE *f = fopen(logs[i], "r");
+        char line[512];
+        bool rejected = false;
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "rejected") || strstr(line, "compile:") || strstr(line, "reload:")) {
+                printf("    process %d: %s", i, line);
+                rejected = true;
+            }
+        if (f) fclose(f);
+        unlink(logs[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rejected) {
+            printf("    process %d: status %#x\n", i, (unsigned)status);
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%d of %d processes failed or read a partial file", bad, N);
+    DIR *d = opendir(dir);
+    CHECK(d, "opendir");
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        files++;
+        CHECK(strstr(e->d_name, ".cubin") && !strstr(e->d_name, ".tmp"), "stray file %s",
+              e->d_name);
+    }
+    closedir(d);
+    CHECK(files == 5, "%d entries for 5 kernels", files);
+    PASS();
+}
