@@ -325,7 +325,7 @@ TEST(cache_16_processes_share_one_dir) {
  * context, qg_compile real GEMM kernels into one directory (8 the same
  * problem, 8 four other problems two by two), then a second offline context
  * in each loads its kernel from disk. */
-TEST(cache_16_processes_qg_compile_offline) {
+TEST(cache_16_processes_offline_contexts) {
     char dir[64];
     CHECK(fresh_dir(dir), "mkdtemp");
     setenv("QGEMM_CACHE_DIR", dir, 1);
