@@ -275,7 +275,8 @@ int64_t qgpy_stride(const qgpy_tensor *t, int i)
         return t->t->strides[i];
     int64_t s = 1; /* pre-1.0 producers may describe compact tensors this way */
     for (int j = t->t->ndim - 1; j > i; j--)
-        s *= t->t->shape[j];
+        if (__builtin_mul_overflow(s, t->t->shape[j], &s))
+            return INT64_MAX; /* hostile shapes: saturate, the 2^36 stride bounds refuse it */
     return s;
 }
 

@@ -68,3 +68,25 @@ def test_set_num_sms_beyond_any_device_in_a_fresh_process():
 def test_tma_aligned_size_refuses_negative_and_bad_sizes(x, size):
     with pytest.raises(ValueError):
         qgemm.get_tma_aligned_size(x, size)
+
+
+def test_huge_dimensions_do_not_overflow_the_layout_checks():
+    # K = 2^63 - 1 used to overflow ceil(K/128) (K + 127): the message asked for a
+    # negative scale dimension
+    k = 2**63 - 1
+    ops = dense_operands(256, 512, 384, a=FakeTensor([256, k], strides=[k, 1]),
+                         b=FakeTensor([512, k], strides=[k, 1]))
+    with pytest.raises(ValueError) as info:
+        _gemm(ops)
+    assert "must be 72057594037927936 (ceil(K/128)" in str(info.value), str(info.value)
+    assert ops["a"].consumed_correctly()
+
+
+@pytest.mark.parametrize("name,strides", [("a", [2**62, 1]), ("d", [2**62 + 8, 1]),
+                                          ("sfa", [1, 2**62])])
+def test_huge_strides_are_refused_by_the_layout_check(name, strides):
+    shapes = {"a": ([256, 384], "e4m3"), "d": ([256, 512], "bfloat16"), "sfa": ([256, 3], "float32")}
+    shape, dtype = shapes[name]
+    ops = dense_operands(256, 512, 384, **{name: FakeTensor(shape, dtype, strides=strides)})
+    with pytest.raises(ValueError, match=r"exceeds 2\^36"):
+        _gemm(ops)
