@@ -239,6 +239,19 @@ TEST(cache_group_writable_entry_ignored) {
     return untrusted_entry_ignored(chmod_620, "writable by group or others");
 }
 
+/* A symbolic link named like an entry, to a valid entry elsewhere: not
+ * followed (O_NOFOLLOW), so whoever can write the directory cannot point
+ * the cache at a file of their choosing. */
+static void symlink_elsewhere(const char *p) {
+    char moved[300];
+    snprintf(moved, sizeof moved, "%s.elsewhere", p);
+    if (rename(p, moved) != 0 || symlink(moved, p) != 0) perror("symlink");
+}
+
+TEST(cache_symlinked_entry_ignored) {
+    return untrusted_entry_ignored(symlink_elsewhere, "cannot open");
+}
+
 static void chown_nobody(const char *p) {
     if (chown(p, 65534, 65534) != 0) perror("chown");
 }
