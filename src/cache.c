@@ -235,16 +235,17 @@ int qg__cache_read(const char *dir, const char *key, qg_jit_build *b) {
         close(fd);
         return 0;
     }
-    const char *untrusted = !S_ISREG(st.st_mode)       ? "not a regular file"
-                            : st.st_uid != geteuid()   ? "owned by"
-                            : (st.st_mode & 0022) != 0 ? "writable by group or others"
-                                                       : NULL;
-    if (untrusted) {
-        if (untrusted[0] == 'o')
+    /* Trust (docs/DESIGN.md §6): a regular file of ours that no one else can
+     * write. Anything else is ignored, not deleted; a write renames over it. */
+    const bool regular = S_ISREG(st.st_mode), ours = st.st_uid == geteuid(),
+               private_ = (st.st_mode & 0022) == 0;
+    if (!regular || !ours || !private_) {
+        if (regular && !ours)
             qg__jit_debug("disk cache file %s ignored (owned by uid %ld, not by this user, uid "
                           "%ld): recompiling", path, (long)st.st_uid, (long)geteuid());
         else
-            qg__jit_debug("disk cache file %s ignored (%s, mode %o): recompiling", path, untrusted,
+            qg__jit_debug("disk cache file %s ignored (%s, mode %o): recompiling", path,
+                          regular ? "writable by group or others" : "not a regular file",
                           (unsigned)(st.st_mode & 07777));
         close(fd);
         return 0;
