@@ -13,7 +13,7 @@
 
 CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)))
 CC        ?= cc
-BUILD     ?= build
+BUILD     := build
 
 # SANITIZE: extra compile and link flags (`make sanitize` builds into
 # build-sanitize/ with ASan + UBSan through it).
