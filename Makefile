@@ -21,8 +21,11 @@ CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /
 CC        ?= cc
 BUILD     := build
 
+# SANITIZE: extra compile and link flags (`make sanitize` builds into
+# build-sanitize/ with ASan + UBSan through it).
+SANITIZE ?=
 CFLAGS  += -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -MMD -MP \
-           -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include
+           -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include $(SANITIZE)
 # What libqgemm needs (qgemm.pc's Libs.private, the CMake target's link interface).
 LDLIBS  := -ldl -lpthread -lm
 
@@ -77,7 +80,7 @@ $(BUILD)/libqgemm.a: $(LIB_OBJ)
 # The shared library: the real file is .so.$(VERSION), its SONAME .so.$(SOMAJOR);
 # .so.$(SOMAJOR) and .so are links, as `make install` lays them out.
 $(BUILD)/libqgemm.so.$(VERSION): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+	$(CC) $(SANITIZE) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/$(SONAME): $(BUILD)/libqgemm.so.$(VERSION)
 	ln -sf libqgemm.so.$(VERSION) $@
@@ -91,11 +94,11 @@ $(BUILD)/libqgemm_testkit.a: $(TK_OBJ)
 
 # The CLI: its commands (tools/cmd_*.c, bench.c) over tools/cli.c, the testkit, the library.
 $(BUILD)/qgemm: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
 # The tests: white-box CPU tests of the library, GPU tests through the testkit.
 $(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $@
@@ -154,8 +157,35 @@ $(BUILD)/qgemmConfigVersion.cmake: packaging/qgemmConfigVersion.cmake.in include
 run: all
 	@$(BUILD)/qgemm check && $(BUILD)/qgemm bench
 
+# ASan + UBSan (docs/SANITIZE.md): the library, testkit, CLI and C tests built
+# into build-sanitize/, then the CPU tests (all but the every-variant compile
+# sweep, which NVRTC dominates) and tests/cli.sh. Any report fails the run:
+# UBSan halts on the first, ASan always does, LeakSanitizer checks at exit
+# with tests/lsan.supp (leaks inside libnvrtc/libcuda only, see there).
+SAN_BUILD := build-sanitize
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+             LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+.PHONY: sanitize
+sanitize:
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" $(SAN_BUILD)/qgemm $(SAN_BUILD)/qgemm_tests
+	$(SAN_ENV) $(SAN_BUILD)/qgemm_tests -compile_
+	$(SAN_ENV) $(SAN_BUILD)/qgemm_tests jit_compile_  # the one CPU test the filter above also skips
+	$(SAN_ENV) bash tests/cli.sh $(SAN_BUILD)
+	@echo "make sanitize: no ASan/UBSan/LSan report"
+
+# Fuzzing (docs/SANITIZE.md): fuzz/run.sh builds the three targets (public
+# argument validation, the CLI parsers, the cache-file reader) with ASan +
+# UBSan into build-fuzz/ -- libFuzzer with clang, else a deterministic driver
+# -- and runs each FUZZ_SECONDS from the seed corpus fuzz/corpus/.
+FUZZ_SECONDS ?= 20
+.PHONY: fuzz
+fuzz:
+	bash fuzz/run.sh $(FUZZ_SECONDS)
+
 # Remove every build output.
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

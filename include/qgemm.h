@@ -194,7 +194,8 @@ typedef struct {
     qg_gemm_kind kind;
     int m, n, k;
     int num_groups;
-    int expected_m; /* masked only: typical rows per group (<= m); 0 = use m */
+    int expected_m; /* masked only: typical rows per group, 0..m (0 = use m; > m is
+                       QG_ERROR_INVALID_ARGUMENT in every call) */
 } qg_problem;
 
 /* A kernel configuration. Zero-initialize and set what you want to force. */

@@ -10,6 +10,12 @@
  *  - a file is written to a unique temporary name and renamed, so a reader
  *    sees a whole file or none; every read re-checks magic, lengths, key and
  *    the SHA-256 of the body, and a bad file is deleted, never loaded;
+ *  - a file is trusted only if it is a regular file owned by the user and
+ *    writable by no one else (opened O_NONBLOCK | O_NOFOLLOW, so a FIFO or a
+ *    link named like an entry neither hangs nor redirects the read); anything
+ *    else is ignored, not deleted, with a QGEMM_JIT_DEBUG message, and the
+ *    next write renames a trusted file over it; what the cache creates is
+ *    private (directories 0700, files 0600);
  *  - the disk cache is best effort: failing to read or write it is never an
  *    error (QGEMM_JIT_DEBUG says why); its directory is QGEMM_CACHE_DIR, else
  *    $XDG_CACHE_HOME/qgemm, else $HOME/.cache/qgemm (src/env.c), read at every call;
@@ -42,7 +48,8 @@
 
 /* ---- files -------------------------------------------------------------- */
 
-/* mkdir -p with mode 0755. @return 0, or -1 with errno set. */
+/* mkdir -p with mode 0700 (the cache is the user's: §6 "Trust"); existing
+ * directories keep their mode. @return 0, or -1 with errno set. */
 static int make_dirs(const char *path) {
     char buf[QG_PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
@@ -53,7 +60,7 @@ static int make_dirs(const char *path) {
         if (*p != '/' && *p != '\0') continue;
         char c = *p;
         *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
         *p = c;
         if (c == '\0') break;
     }
@@ -86,7 +93,7 @@ void qg__cache_dump(const char *dir, const char *key, const char *ext, const cha
         qg__jit_debug("cannot dump %s%s into %s: %s", key, ext, dir, strerror(errno));
         return;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 || write_all(fd, text, strlen(text)) != 0)
         qg__jit_debug("cannot write %s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
@@ -222,16 +229,37 @@ static const char *decode_file(const uint8_t *f, size_t size, const char *key, q
 int qg__cache_read(const char *dir, const char *key, qg_jit_build *b) {
     char path[QG_PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) return 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
         if (errno != ENOENT) qg__jit_debug("cannot open %s: %s", path, strerror(errno));
         return 0;
     }
     struct stat st;
+    if (fstat(fd, &st) != 0) {
+        qg__jit_debug("disk cache file %s ignored: fstat: %s", path, strerror(errno));
+        close(fd);
+        return 0;
+    }
+    /* Trust (docs/DESIGN.md §6): a regular file of ours that no one else can
+     * write. Anything else is ignored, not deleted; a write renames over it. */
+    const bool regular = S_ISREG(st.st_mode), ours = st.st_uid == geteuid(),
+               private_ = (st.st_mode & 0022) == 0;
+    if (!regular || !ours || !private_) {
+        if (regular && !ours)
+            qg__jit_debug("disk cache file %s ignored (owned by uid %ld, not by this user, uid "
+                          "%ld): recompiling", path, (long)st.st_uid, (long)geteuid());
+        else
+            qg__jit_debug("disk cache file %s ignored (%s, mode %o): recompiling", path,
+                          regular ? "writable by group or others" : "not a regular file",
+                          (unsigned)(st.st_mode & 07777));
+        close(fd);
+        return 0;
+    }
     uint8_t *f = NULL;
     const char *bad = NULL;
     size_t size = 0;
-    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > QG_CACHE_MAX_FILE) {
+    if (st.st_size < 0 || (uint64_t)st.st_size > QG_CACHE_MAX_FILE) {
         bad = "unreadable or oversized";
     } else {
         size = (size_t)st.st_size;
@@ -293,7 +321,7 @@ void qg__cache_write(const char *dir, const char *key, const qg_jit_build *b) {
         if (snprintf(tmp, sizeof tmp, "%s/%s.tmp.%ld.%ld.%08x", dir, key, (long)getpid(),
                      (long)syscall(SYS_gettid), salt) >= (int)sizeof tmp)
             break;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd >= 0 && snprintf(path, sizeof path, "%s/%s.cubin", dir, key) >= (int)sizeof path) {

@@ -157,6 +157,14 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if ((long long)p->num_groups * p->n > (1ll << 31) - 1 ||
         (p->kind == QG_GEMM_GROUPED_MASKED && (long long)p->num_groups * p->m > (1ll << 31) - 1))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: num_groups * rows exceeds 2^31 - 1", fn);
+    /* D's elements: past 2^40 (2 TiB of bf16, more than any GPU holds) the
+     * tile and wave counts of the selection would overflow an int (found by
+     * make fuzz). Both factors are < 2^31 here, so the product cannot. */
+    const long long d_rows = p->kind == QG_GEMM_GROUPED_MASKED ? (long long)p->num_groups * p->m : p->m;
+    if (d_rows * p->n >= (1ll << 40))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: D would have %lld x %d elements; at most 2^40 - 1 are supported", fn,
+                        d_rows, p->n);
     if (p->kind == QG_GEMM_GROUPED_MASKED && (p->expected_m < 0 || p->expected_m > p->m))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: expected_m must be in [0, m = %d], got %d",
                         fn, p->m, p->expected_m);

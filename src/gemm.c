@@ -45,7 +45,8 @@ struct qg_launch_entry {
 
 int qg_m_alignment_for_contiguous_layout(void) { return QG_CONTIGUOUS_ALIGNMENT; }
 
-int64_t qg_sfa_ld(int64_t m) { return m < 0 ? 0 : (m + 3) / 4 * 4; }
+/* 0 also when no multiple of 4 >= m fits in int64 (m + 3 would overflow). */
+int64_t qg_sfa_ld(int64_t m) { return m < 0 || m > INT64_MAX - 3 ? 0 : (m + 3) / 4 * 4; }
 
 /* Rows of the TMA box in which one CTA loads B: block_n, or its half of the
  * tile when a pair multicasts B (each CTA loads half and sends it to both). */
@@ -367,13 +368,14 @@ static qg_status check_ld(int64_t ld, int64_t min, int elem_bytes, const char *f
     if (ld < min)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s must be >= %s (%lld), got %lld",
                         fn, name, what, (long long)min, (long long)ld);
+    /* Bound first, multiply after: ld * elem_bytes overflows past 2^61. */
+    if (ld > (1ll << 36))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->%s = %lld exceeds 2^36", fn, name,
+                        (long long)ld);
     if ((ld * elem_bytes) % 16)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: args->%s * %d bytes must be a multiple of 16 (TMA), got %lld", fn,
                         name, elem_bytes, (long long)ld);
-    if (ld > (1ll << 36))
-        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->%s = %lld exceeds 2^36", fn, name,
-                        (long long)ld);
     return QG_SUCCESS;
 }
 
@@ -381,7 +383,7 @@ static qg_status check_ld(int64_t ld, int64_t min, int elem_bytes, const char *f
  * pointer presence and alignment), then that the context can launch, then
  * that every pointer is memory of the context's device. */
 static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                          const char *fn, qg_problem *p) {
+                          const qg_config *forced, const char *fn, qg_problem *p) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
@@ -392,9 +394,11 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     p->k = a->k;
     p->num_groups = kind == QG_GEMM_DENSE && a->num_groups == 0 ? 1 : a->num_groups;
     p->expected_m = a->expected_m;
-    *p = launch_key(*p);
+    /* The problem is checked as given (masked expected_m > M_max is refused,
+     * as by qg_select_config and qg_compile), then normalized for the cache. */
     qg_status st = qg__check_problem(p, fn);
     if (st != QG_SUCCESS) return st;
+    *p = launch_key(*p);
     if ((st = check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
         (st = check_ld(a->ldb, a->k, 1, fn, "ldb", "k")) ||
         (st = check_ld(a->ldd, a->n, 2, fn, "ldd", "n")) ||
@@ -408,8 +412,21 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (kind == QG_GEMM_GROUPED_MASKED) ptrs[num_ptrs++] = (named_ptr){a->masked_m, 4, "masked_m"};
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
-    if (ctx->offline)
+    if (ctx->offline) {
+        /* A forced configuration gets its own error first: an offline
+         * context can say whether it is legal, only not run it. */
+        if (forced) {
+            qg_config c = *forced;
+            qg_kernel_plan plan;
+            if ((st = qg__complete_config_sms(&ctx->props, ctx->num_sms, p, &c, &plan)))
+                return qg__fail(st, "%s: %s", fn, qg_last_error());
+            return qg__fail(QG_ERROR_NO_DEVICE,
+                            "%s: the context is offline (compile-only): the forced configuration "
+                            "(%dx%d, %d stages) is legal for this problem, but cannot run here",
+                            fn, c.block_m, c.block_n, c.num_stages);
+        }
         return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    }
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = check_device_ptr(ctx, ptrs[i].ptr, fn, ptrs[i].name))) return st;
     return QG_SUCCESS;
@@ -440,7 +457,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                       const qg_config *forced, CUstream stream, const char *fn) {
     qg__clear_error();
     qg_problem p;
-    qg_status st = validate(ctx, kind, a, fn, &p);
+    qg_status st = validate(ctx, kind, a, forced, fn, &p);
     if (st != QG_SUCCESS) return st;
     if (a->m == 0) return QG_SUCCESS;
 
@@ -501,8 +518,8 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
      * split_k; masked: unknown on the host). */
     int grid = e->max_grid;
     if (kind != QG_GEMM_GROUPED_MASKED) {
-        const long long tiles = (long long)((a->m + cfg->block_m - 1) / cfg->block_m) *
-                                ((a->n + cfg->block_n - 1) / cfg->block_n) * plan->split_k;
+        const long long tiles = (((long long)a->m + cfg->block_m - 1) / cfg->block_m) *
+                                (((long long)a->n + cfg->block_n - 1) / cfg->block_n) * plan->split_k;
         const long long tiles_rounded = (tiles + cluster - 1) / cluster * cluster;
         if (tiles_rounded < grid) grid = (int)tiles_rounded;
     }

@@ -230,10 +230,19 @@ static qg_status validate(qg_gemm_kind kind, const qg_gemm_args *p, const double
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "host_args: expected non-NULL");
     if (!ref) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ref: expected non-NULL");
     if (p->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "m: expected >= 0, got %d", p->m);
-    if (p->n < 1) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "n: expected >= 1, got %d", p->n);
-    if (p->k < 16 || p->k % 16)
+    /* Bounds first (issue 27): (n + 127) / 128, (k + 127) / 128 and row * ld
+     * below must not overflow, whatever the caller passes. */
+    if (p->n < 1 || p->n > (1 << 30))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "n: expected 1 .. 2^30, got %d", p->n);
+    if (p->k < 16 || p->k % 16 || p->k > (1 << 30))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "k: expected a positive multiple of 16, got %d", p->k);
+                        "k: expected a positive multiple of 16 up to 2^30, got %d", p->k);
+    if (p->lda > (1ll << 36) || p->ldb > (1ll << 36) || p->sfa_ld > (1ll << 36))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: expected <= 2^36, got %lld",
+                        p->lda > (1ll << 36) ? "lda" : p->ldb > (1ll << 36) ? "ldb" : "sfa_ld",
+                        (long long)(p->lda > (1ll << 36)   ? p->lda
+                                    : p->ldb > (1ll << 36) ? p->ldb
+                                                           : p->sfa_ld));
     if (kind == QG_GEMM_DENSE ? p->num_groups != 1 : p->num_groups < 1)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "num_groups: expected %s, got %d",
                         kind == QG_GEMM_DENSE ? "1 for dense" : ">= 1", p->num_groups);

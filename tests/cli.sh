@@ -76,6 +76,46 @@ check_cache "--clear removes the kernels, not other files ($out)" \
     test ! -e "$cache_dir/$(key 2).cubin" -a -e "$cache_dir/notes.txt"
 rm -rf "$cache_dir"
 
+# Option values the parser cannot hold are refused, never truncated (issue 27):
+# 59 zeros then "4,256x" used to be cut at 63 characters to "0..04,25" and accepted.
+long="$(printf '0%.0s' $(seq 59))4,256x"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "$long"
+expect 2 "bench: --grouped-masked wants G,M_max or G,M_max,M" bench --grouped-masked "$long"
+expect 2 "bench: --grouped-contiguous wants G,M" bench --grouped-contiguous "$long"
+expect 2 "bench: --grouped-masked wants G,M_max or G,M_max,M" bench --grouped-masked "2,512,$(printf '0%.0s' $(seq 56))64x"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "2,99999999999999999999999"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "2,256,"
+expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked ",256"
+expect 2 "compile: --shape wants MxNxK" compile --shape "128x256x$(printf '9%.0s' $(seq 40))"
+expect 2 "bench: --seed wants a non-negative integer" bench --seed 99999999999999999999999
+expect 2 "bench: --config wants bm,bn,stages,mc" bench --config "128,128,4,$(printf 'a%.0s' $(seq 200))"
+
+# `qgemm compile` without --config lets the library choose (issue 27): where
+# the JIT refuses the heuristic's tile, the next one ranked is compiled, as in
+# a GEMM call. --refuse BMxBN injects that refusal (qgtk_refuse_tile); the
+# command used to force the heuristic's configuration and fail.
+cache="$(mktemp -d /tmp/qgemm-cli-cache.XXXXXX)"
+out=$(QGEMM_CACHE_DIR="$cache" "$qgemm" compile --offline --shape 128x256x512 2>/dev/null)
+tile=$(sed -n 's/^ok .* bm *\([0-9]*\) bn *\([0-9]*\) .*/\1x\2/p' <<< "$out")
+out=$(QGEMM_CACHE_DIR="$cache" "$qgemm" compile --offline --shape 128x256x512 --refuse "$tile" 2>&1)
+if [ -n "$tile" ] && grep -q "^ok " <<< "$out" && ! grep -q "bm *${tile%x*} bn *${tile#*x} " <<< "$out"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+    printf '[ FAIL ] qgemm compile with the heuristic tile %s refused: %s\n' "$tile" "$out"
+fi
+expect 2 "compile: --refuse wants BMxBN" compile --refuse 128
+# A forced configuration that is refused stays refused (no fallback).
+out=$(QGEMM_CACHE_DIR="$cache" "$qgemm" compile --offline --shape 128x256x512 --config "${tile%x*},${tile#*x},0,none" --refuse "$tile" 2>/dev/null)
+rc=$?
+if [ "$rc" = 1 ] && grep -q "^FAIL .*kernel compilation failed" <<< "$out"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+    printf '[ FAIL ] qgemm compile --config %s --refuse %s: exit %s: %s\n' "$tile" "$tile" "$rc" "$out"
+fi
+rm -rf "$cache"
+
 printf '[ %s ] cli: %d passed, %d failed\n' "$([ $failed = 0 ] && echo PASS || echo FAIL)" \
     "$passed" "$failed"
 [ "$failed" = 0 ]

@@ -1,103 +1,411 @@
-/* SPDX-License-Identifier: MIT */
 /*
- * test_cache.c -- the disk cache's size limit (CPU only, no NVRTC): files are
- * evicted least recently used first (mtime, refreshed at every disk hit) until
- * the cache fits; other files and fresh temporaries are left alone; a limit of
- * 0 clears it; QGEMM_CACHE_MAX_MB gives the limit.
+ * test_cache.c -- the disk cache under hostile files (issue 27): a FIFO named
+ * like an entry, a corrupt entry, entries writable by others or owned by
+ * another user, the modes of what the cache creates, and 16 processes sharing
+ * one cache directory. CPU only (NVRTC needs no GPU).
  */
 #include "internal.h"
 #include "qg_test.h"
 
+#include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
-#include <stdio.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-/* dir/<64 hex of `tag`>.cubin of `bytes` bytes, last used `age` seconds ago. */
-static bool make_file(const char *dir, int tag, const char *suffix, size_t bytes, long age) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%064x%s", dir, tag, suffix);
-    FILE *f = fopen(path, "w");
-    if (!f) return false;
-    for (size_t i = 0; i < bytes; i++) fputc('x', f);
-    fclose(f);
-    struct timespec t[2];
-    clock_gettime(CLOCK_REALTIME, &t[0]);
-    t[0].tv_sec -= age;
-    t[1] = t[0];
-    return utimensat(AT_FDCWD, path, t, 0) == 0;
+static char made[16][64];
+static int num_made;
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st, (void)type, (void)ftw;
+    remove(path);
+    return 0;
+}
+static void rm_made(void) {
+    for (int i = 0; i < num_made; i++) nftw(made[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+static const char *fresh_dir(char buf[64]) {
+    snprintf(buf, 64, "/tmp/qgemm-test-cache.XXXXXX");
+    if (!mkdtemp(buf)) return NULL;
+    if (num_made == 0) atexit(rm_made);
+    if (num_made < 16) snprintf(made[num_made++], 64, "%s", buf);
+    return buf;
 }
 
-static bool exists(const char *dir, int tag, const char *suffix) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%064x%s", dir, tag, suffix);
-    return access(path, F_OK) == 0;
+static uint64_t salt(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return ((uint64_t)t.tv_nsec << 20) ^ (uint64_t)t.tv_sec ^ (uint64_t)getpid() << 40;
 }
 
-static void remove_all(const char *dir) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+/* A small kernel; `s` makes its key unique. */
+static char *source(uint64_t s) {
+    char *src = malloc(512);
+    snprintf(src, 512,
+             "// salt %llu\n"
+             "extern \"C\" __global__ void qg_test_cache(float *o, const float *i, int n) {\n"
+             "    float a = i[threadIdx.x];\n"
+             "    for (int k = 0; k < n; k++) a = fmaf(a, 0.5f, i[(k * 3 + threadIdx.x) %% n]);\n"
+             "    o[threadIdx.x] = a * %u.0f;\n"
+             "}\n",
+             (unsigned long long)s, (unsigned)(s % 997));
+    return src;
 }
 
-TEST(cache_prune_evicts_least_recently_used) {
-    char dir[] = "/tmp/qgemm-prune-test-XXXXXX";
-    CHECK(mkdtemp(dir), "mkdtemp");
-    /* Files 1..4 of 1000 bytes, file 1 the oldest; an unrelated file; a
-     * temporary in flight and one abandoned two hours ago. */
-    bool ok = true;
-    for (int i = 1; i <= 4; i++) ok &= make_file(dir, i, ".cubin", 1000, 100 * (5 - i));
-    ok &= make_file(dir, 9, ".txt", 5000, 10000);
-    ok &= make_file(dir, 7, ".tmp.1.2.3", 500, 10);
-    ok &= make_file(dir, 8, ".tmp.1.2.4", 500, 7200);
-    qg_cache_usage removed, kept;
-    qg_status st = ok ? qg__cache_prune(dir, 2500, &removed, &kept) : QG_ERROR_INTERNAL;
-    bool gone1 = !exists(dir, 1, ".cubin"), gone2 = !exists(dir, 2, ".cubin");
-    bool have3 = exists(dir, 3, ".cubin"), have4 = exists(dir, 4, ".cubin");
-    bool other = exists(dir, 9, ".txt"), fresh_tmp = exists(dir, 7, ".tmp.1.2.3");
-    bool old_tmp = exists(dir, 8, ".tmp.1.2.4");
-    qg_cache_usage cleared, after;
-    qg_status st2 = qg__cache_prune(dir, 0, &cleared, &after);
-    bool empty = !exists(dir, 3, ".cubin") && !exists(dir, 4, ".cubin") && exists(dir, 9, ".txt");
-    remove_all(dir);
-    CHECK(ok, "cannot create the files");
-    CHECK(st == QG_SUCCESS, "%s", qg_last_error());
-    CHECK(gone1 && gone2 && have3 && have4, "evicted %d %d kept %d %d", gone1, gone2, have3, have4);
-    CHECK(other && fresh_tmp && !old_tmp, "other %d fresh tmp %d old tmp %d", other, fresh_tmp,
-          old_tmp);
-    CHECK(removed.files == 3 && removed.bytes == 2500, "removed %llu files %llu bytes",
-          (unsigned long long)removed.files, (unsigned long long)removed.bytes);
-    CHECK(kept.files == 2 && kept.bytes == 2000, "kept %llu files %llu bytes",
-          (unsigned long long)kept.files, (unsigned long long)kept.bytes);
-    CHECK(st2 == QG_SUCCESS && empty && after.files == 0 && cleared.files == 3,
-          "clear: %d, %llu removed, %llu left", st2, (unsigned long long)cleared.files,
-          (unsigned long long)after.files);
-    /* A directory that does not exist is an empty cache. */
-    CHECK(qg__cache_prune("/nonexistent/qgemm-cache", 0, &removed, &kept) == QG_SUCCESS &&
-              removed.files == 0 && kept.files == 0,
-          "missing directory: %s", qg_last_error());
+/* Compile in a brand-new memory cache; *hit = the result's cache_hit. */
+static qg_status compile_new(const char *src, int *hit, char key[65]) {
+    qg_jit_cache *c = NULL;
+    qg_status s = qg__jit_cache_create(&c);
+    if (s != QG_SUCCESS) return s;
+    qg_jit_result r;
+    s = qg__jit_compile(c, src, &r);
+    if (s == QG_SUCCESS) {
+        if (hit) *hit = r.info.cache_hit;
+        if (key) snprintf(key, 65, "%s", r.info.key);
+    }
+    qg__jit_cache_destroy(c);
+    return s;
+}
+
+/* Run fn() with stderr going to a file; returns what it printed (malloc'd). */
+static char *capture_stderr(void (*fn)(void *), void *arg) {
+    char path[] = "/tmp/qgemm-test-cache-err.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    fn(arg);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *out = calloc(1, (size_t)n + 1);
+    if (out && pread(fd, out, (size_t)n, 0) < 0) out[0] = '\0';
+    close(fd);
+    unlink(path);
+    return out;
+}
+
+typedef struct {
+    const char *src;
+    qg_status status;
+    int hit;
+    char key[65];
+} compile_call;
+
+static void do_compile(void *arg) {
+    compile_call *c = arg;
+    c->status = compile_new(c->src, &c->hit, c->key);
+}
+
+/* Compile src with QGEMM_JIT_DEBUG set; *log = what the library printed.
+ * QGEMM_JIT_DEBUG adds -lineinfo and so changes the key: every compile of
+ * a test that reads the log goes through here. */
+static compile_call compile_logged(const char *src, char **log) {
+    compile_call c = {.src = src};
+    setenv("QGEMM_JIT_DEBUG", "1", 1);
+    *log = capture_stderr(do_compile, &c);
+    unsetenv("QGEMM_JIT_DEBUG");
+    return c;
+}
+
+/* ---- a FIFO named like an entry ---- */
+
+TEST(cache_fifo_entry_does_not_hang) {
+    char dir[64], path[256], key[65];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    CHECK(compile_new(src, NULL, key) == QG_SUCCESS, "%s", qg_last_error());
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
+    CHECK(unlink(path) == 0 && mkfifo(path, 0600) == 0, "cannot make a FIFO at %s", path);
+    /* In a child, so that a hang is a failure and not a stuck test run. */
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        alarm(20);
+        int hit = -1;
+        qg_status s = compile_new(src, &hit, NULL);
+        _exit(s == QG_SUCCESS && hit == 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(!WIFSIGNALED(status), "the compile with a FIFO entry hung (killed by signal %d)",
+          WTERMSIG(status));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the compile failed or used the FIFO");
+    free(src);
     PASS();
 }
 
-TEST(cache_limit_from_environment) {
-    const char *v = getenv("QGEMM_CACHE_MAX_MB");
-    char *saved = v ? strdup(v) : NULL;
-    unsetenv("QGEMM_CACHE_MAX_MB");
-    uint64_t dflt = qg__cache_limit_bytes();
-    setenv("QGEMM_CACHE_MAX_MB", "7", 1);
-    uint64_t seven = qg__cache_limit_bytes();
-    setenv("QGEMM_CACHE_MAX_MB", "0", 1);
-    uint64_t zero = qg__cache_limit_bytes();
-    setenv("QGEMM_CACHE_MAX_MB", "lots", 1);
-    uint64_t bad = qg__cache_limit_bytes();
-    if (saved) setenv("QGEMM_CACHE_MAX_MB", saved, 1);
-    else unsetenv("QGEMM_CACHE_MAX_MB");
-    free(saved);
-    CHECK(dflt == (uint64_t)QG_CACHE_DEFAULT_MAX_MB << 20, "default %llu",
-          (unsigned long long)dflt);
-    CHECK(seven == 7u << 20, "7 MiB read as %llu", (unsigned long long)seven);
-    CHECK(zero == 0, "0 (no limit) read as %llu", (unsigned long long)zero);
-    CHECK(bad == dflt, "a bad value gave %llu", (unsigned long long)bad);
+/* ---- a corrupt entry (a forged hash is the trust test below) ---- */
+
+TEST(cache_corrupt_entry_is_rejected_and_replaced) {
+    char dir[64], path[256];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    char *log = NULL;
+    compile_call c = compile_logged(src, &log);
+    free(log);
+    CHECK(c.status == QG_SUCCESS, "%s", qg_last_error());
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, c.key);
+    int fd = open(path, O_WRONLY);
+    CHECK(fd >= 0, "open %s", path);
+    CHECK(pwrite(fd, "QGEMMCB1\x01\0\0\0\x38\0\0\0\xff\xff\xff\xff\xff\xff\xff\x7f", 24, 0) == 24,
+          "pwrite");
+    close(fd);
+    c = compile_logged(src, &log);
+    CHECK(c.status == QG_SUCCESS && c.hit == 0, "status %d hit %d", c.status, c.hit);
+    CHECK(log && strstr(log, "rejected (length mismatch"), "no debug message: %s", log);
+    free(log);
+    c = compile_logged(src, &log);
+    free(log);
+    CHECK(c.status == QG_SUCCESS && c.hit == 2, "not rewritten: hit %d", c.hit);
+    free(src);
+    PASS();
+}
+
+/* ---- what the cache creates ---- */
+
+TEST(cache_dir_0700_and_entries_private_under_umask_0) {
+    char dir[64], sub[128], path[256], key[65];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    snprintf(sub, sizeof sub, "%s/a/b", dir);
+    setenv("QGEMM_CACHE_DIR", sub, 1);
+    mode_t old = umask(0);
+    char *src = source(salt());
+    qg_status s = compile_new(src, NULL, key);
+    umask(old);
+    CHECK(s == QG_SUCCESS, "%s", qg_last_error());
+    struct stat st;
+    snprintf(path, sizeof path, "%s/a", dir);
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0700, "%s has mode %o", path,
+          (unsigned)(st.st_mode & 0777));
+    CHECK(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700, "%s has mode %o", sub,
+          (unsigned)(st.st_mode & 0777));
+    snprintf(path, sizeof path, "%s/%s.cubin", sub, key);
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0077) == 0, "%s has mode %o", path,
+          (unsigned)(st.st_mode & 0777));
+    free(src);
+    PASS();
+}
+
+/* ---- entries the user cannot trust ---- */
+
+/* The entry is valid (its hash is right), but someone else could have
+ * written it: it must be ignored with a debug message, the kernel compiled,
+ * and a trusted entry written in its place. */
+static qg_test_result untrusted_entry_ignored(void (*make_untrusted)(const char *), const char *why) {
+    char dir[64], path[256];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    char *log = NULL;
+    compile_call c = compile_logged(src, &log);
+    free(log);
+    CHECK(c.status == QG_SUCCESS, "%s", qg_last_error());
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, c.key);
+    make_untrusted(path);
+    c = compile_logged(src, &log);
+    CHECK(c.status == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(c.hit == 0, "the untrusted entry was loaded (hit %d)", c.hit);
+    CHECK(log && strstr(log, why), "no debug message with '%s': %s", why, log ? log : "");
+    free(log);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 0022) == 0,
+          "not replaced by a trusted entry");
+    c = compile_logged(src, &log);
+    free(log);
+    CHECK(c.status == QG_SUCCESS && c.hit == 2, "replacement not loaded (hit %d)", c.hit);
+    free(src);
+    PASS();
+}
+
+static void chmod_666(const char *p) { chmod(p, 0666); }
+static void chmod_620(const char *p) { chmod(p, 0620); }
+
+TEST(cache_world_writable_entry_ignored) {
+    return untrusted_entry_ignored(chmod_666, "writable by group or others");
+}
+
+TEST(cache_group_writable_entry_ignored) {
+    return untrusted_entry_ignored(chmod_620, "writable by group or others");
+}
+
+/* A symbolic link named like an entry, to a valid entry elsewhere: not
+ * followed (O_NOFOLLOW), so whoever can write the directory cannot point
+ * the cache at a file of their choosing. */
+static void symlink_elsewhere(const char *p) {
+    char moved[300];
+    snprintf(moved, sizeof moved, "%s.elsewhere", p);
+    if (rename(p, moved) != 0 || symlink(moved, p) != 0) perror("symlink");
+}
+
+TEST(cache_symlinked_entry_ignored) {
+    return untrusted_entry_ignored(symlink_elsewhere, "cannot open");
+}
+
+static void chown_nobody(const char *p) {
+    if (chown(p, 65534, 65534) != 0) perror("chown");
+}
+
+TEST(cache_foreign_owned_entry_ignored) {
+    if (geteuid() != 0)
+        SKIP("not root: cannot make a file owned by another user to test with");
+    return untrusted_entry_ignored(chown_nobody, "owned by uid 65534");
+}
+
+/* ---- many processes, one directory ---- */
+
+/* 16 processes (offline: NVRTC only) compile at once into one directory:
+ * 8 the same kernel, 8 four other kernels two by two; each then loads its
+ * kernel again from disk while others may be renaming over it. All succeed;
+ * no process ever reads a partial file (QGEMM_JIT_DEBUG would say
+ * "rejected"); no temporary file stays behind. */
+TEST(cache_16_processes_share_one_dir) {
+    char dir[64];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    const uint64_t base = salt();
+    enum { N = 16 };
+    pid_t pids[N];
+    char logs[N][96];
+    for (int i = 0; i < N; i++) {
+        snprintf(logs[i], sizeof logs[i], "%s.log%d", dir, i);
+        fflush(stdout);
+        pids[i] = fork();
+        CHECK(pids[i] >= 0, "fork");
+        if (pids[i] == 0) {
+            alarm(240);
+            int fd = open(logs[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
+            setenv("QGEMM_JIT_DEBUG", "1", 1);
+            char *src = source(i < 8 ? base : base + 1 + (uint64_t)(i - 8) / 2);
+            int hit = -1;
+            if (compile_new(src, &hit, NULL) != QG_SUCCESS) {
+                fprintf(stderr, "compile: %s\n", qg_last_error());
+                _exit(1);
+            }
+            if (compile_new(src, &hit, NULL) != QG_SUCCESS || hit != 2) {
+                fprintf(stderr, "reload: hit %d: %s\n", hit, qg_last_error());
+                _exit(2);
+            }
+            _exit(0);
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        FILE *f = fopen(logs[i], "r");
+        char line[512];
+        bool rejected = false;
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "rejected") || strstr(line, "compile:") || strstr(line, "reload:")) {
+                printf("    process %d: %s", i, line);
+                rejected = true;
+            }
+        if (f) fclose(f);
+        unlink(logs[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rejected) {
+            printf("    process %d: status %#x\n", i, (unsigned)status);
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%d of %d processes failed or read a partial file", bad, N);
+    int files = 0;
+    DIR *d = opendir(dir);
+    CHECK(d, "opendir");
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        files++;
+        CHECK(strstr(e->d_name, ".cubin") && !strstr(e->d_name, ".tmp"), "stray file %s",
+              e->d_name);
+    }
+    closedir(d);
+    CHECK(files == 5, "%d entries for 5 kernels", files);
+    PASS();
+}
+
+/* The same through the public API: 16 processes, each with an offline
+ * context, qg_compile real GEMM kernels into one directory (8 the same
+ * problem, 8 four other problems two by two), then a second offline context
+ * in each loads its kernel from disk. */
+TEST(cache_16_processes_offline_contexts) {
+    char dir[64];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    enum { N = 16 };
+    static const int shapes[5][3] = {
+        {128, 256, 512}, {256, 512, 256}, {64, 768, 1024}, {512, 256, 384}, {128, 1024, 128}};
+    pid_t pids[N];
+    char logs[N][96];
+    for (int i = 0; i < N; i++) {
+        snprintf(logs[i], sizeof logs[i], "%s.log%d", dir, i);
+        fflush(stdout);
+        pids[i] = fork();
+        CHECK(pids[i] >= 0, "fork");
+        if (pids[i] == 0) {
+            alarm(240);
+            int fd = open(logs[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
+            setenv("QGEMM_JIT_DEBUG", "1", 1);
+            const int *s = shapes[i < 8 ? 0 : 1 + (i - 8) / 2];
+            const qg_problem p = {QG_GEMM_DENSE, s[0], s[1], s[2], 1, 0};
+            for (int round = 0; round < 2; round++) {
+                qg_context *ctx = NULL;
+                qg_kernel_info info;
+                if (qg_context_create_offline(&ctx, NULL) != QG_SUCCESS ||
+                    qg_compile(ctx, &p, NULL, &info) != QG_SUCCESS) {
+                    fprintf(stderr, "compile: %s\n", qg_last_error());
+                    _exit(1);
+                }
+                if (round == 1 && info.cache_hit != 2) {
+                    fprintf(stderr, "reload: hit %d\n", info.cache_hit);
+                    _exit(2);
+                }
+                qg_context_destroy(ctx);
+            }
+            _exit(0);
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        FILE *f = fopen(logs[i], "r");
+        char line[512];
+        bool rejected = false;
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "rejected") || strstr(line, "compile:") || strstr(line, "reload:")) {
+                printf("    process %d: %s", i, line);
+                rejected = true;
+            }
+        if (f) fclose(f);
+        unlink(logs[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rejected) {
+            printf("    process %d: status %#x\n", i, (unsigned)status);
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%d of %d processes failed or read a partial file", bad, N);
+    DIR *d = opendir(dir);
+    CHECK(d, "opendir");
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        files++;
+        CHECK(strstr(e->d_name, ".cubin") && !strstr(e->d_name, ".tmp"), "stray file %s",
+              e->d_name);
+    }
+    closedir(d);
+    CHECK(files == 5, "%d entries for 5 kernels", files);
     PASS();
 }

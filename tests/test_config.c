@@ -384,9 +384,9 @@ TEST(gemm_argument_validation) {
           "0 groups: %s", qg_last_error());
     a = good_args();
     a.num_groups = 4;
-    a.expected_m = 101;  /* > M_max is clamped, not an error */
-    CHECK(qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL) == QG_ERROR_NO_DEVICE, "%s",
-          qg_last_error());
+    a.expected_m = 101;  /* > M_max: refused, as by qg_select_config (issue 27) */
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "expected_m"), "%s", qg_last_error());
     /* A forced config that does not fit is refused before launch. */
     a = good_args();
     qg_config bad = {.block_m = 128, .block_n = 200};

@@ -351,10 +351,22 @@ TEST(gpu_invalid_arguments_leave_d_untouched) {
     EXPECT_REJECTED(QG_GEMM_DENSE, bad.d = NULL);
     EXPECT_REJECTED(QG_GEMM_GROUPED_CONTIGUOUS, bad.num_groups = 2);    /* no m_indices */
     EXPECT_REJECTED(QG_GEMM_GROUPED_MASKED, bad.num_groups = 2);        /* no masked_m */
+    /* Issue 27: bounds before multiplies, one expected_m rule, huge problems. */
+    EXPECT_STATUS(QG_GEMM_DENSE, QG_ERROR_UNSUPPORTED, bad.ldd = (1ll << 62) + 1);
+    EXPECT_STATUS(QG_GEMM_DENSE, QG_ERROR_UNSUPPORTED, bad.sfa_ld = INT64_MAX);
+    EXPECT_REJECTED(QG_GEMM_GROUPED_MASKED,
+                    (bad.num_groups = 1, bad.masked_m = (const void *)good.sfa,
+                     bad.expected_m = good.m + 1));
+    EXPECT_STATUS(QG_GEMM_DENSE, QG_ERROR_UNSUPPORTED, (bad.m = 1 << 30, bad.n = 2147483640));
 #undef EXPECT_REJECTED
 #undef EXPECT_STATUS
     qg_status st = qg_fp8_gemm_nt(NULL, &good, NULL, stream);
     CHECK(st == QG_ERROR_INVALID_ARGUMENT, "NULL ctx: status %d", (int)st);
+    const qg_config illegal = {.block_m = 128, .block_n = 200}; /* a forced illegal tile */
+    st = qg_fp8_gemm_nt(ctx, &good, &illegal, stream);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "block_n"),
+          "forced 128x200: status %d (%s)", (int)st, qg_last_error());
+    cases++;
     st = qg_fp8_gemm_nt(ctx, NULL, NULL, stream);
     CHECK(st == QG_ERROR_INVALID_ARGUMENT, "NULL args: status %d", (int)st);
 

@@ -116,15 +116,17 @@ typedef struct {
 
 /* --grouped-masked G,M_max[,M]: M valid rows in each group (default M_max). */
 static bool parse_masked(const char *text, bench_opts *o) {
-    char buf[64];
-    long valid;
-    snprintf(buf, sizeof buf, "%s", text ? text : "");
-    char *third = strchr(buf, ',');
-    third = third ? strchr(third + 1, ',') : NULL;
-    if (third) *third++ = '\0';
-    if (!cli_parse_groups_rows(buf, &o->masked_groups, &o->masked_rows)) return false;
-    if (!third) valid = o->masked_rows;
-    else if (!cli_parse_int(third, 1, o->masked_rows, &valid)) return false;
+    /* "G,M_max[,M]": each field parsed in place (a copy into a fixed buffer
+     * once cut long values short and accepted the rest). */
+    long g, rows, valid;
+    const char *c1 = text ? strchr(text, ',') : NULL;
+    if (!c1 || !cli_parse_int_field(text, (size_t)(c1 - text), 1, CLI_MAX_GROUPS, &g)) return false;
+    const char *c2 = strchr(c1 + 1, ',');
+    const size_t rows_len = c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1);
+    if (!cli_parse_int_field(c1 + 1, rows_len, 1, 1L << 20, &rows)) return false;
+    if (!c2) valid = rows;
+    else if (!cli_parse_int(c2 + 1, 1, rows, &valid)) return false;
+    o->masked_groups = (int)g, o->masked_rows = (int)rows;
     o->masked_valid = (int)valid;
     return true;
 }

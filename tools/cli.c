@@ -5,6 +5,9 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
+#include <errno.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,37 +27,45 @@ void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]) {
 }
 
 bool cli_parse_int(const char *text, long lo, long hi, long *out) {
-    if (!text || !*text) return false;
+    /* Digits with an optional '-' only (strtol would also take blanks and
+     * '+'), and nothing strtol had to clamp (ERANGE). */
+    if (!text || !(isdigit((unsigned char)text[0]) ||
+                   (text[0] == '-' && isdigit((unsigned char)text[1]))))
+        return false;
     char *end = NULL;
+    errno = 0;
     long v = strtol(text, &end, 10);
-    if (*end || v < lo || v > hi) return false;
+    if (errno == ERANGE || *end || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+bool cli_parse_int_field(const char *text, size_t len, long lo, long hi, long *out) {
+    char buf[32]; /* any long fits in 20 characters: a longer field is refused, not cut */
+    if (len >= sizeof buf) return false;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    return cli_parse_int(buf, lo, hi, out);
 }
 
 bool cli_parse_shape(const char *text, cli_shape *out) {
     long v[3];
     const char *p = text;
     for (int i = 0; i < 3; i++) {
-        char *end = NULL;
-        v[i] = strtol(p, &end, 10);
-        if (end == p || v[i] <= 0 || v[i] > (1L << 30)) return false;
-        if (i < 2 && *end != 'x' && *end != 'X') return false;
-        if (i == 2 && *end) return false;
-        p = end + 1;
+        size_t len = strcspn(p, i < 2 ? "xX" : "");
+        if ((i < 2 && p[len] == '\0') || !cli_parse_int_field(p, len, 1, 1L << 30, &v[i]))
+            return false;
+        p += len + (i < 2);
     }
     *out = (cli_shape){(int)v[0], (int)v[1], (int)v[2]};
     return true;
 }
 
 bool cli_parse_groups_rows(const char *text, int *groups, int *rows) {
-    char buf[64];
     long g, m;
-    snprintf(buf, sizeof buf, "%s", text ? text : "");
-    char *comma = strchr(buf, ',');
-    if (!comma) return false;
-    *comma = '\0';
-    if (!cli_parse_int(buf, 1, CLI_MAX_GROUPS, &g) || !cli_parse_int(comma + 1, 1, 1L << 20, &m))
+    const char *comma = text ? strchr(text, ',') : NULL;
+    if (!comma || !cli_parse_int_field(text, (size_t)(comma - text), 1, CLI_MAX_GROUPS, &g) ||
+        !cli_parse_int(comma + 1, 1, 1L << 20, &m))
         return false;
     *groups = (int)g, *rows = (int)m;
     return true;

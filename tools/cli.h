@@ -50,8 +50,12 @@ void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]);
 
 /* "MxNxK" with positive integers. @return true and *out on success. */
 bool cli_parse_shape(const char *text, cli_shape *out);
-/* A decimal integer in [lo, hi]. */
+/* A decimal integer in [lo, hi] (digits, optional '-'; no blanks, '+' or
+ * out-of-range text). */
 bool cli_parse_int(const char *text, long lo, long hi, long *out);
+/* The same for the first len characters of text (a field of a list): a
+ * field too long for any integer is refused, never truncated. */
+bool cli_parse_int_field(const char *text, size_t len, long lo, long hi, long *out);
 /* "G,M_max": a group count in [1, CLI_MAX_GROUPS] and rows per group in
  * [1, 2^20] (masked grouped problems). */
 bool cli_parse_groups_rows(const char *text, int *groups, int *rows);

@@ -17,7 +17,7 @@
 #define GROUPED_TOTAL_ROWS 32768
 
 /* Compile q's kernel: the forced configuration when `forced` is not NULL,
- * else the heuristic's. */
+ * else the library's choice, with its fallback. */
 static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *forced) {
     qg_config cfg = {0};
     qg_kernel_info info;
@@ -27,16 +27,35 @@ static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *f
     if (q->num_groups > 1)
         snprintf(label + strlen(label), sizeof label - strlen(label), " G=%d", q->num_groups);
     qg_status s = cli_config_for(ctx, q, forced, &cfg);
+    bool fell_back = false;
     if (s == QG_SUCCESS) {
         fprintf(stderr, "compiling kernel for %s ...\n", label);
         s = qg_compile(ctx, q, &cfg, &info);
+    }
+    /* Without --config, a refusal of the heuristic's choice is not the end:
+     * the library compiles the next configuration it ranks, as a GEMM call
+     * does (issue 27: this command used to stop here). Which one is not
+     * reported by qg_compile, so the line says "fallback". (qg_compile
+     * meets the refusal once more first: refusals are not cached. Rare.) */
+    if (s == QG_ERROR_COMPILE && !forced) {
+        fprintf(stderr, "the JIT refused %dx%d for %s (%s); compiling the next configuration the "
+                "heuristic ranks ...\n", cfg.block_m, cfg.block_n, label, qg_last_error());
+        s = qg_compile(ctx, q, NULL, &info);
+        fell_back = true;
     }
     if (s != QG_SUCCESS) {
         printf("FAIL %-34s %s: %s\n", label, qg_status_string(s), qg_last_error());
         return false;
     }
     static const char *const hit[3] = {"compiled", "memory", "disk"};
-    printf("ok   %-34s bm %3d bn %3d st %d mc %-4s  regs %3d spill %d/%d stack %d  %8.1f ms  %-8s "
+    if (fell_back)
+        printf("ok   %-34s fallback after %3dx%-3d refused  regs %3d spill %d/%d stack %d  %8.1f ms"
+               "  %-8s %s\n", label, cfg.block_m, cfg.block_n, info.registers,
+               info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes,
+               info.compile_ms, info.cache_hit >= 0 && info.cache_hit <= 2 ? hit[info.cache_hit] : "?",
+               info.key);
+    else
+        printf("ok   %-34s bm %3d bn %3d st %d mc %-4s  regs %3d spill %d/%d stack %d  %8.1f ms  %-8s "
            "%s\n",
            label, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
            info.registers, info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes,
@@ -75,6 +94,16 @@ int cli_compile(int argc, char **argv) {
                 return cli_usage_error("compile: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "
                                        "got '%s'", next);
             forced = &config, i++;
+        } else if (!strcmp(argv[i], "--refuse") && next) {
+            /* Fault injection for tests (tests/cli.sh): the JIT refuses this
+             * tile as if it spilled (qgtk_refuse_tile). */
+            cli_shape t;
+            char buf[64];
+            if (strlen(next) > 20 || snprintf(buf, sizeof buf, "%sx1", next) < 0 ||
+                !cli_parse_shape(buf, &t))
+                return cli_usage_error("compile: --refuse wants BMxBN, got '%s'", next);
+            qgtk_refuse_tile(t.m, t.n);
+            i++;
         } else if (!strcmp(argv[i], "--dense")) {
             dense = true;
         } else if (!strcmp(argv[i], "--offline")) {

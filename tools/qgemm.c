@@ -6,7 +6,7 @@
  *   qgemm check    [--quick] [--seed N]                   (cmd_check.c)
  *   qgemm compile  [--shape MxNxK]... [--grouped-contiguous G]
  *                  [--grouped-masked G,M_max] [--config bm,bn,st,mc]
- *                  [--dense] [--offline]                  (cmd_compile.c)
+ *                  [--dense] [--offline] [--refuse BMxBN: test fault] (cmd_compile.c)
  *   qgemm info                                            (cmd_info.c)
  *
  * Invariants: see cli.h (exit codes, one-line "no GPU" failure, stdout for

@@ -29,9 +29,24 @@
 #include <limits.h>
 #include <string.h>
 
+/* x >= 0 (tensor dimensions), and no x + y - 1 that a hostile shape could
+ * overflow (issue 27). */
 static int64_t ceil_div(int64_t x, int64_t y)
 {
-    return (x + y - 1) / y;
+    return x / y + (x % y != 0);
+}
+
+/* Strides past 2^36 elements are refused before anything multiplies them
+ * (the library refuses them too, but only after it looked for a device). */
+#define QGPY_MAX_LD (INT64_C(1) << 36)
+
+static int check_ld_bound(const qgpy_tensor *t, const char *what, int64_t ld)
+{
+    char s[160];
+    if (ld <= QGPY_MAX_LD)
+        return 0;
+    return qgpy_errorf(PyExc_ValueError, "qgemm: %s's %s = %" PRId64 " exceeds 2^36 (strides %s)",
+                       t->name, what, ld, qgpy_strides_str(t, s, sizeof s));
 }
 
 static int check_int_range(const char *what, int64_t v)
@@ -65,18 +80,25 @@ static int matrix_ld(const qgpy_tensor *t, int64_t elem_bytes, int64_t *ld)
                            "qgemm: %s's row stride must be at least its row length %" PRId64
                            ", got %" PRId64 " (strides %s)",
                            t->name, cols, *ld, qgpy_strides_str(t, s, sizeof s));
+    if (check_ld_bound(t, "row stride", *ld))
+        return -1;
     if ((*ld * elem_bytes) % 16 != 0)
         return qgpy_errorf(
             PyExc_ValueError,
             "qgemm: %s's row stride must be a multiple of 16 bytes (TMA), got %" PRId64
             " elements = %" PRId64 " bytes (strides %s)",
             t->name, *ld, *ld * elem_bytes, qgpy_strides_str(t, s, sizeof s));
-    if (groups > 1 && qgpy_stride(t, 0) != rows * *ld)
+    int64_t group_stride;
+    if (groups > 1 && __builtin_mul_overflow(rows, *ld, &group_stride))
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s's groups are %" PRId64 " rows x row stride %" PRId64
+                           " elements apart: past 2^63", t->name, rows, *ld);
+    if (groups > 1 && qgpy_stride(t, 0) != group_stride)
         return qgpy_errorf(PyExc_ValueError,
                            "qgemm: %s's groups must be packed: the stride of dimension 0 must be "
                            "%" PRId64 " (%" PRId64 " rows x row stride %" PRId64
                            "), got strides %s",
-                           t->name, rows * *ld, rows, *ld, qgpy_strides_str(t, s, sizeof s));
+                           t->name, group_stride, rows, *ld, qgpy_strides_str(t, s, sizeof s));
     return 0;
 }
 
@@ -104,12 +126,19 @@ static int sfa_layout(const qgpy_tensor *t, int64_t *sfa_ld)
                            " and a multiple of 4 floats (16 bytes, TMA), got %" PRId64
                            " (strides %s); %s",
                            t->name, m, *sfa_ld, qgpy_strides_str(t, s, sizeof s), fix);
-    if (groups > 1 && qgpy_stride(t, 0) != kb * *sfa_ld)
+    if (check_ld_bound(t, "M stride (sfa_ld)", *sfa_ld))
+        return -1;
+    int64_t group_stride;
+    if (groups > 1 && __builtin_mul_overflow(kb, *sfa_ld, &group_stride))
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s's groups are ceil(K/128) = %" PRId64 " x sfa_ld %" PRId64
+                           " floats apart: past 2^63", t->name, kb, *sfa_ld);
+    if (groups > 1 && qgpy_stride(t, 0) != group_stride)
         return qgpy_errorf(
             PyExc_ValueError,
             "qgemm: %s's groups must be packed: the stride of dimension 0 must be "
             "%" PRId64 " (ceil(K/128) = %" PRId64 " x sfa_ld %" PRId64 "), got strides %s; %s",
-            t->name, kb * *sfa_ld, kb, *sfa_ld, qgpy_strides_str(t, s, sizeof s), fix);
+            t->name, group_stride, kb, *sfa_ld, qgpy_strides_str(t, s, sizeof s), fix);
     return 0;
 }
 
@@ -125,7 +154,11 @@ static int check_contiguous(const qgpy_tensor *t)
                                t->name, qgpy_shape_str(t, sh, sizeof sh),
                                qgpy_strides_str(t, st, sizeof st));
         }
-        expect *= qgpy_dim(t, i);
+        if (__builtin_mul_overflow(expect, qgpy_dim(t, i), &expect)) {
+            char sh[160];
+            return qgpy_errorf(PyExc_ValueError, "qgemm: %s has shape %s: more than 2^63 elements",
+                               t->name, qgpy_shape_str(t, sh, sizeof sh));
+        }
     }
     return 0;
 }

@@ -313,6 +313,12 @@ static PyObject *py_set_num_sms(PyObject *self, PyObject *arg)
         return NULL;
     if (n > INT_MAX)
         n = INT_MAX; /* rejected below as more SMs than any device has */
+    /* With no device context yet, the value used to be taken unchecked
+     * (issue 27: set_num_sms(100000)). The offline context (the H100
+     * description: 132 SMs, as many as any Hopper part) is always there to
+     * check against; device contexts are checked too as they exist. */
+    if (n > 0 && !qgpy_context(QGPY_OFFLINE))
+        return NULL;
     if (qgpy_set_num_sms(n < INT_MIN ? -1 : (int)n) < 0)
         return NULL;
     Py_RETURN_NONE;

@@ -25,6 +25,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* More dimensions than any producer describes honestly (NumPy allows 64,
+ * qgemm reads at most 3): the bound keeps messages from reading past a
+ * short shape array. */
+#define QGPY_DLPACK_MAX_NDIM 32
+
 static const char CAPSULE_VERSIONED[] = "dltensor_versioned";
 static const char CAPSULE_VERSIONED_USED[] = "used_dltensor_versioned";
 static const char CAPSULE_LEGACY[] = "dltensor";
@@ -200,8 +205,24 @@ int qgpy_tensor_import(PyObject *obj, const char *name, long long dlpack_stream,
     Py_DECREF(capsule);
     if (rc == 0)
         out->dtype = out->t->dtype;
+    /* A producer's metadata is checked before anything reads shape[] or
+     * strides[] (issue 27: a NULL shape crashed, ndim 100000 printed heap
+     * words in the shape of the error message). */
     if (rc == 0 && out->t->ndim < 0) {
         qgpy_errorf(PyExc_ValueError, "qgemm: %s has a negative ndim", name);
+        qgpy_tensor_release(out);
+        return -1;
+    }
+    if (rc == 0 && out->t->ndim > QGPY_DLPACK_MAX_NDIM) {
+        qgpy_errorf(PyExc_ValueError,
+                    "qgemm: %s has ndim %d; qgemm reads tensors of at most %d dimensions", name,
+                    (int)out->t->ndim, QGPY_DLPACK_MAX_NDIM);
+        qgpy_tensor_release(out);
+        return -1;
+    }
+    if (rc == 0 && out->t->ndim > 0 && !out->t->shape) {
+        qgpy_errorf(PyExc_ValueError, "qgemm: %s has ndim %d but shape == NULL (a broken DLPack "
+                    "producer)", name, (int)out->t->ndim);
         qgpy_tensor_release(out);
         return -1;
     }
@@ -254,7 +275,8 @@ int64_t qgpy_stride(const qgpy_tensor *t, int i)
         return t->t->strides[i];
     int64_t s = 1; /* pre-1.0 producers may describe compact tensors this way */
     for (int j = t->t->ndim - 1; j > i; j--)
-        s *= t->t->shape[j];
+        if (__builtin_mul_overflow(s, t->t->shape[j], &s))
+            return INT64_MAX; /* hostile shapes: saturate, the 2^36 stride bounds refuse it */
     return s;
 }
 

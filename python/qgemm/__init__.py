@@ -114,6 +114,9 @@ def get_m_alignment_for_contiguous_layout() -> int:
 
 def get_tma_aligned_size(x: int, element_size: int) -> int:
     """``x`` rounded up so that ``x * element_size`` is a multiple of 16 bytes (TMA)."""
+    x, element_size = _as_int(x, "x"), _as_int(element_size, "element_size")
+    if x < 0:
+        raise ValueError(f"qgemm: x must be >= 0, got {x}")
     if element_size <= 0 or 16 % element_size != 0:
         raise ValueError(f"qgemm: element_size must divide 16, got {element_size}")
     unit = 16 // element_size
@@ -124,7 +127,8 @@ def set_num_sms(num_sms: int) -> None:
     """Limit the SMs the persistent kernels use on every device (0 = all SMs).
 
     Applies to existing contexts and to devices used later. Raises ValueError
-    if ``num_sms`` is negative or exceeds the SM count of a device in use.
+    if ``num_sms`` is negative or exceeds the SM count of a device in use or
+    of the offline H100 description (132, as many as any Hopper part).
     """
     _C.set_num_sms(_as_int(num_sms, "num_sms"))
 
@@ -446,10 +450,22 @@ def _device_ordinal(device: Any) -> int:
         if torch is not None and torch.cuda.is_available():
             return int(torch.cuda.current_device())
         return 0
-    index = getattr(device, "index", device)  # torch.device("cuda:1").index == 1
+    if isinstance(device, str):  # "cuda", "cuda:1" (as torch.device takes them)
+        kind, sep, index_text = device.partition(":")
+        if kind != "cuda" or (sep and not index_text.isdigit()):
+            raise ValueError(f"qgemm: device must be a CUDA ordinal, 'cuda' or 'cuda:N', "
+                             f"got {device!r}")
+        return int(index_text) if sep else _device_ordinal(None)
+    device_type = getattr(device, "type", None)
+    if isinstance(device_type, str) and device_type != "cuda":
+        raise ValueError(f"qgemm: device must be a CUDA device, got {device}")
+    index = getattr(device, "index", device) if device_type is not None else device
     if index is None:  # torch.device("cuda"): the current device
         return _device_ordinal(None)
-    return _as_int(index, "device")
+    ordinal = _as_int(index, "device")
+    if ordinal < 0:  # -1 would reach the extension's offline slot
+        raise ValueError(f"qgemm: device must be >= 0, got {ordinal}")
+    return ordinal
 
 
 def _config_tuple(config: Optional[Config]) -> Optional[Tuple[int, int, int, int, int, int]]:

@@ -96,7 +96,8 @@ class FakeTensor:
     def __init__(self, shape: Sequence[int], dtype: str = "e4m3", *,
                  strides: Optional[Sequence[int]] = None, device: Tuple[int, int] = (KDL_CUDA, 0),
                  address: Optional[int] = None, byte_offset: int = 0, legacy: bool = False,
-                 version: Tuple[int, int] = (1, 1), flags: int = 0, lanes: int = 1) -> None:
+                 version: Tuple[int, int] = (1, 1), flags: int = 0, lanes: int = 1,
+                 ndim: Optional[int] = None, null_shape: bool = False) -> None:
         self.shape = list(shape)
         if strides is None:
             strides, acc = [], 1
@@ -112,6 +113,10 @@ class FakeTensor:
         self.legacy = legacy
         self.version = version
         self.flags = flags
+        # hostile producers (issue 27): ndim that disagrees with the shape
+        # array, a NULL shape pointer
+        self.ndim = ndim
+        self.null_shape = null_shape
         # what the consumer did
         self.exports = 0
         self.deletes = 0
@@ -136,9 +141,10 @@ class FakeTensor:
         t = managed.dl_tensor
         t.data = self.address
         t.device = DLDevice(*self.device)
-        t.ndim = n
+        t.ndim = n if self.ndim is None else self.ndim
         t.dtype = DLDataType(self.code, self.bits, self.lanes)
-        t.shape = shape
+        if not self.null_shape:
+            t.shape = shape
         t.strides = strides
         t.byte_offset = self.byte_offset
         managed.deleter = ctypes.cast(deleter, ctypes.c_void_p).value

@@ -1,0 +1,105 @@
+/*
+ * fuzz_args.c -- the public argument validation under arbitrary values: the
+ * three GEMM calls (with and without a forced configuration),
+ * qg_select_config, qg_complete_config and qg_sfa_ld, on an offline context
+ * with fake pointers. Every GEMM call must return an error with a message
+ * (an offline context can launch nothing); selection may succeed, and then
+ * its configuration must be complete. Never a crash, a sanitizer report or a
+ * hang. Values are drawn so that both extremes (INT_MIN, INT64_MAX, 2^36 +
+ * 1, ...) and legal shapes are likely.
+ */
+#include "fuzz.h"
+#include "qgemm.h"
+
+#include <limits.h>
+#include <string.h>
+
+fuzz_figures fuzz_stats = {"args", 0, 0, 0};
+static qg_context *ctx;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    if (qg_context_create_offline(&ctx, NULL) != QG_SUCCESS) abort();
+    atexit(fuzz_print_figures);
+    return 0;
+}
+
+/* An int: one of the interesting values, or small, or raw. */
+static int pick_int(fuzz_input *in) {
+    static const int special[] = {0, 1, -1, 8, 16, 64, 100, 128, 256, 576, 4096, 7168,
+                                  1 << 20, 1 << 30, (1 << 30) + 1, INT_MAX, INT_MIN, INT_MAX - 7,
+                                  INT_MAX - 15, 4095, 4097, 133, 132};
+    const unsigned sel = (unsigned)fuzz_take(in, 1);
+    if (sel < 128) return special[sel % (sizeof special / sizeof special[0])];
+    if (sel < 192) return (int)(fuzz_take(in, 2) & 0xfff0);
+    return (int)fuzz_take(in, 4);
+}
+
+static int64_t pick_i64(fuzz_input *in, int64_t near) {
+    static const int64_t special[] = {0, -1, INT64_MAX, INT64_MIN, (1ll << 36), (1ll << 36) + 1,
+                                      (1ll << 62) + 1, INT64_MAX - 3, INT64_MAX - 2, 16, 4};
+    const unsigned sel = (unsigned)fuzz_take(in, 1);
+    if (sel < 96) return special[sel % (sizeof special / sizeof special[0])];
+    if (sel < 224) return near + (int64_t)(fuzz_take(in, 1) & 0x3f) - 8;
+    return (int64_t)fuzz_take(in, 8);
+}
+
+static void *pick_ptr(fuzz_input *in) {
+    static const uintptr_t special[] = {0, 0x10000, 0x10001, 0x10004, 0x10008, UINTPTR_MAX,
+                                        UINTPTR_MAX - 15, 0x7f0000000000};
+    return (void *)special[fuzz_take(in, 1) % (sizeof special / sizeof special[0])];
+}
+
+static void check_error(qg_status st) {
+    const char *msg = qg_last_error();
+    if (st == QG_SUCCESS || !msg || !*msg || strlen(msg) > 4096) abort(); /* not clean */
+    fuzz_stats.clean_errors++;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    fuzz_input in = {data, size};
+    fuzz_stats.cases++;
+    qg_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = pick_int(&in), a.n = pick_int(&in), a.k = pick_int(&in);
+    a.num_groups = pick_int(&in), a.expected_m = pick_int(&in);
+    a.lda = pick_i64(&in, a.k), a.ldb = pick_i64(&in, a.k);
+    a.ldd = pick_i64(&in, a.n), a.sfa_ld = pick_i64(&in, qg_sfa_ld(a.m));
+    a.a = pick_ptr(&in), a.b = pick_ptr(&in), a.sfa = pick_ptr(&in), a.sfb = pick_ptr(&in);
+    a.d = pick_ptr(&in), a.m_indices = pick_ptr(&in), a.masked_m = pick_ptr(&in);
+    const unsigned flags = (unsigned)fuzz_take(&in, 1);
+    qg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.block_m = pick_int(&in), cfg.block_n = pick_int(&in);
+    cfg.num_stages = (int)(int8_t)fuzz_take(&in, 1);
+    cfg.multicast = (qg_multicast)(int8_t)fuzz_take(&in, 1);
+    cfg.swizzle_group = (int)(int8_t)fuzz_take(&in, 1);
+    cfg.split_k = (int)(int8_t)fuzz_take(&in, 1);
+    const qg_config *forced = flags & 1 ? &cfg : NULL;
+    qg_context *c = flags & 2 ? ctx : (flags & 4 ? NULL : ctx);
+    const qg_gemm_args *args = flags & 8 && !(flags & 16) ? NULL : &a;
+
+    (void)qg_sfa_ld(a.sfa_ld);
+    check_error(qg_fp8_gemm_nt(c, args, forced, NULL));
+    check_error(qg_m_grouped_fp8_gemm_nt_contiguous(c, args, forced, NULL));
+    check_error(qg_m_grouped_fp8_gemm_nt_masked(c, args, forced, NULL));
+
+    qg_problem p = {(qg_gemm_kind)(flags >> 5 & 3), a.m, a.n, a.k, a.num_groups, a.expected_m};
+    qg_config out;
+    qg_status st = qg_select_config(c, &p, &out);
+    if (st == QG_SUCCESS) {
+        if (out.block_m <= 0 || out.block_n <= 0 || out.num_stages < 1 || out.num_sms < 1) abort();
+        fuzz_stats.accepted++;
+    } else {
+        check_error(st);
+    }
+    out = cfg;
+    st = qg_complete_config(c, &p, &out);
+    if (st == QG_SUCCESS) {
+        if (out.num_stages < 1 || out.smem_bytes == 0) abort();
+        fuzz_stats.accepted++;
+    } else {
+        check_error(st);
+    }
+    return 0;
+}

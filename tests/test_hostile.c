@@ -1,0 +1,184 @@
+/*
+ * test_hostile.c -- the public argument checks under extreme values
+ * (issue 27): bounds are checked before anything is multiplied, one rule for
+ * the masked expected_m, precise errors for forced configurations on an
+ * offline context, the testkit's reference under huge n and k. CPU only.
+ */
+#include "qg_test.h"
+#include "qgtk.h"
+
+#include <limits.h>
+#include <stdint.h>
+
+#define FAKE(addr) ((void *)(uintptr_t)(addr))
+
+static qg_gemm_args args_ok(void) {
+    qg_gemm_args a = {0};
+    a.m = 100, a.n = 576, a.k = 400, a.num_groups = 1;
+    a.a = FAKE(0x10000), a.lda = 400;
+    a.sfa = FAKE(0x20000), a.sfa_ld = 100;
+    a.b = FAKE(0x30000), a.ldb = 400;
+    a.sfb = FAKE(0x40000);
+    a.d = FAKE(0x50000), a.ldd = 576;
+    a.m_indices = FAKE(0x60000);
+    a.masked_m = FAKE(0x70000);
+    return a;
+}
+
+static qg_context *offline(void) {
+    qg_context *ctx = NULL;
+    return qg_context_create_offline(&ctx, NULL) == QG_SUCCESS ? ctx : NULL;
+}
+
+/* A leading dimension past 2^36 is "too large" whatever its alignment: the
+ * bound is checked before ld * element size is formed (which overflows). */
+TEST(hostile_ld_bound_before_multiply) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const int64_t huge[] = {(1ll << 62) + 1, INT64_MAX, INT64_MAX - 1, (1ll << 36) + 1};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        for (int f = 0; f < 4; f++) {
+            qg_gemm_args a = args_ok();
+            const char *name = f == 0 ? "lda" : f == 1 ? "ldb" : f == 2 ? "ldd" : "sfa_ld";
+            *(f == 0 ? &a.lda : f == 1 ? &a.ldb : f == 2 ? &a.ldd : &a.sfa_ld) = huge[i];
+            qg_status st = qg_fp8_gemm_nt(ctx, &a, NULL, NULL);
+            CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), name) &&
+                      strstr(qg_last_error(), "exceeds 2^36"),
+                  "%s = %lld: %s (%s)", name, (long long)huge[i], qg_status_string(st),
+                  qg_last_error());
+        }
+    }
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+TEST(hostile_sfa_ld_extremes) {
+    CHECK(qg_sfa_ld(INT64_MIN) == 0 && qg_sfa_ld(-1) == 0 && qg_sfa_ld(0) == 0, "negative m");
+    CHECK(qg_sfa_ld(5) == 8 && qg_sfa_ld(8) == 8, "small m");
+    CHECK(qg_sfa_ld(INT64_MAX - 3) == INT64_MAX - 3, "largest m with a multiple of 4: %lld",
+          (long long)qg_sfa_ld(INT64_MAX - 3));
+    for (int64_t m = INT64_MAX - 2; m > 0 && m <= INT64_MAX - 0; m++) {
+        CHECK(qg_sfa_ld(m) == 0, "m = %lld: no multiple of 4 >= m fits in int64, got %lld",
+              (long long)m, (long long)qg_sfa_ld(m));
+        if (m == INT64_MAX) break;
+    }
+    PASS();
+}
+
+/* One rule for masked expected_m > M_max: the selection, qg_compile and the
+ * masked GEMM call all reject it, with the same message. */
+TEST(hostile_masked_expected_m_one_rule) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    qg_gemm_args a = args_ok();
+    a.num_groups = 4;
+    a.expected_m = 101;
+    qg_status st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL);
+    char gemm_msg[512];
+    snprintf(gemm_msg, sizeof gemm_msg, "%s", qg_last_error());
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT, "masked GEMM with expected_m 101 > M_max 100: %s (%s)",
+          qg_status_string(st), gemm_msg);
+    qg_problem p = {QG_GEMM_GROUPED_MASKED, 100, 576, 400, 4, 101};
+    qg_config cfg;
+    st = qg_select_config(ctx, &p, &cfg);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT, "qg_select_config: %s", qg_status_string(st));
+    const char *sel = strchr(qg_last_error(), ':'), *gem = strchr(gemm_msg, ':');
+    CHECK(sel && gem && strcmp(sel, gem) == 0, "two messages for one rule: '%s' vs '%s'",
+          qg_last_error(), gemm_msg);
+    st = qg_compile(ctx, &p, NULL, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strchr(qg_last_error(), ':') &&
+              strcmp(strchr(qg_last_error(), ':'), gem) == 0,
+          "qg_compile: %s (%s)", qg_status_string(st), qg_last_error());
+    /* expected_m == M_max and 0 (= M_max) remain valid. */
+    a.expected_m = 100;
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL) == QG_ERROR_NO_DEVICE, "%s",
+          qg_last_error());
+    a.expected_m = 0;
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL) == QG_ERROR_NO_DEVICE, "%s",
+          qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* A forced configuration on an offline context: an illegal one gets the
+ * configuration's own error (not "offline"); a legal one gets NO_DEVICE
+ * with a message that says the configuration was checked. */
+TEST(hostile_forced_config_offline_precise) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    qg_gemm_args a = args_ok();
+    qg_config bad = {.block_m = 128, .block_n = 200};
+    qg_status st = qg_fp8_gemm_nt(ctx, &a, &bad, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "block_n") &&
+              strstr(qg_last_error(), "qg_fp8_gemm_nt"),
+          "illegal forced config offline: %s (%s)", qg_status_string(st), qg_last_error());
+    qg_config stages = {.block_m = 128, .block_n = 128, .num_stages = 40};
+    st = qg_fp8_gemm_nt(ctx, &a, &stages, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "stages"),
+          "40 stages offline: %s (%s)", qg_status_string(st), qg_last_error());
+    qg_config good = {.block_m = 128, .block_n = 64};
+    st = qg_fp8_gemm_nt(ctx, &a, &good, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE && strstr(qg_last_error(), "offline"),
+          "legal forced config offline: %s (%s)", qg_status_string(st), qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The testkit's CPU reference: n and k near INT_MAX are refused before
+ * (k + 127) / 128 or row * ld is formed. */
+TEST(hostile_reference_huge_n_k) {
+    static const uint8_t byte[16];
+    static const float scale[4] = {1, 1, 1, 1};
+    static double ref[4];
+    qg_gemm_args a = {0};
+    a.m = 1, a.n = 8, a.k = 16, a.num_groups = 1;
+    a.a = byte, a.b = byte, a.sfa = scale, a.sfb = scale;
+    a.lda = a.ldb = 16, a.sfa_ld = 4, a.ldd = 8;
+    qg_gemm_args h = a;
+    h.k = INT_MAX - 15, h.lda = h.ldb = h.k;
+    qg_status st = qgtk_reference_gemm(QG_GEMM_DENSE, &h, ref);
+    CHECK(st != QG_SUCCESS && strstr(qg_last_error(), "k"), "k = %d: %s (%s)", h.k,
+          qg_status_string(st), qg_last_error());
+    h = a;
+    h.n = INT_MAX;
+    st = qgtk_reference_gemm(QG_GEMM_DENSE, &h, ref);
+    CHECK(st != QG_SUCCESS && strstr(qg_last_error(), "n"), "n = %d: %s (%s)", h.n,
+          qg_status_string(st), qg_last_error());
+    h = a;
+    h.lda = INT64_MAX;
+    st = qgtk_reference_gemm(QG_GEMM_DENSE, &h, ref);
+    CHECK(st != QG_SUCCESS && strstr(qg_last_error(), "lda"), "lda = INT64_MAX: %s (%s)",
+          qg_status_string(st), qg_last_error());
+    h = a;
+    h.sfa_ld = INT64_MAX - 3;
+    st = qgtk_reference_gemm(QG_GEMM_DENSE, &h, ref);
+    CHECK(st != QG_SUCCESS && strstr(qg_last_error(), "sfa_ld"), "sfa_ld huge: %s (%s)",
+          qg_status_string(st), qg_last_error());
+    PASS();
+}
+
+/* Found by make fuzz (fuzz/fuzz_args.c): a problem with more output tiles
+ * than an int holds overflowed the heuristic's wave count (config.c, UBSan:
+ * "-2147483648 - 1"). Problems whose D has 2^40 elements or more (2 TiB of
+ * bf16, more than any GPU holds) are refused up front. */
+TEST(hostile_problem_too_large_for_any_gpu) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const qg_problem big[] = {
+        {QG_GEMM_DENSE, 1 << 30, 2147483640, 128, 1, 0},
+        {QG_GEMM_GROUPED_MASKED, 1 << 20, 1 << 20, 128, 1024, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 1 << 30, 1 << 20, 128, 2, 0},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        qg_config cfg;
+        qg_status st = qg_select_config(ctx, &big[i], &cfg);
+        CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "2^40"),
+              "problem %zu: %s (%s)", i, qg_status_string(st), qg_last_error());
+    }
+    /* The largest DeepSeek-V3-like problems stay legal. */
+    const qg_problem ok = {QG_GEMM_DENSE, 1 << 20, 1 << 19, 7168, 1, 0};
+    qg_config cfg;
+    CHECK(qg_select_config(ctx, &ok, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
