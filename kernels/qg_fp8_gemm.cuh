@@ -27,9 +27,9 @@
  *   QG_WGMMA_*         the wgmma operand list for N = QG_WGMMA_N
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
- * role split with register reconfiguration -> producer (one thread issues
- * TMA) / consumers (WGMMA per 128-K block, promotion into FP32 registers on
- * the CUDA cores) -> epilogue (stmatrix -> shared -> TMA store, or a
+ * role split with register reconfiguration -> producer (one elected lane
+ * issues TMA; a second warp copies each tile's SFB) / consumers (WGMMA per
+ * 128-K block, promotion into FP32 registers on the CUDA cores) -> epilogue (stmatrix -> shared -> TMA store, or a
  * row-predicated store where some rows must stay untouched).
  *
  * Pipeline invariants: stage s and phase advance together (qg_advance: s

@@ -80,9 +80,10 @@ static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg
 /* The masked 256 x 128 tile. Its scheduler keeps more values live through
  * the main loop than the dense one (the group cursor, a group-dependent SFB
  * address): at the dense split (216 math / 72 producer registers) ptxas
- * spilled 68 bytes. It compiles clean at 232 / 40 with SFB copied into
- * shared memory, without multicast (with A multicast, N = 24576 at K = 1536
- * still spilled 16 bytes; a 32-register producer spills). Against masked
+ * spilled 68 bytes. It compiles clean at 232 / 40 without multicast (with A
+ * multicast, N = 24576 at K = 1536 still spilled 16 bytes; a 32-register
+ * producer spills), and only with the one-set loop neither unrolled nor
+ * testing the next barrier ahead (2026-11-25, kernel QG_K_UNROLL). Against masked
  * 128x128 on an H100 (2026-11-22-explore9, run 11): 1x1024 and 2x512 groups
  * x rows, N x K = 4096x7168 / 7168x2048, 6-11% faster. */
 static bool masked_256x128(qg_gemm_kind kind, int bm, int bn) {
