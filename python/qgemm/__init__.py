@@ -252,7 +252,8 @@ def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout
     PSUM layout (use_psum_layout=True, expected_m_for_psum_layout) raises
     NotImplementedError; recipe etc. as in fp8_gemm_nt.
     """
-    grouped_layout = _grouped_layout(grouped_layout, m_indices)
+    if grouped_layout is None or m_indices is not None:
+        grouped_layout = _grouped_layout(grouped_layout, m_indices)
     if (recipe is not None or recipe_a is not None or recipe_b is not None
             or compiled_dims != "nk" or disable_ue8m0_cast is not False
             or use_psum_layout is not False or ensure_zero_padding is not True
