@@ -7,6 +7,11 @@ follow DeepGEMM, so code ports by changing an import::
     import qgemm
     qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
 
+Every public name of DeepGEMM exists here with DeepGEMM's arguments (the ones
+qgemm lacks raise NotImplementedError saying what is missing);
+``import qgemm.deep_gemm as deep_gemm`` also gives DeepGEMM's acceptance of
+row-major ``sfa`` under the plain GEMM names. See docs/DEEPGEMM.md.
+
 Computes ``d[m, n] = sum_k (a[m, k] * sfa[m, k // 128]) * (b[n, k] * sfb[n // 128, k // 128])``
 in FP32 with two-level accumulation, written as bfloat16:
 
