@@ -7,6 +7,11 @@ follow DeepGEMM, so code ports by changing an import::
     import qgemm
     qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
 
+Every public name of DeepGEMM exists here with DeepGEMM's arguments (the ones
+qgemm lacks raise NotImplementedError saying what is missing);
+``import qgemm.deep_gemm as deep_gemm`` also gives DeepGEMM's acceptance of
+row-major ``sfa`` under the plain GEMM names. See docs/DEEPGEMM.md.
+
 Computes ``d[m, n] = sum_k (a[m, k] * sfa[m, k // 128]) * (b[n, k] * sfb[n // 128, k // 128])``
 in FP32 with two-level accumulation, written as bfloat16:
 
@@ -51,9 +56,22 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _C
+from . import _deepgemm as _dg
+from ._deepgemm import (
+    get_mk_alignment_for_contiguous_layout,
+    get_tc_util,
+    get_theoretical_mk_alignment_for_contiguous_layout,
+    set_block_size_multiple_of,
+    set_ignore_compile_dims,
+    set_mk_alignment_for_contiguous_layout,
+    set_tc_util,
+    transform_sf_into_required_layout,
+)
 from ._torch_helpers import (
+    ceil_to_ue8m0,
     get_col_major_tma_aligned_tensor,
     per_block_cast_to_fp8,
+    per_channel_cast_to_fp8,
     per_token_cast_to_fp8,
 )
 
@@ -78,7 +96,25 @@ __all__ = [
     "select_config",
     "get_device_props",
     "register_torch_ops",
-]
+    # DeepGEMM's names (docs/DEEPGEMM.md)
+    "fp8_fp4_gemm_nt",
+    "m_grouped_fp8_fp4_gemm_nt_contiguous",
+    "m_grouped_fp8_fp4_gemm_nt_masked",
+    "fp8_m_grouped_gemm_nt_masked",
+    "get_mn_major_tma_aligned_tensor",
+    "transform_sf_into_required_layout",
+    "get_mk_alignment_for_contiguous_layout",
+    "get_k_alignment_for_contiguous_layout",
+    "get_theoretical_mk_alignment_for_contiguous_layout",
+    "set_mk_alignment_for_contiguous_layout",
+    "set_tc_util",
+    "get_tc_util",
+    "set_ignore_compile_dims",
+    "set_block_size_multiple_of",
+    "per_channel_cast_to_fp8",
+    "ceil_to_ue8m0",
+    "align",
+] + sorted(_dg.STUBS)
 
 Tensor = Any
 """Any DLPack producer: torch.Tensor, jax.Array, cupy.ndarray, numpy.ndarray."""
@@ -176,31 +212,81 @@ def get_device_props(device: Any = None) -> Dict[str, Any]:
 # ---- GEMMs ------------------------------------------------------------------------
 
 
-def fp8_gemm_nt(a: Pair, b: Pair, d: Tensor, *, stream: Optional[StreamLike] = None,
+def fp8_gemm_nt(a: Pair, b: Pair, d: Tensor, c: Any = None, recipe: Any = None,
+                recipe_a: Any = None, recipe_b: Any = None, compiled_dims: str = "nk",
+                disable_ue8m0_cast: bool = False, *, stream: Optional[StreamLike] = None,
                 config: Optional[Config] = None) -> None:
     """Dense ``d = (a * sfa) @ (b * sfb).T`` in bfloat16, for ``a = (a, sfa)``, ``b = (b, sfb)``.
 
     a [M, K] e4m3, sfa [M, ceil(K/128)] float32 M-major (use
     get_col_major_tma_aligned_tensor), b [N, K] e4m3, sfb [ceil(N/128),
     ceil(K/128)] float32 contiguous, d [M, N] bfloat16 (written).
+
+    ``c``, ``recipe``, ``recipe_a``, ``recipe_b``, ``compiled_dims``,
+    ``disable_ue8m0_cast``: DeepGEMM's arguments, in its order
+    (docs/DEEPGEMM.md): c must be None and the recipe (1, 128, 128) (else
+    NotImplementedError); compiled_dims and disable_ue8m0_cast have no effect.
+    ``fp8_fp4_gemm_nt`` also takes DeepGEMM's row-major sfa.
     """
+    if (c is not None or recipe is not None or recipe_a is not None or recipe_b is not None
+            or compiled_dims != "nk" or disable_ue8m0_cast is not False):
+        _dg.check_gemm_args("fp8_gemm_nt", c, recipe, recipe_a, recipe_b, compiled_dims,
+                            disable_ue8m0_cast)
     _gemm(_C.KIND_DENSE, a, b, d, None, 0, stream, config)
 
 
-def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, m_indices: Tensor, *,
+def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout: Tensor = None,
+                                     recipe: Any = None, recipe_a: Any = None,
+                                     recipe_b: Any = None, compiled_dims: str = "nk",
+                                     disable_ue8m0_cast: bool = False,
+                                     use_psum_layout: bool = False,
+                                     ensure_zero_padding: bool = True,
+                                     expected_m_for_psum_layout: Optional[int] = None, *,
+                                     m_indices: Tensor = None,
                                      stream: Optional[StreamLike] = None,
                                      config: Optional[Config] = None) -> None:
     """Grouped GEMM (MoE prefill/training) with the experts' rows concatenated along M.
 
     a [M, K], sfa [M, ceil(K/128)] (M-major), b [G, N, K], sfb [G, ceil(N/128),
-    ceil(K/128)], d [M, N], m_indices int32 [M]: the expert of each row, -1 for a
-    padding row (its d row is left untouched). Each expert's segment must start
-    at a multiple of get_m_alignment_for_contiguous_layout().
+    ceil(K/128)], d [M, N], grouped_layout (also accepted as ``m_indices=``,
+    qgemm's earlier name) int32 [M]: the expert of each row, -1 for a padding
+    row (its d row is left untouched). Each expert's segment must start at a
+    multiple of get_m_alignment_for_contiguous_layout().
+
+    The other arguments are DeepGEMM's, in its order (docs/DEEPGEMM.md): the
+    PSUM layout (use_psum_layout=True, expected_m_for_psum_layout) raises
+    NotImplementedError; recipe etc. as in fp8_gemm_nt.
     """
-    _gemm(_C.KIND_CONTIGUOUS, a, b, d, m_indices, 0, stream, config)
+    if grouped_layout is None or m_indices is not None:
+        grouped_layout = _grouped_layout(grouped_layout, m_indices)
+    if (recipe is not None or recipe_a is not None or recipe_b is not None
+            or compiled_dims != "nk" or disable_ue8m0_cast is not False
+            or use_psum_layout is not False or ensure_zero_padding is not True
+            or expected_m_for_psum_layout is not None):
+        name = "m_grouped_fp8_gemm_nt_contiguous"
+        _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims,
+                            disable_ue8m0_cast)
+        _dg.check_contiguous_args(name, use_psum_layout, ensure_zero_padding,
+                                  expected_m_for_psum_layout)
+    _gemm(_C.KIND_CONTIGUOUS, a, b, d, grouped_layout, 0, stream, config)
+
+
+def _grouped_layout(grouped_layout: Any, m_indices: Any) -> Any:
+    if m_indices is None:
+        if grouped_layout is None:
+            raise TypeError("qgemm: m_grouped_fp8_gemm_nt_contiguous: missing grouped_layout "
+                            "(the int32 [M] expert index of each row, -1 for padding; "
+                            "qgemm also accepts it as m_indices=)")
+        return grouped_layout
+    if grouped_layout is not None:
+        raise TypeError("qgemm: m_grouped_fp8_gemm_nt_contiguous: give grouped_layout or "
+                        "m_indices (the same tensor, DeepGEMM's and qgemm's name), not both")
+    return m_indices
 
 
 def m_grouped_fp8_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor, expected_m: int,
+                                 recipe: Any = None, recipe_a: Any = None, recipe_b: Any = None,
+                                 compiled_dims: str = "nk", disable_ue8m0_cast: bool = False,
                                  *, stream: Optional[StreamLike] = None,
                                  config: Optional[Config] = None) -> None:
     """Grouped GEMM (MoE decoding) with a fixed M_max rows per group.
@@ -210,9 +296,78 @@ def m_grouped_fp8_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor, 
     int32 [G] on the device: the valid rows of each group (rows past it are
     left untouched). expected_m: a host-side hint of the typical rows per group
     (picks the tile shape; the call never reads device memory, so it is CUDA
-    graph capturable once compiled).
+    graph capturable once compiled). recipe etc.: DeepGEMM's, as in fp8_gemm_nt.
     """
+    if (recipe is not None or recipe_a is not None or recipe_b is not None
+            or compiled_dims != "nk" or disable_ue8m0_cast is not False):
+        _dg.check_gemm_args("m_grouped_fp8_gemm_nt_masked", None, recipe, recipe_a, recipe_b,
+                            compiled_dims, disable_ue8m0_cast)
     _gemm(_C.KIND_MASKED, a, b, d, masked_m, _as_int(expected_m, "expected_m"), stream, config)
+
+
+# ---- DeepGEMM's names (docs/DEEPGEMM.md) ----------------------------------------------------
+
+
+def fp8_fp4_gemm_nt(a: Pair, b: Pair, d: Tensor, c: Any = None, recipe: Any = None,
+                    recipe_a: Any = None, recipe_b: Any = None, compiled_dims: str = "nk",
+                    disable_ue8m0_cast: bool = False) -> None:
+    """DeepGEMM's fp8_fp4_gemm_nt: fp8_gemm_nt taking sfa in any layout, as
+    DeepGEMM does (its casts return row-major [M, K/128]: made M-major here,
+    a copy unless already so). FP8 only (FP4 is SM100)."""
+    name = "fp8_fp4_gemm_nt"
+    _dg.check_gemm_args(name, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+    a_, sfa = _dg.split_pair(a, "a")
+    b_, sfb = _dg.split_pair(b, "b")
+    _dg.check_tensors(name, sfa, sfb, d)
+    _gemm(_C.KIND_DENSE, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, None, 0, None, None)
+
+
+def m_grouped_fp8_fp4_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout: Tensor,
+                                         recipe: Any = None, recipe_a: Any = None,
+                                         recipe_b: Any = None, compiled_dims: str = "nk",
+                                         disable_ue8m0_cast: bool = False,
+                                         use_psum_layout: bool = False,
+                                         ensure_zero_padding: bool = True,
+                                         expected_m_for_psum_layout: Optional[int] = None) -> None:
+    """DeepGEMM's m_grouped_fp8_fp4_gemm_nt_contiguous: m_grouped_fp8_gemm_nt_contiguous
+    taking sfa in any layout (made M-major here, as DeepGEMM does)."""
+    name = "m_grouped_fp8_fp4_gemm_nt_contiguous"
+    _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+    _dg.check_contiguous_args(name, use_psum_layout, ensure_zero_padding,
+                              expected_m_for_psum_layout)
+    a_, sfa = _dg.split_pair(a, "a")
+    b_, sfb = _dg.split_pair(b, "b")
+    _dg.check_tensors(name, sfa, sfb, d)
+    _gemm(_C.KIND_CONTIGUOUS, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, grouped_layout, 0,
+          None, None)
+
+
+def m_grouped_fp8_fp4_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor,
+                                     expected_m: int, recipe: Any = None, recipe_a: Any = None,
+                                     recipe_b: Any = None, compiled_dims: str = "nk",
+                                     disable_ue8m0_cast: bool = False) -> None:
+    """DeepGEMM's m_grouped_fp8_fp4_gemm_nt_masked: m_grouped_fp8_gemm_nt_masked
+    taking sfa [G, M_max, K/128] in any layout (made M-major here, as DeepGEMM does)."""
+    name = "m_grouped_fp8_fp4_gemm_nt_masked"
+    _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+    a_, sfa = _dg.split_pair(a, "a")
+    b_, sfb = _dg.split_pair(b, "b")
+    _dg.check_tensors(name, sfa, sfb, d)
+    _gemm(_C.KIND_MASKED, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, masked_m,
+          _as_int(expected_m, "expected_m"), None, None)
+
+
+fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_fp4_gemm_nt_masked  # DeepGEMM's legacy alias
+get_mn_major_tma_aligned_tensor = get_col_major_tma_aligned_tensor  # DeepGEMM's name
+get_k_alignment_for_contiguous_layout = get_mk_alignment_for_contiguous_layout
+
+
+def align(x: int, y: int) -> int:
+    """``x`` rounded up to a multiple of ``y`` (DeepGEMM's utils.align)."""
+    return ceil_div(x, y) * y
+
+
+globals().update(_dg.STUBS)  # DeepGEMM entry points qgemm lacks: NotImplementedError
 
 
 def _gemm(kind: int, a: Any, b: Any, d: Any, idx: Any, expected_m: int,

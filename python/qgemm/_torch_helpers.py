@@ -34,15 +34,43 @@ def _check_tensor(torch: Any, x: Any, name: str, min_dim: int) -> None:
                          f"got shape {list(x.shape)}")
 
 
-def per_token_cast_to_fp8(x: Any) -> Tuple[Any, Any]:
+def ceil_to_ue8m0(x: Any) -> Any:
+    """Each (positive) float32 value rounded up to a power of two (an unsigned
+    8-bit exponent, UE8M0), as DeepGEMM's utils.ceil_to_ue8m0."""
+    torch = _torch()
+    bits = x.abs().float().view(torch.int32)
+    exponent = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).int()
+    return (exponent.clamp(1, 254) << 23).view(torch.float32)
+
+
+def _check_cast_args(func: str, use_ue8m0: Any, gran_k: Any, packed: Any = False) -> None:
+    if not isinstance(use_ue8m0, (bool, int)):
+        raise TypeError(f"qgemm: {func}: use_ue8m0 must be a bool, got {type(use_ue8m0).__name__}")
+    if gran_k != 128:
+        raise NotImplementedError(f"qgemm: {func}: gran_k={gran_k!r} is not supported: qgemm's "
+                                  "kernels take 128-wide scale blocks only")
+    if packed:
+        raise NotImplementedError(f"qgemm: {func}: use_packed_ue8m0={packed!r} is not supported: "
+                                  "packed int32 UE8M0 scales are SM100's format; qgemm takes "
+                                  "float32 scales")
+
+
+def per_token_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128,
+                          use_packed_ue8m0: bool = False) -> Tuple[Any, Any]:
     """Quantize activations ``x [..., M, K]`` per 1x128 block of each row.
 
     Returns ``(x_fp8 [..., M, K] float8_e4m3fn, scales [..., M, ceil(K/128)]
     float32)`` with ``x ~= x_fp8 * scales`` blockwise. The scales are
     row-major (as DeepGEMM returns them): pass them through
     ``get_col_major_tma_aligned_tensor`` before a GEMM.
+
+    DeepGEMM's arguments: ``use_ue8m0=True`` rounds each scale up to a power
+    of two (still float32, which qgemm's kernels take as any other scale);
+    ``gran_k`` must be 128 and ``use_packed_ue8m0`` False (else
+    NotImplementedError).
     """
     torch = _torch()
+    _check_cast_args("per_token_cast_to_fp8", use_ue8m0, gran_k, use_packed_ue8m0)
     _check_tensor(torch, x, "x", 1)
     k = x.shape[-1]
     kp = _ceil_to(k, 128)
@@ -51,19 +79,48 @@ def per_token_cast_to_fp8(x: Any) -> Tuple[Any, Any]:
         xf = torch.nn.functional.pad(xf, (0, kp - k))
     blocks = xf.view(*x.shape[:-1], kp // 128, 128)
     amax = blocks.abs().amax(dim=-1).clamp(min=_AMAX_FLOOR)
-    q = (blocks * (FP8_E4M3_MAX / amax).unsqueeze(-1)).to(torch.float8_e4m3fn)
+    if use_ue8m0:
+        sf = ceil_to_ue8m0(amax / FP8_E4M3_MAX)
+        q = (blocks / sf.unsqueeze(-1)).to(torch.float8_e4m3fn)
+    else:
+        sf = amax / FP8_E4M3_MAX
+        q = (blocks * (FP8_E4M3_MAX / amax).unsqueeze(-1)).to(torch.float8_e4m3fn)
     q = q.view(*x.shape[:-1], kp)[..., :k].contiguous()
-    return q, amax / FP8_E4M3_MAX
+    return q, sf
 
 
-def per_block_cast_to_fp8(x: Any) -> Tuple[Any, Any]:
+def per_channel_cast_to_fp8(x: Any, use_ue8m0: bool = False,
+                            gran_k: int = 128) -> Tuple[Any, Any]:
+    """Quantize ``x [M, N]`` per 128x1 block of each column (DeepGEMM's
+    per_channel_cast_to_fp8; M must be a multiple of 128). Returns ``(x_fp8
+    [M, N], scales [M/128, N] float32)``. No qgemm GEMM takes this layout (it
+    is DeepGEMM's k-grouped wgrad input); provided for ported test code."""
+    torch = _torch()
+    _check_cast_args("per_channel_cast_to_fp8", use_ue8m0, gran_k)
+    _check_tensor(torch, x, "x", 2)
+    if x.dim() != 2 or x.shape[0] % 128 != 0:
+        raise ValueError(f"qgemm: per_channel_cast_to_fp8: x must be [M, N] with M a multiple "
+                         f"of 128, got shape {list(x.shape)}")
+    m, n = x.shape
+    blocks = x.float().view(m // 128, 128, n)
+    amax = blocks.abs().amax(dim=1).clamp(min=_AMAX_FLOOR)
+    sf = amax / FP8_E4M3_MAX
+    if use_ue8m0:
+        sf = ceil_to_ue8m0(sf)
+    q = (blocks / sf.unsqueeze(1)).to(torch.float8_e4m3fn).view(m, n)
+    return q, sf
+
+
+def per_block_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128) -> Tuple[Any, Any]:
     """Quantize weights ``x [..., N, K]`` per 128x128 block.
 
     Returns ``(x_fp8 [..., N, K] float8_e4m3fn, scales [..., ceil(N/128),
     ceil(K/128)] float32)``, the scales contiguous as the GEMMs take them
     (a leading group dimension gives the grouped GEMMs' ``b``).
+    ``use_ue8m0``/``gran_k``: DeepGEMM's, as in per_token_cast_to_fp8.
     """
     torch = _torch()
+    _check_cast_args("per_block_cast_to_fp8", use_ue8m0, gran_k)
     _check_tensor(torch, x, "x", 2)
     *lead, n, k = x.shape
     np_, kp = _ceil_to(n, 128), _ceil_to(k, 128)
@@ -71,9 +128,14 @@ def per_block_cast_to_fp8(x: Any) -> Tuple[Any, Any]:
     padded[..., :n, :k] = x
     blocks = padded.view(*lead, np_ // 128, 128, kp // 128, 128)
     amax = blocks.abs().amax(dim=(-3, -1), keepdim=True).clamp(min=_AMAX_FLOOR)
-    q = (blocks * (FP8_E4M3_MAX / amax)).to(torch.float8_e4m3fn)
+    if use_ue8m0:
+        sf = ceil_to_ue8m0(amax / FP8_E4M3_MAX)
+        q = (blocks / sf).to(torch.float8_e4m3fn)
+    else:
+        sf = amax / FP8_E4M3_MAX
+        q = (blocks * (FP8_E4M3_MAX / amax)).to(torch.float8_e4m3fn)
     q = q.view(*lead, np_, kp)[..., :n, :k].contiguous()
-    return q, (amax / FP8_E4M3_MAX).view(*lead, np_ // 128, kp // 128)
+    return q, sf.view(*lead, np_ // 128, kp // 128)
 
 
 def get_col_major_tma_aligned_tensor(x: Any) -> Any:

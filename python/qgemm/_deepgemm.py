@@ -1,0 +1,319 @@
+"""DeepGEMM's public names on qgemm (docs/DEEPGEMM.md has the table).
+
+DeepGEMM (deepseek-ai/DeepGEMM, ``deep_gemm/__init__.py``) exposes its SM90
+FP8 GEMMs as ``fp8_fp4_gemm_nt(a, b, d, c=None, recipe=None, recipe_a=None,
+recipe_b=None, compiled_dims="nk", disable_ue8m0_cast=False)`` and friends.
+This module gives those names, with DeepGEMM's argument names, order and
+defaults, mapped onto qgemm's GEMMs:
+
+- arguments qgemm implements pass through; a value qgemm does not implement
+  (``c=`` a tensor, a recipe other than (1, 128, 128), the PSUM layout, an FP32
+  ``d``, packed UE8M0 scales, ...) raises ``NotImplementedError`` naming the
+  argument and the value;
+- like DeepGEMM, the ``fp8_fp4_*`` names take ``sfa`` as DeepGEMM's casts
+  return it (row-major ``[M, K/128]``) and make it M-major themselves
+  (qgemm's own ``fp8_gemm_nt`` keeps insisting on M-major scales: use
+  ``qgemm.deep_gemm`` to get DeepGEMM's behaviour under DeepGEMM's names);
+- every other DeepGEMM entry point (k-grouped, NN/TN/TT, BF16, einsum,
+  attention, mega MoE, ...) exists and raises ``NotImplementedError`` saying
+  what is missing, so ``import qgemm as deep_gemm`` fails clearly instead of
+  with ``AttributeError``.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from . import _C
+
+SUPPORTED_RECIPE = (1, 128, 128)
+_MK_ALIGNMENT = _C.m_alignment()  # qgemm's contiguous layout: 128-row blocks (docs/DESIGN.md §1)
+_TC_UTIL = [0]  # DeepGEMM's set_tc_util value (0 = unset, reads back as 100)
+_IGNORE_COMPILE_DIMS = [False]
+_BLOCK_SIZE_MULTIPLE_OF = [(1, 1)]
+
+
+# ---- argument checks ---------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    """A short description of an argument value for messages (no tensor dumps)."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "dtype"):
+        return f"<{type(value).__name__} {list(shape)} {value.dtype}>"
+    return repr(value)
+
+
+def unsupported(func: str, arg: str, value: Any, why: str) -> NotImplementedError:
+    return NotImplementedError(f"qgemm: {func}: {arg}={_show(value)} is not supported: {why}")
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, (tuple, list)) else value
+
+
+def check_gemm_args(func: str, c: Any, recipe: Any, recipe_a: Any, recipe_b: Any,
+                    compiled_dims: Any, disable_ue8m0_cast: Any) -> None:
+    """DeepGEMM's optional GEMM arguments: accept what qgemm computes, refuse the rest."""
+    if c is not None:
+        raise unsupported(func, "c", c, "qgemm computes D = A @ B.T without a C input "
+                          "(no accumulation into FP32 C); pass c=None")
+    if recipe is not None and (recipe_a is not None or recipe_b is not None):
+        raise ValueError(f"qgemm: {func}: give either recipe or the pair recipe_a/recipe_b, "
+                         "not both (as DeepGEMM)")
+    if (recipe_a is None) != (recipe_b is None):
+        raise ValueError(f"qgemm: {func}: recipe_a and recipe_b come together "
+                         f"(got recipe_a={recipe_a!r}, recipe_b={recipe_b!r})")
+    if recipe is not None and _as_tuple(recipe) != SUPPORTED_RECIPE:
+        raise unsupported(func, "recipe", recipe,
+                          "qgemm implements only the (1, 128, 128) recipe: 1x128 scales for A, "
+                          "128x128 for B (no 1D1D per-channel B scales, no gran_k 32)")
+    if recipe_a is not None and _as_tuple(recipe_a) != (1, 128):
+        raise unsupported(func, "recipe_a", recipe_a,
+                          "qgemm implements only recipe_a=(1, 128) (1x128 scales for A)")
+    if recipe_b is not None and _as_tuple(recipe_b) != (128, 128):
+        raise unsupported(func, "recipe_b", recipe_b,
+                          "qgemm implements only recipe_b=(128, 128) (128x128 scales for B)")
+    if not isinstance(compiled_dims, str):
+        raise TypeError(f"qgemm: {func}: compiled_dims must be a str such as 'nk', "
+                        f"got {type(compiled_dims).__name__}")
+    if not isinstance(disable_ue8m0_cast, (bool, int)):
+        raise TypeError(f"qgemm: {func}: disable_ue8m0_cast must be a bool, "
+                        f"got {type(disable_ue8m0_cast).__name__}")
+    # compiled_dims (which dimensions DeepGEMM's JIT bakes in) and disable_ue8m0_cast
+    # (an SM100 cast of FP32 scales to UE8M0) change nothing for qgemm's SM90 kernels:
+    # any string / either bool is accepted.
+
+
+def check_contiguous_args(func: str, use_psum_layout: Any, ensure_zero_padding: Any,
+                          expected_m_for_psum_layout: Any) -> None:
+    if use_psum_layout:
+        raise unsupported(func, "use_psum_layout", use_psum_layout,
+                          "qgemm implements the per-row grouped_layout (expert index per row, "
+                          "-1 for padding), not the PSUM layout (cumulative row ends per group)")
+    if expected_m_for_psum_layout is not None:
+        raise unsupported(func, "expected_m_for_psum_layout", expected_m_for_psum_layout,
+                          "it only applies to the PSUM layout, which qgemm does not implement")
+    if not isinstance(ensure_zero_padding, (bool, int)):
+        raise TypeError(f"qgemm: {func}: ensure_zero_padding must be a bool, "
+                        f"got {type(ensure_zero_padding).__name__}")
+    # ensure_zero_padding only applies to the PSUM layout in DeepGEMM; without it
+    # padding rows (-1) of d are left untouched by both libraries.
+
+
+def _torch_tensor(x: Any) -> Any:
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(x, torch.Tensor) else None
+
+
+def _compiling(torch: Any) -> bool:
+    fn = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(fn()) if fn is not None else False
+
+
+def check_tensors(func: str, sfa: Any, sfb: Any, d: Any) -> None:
+    """What DeepGEMM accepts on SM100 or for FP32 output and qgemm does not: NotImplementedError."""
+    torch = _torch_tensor(d)
+    if torch is not None and d.dtype == torch.float32:
+        raise unsupported(func, "d", d, "qgemm writes bfloat16 D only (no FP32 output)")
+    for name, sf in (("sfa", sfa), ("sfb", sfb)):
+        torch = _torch_tensor(sf)
+        if torch is not None and sf.dtype == torch.int32:
+            raise unsupported(func, name, sf, "packed UE8M0 scales (int32) are SM100's format; "
+                              "qgemm takes float32 scales")
+
+
+def mn_major_sf(sf: Any) -> Any:
+    """DeepGEMM's SFA handling on SM90: float32 scales [.., M, K/128] in any layout
+    become M-major and TMA-aligned (``sf`` itself when already so). Only torch
+    tensors are transformed (DeepGEMM is torch-only); others pass as given.
+    Traceable by torch.compile (strides only, no data pointer, while tracing)."""
+    torch = _torch_tensor(sf)
+    if torch is None or sf.dtype != torch.float32 or sf.dim() not in (2, 3):
+        return sf
+    x3 = sf if sf.dim() == 3 else sf.unsqueeze(0)
+    g, m, kb = x3.shape
+    ld = (m + 3) // 4 * 4
+    wanted = ((g, kb * ld), (m, 1), (kb, ld))
+    if all(size <= 1 or x3.stride(i) == stride for i, (size, stride) in enumerate(wanted)):
+        if _compiling(torch) or sf.data_ptr() % 16 == 0:
+            return sf
+    out = torch.empty((g, kb, ld), dtype=sf.dtype, device=sf.device).transpose(1, 2)[:, :m, :]
+    out.copy_(x3)
+    return out if sf.dim() == 3 else out.squeeze(0)
+
+
+# ---- layout helpers --------------------------------------------------------------------------
+
+
+def transform_sf_into_required_layout(sf: Any, mn: int, k: int, recipe: Any,
+                                      num_groups: Optional[int] = None,
+                                      is_sfa: Optional[bool] = None,
+                                      disable_ue8m0_cast: bool = False,
+                                      psum_layout: Any = None) -> Any:
+    """DeepGEMM's scale transform, for what qgemm's kernels read on SM90: float32
+    1x128 scales ([G,] mn, ceil(k/128)) become M-major and TMA-aligned; float32
+    128x128 scales ([G,] ceil(mn/128), ceil(k/128)) are returned contiguous."""
+    func = "transform_sf_into_required_layout"
+    if psum_layout is not None:
+        raise unsupported(func, "psum_layout", psum_layout,
+                          "qgemm does not implement the PSUM layout")
+    rec = _as_tuple(recipe)
+    if isinstance(rec, tuple) and len(rec) == 3:
+        if is_sfa is None:
+            raise ValueError(f"qgemm: {func}: a 3-element recipe needs is_sfa=True/False "
+                             "(as DeepGEMM)")
+        if rec[2] != 128:
+            raise unsupported(func, "recipe", recipe, "qgemm implements gran_k 128 only")
+        gran_mn = rec[0] if is_sfa else rec[1]
+    elif isinstance(rec, tuple) and len(rec) == 2:
+        if is_sfa is not None:
+            raise ValueError(f"qgemm: {func}: a 2-element recipe takes no is_sfa (as DeepGEMM)")
+        if rec[1] != 128:
+            raise unsupported(func, "recipe", recipe, "qgemm implements gran_k 128 only")
+        gran_mn = rec[0]
+    else:
+        raise ValueError(f"qgemm: {func}: recipe must be (gran_mn, gran_k) or "
+                         f"(gran_m, gran_n, gran_k), got {recipe!r}")
+    torch = _torch_tensor(sf)
+    if torch is None:
+        raise TypeError(f"qgemm: {func}: sf must be a torch.Tensor, got {type(sf).__name__}")
+    if sf.dtype != torch.float32:
+        raise unsupported(func, "sf", sf, "qgemm's SM90 kernels take float32 scales only "
+                          "(int32 packed UE8M0 is SM100's format)")
+    if gran_mn not in (1, 128):
+        raise unsupported(func, "recipe", recipe,
+                          f"granularity {gran_mn} along M/N: qgemm implements 1 (A) and 128 (B)")
+    rows = mn if gran_mn == 1 else (mn + 127) // 128
+    want = ([num_groups] if num_groups is not None else []) + [rows, (k + 127) // 128]
+    if list(sf.shape) != want:
+        raise ValueError(f"qgemm: {func}: sf must have shape {want} for mn={mn}, k={k}, "
+                         f"recipe={recipe!r}, num_groups={num_groups!r}; got {list(sf.shape)}")
+    return mn_major_sf(sf) if gran_mn == 1 else sf.contiguous()
+
+
+def get_mk_alignment_for_contiguous_layout() -> int:
+    """Rows (M) each group's segment is padded to in the contiguous layout: 128."""
+    return _MK_ALIGNMENT
+
+
+def get_theoretical_mk_alignment_for_contiguous_layout(expected_m: Optional[int] = None) -> int:
+    """DeepGEMM picks a smaller alignment for small expected M on SM100; qgemm's
+    kernels need 128-row segments for every M: always 128."""
+    return _MK_ALIGNMENT
+
+
+def set_mk_alignment_for_contiguous_layout(new_value: int) -> None:
+    """Only 128 (qgemm's fixed alignment) is accepted; other values raise."""
+    if isinstance(new_value, bool) or not isinstance(new_value, int):
+        raise TypeError(f"qgemm: set_mk_alignment_for_contiguous_layout wants an int, "
+                        f"got {type(new_value).__name__}")
+    if new_value != _MK_ALIGNMENT:
+        raise unsupported("set_mk_alignment_for_contiguous_layout", "new_value", new_value,
+                          "qgemm's contiguous grouped GEMM needs each group's rows padded to a "
+                          f"multiple of {_MK_ALIGNMENT} (its M block); only {_MK_ALIGNMENT} is accepted")
+
+
+def set_tc_util(new_tc_util: int) -> None:
+    """Stored for get_tc_util only: it has NO effect on qgemm's kernels (DeepGEMM
+    uses it in its SM100 heuristics). 0 <= new_tc_util <= 100, as DeepGEMM."""
+    if isinstance(new_tc_util, bool) or not isinstance(new_tc_util, int):
+        raise TypeError(f"qgemm: set_tc_util wants an int, got {type(new_tc_util).__name__}")
+    if not 0 <= new_tc_util <= 100:
+        raise ValueError(f"qgemm: set_tc_util: new_tc_util must be in [0, 100], got {new_tc_util}")
+    _TC_UTIL[0] = new_tc_util
+
+
+def get_tc_util() -> int:
+    """The value of set_tc_util (100 when unset, as DeepGEMM); it has no effect in qgemm."""
+    return _TC_UTIL[0] or 100
+
+
+def set_ignore_compile_dims(new_value: bool) -> None:
+    """Stored only: qgemm's kernels bake in no 'compiled dims' (no effect)."""
+    _IGNORE_COMPILE_DIMS[0] = bool(new_value)
+
+
+def set_block_size_multiple_of(new_value: Any) -> None:
+    """Stored only: it has no effect on qgemm's block-size choice."""
+    if isinstance(new_value, int) and not isinstance(new_value, bool):
+        _BLOCK_SIZE_MULTIPLE_OF[0] = (new_value, new_value)
+    elif isinstance(new_value, (tuple, list)) and len(new_value) == 2:
+        _BLOCK_SIZE_MULTIPLE_OF[0] = (int(new_value[0]), int(new_value[1]))
+    else:
+        raise TypeError("qgemm: set_block_size_multiple_of wants an int or a pair of ints, "
+                        f"got {new_value!r}")
+
+
+# ---- DeepGEMM entry points qgemm does not implement ----------------------------------------
+
+_WHY_NN = "qgemm's kernels take K-major A and B only (NT); transpose B to [N, K] K-major"
+_WHY_TN = "qgemm's kernels take K-major A and B only (NT); make A [M, K] K-major"
+_WHY_KG = ("k-grouped GEMMs (DeepGEMM's 1D1D weight-gradient kernel with per-channel scales "
+           "and an FP32 C) are not implemented in qgemm")
+_WHY_BF16 = "qgemm has FP8 block-scaled GEMMs only (no BF16 GEMM)"
+_WHY_CUBLAS = "qgemm does not wrap cuBLASLt (use torch.matmul / torch._scaled_mm)"
+_WHY_SM100 = "an SM100 (Blackwell) format; qgemm targets SM90 with float32 scales"
+
+MISSING: Dict[str, str] = {
+    "fp8_fp4_gemm_nn": _WHY_NN, "fp8_fp4_gemm_tn": _WHY_TN, "fp8_fp4_gemm_tt": _WHY_TN,
+    "fp8_gemm_nn": _WHY_NN, "fp8_gemm_tn": _WHY_TN, "fp8_gemm_tt": _WHY_TN,
+    "m_grouped_fp8_fp4_gemm_nn_contiguous": _WHY_NN,
+    "m_grouped_fp8_gemm_nn_contiguous": _WHY_NN,
+    "fp8_gemm_nt_skip_head_mid": "the skip-head-mid output variant is not implemented",
+    "k_grouped_fp8_gemm_nt_contiguous": _WHY_KG,
+    "k_grouped_fp8_gemm_tn_contiguous": _WHY_KG,
+    "bf16_gemm_nt": _WHY_BF16, "bf16_gemm_nn": _WHY_BF16,
+    "bf16_gemm_tn": _WHY_BF16, "bf16_gemm_tt": _WHY_BF16,
+    "m_grouped_bf16_gemm_nt_contiguous": _WHY_BF16,
+    "m_grouped_bf16_gemm_nn_contiguous": _WHY_BF16,
+    "m_grouped_bf16_gemm_nt_masked": _WHY_BF16,
+    "bf16_m_grouped_gemm_nt_masked": _WHY_BF16,
+    "k_grouped_bf16_gemm_tn_contiguous": _WHY_BF16,
+    "cublaslt_gemm_nt": _WHY_CUBLAS, "cublaslt_gemm_nn": _WHY_CUBLAS,
+    "cublaslt_gemm_tn": _WHY_CUBLAS, "cublaslt_gemm_tt": _WHY_CUBLAS,
+    "einsum": "einsum kernels are not implemented",
+    "fp8_einsum": "einsum kernels are not implemented",
+    "fp8_fp4_mqa_logits": "attention (MQA logits) kernels are not implemented",
+    "get_paged_mqa_logits_metadata": "attention (MQA logits) kernels are not implemented",
+    "fp8_fp4_paged_mqa_logits": "attention (MQA logits) kernels are not implemented",
+    "fp8_mqa_logits": "attention (MQA logits) kernels are not implemented",
+    "fp8_paged_mqa_logits": "attention (MQA logits) kernels are not implemented",
+    "tf32_hc_prenorm_gemm": "hyper-connection kernels are not implemented",
+    "SymmBuffer": "mega MoE kernels (symmetric memory) are not implemented",
+    "get_symm_buffer_for_mega_moe": "mega MoE kernels are not implemented",
+    "transform_weights_for_mega_moe": "mega MoE kernels are not implemented",
+    "fp8_fp4_mega_moe": "mega MoE kernels are not implemented",
+    "bf16_mega_moe": "mega MoE kernels are not implemented",
+    "get_mn_major_tma_aligned_packed_ue8m0_tensor": _WHY_SM100,
+    "get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor": _WHY_SM100,
+    "pack_ue8m0_to_int": _WHY_SM100,
+    "unpack_ue8m0_from_int": _WHY_SM100,
+    "per_token_cast_to_fp4": "FP4 is " + _WHY_SM100,
+    "transpose_packed_fp4": "FP4 is " + _WHY_SM100,
+    "cast_back_from_fp4": "FP4 is " + _WHY_SM100,
+    "per_custom_dims_cast_to_fp8": "only the 1x128 / 128x1 / 128x128 casts are provided",
+    "init_dist": "DeepGEMM's distributed test utilities are not provided",
+    "uneven_all_gather": "DeepGEMM's distributed test utilities are not provided",
+}
+
+
+def _missing(name: str, why: str) -> Callable[..., Any]:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f"qgemm: {name} (DeepGEMM) is not implemented: {why}. qgemm implements the SM90 "
+            "FP8 NT GEMMs fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous and "
+            "m_grouped_fp8_gemm_nt_masked (see docs/DEEPGEMM.md)")
+    missing.__name__ = missing.__qualname__ = name
+    missing.__doc__ = f"DeepGEMM's {name}: not implemented in qgemm ({why}); always raises."
+    return missing
+
+
+STUBS: Dict[str, Callable[..., Any]] = {name: _missing(name, why) for name, why in MISSING.items()}
+
+
+def split_pair(x: Any, name: str) -> Tuple[Any, Any]:
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise TypeError(f"qgemm: {name} must be a pair ({name}, sf{name}) of the FP8 tensor "
+                        f"and its float32 scales, got {type(x).__name__}")
+    return x[0], x[1]
