@@ -108,6 +108,37 @@ json_ok() {
 json_ok "info" device info --json
 CUDA_VISIBLE_DEVICES= json_ok "info" device_error info --json
 QGEMM_CACHE_DIR='/tmp/a "quoted"\dir' json_ok "info" cache_dir info --json
+
+json_cache="$(mktemp -d /tmp/qgemm-cli-json.XXXXXX)"
+QGEMM_CACHE_DIR="$json_cache" json_ok "compile" kernels compile --offline --shape=128x256x512 \
+    --grouped-masked 2,256 --dense --json
+# ... with a failure in it (a forced, refused tile), exit 1 and still one document.
+out=$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" compile --offline --shape 128x256x512 \
+      --config 64,64,0,none --refuse 64x64 --json 2>/dev/null)
+rc=$?
+if [ "$rc" = 1 ] && python3 -m json.tool <<< "$out" >/dev/null 2>&1 && grep -q '"failed": 1' <<< "$out"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1)); printf '[ FAIL ] qgemm compile --json with a failure: exit %s: %s\n' "$rc" "$out"
+fi
+
+# compile's progress line (count / total, elapsed) on stderr: with --progress,
+# or when stderr is a terminal (script gives it one), not otherwise.
+progress_case() { # progress_case WHAT WANT(yes|no) STDERR
+    local got=no
+    grep -qE 'qgemm compile: \[2/2\] [0-9.]+ s elapsed, compiling masked 256x256x512 G=2' <<< "$3" && got=yes
+    if [ "$got" = "$2" ]; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); printf '[ FAIL ] compile progress %s: want %s, stderr: %s\n' "$1" "$2" "$3"; fi
+}
+args=(compile --offline --shape 128x256x512 --grouped-masked 2,256 --dense)
+progress_case "--progress" yes "$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" "${args[@]}" --progress 2>&1 >/dev/null)"
+progress_case "to a pipe" no "$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" "${args[@]}" 2>&1 >/dev/null)"
+if command -v script >/dev/null; then
+    progress_case "on a terminal" yes "$(QGEMM_CACHE_DIR="$json_cache" script -qec \
+        "$(printf '%q ' "$qgemm" "${args[@]}") >/dev/null" /dev/null 2>&1)"
+fi
+rm -rf "$json_cache"
+
 # With a GPU (the device machine), check --json's document too.
 if "$qgemm" info --json 2>/dev/null | grep -q '"device": {'; then
     json_ok "check" cases check --quick --json --seed 1
@@ -118,6 +149,14 @@ fi
 # Conflicting options: one line naming both.
 expect 2 "bench: --csv and --json exclude each other" bench --json --csv
 expect 2 "bench: --csv and --json exclude each other" bench --csv --shape 64x128x128 --json
+# An option that holds one value, given twice: refused, both values named.
+expect 2 "check: --seed given twice ('1', then '2')" check --seed 1 --seed=2
+expect 2 "compile: --config given twice ('128,128,4,none', then '64,64,4,a')" compile \
+    --config 128,128,4,none --config 64,64,4,a
+expect 2 "compile: --grouped-masked given twice ('2,256', then '4,128')" compile \
+    --grouped-masked 2,256 --grouped-masked 4,128
+expect 2 "compile: --grouped-contiguous given twice ('2', then '2')" compile \
+    --grouped-contiguous 2 --grouped-contiguous=2
 expect 2 "check: --seed wants a non-negative integer, got '-1'" check --seed -1
 expect 2 "check: unknown or incomplete option '--fast'" check --fast
 expect 2 "compile: --shape wants MxNxK, got '1x2'" compile --shape 1x2

@@ -207,7 +207,7 @@ void cli_progress_start(cli_progress *p, const char *what, int total, bool force
 
 void cli_progress_step(cli_progress *p, int count, const char *label) {
     if (!p->enabled) return;
-    fprintf(stderr, "qgemm %s: [%d/%d] %.1f s: %s\n", p->what, count, p->total,
+    fprintf(stderr, "qgemm %s: [%d/%d] %.1f s elapsed, %s\n", p->what, count, p->total,
             now_seconds() - p->start, label);
     fflush(stderr);
 }

@@ -99,9 +99,9 @@ int cli_split_option_values(int argc, char **argv, char ***out);
 /* s as a JSON string (quotes, escapes) on f; "null" when s is NULL. */
 void cli_json_string(FILE *f, const char *s);
 
-/* Progress on stderr for long work: one line per step, "qgemm <what>:
- * [count/total] elapsed s: <label>", when enabled (stderr a terminal, or
- * forced by --progress). */
+/* Progress on stderr for long work: one line as each step starts, "qgemm
+ * <what>: [count/total] <seconds> s elapsed, <label>", when enabled (stderr
+ * a terminal, or forced by --progress). */
 typedef struct {
     bool enabled;
     int total;

@@ -144,6 +144,7 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed, bool 
 
 int cli_check(int argc, char **argv) {
     bool quick = false, json = false;
+    const char *seed_text = NULL; /* the --seed given, to refuse a second one */
     uint64_t seed = cli_fresh_seed();
     for (int i = 1; i < argc; i++) {
         long v;
@@ -153,6 +154,10 @@ int cli_check(int argc, char **argv) {
             if (!cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
                 return cli_usage_error("check: --seed wants a non-negative integer, got '%s'",
                                        argv[i + 1]);
+            if (seed_text)
+                return cli_usage_error("check: --seed given twice ('%s', then '%s')", seed_text,
+                                       argv[i + 1]);
+            seed_text = argv[i + 1];
             seed = (uint64_t)v, i++;
         } else return cli_usage_error("check: unknown or incomplete option '%s'", argv[i]);
     }
