@@ -70,6 +70,9 @@ expect_out 0 "!--prune" bench --help
 expect_out 0 "--prune" cache --help
 expect_out 0 "!--shape" info --help
 expect 2 "help: unknown command 'nope'" help nope
+# A usage error points at its command's --help, on one line.
+expect 2 "check: unknown or incomplete option '--fast' (see qgemm check --help)" check --fast
+expect 2 "unknown command 'nonsense' (see qgemm --help)" nonsense
 
 # --option=value is --option value, for every command; a flag takes no value.
 expect 2 "check: --seed wants a non-negative integer, got '-1'" check --seed=-1

@@ -127,12 +127,17 @@ uint64_t cli_fresh_seed(void) {
     return ((uint64_t)ts.tv_sec * 1000003u + (uint64_t)ts.tv_nsec / 1000u) % 1000000007u;
 }
 
+static const char *usage_command; /* cli_set_command's: whose --help to point at */
+
+void cli_set_command(const char *name) { usage_command = name; }
+
 int cli_usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("qgemm: ", stderr);
     vfprintf(stderr, fmt, ap);
-    fputs(" (see qgemm --help)\n", stderr);
+    fprintf(stderr, " (see qgemm %s%s--help)\n", usage_command ? usage_command : "",
+            usage_command ? " " : "");
     va_end(ap);
     return CLI_EXIT_USAGE;
 }

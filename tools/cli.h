@@ -86,7 +86,9 @@ const char *cli_kind_name(qg_gemm_kind kind);
 /* The qg_problem (kernel selection view) of a generated problem. */
 qg_problem cli_problem_of(const qgtk_problem_data *p);
 
-/* Print "qgemm: <message>" and a hint to run --help on stderr; return 2. */
+/* Print "qgemm: <message>" and a hint to run --help (the command's, after
+ * cli_set_command) on one line of stderr; return 2. */
+void cli_set_command(const char *name);
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* --option=value split into --option value, for every argument from argv[1]

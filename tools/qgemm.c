@@ -138,6 +138,7 @@ int main(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (c == NUM_COMMANDS) return cli_usage_error("unknown command '%s'", cmd);
+    cli_set_command(commands[c].name);
     /* --option=value becomes --option value, so every command's parser sees
      * one form. */
     char **args = NULL;
