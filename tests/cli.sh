@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/cli.sh -- the command-line tool's argument checks, which need no GPU:
 # every bad invocation exits 2 (usage) before it opens the GPU, with a
-# one-line message that names the option and what it got. Run by `make test`
+# one-line message that names the option and what it got; no usable GPU exits
+# 3 with one line; per-command --help, --option=value, --json documents and
+# the progress line of `qgemm compile`. Run by `make test`
 # after the C tests:  bash tests/cli.sh BUILD_DIR
 set -u
 qgemm="${1:-build}/qgemm"
@@ -24,9 +26,140 @@ expect() {
     fi
 }
 
+# expect_out RC PATTERN ARGS... -- `qgemm ARGS` exits RC and prints PATTERN (a
+# fixed string) on stdout; PATTERN "!TEXT": stdout does not hold TEXT.
+expect_out() {
+    local want_rc="$1" pattern="$2" out rc ok=false
+    shift 2
+    out=$("$qgemm" "$@" 2>/dev/null)
+    rc=$?
+    if [ "$rc" = "$want_rc" ]; then
+        if [ "${pattern#!}" != "$pattern" ]; then
+            grep -qF -- "${pattern#!}" <<< "$out" || ok=true
+        else
+            grep -qF -- "$pattern" <<< "$out" && ok=true
+        fi
+    fi
+    if $ok; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        printf '[ FAIL ] qgemm %s: exit %s (want %s), stdout wants: %s\n' "$*" "$rc" "$want_rc" \
+            "$pattern"
+    fi
+}
+
 expect 2 "unknown command 'nonsense'" nonsense
 expect 0 "" --help
-expect 2 "info takes no options" info --x
+expect 2 "info: unknown option '--x' (--json)" info --x
+
+# --help: the overview lists the commands, the exit statuses and the
+# environment; `qgemm CMD --help` (or `qgemm help CMD`) only CMD's options.
+expect_out 0 "'qgemm <command> --help'" --help
+expect_out 0 "3 no usable GPU" --help
+for var in QGEMM_CACHE_DIR XDG_CACHE_HOME QGEMM_CACHE_MAX_MB QGEMM_NVRTC_DIR QGEMM_JIT_DEBUG \
+           QGEMM_JIT_DUMP QGEMM_PRINT_CONFIG; do
+    expect_out 0 "  $var " --help
+done
+expect_out 0 "usage: qgemm check [options]" check --help
+expect_out 0 "--quick" check --help
+expect_out 0 "!--runs" check --help
+expect_out 0 "!--quick" compile -h
+expect_out 0 "--progress" help compile
+expect_out 0 "!--prune" bench --help
+expect_out 0 "--prune" cache --help
+expect_out 0 "!--shape" info --help
+expect 2 "help: unknown command 'nope'" help nope
+# A usage error points at its command's --help, on one line.
+expect 2 "check: unknown or incomplete option '--fast' (see qgemm check --help)" check --fast
+expect 2 "unknown command 'nonsense' (see qgemm --help)" nonsense
+
+# --option=value is --option value, for every command; a flag takes no value.
+expect 2 "check: --seed wants a non-negative integer, got '-1'" check --seed=-1
+expect 2 "compile: --shape wants MxNxK, got '1x2'" compile --shape=1x2
+expect 2 "compile: --shape wants MxNxK, got ''" compile --shape=
+expect 2 "bench: --runs wants an integer >= 20, got '3'" bench --runs=3
+expect 2 "bench: --flush wants clean or write, got 'dirty'" bench --flush=dirty
+expect 2 "check: --quick takes no value, got '--quick=1'" check --quick=1
+expect 2 "info: --json takes no value, got '--json=yes'" info --json=yes
+expect 2 "cache: --prune takes no value, got '--prune=1'" cache --prune=1
+
+# No usable GPU: exit 3 (not 2, a usage error) and exactly one line on stderr.
+# CUDA_VISIBLE_DEVICES= hides any GPU, so this holds on a GPU machine too.
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --quick
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --json --seed=5
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --shape 128x128x128
+lines=$(CUDA_VISIBLE_DEVICES= "$qgemm" check --quick 2>&1 >/dev/null | wc -l)
+if [ "$lines" = 1 ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "[ FAIL ] qgemm check without a GPU: $lines lines on stderr (want 1)"; fi
+# Usage errors are still found first, with exit 2, GPU or not.
+CUDA_VISIBLE_DEVICES= expect 2 "check: --seed wants" check --seed x
+
+# --json: one JSON document on stdout (python3 -m json.tool parses it whole).
+# json_ok WHAT KEY ARGS... -- `qgemm ARGS` exits 0 with a JSON document holding KEY.
+json_ok() {
+    local what="$1" key="$2" out
+    shift 2
+    out=$("$qgemm" "$@" 2>/dev/null)
+    if [ $? = 0 ] && python3 -m json.tool <<< "$out" >/dev/null 2>&1 && grep -qF "\"$key\"" <<< "$out"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        printf '[ FAIL ] qgemm %s: not one JSON document with "%s": %s\n' "$*" "$key" "$out"
+    fi
+}
+json_ok "info" device info --json
+CUDA_VISIBLE_DEVICES= json_ok "info" device_error info --json
+QGEMM_CACHE_DIR='/tmp/a "quoted"\dir' json_ok "info" cache_dir info --json
+
+json_cache="$(mktemp -d /tmp/qgemm-cli-json.XXXXXX)"
+QGEMM_CACHE_DIR="$json_cache" json_ok "compile" kernels compile --offline --shape=128x256x512 \
+    --grouped-masked 2,256 --dense --json
+# ... with a failure in it (a forced, refused tile), exit 1 and still one document.
+out=$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" compile --offline --shape 128x256x512 \
+      --config 64,64,0,none --refuse 64x64 --json 2>/dev/null)
+rc=$?
+if [ "$rc" = 1 ] && python3 -m json.tool <<< "$out" >/dev/null 2>&1 && grep -q '"failed": 1' <<< "$out"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1)); printf '[ FAIL ] qgemm compile --json with a failure: exit %s: %s\n' "$rc" "$out"
+fi
+
+# compile's progress line (count / total, elapsed) on stderr: with --progress,
+# or when stderr is a terminal (script gives it one), not otherwise.
+progress_case() { # progress_case WHAT WANT(yes|no) STDERR
+    local got=no
+    grep -qE 'qgemm compile: \[2/2\] [0-9.]+ s elapsed, compiling masked 256x256x512 G=2' <<< "$3" && got=yes
+    if [ "$got" = "$2" ]; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); printf '[ FAIL ] compile progress %s: want %s, stderr: %s\n' "$1" "$2" "$3"; fi
+}
+args=(compile --offline --shape 128x256x512 --grouped-masked 2,256 --dense)
+progress_case "--progress" yes "$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" "${args[@]}" --progress 2>&1 >/dev/null)"
+progress_case "to a pipe" no "$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" "${args[@]}" 2>&1 >/dev/null)"
+if command -v script >/dev/null; then
+    progress_case "on a terminal" yes "$(QGEMM_CACHE_DIR="$json_cache" script -qec \
+        "$(printf '%q ' "$qgemm" "${args[@]}") >/dev/null" /dev/null 2>&1)"
+fi
+rm -rf "$json_cache"
+
+# With a GPU (the device machine), check --json's document too.
+if "$qgemm" info --json 2>/dev/null | grep -q '"device": {'; then
+    json_ok "check" cases check --quick --json --seed 1
+else
+    echo "tests/cli.sh: no GPU: qgemm check --json not run (its no-GPU exit is)"
+fi
+
+# Conflicting options: one line naming both.
+expect 2 "bench: --csv and --json exclude each other" bench --json --csv
+expect 2 "bench: --csv and --json exclude each other" bench --csv --shape 64x128x128 --json
+# An option that holds one value, given twice: refused, both values named.
+expect 2 "check: --seed given twice ('1', then '2')" check --seed 1 --seed=2
+expect 2 "compile: --config given twice ('128,128,4,none', then '64,64,4,a')" compile \
+    --config 128,128,4,none --config 64,64,4,a
+expect 2 "compile: --grouped-masked given twice ('2,256', then '4,128')" compile \
+    --grouped-masked 2,256 --grouped-masked 4,128
+expect 2 "compile: --grouped-contiguous given twice ('2', then '2')" compile \
+    --grouped-contiguous 2 --grouped-contiguous=2
 expect 2 "check: --seed wants a non-negative integer, got '-1'" check --seed -1
 expect 2 "check: unknown or incomplete option '--fast'" check --fast
 expect 2 "compile: --shape wants MxNxK, got '1x2'" compile --shape 1x2

@@ -141,8 +141,12 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
-        if (!strcmp(a, "--csv")) o->format = OUT_CSV;
-        else if (!strcmp(a, "--json")) o->format = OUT_JSON;
+        if (!strcmp(a, "--csv") || !strcmp(a, "--json")) {
+            out_format format = !strcmp(a, "--csv") ? OUT_CSV : OUT_JSON;
+            if (o->format != OUT_TABLE && o->format != format)
+                return cli_usage_error("bench: --csv and --json exclude each other: pick one");
+            o->format = format;
+        }
         else if (!strcmp(a, "--grouped")) o->grouped = true;
         else if (!strcmp(a, "--no-cublas")) o->use_peer = false;
         else if (!next) return cli_usage_error("bench: unknown or incomplete option '%s'", a);
@@ -1097,7 +1101,7 @@ int cli_bench(int argc, char **argv) {
     bench_env e;
     memset(&e, 0, sizeof e);
     e.o = &o;
-    if (!cli_open_gpu(&e.ctx, &e.drv)) return CLI_EXIT_USAGE;
+    if (!cli_open_gpu(&e.ctx, &e.drv)) return CLI_EXIT_NO_GPU;
     qg_context_get_props(e.ctx, &e.props);
     CUdevice cu_device = 0;
     if (!qg__context_cuda(e.ctx, NULL, NULL, &cu_device) ||

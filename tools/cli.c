@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* Shared helpers (cli.h)                                                    */
@@ -126,14 +127,94 @@ uint64_t cli_fresh_seed(void) {
     return ((uint64_t)ts.tv_sec * 1000003u + (uint64_t)ts.tv_nsec / 1000u) % 1000000007u;
 }
 
+static const char *usage_command; /* cli_set_command's: whose --help to point at */
+
+void cli_set_command(const char *name) { usage_command = name; }
+
 int cli_usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("qgemm: ", stderr);
     vfprintf(stderr, fmt, ap);
-    fputs(" (see qgemm --help)\n", stderr);
+    fprintf(stderr, " (see qgemm %s%s--help)\n", usage_command ? usage_command : "",
+            usage_command ? " " : "");
     va_end(ap);
     return CLI_EXIT_USAGE;
+}
+
+/* Options that take no value: "--json=1" is refused, not split. */
+static const char *const flag_options[] = {"--quick", "--json", "--csv", "--dense", "--offline",
+                                           "--progress", "--grouped", "--no-cublas", "--prune",
+                                           "--clear", "--help", "--version"};
+
+int cli_split_option_values(int argc, char **argv, char ***out) {
+    int extra = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], "--", 2) && strchr(argv[i], '=')) extra++;
+    char **args = malloc(((size_t)argc + (size_t)extra + 1) * sizeof *args);
+    if (!args) {
+        fprintf(stderr, "qgemm: out of memory\n");
+        return -1;
+    }
+    int n = 0;
+    args[n++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        char *eq = strncmp(argv[i], "--", 2) ? NULL : strchr(argv[i], '=');
+        if (!eq) {
+            args[n++] = argv[i];
+            continue;
+        }
+        size_t len = (size_t)(eq - argv[i]);
+        for (size_t f = 0; f < sizeof flag_options / sizeof flag_options[0]; f++)
+            if (strlen(flag_options[f]) == len && !strncmp(argv[i], flag_options[f], len)) {
+                free(args);
+                cli_usage_error("%s: %.*s takes no value, got '%s'", argv[0], (int)len, argv[i],
+                                argv[i]);
+                return -1;
+            }
+        /* argv's strings are writable (C11 5.1.2.2.1): cut at the '='. */
+        *eq = '\0';
+        args[n++] = argv[i];
+        args[n++] = eq + 1;
+    }
+    args[n] = NULL;
+    *out = args;
+    return n;
+}
+
+void cli_json_string(FILE *f, const char *s) {
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cli_progress_start(cli_progress *p, const char *what, int total, bool forced) {
+    p->enabled = forced || isatty(fileno(stderr));
+    p->total = total;
+    p->start = now_seconds();
+    p->what = what;
+}
+
+void cli_progress_step(cli_progress *p, int count, const char *label) {
+    if (!p->enabled) return;
+    fprintf(stderr, "qgemm %s: [%d/%d] %.1f s elapsed, %s\n", p->what, count, p->total,
+            now_seconds() - p->start, label);
+    fflush(stderr);
 }
 
 bool cli_open_gpu(qg_context **ctx, const qg_driver **drv) {

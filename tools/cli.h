@@ -15,10 +15,12 @@
  * one above it.
  *
  * Invariants:
- *  - exit codes: 0 success, 1 a check failed, 2 usage error or no usable GPU;
+ *  - exit codes: 0 success, 1 a check (or a compile) failed, 2 usage error,
+ *    3 no usable GPU;
  *  - without a GPU, GPU subcommands print exactly one line on stderr
- *    ("qgemm: no GPU: <reason>") and exit 2, never crash;
- *  - results go to stdout, progress and errors to stderr;
+ *    ("qgemm: no GPU: <reason>") and exit 3, never crash;
+ *  - results go to stdout (with --json: one JSON document and nothing else),
+ *    progress and errors to stderr;
  *  - after cli_open_gpu() the device's primary context stays current on the
  *    main thread, so tool code may call the driver (qg_driver) directly.
  */
@@ -33,7 +35,8 @@
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
-#define CLI_EXIT_USAGE 2 /* also: no usable GPU */
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_NO_GPU 3
 
 /* The accuracy bound against the exact (dequantized) reference: docs/DESIGN.md §7. */
 #define CLI_DIFF_BOUND 1e-5
@@ -83,12 +86,37 @@ const char *cli_kind_name(qg_gemm_kind kind);
 /* The qg_problem (kernel selection view) of a generated problem. */
 qg_problem cli_problem_of(const qgtk_problem_data *p);
 
-/* Print "qgemm: <message>" and a hint to run --help on stderr; return 2. */
+/* Print "qgemm: <message>" and a hint to run --help (the command's, after
+ * cli_set_command) on one line of stderr; return 2. */
+void cli_set_command(const char *name);
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --option=value split into --option value, for every argument from argv[1]
+ * on (argv[0], the command's name, is kept) that starts with "--" and holds
+ * a '='; a flag that takes no value (--json=1) is refused. *out is a new
+ * array (free it) of the same strings or pieces of copies.
+ * @return the new count, or -1 after a usage error was printed. */
+int cli_split_option_values(int argc, char **argv, char ***out);
+
+/* s as a JSON string (quotes, escapes) on f; "null" when s is NULL. */
+void cli_json_string(FILE *f, const char *s);
+
+/* Progress on stderr for long work: one line as each step starts, "qgemm
+ * <what>: [count/total] <seconds> s elapsed, <label>", when enabled (stderr
+ * a terminal, or forced by --progress). */
+typedef struct {
+    bool enabled;
+    int total;
+    double start;
+    const char *what;
+} cli_progress;
+void cli_progress_start(cli_progress *p, const char *what, int total, bool forced);
+void cli_progress_step(cli_progress *p, int count, const char *label);
 
 /*
  * Open the first Hopper GPU, retain its context and make it current.
- * On failure print "qgemm: no GPU: <reason>" on stderr and return false.
+ * On failure print "qgemm: no GPU: <reason>" on stderr and return false
+ * (the command then exits CLI_EXIT_NO_GPU).
  */
 bool cli_open_gpu(qg_context **ctx, const qg_driver **drv);
 void cli_close_gpu(qg_context *ctx, const qg_driver *drv);

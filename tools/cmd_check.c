@@ -1,5 +1,5 @@
 /*
- * cmd_check.c -- `qgemm check [--quick] [--seed N]`: the correctness sweep,
+ * cmd_check.c -- `qgemm check [--quick] [--seed N] [--json]`: the correctness sweep,
  * every case through the testkit (random problem, poison, GEMM, check against
  * the exact reference) with the pass rule of the tests (qgtk_check_passed).
  */
@@ -55,8 +55,32 @@ static const check_case quick_cases[] = {
     {QG_GEMM_GROUPED_MASKED, 1024, 4096, 256, 2}, /* the masked 256x128 tile */
 };
 
-/* Run one case; print one line; @return true when it passed. */
-static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed) {
+/* One case of --json's "cases" array (first: no comma before it). */
+static void case_json(const check_case *c, bool first, bool ok, const char *error,
+                      const qgtk_check_result *res, const qg_config *cfg, const char *desc) {
+    printf("%s\n    {\"kind\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"groups\": %d, "
+           "\"passed\": %s", first ? "" : ",", cli_kind_name(c->kind), c->m, c->n, c->k, c->groups,
+           ok ? "true" : "false");
+    if (error) {
+        printf(", \"error\": ");
+        cli_json_string(stdout, error);
+    } else {
+        printf(", \"diff\": %.6e, \"block_m\": %d, \"block_n\": %d, \"stages\": %d, "
+               "\"cluster\": \"%s\", \"gpu_reference\": %s",
+               res->diff, cfg->block_m, cfg->block_n, cfg->num_stages, cli_cluster_name(cfg),
+               res->gpu_reference ? "true" : "false");
+        if (c->groups > 1) printf(", \"worst_group_diff\": %.6e", res->group_diff_max);
+        if (!ok) {
+            printf(", \"why\": ");
+            cli_json_string(stdout, desc);
+        }
+    }
+    printf("}");
+}
+
+/* Run one case; print one line (or, with json, one object of the "cases"
+ * array); @return true when it passed. */
+static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed, bool json, bool first) {
     qgtk_problem_spec spec = {.kind = c->kind, .m = c->m, .n = c->n, .k = c->k,
                             .num_groups = c->groups, .seed = seed, .scale_spread = 3,
                             .masked_extremes = c->kind == QG_GEMM_GROUPED_MASKED};
@@ -88,17 +112,30 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed) {
         }
     }
     if (s != QG_SUCCESS) {
-        printf("FAIL %-36s error while %s: %s\n", label, stage, qg_last_error());
+        if (json) {
+            char error[1024];
+            snprintf(error, sizeof error, "error while %s: %s", stage, qg_last_error());
+            case_json(c, first, false, error, NULL, NULL, NULL);
+        } else {
+            printf("FAIL %-36s error while %s: %s\n", label, stage, qg_last_error());
+        }
         qgtk_problem_free(p);
         return false;
     }
     const bool ok = qgtk_check_passed(&res, CLI_DIFF_BOUND);
+    char desc[256] = "";
+    if (!ok) qgtk_check_describe(&res, desc, sizeof desc);
+    if (json) {
+        case_json(c, first, ok, NULL, &res, &cfg, desc);
+        fflush(stdout);
+        qgtk_problem_free(p);
+        return ok;
+    }
     printf("%s %-36s diff %.3e  (bm %d bn %d st %d mc %s)%s", ok ? "ok  " : "FAIL", label,
            res.diff, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
            res.gpu_reference ? " [gpu ref]" : "");
     if (c->groups > 1) printf("  worst group %.3e", res.group_diff_max);
-    char desc[256];
-    if (!ok) printf("  %s", qgtk_check_describe(&res, desc, sizeof desc));
+    if (!ok) printf("  %s", desc);
     printf("\n");
     fflush(stdout);
     qgtk_problem_free(p);
@@ -106,30 +143,44 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed) {
 }
 
 int cli_check(int argc, char **argv) {
-    bool quick = false;
+    bool quick = false, json = false;
+    const char *seed_text = NULL; /* the --seed given, to refuse a second one */
     uint64_t seed = cli_fresh_seed();
     for (int i = 1; i < argc; i++) {
         long v;
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (!cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
                 return cli_usage_error("check: --seed wants a non-negative integer, got '%s'",
                                        argv[i + 1]);
+            if (seed_text)
+                return cli_usage_error("check: --seed given twice ('%s', then '%s')", seed_text,
+                                       argv[i + 1]);
+            seed_text = argv[i + 1];
             seed = (uint64_t)v, i++;
         } else return cli_usage_error("check: unknown or incomplete option '%s'", argv[i]);
     }
     qg_context *ctx;
     const qg_driver *drv;
-    if (!cli_open_gpu(&ctx, &drv)) return CLI_EXIT_USAGE;
+    if (!cli_open_gpu(&ctx, &drv)) return CLI_EXIT_NO_GPU;
     const check_case *cases = quick ? quick_cases : full_cases;
     int count = quick ? (int)(sizeof quick_cases / sizeof quick_cases[0])
                       : (int)(sizeof full_cases / sizeof full_cases[0]);
-    printf("qgemm check: %d cases, seed %llu, bound diff < %.0e\n", count,
-           (unsigned long long)seed, CLI_DIFF_BOUND);
+    if (json)
+        printf("{\n  \"command\": \"check\",\n  \"seed\": %llu,\n  \"bound\": %.1e,\n  "
+               "\"cases\": [", (unsigned long long)seed, CLI_DIFF_BOUND);
+    else
+        printf("qgemm check: %d cases, seed %llu, bound diff < %.0e\n", count,
+               (unsigned long long)seed, CLI_DIFF_BOUND);
     int failed = 0;
-    for (int i = 0; i < count; i++) failed += !check_one(ctx, &cases[i], seed + (uint64_t)i);
-    printf("qgemm check: %d passed, %d failed (reproduce with --seed %llu)\n", count - failed,
-           failed, (unsigned long long)seed);
+    for (int i = 0; i < count; i++)
+        failed += !check_one(ctx, &cases[i], seed + (uint64_t)i, json, i == 0);
+    if (json)
+        printf("\n  ],\n  \"passed\": %d,\n  \"failed\": %d\n}\n", count - failed, failed);
+    else
+        printf("qgemm check: %d passed, %d failed (reproduce with --seed %llu)\n", count - failed,
+               failed, (unsigned long long)seed);
     cli_close_gpu(ctx, drv);
     return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

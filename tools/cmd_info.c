@@ -12,9 +12,71 @@
 /* qgemm info                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* `qgemm info --json`: the same facts as one JSON document; what is missing
+ * is null with a "..._error" string saying why. */
+static int info_json(void) {
+    int nvrtc_major = 0, nvrtc_minor = 0;
+    const qg_nvrtc *nv = NULL;
+    char nvrtc_error[512] = "";
+    if (qg__nvrtc_load(&nv) == QG_SUCCESS) nv->nvrtcVersion(&nvrtc_major, &nvrtc_minor);
+    else snprintf(nvrtc_error, sizeof nvrtc_error, "%s", qg_last_error());
+    char dir[4096];
+    bool have_dir = qg__cache_dir(dir, sizeof dir);
+    char why[512] = "";
+    size_t lt_version = lt_probe_version(why, sizeof why);
+
+    printf("{\n  \"library\": ");
+    cli_json_string(stdout, qg_version_string());
+    printf(",\n  \"header\": ");
+    cli_json_string(stdout, QG_VERSION_STRING);
+    if (nv) {
+        printf(",\n  \"nvrtc\": \"%d.%d\",\n  \"nvrtc_path\": ", nvrtc_major, nvrtc_minor);
+        cli_json_string(stdout, qg__nvrtc_path());
+    } else {
+        printf(",\n  \"nvrtc\": null,\n  \"nvrtc_error\": ");
+        cli_json_string(stdout, nvrtc_error);
+    }
+    printf(",\n  \"cache_dir\": ");
+    cli_json_string(stdout, have_dir ? dir : NULL);
+    if (lt_version) printf(",\n  \"cublaslt\": %zu", lt_version);
+    else {
+        printf(",\n  \"cublaslt\": null,\n  \"cublaslt_error\": ");
+        cli_json_string(stdout, why);
+    }
+    qg_context *ctx = NULL;
+    if (!qgtk_gpu_available()) {
+        printf(",\n  \"device\": null,\n  \"device_error\": ");
+        cli_json_string(stdout, qgtk_gpu_status_line());
+    } else if (qg_context_create(&ctx, qgtk_gpu_device()) != QG_SUCCESS) {
+        printf(",\n  \"device\": null,\n  \"device_error\": ");
+        cli_json_string(stdout, qg_last_error());
+        ctx = NULL;
+    } else {
+        const qg_driver *drv = NULL;
+        int driver_version = 0;
+        if (qg__driver_load(&drv) == QG_SUCCESS) drv->cuDriverGetVersion(&driver_version);
+        qg_device_props pr;
+        qg_context_get_props(ctx, &pr);
+        printf(",\n  \"device\": {\"ordinal\": %d, \"name\": ", qgtk_gpu_device());
+        cli_json_string(stdout, pr.name);
+        printf(", \"driver\": \"%d.%d\", \"arch\": \"sm_%d%d\", \"sms\": %d, \"kernel_sms\": %d, "
+               "\"sm_clock_mhz\": %d, \"smem_optin_bytes\": %zu, \"l2_bytes\": %zu}",
+               driver_version / 1000, driver_version % 1000 / 10, pr.cc_major, pr.cc_minor,
+               pr.sm_count, qg_context_get_num_sms(ctx), pr.clock_khz / 1000, pr.smem_optin_bytes,
+               (size_t)pr.l2_bytes);
+        qg_context_destroy(ctx);
+    }
+    printf("\n}\n");
+    return CLI_EXIT_OK;
+}
+
 int cli_info(int argc, char **argv) {
-    (void)argv;
-    if (argc > 1) return cli_usage_error("info takes no options");
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else return cli_usage_error("info: unknown option '%s' (--json)", argv[i]);
+    }
+    if (json) return info_json();
     int nvrtc_major = 0, nvrtc_minor = 0;
     const qg_nvrtc *nv = NULL;
     if (qg__nvrtc_load(&nv) == QG_SUCCESS) nv->nvrtcVersion(&nvrtc_major, &nvrtc_minor);

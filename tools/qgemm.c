@@ -3,11 +3,17 @@
  * command (declared in cli.h); the helpers they share are tools/cli.c.
  *
  *   qgemm bench    [options]   qgemm vs cuBLASLt timings (bench.c)
- *   qgemm check    [--quick] [--seed N]                   (cmd_check.c)
+ *   qgemm check    [--quick] [--seed N] [--json]          (cmd_check.c)
  *   qgemm compile  [--shape MxNxK]... [--grouped-contiguous G]
  *                  [--grouped-masked G,M_max] [--config bm,bn,st,mc]
- *                  [--dense] [--offline] [--refuse BMxBN: test fault] (cmd_compile.c)
- *   qgemm info                                            (cmd_info.c)
+ *                  [--dense] [--offline] [--json] [--progress]
+ *                  [--refuse BMxBN: test fault]           (cmd_compile.c)
+ *   qgemm info     [--json]                               (cmd_info.c)
+ *   qgemm cache    [--prune | --clear]                    (cmd_cache.c)
+ *
+ * `qgemm --help` prints the overview, `qgemm CMD --help` the command's
+ * options; --option=value is split into --option value here, before any
+ * command parses its arguments.
  *
  * Invariants: see cli.h (exit codes, one-line "no GPU" failure, stdout for
  * results, stderr for progress and errors).
@@ -15,60 +21,92 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
 /* main                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Each command's section of the help: `qgemm CMD --help` prints its own. */
+static const struct {
+    const char *name, *summary, *options;
+} commands[] = {
+    {"bench", "time qgemm against cuBLASLt on the DeepSeek-V3 shapes",
+     "  --shape MxNxK   (repeatable; default: 18 shapes, M in {64,128,4096})\n"
+     "  --csv | --json  machine-readable rows instead of the table\n"
+     "  --runs N        timed runs per GEMM, median reported (>= 20, default 30)\n"
+     "  --warmup N      untimed runs first (>= 3, default 5)\n"
+     "  --grouped       MoE tables: contiguous and masked grouped GEMMs\n"
+     "  --grouped-contiguous G,M   a contiguous table instead: G experts of M\n"
+     "                  rows each (padded to the alignment) for each\n"
+     "                  --shape's N and K, beside dense qgemm at G x M rows\n"
+     "  --grouped-masked G,M_max[,M]   a masked table instead: G groups of\n"
+     "                  M_max rows, M of them valid (default all), for\n"
+     "                  each --shape's N and K (both tables: give both)\n"
+     "  --config bm,bn,stages,mc   force a kernel configuration (mc: none|a|b\n"
+     "                  multicast, or k2: the cluster's 2 CTAs split K)\n"
+     "  --seed N        input seed (default: from the clock, printed)\n"
+     "  --no-cublas     time qgemm alone\n"
+     "  --chain N       instead of the table: chains of N (2..16) GEMMs back to\n"
+     "                  back on distinct inputs, per GEMM without and with\n"
+     "                  programmatic dependent launch (default: M <= 128)\n"
+     "  --flush clean|write  L2 flush before each timed run: write then read\n"
+     "                  2x L2 (default), or the write alone, whose dirty lines\n"
+     "                  the timed kernel writes back\n"},
+    {"check", "correctness sweep against an exact fp64 reference (exit 1 on failure)",
+     "  --quick         6 small cases (for compute-sanitizer)\n"
+     "  --seed N        input seed (default: from the clock, printed)\n"
+     "  --json          one JSON document on stdout instead of the lines\n"},
+    {"compile", "warm the on-disk kernel cache (works without a GPU)",
+     "  --shape MxNxK   (repeatable; default: the 18 DeepSeek-V3 shapes)\n"
+     "  --grouped-contiguous G    contiguous grouped kernels (M = total rows)\n"
+     "  --grouped-masked G,M_max  masked grouped kernels\n"
+     "  --config bm,bn,stages,mc   this configuration instead of the heuristic's\n"
+     "  --dense         also dense kernels when a grouped option is given\n"
+     "  --offline       compile for an offline H100 even if a GPU is present\n"
+     "  --json          one JSON document on stdout instead of the lines\n"
+     "  --progress      a progress line per kernel (count / total, elapsed) on\n"
+     "                  stderr even when stderr is not a terminal\n"},
+    {"info", "device, library, NVRTC and cuBLASLt versions, cache directory",
+     "  --json          one JSON document on stdout instead of the lines\n"},
+    {"cache", "the kernel cache's directory, size and limit (QGEMM_CACHE_MAX_MB)",
+     "  --prune         evict least recently used kernels down to the limit\n"
+     "  --clear         remove every cached kernel\n"},
+};
+#define NUM_COMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static const char footer[] =
+    "options are also accepted as --option=value\n"
+    "environment:\n"
+    "  QGEMM_CACHE_DIR     the kernel cache's directory (default $XDG_CACHE_HOME/qgemm,\n"
+    "                      else $HOME/.cache/qgemm)\n"
+    "  XDG_CACHE_HOME      an absolute path: the default cache directory is under it\n"
+    "  QGEMM_CACHE_MAX_MB  the cache's size limit in MiB (default 1024; 0: no limit)\n"
+    "  QGEMM_NVRTC_DIR     a directory holding libnvrtc.so.* (searched first)\n"
+    "  QGEMM_JIT_DEBUG     1: print compiles and cache hits on stderr\n"
+    "  QGEMM_JIT_DUMP      a directory: write each kernel's <key>.cu and <key>.ptx there\n"
+    "  QGEMM_PRINT_CONFIG  1: print each chosen configuration on stderr\n"
+    "exit status: 0 ok, 1 a check or compile failed, 2 usage error, 3 no usable GPU\n";
+
+/* The overview: the commands, one line each. */
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: qgemm <command> [options]\n"
-        "\n"
-        "Block-scaled FP8 GEMMs for NVIDIA Hopper (sm_90a), version %s.\n"
-        "\n"
-        "commands:\n"
-        "  bench     time qgemm against cuBLASLt on the DeepSeek-V3 shapes\n"
-        "            --shape MxNxK   (repeatable; default: 18 shapes, M in {64,128,4096})\n"
-        "            --csv | --json  machine-readable rows instead of the table\n"
-        "            --runs N        timed runs per GEMM, median reported (>= 20, default 30)\n"
-        "            --warmup N      untimed runs first (>= 3, default 5)\n"
-        "            --grouped       MoE tables: contiguous and masked grouped GEMMs\n"
-        "            --grouped-contiguous G,M   a contiguous table instead: G experts of M\n"
-        "                            rows each (padded to the alignment) for each\n"
-        "                            --shape's N and K, beside dense qgemm at G x M rows\n"
-        "            --grouped-masked G,M_max[,M]   a masked table instead: G groups of\n"
-        "                            M_max rows, M of them valid (default all), for\n"
-        "                            each --shape's N and K (both tables: give both)\n"
-        "            --config bm,bn,stages,mc   force a kernel configuration (mc: none|a|b\n"
-        "                            multicast, or k2: the cluster's 2 CTAs split K)\n"
-        "            --seed N        input seed (default: from the clock, printed)\n"
-        "            --no-cublas     time qgemm alone\n"
-        "            --chain N       instead of the table: chains of N (2..16) GEMMs back to\n"
-        "                            back on distinct inputs, per GEMM without and with\n"
-        "                            programmatic dependent launch (default: M <= 128)\n"
-        "            --flush clean|write  L2 flush before each timed run: write then read\n"
-        "                            2x L2 (default), or the write alone, whose dirty lines\n"
-        "                            the timed kernel writes back\n"
-        "  check     correctness sweep against an exact fp64 reference (exit 1 on failure)\n"
-        "            --quick         6 small cases (for compute-sanitizer)\n"
-        "            --seed N        input seed (default: from the clock, printed)\n"
-        "  compile   warm the on-disk kernel cache (works without a GPU)\n"
-        "            --shape MxNxK   (repeatable; default: the 18 DeepSeek-V3 shapes)\n"
-        "            --grouped-contiguous G    contiguous grouped kernels (M = total rows)\n"
-        "            --grouped-masked G,M_max  masked grouped kernels\n"
-        "            --config bm,bn,stages,mc   this configuration instead of the heuristic's\n"
-        "            --dense         also dense kernels when a grouped option is given\n"
-        "            --offline       compile for an offline H100 even if a GPU is present\n"
-        "  info      device, library, NVRTC and cuBLASLt versions, cache directory\n"
-        "  cache     the kernel cache's directory, size and limit (QGEMM_CACHE_MAX_MB)\n"
-        "            --prune         evict least recently used kernels down to the limit\n"
-        "            --clear         remove every cached kernel\n"
-        "\n"
-        "options: --help, --version\n"
-        "environment: QGEMM_CACHE_DIR (kernel cache), QGEMM_JIT_DEBUG, QGEMM_PRINT_CONFIG\n"
-        "exit status: 0 ok, 1 a check failed, 2 usage error or no usable GPU\n",
-        qg_version_string());
+            "usage: qgemm <command> [options]\n"
+            "\n"
+            "Block-scaled FP8 GEMMs for NVIDIA Hopper (sm_90a), version %s.\n"
+            "\n"
+            "commands:\n",
+            qg_version_string());
+    for (int i = 0; i < NUM_COMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'qgemm <command> --help' lists the command's options.\n"
+               "options: --help, --version\n%s", footer);
+}
+
+static void command_usage(int c) {
+    printf("usage: qgemm %s [options]\n\n%s.\n\noptions:\n%s  --help          this text\n\n%s",
+           commands[c].name, commands[c].summary, commands[c].options, footer);
 }
 
 int main(int argc, char **argv) {
@@ -77,23 +115,41 @@ int main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    int c = 0;
+    while (c < NUM_COMMANDS && strcmp(cmd, commands[c].name)) c++;
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
+            if (c < NUM_COMMANDS) command_usage(c);
+            else usage(stdout);
             return CLI_EXIT_OK;
         }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        usage(stdout);
+        if (argc > 2) {
+            for (c = 0; c < NUM_COMMANDS && strcmp(argv[2], commands[c].name);) c++;
+            if (c == NUM_COMMANDS) return cli_usage_error("help: unknown command '%s'", argv[2]);
+            command_usage(c);
+        } else {
+            usage(stdout);
+        }
         return CLI_EXIT_OK;
     }
     if (!strcmp(cmd, "--version")) {
         printf("qgemm %s\n", qg_version_string());
         return CLI_EXIT_OK;
     }
-    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
-    if (!strcmp(cmd, "check")) return cli_check(argc - 1, argv + 1);
-    if (!strcmp(cmd, "compile")) return cli_compile(argc - 1, argv + 1);
-    if (!strcmp(cmd, "info")) return cli_info(argc - 1, argv + 1);
-    if (!strcmp(cmd, "cache")) return cli_cache(argc - 1, argv + 1);
-    return cli_usage_error("unknown command '%s'", cmd);
+    if (c == NUM_COMMANDS) return cli_usage_error("unknown command '%s'", cmd);
+    cli_set_command(commands[c].name);
+    /* --option=value becomes --option value, so every command's parser sees
+     * one form. */
+    char **args = NULL;
+    int n = cli_split_option_values(argc - 1, argv + 1, &args);
+    if (n < 0) return CLI_EXIT_USAGE;
+    int rc;
+    if (!strcmp(cmd, "bench")) rc = cli_bench(n, args);
+    else if (!strcmp(cmd, "check")) rc = cli_check(n, args);
+    else if (!strcmp(cmd, "compile")) rc = cli_compile(n, args);
+    else if (!strcmp(cmd, "info")) rc = cli_info(n, args);
+    else rc = cli_cache(n, args);
+    free(args);
+    return rc;
 }
