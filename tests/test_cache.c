@@ -269,6 +269,32 @@ TEST(cache_foreign_owned_entry_ignored) {
  * kernel again from disk while others may be renaming over it. All succeed;
  * no process ever reads a partial file (QGEMM_JIT_DEBUG would say
  * "rejected"); no temporary file stays behind. */
+/* Waits for the n child processes and reads each one's log (then removes
+ * it): a process failed when it exited non-zero or logged a rejected entry,
+ * a failed compile or a failed reload. Returns how many failed. */
+static int wait_processes(const pid_t *pids, char (*logs)[96], int n) {
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        FILE *f = fopen(logs[i], "r");
+        char line[512];
+        bool rejected = false;
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, "rejected") || strstr(line, "compile:") || strstr(line, "reload:")) {
+                printf("    process %d: %s", i, line);
+                rejected = true;
+            }
+        if (f) fclose(f);
+        unlink(logs[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rejected) {
+            printf("    process %d: status %#x\n", i, (unsigned)status);
+            bad++;
+        }
+    }
+    return bad;
+}
+
 TEST(cache_16_processes_share_one_dir) {
     char dir[64];
     CHECK(fresh_dir(dir), "mkdtemp");
@@ -300,25 +326,7 @@ TEST(cache_16_processes_share_one_dir) {
             _exit(0);
         }
     }
-    int bad = 0;
-    for (int i = 0; i < N; i++) {
-        int status = 0;
-        waitpid(pids[i], &status, 0);
-        FILE *f = fopen(logs[i], "r");
-        char line[512];
-        bool rejected = false;
-        while (f && fgets(line, sizeof line, f))
-            if (strstr(line, "rejected") || strstr(line, "compile:") || strstr(line, "reload:")) {
-                printf("    process %d: %s", i, line);
-                rejected = true;
-            }
-        if (f) fclose(f);
-        unlink(logs[i]);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rejected) {
-            printf("    process %d: status %#x\n", i, (unsigned)status);
-            bad++;
-        }
-    }
+    const int bad = wait_processes(pids, logs, N);
     CHECK(bad == 0, "%d of %d processes failed or read a partial file", bad, N);
     int files = 0;
     DIR *d = opendir(dir);
@@ -376,25 +384,7 @@ TEST(cache_16_processes_offline_contexts) {
             _exit(0);
         }
     }
-    int bad = 0;
-    for (int i = 0; i < N; i++) {
-        int status = 0;
-        waitpid(pids[i], &status, 0);
-        FILE *f = fopen(logs[i], "r");
-        char line[512];
-        bool rejected = false;
-        while (f && fgets(line, sizeof line, f))
-            if (strstr(line, "rejected") || strstr(line, "compile:") || strstr(line, "reload:")) {
-                printf("    process %d: %s", i, line);
-                rejected = true;
-            }
-        if (f) fclose(f);
-        unlink(logs[i]);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || rejected) {
-            printf("    process %d: status %#x\n", i, (unsigned)status);
-            bad++;
-        }
-    }
+    const int bad = wait_processes(pids, logs, N);
     CHECK(bad == 0, "%d of %d processes failed or read a partial file", bad, N);
     DIR *d = opendir(dir);
     CHECK(d, "opendir");

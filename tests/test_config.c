@@ -308,20 +308,9 @@ TEST(helpers_alignment) {
 
 /* ---- argument validation of the GEMM entry points ---------------------- */
 
-#define FAKE(addr) ((void *)(uintptr_t)(addr))
+#include "fake_args.h"
 
-static qg_gemm_args good_args(void) {
-    qg_gemm_args a = {0};
-    a.m = 100, a.n = 576, a.k = 400, a.num_groups = 1;
-    a.a = FAKE(0x10000), a.lda = 400;
-    a.sfa = FAKE(0x20000), a.sfa_ld = 100;
-    a.b = FAKE(0x30000), a.ldb = 400;
-    a.sfb = FAKE(0x40000);
-    a.d = FAKE(0x50000), a.ldd = 576;
-    a.m_indices = FAKE(0x60000);
-    a.masked_m = FAKE(0x70000);
-    return a;
-}
+static qg_gemm_args good_args(void) { return fake_good_args(); }
 
 TEST(gemm_argument_validation) {
     qg_context *ctx = h100();

@@ -10,20 +10,9 @@
 #include <limits.h>
 #include <stdint.h>
 
-#define FAKE(addr) ((void *)(uintptr_t)(addr))
+#include "fake_args.h"
 
-static qg_gemm_args args_ok(void) {
-    qg_gemm_args a = {0};
-    a.m = 100, a.n = 576, a.k = 400, a.num_groups = 1;
-    a.a = FAKE(0x10000), a.lda = 400;
-    a.sfa = FAKE(0x20000), a.sfa_ld = 100;
-    a.b = FAKE(0x30000), a.ldb = 400;
-    a.sfb = FAKE(0x40000);
-    a.d = FAKE(0x50000), a.ldd = 576;
-    a.m_indices = FAKE(0x60000);
-    a.masked_m = FAKE(0x70000);
-    return a;
-}
+static qg_gemm_args args_ok(void) { return fake_good_args(); }
 
 static qg_context *offline(void) {
     qg_context *ctx = NULL;
