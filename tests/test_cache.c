@@ -269,6 +269,20 @@ TEST(cache_foreign_owned_entry_ignored) {
  * kernel again from disk while others may be renaming over it. All succeed;
  * no process ever reads a partial file (QGEMM_JIT_DEBUG would say
  * "rejected"); no temporary file stays behind. */
+/* fork() for the 16-process tests: the child dies after 240 s at most, logs
+ * its stderr to `log` and runs with QGEMM_JIT_DEBUG (so the log says when an
+ * entry was rejected); the parent gets the pid, or -1. */
+static pid_t fork_logged(const char *log) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid != 0) return pid;
+    alarm(240);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
+    setenv("QGEMM_JIT_DEBUG", "1", 1);
+    return 0;
+}
+
 /* Waits for the n child processes and reads each one's log (then removes
  * it): a process failed when it exited non-zero or logged a rejected entry,
  * a failed compile or a failed reload. Returns how many failed. */
@@ -305,14 +319,9 @@ TEST(cache_16_processes_share_one_dir) {
     char logs[N][96];
     for (int i = 0; i < N; i++) {
         snprintf(logs[i], sizeof logs[i], "%s.log%d", dir, i);
-        fflush(stdout);
-        pids[i] = fork();
+        pids[i] = fork_logged(logs[i]);
         CHECK(pids[i] >= 0, "fork");
         if (pids[i] == 0) {
-            alarm(240);
-            int fd = open(logs[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
-            setenv("QGEMM_JIT_DEBUG", "1", 1);
             char *src = source(i < 8 ? base : base + 1 + (uint64_t)(i - 8) / 2);
             int hit = -1;
             if (compile_new(src, &hit, NULL) != QG_SUCCESS) {
@@ -357,14 +366,9 @@ TEST(cache_16_processes_offline_contexts) {
     char logs[N][96];
     for (int i = 0; i < N; i++) {
         snprintf(logs[i], sizeof logs[i], "%s.log%d", dir, i);
-        fflush(stdout);
-        pids[i] = fork();
+        pids[i] = fork_logged(logs[i]);
         CHECK(pids[i] >= 0, "fork");
         if (pids[i] == 0) {
-            alarm(240);
-            int fd = open(logs[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
-            setenv("QGEMM_JIT_DEBUG", "1", 1);
             const int *s = shapes[i < 8 ? 0 : 1 + (i - 8) / 2];
             const qg_problem p = {QG_GEMM_DENSE, s[0], s[1], s[2], 1, 0};
             for (int round = 0; round < 2; round++) {
