@@ -122,15 +122,6 @@ QG_DEVICE void qg_tma_prefetch_l2_2d(const qg_tensor_map *map, int32_t c0, int32
                  ::"l"((uint64_t)map), "r"(c0), "r"(c1) : "memory");
 }
 
-/* Global -> this CTA's shared memory (1-D tensor); completes `bar` with the
- * box's bytes, out-of-bounds elements included (filled with zeros). */
-QG_DEVICE void qg_tma_load_1d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0) {
-    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%3}], [%2];"
-                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)), "r"(c0)
-                 : "memory");
-}
-
 /* Global -> this CTA's shared memory; completes `bar` with the box's bytes. */
 QG_DEVICE void qg_tma_load_2d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0,
                               int32_t c1) {
