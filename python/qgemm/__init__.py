@@ -114,7 +114,7 @@ __all__ = [
     "per_channel_cast_to_fp8",
     "ceil_to_ue8m0",
     "align",
-] + sorted(_dg.STUBS)
+] + sorted(_dg.STUBS) + sorted(_dg.CUBLASLT)
 
 Tensor = Any
 """Any DLPack producer: torch.Tensor, jax.Array, cupy.ndarray, numpy.ndarray."""
@@ -368,6 +368,7 @@ def align(x: int, y: int) -> int:
 
 
 globals().update(_dg.STUBS)  # DeepGEMM entry points qgemm lacks: NotImplementedError
+globals().update(_dg.CUBLASLT)  # DeepGEMM's cuBLASLt names, through torch
 
 
 def _gemm(kind: int, a: Any, b: Any, d: Any, idx: Any, expected_m: int,

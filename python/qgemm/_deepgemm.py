@@ -252,7 +252,6 @@ _WHY_TN = "qgemm's kernels take K-major A and B only (NT); make A [M, K] K-major
 _WHY_KG = ("k-grouped GEMMs (DeepGEMM's 1D1D weight-gradient kernel with per-channel scales "
            "and an FP32 C) are not implemented in qgemm")
 _WHY_BF16 = "qgemm has FP8 block-scaled GEMMs only (no BF16 GEMM)"
-_WHY_CUBLAS = "qgemm does not wrap cuBLASLt (use torch.matmul / torch._scaled_mm)"
 _WHY_SM100 = "an SM100 (Blackwell) format; qgemm targets SM90 with float32 scales"
 
 MISSING: Dict[str, str] = {
@@ -270,8 +269,6 @@ MISSING: Dict[str, str] = {
     "m_grouped_bf16_gemm_nt_masked": _WHY_BF16,
     "bf16_m_grouped_gemm_nt_masked": _WHY_BF16,
     "k_grouped_bf16_gemm_tn_contiguous": _WHY_BF16,
-    "cublaslt_gemm_nt": _WHY_CUBLAS, "cublaslt_gemm_nn": _WHY_CUBLAS,
-    "cublaslt_gemm_tn": _WHY_CUBLAS, "cublaslt_gemm_tt": _WHY_CUBLAS,
     "einsum": "einsum kernels are not implemented",
     "fp8_einsum": "einsum kernels are not implemented",
     "fp8_fp4_mqa_logits": "attention (MQA logits) kernels are not implemented",
@@ -310,6 +307,58 @@ def _missing(name: str, why: str) -> Callable[..., Any]:
 
 
 STUBS: Dict[str, Callable[..., Any]] = {name: _missing(name, why) for name, why in MISSING.items()}
+
+
+# ---- DeepGEMM's cuBLASLt entry points, through torch -----------------------------------------
+
+
+def _cublaslt(name: str, a: Any, b: Any, d: Any, c: Any) -> None:
+    """D = A @ B.T (+ C) on cuBLASLt through torch, without scales, as DeepGEMM's
+    ``cublaslt_gemm_nt`` (a reference its tests time beside its kernels): FP8
+    operands through ``torch._scaled_mm`` with unit scales, others through
+    ``torch.matmul``. a is [M, K] and b is [N, K] as the NT form sees them."""
+    torch = _torch_tensor(d)
+    if torch is None or _torch_tensor(a) is None or _torch_tensor(b) is None:
+        raise TypeError(f"qgemm: {name}: a, b and d must be torch tensors (cuBLASLt through torch)")
+    if a.dim() != 2 or b.dim() != 2 or d.dim() != 2 or a.shape[1] != b.shape[1] or \
+            tuple(d.shape) != (a.shape[0], b.shape[0]):
+        raise ValueError(f"qgemm: {name}: want a [M, K], b [N, K] (as the NT form sees them) and "
+                         f"d [M, N]; got a {list(a.shape)}, b {list(b.shape)}, d {list(d.shape)}")
+    if c is not None and (_torch_tensor(c) is None or c.shape != d.shape):
+        raise ValueError(f"qgemm: {name}: c must be a tensor shaped like d {list(d.shape)}")
+    if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        one = torch.ones((), dtype=torch.float32, device=a.device)
+        out = torch._scaled_mm(a.contiguous(), b.contiguous().t(), scale_a=one, scale_b=one,
+                               out_dtype=torch.float32 if d.dtype == torch.float32 else torch.bfloat16)
+    else:
+        out = torch.matmul(a, b.t())
+    if c is not None:
+        out = out.float() + c.float()
+    d.copy_(out)
+
+
+def cublaslt_gemm_nt(a: Any, b: Any, d: Any, c: Any = None) -> None:
+    """DeepGEMM's cublaslt_gemm_nt: D = A @ B.T (+ C), a [M, K], b [N, K]."""
+    _cublaslt("cublaslt_gemm_nt", a, b, d, c)
+
+
+def cublaslt_gemm_nn(a: Any, b: Any, d: Any, c: Any = None) -> None:
+    """DeepGEMM's cublaslt_gemm_nn: D = A @ B (+ C), a [M, K], b [K, N]."""
+    _cublaslt("cublaslt_gemm_nn", a, b.transpose(0, 1), d, c)
+
+
+def cublaslt_gemm_tn(a: Any, b: Any, d: Any, c: Any = None) -> None:
+    """DeepGEMM's cublaslt_gemm_tn: D = A.T @ B (+ C), a [K, M], b [K, N]."""
+    _cublaslt("cublaslt_gemm_tn", a.transpose(0, 1), b.transpose(0, 1), d, c)
+
+
+def cublaslt_gemm_tt(a: Any, b: Any, d: Any, c: Any = None) -> None:
+    """DeepGEMM's cublaslt_gemm_tt: D = A.T @ B.T (+ C), a [K, M], b [N, K]."""
+    _cublaslt("cublaslt_gemm_tt", a.transpose(0, 1), b, d, c)
+
+
+CUBLASLT = {f.__name__: f for f in (cublaslt_gemm_nt, cublaslt_gemm_nn, cublaslt_gemm_tn,
+                                    cublaslt_gemm_tt)}
 
 
 def split_pair(x: Any, name: str) -> Tuple[Any, Any]:

@@ -112,6 +112,7 @@ SUPPORTED = {
     "set_num_sms", "get_num_sms", "set_tc_util", "get_tc_util", "set_pdl", "get_pdl",
     "set_ignore_compile_dims", "set_block_size_multiple_of", "ceil_div", "align",
     "ceil_to_ue8m0", "per_token_cast_to_fp8", "per_channel_cast_to_fp8", "per_block_cast_to_fp8",
+    "cublaslt_gemm_nt", "cublaslt_gemm_nn", "cublaslt_gemm_tn", "cublaslt_gemm_tt",
 }
 
 MODULES = [pytest.param(qgemm, id="qgemm"), pytest.param(qdg, id="qgemm.deep_gemm")]
