@@ -24,20 +24,23 @@
 #               (DeepGEMM from .peers/, a git-ignored folder carried to the
 #               machine: .peers/build.sh builds it, .peers/env.sh sets it up;
 #               without it the rows say "DeepGEMM: not installed")
+#     suite     bench/deepgemm_suite.py: DeepGEMM's own SM90 FP8 tests with
+#               deep_gemm resolving to qgemm     -> $OUT/deepgemm-suite.json, suite.log
+#               (needs DeepGEMM's source in .peers/DeepGEMM, not its build)
 # Default steps: build tests memcheck racecheck synccheck check python examples
-# peers (8 files); bench, json, grouped and chain (qgemm beside cuBLASLt only)
+# peers suite (10 files); bench, json, grouped and chain (qgemm beside cuBLASLt only)
 # run when named with --only.
 # ("sanitize" selects the three sanitizer steps.) Every step runs even when
 # an earlier one failed; each exit code goes to $OUT/summary.txt, printed at
-# the end. At most 8 files are written under $OUT. The kernel cache lives
+# the end. At most 10 files are written under $OUT. The kernel cache lives
 # outside $OUT: $QGEMM_CACHE_DIR, default /tmp/qgemm-cache.
 # Exit status: 0 when every selected step returned 0, 1 otherwise.
 # The step_* functions are called indirectly, through run_step.
 # shellcheck disable=SC2317
 set -u
 
-ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python examples peers"
-DEFAULT_STEPS="build tests memcheck racecheck synccheck check python examples peers"
+ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite"
+DEFAULT_STEPS="build tests memcheck racecheck synccheck check python examples peers suite"
 
 usage() {
     sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
@@ -225,6 +228,15 @@ step_peers() {
     return "${PIPESTATUS[0]}"
 }
 
+step_suite() {
+    [ -f python/qgemm/_C*.so ] || python3 python/setup.py build_ext --inplace > "$OUT/suite.log" 2>&1
+    PYTHONPATH=python STEP_TIMEOUT="${SUITE_TIMEOUT:-540}" \
+        T python3 bench/deepgemm_suite.py --deepgemm .peers/DeepGEMM --out "$OUT" >> "$OUT/suite.log" 2>&1
+    local rc=$?
+    grep -E "^== |FAIL|suite through" "$OUT/suite.log" | tail -n 60
+    return "$rc"
+}
+
 echo "==> machine"
 nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
 nvcc --version 2>&1 || "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>&1 || echo "nvcc: not found"
@@ -236,7 +248,7 @@ if ! wanted build && { [ ! -x build/qgemm ] || [ ! -x build/qgemm_tests ]; }; th
 fi
 run_step build
 [ -x build/qgemm ] && { echo; build/qgemm info; }
-for s in tests memcheck racecheck synccheck check bench json grouped chain python examples peers; do
+for s in tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite; do
     run_step "$s"
 done
 
