@@ -2,7 +2,7 @@
 # `make run` runs the main job (the CLI's check + benchmark on a GPU).
 #
 #   build/libqgemm.a, build/libqgemm.so   the library, the product (kernels embedded);
-#                                         libqgemm.so -> .so.0 -> .so.$(VERSION) (SONAME .so.0)
+#                                         libqgemm.so -> .so.0.4 -> .so.$(VERSION) (SONAME .so.0.4)
 #   build/libqgemm_testkit.a              the testkit: reference, checks, timing, fault
 #                                         injection, its helper kernels (tests, CLI, bench)
 #   build/qgemm                           the command-line tool
@@ -30,7 +30,10 @@ CFLAGS  += -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -MMD 
 LDLIBS  := -ldl -lpthread -lm
 
 VERSION     := $(shell sed -n 's/^\#define QG_VERSION_STRING "\(.*\)"/\1/p' include/qgemm.h)
-SOMAJOR     := $(firstword $(subst ., ,$(VERSION)))
+# 0.x releases may change the ABI between minors (0.4.0 grew qg_problem and
+# qg_gemm_args), so there the SONAME carries the minor: libqgemm.so.0.4.
+VERSION_WORDS := $(subst ., ,$(VERSION))
+SOMAJOR     := $(if $(filter 0,$(word 1,$(VERSION_WORDS))),0.$(word 2,$(VERSION_WORDS)),$(word 1,$(VERSION_WORDS)))
 SONAME      := libqgemm.so.$(SOMAJOR)
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
@@ -148,10 +151,10 @@ $(BUILD)/qgemm.pc: packaging/qgemm.pc.in include/qgemm.h FORCE | $(BUILD)
 	    -e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' $< > $@
 
 $(BUILD)/qgemmConfig.cmake: packaging/qgemmConfig.cmake.in include/qgemm.h | $(BUILD)
-	sed -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' $< > $@
 
 $(BUILD)/qgemmConfigVersion.cmake: packaging/qgemmConfigVersion.cmake.in include/qgemm.h | $(BUILD)
-	sed -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' $< > $@
 
 # The main job on a GPU: the CLI's check, then its benchmark.
 run: all

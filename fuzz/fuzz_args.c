@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_error(qg_m_grouped_fp8_gemm_nt_contiguous(c, args, forced, NULL));
     check_error(qg_m_grouped_fp8_gemm_nt_masked(c, args, forced, NULL));
 
-    qg_problem p = {(qg_gemm_kind)(flags >> 5 & 3), a.m, a.n, a.k, a.num_groups, a.expected_m};
+    qg_problem p = {(qg_gemm_kind)(flags >> 5 & 3), a.m, a.n, a.k, a.num_groups, a.expected_m, 0};
     qg_config out;
     qg_status st = qg_select_config(c, &p, &out);
     if (st == QG_SUCCESS) {

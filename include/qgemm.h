@@ -56,11 +56,11 @@ struct CUstream_st;
 /* ------------------------------------------------------------------------ */
 
 #define QG_VERSION_MAJOR 0
-#define QG_VERSION_MINOR 3
+#define QG_VERSION_MINOR 4
 #define QG_VERSION_PATCH 0
 #define QG_VERSION_NUMBER \
     (QG_VERSION_MAJOR * 10000 + QG_VERSION_MINOR * 100 + QG_VERSION_PATCH)
-#define QG_VERSION_STRING "0.3.0"
+#define QG_VERSION_STRING "0.4.0"
 
 /** @return QG_VERSION_NUMBER of the library actually linked. */
 QG_API unsigned qg_version(void);
@@ -175,7 +175,10 @@ QG_API int qg_context_get_pdl(const qg_context *ctx);
 typedef enum {
     QG_GEMM_DENSE = 0,
     QG_GEMM_GROUPED_CONTIGUOUS = 1, /* MoE prefill/training: m_indices per row */
-    QG_GEMM_GROUPED_MASKED = 2      /* MoE decoding: masked_m per group */
+    QG_GEMM_GROUPED_MASKED = 2,     /* MoE decoding: masked_m per group */
+    QG_GEMM_GROUPED_PSUM = 3,       /* contiguous rows, group_ends per group (since 0.4.0) */
+    QG_GEMM_WGRAD = 4               /* weight gradient: A and B scaled per 1x128, FP32 D,
+                                       optionally D = C + A B^T (since 0.4.0) */
 } qg_gemm_kind;
 
 typedef enum {
@@ -189,13 +192,16 @@ typedef enum {
  *  dense:      m = M, num_groups = 1
  *  contiguous: m = M_total (all experts' rows), num_groups = G
  *  masked:     m = M_max (rows per group), num_groups = G, expected_m = hint
+ *  psum:       m = M_total, num_groups = G, expected_m = hint (rows per group)
+ *  wgrad:      m = M, num_groups = 1, accumulate = 1 for D = C + A B^T
  */
 typedef struct {
     qg_gemm_kind kind;
     int m, n, k;
     int num_groups;
-    int expected_m; /* masked only: typical rows per group, 0..m (0 = use m; > m is
-                       QG_ERROR_INVALID_ARGUMENT in every call) */
+    int expected_m; /* masked and psum: typical rows per group, 0..m (0 = use m, psum:
+                       m / num_groups; > m is QG_ERROR_INVALID_ARGUMENT in every call) */
+    int accumulate; /* wgrad only: 0 = D = A B^T, 1 = D = C + A B^T (since 0.4.0) */
 } qg_problem;
 
 /* A kernel configuration. Zero-initialize and set what you want to force. */
@@ -277,10 +283,25 @@ QG_API qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg
  *              m_indices [m] (int32, device): expert of each row, -1 = padding
  *              row (its D row is left untouched). Each expert's rows start at
  *              a multiple of qg_m_alignment_for_contiguous_layout().
+ *              (Since 0.4.0, as DeepGEMM: every row of a 128-row segment
+ *              whose first row names expert g is written, its -1 rows with
+ *              A_row B_g^T, zero for zero rows of A; segments whose first row
+ *              is -1 are left untouched.)
  *  masked      a [G][m][lda] (m = M_max), sfa [G][ceil(k/128)][sfa_ld],
  *              b, sfb as contiguous, d [G][m][ldd], masked_m [G] (int32,
  *              device): valid rows of each group (rows past it are left
  *              untouched), expected_m: host hint for tile selection.
+ *  psum        as contiguous, without m_indices: group_ends [G] (int32,
+ *              device, DeepGEMM's psum layout): group g has rows
+ *              [start_g, group_ends[g]) with start_0 = 0 and start_g =
+ *              group_ends[g-1] rounded up to a multiple of 128; every other
+ *              row of D is left untouched (ends are clamped to [start_g, m]).
+ *  wgrad       dense a, sfa, b; sfb [ceil(k/128)][sfb_ld] (one scale per
+ *              column of B per 128 of K, N-major like sfa), d FP32 [m][ldd]
+ *              (ldd * 4 a multiple of 16); c NULL: D = A B^T; c == d (same
+ *              pointer, ldc == ldd): D += A B^T in place, by TMA reduce-add
+ *              in L2 (the SMs never read D); c another FP32 [m][ldc] array
+ *              not overlapping D: it is first copied into D on the stream.
  */
 typedef struct {
     int m, n, k;
@@ -296,7 +317,12 @@ typedef struct {
     int64_t ldd;
     const int32_t *m_indices; /* contiguous only */
     const int32_t *masked_m;  /* masked only */
-    int expected_m;           /* masked only; 0 = m */
+    int expected_m;           /* masked and psum; 0 = m (psum: m / num_groups) */
+    /* since 0.4.0 (zero-initialize the struct: older callers get zeros) */
+    const int32_t *group_ends; /* psum only */
+    const float *c;            /* wgrad only: NULL, d, or an FP32 [m][ldc] array */
+    int64_t ldc;
+    int64_t sfb_ld;            /* wgrad only: >= n, a multiple of 4 */
 } qg_gemm_args;
 
 /**
@@ -318,6 +344,17 @@ QG_API qg_status qg_m_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_g
 QG_API qg_status qg_m_grouped_fp8_gemm_nt_masked(qg_context *ctx, const qg_gemm_args *args,
                                                  const qg_config *cfg,
                                                  struct CUstream_st *stream);
+
+/** Grouped GEMM, psum layout (DeepGEMM's use_psum_layout; see qg_gemm_args).
+ *  Returns as qg_fp8_gemm_nt. Since 0.4.0. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_psum(qg_context *ctx, const qg_gemm_args *args,
+                                               const qg_config *cfg, struct CUstream_st *stream);
+
+/** Weight-gradient GEMM (DeepGEMM's 1D1D kernel, recipe (1, 1, 128)): A and B
+ *  scaled per 1x128, FP32 D = (C +) A B^T (see qg_gemm_args). Returns as
+ *  qg_fp8_gemm_nt. Since 0.4.0. */
+QG_API qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args,
+                                      const qg_config *cfg, struct CUstream_st *stream);
 
 /** @return the row alignment each expert segment needs in the contiguous layout (128). */
 QG_API int qg_m_alignment_for_contiguous_layout(void);

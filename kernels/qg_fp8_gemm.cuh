@@ -5,7 +5,19 @@
  *   D[m, n] = sum_kb SFA[m, kb] * SFB[n/128, kb] * sum_{k in kb} A[m, k] B[n, k]
  *
  * The JIT defines, before including this file:
- *   QG_KIND            0 dense, 1 contiguous, 2 masked
+ *   QG_KIND            0 dense, 1 contiguous, 2 masked, 3 contiguous psum
+ *                      (qg_scheduler.cuh)
+ *   QG_SFB_COLS        1: the weight-gradient ("1D1D") mode: B is scaled per
+ *                      column per 128 of K like A per row (SFB [K/128][sfb_ld],
+ *                      N-major), each stage brings its block_n scales by TMA
+ *                      and promotion multiplies every sum by its row's and its
+ *                      column's scale; K is a run-time argument (num_k_blocks)
+ *                      so that one kernel serves every K (the k-grouped GEMM);
+ *                      dense scheduler, no split-K, no K-pipelining
+ *   QG_D_F32           1: D is FP32 (QG_SFB_COLS only)
+ *   QG_D_REDUCE        1: D += the product, by TMA reduce-add
+ *                      (cp.reduce.async.bulk.tensor .add .f32: the SMs never
+ *                      read D; QG_D_F32 only)
  *   QG_SHAPE_N/K       problem N and K (baked in); M arrives at run time
  *   QG_NUM_GROUPS      G (1 for dense)
  *   QG_BLOCK_M/N       tile; QG_NUM_STAGES pipeline depth
@@ -52,6 +64,11 @@
  * b and its parity advance once a tile, identically on both sides (the same
  * scheduler).
  *
+ * 1D1D mode (QG_SFB_COLS): stage s also holds block_n column scales of its K
+ * block (TMA, counted in the stage's bytes); the math warps read them while
+ * promoting, so a stage is released after its promotion, not before; the
+ * SFB warp and its buffers are unused.
+ *
  * Split-K invariants (QG_SPLIT_K = 2): CTA 0 of a cluster runs K blocks
  * [0, ceil(nk / 2)) of the cluster's tile and CTA 1 the rest, each with its
  * own pipeline (no stage is shared). After its main loop each CTA r > 0 waits
@@ -63,10 +80,21 @@
  * partner's red_empty (release, cluster scope) before it stores D. Both
  * barriers flip once a tile.
  */
+#ifndef QG_SFB_COLS
+#define QG_SFB_COLS 0
+#endif
+#ifndef QG_D_F32
+#define QG_D_F32 0
+#endif
+#ifndef QG_D_REDUCE
+#define QG_D_REDUCE 0
+#endif
+
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
 
 #define QG_BLOCK_K 128
+/* K blocks baked in (QG_SFB_COLS: a placeholder, K arrives at run time). */
 #define QG_NUM_K_BLOCKS ((QG_SHAPE_K + QG_BLOCK_K - 1) / QG_BLOCK_K)
 #define QG_NUM_SFB_N ((QG_SHAPE_N + 127) / 128)
 #define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
@@ -94,11 +122,11 @@
  * and contiguous 256x128 tiles (the compute-bound shapes' tile); the other
  * tiles have no registers to spare for it (the CPU compile sweep found spills
  * at 128x112, 128x208..256, 256x96, 64x176 and the masked 256x128). */
-#define QG_K_UNROLL (QG_BLOCK_M == 256 && QG_BLOCK_N == 128 && QG_KIND != 2 ? 4 : 1)
+#define QG_K_UNROLL (QG_BLOCK_M == 256 && QG_BLOCK_N == 128 && QG_KIND != 2 && !QG_SFB_COLS ? 4 : 1)
 /* Without the unrolling, the next stage's full barrier is tested ahead of
  * the loop top (not in the masked 256x128 tile: its one spare predicate
  * register is gone there, it spills 4 bytes). */
-#define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !(QG_KIND == 2 && QG_BLOCK_M == 256))
+#define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !(QG_KIND == 2 && QG_BLOCK_M == 256) && !QG_SFB_COLS)
 #define QG_PRAGMA(x) _Pragma(#x)
 #define QG_UNROLL(n) QG_PRAGMA(unroll n)
 
@@ -109,7 +137,8 @@
 
 /* Shared-memory plan (bytes); src/config.c computes the same numbers. */
 #define QG_ROUND_UP(x, a) (((x) + (a) - 1) / (a) * (a))
-#define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * 2, 1024))
+#define QG_D_BYTES (QG_D_F32 ? 4 : 2)
+#define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024))
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
@@ -118,7 +147,8 @@
  * and the next one's), each a multiple of 16 bytes. */
 #define QG_SFB_TILE (QG_SFB_ROWS * QG_NUM_K_BLOCKS)
 #define QG_SFB_BUF_FLOATS QG_ROUND_UP(QG_SFB_TILE, 4)
-#define QG_SMEM_SFB (2 * QG_SFB_BUF_FLOATS * 4)
+/* QG_SFB_COLS: instead, each stage's block_n column scales (one TMA box). */
+#define QG_SMEM_SFB (QG_SFB_COLS ? QG_NUM_STAGES * QG_BLOCK_N * 4 : 2 * QG_SFB_BUF_FLOATS * 4)
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
@@ -126,7 +156,7 @@
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
      QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + 32 /* SFB buffers' barriers */ + QG_SMEM_RED_BARRIERS)
-#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA)
+#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA + (QG_SFB_COLS ? QG_BLOCK_N * 4 : 0))
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
 #if !defined(QG_PRODUCER_REGS) || !defined(QG_MATH_REGS)
@@ -144,6 +174,10 @@ static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte ali
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
+static_assert(!QG_SFB_COLS || (QG_KIND == 0 && QG_SPLIT_K == 1 && !QG_KPIPE && QG_BLOCK_M <= 128),
+              "1D1D mode: dense scheduler, no split-K, one-set loop, block_m <= 128");
+static_assert((!QG_D_F32 || (QG_SFB_COLS && QG_BLOCK_N % 32 == 0)) && (!QG_D_REDUCE || QG_D_F32),
+              "FP32 D: 1D1D mode, 32-column store chunks; reduce-add: FP32 D");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
                                   QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
@@ -211,7 +245,7 @@ QG_DEVICE void qg_sfb_copy(float *buf, const float *sfb, const qg_tile &t, uint3
 QG_DEVICE void qg_read_scales(qg_scales &sc, uint32_t sfa_addr, uint32_t sfb_addr, uint32_t s,
                               int kb) {
 #pragma unroll
-    for (int r = 0; r < QG_SFB_ROWS; ++r)
+    for (int r = 0; r < QG_SFB_ROWS && !QG_SFB_COLS; ++r)
         sc.sb[r] = qg_ld_shared_f32(sfb_addr + (r * QG_NUM_K_BLOCKS + kb) * 4);
 #pragma unroll
     for (int t = 0; t < QG_WG_TILES; ++t) {
@@ -274,6 +308,24 @@ QG_DEVICE void qg_promote(float *o, const float (&acc)[QG_ACC], const qg_scales 
     }
 }
 
+/* 1D1D promotion (QG_SFB_COLS): every sum times its row's and its column's
+ * scale. The thread's columns of 8-column group j are 8j + 2 (lane % 4) and
+ * the next one (wgmma D layout, PTX ISA 9.7.15.5.1.1): one 8-byte shared load
+ * of stage s's column scales a group (sfb_addr: this thread's first column
+ * of the stage, part h's offset added here). */
+QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_scales &sc, int t,
+                               int h, uint32_t sfb_addr) {
+    o += h * QG_ACC;
+#pragma unroll
+    for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
+        const float2 b = qg_ld_shared_f32x2(sfb_addr + (h * QG_WGMMA_N + j * 8) * 4);
+        o[j * 4 + 0] += sc.sa[t][0] * b.x * acc[j * 4 + 0];
+        o[j * 4 + 1] += sc.sa[t][0] * b.y * acc[j * 4 + 1];
+        o[j * 4 + 2] += sc.sa[t][1] * b.x * acc[j * 4 + 2];
+        o[j * 4 + 3] += sc.sa[t][1] * b.y * acc[j * 4 + 3];
+    }
+}
+
 /*
  * The output tile in shared memory: QG_BLOCK_N / QG_STORE_COLS chunks of
  * QG_STORE_COLS columns (16, 32 or 64, chosen by the host), each
@@ -300,11 +352,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    const __grid_constant__ qg_tensor_map tmap_b,
                    const __grid_constant__ qg_tensor_map tmap_sfa,
                    const __grid_constant__ qg_tensor_map tmap_d,
+                   const __grid_constant__ qg_tensor_map tmap_sfb, /* QG_SFB_COLS only */
                    const float *__restrict__ sfb,
                    uint16_t *__restrict__ d, int64_t ldd,
                    const int *__restrict__ m_indices,
                    const int *__restrict__ masked_m,
-                   int shape_m, int prefetch_kb) {
+                   int shape_m, int prefetch_kb, int num_k_blocks) {
     /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
@@ -329,7 +382,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     const int kb_begin = split_rank ? QG_KB_RANK0 : 0;
     const int kb_end = split_rank ? QG_NUM_K_BLOCKS : QG_KB_RANK0;
 #else
-    const int kb_begin = 0, kb_end = QG_NUM_K_BLOCKS;
+    const int kb_begin = 0, kb_end = QG_SFB_COLS ? num_k_blocks : QG_NUM_K_BLOCKS;
+    (void)num_k_blocks;
 #endif
 
     /* ---- barrier init ---------------------------------------------------- */
@@ -338,6 +392,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_tma_prefetch_descriptor(&tmap_b);
         qg_tma_prefetch_descriptor(&tmap_sfa);
         qg_tma_prefetch_descriptor(&tmap_d);
+        if (QG_SFB_COLS) qg_tma_prefetch_descriptor(&tmap_sfb);
         for (int s = 0; s < QG_NUM_STAGES; ++s) {
             qg_mbarrier_init(&full[s], 1); /* the TMA thread's expect_tx */
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
@@ -423,10 +478,17 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #endif
                     qg_tma_load_2d(smem_sfa + s * QG_BLOCK_M, &tmap_sfa, &full[s], tile.m_begin,
                                    sfa_row + kb);
+#if QG_SFB_COLS
+                    /* Each CTA loads its own column scales (not multicast):
+                     * with B multicast the pair shares them, but they are
+                     * 512 bytes against 16 KiB of B. */
+                    qg_tma_load_2d(smem_sfb + s * QG_BLOCK_N, &tmap_sfb, &full[s],
+                                   tile.n_block * QG_BLOCK_N, kb);
+#endif
                 }
             }
         }
-        else if (warp == QG_NUM_MATH_THREADS / 32 + 1) {
+        else if (!QG_SFB_COLS && warp == QG_NUM_MATH_THREADS / 32 + 1) {
             /* The SFB warp: each tile's SFB into the next free buffer. */
             uint32_t b = 0, b_phase = 0;
             while (qg_scheduler_next(sched, tile)) {
@@ -460,6 +522,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             0xffffffffu, qg_wgmma_desc_sw128_lo(smem_a + wg * QG_WG_TILES * 64 * QG_BLOCK_K), 0);
         uint32_t desc_b0 = __shfl_sync(0xffffffffu, qg_wgmma_desc_sw128_lo(smem_b), 0);
         uint32_t sfa_addr = qg_smem_addr(smem_sfa + wg_row); /* this thread's SFA, stage 0 */
+        /* 1D1D: this thread's first column scale of stage 0 */
+        const uint32_t sfb_cols_addr = qg_smem_addr(smem_sfb) + (lane % 4) * 2 * 4;
+        (void)sfb_cols_addr;
 #if QG_K_UNROLL > 1
         qg_pin(desc_a0);
         qg_pin(desc_b0);
@@ -480,7 +545,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int n_off = n_begin % 128;
             const uint32_t sfb_addr =
                 qg_smem_addr(smem_sfb) + (tile_iter & 1) * QG_SFB_BUF_FLOATS * 4;
-            qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
+            if (!QG_SFB_COLS) qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
 
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t)
@@ -577,7 +642,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
                     qg_wgmma_wait0();
-                    if (p == QG_PASSES - 1) {
+                    /* (1D1D: the column scales are read from the stage
+                     * during promotion, so it is released after it.) */
+                    if (p == QG_PASSES - 1 && !QG_SFB_COLS) {
                         qg_release_stage(empty, s, lane);
                         if (QG_TEST_AHEAD) {
                             uint32_t ns = s, np = phase;
@@ -588,15 +655,21 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) {
                         const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
+#if QG_SFB_COLS
+                        qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
+                                        sfb_cols_addr + s * QG_BLOCK_N * 4);
+#else
                         qg_promote(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a), n_off);
+#endif
                     }
                 }
+                if (QG_SFB_COLS) qg_release_stage(empty, s, lane);
             }
 #endif
 
             /* The tile's SFB is read: free its buffer for the SFB warp. */
             __syncwarp();
-            if (lane == 0) qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
+            if (!QG_SFB_COLS && lane == 0) qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
             ++tile_iter;
 
 #if QG_SPLIT_K > 1
@@ -645,6 +718,38 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * done with the previous tile's row-predicated copy. */
             if (threadIdx.x == 0) qg_bulk_wait_group_read0();
             qg_named_barrier(1, QG_NUM_MATH_THREADS);
+#if QG_D_F32
+            /* FP32 D: chunks of 32 columns (128-byte rows, TMA 128B swizzle:
+             * the 16-byte unit of a row XORed with row % 8, PTX ISA
+             * "Tensors", swizzling modes); one 8-byte store per column pair. */
+            {
+                const uint32_t d_base = qg_smem_addr(smem_d);
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j)
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const uint32_t row = wg_row + t * 64 + half * 8;
+                            const uint32_t col = j * 8 + (lane % 4) * 2;
+                            const uint32_t unit = (col % 32) / 4 ^ (row % 8);
+                            qg_st_shared_f32x2(d_base + (col / 32) * QG_BLOCK_M * 128 + row * 128 +
+                                                   unit * 16 + (col % 4) * 4,
+                                               out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1]);
+                        }
+            }
+            qg_fence_proxy_async_shared();
+            qg_named_barrier(1, QG_NUM_MATH_THREADS);
+            if (threadIdx.x == 0) {
+                for (int i = 0; i < QG_BLOCK_N / 32 && n_begin + i * 32 < QG_SHAPE_N; ++i) {
+                    const float *chunk = (const float *)smem_d + i * QG_BLOCK_M * 32;
+                    if (QG_D_REDUCE) qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * 32, tile.m_begin);
+                    else qg_tma_store_2d(&tmap_d, chunk, n_begin + i * 32, tile.m_begin);
+                }
+                qg_bulk_commit_group();
+            }
+            continue;
+#endif
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t) {
                 /* Lane l addresses row l % 16 of the warp's 16 rows, the right
@@ -678,9 +783,6 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     const int row = c / (QG_BLOCK_N / 8), col8 = c % (QG_BLOCK_N / 8);
                     const int col = n_begin + col8 * 8;
                     bool ok = row < tile.rows && col < QG_SHAPE_N;
-#if QG_KIND == 1
-                    ok = ok && __ldg(m_indices + tile.m_begin + row) >= 0;
-#endif
                     if (ok)
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =
                             *(const uint4 *)qg_smem_d_addr(smem_d, row, col8);

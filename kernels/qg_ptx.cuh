@@ -147,6 +147,15 @@ QG_DEVICE void qg_tma_store_2d(const qg_tensor_map *map, const void *src, int32_
                  ::"l"((uint64_t)map), "r"(qg_smem_addr(src)), "r"(c0), "r"(c1) : "memory");
 }
 
+/* D += the shared tile, element-wise in L2 (PTX ISA "cp.reduce.async.bulk.tensor";
+ * .add on .f32: the SMs never read D). */
+QG_DEVICE void qg_tma_reduce_add_2d(const qg_tensor_map *map, const void *src, int32_t c0,
+                                    int32_t c1) {
+    asm volatile(
+        "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
+        ::"l"((uint64_t)map), "r"(qg_smem_addr(src)), "r"(c0), "r"(c1) : "memory");
+}
+
 QG_DEVICE void qg_bulk_commit_group(void) {
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
@@ -204,6 +213,16 @@ QG_DEVICE float qg_ld_shared_f32(uint32_t addr) {
     float v;
     asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
     return v;
+}
+
+QG_DEVICE float2 qg_ld_shared_f32x2(uint32_t addr) {
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr));
+    return v;
+}
+
+QG_DEVICE void qg_st_shared_f32x2(uint32_t addr, float x, float y) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
 }
 
 /* Keep a loop-invariant value in its register: the compiler may neither

@@ -16,12 +16,21 @@
  * Modes (QG_KIND):
  *   0 dense       one group; M = shape_m rows.
  *   1 contiguous  rows of all experts concatenated; m_indices[row] names the
- *                 expert, -1 = padding. Segments are aligned to QG_BLOCK_M,
- *                 so an m-block whose first row is -1 is all padding and is
- *                 skipped (both CTAs of a pair share the m-block, so they
- *                 skip together).
+ *                 expert, -1 = padding. Segments are 128-row aligned; the
+ *                 expert of an m-block is that of the first row of its
+ *                 128-row segment: a segment whose first row is -1 is all
+ *                 padding and is skipped (both CTAs of a pair share the
+ *                 m-block, so they skip together); every other block is
+ *                 stored whole, its padding rows included (as DeepGEMM: they
+ *                 get A_row B_g^T, zero for zero rows of A), so which rows
+ *                 are written does not depend on block_m.
  *   2 masked      groups of shape_m (= M_max) rows; group g has masked_m[g]
  *                 valid rows; only m-blocks holding valid rows are tiles.
+ *   3 psum        contiguous rows, group_ends[g] (the masked_m argument) the
+ *                 end row of group g, which starts at group_ends[g - 1]
+ *                 rounded up to 128 (0 for g = 0); rows past a group's end
+ *                 are neither read into D nor written. Walked like masked,
+ *                 m_begin being a row of the whole [shape_m] array.
  * Producer and consumers run identical schedulers, so they agree on the
  * sequence of tiles without communicating.
  */
@@ -57,6 +66,16 @@ struct qg_scheduler {
 QG_DEVICE int qg_masked_rows(const qg_scheduler &s, int g) {
     return min(max(__ldg(s.masked_m + g), 0), s.shape_m);
 }
+
+#if QG_KIND == 3
+/* psum: the first row of group g, and (returned) its row count, clamped to
+ * [0, shape_m] like masked_m: the ends are device data the host never saw. */
+QG_DEVICE int qg_psum_rows(const qg_scheduler &s, int g, int &start) {
+    const int prev = g == 0 ? 0 : min(max(__ldg(s.masked_m + g - 1), 0), s.shape_m);
+    start = min((prev + 127) / 128 * 128, s.shape_m);
+    return min(max(__ldg(s.masked_m + g), start), s.shape_m) - start;
+}
+#endif
 
 QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indices,
                                  const int *masked_m) {
@@ -100,11 +119,18 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         const int idx = (cluster_id + s.iter * num_clusters) * QG_CLUSTER + rank;
 #endif
         s.iter++;
-#if QG_KIND == 2
+#if QG_KIND == 2 || QG_KIND == 3
         /* Walk the group cursor forward until idx falls inside it. */
         int group_rows, m_blocks;
+#if QG_KIND == 3
+        int group_start;
+#endif
         for (;;) {
+#if QG_KIND == 3
+            group_rows = qg_psum_rows(s, s.cur_group, group_start);
+#else
             group_rows = qg_masked_rows(s, s.cur_group);
+#endif
             m_blocks = (group_rows + QG_BLOCK_M - 1) / QG_BLOCK_M;
             if (idx < s.group_first_tile + m_blocks * QG_NUM_N_BLOCKS) break;
             s.group_first_tile += m_blocks * QG_NUM_N_BLOCKS;
@@ -115,6 +141,9 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         t.m_begin = t.m_block * QG_BLOCK_M;
         t.rows = min(QG_BLOCK_M, group_rows - t.m_begin);
         t.tma_store = t.rows == QG_BLOCK_M;
+#if QG_KIND == 3
+        t.m_begin += group_start; /* a row of the whole array */
+#endif
         return true;
 #else
         const int num_m_blocks = (s.shape_m + QG_BLOCK_M - 1) / QG_BLOCK_M;
@@ -123,10 +152,9 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         t.m_begin = t.m_block * QG_BLOCK_M;
         t.rows = min(QG_BLOCK_M, s.shape_m - t.m_begin);
 #if QG_KIND == 1
-        t.group = __ldg(s.m_indices + t.m_begin);
-        if (t.group < 0) continue; /* an all-padding block: no work */
-        /* Padding is a suffix of a segment: the block is full iff its last row is real. */
-        t.tma_store = __ldg(s.m_indices + t.m_begin + t.rows - 1) >= 0;
+        t.group = __ldg(s.m_indices + (t.m_begin & ~127)); /* the 128-row segment's expert */
+        if (t.group < 0) continue; /* an all-padding segment: no work */
+        t.tma_store = true;        /* stored whole; TMA clips rows past M */
 #else
         t.group = 0;
         t.tma_store = true; /* TMA clips rows past M */

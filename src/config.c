@@ -32,11 +32,26 @@
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
+/* The contiguous layouts (m_indices, psum) start each group at a multiple of 128 rows. */
+static bool is_contiguous(qg_gemm_kind kind) {
+    return kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_PSUM;
+}
+
+/* Groups the kernel walks like the masked layout (rows known only on the device). */
+static bool walks_groups(qg_gemm_kind kind) {
+    return kind == QG_GEMM_GROUPED_MASKED || kind == QG_GEMM_GROUPED_PSUM;
+}
+
+/* The weight-gradient tiles: block_m 64 or 128 (an FP32 output tile of
+ * 128 x 128 is 64 KiB of shared memory), block_n a multiple of 32 up to 128
+ * (32-column FP32 store chunks). */
+static bool wgrad_tile(int bm, int bn) { return bm <= 128 && bn % 32 == 0 && bn <= 128; }
+
 /* The widest block_n whose wgmma units all run in one pass of separate
  * accumulator sets (acc + FP32 sums per m64 tile fit the math registers). */
 static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
     /* The masked scheduler keeps a few more registers live than the others. */
-    if (block_m == 256) return kind == QG_GEMM_GROUPED_MASKED ? 80 : 96;
+    if (block_m == 256) return walks_groups(kind) ? 80 : 96;
     return block_m == 64 ? 176 : 160;
 }
 
@@ -48,8 +63,9 @@ static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
  * 224] or 256 (two n-parts of block_n / 2; 240 spills with multicast; not
  * masked, whose scheduler's extra live registers make them spill). */
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
-    if (block_m == 256) return kind != QG_GEMM_GROUPED_CONTIGUOUS && block_n == 128;
-    return block_m == 128 && kind != QG_GEMM_GROUPED_MASKED &&
+    if (kind == QG_GEMM_WGRAD) return false;
+    if (block_m == 256) return !is_contiguous(kind) && block_n == 128;
+    return block_m == 128 && !walks_groups(kind) &&
            ((block_n >= 176 && block_n <= 224) || block_n == 256);
 }
 
@@ -103,16 +119,20 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
                         int stages) {
     /* It holds K block kb's stage while it waits for kb + 1's: one stage
      * would deadlock. */
-    if (units != 1 || wide || stages < 2) return false;
-    if (kind == QG_GEMM_GROUPED_MASKED) return bn <= 96;
+    if (units != 1 || wide || stages < 2 || kind == QG_GEMM_WGRAD) return false;
+    if (walks_groups(kind)) return bn <= 96;
     return bn <= 128 && !(bm == 128 && bn == 128 && mc == QG_MULTICAST_B);
 }
 
+/* sfb_floats < 0: the weight-gradient (1D1D) kernel: FP32 D, and each
+ * stage's block_n column scales instead of the two tiles' SFB buffers. */
 size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_floats) {
-    return 1024 + round_up((size_t)block_m * block_n * 2, 1024) +
+    const bool cols = sfb_floats < 0;
+    return 1024 + round_up((size_t)block_m * block_n * (cols ? 4 : 2), 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
-           2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */ +
+           (cols ? (size_t)stages * block_n * 4 /* column scales */
+                 : 2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */) +
            (size_t)stages * 16 + 32 /* SFB buffers' */ + (split_k > 1 ? 16 : 0) /* barriers */;
 }
 
@@ -130,16 +150,22 @@ static int sfb_rows_for(const qg_problem *p, int block_n) {
 /* Floats of one tile's SFB buffer in shared memory (the kernel keeps two):
  * every SFB row the tile touches, for every K block. */
 static int sfb_floats(const qg_problem *p, int bn) {
-    return sfb_rows_for(p, bn) * ceil_div(p->k, 128);
+    return p->kind == QG_GEMM_WGRAD ? -1 : sfb_rows_for(p, bn) * ceil_div(p->k, 128);
 }
+
 
 qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: problem is NULL", fn);
-    if (p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
-        p->kind != QG_GEMM_GROUPED_MASKED)
+    if (p->kind < QG_GEMM_DENSE || p->kind > QG_GEMM_WGRAD)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: problem->kind must be QG_GEMM_DENSE (0), _GROUPED_CONTIGUOUS (1) or "
-                        "_GROUPED_MASKED (2), got %d", fn, (int)p->kind);
+                        "%s: problem->kind must be QG_GEMM_DENSE (0), _GROUPED_CONTIGUOUS (1), "
+                        "_GROUPED_MASKED (2), _GROUPED_PSUM (3) or _WGRAD (4), got %d", fn,
+                        (int)p->kind);
+    if (p->accumulate != 0 && (p->kind != QG_GEMM_WGRAD || p->accumulate != 1))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: problem->accumulate must be 0%s, got %d", fn,
+                        p->kind == QG_GEMM_WGRAD ? " or 1" : " (only QG_GEMM_WGRAD accumulates)",
+                        p->accumulate);
     if (p->m < 1 || p->m > (1 << 30))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: m must be in [1, 2^30], got %d", fn, p->m);
     if (p->n < 8 || p->n % 8)
@@ -149,9 +175,9 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "%s: k must be a positive multiple of 16 (16-byte rows of A and B), got %d",
                         fn, p->k);
-    if (p->kind == QG_GEMM_DENSE && p->num_groups != 1)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be 1 for a dense GEMM, got %d",
-                        fn, p->num_groups);
+    if ((p->kind == QG_GEMM_DENSE || p->kind == QG_GEMM_WGRAD) && p->num_groups != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be 1 for a %s GEMM, got %d",
+                        fn, p->kind == QG_GEMM_DENSE ? "dense" : "weight-gradient", p->num_groups);
     if (p->num_groups < 1 || p->num_groups > 4096)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be in [1, 4096], got %d", fn,
                         p->num_groups);
@@ -166,7 +192,7 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "%s: D would have %lld x %d elements; at most 2^40 - 1 are supported", fn,
                         d_rows, p->n);
-    if (p->kind == QG_GEMM_GROUPED_MASKED && (p->expected_m < 0 || p->expected_m > p->m))
+    if (walks_groups(p->kind) && (p->expected_m < 0 || p->expected_m > p->m))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: expected_m must be in [0, m = %d], got %d",
                         fn, p->m, p->expected_m);
     return QG_SUCCESS;
@@ -177,10 +203,14 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     const int bm = cfg->block_m, bn = cfg->block_n;
     if (bm != 64 && bm != 128 && bm != 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: block_m must be 64, 128 or 256, got %d", bm);
-    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128)
+    if (is_contiguous(p->kind) && bm > 128)
         return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
+                        "config: the contiguous layouts need block_m <= 128 (the segment alignment), "
                         "got %d", bm);
+    if (p->kind == QG_GEMM_WGRAD && !wgrad_tile(bm, bn))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: the weight-gradient kernel takes block_m 64 or 128 and block_n a "
+                        "multiple of 32 up to 128, got %dx%d", bm, bn);
     if (!block_n_legal(p->kind, bm, bn)) {
         const char *wide = is_wide(p->kind, bm, 256)   ? " or 176..224 or 256"
                            : is_wide(p->kind, bm, 128) ? " or 128"
@@ -189,7 +219,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                         "config: block_n must be a multiple of 16 in [16, %d]%s for block_m %d "
                         "(%s), got %d", max_plain_block_n(p->kind, bm), wide, bm,
                         p->kind == QG_GEMM_DENSE ? "dense" : p->kind == QG_GEMM_GROUPED_MASKED
-                        ? "masked" : "contiguous", bn);
+                        ? "masked" : p->kind == QG_GEMM_WGRAD ? "weight gradient" : "contiguous", bn);
     }
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
@@ -446,7 +476,10 @@ static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn) {
 qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const qg_problem *p,
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan) {
-    const int rows = p->kind == QG_GEMM_GROUPED_MASKED && p->expected_m > 0 ? p->expected_m : p->m;
+    /* psum: rows per group from the hint, else the average (M_total / G). */
+    const int rows = walks_groups(p->kind) && p->expected_m > 0 ? p->expected_m
+                     : p->kind == QG_GEMM_GROUPED_PSUM ? ceil_div(p->m, p->num_groups)
+                                                       : p->m;
     const int groups = p->kind == QG_GEMM_GROUPED_CONTIGUOUS ? 1 : p->num_groups;
     const bool large = rows > 256;
     static const int block_ms[] = {64, 128, 256};
@@ -458,10 +491,11 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         const int bm = block_ms[i];
         if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
         if (bm == 256 && !large) continue;
-        if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128) continue;
+        if (is_contiguous(p->kind) && bm > 128) continue;
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
                 if (!block_n_legal(p->kind, bm, bn)) continue;
+                if (p->kind == QG_GEMM_WGRAD && !wgrad_tile(bm, bn)) continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;

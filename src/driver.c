@@ -66,6 +66,7 @@ static const struct {
     QG_ENTRY(cuMemcpyDtoD),
     QG_ENTRY(cuMemsetD8),
     QG_ENTRY(cuMemsetD8Async),
+    QG_ENTRY(cuMemcpy2DAsync),
     QG_ENTRY(cuStreamCreate),
     QG_ENTRY(cuStreamDestroy),
     QG_ENTRY(cuStreamSynchronize),

@@ -78,9 +78,18 @@ int qg__pdl_prefetch_kb(const qg_problem *p, const qg_config *cfg, const qg_kern
 
 /* The short source the JIT compiles: the problem and config as macros, the
  * wgmma operand list for N = wgmma_n, then the kernel. */
+/* The kernel's scheduler mode (QG_KIND): the weight-gradient GEMM runs the
+ * dense scheduler in the 1D1D mode (QG_SFB_COLS). */
+static int kernel_kind(qg_gemm_kind kind) { return kind == QG_GEMM_WGRAD ? 0 : (int)kind; }
+
+/* K as baked into the kernel: the 1D1D kernel takes K at run time (one
+ * kernel for every K, as the k-grouped GEMM needs), so its source says 128. */
+static int kernel_k(const qg_problem *p) { return p->kind == QG_GEMM_WGRAD ? 128 : p->k; }
+
 static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const qg_config *cfg,
                                const qg_kernel_plan *plan) {
     const int acc = plan->wgmma_n / 2;
+    const int wgrad = p->kind == QG_GEMM_WGRAD;
     size_t n = (size_t)snprintf(
         buf, cap,
         "// qgemm kernel: kind %d, N %d, K %d, groups %d, block %dx%d, %d stages, multicast %d, "
@@ -93,15 +102,18 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
         "#define QG_WGMMA_N %d\n#define QG_ACC_SETS %d\n"
         "#define QG_KPIPE %d\n#define QG_STORE_COLS %d\n"
+        "#define QG_SFB_COLS %d\n#define QG_D_F32 %d\n#define QG_D_REDUCE %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
         "#define QG_WGMMA_ACC_LIST \"{",
         (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
-        (int)cfg->multicast, plan->split_k, (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m,
+        (int)cfg->multicast, plan->split_k, kernel_kind(p->kind), p->n, kernel_k(p),
+        p->num_groups, cfg->block_m,
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size, plan->split_k,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets,
-        (int)plan->kpipe, plan->store_cols, acc, acc + 1, acc + 2, acc + 3);
+        (int)plan->kpipe, plan->store_cols, wgrad, wgrad, wgrad && p->accumulate, acc, acc + 1,
+        acc + 2, acc + 3);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
@@ -149,6 +161,7 @@ static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_c
 /* The launch cache's view of a problem: expected_m only matters for the
  * masked layout (0 = M_max, never above it); the other kinds ignore it. */
 static qg_problem launch_key(qg_problem p) {
+    if (p.kind == QG_GEMM_GROUPED_PSUM) return p; /* 0: the heuristic takes m / num_groups */
     if (p.kind != QG_GEMM_GROUPED_MASKED) p.expected_m = 0;
     else if (p.expected_m == 0 || p.expected_m > p.m) p.expected_m = p.m;
     return p;
@@ -222,7 +235,7 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
 
 static unsigned bucket_of(const qg_problem *p, const qg_config *forced) {
     unsigned h = 2166136261u;
-    const int v[] = {(int)p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m,
+    const int v[] = {(int)p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, p->accumulate,
                      forced ? forced->block_m : -1, forced ? forced->block_n : -1};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i) h = (h ^ (unsigned)v[i]) * 16777619u;
     return h % 256;
@@ -239,7 +252,8 @@ static bool entry_matches(const qg_launch_entry *e, const qg_problem *p, const q
                           int num_sms) {
     return e->problem.kind == p->kind && e->problem.m == p->m && e->problem.n == p->n &&
            e->problem.k == p->k && e->problem.num_groups == p->num_groups &&
-           e->problem.expected_m == p->expected_m && e->num_sms == num_sms &&
+           e->problem.expected_m == p->expected_m && e->problem.accumulate == p->accumulate &&
+           e->num_sms == num_sms &&
            e->forced == (forced != NULL) && (!forced || same_forced(&e->forced_cfg, forced));
 }
 
@@ -392,8 +406,10 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     p->m = a->m ? a->m : 1; /* m == 0 is checked like m == 1, then skipped */
     p->n = a->n;
     p->k = a->k;
-    p->num_groups = kind == QG_GEMM_DENSE && a->num_groups == 0 ? 1 : a->num_groups;
+    const bool wgrad = kind == QG_GEMM_WGRAD;
+    p->num_groups = (kind == QG_GEMM_DENSE || wgrad) && a->num_groups == 0 ? 1 : a->num_groups;
     p->expected_m = a->expected_m;
+    p->accumulate = wgrad && a->c != NULL;
     /* The problem is checked as given (masked expected_m > M_max is refused,
      * as by qg_select_config and qg_compile), then normalized for the cache. */
     qg_status st = qg__check_problem(p, fn);
@@ -401,8 +417,9 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     *p = launch_key(*p);
     if ((st = check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
         (st = check_ld(a->ldb, a->k, 1, fn, "ldb", "k")) ||
-        (st = check_ld(a->ldd, a->n, 2, fn, "ldd", "n")) ||
-        (st = check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")))
+        (st = check_ld(a->ldd, a->n, wgrad ? 4 : 2, fn, "ldd", "n")) ||
+        (st = check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")) ||
+        (wgrad && (st = check_ld(a->sfb_ld, a->n, 4, fn, "sfb_ld", "n"))))
         return st;
     typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
     named_ptr ptrs[7] = {
@@ -410,6 +427,23 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     int num_ptrs = 5;
     if (kind == QG_GEMM_GROUPED_CONTIGUOUS) ptrs[num_ptrs++] = (named_ptr){a->m_indices, 4, "m_indices"};
     if (kind == QG_GEMM_GROUPED_MASKED) ptrs[num_ptrs++] = (named_ptr){a->masked_m, 4, "masked_m"};
+    if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
+    if (wgrad && a->c && a->c != (const float *)a->d) {
+        /* C is copied into D first: a separate array, not overlapping D. */
+        if ((st = check_ld(a->ldc, a->n, 4, fn, "ldc", "n"))) return st;
+        const uintptr_t c0 = (uintptr_t)a->c, d0 = (uintptr_t)a->d;
+        const uintptr_t c1 = c0 + ((uintptr_t)(a->m - 1) * (uintptr_t)a->ldc + (uintptr_t)a->n) * 4;
+        const uintptr_t d1 = d0 + ((uintptr_t)(a->m - 1) * (uintptr_t)a->ldd + (uintptr_t)a->n) * 4;
+        if (a->m > 0 && c0 < d1 && d0 < c1)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: args->c overlaps args->d without being it: pass c == d (with "
+                            "ldc == ldd) to accumulate in place, or a separate C", fn);
+        ptrs[num_ptrs++] = (named_ptr){a->c, 16, "c"};
+    } else if (wgrad && a->c && a->ldc != 0 && a->ldc != a->ldd) {
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->c is args->d (in-place accumulation) but args->ldc (%lld) is not "
+                        "args->ldd (%lld)", fn, (long long)a->ldc, (long long)a->ldd);
+    }
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
     if (ctx->offline) {
@@ -487,6 +521,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const qg_kernel_plan *plan = &e->plan;
     const int groups = p.num_groups;
     const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
+    const bool wgrad = kind == QG_GEMM_WGRAD;
     const int cluster = plan->cluster_size;
     const uint32_t a_box = cfg->multicast == QG_MULTICAST_A ? cfg->block_m / cluster : cfg->block_m;
     const uint32_t b_box = b_box_rows(cfg, plan);
@@ -495,7 +530,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     /* SFB needs no tensor map: the kernel copies each tile's scales into
      * shared memory with plain loads (kernels/qg_fp8_gemm.cuh, "SFB
      * invariants"). */
-    CUtensorMap map_a, map_b, map_sfa, map_d;
+    CUtensorMap map_a, map_b, map_sfa, map_d, map_sfb;
     if ((st = encode_tiled(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
                         (uint64_t)a->lda, 128, a_box, CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
         (st = encode_tiled(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
@@ -504,20 +539,32 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         (st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
                         sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
-        (st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
+        (!wgrad &&
+         (st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
                         (uint64_t)a->ldd * 2, (uint32_t)plan->store_cols, (uint32_t)cfg->block_m,
                         plan->store_cols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
                         : plan->store_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                  : CU_TENSOR_MAP_SWIZZLE_32B,
-                        "tensor map of D"))) {
+                        "tensor map of D"))) ||
+        /* 1D1D: FP32 D in 32-column (128-byte) chunks; column scales of B
+         * [K/128][sfb_ld], a box of block_n per stage. */
+        (wgrad &&
+         ((st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
+                             a_rows, (uint64_t)a->ldd * 4, 32, (uint32_t)cfg->block_m,
+                             CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of D")) ||
+          (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb,
+                             (uint64_t)a->n, (uint64_t)plan->num_k_blocks, (uint64_t)a->sfb_ld * 4,
+                             (uint32_t)cfg->block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE,
+                             "tensor map of SFB"))))) {
         drv->cuCtxPopCurrent(&prev);
         return st;
     }
 
     /* Persistent grid: never more CTAs than tiles (split-K: than tiles x
      * split_k; masked: unknown on the host). */
+    if (!wgrad) map_sfb = map_sfa; /* unused by the kernel */
     int grid = e->max_grid;
-    if (kind != QG_GEMM_GROUPED_MASKED) {
+    if (kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM) {
         const long long tiles = (((long long)a->m + cfg->block_m - 1) / cfg->block_m) *
                                 (((long long)a->n + cfg->block_n - 1) / cfg->block_n) * plan->split_k;
         const long long tiles_rounded = (tiles + cluster - 1) / cluster * cluster;
@@ -526,12 +573,33 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
 
     CUdeviceptr sfb = (CUdeviceptr)(uintptr_t)a->sfb, d = (CUdeviceptr)(uintptr_t)a->d;
     CUdeviceptr m_indices = (CUdeviceptr)(uintptr_t)a->m_indices;
-    CUdeviceptr masked_m = (CUdeviceptr)(uintptr_t)a->masked_m;
+    /* psum: the group ends travel as the kernel's masked_m argument */
+    CUdeviceptr masked_m = (CUdeviceptr)(uintptr_t)(kind == QG_GEMM_GROUPED_PSUM ? a->group_ends
+                                                                                 : a->masked_m);
     int64_t ldd = a->ldd;
     int shape_m = a->m;
     int prefetch_kb = pdl ? qg__pdl_prefetch_kb(&p, cfg, plan, grid) : 0;
-    void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &sfb,
-                      &d, &ldd, &m_indices, &masked_m, &shape_m, &prefetch_kb};
+    int num_k_blocks = plan->num_k_blocks;
+    void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &map_sfb, &sfb, &d, &ldd,
+                      &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks};
+
+    /* D = C + A B^T with C another array: C into D first, on the stream. */
+    if (wgrad && a->c && a->c != (const float *)a->d) {
+        CUDA_MEMCPY2D copy;
+        memset(&copy, 0, sizeof copy);
+        copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        copy.srcDevice = (CUdeviceptr)(uintptr_t)a->c;
+        copy.srcPitch = (size_t)a->ldc * 4;
+        copy.dstDevice = d;
+        copy.dstPitch = (size_t)a->ldd * 4;
+        copy.WidthInBytes = (size_t)a->n * 4;
+        copy.Height = (size_t)a->m;
+        r = drv->cuMemcpy2DAsync(&copy, stream);
+        if (r != CUDA_SUCCESS) {
+            drv->cuCtxPopCurrent(&prev);
+            return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
+        }
+    }
 
     CUlaunchAttribute attrs[2];
     CUlaunchConfig lc;
@@ -575,4 +643,14 @@ qg_status qg_m_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_arg
 qg_status qg_m_grouped_fp8_gemm_nt_masked(qg_context *ctx, const qg_gemm_args *args,
                                           const qg_config *cfg, struct CUstream_st *stream) {
     return gemm(ctx, QG_GEMM_GROUPED_MASKED, args, cfg, stream, "qg_m_grouped_fp8_gemm_nt_masked");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_psum(qg_context *ctx, const qg_gemm_args *args,
+                                        const qg_config *cfg, struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_GROUPED_PSUM, args, cfg, stream, "qg_m_grouped_fp8_gemm_nt_psum");
+}
+
+qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
+                               struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_WGRAD, args, cfg, stream, "qg_fp8_gemm_nt_wgrad");
 }

@@ -189,6 +189,8 @@ static void scan_ptx(const char *ptx, qg_kernel_info *info) {
         info->ptx_has_setmaxnreg |= HAS("setmaxnreg");
         info->ptx_has_stmatrix |= HAS("stmatrix");
         info->ptx_has_multicast |= HAS(".multicast::cluster");
+        /* a TMA reduce-add writes D too (the weight-gradient kernel's D +=) */
+        info->ptx_has_tma_store |= HAS("cp.reduce.async.bulk.tensor");
 #undef HAS
         /* cp.async.bulk.tensor.<dim>.<dst>.<src>...: a shared destination is a load. */
         const char *t = memmem(line, len, tma, sizeof tma - 1);

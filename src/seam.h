@@ -68,6 +68,7 @@ typedef struct {
     CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuMemcpy2DAsync)(const CUDA_MEMCPY2D *, CUstream);
     CUresult (*cuStreamCreate)(CUstream *, unsigned int);
     CUresult (*cuStreamDestroy)(CUstream);
     CUresult (*cuStreamSynchronize)(CUstream);

@@ -624,7 +624,8 @@ done:
 static int row_group(const qgtk_problem_data *p, int64_t r) {
     switch (p->kind) {
     case QG_GEMM_DENSE: return 0;
-    case QG_GEMM_GROUPED_CONTIGUOUS: return p->m_indices[r];
+    /* every row of a segment whose first row is real is written (DeepGEMM's rule) */
+    case QG_GEMM_GROUPED_CONTIGUOUS: return p->m_indices[r - r % 128];
     default: return r % p->m < p->masked_m[r / p->m] ? (int)(r / p->m) : -1;
     }
 }
@@ -759,8 +760,10 @@ qg_status qgtk_gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_arg
     case QG_GEMM_GROUPED_CONTIGUOUS:
         return qg_m_grouped_fp8_gemm_nt_contiguous(ctx, args, cfg, stream);
     case QG_GEMM_GROUPED_MASKED: return qg_m_grouped_fp8_gemm_nt_masked(ctx, args, cfg, stream);
+    case QG_GEMM_GROUPED_PSUM: return qg_m_grouped_fp8_gemm_nt_psum(ctx, args, cfg, stream);
+    case QG_GEMM_WGRAD: return qg_fp8_gemm_nt_wgrad(ctx, args, cfg, stream);
     }
-    return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1 or 2, got %d", (int)kind);
+    return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0..4, got %d", (int)kind);
 }
 
 qg_status qgtk_problem_run_check(qg_context *ctx, qgtk_problem_data *p, const qg_config *cfg,

@@ -297,7 +297,7 @@ static qg_status plan_rows(ref_job *job, int64_t total_rows) {
     /* group_of(r): the group of output row r, or -1 when it is skipped. */
 #define GROUP_OF(r)                                                                      \
     (job->kind == QG_GEMM_DENSE                ? 0                                       \
-     : job->kind == QG_GEMM_GROUPED_CONTIGUOUS ? (int)p->m_indices[r]                    \
+     : job->kind == QG_GEMM_GROUPED_CONTIGUOUS ? (int)p->m_indices[(r) - (r) % 128]      \
      : ((r) % p->m < p->masked_m[(r) / p->m]   ? (int)((r) / p->m) : -1))
     for (int64_t r = 0; r < total_rows; r++) {
         int g = GROUP_OF(r);

@@ -24,7 +24,7 @@ int qg_forced_configs(const qg_context *ctx, qg_problem probs[QG_FORCED_MAX],
     int total = 0;
     for (int s = 0; s < QG_FORCED_NSHAPES; s++) {
         const qg_problem prob = {QG_GEMM_DENSE, qg_forced_shapes[s][0], qg_forced_shapes[s][1],
-                                 qg_forced_shapes[s][2], 1, 0};
+                                 qg_forced_shapes[s][2], 1, 0, 0};
         first[s] = total;
         unsupported[s] = 0;
         for (int i = 0; i < 3; i++)

@@ -370,7 +370,7 @@ TEST(cache_16_processes_offline_contexts) {
         CHECK(pids[i] >= 0, "fork");
         if (pids[i] == 0) {
             const int *s = shapes[i < 8 ? 0 : 1 + (i - 8) / 2];
-            const qg_problem p = {QG_GEMM_DENSE, s[0], s[1], s[2], 1, 0};
+            const qg_problem p = {QG_GEMM_DENSE, s[0], s[1], s[2], 1, 0, 0};
             for (int round = 0; round < 2; round++) {
                 qg_context *ctx = NULL;
                 qg_kernel_info info;

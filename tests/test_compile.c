@@ -32,7 +32,8 @@ static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *c
     const int ok = info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
                    info.stack_frame_bytes == 0 && info.registers > 0 && info.ptx_has_wgmma &&
                    info.ptx_has_tma_load && info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
-                   info.ptx_has_stmatrix && (multicast < 0 || info.ptx_has_multicast == multicast);
+                   /* FP32 D (weight gradient) leaves through plain shared stores */
+                   (info.ptx_has_stmatrix || p->kind == QG_GEMM_WGRAD) && (multicast < 0 || info.ptx_has_multicast == multicast);
     if (!ok)
         printf("    %s: regs %d spills %d/%d stack %d wgmma %d tma %d/%d setmaxnreg %d stmatrix %d "
                "multicast %d\n", what, info.registers, info.spill_store_bytes,
@@ -55,16 +56,19 @@ TEST(compile_every_variant) {
     char dir[64];
     qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
     CHECK(ctx, "offline context: %s", qg_last_error());
-    const qg_gemm_kind kinds[] = {QG_GEMM_DENSE, QG_GEMM_GROUPED_CONTIGUOUS, QG_GEMM_GROUPED_MASKED};
+    /* the weight-gradient kind twice: D = A B^T and D += A B^T */
+    const qg_gemm_kind kinds[] = {QG_GEMM_DENSE, QG_GEMM_GROUPED_CONTIGUOUS, QG_GEMM_GROUPED_MASKED,
+                                  QG_GEMM_GROUPED_PSUM, QG_GEMM_WGRAD, QG_GEMM_WGRAD, 0};
     const int bms[] = {64, 128, 256};
     int failures = 0, refused = 0;
     checked_kernels = 0;
-    for (int ki = 0; ki < 3; ++ki)
+    for (int ki = 0; ki < 6; ++ki)
         for (int bi = 0; bi < 3; ++bi)
             for (int bn = 16; bn <= 256; bn += 16)
                 for (int mc = 0; mc < 4; ++mc) { /* 3: split-K 2 (dense only) */
                     /* N = 2 * 3 * bn: an even n-block count, and off-128 column offsets. */
-                    qg_problem p = {kinds[ki], 2048, 6 * bn, 7168, ki ? 4 : 1, 0};
+                    const bool grouped = kinds[ki] != QG_GEMM_DENSE && kinds[ki] != QG_GEMM_WGRAD;
+                    qg_problem p = {kinds[ki], 2048, 6 * bn, 7168, grouped ? 4 : 1, 0, ki == 5};
                     qg_config cfg = {.block_m = bms[bi], .block_n = bn,
                                      .multicast = mc < 3 ? (qg_multicast)mc : QG_MULTICAST_NONE,
                                      .split_k = mc < 3 ? 0 : 2};
@@ -73,8 +77,9 @@ TEST(compile_every_variant) {
                         continue;
                     }
                     char what[96];
-                    snprintf(what, sizeof what, "kind %d block %dx%d multicast %d split-K %d", ki,
-                             bms[bi], bn, (int)cfg.multicast, cfg.split_k);
+                    snprintf(what, sizeof what, "kind %d%s block %dx%d multicast %d split-K %d",
+                             (int)kinds[ki], ki == 5 ? " accumulate" : "", bms[bi], bn,
+                             (int)cfg.multicast, cfg.split_k);
                     failures += !check_kernel(ctx, &p, &cfg, what);
                 }
     printf("    %d kernels compiled, %d configurations refused as illegal, %d failures\n",
@@ -120,7 +125,7 @@ TEST(compile_split_k_edges) {
     checked_kernels = 0;
     for (int i = 0; i < QG_SPLIT_EDGES; i++) {
         const qg_split_edge *e = &qg_split_edges[i];
-        const qg_problem p = {QG_GEMM_DENSE, e->m, e->n, e->k, 1, 0};
+        const qg_problem p = {QG_GEMM_DENSE, e->m, e->n, e->k, 1, 0, 0};
         qg_config cfg = e->cfg;
         char what[96];
         snprintf(what, sizeof what, "%dx%dx%d block %dx%d stages %d split-K", e->m, e->n, e->k,
@@ -149,41 +154,46 @@ TEST(compile_heuristic_choices) {
     checked_kernels = 0;
     for (size_t j = 0; j < sizeof ns_ks / sizeof ns_ks[0]; ++j)
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i) {
-            qg_problem p = {QG_GEMM_DENSE, ms[i], ns_ks[j][0], ns_ks[j][1], 1, 0};
+            qg_problem p = {QG_GEMM_DENSE, ms[i], ns_ks[j][0], ns_ks[j][1], 1, 0, 0};
             char what[64];
             snprintf(what, sizeof what, "dense %dx%dx%d", ms[i], ns_ks[j][0], ns_ks[j][1]);
             failures += !check_kernel(ctx, &p, NULL, what);
         }
     /* Grouped layouts as the MoE benchmarks use them, then other tests' shapes. */
     const qg_problem more[] = {
-        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 7168, 2048, 8, 0},
-        {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024},
-        {QG_GEMM_GROUPED_MASKED, 512, 7168, 2048, 2, 512},
-        {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256},
-        {QG_GEMM_GROUPED_MASKED, 192, 576, 400, 32, 100},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 7168, 2048, 8, 0, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024, 0},
+        {QG_GEMM_GROUPED_MASKED, 512, 7168, 2048, 2, 512, 0},
+        {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256, 0},
+        {QG_GEMM_GROUPED_MASKED, 192, 576, 400, 32, 100, 0},
         /* the shapes of the grouped GPU tests (tests/test_grouped_gpu.c) */
-        {QG_GEMM_GROUPED_CONTIGUOUS, 2944, 576, 400, 8, 0},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 4096, 576, 400, 32, 0},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 1024, 576, 400, 4, 0},
-        {QG_GEMM_GROUPED_MASKED, 1024, 576, 400, 6, 700},
-        {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 128},
-        {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 1, 512},
-        {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024},
-        {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 6, 1024},
-        {QG_GEMM_GROUPED_MASKED, 1024, 576, 400, 6, 1024},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 2944, 576, 400, 8, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 4096, 576, 400, 32, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 1024, 576, 400, 4, 0, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 576, 400, 6, 700, 0},
+        {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 128, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 1, 512, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 6, 1024, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 576, 400, 6, 1024, 0},
+        /* the psum and weight-gradient shapes of DeepGEMM's tests (the Python GPU tests) */
+        {QG_GEMM_GROUPED_PSUM, 34304, 6144, 7168, 4, 0, 0},
+        {QG_GEMM_GROUPED_PSUM, 131072, 4096, 7168, 32, 230, 0},
+        {QG_GEMM_WGRAD, 2112, 4096, 7168, 1, 0, 1}, {QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1},
+        {QG_GEMM_WGRAD, 576, 4096, 7168, 1, 0, 0},
         /* qgemm check's split-K cases (tools/qgemm.c) */
-        {QG_GEMM_DENSE, 100, 2112, 7296, 1, 0}, {QG_GEMM_DENSE, 33, 576, 7168, 1, 0},
+        {QG_GEMM_DENSE, 100, 2112, 7296, 1, 0, 0}, {QG_GEMM_DENSE, 33, 576, 7168, 1, 0, 0},
         /* qgemm check's masked 256x128 cases (tools/qgemm.c), whose rows name
          * the heuristic's choice */
-        {QG_GEMM_GROUPED_MASKED, 1000, 4104, 1040, 2, 1000},
-        {QG_GEMM_GROUPED_MASKED, 1024, 4096, 256, 2, 1024},
+        {QG_GEMM_GROUPED_MASKED, 1000, 4104, 1040, 2, 1000, 0},
+        {QG_GEMM_GROUPED_MASKED, 1024, 4096, 256, 2, 1024, 0},
         /* the Python GPU tests' dense shapes (tests/python/test_gpu.py) */
-        {QG_GEMM_DENSE, 512, 1024, 2048, 1, 0}, {QG_GEMM_DENSE, 256, 512, 1024, 1, 0},
-        {QG_GEMM_DENSE, 1024, 2048, 1024, 1, 0}, {QG_GEMM_DENSE, 128, 256, 256, 1, 0},
-        {QG_GEMM_DENSE, 256, 1024, 512, 1, 0}, {QG_GEMM_DENSE, 256, 2112, 7168, 1, 0},
-        {QG_GEMM_DENSE, 256, 512, 768, 1, 0}, {QG_GEMM_DENSE, 300, 768, 1024, 1, 0},
-        {QG_GEMM_DENSE, 200, 512, 1024, 1, 0},
+        {QG_GEMM_DENSE, 512, 1024, 2048, 1, 0, 0}, {QG_GEMM_DENSE, 256, 512, 1024, 1, 0, 0},
+        {QG_GEMM_DENSE, 1024, 2048, 1024, 1, 0, 0}, {QG_GEMM_DENSE, 128, 256, 256, 1, 0, 0},
+        {QG_GEMM_DENSE, 256, 1024, 512, 1, 0, 0}, {QG_GEMM_DENSE, 256, 2112, 7168, 1, 0, 0},
+        {QG_GEMM_DENSE, 256, 512, 768, 1, 0, 0}, {QG_GEMM_DENSE, 300, 768, 1024, 1, 0, 0},
+        {QG_GEMM_DENSE, 200, 512, 1024, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i) {
         char what[96];
@@ -246,7 +256,7 @@ TEST(compile_falls_back_when_refused) {
     char dir[64];
     qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
     CHECK(ctx, "offline context: %s", qg_last_error());
-    const qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 2048, 1, 0};
+    const qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 2048, 1, 0, 0};
     qg_config first, next;
     qg_kernel_plan plan;
     CHECK(qg_select_config(ctx, &p, &first) == QG_SUCCESS, "%s", qg_last_error());

@@ -40,7 +40,7 @@ TEST(config_heuristic_minimises_waves) {
     CHECK(ctx, "offline context: %s", qg_last_error());
     for (size_t i = 0; i < sizeof ds_mnk / sizeof ds_mnk[0]; ++i) {
         const int m = ds_mnk[i][0], n = ds_mnk[i][1], k = ds_mnk[i][2];
-        qg_problem p = {QG_GEMM_DENSE, m, n, k, 1, 0};
+        qg_problem p = {QG_GEMM_DENSE, m, n, k, 1, 0, 0};
         qg_config cfg;
         CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%dx%dx%d: %s", m, n, k, qg_last_error());
         CHECK(cfg.smem_bytes <= 232448, "%dx%dx%d: smem %zu", m, n, k, cfg.smem_bytes);
@@ -78,22 +78,22 @@ TEST(config_heuristic_minimises_waves) {
 TEST(config_multicast_rules) {
     qg_context *ctx = h100();
     CHECK(ctx, "offline context");
-    qg_problem big = {QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0};
+    qg_problem big = {QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0, 0};
     qg_config cfg;
     CHECK(qg_select_config(ctx, &big, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(cfg.multicast != QG_MULTICAST_NONE, "M=4096 on an even SM count should multicast");
     CHECK(cfg.num_sms % 2 == 0, "cluster grid must be even, got %d", cfg.num_sms);
-    qg_problem small = {QG_GEMM_DENSE, 64, 7168, 7168, 1, 0};
+    qg_problem small = {QG_GEMM_DENSE, 64, 7168, 7168, 1, 0, 0};
     CHECK(qg_select_config(ctx, &small, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(cfg.multicast == QG_MULTICAST_NONE, "M=64 should not multicast");
 
     /* Multicast A with an odd number of n-blocks is refused, naming the rule. */
-    qg_problem odd = {QG_GEMM_DENSE, 1024, 48, 512, 1, 0};
+    qg_problem odd = {QG_GEMM_DENSE, 1024, 48, 512, 1, 0, 0};
     qg_config c = {.block_m = 128, .block_n = 16, .multicast = QG_MULTICAST_A};
     CHECK(qg_complete_config(ctx, &odd, &c) == QG_ERROR_UNSUPPORTED, "odd n-blocks accepted");
     CHECK(strstr(qg_last_error(), "n-blocks"), "message: %s", qg_last_error());
     /* Multicast B is dense-only. */
-    qg_problem grouped = {QG_GEMM_GROUPED_MASKED, 256, 4096, 512, 4, 256};
+    qg_problem grouped = {QG_GEMM_GROUPED_MASKED, 256, 4096, 512, 4, 256, 0};
     c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
     CHECK(qg_complete_config(ctx, &grouped, &c) == QG_ERROR_UNSUPPORTED, "grouped B multicast");
     qg_context_destroy(ctx);
@@ -126,19 +126,19 @@ TEST(config_wide_tiles) {
      * saves waves (4x256 N 4096 K 7168: 55.0 us against 61.7 as 128x128;
      * N 7168 K 2048: 34.3 against 38.4 as 128x160). */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
-        {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0}, 256, 128, QG_MULTICAST_A},
-        {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 2048, 2112, 7168, 1, 0}, 256, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 8192, 2112, 7168, 1, 0}, 128, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0}, 128, 256, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 1024, 4096, 7168, 1, 0}, 256, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 2048, 4096, 7168, 1, 0}, 256, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 128, 7168, 16384, 1, 0}, 128, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 128, 7168, 2048, 1, 0}, 128, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0}, 128, 32, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 64, 7168, 16384, 1, 0}, 64, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256}, 256, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_GROUPED_MASKED, 256, 7168, 2048, 4, 256}, 256, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0, 0}, 256, 128, QG_MULTICAST_A},
+        {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, 256, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 2048, 2112, 7168, 1, 0, 0}, 256, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 8192, 2112, 7168, 1, 0, 0}, 128, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0, 0}, 128, 256, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 1024, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 2048, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 7168, 16384, 1, 0, 0}, 128, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 7168, 2048, 1, 0, 0}, 128, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0}, 128, 32, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 64, 7168, 16384, 1, 0, 0}, 64, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256, 0}, 256, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_GROUPED_MASKED, 256, 7168, 2048, 4, 256, 0}, 256, 128, QG_MULTICAST_NONE},
     };
     for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) {
         CHECK(qg_select_config(ctx, &measured[i].p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
@@ -150,7 +150,7 @@ TEST(config_wide_tiles) {
     }
     static const int small_m[] = {1, 64, 128, 256};
     for (int i = 0; i < 4; i++) {
-        qg_problem p = {QG_GEMM_DENSE, small_m[i], 32768, 512, 1, 0};
+        qg_problem p = {QG_GEMM_DENSE, small_m[i], 32768, 512, 1, 0, 0};
         CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
         CHECK(cfg.block_n <= 176, "M=%d: wide tile %dx%d chosen", small_m[i], cfg.block_m,
               cfg.block_n);
@@ -163,22 +163,22 @@ TEST(config_wide_tiles) {
         const int n = pairs[i][0], k = pairs[i][1];
         static const int dense_m[] = {129, 200, 256};
         for (int j = 0; j < 3; j++) {
-            qg_problem p = {QG_GEMM_DENSE, dense_m[j], n, k, 1, 0};
+            qg_problem p = {QG_GEMM_DENSE, dense_m[j], n, k, 1, 0, 0};
             CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
             CHECK(cfg.block_m <= 128, "dense %dx%dx%d: %dx%d", dense_m[j], n, k, cfg.block_m,
                   cfg.block_n);
         }
-        qg_problem p128 = {QG_GEMM_GROUPED_MASKED, 128, n, k, 4, 128};
+        qg_problem p128 = {QG_GEMM_GROUPED_MASKED, 128, n, k, 4, 128, 0};
         CHECK(qg_select_config(ctx, &p128, &cfg) == QG_SUCCESS, "%s", qg_last_error());
         CHECK(cfg.block_m <= 128, "masked 4x128 %dx%d: %dx%d", n, k, cfg.block_m, cfg.block_n);
     }
     /* One wave either way: 128x144 (120 CTAs) against 256x128 (68 CTAs, each
      * with twice the MMA work). */
-    qg_problem narrow = {QG_GEMM_GROUPED_MASKED, 256, 2112, 7168, 4, 256};
+    qg_problem narrow = {QG_GEMM_GROUPED_MASKED, 256, 2112, 7168, 4, 256, 0};
     CHECK(qg_select_config(ctx, &narrow, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(cfg.block_m == 128, "masked 4x256 2112x7168: %dx%d", cfg.block_m, cfg.block_n);
     /* The hint decides: M_max 1024 but about 200 rows expected per group. */
-    qg_problem hinted = {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 4, 200};
+    qg_problem hinted = {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 4, 200, 0};
     CHECK(qg_select_config(ctx, &hinted, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(cfg.block_m == 256 && cfg.block_n == 128 && cfg.multicast == QG_MULTICAST_NONE,
           "masked 4x1024 (expected 200) 4096x7168: %dx%d mc %d", cfg.block_m, cfg.block_n,
@@ -196,7 +196,7 @@ TEST(config_wide_tiles) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         qg_problem p = {cases[i].kind, 1024, 4096, 1024, cases[i].kind == QG_GEMM_DENSE ? 1 : 4,
-                        cases[i].kind == QG_GEMM_GROUPED_MASKED ? 512 : 0};
+                        cases[i].kind == QG_GEMM_GROUPED_MASKED ? 512 : 0, 0};
         qg_config c = {.block_m = cases[i].bm, .block_n = cases[i].bn};
         const qg_status st = qg_complete_config(ctx, &p, &c);
         CHECK((st == QG_SUCCESS) == cases[i].legal, "kind %d %dx%d: status %d (%s)",
@@ -206,14 +206,14 @@ TEST(config_wide_tiles) {
     /* The masked 256x128 tile runs without multicast, at its own register
      * split with SFB through shared memory; the heuristic takes it for large
      * masked groups (2026-11-22-explore9 run 11: 6-11% faster than 128x128). */
-    qg_problem masked = {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024};
+    qg_problem masked = {QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 1, 1024, 0};
     qg_config c = {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A};
     CHECK(qg_complete_config(ctx, &masked, &c) == QG_ERROR_UNSUPPORTED &&
               strstr(qg_last_error(), "without multicast"), "masked 256x128 A: %s", qg_last_error());
     CHECK(qg_select_config(ctx, &masked, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(cfg.block_m == 256 && cfg.block_n == 128 && cfg.multicast == QG_MULTICAST_NONE,
           "masked 1x1024: chose %dx%d multicast %d", cfg.block_m, cfg.block_n, (int)cfg.multicast);
-    qg_problem masked6 = {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 6, 1024};
+    qg_problem masked6 = {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 6, 1024, 0};
     CHECK(qg_select_config(ctx, &masked6, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(!(cfg.block_m == 256 && cfg.multicast != QG_MULTICAST_NONE),
           "masked 6x1024: chose 256x%d with multicast", cfg.block_n);
@@ -224,7 +224,7 @@ TEST(config_wide_tiles) {
 TEST(config_forced_out_of_range) {
     qg_context *ctx = h100();
     CHECK(ctx, "offline context");
-    qg_problem p = {QG_GEMM_DENSE, 512, 4096, 7168, 1, 0};
+    qg_problem p = {QG_GEMM_DENSE, 512, 4096, 7168, 1, 0, 0};
     struct { qg_config c; const char *word; } bad[] = {
         {{.block_m = 96, .block_n = 128}, "block_m"},
         {{.block_m = 128, .block_n = 120}, "block_n"},
@@ -241,14 +241,14 @@ TEST(config_forced_out_of_range) {
         CHECK(strstr(qg_last_error(), bad[i].word), "case %zu: '%s' lacks '%s'", i, qg_last_error(),
               bad[i].word);
     }
-    qg_problem contiguous = {QG_GEMM_GROUPED_CONTIGUOUS, 1024, 4096, 7168, 4, 0};
+    qg_problem contiguous = {QG_GEMM_GROUPED_CONTIGUOUS, 1024, 4096, 7168, 4, 0, 0};
     qg_config c = {.block_m = 256, .block_n = 64};
     CHECK(qg_complete_config(ctx, &contiguous, &c) == QG_ERROR_UNSUPPORTED, "contiguous bm 256");
     /* Shape rules. */
-    qg_problem shapes[] = {{QG_GEMM_DENSE, 0, 4096, 7168, 1, 0}, {QG_GEMM_DENSE, 64, 4100, 7168, 1, 0},
-                           {QG_GEMM_DENSE, 64, 4096, 7160, 1, 0}, {QG_GEMM_DENSE, 64, 4096, 7168, 2, 0},
-                           {(qg_gemm_kind)9, 64, 4096, 7168, 1, 0},
-                           {QG_GEMM_GROUPED_MASKED, 64, 4096, 7168, 2, 65}};
+    qg_problem shapes[] = {{QG_GEMM_DENSE, 0, 4096, 7168, 1, 0, 0}, {QG_GEMM_DENSE, 64, 4100, 7168, 1, 0, 0},
+                           {QG_GEMM_DENSE, 64, 4096, 7160, 1, 0, 0}, {QG_GEMM_DENSE, 64, 4096, 7168, 2, 0, 0},
+                           {(qg_gemm_kind)9, 64, 4096, 7168, 1, 0, 0},
+                           {QG_GEMM_GROUPED_MASKED, 64, 4096, 7168, 2, 65, 0}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
         qg_config out;
         qg_status st = qg_select_config(ctx, &shapes[i], &out);
@@ -278,7 +278,7 @@ TEST(context_offline_and_sms) {
     CHECK(qg_context_get_num_sms(ctx) == 78, "num_sms");
     CHECK(qg_context_set_num_sms(ctx, 79) == QG_ERROR_INVALID_ARGUMENT, "79 > 78 accepted");
     CHECK(qg_context_set_num_sms(ctx, 64) == QG_SUCCESS && qg_context_get_num_sms(ctx) == 64, "64");
-    qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0};
+    qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0, 0};
     qg_config cfg;
     CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS && cfg.num_sms <= 64, "grid %d", cfg.num_sms);
     CHECK(qg_context_set_num_sms(ctx, 0) == QG_SUCCESS && qg_context_get_num_sms(ctx) == 78, "reset");
@@ -422,7 +422,7 @@ TEST(config_kernel_plans) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const qg_problem p = {cases[i].kind, 4096, 4096, 7168,
-                              cases[i].kind == QG_GEMM_DENSE ? 1 : 4, 0};
+                              cases[i].kind == QG_GEMM_DENSE ? 1 : 4, 0, 0};
         const qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn,
                                .num_stages = cases[i].stages, .multicast = cases[i].mc};
         qg_kernel_plan plan;
@@ -455,7 +455,7 @@ TEST(config_split_k) {
         {64, 2112, 7168, 64, 32}, {1, 2112, 7168, 64, 32}, {128, 2112, 7168, 128, 32},
         {100, 2112, 7296, 128, 32}, {33, 576, 7168, 64, 16}};
     for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
-        qg_problem p = {QG_GEMM_DENSE, split[i].m, split[i].n, split[i].k, 1, 0};
+        qg_problem p = {QG_GEMM_DENSE, split[i].m, split[i].n, split[i].k, 1, 0, 0};
         qg_config cfg;
         CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
         CHECK(cfg.split_k == 2 && cfg.block_m == split[i].bm && cfg.block_n == split[i].bn &&
@@ -469,13 +469,13 @@ TEST(config_split_k) {
               cfg.num_sms);
     }
     static const qg_problem plain[] = {
-        {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0},   {QG_GEMM_DENSE, 64, 7168, 16384, 1, 0},
-        {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0},  {QG_GEMM_DENSE, 64, 2112, 1024, 1, 0},
-        {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0},
-        {QG_GEMM_DENSE, 64, 24576, 1536, 1, 0},  {QG_GEMM_DENSE, 64, 2112, 896, 1, 0},
-        {QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0}, {QG_GEMM_DENSE, 1000, 2112, 7168, 1, 0},
-        {QG_GEMM_GROUPED_MASKED, 64, 2112, 7168, 2, 64},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 2112, 7168, 1, 0}};
+        {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0, 0},   {QG_GEMM_DENSE, 64, 7168, 16384, 1, 0, 0},
+        {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0},  {QG_GEMM_DENSE, 64, 2112, 1024, 1, 0, 0},
+        {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0, 0},
+        {QG_GEMM_DENSE, 64, 24576, 1536, 1, 0, 0},  {QG_GEMM_DENSE, 64, 2112, 896, 1, 0, 0},
+        {QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, {QG_GEMM_DENSE, 1000, 2112, 7168, 1, 0, 0},
+        {QG_GEMM_GROUPED_MASKED, 64, 2112, 7168, 2, 64, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 2112, 7168, 1, 0, 0}};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         qg_config cfg;
         CHECK(qg_select_config(ctx, &plain[i], &cfg) == QG_SUCCESS, "%s", qg_last_error());
@@ -484,15 +484,15 @@ TEST(config_split_k) {
     }
 
     /* Forced: the field's rules, each refusal naming split_k. */
-    const qg_problem p = {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0};
+    const qg_problem p = {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0, 0};
     struct { qg_problem p; qg_config c; const char *word; } bad[] = {
         {p, {.block_m = 64, .block_n = 32, .split_k = 3}, "split_k must be 0, 1 or 2"},
         {p, {.block_m = 64, .block_n = 32, .split_k = -1}, "split_k must be 0, 1 or 2"},
         {p, {.block_m = 64, .block_n = 32, .split_k = 2, .multicast = QG_MULTICAST_A},
          "multicast none"},
-        {{QG_GEMM_DENSE, 64, 2112, 128, 1, 0}, {.block_m = 64, .block_n = 32, .split_k = 2},
+        {{QG_GEMM_DENSE, 64, 2112, 128, 1, 0, 0}, {.block_m = 64, .block_n = 32, .split_k = 2},
          "K blocks"},
-        {{QG_GEMM_GROUPED_MASKED, 64, 2112, 7168, 2, 64}, {.block_m = 64, .block_n = 32, .split_k = 2},
+        {{QG_GEMM_GROUPED_MASKED, 64, 2112, 7168, 2, 64, 0}, {.block_m = 64, .block_n = 32, .split_k = 2},
          "dense"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
@@ -503,12 +503,12 @@ TEST(config_split_k) {
     }
     /* 256x128: the partner's sums (128 KiB) leave no room for a stage. */
     qg_config wide = {.block_m = 256, .block_n = 128, .split_k = 2};
-    qg_problem big = {QG_GEMM_DENSE, 512, 4096, 1024, 1, 0};
+    qg_problem big = {QG_GEMM_DENSE, 512, 4096, 1024, 1, 0, 0};
     CHECK(qg_complete_config(ctx, &big, &wide) == QG_ERROR_UNSUPPORTED &&
               strstr(qg_last_error(), "split-K buffer"),
           "256x128 split-K: %s", qg_last_error());
     /* K = 256 (two K blocks, one per CTA) is the least it takes. */
-    qg_problem two = {QG_GEMM_DENSE, 64, 2112, 256, 1, 0};
+    qg_problem two = {QG_GEMM_DENSE, 64, 2112, 256, 1, 0, 0};
     qg_config c = {.block_m = 64, .block_n = 32, .split_k = 2};
     CHECK(qg_complete_config(ctx, &two, &c) == QG_SUCCESS, "K = 256: %s", qg_last_error());
     /* The plan: a 2-CTA cluster, and the partner's FP32 sums (block_m x
@@ -547,7 +547,7 @@ TEST(config_pdl_prefetch) {
         {64, 4096, 7168, QG_GEMM_GROUPED_MASKED, 4, 64, 32, 1, 132, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        qg_problem p = {cases[i].kind, cases[i].m, cases[i].n, cases[i].k, cases[i].groups, 0};
+        qg_problem p = {cases[i].kind, cases[i].m, cases[i].n, cases[i].k, cases[i].groups, 0, 0};
         qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn, .split_k = cases[i].split};
         qg_kernel_plan plan;
         CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "case %zu: %s", i,

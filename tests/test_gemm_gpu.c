@@ -136,7 +136,7 @@ TEST(gpu_dense_grid) {
     qg_status *statuses = calloc((size_t)count, sizeof *statuses);
     CHECK(problems && statuses, "out of memory");
     for (int i = 0; i < count; i++)
-        problems[i] = (qg_problem){QG_GEMM_DENSE, cases[i].m, cases[i].n, cases[i].k, 1, 0};
+        problems[i] = (qg_problem){QG_GEMM_DENSE, cases[i].m, cases[i].n, cases[i].k, 1, 0, 0};
     double t0 = now_s();
     int compile_failures = qgtk_compile_many(ctx, problems, NULL, count, statuses);
     printf("    compiled %d dense kernels in %.1f s on %d threads (%d failed)\n", count,
@@ -277,7 +277,7 @@ TEST(gpu_pdl_waits_for_previous_kernel) {
                                 .scale_spread = 3};
         qgtk_problem_data *p = NULL;
         CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
-        qg_problem prob = {QG_GEMM_DENSE, spec.m, spec.n, spec.k, 1, 0};
+        qg_problem prob = {QG_GEMM_DENSE, spec.m, spec.n, spec.k, 1, 0, 0};
         qg_config cfg;
         qg_kernel_plan plan;
         CHECK(qg_select_config(ctx, &prob, &cfg) == QG_SUCCESS, "%s", qg_last_error());

@@ -63,7 +63,7 @@ static void run_case_and_forced(qg_context *ctx, CUstream stream, qgtk_problem_d
         {.block_m = 128, .block_n = 224, .multicast = QG_MULTICAST_A},
     };
     run_case(ctx, stream, p, NULL, label, r);
-    qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m};
+    qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
     for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
         qg_config cfg = forced[i];
         if (qg_complete_config(ctx, &prob, &cfg) != QG_SUCCESS) continue;

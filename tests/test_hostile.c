@@ -67,7 +67,7 @@ TEST(hostile_masked_expected_m_one_rule) {
     snprintf(gemm_msg, sizeof gemm_msg, "%s", qg_last_error());
     CHECK(st == QG_ERROR_INVALID_ARGUMENT, "masked GEMM with expected_m 101 > M_max 100: %s (%s)",
           qg_status_string(st), gemm_msg);
-    qg_problem p = {QG_GEMM_GROUPED_MASKED, 100, 576, 400, 4, 101};
+    qg_problem p = {QG_GEMM_GROUPED_MASKED, 100, 576, 400, 4, 101, 0};
     qg_config cfg;
     st = qg_select_config(ctx, &p, &cfg);
     CHECK(st == QG_ERROR_INVALID_ARGUMENT, "qg_select_config: %s", qg_status_string(st));
@@ -154,9 +154,9 @@ TEST(hostile_problem_too_large_for_any_gpu) {
     qg_context *ctx = offline();
     CHECK(ctx, "offline context: %s", qg_last_error());
     const qg_problem big[] = {
-        {QG_GEMM_DENSE, 1 << 30, 2147483640, 128, 1, 0},
-        {QG_GEMM_GROUPED_MASKED, 1 << 20, 1 << 20, 128, 1024, 0},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 1 << 30, 1 << 20, 128, 2, 0},
+        {QG_GEMM_DENSE, 1 << 30, 2147483640, 128, 1, 0, 0},
+        {QG_GEMM_GROUPED_MASKED, 1 << 20, 1 << 20, 128, 1024, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 1 << 30, 1 << 20, 128, 2, 0, 0},
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
         qg_config cfg;
@@ -165,7 +165,7 @@ TEST(hostile_problem_too_large_for_any_gpu) {
               "problem %zu: %s (%s)", i, qg_status_string(st), qg_last_error());
     }
     /* The largest DeepSeek-V3-like problems stay legal. */
-    const qg_problem ok = {QG_GEMM_DENSE, 1 << 20, 1 << 19, 7168, 1, 0};
+    const qg_problem ok = {QG_GEMM_DENSE, 1 << 20, 1 << 19, 7168, 1, 0, 0};
     qg_config cfg;
     CHECK(qg_select_config(ctx, &ok, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     qg_context_destroy(ctx);

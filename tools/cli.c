@@ -253,12 +253,14 @@ const char *cli_kind_name(qg_gemm_kind kind) {
     case QG_GEMM_DENSE: return "dense";
     case QG_GEMM_GROUPED_CONTIGUOUS: return "contiguous";
     case QG_GEMM_GROUPED_MASKED: return "masked";
+    case QG_GEMM_GROUPED_PSUM: return "psum";
+    case QG_GEMM_WGRAD: return "wgrad";
     }
     return "?";
 }
 
 qg_problem cli_problem_of(const qgtk_problem_data *p) {
-    qg_problem q = {p->kind, p->m, p->n, p->k, p->num_groups, 0};
+    qg_problem q = {p->kind, p->m, p->n, p->k, p->num_groups, 0, 0};
     if (p->kind == QG_GEMM_GROUPED_MASKED) q.expected_m = p->expected_m;
     return q;
 }

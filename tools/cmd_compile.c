@@ -206,7 +206,7 @@ int cli_compile(int argc, char **argv) {
         const cli_shape *list = num_shapes ? shapes : defaults;
         int count = num_shapes ? num_shapes : CLI_NUM_DEEPSEEK_SHAPES;
         for (int i = 0; i < count; i++)
-            problems[total++] = (qg_problem){QG_GEMM_DENSE, list[i].m, list[i].n, list[i].k, 1, 0};
+            problems[total++] = (qg_problem){QG_GEMM_DENSE, list[i].m, list[i].n, list[i].k, 1, 0, 0};
     }
     /* Grouped problems: the --shape list (M = total rows for contiguous; N, K
      * only for masked), or the bench's (N, K) pairs. */
@@ -217,11 +217,11 @@ int cli_compile(int argc, char **argv) {
         if (contiguous_groups) {
             int m = num_shapes ? shapes[i].m : GROUPED_TOTAL_ROWS;
             problems[total++] = (qg_problem){QG_GEMM_GROUPED_CONTIGUOUS, m, n, k,
-                                             contiguous_groups, 0};
+                                             contiguous_groups, 0, 0};
         }
         if (masked_groups)
             problems[total++] = (qg_problem){QG_GEMM_GROUPED_MASKED, masked_rows, n, k,
-                                             masked_groups, masked_rows};
+                                             masked_groups, masked_rows, 0};
     }
     report r = {.json = json};
     cli_progress_start(&r.progress, "compile", total, progress);

@@ -166,7 +166,23 @@ static int check_contiguous(const qgpy_tensor *t)
 /* 1. dtypes and ranks, in argument order. */
 static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS])
 {
-    const int masked = kind == QG_GEMM_GROUPED_MASKED, grouped = kind != QG_GEMM_DENSE;
+    const int masked = kind == QG_GEMM_GROUPED_MASKED;
+    if (kind == QG_GEMM_WGRAD) /* sfb per column, FP32 d, the idx slot holds c (or nothing) */
+        return qgpy_check_dtype(&t[QGPY_A], QGPY_E4M3) ||
+                       qgpy_check_ndim(&t[QGPY_A], 2, "[M, K]") ||
+                       qgpy_check_dtype(&t[QGPY_SFA], QGPY_F32) ||
+                       qgpy_check_ndim(&t[QGPY_SFA], 2, "[M, ceil(K/128)]") ||
+                       qgpy_check_dtype(&t[QGPY_B], QGPY_E4M3) ||
+                       qgpy_check_ndim(&t[QGPY_B], 2, "[N, K]") ||
+                       qgpy_check_dtype(&t[QGPY_SFB], QGPY_F32) ||
+                       qgpy_check_ndim(&t[QGPY_SFB], 2, "[N, ceil(K/128)]") ||
+                       qgpy_check_dtype(&t[QGPY_D], QGPY_F32) ||
+                       qgpy_check_ndim(&t[QGPY_D], 2, "[M, N]") ||
+                       (t[QGPY_IDX].t && (qgpy_check_dtype(&t[QGPY_IDX], QGPY_F32) ||
+                                          qgpy_check_ndim(&t[QGPY_IDX], 2, "[M, N]")))
+                   ? -1
+                   : 0;
+    const int grouped = kind != QG_GEMM_DENSE;
     if (qgpy_check_dtype(&t[QGPY_A], QGPY_E4M3) ||
         qgpy_check_ndim(&t[QGPY_A], masked ? 3 : 2, masked ? "[G, M, K]" : "[M, K]") ||
         qgpy_check_dtype(&t[QGPY_SFA], QGPY_F32) ||
@@ -181,7 +197,8 @@ static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS])
         qgpy_check_ndim(&t[QGPY_D], masked ? 3 : 2, masked ? "[G, M, N]" : "[M, N]"))
         return -1;
     if (grouped && (qgpy_check_dtype(&t[QGPY_IDX], QGPY_I32) ||
-                    qgpy_check_ndim(&t[QGPY_IDX], 1, masked ? "[G]" : "[M]")))
+                    qgpy_check_ndim(&t[QGPY_IDX], 1,
+                                    masked || kind == QG_GEMM_GROUPED_PSUM ? "[G]" : "[M]")))
         return -1;
     return 0;
 }
@@ -190,7 +207,8 @@ static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS])
 static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
                        qg_gemm_args *args)
 {
-    const int masked = kind == QG_GEMM_GROUPED_MASKED, grouped = kind != QG_GEMM_DENSE;
+    const int masked = kind == QG_GEMM_GROUPED_MASKED, psum = kind == QG_GEMM_GROUPED_PSUM;
+    const int wgrad = kind == QG_GEMM_WGRAD, grouped = kind != QG_GEMM_DENSE && !wgrad;
     const qgpy_tensor *a = &t[QGPY_A], *sfa = &t[QGPY_SFA], *b = &t[QGPY_B], *sfb = &t[QGPY_SFB],
                       *d = &t[QGPY_D], *idx = &t[QGPY_IDX];
     const int64_t m = qgpy_dim(a, -2), k = qgpy_dim(a, -1), n = qgpy_dim(b, -2);
@@ -202,11 +220,14 @@ static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int e
         qgpy_check_dim(sfa, -2, m, "M, from a") ||
         qgpy_check_dim(sfa, -1, kb, "ceil(K/128), K from a") ||
         (grouped && qgpy_check_dim(sfb, 0, g, "G, from b")) ||
-        qgpy_check_dim(sfb, -2, nb, "ceil(N/128), N from b") ||
+        qgpy_check_dim(sfb, -2, wgrad ? n : nb, wgrad ? "N, from b" : "ceil(N/128), N from b") ||
         qgpy_check_dim(sfb, -1, kb, "ceil(K/128), K from a") ||
         (masked && qgpy_check_dim(d, 0, g, "G, from b")) || qgpy_check_dim(d, -2, m, "M, from a") ||
         qgpy_check_dim(d, -1, n, "N, from b") ||
-        (grouped && qgpy_check_dim(idx, 0, masked ? g : m, masked ? "G, from b" : "M, from a")))
+        (grouped && qgpy_check_dim(idx, 0, masked || psum ? g : m,
+                                   masked || psum ? "G, from b" : "M, from a")) ||
+        (wgrad && idx->t && (qgpy_check_dim(idx, 0, m, "M, from a") ||
+                             qgpy_check_dim(idx, 1, n, "N, from b"))))
         return -1;
     if (check_int_range("M", m) || check_int_range("N", n) || check_int_range("K", k) ||
         check_int_range("G", g))
@@ -217,24 +238,28 @@ static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int e
     if (n % 8 != 0)
         return qgpy_errorf(PyExc_ValueError,
                            "qgemm: N (b.shape[-2]) must be a multiple of 8, got %" PRId64, n);
-    if (masked && expected_m < 0)
+    if ((masked || psum) && expected_m < 0)
         return qgpy_errorf(PyExc_ValueError, "qgemm: expected_m must be >= 0, got %d", expected_m);
     args->m = (int)m;
     args->n = (int)n;
     args->k = (int)k;
     args->num_groups = (int)g;
-    args->expected_m = masked ? expected_m : 0;
+    args->expected_m = masked || psum ? expected_m : 0;
     return 0;
 }
 
 /* 3. memory layouts, alignment, writability of d. */
 static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_gemm_args *args)
 {
+    const int wgrad = kind == QG_GEMM_WGRAD;
     if (matrix_ld(&t[QGPY_A], 1, &args->lda) || sfa_layout(&t[QGPY_SFA], &args->sfa_ld) ||
-        matrix_ld(&t[QGPY_B], 1, &args->ldb) || check_contiguous(&t[QGPY_SFB]) ||
-        matrix_ld(&t[QGPY_D], 2, &args->ldd))
+        matrix_ld(&t[QGPY_B], 1, &args->ldb) ||
+        (wgrad ? sfa_layout(&t[QGPY_SFB], &args->sfb_ld) : check_contiguous(&t[QGPY_SFB])) ||
+        matrix_ld(&t[QGPY_D], wgrad ? 4 : 2, &args->ldd))
         return -1;
-    if (kind != QG_GEMM_DENSE && check_contiguous(&t[QGPY_IDX]))
+    if (wgrad && t[QGPY_IDX].t && matrix_ld(&t[QGPY_IDX], 4, &args->ldc))
+        return -1;
+    if (kind != QG_GEMM_DENSE && !wgrad && check_contiguous(&t[QGPY_IDX]))
         return -1;
     for (int i = 0; i < QGPY_SLOTS; i++)
         if (t[i].t && qgpy_check_aligned(&t[i]))
@@ -266,5 +291,9 @@ int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expec
         args->m_indices = qgpy_address(&t[QGPY_IDX]);
     else if (kind == QG_GEMM_GROUPED_MASKED)
         args->masked_m = qgpy_address(&t[QGPY_IDX]);
+    else if (kind == QG_GEMM_GROUPED_PSUM)
+        args->group_ends = qgpy_address(&t[QGPY_IDX]);
+    else if (kind == QG_GEMM_WGRAD && t[QGPY_IDX].t)
+        args->c = qgpy_address(&t[QGPY_IDX]); /* d's own address when c is d: in place */
     return 0;
 }

@@ -45,7 +45,7 @@ static qg_context *context_for_device_arg(PyObject *arg)
 
 static int check_kind(int kind)
 {
-    if (kind >= QG_GEMM_DENSE && kind <= QG_GEMM_GROUPED_MASKED)
+    if (kind >= QG_GEMM_DENSE && kind <= QG_GEMM_WGRAD)
         return 0;
     return qgpy_errorf(PyExc_ValueError, "qgemm: unknown GEMM kind %d", kind);
 }
@@ -118,7 +118,7 @@ static PyObject *py_sfa_ld(PyObject *self, PyObject *arg)
 }
 
 static const char *const slot_names[QGPY_SLOTS] = {"a", "sfa", "b", "sfb", "d", NULL};
-static const char *const idx_names[] = {"(none)", "m_indices", "masked_m"};
+static const char *const idx_names[] = {"(none)", "m_indices", "masked_m", "group_ends", "c"};
 
 /* The tail both gemm entries share: check the borrowed tensors `t`, find
  * their device's context, launch on `stream` (torch's current stream of that
@@ -146,6 +146,8 @@ static PyObject *check_and_launch(int kind, qgpy_tensor t[QGPY_SLOTS], int expec
     case QG_GEMM_GROUPED_CONTIGUOUS:
         st = qg_m_grouped_fp8_gemm_nt_contiguous(ctx, &ga, cfg, s);
         break;
+    case QG_GEMM_GROUPED_PSUM: st = qg_m_grouped_fp8_gemm_nt_psum(ctx, &ga, cfg, s); break;
+    case QG_GEMM_WGRAD: st = qg_fp8_gemm_nt_wgrad(ctx, &ga, cfg, s); break;
     default: st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &ga, cfg, s); break;
     }
     Py_END_ALLOW_THREADS
@@ -189,7 +191,7 @@ static PyObject *py_gemm(PyObject *self, PyObject *args)
 
     qgpy_tensor t[QGPY_SLOTS] = {{0}};
     for (int i = 0; i < QGPY_SLOTS; i++) {
-        if (i == QGPY_IDX && kind == QG_GEMM_DENSE)
+        if (i == QGPY_IDX && (kind == QG_GEMM_DENSE || (kind == QG_GEMM_WGRAD && obj[i] == Py_None)))
             continue;
         long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
         if (qgpy_tensor_import(obj[i], slot_name(kind, i), dlpack_stream, &t[i]) < 0) {
@@ -227,7 +229,8 @@ static PyObject *py_gemm_torch(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_RETURN_NOTIMPLEMENTED;
     qgpy_tensor t[QGPY_SLOTS] = {{0}};
     for (int i = 0; i < QGPY_SLOTS; i++) {
-        if (i == QGPY_IDX && kind == QG_GEMM_DENSE)
+        if (i == QGPY_IDX &&
+            (kind == QG_GEMM_DENSE || (kind == QG_GEMM_WGRAD && args[1 + i] == Py_None)))
             continue;
         if (qgpy_torch_borrow(args[1 + i], slot_name((int)kind, i), &t[i]) != 1)
             Py_RETURN_NOTIMPLEMENTED; /* nothing is owed for described tensors */
@@ -411,6 +414,8 @@ PyMODINIT_FUNC PyInit__C(void)
     if (PyModule_AddIntConstant(m, "KIND_DENSE", QG_GEMM_DENSE) < 0 ||
         PyModule_AddIntConstant(m, "KIND_CONTIGUOUS", QG_GEMM_GROUPED_CONTIGUOUS) < 0 ||
         PyModule_AddIntConstant(m, "KIND_MASKED", QG_GEMM_GROUPED_MASKED) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_PSUM", QG_GEMM_GROUPED_PSUM) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_WGRAD", QG_GEMM_WGRAD) < 0 ||
         PyModule_AddIntConstant(m, "OFFLINE", QGPY_OFFLINE) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MAJOR", QGPY_DLPACK_MAJOR) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MINOR", QGPY_DLPACK_MINOR) < 0) {

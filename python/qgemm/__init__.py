@@ -224,14 +224,24 @@ def fp8_gemm_nt(a: Pair, b: Pair, d: Tensor, c: Any = None, recipe: Any = None,
 
     ``c``, ``recipe``, ``recipe_a``, ``recipe_b``, ``compiled_dims``,
     ``disable_ue8m0_cast``: DeepGEMM's arguments, in its order
-    (docs/DEEPGEMM.md): c must be None and the recipe (1, 128, 128) (else
-    NotImplementedError); compiled_dims and disable_ue8m0_cast have no effect.
+    (docs/DEEPGEMM.md); compiled_dims and disable_ue8m0_cast have no effect.
     ``fp8_fp4_gemm_nt`` also takes DeepGEMM's row-major sfa.
+
+    Weight gradient (DeepGEMM's 1D1D kernel): ``recipe=(1, 1, 128)`` (or
+    recipe_a = recipe_b = (1, 128)) takes sfb per column, [N, ceil(K/128)]
+    N-major like sfa, and writes FP32 d: ``d = a @ b.T``, or with ``c``
+    ``d = c + a @ b.T`` (c is d: accumulated in place by TMA reduce-add,
+    the SMs never read d; another FP32 [M, N] tensor: copied into d first).
+    Otherwise c must be None.
     """
+    wgrad = False
     if (c is not None or recipe is not None or recipe_a is not None or recipe_b is not None
             or compiled_dims != "nk" or disable_ue8m0_cast is not False):
-        _dg.check_gemm_args("fp8_gemm_nt", c, recipe, recipe_a, recipe_b, compiled_dims,
-                            disable_ue8m0_cast)
+        wgrad = _dg.check_gemm_args("fp8_gemm_nt", c, recipe, recipe_a, recipe_b, compiled_dims,
+                                    disable_ue8m0_cast)
+    if wgrad:
+        _gemm(_C.KIND_WGRAD, a, b, d, c, 0, stream, config)
+        return
     _gemm(_C.KIND_DENSE, a, b, d, None, 0, stream, config)
 
 
@@ -253,9 +263,16 @@ def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout
     row (its d row is left untouched). Each expert's segment must start at a
     multiple of get_m_alignment_for_contiguous_layout().
 
-    The other arguments are DeepGEMM's, in its order (docs/DEEPGEMM.md): the
-    PSUM layout (use_psum_layout=True, expected_m_for_psum_layout) raises
-    NotImplementedError; recipe etc. as in fp8_gemm_nt.
+    Every row of a 128-row segment whose first row names an expert is written
+    (its -1 rows with their A row times that expert's B: zero for zero rows,
+    as DeepGEMM); segments that start with -1 are left untouched.
+
+    ``use_psum_layout=True`` (DeepGEMM's PSUM layout): grouped_layout is int32
+    [G], the end row of each group; group g starts at the previous end
+    rounded up to 128 (0 for the first); rows outside the groups are left
+    untouched. ``expected_m_for_psum_layout``: a hint of the rows per group
+    (tile choice). The other arguments are DeepGEMM's, in its order
+    (docs/DEEPGEMM.md); recipe etc. as in fp8_gemm_nt.
     """
     if grouped_layout is None or m_indices is not None:
         grouped_layout = _grouped_layout(grouped_layout, m_indices)
@@ -264,11 +281,23 @@ def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout
             or use_psum_layout is not False or ensure_zero_padding is not True
             or expected_m_for_psum_layout is not None):
         name = "m_grouped_fp8_gemm_nt_contiguous"
-        _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims,
-                            disable_ue8m0_cast)
-        _dg.check_contiguous_args(name, use_psum_layout, ensure_zero_padding,
-                                  expected_m_for_psum_layout)
+        _check_grouped_recipe(name, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+        hint = _dg.check_contiguous_args(name, use_psum_layout, ensure_zero_padding,
+                                         expected_m_for_psum_layout)
+        if use_psum_layout:
+            _gemm(_C.KIND_PSUM, a, b, d, grouped_layout, hint, stream, config)
+            return
     _gemm(_C.KIND_CONTIGUOUS, a, b, d, grouped_layout, 0, stream, config)
+
+
+def _check_grouped_recipe(name: str, recipe: Any, recipe_a: Any, recipe_b: Any,
+                          compiled_dims: Any, disable_ue8m0_cast: Any) -> None:
+    """The grouped GEMMs take the (1, 128, 128) recipe only."""
+    if _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims,
+                           disable_ue8m0_cast):
+        raise _dg.unsupported(name, "recipe", recipe if recipe is not None else recipe_b,
+                              "the grouped GEMMs take 128x128 B scales; the 1x128 B recipe "
+                              "is the dense weight-gradient GEMM's (fp8_gemm_nt)")
 
 
 def _grouped_layout(grouped_layout: Any, m_indices: Any) -> Any:
@@ -300,8 +329,8 @@ def m_grouped_fp8_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor, 
     """
     if (recipe is not None or recipe_a is not None or recipe_b is not None
             or compiled_dims != "nk" or disable_ue8m0_cast is not False):
-        _dg.check_gemm_args("m_grouped_fp8_gemm_nt_masked", None, recipe, recipe_a, recipe_b,
-                            compiled_dims, disable_ue8m0_cast)
+        _check_grouped_recipe("m_grouped_fp8_gemm_nt_masked", recipe, recipe_a, recipe_b,
+                              compiled_dims, disable_ue8m0_cast)
     _gemm(_C.KIND_MASKED, a, b, d, masked_m, _as_int(expected_m, "expected_m"), stream, config)
 
 
@@ -315,10 +344,15 @@ def fp8_fp4_gemm_nt(a: Pair, b: Pair, d: Tensor, c: Any = None, recipe: Any = No
     DeepGEMM does (its casts return row-major [M, K/128]: made M-major here,
     a copy unless already so). FP8 only (FP4 is SM100)."""
     name = "fp8_fp4_gemm_nt"
-    _dg.check_gemm_args(name, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+    wgrad = _dg.check_gemm_args(name, c, recipe, recipe_a, recipe_b, compiled_dims,
+                                disable_ue8m0_cast)
     a_, sfa = _dg.split_pair(a, "a")
     b_, sfb = _dg.split_pair(b, "b")
-    _dg.check_tensors(name, sfa, sfb, d)
+    _dg.check_tensors(name, sfa, sfb, d, wgrad)
+    if wgrad:  # sfb per column, as DeepGEMM's casts return it: made N-major
+        _gemm(_C.KIND_WGRAD, (a_, _dg.mn_major_sf(sfa)), (b_, _dg.mn_major_sf(sfb)), d, c, 0,
+              None, None)
+        return
     _gemm(_C.KIND_DENSE, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, None, 0, None, None)
 
 
@@ -332,14 +366,14 @@ def m_grouped_fp8_fp4_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_la
     """DeepGEMM's m_grouped_fp8_fp4_gemm_nt_contiguous: m_grouped_fp8_gemm_nt_contiguous
     taking sfa in any layout (made M-major here, as DeepGEMM does)."""
     name = "m_grouped_fp8_fp4_gemm_nt_contiguous"
-    _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
-    _dg.check_contiguous_args(name, use_psum_layout, ensure_zero_padding,
-                              expected_m_for_psum_layout)
+    _check_grouped_recipe(name, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+    hint = _dg.check_contiguous_args(name, use_psum_layout, ensure_zero_padding,
+                                     expected_m_for_psum_layout)
     a_, sfa = _dg.split_pair(a, "a")
     b_, sfb = _dg.split_pair(b, "b")
     _dg.check_tensors(name, sfa, sfb, d)
-    _gemm(_C.KIND_CONTIGUOUS, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, grouped_layout, 0,
-          None, None)
+    _gemm(_C.KIND_PSUM if use_psum_layout else _C.KIND_CONTIGUOUS,
+          (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, grouped_layout, hint, None, None)
 
 
 def m_grouped_fp8_fp4_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor,
@@ -349,7 +383,7 @@ def m_grouped_fp8_fp4_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tens
     """DeepGEMM's m_grouped_fp8_fp4_gemm_nt_masked: m_grouped_fp8_gemm_nt_masked
     taking sfa [G, M_max, K/128] in any layout (made M-major here, as DeepGEMM does)."""
     name = "m_grouped_fp8_fp4_gemm_nt_masked"
-    _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+    _check_grouped_recipe(name, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
     a_, sfa = _dg.split_pair(a, "a")
     b_, sfb = _dg.split_pair(b, "b")
     _dg.check_tensors(name, sfa, sfb, d)

@@ -52,28 +52,41 @@ def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, (tuple, list)) else value
 
 
+WGRAD_RECIPE = (1, 1, 128)
+
+
+def is_wgrad(recipe: Any, recipe_a: Any, recipe_b: Any) -> bool:
+    """The weight-gradient (1D1D) recipe: A and B both scaled per 1x128."""
+    return _as_tuple(recipe) == WGRAD_RECIPE or (
+        _as_tuple(recipe_a) == (1, 128) and _as_tuple(recipe_b) == (1, 128))
+
+
 def check_gemm_args(func: str, c: Any, recipe: Any, recipe_a: Any, recipe_b: Any,
-                    compiled_dims: Any, disable_ue8m0_cast: Any) -> None:
-    """DeepGEMM's optional GEMM arguments: accept what qgemm computes, refuse the rest."""
-    if c is not None:
-        raise unsupported(func, "c", c, "qgemm computes D = A @ B.T without a C input "
-                          "(no accumulation into FP32 C); pass c=None")
+                    compiled_dims: Any, disable_ue8m0_cast: Any) -> bool:
+    """DeepGEMM's optional GEMM arguments: accept what qgemm computes, refuse the
+    rest. Returns True for the weight-gradient recipe (1, 1, 128)."""
+    wgrad = is_wgrad(recipe, recipe_a, recipe_b) and not (
+        recipe is not None and (recipe_a is not None or recipe_b is not None))
+    if c is not None and not wgrad:
+        raise unsupported(func, "c", c, "qgemm adds C (D = C + A @ B.T, FP32) only in the "
+                          "weight-gradient GEMM, recipe=(1, 1, 128); pass c=None")
     if recipe is not None and (recipe_a is not None or recipe_b is not None):
         raise ValueError(f"qgemm: {func}: give either recipe or the pair recipe_a/recipe_b, "
                          "not both (as DeepGEMM)")
     if (recipe_a is None) != (recipe_b is None):
         raise ValueError(f"qgemm: {func}: recipe_a and recipe_b come together "
                          f"(got recipe_a={recipe_a!r}, recipe_b={recipe_b!r})")
-    if recipe is not None and _as_tuple(recipe) != SUPPORTED_RECIPE:
+    if recipe is not None and _as_tuple(recipe) not in (SUPPORTED_RECIPE, WGRAD_RECIPE):
         raise unsupported(func, "recipe", recipe,
-                          "qgemm implements only the (1, 128, 128) recipe: 1x128 scales for A, "
-                          "128x128 for B (no 1D1D per-channel B scales, no gran_k 32)")
+                          "qgemm implements the (1, 128, 128) recipe (1x128 scales for A, "
+                          "128x128 for B) and the weight-gradient (1, 1, 128) (1x128 for both); "
+                          "no gran_k 32")
     if recipe_a is not None and _as_tuple(recipe_a) != (1, 128):
         raise unsupported(func, "recipe_a", recipe_a,
                           "qgemm implements only recipe_a=(1, 128) (1x128 scales for A)")
-    if recipe_b is not None and _as_tuple(recipe_b) != (128, 128):
+    if recipe_b is not None and _as_tuple(recipe_b) not in ((128, 128), (1, 128)):
         raise unsupported(func, "recipe_b", recipe_b,
-                          "qgemm implements only recipe_b=(128, 128) (128x128 scales for B)")
+                          "qgemm implements recipe_b=(128, 128) and (1, 128) (weight gradient)")
     if not isinstance(compiled_dims, str):
         raise TypeError(f"qgemm: {func}: compiled_dims must be a str such as 'nk', "
                         f"got {type(compiled_dims).__name__}")
@@ -83,22 +96,30 @@ def check_gemm_args(func: str, c: Any, recipe: Any, recipe_a: Any, recipe_b: Any
     # compiled_dims (which dimensions DeepGEMM's JIT bakes in) and disable_ue8m0_cast
     # (an SM100 cast of FP32 scales to UE8M0) change nothing for qgemm's SM90 kernels:
     # any string / either bool is accepted.
+    return wgrad
 
 
 def check_contiguous_args(func: str, use_psum_layout: Any, ensure_zero_padding: Any,
-                          expected_m_for_psum_layout: Any) -> None:
-    if use_psum_layout:
-        raise unsupported(func, "use_psum_layout", use_psum_layout,
-                          "qgemm implements the per-row grouped_layout (expert index per row, "
-                          "-1 for padding), not the PSUM layout (cumulative row ends per group)")
-    if expected_m_for_psum_layout is not None:
-        raise unsupported(func, "expected_m_for_psum_layout", expected_m_for_psum_layout,
-                          "it only applies to the PSUM layout, which qgemm does not implement")
+                          expected_m_for_psum_layout: Any) -> int:
+    """The psum arguments; returns the expected_m hint for the psum layout (0: none)."""
+    if not isinstance(use_psum_layout, (bool, int)):
+        raise TypeError(f"qgemm: {func}: use_psum_layout must be a bool, "
+                        f"got {type(use_psum_layout).__name__}")
+    if expected_m_for_psum_layout is not None and not use_psum_layout:
+        raise ValueError(f"qgemm: {func}: expected_m_for_psum_layout="
+                         f"{expected_m_for_psum_layout!r} only applies with use_psum_layout=True")
     if not isinstance(ensure_zero_padding, (bool, int)):
         raise TypeError(f"qgemm: {func}: ensure_zero_padding must be a bool, "
                         f"got {type(ensure_zero_padding).__name__}")
-    # ensure_zero_padding only applies to the PSUM layout in DeepGEMM; without it
-    # padding rows (-1) of d are left untouched by both libraries.
+    # ensure_zero_padding (DeepGEMM: SM100's psum path zero-fills the gap rows of
+    # d) is accepted; qgemm leaves the psum layout's gap rows untouched.
+    if expected_m_for_psum_layout is None:
+        return 0
+    if isinstance(expected_m_for_psum_layout, bool) or \
+            not isinstance(expected_m_for_psum_layout, int) or expected_m_for_psum_layout < 0:
+        raise ValueError(f"qgemm: {func}: expected_m_for_psum_layout must be an int >= 0, "
+                         f"got {expected_m_for_psum_layout!r}")
+    return expected_m_for_psum_layout
 
 
 def _torch_tensor(x: Any) -> Any:
@@ -111,11 +132,15 @@ def _compiling(torch: Any) -> bool:
     return bool(fn()) if fn is not None else False
 
 
-def check_tensors(func: str, sfa: Any, sfb: Any, d: Any) -> None:
+def check_tensors(func: str, sfa: Any, sfb: Any, d: Any, wgrad: bool = False) -> None:
     """What DeepGEMM accepts on SM100 or for FP32 output and qgemm does not: NotImplementedError."""
     torch = _torch_tensor(d)
-    if torch is not None and d.dtype == torch.float32:
-        raise unsupported(func, "d", d, "qgemm writes bfloat16 D only (no FP32 output)")
+    if torch is not None and d.dtype == torch.float32 and not wgrad:
+        raise unsupported(func, "d", d, "qgemm writes FP32 D only in the weight-gradient GEMM "
+                          "(recipe=(1, 1, 128)); with 128x128 B scales D is bfloat16")
+    if torch is not None and wgrad and d.dtype != torch.float32:
+        raise unsupported(func, "d", d, "the weight-gradient GEMM (recipe=(1, 1, 128)) writes "
+                          "FP32 D only")
     for name, sf in (("sfa", sfa), ("sfb", sfb)):
         torch = _torch_tensor(sf)
         if torch is not None and sf.dtype == torch.int32:

@@ -81,10 +81,25 @@ def _define_ops() -> None:
     # Fake (meta) implementations: the ops only write d in place and return
     # nothing, so tracing needs no shapes from them; the checks run when the
     # real op runs (before the launch, writing nothing on rejection).
+    @op("qgemm::m_grouped_fp8_gemm_nt_psum", mutates_args=("d",))
+    def psum(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, group_ends: Tensor,
+             expected_m: int, config: Optional[List[int]] = None) -> None:
+        """qgemm.m_grouped_fp8_gemm_nt_contiguous(use_psum_layout=True) on torch's current stream."""
+        _launch(_C.KIND_PSUM, a, sfa, b, sfb, d, group_ends, expected_m, _config(config))
+
+    # c is an input other than d; in-place accumulation (c is d) is accumulate=True
+    # with c None, so that no input aliases the mutated d.
+    @op("qgemm::fp8_gemm_nt_wgrad", mutates_args=("d",))
+    def wgrad(a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, accumulate: bool,
+              c: Optional[Tensor] = None, config: Optional[List[int]] = None) -> None:
+        """qgemm.fp8_gemm_nt with recipe (1, 1, 128) on torch's current stream."""
+        _launch(_C.KIND_WGRAD, a, sfa, b, sfb, d, d if accumulate and c is None else c, 0,
+                _config(config))
+
     def nothing(*args: Any, **kwargs: Any) -> None:
         return None
 
-    for defined in (fp8_gemm_nt, contiguous, masked):
+    for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad):
         defined.register_fake(nothing)
 
 
@@ -103,6 +118,12 @@ def call_op(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, exp
         ops.fp8_gemm_nt(a, sfa, b, sfb, d, cfg)
     elif kind == _C.KIND_CONTIGUOUS:
         ops.m_grouped_fp8_gemm_nt_contiguous(a, sfa, b, sfb, d, idx, cfg)
+    elif kind == _C.KIND_PSUM:
+        ops.m_grouped_fp8_gemm_nt_psum(a, sfa, b, sfb, d, idx, expected_m, cfg)
+    elif kind == _C.KIND_WGRAD:
+        in_place = idx is d
+        ops.fp8_gemm_nt_wgrad(a, sfa, b, sfb, d, in_place or idx is not None,
+                              None if in_place else idx, cfg)
     else:
         ops.m_grouped_fp8_gemm_nt_masked(a, sfa, b, sfb, d, idx, expected_m, cfg)
 

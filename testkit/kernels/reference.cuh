@@ -7,7 +7,7 @@
  *
  * for every output row r (0 .. rows-1) whose group g is valid, NaN otherwise:
  *   dense       g = 0
- *   contiguous  g = m_indices[r] (-1 or out of range: NaN row)
+ *   contiguous  g = m_indices[r - r % 128] (-1 or out of range: NaN row)
  *   masked      r = g*m + i, valid when i < masked_m[g]
  *
  * Every value is dequantized exactly in double (a 4-bit times a 24-bit
@@ -56,7 +56,7 @@ __device__ __forceinline__ int qg_ref_group_of(int kind, int m, int num_groups,
     if (r >= rows) return -1;
     if (kind == 0) return 0;
     if (kind == 1) {
-        int g = m_indices[r];
+        int g = m_indices[r - r % 128]; /* the 128-row segment's expert writes every row */
         return (g >= 0 && g < num_groups) ? g : -1;
     }
     long long g = r / m, i = r % m;

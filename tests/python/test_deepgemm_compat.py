@@ -257,9 +257,9 @@ def _cpu_dense():
 DENSE = ["fp8_gemm_nt", "fp8_fp4_gemm_nt"]
 UNSUPPORTED_GEMM_ARGS = [
     ("c", lambda: _t().zeros(256, 256), r"c=<Tensor \[256, 256\] torch.float32> is not supported: "
-                                         r"qgemm computes D = A @ B.T without a C input"),
-    ("recipe", (1, 1, 128), r"recipe=\(1, 1, 128\) is not supported: .*only the \(1, 128, 128\)"),
+                                         r"qgemm adds C .* only in the weight-gradient GEMM"),
     ("recipe", (1, 128, 32), r"recipe=\(1, 128, 32\) is not supported"),
+    ("recipe", (1, 1, 32), r"recipe=\(1, 1, 32\) is not supported"),
 ]
 
 
@@ -278,8 +278,8 @@ def test_recipe_pairs(name):
     fn = getattr(qgemm, name)
     with pytest.raises(NotImplementedError, match=r"recipe_a=\(1, 32\) is not supported"):
         fn(a, b, d, recipe_a=(1, 32), recipe_b=(128, 128))
-    with pytest.raises(NotImplementedError, match=r"recipe_b=\(1, 128\) is not supported"):
-        fn(a, b, d, recipe_a=(1, 128), recipe_b=(1, 128))
+    with pytest.raises(NotImplementedError, match=r"recipe_b=\(1, 32\) is not supported"):
+        fn(a, b, d, recipe_a=(1, 128), recipe_b=(1, 32))
     with pytest.raises(ValueError, match="recipe_a and recipe_b come together"):
         fn(a, b, d, recipe_a=(1, 128))
     with pytest.raises(ValueError, match="either recipe or the pair"):
@@ -299,13 +299,42 @@ def test_supported_values_reach_the_gemm(name, kw):
         getattr(qgemm, name)(a, b, d, **kw)
 
 
+@pytest.mark.parametrize("name", DENSE)
+@pytest.mark.parametrize("kw", [dict(recipe=(1, 1, 128)), dict(recipe_a=(1, 128), recipe_b=(1, 128)),
+                                dict(recipe=(1, 1, 128), c="d"), dict(recipe=(1, 1, 128), c="other")])
+def test_wgrad_values_reach_the_gemm(name, kw):
+    # the weight-gradient recipe: sfb per column [N, K/128], FP32 d, c None, d or another tensor
+    torch = _t()
+    a, (b, _), _ = _cpu_dense()
+    sfb = qgemm.get_col_major_tma_aligned_tensor(torch.ones(256, 4))
+    d = torch.zeros(256, 256)
+    kw = dict(kw)
+    if kw.get("c") == "d":
+        kw["c"] = d
+    elif kw.get("c") == "other":
+        kw["c"] = torch.zeros(256, 256)
+    with pytest.raises(ValueError, match="CUDA device memory"):
+        getattr(qgemm, name)(a, (b, sfb), d, **kw)
+
+
+def _unused_supported_values_reach_the_gemm(name, kw):
+    # accepted: the call gets as far as qgemm's own checks (CPU tensors are refused there)
+    a, b, d = _cpu_dense()
+    with pytest.raises(ValueError, match="CUDA device memory"):
+        getattr(qgemm, name)(a, b, d, **kw)
+
+
 def test_fp32_output_and_packed_scales_raise():
     torch = _t()
     (a, sfa), b, d = _cpu_dense()
     with pytest.raises(NotImplementedError,
                        match=r"fp8_fp4_gemm_nt: d=<Tensor \[256, 256\] torch.float32> is not "
-                             r"supported: .*no FP32 output"):
+                             r"supported: .*FP32 D only in the weight-gradient GEMM"):
         qgemm.fp8_fp4_gemm_nt((a, sfa), b, d.float())
+    with pytest.raises(NotImplementedError,
+                       match=r"d=<Tensor \[256, 256\] torch.bfloat16> is not supported: the "
+                             r"weight-gradient GEMM .* writes FP32 D only"):
+        qgemm.fp8_fp4_gemm_nt((a, sfa), b, d, recipe=(1, 1, 128))
     with pytest.raises(NotImplementedError, match=r"sfa=<Tensor \[256, 1\] torch.int32> .*SM100"):
         qgemm.fp8_fp4_gemm_nt((a, torch.ones(256, 1, dtype=torch.int32)), b, d)
 
@@ -317,11 +346,20 @@ def test_contiguous_arguments():
     idx = torch.zeros(256, dtype=torch.int32)
     for name in ("m_grouped_fp8_gemm_nt_contiguous", "m_grouped_fp8_fp4_gemm_nt_contiguous"):
         fn = getattr(qgemm, name)
-        with pytest.raises(NotImplementedError, match=rf"{name}: use_psum_layout=True is not "
-                                                      r"supported: .*PSUM layout"):
+        # the psum layout: group_ends [G] (G = 2 from b), a hint, checked before the device
+        ends = torch.tensor([100, 256], dtype=torch.int32)
+        for kw in (dict(use_psum_layout=True),
+                   dict(use_psum_layout=True, expected_m_for_psum_layout=64)):
+            with pytest.raises(ValueError, match="CUDA device memory"):
+                fn(a, b, d, ends, **kw)
+        with pytest.raises(ValueError, match=r"group_ends has shape \[256\]: its dimension 0 "
+                                             r"must be 2 \(G, from b\)"):
             fn(a, b, d, idx, use_psum_layout=True)
-        with pytest.raises(NotImplementedError, match=r"expected_m_for_psum_layout=64 is not"):
+        with pytest.raises(ValueError, match=r"expected_m_for_psum_layout=64 only applies with "
+                                             r"use_psum_layout=True"):
             fn(a, b, d, idx, expected_m_for_psum_layout=64)
+        with pytest.raises(ValueError, match=r"expected_m_for_psum_layout must be an int >= 0"):
+            fn(a, b, d, ends, use_psum_layout=True, expected_m_for_psum_layout=-1)
         with pytest.raises(NotImplementedError, match=r"recipe=\(1, 1, 128\)"):
             fn(a, b, d, idx, recipe=(1, 1, 128))
         for kw in ({}, dict(ensure_zero_padding=False), dict(disable_ue8m0_cast=True)):
@@ -541,11 +579,14 @@ def test_gpu_deepgemm_calling_pattern():
         d = torch.full((m, n), pattern, device=dev, dtype=torch.bfloat16)
         fn(a, b, d, grouped_layout, disable_ue8m0_cast=True, use_psum_layout=False,
            ensure_zero_padding=True, recipe=None, recipe_a=None, recipe_b=None)
+        # as DeepGEMM, every row of a segment is written, its -1 rows with the
+        # segment's expert (their A rows are random here, not zero)
+        segment = grouped_layout[torch.arange(m, device=dev) // align_m * align_m]
         for row_group in range(num_groups):
-            rows = grouped_layout == row_group
+            rows = segment == row_group
             ref = ref_a[rows] @ ref_b[row_group].T
             assert _calc_diff(d[rows], ref) < 1e-5, (fn.__name__, row_group)
-        assert (d[grouped_layout == -1] == pattern).all(), "padding rows were written"
+        assert not (d == pattern).any(), "rows of a segment were left unwritten"
 
     # m-grouped masked, as DeepGEMM's generate_m_grouped_masked
     num_groups, max_m, expected_m, n, k = 4, 256, 96, 4096, 7168

@@ -301,12 +301,17 @@ def test_threads_share_one_context():
 
 def contiguous_problem(seed, g=4, n=576, k=1024):
     """Inputs of a contiguous grouped GEMM with uneven experts (one empty) and
-    reference(a, sfa) -> (float64 product of the valid rows, valid-row mask)."""
+    an all-padding segment, and reference(a, sfa) -> (float64 product of the
+    rows the GEMM writes, their mask). Every row of a 128-row segment whose
+    first row names an expert is written, its -1 rows with that expert's B
+    (as DeepGEMM); segments that start with -1 are not."""
     align = qgemm.get_m_alignment_for_contiguous_layout()
     rng = random.Random(seed)
     sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)][:g]
     starts, m = [], 0
-    for size in sizes:
+    for e, size in enumerate(sizes):
+        if e == 1:
+            m += align  # a whole segment of padding rows before expert 1
         starts.append(m)
         m += qgemm.ceil_div(size, align) * align
     m_indices = torch.full((m,), -1, dtype=torch.int32, device=DEV)
@@ -314,13 +319,14 @@ def contiguous_problem(seed, g=4, n=576, k=1024):
         m_indices[start:start + size] = e
     a, sfa = activations((m, k), seed)
     b, sfb = weights((g, n, k), seed)
-    valid = m_indices >= 0
+    segment_expert = m_indices[torch.arange(m, device=DEV) // align * align]
+    valid = segment_expert >= 0
 
     def reference(a, sfa):
         ref = torch.empty(m, n, dtype=torch.float64, device=DEV)
         deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
         for e in range(g):
-            rows = m_indices == e
+            rows = segment_expert == e
             ref[rows] = deq_a[rows] @ deq_b[e].T
         return ref[valid]
 
@@ -335,7 +341,8 @@ def test_grouped_contiguous():
     qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices)
     torch.cuda.synchronize()
     assert_matches(d[valid], ref, seed, f", sizes {sizes}")
-    assert (d[~valid] == BF16_PATTERN).all(), f"seed {seed}: padding rows were written"
+    assert (~valid).any(), "the problem must hold an all-padding segment"
+    assert (d[~valid] == BF16_PATTERN).all(), f"seed {seed}: an all-padding segment was written"
 
 
 def masked_problem(seed, g=4, m_max=256, n=512, k=1536):

@@ -1,0 +1,242 @@
+"""The training GEMMs on a Hopper GPU: the weight gradient (both operands
+scaled per 1x128, FP32 D, D = C + A B^T by TMA reduce-add) and the psum
+layout of the contiguous grouped GEMM (issue 30).
+
+Every result is compared with a float64 product of the exactly dequantized
+inputs (docs/DESIGN.md §7), diff < 1e-5; outputs are poisoned first and the
+rows and columns a call must not write are checked unchanged; shapes are not
+multiples of the tiles; each message carries the seed.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import qgemm
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("skipped: no GPU (no CUDA device visible to torch)", allow_module_level=True)
+_props = torch.cuda.get_device_properties(0)
+if (_props.major, _props.minor) != (9, 0):
+    pytest.skip(f"qgemm needs sm_90 (Hopper); cuda:0 is {_props.name}", allow_module_level=True)
+
+DEV = "cuda"
+PATTERN = -1234.0
+
+
+def _gen(seed):
+    return torch.Generator(device=DEV).manual_seed(seed)
+
+
+def per_token(shape, seed, scale=1.0):
+    """(e4m3, row-major float32 [.., rows, ceil(K/128)] scales) of random data."""
+    g = _gen(seed)
+    x = torch.randn(shape, device=DEV, generator=g) * scale
+    x = x * torch.exp(torch.randn(*shape[:-1], 1, device=DEV, generator=g))
+    return qgemm.per_token_cast_to_fp8(x.bfloat16())
+
+
+def dequant_rows(x, sf):
+    k = x.shape[-1]
+    return x.float().double() * sf.double().repeat_interleave(128, dim=-1)[..., :k]
+
+
+def dequant_b(b, sfb):
+    n, k = b.shape[-2:]
+    s = sfb.double().repeat_interleave(128, dim=-2)[..., :n, :].repeat_interleave(128, dim=-1)
+    return b.float().double() * s[..., :k]
+
+
+def calc_diff(x, y):
+    x, y = x.double(), y.double()
+    return (1 - 2 * (x * y).sum() / (x * x + y * y).sum()).item()
+
+
+# ---- weight gradient ----------------------------------------------------------------------
+
+WGRAD_SHAPES = [(2112, 4096, 7168), (576, 4096, 7168), (300, 520, 400), (1000, 136, 2048),
+                (64, 256, 128), (4096, 7168, 2048)]
+
+
+def wgrad_problem(m, n, k, seed):
+    a, sfa = per_token((m, k), seed)
+    b, sfb = per_token((n, k), seed + 1, 0.05)
+    ref = dequant_rows(a, sfa) @ dequant_rows(b, sfb).T
+    mn = qgemm.get_mn_major_tma_aligned_tensor
+    return (a, mn(sfa)), (b, mn(sfb)), ref
+
+
+@pytest.mark.parametrize("m,n,k", WGRAD_SHAPES)
+@pytest.mark.parametrize("mode", ["store", "in-place", "separate-c"])
+def test_wgrad(m, n, k, mode):
+    seed = random.randrange(2 ** 31)
+    a, b, ref = wgrad_problem(m, n, k, seed)
+    c = torch.randn(m, n, device=DEV, generator=_gen(seed + 7), dtype=torch.float64) * 32
+    # d sits inside a poisoned wider array: columns past N must stay untouched
+    full = torch.full((m, n + 8), PATTERN, device=DEV, dtype=torch.float32)
+    d = full[:, :n]
+    if mode == "store":
+        qgemm.fp8_gemm_nt(a, b, d, recipe=(1, 1, 128))
+        want = ref
+    elif mode == "in-place":
+        d.copy_(c)
+        qgemm.fp8_gemm_nt(a, b, d, c=d, recipe=(1, 1, 128))
+        want = c.float().double() + ref
+    else:
+        c32 = c.float()
+        qgemm.fp8_gemm_nt(a, b, d, c=c32, recipe=(1, 1, 128))
+        want = c32.double() + ref
+        assert torch.equal(c32, c.float()), f"seed {seed}: c was modified"
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any(), f"seed {seed}: NaN in d"
+    diff = calc_diff(d, want)
+    assert diff < 1e-5, f"seed {seed}: {m}x{n}x{k} {mode}: diff {diff:.3g}"
+    assert (full[:, n:] == PATTERN).all(), f"seed {seed}: columns past N were written"
+
+
+def test_wgrad_deepgemm_names():
+    """DeepGEMM's call (test_gemm's wgrad case): row-major scales from its casts, c = d."""
+    import qgemm.deep_gemm as deep_gemm
+    seed = random.randrange(2 ** 31)
+    m, n, k = 576, 4096, 7168
+    a, sfa = per_token((m, k), seed)
+    b, sfb = per_token((n, k), seed + 1, 0.05)
+    ref = dequant_rows(a, sfa) @ dequant_rows(b, sfb).T
+    d = torch.randn(m, n, device=DEV, generator=_gen(seed + 2)) * 32
+    want = d.double() + ref
+    deep_gemm.fp8_fp4_gemm_nt((a, sfa), (b, sfb), d, c=d, recipe=(1, 1, 128),
+                              disable_ue8m0_cast=True)
+    torch.cuda.synchronize()
+    assert calc_diff(d, want) < 1e-5, f"seed {seed}"
+
+
+def test_wgrad_rejected_calls_leave_d_untouched():
+    seed = random.randrange(2 ** 31)
+    a, b, _ = wgrad_problem(256, 512, 1024, seed)
+    d = torch.full((256, 512), PATTERN, device=DEV)
+    overlap = torch.zeros(256 * 512 + 64, device=DEV)
+    with pytest.raises(ValueError, match="overlaps args->d"):
+        qgemm.fp8_gemm_nt(a, b, overlap[64:].view(256, 512), c=overlap[:-64].view(256, 512),
+                          recipe=(1, 1, 128))
+    with pytest.raises(ValueError, match="d must have dtype float32"):
+        qgemm.fp8_gemm_nt(a, b, d.bfloat16(), recipe=(1, 1, 128))
+    with pytest.raises(ValueError, match=r"sfb"):
+        qgemm.fp8_gemm_nt(a, (b[0], b[1][:, :3]), d, recipe=(1, 1, 128))
+    torch.cuda.synchronize()
+    assert (d == PATTERN).all() and (overlap == 0).all(), "a rejected call wrote its output"
+
+
+# ---- psum layout -------------------------------------------------------------------------
+
+
+def psum_problem(seed, counts, n, k, align=128):
+    starts, ends, m = [], [], 0
+    for c in counts:
+        starts.append(m)
+        ends.append(m + c)
+        m = qgemm.align(m + c, align)
+    m = max(m, 1)
+    a, sfa = per_token((m, k), seed)
+    b, sfb = qgemm.per_block_cast_to_fp8(
+        (torch.randn(len(counts), n, k, device=DEV, generator=_gen(seed + 1)) * 0.05).bfloat16())
+    deq_a, deq_b = dequant_rows(a, sfa), dequant_b(b, sfb)
+    rows = torch.zeros(m, dtype=torch.bool, device=DEV)
+    ref = torch.zeros(m, n, dtype=torch.float64, device=DEV)
+    for g, (s, e) in enumerate(zip(starts, ends)):
+        rows[s:e] = True
+        ref[s:e] = deq_a[s:e] @ deq_b[g].T
+    group_ends = torch.tensor(ends, dtype=torch.int32, device=DEV)
+    return (a, qgemm.get_mn_major_tma_aligned_tensor(sfa)), (b, sfb), group_ends, rows, ref
+
+
+@pytest.mark.parametrize("counts,n,k", [
+    ([200, 0, 128, 77, 300], 576, 400),        # an empty group, full and partial blocks
+    ([1, 129, 255, 256], 4096, 7168),
+    ([5000, 3000, 4100, 6000], 6144, 7168),    # DeepGEMM's contiguous psum scale
+    ([0, 0, 50], 512, 1024),                   # leading empty groups
+])
+def test_psum(counts, n, k):
+    seed = random.randrange(2 ** 31)
+    a, b, group_ends, rows, ref = psum_problem(seed, counts, n, k)
+    d = torch.full((rows.shape[0], n), PATTERN, device=DEV, dtype=torch.bfloat16)
+    qgemm.m_grouped_fp8_gemm_nt_contiguous(a, b, d, group_ends, use_psum_layout=True,
+                                           expected_m_for_psum_layout=max(counts))
+    torch.cuda.synchronize()
+    diff = calc_diff(d[rows], ref[rows])
+    assert diff < 1e-5, f"seed {seed}: counts {counts}: diff {diff:.3g}"
+    assert (d[~rows] == PATTERN).all(), f"seed {seed}: rows outside the groups were written"
+
+
+def test_psum_masked_through_contiguous():
+    """DeepGEMM's masked-as-psum case: 32 groups of up to 4096 rows, ~192 each."""
+    seed = random.randrange(2 ** 31)
+    rng = random.Random(seed)
+    counts = [int(192 * rng.uniform(0.7, 1.3)) for _ in range(32)]
+    a, b, group_ends, rows, ref = psum_problem(seed, counts, 4096, 2048)
+    d = torch.full((rows.shape[0], 4096), PATTERN, device=DEV, dtype=torch.bfloat16)
+    import qgemm.deep_gemm as deep_gemm
+    deep_gemm.m_grouped_fp8_fp4_gemm_nt_contiguous(a, b, d, group_ends, use_psum_layout=True,
+                                                   expected_m_for_psum_layout=230,
+                                                   disable_ue8m0_cast=True)
+    torch.cuda.synchronize()
+    assert calc_diff(d[rows], ref[rows]) < 1e-5, f"seed {seed}"
+    assert (d[~rows] == PATTERN).all(), f"seed {seed}: gap rows were written"
+
+
+def test_psum_ends_out_of_range_stay_inside_d():
+    """group_ends past M or decreasing are device data: clamped, nothing outside d is written."""
+    seed = random.randrange(2 ** 31)
+    a, b, _, _, _ = psum_problem(seed, [256, 256], 512, 256)
+    full = torch.full((512 + 128, 512), PATTERN, device=DEV, dtype=torch.bfloat16)
+    d = full[:512]
+    bad = torch.tensor([300, 10 ** 6], dtype=torch.int32, device=DEV)  # second end past M
+    qgemm.m_grouped_fp8_gemm_nt_contiguous(a, b, d, bad, use_psum_layout=True)
+    bad = torch.tensor([400, 100], dtype=torch.int32, device=DEV)  # decreasing: group 1 empty
+    qgemm.m_grouped_fp8_gemm_nt_contiguous(a, b, d, bad, use_psum_layout=True)
+    torch.cuda.synchronize()
+    assert (full[512:] == PATTERN).all(), f"seed {seed}: rows past M were written"
+
+
+def test_psum_cuda_graph_and_compile():
+    seed = random.randrange(2 ** 31)
+    a, b, group_ends, rows, ref = psum_problem(seed, [100, 300, 0, 129], 576, 512)
+    d = torch.full((rows.shape[0], 576), PATTERN, device=DEV, dtype=torch.bfloat16)
+
+    def step(a0, sfa, d):
+        qgemm.m_grouped_fp8_gemm_nt_contiguous((a0, sfa), b, d, group_ends,
+                                               use_psum_layout=True)
+        return d
+
+    step(*a, d)  # compile and load outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step(*a, d)
+    d.fill_(PATTERN)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert calc_diff(d[rows], ref[rows]) < 1e-5, f"seed {seed}: graph replay"
+    assert (d[~rows] == PATTERN).all()
+    compiled = torch.compile(step, fullgraph=True)
+    d.fill_(PATTERN)
+    compiled(*a, d)
+    torch.cuda.synchronize()
+    assert calc_diff(d[rows], ref[rows]) < 1e-5, f"seed {seed}: torch.compile"
+
+
+def test_wgrad_compile():
+    seed = random.randrange(2 ** 31)
+    a, b, ref = wgrad_problem(256, 512, 640, seed)
+    c = torch.randn(256, 512, device=DEV, generator=_gen(seed + 3))
+
+    @torch.compile(fullgraph=True)
+    def step(a0, sfa, b0, sfb, d):
+        qgemm.fp8_gemm_nt((a0, sfa), (b0, sfb), d, c=d, recipe=(1, 1, 128))
+        return d
+
+    d = c.clone()
+    step(*a, *b, d)
+    torch.cuda.synchronize()
+    assert calc_diff(d, c.double() + ref) < 1e-5, f"seed {seed}"
