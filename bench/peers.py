@@ -40,6 +40,11 @@ Modes (one run may combine --host with the table; --sustained runs alone):
   python3 bench/peers.py --sustained S --shape MxNxK [--out DIR]
   python3 bench/peers.py --dry-run [...]       # the rows, no GPU needed
 
+--host rows carry the Python figures (qgemm_us, deepgemm_us) and the C API's
+own, c_api_us: `build/qgemm bench --host-calls N --json` run in its own
+process per row after the Python timing (--qgemm-cli PATH for another build;
+without the binary c_api_us is null and peers.txt says why).
+
 --out DIR writes DIR/peers.json and DIR/peers.txt after every row (rows of an
 existing peers.json with other keys are kept, so --host or --sustained runs
 add to a table run's file).
@@ -848,7 +853,11 @@ def render_txt(doc: Dict[str, Any], max_diff: float) -> str:
         L.append("")
         L.append("host overhead: CPU us per Python call of a cached kernel (perf_counter_ns around the call, "
                  f"median of {host[0].get('calls', '?')} calls, periodic drains outside the timing)")
-        L.append(f"  {'kind':16} {'shape':22} {'qgemm':>9} {'DeepGEMM':>9} {'dg/qg':>6} {'C API':>9}  p10-p90 qgemm | DeepGEMM")
+        c_calls = next((r["c_api_calls"] for r in host if r.get("c_api_calls")), "?")
+        L.append("C API: `qgemm bench --host` in its own process: CLOCK_MONOTONIC around each qg_ call (call to return, "
+                 f"the launch enqueued), median of {c_calls} calls, stream drained every 200 calls outside the timing, "
+                 "D checked after them")
+        L.append(f"  {'kind':16} {'shape':22} {'qgemm':>9} {'DeepGEMM':>9} {'dg/qg':>6} {'C API':>9}  p10-p90 qgemm | DeepGEMM | C API")
         for r in host:
             def spread(lib):
                 lo, hi = r.get(f"{lib}_p10"), r.get(f"{lib}_p90")
@@ -856,7 +865,10 @@ def render_txt(doc: Dict[str, Any], max_diff: float) -> str:
             err = ("  errors: " + "; ".join(f"{a}: {b}" for a, b in r["errors"].items())[:160]) if r.get("errors") else ""
             L.append(f"  {r['kind']:16} {r['shape']:22} {fmt_us(r.get('qgemm_us'))} {fmt_us(r.get('deepgemm_us'))} "
                      f"{fmt_ratio(r.get('deepgemm_us'), r.get('qgemm_us')):>6} {fmt_us(r.get('c_api_us'))}  "
-                     f"{spread('qgemm')} | {spread('deepgemm')}{err}")
+                     f"{spread('qgemm')} | {spread('deepgemm')} | {spread('c_api')}{err}")
+        notes = [r for r in host if r.get("c_api_us") is None and r.get("c_api_note")]
+        for r in notes:
+            L.append(f"  C API n/a for {r['kind']} {r['shape']}: {r['c_api_note']}")
 
     sus = [r for r in rows if r.get("kind") == "sustained"]
     if sus:
@@ -1013,6 +1025,69 @@ def warm_parallel(specs: List[Dict[str, Any]], jobs: int, libs: Libs) -> None:
 # ---- host overhead (issue 26) --------------------------------------------------------------
 
 
+def default_cli() -> str:
+    """The CLI `make` builds in this checkout: <repo>/build/qgemm."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "qgemm")
+
+
+def c_api_command(spec: Dict[str, Any], cli: str, calls: int, seed: int) -> List[str]:
+    """`qgemm bench --host` for a host row's problem: the C API's CPU time per qg_ call.
+
+    Dense: the same M x N x K. Contiguous: G experts of the mean rows each (the CLI's groups are
+    uniform; the row's own sizes are drawn around that mean), so M differs a little. Masked: G
+    groups of max_m rows with expected_m valid in each, so the CLI's expected_m (= its valid rows)
+    is the row's: the same launch-cache key (kind, M_max, N, K, G, expected_m) as the Python call.
+    """
+    cmd = [cli, "bench", "--host-calls", str(min(max(calls, 100), 10000000)), "--json",
+           "--seed", str(max(seed, 0))]
+    n, k = spec["n"], spec["k"]
+    if spec["kind"] == "dense":
+        return cmd + ["--shape", f"{spec['m']}x{n}x{k}"]
+    g, mm = spec["g"], spec["m_mean"]
+    if spec["kind"] == "contiguous":
+        return cmd + ["--shape", f"{g * mm}x{n}x{k}", "--grouped-contiguous", f"{g},{mm}"]
+    max_m = spec["max_m"]
+    valid = max(1, min(max_m, spec["expected_m"]))
+    return cmd + ["--shape", f"{max_m}x{n}x{k}", "--grouped-masked", f"{g},{max_m},{valid}"]
+
+
+def c_api_figure(spec: Dict[str, Any], args: argparse.Namespace, r: Dict[str, Any]) -> None:
+    """Fill r's c_api_us (median), c_api_p10 and c_api_p90 from the CLI, or leave c_api_us None
+    and say why in r["c_api_note"] (shown in peers.txt)."""
+    cli = args.qgemm_cli or default_cli()
+    cmd = c_api_command(spec, cli, args.host_calls, args.seed)
+    r["c_api_cmd"] = " ".join(cmd[1:])
+    if not (os.path.isfile(cli) and os.access(cli, os.X_OK)):
+        r["c_api_note"] = f"{cli} not built (run make, or pass --qgemm-cli PATH)"
+        return
+    try:
+        c = subprocess.run(cmd, capture_output=True, text=True, timeout=args.c_api_timeout)
+    except subprocess.TimeoutExpired:
+        r["c_api_note"] = f"qgemm bench --host did not finish in {args.c_api_timeout} s"
+        return
+    except OSError as e:
+        r["c_api_note"] = f"cannot run {cli}: {short_err(e)}"
+        return
+    err = " | ".join(c.stderr.strip().splitlines()[-2:])[:300]
+    try:
+        doc = json.loads(c.stdout) if c.stdout.strip() else None
+    except ValueError:
+        doc = None
+    rows = doc.get("rows", []) if isinstance(doc, dict) else []
+    if not rows:
+        what = {2: "usage error", 3: "no usable GPU"}.get(c.returncode, f"exit {c.returncode}")
+        r["c_api_note"] = f"qgemm bench --host: {what}: {err or 'no JSON on stdout'}"
+        return
+    row = rows[0]
+    if not row.get("qgemm_pass") or row.get("c_api_us") is None:
+        r["c_api_note"] = f"qgemm bench --host: {row.get('error') or err or 'check failed'}"[:300]
+        return
+    r["c_api_us"] = row["c_api_us"]
+    r["c_api_p10"] = row.get("c_api_p10_us")
+    r["c_api_p90"] = row.get("c_api_p90_us")
+    r["c_api_calls"] = row.get("calls")
+
+
 def host_mode(libs: Libs, args: argparse.Namespace, out: Output) -> None:
     import gc
     import torch
@@ -1031,6 +1106,7 @@ def host_mode(libs: Libs, args: argparse.Namespace, out: Output) -> None:
             row = Row(spec, libs, args.seed, real=False)
         except Exception as e:
             r["errors"] = {"inputs": short_err(e)}
+            c_api_figure(spec, args, r)
             out.add([r])
             continue
         fns: Dict[str, Callable[[], Any]] = {}
@@ -1078,11 +1154,13 @@ def host_mode(libs: Libs, args: argparse.Namespace, out: Output) -> None:
                 r[f"{lib}_p90"] = s[len(s) * 9 // 10] / 1e3
         if errors:
             r["errors"] = errors
-        log(f"{kind:16} {spec['shape']:22} qgemm {fmt_us(r.get('qgemm_us'))} us  DeepGEMM {fmt_us(r.get('deepgemm_us'))} us"
-            + (f"  errors: {errors}" if errors else ""))
-        out.add([r])
         del row, fns
         torch.cuda.empty_cache()
+        c_api_figure(spec, args, r)  # its own process, after this row's buffers are freed
+        log(f"{kind:16} {spec['shape']:22} qgemm {fmt_us(r.get('qgemm_us'))} us  DeepGEMM {fmt_us(r.get('deepgemm_us'))} us"
+            f"  C API {fmt_us(r.get('c_api_us'))} us" + (f" ({r['c_api_note']})" if r.get("c_api_note") else "")
+            + (f"  errors: {errors}" if errors else ""))
+        out.add([r])
 
 
 # ---- sustained --------------------------------------------------------------------------------
@@ -1249,6 +1327,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--host-only", action="store_true", help="only the host-overhead rows")
     p.add_argument("--host-calls", type=int, default=10000, help="calls per library per host shape (default 10000)")
     p.add_argument("--host-drain", type=int, default=200, help="synchronize every N calls, outside the timing")
+    p.add_argument("--qgemm-cli", help="the qgemm CLI whose `bench --host` gives the host rows' c_api_us "
+                   "(default: build/qgemm of this checkout, built by make; missing: c_api_us null, peers.txt says why)")
+    p.add_argument("--c-api-timeout", type=int, default=600, help="seconds per `qgemm bench --host` run (default 600)")
     p.add_argument("--sustained", type=float, default=0.0, help="loop --shape for S seconds per library")
     p.add_argument("--sustained-reps", type=int, default=2, help="alternating repetitions (default 2)")
     p.add_argument("--shape", default="4096x7168x16384", help="MxNxK for --sustained")
@@ -1280,8 +1361,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 f"(order {args.order}); contiguous alignment assumed {align} here (the run uses the libraries' own)")
         if args.host or args.host_only:
             hs = select(host_specs(align, args.seed), False, args.filter)
+            cli = args.qgemm_cli or default_cli()
             for s in hs:
-                log(f"host-{s['kind']:11} {s['shape']:22} {args.host_calls} calls per library")
+                log(f"host-{s['kind']:11} {s['shape']:22} {args.host_calls} calls per library; C API: "
+                    + " ".join(c_api_command(s, cli, args.host_calls, args.seed)))
+            if not (os.path.isfile(cli) and os.access(cli, os.X_OK)):
+                log(f"C API: {cli} not built (make): the host rows' c_api_us would be null")
             n_rows += len(hs)
         return 0
 

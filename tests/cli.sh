@@ -145,8 +145,11 @@ rm -rf "$json_cache"
 # With a GPU (the device machine), check --json's document too.
 if "$qgemm" info --json 2>/dev/null | grep -q '"device": {'; then
     json_ok "check" cases check --quick --json --seed 1
+    json_ok "bench --host" c_api_us bench --host-calls 100 --shape 128x256x512 --json --seed 1
+    json_ok "bench --host masked" c_api_p90_us bench --host-calls 100 --shape 1x256x512 \
+        --grouped-masked 2,64,20 --json --seed 1
 else
-    echo "tests/cli.sh: no GPU: qgemm check --json not run (its no-GPU exit is)"
+    echo "tests/cli.sh: no GPU: qgemm check --json and bench --host --json not run (their no-GPU exits are)"
 fi
 
 # Conflicting options: one line naming both.
@@ -180,6 +183,31 @@ expect 2 "bench: --grouped prints its own tables" bench --grouped --grouped-mask
 expect 2 "bench: --grouped prints its own tables" bench --grouped --grouped-contiguous 4,256
 expect 2 "bench: --grouped uses its own tables; drop --shape" bench --grouped --shape 64x128x128
 expect 2 "bench: --chain prints its own table" bench --chain 4 --grouped-contiguous 4,256
+# --host / --host-calls N (issue 26: the C API's CPU cost per call): a bad count
+# or a table it cannot print is a usage error (exit 2), found before the GPU is
+# opened; a valid invocation without a GPU exits 3.
+expect 2 "bench: --host-calls wants an integer in [100, 10000000], got '5'" bench --host-calls 5
+expect 2 "bench: --host-calls wants an integer in [100, 10000000], got 'x'" bench --host-calls=x
+expect 2 "bench: --host-calls wants an integer in [100, 10000000], got '-5'" bench --host-calls -5
+expect 2 "bench: --host-calls wants an integer in [100, 10000000], got '10000001'" bench \
+    --host-calls 10000001
+expect 2 "bench: --host-calls wants an integer in [100, 10000000], got '1e4'" bench --host --host-calls 1e4
+expect 2 "bench: unknown or incomplete option '--host-calls'" bench --host-calls
+expect 2 "bench: --host takes no value, got '--host=1'" bench --host=1
+expect 2 "bench: --host and --chain exclude each other: pick one" bench --host --chain 4
+expect 2 "bench: --host and --chain exclude each other: pick one" bench --chain 4 --host-calls 100
+expect 2 "bench: --host times the --shape list (or its --grouped-contiguous and --grouped-masked tables); drop --grouped" \
+    bench --host --grouped
+expect 2 "bench: --host writes a table or --json, not --csv" bench --host-calls 1000 --csv
+CUDA_VISIBLE_DEVICES= expect 2 "bench: --host-calls wants" bench --host-calls 0 --shape 128x128x128
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --host --shape 128x2112x7168
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --host-calls=200 --json --shape 4096x4096x2048 \
+    --grouped-masked 6,4096,20
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --host --shape 2048x4096x2048 --grouped-contiguous 8,256
+lines=$(CUDA_VISIBLE_DEVICES= "$qgemm" bench --host --json 2>&1 >/dev/null | wc -l)
+if [ "$lines" = 1 ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "[ FAIL ] qgemm bench --host without a GPU: $lines lines on stderr (want 1)"; fi
+expect_out 0 "--host-calls N" bench --help
 expect 2 "cache: unknown option '--all'" cache --all
 expect 2 "cache: --prune and --clear exclude each other" cache --prune --clear
 

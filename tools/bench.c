@@ -26,6 +26,14 @@
  * TFLOPS = 2*M*N*K / t over the rows that are real (masked / padding rows
  * excluded); GB/s = bytes of A, B, SFA, SFB and D moved once / t.
  *
+ * --host (--host-calls N) times the host instead, for the same problems:
+ * steps 1-3, then the CPU time of N calls of the public qg_ entry point
+ * (CLOCK_MONOTONIC from the call to its return: the launch enqueued on a
+ * cached kernel), the stream drained every HOST_DRAIN calls outside the
+ * timing, D checked once after the calls; median, p10 and p90 per problem
+ * (JSON "c_api_us" is the median, the figure bench/peers.py records). No
+ * peer, no L2 flush, no bandwidth measurement.
+ *
  * Invariants:
  *  - the peer never changes the inputs; both libraries write the same D
  *    buffer, poisoned before each, so each check sees only its own writes;
@@ -40,6 +48,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BENCH_DEFAULT_RUNS 30
 #define SPREAD_NOTE 1.15
@@ -51,6 +60,11 @@
 #define COPY_RUNS 5
 #define NOTE_LEN 384
 #define CHAIN_MAX 16
+#define HOST_DEFAULT_CALLS 10000
+#define HOST_MIN_CALLS 100
+#define HOST_MAX_CALLS 10000000
+#define HOST_DEFAULT_WARMUP 100
+#define HOST_DRAIN 200
 
 typedef enum { OUT_TABLE, OUT_CSV, OUT_JSON } out_format;
 
@@ -58,6 +72,9 @@ typedef struct {
     out_format format;
     bool grouped, use_peer, have_cfg;
     int chain;            /* --chain N: PDL table of N-GEMM chains (0 = off) */
+    bool host;            /* --host / --host-calls N: the C API's CPU time per call */
+    int host_calls;
+    bool warmup_set;      /* --warmup given (--host has its own default) */
     int contiguous_groups, contiguous_rows;     /* --grouped-contiguous G,M (0 = off) */
     int masked_groups, masked_rows, masked_valid; /* --grouped-masked G,M_max[,M] (0 = off) */
     qgtk_l2_flush_mode flush;
@@ -83,6 +100,8 @@ typedef struct {
     bool c_ran;
     double diff_c, diff_qc;
     qgtk_timing qt, ct;     /* qgemm's and cuBLASLt's timings (median, min, max) */
+    bool h_ran;             /* --host: CPU time of one qg_ call, us */
+    double h_median, h_p10, h_p90, h_min, h_max;
     char c_note[NOTE_LEN]; /* why cuBLASLt is n/a, or its algorithm */
     bool dense_ran, dense_pass; /* contiguous: dense qgemm at the same total M */
     double dense_us, dense_flops;
@@ -135,6 +154,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     memset(o, 0, sizeof *o);
     o->runs = BENCH_DEFAULT_RUNS;
     o->warmup = BENCH_DEFAULT_WARMUP;
+    o->host_calls = HOST_DEFAULT_CALLS;
     o->use_peer = true;
     o->flush = QGTK_L2_FLUSH_CLEAN;
     o->seed = cli_fresh_seed();
@@ -148,6 +168,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             o->format = format;
         }
         else if (!strcmp(a, "--grouped")) o->grouped = true;
+        else if (!strcmp(a, "--host")) o->host = true;
         else if (!strcmp(a, "--no-cublas")) o->use_peer = false;
         else if (!next) return cli_usage_error("bench: unknown or incomplete option '%s'", a);
         else if (!strcmp(a, "--shape")) {
@@ -164,7 +185,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             if (!cli_parse_int(next, BENCH_MIN_WARMUP, 100000, &v))
                 return cli_usage_error("bench: --warmup wants an integer >= %d, got '%s'",
                                        BENCH_MIN_WARMUP, next);
-            o->warmup = (int)v, i++;
+            o->warmup = (int)v, o->warmup_set = true, i++;
         } else if (!strcmp(a, "--config")) {
             if (!cli_parse_config(next, &o->cfg))
                 return cli_usage_error("bench: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "
@@ -191,6 +212,11 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
                 return cli_usage_error("bench: --chain wants an integer in [2, %d], got '%s'",
                                        CHAIN_MAX, next);
             o->chain = (int)v, i++;
+        } else if (!strcmp(a, "--host-calls")) {
+            if (!cli_parse_int(next, HOST_MIN_CALLS, HOST_MAX_CALLS, &v))
+                return cli_usage_error("bench: --host-calls wants an integer in [%d, %d], got '%s'",
+                                       HOST_MIN_CALLS, HOST_MAX_CALLS, next);
+            o->host = true, o->host_calls = (int)v, i++;
         } else if (!strcmp(a, "--seed")) {
             if (!cli_parse_int(next, 0, 2147483647L, &v))
                 return cli_usage_error("bench: --seed wants a non-negative integer, got '%s'", next);
@@ -208,6 +234,14 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
                      o->format != OUT_TABLE))
         return cli_usage_error("bench: --chain prints its own table of dense GEMMs; drop "
                                "--grouped*, --csv and --json");
+    if (o->host && o->chain)
+        return cli_usage_error("bench: --host and --chain exclude each other: pick one");
+    if (o->host && o->grouped)
+        return cli_usage_error("bench: --host times the --shape list (or its --grouped-contiguous "
+                               "and --grouped-masked tables); drop --grouped");
+    if (o->host && o->format == OUT_CSV)
+        return cli_usage_error("bench: --host writes a table or --json, not --csv");
+    if (o->host && !o->warmup_set) o->warmup = HOST_DEFAULT_WARMUP;
     return 0;
 }
 
@@ -500,10 +534,131 @@ static bool prepare(bench_env *e, const qgtk_problem_spec *spec, bench_row *row,
     return true;
 }
 
+/* ---- --host: the C API's own cost per call --------------------------------- */
+
+typedef qg_status (*gemm_entry)(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
+                                CUstream stream);
+
+/* The public entry point of a kind, called directly in the timed loop. */
+static gemm_entry entry_of(qg_gemm_kind kind) {
+    switch (kind) {
+    case QG_GEMM_DENSE: return qg_fp8_gemm_nt;
+    case QG_GEMM_GROUPED_CONTIGUOUS: return qg_m_grouped_fp8_gemm_nt_contiguous;
+    case QG_GEMM_GROUPED_MASKED: return qg_m_grouped_fp8_gemm_nt_masked;
+    }
+    return NULL;
+}
+
+static int64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sorted samples (ns): the q-quantile as the sample at index n*q (as
+ * bench/peers.py takes p10 and p90), the median as the mean of the middle two
+ * when n is even. */
+static double quantile_us(const double *ns, int n, int num, int den) {
+    return ns[(int64_t)n * num / den] / 1e3;
+}
+
+static double median_us(const double *ns, int n) {
+    return (n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2])) / 1e3;
+}
+
+/*
+ * --host for one problem: steps 1-3 of the header (created, compiled, run
+ * once and checked: the first call's JIT and module load are done here), then
+ * o->warmup untimed calls, then o->host_calls calls of the public entry point
+ * each timed with CLOCK_MONOTONIC from the call to its return (the launch
+ * enqueued, the kernel not waited for). The stream is drained every
+ * HOST_DRAIN calls, outside the timing, so the launch queue never fills and
+ * no call waits for room in it. D is poisoned before the loop and checked
+ * after it against the same reference, so the launches timed did their work.
+ */
+static void host_problem(bench_env *e, const qgtk_problem_spec *spec, bench_row *row) {
+    ready_problem rp;
+    double *ns = NULL;
+    if (!prepare(e, spec, row, &rp)) goto done;
+    const gemm_entry call = entry_of(rp.p->kind);
+    const qg_gemm_args args = rp.call.args;
+    const qg_config *cfg = rp.call.cfg;
+    const int n = e->o->host_calls;
+    ns = malloc(sizeof *ns * (size_t)n);
+    if (!ns) {
+        snprintf(row->error, sizeof row->error, "out of host memory for %d samples", n);
+        row->pass = false;
+        goto done;
+    }
+    bool first_pass = row->pass;
+    for (int i = 0; i < e->o->warmup; i++)
+        if ((i % HOST_DRAIN == 0 && e->drv->cuStreamSynchronize(e->stream) != CUDA_SUCCESS) ||
+            call(e->ctx, &args, cfg, e->stream) != QG_SUCCESS) {
+            row_error(row, "warm-up call");
+            row->pass = false;
+            goto done;
+        }
+    if (qgtk_problem_poison(e->ctx, rp.p, e->stream) != QG_SUCCESS) {
+        row_error(row, "poisoning D");
+        row->pass = false;
+        goto done;
+    }
+    fprintf(stderr, "timing %d calls of the C API ...\n", n);
+    for (int i = 0; i < n; i++) {
+        CUresult cr = i % HOST_DRAIN ? CUDA_SUCCESS : e->drv->cuStreamSynchronize(e->stream);
+        if (cr != CUDA_SUCCESS) {
+            snprintf(row->error, sizeof row->error,
+                     "draining the stream after %d calls: CUresult %d (a kernel failed?)", i,
+                     (int)cr);
+            row->pass = false;
+            goto done;
+        }
+        const int64_t t0 = monotonic_ns();
+        const qg_status st = call(e->ctx, &args, cfg, e->stream);
+        const int64_t t1 = monotonic_ns();
+        if (st != QG_SUCCESS) {
+            char doing[48];
+            snprintf(doing, sizeof doing, "timed call %d", i);
+            row_error(row, doing);
+            row->pass = false;
+            goto done;
+        }
+        ns[i] = (double)(t1 - t0);
+    }
+    qgtk_check_result res;
+    if (qgtk_problem_check(e->ctx, rp.p, &res) != QG_SUCCESS) {
+        row_error(row, "checking D after the timed calls");
+        row->pass = false;
+        goto done;
+    }
+    row->diff_q = res.diff;
+    row->pass = first_pass && qgtk_check_passed(&res, CLI_DIFF_BOUND);
+    if (first_pass && !row->pass) {
+        char desc[256];
+        snprintf(row->error, sizeof row->error, "check after the timed calls failed: %s",
+                 qgtk_check_describe(&res, desc, sizeof desc));
+    }
+    qsort(ns, (size_t)n, sizeof *ns, cmp_double);
+    row->h_ran = true;
+    row->h_median = median_us(ns, n);
+    row->h_p10 = quantile_us(ns, n, 1, 10);
+    row->h_p90 = quantile_us(ns, n, 9, 10);
+    row->h_min = ns[0] / 1e3;
+    row->h_max = ns[n - 1] / 1e3;
+done:
+    if (rp.p) e->drv->cuStreamSynchronize(e->stream); /* after a failed call: nothing in flight */
+    free(ns);
+    qgtk_problem_free(rp.p);
+}
+
 /* Steps 1-5 of the header for one problem (4 when with_peer), timed in turn
- * with e->companion when one is set. */
+ * with e->companion when one is set; with --host, host_problem instead. */
 static void bench_problem(bench_env *e, const qgtk_problem_spec *spec, bool with_peer,
                           bench_row *row) {
+    if (e->o->host) {
+        host_problem(e, spec, row);
+        return;
+    }
     ready_problem rp;
     uint16_t *dq = NULL;
     if (!prepare(e, spec, row, &rp)) goto done;
@@ -791,6 +946,45 @@ static void json_report(const bench_env *e) {
     printf("\n  ]\n}\n");
 }
 
+/* --host --json: one document, a row per problem; "c_api_us" is the median
+ * (the figure bench/peers.py records as its host rows' c_api_us). */
+static void host_json_report(const bench_env *e) {
+    printf("{\n  \"device\": {\"name\": ");
+    json_string(e->props.name);
+    printf(", \"cc\": \"%d.%d\", \"sm_count\": %d, \"sm_clock_mhz\": %d},\n  \"library\": ",
+           e->props.cc_major, e->props.cc_minor, e->props.sm_count, e->clock_khz / 1000);
+    json_string(qg_version_string());
+    printf(",\n  \"mode\": \"host\", \"timer\": \"CLOCK_MONOTONIC around each qg_ call\", "
+           "\"host_calls\": %d, \"warmup\": %d, \"drain_every\": %d, \"seed\": %llu,\n"
+           "  \"rows\": [", e->o->host_calls, e->o->warmup, HOST_DRAIN,
+           (unsigned long long)e->o->seed);
+    for (int i = 0; i < e->num_rows; i++) {
+        const bench_row *r = &e->rows[i];
+        printf("%s\n    {\"kind\": \"%s\", \"groups\": %d, \"m\": %d, \"valid_m\": %d, "
+               "\"n\": %d, \"k\": %d, \"config\": ", i ? "," : "", cli_kind_name(r->kind),
+               r->groups, r->m, r->valid, r->n, r->k);
+        json_string(r->config);
+        printf(", \"calls\": %d, \"c_api_us\": ", r->h_ran ? e->o->host_calls : 0);
+        put_num(true, r->h_ran, "%.3f", r->h_median);
+        printf(", \"c_api_p10_us\": ");
+        put_num(true, r->h_ran, "%.3f", r->h_p10);
+        printf(", \"c_api_p90_us\": ");
+        put_num(true, r->h_ran, "%.3f", r->h_p90);
+        printf(", \"c_api_min_us\": ");
+        put_num(true, r->h_ran, "%.3f", r->h_min);
+        printf(", \"c_api_max_us\": ");
+        put_num(true, r->h_ran, "%.3f", r->h_max);
+        printf(", \"diff_qgemm\": ");
+        put_num(true, true, "%.3e", r->diff_q);
+        printf(", \"qgemm_pass\": %s, \"jit_ms\": ", r->pass ? "true" : "false");
+        put_num(true, r->jit_done, "%.1f", r->jit.compile_ms);
+        printf(", \"error\": ");
+        json_string(r->error);
+        printf("}");
+    }
+    printf("\n  ]\n}\n");
+}
+
 static void table_summary(const bench_env *e) {
     int n_speedup;
     double gm = geomean_speedup(e, &n_speedup);
@@ -861,9 +1055,40 @@ static void table_summary(const bench_env *e) {
 /* Tables                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* --host: the table's header (first: the paragraph saying what is timed). */
+static void host_header(const bench_env *e, qg_gemm_kind kind, bool first) {
+    if (first)
+        printf("\nhost cost of one call of the C API (qg_ entry point, cached kernel): "
+               "CLOCK_MONOTONIC from the call to its\nreturn, the launch enqueued; %d calls per "
+               "problem after %d untimed ones, the stream drained every %d calls\noutside the "
+               "timing; D checked after the calls\n", e->o->host_calls, e->o->warmup, HOST_DRAIN);
+    printf("\n%s\n%-20s %-16s %9s %9s %9s %9s %9s %10s\n",
+           kind == QG_GEMM_DENSE ? "dense GEMM (M x N x K)"
+           : kind == QG_GEMM_GROUPED_CONTIGUOUS
+               ? "contiguous grouped GEMM (groups x rows, N x K)"
+               : "masked grouped GEMM (groups x M_max, N x K; groups x M/M_max where M rows of "
+                 "each group are valid)",
+           "shape", "bm,bn,st,mc", "median us", "p10 us", "p90 us", "min us", "max us",
+           "diff");
+}
+
+static void host_table_row(const bench_row *r) {
+    char shape[48];
+    shape_label(r, shape, sizeof shape);
+    printf("%-20s %-16s", shape, r->config[0] ? r->config : "-");
+    if (r->h_ran)
+        printf(" %9.2f %9.2f %9.2f %9.2f %9.2f", r->h_median, r->h_p10, r->h_p90, r->h_min,
+               r->h_max);
+    else printf(" %9s %9s %9s %9s %9s", "error", "-", "-", "-", "-");
+    printf(" %9.2e%s\n", r->diff_q, r->pass ? "" : "!");
+    if (r->error[0]) printf("    qgemm: %s\n", r->error);
+    fflush(stdout);
+}
+
 static void emit_row(bench_env *e, const bench_row *r) {
     if (e->o->format == OUT_TABLE) {
-        table_row(r);
+        if (e->o->host) host_table_row(r);
+        else table_row(r);
         return;
     }
     /* Machine-readable output keeps stdout clean: the notes go to stderr. */
@@ -874,7 +1099,8 @@ static void emit_row(bench_env *e, const bench_row *r) {
 }
 
 static void emit_header(bench_env *e, qg_gemm_kind kind, bool first) {
-    if (e->o->format == OUT_TABLE) table_header(kind);
+    if (e->o->format == OUT_TABLE && e->o->host) host_header(e, kind, first);
+    else if (e->o->format == OUT_TABLE) table_header(kind);
     else if (e->o->format == OUT_CSV && first) csv_header();
 }
 
@@ -1041,9 +1267,10 @@ static void contiguous_row(bench_env *e, int g, int rows, int n, int k) {
     qgtk_problem_spec spec = base_spec(e, QG_GEMM_GROUPED_CONTIGUOUS, g * rows, n, k, g);
     spec.group_m = uniform_rows(g, rows);
     bench_row dense = {.kind = QG_GEMM_DENSE};
-    ready_problem drp;
+    ready_problem drp = {0};
     qgtk_problem_spec dspec = base_spec(e, QG_GEMM_DENSE, g * rows, n, k, 1);
-    e->companion = prepare(e, &dspec, &dense, &drp) ? &drp.call : NULL;
+    /* --host times the grouped call alone */
+    e->companion = !e->o->host && prepare(e, &dspec, &dense, &drp) ? &drp.call : NULL;
     e->companion_ran = false;
     bench_problem(e, &spec, true, r);
     e->companion = NULL;
@@ -1116,12 +1343,15 @@ int cli_bench(int argc, char **argv) {
         cli_close_gpu(e.ctx, e.drv);
         return CLI_EXIT_FAIL;
     }
-    if (!o.use_peer) snprintf(e.peer_note, sizeof e.peer_note, "disabled by --no-cublas");
+    if (o.host) snprintf(e.peer_note, sizeof e.peer_note, "not run by --host");
+    else if (!o.use_peer) snprintf(e.peer_note, sizeof e.peer_note, "disabled by --no-cublas");
     else if (!(e.peer = lt_peer_open(e.drv, e.peer_note, sizeof e.peer_note)))
         fprintf(stderr, "cublasLt: n/a (%s)\n", e.peer_note);
-    fprintf(stderr, "measuring copy and write bandwidth ...\n");
-    e.copy_gbs = device_bandwidth(&e, false);
-    e.write_gbs = device_bandwidth(&e, true);
+    if (!o.host) { /* --host times no kernel */
+        fprintf(stderr, "measuring copy and write bandwidth ...\n");
+        e.copy_gbs = device_bandwidth(&e, false);
+        e.write_gbs = device_bandwidth(&e, true);
+    }
     if (o.format == OUT_TABLE)
         printf("qgemm bench on %s (%d SMs), seed %llu\n", e.props.name, e.props.sm_count,
                (unsigned long long)o.seed);
@@ -1132,12 +1362,15 @@ int cli_bench(int argc, char **argv) {
     else if (!o.chain) dense_table(&e);
 
     if (o.chain) chain_table(&e);
+    else if (o.host && o.format == OUT_JSON) host_json_report(&e);
+    else if (o.host) printf("\nqgemm %s on %s (%d SMs); seed %llu\n", qg_version_string(),
+                            e.props.name, e.props.sm_count, (unsigned long long)o.seed);
     else if (o.format == OUT_TABLE) table_summary(&e);
     else if (o.format == OUT_JSON) json_report(&e);
     int failures = e.chain_failures;
     for (int i = 0; i < e.num_rows; i++)
-        failures += !e.rows[i].pass ||
-                    (e.rows[i].kind == QG_GEMM_GROUPED_CONTIGUOUS && !e.rows[i].dense_pass);
+        failures += !e.rows[i].pass || (!o.host && e.rows[i].kind == QG_GEMM_GROUPED_CONTIGUOUS &&
+                                        !e.rows[i].dense_pass);
     if (failures) fprintf(stderr, "qgemm bench: %d problem(s) FAILED their check or errored\n",
                           failures);
     lt_peer_close(e.peer);

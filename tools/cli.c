@@ -145,7 +145,7 @@ int cli_usage_error(const char *fmt, ...) {
 /* Options that take no value: "--json=1" is refused, not split. */
 static const char *const flag_options[] = {"--quick", "--json", "--csv", "--dense", "--offline",
                                            "--progress", "--grouped", "--no-cublas", "--prune",
-                                           "--clear", "--help", "--version"};
+                                           "--clear", "--help", "--version", "--host"};
 
 int cli_split_option_values(int argc, char **argv, char ***out) {
     int extra = 0;

@@ -2,7 +2,8 @@
  * qgemm.c -- the command-line tool's main: usage and dispatch to one unit per
  * command (declared in cli.h); the helpers they share are tools/cli.c.
  *
- *   qgemm bench    [options]   qgemm vs cuBLASLt timings (bench.c)
+ *   qgemm bench    [options]   qgemm vs cuBLASLt timings; --host: the C
+ *                              API's CPU cost per call (bench.c)
  *   qgemm check    [--quick] [--seed N] [--json]          (cmd_check.c)
  *   qgemm compile  [--shape MxNxK]... [--grouped-contiguous G]
  *                  [--grouped-masked G,M_max] [--config bm,bn,st,mc]
@@ -53,7 +54,15 @@ static const struct {
      "                  programmatic dependent launch (default: M <= 128)\n"
      "  --flush clean|write  L2 flush before each timed run: write then read\n"
      "                  2x L2 (default), or the write alone, whose dirty lines\n"
-     "                  the timed kernel writes back\n"},
+     "                  the timed kernel writes back\n"
+     "  --host          instead of kernel times: the C API's CPU cost of a call\n"
+     "                  (qg_ call to return, the launch enqueued, cached kernel),\n"
+     "                  median, p10 and p90 of --host-calls calls per --shape, or\n"
+     "                  per row of the --grouped-contiguous / --grouped-masked\n"
+     "                  tables; the stream is drained every 200 calls outside the\n"
+     "                  timing, D checked after the calls (--warmup default 100)\n"
+     "  --host-calls N  timed calls per problem for --host (implies it;\n"
+     "                  100..10000000, default 10000)\n"},
     {"check", "correctness sweep against an exact fp64 reference (exit 1 on failure)",
      "  --quick         6 small cases (for compute-sanitizer)\n"
      "  --seed N        input seed (default: from the clock, printed)\n"
