@@ -545,6 +545,8 @@ static gemm_entry entry_of(qg_gemm_kind kind) {
     case QG_GEMM_DENSE: return qg_fp8_gemm_nt;
     case QG_GEMM_GROUPED_CONTIGUOUS: return qg_m_grouped_fp8_gemm_nt_contiguous;
     case QG_GEMM_GROUPED_MASKED: return qg_m_grouped_fp8_gemm_nt_masked;
+    case QG_GEMM_GROUPED_PSUM: return qg_m_grouped_fp8_gemm_nt_psum;
+    case QG_GEMM_WGRAD: return qg_fp8_gemm_nt_wgrad;
     }
     return NULL;
 }
