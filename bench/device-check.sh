@@ -233,7 +233,7 @@ step_suite() {
     PYTHONPATH=python STEP_TIMEOUT="${SUITE_TIMEOUT:-540}" \
         T python3 bench/deepgemm_suite.py --deepgemm .peers/DeepGEMM --out "$OUT" >> "$OUT/suite.log" 2>&1
     local rc=$?
-    grep -E "^== |FAIL|suite through" "$OUT/suite.log" | tail -n 60
+    grep -E "^== |FAIL|suite through" "$OUT/suite.log" | cut -c1-300 | tail -n 60
     return "$rc"
 }
 

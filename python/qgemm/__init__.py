@@ -112,6 +112,7 @@ __all__ = [
     "set_ignore_compile_dims",
     "set_block_size_multiple_of",
     "per_channel_cast_to_fp8",
+    "k_grouped_fp8_gemm_nt_contiguous",
     "ceil_to_ue8m0",
     "align",
 ] + sorted(_dg.STUBS) + sorted(_dg.CUBLASLT)
@@ -389,6 +390,64 @@ def m_grouped_fp8_fp4_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tens
     _dg.check_tensors(name, sfa, sfb, d)
     _gemm(_C.KIND_MASKED, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, masked_m,
           _as_int(expected_m, "expected_m"), None, None)
+
+
+def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Optional[Sequence[int]],
+                                     grouped_layout: Tensor, c: Any = None,
+                                     recipe: Any = (1, 1, 128), compiled_dims: str = "mn",
+                                     use_psum_layout: bool = False) -> None:
+    """DeepGEMM's k-grouped weight gradient (SM90, K-major): for every group g,
+    ``d[g] = c[g] + A_g @ B_g.T`` (FP32), where the groups split K (the tokens
+    of each expert): a is flat, group g's A_g [M, K_g] (row-major) starting
+    at element M * (K_0 + ... + K_{g-1}), b likewise [N, K_g]; sfa [M,
+    sum(K)/128] and sfb [N, sum(K)/128] (DeepGEMM's per-channel casts,
+    transposed) hold each group's 1x128 scales in its K range. ``ks_cpu``:
+    the K of each group (multiples of 128; 0 = an empty group, whose d[g] is
+    c[g], or zero without c); ``grouped_layout`` the same on the device
+    (unused: qgemm reads the host list). Each non-empty group is one launch of
+    the weight-gradient GEMM (K is a run-time argument of its kernel, so every
+    group runs the same compiled kernel); c is d (DeepGEMM's use) accumulates
+    in place.
+    """
+    name = "k_grouped_fp8_gemm_nt_contiguous"
+    if _dg._as_tuple(recipe) != _dg.WGRAD_RECIPE:
+        raise _dg.unsupported(name, "recipe", recipe, "the k-grouped GEMM takes (1, 1, 128)")
+    if use_psum_layout:
+        raise _dg.unsupported(name, "use_psum_layout", use_psum_layout,
+                              "the psum form of the k-grouped GEMM is SM100's (DeepGEMM too)")
+    if not ks_cpu:
+        raise ValueError(f"qgemm: {name}: ks_cpu (the K of each group, on the host) is required")
+    a_, sfa = _dg.split_pair(a, "a")
+    b_, sfb = _dg.split_pair(b, "b")
+    if getattr(d, "dim", lambda: 0)() != 3:
+        raise ValueError(f"qgemm: {name}: d must be a float32 [G, M, N] tensor")
+    g, m, n = d.shape
+    ks = [_as_int(k, "ks_cpu[i]") for k in ks_cpu]
+    if len(ks) != g or any(k < 0 or k % 128 for k in ks):
+        raise ValueError(f"qgemm: {name}: ks_cpu must hold G = {g} multiples of 128 (>= 0), "
+                         f"got {list(ks_cpu)}")
+    total = sum(ks)
+    if a_.numel() != total * m or b_.numel() != total * n:
+        raise ValueError(f"qgemm: {name}: a must hold M * sum(K) = {total * m} and b N * sum(K) "
+                         f"= {total * n} elements, got {a_.numel()} and {b_.numel()}")
+    if c is not None and (getattr(c, "shape", None) != d.shape):
+        raise ValueError(f"qgemm: {name}: c must be shaped like d {list(d.shape)}")
+    a_flat, b_flat = a_.reshape(-1), b_.reshape(-1)
+    prefix = 0
+    for i, k in enumerate(ks):
+        c_i = None if c is None else (d[i] if c is d else c[i])
+        if k == 0:
+            if c is None:
+                d[i].zero_()
+            elif c is not d:
+                d[i].copy_(c[i])
+        else:
+            kb0, kb1 = prefix // 128, (prefix + k) // 128
+            a_i = a_flat[prefix * m:(prefix + k) * m].view(m, k)
+            b_i = b_flat[prefix * n:(prefix + k) * n].view(n, k)
+            fp8_gemm_nt((a_i, _dg.mn_major_sf(sfa[:, kb0:kb1])),
+                        (b_i, _dg.mn_major_sf(sfb[:, kb0:kb1])), d[i], c=c_i, recipe=(1, 1, 128))
+        prefix += k
 
 
 fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_fp4_gemm_nt_masked  # DeepGEMM's legacy alias

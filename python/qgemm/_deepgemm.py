@@ -274,8 +274,8 @@ def set_block_size_multiple_of(new_value: Any) -> None:
 
 _WHY_NN = "qgemm's kernels take K-major A and B only (NT); transpose B to [N, K] K-major"
 _WHY_TN = "qgemm's kernels take K-major A and B only (NT); make A [M, K] K-major"
-_WHY_KG = ("k-grouped GEMMs (DeepGEMM's 1D1D weight-gradient kernel with per-channel scales "
-           "and an FP32 C) are not implemented in qgemm")
+_WHY_KG = ("the TN form of the k-grouped GEMM is SM100's; on SM90 use "
+           "k_grouped_fp8_gemm_nt_contiguous (K-major A and B)")
 _WHY_BF16 = "qgemm has FP8 block-scaled GEMMs only (no BF16 GEMM)"
 _WHY_SM100 = "an SM100 (Blackwell) format; qgemm targets SM90 with float32 scales"
 
@@ -285,7 +285,6 @@ MISSING: Dict[str, str] = {
     "m_grouped_fp8_fp4_gemm_nn_contiguous": _WHY_NN,
     "m_grouped_fp8_gemm_nn_contiguous": _WHY_NN,
     "fp8_gemm_nt_skip_head_mid": "the skip-head-mid output variant is not implemented",
-    "k_grouped_fp8_gemm_nt_contiguous": _WHY_KG,
     "k_grouped_fp8_gemm_tn_contiguous": _WHY_KG,
     "bf16_gemm_nt": _WHY_BF16, "bf16_gemm_nn": _WHY_BF16,
     "bf16_gemm_tn": _WHY_BF16, "bf16_gemm_tt": _WHY_BF16,

@@ -44,6 +44,10 @@ DEEPGEMM_SIGNATURES = {
         ("sf", R), ("mn", R), ("k", R), ("recipe", R), ("num_groups", None), ("is_sfa", None),
         ("disable_ue8m0_cast", False), ("psum_layout", None)],
     "get_theoretical_mk_alignment_for_contiguous_layout": [("expected_m", None)],
+    "k_grouped_fp8_gemm_nt_contiguous": [("a", R), ("b", R), ("d", R), ("ks_cpu", R),
+                                         ("grouped_layout", R), ("c", None),
+                                         ("recipe", (1, 1, 128)), ("compiled_dims", "mn"),
+                                         ("use_psum_layout", False)],
     "per_token_cast_to_fp8": [("x", R), ("use_ue8m0", R), ("gran_k", 128),
                               ("use_packed_ue8m0", False)],
     "per_channel_cast_to_fp8": [("x", R), ("use_ue8m0", R), ("gran_k", 128)],
@@ -113,6 +117,7 @@ SUPPORTED = {
     "set_ignore_compile_dims", "set_block_size_multiple_of", "ceil_div", "align",
     "ceil_to_ue8m0", "per_token_cast_to_fp8", "per_channel_cast_to_fp8", "per_block_cast_to_fp8",
     "cublaslt_gemm_nt", "cublaslt_gemm_nn", "cublaslt_gemm_tn", "cublaslt_gemm_tt",
+    "k_grouped_fp8_gemm_nt_contiguous",
 }
 
 MODULES = [pytest.param(qgemm, id="qgemm"), pytest.param(qdg, id="qgemm.deep_gemm")]

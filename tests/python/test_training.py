@@ -240,3 +240,42 @@ def test_wgrad_compile():
     step(*a, *b, d)
     torch.cuda.synchronize()
     assert calc_diff(d, c.double() + ref) < 1e-5, f"seed {seed}"
+
+
+# ---- k-grouped weight gradient -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ks,m,n", [([384, 0, 128, 1024], 256, 384), ([2048, 1536, 2560], 4096, 520)])
+def test_k_grouped(ks, m, n):
+    """DeepGEMM's layout: group g's A_g [M, K_g] and B_g [N, K_g] one after the
+    other in flat tensors, per-channel scales [M|N, sum(K)/128]; d = c + A_g B_g^T
+    in place; an empty group keeps c."""
+    import qgemm.deep_gemm as deep_gemm
+    seed = random.randrange(2 ** 31)
+    g = len(ks)
+    parts_a, parts_b, sfa_cols, sfb_cols, ref = [], [], [], [], []
+    c = torch.randn(g, m, n, device=DEV, generator=_gen(seed + 5)) * 32
+    for i, k in enumerate(ks):
+        if k == 0:
+            ref.append(c[i].double())
+            continue
+        a_i, sfa_i = per_token((m, k), seed + 10 * i)
+        b_i, sfb_i = per_token((n, k), seed + 10 * i + 1, 0.05)
+        parts_a.append(a_i.reshape(-1))
+        parts_b.append(b_i.reshape(-1))
+        sfa_cols.append(sfa_i)
+        sfb_cols.append(sfb_i)
+        ref.append(c[i].double() + dequant_rows(a_i, sfa_i) @ dequant_rows(b_i, sfb_i).T)
+    a = torch.cat(parts_a)
+    b = torch.cat(parts_b)
+    # DeepGEMM hands the scales over as sf.T of a [sum(K)/128, M] tensor: M-major
+    sfa = torch.cat(sfa_cols, dim=1).T.contiguous().T
+    sfb = torch.cat(sfb_cols, dim=1).T.contiguous().T
+    d = c.clone()
+    layout = torch.tensor(ks, dtype=torch.int32, device=DEV)
+    deep_gemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, ks, layout, d,
+                                               recipe=(1, 1, 128))
+    torch.cuda.synchronize()
+    for i in range(g):
+        diff = calc_diff(d[i], ref[i])
+        assert diff < 1e-5, f"seed {seed}: group {i} (K {ks[i]}): diff {diff:.3g}"
