@@ -53,7 +53,8 @@ static void small_free(small_problem *p) {
 }
 
 /* Fill a problem with random codes and scales. Contiguous m_indices are
- * random runs (not 128-aligned: the reference must not care), with -1 rows;
+ * random runs (not 128-aligned: each row takes its 128-row segment's first
+ * row's expert, which the reference must follow), with -1 rows;
  * masked_m covers 0, M_max and an inner value. */
 static void small_make(small_problem *p) {
     const int kb = (p->k + 127) / 128, nb = (p->n + 127) / 128;
@@ -76,7 +77,11 @@ static void small_make(small_problem *p) {
         p->idx = malloc(sizeof(int32_t) * (size_t)p->m);
         int g = -1;
         for (int r = 0; r < p->m; r++) {
-            if (r == 0 || rnd() % 9 == 0) g = (int)(rnd() % (uint64_t)(G + 1)) - 1;
+            /* the first segment starts with a real expert (rows get computed),
+             * later ones may start with -1 (their rows must stay NaN) */
+            if (r == 0) g = (int)(rnd() % (uint64_t)G);
+            else if (r == 128) g = -1; /* a second segment that is all padding */
+            else if (rnd() % 9 == 0) g = (int)(rnd() % (uint64_t)(G + 1)) - 1;
             p->idx[r] = g;
         }
     }
@@ -98,7 +103,8 @@ static double naive_element(const small_problem *p, int64_t r, int c, int *group
     const int kb_count = (x->k + 127) / 128, nb_count = (x->n + 127) / 128;
     int g = 0;
     int64_t local = r;
-    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) g = x->m_indices[r];
+    /* every row of a 128-row segment takes the expert of the segment's first row */
+    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) g = x->m_indices[r - r % 128];
     if (p->kind == QG_GEMM_GROUPED_MASKED) {
         g = (int)(r / x->m);
         local = r % x->m;
@@ -174,7 +180,7 @@ TEST(reference_contiguous_vs_naive) {
     small_problem p1 = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = 300, .n = 136, .k = 272,
                         .groups = 3, .lda_pad = 16};
     if (compare_with_naive(&p1) != QG_T_PASS) return QG_T_FAIL;
-    small_problem p2 = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = 77, .n = 16, .k = 16,
+    small_problem p2 = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = 177, .n = 16, .k = 16,
                         .groups = 5, .sfa_pad = 4};
     return compare_with_naive(&p2);
 }
