@@ -109,6 +109,14 @@ class BuildExt(build_ext):
         script.write_text("{ global: PyInit__C; local: *; };\n")
         ext.extra_link_args = [a for a in ext.extra_link_args if "--version-script" not in a]
         ext.extra_link_args.append(f"-Wl,--version-script={script}")
+
+        # No RUNPATH: some Pythons (pyenv's, a self-built one) put
+        # -Wl,-rpath,<their prefix>/lib in LDSHARED, which would give the
+        # module an absolute RUNPATH into this machine; it links no library
+        # that needs one (tests/package.sh checks).
+        self.compiler.linker_so = [
+            a for a in self.compiler.linker_so if not a.startswith(("-Wl,-rpath", "-Wl,-R"))
+        ]
         super().build_extension(ext)
 
 
