@@ -7,7 +7,9 @@ library: the CUDA driver and NVRTC are loaded at run time (src/driver.c,
 src/nvrtc.c), so `import qgemm` works on machines without a GPU or a CUDA
 toolkit, and the module has no RUNPATH. NVRTC is looked for at the first
 compile in $QGEMM_NVRTC_DIR (e.g. the pip package nvidia-cuda-nvrtc's lib/),
-$CUDA_HOME/lib64 (default /usr/local/cuda), then through the system loader.
+$CUDA_HOME/lib64 (default /usr/local/cuda), then through the system loader;
+the package depends on nvidia-cuda-nvrtc and, at import, sets QGEMM_NVRTC_DIR
+to it when the variable is unset (qgemm/_nvrtc_path.py).
 
 Where things are found:
   QGEMM_ROOT  the qgemm source tree (include/qgemm.h, src/, kernels/, tools/);
