@@ -144,8 +144,11 @@ check_so "$so" "the wheel's $(basename "$so")"
 # An empty environment: no LD_LIBRARY_PATH, no CUDA_HOME but an empty folder, a
 # fresh kernel cache; run from $work so that ./python is not on sys.path.
 hidden=(env -i HOME="$HOME" PATH=/usr/bin:/bin CUDA_HOME="$work/empty" QGEMM_CACHE_DIR="$work/cache")
+# (ldconfig's output is read whole: `ldconfig -p | grep -q` under pipefail
+# fails at random when grep exits before ldconfig has written everything.)
 hide=()
-if ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && unshare -m true 2>/dev/null; then
+ld_cache="$(ldconfig -p 2>/dev/null || true)"
+if grep -q 'libnvrtc\.so' <<<"$ld_cache" && unshare -m true 2>/dev/null; then
     hide=(unshare -m bash -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' _)
 fi
 in_hidden() { (cd "$work" && "${hide[@]}" "${hidden[@]}" "$@"); }
@@ -159,7 +162,8 @@ for n in ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"):
 sys.exit(1)'
 if visible="$(in_hidden "$py" -c "$probe")"; then
     toolkit_hidden=0
-    echo "package.sh: note: $visible stays reachable through the system loader here (no unshare); the pip NVRTC's use is checked through /proc/self/maps"
+    if ((${#hide[@]})); then why="found outside ld.so.cache, in a default folder"; else why="unshare not allowed"; fi
+    echo "package.sh: note: $visible stays reachable through the system loader ($why); the pip NVRTC's use is checked through /proc/self/maps"
 else
     toolkit_hidden=1
 fi
