@@ -106,14 +106,18 @@ $(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $
 $(BUILD):
 	mkdir -p $@
 
-# The C tests, the command-line tool's argument checks, the C example (on a
-# machine without a GPU it says so and passes only because of --check-offline),
-# then the Python package's (tests/python/run.sh builds it in place, runs pytest
-# and traces examples/moe.py); `make pytest` runs only the Python tests.
+# The C tests, the command-line tool's argument checks, `make install` and its
+# consumers, the Python package's sdist and manylinux wheel in fresh venvs under
+# $(BUILD)/package (tests/package.sh: NVRTC from PyPI, the toolkit hidden), the
+# C example (on a machine without a GPU it says so and passes only because of
+# --check-offline), then the Python package's tests (tests/python/run.sh builds
+# it in place, runs pytest and traces examples/moe.py); `make pytest` runs only
+# the Python tests, `make package-test` only tests/package.sh.
 test: all examples
 	$(BUILD)/qgemm_tests
 	bash tests/cli.sh $(BUILD)
 	bash tests/install.sh
+	bash tests/package.sh $(BUILD)
 	examples/gemm --check-offline
 	bash tests/python/run.sh $(BUILD)
 
@@ -122,9 +126,12 @@ test: all examples
 examples: $(BUILD)/libqgemm.a
 	$(MAKE) -C examples CUDA_HOME=$(CUDA_HOME) CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror"
 
-.PHONY: pytest
+.PHONY: pytest package-test
 pytest:
 	bash tests/python/run.sh $(BUILD)
+
+package-test:
+	bash tests/package.sh $(BUILD)
 
 # Install: header, static and shared library (with its links), pkg-config and
 # CMake files, the CLI. DESTDIR stages (packagers); PREFIX is what the files say.

