@@ -68,7 +68,7 @@ cmake -S tests/install -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD
 cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "cmake build"; }
 LD_LIBRARY_PATH="$root/lib" "$tmp/cmake/consumer_shared"
 "$tmp/cmake/consumer_static"
-ok "CMake consumers (find_package(qgemm 0.3) -> qgemm::qgemm, qgemm::qgemm_static)"
+ok "CMake consumers (find_package(qgemm 0.4) -> qgemm::qgemm, qgemm::qgemm_static)"
 
 info="$("$root/bin/qgemm" info)" || fail "qgemm info"
 head -n 3 <<<"$info"
