@@ -338,6 +338,9 @@ QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_sc
  * (8 columns) of the tile row.
  */
 #define QG_STORE_BYTES (QG_STORE_COLS * 2)
+/* Columns of one TMA store (or reduce-add) chunk of D: FP32 D leaves in
+ * 32-column (128-byte) chunks, bf16 D in QG_STORE_COLS. */
+#define QG_D_CHUNK_COLS (QG_D_F32 ? 32 : QG_STORE_COLS)
 #define QG_STORE_UNITS (QG_STORE_BYTES / 16)
 static_assert(QG_STORE_COLS == 16 || QG_STORE_COLS == 32 || QG_STORE_COLS == 64, "store chunk");
 static_assert(QG_BLOCK_N % QG_STORE_COLS == 0, "store chunks tile block_n");
@@ -712,7 +715,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             red_phase ^= 1;
 #endif
 
-            /* ---- epilogue: bf16 -> smem_d (stmatrix) -> global ------------- */
+            /* ---- epilogue: D -> smem_d (bf16: stmatrix; FP32: st.shared) -> TMA --- */
             /* The previous tile's TMA store must have finished reading smem_d
              * (it had a whole main loop to do so) and every thread must be
              * done with the previous tile's row-predicated copy. */
@@ -738,18 +741,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                                out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1]);
                         }
             }
-            qg_fence_proxy_async_shared();
-            qg_named_barrier(1, QG_NUM_MATH_THREADS);
-            if (threadIdx.x == 0) {
-                for (int i = 0; i < QG_BLOCK_N / 32 && n_begin + i * 32 < QG_SHAPE_N; ++i) {
-                    const float *chunk = (const float *)smem_d + i * QG_BLOCK_M * 32;
-                    if (QG_D_REDUCE) qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * 32, tile.m_begin);
-                    else qg_tma_store_2d(&tmap_d, chunk, n_begin + i * 32, tile.m_begin);
-                }
-                qg_bulk_commit_group();
-            }
-            continue;
-#endif
+#else
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t) {
                 /* Lane l addresses row l % 16 of the warp's 16 rows, the right
@@ -765,15 +757,22 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                    qg_pack_bf16x2(out[t][i * 8 + 4], out[t][i * 8 + 5]),
                                    qg_pack_bf16x2(out[t][i * 8 + 6], out[t][i * 8 + 7]));
             }
+#endif
             qg_fence_proxy_async_shared();
             qg_named_barrier(1, QG_NUM_MATH_THREADS);
 
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
             if (tile.tma_store) {
                 if (threadIdx.x == 0) {
-                    for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS && n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i)
-                        qg_tma_store_2d(&tmap_d, smem_d + i * QG_BLOCK_M * QG_STORE_COLS,
-                                        n_begin + i * QG_STORE_COLS, d_row);
+                    for (int i = 0; i < QG_BLOCK_N / QG_D_CHUNK_COLS &&
+                                    n_begin + i * QG_D_CHUNK_COLS < QG_SHAPE_N; ++i) {
+                        const unsigned char *chunk = (const unsigned char *)smem_d +
+                                                     i * QG_BLOCK_M * QG_D_CHUNK_COLS * QG_D_BYTES;
+                        if (QG_D_REDUCE)
+                            qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * QG_D_CHUNK_COLS, d_row);
+                        else
+                            qg_tma_store_2d(&tmap_d, chunk, n_begin + i * QG_D_CHUNK_COLS, d_row);
+                    }
                     qg_bulk_commit_group();
                 }
             } else {
