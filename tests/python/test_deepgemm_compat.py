@@ -19,6 +19,7 @@ import pytest
 import qgemm
 import qgemm.deep_gemm as qdg
 from qgemm import _deepgemm
+from reference import calc_diff, dequant_a, dequant_b
 
 R = inspect.Parameter.empty  # a required argument
 _RECIPES = [("recipe", None), ("recipe_a", None), ("recipe_b", None)]
@@ -517,22 +518,6 @@ def _gpu():
     return torch
 
 
-def _calc_diff(x, y):
-    x, y = x.double(), y.double()
-    return (1 - 2 * (x * y).sum() / (x * x + y * y).sum()).item()
-
-
-def _dequant_a(a, sfa):
-    k = a.shape[-1]
-    return a.float().double() * sfa.double().repeat_interleave(128, dim=-1)[..., :k]
-
-
-def _dequant_b(b, sfb):
-    n, k = b.shape[-2:]
-    s = sfb.double().repeat_interleave(128, dim=-2)[..., :n, :].repeat_interleave(128, dim=-1)
-    return b.float().double() * s[..., :k]
-
-
 def test_gpu_deepgemm_calling_pattern():
     torch = _gpu()
     import qgemm as deep_gemm  # the port: only the import changes
@@ -548,18 +533,18 @@ def test_gpu_deepgemm_calling_pattern():
                                             use_ue8m0=False)
         b = deep_gemm.per_block_cast_to_fp8(torch.randn(n, k, device=dev, dtype=torch.bfloat16),
                                             use_ue8m0=False)
-        ref = _dequant_a(*a) @ _dequant_b(*b).T
+        ref = dequant_a(*a) @ dequant_b(*b).T
         d = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
         deep_gemm.fp8_fp4_gemm_nt(a, b, d, c=None, disable_ue8m0_cast=True, recipe=None,
                                   recipe_a=None, recipe_b=None)
-        assert _calc_diff(d, ref) < 1e-5, (m, n, k)
+        assert calc_diff(d, ref) < 1e-5, (m, n, k)
         d.zero_()
         qdg.fp8_gemm_nt(a, b, d)  # DeepGEMM's fp8_gemm_nt with its row-major sfa
-        assert _calc_diff(d, ref) < 1e-5, (m, n, k)
+        assert calc_diff(d, ref) < 1e-5, (m, n, k)
         d.zero_()  # qgemm's fp8_gemm_nt with the M-major scales DeepGEMM's helper makes
         deep_gemm.fp8_gemm_nt((a[0], deep_gemm.get_mn_major_tma_aligned_tensor(a[1])), b, d,
                               recipe=(1, 128, 128))
-        assert _calc_diff(d, ref) < 1e-5, (m, n, k)
+        assert calc_diff(d, ref) < 1e-5, (m, n, k)
 
     # m-grouped contiguous, as DeepGEMM's generate_m_grouped_contiguous
     num_groups, expected_m, n, k = 4, 200, 4096, 7168
@@ -579,7 +564,7 @@ def test_gpu_deepgemm_calling_pattern():
                                         use_ue8m0=False)
     bw = torch.randn(num_groups, n, k, device=dev, dtype=torch.bfloat16)
     b = deep_gemm.per_block_cast_to_fp8(bw, use_ue8m0=False)
-    ref_a, ref_b = _dequant_a(*a), _dequant_b(*b)
+    ref_a, ref_b = dequant_a(*a), dequant_b(*b)
     for fn in (deep_gemm.m_grouped_fp8_fp4_gemm_nt_contiguous, qdg.m_grouped_fp8_gemm_nt_contiguous):
         d = torch.full((m, n), pattern, device=dev, dtype=torch.bfloat16)
         fn(a, b, d, grouped_layout, disable_ue8m0_cast=True, use_psum_layout=False,
@@ -590,7 +575,7 @@ def test_gpu_deepgemm_calling_pattern():
         for row_group in range(num_groups):
             rows = segment == row_group
             ref = ref_a[rows] @ ref_b[row_group].T
-            assert _calc_diff(d[rows], ref) < 1e-5, (fn.__name__, row_group)
+            assert calc_diff(d[rows], ref) < 1e-5, (fn.__name__, row_group)
         assert not (d == pattern).any(), "rows of a segment were left unwritten"
 
     # m-grouped masked, as DeepGEMM's generate_m_grouped_masked
@@ -600,7 +585,7 @@ def test_gpu_deepgemm_calling_pattern():
     a = deep_gemm.per_token_cast_to_fp8(
         torch.randn(num_groups * max_m, k, device=dev, dtype=torch.bfloat16), use_ue8m0=False)
     a = (a[0].view(num_groups, max_m, k), a[1].view(num_groups, max_m, -1))
-    ref_a = _dequant_a(*a)
+    ref_a = dequant_a(*a)
     for fn in (deep_gemm.m_grouped_fp8_fp4_gemm_nt_masked, qdg.m_grouped_fp8_gemm_nt_masked):
         d = torch.full((num_groups, max_m, n), pattern, device=dev, dtype=torch.bfloat16)
         fn(a, b, d, masked_m, int(expected_m * 1.2), disable_ue8m0_cast=True,
@@ -608,7 +593,7 @@ def test_gpu_deepgemm_calling_pattern():
         for j in range(num_groups):
             valid = masked_m[j].item()
             ref = ref_a[j, :valid] @ ref_b[j].T
-            assert _calc_diff(d[j, :valid], ref) < 1e-5, (fn.__name__, j)
+            assert calc_diff(d[j, :valid], ref) < 1e-5, (fn.__name__, j)
             assert (d[j, valid:] == pattern).all(), "rows past masked_m were written"
     torch.cuda.synchronize()
 

@@ -14,6 +14,7 @@ import threading
 import pytest
 
 import qgemm
+from reference import calc_diff, dequant_a, dequant_b
 
 # JAX (if a test imports it) must not grab most of the GPU memory torch needs
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -50,22 +51,6 @@ def weights(shape, seed):
     g = _gen(seed + 1)
     w = torch.randn(shape, device=DEV, generator=g) * 0.05
     return qgemm.per_block_cast_to_fp8(w.bfloat16())
-
-
-def dequant_a(a, sfa):
-    k = a.shape[-1]
-    return a.float().double() * sfa.double().repeat_interleave(128, dim=-1)[..., :k]
-
-
-def dequant_b(b, sfb):
-    n, k = b.shape[-2:]
-    s = sfb.double().repeat_interleave(128, dim=-2)[..., :n, :].repeat_interleave(128, dim=-1)
-    return b.float().double() * s[..., :k]
-
-
-def calc_diff(x, y):
-    x, y = x.double(), y.double()
-    return (1 - 2 * (x * y).sum() / (x * x + y * y).sum()).item()
 
 
 def dense_problem(m, n, k):

@@ -14,6 +14,7 @@ import random
 import pytest
 
 import qgemm
+from reference import calc_diff, dequant_a, dequant_b
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -38,22 +39,6 @@ def per_token(shape, seed, scale=1.0):
     return qgemm.per_token_cast_to_fp8(x.bfloat16())
 
 
-def dequant_rows(x, sf):
-    k = x.shape[-1]
-    return x.float().double() * sf.double().repeat_interleave(128, dim=-1)[..., :k]
-
-
-def dequant_b(b, sfb):
-    n, k = b.shape[-2:]
-    s = sfb.double().repeat_interleave(128, dim=-2)[..., :n, :].repeat_interleave(128, dim=-1)
-    return b.float().double() * s[..., :k]
-
-
-def calc_diff(x, y):
-    x, y = x.double(), y.double()
-    return (1 - 2 * (x * y).sum() / (x * x + y * y).sum()).item()
-
-
 # ---- weight gradient ----------------------------------------------------------------------
 
 WGRAD_SHAPES = [(2112, 4096, 7168), (576, 4096, 7168), (300, 520, 400), (1000, 136, 2048),
@@ -63,7 +48,7 @@ WGRAD_SHAPES = [(2112, 4096, 7168), (576, 4096, 7168), (300, 520, 400), (1000, 1
 def wgrad_problem(m, n, k, seed):
     a, sfa = per_token((m, k), seed)
     b, sfb = per_token((n, k), seed + 1, 0.05)
-    ref = dequant_rows(a, sfa) @ dequant_rows(b, sfb).T
+    ref = dequant_a(a, sfa) @ dequant_a(b, sfb).T
     mn = qgemm.get_mn_major_tma_aligned_tensor
     return (a, mn(sfa)), (b, mn(sfb)), ref
 
@@ -103,7 +88,7 @@ def test_wgrad_deepgemm_names():
     m, n, k = 576, 4096, 7168
     a, sfa = per_token((m, k), seed)
     b, sfb = per_token((n, k), seed + 1, 0.05)
-    ref = dequant_rows(a, sfa) @ dequant_rows(b, sfb).T
+    ref = dequant_a(a, sfa) @ dequant_a(b, sfb).T
     d = torch.randn(m, n, device=DEV, generator=_gen(seed + 2)) * 32
     want = d.double() + ref
     deep_gemm.fp8_fp4_gemm_nt((a, sfa), (b, sfb), d, c=d, recipe=(1, 1, 128),
@@ -141,7 +126,7 @@ def psum_problem(seed, counts, n, k, align=128):
     a, sfa = per_token((m, k), seed)
     b, sfb = qgemm.per_block_cast_to_fp8(
         (torch.randn(len(counts), n, k, device=DEV, generator=_gen(seed + 1)) * 0.05).bfloat16())
-    deq_a, deq_b = dequant_rows(a, sfa), dequant_b(b, sfb)
+    deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
     rows = torch.zeros(m, dtype=torch.bool, device=DEV)
     ref = torch.zeros(m, n, dtype=torch.float64, device=DEV)
     for g, (s, e) in enumerate(zip(starts, ends)):
@@ -265,7 +250,7 @@ def test_k_grouped(ks, m, n):
         parts_b.append(b_i.reshape(-1))
         sfa_cols.append(sfa_i)
         sfb_cols.append(sfb_i)
-        ref.append(c[i].double() + dequant_rows(a_i, sfa_i) @ dequant_rows(b_i, sfb_i).T)
+        ref.append(c[i].double() + dequant_a(a_i, sfa_i) @ dequant_a(b_i, sfb_i).T)
     a = torch.cat(parts_a)
     b = torch.cat(parts_b)
     # DeepGEMM hands the scales over as sf.T of a [sum(K)/128, M] tensor: M-major
