@@ -24,7 +24,28 @@ timings:
 
 Accuracy on every row: ``diff = 1 - 2*sum(x*y) / sum(x*x + y*y)`` of each
 library's output against the float64 product of the dequantized inputs (valid
-rows only), and qgemm against DeepGEMM.
+rows only; plus C for the accumulating kinds), and qgemm against DeepGEMM.
+
+Row kinds and how each library is called (the same call for both: qgemm takes
+DeepGEMM's names and argument order; B's 1x128 scales, like A's, in each
+library's own M-major helper layout):
+  dense            fp8_gemm_nt(a, b, d), BF16 D (cuBLASLt too)
+  contiguous       m_grouped_fp8_gemm_nt_contiguous(a, b, d, grouped_layout [M])
+  masked           m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, expected_m)
+  wgrad            fp8_gemm_nt(a, b, d, c=d, recipe=(1, 1, 128)): A and B both
+                   scaled per 1x128, FP32 D = C + A B^T in place
+  k-grouped        k_grouped_fp8_gemm_nt_contiguous(a, b, d, ks, ks_tensor, c=d,
+                   recipe=(1, 1, 128)): a, b flat with group g's A_g [M, K_g],
+                   B_g [N, K_g] K-concatenated, FP32 D[g] = C[g] + A_g B_g^T
+  contiguous-psum  m_grouped_fp8_gemm_nt_contiguous(a, b, d, ends [G],
+                   use_psum_layout=True): ends[g] = group g's end row, each group
+                   starting at the previous end rounded up to 128 (the alignment)
+  masked-psum      the masked rows laid out as psum (A and D of G x max_m rows),
+                   through the same call with expected_m_for_psum_layout
+The accumulating kinds (wgrad, k-grouped) take C random (x 32), not zero: D is
+reset from the saved C before each library's first (checked) call, outside
+any timing; the timed calls then keep adding into D (no copy in the timings).
+cuBLASLt runs the dense rows only (its columns are null elsewhere).
 
 Shapes: DeepGEMM's SM90 FP8 test lists (tests/generators.py of 54e2261):
 forward M in {1, 128, 4096} x 7 (N, K); dgrad M = 4096 with (N, K) swapped;
@@ -33,6 +54,16 @@ m-grouped contiguous (4, 8192), (8, 4096) and masked (32, 192), (6, 1024),
 passes it), each x 4 (N, K); rows per group drawn uniformly in 0.7-1.3 x the
 mean, as its generators do (seeded here, so every run draws the same);
 plus the DeepSeek-V3 shapes M in {64, 128, 4096} x 6 (N, K).
+Training (issue 30), 37 rows after those 58: wgrad M x 4096 x K for the 7
+(M, K) = (N, K) above (its backward FP32 accumulate case); k-grouped (G, M, N,
+mean K) = (4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096),
+(8, 7168, 2048, 4096), (16, 4096, 7168, 2048), (16, 7168, 2048, 2048), K per
+group drawn in 0.7-1.3 x the mean and rounded up to 128; contiguous-psum and
+masked-psum on the contiguous and masked shapes above, with the same group
+sizes as those rows (its test reseeds before the psum pass), masked-psum with
+expected_m_for_psum_layout = the masked row's expected_m, contiguous-psum with
+none (as its test). --filter 'wgrad|psum|k-grouped' selects exactly these;
+'^masked ' (not 'masked') the masked rows without masked-psum.
 
 Modes (one run may combine --host with the table; --sustained runs alone):
   python3 bench/peers.py [--quick] [--filter RE] [--warm-jobs N] [--out DIR]
@@ -85,6 +116,13 @@ DG_CONTIG = [(4, 8192), (8, 4096)]
 DG_MASKED = [(32, 192), (6, 1024), (32, 20), (6, 20)]
 DG_GROUPED_NK = [(6144, 7168), (7168, 3072), (4096, 4096), (4096, 2048)]
 DG_MASKED_MAX_M = 4096
+# training: weight gradient (enumerate_normal's backward FP32 wgrad case: M = each N above,
+# N = 4096, the same K; both operands 1x128-scaled, D = C + A B^T in place) and the
+# k-grouped weight gradient (enumerate_k_grouped_contiguous on SM90: K-major, 128-aligned K)
+DG_K_GROUPED = [(4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096),
+                (8, 7168, 2048, 4096), (16, 4096, 7168, 2048), (16, 7168, 2048, 2048)]  # (G, M, N, mean K)
+K_ALIGN = 128  # k-grouped: each group's K, a multiple of 128 on SM90 (both libraries)
+WGRAD_RECIPE = (1, 1, 128)
 # DeepSeek-V3 shapes
 V3_M = [64, 128, 4096]
 V3_NK = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
@@ -97,7 +135,15 @@ HOST_MASKED = [(6, 20, 4096, 2048), (32, 20, 4096, 2048)]     # (G, rows per gro
 QUICK = [
     "dense 128x2112x7168", "dense 4096x7168x16384", "dense 4096x2112x7168", "dense 1x4096x7168",
     "dense 64x7168x2048", "contiguous 4x8192x4096x2048", "masked 6x1024x4096x2048", "masked 32x20x7168x3072",
+    "wgrad 4096x4096x7168", "k-grouped 4x4096x7168x8192", "contiguous-psum 4x8192x4096x2048",
+    "masked-psum 6x1024x4096x2048",
 ]
+
+# the kinds of the timed table, in the order peers.txt lists them
+TABLE_KINDS = ("dense", "contiguous", "masked", "wgrad", "k-grouped", "contiguous-psum", "masked-psum")
+TRAINING_KINDS = ("wgrad", "k-grouped", "contiguous-psum", "masked-psum")  # issue 30
+ACCUMULATING = ("wgrad", "k-grouped")  # D = C + A B^T in place: D is reset from C before the checked call
+ROW_SPLIT = ("contiguous", "contiguous-psum", "masked-psum")  # groups of rows along M of one A [M, K]
 
 DEFAULT_ALIGN = 128  # both libraries' contiguous-layout alignment on SM90 unless they say otherwise
 
@@ -142,10 +188,82 @@ def masked_spec(g: int, m_mean: int, n: int, k: int, max_m: int, base_seed: int,
             "max_m": max_m, "expected_m": int(m_mean * 1.2), "valid_m": sum(ms), "shape": shape}
 
 
+def _group_ends(ms: List[int], align: int) -> Tuple[List[int], List[int]]:
+    """The psum layout of groups of ms rows: each group starts at the previous end rounded up
+    to `align` (0 for the first). Returns (aligned row counts, end rows)."""
+    aligned = [(x + align - 1) // align * align for x in ms]
+    ends, start = [], 0
+    for mi, al in zip(ms, aligned):
+        ends.append(start + mi)
+        start += al
+    return aligned, ends
+
+
+def wgrad_spec(m: int, n: int, k: int, tag: str = "deepgemm-wgrad") -> Dict[str, Any]:
+    """D [M, N] FP32 = C + A B^T in place, A and B both scaled per 1x128 (recipe (1, 1, 128))."""
+    return {"kind": "wgrad", "set": tag, "m": m, "n": n, "k": k, "shape": f"{m}x{n}x{k}"}
+
+
+def k_grouped_spec(g: int, m: int, n: int, k_mean: int, base_seed: int,
+                   tag: str = "deepgemm-test") -> Dict[str, Any]:
+    """D[g] [M, N] FP32 = C[g] + A_g B_g^T for G groups splitting K: K_g drawn uniformly in
+    0.7-1.3 x the mean, rounded up to 128, as DeepGEMM's SM90 test does (seeded here)."""
+    shape = f"{g}x{m}x{n}x{k_mean}"
+    rng = random.Random(_seed("k-grouped " + shape, base_seed))
+    real = [max(1, int(k_mean * rng.uniform(0.7, 1.3))) for _ in range(g)]
+    ks = [(x + K_ALIGN - 1) // K_ALIGN * K_ALIGN for x in real]
+    return {"kind": "k-grouped", "set": tag, "g": g, "m": m, "n": n, "k": k_mean, "ks": ks,
+            "sum_k": sum(ks), "shape": shape}
+
+
+def contiguous_psum_spec(g: int, m_mean: int, n: int, k: int, align: int, base_seed: int,
+                         tag: str = "deepgemm-test") -> Dict[str, Any]:
+    """The contiguous row of the same shape (the same group sizes: DeepGEMM's test reseeds
+    before its psum pass) in the psum layout: grouped_layout [G] holds each group's end row."""
+    s = contiguous_spec(g, m_mean, n, k, align, base_seed, tag)
+    _, ends = _group_ends(s["ms"], align)
+    s.update(kind="contiguous-psum", ends=ends, m_rows=s["m_total"])
+    return s
+
+
+def masked_psum_spec(g: int, m_mean: int, n: int, k: int, max_m: int, align: int, base_seed: int,
+                     tag: str = "deepgemm-test") -> Dict[str, Any]:
+    """The masked row of the same shape (the same masked_m) laid out as psum, as DeepGEMM's
+    masked test does with use_psum_layout: A and D of G x max_m rows, group g at rows
+    [previous end rounded up to `align`, end), run through the contiguous entry point with
+    expected_m_for_psum_layout = the masked row's expected_m."""
+    s = masked_spec(g, m_mean, n, k, max_m, base_seed, tag)
+    aligned, ends = _group_ends(s["ms"], align)
+    s.update(kind="masked-psum", aligned=aligned, ends=ends, m_total=sum(aligned),
+             m_rows=max(g * max_m, sum(aligned)), align=align)
+    return s
+
+
 def spec_flops(s: Dict[str, Any]) -> float:
-    if s["kind"] == "dense":
+    if s["kind"] in ("dense", "wgrad"):
         return 2.0 * s["m"] * s["n"] * s["k"]
+    if s["kind"] == "k-grouped":
+        return 2.0 * s["m"] * s["n"] * s["sum_k"]
     return 2.0 * s["valid_m"] * s["n"] * s["k"]
+
+
+def spec_detail(s: Dict[str, Any]) -> str:
+    """What --dry-run prints after a row's shape."""
+    kind = s["kind"]
+    if kind == "contiguous":
+        return f"rows {s['ms']} -> M {s['m_total']} (align {s['align']}), valid {s['valid_m']}"
+    if kind == "masked":
+        return f"max_m {s['max_m']} masked_m {s['ms']} expected_m {s['expected_m']}"
+    if kind == "wgrad":
+        return "FP32 D = C + A B^T in place (c=d), recipe (1, 1, 128)"
+    if kind == "k-grouped":
+        return f"ks {s['ks']} (sum {s['sum_k']}), FP32 D[g] = C[g] + A_g B_g^T in place, recipe (1, 1, 128)"
+    if kind == "contiguous-psum":
+        return f"rows {s['ms']} -> ends {s['ends']}, M {s['m_rows']}, valid {s['valid_m']}"
+    if kind == "masked-psum":
+        return (f"masked_m {s['ms']} -> ends {s['ends']}, M {s['m_rows']} (G x max_m), "
+                f"expected_m_for_psum_layout {s['expected_m']}")
+    return ""
 
 
 def spec_key(s: Dict[str, Any]) -> str:
@@ -176,6 +294,18 @@ def table_specs(align: int, seed: int) -> List[Dict[str, Any]]:
     for g, mm in DG_MASKED:
         for n, k in DG_GROUPED_NK:
             add(masked_spec(g, mm, n, k, DG_MASKED_MAX_M, seed))
+    # training (issue 30): after the rows above, so their numbering stays
+    for m in DG_M_BWD:
+        for n, k in DG_NK:
+            add(wgrad_spec(n, m, k))
+    for g, m, n, km in DG_K_GROUPED:
+        add(k_grouped_spec(g, m, n, km, seed))
+    for g, mm in DG_CONTIG:
+        for n, k in DG_GROUPED_NK:
+            add(contiguous_psum_spec(g, mm, n, k, align, seed))
+    for g, mm in DG_MASKED:
+        for n, k in DG_GROUPED_NK:
+            add(masked_psum_spec(g, mm, n, k, DG_MASKED_MAX_M, align, seed))
     return specs
 
 
@@ -324,61 +454,104 @@ def calc_diff(x, y) -> float:
     return float(1.0 - 2.0 * (x * y).sum() / denom)
 
 
+DEV = "cuda"  # the device the rows run on (a CPU dry check of the row code sets "cpu")
+
+
 class Row:
-    """The tensors of one spec, each library's call, and its outputs' valid parts."""
+    """The tensors of one spec, each library's call, and its outputs' valid parts.
+
+    Each library gets the same FP8 data and scales, the A (and, for the per-row B scales of
+    wgrad and k-grouped, B) scales in its own helper's M-major layout, computed here once,
+    outside every timing. The accumulating kinds (wgrad, k-grouped) keep C: `reset(lib)` copies
+    it into that library's D before the checked first call."""
 
     def __init__(self, spec: Dict[str, Any], libs: Libs, seed: int, real: bool = True) -> None:
         import torch
         self.spec = spec
         self.libs = libs
         self.errors: Dict[str, str] = {}
-        dev = "cuda"
+        dev = DEV
         kind, n, k = spec["kind"], spec["n"], spec["k"]
         gen = torch.Generator(device=dev)
         gen.manual_seed(_seed(spec_key(spec), seed))
         self.ref = None
+        self.c = None  # C of the accumulating kinds: D = C + A B^T
+        self.sfb_rows = None  # per-row (1x128) B scales, row-major: wgrad and k-grouped
 
-        if kind == "dense":
+        if kind == "k-grouped":
             m = spec["m"]
-            a_shape, b_shape = (m, k), (n, k)
-        elif kind == "contiguous":
-            m = spec["m_total"]
-            a_shape, b_shape = (m, k), (spec["g"], n, k)
+            self._init_k_grouped(gen, real)
+            sfa = self.sfa_rows
         else:
-            m = spec["max_m"]
-            a_shape, b_shape = (spec["g"], m, k), (spec["g"], n, k)
+            if kind in ("dense", "wgrad"):
+                m = spec["m"]
+                a_shape, b_shape = (m, k), (n, k)
+            elif kind in ROW_SPLIT:
+                m = spec["m_rows"] if "m_rows" in spec else spec["m_total"]
+                a_shape, b_shape = (m, k), (spec["g"], n, k)
+            else:
+                m = spec["max_m"]
+                a_shape, b_shape = (spec["g"], m, k), (spec["g"], n, k)
+            used = spec["m_total"] if kind in ROW_SPLIT else m  # rows of A some group reaches
 
-        if real:
-            x = torch.randn(a_shape, device=dev, dtype=torch.bfloat16, generator=gen)
-            w = torch.randn(b_shape, device=dev, dtype=torch.bfloat16, generator=gen)
-            if kind == "contiguous":  # zero the padding rows, as DeepGEMM's generator does
-                start = 0
-                for mi, al in zip(spec["ms"], spec["aligned"]):
-                    x[start + mi:start + al] = 0
-                    start += al
-            self.a, sfa = _cast_rows(x)
-            self.b, self.sfb = _cast_blocks(w)
-            del x, w
-        else:  # warm-up processes: right shapes and layouts, no data work
-            kb, nb = (k + 127) // 128, (n + 127) // 128
-            self.a = torch.zeros(a_shape, device=dev, dtype=torch.float8_e4m3fn)
-            self.b = torch.zeros(b_shape, device=dev, dtype=torch.float8_e4m3fn)
-            sfa = torch.ones((*a_shape[:-1], kb), device=dev, dtype=torch.float32)
-            self.sfb = torch.ones((*b_shape[:-2], nb, kb), device=dev, dtype=torch.float32)
-        self.sfa_rows = sfa  # row-major [.., R, kb]
+            if real:
+                x = torch.randn((used, *a_shape[1:]) if used != m else a_shape, device=dev,
+                                dtype=torch.bfloat16, generator=gen)
+                w = torch.randn(b_shape, device=dev, dtype=torch.bfloat16, generator=gen)
+                if kind in ROW_SPLIT:  # zero the padding rows, as DeepGEMM's generator does
+                    start = 0
+                    for mi, al in zip(spec["ms"], spec["aligned"]):
+                        x[start + mi:start + al] = 0
+                        start += al
+                a, sfa = _cast_rows(x)
+                if used != m:  # masked-psum: rows past the last group (G x max_m in all), zero
+                    self.a = torch.zeros(a_shape, device=dev, dtype=torch.float8_e4m3fn)
+                    self.a[:used] = a
+                    sfa_full = torch.ones((m, sfa.shape[-1]), device=dev, dtype=torch.float32)
+                    sfa_full[:used] = sfa
+                    sfa = sfa_full
+                else:
+                    self.a = a
+                if kind == "wgrad":  # B scaled per 1x128 too
+                    self.b, self.sfb_rows = _cast_rows(w)
+                    self.sfb = None
+                else:
+                    self.b, self.sfb = _cast_blocks(w)
+                del x, w
+            else:  # warm-up processes: right shapes and layouts, no data work
+                kb, nb = (k + 127) // 128, (n + 127) // 128
+                self.a = torch.zeros(a_shape, device=dev, dtype=torch.float8_e4m3fn)
+                self.b = torch.zeros(b_shape, device=dev, dtype=torch.float8_e4m3fn)
+                sfa = torch.ones((*a_shape[:-1], kb), device=dev, dtype=torch.float32)
+                if kind == "wgrad":
+                    self.sfb = None
+                    self.sfb_rows = torch.ones((n, kb), device=dev, dtype=torch.float32)
+                else:
+                    self.sfb = torch.ones((*b_shape[:-2], nb, kb), device=dev, dtype=torch.float32)
+            self.sfa_rows = sfa  # row-major [.., R, kb]
 
-        # layouts: each library's own helper where it has one (computed once, outside timing)
+        # layouts: each library's own helper where it has one (computed once, outside timing);
+        # B's 128x128 block scales are taken as they are, its 1x128 scales are made N-major
         self.sfa_qg = self.sfa_dg = None
+        self.sfb_qg = self.sfb_dg = self.sfb
         if libs.qgemm is not None:
             try:
                 self.sfa_qg = libs.qgemm.get_col_major_tma_aligned_tensor(sfa)
+                if self.sfb_rows is not None:
+                    self.sfb_qg = libs.qgemm.get_col_major_tma_aligned_tensor(self.sfb_rows)
             except Exception as e:
-                self.errors["qgemm"] = "sfa layout: " + short_err(e)
+                self.sfa_qg = None
+                self.errors["qgemm"] = "sf layout: " + short_err(e)
         if libs.dg is not None:
             try:
                 self.sfa_dg = libs.dg.get_mn_major_tma_aligned_tensor(sfa)
             except Exception:
                 self.sfa_dg = _mn_major(sfa)
+            if self.sfb_rows is not None:
+                try:
+                    self.sfb_dg = libs.dg.get_mn_major_tma_aligned_tensor(self.sfb_rows)
+                except Exception:
+                    self.sfb_dg = _mn_major(self.sfb_rows)
 
         if kind == "contiguous":
             idx = torch.full((m,), -1, dtype=torch.int32)
@@ -387,12 +560,23 @@ class Row:
                 idx[start:start + mi] = gi
                 start += al
             self.m_indices = idx.to(dev)
+        if kind in ("contiguous-psum", "masked-psum"):
+            self.group_ends = torch.tensor(spec["ends"], dtype=torch.int32, device=dev)
         if kind == "masked":
             self.masked_m = torch.tensor(spec["ms"], dtype=torch.int32, device=dev)
 
-        out_shape = (m, n) if kind != "masked" else (spec["g"], m, n)
-        self.d = {lib: torch.empty(out_shape, device=dev, dtype=torch.bfloat16)
+        if kind == "k-grouped":
+            out_shape: Tuple[int, ...] = (spec["g"], m, n)
+        elif kind == "masked":
+            out_shape = (spec["g"], m, n)
+        else:
+            out_shape = (m, n)
+        out_dtype = torch.float32 if kind in ACCUMULATING else torch.bfloat16
+        self.d = {lib: torch.empty(out_shape, device=dev, dtype=out_dtype)
                   for lib in LIBS if lib in libs.want and (lib != "cublaslt" or kind == "dense")}
+        if kind in ACCUMULATING:  # C random (times 32, as DeepGEMM's generators), not zero
+            self.c = (torch.randn(out_shape, device=dev, dtype=torch.float32, generator=gen) * 32
+                      if real else torch.zeros(out_shape, device=dev, dtype=torch.float32))
 
         # cuBLASLt (dense only): scale_a [M, kb] with strides (1, M); scale_b = sfb^T
         self.cb_scales: List[Tuple[Any, Any]] = []
@@ -405,42 +589,94 @@ class Row:
             sb_pad.copy_(self.sfb)
             self.cb_scales = [(sa, self.sfb.t()), (sa, sb_pad.t())]
 
+    def _init_k_grouped(self, gen: Any, real: bool) -> None:
+        """DeepGEMM's SM90 k-grouped layout (K-major): a and b flat, group g's A_g [M, K_g] and
+        B_g [N, K_g] row-major one after the other; scales [M|N, sum(K)/128], group g's 1x128
+        scales in its K range (row-major here; each library's M-major layout made after)."""
+        import torch
+        s, dev = self.spec, DEV
+        m, n, ks = s["m"], s["n"], s["ks"]
+        total, kbs = s["sum_k"], s["sum_k"] // 128
+        self.ks = list(ks)
+        self.ks_tensor = torch.tensor(ks, dtype=torch.int32, device=dev)
+        if not real:
+            self.a = torch.zeros(total * m, device=dev, dtype=torch.float8_e4m3fn)
+            self.b = torch.zeros(total * n, device=dev, dtype=torch.float8_e4m3fn)
+            self.sfa_rows = torch.ones((m, kbs), device=dev, dtype=torch.float32)
+            self.sfb_rows = torch.ones((n, kbs), device=dev, dtype=torch.float32)
+            self.sfb = None
+            return
+        self.a = torch.empty(total * m, device=dev, dtype=torch.float8_e4m3fn)
+        self.b = torch.empty(total * n, device=dev, dtype=torch.float8_e4m3fn)
+        self.sfa_rows = torch.empty((m, kbs), device=dev, dtype=torch.float32)
+        self.sfb_rows = torch.empty((n, kbs), device=dev, dtype=torch.float32)
+        self.sfb = None
+        prefix = 0
+        for kg in ks:
+            if kg:
+                kb0, kb1 = prefix // 128, (prefix + kg) // 128
+                for flat, sf, rows in ((self.a, self.sfa_rows, m), (self.b, self.sfb_rows, n)):
+                    x = torch.randn((rows, kg), device=dev, dtype=torch.bfloat16, generator=gen)
+                    q, sq = _cast_rows(x)
+                    flat[prefix * rows:(prefix + kg) * rows] = q.reshape(-1)
+                    sf[:, kb0:kb1] = sq
+                    del x, q, sq
+            prefix += kg
+
+    def _row_groups(self) -> List[Tuple[int, int, int]]:
+        """(group, first row, valid rows) of the non-empty groups of a ROW_SPLIT kind."""
+        out, start = [], 0
+        for gi, (mi, al) in enumerate(zip(self.spec["ms"], self.spec["aligned"])):
+            if mi:
+                out.append((gi, start, mi))
+            start += al
+        return out
+
     # the calls ----------------------------------------------------------------------
+
+    def reset(self, lib: str) -> None:
+        """D = C for the accumulating kinds (before the checked call; never inside a timing)."""
+        if self.c is not None and lib in self.d:
+            self.d[lib].copy_(self.c)
 
     def call(self, lib: str) -> Optional[Callable[[], Any]]:
         kind = self.spec["kind"]
         if lib not in self.d:
             return None
         d = self.d[lib]
-        if lib == "qgemm":
-            q = self.libs.qgemm
-            if q is None or self.sfa_qg is None:
-                return None
-            a, b = (self.a, self.sfa_qg), (self.b, self.sfb)
-            if kind == "dense":
-                return lambda: q.fp8_gemm_nt(a, b, d)
-            if kind == "contiguous":
-                idx = self.m_indices
-                return lambda: q.m_grouped_fp8_gemm_nt_contiguous(a, b, d, idx)
-            mm, em = self.masked_m, self.spec["expected_m"]
-            return lambda: q.m_grouped_fp8_gemm_nt_masked(a, b, d, mm, em)
-        if lib == "deepgemm":
-            g = self.libs.dg
-            if g is None or self.sfa_dg is None:
-                return None
-            a, b = (self.a, self.sfa_dg), (self.b, self.sfb)
-            if kind == "dense":
-                return lambda: g.fp8_gemm_nt(a, b, d)
-            if kind == "contiguous":
-                idx = self.m_indices
-                return lambda: g.m_grouped_fp8_gemm_nt_contiguous(a, b, d, idx)
-            mm, em = self.masked_m, self.spec["expected_m"]
-            return lambda: g.m_grouped_fp8_gemm_nt_masked(a, b, d, mm, em)
         if lib == "cublaslt":
             if kind != "dense" or not self.cb_scales:
                 return None
             return self._cublaslt_call()
-        return None
+        if lib == "qgemm":
+            mod, sfa, sfb = self.libs.qgemm, self.sfa_qg, self.sfb_qg
+        elif lib == "deepgemm":
+            mod, sfa, sfb = self.libs.dg, self.sfa_dg, self.sfb_dg
+        else:
+            return None
+        if mod is None or sfa is None or sfb is None:
+            return None
+        # the same call for both: qgemm takes DeepGEMM's names and argument order
+        a, b = (self.a, sfa), (self.b, sfb)
+        if kind == "dense":
+            return lambda: mod.fp8_gemm_nt(a, b, d)
+        if kind == "wgrad":
+            return lambda: mod.fp8_gemm_nt(a, b, d, c=d, recipe=WGRAD_RECIPE)
+        if kind == "k-grouped":
+            ks, kst = self.ks, self.ks_tensor
+            return lambda: mod.k_grouped_fp8_gemm_nt_contiguous(a, b, d, ks, kst, c=d, recipe=WGRAD_RECIPE)
+        if kind == "contiguous":
+            idx = self.m_indices
+            return lambda: mod.m_grouped_fp8_gemm_nt_contiguous(a, b, d, idx)
+        if kind == "contiguous-psum":  # DeepGEMM's test passes no expected_m here
+            ends = self.group_ends
+            return lambda: mod.m_grouped_fp8_gemm_nt_contiguous(a, b, d, ends, use_psum_layout=True)
+        if kind == "masked-psum":
+            ends, em = self.group_ends, self.spec["expected_m"]
+            return lambda: mod.m_grouped_fp8_gemm_nt_contiguous(a, b, d, ends, use_psum_layout=True,
+                                                                expected_m_for_psum_layout=em)
+        mm, em = self.masked_m, self.spec["expected_m"]
+        return lambda: mod.m_grouped_fp8_gemm_nt_masked(a, b, d, mm, em)
 
     def _cublaslt_call(self) -> Optional[Callable[[], Any]]:
         """torch._scaled_mm with blockwise scales: finds the scale layout this PyTorch takes
@@ -477,43 +713,55 @@ class Row:
     # accuracy -------------------------------------------------------------------------
 
     def reference(self):
-        """float64 product of the dequantized inputs, valid rows only, as one flat tensor
-        (with the matching flattener for outputs)."""
+        """float64 product of the dequantized inputs (plus C for the accumulating kinds),
+        valid rows only, as one flat tensor (with the matching flattener for outputs)."""
         import torch
         s, n, k = self.spec, self.spec["n"], self.spec["k"]
-        if s["kind"] == "dense":
+        kind = s["kind"]
+        if kind == "dense":
             a64 = _dequant_rows(self.a, self.sfa_rows, k)
             b64 = _dequant_blocks(self.b, self.sfb, n, k)
             return (a64 @ b64.t()).reshape(-1)
+        if kind == "wgrad":
+            a64 = _dequant_rows(self.a, self.sfa_rows, k)
+            b64 = _dequant_rows(self.b, self.sfb_rows, k)
+            return (self.c.to(torch.float64) + a64 @ b64.t()).reshape(-1)
         parts = []
-        if s["kind"] == "contiguous":
-            start = 0
-            for gi, (mi, al) in enumerate(zip(s["ms"], s["aligned"])):
-                if mi:
-                    a64 = _dequant_rows(self.a[start:start + mi], self.sfa_rows[start:start + mi], k)
-                    b64 = _dequant_blocks(self.b[gi], self.sfb[gi], n, k)
-                    parts.append((a64 @ b64.t()).reshape(-1))
-                start += al
+        if kind == "k-grouped":
+            m, prefix = s["m"], 0
+            for gi, kg in enumerate(s["ks"]):
+                c64 = self.c[gi].to(torch.float64)
+                if kg:
+                    kb0, kb1 = prefix // 128, (prefix + kg) // 128
+                    a64 = _dequant_rows(self.a[prefix * m:(prefix + kg) * m].view(m, kg),
+                                        self.sfa_rows[:, kb0:kb1], kg)
+                    b64 = _dequant_rows(self.b[prefix * n:(prefix + kg) * n].view(n, kg),
+                                        self.sfb_rows[:, kb0:kb1], kg)
+                    c64 = c64 + a64 @ b64.t()
+                parts.append(c64.reshape(-1))
+                prefix += kg
+        elif kind in ROW_SPLIT:
+            for gi, start, mi in self._row_groups():
+                a64 = _dequant_rows(self.a[start:start + mi], self.sfa_rows[start:start + mi], k)
+                b64 = _dequant_blocks(self.b[gi], self.sfb[gi], n, k)
+                parts.append((a64 @ b64.t()).reshape(-1))
         else:
             for gi, mi in enumerate(s["ms"]):
                 if mi:
                     a64 = _dequant_rows(self.a[gi, :mi], self.sfa_rows[gi, :mi], k)
                     b64 = _dequant_blocks(self.b[gi], self.sfb[gi], n, k)
                     parts.append((a64 @ b64.t()).reshape(-1))
-        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64, device="cuda")
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64, device=DEV)
 
     def valid(self, lib: str):
         import torch
         s, d = self.spec, self.d[lib]
-        if s["kind"] == "dense":
+        if s["kind"] in ("dense", "wgrad", "k-grouped"):
             return d.reshape(-1)
         parts = []
-        if s["kind"] == "contiguous":
-            start = 0
-            for mi, al in zip(s["ms"], s["aligned"]):
-                if mi:
-                    parts.append(d[start:start + mi].reshape(-1))
-                start += al
+        if s["kind"] in ROW_SPLIT:
+            for _, start, mi in self._row_groups():
+                parts.append(d[start:start + mi].reshape(-1))
         else:
             for gi, mi in enumerate(s["ms"]):
                 if mi:
@@ -657,7 +905,7 @@ def run_row(spec: Dict[str, Any], libs: Libs, flusher: Flusher, args: argparse.N
         r = index % len(order)
         order = order[r:] + order[:r]
     base = {"kind": spec["kind"], "shape": spec["shape"], "set": spec["set"]}
-    for key in ("g", "valid_m", "m_total", "max_m", "expected_m"):
+    for key in ("g", "valid_m", "m_total", "m_rows", "max_m", "expected_m", "sum_k"):
         if key in spec:
             base[key] = spec[key]
     base["flops"] = spec_flops(spec)
@@ -690,6 +938,7 @@ def run_row(spec: Dict[str, Any], libs: Libs, flusher: Flusher, args: argparse.N
             errors.setdefault(lib, row.errors.get(lib, "not run for this kind"))
             continue
         try:  # first call: compiles / loads the kernel, and is the accuracy run
+            row.reset(lib)  # accumulating kinds: D = C first (the timed calls then keep adding)
             fn()
             torch.cuda.synchronize()
             calls[lib] = fn
@@ -768,13 +1017,13 @@ def render_txt(doc: Dict[str, Any], max_diff: float) -> str:
              f"{doc.get('iters', 30)}); events: CUDA events around one call after a 2x-L2 memset, median.")
     L.append("# ratio dg/qg = deepgemm_us / qgemm_us (> 1: qgemm faster); TFLOPS over valid rows; "
              "diff: vs the float64 product of the dequantized inputs")
-    bench = [r for r in rows if r.get("kind") in ("dense", "contiguous", "masked")]
+    bench = [r for r in rows if r.get("kind") in TABLE_KINDS]
     by_key: Dict[Tuple[str, str], Dict[str, Dict[str, Any]]] = {}
     for r in bench:
         by_key.setdefault((r["kind"], r["shape"]), {})[r["timing"]] = r
     if by_key:
         L.append("")
-        L.append(f"{'kind':10} {'shape':22} {'set':14} | {'kineto us: dg':>13} {'cb':>9} {'qg':>9} "
+        L.append(f"{'kind':15} {'shape':22} {'set':14} | {'kineto us: dg':>13} {'cb':>9} {'qg':>9} "
                  f"{'dg/qg':>5} {'cb/qg':>5} | {'TFLOPS qg':>9} {'dg':>5} | {'events us: dg':>13} "
                  f"{'cb':>9} {'qg':>9} {'dg/qg':>5} | {'diff qg':>8} {'dg':>8} {'qg~dg':>8}")
         for (kind, shape), t in by_key.items():
@@ -792,7 +1041,7 @@ def render_txt(doc: Dict[str, Any], max_diff: float) -> str:
                 flag = "  ACCURACY"
             if any_r.get("errors"):
                 flag += "  errors: " + "; ".join(f"{a}: {b}" for a, b in any_r["errors"].items())[:200]
-            L.append(f"{kind:10} {shape:22} {any_r.get('set', ''):14} | {fmt_us(k.get('deepgemm_us')):>13} "
+            L.append(f"{kind:15} {shape:22} {any_r.get('set', ''):14} | {fmt_us(k.get('deepgemm_us')):>13} "
                      f"{fmt_us(k.get('cublaslt_us'))} {fmt_us(k.get('qgemm_us'))} "
                      f"{fmt_ratio(k.get('deepgemm_us'), k.get('qgemm_us'))} "
                      f"{fmt_ratio(k.get('cublaslt_us'), k.get('qgemm_us'))} | "
@@ -808,7 +1057,12 @@ def render_txt(doc: Dict[str, Any], max_diff: float) -> str:
                   ("dense, M >= 4096", lambda r: r["kind"] == "dense" and int(r["shape"].split("x")[0]) >= 4096),
                   ("contiguous", lambda r: r["kind"] == "contiguous"),
                   ("masked", lambda r: r["kind"] == "masked"),
-                  ("grouped (contiguous + masked)", lambda r: r["kind"] in ("contiguous", "masked"))]
+                  ("grouped (contiguous + masked)", lambda r: r["kind"] in ("contiguous", "masked")),
+                  ("wgrad (FP32 D += A B^T, 1x128 A and B)", lambda r: r["kind"] == "wgrad"),
+                  ("k-grouped (FP32 D[g] += A_g B_g^T)", lambda r: r["kind"] == "k-grouped"),
+                  ("contiguous-psum", lambda r: r["kind"] == "contiguous-psum"),
+                  ("masked-psum (contiguous entry point)", lambda r: r["kind"] == "masked-psum"),
+                  ("training (wgrad, k-grouped, both psum)", lambda r: r["kind"] in TRAINING_KINDS)]
         for name, pred in groups:
             parts = []
             for timing in ("kineto", "events"):
@@ -1312,7 +1566,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="write DIR/peers.json and DIR/peers.txt (merged with an existing peers.json)")
     p.add_argument("--quick", action="store_true", help="a small subset of the table")
-    p.add_argument("--filter", help="regular expression over 'kind shape set' (e.g. 'dense 4096x', 'masked')")
+    p.add_argument("--filter", help="regular expression over 'kind shape set' (e.g. 'dense 4096x', '^masked ', "
+                   "'wgrad|psum|k-grouped': the training rows)")
     p.add_argument("--dry-run", action="store_true", help="list the rows and exit (no GPU, no torch needed)")
     p.add_argument("--warm-jobs", type=int, default=0, help="compile both libraries' kernels for every row in N "
                    "parallel processes first (DeepGEMM's first call of a shape runs nvcc for 3-10 s)")
@@ -1350,12 +1605,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not args.host_only:
             specs = select(table_specs(align, args.seed), args.quick, args.filter)
             for s in specs:
-                extra = ""
-                if s["kind"] == "contiguous":
-                    extra = f"rows {s['ms']} -> M {s['m_total']} (align {s['align']}), valid {s['valid_m']}"
-                elif s["kind"] == "masked":
-                    extra = f"max_m {s['max_m']} masked_m {s['ms']} expected_m {s['expected_m']}"
-                log(f"{s['kind']:10} {s['shape']:22} {s['set']:15} {spec_flops(s) / 1e9:10.1f} GFLOP  {extra}")
+                log(f"{s['kind']:15} {s['shape']:22} {s['set']:15} {spec_flops(s) / 1e9:10.1f} GFLOP  {spec_detail(s)}")
             n_rows += len(specs)
             log(f"{len(specs)} shapes x 2 timings (kineto, events) x libraries {', '.join(want)} "
                 f"(order {args.order}); contiguous alignment assumed {align} here (the run uses the libraries' own)")
@@ -1429,7 +1679,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         k = rows[0]
         e = rows[1] if len(rows) > 1 else {}
         errs = k.get("errors")
-        log(f"[{i + 1}/{len(specs)}] {spec['kind']:10} {spec['shape']:22} kineto dg {fmt_us(k.get('deepgemm_us'))} "
+        log(f"[{i + 1}/{len(specs)}] {spec['kind']:15} {spec['shape']:22} kineto dg {fmt_us(k.get('deepgemm_us'))} "
             f"cb {fmt_us(k.get('cublaslt_us'))} qg {fmt_us(k.get('qgemm_us'))} dg/qg {fmt_ratio(k.get('deepgemm_us'), k.get('qgemm_us'))}"
             f" | events dg/qg {fmt_ratio(e.get('deepgemm_us'), e.get('qgemm_us'))} | diff "
             f"{k.get('diff') if k.get('diff') is None else format(k['diff'], '.1e')} ({time.time() - t0:.1f} s)"
