@@ -55,6 +55,8 @@ struct CUstream_st;
 /* Version                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* The version of this header; qg_version() and qg_version_string() give the
+ * version of the library actually linked. */
 #define QG_VERSION_MAJOR 0
 #define QG_VERSION_MINOR 4
 #define QG_VERSION_PATCH 0
@@ -73,7 +75,7 @@ QG_API const char *qg_version_string(void);
 
 /* Values are stable: they never change meaning between versions. */
 typedef enum {
-    QG_SUCCESS = 0,
+    QG_SUCCESS = 0,                /* no error */
     QG_ERROR_INVALID_ARGUMENT = 1, /* NULL pointer, bad stride, misalignment ... */
     QG_ERROR_UNSUPPORTED = 2,      /* valid request this build cannot do (shape, layout, config) */
     QG_ERROR_NO_DRIVER = 3,        /* libcuda.so.1 missing or too old */
@@ -109,6 +111,10 @@ typedef struct {
     char name[128];            /* device name ("offline" for offline contexts) */
 } qg_device_props;
 
+/* A handle on one CUDA device, or on an offline description of one: its
+ * properties, SM limit and PDL setting, compiled kernels and loaded modules.
+ * Made by qg_context_create or qg_context_create_offline, freed by
+ * qg_context_destroy; usable from several threads at once. */
 typedef struct qg_context qg_context;
 
 /**
@@ -172,8 +178,10 @@ QG_API int qg_context_get_pdl(const qg_context *ctx);
 /* Problems and configurations                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Which GEMM a qg_problem describes; each kind has its own entry point and
+ * layout (see qg_gemm_args). */
 typedef enum {
-    QG_GEMM_DENSE = 0,
+    QG_GEMM_DENSE = 0,              /* one A times one B: D = A B^T */
     QG_GEMM_GROUPED_CONTIGUOUS = 1, /* MoE prefill/training: m_indices per row */
     QG_GEMM_GROUPED_MASKED = 2,     /* MoE decoding: masked_m per group */
     QG_GEMM_GROUPED_PSUM = 3,       /* contiguous rows, group_ends per group (since 0.4.0) */
@@ -181,8 +189,9 @@ typedef enum {
                                        optionally D = C + A B^T (since 0.4.0) */
 } qg_gemm_kind;
 
+/* How the two CTAs of a cluster share operand tiles (qg_config.multicast). */
 typedef enum {
-    QG_MULTICAST_NONE = 0,
+    QG_MULTICAST_NONE = 0, /* no sharing: each CTA loads its own A and B tiles */
     QG_MULTICAST_A = 1, /* 2-CTA cluster: the pair shares its A tile (same m-block) */
     QG_MULTICAST_B = 2  /* 2-CTA cluster: the pair shares its B tile (same n-block) */
 } qg_multicast;
@@ -335,24 +344,24 @@ typedef struct {
 QG_API qg_status qg_fp8_gemm_nt(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
                                 struct CUstream_st *stream);
 
-/** Grouped GEMM, contiguous layout (see qg_gemm_args). Returns as qg_fp8_gemm_nt. */
+/** Grouped GEMM, contiguous layout (see qg_gemm_args). @return as qg_fp8_gemm_nt. */
 QG_API qg_status qg_m_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
                                                      const qg_config *cfg,
                                                      struct CUstream_st *stream);
 
-/** Grouped GEMM, masked layout (see qg_gemm_args). Returns as qg_fp8_gemm_nt. */
+/** Grouped GEMM, masked layout (see qg_gemm_args). @return as qg_fp8_gemm_nt. */
 QG_API qg_status qg_m_grouped_fp8_gemm_nt_masked(qg_context *ctx, const qg_gemm_args *args,
                                                  const qg_config *cfg,
                                                  struct CUstream_st *stream);
 
 /** Grouped GEMM, psum layout (DeepGEMM's use_psum_layout; see qg_gemm_args).
- *  Returns as qg_fp8_gemm_nt. Since 0.4.0. */
+ *  Since 0.4.0. @return as qg_fp8_gemm_nt. */
 QG_API qg_status qg_m_grouped_fp8_gemm_nt_psum(qg_context *ctx, const qg_gemm_args *args,
                                                const qg_config *cfg, struct CUstream_st *stream);
 
 /** Weight-gradient GEMM (DeepGEMM's 1D1D kernel, recipe (1, 1, 128)): A and B
- *  scaled per 1x128, FP32 D = (C +) A B^T (see qg_gemm_args). Returns as
- *  qg_fp8_gemm_nt. Since 0.4.0. */
+ *  scaled per 1x128, FP32 D = (C +) A B^T (see qg_gemm_args). Since 0.4.0.
+ *  @return as qg_fp8_gemm_nt. */
 QG_API qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args,
                                       const qg_config *cfg, struct CUstream_st *stream);
 
