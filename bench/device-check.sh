@@ -24,6 +24,8 @@
 #               (DeepGEMM from .peers/, a git-ignored folder carried to the
 #               machine: .peers/build.sh builds it, .peers/env.sh sets it up;
 #               without it the rows say "DeepGEMM: not installed")
+#     hostprobe bench/host_probe.c: CPU cost of each driver call of the launch
+#               path, then build/qgemm bench --host on DeepGEMM's host shapes -> $OUT/host.log
 #     suite     bench/deepgemm_suite.py: DeepGEMM's own SM90 FP8 tests with
 #               deep_gemm resolving to qgemm     -> $OUT/deepgemm-suite.json, suite.log
 #               (needs DeepGEMM's source in .peers/DeepGEMM, not its build)
@@ -39,7 +41,7 @@
 # shellcheck disable=SC2317
 set -u
 
-ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite"
+ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite hostprobe"
 DEFAULT_STEPS="build tests memcheck racecheck synccheck check python examples peers suite"
 
 usage() {
@@ -228,6 +230,24 @@ step_peers() {
     return "${PIPESTATUS[0]}"
 }
 
+step_hostprobe() {
+    cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -I"${CUDA_HOME:-/usr/local/cuda}/include" \
+        bench/host_probe.c build/libqgemm.a -ldl -lpthread -lm -o build/host_probe || return 1
+    T build/host_probe 2>&1 | tee "$OUT/host.log"
+    local rc=${PIPESTATUS[0]} s
+    for s in 64x7168x2048 128x2112x7168 32x9216x4096 4096x4096x7168; do
+        T build/qgemm bench --host --shape "$s" 2>&1 | tee -a "$OUT/host.log" | grep -v "^timing"
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    done
+    for g in "--shape 2048x4096x2048 --grouped-contiguous 8,256" \
+             "--shape 4096x4096x2048 --grouped-masked 6,4096,20"; do
+        # shellcheck disable=SC2086
+        T build/qgemm bench --host $g 2>&1 | tee -a "$OUT/host.log" | grep -v "^timing"
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    done
+    return "$rc"
+}
+
 step_suite() {
     [ -f python/qgemm/_C*.so ] || python3 python/setup.py build_ext --inplace > "$OUT/suite.log" 2>&1
     PYTHONPATH=python STEP_TIMEOUT="${SUITE_TIMEOUT:-540}" \
@@ -248,7 +268,7 @@ if ! wanted build && { [ ! -x build/qgemm ] || [ ! -x build/qgemm_tests ]; }; th
 fi
 run_step build
 [ -x build/qgemm ] && { echo; build/qgemm info; }
-for s in tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite; do
+for s in tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite hostprobe; do
     run_step "$s"
 done
 

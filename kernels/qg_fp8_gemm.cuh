@@ -215,6 +215,27 @@ QG_DEVICE float qg_sfb_for_group(const float (&sb)[QG_SFB_ROWS], int n_off, int 
 #endif
 }
 
+/* A compile-time int (NVRTC has no <type_traits>). */
+template <int V> struct qg_const {
+    enum { value = V }; /* an enum: a static member would become a global */
+};
+
+/* Where a tile starts within its 128-column SFB block, n_off = (n_block *
+ * block_n) % 128, is a multiple of the largest power of two dividing block_n
+ * (below 128). With more than one SFB row per tile, call f with n_off as a
+ * qg_const of each such value (DeepGEMM dispatches on its num_former_iters
+ * alike); with one row every value promotes the same, so f<0> alone. */
+#define QG_N_OFF_STEP ((QG_BLOCK_N & -QG_BLOCK_N) < 128 ? (QG_BLOCK_N & -QG_BLOCK_N) : 128)
+template <int V, typename F> QG_DEVICE void qg_dispatch_n_off(int n_off, F &f) {
+    if constexpr (QG_SFB_ROWS == 1 || QG_SFB_COLS || V + QG_N_OFF_STEP >= 128) {
+        (void)n_off;
+        f(qg_const<V>{});
+    } else {
+        if (n_off == V) f(qg_const<V>{});
+        else qg_dispatch_n_off<V + QG_N_OFF_STEP>(n_off, f);
+    }
+}
+
 /* The tile's first 128-column block of N (its first SFB row within the group). */
 QG_DEVICE int qg_sfb_block0(const qg_tile &t) { return t.n_block * QG_BLOCK_N / 128; }
 
@@ -461,7 +482,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
                 const int b_row = qg_b_load_row(tile, rank);
                 const int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
-                for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
+                /* The loop's end is hidden from the compiler: with a short K
+                 * loop of compile-time length it unrolled the loop whole
+                 * (past #pragma unroll 1), and at 40 registers (the 232 / 40
+                 * split) that spilled (128x192 B, K = 1536). */
+                uint32_t load_end = (uint32_t)kb_end;
+                qg_pin(load_end);
+                for (int kb = kb_begin; kb < (int)load_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
@@ -545,7 +572,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 
         while (qg_scheduler_next(sched, tile)) {
             const int n_begin = tile.n_block * QG_BLOCK_N;
-            const int n_off = n_begin % 128;
+            const int n_off = n_begin % 128; /* where the tile starts in its SFB block */
             const uint32_t sfb_addr =
                 qg_smem_addr(smem_sfb) + (tile_iter & 1) * QG_SFB_BUF_FLOATS * 4;
             if (!QG_SFB_COLS) qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
@@ -555,6 +582,14 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                 for (int i = 0; i < QG_OUT; ++i) out[t][i] = 0.0f;
 
+            /* The K loop, compiled once per value n_off can take (see
+             * qg_dispatch_n_off): with n_off a constant, each column group's
+             * SFB row is known at compile time, so promotion is one FFMA a
+             * sum and an FMUL per (row, SFB row) pair, instead of a select and
+             * two FMULs per column group redone every K block (128x192:
+             * 281 instructions a K block, 96 of them FFMA). */
+            auto k_loop = [&](auto n_off_const) {
+            constexpr int tile_n_off = decltype(n_off_const)::value;
             /* Wait for stage s (K block kb) and read its scales. */
             auto wait_stage = [&](qg_scales &sc, int kb) {
                 qg_mbarrier_wait(&full[s], phase);
@@ -583,7 +618,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             auto kfinish = [&](float (&acc_k)[QG_ACC], const qg_scales &sc, uint32_t stage) {
                 qg_fence_acc(acc_k);
                 qg_release_stage(empty, stage, lane);
-                qg_promote(out[0], acc_k, sc, 0, 0, n_off);
+                qg_promote(out[0], acc_k, sc, 0, 0, tile_n_off);
             };
             auto kchunk = [&](int kb0, int count) {
                 qg_scales sc[2];
@@ -662,13 +697,16 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
                                         sfb_cols_addr + s * QG_BLOCK_N * 4);
 #else
-                        qg_promote(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a), n_off);
+                        qg_promote(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
+                                   tile_n_off);
 #endif
                     }
                 }
                 if (QG_SFB_COLS) qg_release_stage(empty, s, lane);
             }
 #endif
+            };
+            qg_dispatch_n_off<0>(n_off, k_loop);
 
             /* The tile's SFB is read: free its buffer for the SFB warp. */
             __syncwarp();

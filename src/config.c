@@ -6,9 +6,10 @@
  *   block_m in {64, 128, 256}; 64 -> one math warpgroup, else two.
  *   block_n a multiple of 16 up to a maximum: the two levels of FP32
  *   accumulators take block_n registers per m64 tile, so 64 -> 176,
- *   128 -> 160, 256 (two m64 tiles per warpgroup) -> 96 (80 masked); plus
+ *   128 -> 192 (past 160 at a 232 / 40 register split), 256 (two m64
+ *   tiles per warpgroup) -> 96 (80 masked); plus
  *   the wide tiles, whose wgmma units take turns in one accumulator set:
- *   128 x [176, 224] and 128 x 256 (two n-parts of block_n / 2; not masked)
+ *   128 x [208, 224] and 128 x 256 (two n-parts of block_n / 2; not masked)
  *   and 256 x 128 (two m64 tiles; dense, and masked without multicast).
  *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
  *   multicast A: the pair shares an m-block, so the n-block count and the
@@ -52,21 +53,23 @@ static bool wgrad_tile(int bm, int bn) { return bm <= 128 && bn % 32 == 0 && bn 
 static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
     /* The masked scheduler keeps a few more registers live than the others. */
     if (block_m == 256) return walks_groups(kind) ? 80 : 96;
-    return block_m == 64 ? 176 : 160;
+    /* 128 x 176..192 need the 232 / 40 split (qg__plan; every kind
+     * compiles clean there, 2026-11-25 b). */
+    return block_m == 64 ? 176 : 192;
 }
 
 /* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
  * in one accumulator set, so a thread holds one unit's accumulators beside
  * all its FP32 sums: 256 x 128 (two m64 tiles per warpgroup; 112 spills;
  * dense, and masked without multicast at its own register split, see
- * masked_256x128; contiguous segments are 128-row aligned) and 128 x [176,
+ * masked_256x128; contiguous segments are 128-row aligned) and 128 x [208,
  * 224] or 256 (two n-parts of block_n / 2; 240 spills with multicast; not
  * masked, whose scheduler's extra live registers make them spill). */
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
     if (kind == QG_GEMM_WGRAD) return false;
     if (block_m == 256) return !is_contiguous(kind) && block_n == 128;
     return block_m == 128 && !walks_groups(kind) &&
-           ((block_n >= 176 && block_n <= 224) || block_n == 256);
+           ((block_n >= 208 && block_n <= 224) || block_n == 256);
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
@@ -323,9 +326,12 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * one math warpgroup 256 (64x176 masked spilled at 240). CPU compile
      * sweep of 2026-11-25. */
     const bool tall_wide = bm == 256 && is_wide(p->kind, bm, bn); /* 256x128 */
+    /* 128 x 176..192 in one pass: 2 x 96 accumulators and sums a thread
+     * (DeepGEMM's 128x192 runs at the same split). */
+    const bool plain_192 = bm == 128 && bn > 160 && !is_wide(p->kind, bm, bn);
     const bool deep = stages > 6; /* the producer's loop state grows with the stages */
-    out->producer_regs = tall_wide ? 40 : out->num_math_wgs == 1 || deep ? 72 : 56;
-    out->math_regs = out->num_math_wgs == 1 ? 256 : tall_wide ? 232 : deep ? 216 : 224;
+    out->producer_regs = tall_wide || plain_192 ? 40 : out->num_math_wgs == 1 || deep ? 72 : 56;
+    out->math_regs = out->num_math_wgs == 1 ? 256 : tall_wide || plain_192 ? 232 : deep ? 216 : 224;
     out->swizzle_group = swizzle;
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
@@ -396,12 +402,30 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * against 149.5 with B and 136.1 as 128x176; again 124 against 149 and
  * 256x96 139 in 2026-11-22-explore5 run 2), 128x128 B took 256.9 us at
  * 8192x2112x7168 against 237.0 for 256x64 without multicast.
+ *
+ * Plain 128x192 (one 64x192 wgmma a warpgroup, DeepGEMM's tile for N = 2112
+ * and its grouped shapes), after the promotion stopped selecting each column
+ * group's SFB at run time (H200, 2026-11-25 b, qgemm alone, events): 4096 x
+ * 2112 x 7168 99.6 us against 102.3 as 256x64 (B 101.8); 4096x1536x24576
+ * 219.2 (A 221.9, B 222.4) against 232.5 as 128x128 A; but 4096x4096x7168
+ * 195.7-197.4 against 174.0 as 256x128 A, 4096x7168x16384 739-760 against
+ * 681.8: rated 1.03 (A 1.04, B 1.02). In the contiguous layout it ran level
+ * with 128x256 (4 x 8192, N x K = 6144x7168: 2386.0 us, A 2412.2, against
+ * 2395.9; 8 x 4096, 4096x4096: 878.6, A 851.9, against 843.6): rated
+ * below it there (0.99, A 1.00). The masked 256x128 tile (neither
+ * unrolled nor multicast) ran behind 128x192 A on both masked shapes timed:
+ * 6 groups of 1024 rows, N x K = 6144x7168 472.1 us against 442.7, 4096x2048
+ * 99.1 against 95.0: rated 1.0 (below that, 128x128 would replace it
+ * at one group of 1024 rows, where it ran 6-11% faster: config_wide_tiles).
  */
-static double tile_efficiency(int bm, int bn, qg_multicast mc) {
+static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
+    if (masked_256x128(kind, bm, bn)) return 1.0;
     if (bm == 256 && bn == 128) return a ? 1.06 : b ? 0.94 : 1.05;
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
-    if (bm == 128 && bn > 160) return a || b ? 0.66 : 0.73;
+    if (bm == 128 && bn == 192)
+        return is_contiguous(kind) ? (a ? 1.0 : 0.99) : a ? 1.04 : b ? 1.02 : 1.03;
+    if (bm == 128 && bn > 192) return a || b ? 0.66 : 0.73;
     /* H100, N = 2112: 1008-1046 TFLOPS without multicast (A: the H200 table) */
     if (bm == 256 && bn == 64) return a ? 0.92 : b ? 0.64 : 0.85;
     double e;
@@ -516,8 +540,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 const bool few_waves = 2 * tiles < 5ll * num_sms;
                 if (is_wide(p->kind, bm, bn) && !large) continue;
                 const double eff = mc && few_waves
-                                       ? 0.95 * tile_efficiency(bm, bn, QG_MULTICAST_NONE)
-                                       : tile_efficiency(bm, bn, c.multicast);
+                                       ? 0.95 * tile_efficiency(p->kind, bm, bn, QG_MULTICAST_NONE)
+                                       : tile_efficiency(p->kind, bm, bn, c.multicast);
                 const double cost =
                     large ? (double)waves * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves);
                 bool better;
@@ -546,9 +570,11 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         !avoided(avoid, num_avoid, 256, 128)) {
         const long long tiles = (long long)num_n_blocks(p, 128) * groups;
         const int waves = (int)((tiles + num_sms - 1) / num_sms);
-        const double cost = (double)waves * 256 * 128 / tile_efficiency(256, 128, QG_MULTICAST_NONE);
+        /* (rated as the dense tile: this comparison was measured on its own) */
+        const double cost =
+            (double)waves * 256 * 128 / tile_efficiency(QG_GEMM_DENSE, 256, 128, QG_MULTICAST_NONE);
         if (cost < (double)best_waves * best.block_m * best.block_n /
-                       tile_efficiency(best.block_m, best.block_n, best.multicast)) {
+                       tile_efficiency(p->kind, best.block_m, best.block_n, best.multicast)) {
             memset(&best, 0, sizeof best);
             best.block_m = 256, best.block_n = 128;
             best_waves = waves, best_last = (int)(tiles - (long long)(waves - 1) * num_sms);

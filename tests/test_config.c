@@ -101,7 +101,7 @@ TEST(config_multicast_rules) {
 }
 
 /* The wide tiles: legal only where their registers fit (256 x 128 dense,
- * 128 x [176, 224] and 128 x 256, not masked), chosen for large dense problems
+ * 128 x [208, 224] and 128 x 256, not masked), chosen for large dense problems
  * (256x128 with A multicast measured fastest), never for small ones. */
 TEST(config_wide_tiles) {
     qg_context *ctx = h100();
@@ -124,12 +124,15 @@ TEST(config_wide_tiles) {
      * runs instead: config_split_k. Masked groups of 256 rows
      * (2026-11-22-explore12, run 1): one 256x128 m-block per group, where it
      * saves waves (4x256 N 4096 K 7168: 55.0 us against 61.7 as 128x128;
-     * N 7168 K 2048: 34.3 against 38.4 as 128x160). */
+     * N 7168 K 2048: 34.3 against 38.4 as 128x160). Since the plain 128x192
+     * tile (H200, 2026-11-25 b): 4096x2112x7168 99.6 us against 102.3 as
+     * 256x64 and 101.8 as 128x192 B; 8192x2112x7168 takes it by the model
+     * (6 waves against 9 of 128x128), not timed there. */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0, 0}, 256, 128, QG_MULTICAST_A},
-        {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, 256, 64, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, 128, 192, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 2048, 2112, 7168, 1, 0, 0}, 256, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 8192, 2112, 7168, 1, 0, 0}, 128, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 8192, 2112, 7168, 1, 0, 0}, 128, 192, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0, 0}, 128, 256, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 1024, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 2048, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
@@ -189,7 +192,8 @@ TEST(config_wide_tiles) {
         {QG_GEMM_DENSE, 128, 168, false},          {QG_GEMM_DENSE, 256, 144, false},
         {QG_GEMM_DENSE, 128, 224, true},           {QG_GEMM_DENSE, 128, 240, false},
         {QG_GEMM_GROUPED_CONTIGUOUS, 128, 256, true}, {QG_GEMM_GROUPED_MASKED, 128, 256, false},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 192, true}, {QG_GEMM_GROUPED_MASKED, 128, 176, false},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 192, true}, {QG_GEMM_GROUPED_MASKED, 128, 176, true},
+        {QG_GEMM_GROUPED_MASKED, 128, 208, false},
         {QG_GEMM_GROUPED_MASKED, 256, 128, true},  {QG_GEMM_DENSE, 64, 256, false},
         {QG_GEMM_GROUPED_MASKED, 256, 112, false}, {QG_GEMM_GROUPED_MASKED, 256, 96, false},
         {QG_GEMM_DENSE, 64, 192, false},
@@ -413,7 +417,7 @@ TEST(config_kernel_plans) {
         {QG_GEMM_DENSE, 256, 64, 0, QG_MULTICAST_NONE, false, 64},  /* two units */
         {QG_GEMM_DENSE, 256, 128, 0, QG_MULTICAST_A, false, 64},    /* wide */
         {QG_GEMM_DENSE, 128, 256, 0, QG_MULTICAST_A, false, 32},    /* wide, N split */
-        {QG_GEMM_DENSE, 128, 192, 0, QG_MULTICAST_NONE, false, 32}, /* wide, N split */
+        {QG_GEMM_DENSE, 128, 192, 0, QG_MULTICAST_NONE, false, 64}, /* plain, 232 / 40 */
         {QG_GEMM_DENSE, 128, 208, 0, QG_MULTICAST_NONE, false, 16}, /* wide, N split */
         {QG_GEMM_GROUPED_MASKED, 128, 96, 0, QG_MULTICAST_NONE, true, 32},
         {QG_GEMM_GROUPED_MASKED, 128, 112, 0, QG_MULTICAST_NONE, false, 16},
