@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # bench/device-check.sh -- everything that needs the GPU, in one run:
 # build, tests, compute-sanitizer (memcheck, racecheck, synccheck) on
-# `qgemm check --quick` and on one small GEMM per store-chunk width of D, the
-# full `qgemm check`, and the benchmarks.
+# `qgemm check --quick`, on one small GEMM per store-chunk width of D and on
+# the hostile-input GPU tests (`qgemm_tests gpu_hostile_`), the full
+# `qgemm check`, and the benchmarks.
 #
 # Run from the repository root on the GPU machine:
 #     OUT=/some/dir bench/device-check.sh [--only STEP,STEP...]
 # Steps, in order:
 #     build     make -j16                          -> $OUT/build.log
 #     tests     build/qgemm_tests                  -> $OUT/tests.log
+#               (QGEMM_TEST_CACHED_CALLS=1000000: gpu_flat_memory_cached_calls
+#               makes its full 10^6 calls here; 10^5 when run by hand)
 #     memcheck  compute-sanitizer --tool memcheck  -> $OUT/sanitizer.log
 #     racecheck compute-sanitizer --tool racecheck -> $OUT/sanitizer.log
 #     synccheck compute-sanitizer --tool synccheck -> $OUT/sanitizer.log
@@ -125,7 +128,9 @@ step_build() {
 
 step_tests() {
     # The CPU-only compile sweep already ran in CI; here only what needs the GPU.
-    T build/qgemm_tests ${TEST_FILTER:--compile_every} 2>&1 | tee "$OUT/tests.log"
+    # Issue 27's flat-memory test runs its full 10^6 cached calls here.
+    QGEMM_TEST_CACHED_CALLS="${QGEMM_TEST_CACHED_CALLS:-1000000}" \
+        T build/qgemm_tests ${TEST_FILTER:--compile_every} 2>&1 | tee "$OUT/tests.log"
     return "${PIPESTATUS[0]}"
 }
 
@@ -159,6 +164,14 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
         r=${PIPESTATUS[0]}
         [ "$rc" = 0 ] && rc=$r
     done
+    # Issue 27: out-of-range m_indices / masked_m / group_ends, every refused
+    # call class, forged cache entries (tests/test_hostile_gpu.c).
+    printf '===== compute-sanitizer --tool %s: build/qgemm_tests gpu_hostile_\n' "$tool" \
+        >> "$OUT/sanitizer.log"
+    T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm_tests gpu_hostile_ 2>&1 |
+        grep -E "^\[ (PASS|FAIL|SKIP) \]|FAIL|passed,|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
+    r=${PIPESTATUS[0]}
+    [ "$rc" = 0 ] && rc=$r
     return "$rc"
 }
 step_memcheck() { sanitize memcheck; }

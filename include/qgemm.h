@@ -295,16 +295,25 @@ QG_API qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg
  *              (Since 0.4.0, as DeepGEMM: every row of a 128-row segment
  *              whose first row names expert g is written, its -1 rows with
  *              A_row B_g^T, zero for zero rows of A; segments whose first row
- *              is -1 are left untouched.)
+ *              is -1 are left untouched.) Only the first row of each 128-row
+ *              segment is read; a segment whose first row holds any value
+ *              outside [0, G) (-1, -2, G, INT_MAX, ...) is padding: skipped,
+ *              its D rows left untouched (the host cannot check device
+ *              data, so no value there is an error).
  *  masked      a [G][m][lda] (m = M_max), sfa [G][ceil(k/128)][sfa_ld],
  *              b, sfb as contiguous, d [G][m][ldd], masked_m [G] (int32,
- *              device): valid rows of each group (rows past it are left
- *              untouched), expected_m: host hint for tile selection.
+ *              device): valid rows of each group, clamped to [0, M_max] (a
+ *              negative count is 0, one past M_max is M_max; rows past it are
+ *              left untouched), expected_m: host hint for tile selection.
  *  psum        as contiguous, without m_indices: group_ends [G] (int32,
  *              device, DeepGEMM's psum layout): group g has rows
- *              [start_g, group_ends[g]) with start_0 = 0 and start_g =
- *              group_ends[g-1] rounded up to a multiple of 128; every other
- *              row of D is left untouched (ends are clamped to [start_g, m]).
+ *              [start_g, end_g) with start_0 = 0, start_g = end_{g-1}
+ *              rounded up to a multiple of 128 (at most m), and end_g =
+ *              group_ends[g] clamped to [start_g, m]; every other row of D is
+ *              left untouched. For valid ends (non-decreasing, each at or
+ *              past its group's start) end_g = group_ends[g]; for any ends
+ *              (negative, decreasing, past m) the groups never overlap: an
+ *              end below its start makes an empty group.
  *  wgrad       dense a, sfa, b; sfb [ceil(k/128)][sfb_ld] (one scale per
  *              column of B per 128 of K, N-major like sfa), d FP32 [m][ldd]
  *              (ldd * 4 a multiple of 16); c NULL: D = A B^T; c == d (same

@@ -18,19 +18,30 @@
  *   1 contiguous  rows of all experts concatenated; m_indices[row] names the
  *                 expert, -1 = padding. Segments are 128-row aligned; the
  *                 expert of an m-block is that of the first row of its
- *                 128-row segment: a segment whose first row is -1 is all
- *                 padding and is skipped (both CTAs of a pair share the
- *                 m-block, so they skip together); every other block is
- *                 stored whole, its padding rows included (as DeepGEMM: they
- *                 get A_row B_g^T, zero for zero rows of A), so which rows
- *                 are written does not depend on block_m.
+ *                 128-row segment (no other row is read): a segment whose
+ *                 first row is -1, or any value outside [0, QG_NUM_GROUPS)
+ *                 (device data the host never saw: issue 27), is all padding
+ *                 and is skipped (both CTAs of a pair share the m-block, so
+ *                 they skip together), so no expert's B or SFB past the last
+ *                 is ever addressed; every other block is stored whole, its
+ *                 padding rows included (as DeepGEMM: they get A_row B_g^T,
+ *                 zero for zero rows of A), so which rows are written does
+ *                 not depend on block_m.
  *   2 masked      groups of shape_m (= M_max) rows; group g has masked_m[g]
- *                 valid rows; only m-blocks holding valid rows are tiles.
+ *                 valid rows, clamped to [0, M_max]; only m-blocks holding
+ *                 valid rows are tiles.
  *   3 psum        contiguous rows, group_ends[g] (the masked_m argument) the
- *                 end row of group g, which starts at group_ends[g - 1]
- *                 rounded up to 128 (0 for g = 0); rows past a group's end
- *                 are neither read into D nor written. Walked like masked,
- *                 m_begin being a row of the whole [shape_m] array.
+ *                 end row of group g. Group g starts where group g - 1
+ *                 really ended, rounded up to 128 (0 for g = 0), and ends at
+ *                 group_ends[g] clamped to [its start, shape_m]: for valid
+ *                 ends (non-decreasing, each at or past its group's start)
+ *                 that is DeepGEMM's layout, and for any ends the groups
+ *                 never overlap (a decreasing end makes an empty group; it
+ *                 does not pull the next group's start back over rows a
+ *                 group before it wrote). Rows outside the groups are neither
+ *                 read into D nor written. Walked like masked, the cursor
+ *                 carrying the group's start; m_begin is a row of the whole
+ *                 [shape_m] array.
  * Producer and consumers run identical schedulers, so they agree on the
  * sequence of tiles without communicating.
  */
@@ -59,6 +70,7 @@ struct qg_scheduler {
      * have no register to spare. */
     int cur_group;
     int group_first_tile;
+    int group_start; /* psum: first row of cur_group in the [shape_m] array */
 };
 
 /* Valid rows of group g, clamped to [0, M_max]: masked_m is device data the
@@ -68,12 +80,11 @@ QG_DEVICE int qg_masked_rows(const qg_scheduler &s, int g) {
 }
 
 #if QG_KIND == 3
-/* psum: the first row of group g, and (returned) its row count, clamped to
- * [0, shape_m] like masked_m: the ends are device data the host never saw. */
-QG_DEVICE int qg_psum_rows(const qg_scheduler &s, int g, int &start) {
-    const int prev = g == 0 ? 0 : min(max(__ldg(s.masked_m + g - 1), 0), s.shape_m);
-    start = min((prev + 127) / 128 * 128, s.shape_m);
-    return min(max(__ldg(s.masked_m + g), start), s.shape_m) - start;
+/* psum: the row count of the cursor's group, which starts at s.group_start:
+ * its end clamped to [group_start, shape_m] (the ends are device data the
+ * host never saw), so a group never reaches back over an earlier one. */
+QG_DEVICE int qg_psum_rows(const qg_scheduler &s) {
+    return min(max(__ldg(s.masked_m + s.cur_group), s.group_start), s.shape_m) - s.group_start;
 }
 #endif
 
@@ -85,6 +96,7 @@ QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indi
     s.iter = 0;
     s.cur_group = 0;
     s.group_first_tile = 0;
+    s.group_start = 0;
 }
 
 /* Swizzle a linear index inside one group of num_m_blocks x QG_NUM_N_BLOCKS tiles. */
@@ -122,18 +134,19 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
 #if QG_KIND == 2 || QG_KIND == 3
         /* Walk the group cursor forward until idx falls inside it. */
         int group_rows, m_blocks;
-#if QG_KIND == 3
-        int group_start;
-#endif
         for (;;) {
 #if QG_KIND == 3
-            group_rows = qg_psum_rows(s, s.cur_group, group_start);
+            group_rows = qg_psum_rows(s);
 #else
             group_rows = qg_masked_rows(s, s.cur_group);
 #endif
             m_blocks = (group_rows + QG_BLOCK_M - 1) / QG_BLOCK_M;
             if (idx < s.group_first_tile + m_blocks * QG_NUM_N_BLOCKS) break;
             s.group_first_tile += m_blocks * QG_NUM_N_BLOCKS;
+#if QG_KIND == 3
+            /* the next group starts where this one really ended, rounded up */
+            s.group_start = min((s.group_start + group_rows + 127) / 128 * 128, s.shape_m);
+#endif
             if (++s.cur_group >= QG_NUM_GROUPS) return false;
         }
         t.group = s.cur_group;
@@ -142,7 +155,7 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         t.rows = min(QG_BLOCK_M, group_rows - t.m_begin);
         t.tma_store = t.rows == QG_BLOCK_M;
 #if QG_KIND == 3
-        t.m_begin += group_start; /* a row of the whole array */
+        t.m_begin += s.group_start; /* a row of the whole array */
 #endif
         return true;
 #else
@@ -153,7 +166,8 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         t.rows = min(QG_BLOCK_M, s.shape_m - t.m_begin);
 #if QG_KIND == 1
         t.group = __ldg(s.m_indices + (t.m_begin & ~127)); /* the 128-row segment's expert */
-        if (t.group < 0) continue; /* an all-padding segment: no work */
+        /* -1, or no expert at all: an all-padding segment, no work */
+        if ((unsigned)t.group >= (unsigned)QG_NUM_GROUPS) continue;
         t.tma_store = true;        /* stored whole; TMA clips rows past M */
 #else
         t.group = 0;

@@ -8,8 +8,11 @@
  *    options, every embedded file (name and text) and the source, each field
  *    length-prefixed so no two inputs frame the same bytes;
  *  - a file is written to a unique temporary name and renamed, so a reader
- *    sees a whole file or none; every read re-checks magic, lengths, key and
- *    the SHA-256 of the body, and a bad file is deleted, never loaded;
+ *    sees a whole file or none; every read re-checks magic, lengths, key,
+ *    the SHA-256 of the body and that the cubin is a whole ELF image
+ *    (qg__cubin_check), and a bad file is deleted, never loaded; an entry
+ *    the driver refuses anyway is removed by qg__cache_remove (src/gemm.c
+ *    recompiles it);
  *  - a file is trusted only if it is a regular file owned by the user and
  *    writable by no one else (opened O_NONBLOCK | O_NOFOLLOW, so a FIFO or a
  *    link named like an entry neither hangs nor redirects the read); anything
@@ -208,6 +211,11 @@ static const char *decode_file(const uint8_t *f, size_t size, const char *key, q
     if (cubin_len == 0 || cubin_len > body_len ||
         QG_CACHE_BODY_FIXED + report_len + cubin_len != body_len)
         return "bad section lengths";
+    /* The hash proves the file is what was written, not that a whole image
+     * was written (a forged entry with a recomputed hash): a cubin whose ELF
+     * tables or sections run past its end never reaches the driver. */
+    const char *not_whole = qg__cubin_check(body + QG_CACHE_BODY_FIXED + report_len, cubin_len);
+    if (not_whole) return not_whole;
     b->info.registers = (int32_t)get_u32(body + 64);
     b->info.spill_store_bytes = (int32_t)get_u32(body + 68);
     b->info.spill_load_bytes = (int32_t)get_u32(body + 72);
@@ -282,6 +290,17 @@ int qg__cache_read(const char *dir, const char *key, qg_jit_build *b) {
     qg__jit_debug("disk cache file %s rejected (%s): deleting it and recompiling", path, bad);
     unlink(path); /* a racing writer's rename may replace it: harmless either way */
     return 0;
+}
+
+void qg__cache_remove(const char *dir, const char *key, char *path, size_t path_len) {
+    char buf[QG_PATH_MAX];
+    if (path && path_len) path[0] = '\0';
+    if (!dir || snprintf(buf, sizeof buf, "%s/%s.cubin", dir, key) >= (int)sizeof buf) return;
+    if (path && path_len) snprintf(path, path_len, "%s", buf);
+    /* A racing writer may have renamed a good entry here since it was read:
+     * that one goes too, and costs one compile. */
+    if (unlink(buf) != 0 && errno != ENOENT)
+        qg__jit_debug("disk cache: cannot delete %s: %s", buf, strerror(errno));
 }
 
 void qg__cache_write(const char *dir, const char *key, const qg_jit_build *b) {

@@ -32,6 +32,9 @@ void qg__cache_key_finish(qg_sha256 *s, const char *source, char key[65]);
 const char *qg__cache_open_dir(char buf[QG_PATH_MAX]);
 /* @return 1 and *b filled on a valid hit, 0 otherwise (a bad file is deleted). */
 int qg__cache_read(const char *dir, const char *key, qg_jit_build *b);
+/* Delete dir/<key>.cubin (an entry the driver refused; best effort); `path`
+ * (may be NULL) receives its name, "" when dir is NULL. */
+void qg__cache_remove(const char *dir, const char *key, char *path, size_t path_len);
 /* Write b as dir/<key>.cubin: temporary file, then rename (best effort). */
 void qg__cache_write(const char *dir, const char *key, const qg_jit_build *b);
 /* Write text as dir/<key><ext>, creating dir (best effort; QGEMM_JIT_DUMP). */

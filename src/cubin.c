@@ -1,5 +1,6 @@
 /*
- * cubin.c -- resource usage read from a compiled cubin (an ELF64 file).
+ * cubin.c -- resource usage read from a compiled cubin (an ELF64 file), and
+ * whether a cubin is a whole ELF image (qg__cubin_check, for the disk cache).
  *
  * Why: ptxas's verbose report reaches NVRTC's log only when ptxas actually
  * runs. On a machine with a driver, a repeated compile of the same program can
@@ -83,4 +84,46 @@ bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *fr
     *registers = regs;
     *frame_bytes = frame;
     return true;
+}
+
+/* The ELF structure of a cubin: every table and section the driver will
+ * read lies inside the image. A cache entry is checked with this before it
+ * is handed out (src/cache.c): its SHA-256 proves the file is what was
+ * written, not that what was written is a whole image (a forged entry with
+ * a recomputed hash, a truncated cubin), and a truncated image must not be
+ * the driver's problem. What the sections hold is not checked: the driver
+ * refuses a well-formed image it cannot load (src/gemm.c then recompiles). */
+#define ELF_MACHINE_CUDA 190
+#define SHT_NOBITS 8
+
+const char *qg__cubin_check(const void *cubin, size_t size) {
+    const uint8_t *e = cubin;
+    if (!cubin || size < 64) return "cubin shorter than an ELF header";
+    if (memcmp(e, "\177ELF", 4)) return "cubin is not an ELF image (bad magic)";
+    if (e[4] != 2 || e[5] != 1) return "cubin is not a 64-bit little-endian ELF image";
+    if (rd(e + 0x12, 2) != ELF_MACHINE_CUDA) return "cubin is an ELF image for another machine than CUDA";
+    const uint64_t phoff = rd(e + 0x20, 8), shoff = rd(e + 0x28, 8);
+    const uint64_t ehsize = rd(e + 0x34, 2), phentsize = rd(e + 0x36, 2), phnum = rd(e + 0x38, 2);
+    const uint64_t shentsize = rd(e + 0x3a, 2), shnum = rd(e + 0x3c, 2), shstrndx = rd(e + 0x3e, 2);
+    if (ehsize < 64 || ehsize > size) return "cubin: bad ELF header size";
+    if (shnum == 0 || shentsize < 64 || shstrndx >= shnum)
+        return "cubin: no section header table";
+    /* the tables: shnum * shentsize <= 65535 * 65535, no overflow below */
+    if (shoff > size || shnum * shentsize > size - shoff)
+        return "cubin: section header table past the end of the image (truncated?)";
+    if (phnum && (phentsize < 56 || phoff > size || phnum * phentsize > size - phoff))
+        return "cubin: program header table past the end of the image (truncated?)";
+    for (uint64_t s = 0; s < shnum; s++) {
+        const uint8_t *h = e + shoff + s * shentsize;
+        const uint64_t type = rd(h + 4, 4), off = rd(h + 0x18, 8), sz = rd(h + 0x20, 8);
+        if (type != SHT_NOBITS && (off > size || sz > size - off))
+            return "cubin: a section lies past the end of the image (truncated?)";
+    }
+    for (uint64_t i = 0; i < phnum; i++) {
+        const uint8_t *h = e + phoff + i * phentsize;
+        const uint64_t off = rd(h + 0x08, 8), filesz = rd(h + 0x20, 8);
+        if (off > size || filesz > size - off)
+            return "cubin: a segment lies past the end of the image (truncated?)";
+    }
+    return NULL;
 }

@@ -61,6 +61,7 @@ static const struct {
     QG_ENTRY(cuStreamGetCtx),
     QG_ENTRY(cuMemAlloc),
     QG_ENTRY(cuMemFree),
+    QG_ENTRY(cuMemGetInfo),
     QG_ENTRY(cuMemcpyHtoD),
     QG_ENTRY(cuMemcpyDtoH),
     QG_ENTRY(cuMemcpyDtoD),

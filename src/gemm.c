@@ -257,6 +257,63 @@ static bool entry_matches(const qg_launch_entry *e, const qg_problem *p, const q
            e->forced == (forced != NULL) && (!forced || same_forced(&e->forced_cfg, forced));
 }
 
+/* Load a compiled kernel: module, function, dynamic shared memory. On
+ * failure *module is NULL and *step names the call that failed. */
+static CUresult load_module(const qg_context *ctx, const void *cubin, size_t smem_bytes,
+                            CUmodule *module, CUfunction *function, const char **step) {
+    const qg_driver *drv = ctx->drv;
+    *module = NULL;
+    *step = "cuModuleLoadData";
+    CUresult r = drv->cuModuleLoadData(module, cubin);
+    if (r == CUDA_SUCCESS) {
+        *step = "cuModuleGetFunction(qg_fp8_gemm_kernel)";
+        r = drv->cuModuleGetFunction(function, *module, "qg_fp8_gemm_kernel");
+    }
+    if (r == CUDA_SUCCESS) {
+        *step = "cuFuncSetAttribute(max dynamic shared memory)";
+        r = drv->cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    (int)smem_bytes);
+    }
+    if (r != CUDA_SUCCESS && *module) {
+        drv->cuModuleUnload(*module);
+        *module = NULL;
+    }
+    return r;
+}
+
+/* Errors that say the context or the device cannot load anything now (or
+ * memory ran out), not that the image is bad: a cubin from the disk cache
+ * that fails with one of these is not discarded. */
+static bool context_unusable(CUresult r) {
+    switch (r) {
+    case CUDA_ERROR_OUT_OF_MEMORY:
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_DEINITIALIZED:
+    case CUDA_ERROR_NO_DEVICE:
+    case CUDA_ERROR_INVALID_DEVICE:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* "CUresult 200: device kernel image is invalid", for a debug line. */
+static void cuda_error_text(const qg_context *ctx, CUresult r, char *buf, size_t len) {
+    const char *text = NULL;
+    if (ctx->drv->cuGetErrorString(r, &text) != CUDA_SUCCESS || !text) text = "?";
+    snprintf(buf, len, "CUresult %d: %s", (int)r, text);
+}
+
 /* Find or build the launch entry; called with ctx->lock held and ctx current. */
 static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_config *forced,
                                 const qg_launch_entry **out) {
@@ -288,17 +345,44 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_c
             free(e);
             return qg__fail(QG_ERROR_OUT_OF_MEMORY, "launch cache: out of host memory");
         }
-        const qg_driver *drv = ctx->drv;
-        CUresult r = drv->cuModuleLoadData(&m->module, res.cubin);
-        if (r == CUDA_SUCCESS) r = drv->cuModuleGetFunction(&m->function, m->module, "qg_fp8_gemm_kernel");
-        if (r == CUDA_SUCCESS)
-            r = drv->cuFuncSetAttribute(m->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        (int)e->plan.smem_bytes);
+        const char *step;
+        CUresult r = load_module(ctx, res.cubin, e->plan.smem_bytes, &m->module, &m->function, &step);
+        char path[1024] = "";
+        bool recompiled = false;
+        /* A cache entry passed the cache's checks (whole, its hash right,
+         * ours) but the driver cannot load it: forged with a recomputed hash,
+         * another kernel's or another GPU's cubin. Delete it and compile the
+         * kernel again, once (issue 27). */
+        if (r != CUDA_SUCCESS && res.from_disk && !context_unusable(r) &&
+            qg__jit_discard(ctx->jit, res.info.key, res.cubin, path, sizeof path)) {
+            char text[160];
+            cuda_error_text(ctx, r, text, sizeof text);
+            qg__jit_debug("kernel %s from the disk cache (%s) refused by the driver (%s: %s): "
+                          "entry deleted, recompiling", res.info.key, path[0] ? path : "?", step,
+                          text);
+            recompiled = true;
+            st = resolve_and_compile(ctx, num_sms, p, forced, &e->cfg, &e->plan, &res);
+            if (st != QG_SUCCESS) {
+                free(m);
+                free(e);
+                return st;
+            }
+            r = load_module(ctx, res.cubin, e->plan.smem_bytes, &m->module, &m->function, &step);
+        }
         if (r != CUDA_SUCCESS) {
-            if (m->module) drv->cuModuleUnload(m->module);
             free(m);
             free(e);
-            return qg__cuda_fail(r, "loading the compiled kernel");
+            /* Name the kernel and where its cubin came from: a cache entry
+             * the user can delete, or a fresh compile (a driver problem). */
+            char dir[900], what[1536];
+            if (!path[0] && res.from_disk && qg__cache_dir(dir, sizeof dir))
+                snprintf(path, sizeof path, "%s/%s.cubin", dir, res.info.key);
+            snprintf(what, sizeof what, "%s failed for kernel %s (%s%s)", step, res.info.key,
+                     recompiled    ? "compiled again after the driver refused the disk cache entry "
+                     : res.from_disk ? "read from the disk cache entry "
+                                     : "compiled now",
+                     recompiled || res.from_disk ? (path[0] ? path : "?") : "");
+            return qg__cuda_fail(r, what);
         }
         memcpy(m->key, res.info.key, sizeof m->key);
         m->next = ctx->modules;

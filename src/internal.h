@@ -53,6 +53,8 @@ void qg__jit_cache_destroy(qg_jit_cache *cache);
 typedef struct {
     const void *cubin;      /* owned by the cache; valid until it is destroyed */
     size_t cubin_size;
+    bool from_disk;         /* the cubin was read from the disk cache (by this call,
+                               or by the lookup that filled the memory entry) */
     qg_kernel_info info;
 } qg_jit_result;
 
@@ -66,9 +68,27 @@ typedef struct {
  */
 qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result *out);
 
+/*
+ * The driver refused `cubin`, which qg__jit_compile returned for `key` with
+ * from_disk set (a disk-cache entry that passed the cache's checks but is
+ * not a loadable kernel: forged with a recomputed hash, another kernel's,
+ * another architecture's). Drop it from the memory cache (the cubin stays
+ * valid until the cache is destroyed) and delete its file, so the next
+ * qg__jit_compile of the key compiles it again. `path` (may be NULL)
+ * receives the file's name ("" without a disk cache).
+ * @return true when discarded; false when the memory entry no longer holds
+ *         that cubin (someone discarded and recompiled it already) or it did
+ *         not come from disk: nothing is touched then.
+ */
+bool qg__jit_discard(qg_jit_cache *cache, const char *key, const void *cubin, char *path,
+                     size_t path_len);
+
 /* Registers and stack frame of the kernels in a cubin (src/cubin.c): the
  * largest over its functions. @return false for a malformed cubin. */
 bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *frame_bytes);
+/* NULL when `cubin` is a whole 64-bit CUDA ELF image (headers, every section
+ * and segment inside its `size` bytes; src/cubin.c), else why not. */
+const char *qg__cubin_check(const void *cubin, size_t size);
 
 /* ---- configuration (src/config.c) --------------------------------------- */
 

@@ -12,6 +12,10 @@
  *    the entry is "pending" and other threads asking for the key wait for it
  *    (one compile per key, however many threads); a failed compile drops the
  *    entry so a waiter retries and gets its own error message;
+ *  - an entry read from the disk cache whose cubin the driver then refuses
+ *    (qg__jit_discard, called by src/gemm.c) leaves the memory cache and its
+ *    file the disk, so the next lookup compiles; the entry itself is kept,
+ *    retired, until the cache dies, because callers may still hold its cubin;
  *  - environment variables (src/env.c: QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME,
  *    QGEMM_JIT_DEBUG, QGEMM_JIT_DUMP) are read at every call; QGEMM_JIT_DEBUG
  *    also adds -lineinfo, so debug builds have keys (and cubins) of their own;
@@ -66,6 +70,7 @@ typedef struct jit_entry {
     void *cubin;
     size_t cubin_size;
     char *report;          /* NVRTC log (ptxas report), for QGEMM_JIT_DEBUG */
+    bool from_disk;        /* the cubin came from the disk cache */
     qg_kernel_info info;   /* cache_hit and compile_ms are set per call */
 } jit_entry;
 
@@ -73,6 +78,7 @@ struct qg_jit_cache {
     pthread_mutex_t lock;
     pthread_cond_t changed;     /* a pending entry became ready or was dropped */
     jit_entry *buckets[QG_BUCKETS];
+    jit_entry *retired;         /* discarded entries: their cubins may still be in use */
     bool prefix_ready[2];       /* [line_info] */
     qg_sha256 prefix[2];        /* qg__cache_key_prefix() midstate, computed once */
 };
@@ -108,6 +114,10 @@ void qg__jit_cache_destroy(qg_jit_cache *cache) {
             next = e->next;
             free_entry(e);
         }
+    for (jit_entry *e = cache->retired, *next; e; e = next) {
+        next = e->next;
+        free_entry(e);
+    }
     pthread_cond_destroy(&cache->changed);
     pthread_mutex_destroy(&cache->lock);
     free(cache);
@@ -476,6 +486,7 @@ qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result
     if (e) {
         out->cubin = e->cubin;
         out->cubin_size = e->cubin_size;
+        out->from_disk = e->from_disk;
         out->info = e->info;
         const char *report = e->report; /* entries live until the cache dies */
         pthread_mutex_unlock(&cache->lock);
@@ -506,6 +517,7 @@ qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result
         e->cubin_size = b.cubin_size;
         e->report = b.report;
         e->info = b.info;
+        e->from_disk = b.info.cache_hit == 2;
         e->ready = true;
     } else {
         drop_entry(cache, e);
@@ -521,7 +533,34 @@ qg_status qg__jit_compile(qg_jit_cache *cache, const char *source, qg_jit_result
     }
     out->cubin = b.cubin;
     out->cubin_size = b.cubin_size;
+    out->from_disk = b.info.cache_hit == 2;
     out->info = b.info;
     print_line(b.info.cache_hit == 2 ? "loaded from disk" : "compiled", &out->info, b.report);
     return QG_SUCCESS;
+}
+
+bool qg__jit_discard(qg_jit_cache *cache, const char *key, const void *cubin, char *path,
+                     size_t path_len) {
+    if (path && path_len) path[0] = '\0';
+    if (!cache || !key || !cubin) return false;
+    pthread_mutex_lock(&cache->lock);
+    jit_entry *e = find_entry(cache, key);
+    /* Only the entry that handed out this very cubin, read from disk: if
+     * another caller discarded it already, the entry now found is a fresh
+     * compile (and the file on disk its copy), which must stay. */
+    const bool discard = e && e->ready && e->from_disk && e->cubin == cubin;
+    if (discard) {
+        for (jit_entry **p = bucket_of(cache, key); *p; p = &(*p)->next)
+            if (*p == e) {
+                *p = e->next;
+                break;
+            }
+        e->next = cache->retired; /* its cubin may still be in a caller's hands */
+        cache->retired = e;
+    }
+    pthread_mutex_unlock(&cache->lock);
+    if (!discard) return false;
+    char dir[QG_PATH_MAX];
+    qg__cache_remove(qg__cache_dir(dir, sizeof dir) ? dir : NULL, key, path, path_len);
+    return true;
 }

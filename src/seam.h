@@ -63,6 +63,7 @@ typedef struct {
      * and graphs (one loader for the process: see the top of this file) */
     CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemGetInfo)(size_t *, size_t *);
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* Driver plumbing                                                           */
@@ -296,8 +297,8 @@ static void gen_b_unit(void *user, int64_t unit, int worker) {
 
 static qg_status check_spec(const qgtk_problem_spec *s) {
     if (s->kind != QG_GEMM_DENSE && s->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
-        s->kind != QG_GEMM_GROUPED_MASKED)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.kind: expected 0, 1 or 2, got %d",
+        s->kind != QG_GEMM_GROUPED_MASKED && s->kind != QG_GEMM_GROUPED_PSUM)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.kind: expected 0, 1, 2 or 3, got %d",
                         (int)s->kind);
     if (s->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.m: expected >= 0, got %d", s->m);
     if (s->n < 1) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "spec.n: expected >= 1, got %d", s->n);
@@ -326,12 +327,14 @@ static qg_status check_spec(const qgtk_problem_spec *s) {
     return QG_SUCCESS;
 }
 
-/* Rows of -1 that spec.padding_blocks puts before expert g's segment. */
+/* Rows of -1 that spec.padding_blocks puts before expert g's segment (the
+ * psum layout has no room for them). */
 static int padding_block_rows(const qgtk_problem_spec *s, int g, int align) {
-    return s->padding_blocks && g % 3 == 1 ? align : 0;
+    return s->padding_blocks && s->kind != QG_GEMM_GROUPED_PSUM && g % 3 == 1 ? align : 0;
 }
 
-/* Group sizes and m_indices of a contiguous problem; sets p->m. */
+/* Group sizes and m_indices (contiguous) or group_ends (psum) of a problem
+ * whose groups are 128-row aligned segments; sets p->m. */
 static qg_status plan_contiguous(qgtk_problem_data *p, const qgtk_problem_spec *s) {
     const int G = p->num_groups, align = qg_m_alignment_for_contiguous_layout();
     int *sizes = malloc(sizeof(int) * (size_t)G);
@@ -358,6 +361,21 @@ static qg_status plan_contiguous(qgtk_problem_data *p, const qgtk_problem_spec *
                         (long long)total);
     }
     p->m = (int)total;
+    if (p->kind == QG_GEMM_GROUPED_PSUM) {
+        /* group g starts at the previous end rounded up: where its segment starts */
+        p->group_ends = malloc(sizeof(int32_t) * (size_t)G);
+        if (!p->group_ends) {
+            free(sizes);
+            return qg__fail(QG_ERROR_OUT_OF_MEMORY, "problem: host allocation failed");
+        }
+        int64_t start = 0;
+        for (int g = 0; g < G; g++) {
+            p->group_ends[g] = (int32_t)(start + sizes[g]);
+            start += (sizes[g] + align - 1) / align * align;
+        }
+        free(sizes);
+        return QG_SUCCESS;
+    }
     p->m_indices = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
     if (!p->m_indices) {
         free(sizes);
@@ -428,7 +446,8 @@ qg_status qgtk_problem_create_host(qgtk_problem_data **out, const qgtk_problem_s
     p->num_groups = spec->num_groups < 1 ? 1 : spec->num_groups;
     p->kblocks = (p->k + 127) / 128;
     p->nblocks = (p->n + 127) / 128;
-    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) st = plan_contiguous(p, spec);
+    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS || p->kind == QG_GEMM_GROUPED_PSUM)
+        st = plan_contiguous(p, spec);
     if (p->kind == QG_GEMM_GROUPED_MASKED) st = plan_masked(p, spec);
     if (st != QG_SUCCESS) {
         qgtk_problem_free(p);
@@ -474,8 +493,9 @@ qg_status qgtk_problem_create_host(qgtk_problem_data **out, const qgtk_problem_s
 static void free_device(qgtk_problem_data *p) {
     if (!p->ctx) return;
     if (ctx_push(p->ctx) == QG_SUCCESS) {
-        CUdeviceptr *bufs[] = {&p->dev_a, &p->dev_sfa, &p->dev_b, &p->dev_sfb,
-                               &p->dev_d, &p->dev_m_indices, &p->dev_masked_m};
+        CUdeviceptr *bufs[] = {&p->dev_a,         &p->dev_sfa,      &p->dev_b,
+                               &p->dev_sfb,       &p->dev_d,        &p->dev_m_indices,
+                               &p->dev_masked_m,  &p->dev_group_ends};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
             if (*bufs[i]) drv_of(p->ctx)->cuMemFree(*bufs[i]);
             *bufs[i] = 0;
@@ -506,9 +526,11 @@ qg_status qgtk_problem_upload(qg_context *ctx, qgtk_problem_data *p) {
         {&p->dev_m_indices, p->m_indices, sizeof(int32_t) * (size_t)p->m, "cuMemAlloc(m_indices)"},
         {&p->dev_masked_m, p->masked_m, sizeof(int32_t) * (size_t)p->num_groups,
          "cuMemAlloc(masked_m)"},
+        {&p->dev_group_ends, p->group_ends, sizeof(int32_t) * (size_t)p->num_groups,
+         "cuMemAlloc(group_ends)"},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        if (!bufs[i].host) continue; /* m_indices / masked_m of other kinds */
+        if (!bufs[i].host) continue; /* m_indices / masked_m / group_ends of other kinds */
         /* Never allocate 0 bytes (an error for the driver); 16 keeps alignment. */
         CU_TRY(drv->cuMemAlloc(bufs[i].dev, bufs[i].bytes ? bufs[i].bytes : 16), bufs[i].what);
         if (bufs[i].bytes)
@@ -542,6 +564,7 @@ void qgtk_problem_free(qgtk_problem_data *p) {
     free(p->d);
     free(p->m_indices);
     free(p->masked_m);
+    free(p->group_ends);
     free(p->ref);
     free(p->group_diff);
     free(p);
@@ -570,6 +593,7 @@ qg_gemm_args qgtk_problem_args(const qgtk_problem_data *p) {
     a.d = (void *)(uintptr_t)p->dev_d;
     a.m_indices = (const int32_t *)(uintptr_t)p->dev_m_indices;
     a.masked_m = (const int32_t *)(uintptr_t)p->dev_masked_m;
+    a.group_ends = (const int32_t *)(uintptr_t)p->dev_group_ends;
     return a;
 }
 
@@ -582,6 +606,7 @@ qg_gemm_args qgtk_problem_host_args(const qgtk_problem_data *p) {
     a.d = p->d;
     a.m_indices = p->m_indices;
     a.masked_m = p->masked_m;
+    a.group_ends = p->group_ends;
     return a;
 }
 
@@ -600,6 +625,10 @@ qg_status qgtk_problem_update_indices(qg_context *ctx, qgtk_problem_data *p) {
         CU_TRY(drv_of(ctx)->cuMemcpyHtoD(p->dev_masked_m, p->masked_m,
                                       sizeof(int32_t) * (size_t)p->num_groups),
                "cuMemcpyHtoD(masked_m)");
+    if (p->group_ends)
+        CU_TRY(drv_of(ctx)->cuMemcpyHtoD(p->dev_group_ends, p->group_ends,
+                                      sizeof(int32_t) * (size_t)p->num_groups),
+               "cuMemcpyHtoD(group_ends)");
 done:
     ctx_pop(ctx);
     return st;
@@ -619,16 +648,6 @@ done:
 /* ------------------------------------------------------------------------ */
 /* Reference and check                                                       */
 /* ------------------------------------------------------------------------ */
-
-/* Group of row r (0 .. rows-1), or -1 for rows the GEMM must not write. */
-static int row_group(const qgtk_problem_data *p, int64_t r) {
-    switch (p->kind) {
-    case QG_GEMM_DENSE: return 0;
-    /* every row of a segment whose first row is real is written (DeepGEMM's rule) */
-    case QG_GEMM_GROUPED_CONTIGUOUS: return p->m_indices[r - r % 128];
-    default: return r % p->m < p->masked_m[r / p->m] ? (int)(r / p->m) : -1;
-    }
-}
 
 qg_status qgtk_problem_reference(qg_context *ctx, qgtk_problem_data *p, qgtk_ref_where where) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "p: expected non-NULL");
@@ -712,14 +731,24 @@ qg_status qgtk_problem_check(qg_context *ctx, qgtk_problem_data *p, qgtk_check_r
     qgtk_diff_acc all = {0};
     qgtk_diff_acc *per_group = calloc((size_t)G, sizeof *per_group);
     double *x = malloc(sizeof(double) * (size_t)p->n);
-    if (!per_group || !x) {
+    /* the group of each row (-1: must keep the poison), by the layout's rule */
+    int32_t *group_of = malloc(sizeof(int32_t) * (size_t)(p->rows ? p->rows : 1));
+    if (!per_group || !x || !group_of) {
         free(per_group);
         free(x);
+        free(group_of);
         return qg__fail(QG_ERROR_OUT_OF_MEMORY, "check: host allocation failed");
+    }
+    const qg_gemm_args host = qgtk_problem_host_args(p);
+    if ((st = qgtk_row_groups(p->kind, &host, group_of)) != QG_SUCCESS) {
+        free(per_group);
+        free(x);
+        free(group_of);
+        return st;
     }
     for (int64_t r = 0; r < p->rows; r++) {
         const uint16_t *drow = p->d + r * p->ldd;
-        int g = row_group(p, r);
+        int g = group_of[r];
         if (g < 0) {
             for (int64_t c = 0; c < p->ldd; c++) res->modified_count += drow[c] != 0xffff;
             continue;
@@ -750,6 +779,7 @@ qg_status qgtk_problem_check(qg_context *ctx, qgtk_problem_data *p, qgtk_check_r
     res->gpu_reference = p->ref_on_gpu;
     free(per_group);
     free(x);
+    free(group_of);
     return QG_SUCCESS;
 }
 
@@ -903,8 +933,8 @@ qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
     if (!ref) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ref: expected a device pointer");
     const qg_gemm_args *p = dev_args;
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
-        kind != QG_GEMM_GROUPED_MASKED)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1 or 2, got %d", (int)kind);
+        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1, 2 or 3, got %d", (int)kind);
     if (p->m < 0 || p->n < 1 || p->k < 16 || p->k % 16 || p->num_groups < 1 ||
         (kind == QG_GEMM_DENSE && p->num_groups != 1))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
@@ -912,7 +942,8 @@ qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
                         p->num_groups);
     if (!p->a || !p->sfa || !p->b || !p->sfb ||
         (kind == QG_GEMM_GROUPED_CONTIGUOUS && !p->m_indices) ||
-        (kind == QG_GEMM_GROUPED_MASKED && !p->masked_m))
+        (kind == QG_GEMM_GROUPED_MASKED && !p->masked_m) ||
+        (kind == QG_GEMM_GROUPED_PSUM && !p->group_ends))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "dev_args: a NULL input pointer");
     if (p->lda < p->k || p->ldb < p->k || p->sfa_ld < p->m || p->sfa_ld % 4)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
@@ -938,7 +969,10 @@ qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
         CUdeviceptr a = (CUdeviceptr)(uintptr_t)p->a, sfa = (CUdeviceptr)(uintptr_t)p->sfa,
                     b = (CUdeviceptr)(uintptr_t)p->b, sfb = (CUdeviceptr)(uintptr_t)p->sfb,
                     mi = (CUdeviceptr)(uintptr_t)p->m_indices,
-                    mm = (CUdeviceptr)(uintptr_t)p->masked_m, out = ref;
+                    /* psum: the ends travel as masked_m, as in the library */
+                    mm = (CUdeviceptr)(uintptr_t)(kind == QG_GEMM_GROUPED_PSUM ? p->group_ends
+                                                                               : p->masked_m),
+                    out = ref;
         long long lda = p->lda, sfa_ld = p->sfa_ld, ldb = p->ldb;
         /* Same order and types as qg_reference_kernel's parameters. */
         void *params[] = {&kind_i, &m,   &n,   &k,  &groups, &a,  &lda,  &sfa,
@@ -1151,6 +1185,32 @@ done:
 qg_status qgtk_time_us(qg_context *ctx, CUstream stream, qgtk_l2_flush_mode flush, qgtk_timed_fn fn,
                       void *user, int warmup, int runs, qgtk_timing *out) {
     return qgtk_time_interleaved_us(ctx, stream, flush, 1, &fn, &user, warmup, runs, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory figures                                                            */
+/* ------------------------------------------------------------------------ */
+
+size_t qgtk_host_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long long size = 0, resident = 0;
+    const int got = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    const long page = sysconf(_SC_PAGESIZE);
+    return got == 2 && page > 0 ? (size_t)resident * (size_t)page : 0;
+}
+
+qg_status qgtk_device_memory(qg_context *ctx, size_t *free_bytes, size_t *total_bytes) {
+    qg_status st = ctx_push(ctx);
+    if (st != QG_SUCCESS) return st;
+    size_t f = 0, t = 0;
+    CU_TRY(drv_of(ctx)->cuMemGetInfo(&f, &t), "cuMemGetInfo");
+    if (free_bytes) *free_bytes = f;
+    if (total_bytes) *total_bytes = t;
+done:
+    ctx_pop(ctx);
+    return st;
 }
 
 /* ------------------------------------------------------------------------ */

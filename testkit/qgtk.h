@@ -58,10 +58,35 @@ int qgtk_parallel_for(int64_t count, int max_workers, qgtk_parallel_fn fn, void 
  * Reference GEMM on the CPU, in double, on exactly dequantized inputs, for
  * host copies of the arguments (same layouts as qg_gemm_args; pointers are
  * host pointers). Writes ref [rows][n] densely (rows = m, or G*m for masked);
- * rows the kernel must leave untouched (padding, masked-out) are set to NaN.
+ * rows the kernel must leave untouched (padding, masked-out, outside the psum
+ * groups) are set to NaN. Dense, contiguous, masked and psum. Any contents of
+ * m_indices, masked_m and group_ends are accepted and follow the library's
+ * rules (qgtk_row_groups), as the kernel does: they are device data it never
+ * checks.
  * @return QG_SUCCESS or QG_ERROR_INVALID_ARGUMENT.
  */
 qg_status qgtk_reference_gemm(qg_gemm_kind kind, const qg_gemm_args *host_args, double *ref);
+
+/*
+ * The group of every output row under the layout rules of include/qgemm.h,
+ * -1 for a row the GEMM leaves untouched (host arrays; rows = m, or G*m for
+ * masked; out has that many entries):
+ *  dense       0
+ *  contiguous  m_indices of the first row of the row's 128-row segment when
+ *              in [0, G), else -1 (-1, other negatives, G and past: padding)
+ *  masked      r = g*m + i: g when i < masked_m[g] (clamped to [0, m]), else -1
+ *  psum        g for rows in [start_g, end_g) of qgtk_psum_bounds, else -1
+ * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT (a NULL array or another kind)
+ *         or QG_ERROR_OUT_OF_MEMORY.
+ */
+qg_status qgtk_row_groups(qg_gemm_kind kind, const qg_gemm_args *host_args, int32_t *out);
+
+/* The psum layout's groups for any group_ends (include/qgemm.h): group g has
+ * rows [start[g], end[g]), start[0] = 0, start[g] = end[g-1] rounded up to a
+ * multiple of 128 (at most m), end[g] = group_ends[g] clamped to
+ * [start[g], m]. Never overlapping, whatever the ends. */
+void qgtk_psum_bounds(const int32_t *group_ends, int num_groups, int m, int64_t *start,
+                      int64_t *end);
 
 /*
  * diff = 1 - 2 sum(x*y) / sum(x^2 + y^2) over n values, in double
@@ -119,6 +144,11 @@ void qgtk_gpu_session_close(qg_context *ctx, CUstream stream);
  *              masked_extremes, two distinct random groups (when G >= 2) get 0
  *              and m. expected_m is passed to the GEMM as its hint
  *              (0: the mean of masked_m, at least 1).
+ *  psum        num_groups = G; group sizes as contiguous (group_m, or drawn
+ *              around expected_m), each group starting at the previous
+ *              group's end rounded up to 128 (padding_blocks is ignored: the
+ *              layout has no room for them); group_ends[g] = that start +
+ *              the size, M_total = p->m the last end rounded up to 128.
  *
  * Values: each 1x128 block of A and each 128x128 block of B is drawn from a
  * normal distribution times 2^e, e uniform in [-scale_spread, scale_spread];
@@ -163,12 +193,14 @@ typedef struct qgtk_problem_data {
     float *sfb;          /* [G][nblocks][kblocks] */
     int32_t *m_indices;  /* contiguous: [m]; writable, then qgtk_problem_update_indices */
     int32_t *masked_m;   /* masked: [G]; writable, then qgtk_problem_update_indices */
+    int32_t *group_ends; /* psum: [G]; writable, then qgtk_problem_update_indices */
     uint16_t *d;         /* [rows][ldd]: the last D downloaded by check/hash */
     size_t a_bytes, sfa_bytes, b_bytes, sfb_bytes, d_bytes;
 
     /* device copies (0 until uploaded) */
     qg_context *ctx;     /* the context they were allocated in */
-    CUdeviceptr dev_a, dev_sfa, dev_b, dev_sfb, dev_d, dev_m_indices, dev_masked_m;
+    CUdeviceptr dev_a, dev_sfa, dev_b, dev_sfb, dev_d, dev_m_indices, dev_masked_m,
+                dev_group_ends;
 
     /* reference cache: computed by the first check, reused until the inputs change */
     double *ref;         /* [rows][n], NaN rows = must not be written; NULL until computed */
@@ -190,9 +222,9 @@ qg_gemm_args qgtk_problem_args(const qgtk_problem_data *p);
 /* The same arguments with the host copies (d = p->d), for qgtk_reference_gemm. */
 qg_gemm_args qgtk_problem_host_args(const qgtk_problem_data *p);
 
-/* After editing p->m_indices or p->masked_m on the host: copy them to the
- * device (synchronous cuMemcpyHtoD, so do it before enqueuing work that reads
- * them) and drop the cached reference. */
+/* After editing p->m_indices, p->masked_m or p->group_ends on the host: copy
+ * them to the device (synchronous cuMemcpyHtoD, so do it before enqueuing
+ * work that reads them) and drop the cached reference. */
 qg_status qgtk_problem_update_indices(qg_context *ctx, qgtk_problem_data *p);
 
 /* Fill the whole D buffer (all rows, all ldd columns) with 0xFF bytes: bf16
@@ -266,8 +298,9 @@ const char *qgtk_check_describe(const qgtk_check_result *res, char *buf, size_t 
  * ([rows][n]; rows = m, or G*m for masked); rows that must not be written get
  * NaN. dev_args holds device pointers (d and ldd are ignored). The kernel is
  * compiled through ctx->jit. Enqueued on `stream`, then the stream is
- * synchronized (the module is unloaded before returning). The host cannot
- * validate device m_indices/masked_m: out-of-range values give NaN rows. */
+ * synchronized (the module is unloaded before returning). Dense, contiguous,
+ * masked and psum; any m_indices / masked_m / group_ends follow the rules of
+ * qgtk_row_groups (out-of-range values give NaN rows where the GEMM skips). */
 qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
                                     const qg_gemm_args *dev_args, CUdeviceptr ref,
                                     CUstream stream);
@@ -326,6 +359,14 @@ qg_status qgtk_time_interleaved_us(qg_context *ctx, CUstream stream, qgtk_l2_flu
  * "pdl_probe.cuh"): a self-contained CUDA source, compiled through the
  * library's JIT (qg__context_compile_source). NULL for an unknown name. */
 const char *qgtk_kernel_source(const char *name);
+
+/* ---- memory figures (testkit/harness.c) ------------------------------------ */
+
+/* Resident set size of this process in bytes (/proc/self/statm), 0 when it
+ * cannot be read. */
+size_t qgtk_host_rss_bytes(void);
+/* Free and total memory of ctx's device (cuMemGetInfo); either may be NULL. */
+qg_status qgtk_device_memory(qg_context *ctx, size_t *free_bytes, size_t *total_bytes);
 
 /* ---- fault injection (testkit/harness.c) ---------------------------------- */
 

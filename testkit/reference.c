@@ -225,8 +225,8 @@ static void ref_unit(void *user, int64_t unit, int worker) {
 
 static qg_status validate(qg_gemm_kind kind, const qg_gemm_args *p, const double *ref) {
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
-        kind != QG_GEMM_GROUPED_MASKED)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1 or 2, got %d", (int)kind);
+        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0, 1, 2 or 3, got %d", (int)kind);
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "host_args: expected non-NULL");
     if (!ref) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ref: expected non-NULL");
     if (p->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "m: expected >= 0, got %d", p->m);
@@ -260,27 +260,79 @@ static qg_status validate(qg_gemm_kind kind, const qg_gemm_args *p, const double
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "sfa_ld: expected a multiple of 4 >= m = %d, got %lld", p->m,
                         (long long)p->sfa_ld);
-    if (kind == QG_GEMM_GROUPED_CONTIGUOUS) {
-        if (!p->m_indices)
-            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                            "m_indices: expected non-NULL for the contiguous layout");
-        for (int r = 0; r < p->m; r++)
-            if (p->m_indices[r] < -1 || p->m_indices[r] >= p->num_groups)
-                return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                                "m_indices[%d]: expected -1 .. num_groups-1 = %d, got %d", r,
-                                p->num_groups - 1, (int)p->m_indices[r]);
-    }
-    if (kind == QG_GEMM_GROUPED_MASKED) {
-        if (!p->masked_m)
-            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                            "masked_m: expected non-NULL for the masked layout");
-        for (int g = 0; g < p->num_groups; g++)
-            if (p->masked_m[g] < 0 || p->masked_m[g] > p->m)
-                return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                                "masked_m[%d]: expected 0 .. m = %d, got %d", g, p->m,
-                                (int)p->masked_m[g]);
-    }
+    /* The layouts' contents are device data the library never checks: every
+     * value is legal and means what include/qgemm.h says (qgtk_row_groups),
+     * so the reference follows the same rule rather than refusing it. */
+    if (kind == QG_GEMM_GROUPED_CONTIGUOUS && !p->m_indices)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "m_indices: expected non-NULL for the contiguous layout");
+    if (kind == QG_GEMM_GROUPED_MASKED && !p->masked_m)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "masked_m: expected non-NULL for the masked layout");
+    if (kind == QG_GEMM_GROUPED_PSUM && !p->group_ends)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "group_ends: expected non-NULL for the psum layout");
     return QG_SUCCESS;
+}
+
+/* ---- which rows are written: the layouts' rules (include/qgemm.h) --------- */
+
+void qgtk_psum_bounds(const int32_t *group_ends, int num_groups, int m, int64_t *start,
+                      int64_t *end) {
+    int64_t s = 0;
+    for (int g = 0; g < num_groups; g++) {
+        int64_t e = group_ends[g];
+        e = e < s ? s : e > m ? m : e;
+        start[g] = s;
+        end[g] = e;
+        s = (e + 127) / 128 * 128;
+        if (s > m) s = m;
+    }
+}
+
+qg_status qgtk_row_groups(qg_gemm_kind kind, const qg_gemm_args *p, int32_t *out) {
+    if (!p || !out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qgtk_row_groups: a NULL argument");
+    if (p->m < 0 || p->num_groups < 1 ||
+        (kind == QG_GEMM_GROUPED_CONTIGUOUS && !p->m_indices) ||
+        (kind == QG_GEMM_GROUPED_MASKED && !p->masked_m) ||
+        (kind == QG_GEMM_GROUPED_PSUM && !p->group_ends))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qgtk_row_groups: m %d, num_groups %d, or the layout's array missing",
+                        p->m, p->num_groups);
+    const int G = p->num_groups, m = p->m;
+    switch (kind) {
+    case QG_GEMM_DENSE:
+        for (int64_t r = 0; r < m; r++) out[r] = 0;
+        return QG_SUCCESS;
+    case QG_GEMM_GROUPED_CONTIGUOUS:
+        /* the first row of each 128-row segment names the expert of every row
+         * in it; no expert ([0, G) excluded, -1 included): padding */
+        for (int64_t r = 0; r < m; r++) {
+            const int32_t g = p->m_indices[r - r % 128];
+            out[r] = g >= 0 && g < G ? g : -1;
+        }
+        return QG_SUCCESS;
+    case QG_GEMM_GROUPED_MASKED:
+        /* masked_m clamped to [0, m]: r % m < masked_m holds for none when it
+         * is negative and for all when it is past m */
+        for (int64_t r = 0; r < (int64_t)G * m; r++)
+            out[r] = r % m < p->masked_m[r / m] ? (int32_t)(r / m) : -1;
+        return QG_SUCCESS;
+    case QG_GEMM_GROUPED_PSUM: {
+        int64_t *start = malloc(sizeof(int64_t) * 2 * (size_t)G);
+        if (!start) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qgtk_row_groups: host allocation failed");
+        int64_t *end = start + G;
+        qgtk_psum_bounds(p->group_ends, G, m, start, end);
+        for (int64_t r = 0; r < m; r++) out[r] = -1;
+        for (int g = 0; g < G; g++)
+            for (int64_t r = start[g]; r < end[g]; r++) out[r] = g;
+        free(start);
+        return QG_SUCCESS;
+    }
+    default:
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qgtk_row_groups: kind %d has no row groups",
+                        (int)kind);
+    }
 }
 
 /* Collect the rows that must be computed, grouped by group (counting sort),
@@ -291,29 +343,35 @@ static qg_status plan_rows(ref_job *job, int64_t total_rows) {
     job->rows = malloc(sizeof(int64_t) * (size_t)(total_rows ? total_rows : 1));
     job->group_start = calloc((size_t)G + 1, sizeof(int64_t));
     job->unit_start = calloc((size_t)G + 1, sizeof(int64_t));
-    if (!job->rows || !job->group_start || !job->unit_start)
+    int32_t *group_of = malloc(sizeof(int32_t) * (size_t)(total_rows ? total_rows : 1));
+    if (!job->rows || !job->group_start || !job->unit_start || !group_of) {
+        free(group_of);
         return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qgtk_reference_gemm: host allocation failed");
-
-    /* group_of(r): the group of output row r, or -1 when it is skipped. */
-#define GROUP_OF(r)                                                                      \
-    (job->kind == QG_GEMM_DENSE                ? 0                                       \
-     : job->kind == QG_GEMM_GROUPED_CONTIGUOUS ? (int)p->m_indices[(r) - (r) % 128]      \
-     : ((r) % p->m < p->masked_m[(r) / p->m]   ? (int)((r) / p->m) : -1))
+    }
+    /* group_of[r]: the group of output row r, or -1 when it is skipped. */
+    qg_status st = qgtk_row_groups(job->kind, p, group_of);
+    if (st != QG_SUCCESS) {
+        free(group_of);
+        return st;
+    }
     for (int64_t r = 0; r < total_rows; r++) {
-        int g = GROUP_OF(r);
+        int g = group_of[r];
         if (g >= 0) job->group_start[g + 1]++;
         else
             for (int c = 0; c < p->n; c++) job->ref[r * p->n + c] = NAN;
     }
     for (int g = 0; g < G; g++) job->group_start[g + 1] += job->group_start[g];
     int64_t *fill = calloc((size_t)G, sizeof(int64_t));
-    if (!fill) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qgtk_reference_gemm: host allocation failed");
+    if (!fill) {
+        free(group_of);
+        return qg__fail(QG_ERROR_OUT_OF_MEMORY, "qgtk_reference_gemm: host allocation failed");
+    }
     for (int64_t r = 0; r < total_rows; r++) {
-        int g = GROUP_OF(r);
+        int g = group_of[r];
         if (g >= 0) job->rows[job->group_start[g] + fill[g]++] = r;
     }
-#undef GROUP_OF
     free(fill);
+    free(group_of);
     for (int g = 0; g < G; g++) {
         int64_t count = job->group_start[g + 1] - job->group_start[g];
         job->unit_start[g + 1] = job->unit_start[g] + (count + REF_MB - 1) / REF_MB * job->ntiles;

@@ -1,10 +1,14 @@
 /*
  * test_cache.c -- the disk cache under hostile files (issue 27): a FIFO named
- * like an entry, a corrupt entry, entries writable by others or owned by
- * another user, the modes of what the cache creates, and 16 processes sharing
- * one cache directory. CPU only (NVRTC needs no GPU).
+ * like an entry, a corrupt entry, entries forged with a recomputed hash (a
+ * cubin that is not a whole ELF image; another kernel's cubin, which the
+ * driver would refuse: discarded and recompiled), entries writable by others
+ * or owned by another user, the modes of what the cache creates, and 16
+ * processes sharing one cache directory. CPU only (NVRTC needs no GPU; the
+ * driver's side is tests/test_hostile_gpu.c).
  */
 #include "internal.h"
+#include "cache.h"
 #include "qg_test.h"
 
 #include <errno.h>
@@ -169,6 +173,153 @@ TEST(cache_corrupt_entry_is_rejected_and_replaced) {
     free(log);
     CHECK(c.status == QG_SUCCESS && c.hit == 2, "not rewritten: hit %d", c.hit);
     free(src);
+    PASS();
+}
+
+/* ---- entries forged with a recomputed hash ---- */
+
+/* Rewrite dir/<key>.cubin as the cache writes it (header, SHA-256 of the
+ * body: everything a reader checks) around another cubin: what anyone who
+ * can write the directory can do. `like` gives the other fields. */
+static void forge_entry(const char *dir, const char *key, const qg_jit_build *like,
+                        const void *cubin, size_t size) {
+    qg_jit_build b = *like;
+    b.cubin = (void *)cubin;
+    b.cubin_size = size;
+    qg__cache_write(dir, key, &b);
+}
+
+/* A cubin whose ELF tables or sections run past its end, or that is not a
+ * CUDA ELF image at all, is rejected when read (before any driver sees it),
+ * deleted, recompiled and rewritten, with a debug line saying why. */
+TEST(cache_forged_entry_with_broken_cubin_is_rejected) {
+    char dir[64];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    char *log = NULL;
+    compile_call c = compile_logged(src, &log);
+    free(log);
+    CHECK(c.status == QG_SUCCESS, "%s", qg_last_error());
+    qg_jit_build good;
+    memset(&good, 0, sizeof good);
+    CHECK(qg__cache_read(dir, c.key, &good) == 1, "the entry just written does not read back");
+    CHECK(qg__cubin_check(good.cubin, good.cubin_size) == NULL, "a real cubin fails the check: %s",
+          qg__cubin_check(good.cubin, good.cubin_size));
+    const size_t n = good.cubin_size;
+    uint8_t *bad = malloc(n);
+    CHECK(bad, "out of memory");
+    static const struct { const char *what, *why; } cases[] = {
+        {"truncated to half", "truncated?"},
+        {"truncated by one byte", "truncated?"},
+        {"random bytes", "not an ELF image"},
+        {"ELF for x86-64", "another machine"},
+        {"section table offset past the end", "section header table past the end"},
+        {"a section past the end", "a section lies past the end"},
+        {"64 bytes of ELF header only", "section header table"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(bad, good.cubin, n);
+        size_t size = n;
+        switch (i) {
+        case 0: size = n / 2; break;
+        case 1: size = n - 1; break;
+        case 2: for (size_t j = 0; j < n; j++) bad[j] = (uint8_t)(salt() >> (j % 40)); break;
+        case 3: bad[0x12] = 62, bad[0x13] = 0; break;
+        case 4: memset(bad + 0x28, 0xff, 7); break;
+        case 5: { /* section 1's size: the whole image */
+            uint64_t shoff = 0;
+            for (int b = 0; b < 8; b++) shoff |= (uint64_t)bad[0x28 + b] << (8 * b);
+            CHECK(shoff + 128 <= n, "unexpected cubin layout");
+            for (int b = 0; b < 8; b++) bad[shoff + 64 + 0x20 + b] = (uint8_t)((uint64_t)n >> (8 * b));
+            break;
+        }
+        case 6: size = 64; break;
+        }
+        CHECK(qg__cubin_check(bad, size) != NULL, "%s: passes the check", cases[i].what);
+        forge_entry(dir, c.key, &good, bad, size);
+        c = compile_logged(src, &log);
+        CHECK(c.status == QG_SUCCESS && c.hit == 0, "%s: status %d hit %d (%s)", cases[i].what,
+              c.status, c.hit, qg_last_error());
+        CHECK(log && strstr(log, "rejected (") && strstr(log, cases[i].why),
+              "%s: no debug line with '%s': %s", cases[i].what, cases[i].why, log ? log : "");
+        free(log);
+        c = compile_logged(src, &log);
+        free(log);
+        CHECK(c.status == QG_SUCCESS && c.hit == 2, "%s: not rewritten (hit %d)", cases[i].what,
+              c.hit);
+    }
+    free(bad);
+    qg__build_free(&good);
+    free(src);
+    PASS();
+}
+
+/* A forged entry that is a whole CUDA image, another kernel's: every check
+ * of the cache passes and the cubin is handed out (from_disk). The driver
+ * would refuse it (no qg_fp8_gemm_kernel in it), and src/gemm.c then calls
+ * qg__jit_discard: the memory entry goes (its cubin still readable by whoever
+ * holds it), so does the file, and the next lookup compiles the real kernel
+ * and writes it back. Discarding what did not come from disk, or what was
+ * discarded already, touches nothing. (The driver's half is
+ * gpu_hostile_forged_cubin_is_recompiled.) */
+TEST(cache_forged_entry_refused_by_driver_is_discarded) {
+    char dir[64], path[256], gone[512];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    const uint64_t base = salt();
+    char *src = source(base), *other = source(base + 1);
+    int hit = -1;
+    char key[65], other_key[65];
+    CHECK(compile_new(src, &hit, key) == QG_SUCCESS && hit == 0, "%s", qg_last_error());
+    CHECK(compile_new(other, &hit, other_key) == QG_SUCCESS, "%s", qg_last_error());
+    qg_jit_build good, foreign;
+    memset(&good, 0, sizeof good);
+    memset(&foreign, 0, sizeof foreign);
+    CHECK(qg__cache_read(dir, key, &good) == 1 && qg__cache_read(dir, other_key, &foreign) == 1,
+          "entries do not read back");
+    forge_entry(dir, key, &good, foreign.cubin, foreign.cubin_size);
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
+
+    qg_jit_cache *cache = NULL;
+    CHECK(qg__jit_cache_create(&cache) == QG_SUCCESS, "%s", qg_last_error());
+    qg_jit_result r;
+    CHECK(qg__jit_compile(cache, src, &r) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(r.info.cache_hit == 2 && r.from_disk, "the forged entry was not loaded (hit %d)",
+          r.info.cache_hit);
+    CHECK(r.cubin_size == foreign.cubin_size && memcmp(r.cubin, foreign.cubin, r.cubin_size) == 0,
+          "the forged cubin is not what was handed out");
+    const void *handed = r.cubin;
+    qg_jit_result again;
+    CHECK(qg__jit_compile(cache, src, &again) == QG_SUCCESS && again.info.cache_hit == 1 &&
+              again.from_disk && again.cubin == handed,
+          "a memory hit must say the cubin came from disk (hit %d, from_disk %d)",
+          again.info.cache_hit, (int)again.from_disk);
+
+    CHECK(qg__jit_discard(cache, key, handed, gone, sizeof gone), "not discarded");
+    CHECK(strcmp(gone, path) == 0, "discarded %s, expected %s", gone, path);
+    struct stat st;
+    CHECK(stat(path, &st) != 0 && errno == ENOENT, "the refused entry is still on disk");
+    /* whoever still holds the refused cubin may read it (ASan: no use after free) */
+    CHECK(memcmp(handed, foreign.cubin, foreign.cubin_size) == 0, "the retired cubin changed");
+    CHECK(!qg__jit_discard(cache, key, handed, gone, sizeof gone) && gone[0] == '\0',
+          "discarded twice");
+
+    CHECK(qg__jit_compile(cache, src, &r) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(r.info.cache_hit == 0 && !r.from_disk && r.cubin != handed,
+          "not recompiled after the discard (hit %d)", r.info.cache_hit);
+    CHECK(r.info.registers == good.info.registers, "recompiled: %d registers, first %d",
+          r.info.registers, good.info.registers);
+    CHECK(stat(path, &st) == 0, "the recompiled kernel was not written back");
+    /* a fresh compile is not the disk's to discard: nothing happens */
+    CHECK(!qg__jit_discard(cache, key, r.cubin, gone, sizeof gone), "a fresh compile discarded");
+    CHECK(stat(path, &st) == 0, "the rewritten entry was deleted");
+    qg__jit_cache_destroy(cache);
+    CHECK(compile_new(src, &hit, NULL) == QG_SUCCESS && hit == 2, "rewritten entry: hit %d", hit);
+    qg__build_free(&good);
+    qg__build_free(&foreign);
+    free(src);
+    free(other);
     PASS();
 }
 

@@ -1,11 +1,13 @@
 /*
  * test_reference.c -- the CPU reference GEMM against a naive triple loop
- * written here, the accuracy metric, argument validation, and the host half
+ * written here (dense, contiguous, masked, psum, and the layouts' contents
+ * out of range), the accuracy metric, argument validation, and the host half
  * of the test harness (problem generation; no GPU needed).
  */
 #include "qg_test.h"
 #include "qgtk.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,7 @@ typedef struct {
     qg_gemm_args args;
     uint8_t *a, *b;
     float *sfa, *sfb;
-    int32_t *idx, *mm;
+    int32_t *idx, *mm, *ends;
     int64_t rows;
 } small_problem;
 
@@ -50,6 +52,7 @@ static void small_free(small_problem *p) {
     free(p->sfb);
     free(p->idx);
     free(p->mm);
+    free(p->ends);
 }
 
 /* Fill a problem with random codes and scales. Contiguous m_indices are
@@ -73,6 +76,20 @@ static void small_make(small_problem *p) {
     for (int64_t i = 0; i < G * nb * kb; i++) p->sfb[i] = rnd_scale();
     p->idx = NULL;
     p->mm = NULL;
+    p->ends = NULL;
+    if (p->kind == QG_GEMM_GROUPED_PSUM) {
+        /* valid ends: each group a random size (some empty) from the previous
+         * end rounded up to 128, the last one ending at or before m */
+        p->ends = malloc(sizeof(int32_t) * (size_t)G);
+        int start = 0;
+        for (int g = 0; g < G; g++) {
+            const int room = p->m - start;
+            const int size = room > 0 && rnd() % 4 ? (int)(rnd() % (uint64_t)(room / 2 + 1)) : 0;
+            p->ends[g] = start + size;
+            start = (start + size + 127) / 128 * 128;
+            if (start > p->m) start = p->m;
+        }
+    }
     if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
         p->idx = malloc(sizeof(int32_t) * (size_t)p->m);
         int g = -1;
@@ -94,7 +111,23 @@ static void small_make(small_problem *p) {
     p->args = (qg_gemm_args){.m = p->m, .n = p->n, .k = p->k, .num_groups = G,
                              .a = p->a, .lda = lda, .sfa = p->sfa, .sfa_ld = sfa_ld,
                              .b = p->b, .ldb = ldb, .sfb = p->sfb, .d = NULL, .ldd = p->n,
-                             .m_indices = p->idx, .masked_m = p->mm};
+                             .m_indices = p->idx, .masked_m = p->mm, .group_ends = p->ends};
+}
+
+/* Psum: the group of row r by include/qgemm.h's words, written out again
+ * (start_0 = 0; end_g = group_ends[g] clamped to [start_g, m]; start_g+1 =
+ * end_g rounded up to 128, at most m), -1 outside every group. */
+static int naive_psum_group(const qg_gemm_args *x, int64_t r) {
+    int64_t start = 0;
+    for (int g = 0; g < x->num_groups; g++) {
+        int64_t end = x->group_ends[g];
+        if (end < start) end = start;
+        if (end > x->m) end = x->m;
+        if (start <= r && r < end) return g;
+        start = (end + 127) / 128 * 128;
+        if (start > x->m) start = x->m;
+    }
+    return -1;
 }
 
 /* The formula of qgemm.h, element by element, no cleverness. */
@@ -103,13 +136,18 @@ static double naive_element(const small_problem *p, int64_t r, int c, int *group
     const int kb_count = (x->k + 127) / 128, nb_count = (x->n + 127) / 128;
     int g = 0;
     int64_t local = r;
-    /* every row of a 128-row segment takes the expert of the segment's first row */
-    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) g = x->m_indices[r - r % 128];
+    /* every row of a 128-row segment takes the expert of the segment's first
+     * row; a first row naming no expert ([0, G) excluded) makes it padding */
+    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+        g = x->m_indices[r - r % 128];
+        if (g >= x->num_groups) g = -1;
+    }
     if (p->kind == QG_GEMM_GROUPED_MASKED) {
         g = (int)(r / x->m);
         local = r % x->m;
-        if (local >= x->masked_m[g]) g = -1;
+        if (local >= x->masked_m[g]) g = -1; /* a count past m keeps every row */
     }
+    if (p->kind == QG_GEMM_GROUPED_PSUM) g = naive_psum_group(x, r);
     *group = g;
     if (g < 0) return NAN;
     const uint8_t *a = x->a, *b = x->b;
@@ -127,8 +165,9 @@ static double naive_element(const small_problem *p, int64_t r, int c, int *group
     return sum;
 }
 
-static qg_test_result compare_with_naive(small_problem *p) {
-    small_make(p);
+/* Compare the reference with the naive loop on a problem small_make made
+ * (and a test may have edited since); frees it. */
+static qg_test_result compare_made(small_problem *p) {
     double *ref = malloc(sizeof(double) * (size_t)(p->rows * p->n));
     qg_status st = qgtk_reference_gemm(p->kind, &p->args, ref);
     CHECK(st == QG_SUCCESS, "qgtk_reference_gemm: %s", qg_last_error());
@@ -159,6 +198,11 @@ static qg_test_result compare_with_naive(small_problem *p) {
     free(ref);
     small_free(p);
     PASS();
+}
+
+static qg_test_result compare_with_naive(small_problem *p) {
+    small_make(p);
+    return compare_made(p);
 }
 
 TEST(reference_dense_vs_naive) {
@@ -194,6 +238,79 @@ TEST(reference_masked_vs_naive) {
     return compare_with_naive(&p2);
 }
 
+TEST(reference_psum_vs_naive) {
+    small_problem p1 = {.kind = QG_GEMM_GROUPED_PSUM, .m = 600, .n = 136, .k = 272,
+                        .groups = 4, .lda_pad = 16};
+    if (compare_with_naive(&p1) != QG_T_PASS) return QG_T_FAIL;
+    small_problem p2 = {.kind = QG_GEMM_GROUPED_PSUM, .m = 300, .n = 24, .k = 160,
+                        .groups = 6, .sfa_pad = 8};
+    return compare_with_naive(&p2);
+}
+
+/* The layouts' contents are device data the library never checks (issue
+ * 27): every value is legal and means what include/qgemm.h says. The
+ * reference follows the same rules (it used to refuse these values, so the
+ * GPU tests could not check what the kernel does with them). */
+TEST(reference_out_of_range_layout_contents) {
+    /* contiguous: first rows naming no expert make their segment padding;
+     * values inside a segment are never read */
+    small_problem c = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .m = 1000, .n = 40, .k = 272,
+                       .groups = 3};
+    small_make(&c);
+    const int32_t firsts[] = {0, 3, INT_MAX, -2, INT_MIN, 2, 4, 1};
+    for (int s = 0; s < 8; s++) {
+        for (int i = 0; i < 128 && s * 128 + i < c.m; i++) c.idx[s * 128 + i] = s % 2 ? 1 : 2;
+        c.idx[s * 128] = firsts[s];
+    }
+    c.idx[5] = INT_MAX; /* inside segment 0 (expert 0): not read */
+    c.idx[5 * 128 + 77] = -9;
+    if (compare_made(&c) != QG_T_PASS) return QG_T_FAIL;
+
+    /* masked: counts clamped to [0, M_max] */
+    small_problem m = {.kind = QG_GEMM_GROUPED_MASKED, .m = 40, .n = 24, .k = 144, .groups = 6};
+    small_make(&m);
+    const int32_t counts[] = {-1, INT_MIN, 41, INT_MAX, 40, 7};
+    memcpy(m.mm, counts, sizeof counts);
+    if (compare_made(&m) != QG_T_PASS) return QG_T_FAIL;
+
+    /* psum: negative, decreasing, past m, INT_MAX / INT_MIN ends; the
+     * decreasing end must not start a group over rows an earlier one owns */
+    const int32_t sets[][6] = {
+        {300, 50, 400, 600, 2000, 900},      /* decreasing, then past m */
+        {-5, INT_MIN, 129, 100, INT_MAX, 0}, /* negative, decreasing, INT_MAX */
+        {0, 0, 0, 0, 0, 0},                  /* all empty */
+        {650, 700, 700, 700, 700, 700},      /* the next start (768) clamped to m */
+    };
+    for (int t = 0; t < 4; t++) {
+        small_problem ps = {.kind = QG_GEMM_GROUPED_PSUM, .m = 700, .n = 16, .k = 128,
+                            .groups = 6};
+        small_make(&ps);
+        memcpy(ps.ends, sets[t], sizeof sets[t]);
+        /* the all-empty set computes nothing: compare_made needs one row */
+        if (t == 2) ps.ends[5] = 1;
+        if (compare_made(&ps) != QG_T_PASS) return QG_T_FAIL;
+    }
+
+    /* qgtk_row_groups spells the rules out: check them directly too. */
+    int32_t ends[3] = {300, 50, 400}, groups[512];
+    qg_gemm_args a = {.m = 512, .num_groups = 3, .group_ends = ends};
+    CHECK(qgtk_row_groups(QG_GEMM_GROUPED_PSUM, &a, groups) == QG_SUCCESS, "%s", qg_last_error());
+    for (int r = 0; r < 512; r++) {
+        /* group 0 rows 0..299; group 1 empty (starts at 384, ends there);
+         * group 2 starts at 384 (not at 128, over group 0), ends at 400 */
+        const int want = r < 300 ? 0 : r >= 384 && r < 400 ? 2 : -1;
+        CHECK(groups[r] == want, "psum {300, 50, 400} row %d: group %d, expected %d", r,
+              groups[r], want);
+    }
+    int64_t st[3], en[3];
+    qgtk_psum_bounds(ends, 3, 512, st, en);
+    CHECK(st[0] == 0 && en[0] == 300 && st[1] == 384 && en[1] == 384 && st[2] == 384 &&
+              en[2] == 400,
+          "bounds [%lld,%lld) [%lld,%lld) [%lld,%lld)", (long long)st[0], (long long)en[0],
+          (long long)st[1], (long long)en[1], (long long)st[2], (long long)en[2]);
+    PASS();
+}
+
 TEST(reference_rejects_bad_arguments) {
     small_problem p = {.kind = QG_GEMM_DENSE, .m = 8, .n = 16, .k = 128, .groups = 1};
     small_make(&p);
@@ -218,13 +335,11 @@ TEST(reference_rejects_bad_arguments) {
     EXPECT_BAD(QG_GEMM_DENSE, "num_groups", bad.num_groups = 2);
     EXPECT_BAD(QG_GEMM_GROUPED_CONTIGUOUS, "m_indices", (void)0);
     EXPECT_BAD(QG_GEMM_GROUPED_MASKED, "masked_m", (void)0);
-    int32_t idx[8] = {0, 0, 0, 0, -1, -1, 1, -2};
-    EXPECT_BAD(QG_GEMM_GROUPED_CONTIGUOUS, "m_indices[6]", bad.m_indices = idx);
-    idx[6] = 0;
-    EXPECT_BAD(QG_GEMM_GROUPED_CONTIGUOUS, "m_indices[7]", bad.m_indices = idx);
-    int32_t mm[1] = {9};
-    EXPECT_BAD(QG_GEMM_GROUPED_MASKED, "masked_m[0]", bad.masked_m = mm);
+    EXPECT_BAD(QG_GEMM_GROUPED_PSUM, "group_ends", (void)0);
+    /* Out-of-range contents are not bad arguments (the library cannot check
+     * device data): reference_out_of_range_layout_contents. */
     EXPECT_BAD((qg_gemm_kind)7, "kind", (void)0);
+    EXPECT_BAD(QG_GEMM_WGRAD, "kind", (void)0);
     CHECK(qgtk_reference_gemm(QG_GEMM_DENSE, &p.args, NULL) == QG_ERROR_INVALID_ARGUMENT, "ref NULL");
     CHECK(qgtk_reference_gemm(QG_GEMM_DENSE, NULL, ref) == QG_ERROR_INVALID_ARGUMENT, "args NULL");
 #undef EXPECT_BAD
@@ -393,6 +508,25 @@ TEST(harness_host_problem_grouped) {
         for (int i = 0; i < 96; i++)
             CHECK(!!isnan(p->ref[((int64_t)g * 96 + i) * p->n]) == (i >= p->masked_m[g]),
                   "group %d row %d NaN-ness", g, i);
+    qgtk_problem_free(p);
+
+    /* psum: the contiguous segments as group ends, no m_indices. */
+    int psizes[4] = {200, 0, 128, 77};
+    qgtk_problem_spec ps = {.kind = QG_GEMM_GROUPED_PSUM, .n = 64, .k = 256, .num_groups = 4,
+                          .seed = 5, .group_m = psizes, .padding_blocks = true};
+    CHECK(qgtk_problem_create_host(&p, &ps) == QG_SUCCESS, "%s", qg_last_error());
+    /* segments of 256, 0, 128 and 128 rows; padding_blocks has no room here */
+    CHECK(p->m == 4 * align && !p->m_indices && p->group_ends, "psum M_total %d", p->m);
+    CHECK(p->group_ends[0] == 200 && p->group_ends[1] == 256 && p->group_ends[2] == 384 &&
+              p->group_ends[3] == 461,
+          "psum ends %d %d %d %d", p->group_ends[0], p->group_ends[1], p->group_ends[2],
+          p->group_ends[3]);
+    h = qgtk_problem_host_args(p);
+    CHECK(h.group_ends == p->group_ends && h.m == 4 * align, "psum host args");
+    CHECK(qgtk_problem_reference(NULL, p, QGTK_REF_CPU) == QG_SUCCESS, "%s", qg_last_error());
+    for (int r = 0; r < p->m; r++)
+        CHECK(!!isnan(p->ref[(int64_t)r * p->n]) == !(r < 200 || (r >= 256 && r < 461)),
+              "psum row %d NaN-ness", r);
     qgtk_problem_free(p);
 
     /* Spec validation. */

@@ -268,12 +268,14 @@ def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout
 
     Every row of a 128-row segment whose first row names an expert is written
     (its -1 rows with their A row times that expert's B: zero for zero rows,
-    as DeepGEMM); segments that start with -1 are left untouched.
+    as DeepGEMM); segments that start with -1, or with any value outside
+    [0, G), are left untouched (only each segment's first row is read).
 
     ``use_psum_layout=True`` (DeepGEMM's PSUM layout): grouped_layout is int32
-    [G], the end row of each group; group g starts at the previous end
-    rounded up to 128 (0 for the first); rows outside the groups are left
-    untouched. ``expected_m_for_psum_layout``: a hint of the rows per group
+    [G], the end row of each group; group g starts where the previous group
+    ended, rounded up to 128 (0 for the first), and its end is clamped to
+    [that start, M], so groups never overlap; rows outside the groups are
+    left untouched. ``expected_m_for_psum_layout``: a hint of the rows per group
     (tile choice). The other arguments are DeepGEMM's, in its order
     (docs/DEEPGEMM.md); recipe etc. as in fp8_gemm_nt.
     """

@@ -5,10 +5,14 @@
  *
  *   ref[r][c] = sum_k decode(A[r][k]) * SFA(r, k/128) * decode(B[g][c][k]) * SFB(g, c/128, k/128)
  *
- * for every output row r (0 .. rows-1) whose group g is valid, NaN otherwise:
+ * for every output row r (0 .. rows-1) whose group g is valid, NaN otherwise
+ * (the rules of include/qgemm.h; testkit/reference.c qgtk_row_groups):
  *   dense       g = 0
  *   contiguous  g = m_indices[r - r % 128] (-1 or out of range: NaN row)
  *   masked      r = g*m + i, valid when i < masked_m[g]
+ *   psum        (kind 3; group_ends passed as masked_m) r in [start_g, end_g):
+ *               start_0 = 0, end_g = group_ends[g] clamped to [start_g, m],
+ *               start_g+1 = end_g rounded up to 128 (at most m)
  *
  * Every value is dequantized exactly in double (a 4-bit times a 24-bit
  * significand) and accumulated with double multiply-adds, so the result differs from
@@ -58,6 +62,17 @@ __device__ __forceinline__ int qg_ref_group_of(int kind, int m, int num_groups,
     if (kind == 1) {
         int g = m_indices[r - r % 128]; /* the 128-row segment's expert writes every row */
         return (g >= 0 && g < num_groups) ? g : -1;
+    }
+    if (kind == 3) { /* psum: walk the groups in order; they never overlap */
+        long long start = 0;
+        for (int g = 0; g < num_groups; g++) {
+            long long end = masked_m[g];
+            end = end < start ? start : end > m ? m : end;
+            if (r < end) return r >= start ? g : -1;
+            start = (end + 127) / 128 * 128;
+            if (start > m) start = m;
+        }
+        return -1;
     }
     long long g = r / m, i = r % m;
     return i < (long long)masked_m[g] ? (int)g : -1;
