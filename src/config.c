@@ -80,6 +80,11 @@ int qg__max_block_n(qg_gemm_kind kind, int block_m) {
 
 static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
     if (block_n < 16 || block_n % 16) return false;
+    /* 128x176 runs its K loop in 8 copies (one per offset in its SFB block,
+     * qg_dispatch_n_off): the grouped schedulers' extra live registers made
+     * it spill 16-24 bytes (CPU compile sweep, 2026-11-25 b); 128x192 (two
+     * copies) compiles clean in every kind. */
+    if (block_m == 128 && block_n == 176 && kind != QG_GEMM_DENSE) return false;
     return block_n <= max_plain_block_n(kind, block_m) || is_wide(kind, block_m, block_n);
 }
 
