@@ -482,12 +482,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
                 const int b_row = qg_b_load_row(tile, rank);
                 const int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
-                /* The loop's end is hidden from the compiler: with a short K
-                 * loop of compile-time length it unrolled the loop whole
-                 * (past #pragma unroll 1), and at 40 registers (the 232 / 40
-                 * split) that spilled (128x192 B, K = 1536). */
+                /* Plain 128 x 176..192: the loop's end is hidden from the
+                 * compiler. With a short K loop of compile-time length it
+                 * unrolled the loop whole (past #pragma unroll 1), and at 40
+                 * registers that spilled (128x192 B, K = 1536); the other
+                 * tiles spill the other way (masked 256x128 at K = 640, wide
+                 * 128x256 A at K = 512): CPU compile sweep, 2026-11-25 b. */
                 uint32_t load_end = (uint32_t)kb_end;
-                qg_pin(load_end);
+                if (QG_BLOCK_M == 128 && QG_BLOCK_N > 160 && QG_WGMMA_N == QG_BLOCK_N)
+                    qg_pin(load_end);
                 for (int kb = kb_begin; kb < (int)load_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
