@@ -233,10 +233,16 @@ step_examples() {
         PYTHONPATH=python T python3 examples/moe.py
 }
 
-step_peers() {
-    # qgemm's extension, as step_python builds it (else qgemm's columns are null)
+# need_extension LOG -- the Python extension built in place (as step_python
+# builds it) unless it is there already; the build's output goes to LOG.
+need_extension() {
     compgen -G "python/qgemm/_C*.so" > /dev/null ||
-        python3 python/setup.py build_ext --inplace > "$OUT/peers-build.log" 2>&1 || return 1
+        python3 python/setup.py build_ext --inplace > "$1" 2>&1
+}
+
+step_peers() {
+    # qgemm's columns are null without the extension
+    need_extension "$OUT/peers-build.log" || return 1
     if [ -f .peers/env.sh ]; then
         # shellcheck disable=SC1091
         bash .peers/build.sh | tail -n 1 && source .peers/env.sh
@@ -265,7 +271,7 @@ step_hostprobe() {
 }
 
 step_suite() {
-    [ -f python/qgemm/_C*.so ] || python3 python/setup.py build_ext --inplace > "$OUT/suite.log" 2>&1
+    need_extension "$OUT/suite.log"
     PYTHONPATH=python STEP_TIMEOUT="${SUITE_TIMEOUT:-540}" \
         T python3 bench/deepgemm_suite.py --deepgemm .peers/DeepGEMM --out "$OUT" >> "$OUT/suite.log" 2>&1
     local rc=$?
