@@ -154,8 +154,11 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     # masked 256x128 and one split-K 64x32: one small GEMM per store-chunk
     # width and main-loop kind as well, and a split-K one whose clusters take
     # two tiles each (80 tiles on 66 clusters) over an odd K-block count.
+    # 64x16 there makes 567 tiles, four or five a CTA: the SFB buffers of
+    # the per-tile pipeline are reused (three tiles a CTA at least), which
+    # the shapes above (one or two tiles a CTA) never reach.
     local c r
-    for c in 256,128,0,a 128,256,0,none 128,96,0,none 128,64,0,k2; do
+    for c in 256,128,0,a 128,256,0,none 128,96,0,none 128,64,0,k2 64,16,0,none; do
         printf '===== compute-sanitizer --tool %s: build/qgemm bench --shape 520x1000x384 --config %s\n' \
             "$tool" "$c" >> "$OUT/sanitizer.log"
         T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm bench --shape 520x1000x384 \
@@ -164,6 +167,15 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
         r=${PIPESTATUS[0]}
         [ "$rc" = 0 ] && rc=$r
     done
+    # The masked walker over many tiles a CTA (8 groups x 2 m-blocks x 64
+    # n-blocks of 64x16 on 132 SMs: 7-8 a CTA).
+    printf '===== compute-sanitizer --tool %s: build/qgemm bench --grouped-masked 8,256,200 --shape 256x1024x384 --config 64,16,0,none\n' \
+        "$tool" >> "$OUT/sanitizer.log"
+    T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm bench --grouped-masked 8,256,200 \
+        --shape 256x1024x384 --config 64,16,0,none --no-cublas --runs 20 --warmup 3 2>&1 |
+        grep -E "^8x200.*,|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
+    r=${PIPESTATUS[0]}
+    [ "$rc" = 0 ] && rc=$r
     # Issue 27: out-of-range m_indices / masked_m / group_ends, every refused
     # call class, forged cache entries (tests/test_hostile_gpu.c).
     printf '===== compute-sanitizer --tool %s: build/qgemm_tests gpu_hostile_\n' "$tool" \

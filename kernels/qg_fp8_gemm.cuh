@@ -60,7 +60,11 @@
  * second producer warp fills them, one tile ahead: it waits sfb_empty[b],
  * each lane copies its share from global memory and arrives on sfb_full[b]
  * (32 arrivals, release); the math warps wait sfb_full[b] before a tile's
- * main loop and arrive on sfb_empty[b] after it (one arrival a warp). Buffer
+ * main loop and every math thread arrives on sfb_empty[b] after it (each
+ * releases its own reads: a warp's one arrival after __syncwarp orders its
+ * other lanes' reads only through the warp barrier, which compute-sanitizer
+ * racecheck does not count, and it reported the buffer's reuse as a WAR
+ * hazard once a CTA ran three tiles; 2026-11-25 c). Buffer
  * b and its parity advance once a tile, identically on both sides (the same
  * scheduler).
  *
@@ -423,7 +427,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         }
         for (int b = 0; b < 2; ++b) {
             qg_mbarrier_init(&sfb_full[b], 32);                         /* the SFB warp's lanes */
-            qg_mbarrier_init(&sfb_empty[b], QG_NUM_MATH_THREADS / 32); /* the math warps */
+            qg_mbarrier_init(&sfb_empty[b], QG_NUM_MATH_THREADS); /* every math thread */
         }
 #if QG_SPLIT_K > 1
         qg_mbarrier_init(red_full, 1);                     /* CTA 0's expect_tx; bytes from st.async */
@@ -712,8 +716,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             qg_dispatch_n_off<0>(n_off, k_loop);
 
             /* The tile's SFB is read: free its buffer for the SFB warp. */
-            __syncwarp();
-            if (!QG_SFB_COLS && lane == 0) qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
+            if (!QG_SFB_COLS) qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
             ++tile_iter;
 
 #if QG_SPLIT_K > 1
