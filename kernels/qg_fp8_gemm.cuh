@@ -32,7 +32,8 @@
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
  *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it: a multiple of 8)
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
- *   QG_STORE_COLS      columns of one TMA store chunk of D (16, 32 or 64)
+ *   QG_STORE_COLS      columns of one TMA store chunk of D (bf16: 16, 32 or 64;
+ *                      FP32: 8, 16 or 32)
  *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
  *                      kb - 1 is waited for and promoted
@@ -151,8 +152,11 @@
  * and the next one's), each a multiple of 16 bytes. */
 #define QG_SFB_TILE (QG_SFB_ROWS * QG_NUM_K_BLOCKS)
 #define QG_SFB_BUF_FLOATS QG_ROUND_UP(QG_SFB_TILE, 4)
-/* QG_SFB_COLS: instead, each stage's block_n column scales (one TMA box). */
-#define QG_SMEM_SFB (QG_SFB_COLS ? QG_NUM_STAGES * QG_BLOCK_N * 4 : 2 * QG_SFB_BUF_FLOATS * 4)
+/* QG_SFB_COLS: instead, each stage's block_n column scales (one TMA box),
+ * stages QG_SFB_COLS_STRIDE floats apart: a TMA destination is 128-byte
+ * aligned (block_n need only be a multiple of 8 there). */
+#define QG_SFB_COLS_STRIDE QG_ROUND_UP(QG_BLOCK_N, 32)
+#define QG_SMEM_SFB (QG_SFB_COLS ? QG_NUM_STAGES * QG_SFB_COLS_STRIDE * 4 : 2 * QG_SFB_BUF_FLOATS * 4)
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
@@ -168,7 +172,11 @@
 #endif
 
 static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");
-static_assert(QG_BLOCK_N % 16 == 0 && QG_BLOCK_N >= 16 && QG_BLOCK_N <= 256, "block_n");
+/* block_n: a multiple of 16 (stmatrix writes bf16 D 16 columns at a time);
+ * FP32 D leaves through plain shared stores, a multiple of 8 (the wgmma N
+ * step) is enough there. */
+static_assert(QG_BLOCK_N % (QG_D_F32 ? 8 : 16) == 0 && QG_BLOCK_N >= 16 && QG_BLOCK_N <= 256,
+              "block_n");
 static_assert(QG_WG_TILES >= 1 && QG_WG_TILES <= 2, "m64 tiles per warpgroup");
 static_assert(QG_WGMMA_N % 8 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS <= 2, "wgmma n");
 static_assert(QG_KPIPE ? QG_UNITS == 1 && QG_ACC_SETS == 2 : QG_UNITS % QG_ACC_SETS == 0,
@@ -180,8 +188,8 @@ static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on share
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
 static_assert(!QG_SFB_COLS || (QG_KIND == 0 && QG_SPLIT_K == 1 && !QG_KPIPE && QG_BLOCK_M <= 128),
               "1D1D mode: dense scheduler, no split-K, one-set loop, block_m <= 128");
-static_assert((!QG_D_F32 || (QG_SFB_COLS && QG_BLOCK_N % 32 == 0)) && (!QG_D_REDUCE || QG_D_F32),
-              "FP32 D: 1D1D mode, 32-column store chunks; reduce-add: FP32 D");
+static_assert((!QG_D_F32 || QG_SFB_COLS) && (!QG_D_REDUCE || QG_D_F32),
+              "FP32 D: 1D1D mode; reduce-add: FP32 D");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
                                   QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
@@ -353,22 +361,30 @@ QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_sc
 
 /*
  * The output tile in shared memory: QG_BLOCK_N / QG_STORE_COLS chunks of
- * QG_STORE_COLS columns (16, 32 or 64, chosen by the host), each
- * [QG_BLOCK_M rows][QG_STORE_BYTES] in the TMA swizzle of that row size
- * (32B, 64B, 128B; PTX ISA "Tensors", swizzling modes): the 16-byte unit of a
- * row is XORed with bits 7 and up of the row's byte offset within the chunk.
- * Each chunk's TMA store (box QG_STORE_COLS x QG_BLOCK_M) undoes the swizzle,
- * and the 8 rows of an stmatrix 8x8 matrix land in 8 different bank groups.
- * Wider chunks write D in fewer, longer row segments. col8 is the 16-byte unit
- * (8 columns) of the tile row.
+ * QG_STORE_COLS columns (chosen by the host: bf16 D 16, 32 or 64, FP32 D 8,
+ * 16 or 32), each [QG_BLOCK_M rows][QG_STORE_BYTES = 32, 64 or 128] in the
+ * TMA swizzle of that row size (32B, 64B, 128B; PTX ISA "Tensors",
+ * swizzling modes): the 16-byte unit of a row is XORed with bits 7 and up of
+ * the row's byte offset within the chunk. Each chunk's TMA store (box
+ * QG_STORE_COLS x QG_BLOCK_M) undoes the swizzle, and the 8 rows an stmatrix
+ * 8x8 matrix (or a warp's FP32 pair stores) touch land in different bank
+ * groups. Wider chunks write D in fewer, longer row segments.
  */
-#define QG_STORE_BYTES (QG_STORE_COLS * 2)
-/* Columns of one TMA store (or reduce-add) chunk of D: FP32 D leaves in
- * 32-column (128-byte) chunks, bf16 D in QG_STORE_COLS. */
-#define QG_D_CHUNK_COLS (QG_D_F32 ? 32 : QG_STORE_COLS)
+#define QG_STORE_BYTES (QG_STORE_COLS * QG_D_BYTES)
 #define QG_STORE_UNITS (QG_STORE_BYTES / 16)
-static_assert(QG_STORE_COLS == 16 || QG_STORE_COLS == 32 || QG_STORE_COLS == 64, "store chunk");
+static_assert(QG_STORE_BYTES == 32 || QG_STORE_BYTES == 64 || QG_STORE_BYTES == 128,
+              "store chunk");
 static_assert(QG_BLOCK_N % QG_STORE_COLS == 0, "store chunks tile block_n");
+/* Byte offset in the output tile of 16-byte unit `unit16` of tile row `row`
+ * (unit16: the tile's columns 16 bytes at a time, chunk after chunk). */
+QG_DEVICE uint32_t qg_smem_d_offset(uint32_t row, uint32_t unit16) {
+    const uint32_t chunk = unit16 / QG_STORE_UNITS, unit = unit16 % QG_STORE_UNITS;
+    const uint32_t swz = (row * QG_STORE_BYTES >> 7) & (QG_STORE_UNITS - 1);
+    return chunk * QG_BLOCK_M * QG_STORE_BYTES + row * QG_STORE_BYTES + (unit ^ swz) * 16;
+}
+/* bf16 D: the address of 8-column unit col8 of tile row `row` (the same
+ * layout as qg_smem_d_offset, in elements: this form keeps the masked
+ * 128x192 and 256x128 tiles clear of spills, the byte form does not). */
 QG_DEVICE uint16_t *qg_smem_d_addr(uint16_t *smem_d, uint32_t row, uint32_t col8) {
     const uint32_t chunk = col8 / QG_STORE_UNITS, unit = col8 % QG_STORE_UNITS;
     const uint32_t swz = (row * QG_STORE_BYTES >> 7) & (QG_STORE_UNITS - 1);
@@ -519,7 +535,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     /* Each CTA loads its own column scales (not multicast):
                      * with B multicast the pair shares them, but they are
                      * 512 bytes against 16 KiB of B. */
-                    qg_tma_load_2d(smem_sfb + s * QG_BLOCK_N, &tmap_sfb, &full[s],
+                    qg_tma_load_2d(smem_sfb + s * QG_SFB_COLS_STRIDE, &tmap_sfb, &full[s],
                                    tile.n_block * QG_BLOCK_N, kb);
 #endif
                 }
@@ -702,7 +718,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
 #if QG_SFB_COLS
                         qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
-                                        sfb_cols_addr + s * QG_BLOCK_N * 4);
+                                        sfb_cols_addr + s * QG_SFB_COLS_STRIDE * 4);
 #else
                         qg_promote(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
                                    tile_n_off);
@@ -766,9 +782,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             if (threadIdx.x == 0) qg_bulk_wait_group_read0();
             qg_named_barrier(1, QG_NUM_MATH_THREADS);
 #if QG_D_F32
-            /* FP32 D: chunks of 32 columns (128-byte rows, TMA 128B swizzle:
-             * the 16-byte unit of a row XORed with row % 8, PTX ISA
-             * "Tensors", swizzling modes); one 8-byte store per column pair. */
+            /* FP32 D: one 8-byte store per column pair, into the chunk
+             * layout of qg_smem_d_offset (4 columns a 16-byte unit). */
             {
                 const uint32_t d_base = qg_smem_addr(smem_d);
 #pragma unroll
@@ -779,9 +794,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         for (int half = 0; half < 2; ++half) {
                             const uint32_t row = wg_row + t * 64 + half * 8;
                             const uint32_t col = j * 8 + (lane % 4) * 2;
-                            const uint32_t unit = (col % 32) / 4 ^ (row % 8);
-                            qg_st_shared_f32x2(d_base + (col / 32) * QG_BLOCK_M * 128 + row * 128 +
-                                                   unit * 16 + (col % 4) * 4,
+                            qg_st_shared_f32x2(d_base + qg_smem_d_offset(row, col / 4) + (col % 4) * 4,
                                                out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1]);
                         }
             }
@@ -808,14 +821,14 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
             if (tile.tma_store) {
                 if (threadIdx.x == 0) {
-                    for (int i = 0; i < QG_BLOCK_N / QG_D_CHUNK_COLS &&
-                                    n_begin + i * QG_D_CHUNK_COLS < QG_SHAPE_N; ++i) {
+                    for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS &&
+                                    n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {
                         const unsigned char *chunk = (const unsigned char *)smem_d +
-                                                     i * QG_BLOCK_M * QG_D_CHUNK_COLS * QG_D_BYTES;
+                                                     i * QG_BLOCK_M * QG_STORE_COLS * QG_D_BYTES;
                         if (QG_D_REDUCE)
-                            qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * QG_D_CHUNK_COLS, d_row);
+                            qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
                         else
-                            qg_tma_store_2d(&tmap_d, chunk, n_begin + i * QG_D_CHUNK_COLS, d_row);
+                            qg_tma_store_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
                     }
                     qg_bulk_commit_group();
                 }

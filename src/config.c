@@ -44,9 +44,15 @@ static bool walks_groups(qg_gemm_kind kind) {
 }
 
 /* The weight-gradient tiles: block_m 64 or 128 (an FP32 output tile of
- * 128 x 128 is 64 KiB of shared memory), block_n a multiple of 32 up to 128
- * (32-column FP32 store chunks). */
-static bool wgrad_tile(int bm, int bn) { return bm <= 128 && bn % 32 == 0 && bn <= 128; }
+ * 128 x 152 is 76 KiB of shared memory), block_n a multiple of 8 (the wgmma
+ * N step; FP32 D leaves in chunks of 32, 16 or 8 columns) up to
+ * QG_WGRAD_MAX_BN. DeepGEMM's 1D1D kernel runs 128x136 and 128x152 on its
+ * shapes: at N = 4096, 152 columns make 27 n-blocks where 128 make 32, and
+ * M = 2112 fits 4 waves of 128x136 where 128x128 needs 5. */
+#define QG_WGRAD_MAX_BN 160
+static bool wgrad_tile(int bm, int bn) {
+    return (bm == 64 || bm == 128) && bn >= 16 && bn % 8 == 0 && bn <= QG_WGRAD_MAX_BN;
+}
 
 /* The widest block_n whose wgmma units all run in one pass of separate
  * accumulator sets (acc + FP32 sums per m64 tile fit the math registers). */
@@ -73,12 +79,14 @@ static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
+    if (kind == QG_GEMM_WGRAD) return QG_WGRAD_MAX_BN;
     if (is_wide(kind, block_m, 256)) return 256;
     if (is_wide(kind, block_m, 128)) return 128;
     return max_plain_block_n(kind, block_m);
 }
 
 static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
+    if (kind == QG_GEMM_WGRAD) return wgrad_tile(block_m, block_n);
     if (block_n < 16 || block_n % 16) return false;
     /* 128x176 runs its K loop in 8 copies (one per offset in its SFB block,
      * qg_dispatch_n_off): the grouped schedulers' extra live registers made
@@ -91,13 +99,18 @@ static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
 
 /* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
- * tiles along N (even n-block count), B along M (dense only: grouped pairs
- * could straddle groups; even m-block count); both need an even swizzle group
- * so that no pair straddles a group boundary. */
+ * tiles along N (even n-block count), B along M (the dense scheduler only:
+ * grouped pairs could straddle groups; even m-block count; each CTA loads
+ * block_n / 2 rows of B, whose 128-byte-swizzled half must start 1024-byte
+ * aligned: block_n a multiple of 16); both need an even swizzle group so that
+ * no pair straddles a group boundary. */
+static bool b_pairs(qg_gemm_kind kind, int bn) {
+    return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD) && bn % 16 == 0;
+}
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
     if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
     if (mc == QG_MULTICAST_B)
-        return p->kind == QG_GEMM_DENSE && ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0;
+        return b_pairs(p->kind, bn) && ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0;
     return true;
 }
 
@@ -139,7 +152,7 @@ size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb
     return 1024 + round_up((size_t)block_m * block_n * (cols ? 4 : 2), 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
-           (cols ? (size_t)stages * block_n * 4 /* column scales */
+           (cols ? (size_t)stages * round_up((size_t)block_n, 32) * 4 /* column scales, 128-byte aligned */
                  : 2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */) +
            (size_t)stages * 16 + 32 /* SFB buffers' */ + (split_k > 1 ? 16 : 0) /* barriers */;
 }
@@ -218,7 +231,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     if (p->kind == QG_GEMM_WGRAD && !wgrad_tile(bm, bn))
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the weight-gradient kernel takes block_m 64 or 128 and block_n a "
-                        "multiple of 32 up to 128, got %dx%d", bm, bn);
+                        "multiple of 8 in [16, %d], got %dx%d", QG_WGRAD_MAX_BN, bm, bn);
     if (!block_n_legal(p->kind, bm, bn)) {
         const char *wide = is_wide(p->kind, bm, 256)   ? " or 176..224 or 256"
                            : is_wide(p->kind, bm, 128) ? " or 128"
@@ -246,10 +259,14 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                             p->n, bn, num_n_blocks(p, bn), swizzle);
         break;
     case QG_MULTICAST_B:
-        if (p->kind != QG_GEMM_DENSE)
+        if (p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_WGRAD)
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: multicast B is for dense GEMMs (grouped tiles of a pair may "
-                            "belong to different groups)");
+                            "config: multicast B is for dense and weight-gradient GEMMs (grouped "
+                            "tiles of a pair may belong to different groups)");
+        if (!b_pairs(p->kind, bn))
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: multicast B splits B's block_n rows between the pair at a "
+                            "1024-byte boundary: needs block_n a multiple of 16, got %d", bn);
         if (!multicast_pairs(p, bm, bn, swizzle, QG_MULTICAST_B))
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: multicast B pairs tiles along M: needs an even number of "
@@ -354,6 +371,8 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * 13% slower with them at N = 4096, K = 7168, and 1-5% faster with 64-byte
      * rows than with 32-byte ones. */
     out->store_cols = bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
+    /* FP32 D (weight gradient): rows of 128, 64 or 32 bytes. */
+    if (p->kind == QG_GEMM_WGRAD) out->store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
     return QG_SUCCESS;
 }
 
@@ -428,6 +447,10 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
     if (masked_256x128(kind, bm, bn)) return 1.0;
     if (bm == 256 && bn == 128) return a ? 1.06 : b ? 0.94 : 1.05;
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
+    /* psum (H200, 2026-11-25-h200-8 explore-c2.log): 128x192 without
+     * multicast ran 2.3-4.4% ahead of 128x128 A on DeepGEMM's four shapes
+     * timed, against 0.5-2.4% more waves x area; with A, 0-1.7% behind that. */
+    if (bm == 128 && bn == 192 && kind == QG_GEMM_GROUPED_PSUM) return a ? 1.04 : 1.05;
     if (bm == 128 && bn == 192)
         return is_contiguous(kind) ? (a ? 1.0 : 0.99) : a ? 1.04 : b ? 1.02 : 1.03;
     if (bm == 128 && bn > 192) return a || b ? 0.66 : 0.73;
@@ -443,6 +466,27 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
     /* Without multicast: 128x128 0.98 and 128x96 within 1% of A (4096x2112x7168,
      * 2026-11-21-explore4 run 3). */
     return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.80) : 0.98);
+}
+
+/*
+ * The weight gradient's 128-row tiles (FP32 D, 1D1D promotion), from forced
+ * runs on an H200 beside DeepGEMM (bench/results/2026-11-25-h200-8,
+ * explore-c.log; kineto, accumulating in place), against waves x tile area:
+ * without multicast every tile ran 1-12% faster than with A or B multicast
+ * (4096x4096x7168: 128x128 285.2 us, A 293.7; 128x160 281.9, B 309.0), so
+ * the heuristic does not multicast here. Wider tiles gain at long K
+ * (128x160 against 128x128: 1.11-1.12 at K = 7168..16384; 128x144 1.06-1.10)
+ * and not below K = 4096 (160: 0.95 at K = 1536, 0.98-1.03 at 2048, 1.02 at
+ * 512; 144 0.99-1.08 at 2048 and 14% slower at 512: explore-c2.log);
+ * block_n 136 and 152 leave D in 32-byte rows and ran 9-10% behind the
+ * area model at K = 2048 (forced only). 64-row tiles keep the generic rating.
+ */
+static double wgrad_efficiency(int bm, int bn, int k) {
+    if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
+    if (bn == 160) return k >= 4096 ? 1.10 : 1.0;
+    if (bn == 144) return k >= 4096 ? 1.07 : 1.0;
+    if (bn == 128) return 1.0;
+    return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
 }
 
 /*
@@ -524,7 +568,9 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
                 if (!block_n_legal(p->kind, bm, bn)) continue;
-                if (p->kind == QG_GEMM_WGRAD && !wgrad_tile(bm, bn)) continue;
+                /* weight gradient: no multicast (wgrad_efficiency); the
+                 * steps of 16 leave out block_n 136 and 152 there */
+                if (p->kind == QG_GEMM_WGRAD && mc) continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
@@ -544,7 +590,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * against 56.0 for 128x128). */
                 const bool few_waves = 2 * tiles < 5ll * num_sms;
                 if (is_wide(p->kind, bm, bn) && !large) continue;
-                const double eff = mc && few_waves
+                const double eff = p->kind == QG_GEMM_WGRAD ? wgrad_efficiency(bm, bn, p->k)
+                                   : mc && few_waves
                                        ? 0.95 * tile_efficiency(p->kind, bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(p->kind, bm, bn, c.multicast);
                 const double cost =

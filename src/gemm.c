@@ -630,12 +630,17 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                         : plan->store_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
                                                  : CU_TENSOR_MAP_SWIZZLE_32B,
                         "tensor map of D"))) ||
-        /* 1D1D: FP32 D in 32-column (128-byte) chunks; column scales of B
-         * [K/128][sfb_ld], a box of block_n per stage. */
+        /* 1D1D: FP32 D in chunks of 32, 16 or 8 columns (128-, 64- or
+         * 32-byte rows); column scales of B [K/128][sfb_ld], a box of
+         * block_n per stage. */
         (wgrad &&
          ((st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
-                             a_rows, (uint64_t)a->ldd * 4, 32, (uint32_t)cfg->block_m,
-                             CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of D")) ||
+                             a_rows, (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
+                             (uint32_t)cfg->block_m,
+                             plan->store_cols == 32   ? CU_TENSOR_MAP_SWIZZLE_128B
+                             : plan->store_cols == 16 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                      : CU_TENSOR_MAP_SWIZZLE_32B,
+                             "tensor map of D")) ||
           (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb,
                              (uint64_t)a->n, (uint64_t)plan->num_k_blocks, (uint64_t)a->sfb_ld * 4,
                              (uint32_t)cfg->block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE,

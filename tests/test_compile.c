@@ -64,7 +64,8 @@ TEST(compile_every_variant) {
     checked_kernels = 0;
     for (int ki = 0; ki < 6; ++ki)
         for (int bi = 0; bi < 3; ++bi)
-            for (int bn = 16; bn <= 256; bn += 16)
+            /* the weight gradient's FP32 D takes block_n in steps of 8 */
+            for (int bn = 16; bn <= 256; bn += kinds[ki] == QG_GEMM_WGRAD ? 8 : 16)
                 for (int mc = 0; mc < 4; ++mc) { /* 3: split-K 2 (dense only) */
                     /* N = 2 * 3 * bn: an even n-block count, and off-128 column offsets. */
                     const bool grouped = kinds[ki] != QG_GEMM_DENSE && kinds[ki] != QG_GEMM_WGRAD;

@@ -96,6 +96,28 @@ TEST(config_multicast_rules) {
     qg_problem grouped = {QG_GEMM_GROUPED_MASKED, 256, 4096, 512, 4, 256, 0};
     c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
     CHECK(qg_complete_config(ctx, &grouped, &c) == QG_ERROR_UNSUPPORTED, "grouped B multicast");
+
+    /* The weight gradient runs the dense scheduler: B multicast is legal when
+     * half of block_n rows of B start 1024-byte aligned (block_n % 16 == 0);
+     * block_n a multiple of 8 up to 160. */
+    qg_problem wgrad = {QG_GEMM_WGRAD, 4096, 4096, 7168, 1, 0, 1};
+    c = (qg_config){.block_m = 128, .block_n = 144, .multicast = QG_MULTICAST_B};
+    CHECK(qg_complete_config(ctx, &wgrad, &c) == QG_SUCCESS, "wgrad 128x144 B: %s", qg_last_error());
+    c = (qg_config){.block_m = 128, .block_n = 152, .multicast = QG_MULTICAST_B};
+    CHECK(qg_complete_config(ctx, &wgrad, &c) == QG_ERROR_UNSUPPORTED, "wgrad 128x152 B accepted");
+    CHECK(strstr(qg_last_error(), "multiple of 16, got 152"), "message: %s", qg_last_error());
+    c = (qg_config){.block_m = 128, .block_n = 152};
+    CHECK(qg_complete_config(ctx, &wgrad, &c) == QG_SUCCESS, "wgrad 128x152: %s", qg_last_error());
+    static const int bad_bn[] = {156, 168, 8, 256};
+    for (size_t i = 0; i < sizeof bad_bn / sizeof bad_bn[0]; i++) {
+        c = (qg_config){.block_m = 128, .block_n = bad_bn[i]};
+        CHECK(qg_complete_config(ctx, &wgrad, &c) == QG_ERROR_UNSUPPORTED, "wgrad bn %d accepted",
+              bad_bn[i]);
+        CHECK(strstr(qg_last_error(), "multiple of 8 in [16, 160]"), "message: %s", qg_last_error());
+    }
+    /* bf16 D keeps block_n a multiple of 16 */
+    c = (qg_config){.block_m = 128, .block_n = 152};
+    CHECK(qg_complete_config(ctx, &big, &c) == QG_ERROR_UNSUPPORTED, "dense 128x152 accepted");
     qg_context_destroy(ctx);
     PASS();
 }
@@ -424,10 +446,15 @@ TEST(config_kernel_plans) {
         {QG_GEMM_GROUPED_MASKED, 128, 112, 0, QG_MULTICAST_NONE, false, 16},
         {QG_GEMM_GROUPED_CONTIGUOUS, 128, 128, 0, QG_MULTICAST_A, true, 64},
         {QG_GEMM_GROUPED_CONTIGUOUS, 128, 256, 0, QG_MULTICAST_NONE, false, 32},
+        /* weight gradient: FP32 D in chunks of 32, 16 or 8 columns */
+        {QG_GEMM_WGRAD, 128, 128, 0, QG_MULTICAST_A, false, 32},
+        {QG_GEMM_WGRAD, 128, 144, 0, QG_MULTICAST_B, false, 16},
+        {QG_GEMM_WGRAD, 128, 152, 0, QG_MULTICAST_NONE, false, 8},
+        {QG_GEMM_WGRAD, 64, 136, 0, QG_MULTICAST_NONE, false, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const qg_problem p = {cases[i].kind, 4096, 4096, 7168,
-                              cases[i].kind == QG_GEMM_DENSE ? 1 : 4, 0, 0};
+        const bool one_group = cases[i].kind == QG_GEMM_DENSE || cases[i].kind == QG_GEMM_WGRAD;
+        const qg_problem p = {cases[i].kind, 4096, 4096, 7168, one_group ? 1 : 4, 0, 0};
         const qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn,
                                .num_stages = cases[i].stages, .multicast = cases[i].mc};
         qg_kernel_plan plan;

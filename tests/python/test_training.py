@@ -81,6 +81,37 @@ def test_wgrad(m, n, k, mode):
     assert (full[:, n:] == PATTERN).all(), f"seed {seed}: columns past N were written"
 
 
+# Forced tiles of every FP32 store-chunk width (block_n a multiple of 32, 16,
+# only 8), B multicast, 64-row tiles: N = 700 and M = 500 leave partial tiles
+# at both edges; M = 500 has 4 m-blocks of 128 (even: multicast B pairs them).
+WGRAD_TILES = [(128, 152, "none"), (128, 136, "none"), (128, 144, "b"), (128, 160, "b"),
+               (128, 120, "a"), (64, 152, "none"), (64, 88, "none")]
+
+
+@pytest.mark.parametrize("bm,bn,mc", WGRAD_TILES)
+@pytest.mark.parametrize("mode", ["store", "in-place"])
+def test_wgrad_tiles(bm, bn, mc, mode):
+    seed = random.randrange(2 ** 31)
+    m, n, k = 500, 700 if mc != "a" else 720, 640
+    a, b, ref = wgrad_problem(m, n, k, seed)
+    full = torch.full((m, n + 8), PATTERN, device=DEV, dtype=torch.float32)
+    d = full[:, :n]
+    cfg = {"block_m": bm, "block_n": bn, "multicast": mc}
+    if mode == "store":
+        qgemm.fp8_gemm_nt(a, b, d, recipe=(1, 1, 128), config=cfg)
+        want = ref
+    else:
+        c = torch.randn(m, n, device=DEV, generator=_gen(seed + 7)) * 32
+        d.copy_(c)
+        qgemm.fp8_gemm_nt(a, b, d, c=d, recipe=(1, 1, 128), config=cfg)
+        want = c.double() + ref
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any(), f"seed {seed}: NaN in d"
+    diff = calc_diff(d, want)
+    assert diff < 1e-5, f"seed {seed}: {bm}x{bn} {mc} {mode}: diff {diff:.3g}"
+    assert (full[:, n:] == PATTERN).all(), f"seed {seed}: columns past N were written"
+
+
 def test_wgrad_deepgemm_names():
     """DeepGEMM's call (test_gemm's wgrad case): row-major scales from its casts, c = d."""
     import qgemm.deep_gemm as deep_gemm
