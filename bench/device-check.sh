@@ -178,9 +178,14 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     [ "$rc" = 0 ] && rc=$r
     # Issue 27: out-of-range m_indices / masked_m / group_ends, every refused
     # call class, forged cache entries (tests/test_hostile_gpu.c).
-    printf '===== compute-sanitizer --tool %s: build/qgemm_tests gpu_hostile_\n' "$tool" \
-        >> "$OUT/sanitizer.log"
-    T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm_tests gpu_hostile_ 2>&1 |
+    # These tests provoke driver API errors on purpose (host pointers, a
+    # forged cubin the driver refuses): memcheck would count each as an
+    # error, so it reports device-side errors only here.
+    local api=()
+    [ "$tool" = memcheck ] && api=(--report-api-errors no)
+    printf '===== compute-sanitizer --tool %s %s: build/qgemm_tests gpu_hostile_\n' "$tool" \
+        "${api[*]}" >> "$OUT/sanitizer.log"
+    T "$cs" --tool "$tool" "${api[@]}" --error-exitcode 86 "$@" build/qgemm_tests gpu_hostile_ 2>&1 |
         grep -E "^\[ (PASS|FAIL|SKIP) \]|FAIL|passed,|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
     r=${PIPESTATUS[0]}
     [ "$rc" = 0 ] && rc=$r
