@@ -240,7 +240,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                         "config: block_n must be a multiple of 16 in [16, %d]%s for block_m %d "
                         "(%s), got %d", max_plain_block_n(p->kind, bm), wide, bm,
                         p->kind == QG_GEMM_DENSE ? "dense" : p->kind == QG_GEMM_GROUPED_MASKED
-                        ? "masked" : p->kind == QG_GEMM_WGRAD ? "weight gradient" : "contiguous", bn);
+                        ? "masked" : "contiguous", bn);
     }
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
@@ -369,10 +369,10 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * 128-byte rows 13% faster at 4096x32768x512, 4-5% at K = 2048 and
      * 128x32768x512, 0-2% elsewhere; but 128x256 in the contiguous layout ran
      * 13% slower with them at N = 4096, K = 7168, and 1-5% faster with 64-byte
-     * rows than with 32-byte ones. */
-    out->store_cols = bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
-    /* FP32 D (weight gradient): rows of 128, 64 or 32 bytes. */
-    if (p->kind == QG_GEMM_WGRAD) out->store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
+     * rows than with 32-byte ones. FP32 D (weight gradient): the same 128-,
+     * 64- or 32-byte rows, half the columns. */
+    out->store_cols = p->kind == QG_GEMM_WGRAD ? (bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8)
+                      : bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
     return QG_SUCCESS;
 }
 

@@ -606,6 +606,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const int groups = p.num_groups;
     const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
     const bool wgrad = kind == QG_GEMM_WGRAD;
+    const int d_bytes = wgrad ? 4 : 2; /* FP32 or bf16 D */
     const int cluster = plan->cluster_size;
     const uint32_t a_box = cfg->multicast == QG_MULTICAST_A ? cfg->block_m / cluster : cfg->block_m;
     const uint32_t b_box = b_box_rows(cfg, plan);
@@ -623,28 +624,23 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         (st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
                         sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
-        (!wgrad &&
-         (st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n, a_rows,
-                        (uint64_t)a->ldd * 2, (uint32_t)plan->store_cols, (uint32_t)cfg->block_m,
-                        plan->store_cols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
-                        : plan->store_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                 : CU_TENSOR_MAP_SWIZZLE_32B,
-                        "tensor map of D"))) ||
-        /* 1D1D: FP32 D in chunks of 32, 16 or 8 columns (128-, 64- or
-         * 32-byte rows); column scales of B [K/128][sfb_ld], a box of
-         * block_n per stage. */
+        /* D (bf16; the weight gradient's FP32) in chunks of store_cols
+         * columns: rows of 128, 64 or 32 bytes, the swizzle of that size. */
+        (st = encode_tiled(ctx, &map_d,
+                           wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                           a->d, (uint64_t)a->n, a_rows, (uint64_t)a->ldd * d_bytes,
+                           (uint32_t)plan->store_cols, (uint32_t)cfg->block_m,
+                           plan->store_cols * d_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                           : plan->store_cols * d_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                              : CU_TENSOR_MAP_SWIZZLE_32B,
+                           "tensor map of D")) ||
+        /* 1D1D: column scales of B [K/128][sfb_ld], a box of block_n per
+         * stage. */
         (wgrad &&
-         ((st = encode_tiled(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
-                             a_rows, (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
-                             (uint32_t)cfg->block_m,
-                             plan->store_cols == 32   ? CU_TENSOR_MAP_SWIZZLE_128B
-                             : plan->store_cols == 16 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                      : CU_TENSOR_MAP_SWIZZLE_32B,
-                             "tensor map of D")) ||
-          (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb,
-                             (uint64_t)a->n, (uint64_t)plan->num_k_blocks, (uint64_t)a->sfb_ld * 4,
-                             (uint32_t)cfg->block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE,
-                             "tensor map of SFB"))))) {
+         (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb,
+                            (uint64_t)a->n, (uint64_t)plan->num_k_blocks, (uint64_t)a->sfb_ld * 4,
+                            (uint32_t)cfg->block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE,
+                            "tensor map of SFB")))) {
         drv->cuCtxPopCurrent(&prev);
         return st;
     }
