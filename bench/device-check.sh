@@ -157,25 +157,30 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     # 64x16 there makes 567 tiles, four or five a CTA: the SFB buffers of
     # the per-tile pipeline are reused (three tiles a CTA at least), which
     # the shapes above (one or two tiles a CTA) never reach.
-    local c r
-    for c in 256,128,0,a 128,256,0,none 128,96,0,none 128,64,0,k2 64,16,0,none; do
-        printf '===== compute-sanitizer --tool %s: build/qgemm bench --shape 520x1000x384 --config %s\n' \
-            "$tool" "$c" >> "$OUT/sanitizer.log"
-        T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm bench --shape 520x1000x384 \
-            --config "$c" --no-cublas --runs 20 --warmup 3 2>&1 |
-            grep -E "^520x1000x384 .*,|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
+    local extra=("$@") c r
+    # sanitized PATTERN [FLAG...] -- COMMAND...: COMMAND under the tool (and
+    # FLAGs), its lines matching PATTERN (and the summary, errors) into the
+    # log; a failure or a report fails the step.
+    sanitized() {
+        local pattern="$1" flags=()
+        shift
+        while [ "$1" != -- ]; do flags+=("$1"); shift; done
+        shift
+        printf '===== compute-sanitizer --tool %s%s: %s\n' "$tool" "${flags[*]:+ ${flags[*]}}" "$*" \
+            >> "$OUT/sanitizer.log"
+        T "$cs" --tool "$tool" "${flags[@]}" --error-exitcode 86 "${extra[@]}" "$@" 2>&1 |
+            grep -E "$pattern|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
         r=${PIPESTATUS[0]}
         [ "$rc" = 0 ] && rc=$r
+    }
+    local bench=(--no-cublas --runs 20 --warmup 3)
+    for c in 256,128,0,a 128,256,0,none 128,96,0,none 128,64,0,k2 64,16,0,none; do
+        sanitized "^520x1000x384 .*," -- build/qgemm bench --shape 520x1000x384 --config "$c" "${bench[@]}"
     done
     # The masked walker over many tiles a CTA (8 groups x 2 m-blocks x 64
     # n-blocks of 64x16 on 132 SMs: 7-8 a CTA).
-    printf '===== compute-sanitizer --tool %s: build/qgemm bench --grouped-masked 8,256,200 --shape 256x1024x384 --config 64,16,0,none\n' \
-        "$tool" >> "$OUT/sanitizer.log"
-    T "$cs" --tool "$tool" --error-exitcode 86 "$@" build/qgemm bench --grouped-masked 8,256,200 \
-        --shape 256x1024x384 --config 64,16,0,none --no-cublas --runs 20 --warmup 3 2>&1 |
-        grep -E "^8x200.*,|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
-    r=${PIPESTATUS[0]}
-    [ "$rc" = 0 ] && rc=$r
+    sanitized "^8x200.*," -- build/qgemm bench --grouped-masked 8,256,200 --shape 256x1024x384 \
+        --config 64,16,0,none "${bench[@]}"
     # Issue 27: out-of-range m_indices / masked_m / group_ends, every refused
     # call class, forged cache entries (tests/test_hostile_gpu.c).
     # These tests provoke driver API errors on purpose (host pointers, a
@@ -183,12 +188,7 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     # error, so it reports device-side errors only here.
     local api=()
     [ "$tool" = memcheck ] && api=(--report-api-errors no)
-    printf '===== compute-sanitizer --tool %s %s: build/qgemm_tests gpu_hostile_\n' "$tool" \
-        "${api[*]}" >> "$OUT/sanitizer.log"
-    T "$cs" --tool "$tool" "${api[@]}" --error-exitcode 86 "$@" build/qgemm_tests gpu_hostile_ 2>&1 |
-        grep -E "^\[ (PASS|FAIL|SKIP) \]|FAIL|passed,|SUMMARY|rror" | tee -a "$OUT/sanitizer.log"
-    r=${PIPESTATUS[0]}
-    [ "$rc" = 0 ] && rc=$r
+    sanitized "^\[ (PASS|FAIL|SKIP) \]|FAIL|passed," "${api[@]}" -- build/qgemm_tests gpu_hostile_
     return "$rc"
 }
 step_memcheck() { sanitize memcheck; }
