@@ -53,32 +53,39 @@ def wgrad_problem(m, n, k, seed):
     return (a, mn(sfa)), (b, mn(sfb)), ref
 
 
-@pytest.mark.parametrize("m,n,k", WGRAD_SHAPES)
-@pytest.mark.parametrize("mode", ["store", "in-place", "separate-c"])
-def test_wgrad(m, n, k, mode):
+def check_wgrad(m, n, k, mode, config=None):
+    """One weight-gradient call (mode: store, in-place or separate-c; config:
+    a forced tile or None) on fresh inputs, against the fp64 reference, with D
+    inside a poisoned wider array: columns past N must stay untouched."""
     seed = random.randrange(2 ** 31)
+    what = f"seed {seed}: {m}x{n}x{k} {mode}" + (f" {config}" if config else "")
     a, b, ref = wgrad_problem(m, n, k, seed)
     c = torch.randn(m, n, device=DEV, generator=_gen(seed + 7), dtype=torch.float64) * 32
-    # d sits inside a poisoned wider array: columns past N must stay untouched
     full = torch.full((m, n + 8), PATTERN, device=DEV, dtype=torch.float32)
     d = full[:, :n]
     if mode == "store":
-        qgemm.fp8_gemm_nt(a, b, d, recipe=(1, 1, 128))
+        qgemm.fp8_gemm_nt(a, b, d, recipe=(1, 1, 128), config=config)
         want = ref
     elif mode == "in-place":
         d.copy_(c)
-        qgemm.fp8_gemm_nt(a, b, d, c=d, recipe=(1, 1, 128))
+        qgemm.fp8_gemm_nt(a, b, d, c=d, recipe=(1, 1, 128), config=config)
         want = c.float().double() + ref
     else:
         c32 = c.float()
-        qgemm.fp8_gemm_nt(a, b, d, c=c32, recipe=(1, 1, 128))
+        qgemm.fp8_gemm_nt(a, b, d, c=c32, recipe=(1, 1, 128), config=config)
         want = c32.double() + ref
-        assert torch.equal(c32, c.float()), f"seed {seed}: c was modified"
+        assert torch.equal(c32, c.float()), f"{what}: c was modified"
     torch.cuda.synchronize()
-    assert not torch.isnan(d).any(), f"seed {seed}: NaN in d"
+    assert not torch.isnan(d).any(), f"{what}: NaN in d"
     diff = calc_diff(d, want)
-    assert diff < 1e-5, f"seed {seed}: {m}x{n}x{k} {mode}: diff {diff:.3g}"
-    assert (full[:, n:] == PATTERN).all(), f"seed {seed}: columns past N were written"
+    assert diff < 1e-5, f"{what}: diff {diff:.3g}"
+    assert (full[:, n:] == PATTERN).all(), f"{what}: columns past N were written"
+
+
+@pytest.mark.parametrize("m,n,k", WGRAD_SHAPES)
+@pytest.mark.parametrize("mode", ["store", "in-place", "separate-c"])
+def test_wgrad(m, n, k, mode):
+    check_wgrad(m, n, k, mode)
 
 
 # Forced tiles of every FP32 store-chunk width (block_n a multiple of 32, 16,
@@ -91,25 +98,8 @@ WGRAD_TILES = [(128, 152, "none"), (128, 136, "none"), (128, 144, "b"), (128, 16
 @pytest.mark.parametrize("bm,bn,mc", WGRAD_TILES)
 @pytest.mark.parametrize("mode", ["store", "in-place"])
 def test_wgrad_tiles(bm, bn, mc, mode):
-    seed = random.randrange(2 ** 31)
-    m, n, k = 500, 712 if mc != "a" else 720, 640
-    a, b, ref = wgrad_problem(m, n, k, seed)
-    full = torch.full((m, n + 8), PATTERN, device=DEV, dtype=torch.float32)
-    d = full[:, :n]
-    cfg = {"block_m": bm, "block_n": bn, "multicast": mc}
-    if mode == "store":
-        qgemm.fp8_gemm_nt(a, b, d, recipe=(1, 1, 128), config=cfg)
-        want = ref
-    else:
-        c = torch.randn(m, n, device=DEV, generator=_gen(seed + 7)) * 32
-        d.copy_(c)
-        qgemm.fp8_gemm_nt(a, b, d, c=d, recipe=(1, 1, 128), config=cfg)
-        want = c.double() + ref
-    torch.cuda.synchronize()
-    assert not torch.isnan(d).any(), f"seed {seed}: NaN in d"
-    diff = calc_diff(d, want)
-    assert diff < 1e-5, f"seed {seed}: {bm}x{bn} {mc} {mode}: diff {diff:.3g}"
-    assert (full[:, n:] == PATTERN).all(), f"seed {seed}: columns past N were written"
+    check_wgrad(500, 712 if mc != "a" else 720, 640, mode,
+                {"block_m": bm, "block_n": bn, "multicast": mc})
 
 
 def test_wgrad_deepgemm_names():
