@@ -47,7 +47,7 @@
  *
  * Pipeline invariants: stage s and phase advance together (qg_advance: s
  * wraps at QG_NUM_STAGES and flips the phase), once per K block, identically
- * in producer and consumers (same scheduler, same K loop). full[s]
+ * in producer and consumers (the same tiles, the same K loop). full[s]
  * completes when the stage's TMA bytes have landed (one producer arrival +
  * transaction bytes); empty[s] completes when
  * every math warp of every CTA of the cluster has finished reading stage s
@@ -55,13 +55,18 @@
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
  * barrier.
  *
- * SFB invariants: a tile's SFB (QG_SFB_ROWS rows x all K blocks) goes through
- * one of two shared buffers, so that the main loop reads one float per row per
- * K block from shared memory (no global load on the MMA issue path). The
- * second producer warp fills them, one tile ahead: it waits sfb_empty[b],
- * each lane copies its share from global memory and arrives on sfb_full[b]
- * (32 arrivals, release); the math warps wait sfb_full[b] before a tile's
- * main loop and every math thread arrives on sfb_empty[b] after it (each
+ * Tile and SFB invariants: the math warps run no scheduler. The second
+ * producer warp (the SFB warp) runs it and hands each tile over through one
+ * of two buffers: a 16-byte slot with the tile (qg_tile_pack; group -1 after
+ * the last tile) and the tile's SFB (QG_SFB_ROWS rows x all K blocks), so
+ * that the main loop reads one float per row per K block from shared memory
+ * (no global load on the MMA issue path) and holds no scheduler state in its
+ * registers (the grouped walkers' made the large tiles spill). The SFB warp
+ * fills the buffers one tile ahead: it waits sfb_empty[b], each lane copies
+ * its share from global memory, lane 0 writes the slot, and every lane
+ * arrives on sfb_full[b] (32 arrivals, release); the math warps wait
+ * sfb_full[b] before a tile's main loop, read the slot again after it, and
+ * every math thread then arrives on sfb_empty[b] (each
  * releases its own reads: a warp's one arrival after __syncwarp orders its
  * other lanes' reads only through the warp barrier, which compute-sanitizer
  * racecheck does not count, and it reported the buffer's reuse as a WAR
@@ -72,7 +77,7 @@
  * 1D1D mode (QG_SFB_COLS): stage s also holds block_n column scales of its K
  * block (TMA, counted in the stage's bytes); the math warps read them while
  * promoting, so a stage is released after its promotion, not before; the
- * SFB warp and its buffers are unused.
+ * SFB warp hands over the tiles only (its SFB buffers are unused).
  *
  * Split-K invariants (QG_SPLIT_K = 2): CTA 0 of a cluster runs K blocks
  * [0, ceil(nk / 2)) of the cluster's tile and CTA 1 the rest, each with its
@@ -123,15 +128,14 @@
 #define QG_UNIT_TILE(u) ((u) / QG_N_PARTS) /* unit u: m64 tile of the warpgroup */
 #define QG_UNIT_PART(u) ((u) % QG_N_PARTS) /* unit u: part of block_n */
 
-/* K blocks per unrolled iteration of the one-set main loop: 4 for the dense
- * and contiguous 256x128 tiles (the compute-bound shapes' tile); the other
- * tiles have no registers to spare for it (the CPU compile sweep found spills
- * at 128x112, 128x208..256, 256x96, 64x176 and the masked 256x128). */
-#define QG_K_UNROLL (QG_BLOCK_M == 256 && QG_BLOCK_N == 128 && QG_KIND != 2 && !QG_SFB_COLS ? 4 : 1)
+/* K blocks per unrolled iteration of the one-set main loop: 4 for the
+ * 256x128 tiles (the compute-bound shapes' tile); the other tiles have no
+ * registers to spare for it (the CPU compile sweep found spills at 128x112,
+ * 128x208..256, 256x96 and 64x176). */
+#define QG_K_UNROLL (QG_BLOCK_M == 256 && QG_BLOCK_N == 128 && !QG_SFB_COLS ? 4 : 1)
 /* Without the unrolling, the next stage's full barrier is tested ahead of
- * the loop top (not in the masked 256x128 tile: its one spare predicate
- * register is gone there, it spills 4 bytes). */
-#define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !(QG_KIND == 2 && QG_BLOCK_M == 256) && !QG_SFB_COLS)
+ * the loop top. */
+#define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !QG_SFB_COLS)
 #define QG_PRAGMA(x) _Pragma(#x)
 #define QG_UNROLL(n) QG_PRAGMA(unroll n)
 
@@ -163,7 +167,8 @@
 #define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 ? 16 : 0)
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
-     QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + 32 /* SFB buffers' barriers */ + QG_SMEM_RED_BARRIERS)
+     QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + 32 /* SFB buffers' barriers */ + QG_SMEM_RED_BARRIERS + \
+     32 /* tile slots */)
 #define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA + (QG_SFB_COLS ? QG_BLOCK_N * 4 : 0))
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
@@ -416,6 +421,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     uint64_t *sfb_full = empty + QG_NUM_STAGES, *sfb_empty = sfb_full + 2; /* per SFB buffer */
     uint64_t *red_full = sfb_empty + 2; /* split-K only */
     uint64_t *red_empty = red_full + 1;
+    /* The tile of each SFB buffer (qg_tile_pack), 16-byte aligned: every
+     * region above is a multiple of 16 bytes. */
+    const uint32_t tile_slots =
+        qg_smem_addr((unsigned char *)(sfb_empty + 2) + QG_SMEM_RED_BARRIERS);
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     /* The K blocks of this CTA: all, or its rank's share of the cluster's
@@ -541,16 +550,20 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
             }
         }
-        else if (!QG_SFB_COLS && warp == QG_NUM_MATH_THREADS / 32 + 1) {
-            /* The SFB warp: each tile's SFB into the next free buffer. */
+        else if (warp == QG_NUM_MATH_THREADS / 32 + 1) {
+            /* The SFB warp: each tile, and its SFB (not in 1D1D mode), into
+             * the next free buffer; then the end of the tiles. */
             uint32_t b = 0, b_phase = 0;
-            while (qg_scheduler_next(sched, tile)) {
+            bool more;
+            do {
+                more = qg_scheduler_next(sched, tile);
                 qg_mbarrier_wait(&sfb_empty[b], b_phase ^ 1);
-                qg_sfb_copy(smem_sfb + b * QG_SFB_BUF_FLOATS, sfb, tile, lane);
+                if (more && !QG_SFB_COLS) qg_sfb_copy(smem_sfb + b * QG_SFB_BUF_FLOATS, sfb, tile, lane);
+                if (lane == 0) qg_st_shared_s32x4(tile_slots + b * 16, more ? qg_tile_pack(tile) : qg_tile_end());
                 qg_mbarrier_arrive(&sfb_full[b]);
                 b ^= 1;
                 b_phase ^= b == 0;
-            }
+            } while (more);
         }
     } else {
         /* ==== math warpgroups ============================================== */
@@ -593,12 +606,18 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         /* Tiles done so far: bit 0 names this tile's SFB buffer, bit 1 its parity. */
         uint32_t tile_iter = 0;
 
-        while (qg_scheduler_next(sched, tile)) {
-            const int n_begin = tile.n_block * QG_BLOCK_N;
-            const int n_off = n_begin % 128; /* where the tile starts in its SFB block */
+        for (;;) {
+            /* The next tile from the SFB warp (its buffer's slot), and the
+             * tile's SFB in that buffer. Only n_block is read here: the
+             * epilogue reads the slot again, so that nothing of the tile
+             * stays in a register through the main loop. */
+            const uint32_t slot = tile_slots + (tile_iter & 1) * 16;
+            qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
+            const int4 tile_head = qg_ld_shared_s32x4(slot);
+            if (tile_head.x < 0) break; /* no more tiles */
+            const int n_off = tile_head.z * QG_BLOCK_N % 128; /* where the tile starts in its SFB block */
             const uint32_t sfb_addr =
                 qg_smem_addr(smem_sfb) + (tile_iter & 1) * QG_SFB_BUF_FLOATS * 4;
-            if (!QG_SFB_COLS) qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
 
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t)
@@ -731,8 +750,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             };
             qg_dispatch_n_off<0>(n_off, k_loop);
 
-            /* The tile's SFB is read: free its buffer for the SFB warp. */
-            if (!QG_SFB_COLS) qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
+            /* The tile for the epilogue; then its SFB and slot are read:
+             * free the buffer for the SFB warp. */
+            qg_tile_unpack(qg_ld_shared_s32x4(slot), tile);
+            const int n_begin = tile.n_block * QG_BLOCK_N;
+            qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
             ++tile_iter;
 
 #if QG_SPLIT_K > 1

@@ -221,6 +221,23 @@ QG_DEVICE float2 qg_ld_shared_f32x2(uint32_t addr) {
     return v;
 }
 
+/* Four ints from / to shared memory (16-byte aligned). The load is volatile:
+ * each call reads shared memory again, so a value read twice is not kept in
+ * a register in between. */
+QG_DEVICE int4 qg_ld_shared_s32x4(uint32_t addr) {
+    int4 v;
+    asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr));
+    return v;
+}
+
+QG_DEVICE void qg_st_shared_s32x4(uint32_t addr, int4 v) {
+    asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
 QG_DEVICE void qg_st_shared_f32x2(uint32_t addr, float x, float y) {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
 }

@@ -42,8 +42,9 @@
  *                 read into D nor written. Walked like masked, the cursor
  *                 carrying the group's start; m_begin is a row of the whole
  *                 [shape_m] array.
- * Producer and consumers run identical schedulers, so they agree on the
- * sequence of tiles without communicating.
+ * The producer's TMA lane and its SFB warp run identical schedulers, so they
+ * agree on the sequence of tiles without communicating; the SFB warp hands
+ * each tile to the math warps (qg_tile_pack) with the tile's scales.
  */
 #ifndef QG_SCHEDULER_CUH
 #define QG_SCHEDULER_CUH
@@ -72,6 +73,25 @@ struct qg_scheduler {
     int group_first_tile;
     int group_start; /* psum: first row of cur_group in the [shape_m] array */
 };
+
+/* The tile as the SFB warp hands it to the math warps through a 16-byte
+ * shared slot (the math warps run no scheduler: the grouped walkers' live
+ * registers made the large tiles spill there): x the group (-1: no more
+ * tiles), y m_begin, z n_block, w rows, bit 30 set when the TMA store may be
+ * used. m_block is the producer's alone. */
+#define QG_TILE_TMA_STORE (1 << 30)
+QG_DEVICE int4 qg_tile_pack(const qg_tile &t) {
+    return make_int4(t.group, t.m_begin, t.n_block, t.rows | (t.tma_store ? QG_TILE_TMA_STORE : 0));
+}
+QG_DEVICE int4 qg_tile_end(void) { return make_int4(-1, 0, 0, 0); }
+QG_DEVICE void qg_tile_unpack(int4 v, qg_tile &t) {
+    t.group = v.x;
+    t.m_begin = v.y;
+    t.n_block = v.z;
+    t.m_block = 0; /* not carried */
+    t.rows = v.w & ~QG_TILE_TMA_STORE;
+    t.tma_store = (v.w & QG_TILE_TMA_STORE) != 0;
+}
 
 /* Valid rows of group g, clamped to [0, M_max]: masked_m is device data the
  * host never saw, so a bad value must not make the kernel write past a group. */
@@ -118,7 +138,8 @@ QG_DEVICE void qg_swizzle(int idx, int num_m_blocks, int &m_block, int &n_block)
 #endif
 }
 
-/* Next tile of this CTA; false when the CTA has no more work. */
+/* Next tile of this CTA; false when the CTA has no more work. Run by the
+ * producer's TMA lane and the SFB warp. */
 QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
     const int num_clusters = gridDim.x / QG_CLUSTER;
     const int cluster_id = blockIdx.x / QG_CLUSTER;

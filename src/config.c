@@ -7,14 +7,16 @@
  *   block_n a multiple of 16 up to a maximum: the two levels of FP32
  *   accumulators take block_n registers per m64 tile, so 64 -> 176,
  *   128 -> 192 (past 160 at a 232 / 40 register split), 256 (two m64
- *   tiles per warpgroup) -> 96 (80 masked); plus
+ *   tiles per warpgroup) -> 96; plus
  *   the wide tiles, whose wgmma units take turns in one accumulator set:
- *   128 x [208, 224] and 128 x 256 (two n-parts of block_n / 2; not masked)
- *   and 256 x 128 (two m64 tiles; dense, and masked without multicast).
- *   contiguous layout: block_m <= 128 (segments are 128-row aligned).
+ *   128 x [208, 224] and 128 x 256 (two n-parts of block_n / 2) and
+ *   256 x 128 (two m64 tiles). Every kind has the same tiles (the math
+ *   warps run no scheduler: kernels/qg_scheduler.cuh), but
+ *   contiguous layouts: block_m <= 128 (segments are 128-row aligned);
+ *   the weight gradient: wgrad_tile.
  *   multicast A: the pair shares an m-block, so the n-block count and the
- *   swizzle group must be even; multicast B (dense only): the m-block count
- *   and the swizzle group must be even.
+ *   swizzle group must be even; multicast B (dense and weight gradient):
+ *   the m-block count and the swizzle group must be even.
  * The shared-memory formula mirrors QG_SMEM_TOTAL in kernels/qg_fp8_gemm.cuh
  * (the kernel static_asserts that the two agree).
  */
@@ -55,45 +57,42 @@ static bool wgrad_tile(int bm, int bn) {
 }
 
 /* The widest block_n whose wgmma units all run in one pass of separate
- * accumulator sets (acc + FP32 sums per m64 tile fit the math registers). */
-static int max_plain_block_n(qg_gemm_kind kind, int block_m) {
-    /* The masked scheduler keeps a few more registers live than the others. */
-    if (block_m == 256) return walks_groups(kind) ? 80 : 96;
-    /* 128 x 176..192 need the 232 / 40 split (qg__plan; every kind
-     * compiles clean there, 2026-11-25 b). */
+ * accumulator sets (acc + FP32 sums per m64 tile fit the math registers).
+ * 128 x 176..192 need the 232 / 40 split (qg__plan). Until the math warps
+ * stopped running the scheduler (2026-11-25 d), the masked and psum
+ * walkers' live registers made 256 x 96 and the wide tiles spill there. */
+static int max_plain_block_n(int block_m) {
+    if (block_m == 256) return 96;
     return block_m == 64 ? 176 : 192;
 }
 
 /* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
  * in one accumulator set, so a thread holds one unit's accumulators beside
  * all its FP32 sums: 256 x 128 (two m64 tiles per warpgroup; 112 spills;
- * dense, and masked without multicast at its own register split, see
- * masked_256x128; contiguous segments are 128-row aligned) and 128 x [208,
- * 224] or 256 (two n-parts of block_n / 2; 240 spills with multicast; not
- * masked, whose scheduler's extra live registers make them spill). */
+ * contiguous segments are 128-row aligned) and 128 x [208, 224] or 256 (two
+ * n-parts of block_n / 2; 240 spills with multicast). */
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
     if (kind == QG_GEMM_WGRAD) return false;
     if (block_m == 256) return !is_contiguous(kind) && block_n == 128;
-    return block_m == 128 && !walks_groups(kind) &&
-           ((block_n >= 208 && block_n <= 224) || block_n == 256);
+    return block_m == 128 && ((block_n >= 208 && block_n <= 224) || block_n == 256);
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
     if (kind == QG_GEMM_WGRAD) return QG_WGRAD_MAX_BN;
     if (is_wide(kind, block_m, 256)) return 256;
     if (is_wide(kind, block_m, 128)) return 128;
-    return max_plain_block_n(kind, block_m);
+    return max_plain_block_n(block_m);
 }
 
 static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
     if (kind == QG_GEMM_WGRAD) return wgrad_tile(block_m, block_n);
     if (block_n < 16 || block_n % 16) return false;
     /* 128x176 runs its K loop in 8 copies (one per offset in its SFB block,
-     * qg_dispatch_n_off): the grouped schedulers' extra live registers made
-     * it spill 16-24 bytes (CPU compile sweep, 2026-11-25 b); 128x192 (two
-     * copies) compiles clean in every kind. */
+     * qg_dispatch_n_off): the grouped kinds spill 32-36 bytes there (CPU
+     * compile sweep, 2026-11-25 d: the contiguous one too, which never
+     * walked groups); 128x192 (two copies) compiles clean in every kind. */
     if (block_m == 128 && block_n == 176 && kind != QG_GEMM_DENSE) return false;
-    return block_n <= max_plain_block_n(kind, block_m) || is_wide(kind, block_m, block_n);
+    return block_n <= max_plain_block_n(block_m) || is_wide(kind, block_m, block_n);
 }
 
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
@@ -114,19 +113,6 @@ static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg
     return true;
 }
 
-/* The masked 256 x 128 tile. Its scheduler keeps more values live through
- * the main loop than the dense one (the group cursor, a group-dependent SFB
- * address): at the dense split (216 math / 72 producer registers) ptxas
- * spilled 68 bytes. It compiles clean at 232 / 40 without multicast (with A
- * multicast, N = 24576 at K = 1536 still spilled 16 bytes; a 32-register
- * producer spills), and only with the one-set loop neither unrolled nor
- * testing the next barrier ahead (2026-11-25, kernel QG_K_UNROLL). Against masked
- * 128x128 on an H100 (2026-11-22-explore9, run 11): 1x1024 and 2x512 groups
- * x rows, N x K = 4096x7168 / 7168x2048, 6-11% faster. */
-static bool masked_256x128(qg_gemm_kind kind, int bm, int bn) {
-    return kind == QG_GEMM_GROUPED_MASKED && bm == 256 && bn == 128;
-}
-
 /* Whether a tile runs the K-pipelined loop (kernel: QG_KPIPE): one wgmma
  * unit per warpgroup and room for a second accumulator set beside the FP32
  * sums, 3 * block_n / 2 registers: block_n <= 128 (the CPU compile sweeps
@@ -141,7 +127,6 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
     /* It holds K block kb's stage while it waits for kb + 1's: one stage
      * would deadlock. */
     if (units != 1 || wide || stages < 2 || kind == QG_GEMM_WGRAD) return false;
-    if (walks_groups(kind)) return bn <= 96;
     return bn <= 128 && !(bm == 128 && bn == 128 && mc == QG_MULTICAST_B);
 }
 
@@ -154,7 +139,8 @@ size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
            (cols ? (size_t)stages * round_up((size_t)block_n, 32) * 4 /* column scales, 128-byte aligned */
                  : 2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */) +
-           (size_t)stages * 16 + 32 /* SFB buffers' */ + (split_k > 1 ? 16 : 0) /* barriers */;
+           (size_t)stages * 16 + 32 /* SFB buffers' */ + (split_k > 1 ? 16 : 0) /* barriers */ +
+           32 /* tile slots */;
 }
 
 /* The most 128-column SFB blocks any tile of width block_n can touch. */
@@ -238,7 +224,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                                                        : "";
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block_n must be a multiple of 16 in [16, %d]%s for block_m %d "
-                        "(%s), got %d", max_plain_block_n(p->kind, bm), wide, bm,
+                        "(%s), got %d", max_plain_block_n(bm), wide, bm,
                         p->kind == QG_GEMM_DENSE ? "dense" : p->kind == QG_GEMM_GROUPED_MASKED
                         ? "masked" : "contiguous", bn);
     }
@@ -298,11 +284,6 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
             return qg__fail(QG_ERROR_UNSUPPORTED, "config: split_k %d needs at least %d SMs",
                             split_k, split_k);
     }
-    const bool masked_wide = masked_256x128(p->kind, bm, bn);
-    if (masked_wide && cfg->multicast != QG_MULTICAST_NONE)
-        return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "config: the masked 256x128 tile runs without multicast (with it, its "
-                        "registers spill), got multicast %d", (int)cfg->multicast);
     const int cluster = cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
     if (cluster == 2 && props->sm_count < 2)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
@@ -444,8 +425,13 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  */
 static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
-    if (masked_256x128(kind, bm, bn)) return 1.0;
     if (bm == 256 && bn == 128) return a ? 1.06 : b ? 0.94 : 1.05;
+    /* masked and psum, once the math warps stopped running the scheduler
+     * (H200, 2026-11-25-h200-9 explore-d.log, kineto): 128x256 ran 0.5-12%
+     * ahead of 128x192 on every psum and masked shape timed (A and none
+     * within 1% of each other), and level with 256x128 A at K = 7168 (masked
+     * 6 x ~1024 rows: 440.8 against 431.5 us; 4096x2048: 83.2 against 93.9). */
+    if (bm == 128 && bn == 256 && walks_groups(kind)) return a ? 1.08 : 1.07;
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
     /* psum (H200, 2026-11-25-h200-8 explore-c2.log): 128x192 without
      * multicast ran 2.3-4.4% ahead of 128x128 A on DeepGEMM's four shapes
@@ -575,7 +561,6 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
                 if (mc && num_sms % 2) continue;
-                if (mc && masked_256x128(p->kind, bm, bn)) continue;
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
@@ -589,13 +574,25 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * one and two waves there too (1024x4096x7168: 52.5 us
                  * against 56.0 for 128x128). */
                 const bool few_waves = 2 * tiles < 5ll * num_sms;
-                if (is_wide(p->kind, bm, bn) && !large) continue;
+                /* (psum: a group of at most 256 rows, but many groups
+                 * make a large problem, and 256-row tiles do not exist
+                 * there: 32 x ~192 rows, N 6144, K 7168 ran 582.6 us as
+                 * 128x256 A against 613.3 as 128x192, explore-d.log) */
+                const bool many = p->kind == QG_GEMM_GROUPED_PSUM && tiles >= 4ll * num_sms;
+                if (is_wide(p->kind, bm, bn) && !large && !many) continue;
                 const double eff = p->kind == QG_GEMM_WGRAD ? wgrad_efficiency(bm, bn, p->k)
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(p->kind, bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(p->kind, bm, bn, c.multicast);
+                /* Walked groups (masked, psum): the rows are an estimate
+                 * (expected_m), so the last wave's fill is unknown: whole
+                 * waves would rank tiles by a rounding the real rows do not
+                 * follow (masked 6 x ~1024 rows, N 4096, K 2048: 128x256 83.2
+                 * us against 93.2 for 128x192 A, which whole waves of
+                 * expected_m = 1228 rows preferred; explore-d.log). */
+                const double fill = walks_groups(p->kind) ? (double)tiles / num_sms : waves;
                 const double cost =
-                    large ? (double)waves * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves);
+                    large ? fill * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves);
                 bool better;
                 if (best.block_m == 0) better = true;
                 else if (large) better = cost < best_cost * 0.999;
@@ -645,7 +642,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         memset(&split, 0, sizeof split);
         int split_ctas = 0;
         for (int bm = 64; bm <= (rows > 64 ? 128 : 64); bm *= 2)
-            for (int bn = 16; bn <= max_plain_block_n(p->kind, bm); bn += 16) {
+            for (int bn = 16; bn <= max_plain_block_n(bm); bn += 16) {
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
                 if (qg__smem_bytes(bm, bn, 1, 2, sfb_floats(p, bn)) > props->smem_optin_bytes)
                     continue;

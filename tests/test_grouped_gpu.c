@@ -61,6 +61,8 @@ static void run_case_and_forced(qg_context *ctx, CUstream stream, qgtk_problem_d
         {.block_m = 256, .block_n = 80, .multicast = QG_MULTICAST_A},
         {.block_m = 128, .block_n = 176, .multicast = QG_MULTICAST_NONE},
         {.block_m = 128, .block_n = 224, .multicast = QG_MULTICAST_A},
+        {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A},
+        {.block_m = 256, .block_n = 96, .multicast = QG_MULTICAST_NONE},
     };
     run_case(ctx, stream, p, NULL, label, r);
     qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, 0};

@@ -175,6 +175,26 @@ def test_psum(counts, n, k):
     assert (d[~rows] == PATTERN).all(), f"seed {seed}: rows outside the groups were written"
 
 
+@pytest.mark.parametrize("config", [
+    {"block_m": 128, "block_n": 256, "multicast": "none"},
+    {"block_m": 128, "block_n": 256, "multicast": "a"},
+    {"block_m": 128, "block_n": 224, "multicast": "none"},
+    {"block_m": 128, "block_n": 192, "multicast": "a"},
+])
+def test_psum_tiles(config):
+    """The wide tiles the psum walker's registers kept psum from before the SFB warp handed
+    the tiles over: every row of each group written, nothing outside them."""
+    seed = random.randrange(2 ** 31)
+    counts, n, k = [300, 0, 129, 1000, 77], 1536, 640
+    a, b, group_ends, rows, ref = psum_problem(seed, counts, n, k)
+    d = torch.full((rows.shape[0], n), PATTERN, device=DEV, dtype=torch.bfloat16)
+    qgemm.m_grouped_fp8_gemm_nt_contiguous(a, b, d, group_ends, use_psum_layout=True, config=config)
+    torch.cuda.synchronize()
+    diff = calc_diff(d[rows], ref[rows])
+    assert diff < 1e-5, f"seed {seed}: {config}: diff {diff:.3g}"
+    assert (d[~rows] == PATTERN).all(), f"seed {seed}: {config}: rows outside the groups were written"
+
+
 def test_psum_masked_through_contiguous():
     """DeepGEMM's masked-as-psum case: 32 groups of up to 4096 rows, ~192 each."""
     seed = random.randrange(2 ** 31)
