@@ -26,9 +26,11 @@ d         bfloat16       [M, N]           row-major (the row stride may be padde
 ========  ==============================  ==========================================
 
 K must be a multiple of 16 and N of 8; every tensor 16-byte aligned, all on
-one CUDA device. The GEMM runs on that device, on the caller's current stream:
-PyTorch's ``torch.cuda.current_stream(device)`` when a tensor is a torch
-tensor, CuPy's current stream for CuPy arrays, else the legacy default stream;
+one CUDA device. The GEMM runs on that device, whichever device is current
+(tensors on two devices: ValueError naming the argument and both devices),
+on the caller's current stream: PyTorch's ``torch.cuda.current_stream(device)``
+when a tensor is a torch tensor, CuPy's current stream for CuPy arrays, else
+the legacy default stream;
 ``stream=`` (an integer handle, a ``torch.cuda.Stream`` or a ``cupy`` stream)
 overrides. Calls are asynchronous on that stream, like any framework op.
 
@@ -505,6 +507,25 @@ def _launch_torch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: An
 def _launch_dlpack(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any,
                    expected_m: int, stream: Optional[StreamLike], cfg: Any) -> None:
     tensors = [_detach(t) for t in (a, sfa, b, sfb, d, idx)]
+    device = _torch_cuda_device(kind, tensors)
+    # A torch stream of another device: said here, before torch would
+    # synchronize it with the tensors' device while exporting them.
+    stream_device = getattr(getattr(stream, "device", None), "index", None)
+    if device is not None and isinstance(stream_device, int) and stream_device != device:
+        raise ValueError(f"qgemm: stream is a stream of cuda:{stream_device}, the tensors are on "
+                         f"cuda:{device}")
+    if device is not None and device != sys.modules["torch"].cuda.current_device():
+        # torch exports a CUDA tensor through DLPack only while its device is
+        # the current one (its stream synchronization uses the current
+        # device): export them there, the GEMM runs on their device anyway.
+        with sys.modules["torch"].cuda.device(device):
+            _export_and_launch(kind, tensors, expected_m, stream, cfg)
+        return
+    _export_and_launch(kind, tensors, expected_m, stream, cfg)
+
+
+def _export_and_launch(kind: int, tensors: List[Any], expected_m: int,
+                       stream: Optional[StreamLike], cfg: Any) -> None:
     if stream is not None:
         handle, no_sync = _stream_handle(stream), 0
     else:
@@ -691,6 +712,32 @@ def _current_stream(tensors: Sequence[Any]) -> Tuple[int, int]:
                 with device:
                     return cupy.cuda.get_current_stream().ptr, _mask(same)
     return 0, 0
+
+
+_IDX_NAMES = {_C.KIND_CONTIGUOUS: "m_indices", _C.KIND_MASKED: "masked_m",
+              _C.KIND_PSUM: "group_ends", _C.KIND_WGRAD: "c"}  # as python/csrc/module.c
+
+
+def _torch_cuda_device(kind: int, tensors: Sequence[Any]) -> Optional[int]:
+    """The device index of the CUDA torch tensors among `tensors` (a, sfa, b,
+    sfb, d, idx), None when there are none; ValueError naming the argument
+    and both devices when they are on two (the extension's own check and
+    message, made here because torch refuses to export the second device's
+    tensor before the extension could say so)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    device = None
+    for slot, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor) and t.is_cuda:
+            index = t.device.index
+            if device is None:
+                device = index
+            elif index != device:
+                name = ("a", "sfa", "b", "sfb", "d")[slot] if slot < 5 else _IDX_NAMES[kind]
+                raise ValueError(f"qgemm: all tensors must be on one device: {name} is on "
+                                 f"cuda:{index}, the arguments before it are on cuda:{device}")
+    return device
 
 
 def _mask(flags: Sequence[bool]) -> int:

@@ -330,6 +330,58 @@ def test_tensors_on_two_devices():
     expect_error(ValueError, "all tensors must be on one device: d is on cuda:1", "dense", ops)
 
 
+def _torch_on(torch: Any, shape: Any, dtype: Any, index: int) -> Any:
+    """A torch tensor (of CPU memory) that claims to be on cuda:index, as the
+    package's device check sees it; never exported (the call is refused first)."""
+
+    class OnDevice(torch.Tensor):
+        @property
+        def is_cuda(self) -> bool:
+            return True
+
+        @property
+        def device(self) -> Any:
+            return torch.device("cuda", index)
+
+        def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("exported a tensor of a call that must be refused first")
+
+    return torch.Tensor._make_subclass(OnDevice, torch.zeros(shape, dtype=dtype))
+
+
+@pytest.mark.parametrize("slot,named", [("a", "sfa is on cuda:0, the arguments before it are "
+                                                "on cuda:1"),
+                                        ("b", "b is on cuda:1, the arguments before it are on "
+                                              "cuda:0"),
+                                        ("idx", "masked_m is on cuda:1")])
+def test_torch_tensors_on_two_devices_through_dlpack(slot, named):
+    """stream= takes the DLPack path, where torch refuses to export a tensor
+    off the current device (naming neither argument); the package refuses
+    torch tensors on two devices first, with the extension's message.
+    (tests/python/test_multi_gpu.py runs both paths on two GPUs.)"""
+    torch = pytest.importorskip("torch")
+    shapes = {"a": ([3, 64, 384], torch.uint8), "sfa": ([3, 64, 3], torch.float32),
+              "b": ([3, 512, 384], torch.uint8), "sfb": ([3, 4, 3], torch.float32),
+              "d": ([3, 64, 512], torch.bfloat16), "idx": ([3], torch.int32)}
+    ops = {name: _torch_on(torch, *shapes[name], 1 if name == slot else 0) for name in shapes}
+    expect_error(ValueError, f"all tensors must be on one device: {named}", "masked", ops,
+                 expected_m=32, stream=0)
+
+
+def test_torch_stream_of_another_device():
+    torch = pytest.importorskip("torch")
+
+    class StreamOfDevice0:  # what the package reads of a torch.cuda.Stream
+        device = torch.device("cuda", 0)
+        cuda_stream = 1234
+
+    ops = {name: _torch_on(torch, shape, torch.float32, 1) for name, shape in
+           (("a", [256, 384]), ("sfa", [256, 3]), ("b", [512, 384]), ("sfb", [4, 3]),
+            ("d", [256, 512]))}
+    expect_error(ValueError, "stream is a stream of cuda:0, the tensors are on cuda:1", "dense",
+                 ops, stream=StreamOfDevice0())
+
+
 def test_read_only_output():
     ops = dense_operands(256, 512, 384, d=FakeTensor([256, 512], "bfloat16", flags=READ_ONLY))
     expect_error(ValueError, "d is read-only", "dense", ops)
