@@ -22,6 +22,10 @@
 #     chain     build/qgemm bench --chain 8        -> $OUT/bench_chain.txt
 #     python    build the Python package in place + pytest tests/python -> $OUT/python.log
 #     examples  examples/gemm and examples/moe.py on the GPU   -> $OUT/python.log
+#     multigpu  two GPUs (issue 31): qgemm_tests gpu_multi_, pytest
+#               tests/python/test_multi_gpu.py (both say "skipped: one GPU"
+#               with one), examples/ep_moe.py under torchrun on up to 2 GPUs
+#                                          -> $OUT/multigpu.log, multi-gpu.json
 #     peers     bench/peers.py: qgemm beside DeepGEMM and cuBLASLt, kineto and
 #               events, host overhead                  -> $OUT/peers.json, peers.txt
 #               (DeepGEMM from .peers/, a git-ignored folder carried to the
@@ -33,19 +37,19 @@
 #               deep_gemm resolving to qgemm     -> $OUT/deepgemm-suite.json, suite.log
 #               (needs DeepGEMM's source in .peers/DeepGEMM, not its build)
 # Default steps: build tests memcheck racecheck synccheck check python examples
-# peers suite (10 files); bench, json, grouped and chain (qgemm beside cuBLASLt only)
+# multigpu peers suite (12 files); bench, json, grouped and chain (qgemm beside cuBLASLt only)
 # run when named with --only.
 # ("sanitize" selects the three sanitizer steps.) Every step runs even when
 # an earlier one failed; each exit code goes to $OUT/summary.txt, printed at
-# the end. At most 10 files are written under $OUT. The kernel cache lives
+# the end. At most 12 files are written under $OUT. The kernel cache lives
 # outside $OUT: $QGEMM_CACHE_DIR, default /tmp/qgemm-cache.
 # Exit status: 0 when every selected step returned 0, 1 otherwise.
 # The step_* functions are called indirectly, through run_step.
 # shellcheck disable=SC2317
 set -u
 
-ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite hostprobe"
-DEFAULT_STEPS="build tests memcheck racecheck synccheck check python examples peers suite"
+ALL_STEPS="build tests memcheck racecheck synccheck check bench json grouped chain python examples multigpu peers suite hostprobe"
+DEFAULT_STEPS="build tests memcheck racecheck synccheck check python examples multigpu peers suite"
 
 usage() {
     sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
@@ -257,6 +261,43 @@ need_extension() {
         python3 python/setup.py build_ext --inplace > "$1" 2>&1
 }
 
+# Issue 31, in a subshell that keeps NVLink multicast off for everything it
+# starts (NCCL, PyTorch, NVSHMEM; examples/ep_moe.py sets the same itself).
+# multi-gpu.json: what ep_moe.py writes, threads_ok read off the C test's
+# verdict (null when it was skipped); written with ep_ok false if the example
+# left no file.
+step_multigpu() (
+    export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    local log="$OUT/multigpu.log" json="$OUT/multi-gpu.json" rc=0 gpus threads_ok=null
+    need_extension "$log" || { tail -n 15 "$log"; return 1; }
+    T build/qgemm_tests gpu_multi_ >> "$log" 2>&1 || rc=1
+    grep -q '^\[ PASS \] gpu_multi_threads_own_devices' "$log" && threads_ok=true
+    grep -q '^\[ FAIL \] gpu_multi_threads_own_devices' "$log" && threads_ok=false
+    PYTHONPATH=python T python3 -m pytest -q -rs tests/python/test_multi_gpu.py >> "$log" 2>&1 || rc=1
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    [ "$gpus" -gt 2 ] && gpus=2
+    [ "$gpus" -lt 1 ] && gpus=1 # no GPU: ep_moe.py says so and fails the step
+    rm -f "$json"
+    # torchrun, through the python3 that holds torch (--standalone: a free port)
+    printf '\n===== torchrun --nproc_per_node=%s examples/ep_moe.py\n' "$gpus" >> "$log"
+    PYTHONPATH=python T python3 -m torch.distributed.run --standalone --nproc_per_node="$gpus" \
+        examples/ep_moe.py --json "$json" >> "$log" 2>&1 || rc=1
+    grep -E '^\[ (PASS|FAIL|SKIP) \]|skipped|passed|failed|^ep_moe.py:|^rank |^\{' "$log" |
+        tail -n 40
+    python3 - "$json" "$gpus" "$threads_ok" <<'PY' || rc=1
+import json, os, sys
+path, gpus, threads = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+ran = json.load(open(path)) if os.path.exists(path) else {"ep_ok": False}
+rec = {"gpus": ran.get("gpus", gpus), "threads_ok": threads, "ep_ok": ran["ep_ok"],
+       "per_gpu_tflops_alone": ran.get("per_gpu_tflops_alone"),
+       "per_gpu_tflops_together": ran.get("per_gpu_tflops_together")}
+with open(path, "w") as f:
+    json.dump(rec, f, indent=1)
+print(json.dumps(rec))
+PY
+    return "$rc"
+)
+
 step_peers() {
     # qgemm's columns are null without the extension
     need_extension "$OUT/peers-build.log" || return 1
@@ -307,7 +348,7 @@ if ! wanted build && { [ ! -x build/qgemm ] || [ ! -x build/qgemm_tests ]; }; th
 fi
 run_step build
 [ -x build/qgemm ] && { echo; build/qgemm info; }
-for s in tests memcheck racecheck synccheck check bench json grouped chain python examples peers suite hostprobe; do
+for s in tests memcheck racecheck synccheck check bench json grouped chain python examples multigpu peers suite hostprobe; do
     run_step "$s"
 done
 
