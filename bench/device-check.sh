@@ -273,7 +273,9 @@ step_multigpu() (
     T build/qgemm_tests gpu_multi_ >> "$log" 2>&1 || rc=1
     grep -q '^\[ PASS \] gpu_multi_threads_own_devices' "$log" && threads_ok=true
     grep -q '^\[ FAIL \] gpu_multi_threads_own_devices' "$log" && threads_ok=false
-    PYTHONPATH=python T python3 -m pytest -q -rs tests/python/test_multi_gpu.py >> "$log" 2>&1 || rc=1
+    # (exit 5: the module skipped itself whole, with one GPU; the reason is in the log)
+    PYTHONPATH=python T python3 -m pytest -q -rs tests/python/test_multi_gpu.py >> "$log" 2>&1
+    case $? in 0 | 5) ;; *) rc=1 ;; esac
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
     [ "$gpus" -gt 2 ] && gpus=2
     [ "$gpus" -lt 1 ] && gpus=1 # no GPU: ep_moe.py says so and fails the step
