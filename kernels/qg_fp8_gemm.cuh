@@ -75,10 +75,9 @@
  * scheduler).
  *
  * 1D1D mode (QG_SFB_COLS): stage s also holds block_n column scales of its K
- * block (TMA, counted in the stage's bytes); the math warps read them into
- * registers once the K block's wgmma is done and then release the stage,
- * before promoting, as in the other modes; the SFB warp hands over the tiles
- * only (its SFB buffers are unused).
+ * block (TMA, counted in the stage's bytes); the math warps read them while
+ * promoting, so a stage is released after its promotion, not before; the
+ * SFB warp hands over the tiles only (its SFB buffers are unused).
  *
  * Split-K invariants (QG_SPLIT_K = 2): CTA 0 of a cluster runs K blocks
  * [0, ceil(nk / 2)) of the cluster's tile and CTA 1 the rest, each with its
@@ -136,7 +135,7 @@
 #define QG_K_UNROLL (QG_BLOCK_M == 256 && QG_BLOCK_N == 128 && !QG_SFB_COLS ? 4 : 1)
 /* Without the unrolling, the next stage's full barrier is tested ahead of
  * the loop top. */
-#define QG_TEST_AHEAD (QG_K_UNROLL == 1)
+#define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !QG_SFB_COLS)
 #define QG_PRAGMA(x) _Pragma(#x)
 #define QG_UNROLL(n) QG_PRAGMA(unroll n)
 
@@ -266,10 +265,6 @@ QG_DEVICE int qg_sfb_row(const qg_tile &t) { return t.group * QG_NUM_SFB_N + qg_
 struct qg_scales {
     float sa[QG_WG_TILES][2];
     float sb[QG_SFB_ROWS];
-#if QG_SFB_COLS
-    /* 1D1D: this thread's two columns of every 8-column group of the tile */
-    float2 cols[QG_BLOCK_N / 8];
-#endif
 };
 
 /* The SFB warp (32 lanes) copies tile t's SFB from global memory into a
@@ -284,26 +279,8 @@ QG_DEVICE void qg_sfb_copy(float *buf, const float *sfb, const qg_tile &t, uint3
         buf[i] = i / QG_NUM_K_BLOCKS < rows_in_n ? __ldg(src + i) : 0.0f;
 }
 
-/* 1D1D: stage s's column scales for this thread (sfb_addr: its first column
- * of stage 0), read once the K block's wgmma is done and before the stage is
- * released, so that the TMA refills it while the sums are promoted. (Read
- * before the wgmma, as DeepGEMM does, they stay live beside it: 128x144..160
- * spilled 4-100 bytes at 232 registers.) */
-QG_DEVICE void qg_read_cols(qg_scales &sc, uint32_t sfb_addr, uint32_t s) {
-#if QG_SFB_COLS
-#pragma unroll
-    for (int j = 0; j < QG_BLOCK_N / 8; ++j)
-        sc.cols[j] = qg_ld_shared_f32x2(sfb_addr + s * QG_SFB_COLS_STRIDE * 4 + j * 8 * 4);
-#else
-    (void)sc;
-    (void)sfb_addr;
-    (void)s;
-#endif
-}
-
 /* Read K block kb's scales: SFA from stage s (sfa_addr: this thread's first
- * row of stage 0, a shared-window address), SFB from the tile's buffer (not
- * in 1D1D mode: qg_read_cols). */
+ * row of stage 0, a shared-window address), SFB from the tile's buffer. */
 QG_DEVICE void qg_read_scales(qg_scales &sc, uint32_t sfa_addr, uint32_t sfb_addr, uint32_t s,
                               int kb) {
 #pragma unroll
@@ -372,22 +349,21 @@ QG_DEVICE void qg_promote(float *o, const float (&acc)[QG_ACC], const qg_scales 
 
 /* 1D1D promotion (QG_SFB_COLS): every sum times its row's and its column's
  * scale. The thread's columns of 8-column group j are 8j + 2 (lane % 4) and
- * the next one (wgmma D layout, PTX ISA 9.7.15.5.1.1), read into sc.cols by
- * qg_read_cols. */
-#if QG_SFB_COLS
+ * the next one (wgmma D layout, PTX ISA 9.7.15.5.1.1): one 8-byte shared load
+ * of stage s's column scales a group (sfb_addr: this thread's first column
+ * of the stage, part h's offset added here). */
 QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_scales &sc, int t,
-                               int h) {
+                               int h, uint32_t sfb_addr) {
     o += h * QG_ACC;
 #pragma unroll
     for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
-        const float2 b = sc.cols[h * QG_WGMMA_N / 8 + j];
+        const float2 b = qg_ld_shared_f32x2(sfb_addr + (h * QG_WGMMA_N + j * 8) * 4);
         o[j * 4 + 0] += sc.sa[t][0] * b.x * acc[j * 4 + 0];
         o[j * 4 + 1] += sc.sa[t][0] * b.y * acc[j * 4 + 1];
         o[j * 4 + 2] += sc.sa[t][1] * b.x * acc[j * 4 + 2];
         o[j * 4 + 3] += sc.sa[t][1] * b.y * acc[j * 4 + 3];
     }
 }
-#endif
 
 /*
  * The output tile in shared memory: QG_BLOCK_N / QG_STORE_COLS chunks of
@@ -615,6 +591,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         uint32_t sfa_addr = qg_smem_addr(smem_sfa + wg_row); /* this thread's SFA, stage 0 */
         /* 1D1D: this thread's first column scale of stage 0 */
         const uint32_t sfb_cols_addr = qg_smem_addr(smem_sfb) + (lane % 4) * 2 * 4;
+        (void)sfb_cols_addr;
 #if QG_K_UNROLL > 1
         qg_pin(desc_a0);
         qg_pin(desc_b0);
@@ -640,7 +617,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int4 tile_head = qg_ld_shared_s32x4(slot);
             if (tile_head.x < 0) break; /* no more tiles */
             const int n_off = tile_head.z * QG_BLOCK_N % 128; /* where the tile starts in its SFB block */
-            const uint32_t sfb_addr = QG_SFB_COLS ? sfb_cols_addr :
+            const uint32_t sfb_addr =
                 qg_smem_addr(smem_sfb) + (tile_iter & 1) * QG_SFB_BUF_FLOATS * 4;
 
 #pragma unroll
@@ -746,8 +723,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
                     qg_wgmma_wait0();
-                    if (p == QG_PASSES - 1) {
-                        if (QG_SFB_COLS) qg_read_cols(sc, sfb_addr, s);
+                    /* (1D1D: the column scales are read from the stage
+                     * during promotion, so it is released after it.) */
+                    if (p == QG_PASSES - 1 && !QG_SFB_COLS) {
                         qg_release_stage(empty, s, lane);
                         if (QG_TEST_AHEAD) {
                             uint32_t ns = s, np = phase;
@@ -759,13 +737,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     for (int a = 0; a < QG_ACC_SETS; ++a) {
                         const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
 #if QG_SFB_COLS
-                        qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a));
+                        qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
+                                        sfb_cols_addr + s * QG_SFB_COLS_STRIDE * 4);
 #else
                         qg_promote(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
                                    tile_n_off);
 #endif
                     }
                 }
+                if (QG_SFB_COLS) qg_release_stage(empty, s, lane);
             }
 #endif
             };
