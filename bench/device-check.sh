@@ -185,6 +185,13 @@ sanitize() { # sanitize TOOL EXTRA_FLAGS...
     # n-blocks of 64x16 on 132 SMs: 7-8 a CTA).
     sanitized "^8x200.*," -- build/qgemm bench --grouped-masked 8,256,200 --shape 256x1024x384 \
         --config 64,16,0,none "${bench[@]}"
+    # The wide masked tiles with A multicast that the tile hand-over made
+    # legal: 16 groups of 200 rows, N 4096, 512 tiles either way (128x256: 2
+    # m-blocks x 16 n-blocks a group; 256x128: 1 x 32), about 4 a CTA.
+    for c in 128,256,0,a 256,128,0,a; do
+        sanitized "^16x200.*," -- build/qgemm bench --grouped-masked 16,512,200 --shape 512x4096x384 \
+            --config "$c" "${bench[@]}"
+    done
     # Issue 27: out-of-range m_indices / masked_m / group_ends, every refused
     # call class, forged cache entries (tests/test_hostile_gpu.c).
     # These tests provoke driver API errors on purpose (host pointers, a
