@@ -417,11 +417,11 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
  * 681.8: rated 1.03 (A 1.04, B 1.02). In the contiguous layout it ran level
  * with 128x256 (4 x 8192, N x K = 6144x7168: 2386.0 us, A 2412.2, against
  * 2395.9; 8 x 4096, 4096x4096: 878.6, A 851.9, against 843.6): rated
- * below it there (0.99, A 1.00). The masked 256x128 tile (neither
- * unrolled nor multicast) ran behind 128x192 A on both masked shapes timed:
- * 6 groups of 1024 rows, N x K = 6144x7168 472.1 us against 442.7, 4096x2048
- * 99.1 against 95.0: rated 1.0 (below that, 128x128 would replace it
- * at one group of 1024 rows, where it ran 6-11% faster: config_wide_tiles).
+ * below it there (0.99, A 1.00). The masked 256x128 tile, while the math
+ * warps' walker kept it neither unrolled nor multicast, ran behind 128x192 A
+ * (6 groups of 1024 rows, N x K = 6144x7168 472.1 us against 442.7) and was
+ * rated 1.0; unrolled, with A, it ran level with it (431.5 against 442.9,
+ * 2026-11-25-h200-9 explore-d.log) and is rated as the dense one.
  */
 static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc) {
     const bool a = mc == QG_MULTICAST_A, b = mc == QG_MULTICAST_B;
