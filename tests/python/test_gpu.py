@@ -14,6 +14,7 @@ import threading
 import pytest
 
 import qgemm
+from entry_points import call_kind
 from reference import calc_diff, dequant_a, dequant_b
 
 # JAX (if a test imports it) must not grab most of the GPU memory torch needs
@@ -479,21 +480,8 @@ class Case:
         self.d = torch.full(shape, float("nan"), dtype=torch.bfloat16, device=DEV)
 
     def call(self, via="public"):
-        a, sfa, b, sfb, d, idx = self.a, self.sfa, self.b, self.sfb, self.d, self.idx
-        if via == "op":
-            ops = torch.ops.qgemm
-            if self.kind == "dense":
-                ops.fp8_gemm_nt(a, sfa, b, sfb, d)
-            elif self.kind == "contiguous":
-                ops.m_grouped_fp8_gemm_nt_contiguous(a, sfa, b, sfb, d, idx)
-            else:
-                ops.m_grouped_fp8_gemm_nt_masked(a, sfa, b, sfb, d, idx, EXPECTED_M)
-        elif self.kind == "dense":
-            qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
-        elif self.kind == "contiguous":
-            qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, idx)
-        else:
-            qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, idx, EXPECTED_M)
+        call_kind(self.kind, self.a, self.sfa, self.b, self.sfb, self.d, self.idx, EXPECTED_M,
+                  via=via)
 
     def new_inputs(self, seed):
         """New values in the same buffers (what a graph replay reads)."""

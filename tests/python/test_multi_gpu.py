@@ -19,6 +19,7 @@ import random
 import pytest
 
 import qgemm
+from entry_points import call_kind
 from reference import calc_diff, dequant_a, dequant_b
 
 torch = pytest.importorskip("torch")
@@ -115,22 +116,8 @@ class Case:
         "dlpack": stream= given, torch's current stream of `stream`'s device)
         or through its torch.ops.qgemm op ("op")."""
         a, sfa, b, sfb, d, idx = self.args() if args is None else args
-        if via == "op":
-            ops = torch.ops.qgemm
-            if self.kind == "dense":
-                ops.fp8_gemm_nt(a, sfa, b, sfb, d)
-            elif self.kind == "contiguous":
-                ops.m_grouped_fp8_gemm_nt_contiguous(a, sfa, b, sfb, d, idx)
-            else:
-                ops.m_grouped_fp8_gemm_nt_masked(a, sfa, b, sfb, d, idx, EXPECTED_M)
-            return
-        kw = {} if via == "fast" else {"stream": stream}
-        if self.kind == "dense":
-            qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d, **kw)
-        elif self.kind == "contiguous":
-            qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, idx, **kw)
-        else:
-            qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, idx, EXPECTED_M, **kw)
+        kw = {} if via in ("fast", "op") else {"stream": stream}
+        call_kind(self.kind, a, sfa, b, sfb, d, idx, EXPECTED_M, via=via, **kw)
 
     def check(self, what, d=None):
         d = self.d if d is None else d
