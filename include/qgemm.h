@@ -282,7 +282,10 @@ QG_API qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg
 
 /*
  * Arguments of every FP8 GEMM. Strides are in elements. All pointers must
- * be 16-byte aligned device pointers; lda, ldb (bytes = elements) and
+ * be 16-byte aligned device pointers of the context's device (memory of
+ * another device, even one reachable through peer access, or host memory is
+ * refused: QG_ERROR_INVALID_ARGUMENT naming the argument and both devices;
+ * so is a stream of another device's context); lda, ldb (bytes = elements) and
  * ldd * 2 must be multiples of 16; K must be a multiple of 16 and N of 8.
  *
  *  dense       a [m][lda]  sfa [ceil(k/128)][sfa_ld]  b [n][ldb]

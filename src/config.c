@@ -383,7 +383,7 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
     qg_status st = check_config_call(ctx, problem, cfg, "qg_complete_config", "cfg");
     if (st != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    return qg__complete_config_sms(&ctx->props, ctx->num_sms, problem, cfg, &plan);
+    return qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), problem, cfg, &plan);
 }
 
 /*
@@ -684,5 +684,5 @@ qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_
     qg_status st = check_config_call(ctx, problem, out, "qg_select_config", "out");
     if (st != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    return qg__select(&ctx->props, ctx->num_sms, problem, out, &plan);
+    return qg__select(&ctx->props, qg_context_get_num_sms(ctx), problem, out, &plan);
 }

@@ -167,8 +167,17 @@ qg_status qg_context_set_num_sms(qg_context *ctx, int num_sms) {
     return QG_SUCCESS;
 }
 
+/* The getters take the lock the setters write under: another thread may be
+ * setting the value (a plain read would be a data race). The context is
+ * never a const object (qg_context_create allocates it), so the lock may be
+ * taken through a const pointer. */
 int qg_context_get_num_sms(const qg_context *ctx) {
-    return ctx ? ctx->num_sms : -1;
+    if (!ctx) return -1;
+    qg_context *c = (qg_context *)ctx;
+    pthread_mutex_lock(&c->lock);
+    const int n = c->num_sms;
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }
 
 qg_status qg_context_set_pdl(qg_context *ctx, int enable) {
@@ -184,7 +193,12 @@ qg_status qg_context_set_pdl(qg_context *ctx, int enable) {
 }
 
 int qg_context_get_pdl(const qg_context *ctx) {
-    return ctx ? (int)ctx->pdl : -1;
+    if (!ctx) return -1;
+    qg_context *c = (qg_context *)ctx;
+    pthread_mutex_lock(&c->lock);
+    const int pdl = (int)c->pdl;
+    pthread_mutex_unlock(&c->lock);
+    return pdl;
 }
 
 /* ---- the testkit's seam (src/seam.h) ------------------------------------- */

@@ -536,7 +536,7 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
         if (forced) {
             qg_config c = *forced;
             qg_kernel_plan plan;
-            if ((st = qg__complete_config_sms(&ctx->props, ctx->num_sms, p, &c, &plan)))
+            if ((st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), p, &c, &plan)))
                 return qg__fail(st, "%s: %s", fn, qg_last_error());
             return qg__fail(QG_ERROR_NO_DEVICE,
                             "%s: the context is offline (compile-only): the forced configuration "
