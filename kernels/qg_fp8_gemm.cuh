@@ -274,6 +274,8 @@ struct qg_scales {
 QG_DEVICE void qg_sfb_copy(float *buf, const float *sfb, const qg_tile &t, uint32_t lane) {
     const float *src = sfb + (size_t)qg_sfb_row(t) * QG_NUM_K_BLOCKS;
     const int rows_in_n = QG_NUM_SFB_N - qg_sfb_block0(t);
+    /* Four loads a lane in flight: unrolled whole, a long K's copy spilled
+     * in this 40-register warp (dense 128x192 at K = 16384). */
 #pragma unroll 4
     for (int i = lane; i < QG_SFB_TILE; i += 32)
         buf[i] = i / QG_NUM_K_BLOCKS < rows_in_n ? __ldg(src + i) : 0.0f;

@@ -67,8 +67,8 @@ struct qg_scheduler {
     int iter;
     /* masked mode: cursor over groups (tile indices only grow). The group's
      * row count is read again from masked_m (an L1 hit, once per tile) rather
-     * than kept between tiles: the math threads of the masked 256x128 tile
-     * have no register to spare. */
+     * than kept between tiles (written when the math warps ran the scheduler
+     * and had no register to spare; the producer warps' 40 still have few). */
     int cur_group;
     int group_first_tile;
     int group_start; /* psum: first row of cur_group in the [shape_m] array */
