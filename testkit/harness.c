@@ -18,6 +18,7 @@
 #include "qgtk.h"
 #include "kernels.h"
 
+#include <ftw.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -132,7 +133,14 @@ qg_status qgtk_gpu_session_open(qg_context **ctx, CUstream *stream) {
     *ctx = NULL;
     *stream = NULL;
     if (!qgtk_gpu_available()) return qg__fail(QG_ERROR_NO_DEVICE, "%s", qgtk_gpu_status_line());
-    qg_status st = qg_context_create(ctx, qgtk_gpu_device());
+    return qgtk_gpu_session_open_on(qgtk_gpu_device(), ctx, stream);
+}
+
+qg_status qgtk_gpu_session_open_on(int device, qg_context **ctx, CUstream *stream) {
+    if (!ctx || !stream) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "ctx/stream: expected non-NULL");
+    *ctx = NULL;
+    *stream = NULL;
+    qg_status st = qg_context_create(ctx, device);
     if (st != QG_SUCCESS) return st;
     st = ctx_push(*ctx);
     if (st == QG_SUCCESS) {
@@ -1186,6 +1194,18 @@ qg_status qgtk_time_us(qg_context *ctx, CUstream stream, qgtk_l2_flush_mode flus
                       void *user, int warmup, int runs, qgtk_timing *out) {
     return qgtk_time_interleaved_us(ctx, stream, flush, 1, &fn, &user, warmup, runs, out);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st, (void)type, (void)ftw;
+    remove(path); /* best effort: keep walking */
+    return 0;
+}
+
+void qgtk_remove_tree(const char *dir) { nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* ------------------------------------------------------------------------ */
 /* Memory figures                                                            */

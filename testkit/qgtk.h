@@ -125,6 +125,8 @@ int qgtk_gpu_device(void);
  * stream in it. QG_ERROR_NO_DEVICE (message: qgtk_gpu_status_line()) when
  * there is no usable GPU. */
 qg_status qgtk_gpu_session_open(qg_context **ctx, CUstream *stream);
+/* The same on CUDA device `device` (the caller knows it is a Hopper one). */
+qg_status qgtk_gpu_session_open_on(int device, qg_context **ctx, CUstream *stream);
 /* Destroy the stream and the context (either may be NULL). Synchronizes. */
 void qgtk_gpu_session_close(qg_context *ctx, CUstream stream);
 
@@ -367,6 +369,12 @@ const char *qgtk_kernel_source(const char *name);
 size_t qgtk_host_rss_bytes(void);
 /* Free and total memory of ctx's device (cuMemGetInfo); either may be NULL. */
 qg_status qgtk_device_memory(qg_context *ctx, size_t *free_bytes, size_t *total_bytes);
+
+/* ---- files (testkit/harness.c) --------------------------------------------- */
+
+/* Remove the directory tree at `dir`, best effort (what cannot be removed
+ * stays; the walk goes on). The tests' scratch cache directories. */
+void qgtk_remove_tree(const char *dir);
 
 /* ---- fault injection (testkit/harness.c) ---------------------------------- */
 

@@ -10,11 +10,11 @@
 #include "internal.h"
 #include "cache.h"
 #include "qg_test.h"
+#include "qgtk.h"
 
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,13 +26,8 @@
 static char made[16][64];
 static int num_made;
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-    (void)st, (void)type, (void)ftw;
-    remove(path);
-    return 0;
-}
 static void rm_made(void) {
-    for (int i = 0; i < num_made; i++) nftw(made[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    for (int i = 0; i < num_made; i++) qgtk_remove_tree(made[i]);
 }
 static const char *fresh_dir(char buf[64]) {
     snprintf(buf, 64, "/tmp/qgemm-test-cache.XXXXXX");

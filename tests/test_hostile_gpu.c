@@ -44,7 +44,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -59,12 +58,6 @@ static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-    (void)st, (void)type, (void)ftw;
-    remove(path);
-    return 0;
 }
 
 /* ---- the kernels the out-of-range tests run --------------------------------- */
@@ -144,7 +137,7 @@ TEST(compile_hostile_gpu_kernels) {
     if (old) setenv("QGEMM_CACHE_DIR", old, 1);
     else unsetenv("QGEMM_CACHE_DIR");
     free(old);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    qgtk_remove_tree(dir);
     printf("    %d kernels compiled, %d refused\n", compiled, failures);
     CHECK(failures == 0, "%d kernels refused", failures);
     CHECK(compiled >= 9, "only %d kernels", compiled);
@@ -965,7 +958,7 @@ TEST(gpu_hostile_forged_cubin_is_recompiled) {
     else unsetenv("QGEMM_JIT_DEBUG");
     free(old_dir);
     free(old_debug);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    qgtk_remove_tree(dir);
     CHECK(failures == 0, "%d of %d cases failed", failures, NUM_CASES);
     PASS();
 }

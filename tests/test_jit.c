@@ -7,11 +7,11 @@
  */
 #include "internal.h"
 #include "qg_test.h"
+#include "qgtk.h"
 #include "sha256.h"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -39,15 +39,8 @@ static uint64_t rnd(void) {
 static char made_dirs[64][64];
 static int num_made_dirs;
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-    (void)st, (void)type, (void)ftw;
-    remove(path); /* best effort: keep walking */
-    return 0;
-}
-
 static void remove_made_dirs(void) {
-    for (int i = 0; i < num_made_dirs; i++)
-        nftw(made_dirs[i], remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    for (int i = 0; i < num_made_dirs; i++) qgtk_remove_tree(made_dirs[i]);
 }
 
 /* A fresh directory, also made the JIT's disk cache. */

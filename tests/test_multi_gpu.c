@@ -38,7 +38,6 @@
 #include "qgtk.h"
 
 #include <dirent.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,30 +80,6 @@ static int hopper_devices(int dev[2], int *visible) {
             SKIP("one GPU: %s; this test needs two Hopper devices (%d CUDA device(s) "     \
                  "visible)", qgtk_gpu_status_line(), visible_);                            \
     } while (0)
-
-/* A context on `device` and a non-blocking stream in it (qgtk_gpu_session_open
- * opens the first Hopper device only). Close with qgtk_gpu_session_close. */
-static qg_status session_on(int device, qg_context **ctx, CUstream *stream) {
-    *stream = NULL;
-    qg_status st = qg_context_create(ctx, device);
-    if (st != QG_SUCCESS) return st;
-    const qg_driver *drv;
-    CUcontext cu;
-    CUresult r = CUDA_ERROR_INVALID_CONTEXT;
-    if (qg__context_cuda(*ctx, &drv, &cu, NULL) && (r = drv->cuCtxPushCurrent(cu)) == CUDA_SUCCESS) {
-        CUcontext popped;
-        r = drv->cuStreamCreate(stream, CU_STREAM_NON_BLOCKING);
-        drv->cuCtxPopCurrent(&popped);
-    }
-    if (r != CUDA_SUCCESS) {
-        char what[64];
-        snprintf(what, sizeof what, "creating a stream on device %d", device);
-        st = qg__cuda_fail(r, what);
-        qg_context_destroy(*ctx);
-        *ctx = NULL;
-    }
-    return st;
-}
 
 /* ---- the three kinds, small enough for the CPU reference --------------------- */
 
@@ -174,7 +149,7 @@ static void *worker_main(void *arg) {
     w->ok = false;
     w->worst_diff = 0;
     bool pushed = false;
-    qg_status st = session_on(w->device, &ctx, &own);
+    qg_status st = qgtk_gpu_session_open_on(w->device, &ctx, &own);
     if (st == QG_SUCCESS && w->foreign) {
         qg__context_cuda(ctx, &drv, NULL, NULL);
         pushed = drv->cuCtxPushCurrent(w->foreign) == CUDA_SUCCESS;
@@ -273,12 +248,6 @@ TEST(gpu_multi_threads_own_devices) {
 
 /* ---- one kernel compiled by both devices at once -------------------------- */
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-    (void)st, (void)type, (void)ftw;
-    remove(path);
-    return 0;
-}
-
 typedef struct {
     qg_context *ctx;
     CUstream stream;
@@ -335,7 +304,7 @@ TEST(gpu_multi_jit_cache_filled_by_both_devices) {
         c[i].prob = &prob;
         c[i].start = &start;
         c[i].seed = 3150 + (uint64_t)i;
-        opened += session_on(dev[i], &c[i].ctx, &c[i].stream) == QG_SUCCESS;
+        opened += qgtk_gpu_session_open_on(dev[i], &c[i].ctx, &c[i].stream) == QG_SUCCESS;
     }
     bool threads_ok = false;
     pthread_t thread;
@@ -365,7 +334,7 @@ TEST(gpu_multi_jit_cache_filled_by_both_devices) {
     third.prob = &prob;
     third.seed = 3152;
     bool third_ok = false;
-    if (session_on(dev[0], &third.ctx, &third.stream) == QG_SUCCESS) {
+    if (qgtk_gpu_session_open_on(dev[0], &third.ctx, &third.stream) == QG_SUCCESS) {
         compiler_main(&third); /* no barrier: third.start is NULL */
         third_ok = third.ok;
     }
@@ -374,7 +343,7 @@ TEST(gpu_multi_jit_cache_filled_by_both_devices) {
     if (old_dir) setenv("QGEMM_CACHE_DIR", old_dir, 1);
     else unsetenv("QGEMM_CACHE_DIR");
     free(old_dir);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    qgtk_remove_tree(dir);
 
     CHECK(opened == 2 && threads_ok, "opening both devices: %s", qg_last_error());
     for (int i = 0; i < 2; i++)
@@ -404,7 +373,7 @@ TEST(gpu_multi_num_sms_per_device) {
     qg_context *ctx[3] = {NULL, NULL, NULL}; /* device 0, device 1, device 0 again */
     CUstream stream[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++)
-        CHECK(session_on(dev[i == 1], &ctx[i], &stream[i]) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qgtk_gpu_session_open_on(dev[i == 1], &ctx[i], &stream[i]) == QG_SUCCESS, "%s", qg_last_error());
     int sms[3];
     for (int i = 0; i < 3; i++) {
         qg_device_props props;
@@ -491,7 +460,7 @@ TEST(gpu_multi_pointers_of_another_device_rejected) {
     qg_context *ctx[2];
     CUstream stream[2];
     for (int d = 0; d < 2; d++)
-        CHECK(session_on(dev[d], &ctx[d], &stream[d]) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qgtk_gpu_session_open_on(dev[d], &ctx[d], &stream[d]) == QG_SUCCESS, "%s", qg_last_error());
     /* The same problems on both devices (same seeds: same shapes and layouts). */
     qgtk_problem_data *p[2][3];
     for (int d = 0; d < 2; d++)
