@@ -84,14 +84,18 @@ int qg__max_block_n(qg_gemm_kind kind, int block_m) {
     return max_plain_block_n(block_m);
 }
 
+/* 128x176 runs its K loop in 8 copies (one per offset in its SFB block,
+ * qg_dispatch_n_off): the grouped kinds spill 32-36 bytes there (CPU compile
+ * sweep, 2026-11-25 d: the contiguous one too, which never walked groups);
+ * 128x192 (two copies) compiles clean in every kind. */
+static bool grouped_176(qg_gemm_kind kind, int block_m, int block_n) {
+    return block_m == 128 && block_n == 176 && kind != QG_GEMM_DENSE;
+}
+
 static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
     if (kind == QG_GEMM_WGRAD) return wgrad_tile(block_m, block_n);
     if (block_n < 16 || block_n % 16) return false;
-    /* 128x176 runs its K loop in 8 copies (one per offset in its SFB block,
-     * qg_dispatch_n_off): the grouped kinds spill 32-36 bytes there (CPU
-     * compile sweep, 2026-11-25 d: the contiguous one too, which never
-     * walked groups); 128x192 (two copies) compiles clean in every kind. */
-    if (block_m == 128 && block_n == 176 && kind != QG_GEMM_DENSE) return false;
+    if (grouped_176(kind, block_m, block_n)) return false;
     return block_n <= max_plain_block_n(block_m) || is_wide(kind, block_m, block_n);
 }
 
@@ -218,8 +222,12 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the weight-gradient kernel takes block_m 64 or 128 and block_n a "
                         "multiple of 8 in [16, %d], got %dx%d", QG_WGRAD_MAX_BN, bm, bn);
+    if (grouped_176(p->kind, bm, bn))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: block_n 176 with block_m 128 is for dense GEMMs (its K loop "
+                        "spills in the grouped kinds), got kind %d", (int)p->kind);
     if (!block_n_legal(p->kind, bm, bn)) {
-        const char *wide = is_wide(p->kind, bm, 256)   ? " or 176..224 or 256"
+        const char *wide = is_wide(p->kind, bm, 256)   ? " or 208..224 or 256"
                            : is_wide(p->kind, bm, 128) ? " or 128"
                                                        : "";
         return qg__fail(QG_ERROR_UNSUPPORTED,

@@ -206,9 +206,7 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_compile: ctx is NULL");
     qg_status st = qg__check_problem(problem, "qg_compile");
     if (st != QG_SUCCESS) return st;
-    pthread_mutex_lock(&ctx->lock);
-    const int num_sms = ctx->num_sms;
-    pthread_mutex_unlock(&ctx->lock);
+    const int num_sms = qg_context_get_num_sms(ctx);
     qg_config c;
     qg_kernel_plan plan;
     qg_jit_result res;

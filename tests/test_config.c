@@ -430,11 +430,11 @@ TEST(gemm_argument_validation) {
 }
 
 /* Two per-plan rules of src/config.c. Which plans run the K-pipelined loop:
- * one wgmma unit per warpgroup, block_n <= 128 (masked: 96), never 128x128
+ * one wgmma unit per warpgroup, block_n <= 128, never 128x128
  * with B multicast, and never with one stage (the loop holds a stage while it
  * waits for the next: one stage would deadlock). How wide D's store chunks
  * are: the widest of 64 / 32 / 16 columns that divides block_n, at most 32
- * for the N-split 128-row tiles (block_n 176..256). */
+ * for the N-split 128-row tiles (block_n 208..256). */
 TEST(config_kernel_plans) {
     qg_context *ctx = h100();
     CHECK(ctx, "offline context: %s", qg_last_error());
