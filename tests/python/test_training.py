@@ -157,6 +157,19 @@ def psum_problem(seed, counts, n, k, align=128):
     return (a, qgemm.get_mn_major_tma_aligned_tensor(sfa)), (b, sfb), group_ends, rows, ref
 
 
+def check_psum(counts, n, k, what, **kw):
+    """One psum call (kw: its keyword arguments) on fresh inputs against the fp64 reference:
+    every row of each group within 1e-5, nothing outside the groups written."""
+    seed = random.randrange(2 ** 31)
+    a, b, group_ends, rows, ref = psum_problem(seed, counts, n, k)
+    d = torch.full((rows.shape[0], n), PATTERN, device=DEV, dtype=torch.bfloat16)
+    qgemm.m_grouped_fp8_gemm_nt_contiguous(a, b, d, group_ends, use_psum_layout=True, **kw)
+    torch.cuda.synchronize()
+    diff = calc_diff(d[rows], ref[rows])
+    assert diff < 1e-5, f"seed {seed}: {what}: diff {diff:.3g}"
+    assert (d[~rows] == PATTERN).all(), f"seed {seed}: {what}: rows outside the groups were written"
+
+
 @pytest.mark.parametrize("counts,n,k", [
     ([200, 0, 128, 77, 300], 576, 400),        # an empty group, full and partial blocks
     ([1, 129, 255, 256], 4096, 7168),
@@ -164,15 +177,7 @@ def psum_problem(seed, counts, n, k, align=128):
     ([0, 0, 50], 512, 1024),                   # leading empty groups
 ])
 def test_psum(counts, n, k):
-    seed = random.randrange(2 ** 31)
-    a, b, group_ends, rows, ref = psum_problem(seed, counts, n, k)
-    d = torch.full((rows.shape[0], n), PATTERN, device=DEV, dtype=torch.bfloat16)
-    qgemm.m_grouped_fp8_gemm_nt_contiguous(a, b, d, group_ends, use_psum_layout=True,
-                                           expected_m_for_psum_layout=max(counts))
-    torch.cuda.synchronize()
-    diff = calc_diff(d[rows], ref[rows])
-    assert diff < 1e-5, f"seed {seed}: counts {counts}: diff {diff:.3g}"
-    assert (d[~rows] == PATTERN).all(), f"seed {seed}: rows outside the groups were written"
+    check_psum(counts, n, k, f"counts {counts}", expected_m_for_psum_layout=max(counts))
 
 
 @pytest.mark.parametrize("config", [
@@ -183,16 +188,8 @@ def test_psum(counts, n, k):
 ])
 def test_psum_tiles(config):
     """The wide tiles the psum walker's registers kept psum from before the SFB warp handed
-    the tiles over: every row of each group written, nothing outside them."""
-    seed = random.randrange(2 ** 31)
-    counts, n, k = [300, 0, 129, 1000, 77], 1536, 640
-    a, b, group_ends, rows, ref = psum_problem(seed, counts, n, k)
-    d = torch.full((rows.shape[0], n), PATTERN, device=DEV, dtype=torch.bfloat16)
-    qgemm.m_grouped_fp8_gemm_nt_contiguous(a, b, d, group_ends, use_psum_layout=True, config=config)
-    torch.cuda.synchronize()
-    diff = calc_diff(d[rows], ref[rows])
-    assert diff < 1e-5, f"seed {seed}: {config}: diff {diff:.3g}"
-    assert (d[~rows] == PATTERN).all(), f"seed {seed}: {config}: rows outside the groups were written"
+    the tiles over."""
+    check_psum([300, 0, 129, 1000, 77], 1536, 640, f"{config}", config=config)
 
 
 def test_psum_masked_through_contiguous():
