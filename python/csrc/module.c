@@ -422,5 +422,30 @@ PyMODINIT_FUNC PyInit__C(void)
         Py_DECREF(m);
         return NULL;
     }
+    /* The argument names its messages use (the package's own checks name
+     * arguments alike): SLOT_NAMES a, sfa, b, sfb, d; IDX_NAMES[kind] the
+     * layout or c argument of each kind. */
+    PyObject *slots = PyTuple_New(QGPY_SLOTS - 1);
+    PyObject *idx = PyTuple_New((Py_ssize_t)(sizeof idx_names / sizeof idx_names[0]));
+    int ok = slots && idx;
+    for (int i = 0; ok && i < QGPY_SLOTS - 1; i++) {
+        PyObject *s = PyUnicode_FromString(slot_names[i]);
+        ok = s && PyTuple_SetItem(slots, i, s) == 0;
+    }
+    for (size_t i = 0; ok && i < sizeof idx_names / sizeof idx_names[0]; i++) {
+        PyObject *s = PyUnicode_FromString(idx_names[i]);
+        ok = s && PyTuple_SetItem(idx, (Py_ssize_t)i, s) == 0;
+    }
+    if (!ok || PyModule_AddObject(m, "SLOT_NAMES", slots) < 0) {
+        Py_XDECREF(slots);
+        Py_XDECREF(idx);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "IDX_NAMES", idx) < 0) {
+        Py_DECREF(idx);
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

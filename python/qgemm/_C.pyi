@@ -8,6 +8,8 @@ KIND_DENSE: int
 KIND_CONTIGUOUS: int
 KIND_MASKED: int
 OFFLINE: int
+SLOT_NAMES: Tuple[str, ...]  # "a", "sfa", "b", "sfb", "d"
+IDX_NAMES: Tuple[str, ...]  # by kind: "(none)", "m_indices", "masked_m", "group_ends", "c"
 DLPACK_MAJOR: int
 DLPACK_MINOR: int
 

@@ -714,10 +714,6 @@ def _current_stream(tensors: Sequence[Any]) -> Tuple[int, int]:
     return 0, 0
 
 
-_IDX_NAMES = {_C.KIND_CONTIGUOUS: "m_indices", _C.KIND_MASKED: "masked_m",
-              _C.KIND_PSUM: "group_ends", _C.KIND_WGRAD: "c"}  # as python/csrc/module.c
-
-
 def _torch_cuda_device(kind: int, tensors: Sequence[Any]) -> Optional[int]:
     """The device index of the CUDA torch tensors among `tensors` (a, sfa, b,
     sfb, d, idx), None when there are none; ValueError naming the argument
@@ -734,7 +730,7 @@ def _torch_cuda_device(kind: int, tensors: Sequence[Any]) -> Optional[int]:
             if device is None:
                 device = index
             elif index != device:
-                name = ("a", "sfa", "b", "sfb", "d")[slot] if slot < 5 else _IDX_NAMES[kind]
+                name = _C.SLOT_NAMES[slot] if slot < len(_C.SLOT_NAMES) else _C.IDX_NAMES[kind]
                 raise ValueError(f"qgemm: all tensors must be on one device: {name} is on "
                                  f"cuda:{index}, the arguments before it are on cuda:{device}")
     return device
