@@ -169,7 +169,16 @@
     (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
      QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + 32 /* SFB buffers' barriers */ + QG_SMEM_RED_BARRIERS + \
      32 /* tile slots */)
-#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B + QG_SMEM_SFA + (QG_SFB_COLS ? QG_BLOCK_N * 4 : 0))
+/* Rows of A (and SFA) a stage brings: block_m (both halves under A
+ * multicast), or the host's QG_A_BOX_ROWS = round_up(M, 8) for a dense M
+ * below block_m (the rest of the stage's A rows are never loaded: they feed
+ * only rows of the tile that are never stored). */
+#ifndef QG_A_BOX_ROWS
+#define QG_A_BOX_ROWS QG_A_LOAD_ROWS
+#endif
+#define QG_A_ROWS_IN (QG_MULTICAST == 1 ? QG_BLOCK_M : QG_A_BOX_ROWS)
+#define QG_STAGE_TX_BYTES (QG_A_ROWS_IN * QG_BLOCK_K + QG_SMEM_B + QG_A_ROWS_IN * 4 + \
+                           (QG_SFB_COLS ? QG_BLOCK_N * 4 : 0))
 
 /* Register split after setmaxnreg, chosen by the host (src/config.c). */
 #if !defined(QG_PRODUCER_REGS) || !defined(QG_MATH_REGS)
@@ -188,6 +197,9 @@ static_assert(QG_KPIPE ? QG_UNITS == 1 && QG_ACC_SETS == 2 : QG_UNITS % QG_ACC_S
               "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
+static_assert(QG_A_BOX_ROWS % 8 == 0 && QG_A_BOX_ROWS <= QG_A_LOAD_ROWS &&
+                  (QG_A_BOX_ROWS == QG_A_LOAD_ROWS || (QG_KIND == 0 && !QG_SFB_COLS && QG_MULTICAST != 1)),
+              "a short A box: dense, without A multicast");
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");

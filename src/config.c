@@ -362,6 +362,16 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * 64- or 32-byte rows, half the columns. */
     out->store_cols = p->kind == QG_GEMM_WGRAD ? (bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8)
                       : bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
+    /* A dense M below block_m: the A and SFA boxes hold round_up(M, 8) rows
+     * instead of block_m, so that a decode GEMM (M = 1..32) does not ask
+     * TMA for up to 63 rows out of bounds every K block (DeepGEMM takes
+     * BLOCK_M 16 or 32 there for that reason). The tile's other rows of A
+     * keep what shared memory held: their products land in rows of the
+     * tile that are never stored (TMA clips D at M), and no valid row's
+     * sum depends on another row of A. */
+    out->a_box_rows = cfg->multicast == QG_MULTICAST_A ? bm / cluster : bm;
+    if (p->kind == QG_GEMM_DENSE && p->m < bm && cfg->multicast != QG_MULTICAST_A)
+        out->a_box_rows = (p->m + 7) / 8 * 8;
     return QG_SUCCESS;
 }
 

@@ -105,6 +105,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_SFB_COLS %d\n#define QG_D_F32 %d\n#define QG_D_REDUCE %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
+        "#define QG_A_BOX_ROWS %d\n"
         "#define QG_WGMMA_ACC_LIST \"{",
         (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
         (int)cfg->multicast, plan->split_k, kernel_kind(p->kind), p->n, kernel_k(p),
@@ -113,7 +114,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets,
         (int)plan->kpipe, plan->store_cols, wgrad, wgrad, wgrad && p->accumulate, acc, acc + 1,
-        acc + 2, acc + 3);
+        acc + 2, acc + 3, plan->a_box_rows);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
@@ -606,7 +607,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const bool wgrad = kind == QG_GEMM_WGRAD;
     const int d_bytes = wgrad ? 4 : 2; /* FP32 or bf16 D */
     const int cluster = plan->cluster_size;
-    const uint32_t a_box = cfg->multicast == QG_MULTICAST_A ? cfg->block_m / cluster : cfg->block_m;
+    const uint32_t a_box = (uint32_t)plan->a_box_rows; /* (a multicast pair: each its half) */
     const uint32_t b_box = b_box_rows(cfg, plan);
     const uint64_t sfa_rows = (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED ? groups : 1);
 
@@ -620,7 +621,8 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                         (uint64_t)groups * a->n, (uint64_t)a->ldb, 128, b_box,
                         CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
         (st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
-                        sfa_rows, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
+                        sfa_rows, (uint64_t)a->sfa_ld * 4,
+                        cfg->multicast == QG_MULTICAST_A ? (uint32_t)cfg->block_m : a_box, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
         /* D (bf16; the weight gradient's FP32) in chunks of store_cols
          * columns: rows of 128, 64 or 32 bytes, the swizzle of that size. */

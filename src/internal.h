@@ -109,6 +109,8 @@ typedef struct {
     int acc_sets;           /* wgmma accumulator sets per math warpgroup */
     bool kpipe;             /* K-pipelined main loop (two accumulator sets, one unit) */
     int store_cols;         /* columns of one TMA store chunk of D: bf16 16, 32 or 64; FP32 8, 16 or 32 */
+    int a_box_rows;         /* rows of A (and SFA) one CTA's TMA box loads: the CTA's share of
+                               block_m, or round_up(M, 8) for a dense M below block_m */
 } qg_kernel_plan;
 
 /* Validate a problem's shape fields; `fn` names the public caller in messages. */

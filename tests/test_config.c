@@ -488,6 +488,32 @@ TEST(config_kernel_plans) {
               (int)cases[i].kind, cases[i].bm, cases[i].bn, plan.store_cols,
               cases[i].store_cols);
     }
+    /* The A (and SFA) box: the CTA's rows of the tile, or round_up(M, 8) for
+     * a dense M below block_m (not under A multicast, not grouped). */
+    static const struct { qg_gemm_kind kind; int m, bm, bn; qg_multicast mc; int split_k, rows; } boxes[] = {
+        {QG_GEMM_DENSE, 1, 64, 64, QG_MULTICAST_NONE, 0, 8},
+        {QG_GEMM_DENSE, 17, 64, 32, QG_MULTICAST_NONE, 2, 24},
+        {QG_GEMM_DENSE, 64, 64, 64, QG_MULTICAST_NONE, 0, 64},
+        {QG_GEMM_DENSE, 100, 128, 64, QG_MULTICAST_NONE, 0, 104},
+        {QG_GEMM_DENSE, 200, 256, 64, QG_MULTICAST_NONE, 0, 200},
+        {QG_GEMM_DENSE, 4096, 256, 128, QG_MULTICAST_A, 0, 128},
+        {QG_GEMM_DENSE, 4096, 128, 128, QG_MULTICAST_NONE, 0, 128},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 50, 128, 128, QG_MULTICAST_NONE, 0, 128},
+        {QG_GEMM_GROUPED_MASKED, 50, 128, 128, QG_MULTICAST_NONE, 0, 128},
+        {QG_GEMM_WGRAD, 50, 128, 128, QG_MULTICAST_NONE, 0, 128},
+    };
+    for (size_t i = 0; i < sizeof boxes / sizeof boxes[0]; i++) {
+        const bool one_group = boxes[i].kind == QG_GEMM_DENSE || boxes[i].kind == QG_GEMM_WGRAD;
+        const qg_problem p = {boxes[i].kind, boxes[i].m, 4096, 7168, one_group ? 1 : 4, 0, 0};
+        const qg_config cfg = {.block_m = boxes[i].bm, .block_n = boxes[i].bn,
+                               .multicast = boxes[i].mc, .split_k = boxes[i].split_k};
+        qg_kernel_plan plan;
+        CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "box %zu: %s", i,
+              qg_last_error());
+        CHECK(plan.a_box_rows == boxes[i].rows, "kind %d M %d %dx%d mc %d: A box of %d rows, expected %d",
+              (int)boxes[i].kind, boxes[i].m, boxes[i].bm, boxes[i].bn, (int)boxes[i].mc,
+              plan.a_box_rows, boxes[i].rows);
+    }
     qg_context_destroy(ctx);
     PASS();
 }
