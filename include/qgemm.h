@@ -185,8 +185,10 @@ typedef enum {
     QG_GEMM_GROUPED_CONTIGUOUS = 1, /* MoE prefill/training: m_indices per row */
     QG_GEMM_GROUPED_MASKED = 2,     /* MoE decoding: masked_m per group */
     QG_GEMM_GROUPED_PSUM = 3,       /* contiguous rows, group_ends per group (since 0.4.0) */
-    QG_GEMM_WGRAD = 4               /* weight gradient: A and B scaled per 1x128, FP32 D,
+    QG_GEMM_WGRAD = 4,              /* weight gradient: A and B scaled per 1x128, FP32 D,
                                        optionally D = C + A B^T (since 0.4.0) */
+    QG_GEMM_K_GROUPED = 5           /* the experts' weight gradients, groups splitting K:
+                                       D[g] = (C[g] +) A_g B_g^T, FP32 (since 0.4.0) */
 } qg_gemm_kind;
 
 /* How the two CTAs of a cluster share operand tiles (qg_config.multicast). */
@@ -203,6 +205,8 @@ typedef enum {
  *  masked:     m = M_max (rows per group), num_groups = G, expected_m = hint
  *  psum:       m = M_total, num_groups = G, expected_m = hint (rows per group)
  *  wgrad:      m = M, num_groups = 1, accumulate = 1 for D = C + A B^T
+ *  k-grouped:  m = M, k = the sum of the groups' K, num_groups = G, accumulate
+ *              as wgrad (the heuristic takes k / G as a group's K)
  */
 typedef struct {
     qg_gemm_kind kind;
@@ -210,7 +214,7 @@ typedef struct {
     int num_groups;
     int expected_m; /* masked and psum: typical rows per group, 0..m (0 = use m, psum:
                        m / num_groups; > m is QG_ERROR_INVALID_ARGUMENT in every call) */
-    int accumulate; /* wgrad only: 0 = D = A B^T, 1 = D = C + A B^T (since 0.4.0) */
+    int accumulate; /* wgrad, k-grouped: 0 = D = A B^T, 1 = D = C + A B^T (since 0.4.0) */
 } qg_problem;
 
 /* A kernel configuration. Zero-initialize and set what you want to force. */
@@ -323,6 +327,15 @@ QG_API qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg
  *              pointer, ldc == ldd): D += A B^T in place, by TMA reduce-add
  *              in L2 (the SMs never read D); c another FP32 [m][ldc] array
  *              not overlapping D: it is first copied into D on the stream.
+ *  k-grouped   G = num_groups groups splitting K, K_g = ks[g] (a host array
+ *              of G values, each a multiple of 128, 0 = an empty group; k =
+ *              their sum): a holds A_g [m][K_g] (rows K_g bytes apart) at
+ *              byte m * (K_0 + ... + K_{g-1}), b likewise B_g [n][K_g] at
+ *              n * (K_0 + ...) (lda, ldb unused); sfa [k/128][sfa_ld] and
+ *              sfb [k/128][sfb_ld] as wgrad over the whole K (group g's
+ *              scales in its K blocks); d FP32 [G][m][ldd] (group g at row
+ *              g * m); c as wgrad, over all G * m rows ([G][m][ldc]). An
+ *              empty group's D is C (accumulating) or zero.
  */
 typedef struct {
     int m, n, k;
@@ -343,7 +356,8 @@ typedef struct {
     const int32_t *group_ends; /* psum only */
     const float *c;            /* wgrad only: NULL, d, or an FP32 [m][ldc] array */
     int64_t ldc;
-    int64_t sfb_ld;            /* wgrad only: >= n, a multiple of 4 */
+    int64_t sfb_ld;            /* wgrad, k-grouped: >= n, a multiple of 4 */
+    const int32_t *ks;         /* k-grouped only: host array, K of each group */
 } qg_gemm_args;
 
 /**
@@ -376,6 +390,15 @@ QG_API qg_status qg_m_grouped_fp8_gemm_nt_psum(qg_context *ctx, const qg_gemm_ar
  *  @return as qg_fp8_gemm_nt. */
 QG_API qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args,
                                       const qg_config *cfg, struct CUstream_st *stream);
+
+/** The experts' weight gradients in one launch (DeepGEMM's
+ *  k_grouped_fp8_gemm_nt_contiguous on SM90, recipe (1, 1, 128)): for every
+ *  group g, FP32 D[g] = (C[g] +) A_g B_g^T, the groups splitting K (see
+ *  qg_gemm_args). Up to 32 non-empty groups run in one kernel launch (more in
+ *  several, on the same stream). Since 0.4.0. @return as qg_fp8_gemm_nt. */
+QG_API qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
+                                                     const qg_config *cfg,
+                                                     struct CUstream_st *stream);
 
 /** @return the row alignment each expert segment needs in the contiguous layout (128). */
 QG_API int qg_m_alignment_for_contiguous_layout(void);

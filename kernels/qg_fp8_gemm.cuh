@@ -5,8 +5,10 @@
  *   D[m, n] = sum_kb SFA[m, kb] * SFB[n/128, kb] * sum_{k in kb} A[m, k] B[n, k]
  *
  * The JIT defines, before including this file:
- *   QG_KIND            0 dense, 1 contiguous, 2 masked, 3 contiguous psum
- *                      (qg_scheduler.cuh)
+ *   QG_KIND            0 dense, 1 contiguous, 2 masked, 3 contiguous psum,
+ *                      4 k-grouped (qg_scheduler.cuh; 4: QG_SFB_COLS, no
+ *                      multicast, and the groups' A and B maps, K blocks and D
+ *                      slices in the kgroups parameter, qg_kgroups)
  *   QG_SFB_COLS        1: the weight-gradient ("1D1D") mode: B is scaled per
  *                      column per 128 of K like A per row (SFB [K/128][sfb_ld],
  *                      N-major), each stage brings its block_n scales by TMA
@@ -102,6 +104,30 @@
 
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
+
+#if QG_KIND == 4
+/* The k-grouped GEMM's groups, one launch's worth (src/gemm.c fills the same
+ * layout, qg_kgroup_params): group i's A_i [M][K_i] and B_i [N][K_i] each have
+ * a tensor map of their own (their rows are K_i bytes apart), its scales
+ * start at K block sf_kb[i] of the shared SFA / SFB arrays, it runs
+ * num_kb[i] K blocks (0: its tiles store zeros) and writes D slice
+ * d_group[i]. Passed by value (__grid_constant__: TMA reads the maps in the
+ * parameter space; a launch reads no device memory to find them). */
+#define QG_KGROUP_MAX 32
+struct qg_kgroups {
+    qg_tensor_map a[QG_KGROUP_MAX];
+    qg_tensor_map b[QG_KGROUP_MAX];
+    int sf_kb[QG_KGROUP_MAX];
+    int num_kb[QG_KGROUP_MAX];
+    int d_group[QG_KGROUP_MAX];
+    int count;
+};
+#define QG_KGROUPS_PARAM , const __grid_constant__ qg_kgroups kgroups
+#define QG_RUN_GROUPS kgroups.count
+#else
+#define QG_KGROUPS_PARAM
+#define QG_RUN_GROUPS QG_NUM_GROUPS
+#endif
 
 #define QG_BLOCK_K 128
 /* K blocks baked in (QG_SFB_COLS: a placeholder, K arrives at run time). */
@@ -203,8 +229,11 @@ static_assert(QG_A_BOX_ROWS % 8 == 0 && QG_A_BOX_ROWS <= QG_A_LOAD_ROWS &&
 static_assert(QG_SFB_ROWS >= 1 && QG_SFB_ROWS <= 3, "sfb rows");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
-static_assert(!QG_SFB_COLS || (QG_KIND == 0 && QG_SPLIT_K == 1 && !QG_KPIPE && QG_BLOCK_M <= 128),
-              "1D1D mode: dense scheduler, no split-K, one-set loop, block_m <= 128");
+static_assert(!QG_SFB_COLS || ((QG_KIND == 0 || QG_KIND == 4) && QG_SPLIT_K == 1 && !QG_KPIPE &&
+                                QG_BLOCK_M <= 128),
+              "1D1D mode: dense or k-grouped scheduler, no split-K, one-set loop, block_m <= 128");
+static_assert(QG_KIND != 4 || (QG_SFB_COLS && QG_D_F32 && QG_MULTICAST == 0),
+              "k-grouped: 1D1D mode, FP32 D, no multicast");
 static_assert((!QG_D_F32 || QG_SFB_COLS) && (!QG_D_REDUCE || QG_D_F32),
               "FP32 D: 1D1D mode; reduce-add: FP32 D");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
@@ -215,7 +244,10 @@ static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAS
  * the tile's first row, or under B multicast the first row of the CTA's half,
  * which it multicasts to both CTAs of its pair. */
 QG_DEVICE int qg_b_load_row(const qg_tile &t, uint32_t rank) {
-#if QG_MULTICAST == 2
+#if QG_KIND == 4
+    (void)rank; /* each group's B has its own map */
+    return t.n_block * QG_BLOCK_N;
+#elif QG_MULTICAST == 2
     return t.group * QG_SHAPE_N + t.n_block * QG_BLOCK_N + (int)rank * QG_B_LOAD_ROWS;
 #else
     (void)rank;
@@ -421,7 +453,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    uint16_t *__restrict__ d, int64_t ldd,
                    const int *__restrict__ m_indices,
                    const int *__restrict__ masked_m,
-                   int shape_m, int prefetch_kb, int num_k_blocks) {
+                   int shape_m, int prefetch_kb, int num_k_blocks QG_KGROUPS_PARAM) {
     /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
@@ -483,7 +515,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
          * dense scheduler reads no memory, so the tile is known here. */
         if (prefetch_kb > 0) {
             qg_scheduler first_sched;
-            qg_scheduler_init(first_sched, shape_m, m_indices, masked_m);
+            qg_scheduler_init(first_sched, shape_m, m_indices, masked_m, QG_RUN_GROUPS);
             qg_tile first;
             if (qg_scheduler_next(first_sched, first)) {
                 const int b_row = qg_b_load_row(first, QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0);
@@ -511,7 +543,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     if (threadIdx.x == 0) qg_launch_dependents();
 
     qg_scheduler sched;
-    qg_scheduler_init(sched, shape_m, m_indices, masked_m);
+    qg_scheduler_init(sched, shape_m, m_indices, masked_m, QG_RUN_GROUPS);
     qg_tile tile;
     uint32_t s = 0, phase = 0; /* pipeline stage and its parity */
 
@@ -525,14 +557,23 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             while (qg_scheduler_next(sched, tile)) {
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
                 const int b_row = qg_b_load_row(tile, rank);
-                const int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
+                int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
+#if QG_KIND == 4
+                /* the group's own A and B, its K blocks of the shared scales */
+                const qg_tensor_map *map_a = &kgroups.a[tile.group], *map_b = &kgroups.b[tile.group];
+                sfa_row = kgroups.sf_kb[tile.group];
+                const int tile_kb_end = kgroups.num_kb[tile.group];
+#else
+                const qg_tensor_map *map_a = &tmap_a, *map_b = &tmap_b;
+                const int tile_kb_end = kb_end;
+#endif
                 /* Plain 128 x 176..192: the loop's end is hidden from the
                  * compiler. With a short K loop of compile-time length it
                  * unrolled the loop whole (past #pragma unroll 1), and at 40
                  * registers that spilled (128x192 B, K = 1536); the other
                  * tiles spill the other way (masked 256x128 at K = 640, wide
                  * 128x256 A at K = 512): CPU compile sweep, 2026-11-25 b. */
-                uint32_t load_end = (uint32_t)kb_end;
+                uint32_t load_end = (uint32_t)tile_kb_end;
                 if (QG_BLOCK_M == 128 && QG_BLOCK_N > 160 && QG_WGMMA_N == QG_BLOCK_N)
                     qg_pin(load_end);
                 for (int kb = kb_begin; kb < (int)load_end; ++kb, qg_advance(s, phase)) {
@@ -541,17 +582,17 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
                     unsigned char *b_dst = smem_b + s * QG_SMEM_B;
 #if QG_MULTICAST == 1
-                    qg_tma_load_2d_multicast(a_dst + rank * QG_A_LOAD_ROWS * QG_BLOCK_K, &tmap_a,
+                    qg_tma_load_2d_multicast(a_dst + rank * QG_A_LOAD_ROWS * QG_BLOCK_K, map_a,
                                              &full[s], kb * QG_BLOCK_K,
                                              a_row + rank * QG_A_LOAD_ROWS, 0x3);
 #else
-                    qg_tma_load_2d(a_dst, &tmap_a, &full[s], kb * QG_BLOCK_K, a_row);
+                    qg_tma_load_2d(a_dst, map_a, &full[s], kb * QG_BLOCK_K, a_row);
 #endif
 #if QG_MULTICAST == 2
-                    qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, &tmap_b,
+                    qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, map_b,
                                              &full[s], kb * QG_BLOCK_K, b_row, 0x3);
 #else
-                    qg_tma_load_2d(b_dst, &tmap_b, &full[s], kb * QG_BLOCK_K, b_row);
+                    qg_tma_load_2d(b_dst, map_b, &full[s], kb * QG_BLOCK_K, b_row);
 #endif
                     qg_tma_load_2d(smem_sfa + s * QG_BLOCK_M, &tmap_sfa, &full[s], tile.m_begin,
                                    sfa_row + kb);
@@ -560,7 +601,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                      * with B multicast the pair shares them, but they are
                      * 512 bytes against 16 KiB of B. */
                     qg_tma_load_2d(smem_sfb + s * QG_SFB_COLS_STRIDE, &tmap_sfb, &full[s],
-                                   tile.n_block * QG_BLOCK_N, kb);
+                                   tile.n_block * QG_BLOCK_N, sfa_row + kb);
 #endif
                 }
             }
@@ -631,6 +672,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int4 tile_head = qg_ld_shared_s32x4(slot);
             if (tile_head.x < 0) break; /* no more tiles */
             const int n_off = tile_head.z * QG_BLOCK_N % 128; /* where the tile starts in its SFB block */
+#if QG_KIND == 4
+            const int tile_kb_end = kgroups.num_kb[tile_head.x]; /* the group's K */
+#else
+            const int tile_kb_end = kb_end;
+#endif
             const uint32_t sfb_addr =
                 qg_smem_addr(smem_sfb) + (tile_iter & 1) * QG_SFB_BUF_FLOATS * 4;
 
@@ -717,7 +763,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * when the test failed. */
             bool next_ready = false;
             QG_UNROLL(QG_K_UNROLL)
-            for (int kb = kb_begin; kb < kb_end; ++kb, qg_advance(s, phase)) {
+            for (int kb = kb_begin; kb < tile_kb_end; ++kb, qg_advance(s, phase)) {
                 qg_scales sc;
                 if (!QG_TEST_AHEAD || !next_ready) qg_mbarrier_wait(&full[s], phase);
                 qg_read_scales(sc, sfa_addr, sfb_addr, s, kb);
@@ -862,10 +908,20 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                     n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {
                         const unsigned char *chunk = (const unsigned char *)smem_d +
                                                      i * QG_BLOCK_M * QG_STORE_COLS * QG_D_BYTES;
+#if QG_KIND == 4
+                        const int d_group = kgroups.d_group[tile.group];
+                        if (QG_D_REDUCE)
+                            qg_tma_reduce_add_3d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row,
+                                                 d_group);
+                        else
+                            qg_tma_store_3d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row,
+                                            d_group);
+#else
                         if (QG_D_REDUCE)
                             qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
                         else
                             qg_tma_store_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
+#endif
                     }
                     qg_bulk_commit_group();
                 }

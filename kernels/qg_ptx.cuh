@@ -156,6 +156,22 @@ QG_DEVICE void qg_tma_reduce_add_2d(const qg_tensor_map *map, const void *src, i
         ::"l"((uint64_t)map), "r"(qg_smem_addr(src)), "r"(c0), "r"(c1) : "memory");
 }
 
+/* The rank-3 forms of the two above (the k-grouped GEMM's D [G][M][N]:
+ * coordinates column, row, group; a box never crosses a group). */
+QG_DEVICE void qg_tma_store_3d(const qg_tensor_map *map, const void *src, int32_t c0, int32_t c1,
+                               int32_t c2) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];"
+                 ::"l"((uint64_t)map), "r"(qg_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+QG_DEVICE void qg_tma_reduce_add_3d(const qg_tensor_map *map, const void *src, int32_t c0,
+                                    int32_t c1, int32_t c2) {
+    asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group"
+                 " [%0, {%2, %3, %4}], [%1];"
+                 ::"l"((uint64_t)map), "r"(qg_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+
 QG_DEVICE void qg_bulk_commit_group(void) {
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }

@@ -42,6 +42,11 @@
  *                 read into D nor written. Walked like masked, the cursor
  *                 carrying the group's start; m_begin is a row of the whole
  *                 [shape_m] array.
+ *   4 k-grouped   the weight gradient of experts whose groups split K: every
+ *                 group of the launch (run_groups of them, the kernel's
+ *                 qg_kgroups) has the same M x N tiles; the linear index runs
+ *                 group after group. t.group is the launch's group slot (its
+ *                 tensor maps, K blocks and D slice are the kernel's).
  * The producer's TMA lane and its SFB warp run identical schedulers, so they
  * agree on the sequence of tiles without communicating; the SFB warp hands
  * each tile to the math warps (qg_tile_pack) with the tile's scales.
@@ -72,6 +77,7 @@ struct qg_scheduler {
     int cur_group;
     int group_first_tile;
     int group_start; /* psum: first row of cur_group in the [shape_m] array */
+    int run_groups;  /* k-grouped: the groups of this launch */
 };
 
 /* The tile as the SFB warp hands it to the math warps through a 16-byte
@@ -109,8 +115,9 @@ QG_DEVICE int qg_psum_rows(const qg_scheduler &s) {
 #endif
 
 QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indices,
-                                 const int *masked_m) {
+                                 const int *masked_m, int run_groups) {
     s.shape_m = shape_m;
+    s.run_groups = run_groups;
     s.m_indices = m_indices;
     s.masked_m = masked_m;
     s.iter = 0;
@@ -178,6 +185,16 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
 #if QG_KIND == 3
         t.m_begin += s.group_start; /* a row of the whole array */
 #endif
+        return true;
+#elif QG_KIND == 4
+        const int num_m_blocks = (s.shape_m + QG_BLOCK_M - 1) / QG_BLOCK_M;
+        const int per_group = num_m_blocks * QG_NUM_N_BLOCKS;
+        if (idx >= per_group * s.run_groups) return false;
+        t.group = idx / per_group;
+        qg_swizzle(idx - t.group * per_group, num_m_blocks, t.m_block, t.n_block);
+        t.m_begin = t.m_block * QG_BLOCK_M;
+        t.rows = min(QG_BLOCK_M, s.shape_m - t.m_begin);
+        t.tma_store = true; /* the rank-3 map of D clips rows past M in each group */
         return true;
 #else
         const int num_m_blocks = (s.shape_m + QG_BLOCK_M - 1) / QG_BLOCK_M;

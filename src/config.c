@@ -72,13 +72,13 @@ static int max_plain_block_n(int block_m) {
  * contiguous segments are 128-row aligned) and 128 x [208, 224] or 256 (two
  * n-parts of block_n / 2; 240 spills with multicast). */
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
-    if (kind == QG_GEMM_WGRAD) return false;
+    if (qg__one_d(kind)) return false;
     if (block_m == 256) return !is_contiguous(kind) && block_n == 128;
     return block_m == 128 && ((block_n >= 208 && block_n <= 224) || block_n == 256);
 }
 
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
-    if (kind == QG_GEMM_WGRAD) return QG_WGRAD_MAX_BN;
+    if (qg__one_d(kind)) return QG_WGRAD_MAX_BN;
     if (is_wide(kind, block_m, 256)) return 256;
     if (is_wide(kind, block_m, 128)) return 128;
     return max_plain_block_n(block_m);
@@ -93,7 +93,7 @@ static bool grouped_176(qg_gemm_kind kind, int block_m, int block_n) {
 }
 
 static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
-    if (kind == QG_GEMM_WGRAD) return wgrad_tile(block_m, block_n);
+    if (qg__one_d(kind)) return wgrad_tile(block_m, block_n);
     if (block_n < 16 || block_n % 16) return false;
     if (grouped_176(kind, block_m, block_n)) return false;
     return block_n <= max_plain_block_n(block_m) || is_wide(kind, block_m, block_n);
@@ -130,7 +130,7 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
                         int stages) {
     /* It holds K block kb's stage while it waits for kb + 1's: one stage
      * would deadlock. */
-    if (units != 1 || wide || stages < 2 || kind == QG_GEMM_WGRAD) return false;
+    if (units != 1 || wide || stages < 2 || qg__one_d(kind)) return false;
     return bn <= 128 && !(bm == 128 && bn == 128 && mc == QG_MULTICAST_B);
 }
 
@@ -161,21 +161,22 @@ static int sfb_rows_for(const qg_problem *p, int block_n) {
 /* Floats of one tile's SFB buffer in shared memory (the kernel keeps two):
  * every SFB row the tile touches, for every K block. */
 static int sfb_floats(const qg_problem *p, int bn) {
-    return p->kind == QG_GEMM_WGRAD ? -1 : sfb_rows_for(p, bn) * ceil_div(p->k, 128);
+    return qg__one_d(p->kind) ? -1 : sfb_rows_for(p, bn) * ceil_div(p->k, 128);
 }
 
 
 qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: problem is NULL", fn);
-    if (p->kind < QG_GEMM_DENSE || p->kind > QG_GEMM_WGRAD)
+    if (p->kind < QG_GEMM_DENSE || p->kind > QG_GEMM_K_GROUPED)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: problem->kind must be QG_GEMM_DENSE (0), _GROUPED_CONTIGUOUS (1), "
-                        "_GROUPED_MASKED (2), _GROUPED_PSUM (3) or _WGRAD (4), got %d", fn,
-                        (int)p->kind);
-    if (p->accumulate != 0 && (p->kind != QG_GEMM_WGRAD || p->accumulate != 1))
+                        "_GROUPED_MASKED (2), _GROUPED_PSUM (3), _WGRAD (4) or _K_GROUPED (5), "
+                        "got %d", fn, (int)p->kind);
+    if (p->accumulate != 0 && (!qg__one_d(p->kind) || p->accumulate != 1))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: problem->accumulate must be 0%s, got %d", fn,
-                        p->kind == QG_GEMM_WGRAD ? " or 1" : " (only QG_GEMM_WGRAD accumulates)",
+                        qg__one_d(p->kind) ? " or 1"
+                                           : " (only QG_GEMM_WGRAD and _K_GROUPED accumulate)",
                         p->accumulate);
     if (p->m < 1 || p->m > (1 << 30))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: m must be in [1, 2^30], got %d", fn, p->m);
@@ -192,13 +193,14 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if (p->num_groups < 1 || p->num_groups > 4096)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be in [1, 4096], got %d", fn,
                         p->num_groups);
+    const bool group_rows = p->kind == QG_GEMM_GROUPED_MASKED || p->kind == QG_GEMM_K_GROUPED;
     if ((long long)p->num_groups * p->n > (1ll << 31) - 1 ||
-        (p->kind == QG_GEMM_GROUPED_MASKED && (long long)p->num_groups * p->m > (1ll << 31) - 1))
+        (group_rows && (long long)p->num_groups * p->m > (1ll << 31) - 1))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: num_groups * rows exceeds 2^31 - 1", fn);
     /* D's elements: past 2^40 (2 TiB of bf16, more than any GPU holds) the
      * tile and wave counts of the selection would overflow an int (found by
      * make fuzz). Both factors are < 2^31 here, so the product cannot. */
-    const long long d_rows = p->kind == QG_GEMM_GROUPED_MASKED ? (long long)p->num_groups * p->m : p->m;
+    const long long d_rows = group_rows ? (long long)p->num_groups * p->m : p->m;
     if (d_rows * p->n >= (1ll << 40))
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "%s: D would have %lld x %d elements; at most 2^40 - 1 are supported", fn,
@@ -218,10 +220,16 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: the contiguous layouts need block_m <= 128 (the segment alignment), "
                         "got %d", bm);
-    if (p->kind == QG_GEMM_WGRAD && !wgrad_tile(bm, bn))
+    if (qg__one_d(p->kind) && !wgrad_tile(bm, bn))
         return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "config: the weight-gradient kernel takes block_m 64 or 128 and block_n a "
-                        "multiple of 8 in [16, %d], got %dx%d", QG_WGRAD_MAX_BN, bm, bn);
+                        "config: the %sweight-gradient kernel takes block_m 64 or 128 and block_n "
+                        "a multiple of 8 in [16, %d], got %dx%d",
+                        p->kind == QG_GEMM_K_GROUPED ? "k-grouped " : "", QG_WGRAD_MAX_BN, bm, bn);
+    /* (a pair of CTAs may hold tiles of two groups, whose A and B differ) */
+    if (p->kind == QG_GEMM_K_GROUPED && cfg->multicast != QG_MULTICAST_NONE)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: the k-grouped kernel runs without multicast, got multicast %d",
+                        (int)cfg->multicast);
     if (grouped_176(p->kind, bm, bn))
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block_n 176 with block_m 128 is for dense GEMMs (its K loop "
@@ -360,7 +368,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * 13% slower with them at N = 4096, K = 7168, and 1-5% faster with 64-byte
      * rows than with 32-byte ones. FP32 D (weight gradient): the same 128-,
      * 64- or 32-byte rows, half the columns. */
-    out->store_cols = p->kind == QG_GEMM_WGRAD ? (bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8)
+    out->store_cols = qg__one_d(p->kind) ? (bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8)
                       : bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
     /* A dense M below block_m: the A and SFA boxes hold round_up(M, 8) rows
      * instead of block_m, so that a decode GEMM (M = 1..32) does not ask
@@ -558,6 +566,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                      : p->kind == QG_GEMM_GROUPED_PSUM ? ceil_div(p->m, p->num_groups)
                                                        : p->m;
     const int groups = p->kind == QG_GEMM_GROUPED_CONTIGUOUS ? 1 : p->num_groups;
+    /* k-grouped: k is the groups' sum; a group's K, on average */
+    const int group_k = p->kind == QG_GEMM_K_GROUPED ? ceil_div(p->k, p->num_groups) : p->k;
     const bool large = rows > 256;
     static const int block_ms[] = {64, 128, 256};
     qg_config best;
@@ -574,7 +584,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 if (!block_n_legal(p->kind, bm, bn)) continue;
                 /* weight gradient: no multicast (wgrad_efficiency); the
                  * steps of 16 leave out block_n 136 and 152 there */
-                if (p->kind == QG_GEMM_WGRAD && mc) continue;
+                if (qg__one_d(p->kind) && mc) continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
@@ -598,7 +608,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * 128x256 A against 613.3 as 128x192, explore-d.log) */
                 const bool many = p->kind == QG_GEMM_GROUPED_PSUM && tiles >= 4ll * num_sms;
                 if (is_wide(p->kind, bm, bn) && !large && !many) continue;
-                const double eff = p->kind == QG_GEMM_WGRAD ? wgrad_efficiency(bm, bn, p->k)
+                const double eff = qg__one_d(p->kind) ? wgrad_efficiency(bm, bn, group_k)
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(p->kind, bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(p->kind, bm, bn, c.multicast);

@@ -59,6 +59,7 @@ static const struct {
     QG_ENTRY(cuTensorMapEncodeTiled),
     QG_ENTRY(cuPointerGetAttribute),
     QG_ENTRY(cuStreamGetCtx),
+    QG_ENTRY(cuMemsetD2D32Async),
     QG_ENTRY(cuMemAlloc),
     QG_ENTRY(cuMemFree),
     QG_ENTRY(cuMemGetInfo),

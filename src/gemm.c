@@ -18,6 +18,7 @@
 #include "internal.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,17 +80,27 @@ int qg__pdl_prefetch_kb(const qg_problem *p, const qg_config *cfg, const qg_kern
 /* The short source the JIT compiles: the problem and config as macros, the
  * wgmma operand list for N = wgmma_n, then the kernel. */
 /* The kernel's scheduler mode (QG_KIND): the weight-gradient GEMM runs the
- * dense scheduler in the 1D1D mode (QG_SFB_COLS). */
-static int kernel_kind(qg_gemm_kind kind) { return kind == QG_GEMM_WGRAD ? 0 : (int)kind; }
+ * dense scheduler in the 1D1D mode (QG_SFB_COLS), the k-grouped one its own
+ * (4) in that mode. */
+static int kernel_kind(qg_gemm_kind kind) {
+    return kind == QG_GEMM_WGRAD ? 0 : kind == QG_GEMM_K_GROUPED ? 4 : (int)kind;
+}
 
 /* K as baked into the kernel: the 1D1D kernel takes K at run time (one
- * kernel for every K, as the k-grouped GEMM needs), so its source says 128. */
-static int kernel_k(const qg_problem *p) { return p->kind == QG_GEMM_WGRAD ? 128 : p->k; }
+ * kernel for every K: weight gradients of any token count, and the
+ * k-grouped GEMM's groups), so its source says 128. */
+static int kernel_k(const qg_problem *p) { return qg__one_d(p->kind) ? 128 : p->k; }
+
+/* Groups as baked into the kernel: the k-grouped kernel takes its groups at
+ * run time (qg_kgroups), so one kernel serves every G. */
+static int kernel_groups(const qg_problem *p) {
+    return p->kind == QG_GEMM_K_GROUPED ? 1 : p->num_groups;
+}
 
 static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const qg_config *cfg,
                                const qg_kernel_plan *plan) {
     const int acc = plan->wgmma_n / 2;
-    const int wgrad = p->kind == QG_GEMM_WGRAD;
+    const int wgrad = qg__one_d(p->kind); /* the 1D1D mode */
     size_t n = (size_t)snprintf(
         buf, cap,
         "// qgemm kernel: kind %d, N %d, K %d, groups %d, block %dx%d, %d stages, multicast %d, "
@@ -107,9 +118,9 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
         "#define QG_A_BOX_ROWS %d\n"
         "#define QG_WGMMA_ACC_LIST \"{",
-        (int)p->kind, p->n, p->k, p->num_groups, cfg->block_m, cfg->block_n, plan->num_stages,
-        (int)cfg->multicast, plan->split_k, kernel_kind(p->kind), p->n, kernel_k(p),
-        p->num_groups, cfg->block_m,
+        (int)p->kind, p->n, kernel_k(p), kernel_groups(p), cfg->block_m, cfg->block_n,
+        plan->num_stages, (int)cfg->multicast, plan->split_k, kernel_kind(p->kind), p->n,
+        kernel_k(p), kernel_groups(p), cfg->block_m,
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size, plan->split_k,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets,
@@ -489,21 +500,50 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     p->m = a->m ? a->m : 1; /* m == 0 is checked like m == 1, then skipped */
     p->n = a->n;
     p->k = a->k;
-    const bool wgrad = kind == QG_GEMM_WGRAD;
-    p->num_groups = (kind == QG_GEMM_DENSE || wgrad) && a->num_groups == 0 ? 1 : a->num_groups;
+    const bool kgrouped = kind == QG_GEMM_K_GROUPED;
+    const bool wgrad = qg__one_d(kind); /* FP32 D, per-column SFB, optional C */
+    p->num_groups = (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD) && a->num_groups == 0
+                        ? 1 : a->num_groups;
     p->expected_m = a->expected_m;
     p->accumulate = wgrad && a->c != NULL;
+    qg_status st;
+    if (kgrouped) {
+        /* The groups' K: each a multiple of 128 (0 = empty), k their sum.
+         * All empty: k 0 is checked as one K block (gemm() then only
+         * zeroes D or copies C into it). */
+        if (a->num_groups < 1 || a->num_groups > 4096)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: args->num_groups must be in [1, 4096], got %d", fn, a->num_groups);
+        if (!a->ks)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: args->ks is NULL: the k-grouped GEMM needs the K of each of its "
+                            "%d groups (a host array)", fn, a->num_groups);
+        long long total = 0;
+        for (int g = 0; g < a->num_groups; ++g) {
+            if (a->ks[g] < 0 || a->ks[g] % 128)
+                return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                                "%s: args->ks[%d] must be a multiple of 128 (>= 0, 0 = an empty "
+                                "group), got %d", fn, g, (int)a->ks[g]);
+            total += a->ks[g];
+        }
+        if (total != a->k)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: args->k must be the sum of args->ks (%lld), got %d", fn, total, a->k);
+        if (total == 0) p->k = 128;
+    }
     /* The problem is checked as given (masked expected_m > M_max is refused,
      * as by qg_select_config and qg_compile), then normalized for the cache. */
-    qg_status st = qg__check_problem(p, fn);
-    if (st != QG_SUCCESS) return st;
+    if ((st = qg__check_problem(p, fn)) != QG_SUCCESS) return st;
     *p = launch_key(*p);
-    if ((st = check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
-        (st = check_ld(a->ldb, a->k, 1, fn, "ldb", "k")) ||
+    /* (k-grouped: group g's rows of A and B are K_g bytes apart; lda, ldb unused) */
+    if ((!kgrouped && ((st = check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
+                       (st = check_ld(a->ldb, a->k, 1, fn, "ldb", "k")))) ||
         (st = check_ld(a->ldd, a->n, wgrad ? 4 : 2, fn, "ldd", "n")) ||
         (st = check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")) ||
         (wgrad && (st = check_ld(a->sfb_ld, a->n, 4, fn, "sfb_ld", "n"))))
         return st;
+    /* rows of D (and of a separate C): k-grouped G x M */
+    const uint64_t d_rows = (uint64_t)a->m * (kgrouped ? (uint64_t)a->num_groups : 1);
     typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
     named_ptr ptrs[7] = {
         {a->a, 16, "a"}, {a->b, 16, "b"}, {a->sfa, 16, "sfa"}, {a->sfb, 16, "sfb"}, {a->d, 16, "d"}};
@@ -515,8 +555,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
         /* C is copied into D first: a separate array, not overlapping D. */
         if ((st = check_ld(a->ldc, a->n, 4, fn, "ldc", "n"))) return st;
         const uintptr_t c0 = (uintptr_t)a->c, d0 = (uintptr_t)a->d;
-        const uintptr_t c1 = c0 + ((uintptr_t)(a->m - 1) * (uintptr_t)a->ldc + (uintptr_t)a->n) * 4;
-        const uintptr_t d1 = d0 + ((uintptr_t)(a->m - 1) * (uintptr_t)a->ldd + (uintptr_t)a->n) * 4;
+        const uintptr_t c1 = c0 + ((uintptr_t)(d_rows - 1) * (uintptr_t)a->ldc + (uintptr_t)a->n) * 4;
+        const uintptr_t d1 = d0 + ((uintptr_t)(d_rows - 1) * (uintptr_t)a->ldd + (uintptr_t)a->n) * 4;
         if (a->m > 0 && c0 < d1 && d0 < c1)
             return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                             "%s: args->c overlaps args->d without being it: pass c == d (with "
@@ -570,6 +610,166 @@ static qg_status encode_tiled(const qg_context *ctx, CUtensorMap *map, CUtensorM
     return QG_SUCCESS;
 }
 
+/* A rank-3 tiled tensor map: inner x rows x groups (rows row_bytes apart,
+ * groups group_bytes apart), box box_inner x box_rows x 1. */
+static qg_status encode_3d(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
+                           const void *ptr, uint64_t inner, uint64_t rows, uint64_t groups,
+                           uint64_t row_bytes, uint64_t group_bytes, uint32_t box_inner,
+                           uint32_t box_rows, CUtensorMapSwizzle swizzle, const char *what) {
+    const cuuint64_t dims[3] = {inner, rows, groups};
+    const cuuint64_t strides[2] = {row_bytes, group_bytes};
+    const cuuint32_t box[3] = {box_inner, box_rows, 1};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
+    CUresult r = ctx->drv->cuTensorMapEncodeTiled(
+        map, type, 3, (void *)ptr, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, what);
+    return QG_SUCCESS;
+}
+
+/* The TMA swizzle of D's store chunks: rows of 128, 64 or 32 bytes. */
+static CUtensorMapSwizzle d_swizzle(int chunk_bytes) {
+    return chunk_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+           : chunk_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                               : CU_TENSOR_MAP_SWIZZLE_32B;
+}
+
+/* The k-grouped kernel's groups parameter: the layout of the kernel's
+ * struct qg_kgroups (kernels/qg_fp8_gemm.cuh; CUtensorMap is 64-byte
+ * aligned like its qg_tensor_map). */
+#define QG_KGROUP_MAX 32
+typedef struct {
+    CUtensorMap a[QG_KGROUP_MAX];
+    CUtensorMap b[QG_KGROUP_MAX];
+    int32_t sf_kb[QG_KGROUP_MAX];
+    int32_t num_kb[QG_KGROUP_MAX];
+    int32_t d_group[QG_KGROUP_MAX];
+    int32_t count;
+} qg_kgroup_params;
+/* The kernel's fields sit at the same offsets (its maps are 64-byte aligned,
+ * cuda.h's may be 128: the size may differ by tail padding only, and the
+ * launch copies the kernel's size). */
+_Static_assert(offsetof(qg_kgroup_params, b) == 32 * 128 &&
+                   offsetof(qg_kgroup_params, sf_kb) == 64 * 128 &&
+                   offsetof(qg_kgroup_params, count) == 64 * 128 + 3 * 32 * 4,
+               "qg_kgroups layout: 2 x 32 maps, then 97 ints");
+
+/* Enqueue the entry's kernel on `stream` over `grid` CTAs. */
+static qg_status launch_kernel(const qg_context *ctx, const qg_launch_entry *e, int grid,
+                               void **params, CUstream stream, bool pdl) {
+    CUlaunchAttribute attrs[2];
+    CUlaunchConfig lc;
+    memset(&lc, 0, sizeof lc);
+    lc.gridDimX = (unsigned)grid;
+    lc.gridDimY = lc.gridDimZ = 1;
+    lc.blockDimX = (unsigned)e->plan.num_threads;
+    lc.blockDimY = lc.blockDimZ = 1;
+    lc.sharedMemBytes = (unsigned)e->plan.smem_bytes;
+    lc.hStream = stream;
+    lc.attrs = attrs;
+    if (e->plan.cluster_size > 1) {
+        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
+        at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at->value.clusterDim.x = (unsigned)e->plan.cluster_size;
+        at->value.clusterDim.y = 1;
+        at->value.clusterDim.z = 1;
+    }
+    if (pdl) { /* the kernel waits for the previous one (griddepcontrol.wait) */
+        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
+        at->id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        at->value.programmaticStreamSerializationAllowed = 1;
+    }
+    CUresult r = ctx->drv->cuLaunchKernelEx(&lc, e->module->function, params, NULL);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "launching the GEMM kernel");
+    return QG_SUCCESS;
+}
+
+/* D = C + ... with C another array (weight gradients): C into D first, on
+ * the stream; rows of n FP32 values. */
+static qg_status copy_c_into_d(const qg_context *ctx, const qg_gemm_args *a, uint64_t rows,
+                               CUstream stream) {
+    CUDA_MEMCPY2D copy;
+    memset(&copy, 0, sizeof copy);
+    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = (CUdeviceptr)(uintptr_t)a->c;
+    copy.srcPitch = (size_t)a->ldc * 4;
+    copy.dstDevice = (CUdeviceptr)(uintptr_t)a->d;
+    copy.dstPitch = (size_t)a->ldd * 4;
+    copy.WidthInBytes = (size_t)a->n * 4;
+    copy.Height = (size_t)rows;
+    CUresult r = ctx->drv->cuMemcpy2DAsync(&copy, stream);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
+    return QG_SUCCESS;
+}
+
+/*
+ * The k-grouped weight gradient (ctx current, e resolved): the groups with
+ * work go to the kernel QG_KGROUP_MAX at a time, each with its own A and B
+ * tensor maps (their rows are K_g bytes apart) in the launch's qg_kgroups
+ * parameter. Accumulating, D already holds C and the empty groups are left
+ * out; otherwise they are launched too, with no K block: their tiles store
+ * zeros. D is one rank-3 map [G][M][N], so no tile's rows past M reach the
+ * next group.
+ */
+static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
+                                    const qg_gemm_args *a, CUstream stream, bool pdl) {
+    const qg_config *cfg = &e->cfg;
+    const qg_kernel_plan *plan = &e->plan;
+    const uint64_t total_kb = (uint64_t)a->k / 128;
+    CUtensorMap map_sfa, map_sfb, map_d;
+    qg_status st;
+    if ((st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
+                           total_kb, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
+                           CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
+        (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb, (uint64_t)a->n,
+                           total_kb, (uint64_t)a->sfb_ld * 4, (uint32_t)cfg->block_n, 1,
+                           CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFB")) ||
+        (st = encode_3d(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
+                        (uint64_t)a->m, (uint64_t)a->num_groups, (uint64_t)a->ldd * 4,
+                        (uint64_t)a->m * (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
+                        (uint32_t)cfg->block_m, d_swizzle(plan->store_cols * 4),
+                        "tensor map of D")))
+        return st;
+    qg_kgroup_params groups;
+    const long long tiles_per_group = (long long)((a->m + cfg->block_m - 1) / cfg->block_m) *
+                                      ((a->n + cfg->block_n - 1) / cfg->block_n);
+    CUdeviceptr none = 0;
+    int64_t ldd = a->ldd;
+    int shape_m = a->m, prefetch_kb = 0, num_k_blocks = 0;
+    void *params[] = {&groups.a[0], &groups.b[0], &map_sfa, &map_d, &map_sfb, &none, &none, &ldd,
+                      &none, &none, &shape_m, &prefetch_kb, &num_k_blocks, &groups};
+    const uint8_t *a_base = (const uint8_t *)a->a, *b_base = (const uint8_t *)a->b;
+    uint64_t k_prefix = 0;
+    int g = 0;
+    while (g < a->num_groups) {
+        memset(&groups, 0, sizeof groups);
+        for (; g < a->num_groups && groups.count < QG_KGROUP_MAX; k_prefix += (uint64_t)a->ks[g++]) {
+            const uint64_t k = (uint64_t)a->ks[g];
+            if (k == 0 && a->c) continue; /* D[g] already is C[g] */
+            const int i = groups.count++;
+            /* an empty group's maps are never used: any valid ones */
+            const uint64_t k_map = k ? k : 128, prefix = k ? k_prefix : 0;
+            if ((st = encode_tiled(ctx, &groups.a[i], CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                                   a_base + prefix * (uint64_t)a->m, k_map, (uint64_t)a->m, k_map,
+                                   128, (uint32_t)cfg->block_m, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   "tensor map of a group's A")) ||
+                (st = encode_tiled(ctx, &groups.b[i], CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                                   b_base + prefix * (uint64_t)a->n, k_map, (uint64_t)a->n, k_map,
+                                   128, (uint32_t)cfg->block_n, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   "tensor map of a group's B")))
+                return st;
+            groups.sf_kb[i] = (int32_t)(k_prefix / 128);
+            groups.num_kb[i] = (int32_t)(k / 128);
+            groups.d_group[i] = g;
+        }
+        if (groups.count == 0) continue;
+        const long long tiles = tiles_per_group * groups.count;
+        const int grid = tiles < e->max_grid ? (int)tiles : e->max_grid;
+        if ((st = launch_kernel(ctx, e, grid, params, stream, pdl))) return st;
+    }
+    return QG_SUCCESS;
+}
+
 static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                       const qg_config *forced, CUstream stream, const char *fn) {
     qg__clear_error();
@@ -591,6 +791,20 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                             "context", fn, ctx->device);
         }
     }
+    const bool wgrad = qg__one_d(kind); /* FP32 D, optionally from C */
+    const bool kgrouped = kind == QG_GEMM_K_GROUPED;
+    const uint64_t d_rows = (uint64_t)a->m * (kgrouped ? (uint64_t)a->num_groups : 1);
+    /* k-grouped with every group empty: D is C, or zero; no kernel. */
+    if (kgrouped && a->k == 0) {
+        if (a->c && a->c != (const float *)a->d) st = copy_c_into_d(ctx, a, d_rows, stream);
+        else if (!a->c) {
+            r = drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)a->d, (size_t)a->ldd * 4, 0,
+                                        (size_t)a->n, (size_t)d_rows, stream);
+            if (r != CUDA_SUCCESS) st = qg__cuda_fail(r, "zeroing D (cuMemsetD2D32Async)");
+        }
+        drv->cuCtxPopCurrent(&prev);
+        return st;
+    }
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e = NULL;
     st = resolve_launch(ctx, &p, forced, &e);
@@ -600,11 +814,21 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         drv->cuCtxPopCurrent(&prev);
         return st;
     }
+    /* D = C + A B^T with C another array: C into D first, on the stream. */
+    if (wgrad && a->c && a->c != (const float *)a->d &&
+        (st = copy_c_into_d(ctx, a, d_rows, stream)) != QG_SUCCESS) {
+        drv->cuCtxPopCurrent(&prev);
+        return st;
+    }
+    if (kgrouped) {
+        st = k_grouped_launches(ctx, e, a, stream, pdl);
+        drv->cuCtxPopCurrent(&prev);
+        return st;
+    }
     const qg_config *cfg = &e->cfg;
     const qg_kernel_plan *plan = &e->plan;
     const int groups = p.num_groups;
     const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
-    const bool wgrad = kind == QG_GEMM_WGRAD;
     const int d_bytes = wgrad ? 4 : 2; /* FP32 or bf16 D */
     const int cluster = plan->cluster_size;
     const uint32_t a_box = (uint32_t)plan->a_box_rows; /* (a multicast pair: each its half) */
@@ -630,10 +854,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                            wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                            a->d, (uint64_t)a->n, a_rows, (uint64_t)a->ldd * d_bytes,
                            (uint32_t)plan->store_cols, (uint32_t)cfg->block_m,
-                           plan->store_cols * d_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
-                           : plan->store_cols * d_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                              : CU_TENSOR_MAP_SWIZZLE_32B,
-                           "tensor map of D")) ||
+                           d_swizzle(plan->store_cols * d_bytes), "tensor map of D")) ||
         /* 1D1D: column scales of B [K/128][sfb_ld], a box of block_n per
          * stage. */
         (wgrad &&
@@ -667,51 +888,9 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     int num_k_blocks = plan->num_k_blocks;
     void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &map_sfb, &sfb, &d, &ldd,
                       &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks};
-
-    /* D = C + A B^T with C another array: C into D first, on the stream. */
-    if (wgrad && a->c && a->c != (const float *)a->d) {
-        CUDA_MEMCPY2D copy;
-        memset(&copy, 0, sizeof copy);
-        copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-        copy.srcDevice = (CUdeviceptr)(uintptr_t)a->c;
-        copy.srcPitch = (size_t)a->ldc * 4;
-        copy.dstDevice = d;
-        copy.dstPitch = (size_t)a->ldd * 4;
-        copy.WidthInBytes = (size_t)a->n * 4;
-        copy.Height = (size_t)a->m;
-        r = drv->cuMemcpy2DAsync(&copy, stream);
-        if (r != CUDA_SUCCESS) {
-            drv->cuCtxPopCurrent(&prev);
-            return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
-        }
-    }
-
-    CUlaunchAttribute attrs[2];
-    CUlaunchConfig lc;
-    memset(&lc, 0, sizeof lc);
-    lc.gridDimX = (unsigned)grid;
-    lc.gridDimY = lc.gridDimZ = 1;
-    lc.blockDimX = (unsigned)plan->num_threads;
-    lc.blockDimY = lc.blockDimZ = 1;
-    lc.sharedMemBytes = (unsigned)plan->smem_bytes;
-    lc.hStream = stream;
-    lc.attrs = attrs;
-    if (cluster > 1) {
-        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
-        at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        at->value.clusterDim.x = (unsigned)cluster;
-        at->value.clusterDim.y = 1;
-        at->value.clusterDim.z = 1;
-    }
-    if (pdl) { /* the kernel waits for the previous one (griddepcontrol.wait) */
-        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
-        at->id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        at->value.programmaticStreamSerializationAllowed = 1;
-    }
-    r = drv->cuLaunchKernelEx(&lc, e->module->function, params, NULL);
+    st = launch_kernel(ctx, e, grid, params, stream, pdl);
     drv->cuCtxPopCurrent(&prev);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "launching the GEMM kernel");
-    return QG_SUCCESS;
+    return st;
 }
 
 qg_status qg_fp8_gemm_nt(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
@@ -738,4 +917,9 @@ qg_status qg_m_grouped_fp8_gemm_nt_psum(qg_context *ctx, const qg_gemm_args *arg
 qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
                                struct CUstream_st *stream) {
     return gemm(ctx, QG_GEMM_WGRAD, args, cfg, stream, "qg_fp8_gemm_nt_wgrad");
+}
+
+qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
+                                              const qg_config *cfg, struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_K_GROUPED, args, cfg, stream, "qg_k_grouped_fp8_gemm_nt_contiguous");
 }

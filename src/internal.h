@@ -113,6 +113,12 @@ typedef struct {
                                block_m, or round_up(M, 8) for a dense M below block_m */
 } qg_kernel_plan;
 
+/* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
+ * the weight gradient and the k-grouped weight gradient. */
+static inline bool qg__one_d(qg_gemm_kind kind) {
+    return kind == QG_GEMM_WGRAD || kind == QG_GEMM_K_GROUPED;
+}
+
 /* Validate a problem's shape fields; `fn` names the public caller in messages. */
 qg_status qg__check_problem(const qg_problem *p, const char *fn);
 /* Check cfg against p and the device; derive the plan. */

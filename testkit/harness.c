@@ -800,8 +800,9 @@ qg_status qgtk_gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_arg
     case QG_GEMM_GROUPED_MASKED: return qg_m_grouped_fp8_gemm_nt_masked(ctx, args, cfg, stream);
     case QG_GEMM_GROUPED_PSUM: return qg_m_grouped_fp8_gemm_nt_psum(ctx, args, cfg, stream);
     case QG_GEMM_WGRAD: return qg_fp8_gemm_nt_wgrad(ctx, args, cfg, stream);
+    case QG_GEMM_K_GROUPED: return qg_k_grouped_fp8_gemm_nt_contiguous(ctx, args, cfg, stream);
     }
-    return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0..4, got %d", (int)kind);
+    return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0..5, got %d", (int)kind);
 }
 
 qg_status qgtk_problem_run_check(qg_context *ctx, qgtk_problem_data *p, const qg_config *cfg,

@@ -33,7 +33,8 @@ static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *c
                    info.stack_frame_bytes == 0 && info.registers > 0 && info.ptx_has_wgmma &&
                    info.ptx_has_tma_load && info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
                    /* FP32 D (weight gradient) leaves through plain shared stores */
-                   (info.ptx_has_stmatrix || p->kind == QG_GEMM_WGRAD) && (multicast < 0 || info.ptx_has_multicast == multicast);
+                   (info.ptx_has_stmatrix || p->kind == QG_GEMM_WGRAD ||
+                    p->kind == QG_GEMM_K_GROUPED) && (multicast < 0 || info.ptx_has_multicast == multicast);
     if (!ok)
         printf("    %s: regs %d spills %d/%d stack %d wgmma %d tma %d/%d setmaxnreg %d stmatrix %d "
                "multicast %d\n", what, info.registers, info.spill_store_bytes,
@@ -56,20 +57,24 @@ TEST(compile_every_variant) {
     char dir[64];
     qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
     CHECK(ctx, "offline context: %s", qg_last_error());
-    /* the weight-gradient kind twice: D = A B^T and D += A B^T */
+    /* the weight-gradient kinds twice: D = A B^T and D += A B^T */
     const qg_gemm_kind kinds[] = {QG_GEMM_DENSE, QG_GEMM_GROUPED_CONTIGUOUS, QG_GEMM_GROUPED_MASKED,
-                                  QG_GEMM_GROUPED_PSUM, QG_GEMM_WGRAD, QG_GEMM_WGRAD, 0};
+                                  QG_GEMM_GROUPED_PSUM, QG_GEMM_WGRAD, QG_GEMM_WGRAD,
+                                  QG_GEMM_K_GROUPED, QG_GEMM_K_GROUPED};
     const int bms[] = {64, 128, 256};
     int failures = 0, refused = 0;
     checked_kernels = 0;
-    for (int ki = 0; ki < 6; ++ki)
+    for (int ki = 0; ki < 8; ++ki)
         for (int bi = 0; bi < 3; ++bi)
             /* the weight gradient's FP32 D takes block_n in steps of 8 */
-            for (int bn = 16; bn <= 256; bn += kinds[ki] == QG_GEMM_WGRAD ? 8 : 16)
+            for (int bn = 16; bn <= 256; bn += ki >= 4 ? 8 : 16)
                 for (int mc = 0; mc < 4; ++mc) { /* 3: split-K 2 (dense only) */
                     /* N = 2 * 3 * bn: an even n-block count, and off-128 column offsets. */
                     const bool grouped = kinds[ki] != QG_GEMM_DENSE && kinds[ki] != QG_GEMM_WGRAD;
-                    qg_problem p = {kinds[ki], 2048, 6 * bn, 7168, grouped ? 4 : 1, 0, ki == 5};
+                    const bool accumulate = ki == 5 || ki == 7;
+                    /* (k-grouped: k is the 4 groups' sum) */
+                    qg_problem p = {kinds[ki], 2048, 6 * bn, ki >= 6 ? 4 * 7168 : 7168,
+                                    grouped ? 4 : 1, 0, accumulate};
                     qg_config cfg = {.block_m = bms[bi], .block_n = bn,
                                      .multicast = mc < 3 ? (qg_multicast)mc : QG_MULTICAST_NONE,
                                      .split_k = mc < 3 ? 0 : 2};
@@ -79,7 +84,7 @@ TEST(compile_every_variant) {
                     }
                     char what[96];
                     snprintf(what, sizeof what, "kind %d%s block %dx%d multicast %d split-K %d",
-                             (int)kinds[ki], ki == 5 ? " accumulate" : "", bms[bi], bn,
+                             (int)kinds[ki], accumulate ? " accumulate" : "", bms[bi], bn,
                              (int)cfg.multicast, cfg.split_k);
                     failures += !check_kernel(ctx, &p, &cfg, what);
                 }
@@ -183,6 +188,11 @@ TEST(compile_heuristic_choices) {
         {QG_GEMM_GROUPED_PSUM, 131072, 4096, 7168, 32, 230, 0},
         {QG_GEMM_WGRAD, 2112, 4096, 7168, 1, 0, 1}, {QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1},
         {QG_GEMM_WGRAD, 576, 4096, 7168, 1, 0, 0},
+        /* DeepGEMM's k-grouped shapes (G groups of the mean K; peers.py) */
+        {QG_GEMM_K_GROUPED, 4096, 7168, 4 * 8192, 4, 0, 1},
+        {QG_GEMM_K_GROUPED, 7168, 2048, 8 * 4096, 8, 0, 1},
+        {QG_GEMM_K_GROUPED, 4096, 7168, 16 * 2048, 16, 0, 1},
+        {QG_GEMM_K_GROUPED, 7168, 2048, 16 * 2048, 16, 0, 0},
         /* qgemm check's split-K cases (tools/qgemm.c) */
         {QG_GEMM_DENSE, 100, 2112, 7296, 1, 0, 0}, {QG_GEMM_DENSE, 33, 576, 7168, 1, 0, 0},
         /* qgemm check's masked 256x128 cases (tools/qgemm.c), whose rows name

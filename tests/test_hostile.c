@@ -171,3 +171,42 @@ TEST(hostile_problem_too_large_for_any_gpu) {
     qg_context_destroy(ctx);
     PASS();
 }
+
+/* The k-grouped GEMM's own arguments (offline: every check before the
+ * device's): the group sizes, their sum, multicast; then the offline refusal
+ * once everything is valid. */
+TEST(hostile_k_grouped_arguments) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const int32_t ks_ok[3] = {256, 0, 128};
+    static const int32_t ks_bad[3] = {256, 100, 128}, ks_neg[3] = {256, -128, 128};
+    static const struct { const int32_t *ks; int k, groups; qg_status want; const char *msg; } cases[] = {
+        {NULL, 384, 3, QG_ERROR_INVALID_ARGUMENT, "args->ks is NULL"},
+        {ks_bad, 484, 3, QG_ERROR_INVALID_ARGUMENT, "args->ks[1] must be a multiple of 128"},
+        {ks_neg, 256, 3, QG_ERROR_INVALID_ARGUMENT, "args->ks[1] must be a multiple of 128"},
+        {ks_ok, 512, 3, QG_ERROR_INVALID_ARGUMENT, "args->k must be the sum of args->ks (384)"},
+        {ks_ok, 384, 0, QG_ERROR_INVALID_ARGUMENT, "num_groups must be in [1, 4096]"},
+        {ks_ok, 384, 3, QG_ERROR_NO_DEVICE, "offline"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qg_gemm_args a = args_ok();
+        a.ks = cases[i].ks;
+        a.k = cases[i].k;
+        a.num_groups = cases[i].groups;
+        a.sfb_ld = a.n; /* sfb [k/128][>= n] */
+        a.ldd = a.n;    /* FP32 rows: n * 4 bytes */
+        qg_status st = qg_k_grouped_fp8_gemm_nt_contiguous(ctx, &a, NULL, NULL);
+        CHECK(st == cases[i].want && strstr(qg_last_error(), cases[i].msg),
+              "case %zu: want %s '%s', got %s (%s)", i, qg_status_string(cases[i].want),
+              cases[i].msg, qg_status_string(st), qg_last_error());
+    }
+    /* a forced configuration: no multicast in this kind */
+    qg_gemm_args a = args_ok();
+    a.ks = ks_ok, a.k = 384, a.num_groups = 3, a.sfb_ld = a.n, a.ldd = a.n;
+    qg_config cfg = {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A};
+    qg_status st = qg_k_grouped_fp8_gemm_nt_contiguous(ctx, &a, &cfg, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "without multicast"), "%s (%s)",
+          qg_status_string(st), qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}

@@ -297,3 +297,71 @@ int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expec
         args->c = qgpy_address(&t[QGPY_IDX]); /* d's own address when c is d: in place */
     return 0;
 }
+
+/*
+ * The k-grouped weight gradient (QG_GEMM_K_GROUPED): t[QGPY_IDX] holds c (or
+ * nothing). a [M * sum(K)] and b [N * sum(K)] flat e4m3 (group g's rows K_g
+ * apart, as DeepGEMM lays them out), sfa [M, sum(K)/128] and sfb [N,
+ * sum(K)/128] M-/N-major, d (and c) FP32 [G, M, N] with packed groups; ks the
+ * G group sizes (host, checked by the library: multiples of 128).
+ */
+int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int num_groups,
+                        qg_gemm_args *args, int *device)
+{
+    memset(args, 0, sizeof *args);
+    const qgpy_tensor *a = &t[QGPY_A], *sfa = &t[QGPY_SFA], *b = &t[QGPY_B], *sfb = &t[QGPY_SFB],
+                      *d = &t[QGPY_D], *c = &t[QGPY_IDX];
+    if (qgpy_check_dtype(a, QGPY_E4M3) || qgpy_check_ndim(a, 1, "[M * sum(K)]") ||
+        qgpy_check_dtype(sfa, QGPY_F32) || qgpy_check_ndim(sfa, 2, "[M, sum(K)/128]") ||
+        qgpy_check_dtype(b, QGPY_E4M3) || qgpy_check_ndim(b, 1, "[N * sum(K)]") ||
+        qgpy_check_dtype(sfb, QGPY_F32) || qgpy_check_ndim(sfb, 2, "[N, sum(K)/128]") ||
+        qgpy_check_dtype(d, QGPY_F32) || qgpy_check_ndim(d, 3, "[G, M, N]") ||
+        (c->t && (qgpy_check_dtype(c, QGPY_F32) || qgpy_check_ndim(c, 3, "[G, M, N]"))))
+        return -1;
+    const int64_t g = qgpy_dim(d, 0), m = qgpy_dim(d, 1), n = qgpy_dim(d, 2);
+    int64_t total = 0;
+    for (int i = 0; i < num_groups; i++)
+        total += ks[i] > 0 ? ks[i] : 0; /* the library says which ks[i] is wrong */
+    if (g != num_groups)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: d must be [G, M, N] with G = len(ks) = %d, got G = %" PRId64,
+                           num_groups, g);
+    if (check_int_range("M", m) || check_int_range("N", n) || check_int_range("sum(K)", total))
+        return -1;
+    if (qgpy_check_dim(a, 0, m * total, "M * sum(K), M from d, K from ks") ||
+        qgpy_check_dim(b, 0, n * total, "N * sum(K), N from d, K from ks") ||
+        qgpy_check_dim(sfa, 0, m, "M, from d") ||
+        qgpy_check_dim(sfa, 1, total / 128, "sum(K)/128, K from ks") ||
+        qgpy_check_dim(sfb, 0, n, "N, from d") ||
+        qgpy_check_dim(sfb, 1, total / 128, "sum(K)/128, K from ks") ||
+        (c->t && (qgpy_check_dim(c, 0, g, "G, from d") || qgpy_check_dim(c, 1, m, "M, from d") ||
+                  qgpy_check_dim(c, 2, n, "N, from d"))))
+        return -1;
+    if ((qgpy_dim(a, 0) > 1 && qgpy_stride(a, 0) != 1) || (qgpy_dim(b, 0) > 1 && qgpy_stride(b, 0) != 1))
+        return qgpy_errorf(PyExc_ValueError, "qgemm: a and b must be contiguous (flat)");
+    if (sfa_layout(sfa, &args->sfa_ld) || sfa_layout(sfb, &args->sfb_ld) ||
+        matrix_ld(d, 4, &args->ldd) || (c->t && matrix_ld(c, 4, &args->ldc)))
+        return -1;
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        if (t[i].t && qgpy_check_aligned(&t[i]))
+            return -1;
+    if (d->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: d is read-only; pass a writable output tensor");
+    *device = -1;
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        if (t[i].t && qgpy_check_device(&t[i], device))
+            return -1;
+    args->m = (int)m;
+    args->n = (int)n;
+    args->k = (int)total;
+    args->num_groups = num_groups;
+    args->ks = ks;
+    args->a = qgpy_address(a);
+    args->sfa = qgpy_address(sfa);
+    args->b = qgpy_address(b);
+    args->sfb = qgpy_address(sfb);
+    args->d = qgpy_address(d);
+    if (c->t)
+        args->c = qgpy_address(c); /* d's own address when c is d: in place */
+    return 0;
+}

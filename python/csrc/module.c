@@ -47,6 +47,7 @@ static int check_kind(int kind)
 {
     if (kind >= QG_GEMM_DENSE && kind <= QG_GEMM_WGRAD)
         return 0;
+    /* (the k-grouped GEMM has its own entry, k_grouped_torch) */
     return qgpy_errorf(PyExc_ValueError, "qgemm: unknown GEMM kind %d", kind);
 }
 
@@ -238,6 +239,93 @@ static PyObject *py_gemm_torch(PyObject *self, PyObject *const *args, Py_ssize_t
     return check_and_launch((int)kind, t, (int)expected_m, 0, 1, forced ? &cfg : NULL);
 }
 
+/* k_grouped_torch(a, sfa, b, sfb, d, c_or_None, ks, config): the k-grouped
+ * weight gradient (qg_k_grouped_fp8_gemm_nt_contiguous) on torch's current
+ * stream, ks a sequence of G ints (host); NotImplemented, having done
+ * nothing, when a tensor is not a plain CUDA torch tensor (the package then
+ * runs one weight-gradient GEMM a group). */
+static PyObject *py_k_grouped_torch(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[QGPY_SLOTS], *ks_obj, *cfg_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:k_grouped_torch", &obj[QGPY_A], &obj[QGPY_SFA],
+                          &obj[QGPY_B], &obj[QGPY_SFB], &obj[QGPY_D], &obj[QGPY_IDX], &ks_obj,
+                          &cfg_obj))
+        return NULL;
+    qg_config cfg;
+    int forced = parse_config(cfg_obj, &cfg);
+    if (forced < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(ks_obj, "qgemm: ks must be a sequence of ints");
+    if (!seq)
+        return NULL;
+    const Py_ssize_t g = PySequence_Fast_GET_SIZE(seq);
+    if (g < 1 || g > 4096) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "qgemm: ks must hold 1..4096 group sizes, got %zd", g);
+    }
+    int32_t *ks = PyMem_Malloc((size_t)g * sizeof *ks);
+    if (!ks) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < g; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) {
+            PyMem_Free(ks);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ks[i] = v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : (int32_t)v;
+    }
+    Py_DECREF(seq);
+    PyObject *result = NULL;
+    qgpy_tensor t[QGPY_SLOTS] = {{0}};
+    static const char *const names[QGPY_SLOTS] = {"a", "sfa", "b", "sfb", "d", "c"};
+    if (!qgpy_torch_ready()) {
+        Py_INCREF(Py_NotImplemented);
+        result = Py_NotImplemented;
+        goto done;
+    }
+    for (int i = 0; i < QGPY_SLOTS; i++) {
+        if (i == QGPY_IDX && obj[i] == Py_None)
+            continue;
+        int r = qgpy_torch_borrow(obj[i], names[i], &t[i]);
+        if (r < 0)
+            goto done;
+        if (r == 0) {
+            Py_INCREF(Py_NotImplemented);
+            result = Py_NotImplemented;
+            goto done;
+        }
+    }
+    qg_gemm_args ga;
+    int device = 0;
+    unsigned long long stream = 0;
+    if (qgpy_k_grouped_args(t, ks, (int)g, &ga, &device) < 0 ||
+        qgpy_torch_current_stream(device, &stream) < 0)
+        goto done;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        goto done;
+    qg_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = qg_k_grouped_fp8_gemm_nt_contiguous(ctx, &ga, forced ? &cfg : NULL,
+                                             (struct CUstream_st *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != QG_SUCCESS) {
+        qgpy_raise_status(st);
+    } else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        qgpy_tensor_release(&t[i]);
+    PyMem_Free(ks);
+    return result;
+}
+
 static PyObject *py_torch_init(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -261,7 +349,8 @@ static PyObject *problem_call(PyObject *args, const char *fmt, int compile)
         return NULL;
     qg_config cfg;
     int forced;
-    if (check_kind(kind) < 0 || (forced = parse_config(cfg_obj, &cfg)) < 0)
+    if ((kind != QG_GEMM_K_GROUPED && check_kind(kind) < 0) ||
+        (forced = parse_config(cfg_obj, &cfg)) < 0)
         return NULL;
     p.kind = (qg_gemm_kind)kind;
     qg_context *ctx = qgpy_context(device);
@@ -378,6 +467,8 @@ static PyMethodDef methods[] = {
      "gemm(kind, a, sfa, b, sfb, d, idx, expected_m, stream, config, e4m3_bytes, no_sync)"},
     {"gemm_torch", (PyCFunction)(void (*)(void))py_gemm_torch, METH_FASTCALL,
      "gemm_torch(kind, a, sfa, b, sfb, d, idx, expected_m, config) -> None or NotImplemented"},
+    {"k_grouped_torch", py_k_grouped_torch, METH_VARARGS,
+     "k_grouped_torch(a, sfa, b, sfb, d, c, ks, config) -> None or NotImplemented"},
     {"torch_init", py_torch_init, METH_VARARGS,
      "torch_init(torch, current_stream): enable gemm_torch (once per process)"},
     {"select_config", py_select_config, METH_VARARGS,
@@ -416,6 +507,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "KIND_MASKED", QG_GEMM_GROUPED_MASKED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_PSUM", QG_GEMM_GROUPED_PSUM) < 0 ||
         PyModule_AddIntConstant(m, "KIND_WGRAD", QG_GEMM_WGRAD) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_K_GROUPED", QG_GEMM_K_GROUPED) < 0 ||
         PyModule_AddIntConstant(m, "OFFLINE", QGPY_OFFLINE) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MAJOR", QGPY_DLPACK_MAJOR) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MINOR", QGPY_DLPACK_MINOR) < 0) {

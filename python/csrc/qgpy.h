@@ -114,6 +114,11 @@ enum { QGPY_A, QGPY_SFA, QGPY_B, QGPY_SFB, QGPY_D, QGPY_IDX, QGPY_SLOTS };
 int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
                    qg_gemm_args *args, int *device);
 
+/* The k-grouped GEMM's tensors (slot QGPY_IDX: c or empty) and its host group
+ * sizes ks[num_groups] -> `args` (args->ks points at ks). */
+int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int num_groups,
+                        qg_gemm_args *args, int *device);
+
 /* ---- contexts (contexts.c) ----------------------------------------------- */
 
 /* The context of CUDA device `device` (created on first use), or of the

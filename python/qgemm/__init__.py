@@ -410,10 +410,11 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
     transposed) hold each group's 1x128 scales in its K range. ``ks_cpu``:
     the K of each group (multiples of 128; 0 = an empty group, whose d[g] is
     c[g], or zero without c); ``grouped_layout`` the same on the device
-    (unused: qgemm reads the host list). Each non-empty group is one launch of
-    the weight-gradient GEMM (K is a run-time argument of its kernel, so every
-    group runs the same compiled kernel); c is d (DeepGEMM's use) accumulates
-    in place.
+    (unused: qgemm reads the host list). One kernel launch runs up to 32
+    groups, each with its own A and B tensor maps (the C library's
+    qg_k_grouped_fp8_gemm_nt_contiguous); c is d (DeepGEMM's use) accumulates
+    in place by TMA reduce-add. Under torch.compile, and for tensors the
+    fast path cannot read, each non-empty group is one weight-gradient GEMM.
     """
     name = "k_grouped_fp8_gemm_nt_contiguous"
     if _dg._as_tuple(recipe) != _dg.WGRAD_RECIPE:
@@ -439,6 +440,16 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
     if c is not None and (getattr(c, "shape", None) != d.shape):
         raise ValueError(f"qgemm: {name}: c must be shaped like d {list(d.shape)}")
     a_flat, b_flat = a_.reshape(-1), b_.reshape(-1)
+    ops = _TORCH_OPS
+    if ops is None and _TORCH_ERROR is None and "torch" in sys.modules:
+        ops = _register_torch()
+    if ops is not None and not ops.compiling():
+        # One launch for every group (the C library's k-grouped GEMM); a
+        # tensor the fast path cannot read (a subclass, another framework's)
+        # takes the loop below.
+        if _C.k_grouped_torch(a_flat, _dg.mn_major_sf(sfa), b_flat, _dg.mn_major_sf(sfb), d, c,
+                              ks, None) is None:
+            return
     prefix = 0
     for i, k in enumerate(ks):
         c_i = None if c is None else (d[i] if c is d else c[i])

@@ -268,19 +268,28 @@ def test_wgrad_compile():
 # ---- k-grouped weight gradient -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ks,m,n", [([384, 0, 128, 1024], 256, 384), ([2048, 1536, 2560], 4096, 520)])
-def test_k_grouped(ks, m, n):
+# 35 groups: more than one launch's 32 (the C library's QG_KGROUP_MAX), empty ones among them
+_MANY_KS = [128 * (1 + (7 * i) % 5) if i % 6 else 0 for i in range(35)]
+
+
+@pytest.mark.parametrize("mode", ["inplace", "none", "separate"])
+@pytest.mark.parametrize("ks,m,n", [([384, 0, 128, 1024], 256, 384), ([2048, 1536, 2560], 4096, 520),
+                                    ([640, 256], 200, 136), (_MANY_KS, 136, 264)])
+def test_k_grouped(ks, m, n, mode):
     """DeepGEMM's layout: group g's A_g [M, K_g] and B_g [N, K_g] one after the
     other in flat tensors, per-channel scales [M|N, sum(K)/128]; d = c + A_g B_g^T
-    in place; an empty group keeps c."""
+    in place (mode inplace, DeepGEMM's use), d = A_g B_g^T (none: d poisoned
+    first, an empty group's d is zero), or d = c + A_g B_g^T with c another
+    tensor (separate: c unchanged); an empty group keeps c."""
     import qgemm.deep_gemm as deep_gemm
     seed = random.randrange(2 ** 31)
     g = len(ks)
     parts_a, parts_b, sfa_cols, sfb_cols, ref = [], [], [], [], []
     c = torch.randn(g, m, n, device=DEV, generator=_gen(seed + 5)) * 32
+    c_ref = torch.zeros_like(c) if mode == "none" else c
     for i, k in enumerate(ks):
         if k == 0:
-            ref.append(c[i].double())
+            ref.append(c_ref[i].double())
             continue
         a_i, sfa_i = per_token((m, k), seed + 10 * i)
         b_i, sfb_i = per_token((n, k), seed + 10 * i + 1, 0.05)
@@ -288,17 +297,24 @@ def test_k_grouped(ks, m, n):
         parts_b.append(b_i.reshape(-1))
         sfa_cols.append(sfa_i)
         sfb_cols.append(sfb_i)
-        ref.append(c[i].double() + dequant_a(a_i, sfa_i) @ dequant_a(b_i, sfb_i).T)
+        ref.append(c_ref[i].double() + dequant_a(a_i, sfa_i) @ dequant_a(b_i, sfb_i).T)
     a = torch.cat(parts_a)
     b = torch.cat(parts_b)
     # DeepGEMM hands the scales over as sf.T of a [sum(K)/128, M] tensor: M-major
     sfa = torch.cat(sfa_cols, dim=1).T.contiguous().T
     sfb = torch.cat(sfb_cols, dim=1).T.contiguous().T
-    d = c.clone()
+    c_saved = c.clone()
+    d = c.clone() if mode == "inplace" else torch.full_like(c, float("nan"))
+    c_arg = {"inplace": d, "none": None, "separate": c}[mode]
     layout = torch.tensor(ks, dtype=torch.int32, device=DEV)
-    deep_gemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, ks, layout, d,
+    deep_gemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, ks, layout, c_arg,
                                                recipe=(1, 1, 128))
     torch.cuda.synchronize()
     for i in range(g):
+        if ks[i] == 0 and mode == "none":  # (calc_diff of zeros is 0 / 0)
+            assert bool((d[i] == 0).all()), f"group {i} is empty: its d must be zero"
+            continue
         diff = calc_diff(d[i], ref[i])
         assert diff < 1e-5, f"seed {seed}: group {i} (K {ks[i]}): diff {diff:.3g}"
+    if mode == "separate":
+        assert torch.equal(c, c_saved), "c was modified"
