@@ -77,8 +77,10 @@
  * scheduler).
  *
  * 1D1D mode (QG_SFB_COLS): stage s also holds block_n column scales of its K
- * block (TMA, counted in the stage's bytes); the math warps read them while
- * promoting, so a stage is released after its promotion, not before; the
+ * block (TMA, counted in the stage's bytes); the math warps read them into
+ * registers before the K block's wgmma (with the row scales), so the stage is
+ * released as soon as the wgmma is done (block_n <= 136: the wider tiles read
+ * them while promoting and release the stage after it, QG_COLS_EARLY); the
  * SFB warp hands over the tiles only (its SFB buffers are unused).
  *
  * Split-K invariants (QG_SPLIT_K = 2): CTA 0 of a cluster runs K blocks
@@ -393,17 +395,38 @@ QG_DEVICE void qg_promote(float *o, const float (&acc)[QG_ACC], const qg_scales 
     }
 }
 
-/* 1D1D promotion (QG_SFB_COLS): every sum times its row's and its column's
- * scale. The thread's columns of 8-column group j are 8j + 2 (lane % 4) and
- * the next one (wgmma D layout, PTX ISA 9.7.15.5.1.1): one 8-byte shared load
- * of stage s's column scales a group (sfb_addr: this thread's first column
- * of the stage, part h's offset added here). */
+/* 1D1D (QG_SFB_COLS): the thread's column scales of one K block. The
+ * thread's columns of 8-column group j are 8j + 2 (lane % 4) and the next
+ * one (wgmma D layout, PTX ISA 9.7.15.5.1.1): one 8-byte shared load a group
+ * (sfb_addr: this thread's first column of the stage). Read before the
+ * K block's wgmma is issued, as DeepGEMM does: the promotion after the wait
+ * then finds them in registers, and the stage can be released at once. */
+/* Wider tiles have no registers for them beside their accumulators and sums
+ * (CPU compile sweep, 232 math registers: 128x144 spilled 4 bytes, 128x160
+ * 100): they read each group's scales from the stage while promoting, and
+ * release the stage after the promotion. */
+#define QG_COLS_EARLY (QG_SFB_COLS && QG_BLOCK_N <= 136)
+struct qg_col_scales {
+    float2 b[QG_COLS_EARLY ? QG_BLOCK_N / 8 : 1];
+    uint32_t addr; /* late reads: the stage's first scale of this thread */
+};
+QG_DEVICE void qg_read_col_scales(qg_col_scales &cs, uint32_t sfb_addr) {
+    cs.addr = sfb_addr;
+#pragma unroll
+    for (int j = 0; j < QG_BLOCK_N / 8 && QG_COLS_EARLY; ++j)
+        cs.b[j] = qg_ld_shared_f32x2(sfb_addr + j * 8 * 4);
+}
+
+/* 1D1D promotion: every sum times its row's and its column's scale (part h
+ * of block_n: its column groups' scales). */
 QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_scales &sc, int t,
-                               int h, uint32_t sfb_addr) {
+                               int h, const qg_col_scales &cs) {
     o += h * QG_ACC;
 #pragma unroll
     for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
-        const float2 b = qg_ld_shared_f32x2(sfb_addr + (h * QG_WGMMA_N + j * 8) * 4);
+        const int g = h * QG_WGMMA_N / 8 + j;
+        const float2 b = QG_COLS_EARLY ? cs.b[QG_COLS_EARLY ? g : 0]
+                                       : qg_ld_shared_f32x2(cs.addr + g * 8 * 4);
         o[j * 4 + 0] += sc.sa[t][0] * b.x * acc[j * 4 + 0];
         o[j * 4 + 1] += sc.sa[t][0] * b.y * acc[j * 4 + 1];
         o[j * 4 + 2] += sc.sa[t][1] * b.x * acc[j * 4 + 2];
@@ -767,6 +790,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 qg_scales sc;
                 if (!QG_TEST_AHEAD || !next_ready) qg_mbarrier_wait(&full[s], phase);
                 qg_read_scales(sc, sfa_addr, sfb_addr, s, kb);
+#if QG_SFB_COLS
+                qg_col_scales cs;
+                qg_read_col_scales(cs, sfb_cols_addr + s * QG_SFB_COLS_STRIDE * 4);
+#endif
 
                 /* One 128-K block on the tensor cores, in QG_PASSES passes of
                  * QG_ACC_SETS units (issue, wait, promote). */
@@ -783,9 +810,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                     for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
                     qg_wgmma_wait0();
-                    /* (1D1D: the column scales are read from the stage
-                     * during promotion, so it is released after it.) */
-                    if (p == QG_PASSES - 1 && !QG_SFB_COLS) {
+                    /* (every scale of the stage is in registers by now,
+                     * but the wide 1D1D tiles' column scales) */
+                    if (p == QG_PASSES - 1 && (!QG_SFB_COLS || QG_COLS_EARLY)) {
                         qg_release_stage(empty, s, lane);
                         if (QG_TEST_AHEAD) {
                             uint32_t ns = s, np = phase;
@@ -797,15 +824,14 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     for (int a = 0; a < QG_ACC_SETS; ++a) {
                         const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
 #if QG_SFB_COLS
-                        qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
-                                        sfb_cols_addr + s * QG_SFB_COLS_STRIDE * 4);
+                        qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a), cs);
 #else
                         qg_promote(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a),
                                    tile_n_off);
 #endif
                     }
                 }
-                if (QG_SFB_COLS) qg_release_stage(empty, s, lane);
+                if (QG_SFB_COLS && !QG_COLS_EARLY) qg_release_stage(empty, s, lane);
             }
 #endif
             };

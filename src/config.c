@@ -351,6 +351,12 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     const bool deep = stages > 6; /* the producer's loop state grows with the stages */
     out->producer_regs = tall_wide || plain_192 ? 40 : out->num_math_wgs == 1 || deep ? 72 : 56;
     out->math_regs = out->num_math_wgs == 1 ? 256 : tall_wide || plain_192 ? 232 : deep ? 216 : 224;
+    /* The 1D1D kinds' tiles up to 128 x 136 hold a K block's column scales
+     * in registers beside the accumulators and sums from before the wgmma to
+     * the end of the promotion (DeepGEMM's order; the kernel's
+     * QG_COLS_EARLY): 232 / 40, as DeepGEMM's k-grouped 1D1D kernel. */
+    if (qg__one_d(p->kind) && out->num_math_wgs == 2 && bn <= 136)
+        out->producer_regs = 40, out->math_regs = 232;
     out->swizzle_group = swizzle;
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
@@ -481,23 +487,28 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
 }
 
 /*
- * The weight gradient's 128-row tiles (FP32 D, 1D1D promotion), from forced
- * runs on an H200 beside DeepGEMM (bench/results/2026-11-25-h200-8,
- * explore-c.log; kineto, accumulating in place), against waves x tile area:
- * without multicast every tile ran 1-12% faster than with A or B multicast
- * (4096x4096x7168: 128x128 285.2 us, A 293.7; 128x160 281.9, B 309.0), so
- * the heuristic does not multicast here. Wider tiles gain at long K
- * (128x160 against 128x128: 1.11-1.12 at K = 7168..16384; 128x144 1.06-1.10)
- * and not below K = 4096 (160: 0.95 at K = 1536, 0.98-1.03 at 2048, 1.02 at
- * 512; 144 0.99-1.08 at 2048 and 14% slower at 512: explore-c2.log);
- * block_n 136 and 152 leave D in 32-byte rows and ran 9-10% behind the
- * area model at K = 2048 (forced only). 64-row tiles keep the generic rating.
+ * The weight gradient's 128-row tiles (FP32 D, 1D1D promotion). Without
+ * multicast every tile ran 1-12% faster than with A or B multicast (H200,
+ * bench/results/2026-11-25-h200-8 explore-c.log: 4096x4096x7168 128x128
+ * 285.2 us, A 293.7; 128x160 281.9, B 309.0), so the heuristic does not
+ * multicast here. Since tiles up to 128x136 read a K block's column scales
+ * before its wgmma and release the stage after it (QG_COLS_EARLY), 128x128
+ * is the reference (h200-10 explore-f.log, kineto, accumulating in place,
+ * waves x area / time against 128x128): 128x160, which must read them while
+ * promoting, 0.99-1.02 at K = 7168..16384, 0.93-0.96 at K = 1536..2048 (1.02
+ * at 512); 128x144 0.90-0.96; 128x112 0.92-0.99; 128x136 (D leaves in
+ * 32-byte rows) 0.93-0.99 at K >= 7168, 0.82-0.93 below, but a wave fewer
+ * at M = 2112, N = 4096: 144.9 us against 159.0 as 128x128 (DeepGEMM's
+ * tile there). 4096x4096x7168: 254.0 us as 128x128, 279.1 as 128x160
+ * (DeepGEMM 247.7). 64-row tiles keep the generic rating.
  */
 static double wgrad_efficiency(int bm, int bn, int k) {
     if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
-    if (bn == 160) return k >= 4096 ? 1.10 : 1.0;
-    if (bn == 144) return k >= 4096 ? 1.07 : 1.0;
     if (bn == 128) return 1.0;
+    if (bn == 160) return k >= 4096 ? 1.0 : 0.95;
+    if (bn == 136) return k >= 4096 ? 0.95 : 0.85;
+    if (bn == 144) return 0.92;
+    if (bn == 112) return 0.93;
     return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
 }
 
@@ -579,11 +590,11 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
         if (bm == 256 && !large) continue;
         if (is_contiguous(p->kind) && bm > 128) continue;
-        for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += 16)
+        /* (the 1D1D kinds' block_n steps by 8: 128x136 saves waves there) */
+        for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
                 if (!block_n_legal(p->kind, bm, bn)) continue;
-                /* weight gradient: no multicast (wgrad_efficiency); the
-                 * steps of 16 leave out block_n 136 and 152 there */
+                /* weight gradient: no multicast (wgrad_efficiency) */
                 if (qg__one_d(p->kind) && mc) continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);

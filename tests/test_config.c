@@ -151,10 +151,13 @@ TEST(config_wide_tiles) {
      * tile (H200, 2026-11-25 b): 4096x2112x7168 99.6 us against 102.3 as
      * 256x64 and 101.8 as 128x192 B; 8192x2112x7168 takes it by the model
      * (6 waves against 9 of 128x128), not timed there. Weight gradient and
-     * psum (H200, 2026-11-25-h200-8, explore-c*.log, kineto): 2112x4096x7168
-     * 128x144 154.6 us against 181.3 as 128x128 and 164.0 as 128x160;
-     * 4096x7168x8192 128x160 501.0 against 557.4 as 128x128; 24576x4096x1536
-     * 128x128 410.6 against 437.7 as 128x160; psum 4 x 8192 rows, N 6144,
+     * psum (H200, 2026-11-25-h200-8, explore-c*.log, kineto): 24576x4096x1536
+     * 128x128 410.6 against 437.7 as 128x160; since the 1D1D tiles up to
+     * 128x136 read the column scales before the wgmma (h200-10,
+     * explore-f.log): 2112x4096x7168 128x136 144.9 us against 159.0 as
+     * 128x128 and 161.3 as 128x160; 4096x4096x7168 128x128 254.0 against
+     * 279.1 as 128x160 (4096x7168x8192 takes 128x160 by the model: 11
+     * waves against 14, not timed since); psum 4 x 8192 rows, N 6144,
      * K 7168 128x192 2163.2 against 2262.3 as 128x128 A. Once the math
      * warps ran no scheduler (2026-11-25-h200-9, explore-d.log), psum took
      * 128x256 (4 x 8192 rows, N 6144, K 7168: 1962.7 us A against 2026.0 as
@@ -175,7 +178,8 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_DENSE, 64, 7168, 16384, 1, 0, 0}, 64, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256, 0}, 256, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_MASKED, 256, 7168, 2048, 4, 256, 0}, 256, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_WGRAD, 2112, 4096, 7168, 1, 0, 1}, 128, 144, QG_MULTICAST_NONE},
+        {{QG_GEMM_WGRAD, 2112, 4096, 7168, 1, 0, 1}, 128, 136, QG_MULTICAST_NONE},
+        {{QG_GEMM_WGRAD, 4096, 4096, 7168, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_WGRAD, 4096, 7168, 8192, 1, 0, 1}, 128, 160, QG_MULTICAST_NONE},
         {{QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 256, QG_MULTICAST_A},
