@@ -118,6 +118,15 @@ static PyObject *py_sfa_ld(PyObject *self, PyObject *arg)
     return PyLong_FromLongLong(qg_sfa_ld(m));
 }
 
+/* None for a successful library call; NULL with the Python exception of
+ * its status otherwise. */
+static PyObject *status_result(qg_status st)
+{
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    Py_RETURN_NONE;
+}
+
 static const char *const slot_names[QGPY_SLOTS] = {"a", "sfa", "b", "sfb", "d", NULL};
 static const char *const idx_names[] = {"(none)", "m_indices", "masked_m", "group_ends", "c"};
 
@@ -152,12 +161,7 @@ static PyObject *check_and_launch(int kind, qgpy_tensor t[QGPY_SLOTS], int expec
     default: st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &ga, cfg, s); break;
     }
     Py_END_ALLOW_THREADS
-    if (st != QG_SUCCESS) {
-        qgpy_raise_status(st);
-    } else {
-        Py_INCREF(Py_None);
-        result = Py_None;
-    }
+    result = status_result(st);
 done:
     for (int i = 0; i < QGPY_SLOTS; i++)
         qgpy_tensor_release(&t[i]);
@@ -313,12 +317,7 @@ static PyObject *py_k_grouped_torch(PyObject *self, PyObject *args)
     st = qg_k_grouped_fp8_gemm_nt_contiguous(ctx, &ga, forced ? &cfg : NULL,
                                              (struct CUstream_st *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
-    if (st != QG_SUCCESS) {
-        qgpy_raise_status(st);
-    } else {
-        Py_INCREF(Py_None);
-        result = Py_None;
-    }
+    result = status_result(st);
 done:
     for (int i = 0; i < QGPY_SLOTS; i++)
         qgpy_tensor_release(&t[i]);
