@@ -591,40 +591,34 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
 
 /* ---- tensor maps and launch -------------------------------------------- */
 
-/* A tiled tensor map of rank 2 (inner x outer elements, rows stride_bytes
- * apart, box box_inner x box_outer), or of rank 1 (outer = 0: inner elements,
+/* A tiled tensor map of rank 3 (inner x rows x groups elements: rows
+ * row_bytes apart, groups group_bytes apart; box box_inner x box_rows x 1),
+ * of rank 2 (groups = 0) or of rank 1 (rows = groups = 0: inner elements,
  * box box_inner). */
-static qg_status encode_tiled(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
-                              const void *ptr, uint64_t inner, uint64_t outer,
-                              uint64_t stride_bytes, uint32_t box_inner, uint32_t box_outer,
-                              CUtensorMapSwizzle swizzle, const char *what) {
-    const cuuint64_t dims[2] = {inner, outer};
-    const cuuint64_t strides[1] = {stride_bytes};
-    const cuuint32_t box[2] = {box_inner, box_outer};
-    const cuuint32_t elem_strides[2] = {1, 1};
+static qg_status encode_map(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
+                            const void *ptr, uint64_t inner, uint64_t rows, uint64_t groups,
+                            uint64_t row_bytes, uint64_t group_bytes, uint32_t box_inner,
+                            uint32_t box_rows, CUtensorMapSwizzle swizzle, const char *what) {
+    const cuuint64_t dims[3] = {inner, rows, groups};
+    const cuuint64_t strides[2] = {row_bytes, group_bytes};
+    const cuuint32_t box[3] = {box_inner, box_rows, 1};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
     CUresult r = ctx->drv->cuTensorMapEncodeTiled(
-        map, type, outer ? 2 : 1, (void *)ptr, dims, strides, box, elem_strides,
+        map, type, groups ? 3 : rows ? 2 : 1, (void *)ptr, dims, strides, box, elem_strides,
         CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return qg__cuda_fail(r, what);
     return QG_SUCCESS;
 }
 
-/* A rank-3 tiled tensor map: inner x rows x groups (rows row_bytes apart,
- * groups group_bytes apart), box box_inner x box_rows x 1. */
-static qg_status encode_3d(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
-                           const void *ptr, uint64_t inner, uint64_t rows, uint64_t groups,
-                           uint64_t row_bytes, uint64_t group_bytes, uint32_t box_inner,
-                           uint32_t box_rows, CUtensorMapSwizzle swizzle, const char *what) {
-    const cuuint64_t dims[3] = {inner, rows, groups};
-    const cuuint64_t strides[2] = {row_bytes, group_bytes};
-    const cuuint32_t box[3] = {box_inner, box_rows, 1};
-    const cuuint32_t elem_strides[3] = {1, 1, 1};
-    CUresult r = ctx->drv->cuTensorMapEncodeTiled(
-        map, type, 3, (void *)ptr, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, what);
-    return QG_SUCCESS;
+/* encode_map of rank 2 (inner x outer, rows stride_bytes apart), or of rank
+ * 1 (outer = 0). */
+static qg_status encode_tiled(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
+                              const void *ptr, uint64_t inner, uint64_t outer,
+                              uint64_t stride_bytes, uint32_t box_inner, uint32_t box_outer,
+                              CUtensorMapSwizzle swizzle, const char *what) {
+    return encode_map(ctx, map, type, ptr, inner, outer, 0, stride_bytes, 0, box_inner, box_outer,
+                      swizzle, what);
 }
 
 /* The TMA swizzle of D's store chunks: rows of 128, 64 or 32 bytes. */
@@ -724,11 +718,11 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
         (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb, (uint64_t)a->n,
                            total_kb, (uint64_t)a->sfb_ld * 4, (uint32_t)cfg->block_n, 1,
                            CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFB")) ||
-        (st = encode_3d(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
-                        (uint64_t)a->m, (uint64_t)a->num_groups, (uint64_t)a->ldd * 4,
-                        (uint64_t)a->m * (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
-                        (uint32_t)cfg->block_m, d_swizzle(plan->store_cols * 4),
-                        "tensor map of D")))
+        (st = encode_map(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
+                         (uint64_t)a->m, (uint64_t)a->num_groups, (uint64_t)a->ldd * 4,
+                         (uint64_t)a->m * (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
+                         (uint32_t)cfg->block_m, d_swizzle(plan->store_cols * 4),
+                         "tensor map of D")))
         return st;
     qg_kgroup_params groups;
     const long long tiles_per_group = (long long)((a->m + cfg->block_m - 1) / cfg->block_m) *
