@@ -19,8 +19,10 @@ timings:
           records as a memset, not a kernel: every kernel in the trace is
           the library's.
   events  CUDA events around one call after a 2x-L2 memset, synchronized
-          after each call, median of 30. Host stalls of a call (work done
-          after the flush finished) show here and not in kineto.
+          after each call, median of 30; the libraries take turns call by
+          call (each runs at the same clock and temperature). Host stalls of
+          a call (work done after the flush finished) show here and not in
+          kineto.
 
 Accuracy on every row: ``diff = 1 - 2*sum(x*y) / sum(x*x + y*y)`` of each
 library's output against the float64 product of the dequantized inputs (valid
@@ -878,20 +880,27 @@ def time_kineto(fn: Callable[[], Any], flusher: Flusher, n: int) -> Tuple[float,
     return sum(us for _, us in evs) / n, len(evs) / n, names
 
 
-def time_events(fn: Callable[[], Any], flusher: Flusher, n: int) -> float:
+def time_events(calls: Dict[str, Callable[[], Any]], order: List[str], flusher: Flusher,
+                n: int) -> Dict[str, float]:
+    """Median events time of each library's call, the libraries interleaved call by call
+    (rep i runs every library once, in `order`): all of them then run at the same clock and
+    temperature. Run one library's n calls after the other's, the last one ran on a GPU the
+    others had heated (h200-10: qgemm, run last, 4096x7168x16384 +109.5 us over its kineto
+    time, DeepGEMM +26.9)."""
     import torch
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
-    times = []
+    times: Dict[str, List[float]] = {lib: [] for lib in order if lib in calls}
     torch.cuda.synchronize()
     for _ in range(n):
-        flusher.small()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+        for lib in times:
+            flusher.small()
+            start.record()
+            calls[lib]()
+            end.record()
+            end.synchronize()
+            times[lib].append(start.elapsed_time(end) * 1e3)
+    return {lib: statistics.median(t) for lib, t in times.items()}
 
 
 # ---- the table -----------------------------------------------------------------------------
@@ -960,19 +969,19 @@ def run_row(spec: Dict[str, Any], libs: Libs, flusher: Flusher, args: argparse.N
 
     res: Dict[str, Dict[str, Any]] = {"kineto": {}, "events": {}}
     kern: Dict[str, Any] = {}
-    for timing in ("kineto", "events"):
-        for lib in order:
-            if lib not in calls:
-                continue
-            try:
-                if timing == "kineto":
-                    us, per_call, names = time_kineto(calls[lib], flusher, args.iters)
-                    kern[lib] = {"kernels_per_call": round(per_call, 3), "names": names[:4]}
-                else:
-                    us = time_events(calls[lib], flusher, args.iters)
-                res[timing][lib] = us
-            except Exception as e:
-                errors[f"{lib}-{timing}"] = short_err(e)
+    for lib in order:
+        if lib not in calls:
+            continue
+        try:
+            us, per_call, names = time_kineto(calls[lib], flusher, args.iters)
+            kern[lib] = {"kernels_per_call": round(per_call, 3), "names": names[:4]}
+            res["kineto"][lib] = us
+        except Exception as e:
+            errors[f"{lib}-kineto"] = short_err(e)
+    try:
+        res["events"] = time_events(calls, order, flusher, args.iters)
+    except Exception as e:
+        errors["events"] = short_err(e)
 
     rows = []
     for timing in ("kineto", "events"):
@@ -1014,7 +1023,7 @@ def render_txt(doc: Dict[str, Any], max_diff: float) -> str:
              f"{doc.get('deepgemm_commit')} and cuBLASLt (torch._scaled_mm, 1x128 / 128x128 scales)")
     L.append(f"# {doc.get('device')} | {doc.get('date')} | torch {doc.get('torch')} | {doc.get('notes', '')}")
     L.append("# kineto: CUPTI time of every kernel of one call (flush memset before each, mean of "
-             f"{doc.get('iters', 30)}); events: CUDA events around one call after a 2x-L2 memset, median.")
+             f"{doc.get('iters', 30)}); events: CUDA events around one call after a 2x-L2 memset, median, the libraries taking turns call by call.")
     L.append("# ratio dg/qg = deepgemm_us / qgemm_us (> 1: qgemm faster); TFLOPS over valid rows; "
              "diff: vs the float64 product of the dequantized inputs")
     bench = [r for r in rows if r.get("kind") in TABLE_KINDS]

@@ -464,13 +464,21 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
      * within 1% of each other), and level with 256x128 A at K = 7168 (masked
      * 6 x ~1024 rows: 440.8 against 431.5 us; 4096x2048: 83.2 against 93.9). */
     if (bm == 128 && bn == 256 && walks_groups(kind)) return a ? 1.08 : 1.07;
+    /* (psum groups of 1024 rows and more are rated as the contiguous layout,
+     * qg__select_avoiding: rate_kind) */
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
     /* psum (H200, 2026-11-25-h200-8 explore-c2.log): 128x192 without
      * multicast ran 2.3-4.4% ahead of 128x128 A on DeepGEMM's four shapes
      * timed, against 0.5-2.4% more waves x area; with A, 0-1.7% behind that. */
     if (bm == 128 && bn == 192 && kind == QG_GEMM_GROUPED_PSUM) return a ? 1.04 : 1.05;
+    /* Contiguous, once the K loop ran unrolled (QG_K_UNROLL: 128x192 by 4,
+     * 128x256 by 8; H200, 2026-11-25 f, explore-g.log, kineto, DeepGEMM's
+     * time / qgemm's): 4 x 8192, 6144x7168 128x192 A 0.963 (none 0.951-0.955)
+     * against 128x256 0.943-0.957 (A 0.952-0.957); 8 x 4096, 4096x4096 0.983-0.985
+     * either against 0.967-0.973. DeepGEMM runs 128x192 on all its contiguous
+     * shapes. */
     if (bm == 128 && bn == 192)
-        return is_contiguous(kind) ? (a ? 1.0 : 0.99) : a ? 1.04 : b ? 1.02 : 1.03;
+        return is_contiguous(kind) ? (a ? 1.04 : 1.03) : a ? 1.04 : b ? 1.02 : 1.03;
     if (bm == 128 && bn > 192) return a || b ? 0.66 : 0.73;
     /* H100, N = 2112: 1008-1046 TFLOPS without multicast (A: the H200 table) */
     if (bm == 256 && bn == 64) return a ? 0.92 : b ? 0.64 : 0.85;
@@ -580,6 +588,12 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
     /* k-grouped: k is the groups' sum; a group's K, on average */
     const int group_k = p->kind == QG_GEMM_K_GROUPED ? ceil_div(p->k, p->num_groups) : p->k;
     const bool large = rows > 256;
+    /* psum groups of 1024 rows and more tile like the contiguous layout's
+     * (H200, 2026-11-25 f, explore-g.log: 4 x 8192, 6144x7168 128x192 0.972
+     * of DeepGEMM against 0.946-0.959 as 128x256 A); smaller ones keep the
+     * walked groups' rating of 128x256 (32 x ~192 rows: explore-d.log). */
+    const qg_gemm_kind rate_kind =
+        p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
     qg_config best;
     memset(&best, 0, sizeof best);
@@ -621,8 +635,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 if (is_wide(p->kind, bm, bn) && !large && !many) continue;
                 const double eff = qg__one_d(p->kind) ? wgrad_efficiency(bm, bn, group_k)
                                    : mc && few_waves
-                                       ? 0.95 * tile_efficiency(p->kind, bm, bn, QG_MULTICAST_NONE)
-                                       : tile_efficiency(p->kind, bm, bn, c.multicast);
+                                       ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
+                                       : tile_efficiency(rate_kind, bm, bn, c.multicast);
                 /* Walked groups (masked, psum): the rows are an estimate
                  * (expected_m), so the last wave's fill is unknown: whole
                  * waves would rank tiles by a rounding the real rows do not
@@ -665,6 +679,12 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                        tile_efficiency(p->kind, best.block_m, best.block_n, best.multicast)) {
             memset(&best, 0, sizeof best);
             best.block_m = 256, best.block_n = 128;
+            /* Over many waves, with A multicast (32 groups of ~192 rows, N
+             * 6144, K 7168: 568.7 us against 581.6 without; H200,
+             * 2026-11-25 f, explore-g.log). */
+            if (num_sms % 2 == 0 && tiles >= 4ll * num_sms &&
+                multicast_pairs(p, 256, 128, QG_DEFAULT_SWIZZLE, QG_MULTICAST_A))
+                best.multicast = QG_MULTICAST_A;
             best_waves = waves, best_last = (int)(tiles - (long long)(waves - 1) * num_sms);
         }
     }

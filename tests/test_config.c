@@ -163,13 +163,21 @@ TEST(config_wide_tiles) {
      * 128x256 (4 x 8192 rows, N 6144, K 7168: 1962.7 us A against 2026.0 as
      * 128x192; 32 groups of ~192 rows: 582.6 against 613.3), and so did
      * masked groups of ~1024 rows (N 4096, K 2048: 83.2 against 93.2 as
-     * 128x192 A; at K 7168 level with 256x128 A, 440.8 against 431.5). */
+     * 128x192 A; at K 7168 level with 256x128 A, 440.8 against 431.5).
+     * Once the 128x192 K loop ran unrolled by 4 and 128x256's by 8
+     * (2026-11-25 f, explore-g.log, kineto, DeepGEMM's time / qgemm's):
+     * contiguous 4 x 8192 rows, N 6144, K 7168 128x192 A 0.963 against
+     * 0.943-0.957 as 128x256, psum there 128x192 0.966-0.972 against
+     * 0.946-0.959 as 128x256 A; masked 32 groups of ~192 rows 256x128 A
+     * 568.7 us against 581.6 without. */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, 128, 192, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 2048, 2112, 7168, 1, 0, 0}, 256, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 8192, 2112, 7168, 1, 0, 0}, 128, 192, QG_MULTICAST_NONE},
-        {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0, 0}, 128, 256, QG_MULTICAST_NONE},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 32768, 6144, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 32, 230, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 1024, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 2048, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 128, 7168, 16384, 1, 0, 0}, 128, 64, QG_MULTICAST_NONE},
@@ -182,7 +190,7 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_WGRAD, 4096, 4096, 7168, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_WGRAD, 4096, 7168, 8192, 1, 0, 1}, 128, 160, QG_MULTICAST_NONE},
         {{QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 256, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
         {{QG_GEMM_GROUPED_PSUM, 6144, 6144, 7168, 32, 230, 0}, 128, 256, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 6, 1228, 0}, 128, 256, QG_MULTICAST_A},
         {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 6, 1228, 0}, 128, 256, QG_MULTICAST_A},

@@ -331,6 +331,52 @@ def test_grouped_contiguous():
     assert (d[~valid] == BF16_PATTERN).all(), f"seed {seed}: an all-padding segment was written"
 
 
+# The tiles whose K loop runs unrolled (kernels/qg_fp8_gemm.cuh, QG_K_UNROLL: 128x192 by 4,
+# 256x128 and 128x256 by 8), forced, at K = 1152: 9 K blocks, so the unrolled loop also runs
+# its remainder. (kind, config)
+UNROLLED = [
+    ("dense", {"block_m": 128, "block_n": 192, "multicast": "none"}),
+    ("dense", {"block_m": 128, "block_n": 192, "multicast": "b"}),
+    ("dense", {"block_m": 256, "block_n": 128, "multicast": "a"}),
+    ("dense", {"block_m": 128, "block_n": 256, "multicast": "none"}),
+    ("contiguous", {"block_m": 128, "block_n": 192, "multicast": "a"}),
+    ("contiguous", {"block_m": 128, "block_n": 256, "multicast": "none"}),
+    ("masked", {"block_m": 256, "block_n": 128, "multicast": "a"}),
+    ("masked", {"block_m": 128, "block_n": 256, "multicast": "a"}),
+]
+
+
+@pytest.mark.parametrize("kind,config", UNROLLED, ids=lambda x: x if isinstance(x, str) else
+                         f"{x['block_m']}x{x['block_n']}{x['multicast'][0]}")
+def test_unrolled_tiles(kind, config):
+    seed = random.randrange(2 ** 31)
+    what = f", {kind} {config}"
+    if kind == "dense":
+        seed, a, sfa, b, sfb, ref = dense_problem(512, 1024, 1152)
+        d = torch.full(ref.shape, BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+        qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d, config=config)
+        torch.cuda.synchronize()
+        assert_matches(d, ref, seed, what)
+    elif kind == "contiguous":
+        sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=1536, k=1152)
+        d = torch.full((a.shape[0], b.shape[1]), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+        qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices, config=config)
+        torch.cuda.synchronize()
+        assert_matches(d[valid], ref, seed, f"{what}, sizes {sizes}")
+        assert (d[~valid] == BF16_PATTERN).all(), f"seed {seed}{what}: padding rows were written"
+    else:
+        counts, a, sfa, b, sfb, masked_m, reference = masked_problem(seed, m_max=384, n=1024,
+                                                                     k=1152)
+        g, m_max, n = a.shape[0], a.shape[1], b.shape[1]
+        d = torch.full((g, m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+        qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, 300, config=config)
+        torch.cuda.synchronize()
+        for e, rows in enumerate(counts):
+            assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}{what}: group {e} rows past masked_m written"
+        got, want = reference(a, sfa, d)
+        assert_matches(got, want, seed, what)
+
+
 def masked_problem(seed, g=4, m_max=256, n=512, k=1536):
     """Inputs of a masked grouped GEMM (groups of 0, 1, some and m_max rows) and
     reference(a, sfa, d) -> (the valid rows of d, their float64 product)."""
