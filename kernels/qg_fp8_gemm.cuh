@@ -158,18 +158,22 @@ struct qg_kgroups {
 
 /* K blocks per unrolled iteration of the one-set main loop: the next K
  * block's barrier wait and scale reads then issue among this one's
- * promotion. Measured per tile (H200, 2026-11-25 f, explore-g.log, kineto
- * beside DeepGEMM): 128x192 by 4 (4096x1536x24576 0.940 -> 0.961-0.965 of
- * DeepGEMM, 4096x2112x7168 0.964 -> 0.987; by 8 it lost 1.5% of that at
- * K = 24576), 256x128 and 128x256 by 8 (256x128: 0.5-0.7% ahead of by 4 on
- * three shapes; 128x256 contiguous 4 x 8192, 6144x7168: 2196.8 us by 4,
- * 2163.5 by 8). The other one-set tiles were not measured unrolled and keep
- * the rolled loop (with the barrier tested ahead, QG_TEST_AHEAD). */
-#define QG_K_UNROLL                                                                 \
-    (QG_SFB_COLS ? 1                                                                \
-     : QG_BLOCK_M == 128 && QG_BLOCK_N == 192 ? 4                                   \
-     : (QG_BLOCK_M == 256 && QG_BLOCK_N == 128) || (QG_BLOCK_M == 128 && QG_BLOCK_N == 256) ? 8 \
-                                                                                    : 1)
+ * promotion. Measured per tile (H200, 2026-11-25 f, explore-g.log and
+ * peers-unroll.txt, kineto beside DeepGEMM): 128x192 by 4 (4096x1536x24576
+ * 0.940 -> 0.961-0.965 of DeepGEMM, 4096x2112x7168 0.964 -> 0.987; by 8 it
+ * lost 1.5% of that at K = 24576); 128x256 by 8 (contiguous 4 x 8192,
+ * 6144x7168: 2238.4 us rolled, 2196.8 by 4, 2163.5 by 8); 256x128 by 4 (by
+ * 8: 0.5-0.7% faster, but 112 spilled bytes at K = 1152, where by 4 spills
+ * 32 as it did before). The other one-set tiles were not measured unrolled
+ * and keep the rolled loop (with the barrier tested ahead, QG_TEST_AHEAD).
+ * Some K still spill (CPU sweep over K: 256x128 A at K = 1152, masked at
+ * 1536 and 24576, contiguous 128x192 at 16384, as at 78d5a57 with its loops):
+ * the heuristic then falls back to the next tile (qg__select_avoiding). */
+#define QG_K_UNROLL                                                        \
+    (QG_SFB_COLS ? 1                                                       \
+     : QG_BLOCK_M == 128 && QG_BLOCK_N == 256 ? 8                          \
+     : (QG_BLOCK_M == 128 && QG_BLOCK_N == 192) || (QG_BLOCK_M == 256 && QG_BLOCK_N == 128) ? 4 \
+                                                                           : 1)
 /* Without the unrolling, the next stage's full barrier is tested ahead of
  * the loop top. */
 #define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !QG_SFB_COLS)
