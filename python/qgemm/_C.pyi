@@ -7,6 +7,9 @@ from typing import Any, Dict, Optional, Tuple
 KIND_DENSE: int
 KIND_CONTIGUOUS: int
 KIND_MASKED: int
+KIND_PSUM: int
+KIND_WGRAD: int
+KIND_K_GROUPED: int
 OFFLINE: int
 SLOT_NAMES: Tuple[str, ...]  # "a", "sfa", "b", "sfb", "d"
 IDX_NAMES: Tuple[str, ...]  # by kind: "(none)", "m_indices", "masked_m", "group_ends", "c"
