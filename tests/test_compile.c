@@ -263,6 +263,45 @@ TEST(compile_cubin_resources_match_ptxas) {
  * N and K), the next one the heuristic ranks is compiled. A forced
  * configuration is the caller's, and its refusal is returned.
  * The testkit's fault (qgtk_refuse_tile) stands in for a kernel that spills. */
+/* Problems where the heuristic's tile spills at this K with this compiler
+ * (CPU sweep over K, 2026-11-25 f: 256x128 A at K = 1152, dense and masked;
+ * contiguous and psum 128x192 A at K = 16384; masked 256x128 also spills
+ * at 1536 and 24576, where the heuristic takes 128x256 for 6 x ~1024 rows):
+ * the call without a forced configuration must
+ * still compile a clean kernel (qg_compile falls back to the next tile).
+ * Whether a given NVRTC spills there or not, the kernel qg_compile returns
+ * has no spill. */
+TEST(compile_spilling_k_falls_back) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const qg_problem problems[] = {
+        {QG_GEMM_DENSE, 4096, 4096, 1152, 1, 0, 0},
+        {QG_GEMM_GROUPED_MASKED, 4096, 4096, 1152, 32, 230, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4608, 16384, 4, 0, 0},
+        {QG_GEMM_GROUPED_PSUM, 32768, 4608, 16384, 4, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++) {
+        const qg_problem *p = &problems[i];
+        qg_config chosen;
+        qg_kernel_info info;
+        CHECK(qg_select_config(ctx, p, &chosen) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qg_compile(ctx, p, NULL, &info) == QG_SUCCESS, "kind %d %dx%dx%d: %s", (int)p->kind,
+              p->m, p->n, p->k, qg_last_error());
+        CHECK(info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
+                  info.stack_frame_bytes == 0,
+              "kind %d %dx%dx%d: the compiled kernel spills %d/%d", (int)p->kind, p->m, p->n, p->k,
+              info.spill_store_bytes, info.spill_load_bytes);
+        /* (the first choice forced: refused where it spills) */
+        const bool first_spills = qg_compile(ctx, p, &chosen, NULL) != QG_SUCCESS;
+        printf("    kind %d %dx%dx%d: heuristic %dx%d multicast %d%s\n", (int)p->kind, p->m, p->n,
+               p->k, chosen.block_m, chosen.block_n, (int)chosen.multicast,
+               first_spills ? " refused (spills): fell back to the next tile" : " compiled clean");
+    }
+    qg_context_destroy(ctx);
+    PASS();
+}
+
 TEST(compile_falls_back_when_refused) {
     char dir[64];
     qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
