@@ -258,11 +258,6 @@ TEST(compile_cubin_resources_match_ptxas) {
     PASS();
 }
 
-/* A configuration the heuristic chose never ends in a compile failure: when
- * the JIT refuses it (for a real kernel: spills or serialized wgmma for this
- * N and K), the next one the heuristic ranks is compiled. A forced
- * configuration is the caller's, and its refusal is returned.
- * The testkit's fault (qgtk_refuse_tile) stands in for a kernel that spills. */
 /* Problems where the heuristic's tile spills at this K with this compiler
  * (CPU sweep over K, 2026-11-25 f: 256x128 A at K = 1152, dense and masked;
  * contiguous and psum 128x192 A at K = 16384; masked 256x128 also spills
@@ -302,6 +297,11 @@ TEST(compile_spilling_k_falls_back) {
     PASS();
 }
 
+/* A configuration the heuristic chose never ends in a compile failure: when
+ * the JIT refuses it (for a real kernel: spills or serialized wgmma for this
+ * N and K), the next one the heuristic ranks is compiled. A forced
+ * configuration is the caller's, and its refusal is returned.
+ * The testkit's fault (qgtk_refuse_tile) stands in for a kernel that spills. */
 TEST(compile_falls_back_when_refused) {
     char dir[64];
     qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
