@@ -881,25 +881,30 @@ def time_kineto(fn: Callable[[], Any], flusher: Flusher, n: int) -> Tuple[float,
 
 
 def time_events(calls: Dict[str, Callable[[], Any]], order: List[str], flusher: Flusher,
-                n: int) -> Dict[str, float]:
+                n: int, errors: Dict[str, str]) -> Dict[str, float]:
     """Median events time of each library's call, the libraries interleaved call by call
     (rep i runs every library once, in `order`): all of them then run at the same clock and
     temperature. Run one library's n calls after the other's, the last one ran on a GPU the
     others had heated (h200-10: qgemm, run last, 4096x7168x16384 +109.5 us over its kineto
-    time, DeepGEMM +26.9)."""
+    time, DeepGEMM +26.9). A library whose call raises is left out, its error in `errors`
+    under "<lib>-events" (as the per-library timing did)."""
     import torch
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     times: Dict[str, List[float]] = {lib: [] for lib in order if lib in calls}
     torch.cuda.synchronize()
     for _ in range(n):
-        for lib in times:
-            flusher.small()
-            start.record()
-            calls[lib]()
-            end.record()
-            end.synchronize()
-            times[lib].append(start.elapsed_time(end) * 1e3)
+        for lib in list(times):
+            try:
+                flusher.small()
+                start.record()
+                calls[lib]()
+                end.record()
+                end.synchronize()
+                times[lib].append(start.elapsed_time(end) * 1e3)
+            except Exception as e:  # this library leaves the timing; the others go on
+                errors[f"{lib}-events"] = short_err(e)
+                del times[lib]
     return {lib: statistics.median(t) for lib, t in times.items()}
 
 
@@ -978,10 +983,7 @@ def run_row(spec: Dict[str, Any], libs: Libs, flusher: Flusher, args: argparse.N
             res["kineto"][lib] = us
         except Exception as e:
             errors[f"{lib}-kineto"] = short_err(e)
-    try:
-        res["events"] = time_events(calls, order, flusher, args.iters)
-    except Exception as e:
-        errors["events"] = short_err(e)
+    res["events"] = time_events(calls, order, flusher, args.iters, errors)
 
     rows = []
     for timing in ("kineto", "events"):
