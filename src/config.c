@@ -464,6 +464,14 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
      * within 1% of each other), and level with 256x128 A at K = 7168 (masked
      * 6 x ~1024 rows: 440.8 against 431.5 us; 4096x2048: 83.2 against 93.9). */
     if (bm == 128 && bn == 256 && walks_groups(kind)) return a ? 1.08 : 1.07;
+    /* Masked groups of more than 256 rows, once 128x192's K loop ran
+     * unrolled by 4 (H200, 2026-11-25-h200-12 explore-h*.log, kineto,
+     * DeepGEMM's time / qgemm's, 6 x ~1024 rows): 128x192 A 0.951 / 0.985 /
+     * 0.966 / 0.988 at N x K 6144x7168 / 7168x3072 / 4096x4096 / 4096x2048,
+     * against 128x256 A 0.946 / 0.952 / 1.010 / 0.939 (DeepGEMM runs 128x192,
+     * with B multicast, on all four; qgemm's masked kernel has no B
+     * multicast). Rated so that 128x192 A wins at all four. */
+    if (bm == 128 && bn == 192 && kind == QG_GEMM_GROUPED_MASKED && a) return 1.12;
     /* (psum groups of 1024 rows and more are rated as the contiguous layout,
      * qg__select_avoiding: rate_kind) */
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
@@ -551,7 +559,12 @@ static long long small_tile_cost(int rows, int bm, int bn, int waves) {
  * measured: the cluster, the partner's sums, one stage less).
  * 64x2112x7168: 64x16 14.0 us, 64x32 split 12.3; 128x2112x7168: 64x32 14.4,
  * 128x32 split 13.8; 128x4096x7168: 128x32 17.0, 128x64 split 19.0 (the
- * model keeps 128x32 there).
+ * model keeps 128x32 there). On the H200 the 128-row split lost where the
+ * H100 had it win (2026-11-25-h200-12, explore-h*.log, kineto, two runs):
+ * 128x2112x7168 as 128x32 split 11.32 us against 10.82 / 10.66 as 64x32
+ * without (DeepGEMM's tile there: 10.82-10.97 us); 128x4096x7168 128x32
+ * split 18.29 against 15.45 plain. Only 64-row tiles split now (64x2112x7168
+ * 64x32 split 9.74-9.87 us against 10.10-10.33 as 64x16 / 64x32).
  */
 static double stream_us(const qg_problem *p, int bm, int bn, int split_k) {
     const double rate = bm == 64 ? 70e3 : 100e3;  /* bytes per us per SM */
@@ -700,19 +713,19 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         qg_config split;
         memset(&split, 0, sizeof split);
         int split_ctas = 0;
-        for (int bm = 64; bm <= (rows > 64 ? 128 : 64); bm *= 2)
-            for (int bn = 16; bn <= max_plain_block_n(bm); bn += 16) {
-                if (avoided(avoid, num_avoid, bm, bn)) continue;
-                if (qg__smem_bytes(bm, bn, 1, 2, sfb_floats(p, bn)) > props->smem_optin_bytes)
-                    continue;
-                const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
-                if (ctas > num_sms - num_sms % 2) continue;
-                const double t = stream_us(p, bm, bn, 2);
-                if (t < best_split) {
-                    split.block_m = bm, split.block_n = bn, split.split_k = 2;
-                    best_split = t, split_ctas = (int)ctas;
-                }
+        const int bm = 64; /* (see stream_us: 128-row splits lost on the H200) */
+        for (int bn = 16; bn <= max_plain_block_n(bm); bn += 16) {
+            if (avoided(avoid, num_avoid, bm, bn)) continue;
+            if (qg__smem_bytes(bm, bn, 1, 2, sfb_floats(p, bn)) > props->smem_optin_bytes)
+                continue;
+            const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
+            if (ctas > num_sms - num_sms % 2) continue;
+            const double t = stream_us(p, bm, bn, 2);
+            if (t < best_split) {
+                split.block_m = bm, split.block_n = bn, split.split_k = 2;
+                best_split = t, split_ctas = (int)ctas;
             }
+        }
         if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
     }
     qg_config cfg = best;

@@ -143,8 +143,7 @@ TEST(config_wide_tiles) {
      * 98.8, 128x128 A 104.3, 256x128 A 101.1). M = 128 (2026-11-22-explore9,
      * L2 left clean before each run): one 128-row tile where B is wide
      * (128x7168x16384: 128x64 47.4 us against 56.7 as 64x112; 128x4096x7168:
-     * 128x32 17.1 against 18.3 as 64x64). At 128x2112x7168 split-K now
-     * runs instead: config_split_k. Masked groups of 256 rows
+     * 128x32 17.1 against 18.3 as 64x64). Masked groups of 256 rows
      * (2026-11-22-explore12, run 1): one 256x128 m-block per group, where it
      * saves waves (4x256 N 4096 K 7168: 55.0 us against 61.7 as 128x128;
      * N 7168 K 2048: 34.3 against 38.4 as 128x160). Since the plain 128x192
@@ -169,7 +168,10 @@ TEST(config_wide_tiles) {
      * contiguous 4 x 8192 rows, N 6144, K 7168 128x192 A 0.963 against
      * 0.943-0.957 as 128x256, psum there 128x192 0.966-0.972 against
      * 0.946-0.959 as 128x256 A; masked 32 groups of ~192 rows 256x128 A
-     * 568.7 us against 581.6 without. */
+     * 568.7 us against 581.6 without. Masked groups of ~1024 rows then
+     * (2026-11-25-h200-12, explore-h*.log): 128x192 A ahead of 128x256 A at
+     * N x K 6144x7168, 7168x3072 and 4096x2048 (0.5-5.8%), behind at
+     * 4096x4096 (4%). */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, 128, 192, QG_MULTICAST_NONE},
@@ -192,8 +194,9 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
         {{QG_GEMM_GROUPED_PSUM, 6144, 6144, 7168, 32, 230, 0}, 128, 256, QG_MULTICAST_NONE},
-        {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 6, 1228, 0}, 128, 256, QG_MULTICAST_A},
-        {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 6, 1228, 0}, 128, 256, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 6, 1228, 0}, 128, 192, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 6, 1228, 0}, 128, 192, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 7168, 3072, 6, 1228, 0}, 128, 192, QG_MULTICAST_A},
     };
     for (size_t i = 0; i < sizeof measured / sizeof measured[0]; i++) {
         CHECK(qg_select_config(ctx, &measured[i].p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
@@ -532,17 +535,18 @@ TEST(config_kernel_plans) {
 
 /* Split-K: chosen for small dense problems whose tiles would each stream
  * more rows per K block than DRAM can feed the grid (the narrow-N rows of
- * the DeepSeek-V3 table at M <= 128), never where DRAM is already the limit
- * or the split's fixed cost outweighs it (128x4096x7168 measured slower,
- * short K), for large M or for grouped layouts; forced, it is checked
+ * the DeepSeek-V3 table at M <= 128), with 64-row tiles only (128-row
+ * splits measured slower on the H200: 128x2112x7168, 128x4096x7168), never
+ * where DRAM is already the limit or the split's fixed cost outweighs it
+ * (short K), for large M or for grouped layouts; forced, it is checked
  * like every other field, and its reduction buffer is in the plan. */
 TEST(config_split_k) {
     qg_context *ctx = h100();
     CHECK(ctx, "offline context: %s", qg_last_error());
-    /* (33x576x7168 and 100x2112x7296 are qgemm check's split-K cases.) */
+    /* (33x576x7168 and 64x2112x7296 are qgemm check's split-K cases.) */
     static const struct { int m, n, k, bm, bn; } split[] = {
-        {64, 2112, 7168, 64, 32}, {1, 2112, 7168, 64, 32}, {128, 2112, 7168, 128, 32},
-        {100, 2112, 7296, 128, 32}, {33, 576, 7168, 64, 16}};
+        {64, 2112, 7168, 64, 32}, {1, 2112, 7168, 64, 32}, {128, 576, 7168, 64, 32},
+        {64, 2112, 7296, 64, 32}, {33, 576, 7168, 64, 16}};
     for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
         qg_problem p = {QG_GEMM_DENSE, split[i].m, split[i].n, split[i].k, 1, 0, 0};
         qg_config cfg;
@@ -560,6 +564,7 @@ TEST(config_split_k) {
     static const qg_problem plain[] = {
         {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0, 0},   {QG_GEMM_DENSE, 64, 7168, 16384, 1, 0, 0},
         {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0},  {QG_GEMM_DENSE, 64, 2112, 1024, 1, 0, 0},
+        {QG_GEMM_DENSE, 128, 2112, 7168, 1, 0, 0},  {QG_GEMM_DENSE, 100, 2112, 7296, 1, 0, 0},
         {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0, 0},
         {QG_GEMM_DENSE, 64, 24576, 1536, 1, 0, 0},  {QG_GEMM_DENSE, 64, 2112, 896, 1, 0, 0},
         {QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, {QG_GEMM_DENSE, 1000, 2112, 7168, 1, 0, 0},

@@ -409,6 +409,29 @@ def test_grouped_masked(expected_m):
     assert_matches(got, want, seed, f", masked_m {counts}")
 
 
+def test_grouped_masked_groups_of_1024_rows():
+    # the heuristic's tile for masked groups of ~1024 rows (src/config.c: 128x192 with A
+    # multicast), one group empty and one full, against the float64 reference
+    seed = random.randrange(2 ** 31)
+    counts = [1000, 0, 1024, random.Random(seed).randrange(129, 1024), 640, 1]
+    g, m_max, n, k = len(counts), 1024, 4096, 512
+    cfg = qgemm.select_config(m_max, n, k, kind="masked", num_groups=g, expected_m=1000)
+    assert (cfg["block_m"], cfg["block_n"], cfg["multicast"]) == (128, 192, 1), cfg
+    masked_m = torch.tensor(counts, dtype=torch.int32, device=DEV)
+    a, sfa = activations((g, m_max, k), seed)
+    b, sfb = weights((g, n, k), seed)
+    d = torch.full((g, m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+    qgemm.m_grouped_fp8_gemm_nt_masked((a, qgemm.get_col_major_tma_aligned_tensor(sfa)), (b, sfb), d,
+                                       masked_m, 1000)
+    torch.cuda.synchronize()
+    for e, rows in enumerate(counts):
+        assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}: group {e} rows past masked_m written"
+    deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
+    got = torch.cat([d[e, :rows] for e, rows in enumerate(counts)])
+    want = torch.cat([deq_a[e, :rows] @ deq_b[e].T for e, rows in enumerate(counts)])
+    assert_matches(got, want, seed, f", masked_m {counts}")
+
+
 # ---- rejected calls write nothing -------------------------------------------------------
 
 
