@@ -762,9 +762,20 @@ qg_status qgtk_problem_check(qg_context *ctx, qgtk_problem_data *p, qgtk_check_r
             continue;
         }
         const double *ref = p->ref + r * p->n;
+        bool row_unwritten = false;
         for (int c = 0; c < p->n; c++) {
             x[c] = (double)qg_bf16_decode(drow[c]);
-            res->unwritten_count += drow[c] == 0xffff;
+            if (drow[c] == 0xffff) {
+                /* where: the rows and columns that kept the poison */
+                if (res->unwritten_count++ == 0) {
+                    res->unwritten_rows[0] = res->unwritten_rows[1] = r;
+                    res->unwritten_cols[0] = res->unwritten_cols[1] = c;
+                }
+                if (r > res->unwritten_rows[1]) res->unwritten_rows[1] = r;
+                if (c < res->unwritten_cols[0]) res->unwritten_cols[0] = c;
+                if (c > res->unwritten_cols[1]) res->unwritten_cols[1] = c;
+                row_unwritten = true;
+            }
             if (isnan(x[c])) {
                 res->nan_count++;
             } else {
@@ -772,6 +783,7 @@ qg_status qgtk_problem_check(qg_context *ctx, qgtk_problem_data *p, qgtk_check_r
                 if (e > res->max_abs_err || isnan(e)) res->max_abs_err = e;
             }
         }
+        res->unwritten_row_count += row_unwritten;
         for (int64_t c = p->n; c < p->ldd; c++) res->modified_count += drow[c] != 0xffff;
         res->checked += p->n;
         qgtk_diff_add(&all, x, ref, (size_t)p->n);
@@ -897,11 +909,16 @@ bool qgtk_check_passed(const qgtk_check_result *res, double bound) {
 }
 
 const char *qgtk_check_describe(const qgtk_check_result *res, char *buf, size_t len) {
+    char where[128] = "";
+    if (res->unwritten_count > 0)
+        snprintf(where, sizeof where, " (in %lld rows of rows %lld..%lld, cols %d..%d)",
+                 (long long)res->unwritten_row_count, (long long)res->unwritten_rows[0],
+                 (long long)res->unwritten_rows[1], res->unwritten_cols[0], res->unwritten_cols[1]);
     snprintf(buf, len,
-             "diff %.3g (worst group %.3g), nan %lld, unwritten %lld, modified %lld, of %lld "
+             "diff %.3g (worst group %.3g), nan %lld, unwritten %lld%s, modified %lld, of %lld "
              "checked, max abs err %.3g, %s reference",
              res->diff, res->group_diff_max, (long long)res->nan_count,
-             (long long)res->unwritten_count, (long long)res->modified_count,
+             (long long)res->unwritten_count, where, (long long)res->modified_count,
              (long long)res->checked, res->max_abs_err, res->gpu_reference ? "gpu" : "cpu");
     return buf;
 }

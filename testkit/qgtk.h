@@ -251,6 +251,9 @@ typedef struct {
     int64_t checked;         /* elements that must be written (rows x n) */
     int64_t nan_count;       /* NaN among them (still-poisoned ones included) */
     int64_t unwritten_count; /* among them, still exactly the poison pattern */
+    int64_t unwritten_row_count;  /* rows holding such elements */
+    int64_t unwritten_rows[2];    /* first and last such row (when unwritten_count > 0) */
+    int unwritten_cols[2];        /* lowest and highest such column */
     int64_t modified_count;  /* elements that must keep the poison and do not:
                               * skipped rows (any column < ldd) and the ldd
                               * padding columns of written rows */
