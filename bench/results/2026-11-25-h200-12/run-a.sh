@@ -15,7 +15,7 @@ for shape in 4096x1536x24576 4096x7168x16384; do
   timeout 150 ncu --clock-control none -k regex:'qg_fp8|sm90' -s 2 -c 2 --section SpeedOfLight \
     --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis --section SchedulerStats --section LaunchStats $MET \
-    python3 $R/ncu-pair.py dense $shape >> $OUT/ncu-pair.log 2>&1
+    python3 bench/results/2026-11-25-h200-10/ncu-pair.py dense $shape >> $OUT/ncu-pair.log 2>&1
 done
 make -j16 build/libqgemm.a > /tmp/make.log 2>&1 || tail /tmp/make.log >> $OUT/setup.log
 cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -I"${CUDA_HOME:-/usr/local/cuda}/include" \
