@@ -262,7 +262,7 @@ TEST(compile_cubin_resources_match_ptxas) {
 /* Problems where the heuristic's tile spills at this K with this compiler
  * (CPU sweep over K, 2026-11-25 f: 256x128 A at K = 1152, dense and masked;
  * contiguous and psum 128x192 A at K = 16384; masked 256x128 also spills
- * at 1536 and 24576, where the heuristic takes 128x256 for 6 x ~1024 rows):
+ * at 1536 and 24576, where the heuristic takes 128x192 A for 6 x ~1024 rows):
  * the call without a forced configuration must
  * still compile a clean kernel (qg_compile falls back to the next tile).
  * Whether a given NVRTC spills there or not, the kernel qg_compile returns

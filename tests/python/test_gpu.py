@@ -372,16 +372,15 @@ def test_unrolled_tiles(kind, config):
         d = torch.full((g, m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
         qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, 300, config=config)
         torch.cuda.synchronize()
-        for e, rows in enumerate(counts):
-            assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}{what}: group {e} rows past masked_m written"
-        got, want = reference(a, sfa, d)
-        assert_matches(got, want, seed, what)
+        assert_masked(d, counts, reference, a, sfa, seed, what)
 
 
-def masked_problem(seed, g=4, m_max=256, n=512, k=1536):
-    """Inputs of a masked grouped GEMM (groups of 0, 1, some and m_max rows) and
-    reference(a, sfa, d) -> (the valid rows of d, their float64 product)."""
-    counts = [0, 1, random.Random(seed).randrange(2, m_max), m_max][:g]
+def masked_problem(seed, g=4, m_max=256, n=512, k=1536, counts=None):
+    """Inputs of a masked grouped GEMM (groups of 0, 1, some and m_max rows, or the given
+    counts) and reference(a, sfa, d) -> (the valid rows of d, their float64 product)."""
+    if counts is None:
+        counts = [0, 1, random.Random(seed).randrange(2, m_max), m_max][:g]
+    g = len(counts)
     masked_m = torch.tensor(counts, dtype=torch.int32, device=DEV)
     a, sfa = activations((g, m_max, k), seed)
     b, sfb = weights((g, n, k), seed)
@@ -395,6 +394,14 @@ def masked_problem(seed, g=4, m_max=256, n=512, k=1536):
     return counts, a, qgemm.get_col_major_tma_aligned_tensor(sfa), b, sfb, masked_m, reference
 
 
+def assert_masked(d, counts, reference, a, sfa, seed, what=""):
+    """Rows past each group's masked_m still hold the pattern; the others match the reference."""
+    for e, rows in enumerate(counts):
+        assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}{what}: group {e} rows past masked_m written"
+    got, want = reference(a, sfa, d)
+    assert_matches(got, want, seed, f"{what}, masked_m {counts}")
+
+
 @pytest.mark.parametrize("expected_m", [1, 64, 256])
 def test_grouped_masked(expected_m):
     seed = random.randrange(2 ** 31)
@@ -403,33 +410,23 @@ def test_grouped_masked(expected_m):
     d = torch.full((g, m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
     qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, expected_m)
     torch.cuda.synchronize()
-    for e, rows in enumerate(counts):
-        assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}: group {e} rows past masked_m written"
-    got, want = reference(a, sfa, d)
-    assert_matches(got, want, seed, f", masked_m {counts}")
+    assert_masked(d, counts, reference, a, sfa, seed)
 
 
 def test_grouped_masked_groups_of_1024_rows():
     # the heuristic's tile for masked groups of ~1024 rows (src/config.c: 128x192 with A
     # multicast), one group empty and one full, against the float64 reference
     seed = random.randrange(2 ** 31)
-    counts = [1000, 0, 1024, random.Random(seed).randrange(129, 1024), 640, 1]
-    g, m_max, n, k = len(counts), 1024, 4096, 512
-    cfg = qgemm.select_config(m_max, n, k, kind="masked", num_groups=g, expected_m=1000)
+    m_max, n, k = 1024, 4096, 512
+    counts, a, sfa, b, sfb, masked_m, reference = masked_problem(
+        seed, m_max=m_max, n=n, k=k,
+        counts=[1000, 0, 1024, random.Random(seed).randrange(129, 1024), 640, 1])
+    cfg = qgemm.select_config(m_max, n, k, kind="masked", num_groups=len(counts), expected_m=1000)
     assert (cfg["block_m"], cfg["block_n"], cfg["multicast"]) == (128, 192, 1), cfg
-    masked_m = torch.tensor(counts, dtype=torch.int32, device=DEV)
-    a, sfa = activations((g, m_max, k), seed)
-    b, sfb = weights((g, n, k), seed)
-    d = torch.full((g, m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
-    qgemm.m_grouped_fp8_gemm_nt_masked((a, qgemm.get_col_major_tma_aligned_tensor(sfa)), (b, sfb), d,
-                                       masked_m, 1000)
+    d = torch.full((len(counts), m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+    qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, 1000)
     torch.cuda.synchronize()
-    for e, rows in enumerate(counts):
-        assert (d[e, rows:] == BF16_PATTERN).all(), f"seed {seed}: group {e} rows past masked_m written"
-    deq_a, deq_b = dequant_a(a, sfa), dequant_b(b, sfb)
-    got = torch.cat([d[e, :rows] for e, rows in enumerate(counts)])
-    want = torch.cat([deq_a[e, :rows] @ deq_b[e].T for e, rows in enumerate(counts)])
-    assert_matches(got, want, seed, f", masked_m {counts}")
+    assert_masked(d, counts, reference, a, sfa, seed)
 
 
 # ---- rejected calls write nothing -------------------------------------------------------
