@@ -223,7 +223,8 @@ typedef struct {
     int block_n;        /* multiple of 16, 16..256 within the register budget */
     int num_stages;     /* 1..32 shared-memory pipeline stages; 0 = most that fit */
     qg_multicast multicast;
-    int swizzle_group;  /* tiles per scheduler swizzle group; 0 = default (16) */
+    int swizzle_group;  /* blocks per scheduler swizzle group; 0 = the library's
+                           (16; 1 for dense M <= 256 without multicast) */
     int split_k;        /* 0 or 1 = none; 2 = the two CTAs of a cluster share each tile,
                            each summing half of K (dense, multicast none; 0.2.0) */
     int num_sms;        /* filled by selection: persistent grid size */

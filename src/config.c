@@ -101,6 +101,25 @@ static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
 
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
 
+/*
+ * The scheduler's group of blocks (QG_SWIZZLE_GROUP) when the caller leaves
+ * it 0. Small dense problems without multicast (M <= 256: a few m-blocks,
+ * bound by reading B) take 1: the m-blocks of one n-block go to consecutive
+ * CTAs, which then read the same B tile at the same time and L2 serves it
+ * once (ncu, 128x4096x7168 as 64x64: 128.0 MB through L2 in the default
+ * order against DeepGEMM's 89.6, which orders its tiles this way; the same
+ * 30.3 MB from DRAM). Measured beside DeepGEMM (H200, 2026-11-25 h,
+ * bench/results/2026-11-25-h200-13, explore-i/j.log, kineto): 128x4096x7168
+ * as 64x64 14.25-14.34 us against 16.29 with 16 (DeepGEMM 14.05-14.34, the
+ * same tile); 128x7168x16384 as 64x112 39.50 against 48.34; 128x2112x7168
+ * as 64x32 10.48-10.54 against 10.60-10.78. Everything else keeps 16 (M =
+ * 4096: 1, 2, 4, 8 and 32 were slower or even, explore-i.log).
+ */
+static int default_swizzle(const qg_problem *p, qg_multicast mc) {
+    return p->kind == QG_GEMM_DENSE && p->m <= 256 && mc == QG_MULTICAST_NONE ? 1
+                                                                              : QG_DEFAULT_SWIZZLE;
+}
+
 /* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
  * tiles along N (even n-block count), B along M (the dense scheduler only:
  * grouped pairs could straddle groups; even m-block count; each CTA loads
@@ -247,7 +266,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
                         QG_MAX_STAGES, cfg->num_stages);
-    const int swizzle = cfg->swizzle_group ? cfg->swizzle_group : QG_DEFAULT_SWIZZLE;
+    const int swizzle = cfg->swizzle_group ? cfg->swizzle_group : default_swizzle(p, cfg->multicast);
     if (swizzle < 1 || swizzle > 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: swizzle_group must be in [0, 256], got %d",
                         cfg->swizzle_group);
@@ -530,18 +549,21 @@ static double wgrad_efficiency(int bm, int bn, int k) {
 
 /*
  * What a small problem's tile costs each SM: waves x the rows of A and B one
- * CTA streams per K block, each B row counted once per m-block that reads it.
- * Two m-blocks sharing a B tile ran slower than one CTA holding all the rows,
- * though each CTA reads its B tile once and the pair's second read hits L2
- * (H100, 2026-11-22-explore9, qgemm alone, median of 40): 128x7168x16384 as
- * 128x64 (112 CTAs) 47.4 us against 56.7 as 64x112 (128 CTAs, each B tile
- * read by two) and 48.4 as 64x112 with B multicast; 128x7168x2048 11.1
- * against 12.0; 128x4096x7168 as 128x32 17.1 against 18.3 as 64x64. Where B
- * tiles are narrow, A's rows dominate and 64-row tiles stay ahead:
- * 128x2112x7168 14.4 us as 64x32, 15.4 as 128x16, 16.1 as 128x32.
+ * CTA streams per K block. Dense problems (b_once) count a B tile once: the
+ * m-blocks that share it run on consecutive CTAs (default_swizzle) and L2
+ * serves them together (H200, 2026-11-25-h200-13 explore-j.log, kineto:
+ * 128x4096x7168 as 64x64 14.34 us against 15.47 as 128x32; 128x7168x16384
+ * as 64x112 39.50 against 40.83 as 128x64; 128x7168x2048 8.30 against
+ * 8.34). Masked groups count a B row once per m-block that reads it: their
+ * tiles keep the default order, where two m-blocks sharing a B tile ran
+ * slower than one CTA holding all the rows (H100, 2026-11-22-explore9:
+ * dense 128x7168x16384 as 128x64 47.4 us against 56.7 as 64x112 in that
+ * order, 48.4 with B multicast). Where B tiles are narrow, A's rows
+ * dominate and 64-row tiles stay ahead: 128x2112x7168 14.4 us as 64x32,
+ * 15.4 as 128x16, 16.1 as 128x32 (H100).
  */
-static long long small_tile_cost(int rows, int bm, int bn, int waves) {
-    return (long long)waves * (bm + (long long)bn * ceil_div(rows, bm));
+static long long small_tile_cost(int rows, int bm, int bn, int waves, bool b_once) {
+    return (long long)waves * (bm + (long long)bn * (b_once ? 1 : ceil_div(rows, bm)));
 }
 
 /*
@@ -658,7 +680,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * expected_m = 1228 rows preferred; explore-d.log). */
                 const double fill = walks_groups(p->kind) ? (double)tiles / num_sms : waves;
                 const double cost =
-                    large ? fill * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves);
+                    large ? fill * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves, p->kind == QG_GEMM_DENSE);
                 bool better;
                 if (best.block_m == 0) better = true;
                 else if (large) better = cost < best_cost * 0.999;

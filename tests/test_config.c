@@ -87,6 +87,28 @@ TEST(config_multicast_rules) {
     CHECK(qg_select_config(ctx, &small, &cfg) == QG_SUCCESS, "%s", qg_last_error());
     CHECK(cfg.multicast == QG_MULTICAST_NONE, "M=64 should not multicast");
 
+    /* The tile order (swizzle_group 0 = the library's): small dense problems
+     * without multicast put the m-blocks of one n-block on consecutive CTAs
+     * (1), everything else groups 16 blocks; a caller's value is kept. */
+    const struct { qg_problem p; int bm, bn; qg_multicast mc; int swizzle; } order[] = {
+        {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0}, 64, 64, QG_MULTICAST_NONE, 1},
+        {{QG_GEMM_DENSE, 256, 7168, 2048, 1, 0, 0}, 128, 112, QG_MULTICAST_NONE, 1},
+        {{QG_GEMM_DENSE, 257, 7168, 2048, 1, 0, 0}, 128, 112, QG_MULTICAST_NONE, 16},
+        {{QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_A, 16},
+        {{QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 128, 0}, 64, 64, QG_MULTICAST_NONE, 16},
+    };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        qg_config c = (qg_config){.block_m = order[i].bm, .block_n = order[i].bn, .multicast = order[i].mc};
+        CHECK(qg_complete_config(ctx, &order[i].p, &c) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(c.swizzle_group == order[i].swizzle, "%dx%dx%d kind %d %dx%d: swizzle %d, expected %d",
+              order[i].p.m, order[i].p.n, order[i].p.k, (int)order[i].p.kind, order[i].bm,
+              order[i].bn, c.swizzle_group, order[i].swizzle);
+        c = (qg_config){.block_m = order[i].bm, .block_n = order[i].bn, .multicast = order[i].mc,
+                        .swizzle_group = 8};
+        CHECK(qg_complete_config(ctx, &order[i].p, &c) == QG_SUCCESS && c.swizzle_group == 8,
+              "a caller's swizzle_group 8 became %d", c.swizzle_group);
+    }
+
     /* Multicast A with an odd number of n-blocks is refused, naming the rule. */
     qg_problem odd = {QG_GEMM_DENSE, 1024, 48, 512, 1, 0, 0};
     qg_config c = {.block_m = 128, .block_n = 16, .multicast = QG_MULTICAST_A};
@@ -171,7 +193,10 @@ TEST(config_wide_tiles) {
      * 568.7 us against 581.6 without. Masked groups of ~1024 rows then
      * (2026-11-25-h200-12, explore-h*.log): 128x192 A ahead of 128x256 A at
      * N x K 6144x7168, 7168x3072 and 4096x2048 (0.5-5.8%), behind at
-     * 4096x4096 (4%). */
+     * 4096x4096 (4%). Small dense rows once the m-blocks of an n-block ran
+     * on consecutive CTAs (2026-11-25-h200-13, explore-j.log): 128x7168x16384
+     * 64x112 39.50 us against 40.83 as 128x64; 128x7168x2048 8.30 against
+     * 8.34; 128x4096x7168 64x64 14.34 against 15.47 as 128x32. */
     const struct { qg_problem p; int bm, bn; qg_multicast mc; } measured[] = {
         {{QG_GEMM_DENSE, 4096, 7168, 16384, 1, 0, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, 128, 192, QG_MULTICAST_NONE},
@@ -182,9 +207,9 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 32, 230, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_DENSE, 1024, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 2048, 4096, 7168, 1, 0, 0}, 256, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 128, 7168, 16384, 1, 0, 0}, 128, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 128, 7168, 2048, 1, 0, 0}, 128, 64, QG_MULTICAST_NONE},
-        {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0}, 128, 32, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 7168, 16384, 1, 0, 0}, 64, 112, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 7168, 2048, 1, 0, 0}, 64, 112, QG_MULTICAST_NONE},
+        {{QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0}, 64, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_DENSE, 64, 7168, 16384, 1, 0, 0}, 64, 64, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256, 0}, 256, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_MASKED, 256, 7168, 2048, 4, 256, 0}, 256, 128, QG_MULTICAST_NONE},
