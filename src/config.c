@@ -581,7 +581,8 @@ static long long small_tile_cost(int rows, int bm, int bn, int waves, bool b_onc
  * measured: the cluster, the partner's sums, one stage less).
  * 64x2112x7168: 64x16 14.0 us, 64x32 split 12.3; 128x2112x7168: 64x32 14.4,
  * 128x32 split 13.8; 128x4096x7168: 128x32 17.0, 128x64 split 19.0 (the
- * model keeps 128x32 there). On the H200 the 128-row split lost where the
+ * model keeps a plain tile there: 64x64 since 2026-11-25-h200-13, in tile
+ * order 1, 14.34 us). On the H200 the 128-row split lost where the
  * H100 had it win (2026-11-25-h200-12, explore-h*.log, kineto, two runs):
  * 128x2112x7168 as 128x32 split 11.32 us against 10.82 / 10.66 as 64x32
  * without (DeepGEMM's tile there: 10.82-10.97 us); 128x4096x7168 128x32
