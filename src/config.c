@@ -549,10 +549,10 @@ static double wgrad_efficiency(int bm, int bn, int k) {
 
 /*
  * What a small problem's tile costs each SM: waves x the rows of A and B one
- * CTA streams per K block. Dense problems (b_once) count a B tile once: the
- * m-blocks that share it run on consecutive CTAs (default_swizzle) and L2
- * serves them together (H200, 2026-11-25-h200-13 explore-j.log, kineto:
- * 128x4096x7168 as 64x64 14.34 us against 15.47 as 128x32; 128x7168x16384
+ * CTA streams per K block. Where default_swizzle puts the m-blocks that
+ * share a B tile on consecutive CTAs (small dense problems), the tile counts
+ * once (b_once): L2 serves them together (H200, 2026-11-25-h200-13
+ * explore-j.log, kineto: 128x4096x7168 as 64x64 14.34 us against 15.47 as 128x32; 128x7168x16384
  * as 64x112 39.50 against 40.83 as 128x64; 128x7168x2048 8.30 against
  * 8.34). Masked groups count a B row once per m-block that reads it: their
  * tiles keep the default order, where two m-blocks sharing a B tile ran
@@ -680,8 +680,11 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * us against 93.2 for 128x192 A, which whole waves of
                  * expected_m = 1228 rows preferred; explore-d.log). */
                 const double fill = walks_groups(p->kind) ? (double)tiles / num_sms : waves;
+                /* (a B tile counts once where the m-blocks sharing it run
+                 * on consecutive CTAs: the order the tile will get) */
+                const bool b_once = default_swizzle(p, c.multicast) == 1;
                 const double cost =
-                    large ? fill * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves, p->kind == QG_GEMM_DENSE);
+                    large ? fill * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves, b_once);
                 bool better;
                 if (best.block_m == 0) better = true;
                 else if (large) better = cost < best_cost * 0.999;

@@ -163,9 +163,10 @@ TEST(config_wide_tiles) {
      * as with; at one or two waves 256x128 without multicast ran fastest
      * (1024x4096x7168: 52.5 us, 128x128 56.0, 256x128 A 54.7; 2048x4096x7168:
      * 98.8, 128x128 A 104.3, 256x128 A 101.1). M = 128 (2026-11-22-explore9,
-     * L2 left clean before each run): one 128-row tile where B is wide
-     * (128x7168x16384: 128x64 47.4 us against 56.7 as 64x112; 128x4096x7168:
-     * 128x32 17.1 against 18.3 as 64x64). Masked groups of 256 rows
+     * L2 left clean before each run, in the default tile order of then):
+     * one 128-row tile where B is wide (128x7168x16384: 128x64 47.4 us
+     * against 56.7 as 64x112; 128x4096x7168: 128x32 17.1 against 18.3 as
+     * 64x64); superseded for dense rows by the tile order of h200-13 below. Masked groups of 256 rows
      * (2026-11-22-explore12, run 1): one 256x128 m-block per group, where it
      * saves waves (4x256 N 4096 K 7168: 55.0 us against 61.7 as 128x128;
      * N 7168 K 2048: 34.3 against 38.4 as 128x160). Since the plain 128x192
