@@ -141,6 +141,8 @@ struct qg_kgroups {
 /* CTAs whose TMA loads write into one another's stages (multicast pairs). */
 #define QG_LOAD_CLUSTER (QG_MULTICAST ? QG_CLUSTER : 1)
 #define QG_WG_TILES (QG_BLOCK_M / 64 / QG_NUM_MATH_WGS) /* m64 tiles per math warpgroup */
+#define QG_WG_ROWS (QG_WG_TILES * 64) /* tile rows per math warpgroup (the D map's box rows) */
+#define QG_SKIP_ROWS (QG_KIND == 2) /* masked: m64 tiles past a group's end are skipped */
 #define QG_OUT (QG_BLOCK_N / 2)                         /* FP32 sums per thread per m64 tile */
 /* A warpgroup's share of a K block is QG_UNITS WGMMA units of m64 x
  * QG_WGMMA_N: its m64 tiles times the QG_N_PARTS parts of block_n. The units
@@ -162,18 +164,23 @@ struct qg_kgroups {
  * peers-unroll.txt, kineto beside DeepGEMM): 128x192 by 4 (4096x1536x24576
  * 0.940 -> 0.961-0.965 of DeepGEMM, 4096x2112x7168 0.964 -> 0.987; by 8 it
  * lost 1.5% of that at K = 24576); 128x256 by 8 (contiguous 4 x 8192,
- * 6144x7168: 2238.4 us rolled, 2196.8 by 4, 2163.5 by 8); 256x128 by 4 (by
- * 8: 0.5-0.7% faster, but 112 spilled bytes at K = 1152, where by 4 spills
- * 32 as it did before). The other one-set tiles were not measured unrolled
- * and keep the rolled loop (with the barrier tested ahead, QG_TEST_AHEAD).
- * Some K still spill (CPU sweep over K: 256x128 A at K = 1152, masked at
- * 1536 and 24576, contiguous 128x192 at 16384, as at 78d5a57 with its loops):
+ * 6144x7168: 2238.4 us rolled, 2196.8 by 4, 2163.5 by 8); 256x128 by 8
+ * from 32 K blocks, by 4 below (2026-11-25 i, explore-b.log: by 8 against
+ * by 4, of DeepGEMM: 4096x16384x7168 0.965-0.967 -> 0.979, 4096x7168x16384
+ * 0.969-0.971 -> 0.977, 4096x4096x7168 0.971-0.974 -> 0.979; but
+ * 4096x7168x576 1.020 / 0.997 -> 0.955 and 4096x24576x1536 0.999 / 0.991 ->
+ * 0.987, and by 8 spills at K = 1152 and masked 1536, where by 4 does not).
+ * The other one-set tiles were not measured unrolled and keep the rolled
+ * loop (with the barrier tested ahead, QG_TEST_AHEAD). Some K still spill
+ * (CPU sweep over K: masked 256x128 at 18432-28672 by 4 or by 8, contiguous
+ * 128x192 at 16384):
  * the heuristic then falls back to the next tile (qg__select_avoiding). */
 #define QG_K_UNROLL                                                        \
     (QG_SFB_COLS ? 1                                                       \
      : QG_BLOCK_M == 128 && QG_BLOCK_N == 256 ? 8                          \
-     : (QG_BLOCK_M == 128 && QG_BLOCK_N == 192) || (QG_BLOCK_M == 256 && QG_BLOCK_N == 128) ? 4 \
-                                                                           : 1)
+     : QG_BLOCK_M == 256 && QG_BLOCK_N == 128 ? (QG_NUM_K_BLOCKS >= 32 ? 8 : 4) \
+     : QG_BLOCK_M == 128 && QG_BLOCK_N == 192 ? 4                          \
+                                              : 1)
 /* Without the unrolling, the next stage's full barrier is tested ahead of
  * the loop top. */
 #define QG_TEST_AHEAD (QG_K_UNROLL == 1 && !QG_SFB_COLS)
@@ -727,8 +734,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * sum and an FMUL per (row, SFB row) pair, instead of a select and
              * two FMULs per column group redone every K block (128x192:
              * 281 instructions a K block, 96 of them FFMA). */
-            auto k_loop = [&](auto n_off_const) {
+            /* ... and once per number of this warpgroup's m64 tiles that hold
+             * a row of the problem (active_tiles: QG_WG_TILES, or 1 of 2 in
+             * a masked tile at a group's end, QG_SKIP_ROWS); the units of
+             * an m64 tile past the last row are not issued. */
+            auto k_loop = [&](auto n_off_const, auto active_const) {
             constexpr int tile_n_off = decltype(n_off_const)::value;
+            constexpr int active_tiles = decltype(active_const)::value;
             /* Wait for stage s (K block kb) and read its scales. */
             auto wait_stage = [&](qg_scales &sc, int kb) {
                 qg_mbarrier_wait(&full[s], phase);
@@ -812,17 +824,23 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                  * QG_ACC_SETS units (issue, wait, promote). */
 #pragma unroll
                 for (int p = 0; p < QG_PASSES; ++p) {
+                    /* (a pass's units share its first unit's m64 tile, or
+                     * take every tile: then the pass runs when tile 0 does) */
+                    const bool pass_on = QG_UNIT_TILE(p * QG_ACC_SETS) < active_tiles;
+                    if (pass_on) {
 #pragma unroll
-                    for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
-                    qg_wgmma_fence();
+                        for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
+                        qg_wgmma_fence();
 #pragma unroll
-                    for (int a = 0; a < QG_ACC_SETS; ++a)
-                        qg_issue_unit(acc[a], desc_a0, desc_b0, s, QG_UNIT_TILE(p * QG_ACC_SETS + a),
-                                      QG_UNIT_PART(p * QG_ACC_SETS + a));
-                    qg_wgmma_commit();
+                        for (int a = 0; a < QG_ACC_SETS; ++a)
+                            qg_issue_unit(acc[a], desc_a0, desc_b0, s,
+                                          QG_UNIT_TILE(p * QG_ACC_SETS + a),
+                                          QG_UNIT_PART(p * QG_ACC_SETS + a));
+                        qg_wgmma_commit();
 #pragma unroll
-                    for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
-                    qg_wgmma_wait0();
+                        for (int a = 0; a < QG_ACC_SETS; ++a) qg_fence_acc(acc[a]);
+                        qg_wgmma_wait0();
+                    }
                     /* (every scale of the stage is in registers by now,
                      * but the wide 1D1D tiles' column scales) */
                     if (p == QG_PASSES - 1 && (!QG_SFB_COLS || QG_COLS_EARLY)) {
@@ -834,7 +852,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         }
                     }
 #pragma unroll
-                    for (int a = 0; a < QG_ACC_SETS; ++a) {
+                    for (int a = 0; a < QG_ACC_SETS && pass_on; ++a) {
                         const int t = QG_UNIT_TILE(p * QG_ACC_SETS + a);
 #if QG_SFB_COLS
                         qg_promote_cols(out[t], acc[a], sc, t, QG_UNIT_PART(p * QG_ACC_SETS + a), cs);
@@ -848,7 +866,31 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
 #endif
             };
-            qg_dispatch_n_off<0>(n_off, k_loop);
+            /* Masked: this warpgroup's m64 tiles that hold a row of the
+             * group (QG_SKIP_ROWS). Rows past the group's end are neither
+             * computed nor stored; with none, the warpgroup only passes the
+             * stages through (waits for each and releases it), as DeepGEMM
+             * skips a warpgroup past a group's end. Measured (H200,
+             * 2026-11-25 i, explore-c.log, of DeepGEMM): masked 32 x ~192
+             * rows 0.965-0.966 -> 0.992 (6144x7168), 1.026-1.027 -> 1.067-1.069
+             * (4096x2048); 6 x ~1024 0.977 -> 1.000-1.001 (4096x4096). The psum
+             * layout's small groups (128x256) ran 1.5-2% slower with it
+             * (reason not found) and the other kinds rarely have such tiles:
+             * they compute every row of a tile, as before. */
+            const int wg_rows = QG_SKIP_ROWS ? (tile_head.w & ~QG_TILE_TMA_STORE) - (int)wg * QG_WG_ROWS
+                                             : QG_WG_ROWS;
+            if (QG_SKIP_ROWS && wg_rows <= 0) {
+                for (int kb = kb_begin; kb < tile_kb_end; ++kb, qg_advance(s, phase)) {
+                    qg_mbarrier_wait(&full[s], phase);
+                    qg_release_stage(empty, s, lane);
+                }
+            } else if (!QG_SKIP_ROWS || QG_WG_TILES == 1 || wg_rows > 64) {
+                auto all_tiles = [&](auto n_off_const) { k_loop(n_off_const, qg_const<QG_WG_TILES>{}); };
+                qg_dispatch_n_off<0>(n_off, all_tiles);
+            } else {
+                auto first_tile = [&](auto n_off_const) { k_loop(n_off_const, qg_const<1>{}); };
+                qg_dispatch_n_off<0>(n_off, first_tile);
+            }
 
             /* The tile for the epilogue; then its SFB and slot are read:
              * free the buffer for the SFB warp. */
@@ -898,11 +940,19 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #endif
 
             /* ---- epilogue: D -> smem_d (bf16: stmatrix; FP32: st.shared) -> TMA --- */
-            /* The previous tile's TMA store must have finished reading smem_d
-             * (it had a whole main loop to do so) and every thread must be
-             * done with the previous tile's row-predicated copy. */
-            if (threadIdx.x == 0) qg_bulk_wait_group_read0();
-            qg_named_barrier(1, QG_NUM_MATH_THREADS);
+            /* Each math warpgroup stores its own QG_WG_ROWS rows of the tile,
+             * synchronizing only its own 128 threads (named barrier 2 + wg),
+             * and its first thread issues (and later waits for) their TMA
+             * store: one warpgroup's epilogue then runs while the other's
+             * last wgmmas are still on the tensor cores, and it goes on to
+             * the next tile without waiting for the other. The warpgroup's
+             * previous TMA store must have finished reading its rows of
+             * smem_d (it had a whole main loop to do so) and each of its
+             * threads must be done with its previous row-predicated copy. */
+            const uint32_t wg_thread = threadIdx.x % 128;
+            const int wg_row0 = (int)wg * QG_WG_ROWS; /* the warpgroup's first tile row */
+            if (wg_thread == 0) qg_bulk_wait_group_read0();
+            qg_named_barrier(2 + wg, 128);
 #if QG_D_F32
             /* FP32 D: one 8-byte store per column pair, into the chunk
              * layout of qg_smem_d_offset (4 columns a 16-byte unit). */
@@ -938,15 +988,18 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
 #endif
             qg_fence_proxy_async_shared();
-            qg_named_barrier(1, QG_NUM_MATH_THREADS);
+            qg_named_barrier(2 + wg, 128);
 
-            const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
-            if (tile.tma_store) {
-                if (threadIdx.x == 0) {
+            const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin + wg_row0;
+            /* the masked and psum layouts' last tile of a group: a warpgroup
+             * whose rows are all in the group still stores by TMA */
+            if (tile.tma_store || tile.rows >= wg_row0 + QG_WG_ROWS) {
+                if (wg_thread == 0 && wg_row0 < tile.rows) {
                     for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS &&
                                     n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {
-                        const unsigned char *chunk = (const unsigned char *)smem_d +
-                                                     i * QG_BLOCK_M * QG_STORE_COLS * QG_D_BYTES;
+                        const unsigned char *chunk =
+                            (const unsigned char *)smem_d +
+                            (i * QG_BLOCK_M + wg_row0) * QG_STORE_COLS * QG_D_BYTES;
 #if QG_KIND == 4
                         const int d_group = kgroups.d_group[tile.group];
                         if (QG_D_REDUCE)
@@ -965,19 +1018,20 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     qg_bulk_commit_group();
                 }
             } else {
-                /* Some rows of this tile must stay untouched (masked-out rows,
-                 * padding rows): 16-byte stores of the rows that may be written. */
-                for (int c = threadIdx.x; c < QG_BLOCK_M * QG_BLOCK_N / 8; c += QG_NUM_MATH_THREADS) {
+                /* Some rows of the warpgroup's share must stay untouched
+                 * (masked-out rows, padding rows): 16-byte stores of the rows
+                 * that may be written. */
+                for (int c = wg_thread; c < QG_WG_ROWS * QG_BLOCK_N / 8; c += 128) {
                     const int row = c / (QG_BLOCK_N / 8), col8 = c % (QG_BLOCK_N / 8);
                     const int col = n_begin + col8 * 8;
-                    bool ok = row < tile.rows && col < QG_SHAPE_N;
+                    bool ok = wg_row0 + row < tile.rows && col < QG_SHAPE_N;
                     if (ok)
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =
-                            *(const uint4 *)qg_smem_d_addr(smem_d, row, col8);
+                            *(const uint4 *)qg_smem_d_addr(smem_d, wg_row0 + row, col8);
                 }
             }
         }
-        if (threadIdx.x == 0) qg_bulk_wait_group0();
+        if (threadIdx.x % 128 == 0) qg_bulk_wait_group0(); /* each warpgroup's stores */
     }
 
 #if QG_CLUSTER > 1
