@@ -141,7 +141,17 @@ struct qg_kgroups {
 /* CTAs whose TMA loads write into one another's stages (multicast pairs). */
 #define QG_LOAD_CLUSTER (QG_MULTICAST ? QG_CLUSTER : 1)
 #define QG_WG_TILES (QG_BLOCK_M / 64 / QG_NUM_MATH_WGS) /* m64 tiles per math warpgroup */
-#define QG_WG_ROWS (QG_WG_TILES * 64) /* tile rows per math warpgroup (the D map's box rows) */
+#define QG_WG_ROWS (QG_WG_TILES * 64) /* tile rows per math warpgroup */
+/* The epilogue's unit (one store of D): each math warpgroup with its own
+ * rows (bf16 D), or the whole tile by all math threads (FP32 D: the weight
+ * gradient's TMA stores and reduce-adds ran slower per warpgroup, H200
+ * 2026-11-25 i, explore-g.log, of DeepGEMM per warpgroup / whole:
+ * k-grouped 4x4096x7168x8192 0.886-0.888 / 0.976-0.981, wgrad
+ * 2112x4096x7168 0.834-0.840 / 0.935). QG_EPI_ROWS is the D map's box rows
+ * (src/gemm.c d_box_rows). */
+#define QG_EPI_PER_WG (!QG_D_F32)
+#define QG_EPI_ROWS (QG_EPI_PER_WG ? QG_WG_ROWS : QG_BLOCK_M)
+#define QG_EPI_THREADS (QG_EPI_PER_WG ? 128 : QG_NUM_MATH_THREADS)
 #define QG_SKIP_ROWS (QG_KIND == 2) /* masked: m64 tiles past a group's end are skipped */
 #define QG_OUT (QG_BLOCK_N / 2)                         /* FP32 sums per thread per m64 tile */
 /* A warpgroup's share of a K block is QG_UNITS WGMMA units of m64 x
@@ -940,19 +950,23 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #endif
 
             /* ---- epilogue: D -> smem_d (bf16: stmatrix; FP32: st.shared) -> TMA --- */
-            /* Each math warpgroup stores its own QG_WG_ROWS rows of the tile,
-             * synchronizing only its own 128 threads (named barrier 2 + wg),
-             * and its first thread issues (and later waits for) their TMA
-             * store: one warpgroup's epilogue then runs while the other's
-             * last wgmmas are still on the tensor cores, and it goes on to
-             * the next tile without waiting for the other. The warpgroup's
-             * previous TMA store must have finished reading its rows of
-             * smem_d (it had a whole main loop to do so) and each of its
-             * threads must be done with its previous row-predicated copy. */
-            const uint32_t wg_thread = threadIdx.x % 128;
-            const int wg_row0 = (int)wg * QG_WG_ROWS; /* the warpgroup's first tile row */
-            if (wg_thread == 0) qg_bulk_wait_group_read0();
-            qg_named_barrier(2 + wg, 128);
+            /* Each math warpgroup stores its own QG_WG_ROWS rows of the tile
+             * (QG_EPI_PER_WG), synchronizing only its own 128 threads
+             * (named barrier 2 + wg), and its first thread issues (and later
+             * waits for) their TMA store: one warpgroup's epilogue then runs
+             * while the other's last wgmmas are still on the tensor cores,
+             * and it goes on to the next tile without waiting for the other.
+             * (FP32 D: one unit of every math thread, barrier 1, the whole
+             * tile.) The unit's previous TMA store must have finished reading
+             * its rows of smem_d (it had a whole main loop to do so) and each
+             * of its threads must be done with its previous row-predicated
+             * copy. */
+            const uint32_t epi_unit = QG_EPI_PER_WG ? wg : 0;
+            const uint32_t epi_bar = QG_EPI_PER_WG ? 2 + wg : 1;
+            const uint32_t epi_thread = threadIdx.x % QG_EPI_THREADS;
+            const int epi_row0 = (int)epi_unit * QG_EPI_ROWS; /* the unit's first tile row */
+            if (epi_thread == 0) qg_bulk_wait_group_read0();
+            qg_named_barrier(epi_bar, QG_EPI_THREADS);
 #if QG_D_F32
             /* FP32 D: one 8-byte store per column pair, into the chunk
              * layout of qg_smem_d_offset (4 columns a 16-byte unit). */
@@ -988,18 +1002,18 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
 #endif
             qg_fence_proxy_async_shared();
-            qg_named_barrier(2 + wg, 128);
+            qg_named_barrier(epi_bar, QG_EPI_THREADS);
 
-            const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin + wg_row0;
+            const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin + epi_row0;
             /* the masked and psum layouts' last tile of a group: a warpgroup
              * whose rows are all in the group still stores by TMA */
-            if (tile.tma_store || tile.rows >= wg_row0 + QG_WG_ROWS) {
-                if (wg_thread == 0 && wg_row0 < tile.rows) {
+            if (tile.tma_store || tile.rows >= epi_row0 + QG_EPI_ROWS) {
+                if (epi_thread == 0 && epi_row0 < tile.rows) {
                     for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS &&
                                     n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {
                         const unsigned char *chunk =
                             (const unsigned char *)smem_d +
-                            (i * QG_BLOCK_M + wg_row0) * QG_STORE_COLS * QG_D_BYTES;
+                            (i * QG_BLOCK_M + epi_row0) * QG_STORE_COLS * QG_D_BYTES;
 #if QG_KIND == 4
                         const int d_group = kgroups.d_group[tile.group];
                         if (QG_D_REDUCE)
@@ -1021,17 +1035,17 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 /* Some rows of the warpgroup's share must stay untouched
                  * (masked-out rows, padding rows): 16-byte stores of the rows
                  * that may be written. */
-                for (int c = wg_thread; c < QG_WG_ROWS * QG_BLOCK_N / 8; c += 128) {
+                for (int c = epi_thread; c < QG_EPI_ROWS * QG_BLOCK_N / 8; c += QG_EPI_THREADS) {
                     const int row = c / (QG_BLOCK_N / 8), col8 = c % (QG_BLOCK_N / 8);
                     const int col = n_begin + col8 * 8;
-                    bool ok = wg_row0 + row < tile.rows && col < QG_SHAPE_N;
+                    bool ok = epi_row0 + row < tile.rows && col < QG_SHAPE_N;
                     if (ok)
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =
-                            *(const uint4 *)qg_smem_d_addr(smem_d, wg_row0 + row, col8);
+                            *(const uint4 *)qg_smem_d_addr(smem_d, epi_row0 + row, col8);
                 }
             }
         }
-        if (threadIdx.x % 128 == 0) qg_bulk_wait_group0(); /* each warpgroup's stores */
+        if (threadIdx.x % QG_EPI_THREADS == 0) qg_bulk_wait_group0(); /* each unit's stores */
     }
 
 #if QG_CLUSTER > 1

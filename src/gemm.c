@@ -671,10 +671,11 @@ static qg_status encode_tiled(const qg_context *ctx, CUtensorMap *map, CUtensorM
 }
 
 /* The TMA swizzle of D's store chunks: rows of 128, 64 or 32 bytes. */
-/* Rows of the TMA box in which the kernel stores D: each math warpgroup
- * stores its own rows of the tile (the kernel's QG_WG_ROWS). */
-static uint32_t d_box_rows(const qg_config *cfg, const qg_kernel_plan *plan) {
-    return (uint32_t)(cfg->block_m / plan->num_math_wgs);
+/* Rows of the TMA box in which the kernel stores D (its QG_EPI_ROWS): each
+ * math warpgroup stores its own rows of a bf16 tile; an FP32 D (the weight
+ * gradient's) leaves as whole tiles. */
+static uint32_t d_box_rows(const qg_config *cfg, const qg_kernel_plan *plan, bool fp32_d) {
+    return (uint32_t)(fp32_d ? cfg->block_m : cfg->block_m / plan->num_math_wgs);
 }
 
 static CUtensorMapSwizzle d_swizzle(int chunk_bytes) {
@@ -776,7 +777,7 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
         (st = encode_map(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
                          (uint64_t)a->m, (uint64_t)a->num_groups, (uint64_t)a->ldd * 4,
                          (uint64_t)a->m * (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
-                         d_box_rows(cfg, plan), d_swizzle(plan->store_cols * 4),
+                         d_box_rows(cfg, plan, true), d_swizzle(plan->store_cols * 4),
                          "tensor map of D")))
         return st;
     qg_kgroup_params groups;
@@ -902,7 +903,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         (st = encode_tiled(ctx, &map_d,
                            wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                            a->d, (uint64_t)a->n, a_rows, (uint64_t)a->ldd * d_bytes,
-                           (uint32_t)plan->store_cols, d_box_rows(cfg, plan),
+                           (uint32_t)plan->store_cols, d_box_rows(cfg, plan, wgrad),
                            d_swizzle(plan->store_cols * d_bytes), "tensor map of D")) ||
         /* 1D1D: column scales of B [K/128][sfb_ld], a box of block_n per
          * stage. */
