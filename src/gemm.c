@@ -670,7 +670,6 @@ static qg_status encode_tiled(const qg_context *ctx, CUtensorMap *map, CUtensorM
                       swizzle, what);
 }
 
-/* The TMA swizzle of D's store chunks: rows of 128, 64 or 32 bytes. */
 /* Rows of the TMA box in which the kernel stores D (its QG_EPI_ROWS): each
  * math warpgroup stores its own rows of a bf16 tile; an FP32 D (the weight
  * gradient's) leaves as whole tiles. */
@@ -678,6 +677,7 @@ static uint32_t d_box_rows(const qg_config *cfg, const qg_kernel_plan *plan, boo
     return (uint32_t)(fp32_d ? cfg->block_m : cfg->block_m / plan->num_math_wgs);
 }
 
+/* The TMA swizzle of D's store chunks: rows of 128, 64 or 32 bytes. */
 static CUtensorMapSwizzle d_swizzle(int chunk_bytes) {
     return chunk_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
            : chunk_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
