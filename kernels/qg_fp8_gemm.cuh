@@ -887,8 +887,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * layout's small groups (128x256) ran 1.5-2% slower with it
              * (reason not found) and the other kinds rarely have such tiles:
              * they compute every row of a tile, as before. */
-            const int wg_rows = QG_SKIP_ROWS ? (tile_head.w & ~QG_TILE_TMA_STORE) - (int)wg * QG_WG_ROWS
-                                             : QG_WG_ROWS;
+            const int wg_rows = QG_SKIP_ROWS ? qg_tile_rows(tile_head) - (int)wg * QG_WG_ROWS : QG_WG_ROWS;
             if (QG_SKIP_ROWS && wg_rows <= 0) {
                 for (int kb = kb_begin; kb < tile_kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&full[s], phase);

@@ -90,12 +90,14 @@ QG_DEVICE int4 qg_tile_pack(const qg_tile &t) {
     return make_int4(t.group, t.m_begin, t.n_block, t.rows | (t.tma_store ? QG_TILE_TMA_STORE : 0));
 }
 QG_DEVICE int4 qg_tile_end(void) { return make_int4(-1, 0, 0, 0); }
+/* The rows field of a packed tile. */
+QG_DEVICE int qg_tile_rows(int4 v) { return v.w & ~QG_TILE_TMA_STORE; }
 QG_DEVICE void qg_tile_unpack(int4 v, qg_tile &t) {
     t.group = v.x;
     t.m_begin = v.y;
     t.n_block = v.z;
     t.m_block = 0; /* not carried */
-    t.rows = v.w & ~QG_TILE_TMA_STORE;
+    t.rows = qg_tile_rows(v);
     t.tma_store = (v.w & QG_TILE_TMA_STORE) != 0;
 }
 
