@@ -13,8 +13,10 @@ call, mean of N calls), each library warmed once first.
 
 ROW is KIND:SHAPE as peers.py names rows (dense:4096x7168x16384,
 contiguous:4x8192x6144x7168, masked:6x1024x6144x7168, ...); a bare set name
-picks every row of that set: m4096 (the dense rows of M = 4096), contiguous,
-masked. --config overrides keys of the heuristic's configuration (block_m,
+picks every row of that set: m4096 (the dense rows of M = 4096), or a kind
+(contiguous, masked, wgrad, k-grouped, contiguous-psum, masked-psum); a ROW
+ending in * every row whose KIND:SHAPE starts with the rest
+(masked-psum:32x192x*). --config overrides keys of the heuristic's configuration (block_m,
 block_n, num_stages, multicast, swizzle_group, split_k; num_stages is then
 re-derived unless given). One line per row:
 
@@ -55,8 +57,17 @@ def forced(qg: Any, row: Any, spec: Dict[str, Any], cfg: Dict[str, Any]) -> Call
         return lambda: qg.fp8_gemm_nt(a, b, d, config=cfg)
     if spec["kind"] == "contiguous":
         return lambda: qg.m_grouped_fp8_gemm_nt_contiguous(a, b, d, row.m_indices, config=cfg)
-    return lambda: qg.m_grouped_fp8_gemm_nt_masked(a, b, d, row.masked_m, spec["expected_m"],
-                                                   config=cfg)
+    if spec["kind"] == "wgrad":
+        return lambda: qg.fp8_gemm_nt(a, b, d, c=d, recipe=peers.WGRAD_RECIPE, config=cfg)
+    if spec["kind"] in ("contiguous-psum", "masked-psum"):
+        em = spec["expected_m"] if spec["kind"] == "masked-psum" else None
+        return lambda: qg.m_grouped_fp8_gemm_nt_contiguous(
+            a, b, d, row.group_ends, use_psum_layout=True, expected_m_for_psum_layout=em,
+            config=cfg)
+    if spec["kind"] == "masked":
+        return lambda: qg.m_grouped_fp8_gemm_nt_masked(a, b, d, row.masked_m, spec["expected_m"],
+                                                       config=cfg)
+    raise ValueError(f"explore: no forced call for kind {spec['kind']}")
 
 
 def kineto(fn: Callable[[], Any], flusher: Any, reps: int) -> float:
@@ -71,7 +82,7 @@ def wanted(spec: Dict[str, Any], rows: List[str]) -> bool:
     for r in rows:
         if r == name or (r == "m4096" and spec["kind"] == "dense" and spec["m"] == 4096
                               and spec["set"].startswith("deepgemm")) or \
-                r == spec["kind"]:
+                r == spec["kind"] or (r.endswith("*") and name.startswith(r[:-1])):
             return True
     return False
 
@@ -84,13 +95,15 @@ def main() -> int:
     ap.add_argument("--warm-jobs", type=int, default=8,
                     help="compile both libraries' kernels first in this many processes (0: no)")
     ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--no-deepgemm", action="store_true",
+                    help="time qgemm alone (dg and ratio print as nan): A/B across trees only")
     args = ap.parse_args()
     over: Dict[str, Any] = {}
     for kv in args.config:
         key, value = kv.split("=", 1)
         over[key] = value if key == "multicast" else int(value)
 
-    libs = peers.Libs(("qgemm", "deepgemm"))
+    libs = peers.Libs(("qgemm",) if args.no_deepgemm else ("qgemm", "deepgemm"))
     qg = libs.qgemm
     flusher = peers.Flusher(8 << 30)
     specs, seen = [], set()
@@ -113,7 +126,8 @@ def main() -> int:
             if "num_stages" not in over:
                 cfg["num_stages"] = 0
             call = forced(qg, row, spec, cfg)
-        dg = kineto(row.call("deepgemm"), flusher, args.reps)
+        dg_call = row.call("deepgemm")
+        dg = kineto(dg_call, flusher, args.reps) if dg_call else float("nan")
         us = kineto(call, flusher, args.reps)
         if row.c is None:
             row.d["qgemm"].fill_(float("nan"))  # poisoned: the checked call must write every row

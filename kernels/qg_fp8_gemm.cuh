@@ -152,7 +152,8 @@ struct qg_kgroups {
 #define QG_EPI_PER_WG (!QG_D_F32)
 #define QG_EPI_ROWS (QG_EPI_PER_WG ? QG_WG_ROWS : QG_BLOCK_M)
 #define QG_EPI_THREADS (QG_EPI_PER_WG ? 128 : QG_NUM_MATH_THREADS)
-#define QG_SKIP_ROWS (QG_KIND == 2) /* masked: m64 tiles past a group's end are skipped */
+/* masked, and psum's 256-row tiles: m64 tiles past a group's end are skipped */
+#define QG_SKIP_ROWS (QG_KIND == 2 || (QG_KIND == 3 && QG_BLOCK_M == 256))
 #define QG_OUT (QG_BLOCK_N / 2)                         /* FP32 sums per thread per m64 tile */
 /* A warpgroup's share of a K block is QG_UNITS WGMMA units of m64 x
  * QG_WGMMA_N: its m64 tiles times the QG_N_PARTS parts of block_n. The units
@@ -884,9 +885,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * 2026-11-25 i, explore-c.log, of DeepGEMM): masked 32 x ~192
              * rows 0.965-0.966 -> 0.992 (6144x7168), 1.026-1.027 -> 1.067-1.069
              * (4096x2048); 6 x ~1024 0.977 -> 1.000-1.001 (4096x4096). The psum
-             * layout's small groups (128x256) ran 1.5-2% slower with it
-             * (reason not found) and the other kinds rarely have such tiles:
-             * they compute every row of a tile, as before. */
+             * layout's small groups ran 1.5-2% slower with it as 128x256
+             * (reason not found): psum skips rows in its 256-row tiles only,
+             * and the other kinds, which rarely have such tiles, compute
+             * every row of a tile, as before. */
             const int wg_rows = QG_SKIP_ROWS ? qg_tile_rows(tile_head) - (int)wg * QG_WG_ROWS : QG_WG_ROWS;
             if (QG_SKIP_ROWS && wg_rows <= 0) {
                 for (int kb = kb_begin; kb < tile_kb_end; ++kb, qg_advance(s, phase)) {

@@ -12,7 +12,9 @@
  *   128 x [208, 224] and 128 x 256 (two n-parts of block_n / 2) and
  *   256 x 128 (two m64 tiles). Every kind has the same tiles (the math
  *   warps run no scheduler: kernels/qg_scheduler.cuh), but
- *   contiguous layouts: block_m <= 128 (segments are 128-row aligned);
+ *   the contiguous layout (m_indices): block_m <= 128 (an m-block's
+ *   expert is that of its 128-row segment; psum walks its groups, whose
+ *   256-row tiles store only their group's rows);
  *   the weight gradient: wgrad_tile.
  *   multicast A: the pair shares an m-block, so the n-block count and the
  *   swizzle group must be even; multicast B (dense and weight gradient):
@@ -69,11 +71,11 @@ static int max_plain_block_n(int block_m) {
 /* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
  * in one accumulator set, so a thread holds one unit's accumulators beside
  * all its FP32 sums: 256 x 128 (two m64 tiles per warpgroup; 112 spills;
- * contiguous segments are 128-row aligned) and 128 x [208, 224] or 256 (two
+ * not in the m_indices layout, whose segments are 128-row aligned) and 128 x [208, 224] or 256 (two
  * n-parts of block_n / 2; 240 spills with multicast). */
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
     if (qg__one_d(kind)) return false;
-    if (block_m == 256) return !is_contiguous(kind) && block_n == 128;
+    if (block_m == 256) return kind != QG_GEMM_GROUPED_CONTIGUOUS && block_n == 128;
     return block_m == 128 && ((block_n >= 208 && block_n <= 224) || block_n == 256);
 }
 
@@ -235,9 +237,9 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     const int bm = cfg->block_m, bn = cfg->block_n;
     if (bm != 64 && bm != 128 && bm != 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: block_m must be 64, 128 or 256, got %d", bm);
-    if (is_contiguous(p->kind) && bm > 128)
+    if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128)
         return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "config: the contiguous layouts need block_m <= 128 (the segment alignment), "
+                        "config: the contiguous layout needs block_m <= 128 (the segment alignment), "
                         "got %d", bm);
     if (qg__one_d(p->kind) && !wgrad_tile(bm, bn))
         return qg__fail(QG_ERROR_UNSUPPORTED,
@@ -707,14 +709,26 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
      * against 38.4 as 128x160 (N 7168, K 2048: 2 against 3). Dense rows get
      * no such tile: one group of 256 rows has too few tiles for it
      * (256x7168x2048: 13.3 us as 128x112, 18.1 as 256x128). */
-    if (p->kind == QG_GEMM_GROUPED_MASKED && !large && rows > 128 && best.block_m &&
+    /* The psum layout's groups of 129..256 rows always take it: there its
+     * 128x256 ran at 0.920-0.976 of DeepGEMM where the masked kind's 256x128
+     * A, which skips the m64 tiles past a group's end, ran at 0.995-1.063 on
+     * the same shapes (H200, 2026-11-25-h200-14 peers.txt, 32 x ~192 rows).
+     * The psum kernel skips those rows the same way at 256 rows
+     * (QG_SKIP_ROWS): 32 x ~192 rows, 128x256 / 256x128 A, A B A B (H100,
+     * 2026-11-27-h200-15 explore-b.log, qgemm alone): N x K 6144x7168
+     * 671.9-673.8 / 601.9-602.4 us, 7168x3072 348.6-351.5 / 318.7-318.8,
+     * 4096x4096 278.1-279.6 / 243.5-243.6, 4096x2048 144.1-144.3 /
+     * 129.1-129.3. */
+    const bool psum_small = p->kind == QG_GEMM_GROUPED_PSUM && !large && rows > 128;
+    if ((p->kind == QG_GEMM_GROUPED_MASKED || psum_small) && !large && rows > 128 && best.block_m &&
         !avoided(avoid, num_avoid, 256, 128)) {
         const long long tiles = (long long)num_n_blocks(p, 128) * groups;
         const int waves = (int)((tiles + num_sms - 1) / num_sms);
         /* (rated as the dense tile: this comparison was measured on its own) */
         const double cost =
             (double)waves * 256 * 128 / tile_efficiency(QG_GEMM_DENSE, 256, 128, QG_MULTICAST_NONE);
-        if (cost < (double)best_waves * best.block_m * best.block_n /
+        if (psum_small ||
+            cost < (double)best_waves * best.block_m * best.block_n /
                        tile_efficiency(p->kind, best.block_m, best.block_n, best.multicast)) {
             memset(&best, 0, sizeof best);
             best.block_m = 256, best.block_n = 128;

@@ -185,10 +185,14 @@ def test_psum(counts, n, k):
     {"block_m": 128, "block_n": 256, "multicast": "a"},
     {"block_m": 128, "block_n": 224, "multicast": "none"},
     {"block_m": 128, "block_n": 192, "multicast": "a"},
+    {"block_m": 256, "block_n": 128, "multicast": "none"},
+    {"block_m": 256, "block_n": 128, "multicast": "a"},
+    {"block_m": 256, "block_n": 64, "multicast": "none"},
 ])
 def test_psum_tiles(config):
     """The wide tiles the psum walker's registers kept psum from before the SFB warp handed
-    the tiles over."""
+    the tiles over, and the 256-row tiles, which skip the m64 tiles past a group's end (groups
+    of 300, 129 and 77 rows end in their first or second m64 tile of a warpgroup)."""
     check_psum([300, 0, 129, 1000, 77], 1536, 640, f"{config}", config=config)
 
 
