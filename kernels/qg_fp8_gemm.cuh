@@ -35,7 +35,7 @@
  *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it: a multiple of 8)
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
  *   QG_STORE_COLS      columns of one TMA store chunk of D (bf16: 16, 32 or 64;
- *                      FP32: 8, 16 or 32)
+ *                      FP32: 8, 16 or 32, or block_n: QG_D_ROWS)
  *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
  *                      kb - 1 is waited for and promoted
@@ -149,6 +149,15 @@ struct qg_kgroups {
  * k-grouped 4x4096x7168x8192 0.886-0.888 / 0.976-0.981, wgrad
  * 2112x4096x7168 0.834-0.840 / 0.935). QG_EPI_ROWS is the D map's box rows
  * (src/gemm.c d_box_rows). */
+/* FP32 D in one row-major chunk of the tile's whole width (the host's
+ * choice for an odd multiple of 8 at short K, store_cols = block_n: see
+ * src/config.c qg__plan), unswizzled in shared memory ([rows][block_n]
+ * floats), as DeepGEMM's 1D1D kernel stores it: one TMA store of the tile,
+ * rows of block_n * 4 bytes (the swizzled chunks of such a width are 8
+ * columns, 32-byte rows). A row pitch of 8 mod 16 words (mod 32 banks: 8 or
+ * 24) spreads the 4 rows of a half-warp's 8-byte stores over all 32 banks;
+ * widths of 0 mod 16 columns keep the chunks, whose swizzle does that. */
+#define QG_D_ROWS (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK_N % 16 == 8)
 #define QG_EPI_PER_WG (!QG_D_F32)
 #define QG_EPI_ROWS (QG_EPI_PER_WG ? QG_WG_ROWS : QG_BLOCK_M)
 #define QG_EPI_THREADS (QG_EPI_PER_WG ? 128 : QG_NUM_MATH_THREADS)
@@ -478,7 +487,7 @@ QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_sc
  */
 #define QG_STORE_BYTES (QG_STORE_COLS * QG_D_BYTES)
 #define QG_STORE_UNITS (QG_STORE_BYTES / 16)
-static_assert(QG_STORE_BYTES == 32 || QG_STORE_BYTES == 64 || QG_STORE_BYTES == 128,
+static_assert(QG_D_ROWS || QG_STORE_BYTES == 32 || QG_STORE_BYTES == 64 || QG_STORE_BYTES == 128,
               "store chunk");
 static_assert(QG_BLOCK_N % QG_STORE_COLS == 0, "store chunks tile block_n");
 /* Byte offset in the output tile of 16-byte unit `unit16` of tile row `row`
@@ -970,7 +979,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             qg_named_barrier(epi_bar, QG_EPI_THREADS);
 #if QG_D_F32
             /* FP32 D: one 8-byte store per column pair, into the chunk
-             * layout of qg_smem_d_offset (4 columns a 16-byte unit). */
+             * layout of qg_smem_d_offset (4 columns a 16-byte unit), or
+             * row-major (QG_D_ROWS). */
             {
                 const uint32_t d_base = qg_smem_addr(smem_d);
 #pragma unroll
@@ -981,8 +991,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         for (int half = 0; half < 2; ++half) {
                             const uint32_t row = wg_row + t * 64 + half * 8;
                             const uint32_t col = j * 8 + (lane % 4) * 2;
-                            qg_st_shared_f32x2(d_base + qg_smem_d_offset(row, col / 4) + (col % 4) * 4,
-                                               out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1]);
+                            const uint32_t off = QG_D_ROWS ? (row * QG_BLOCK_N + col) * 4
+                                                           : qg_smem_d_offset(row, col / 4) + (col % 4) * 4;
+                            qg_st_shared_f32x2(d_base + off, out[t][j * 4 + half * 2],
+                                               out[t][j * 4 + half * 2 + 1]);
                         }
             }
 #else

@@ -58,6 +58,30 @@ static bool wgrad_tile(int bm, int bn) {
     return (bm == 64 || bm == 128) && bn >= 16 && bn % 8 == 0 && bn <= QG_WGRAD_MAX_BN;
 }
 
+/*
+ * Where an FP32 D tile of an odd multiple of 8 columns (136, 152, ...)
+ * leaves in one row-major chunk of its whole width (the kernel's QG_D_ROWS)
+ * instead of 8-column chunks, whose TMA stores write 32-byte row pieces: at
+ * a group's K of at most QG_D_ROWS_MAX_K, where a tile's main loop is short
+ * beside its store. 128x136 whole-width against 128x136 in 8-column chunks
+ * (H100, bench/results/2026-11-27-h200-15, qgemm alone, explore-c.log
+ * whole136 / run-e/explore-e.log bn136, us): k-grouped 16 x 4096x7168 (K
+ * ~2048 a group) 2311-2316 / 2780, 16 x 7168x2048 1231-1232 / 1372, 8 x
+ * 4096x7168 (K ~4096) 2031-2032 / 2127, 8 x 7168x2048 1059-1062 / 1103;
+ * weight gradient 24576x4096x1536 456-457 / 546, 32768x4096x512 569-571 /
+ * 695, 7168x4096x2048 173-174 / 191. At longer K the chunks won (2112 x
+ * 4096 x 7168 160 / 145, 7168x4096x16384 1194-1199 / 1031), and k-grouped
+ * at K ~8192 ran level (4 x 4096x7168 1928 / 2016, 4 x 7168x2048 1024 /
+ * 1046); why the layout matters at long K is not known.
+ */
+#define QG_D_ROWS_MAX_K 4096
+static int one_d_group_k(const qg_problem *p) {
+    return p->kind == QG_GEMM_K_GROUPED ? ceil_div(p->k, p->num_groups) : p->k;
+}
+static bool d_rows_major(const qg_problem *p, int bn) {
+    return qg__one_d(p->kind) && bn % 16 == 8 && one_d_group_k(p) <= QG_D_ROWS_MAX_K;
+}
+
 /* The widest block_n whose wgmma units all run in one pass of separate
  * accumulator sets (acc + FP32 sums per m64 tile fit the math registers).
  * 128 x 176..192 need the 232 / 40 split (qg__plan). Until the math warps
@@ -394,8 +418,13 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * 128x32768x512, 0-2% elsewhere; but 128x256 in the contiguous layout ran
      * 13% slower with them at N = 4096, K = 7168, and 1-5% faster with 64-byte
      * rows than with 32-byte ones. FP32 D (weight gradient): the same 128-,
-     * 64- or 32-byte rows, half the columns. */
-    out->store_cols = qg__one_d(p->kind) ? (bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8)
+     * 64- or 32-byte rows, half the columns; or, for an odd multiple of 8 at
+     * short K, the tile's whole width in one row-major chunk (the kernel's
+     * QG_D_ROWS; see wgrad_efficiency). */
+    out->store_cols = qg__one_d(p->kind) ? (d_rows_major(p, bn)  ? bn
+                                            : bn % 32 == 0      ? 32
+                                            : bn % 16 == 0      ? 16
+                                                                : 8)
                       : bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
     /* A dense M below block_m: the A and SFA boxes hold round_up(M, 8) rows
      * instead of block_m, so that a decode GEMM (M = 1..32) does not ask
@@ -537,13 +566,20 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
  * 32-byte rows) 0.93-0.99 at K >= 7168, 0.82-0.93 below, but a wave fewer
  * at M = 2112, N = 4096: 144.9 us against 159.0 as 128x128 (DeepGEMM's
  * tile there). 4096x4096x7168: 254.0 us as 128x128, 279.1 as 128x160
- * (DeepGEMM 247.7). 64-row tiles keep the generic rating.
+ * (DeepGEMM 247.7). 64-row tiles keep the generic rating. Since 128x136
+ * leaves in one row-major chunk at K <= 4096 (d_rows_major): 1.01-1.09 of
+ * 128x128 there (2026-11-27-h200-15 explore-c.log, whole136 against
+ * explore-b.log bn128: k-grouped 16 x 4096x7168 1.054, 8 x 4096x7168 1.025,
+ * weight gradient 24576x4096x1536 1.059, 32768x4096x512 1.020), rated 1.02:
+ * it takes the k-grouped 4096x7168 rows of 8 and 16 groups, where it saves
+ * 6-12 waves of ~200.
  */
 static double wgrad_efficiency(int bm, int bn, int k) {
     if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
     if (bn == 128) return 1.0;
     if (bn == 160) return k >= 4096 ? 1.0 : 0.95;
-    if (bn == 136) return k >= 4096 ? 0.95 : 0.85;
+    /* stored row-major at K <= QG_D_ROWS_MAX_K (see d_rows_major) */
+    if (bn == 136) return k <= QG_D_ROWS_MAX_K ? 1.02 : 0.95;
     if (bn == 144) return 0.92;
     if (bn == 112) return 0.93;
     return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
@@ -624,7 +660,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                                                        : p->m;
     const int groups = p->kind == QG_GEMM_GROUPED_CONTIGUOUS ? 1 : p->num_groups;
     /* k-grouped: k is the groups' sum; a group's K, on average */
-    const int group_k = p->kind == QG_GEMM_K_GROUPED ? ceil_div(p->k, p->num_groups) : p->k;
+    const int group_k = one_d_group_k(p);
     const bool large = rows > 256;
     /* psum groups of 1024 rows and more tile like the contiguous layout's
      * (H200, 2026-11-25 f, explore-g.log: 4 x 8192, 6144x7168 128x192 0.972

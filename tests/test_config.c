@@ -532,6 +532,29 @@ TEST(config_kernel_plans) {
               (int)cases[i].kind, cases[i].bm, cases[i].bn, plan.store_cols,
               cases[i].store_cols);
     }
+    /* FP32 D of an odd multiple of 8 columns at a group's K <= 4096: one
+     * row-major chunk of the whole width (QG_D_ROWS); at longer K, or 0 mod 16
+     * columns, the swizzled chunks. */
+    static const struct { qg_gemm_kind kind; int k, groups, bm, bn, store_cols; } rows_major[] = {
+        {QG_GEMM_WGRAD, 2048, 1, 128, 136, 136},
+        {QG_GEMM_WGRAD, 4096, 1, 64, 152, 152},
+        {QG_GEMM_WGRAD, 4224, 1, 128, 136, 8},
+        {QG_GEMM_WGRAD, 2048, 1, 128, 144, 16},
+        {QG_GEMM_WGRAD, 2048, 1, 128, 24, 24},
+        {QG_GEMM_K_GROUPED, 4 * 4096, 4, 128, 136, 136},
+        {QG_GEMM_K_GROUPED, 4 * 8192, 4, 128, 136, 8},
+    };
+    for (size_t i = 0; i < sizeof rows_major / sizeof rows_major[0]; i++) {
+        const qg_problem p = {rows_major[i].kind, 4096, 4096, rows_major[i].k, rows_major[i].groups,
+                              0, 1};
+        const qg_config cfg = {.block_m = rows_major[i].bm, .block_n = rows_major[i].bn};
+        qg_kernel_plan plan;
+        CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "rows %zu: %s", i,
+              qg_last_error());
+        CHECK(plan.store_cols == rows_major[i].store_cols,
+              "kind %d K %d %dx%d: store chunks of %d columns, expected %d", (int)p.kind, p.k,
+              cfg.block_m, cfg.block_n, plan.store_cols, rows_major[i].store_cols);
+    }
     /* The A (and SFA) box: the CTA's rows of the tile, or round_up(M, 8) for
      * a dense M below block_m (not under A multicast, not grouped). */
     static const struct { qg_gemm_kind kind; int m, bm, bn; qg_multicast mc; int split_k, rows; } boxes[] = {
