@@ -64,7 +64,7 @@ static bool wgrad_tile(int bm, int bn) {
  * instead of 8-column chunks, whose TMA stores write 32-byte row pieces: at
  * a group's K of at most QG_D_ROWS_MAX_K, where a tile's main loop is short
  * beside its store. 128x136 whole-width against 128x136 in 8-column chunks
- * (H100, bench/results/2026-11-27-h200-15, qgemm alone, explore-c.log
+ * (H100, bench/results/2026-11-27-h100-15, qgemm alone, explore-c.log
  * whole136 / run-e/explore-e.log bn136, us): k-grouped 16 x 4096x7168 (K
  * ~2048 a group) 2311-2316 / 2780, 16 x 7168x2048 1231-1232 / 1372, 8 x
  * 4096x7168 (K ~4096) 2031-2032 / 2127, 8 x 7168x2048 1059-1062 / 1103;
@@ -568,7 +568,7 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
  * tile there). 4096x4096x7168: 254.0 us as 128x128, 279.1 as 128x160
  * (DeepGEMM 247.7). 64-row tiles keep the generic rating. Since 128x136
  * leaves in one row-major chunk at K <= 4096 (d_rows_major): 1.01-1.09 of
- * 128x128 there (2026-11-27-h200-15 explore-c.log, whole136 against
+ * 128x128 there (2026-11-27-h100-15 explore-c.log, whole136 against
  * explore-b.log bn128: k-grouped 16 x 4096x7168 1.054, 8 x 4096x7168 1.025,
  * weight gradient 24576x4096x1536 1.059, 32768x4096x512 1.020), rated 1.02:
  * it takes the k-grouped 4096x7168 rows of 8 and 16 groups, where it saves
@@ -751,7 +751,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
      * the same shapes (H200, 2026-11-25-h200-14 peers.txt, 32 x ~192 rows).
      * The psum kernel skips those rows the same way at 256 rows
      * (QG_SKIP_ROWS): 32 x ~192 rows, 128x256 / 256x128 A, A B A B (H100,
-     * 2026-11-27-h200-15 explore-b.log, qgemm alone): N x K 6144x7168
+     * 2026-11-27-h100-15 explore-b.log, qgemm alone): N x K 6144x7168
      * 671.9-673.8 / 601.9-602.4 us, 7168x3072 348.6-351.5 / 318.7-318.8,
      * 4096x4096 278.1-279.6 / 243.5-243.6, 4096x2048 144.1-144.3 /
      * 129.1-129.3. */

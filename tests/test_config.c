@@ -220,7 +220,7 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
         /* psum groups of 129..256 rows: 256x128 A skipping the m64 tiles
-         * past a group's end, as the masked kind (2026-11-27-h200-15
+         * past a group's end, as the masked kind (2026-11-27-h100-15
          * explore-b.log: 10-15% ahead of 128x256, see qg__select_avoiding) */
         {{QG_GEMM_GROUPED_PSUM, 6144, 6144, 7168, 32, 230, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 6, 1228, 0}, 128, 192, QG_MULTICAST_A},
