@@ -95,8 +95,9 @@ static int max_plain_block_n(int block_m) {
 /* Wide tiles: block_n past the plain maximum, whose wgmma units take turns
  * in one accumulator set, so a thread holds one unit's accumulators beside
  * all its FP32 sums: 256 x 128 (two m64 tiles per warpgroup; 112 spills;
- * not in the m_indices layout, whose segments are 128-row aligned) and 128 x [208, 224] or 256 (two
- * n-parts of block_n / 2; 240 spills with multicast). */
+ * not in the m_indices layout, whose segments are 128-row aligned) and
+ * 128 x [208, 224] or 256 (two n-parts of block_n / 2; 240 spills with
+ * multicast). */
 static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
     if (qg__one_d(kind)) return false;
     if (block_m == 256) return kind != QG_GEMM_GROUPED_CONTIGUOUS && block_n == 128;
@@ -421,10 +422,11 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
      * 64- or 32-byte rows, half the columns; or, for an odd multiple of 8 at
      * short K, the tile's whole width in one row-major chunk (the kernel's
      * QG_D_ROWS; see wgrad_efficiency). */
-    out->store_cols = qg__one_d(p->kind) ? (d_rows_major(p, bn)  ? bn
-                                            : bn % 32 == 0      ? 32
-                                            : bn % 16 == 0      ? 16
-                                                                : 8)
+    out->d_rows = d_rows_major(p, bn);
+    out->store_cols = qg__one_d(p->kind) ? (out->d_rows   ? bn
+                                            : bn % 32 == 0 ? 32
+                                            : bn % 16 == 0 ? 16
+                                                           : 8)
                       : bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
     /* A dense M below block_m: the A and SFA boxes hold round_up(M, 8) rows
      * instead of block_m, so that a decode GEMM (M = 1..32) does not ask
@@ -755,15 +757,14 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
      * 671.9-673.8 / 601.9-602.4 us, 7168x3072 348.6-351.5 / 318.7-318.8,
      * 4096x4096 278.1-279.6 / 243.5-243.6, 4096x2048 144.1-144.3 /
      * 129.1-129.3. */
-    const bool psum_small = p->kind == QG_GEMM_GROUPED_PSUM && !large && rows > 128;
-    if ((p->kind == QG_GEMM_GROUPED_MASKED || psum_small) && !large && rows > 128 && best.block_m &&
-        !avoided(avoid, num_avoid, 256, 128)) {
+    if ((p->kind == QG_GEMM_GROUPED_MASKED || p->kind == QG_GEMM_GROUPED_PSUM) && !large &&
+        rows > 128 && best.block_m && !avoided(avoid, num_avoid, 256, 128)) {
         const long long tiles = (long long)num_n_blocks(p, 128) * groups;
         const int waves = (int)((tiles + num_sms - 1) / num_sms);
         /* (rated as the dense tile: this comparison was measured on its own) */
         const double cost =
             (double)waves * 256 * 128 / tile_efficiency(QG_GEMM_DENSE, 256, 128, QG_MULTICAST_NONE);
-        if (psum_small ||
+        if (p->kind == QG_GEMM_GROUPED_PSUM ||
             cost < (double)best_waves * best.block_m * best.block_n /
                        tile_efficiency(p->kind, best.block_m, best.block_n, best.multicast)) {
             memset(&best, 0, sizeof best);

@@ -680,10 +680,9 @@ static uint32_t d_box_rows(const qg_config *cfg, const qg_kernel_plan *plan, boo
 /* The TMA swizzle of D's store chunks: rows of 128, 64 or 32 bytes; none
  * for an FP32 tile stored row-major in one chunk of its whole width (odd
  * multiples of 8 columns, the kernel's QG_D_ROWS). */
-static CUtensorMapSwizzle d_swizzle(const qg_config *cfg, const qg_kernel_plan *plan, bool fp32_d) {
+static CUtensorMapSwizzle d_swizzle(const qg_kernel_plan *plan, bool fp32_d) {
     const int chunk_bytes = plan->store_cols * (fp32_d ? 4 : 2);
-    if (fp32_d && plan->store_cols == cfg->block_n && cfg->block_n % 16 == 8)
-        return CU_TENSOR_MAP_SWIZZLE_NONE;
+    if (plan->d_rows) return CU_TENSOR_MAP_SWIZZLE_NONE;
     return chunk_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
            : chunk_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                : CU_TENSOR_MAP_SWIZZLE_32B;
@@ -782,7 +781,7 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
         (st = encode_map(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
                          (uint64_t)a->m, (uint64_t)a->num_groups, (uint64_t)a->ldd * 4,
                          (uint64_t)a->m * (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
-                         d_box_rows(cfg, plan, true), d_swizzle(cfg, plan, true),
+                         d_box_rows(cfg, plan, true), d_swizzle(plan, true),
                          "tensor map of D")))
         return st;
     qg_kgroup_params groups;
@@ -909,7 +908,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                            wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                            a->d, (uint64_t)a->n, a_rows, (uint64_t)a->ldd * d_bytes,
                            (uint32_t)plan->store_cols, d_box_rows(cfg, plan, wgrad),
-                           d_swizzle(cfg, plan, wgrad), "tensor map of D")) ||
+                           d_swizzle(plan, wgrad), "tensor map of D")) ||
         /* 1D1D: column scales of B [K/128][sfb_ld], a box of block_n per
          * stage. */
         (wgrad &&

@@ -108,7 +108,10 @@ typedef struct {
     int wgmma_n;            /* N of one wgmma: block_n, or block_n / 2 (wide 128-row tiles) */
     int acc_sets;           /* wgmma accumulator sets per math warpgroup */
     bool kpipe;             /* K-pipelined main loop (two accumulator sets, one unit) */
-    int store_cols;         /* columns of one TMA store chunk of D: bf16 16, 32 or 64; FP32 8, 16 or 32 */
+    int store_cols;         /* columns of one TMA store chunk of D: bf16 16, 32 or 64; FP32 8, 16 or 32,
+                               or block_n where d_rows */
+    bool d_rows;            /* FP32 D stored row-major, one unswizzled chunk of block_n columns
+                               (the kernel's QG_D_ROWS) */
     int a_box_rows;         /* rows of A (and SFA) one CTA's TMA box loads: the CTA's share of
                                block_m, or round_up(M, 8) for a dense M below block_m */
 } qg_kernel_plan;

@@ -551,9 +551,11 @@ TEST(config_kernel_plans) {
         qg_kernel_plan plan;
         CHECK(qg__plan(&ctx->props, &p, &cfg, &plan) == QG_SUCCESS, "rows %zu: %s", i,
               qg_last_error());
-        CHECK(plan.store_cols == rows_major[i].store_cols,
-              "kind %d K %d %dx%d: store chunks of %d columns, expected %d", (int)p.kind, p.k,
-              cfg.block_m, cfg.block_n, plan.store_cols, rows_major[i].store_cols);
+        const bool rows = rows_major[i].store_cols == rows_major[i].bn;
+        CHECK(plan.store_cols == rows_major[i].store_cols && plan.d_rows == rows,
+              "kind %d K %d %dx%d: store chunks of %d columns (row-major %d), expected %d (%d)",
+              (int)p.kind, p.k, cfg.block_m, cfg.block_n, plan.store_cols, (int)plan.d_rows,
+              rows_major[i].store_cols, (int)rows);
     }
     /* The A (and SFA) box: the CTA's rows of the tile, or round_up(M, 8) for
      * a dense M below block_m (not under A multicast, not grouped). */
