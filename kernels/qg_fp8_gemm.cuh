@@ -35,7 +35,8 @@
  *   QG_WGMMA_N         N of one wgmma (QG_BLOCK_N, or half of it: a multiple of 8)
  *   QG_ACC_SETS        wgmma accumulator sets per math warpgroup
  *   QG_STORE_COLS      columns of one TMA store chunk of D (bf16: 16, 32 or 64;
- *                      FP32: 8, 16 or 32, or block_n: QG_D_ROWS)
+ *                      FP32: 8, 16 or 32, or block_n with QG_D_ROWS)
+ *   QG_D_ROWS          1: FP32 D leaves row-major in one chunk (see below)
  *   QG_KPIPE           1: K-pipelined main loop (one wgmma unit per warpgroup,
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
  *                      kb - 1 is waited for and promoted
@@ -149,15 +150,19 @@ struct qg_kgroups {
  * k-grouped 4x4096x7168x8192 0.886-0.888 / 0.976-0.981, wgrad
  * 2112x4096x7168 0.834-0.840 / 0.935). QG_EPI_ROWS is the D map's box rows
  * (src/gemm.c d_box_rows). */
-/* FP32 D in one row-major chunk of the tile's whole width (the host's
- * choice for an odd multiple of 8 at short K, store_cols = block_n: see
- * src/config.c qg__plan), unswizzled in shared memory ([rows][block_n]
+/* QG_D_ROWS: FP32 D in one row-major chunk of the tile's whole width (the
+ * host's choice for an odd multiple of 8 at short K, with store_cols =
+ * block_n: src/config.c qg__plan, plan.d_rows), unswizzled in shared memory ([rows][block_n]
  * floats), as DeepGEMM's 1D1D kernel stores it: one TMA store of the tile,
  * rows of block_n * 4 bytes (the swizzled chunks of such a width are 8
  * columns, 32-byte rows). A row pitch of 8 mod 16 words (mod 32 banks: 8 or
  * 24) spreads the 4 rows of a half-warp's 8-byte stores over all 32 banks;
  * widths of 0 mod 16 columns keep the chunks, whose swizzle does that. */
-#define QG_D_ROWS (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK_N % 16 == 8)
+#ifndef QG_D_ROWS
+#define QG_D_ROWS 0
+#endif
+static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK_N % 16 == 8),
+              "row-major D: FP32, one chunk of an odd multiple of 8 columns");
 #define QG_EPI_PER_WG (!QG_D_F32)
 #define QG_EPI_ROWS (QG_EPI_PER_WG ? QG_WG_ROWS : QG_BLOCK_M)
 #define QG_EPI_THREADS (QG_EPI_PER_WG ? 128 : QG_NUM_MATH_THREADS)

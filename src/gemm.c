@@ -112,7 +112,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         "#define QG_SWIZZLE_GROUP %d\n#define QG_SFB_ROWS %d\n#define QG_SMEM_BYTES %zu\n"
         "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
         "#define QG_WGMMA_N %d\n#define QG_ACC_SETS %d\n"
-        "#define QG_KPIPE %d\n#define QG_STORE_COLS %d\n"
+        "#define QG_KPIPE %d\n#define QG_STORE_COLS %d\n#define QG_D_ROWS %d\n"
         "#define QG_SFB_COLS %d\n#define QG_D_F32 %d\n#define QG_D_REDUCE %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
@@ -124,7 +124,7 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         cfg->block_n, plan->num_stages, (int)cfg->multicast, plan->cluster_size, plan->split_k,
         plan->swizzle_group, plan->sfb_rows, plan->smem_bytes, plan->producer_regs,
         plan->math_regs, plan->wgmma_n, plan->acc_sets,
-        (int)plan->kpipe, plan->store_cols, wgrad, wgrad, wgrad && p->accumulate, acc, acc + 1,
+        (int)plan->kpipe, plan->store_cols, (int)plan->d_rows, wgrad, wgrad, wgrad && p->accumulate, acc, acc + 1,
         acc + 2, acc + 3, plan->a_box_rows);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
@@ -681,8 +681,8 @@ static uint32_t d_box_rows(const qg_config *cfg, const qg_kernel_plan *plan, boo
  * for an FP32 tile stored row-major in one chunk of its whole width (odd
  * multiples of 8 columns, the kernel's QG_D_ROWS). */
 static CUtensorMapSwizzle d_swizzle(const qg_kernel_plan *plan, bool fp32_d) {
-    const int chunk_bytes = plan->store_cols * (fp32_d ? 4 : 2);
     if (plan->d_rows) return CU_TENSOR_MAP_SWIZZLE_NONE;
+    const int chunk_bytes = plan->store_cols * (fp32_d ? 4 : 2);
     return chunk_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
            : chunk_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                : CU_TENSOR_MAP_SWIZZLE_32B;
