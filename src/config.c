@@ -525,7 +525,14 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
      * multicast). Rated so that 128x192 A wins at all four. */
     if (bm == 128 && bn == 192 && kind == QG_GEMM_GROUPED_MASKED && a) return 1.12;
     /* (psum groups of 1024 rows and more are rated as the contiguous layout,
-     * qg__select_avoiding: rate_kind) */
+     * qg__select_avoiding: rate_kind) Those psum groups at N 4096, where
+     * 128x256 saves 1% of waves x area over 128x192 A, ran as fast or faster
+     * as 128x192 A on 4 of 6 rows (H100, 2026-11-27-h100-16 explore-a.log,
+     * qgemm alone, twice each: 8 x ~4096 rows, K 4096 794.1-796.9 us against
+     * 819.8-820.6; masked layout 6 x ~1024, K 2048 90.4-91.0 against
+     * 97.0-97.2; 4 x 8192 level; behind at 6 x ~1024, K 4096, 191.5 against
+     * 183.4-183.8): rated level with it in the contiguous layouts. */
+    if (bm == 128 && bn == 256 && is_contiguous(kind)) return b ? 0.94 : 1.0;
     if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
     /* psum (H200, 2026-11-25-h200-8 explore-c2.log): 128x192 without
      * multicast ran 2.3-4.4% ahead of 128x128 A on DeepGEMM's four shapes

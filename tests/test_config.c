@@ -219,6 +219,12 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_WGRAD, 4096, 7168, 8192, 1, 0, 1}, 128, 160, QG_MULTICAST_NONE},
         {{QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
+        /* psum groups of ~1024 rows and more at N 4096: 128x192 A, no longer
+         * 128x256 (2026-11-27-h100-16 explore-a.log: 8 x ~4096 rows, K 4096
+         * 794.1-796.9 us against 819.8-820.6; 6 x ~1024, K 2048 90.4-91.0
+         * against 97.0-97.2) */
+        {{QG_GEMM_GROUPED_PSUM, 32768, 4096, 4096, 8, 0, 0}, 128, 192, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_PSUM, 24576, 4096, 2048, 6, 1228, 0}, 128, 192, QG_MULTICAST_A},
         /* psum groups of 129..256 rows: 256x128 A skipping the m64 tiles
          * past a group's end, as the masked kind (2026-11-27-h100-15
          * explore-b.log: 10-15% ahead of 128x256, see qg__select_avoiding) */
