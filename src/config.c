@@ -288,7 +288,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                         "config: block_n must be a multiple of 16 in [16, %d]%s for block_m %d "
                         "(%s), got %d", max_plain_block_n(bm), wide, bm,
                         p->kind == QG_GEMM_DENSE ? "dense" : p->kind == QG_GEMM_GROUPED_MASKED
-                        ? "masked" : "contiguous", bn);
+                        ? "masked" : p->kind == QG_GEMM_GROUPED_PSUM ? "psum" : "contiguous", bn);
     }
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
