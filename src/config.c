@@ -581,14 +581,22 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
  * explore-b.log bn128: k-grouped 16 x 4096x7168 1.054, 8 x 4096x7168 1.025,
  * weight gradient 24576x4096x1536 1.059, 32768x4096x512 1.020), rated 1.02:
  * it takes the k-grouped 4096x7168 rows of 8 and 16 groups, where it saves
- * 6-12 waves of ~200.
+ * 6-12 waves of ~200. At a K of 1536..2048 it ran faster than 128x128
+ * even where it saves no wave (H100, kineto, qgemm alone, waves x area /
+ * time against 128x128; 2026-11-27-h100-15 explore-b.log bn136 / bn128 and
+ * explore-c.log whole136, peers.txt of run-f and of 2026-11-27-h100-16):
+ * k-grouped 16 x 7168x2048, group K ~2160, 1231-1233 us against 1260-1268
+ * (1.09); weight gradient 7168x4096x2048 167.3-174.1 against 173.2-174.4
+ * (1.06-1.10), 24576x4096x1536 455.9-460.1 against 464.5-466.4 (1.05);
+ * at K 512 1.01, at K ~4096 1.01. Rated 1.07 for 1024 < K <= 3072 (3072:
+ * between the measured 2160 and 3984, not measured itself).
  */
 static double wgrad_efficiency(int bm, int bn, int k) {
     if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
     if (bn == 128) return 1.0;
     if (bn == 160) return k >= 4096 ? 1.0 : 0.95;
     /* stored row-major at K <= QG_D_ROWS_MAX_K (see d_rows_major) */
-    if (bn == 136) return k <= QG_D_ROWS_MAX_K ? 1.02 : 0.95;
+    if (bn == 136) return k > 1024 && k <= 3072 ? 1.07 : k <= QG_D_ROWS_MAX_K ? 1.02 : 0.95;
     if (bn == 144) return 0.92;
     if (bn == 112) return 0.93;
     return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);

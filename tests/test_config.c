@@ -217,7 +217,14 @@ TEST(config_wide_tiles) {
         {{QG_GEMM_WGRAD, 2112, 4096, 7168, 1, 0, 1}, 128, 136, QG_MULTICAST_NONE},
         {{QG_GEMM_WGRAD, 4096, 4096, 7168, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_WGRAD, 4096, 7168, 8192, 1, 0, 1}, 128, 160, QG_MULTICAST_NONE},
-        {{QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
+        /* 128x136 stored row-major at K 1024..3072 (config.c, wgrad_efficiency:
+         * 455.9-460.1 us against 464.5-466.4 as 128x128, H100) */
+        {{QG_GEMM_WGRAD, 24576, 4096, 1536, 1, 0, 1}, 128, 136, QG_MULTICAST_NONE},
+        {{QG_GEMM_WGRAD, 7168, 4096, 2048, 1, 0, 1}, 128, 136, QG_MULTICAST_NONE},
+        {{QG_GEMM_K_GROUPED, 7168, 2048, 34560, 16, 0, 1}, 128, 136, QG_MULTICAST_NONE},
+        /* ... but not at K 512 (564.3 against 569.1-572.0) nor ~4096 */
+        {{QG_GEMM_WGRAD, 32768, 4096, 512, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
+        {{QG_GEMM_K_GROUPED, 7168, 2048, 31872, 8, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
         /* psum groups of ~1024 rows and more at N 4096: 128x192 A, no longer
          * 128x256 (2026-11-27-h100-16 explore-a.log: 8 x ~4096 rows, K 4096
