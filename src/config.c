@@ -526,8 +526,8 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
     if (bm == 128 && bn == 192 && kind == QG_GEMM_GROUPED_MASKED && a) return 1.12;
     /* (psum groups of 1024 rows and more are rated as the contiguous layout,
      * qg__select_avoiding: rate_kind) Those psum groups at N 4096, where
-     * 128x256 saves 1% of waves x area over 128x192 A, ran as fast or faster
-     * as 128x192 A on 4 of 6 rows (H100, 2026-11-27-h100-16 explore-a.log,
+     * 128x256 saves 1% of waves x area over 128x192 A, ran as fast as 128x192 A
+     * or slower on 5 of 6 rows (H100, 2026-11-27-h100-16 explore-a.log,
      * qgemm alone, twice each: 8 x ~4096 rows, K 4096 794.1-796.9 us against
      * 819.8-820.6; masked layout 6 x ~1024, K 2048 90.4-91.0 against
      * 97.0-97.2; 4 x 8192 level; behind at 6 x ~1024, K 4096, 191.5 against
@@ -589,7 +589,9 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
  * (1.09); weight gradient 7168x4096x2048 167.3-174.1 against 173.2-174.4
  * (1.06-1.10), 24576x4096x1536 455.9-460.1 against 464.5-466.4 (1.05);
  * at K 512 1.01, at K ~4096 1.01. Rated 1.07 for 1024 < K <= 3072 (3072:
- * between the measured 2160 and 3984, not measured itself).
+ * between the measured 2160 and 3984, not measured itself); beside DeepGEMM,
+ * new / old / new / old (2026-11-27-h100-16 explore-e.log): k-grouped
+ * 16 x 7168x2048 1215.0 / 1258.6 / 1217.1 / 1259.0 us.
  */
 static double wgrad_efficiency(int bm, int bn, int k) {
     if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);

@@ -576,7 +576,7 @@ TEST(gpu_hostile_rejected_calls_leave_outputs_untouched) {
             [QG_GEMM_DENSE] = {.block_m = 128, .block_n = 200},
             [QG_GEMM_GROUPED_CONTIGUOUS] = {.block_m = 256, .block_n = 128},
             [QG_GEMM_GROUPED_MASKED] = {.block_m = 128, .block_n = 200},
-            /* (psum takes 256-row tiles since 0.4.0's row skipping) */
+            /* (256x64 is legal for psum since its 256-row tiles, 71b9355) */
             [QG_GEMM_GROUPED_PSUM] = {.block_m = 128, .block_n = 200},
             [QG_GEMM_WGRAD] = {.block_m = 128, .block_n = 168},
         };
