@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fake_args.h"
+#include "hostile_configs.h"
 
 static qg_gemm_args args_ok(void) { return fake_good_args(); }
 
@@ -109,6 +110,32 @@ TEST(hostile_forced_config_offline_precise) {
     st = qg_fp8_gemm_nt(ctx, &a, &good, NULL);
     CHECK(st == QG_ERROR_NO_DEVICE && strstr(qg_last_error(), "offline"),
           "legal forced config offline: %s (%s)", qg_status_string(st), qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The configurations the GPU test forces as illegal (hostile_configs.h) are
+ * still refused, with the message it looks for, on the problems it forces
+ * them on (test_hostile_gpu.c: setup_kind, setup_wgrad). */
+TEST(hostile_illegal_configs_still_refused) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const qg_problem probs[] = {
+        {QG_GEMM_DENSE, 128, 256, 256, 1, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 256, 256, 256, 2, 0, 0},
+        {QG_GEMM_GROUPED_MASKED, 128, 256, 256, 2, 0, 0},
+        {QG_GEMM_GROUPED_PSUM, 256, 256, 256, 2, 0, 0},
+        {QG_GEMM_WGRAD, 128, 256, 256, 1, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++) {
+        const qg_illegal_config *ill = &qg_illegal_configs[probs[i].kind];
+        qg_config c = ill->cfg;
+        const qg_status st = qg_complete_config(ctx, &probs[i], &c);
+        CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), ill->needle),
+              "kind %d, %dx%d forced: %s (%s), want QG_ERROR_UNSUPPORTED naming '%s'",
+              (int)probs[i].kind, ill->cfg.block_m, ill->cfg.block_n, qg_status_string(st),
+              qg_last_error(), ill->needle);
+    }
     qg_context_destroy(ctx);
     PASS();
 }

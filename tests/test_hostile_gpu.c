@@ -41,6 +41,7 @@
 #include "qgtk.h"
 #include "internal.h"
 #include "cache.h"
+#include "hostile_configs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -572,15 +573,6 @@ TEST(gpu_hostile_rejected_calls_leave_outputs_untouched) {
     REFUSED(mask, g.ctx, NULL, QG_ERROR_INVALID_ARGUMENT, needle, label, mutate)
 #define UNSUPPORTED(mask, needle, label, mutate) \
     REFUSED(mask, g.ctx, NULL, QG_ERROR_UNSUPPORTED, needle, label, mutate)
-        const qg_config illegal[] = {
-            [QG_GEMM_DENSE] = {.block_m = 128, .block_n = 200},
-            [QG_GEMM_GROUPED_CONTIGUOUS] = {.block_m = 256, .block_n = 128},
-            [QG_GEMM_GROUPED_MASKED] = {.block_m = 128, .block_n = 200},
-            /* (256x64 is legal for psum since its 256-row tiles, 71b9355) */
-            [QG_GEMM_GROUPED_PSUM] = {.block_m = 128, .block_n = 200},
-            [QG_GEMM_WGRAD] = {.block_m = 128, .block_n = 168},
-        };
-        const char *illegal_needle[] = {"block_n", "block_m", "block_n", "128 (psum)", "block_n"};
         const qg_config legal = {.block_m = 128, .block_n = 64};
 
         /* the context and the arguments themselves */
@@ -599,9 +591,11 @@ TEST(gpu_hostile_rejected_calls_leave_outputs_untouched) {
         REFUSED(K_ALL, offline, NULL, QG_ERROR_NO_DEVICE, "offline", "offline context", (void)0);
         REFUSED(K_ALL, offline, &legal, QG_ERROR_NO_DEVICE, "offline",
                 "offline context, legal forced configuration", (void)0);
-        REFUSED(K_ALL, offline, &illegal[kind], QG_ERROR_UNSUPPORTED, illegal_needle[kind],
+        REFUSED(K_ALL, offline, &qg_illegal_configs[kind].cfg, QG_ERROR_UNSUPPORTED,
+                qg_illegal_configs[kind].needle,
                 "offline context, illegal forced configuration", (void)0);
-        REFUSED(K_NOT_DENSE, g.ctx, &illegal[kind], QG_ERROR_UNSUPPORTED, illegal_needle[kind],
+        REFUSED(K_NOT_DENSE, g.ctx, &qg_illegal_configs[kind].cfg, QG_ERROR_UNSUPPORTED,
+                qg_illegal_configs[kind].needle,
                 "illegal forced configuration", (void)0);
 
         /* the problem's shape */
