@@ -532,8 +532,7 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
      * 819.8-820.6; masked layout 6 x ~1024, K 2048 90.4-91.0 against
      * 97.0-97.2; 4 x 8192 level; behind at 6 x ~1024, K 4096, 191.5 against
      * 183.4-183.8): rated level with it in the contiguous layouts. */
-    if (bm == 128 && bn == 256 && is_contiguous(kind)) return b ? 0.94 : 1.0;
-    if (bm == 128 && bn == 256) return b ? 0.94 : 1.02;
+    if (bm == 128 && bn == 256) return b ? 0.94 : is_contiguous(kind) ? 1.0 : 1.02;
     /* psum (H200, 2026-11-25-h200-8 explore-c2.log): 128x192 without
      * multicast ran 2.3-4.4% ahead of 128x128 A on DeepGEMM's four shapes
      * timed, against 0.5-2.4% more waves x area; with A, 0-1.7% behind that. */
@@ -593,12 +592,12 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
  * new / old / new / old (2026-11-27-h100-16 explore-e.log): k-grouped
  * 16 x 7168x2048 1215.0 / 1258.6 / 1217.1 / 1259.0 us.
  */
-static double wgrad_efficiency(int bm, int bn, int k) {
+static double wgrad_efficiency(int bm, int bn, int k, bool rows_major) {
     if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
     if (bn == 128) return 1.0;
     if (bn == 160) return k >= 4096 ? 1.0 : 0.95;
-    /* stored row-major at K <= QG_D_ROWS_MAX_K (see d_rows_major) */
-    if (bn == 136) return k > 1024 && k <= 3072 ? 1.07 : k <= QG_D_ROWS_MAX_K ? 1.02 : 0.95;
+    /* rows_major: the plan stores it in one row-major chunk (d_rows_major) */
+    if (bn == 136) return !rows_major ? 0.95 : k > 1024 && k <= 3072 ? 1.07 : 1.02;
     if (bn == 144) return 0.92;
     if (bn == 112) return 0.93;
     return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
@@ -726,7 +725,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * 128x256 A against 613.3 as 128x192, explore-d.log) */
                 const bool many = p->kind == QG_GEMM_GROUPED_PSUM && tiles >= 4ll * num_sms;
                 if (is_wide(p->kind, bm, bn) && !large && !many) continue;
-                const double eff = qg__one_d(p->kind) ? wgrad_efficiency(bm, bn, group_k)
+                const double eff = qg__one_d(p->kind)
+                                       ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn))
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
                                        : tile_efficiency(rate_kind, bm, bn, c.multicast);
