@@ -16,8 +16,8 @@ contiguous:4x8192x6144x7168, masked:6x1024x6144x7168, ...); a bare set name
 picks every row of that set: m4096 (the dense rows of M = 4096), or a kind
 (contiguous, masked, wgrad, k-grouped, contiguous-psum, masked-psum); a ROW
 ending in * every row whose KIND:SHAPE starts with the rest
-(masked-psum:32x192x*). --config overrides keys of the heuristic's configuration (block_m,
-block_n, num_stages, multicast, swizzle_group, split_k; num_stages is then
+(masked-psum:32x192x*); dense:MxNxK outside the table is timed as well.
+--config overrides keys of the heuristic's configuration (block_m, block_n, num_stages, multicast, swizzle_group, split_k; num_stages is then
 re-derived unless given). One line per row:
 
     TAG KIND SHAPE dg US qg US ratio R [block_m x block_n mcM stS swW] diff D
@@ -112,6 +112,11 @@ def main() -> int:
         if key not in seen and wanted(spec, args.rows):
             seen.add(key)
             specs.append(spec)
+    for r in args.rows:  # a dense shape outside the table: dense:MxNxK
+        if r.startswith("dense:") and ("dense", r[6:]) not in seen and not r.endswith("*"):
+            m, n, k = peers.parse_shape(r[6:])
+            seen.add(("dense", r[6:]))
+            specs.append(peers.dense_spec(m, n, k, "explore"))
     if not over:
         peers.warm_parallel(specs, args.warm_jobs, libs)
     for spec in specs:

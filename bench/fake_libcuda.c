@@ -32,7 +32,8 @@ static CUresult f_count(int *n) { *n = devices(); return 0; }
 static CUresult f_get(int *d, int i) { if (i >= devices()) return 101; *d = i; return 0; }
 static CUresult f_attr(int *v, int a, int d) { (void)d;
   switch (a) { case 75: *v = 9; break; case 76: *v = 0; break; case 16: *v = 132; break;
-  case 97: *v = 232448; break; case 38: *v = 50<<20; break; default: *v = 0; } return 0; }
+  case 97: *v = 232448; break; case 38: *v = 50<<20; break;
+  case 36: *v = 3200000; break; case 37: *v = 6144; break; default: *v = 0; } return 0; }
 static CUresult f_name(char *n, int len, int d) { snprintf(n, (size_t)len, "Fake H200 %d", d); return 0; }
 static CUresult f_errstr(int r, const char **s) { (void)r; *s = "fake driver"; return 0; }
 static CUresult f_retain(fctx **c, int d) { ctxs[d].device = d; *c = &ctxs[d]; return 0; }

@@ -109,6 +109,10 @@ typedef struct {
     size_t l2_bytes;           /* L2 cache size */
     int clock_khz;             /* SM clock (0 when unknown) */
     char name[128];            /* device name ("offline" for offline contexts) */
+    /* since 0.5.0: peak DRAM bandwidth in GB/s, 2 x memory clock x bus width
+     * (3352 on H100 SXM, 4915 on H200; 0 when unknown: the heuristic then
+     * assumes an H100's). Small dense problems split K or not by it. */
+    int dram_gbps;
 } qg_device_props;
 
 /* A handle on one CUDA device, or on an offline description of one: its

@@ -631,24 +631,37 @@ static long long small_tile_cost(int rows, int bm, int bn, int waves, bool b_onc
  * (2026-11-22-explore10, runs 1, 5 and 6; the ~5 us every launch costs left
  * out): a CTA streams its rows of A and B (an m-block's B rows counted once:
  * a second m-block reads them from L2) at about 70 GB/s with one math
- * warpgroup and 100 GB/s with two; DRAM streams B at about 3.0 TB/s; the
- * time is the larger of the two. Splitting costs about 1 us plus
- * block_m x block_n / 3000 us (64x32: 1.8, 128x32: 2.6, 128x64: 3.7 us
- * measured: the cluster, the partner's sums, one stage less).
- * 64x2112x7168: 64x16 14.0 us, 64x32 split 12.3; 128x2112x7168: 64x32 14.4,
- * 128x32 split 13.8; 128x4096x7168: 128x32 17.0, 128x64 split 19.0 (the
- * model keeps a plain tile there: 64x64 since 2026-11-25-h200-13, in tile
- * order 1, 14.34 us). On the H200 the 128-row split lost where the
- * H100 had it win (2026-11-25-h200-12, explore-h*.log, kineto, two runs):
- * 128x2112x7168 as 128x32 split 11.32 us against 10.82 / 10.66 as 64x32
- * without (DeepGEMM's tile there: 10.82-10.97 us); 128x4096x7168 128x32
- * split 18.29 against 15.45 plain. Only 64-row tiles split now (64x2112x7168
- * 64x32 split 9.74-9.87 us against 10.10-10.33 as 64x16 / 64x32).
+ * warpgroup and 100 GB/s with two; the time is the larger of that and B's
+ * bytes over DRAM. Splitting costs about 1 us plus block_m x block_n / 3000
+ * us (64x32: 1.8, 128x32: 2.6, 128x64: 3.7 us measured: the cluster, the
+ * partner's sums, one stage less). 64x2112x7168: 64x16 14.0 us, 64x32 split
+ * 12.3; 128x2112x7168: 64x32 14.4, 128x32 split 13.8; 128x4096x7168: 128x32
+ * 17.0, 128x64 split 19.0 (the model keeps a plain tile there: 64x64 since
+ * 2026-11-25-h200-13, in tile order 1, 14.34 us). On the H200 the 128-row
+ * split lost where the H100 had it win (2026-11-25-h200-12, explore-h*.log,
+ * kineto, two runs): 128x2112x7168 as 128x32 split 11.32 us against 10.82 /
+ * 10.66 as 64x32 without (DeepGEMM's tile there: 10.82-10.97 us);
+ * 128x4096x7168 128x32 split 18.29 against 15.45 plain. Only 64-row tiles
+ * split now (64x2112x7168 64x32 split 9.74-9.87 us against 10.10-10.33 as
+ * 64x16 / 64x32).
+ *
+ * DRAM streams B at 73% of the device's peak (props->dram_gbps; an H100's
+ * 3352 GB/s when unknown). The kernel outgrew the streaming rates above, and
+ * the H100 then lost the 64x2112x7168 split the H200 wins (2026-11-27-h100-16
+ * explore-g.log, kineto, two runs: 64x16 11.18-11.29 us, 64x32 split
+ * 12.43-12.57; 1x2112x7168 10.69-11.11 against 12.16-12.18 split): unsplit,
+ * the grid already reads B at about 73% of the H100's peak (15.1 MB in ~6.2
+ * us past the launch's ~5), so halving each CTA's stream cannot help there
+ * and the split only adds its cost; the H200's 4915 GB/s leave room for it.
+ * The N 576 splits win on both (1x576x7168 8.2 us split against 9.3-9.4 on
+ * the H100, explore-h.log: 36 or 72 CTAs are far from DRAM's bound).
  */
-static double stream_us(const qg_problem *p, int bm, int bn, int split_k) {
-    const double rate = bm == 64 ? 70e3 : 100e3;  /* bytes per us per SM */
+static double stream_us(const qg_device_props *props, const qg_problem *p, int bm, int bn,
+                        int split_k) {
+    const double rate = bm == 64 ? 70e3 : 100e3; /* bytes per us per SM */
     const double sm = (double)(bm + bn) * p->k / split_k / rate;
-    const double dram = (double)p->n * p->k / 3.0e6; /* B at 3.0 TB/s */
+    const double dram_gbps = props->dram_gbps > 0 ? props->dram_gbps : 3352;
+    const double dram = (double)p->n * p->k / (0.73 * dram_gbps * 1e3); /* bytes per us */
     return (sm > dram ? sm : dram) + (split_k > 1 ? 1.0 + bm * bn / 3000.0 : 0.0);
 }
 
@@ -803,7 +816,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
      * shared memory beside the partner's sums, and at least a 10% gain in the
      * model over the tile chosen above. */
     if (p->kind == QG_GEMM_DENSE && !large && num_sms >= 2 && ceil_div(p->k, 128) >= 8) {
-        double best_split = 0.9 * best_waves * stream_us(p, best.block_m, best.block_n, 1);
+        double best_split = 0.9 * best_waves * stream_us(props, p, best.block_m, best.block_n, 1);
         qg_config split;
         memset(&split, 0, sizeof split);
         int split_ctas = 0;
@@ -814,7 +827,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 continue;
             const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
             if (ctas > num_sms - num_sms % 2) continue;
-            const double t = stream_us(p, bm, bn, 2);
+            const double t = stream_us(props, p, bm, bn, 2);
             if (t < best_split) {
                 split.block_m = bm, split.block_n = bn, split.split_k = 2;
                 best_split = t, split_ctas = (int)ctas;

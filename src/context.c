@@ -39,6 +39,10 @@ qg_status qg_context_create_offline(qg_context **out, const qg_device_props *pro
             return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                             "qg_context_create_offline: props->smem_optin_bytes must be in "
                             "[49152, 1048576], got %zu", p.smem_optin_bytes);
+        if (p.dram_gbps < 0 || p.dram_gbps > 100000)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "qg_context_create_offline: props->dram_gbps must be in [0, 100000] "
+                            "(0: unknown), got %d", p.dram_gbps);
         if (p.cc_major != 9 || p.cc_minor != 0)
             return qg__fail(QG_ERROR_WRONG_ARCH,
                             "qg_context_create_offline: compute capability %d.%d given; qgemm "
@@ -105,6 +109,15 @@ qg_status qg_context_create(qg_context **out, int device) {
     /* The clock attribute is informational; some drivers no longer report it. */
     if (drv->cuDeviceGetAttribute(&p.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev) != CUDA_SUCCESS)
         p.clock_khz = 0;
+    /* So is the memory clock (deprecated in CUDA 13's runtime API, still a
+     * driver attribute): DDR, so the peak is 2 x clock x bus width. */
+    int mem_khz = 0, bus_bits = 0;
+    if (drv->cuDeviceGetAttribute(&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev) ==
+            CUDA_SUCCESS &&
+        drv->cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev) ==
+            CUDA_SUCCESS &&
+        mem_khz > 0 && bus_bits > 0)
+        p.dram_gbps = (int)(2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 + 0.5);
     p.smem_optin_bytes = (size_t)smem;
     p.l2_bytes = (size_t)l2;
     if (drv->cuDeviceGetName(p.name, (int)sizeof p.name, dev) != CUDA_SUCCESS) strcpy(p.name, "?");

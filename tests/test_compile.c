@@ -194,7 +194,8 @@ TEST(compile_heuristic_choices) {
         {QG_GEMM_K_GROUPED, 4096, 7168, 16 * 2048, 16, 0, 1},
         {QG_GEMM_K_GROUPED, 7168, 2048, 16 * 2048, 16, 0, 0},
         /* qgemm check's split-K cases (tools/qgemm.c) */
-        {QG_GEMM_DENSE, 64, 2112, 7296, 1, 0, 0}, {QG_GEMM_DENSE, 33, 576, 7168, 1, 0, 0},
+        {QG_GEMM_DENSE, 64, 1536, 7296, 1, 0, 0}, {QG_GEMM_DENSE, 33, 576, 7168, 1, 0, 0},
+        {QG_GEMM_DENSE, 64, 2112, 7296, 1, 0, 0},
         {QG_GEMM_DENSE, 100, 2112, 7296, 1, 0, 0},
         /* qgemm check's masked 256x128 cases (tools/qgemm.c), whose rows name
          * the heuristic's choice */

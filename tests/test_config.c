@@ -606,23 +606,39 @@ TEST(config_kernel_plans) {
  * splits measured slower on the H200: 128x2112x7168, 128x4096x7168), never
  * where DRAM is already the limit or the split's fixed cost outweighs it
  * (short K), for large M or for grouped layouts; forced, it is checked
- * like every other field, and its reduction buffer is in the plan. */
+ * like every other field, and its reduction buffer is in the plan. The
+ * device's DRAM bandwidth decides N 2112 at K 7168: the H100 (3352 GB/s,
+ * also assumed when unknown) reads B there at DRAM's pace unsplit, the
+ * H200 (4915 GB/s) has room for the split. */
 TEST(config_split_k) {
     qg_context *ctx = h100();
     CHECK(ctx, "offline context: %s", qg_last_error());
-    /* (33x576x7168 and 64x2112x7296 are qgemm check's split-K cases.) */
-    static const struct { int m, n, k, bm, bn; } split[] = {
-        {64, 2112, 7168, 64, 32}, {1, 2112, 7168, 64, 32}, {128, 576, 7168, 64, 32},
-        {64, 2112, 7296, 64, 32}, {33, 576, 7168, 64, 16}};
+    qg_device_props h200_props = {.sm_count = 132, .cc_major = 9, .cc_minor = 0,
+                                  .smem_optin_bytes = 232448, .l2_bytes = 50u << 20,
+                                  .dram_gbps = 4915};
+    qg_context *h200 = NULL;
+    CHECK(qg_context_create_offline(&h200, &h200_props) == QG_SUCCESS, "%s", qg_last_error());
+    qg_device_props negative = h200_props;
+    negative.dram_gbps = -1;
+    qg_context *refused = NULL;
+    CHECK(qg_context_create_offline(&refused, &negative) == QG_ERROR_INVALID_ARGUMENT && !refused &&
+              strstr(qg_last_error(), "dram_gbps must be in [0, 100000] (0: unknown), got -1"),
+          "dram_gbps -1: %s", qg_last_error());
+    /* (33x576x7168 and 64x1536x7296 are qgemm check's split-K cases.) */
+    static const struct { int h100, m, n, k, bm, bn; } split[] = {
+        {1, 128, 576, 7168, 64, 32}, {1, 33, 576, 7168, 64, 16}, {1, 64, 1536, 7296, 64, 32},
+        {0, 64, 2112, 7168, 64, 32}, {0, 1, 2112, 7168, 64, 32}, {0, 64, 2112, 7296, 64, 32},
+        {0, 128, 576, 7168, 64, 32}, {0, 33, 576, 7168, 64, 16}, {0, 64, 1536, 7296, 64, 32}};
     for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
         qg_problem p = {QG_GEMM_DENSE, split[i].m, split[i].n, split[i].k, 1, 0, 0};
         qg_config cfg;
-        CHECK(qg_select_config(ctx, &p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qg_select_config(split[i].h100 ? ctx : h200, &p, &cfg) == QG_SUCCESS, "%s",
+              qg_last_error());
         CHECK(cfg.split_k == 2 && cfg.block_m == split[i].bm && cfg.block_n == split[i].bn &&
               cfg.multicast == QG_MULTICAST_NONE,
-              "%dx%dx%d: chose %dx%d split-K %d multicast %d, expected %dx%d split-K 2", p.m, p.n,
-              p.k, cfg.block_m, cfg.block_n, cfg.split_k, (int)cfg.multicast, split[i].bm,
-              split[i].bn);
+              "%s %dx%dx%d: chose %dx%d split-K %d multicast %d, expected %dx%d split-K 2",
+              split[i].h100 ? "H100" : "H200", p.m, p.n, p.k, cfg.block_m, cfg.block_n,
+              cfg.split_k, (int)cfg.multicast, split[i].bm, split[i].bn);
         const long long ctas = 2ll * ((p.m + cfg.block_m - 1) / cfg.block_m) *
                                ((p.n + cfg.block_n - 1) / cfg.block_n);
         CHECK(ctas <= cfg.num_sms, "%dx%dx%d: %lld CTAs on %d SMs", p.m, p.n, p.k, ctas,
@@ -636,13 +652,21 @@ TEST(config_split_k) {
         {QG_GEMM_DENSE, 64, 24576, 1536, 1, 0, 0},  {QG_GEMM_DENSE, 64, 2112, 896, 1, 0, 0},
         {QG_GEMM_DENSE, 4096, 2112, 7168, 1, 0, 0}, {QG_GEMM_DENSE, 1000, 2112, 7168, 1, 0, 0},
         {QG_GEMM_GROUPED_MASKED, 64, 2112, 7168, 2, 64, 0},
-        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 2112, 7168, 1, 0, 0}};
-    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
-        qg_config cfg;
-        CHECK(qg_select_config(ctx, &plain[i], &cfg) == QG_SUCCESS, "%s", qg_last_error());
-        CHECK(cfg.split_k == 1, "kind %d %dx%dx%d: split-K %d chosen", (int)plain[i].kind,
-              plain[i].m, plain[i].n, plain[i].k, cfg.split_k);
-    }
+        {QG_GEMM_GROUPED_CONTIGUOUS, 128, 2112, 7168, 1, 0, 0},
+        /* (the H100 only: DRAM-bound unsplit, the H200 splits these) */
+        {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0, 0},   {QG_GEMM_DENSE, 1, 2112, 7168, 1, 0, 0},
+        {QG_GEMM_DENSE, 64, 2112, 7296, 1, 0, 0}};
+    const size_t both = sizeof plain / sizeof plain[0] - 3;
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        for (int dev = 0; dev < (i < both ? 2 : 1); ++dev) {
+            qg_config cfg;
+            CHECK(qg_select_config(dev ? h200 : ctx, &plain[i], &cfg) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            CHECK(cfg.split_k == 1, "%s kind %d %dx%dx%d: split-K %d chosen",
+                  dev ? "H200" : "H100", (int)plain[i].kind, plain[i].m, plain[i].n, plain[i].k,
+                  cfg.split_k);
+        }
+    qg_context_destroy(h200);
 
     /* Forced: the field's rules, each refusal naming split_k. */
     const qg_problem p = {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0, 0};

@@ -37,7 +37,7 @@ static const check_case full_cases[] = {
     {QG_GEMM_DENSE, 2049, 264, 1024, 1},   {QG_GEMM_DENSE, 3000, 1536, 7168, 1},
     {QG_GEMM_DENSE, 4095, 7168, 128, 1},   {QG_GEMM_DENSE, 4096, 2112, 7168, 1},
     {QG_GEMM_DENSE, 4096, 24576, 1536, 1},
-    {QG_GEMM_DENSE, 64, 2112, 7296, 1}, /* split-K, 57 K blocks: 29 + 28 */
+    {QG_GEMM_DENSE, 64, 1536, 7296, 1}, /* split-K, 57 K blocks: 29 + 28 */
     {QG_GEMM_DENSE, 100, 2112, 7296, 1}, /* two 64-row m-blocks, the second partial */
     {QG_GEMM_GROUPED_CONTIGUOUS, 1200, 576, 1536, 4},
     {QG_GEMM_GROUPED_CONTIGUOUS, 4096, 4096, 7168, 8},

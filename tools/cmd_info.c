@@ -60,10 +60,11 @@ static int info_json(void) {
         printf(",\n  \"device\": {\"ordinal\": %d, \"name\": ", qgtk_gpu_device());
         cli_json_string(stdout, pr.name);
         printf(", \"driver\": \"%d.%d\", \"arch\": \"sm_%d%d\", \"sms\": %d, \"kernel_sms\": %d, "
-               "\"sm_clock_mhz\": %d, \"smem_optin_bytes\": %zu, \"l2_bytes\": %zu}",
+               "\"sm_clock_mhz\": %d, \"smem_optin_bytes\": %zu, \"l2_bytes\": %zu, "
+               "\"dram_gbps\": %d}",
                driver_version / 1000, driver_version % 1000 / 10, pr.cc_major, pr.cc_minor,
                pr.sm_count, qg_context_get_num_sms(ctx), pr.clock_khz / 1000, pr.smem_optin_bytes,
-               (size_t)pr.l2_bytes);
+               (size_t)pr.l2_bytes, pr.dram_gbps);
         qg_context_destroy(ctx);
     }
     printf("\n}\n");
@@ -114,6 +115,8 @@ int cli_info(int argc, char **argv) {
     printf("SM clock:    %d MHz\n", pr.clock_khz / 1000);
     printf("smem optin:  %zu bytes per block\n", pr.smem_optin_bytes);
     printf("L2:          %.1f MiB\n", (double)pr.l2_bytes / (1 << 20));
+    if (pr.dram_gbps) printf("DRAM:        %d GB/s peak\n", pr.dram_gbps);
+    else printf("DRAM:        unknown (the heuristic assumes 3352 GB/s)\n");
     qg_context_destroy(ctx);
     return CLI_EXIT_OK;
 }

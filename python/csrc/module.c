@@ -390,10 +390,11 @@ static PyObject *py_device_props(PyObject *self, PyObject *arg)
     qg_status st = qg_context_get_props(ctx, &pr);
     if (st != QG_SUCCESS)
         return qgpy_raise_status(st);
-    return Py_BuildValue("{s:s,s:i,s:(ii),s:n,s:n,s:i}", "name", pr.name, "sm_count", pr.sm_count,
-                         "compute_capability", pr.cc_major, pr.cc_minor, "smem_optin_bytes",
-                         (Py_ssize_t)pr.smem_optin_bytes, "l2_bytes", (Py_ssize_t)pr.l2_bytes,
-                         "clock_khz", pr.clock_khz);
+    return Py_BuildValue("{s:s,s:i,s:(ii),s:n,s:n,s:i,s:i}", "name", pr.name, "sm_count",
+                         pr.sm_count, "compute_capability", pr.cc_major, pr.cc_minor,
+                         "smem_optin_bytes", (Py_ssize_t)pr.smem_optin_bytes, "l2_bytes",
+                         (Py_ssize_t)pr.l2_bytes, "clock_khz", pr.clock_khz, "dram_gbps",
+                         pr.dram_gbps);
 }
 
 static PyObject *py_set_num_sms(PyObject *self, PyObject *arg)
