@@ -3,7 +3,7 @@
 # regenerates the API reference (docs/API.md, docs/PYTHON_API.md).
 #
 #   build/libqgemm.a, build/libqgemm.so   the library, the product (kernels embedded);
-#                                         libqgemm.so -> .so.0.4 -> .so.$(VERSION) (SONAME .so.0.4)
+#                                         libqgemm.so -> .so.0.5 -> .so.$(VERSION) (SONAME .so.0.5)
 #   build/libqgemm_testkit.a              the testkit: reference, checks, timing, fault
 #                                         injection, its helper kernels (tests, CLI, bench)
 #   build/qgemm                           the command-line tool
@@ -32,7 +32,7 @@ LDLIBS  := -ldl -lpthread -lm
 
 VERSION     := $(shell sed -n 's/^\#define QG_VERSION_STRING "\(.*\)"/\1/p' include/qgemm.h)
 # 0.x releases may change the ABI between minors (0.4.0 grew qg_problem and
-# qg_gemm_args), so there the SONAME carries the minor: libqgemm.so.0.4.
+# qg_gemm_args, 0.5.0 qg_device_props), so there the SONAME carries the minor: libqgemm.so.0.5.
 VERSION_WORDS := $(subst ., ,$(VERSION))
 SOMAJOR     := $(if $(filter 0,$(word 1,$(VERSION_WORDS))),0.$(word 2,$(VERSION_WORDS)),$(word 1,$(VERSION_WORDS)))
 SONAME      := libqgemm.so.$(SOMAJOR)

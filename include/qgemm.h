@@ -58,11 +58,11 @@ struct CUstream_st;
 /* The version of this header; qg_version() and qg_version_string() give the
  * version of the library actually linked. */
 #define QG_VERSION_MAJOR 0
-#define QG_VERSION_MINOR 4
+#define QG_VERSION_MINOR 5
 #define QG_VERSION_PATCH 0
 #define QG_VERSION_NUMBER \
     (QG_VERSION_MAJOR * 10000 + QG_VERSION_MINOR * 100 + QG_VERSION_PATCH)
-#define QG_VERSION_STRING "0.4.0"
+#define QG_VERSION_STRING "0.5.0"
 
 /** @return QG_VERSION_NUMBER of the library actually linked. */
 QG_API unsigned qg_version(void);
@@ -101,7 +101,10 @@ QG_API const char *qg_last_error(void);
 /* Context                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Properties of a device, as the configuration heuristic sees them. */
+/* Properties of a device, as the configuration heuristic sees them.
+ * dram_gbps (since 0.5.0) is 2 x memory clock x bus width as the driver
+ * reports them (3352 on an H100 SXM, 4915 on an H200): whether a small dense
+ * GEMM splits K over a cluster depends on it. */
 typedef struct {
     int sm_count;              /* multiprocessors */
     int cc_major, cc_minor;    /* compute capability (9.0 for Hopper) */
@@ -109,10 +112,7 @@ typedef struct {
     size_t l2_bytes;           /* L2 cache size */
     int clock_khz;             /* SM clock (0 when unknown) */
     char name[128];            /* device name ("offline" for offline contexts) */
-    /* since 0.5.0: peak DRAM bandwidth in GB/s, 2 x memory clock x bus width
-     * (3352 on H100 SXM, 4915 on H200; 0 when unknown: the heuristic then
-     * assumes an H100's). Small dense problems split K or not by it. */
-    int dram_gbps;
+    int dram_gbps;             /* peak DRAM GB/s; 0: unknown, taken as an H100's 3352 (0.5.0) */
 } qg_device_props;
 
 /* A handle on one CUDA device, or on an offline description of one: its

@@ -655,6 +655,16 @@ static long long small_tile_cost(int rows, int bm, int bn, int waves, bool b_onc
  * and the split only adds its cost; the H200's 4915 GB/s leave room for it.
  * The N 576 splits win on both (1x576x7168 8.2 us split against 9.3-9.4 on
  * the H100, explore-h.log: 36 or 72 CTAs are far from DRAM's bound).
+ * With the bandwidth in the model (2026-11-27-h100-17 explore-a.log, beside
+ * DeepGEMM, two runs, new choice / old split): H100 64x2112x7168 11.15-11.16
+ * / 12.37-12.40 us, 1x2112x7168 11.08-11.20 / 12.17-12.19, 32x2048x8192
+ * 11.51-11.64 / 12.79-12.81, 128x4096x16384 (64x64) 35.28 / 38.68-38.75
+ * (64x128 split), 128x3072x16384 (64x48) 28.51-28.59 / 32.69-32.73 (64x96
+ * split). Still wrong on the H100: 64x1536x7168 keeps 64x32 split
+ * (10.58-10.71) where 64x16 runs 10.25-10.38, and 64x3072x16384 now takes
+ * 64x32 (29.25-29.33) where the 64x48 split ran 28.62: no single DRAM
+ * efficiency fits these and 64x2112x7168 (96 or 128 CTAs reach less of it
+ * than 132), which the model does not see.
  */
 static double stream_us(const qg_device_props *props, const qg_problem *p, int bm, int bn,
                         int split_k) {

@@ -4,7 +4,7 @@
 # programs built against what it installed, as a packager and a user would:
 #
 #   1. the layout: header, libqgemm.a, libqgemm.so.X.Y.Z with SONAME
-#      libqgemm.so.0.4 and the links .so.0 and .so, qgemm.pc, the CMake package,
+#      libqgemm.so.0.5 and the links .so.0 and .so, qgemm.pc, the CMake package,
 #      the CLI; no RUNPATH and no libnvrtc/libcuda in the shared library's or
 #      the CLI's NEEDED entries (both are dlopen'ed at run time);
 #   2. tests/install/consumer.c built with pkg-config (shared, and static
@@ -38,16 +38,16 @@ for f in include/qgemm.h lib/libqgemm.a "lib/libqgemm.so.$version" lib/pkgconfig
          lib/cmake/qgemm/qgemmConfig.cmake lib/cmake/qgemm/qgemmConfigVersion.cmake bin/qgemm; do
     [ -f "$root/$f" ] || fail "$prefix/$f not installed"
 done
-[ "$(readlink "$root/lib/libqgemm.so.0.4")" = "libqgemm.so.$version" ] || fail "libqgemm.so.0.4 link"
-[ "$(readlink "$root/lib/libqgemm.so")" = "libqgemm.so.0.4" ] || fail "libqgemm.so link"
+[ "$(readlink "$root/lib/libqgemm.so.0.5")" = "libqgemm.so.$version" ] || fail "libqgemm.so.0.5 link"
+[ "$(readlink "$root/lib/libqgemm.so")" = "libqgemm.so.0.5" ] || fail "libqgemm.so link"
 dyn="$(readelf -d "$root/lib/libqgemm.so.$version")"
-grep -q 'SONAME.*\[libqgemm\.so\.0\.4\]' <<<"$dyn" || fail "SONAME is not libqgemm.so.0.4"
+grep -q 'SONAME.*\[libqgemm\.so\.0\.5\]' <<<"$dyn" || fail "SONAME is not libqgemm.so.0.5"
 for bin in "$root/lib/libqgemm.so.$version" "$root/bin/qgemm"; do
     d="$(readelf -d "$bin")"
     if grep -Eq 'RPATH|RUNPATH' <<<"$d"; then fail "$bin has a RUNPATH: $(grep -E 'RPATH|RUNPATH' <<<"$d")"; fi
     if grep -Eq 'NEEDED.*lib(nvrtc|cuda)' <<<"$d"; then fail "$bin links NVRTC or libcuda"; fi
 done
-ok "layout of $prefix (qgemm $version, SONAME libqgemm.so.0.4, no RUNPATH, no libnvrtc)"
+ok "layout of $prefix (qgemm $version, SONAME libqgemm.so.0.5, no RUNPATH, no libnvrtc)"
 
 export PKG_CONFIG_PATH="$root/lib/pkgconfig"
 [ "$(pkg-config --modversion qgemm)" = "$version" ] || fail "pkg-config --modversion"
@@ -58,7 +58,7 @@ libs_static="$(pkg-config --define-prefix --static --libs qgemm)"
 cc -std=c11 -Wall -Wextra -Werror $cflags tests/install/consumer.c -o "$tmp/pc_shared" $libs
 cc -std=c11 -Wall -Wextra -Werror $cflags tests/install/consumer.c -o "$tmp/pc_static" \
     "$root/lib/libqgemm.a" $(sed 's/-lqgemm//' <<<"$libs_static")
-readelf -d "$tmp/pc_shared" | grep -q 'NEEDED.*libqgemm\.so\.0\.4' || fail "consumer does not need libqgemm.so.0.4"
+readelf -d "$tmp/pc_shared" | grep -q 'NEEDED.*libqgemm\.so\.0\.5' || fail "consumer does not need libqgemm.so.0.5"
 LD_LIBRARY_PATH="$root/lib" "$tmp/pc_shared"
 "$tmp/pc_static"
 ok "pkg-config consumers ($libs; static: $libs_static)"
@@ -68,7 +68,7 @@ cmake -S tests/install -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD
 cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "cmake build"; }
 LD_LIBRARY_PATH="$root/lib" "$tmp/cmake/consumer_shared"
 "$tmp/cmake/consumer_static"
-ok "CMake consumers (find_package(qgemm 0.4) -> qgemm::qgemm, qgemm::qgemm_static)"
+ok "CMake consumers (find_package(qgemm 0.5) -> qgemm::qgemm, qgemm::qgemm_static)"
 
 info="$("$root/bin/qgemm" info)" || fail "qgemm info"
 head -n 3 <<<"$info"

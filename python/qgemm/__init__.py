@@ -79,7 +79,7 @@ from ._torch_helpers import (
 )
 
 __version__: str = _C.version()
-"""The version of the C library this package runs on (``qg_version_string()``, e.g. "0.4.0")."""
+"""The version of the C library this package runs on (``qg_version_string()``, e.g. "0.5.0")."""
 
 __all__ = [
     "__version__",

@@ -462,6 +462,9 @@ def test_device_props_agree_with_torch():
     props = qgemm.get_device_props(0)
     assert props["sm_count"] == _props.multi_processor_count
     assert props["compute_capability"] == (9, 0)
+    # peak DRAM bandwidth from the memory clock and bus width (H100 SXM 3352, H200 4915 GB/s;
+    # the split-K choice reads it): a Hopper part has 2-5 TB/s
+    assert 2000 <= props["dram_gbps"] <= 6000, props
 
 
 def test_num_sms_limits_the_grid(reset_num_sms):
