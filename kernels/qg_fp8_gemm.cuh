@@ -467,22 +467,15 @@ QG_DEVICE void qg_read_col_scales(qg_col_scales &cs, uint32_t sfb_addr) {
 QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_scales &sc, int t,
                                int h, const qg_col_scales &cs) {
     o += h * QG_ACC;
-    /* The scale products sa * b do not need the sums, and ptxas, where it
-     * had the registers, computed them before issuing the wgmma (the
-     * row-major FP32 D kernel: 23 of them ahead of the first wgmma, more
-     * between them, its K loop ~20% slower than the chunked-D kernel's, whose
-     * PTX loop was the same). Each product adds z (+0, computed from the
-     * first sum), so it waits for the wgmma: sa * b + 0 rounds as sa * b. */
-    const float z = qg_zero_after(acc[0]);
 #pragma unroll
     for (int j = 0; j < QG_WGMMA_N / 8; ++j) {
         const int g = h * QG_WGMMA_N / 8 + j;
         const float2 b = QG_COLS_EARLY ? cs.b[QG_COLS_EARLY ? g : 0]
                                        : qg_ld_shared_f32x2(cs.addr + g * 8 * 4);
-        o[j * 4 + 0] += __fmaf_rn(sc.sa[t][0], b.x, z) * acc[j * 4 + 0];
-        o[j * 4 + 1] += __fmaf_rn(sc.sa[t][0], b.y, z) * acc[j * 4 + 1];
-        o[j * 4 + 2] += __fmaf_rn(sc.sa[t][1], b.x, z) * acc[j * 4 + 2];
-        o[j * 4 + 3] += __fmaf_rn(sc.sa[t][1], b.y, z) * acc[j * 4 + 3];
+        o[j * 4 + 0] += sc.sa[t][0] * b.x * acc[j * 4 + 0];
+        o[j * 4 + 1] += sc.sa[t][0] * b.y * acc[j * 4 + 1];
+        o[j * 4 + 2] += sc.sa[t][1] * b.x * acc[j * 4 + 2];
+        o[j * 4 + 3] += sc.sa[t][1] * b.y * acc[j * 4 + 3];
     }
 }
 

@@ -237,15 +237,6 @@ QG_DEVICE float2 qg_ld_shared_f32x2(uint32_t addr) {
     return v;
 }
 
-/* +0 for every x, NaN included (min.f32 returns the other operand of a NaN;
- * PTX ISA 9.7.3.10), as an instruction that reads x: a value computed from
- * it waits for x. */
-QG_DEVICE float qg_zero_after(float x) {
-    float z;
-    asm("min.f32 %0, %1, 0f00000000;" : "=f"(z) : "f"(fabsf(x)));
-    return z;
-}
-
 /* Four ints from / to shared memory (16-byte aligned). The load is volatile:
  * each call reads shared memory again, so a value read twice is not kept in
  * a register in between. */
