@@ -18,6 +18,7 @@ for tool in memcheck racecheck synccheck; do
   echo "$tool rc=$? at ${SECONDS}s"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" $W/$tool-1d1d.log | tail -2
 done
 while [ ! -f /tmp/dg.done ]; do sleep 2; done; tail -n 1 /tmp/dg-build.log
+source .peers/env.sh
 left=$((580 - SECONDS))
 timeout $left python3 bench/deepgemm_suite.py --deepgemm .peers/DeepGEMM --out $W > $W/suite.log 2>&1; echo "suite rc=$? at ${SECONDS}s"
 grep -E "suite through|FAIL" $W/suite.log | cut -c1-200 | tail -4
