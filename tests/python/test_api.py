@@ -109,9 +109,12 @@ def test_forced_config_is_completed_or_rejected():
 
 
 def test_split_k_is_chosen_forced_and_checked():
-    # the narrow-N rows at small M split K over a 2-CTA cluster (tests/test_config.c)
-    cfg = qgemm.select_config(64, 2112, 7168, offline=True)
+    # the narrow-N rows at small M split K over a 2-CTA cluster where DRAM can feed the split
+    # grid (tests/test_config.c); offline, the device is taken as an H100, whose DRAM is the
+    # limit at N 2112 unsplit already
+    cfg = qgemm.select_config(128, 576, 7168, offline=True)
     assert (cfg["block_m"], cfg["block_n"], cfg["split_k"], cfg["multicast"]) == (64, 32, 2, 0)
+    assert qgemm.select_config(64, 2112, 7168, offline=True)["split_k"] == 1
     assert qgemm.select_config(4096, 2112, 7168, offline=True)["split_k"] == 1
     forced = qgemm.select_config(128, 4096, 7168, offline=True,
                                  config={"block_m": 128, "block_n": 64, "split_k": 2})
