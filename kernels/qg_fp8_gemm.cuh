@@ -199,16 +199,15 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
  * loop (with the barrier tested ahead, QG_TEST_AHEAD). Some K still spill
  * (CPU sweep over K: masked 256x128 at 18432-28672 by 4 or by 8, contiguous
  * 128x192 at 16384):
- * the heuristic then falls back to the next tile (qg__select_avoiding). */
-/* The 1D1D K loop (its trip count a run-time argument) unrolled by 4, as
- * DeepGEMM unrolls its own by its stage count: weight gradient 7168x4096x16384
+ * the heuristic then falls back to the next tile (qg__select_avoiding).
+ * The 1D1D loop (its trip count a run-time argument) by 4, as DeepGEMM
+ * unrolls its own by its stage count: weight gradient 7168x4096x16384
  * 969.8-972.9 -> 957.4-959.9 us, 4096x4096x7168 259.5-260.6 -> 255.9-256.4,
  * 576x4096x7168 45.0-45.1 -> 43.7-43.9, k-grouped level (H100, beside
- * DeepGEMM, A B A B: bench/results/2026-11-27-h100-17 explore-e.log). Not
- * 128x136, which spills so (232 math registers: 52 bytes by 4, 16 by 2). */
-#define QG_SFB_COLS_UNROLL (QG_BLOCK_N == 136 ? 1 : 4)
+ * DeepGEMM, A B A B: bench/results/2026-11-27-h100-17 explore-e.log); but
+ * not 128x136, which spills so (232 math registers: 52 bytes by 4, 16 by 2). */
 #define QG_K_UNROLL                                                        \
-    (QG_SFB_COLS ? QG_SFB_COLS_UNROLL                                      \
+    (QG_SFB_COLS ? (QG_BLOCK_N == 136 ? 1 : 4)                             \
      : QG_BLOCK_M == 128 && QG_BLOCK_N == 256 ? 8                          \
      : QG_BLOCK_M == 256 && QG_BLOCK_N == 128 ? (QG_NUM_K_BLOCKS >= 32 ? 8 : 4) \
      : QG_BLOCK_M == 128 && QG_BLOCK_N == 192 ? 4                          \
