@@ -17,8 +17,9 @@ picks every row of that set: m4096 (the dense rows of M = 4096), or a kind
 (contiguous, masked, wgrad, k-grouped, contiguous-psum, masked-psum); a ROW
 ending in * every row whose KIND:SHAPE starts with the rest
 (masked-psum:32x192x*); dense:MxNxK outside the table is timed as well.
---config overrides keys of the heuristic's configuration (block_m, block_n, num_stages, multicast, swizzle_group, split_k; num_stages is then
-re-derived unless given). One line per row:
+--config overrides keys of the heuristic's configuration (block_m, block_n,
+num_stages, multicast, swizzle_group, split_k; num_stages is then re-derived
+unless given). One line per row:
 
     TAG KIND SHAPE dg US qg US ratio R [block_m x block_n mcM stS swW] diff D
 

@@ -254,9 +254,10 @@ TEST(gpu_split_k_edges) {
  * kernel that does not wait really overlaps the copy (it sees the operand
  * differ), so the check can fail. Shapes: a split-K cluster launch
  * (64x1536x7296: split on the H100 and the H200, tests/test_config.c; the
- * H100 runs 64x2112x7168 unsplit), a 128-row tile and a 256x128 one (the heuristic's choices;
- * printed), each behind a copy of A; and two GEMMs of one m-block, which
- * prefetch B into L2 before their wait (qg__pdl_prefetch_kb, checked > 0),
+ * H100 runs 64x2112x7168 unsplit), a 128-row tile and a 256x128 one (the
+ * heuristic's choices; printed), each behind a copy of A; and two GEMMs of
+ * one m-block, which prefetch B into L2 before their wait
+ * (qg__pdl_prefetch_kb, checked > 0),
  * one behind a copy of A and one behind a copy of B itself: what the
  * prefetch brought in early must not be what the GEMM multiplies. */
 TEST(gpu_pdl_waits_for_previous_kernel) {

@@ -116,7 +116,7 @@ int cli_info(int argc, char **argv) {
     printf("smem optin:  %zu bytes per block\n", pr.smem_optin_bytes);
     printf("L2:          %.1f MiB\n", (double)pr.l2_bytes / (1 << 20));
     if (pr.dram_gbps) printf("DRAM:        %d GB/s peak\n", pr.dram_gbps);
-    else printf("DRAM:        unknown (the heuristic assumes 3352 GB/s)\n");
+    else printf("DRAM:        unknown (the heuristic assumes an H100's)\n");
     qg_context_destroy(ctx);
     return CLI_EXIT_OK;
 }
