@@ -561,6 +561,23 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
 }
 
 /*
+ * Masked groups of ~1024 rows and more at K >= 3072: 256x128 with A
+ * multicast, which skips the m64 tiles past a group's end (QG_SKIP_ROWS,
+ * since the 1.12 of 128x192 A above was set against 128x256 only), ran ahead
+ * of 128x192 A (H100, 2026-11-27-h100-18 explore-b.log, qgemm alone, twice
+ * each, 6 x ~1024 rows, expected_m 1228; N x K: 256x128 A / 128x192 A /
+ * 128x256 A): 6144x7168 375.1-376.0 / 385.5-386.0 / 389.1-391.8 us,
+ * 7168x3072 234.2-234.9 / 240.6-240.8 / 246.6-247.6, 4096x4096 184.8-185.8 /
+ * 186.4-187.8 / 181.8-182.9, but not at K 2048 (4096x2048: 92.9-93.6 /
+ * 88.5-88.9 / 97.0-97.7). Rated 1.13 there, where it wins over 128x192 A's
+ * 1.12 at N 4096..7168 (it needs 1.09-1.12 by waves x area).
+ */
+static double masked_efficiency(int bm, int bn, qg_multicast mc, int rows, int k) {
+    if (bm == 256 && bn == 128 && mc == QG_MULTICAST_A && rows >= 1024 && k >= 3072) return 1.13;
+    return tile_efficiency(QG_GEMM_GROUPED_MASKED, bm, bn, mc);
+}
+
+/*
  * The weight gradient's 128-row tiles (FP32 D, 1D1D promotion). Without
  * multicast every tile ran 1-12% faster than with A or B multicast (H200,
  * bench/results/2026-11-25-h200-8 explore-c.log: 4096x4096x7168 128x128
@@ -752,6 +769,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                                        ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn))
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
+                                   : rate_kind == QG_GEMM_GROUPED_MASKED
+                                       ? masked_efficiency(bm, bn, c.multicast, rows, p->k)
                                        : tile_efficiency(rate_kind, bm, bn, c.multicast);
                 /* Walked groups (masked, psum): the rows are an estimate
                  * (expected_m), so the last wave's fill is unknown: whole

@@ -413,18 +413,23 @@ def test_grouped_masked(expected_m):
     assert_masked(d, counts, reference, a, sfa, seed)
 
 
-def test_grouped_masked_groups_of_1024_rows():
-    # the heuristic's tile for masked groups of ~1024 rows (src/config.c: 128x192 with A
-    # multicast), one group empty and one full, against the float64 reference
+@pytest.mark.parametrize("k,expected_m,tile", [(512, 1000, (128, 192, 1)),
+                                                (3072, 1024, (256, 128, 1))])
+def test_grouped_masked_groups_of_1024_rows(k, expected_m, tile):
+    # the heuristic's tiles for masked groups of ~1024 rows (src/config.c: 128x192 with A
+    # multicast; 256x128 with A multicast, skipping the m64 tiles past a group's end, from
+    # K 3072 and 1024 expected rows), one group empty and one full, against the float64
+    # reference
     seed = random.randrange(2 ** 31)
-    m_max, n, k = 1024, 4096, 512
+    m_max, n = 1024, 4096
     counts, a, sfa, b, sfb, masked_m, reference = masked_problem(
         seed, m_max=m_max, n=n, k=k,
         counts=[1000, 0, 1024, random.Random(seed).randrange(129, 1024), 640, 1])
-    cfg = qgemm.select_config(m_max, n, k, kind="masked", num_groups=len(counts), expected_m=1000)
-    assert (cfg["block_m"], cfg["block_n"], cfg["multicast"]) == (128, 192, 1), cfg
+    cfg = qgemm.select_config(m_max, n, k, kind="masked", num_groups=len(counts),
+                              expected_m=expected_m)
+    assert (cfg["block_m"], cfg["block_n"], cfg["multicast"]) == tile, cfg
     d = torch.full((len(counts), m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
-    qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, 1000)
+    qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, expected_m)
     torch.cuda.synchronize()
     assert_masked(d, counts, reference, a, sfa, seed)
 
