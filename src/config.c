@@ -561,20 +561,26 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
 }
 
 /*
- * Masked groups of ~1024 rows and more at K >= 3072: 256x128 with A
- * multicast, which skips the m64 tiles past a group's end (QG_SKIP_ROWS,
- * since the 1.12 of 128x192 A above was set against 128x256 only), ran ahead
- * of 128x192 A (H100, 2026-11-27-h100-18 explore-b.log, qgemm alone, twice
- * each, 6 x ~1024 rows, expected_m 1228; N x K: 256x128 A / 128x192 A /
- * 128x256 A): 6144x7168 375.1-376.0 / 385.5-386.0 / 389.1-391.8 us,
- * 7168x3072 234.2-234.9 / 240.6-240.8 / 246.6-247.6, 4096x4096 184.8-185.8 /
- * 186.4-187.8 / 181.8-182.9, but not at K 2048 (4096x2048: 92.9-93.6 /
- * 88.5-88.9 / 97.0-97.7). Rated 1.13 there, where it wins over 128x192 A's
- * 1.12 at N 4096..7168 (it needs 1.09-1.12 by waves x area).
+ * The walked layouts' (masked, psum) groups of ~1024 rows and more: 256x128
+ * with A multicast, which skips the m64 tiles past a group's end
+ * (QG_SKIP_ROWS), against 128x192 A, whose ratings above were set against
+ * 128x256 only (H100, 2026-11-27-h100-18, twice each; 256x128 A / 128x192 A):
+ * - masked, 6 x ~1024 rows, expected_m 1228 (explore-b.log, qgemm alone):
+ *   N x K 6144x7168 375.1-376.0 / 385.5-386.0 us, 7168x3072 234.2-234.9 /
+ *   240.6-240.8, 4096x4096 184.8-185.8 / 186.4-187.8, but 4096x2048 92.9-93.6
+ *   / 88.5-88.9;
+ * - psum (explore-f.log, beside DeepGEMM, DeepGEMM's time / qgemm's): the
+ *   masked layout's 6 x ~1024 rows alike (0.979-0.983 / 0.952-0.953 at
+ *   6144x7168, 0.959-0.961 / 0.998 at 4096x2048); groups of ~8192 rows
+ *   0.983-1.027 / 0.968-1.000 on all four (N, K); of ~4096 rows 1.002-1.026 /
+ *   0.989-1.009 on three, 0.962-0.964 / 0.968-0.972 at 6144x7168.
+ * So 256x128 A is rated 1.13 (it wins over 128x192 A's 1.04..1.12 by waves x
+ * area) from 1024 rows a group at K >= 3072, and in psum groups of 4096 rows
+ * and more at any K.
  */
-static double masked_efficiency(int bm, int bn, qg_multicast mc, int rows, int k) {
-    if (bm == 256 && bn == 128 && mc == QG_MULTICAST_A && rows >= 1024 && k >= 3072) return 1.13;
-    return tile_efficiency(QG_GEMM_GROUPED_MASKED, bm, bn, mc);
+static bool tall_walked_tile(const qg_problem *p, int rows, int bm, int bn, qg_multicast mc) {
+    return walks_groups(p->kind) && bm == 256 && bn == 128 && mc == QG_MULTICAST_A &&
+           rows >= 1024 && (p->k >= 3072 || (p->kind == QG_GEMM_GROUPED_PSUM && rows >= 4096));
 }
 
 /*
@@ -735,7 +741,9 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         const int bm = block_ms[i];
         if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
         if (bm == 256 && !large) continue;
-        if (is_contiguous(p->kind) && bm > 128) continue;
+        /* (psum: 256 rows only as tall_walked_tile, or below for groups of
+         * 129..256 rows) */
+        if (is_contiguous(p->kind) && bm > 128 && p->kind != QG_GEMM_GROUPED_PSUM) continue;
         /* (the 1D1D kinds' block_n steps by 8: 128x136 saves waves there) */
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
@@ -747,6 +755,9 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
                 if (mc && num_sms % 2) continue;
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
+                if (p->kind == QG_GEMM_GROUPED_PSUM && bm > 128 &&
+                    !tall_walked_tile(p, rows, bm, bn, c.multicast))
+                    continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
                 const int waves = (int)((tiles + num_sms - 1) / num_sms);
@@ -769,8 +780,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                                        ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn))
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
-                                   : rate_kind == QG_GEMM_GROUPED_MASKED
-                                       ? masked_efficiency(bm, bn, c.multicast, rows, p->k)
+                                   : tall_walked_tile(p, rows, bm, bn, c.multicast)
+                                       ? 1.13
                                        : tile_efficiency(rate_kind, bm, bn, c.multicast);
                 /* Walked groups (masked, psum): the rows are an estimate
                  * (expected_m), so the last wave's fill is unknown: whole

@@ -225,12 +225,16 @@ TEST(config_wide_tiles) {
         /* ... but not at K 512 (564.3 against 569.1-572.0) nor ~4096 */
         {{QG_GEMM_WGRAD, 32768, 4096, 512, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_K_GROUPED, 7168, 2048, 31872, 8, 0, 1}, 128, 128, QG_MULTICAST_NONE},
-        {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 128, 192, QG_MULTICAST_A},
-        /* psum groups of ~1024 rows and more at N 4096: 128x192 A, no longer
-         * 128x256 (2026-11-27-h100-16 explore-a.log: 8 x ~4096 rows, K 4096
-         * 794.1-796.9 us against 819.8-820.6; 6 x ~1024, K 2048 90.4-91.0
-         * against 97.0-97.2) */
-        {{QG_GEMM_GROUPED_PSUM, 32768, 4096, 4096, 8, 0, 0}, 128, 192, QG_MULTICAST_A},
+        /* psum groups of 4096 rows and more, and of ~1024 rows at K >= 3072:
+         * 256x128 A skipping the m64 tiles past a group's end (config.c,
+         * tall_walked_tile: 2026-11-27-h100-18 explore-f.log, 4 x ~8192 rows,
+         * 6144x7168 0.983-0.990 of DeepGEMM against 0.968-0.973 as 128x192
+         * A); groups of ~1024 rows at K 2048 keep 128x192 A (0.998 against
+         * 0.959-0.961; 2026-11-27-h100-16 explore-a.log: 90.4-91.0 us against
+         * 97.0-97.2 as 128x256) */
+        {{QG_GEMM_GROUPED_PSUM, 32768, 6144, 7168, 4, 0, 0}, 256, 128, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_PSUM, 32768, 4096, 2048, 8, 0, 0}, 256, 128, QG_MULTICAST_A},
+        {{QG_GEMM_GROUPED_PSUM, 24576, 4096, 4096, 6, 1228, 0}, 256, 128, QG_MULTICAST_A},
         {{QG_GEMM_GROUPED_PSUM, 24576, 4096, 2048, 6, 1228, 0}, 128, 192, QG_MULTICAST_A},
         /* psum groups of 129..256 rows: 256x128 A skipping the m64 tiles
          * past a group's end, as the masked kind (2026-11-27-h100-15
