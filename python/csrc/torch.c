@@ -105,9 +105,14 @@ int qgpy_torch_ready(void)
     return g_dtypes != NULL;
 }
 
+/* obj.name() through vectorcall: torch's methods are method descriptors, which
+ * PyObject_VectorcallMethod calls without making a bound method first (as
+ * PyObject_CallMethodObjArgs does); three calls a tensor, five or six tensors
+ * a call. No PY_VECTORCALL_ARGUMENTS_OFFSET: args[-1] is not ours. */
 static PyObject *call_method(PyObject *obj, PyObject *name)
 {
-    return PyObject_CallMethodObjArgs(obj, name, NULL);
+    PyObject *args[1] = {obj};
+    return PyObject_VectorcallMethod(name, args, 1, NULL);
 }
 
 /* A tuple of ints (torch.Size is one) -> out[]; 0 unless it has `ndim` ints. */
@@ -195,7 +200,9 @@ int qgpy_torch_current_stream(int device, unsigned long long *handle)
 {
     if (!g_current_stream)
         return qgpy_errorf(PyExc_RuntimeError, "qgemm: the torch fast path is not initialized");
-    PyObject *s = PyObject_CallFunction(g_current_stream, "i", device);
+    PyObject *index = PyLong_FromLong(device);
+    PyObject *s = index ? PyObject_CallOneArg(g_current_stream, index) : NULL;
+    Py_XDECREF(index);
     if (!s)
         return -1;
     unsigned long long h = PyLong_AsUnsignedLongLong(s);

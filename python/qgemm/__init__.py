@@ -55,7 +55,7 @@ import importlib.util
 import operator
 import sys
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _nvrtc_path  # noqa: F401  (QGEMM_NVRTC_DIR -> pip's NVRTC when unset)
 from . import _C
@@ -239,6 +239,12 @@ def fp8_gemm_nt(a: Pair, b: Pair, d: Tensor, c: Any = None, recipe: Any = None,
     the SMs never read d; another FP32 [M, N] tensor: copied into d first).
     Otherwise c must be None.
     """
+    if (_FAST_GEMM is not None and c is None and recipe is None and recipe_a is None
+            and recipe_b is None and stream is None and config is None and compiled_dims == "nk"
+            and disable_ue8m0_cast is False and type(a) is tuple and type(b) is tuple
+            and len(a) == 2 and len(b) == 2 and not _COMPILING()
+            and _FAST_GEMM(_KIND_DENSE, a[0], a[1], b[0], b[1], d, None, 0, None) is None):
+        return
     wgrad = False
     if (c is not None or recipe is not None or recipe_a is not None or recipe_b is not None
             or compiled_dims != "nk" or disable_ue8m0_cast is not False):
@@ -281,6 +287,15 @@ def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout
     (tile choice). The other arguments are DeepGEMM's, in its order
     (docs/DEEPGEMM.md); recipe etc. as in fp8_gemm_nt.
     """
+    if (_FAST_GEMM is not None and m_indices is None and recipe is None and recipe_a is None
+            and recipe_b is None and use_psum_layout is False and stream is None
+            and config is None and compiled_dims == "nk" and disable_ue8m0_cast is False
+            and ensure_zero_padding is True and expected_m_for_psum_layout is None
+            and type(a) is tuple and type(b) is tuple and len(a) == 2 and len(b) == 2
+            and grouped_layout is not None and not _COMPILING()
+            and _FAST_GEMM(_KIND_CONTIGUOUS, a[0], a[1], b[0], b[1], d, grouped_layout, 0,
+                           None) is None):
+        return
     if grouped_layout is None or m_indices is not None:
         grouped_layout = _grouped_layout(grouped_layout, m_indices)
     if (recipe is not None or recipe_a is not None or recipe_b is not None
@@ -334,6 +349,14 @@ def m_grouped_fp8_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor, 
     (picks the tile shape; the call never reads device memory, so it is CUDA
     graph capturable once compiled). recipe etc.: DeepGEMM's, as in fp8_gemm_nt.
     """
+    if (_FAST_GEMM is not None and recipe is None and recipe_a is None and recipe_b is None
+            and stream is None and config is None and compiled_dims == "nk"
+            and disable_ue8m0_cast is False and type(expected_m) is int
+            and type(a) is tuple and type(b) is tuple and len(a) == 2 and len(b) == 2
+            and not _COMPILING()
+            and _FAST_GEMM(_KIND_MASKED, a[0], a[1], b[0], b[1], d, masked_m, expected_m,
+                           None) is None):
+        return
     if (recipe is not None or recipe_a is not None or recipe_b is not None
             or compiled_dims != "nk" or disable_ue8m0_cast is not False):
         _check_grouped_recipe("m_grouped_fp8_gemm_nt_masked", recipe, recipe_a, recipe_b,
@@ -549,6 +572,16 @@ def _export_and_launch(kind: int, tensors: List[Any], expected_m: int,
 # ---- PyTorch: fast path and custom ops ------------------------------------------------
 
 _TORCH_OPS: Any = None  # the module qgemm._torch_ops once registered
+# The public GEMMs' shortcut, set with _TORCH_OPS: _C.gemm_torch, called straight
+# away for the plain call (pairs as tuples, none of DeepGEMM's extra arguments,
+# torch's current stream, the heuristic's configuration) while torch.compile is
+# not tracing (_COMPILING: torch.compiler.is_compiling). It skips _gemm,
+# _pair, _config_tuple and _launch_torch (1.9 -> 0.8 us of Python a dense call on
+# the CPU development machine, the C call stubbed out). Anything gemm_torch does
+# not take (NotImplemented) goes the whole way, which asks it again.
+_FAST_GEMM: Any = None
+_COMPILING: Callable[[], bool] = bool  # (bool() is False)
+_KIND_DENSE, _KIND_CONTIGUOUS, _KIND_MASKED = _C.KIND_DENSE, _C.KIND_CONTIGUOUS, _C.KIND_MASKED
 _TORCH_ERROR: Optional[BaseException] = None  # why registration failed (then: DLPack only)
 _TORCH_LOCK = threading.Lock()
 
@@ -556,13 +589,15 @@ _TORCH_LOCK = threading.Lock()
 def _register_torch() -> Any:
     """Register qgemm with the imported torch (the C fast path, the custom ops);
     the module qgemm._torch_ops, or None when torch is not imported or failed."""
-    global _TORCH_OPS, _TORCH_ERROR
+    global _TORCH_OPS, _TORCH_ERROR, _FAST_GEMM, _COMPILING
     with _TORCH_LOCK:
         if _TORCH_OPS is None and _TORCH_ERROR is None and "torch" in sys.modules:
             try:
                 from . import _torch_ops
                 _torch_ops.register(_launch_torch)
                 _TORCH_OPS = _torch_ops
+                _COMPILING = _torch_ops.compiling
+                _FAST_GEMM = _C.gemm_torch
             except Exception as e:  # a broken or partly imported torch: DLPack still works
                 _TORCH_ERROR = e
     return _TORCH_OPS

@@ -160,6 +160,41 @@ def test_meta_tensors_in_eager_run_the_fake_implementation():
     torch.ops.qgemm.fp8_gemm_nt(x["a"], x["sfa"], x["w"], x["sw"], d)
 
 
+def test_plain_calls_go_straight_to_the_fast_path(monkeypatch):
+    # The public GEMMs hand a plain call (pairs as tuples, no DeepGEMM extras, no
+    # stream, no config) to _C.gemm_torch at once (qgemm._FAST_GEMM, set when qgemm
+    # registers with torch); any other call goes the whole way (_gemm).
+    qgemm.register_torch_ops()
+    assert qgemm._FAST_GEMM is qgemm._C.gemm_torch
+    calls = []
+
+    def record(kind, a, sfa, b, sfb, d, idx, expected_m, config):
+        calls.append((kind, expected_m, config))  # (None: the call is taken)
+
+    monkeypatch.setattr(qgemm, "_FAST_GEMM", record)
+    x = _inputs()
+    d = torch.empty(M, N, dtype=torch.bfloat16, device=META)
+    d3 = torch.empty(G, M_MAX, N, dtype=torch.bfloat16, device=META)
+    qgemm.fp8_gemm_nt((x["a"], x["sfa"]), (x["w"], x["sw"]), d)
+    qgemm.m_grouped_fp8_gemm_nt_contiguous((x["a"], x["sfa"]), (x["we"], x["swe"]), d,
+                                           x["m_indices"])
+    qgemm.m_grouped_fp8_gemm_nt_masked((x["a3"], x["sfa3"]), (x["we"], x["swe"]), d3,
+                                       x["masked_m"], 16)
+    assert calls == [(qgemm._C.KIND_DENSE, 0, None), (qgemm._C.KIND_CONTIGUOUS, 0, None),
+                     (qgemm._C.KIND_MASKED, 16, None)]
+    # not plain: a list pair, a forced config, an expected_m that is not an int; _gemm
+    # then refuses these meta tensors (the DLPack path) or the bool
+    with pytest.raises(ValueError, match="dlpack"):
+        qgemm.fp8_gemm_nt([x["a"], x["sfa"]], (x["w"], x["sw"]), d)
+    with pytest.raises(ValueError, match="dlpack"):
+        qgemm.fp8_gemm_nt((x["a"], x["sfa"]), (x["w"], x["sw"]), d,
+                          config={"block_m": 64, "block_n": 128})
+    with pytest.raises(TypeError, match="expected_m must be an int"):
+        qgemm.m_grouped_fp8_gemm_nt_masked((x["a3"], x["sfa3"]), (x["we"], x["swe"]), d3,
+                                           x["masked_m"], True)
+    assert len(calls) == 3, calls
+
+
 def test_import_qgemm_neither_imports_torch_nor_fails_without_it(tmp_path):
     # a `torch` that cannot be imported stands first on the path: qgemm must
     # not try (and so not fail, nor take torch's import time)
