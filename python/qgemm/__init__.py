@@ -576,9 +576,10 @@ _TORCH_OPS: Any = None  # the module qgemm._torch_ops once registered
 # away for the plain call (pairs as tuples, none of DeepGEMM's extra arguments,
 # torch's current stream, the heuristic's configuration) while torch.compile is
 # not tracing (_COMPILING: torch.compiler.is_compiling). It skips _gemm,
-# _pair, _config_tuple and _launch_torch (1.9 -> 0.8 us of Python a dense call on
-# the CPU development machine, the C call stubbed out). Anything gemm_torch does
-# not take (NotImplemented) goes the whole way, which asks it again.
+# _pair, _config_tuple and _launch_torch (1843-1885 -> 506-578 ns of Python a
+# dense call on the CPU development machine, the C call stubbed out:
+# bench/results/2026-11-27-cpu-pylayer). Anything gemm_torch does not take
+# (NotImplemented) goes the whole way, which asks it again.
 _FAST_GEMM: Any = None
 _COMPILING: Callable[[], bool] = bool  # (bool() is False)
 _KIND_DENSE, _KIND_CONTIGUOUS, _KIND_MASKED = _C.KIND_DENSE, _C.KIND_CONTIGUOUS, _C.KIND_MASKED
