@@ -12,6 +12,13 @@
 #     tests     build/qgemm_tests                  -> $OUT/tests.log
 #               (QGEMM_TEST_CACHED_CALLS=1000000: gpu_flat_memory_cached_calls
 #               makes its full 10^6 calls here; 10^5 when run by hand)
+#               On one H100 the suite but the compile sweep took ~13 minutes
+#               (2026-11-27-h100-18 tests-d/-e.log), past one 10-minute call:
+#               run it in two calls, TEST_FILTER="-compile_every -gpu_grouped
+#               -gpu_hostile -gpu_masked -gpu_pdl -gpu_reference -gpu_split
+#               -gpu_invalid -gpu_multi" then TEST_FILTER="gpu_grouped
+#               gpu_hostile gpu_masked gpu_pdl gpu_reference gpu_split
+#               gpu_invalid" (words and -words as build/qgemm_tests takes them)
 #     memcheck  compute-sanitizer --tool memcheck  -> $OUT/sanitizer.log
 #     racecheck compute-sanitizer --tool racecheck -> $OUT/sanitizer.log
 #     synccheck compute-sanitizer --tool synccheck -> $OUT/sanitizer.log

@@ -18,13 +18,28 @@ static int by_name(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The arguments filter by name: a test runs when its name contains one of the
+ * words (all run when no word is given) and none of the "-word"s. The whole
+ * GPU suite outlasts one 10-minute call of the GPU machine, so it is run in
+ * parts (bench/device-check.sh: TEST_FILTER). */
+static int selected(const char *name, int argc, char **argv) {
+    int want = 0, any_word = 0;
+    for (int a = 1; a < argc; a++) {
+        if (argv[a][0] == '-') {
+            if (strstr(name, argv[a] + 1)) return 0;
+        } else {
+            any_word = 1;
+            want |= strstr(name, argv[a]) != NULL;
+        }
+    }
+    return !any_word || want;
+}
+
 int main(int argc, char **argv) {
     qsort(tests, (size_t)num_tests, sizeof tests[0], by_name);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < num_tests; i++) {
-        /* argv[1]: run tests whose name contains it; "-word": all but those. */
-        if (argc > 1 && argv[1][0] != '-' && !strstr(tests[i].name, argv[1])) continue;
-        if (argc > 1 && argv[1][0] == '-' && strstr(tests[i].name, argv[1] + 1)) continue;
+        if (!selected(tests[i].name, argc, argv)) continue;
         printf("[ RUN  ] %s\n", tests[i].name);
         fflush(stdout);
         qg_test_result r = tests[i].fn();
