@@ -741,9 +741,6 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         const int bm = block_ms[i];
         if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
         if (bm == 256 && !large) continue;
-        /* (psum: 256 rows only as tall_walked_tile, or below for groups of
-         * 129..256 rows) */
-        if (is_contiguous(p->kind) && bm > 128 && p->kind != QG_GEMM_GROUPED_PSUM) continue;
         /* (the 1D1D kinds' block_n steps by 8: 128x136 saves waves there) */
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
@@ -755,7 +752,9 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
                 if (mc && num_sms % 2) continue;
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
-                if (p->kind == QG_GEMM_GROUPED_PSUM && bm > 128 &&
+                /* (the contiguous layouts: no 256-row tiles but psum's tall
+                 * ones, and those below for groups of 129..256 rows) */
+                if (is_contiguous(p->kind) && bm > 128 &&
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;

@@ -241,7 +241,7 @@ TEST(config_wide_tiles) {
          * explore-b.log: 10-15% ahead of 128x256, see qg__select_avoiding) */
         {{QG_GEMM_GROUPED_PSUM, 6144, 6144, 7168, 32, 230, 0}, 256, 128, QG_MULTICAST_A},
         /* masked groups of ~1024 rows: 256x128 A (row skipping) at K >= 3072,
-         * 128x192 A at K 2048 (config.c, masked_efficiency: 2026-11-27-h100-18
+         * 128x192 A at K 2048 (config.c, tall_walked_tile: 2026-11-27-h100-18
          * explore-b.log, 6144x7168 375.1-376.0 us against 385.5-386.0;
          * 4096x2048 92.9-93.6 against 88.5-88.9) */
         {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 6, 1228, 0}, 128, 192, QG_MULTICAST_A},
