@@ -205,9 +205,18 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
  * 969.8-972.9 -> 957.4-959.9 us, 4096x4096x7168 259.5-260.6 -> 255.9-256.4,
  * 576x4096x7168 45.0-45.1 -> 43.7-43.9, k-grouped level (H100, beside
  * DeepGEMM, A B A B: bench/results/2026-11-27-h100-17 explore-e.log); but
- * not 128x136, which spills so (232 math registers: 52 bytes by 4, 16 by 2). */
+ * not 128x136 with its column scales in registers (QG_COLS_EARLY), which
+ * spills so (232 math registers: 52 bytes by 4, 16 by 2). The dense weight
+ * gradient's 128x136 stored row-major (QG_D_ROWS, K <= 4096) reads them
+ * while promoting instead and unrolls by 4 (QG_ROWS_136_UNROLLED): H200,
+ * beside DeepGEMM, twice (2026-11-28-h100-19 explore-d.log): 24576x4096x1536
+ * 431.8-433.6 -> 413.6-413.9 us, 7168x4096x2048 170.5-171.3 -> 166.2-167.0;
+ * the chunked store (2112x4096x7168 142.9-143.8 -> 145.3-146.4) and the
+ * k-grouped kind (2-4% slower on its three 128x136 rows) keep the early
+ * reads, rolled; by 2 it lost on five of six rows. */
+#define QG_ROWS_136_UNROLLED (QG_SFB_COLS && QG_KIND == 0 && QG_D_ROWS && QG_BLOCK_N == 136)
 #define QG_K_UNROLL                                                        \
-    (QG_SFB_COLS ? (QG_BLOCK_N == 136 ? 1 : 4)                             \
+    (QG_SFB_COLS ? (QG_BLOCK_N == 136 && !QG_ROWS_136_UNROLLED ? 1 : 4)    \
      : QG_BLOCK_M == 128 && QG_BLOCK_N == 256 ? 8                          \
      : QG_BLOCK_M == 256 && QG_BLOCK_N == 128 ? (QG_NUM_K_BLOCKS >= 32 ? 8 : 4) \
      : QG_BLOCK_M == 128 && QG_BLOCK_N == 192 ? 4                          \
@@ -455,8 +464,9 @@ QG_DEVICE void qg_promote(float *o, const float (&acc)[QG_ACC], const qg_scales 
 /* Wider tiles have no registers for them beside their accumulators and sums
  * (CPU compile sweep, 232 math registers: 128x144 spilled 4 bytes, 128x160
  * 100): they read each group's scales from the stage while promoting, and
- * release the stage after the promotion. */
-#define QG_COLS_EARLY (QG_SFB_COLS && QG_BLOCK_N <= 136)
+ * release the stage after the promotion; so does the row-major dense 128x136,
+ * to unroll its loop (QG_ROWS_136_UNROLLED). */
+#define QG_COLS_EARLY (QG_SFB_COLS && QG_BLOCK_N <= 136 && !QG_ROWS_136_UNROLLED)
 struct qg_col_scales {
     float2 b[QG_COLS_EARLY ? QG_BLOCK_N / 8 : 1];
     uint32_t addr; /* late reads: the stage's first scale of this thread */

@@ -587,8 +587,15 @@ static bool tall_walked_tile(const qg_problem *p, int rows, int bm, int bn, qg_m
  * The weight gradient's 128-row tiles (FP32 D, 1D1D promotion). Without
  * multicast every tile ran 1-12% faster than with A or B multicast (H200,
  * bench/results/2026-11-25-h200-8 explore-c.log: 4096x4096x7168 128x128
- * 285.2 us, A 293.7; 128x160 281.9, B 309.0), so the heuristic does not
- * multicast here. Since tiles up to 128x136 read a K block's column scales
+ * 285.2 us, A 293.7; 128x160 281.9, B 309.0). On the later kernel (the
+ * column scales read before the wgmma, the loop unrolled by 4) 128x128 with
+ * A multicast pays at long K (H100, 2026-11-28-h100-19 explore-c.log,
+ * kineto, beside DeepGEMM, twice each, none / A / B): 7168x4096x16384
+ * 946.2-946.8 / 930.5-931.1 / 933.5-934.0 us (0.971 -> 0.988 of
+ * DeepGEMM); 4096x4096x7168 level (255.2-255.5 / 255.1-255.2 / 255.0-255.1);
+ * 24576x4096x1536 456.6-457.4 / 479.3 / 481.4-482.2 (5% slower). So 128x128
+ * A is rated 1.015 from a group K of 16384 (the one measured point past the
+ * level 7168), and nothing else multicasts here. Since tiles up to 128x136 read a K block's column scales
  * before its wgmma and release the stage after it (QG_COLS_EARLY), 128x128
  * is the reference (h200-10 explore-f.log, kineto, accumulating in place,
  * waves x area / time against 128x128): 128x160, which must read them while
@@ -615,7 +622,11 @@ static bool tall_walked_tile(const qg_problem *p, int rows, int bm, int bn, qg_m
  * new / old / new / old (2026-11-27-h100-16 explore-e.log): k-grouped
  * 16 x 7168x2048 1215.0 / 1258.6 / 1217.1 / 1259.0 us.
  */
-static double wgrad_efficiency(int bm, int bn, int k, bool rows_major) {
+#define QG_WGRAD_MULTICAST_MIN_K 16384
+static double wgrad_efficiency(int bm, int bn, int k, bool rows_major, qg_multicast mc) {
+    if (mc != QG_MULTICAST_NONE)
+        return bm == 128 && bn == 128 && mc == QG_MULTICAST_A && k >= QG_WGRAD_MULTICAST_MIN_K ? 1.015
+                                                                                          : 0.0;
     if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
     if (bn == 128) return 1.0;
     if (bn == 160) return k >= 4096 ? 1.0 : 0.95;
@@ -745,8 +756,13 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
                 if (!block_n_legal(p->kind, bm, bn)) continue;
-                /* weight gradient: no multicast (wgrad_efficiency) */
-                if (qg__one_d(p->kind) && mc) continue;
+                /* the 1D1D kinds: multicast only in the dense weight
+                 * gradient, where wgrad_efficiency rates it (128x128 A at
+                 * long K), over several waves (below) */
+                if (qg__one_d(p->kind) && mc &&
+                    (p->kind != QG_GEMM_WGRAD ||
+                     wgrad_efficiency(bm, bn, group_k, false, (qg_multicast)mc) <= 0.0))
+                    continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
@@ -774,9 +790,11 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * there: 32 x ~192 rows, N 6144, K 7168 ran 582.6 us as
                  * 128x256 A against 613.3 as 128x192, explore-d.log) */
                 const bool many = p->kind == QG_GEMM_GROUPED_PSUM && tiles >= 4ll * num_sms;
+                if (qg__one_d(p->kind) && mc && few_waves) continue;
                 if (is_wide(p->kind, bm, bn) && !large && !many) continue;
                 const double eff = qg__one_d(p->kind)
-                                       ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn))
+                                       ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn),
+                                                          c.multicast)
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
                                    : tall_walked_tile(p, rows, bm, bn, c.multicast)

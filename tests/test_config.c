@@ -225,6 +225,13 @@ TEST(config_wide_tiles) {
         /* ... but not at K 512 (564.3 against 569.1-572.0) nor ~4096 */
         {{QG_GEMM_WGRAD, 32768, 4096, 512, 1, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         {{QG_GEMM_K_GROUPED, 7168, 2048, 31872, 8, 0, 1}, 128, 128, QG_MULTICAST_NONE},
+        /* the weight gradient at K >= 16384: 128x128 with A multicast (config.c,
+         * wgrad_efficiency: 2026-11-28-h100-19 explore-c.log, 930.5-931.1 us
+         * against 946.2-946.8 without); not at 7168 (level) nor in the
+         * k-grouped kind (not measured) */
+        {{QG_GEMM_WGRAD, 7168, 4096, 16384, 1, 0, 1}, 128, 128, QG_MULTICAST_A},
+        {{QG_GEMM_WGRAD, 7168, 4096, 16384, 1, 0, 0}, 128, 128, QG_MULTICAST_A},
+        {{QG_GEMM_K_GROUPED, 4096, 7168, 65536, 4, 0, 1}, 128, 128, QG_MULTICAST_NONE},
         /* psum groups of 4096 rows and more, and of ~1024 rows at K >= 3072:
          * 256x128 A skipping the m64 tiles past a group's end (config.c,
          * tall_walked_tile: 2026-11-27-h100-18 explore-f.log, 4 x ~8192 rows,
