@@ -91,8 +91,10 @@ def test_wgrad(m, n, k, mode):
 # Forced tiles of every FP32 store-chunk width (block_n a multiple of 32, 16,
 # only 8), B multicast, 64-row tiles: N = 712 and M = 500 leave partial tiles
 # at both edges; M = 500 has 4 m-blocks of 128 (even: multicast B pairs them).
+# K = 640: 128x136 stores row-major and runs the unrolled loop
+# (QG_ROWS_136_UNROLLED); 128x128 A is the heuristic's long-K tile.
 WGRAD_TILES = [(128, 152, "none"), (128, 136, "none"), (128, 144, "b"), (128, 160, "b"),
-               (128, 120, "a"), (64, 152, "none"), (64, 88, "none")]
+               (128, 120, "a"), (128, 128, "a"), (64, 152, "none"), (64, 88, "none")]
 
 
 @pytest.mark.parametrize("bm,bn,mc", WGRAD_TILES)
