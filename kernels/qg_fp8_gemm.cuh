@@ -209,11 +209,13 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
  * spills so (232 math registers: 52 bytes by 4, 16 by 2). The dense weight
  * gradient's 128x136 stored row-major (QG_D_ROWS, K <= 4096) reads them
  * while promoting instead and unrolls by 4 (QG_ROWS_136_UNROLLED): H200,
- * beside DeepGEMM, twice (2026-11-28-h100-19 explore-d.log): 24576x4096x1536
+ * beside DeepGEMM, twice (2026-11-28-h200-15 explore-d.log): 24576x4096x1536
  * 431.8-433.6 -> 413.6-413.9 us, 7168x4096x2048 170.5-171.3 -> 166.2-167.0;
- * the chunked store (2112x4096x7168 142.9-143.8 -> 145.3-146.4) and the
- * k-grouped kind (2-4% slower on its three 128x136 rows) keep the early
- * reads, rolled; by 2 it lost on five of six rows. */
+ * on an H100 level (2026-11-28-h100-19 explore-f.log, qgemm alone, twice:
+ * 456.6-456.7 -> 456.0-456.6 us, 172.4 -> 172.0). The chunked store
+ * (2112x4096x7168 142.9-143.8 -> 145.3-146.4 on the H200) and the k-grouped
+ * kind (2-4% slower on its three 128x136 rows) keep the early reads, rolled;
+ * by 2 it lost on five of six rows. */
 #define QG_ROWS_136_UNROLLED (QG_SFB_COLS && QG_KIND == 0 && QG_D_ROWS && QG_BLOCK_N == 136)
 #define QG_K_UNROLL                                                        \
     (QG_SFB_COLS ? (QG_BLOCK_N == 136 && !QG_ROWS_136_UNROLLED ? 1 : 4)    \
