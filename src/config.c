@@ -595,10 +595,11 @@ static bool tall_walked_tile(const qg_problem *p, int rows, int bm, int bn, qg_m
  * DeepGEMM); 4096x4096x7168 level (255.2-255.5 / 255.1-255.2 / 255.0-255.1);
  * 24576x4096x1536 456.6-457.4 / 479.3 / 481.4-482.2 (5% slower). So 128x128
  * A is rated 1.015 from a group K of 16384 (the one measured point past the
- * level 7168), and nothing else multicasts here. Since tiles up to 128x136 read a K block's column scales
- * before its wgmma and release the stage after it (QG_COLS_EARLY), 128x128
- * is the reference (h200-10 explore-f.log, kineto, accumulating in place,
- * waves x area / time against 128x128): 128x160, which must read them while
+ * level 7168), and nothing else multicasts here.
+ * Since tiles up to 128x136 read a K block's column scales before its wgmma
+ * and release the stage after it (QG_COLS_EARLY), 128x128 is the reference
+ * (h200-10 explore-f.log, kineto, accumulating in place, waves x area / time
+ * against 128x128): 128x160, which must read them while
  * promoting, 0.99-1.02 at K = 7168..16384, 0.93-0.96 at K = 1536..2048 (1.02
  * at 512); 128x144 0.90-0.96; 128x112 0.92-0.99; 128x136 (D leaves in
  * 32-byte rows) 0.93-0.99 at K >= 7168, 0.82-0.93 below, but a wave fewer
@@ -624,9 +625,11 @@ static bool tall_walked_tile(const qg_problem *p, int rows, int bm, int bn, qg_m
  */
 #define QG_WGRAD_MULTICAST_MIN_K 16384
 static double wgrad_efficiency(int bm, int bn, int k, bool rows_major, qg_multicast mc) {
-    if (mc != QG_MULTICAST_NONE)
-        return bm == 128 && bn == 128 && mc == QG_MULTICAST_A && k >= QG_WGRAD_MULTICAST_MIN_K ? 1.015
-                                                                                          : 0.0;
+    if (mc != QG_MULTICAST_NONE) {
+        const bool rated = bm == 128 && bn == 128 && mc == QG_MULTICAST_A &&
+                           k >= QG_WGRAD_MULTICAST_MIN_K;
+        return rated ? 1.015 : 0.0; /* 0: not taken */
+    }
     if (bm != 128) return tile_efficiency(QG_GEMM_WGRAD, bm, bn, QG_MULTICAST_NONE);
     if (bn == 128) return 1.0;
     if (bn == 160) return k >= 4096 ? 1.0 : 0.95;
