@@ -759,13 +759,6 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
                 if (!block_n_legal(p->kind, bm, bn)) continue;
-                /* the 1D1D kinds: multicast only in the dense weight
-                 * gradient, where wgrad_efficiency rates it (128x128 A at
-                 * long K), over several waves (below) */
-                if (qg__one_d(p->kind) && mc &&
-                    (p->kind != QG_GEMM_WGRAD ||
-                     wgrad_efficiency(bm, bn, group_k, false, (qg_multicast)mc) <= 0.0))
-                    continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
@@ -793,7 +786,10 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * there: 32 x ~192 rows, N 6144, K 7168 ran 582.6 us as
                  * 128x256 A against 613.3 as 128x192, explore-d.log) */
                 const bool many = p->kind == QG_GEMM_GROUPED_PSUM && tiles >= 4ll * num_sms;
-                if (qg__one_d(p->kind) && mc && few_waves) continue;
+                /* the 1D1D kinds: multicast only in the dense weight
+                 * gradient over several waves, and only what wgrad_efficiency
+                 * rates (128x128 A at long K; 0 for the rest, below) */
+                if (qg__one_d(p->kind) && mc && (p->kind != QG_GEMM_WGRAD || few_waves)) continue;
                 if (is_wide(p->kind, bm, bn) && !large && !many) continue;
                 const double eff = qg__one_d(p->kind)
                                        ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn),
@@ -803,6 +799,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                                    : tall_walked_tile(p, rows, bm, bn, c.multicast)
                                        ? 1.13
                                        : tile_efficiency(rate_kind, bm, bn, c.multicast);
+                if (qg__one_d(p->kind) && eff <= 0.0) continue; /* a multicast wgrad_efficiency does not rate */
                 /* Walked groups (masked, psum): the rows are an estimate
                  * (expected_m), so the last wave's fill is unknown: whole
                  * waves would rank tiles by a rounding the real rows do not
