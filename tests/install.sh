@@ -75,8 +75,10 @@ head -n 3 <<<"$info"
 
 # Without NVRTC: hide it from the system loader (an empty ld.so.cache in a
 # private mount namespace, where unshare is allowed: root) or find it absent.
+# An empty kernel cache of its own: a cubin of the consumer's problem left in
+# the user's cache by an earlier run would load without compiling.
 no_nvrtc=(env -u QGEMM_NVRTC_DIR CUDA_HOME=/nonexistent LD_LIBRARY_PATH="$root/lib"
-          "$tmp/pc_shared" --expect-no-nvrtc)
+          QGEMM_CACHE_DIR="$tmp/no-nvrtc-cache" "$tmp/pc_shared" --expect-no-nvrtc)
 if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
     "${no_nvrtc[@]}" | tail -n 1
     ok "without NVRTC a compile fails with QG_ERROR_COMPILE naming the paths tried"
