@@ -150,7 +150,9 @@ QG_API qg_status qg_context_get_props(const qg_context *ctx, qg_device_props *ou
 
 /**
  * Limit the number of SMs the persistent kernels use (e.g. to leave room for
- * a communication kernel). 0 restores all SMs.
+ * a communication kernel). 0 restores all SMs. Multicast and split-K run
+ * 2-CTA clusters: below 2 SMs the heuristic never picks them, and a forced
+ * configuration with either is refused (QG_ERROR_UNSUPPORTED).
  * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT when num_sms < 0 or
  *         num_sms > the device's SM count.
  */

@@ -357,13 +357,21 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
             if (qg__smem_bytes(bm, bn, stages, split_k, sfb_floats(p, bn)) <=
                 props->smem_optin_bytes)
                 break;
-        if (stages == 0)
+        if (stages == 0) {
+            /* The 1D2D tile keeps two tiles' B scales for all of K: past
+             * K ~ 2^21 they alone outgrow shared memory. */
+            const int sfb = sfb_floats(p, bn);
+            char k_part[96] = "";
+            if (sfb > 0)
+                snprintf(k_part, sizeof k_part, " (its B scales for K %d take %zu bytes)", p->k,
+                         2 * round_up((size_t)sfb, 4) * 4);
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: block %dx%d%s does not fit %zu bytes of shared memory even "
-                            "with one stage", bm, bn,
+                            "with one stage%s", bm, bn,
                             split_k > 1 ? " with its split-K buffer (block_m x block_n x 4 bytes)"
                                         : "",
-                            props->smem_optin_bytes);
+                            props->smem_optin_bytes, k_part);
+        }
     }
     const size_t smem = qg__smem_bytes(bm, bn, stages, split_k, sfb_floats(p, bn));
     if (smem > props->smem_optin_bytes)
@@ -445,6 +453,14 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
                                   qg_config *cfg, qg_kernel_plan *plan) {
     qg_status st = qg__plan(props, p, cfg, plan);
     if (st != QG_SUCCESS) return st;
+    /* The device may have the SMs, the context's limit not: its grid would
+     * hold no whole cluster (a launch of 0 CTAs). */
+    if (plan->cluster_size > num_sms)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: %s runs clusters of %d CTAs, one per SM; the context uses %d "
+                        "SM%s (qg_context_set_num_sms)",
+                        plan->split_k > 1 ? "split-K" : "multicast", plan->cluster_size, num_sms,
+                        num_sms == 1 ? "" : "s");
     cfg->num_stages = plan->num_stages;
     cfg->swizzle_group = plan->swizzle_group;
     cfg->split_k = plan->split_k;
@@ -467,7 +483,9 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
     qg_status st = check_config_call(ctx, problem, cfg, "qg_complete_config", "cfg");
     if (st != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    return qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), problem, cfg, &plan);
+    st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), problem, cfg, &plan);
+    if (st != QG_SUCCESS) return qg__fail(st, "qg_complete_config: %s", qg_last_error());
+    return QG_SUCCESS;
 }
 
 /*
@@ -920,5 +938,7 @@ qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_
     qg_status st = check_config_call(ctx, problem, out, "qg_select_config", "out");
     if (st != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    return qg__select(&ctx->props, qg_context_get_num_sms(ctx), problem, out, &plan);
+    st = qg__select(&ctx->props, qg_context_get_num_sms(ctx), problem, out, &plan);
+    if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config: %s", qg_last_error());
+    return QG_SUCCESS;
 }

@@ -223,7 +223,7 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
     qg_kernel_plan plan;
     qg_jit_result res;
     if ((st = resolve_and_compile(ctx, num_sms, problem, cfg, &c, &plan, &res)) != QG_SUCCESS)
-        return st;
+        return qg__fail(st, "qg_compile: %s", qg_last_error());
     if (info) *info = res.info;
     if (ctx->offline) return QG_SUCCESS;
     /* On a device, also load the module and build the launch entry: loading a
@@ -495,6 +495,12 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
+    /* (before m == 0 becomes 1 below: the message names the m given) */
+    if ((kind == QG_GEMM_GROUPED_MASKED || kind == QG_GEMM_GROUPED_PSUM) &&
+        (a->expected_m < 0 || a->expected_m > a->m))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: expected_m must be in [0, m = %d], got %d", fn, a->m,
+                        a->expected_m); /* qg__check_problem's words: one rule, one message */
     memset(p, 0, sizeof *p);
     p->kind = kind;
     p->m = a->m ? a->m : 1; /* m == 0 is checked like m == 1, then skipped */
@@ -569,19 +575,24 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     }
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
+    /* A forced configuration is checked here, on every context and before
+     * gemm()'s shortcuts (m == 0; k-grouped with every group empty, which
+     * writes D without a kernel), so an illegal one is refused by every call
+     * and names the call. A plan is a few comparisons; the heuristic's
+     * calls skip it. */
+    qg_config c = {0};
+    if (forced) {
+        c = *forced;
+        qg_kernel_plan plan;
+        if ((st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), p, &c, &plan)))
+            return qg__fail(st, "%s: %s", fn, qg_last_error());
+    }
     if (ctx->offline) {
-        /* A forced configuration gets its own error first: an offline
-         * context can say whether it is legal, only not run it. */
-        if (forced) {
-            qg_config c = *forced;
-            qg_kernel_plan plan;
-            if ((st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), p, &c, &plan)))
-                return qg__fail(st, "%s: %s", fn, qg_last_error());
+        if (forced)
             return qg__fail(QG_ERROR_NO_DEVICE,
                             "%s: the context is offline (compile-only): the forced configuration "
                             "(%dx%d, %d stages) is legal for this problem, but cannot run here",
                             fn, c.block_m, c.block_n, c.num_stages);
-        }
         return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
     }
     for (int i = 0; i < num_ptrs; ++i)
@@ -766,7 +777,7 @@ static qg_status copy_c_into_d(const qg_context *ctx, const qg_gemm_args *a, uin
  * next group.
  */
 static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
-                                    const qg_gemm_args *a, CUstream stream, bool pdl) {
+                                    const qg_gemm_args *a, bool copy_c, CUstream stream, bool pdl) {
     const qg_config *cfg = &e->cfg;
     const qg_kernel_plan *plan = &e->plan;
     const uint64_t total_kb = (uint64_t)a->k / 128;
@@ -817,6 +828,11 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
             groups.d_group[i] = g;
         }
         if (groups.count == 0) continue;
+        /* C into D before the first launch, after its maps are encoded */
+        if (copy_c && (st = copy_c_into_d(ctx, a, (uint64_t)a->m * (uint64_t)a->num_groups,
+                                          stream)))
+            return st;
+        copy_c = false;
         const long long tiles = tiles_per_group * groups.count;
         const int grid = tiles < e->max_grid ? (int)tiles : e->max_grid;
         if ((st = launch_kernel(ctx, e, grid, params, stream, pdl))) return st;
@@ -866,16 +882,14 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) {
         drv->cuCtxPopCurrent(&prev);
-        return st;
+        return qg__fail(st, "%s: %s", fn, qg_last_error());
     }
-    /* D = C + A B^T with C another array: C into D first, on the stream. */
-    if (wgrad && a->c && a->c != (const float *)a->d &&
-        (st = copy_c_into_d(ctx, a, d_rows, stream)) != QG_SUCCESS) {
-        drv->cuCtxPopCurrent(&prev);
-        return st;
-    }
+    /* D = C + A B^T with C another array: C goes into D on the stream just
+     * before the first launch, once the tensor maps are encoded (a refused
+     * encode then leaves D untouched). */
+    const bool copy_c = wgrad && a->c && a->c != (const float *)a->d;
     if (kgrouped) {
-        st = k_grouped_launches(ctx, e, a, stream, pdl);
+        st = k_grouped_launches(ctx, e, a, copy_c, stream, pdl);
         drv->cuCtxPopCurrent(&prev);
         return st;
     }
@@ -923,6 +937,10 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     /* Persistent grid: never more CTAs than tiles (split-K: than tiles x
      * split_k; masked: unknown on the host). */
     if (!wgrad) map_sfb = map_sfa; /* unused by the kernel */
+    if (copy_c && (st = copy_c_into_d(ctx, a, d_rows, stream)) != QG_SUCCESS) {
+        drv->cuCtxPopCurrent(&prev);
+        return st;
+    }
     int grid = e->max_grid;
     if (kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM) {
         const long long tiles = (((long long)a->m + cfg->block_m - 1) / cfg->block_m) *

@@ -237,3 +237,109 @@ TEST(hostile_k_grouped_arguments) {
     qg_context_destroy(ctx);
     PASS();
 }
+
+/* A forced multicast or split-K configuration needs a whole 2-CTA cluster in
+ * the context's grid: with qg_context_set_num_sms(ctx, 1) it is refused by
+ * every call that takes it, naming the limit (it used to complete with a grid
+ * of 0 CTAs, which the launch then refused as a driver error). */
+TEST(hostile_forced_cluster_needs_two_sms) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    CHECK(qg_context_set_num_sms(ctx, 1) == QG_SUCCESS, "%s", qg_last_error());
+    const qg_problem p = {QG_GEMM_DENSE, 256, 512, 512, 1, 0, 0};
+    const qg_config forced[] = {{.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
+                                {.block_m = 64, .block_n = 64, .split_k = 2}};
+    for (size_t i = 0; i < 2; i++) {
+        qg_config c = forced[i];
+        qg_status st = qg_complete_config(ctx, &p, &c);
+        CHECK(st == QG_ERROR_UNSUPPORTED &&
+                  strstr(qg_last_error(), "qg_complete_config: config: ") &&
+                  strstr(qg_last_error(), "clusters of 2 CTAs") &&
+                  strstr(qg_last_error(), "the context uses 1 SM (qg_context_set_num_sms)"),
+              "forced %zu with 1 SM: %s (%s)", i, qg_status_string(st), qg_last_error());
+        st = qg_compile(ctx, &p, &forced[i], NULL);
+        CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "qg_compile: config: "),
+              "qg_compile, forced %zu with 1 SM: %s (%s)", i, qg_status_string(st), qg_last_error());
+        qg_gemm_args a = args_ok();
+        st = qg_fp8_gemm_nt(ctx, &a, &forced[i], NULL);
+        CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "qg_fp8_gemm_nt: config: "),
+              "GEMM, forced %zu with 1 SM: %s (%s)", i, qg_status_string(st), qg_last_error());
+    }
+    /* with 2 SMs both are legal again, and the heuristic never picks a cluster for 1 */
+    CHECK(qg_context_set_num_sms(ctx, 2) == QG_SUCCESS, "%s", qg_last_error());
+    for (size_t i = 0; i < 2; i++) {
+        qg_config c = forced[i];
+        CHECK(qg_complete_config(ctx, &p, &c) == QG_SUCCESS && c.num_sms == 2, "forced %zu, 2 SMs: %s",
+              i, qg_last_error());
+    }
+    CHECK(qg_context_set_num_sms(ctx, 1) == QG_SUCCESS, "%s", qg_last_error());
+    const qg_problem small = {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0, 0};
+    qg_config c;
+    CHECK(qg_select_config(ctx, &small, &c) == QG_SUCCESS && c.multicast == QG_MULTICAST_NONE &&
+              c.split_k <= 1 && c.num_sms == 1,
+          "heuristic with 1 SM: %s (mc %d split %d grid %d)", qg_last_error(), (int)c.multicast,
+          c.split_k, c.num_sms);
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The calls that write nothing (m == 0) or write D without a kernel (every
+ * k-grouped group empty) check a forced configuration first, as the others
+ * do: an illegal one is refused, with the call's name. */
+TEST(hostile_forced_config_checked_before_shortcuts) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    qg_gemm_args a = args_ok();
+    a.m = 0;
+    qg_config bad = {.block_m = 96, .block_n = 128};
+    qg_status st = qg_fp8_gemm_nt(ctx, &a, &bad, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "qg_fp8_gemm_nt: config: block_m"),
+          "m 0, block_m 96: %s (%s)", qg_status_string(st), qg_last_error());
+    static const int32_t ks_empty[2] = {0, 0};
+    a = args_ok();
+    a.ks = ks_empty, a.k = 0, a.num_groups = 2, a.sfb_ld = a.n, a.ldd = a.n;
+    qg_config mc = {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A};
+    st = qg_k_grouped_fp8_gemm_nt_contiguous(ctx, &a, &mc, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "without multicast"),
+          "k-grouped, every group empty, multicast A: %s (%s)", qg_status_string(st),
+          qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* Masked M_max = 0 is checked against the expected_m given: 0 takes only 0,
+ * and the message names m = 0 (it named the 1 that M = 0 is planned as). */
+TEST(hostile_masked_m_zero_expected_m) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    qg_gemm_args a = args_ok();
+    a.m = 0, a.num_groups = 4, a.expected_m = 5;
+    qg_status st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "in [0, m = 0], got 5"),
+          "m 0, expected_m 5: %s (%s)", qg_status_string(st), qg_last_error());
+    a.expected_m = 1;
+    st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "in [0, m = 0], got 1"),
+          "m 0, expected_m 1: %s (%s)", qg_status_string(st), qg_last_error());
+    a.expected_m = 0;
+    st = qg_m_grouped_fp8_gemm_nt_masked(ctx, &a, NULL, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE, "m 0, expected_m 0: %s (%s)", qg_status_string(st),
+          qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* A K whose 1D2D scale buffers outgrow shared memory by themselves: the
+ * refusal says so (it blamed the block size alone), with the call's name. */
+TEST(hostile_huge_k_names_the_scale_buffers) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const qg_problem p = {QG_GEMM_DENSE, 256, 512, 1 << 22, 1, 0, 0};
+    qg_config c;
+    qg_status st = qg_select_config(ctx, &p, &c);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "qg_select_config: ") &&
+              strstr(qg_last_error(), "its B scales for K 4194304 take"),
+          "K 2^22: %s (%s)", qg_status_string(st), qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
