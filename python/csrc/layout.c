@@ -102,43 +102,48 @@ static int matrix_ld(const qgpy_tensor *t, int64_t elem_bytes, int64_t *ld)
     return 0;
 }
 
-/* sfa_ld of an M-major scale tensor [(G,) M, kb]. */
-static int sfa_layout(const qgpy_tensor *t, int64_t *sfa_ld)
+/* The leading dimension of a scale tensor [(G,) rows, kb] per 1x128 block,
+ * rows-major (sfa: M, sfa_ld; the weight gradient's sfb: N, sfb_ld). */
+static int scales_layout(const qgpy_tensor *t, char dim, const char *ld_name, int64_t *ld)
 {
-    static const char fix[] = "convert it with qgemm.get_col_major_tma_aligned_tensor(sfa)";
-    char s[160];
+    char s[160], fix[96];
+    snprintf(fix, sizeof fix, "convert it with qgemm.get_col_major_tma_aligned_tensor(%s)",
+             t->name);
     const int64_t groups = t->t->ndim == 3 ? qgpy_dim(t, 0) : 1;
-    const int64_t m = qgpy_dim(t, -2), kb = qgpy_dim(t, -1);
-    if (m > 1 && qgpy_stride(t, -2) != 1)
+    const int64_t rows = qgpy_dim(t, -2), kb = qgpy_dim(t, -1);
+    if (rows > 1 && qgpy_stride(t, -2) != 1)
         return qgpy_errorf(PyExc_ValueError,
-                           "qgemm: %s must be M-major (strides (1, sfa_ld): the scales of one "
-                           "128-column block of K contiguous over M), got strides %s; %s",
-                           t->name, qgpy_strides_str(t, s, sizeof s), fix);
+                           "qgemm: %s must be %c-major (strides (1, %s): the scales of one "
+                           "128-column block of K contiguous over %c), got strides %s; %s",
+                           t->name, dim, ld_name, dim, qgpy_strides_str(t, s, sizeof s), fix);
     if (kb > 1)
-        *sfa_ld = qgpy_stride(t, -1);
+        *ld = qgpy_stride(t, -1);
     else if (groups > 1)
-        *sfa_ld = qgpy_stride(t, 0); /* one K block per group */
+        *ld = qgpy_stride(t, 0); /* one K block per group */
     else
-        *sfa_ld = qg_sfa_ld(m);
-    if (*sfa_ld < m || *sfa_ld % 4 != 0)
+        *ld = qg_sfa_ld(rows);
+    if (*ld < rows || *ld % 4 != 0)
         return qgpy_errorf(PyExc_ValueError,
-                           "qgemm: %s's M stride (sfa_ld) must be >= M = %" PRId64
+                           "qgemm: %s's %c stride (%s) must be >= %c = %" PRId64
                            " and a multiple of 4 floats (16 bytes, TMA), got %" PRId64
                            " (strides %s); %s",
-                           t->name, m, *sfa_ld, qgpy_strides_str(t, s, sizeof s), fix);
-    if (check_ld_bound(t, "M stride (sfa_ld)", *sfa_ld))
+                           t->name, dim, ld_name, dim, rows, *ld,
+                           qgpy_strides_str(t, s, sizeof s), fix);
+    char what[32];
+    snprintf(what, sizeof what, "%c stride (%s)", dim, ld_name);
+    if (check_ld_bound(t, what, *ld))
         return -1;
     int64_t group_stride;
-    if (groups > 1 && __builtin_mul_overflow(kb, *sfa_ld, &group_stride))
+    if (groups > 1 && __builtin_mul_overflow(kb, *ld, &group_stride))
         return qgpy_errorf(PyExc_ValueError,
-                           "qgemm: %s's groups are ceil(K/128) = %" PRId64 " x sfa_ld %" PRId64
-                           " floats apart: past 2^63", t->name, kb, *sfa_ld);
+                           "qgemm: %s's groups are ceil(K/128) = %" PRId64 " x %s %" PRId64
+                           " floats apart: past 2^63", t->name, kb, ld_name, *ld);
     if (groups > 1 && qgpy_stride(t, 0) != group_stride)
         return qgpy_errorf(
             PyExc_ValueError,
             "qgemm: %s's groups must be packed: the stride of dimension 0 must be "
-            "%" PRId64 " (ceil(K/128) = %" PRId64 " x sfa_ld %" PRId64 "), got strides %s; %s",
-            t->name, group_stride, kb, *sfa_ld, qgpy_strides_str(t, s, sizeof s), fix);
+            "%" PRId64 " (ceil(K/128) = %" PRId64 " x %s %" PRId64 "), got strides %s; %s",
+            t->name, group_stride, kb, ld_name, *ld, qgpy_strides_str(t, s, sizeof s), fix);
     return 0;
 }
 
@@ -252,9 +257,9 @@ static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int e
 static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_gemm_args *args)
 {
     const int wgrad = kind == QG_GEMM_WGRAD;
-    if (matrix_ld(&t[QGPY_A], 1, &args->lda) || sfa_layout(&t[QGPY_SFA], &args->sfa_ld) ||
+    if (matrix_ld(&t[QGPY_A], 1, &args->lda) || scales_layout(&t[QGPY_SFA], 'M', "sfa_ld", &args->sfa_ld) ||
         matrix_ld(&t[QGPY_B], 1, &args->ldb) ||
-        (wgrad ? sfa_layout(&t[QGPY_SFB], &args->sfb_ld) : check_contiguous(&t[QGPY_SFB])) ||
+        (wgrad ? scales_layout(&t[QGPY_SFB], 'N', "sfb_ld", &args->sfb_ld) : check_contiguous(&t[QGPY_SFB])) ||
         matrix_ld(&t[QGPY_D], wgrad ? 4 : 2, &args->ldd))
         return -1;
     if (wgrad && t[QGPY_IDX].t && matrix_ld(&t[QGPY_IDX], 4, &args->ldc))
@@ -339,7 +344,7 @@ int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int 
         return -1;
     if ((qgpy_dim(a, 0) > 1 && qgpy_stride(a, 0) != 1) || (qgpy_dim(b, 0) > 1 && qgpy_stride(b, 0) != 1))
         return qgpy_errorf(PyExc_ValueError, "qgemm: a and b must be contiguous (flat)");
-    if (sfa_layout(sfa, &args->sfa_ld) || sfa_layout(sfb, &args->sfb_ld) ||
+    if (scales_layout(sfa, 'M', "sfa_ld", &args->sfa_ld) || scales_layout(sfb, 'N', "sfb_ld", &args->sfb_ld) ||
         matrix_ld(d, 4, &args->ldd) || (c->t && matrix_ld(c, 4, &args->ldc)))
         return -1;
     for (int i = 0; i < QGPY_SLOTS; i++)

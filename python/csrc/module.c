@@ -339,13 +339,14 @@ static PyObject *py_torch_init(PyObject *self, PyObject *args)
  * config) -> the configuration dict / the compiler's report. */
 static PyObject *problem_call(PyObject *args, const char *fmt, int compile)
 {
-    int kind, device;
+    int kind, device, accumulate = 0;
     PyObject *cfg_obj;
     qg_problem p;
     memset(&p, 0, sizeof p);
     if (!PyArg_ParseTuple(args, fmt, &kind, &p.m, &p.n, &p.k, &p.num_groups, &p.expected_m,
-                          &device, &cfg_obj))
+                          &device, &cfg_obj, &accumulate))
         return NULL;
+    p.accumulate = accumulate != 0; /* D = C + A B^T (weight gradients; the library checks) */
     qg_config cfg;
     int forced;
     if ((kind != QG_GEMM_K_GROUPED && check_kind(kind) < 0) ||
@@ -371,13 +372,13 @@ static PyObject *problem_call(PyObject *args, const char *fmt, int compile)
 static PyObject *py_select_config(PyObject *self, PyObject *args)
 {
     (void)self;
-    return problem_call(args, "iiiiiiiO:select_config", 0);
+    return problem_call(args, "iiiiiiiO|p:select_config", 0);
 }
 
 static PyObject *py_compile(PyObject *self, PyObject *args)
 {
     (void)self;
-    return problem_call(args, "iiiiiiiO:compile", 1);
+    return problem_call(args, "iiiiiiiO|p:compile", 1);
 }
 
 static PyObject *py_device_props(PyObject *self, PyObject *arg)

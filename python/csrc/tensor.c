@@ -405,6 +405,10 @@ int qgpy_check_device(const qgpy_tensor *t, int *device)
                            "qgemm: %s must be in CUDA device memory, got DLPack device type %d",
                            t->name, (int)dev.device_type);
     }
+    if (dev.device_id < 0) /* (-1 would read as "no device yet" below) */
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s has DLPack device_id %d: not a CUDA device ordinal",
+                           t->name, (int)dev.device_id);
     if (*device < 0) {
         *device = dev.device_id;
     } else if (dev.device_id != *device) {

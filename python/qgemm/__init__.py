@@ -134,7 +134,8 @@ Config = Mapping[str, Any]
 = none, 2: the two CTAs of a cluster each sum half of K; dense, multicast
 "none")."""
 
-_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED}
+_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED,
+          "psum": _C.KIND_PSUM, "wgrad": _C.KIND_WGRAD, "k_grouped": _C.KIND_K_GROUPED}
 _MULTICAST = {None: 0, "none": 0, "a": 1, "b": 2, 0: 0, 1: 1, 2: 2}
 _CONFIG_KEYS = ("block_m", "block_n", "num_stages", "multicast", "swizzle_group", "split_k")
 _DERIVED_KEYS = ("num_sms", "smem_bytes")  # what select_config adds; ignored on input
@@ -317,7 +318,9 @@ def _check_grouped_recipe(name: str, recipe: Any, recipe_a: Any, recipe_b: Any,
     """The grouped GEMMs take the (1, 128, 128) recipe only."""
     if _dg.check_gemm_args(name, None, recipe, recipe_a, recipe_b, compiled_dims,
                            disable_ue8m0_cast):
-        raise _dg.unsupported(name, "recipe", recipe if recipe is not None else recipe_b,
+        arg = "recipe" if recipe is not None else "recipe_b" if recipe_b is not None else "recipe_a"
+        raise _dg.unsupported(name, arg, {"recipe": recipe, "recipe_a": recipe_a,
+                                          "recipe_b": recipe_b}[arg],
                               "the grouped GEMMs take 128x128 B scales; the 1x128 B recipe "
                               "is the dense weight-gradient GEMM's (fp8_gemm_nt)")
 
@@ -383,7 +386,7 @@ def fp8_fp4_gemm_nt(a: Pair, b: Pair, d: Tensor, c: Any = None, recipe: Any = No
         _gemm(_C.KIND_WGRAD, (a_, _dg.mn_major_sf(sfa)), (b_, _dg.mn_major_sf(sfb)), d, c, 0,
               None, None)
         return
-    _gemm(_C.KIND_DENSE, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, None, 0, None, None)
+    _gemm(_C.KIND_DENSE, (a_, _dg.mn_major_sf(sfa)), (b_, _dg.block_sf(sfb)), d, None, 0, None, None)
 
 
 def m_grouped_fp8_fp4_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout: Tensor,
@@ -403,7 +406,7 @@ def m_grouped_fp8_fp4_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_la
     b_, sfb = _dg.split_pair(b, "b")
     _dg.check_tensors(name, sfa, sfb, d)
     _gemm(_C.KIND_PSUM if use_psum_layout else _C.KIND_CONTIGUOUS,
-          (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, grouped_layout, hint, None, None)
+          (a_, _dg.mn_major_sf(sfa)), (b_, _dg.block_sf(sfb)), d, grouped_layout, hint, None, None)
 
 
 def m_grouped_fp8_fp4_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor,
@@ -417,7 +420,7 @@ def m_grouped_fp8_fp4_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tens
     a_, sfa = _dg.split_pair(a, "a")
     b_, sfb = _dg.split_pair(b, "b")
     _dg.check_tensors(name, sfa, sfb, d)
-    _gemm(_C.KIND_MASKED, (a_, _dg.mn_major_sf(sfa)), (b_, sfb), d, masked_m,
+    _gemm(_C.KIND_MASKED, (a_, _dg.mn_major_sf(sfa)), (b_, _dg.block_sf(sfb)), d, masked_m,
           _as_int(expected_m, "expected_m"), None, None)
 
 
@@ -445,7 +448,7 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
     if use_psum_layout:
         raise _dg.unsupported(name, "use_psum_layout", use_psum_layout,
                               "the psum form of the k-grouped GEMM is SM100's (DeepGEMM too)")
-    if not ks_cpu:
+    if ks_cpu is None or len(ks_cpu) == 0:  # (a numpy array has no truth value)
         raise ValueError(f"qgemm: {name}: ks_cpu (the K of each group, on the host) is required")
     a_, sfa = _dg.split_pair(a, "a")
     b_, sfb = _dg.split_pair(b, "b")
@@ -473,21 +476,23 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
         if _C.k_grouped_torch(a_flat, _dg.mn_major_sf(sfa), b_flat, _dg.mn_major_sf(sfb), d, c,
                               ks, None) is None:
             return
+    # The groups with work first: every group's call checks the same tensors, so the first
+    # one refuses a bad call before anything is written; the empty groups' D after them.
     prefix = 0
     for i, k in enumerate(ks):
-        c_i = None if c is None else (d[i] if c is d else c[i])
-        if k == 0:
-            if c is None:
-                d[i].zero_()
-            elif c is not d:
-                d[i].copy_(c[i])
-        else:
+        if k:
+            c_i = None if c is None else (d[i] if c is d else c[i])
             kb0, kb1 = prefix // 128, (prefix + k) // 128
             a_i = a_flat[prefix * m:(prefix + k) * m].view(m, k)
             b_i = b_flat[prefix * n:(prefix + k) * n].view(n, k)
             fp8_gemm_nt((a_i, _dg.mn_major_sf(sfa[:, kb0:kb1])),
                         (b_i, _dg.mn_major_sf(sfb[:, kb0:kb1])), d[i], c=c_i, recipe=(1, 1, 128))
         prefix += k
+    for i, k in enumerate(ks):
+        if k == 0 and c is None:
+            d[i].zero_()
+        elif k == 0 and c is not d:
+            d[i].copy_(c[i])
 
 
 fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_fp4_gemm_nt_masked  # DeepGEMM's legacy alias
@@ -625,17 +630,22 @@ def register_torch_ops() -> None:
 def select_config(
     m: int, n: int, k: int, *, kind: str = "dense", num_groups: int = 1, expected_m: int = 0,
     device: Any = None, offline: bool = False, config: Optional[Config] = None,
+    accumulate: bool = False,
 ) -> Dict[str, Any]:
     """The kernel configuration the library picks for a problem (or completes, when
     ``config`` forces one). ``offline=True`` describes an H100 without needing a GPU.
-    For "contiguous" m is the total rows; for "masked" m is M_max."""
+    ``kind``: "dense", "contiguous" (m the total rows), "masked" (m is M_max), "psum" (m the
+    total rows; expected_m the hint), "wgrad" (the weight gradient, recipe (1, 1, 128)) or
+    "k_grouped" (k the sum of the groups' K, num_groups G). ``accumulate``: "wgrad" and
+    "k_grouped" with ``c`` given (D = C + A B^T), a kernel of its own."""
     return _problem_call(_C.select_config, m, n, k, kind, num_groups, expected_m, device,
-                         offline, config)
+                         offline, config, accumulate)
 
 
 def compile(
     m: int, n: int, k: int, *, kind: str = "dense", num_groups: int = 1, expected_m: int = 0,
     device: Any = None, offline: bool = False, config: Optional[Config] = None,
+    accumulate: bool = False,
 ) -> Dict[str, Any]:
     """Compile (or find in the memory/disk cache) the kernel a call with this shape
     will use, so the first real call does not pay for it (and can be captured in a
@@ -647,20 +657,22 @@ def compile(
     host synchronization: it encodes its tensor maps and launches (with
     set_pdl/set_num_sms changes applied once, on the next call after them). The
     first call of a device also creates its context (cuInit, the primary context)
-    and the first call of a shape loads the module: compile() does both."""
+    and the first call of a shape loads the module: compile() does both. ``kind`` and
+    ``accumulate``: as in select_config."""
     return _problem_call(_C.compile, m, n, k, kind, num_groups, expected_m, device, offline,
-                         config)
+                         config, accumulate)
 
 
 def _problem_call(fn: Any, m: int, n: int, k: int, kind: str, num_groups: int, expected_m: int,
-                  device: Any, offline: bool, config: Optional[Config]) -> Dict[str, Any]:
+                  device: Any, offline: bool, config: Optional[Config],
+                  accumulate: bool = False) -> Dict[str, Any]:
     """fn (_C.select_config or _C.compile) of the problem, arguments checked."""
     if kind not in _KINDS:
         raise ValueError(f"qgemm: kind must be one of {sorted(_KINDS)}, got {kind!r}")
     ordinal = _C.OFFLINE if offline else _device_ordinal(device)
     return fn(_KINDS[kind], _as_int(m, "m"), _as_int(n, "n"), _as_int(k, "k"),
               _as_int(num_groups, "num_groups"), _as_int(expected_m, "expected_m"), ordinal,
-              _config_tuple(config))
+              _config_tuple(config), bool(accumulate))
 
 
 # ---- argument plumbing --------------------------------------------------------------

@@ -25,6 +25,7 @@ import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _C
+from ._torch_helpers import mn_major
 
 SUPPORTED_RECIPE = (1, 128, 128)
 _MK_ALIGNMENT = _C.m_alignment()  # qgemm's contiguous layout: 128-row blocks (docs/DESIGN.md §1)
@@ -127,11 +128,6 @@ def _torch_tensor(x: Any) -> Any:
     return torch if torch is not None and isinstance(x, torch.Tensor) else None
 
 
-def _compiling(torch: Any) -> bool:
-    fn = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-    return bool(fn()) if fn is not None else False
-
-
 def check_tensors(func: str, sfa: Any, sfb: Any, d: Any, wgrad: bool = False) -> None:
     """What DeepGEMM accepts on SM100 or for FP32 output and qgemm does not: NotImplementedError."""
     torch = _torch_tensor(d)
@@ -150,22 +146,26 @@ def check_tensors(func: str, sfa: Any, sfb: Any, d: Any, wgrad: bool = False) ->
 
 def mn_major_sf(sf: Any) -> Any:
     """DeepGEMM's SFA handling on SM90: float32 scales [.., M, K/128] in any layout
-    become M-major and TMA-aligned (``sf`` itself when already so). Only torch
-    tensors are transformed (DeepGEMM is torch-only); others pass as given.
-    Traceable by torch.compile (strides only, no data pointer, while tracing)."""
+    become M-major and TMA-aligned (``sf`` itself when already so;
+    _torch_helpers.mn_major). Only torch tensors of that dtype and rank are
+    transformed (DeepGEMM is torch-only); others pass as given, for the checks
+    to name."""
     torch = _torch_tensor(sf)
     if torch is None or sf.dtype != torch.float32 or sf.dim() not in (2, 3):
         return sf
-    x3 = sf if sf.dim() == 3 else sf.unsqueeze(0)
-    g, m, kb = x3.shape
-    ld = (m + 3) // 4 * 4
-    wanted = ((g, kb * ld), (m, 1), (kb, ld))
-    if all(size <= 1 or x3.stride(i) == stride for i, (size, stride) in enumerate(wanted)):
-        if _compiling(torch) or sf.data_ptr() % 16 == 0:
-            return sf
-    out = torch.empty((g, kb, ld), dtype=sf.dtype, device=sf.device).transpose(1, 2)[:, :m, :]
-    out.copy_(x3)
-    return out if sf.dim() == 3 else out.squeeze(0)
+    return mn_major(torch, sf)
+
+
+def block_sf(sf: Any) -> Any:
+    """DeepGEMM's SFB handling on SM90 for 128x128 block scales [.., N/128, K/128]: it takes
+    them row-major or as the transpose of a row-major tensor (a transposed weight's ``sfw.T``,
+    csrc/utils/layout.hpp's sm90_sfb_check), qgemm row-major only; anything else is made
+    row-major here (a copy of N/128 x K/128 floats; ``sf`` itself when already so).
+    Traceable by torch.compile (no data pointer)."""
+    torch = _torch_tensor(sf)
+    if torch is None or sf.is_contiguous():
+        return sf
+    return sf.contiguous()
 
 
 # ---- layout helpers --------------------------------------------------------------------------

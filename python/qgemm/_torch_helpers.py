@@ -152,15 +152,26 @@ def get_col_major_tma_aligned_tensor(x: Any) -> Any:
         raise ValueError(f"qgemm: x must be [M, K/128] or [G, M, K/128], got shape {list(x.shape)}")
     if x.dtype != torch.float32:
         raise ValueError(f"qgemm: x must be float32 scales, got {x.dtype}")
+    return mn_major(torch, x)
+
+
+def mn_major(torch: Any, x: Any) -> Any:
+    """float32 scales [M, K/128] or [G, M, K/128] as M-major and TMA-aligned (strides (1, ld),
+    ld = M rounded up to 4, group stride K/128 x ld, a 16-byte aligned address): ``x`` itself
+    when already so, else a copy. Traceable by torch.compile: while tracing there is no data
+    pointer, and the storage offset (a multiple of 4 floats) stands for the address, which
+    holds for torch's own (512-byte aligned) storages; eager and compiled calls then copy
+    alike."""
     grouped = x.dim() == 3
     x3 = x if grouped else x.unsqueeze(0)
     g, m, kb = x3.shape
     ld = _ceil_to(m, 4)
     # strides of size-1 dimensions carry no meaning (torch reports 1 for them)
     wanted = ((g, kb * ld), (m, 1), (kb, ld))
-    if x.data_ptr() % 16 == 0 and all(
-            size <= 1 or x3.stride(i) == stride for i, (size, stride) in enumerate(wanted)):
-        return x
+    if all(size <= 1 or x3.stride(i) == stride for i, (size, stride) in enumerate(wanted)):
+        compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)()
+        if x.storage_offset() % 4 == 0 if compiling else x.data_ptr() % 16 == 0:
+            return x
     out = torch.empty((g, kb, ld), dtype=x.dtype, device=x.device).transpose(1, 2)[:, :m, :]
     out.copy_(x3)
     return out if grouped else out.squeeze(0)

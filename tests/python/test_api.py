@@ -99,6 +99,21 @@ def test_offline_config_is_legal(kind, m, groups, expected_m):
     assert cfg["num_sms"] == 132
 
 
+@pytest.mark.parametrize("kind,m,n,k,groups,expected_m", [
+    ("psum", 4096, 4096, 7168, 4, 1024), ("wgrad", 7168, 4096, 4096, 1, 0),
+    ("k_grouped", 4096, 7168, 8192, 4, 0)])
+def test_offline_config_of_the_training_kinds(kind, m, n, k, groups, expected_m):
+    # every kind the package calls can be configured and compiled ahead (CUDA graphs)
+    for accumulate in (False, True):
+        if kind == "psum" and accumulate:
+            continue
+        cfg = qgemm.select_config(m, n, k, kind=kind, num_groups=groups, expected_m=expected_m,
+                                  offline=True, accumulate=accumulate)
+        assert cfg["block_m"] in (64, 128, 256) and 1 <= cfg["num_stages"] <= 32
+    with pytest.raises(ValueError, match="kind must be one of"):
+        qgemm.select_config(m, n, k, kind="wgrad_", offline=True)
+
+
 def test_forced_config_is_completed_or_rejected():
     cfg = qgemm.select_config(256, 2112, 7168, offline=True, config={"block_m": 64, "block_n": 128})
     assert (cfg["block_m"], cfg["block_n"]) == (64, 128) and cfg["num_stages"] >= 1

@@ -323,6 +323,68 @@ def test_wgrad_values_reach_the_gemm(name, kw):
         getattr(qgemm, name)(a, (b, sfb), d, **kw)
 
 
+def test_transposed_block_sfb_is_taken_by_the_deepgemm_names():
+    # DeepGEMM on SM90 takes 128x128 B scales row-major or as a row-major tensor's transpose
+    # (a transposed weight's sfw.T); its names here make it row-major, qgemm's own refuses it
+    torch = _t()
+    a, (b, _), d = _cpu_dense()
+    sfb_t = torch.ones(4, 2).T  # [N/128, K/128] = [2, 4], strides (1, 2)
+    for fn in (qdg.fp8_gemm_nt, qgemm.fp8_fp4_gemm_nt):
+        with pytest.raises(ValueError, match="CUDA device memory"):
+            fn(a, (b, sfb_t), d)
+    with pytest.raises(ValueError, match="sfb must be contiguous"):
+        qgemm.fp8_gemm_nt(a, (b, sfb_t), d)
+    (a_, _), _, _ = _cpu_dense()
+    idx = torch.zeros(256, dtype=torch.int32)
+    we = torch.zeros(3, 256, 512, dtype=torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match="CUDA device memory"):
+        qdg.m_grouped_fp8_gemm_nt_contiguous(a, (we, torch.ones(3, 4, 2).transpose(1, 2)), d, idx)
+
+
+def test_wgrad_sfb_layout_error_names_n_and_sfb():
+    torch = _t()
+    a, (b, _), _ = _cpu_dense()
+    d = torch.zeros(256, 256)
+    with pytest.raises(ValueError, match=r"sfb must be N-major \(strides \(1, sfb_ld\).*"
+                                         r"get_col_major_tma_aligned_tensor\(sfb\)"):
+        qgemm.fp8_gemm_nt(a, (b, torch.ones(256, 4)), d, c=d, recipe=(1, 1, 128))
+
+
+def test_grouped_recipe_names_the_argument_given():
+    torch = _t()
+    a, (b, _), d = _cpu_dense()
+    we = torch.zeros(3, 256, 512, dtype=torch.float8_e4m3fn)
+    idx = torch.zeros(256, dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match=r"recipe_b=\(1, 128\) is not supported"):
+        qgemm.m_grouped_fp8_gemm_nt_contiguous(a, (we, torch.ones(3, 2, 4)), d, idx,
+                                               recipe_a=(1, 128), recipe_b=(1, 128))
+    with pytest.raises(NotImplementedError, match=r"recipe=\(1, 1, 128\) is not supported"):
+        qgemm.m_grouped_fp8_gemm_nt_contiguous(a, (we, torch.ones(3, 2, 4)), d, idx,
+                                               recipe=(1, 1, 128))
+
+
+def test_k_grouped_loop_refuses_before_writing_d():
+    # CPU tensors take the per-group loop (the fast path is for CUDA tensors): its first GEMM
+    # refuses them, and the empty group's D (zeroed when it runs) is still what it was
+    torch = _t()
+    m, n, ks = 128, 256, [0, 128]
+    a = torch.zeros(m * 128, dtype=torch.float8_e4m3fn)
+    b = torch.zeros(n * 128, dtype=torch.float8_e4m3fn)
+    sfa, sfb = torch.ones(m, 1), torch.ones(n, 1)
+    d = torch.ones(2, m, n)
+    with pytest.raises(ValueError, match="CUDA device memory"):
+        qgemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, ks,
+                                               torch.tensor(ks, dtype=torch.int32))
+    assert bool((d == 1).all())
+    np = pytest.importorskip("numpy")
+    with pytest.raises(ValueError, match="CUDA device memory"):  # a numpy ks_cpu, as DeepGEMM's
+        qgemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, np.array(ks),
+                                               torch.tensor(ks, dtype=torch.int32))
+    with pytest.raises(ValueError, match="ks_cpu .* is required"):
+        qgemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, np.array([], dtype=int),
+                                               torch.tensor(ks, dtype=torch.int32))
+
+
 def _unused_supported_values_reach_the_gemm(name, kw):
     # accepted: the call gets as far as qgemm's own checks (CPU tensors are refused there)
     a, b, d = _cpu_dense()
@@ -503,6 +565,36 @@ def test_compile_traces_the_deepgemm_call_with_row_major_sfa():
                if node.op in ("call_function", "call_method")]
     assert sum("qgemm" in t for t in targets) == 3, targets
     assert "copy_" in targets, targets  # the sfa transform is in the graph
+
+
+def test_compile_copies_a_misaligned_m_major_sfa_as_eager_does():
+    # an M-major sfa view 4 bytes past a 16-byte boundary: eager copies it (TMA needs 16-byte
+    # aligned addresses); tracing sees no address, so the storage offset decides, alike
+    torch = _t()
+    if not hasattr(torch.library, "custom_op"):
+        pytest.skip("skipped: torch has no torch.library.custom_op (PyTorch >= 2.4)")
+    base = torch.ones(3 * 256 + 4)
+    sfa = base.as_strided((256, 3), (1, 256), 1)
+    assert qgemm.get_col_major_tma_aligned_tensor(sfa).data_ptr() != sfa.data_ptr()
+    aligned = base.as_strided((256, 3), (1, 256), 4)
+    assert qgemm.get_col_major_tma_aligned_tensor(aligned).data_ptr() == aligned.data_ptr()
+
+    def helper(x):
+        return qgemm.get_mn_major_tma_aligned_tensor(x) * 2
+
+    torch._dynamo.reset()
+    out = torch.compile(helper, fullgraph=True, backend="eager")(sfa)
+    assert out.stride() == (1, 256) and torch.equal(out, sfa * 2)
+    (a, _), (b, sfb), d = _cpu_dense()  # K 512: four K blocks
+    sfa4 = torch.ones(4 * 256 + 4).as_strided((256, 4), (1, 256), 1)
+
+    def call(a, sfa, b, sfb, d):
+        qdg.fp8_gemm_nt((a, sfa), (b, sfb), d)
+
+    for run in (call, torch.compile(call, fullgraph=True, backend="eager")):
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="CUDA device memory"):  # past the alignment check
+            run(a, sfa4, b, sfb, d)
 
 
 # ---- GPU: a DeepGEMM user's calling pattern -------------------------------------------------------

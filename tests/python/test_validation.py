@@ -325,6 +325,12 @@ def test_other_devices_are_rejected(device, named):
     expect_error(ValueError, f"sfb must be in CUDA device memory, got {named}", "dense", ops)
 
 
+def test_negative_device_id_is_rejected():
+    # -1 must not read as "no device yet" (the next tensor's device would then win)
+    ops = dense_operands(256, 512, 384, a=FakeTensor([256, 384], device=(KDL_CUDA, -1)))
+    expect_error(ValueError, "a has DLPack device_id -1: not a CUDA device ordinal", "dense", ops)
+
+
 def test_tensors_on_two_devices():
     ops = dense_operands(256, 512, 384, d=FakeTensor([256, 512], "bfloat16", device=(KDL_CUDA, 1)))
     expect_error(ValueError, "all tensors must be on one device: d is on cuda:1", "dense", ops)
