@@ -136,7 +136,7 @@ progress_case() { # progress_case WHAT WANT(yes|no) STDERR
 args=(compile --offline --shape 128x256x512 --grouped-masked 2,256 --dense)
 progress_case "--progress" yes "$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" "${args[@]}" --progress 2>&1 >/dev/null)"
 progress_case "to a pipe" no "$(QGEMM_CACHE_DIR="$json_cache" "$qgemm" "${args[@]}" 2>&1 >/dev/null)"
-if command -v script >/dev/null; then
+if script -qec true /dev/null >/dev/null 2>&1; then # (a pseudo-terminal can be made here)
     progress_case "on a terminal" yes "$(QGEMM_CACHE_DIR="$json_cache" script -qec \
         "$(printf '%q ' "$qgemm" "${args[@]}") >/dev/null" /dev/null 2>&1)"
 fi

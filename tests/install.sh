@@ -18,7 +18,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/qgemm-install.XXXXXX")"
+# (under build/, not /tmp, where TMPDIR is unset: the consumers are run from
+# there, and /tmp may be mounted noexec)
+mkdir -p build
+tmp="$(mktemp -d "${TMPDIR:-$PWD/build}/qgemm-install.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 stage="$tmp/stage"
 prefix=/usr/local          # what the installed files say; staged under $stage

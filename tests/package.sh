@@ -143,12 +143,12 @@ check_so "$so" "the wheel's $(basename "$so")"
 # ---- the toolkit hidden -------------------------------------------------------
 # An empty environment: no LD_LIBRARY_PATH, no CUDA_HOME but an empty folder, a
 # fresh kernel cache; run from $work so that ./python is not on sys.path.
-hidden=(env -i HOME="$HOME" PATH=/usr/bin:/bin CUDA_HOME="$work/empty" QGEMM_CACHE_DIR="$work/cache")
+hidden=(env -i HOME="${HOME:-$work/empty}" PATH=/usr/bin:/bin CUDA_HOME="$work/empty" QGEMM_CACHE_DIR="$work/cache")
 # ld.so.cache is hidden wherever unshare is allowed, whatever it holds (asking
 # `ldconfig -p` first failed where /sbin is not on PATH); the probe below says
 # whether a libnvrtc is still in reach.
 hide=()
-if unshare -m true 2>/dev/null; then
+if unshare -m bash -c 'mount --bind /dev/null /etc/ld.so.cache' 2>/dev/null; then
     hide=(unshare -m bash -c 'mount --bind /dev/null /etc/ld.so.cache && exec "$@"' _)
 fi
 in_hidden() { (cd "$work" && "${hide[@]}" "${hidden[@]}" "$@"); }
@@ -160,12 +160,19 @@ for n in ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"):
     except OSError:
         pass
 sys.exit(1)'
-if visible="$(in_hidden "$py" -c "$probe")"; then
-    toolkit_hidden=0
-    if ((${#hide[@]})); then why="found outside ld.so.cache, in a default folder"; else why="unshare not allowed"; fi
-    echo "package.sh: note: $visible stays reachable through the system loader ($why); the pip NVRTC's use is checked through /proc/self/maps"
-else
+# (The tools' venv interpreter by its path: a bare python3 would be looked up
+# on the hidden PATH, /usr/bin:/bin, and may be another Python or none; an
+# exit status other than 0 or 1 means the probe could not tell.)
+probe_rc=0
+visible="$(in_hidden "$tools/bin/python" -c "$probe" 2>&1)" || probe_rc=$?
+if [ "$probe_rc" = 1 ]; then
     toolkit_hidden=1
+else
+    toolkit_hidden=0
+    if [ "$probe_rc" != 0 ]; then why="the probe could not run (exit $probe_rc: ${visible:0:200})"
+    elif ((${#hide[@]})); then why="found outside ld.so.cache, in a default folder"
+    else why="ld.so.cache cannot be hidden here (unshare or mount not allowed)"; fi
+    echo "package.sh: note: NVRTC may stay reachable through the system loader ($why); the pip NVRTC's use is checked through /proc/self/maps"
 fi
 
 # ---- 3. pip install of the sdist --------------------------------------------------
