@@ -462,7 +462,7 @@ qg_status qg__cache_prune(const char *dir, uint64_t max_bytes, qg_cache_usage *r
         count++;
     }
     if (st == QG_SUCCESS) {
-        qsort(files, count, sizeof *files, older_first);
+        if (count) qsort(files, count, sizeof *files, older_first); /* (files NULL when 0) */
         for (size_t i = 0; i < count; i++) {
             if (total > max_bytes && unlinkat(dirfd(d), files[i].name, 0) == 0) {
                 total -= files[i].bytes;

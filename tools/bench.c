@@ -158,9 +158,22 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     o->use_peer = true;
     o->flush = QGTK_L2_FLUSH_CLEAN;
     o->seed = cli_fresh_seed();
+    /* The options that hold one value, and the value each was given: a
+     * second is refused, both named (as check and compile do). */
+    static const char *const single[] = {"--runs",  "--warmup", "--config",
+                                         "--flush", "--chain",  "--host-calls",
+                                         "--seed",  "--grouped-contiguous", "--grouped-masked"};
+    const char *given[sizeof single / sizeof single[0]] = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
+        for (size_t j = 0; next && j < sizeof single / sizeof single[0]; j++) {
+            if (strcmp(a, single[j])) continue;
+            if (given[j])
+                return cli_usage_error("bench: %s given twice ('%s', then '%s')", a, given[j],
+                                       next);
+            given[j] = next;
+        }
         if (!strcmp(a, "--csv") || !strcmp(a, "--json")) {
             out_format format = !strcmp(a, "--csv") ? OUT_CSV : OUT_JSON;
             if (o->format != OUT_TABLE && o->format != format)

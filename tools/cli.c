@@ -7,7 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
-
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,10 +78,17 @@ bool cli_parse_config(const char *text, qg_config *out) {
     char buf[128];
     if (strlen(text) >= sizeof buf) return false;
     strcpy(buf, text);
+    /* exactly four fields, none empty (strtok would merge ",,") */
     char *field[4];
     int n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (n < 4) field[n++] = t; else return false;
+    for (char *t = buf;;) {
+        char *comma = strchr(t, ',');
+        if (comma) *comma = '\0';
+        if (!*t || n == 4) return false; /* an empty field, or a fifth */
+        field[n++] = t;
+        if (!comma) break;
+        t = comma + 1;
+    }
     long bm, bn, st;
     if (n != 4 || !cli_parse_int(field[0], 1, 1024, &bm) || !cli_parse_int(field[1], 1, 1024, &bn) ||
         !cli_parse_int(field[2], 0, 64, &st))
@@ -195,6 +202,11 @@ void cli_json_string(FILE *f, const char *s) {
         else fputc(c, f);
     }
     fputc('"', f);
+}
+
+void cli_json_number(FILE *f, const char *fmt, double v) {
+    if (isfinite(v)) fprintf(f, fmt, v);
+    else fputs("null", f);
 }
 
 static double now_seconds(void) {

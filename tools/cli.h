@@ -101,6 +101,10 @@ int cli_split_option_values(int argc, char **argv, char ***out);
 /* s as a JSON string (quotes, escapes) on f; "null" when s is NULL. */
 void cli_json_string(FILE *f, const char *s);
 
+/* v in printf format fmt on f; "null" when v is NaN or infinite (JSON has
+ * neither: a failed check's diff is NaN). */
+void cli_json_number(FILE *f, const char *fmt, double v);
+
 /* Progress on stderr for long work: one line as each step starts, "qgemm
  * <what>: [count/total] <seconds> s elapsed, <label>", when enabled (stderr
  * a terminal, or forced by --progress). */

@@ -66,11 +66,16 @@ static void case_json(const check_case *c, bool first, bool ok, const char *erro
         printf(", \"error\": ");
         cli_json_string(stdout, error);
     } else {
-        printf(", \"diff\": %.6e, \"block_m\": %d, \"block_n\": %d, \"stages\": %d, "
-               "\"cluster\": \"%s\", \"gpu_reference\": %s",
-               res->diff, cfg->block_m, cfg->block_n, cfg->num_stages, cli_cluster_name(cfg),
+        printf(", \"diff\": ");
+        cli_json_number(stdout, "%.6e", res->diff);
+        printf(", \"block_m\": %d, \"block_n\": %d, \"stages\": %d, \"cluster\": \"%s\", "
+               "\"gpu_reference\": %s",
+               cfg->block_m, cfg->block_n, cfg->num_stages, cli_cluster_name(cfg),
                res->gpu_reference ? "true" : "false");
-        if (c->groups > 1) printf(", \"worst_group_diff\": %.6e", res->group_diff_max);
+        if (c->groups > 1) {
+            printf(", \"worst_group_diff\": ");
+            cli_json_number(stdout, "%.6e", res->group_diff_max);
+        }
         if (!ok) {
             printf(", \"why\": ");
             cli_json_string(stdout, desc);

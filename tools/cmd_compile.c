@@ -200,7 +200,10 @@ int cli_compile(int argc, char **argv) {
     /* The problems first, so that progress can say "count / total". */
     cli_shape defaults[CLI_NUM_DEEPSEEK_SHAPES];
     cli_deepseek_shapes(defaults);
-    qg_problem problems[CLI_NUM_DEEPSEEK_SHAPES + 2 * CLI_MAX_SHAPES];
+    /* dense: the --shape list or the DeepSeek shapes; grouped: up to two
+     * kernels (contiguous, masked) per --shape or per bench pair */
+    qg_problem problems[3 * CLI_MAX_SHAPES];
+    _Static_assert(3 * CLI_MAX_SHAPES >= CLI_NUM_DEEPSEEK_SHAPES + 2 * 2, "compile's problem list");
     int total = 0;
     if (dense) {
         const cli_shape *list = num_shapes ? shapes : defaults;

@@ -81,7 +81,7 @@ int cli_info(int argc, char **argv) {
     int nvrtc_major = 0, nvrtc_minor = 0;
     const qg_nvrtc *nv = NULL;
     if (qg__nvrtc_load(&nv) == QG_SUCCESS) nv->nvrtcVersion(&nvrtc_major, &nvrtc_minor);
-    char dir[512];
+    char dir[4096];
     printf("library:     qgemm %s (header %s)\n", qg_version_string(), QG_VERSION_STRING);
     if (nv)
         printf("nvrtc:       %d.%d (%s)\n", nvrtc_major, nvrtc_minor, qg__nvrtc_path());

@@ -126,13 +126,15 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     int c = 0;
     while (c < NUM_COMMANDS && strcmp(cmd, commands[c].name)) c++;
+    const bool help = !strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help");
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             if (c < NUM_COMMANDS) command_usage(c);
-            else usage(stdout);
+            else if (help || !strcmp(cmd, "--version")) usage(stdout);
+            else return cli_usage_error("unknown command '%s'", cmd); /* not hidden by --help */
             return CLI_EXIT_OK;
         }
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    if (help) {
         if (argc > 2) {
             for (c = 0; c < NUM_COMMANDS && strcmp(argv[2], commands[c].name);) c++;
             if (c == NUM_COMMANDS) return cli_usage_error("help: unknown command '%s'", argv[2]);
