@@ -828,7 +828,8 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
             groups.d_group[i] = g;
         }
         if (groups.count == 0) continue;
-        /* C into D before the first launch, after its maps are encoded */
+        /* C into D before the first launch, after its batch's maps are
+         * encoded (past 32 groups, a later batch's are encoded after it) */
         if (copy_c && (st = copy_c_into_d(ctx, a, (uint64_t)a->m * (uint64_t)a->num_groups,
                                           stream)))
             return st;

@@ -159,13 +159,14 @@ for n in ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"):
         ctypes.CDLL(n); print(n); sys.exit(0)
     except OSError:
         pass
-sys.exit(1)'
+sys.exit(3)'
 # (The tools' venv interpreter by its path: a bare python3 would be looked up
-# on the hidden PATH, /usr/bin:/bin, and may be another Python or none; an
-# exit status other than 0 or 1 means the probe could not tell.)
+# on the hidden PATH, /usr/bin:/bin, and may be another Python or none. The
+# probe exits 3 when no libnvrtc loads; any other failure (1: a Python error,
+# 126/127: no interpreter) means it could not tell.)
 probe_rc=0
 visible="$(in_hidden "$tools/bin/python" -c "$probe" 2>&1)" || probe_rc=$?
-if [ "$probe_rc" = 1 ]; then
+if [ "$probe_rc" = 3 ]; then
     toolkit_hidden=1
 else
     toolkit_hidden=0
