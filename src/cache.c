@@ -31,6 +31,7 @@
 #include "internal.h"
 #include "cache.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -392,20 +393,26 @@ static int older_first(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-uint64_t qg__cache_limit_bytes(void) {
+uint64_t qg__cache_limit_bytes_valid(bool *valid) {
     const char *v = qg__env_string("QGEMM_CACHE_MAX_MB");
     unsigned long long mb = QG_CACHE_DEFAULT_MAX_MB;
+    if (valid) *valid = true;
     if (v) {
         char *end = NULL;
         errno = 0;
         unsigned long long x = strtoull(v, &end, 10);
-        if (errno == 0 && end != v && *end == '\0' && v[0] != '-' && x <= (1ull << 40))
+        if (errno == 0 && end != v && *end == '\0' && isdigit((unsigned char)v[0]) &&
+            x <= (1ull << 40)) {
             mb = x;
-        else
+        } else {
+            if (valid) *valid = false;
             qg__jit_debug("QGEMM_CACHE_MAX_MB=%s is not a number of MiB: using %llu", v, mb);
+        }
     }
     return (uint64_t)mb << 20;
 }
+
+uint64_t qg__cache_limit_bytes(void) { return qg__cache_limit_bytes_valid(NULL); }
 
 qg_status qg__cache_prune(const char *dir, uint64_t max_bytes, qg_cache_usage *removed,
                           qg_cache_usage *kept) {

@@ -150,6 +150,9 @@ typedef struct {
 
 /* QGEMM_CACHE_MAX_MB in bytes (default QG_CACHE_DEFAULT_MAX_MB MiB; 0: no limit). */
 uint64_t qg__cache_limit_bytes(void);
+/* The same; *valid (when not NULL) false when the variable is set but is not
+ * a number of MiB in [0, 2^40] (digits only), and the default was taken. */
+uint64_t qg__cache_limit_bytes_valid(bool *valid);
 /* Delete the least recently used kernels (<64 hex>.cubin, oldest mtime first)
  * of `dir` until the rest take at most max_bytes (0: delete them all), and
  * temporaries an hour old (all of them when max_bytes is 0; none when it is

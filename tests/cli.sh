@@ -251,6 +251,13 @@ out="$(cache_cmd --clear 2>&1)" && rc=0 || rc=$?
 check_cache "--clear again, on no kernel: exit $rc ($out)" test "$rc" = 0
 out="$(cache_cmd 2>&1)" && rc=0 || rc=$?
 check_cache "listing no kernel: exit $rc ($out)" test "$rc" = 0
+# a QGEMM_CACHE_MAX_MB that is no number: the default, said on stdout and stderr
+err="$(QGEMM_CACHE_DIR="$cache_dir" QGEMM_CACHE_MAX_MB=' 5' "$qgemm" cache 2>&1 >/dev/null)"
+out="$(QGEMM_CACHE_DIR="$cache_dir" QGEMM_CACHE_MAX_MB=abc "$qgemm" cache 2>/dev/null)"
+check_cache "an invalid QGEMM_CACHE_MAX_MB is named ($err | $out)" \
+    grep -q "QGEMM_CACHE_MAX_MB=' 5' is not a number of MiB" <<< "$err"
+check_cache "... and the default said to apply ($out)" \
+    grep -q "limit:       1024 MiB (default; QGEMM_CACHE_MAX_MB ignored)" <<< "$out"
 rm -rf "$cache_dir"
 
 # Option values the parser cannot hold are refused, never truncated (issue 27):

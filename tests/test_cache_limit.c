@@ -91,6 +91,13 @@ TEST(cache_limit_from_environment) {
     uint64_t zero = qg__cache_limit_bytes();
     setenv("QGEMM_CACHE_MAX_MB", "lots", 1);
     uint64_t bad = qg__cache_limit_bytes();
+    bool bad_valid = true, blank_valid = true, seven_valid = false;
+    setenv("QGEMM_CACHE_MAX_MB", " 5", 1); /* digits only, as the CLI's own integers */
+    uint64_t blank = qg__cache_limit_bytes_valid(&blank_valid);
+    setenv("QGEMM_CACHE_MAX_MB", "lots", 1);
+    (void)qg__cache_limit_bytes_valid(&bad_valid);
+    setenv("QGEMM_CACHE_MAX_MB", "7", 1);
+    (void)qg__cache_limit_bytes_valid(&seven_valid);
     if (saved) setenv("QGEMM_CACHE_MAX_MB", saved, 1);
     else unsetenv("QGEMM_CACHE_MAX_MB");
     free(saved);
@@ -98,6 +105,10 @@ TEST(cache_limit_from_environment) {
           (unsigned long long)dflt);
     CHECK(seven == 7u << 20, "7 MiB read as %llu", (unsigned long long)seven);
     CHECK(zero == 0, "0 (no limit) read as %llu", (unsigned long long)zero);
+    CHECK(!bad_valid && !blank_valid && seven_valid, "validity: lots %d, ' 5' %d, 7 %d", bad_valid,
+          blank_valid, seven_valid);
+    CHECK(blank == (uint64_t)QG_CACHE_DEFAULT_MAX_MB << 20, "' 5' read as %llu",
+          (unsigned long long)blank);
     CHECK(bad == dflt, "a bad value gave %llu", (unsigned long long)bad);
     PASS();
 }

@@ -490,8 +490,11 @@ static void bench_peer(bench_env *e, qgtk_problem_data *p, const uint16_t *dq, q
     free(plans);
 }
 
+/* The row's error: after an earlier one (a failed check), not over it. */
 static void row_error(bench_row *row, const char *doing) {
-    snprintf(row->error, sizeof row->error, "%s: %s", doing, qg_last_error());
+    const size_t used = strlen(row->error);
+    snprintf(row->error + used, sizeof row->error - used, "%s%s: %s", used ? "; " : "", doing,
+             qg_last_error());
 }
 
 /* A problem made ready to time: created, compiled, run once and checked. */

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
@@ -23,7 +24,8 @@ int cli_cache(int argc, char **argv) {
         printf("cache dir:   %s\n", cli_cache_dir(dir, sizeof dir));
         return CLI_EXIT_OK;
     }
-    uint64_t limit = qg__cache_limit_bytes();
+    bool limit_valid;
+    uint64_t limit = qg__cache_limit_bytes_valid(&limit_valid);
     qg_cache_usage removed = {0, 0}, kept = {0, 0};
     /* Listing is a prune to a limit no cache reaches. */
     uint64_t target = clear ? 0 : prune && limit ? limit : UINT64_MAX;
@@ -32,8 +34,18 @@ int cli_cache(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     printf("cache dir:   %s\n", dir);
-    if (limit) printf("limit:       %.0f MiB (QGEMM_CACHE_MAX_MB)\n", mib(limit));
-    else printf("limit:       none (QGEMM_CACHE_MAX_MB=0)\n");
+    if (!limit_valid) {
+        /* (stderr too: the library takes the default silently, so say it here) */
+        const char *v = getenv("QGEMM_CACHE_MAX_MB");
+        fprintf(stderr, "qgemm cache: QGEMM_CACHE_MAX_MB='%s' is not a number of MiB (digits, "
+                "0 = no limit): the default %d MiB applies\n", v ? v : "", QG_CACHE_DEFAULT_MAX_MB);
+        printf("limit:       %.0f MiB (default; QGEMM_CACHE_MAX_MB ignored)\n", mib(limit));
+    } else if (!limit) {
+        printf("limit:       none (QGEMM_CACHE_MAX_MB=0)\n");
+    } else {
+        printf("limit:       %.0f MiB (%s)\n", mib(limit),
+               getenv("QGEMM_CACHE_MAX_MB") ? "QGEMM_CACHE_MAX_MB" : "default");
+    }
     if (prune || clear)
         printf("removed:     %llu files, %.1f MiB\n", (unsigned long long)removed.files,
                mib(removed.bytes));
