@@ -575,13 +575,14 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     }
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
-    /* A forced configuration is checked here, on every context and before
-     * gemm()'s shortcuts (m == 0; k-grouped with every group empty, which
-     * writes D without a kernel), so an illegal one is refused by every call
-     * and names the call. A plan is a few comparisons; the heuristic's
-     * calls skip it. */
+    /* A forced configuration is checked here where no launch follows to
+     * check it (resolve_launch does, once per cached entry): on an offline
+     * context, and before gemm()'s shortcuts (m == 0; k-grouped with every
+     * group empty, which writes D without a kernel), so an illegal one is
+     * refused by every call, naming the call. */
+    const bool no_launch = ctx->offline || a->m == 0 || (kgrouped && a->k == 0);
     qg_config c = {0};
-    if (forced) {
+    if (forced && no_launch) {
         c = *forced;
         qg_kernel_plan plan;
         if ((st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), p, &c, &plan)))

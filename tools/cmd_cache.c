@@ -43,8 +43,9 @@ int cli_cache(int argc, char **argv) {
     } else if (!limit) {
         printf("limit:       none (QGEMM_CACHE_MAX_MB=0)\n");
     } else {
+        const char *v = getenv("QGEMM_CACHE_MAX_MB"); /* (empty: unset, as the library reads it) */
         printf("limit:       %.0f MiB (%s)\n", mib(limit),
-               getenv("QGEMM_CACHE_MAX_MB") ? "QGEMM_CACHE_MAX_MB" : "default");
+               v && *v ? "QGEMM_CACHE_MAX_MB" : "default");
     }
     if (prune || clear)
         printf("removed:     %llu files, %.1f MiB\n", (unsigned long long)removed.files,

@@ -257,9 +257,11 @@ static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int e
 static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_gemm_args *args)
 {
     const int wgrad = kind == QG_GEMM_WGRAD;
-    if (matrix_ld(&t[QGPY_A], 1, &args->lda) || scales_layout(&t[QGPY_SFA], 'M', "sfa_ld", &args->sfa_ld) ||
+    if (matrix_ld(&t[QGPY_A], 1, &args->lda) ||
+        scales_layout(&t[QGPY_SFA], 'M', "sfa_ld", &args->sfa_ld) ||
         matrix_ld(&t[QGPY_B], 1, &args->ldb) ||
-        (wgrad ? scales_layout(&t[QGPY_SFB], 'N', "sfb_ld", &args->sfb_ld) : check_contiguous(&t[QGPY_SFB])) ||
+        (wgrad ? scales_layout(&t[QGPY_SFB], 'N', "sfb_ld", &args->sfb_ld)
+               : check_contiguous(&t[QGPY_SFB])) ||
         matrix_ld(&t[QGPY_D], wgrad ? 4 : 2, &args->ldd))
         return -1;
     if (wgrad && t[QGPY_IDX].t && matrix_ld(&t[QGPY_IDX], 4, &args->ldc))
@@ -344,7 +346,8 @@ int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int 
         return -1;
     if ((qgpy_dim(a, 0) > 1 && qgpy_stride(a, 0) != 1) || (qgpy_dim(b, 0) > 1 && qgpy_stride(b, 0) != 1))
         return qgpy_errorf(PyExc_ValueError, "qgemm: a and b must be contiguous (flat)");
-    if (scales_layout(sfa, 'M', "sfa_ld", &args->sfa_ld) || scales_layout(sfb, 'N', "sfb_ld", &args->sfb_ld) ||
+    if (scales_layout(sfa, 'M', "sfa_ld", &args->sfa_ld) ||
+        scales_layout(sfb, 'N', "sfb_ld", &args->sfb_ld) ||
         matrix_ld(d, 4, &args->ldd) || (c->t && matrix_ld(c, 4, &args->ldc)))
         return -1;
     for (int i = 0; i < QGPY_SLOTS; i++)
