@@ -11,7 +11,7 @@
  *    sees a whole file or none; every read re-checks magic, lengths, key,
  *    the SHA-256 of the body and that the cubin is a whole ELF image
  *    (qg__cubin_check), and a bad file is deleted, never loaded; an entry
- *    the driver refuses anyway is removed by qg__cache_remove (src/gemm.c
+ *    the driver refuses anyway is removed by qg__cache_remove (src/launch.c
  *    recompiles it);
  *  - a file is trusted only if it is a regular file owned by the user and
  *    writable by no one else (opened O_NONBLOCK | O_NOFOLLOW, so a FIFO or a

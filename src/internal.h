@@ -90,7 +90,7 @@ bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *fr
  * and segment inside its `size` bytes; src/cubin.c), else why not. */
 const char *qg__cubin_check(const void *cubin, size_t size);
 
-/* ---- configuration (src/config.c) --------------------------------------- */
+/* ---- the FP8 family's configuration (src/fp8_config.c) --------------------------------------- */
 
 /* Derived compile-time constants of one kernel variant. */
 typedef struct {
@@ -150,11 +150,10 @@ size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb
 
 /* ---- context (src/context.c) -------------------------------------------- */
 
+/* The launch cache's entries and modules (src/launch.c; launch.h has its
+ * interface, which context.c calls to tear the cache down). */
 typedef struct qg_launch_entry qg_launch_entry;
 typedef struct qg_module qg_module;
-
-/* Unload every module of the launch cache (src/gemm.c); ctx current. */
-void qg__launch_cache_destroy(qg_context *ctx);
 
 struct qg_context {
     int device;             /* -1 for offline */
@@ -167,7 +166,7 @@ struct qg_context {
     const qg_driver *drv;
     qg_jit_cache *jit;
     pthread_mutex_t lock;   /* guards num_sms, pdl and the launch cache */
-    qg_launch_entry *launches[256]; /* hash buckets: problem + forced config -> kernel */
+    qg_launch_entry *launches[256]; /* hash buckets: (family, key) -> kernel (src/launch.c) */
     qg_module *modules;     /* loaded modules, by JIT key */
 };
 

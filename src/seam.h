@@ -120,6 +120,13 @@ qg_status qg__nvrtc_load(const qg_nvrtc **out);
 /* The path NVRTC was loaded from (loading it if not yet), or NULL when it is missing. */
 const char *qg__nvrtc_path(void);
 
+/* ---- compiler warnings (src/jit.c) ---------------------------------------- */
+
+/* How many NVRTC compiles of this process logged a warning; `first` (may be
+ * NULL) receives the first one's line, prefixed with its kernel's key. The
+ * CI compile sweeps assert 0 (the kernels compile without warnings). */
+unsigned qg__jit_warnings(char *first, size_t len);
+
 /* ---- a context's CUDA side (src/context.c) -------------------------------- */
 
 /* The driver table, primary context and device of a device context.
@@ -162,7 +169,7 @@ uint64_t qg__cache_limit_bytes_valid(bool *valid);
 qg_status qg__cache_prune(const char *dir, uint64_t max_bytes, qg_cache_usage *removed,
                           qg_cache_usage *kept);
 
-/* ---- fault injection (src/gemm.c) ------------------------------------------ */
+/* ---- fault injection (src/fp8_gemm.c) ------------------------------------------ */
 
 /* From now on, compiling a GEMM kernel whose tile is block_m x block_n fails
  * with QG_ERROR_COMPILE, as the JIT refuses a kernel that spills (0, 0: no

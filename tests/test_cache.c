@@ -252,7 +252,7 @@ TEST(cache_forged_entry_with_broken_cubin_is_rejected) {
 
 /* A forged entry that is a whole CUDA image, another kernel's: every check
  * of the cache passes and the cubin is handed out (from_disk). The driver
- * would refuse it (no qg_fp8_gemm_kernel in it), and src/gemm.c then calls
+ * would refuse it (no qg_fp8_gemm_kernel in it), and src/launch.c then calls
  * qg__jit_discard: the memory entry goes (its cubin still readable by whoever
  * holds it), so does the file, and the next lookup compiles the real kernel
  * and writes it back. Discarding what did not come from disk, or what was

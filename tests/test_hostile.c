@@ -174,7 +174,7 @@ TEST(hostile_reference_huge_n_k) {
 }
 
 /* Found by make fuzz (fuzz/fuzz_args.c): a problem with more output tiles
- * than an int holds overflowed the heuristic's wave count (config.c, UBSan:
+ * than an int holds overflowed the heuristic's wave count (fp8_config.c, UBSan:
  * "-2147483648 - 1"). Problems whose D has 2^40 elements or more (2 TiB of
  * bf16, more than any GPU holds) are refused up front. */
 TEST(hostile_problem_too_large_for_any_gpu) {
