@@ -35,6 +35,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,37 @@ static int write_all(int fd, const void *data, size_t len) {
     return 0;
 }
 
+/*
+ * write_all with SIGXFSZ held off (issue 53): under a file-size limit
+ * (RLIMIT_FSIZE, `ulimit -f`) a write past it raises SIGXFSZ, whose default
+ * action kills the process, and the cache is best effort. The signal is
+ * blocked in the calling thread only (pthread_sigmask: other threads and the
+ * process's disposition are untouched), the write then fails with EFBIG, the
+ * SIGXFSZ it raised is consumed (sigtimedwait, zero timeout) before the mask
+ * is restored, unless one was pending already (not ours to take).
+ * @return 0, or -1 with errno set (EFBIG: the limit).
+ */
+static int write_all_guarded(int fd, const void *data, size_t len) {
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    const bool masked = pthread_sigmask(SIG_BLOCK, &xfsz, &old) == 0;
+    const bool was_pending =
+        masked && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+    int r = write_all(fd, data, len);
+    const int saved = errno;
+    if (masked) {
+        if (r != 0 && saved == EFBIG && !was_pending) {
+            const struct timespec zero = {0, 0};
+            while (sigtimedwait(&xfsz, NULL, &zero) < 0 && errno == EINTR) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    errno = saved;
+    return r;
+}
+
 void qg__cache_dump(const char *dir, const char *key, const char *ext, const char *text) {
     char path[QG_PATH_MAX];
     if (make_dirs(dir) != 0 ||
@@ -98,7 +131,7 @@ void qg__cache_dump(const char *dir, const char *key, const char *ext, const cha
         return;
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write_all(fd, text, strlen(text)) != 0)
+    if (fd < 0 || write_all_guarded(fd, text, strlen(text)) != 0)
         qg__jit_debug("cannot write %s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
 }
@@ -353,7 +386,9 @@ void qg__cache_write(const char *dir, const char *key, const qg_jit_build *b) {
     if (fd < 0) {
         qg__jit_debug("disk cache: cannot create a temporary file in %s: %s", dir, strerror(errno));
     } else {
-        int failed = write_all(fd, f, size) != 0;
+        /* Under a file-size limit the write fails with EFBIG (SIGXFSZ held
+         * off): the temporary is removed below, as after any failed write. */
+        int failed = write_all_guarded(fd, f, size) != 0;
         failed |= close(fd) != 0;
         if (failed || rename(tmp, path) != 0) {
             qg__jit_debug("disk cache: cannot write %s: %s", path, strerror(errno));

@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -549,3 +551,49 @@ TEST(cache_16_processes_offline_contexts) {
     CHECK(files == 5, "%d entries for 5 kernels", files);
     PASS();
 }
+
+/* ---- issue 53: the dump, a file-size limit, a shared cache directory ---- */
+
+/* A file-size limit (`ulimit -f`) below one entry: the cache write raised
+ * SIGXFSZ and killed the process, leaving <key>.tmp.* behind. Now the write
+ * fails (EFBIG), the compile succeeds, nothing is left in the directory, and
+ * the thread's signal mask and pending set are as before. */
+TEST(cache_write_survives_file_size_limit) {
+    char dir[64];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        alarm(60);
+        struct rlimit rl = {.rlim_cur = 1024, .rlim_max = 1024}; /* an entry is several KiB */
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(5);
+        int hit = -1;
+        qg_status s = compile_new(src, &hit, NULL);
+        sigset_t mask, pending;
+        pthread_sigmask(SIG_BLOCK, NULL, &mask);
+        sigpending(&pending);
+        if (sigismember(&mask, SIGXFSZ)) _exit(3);
+        if (sigismember(&pending, SIGXFSZ)) _exit(4);
+        _exit(s == QG_SUCCESS && hit == 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    free(src);
+    CHECK(!WIFSIGNALED(status), "the compile under a file-size limit died of signal %d%s",
+          WTERMSIG(status), WTERMSIG(status) == SIGXFSZ ? " (SIGXFSZ)" : "");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "exit %d: 1 the compile failed, 3 SIGXFSZ left blocked, 4 left pending, 5 setrlimit",
+          WEXITSTATUS(status));
+    DIR *d = opendir(dir);
+    CHECK(d, "opendir");
+    int files = 0;
+    char stray[256] = "";
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.' && !files++) snprintf(stray, sizeof stray, "%s", e->d_name);
+    closedir(d);
+    CHECK(files == 0, "%d files left in the cache directory, e.g. %s", files, stray);
+    PASS();
+}
+
