@@ -130,10 +130,27 @@ void qg__cache_dump(const char *dir, const char *key, const char *ext, const cha
         qg__jit_debug("cannot dump %s%s into %s: %s", key, ext, dir, strerror(errno));
         return;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write_all_guarded(fd, text, strlen(text)) != 0)
+    /* O_NONBLOCK: opening a FIFO for writing would wait for a reader, and the
+     * dump runs while the key's memory entry is pending (every thread asking
+     * for the kernel waits on it; issue 53). Only a regular file is written:
+     * truncated after the check, not by open. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        qg__jit_debug("QGEMM_JIT_DUMP: %s skipped: %s", path,
+                      errno == ENXIO ? "not a regular file (a FIFO with no reader)"
+                                     : strerror(errno));
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        qg__jit_debug("QGEMM_JIT_DUMP: %s skipped: fstat: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        qg__jit_debug("QGEMM_JIT_DUMP: %s skipped: not a regular file (mode %o)", path,
+                      (unsigned)st.st_mode);
+    } else if (ftruncate(fd, 0) != 0 || write_all_guarded(fd, text, strlen(text)) != 0) {
         qg__jit_debug("cannot write %s: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
+    }
+    close(fd);
 }
 
 /* Hash one tagged, length-prefixed field. */

@@ -554,6 +554,80 @@ TEST(cache_16_processes_offline_contexts) {
 
 /* ---- issue 53: the dump, a file-size limit, a shared cache directory ---- */
 
+typedef struct {
+    qg_jit_cache *cache;
+    const char *src;
+    qg_status status;
+} shared_compile;
+
+static void *compile_in_shared(void *arg) {
+    shared_compile *c = arg;
+    qg_jit_result r;
+    c->status = qg__jit_compile(c->cache, c->src, &r);
+    return NULL;
+}
+
+static void dump_into(void *arg) {
+    const char **where = arg; /* dir, key */
+    qg__cache_dump(where[0], where[1], ".cu", "// text\n");
+}
+
+/* FIFOs named <key>.cu and <key>.ptx in the QGEMM_JIT_DUMP directory: the
+ * dump opened them for writing without O_NONBLOCK, while the key's memory
+ * entry was pending, so the compile and every thread waiting on the entry
+ * hung forever. Now the dump is skipped (QGEMM_JIT_DEBUG says why) and the
+ * kernel compiles, in both threads. */
+TEST(cache_dump_fifo_does_not_hang) {
+    char dir[64], dump[128], path[256], key[65];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    CHECK(compile_new(src, NULL, key) == QG_SUCCESS, "%s", qg_last_error());
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
+    CHECK(unlink(path) == 0, "no entry %s", path); /* so NVRTC runs: the .ptx is dumped too */
+    snprintf(dump, sizeof dump, "%s/dump", dir);
+    CHECK(mkdir(dump, 0700) == 0, "mkdir %s", dump);
+    static const char *const exts[] = {".cu", ".ptx"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s%s", dump, key, exts[i]);
+        CHECK(mkfifo(path, 0600) == 0, "cannot make a FIFO at %s", path);
+    }
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        alarm(30);
+        setenv("QGEMM_JIT_DUMP", dump, 1);
+        qg_jit_cache *c = NULL;
+        if (qg__jit_cache_create(&c) != QG_SUCCESS) _exit(3);
+        shared_compile calls[2] = {{c, src, QG_ERROR_INTERNAL}, {c, src, QG_ERROR_INTERNAL}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&t[i], NULL, compile_in_shared, &calls[i]) != 0) _exit(3);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        qg__jit_cache_destroy(c);
+        if (calls[0].status != QG_SUCCESS || calls[1].status != QG_SUCCESS) _exit(1);
+        /* the skip is said under QGEMM_JIT_DEBUG */
+        setenv("QGEMM_JIT_DEBUG", "1", 1);
+        const char *where[2] = {dump, key};
+        char *log = capture_stderr(dump_into, (void *)where);
+        _exit(log && strstr(log, "skipped: not a regular file") ? 0 : 2);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    free(src);
+    CHECK(!WIFSIGNALED(status), "a compile with FIFOs in QGEMM_JIT_DUMP hung (killed by signal %d)",
+          WTERMSIG(status));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "exit %d: 1 a compile failed, 2 no debug line for the skipped dump, 3 setup",
+          WEXITSTATUS(status));
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s%s", dump, key, exts[i]);
+        CHECK(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode), "%s was replaced", path);
+    }
+    PASS();
+}
+
 /* A file-size limit (`ulimit -f`) below one entry: the cache write raised
  * SIGXFSZ and killed the process, leaving <key>.tmp.* behind. Now the write
  * fails (EFBIG), the compile succeeds, nothing is left in the directory, and
