@@ -233,6 +233,26 @@ static void set_ptx_flags(qg_kernel_info *out, uint32_t f) {
     out->ptx_has_multicast = f >> 5 & 1;
 }
 
+const char *qg__cache_dir_unsafe(const char *dir, char *why, size_t len) {
+    struct stat st;
+    if (!dir || !why || !len) return NULL;
+    if (stat(dir, &st) != 0) {
+        snprintf(why, len, "cannot stat it: %s", strerror(errno));
+        return why;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, len, "owned by uid %ld, not by this user (uid %ld), mode %o", (long)st.st_uid,
+                 (long)geteuid(), (unsigned)(st.st_mode & 07777));
+        return why;
+    }
+    if (st.st_mode & S_IWOTH) {
+        snprintf(why, len, "writable by others (mode %o%s)", (unsigned)(st.st_mode & 07777),
+                 st.st_mode & S_ISVTX ? ", sticky: they can still create entries" : "");
+        return why;
+    }
+    return NULL;
+}
+
 const char *qg__cache_open_dir(char buf[QG_PATH_MAX]) {
     if (!qg__cache_dir(buf, QG_PATH_MAX)) {
         qg__jit_debug("disk cache disabled: none of QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME is set (or the path is too long)");
@@ -240,6 +260,28 @@ const char *qg__cache_open_dir(char buf[QG_PATH_MAX]) {
     }
     if (make_dirs(buf) != 0) {
         qg__jit_debug("disk cache disabled: cannot create %s: %s", buf, strerror(errno));
+        return NULL;
+    }
+    /* A directory another user can create files in lets them plant entries
+     * under predictable keys: refused as foreign, never replaceable in a
+     * sticky directory, so that kernel would compile at every process start
+     * (issue 53). Such a directory is not used; QGEMM_JIT_DEBUG says so once
+     * per directory, `qgemm info` always. */
+    char why[160];
+    if (qg__cache_dir_unsafe(buf, why, sizeof why)) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static char said[QG_PATH_MAX];
+        if (qg__env_flag("QGEMM_JIT_DEBUG")) {
+            pthread_mutex_lock(&lock);
+            const bool first = strcmp(said, buf) != 0;
+            if (first) snprintf(said, sizeof said, "%s", buf);
+            pthread_mutex_unlock(&lock);
+            if (first)
+                qg__jit_debug("disk cache disabled: %s is %s: another user could plant or deny "
+                              "its entries; kernels are cached in memory only (set "
+                              "QGEMM_CACHE_DIR to a directory only you can write)", buf, why);
+        }
+        buf[0] = '\0';
         return NULL;
     }
     return buf;

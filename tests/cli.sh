@@ -117,6 +117,14 @@ json_ok() {
 json_ok "info" device info --json
 CUDA_VISIBLE_DEVICES= json_ok "info" device_error info --json
 QGEMM_CACHE_DIR='/tmp/a "quoted"\dir' json_ok "info" cache_dir info --json
+# A cache directory others can write is not used (issue 53): info says so and why.
+shared_dir="$(mktemp -d /tmp/qgemm-cli-shared.XXXXXX)"
+chmod 1777 "$shared_dir"
+QGEMM_CACHE_DIR="$shared_dir" json_ok "info" cache_dir_error info --json
+QGEMM_CACHE_DIR="$shared_dir" expect_out 0 "not used: writable by others (mode 1777" info
+private_dir="$(mktemp -d /tmp/qgemm-cli-private.XXXXXX)"
+QGEMM_CACHE_DIR="$private_dir" expect_out 0 "!not used" info
+rm -rf "$shared_dir" "$private_dir"
 
 json_cache="$(mktemp -d /tmp/qgemm-cli-json.XXXXXX)"
 QGEMM_CACHE_DIR="$json_cache" json_ok "compile" kernels compile --offline --shape=128x256x512 \

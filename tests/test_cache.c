@@ -671,3 +671,58 @@ TEST(cache_write_survives_file_size_limit) {
     PASS();
 }
 
+/* A cache directory another user can create files in (issue 53): they could
+ * pre-create <key>.cubin (keys are predictable), refused as foreign and, in
+ * a sticky directory, never replaceable. Such a directory is not used: both
+ * compiles run NVRTC, nothing is written there, and QGEMM_JIT_DEBUG says so
+ * once, naming the directory and why. */
+static qg_test_result unsafe_dir_not_used(void (*make_unsafe)(const char *), const char *why) {
+    char dir[64], path[256];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    make_unsafe(dir);
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt()), *log1 = NULL, *log2 = NULL;
+    compile_call c1 = compile_logged(src, &log1), c2 = compile_logged(src, &log2);
+    char unsafe[160] = "";
+    const bool said = qg__cache_dir_unsafe(dir, unsafe, sizeof unsafe) != NULL;
+    chmod(dir, 0700); /* so that it can be removed */
+    free(src);
+    CHECK(said && strstr(unsafe, why), "qg__cache_dir_unsafe: \"%s\", want \"%s\"", unsafe, why);
+    CHECK(c1.status == QG_SUCCESS && c2.status == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(c1.hit == 0 && c2.hit == 0, "hits %d, %d: the unsafe directory was used", c1.hit, c2.hit);
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, c1.key);
+    CHECK(access(path, F_OK) != 0, "%s was written", path);
+    CHECK(log1 && strstr(log1, "disk cache disabled") && strstr(log1, dir) && strstr(log1, why) &&
+              strstr(log1, "memory only"),
+          "the first compile did not say why: %s", log1 ? log1 : "(null)");
+    CHECK(log2 && !strstr(log2, "disk cache disabled"), "said twice: %s", log2 ? log2 : "(null)");
+    free(log1);
+    free(log2);
+    PASS();
+}
+
+static void chmod_777(const char *p) { chmod(p, 0777); }
+static void chmod_1777(const char *p) { chmod(p, 01777); }
+static void dir_to_nobody(const char *p) {
+    if (chown(p, 65534, 65534) != 0) perror("chown");
+    chmod(p, 02775);
+}
+
+TEST(cache_world_writable_dir_not_used) { return unsafe_dir_not_used(chmod_777, "writable by others"); }
+TEST(cache_sticky_world_writable_dir_not_used) {
+    return unsafe_dir_not_used(chmod_1777, "writable by others (mode 1777, sticky");
+}
+TEST(cache_foreign_owned_dir_not_used) {
+    if (geteuid() != 0) SKIP("chown to another user needs root");
+    return unsafe_dir_not_used(dir_to_nobody, "owned by uid 65534");
+}
+
+/* The user's own private directory is used (the rule refuses no normal cache). */
+TEST(cache_own_dir_is_safe) {
+    char dir[64], why[160] = "";
+    CHECK(fresh_dir(dir), "mkdtemp");
+    CHECK(!qg__cache_dir_unsafe(dir, why, sizeof why), "a 0700 directory of ours: %s", why);
+    chmod(dir, 0770); /* a group the owner chose to share with (user private groups) */
+    CHECK(!qg__cache_dir_unsafe(dir, why, sizeof why), "a 0770 directory of ours: %s", why);
+    PASS();
+}

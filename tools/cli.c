@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -276,6 +277,17 @@ qg_problem cli_problem_of(const qgtk_problem_data *p) {
     qg_problem q = {p->kind, p->m, p->n, p->k, p->num_groups, 0, 0};
     if (p->kind == QG_GEMM_GROUPED_MASKED) q.expected_m = p->expected_m;
     return q;
+}
+
+const char *cli_cache_dir_unsafe(const char *dir, char *why, size_t len) {
+    /* Only an existing directory: the library creates a missing one 0700. */
+    struct stat st;
+    if (stat(dir, &st) != 0) return NULL;
+    char reason[128];
+    if (!qg__cache_dir_unsafe(dir, reason, sizeof reason)) return NULL;
+    snprintf(why, len, "%s: another user could plant or deny its entries, so the library caches "
+             "kernels in memory only", reason);
+    return why;
 }
 
 const char *cli_cache_dir(char *buf, size_t len) {

@@ -128,6 +128,10 @@ void cli_close_gpu(qg_context *ctx, const qg_driver *drv);
 /* The disk cache directory by the library's rule (qg__cache_dir), or
  * "none (...)" saying why there is none, into buf. @return buf. */
 const char *cli_cache_dir(char *buf, size_t len);
+/* Why the library does not use the existing cache directory `dir` (owned by
+ * another user, or writable by others: qg__cache_dir_unsafe), into why; NULL
+ * when it is used (or does not exist yet). */
+const char *cli_cache_dir_unsafe(const char *dir, char *why, size_t len);
 
 /* ---- the commands: argv[0] is the command's name; @return the exit code -- */
 
