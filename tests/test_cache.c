@@ -650,6 +650,20 @@ TEST(cache_write_survives_file_size_limit) {
         sigpending(&pending);
         if (sigismember(&mask, SIGXFSZ)) _exit(3);
         if (sigismember(&pending, SIGXFSZ)) _exit(4);
+        if (s != QG_SUCCESS || hit != 0) _exit(1);
+        /* A caller that blocks SIGXFSZ itself keeps it blocked, and finds
+         * none pending that the cache's write raised. */
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        pthread_sigmask(SIG_BLOCK, &xfsz, NULL);
+        char *other = source(salt() + 1);
+        s = compile_new(other, &hit, NULL);
+        free(other);
+        pthread_sigmask(SIG_BLOCK, NULL, &mask);
+        sigpending(&pending);
+        if (!sigismember(&mask, SIGXFSZ)) _exit(6);
+        if (sigismember(&pending, SIGXFSZ)) _exit(4);
         _exit(s == QG_SUCCESS && hit == 0 ? 0 : 1);
     }
     int status = 0;
@@ -658,7 +672,8 @@ TEST(cache_write_survives_file_size_limit) {
     CHECK(!WIFSIGNALED(status), "the compile under a file-size limit died of signal %d%s",
           WTERMSIG(status), WTERMSIG(status) == SIGXFSZ ? " (SIGXFSZ)" : "");
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "exit %d: 1 the compile failed, 3 SIGXFSZ left blocked, 4 left pending, 5 setrlimit",
+          "exit %d: 1 a compile failed, 3 SIGXFSZ left blocked, 4 left pending, 5 setrlimit, "
+          "6 the caller's blocked SIGXFSZ unblocked",
           WEXITSTATUS(status));
     DIR *d = opendir(dir);
     CHECK(d, "opendir");
