@@ -142,6 +142,7 @@ shared_dir="$(mktemp -d /tmp/qgemm-cli-shared.XXXXXX)"
 chmod 1777 "$shared_dir"
 QGEMM_CACHE_DIR="$shared_dir" json_ok "info" cache_dir_error info --json
 QGEMM_CACHE_DIR="$shared_dir" expect_out 0 "not used: writable by others (mode 1777" info
+QGEMM_CACHE_DIR="$shared_dir" expect_out 0 "not used: writable by others (mode 1777" cache
 private_dir="$(mktemp -d /tmp/qgemm-cli-private.XXXXXX)"
 QGEMM_CACHE_DIR="$private_dir" expect_out 0 "!not used" info
 rm -rf "$shared_dir" "$private_dir"
