@@ -228,6 +228,12 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
                         qg__one_d(p->kind) ? " or 1"
                                            : " (only QG_GEMM_WGRAD and _K_GROUPED accumulate)",
                         p->accumulate);
+    /* A negative size is a bad argument; a size out of the supported range
+     * (below) is unsupported. */
+    if (p->m < 0 || p->n < 0 || p->k < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: problem->%s must be >= 0, got %d", fn,
+                        p->m < 0 ? "m" : p->n < 0 ? "n" : "k",
+                        p->m < 0 ? p->m : p->n < 0 ? p->n : p->k);
     if (p->m < 1 || p->m > (1 << 30))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: m must be in [1, 2^30], got %d", fn, p->m);
     if (p->n < 8 || p->n % 8)

@@ -288,6 +288,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
+    if (a->n < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->n must be >= 0, got %d", fn, a->n);
+    if (a->k < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->k must be >= 0, got %d", fn, a->k);
     /* (before m == 0 becomes 1 below: the message names the m given) */
     if ((kind == QG_GEMM_GROUPED_MASKED || kind == QG_GEMM_GROUPED_PSUM) &&
         (a->expected_m < 0 || a->expected_m > a->m))
@@ -368,6 +370,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     }
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
+    /* D written over an input would be read back half-overwritten (issue 53). */
+    if ((st = qg__check_gemm_no_overlap(fn, kind, a))) return st;
     /* A forced configuration is checked here where no launch follows to
      * check it (resolve_launch does, once per cached entry): on an offline
      * context, and before gemm()'s shortcuts (m == 0; k-grouped with every

@@ -20,7 +20,9 @@
  *    QGEMM_JIT_DEBUG, QGEMM_JIT_DUMP) are read at every call; QGEMM_JIT_DEBUG
  *    also adds -lineinfo, so debug builds have keys (and cubins) of their own;
  *  - QGEMM_JIT_DUMP=dir writes <key>.cu whenever the memory cache misses and
- *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both);
+ *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both); the dump
+ *    runs while the key's entry is pending, so it never waits: a FIFO or any
+ *    non-regular file of that name is skipped (qg__cache_dump, issue 53);
  *  - NVRTC is reached only through the table of src/nvrtc.c (dlopen'ed at the
  *    first compile, never linked); without it every compile fails with
  *    QG_ERROR_COMPILE naming the paths tried.

@@ -147,6 +147,13 @@ qg_status qg__context_compile_source(qg_context *ctx, const char *source, const 
  * does not fit. */
 bool qg__cache_dir(char *buf, size_t len);
 
+/* Why the disk cache's directory `dir` is not used (src/cache.c), written
+ * into why: owned by another user, or writable by others (sticky or not),
+ * so that another user could plant entries under its predictable keys
+ * (issue 53); the library then caches in memory only.
+ * @return why, or NULL when the directory is safe to use. */
+const char *qg__cache_dir_unsafe(const char *dir, char *why, size_t len);
+
 /* ---- the disk cache's size (src/cache.c) ----------------------------------- */
 
 #define QG_CACHE_DEFAULT_MAX_MB 1024 /* QGEMM_CACHE_MAX_MB when unset */
