@@ -271,10 +271,14 @@ static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_
     for (int i = 0; i < QGPY_SLOTS; i++)
         if (t[i].t && qgpy_check_aligned(&t[i]))
             return -1;
-    if (t[QGPY_D].flags & DLPACK_FLAG_BITMASK_READ_ONLY)
-        return qgpy_errorf(PyExc_ValueError,
-                           "qgemm: d is read-only (its producer set the DLPack READ_ONLY flag); "
-                           "pass a writable output tensor");
+    if (qgpy_check_writable(&t[QGPY_D]))
+        return -1;
+    /* d aliasing an input (issue 53): a, sfa, b, sfb, and the grouped GEMMs'
+     * index tensor; the weight gradient's c may be d itself (in place), which
+     * the library checks. */
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        if (i != QGPY_D && !(i == QGPY_IDX && wgrad) && qgpy_check_no_overlap(&t[QGPY_D], &t[i]))
+            return -1;
     return 0;
 }
 
@@ -353,8 +357,11 @@ int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int 
     for (int i = 0; i < QGPY_SLOTS; i++)
         if (t[i].t && qgpy_check_aligned(&t[i]))
             return -1;
-    if (d->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
-        return qgpy_errorf(PyExc_ValueError, "qgemm: d is read-only; pass a writable output tensor");
+    if (qgpy_check_writable(d))
+        return -1;
+    for (int i = QGPY_A; i <= QGPY_SFB; i++)
+        if (qgpy_check_no_overlap(d, &t[i]))
+            return -1;
     *device = -1;
     for (int i = 0; i < QGPY_SLOTS; i++)
         if (t[i].t && qgpy_check_device(&t[i], device))
