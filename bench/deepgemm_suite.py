@@ -42,8 +42,11 @@ TESTS = [
 
 def load_alias(dg_root: str):
     import qgemm.deep_gemm as alias
+    import qgemm.deep_gemm.utils as utils  # a package laid out as DeepGEMM's
     sys.modules["deep_gemm"] = alias
-    sys.modules["deep_gemm.utils"] = alias
+    sys.modules["deep_gemm.utils"] = utils
+    sys.modules["deep_gemm.utils.math"] = utils.math
+    sys.modules["deep_gemm.utils.layout"] = utils.layout
     tdir = os.path.join(dg_root, "deep_gemm", "testing")
     spec = importlib.util.spec_from_file_location(
         "deep_gemm.testing", os.path.join(tdir, "__init__.py"), submodule_search_locations=[tdir])
