@@ -3,8 +3,9 @@
 
 DeepGEMM's ``tests/test_fp8_fp4.py`` (its public source, on the GPU machine in
 the git-ignored ``.peers/``; nothing of it is committed) is imported with
-``deep_gemm`` resolving to ``qgemm.deep_gemm``, so every call the tests make
-lands in qgemm. Only DeepGEMM's pure-Python test helpers (``deep_gemm/testing``:
+``deep_gemm`` resolving to ``qgemm.deep_gemm`` (``--module qgemm``: to qgemm's
+top level, ``import qgemm as deep_gemm``; ``deep_gemm.utils`` is
+``qgemm.deep_gemm.utils`` either way), so every call the tests make lands in qgemm. Only DeepGEMM's pure-Python test helpers (``deep_gemm/testing``:
 ``calc_diff``, ``bench_kineto``) are loaded from its tree, as ``deep_gemm.testing``.
 
 Each case runs alone: the suite's generators (``enumerate_normal``, ...) are
@@ -14,9 +15,10 @@ function returns (every accuracy assert held, the perf print ran); anything
 raised fails it, with the message recorded.
 
     python3 bench/deepgemm_suite.py --deepgemm DIR [--out DIR] [--only test_gemm]
+                                    [--module qgemm.deep_gemm | qgemm]
 
 DIR is DeepGEMM's source tree (default: $QG_DEEPGEMM_SRC, then .peers/DeepGEMM).
-Writes ``deepgemm-suite.json``: {"cases": N, "pass": P, "rows": [...]}, one row
+Writes ``deepgemm-suite.json``: {"cases": N, "pass": P, "module": M, "rows": [...]}, one row
 per case {"test", "case", "params", "pass", "seconds", "error"}, and prints a
 summary per test function.
 """
@@ -40,9 +42,13 @@ TESTS = [
 ]
 
 
-def load_alias(dg_root: str):
-    import qgemm.deep_gemm as alias
+def load_alias(dg_root: str, module: str = "qgemm.deep_gemm"):
+    import importlib
+
     import qgemm.deep_gemm.utils as utils  # a package laid out as DeepGEMM's
+    alias = importlib.import_module(module)  # qgemm.deep_gemm, or qgemm itself (issue 54)
+    if not hasattr(alias, "utils"):
+        alias.utils = utils  # `deep_gemm.utils.x` as an attribute too (qgemm's top level)
     sys.modules["deep_gemm"] = alias
     sys.modules["deep_gemm.utils"] = utils
     sys.modules["deep_gemm.utils.math"] = utils.math
@@ -70,11 +76,15 @@ def main() -> int:
     p.add_argument("--deepgemm", default=os.environ.get("QG_DEEPGEMM_SRC", ".peers/DeepGEMM"))
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--only", action="append", default=[], help="run only this test function")
+    p.add_argument("--module", default="qgemm.deep_gemm", choices=("qgemm.deep_gemm", "qgemm"),
+                   help="what `deep_gemm` resolves to: the drop-in package (default) or qgemm's "
+                        "top level (`import qgemm as deep_gemm`); deep_gemm.utils is "
+                        "qgemm.deep_gemm.utils either way")
     args = p.parse_args()
     if not os.path.isfile(os.path.join(args.deepgemm, "tests", "test_fp8_fp4.py")):
         print(f"DeepGEMM: not installed (no tests/test_fp8_fp4.py under {args.deepgemm})")
         return 2
-    suite = load_alias(args.deepgemm)
+    suite = load_alias(args.deepgemm, args.module)
     rows = []
     for test_name, gen_name in TESTS:
         if args.only and test_name not in args.only:
@@ -114,8 +124,9 @@ def main() -> int:
     npass = sum(r["pass"] for r in rows)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "deepgemm-suite.json"), "w") as f:
-        json.dump({"cases": total, "pass": npass, "rows": rows}, f, indent=1)
-    print(f"DeepGEMM SM90 FP8 suite through qgemm.deep_gemm: {npass} of {total} cases pass")
+        json.dump({"cases": total, "pass": npass, "module": args.module, "rows": rows}, f,
+                  indent=1)
+    print(f"DeepGEMM SM90 FP8 suite through {args.module}: {npass} of {total} cases pass")
     return 0 if npass == total else 1
 
 

@@ -58,17 +58,11 @@ def _strict(strict: Optional[bool]) -> bool:
     return bool(strict)
 
 
-def _fast(kind: int, a: Any, b: Any, d: Any, idx: Any, expected_m: int) -> bool:
-    """The plain call straight to _C.gemm_torch; True when it was taken. A
-    ValueError (e.g. a row-major sfa) is raised in strict mode; otherwise the
-    call goes the whole way, where the scales are converted and the checks
-    run again (so the message is the same when the conversion does not help)."""
-    try:
-        return _d.FAST_GEMM(kind, a[0], a[1], b[0], b[1], d, idx, expected_m, None) is None
-    except ValueError:
-        if _STRICT[0]:
-            raise
-        return False
+# The plain call (pairs as tuples, no DeepGEMM extras, no stream, config or strict)
+# goes straight to _C.gemm_torch (_dispatch.FAST_GEMM) while torch.compile is not
+# tracing. A ValueError there (e.g. a row-major sfa) is raised in strict mode;
+# otherwise the call goes the whole way, where the scales are converted and the
+# checks run again (so the message is the same when the conversion does not help).
 
 
 def _convert(a: Any, b: Any, strict: bool, wgrad: bool = False,
@@ -122,9 +116,13 @@ def fp8_gemm_nt(a: Pair, b: Pair, d: Tensor, c: Any = None, recipe: Any = None,
     if (_d.FAST_GEMM is not None and c is None and recipe is None and recipe_a is None
             and recipe_b is None and stream is None and config is None and strict is None
             and compiled_dims == "nk" and disable_ue8m0_cast is False and type(a) is tuple
-            and type(b) is tuple and len(a) == 2 and len(b) == 2 and not _d.COMPILING()
-            and _fast(_KIND_DENSE, a, b, d, None, 0)):
-        return
+            and type(b) is tuple and len(a) == 2 and len(b) == 2 and not _d.COMPILING()):
+        try:  # the plain call straight to _C.gemm_torch (see _fast)
+            if _d.FAST_GEMM(_KIND_DENSE, a[0], a[1], b[0], b[1], d, None, 0, None) is None:
+                return
+        except ValueError:
+            if _STRICT[0]:
+                raise
     wgrad = False
     if (c is not None or recipe is not None or recipe_a is not None or recipe_b is not None
             or compiled_dims != "nk" or disable_ue8m0_cast is not False):
@@ -176,8 +174,14 @@ def m_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, grouped_layout
             and disable_ue8m0_cast is False and ensure_zero_padding is True
             and expected_m_for_psum_layout is None and type(a) is tuple and type(b) is tuple
             and len(a) == 2 and len(b) == 2 and grouped_layout is not None
-            and not _d.COMPILING() and _fast(_KIND_CONTIGUOUS, a, b, d, grouped_layout, 0)):
-        return
+            and not _d.COMPILING()):
+        try:
+            if _d.FAST_GEMM(_KIND_CONTIGUOUS, a[0], a[1], b[0], b[1], d, grouped_layout, 0,
+                            None) is None:
+                return
+        except ValueError:
+            if _STRICT[0]:
+                raise
     if grouped_layout is None or m_indices is not None:
         grouped_layout = _grouped_layout(grouped_layout, m_indices)
     kind, hint = _C.KIND_CONTIGUOUS, 0
@@ -241,8 +245,14 @@ def m_grouped_fp8_gemm_nt_masked(a: Pair, b: Pair, d: Tensor, masked_m: Tensor, 
             and disable_ue8m0_cast is False and type(expected_m) is int
             and -2**31 <= expected_m < 2**31
             and type(a) is tuple and type(b) is tuple and len(a) == 2 and len(b) == 2
-            and not _d.COMPILING() and _fast(_KIND_MASKED, a, b, d, masked_m, expected_m)):
-        return
+            and not _d.COMPILING()):
+        try:
+            if _d.FAST_GEMM(_KIND_MASKED, a[0], a[1], b[0], b[1], d, masked_m, expected_m,
+                            None) is None:
+                return
+        except ValueError:
+            if _STRICT[0]:
+                raise
     if (recipe is not None or recipe_a is not None or recipe_b is not None
             or compiled_dims != "nk" or disable_ue8m0_cast is not False):
         _check_grouped_recipe("m_grouped_fp8_gemm_nt_masked", recipe, recipe_a, recipe_b,

@@ -108,29 +108,60 @@ def test_empty_m_still_checks_the_arguments():
         _gemm(ops)
 
 
+_CUDA_LOOKING = None
+
+
+def _torch_d(torch, shape, dtype, fill):
+    """A torch CPU tensor that exports itself through DLPack as CUDA memory (a fake
+    producer's capsule): the call passes every check, and what the package then writes
+    into d lands in this tensor's CPU storage."""
+
+    global _CUDA_LOOKING
+    if _CUDA_LOOKING is None:
+        class CudaLooking(torch.Tensor):
+            def __dlpack__(self, **kw):
+                return self.fake.__dlpack__(**kw)
+
+            def __dlpack_device__(self):
+                return self.fake.__dlpack_device__()
+
+        _CUDA_LOOKING = CudaLooking
+    t = torch.Tensor._make_subclass(_CUDA_LOOKING, torch.full(shape, fill, dtype=dtype))
+    t.fake = FakeTensor(list(shape), {torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype])
+    return t
+
+
+def _k0_ops(m, n, **kw):
+    ops = dict(a=FakeTensor([m, 0]), b=FakeTensor([n, 0]),
+               sfa=FakeTensor([m, 0], "float32", strides=[1, m]),
+               sfb=FakeTensor([-(-n // 128), 0], "float32"))
+    ops.update(kw)
+    return dense_operands(m, n, 0, **ops)
+
+
 def test_k_zero_zeroes_d_as_deepgemm():
     torch = pytest.importorskip("torch")
-    d = torch.full((256, 512), 7.0, dtype=torch.bfloat16)
+    d = _torch_d(torch, (256, 512), torch.bfloat16, 7.0)
+    ops = _k0_ops(256, 512, d=d)
+    _gemm(ops, stream=0)  # stream=: the DLPack path, which the fake producer answers
+    assert bool((d == 0).all())
+    _consumed(ops)
 
-    class Cuda(FakeTensor):
-        pass
 
-    ops = dense_operands(256, 512, 0, a=FakeTensor([256, 0]), b=FakeTensor([512, 0]),
-                         sfa=FakeTensor([256, 0], "float32", strides=[1, 256]),
-                         sfb=FakeTensor([4, 0], "float32"))
-    # d as a fake DLPack producer: the extension answers ZERO_K and the package
-    # needs a torch d to write: a ValueError naming it
+def test_k_zero_weight_gradient_copies_c_as_deepgemm():
+    torch = pytest.importorskip("torch")
+    d = _torch_d(torch, (256, 512), torch.float32, 7.0)
+    c = _torch_d(torch, (256, 512), torch.float32, 3.0)
+    ops = _k0_ops(256, 512, d=d, sfb=FakeTensor([512, 0], "float32", strides=[1, 512]))
+    qgemm.fp8_gemm_nt((ops["a"], ops["sfa"]), (ops["b"], ops["sfb"]), d, c=c, recipe=(1, 1, 128),
+                      stream=0)
+    assert bool((d == 3).all())
+
+
+def test_k_zero_with_a_d_no_torch_can_write_names_d():
+    ops = _k0_ops(256, 512)
     with pytest.raises(ValueError, match=r"K = 0: d .* must be a torch tensor"):
         _gemm(ops)
-    # the dispatch path's K = 0 rule itself (what a torch d gets)
-    qgemm._dispatch.zero_k(qgemm._C.KIND_DENSE, d, None)
-    assert bool((d == 0).all())
-    c = torch.full((256, 512), 3.0)
-    d32 = torch.empty(256, 512)
-    qgemm._dispatch.zero_k(qgemm._C.KIND_WGRAD, d32, c)
-    assert torch.equal(d32, c)
-    qgemm._dispatch.zero_k(qgemm._C.KIND_WGRAD, d32, d32)  # c is d: unchanged
-    assert torch.equal(d32, c)
 
 
 def test_keyboard_interrupt_in_dlpack_is_reraised_as_is():
