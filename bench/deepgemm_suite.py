@@ -5,7 +5,8 @@ DeepGEMM's ``tests/test_fp8_fp4.py`` (its public source, on the GPU machine in
 the git-ignored ``.peers/``; nothing of it is committed) is imported with
 ``deep_gemm`` resolving to ``qgemm.deep_gemm`` (``--module qgemm``: to qgemm's
 top level, ``import qgemm as deep_gemm``; ``deep_gemm.utils`` is
-``qgemm.deep_gemm.utils`` either way), so every call the tests make lands in qgemm. Only DeepGEMM's pure-Python test helpers (``deep_gemm/testing``:
+``qgemm.deep_gemm.utils`` either way), so every call the tests make lands in
+qgemm. Only DeepGEMM's pure-Python test helpers (``deep_gemm/testing``:
 ``calc_diff``, ``bench_kineto``) are loaded from its tree, as ``deep_gemm.testing``.
 
 Each case runs alone: the suite's generators (``enumerate_normal``, ...) are

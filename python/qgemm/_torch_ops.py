@@ -54,7 +54,12 @@ def _current_stream_handle(device: int) -> int:
 
 
 def _config(config: Optional[List[int]]) -> Any:
-    return None if config is None else tuple(config)
+    if config is None:
+        return None
+    for v in config:  # one exception type for a bad value (the extension takes 32-bit ints)
+        if not -2**31 <= v < 2**31:
+            raise ValueError(f"qgemm: config value {v} is out of range (a 32-bit int)")
+    return tuple(config)
 
 
 def _define_ops() -> None:

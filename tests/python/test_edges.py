@@ -286,3 +286,14 @@ def test_traced_scale_transform_on_cpu_copies_as_eager():
         out = torch.compile(helper, fullgraph=True, backend="eager")(x)
         assert out.stride() == (1, 256) and torch.equal(out, x * 2)
     torch._dynamo.reset()
+
+
+def test_custom_op_config_out_of_range_is_a_value_error():
+    torch = pytest.importorskip("torch")
+    qgemm.register_torch_ops()
+    a = torch.zeros(256, 384, dtype=torch.float8_e4m3fn)
+    sfa = qgemm.get_col_major_tma_aligned_tensor(torch.ones(256, 3))
+    b = torch.zeros(512, 384, dtype=torch.float8_e4m3fn)
+    d = torch.empty(256, 512, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="config value 2147483648 is out of range"):
+        torch.ops.qgemm.fp8_gemm_nt(a, sfa, b, torch.ones(4, 3), d, [2**31, 128, 0, 0, 0, 0])
