@@ -158,6 +158,19 @@ def test_k_zero_weight_gradient_copies_c_as_deepgemm():
     assert bool((d == 3).all())
 
 
+def test_k_zero_takes_the_strides_torch_gives_empty_tensors():
+    # torch reports strides (1, 1) for a [256, 0] tensor: meaningless, as DeepGEMM treats
+    # them (the row-stride check used to refuse a)
+    torch = pytest.importorskip("torch")
+    d = _torch_d(torch, (256, 512), torch.bfloat16, 7.0)
+    ops = _k0_ops(256, 512, d=d, a=FakeTensor([256, 0], strides=[1, 1]),
+                  b=FakeTensor([512, 0], strides=[1, 1]),
+                  sfa=FakeTensor([256, 0], "float32", strides=[1, 1]),
+                  sfb=FakeTensor([4, 0], "float32", strides=[1, 1]))
+    _gemm(ops, stream=0)
+    assert bool((d == 0).all())
+
+
 def test_k_zero_with_a_d_no_torch_can_write_names_d():
     ops = _k0_ops(256, 512)
     with pytest.raises(ValueError, match=r"K = 0: d .* must be a torch tensor"):
