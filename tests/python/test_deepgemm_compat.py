@@ -642,6 +642,11 @@ def test_gpu_deepgemm_calling_pattern():
         deep_gemm.fp8_gemm_nt((a[0], deep_gemm.get_mn_major_tma_aligned_tensor(a[1])), b, d,
                               recipe=(1, 128, 128))
         assert calc_diff(d, ref) < 1e-5, (m, n, k)
+        d.zero_()  # qgemm's own fp8_gemm_nt with the row-major sfa: converted (issue 54)
+        deep_gemm.fp8_gemm_nt(a, b, d)
+        assert calc_diff(d, ref) < 1e-5, (m, n, k)
+        with pytest.raises(ValueError, match="sfa must be M-major"):  # unless strict
+            deep_gemm.fp8_gemm_nt(a, b, d, strict=True)
 
     # m-grouped contiguous, as DeepGEMM's generate_m_grouped_contiguous
     num_groups, expected_m, n, k = 4, 200, 4096, 7168
