@@ -334,6 +334,8 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
     qg_k_grouped_fp8_gemm_nt_contiguous); c is d (DeepGEMM's use) accumulates
     in place by TMA reduce-add. Under torch.compile, and for tensors the
     fast path cannot read, each non-empty group is one weight-gradient GEMM.
+    As DeepGEMM: M = 0 or N = 0 returns at once; every group empty (sum K = 0)
+    sets d to c or zero without a launch.
     """
     name = "k_grouped_fp8_gemm_nt_contiguous"
     if _dg._as_tuple(recipe) != _dg.WGRAD_RECIPE:
@@ -358,8 +360,10 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
                          f"= {total * n} elements, got {a_.numel()} and {b_.numel()}")
     if c is not None and (getattr(c, "shape", None) != d.shape):
         raise ValueError(f"qgemm: {name}: c must be shaped like d {list(d.shape)}")
+    if m == 0 or n == 0:
+        return  # DeepGEMM's early return: d holds nothing
     a_flat, b_flat = a_.reshape(-1), b_.reshape(-1)
-    ops = _d.torch_ops() if "torch" in sys.modules else None
+    ops = _d.torch_ops() if "torch" in sys.modules and total else None
     if ops is not None and not ops.compiling():
         # One launch for every group (the C library's k-grouped GEMM); a
         # tensor the fast path cannot read (a subclass, another framework's)

@@ -310,3 +310,23 @@ def test_custom_op_config_out_of_range_is_a_value_error():
     d = torch.empty(256, 512, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="config value 2147483648 is out of range"):
         torch.ops.qgemm.fp8_gemm_nt(a, sfa, b, torch.ones(4, 3), d, [2**31, 128, 0, 0, 0, 0])
+
+
+def test_k_grouped_with_every_group_empty_sets_d_to_c_or_zero():
+    # DeepGEMM's early_return(m, n, sum_k, d, c): no launch (empty a and b have no data)
+    torch = pytest.importorskip("torch")
+    a = torch.empty(0, dtype=torch.float8_e4m3fn)
+    b = torch.empty(0, dtype=torch.float8_e4m3fn)
+    sfa, sfb = torch.empty(64, 0), torch.empty(32, 0)
+    d = torch.full((2, 64, 32), 5.0)
+    layout = torch.zeros(2, dtype=torch.int32)
+    qgemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, [0, 0], layout)
+    assert bool((d == 0).all())
+    c = torch.full((2, 64, 32), 3.0)
+    qgemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, [0, 0], layout, c=c)
+    assert torch.equal(d, c)
+    qgemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, [0, 0], layout, c=d)
+    assert torch.equal(d, c)  # c is d: unchanged
+    e = torch.empty(2, 0, 32)
+    qgemm.k_grouped_fp8_gemm_nt_contiguous((a, torch.empty(0, 1)), (b, sfb),
+                                           e, [0, 0], layout)  # M = 0: nothing to do
