@@ -18,12 +18,18 @@ How the package is laid out (issue 48, the house for four kernel families):
   __init__.py      re-exports only: the public names and ``__all__``
 
 Adding a kernel family (bf16.py, indexer.py, cast.py, ...):
-  1. its C entry points in python/csrc (a kind, or a function of _C);
+  1. its C entry points in python/csrc: a new kind of _C.gemm/_C.gemm_torch
+     when its tensors fit the GEMM slots (a, sfa, b, sfb, d, idx), else a _C
+     function of its own built the same way (borrow, check, the overlap and
+     writable checks of tensor.c, launch on the given or torch's stream);
   2. ``qgemm/<family>.py``: the public functions, which check the family's own
-     arguments and then call ``_dispatch.launch(kind, tensors, ...)`` (or
-     ``gemm`` for GEMM-shaped calls), never the extension directly; its
-     custom ops go in _torch_ops.py's table, keyed by the kind;
-  3. re-export its names in ``__init__.py`` (and ``deep_gemm/__init__.py``
+     arguments and then call ``gemm``/``launch`` here (or, for a _C function of
+     its own, a ``launch_<family>`` added here beside ``launch``, using the same
+     helpers: stream_handle, current_stream, torch_cuda_device, detach), never
+     the extension directly;
+  3. its custom ops: defined in _torch_ops._define_ops and routed by kind in
+     _torch_ops.call_op (what ``launch`` calls while torch.compile traces);
+  4. re-export its names in ``__init__.py`` (and ``deep_gemm/__init__.py``
      for DeepGEMM's), add them to ``__all__``, run ``make docs``.
 Modules import downward only: __init__ and deep_gemm import the families; a
 family imports _dispatch, _runtime, _deepgemm, _layout, _torch_helpers;
