@@ -4,8 +4,10 @@
 DeepGEMM's test files (its public source, on the GPU machine in the
 git-ignored ``.peers/``; nothing of it is committed) are imported with
 ``deep_gemm`` (and every submodule of it: ``deep_gemm.utils``,
-``deep_gemm.utils.math``, ...) resolving to ``qgemm.deep_gemm``, so every call
-the tests make lands in qgemm. Only DeepGEMM's pure-Python test helpers
+``deep_gemm.utils.math``, ...) resolving to ``qgemm.deep_gemm`` (``--module
+qgemm``: ``deep_gemm`` is qgemm's top level, ``import qgemm as deep_gemm``; its
+submodules stay ``qgemm.deep_gemm``'s), so every call the tests make lands in
+qgemm. Only DeepGEMM's pure-Python test helpers
 (``deep_gemm/testing``: ``calc_diff``, ``bench_kineto``) are loaded from its
 tree, as ``deep_gemm.testing``.
 
@@ -17,9 +19,11 @@ one row. A row passes when its function returns (every accuracy assert held,
 the perf print ran); anything raised fails it, with the message recorded.
 
     python3 bench/deepgemm_suite.py --deepgemm DIR [--out DIR] [--file test_bf16] [--only test_gemm]
+                                    [--module qgemm.deep_gemm | qgemm]
 
 DIR is DeepGEMM's source tree (default: $QG_DEEPGEMM_SRC, then .peers/DeepGEMM).
-Writes ``deepgemm-suite.json``: {"cases": N, "pass": P, "rows": [...]}, one row
+Writes ``deepgemm-suite.json``: {"cases": N, "pass": P, "module": M, "files": [...],
+"rows": [...]}, one row
 per case {"file", "test", "case", "params", "pass", "seconds", "error"}, and
 prints a summary per test function and per file.
 """
@@ -73,14 +77,17 @@ FILES = {
 TESTS = [(t, g) for t, g, _ in FILES["test_fp8_fp4"]]
 
 
-def load_alias(dg_root: str) -> None:
-    """deep_gemm and each of its submodules -> qgemm.deep_gemm's; deep_gemm.testing
-    from DeepGEMM's tree; its tests/ directory on sys.path."""
+def load_alias(dg_root: str, module: str = "qgemm.deep_gemm") -> None:
+    """deep_gemm -> `module`, each submodule of qgemm.deep_gemm -> deep_gemm's;
+    deep_gemm.testing from DeepGEMM's tree; its tests/ directory on sys.path."""
     import pkgutil
 
-    import qgemm.deep_gemm as alias
+    import qgemm.deep_gemm as package
+    alias = importlib.import_module(module)  # qgemm.deep_gemm, or qgemm itself (issue 54)
+    if not hasattr(alias, "utils") and hasattr(package, "utils"):
+        alias.utils = package.utils  # `deep_gemm.utils.x` as an attribute too
     sys.modules["deep_gemm"] = alias
-    for info in pkgutil.walk_packages(getattr(alias, "__path__", []), "qgemm.deep_gemm."):
+    for info in pkgutil.walk_packages(getattr(package, "__path__", []), "qgemm.deep_gemm."):
         name = info.name
         try:
             mod = importlib.import_module(name)
@@ -168,11 +175,15 @@ def main() -> int:
     p.add_argument("--file", action="append", default=[], choices=sorted(FILES),
                    help="run only this test file (repeatable; default: every file)")
     p.add_argument("--only", action="append", default=[], help="run only this test function")
+    p.add_argument("--module", default="qgemm.deep_gemm", choices=("qgemm.deep_gemm", "qgemm"),
+                   help="what `deep_gemm` resolves to: the drop-in package (default) or qgemm's "
+                        "top level (`import qgemm as deep_gemm`); its submodules are "
+                        "qgemm.deep_gemm's either way")
     args = p.parse_args()
     if not os.path.isfile(os.path.join(args.deepgemm, "tests", "test_fp8_fp4.py")):
         print(f"DeepGEMM: not installed (no tests/test_fp8_fp4.py under {args.deepgemm})")
         return 2
-    load_alias(args.deepgemm)
+    load_alias(args.deepgemm, args.module)
     rows: list = []
     files = args.file or list(FILES)
     for file in files:
@@ -181,14 +192,15 @@ def main() -> int:
     npass = sum(r["pass"] for r in rows)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "deepgemm-suite.json"), "w") as f:
-        json.dump({"cases": total, "pass": npass, "files": files, "rows": rows}, f, indent=1)
+        json.dump({"cases": total, "pass": npass, "module": args.module, "files": files,
+                   "rows": rows}, f, indent=1)
     for file in files:
         fr = [r for r in rows if r["file"] == file]
         funcs = sorted({r["test"] for r in fr})
         fpass = [t for t in funcs if all(r["pass"] for r in fr if r["test"] == t)]
         print(f"== {file}: {sum(r['pass'] for r in fr)} of {len(fr)} cases, "
               f"{len(fpass)} of {len(funcs)} functions pass", flush=True)
-    print(f"DeepGEMM SM90 suite through qgemm.deep_gemm: {npass} of {total} cases pass")
+    print(f"DeepGEMM SM90 suite through {args.module}: {npass} of {total} cases pass")
     return 0 if npass == total else 1
 
 
