@@ -8,7 +8,7 @@
  * No promotion step: the tensor cores accumulate the whole K range in FP32
  * wgmma registers; block_k is 64 (one 128-byte swizzle atom of bf16).
  *
- * The JIT (src/bf16_plan.c qg_bf16_kernel_source) defines, before including
+ * The JIT (src/bf16_plan.c qg__bf16_kernel_source) defines, before including
  * this file:
  *   QG_KIND            0 dense, 1 contiguous (m_indices), 2 masked, 3 psum,
  *                      4 k-grouped (qg_scheduler.cuh; 4: the groups' K ranges
@@ -325,7 +325,14 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 const int k0 = 0, num_kb = QG_NUM_K_BLOCKS;
                 const int b_k0 = QG_B_MN_MAJOR ? tile.group * QG_SHAPE_K : 0;
 #endif
-                for (int kb = 0; kb < num_kb; ++kb, qg_bf16_advance(s, phase)) {
+                /* The loop's end is hidden from the compiler: with a short K
+                 * of compile-time length it unrolled the loop whole, and at
+                 * 40 registers that spilled (NN 64x256, K = 512; as the FP8
+                 * kernel's producer, qg_fp8_gemm.cuh). */
+                uint32_t load_end = (uint32_t)num_kb;
+                qg_pin(load_end);
+#pragma unroll 1
+                for (int kb = 0; kb < (int)load_end; ++kb, qg_bf16_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;

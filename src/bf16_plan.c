@@ -7,6 +7,7 @@
 #include "bf16_plan.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define BF16_BLOCK_K 64
 #define BF16_MAX_STAGES 16
@@ -14,7 +15,7 @@
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 static int round_up(int x, int a) { return (x + a - 1) / a * a; }
 
-int qg_bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
+int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
     const int smem_d = round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
     const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2;
     return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */);
@@ -43,13 +44,14 @@ static int problem_ok(const qg_bf16_problem *p) {
     if (!p || p->m < 1 || p->n < 8 || p->k < 0 || p->num_sms < 1 || p->smem_limit < 1) return 0;
     if ((unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_K_GROUPED) return 0;
     if (p->num_groups < 1) return 0;
-    if (p->n % 8) return 0; /* D rows 16-byte aligned for the row-predicated stores */
+    /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
+    if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
 }
 
-int qg_bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char **why) {
+int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char **why) {
     const char *w = NULL;
-    const int a_mn = qg_bf16_a_mn_major(p->layout), b_mn = qg_bf16_b_mn_major(p->layout);
+    const int a_mn = qg__bf16_a_mn_major(p->layout), b_mn = qg__bf16_b_mn_major(p->layout);
     const int m_blocks = ceil_div(planned_rows(p), bm), n_blocks = ceil_div(p->n, bn);
     if (!problem_ok(p)) w = "bad problem";
     else if (bm != 64 && bm != 128 && bm != 256) w = "block_m is 64, 128 or 256";
@@ -62,6 +64,8 @@ int qg_bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char *
     else if ((p->kind == QG_BF16_CONTIGUOUS || p->kind == QG_BF16_PSUM || p->kind == QG_BF16_MASKED) &&
              bm > 128)
         w = "m-grouped layouts: block_m at most 128";
+    else if (b_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED && p->k % 64)
+        w = "m-grouped, MN-major B: K a multiple of 64 (a box must not reach the next group)";
     else if (p->with_c && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED)
         w = "C: dense or k-grouped";
     else if (mc < 0 || mc > 2) w = "multicast 0, 1 (A) or 2 (B)";
@@ -76,17 +80,18 @@ int qg_bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char *
     return w == NULL;
 }
 
-int qg_bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_plan *out) {
-    if (!qg_bf16_legal(p, bm, bn, mc, NULL)) return -1;
+int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_plan *out) {
+    if (!qg__bf16_legal(p, bm, bn, mc, NULL)) return -1;
     int stages = 0;
     for (int s = BF16_MAX_STAGES; s >= 1; --s)
-        if (qg_bf16_smem_bytes(bm, bn, s, p->d_f32) <= p->smem_limit) {
+        if (qg__bf16_smem_bytes(bm, bn, s, p->d_f32) <= p->smem_limit) {
             stages = s;
             break;
         }
     /* At least 3 stages to hide TMA latency, 4 for small tiles (DeepGEMM's rule). */
     if (stages < 3 || (bm * bn < 128 * 192 && stages < 4)) return -1;
-    qg_bf16_plan pl = {0};
+    qg_bf16_plan pl;
+    memset(&pl, 0, sizeof pl);
     pl.block_m = bm;
     pl.block_n = bn;
     pl.block_k = BF16_BLOCK_K;
@@ -98,15 +103,15 @@ int qg_bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_p
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
     if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
     else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg_bf16_smem_bytes(bm, bn, stages, p->d_f32);
+    pl.smem_bytes = qg__bf16_smem_bytes(bm, bn, stages, p->d_f32);
     pl.num_math_wgs = bm == 64 ? 1 : 2;
     pl.num_threads = 128 * (pl.num_math_wgs + 1);
     /* 128 x 40 + 256 x 232 = 64512 registers <= 64 K; one math warpgroup
      * the same (the entry allocation of 256 threads holds more). */
     pl.producer_regs = 40;
     pl.math_regs = 232;
-    pl.a_box_rows = qg_bf16_a_mn_major(p->layout) ? 64 : (mc == 1 ? bm / 2 : bm);
-    pl.b_box_rows = qg_bf16_b_mn_major(p->layout) ? 64 : (mc == 2 ? bn / 2 : bn);
+    pl.a_box_rows = qg__bf16_a_mn_major(p->layout) ? 64 : (mc == 1 ? bm / 2 : bm);
+    pl.b_box_rows = qg__bf16_b_mn_major(p->layout) ? 64 : (mc == 2 ? bn / 2 : bn);
     pl.d_box_rows = bm / pl.num_math_wgs;
     pl.grid = p->num_sms / pl.cluster * pl.cluster;
     *out = pl;
@@ -147,15 +152,16 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     return cost;
 }
 
-int qg_bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
+int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
     if (!problem_ok(p)) return -1;
     int found = 0, best_waves = 0, best_last = 0;
-    qg_bf16_plan best = {0};
+    qg_bf16_plan best;
+    memset(&best, 0, sizeof best);
     for (int mc = 0; mc <= 2; ++mc)
         for (int bm = 64; bm <= 256; bm *= 2)
             for (int bn = 16; bn <= 256; bn += 16) {
                 qg_bf16_plan pl;
-                if (qg_bf16_complete(p, bm, bn, mc, &pl)) continue;
+                if (qg__bf16_complete(p, bm, bn, mc, &pl)) continue;
                 int waves, last;
                 pl.est_cost = estimate(p, &pl, &waves, &last);
                 int better = !found;
@@ -182,7 +188,7 @@ int qg_bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
     return 0;
 }
 
-int qg_bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl) {
+int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     static const char *layout_names[] = {"NT", "NN", "TN", "TT"};
     static const char *kind_names[] = {"dense", "contiguous", "masked", "psum", "k-grouped"};
     if (!buf || !p || !pl || (unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_K_GROUPED)
@@ -208,7 +214,7 @@ int qg_bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const
         "#define QG_WGMMA_ACC_LIST \"{",
         layout_names[p->layout], kind_names[p->kind], p->n, k, groups, p->d_f32 ? "fp32" : "bf16",
         p->with_c ? " += C" : "", pl->block_m, pl->block_n, pl->num_stages, pl->multicast,
-        (int)p->kind, qg_bf16_a_mn_major(p->layout), qg_bf16_b_mn_major(p->layout), p->d_f32 ? 1 : 0,
+        (int)p->kind, qg__bf16_a_mn_major(p->layout), qg__bf16_b_mn_major(p->layout), p->d_f32 ? 1 : 0,
         p->with_c ? 1 : 0, p->n, k, groups, pl->block_m, pl->block_n, pl->num_stages, pl->multicast,
         pl->cluster, pl->swizzle_group, pl->store_cols, pl->smem_bytes, pl->producer_regs,
         pl->math_regs, pl->block_n, acc, acc + 1, acc + 2, acc + 3);

@@ -47,8 +47,8 @@ typedef enum {
     QG_BF16_K_GROUPED = 4
 } qg_bf16_kind;
 
-static inline int qg_bf16_a_mn_major(qg_bf16_layout l) { return l == QG_BF16_TN || l == QG_BF16_TT; }
-static inline int qg_bf16_b_mn_major(qg_bf16_layout l) { return l == QG_BF16_NN || l == QG_BF16_TT; }
+static inline int qg__bf16_a_mn_major(qg_bf16_layout l) { return l == QG_BF16_TN || l == QG_BF16_TT; }
+static inline int qg__bf16_b_mn_major(qg_bf16_layout l) { return l == QG_BF16_NN || l == QG_BF16_TT; }
 
 typedef struct {
     int m;            /* rows (masked: M_max per group; k-grouped: M) */
@@ -80,28 +80,42 @@ typedef struct {
     double est_cost;              /* the heuristic's estimate (relative) */
 } qg_bf16_plan;
 
+/* The k-grouped kernel's last parameter, by value (the kernel's
+ * qg_bf16_kgroups): group slot i sums K rows [k_begin[i], k_begin[i] +
+ * 64 num_kb[i]) of A [sum K][M] and B [sum K][N] into D slice
+ * first_group + i; more groups than QG_BF16_KGROUP_MAX take several launches.
+ * Every group's K must be a multiple of 64 (a K block never straddles two
+ * groups); a group of K = 0 stores zeros (adds nothing with C). */
+#define QG_BF16_KGROUP_MAX 128
+typedef struct {
+    int k_begin[QG_BF16_KGROUP_MAX];
+    int num_kb[QG_BF16_KGROUP_MAX];
+    int count;
+    int first_group;
+} qg_bf16_kgroups;
+
 /* Shared memory of a configuration (the kernel's QG_SMEM_TOTAL). */
-int qg_bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32);
+int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32);
 
 /* Whether (block_m, block_n, multicast) is legal for p (non-zero) and, when
  * not, why (a static string) in *why if why is not NULL. */
-int qg_bf16_legal(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
+int qg__bf16_legal(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
                   const char **why);
 
 /* Complete a configuration whose block_m, block_n and multicast are set:
  * stages (the most up to 16 that fit), store chunk, registers, boxes, grid.
  * Returns 0, or -1 when it is not legal or does not fit (nothing written). */
-int qg_bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
+int qg__bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
                      qg_bf16_plan *out);
 
 /* The heuristic: the legal configuration of least estimated time (fewest
  * waves of the fullest last wave, operand bytes per SM, most stages).
  * Returns 0, or -1 for a problem it cannot plan (bad arguments). */
-int qg_bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out);
+int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out);
 
 /* Write the JIT source of plan `pl` for problem `p` into buf (cap bytes):
  * a comment naming the variant, the kernel's #defines and
  * #include "qg_bf16_gemm.cuh". Returns the length, or -1 when it does not fit. */
-int qg_bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl);
+int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl);
 
 #endif /* QG_BF16_PLAN_H */

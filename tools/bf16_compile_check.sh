@@ -18,10 +18,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/qg-bf16-check.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 cc=${CC:-cc}
 
-$cc -std=c11 -O1 -Wall -Wextra -Werror -o "$work/gen" "$root/tests/bf16_compile_gen.c" \
+$cc -std=c11 -O1 -Wall -Wextra -Werror -o "$work/gen" "$root/tests/bf16/compile_gen.c" \
     "$root/src/bf16_plan.c"
 $cc -std=c11 -O1 -Wall -Wextra -Werror -I"$cuda/include" -o "$work/nvc" \
-    "$root/tests/bf16_nvrtc_compile.c" -L"$cuda/lib64" -lnvrtc -Wl,-rpath,"$cuda/lib64"
+    "$root/tests/bf16/nvrtc_compile.c" -L"$cuda/lib64" -lnvrtc -Wl,-rpath,"$cuda/lib64"
 
 mkdir -p "$work/src"
 "$work/gen" "$work/src" "${1:-132}" "${2:-232448}"
@@ -79,7 +79,7 @@ if [ -n "$base" ]; then
             echo "#define QG_SFB_COLS 0"; echo "#define QG_D_F32 0"; echo "#define QG_D_REDUCE 0"
             echo "#define QG_WGMMA_OP_DESC_A $acc"; echo "#define QG_WGMMA_OP_DESC_B $((acc + 1))"
             echo "#define QG_WGMMA_OP_SCALE_D $((acc + 2))"; echo "#define QG_WGMMA_OP_DESC_HI $((acc + 3))"
-            echo "#define QG_A_BOX_ROWS $5"
+            if [ "$8" = 1 ]; then echo "#define QG_A_BOX_ROWS $(( $5 / 2 ))"; else echo "#define QG_A_BOX_ROWS $5"; fi
             printf '#define QG_WGMMA_ACC_LIST "{'
             i=0; while [ $i -lt $acc ]; do [ $i -gt 0 ] && printf ', '; printf '%%%d' $i; i=$((i + 1)); done
             printf '}"\n#define QG_WGMMA_ACC_ARGS(d)'
@@ -92,7 +92,7 @@ if [ -n "$base" ]; then
             echo "FP8 PTX identical to $base (kind $1, ${5}x$6)"
         else
             echo "FP8 PTX DIFFERS from $base (kind $1, ${5}x$6)"; ptx_ok=0
-            tail -5 "$work/fp8_base.log" "$work/fp8_new.log"
+            tail -n 5 "$work/fp8_base.log"; tail -n 5 "$work/fp8_new.log"
         fi
         rm -f "$work/fp8_base.ptx" "$work/fp8_new.ptx"
     done

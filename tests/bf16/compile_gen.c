@@ -12,7 +12,7 @@
  * chosen tile. Identical sources are written once (the file name is a hash
  * of the text); OUTDIR/list.txt names each file and its variant.
  */
-#include "../src/bf16_plan.h"
+#include "../../src/bf16_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,7 @@ static int num_seen;
 
 static int emit(const char *dir, FILE *list, const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     static char src[16384];
-    if (qg_bf16_kernel_source(src, sizeof src, p, pl) < 0) {
+    if (qg__bf16_kernel_source(src, sizeof src, p, pl) < 0) {
         fprintf(stderr, "source does not fit\n");
         return -1;
     }
@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
                 for (int with_c = 0; with_c < 2; ++with_c)
                     for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
                         for (size_t si = 0; si < sizeof nk / sizeof nk[0]; ++si) {
-                            const int a_mn = qg_bf16_a_mn_major((qg_bf16_layout)layout);
+                            const int a_mn = qg__bf16_a_mn_major((qg_bf16_layout)layout);
                             if (a_mn && kind != 0 && kind != 4) continue;
                             if (with_c && kind != 0 && kind != 4) continue;
                             /* DeepGEMM's k-grouped BF16 is TT (both MN-major) with FP32 D */
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
                             }
                             qg_bf16_plan pl;
                             ++planned;
-                            if (qg_bf16_select(&p, &pl)) {
+                            if (qg__bf16_select(&p, &pl)) {
                                 fprintf(stderr, "no plan: layout %d kind %d m %d n %d k %d\n", layout,
                                         kind, p.m, p.n, p.k);
                                 ++failed;
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
                             for (int mc = 0; mc <= 2; ++mc) {
                                 qg_bf16_plan alt;
                                 if (mc == pl.multicast ||
-                                    qg_bf16_complete(&p, pl.block_m, pl.block_n, mc, &alt))
+                                    qg__bf16_complete(&p, pl.block_m, pl.block_n, mc, &alt))
                                     continue;
                                 if (emit(dir, list, &p, &alt)) return 1;
                             }
