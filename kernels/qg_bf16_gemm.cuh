@@ -132,7 +132,14 @@ struct qg_bf16_kgroups {
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K * 2)
 #define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + \
                        QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16)
-#define QG_STAGE_TX_BYTES (QG_SMEM_A + QG_SMEM_B)
+/* Rows of A a stage brings: block_m (both halves under A multicast), or the
+ * host's QG_A_BOX_ROWS = round_up(M, 8) for a dense K-major M below block_m
+ * (decode): the stage's other A rows are never loaded, and feed only
+ * accumulator rows past M, which the TMA store clips (as qg_fp8_gemm.cuh). */
+#ifndef QG_A_BOX_ROWS
+#define QG_A_BOX_ROWS QG_BLOCK_M
+#endif
+#define QG_STAGE_TX_BYTES (QG_A_BOX_ROWS * QG_BLOCK_K * 2 + QG_SMEM_B)
 #define QG_ATOM_BYTES (64 * QG_BLOCK_K * 2) /* one MN-major atom: 64 MN x 64 K */
 /* Load units of the multicast operand: K-major rows, MN-major atoms. Each
  * CTA of a pair loads half of them and multicasts them to both. */
@@ -168,6 +175,10 @@ static_assert(QG_MULTICAST != 2 || QG_KIND == 0, "B multicast: dense (pairs alon
 static_assert(QG_KIND != 4 || QG_MULTICAST == 0, "k-grouped: no multicast (a pair could straddle groups)");
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
 static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4, "C: dense or k-grouped");
+static_assert(QG_A_BOX_ROWS == QG_BLOCK_M ||
+                  (QG_KIND == 0 && !QG_A_MN_MAJOR && QG_MULTICAST != 1 && QG_A_BOX_ROWS % 8 == 0 &&
+                   QG_A_BOX_ROWS < QG_BLOCK_M),
+              "a short A box: dense, K-major, without A multicast");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_SMEM_A % 1024 == 0 && QG_SMEM_B % 1024 == 0, "stages 1024-byte aligned");
 

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 extern "C" {
 #include "../src/bf16_plan.c"
@@ -179,6 +180,25 @@ struct Case {
 static int g_num_sms, g_smem_limit, g_l2_bytes;
 static int g_failures = 0;
 static bool g_quick = false;
+
+/* Wait for the stream with a deadline: a kernel that deadlocks (a barrier
+ * never completing) is reported and ends the run instead of hanging it. */
+static void sync_or_die(const char *what) {
+    for (long long spins = 0;; ++spins) {
+        cudaError_t e = cudaStreamQuery(0);
+        if (e == cudaSuccess) return;
+        if (e != cudaErrorNotReady) {
+            printf("FAIL %s: %s\n", what, cudaGetErrorString(e));
+            exit(1);
+        }
+        if (spins > 200000) { /* ~20 s of 100 us sleeps */
+            printf("FAIL %s: the kernel did not finish in 20 s (deadlock?)\n", what);
+            fflush(stdout);
+            _exit(1);
+        }
+        usleep(100);
+    }
+}
 
 static void l2_flush(void *buf, size_t bytes) {
     CK(cudaMemsetAsync(buf, (int)(urand() * 255), bytes));
@@ -382,7 +402,7 @@ static void run_case(const Case &c) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     CU(cuLaunchKernelEx(&cfg, kern.fn, args, nullptr));
-    CK(cudaDeviceSynchronize());
+    sync_or_die(label);
     CK(cudaMemcpy(hd.data(), dd, hd.size(), cudaMemcpyDeviceToHost));
 
     /* ---- check --------------------------------------------------------------- */
@@ -422,15 +442,17 @@ static void run_case(const Case &c) {
     double sxy = 0, sxx = 0;
     std::vector<int> kbegin(G, 0);
     for (int g = 1; g < G && kg; ++g) kbegin[g] = kbegin[g - 1] + c.ks[g - 1];
+    std::vector<double> arow(K);
     for (int r : check_rows) {
         const int g = row_group[r];
         const int mrow = kg ? r % c.m : r; /* row of A */
+        for (int kk = 0; kk < K; ++kk) arow[kk] = A(mrow, kk);
         for (int n = 0; n < c.n; ++n) {
             double ref = 0;
             if (kg) {
-                for (int kk = kbegin[g]; kk < kbegin[g] + c.ks[g]; ++kk) ref += A(mrow, kk) * B(0, n, kk);
+                for (int kk = kbegin[g]; kk < kbegin[g] + c.ks[g]; ++kk) ref += arow[kk] * B(0, n, kk);
             } else {
-                for (int kk = 0; kk < K; ++kk) ref += A(mrow, kk) * B(g, n, kk);
+                for (int kk = 0; kk < K; ++kk) ref += arow[kk] * B(g, n, kk);
             }
             const size_t i = (size_t)r * ldd + n;
             if (c.with_c) ref += hc[i];
@@ -458,7 +480,7 @@ static void run_case(const Case &c) {
             CK(cudaEventRecord(e0));
             CU(cuLaunchKernelEx(&cfg, kern.fn, args, nullptr));
             CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
+            sync_or_die(label);
             float ms;
             CK(cudaEventElapsedTime(&ms, e0, e1));
             if (it >= 3) t.push_back(ms);

@@ -111,6 +111,9 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     pl.producer_regs = 40;
     pl.math_regs = 232;
     pl.a_box_rows = qg__bf16_a_mn_major(p->layout) ? 64 : (mc == 1 ? bm / 2 : bm);
+    /* decode-sized dense M: load only round_up(M, 8) rows of A */
+    if (p->kind == QG_BF16_DENSE && !qg__bf16_a_mn_major(p->layout) && mc != 1 && p->m < bm)
+        pl.a_box_rows = round_up(p->m, 8);
     pl.b_box_rows = qg__bf16_b_mn_major(p->layout) ? 64 : (mc == 2 ? bn / 2 : bn);
     pl.d_box_rows = bm / pl.num_math_wgs;
     pl.grid = p->num_sms / pl.cluster * pl.cluster;
@@ -208,7 +211,7 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
         "#define QG_MULTICAST %d\n#define QG_CLUSTER %d\n#define QG_SWIZZLE_GROUP %d\n"
         "#define QG_STORE_COLS %d\n#define QG_SMEM_BYTES %d\n"
         "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
-        "#define QG_WGMMA_N %d\n"
+        "#define QG_WGMMA_N %d\n#define QG_A_BOX_ROWS %d\n"
         "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
         "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
         "#define QG_WGMMA_ACC_LIST \"{",
@@ -217,7 +220,9 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
         (int)p->kind, qg__bf16_a_mn_major(p->layout), qg__bf16_b_mn_major(p->layout), p->d_f32 ? 1 : 0,
         p->with_c ? 1 : 0, p->n, k, groups, pl->block_m, pl->block_n, pl->num_stages, pl->multicast,
         pl->cluster, pl->swizzle_group, pl->store_cols, pl->smem_bytes, pl->producer_regs,
-        pl->math_regs, pl->block_n, acc, acc + 1, acc + 2, acc + 3);
+        pl->math_regs, pl->block_n,
+        qg__bf16_a_mn_major(p->layout) || pl->multicast == 1 ? pl->block_m : pl->a_box_rows, acc,
+        acc + 1, acc + 2, acc + 3);
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
