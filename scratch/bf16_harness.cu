@@ -5,7 +5,7 @@
  * options, the driver API for the module, the tensor maps and the launch.
  *
  * Build and run from the repository root (an H100/H200):
- *   nvcc -arch=sm_90a -O2 -o bf16_harness scratch/bf16_harness.cu -lcuda -lnvrtc && ./bf16_harness
+ *   nvcc -arch=sm_90a -O2 -o bf16_harness scratch/bf16_harness.cu -lcuda -lnvrtc -lpthread && ./bf16_harness
  *   (./bf16_harness KERNELS_DIR to take the headers elsewhere; "--quick" skips timing)
  *
  * Each case: fresh random bf16 inputs (normal), D poisoned with 0xFF bytes
@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 #include <unistd.h>
 
@@ -439,29 +440,39 @@ static void run_case(const Case &c) {
         s.push_back(check_rows.back());
         check_rows = s;
     }
-    double sxy = 0, sxx = 0;
     std::vector<int> kbegin(G, 0);
     for (int g = 1; g < G && kg; ++g) kbegin[g] = kbegin[g - 1] + c.ks[g - 1];
-    std::vector<double> arow(K);
-    for (int r : check_rows) {
-        const int g = row_group[r];
-        const int mrow = kg ? r % c.m : r; /* row of A */
-        for (int kk = 0; kk < K; ++kk) arow[kk] = A(mrow, kk);
-        for (int n = 0; n < c.n; ++n) {
-            double ref = 0;
-            if (kg) {
-                for (int kk = kbegin[g]; kk < kbegin[g] + c.ks[g]; ++kk) ref += arow[kk] * B(0, n, kk);
-            } else {
-                for (int kk = 0; kk < K; ++kk) ref += arow[kk] * B(g, n, kk);
+    /* the fp64 reference of the checked rows, on every CPU core */
+    const int nthreads = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+    std::vector<double> part_xy(nthreads, 0.0), part_xx(nthreads, 0.0);
+    auto ref_rows = [&](int tid) {
+        std::vector<double> arow(K);
+        for (size_t ri = tid; ri < check_rows.size(); ri += nthreads) {
+            const int r = check_rows[ri];
+            const int g = row_group[r];
+            const int mrow = kg ? r % c.m : r; /* row of A */
+            for (int kk = 0; kk < K; ++kk) arow[kk] = A(mrow, kk);
+            for (int n = 0; n < c.n; ++n) {
+                double ref = 0;
+                if (kg) {
+                    for (int kk = kbegin[g]; kk < kbegin[g] + c.ks[g]; ++kk) ref += arow[kk] * B(0, n, kk);
+                } else {
+                    for (int kk = 0; kk < K; ++kk) ref += arow[kk] * B(g, n, kk);
+                }
+                const size_t i = (size_t)r * ldd + n;
+                if (c.with_c) ref += hc[i];
+                const double x = D(i);
+                if (std::isnan(x)) continue; /* counted above */
+                part_xy[tid] += x * ref;
+                part_xx[tid] += x * x + ref * ref;
             }
-            const size_t i = (size_t)r * ldd + n;
-            if (c.with_c) ref += hc[i];
-            const double x = D(i);
-            if (std::isnan(x)) continue; /* counted above */
-            sxy += x * ref;
-            sxx += x * x + ref * ref;
         }
-    }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 0; t < nthreads; ++t) pool.emplace_back(ref_rows, t);
+    for (auto &t : pool) t.join();
+    double sxy = 0, sxx = 0;
+    for (int t = 0; t < nthreads; ++t) sxy += part_xy[t], sxx += part_xx[t];
     const double diff = sxx > 0 ? 1.0 - 2.0 * sxy / sxx : 0.0;
     const bool ok = diff < 1e-5 && nan_count == 0 && touched == 0 && !spill;
 
