@@ -151,7 +151,7 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
                (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) / 64.0;
     double cost = t * *waves;
     /* multicast over one wave only shares what L2 already serves (DeepGEMM) */
-    if (pl->multicast && *waves <= 1) cost *= 1.5;
+    if (pl->multicast && *waves <= 1) cost *= 4.0; /* in effect: never (DeepGEMM disables it) */
     return cost;
 }
 
@@ -164,6 +164,9 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
         for (int bm = 64; bm <= 256; bm *= 2)
             for (int bn = 16; bn <= 256; bn += 16) {
                 qg_bf16_plan pl;
+                /* no tile with half its rows or more past the (planned) rows:
+                 * the wgmmas of those m64 tiles still run */
+                if (bm > 64 && planned_rows(p) <= bm / 2) continue;
                 if (qg__bf16_complete(p, bm, bn, mc, &pl)) continue;
                 int waves, last;
                 pl.est_cost = estimate(p, &pl, &waves, &last);
