@@ -414,6 +414,114 @@ QG_API int qg_m_alignment_for_contiguous_layout(void);
 QG_API int64_t qg_sfa_ld(int64_t m);
 
 /* ------------------------------------------------------------------------ */
+/* BF16 GEMMs (since 0.6.0)                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Which dimension of a 16-bit operand is contiguous in memory. */
+typedef enum {
+    QG_MAJOR_K = 0, /* rows along K: A [m][lda], B [n][ldb] (DeepGEMM's "N" for A, "T" for B) */
+    QG_MAJOR_MN = 1 /* rows along M (A [k][lda]) or N (B [k][ldb]): the transposed operand */
+} qg_major;
+
+/*
+ * Arguments of every BF16 GEMM: D (+)= A B^T over K, A and B bf16, the
+ * tensor cores accumulating the whole K range in FP32. Strides are in
+ * elements; every pointer a 16-byte aligned device pointer of the context's
+ * device (index arrays: 4-byte); lda * 2, ldb * 2, ldd * (2 or 4) and ldc * 4
+ * multiples of 16; n a multiple of 8. D may overlap no input (refused, naming
+ * both). DeepGEMM's layouts: NT = (QG_MAJOR_K, QG_MAJOR_K), NN = (K, MN),
+ * TN = (MN, K), TT = (MN, MN).
+ *
+ *  dense       a: K-major [m][lda] (lda >= k) or MN-major [k][lda] (lda >= m);
+ *              b: K-major [n][ldb] (ldb >= k) or MN-major [k][ldb] (ldb >= n);
+ *              d [m][ldd] bf16, or FP32 with d_fp32 = 1; c: NULL (D = A B^T),
+ *              d itself (FP32, ldc == ldd or 0: D += A B^T in place, by TMA
+ *              reduce-add: the SMs never read D), or another FP32 [m][ldc]
+ *              array, copied into D on the stream first. k = 0: D = C, or 0.
+ *  contiguous  a K-major [m][lda], m = all groups' rows; b [G][n][ldb] or
+ *              [G][k][ldb] (groups n * ldb or k * ldb apart); m_indices [m]:
+ *              each row's group, as qg_gemm_args' contiguous layout (rows of
+ *              a 128-row segment whose first row is outside [0, G) are left
+ *              untouched); d bf16 [m][ldd]; no c.
+ *  psum        as contiguous, group_ends [G] instead of m_indices (the FP8
+ *              psum layout's rule: group g's rows [start_g, end_g)).
+ *  masked      a [G][m][lda] (m = M_max per group), b K-major [G][n][ldb],
+ *              d bf16 [G][m][ldd], masked_m [G] (device): valid rows of each
+ *              group, clamped to [0, m]; expected_m a host hint (0 = m).
+ *  k-grouped   groups splitting K, K_g = ks[g] (host array, each a multiple
+ *              of 64, 0 = empty; k their sum): a MN-major [k][lda] (group g's
+ *              K rows after the groups before it), b MN-major [k][ldb],
+ *              d FP32 [G][m][ldd] (d_fp32 must be 1), c as dense over all
+ *              G * m rows ([G][m][ldc]). An empty group's D is C, or zero.
+ */
+typedef struct {
+    int m, n, k;
+    int num_groups;           /* 1 (or 0) for dense */
+    const void *a;            /* bf16 */
+    int64_t lda;
+    qg_major a_major;
+    const void *b;            /* bf16 */
+    int64_t ldb;
+    qg_major b_major;
+    void *d;                  /* bf16, or FP32 with d_fp32 */
+    int64_t ldd;
+    int d_fp32;               /* 0: D bf16; 1: D FP32 */
+    const float *c;           /* NULL, d, or an FP32 [rows][ldc] array (FP32 D only) */
+    int64_t ldc;
+    const int32_t *m_indices; /* contiguous only */
+    const int32_t *masked_m;  /* masked only */
+    const int32_t *group_ends; /* psum only */
+    int expected_m;           /* masked and psum: typical rows per group; 0 = m (psum: m / G) */
+    const int32_t *ks;        /* k-grouped only: host array of G group K sizes */
+} qg_bf16_gemm_args;
+
+/**
+ * Dense BF16 GEMM in any of the four layouts (see qg_bf16_gemm_args), on
+ * `stream` (NULL: the legacy default stream).
+ * @return QG_SUCCESS (the kernel is enqueued), QG_ERROR_INVALID_ARGUMENT
+ *         (naming the argument), QG_ERROR_UNSUPPORTED, QG_ERROR_NO_DEVICE
+ *         (offline context), QG_ERROR_COMPILE, QG_ERROR_LAUNCH.
+ */
+QG_API qg_status qg_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
+                              struct CUstream_st *stream);
+
+/** Grouped BF16 GEMM, contiguous layout (m_indices; DeepGEMM's
+ *  m_grouped_bf16_gemm_{nt,nn}_contiguous). @return as qg_bf16_gemm. */
+QG_API qg_status qg_m_grouped_bf16_gemm_contiguous(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                                   struct CUstream_st *stream);
+
+/** Grouped BF16 GEMM, psum layout (group_ends; DeepGEMM's use_psum_layout).
+ *  @return as qg_bf16_gemm. */
+QG_API qg_status qg_m_grouped_bf16_gemm_psum(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                             struct CUstream_st *stream);
+
+/** Grouped BF16 GEMM, masked layout (masked_m; reads no device memory on the
+ *  host: CUDA-graph capturable). @return as qg_bf16_gemm. */
+QG_API qg_status qg_m_grouped_bf16_gemm_masked(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                               struct CUstream_st *stream);
+
+/** The experts' weight gradients in BF16 (DeepGEMM's
+ *  k_grouped_bf16_gemm_tn_contiguous): FP32 D[g] = (C[g] +) A_g B_g^T, the
+ *  groups splitting K (see qg_bf16_gemm_args). Up to 128 groups a launch.
+ *  @return as qg_bf16_gemm. */
+QG_API qg_status qg_k_grouped_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                        struct CUstream_st *stream);
+
+/**
+ * Compile (or find in the caches) the BF16 kernel a call of `kind` with these
+ * arguments would run; only the shape fields of `args` are read (m, n, k,
+ * num_groups, a_major, b_major, d_fp32, c != NULL, expected_m; for
+ * QG_GEMM_K_GROUPED, ks). Works on offline contexts; on a device context it
+ * also loads the kernel (as qg_compile). `kind` is QG_GEMM_DENSE,
+ * _GROUPED_CONTIGUOUS, _GROUPED_MASKED, _GROUPED_PSUM or _K_GROUPED.
+ * `info` may be NULL.
+ * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
+ *         QG_ERROR_COMPILE.
+ */
+QG_API qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *args,
+                                 qg_kernel_info *info);
+
+/* ------------------------------------------------------------------------ */
 /* Host utilities (CPU)                                                      */
 /* ------------------------------------------------------------------------ */
 

@@ -481,6 +481,8 @@ static PyMethodDef methods[] = {
     {"version", py_version, METH_NOARGS, "qg_version_string()"},
     {"m_alignment", py_m_alignment, METH_NOARGS, "qg_m_alignment_for_contiguous_layout()"},
     {"sfa_ld", py_sfa_ld, METH_O, "qg_sfa_ld(m)"},
+    {"bf16_gemm", qgpy_bf16_gemm, METH_VARARGS,
+     "bf16_gemm(kind, a, b, d, c, idx, expected_m, ks, stream, no_sync)"},
     {"gemm", py_gemm, METH_VARARGS,
      "gemm(kind, a, sfa, b, sfb, d, idx, expected_m, stream, config, e4m3_bytes, no_sync)"},
     {"gemm_torch", (PyCFunction)(void (*)(void))py_gemm_torch, METH_FASTCALL,

@@ -6,6 +6,7 @@
  *   contexts.c  one qg_context per device, created lazily; num_sms
  *   errors.c    Python exceptions: formatted messages, library statuses
  *   module.c    the Python functions, module init
+ *   bf16.c      the BF16 GEMM family's entry (bf16_gemm)
  *
  * Invariants:
  *  - every function returning int returns 0 on success and -1 with a Python
@@ -124,6 +125,12 @@ int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expec
  * sizes ks[num_groups] -> `args` (args->ks points at ks). */
 int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int num_groups,
                         qg_gemm_args *args, int *device);
+
+/* ---- the BF16 GEMM family (bf16.c) ----------------------------------------- */
+
+/* bf16_gemm(kind, a, b, d, c, idx, expected_m, ks, stream, no_sync): the
+ * module function (see bf16.c). */
+PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args);
 
 /* ---- contexts (contexts.c) ----------------------------------------------- */
 

@@ -98,6 +98,16 @@ from ._torch_helpers import (
     per_token_cast_to_fp8,
     unpack_ue8m0_from_int,
 )
+from .bf16 import (
+    bf16_gemm_nn,
+    bf16_gemm_nt,
+    bf16_gemm_tn,
+    bf16_gemm_tt,
+    k_grouped_bf16_gemm_tn_contiguous,
+    m_grouped_bf16_gemm_nn_contiguous,
+    m_grouped_bf16_gemm_nt_contiguous,
+    m_grouped_bf16_gemm_nt_masked,
+)
 from .fp8 import (
     fp8_fp4_gemm_nt,
     fp8_gemm_nt,
@@ -110,6 +120,8 @@ from .fp8 import (
     m_grouped_fp8_gemm_nt_masked,
     set_strict,
 )
+
+bf16_m_grouped_gemm_nt_masked = m_grouped_bf16_gemm_nt_masked  # DeepGEMM's older name
 
 __version__: str = _C.version()
 """The version of the C library this package runs on (``qg_version_string()``, e.g. "0.5.0")."""
@@ -158,6 +170,16 @@ __all__ = [
     "pack_ue8m0_to_int",
     "unpack_ue8m0_from_int",
     "align",
+    # the BF16 family (DeepGEMM's names)
+    "bf16_gemm_nn",
+    "bf16_gemm_nt",
+    "bf16_gemm_tn",
+    "bf16_gemm_tt",
+    "k_grouped_bf16_gemm_tn_contiguous",
+    "m_grouped_bf16_gemm_nn_contiguous",
+    "m_grouped_bf16_gemm_nt_contiguous",
+    "m_grouped_bf16_gemm_nt_masked",
+    "bf16_m_grouped_gemm_nt_masked",
 ] + sorted(_dg.STUBS) + sorted(_dg.CUBLASLT)
 
 globals().update(_dg.STUBS)  # DeepGEMM entry points qgemm lacks: NotImplementedError

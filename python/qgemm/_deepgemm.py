@@ -14,7 +14,7 @@ defaults, mapped onto qgemm's GEMMs:
   return it (row-major ``[M, K/128]``) and make it M-major themselves
   (qgemm's own ``fp8_gemm_nt`` keeps insisting on M-major scales: use
   ``qgemm.deep_gemm`` to get DeepGEMM's behaviour under DeepGEMM's names);
-- every other DeepGEMM entry point (k-grouped, NN/TN/TT, BF16, einsum,
+- every other DeepGEMM entry point (FP8 NN/TN/TT, einsum,
   attention, mega MoE, ...) exists and raises ``NotImplementedError`` saying
   what is missing, so ``import qgemm as deep_gemm`` fails clearly instead of
   with ``AttributeError``.
@@ -233,7 +233,6 @@ _WHY_NN = "qgemm's kernels take K-major A and B only (NT); transpose B to [N, K]
 _WHY_TN = "qgemm's kernels take K-major A and B only (NT); make A [M, K] K-major"
 _WHY_KG = ("the TN form of the k-grouped GEMM is SM100's; on SM90 use "
            "k_grouped_fp8_gemm_nt_contiguous (K-major A and B)")
-_WHY_BF16 = "qgemm has FP8 block-scaled GEMMs only (no BF16 GEMM)"
 _WHY_SM100 = "an SM100 (Blackwell) format; qgemm targets SM90 with float32 scales"
 
 MISSING: Dict[str, str] = {
@@ -243,13 +242,6 @@ MISSING: Dict[str, str] = {
     "m_grouped_fp8_gemm_nn_contiguous": _WHY_NN,
     "fp8_gemm_nt_skip_head_mid": "the skip-head-mid output variant is not implemented",
     "k_grouped_fp8_gemm_tn_contiguous": _WHY_KG,
-    "bf16_gemm_nt": _WHY_BF16, "bf16_gemm_nn": _WHY_BF16,
-    "bf16_gemm_tn": _WHY_BF16, "bf16_gemm_tt": _WHY_BF16,
-    "m_grouped_bf16_gemm_nt_contiguous": _WHY_BF16,
-    "m_grouped_bf16_gemm_nn_contiguous": _WHY_BF16,
-    "m_grouped_bf16_gemm_nt_masked": _WHY_BF16,
-    "bf16_m_grouped_gemm_nt_masked": _WHY_BF16,
-    "k_grouped_bf16_gemm_tn_contiguous": _WHY_BF16,
     "einsum": "einsum kernels are not implemented",
     "fp8_einsum": "einsum kernels are not implemented",
     "fp8_fp4_mqa_logits": "attention (MQA logits) kernels are not implemented",

@@ -453,3 +453,39 @@ def zero_k(kind: int, d: Any, c: Any) -> None:
             d.copy_(c)
         return
     d.zero_()
+
+
+# ---- the BF16 family's launch (qgemm/bf16.py) ---------------------------------------------
+
+BF16_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED,
+              "psum": _C.KIND_PSUM, "k_grouped": _C.KIND_K_GROUPED}
+
+
+def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
+                ks: Optional[Sequence[int]], stream: Optional[StreamLike]) -> None:
+    """One BF16 GEMM (_C.bf16_gemm): the tensors through DLPack on the stream
+    given, or on the framework's current one (torch's for torch tensors), on
+    the tensors' device; a, b the logical [.., M, K] / [.., N, K] operands
+    (views: their strides say which dimension is contiguous)."""
+    tensors = [detach(t) for t in (a, b, d, c, idx)]
+    handle = None if stream is None else stream_handle(stream)
+    torch = sys.modules.get("torch")
+    device = None
+    if torch is not None:
+        for name, t in zip(("a", "b", "d", "c", "idx"), tensors):
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                if device is None:
+                    device = t.device.index
+                elif t.device.index != device:
+                    raise ValueError(f"qgemm: all tensors must be on one device: {name} is on "
+                                     f"cuda:{t.device.index}, the arguments before it are on "
+                                     f"cuda:{device}")
+    if handle is None:
+        handle, no_sync = current_stream(tensors)
+    else:
+        no_sync = 0
+    if device is not None and device != torch.cuda.current_device():
+        with torch.cuda.device(device):
+            _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)
+        return
+    _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)

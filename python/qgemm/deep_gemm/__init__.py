@@ -58,6 +58,16 @@ from .._torch_helpers import (  # noqa: F401
     per_token_cast_to_fp8,
     unpack_ue8m0_from_int,
 )
+from ..bf16 import (  # noqa: F401
+    bf16_gemm_nn,
+    bf16_gemm_nt,
+    bf16_gemm_tn,
+    bf16_gemm_tt,
+    k_grouped_bf16_gemm_tn_contiguous,
+    m_grouped_bf16_gemm_nn_contiguous,
+    m_grouped_bf16_gemm_nt_contiguous,
+    m_grouped_bf16_gemm_nt_masked,
+)
 from ..fp8 import (  # noqa: F401
     fp8_fp4_gemm_nt,
     fp8_m_grouped_gemm_nt_masked,
@@ -73,6 +83,7 @@ __version__: str = _C.version()
 """The version of the C library (as ``qgemm.__version__``)."""
 
 fp8_gemm_nt = fp8_fp4_gemm_nt
+bf16_m_grouped_gemm_nt_masked = m_grouped_bf16_gemm_nt_masked  # DeepGEMM's older name
 m_grouped_fp8_gemm_nt_contiguous = m_grouped_fp8_fp4_gemm_nt_contiguous
 m_grouped_fp8_gemm_nt_masked = m_grouped_fp8_fp4_gemm_nt_masked
 

@@ -1,0 +1,272 @@
+/*
+ * bf16.c -- the BF16 GEMM family's entry in the extension: bf16_gemm(kind,
+ * a, b, d, c, idx, expected_m, ks, stream, no_sync). The tensors come
+ * through DLPack (tensor.c) as the logical operands A [m, k] (masked
+ * [G, m, k]; k-grouped [sum K, m]), B [n, k] ([G, n, k]; k-grouped
+ * [sum K, n]) and D; each operand's major is read from its strides (the
+ * package passes DeepGEMM's transposed arguments as views, so NT/NN/TN/TT
+ * are one call), then checked and handed to the library
+ * (qg_bf16_gemm_args). The library checks again and refuses what it cannot
+ * run, with its own message.
+ *
+ * Invariants (as module.c's): metadata only, nothing read or written on the
+ * device before the launch; every borrowed tensor released on every path.
+ */
+#include "qgpy.h"
+
+#include <limits.h>
+#include <string.h>
+
+enum { B_A, B_B, B_D, B_C, B_IDX, B_SLOTS };
+static const char *const names[B_SLOTS] = {"a", "b", "d", "c", "idx"};
+
+/* A 2-D view (dims i, j of t) as a matrix with one unit stride: K-major when
+ * dimension j (K) is contiguous, MN-major when dimension i is; *ld the other
+ * stride. ValueError when neither is 1. */
+static int major_of(const qgpy_tensor *t, int i, int j, qg_major *major, int64_t *ld,
+                    const char *what)
+{
+    const int64_t si = qgpy_stride(t, i), sj = qgpy_stride(t, j);
+    const int64_t di = qgpy_dim(t, i), dj = qgpy_dim(t, j);
+    if (sj == 1 || dj == 1) {
+        *major = QG_MAJOR_K;
+        *ld = di <= 1 && si < dj ? dj : si;
+        return 0;
+    }
+    if (si == 1 || di == 1) {
+        *major = QG_MAJOR_MN;
+        *ld = dj <= 1 && sj < di ? di : sj;
+        return 0;
+    }
+    char buf[96];
+    return qgpy_errorf(PyExc_ValueError,
+                       "qgemm: %s must have a unit stride in one of its last two dimensions "
+                       "(K-major or %s-major), got strides %s", t->name, what,
+                       qgpy_strides_str(t, buf, sizeof buf));
+}
+
+static int parse_ks(PyObject *obj, int32_t **ks, int *count)
+{
+    *ks = NULL;
+    *count = 0;
+    if (obj == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(obj, "qgemm: ks must be a sequence of ints");
+    if (!seq)
+        return -1;
+    const Py_ssize_t g = PySequence_Fast_GET_SIZE(seq);
+    if (g < 1 || g > 4096) {
+        Py_DECREF(seq);
+        return qgpy_errorf(PyExc_ValueError, "qgemm: ks must hold 1..4096 group sizes, got %zd", g);
+    }
+    *ks = PyMem_Malloc((size_t)g * sizeof **ks);
+    if (!*ks) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < g; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        (*ks)[i] = v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : (int32_t)v;
+    }
+    Py_DECREF(seq);
+    *count = (int)g;
+    return 0;
+}
+
+/* The library's arguments of one call from its borrowed tensors. */
+static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int32_t *ks,
+                     int num_ks, qg_bf16_gemm_args *ga, int *device)
+{
+    memset(ga, 0, sizeof *ga);
+    const int masked = kind == QG_GEMM_GROUPED_MASKED, kg = kind == QG_GEMM_K_GROUPED;
+    const int m_grouped = kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_PSUM;
+    *device = -1;
+    for (int i = 0; i < B_SLOTS; i++)
+        if (t[i].t && qgpy_check_device(&t[i], device) < 0)
+            return -1;
+    if (qgpy_check_dtype(&t[B_A], QGPY_BF16) < 0 || qgpy_check_dtype(&t[B_B], QGPY_BF16) < 0)
+        return -1;
+    const int d_fp32 = t[B_D].t->dtype.code == kDLFloat && t[B_D].t->dtype.bits == 32;
+    if (!d_fp32 && qgpy_check_dtype(&t[B_D], QGPY_BF16) < 0)
+        return -1;
+    if (t[B_C].t && qgpy_check_dtype(&t[B_C], QGPY_F32) < 0)
+        return -1;
+    if (t[B_IDX].t && qgpy_check_dtype(&t[B_IDX], QGPY_I32) < 0)
+        return -1;
+    int64_t groups = 1;
+    if (kg) {
+        /* a [sum K, m], b [sum K, n], d [G, m, n] */
+        if (qgpy_check_ndim(&t[B_A], 2, "[sum K, M]") < 0 ||
+            qgpy_check_ndim(&t[B_B], 2, "[sum K, N]") < 0 ||
+            qgpy_check_ndim(&t[B_D], 3, "[G, M, N]") < 0)
+            return -1;
+        groups = qgpy_dim(&t[B_D], 0);
+        ga->m = (int)qgpy_dim(&t[B_A], 1);
+        ga->n = (int)qgpy_dim(&t[B_B], 1);
+        ga->k = (int)qgpy_dim(&t[B_A], 0);
+        if (qgpy_check_dim(&t[B_B], 0, ga->k, "sum K (a.shape[0])") < 0 ||
+            qgpy_check_dim(&t[B_D], 1, ga->m, "M (a.shape[1])") < 0 ||
+            qgpy_check_dim(&t[B_D], 2, ga->n, "N (b.shape[1])") < 0)
+            return -1;
+        if (num_ks != groups)
+            return qgpy_errorf(PyExc_ValueError, "qgemm: ks holds %d group sizes, d has %lld "
+                               "groups", num_ks, (long long)groups);
+        /* the operands' rows are along K: MN-major in the library's words */
+        if (qgpy_stride(&t[B_A], 1) != 1 || qgpy_stride(&t[B_B], 1) != 1)
+            return qgpy_errorf(PyExc_ValueError, "qgemm: a [sum K, M] and b [sum K, N] must be "
+                               "contiguous along M and N (unit last stride)");
+        ga->a_major = ga->b_major = QG_MAJOR_MN;
+        ga->lda = qgpy_stride(&t[B_A], 0);
+        ga->ldb = qgpy_stride(&t[B_B], 0);
+        ga->ks = ks;
+    } else {
+        const int a_nd = masked ? 3 : 2, b_nd = m_grouped || masked ? 3 : 2;
+        if (qgpy_check_ndim(&t[B_A], a_nd, masked ? "[G, M, K]" : "[M, K]") < 0 ||
+            qgpy_check_ndim(&t[B_B], b_nd, b_nd == 3 ? "[G, N, K]" : "[N, K]") < 0 ||
+            qgpy_check_ndim(&t[B_D], a_nd, masked ? "[G, M, N]" : "[M, N]") < 0)
+            return -1;
+        if (b_nd == 3)
+            groups = qgpy_dim(&t[B_B], 0);
+        ga->m = (int)qgpy_dim(&t[B_A], a_nd - 2);
+        ga->k = (int)qgpy_dim(&t[B_A], a_nd - 1);
+        ga->n = (int)qgpy_dim(&t[B_B], b_nd - 2);
+        if (qgpy_check_dim(&t[B_B], b_nd - 1, ga->k, "K (a's last dimension)") < 0 ||
+            qgpy_check_dim(&t[B_D], a_nd - 2, ga->m, "M (a)") < 0 ||
+            qgpy_check_dim(&t[B_D], a_nd - 1, ga->n, "N (b)") < 0)
+            return -1;
+        if (masked && (qgpy_check_dim(&t[B_A], 0, groups, "G (b.shape[0])") < 0 ||
+                       qgpy_check_dim(&t[B_D], 0, groups, "G (b.shape[0])") < 0))
+            return -1;
+        if (major_of(&t[B_A], a_nd - 2, a_nd - 1, &ga->a_major, &ga->lda, "M") < 0 ||
+            major_of(&t[B_B], b_nd - 2, b_nd - 1, &ga->b_major, &ga->ldb, "N") < 0)
+            return -1;
+        /* groups packed: each operand's group stride is its rows x ld */
+        if (masked && qgpy_dim(&t[B_A], 0) > 1 &&
+            qgpy_stride(&t[B_A], 0) != (int64_t)ga->m * ga->lda)
+            return qgpy_errorf(PyExc_ValueError, "qgemm: a's groups must be packed (stride(0) = "
+                               "M x stride(1) = %lld), got %lld", (long long)ga->m * ga->lda,
+                               (long long)qgpy_stride(&t[B_A], 0));
+        if (b_nd == 3 && groups > 1) {
+            const int64_t rows = ga->b_major == QG_MAJOR_K ? ga->n : ga->k;
+            if (qgpy_stride(&t[B_B], 0) != rows * ga->ldb)
+                return qgpy_errorf(PyExc_ValueError, "qgemm: b's groups must be packed (stride(0) "
+                                   "= %lld), got %lld", (long long)(rows * ga->ldb),
+                                   (long long)qgpy_stride(&t[B_B], 0));
+        }
+    }
+    /* D: rows along N, packed groups */
+    const int d_nd = kg || masked ? 3 : 2;
+    if (qgpy_stride(&t[B_D], d_nd - 1) != 1 && qgpy_dim(&t[B_D], d_nd - 1) > 1)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: d must be row-major (unit last stride)");
+    ga->ldd = qgpy_dim(&t[B_D], d_nd - 2) > 1 ? qgpy_stride(&t[B_D], d_nd - 2) : ga->n;
+    if (d_nd == 3 && qgpy_dim(&t[B_D], 0) > 1 &&
+        qgpy_stride(&t[B_D], 0) != (int64_t)ga->m * ga->ldd)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: d's groups must be packed (stride(0) = "
+                           "M x stride(1))");
+    ga->d_fp32 = d_fp32;
+    if (t[B_C].t) {
+        if (qgpy_check_ndim(&t[B_C], d_nd, d_nd == 3 ? "[G, M, N]" : "[M, N]") < 0)
+            return -1;
+        for (int i = 0; i < d_nd; i++)
+            if (qgpy_check_dim(&t[B_C], i, qgpy_dim(&t[B_D], i), "d's shape") < 0)
+                return -1;
+        ga->c = qgpy_address(&t[B_C]);
+        ga->ldc = qgpy_dim(&t[B_C], d_nd - 2) > 1 ? qgpy_stride(&t[B_C], d_nd - 2) : ga->n;
+    }
+    ga->num_groups = (int)groups;
+    ga->expected_m = expected_m;
+    if (t[B_IDX].t) {
+        const int32_t *idx = qgpy_address(&t[B_IDX]);
+        ga->m_indices = ga->masked_m = ga->group_ends = idx;
+        const int64_t want = kind == QG_GEMM_GROUPED_CONTIGUOUS ? ga->m : groups;
+        if (qgpy_check_ndim(&t[B_IDX], 1, "[L]") < 0 ||
+            qgpy_check_dim(&t[B_IDX], 0, want, kind == QG_GEMM_GROUPED_CONTIGUOUS
+                                                   ? "M (one group index a row)"
+                                                   : "G (one value a group)") < 0)
+            return -1;
+    }
+    ga->a = qgpy_address(&t[B_A]);
+    ga->b = qgpy_address(&t[B_B]);
+    ga->d = qgpy_address(&t[B_D]);
+    if (qgpy_check_writable(&t[B_D]) < 0)
+        return -1;
+    for (int i = 0; i < B_SLOTS; i++)
+        if (i != B_D && t[i].t && !(i == B_C && qgpy_address(&t[B_C]) == ga->d) &&
+            qgpy_check_no_overlap(&t[B_D], &t[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* bf16_gemm(kind, a, b, d, c_or_None, idx_or_None, expected_m, ks_or_None,
+ *           stream, no_sync): bit i of no_sync set = slot i's producer is told
+ *           not to synchronize (stream=-1): `stream` is already its current
+ *           stream. Returns None; ZERO_K is not used: K = 0 is the library's
+ *           (D = C or zero, on the stream). */
+PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, expected_m;
+    PyObject *obj[B_SLOTS], *ks_obj;
+    unsigned long long stream;
+    unsigned no_sync;
+    if (!PyArg_ParseTuple(args, "iOOOOOiOKI:bf16_gemm", &kind, &obj[B_A], &obj[B_B], &obj[B_D],
+                          &obj[B_C], &obj[B_IDX], &expected_m, &ks_obj, &stream, &no_sync))
+        return NULL;
+    if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
+        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM && kind != QG_GEMM_K_GROUPED)
+        return PyErr_Format(PyExc_ValueError, "qgemm: unknown BF16 GEMM kind %d", kind);
+    int32_t *ks = NULL;
+    int num_ks = 0;
+    if (parse_ks(ks_obj, &ks, &num_ks) < 0) {
+        PyMem_Free(ks);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    qgpy_tensor t[B_SLOTS] = {{0}};
+    for (int i = 0; i < B_SLOTS; i++) {
+        if ((i == B_C || i == B_IDX) && obj[i] == Py_None)
+            continue;
+        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
+        if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
+            goto done;
+    }
+    qg_bf16_gemm_args ga;
+    int device = 0;
+    if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, &device) < 0)
+        goto done;
+    if (ga.m == 0 || ga.n == 0) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        goto done;
+    qg_status st;
+    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
+    Py_BEGIN_ALLOW_THREADS
+    switch (kind) {
+    case QG_GEMM_DENSE: st = qg_bf16_gemm(ctx, &ga, s); break;
+    case QG_GEMM_GROUPED_CONTIGUOUS: st = qg_m_grouped_bf16_gemm_contiguous(ctx, &ga, s); break;
+    case QG_GEMM_GROUPED_PSUM: st = qg_m_grouped_bf16_gemm_psum(ctx, &ga, s); break;
+    case QG_GEMM_GROUPED_MASKED: st = qg_m_grouped_bf16_gemm_masked(ctx, &ga, s); break;
+    default: st = qg_k_grouped_bf16_gemm(ctx, &ga, s); break;
+    }
+    Py_END_ALLOW_THREADS
+    if (st != QG_SUCCESS)
+        qgpy_raise_status(st);
+    else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    for (int i = 0; i < B_SLOTS; i++)
+        qgpy_tensor_release(&t[i]);
+    PyMem_Free(ks);
+    return result;
+}

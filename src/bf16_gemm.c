@@ -1,0 +1,483 @@
+/*
+ * bf16_gemm.c -- the BF16 family's API unit: the BF16 GEMMs' entry points
+ * (dense in the four layouts NT/NN/TN/TT, contiguous, psum, masked,
+ * k-grouped) and qg_bf16_compile: validate, plan (src/bf16_plan.c), write
+ * and compile the kernel's source (kernels/qg_bf16_gemm.cuh), resolve it
+ * through the shared launch path (src/launch.h), encode the tensor maps,
+ * launch.
+ *
+ * Invariants (as the FP8 family's):
+ *  - every argument is checked before anything touches the device, so a
+ *    rejected call writes no output memory;
+ *  - a launch reads no device memory and allocates nothing (CUDA-graph
+ *    capturable); the k-grouped sizes are a host array;
+ *  - D = C + A B^T with C another array: C is copied into D on the stream
+ *    after the tensor maps are encoded, just before the first launch, and
+ *    the kernel adds into D by TMA reduce-add (the SMs never read D).
+ */
+#include "bf16_plan.h"
+#include "launch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The launch cache's key: what chooses and compiles a kernel (zeroed, then
+ * filled: compared as bytes). */
+typedef struct {
+    int kind;       /* qg_bf16_kind */
+    int layout;     /* qg_bf16_layout */
+    int m, n, k;    /* k-grouped: k = the largest group's K */
+    int num_groups;
+    int expected_m; /* masked and psum only */
+    int d_f32, with_c;
+} bf16_key;
+
+/* What an entry keeps. */
+typedef struct {
+    qg_bf16_problem problem;
+    qg_bf16_plan plan;
+} bf16_entry_plan;
+
+static qg_bf16_kind bf16_kind_of(qg_gemm_kind kind) {
+    switch (kind) {
+    case QG_GEMM_GROUPED_CONTIGUOUS: return QG_BF16_CONTIGUOUS;
+    case QG_GEMM_GROUPED_MASKED: return QG_BF16_MASKED;
+    case QG_GEMM_GROUPED_PSUM: return QG_BF16_PSUM;
+    case QG_GEMM_K_GROUPED: return QG_BF16_K_GROUPED;
+    default: return QG_BF16_DENSE;
+    }
+}
+
+static qg_bf16_layout layout_of(const qg_bf16_gemm_args *a) {
+    const int a_mn = a->a_major == QG_MAJOR_MN, b_mn = a->b_major == QG_MAJOR_MN;
+    return a_mn ? (b_mn ? QG_BF16_TT : QG_BF16_TN) : (b_mn ? QG_BF16_NN : QG_BF16_NT);
+}
+
+static const char *layout_name(qg_bf16_layout l) {
+    return l == QG_BF16_NT ? "NT" : l == QG_BF16_NN ? "NN" : l == QG_BF16_TN ? "TN" : "TT";
+}
+
+/* ---- planning and compiling ------------------------------------------------ */
+
+/* Plan p on ctx's device for num_sms SMs and compile its kernel. */
+static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sms,
+                                  bf16_entry_plan *out, qg_jit_result *res) {
+    qg_bf16_problem *p = &out->problem;
+    memset(p, 0, sizeof *p);
+    p->m = k->m, p->n = k->n, p->k = k->k;
+    p->layout = (qg_bf16_layout)k->layout;
+    p->kind = (qg_bf16_kind)k->kind;
+    p->num_groups = k->num_groups;
+    p->expected_m = k->expected_m;
+    p->d_f32 = k->d_f32;
+    p->with_c = k->with_c;
+    p->num_sms = num_sms;
+    p->smem_limit = (int)ctx->props.smem_optin_bytes;
+    if (qg__bf16_select(p, &out->plan) != 0)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "no BF16 kernel configuration fits %s %dx%dx%d (%d groups, %s D%s) in "
+                        "%d SMs with %d bytes of shared memory", layout_name(p->layout), p->m,
+                        p->n, p->k, p->num_groups, p->d_f32 ? "FP32" : "bf16",
+                        p->with_c ? ", + C" : "", num_sms, p->smem_limit);
+    char src[8192];
+    if (qg__bf16_kernel_source(src, sizeof src, p, &out->plan) < 0)
+        return qg__fail(QG_ERROR_INTERNAL, "BF16 kernel source exceeds %zu bytes", sizeof src);
+    qg_status st = qg__jit_compile(ctx->jit, src, res);
+    if (st != QG_SUCCESS) return st;
+    /* setmaxnreg.inc waits for registers the CTA does not own if the entry
+     * allocation cannot hold the producer's and math warpgroups' shares. */
+    const qg_bf16_plan *pl = &out->plan;
+    const int pool = res->info.registers * pl->num_threads;
+    const int need = 128 * pl->producer_regs + 128 * pl->num_math_wgs * pl->math_regs;
+    if (pool < need)
+        return qg__fail(QG_ERROR_COMPILE,
+                        "kernel %s: %d registers x %d threads at entry cannot hold the %d that "
+                        "the warpgroup register split needs", res->info.key, res->info.registers,
+                        pl->num_threads, need);
+    return QG_SUCCESS;
+}
+
+static qg_status bf16_build(qg_context *ctx, const void *key, const void *arg, void *plan,
+                            qg_launch_shape *shape, qg_jit_result *res) {
+    (void)arg;
+    bf16_entry_plan *bp = plan;
+    qg_status st = plan_and_compile(ctx, key, ctx->num_sms, bp, res);
+    if (st != QG_SUCCESS) return st;
+    shape->num_threads = (unsigned)bp->plan.num_threads;
+    shape->smem_bytes = (size_t)bp->plan.smem_bytes;
+    shape->cluster_size = bp->plan.cluster;
+    shape->grid = bp->plan.grid;
+    return QG_SUCCESS;
+}
+
+static const qg_launch_family bf16_family = {
+    .kernel = "qg_bf16_gemm_kernel",
+    .plan_size = sizeof(bf16_entry_plan),
+    .build = bf16_build,
+};
+
+/* ---- validation -------------------------------------------------------------- */
+
+/* Everything about args that needs no device; fills the key. `kind` is the
+ * entry point's. */
+static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
+                            bool pointers, const char *fn, bf16_key *key) {
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    if (a->m < 0 || a->n < 0 || a->k < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s must be >= 0, got %d", fn,
+                        a->m < 0 ? "m" : a->n < 0 ? "n" : "k",
+                        a->m < 0 ? a->m : a->n < 0 ? a->n : a->k);
+    if ((a->a_major != QG_MAJOR_K && a->a_major != QG_MAJOR_MN) ||
+        (a->b_major != QG_MAJOR_K && a->b_major != QG_MAJOR_MN))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->%s must be QG_MAJOR_K (0) or QG_MAJOR_MN (1), got %d", fn,
+                        a->a_major != QG_MAJOR_K && a->a_major != QG_MAJOR_MN ? "a_major" : "b_major",
+                        (int)(a->a_major != QG_MAJOR_K && a->a_major != QG_MAJOR_MN ? a->a_major
+                                                                                     : a->b_major));
+    if (a->d_fp32 != 0 && a->d_fp32 != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->d_fp32 must be 0 or 1, got %d", fn,
+                        a->d_fp32);
+    const bool dense = kind == QG_GEMM_DENSE, kgrouped = kind == QG_GEMM_K_GROUPED;
+    const bool masked = kind == QG_GEMM_GROUPED_MASKED;
+    const bool m_grouped = !dense && !kgrouped;
+    const char *need_major = NULL;
+    if (m_grouped && a->a_major != QG_MAJOR_K) need_major = "args->a_major must be QG_MAJOR_K";
+    else if (masked && a->b_major != QG_MAJOR_K) need_major = "args->b_major must be QG_MAJOR_K";
+    else if (kgrouped && (a->a_major != QG_MAJOR_MN || a->b_major != QG_MAJOR_MN))
+        need_major = "args->a_major and args->b_major must be QG_MAJOR_MN (the TN layout)";
+    if (need_major) return qg__fail(QG_ERROR_UNSUPPORTED, "%s: %s", fn, need_major);
+    if (kgrouped && !a->d_fp32)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the k-grouped GEMM writes FP32 D: args->d_fp32 "
+                        "must be 1", fn);
+    if (a->c && !a->d_fp32)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: D = C + A B^T needs an FP32 D (args->d_fp32 = 1) with args->c", fn);
+    if (a->c && m_grouped)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the m-grouped GEMMs do "
+                        "not accumulate)", fn);
+    if (m_grouped && a->d_fp32)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the m-grouped GEMMs write bf16 D: args->d_fp32 "
+                        "must be 0", fn);
+    int groups = a->num_groups;
+    if (dense) {
+        if (groups != 0 && groups != 1)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be 1 (or 0) for "
+                            "a dense GEMM, got %d", fn, groups);
+        groups = 1;
+    } else if (groups < 1 || groups > (kgrouped ? 4096 : 1024)) {
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be in [1, %d], got %d",
+                        fn, kgrouped ? 4096 : 1024, groups);
+    }
+    if ((masked || kind == QG_GEMM_GROUPED_PSUM) && (a->expected_m < 0 || a->expected_m > a->m))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: expected_m must be in [0, m = %d], got %d",
+                        fn, a->m, a->expected_m);
+    if (a->n % 8)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: n must be a multiple of 8 (16-byte rows of D), got %d", fn, a->n);
+    if (a->m > (1 << 30) || a->n > (1 << 30) || a->k > (1 << 30))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: m, n and k must be at most 2^30", fn);
+    int max_k = a->k;
+    if (kgrouped) {
+        if (!a->ks)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: args->ks is NULL: the k-grouped GEMM needs the K of each of its "
+                            "%d groups (a host array)", fn, groups);
+        long long total = 0;
+        max_k = 0;
+        for (int g = 0; g < groups; ++g) {
+            if (a->ks[g] < 0 || a->ks[g] % 64)
+                return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                                "%s: args->ks[%d] must be a multiple of 64 (>= 0, 0 = an empty "
+                                "group), got %d", fn, g, (int)a->ks[g]);
+            total += a->ks[g];
+            if (a->ks[g] > max_k) max_k = a->ks[g];
+        }
+        if (total != a->k)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: args->k must be the sum of args->ks (%lld), got %d", fn, total,
+                            a->k);
+    }
+    /* strides: rows of each operand */
+    const bool a_mn = a->a_major == QG_MAJOR_MN, b_mn = a->b_major == QG_MAJOR_MN;
+    const int d_bytes = a->d_fp32 ? 4 : 2;
+    qg_status st;
+    if ((st = qg__check_ld(a->lda, a_mn ? a->m : a->k, 2, fn, "lda", a_mn ? "m" : "k")) ||
+        (st = qg__check_ld(a->ldb, b_mn ? a->n : a->k, 2, fn, "ldb", b_mn ? "n" : "k")) ||
+        (st = qg__check_ld(a->ldd, a->n, d_bytes, fn, "ldd", "n")))
+        return st;
+    if (a->c && a->c != (const float *)a->d &&
+        (st = qg__check_ld(a->ldc, a->n, 4, fn, "ldc", "n")))
+        return st;
+    if (a->c && a->c == (const float *)a->d && a->ldc != 0 && a->ldc != a->ldd)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->c is args->d (in-place accumulation) but args->ldc (%lld) is not "
+                        "args->ldd (%lld)", fn, (long long)a->ldc, (long long)a->ldd);
+    memset(key, 0, sizeof *key);
+    key->kind = (int)bf16_kind_of(kind);
+    key->layout = (int)layout_of(a);
+    key->m = a->m ? a->m : 1;
+    key->n = a->n ? a->n : 8;
+    key->k = kgrouped ? (max_k ? max_k : 64) : (a->k ? a->k : 64);
+    key->num_groups = groups;
+    key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
+                          ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
+                          : 0;
+    key->d_f32 = a->d_fp32;
+    key->with_c = a->c != NULL;
+    if (!pointers) return QG_SUCCESS;
+
+    /* pointers: present, aligned, D over no input */
+    const uint64_t g = (uint64_t)groups;
+    const uint64_t a_rows = a_mn ? (uint64_t)a->k : (uint64_t)a->m * (masked ? g : 1);
+    const uint64_t a_cols = a_mn ? (uint64_t)a->m : (uint64_t)a->k;
+    const uint64_t b_rows = b_mn ? (uint64_t)a->k * (kgrouped ? 1 : g) : (uint64_t)a->n * g;
+    const uint64_t b_cols = b_mn ? (uint64_t)a->n : (uint64_t)a->k;
+    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
+    typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
+    named_ptr ptrs[5] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 16, "d"}};
+    int num_ptrs = 3;
+    if (kind == QG_GEMM_GROUPED_CONTIGUOUS) ptrs[num_ptrs++] = (named_ptr){a->m_indices, 4, "m_indices"};
+    if (masked) ptrs[num_ptrs++] = (named_ptr){a->masked_m, 4, "masked_m"};
+    if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
+    if (a->c && a->c != (const float *)a->d) ptrs[num_ptrs++] = (named_ptr){a->c, 16, "c"};
+    const bool empty = a->m == 0 || a->n == 0;
+    for (int i = 0; i < num_ptrs; ++i) {
+        /* an empty operand (k = 0) may be NULL, as torch's empty tensors are */
+        if (!ptrs[i].ptr && a->k == 0 && (ptrs[i].name[0] == 'a' || ptrs[i].name[0] == 'b') &&
+            ptrs[i].name[1] == '\0')
+            continue;
+        if (!ptrs[i].ptr && empty) continue;
+        if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
+    }
+    if (!empty) {
+        qg_byte_range d_range = qg__matrix_range("d", a->d, d_rows, (uint64_t)a->n,
+                                                 (uint64_t)a->ldd, (uint64_t)d_bytes);
+        qg_byte_range in[5];
+        int n_in = 0;
+        in[n_in++] = qg__matrix_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2);
+        in[n_in++] = qg__matrix_range("b", a->b, b_rows, b_cols, (uint64_t)a->ldb, 2);
+        if (kind == QG_GEMM_GROUPED_CONTIGUOUS)
+            in[n_in++] = qg__matrix_range("m_indices", a->m_indices, 1, (uint64_t)a->m, (uint64_t)a->m, 4);
+        if (masked) in[n_in++] = qg__matrix_range("masked_m", a->masked_m, 1, g, g, 4);
+        if (kind == QG_GEMM_GROUPED_PSUM)
+            in[n_in++] = qg__matrix_range("group_ends", a->group_ends, 1, g, g, 4);
+        if (a->c && a->c != (const float *)a->d)
+            in[n_in++] = qg__matrix_range("c", a->c, d_rows, (uint64_t)a->n, (uint64_t)a->ldc, 4);
+        if ((st = qg__check_no_overlap(fn, &d_range, in, n_in))) return st;
+    }
+    return QG_SUCCESS;
+}
+
+/* ---- launch -------------------------------------------------------------------- */
+
+static CUtensorMapSwizzle swizzle_of(int row_bytes) {
+    return row_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+           : row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                             : CU_TENSOR_MAP_SWIZZLE_32B;
+}
+
+/* C into D (FP32 rows of n values), on the stream. */
+static qg_status copy_c_into_d(const qg_context *ctx, const qg_bf16_gemm_args *a, uint64_t rows,
+                               CUstream stream) {
+    CUDA_MEMCPY2D copy;
+    memset(&copy, 0, sizeof copy);
+    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = (CUdeviceptr)(uintptr_t)a->c;
+    copy.srcPitch = (size_t)a->ldc * 4;
+    copy.dstDevice = (CUdeviceptr)(uintptr_t)a->d;
+    copy.dstPitch = (size_t)a->ldd * 4;
+    copy.WidthInBytes = (size_t)a->n * 4;
+    copy.Height = (size_t)rows;
+    CUresult r = ctx->drv->cuMemcpy2DAsync(&copy, stream);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
+    return QG_SUCCESS;
+}
+
+/* K = 0: D = C (a separate C copied; C == D: nothing), or zeros. */
+static qg_status empty_k(const qg_context *ctx, const qg_bf16_gemm_args *a, uint64_t rows,
+                         CUstream stream) {
+    if (a->c) return a->c == (const float *)a->d ? QG_SUCCESS : copy_c_into_d(ctx, a, rows, stream);
+    const size_t bytes = (size_t)a->n * (a->d_fp32 ? 4 : 2);
+    CUresult r = ctx->drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)a->d,
+                                              (size_t)a->ldd * (a->d_fp32 ? 4 : 2), 0, bytes / 4,
+                                              (size_t)rows, stream);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "zeroing D (cuMemsetD2D32Async)");
+    return QG_SUCCESS;
+}
+
+/* A validated call with m, n > 0; ctx current. */
+static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
+                     const bf16_key *key, CUstream stream, const char *fn) {
+    const bool kgrouped = kind == QG_GEMM_K_GROUPED, masked = kind == QG_GEMM_GROUPED_MASKED;
+    const uint64_t g = (uint64_t)key->num_groups;
+    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
+    if (a->k == 0) return empty_k(ctx, a, d_rows, stream);
+
+    pthread_mutex_lock(&ctx->lock);
+    const qg_launch_entry *e = NULL;
+    qg_status st = qg__launch_resolve(ctx, &bf16_family, key, sizeof *key, NULL, &e);
+    const bool pdl = ctx->pdl;
+    pthread_mutex_unlock(&ctx->lock);
+    if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
+    const bf16_entry_plan *bp = qg__launch_plan(e);
+    const qg_bf16_plan *pl = &bp->plan;
+    const bool a_mn = a->a_major == QG_MAJOR_MN, b_mn = a->b_major == QG_MAJOR_MN;
+    const int d_bytes = a->d_fp32 ? 4 : 2;
+    const CUtensorMapDataType BF = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+
+    /* Operand maps (src/bf16_plan.h): K-major {K, rows} with a box of 64 x
+     * block rows; MN-major {M or N, K rows} with 64 x 64 boxes; 128-byte
+     * swizzle for both. */
+    CUtensorMap map_a, map_b, map_d;
+    const uint64_t a_rows = (uint64_t)a->m * (masked ? g : 1);
+    if ((st = a_mn ? qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->m, (uint64_t)a->k,
+                                      (uint64_t)a->lda * 2, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      "tensor map of A")
+                   : qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->k, a_rows,
+                                      (uint64_t)a->lda * 2, 64, (uint32_t)pl->a_box_rows,
+                                      CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
+        (st = b_mn ? qg__encode_tiled(ctx, &map_b, BF, a->b, (uint64_t)a->n,
+                                      (uint64_t)a->k * (kgrouped ? 1 : g), (uint64_t)a->ldb * 2,
+                                      64, 64, CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")
+                   : qg__encode_tiled(ctx, &map_b, BF, a->b, (uint64_t)a->k,
+                                      (uint64_t)a->n * g, (uint64_t)a->ldb * 2, 64,
+                                      (uint32_t)pl->b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      "tensor map of B")))
+        return st;
+    const CUtensorMapDataType d_type = a->d_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : BF;
+    const CUtensorMapSwizzle d_swizzle = swizzle_of(pl->store_cols * d_bytes);
+    st = kgrouped ? qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
+                                   (uint64_t)a->ldd * (uint64_t)d_bytes,
+                                   (uint64_t)a->m * (uint64_t)a->ldd * (uint64_t)d_bytes,
+                                   (uint32_t)pl->store_cols, (uint32_t)pl->d_box_rows, d_swizzle,
+                                   "tensor map of D")
+                  : qg__encode_tiled(ctx, &map_d, d_type, a->d, (uint64_t)a->n, d_rows,
+                                     (uint64_t)a->ldd * (uint64_t)d_bytes, (uint32_t)pl->store_cols,
+                                     (uint32_t)pl->d_box_rows, d_swizzle, "tensor map of D");
+    if (st != QG_SUCCESS) return st;
+    if (a->c && a->c != (const float *)a->d && (st = copy_c_into_d(ctx, a, d_rows, stream)))
+        return st;
+
+    const qg_launch_shape *shape = qg__launch_shape(e);
+    const int cluster = shape->cluster_size;
+    const long long tiles_per_group = (((long long)a->m + pl->block_m - 1) / pl->block_m) *
+                                      (((long long)a->n + pl->block_n - 1) / pl->block_n);
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)a->d;
+    CUdeviceptr m_indices = (CUdeviceptr)(uintptr_t)a->m_indices;
+    /* psum: the group ends travel as the kernel's masked_m argument */
+    CUdeviceptr masked_m = (CUdeviceptr)(uintptr_t)(kind == QG_GEMM_GROUPED_PSUM ? a->group_ends
+                                                                                 : a->masked_m);
+    int64_t ldd = a->ldd;
+    int shape_m = a->m;
+    if (!kgrouped) {
+        int grid = shape->grid;
+        if (kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+            const long long tiles = (tiles_per_group + cluster - 1) / cluster * cluster;
+            if (tiles < grid) grid = (int)tiles;
+        }
+        void *params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m, &shape_m};
+        return qg__launch(ctx, e, grid, params, stream, pdl, "BF16 GEMM");
+    }
+    /* k-grouped: up to QG_BF16_KGROUP_MAX consecutive groups a launch, each
+     * its K rows of A and B (a coordinate offset in the one map) into its D
+     * slice; an empty group stores zeros, or adds nothing to C. */
+    qg_bf16_kgroups groups;
+    void *params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m, &shape_m, &groups};
+    int k_begin = 0;
+    for (int first = 0; first < key->num_groups; first += QG_BF16_KGROUP_MAX) {
+        memset(&groups, 0, sizeof groups);
+        groups.first_group = first;
+        for (int i = 0; i < QG_BF16_KGROUP_MAX && first + i < key->num_groups; ++i) {
+            groups.k_begin[i] = k_begin;
+            groups.num_kb[i] = a->ks[first + i] / 64;
+            k_begin += a->ks[first + i];
+            groups.count++;
+        }
+        const long long tiles = tiles_per_group * groups.count;
+        int grid = shape->grid;
+        if ((tiles + cluster - 1) / cluster * cluster < grid)
+            grid = (int)((tiles + cluster - 1) / cluster * cluster);
+        if ((st = qg__launch(ctx, e, grid, params, stream, pdl, "BF16 GEMM"))) return st;
+    }
+    return QG_SUCCESS;
+}
+
+static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
+                      CUstream stream, const char *fn) {
+    qg__clear_error();
+    bf16_key key;
+    qg_status st = check_args(ctx, kind, a, true, fn, &key);
+    if (st != QG_SUCCESS) return st;
+    if (ctx->offline)
+        return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    if (a->m == 0 || a->n == 0) return QG_SUCCESS;
+    const char *names[] = {"a", "b", "d", "m_indices", "masked_m", "group_ends", "c"};
+    const void *ptrs[] = {a->k ? a->a : NULL,
+                          a->k ? a->b : NULL,
+                          a->d,
+                          kind == QG_GEMM_GROUPED_CONTIGUOUS ? a->m_indices : NULL,
+                          kind == QG_GEMM_GROUPED_MASKED ? a->masked_m : NULL,
+                          kind == QG_GEMM_GROUPED_PSUM ? a->group_ends : NULL,
+                          a->c != (const float *)a->d ? a->c : NULL};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; ++i)
+        if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    st = run(ctx, kind, a, &key, stream, fn);
+    qg__leave(ctx);
+    return st;
+}
+
+qg_status qg_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args, struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_DENSE, args, stream, "qg_bf16_gemm");
+}
+
+qg_status qg_m_grouped_bf16_gemm_contiguous(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                            struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, stream, "qg_m_grouped_bf16_gemm_contiguous");
+}
+
+qg_status qg_m_grouped_bf16_gemm_psum(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                      struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_GROUPED_PSUM, args, stream, "qg_m_grouped_bf16_gemm_psum");
+}
+
+qg_status qg_m_grouped_bf16_gemm_masked(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                        struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_GROUPED_MASKED, args, stream, "qg_m_grouped_bf16_gemm_masked");
+}
+
+qg_status qg_k_grouped_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                 struct CUstream_st *stream) {
+    return gemm(ctx, QG_GEMM_K_GROUPED, args, stream, "qg_k_grouped_bf16_gemm");
+}
+
+qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *args,
+                          qg_kernel_info *info) {
+    qg__clear_error();
+    const char *fn = "qg_bf16_compile";
+    if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
+        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM && kind != QG_GEMM_K_GROUPED)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: kind must be QG_GEMM_DENSE, _GROUPED_CONTIGUOUS, _GROUPED_MASKED, "
+                        "_GROUPED_PSUM or _K_GROUPED, got %d", fn, (int)kind);
+    bf16_key key;
+    qg_status st = check_args(ctx, kind, args, false, fn, &key);
+    if (st != QG_SUCCESS) return st;
+    bf16_entry_plan plan;
+    qg_jit_result res;
+    if ((st = plan_and_compile(ctx, &key, qg_context_get_num_sms(ctx), &plan, &res)) != QG_SUCCESS)
+        return qg__fail(st, "%s: %s", fn, qg_last_error());
+    if (info) *info = res.info;
+    if (ctx->offline) return QG_SUCCESS;
+    /* On a device, also load the module and build the launch entry (loading
+     * can synchronize the device: not in the first call, nor in a capture). */
+    if ((st = qg__enter(ctx, NULL, fn)) != QG_SUCCESS) return st;
+    pthread_mutex_lock(&ctx->lock);
+    const qg_launch_entry *e;
+    st = qg__launch_resolve(ctx, &bf16_family, &key, sizeof key, NULL, &e);
+    pthread_mutex_unlock(&ctx->lock);
+    qg__leave(ctx);
+    return st;
+}

@@ -1,0 +1,556 @@
+/*
+ * test_bf16.c -- the BF16 GEMM family (src/bf16_gemm.c): argument
+ * validation on an offline context, every kernel variant the planner picks
+ * compiled offline (no spill, no stack frame, no warning), and on a GPU the
+ * accuracy of every layout and kind against an fp64 product of the bf16
+ * inputs (fresh random inputs, D poisoned first, shapes off the tiles,
+ * padding rows left untouched), and bitwise determinism.
+ *
+ * Pass rule: diff < 1e-5 (docs/DESIGN.md §7's metric), no NaN, every output
+ * element written, every element the call must not write still poisoned.
+ */
+#include "internal.h"
+#include "qg_test.h"
+#include "qgtk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FAKE(x) ((void *)(uintptr_t)(x))
+
+static qg_bf16_gemm_args good_args(void) {
+    qg_bf16_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = 100, a.n = 576, a.k = 400, a.num_groups = 1;
+    a.a = FAKE(0x1000000), a.lda = 400;
+    a.b = FAKE(0x3000000), a.ldb = 400;
+    a.d = FAKE(0x5000000), a.ldd = 576;
+    a.m_indices = FAKE(0x6000000);
+    a.masked_m = FAKE(0x7000000);
+    a.group_ends = FAKE(0x7100000);
+    return a;
+}
+
+static qg_context *offline(void) {
+    qg_context *ctx = NULL;
+    return qg_context_create_offline(&ctx, NULL) == QG_SUCCESS ? ctx : NULL;
+}
+
+/* Each bad field is refused with the class of error and a message naming
+ * it; a good call on an offline context says it cannot run. */
+TEST(bf16_validation) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    qg_bf16_gemm_args a = good_args();
+    qg_status st = qg_bf16_gemm(ctx, &a, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE, "good args offline: %s (%s)", qg_status_string(st),
+          qg_last_error());
+    /* one edit of the good arguments per case: the status and the words expected */
+#define CASE(edit_stmt, want_text, want_status)                                                     \
+    do {                                                                                            \
+        qg_bf16_gemm_args x = good_args();                                                          \
+        edit_stmt;                                                                                  \
+        qg_status s = qg_bf16_gemm(ctx, &x, NULL);                                                  \
+        CHECK(s == (want_status) && strstr(qg_last_error(), want_text), "%s: %s (%s)", #edit_stmt,  \
+              qg_status_string(s), qg_last_error());                                                \
+    } while (0)
+    CASE(x.m = -1, "args->m must be >= 0", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.n = -8, "args->n must be >= 0", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.k = -64, "args->k must be >= 0", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.a_major = (qg_major)2, "args->a_major", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.b_major = (qg_major)-1, "args->b_major", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.d_fp32 = 2, "args->d_fp32 must be 0 or 1", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.num_groups = 3, "args->num_groups must be 1", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.n = 100, "n must be a multiple of 8", QG_ERROR_UNSUPPORTED);
+    CASE(x.lda = 399, "args->lda must be >= k", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.lda = 404, "args->lda * 2 bytes must be a multiple of 16", QG_ERROR_INVALID_ARGUMENT);
+    CASE((x.a_major = QG_MAJOR_MN, x.lda = 96), "args->lda must be >= m", QG_ERROR_INVALID_ARGUMENT);
+    CASE((x.b_major = QG_MAJOR_MN, x.ldb = 568), "args->ldb must be >= n", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.ldd = 570, "args->ldd must be >= n", QG_ERROR_INVALID_ARGUMENT);
+    CASE((x.d_fp32 = 1, x.ldd = 578), "args->ldd * 4 bytes", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.c = FAKE(0x9000000), "needs an FP32 D", QG_ERROR_UNSUPPORTED);
+    CASE((x.d_fp32 = 1, x.c = x.d, x.ldc = 600), "args->ldc (600) is not args->ldd",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.a = NULL, "args->a is NULL", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.b = FAKE(0x3000008), "args->b (0x3000008) must be 16-byte aligned",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.d = (void *)x.a, "overlaps args->a", QG_ERROR_INVALID_ARGUMENT);
+    CASE(x.d = (void *)((const char *)x.b + 64), "overlaps args->b", QG_ERROR_INVALID_ARGUMENT);
+    CASE((x.d_fp32 = 1, x.c = (const float *)((char *)x.d + 16), x.ldc = 576), "overlaps args->c",
+         QG_ERROR_INVALID_ARGUMENT);
+#undef CASE
+    /* the grouped entry points' own rules */
+    qg_bf16_gemm_args g = good_args();
+    g.num_groups = 4;
+    g.a_major = QG_MAJOR_MN;
+    g.lda = 128;
+    st = qg_m_grouped_bf16_gemm_contiguous(ctx, &g, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "a_major must be QG_MAJOR_K"),
+          "contiguous, MN-major A: %s (%s)", qg_status_string(st), qg_last_error());
+    g = good_args();
+    g.num_groups = 4;
+    g.b_major = QG_MAJOR_MN;
+    g.ldb = 576;
+    st = qg_m_grouped_bf16_gemm_masked(ctx, &g, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "b_major must be QG_MAJOR_K"),
+          "masked, MN-major B: %s (%s)", qg_status_string(st), qg_last_error());
+    g = good_args();
+    g.num_groups = 4;
+    g.expected_m = 101;
+    st = qg_m_grouped_bf16_gemm_masked(ctx, &g, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "expected_m must be in [0"),
+          "masked, expected_m > m: %s (%s)", qg_status_string(st), qg_last_error());
+    g = good_args();
+    g.num_groups = 4;
+    g.masked_m = NULL;
+    st = qg_m_grouped_bf16_gemm_masked(ctx, &g, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "args->masked_m is NULL"),
+          "masked, no masked_m: %s (%s)", qg_status_string(st), qg_last_error());
+    g = good_args();
+    g.num_groups = 4;
+    g.c = FAKE(0x9000000);
+    g.d_fp32 = 1;
+    st = qg_m_grouped_bf16_gemm_contiguous(ctx, &g, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED, "contiguous with C: %s (%s)", qg_status_string(st),
+          qg_last_error());
+    /* k-grouped: TN only, FP32 D, ks present, multiples of 64 summing to k */
+    int32_t ks[3] = {128, 0, 256};
+    qg_bf16_gemm_args kg = good_args();
+    kg.num_groups = 3, kg.k = 384, kg.ks = ks, kg.d_fp32 = 1;
+    kg.a_major = kg.b_major = QG_MAJOR_MN, kg.lda = 104, kg.ldb = 576;
+    st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE, "good k-grouped offline: %s (%s)", qg_status_string(st),
+          qg_last_error());
+    ks[1] = 32;
+    kg.k = 416;
+    st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "args->ks[1] must be a multiple of 64"),
+          "ks[1] = 32: %s (%s)", qg_status_string(st), qg_last_error());
+    ks[1] = 0;
+    kg.k = 512;
+    st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "sum of args->ks (384)"),
+          "k not the sum: %s (%s)", qg_status_string(st), qg_last_error());
+    kg.k = 384;
+    kg.d_fp32 = 0;
+    st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "d_fp32 must be 1"),
+          "k-grouped bf16 D: %s (%s)", qg_status_string(st), qg_last_error());
+    kg.d_fp32 = 1;
+    kg.a_major = QG_MAJOR_K, kg.lda = 384;
+    st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "QG_MAJOR_MN"),
+          "k-grouped K-major A: %s (%s)", qg_status_string(st), qg_last_error());
+    st = qg_bf16_compile(ctx, QG_GEMM_WGRAD, &a, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "kind must be"),
+          "compile of the wgrad kind: %s (%s)", qg_status_string(st), qg_last_error());
+    st = qg_bf16_gemm(NULL, &a, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "ctx is NULL"), "NULL ctx");
+    st = qg_bf16_gemm(ctx, NULL, NULL);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "args is NULL"), "NULL args");
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* ---- every variant compiled offline ------------------------------------------- */
+
+typedef struct {
+    qg_gemm_kind kind;
+    int m, n, k, groups, expected_m;
+    qg_major a_major, b_major;
+    int d_fp32, with_c;
+} bf16_variant;
+
+static int add_variant(bf16_variant *v, int count, qg_gemm_kind kind, int m, int n, int k, int groups,
+                       int expected_m, qg_major am, qg_major bm, int d_fp32, int with_c) {
+    v[count] = (bf16_variant){kind, m, n, k, groups, expected_m, am, bm, d_fp32, with_c};
+    return count + 1;
+}
+
+/* DeepSeek-V3's dense shapes and DeepGEMM's BF16 test shapes in every layout,
+ * D type and C mode, and the grouped kinds; shapes off the tiles too. */
+static int bf16_variants(bf16_variant *v) {
+    static const int Ms[] = {1, 64, 129, 4096};
+    static const int NKs[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384},
+                                 {4096, 7168}, {7168, 2048}, {264, 320}};
+    int count = 0;
+    for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; ++i)
+        for (size_t j = 0; j < sizeof NKs / sizeof NKs[0]; ++j)
+            for (int layout = 0; layout < 4; ++layout)
+                for (int mode = 0; mode < 3; ++mode) /* bf16 D, FP32 D, FP32 D + C */
+                    count = add_variant(v, count, QG_GEMM_DENSE, Ms[i], NKs[j][0], NKs[j][1], 1, 0,
+                                        layout >= 2 ? QG_MAJOR_MN : QG_MAJOR_K,
+                                        layout % 2 ? QG_MAJOR_MN : QG_MAJOR_K, mode > 0, mode == 2);
+    static const int GNK[][3] = {{4, 4096, 7168}, {8, 7168, 2048}, {4, 576, 7168}};
+    for (size_t j = 0; j < sizeof GNK / sizeof GNK[0]; ++j) {
+        const int g = GNK[j][0], n = GNK[j][1], k = GNK[j][2];
+        for (int bmn = 0; bmn < 2; ++bmn) {
+            count = add_variant(v, count, QG_GEMM_GROUPED_CONTIGUOUS, g * 8192 / 4, n, k, g, 0,
+                                QG_MAJOR_K, bmn ? QG_MAJOR_MN : QG_MAJOR_K, 0, 0);
+            count = add_variant(v, count, QG_GEMM_GROUPED_PSUM, g * 1000, n, k, g, 0, QG_MAJOR_K,
+                                bmn ? QG_MAJOR_MN : QG_MAJOR_K, 0, 0);
+        }
+        count = add_variant(v, count, QG_GEMM_GROUPED_MASKED, 1024, n, k, g, 256, QG_MAJOR_K,
+                            QG_MAJOR_K, 0, 0);
+        count = add_variant(v, count, QG_GEMM_GROUPED_MASKED, 256, n, k, g, 32, QG_MAJOR_K,
+                            QG_MAJOR_K, 0, 0);
+    }
+    static const int KG[][2] = {{4096, 7168}, {7168, 2048}, {2112, 7168}, {576, 448}};
+    for (size_t j = 0; j < sizeof KG / sizeof KG[0]; ++j)
+        for (int c = 0; c < 2; ++c)
+            count = add_variant(v, count, QG_GEMM_K_GROUPED, KG[j][0], KG[j][1], 4 * 4096, 4, 0,
+                                QG_MAJOR_MN, QG_MAJOR_MN, 1, c);
+    return count;
+}
+
+static qg_bf16_gemm_args variant_args(const bf16_variant *v, int32_t *ks) {
+    qg_bf16_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = v->m, a.n = v->n, a.k = v->k, a.num_groups = v->groups, a.expected_m = v->expected_m;
+    a.a_major = v->a_major, a.b_major = v->b_major, a.d_fp32 = v->d_fp32;
+    a.lda = v->a_major == QG_MAJOR_MN ? (v->m + 7) / 8 * 8 : v->k;
+    a.ldb = v->b_major == QG_MAJOR_MN ? v->n : v->k;
+    a.ldd = v->n;
+    a.c = v->with_c ? FAKE(0x9000000) : NULL;
+    a.ldc = v->n;
+    if (v->kind == QG_GEMM_K_GROUPED) {
+        for (int g = 0; g < v->groups; ++g) ks[g] = v->k / v->groups;
+        a.ks = ks;
+    }
+    return a;
+}
+
+TEST(bf16_compile_every_variant) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
+    CHECK(mkdtemp(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static bf16_variant v[512];
+    const int count = bf16_variants(v);
+    int failures = 0, compiled = 0;
+    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    for (int i = 0; i < count; ++i) {
+        int32_t ks[16];
+        qg_bf16_gemm_args a = variant_args(&v[i], ks);
+        qg_kernel_info info;
+        qg_status st = qg_bf16_compile(ctx, v[i].kind, &a, &info);
+        char first[512];
+        const unsigned warnings = qg__jit_warnings(first, sizeof first);
+        const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
+                        info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
+                        info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
+                        info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
+                        warnings == warnings_seen;
+        if (!ok) {
+            failures++;
+            printf("    kind %d %dx%dx%d G %d majors %d%d %s%s: %s %s regs %d spills %d/%d stack %d"
+                   "%s%s\n", (int)v[i].kind, v[i].m, v[i].n, v[i].k, v[i].groups,
+                   (int)v[i].a_major, (int)v[i].b_major, v[i].d_fp32 ? "f32" : "bf16",
+                   v[i].with_c ? "+C" : "", qg_status_string(st),
+                   st ? qg_last_error() : "", info.registers, info.spill_store_bytes,
+                   info.spill_load_bytes, info.stack_frame_bytes,
+                   warnings != warnings_seen ? "; warning: " : "",
+                   warnings != warnings_seen ? first : "");
+            warnings_seen = warnings;
+        }
+        compiled += st == QG_SUCCESS;
+        if ((i + 1) % 64 == 0) {
+            printf("    ... %d of %d variants\n", i + 1, count);
+            fflush(stdout);
+        }
+    }
+    printf("    %d BF16 variants, %d compiled, %d failures\n", count, compiled, failures);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    qgtk_remove_tree(dir);
+    PASS();
+}
+
+/* ---- accuracy on the GPU ------------------------------------------------------- */
+
+#define POISON16 0xFFFFu       /* a bf16 NaN */
+#define POISON32 0xFFFFFFFFu   /* an FP32 NaN */
+
+static double rnd_unit(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) & 0xFFFF) / 32768.0 - 1.0;
+}
+
+typedef struct {
+    qg_gemm_kind kind;
+    int m, n, k, groups;
+    qg_major a_major, b_major;
+    int d_fp32, c_mode; /* c_mode 0 none, 1 separate C, 2 C == D */
+} gpu_case;
+
+/* Host data of one case and its reference. */
+typedef struct {
+    const gpu_case *c;
+    uint16_t *a, *b;
+    float *cmat;
+    int32_t *idx;    /* m_indices (contiguous), masked_m (masked), group_ends (psum) */
+    int32_t ks[8];
+    int64_t lda, ldb, ldd;
+    size_t a_elems, b_elems, d_rows;
+    double *ref;     /* d_rows x n; NAN where D must stay untouched */
+} host_case;
+
+static double bf(uint16_t v) { return (double)qg_bf16_decode(v); }
+
+/* Row r of D's group and whether the call writes it. */
+static int row_group(const host_case *h, int64_t r, bool *written) {
+    const gpu_case *c = h->c;
+    *written = true;
+    if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+        const int g = h->idx[r / 128 * 128];
+        *written = g >= 0 && g < c->groups;
+        return g;
+    }
+    if (c->kind == QG_GEMM_GROUPED_PSUM) {
+        int64_t start = 0;
+        for (int g = 0; g < c->groups; ++g) {
+            const int64_t end = h->idx[g];
+            if (r >= start && r < end) return g;
+            start = (end + 127) / 128 * 128;
+        }
+        *written = false;
+        return -1;
+    }
+    if (c->kind == QG_GEMM_GROUPED_MASKED || c->kind == QG_GEMM_K_GROUPED) {
+        const int g = (int)(r / c->m);
+        if (c->kind == QG_GEMM_GROUPED_MASKED) *written = r % c->m < h->idx[g];
+        return g;
+    }
+    return 0;
+}
+
+typedef struct { host_case *h; } ref_job;
+
+static void ref_row(void *user, int64_t r, int worker) {
+    (void)worker;
+    host_case *h = user;
+    const gpu_case *c = h->c;
+    bool written;
+    const int g = row_group(h, r, &written);
+    for (int n = 0; n < c->n; ++n) {
+        if (!written) {
+            h->ref[r * c->n + n] = NAN;
+            continue;
+        }
+        double s = 0;
+        if (c->kind == QG_GEMM_K_GROUPED) {
+            int64_t k0 = 0;
+            for (int q = 0; q < g; ++q) k0 += h->ks[q];
+            const int64_t mrow = r % c->m;
+            for (int64_t k = k0; k < k0 + h->ks[g]; ++k)
+                s += bf(h->a[k * h->lda + mrow]) * bf(h->b[k * h->ldb + n]);
+        } else {
+            const int64_t arow = r; /* masked: a [G][m] rows as D's */
+            for (int k = 0; k < c->k; ++k) {
+                const double av = c->a_major == QG_MAJOR_MN ? bf(h->a[(int64_t)k * h->lda + arow])
+                                                            : bf(h->a[arow * h->lda + k]);
+                const int64_t bg = (int64_t)(g < 0 ? 0 : g);
+                const double bv = c->b_major == QG_MAJOR_MN
+                                      ? bf(h->b[(bg * c->k + k) * h->ldb + n])
+                                      : bf(h->b[(bg * c->n + n) * h->ldb + k]);
+                s += av * bv;
+            }
+        }
+        if (c->c_mode) s += (double)h->cmat[r * h->ldd + n];
+        h->ref[r * c->n + n] = s;
+    }
+}
+
+static bool run_gpu_case(qg_context *ctx, CUstream stream, const gpu_case *c, unsigned seed,
+                         double *diff_out, char *why, size_t why_len) {
+    const qg_driver *drv;
+    qg__context_cuda(ctx, &drv, NULL, NULL);
+    host_case h;
+    memset(&h, 0, sizeof h);
+    h.c = c;
+    const bool masked = c->kind == QG_GEMM_GROUPED_MASKED, kg = c->kind == QG_GEMM_K_GROUPED;
+    const int G = c->groups;
+    int k_total = c->k;
+    if (kg) {
+        k_total = 0;
+        for (int g = 0; g < G; ++g) {
+            h.ks[g] = g == 1 ? 0 : 64 * (1 + (g * 3 + 1) % 5);
+            k_total += h.ks[g];
+        }
+    }
+    h.lda = c->a_major == QG_MAJOR_MN ? (c->m * (masked ? G : 1) + 7) / 8 * 8 + 8 : c->k + 8;
+    h.ldb = c->b_major == QG_MAJOR_MN ? c->n + 8 : c->k + 8;
+    h.ldd = c->n + 8;
+    const int64_t a_rows = c->a_major == QG_MAJOR_MN ? k_total : (int64_t)c->m * (masked ? G : 1);
+    const int64_t b_rows = c->b_major == QG_MAJOR_MN ? (int64_t)k_total * (kg ? 1 : G)
+                                                     : (int64_t)c->n * G;
+    h.a_elems = (size_t)(a_rows * h.lda);
+    h.b_elems = (size_t)(b_rows * h.ldb);
+    h.d_rows = (size_t)c->m * (masked || kg ? G : 1);
+    h.a = malloc(h.a_elems * 2);
+    h.b = malloc(h.b_elems * 2);
+    h.ref = malloc(h.d_rows * (size_t)c->n * sizeof(double));
+    const size_t d_bytes = h.d_rows * (size_t)h.ldd * (c->d_fp32 ? 4 : 2);
+    h.cmat = malloc(h.d_rows * (size_t)h.ldd * 4);
+    h.idx = calloc((size_t)(c->m + G + 1), 4);
+    unsigned s = seed;
+    for (size_t i = 0; i < h.a_elems; ++i) h.a[i] = qg_bf16_encode((float)rnd_unit(&s));
+    for (size_t i = 0; i < h.b_elems; ++i) h.b[i] = qg_bf16_encode((float)rnd_unit(&s));
+    for (size_t i = 0; i < h.d_rows * (size_t)h.ldd; ++i) h.cmat[i] = (float)(4 * rnd_unit(&s));
+    if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+        for (int seg = 0; seg < (c->m + 127) / 128; ++seg) /* one padding segment in five */
+            for (int r = seg * 128; r < c->m && r < seg * 128 + 128; ++r)
+                h.idx[r] = seg % 5 == 3 ? -1 : seg % G;
+    } else if (masked) {
+        for (int g = 0; g < G; ++g) h.idx[g] = g == 0 ? c->m : g == 1 ? 0 : (c->m * g) / (G + 1) + 3;
+    } else if (c->kind == QG_GEMM_GROUPED_PSUM) {
+        int64_t start = 0;
+        for (int g = 0; g < G; ++g) {
+            int64_t end = start + (g == 1 ? 0 : (c->m / G) - 37 * (g % 2));
+            if (end > c->m) end = c->m;
+            h.idx[g] = (int32_t)end;
+            start = (end + 127) / 128 * 128;
+            if (start > c->m) start = c->m;
+        }
+    }
+    qgtk_parallel_for((int64_t)h.d_rows, qgtk_num_workers(), ref_row, &h);
+
+    CUdeviceptr da = 0, db = 0, dd = 0, dc = 0, di = 0;
+    bool ok = false;
+    uint8_t *got = malloc(d_bytes);
+    if (drv->cuMemAlloc(&da, h.a_elems * 2) || drv->cuMemAlloc(&db, h.b_elems * 2) ||
+        drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&dc, h.d_rows * (size_t)h.ldd * 4) ||
+        drv->cuMemAlloc(&di, (size_t)(c->m + G + 1) * 4)) {
+        snprintf(why, why_len, "cuMemAlloc failed");
+        goto done;
+    }
+    drv->cuMemcpyHtoD(da, h.a, h.a_elems * 2);
+    drv->cuMemcpyHtoD(db, h.b, h.b_elems * 2);
+    drv->cuMemcpyHtoD(dc, h.cmat, h.d_rows * (size_t)h.ldd * 4);
+    drv->cuMemcpyHtoD(di, h.idx, (size_t)(c->m + G + 1) * 4);
+    if (c->c_mode == 2) drv->cuMemcpyHtoD(dd, h.cmat, d_bytes); /* D holds C */
+    else drv->cuMemsetD8(dd, 0xFF, d_bytes);                    /* poison */
+    qg_bf16_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = c->m, a.n = c->n, a.k = k_total, a.num_groups = G;
+    a.a = (void *)(uintptr_t)da, a.lda = h.lda, a.a_major = c->a_major;
+    a.b = (void *)(uintptr_t)db, a.ldb = h.ldb, a.b_major = c->b_major;
+    a.d = (void *)(uintptr_t)dd, a.ldd = h.ldd, a.d_fp32 = c->d_fp32;
+    a.c = c->c_mode == 1 ? (const float *)(uintptr_t)dc : c->c_mode == 2 ? (const float *)a.d : NULL;
+    a.ldc = h.ldd;
+    a.m_indices = a.masked_m = a.group_ends = (const int32_t *)(uintptr_t)di;
+    a.ks = h.ks;
+    a.expected_m = masked ? c->m / 2 : 0;
+    qg_status st = c->kind == QG_GEMM_DENSE ? qg_bf16_gemm(ctx, &a, stream)
+                   : c->kind == QG_GEMM_GROUPED_CONTIGUOUS ? qg_m_grouped_bf16_gemm_contiguous(ctx, &a, stream)
+                   : c->kind == QG_GEMM_GROUPED_PSUM ? qg_m_grouped_bf16_gemm_psum(ctx, &a, stream)
+                   : masked ? qg_m_grouped_bf16_gemm_masked(ctx, &a, stream)
+                            : qg_k_grouped_bf16_gemm(ctx, &a, stream);
+    if (st != QG_SUCCESS) {
+        snprintf(why, why_len, "%s: %s", qg_status_string(st), qg_last_error());
+        goto done;
+    }
+    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "the kernel faulted");
+        goto done;
+    }
+    drv->cuMemcpyDtoH(got, dd, d_bytes);
+    qgtk_diff_acc acc;
+    memset(&acc, 0, sizeof acc);
+    int64_t unwritten = 0, overwritten = 0;
+    for (size_t r = 0; r < h.d_rows; ++r)
+        for (int n = 0; n < c->n; ++n) {
+            const size_t i = r * (size_t)h.ldd + (size_t)n;
+            double x;
+            uint32_t bits;
+            if (c->d_fp32) {
+                float f;
+                memcpy(&f, got + i * 4, 4);
+                memcpy(&bits, &f, 4);
+                x = f;
+            } else {
+                uint16_t v;
+                memcpy(&v, got + i * 2, 2);
+                bits = v;
+                x = bf(v);
+            }
+            const double y = h.ref[r * (size_t)c->n + (size_t)n];
+            if (isnan(y)) {
+                overwritten += bits != (c->d_fp32 ? POISON32 : POISON16);
+                continue;
+            }
+            if (isnan(x)) unwritten++;
+            else qgtk_diff_add(&acc, &x, &y, 1);
+        }
+    *diff_out = qgtk_diff_result(&acc);
+    ok = unwritten == 0 && overwritten == 0 && *diff_out < 1e-5;
+    if (!ok)
+        snprintf(why, why_len, "diff %.3g, %lld elements unwritten, %lld written that must not be",
+                 *diff_out, (long long)unwritten, (long long)overwritten);
+done:
+    if (da) drv->cuMemFree(da);
+    if (db) drv->cuMemFree(db);
+    if (dd) drv->cuMemFree(dd);
+    if (dc) drv->cuMemFree(dc);
+    if (di) drv->cuMemFree(di);
+    free(got);
+    free(h.a);
+    free(h.b);
+    free(h.ref);
+    free(h.cmat);
+    free(h.idx);
+    return ok;
+}
+
+TEST(gpu_bf16_accuracy) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    static const int shapes[][3] = {{129, 264, 320}, {1, 576, 7168}, {300, 1000, 1000},
+                                    {4096, 512, 256}, {64, 7168, 448}};
+    gpu_case cases[256];
+    int count = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+        for (int layout = 0; layout < 4; ++layout)
+            for (int mode = 0; mode < 4; ++mode) /* bf16; FP32; FP32 + C; FP32 += in place */
+                cases[count++] = (gpu_case){QG_GEMM_DENSE, shapes[i][0], shapes[i][1], shapes[i][2], 1,
+                                            layout >= 2 ? QG_MAJOR_MN : QG_MAJOR_K,
+                                            layout % 2 ? QG_MAJOR_MN : QG_MAJOR_K, mode > 0,
+                                            mode < 2 ? 0 : mode - 1};
+    for (int bmn = 0; bmn < 2; ++bmn) {
+        cases[count++] = (gpu_case){QG_GEMM_GROUPED_CONTIGUOUS, 1280, 576, 448, 4, QG_MAJOR_K,
+                                    bmn ? QG_MAJOR_MN : QG_MAJOR_K, 0, 0};
+        cases[count++] = (gpu_case){QG_GEMM_GROUPED_PSUM, 1500, 264, 320, 4, QG_MAJOR_K,
+                                    bmn ? QG_MAJOR_MN : QG_MAJOR_K, 0, 0};
+    }
+    cases[count++] = (gpu_case){QG_GEMM_GROUPED_MASKED, 200, 576, 448, 4, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    cases[count++] = (gpu_case){QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 2, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    for (int cm = 0; cm < 3; ++cm)
+        cases[count++] = (gpu_case){QG_GEMM_K_GROUPED, 200, 264, 0, 5, QG_MAJOR_MN, QG_MAJOR_MN, 1, cm};
+    int failures = 0;
+    double lo = 1, hi = 0;
+    for (int i = 0; i < count; ++i) {
+        double diff = NAN;
+        char why[256] = "";
+        const bool ok = run_gpu_case(ctx, stream, &cases[i], 1234u + (unsigned)i * 77u, &diff, why,
+                                     sizeof why);
+        if (ok) {
+            if (diff < lo) lo = diff;
+            if (diff > hi) hi = diff;
+        } else {
+            failures++;
+            printf("    FAIL kind %d %dx%dx%d G %d majors %d%d %s c %d: %s\n", (int)cases[i].kind,
+                   cases[i].m, cases[i].n, cases[i].k, cases[i].groups, (int)cases[i].a_major,
+                   (int)cases[i].b_major, cases[i].d_fp32 ? "f32" : "bf16", cases[i].c_mode, why);
+        }
+    }
+    printf("    %d BF16 cases, %d failed, diff max %.2g min %.2g\n", count, failures, hi, lo);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d cases failed", failures, count);
+    PASS();
+}
