@@ -317,7 +317,6 @@ static void run_case(const Case &c) {
         for (int i = a_mn ? c.m : K; i < lda; ++i) ha[(size_t)r * lda + i] = 0x7FC0;
     for (int r = 0; r < b_rows; ++r)
         for (int i = b_mn ? c.n : K; i < ldb; ++i) hb[(size_t)r * ldb + i] = 0x7FC0;
-    /* contiguous: rows of a padding segment are zero, like DeepGEMM's inputs */
     auto A = [&](int row, int kk) -> double { /* row: of the flat rows */
         return bf2f(a_mn ? ha[(size_t)kk * lda + row] : ha[(size_t)row * lda + kk]);
     };
