@@ -8,7 +8,7 @@
  *   nvcc -arch=sm_90a -O2 -o bf16_harness scratch/bf16_harness.cu -lcuda -lnvrtc -lpthread && ./bf16_harness
  *   (./bf16_harness KERNELS_DIR to take the headers elsewhere; "--quick" skips timing)
  *
- * Each case: fresh random bf16 inputs (normal), D poisoned with 0xFF bytes
+ * Each case: fresh random bf16 inputs (zero mean, unit variance), D poisoned with 0xFF bytes
  * (NaN) or holding C, the kernel, then against an fp64 reference of the same
  * bf16 inputs: diff = 1 - 2 sum(x y) / sum(x^2 + y^2) < 1e-5 over every
  * element that must be written (all rows for small shapes, 64 sampled rows of
@@ -78,8 +78,8 @@ static double urand() {
     rng_state ^= rng_state << 17;
     return (double)(rng_state >> 11) / 9007199254740992.0;
 }
-static float nrand() { /* approximately normal */
-    return (float)((urand() + urand() + urand() + urand() - 2.0) * 1.7320508);
+static float nrand() { /* zero mean, unit variance (triangular: cheap for 10^8 values) */
+    return (float)((urand() + urand() - 1.0) * 2.4494897);
 }
 
 /* ---- NVRTC --------------------------------------------------------------- */
@@ -317,7 +317,6 @@ static void run_case(const Case &c) {
         for (int i = a_mn ? c.m : K; i < lda; ++i) ha[(size_t)r * lda + i] = 0x7FC0;
     for (int r = 0; r < b_rows; ++r)
         for (int i = b_mn ? c.n : K; i < ldb; ++i) hb[(size_t)r * ldb + i] = 0x7FC0;
-    /* contiguous: rows of a padding segment are zero, like DeepGEMM's inputs */
     auto A = [&](int row, int kk) -> double { /* row: of the flat rows */
         return bf2f(a_mn ? ha[(size_t)kk * lda + row] : ha[(size_t)row * lda + kk]);
     };
@@ -609,7 +608,7 @@ int main(int argc, char **argv) {
         c.m = 200, c.n = 576, c.k = 448, c.groups = 6;
         cases.push_back(c);
         c.name = "masked-large";
-        c.m = 256, c.n = 7168, c.k = 2048, c.groups = 16, c.time_it = true;
+        c.m = 256, c.n = 7168, c.k = 2048, c.groups = 8, c.time_it = true;
         cases.push_back(c);
     }
     for (int withc = 0; withc < 2; ++withc) { /* k-grouped TT FP32 D (weight gradient) */

@@ -1,0 +1,110 @@
+/*
+ * test_bf16_plan.c -- the BF16 GEMM planner and JIT source writer
+ * (src/bf16_plan.c): every DeepSeek shape in every layout and kind gets a
+ * legal plan that fits shared memory; the legality rules; the source's
+ * macros. CPU only. (The kernels themselves are compiled offline by
+ * tools/bf16_compile_check.sh.)
+ */
+#include "bf16_plan.h"
+#include "qg_test.h"
+
+#include <stdlib.h>
+
+static qg_bf16_problem problem(int m, int n, int k, qg_bf16_layout l, qg_bf16_kind kind) {
+    qg_bf16_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.layout = l;
+    p.kind = kind;
+    p.num_groups = kind == QG_BF16_DENSE ? 1 : 8;
+    p.num_sms = 132;
+    p.smem_limit = 232448;
+    return p;
+}
+
+TEST(bf16_plan_every_deepseek_shape) {
+    static const int ms[] = {1, 64, 128, 4096};
+    static const int nk[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512},
+                                {7168, 16384}, {4096, 7168}, {7168, 2048}};
+    for (int l = 0; l < 4; ++l)
+        for (int kind = 0; kind <= 4; ++kind)
+            for (int f32 = 0; f32 < 2; ++f32)
+                for (size_t i = 0; i < 4; ++i)
+                    for (size_t j = 0; j < 6; ++j) {
+                        if (qg__bf16_a_mn_major((qg_bf16_layout)l) && kind != 0 && kind != 4) continue;
+                        qg_bf16_problem p = problem(ms[i], nk[j][0], nk[j][1], (qg_bf16_layout)l,
+                                                    (qg_bf16_kind)kind);
+                        p.d_f32 = f32 || kind == 4;
+                        qg_bf16_plan pl;
+                        CHECK(qg__bf16_select(&p, &pl) == 0, "no plan: layout %d kind %d %dx%dx%d", l,
+                              kind, p.m, p.n, p.k);
+                        CHECK(pl.smem_bytes <= p.smem_limit && pl.num_stages >= 3, "smem %d stages %d",
+                              pl.smem_bytes, pl.num_stages);
+                        CHECK(pl.smem_bytes ==
+                                  qg__bf16_smem_bytes(pl.block_m, pl.block_n, pl.num_stages, p.d_f32),
+                              "smem");
+                        CHECK(qg__bf16_legal(&p, pl.block_m, pl.block_n, pl.multicast, NULL), "legal");
+                        CHECK(128 * pl.producer_regs + 128 * pl.num_math_wgs * pl.math_regs <= 65536,
+                              "register split");
+                        CHECK(pl.grid % pl.cluster == 0 && pl.grid <= p.num_sms, "grid %d", pl.grid);
+                        /* MN-major operands load whole 64-wide atoms */
+                        if (qg__bf16_b_mn_major(p.layout)) CHECK(pl.block_n % 64 == 0, "bn %d", pl.block_n);
+                        /* decode shapes take 64-row tiles */
+                        if (p.kind == QG_BF16_DENSE && p.m <= 64) CHECK(pl.block_m == 64, "bm %d", pl.block_m);
+                    }
+    PASS();
+}
+
+TEST(bf16_plan_legality) {
+    qg_bf16_problem p = problem(4096, 4096, 7168, QG_BF16_NN, QG_BF16_DENSE);
+    const char *why = NULL;
+    CHECK(!qg__bf16_legal(&p, 128, 96, 0, &why) && why, "MN-major B, block_n 96");
+    CHECK(qg__bf16_legal(&p, 128, 192, 0, NULL), "MN-major B, block_n 192");
+    CHECK(!qg__bf16_legal(&p, 256, 256, 0, NULL), "256x256");
+    CHECK(!qg__bf16_legal(&p, 128, 192, 2, NULL), "B multicast, MN-major, 192 (not whole atom pairs)");
+    p.layout = QG_BF16_TN;
+    CHECK(!qg__bf16_legal(&p, 64, 128, 1, NULL), "A multicast, MN-major, block_m 64");
+    CHECK(qg__bf16_legal(&p, 128, 128, 1, NULL), "A multicast, MN-major, block_m 128");
+    p.kind = QG_BF16_CONTIGUOUS;
+    CHECK(!qg__bf16_legal(&p, 128, 128, 0, NULL), "MN-major A, contiguous");
+    p.layout = QG_BF16_NT;
+    CHECK(!qg__bf16_legal(&p, 256, 128, 0, NULL), "contiguous, block_m 256");
+    p.with_c = 1;
+    CHECK(!qg__bf16_legal(&p, 128, 128, 0, NULL), "contiguous with C");
+    p = problem(4096, 4096 + 128, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    CHECK(!qg__bf16_legal(&p, 128, 256, 1, NULL), "A multicast, odd n-block count");
+    p = problem(4096, 4096, 7168, QG_BF16_NT, QG_BF16_K_GROUPED);
+    CHECK(!qg__bf16_legal(&p, 128, 128, 1, NULL), "k-grouped multicast");
+    p = problem(4096, 4096, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    p.d_f32 = 1;
+    CHECK(!qg__bf16_legal(&p, 256, 128, 0, NULL), "FP32 D, block_m 256");
+    p = problem(4096, 4096, 7000, QG_BF16_NN, QG_BF16_MASKED);
+    CHECK(!qg__bf16_legal(&p, 128, 128, 0, NULL), "m-grouped MN-major B, K not a multiple of 64");
+    PASS();
+}
+
+TEST(bf16_plan_source) {
+    qg_bf16_problem p = problem(1, 576, 7168, QG_BF16_TN, QG_BF16_DENSE);
+    qg_bf16_plan pl;
+    CHECK(qg__bf16_select(&p, &pl) == 0, "plan");
+    char buf[16384];
+    const int n = qg__bf16_kernel_source(buf, sizeof buf, &p, &pl);
+    CHECK(n > 0 && (size_t)n == strlen(buf), "length %d", n);
+    CHECK(strstr(buf, "#define QG_A_MN_MAJOR 1\n") && strstr(buf, "#define QG_B_MN_MAJOR 0\n"), "majors");
+    CHECK(strstr(buf, "#define QG_A_BOX_ROWS 64\n"), "MN-major A: whole block_m");
+    CHECK(strstr(buf, "#include \"qg_bf16_gemm.cuh\"\n"), "include");
+    p.layout = QG_BF16_NT;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.a_box_rows == 8, "decode A box %d", pl.a_box_rows);
+    CHECK(qg__bf16_kernel_source(buf, sizeof buf, &p, &pl) > 0 && strstr(buf, "#define QG_A_BOX_ROWS 8\n"),
+          "short A box");
+    CHECK(qg__bf16_kernel_source(buf, 64, &p, &pl) < 0, "a short buffer is refused");
+    p = problem(4096, 7168, 2048, QG_BF16_TT, QG_BF16_K_GROUPED);
+    p.d_f32 = p.with_c = 1;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.multicast == 0, "k-grouped plan");
+    CHECK(qg__bf16_kernel_source(buf, sizeof buf, &p, &pl) > 0 && strstr(buf, "#define QG_KIND 4\n") &&
+              strstr(buf, "#define QG_WITH_C 1\n") && strstr(buf, "#define QG_NUM_GROUPS 1\n"),
+          "k-grouped source");
+    PASS();
+}
