@@ -92,6 +92,15 @@ typedef struct {
 qg_status qg__driver_load(const qg_driver **out);
 /* Turn a CUresult into a status + message "<what>: <driver's error string>". */
 qg_status qg__cuda_fail(CUresult r, const char *what);
+/* Whether kernels compiled by NVRTC nvrtc_major.nvrtc_minor load on a driver
+ * whose cuDriverGetVersion is driver_version (1000 * major + 10 * minor). By
+ * NVIDIA's minor version compatibility an NVRTC of CUDA X.y needs a driver of
+ * CUDA X.0 or newer: CUDA 13 (the pip nvidia-cuda-nvrtc) R580+, CUDA 12
+ * 525.60.13+. Pure: loads nothing, records no error.
+ * @return NULL when they load, else buf holding one sentence that names both
+ *         versions and the minimum driver (what to do), for a message. */
+const char *qg__driver_too_old(int driver_version, int nvrtc_major, int nvrtc_minor, char *buf,
+                               size_t len);
 
 /* ---- NVRTC, loaded at run time (src/nvrtc.c) -------------------------------
  * Types come from <nvrtc.h> (header only: libqgemm does not link libnvrtc). */
