@@ -242,5 +242,18 @@ qg_status qg__cuda_fail(CUresult r, const char *what) {
                                             : QG_ERROR_CUDA;
     char text[256];
     describe(r, text, sizeof text);
-    return qg__fail(status, "%s: %s (CUresult %d)", what ? what : "CUDA call", text, (int)r);
+    /* A kernel image the driver cannot read: often NVRTC newer than the
+     * driver (the pip NVRTC of CUDA 13 on an R5xx driver); say so, with the
+     * minimum driver. */
+    char hint[512] = "";
+    int driver_version = 0, nvrtc_major, nvrtc_minor;
+    if ((r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+         r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) &&
+        qg__nvrtc_version_if_loaded(&nvrtc_major, &nvrtc_minor)) {
+        pthread_once(&load_once, load_and_remember);
+        if (load_status == QG_SUCCESS && driver.cuDriverGetVersion(&driver_version) == CUDA_SUCCESS)
+            qg__driver_too_old(driver_version, nvrtc_major, nvrtc_minor, hint, sizeof hint);
+    }
+    return qg__fail(status, "%s: %s (CUresult %d)%s%s", what ? what : "CUDA call", text, (int)r,
+                    hint[0] ? "; " : "", hint);
 }
