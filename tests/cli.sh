@@ -65,6 +65,7 @@ done
 expect_out 0 "usage: qgemm check [options]" check --help
 expect_out 0 "--quick" check --help
 expect_out 0 "!--runs" check --help
+expect_out 0 "--progress" check --help
 expect_out 0 "!--quick" compile -h
 expect_out 0 "--progress" help compile
 expect_out 0 "!--prune" bench --help
@@ -95,6 +96,7 @@ expect 2 "cache: --prune takes no value, got '--prune=1'" cache --prune=1
 # CUDA_VISIBLE_DEVICES= hides any GPU, so this holds on a GPU machine too.
 CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --quick
 CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --json --seed=5
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --quick --progress
 CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --shape 128x128x128
 lines=$(CUDA_VISIBLE_DEVICES= "$qgemm" check --quick 2>&1 >/dev/null | wc -l)
 if [ "$lines" = 1 ]; then passed=$((passed + 1)); else
@@ -189,6 +191,9 @@ expect_out 0 "--kind KIND" compile --help
 # With a GPU (the device machine), check --json's document too.
 if "$qgemm" info --json 2>/dev/null | grep -q '"device": {'; then
     json_ok "check" cases check --quick --json --seed 1
+    err=$("$qgemm" check --quick --seed 1 --progress 2>&1 >/dev/null)
+    if grep -qE '^qgemm check: \[1/[0-9]+\] [0-9.]+ s elapsed, ' <<< "$err"; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); printf '[ FAIL ] qgemm check --progress: stderr: %s\n' "$err"; fi
     json_ok "bench --host" c_api_us bench --host-calls 100 --shape 128x256x512 --json --seed 1
     json_ok "bench --host masked" c_api_p90_us bench --host-calls 100 --shape 1x256x512 \
         --grouped-masked 2,64,20 --json --seed 1

@@ -4,7 +4,7 @@
  *
  *   qgemm bench    [options]   qgemm vs cuBLASLt timings; --host: the C
  *                              API's CPU cost per call (bench.c)
- *   qgemm check    [--quick] [--seed N] [--json]          (cmd_check.c)
+ *   qgemm check    [--quick] [--seed N] [--json] [--progress] (cmd_check.c)
  *   qgemm compile  [--shape MxNxK]... [--grouped-contiguous G]
  *                  [--grouped-masked G,M_max] [--config bm,bn,st,mc]
  *                  [--kind K [--groups G] [--accumulate]]...
@@ -67,7 +67,9 @@ static const struct {
     {"check", "correctness sweep against an exact fp64 reference (exit 1 on failure)",
      "  --quick         6 small cases (for compute-sanitizer)\n"
      "  --seed N        input seed (default: from the clock, printed)\n"
-     "  --json          one JSON document on stdout instead of the lines\n"},
+     "  --json          one JSON document on stdout instead of the lines\n"
+     "  --progress      a progress line per case before it runs (count / total,\n"
+     "                  elapsed, the case) on stderr\n"},
     {"compile", "warm the on-disk kernel cache (works without a GPU)",
      "  --shape MxNxK   (repeatable; default: the 18 DeepSeek-V3 shapes)\n"
      "  --grouped-contiguous G    contiguous grouped kernels (M = total rows)\n"
