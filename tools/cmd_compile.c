@@ -285,7 +285,7 @@ int cli_compile(int argc, char **argv) {
     /* --kind: each kind for each --shape, M, N, K as qg_problem (and Python's
      * compile) read them: contiguous and psum M = total rows, masked M =
      * M_max, k_grouped K = the sum of the groups' K; G from --groups (default
-     * 1, as Python's). Without --shape: dense the DeepSeek shapes, the
+     * 1, as Python's; expected_m 0 = M, as its default). Without --shape: dense the DeepSeek shapes, the
      * contiguous-row kinds the bench's (N, K) pairs at 32768 rows, masked
      * those pairs at M_max 256 (wgrad and k_grouped want --shape, above). */
     for (int kind = 0; kind < NUM_KINDS; kind++) {
@@ -302,7 +302,6 @@ int cli_compile(int argc, char **argv) {
                 q.m = kind == QG_GEMM_GROUPED_MASKED ? 256 : GROUPED_TOTAL_ROWS;
                 q.n = cli_grouped_nk[i][0], q.k = cli_grouped_nk[i][1];
             }
-            if (kind == QG_GEMM_GROUPED_MASKED) q.expected_m = q.m;
             if (kind == QG_GEMM_WGRAD || kind == QG_GEMM_K_GROUPED) q.accumulate = accumulate;
             problems[total++] = q;
         }
