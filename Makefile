@@ -133,13 +133,26 @@ $(BUILD):
 # the Python tests, `make package-test` only tests/package.sh.
 # The project's own test run builds with -Werror (WERROR=0 turns it off).
 test sanitize: WERROR ?= 1
-test: docs-check all examples
+test: docs-check all examples house-check
 	$(BUILD)/qgemm_tests
 	bash tests/cli.sh $(BUILD)
 	bash tests/install.sh
 	bash tests/package.sh $(BUILD)
 	examples/gemm --check-offline
 	bash tests/python/run.sh $(BUILD)
+
+# The house's rules that a build can check (docs/DESIGN.md §2): no two C units
+# of the library, the testkit or the CLI call each other (tools/unit_graph.py
+# reads the objects' symbols with nm; tests/python/run.sh checks the Python
+# extension's units the same way), and no experiment patch under bench/
+# (they live in git history: bench/HISTORY.md).
+.PHONY: house-check
+house-check: all
+	$(PYTHON) tools/unit_graph.py $(addprefix lib=,$(LIB_OBJ)) \
+	    $(addprefix testkit=,$(TK_OBJ)) $(addprefix cli=,$(TOOL_SRC:%.c=$(BUILD)/%.o))
+	@patches="$$(find bench -name '*.patch')"; if [ -n "$$patches" ]; then \
+	    echo "experiment patches under bench/ (they belong in git history, bench/HISTORY.md):"; \
+	    echo "$$patches"; exit 1; else echo "ok: no *.patch under bench/"; fi
 
 # The C example, examples/gemm.c, built by examples/Makefile against build/libqgemm.a.
 .PHONY: examples

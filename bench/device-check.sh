@@ -40,7 +40,7 @@
 #               without it the rows say "DeepGEMM: not installed")
 #     hostprobe bench/host_probe.c: CPU cost of each driver call of the launch
 #               path, then build/qgemm bench --host on DeepGEMM's host shapes -> $OUT/host.log
-#     suite     bench/deepgemm_suite.py: DeepGEMM's own SM90 FP8 tests with
+#     suite     bench/deepgemm_suite.py: DeepGEMM's own SM90 tests (every file) with
 #               deep_gemm resolving to qgemm     -> $OUT/deepgemm-suite.json, suite.log
 #               (needs DeepGEMM's source in .peers/DeepGEMM, not its build)
 # Default steps: build tests memcheck racecheck synccheck check python examples

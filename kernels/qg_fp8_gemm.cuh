@@ -544,7 +544,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
     uint16_t *smem_d = (uint16_t *)smem;
-    float *smem_red = (float *)(smem + QG_SMEM_D);
+    [[maybe_unused]] float *smem_red = (float *)(smem + QG_SMEM_D);
     unsigned char *smem_a = smem + QG_SMEM_D + QG_SMEM_RED;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
@@ -553,7 +553,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     uint64_t *empty = full + QG_NUM_STAGES;
     uint64_t *sfb_full = empty + QG_NUM_STAGES, *sfb_empty = sfb_full + 2; /* per SFB buffer */
     uint64_t *red_full = sfb_empty + 2; /* split-K only */
-    uint64_t *red_empty = red_full + 1;
+    [[maybe_unused]] uint64_t *red_empty = red_full + 1;
     /* The tile of each SFB buffer (qg_tile_pack), 16-byte aligned: every
      * region above is a multiple of 16 bytes. */
     const uint32_t tile_slots =
@@ -783,7 +783,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * an m64 tile past the last row are not issued. */
             auto k_loop = [&](auto n_off_const, auto active_const) {
             constexpr int tile_n_off = decltype(n_off_const)::value;
-            constexpr int active_tiles = decltype(active_const)::value;
+            [[maybe_unused]] constexpr int active_tiles = decltype(active_const)::value;
             /* Wait for stage s (K block kb) and read its scales. */
             auto wait_stage = [&](qg_scales &sc, int kb) {
                 qg_mbarrier_wait(&full[s], phase);

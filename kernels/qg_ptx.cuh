@@ -365,4 +365,30 @@ QG_DEVICE void qg_stmatrix_x4(void *dst, uint32_t r0, uint32_t r1, uint32_t r2, 
                  ::"r"(qg_smem_addr(dst)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
+/* ---- BF16 wgmma (9.7.15, added for qg_bf16_gemm.cuh) ----------------------
+ * D(64 x QG_WGMMA_N, f32) += A(64 x 16, bf16) * B(QG_WGMMA_N x 16, bf16)^T,
+ * both from shared memory; the same operand macros as the e4m3 form. 16-bit
+ * operands may be MN-major in shared memory: imm-trans-a / imm-trans-b
+ * (QG_WGMMA_TRANS_A / _B, 0 = K-major, 1 = MN-major; PTX ISA
+ * "wgmma.mma_async", and "Shared memory matrix layout" for the MN-major
+ * canonical layouts). Compiled only where the including kernel defines the
+ * transpose immediates, so other kernels' PTX is unchanged. */
+#if defined(QG_WGMMA_TRANS_A) && defined(QG_WGMMA_TRANS_B)
+QG_DEVICE void qg_wgmma_m64k16_bf16(float (&d)[QG_WGMMA_N / 2], uint32_t desc_a_lo,
+                                    uint32_t desc_b_lo, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%" QG_STR(QG_WGMMA_OP_DESC_A) ", %" QG_STR(QG_WGMMA_OP_DESC_HI) "};\n"
+                 "mov.b64 desc_b, {%" QG_STR(QG_WGMMA_OP_DESC_B) ", %" QG_STR(QG_WGMMA_OP_DESC_HI) "};\n"
+                 "setp.ne.b32 accumulate, %" QG_STR(QG_WGMMA_OP_SCALE_D) ", 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n" QG_STR(QG_WGMMA_N) "k16.f32.bf16.bf16 "
+                 QG_WGMMA_ACC_LIST ", desc_a, desc_b, accumulate, 1, 1, "
+                 QG_STR(QG_WGMMA_TRANS_A) ", " QG_STR(QG_WGMMA_TRANS_B) ";\n"
+                 "}\n"
+                 : QG_WGMMA_ACC_ARGS(d)
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(scale_d), "r"(QG_WGMMA_DESC_SW128_HI));
+}
+#endif
+
 #endif /* QG_PTX_CUH */

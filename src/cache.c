@@ -11,7 +11,7 @@
  *    sees a whole file or none; every read re-checks magic, lengths, key,
  *    the SHA-256 of the body and that the cubin is a whole ELF image
  *    (qg__cubin_check), and a bad file is deleted, never loaded; an entry
- *    the driver refuses anyway is removed by qg__cache_remove (src/gemm.c
+ *    the driver refuses anyway is removed by qg__cache_remove (src/launch.c
  *    recompiles it);
  *  - a file is trusted only if it is a regular file owned by the user and
  *    writable by no one else (opened O_NONBLOCK | O_NOFOLLOW, so a FIFO or a
@@ -35,6 +35,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,37 @@ static int write_all(int fd, const void *data, size_t len) {
     return 0;
 }
 
+/*
+ * write_all with SIGXFSZ held off (issue 53): under a file-size limit
+ * (RLIMIT_FSIZE, `ulimit -f`) a write past it raises SIGXFSZ, whose default
+ * action kills the process, and the cache is best effort. The signal is
+ * blocked in the calling thread only (pthread_sigmask: other threads and the
+ * process's disposition are untouched), the write then fails with EFBIG, the
+ * SIGXFSZ it raised is consumed (sigtimedwait, zero timeout) before the mask
+ * is restored, unless one was pending already (not ours to take).
+ * @return 0, or -1 with errno set (EFBIG: the limit).
+ */
+static int write_all_guarded(int fd, const void *data, size_t len) {
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    const bool masked = pthread_sigmask(SIG_BLOCK, &xfsz, &old) == 0;
+    const bool was_pending =
+        masked && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+    int r = write_all(fd, data, len);
+    const int saved = errno;
+    if (masked) {
+        if (r != 0 && saved == EFBIG && !was_pending) {
+            const struct timespec zero = {0, 0};
+            while (sigtimedwait(&xfsz, NULL, &zero) < 0 && errno == EINTR) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    errno = saved;
+    return r;
+}
+
 void qg__cache_dump(const char *dir, const char *key, const char *ext, const char *text) {
     char path[QG_PATH_MAX];
     if (make_dirs(dir) != 0 ||
@@ -97,10 +130,27 @@ void qg__cache_dump(const char *dir, const char *key, const char *ext, const cha
         qg__jit_debug("cannot dump %s%s into %s: %s", key, ext, dir, strerror(errno));
         return;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write_all(fd, text, strlen(text)) != 0)
+    /* O_NONBLOCK: opening a FIFO for writing would wait for a reader, and the
+     * dump runs while the key's memory entry is pending (every thread asking
+     * for the kernel waits on it; issue 53). Only a regular file is written:
+     * truncated after the check, not by open. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        qg__jit_debug("QGEMM_JIT_DUMP: %s skipped: %s", path,
+                      errno == ENXIO ? "not a regular file (a FIFO with no reader)"
+                                     : strerror(errno));
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        qg__jit_debug("QGEMM_JIT_DUMP: %s skipped: fstat: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        qg__jit_debug("QGEMM_JIT_DUMP: %s skipped: not a regular file (mode %o)", path,
+                      (unsigned)st.st_mode);
+    } else if (ftruncate(fd, 0) != 0 || write_all_guarded(fd, text, strlen(text)) != 0) {
         qg__jit_debug("cannot write %s: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
+    }
+    close(fd);
 }
 
 /* Hash one tagged, length-prefixed field. */
@@ -183,6 +233,26 @@ static void set_ptx_flags(qg_kernel_info *out, uint32_t f) {
     out->ptx_has_multicast = f >> 5 & 1;
 }
 
+const char *qg__cache_dir_unsafe(const char *dir, char *why, size_t len) {
+    struct stat st;
+    if (!dir || !why || !len) return NULL;
+    if (stat(dir, &st) != 0) {
+        snprintf(why, len, "cannot stat it: %s", strerror(errno));
+        return why;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, len, "owned by uid %ld, not by this user (uid %ld), mode %o", (long)st.st_uid,
+                 (long)geteuid(), (unsigned)(st.st_mode & 07777));
+        return why;
+    }
+    if (st.st_mode & S_IWOTH) {
+        snprintf(why, len, "writable by others (mode %o%s)", (unsigned)(st.st_mode & 07777),
+                 st.st_mode & S_ISVTX ? ", sticky: they can still create entries" : "");
+        return why;
+    }
+    return NULL;
+}
+
 const char *qg__cache_open_dir(char buf[QG_PATH_MAX]) {
     if (!qg__cache_dir(buf, QG_PATH_MAX)) {
         qg__jit_debug("disk cache disabled: none of QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME is set (or the path is too long)");
@@ -190,6 +260,28 @@ const char *qg__cache_open_dir(char buf[QG_PATH_MAX]) {
     }
     if (make_dirs(buf) != 0) {
         qg__jit_debug("disk cache disabled: cannot create %s: %s", buf, strerror(errno));
+        return NULL;
+    }
+    /* A directory another user can create files in lets them plant entries
+     * under predictable keys: refused as foreign, never replaceable in a
+     * sticky directory, so that kernel would compile at every process start
+     * (issue 53). Such a directory is not used; QGEMM_JIT_DEBUG says so once
+     * per directory, `qgemm info` always. */
+    char why[160];
+    if (qg__cache_dir_unsafe(buf, why, sizeof why)) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static char said[QG_PATH_MAX];
+        if (qg__env_flag("QGEMM_JIT_DEBUG")) {
+            pthread_mutex_lock(&lock);
+            const bool first = strcmp(said, buf) != 0;
+            if (first) snprintf(said, sizeof said, "%s", buf);
+            pthread_mutex_unlock(&lock);
+            if (first)
+                qg__jit_debug("disk cache disabled: %s is %s: another user could plant or deny "
+                              "its entries; kernels are cached in memory only (set "
+                              "QGEMM_CACHE_DIR to a directory only you can write)", buf, why);
+        }
+        buf[0] = '\0';
         return NULL;
     }
     return buf;
@@ -353,7 +445,9 @@ void qg__cache_write(const char *dir, const char *key, const qg_jit_build *b) {
     if (fd < 0) {
         qg__jit_debug("disk cache: cannot create a temporary file in %s: %s", dir, strerror(errno));
     } else {
-        int failed = write_all(fd, f, size) != 0;
+        /* Under a file-size limit the write fails with EFBIG (SIGXFSZ held
+         * off): the temporary is removed below, as after any failed write. */
+        int failed = write_all_guarded(fd, f, size) != 0;
         failed |= close(fd) != 0;
         if (failed || rename(tmp, path) != 0) {
             qg__jit_debug("disk cache: cannot write %s: %s", path, strerror(errno));

@@ -3,10 +3,10 @@
  *
  * A context holds the device's properties, the retained primary CUDA context
  * (shared with the CUDA runtime and PyTorch), the JIT cache and the launch
- * cache (src/gemm.c). An offline context has properties but no device: it
+ * cache (src/launch.c). An offline context has properties but no device: it
  * compiles and selects configurations, and refuses to launch.
  */
-#include "internal.h"
+#include "launch.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -92,7 +92,7 @@ bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *fr
  * written, not that what was written is a whole image (a forged entry with
  * a recomputed hash, a truncated cubin), and a truncated image must not be
  * the driver's problem. What the sections hold is not checked: the driver
- * refuses a well-formed image it cannot load (src/gemm.c then recompiles). */
+ * refuses a well-formed image it cannot load (src/launch.c then recompiles). */
 #define ELF_MACHINE_CUDA 190
 #define SHT_NOBITS 8
 

@@ -32,7 +32,11 @@
  * The NVRTC variables are read once, at the first compile of the process (NVRTC
  * is loaded once); the others at every call.
  *
- * A flag is on when set, non-empty and not "0". docs/DESIGN.md §9 copies this
+ * A flag (QGEMM_JIT_DEBUG, QGEMM_PRINT_CONFIG) reads the usual words, in any
+ * case: 1, true, on, yes turn it on; 0, false, off, no (or empty, or unset)
+ * leave it off; any other value is refused: off, and named once on stderr
+ * (the user set a debug switch, so a line there is what they asked for;
+ * issue 53: "false" used to turn debugging on). docs/DESIGN.md §9 copies this
  * table; qg__env_knobs below is the same table for code, and the readers
  * below answer only for names in it (another reads as unset), so a variable
  * cannot be read without being listed here.
@@ -43,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_CACHE_DIR", "directory of the on-disk kernel cache",
@@ -51,10 +56,11 @@ const qg_env_knob qg__env_knobs[] = {
      "0: none)", "1024"},
     {"XDG_CACHE_HOME", "an absolute path: the default of QGEMM_CACHE_DIR is under it", "(unset)"},
     {"HOME", "without XDG_CACHE_HOME, gives the default of QGEMM_CACHE_DIR", "(the system's)"},
-    {"QGEMM_JIT_DEBUG", "1: print compiles and cache hits to stderr, compile with -lineinfo",
-     "off"},
+    {"QGEMM_JIT_DEBUG", "1/true/on/yes: print compiles and cache hits to stderr, compile with "
+     "-lineinfo (0/false/off/no: off; other values refused)", "off"},
     {"QGEMM_JIT_DUMP", "a directory: write <key>.cu and <key>.ptx of each compile", "off"},
-    {"QGEMM_PRINT_CONFIG", "1: print each chosen configuration to stderr", "off"},
+    {"QGEMM_PRINT_CONFIG", "1/true/on/yes: print each chosen configuration to stderr "
+     "(0/false/off/no: off; other values refused)", "off"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",
@@ -70,9 +76,36 @@ const char *qg__env_string(const char *name) {
     return v && v[0] ? v : NULL;
 }
 
+/* 1 for an "on" word, 0 for an "off" word, -1 for anything else. */
+static int flag_word(const char *v) {
+    static const char *const on[] = {"1", "true", "on", "yes"};
+    static const char *const off[] = {"0", "false", "off", "no"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(v, on[i]) == 0) return 1;
+        if (strcasecmp(v, off[i]) == 0) return 0;
+    }
+    return -1;
+}
+
 bool qg__env_flag(const char *name) {
     const char *v = qg__env_string(name);
-    return v && strcmp(v, "0") != 0;
+    if (!v) return false;
+    const int w = flag_word(v);
+    if (w >= 0) return w == 1;
+    /* Refused: off, said once per variable and value (read at every call). */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char said[16][128];
+    int i = 0;
+    while (i < qg__num_env_knobs && strcmp(qg__env_knobs[i].name, name) != 0) ++i;
+    if (i >= 16) return false;
+    pthread_mutex_lock(&lock);
+    const bool first = strncmp(said[i], v, sizeof said[i] - 1) != 0;
+    if (first) snprintf(said[i], sizeof said[i], "%s", v);
+    pthread_mutex_unlock(&lock);
+    if (first)
+        fprintf(stderr, "qgemm: %s='%.64s%s' is not a switch (1/0, true/false, on/off, yes/no, in "
+                "any case): read as off\n", name, v, strlen(v) > 64 ? "..." : "");
+    return false;
 }
 
 bool qg__cache_dir(char *buf, size_t len) {

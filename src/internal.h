@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Errors, the driver table and the testkit's seam (src/seam.h). */
 #include "seam.h"
@@ -90,7 +91,7 @@ bool qg__cubin_resources(const void *cubin, size_t size, int *registers, int *fr
  * and segment inside its `size` bytes; src/cubin.c), else why not. */
 const char *qg__cubin_check(const void *cubin, size_t size);
 
-/* ---- configuration (src/config.c) --------------------------------------- */
+/* ---- the FP8 family's configuration (src/fp8_config.c) --------------------------------------- */
 
 /* Derived compile-time constants of one kernel variant. */
 typedef struct {
@@ -150,11 +151,10 @@ size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb
 
 /* ---- context (src/context.c) -------------------------------------------- */
 
+/* The launch cache's entries and modules (src/launch.c; launch.h has its
+ * interface, which context.c calls to tear the cache down). */
 typedef struct qg_launch_entry qg_launch_entry;
 typedef struct qg_module qg_module;
-
-/* Unload every module of the launch cache (src/gemm.c); ctx current. */
-void qg__launch_cache_destroy(qg_context *ctx);
 
 struct qg_context {
     int device;             /* -1 for offline */
@@ -167,8 +167,33 @@ struct qg_context {
     const qg_driver *drv;
     qg_jit_cache *jit;
     pthread_mutex_t lock;   /* guards num_sms, pdl and the launch cache */
-    qg_launch_entry *launches[256]; /* hash buckets: problem + forced config -> kernel */
+    qg_launch_entry *launches[256]; /* hash buckets: (family, key) -> kernel (src/launch.c) */
     qg_module *modules;     /* loaded modules, by JIT key */
 };
+
+/* ---- output vs inputs (src/overlap.c, issue 53) ------------------------- */
+
+/* Bytes [begin, end) of one named argument (empty when begin == end). */
+typedef struct {
+    const char *name;   /* the argument, as messages name it: "d", "a", "sfa", ... */
+    uintptr_t begin, end;
+} qg_byte_range;
+/* The extent of a strided matrix at ptr: rows x cols elements of elem_bytes,
+ * rows ld elements apart, i.e. ((rows - 1) * ld + cols) * elem_bytes bytes
+ * (saturated); empty for a NULL ptr or no rows or columns. */
+qg_byte_range qg__matrix_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
+                               uint64_t ld, uint64_t elem_bytes);
+/* QG_ERROR_INVALID_ARGUMENT, naming both arguments and `fn`, when the output
+ * range `out` overlaps any of inputs[0..num_inputs); empty ranges overlap
+ * nothing, and inputs may overlap each other. @return QG_SUCCESS otherwise. */
+qg_status qg__check_no_overlap(const char *fn, const qg_byte_range *out,
+                               const qg_byte_range *inputs, int num_inputs);
+/* The same for a GEMM call's arguments, by qgemm.h's layout of each kind: D's
+ * extent (bf16, or FP32 for the weight-gradient kinds; G x M rows when
+ * masked or k-grouped) against A, B, SFA, SFB, m_indices / masked_m /
+ * group_ends, and a C that is not D. Call it after the shape and stride
+ * checks (it trusts m, n, k, num_groups and the lds). M = 0 writes nothing
+ * and passes. */
+qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *args);
 
 #endif /* QG_INTERNAL_H */

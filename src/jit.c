@@ -13,14 +13,16 @@
  *    (one compile per key, however many threads); a failed compile drops the
  *    entry so a waiter retries and gets its own error message;
  *  - an entry read from the disk cache whose cubin the driver then refuses
- *    (qg__jit_discard, called by src/gemm.c) leaves the memory cache and its
+ *    (qg__jit_discard, called by src/launch.c) leaves the memory cache and its
  *    file the disk, so the next lookup compiles; the entry itself is kept,
  *    retired, until the cache dies, because callers may still hold its cubin;
  *  - environment variables (src/env.c: QGEMM_CACHE_DIR, XDG_CACHE_HOME, HOME,
  *    QGEMM_JIT_DEBUG, QGEMM_JIT_DUMP) are read at every call; QGEMM_JIT_DEBUG
  *    also adds -lineinfo, so debug builds have keys (and cubins) of their own;
  *  - QGEMM_JIT_DUMP=dir writes <key>.cu whenever the memory cache misses and
- *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both);
+ *    <key>.ptx whenever NVRTC runs (an empty cache dir forces both); the dump
+ *    runs while the key's entry is pending, so it never waits: a FIFO or any
+ *    non-regular file of that name is skipped (qg__cache_dump, issue 53);
  *  - NVRTC is reached only through the table of src/nvrtc.c (dlopen'ed at the
  *    first compile, never linked); without it every compile fails with
  *    QG_ERROR_COMPILE naming the paths tried.
@@ -29,6 +31,7 @@
 #include "cache.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,6 +235,45 @@ static qg_status nvrtc_fail(const qg_nvrtc *nv, nvrtcResult r, const char *what,
                     "%s failed for kernel %s: %s", what, key, nv->nvrtcGetErrorString(r));
 }
 
+/* Compiler warnings in this process's NVRTC logs (the seam's
+ * qg__jit_warnings): the house's kernels compile without any, and the CI
+ * compile sweeps assert that a new one fails them. Not an error for a user:
+ * a newer compiler may warn where this one does not. */
+static atomic_uint warning_count;
+static pthread_mutex_t warning_lock = PTHREAD_MUTEX_INITIALIZER;
+static char first_warning[512];
+
+static const char *find_warning(const char *log) {
+    static const char *const marks[] = {"warning #", "warning :", "warning:"};
+    const char *first = NULL;
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; ++i) {
+        const char *w = strstr(log, marks[i]);
+        if (w && (!first || w < first)) first = w;
+    }
+    return first;
+}
+
+static void note_warnings(const char *key, const char *log) {
+    const char *w = find_warning(log);
+    if (!w) return;
+    const char *line = w;
+    while (line > log && line[-1] != '\n') --line;
+    const char *end = strchr(w, '\n');
+    const int len = (int)(end ? end - line : (ptrdiff_t)strlen(line));
+    pthread_mutex_lock(&warning_lock);
+    if (atomic_fetch_add(&warning_count, 1) == 0)
+        snprintf(first_warning, sizeof first_warning, "kernel %.16s: %.*s", key, len, line);
+    pthread_mutex_unlock(&warning_lock);
+}
+
+unsigned qg__jit_warnings(char *first, size_t len) {
+    pthread_mutex_lock(&warning_lock);
+    const unsigned n = atomic_load(&warning_count);
+    if (first && len) snprintf(first, len, "%s", n ? first_warning : "");
+    pthread_mutex_unlock(&warning_lock);
+    return n;
+}
+
 /* Compile `source` with NVRTC: cubin, report, register/spill counts, PTX flags.
  * On success *ptx_out holds the PTX (caller frees) for QGEMM_JIT_DUMP. */
 static qg_status compile(const char *source, const char *key, const char *const *opts,
@@ -297,6 +339,7 @@ static qg_status compile(const char *source, const char *key, const char *const 
         st = qg__fail(QG_ERROR_COMPILE, "NVRTC produced an empty cubin for kernel %s", key);
         goto done;
     }
+    note_warnings(key, b->report);
     b->reported = parse_report(b->report, &b->info);
     if (!b->reported) {
         /* No ptxas report in the log (ptxas did not run: the compile was

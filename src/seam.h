@@ -135,6 +135,13 @@ const char *qg__nvrtc_path(void);
  * loaded here). @return false, *major = *minor = 0, when it has not. */
 bool qg__nvrtc_version_if_loaded(int *major, int *minor);
 
+/* ---- compiler warnings (src/jit.c) ---------------------------------------- */
+
+/* How many NVRTC compiles of this process logged a warning; `first` (may be
+ * NULL) receives the first one's line, prefixed with its kernel's key. The
+ * CI compile sweeps assert 0 (the kernels compile without warnings). */
+unsigned qg__jit_warnings(char *first, size_t len);
+
 /* ---- a context's CUDA side (src/context.c) -------------------------------- */
 
 /* The driver table, primary context and device of a device context.
@@ -154,6 +161,13 @@ qg_status qg__context_compile_source(qg_context *ctx, const char *source, const 
  * $HOME/.cache/qgemm. @return false (buf "") when none is set or the path
  * does not fit. */
 bool qg__cache_dir(char *buf, size_t len);
+
+/* Why the disk cache's directory `dir` is not used (src/cache.c), written
+ * into why: owned by another user, or writable by others (sticky or not),
+ * so that another user could plant entries under its predictable keys
+ * (issue 53); the library then caches in memory only.
+ * @return why, or NULL when the directory is safe to use. */
+const char *qg__cache_dir_unsafe(const char *dir, char *why, size_t len);
 
 /* ---- the disk cache's size (src/cache.c) ----------------------------------- */
 
@@ -177,7 +191,7 @@ uint64_t qg__cache_limit_bytes_valid(bool *valid);
 qg_status qg__cache_prune(const char *dir, uint64_t max_bytes, qg_cache_usage *removed,
                           qg_cache_usage *kept);
 
-/* ---- fault injection (src/gemm.c) ------------------------------------------ */
+/* ---- fault injection (src/fp8_gemm.c) ------------------------------------------ */
 
 /* From now on, compiling a GEMM kernel whose tile is block_m x block_n fails
  * with QG_ERROR_COMPILE, as the JIT refuses a kernel that spills (0, 0: no

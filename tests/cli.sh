@@ -83,10 +83,10 @@ expect 2 "check: unknown or incomplete option '--fast' (see qgemm check --help)"
 expect 2 "unknown command 'nonsense' (see qgemm --help)" nonsense
 
 # --option=value is --option value, for every command; a flag takes no value.
-expect 2 "check: --seed wants a non-negative integer, got '-1'" check --seed=-1
+expect 2 "check: --seed wants an integer in [0, 2147483647], got '-1'" check --seed=-1
 expect 2 "compile: --shape wants MxNxK, got '1x2'" compile --shape=1x2
 expect 2 "compile: --shape wants MxNxK, got ''" compile --shape=
-expect 2 "bench: --runs wants an integer >= 20, got '3'" bench --runs=3
+expect 2 "bench: --runs wants an integer in [20, 100000], got '3'" bench --runs=3
 expect 2 "bench: --flush wants clean or write, got 'dirty'" bench --flush=dirty
 expect 2 "check: --quick takes no value, got '--quick=1'" check --quick=1
 expect 2 "info: --json takes no value, got '--json=yes'" info --json=yes
@@ -101,6 +101,26 @@ CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --shape 128x128x128
 lines=$(CUDA_VISIBLE_DEVICES= "$qgemm" check --quick 2>&1 >/dev/null | wc -l)
 if [ "$lines" = 1 ]; then passed=$((passed + 1)); else
     failed=$((failed + 1)); echo "[ FAIL ] qgemm check without a GPU: $lines lines on stderr (want 1)"; fi
+# ... and with --json, one JSON document on stdout saying why (issue 53: stdout was empty).
+# json_no_gpu ARGS... -- exit 3, a JSON document with "device_error", one line on stderr.
+json_no_gpu() {
+    local out err rc
+    out=$(CUDA_VISIBLE_DEVICES= "$qgemm" "$@" 2>/dev/null)
+    rc=$?
+    err=$(CUDA_VISIBLE_DEVICES= "$qgemm" "$@" 2>&1 >/dev/null | wc -l)
+    if [ "$rc" = 3 ] && [ "$err" = 1 ] && python3 -m json.tool <<< "$out" >/dev/null 2>&1 &&
+        grep -qF '"device_error"' <<< "$out" && grep -qF '"exit_status": 3' <<< "$out"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        printf '[ FAIL ] qgemm %s without a GPU: exit %s (want 3), %s stderr lines, stdout: %s\n' \
+            "$*" "$rc" "$err" "$out"
+    fi
+}
+json_no_gpu check --json --quick
+json_no_gpu bench --json --shape 128x128x128
+json_no_gpu bench --host --json --shape 128x128x128
+CUDA_VISIBLE_DEVICES= expect_out 3 "!{" check --quick   # without --json, nothing on stdout
 # Usage errors are still found first, with exit 2, GPU or not.
 CUDA_VISIBLE_DEVICES= expect 2 "check: --seed wants" check --seed x
 
@@ -120,6 +140,15 @@ json_ok() {
 json_ok "info" device info --json
 CUDA_VISIBLE_DEVICES= json_ok "info" device_error info --json
 QGEMM_CACHE_DIR='/tmp/a "quoted"\dir' json_ok "info" cache_dir info --json
+# A cache directory others can write is not used (issue 53): info says so and why.
+shared_dir="$(mktemp -d /tmp/qgemm-cli-shared.XXXXXX)"
+chmod 1777 "$shared_dir"
+QGEMM_CACHE_DIR="$shared_dir" json_ok "info" cache_dir_error info --json
+QGEMM_CACHE_DIR="$shared_dir" expect_out 0 "not used: writable by others (mode 1777" info
+QGEMM_CACHE_DIR="$shared_dir" expect_out 0 "not used: writable by others (mode 1777" cache
+private_dir="$(mktemp -d /tmp/qgemm-cli-private.XXXXXX)"
+QGEMM_CACHE_DIR="$private_dir" expect_out 0 "!not used" info
+rm -rf "$shared_dir" "$private_dir"
 
 json_cache="$(mktemp -d /tmp/qgemm-cli-json.XXXXXX)"
 QGEMM_CACHE_DIR="$json_cache" json_ok "compile" kernels compile --offline --shape=128x256x512 \
@@ -216,12 +245,17 @@ expect 2 "compile: --grouped-masked given twice ('2,256', then '4,128')" compile
     --grouped-masked 2,256 --grouped-masked 4,128
 expect 2 "compile: --grouped-contiguous given twice ('2', then '2')" compile \
     --grouped-contiguous 2 --grouped-contiguous=2
-expect 2 "check: --seed wants a non-negative integer, got '-1'" check --seed -1
+expect 2 "check: --seed wants an integer in [0, 2147483647], got '-1'" check --seed -1
 expect 2 "check: unknown or incomplete option '--fast'" check --fast
 expect 2 "compile: --shape wants MxNxK, got '1x2'" compile --shape 1x2
 expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked 3
-expect 2 "bench: --runs wants an integer >= 20, got '3'" bench --runs 3
-expect 2 "bench: --warmup wants an integer >= 3, got 'x'" bench --warmup x
+expect 2 "bench: --runs wants an integer in [20, 100000], got '3'" bench --runs 3
+expect 2 "bench: --warmup wants an integer in [3, 100000], got 'x'" bench --warmup x
+# A value past the upper bound names both bounds (issue 53: "wants an integer >= 20" for 1000000).
+expect 2 "bench: --runs wants an integer in [20, 100000], got '1000000'" bench --runs 1000000
+expect 2 "bench: --warmup wants an integer in [3, 100000], got '100001'" bench --warmup 100001
+expect 2 "bench: --seed wants an integer in [0, 2147483647], got '2147483648'" bench --seed 2147483648
+expect 2 "check: --seed wants an integer in [0, 2147483647], got '2147483648'" check --seed 2147483648
 expect 2 "bench: --config wants bm,bn,stages,mc" bench --config 1,2
 expect 2 "bench: --flush wants clean or write, got 'dirty'" bench --flush dirty
 expect 2 "bench: --chain wants an integer in [2, 16], got '1'" bench --chain 1
@@ -314,7 +348,7 @@ expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "2,9
 expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked "2,256,"
 expect 2 "compile: --grouped-masked wants G,M_max" compile --grouped-masked ",256"
 expect 2 "compile: --shape wants MxNxK" compile --shape "128x256x$(printf '9%.0s' $(seq 40))"
-expect 2 "bench: --seed wants a non-negative integer" bench --seed 99999999999999999999999
+expect 2 "bench: --seed wants an integer in [0, 2147483647], got '99999999999999999999999'" bench --seed 99999999999999999999999
 expect 2 "bench: --config wants bm,bn,stages,mc" bench --config "128,128,4,$(printf 'a%.0s' $(seq 200))"
 
 # `qgemm compile` without --config lets the library choose (issue 27): where

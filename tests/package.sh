@@ -110,6 +110,7 @@ for f in include/qgemm.h src/*.c src/*.h kernels/*.cuh tools/embed.sh tools/*.c 
     grep -qx "qgemm-$version/qgemm_root/$f" <<<"$listing" || missing+=("qgemm_root/$f")
 done
 for f in python/csrc/*.c python/csrc/*.h python/qgemm/*.py python/qgemm/*.pyi python/qgemm/py.typed \
+         python/qgemm/deep_gemm/*.py python/qgemm/deep_gemm/utils/*.py \
          python/setup.py python/pyproject.toml python/README.md; do
     nfiles=$((nfiles + 1))
     grep -qx "qgemm-$version/${f#python/}" <<<"$listing" || missing+=("${f#python/}")
@@ -135,6 +136,10 @@ fi
 [ -n "$wheel" ] || die "auditwheel repair $(basename "$raw_wheel") (log: $work/logs/auditwheel.log)"
 "$tools/bin/python" -m zipfile -e "$wheel" "$work/unpacked" || die "cannot unpack $wheel"
 dist_info="$work/unpacked/qgemm-$version.dist-info"
+# the subpackages (qgemm.deep_gemm, laid out as DeepGEMM's deep_gemm, with utils)
+for f in python/qgemm/deep_gemm/*.py python/qgemm/deep_gemm/utils/*.py; do
+    [ -f "$work/unpacked/${f#python/}" ] || fail "the wheel lacks ${f#python/}"
+done
 tags="$(sed -n 's/^Tag: //p' "$dist_info/WHEEL")"
 arch="$(uname -m)"
 if [[ "$(basename "$wheel")" =~ -manylinux_[0-9]+_[0-9]+_${arch}(\.manylinux[_0-9a-z]*)*\.whl$ ]] &&

@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -252,7 +254,7 @@ TEST(cache_forged_entry_with_broken_cubin_is_rejected) {
 
 /* A forged entry that is a whole CUDA image, another kernel's: every check
  * of the cache passes and the cubin is handed out (from_disk). The driver
- * would refuse it (no qg_fp8_gemm_kernel in it), and src/gemm.c then calls
+ * would refuse it (no qg_fp8_gemm_kernel in it), and src/launch.c then calls
  * qg__jit_discard: the memory entry goes (its cubin still readable by whoever
  * holds it), so does the file, and the next lookup compiles the real kernel
  * and writes it back. Discarding what did not come from disk, or what was
@@ -547,5 +549,195 @@ TEST(cache_16_processes_offline_contexts) {
     }
     closedir(d);
     CHECK(files == 5, "%d entries for 5 kernels", files);
+    PASS();
+}
+
+/* ---- issue 53: the dump, a file-size limit, a shared cache directory ---- */
+
+typedef struct {
+    qg_jit_cache *cache;
+    const char *src;
+    qg_status status;
+} shared_compile;
+
+static void *compile_in_shared(void *arg) {
+    shared_compile *c = arg;
+    qg_jit_result r;
+    c->status = qg__jit_compile(c->cache, c->src, &r);
+    return NULL;
+}
+
+static void dump_into(void *arg) {
+    const char **where = arg; /* dir, key */
+    qg__cache_dump(where[0], where[1], ".cu", "// text\n");
+}
+
+/* FIFOs named <key>.cu and <key>.ptx in the QGEMM_JIT_DUMP directory: the
+ * dump opened them for writing without O_NONBLOCK, while the key's memory
+ * entry was pending, so the compile and every thread waiting on the entry
+ * hung forever. Now the dump is skipped (QGEMM_JIT_DEBUG says why) and the
+ * kernel compiles, in both threads. */
+TEST(cache_dump_fifo_does_not_hang) {
+    char dir[64], dump[128], path[256], key[65];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    CHECK(compile_new(src, NULL, key) == QG_SUCCESS, "%s", qg_last_error());
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
+    CHECK(unlink(path) == 0, "no entry %s", path); /* so NVRTC runs: the .ptx is dumped too */
+    snprintf(dump, sizeof dump, "%s/dump", dir);
+    CHECK(mkdir(dump, 0700) == 0, "mkdir %s", dump);
+    static const char *const exts[] = {".cu", ".ptx"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s%s", dump, key, exts[i]);
+        CHECK(mkfifo(path, 0600) == 0, "cannot make a FIFO at %s", path);
+    }
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        alarm(30);
+        setenv("QGEMM_JIT_DUMP", dump, 1);
+        qg_jit_cache *c = NULL;
+        if (qg__jit_cache_create(&c) != QG_SUCCESS) _exit(3);
+        shared_compile calls[2] = {{c, src, QG_ERROR_INTERNAL}, {c, src, QG_ERROR_INTERNAL}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&t[i], NULL, compile_in_shared, &calls[i]) != 0) _exit(3);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        qg__jit_cache_destroy(c);
+        if (calls[0].status != QG_SUCCESS || calls[1].status != QG_SUCCESS) _exit(1);
+        /* the skip is said under QGEMM_JIT_DEBUG */
+        setenv("QGEMM_JIT_DEBUG", "1", 1);
+        const char *where[2] = {dump, key};
+        char *log = capture_stderr(dump_into, (void *)where);
+        _exit(log && strstr(log, "skipped: not a regular file") ? 0 : 2);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    free(src);
+    CHECK(!WIFSIGNALED(status), "a compile with FIFOs in QGEMM_JIT_DUMP hung (killed by signal %d)",
+          WTERMSIG(status));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "exit %d: 1 a compile failed, 2 no debug line for the skipped dump, 3 setup",
+          WEXITSTATUS(status));
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s%s", dump, key, exts[i]);
+        CHECK(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode), "%s was replaced", path);
+    }
+    PASS();
+}
+
+/* A file-size limit (`ulimit -f`) below one entry: the cache write raised
+ * SIGXFSZ and killed the process, leaving <key>.tmp.* behind. Now the write
+ * fails (EFBIG), the compile succeeds, nothing is left in the directory, and
+ * the thread's signal mask and pending set are as before. */
+TEST(cache_write_survives_file_size_limit) {
+    char dir[64];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt());
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        alarm(60);
+        struct rlimit rl = {.rlim_cur = 1024, .rlim_max = 1024}; /* an entry is several KiB */
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(5);
+        int hit = -1;
+        qg_status s = compile_new(src, &hit, NULL);
+        sigset_t mask, pending;
+        pthread_sigmask(SIG_BLOCK, NULL, &mask);
+        sigpending(&pending);
+        if (sigismember(&mask, SIGXFSZ)) _exit(3);
+        if (sigismember(&pending, SIGXFSZ)) _exit(4);
+        if (s != QG_SUCCESS || hit != 0) _exit(1);
+        /* A caller that blocks SIGXFSZ itself keeps it blocked, and finds
+         * none pending that the cache's write raised. */
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        pthread_sigmask(SIG_BLOCK, &xfsz, NULL);
+        char *other = source(salt() + 1);
+        s = compile_new(other, &hit, NULL);
+        free(other);
+        pthread_sigmask(SIG_BLOCK, NULL, &mask);
+        sigpending(&pending);
+        if (!sigismember(&mask, SIGXFSZ)) _exit(6);
+        if (sigismember(&pending, SIGXFSZ)) _exit(4);
+        _exit(s == QG_SUCCESS && hit == 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    free(src);
+    CHECK(!WIFSIGNALED(status), "the compile under a file-size limit died of signal %d%s",
+          WTERMSIG(status), WTERMSIG(status) == SIGXFSZ ? " (SIGXFSZ)" : "");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "exit %d: 1 a compile failed, 3 SIGXFSZ left blocked, 4 left pending, 5 setrlimit, "
+          "6 the caller's blocked SIGXFSZ unblocked",
+          WEXITSTATUS(status));
+    DIR *d = opendir(dir);
+    CHECK(d, "opendir");
+    int files = 0;
+    char stray[256] = "";
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.' && !files++) snprintf(stray, sizeof stray, "%s", e->d_name);
+    closedir(d);
+    CHECK(files == 0, "%d files left in the cache directory, e.g. %s", files, stray);
+    PASS();
+}
+
+/* A cache directory another user can create files in (issue 53): they could
+ * pre-create <key>.cubin (keys are predictable), refused as foreign and, in
+ * a sticky directory, never replaceable. Such a directory is not used: both
+ * compiles run NVRTC, nothing is written there, and QGEMM_JIT_DEBUG says so
+ * once, naming the directory and why. */
+static qg_test_result unsafe_dir_not_used(void (*make_unsafe)(const char *), const char *why) {
+    char dir[64], path[256];
+    CHECK(fresh_dir(dir), "mkdtemp");
+    make_unsafe(dir);
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    char *src = source(salt()), *log1 = NULL, *log2 = NULL;
+    compile_call c1 = compile_logged(src, &log1), c2 = compile_logged(src, &log2);
+    char unsafe[160] = "";
+    const bool said = qg__cache_dir_unsafe(dir, unsafe, sizeof unsafe) != NULL;
+    chmod(dir, 0700); /* so that it can be removed */
+    free(src);
+    CHECK(said && strstr(unsafe, why), "qg__cache_dir_unsafe: \"%s\", want \"%s\"", unsafe, why);
+    CHECK(c1.status == QG_SUCCESS && c2.status == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(c1.hit == 0 && c2.hit == 0, "hits %d, %d: the unsafe directory was used", c1.hit, c2.hit);
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, c1.key);
+    CHECK(access(path, F_OK) != 0, "%s was written", path);
+    CHECK(log1 && strstr(log1, "disk cache disabled") && strstr(log1, dir) && strstr(log1, why) &&
+              strstr(log1, "memory only"),
+          "the first compile did not say why: %s", log1 ? log1 : "(null)");
+    CHECK(log2 && !strstr(log2, "disk cache disabled"), "said twice: %s", log2 ? log2 : "(null)");
+    free(log1);
+    free(log2);
+    PASS();
+}
+
+static void chmod_777(const char *p) { chmod(p, 0777); }
+static void chmod_1777(const char *p) { chmod(p, 01777); }
+static void dir_to_nobody(const char *p) {
+    if (chown(p, 65534, 65534) != 0) perror("chown");
+    chmod(p, 02775);
+}
+
+TEST(cache_world_writable_dir_not_used) { return unsafe_dir_not_used(chmod_777, "writable by others"); }
+TEST(cache_sticky_world_writable_dir_not_used) {
+    return unsafe_dir_not_used(chmod_1777, "writable by others (mode 1777, sticky");
+}
+TEST(cache_foreign_owned_dir_not_used) {
+    if (geteuid() != 0) SKIP("chown to another user needs root");
+    return unsafe_dir_not_used(dir_to_nobody, "owned by uid 65534");
+}
+
+/* The user's own private directory is used (the rule refuses no normal cache). */
+TEST(cache_own_dir_is_safe) {
+    char dir[64], why[160] = "";
+    CHECK(fresh_dir(dir), "mkdtemp");
+    CHECK(!qg__cache_dir_unsafe(dir, why, sizeof why), "a 0700 directory of ours: %s", why);
+    chmod(dir, 0770); /* a group the owner chose to share with (user private groups) */
+    CHECK(!qg__cache_dir_unsafe(dir, why, sizeof why), "a 0770 directory of ours: %s", why);
     PASS();
 }

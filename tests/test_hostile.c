@@ -174,7 +174,7 @@ TEST(hostile_reference_huge_n_k) {
 }
 
 /* Found by make fuzz (fuzz/fuzz_args.c): a problem with more output tiles
- * than an int holds overflowed the heuristic's wave count (config.c, UBSan:
+ * than an int holds overflowed the heuristic's wave count (fp8_config.c, UBSan:
  * "-2147483648 - 1"). Problems whose D has 2^40 elements or more (2 TiB of
  * bf16, more than any GPU holds) are refused up front. */
 TEST(hostile_problem_too_large_for_any_gpu) {
@@ -340,6 +340,53 @@ TEST(hostile_huge_k_names_the_scale_buffers) {
     CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "qg_select_config: ") &&
               strstr(qg_last_error(), "its B scales for K 4194304 take"),
           "K 2^22: %s (%s)", qg_status_string(st), qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* A negative n or k is a bad argument, as a negative m is (all three used to
+ * differ: m INVALID_ARGUMENT, n and k UNSUPPORTED), in the GEMM calls and in
+ * the problem calls, and the message names the field (issue 53). */
+TEST(hostile_negative_sizes_one_code) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    for (int f = 0; f < 3; f++) {
+        const char *name = f == 0 ? "m" : f == 1 ? "n" : "k";
+        qg_gemm_args a = args_ok();
+        *(f == 0 ? &a.m : f == 1 ? &a.n : &a.k) = f == 0 ? -1 : f == 1 ? -8 : -16;
+        qg_status st = qg_fp8_gemm_nt(ctx, &a, NULL, NULL);
+        char want[32];
+        snprintf(want, sizeof want, "args->%s must be >= 0", name);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), want),
+              "gemm, negative %s: %s (%s)", name, qg_status_string(st), qg_last_error());
+        qg_problem p = {QG_GEMM_DENSE, 128, 256, 512, 1, 0, 0};
+        *(f == 0 ? &p.m : f == 1 ? &p.n : &p.k) = -16;
+        qg_config cfg;
+        st = qg_select_config(ctx, &p, &cfg);
+        snprintf(want, sizeof want, "problem->%s must be >= 0", name);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), want),
+              "select, negative %s: %s (%s)", name, qg_status_string(st), qg_last_error());
+    }
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* D over an input is refused before anything runs, naming both arguments
+ * (issue 53: only C vs D was checked). */
+TEST(hostile_d_aliasing_an_input_is_refused) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const char *names[] = {"a", "b", "sfa", "sfb"};
+    for (int f = 0; f < 4; f++) {
+        qg_gemm_args a = args_ok();
+        a.d = (void *)(f == 0 ? a.a : f == 1 ? a.b : f == 2 ? (const void *)a.sfa : (const void *)a.sfb);
+        qg_status st = qg_fp8_gemm_nt(ctx, &a, NULL, NULL);
+        char want[32];
+        snprintf(want, sizeof want, "args->%s", names[f]);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), want) &&
+                  strstr(qg_last_error(), "args->d") && strstr(qg_last_error(), "overlap"),
+              "d = %s: %s (%s)", names[f], qg_status_string(st), qg_last_error());
+    }
     qg_context_destroy(ctx);
     PASS();
 }

@@ -12,7 +12,7 @@
  *      ldd column), written rows within diff 1e-5 of the fp64 reference; the
  *      CPU and GPU references must agree on the same hostile layout.
  *  gpu_hostile_rejected_calls_leave_outputs_untouched
- *      every class of refusal of validate() (src/gemm.c), for every kind
+ *      every class of refusal of validate() (src/fp8_gemm.c), for every kind
  *      (dense, contiguous, masked, psum, weight gradient with and without C),
  *      with D poisoned: the status and a message naming the argument, and D
  *      byte-identical after each call; then every input unchanged, and the
@@ -819,7 +819,7 @@ static qg_status run_in_new_session(qgtk_problem_data **p, const qgtk_problem_sp
  * compiled kernel: ..."), and so did every later call and every new process,
  * until the user cleared the cache. Now: a truncated cubin is rejected at
  * read (qg__cubin_check); one the driver refuses is deleted and the kernel
- * compiled again (src/gemm.c resolve_launch). The call succeeds with the
+ * compiled again (src/launch.c qg__launch_resolve). The call succeeds with the
  * right D, the QGEMM_JIT_DEBUG log says which, and the entry is good again.
  * (A forged cubin the driver accepts is code the GPU runs; the cache's trust
  * rules are what stands against that, tests/test_cache.c.) */

@@ -560,6 +560,33 @@ TEST(jit_rejects_spilling_kernel) {
     PASS();
 }
 
+/* A kernel with an unused variable compiles (a warning is no error for a
+ * user) and the seam counts it with its line: what the compile sweeps of
+ * tests/test_compile.c rely on to fail on a new warning in the house's
+ * kernels. (Named to sort after the compile_ sweeps, which run first.) */
+TEST(jit_warning_is_counted) {
+    char dir[64];
+    CHECK(fresh_cache_dir(dir), "mkdtemp");
+    char ident[40], src[512];
+    snprintf(ident, sizeof ident, "qg_unused_%llx", (unsigned long long)rnd());
+    snprintf(src, sizeof src,
+             "extern \"C\" __global__ void qg_test_warn(float *p) {\n"
+             "    int %s = 3;\n"
+             "    p[threadIdx.x] = 1.0f;\n"
+             "}\n",
+             ident);
+    const unsigned before = qg__jit_warnings(NULL, 0);
+    qg_jit_result r;
+    qg_status s = compile_fresh(src, &r, NULL);
+    CHECK(s == QG_SUCCESS, "status %d: %s", s, qg_last_error());
+    char first[512];
+    const unsigned after = qg__jit_warnings(first, sizeof first);
+    CHECK(after == before + 1, "warnings counted: %u before, %u after", before, after);
+    if (before == 0)
+        CHECK(strstr(first, ident) || strstr(first, "warning"), "first warning: %s", first);
+    PASS();
+}
+
 TEST(jit_syntax_error_reports_log) {
     char dir[64];
     CHECK(fresh_cache_dir(dir), "mkdtemp");

@@ -27,7 +27,7 @@
  *      a context on one device given the other device's memory (all of it, or
  *      one pointer at a time: a, sfa, b, sfb, d, m_indices, masked_m) or the
  *      other device's stream: QG_ERROR_INVALID_ARGUMENT with a message naming
- *      the argument and both devices (src/gemm.c validate), and every D on
+ *      the argument and both devices (src/fp8_gemm.c validate), and every D on
  *      both devices still poisoned; then the same arguments on the right
  *      context do run.
  *

@@ -114,28 +114,64 @@ TEST(last_error_long_and_self_referencing) {
     PASS();
 }
 
-/* A flag of the table (src/env.c) reads as documented; the value is put back
- * before any CHECK can return, so the rest of the run sees the caller's. */
+/* A flag of the table (src/env.c) reads the usual words in any case (issue
+ * 53: "false", "off", "no" turned debugging on); any other value is off and
+ * named once on stderr. The value is put back before any CHECK can return, so
+ * the rest of the run sees the caller's. */
 TEST(env_flag_values) {
     const char *name = "QGEMM_PRINT_CONFIG";
     const char *was = getenv(name);
     char saved[256];
     snprintf(saved, sizeof saved, "%s", was ? was : "");
-    struct { const char *value; bool expect; } cases[] = {
-        {"1", true}, {"yes", true}, {"0", false}, {"", false}, {"00", true}};
-    bool got[5], unset_reads, unset_again_reads;
+    struct { const char *value; bool expect, refused; } cases[] = {
+        {"1", true, false},     {"true", true, false},   {"TRUE", true, false},
+        {"On", true, false},    {"yes", true, false},    {"YES", true, false},
+        {"0", false, false},    {"false", false, false}, {"False", false, false},
+        {"off", false, false},  {"OFF", false, false},   {"no", false, false},
+        {"", false, false},     {"00", false, true},     {"2", false, true},
+        {"maybe", false, true}, {" 1", false, true},     {"yes please", false, true}};
+    enum { N = sizeof cases / sizeof cases[0] };
+    bool got[N], said_ok[N], unset_reads, unset_again_reads;
+    char said_first[N][200];
     unsetenv(name);
     unset_reads = qg__env_flag(name);
-    for (size_t i = 0; i < 5; i++) {
+    char err_path[] = "/tmp/qgemm-test-env.XXXXXX";
+    int fd = mkstemp(err_path);
+    CHECK(fd >= 0, "mkstemp");
+    fflush(stderr);
+    int saved_fd = dup(2);
+    for (size_t i = 0; i < N; i++) {
         setenv(name, cases[i].value, 1);
+        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) said_first[i][0] = '\0';
+        dup2(fd, 2);
         got[i] = qg__env_flag(name);
+        (void)qg__env_flag(name); /* a second read of the same value says nothing more */
+        fflush(stderr);
+        dup2(saved_fd, 2);
+        char text[1024] = "";
+        ssize_t n = pread(fd, text, sizeof text - 1, 0);
+        text[n > 0 ? n : 0] = '\0';
+        snprintf(said_first[i], sizeof said_first[i], "%s", text);
+        char want[128];
+        snprintf(want, sizeof want, "qgemm: %s='%s' is not a switch (1/0, true/false, on/off, "
+                 "yes/no", name, cases[i].value);
+        const char *hit = strstr(text, want);
+        said_ok[i] = cases[i].refused
+                         ? hit && strstr(hit, "read as off") && !strstr(hit + 1, "qgemm: ")
+                         : text[0] == '\0';
     }
+    close(saved_fd);
+    close(fd);
+    unlink(err_path);
     unsetenv(name);
     unset_again_reads = qg__env_flag(name);
     if (was) setenv(name, saved, 1);
     CHECK(!unset_reads, "unset reads as true");
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < N; i++) {
         CHECK(got[i] == cases[i].expect, "\"%s\" read as %d", cases[i].value, (int)got[i]);
+        CHECK(said_ok[i], "\"%s\": %s, got on stderr: \"%s\"", cases[i].value,
+              cases[i].refused ? "want one message naming it" : "want nothing", said_first[i]);
+    }
     CHECK(!unset_again_reads, "unset again reads as true");
     PASS();
 }

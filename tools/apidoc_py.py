@@ -14,8 +14,10 @@ package needs its compiled extension, and some helpers need torch), and renders
       a dict entry whose value is a string: a stub that raises
       NotImplementedError, with that string as the reason (one table);
   - the public type aliases that have an attribute docstring (the names the
-    signatures use), and every public submodule (qgemm/x.py): its docstring
-    and the names it binds differently.
+    signatures use, wherever they are defined), and every public submodule
+    (qgemm/x.py) that is not a family module whose names qgemm re-exports, and
+    every subpackage (qgemm/deep_gemm/...): its docstring and the names it
+    binds differently.
 
 Invariants: the output depends only on the source text. Every name in __all__
 is rendered or the generator stops with an error naming it (nothing is dropped
@@ -236,17 +238,35 @@ def render(root: Path, version: str) -> Tuple[str, List[str]]:
                 doc.heading(3, f"`{e.name}`")
                 doc.add(*_entry(e, "qgemm", names, errors))
 
-    aliases = [(n, node) for n, node in init.defs.items()
-               if not n.startswith("_") and n in init.attr_docs]
+    aliases = []
+    for n in init.defs:
+        if n.startswith("_"):
+            continue
+        try:
+            mod, node, defined = pkg.resolve(init, n)
+        except KeyError:
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and defined in mod.attr_docs \
+                and n not in {e.name for _, es in sections for e in es}:
+            aliases.append((n, mod, node, mod.attr_docs[defined]))
     if aliases:
         doc.heading(2, "Type aliases")
         doc.add("The names the signatures above use for their argument types.")
-        for n, node in aliases:
+        for n, mod, node, text in aliases:
             doc.heading(3, f"`{n}`")
-            doc.add(f"```python\n{init.seg(node)}\n```", *md.blocks(init.attr_docs[n], names))
+            doc.add(f"```python\n{mod.seg(node)}\n```", *md.blocks(text, names))
 
+    # Public submodules: a family module (qgemm/fp8.py, ...) whose names qgemm
+    # re-exports is documented through them above; the others (and the
+    # subpackages, qgemm/deep_gemm/, qgemm/deep_gemm/utils/) get a section.
+    families = {node.module for node in init.tree.body
+                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
     for path in sorted((root / PACKAGE).glob("[!_]*.py")):
-        _submodule(doc, pkg.module(path.stem), names, errors)
+        if path.stem not in families:
+            _submodule(doc, pkg.module(path.stem), names, errors)
+    for path in sorted((root / PACKAGE).glob("[!_]*/**/__init__.py")):
+        rel = path.relative_to(root / PACKAGE).parent.as_posix()
+        _submodule(doc, pkg.module(f"{rel}/__init__"), names, errors, rel.replace("/", "."))
 
     preamble = [
         f"*Generated from [`{PACKAGE}/`](../{PACKAGE}) by `tools/gen_api_doc.py`, which reads "
@@ -299,21 +319,23 @@ def _params(mod: Module, args: ast.arguments) -> List[str]:
     return out
 
 
-def _submodule(doc: md.Document, mod: Module, names: str, errors: List[str]) -> None:
-    """A public submodule: its docstring, the names it binds to other objects,
-    and its own functions."""
-    doc.heading(2, f"qgemm.{mod.name}")
+def _submodule(doc: md.Document, mod: Module, names: str, errors: List[str],
+               dotted: Optional[str] = None) -> None:
+    """A public submodule (or subpackage, `dotted` its name below qgemm): its
+    docstring, the names it binds to other objects, and its own functions."""
+    dotted = dotted or mod.name
+    doc.heading(2, f"qgemm.{dotted}")
     doc.add(*md.blocks(ast.get_docstring(mod.tree) or "", names))
-    star = any(isinstance(n, ast.ImportFrom) and n.level == 1 and n.names[0].name == "*"
-               for n in mod.tree.body)
+    star = any(isinstance(n, ast.ImportFrom) and n.names[0].name == "*" for n in mod.tree.body) \
+        or any(isinstance(n, ast.ImportFrom) and n.level == 2 for n in mod.tree.body)
     rows = [(f"`{n}`", f"`qgemm.{node.value.id}`") for n, node in mod.defs.items()
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
             and not n.startswith("_")]
     if rows:
-        doc.add(f"`qgemm.{mod.name}` binds these names differently from `qgemm`"
+        doc.add(f"`qgemm.{dotted}` binds these names differently from `qgemm`"
                 + (" (every other public name is `qgemm`'s):" if star else ":"),
                 md.table(("Name", "Is"), rows))
     for n, node in mod.defs.items():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.startswith("_"):
-            doc.heading(3, f"`qgemm.{mod.name}.{n}`")
-            doc.add(*_entry(Entry(n, "function", mod, node), f"qgemm.{mod.name}", names, errors))
+            doc.heading(3, f"`qgemm.{dotted}.{n}`")
+            doc.add(*_entry(Entry(n, "function", mod, node), f"qgemm.{dotted}", names, errors))

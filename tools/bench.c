@@ -53,8 +53,10 @@
 #define BENCH_DEFAULT_RUNS 30
 #define SPREAD_NOTE 1.15
 #define BENCH_MIN_RUNS 20
+#define BENCH_MAX_RUNS 100000
 #define BENCH_DEFAULT_WARMUP 5
 #define BENCH_MIN_WARMUP 3
+#define BENCH_MAX_WARMUP 100000
 #define BENCH_SCALE_SPREAD 2
 #define COPY_BYTES ((size_t)1 << 30)
 #define COPY_RUNS 5
@@ -190,14 +192,14 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
                 return cli_usage_error("bench: --shape wants MxNxK, got '%s'", next);
             i++;
         } else if (!strcmp(a, "--runs")) {
-            if (!cli_parse_int(next, BENCH_MIN_RUNS, 100000, &v))
-                return cli_usage_error("bench: --runs wants an integer >= %d, got '%s'",
-                                       BENCH_MIN_RUNS, next);
+            if (!cli_parse_int(next, BENCH_MIN_RUNS, BENCH_MAX_RUNS, &v))
+                return cli_usage_error("bench: --runs wants an integer in [%d, %d], got '%s'",
+                                       BENCH_MIN_RUNS, BENCH_MAX_RUNS, next);
             o->runs = (int)v, i++;
         } else if (!strcmp(a, "--warmup")) {
-            if (!cli_parse_int(next, BENCH_MIN_WARMUP, 100000, &v))
-                return cli_usage_error("bench: --warmup wants an integer >= %d, got '%s'",
-                                       BENCH_MIN_WARMUP, next);
+            if (!cli_parse_int(next, BENCH_MIN_WARMUP, BENCH_MAX_WARMUP, &v))
+                return cli_usage_error("bench: --warmup wants an integer in [%d, %d], got '%s'",
+                                       BENCH_MIN_WARMUP, BENCH_MAX_WARMUP, next);
             o->warmup = (int)v, o->warmup_set = true, i++;
         } else if (!strcmp(a, "--config")) {
             if (!cli_parse_config(next, &o->cfg))
@@ -232,7 +234,8 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             o->host = true, o->host_calls = (int)v, i++;
         } else if (!strcmp(a, "--seed")) {
             if (!cli_parse_int(next, 0, 2147483647L, &v))
-                return cli_usage_error("bench: --seed wants a non-negative integer, got '%s'", next);
+                return cli_usage_error("bench: --seed wants an integer in [0, 2147483647], got "
+                                       "'%s'", next);
             o->seed = (uint64_t)v, i++;
         } else {
             return cli_usage_error("bench: unknown option '%s'", a);
@@ -1347,7 +1350,8 @@ int cli_bench(int argc, char **argv) {
     bench_env e;
     memset(&e, 0, sizeof e);
     e.o = &o;
-    if (!cli_open_gpu(&e.ctx, &e.drv)) return CLI_EXIT_NO_GPU;
+    if (!cli_open_gpu_json(&e.ctx, &e.drv, o.format == OUT_JSON ? "bench" : NULL))
+        return CLI_EXIT_NO_GPU;
     qg_context_get_props(e.ctx, &e.props);
     CUdevice cu_device = 0;
     if (!qg__context_cuda(e.ctx, NULL, NULL, &cu_device) ||

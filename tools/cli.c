@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -229,28 +230,40 @@ void cli_progress_step(cli_progress *p, int count, const char *label) {
     fflush(stderr);
 }
 
-bool cli_open_gpu(qg_context **ctx, const qg_driver **drv) {
+bool cli_open_gpu_json(qg_context **ctx, const qg_driver **drv, const char *json_command) {
     *ctx = NULL;
     int dev = qgtk_gpu_device();
+    char why[1024];
     /* With no Hopper device, still ask for device 0: the library's message
      * says what is wrong (no driver, no device, wrong architecture). */
     qg_status s = qg_context_create(ctx, dev >= 0 ? dev : 0);
     if (s != QG_SUCCESS) {
-        const char *why = qg_last_error();
-        fprintf(stderr, "qgemm: no GPU: %s\n", why && *why ? why : qg_status_string(s));
-        return false;
-    }
-    CUcontext cu_context = NULL;
-    CUresult r = qg__context_cuda(*ctx, drv, &cu_context, NULL) ? (*drv)->cuCtxPushCurrent(cu_context)
-                                                                 : CUDA_ERROR_UNKNOWN;
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "qgemm: no GPU: cannot make the device's context current (CUresult %d)\n",
-                (int)r);
+        const char *e = qg_last_error();
+        snprintf(why, sizeof why, "%s", e && *e ? e : qg_status_string(s));
+    } else {
+        CUcontext cu_context = NULL;
+        CUresult r = qg__context_cuda(*ctx, drv, &cu_context, NULL)
+                         ? (*drv)->cuCtxPushCurrent(cu_context)
+                         : CUDA_ERROR_UNKNOWN;
+        if (r == CUDA_SUCCESS) return true;
+        snprintf(why, sizeof why, "cannot make the device's context current (CUresult %d)", (int)r);
         qg_context_destroy(*ctx);
         *ctx = NULL;
-        return false;
     }
-    return true;
+    fprintf(stderr, "qgemm: no GPU: %s\n", why);
+    if (json_command) { /* --json: still one document on stdout, saying why (issue 53) */
+        printf("{\n  \"command\": ");
+        cli_json_string(stdout, json_command);
+        printf(",\n  \"device\": null,\n  \"device_error\": ");
+        cli_json_string(stdout, why);
+        printf(",\n  \"exit_status\": %d\n}\n", CLI_EXIT_NO_GPU);
+        fflush(stdout);
+    }
+    return false;
+}
+
+bool cli_open_gpu(qg_context **ctx, const qg_driver **drv) {
+    return cli_open_gpu_json(ctx, drv, NULL);
 }
 
 void cli_close_gpu(qg_context *ctx, const qg_driver *drv) {
@@ -276,6 +289,17 @@ qg_problem cli_problem_of(const qgtk_problem_data *p) {
     qg_problem q = {p->kind, p->m, p->n, p->k, p->num_groups, 0, 0};
     if (p->kind == QG_GEMM_GROUPED_MASKED) q.expected_m = p->expected_m;
     return q;
+}
+
+const char *cli_cache_dir_unsafe(const char *dir, char *why, size_t len) {
+    /* Only an existing directory: the library creates a missing one 0700. */
+    struct stat st;
+    if (stat(dir, &st) != 0) return NULL;
+    char reason[128];
+    if (!qg__cache_dir_unsafe(dir, reason, sizeof reason)) return NULL;
+    snprintf(why, len, "%s: another user could plant or deny its entries, so the library caches "
+             "kernels in memory only", reason);
+    return why;
 }
 
 const char *cli_cache_dir(char *buf, size_t len) {

@@ -18,7 +18,8 @@
  *  - exit codes: 0 success, 1 a check (or a compile) failed, 2 usage error,
  *    3 no usable GPU;
  *  - without a GPU, GPU subcommands print exactly one line on stderr
- *    ("qgemm: no GPU: <reason>") and exit 3, never crash;
+ *    ("qgemm: no GPU: <reason>") and exit 3, never crash; with --json also
+ *    one JSON document on stdout with the reason ("device_error");
  *  - results go to stdout (with --json: one JSON document and nothing else),
  *    progress and errors to stderr;
  *  - after cli_open_gpu() the device's primary context stays current on the
@@ -123,11 +124,19 @@ void cli_progress_step(cli_progress *p, int count, const char *label);
  * (the command then exits CLI_EXIT_NO_GPU).
  */
 bool cli_open_gpu(qg_context **ctx, const qg_driver **drv);
+/* The same; when json_command is not NULL (the command runs with --json) a
+ * failure also prints one JSON document on stdout: {"command": json_command,
+ * "device": null, "device_error": "<reason>", "exit_status": 3}. */
+bool cli_open_gpu_json(qg_context **ctx, const qg_driver **drv, const char *json_command);
 void cli_close_gpu(qg_context *ctx, const qg_driver *drv);
 
 /* The disk cache directory by the library's rule (qg__cache_dir), or
  * "none (...)" saying why there is none, into buf. @return buf. */
 const char *cli_cache_dir(char *buf, size_t len);
+/* Why the library does not use the existing cache directory `dir` (owned by
+ * another user, or writable by others: qg__cache_dir_unsafe), into why; NULL
+ * when it is used (or does not exist yet). */
+const char *cli_cache_dir_unsafe(const char *dir, char *why, size_t len);
 
 /* ---- the commands: argv[0] is the command's name; @return the exit code -- */
 

@@ -34,6 +34,9 @@ int cli_cache(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     printf("cache dir:   %s\n", dir);
+    char unsafe[320];
+    if (cli_cache_dir_unsafe(dir, unsafe, sizeof unsafe))
+        printf("             not used: %s\n", unsafe);
     if (!limit_valid) {
         /* (stderr too: the library takes the default silently, so say it here) */
         const char *v = getenv("QGEMM_CACHE_MAX_MB");

@@ -159,8 +159,8 @@ int cli_check(int argc, char **argv) {
         else if (!strcmp(argv[i], "--progress")) progress = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (!cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
-                return cli_usage_error("check: --seed wants a non-negative integer, got '%s'",
-                                       argv[i + 1]);
+                return cli_usage_error("check: --seed wants an integer in [0, 2147483647], got "
+                                       "'%s'", argv[i + 1]);
             if (seed_text)
                 return cli_usage_error("check: --seed given twice ('%s', then '%s')", seed_text,
                                        argv[i + 1]);
@@ -170,7 +170,7 @@ int cli_check(int argc, char **argv) {
     }
     qg_context *ctx;
     const qg_driver *drv;
-    if (!cli_open_gpu(&ctx, &drv)) return CLI_EXIT_NO_GPU;
+    if (!cli_open_gpu_json(&ctx, &drv, json ? "check" : NULL)) return CLI_EXIT_NO_GPU;
     const check_case *cases = quick ? quick_cases : full_cases;
     int count = quick ? (int)(sizeof quick_cases / sizeof quick_cases[0])
                       : (int)(sizeof full_cases / sizeof full_cases[0]);

@@ -38,6 +38,11 @@ static int info_json(void) {
     }
     printf(",\n  \"cache_dir\": ");
     cli_json_string(stdout, have_dir ? dir : NULL);
+    char unsafe[320];
+    if (have_dir && cli_cache_dir_unsafe(dir, unsafe, sizeof unsafe)) {
+        printf(",\n  \"cache_dir_error\": ");
+        cli_json_string(stdout, unsafe);
+    }
     if (lt_version) printf(",\n  \"cublaslt\": %zu", lt_version);
     else {
         printf(",\n  \"cublaslt\": null,\n  \"cublaslt_error\": ");
@@ -94,6 +99,9 @@ int cli_info(int argc, char **argv) {
     else
         printf("nvrtc:       missing (%s)\n", qg_last_error());
     printf("cache dir:   %s\n", cli_cache_dir(dir, sizeof dir));
+    char unsafe[320];
+    if (qg__cache_dir(dir, sizeof dir) && cli_cache_dir_unsafe(dir, unsafe, sizeof unsafe))
+        printf("             not used: %s\n", unsafe);
 
     char why[512] = "";
     size_t lt_version = lt_probe_version(why, sizeof why);

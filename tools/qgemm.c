@@ -37,8 +37,8 @@ static const struct {
     {"bench", "time qgemm against cuBLASLt on the DeepSeek-V3 shapes",
      "  --shape MxNxK   (repeatable; default: 18 shapes, M in {64,128,4096})\n"
      "  --csv | --json  machine-readable rows instead of the table\n"
-     "  --runs N        timed runs per GEMM, median reported (>= 20, default 30)\n"
-     "  --warmup N      untimed runs first (>= 3, default 5)\n"
+     "  --runs N        timed runs per GEMM, median reported (20..100000, default 30)\n"
+     "  --warmup N      untimed runs first (3..100000, default 5)\n"
      "  --grouped       MoE tables: contiguous and masked grouped GEMMs\n"
      "  --grouped-contiguous G,M   a contiguous table instead: G experts of M\n"
      "                  rows each (padded to the alignment) for each\n"
@@ -48,7 +48,7 @@ static const struct {
      "                  each --shape's N and K (both tables: give both)\n"
      "  --config bm,bn,stages,mc   force a kernel configuration (mc: none|a|b\n"
      "                  multicast, or k2: the cluster's 2 CTAs split K)\n"
-     "  --seed N        input seed (default: from the clock, printed)\n"
+     "  --seed N        input seed, 0..2147483647 (default: from the clock, printed)\n"
      "  --no-cublas     time qgemm alone\n"
      "  --chain N       instead of the table: chains of N (2..16) GEMMs back to\n"
      "                  back on distinct inputs, per GEMM without and with\n"
@@ -66,7 +66,7 @@ static const struct {
      "                  100..10000000, default 10000)\n"},
     {"check", "correctness sweep against an exact fp64 reference (exit 1 on failure)",
      "  --quick         6 small cases (for compute-sanitizer)\n"
-     "  --seed N        input seed (default: from the clock, printed)\n"
+     "  --seed N        input seed, 0..2147483647 (default: from the clock, printed)\n"
      "  --json          one JSON document on stdout instead of the lines\n"
      "  --progress      a progress line per case before it runs (count / total,\n"
      "                  elapsed, the case) on stderr\n"},

@@ -57,6 +57,17 @@ static int check_int_range(const char *what, int64_t v)
                        INT_MAX);
 }
 
+/* A tensor of no elements (M, N or K = 0): its strides mean nothing (torch
+ * reports (1, 1) for a [256, 0] tensor), as those of size-1 dimensions, and
+ * the call launches nothing (DeepGEMM's early return), so they are not checked. */
+static int is_empty(const qgpy_tensor *t)
+{
+    for (int i = 0; i < t->t->ndim; i++)
+        if (qgpy_dim(t, i) == 0)
+            return 1;
+    return 0;
+}
+
 /* Row stride (elements) of a row-major matrix [(G,) R, C] with packed groups. */
 static int matrix_ld(const qgpy_tensor *t, int64_t elem_bytes, int64_t *ld)
 {
@@ -64,6 +75,10 @@ static int matrix_ld(const qgpy_tensor *t, int64_t elem_bytes, int64_t *ld)
     const int grouped = t->t->ndim == 3;
     const int64_t groups = grouped ? qgpy_dim(t, 0) : 1;
     const int64_t rows = qgpy_dim(t, -2), cols = qgpy_dim(t, -1);
+    if (is_empty(t)) {
+        *ld = (cols * elem_bytes + 15) / 16 * 16 / elem_bytes;
+        return 0;
+    }
     if (cols > 1 && qgpy_stride(t, -1) != 1)
         return qgpy_errorf(PyExc_ValueError,
                            "qgemm: %s must be row-major with a contiguous last dimension "
@@ -111,6 +126,10 @@ static int scales_layout(const qgpy_tensor *t, char dim, const char *ld_name, in
              t->name);
     const int64_t groups = t->t->ndim == 3 ? qgpy_dim(t, 0) : 1;
     const int64_t rows = qgpy_dim(t, -2), kb = qgpy_dim(t, -1);
+    if (is_empty(t)) {
+        *ld = qg_sfa_ld(rows);
+        return 0;
+    }
     if (rows > 1 && qgpy_stride(t, -2) != 1)
         return qgpy_errorf(PyExc_ValueError,
                            "qgemm: %s must be %c-major (strides (1, %s): the scales of one "
@@ -149,6 +168,8 @@ static int scales_layout(const qgpy_tensor *t, char dim, const char *ld_name, in
 
 static int check_contiguous(const qgpy_tensor *t)
 {
+    if (is_empty(t))
+        return 0;
     int64_t expect = 1;
     for (int i = t->t->ndim - 1; i >= 0; i--) {
         if (qgpy_dim(t, i) > 1 && qgpy_stride(t, i) != expect) {
@@ -269,12 +290,16 @@ static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_
     if (kind != QG_GEMM_DENSE && !wgrad && check_contiguous(&t[QGPY_IDX]))
         return -1;
     for (int i = 0; i < QGPY_SLOTS; i++)
-        if (t[i].t && qgpy_check_aligned(&t[i]))
+        if (t[i].t && !is_empty(&t[i]) && qgpy_check_aligned(&t[i]))
             return -1;
-    if (t[QGPY_D].flags & DLPACK_FLAG_BITMASK_READ_ONLY)
-        return qgpy_errorf(PyExc_ValueError,
-                           "qgemm: d is read-only (its producer set the DLPack READ_ONLY flag); "
-                           "pass a writable output tensor");
+    if (qgpy_check_writable(&t[QGPY_D]))
+        return -1;
+    /* d aliasing an input (issue 53): a, sfa, b, sfb, and the grouped GEMMs'
+     * index tensor; the weight gradient's c may be d itself (in place), which
+     * the library checks. */
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        if (i != QGPY_D && !(i == QGPY_IDX && wgrad) && qgpy_check_no_overlap(&t[QGPY_D], &t[i]))
+            return -1;
     return 0;
 }
 
@@ -351,10 +376,13 @@ int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int 
         matrix_ld(d, 4, &args->ldd) || (c->t && matrix_ld(c, 4, &args->ldc)))
         return -1;
     for (int i = 0; i < QGPY_SLOTS; i++)
-        if (t[i].t && qgpy_check_aligned(&t[i]))
+        if (t[i].t && !is_empty(&t[i]) && qgpy_check_aligned(&t[i]))
             return -1;
-    if (d->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
-        return qgpy_errorf(PyExc_ValueError, "qgemm: d is read-only; pass a writable output tensor");
+    if (qgpy_check_writable(d))
+        return -1;
+    for (int i = QGPY_A; i <= QGPY_SFB; i++)
+        if (qgpy_check_no_overlap(d, &t[i]))
+            return -1;
     *device = -1;
     for (int i = 0; i < QGPY_SLOTS; i++)
         if (t[i].t && qgpy_check_device(&t[i], device))

@@ -127,6 +127,9 @@ static PyObject *status_result(qg_status st)
     Py_RETURN_NONE;
 }
 
+/* The answer of gemm()/gemm_torch() to a checked K = 0 call (module attribute ZERO_K). */
+static PyObject *zero_k;
+
 static const char *const slot_names[QGPY_SLOTS] = {"a", "sfa", "b", "sfb", "d", NULL};
 static const char *const idx_names[] = {"(none)", "m_indices", "masked_m", "group_ends", "c"};
 
@@ -142,6 +145,20 @@ static PyObject *check_and_launch(int kind, qgpy_tensor t[QGPY_SLOTS], int expec
     int device = 0;
     if (qgpy_gemm_args((qg_gemm_kind)kind, t, expected_m, &ga, &device) < 0)
         goto done;
+    /* DeepGEMM's edges (csrc/apis/gemm.hpp, early_return), checked call and
+     * all: M = 0 or N = 0 does nothing; K = 0 launches nothing and answers
+     * ZERO_K, for the package to set D to C or zero (it holds the framework
+     * that can). The masked GEMM keeps its own rule (M_max > 0). */
+    if (kind != QG_GEMM_GROUPED_MASKED && (ga.m == 0 || ga.n == 0)) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    if ((kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD) && ga.k == 0) {
+        Py_INCREF(zero_k);
+        result = zero_k;
+        goto done;
+    }
     if (use_torch_stream && qgpy_torch_current_stream(device, &stream) < 0)
         goto done;
     qg_context *ctx = qgpy_context(device);
@@ -511,7 +528,9 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "KIND_K_GROUPED", QG_GEMM_K_GROUPED) < 0 ||
         PyModule_AddIntConstant(m, "OFFLINE", QGPY_OFFLINE) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MAJOR", QGPY_DLPACK_MAJOR) < 0 ||
-        PyModule_AddIntConstant(m, "DLPACK_MINOR", QGPY_DLPACK_MINOR) < 0) {
+        PyModule_AddIntConstant(m, "DLPACK_MINOR", QGPY_DLPACK_MINOR) < 0 ||
+        !(zero_k = PyUnicode_InternFromString("ZERO_K")) ||
+        (Py_INCREF(zero_k), PyModule_AddObject(m, "ZERO_K", zero_k) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

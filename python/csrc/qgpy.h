@@ -68,6 +68,12 @@ int qgpy_check_dtype(const qgpy_tensor *t, qgpy_dtype want);
 int qgpy_check_ndim(const qgpy_tensor *t, int ndim, const char *dims);
 /* ValueError unless dimension i has size `want`; `what` says where want came from. */
 int qgpy_check_dim(const qgpy_tensor *t, int i, int64_t want, const char *what);
+/* ValueError unless the output `d` may be written: not READ_ONLY, and not a
+ * copy the producer made for the export (IS_COPIED: the result would be lost). */
+int qgpy_check_writable(const qgpy_tensor *d);
+/* ValueError naming both when the bytes of `d` and `x` overlap (empty tensors
+ * never do); a GEMM whose output aliases an input reads what it writes. */
+int qgpy_check_no_overlap(const qgpy_tensor *d, const qgpy_tensor *x);
 /* ValueError unless the data address (data + byte_offset) is 16-byte aligned. */
 int qgpy_check_aligned(const qgpy_tensor *t);
 /* ValueError unless t is CUDA device memory on `*device` (-1: set it from t). */

@@ -41,6 +41,11 @@ static int raise_from_pending(PyObject *type, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int raise_from_pending(PyObject *type, const char *fmt, ...)
 {
+    /* KeyboardInterrupt, SystemExit, GeneratorExit (any BaseException that is
+     * not an Exception) propagate as they are (issue 53): they are no bad
+     * argument. */
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
     PyObject *etype, *evalue, *etb;
     PyErr_Fetch(&etype, &evalue, &etb);
     PyErr_NormalizeException(&etype, &evalue, &etb);
@@ -358,9 +363,69 @@ int qgpy_check_ndim(const qgpy_tensor *t, int ndim, const char *dims)
 {
     if (t->t->ndim == ndim)
         return 0;
-    char buf[160];
-    return qgpy_errorf(PyExc_ValueError, "qgemm: %s must be %d-D %s, got %d-D shape %s", t->name,
-                       ndim, dims, (int)t->t->ndim, qgpy_shape_str(t, buf, sizeof buf));
+    /* No shape in this message: a producer whose ndim exceeds its shape array
+     * (issue 53) would have heap words printed as dimensions. Only what was
+     * validated is shown. */
+    return qgpy_errorf(PyExc_ValueError, "qgemm: %s must be %d-D %s, got %d-D", t->name, ndim,
+                       dims, (int)t->t->ndim);
+}
+
+int qgpy_check_writable(const qgpy_tensor *d)
+{
+    if (d->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s is read-only (its producer set the DLPack READ_ONLY flag); "
+                           "pass a writable output tensor", d->name);
+    if (d->flags & DLPACK_FLAG_BITMASK_IS_COPIED)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s was exported as a copy (its producer set the DLPack "
+                           "IS_COPIED flag): the result would be written into the copy and "
+                           "lost; pass a tensor the producer can export without copying",
+                           d->name);
+    return 0;
+}
+
+/* The bytes [*lo, *hi) that t's elements span; *hi == *lo for an empty tensor.
+ * Saturates rather than wraps (a saturated extent counts as overlapping). */
+static void byte_extent(const qgpy_tensor *t, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t base = (uint64_t)(uintptr_t)qgpy_address(t);
+    uint64_t elem = ((uint64_t)t->t->dtype.bits * (t->t->dtype.lanes ? t->t->dtype.lanes : 1) + 7) / 8;
+    uint64_t below = 0, above = 0; /* bytes before / after base */
+    for (int i = 0; i < t->t->ndim; i++) {
+        int64_t size = qgpy_dim(t, i);
+        if (size <= 0) {
+            *lo = *hi = base;
+            return;
+        }
+        int64_t stride = qgpy_stride(t, i);
+        uint64_t span, mag = stride < 0 ? (uint64_t)0 - (uint64_t)stride : (uint64_t)stride;
+        if (__builtin_mul_overflow(mag, (uint64_t)(size - 1), &span) ||
+            __builtin_mul_overflow(span, elem, &span))
+            span = UINT64_MAX / 4;
+        if (stride < 0)
+            below = below + span < below ? UINT64_MAX / 2 : below + span;
+        else
+            above = above + span < above ? UINT64_MAX / 2 : above + span;
+    }
+    *lo = base >= below ? base - below : 0;
+    *hi = base + above + elem < base ? UINT64_MAX : base + above + elem;
+}
+
+int qgpy_check_no_overlap(const qgpy_tensor *d, const qgpy_tensor *x)
+{
+    if (!d->t || !x->t)
+        return 0;
+    uint64_t dlo, dhi, xlo, xhi;
+    byte_extent(d, &dlo, &dhi);
+    byte_extent(x, &xlo, &xhi);
+    if (dlo == dhi || xlo == xhi || dhi <= xlo || xhi <= dlo)
+        return 0;
+    return qgpy_errorf(PyExc_ValueError,
+                       "qgemm: %s overlaps %s in memory (%s spans bytes 0x%" PRIx64 "..0x%" PRIx64
+                       ", %s 0x%" PRIx64 "..0x%" PRIx64 "): the GEMM would overwrite an input it "
+                       "reads; pass a separate output tensor", d->name, x->name, d->name, dlo,
+                       dhi, x->name, xlo, xhi);
 }
 
 int qgpy_check_dim(const qgpy_tensor *t, int i, int64_t want, const char *what)

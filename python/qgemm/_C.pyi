@@ -13,6 +13,7 @@ KIND_K_GROUPED: int
 OFFLINE: int
 SLOT_NAMES: Tuple[str, ...]  # "a", "sfa", "b", "sfb", "d"
 IDX_NAMES: Tuple[str, ...]  # by kind: "(none)", "m_indices", "masked_m", "group_ends", "c"
+ZERO_K: str  # what gemm()/gemm_torch() answer to a checked K = 0 call (the package sets D)
 DLPACK_MAJOR: int
 DLPACK_MINOR: int
 
@@ -22,7 +23,7 @@ def version() -> str: ...
 def m_alignment() -> int: ...
 def sfa_ld(m: int) -> int: ...
 def gemm(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expected_m: int,
-         stream: int, config: _Config, e4m3_bytes: int, no_sync: int) -> None: ...
+         stream: int, config: _Config, e4m3_bytes: int, no_sync: int) -> Optional[str]: ...  # None, or ZERO_K
 def gemm_torch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expected_m: int,
                config: _Config) -> Any: ...
 def k_grouped_torch(a: Any, sfa: Any, b: Any, sfb: Any, d: Any, c: Any, ks: Any,

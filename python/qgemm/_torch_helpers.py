@@ -43,6 +43,33 @@ def ceil_to_ue8m0(x: Any) -> Any:
     return (exponent.clamp(1, 254) << 23).view(torch.float32)
 
 
+def pack_ue8m0_to_int(x: Any) -> Any:
+    """Power-of-two float32 scales [..., K] (K a multiple of 4) as UE8M0 bytes, four
+    to an int32 [..., K/4], the lowest K index in the lowest byte (DeepGEMM's
+    utils.pack_ue8m0_to_int). ValueError for anything that is not such a scale."""
+    torch = _torch()
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() < 1 \
+            or x.size(-1) % 4 != 0:
+        raise ValueError("qgemm: pack_ue8m0_to_int: x must be a float32 tensor whose last "
+                         "dimension is a multiple of 4, got "
+                         f"{getattr(x, 'dtype', type(x).__name__)} {list(getattr(x, 'shape', []))}")
+    bits = x.view(torch.int32)
+    if bool(((bits < 0) | ((bits & 0x7FFFFF) != 0)).any()):
+        raise ValueError("qgemm: pack_ue8m0_to_int: x must hold non-negative powers of two "
+                         "(UE8M0: ceil_to_ue8m0 makes them)")
+    return (bits >> 23).to(torch.uint8).view(torch.int32)
+
+
+def unpack_ue8m0_from_int(packed_sf: Any) -> Any:
+    """The float32 powers of two of packed UE8M0 scales (int32 [..., K/4] ->
+    float32 [..., K]): the inverse of pack_ue8m0_to_int (DeepGEMM's utils name)."""
+    torch = _torch()
+    if not isinstance(packed_sf, torch.Tensor) or packed_sf.dtype != torch.int32:
+        raise ValueError("qgemm: unpack_ue8m0_from_int: packed_sf must be an int32 tensor, got "
+                         f"{getattr(packed_sf, 'dtype', type(packed_sf).__name__)}")
+    return (packed_sf.view(torch.uint8).to(torch.int32) << 23).view(torch.float32)
+
+
 def _check_cast_args(func: str, use_ue8m0: Any, gran_k: Any, packed: Any = False) -> None:
     if not isinstance(use_ue8m0, (bool, int)):
         raise TypeError(f"qgemm: {func}: use_ue8m0 must be a bool, got {type(use_ue8m0).__name__}")
@@ -138,39 +165,34 @@ def per_block_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128) ->
     return q, sf.view(*lead, np_ // 128, kp // 128)
 
 
-def get_col_major_tma_aligned_tensor(x: Any) -> Any:
-    """The same float32 scales ``x [M, K/128]`` or ``[G, M, K/128]`` stored M-major.
-
-    The result has strides ``(1, ld)`` (``(kb * ld, 1, ld)`` with groups), where
-    ``ld`` is M rounded up to a multiple of 4 (16 bytes, the TMA alignment):
-    the layout the GEMMs read ``sfa`` in. ``x`` itself is returned when it
-    already has that layout (and a 16-byte aligned address).
-    """
-    torch = _torch()
-    _check_tensor(torch, x, "x", 2)
-    if x.dim() > 3:
-        raise ValueError(f"qgemm: x must be [M, K/128] or [G, M, K/128], got shape {list(x.shape)}")
-    if x.dtype != torch.float32:
-        raise ValueError(f"qgemm: x must be float32 scales, got {x.dtype}")
-    return mn_major(torch, x)
-
-
-def mn_major(torch: Any, x: Any) -> Any:
+def mn_major(torch: Any, x: Any, trust_strides: bool = True, exact: bool = False) -> Any:
     """float32 scales [M, K/128] or [G, M, K/128] as M-major and TMA-aligned (strides (1, ld),
     ld = M rounded up to 4, group stride K/128 x ld, a 16-byte aligned address): ``x`` itself
-    when already so, else a copy. Traceable by torch.compile: while tracing there is no data
-    pointer, and the storage offset (a multiple of 4 floats) stands for the address, which
-    holds for torch's own (512-byte aligned) storages; eager and compiled calls then copy
-    alike."""
+    when already so, else a copy.
+
+    ``exact``: every stride must be what the layout says, as DeepGEMM's
+    get_mn_major_tma_aligned_tensor checks them; otherwise the strides of size-1
+    dimensions, which carry no meaning (torch reports 1 for them) and which the
+    kernels' checks skip, are not compared (no copy where none is needed).
+
+    Traceable by torch.compile: while tracing there is no data pointer to prove
+    the 16-byte alignment of an ``x`` whose strides already fit, so it is passed
+    as it is when ``trust_strides`` (a misaligned one is then refused by the
+    GEMM's own check, as in strict mode) and copied otherwise (eager and
+    compiled calls then give the same result; the compiled one may copy where
+    eager did not). No storage_offset() either: dynamo before torch 2.12 cannot
+    trace it."""
     grouped = x.dim() == 3
     x3 = x if grouped else x.unsqueeze(0)
     g, m, kb = x3.shape
     ld = _ceil_to(m, 4)
-    # strides of size-1 dimensions carry no meaning (torch reports 1 for them)
     wanted = ((g, kb * ld), (m, 1), (kb, ld))
-    if all(size <= 1 or x3.stride(i) == stride for i, (size, stride) in enumerate(wanted)):
+    if all((size <= 1 and not exact) or (i == 0 and not grouped) or x3.stride(i) == stride
+           for i, (size, stride) in enumerate(wanted)):
         compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)()
-        if x.storage_offset() % 4 == 0 if compiling else x.data_ptr() % 16 == 0:
+        # a tensor subclass (FakeTensor, ...) has no address to read either
+        no_address = compiling or type(x) not in (torch.Tensor, torch.nn.Parameter)
+        if trust_strides if no_address else x.data_ptr() % 16 == 0:
             return x
     out = torch.empty((g, kb, ld), dtype=x.dtype, device=x.device).transpose(1, 2)[:, :m, :]
     out.copy_(x3)

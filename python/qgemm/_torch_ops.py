@@ -1,7 +1,7 @@
 """PyTorch integration of qgemm: the C fast path and the ``torch.library`` custom ops.
 
 Imported by the package only once ``torch`` is in ``sys.modules`` (``import
-qgemm`` never imports torch), through ``qgemm._register_torch``.
+qgemm`` never imports torch), through ``qgemm._dispatch.register_torch``.
 
 - The fast path (``_C.gemm_torch``, python/csrc/torch.c): plain CUDA torch
   tensors are described from their own metadata instead of a DLPack export,
@@ -14,7 +14,7 @@ qgemm`` never imports torch), through ``qgemm._register_torch``.
   ``torch.compile(fullgraph=True)`` puts them in the graph. The public
   functions of qgemm call them by themselves while torch.compile traces.
   ``config`` is the optional 6-int list (block_m, block_n, num_stages,
-  multicast, swizzle_group, split_k) that ``qgemm._config_tuple`` makes of a
+  multicast, swizzle_group, split_k) that ``qgemm._dispatch.config_tuple`` makes of a
   config dict.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import torch
 from . import _C
 
 Tensor = torch.Tensor
-_launch: Optional[Callable[..., None]] = None  # qgemm._launch_torch, set by register()
+_launch: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_torch, set by register()
 
 OPS_ERROR: Optional[str] = None
 """Why the custom ops are not available (None when they are)."""
@@ -54,7 +54,12 @@ def _current_stream_handle(device: int) -> int:
 
 
 def _config(config: Optional[List[int]]) -> Any:
-    return None if config is None else tuple(config)
+    if config is None:
+        return None
+    for v in config:  # one exception type for a bad value (the extension takes 32-bit ints)
+        if not -2**31 <= v < 2**31:
+            raise ValueError(f"qgemm: config value {v} is out of range (a 32-bit int)")
+    return tuple(config)
 
 
 def _define_ops() -> None:

@@ -69,6 +69,11 @@ echo "building the Python package in place ($("$py" --version))"
 QGEMM_WERROR=1 "$py" python/setup.py -q build_ext --inplace \
     --build-temp "$build/python" --parallel "$(nproc 2>/dev/null || echo 2)"
 
+# The extension's C units call one another one way only, as the library's do
+# (docs/DESIGN.md §2; `make house-check` checks the library, testkit and CLI).
+objs=$(find "$build/python" -name '*.o' | sort)
+if [ -n "$objs" ]; then python3 tools/unit_graph.py $(printf 'python=%s ' $objs); fi
+
 export PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}"
 "$py" -m pytest -q -rs tests/python
 

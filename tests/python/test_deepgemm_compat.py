@@ -118,7 +118,9 @@ SUPPORTED = {
     "set_ignore_compile_dims", "set_block_size_multiple_of", "ceil_div", "align",
     "ceil_to_ue8m0", "per_token_cast_to_fp8", "per_channel_cast_to_fp8", "per_block_cast_to_fp8",
     "cublaslt_gemm_nt", "cublaslt_gemm_nn", "cublaslt_gemm_tn", "cublaslt_gemm_tt",
-    "k_grouped_fp8_gemm_nt_contiguous",
+    "k_grouped_fp8_gemm_nt_contiguous", "get_mn_major_tma_aligned_packed_ue8m0_tensor",
+    "get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor", "pack_ue8m0_to_int",
+    "unpack_ue8m0_from_int",
 }
 
 MODULES = [pytest.param(qgemm, id="qgemm"), pytest.param(qdg, id="qgemm.deep_gemm")]
@@ -325,14 +327,17 @@ def test_wgrad_values_reach_the_gemm(name, kw):
 
 def test_transposed_block_sfb_is_taken_by_the_deepgemm_names():
     # DeepGEMM on SM90 takes 128x128 B scales row-major or as a row-major tensor's transpose
-    # (a transposed weight's sfw.T); its names here make it row-major, qgemm's own refuses it
+    # (a transposed weight's sfw.T); its names here make it row-major, and so do qgemm's own
+    # unless strict
     torch = _t()
     a, (b, _), d = _cpu_dense()
     sfb_t = torch.ones(4, 2).T  # [N/128, K/128] = [2, 4], strides (1, 2)
     for fn in (qdg.fp8_gemm_nt, qgemm.fp8_fp4_gemm_nt):
         with pytest.raises(ValueError, match="CUDA device memory"):
             fn(a, (b, sfb_t), d)
-    with pytest.raises(ValueError, match="sfb must be contiguous"):
+    with pytest.raises(ValueError, match="sfb must be contiguous"):  # strict: no hidden copy
+        qgemm.fp8_gemm_nt(a, (b, sfb_t), d, strict=True)
+    with pytest.raises(ValueError, match="CUDA device memory"):  # else converted, as DeepGEMM
         qgemm.fp8_gemm_nt(a, (b, sfb_t), d)
     (a_, _), _, _ = _cpu_dense()
     idx = torch.zeros(256, dtype=torch.int32)
@@ -347,7 +352,7 @@ def test_wgrad_sfb_layout_error_names_n_and_sfb():
     d = torch.zeros(256, 256)
     with pytest.raises(ValueError, match=r"sfb must be N-major \(strides \(1, sfb_ld\).*"
                                          r"get_col_major_tma_aligned_tensor\(sfb\)"):
-        qgemm.fp8_gemm_nt(a, (b, torch.ones(256, 4)), d, c=d, recipe=(1, 1, 128))
+        qgemm.fp8_gemm_nt(a, (b, torch.ones(256, 4)), d, c=d, recipe=(1, 1, 128), strict=True)
 
 
 def test_grouped_recipe_names_the_argument_given():
@@ -637,6 +642,11 @@ def test_gpu_deepgemm_calling_pattern():
         deep_gemm.fp8_gemm_nt((a[0], deep_gemm.get_mn_major_tma_aligned_tensor(a[1])), b, d,
                               recipe=(1, 128, 128))
         assert calc_diff(d, ref) < 1e-5, (m, n, k)
+        d.zero_()  # qgemm's own fp8_gemm_nt with the row-major sfa: converted (issue 54)
+        deep_gemm.fp8_gemm_nt(a, b, d)
+        assert calc_diff(d, ref) < 1e-5, (m, n, k)
+        with pytest.raises(ValueError, match="sfa must be M-major"):  # unless strict
+            deep_gemm.fp8_gemm_nt(a, b, d, strict=True)
 
     # m-grouped contiguous, as DeepGEMM's generate_m_grouped_contiguous
     num_groups, expected_m, n, k = 4, 200, 4096, 7168

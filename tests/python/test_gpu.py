@@ -120,7 +120,7 @@ def test_dense_padded_output_rows():
 def test_dense_through_the_uint8_fallback(monkeypatch):
     # what happens with PyTorch < 2.8, which cannot export float8 through DLPack
     # (stream= takes the DLPack path instead of the torch fast path)
-    monkeypatch.setattr(qgemm, "_TORCH_FP8_DLPACK", False)
+    monkeypatch.setattr(qgemm._dispatch, "TORCH_FP8_DLPACK", False)
     seed, a, sfa, b, sfb, ref = dense_problem(256, 1024, 512)
     d = torch.empty(256, 1024, dtype=torch.bfloat16, device=DEV)
     qgemm.fp8_gemm_nt((a, sfa), (b, sfb.requires_grad_()), d,  # and a tensor requiring grad
@@ -449,13 +449,25 @@ def test_rejected_calls_leave_d_untouched():
     bad_calls = [
         (ValueError, "dtype float8_e4m3fn", ((a.view(torch.uint8), sfa), (b, sfb)), {}),
         (ValueError, "16-byte aligned", ((a_misaligned, sfa), (b, sfb)), {}),
-        (ValueError, "M-major", ((a, sfa_k_major), (b, sfb)), {}),
+        (ValueError, "M-major", ((a, sfa_k_major), (b, sfb)), {"strict": True}),  # no copy
+        (ValueError, "aliases|overlaps", ((a, sfa), (b, sfb)), {"_d_is_a": True}),
         (ValueError, "dimension 1 must be 1024", ((a, sfa), (b[:, :896], sfb[:, :7])), {}),
         (ValueError, "block_m", ((a, sfa), (b, sfb)), {"config": {"block_m": 100, "block_n": 128}}),
     ]
+    # d aliasing a (issue 53): one buffer holds a in its first bytes and is also d
     for exc, pattern, (lhs, rhs), kw in bad_calls:
+        out = d
+        if kw.pop("_d_is_a", False):
+            spare = torch.empty(m * n * 2, dtype=torch.uint8, device=DEV)
+            spare[: m * k].copy_(a.view(torch.uint8).view(-1))
+            lhs = (spare[: m * k].view(m, k).view(torch.float8_e4m3fn), sfa)
+            out = spare.view(torch.bfloat16).view(m, n)
+            saved = bits(out)
         with pytest.raises(exc, match=pattern):
-            qgemm.fp8_gemm_nt(lhs, rhs, d, **kw)
+            qgemm.fp8_gemm_nt(lhs, rhs, out, **kw)
+        torch.cuda.synchronize()
+        if out is not d:
+            assert torch.equal(bits(out), saved), "d aliasing a was written"
         torch.cuda.synchronize()
         assert torch.equal(bits(d), before), f"d changed by a call rejected with {pattern!r}"
 

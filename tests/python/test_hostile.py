@@ -36,11 +36,11 @@ def test_dlpack_absurd_ndim_prints_no_heap(ndim):
 
 
 def test_device_string_is_parsed():
-    assert qgemm._device_ordinal("cuda:9") == 9
-    assert qgemm._device_ordinal(3) == 3
+    assert qgemm._dispatch.device_ordinal("cuda:9") == 9
+    assert qgemm._dispatch.device_ordinal(3) == 3
     for bad in ["cpu", "cuda:", "cuda:x", "cuda:-1", "9"]:
         with pytest.raises(ValueError, match="device"):
-            qgemm._device_ordinal(bad)
+            qgemm._dispatch.device_ordinal(bad)
 
 
 def test_get_num_sms_of_a_device_string_names_the_device():

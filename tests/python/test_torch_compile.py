@@ -162,16 +162,16 @@ def test_meta_tensors_in_eager_run_the_fake_implementation():
 
 def test_plain_calls_go_straight_to_the_fast_path(monkeypatch):
     # The public GEMMs hand a plain call (pairs as tuples, no DeepGEMM extras, no
-    # stream, no config) to _C.gemm_torch at once (qgemm._FAST_GEMM, set when qgemm
-    # registers with torch); any other call goes the whole way (_gemm).
+    # stream, no config) to _C.gemm_torch at once (qgemm._dispatch.FAST_GEMM, set when
+    # qgemm registers with torch); any other call goes the whole way (_dispatch.gemm).
     qgemm.register_torch_ops()
-    assert qgemm._FAST_GEMM is qgemm._C.gemm_torch
+    assert qgemm._dispatch.FAST_GEMM is qgemm._C.gemm_torch
     calls = []
 
     def record(kind, a, sfa, b, sfb, d, idx, expected_m, config):
         calls.append((kind, expected_m, config))  # (None: the call is taken)
 
-    monkeypatch.setattr(qgemm, "_FAST_GEMM", record)
+    monkeypatch.setattr(qgemm._dispatch, "FAST_GEMM", record)
     x = _inputs()
     d = torch.empty(M, N, dtype=torch.bfloat16, device=META)
     d3 = torch.empty(G, M_MAX, N, dtype=torch.bfloat16, device=META)
@@ -203,7 +203,7 @@ def test_import_qgemm_neither_imports_torch_nor_fails_without_it(tmp_path):
     package = str(Path(qgemm.__file__).resolve().parent.parent)
     code = ("import sys, time; t = time.perf_counter(); import qgemm; "
             "dt = time.perf_counter() - t; assert 'torch' not in sys.modules; "
-            "assert qgemm._TORCH_OPS is None; print(f'{dt * 1e3:.1f}')")
+            "assert qgemm._dispatch.TORCH_OPS is None; print(f'{dt * 1e3:.1f}')")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), package]))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -218,7 +218,7 @@ def test_import_qgemm_neither_imports_torch_nor_fails_without_it(tmp_path):
 def test_torch_imported_after_qgemm_gets_the_ops():
     package = str(Path(qgemm.__file__).resolve().parent.parent)
     code = ("import qgemm, torch; print(torch.ops.qgemm.fp8_gemm_nt); "
-            "assert qgemm._TORCH_OPS is not None")
+            "assert qgemm._dispatch.TORCH_OPS is not None")
     env = dict(os.environ, PYTHONPATH=package)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

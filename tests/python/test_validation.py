@@ -159,13 +159,13 @@ def test_ml_dtypes_e4m3_numpy_array_is_rejected_with_a_reason():
 
 def test_wrong_rank():
     ops = dense_operands(256, 512, 384, a=FakeTensor([2, 256, 384]))
-    expect_error(ValueError, re.escape("a must be 2-D [M, K], got 3-D shape [2, 256, 384]"),
+    expect_error(ValueError, re.escape("a must be 2-D [M, K], got 3-D") + "$",
                  "dense", ops)
 
 
 def test_grouped_b_must_be_3d():
     ops = contiguous_operands(256, 512, 384, 3, b=FakeTensor([512, 384]))
-    expect_error(ValueError, re.escape("b must be 3-D [G, N, K], got 2-D shape [512, 384]"),
+    expect_error(ValueError, re.escape("b must be 3-D [G, N, K], got 2-D") + "$",
                  "contiguous", ops)
 
 

@@ -1,5 +1,9 @@
 /*
- * gemm.c -- the GEMM entry points: validate, resolve a kernel, launch.
+ * fp8_gemm.c -- the FP8 family's API unit: the block-scaled FP8 GEMMs'
+ * entry points and configuration calls: validate, write the kernel's source
+ * (kernels/qg_fp8_gemm.cuh), resolve it through the shared launch path
+ * (src/launch.h), encode the tensor maps, launch. The heuristic is
+ * src/fp8_config.c.
  *
  * Invariants:
  *  - Every argument is checked before anything touches the device, so a
@@ -7,15 +11,15 @@
  *  - A launch reads no device memory and allocates nothing: the tensor maps
  *    are built on the host and passed by value (CUDA-graph capturable).
  *  - Resolution (heuristic, source generation, JIT, module load) happens once
- *    per (problem, forced config) and is cached in the context's launch cache;
- *    modules are shared between entries with the same JIT key.
+ *    per (problem, forced config) and is cached in the context's launch cache
+ *    (src/launch.c); modules are shared between entries with the same JIT key.
  *  - A configuration the heuristic chose does not end a GEMM in a compile
  *    error while another tile compiles: if the JIT refuses it, the next tile
  *    the heuristic ranks is used, up to three times (resolve_and_compile).
  *    A refusal is not remembered: a later process (or qg_compile, then the
  *    first GEMM call) compiles the refused kernel again before falling back.
  */
-#include "internal.h"
+#include "launch.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -24,25 +28,6 @@
 #include <string.h>
 
 #define QG_CONTIGUOUS_ALIGNMENT 128
-
-struct qg_module {
-    qg_module *next;
-    char key[65];
-    CUmodule module;
-    CUfunction function;
-};
-
-struct qg_launch_entry {
-    qg_launch_entry *next;
-    qg_problem problem;
-    bool forced;
-    qg_config forced_cfg;
-    int num_sms;
-    qg_config cfg;
-    qg_kernel_plan plan;
-    qg_module *module;
-    int max_grid;   /* CTAs that can be resident at once (clusters fit the GPCs) */
-};
 
 int qg_m_alignment_for_contiguous_layout(void) { return QG_CONTIGUOUS_ALIGNMENT; }
 
@@ -209,8 +194,62 @@ static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_prob
     }
 }
 
+/* ---- the FP8 family on the shared launch path ---------------------------- */
+
+/* The launch cache's key: the problem (launch_key()'d) and the fields of a
+ * forced configuration that choose a kernel (split_k 0 read as 1); zeroed
+ * before it is filled, as qg__launch_resolve compares bytes. */
+typedef struct {
+    qg_problem problem;
+    int forced;
+    int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
+} fp8_key;
+
+/* What an entry keeps: the configuration and the plan it was compiled with. */
+typedef struct {
+    qg_config cfg;
+    qg_kernel_plan plan;
+} fp8_plan;
+
+/* qg_launch_family.build: the heuristic's (or the forced `arg`'s)
+ * configuration, compiled; the SM limit is the context's at build time. */
+static qg_status fp8_build(qg_context *ctx, const void *key, const void *arg, void *plan,
+                           qg_launch_shape *shape, qg_jit_result *res) {
+    const fp8_key *k = key;
+    fp8_plan *fp = plan;
+    qg_status st = resolve_and_compile(ctx, ctx->num_sms, &k->problem, arg, &fp->cfg, &fp->plan,
+                                       res);
+    if (st != QG_SUCCESS) return st;
+    shape->num_threads = (unsigned)fp->plan.num_threads;
+    shape->smem_bytes = fp->plan.smem_bytes;
+    shape->cluster_size = fp->plan.cluster_size;
+    shape->grid = fp->cfg.num_sms;
+    return QG_SUCCESS;
+}
+
+static const qg_launch_family fp8_family = {
+    .kernel = "qg_fp8_gemm_kernel",
+    .plan_size = sizeof(fp8_plan),
+    .build = fp8_build,
+};
+
+/* Find or build the launch entry; called with ctx->lock held and ctx current. */
 static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_config *forced,
-                                const qg_launch_entry **out);
+                                const qg_launch_entry **out) {
+    fp8_key key;
+    memset(&key, 0, sizeof key);
+    key.problem = *p;
+    if (forced) {
+        key.forced = 1;
+        key.block_m = forced->block_m;
+        key.block_n = forced->block_n;
+        key.num_stages = forced->num_stages;
+        key.multicast = (int)forced->multicast;
+        key.swizzle_group = forced->swizzle_group;
+        key.split_k = forced->split_k ? forced->split_k : 1;
+    }
+    return qg__launch_resolve(ctx, &fp8_family, &key, sizeof key, forced, out);
+}
 
 qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config *cfg,
                      qg_kernel_info *info) {
@@ -230,262 +269,16 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
      * module can synchronize the device, so the first GEMM call of this shape
      * must not be where it happens (CUDA-graph capture, busy streams). */
     const qg_problem p = launch_key(*problem);
-    CUcontext prev;
-    CUresult r = ctx->drv->cuCtxPushCurrent(ctx->cu_context);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "cuCtxPushCurrent");
+    if ((st = qg__enter(ctx, NULL, "qg_compile")) != QG_SUCCESS) return st;
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e;
     st = resolve_launch(ctx, &p, cfg, &e);
     pthread_mutex_unlock(&ctx->lock);
-    ctx->drv->cuCtxPopCurrent(&prev);
+    qg__leave(ctx);
     return st;
 }
 
-/* ---- launch cache ----------------------------------------------------------- */
-
-static unsigned bucket_of(const qg_problem *p, const qg_config *forced) {
-    unsigned h = 2166136261u;
-    const int v[] = {(int)p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, p->accumulate,
-                     forced ? forced->block_m : -1, forced ? forced->block_n : -1};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i) h = (h ^ (unsigned)v[i]) * 16777619u;
-    return h % 256;
-}
-
-static bool same_forced(const qg_config *a, const qg_config *b) {
-    return a->block_m == b->block_m && a->block_n == b->block_n &&
-           a->num_stages == b->num_stages && a->multicast == b->multicast &&
-           a->swizzle_group == b->swizzle_group &&
-           (a->split_k ? a->split_k : 1) == (b->split_k ? b->split_k : 1);
-}
-
-static bool entry_matches(const qg_launch_entry *e, const qg_problem *p, const qg_config *forced,
-                          int num_sms) {
-    return e->problem.kind == p->kind && e->problem.m == p->m && e->problem.n == p->n &&
-           e->problem.k == p->k && e->problem.num_groups == p->num_groups &&
-           e->problem.expected_m == p->expected_m && e->problem.accumulate == p->accumulate &&
-           e->num_sms == num_sms &&
-           e->forced == (forced != NULL) && (!forced || same_forced(&e->forced_cfg, forced));
-}
-
-/* Load a compiled kernel: module, function, dynamic shared memory. On
- * failure *module is NULL and *step names the call that failed. */
-static CUresult load_module(const qg_context *ctx, const void *cubin, size_t smem_bytes,
-                            CUmodule *module, CUfunction *function, const char **step) {
-    const qg_driver *drv = ctx->drv;
-    *module = NULL;
-    *step = "cuModuleLoadData";
-    CUresult r = drv->cuModuleLoadData(module, cubin);
-    if (r == CUDA_SUCCESS) {
-        *step = "cuModuleGetFunction(qg_fp8_gemm_kernel)";
-        r = drv->cuModuleGetFunction(function, *module, "qg_fp8_gemm_kernel");
-    }
-    if (r == CUDA_SUCCESS) {
-        *step = "cuFuncSetAttribute(max dynamic shared memory)";
-        r = drv->cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    (int)smem_bytes);
-    }
-    if (r != CUDA_SUCCESS && *module) {
-        drv->cuModuleUnload(*module);
-        *module = NULL;
-    }
-    return r;
-}
-
-/* Errors that say the context or the device cannot load anything now (or
- * memory ran out), not that the image is bad: a cubin from the disk cache
- * that fails with one of these is not discarded. */
-static bool context_unusable(CUresult r) {
-    switch (r) {
-    case CUDA_ERROR_OUT_OF_MEMORY:
-    case CUDA_ERROR_NOT_INITIALIZED:
-    case CUDA_ERROR_DEINITIALIZED:
-    case CUDA_ERROR_NO_DEVICE:
-    case CUDA_ERROR_INVALID_DEVICE:
-    case CUDA_ERROR_INVALID_CONTEXT:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-    case CUDA_ERROR_ECC_UNCORRECTABLE:
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_FAILED:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* "CUresult 200: device kernel image is invalid", for a debug line. */
-static void cuda_error_text(const qg_context *ctx, CUresult r, char *buf, size_t len) {
-    const char *text = NULL;
-    if (ctx->drv->cuGetErrorString(r, &text) != CUDA_SUCCESS || !text) text = "?";
-    snprintf(buf, len, "CUresult %d: %s", (int)r, text);
-}
-
-/* Find or build the launch entry; called with ctx->lock held and ctx current. */
-static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_config *forced,
-                                const qg_launch_entry **out) {
-    const unsigned b = bucket_of(p, forced);
-    const int num_sms = ctx->num_sms;
-    for (qg_launch_entry *e = ctx->launches[b]; e; e = e->next)
-        if (entry_matches(e, p, forced, num_sms)) {
-            *out = e;
-            return QG_SUCCESS;
-        }
-    qg_launch_entry *e = calloc(1, sizeof *e);
-    if (!e) return qg__fail(QG_ERROR_OUT_OF_MEMORY, "launch cache: out of host memory");
-    e->problem = *p;
-    e->forced = forced != NULL;
-    if (forced) e->forced_cfg = *forced;
-    e->num_sms = num_sms;
-    qg_jit_result res;
-    qg_status st = resolve_and_compile(ctx, num_sms, p, forced, &e->cfg, &e->plan, &res);
-    if (st != QG_SUCCESS) {
-        free(e);
-        return st;
-    }
-    /* Share the module with any entry of the same kernel. */
-    qg_module *m = ctx->modules;
-    while (m && strcmp(m->key, res.info.key)) m = m->next;
-    if (!m) {
-        m = calloc(1, sizeof *m);
-        if (!m) {
-            free(e);
-            return qg__fail(QG_ERROR_OUT_OF_MEMORY, "launch cache: out of host memory");
-        }
-        const char *step;
-        CUresult r = load_module(ctx, res.cubin, e->plan.smem_bytes, &m->module, &m->function, &step);
-        char path[1024] = "";
-        bool recompiled = false;
-        /* A cache entry passed the cache's checks (whole, its hash right,
-         * ours) but the driver cannot load it: forged with a recomputed hash,
-         * another kernel's or another GPU's cubin. Delete it and compile the
-         * kernel again, once (issue 27). */
-        if (r != CUDA_SUCCESS && res.from_disk && !context_unusable(r) &&
-            qg__jit_discard(ctx->jit, res.info.key, res.cubin, path, sizeof path)) {
-            char text[160];
-            cuda_error_text(ctx, r, text, sizeof text);
-            qg__jit_debug("kernel %s from the disk cache (%s) refused by the driver (%s: %s): "
-                          "entry deleted, recompiling", res.info.key, path[0] ? path : "?", step,
-                          text);
-            recompiled = true;
-            st = resolve_and_compile(ctx, num_sms, p, forced, &e->cfg, &e->plan, &res);
-            if (st != QG_SUCCESS) {
-                free(m);
-                free(e);
-                return st;
-            }
-            r = load_module(ctx, res.cubin, e->plan.smem_bytes, &m->module, &m->function, &step);
-        }
-        if (r != CUDA_SUCCESS) {
-            free(m);
-            free(e);
-            /* Name the kernel and where its cubin came from: a cache entry
-             * the user can delete, or a fresh compile (a driver problem). */
-            char dir[900], what[1536];
-            if (!path[0] && res.from_disk && qg__cache_dir(dir, sizeof dir))
-                snprintf(path, sizeof path, "%s/%s.cubin", dir, res.info.key);
-            snprintf(what, sizeof what, "%s failed for kernel %s (%s%s)", step, res.info.key,
-                     recompiled    ? "compiled again after the driver refused the disk cache entry "
-                     : res.from_disk ? "read from the disk cache entry "
-                                     : "compiled now",
-                     recompiled || res.from_disk ? (path[0] ? path : "?") : "");
-            return qg__cuda_fail(r, what);
-        }
-        memcpy(m->key, res.info.key, sizeof m->key);
-        m->next = ctx->modules;
-        ctx->modules = m;
-    }
-    e->module = m;
-    /* A persistent grid must be co-resident: with 2-CTA clusters, GPCs with an
-     * odd SM count cannot host a cluster on every SM, and a cluster that does
-     * not fit would run as a second wave. */
-    e->max_grid = e->cfg.num_sms;
-    if (e->plan.cluster_size > 1) {
-        CUlaunchAttribute attr;
-        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = (unsigned)e->plan.cluster_size;
-        attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-        CUlaunchConfig lc;
-        memset(&lc, 0, sizeof lc);
-        lc.gridDimX = (unsigned)e->cfg.num_sms;
-        lc.gridDimY = lc.gridDimZ = 1;
-        lc.blockDimX = (unsigned)e->plan.num_threads;
-        lc.blockDimY = lc.blockDimZ = 1;
-        lc.sharedMemBytes = (unsigned)e->plan.smem_bytes;
-        lc.attrs = &attr;
-        lc.numAttrs = 1;
-        int clusters = 0;
-        CUresult r = ctx->drv->cuOccupancyMaxActiveClusters(&clusters, m->function, &lc);
-        if (r == CUDA_SUCCESS && clusters > 0 && clusters * e->plan.cluster_size < e->max_grid)
-            e->max_grid = clusters * e->plan.cluster_size;
-        if (qg__env_flag("QGEMM_PRINT_CONFIG"))
-            fprintf(stderr, "qgemm: cluster occupancy query: rc %d, %d clusters of %d -> grid %d\n",
-                    (int)r, clusters, e->plan.cluster_size, e->max_grid);
-    }
-    e->next = ctx->launches[b];
-    ctx->launches[b] = e;
-    *out = e;
-    return QG_SUCCESS;
-}
-
-void qg__launch_cache_destroy(qg_context *ctx) {
-    for (int b = 0; b < 256; ++b)
-        for (qg_launch_entry *e = ctx->launches[b], *next; e; e = next) {
-            next = e->next;
-            free(e);
-        }
-    for (qg_module *m = ctx->modules, *next; m; m = next) {
-        next = m->next;
-        if (ctx->drv && m->module) ctx->drv->cuModuleUnload(m->module);
-        free(m);
-    }
-}
-
 /* ---- argument validation ------------------------------------------------ */
-
-/* Presence and alignment: checkable without a device. */
-static qg_status check_ptr(const void *ptr, size_t align, const char *fn, const char *name) {
-    if (!ptr) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s is NULL", fn, name);
-    if ((uintptr_t)ptr % align)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s (%p) must be %zu-byte aligned", fn,
-                        name, ptr, align);
-    return QG_SUCCESS;
-}
-
-/* The pointer is device memory of the context's device. */
-static qg_status check_device_ptr(const qg_context *ctx, const void *ptr, const char *fn,
-                                  const char *name) {
-    int ordinal = -1;
-    CUresult r = ctx->drv->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                                 (CUdeviceptr)(uintptr_t)ptr);
-    if (r != CUDA_SUCCESS)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: args->%s (%p) is not a CUDA device pointer", fn, name, ptr);
-    if (ordinal != ctx->device)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: args->%s is memory of device %d; the context is on device %d", fn,
-                        name, ordinal, ctx->device);
-    return QG_SUCCESS;
-}
-
-static qg_status check_ld(int64_t ld, int64_t min, int elem_bytes, const char *fn, const char *name,
-                          const char *what) {
-    if (ld < min)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s must be >= %s (%lld), got %lld",
-                        fn, name, what, (long long)min, (long long)ld);
-    /* Bound first, multiply after: ld * elem_bytes overflows past 2^61. */
-    if (ld > (1ll << 36))
-        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->%s = %lld exceeds 2^36", fn, name,
-                        (long long)ld);
-    if ((ld * elem_bytes) % 16)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: args->%s * %d bytes must be a multiple of 16 (TMA), got %lld", fn,
-                        name, elem_bytes, (long long)ld);
-    return QG_SUCCESS;
-}
 
 /* Check args: first everything that needs no device (shape, strides,
  * pointer presence and alignment), then that the context can launch, then
@@ -495,6 +288,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
+    if (a->n < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->n must be >= 0, got %d", fn, a->n);
+    if (a->k < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->k must be >= 0, got %d", fn, a->k);
     /* (before m == 0 becomes 1 below: the message names the m given) */
     if ((kind == QG_GEMM_GROUPED_MASKED || kind == QG_GEMM_GROUPED_PSUM) &&
         (a->expected_m < 0 || a->expected_m > a->m))
@@ -542,11 +337,11 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if ((st = qg__check_problem(p, fn)) != QG_SUCCESS) return st;
     *p = launch_key(*p);
     /* (k-grouped: group g's rows of A and B are K_g bytes apart; lda, ldb unused) */
-    if ((!kgrouped && ((st = check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
-                       (st = check_ld(a->ldb, a->k, 1, fn, "ldb", "k")))) ||
-        (st = check_ld(a->ldd, a->n, wgrad ? 4 : 2, fn, "ldd", "n")) ||
-        (st = check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")) ||
-        (wgrad && (st = check_ld(a->sfb_ld, a->n, 4, fn, "sfb_ld", "n"))))
+    if ((!kgrouped && ((st = qg__check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
+                       (st = qg__check_ld(a->ldb, a->k, 1, fn, "ldb", "k")))) ||
+        (st = qg__check_ld(a->ldd, a->n, wgrad ? 4 : 2, fn, "ldd", "n")) ||
+        (st = qg__check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")) ||
+        (wgrad && (st = qg__check_ld(a->sfb_ld, a->n, 4, fn, "sfb_ld", "n"))))
         return st;
     /* rows of D (and of a separate C): k-grouped G x M */
     const uint64_t d_rows = (uint64_t)a->m * (kgrouped ? (uint64_t)a->num_groups : 1);
@@ -559,7 +354,7 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
     if (wgrad && a->c && a->c != (const float *)a->d) {
         /* C is copied into D first: a separate array, not overlapping D. */
-        if ((st = check_ld(a->ldc, a->n, 4, fn, "ldc", "n"))) return st;
+        if ((st = qg__check_ld(a->ldc, a->n, 4, fn, "ldc", "n"))) return st;
         const uintptr_t c0 = (uintptr_t)a->c, d0 = (uintptr_t)a->d;
         const uintptr_t c1 = c0 + ((uintptr_t)(d_rows - 1) * (uintptr_t)a->ldc + (uintptr_t)a->n) * 4;
         const uintptr_t d1 = d0 + ((uintptr_t)(d_rows - 1) * (uintptr_t)a->ldd + (uintptr_t)a->n) * 4;
@@ -574,7 +369,9 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
                         "args->ldd (%lld)", fn, (long long)a->ldc, (long long)a->ldd);
     }
     for (int i = 0; i < num_ptrs; ++i)
-        if ((st = check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
+        if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
+    /* D written over an input would be read back half-overwritten (issue 53). */
+    if ((st = qg__check_gemm_no_overlap(fn, kind, a))) return st;
     /* A forced configuration is checked here where no launch follows to
      * check it (resolve_launch does, once per cached entry): on an offline
      * context, and before gemm()'s shortcuts (m == 0; k-grouped with every
@@ -597,90 +394,11 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
         return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
     }
     for (int i = 0; i < num_ptrs; ++i)
-        if ((st = check_device_ptr(ctx, ptrs[i].ptr, fn, ptrs[i].name))) return st;
+        if ((st = qg__check_device_ptr(ctx, ptrs[i].ptr, fn, ptrs[i].name))) return st;
     return QG_SUCCESS;
 }
 
 /* ---- tensor maps and launch -------------------------------------------- */
-
-/*
- * The tensor maps of a thread's recent calls. A cached launch encodes the
- * same maps call after call (the same weights, activation buffers the
- * caching allocator hands out again): cuTensorMapEncodeTiled costs about
- * 0.11 us a map on an H200 (bench/results/2026-11-25-h200-7/host-probe.log),
- * 4-5 maps a call. The key is every argument of the encode (zeroed first, so
- * that padding compares equal), so a hit is the map the driver would return:
- * the map holds no context or stream, only the address and the layout. One
- * table per thread (no lock); direct-mapped, a miss replaces its slot.
- */
-typedef struct {
-    const void *ptr;
-    uint64_t inner, rows, groups, row_bytes, group_bytes;
-    uint32_t box_inner, box_rows;
-    int type, swizzle;
-} map_key;
-#define QG_MAP_CACHE_SLOTS 32
-typedef struct {
-    CUtensorMap map;
-    map_key key;
-    bool used;
-} map_slot;
-static _Thread_local map_slot map_cache[QG_MAP_CACHE_SLOTS];
-
-static unsigned map_slot_of(const map_key *k) {
-    uint64_t h = (uint64_t)(uintptr_t)k->ptr ^ (k->inner * 0x9e3779b97f4a7c15ull) ^
-                 (k->rows * 0xc2b2ae3d27d4eb4full) ^ (k->groups + k->row_bytes + k->box_rows) ^
-                 ((uint64_t)k->type << 40) ^ ((uint64_t)k->box_inner << 20);
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return (unsigned)(h % QG_MAP_CACHE_SLOTS);
-}
-
-/* A tiled tensor map of rank 3 (inner x rows x groups elements: rows
- * row_bytes apart, groups group_bytes apart; box box_inner x box_rows x 1),
- * of rank 2 (groups = 0) or of rank 1 (rows = groups = 0: inner elements,
- * box box_inner); from the thread's cache when it encoded the same map
- * lately. */
-static qg_status encode_map(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
-                            const void *ptr, uint64_t inner, uint64_t rows, uint64_t groups,
-                            uint64_t row_bytes, uint64_t group_bytes, uint32_t box_inner,
-                            uint32_t box_rows, CUtensorMapSwizzle swizzle, const char *what) {
-    map_key key;
-    memset(&key, 0, sizeof key);
-    key.ptr = ptr, key.inner = inner, key.rows = rows, key.groups = groups;
-    key.row_bytes = row_bytes, key.group_bytes = group_bytes;
-    key.box_inner = box_inner, key.box_rows = box_rows;
-    key.type = (int)type, key.swizzle = (int)swizzle;
-    map_slot *slot = &map_cache[map_slot_of(&key)];
-    if (slot->used && memcmp(&slot->key, &key, sizeof key) == 0) {
-        *map = slot->map;
-        return QG_SUCCESS;
-    }
-    const cuuint64_t dims[3] = {inner, rows, groups};
-    const cuuint64_t strides[2] = {row_bytes, group_bytes};
-    const cuuint32_t box[3] = {box_inner, box_rows, 1};
-    const cuuint32_t elem_strides[3] = {1, 1, 1};
-    CUresult r = ctx->drv->cuTensorMapEncodeTiled(
-        map, type, groups ? 3 : rows ? 2 : 1, (void *)ptr, dims, strides, box, elem_strides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, what);
-    slot->map = *map;
-    slot->key = key;
-    slot->used = true;
-    return QG_SUCCESS;
-}
-
-/* encode_map of rank 2 (inner x outer, rows stride_bytes apart), or of rank
- * 1 (outer = 0). */
-static qg_status encode_tiled(const qg_context *ctx, CUtensorMap *map, CUtensorMapDataType type,
-                              const void *ptr, uint64_t inner, uint64_t outer,
-                              uint64_t stride_bytes, uint32_t box_inner, uint32_t box_outer,
-                              CUtensorMapSwizzle swizzle, const char *what) {
-    return encode_map(ctx, map, type, ptr, inner, outer, 0, stride_bytes, 0, box_inner, box_outer,
-                      swizzle, what);
-}
 
 /* Rows of the TMA box in which the kernel stores D (its QG_EPI_ROWS): each
  * math warpgroup stores its own rows of a bf16 tile; an FP32 D (the weight
@@ -720,36 +438,6 @@ _Static_assert(offsetof(qg_kgroup_params, b) == 32 * 128 &&
                    offsetof(qg_kgroup_params, count) == 64 * 128 + 3 * 32 * 4,
                "qg_kgroups layout: 2 x 32 maps, then 97 ints");
 
-/* Enqueue the entry's kernel on `stream` over `grid` CTAs. */
-static qg_status launch_kernel(const qg_context *ctx, const qg_launch_entry *e, int grid,
-                               void **params, CUstream stream, bool pdl) {
-    CUlaunchAttribute attrs[2];
-    CUlaunchConfig lc;
-    memset(&lc, 0, sizeof lc);
-    lc.gridDimX = (unsigned)grid;
-    lc.gridDimY = lc.gridDimZ = 1;
-    lc.blockDimX = (unsigned)e->plan.num_threads;
-    lc.blockDimY = lc.blockDimZ = 1;
-    lc.sharedMemBytes = (unsigned)e->plan.smem_bytes;
-    lc.hStream = stream;
-    lc.attrs = attrs;
-    if (e->plan.cluster_size > 1) {
-        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
-        at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        at->value.clusterDim.x = (unsigned)e->plan.cluster_size;
-        at->value.clusterDim.y = 1;
-        at->value.clusterDim.z = 1;
-    }
-    if (pdl) { /* the kernel waits for the previous one (griddepcontrol.wait) */
-        CUlaunchAttribute *at = &attrs[lc.numAttrs++];
-        at->id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        at->value.programmaticStreamSerializationAllowed = 1;
-    }
-    CUresult r = ctx->drv->cuLaunchKernelEx(&lc, e->module->function, params, NULL);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "launching the GEMM kernel");
-    return QG_SUCCESS;
-}
-
 /* D = C + ... with C another array (weight gradients): C into D first, on
  * the stream; rows of n FP32 values. */
 static qg_status copy_c_into_d(const qg_context *ctx, const qg_gemm_args *a, uint64_t rows,
@@ -779,18 +467,20 @@ static qg_status copy_c_into_d(const qg_context *ctx, const qg_gemm_args *a, uin
  */
 static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
                                     const qg_gemm_args *a, bool copy_c, CUstream stream, bool pdl) {
-    const qg_config *cfg = &e->cfg;
-    const qg_kernel_plan *plan = &e->plan;
+    const fp8_plan *fp = qg__launch_plan(e);
+    const qg_config *cfg = &fp->cfg;
+    const qg_kernel_plan *plan = &fp->plan;
+    const int max_grid = qg__launch_shape(e)->grid;
     const uint64_t total_kb = (uint64_t)a->k / 128;
     CUtensorMap map_sfa, map_sfb, map_d;
     qg_status st;
-    if ((st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
+    if ((st = qg__encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
                            total_kb, (uint64_t)a->sfa_ld * 4, (uint32_t)cfg->block_m, 1,
                            CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
-        (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb, (uint64_t)a->n,
+        (st = qg__encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb, (uint64_t)a->n,
                            total_kb, (uint64_t)a->sfb_ld * 4, (uint32_t)cfg->block_n, 1,
                            CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFB")) ||
-        (st = encode_map(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
+        (st = qg__encode_map(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->d, (uint64_t)a->n,
                          (uint64_t)a->m, (uint64_t)a->num_groups, (uint64_t)a->ldd * 4,
                          (uint64_t)a->m * (uint64_t)a->ldd * 4, (uint32_t)plan->store_cols,
                          d_box_rows(cfg, plan, true), d_swizzle(plan, true),
@@ -815,11 +505,11 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
             const int i = groups.count++;
             /* an empty group's maps are never used: any valid ones */
             const uint64_t k_map = k ? k : 128, prefix = k ? k_prefix : 0;
-            if ((st = encode_tiled(ctx, &groups.a[i], CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            if ((st = qg__encode_tiled(ctx, &groups.a[i], CU_TENSOR_MAP_DATA_TYPE_UINT8,
                                    a_base + prefix * (uint64_t)a->m, k_map, (uint64_t)a->m, k_map,
                                    128, (uint32_t)cfg->block_m, CU_TENSOR_MAP_SWIZZLE_128B,
                                    "tensor map of a group's A")) ||
-                (st = encode_tiled(ctx, &groups.b[i], CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                (st = qg__encode_tiled(ctx, &groups.b[i], CU_TENSOR_MAP_DATA_TYPE_UINT8,
                                    b_base + prefix * (uint64_t)a->n, k_map, (uint64_t)a->n, k_map,
                                    128, (uint32_t)cfg->block_n, CU_TENSOR_MAP_SWIZZLE_128B,
                                    "tensor map of a group's B")))
@@ -836,33 +526,20 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
             return st;
         copy_c = false;
         const long long tiles = tiles_per_group * groups.count;
-        const int grid = tiles < e->max_grid ? (int)tiles : e->max_grid;
-        if ((st = launch_kernel(ctx, e, grid, params, stream, pdl))) return st;
+        const int grid = tiles < max_grid ? (int)tiles : max_grid;
+        if ((st = qg__launch(ctx, e, grid, params, stream, pdl, "GEMM"))) return st;
     }
     return QG_SUCCESS;
 }
 
-static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                      const qg_config *forced, CUstream stream, const char *fn) {
-    qg__clear_error();
-    qg_problem p;
-    qg_status st = validate(ctx, kind, a, forced, fn, &p);
-    if (st != QG_SUCCESS) return st;
-    if (a->m == 0) return QG_SUCCESS;
-
+/* A validated call with m > 0, ctx's CUDA context current: resolve, encode
+ * the tensor maps, launch. */
+static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
+                     const qg_problem *problem, const qg_config *forced, CUstream stream,
+                     const char *fn) {
     const qg_driver *drv = ctx->drv;
-    CUcontext prev;
-    CUresult r = drv->cuCtxPushCurrent(ctx->cu_context);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "cuCtxPushCurrent");
-    if (stream && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD) {
-        CUcontext sctx = NULL;
-        if (drv->cuStreamGetCtx(stream, &sctx) == CUDA_SUCCESS && sctx != ctx->cu_context) {
-            drv->cuCtxPopCurrent(&prev);
-            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                            "%s: stream belongs to another CUDA context than device %d's primary "
-                            "context", fn, ctx->device);
-        }
-    }
+    const qg_problem p = *problem;
+    qg_status st = QG_SUCCESS;
     const bool wgrad = qg__one_d(kind); /* FP32 D, optionally from C */
     const bool kgrouped = kind == QG_GEMM_K_GROUPED;
     const uint64_t d_rows = (uint64_t)a->m * (kgrouped ? (uint64_t)a->num_groups : 1);
@@ -870,11 +547,10 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     if (kgrouped && a->k == 0) {
         if (a->c && a->c != (const float *)a->d) st = copy_c_into_d(ctx, a, d_rows, stream);
         else if (!a->c) {
-            r = drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)a->d, (size_t)a->ldd * 4, 0,
+            CUresult r = drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)a->d, (size_t)a->ldd * 4, 0,
                                         (size_t)a->n, (size_t)d_rows, stream);
             if (r != CUDA_SUCCESS) st = qg__cuda_fail(r, "zeroing D (cuMemsetD2D32Async)");
         }
-        drv->cuCtxPopCurrent(&prev);
         return st;
     }
     pthread_mutex_lock(&ctx->lock);
@@ -882,21 +558,15 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     st = resolve_launch(ctx, &p, forced, &e);
     const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
-    if (st != QG_SUCCESS) {
-        drv->cuCtxPopCurrent(&prev);
-        return qg__fail(st, "%s: %s", fn, qg_last_error());
-    }
+    if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
     /* D = C + A B^T with C another array: C goes into D on the stream just
      * before the first launch, once the tensor maps are encoded (a refused
      * encode then leaves D untouched). */
     const bool copy_c = wgrad && a->c && a->c != (const float *)a->d;
-    if (kgrouped) {
-        st = k_grouped_launches(ctx, e, a, copy_c, stream, pdl);
-        drv->cuCtxPopCurrent(&prev);
-        return st;
-    }
-    const qg_config *cfg = &e->cfg;
-    const qg_kernel_plan *plan = &e->plan;
+    if (kgrouped) return k_grouped_launches(ctx, e, a, copy_c, stream, pdl);
+    const fp8_plan *fp = qg__launch_plan(e);
+    const qg_config *cfg = &fp->cfg;
+    const qg_kernel_plan *plan = &fp->plan;
     const int groups = p.num_groups;
     const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
     const int d_bytes = wgrad ? 4 : 2; /* FP32 or bf16 D */
@@ -909,18 +579,18 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
      * shared memory with plain loads (kernels/qg_fp8_gemm.cuh, "SFB
      * invariants"). */
     CUtensorMap map_a, map_b, map_sfa, map_d, map_sfb;
-    if ((st = encode_tiled(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
+    if ((st = qg__encode_tiled(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
                         (uint64_t)a->lda, 128, a_box, CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
-        (st = encode_tiled(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
+        (st = qg__encode_tiled(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
                         (uint64_t)groups * a->n, (uint64_t)a->ldb, 128, b_box,
                         CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
-        (st = encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
+        (st = qg__encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa, (uint64_t)a->m,
                         sfa_rows, (uint64_t)a->sfa_ld * 4,
                         cfg->multicast == QG_MULTICAST_A ? (uint32_t)cfg->block_m : a_box, 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")) ||
         /* D (bf16; the weight gradient's FP32) in chunks of store_cols
          * columns: rows of 128, 64 or 32 bytes, the swizzle of that size. */
-        (st = encode_tiled(ctx, &map_d,
+        (st = qg__encode_tiled(ctx, &map_d,
                            wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                            a->d, (uint64_t)a->n, a_rows, (uint64_t)a->ldd * d_bytes,
                            (uint32_t)plan->store_cols, d_box_rows(cfg, plan, wgrad),
@@ -928,22 +598,17 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         /* 1D1D: column scales of B [K/128][sfb_ld], a box of block_n per
          * stage. */
         (wgrad &&
-         (st = encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb,
+         (st = qg__encode_tiled(ctx, &map_sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfb,
                             (uint64_t)a->n, (uint64_t)plan->num_k_blocks, (uint64_t)a->sfb_ld * 4,
                             (uint32_t)cfg->block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE,
-                            "tensor map of SFB")))) {
-        drv->cuCtxPopCurrent(&prev);
+                            "tensor map of SFB"))))
         return st;
-    }
 
     /* Persistent grid: never more CTAs than tiles (split-K: than tiles x
      * split_k; masked: unknown on the host). */
     if (!wgrad) map_sfb = map_sfa; /* unused by the kernel */
-    if (copy_c && (st = copy_c_into_d(ctx, a, d_rows, stream)) != QG_SUCCESS) {
-        drv->cuCtxPopCurrent(&prev);
-        return st;
-    }
-    int grid = e->max_grid;
+    if (copy_c && (st = copy_c_into_d(ctx, a, d_rows, stream)) != QG_SUCCESS) return st;
+    int grid = qg__launch_shape(e)->grid;
     if (kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM) {
         const long long tiles = (((long long)a->m + cfg->block_m - 1) / cfg->block_m) *
                                 (((long long)a->n + cfg->block_n - 1) / cfg->block_n) * plan->split_k;
@@ -962,8 +627,19 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     int num_k_blocks = plan->num_k_blocks;
     void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &map_sfb, &sfb, &d, &ldd,
                       &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks};
-    st = launch_kernel(ctx, e, grid, params, stream, pdl);
-    drv->cuCtxPopCurrent(&prev);
+    return qg__launch(ctx, e, grid, params, stream, pdl, "GEMM");
+}
+
+static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
+                      const qg_config *forced, CUstream stream, const char *fn) {
+    qg__clear_error();
+    qg_problem p;
+    qg_status st = validate(ctx, kind, a, forced, fn, &p);
+    if (st != QG_SUCCESS) return st;
+    if (a->m == 0) return QG_SUCCESS;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    st = run(ctx, kind, a, &p, forced, stream, fn);
+    qg__leave(ctx);
     return st;
 }
 
@@ -996,4 +672,34 @@ qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args, const 
 qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
                                               const qg_config *cfg, struct CUstream_st *stream) {
     return gemm(ctx, QG_GEMM_K_GROUPED, args, cfg, stream, "qg_k_grouped_fp8_gemm_nt_contiguous");
+}
+
+/* ---- configuration calls ---------------------------------------------- */
+
+/* The checks both public configuration calls make before their work: the
+ * context, the output and the problem (fn names the call in messages). */
+static qg_status check_config_call(const qg_context *ctx, const qg_problem *problem,
+                                   const qg_config *cfg, const char *fn, const char *cfg_name) {
+    qg__clear_error();
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (!cfg) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, cfg_name);
+    return qg__check_problem(problem, fn);
+}
+
+qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, qg_config *cfg) {
+    qg_status st = check_config_call(ctx, problem, cfg, "qg_complete_config", "cfg");
+    if (st != QG_SUCCESS) return st;
+    qg_kernel_plan plan;
+    st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), problem, cfg, &plan);
+    if (st != QG_SUCCESS) return qg__fail(st, "qg_complete_config: %s", qg_last_error());
+    return QG_SUCCESS;
+}
+
+qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_config *out) {
+    qg_status st = check_config_call(ctx, problem, out, "qg_select_config", "out");
+    if (st != QG_SUCCESS) return st;
+    qg_kernel_plan plan;
+    st = qg__select(&ctx->props, qg_context_get_num_sms(ctx), problem, out, &plan);
+    if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config: %s", qg_last_error());
+    return QG_SUCCESS;
 }

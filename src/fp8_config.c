@@ -1,6 +1,10 @@
 /*
- * config.c -- kernel configurations: what is legal, what it costs in shared
- * memory, and which one to use for a problem (docs/DESIGN.md §5).
+ * fp8_config.c -- the FP8 family's planner and heuristic: what
+ * configuration is legal, what it costs in shared memory, and which one to
+ * use for a problem (docs/DESIGN.md §5). Pure: it takes the device's
+ * properties and the SM count as data and knows no context; the public
+ * configuration calls (qg_select_config, qg_complete_config) are the API
+ * unit's (src/fp8_gemm.c).
  *
  * Legal space (checked by CI: every variant compiles without spills):
  *   block_m in {64, 128, 256}; 64 -> one math warpgroup, else two.
@@ -224,6 +228,12 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
                         qg__one_d(p->kind) ? " or 1"
                                            : " (only QG_GEMM_WGRAD and _K_GROUPED accumulate)",
                         p->accumulate);
+    /* A negative size is a bad argument; a size out of the supported range
+     * (below) is unsupported. */
+    if (p->m < 0 || p->n < 0 || p->k < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: problem->%s must be >= 0, got %d", fn,
+                        p->m < 0 ? "m" : p->n < 0 ? "n" : "k",
+                        p->m < 0 ? p->m : p->n < 0 ? p->n : p->k);
     if (p->m < 1 || p->m > (1 << 30))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: m must be in [1, 2^30], got %d", fn, p->m);
     if (p->n < 8 || p->n % 8)
@@ -466,25 +476,6 @@ qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, con
     cfg->split_k = plan->split_k;
     cfg->num_sms = num_sms - num_sms % plan->cluster_size;
     cfg->smem_bytes = plan->smem_bytes;
-    return QG_SUCCESS;
-}
-
-/* The checks both public configuration calls make before their work: the
- * context, the output and the problem (fn names the call in messages). */
-static qg_status check_config_call(const qg_context *ctx, const qg_problem *problem,
-                                   const qg_config *cfg, const char *fn, const char *cfg_name) {
-    qg__clear_error();
-    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    if (!cfg) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, cfg_name);
-    return qg__check_problem(problem, fn);
-}
-
-qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, qg_config *cfg) {
-    qg_status st = check_config_call(ctx, problem, cfg, "qg_complete_config", "cfg");
-    if (st != QG_SUCCESS) return st;
-    qg_kernel_plan plan;
-    st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), problem, cfg, &plan);
-    if (st != QG_SUCCESS) return qg__fail(st, "qg_complete_config: %s", qg_last_error());
     return QG_SUCCESS;
 }
 
@@ -932,13 +923,4 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
 qg_status qg__select(const qg_device_props *props, int num_sms, const qg_problem *p,
                      qg_config *out, qg_kernel_plan *plan) {
     return qg__select_avoiding(props, num_sms, p, NULL, 0, out, plan);
-}
-
-qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_config *out) {
-    qg_status st = check_config_call(ctx, problem, out, "qg_select_config", "out");
-    if (st != QG_SUCCESS) return st;
-    qg_kernel_plan plan;
-    st = qg__select(&ctx->props, qg_context_get_num_sms(ctx), problem, out, &plan);
-    if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config: %s", qg_last_error());
-    return QG_SUCCESS;
 }

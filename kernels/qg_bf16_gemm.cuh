@@ -1,0 +1,512 @@
+/*
+ * qg_bf16_gemm.cuh -- BF16 GEMM for sm_90a in every operand layout (NT, NN,
+ * TN, TT), dense, m-grouped (contiguous, masked, psum) and k-grouped: one
+ * kernel, compile-time switches.
+ *
+ *   D[m, n] (+)= sum_k A[m, k] * B[n, k]        (A, B bf16; D bf16 or FP32)
+ *
+ * No promotion step: the tensor cores accumulate the whole K range in FP32
+ * wgmma registers; block_k is 64 (one 128-byte swizzle atom of bf16).
+ *
+ * The JIT (src/bf16_plan.c qg__bf16_kernel_source) defines, before including
+ * this file:
+ *   QG_KIND            0 dense, 1 contiguous (m_indices), 2 masked, 3 psum,
+ *                      4 k-grouped (qg_scheduler.cuh; 4: the groups' K ranges
+ *                      in the qg_bf16_kgroups parameter)
+ *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
+ *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
+ *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
+ *                      of NN / TN... DeepGEMM's naming: NT = both K-major)
+ *   QG_D_F32           0: D bf16; 1: D FP32
+ *   QG_WITH_C          1: D += the product by TMA reduce-add
+ *                      (cp.reduce.async.bulk.tensor .add: the SMs never read
+ *                      D); D = C + A*B with C != D is the host's copy of C
+ *                      into D first (as DeepGEMM does). Dense and k-grouped.
+ *   QG_SHAPE_N/K       problem N and K (baked in; k-grouped: K is the run-time
+ *                      groups' and QG_SHAPE_K is unused); M arrives at run time
+ *   QG_NUM_GROUPS      G (1 for dense and k-grouped)
+ *   QG_BLOCK_M/N       tile (block_m 64 / 128 / 256; block_n a multiple of 16,
+ *                      FP32 D of 8, up to 256; MN-major B: of 64)
+ *   QG_NUM_STAGES      pipeline depth
+ *   QG_MULTICAST       0 none, 1 A (pairs along N), 2 B (pairs along M);
+ *                      QG_CLUSTER 1 or 2
+ *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
+ *   QG_STORE_COLS      columns of one TMA store chunk of D (128, 64 or 32 bytes)
+ *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
+ *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
+ *   QG_WGMMA_N, QG_WGMMA_OP_*, QG_WGMMA_ACC_LIST / _ARGS
+ *                      the wgmma operand list for N = QG_BLOCK_N (qg_ptx.cuh)
+ *
+ * Anatomy (as qg_fp8_gemm.cuh): compile-time checks -> shared-memory plan ->
+ * barrier init -> role split with setmaxnreg -> producer (one elected lane
+ * issues every TMA load) / math warpgroups (4 x k16 wgmma per 64-K block,
+ * accumulators in registers) -> epilogue per math warpgroup (bf16:
+ * stmatrix, FP32: st.shared -> swizzled shared chunks -> TMA store or
+ * reduce-add; row-predicated 16-byte stores where rows must stay untouched).
+ *
+ * Operands in shared memory (PTX ISA 9.7.15.5.1, shared memory matrix
+ * layout; 128-byte swizzle for both majors):
+ *   K-major tile [rows][64 K]: row r at r * 128 bytes, 8-row core groups
+ *     1024 bytes apart (SBO), LBO unused; one k16 step = +32 bytes.
+ *   MN-major tile: atoms of 64 MN x 64 K ([64 K rows][64 MN] = 8192 bytes,
+ *     one TMA box {64, 64}), atom j (MN 64j..64j+63) at j * 8192: LBO = 8192
+ *     (the next 64 MN), SBO = 1024 (the next 8 K rows); one k16 step =
+ *     16 K rows = +2048 bytes. An m64 tile of A starts 8192 bytes after the
+ *     previous one in both majors.
+ *   So the descriptors' high words are equal (SBO 1024, 128B swizzle:
+ *   QG_WGMMA_DESC_SW128_HI) and only the low word's LBO differs.
+ *
+ * Pipeline invariants: stage s and phase advance together (qg_bf16_advance),
+ * once per K block, identically in the producer and the math warps (both run
+ * the same scheduler over the same tiles and K ranges). full[s] completes on
+ * the producer's arrival plus the stage's transaction bytes (both halves of a
+ * multicast operand land in both CTAs); empty[s] completes when every math
+ * warp of every CTA that received stage s has released it. The producer's
+ * first wait on a fresh empty[s] uses parity 1 and passes. A K block's
+ * wgmmas stay in flight while the next block is issued (wait_group 1), so a
+ * stage is released one K block late, after the wgmma group that read it
+ * has completed; the accumulators are touched by nothing but wgmma between a
+ * tile's first issue and its final wait_group 0.
+ *
+ * Epilogue invariants: each math warpgroup writes its own rows of the shared
+ * output tile and stores them (named barrier 2 + wg over its 128 threads);
+ * before rewriting them its first thread waits until its previous TMA store
+ * has read them (cp.async.bulk.wait_group.read 0).
+ */
+#ifndef QG_A_MN_MAJOR
+#define QG_A_MN_MAJOR 0
+#endif
+#ifndef QG_B_MN_MAJOR
+#define QG_B_MN_MAJOR 0
+#endif
+#ifndef QG_D_F32
+#define QG_D_F32 0
+#endif
+#ifndef QG_WITH_C
+#define QG_WITH_C 0
+#endif
+#define QG_SPLIT_K 1 /* qg_scheduler.cuh: every CTA its own tiles */
+
+/* The wgmma transpose immediates (qg_ptx.cuh qg_wgmma_m64k16_bf16). */
+#define QG_WGMMA_TRANS_A QG_A_MN_MAJOR
+#define QG_WGMMA_TRANS_B QG_B_MN_MAJOR
+
+#include "qg_ptx.cuh"
+#include "qg_scheduler.cuh"
+
+#if QG_KIND == 4
+/* The k-grouped GEMM's groups, one launch's worth: group slot i sums K rows
+ * [k_begin[i], k_begin[i] + 64 * num_kb[i]) of A [sum K][M] and B [sum K][N]
+ * (one tensor map each: a group's K range is a coordinate offset) into D
+ * slice first_group + i of D [G][M][N] (num_kb 0: its tiles add / store
+ * zeros). Passed by value (__grid_constant__). */
+#define QG_BF16_KGROUP_MAX 128
+struct qg_bf16_kgroups {
+    int k_begin[QG_BF16_KGROUP_MAX];
+    int num_kb[QG_BF16_KGROUP_MAX];
+    int count;
+    int first_group;
+};
+#define QG_KGROUPS_PARAM , const __grid_constant__ qg_bf16_kgroups kgroups
+#define QG_RUN_GROUPS kgroups.count
+#else
+#define QG_KGROUPS_PARAM
+#define QG_RUN_GROUPS QG_NUM_GROUPS
+#endif
+
+#define QG_BLOCK_K 64
+#define QG_NUM_K_BLOCKS ((QG_SHAPE_K + QG_BLOCK_K - 1) / QG_BLOCK_K)
+#define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
+#define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
+#define QG_NUM_THREADS (QG_NUM_MATH_THREADS + 128)
+#define QG_LOAD_CLUSTER (QG_MULTICAST ? QG_CLUSTER : 1)
+#define QG_WG_TILES (QG_BLOCK_M / 64 / QG_NUM_MATH_WGS) /* m64 tiles per math warpgroup */
+#define QG_WG_ROWS (QG_WG_TILES * 64)
+#define QG_ACC (QG_BLOCK_N / 2) /* FP32 accumulators per thread per m64 tile */
+
+/* Shared-memory plan (bytes); src/bf16_plan.c computes the same numbers. */
+#define QG_ROUND_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+#define QG_D_BYTES (QG_D_F32 ? 4 : 2)
+#define QG_SMEM_D QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024)
+#define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K * 2)
+#define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K * 2)
+#define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + \
+                       QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16)
+/* Rows of A a stage brings: block_m (both halves under A multicast), or the
+ * host's QG_A_BOX_ROWS = round_up(M, 8) for a dense K-major M below block_m
+ * (decode): the stage's other A rows are never loaded, and feed only
+ * accumulator rows past M, which the TMA store clips (as qg_fp8_gemm.cuh). */
+#ifndef QG_A_BOX_ROWS
+#define QG_A_BOX_ROWS QG_BLOCK_M
+#endif
+#define QG_STAGE_TX_BYTES (QG_A_BOX_ROWS * QG_BLOCK_K * 2 + QG_SMEM_B)
+#define QG_ATOM_BYTES (64 * QG_BLOCK_K * 2) /* one MN-major atom: 64 MN x 64 K */
+/* Load units of the multicast operand: K-major rows, MN-major atoms. Each
+ * CTA of a pair loads half of them and multicasts them to both. */
+#define QG_A_LOAD_ROWS (QG_MULTICAST == 1 ? QG_BLOCK_M / 2 : QG_BLOCK_M)
+#define QG_B_LOAD_ROWS (QG_MULTICAST == 2 ? QG_BLOCK_N / 2 : QG_BLOCK_N)
+/* one k16 step inside a stage's tile */
+#define QG_A_K16_BYTES (QG_A_MN_MAJOR ? 16 * 128 : 32)
+#define QG_B_K16_BYTES (QG_B_MN_MAJOR ? 16 * 128 : 32)
+
+#if !defined(QG_PRODUCER_REGS) || !defined(QG_MATH_REGS)
+#error "the JIT defines QG_PRODUCER_REGS and QG_MATH_REGS"
+#endif
+
+static_assert(QG_KIND >= 0 && QG_KIND <= 4, "kind");
+static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");
+/* bf16 D leaves through stmatrix, 16 columns at a time; FP32 D through
+ * 8-byte shared stores (the wgmma N step of 8 is enough). */
+static_assert(QG_BLOCK_N % (QG_D_F32 ? 8 : 16) == 0 && QG_BLOCK_N >= 8 && QG_BLOCK_N <= 256,
+              "block_n");
+static_assert(QG_WGMMA_N == QG_BLOCK_N, "one wgmma covers the tile's width");
+static_assert(QG_BLOCK_M * QG_BLOCK_N <= 128 * 256, "accumulators fit the math registers");
+/* MN-major tiles are whole 64-wide swizzle atoms (a partial atom would be
+ * outside the canonical layout); multicast halves are whole atoms. */
+static_assert(!QG_A_MN_MAJOR || (QG_KIND == 0 || QG_KIND == 4), "MN-major A: dense or k-grouped");
+static_assert(!QG_B_MN_MAJOR || QG_BLOCK_N % 64 == 0, "MN-major B: whole 64-column atoms");
+static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
+static_assert(QG_CLUSTER == 1 || QG_MULTICAST != 0, "a cluster only for multicast");
+static_assert(QG_MULTICAST != 1 || (QG_A_MN_MAJOR ? QG_BLOCK_M % 128 == 0 : QG_A_LOAD_ROWS % 8 == 0),
+              "A multicast halves: whole atoms / 8-row groups");
+static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
+              "B multicast halves: whole atoms / 8-row groups");
+static_assert(QG_MULTICAST != 2 || QG_KIND == 0, "B multicast: dense (pairs along M)");
+static_assert(QG_KIND != 4 || QG_MULTICAST == 0, "k-grouped: no multicast (a pair could straddle groups)");
+static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
+static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4, "C: dense or k-grouped");
+static_assert(QG_A_BOX_ROWS == QG_BLOCK_M ||
+                  (QG_KIND == 0 && !QG_A_MN_MAJOR && QG_MULTICAST != 1 && QG_A_BOX_ROWS % 8 == 0 &&
+                   QG_A_BOX_ROWS < QG_BLOCK_M),
+              "a short A box: dense, K-major, without A multicast");
+static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
+static_assert(QG_SMEM_A % 1024 == 0 && QG_SMEM_B % 1024 == 0, "stages 1024-byte aligned");
+
+/* The output tile in shared memory: QG_BLOCK_N / QG_STORE_COLS chunks of
+ * QG_STORE_COLS columns, each [QG_BLOCK_M rows][QG_STORE_BYTES] in the TMA
+ * swizzle of that row size (PTX ISA "Tensors", swizzling modes: 16-byte unit
+ * u of a row is stored at u ^ ((row offset >> 7) & (units - 1))), so the 8
+ * rows one stmatrix matrix or a warp's 8-byte stores touch fall in
+ * different banks; each chunk's TMA store (box QG_STORE_COLS x QG_WG_ROWS)
+ * undoes the swizzle. */
+#define QG_STORE_BYTES (QG_STORE_COLS * QG_D_BYTES)
+#define QG_STORE_UNITS (QG_STORE_BYTES / 16)
+static_assert(QG_STORE_BYTES == 32 || QG_STORE_BYTES == 64 || QG_STORE_BYTES == 128, "store chunk");
+static_assert(QG_BLOCK_N % QG_STORE_COLS == 0, "store chunks tile block_n");
+
+/* Byte offset in the output tile of 16-byte unit `unit16` of tile row `row`
+ * (the tile's columns 16 bytes at a time, chunk after chunk). */
+QG_DEVICE uint32_t qg_bf16_d_offset(uint32_t row, uint32_t unit16) {
+    const uint32_t chunk = unit16 / QG_STORE_UNITS, unit = unit16 % QG_STORE_UNITS;
+    const uint32_t swz = (row * QG_STORE_BYTES >> 7) & (QG_STORE_UNITS - 1);
+    return chunk * QG_BLOCK_M * QG_STORE_BYTES + row * QG_STORE_BYTES + (unit ^ swz) * 16;
+}
+
+/* Next pipeline stage; the phase flips each time the stages wrap. */
+QG_DEVICE void qg_bf16_advance(uint32_t &s, uint32_t &phase) {
+    if (++s == QG_NUM_STAGES) {
+        s = 0;
+        phase ^= 1;
+    }
+}
+
+/* Low word of a 128B-swizzle descriptor (qg_ptx.cuh QG_WGMMA_DESC_SW128_HI
+ * holds the rest): start address >> 4, and the leading byte offset, which
+ * MN-major tiles use for the stride between 64-wide atoms (8192 bytes). */
+QG_DEVICE uint32_t qg_bf16_desc_lo(const void *smem, bool mn_major) {
+    return ((qg_smem_addr(smem) & 0x3FFFFu) >> 4) |
+           (uint32_t)((mn_major ? QG_ATOM_BYTES : 16) >> 4) << 16;
+}
+
+/* Stage s is consumed: release it in every CTA that received it. One lane
+ * arrives for its warp after the warp has synchronized. */
+QG_DEVICE void qg_bf16_release(uint64_t *empty, uint32_t s, uint32_t lane) {
+    __syncwarp();
+#if QG_LOAD_CLUSTER == 1
+    if (lane == 0) qg_mbarrier_arrive(&empty[s]);
+#else
+    if (lane < QG_LOAD_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
+#endif
+}
+
+QG_DEVICE void qg_bf16_fence_acc(float (&acc)[QG_WG_TILES][QG_ACC]) {
+#pragma unroll
+    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+        for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
+}
+
+/* The producer's loads of one operand tile for K block kb (global K row /
+ * column k): K-major, one box of `rows` rows at (k, row0) into dst; MN-major,
+ * `rows` / 64 boxes of 64 MN x 64 K at (mn0 + 64 j, k) into atom j. With
+ * multicast the CTA loads its half (dst and row0 already offset) into both
+ * CTAs. */
+template <bool kMnMajor, int kRows, bool kMulticast>
+QG_DEVICE void qg_bf16_load(unsigned char *dst, const qg_tensor_map *map, uint64_t *bar, int k,
+                            int mn0) {
+    if constexpr (kMnMajor) {
+#pragma unroll
+        for (int j = 0; j < kRows / 64; ++j) {
+            if constexpr (kMulticast)
+                qg_tma_load_2d_multicast(dst + j * QG_ATOM_BYTES, map, bar, mn0 + 64 * j, k, 0x3);
+            else
+                qg_tma_load_2d(dst + j * QG_ATOM_BYTES, map, bar, mn0 + 64 * j, k);
+        }
+    } else {
+        if constexpr (kMulticast) qg_tma_load_2d_multicast(dst, map, bar, k, mn0, 0x3);
+        else qg_tma_load_2d(dst, map, bar, k, mn0);
+    }
+}
+
+/*
+ * Kernel parameters (src/bf16_plan.h documents the host side):
+ *   tmap_a, tmap_b  A and B (boxes: K-major {64, rows}, MN-major {64, 64})
+ *   tmap_d          D (box {QG_STORE_COLS, QG_WG_ROWS}; k-grouped rank 3
+ *                   {N, M, G} with box {QG_STORE_COLS, QG_WG_ROWS, 1})
+ *   d, ldd          D and its row stride in elements: the row-predicated
+ *                   stores of the masked / psum layouts' last tiles
+ *   m_indices       contiguous: the expert of each row (-1 padding)
+ *   masked_m        masked: valid rows per group; psum: group end rows
+ *   shape_m         M (masked: M_max per group)
+ */
+extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
+qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
+                    const __grid_constant__ qg_tensor_map tmap_b,
+                    const __grid_constant__ qg_tensor_map tmap_d,
+                    unsigned char *__restrict__ d, int64_t ldd,
+                    const int *__restrict__ m_indices,
+                    const int *__restrict__ masked_m,
+                    int shape_m QG_KGROUPS_PARAM) {
+    /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
+    extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
+    unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
+    unsigned char *smem_d = smem;
+    unsigned char *smem_a = smem + QG_SMEM_D;
+    unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
+    uint64_t *full = (uint64_t *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
+    uint64_t *empty = full + QG_NUM_STAGES;
+
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+    /* ---- barrier init ---------------------------------------------------- */
+    if (threadIdx.x == QG_NUM_MATH_THREADS) {
+        qg_tma_prefetch_descriptor(&tmap_a);
+        qg_tma_prefetch_descriptor(&tmap_b);
+        qg_tma_prefetch_descriptor(&tmap_d);
+        for (int s = 0; s < QG_NUM_STAGES; ++s) {
+            qg_mbarrier_init(&full[s], 1); /* the TMA lane's expect_tx */
+            qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
+        }
+        qg_fence_proxy_async_shared();
+        qg_fence_mbarrier_init();
+    }
+#if QG_CLUSTER > 1
+    qg_cluster_sync();
+#else
+    __syncthreads();
+#endif
+
+    /* ---- programmatic dependent launch (no-ops without it): every global
+     * read and write comes after the wait. */
+    qg_grid_dependency_wait();
+    if (threadIdx.x == 0) qg_launch_dependents();
+
+    qg_scheduler sched;
+    qg_scheduler_init(sched, shape_m, m_indices, masked_m, QG_RUN_GROUPS);
+    qg_tile tile;
+    uint32_t s = 0, phase = 0;
+
+    if (threadIdx.x >= QG_NUM_MATH_THREADS) {
+        /* ==== producer warpgroup: one elected lane issues every TMA load ==== */
+        qg_setmaxnreg_dec<QG_PRODUCER_REGS>();
+        if (warp == QG_NUM_MATH_THREADS / 32 && qg_elect_one()) {
+            const int rank = QG_CLUSTER > 1 ? (int)qg_cluster_ctarank() : 0;
+            while (qg_scheduler_next(sched, tile)) {
+                /* A's first row (masked: in the flat [G * M_max] rows) */
+                const int a_mn = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
+                /* B's first row / column: K-major in the flat [G * N] rows;
+                 * MN-major, the group's K rows start at group * K */
+                const int b_mn = (QG_B_MN_MAJOR || QG_KIND == 4 ? 0 : tile.group * QG_SHAPE_N) +
+                                 tile.n_block * QG_BLOCK_N;
+#if QG_KIND == 4
+                const int k0 = kgroups.k_begin[tile.group];
+                const int num_kb = kgroups.num_kb[tile.group];
+                const int b_k0 = k0;
+#else
+                const int k0 = 0, num_kb = QG_NUM_K_BLOCKS;
+                const int b_k0 = QG_B_MN_MAJOR ? tile.group * QG_SHAPE_K : 0;
+#endif
+                /* The loop's end is hidden from the compiler: with a short K
+                 * of compile-time length it unrolled the loop whole, and at
+                 * 40 registers that spilled (NN 64x256, K = 512; as the FP8
+                 * kernel's producer, qg_fp8_gemm.cuh). */
+                uint32_t load_end = (uint32_t)num_kb;
+                qg_pin(load_end);
+#pragma unroll 1
+                for (int kb = 0; kb < (int)load_end; ++kb, qg_bf16_advance(s, phase)) {
+                    qg_mbarrier_wait(&empty[s], phase ^ 1);
+                    qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
+                    unsigned char *a_dst = smem_a + s * QG_SMEM_A;
+                    unsigned char *b_dst = smem_b + s * QG_SMEM_B;
+#if QG_MULTICAST == 1
+                    /* this CTA's half: rows (K-major) or atoms (MN-major) */
+                    const int a_half = rank * QG_A_LOAD_ROWS;
+                    qg_bf16_load<QG_A_MN_MAJOR, QG_A_LOAD_ROWS, true>(
+                        a_dst + a_half * 128, &tmap_a, &full[s], k0 + kb * QG_BLOCK_K, a_mn + a_half);
+#else
+                    qg_bf16_load<QG_A_MN_MAJOR, QG_BLOCK_M, false>(a_dst, &tmap_a, &full[s],
+                                                                  k0 + kb * QG_BLOCK_K, a_mn);
+#endif
+#if QG_MULTICAST == 2
+                    const int b_half = rank * QG_B_LOAD_ROWS;
+                    qg_bf16_load<QG_B_MN_MAJOR, QG_B_LOAD_ROWS, true>(
+                        b_dst + b_half * 128, &tmap_b, &full[s], b_k0 + kb * QG_BLOCK_K, b_mn + b_half);
+#else
+                    qg_bf16_load<QG_B_MN_MAJOR, QG_BLOCK_N, false>(b_dst, &tmap_b, &full[s],
+                                                                  b_k0 + kb * QG_BLOCK_K, b_mn);
+#endif
+                    (void)rank;
+                }
+            }
+        }
+    } else {
+        /* ==== math warpgroups ============================================== */
+        qg_setmaxnreg_inc<QG_MATH_REGS>();
+        /* warp-uniform through a shuffle: the descriptors stay uniform */
+        const uint32_t wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
+        const uint32_t warp_in_wg = warp % 4;
+        /* first row of this thread's accumulator fragment in m64 tile t:
+         * rows r and r + 8 (wgmma D layout, 9.7.15.5.1.1) */
+        const uint32_t wg_row = wg * QG_WG_ROWS + warp_in_wg * 16 + lane / 4;
+        /* The m64 tiles of this warpgroup start 8192 bytes apart in both
+         * majors (header comment). */
+        const uint32_t desc_a0 = __shfl_sync(
+            0xffffffffu, qg_bf16_desc_lo(smem_a + wg * QG_WG_TILES * 8192, QG_A_MN_MAJOR), 0);
+        const uint32_t desc_b0 = __shfl_sync(0xffffffffu, qg_bf16_desc_lo(smem_b, QG_B_MN_MAJOR), 0);
+
+        float acc[QG_WG_TILES][QG_ACC];
+        const uint32_t epi_bar = 2 + wg;
+        const uint32_t epi_thread = threadIdx.x % 128;
+        const int epi_row0 = (int)wg * QG_WG_ROWS; /* the warpgroup's first tile row */
+
+        while (qg_scheduler_next(sched, tile)) {
+#if QG_KIND == 4
+            const int num_kb = kgroups.num_kb[tile.group];
+#else
+            const int num_kb = QG_NUM_K_BLOCKS;
+#endif
+#pragma unroll
+            for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                for (int i = 0; i < QG_ACC; ++i) acc[t][i] = 0.0f;
+
+            /* K block kb is issued before kb - 1 is waited for (wait_group
+             * 1), and kb - 1's stage is released then. */
+            uint32_t prev_s = 0;
+            for (int kb = 0; kb < num_kb; ++kb) {
+                qg_mbarrier_wait(&full[s], phase);
+                qg_bf16_fence_acc(acc);
+                qg_wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < QG_BLOCK_K / 16; ++kk)
+#pragma unroll
+                    for (int t = 0; t < QG_WG_TILES; ++t)
+                        qg_wgmma_m64k16_bf16(acc[t],
+                                             desc_a0 + (s * QG_SMEM_A + t * 8192 + kk * QG_A_K16_BYTES) / 16,
+                                             desc_b0 + (s * QG_SMEM_B + kk * QG_B_K16_BYTES) / 16, 1);
+                qg_wgmma_commit();
+                qg_bf16_fence_acc(acc);
+                qg_wgmma_wait1();
+                if (kb > 0) qg_bf16_release(empty, prev_s, lane);
+                prev_s = s;
+                qg_bf16_advance(s, phase);
+            }
+            qg_wgmma_wait0();
+            qg_bf16_fence_acc(acc);
+            if (num_kb > 0) qg_bf16_release(empty, prev_s, lane);
+
+            /* ---- epilogue: accumulators -> smem_d -> TMA ------------------- */
+            if (epi_thread == 0) qg_bulk_wait_group_read0();
+            qg_named_barrier(epi_bar, 128);
+#if QG_D_F32
+            {
+                const uint32_t d_base = qg_smem_addr(smem_d);
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j)
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const uint32_t row = wg_row + t * 64 + half * 8;
+                            const uint32_t col = j * 8 + (lane % 4) * 2;
+                            qg_st_shared_f32x2(d_base + qg_bf16_d_offset(row, col / 4) + (col % 4) * 4,
+                                               acc[t][j * 4 + half * 2], acc[t][j * 4 + half * 2 + 1]);
+                        }
+            }
+#else
+#pragma unroll
+            for (int t = 0; t < QG_WG_TILES; ++t) {
+                /* lane l addresses row l % 16 of the warp's 16 rows, the right
+                 * 8-column half for lanes 16..31: the four 8x8 matrices are
+                 * (rows 0-7 | 8-15) x (cols 0-7 | 8-15) of columns 16i.. */
+                const uint32_t row = wg_row - lane / 4 + t * 64 + lane % 16;
+#pragma unroll
+                for (int i = 0; i < QG_BLOCK_N / 16; ++i)
+                    qg_stmatrix_x4(smem_d + qg_bf16_d_offset(row, i * 2 + lane / 16),
+                                   qg_pack_bf16x2(acc[t][i * 8 + 0], acc[t][i * 8 + 1]),
+                                   qg_pack_bf16x2(acc[t][i * 8 + 2], acc[t][i * 8 + 3]),
+                                   qg_pack_bf16x2(acc[t][i * 8 + 4], acc[t][i * 8 + 5]),
+                                   qg_pack_bf16x2(acc[t][i * 8 + 6], acc[t][i * 8 + 7]));
+            }
+#endif
+            qg_fence_proxy_async_shared();
+            qg_named_barrier(epi_bar, 128);
+
+            const int n_begin = tile.n_block * QG_BLOCK_N;
+            const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin + epi_row0;
+            if (tile.tma_store || tile.rows >= epi_row0 + QG_WG_ROWS) {
+                if (epi_thread == 0 && epi_row0 < tile.rows) {
+                    for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS &&
+                                    n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {
+                        const unsigned char *chunk =
+                            smem_d + (i * QG_BLOCK_M + epi_row0) * QG_STORE_BYTES;
+#if QG_KIND == 4
+                        const int d_group = kgroups.first_group + tile.group;
+                        if (QG_WITH_C)
+                            qg_tma_reduce_add_3d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS,
+                                                 d_row, d_group);
+                        else
+                            qg_tma_store_3d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row,
+                                            d_group);
+#else
+                        if (QG_WITH_C)
+                            qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
+                        else
+                            qg_tma_store_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
+#endif
+                    }
+                    qg_bulk_commit_group();
+                }
+            } else {
+                /* Rows past the group's end must stay untouched (masked-out
+                 * and inter-group rows): 16-byte stores of the rows that may
+                 * be written (QG_SHAPE_N * QG_D_BYTES is a multiple of 16). */
+                constexpr int units = QG_BLOCK_N * QG_D_BYTES / 16;
+                for (int c = epi_thread; c < QG_WG_ROWS * units; c += 128) {
+                    const int row = c / units, u = c % units;
+                    const int col = n_begin + u * (16 / QG_D_BYTES);
+                    if (epi_row0 + row < tile.rows && col < QG_SHAPE_N)
+                        *(uint4 *)(d + ((int64_t)(d_row + row) * ldd + col) * QG_D_BYTES) =
+                            *(const uint4 *)(smem_d + qg_bf16_d_offset(epi_row0 + row, u));
+                }
+            }
+        }
+        if (epi_thread == 0) qg_bulk_wait_group0(); /* the warpgroup's stores */
+    }
+
+#if QG_CLUSTER > 1
+    /* Neither CTA may exit while its partner can still multicast into it or
+     * arrive on its barriers. */
+    qg_cluster_sync();
+#endif
+}

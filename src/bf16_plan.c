@@ -1,0 +1,237 @@
+/*
+ * bf16_plan.c -- configurations of the BF16 GEMM family
+ * (kernels/qg_bf16_gemm.cuh): what is legal, what it costs in shared memory,
+ * which one a problem gets, and the JIT source of a plan. Pure C over its
+ * arguments (src/bf16_plan.h).
+ */
+#include "bf16_plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define BF16_BLOCK_K 64
+#define BF16_MAX_STAGES 16
+
+static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
+static int round_up(int x, int a) { return (x + a - 1) / a * a; }
+
+int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
+    const int smem_d = round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
+    const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2;
+    return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */);
+}
+
+/* Rows per group the heuristic plans for. */
+static int planned_rows(const qg_bf16_problem *p) {
+    if (p->kind == QG_BF16_MASKED)
+        return p->expected_m > 0 && p->expected_m < p->m ? p->expected_m : p->m;
+    if (p->kind == QG_BF16_PSUM) {
+        if (p->expected_m > 0) return p->expected_m;
+        return p->num_groups > 0 ? ceil_div(p->m, p->num_groups) : p->m;
+    }
+    return p->m;
+}
+
+/* Groups of tiles (m-grouped layouts: the contiguous one counts its rows
+ * once, as M holds every group's rows). */
+static int planned_groups(const qg_bf16_problem *p) {
+    return p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM || p->kind == QG_BF16_K_GROUPED
+               ? p->num_groups
+               : 1;
+}
+
+static int problem_ok(const qg_bf16_problem *p) {
+    if (!p || p->m < 1 || p->n < 8 || p->k < 0 || p->num_sms < 1 || p->smem_limit < 1) return 0;
+    if ((unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_K_GROUPED) return 0;
+    if (p->num_groups < 1) return 0;
+    /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
+    if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
+    return 1;
+}
+
+int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char **why) {
+    const char *w = NULL;
+    const int a_mn = qg__bf16_a_mn_major(p->layout), b_mn = qg__bf16_b_mn_major(p->layout);
+    const int m_blocks = ceil_div(planned_rows(p), bm), n_blocks = ceil_div(p->n, bn);
+    if (!problem_ok(p)) w = "bad problem";
+    else if (bm != 64 && bm != 128 && bm != 256) w = "block_m is 64, 128 or 256";
+    else if (bn < 16 || bn > 256 || bn % 16) w = "block_n a multiple of 16 up to 256";
+    else if (bm > 128 && bn > 128) w = "one of block_m, block_n at most 128 (registers)";
+    else if (bm == 256 && p->d_f32) w = "FP32 D: block_m at most 128";
+    else if (b_mn && bn % 64) w = "MN-major B: block_n a multiple of 64 (whole swizzle atoms)";
+    else if (a_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED)
+        w = "MN-major A: dense or k-grouped";
+    else if ((p->kind == QG_BF16_CONTIGUOUS || p->kind == QG_BF16_PSUM || p->kind == QG_BF16_MASKED) &&
+             bm > 128)
+        w = "m-grouped layouts: block_m at most 128";
+    else if (b_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED && p->k % 64)
+        w = "m-grouped, MN-major B: K a multiple of 64 (a box must not reach the next group)";
+    else if (p->with_c && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED)
+        w = "C: dense or k-grouped";
+    else if (mc < 0 || mc > 2) w = "multicast 0, 1 (A) or 2 (B)";
+    else if (mc && p->num_sms % 2) w = "multicast: an even SM count";
+    else if (mc && p->kind == QG_BF16_K_GROUPED) w = "k-grouped: no multicast";
+    else if (mc == 1 && n_blocks % 2) w = "A multicast: an even n-block count";
+    else if (mc == 1 && a_mn && bm % 128) w = "A multicast, MN-major: block_m 128 or 256";
+    else if (mc == 2 && p->kind != QG_BF16_DENSE) w = "B multicast: dense";
+    else if (mc == 2 && m_blocks % 2) w = "B multicast: an even m-block count";
+    else if (mc == 2 && b_mn && bn % 128) w = "B multicast, MN-major: block_n 128 or 256";
+    if (why) *why = w;
+    return w == NULL;
+}
+
+int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_plan *out) {
+    if (!qg__bf16_legal(p, bm, bn, mc, NULL)) return -1;
+    int stages = 0;
+    for (int s = BF16_MAX_STAGES; s >= 1; --s)
+        if (qg__bf16_smem_bytes(bm, bn, s, p->d_f32) <= p->smem_limit) {
+            stages = s;
+            break;
+        }
+    /* At least 3 stages to hide TMA latency, 4 for small tiles (DeepGEMM's rule). */
+    if (stages < 3 || (bm * bn < 128 * 192 && stages < 4)) return -1;
+    qg_bf16_plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.block_m = bm;
+    pl.block_n = bn;
+    pl.block_k = BF16_BLOCK_K;
+    pl.num_stages = stages;
+    pl.multicast = mc;
+    pl.cluster = mc ? 2 : 1;
+    /* Small dense problems without multicast: groups of 1, so the m-blocks
+     * of one n-block run on neighbouring CTAs (qg_fp8_gemm's rule). */
+    pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
+    if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
+    else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
+    pl.smem_bytes = qg__bf16_smem_bytes(bm, bn, stages, p->d_f32);
+    pl.num_math_wgs = bm == 64 ? 1 : 2;
+    pl.num_threads = 128 * (pl.num_math_wgs + 1);
+    /* 128 x 40 + 256 x 232 = 64512 registers <= 64 K; one math warpgroup
+     * the same (the entry allocation of 256 threads holds more). */
+    pl.producer_regs = 40;
+    pl.math_regs = 232;
+    pl.a_box_rows = qg__bf16_a_mn_major(p->layout) ? 64 : (mc == 1 ? bm / 2 : bm);
+    /* decode-sized dense M: load only round_up(M, 8) rows of A */
+    if (p->kind == QG_BF16_DENSE && !qg__bf16_a_mn_major(p->layout) && mc != 1 && p->m < bm)
+        pl.a_box_rows = round_up(p->m, 8);
+    pl.b_box_rows = qg__bf16_b_mn_major(p->layout) ? 64 : (mc == 2 ? bn / 2 : bn);
+    pl.d_box_rows = bm / pl.num_math_wgs;
+    pl.grid = p->num_sms / pl.cluster * pl.cluster;
+    *out = pl;
+    return 0;
+}
+
+/*
+ * The estimate (SM clocks, relative): a CTA runs ceil(tiles / grid) tiles
+ * one after another (the persistent grid's waves), each
+ *   K x max(tensor-core time, operand-feed time) + fill + epilogue,
+ * tensor cores at 2048 bf16 MACs a clock an SM (989 TFLOPS / 132 SMs /
+ * 1.83 GHz), operands from L2 at about 46 bytes a clock an SM (the
+ * multicast operand counted once per pair), the pipeline's fill at the
+ * latency of one stage (~700 clocks), the epilogue at 64 bytes a clock.
+ * Among equal waves the model prefers the fuller last wave only through the
+ * tile time (a larger tile that fills fewer SMs costs the same waves);
+ * ties go to the fuller last wave, then the larger tile, then more stages.
+ */
+static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *waves, int *last) {
+    const int rows = planned_rows(p);
+    const long long tiles = (long long)ceil_div(rows, pl->block_m) * ceil_div(p->n, pl->block_n) *
+                            planned_groups(p);
+    const int grid = pl->grid;
+    *waves = ceil_div(tiles, grid);
+    *last = (int)(tiles - (long long)(*waves - 1) * grid);
+    const double k = p->k > 0 ? p->k : 64;
+    const double mma = (double)pl->block_m * pl->block_n / 2048.0;
+    const double a_bytes = pl->block_m * 2.0 / (pl->multicast == 1 ? 2 : 1);
+    const double b_bytes = pl->block_n * 2.0 / (pl->multicast == 2 ? 2 : 1);
+    /* decode-sized M: the rows of A past M are zero-filled by TMA, not read */
+    const double a_real = rows < pl->block_m ? a_bytes * rows / pl->block_m : a_bytes;
+    const double feed = (a_real + b_bytes) / 46.0;
+    double t = k * (mma > feed ? mma : feed) + 700.0 +
+               (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) / 64.0;
+    double cost = t * *waves;
+    /* multicast over one wave only shares what L2 already serves (DeepGEMM) */
+    if (pl->multicast && *waves <= 1) cost *= 4.0; /* in effect: never (DeepGEMM disables it) */
+    return cost;
+}
+
+int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
+    if (!problem_ok(p)) return -1;
+    int found = 0, best_waves = 0, best_last = 0;
+    qg_bf16_plan best;
+    memset(&best, 0, sizeof best);
+    for (int mc = 0; mc <= 2; ++mc)
+        for (int bm = 64; bm <= 256; bm *= 2)
+            for (int bn = 16; bn <= 256; bn += 16) {
+                qg_bf16_plan pl;
+                /* no tile with half its rows or more past the (planned) rows:
+                 * the wgmmas of those m64 tiles still run */
+                if (bm > 64 && planned_rows(p) <= bm / 2) continue;
+                if (qg__bf16_complete(p, bm, bn, mc, &pl)) continue;
+                int waves, last;
+                pl.est_cost = estimate(p, &pl, &waves, &last);
+                int better = !found;
+                if (found) {
+                    const double rel = pl.est_cost / best.est_cost;
+                    if (rel < 0.99) better = 1;
+                    else if (rel <= 1.01) {
+                        if (waves != best_waves) better = waves < best_waves;
+                        else if (last != best_last) better = last > best_last;
+                        else if (bm * bn != best.block_m * best.block_n)
+                            better = bm * bn > best.block_m * best.block_n;
+                        else better = pl.num_stages > best.num_stages;
+                    }
+                }
+                if (better) {
+                    best = pl;
+                    best_waves = waves;
+                    best_last = last;
+                    found = 1;
+                }
+            }
+    if (!found) return -1;
+    *out = best;
+    return 0;
+}
+
+int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl) {
+    static const char *layout_names[] = {"NT", "NN", "TN", "TT"};
+    static const char *kind_names[] = {"dense", "contiguous", "masked", "psum", "k-grouped"};
+    if (!buf || !p || !pl || (unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_K_GROUPED)
+        return -1;
+    const int acc = pl->block_n / 2;
+    /* k-grouped: K and G arrive at run time (qg_bf16_kgroups) */
+    const int k = p->kind == QG_BF16_K_GROUPED ? 64 : p->k;
+    const int groups = p->kind == QG_BF16_K_GROUPED ? 1 : p->num_groups;
+    size_t n = (size_t)snprintf(
+        buf, cap,
+        "// qgemm bf16 kernel: %s %s, N %d, K %d, groups %d, D %s%s, block %dx%d, %d stages, "
+        "multicast %d\n"
+        "#define QG_KIND %d\n#define QG_A_MN_MAJOR %d\n#define QG_B_MN_MAJOR %d\n"
+        "#define QG_D_F32 %d\n#define QG_WITH_C %d\n"
+        "#define QG_SHAPE_N %d\n#define QG_SHAPE_K %d\n#define QG_NUM_GROUPS %d\n"
+        "#define QG_BLOCK_M %d\n#define QG_BLOCK_N %d\n#define QG_NUM_STAGES %d\n"
+        "#define QG_MULTICAST %d\n#define QG_CLUSTER %d\n#define QG_SWIZZLE_GROUP %d\n"
+        "#define QG_STORE_COLS %d\n#define QG_SMEM_BYTES %d\n"
+        "#define QG_PRODUCER_REGS %d\n#define QG_MATH_REGS %d\n"
+        "#define QG_WGMMA_N %d\n#define QG_A_BOX_ROWS %d\n"
+        "#define QG_WGMMA_OP_DESC_A %d\n#define QG_WGMMA_OP_DESC_B %d\n"
+        "#define QG_WGMMA_OP_SCALE_D %d\n#define QG_WGMMA_OP_DESC_HI %d\n"
+        "#define QG_WGMMA_ACC_LIST \"{",
+        layout_names[p->layout], kind_names[p->kind], p->n, k, groups, p->d_f32 ? "fp32" : "bf16",
+        p->with_c ? " += C" : "", pl->block_m, pl->block_n, pl->num_stages, pl->multicast,
+        (int)p->kind, qg__bf16_a_mn_major(p->layout), qg__bf16_b_mn_major(p->layout), p->d_f32 ? 1 : 0,
+        p->with_c ? 1 : 0, p->n, k, groups, pl->block_m, pl->block_n, pl->num_stages, pl->multicast,
+        pl->cluster, pl->swizzle_group, pl->store_cols, pl->smem_bytes, pl->producer_regs,
+        pl->math_regs, pl->block_n,
+        qg__bf16_a_mn_major(p->layout) || pl->multicast == 1 ? pl->block_m : pl->a_box_rows, acc,
+        acc + 1, acc + 2, acc + 3);
+    for (int i = 0; i < acc && n < cap; ++i)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%%%d", i ? ", " : "", i);
+    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
+    for (int i = 0; i < acc && n < cap; ++i)
+        n += (size_t)snprintf(buf + n, cap - n, "%s \"+f\"(d[%d])", i ? "," : "", i);
+    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
+    if (n >= cap) return -1;
+    return (int)n;
+}

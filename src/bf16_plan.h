@@ -1,0 +1,121 @@
+/*
+ * bf16_plan.h -- the BF16 GEMM family's planner and JIT source writer
+ * (kernels/qg_bf16_gemm.cuh). Pure C: no context, no driver, no device
+ * query; the SM count and the shared-memory limit are data.
+ *
+ * Host side of a launch of a plan p (for the launch path to wire in):
+ *   grid      num_sms rounded down to a multiple of p->cluster (persistent),
+ *             cluster dimension p->cluster (1 or 2), block p->num_threads,
+ *             dynamic shared memory p->smem_bytes (opt-in attribute).
+ *   kernel    "qg_bf16_gemm_kernel"(tmap_a, tmap_b, tmap_d, d, ldd,
+ *             m_indices, masked_m, shape_m [, qg_bf16_kgroups by value when
+ *             kind == K_GROUPED]); see the kernel header for each field.
+ *   tensor maps (all CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 but an FP32 D):
+ *     A K-major  dims {K, rows} (rows: M; masked G * M_max), stride lda * 2,
+ *                box {64, p->a_box_rows}, SWIZZLE_128B
+ *     A MN-major dims {M, K} (k-grouped: sum K), stride lda * 2,
+ *                box {64, 64}, SWIZZLE_128B (lda a multiple of 8)
+ *     B K-major  dims {K, G * N}, stride ldb * 2, box {64, p->b_box_rows},
+ *                SWIZZLE_128B
+ *     B MN-major dims {N, G * K} (k-grouped: sum K), stride ldb * 2,
+ *                box {64, 64}, SWIZZLE_128B
+ *     D          dims {N, rows} (masked G * M_max), stride ldd * d_bytes,
+ *                box {p->store_cols, p->d_box_rows}, swizzle of
+ *                p->store_cols * d_bytes bytes (128B / 64B / 32B);
+ *                k-grouped rank 3 {N, M, G}, box {store_cols, d_box_rows, 1}
+ *   with_c     the kernel adds into D by TMA reduce-add: D = C + A B with
+ *              C != D needs C copied into D before the launch.
+ */
+#ifndef QG_BF16_PLAN_H
+#define QG_BF16_PLAN_H
+
+#include <stddef.h>
+
+typedef enum {
+    QG_BF16_NT = 0, /* A [M][K], B [N][K] (both K-major) */
+    QG_BF16_NN = 1, /* A [M][K], B [K][N] (B N-major) */
+    QG_BF16_TN = 2, /* A [K][M] (M-major), B [N][K] */
+    QG_BF16_TT = 3  /* A [K][M], B [K][N] */
+} qg_bf16_layout;
+
+/* QG_KIND of the kernel (the FP8 scheduler's numbering). */
+typedef enum {
+    QG_BF16_DENSE = 0,
+    QG_BF16_CONTIGUOUS = 1,
+    QG_BF16_MASKED = 2,
+    QG_BF16_PSUM = 3,
+    QG_BF16_K_GROUPED = 4
+} qg_bf16_kind;
+
+static inline int qg__bf16_a_mn_major(qg_bf16_layout l) { return l == QG_BF16_TN || l == QG_BF16_TT; }
+static inline int qg__bf16_b_mn_major(qg_bf16_layout l) { return l == QG_BF16_NN || l == QG_BF16_TT; }
+
+typedef struct {
+    int m;            /* rows (masked: M_max per group; k-grouped: M) */
+    int n;
+    int k;            /* K (k-grouped: the largest group's K, for the heuristic) */
+    qg_bf16_layout layout;
+    qg_bf16_kind kind;
+    int num_groups;   /* 1 for dense */
+    int expected_m;   /* masked / psum: rows per group to plan for (0: m, psum m / G) */
+    int d_f32;        /* 1: FP32 D */
+    int with_c;       /* 1: D += A B (reduce-add; dense and k-grouped) */
+    int num_sms;      /* the device's SM count */
+    int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
+} qg_bf16_problem;
+
+typedef struct {
+    int block_m, block_n, block_k; /* block_k 64 */
+    int num_stages;
+    int multicast;      /* 0 none, 1 A (pairs along N), 2 B (pairs along M) */
+    int cluster;        /* 1 or 2 */
+    int swizzle_group;  /* scheduler swizzle group (blocks) */
+    int store_cols;     /* columns of one TMA store chunk of D */
+    int smem_bytes;     /* dynamic shared memory of the launch */
+    int producer_regs, math_regs; /* setmaxnreg split */
+    int num_math_wgs, num_threads;
+    int a_box_rows, b_box_rows;   /* K-major boxes' rows (MN-major: 64) */
+    int d_box_rows;               /* rows of D's TMA box: one math warpgroup's */
+    int grid;                     /* persistent grid: num_sms rounded to the cluster */
+    double est_cost;              /* the heuristic's estimate (relative) */
+} qg_bf16_plan;
+
+/* The k-grouped kernel's last parameter, by value (the kernel's
+ * qg_bf16_kgroups): group slot i sums K rows [k_begin[i], k_begin[i] +
+ * 64 num_kb[i]) of A [sum K][M] and B [sum K][N] into D slice
+ * first_group + i; more groups than QG_BF16_KGROUP_MAX take several launches.
+ * Every group's K must be a multiple of 64 (a K block never straddles two
+ * groups); a group of K = 0 stores zeros (adds nothing with C). */
+#define QG_BF16_KGROUP_MAX 128
+typedef struct {
+    int k_begin[QG_BF16_KGROUP_MAX];
+    int num_kb[QG_BF16_KGROUP_MAX];
+    int count;
+    int first_group;
+} qg_bf16_kgroups;
+
+/* Shared memory of a configuration (the kernel's QG_SMEM_TOTAL). */
+int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32);
+
+/* Whether (block_m, block_n, multicast) is legal for p (non-zero) and, when
+ * not, why (a static string) in *why if why is not NULL. */
+int qg__bf16_legal(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
+                  const char **why);
+
+/* Complete a configuration whose block_m, block_n and multicast are set:
+ * stages (the most up to 16 that fit), store chunk, registers, boxes, grid.
+ * Returns 0, or -1 when it is not legal or does not fit (nothing written). */
+int qg__bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
+                     qg_bf16_plan *out);
+
+/* The heuristic: the legal configuration of least estimated time (fewest
+ * waves of the fullest last wave, operand bytes per SM, most stages).
+ * Returns 0, or -1 for a problem it cannot plan (bad arguments). */
+int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out);
+
+/* Write the JIT source of plan `pl` for problem `p` into buf (cap bytes):
+ * a comment naming the variant, the kernel's #defines and
+ * #include "qg_bf16_gemm.cuh". Returns the length, or -1 when it does not fit. */
+int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl);
+
+#endif /* QG_BF16_PLAN_H */

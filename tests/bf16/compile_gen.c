@@ -1,0 +1,125 @@
+/*
+ * bf16_compile_gen.c -- writes the JIT source of every BF16 GEMM variant the
+ * planner picks (src/bf16_plan.c) over DeepSeek-V3 shapes, for
+ * tools/bf16_compile_check.sh to compile offline (no GPU, no library).
+ *
+ *   bf16_compile_gen OUTDIR [num_sms] [smem_limit]
+ *
+ * Variants: 4 layouts x bf16 / FP32 D x without / with C x dense,
+ * contiguous, masked, psum, k-grouped (where legal: MN-major A and C only
+ * dense and k-grouped; k-grouped FP32 D, TN... see below) x M in {1, 64, 128,
+ * 4096} x (N, K) in the six DeepSeek shapes; plus every legal multicast of the
+ * chosen tile. Identical sources are written once (the file name is a hash
+ * of the text); OUTDIR/list.txt names each file and its variant.
+ */
+#include "../../src/bf16_plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long long fnv(const char *s) {
+    unsigned long long h = 1469598103934665603ull;
+    for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+#define MAX_SEEN 8192
+static unsigned long long seen[MAX_SEEN];
+static int num_seen;
+
+static int emit(const char *dir, FILE *list, const qg_bf16_problem *p, const qg_bf16_plan *pl) {
+    static char src[16384];
+    if (qg__bf16_kernel_source(src, sizeof src, p, pl) < 0) {
+        fprintf(stderr, "source does not fit\n");
+        return -1;
+    }
+    const unsigned long long h = fnv(src);
+    for (int i = 0; i < num_seen; ++i)
+        if (seen[i] == h) return 0;
+    if (num_seen == MAX_SEEN) return -1;
+    seen[num_seen++] = h;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/v%016llx.cu", dir, h);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(src, f) < 0 || fclose(f)) {
+        perror(path);
+        return -1;
+    }
+    fprintf(list, "v%016llx.cu layout %d kind %d m %d n %d k %d d_f32 %d with_c %d block %dx%d "
+                  "stages %d multicast %d smem %d\n",
+            h, (int)p->layout, (int)p->kind, p->m, p->n, p->k, p->d_f32, p->with_c, pl->block_m,
+            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s OUTDIR [num_sms] [smem_limit]\n", argv[0]);
+        return 2;
+    }
+    const char *dir = argv[1];
+    const int num_sms = argc > 2 ? atoi(argv[2]) : 132;
+    const int smem = argc > 3 ? atoi(argv[3]) : 232448;
+    char lpath[1024];
+    snprintf(lpath, sizeof lpath, "%s/list.txt", dir);
+    FILE *list = fopen(lpath, "w");
+    if (!list) {
+        perror(lpath);
+        return 1;
+    }
+    static const int ms[] = {1, 64, 128, 4096};
+    static const int nk[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512},
+                                {7168, 16384}, {4096, 7168}, {7168, 2048}};
+    int planned = 0, failed = 0;
+    for (int layout = 0; layout < 4; ++layout)
+        for (int kind = 0; kind <= 4; ++kind)
+            for (int d_f32 = 0; d_f32 < 2; ++d_f32)
+                for (int with_c = 0; with_c < 2; ++with_c)
+                    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
+                        for (size_t si = 0; si < sizeof nk / sizeof nk[0]; ++si) {
+                            const int a_mn = qg__bf16_a_mn_major((qg_bf16_layout)layout);
+                            if (a_mn && kind != 0 && kind != 4) continue;
+                            if (with_c && kind != 0 && kind != 4) continue;
+                            /* DeepGEMM's k-grouped BF16 is TT (both MN-major) with FP32 D */
+                            if (kind == 4 && (layout != QG_BF16_TT || !d_f32)) continue;
+                            qg_bf16_problem p = {0};
+                            p.m = ms[mi];
+                            p.n = nk[si][0];
+                            p.k = nk[si][1];
+                            p.layout = (qg_bf16_layout)layout;
+                            p.kind = (qg_bf16_kind)kind;
+                            p.num_groups = kind == 0 ? 1 : 8;
+                            p.d_f32 = d_f32;
+                            p.with_c = with_c;
+                            p.num_sms = num_sms;
+                            p.smem_limit = smem;
+                            if (kind == 1 || kind == 3) p.m = ms[mi] < 128 ? 1024 : ms[mi] * 8;
+                            if (kind == 2) p.expected_m = ms[mi] < 128 ? ms[mi] : 256, p.m = 512;
+                            if (kind == 4) { /* weight gradient: M x N per expert, K = tokens */
+                                p.m = nk[si][0];
+                                p.n = nk[si][1] % 8 ? 2048 : nk[si][1];
+                                p.k = ms[mi] < 128 ? 256 : ms[mi];
+                            }
+                            qg_bf16_plan pl;
+                            ++planned;
+                            if (qg__bf16_select(&p, &pl)) {
+                                fprintf(stderr, "no plan: layout %d kind %d m %d n %d k %d\n", layout,
+                                        kind, p.m, p.n, p.k);
+                                ++failed;
+                                continue;
+                            }
+                            if (emit(dir, list, &p, &pl)) return 1;
+                            /* the chosen tile in every other legal multicast mode */
+                            for (int mc = 0; mc <= 2; ++mc) {
+                                qg_bf16_plan alt;
+                                if (mc == pl.multicast ||
+                                    qg__bf16_complete(&p, pl.block_m, pl.block_n, mc, &alt))
+                                    continue;
+                                if (emit(dir, list, &p, &alt)) return 1;
+                            }
+                        }
+    fclose(list);
+    printf("%d problems planned, %d without a plan, %d distinct kernels\n", planned, failed, num_seen);
+    return failed ? 1 : 0;
+}
