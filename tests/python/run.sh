@@ -71,7 +71,8 @@ QGEMM_WERROR=1 "$py" python/setup.py -q build_ext --inplace \
 
 # The extension's C units call one another one way only, as the library's do
 # (docs/DESIGN.md §2; `make house-check` checks the library, testkit and CLI).
-objs=$(find "$build/python" -name '*.o' | sort)
+# (the extension's objects only: setup.py builds the wheel's CLI under cli/)
+objs=$(find "$build/python" -path "$build/python/cli" -prune -o -name '*.o' -print | sort)
 if [ -n "$objs" ]; then python3 tools/unit_graph.py $(printf 'python=%s ' $objs); fi
 
 export PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}"
