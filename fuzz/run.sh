@@ -28,10 +28,11 @@ out="build-fuzz/$mode" # objects differ per mode (libFuzzer's coverage instrumen
 mkdir -p "$out"
 echo "make fuzz: $mode ($cc), ${seconds} s per target"
 
-# The library, testkit and tools objects, instrumented, through the Makefile.
+# The library, testkit and tools objects, instrumented, through the Makefile
+# (WERROR=1: the project's own builds stop on a warning, as make test).
 inst="$san"
 [ "$mode" = libfuzzer ] && inst="$san -fsanitize=fuzzer-no-link"
-make -s BUILD="$out" CC="$cc" SANITIZE="$inst" "$out/libqgemm.a" "$out/libqgemm_testkit.a" \
+make -s BUILD="$out" CC="$cc" SANITIZE="$inst" WERROR=1 "$out/libqgemm.a" "$out/libqgemm_testkit.a" \
     "$out/tools/cli.o" "$out/tools/bench.o" "$out/tools/cmd_check.o" "$out/tools/cublaslt.o" \
     "$out/tools/cmd_compile.o" "$out/tools/cmd_info.o"
 

@@ -24,6 +24,21 @@ Where things are found:
               /usr/local/cuda.
   QGEMM_WERROR=1 compiles with -Werror (what CI does).
 
+The command-line tool: the wheel carries the C CLI (tools/*.c over the
+testkit, testkit/*.c, and the same library sources) as qgemm/bin/qgemm, built
+here next to the extension with the same flags (no RUNPATH, no CUDA library:
+it dlopens the driver, NVRTC and cuBLASLt as the extension does); the console
+command `qgemm` (qgemm/_cli.py) runs it with QGEMM_NVRTC_DIR pointing at the
+pip NVRTC, so `qgemm --version`, `qgemm compile ...` work from a pip install.
+
+One wheel per Python (cp39 ... cp313), not one abi3 wheel: the extension
+(csrc/) uses API outside the limited API of Python 3.9 -- PyObject_VectorcallMethod
+(limited from 3.12), PyObject_CallOneArg, the PyTuple_GET_ITEM / GET_SIZE and
+PySequence_Fast_GET_* macros, Py_TYPE(x)->tp_name (PyTypeObject is opaque
+there) -- on the per-call path whose cost is measured (the host overhead), so
+it stays on the full API; tests/package.sh builds and installs a wheel for
+every Python the machine has.
+
 Distributions (tests/package.sh builds and checks both):
   python -m build python  the sdist, which builds from the archive alone (it
               carries the tree's parts under qgemm_root/; building still needs
@@ -50,6 +65,7 @@ os.chdir(HERE)  # sources are named relative to this folder, wherever setup.py i
 # What the extension's build takes from the qgemm source tree, and so what an
 # sdist carries under qgemm_root/ (relative to the tree's root; globs allowed).
 ROOT_FILES = ("include/qgemm.h", "src/*.c", "src/*.h", "kernels/*.cuh", "tools/embed.sh",
+              "tools/*.c", "tools/*.h", "testkit/*.c", "testkit/*.h", "testkit/kernels/*.cuh",
               "LICENSE")
 SDIST_ROOT = "qgemm_root"
 
@@ -62,7 +78,7 @@ def find_root() -> Path:
         root = HERE / SDIST_ROOT  # an unpacked sdist
     else:
         root = HERE.parent  # a checkout
-    for need in ("include/qgemm.h", "src", "kernels", "tools/embed.sh"):
+    for need in ("include/qgemm.h", "src", "kernels", "tools/embed.sh", "tools/qgemm.c", "testkit"):
         if not (root / need).exists():
             raise SystemExit(
                 f"qgemm: {root / need} not found: the qgemm source tree is expected at {root}. "
@@ -78,10 +94,11 @@ def find_cuda() -> Path:
         candidates.append(str(Path(nvcc).resolve().parent.parent))
     candidates.append("/usr/local/cuda")
     for c in candidates:
-        if c and all((Path(c) / "include" / h).is_file() for h in ("cuda.h", "nvrtc.h")):
+        if c and all((Path(c) / "include" / h).is_file() for h in ("cuda.h", "nvrtc.h", "cublasLt.h")):
             return Path(c)
     raise SystemExit(
-        "qgemm: the CUDA headers were not found (looked for include/cuda.h and nvrtc.h under "
+        "qgemm: the CUDA headers were not found (looked for include/cuda.h, nvrtc.h and cublasLt.h "
+        "(the CLI's cuBLASLt comparison, loaded at run time) under "
         f"{[c for c in candidates if c]}); set CUDA_HOME=/path/to/cuda"
     )
 
@@ -145,6 +162,52 @@ class BuildExt(build_ext):
             a for a in self.compiler.linker_so if not a.startswith(("-Wl,-rpath", "-Wl,-R"))
         ]
         super().build_extension(ext)
+        self.build_cli(ext, tmp, library + [str(embedded)])
+
+    def copy_extensions_to_source(self):
+        """--inplace: the CLI too, to qgemm/bin/qgemm in the source folder."""
+        super().copy_extensions_to_source()
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
+            built = Path(regular_file).resolve().parent / "bin" / "qgemm"
+            if built.is_file():
+                dest = Path(inplace_file).resolve().parent / "bin" / "qgemm"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(built, dest)
+
+    def build_cli(self, ext, tmp: Path, library: list) -> None:
+        """The C command-line tool, qgemm/bin/qgemm next to the extension
+        (in place too), as the Makefile builds build/qgemm."""
+        tk_kernels = sorted(str(p) for p in (ROOT / "testkit" / "kernels").glob("*.cuh"))
+        tk_embedded = tmp / "cli" / "testkit_kernels_embedded.c"
+        tk_embedded.parent.mkdir(parents=True, exist_ok=True)
+        text = subprocess.run(
+            ["sh", str(ROOT / "tools" / "embed.sh"), "-t", "qgtk__kernel_files", "kernels.h",
+             *tk_kernels], check=True, capture_output=True, text=True,
+        ).stdout
+        if not tk_embedded.exists() or tk_embedded.read_text() != text:
+            tk_embedded.write_text(text)
+        sources = (sorted(str(p) for p in (ROOT / "tools").glob("*.c"))
+                   + sorted(str(p) for p in (ROOT / "testkit").glob("*.c"))
+                   + [str(tk_embedded)] + library)
+        out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent / "bin"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = out_dir / "qgemm"
+        newest = max(Path(p).stat().st_mtime for p in sources + ext.depends
+                     + sorted(str(p) for p in (ROOT / "tools").glob("*.h"))
+                     + sorted(str(p) for p in (ROOT / "testkit").glob("*.h")))
+        if not self.force and target.exists() and target.stat().st_mtime >= newest:
+            return
+        objects = self.compiler.compile(
+            sources, output_dir=str(tmp / "cli"),
+            include_dirs=[str(ROOT / "include"), str(ROOT / "src"), str(ROOT / "testkit"),
+                          str(ROOT / "tools"), str(CUDA / "include")],
+            extra_postargs=cflags, depends=ext.depends)
+        # (the compiler's plain link: linker_exe has no -rpath, unlike LDSHARED)
+        self.compiler.link_executable(objects, "qgemm", output_dir=str(out_dir),
+                                      libraries=["dl", "pthread", "m"])
+        target.chmod(0o755)
 
 
 class Sdist(sdist):
@@ -165,7 +228,12 @@ class Sdist(sdist):
                 out = dest / src.relative_to(ROOT)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, out)
-        shutil.copy2(ROOT / "LICENSE", Path(base_dir) / "LICENSE")
+        # (python/LICENSE is a link to ../LICENSE, which the release tree may
+        # hold as that link: replace it by the file)
+        top = Path(base_dir) / "LICENSE"
+        if top.is_symlink() or top.exists():
+            top.unlink()
+        shutil.copy2(ROOT / "LICENSE", top)
 
 
 # The Makefile's flags (-O2 after Python's own -O3 wins): the library is

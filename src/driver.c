@@ -168,6 +168,32 @@ static void load_and_remember(void) {
         snprintf(load_message, sizeof load_message, "%s", qg_last_error());
 }
 
+const char *qg__driver_too_old(int driver_version, int nvrtc_major, int nvrtc_minor, char *buf,
+                               size_t len) {
+    if (!buf || !len) return NULL;
+    buf[0] = '\0';
+    if (driver_version <= 0 || nvrtc_major <= 0 || driver_version >= nvrtc_major * 1000)
+        return NULL;
+    /* The first Linux driver of each CUDA major (minor version compatibility). */
+    static const struct {
+        int major;
+        const char *driver;
+    } minimum[] = {{11, "450.80.02"}, {12, "525.60.13"}, {13, "580"}};
+    const char *need = NULL;
+    for (size_t i = 0; i < sizeof minimum / sizeof minimum[0]; i++)
+        if (minimum[i].major == nvrtc_major) need = minimum[i].driver;
+    char need_text[64];
+    if (need) snprintf(need_text, sizeof need_text, "NVIDIA driver %s or newer", need);
+    else snprintf(need_text, sizeof need_text, "an NVIDIA driver for CUDA %d.0 or newer", nvrtc_major);
+    snprintf(buf, len,
+             "the NVIDIA driver supports CUDA %d.%d, too old for the kernels NVRTC %d.%d compiles: "
+             "CUDA %d needs %s; update the driver, or use an NVRTC of CUDA %d.x "
+             "(QGEMM_NVRTC_DIR, CUDA_HOME)",
+             driver_version / 1000, driver_version % 1000 / 10, nvrtc_major, nvrtc_minor,
+             nvrtc_major, need_text, driver_version / 1000);
+    return buf;
+}
+
 qg_status qg__driver_load(const qg_driver **out) {
     if (out) *out = NULL;
     pthread_once(&load_once, load_and_remember);
@@ -216,5 +242,18 @@ qg_status qg__cuda_fail(CUresult r, const char *what) {
                                             : QG_ERROR_CUDA;
     char text[256];
     describe(r, text, sizeof text);
-    return qg__fail(status, "%s: %s (CUresult %d)", what ? what : "CUDA call", text, (int)r);
+    /* A kernel image the driver cannot read: often NVRTC newer than the
+     * driver (the pip NVRTC of CUDA 13 on an R5xx driver); say so, with the
+     * minimum driver. */
+    char hint[512] = "";
+    int driver_version = 0, nvrtc_major, nvrtc_minor;
+    if ((r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+         r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) &&
+        qg__nvrtc_version_if_loaded(&nvrtc_major, &nvrtc_minor)) {
+        pthread_once(&load_once, load_and_remember);
+        if (load_status == QG_SUCCESS && driver.cuDriverGetVersion(&driver_version) == CUDA_SUCCESS)
+            qg__driver_too_old(driver_version, nvrtc_major, nvrtc_minor, hint, sizeof hint);
+    }
+    return qg__fail(status, "%s: %s (CUresult %d)%s%s", what ? what : "CUDA call", text, (int)r,
+                    hint[0] ? "; " : "", hint);
 }

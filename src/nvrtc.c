@@ -27,6 +27,7 @@
 #include "cache.h" /* QG_PATH_MAX */
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,8 +137,13 @@ static qg_status load(void) {
                             true, &nvrtc, load_path, sizeof load_path);
 }
 
+/* Set once NVRTC loaded, for qg__nvrtc_version_if_loaded (no pthread_once there:
+ * it must not load NVRTC). */
+static atomic_bool loaded;
+
 static void load_and_remember(void) {
     load_status = load();
+    if (load_status == QG_SUCCESS) atomic_store(&loaded, true);
     if (load_status != QG_SUCCESS)
         snprintf(load_message, sizeof load_message, "%s", qg_last_error());
 }
@@ -149,6 +155,11 @@ qg_status qg__nvrtc_load(const qg_nvrtc **out) {
     if (!out) return qg__fail(QG_ERROR_INTERNAL, "qg__nvrtc_load: out is NULL");
     *out = &nvrtc;
     return QG_SUCCESS;
+}
+
+bool qg__nvrtc_version_if_loaded(int *major, int *minor) {
+    *major = *minor = 0;
+    return atomic_load(&loaded) && nvrtc.nvrtcVersion(major, minor) == NVRTC_SUCCESS;
 }
 
 const char *qg__nvrtc_path(void) {

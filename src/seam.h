@@ -90,8 +90,20 @@ typedef struct {
 /* Load libcuda.so.1 once (thread-safe) and call cuInit(0).
  * @return QG_SUCCESS and *out, or QG_ERROR_NO_DRIVER / QG_ERROR_NO_DEVICE with a message. */
 qg_status qg__driver_load(const qg_driver **out);
-/* Turn a CUresult into a status + message "<what>: <driver's error string>". */
+/* Turn a CUresult into a status + message "<what>: <driver's error string>".
+ * A refused image (INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX,
+ * UNSUPPORTED_PTX_VERSION: a module load) on a driver older than the loaded
+ * NVRTC's CUDA major adds qg__driver_too_old's sentence (the minimum driver). */
 qg_status qg__cuda_fail(CUresult r, const char *what);
+/* Whether kernels compiled by NVRTC nvrtc_major.nvrtc_minor load on a driver
+ * whose cuDriverGetVersion is driver_version (1000 * major + 10 * minor). By
+ * NVIDIA's minor version compatibility an NVRTC of CUDA X.y needs a driver of
+ * CUDA X.0 or newer: CUDA 13 (the pip nvidia-cuda-nvrtc) R580+, CUDA 12
+ * 525.60.13+. Pure: loads nothing, records no error.
+ * @return NULL when they load, else buf holding one sentence that names both
+ *         versions and the minimum driver (what to do), for a message. */
+const char *qg__driver_too_old(int driver_version, int nvrtc_major, int nvrtc_minor, char *buf,
+                               size_t len);
 
 /* ---- NVRTC, loaded at run time (src/nvrtc.c) -------------------------------
  * Types come from <nvrtc.h> (header only: libqgemm does not link libnvrtc). */
@@ -119,6 +131,9 @@ typedef struct {
 qg_status qg__nvrtc_load(const qg_nvrtc **out);
 /* The path NVRTC was loaded from (loading it if not yet), or NULL when it is missing. */
 const char *qg__nvrtc_path(void);
+/* NVRTC's version when this process has loaded it already (nothing is
+ * loaded here). @return false, *major = *minor = 0, when it has not. */
+bool qg__nvrtc_version_if_loaded(int *major, int *minor);
 
 /* ---- compiler warnings (src/jit.c) ---------------------------------------- */
 

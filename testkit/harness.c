@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
@@ -1030,7 +1031,14 @@ typedef struct {
     const qg_config *cfgs;
     qg_status *statuses;
     atomic_int failures;
+    atomic_int done;
+    int count;
+    struct timespec start;
 } compile_job;
+
+/* A progress line (stdout, as the tests' own lines) per this many kernels:
+ * a sweep of hundreds takes many minutes on a small machine. */
+#define COMPILE_PROGRESS_EVERY 20
 
 static void compile_one(void *user, int64_t i, int worker) {
     (void)worker;
@@ -1038,12 +1046,23 @@ static void compile_one(void *user, int64_t i, int worker) {
     qg_status st = qg_compile(job->ctx, &job->problems[i], job->cfgs ? &job->cfgs[i] : NULL, NULL);
     if (job->statuses) job->statuses[i] = st;
     if (st != QG_SUCCESS) atomic_fetch_add(&job->failures, 1);
+    const int done = atomic_fetch_add(&job->done, 1) + 1;
+    if (done % COMPILE_PROGRESS_EVERY == 0 && done < job->count) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        printf("    ... compiled %d of %d kernels, %.0f s\n", done, job->count,
+               (double)(now.tv_sec - job->start.tv_sec) + (now.tv_nsec - job->start.tv_nsec) * 1e-9);
+        fflush(stdout);
+    }
 }
 
 int qgtk_compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
                      int count, qg_status *statuses) {
-    compile_job job = {.ctx = ctx, .problems = problems, .cfgs = cfgs, .statuses = statuses};
+    compile_job job = {.ctx = ctx, .problems = problems, .cfgs = cfgs, .statuses = statuses,
+                       .count = count};
     atomic_init(&job.failures, 0);
+    atomic_init(&job.done, 0);
+    clock_gettime(CLOCK_MONOTONIC, &job.start);
     qgtk_parallel_for(count, qgtk_num_workers(), compile_one, &job);
     return atomic_load(&job.failures);
 }

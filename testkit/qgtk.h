@@ -314,8 +314,9 @@ qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
 
 /* qg_compile(ctx, &problems[i], cfgs ? &cfgs[i] : NULL, NULL) for i < count on
  * qgtk_num_workers() threads, to warm the kernel cache before a sweep.
- * statuses[i] receives each result (may be NULL). @return the number of
- * failures. */
+ * statuses[i] receives each result (may be NULL). Prints a progress line
+ * ("... compiled N of M kernels, T s") on stdout per 20 kernels.
+ * @return the number of failures. */
 int qgtk_compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
                      int count, qg_status *statuses);
 

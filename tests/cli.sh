@@ -3,7 +3,8 @@
 # every bad invocation exits 2 (usage) before it opens the GPU, with a
 # one-line message that names the option and what it got; no usable GPU exits
 # 3 with one line; per-command --help, --option=value, --json documents and
-# the progress line of `qgemm compile`. Run by `make test`
+# the progress line of `qgemm compile`, its --kind kernels (wgrad, k_grouped,
+# psum: compiled offline, so NVRTC is needed). Run by `make test`
 # after the C tests:  bash tests/cli.sh BUILD_DIR
 set -u
 qgemm="${1:-build}/qgemm"
@@ -64,6 +65,7 @@ done
 expect_out 0 "usage: qgemm check [options]" check --help
 expect_out 0 "--quick" check --help
 expect_out 0 "!--runs" check --help
+expect_out 0 "--progress" check --help
 expect_out 0 "!--quick" compile -h
 expect_out 0 "--progress" help compile
 expect_out 0 "!--prune" bench --help
@@ -94,6 +96,7 @@ expect 2 "cache: --prune takes no value, got '--prune=1'" cache --prune=1
 # CUDA_VISIBLE_DEVICES= hides any GPU, so this holds on a GPU machine too.
 CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --quick
 CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --json --seed=5
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --quick --progress
 CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --shape 128x128x128
 lines=$(CUDA_VISIBLE_DEVICES= "$qgemm" check --quick 2>&1 >/dev/null | wc -l)
 if [ "$lines" = 1 ]; then passed=$((passed + 1)); else
@@ -177,9 +180,49 @@ if script -qec true /dev/null >/dev/null 2>&1; then # (a pseudo-terminal can be 
 fi
 rm -rf "$json_cache"
 
+# --kind: the training and psum kernels, as Python's compile(kind=...), each
+# listed with its kind and G, with the progress line; --accumulate is its own
+# kernel (another cache key); the options' misuse exits 2 naming them.
+kind_cache="$(mktemp -d)"
+out=$(QGEMM_CACHE_DIR="$kind_cache" "$qgemm" compile --offline --kind wgrad --kind k_grouped \
+      --kind psum --groups 2 --shape 256x256x1024 --progress 2>"$kind_cache.err")
+rc=$?
+if [ "$rc" = 0 ] && grep -qE '^ok +psum +256x256x1024 G=2 ' <<< "$out" &&
+   grep -qE '^ok +wgrad +256x256x1024 ' <<< "$out" && grep -qE '^ok +k-grouped +256x256x1024 G=2 ' <<< "$out" &&
+   grep -q 'qgemm compile: 3 kernels, 0 failed' <<< "$out" &&
+   grep -qE 'qgemm compile: \[3/3\] [0-9.]+ s elapsed, compiling k-grouped 256x256x1024 G=2' "$kind_cache.err"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1)); printf '[ FAIL ] qgemm compile --kind wgrad/k_grouped/psum: exit %s: %s %s\n' "$rc" "$out" "$(cat "$kind_cache.err")"
+fi
+key_plain=$(QGEMM_CACHE_DIR="$kind_cache" "$qgemm" compile --offline --kind wgrad --shape 256x256x1024 --json 2>/dev/null | sed -n 's/.*"key": "\([0-9a-f]*\)".*/\1/p')
+key_acc=$(QGEMM_CACHE_DIR="$kind_cache" "$qgemm" compile --offline --kind wgrad --accumulate --shape 256x256x1024 --json 2>/dev/null | sed -n 's/.*"key": "\([0-9a-f]*\)".*/\1/p')
+if [ -n "$key_plain" ] && [ -n "$key_acc" ] && [ "$key_plain" != "$key_acc" ]; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1)); printf '[ FAIL ] qgemm compile --kind wgrad [--accumulate]: keys %s / %s\n' "$key_plain" "$key_acc"
+fi
+rm -rf "$kind_cache" "$kind_cache.err"
+expect 2 "compile: --kind wants dense, contiguous, masked, psum, wgrad or k_grouped, got 'fp4'" compile --kind fp4
+expect 2 "compile: --kind wgrad given twice" compile --kind wgrad --kind=wgrad
+expect 2 "compile: --kind wgrad wants --shape MxNxK" compile --kind wgrad
+expect 2 "compile: --kind k_grouped wants --shape MxNxK" compile --kind k-grouped
+expect 2 "compile: --kind excludes --grouped-contiguous" compile --kind psum --grouped-contiguous 4
+expect 2 "compile: --kind excludes --grouped-contiguous" compile --kind psum --dense
+expect 2 "compile: --groups wants G in 1..1024, got '0'" compile --kind psum --groups 0
+expect 2 "compile: --groups given twice ('2', then '4')" compile --kind psum --groups 2 --groups 4
+expect 2 "compile: --groups needs --kind" compile --groups 2
+expect 2 "compile: --accumulate needs --kind" compile --accumulate
+expect 2 "compile: --accumulate is for --kind wgrad or k_grouped" compile --kind psum --accumulate
+expect 2 "compile: --groups is for the grouped kinds, not dense" compile --kind dense --groups 2
+expect_out 0 "--kind KIND" compile --help
+
 # With a GPU (the device machine), check --json's document too.
 if "$qgemm" info --json 2>/dev/null | grep -q '"device": {'; then
     json_ok "check" cases check --quick --json --seed 1
+    err=$("$qgemm" check --quick --seed 1 --progress 2>&1 >/dev/null)
+    if grep -qE '^qgemm check: \[1/[0-9]+\] [0-9.]+ s elapsed, ' <<< "$err"; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); printf '[ FAIL ] qgemm check --progress: stderr: %s\n' "$err"; fi
     json_ok "bench --host" c_api_us bench --host-calls 100 --shape 128x256x512 --json --seed 1
     json_ok "bench --host masked" c_api_p90_us bench --host-calls 100 --shape 1x256x512 \
         --grouped-masked 2,64,20 --json --seed 1

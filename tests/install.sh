@@ -3,17 +3,28 @@
 # tests/install.sh -- `make install` into a staging directory (DESTDIR) and
 # programs built against what it installed, as a packager and a user would:
 #
+#   0. a packager's flags: `make CFLAGS="-O3 -g" CPPFLAGS=-D... LDFLAGS=-Wl,-z,now lib`
+#      in a build folder of its own builds, every compile carries the
+#      project's flags and the user's (the user's -O3 last, no -O2, no
+#      -Werror without WERROR=1), and the link the user's LDFLAGS (BIND_NOW);
 #   1. the layout: header, libqgemm.a, libqgemm.so.X.Y.Z with SONAME
 #      libqgemm.so.0.5 and the links .so.0 and .so, qgemm.pc, the CMake package,
-#      the CLI; no RUNPATH and no libnvrtc/libcuda in the shared library's or
-#      the CLI's NEEDED entries (both are dlopen'ed at run time);
+#      the CLI, the licence (share/doc/qgemm/LICENSE); no RUNPATH and no
+#      libnvrtc/libcuda in the shared library's or the CLI's NEEDED entries
+#      (both are dlopen'ed at run time);
 #   2. tests/install/consumer.c built with pkg-config (shared, and static
-#      through --static's Libs.private) and with CMake (find_package(qgemm)
-#      -> qgemm::qgemm, qgemm::qgemm_static), each run: no GPU is needed;
-#   3. with NVRTC out of reach (absent, or hidden from the loader in a private
+#      through --static's Libs.private) and with CMake (find_package(qgemm 0.5
+#      REQUIRED) -> qgemm::qgemm, qgemm::qgemm_static), each run: no GPU is
+#      needed; the same on a multiarch install (PREFIX=/usr
+#      LIBDIR=/usr/lib/<arch>-linux-gnu), whose CMake targets must name
+#      /usr/include; the version requests qgemmConfigVersion.cmake accepts
+#      (tests/install/version: 0.5, 0.5.0 EXACT, a range; not 0.4, 0.6, 1.0);
+#   3. `make uninstall` of both installs leaves no file and no qgemm folder;
+#   4. with NVRTC out of reach (absent, or hidden from the loader in a private
 #      mount namespace when unshare is allowed), a compile fails with
 #      QG_ERROR_COMPILE and "NVRTC not found" naming the paths tried.
 #
+# Needs make, cc, pkg-config, cmake (>= 3.19) and readelf (binutils).
 # Usage: bash tests/install.sh   (from the repository root; make test runs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,12 +44,32 @@ for tool in pkg-config cmake readelf; do
     command -v "$tool" >/dev/null || fail "$tool is missing (apt-get install pkg-config cmake binutils)"
 done
 
+# ---- 0. a packager's CFLAGS, CPPFLAGS, LDFLAGS ----------------------------------
+# (in a build folder of its own: the objects of build/ were made with other flags)
+flags_log="$tmp/flags.log"
+make --no-print-directory BUILD="$tmp/flags-build" CFLAGS="-O3 -g" CPPFLAGS="-DQG_PACKAGER_CPPFLAGS=1" \
+    LDFLAGS="-Wl,-z,now" lib >"$flags_log" 2>&1 || { tail -n 30 "$flags_log"; fail "make CFLAGS=\"-O3 -g\" CPPFLAGS=... LDFLAGS=... lib"; }
+compiles="$(grep -E '^[^ ]*cc .* -c ' "$flags_log")"
+ncompiles="$(grep -c . <<<"$compiles")"
+[ "$ncompiles" -gt 1 ] || fail "no compile lines in the make output: $(head -n 5 "$flags_log")"
+bad="$(grep -v -- '-DQG_PACKAGER_CPPFLAGS=1' <<<"$compiles" || true)"
+[ -z "$bad" ] || fail "a compile without the user's CPPFLAGS: $(head -n 1 <<<"$bad")"
+bad="$(grep -Ev -- ' -Iinclude .*-std=c11 .*-O3 -g -c ' <<<"$compiles" || true)"
+[ -z "$bad" ] || fail "a compile without the project's flags before the user's -O3 -g: $(head -n 1 <<<"$bad")"
+bad="$(grep -E -- ' -O2 | -Werror ' <<<"$compiles" || true)"
+[ -z "$bad" ] || fail "a compile with -O2 or -Werror though the user said CFLAGS=-O3 -g: $(head -n 1 <<<"$bad")"
+readelf -d "$tmp/flags-build/libqgemm.so.$(sed -n 's/^#define QG_VERSION_STRING "\(.*\)"/\1/p' include/qgemm.h)" |
+    grep -Eq 'BIND_NOW|FLAGS.*NOW' || fail "LDFLAGS=-Wl,-z,now did not reach the shared library's link (no BIND_NOW)"
+rm -rf "$tmp/flags-build"
+ok "make CFLAGS=\"-O3 -g\" CPPFLAGS=-D... LDFLAGS=-Wl,-z,now lib: $ncompiles compiles with the project's flags, then the user's; no -O2, no -Werror; the link took LDFLAGS"
+
 # The sub-make must not inherit the parent's jobserver or -s/-n flags wholesale.
 make --no-print-directory -s install PREFIX="$prefix" DESTDIR="$stage" >/dev/null
 
 version="$(sed -n 's/^#define QG_VERSION_STRING "\(.*\)"/\1/p' include/qgemm.h)"
 for f in include/qgemm.h lib/libqgemm.a "lib/libqgemm.so.$version" lib/pkgconfig/qgemm.pc \
-         lib/cmake/qgemm/qgemmConfig.cmake lib/cmake/qgemm/qgemmConfigVersion.cmake bin/qgemm; do
+         lib/cmake/qgemm/qgemmConfig.cmake lib/cmake/qgemm/qgemmConfigVersion.cmake bin/qgemm \
+         share/doc/qgemm/LICENSE; do
     [ -f "$root/$f" ] || fail "$prefix/$f not installed"
 done
 [ "$(readlink "$root/lib/libqgemm.so.0.5")" = "libqgemm.so.$version" ] || fail "libqgemm.so.0.5 link"
@@ -50,7 +81,8 @@ for bin in "$root/lib/libqgemm.so.$version" "$root/bin/qgemm"; do
     if grep -Eq 'RPATH|RUNPATH' <<<"$d"; then fail "$bin has a RUNPATH: $(grep -E 'RPATH|RUNPATH' <<<"$d")"; fi
     if grep -Eq 'NEEDED.*lib(nvrtc|cuda)' <<<"$d"; then fail "$bin links NVRTC or libcuda"; fi
 done
-ok "layout of $prefix (qgemm $version, SONAME libqgemm.so.0.5, no RUNPATH, no libnvrtc)"
+cmp -s LICENSE "$root/share/doc/qgemm/LICENSE" || fail "share/doc/qgemm/LICENSE is not LICENSE"
+ok "layout of $prefix (qgemm $version, SONAME libqgemm.so.0.5, no RUNPATH, no libnvrtc, share/doc/qgemm/LICENSE)"
 
 export PKG_CONFIG_PATH="$root/lib/pkgconfig"
 [ "$(pkg-config --modversion qgemm)" = "$version" ] || fail "pkg-config --modversion"
@@ -71,7 +103,59 @@ cmake -S tests/install -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD
 cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; fail "cmake build"; }
 LD_LIBRARY_PATH="$root/lib" "$tmp/cmake/consumer_shared"
 "$tmp/cmake/consumer_static"
-ok "CMake consumers (find_package(qgemm 0.5) -> qgemm::qgemm, qgemm::qgemm_static)"
+ok "CMake consumers (find_package(qgemm 0.5 REQUIRED) -> qgemm::qgemm, qgemm::qgemm_static)"
+
+# The version requests qgemmConfigVersion.cmake meets: before 1.0 the same
+# major.minor only (the SONAME's ABI), a range when the version lies in it.
+cmake -S tests/install/version -B "$tmp/cmake-version" -DCMAKE_PREFIX_PATH="$root" \
+    -DREQUESTS="0.5|$version EXACT|0.4...0.6|0.5...<1.0|0.4|0.6|1.0|0.3...0.4" >"$tmp/version.log" 2>&1 ||
+    { cat "$tmp/version.log"; fail "cmake configure of tests/install/version"; }
+got="$(sed -n "s/^-- qgemm-request '\(.*\)': \(FOUND\|NOT FOUND\).*/\1=\2/p" "$tmp/version.log" | paste -sd'|' -)"
+want="0.5=FOUND|$version EXACT=FOUND|0.4...0.6=FOUND|0.5...<1.0=FOUND|0.4=NOT FOUND|0.6=NOT FOUND|1.0=NOT FOUND|0.3...0.4=NOT FOUND|=FOUND"
+[ "$got" = "$want" ] || fail "find_package version requests: got $got, want $want"
+ok "qgemmConfigVersion.cmake: 0.5, $version EXACT, 0.4...0.6 and none are met; 0.4, 0.6, 1.0 and 0.3...0.4 are not"
+
+# ---- a multiarch install (Debian's LIBDIR), consumed by pkg-config and CMake ----
+mstage="$tmp/stage-multiarch"
+mlib="/usr/lib/$(uname -m)-linux-gnu"
+mroot="$mstage/usr"
+make --no-print-directory -s install PREFIX=/usr LIBDIR="$mlib" DESTDIR="$mstage" >/dev/null
+for f in include/qgemm.h "${mlib#/usr/}/libqgemm.so.$version" "${mlib#/usr/}/libqgemm.a" \
+         "${mlib#/usr/}/pkgconfig/qgemm.pc" "${mlib#/usr/}/cmake/qgemm/qgemmConfig.cmake" \
+         "${mlib#/usr/}/cmake/qgemm/qgemmConfigVersion.cmake" bin/qgemm share/doc/qgemm/LICENSE; do
+    [ -e "$mroot/$f" ] || fail "multiarch: /usr/$f not installed"
+done
+# (PKG_CONFIG_SYSROOT_DIR, not --define-prefix: that takes the prefix to be
+# two folders above the .pc file's, which a multiarch libdir is not)
+PKG_CONFIG_PATH="$mstage$mlib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$mstage" \
+    pkg-config --cflags --libs qgemm >"$tmp/m.pc" ||
+    fail "multiarch: pkg-config"
+grep -q -- "-I$mroot/include" "$tmp/m.pc" && grep -q -- "-L$mstage$mlib" "$tmp/m.pc" ||
+    fail "multiarch: pkg-config says $(cat "$tmp/m.pc")"
+cmake -S tests/install -B "$tmp/cmake-multiarch" -DCMAKE_PREFIX_PATH="$mroot" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS="-Wall -Wextra -Werror" >"$tmp/cmake-m.log" 2>&1 || { cat "$tmp/cmake-m.log"; fail "multiarch: cmake configure"; }
+cmake --build "$tmp/cmake-multiarch" -v >>"$tmp/cmake-m.log" 2>&1 || { cat "$tmp/cmake-m.log"; fail "multiarch: cmake build"; }
+grep -q -- "-isystem $mroot/include\|-I$mroot/include" "$tmp/cmake-m.log" ||
+    fail "multiarch: the CMake target does not name $mroot/include: $(grep -m1 -- ' -c ' "$tmp/cmake-m.log")"
+grep -q "$mstage$mlib/libqgemm.so.$version" "$tmp/cmake-m.log" ||
+    fail "multiarch: the CMake target does not link $mlib/libqgemm.so.$version"
+LD_LIBRARY_PATH="$mstage$mlib" "$tmp/cmake-multiarch/consumer_shared" >/dev/null
+"$tmp/cmake-multiarch/consumer_static" >/dev/null
+ok "multiarch install (LIBDIR=$mlib): pkg-config, and CMake's qgemm::qgemm -> /usr/include and $mlib, built and run"
+
+# ---- make uninstall: nothing left --------------------------------------------------
+uninstall_check() {  # $1 the DESTDIR, then make's variables
+    local dest="$1" left
+    shift
+    make --no-print-directory -s uninstall DESTDIR="$dest" "$@" >/dev/null || fail "make uninstall $*"
+    left="$(find "$dest" \( ! -type d -o -name '*qgemm*' \) | sort)"
+    [ -z "$left" ] || fail "make uninstall $* left: $(paste -sd' ' <<<"$left")"
+}
+cp -a "$stage" "$tmp/stage-uninstall"
+uninstall_check "$tmp/stage-uninstall" PREFIX="$prefix"
+uninstall_check "$mstage" PREFIX=/usr LIBDIR="$mlib"
+rm -rf "$tmp/stage-uninstall"
+ok "make uninstall (both layouts) leaves no file, link or qgemm folder"
 
 info="$("$root/bin/qgemm" info)" || fail "qgemm info"
 head -n 3 <<<"$info"

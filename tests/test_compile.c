@@ -12,13 +12,32 @@
 #include "qgtk.h"
 #include "qgemm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static int checked_kernels;
 /* NVRTC logs with a warning seen so far (qg__jit_warnings): the kernels
  * compile without any, so every new one fails the variant that logged it. */
 static unsigned warnings_seen;
+
+/* Progress of the long sweeps (NVRTC takes seconds per kernel on a small
+ * machine): a line per PROGRESS_EVERY kernels checked, with the time since
+ * the sweep's first kernel and the kernel just checked. */
+#define PROGRESS_EVERY 20
+static struct timespec sweep_start;
+
+static void progress(const char *what) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (checked_kernels == 1) sweep_start = now;
+    if (checked_kernels % PROGRESS_EVERY) return;
+    printf("    ... %d kernels checked, %.0f s (last: %s)\n", checked_kernels,
+           (double)(now.tv_sec - sweep_start.tv_sec) + (now.tv_nsec - sweep_start.tv_nsec) * 1e-9,
+           what);
+    fflush(stdout);
+}
 
 /* Compile p with cfg (NULL: the heuristic's choice, compiled as a forced
  * configuration, so that a refusal fails here instead of falling back to
@@ -56,6 +75,7 @@ static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *c
         return 0;
     }
     checked_kernels++;
+    progress(what);
     return ok;
 }
 

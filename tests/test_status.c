@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -384,5 +385,26 @@ TEST(cuda_fail_maps_and_formats) {
         CHECK(strlen(qg_last_error()) > strlen(prefix) + strlen(code) + 1,
               "message \"%s\" has no description", qg_last_error());
     }
+    PASS();
+}
+
+/* The driver a pip NVRTC needs (minor version compatibility): CUDA 13's
+ * kernels want R580+, CUDA 12's 525.60.13+; the sentence names both versions
+ * and the minimum, and a new enough driver gives NULL. */
+TEST(driver_too_old_names_the_minimum) {
+    char buf[512];
+    const char *m = qg__driver_too_old(12080, 13, 0, buf, sizeof buf);
+    CHECK(m && strstr(m, "CUDA 12.8") && strstr(m, "NVRTC 13.0") && strstr(m, "580 or newer"),
+          "12.8 driver, NVRTC 13.0: %s", m ? m : "(null)");
+    m = qg__driver_too_old(11080, 12, 4, buf, sizeof buf);
+    CHECK(m && strstr(m, "525.60.13 or newer") && strstr(m, "CUDA 11.x"), "11.8, NVRTC 12.4: %s",
+          m ? m : "(null)");
+    m = qg__driver_too_old(13000, 14, 0, buf, sizeof buf);
+    CHECK(m && strstr(m, "CUDA 14.0 or newer"), "13.0, NVRTC 14.0: %s", m ? m : "(null)");
+    CHECK(!qg__driver_too_old(13000, 13, 0, buf, sizeof buf), "13.0 driver, NVRTC 13.0");
+    CHECK(!qg__driver_too_old(13020, 13, 1, buf, sizeof buf), "13.2 driver, NVRTC 13.1");
+    CHECK(!qg__driver_too_old(12080, 12, 9, buf, sizeof buf), "12.8 driver, NVRTC 12.9 (minor compat)");
+    CHECK(!qg__driver_too_old(0, 13, 0, buf, sizeof buf), "no driver version: nothing to say");
+    CHECK(!qg__driver_too_old(12080, 13, 0, buf, 0), "no buffer");
     PASS();
 }

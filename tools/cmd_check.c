@@ -1,5 +1,5 @@
 /*
- * cmd_check.c -- `qgemm check [--quick] [--seed N] [--json]`: the correctness sweep,
+ * cmd_check.c -- `qgemm check [--quick] [--seed N] [--json] [--progress]`: the correctness sweep,
  * every case through the testkit (random problem, poison, GEMM, check against
  * the exact reference) with the pass rule of the tests (qgtk_check_passed).
  */
@@ -149,13 +149,14 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed, bool 
 }
 
 int cli_check(int argc, char **argv) {
-    bool quick = false, json = false;
+    bool quick = false, json = false, progress = false;
     const char *seed_text = NULL; /* the --seed given, to refuse a second one */
     uint64_t seed = cli_fresh_seed();
     for (int i = 1; i < argc; i++) {
         long v;
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--progress")) progress = true;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (!cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
                 return cli_usage_error("check: --seed wants an integer in [0, 2147483647], got "
@@ -179,9 +180,22 @@ int cli_check(int argc, char **argv) {
     else
         printf("qgemm check: %d cases, seed %llu, bound diff < %.0e\n", count,
                (unsigned long long)seed, CLI_DIFF_BOUND);
+    /* --progress: a line per case on stderr before it runs (the first run
+     * compiles each case's kernel, seconds each on a small host). Only when
+     * asked: on a terminal the result lines already show the pace. */
+    cli_progress bar;
+    cli_progress_start(&bar, "check", count, progress);
+    bar.enabled = progress;
     int failed = 0;
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < count; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s %dx%dx%d", cli_kind_name(cases[i].kind), cases[i].m,
+                 cases[i].n, cases[i].k);
+        if (cases[i].groups > 1)
+            snprintf(what + strlen(what), sizeof what - strlen(what), " G=%d", cases[i].groups);
+        cli_progress_step(&bar, i + 1, what);
         failed += !check_one(ctx, &cases[i], seed + (uint64_t)i, json, i == 0);
+    }
     if (json)
         printf("\n  ],\n  \"passed\": %d,\n  \"failed\": %d\n}\n", count - failed, failed);
     else

@@ -1,7 +1,8 @@
 /*
  * cmd_compile.c -- `qgemm compile`: warm the on-disk kernel cache for the
- * DeepSeek-V3 shapes (or --shape / grouped ones), on the real device when
- * there is one, else on an offline H100. Needs no GPU.
+ * DeepSeek-V3 shapes (or --shape / grouped ones / any kind through --kind, as
+ * Python's qgemm.compile(kind=...)), on the real device when there is one,
+ * else on an offline H100. Needs no GPU.
  */
 #include "cli.h"
 
@@ -15,6 +16,19 @@
 /* Contiguous problems' default total rows (the (N, K) pairs are
  * cli_grouped_nk, as in `qgemm bench --grouped`). */
 #define GROUPED_TOTAL_ROWS 32768
+
+/* --kind's names, Python's compile(kind=...) names (k_grouped also as
+ * k-grouped, the name the lines print). */
+static const struct {
+    const char *name;
+    qg_gemm_kind kind;
+} kind_names[] = {
+    {"dense", QG_GEMM_DENSE}, {"contiguous", QG_GEMM_GROUPED_CONTIGUOUS},
+    {"masked", QG_GEMM_GROUPED_MASKED}, {"psum", QG_GEMM_GROUPED_PSUM},
+    {"wgrad", QG_GEMM_WGRAD}, {"k_grouped", QG_GEMM_K_GROUPED}, {"k-grouped", QG_GEMM_K_GROUPED},
+};
+#define NUM_KIND_NAMES (int)(sizeof kind_names / sizeof kind_names[0])
+#define NUM_KINDS 6
 
 /* How the command reports: the lines or one JSON document, and progress. */
 typedef struct {
@@ -100,11 +114,14 @@ static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *f
 int cli_compile(int argc, char **argv) {
     cli_shape shapes[CLI_MAX_SHAPES];
     int num_shapes = 0, contiguous_groups = 0, masked_groups = 0, masked_rows = 0;
-    bool dense = false, offline = false, json = false, progress = false;
+    bool dense = false, offline = false, json = false, progress = false, accumulate = false;
+    bool kinds[NUM_KINDS] = {false}; /* --kind, by qg_gemm_kind */
+    int num_kinds = 0, groups = 0;   /* groups: --groups, 0 = not given */
     qg_config config = {0};
     const qg_config *forced = NULL; /* &config after a --config */
     /* The value of each option given once at most, to refuse a second. */
-    const char *contiguous_text = NULL, *masked_text = NULL, *config_text = NULL;
+    const char *contiguous_text = NULL, *masked_text = NULL, *config_text = NULL,
+               *groups_text = NULL;
     for (int i = 1; i < argc; i++) {
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
@@ -112,6 +129,7 @@ int cli_compile(int argc, char **argv) {
                             : !strcmp(argv[i], "--grouped-contiguous") ? &contiguous_text
                             : !strcmp(argv[i], "--grouped-masked")     ? &masked_text
                             : !strcmp(argv[i], "--config")             ? &config_text
+                            : !strcmp(argv[i], "--groups")             ? &groups_text
                                                                        : NULL;
         if (once && *once)
             return cli_usage_error("compile: %s given twice ('%s', then '%s')", argv[i], *once,
@@ -132,6 +150,24 @@ int cli_compile(int argc, char **argv) {
                 return cli_usage_error("compile: --grouped-masked wants G,M_max (G in 1..%d), "
                                        "got '%s'", CLI_MAX_GROUPS, next);
             i++;
+        } else if (!strcmp(argv[i], "--kind") && next) {
+            int found = -1;
+            for (int j = 0; j < NUM_KIND_NAMES && found < 0; j++)
+                if (!strcmp(next, kind_names[j].name)) found = (int)kind_names[j].kind;
+            if (found < 0)
+                return cli_usage_error("compile: --kind wants dense, contiguous, masked, psum, "
+                                       "wgrad or k_grouped, got '%s'", next);
+            if (kinds[found])
+                return cli_usage_error("compile: --kind %s given twice", next);
+            kinds[found] = true, num_kinds++, i++;
+        } else if (!strcmp(argv[i], "--groups") && next) {
+            long g;
+            if (!cli_parse_int(next, 1, CLI_MAX_GROUPS, &g))
+                return cli_usage_error("compile: --groups wants G in 1..%d, got '%s'",
+                                       CLI_MAX_GROUPS, next);
+            groups = (int)g, i++;
+        } else if (!strcmp(argv[i], "--accumulate")) {
+            accumulate = true;
         } else if (!strcmp(argv[i], "--config") && next) {
             if (!cli_parse_config(next, &config))
                 return cli_usage_error("compile: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "
@@ -160,7 +196,25 @@ int cli_compile(int argc, char **argv) {
         }
     }
     bool grouped = contiguous_groups || masked_groups;
-    if (!grouped) dense = true;
+    if (num_kinds) {
+        /* --kind names every kind itself: the older options' kinds would
+         * make the list ambiguous (which G, which M). */
+        if (grouped || dense)
+            return cli_usage_error("compile: --kind excludes --grouped-contiguous, "
+                                   "--grouped-masked and --dense (use --kind with --groups)");
+        if ((kinds[QG_GEMM_WGRAD] || kinds[QG_GEMM_K_GROUPED]) && !num_shapes)
+            return cli_usage_error("compile: --kind %s wants --shape MxNxK (M and N of D, K "
+                                   "the reduction%s)", kinds[QG_GEMM_WGRAD] ? "wgrad" : "k_grouped",
+                                   kinds[QG_GEMM_K_GROUPED] ? "; k_grouped: the sum of the "
+                                   "groups' K" : "");
+        if (accumulate && !kinds[QG_GEMM_WGRAD] && !kinds[QG_GEMM_K_GROUPED])
+            return cli_usage_error("compile: --accumulate is for --kind wgrad or k_grouped");
+        if (groups > 1 && num_kinds == 1 && kinds[QG_GEMM_DENSE])
+            return cli_usage_error("compile: --groups is for the grouped kinds, not dense");
+    } else if (groups_text || accumulate) {
+        return cli_usage_error("compile: %s needs --kind", groups_text ? "--groups" : "--accumulate");
+    }
+    if (!grouped && !num_kinds) dense = true;
 
     /* The real device when there is one (so the cache holds what this
      * machine will run), otherwise an offline H100. */
@@ -202,8 +256,10 @@ int cli_compile(int argc, char **argv) {
     cli_deepseek_shapes(defaults);
     /* dense: the --shape list or the DeepSeek shapes; grouped: up to two
      * kernels (contiguous, masked) per --shape or per bench pair */
-    qg_problem problems[3 * CLI_MAX_SHAPES];
-    _Static_assert(3 * CLI_MAX_SHAPES >= CLI_NUM_DEEPSEEK_SHAPES + 2 * 2, "compile's problem list");
+    qg_problem problems[NUM_KINDS * CLI_MAX_SHAPES];
+    _Static_assert(CLI_MAX_SHAPES >= CLI_NUM_DEEPSEEK_SHAPES, "compile's problem list");
+    _Static_assert(NUM_KINDS * CLI_MAX_SHAPES >= CLI_NUM_DEEPSEEK_SHAPES + 2 * 2,
+                   "compile's problem list");
     int total = 0;
     if (dense) {
         const cli_shape *list = num_shapes ? shapes : defaults;
@@ -225,6 +281,30 @@ int cli_compile(int argc, char **argv) {
         if (masked_groups)
             problems[total++] = (qg_problem){QG_GEMM_GROUPED_MASKED, masked_rows, n, k,
                                              masked_groups, masked_rows, 0};
+    }
+    /* --kind: each kind for each --shape, M, N, K as qg_problem (and Python's
+     * compile) read them: contiguous and psum M = total rows, masked M =
+     * M_max, k_grouped K = the sum of the groups' K; G from --groups (default
+     * 1, as Python's; expected_m 0 = M, as its default). Without --shape: dense the DeepSeek shapes, the
+     * contiguous-row kinds the bench's (N, K) pairs at 32768 rows, masked
+     * those pairs at M_max 256 (wgrad and k_grouped want --shape, above). */
+    for (int kind = 0; kind < NUM_KINDS; kind++) {
+        if (!kinds[kind]) continue;
+        const bool is_dense = kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD;
+        int n_list = num_shapes ? num_shapes : is_dense ? CLI_NUM_DEEPSEEK_SHAPES : 2;
+        for (int i = 0; i < n_list; i++) {
+            qg_problem q = {(qg_gemm_kind)kind, 0, 0, 0, is_dense ? 1 : (groups ? groups : 1), 0, 0};
+            if (num_shapes) {
+                q.m = shapes[i].m, q.n = shapes[i].n, q.k = shapes[i].k;
+            } else if (kind == QG_GEMM_DENSE) {
+                q.m = defaults[i].m, q.n = defaults[i].n, q.k = defaults[i].k;
+            } else {
+                q.m = kind == QG_GEMM_GROUPED_MASKED ? 256 : GROUPED_TOTAL_ROWS;
+                q.n = cli_grouped_nk[i][0], q.k = cli_grouped_nk[i][1];
+            }
+            if (kind == QG_GEMM_WGRAD || kind == QG_GEMM_K_GROUPED) q.accumulate = accumulate;
+            problems[total++] = q;
+        }
     }
     report r = {.json = json};
     cli_progress_start(&r.progress, "compile", total, progress);

@@ -70,6 +70,12 @@ static int info_json(void) {
                driver_version / 1000, driver_version % 1000 / 10, pr.cc_major, pr.cc_minor,
                pr.sm_count, qg_context_get_num_sms(ctx), pr.clock_khz / 1000, pr.smem_optin_bytes,
                (size_t)pr.l2_bytes, pr.dram_gbps);
+        char too_old[512];
+        if (nv && qg__driver_too_old(driver_version, nvrtc_major, nvrtc_minor, too_old,
+                                     sizeof too_old)) {
+            printf(",\n  \"driver_error\": ");
+            cli_json_string(stdout, too_old);
+        }
         qg_context_destroy(ctx);
     }
     printf("\n}\n");
@@ -117,7 +123,12 @@ int cli_info(int argc, char **argv) {
     qg_device_props pr;
     qg_context_get_props(ctx, &pr);
     printf("device:      %d: %s\n", qgtk_gpu_device(), pr.name);
-    printf("driver:      CUDA %d.%d\n", driver_version / 1000, driver_version % 1000 / 10);
+    char too_old[512];
+    if (nv && qg__driver_too_old(driver_version, nvrtc_major, nvrtc_minor, too_old, sizeof too_old))
+        printf("driver:      CUDA %d.%d: TOO OLD: %s\n", driver_version / 1000,
+               driver_version % 1000 / 10, too_old);
+    else
+        printf("driver:      CUDA %d.%d\n", driver_version / 1000, driver_version % 1000 / 10);
     printf("arch:        sm_%d%d\n", pr.cc_major, pr.cc_minor);
     printf("SMs:         %d (kernels use %d)\n", pr.sm_count, qg_context_get_num_sms(ctx));
     printf("SM clock:    %d MHz\n", pr.clock_khz / 1000);

@@ -4,9 +4,10 @@
  *
  *   qgemm bench    [options]   qgemm vs cuBLASLt timings; --host: the C
  *                              API's CPU cost per call (bench.c)
- *   qgemm check    [--quick] [--seed N] [--json]          (cmd_check.c)
+ *   qgemm check    [--quick] [--seed N] [--json] [--progress] (cmd_check.c)
  *   qgemm compile  [--shape MxNxK]... [--grouped-contiguous G]
  *                  [--grouped-masked G,M_max] [--config bm,bn,st,mc]
+ *                  [--kind K [--groups G] [--accumulate]]...
  *                  [--dense] [--offline] [--json] [--progress]
  *                  [--refuse BMxBN: test fault]           (cmd_compile.c)
  *   qgemm info     [--json]                               (cmd_info.c)
@@ -66,11 +67,20 @@ static const struct {
     {"check", "correctness sweep against an exact fp64 reference (exit 1 on failure)",
      "  --quick         6 small cases (for compute-sanitizer)\n"
      "  --seed N        input seed, 0..2147483647 (default: from the clock, printed)\n"
-     "  --json          one JSON document on stdout instead of the lines\n"},
+     "  --json          one JSON document on stdout instead of the lines\n"
+     "  --progress      a progress line per case before it runs (count / total,\n"
+     "                  elapsed, the case) on stderr\n"},
     {"compile", "warm the on-disk kernel cache (works without a GPU)",
      "  --shape MxNxK   (repeatable; default: the 18 DeepSeek-V3 shapes)\n"
      "  --grouped-contiguous G    contiguous grouped kernels (M = total rows)\n"
      "  --grouped-masked G,M_max  masked grouped kernels\n"
+     "  --kind KIND     the kernels of KIND for each --shape, as Python's\n"
+     "                  compile(kind=...): dense, contiguous (M = total rows),\n"
+     "                  masked (M = M_max), psum (M = total rows), wgrad (weight\n"
+     "                  gradient), k_grouped (K = the groups' K summed); repeatable;\n"
+     "                  wgrad and k_grouped want --shape; excludes the two below\n"
+     "  --groups G      groups of the grouped --kind kernels (default 1)\n"
+     "  --accumulate    wgrad, k_grouped: the D = C + A B^T kernels\n"
      "  --config bm,bn,stages,mc   this configuration instead of the heuristic's\n"
      "  --dense         also dense kernels when a grouped option is given\n"
      "  --offline       compile for an offline H100 even if a GPU is present\n"

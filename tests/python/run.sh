@@ -4,7 +4,9 @@
 #
 #   1. the test dependencies (pytest, numpy, ml_dtypes; setuptools to build;
 #      torch for the torch.compile trace test) are pip-installed only when
-#      missing, into a virtual environment BUILD_DIR/venv that still sees the
+#      missing, into a virtual environment .venv-test at the repository's
+#      root (QGEMM_TEST_VENV names another; `make clean` keeps it, `make
+#      distclean` removes it) that still sees the
 #      system's packages (torch, cupy, jax where present): this Python itself
 #      is never changed. torch comes from PyPI (QGEMM_TEST_TORCH, default
 #      "torch"; empty = do not install it): the Linux wheel with its CUDA
@@ -31,6 +33,7 @@ build="${1:-build}"
 mkdir -p "$build/python"
 build="$(cd "$build" && pwd)"
 py="${PYTHON:-python3}"
+venv="${QGEMM_TEST_VENV:-$PWD/.venv-test}"
 
 have_deps() { "$1" -c "import pytest, numpy, ml_dtypes, setuptools" 2>/dev/null; }
 have_torch() { "$1" -c "import torch" 2>/dev/null; }
@@ -39,17 +42,17 @@ want_torch() { [ -n "$torch_spec" ] && ! have_torch "$1"; }
 
 command -v "$py" >/dev/null || { echo "error: $py not found: the Python tests need Python >= 3.9" >&2; exit 1; }
 if ! have_deps "$py" || want_torch "$py"; then
-    if [ ! -x "$build/venv/bin/python" ]; then
-        echo "installing the test dependencies into a virtual environment in $build/venv"
-        "$py" -m venv --system-site-packages "$build/venv"
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "installing the test dependencies into a virtual environment in $venv"
+        "$py" -m venv --system-site-packages "$venv"
     fi
-    py="$build/venv/bin/python"
+    py="$venv/bin/python"
     have_deps "$py" || "$py" -m pip install -q pytest numpy ml_dtypes setuptools
     if want_torch "$py"; then
         echo "pip install $torch_spec (PyPI, with its CUDA libraries: ~5 GB, ~100 s the first time)"
         start=$SECONDS
         if "$py" -m pip install -q --progress-bar off --retries 2 --timeout 60 "$torch_spec"; then
-            echo "torch installed in $((SECONDS - start)) s ($(du -sh "$build/venv" | cut -f1) in $build/venv)"
+            echo "torch installed in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1) in $venv)"
         else
             echo "warning: torch could not be installed: its tests skip with the reason" >&2
         fi
@@ -68,7 +71,8 @@ QGEMM_WERROR=1 "$py" python/setup.py -q build_ext --inplace \
 
 # The extension's C units call one another one way only, as the library's do
 # (docs/DESIGN.md §2; `make house-check` checks the library, testkit and CLI).
-objs=$(find "$build/python" -name '*.o' | sort)
+# (the extension's objects only: setup.py builds the wheel's CLI under cli/)
+objs=$(find "$build/python" -path "$build/python/cli" -prune -o -name '*.o' -print | sort)
 if [ -n "$objs" ]; then python3 tools/unit_graph.py $(printf 'python=%s ' $objs); fi
 
 export PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}"
