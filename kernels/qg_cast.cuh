@@ -250,7 +250,7 @@ QG_DEVICE float qg_cast_silu_mul(float g, float u) {
     return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
 }
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     const int lane = (int)(threadIdx.x & 31u);
     const int sub = lane % QG_CAST_TPG;
@@ -343,7 +343,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_KB ((QG_CAST_K + 127) / 128)
 static_assert(QG_CAST_THREADS % QG_CAST_TPR == 0 && 128 % QG_CAST_RPS == 0, "block shape");
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     __shared__ uint32_t partial[2][QG_CAST_THREADS / 32];
     const int tid = (int)threadIdx.x, sub = tid % QG_CAST_TPR, r0 = tid / QG_CAST_TPR;
@@ -412,7 +412,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_CB ((QG_CAST_K + QG_CAST_COLS - 1) / QG_CAST_COLS)
 static_assert(128 % QG_CAST_WARPS == 0, "warps must divide 128 rows");
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     __shared__ uint32_t partial[QG_CAST_WARPS][QG_CAST_COLS];
     const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x / 32u);
@@ -508,7 +508,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_ROWS_PER_THREAD 8
 #define QG_CAST_ROW_CHUNKS ((QG_CAST_OUT_ROWS + QG_CAST_ROWS_PER_THREAD - 1) / QG_CAST_ROWS_PER_THREAD)
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;
@@ -553,7 +553,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
  * rows of out [packed_sf_k][mn], the last one zero-padded. A packed row no
  * group owns is not written. A thread owns 4 consecutive mn of one packed
  * row (16-byte loads and stores); the group search is per thread over aux. */
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;
