@@ -7,8 +7,8 @@
  *   per-token, silu_mul  one 128-group per 16 (bf16) / 32 (float) threads,
  *                        `unroll` groups per thread per round; the largest
  *                        unroll (4, 2 for silu_mul) that still gives two CTAs
- *                        per SM, so small M spreads over every SM;
- *   per-block            one CTA per 128x128 block, at most 4 per SM;
+ *                        per SM, so small M spreads over every SM; 4 CTAs per SM;
+ *   per-block            one CTA per 128x128 block, 2 per SM;
  *   per-channel          one CTA per 128 rows x 256 (bf16) / 128 (float) columns, 2 per SM;
  *   scale layouts        one thread per output column and 8 output rows.
  */
@@ -19,6 +19,15 @@
 
 #define QG_CAST_THREADS_DEFAULT 256
 #define QG_CAST_MAX_INNER (1 << 30)
+/* CTAs per SM of each grid: what stays resident at the kernels' register
+ * counts (tools/cast_compile_check.sh: per-token <= 74, silu_mul <= 60,
+ * per-block <= 110, per-channel <= 128, layouts <= 40 registers at 256
+ * threads), so a grid-stride grid runs in one wave and no CTA waits for
+ * another to finish all its work. */
+#define QG_CAST_CTAS_TOKEN 4
+#define QG_CAST_CTAS_BLOCK 2
+#define QG_CAST_CTAS_CHANNEL 2
+#define QG_CAST_CTAS_LAYOUT 6
 
 const char *qg__cast_op_name(qg_cast_op op) {
     switch (op) {
@@ -124,7 +133,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
         for (plan.unroll = max_unroll; plan.unroll > 1; plan.unroll /= 2)
             if (ceil_div64(plan.work, (int64_t)ipw * plan.unroll * warps) >= 2 * (int64_t)num_sms) break;
         plan.grid = grid_of(ceil_div64(plan.work, (int64_t)ipw * plan.unroll * warps),
-                            (int64_t)num_sms * (2048 / plan.threads));
+                            (int64_t)num_sms * QG_CAST_CTAS_TOKEN);
         break;
     }
     case QG_CAST_PER_BLOCK:
@@ -133,7 +142,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
                             name, p->n, p->groups);
         plan.vec = plan_vec(p);
         plan.work = (int64_t)p->groups * ceil_div64(p->n, 128) * ceil_div64(p->k, 128);
-        plan.grid = grid_of(plan.work, 4 * (int64_t)num_sms);
+        plan.grid = grid_of(plan.work, QG_CAST_CTAS_BLOCK * (int64_t)num_sms);
         break;
     case QG_CAST_PER_CHANNEL:
         if (p->rows < 0 || p->rows % 128 != 0)
@@ -141,7 +150,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
                             name, (long long)p->rows);
         plan.vec = plan_vec(p);
         plan.work = p->rows / 128 * ceil_div64(p->k, 32 * elems_per_thread(p));
-        plan.grid = grid_of(plan.work, 2 * (int64_t)num_sms);
+        plan.grid = grid_of(plan.work, QG_CAST_CTAS_CHANNEL * (int64_t)num_sms);
         break;
     case QG_CAST_SF_MN_MAJOR:
     case QG_CAST_SF_PACK_UE8M0: {
@@ -154,7 +163,8 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
                             name, p->sf_ld, p->m);
         const int64_t out_rows = p->op == QG_CAST_SF_MN_MAJOR ? p->k : ceil_div64(p->k, 4);
         plan.work = (int64_t)p->groups * ceil_div64(out_rows, 8) * p->sf_ld;
-        plan.grid = grid_of(ceil_div64(plan.work, plan.threads), (int64_t)num_sms * 8);
+        plan.grid = grid_of(ceil_div64(plan.work, plan.threads),
+                            (int64_t)num_sms * QG_CAST_CTAS_LAYOUT);
         break;
     }
     case QG_CAST_SF_PACK_UE8M0_KGROUPED:
@@ -174,7 +184,8 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
             return qg__fail(QG_ERROR_INVALID_ARGUMENT, "cast %s: both tensors must be 16-byte aligned",
                             name);
         plan.work = (int64_t)p->packed_sf_k * (p->m / 4);
-        plan.grid = grid_of(ceil_div64(plan.work, plan.threads), (int64_t)num_sms * 8);
+        plan.grid = grid_of(ceil_div64(plan.work, plan.threads),
+                            (int64_t)num_sms * QG_CAST_CTAS_LAYOUT);
         break;
     default:
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "cast plan: op = %d is no qg_cast_op", (int)p->op);
