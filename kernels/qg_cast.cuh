@@ -37,7 +37,9 @@
  *           inf, NaN) give 0x7F | sign. cvt.rn.satfinite agrees below 464; the groups
  *           whose amax * scale exceeds it (only inf / NaN inputs) take the exact path.
  * Every operation is an IEEE-rounded intrinsic (__fmul_rn, __fdiv_rn), so no
- * compile flag (contraction, fast math) changes a bit; the JIT compiles without -ftz.
+ * compile flag (contraction, fast math) changes a bit -- except silu, which is
+ * torch's expression as the compiler contracts it by default (see
+ * qg_cast_silu_mul); the JIT compiles without -ftz and -use_fast_math.
  */
 #ifndef QG_CAST_OP
 #error "qg_cast.cuh: the JIT defines QG_CAST_OP and the shape first"
@@ -244,10 +246,16 @@ QG_DEVICE void qg_cast_quantize(const float (&v)[QG_CAST_EPT], float mult, bool 
 #define QG_CAST_IPW (32 / QG_CAST_TPG)
 #define QG_CAST_KB ((QG_CAST_K + 127) / 128)
 
-/* silu(g) * u as torch computes F.silu(g) * u in float32 (ActivationSiluKernel.cu:
- * x / (1 + exp(-x))), each step IEEE-rounded. */
+/* silu(g) * u as torch computes F.silu(g) * u in float32. silu is torch's
+ * expression verbatim (ActivationSiluKernel.cu: x / (1 + exp(-x))), left to the
+ * compiler on purpose: with the default -fmad=true (torch's nvcc build and the
+ * JIT's NVRTC alike) the last multiply of expf's inline expansion and the
+ * `1 +` fuse into one fma, and torch's bits are those of the fused form (an
+ * __fadd_rn here would round twice and differ). The product with u is a
+ * separate torch kernel: one rounding. */
 QG_DEVICE float qg_cast_silu_mul(float g, float u) {
-    return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
+    const float silu = g / (1.0f + expf(-g));
+    return __fmul_rn(silu, u);
 }
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
