@@ -8,7 +8,7 @@
  *                        `unroll` groups per thread per round; the largest
  *                        unroll (4, 2 for silu_mul) that still gives two CTAs
  *                        per SM, so small M spreads over every SM; 4 CTAs per SM;
- *   per-block            one CTA per 128x128 block, 2 per SM;
+ *   per-block            one CTA per 128x128 block, 3 (bf16) / 2 (float) per SM;
  *   per-channel          one CTA per 128 rows x 256 (bf16) / 128 (float) columns, 2 per SM;
  *   scale layouts        one thread per output column and 8 output rows.
  */
@@ -20,12 +20,14 @@
 #define QG_CAST_THREADS_DEFAULT 256
 #define QG_CAST_MAX_INNER (1 << 30)
 /* CTAs per SM of each grid: what stays resident at the kernels' register
- * counts (tools/cast_compile_check.sh: per-token <= 74, silu_mul <= 60,
- * per-block <= 110, per-channel <= 128, layouts <= 40 registers at 256
- * threads), so a grid-stride grid runs in one wave and no CTA waits for
- * another to finish all its work. */
+ * counts at 256 threads (tools/cast_compile_check.sh: per-token <= 74,
+ * silu_mul <= 60, per-block 79 bf16 (94 unaligned) / <= 110 float,
+ * per-channel <= 128, layouts <= 40), so a grid-stride grid runs in one wave
+ * and no CTA waits for another to finish all its work. A launcher may cap
+ * the grid further with the occupancy API. */
 #define QG_CAST_CTAS_TOKEN 4
-#define QG_CAST_CTAS_BLOCK 2
+#define QG_CAST_CTAS_BLOCK_BF16 3
+#define QG_CAST_CTAS_BLOCK_F32 2
 #define QG_CAST_CTAS_CHANNEL 2
 #define QG_CAST_CTAS_LAYOUT 6
 
@@ -142,7 +144,8 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
                             name, p->n, p->groups);
         plan.vec = plan_vec(p);
         plan.work = (int64_t)p->groups * ceil_div64(p->n, 128) * ceil_div64(p->k, 128);
-        plan.grid = grid_of(plan.work, QG_CAST_CTAS_BLOCK * (int64_t)num_sms);
+        plan.grid = grid_of(plan.work, (int64_t)num_sms * (p->in_f32 ? QG_CAST_CTAS_BLOCK_F32
+                                                                      : QG_CAST_CTAS_BLOCK_BF16));
         break;
     case QG_CAST_PER_CHANNEL:
         if (p->rows < 0 || p->rows % 128 != 0)
