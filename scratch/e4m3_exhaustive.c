@@ -21,7 +21,7 @@ static uint8_t sat(float f){double a=fabs((double)f);int lo=0,hi=126; if(a>=448.
  while(hi-lo>1){int m=(lo+hi)/2; if(val[m]<=a)lo=m;else hi=m;}
  int c; double dl=a-val[lo],dh=val[hi]-a; if(dl<dh)c=lo;else if(dh<dl)c=hi;else c=(lo%2==0)?lo:hi; return (uint8_t)c|((fb(f)>>24)&0x80);}
 int main(){for(int c=0;c<127;c++){int e=c>>3,m=c&7;val[c]=e?ldexp(1.0+m/8.0,e-7):ldexp(m/8.0,-6);}
- long bad=0,badfix=0;
+ long bad=0;
  for(uint64_t b=0;b<0x100000000ull;b+=1){float f=bf((uint32_t)b);
   uint8_t t=c10(f);
   uint8_t k;
