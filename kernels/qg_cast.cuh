@@ -505,7 +505,9 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
  * op 6 out: int32 [G][ceil(sf_k/4)][sf_ld], byte j of (g, kp, m) = the exponent
  *           byte (bits >> 23, low 8 bits) of in(g, m, 4kp + j), 0 past sf_k
  *           (get_mn_major_tma_aligned_packed_ue8m0_tensor).
- * Rows m in [mn, sf_ld) of the output are written 0. A thread owns one m and
+ * Rows m in [mn, sf_ld) of the output are written 0. With sf_ld = mn and the
+ * input strides swapped, op 5 is a dense transposed copy (an SFB given as the
+ * transpose of a row-major tensor made row-major). A thread owns one m and
  * 8 consecutive output rows: a warp's stores are 128 contiguous bytes per
  * row, and its loads of a row-major input reuse each sector 8 times (L1). */
 #if QG_CAST_OP == QG_CAST_OP_SF_MN

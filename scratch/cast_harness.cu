@@ -542,6 +542,43 @@ static void case_layout(const char *name, bool pack, int G, int MN, int SFK, boo
     cudaFree(d_in); cudaFree(d_out);
 }
 
+/* transform_sf_into_required_layout for an SFB [G][NB][KB] given as the transpose
+ * of a row-major [G][KB][NB] tensor (strides (NB*KB, 1, NB)): op 5 with mn = KB,
+ * k = NB, the input strides of (kb, nb), sf_ld = KB -> row-major [G][NB][KB]. */
+static void case_sfb_contiguous(const char *name, int G, int NB, int KB, bool dump_it) {
+    g_mismatch = 0;
+    std::vector<float> st((size_t)G * KB * NB); /* storage [G][KB][NB] */
+    for (auto &v : st) v = ldexpf(1.0f, (int)(rnd() % 60) - 30) * (1.0f + urand() * 0.4f);
+    void *d_in, *d_out;
+    CK(cudaMalloc(&d_in, st.size() * 4 + 16));
+    CK(cudaMemcpy(d_in, st.data(), st.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&d_out, st.size() * 4 + 16));
+    CK(cudaMemset(d_out, 0xFF, st.size() * 4));
+    qg_cast_problem p = {};
+    p.op = QG_CAST_SF_MN_MAJOR; p.m = KB; p.groups = G; p.k = NB; p.sf_ld = KB;
+    p.in_stride[0] = (int64_t)KB * NB; p.in_stride[1] = NB; p.in_stride[2] = 1;
+    Launch L;
+    if (!make_launch(p, d_in, d_out, nullptr, nullptr, L)) { g_mismatch = 1; verdict(name); return; }
+    run(L);
+    CK(cudaDeviceSynchronize());
+    auto out = download<uint32_t>(d_out, st.size());
+    for (int g = 0; g < G; ++g)
+        for (int nb = 0; nb < NB; ++nb)
+            for (int kb = 0; kb < KB; ++kb) {
+                const size_t i = ((size_t)g * NB + nb) * KB + kb;
+                expect_u32("out", (int64_t)i, out[i], fbits(st[((size_t)g * KB + kb) * NB + nb]));
+            }
+    verdict(name);
+    if (dump_it && !g_dump.empty()) {
+        char meta[256];
+        snprintf(meta, sizeof meta, "%s op=sf_contiguous groups=%d nb=%d kb=%d", name, G, NB, KB);
+        dump(std::string(name) + ".in.bin", nullptr, st.data(), st.size() * 4);
+        dump(std::string(name) + ".out.bin", nullptr, out.data(), out.size() * 4);
+        dump("", meta, nullptr, 0);
+    }
+    cudaFree(d_in); cudaFree(d_out);
+}
+
 /* ---- k-grouped packed UE8M0 (op 7) ------------------------------------------- */
 static void case_kgrouped(const char *name, const std::vector<int> &ks, int MN, int gran, bool psum) {
     g_mismatch = 0;
@@ -684,6 +721,7 @@ int main(int argc, char **argv) {
     case_layout("sf_mn_major_16384x56", false, 1, 16384, 56, false, false);
     case_layout("sf_pack_ue8m0_2x4097x57", true, 2, 4097, 57, false, true);
     case_layout("sf_pack_ue8m0_1x129x1", true, 1, 129, 1, false, true);
+    case_sfb_contiguous("sfb_contiguous_from_transposed_2x57x55", 2, 57, 55, true);
     case_kgrouped("sf_pack_ue8m0_kgrouped_4g_gran128", {256, 0, 640, 129}, 4096, 128, false);
     case_kgrouped("sf_pack_ue8m0_kgrouped_psum_3g_gran128", {300, 128, 1000}, 1028, 128, true);
     case_kgrouped("sf_pack_ue8m0_kgrouped_1g_gran32", {4096}, 512, 32, false);

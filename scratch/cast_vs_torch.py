@@ -106,6 +106,10 @@ def main(d):
                 ref = padded.view(torch.int32).view(g, mn_, aligned_k // 4)   # [g][mn][kp]
                 out = load(p(".out.bin"), torch.int32, (g, aligned_k // 4, ld))[:, :, :mn_]
                 checks.append(("out", out.transpose(1, 2), ref))
+        elif op == "sf_contiguous":
+            g, nb, kb = (int(kv[x]) for x in ("groups", "nb", "kb"))
+            sf = load(p(".in.bin"), torch.float32, (g, kb, nb)).transpose(1, 2)   # [g][nb][kb], sfw.T
+            checks.append(("out", load(p(".out.bin"), torch.float32, (g, nb, kb)), sf.contiguous()))
         else:
             print(f"SKIP {name}: op {op}")
             continue

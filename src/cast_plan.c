@@ -161,9 +161,12 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
             return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                             "cast %s: mn = %d >= 0, sf_k = %d >= 1 and groups = %d >= 1 required", name,
                             p->m, p->k, p->groups);
-        if (p->sf_ld < align4(p->m))
-            return qg__fail(QG_ERROR_INVALID_ARGUMENT, "cast %s: sf_ld = %d < mn = %d rounded up to 4",
-                            name, p->sf_ld, p->m);
+        /* sf_ld = mn rounded up to 4 is the TMA-aligned layout; sf_ld = mn a dense
+         * transposed copy (transform_sf_into_required_layout's sf.contiguous() of
+         * a transposed SFB: mn = K blocks, k = N blocks, strides swapped). */
+        if (p->sf_ld < p->m)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT, "cast %s: sf_ld = %d < mn = %d", name,
+                            p->sf_ld, p->m);
         const int64_t out_rows = p->op == QG_CAST_SF_MN_MAJOR ? p->k : ceil_div64(p->k, 4);
         plan.work = (int64_t)p->groups * ceil_div64(out_rows, 8) * p->sf_ld;
         plan.grid = grid_of(ceil_div64(plan.work, plan.threads),

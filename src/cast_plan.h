@@ -52,7 +52,8 @@ typedef struct {
     int k;                 /* ops 1, 2: K; op 3: columns; op 4: output columns N; ops 5-7: sf_k */
     int n;                 /* op 2: rows (N) of one group */
     int64_t ld_in, ld_out; /* ops 1-4: row strides of x and of the e4m3 output */
-    int sf_ld;             /* M-major / MN-major scale stride, >= m rounded up to 4 */
+    int sf_ld;             /* M-major scale stride: ops 1, 4 >= m rounded up to 4; ops 5, 6
+                              >= m (m rounded up to 4 for TMA; m for a dense transposed copy) */
     int64_t in_stride[3];  /* ops 5, 6: strides of g, mn, k of the input scales */
     int in_align, out_align; /* ops 1-4: the largest power of two (<= 16) dividing the x / output addresses */
     int gran_k, k_alignment, psum, packed_sf_k; /* op 7 (DeepGEMM's arguments) */
