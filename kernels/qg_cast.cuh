@@ -21,6 +21,8 @@
  *   QG_CAST_VEC      elements per global access (1, 2, 4 or 8 bf16 / 4 float): the planner's
  *                    alignment of the pointers, row strides and K
  *   QG_CAST_THREADS, QG_CAST_UNROLL   block size, items per thread per round (op 1, 4)
+ *   QG_CAST_MIN_CTAS the CTAs per SM the planner's grid assumes resident, as the
+ *                    launch bounds' minimum (a register cap; 1 = none)
  *   QG_CAST_GROUPS, QG_CAST_GRAN_K, QG_CAST_K_ALIGN, QG_CAST_PSUM   op 7 only
  *   QG_CAST_PARAMS_BYTES  sizeof the host's qg_cast_params (checked)
  *
@@ -258,7 +260,7 @@ QG_DEVICE float qg_cast_silu_mul(float g, float u) {
     return __fmul_rn(silu, u);
 }
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     const int lane = (int)(threadIdx.x & 31u);
     const int sub = lane % QG_CAST_TPG;
@@ -351,7 +353,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_KB ((QG_CAST_K + 127) / 128)
 static_assert(QG_CAST_THREADS % QG_CAST_TPR == 0 && 128 % QG_CAST_RPS == 0, "block shape");
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     __shared__ uint32_t partial[2][QG_CAST_THREADS / 32];
     const int tid = (int)threadIdx.x, sub = tid % QG_CAST_TPR, r0 = tid / QG_CAST_TPR;
@@ -420,7 +422,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_CB ((QG_CAST_K + QG_CAST_COLS - 1) / QG_CAST_COLS)
 static_assert(128 % QG_CAST_WARPS == 0, "warps must divide 128 rows");
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     __shared__ uint32_t partial[QG_CAST_WARPS][QG_CAST_COLS];
     const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x / 32u);
@@ -518,7 +520,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_ROWS_PER_THREAD 8
 #define QG_CAST_ROW_CHUNKS ((QG_CAST_OUT_ROWS + QG_CAST_ROWS_PER_THREAD - 1) / QG_CAST_ROWS_PER_THREAD)
 
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;
@@ -563,7 +565,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
  * rows of out [packed_sf_k][mn], the last one zero-padded. A packed row no
  * group owns is not written. A thread owns 4 consecutive mn of one packed
  * row (16-byte loads and stores); the group search is per thread over aux. */
-extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;

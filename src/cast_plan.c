@@ -21,15 +21,15 @@
 #define QG_CAST_MAX_INNER (1 << 30)
 /* CTAs per SM of each grid: what stays resident at the kernels' register
  * counts at 256 threads (tools/cast_compile_check.sh: per-token <= 74,
- * silu_mul <= 60, per-block 79 bf16 (94 unaligned) / <= 110 float,
- * per-channel <= 128, layouts <= 40), so a grid-stride grid runs in one wave
- * and no CTA waits for another to finish all its work. A launcher may cap
- * the grid further with the occupancy API. */
+ * silu_mul <= 60, layouts <= 64 under NVRTC), so a grid-stride grid runs in one wave and
+ * no CTA waits for another to finish all its work. Per-block and per-channel
+ * are compiled to fit (the launch bounds' minimum CTAs, plan.min_ctas: 85 /
+ * 128 registers); NVRTC gave one per-channel variant 180 without it. */
 #define QG_CAST_CTAS_TOKEN 4
 #define QG_CAST_CTAS_BLOCK_BF16 3
 #define QG_CAST_CTAS_BLOCK_F32 2
 #define QG_CAST_CTAS_CHANNEL 2
-#define QG_CAST_CTAS_LAYOUT 6
+#define QG_CAST_CTAS_LAYOUT 4
 
 const char *qg__cast_op_name(qg_cast_op op) {
     switch (op) {
@@ -120,7 +120,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "cast plan: num_sms = %d is outside [1, 4096]",
                         num_sms);
     const char *name = qg__cast_op_name(p->op);
-    qg_cast_plan plan = {.vec = 1, .threads = QG_CAST_THREADS_DEFAULT, .unroll = 1};
+    qg_cast_plan plan = {.vec = 1, .threads = QG_CAST_THREADS_DEFAULT, .unroll = 1, .min_ctas = 1};
     const int warps = plan.threads / 32;
     qg_status st;
     if (quantizes(p->op) && (st = check_quantizing(p, name)) != QG_SUCCESS) return st;
@@ -144,8 +144,10 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
                             name, p->n, p->groups);
         plan.vec = plan_vec(p);
         plan.work = (int64_t)p->groups * ceil_div64(p->n, 128) * ceil_div64(p->k, 128);
-        plan.grid = grid_of(plan.work, (int64_t)num_sms * (p->in_f32 ? QG_CAST_CTAS_BLOCK_F32
-                                                                      : QG_CAST_CTAS_BLOCK_BF16));
+        /* three CTAs (85 registers) only for aligned bf16: narrower accesses need more */
+        plan.min_ctas = !p->in_f32 && plan.vec == elems_per_thread(p) ? QG_CAST_CTAS_BLOCK_BF16
+                                                                       : QG_CAST_CTAS_BLOCK_F32;
+        plan.grid = grid_of(plan.work, (int64_t)num_sms * plan.min_ctas);
         break;
     case QG_CAST_PER_CHANNEL:
         if (p->rows < 0 || p->rows % 128 != 0)
@@ -153,6 +155,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
                             name, (long long)p->rows);
         plan.vec = plan_vec(p);
         plan.work = p->rows / 128 * ceil_div64(p->k, 32 * elems_per_thread(p));
+        plan.min_ctas = QG_CAST_CTAS_CHANNEL;
         plan.grid = grid_of(plan.work, QG_CAST_CTAS_CHANNEL * (int64_t)num_sms);
         break;
     case QG_CAST_SF_MN_MAJOR:
@@ -209,13 +212,13 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         "#define QG_CAST_SF_MN %d\n#define QG_CAST_ROW_MASK %d\n#define QG_CAST_K %d\n"
         "#define QG_CAST_N %d\n#define QG_CAST_VEC %d\n#define QG_CAST_THREADS %d\n"
         "#define QG_CAST_UNROLL %d\n#define QG_CAST_GROUPS %d\n#define QG_CAST_GRAN_K %d\n"
-        "#define QG_CAST_K_ALIGN %d\n#define QG_CAST_PSUM %d\n#define QG_CAST_PARAMS_BYTES %zu\n"
-        "#include \"qg_cast.cuh\"\n",
+        "#define QG_CAST_K_ALIGN %d\n#define QG_CAST_PSUM %d\n#define QG_CAST_MIN_CTAS %d\n"
+        "#define QG_CAST_PARAMS_BYTES %zu\n#include \"qg_cast.cuh\"\n",
         qg__cast_op_name(p->op), (int)p->op, q ? p->in_f32 : 0, q ? p->ue8m0 : 0,
         (p->op == QG_CAST_PER_TOKEN || p->op == QG_CAST_SILU_MUL) ? p->sf_mn_major : 0,
         p->op == QG_CAST_SILU_MUL ? (int)p->rows_mask : 0, p->k, p->op == QG_CAST_PER_BLOCK ? p->n : 0,
         plan->vec, plan->threads, plan->unroll, kg ? p->groups : 1, kg ? p->gran_k : 128,
-        kg ? p->k_alignment : 128, kg ? p->psum : 0, sizeof(qg_cast_params));
+        kg ? p->k_alignment : 128, kg ? p->psum : 0, plan->min_ctas, sizeof(qg_cast_params));
     if (n < 0 || (size_t)n >= cap)
         return qg__fail(QG_ERROR_INTERNAL, "cast kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;

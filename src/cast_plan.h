@@ -63,6 +63,7 @@ typedef struct {
     int vec;          /* elements per global access (QG_CAST_VEC) */
     int threads;      /* block size */
     int unroll;       /* ops 1, 4: items per thread per round */
+    int min_ctas;     /* CTAs per SM the kernel is compiled to fit (launch bounds; 1 = no cap) */
     unsigned grid;    /* CTAs; 0: nothing to do, launch nothing */
     int64_t work;     /* items (ops 1, 4), blocks (2), tiles (3), threads (5-7) */
 } qg_cast_plan;
