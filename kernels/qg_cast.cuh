@@ -26,6 +26,10 @@
  *   QG_CAST_GROUPS, QG_CAST_GRAN_K, QG_CAST_K_ALIGN, QG_CAST_PSUM   op 7 only
  *   QG_CAST_PARAMS_BYTES  sizeof the host's qg_cast_params (checked)
  *
+ * Every kernel starts with griddepcontrol.wait, so it may be launched with
+ * programmatic dependent launch behind the kernel that writes its input (a
+ * no-op otherwise).
+ *
  * Bitwise contract: the torch helpers of python/qgemm/_torch_helpers.py as
  * torch runs them on the GPU:
  *   amax  = max |x| over the group (exact), clamped below at 1e-4f (NaN stays NaN);
@@ -262,6 +266,7 @@ QG_DEVICE float qg_cast_silu_mul(float g, float u) {
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     const int lane = (int)(threadIdx.x & 31u);
     const int sub = lane % QG_CAST_TPG;
     const int64_t total = p.rows * QG_CAST_KB;
@@ -355,6 +360,7 @@ static_assert(QG_CAST_THREADS % QG_CAST_TPR == 0 && 128 % QG_CAST_RPS == 0, "blo
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     __shared__ uint32_t partial[2][QG_CAST_THREADS / 32];
     const int tid = (int)threadIdx.x, sub = tid % QG_CAST_TPR, r0 = tid / QG_CAST_TPR;
     const int64_t total = (int64_t)p.groups * QG_CAST_NB * QG_CAST_KB;
@@ -424,6 +430,7 @@ static_assert(128 % QG_CAST_WARPS == 0, "warps must divide 128 rows");
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     __shared__ uint32_t partial[QG_CAST_WARPS][QG_CAST_COLS];
     const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x / 32u);
     const int64_t total = p.rows / 128 * QG_CAST_CB;
@@ -522,6 +529,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;
     const int64_t ld = p.sf_ld;
@@ -567,6 +575,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
  * row (16-byte loads and stores); the group search is per thread over aux. */
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;
     const int64_t quads = p.m / 4;

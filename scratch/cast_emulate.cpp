@@ -47,6 +47,7 @@ static int max(int a, int b) { return a > b ? a : b; }
 static int min(int a, int b) { return a < b ? a : b; }
 static int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
 
+static void qg_grid_dependency_wait() {}
 static uint4 qg_ld_stream_v4(const void *p) { uint4 v; memcpy(&v, p, 16); return v; }
 static uint2 qg_ld_stream_v2(const void *p) { uint2 v; memcpy(&v, p, 8); return v; }
 static uint32_t qg_ld_stream_b32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
