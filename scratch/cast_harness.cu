@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <deque>
 #include <vector>
 
 extern "C" {
@@ -146,7 +147,7 @@ static std::string read_file(const std::string &path) {
     return s;
 }
 struct Kernel { std::string src; cudaLibrary_t lib; cudaKernel_t fn; int regs; };
-static std::vector<Kernel> g_kernels;
+static std::deque<Kernel> g_kernels; /* deque: references stay valid as it grows */
 
 static Kernel &kernel_for(const std::string &src) {
     for (auto &k : g_kernels) if (k.src == src) return k;
