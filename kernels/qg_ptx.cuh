@@ -391,4 +391,40 @@ QG_DEVICE void qg_wgmma_m64k16_bf16(float (&d)[QG_WGMMA_N / 2], uint32_t desc_a_
 }
 #endif
 
+/* ---- cast kernels (kernels/qg_cast.cuh) ----------------------------------- */
+
+/* Global loads of data read once: the non-coherent path, not allocated in L1
+ * (ld: 9.7.9.8, .nc and the .L1::no_allocate eviction priority). */
+QG_DEVICE uint4 qg_ld_stream_v4(const void *p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+QG_DEVICE uint2 qg_ld_stream_v2(const void *p) {
+    uint2 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
+                 : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+QG_DEVICE uint32_t qg_ld_stream_b32(const void *p) {
+    uint32_t v;
+    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+QG_DEVICE uint16_t qg_ld_stream_b16(const void *p) {
+    uint16_t v;
+    asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+}
+
+/* Two floats -> two e4m3 bytes (lo in the low byte), round to nearest even,
+ * finite values beyond 448 saturate to +-448, NaN gives 0x7F
+ * (cvt: 9.7.9.21, .satfinite; the first source goes to the upper byte). */
+QG_DEVICE uint32_t qg_cvt_e4m3x2(float lo, float hi) {
+    uint16_t packed;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(packed) : "f"(hi), "f"(lo));
+    return packed;
+}
+
 #endif /* QG_PTX_CUH */

@@ -1,0 +1,631 @@
+/*
+ * qg_cast.cuh -- the FP8 cast and scale-layout kernels (issue 51, item 3).
+ *
+ * One source, one entry point (qg_cast_kernel); the JIT's source
+ * (src/cast_plan.c, qg__cast_source) #defines which kernel and its
+ * compile-time shape before including this file:
+ *
+ *   QG_CAST_OP       1 per-token 1x128 cast, 2 per-block 128x128 cast,
+ *                    3 per-channel 128x1 cast, 4 silu(gate) * up + per-token cast,
+ *                    5 scales -> MN-major TMA-aligned float32,
+ *                    6 scales -> MN-major TMA-aligned packed UE8M0 (int32),
+ *                    7 the k-grouped packed UE8M0 layout
+ *   QG_CAST_IN_F32   input float32 (1) or bf16 (0)             (ops 1-4)
+ *   QG_CAST_UE8M0    scales rounded up to a power of two       (ops 1-4)
+ *   QG_CAST_SF_MN    scales M-major, stride sf_ld (1) or row-major [rows][KB] (0) (ops 1, 4)
+ *   QG_CAST_ROW_MASK 0 every row, 1 masked (aux = masked_m[G]), 2 contiguous
+ *                    (aux = m_indices[rows], a row < 0 is padding) (op 4; op 1 takes 0)
+ *   QG_CAST_K        elements of a row: K (ops 1, 2), N of the output (op 4),
+ *                    columns (op 3), scale columns sf_k (ops 5, 6)
+ *   QG_CAST_N        rows of one group (op 2)
+ *   QG_CAST_VEC      elements per global access (1, 2, 4 or 8 bf16 / 4 float): the planner's
+ *                    alignment of the pointers, row strides and K
+ *   QG_CAST_THREADS, QG_CAST_UNROLL   block size, items per thread per round (op 1, 4)
+ *   QG_CAST_MIN_CTAS the CTAs per SM the planner's grid assumes resident, as the
+ *                    launch bounds' minimum (a register cap; 1 = none)
+ *   QG_CAST_GROUPS, QG_CAST_GRAN_K, QG_CAST_K_ALIGN, QG_CAST_PSUM   op 7 only
+ *   QG_CAST_PARAMS_BYTES  sizeof the host's qg_cast_params (checked)
+ *
+ * Every kernel starts with griddepcontrol.wait, so it may be launched with
+ * programmatic dependent launch behind the kernel that writes its input (a
+ * no-op otherwise).
+ *
+ * Bitwise contract: the torch helpers of python/qgemm/_torch_helpers.py as
+ * torch runs them on the GPU:
+ *   amax  = max |x| over the group (exact), clamped below at 1e-4f (NaN stays NaN);
+ *   sf    = amax * fp32(1/448)  -- torch's tensor / python scalar on CUDA multiplies
+ *           by the reciprocal (BinaryDivTrueKernel.cu, is_cpu_scalar(2));
+ *   UE8M0: sf = 2^ceil(log2 sf) by the exponent bits, clamped to [2^-126, 2^127];
+ *   q     = x * (reciprocal(amax) * 448)   (torch: 448.0 / amax is
+ *           amax.reciprocal() * 448, Tensor.__rtruediv__), or x / sf (UE8M0, and the
+ *           per-channel cast), here x * (1 / sf) where 1 / sf is an exact power of two;
+ *   bytes = c10's fp8e4m3fn_from_fp32_value: round to nearest even; |v| > 464 (and
+ *           inf, NaN) give 0x7F | sign. cvt.rn.satfinite agrees below 464; the groups
+ *           whose amax * scale exceeds it (only inf / NaN inputs) take the exact path.
+ * Every operation is an IEEE-rounded intrinsic (__fmul_rn, __fdiv_rn), so no
+ * compile flag (contraction, fast math) changes a bit -- except silu, which is
+ * torch's expression as the compiler contracts it by default (see
+ * qg_cast_silu_mul); the JIT compiles without -ftz and -use_fast_math.
+ */
+#ifndef QG_CAST_OP
+#error "qg_cast.cuh: the JIT defines QG_CAST_OP and the shape first"
+#endif
+
+/* qg_ptx.cuh's wgmma wrapper names the GEMM's operand macros; a cast kernel
+ * never calls it, so any well-formed list does. */
+#ifndef QG_WGMMA_N
+#define QG_WGMMA_N 8
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define QG_WGMMA_OP_DESC_A 4
+#define QG_WGMMA_OP_DESC_B 5
+#define QG_WGMMA_OP_SCALE_D 6
+#define QG_WGMMA_OP_DESC_HI 7
+#endif
+#include "qg_ptx.cuh"
+
+/* The kernel's one parameter, by value; the host's twin is src/cast_plan.h's
+ * qg_cast_params (same fields, same order, checked by size). */
+struct qg_cast_params {
+    const void *in;
+    void *out;
+    void *sf;
+    const int32_t *aux;   /* masked_m [G], m_indices [rows] or the k-grouped layout [G] */
+    int64_t rows;         /* ops 1, 4: G * M; op 2: G * N; op 3: M */
+    int64_t ld_in;        /* elements between input rows */
+    int64_t ld_out;       /* elements between output rows */
+    int64_t in_stride[3]; /* ops 5, 6: input strides (elements) of g, mn, k */
+    int32_t m;            /* ops 1, 4: rows per group; ops 5-7: mn */
+    int32_t groups;       /* ops 1, 2, 4, 5, 6: G */
+    int32_t sf_ld;        /* M-major scale stride (ops 1, 4 with QG_CAST_SF_MN; ops 5, 6) */
+    int32_t sf_k;         /* op 7: scale rows (K blocks) of the input */
+    int32_t packed_sf_k;  /* op 7: packed rows of the output */
+    int32_t reserved;
+};
+static_assert(sizeof(qg_cast_params) == QG_CAST_PARAMS_BYTES, "host and kernel disagree on qg_cast_params");
+
+#define QG_CAST_OP_TOKEN 1
+#define QG_CAST_OP_BLOCK 2
+#define QG_CAST_OP_CHANNEL 3
+#define QG_CAST_OP_SILU 4
+#define QG_CAST_OP_SF_MN 5
+#define QG_CAST_OP_SF_PACK 6
+#define QG_CAST_OP_SF_PACK_KGROUPED 7
+
+#if QG_CAST_OP <= QG_CAST_OP_SILU
+/* ---- the quantizing kernels: common parts -------------------------------- */
+
+/* float32(1 / 448): torch's inv_b (double 1/448 rounded to float; the same as
+ * 1.0f / 448.0f). */
+#define QG_CAST_INV448 __uint_as_float(0x3B124925u)
+#define QG_CAST_AMAX_FLOOR 1e-4f
+/* c10's conversion rounds |v| in (464, 480) to the NaN pattern; cvt saturates. */
+#define QG_CAST_E4M3_EXACT_LIMIT 464.0f
+
+/* Each thread takes 16 input bytes of a group: 8 bf16 or 4 floats. */
+#if QG_CAST_IN_F32
+#define QG_CAST_EPT 4
+#define QG_CAST_IN_BYTES 4
+#else
+#define QG_CAST_EPT 8
+#define QG_CAST_IN_BYTES 2
+#endif
+#define QG_CAST_CHUNKS (QG_CAST_EPT / QG_CAST_VEC)
+#define QG_CAST_CHUNK_BYTES (QG_CAST_VEC * QG_CAST_IN_BYTES)
+static_assert(QG_CAST_EPT % QG_CAST_VEC == 0, "QG_CAST_VEC must divide the elements per thread");
+static_assert(QG_CAST_K % QG_CAST_VEC == 0, "QG_CAST_VEC must divide QG_CAST_K");
+
+union qg_cast_raw {
+    uint4 q;
+    uint2 d[2];
+    uint32_t w[4];
+    uint16_t h[8];
+};
+
+/* The thread's 16 bytes of a row from element `col` on (a multiple of EPT):
+ * chunks of QG_CAST_VEC elements, each either wholly below `limit` (loaded) or
+ * wholly at or past it (zero: torch's zero padding for the amax). */
+QG_DEVICE void qg_cast_load(qg_cast_raw &r, const char *row, int col, int limit, bool live) {
+#pragma unroll
+    for (int c = 0; c < QG_CAST_CHUNKS; ++c) {
+        const bool ok = live && col + c * QG_CAST_VEC < limit;
+        const char *p = row + (int64_t)(col + c * QG_CAST_VEC) * QG_CAST_IN_BYTES;
+#if QG_CAST_CHUNK_BYTES == 16
+        r.q = ok ? qg_ld_stream_v4(p) : make_uint4(0, 0, 0, 0);
+#elif QG_CAST_CHUNK_BYTES == 8
+        r.d[c] = ok ? qg_ld_stream_v2(p) : make_uint2(0, 0);
+#elif QG_CAST_CHUNK_BYTES == 4
+        r.w[c] = ok ? qg_ld_stream_b32(p) : 0u;
+#else
+        r.h[c] = ok ? qg_ld_stream_b16(p) : (uint16_t)0;
+#endif
+    }
+}
+
+/* The thread's EPT values as floats (bf16 -> float is exact). */
+QG_DEVICE void qg_cast_decode(const qg_cast_raw &r, float (&v)[QG_CAST_EPT]) {
+#if QG_CAST_IN_F32
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __uint_as_float(r.w[i]);
+#else
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        v[2 * i] = __uint_as_float(r.w[i] << 16);
+        v[2 * i + 1] = __uint_as_float(r.w[i] & 0xFFFF0000u);
+    }
+#endif
+}
+
+/* max |v| as bits: the unsigned order of |float| bits is the order of the
+ * values, with NaN above inf -- so a NaN propagates, as torch's amax does. */
+QG_DEVICE uint32_t qg_cast_abs_max(const float (&v)[QG_CAST_EPT], uint32_t a) {
+#pragma unroll
+    for (int i = 0; i < QG_CAST_EPT; ++i) a = max(a, __float_as_uint(v[i]) & 0x7FFFFFFFu);
+    return a;
+}
+
+/* torch's ceil_to_ue8m0 of a (positive) scale. */
+QG_DEVICE float qg_cast_ceil_ue8m0(float s) {
+    const uint32_t bits = __float_as_uint(s) & 0x7FFFFFFFu;
+    int e = (int)(bits >> 23) + ((bits & 0x7FFFFFu) != 0u);
+    e = min(max(e, 1), 254);
+    return __uint_as_float((uint32_t)e << 23);
+}
+
+/* The group's scale (what is stored) and multiplier (what x is multiplied by)
+ * from the bits of its amax. */
+QG_DEVICE void qg_cast_scale(uint32_t amax_bits, float &sf, float &mult) {
+    float amax = __uint_as_float(amax_bits);
+    if (amax < QG_CAST_AMAX_FLOOR) amax = QG_CAST_AMAX_FLOOR; /* NaN compares false: kept */
+#if QG_CAST_UE8M0
+    sf = qg_cast_ceil_ue8m0(__fmul_rn(amax, QG_CAST_INV448));
+    mult = __fdiv_rn(1.0f, sf); /* a power of two, exact: x * mult == x / sf */
+#else
+    sf = __fmul_rn(amax, QG_CAST_INV448);
+    mult = __fmul_rn(__fdiv_rn(1.0f, amax), 448.0f);
+#endif
+}
+
+/* e4m3 byte of v as c10's conversion gives it, for any v. */
+QG_DEVICE uint32_t qg_cast_e4m3_exact(float v, uint32_t rounded) {
+    return fabsf(v) <= QG_CAST_E4M3_EXACT_LIMIT ? rounded
+                                                : (0x7Fu | ((__float_as_uint(v) >> 24) & 0x80u));
+}
+
+/* Four scaled values -> four e4m3 bytes (v[0] lowest). `exact`: every |v| is
+ * known to be <= 464 (cvt alone is c10's conversion there). */
+QG_DEVICE uint32_t qg_cast_pack4(float a, float b, float c, float d, bool exact) {
+    uint32_t lo = qg_cvt_e4m3x2(a, b), hi = qg_cvt_e4m3x2(c, d);
+    if (!exact) {
+        lo = qg_cast_e4m3_exact(a, lo & 0xFFu) | qg_cast_e4m3_exact(b, lo >> 8) << 8;
+        hi = qg_cast_e4m3_exact(c, hi & 0xFFu) | qg_cast_e4m3_exact(d, hi >> 8) << 8;
+    }
+    return lo | hi << 16;
+}
+
+union qg_cast_bytes {
+    uint2 d;
+    uint32_t w[2];
+    uint16_t h[4];
+    unsigned char b[8];
+};
+
+/* The thread's EPT output bytes to row + col, chunk by chunk as loaded. */
+QG_DEVICE void qg_cast_store(char *row, int col, int limit, const qg_cast_bytes &o) {
+#pragma unroll
+    for (int c = 0; c < QG_CAST_CHUNKS; ++c) {
+        if (col + c * QG_CAST_VEC >= limit) continue;
+        char *p = row + col + c * QG_CAST_VEC;
+#if QG_CAST_VEC == 8
+        *(uint2 *)p = o.d;
+#elif QG_CAST_VEC == 4
+        *(uint32_t *)p = o.w[c];
+#elif QG_CAST_VEC == 2
+        *(uint16_t *)p = o.h[c];
+#else
+        *(unsigned char *)p = o.b[c];
+#endif
+    }
+}
+
+/* x * mult for the thread's values, packed. */
+QG_DEVICE void qg_cast_quantize(const float (&v)[QG_CAST_EPT], float mult, bool exact,
+                                qg_cast_bytes &o) {
+    float q[QG_CAST_EPT];
+#pragma unroll
+    for (int i = 0; i < QG_CAST_EPT; ++i) q[i] = __fmul_rn(v[i], mult);
+#pragma unroll
+    for (int i = 0; i < QG_CAST_EPT / 4; ++i)
+        o.w[i] = qg_cast_pack4(q[4 * i], q[4 * i + 1], q[4 * i + 2], q[4 * i + 3], exact);
+}
+#endif /* quantizing kernels */
+
+#if QG_CAST_OP == QG_CAST_OP_TOKEN || QG_CAST_OP == QG_CAST_OP_SILU
+/* ---- per-token 1x128 (op 1) and silu(gate) * up + per-token (op 4) --------
+ *
+ * Item = one 128-wide group of one row; TPG threads (16 bf16 / 32 float) own
+ * it, 16 input bytes each, so a warp covers 512 bytes per item round. Warps
+ * walk the items grid-stride, QG_CAST_UNROLL items per thread per round with
+ * every load issued before the first reduction (bytes in flight). The loop
+ * trip count is uniform per warp (its shuffles need every lane). */
+#define QG_CAST_TPG (128 / QG_CAST_EPT)
+#define QG_CAST_IPW (32 / QG_CAST_TPG)
+#define QG_CAST_KB ((QG_CAST_K + 127) / 128)
+
+/* silu(g) * u as torch computes F.silu(g) * u in float32. silu is torch's
+ * expression verbatim (ActivationSiluKernel.cu: x / (1 + exp(-x))), left to the
+ * compiler on purpose: with the default -fmad=true (torch's nvcc build and the
+ * JIT's NVRTC alike) the last multiply of expf's inline expansion and the
+ * `1 +` fuse into one fma, and torch's bits are those of the fused form (an
+ * __fadd_rn here would round twice and differ). The product with u is a
+ * separate torch kernel: one rounding. */
+QG_DEVICE float qg_cast_silu_mul(float g, float u) {
+    const float silu = g / (1.0f + expf(-g));
+    return __fmul_rn(silu, u);
+}
+
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
+qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
+    const int lane = (int)(threadIdx.x & 31u);
+    const int sub = lane % QG_CAST_TPG;
+    const int64_t total = p.rows * QG_CAST_KB;
+    const int64_t warp = ((int64_t)blockIdx.x * QG_CAST_THREADS + threadIdx.x) / 32;
+    const int64_t num_warps = (int64_t)gridDim.x * (QG_CAST_THREADS / 32);
+    const int64_t round_items = (int64_t)QG_CAST_IPW * QG_CAST_UNROLL;
+    const char *in = (const char *)p.in;
+    char *out = (char *)p.out;
+    float *sf = (float *)p.sf;
+
+    for (int64_t base = warp * round_items; base < total; base += num_warps * round_items) {
+        qg_cast_raw raw[QG_CAST_UNROLL];
+#if QG_CAST_OP == QG_CAST_OP_SILU
+        qg_cast_raw raw_up[QG_CAST_UNROLL];
+#endif
+        int64_t row[QG_CAST_UNROLL];
+        int kb[QG_CAST_UNROLL];
+        bool live[QG_CAST_UNROLL];
+#pragma unroll
+        for (int u = 0; u < QG_CAST_UNROLL; ++u) {
+            const int64_t item = base + u * QG_CAST_IPW + lane / QG_CAST_TPG;
+            row[u] = item / QG_CAST_KB;
+            kb[u] = (int)(item - row[u] * QG_CAST_KB);
+            live[u] = item < total;
+#if QG_CAST_ROW_MASK == 1
+            if (live[u]) {
+                const int64_t g = row[u] / p.m;
+                live[u] = row[u] - g * p.m < (int64_t)__ldg(p.aux + g); /* masked_m; negative: 0 */
+            }
+#elif QG_CAST_ROW_MASK == 2
+            if (live[u]) live[u] = __ldg(p.aux + row[u]) >= 0;
+#endif
+            const char *r = in + row[u] * p.ld_in * QG_CAST_IN_BYTES;
+            const int col = kb[u] * 128 + sub * QG_CAST_EPT;
+            qg_cast_load(raw[u], r, col, QG_CAST_K, live[u]);
+#if QG_CAST_OP == QG_CAST_OP_SILU
+            qg_cast_load(raw_up[u], r + (int64_t)QG_CAST_K * QG_CAST_IN_BYTES, col, QG_CAST_K,
+                         live[u]);
+#endif
+        }
+#pragma unroll
+        for (int u = 0; u < QG_CAST_UNROLL; ++u) {
+            float v[QG_CAST_EPT];
+            qg_cast_decode(raw[u], v);
+#if QG_CAST_OP == QG_CAST_OP_SILU
+            {
+                float up[QG_CAST_EPT];
+                qg_cast_decode(raw_up[u], up);
+#pragma unroll
+                for (int i = 0; i < QG_CAST_EPT; ++i) v[i] = qg_cast_silu_mul(v[i], up[i]);
+            }
+#endif
+            uint32_t amax = qg_cast_abs_max(v, 0u);
+#pragma unroll
+            for (int off = QG_CAST_TPG / 2; off > 0; off >>= 1)
+                amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+            if (!live[u]) continue;
+            float scale, mult;
+            qg_cast_scale(amax, scale, mult);
+            const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT;
+            qg_cast_bytes o;
+            qg_cast_quantize(v, mult, exact, o);
+            qg_cast_store(out + row[u] * p.ld_out, kb[u] * 128 + sub * QG_CAST_EPT, QG_CAST_K, o);
+            if (sub == 0) {
+#if QG_CAST_SF_MN
+                const int64_t g = row[u] / p.m;
+                sf[(g * QG_CAST_KB + kb[u]) * p.sf_ld + (row[u] - g * p.m)] = scale;
+#else
+                sf[row[u] * QG_CAST_KB + kb[u]] = scale;
+#endif
+            }
+        }
+    }
+}
+#endif /* ops 1, 4 */
+
+#if QG_CAST_OP == QG_CAST_OP_BLOCK
+/* ---- per-block 128x128 (op 2) ---------------------------------------------
+ *
+ * One CTA per 128x128 block (grid-stride over G * ceil(N/128) * ceil(K/128)
+ * blocks, the scale index): TPR threads per block row (16 bytes each), RPS rows
+ * per step, the whole block held in registers (64 values a thread at 256
+ * threads), so x is read once. Rows past N and columns past K are torch's zero
+ * padding; a block never spans two groups. */
+#define QG_CAST_TPR (128 / QG_CAST_EPT)
+#define QG_CAST_RPS (QG_CAST_THREADS / QG_CAST_TPR)
+#define QG_CAST_STEPS (128 / QG_CAST_RPS)
+#define QG_CAST_NB ((QG_CAST_N + 127) / 128)
+#define QG_CAST_KB ((QG_CAST_K + 127) / 128)
+static_assert(QG_CAST_THREADS % QG_CAST_TPR == 0 && 128 % QG_CAST_RPS == 0, "block shape");
+
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
+qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
+    __shared__ uint32_t partial[2][QG_CAST_THREADS / 32];
+    const int tid = (int)threadIdx.x, sub = tid % QG_CAST_TPR, r0 = tid / QG_CAST_TPR;
+    const int64_t total = (int64_t)p.groups * QG_CAST_NB * QG_CAST_KB;
+    const char *in = (const char *)p.in;
+    char *out = (char *)p.out;
+    float *sf = (float *)p.sf;
+    int parity = 0;
+    for (int64_t b = blockIdx.x; b < total; b += gridDim.x, parity ^= 1) {
+        const int64_t g = b / (QG_CAST_NB * QG_CAST_KB);
+        const int rest = (int)(b - g * (QG_CAST_NB * QG_CAST_KB));
+        const int nb = rest / QG_CAST_KB, kb = rest % QG_CAST_KB;
+        const int col = kb * 128 + sub * QG_CAST_EPT;
+        qg_cast_raw raw[QG_CAST_STEPS];
+#pragma unroll
+        for (int s = 0; s < QG_CAST_STEPS; ++s) {
+            const int n = nb * 128 + s * QG_CAST_RPS + r0;
+            const char *r = in + (g * QG_CAST_N + n) * p.ld_in * QG_CAST_IN_BYTES;
+            qg_cast_load(raw[s], r, col, QG_CAST_K, n < QG_CAST_N);
+        }
+        uint32_t amax = 0;
+#pragma unroll
+        for (int s = 0; s < QG_CAST_STEPS; ++s) {
+            float v[QG_CAST_EPT];
+            qg_cast_decode(raw[s], v);
+            amax = qg_cast_abs_max(v, amax);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+        /* Two buffers by parity: a warp may write the next block's partial
+         * while a slower one still reads this block's. */
+        if ((tid & 31) == 0) partial[parity][tid / 32] = amax;
+        __syncthreads();
+#pragma unroll
+        for (int w = 0; w < QG_CAST_THREADS / 32; ++w) amax = max(amax, partial[parity][w]);
+        float scale, mult;
+        qg_cast_scale(amax, scale, mult);
+        const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT;
+        if (tid == 0) sf[b] = scale;
+#pragma unroll
+        for (int s = 0; s < QG_CAST_STEPS; ++s) {
+            const int n = nb * 128 + s * QG_CAST_RPS + r0;
+            if (n >= QG_CAST_N) continue;
+            float v[QG_CAST_EPT];
+            qg_cast_decode(raw[s], v);
+            qg_cast_bytes o;
+            qg_cast_quantize(v, mult, exact, o);
+            qg_cast_store(out + (g * QG_CAST_N + n) * p.ld_out, col, QG_CAST_K, o);
+        }
+    }
+}
+#endif /* op 2 */
+
+#if QG_CAST_OP == QG_CAST_OP_CHANNEL
+/* ---- per-channel 128x1 (op 3) ---------------------------------------------
+ *
+ * x [M][K columns], M a multiple of 128; scales [M/128][K]. A CTA tile is 128
+ * rows x 32*EPT columns: warp w holds rows 16w..16w+15 (128 / warps) in
+ * registers, lane l columns EPT*l.., so each row read is 512 contiguous bytes;
+ * column maxima meet in shared memory. q = x / sf (torch divides by the scale
+ * tensor here: IEEE division, not a reciprocal multiply). */
+#define QG_CAST_WARPS (QG_CAST_THREADS / 32)
+#define QG_CAST_RPW (128 / QG_CAST_WARPS)
+#define QG_CAST_COLS (32 * QG_CAST_EPT)
+#define QG_CAST_CB ((QG_CAST_K + QG_CAST_COLS - 1) / QG_CAST_COLS)
+static_assert(128 % QG_CAST_WARPS == 0, "warps must divide 128 rows");
+
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
+qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
+    __shared__ uint32_t partial[QG_CAST_WARPS][QG_CAST_COLS];
+    const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x / 32u);
+    const int64_t total = p.rows / 128 * QG_CAST_CB;
+    const char *in = (const char *)p.in;
+    char *out = (char *)p.out;
+    float *sf = (float *)p.sf;
+    for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+        const int64_t mb = t / QG_CAST_CB;
+        const int col = (int)(t - mb * QG_CAST_CB) * QG_CAST_COLS + lane * QG_CAST_EPT;
+        const int64_t row0 = mb * 128 + warp * QG_CAST_RPW;
+        qg_cast_raw raw[QG_CAST_RPW];
+#pragma unroll
+        for (int i = 0; i < QG_CAST_RPW; ++i)
+            qg_cast_load(raw[i], in + (row0 + i) * p.ld_in * QG_CAST_IN_BYTES, col, QG_CAST_K, true);
+        uint32_t amax[QG_CAST_EPT];
+#pragma unroll
+        for (int j = 0; j < QG_CAST_EPT; ++j) amax[j] = 0;
+#pragma unroll
+        for (int i = 0; i < QG_CAST_RPW; ++i) {
+            float v[QG_CAST_EPT];
+            qg_cast_decode(raw[i], v);
+#pragma unroll
+            for (int j = 0; j < QG_CAST_EPT; ++j)
+                amax[j] = max(amax[j], __float_as_uint(v[j]) & 0x7FFFFFFFu);
+        }
+#pragma unroll
+        for (int j = 0; j < QG_CAST_EPT; ++j) partial[warp][lane * QG_CAST_EPT + j] = amax[j];
+        __syncthreads();
+        float scale[QG_CAST_EPT];
+#if QG_CAST_UE8M0
+        float mult[QG_CAST_EPT];
+#endif
+        bool exact = true;
+#pragma unroll
+        for (int j = 0; j < QG_CAST_EPT; ++j) {
+#pragma unroll
+            for (int w = 0; w < QG_CAST_WARPS; ++w)
+                amax[j] = max(amax[j], partial[w][lane * QG_CAST_EPT + j]);
+            float a = __uint_as_float(amax[j]);
+            if (a < QG_CAST_AMAX_FLOOR) a = QG_CAST_AMAX_FLOOR;
+            scale[j] = __fmul_rn(a, QG_CAST_INV448);
+#if QG_CAST_UE8M0
+            scale[j] = qg_cast_ceil_ue8m0(scale[j]);
+            mult[j] = __fdiv_rn(1.0f, scale[j]); /* a power of two: exact */
+#endif
+            exact = exact && __fdiv_rn(__uint_as_float(amax[j]), scale[j]) <= QG_CAST_E4M3_EXACT_LIMIT;
+        }
+        __syncthreads(); /* partial is rewritten by the next tile */
+        if (warp == 0) {
+#pragma unroll
+            for (int j = 0; j < QG_CAST_EPT; ++j)
+                if (col + j < QG_CAST_K) sf[mb * QG_CAST_K + col + j] = scale[j];
+        }
+#pragma unroll
+        for (int i = 0; i < QG_CAST_RPW; ++i) {
+            float v[QG_CAST_EPT], q[QG_CAST_EPT];
+            qg_cast_decode(raw[i], v);
+#pragma unroll
+            for (int j = 0; j < QG_CAST_EPT; ++j)
+#if QG_CAST_UE8M0
+                q[j] = __fmul_rn(v[j], mult[j]);
+#else
+                q[j] = __fdiv_rn(v[j], scale[j]);
+#endif
+            qg_cast_bytes o;
+#pragma unroll
+            for (int j = 0; j < QG_CAST_EPT / 4; ++j)
+                o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], exact);
+            qg_cast_store(out + (row0 + i) * p.ld_out, col, QG_CAST_K, o);
+        }
+    }
+}
+#endif /* op 3 */
+
+#if QG_CAST_OP == QG_CAST_OP_SF_MN || QG_CAST_OP == QG_CAST_OP_SF_PACK
+/* ---- scale layouts (ops 5, 6) ---------------------------------------------
+ *
+ * in: float32 [G][mn][sf_k] at any strides (p.in_stride, elements);
+ * op 5 out: float32 [G][sf_k][sf_ld], the value at (g, k, m) = in(g, m, k)
+ *           (get_mn_major_tma_aligned_tensor, transform_sf_into_required_layout);
+ * op 6 out: int32 [G][ceil(sf_k/4)][sf_ld], byte j of (g, kp, m) = the exponent
+ *           byte (bits >> 23, low 8 bits) of in(g, m, 4kp + j), 0 past sf_k
+ *           (get_mn_major_tma_aligned_packed_ue8m0_tensor).
+ * Rows m in [mn, sf_ld) of the output are written 0. With sf_ld = mn and the
+ * input strides swapped, op 5 is a dense transposed copy (an SFB given as the
+ * transpose of a row-major tensor made row-major). A thread owns one m and
+ * 8 consecutive output rows: a warp's stores are 128 contiguous bytes per
+ * row, and its loads of a row-major input reuse each sector 8 times (L1). */
+#if QG_CAST_OP == QG_CAST_OP_SF_MN
+#define QG_CAST_OUT_ROWS QG_CAST_K
+#else
+#define QG_CAST_OUT_ROWS ((QG_CAST_K + 3) / 4)
+#endif
+#define QG_CAST_ROWS_PER_THREAD 8
+#define QG_CAST_ROW_CHUNKS ((QG_CAST_OUT_ROWS + QG_CAST_ROWS_PER_THREAD - 1) / QG_CAST_ROWS_PER_THREAD)
+
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
+qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
+    const float *in = (const float *)p.in;
+    uint32_t *out = (uint32_t *)p.out;
+    const int64_t ld = p.sf_ld;
+    const int64_t total = (int64_t)p.groups * QG_CAST_ROW_CHUNKS * ld;
+    for (int64_t i = (int64_t)blockIdx.x * QG_CAST_THREADS + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * QG_CAST_THREADS) {
+        const int64_t m = i % ld, rest = i / ld;
+        const int chunk = (int)(rest % QG_CAST_ROW_CHUNKS);
+        const int64_t g = rest / QG_CAST_ROW_CHUNKS;
+        const bool live = m < p.m;
+        const float *src = in + g * p.in_stride[0] + m * p.in_stride[1];
+        uint32_t *dst = out + g * (int64_t)QG_CAST_OUT_ROWS * ld + m;
+#pragma unroll
+        for (int j = 0; j < QG_CAST_ROWS_PER_THREAD; ++j) {
+            const int r = chunk * QG_CAST_ROWS_PER_THREAD + j;
+            if (r >= QG_CAST_OUT_ROWS) break;
+            uint32_t v = 0;
+#if QG_CAST_OP == QG_CAST_OP_SF_MN
+            if (live) v = __float_as_uint(__ldg(src + r * p.in_stride[2]));
+#else
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int k = 4 * r + q;
+                if (live && k < QG_CAST_K)
+                    v |= ((__float_as_uint(__ldg(src + k * p.in_stride[2])) >> 23) & 0xFFu) << (8 * q);
+            }
+#endif
+            dst[r * ld] = v;
+        }
+    }
+}
+#endif /* ops 5, 6 */
+
+#if QG_CAST_OP == QG_CAST_OP_SF_PACK_KGROUPED
+/* ---- the k-grouped packed UE8M0 layout (op 7) -----------------------------
+ *
+ * DeepGEMM's get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor: in float32
+ * [sf_k][mn] (mn-contiguous, mn % 4 == 0), QG_CAST_GROUPS groups whose K sizes
+ * (or, QG_CAST_PSUM, end offsets aligned to QG_CAST_K_ALIGN) are aux[g]; each
+ * group's ceil(k_g / QG_CAST_GRAN_K) scale rows pack into ceil(rows / 4) int32
+ * rows of out [packed_sf_k][mn], the last one zero-padded. A packed row no
+ * group owns is not written. A thread owns 4 consecutive mn of one packed
+ * row (16-byte loads and stores); the group search is per thread over aux. */
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
+qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
+    const float *in = (const float *)p.in;
+    uint32_t *out = (uint32_t *)p.out;
+    const int64_t quads = p.m / 4;
+    const int64_t total = (int64_t)p.packed_sf_k * quads;
+    for (int64_t i = (int64_t)blockIdx.x * QG_CAST_THREADS + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * QG_CAST_THREADS) {
+        const int64_t packed_row = i / quads, quad = i - packed_row * quads;
+        uint32_t start = 0, end = (uint32_t)p.sf_k, padding = 0;
+#if QG_CAST_GROUPS > 1 || QG_CAST_PSUM
+        uint32_t prefix_rows = 0, prefix_packed = 0;
+#if QG_CAST_PSUM
+        uint32_t prev_end = 0;
+#endif
+        bool found = false;
+        for (int g = 0; g < QG_CAST_GROUPS; ++g) {
+            const uint32_t value = (uint32_t)__ldg(p.aux + g);
+#if QG_CAST_PSUM
+            const uint32_t group_k =
+                value - (prev_end + QG_CAST_K_ALIGN - 1) / QG_CAST_K_ALIGN * QG_CAST_K_ALIGN;
+#else
+            const uint32_t group_k = value;
+#endif
+            const uint32_t rows = (group_k + QG_CAST_GRAN_K - 1) / QG_CAST_GRAN_K;
+            start = prefix_rows;
+            end = start + rows;
+            prefix_rows += rows;
+            prefix_packed += (rows + 3) / 4;
+            if ((uint64_t)packed_row < prefix_packed) {
+                found = true;
+                break;
+            }
+            if (rows % 4 != 0) padding += 4 - rows % 4;
+#if QG_CAST_PSUM
+            prev_end = value;
+#endif
+        }
+        if (!found) continue;
+#endif
+        uint4 packed = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const uint32_t sf_row = (uint32_t)(packed_row * 4 + j) - padding;
+            if (sf_row < start || sf_row >= end) continue;
+            const uint4 v = __ldg((const uint4 *)(in + (int64_t)sf_row * p.m) + quad);
+            packed.x |= ((v.x >> 23) & 0xFFu) << (8 * j);
+            packed.y |= ((v.y >> 23) & 0xFFu) << (8 * j);
+            packed.z |= ((v.z >> 23) & 0xFFu) << (8 * j);
+            packed.w |= ((v.w >> 23) & 0xFFu) << (8 * j);
+        }
+        ((uint4 *)(out + packed_row * p.m))[quad] = packed;
+    }
+}
+#endif /* op 7 */
