@@ -365,4 +365,64 @@ QG_DEVICE void qg_stmatrix_x4(void *dst, uint32_t r0, uint32_t r1, uint32_t r2, 
                  ::"r"(qg_smem_addr(dst)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
+/* ---- indexer and HC kernels (qg_hc_prenorm.cuh, qg_mqa_logits.cuh) ------ */
+
+/*
+ * D(64 x QG_TF32_N, f32) (+)= A(64 x 8, tf32, registers) * B(QG_TF32_N x 8,
+ * tf32, shared memory)^T (9.7.15.5: wgmma with A in registers; .tf32 takes
+ * K-major operands only, so no transpose immediates). A fragment of lane l of
+ * warp w of the warpgroup (9.7.15.5.1, "m64nNk8 A"): a[0] (row 16w + l/4,
+ * k l%4), a[1] (row + 8, k l%4), a[2] (row, k l%4 + 4), a[3] (row + 8,
+ * k l%4 + 4), each an fp32 bit pattern whose low 13 bits the tensor core
+ * ignores. The kernel defines QG_TF32_N and the operand list macros
+ * QG_TF32_ACC_LIST / QG_TF32_ACC_ARGS(d) / QG_TF32_OP_A0 (first of the four
+ * A operands, then desc_b low word, scale-d, the descriptor's high word).
+ */
+#ifdef QG_TF32_N
+QG_DEVICE void qg_wgmma_m64k8_tf32_rs(float (&d)[QG_TF32_N / 2], uint32_t a0, uint32_t a1,
+                                      uint32_t a2, uint32_t a3, uint32_t desc_b_lo, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_b;\n"
+                 "mov.b64 desc_b, {%" QG_STR(QG_TF32_OP_B) ", %" QG_STR(QG_TF32_OP_HI) "};\n"
+                 "setp.ne.b32 accumulate, %" QG_STR(QG_TF32_OP_SCALE_D) ", 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n" QG_STR(QG_TF32_N) "k8.f32.tf32.tf32 "
+                 QG_TF32_ACC_LIST ", {%" QG_STR(QG_TF32_OP_A0) ", %" QG_STR(QG_TF32_OP_A1)
+                 ", %" QG_STR(QG_TF32_OP_A2) ", %" QG_STR(QG_TF32_OP_A3) "}, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : QG_TF32_ACC_ARGS(d)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(desc_b_lo), "r"(scale_d),
+                   "r"(QG_WGMMA_DESC_SW128_HI));
+}
+#endif
+
+/* A 16-bit value from shared memory (ld.shared.u16: 9.7.9.8). */
+QG_DEVICE uint32_t qg_ld_shared_u16(uint32_t addr) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+    return v;
+}
+
+/* A float to the shared memory of a CTA of the cluster, at a shared::cluster
+ * address from qg_map_cluster (st.shared::cluster: 9.7.9.9). Ordered before
+ * the partner's reads by a cluster barrier (qg_cluster_sync). */
+QG_DEVICE void qg_st_shared_cluster_f32(uint32_t addr, float v) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+
+/* Global -> shared bulk copy of `bytes` (a multiple of 16, both addresses
+ * 16-byte aligned) completing `bar` (cp.async.bulk, non-tensor: 9.7.9.25.4). */
+QG_DEVICE void qg_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)src), "r"(bytes), "r"(qg_smem_addr(bar))
+                 : "memory");
+}
+
+/* 16 bytes to global memory, streaming (st.global.cs.v4: 9.7.9.9; the
+ * logits are written once and not read back by this kernel). */
+QG_DEVICE void qg_st_global_cs_v4(void *ptr, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+    asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};"
+                 ::"l"((uint64_t)ptr), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+
 #endif /* QG_PTX_CUH */
