@@ -425,4 +425,52 @@ QG_DEVICE void qg_st_global_cs_v4(void *ptr, uint32_t x, uint32_t y, uint32_t z,
                  ::"l"((uint64_t)ptr), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
 }
 
+/* Global -> shared, rank-1 tensor map (the box's bytes complete `bar`;
+ * out-of-bounds elements are zero-filled). */
+QG_DEVICE void qg_tma_load_1d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0) {
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3}], [%2];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)), "r"(c0)
+                 : "memory");
+}
+
+/*
+ * Matrix-descriptor high words (9.7.15.5.1) for K-major tiles whose rows are
+ * 32, 64 or 128 bytes, stored with the swizzle of the same width: bits
+ * 32-45 the stride byte offset (8 rows) >> 4, bits 62-63 the swizzle mode
+ * (1: 128B, 2: 64B, 3: 32B). Tile bases aligned to 8 rows' bytes.
+ */
+#define QG_WGMMA_DESC_SW64_HI 0x80000020u
+#define QG_WGMMA_DESC_SW32_HI 0xC0000010u
+
+/*
+ * D(64 x 128, f32) (+)= A(64 x 32, e4m3) * B(128 x 32, e4m3)^T, both from
+ * shared memory, with the descriptors' common high word as an operand (so
+ * one wrapper serves the 32-, 64- and 128-byte swizzles). The MQA logits
+ * kernel's shape: 64 keys x (block_q x heads = 128) columns.
+ */
+QG_DEVICE void qg_wgmma_m64n128k32_e4m3_ss(float (&d)[64], uint32_t desc_a_lo, uint32_t desc_b_lo,
+                                          uint32_t desc_hi, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%64, %66};\n"
+                 "mov.b64 desc_b, {%65, %66};\n"
+                 "setp.ne.b32 accumulate, %67, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, desc_a, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+                   "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+                   "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+                   "+f"(d[63])
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(desc_hi), "r"(scale_d));
+}
+
 #endif /* QG_PTX_CUH */

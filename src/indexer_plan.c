@@ -72,3 +72,59 @@ int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
                              p->num_splits, p->cluster, p->stages, p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
+
+/* ---- fp8_mqa_logits ------------------------------------------------------ */
+
+static size_t mqa_smem(int d, int math_wgs, int stages) {
+    const size_t block_kv = 64 * (size_t)math_wgs;
+    return 1024 + 2 * 128 * (size_t)d + (size_t)stages * (block_kv * (size_t)d + block_kv * 4) +
+           (size_t)(4 + 2 * stages) * 8;
+}
+
+int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
+                 int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why) {
+    if (!out) return fail(why, "no plan to fill");
+    if (seq_len < 0 || seq_len_kv < 0) return fail(why, "sequence lengths must be >= 0");
+    if (heads != 32 && heads != 64) return fail(why, "heads must be 32 or 64");
+    if (head_dim != 32 && head_dim != 64 && head_dim != 128)
+        return fail(why, "head_dim must be 32, 64 or 128");
+    if (compressed && clean) return fail(why, "compressed logits (max_seqlen_k > 0) are not cleaned");
+    if (num_sms < 1) return fail(why, "num_sms must be >= 1");
+    const int block_q = 128 / heads;
+    const int q_blocks = (seq_len + block_q - 1) / block_q;
+    /* Two math warpgroups (128 keys a block): 168 registers a thread, no
+     * register split needed; the second hides each one's epilogue behind
+     * the other's wgmma. */
+    const int math_wgs = 2;
+    int stages = 8;
+    while (stages > 2 && mqa_smem(head_dim, math_wgs, stages) > QG_IDX_SMEM_MAX) --stages;
+    out->seq_len = seq_len;
+    out->seq_len_kv = seq_len_kv;
+    out->heads = heads;
+    out->head_dim = head_dim;
+    out->compressed = compressed ? 1 : 0;
+    out->clean = clean ? 1 : 0;
+    out->logits_bf16 = logits_bf16 ? 1 : 0;
+    out->block_q = block_q;
+    out->math_wgs = math_wgs;
+    out->block_kv = 64 * math_wgs;
+    out->kv_stages = stages;
+    out->grid_x = q_blocks < num_sms ? (q_blocks > 0 ? q_blocks : 1) : num_sms;
+    out->block_x = 128 * (math_wgs + 1);
+    out->smem_bytes = mqa_smem(head_dim, math_wgs, stages);
+    return 0;
+}
+
+int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *p) {
+    const int len = snprintf(
+        buf, cap,
+        "// qgemm mqa logits: H %d, D %d, compressed %d, clean %d, bf16 %d, %d math wgs, %d stages\n"
+        "#define QG_MQA_H %d\n#define QG_MQA_D %d\n#define QG_MQA_COMPRESSED %d\n"
+        "#define QG_MQA_CLEAN %d\n#define QG_MQA_BF16 %d\n#define QG_MQA_MATH_WGS %d\n"
+        "#define QG_MQA_KV_STAGES %d\n#define QG_MQA_SMEM_BYTES %zu\n"
+        "#include \"qg_mqa_logits.cuh\"\n",
+        p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs, p->kv_stages,
+        p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs, p->kv_stages,
+        p->smem_bytes);
+    return len < 0 || (size_t)len >= cap ? -1 : len;
+}
