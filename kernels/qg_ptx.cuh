@@ -473,4 +473,53 @@ QG_DEVICE void qg_wgmma_m64n128k32_e4m3_ss(float (&d)[64], uint32_t desc_a_lo, u
                  : "r"(desc_a_lo), "r"(desc_b_lo), "r"(desc_hi), "r"(scale_d));
 }
 
+/* The same as qg_wgmma_m64n128k32_e4m3_ss for N = 32 (the paged MQA
+ * kernel's next_n x heads columns). */
+QG_DEVICE void qg_wgmma_m64n32k32_e4m3_ss(float (&d)[16], uint32_t desc_a_lo, uint32_t desc_b_lo,
+                                        uint32_t desc_hi, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%16, %18};\n"
+                 "mov.b64 desc_b, {%17, %18};\n"
+                 "setp.ne.b32 accumulate, %19, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, desc_a, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15])
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(desc_hi), "r"(scale_d));
+}
+
+/* The same as qg_wgmma_m64n128k32_e4m3_ss for N = 64 (the paged MQA
+ * kernel's next_n x heads columns). */
+QG_DEVICE void qg_wgmma_m64n64k32_e4m3_ss(float (&d)[32], uint32_t desc_a_lo, uint32_t desc_b_lo,
+                                        uint32_t desc_hi, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%32, %34};\n"
+                 "mov.b64 desc_b, {%33, %34};\n"
+                 "setp.ne.b32 accumulate, %35, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, desc_a, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(desc_hi), "r"(scale_d));
+}
+
+/* Global -> shared, rank-3 tensor map (coordinates inner first). */
+QG_DEVICE void qg_tma_load_3d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0,
+                              int32_t c1, int32_t c2) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)), "r"(c0),
+                 "r"(c1), "r"(c2) : "memory");
+}
+
 #endif /* QG_PTX_CUH */

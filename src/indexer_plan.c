@@ -128,3 +128,58 @@ int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *p) {
         p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
+
+/* ---- fp8_paged_mqa_logits ------------------------------------------------ */
+
+static size_t pmqa_smem(int n_cols, int d, int stages) {
+    const size_t q = ((size_t)n_cols * d + 1023) / 1024 * 1024;
+    return 1024 + 2 * q + (size_t)stages * (64 * (size_t)d + 64 * 4) + (size_t)(4 + 2 * stages) * 8;
+}
+
+int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
+                  int num_sms, qg_pmqa_plan *out, const char **why) {
+    if (!out) return fail(why, "no plan to fill");
+    if (batch < 0) return fail(why, "batch must be >= 0");
+    if (next_n != 1 && next_n != 2) return fail(why, "next_n must be 1 or 2");
+    if (heads != 32 && heads != 64) return fail(why, "heads must be 32 or 64");
+    if (head_dim != 32 && head_dim != 64 && head_dim != 128)
+        return fail(why, "head_dim must be 32, 64 or 128");
+    if (num_sms < 1) return fail(why, "num_sms must be >= 1");
+    /* Decode is bound by reading the cache: as many 64-key stages as fit
+     * (bytes in flight), even (two math warpgroups take units in turn), <= 16. */
+    int stages = 16;
+    while (stages > 2 && pmqa_smem(next_n * heads, head_dim, stages) > QG_IDX_SMEM_MAX) stages -= 2;
+    out->batch = batch;
+    out->next_n = next_n;
+    out->heads = heads;
+    out->head_dim = head_dim;
+    out->clean = clean ? 1 : 0;
+    out->logits_bf16 = logits_bf16 ? 1 : 0;
+    out->stages = stages;
+    out->grid_x = num_sms;
+    out->block_x = 384;
+    out->smem_bytes = pmqa_smem(next_n * heads, head_dim, stages);
+    out->sched_block_x = 1024;
+    out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
+    return 0;
+}
+
+int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
+    const int len = snprintf(
+        buf, cap,
+        "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages\n"
+        "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
+        "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
+        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_SMEM_BYTES %zu\n"
+        "#include \"qg_paged_mqa_logits.cuh\"\n",
+        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->heads,
+        p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->smem_bytes);
+    return len < 0 || (size_t)len >= cap ? -1 : len;
+}
+
+int qg__pmqa_schedule_source(char *buf, size_t cap) {
+    const int len = snprintf(buf, cap,
+                             "// qgemm paged mqa logits schedule\n#define QG_PMQA_SCHEDULE 1\n"
+                             "#include \"qg_paged_mqa_logits.cuh\"\n");
+    return len < 0 || (size_t)len >= cap ? -1 : len;
+}

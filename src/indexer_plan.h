@@ -77,4 +77,39 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
                  int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why);
 int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *plan);
 
+/* ---- fp8_paged_mqa_logits and its schedule ------------------------------ */
+
+/*
+ * Tensor maps (cache = the fused [blocks][64][1][D + 4] bytes, block_stride
+ * bytes apart, a multiple of 16):
+ *   tmap_q:  UINT8, rank 2, dims {D, batch * next_n * H}, strides {D}, box
+ *            {D, next_n * H}, swizzle D bytes
+ *   tmap_kv: UINT8, rank 3, dims {D, 64, blocks}, strides {D, block_stride},
+ *            box {D, 64, 1}, swizzle D bytes
+ *   tmap_sc: FLOAT32, rank 2 at cache + 64 * D, dims {64, blocks}, strides
+ *            {block_stride}, box {64, 1}, no swizzle
+ * Kernels: "qg_paged_mqa_schedule_kernel"(const int *context_lens, int batch,
+ *   int next_n, int max_context_len, int num_ctas, int *schedule) with grid 1,
+ *   block 1024 (schedule: (num_ctas + 1) x 2 int32, the plan's grid_x as
+ *   num_ctas), then "qg_paged_mqa_logits_kernel"(tmap_q, tmap_kv, tmap_sc,
+ *   const float *weights, const int *context_lens [batch][next_n],
+ *   const int *block_table, int64 block_table_ld, const int *schedule,
+ *   void *logits, int64 ld_logits, int batch, int max_context_len). Both read
+ *   device data only: the pair captures in a CUDA graph.
+ */
+typedef struct {
+    int batch, next_n, heads, head_dim;
+    int clean, logits_bf16;
+    int stages;
+    int grid_x, block_x;       /* logits kernel */
+    size_t smem_bytes;
+    int sched_block_x;         /* schedule kernel: grid 1 */
+    size_t schedule_bytes;     /* the schedule buffer the caller provides */
+} qg_pmqa_plan;
+
+int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
+                  int num_sms, qg_pmqa_plan *out, const char **why);
+int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
+int qg__pmqa_schedule_source(char *buf, size_t cap);
+
 #endif /* QG_INDEXER_PLAN_H */

@@ -72,11 +72,29 @@ int main(int argc, char **argv) {
                     emit(dir, name, qg__mqa_source(buf, sizeof buf, &p));
                 }
 #endif
+#ifdef QG_IDX_PMQA
+    emit(dir, "pmqa_schedule", qg__pmqa_schedule_source(buf, sizeof buf));
+    for (int h = 0; h < 2; ++h)
+        for (int d = 0; d < 3; ++d)
+            for (int nn = 1; nn <= 2; ++nn)
+                for (int mode = 0; mode < 4; ++mode) { /* clean x bf16 */
+                    qg_pmqa_plan p;
+                    if (qg__pmqa_plan(4096, nn, hs[h], ds[d], mode & 1, mode >> 1, 132, &p, &why)) {
+                        fprintf(stderr, "pmqa plan: %s\n", why);
+                        return 1;
+                    }
+                    char name[128];
+                    snprintf(name, sizeof name, "pmqa_h%d_d%d_n%d_cln%d_bf%d_st%d", p.heads,
+                             p.head_dim, p.next_n, p.clean, p.logits_bf16, p.stages);
+                    emit(dir, name, qg__pmqa_source(buf, sizeof buf, &p));
+                }
+#endif
     return 0;
 }
 CEOF
 MQA_FLAG=""
 grep -q qg__mqa_source src/indexer_plan.c && MQA_FLAG=-DQG_IDX_MQA
+grep -q qg__pmqa_source src/indexer_plan.c && MQA_FLAG="$MQA_FLAG -DQG_IDX_PMQA"
 cc -std=c11 -O1 -Wall -Wextra -Werror $MQA_FLAG -Isrc "$WORK/gen.c" src/indexer_plan.c -o "$WORK/gen" || exit 1
 mkdir -p "$WORK/src"
 "$WORK/gen" "$WORK/src" || exit 1
