@@ -8,7 +8,8 @@
  * Build and run from the repository root (H100/H200):
  *   nvcc -arch=sm_90a -O2 -std=c++17 -Isrc -o /tmp/indexer_harness \
  *        scratch/indexer_harness.cu -lcuda -lnvrtc && /tmp/indexer_harness
- * Options: --quick (skip the largest cases), --no-time, --only hc|mqa|paged.
+ * Options: --quick (skip the largest cases), --no-time, --only hc|mqa|paged,
+ * --compile-only (no GPU needed: NVRTC-compiles every source the suites use).
  *
  * Per case: fresh random inputs; outputs poisoned (NaN bytes) first; the
  * result compared with an fp64 reference by DeepGEMM's metric
@@ -47,6 +48,7 @@ extern "C" {
 static int g_failures = 0;
 static bool g_quick = false, g_time = true;
 static const char *g_only = nullptr;
+static bool g_compile_only = false; /* no GPU: NVRTC-compile every source the suites use */
 
 #define CK(x)                                                                                    \
     do {                                                                                         \
@@ -1210,11 +1212,23 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick")) g_quick = true;
         else if (!strcmp(argv[i], "--no-time")) g_time = false;
+        else if (!strcmp(argv[i], "--compile-only")) g_compile_only = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--no-time] [--only hc|mqa|paged]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--no-time] [--compile-only] [--only hc|mqa|paged]\n", argv[0]);
             return 2;
         }
+    }
+    if (g_compile_only) {
+        g_num_sms = 132;
+        g_dry = true;
+        hc_suite();
+        mqa_suite();
+        pmqa_suite();
+        const size_t n_src = g_pending.size();
+        precompile();
+        printf("compile-only: %zu JIT sources, %zu distinct, all compiled\n", n_src, g_cubins.size());
+        return 0;
     }
     CK(cudaFree(0));
     CU(cuInit(0));
