@@ -147,10 +147,12 @@ QG_DEVICE void qg_mqa_fill(qg_logit_t *row, int a, int b, int tid, int nthreads)
     for (int j = v1 + tid; j < b; j += nthreads) qg_mqa_store(row + j, -__int_as_float(0x7f800000));
 }
 
+/* tmap_q: u8 D x seq_len*H, box D x 128; tmap_kv: u8 D x seq_len_kv, box D x
+ * block_kv; tmap_scale: f32 seq_len_kv, box block_kv (src/indexer_plan.h) */
 extern "C" __global__ void __launch_bounds__(QG_MQA_THREADS, 1)
-qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,     /* u8 D x seq_len*H, box D x 128 */
-                     const __grid_constant__ qg_tensor_map tmap_kv,    /* u8 D x seq_len_kv, box D x block_kv */
-                     const __grid_constant__ qg_tensor_map tmap_scale, /* f32 seq_len_kv, box block_kv */
+qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
+                     const __grid_constant__ qg_tensor_map tmap_kv,
+                     const __grid_constant__ qg_tensor_map tmap_scale,
                      const float *__restrict__ weights, const int *__restrict__ ks,
                      const int *__restrict__ ke, qg_logit_t *__restrict__ logits,
                      int64_t ld_logits, int seq_len, int seq_len_kv) {

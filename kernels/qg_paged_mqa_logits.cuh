@@ -228,10 +228,13 @@ QG_DEVICE void qg_pmqa_fill(qg_plogit_t *row, int a, int b, int tid, int nthread
     for (int j = v1 + tid; j < b; j += nthreads) qg_pmqa_store(row + j, -__int_as_float(0x7f800000));
 }
 
+/* tmap_q: u8 D x batch*N, box D x N; tmap_kv: u8 D x 64 x blocks (strides D,
+ * block_stride), box D x 64 x 1; tmap_sc: f32 64 x blocks at cache + 64 D
+ * (stride block_stride), box 64 x 1 (src/indexer_plan.h) */
 extern "C" __global__ void __launch_bounds__(QG_PMQA_THREADS, 1)
-qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,  /* u8 D x batch*N, box D x N */
-                           const __grid_constant__ qg_tensor_map tmap_kv, /* u8 D x 64 x blocks (stride D, block_stride), box D x 64 x 1 */
-                           const __grid_constant__ qg_tensor_map tmap_sc, /* f32 64 x blocks (stride block_stride) from cache + 64 D, box 64 x 1 */
+qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
+                           const __grid_constant__ qg_tensor_map tmap_kv,
+                           const __grid_constant__ qg_tensor_map tmap_sc,
                            const float *__restrict__ weights, const int *__restrict__ context_lens,
                            const int *__restrict__ block_table, int64_t block_table_ld,
                            const int *__restrict__ schedule, qg_plogit_t *__restrict__ logits,

@@ -387,13 +387,15 @@ static void hc_case(int m, int n, int k, int splits, bool timed) {
         const int row = m <= 16 ? sidx : (int)(rnd_u64() % m);
         CK(cudaMemcpy(arow.data(), da + (size_t)row * k, (size_t)k * 2, cudaMemcpyDeviceToHost));
         for (int j = 0; j <= n; ++j) {
-            double e = 0;
+            double e = 0, mag = 0; /* error relative to sum |terms| (no cancellation blow-up) */
             for (int i = 0; i < k; ++i) {
                 const double x = bf2f(arow[i]);
-                e += j == n ? x * x : x * (double)hb[(size_t)j * k + i];
+                const double term = j == n ? x * x : x * (double)hb[(size_t)j * k + i];
+                e += term;
+                mag += fabs(term);
             }
             const double g = j == n ? rs[row] : re[(size_t)row * n + j];
-            ref_err = std::max(ref_err, fabs(e - g) / (fabs(e) + 1e-30));
+            ref_err = std::max(ref_err, fabs(e - g) / (mag + 1e-300));
         }
     }
 
