@@ -23,9 +23,13 @@
  *                    rank 0 adds the slots in rank order and stores: the sum's
  *                    order never depends on timing (bitwise reproducible)
  *   QG_HC_STAGES     pipeline depth
+ *   QG_HC_MATH_WGS   1 or 2 math warpgroups (block_m 64 or 128): with two, the
+ *                    N x 64 fp32 B stage (read from L2 by every CTA) serves
+ *                    128 rows of A, halving B's share of the L2 traffic
  *   QG_HC_SMEM_BYTES the host's shared-memory plan (checked below)
- * M arrives at run time; grid.x = C * ceil(M / 64) * S (cluster dims C x 1 x 1),
- * 160 threads: one math warpgroup (64 rows) and one producer warp.
+ * M arrives at run time; grid.x = C * ceil(M / block_m) * S (cluster dims C x 1 x 1),
+ * 128 * QG_HC_MATH_WGS + 32 threads: the math warpgroups (64 rows each) and one
+ * producer warp.
  *
  * Why this shape: the product is memory-bound (N <= 32: ~2*N flops per A
  * element against 2 bytes), so the kernel only has to stream A once at HBM
@@ -38,9 +42,10 @@
  *
  * Pipeline invariants: stage s and phase advance together, once per K
  * block, identically in producer and consumers. full[s]: one producer
- * arrival + the stage's bytes (A 64x64 bf16 + two B boxes of N x 32 fp32).
- * empty[s]: 128 math arrivals, each after the wgmma that read stage s has
- * completed (wait_group 0 of the next K block, or of the last). The A
+ * arrival + the stage's bytes (A block_m x 64 bf16 + two B boxes of N x 32
+ * fp32). empty[s]: one arrival per math thread, each after the wgmma that
+ * read stage s has completed (wait_group 0 of the next K block, or of the
+ * last). The A
  * fragments are double-buffered in registers (frag[2]): K block i's loads go
  * into frag[i & 1] while K block i-1's wgmmas (reading frag[(i-1) & 1]) run.
  */
@@ -116,17 +121,23 @@ static_assert(QG_HC_SPLITS >= 1, "splits");
 static_assert(QG_HC_CLUSTER == 1 || QG_HC_CLUSTER == 2 || QG_HC_CLUSTER == 4 ||
                   QG_HC_CLUSTER == 8, "cluster of 1, 2, 4 or 8 CTAs");
 
-#define QG_HC_BLOCK_M 64
+#ifndef QG_HC_MATH_WGS
+#define QG_HC_MATH_WGS 1
+#endif
+static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpgroups");
+#define QG_HC_BLOCK_M (64 * QG_HC_MATH_WGS)
+#define QG_HC_MATH_THREADS (128 * QG_HC_MATH_WGS)
+#define QG_HC_PRODUCER_WARP (4 * QG_HC_MATH_WGS)
 #define QG_HC_BLOCK_K 64
 #define QG_HC_NKB (QG_HC_K / QG_HC_BLOCK_K)
 #define QG_HC_ACC (QG_HC_N / 2)
-#define QG_HC_THREADS 160 /* 128 math + 1 producer warp */
-#define QG_HC_SMEM_A (QG_HC_BLOCK_M * QG_HC_BLOCK_K * 2) /* 8192: 64 rows of 128 bytes */
+#define QG_HC_THREADS (QG_HC_MATH_THREADS + 32) /* math warpgroups + 1 producer warp */
+#define QG_HC_SMEM_A (QG_HC_BLOCK_M * QG_HC_BLOCK_K * 2) /* rows of 128 bytes */
 #define QG_HC_SMEM_BHALF (QG_HC_N * 128)                 /* N rows x 32 fp32: 1024-aligned */
 #define QG_HC_SMEM_B (2 * QG_HC_SMEM_BHALF)
 /* Partner slots in rank 0: per partner, (ACC + 2) floats per math thread,
  * stored [value][thread] (a warp's 32 stores hit 32 banks). */
-#define QG_HC_SLOT_FLOATS ((QG_HC_ACC + 2) * 128)
+#define QG_HC_SLOT_FLOATS ((QG_HC_ACC + 2) * QG_HC_MATH_THREADS)
 #define QG_HC_SMEM_SLOTS ((QG_HC_CLUSTER - 1) * QG_HC_SLOT_FLOATS * 4)
 #define QG_HC_SMEM_PLAN                                                                  \
     (1024 /* alignment slack */ + QG_HC_STAGES * (QG_HC_SMEM_A + QG_HC_SMEM_B) +          \
@@ -182,7 +193,7 @@ QG_DEVICE void qg_hc_issue(float (&acc)[QG_HC_ACC], const uint32_t (&f)[32], uin
 }
 
 extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, 1)
-qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x 64, SW128 */
+qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x block_m, SW128 */
                      const __grid_constant__ qg_tensor_map tmap_b, /* fp32 K x N, box 32 x N, SW128 */
                      float *__restrict__ d, int64_t ldd, int64_t d_split_ld,
                      float *__restrict__ sqr, int shape_m) {
@@ -204,12 +215,12 @@ qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M
     qg_hc_share(split_count, QG_HC_CLUSTER, rank, kb_first, kb_count);
     kb_first += split_first;
 
-    if (warp == 4 && qg_elect_one()) {
+    if (warp == QG_HC_PRODUCER_WARP && qg_elect_one()) {
         qg_tma_prefetch_descriptor(&tmap_a);
         qg_tma_prefetch_descriptor(&tmap_b);
         for (int s = 0; s < QG_HC_STAGES; ++s) {
             qg_mbarrier_init(&full[s], 1);
-            qg_mbarrier_init(&empty[s], 128);
+            qg_mbarrier_init(&empty[s], QG_HC_MATH_THREADS);
         }
         qg_fence_mbarrier_init();
     }
@@ -226,7 +237,7 @@ qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M
     for (int j = 0; j < QG_HC_ACC; ++j) acc[j] = 0.0f;
     float sq0 = 0.0f, sq1 = 0.0f;
 
-    if (warp == 4) {
+    if (warp == QG_HC_PRODUCER_WARP) {
         /* ---- producer: one elected lane issues the TMA loads ---- */
         if (qg_elect_one()) {
             int s = 0;
@@ -246,7 +257,7 @@ qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M
         __syncwarp();
     } else {
         /* ---- math warpgroup ---- */
-        const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4;
+        const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4; /* warp 4..7: rows 64.. */
         const uint32_t a0 = qg_smem_addr(smem_a);
         const uint32_t b_lo0 = qg_wgmma_desc_sw128_lo(smem_b);
         uint32_t frag[2][32];
@@ -289,28 +300,29 @@ qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M
 
 #if QG_HC_CLUSTER > 1
     /* ---- cluster reduction: partners write, rank 0 adds in rank order ---- */
-    if (rank > 0 && warp < 4) {
+    if (rank > 0 && warp < QG_HC_PRODUCER_WARP) {
         const uint32_t slot = qg_map_cluster(slots + (rank - 1) * QG_HC_SLOT_FLOATS, 0) +
                               threadIdx.x * 4;
 #pragma unroll
-        for (int j = 0; j < QG_HC_ACC; ++j) qg_st_shared_cluster_f32(slot + j * 512, acc[j]);
-        qg_st_shared_cluster_f32(slot + QG_HC_ACC * 512, sq0);
-        qg_st_shared_cluster_f32(slot + (QG_HC_ACC + 1) * 512, sq1);
+        for (int j = 0; j < QG_HC_ACC; ++j)
+            qg_st_shared_cluster_f32(slot + j * QG_HC_MATH_THREADS * 4, acc[j]);
+        qg_st_shared_cluster_f32(slot + QG_HC_ACC * QG_HC_MATH_THREADS * 4, sq0);
+        qg_st_shared_cluster_f32(slot + (QG_HC_ACC + 1) * QG_HC_MATH_THREADS * 4, sq1);
     }
     qg_cluster_sync();
     if (rank > 0) return;
-    if (warp < 4) {
+    if (warp < QG_HC_PRODUCER_WARP) {
         for (int r = 0; r < QG_HC_CLUSTER - 1; ++r) {
             const float *sl = slots + r * QG_HC_SLOT_FLOATS + threadIdx.x;
 #pragma unroll
-            for (int j = 0; j < QG_HC_ACC; ++j) acc[j] += sl[j * 128];
-            sq0 += sl[QG_HC_ACC * 128];
-            sq1 += sl[(QG_HC_ACC + 1) * 128];
+            for (int j = 0; j < QG_HC_ACC; ++j) acc[j] += sl[j * QG_HC_MATH_THREADS];
+            sq0 += sl[QG_HC_ACC * QG_HC_MATH_THREADS];
+            sq1 += sl[(QG_HC_ACC + 1) * QG_HC_MATH_THREADS];
         }
     }
 #endif
     qg_launch_dependents();
-    if (warp >= 4) return;
+    if (warp >= QG_HC_PRODUCER_WARP) return;
 
     /* ---- epilogue: plain stores (D is M x N x 4 bytes, tiny beside A) ---- */
     const int r0 = mb * QG_HC_BLOCK_M + (int)(warp * 16 + lane / 4), r1 = r0 + 8;

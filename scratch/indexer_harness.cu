@@ -309,12 +309,14 @@ __global__ void hc_ref_kernel(const uint16_t *a, const float *b, int m, int n, i
     d_rna[(size_t)row * n + col] = r;
 }
 
-static void hc_case(int m, int n, int k, int splits, bool timed) {
+/* force_wgs: 0 = the planner's choice, else 1 or 2 math warpgroups */
+static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs = 0) {
     char what[160];
-    snprintf(what, sizeof what, "hc m=%d n=%d k=%d splits=%d", m, n, k, splits);
+    snprintf(what, sizeof what, "hc m=%d n=%d k=%d splits=%d%s", m, n, k, splits,
+             force_wgs == 1 ? " wgs=1" : force_wgs == 2 ? " wgs=2" : "");
     qg_hc_plan plan;
     const char *why = "";
-    if (qg__hc_plan(m, n, k, splits, g_num_sms, &plan, &why)) {
+    if (hc_plan_with(m, n, k, splits, g_num_sms, force_wgs, &plan, &why)) {
         report(false, what, why);
         return;
     }
@@ -347,8 +349,8 @@ static void hc_case(int m, int n, int k, int splits, bool timed) {
     CK(cudaMemset(dd, 0xFF, d_elems * 4 + 16)); /* NaN poison, and a guard past the end */
     CK(cudaMemset(ds, 0xFF, s_elems * 4 + 16));
 
-    CUtensorMap ta = tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, da, k, m, (uint64_t)k * 2, 64, 64,
-                             CU_TENSOR_MAP_SWIZZLE_128B);
+    CUtensorMap ta = tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, da, k, m, (uint64_t)k * 2, 64,
+                             plan.block_m, CU_TENSOR_MAP_SWIZZLE_128B);
     CUtensorMap tb = tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, db, k, n, (uint64_t)k * 4, 32, n,
                              CU_TENSOR_MAP_SWIZZLE_128B);
     int64_t ldd = n, split_ld = (int64_t)m * n;
@@ -446,9 +448,10 @@ static void hc_case(int m, int n, int k, int splits, bool timed) {
     char detail[512];
     int len = snprintf(detail, sizeof detail,
                        "diff tf32-rz %.2e tf32-rna %.2e exact %.2e sqr %.2e, nan %ld, guard %s, "
-                       "repeat-mismatch %d/20, ref-check %.1e [cluster %d, %d stages, grid %d, smem %zu]",
+                       "repeat-mismatch %d/20, ref-check %.1e [%d wgs, cluster %d, %d stages, grid %d, smem %zu]",
                        dz.get(), dr.get(), de.get(), dsq.get(), nan, guard_ok ? "ok" : "WRITTEN",
-                       mismatched, ref_err, plan.cluster, plan.stages, plan.grid_x, plan.smem_bytes);
+                       mismatched, ref_err, plan.math_wgs, plan.cluster, plan.stages, plan.grid_x,
+                       plan.smem_bytes);
     if (timed && g_time) {
         const double us = time_us(run);
         const double bytes = (double)m * k * 2 + (double)n * k * 4 + d_elems * 4.0 + s_elems * 4.0;
@@ -480,6 +483,10 @@ static void hc_suite() {
     hc_case(127, 8, 128, 4, false);
     hc_case(1000, 32, 4096, 1, false);
     hc_case(333, 24, 2048, 7, false);
+    hc_case(1000, 8, 1024, 2, false, 2);
+    /* the headline shape (DeepGEMM 123 us on H200) with the other warpgroup count */
+    hc_case(8192, 24, 28672, 1, true, 1);
+    if (!g_quick) hc_case(4096, 24, 28672, 1, true, 1);
 }
 
 /* ---- MQA logits ---------------------------------------------------------- */

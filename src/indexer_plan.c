@@ -13,24 +13,27 @@ static int fail(const char **why, const char *msg) {
 
 /* ---- tf32_hc_prenorm_gemm ----------------------------------------------- */
 
-#define HC_BLOCK_M 64
-#define HC_THREADS 160
-
-static size_t hc_smem(int n, int stages, int cluster) {
-    const size_t stage = 64 * 64 * 2 + 2 * (size_t)n * 128;
-    const size_t slots = (size_t)(cluster - 1) * (size_t)(n / 2 + 2) * 128 * 4;
+static size_t hc_smem(int n, int wgs, int stages, int cluster) {
+    const size_t stage = 64 * 64 * 2 * (size_t)wgs + 2 * (size_t)n * 128;
+    const size_t slots = (size_t)(cluster - 1) * (size_t)(n / 2 + 2) * 128 * (size_t)wgs * 4;
     return 1024 + (size_t)stages * stage + slots + (size_t)stages * 16;
 }
 
-int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
-                const char **why) {
+/* force_wgs: 0 = choose; 1 or 2 = that many math warpgroups (measurements) */
+static int hc_plan_with(int m, int n, int k, int num_splits, int num_sms, int force_wgs,
+                        qg_hc_plan *out, const char **why) {
     if (!out) return fail(why, "no plan to fill");
     if (m < 0) return fail(why, "m must be >= 0");
     if (n <= 0 || n > 32 || n % 8) return fail(why, "n must be 8, 16, 24 or 32");
     if (k <= 0 || k % 64) return fail(why, "k must be a positive multiple of 64");
     if (num_splits < 1) return fail(why, "num_splits must be >= 1");
     if (num_sms < 1) return fail(why, "num_sms must be >= 1");
-    const int m_blocks = m > 0 ? (m + HC_BLOCK_M - 1) / HC_BLOCK_M : 1;
+    /* Two math warpgroups (128 rows a CTA) once M can still fill the SMs
+     * through the K clusters: every CTA reads B (N x 64 fp32 a K block) from
+     * L2, so 128 rows a stage halve that traffic beside A's stream. */
+    const int wgs = force_wgs ? force_wgs : m >= 1024 ? 2 : 1;
+    const int block_m = 64 * wgs;
+    const int m_blocks = m > 0 ? (m + block_m - 1) / block_m : 1;
     const long base = (long)m_blocks * num_splits;
     const int nkb = k / 64, per_split = nkb / num_splits;
     /* Cluster: split each (m-block, split) along K over up to 8 CTAs while
@@ -47,29 +50,38 @@ int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *ou
     const size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
     int stages = 16;
     if (stages > per_cta) stages = per_cta > 2 ? per_cta : 2;
-    while (stages > 2 && hc_smem(n, stages, cluster) > budget) --stages;
-    if (hc_smem(n, stages, cluster) > QG_IDX_SMEM_MAX) return fail(why, "shared memory");
+    while (stages > 2 && hc_smem(n, wgs, stages, cluster) > budget) --stages;
+    if (hc_smem(n, wgs, stages, cluster) > QG_IDX_SMEM_MAX) return fail(why, "shared memory");
     if (ctas > 0x7fffffffL) return fail(why, "grid too large");
     out->m = m;
     out->n = n;
     out->k = k;
     out->num_splits = num_splits;
+    out->math_wgs = wgs;
+    out->block_m = block_m;
     out->cluster = cluster;
     out->stages = stages;
     out->grid_x = (int)ctas;
-    out->block_x = HC_THREADS;
-    out->smem_bytes = hc_smem(n, stages, cluster);
+    out->block_x = 128 * wgs + 32;
+    out->smem_bytes = hc_smem(n, wgs, stages, cluster);
     return 0;
+}
+
+int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
+                const char **why) {
+    return hc_plan_with(m, n, k, num_splits, num_sms, 0, out, why);
 }
 
 int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
     const int len = snprintf(buf, cap,
-                             "// qgemm hc prenorm: N %d, K %d, splits %d, cluster %d, %d stages\n"
+                             "// qgemm hc prenorm: N %d, K %d, splits %d, %d math wgs, cluster %d, "
+                             "%d stages\n"
                              "#define QG_HC_N %d\n#define QG_HC_K %d\n#define QG_HC_SPLITS %d\n"
-                             "#define QG_HC_CLUSTER %d\n#define QG_HC_STAGES %d\n"
-                             "#define QG_HC_SMEM_BYTES %zu\n#include \"qg_hc_prenorm.cuh\"\n",
-                             p->n, p->k, p->num_splits, p->cluster, p->stages, p->n, p->k,
-                             p->num_splits, p->cluster, p->stages, p->smem_bytes);
+                             "#define QG_HC_MATH_WGS %d\n#define QG_HC_CLUSTER %d\n"
+                             "#define QG_HC_STAGES %d\n#define QG_HC_SMEM_BYTES %zu\n"
+                             "#include \"qg_hc_prenorm.cuh\"\n",
+                             p->n, p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->n,
+                             p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

@@ -26,7 +26,7 @@
 /*
  * Tensor maps (cuTensorMapEncodeTiled, L2 promotion 256B, OOB fill zeros):
  *   tmap_a: BFLOAT16 (or UINT16), rank 2, dims {K, M}, strides {lda * 2},
- *           box {64, 64}, swizzle 128B
+ *           box {64, block_m}, swizzle 128B
  *   tmap_b: FLOAT32, rank 2, dims {K, N}, strides {ldb * 4}, box {32, N},
  *           swizzle 128B
  * Kernel "qg_hc_prenorm_kernel"(tmap_a, tmap_b, float *d, int64 ldd,
@@ -35,6 +35,8 @@
  */
 typedef struct {
     int m, n, k, num_splits;   /* the problem (num_splits 1 = the unsplit form) */
+    int math_wgs;              /* 1 or 2 math warpgroups: block_m = 64 * math_wgs */
+    int block_m;
     int cluster;               /* CTAs sharing one (m-block, split) along K */
     int stages;
     int grid_x, block_x;       /* grid (grid_x, 1, 1), cluster (cluster, 1, 1) */

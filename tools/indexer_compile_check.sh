@@ -48,8 +48,8 @@ int main(int argc, char **argv) {
                         return 1;
                     }
                     char name[128];
-                    snprintf(name, sizeof name, "hc_n%d_k%d_s%d_c%d_st%d", p.n, p.k, p.num_splits,
-                             p.cluster, p.stages);
+                    snprintf(name, sizeof name, "hc_n%d_k%d_s%d_w%d_c%d_st%d", p.n, p.k,
+                             p.num_splits, p.math_wgs, p.cluster, p.stages);
                     emit(dir, name, qg__hc_source(buf, sizeof buf, &p));
                 }
 #ifdef QG_IDX_MQA
