@@ -8,7 +8,8 @@
  * (kv_scale >= 0, so this equals sum_h relu(q.kv * kv_scale) * w: DeepGEMM
  * applies the scale after the head sum the same way.) q [seq_len][H][D] e4m3,
  * kv [seq_len_kv][D] e4m3, kv_scale [seq_len_kv] fp32, w [seq_len][H] fp32,
- * ks / ke [seq_len] int32; logits fp32 or bf16 with row stride ld_logits.
+ * ks / ke [seq_len] int32; weights rows ld_weights apart, logits fp32 or
+ * bf16 rows ld_logits apart.
  *   QG_MQA_COMPRESSED 0: logits[i][j], j in [0, seq_len_kv); with
  *                     QG_MQA_CLEAN every other j of row i is -inf (DeepGEMM's
  *                     clean_logits), without it only [ks, ke) is defined
@@ -153,7 +154,8 @@ extern "C" __global__ void __launch_bounds__(QG_MQA_THREADS, 1)
 qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                      const __grid_constant__ qg_tensor_map tmap_kv,
                      const __grid_constant__ qg_tensor_map tmap_scale,
-                     const float *__restrict__ weights, const int *__restrict__ ks,
+                     const float *__restrict__ weights, int64_t ld_weights,
+                     const int *__restrict__ ks,
                      const int *__restrict__ ke, qg_logit_t *__restrict__ logits,
                      int64_t ld_logits, int seq_len, int seq_len_kv) {
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
@@ -256,7 +258,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         for (int qb = blockIdx.x; qb < num_q_blocks; qb += gridDim.x) {
             int lo, hi;
             qg_mqa_range(ks, ke, qb, seq_len, seq_len_kv, lo, hi);
-            /* weights of this lane's columns 8j + 2t + e: w[qb*128 + column] */
+            /* weights of this lane's columns c = 8j + 2t + e: query c / H, head c % H */
             float w[32];
 #pragma unroll
             for (int j = 0; j < 16; ++j) {
@@ -264,7 +266,9 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 for (int e = 0; e < 2; ++e) {
                     const int c = 8 * j + 2 * t + e;
                     const int q = qb * QG_MQA_BLOCK_Q + c / QG_MQA_H;
-                    w[2 * j + e] = q < seq_len ? __ldg(weights + (int64_t)qb * 128 + c) : 0.0f;
+                    w[2 * j + e] = q < seq_len
+                                       ? __ldg(weights + (int64_t)q * ld_weights + c % QG_MQA_H)
+                                       : 0.0f;
                 }
             }
             const int my_row = qb * QG_MQA_BLOCK_Q + my_q;

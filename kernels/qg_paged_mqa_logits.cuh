@@ -235,7 +235,8 @@ extern "C" __global__ void __launch_bounds__(QG_PMQA_THREADS, 1)
 qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                            const __grid_constant__ qg_tensor_map tmap_kv,
                            const __grid_constant__ qg_tensor_map tmap_sc,
-                           const float *__restrict__ weights, const int *__restrict__ context_lens,
+                           const float *__restrict__ weights, int64_t ld_weights,
+                           const int *__restrict__ context_lens,
                            const int *__restrict__ block_table, int64_t block_table_ld,
                            const int *__restrict__ schedule, qg_plogit_t *__restrict__ logits,
                            int64_t ld_logits, int batch, int max_context_len) {
@@ -338,12 +339,17 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
                 seg_b = wk.b;
                 ++g;
-                /* weights of this lane's columns 8j + 2t + e: w[b * N + column] */
+                /* weights of this lane's columns c = 8j + 2t + e: row
+                 * b * NEXT_N + c / H, head c % H */
 #pragma unroll
-                for (int j = 0; j < QG_PMQA_N / 8; ++j) {
-                    w[2 * j] = __ldg(weights + (int64_t)seg_b * QG_PMQA_N + 8 * j + 2 * t);
-                    w[2 * j + 1] = __ldg(weights + (int64_t)seg_b * QG_PMQA_N + 8 * j + 2 * t + 1);
-                }
+                for (int j = 0; j < QG_PMQA_N / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int c = 8 * j + 2 * t + e;
+                        w[2 * j + e] = __ldg(weights +
+                                             (int64_t)(seg_b * QG_PMQA_NEXT_N + c / QG_PMQA_H) * ld_weights +
+                                             c % QG_PMQA_H);
+                    }
                 my_ctx = qg_pmqa_ctx(context_lens, seg_b, my_n, max_context_len);
                 out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits;
                 qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);

@@ -532,7 +532,7 @@ struct MqaStats {
  * checked are 5e-6 .. 1e-3 on calc_diff); the head sum, scale and weights
  * are fp64. */
 __global__ void mqa_ref_kernel(const float *qq, const float *qu, const float *kvq_t,
-                               const float *kvu_t, const float *kv_scale, const float *w,
+                               const float *kvu_t, const float *kv_scale, const float *w, int64_t ld_w,
                                const int *ks, const int *ke, const int *rows, const void *out,
                                int64_t ld, int bf16, int compressed, int clean, int seq_len_kv,
                                int H, int D, int cols, MqaStats *st) {
@@ -566,8 +566,8 @@ __global__ void mqa_ref_kernel(const float *qq, const float *qu, const float *kv
                     du = fmaf(su[h * D + d], kvu_t[(size_t)d * seq_len_kv + j], du);
                 }
                 const double dqs = (double)dq * kv_scale[j];
-                rq += (dqs > 0 ? dqs : 0) * (double)w[(size_t)i * H + h];
-                ru += (du > 0 ? (double)du : 0) * (double)w[(size_t)i * H + h];
+                rq += (dqs > 0 ? dqs : 0) * (double)w[(size_t)i * ld_w + h];
+                ru += (du > 0 ? (double)du : 0) * (double)w[(size_t)i * ld_w + h];
             }
             const float x = read((int64_t)i * ld + (compressed ? j - ks[i] : j));
             if (x != x) ++nan;
@@ -658,7 +658,8 @@ static void mqa_case(int seq_len, int seq_len_kv, int H, int D, bool bf16, bool 
     /* inputs as DeepGEMM's test makes them: q ~ N(0,1) cast to e4m3; kv ~ N(0,1)
      * scaled per row by amax / 448; weights ~ N(0,1) */
     const size_t nq = (size_t)seq_len * H * D, nkv = (size_t)seq_len_kv * D;
-    std::vector<float> qf(nq), kvf(nkv), sc(seq_len_kv), w((size_t)seq_len * H);
+    const int64_t ld_w = seq_len % 2 ? H + 4 : H; /* odd cases: padded weight rows */
+    std::vector<float> qf(nq), kvf(nkv), sc(seq_len_kv), w((size_t)seq_len * ld_w);
     std::vector<uint8_t> q8(nq), kv8(nkv);
     for (size_t x = 0; x < nq; ++x) {
         qf[x] = bf2f(f2bf(rnd_normal()));
@@ -743,7 +744,8 @@ static void mqa_case(int seq_len, int seq_len_kv, int H, int D, bool bf16, bool 
                               plan.block_kv, swz);
     CUtensorMap tsc = tmap_1d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, d_sc, seq_len_kv, plan.block_kv);
     int a_sl = seq_len, a_skv = seq_len_kv;
-    void *args[] = {&tq, &tkv, &tsc, &d_w, &d_ks, &d_ke, &d_out, &ld, &a_sl, &a_skv};
+    int64_t a_ld_w = ld_w;
+    void *args[] = {&tq, &tkv, &tsc, &d_w, &a_ld_w, &d_ks, &d_ke, &d_out, &ld, &a_sl, &a_skv};
     auto run = [&] { launch(fn, plan.grid_x, plan.block_x, 1, plan.smem_bytes, args); };
     run();
     CK(cudaDeviceSynchronize());
@@ -786,7 +788,7 @@ static void mqa_case(int seq_len, int seq_len_kv, int H, int D, bool bf16, bool 
     const int ref_smem = 2 * H * D * 4;
     CK(cudaFuncSetAttribute(mqa_ref_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ref_smem));
     dim3 rg((seq_len_kv + 127) / 128 > 0 ? (seq_len_kv + 127) / 128 : 1, (unsigned)rows.size());
-    mqa_ref_kernel<<<rg, 128, ref_smem>>>(d_qq, d_qf, d_kvq_t, d_kvu_t, d_sc, d_w, d_ks, d_ke,
+    mqa_ref_kernel<<<rg, 128, ref_smem>>>(d_qq, d_qf, d_kvq_t, d_kvu_t, d_sc, d_w, ld_w, d_ks, d_ke,
                                           d_rows, d_out, ld, bf16, compressed, clean, seq_len_kv,
                                           H, D, cols, d_st);
     CK(cudaGetLastError());
@@ -896,7 +898,7 @@ __global__ void pmqa_gen_cache(uint8_t *cache, long long rows, int D, int64_t bl
 /* one block: logits row rows[blockIdx.y], keys blockIdx.x * 128 + threadIdx.x;
  * same arithmetic rules as mqa_ref_kernel */
 __global__ void pmqa_ref_kernel(const uint8_t *q8, uint64_t q_seed, const uint8_t *cache,
-                                int64_t block_stride, uint64_t kv_seed, const float *w,
+                                int64_t block_stride, uint64_t kv_seed, const float *w, int64_t ld_w,
                                 const int *ctx, const int *bt, int64_t bt_ld, const int *rows,
                                 const void *out, int64_t ld, int bf16, int clean, int next_n, int H,
                                 int D, int max_len, MqaStats *st) {
@@ -929,8 +931,8 @@ __global__ void pmqa_ref_kernel(const uint8_t *q8, uint64_t q_seed, const uint8_
                     du = fmaf(su[h * D + d], dnormal(ukey + d), du);
                 }
                 const double dqs = (double)dq * sc;
-                rq += (dqs > 0 ? dqs : 0) * (double)w[(size_t)r * H + h];
-                ru += (du > 0 ? (double)du : 0) * (double)w[(size_t)r * H + h];
+                rq += (dqs > 0 ? dqs : 0) * (double)w[(size_t)r * ld_w + h];
+                ru += (du > 0 ? (double)du : 0) * (double)w[(size_t)r * ld_w + h];
             }
             if (x != x) ++nan;
             else {
@@ -1002,7 +1004,8 @@ static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean
     for (long long i = total_blocks - 1; i > 0; --i) std::swap(perm[i], perm[rnd_u64() % (i + 1)]);
     const int64_t bt_ld = max_blocks, block_stride = 64 * (D + 4);
     const int rows_total = batch * next_n;
-    std::vector<float> w((size_t)rows_total * H);
+    const int64_t ld_w = batch % 2 ? H + 4 : H; /* odd batches: padded weight rows */
+    std::vector<float> w((size_t)rows_total * ld_w);
     for (auto &x : w) x = rnd_normal();
     const uint64_t q_seed = rnd_u64(), kv_seed = rnd_u64();
     const int esz = bf16 ? 2 : 4;
@@ -1053,9 +1056,9 @@ static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean
                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
     }
     int a_batch = batch, a_nn = next_n, a_max = max_len, a_ctas = plan.grid_x;
-    int64_t a_bt_ld = bt_ld, a_ld = ld;
+    int64_t a_bt_ld = bt_ld, a_ld = ld, a_ld_w = ld_w;
     void *sargs[] = {&d_ctx, &a_batch, &a_nn, &a_max, &a_ctas, &d_sched};
-    void *largs[] = {&tq, &tkv, &tsc, &d_w, &d_ctx, &d_bt, &a_bt_ld, &d_sched, &d_out, &a_ld,
+    void *largs[] = {&tq, &tkv, &tsc, &d_w, &a_ld_w, &d_ctx, &d_bt, &a_bt_ld, &d_sched, &d_out, &a_ld,
                      &a_batch, &a_max};
     cudaStream_t stream;
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -1085,7 +1088,7 @@ static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean
         const int ref_smem = 2 * H * D * 4;
         CK(cudaFuncSetAttribute(pmqa_ref_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ref_smem));
         dim3 rg((max_len + 127) / 128, (unsigned)rows.size());
-        pmqa_ref_kernel<<<rg, 128, ref_smem>>>(d_q8, q_seed, d_cache, block_stride, kv_seed, d_w,
+        pmqa_ref_kernel<<<rg, 128, ref_smem>>>(d_q8, q_seed, d_cache, block_stride, kv_seed, d_w, ld_w,
                                                d_ctx, d_bt, bt_ld, d_rows, d_out, ld, bf16, clean,
                                                next_n, H, D, max_len, d_st);
         CK(cudaGetLastError());

@@ -58,7 +58,7 @@ int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *plan);
  *            {D, block_kv}, swizzle D bytes
  *   tmap_kv_scale: FLOAT32, rank 1, dims {seq_len_kv}, box {block_kv}, no swizzle
  * Kernel "qg_mqa_logits_kernel"(tmap_q, tmap_kv, tmap_kv_scale,
- *   const float *weights (ld H), const int *ks, const int *ke, void *logits,
+ *   const float *weights, int64 ld_weights, const int *ks, const int *ke, void *logits,
  *   int64 ld_logits (elements), int seq_len, int seq_len_kv).
  * logits rows need 16-byte alignment (ld_logits * elem_size % 16 == 0).
  */
@@ -94,7 +94,7 @@ int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *plan);
  *   int next_n, int max_context_len, int num_ctas, int *schedule) with grid 1,
  *   block 1024 (schedule: (num_ctas + 1) x 2 int32, the plan's grid_x as
  *   num_ctas), then "qg_paged_mqa_logits_kernel"(tmap_q, tmap_kv, tmap_sc,
- *   const float *weights, const int *context_lens [batch][next_n],
+ *   const float *weights, int64 ld_weights, const int *context_lens [batch][next_n],
  *   const int *block_table, int64 block_table_ld, const int *schedule,
  *   void *logits, int64 ld_logits, int batch, int max_context_len). Both read
  *   device data only: the pair captures in a CUDA graph.
