@@ -425,6 +425,169 @@ QG_DEVICE uint32_t qg_cvt_e4m3x2(float lo, float hi) {
     uint16_t packed;
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(packed) : "f"(hi), "f"(lo));
     return packed;
+
+/* ---- indexer and HC kernels (qg_hc_prenorm.cuh, qg_mqa_logits.cuh) ------ */
+
+/*
+ * D(64 x QG_TF32_N, f32) (+)= A(64 x 8, tf32, registers) * B(QG_TF32_N x 8,
+ * tf32, shared memory)^T (9.7.15.5: wgmma with A in registers; .tf32 takes
+ * K-major operands only, so no transpose immediates). A fragment of lane l of
+ * warp w of the warpgroup (9.7.15.5.1, "m64nNk8 A"): a[0] (row 16w + l/4,
+ * k l%4), a[1] (row + 8, k l%4), a[2] (row, k l%4 + 4), a[3] (row + 8,
+ * k l%4 + 4), each an fp32 bit pattern whose low 13 bits the tensor core
+ * ignores. The kernel defines QG_TF32_N and the operand list macros
+ * QG_TF32_ACC_LIST / QG_TF32_ACC_ARGS(d) / QG_TF32_OP_A0 (first of the four
+ * A operands, then desc_b low word, scale-d, the descriptor's high word).
+ */
+#ifdef QG_TF32_N
+QG_DEVICE void qg_wgmma_m64k8_tf32_rs(float (&d)[QG_TF32_N / 2], uint32_t a0, uint32_t a1,
+                                      uint32_t a2, uint32_t a3, uint32_t desc_b_lo, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_b;\n"
+                 "mov.b64 desc_b, {%" QG_STR(QG_TF32_OP_B) ", %" QG_STR(QG_TF32_OP_HI) "};\n"
+                 "setp.ne.b32 accumulate, %" QG_STR(QG_TF32_OP_SCALE_D) ", 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n" QG_STR(QG_TF32_N) "k8.f32.tf32.tf32 "
+                 QG_TF32_ACC_LIST ", {%" QG_STR(QG_TF32_OP_A0) ", %" QG_STR(QG_TF32_OP_A1)
+                 ", %" QG_STR(QG_TF32_OP_A2) ", %" QG_STR(QG_TF32_OP_A3) "}, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : QG_TF32_ACC_ARGS(d)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(desc_b_lo), "r"(scale_d),
+                   "r"(QG_WGMMA_DESC_SW128_HI));
+}
+#endif
+
+/* A 16-bit value from shared memory (ld.shared.u16: 9.7.9.8). */
+QG_DEVICE uint32_t qg_ld_shared_u16(uint32_t addr) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+    return v;
+}
+
+/* A float to the shared memory of a CTA of the cluster, at a shared::cluster
+ * address from qg_map_cluster (st.shared::cluster: 9.7.9.9). Ordered before
+ * the partner's reads by a cluster barrier (qg_cluster_sync). */
+QG_DEVICE void qg_st_shared_cluster_f32(uint32_t addr, float v) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+
+/* Global -> shared bulk copy of `bytes` (a multiple of 16, both addresses
+ * 16-byte aligned) completing `bar` (cp.async.bulk, non-tensor: 9.7.9.25.4). */
+QG_DEVICE void qg_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)src), "r"(bytes), "r"(qg_smem_addr(bar))
+                 : "memory");
+}
+
+/* 16 bytes to global memory, streaming (st.global.cs.v4: 9.7.9.9; the
+ * logits are written once and not read back by this kernel). */
+QG_DEVICE void qg_st_global_cs_v4(void *ptr, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+    asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};"
+                 ::"l"((uint64_t)ptr), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+
+/* Global -> shared, rank-1 tensor map (the box's bytes complete `bar`;
+ * out-of-bounds elements are zero-filled). */
+QG_DEVICE void qg_tma_load_1d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0) {
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3}], [%2];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)), "r"(c0)
+                 : "memory");
+}
+
+/*
+ * Matrix-descriptor high words (9.7.15.5.1) for K-major tiles whose rows are
+ * 32, 64 or 128 bytes, stored with the swizzle of the same width: bits
+ * 32-45 the stride byte offset (8 rows) >> 4, bits 62-63 the swizzle mode
+ * (1: 128B, 2: 64B, 3: 32B). Tile bases aligned to 8 rows' bytes.
+ */
+#define QG_WGMMA_DESC_SW64_HI 0x80000020u
+#define QG_WGMMA_DESC_SW32_HI 0xC0000010u
+
+/*
+ * D(64 x 128, f32) (+)= A(64 x 32, e4m3) * B(128 x 32, e4m3)^T, both from
+ * shared memory, with the descriptors' common high word as an operand (so
+ * one wrapper serves the 32-, 64- and 128-byte swizzles). The MQA logits
+ * kernel's shape: 64 keys x (block_q x heads = 128) columns.
+ */
+QG_DEVICE void qg_wgmma_m64n128k32_e4m3_ss(float (&d)[64], uint32_t desc_a_lo, uint32_t desc_b_lo,
+                                          uint32_t desc_hi, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%64, %66};\n"
+                 "mov.b64 desc_b, {%65, %66};\n"
+                 "setp.ne.b32 accumulate, %67, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "desc_a, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+                   "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+                   "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+                   "+f"(d[63])
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(desc_hi), "r"(scale_d));
+}
+
+/* The same as qg_wgmma_m64n128k32_e4m3_ss for N = 32 (the paged MQA
+ * kernel's next_n x heads columns). */
+QG_DEVICE void qg_wgmma_m64n32k32_e4m3_ss(float (&d)[16], uint32_t desc_a_lo, uint32_t desc_b_lo,
+                                        uint32_t desc_hi, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%16, %18};\n"
+                 "mov.b64 desc_b, {%17, %18};\n"
+                 "setp.ne.b32 accumulate, %19, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+                 "desc_a, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15])
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(desc_hi), "r"(scale_d));
+}
+
+/* The same as qg_wgmma_m64n128k32_e4m3_ss for N = 64 (the paged MQA
+ * kernel's next_n x heads columns). */
+QG_DEVICE void qg_wgmma_m64n64k32_e4m3_ss(float (&d)[32], uint32_t desc_a_lo, uint32_t desc_b_lo,
+                                        uint32_t desc_hi, int scale_d) {
+    asm volatile("{\n"
+                 ".reg .pred accumulate;\n"
+                 ".reg .b64 desc_a, desc_b;\n"
+                 "mov.b64 desc_a, {%32, %34};\n"
+                 "mov.b64 desc_b, {%33, %34};\n"
+                 "setp.ne.b32 accumulate, %35, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "desc_a, desc_b, accumulate, 1, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(desc_a_lo), "r"(desc_b_lo), "r"(desc_hi), "r"(scale_d));
+}
+
+/* Global -> shared, rank-3 tensor map (coordinates inner first). */
+QG_DEVICE void qg_tma_load_3d(void *dst, const qg_tensor_map *map, uint64_t *bar, int32_t c0,
+                              int32_t c1, int32_t c2) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)), "r"(c0),
+                 "r"(c1), "r"(c2) : "memory");
 }
 
 #endif /* QG_PTX_CUH */

@@ -1,0 +1,346 @@
+/*
+ * qg_hc_prenorm.cuh -- the HyperConnection pre-norm GEMM (DeepGEMM's
+ * tf32_hc_prenorm_gemm) for sm_90a.
+ *
+ *   d[s][m][j]  = sum_{k in split s} a[m][k] * b[j][k]      (TF32 products, FP32 sums)
+ *   sqr[s][m]   = sum_{k in split s} a[m][k]^2              (FP32, exact squares)
+ *
+ * a [M][K] bf16 (K contiguous), b [N][K] fp32 (K contiguous), d fp32 [S][M][N]
+ * (row stride ldd, split stride d_split_ld), sqr fp32 [S][M] (split stride M);
+ * S = QG_HC_SPLITS (1: d is [M][N], sqr [M]). Split s covers the 64-wide K
+ * blocks [s*q + min(s, r), ...) of count q + (s < r), q = nkb / S, r = nkb % S,
+ * as DeepGEMM splits them (a split with no K block writes zeros).
+ *
+ * The JIT defines, before including this file:
+ *   QG_HC_N          N: 8, 16, 24 or 32 (the wgmma N and the B box rows)
+ *   QG_HC_K          K, a multiple of 64
+ *   QG_HC_SPLITS     S >= 1
+ *   QG_HC_CLUSTER    C in {1, 2, 4, 8}: the CTAs of one cluster share one
+ *                    (m-block, split) and each sums a contiguous part of its
+ *                    K blocks (same rule as the splits); CTA rank r > 0 writes
+ *                    its sums into slot r - 1 of rank 0's shared memory
+ *                    (st.shared::cluster), a cluster barrier orders them, and
+ *                    rank 0 adds the slots in rank order and stores: the sum's
+ *                    order never depends on timing (bitwise reproducible)
+ *   QG_HC_STAGES     pipeline depth
+ *   QG_HC_MATH_WGS   1 or 2 math warpgroups (block_m 64 or 128): with two, the
+ *                    N x 64 fp32 B stage (read from L2 by every CTA) serves
+ *                    128 rows of A, halving B's share of the L2 traffic
+ *   QG_HC_SMEM_BYTES the host's shared-memory plan (checked below)
+ * M arrives at run time; grid.x = C * ceil(M / block_m) * S (cluster dims C x 1 x 1),
+ * 128 * QG_HC_MATH_WGS + 32 threads: the math warpgroups (64 rows each) and one
+ * producer warp.
+ *
+ * Why this shape: the product is memory-bound (N <= 32: ~2*N flops per A
+ * element against 2 bytes), so the kernel only has to stream A once at HBM
+ * speed with enough bytes in flight; B (N x 64 fp32 per K block) comes from
+ * L2. The tensor cores take TF32 with A in registers: the math threads read
+ * their A fragment from the swizzled bf16 stage (16-bit loads: lane t of a
+ * quad needs elements t and t + 4 of each 8-wide K group, 9.7.15.5.1),
+ * widen it to fp32 (a shift: bf16 is the high half of an fp32, exact, so A
+ * loses nothing to TF32) and square-sum it on the way.
+ *
+ * Pipeline invariants: stage s and phase advance together, once per K
+ * block, identically in producer and consumers. full[s]: one producer
+ * arrival + the stage's bytes (A block_m x 64 bf16 + two B boxes of N x 32
+ * fp32). empty[s]: one arrival per math thread, each after the wgmma that
+ * read stage s has completed (wait_group 0 of the next K block, or of the
+ * last). The A
+ * fragments are double-buffered in registers (frag[2]): K block i's loads go
+ * into frag[i & 1] while K block i-1's wgmmas (reading frag[(i-1) & 1]) run.
+ */
+#ifndef QG_HC_PRENORM_CUH
+#define QG_HC_PRENORM_CUH
+
+/* qg_ptx.cuh's FP8 wgmma wrapper needs an N; this kernel does not use it. */
+#ifndef QG_WGMMA_N
+#define QG_WGMMA_N 8
+#define QG_WGMMA_OP_DESC_A 4
+#define QG_WGMMA_OP_DESC_B 5
+#define QG_WGMMA_OP_SCALE_D 6
+#define QG_WGMMA_OP_DESC_HI 7
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#endif
+
+/* The TF32 wgmma's operand list for N = QG_HC_N (qg_wgmma_m64k8_tf32_rs). */
+#define QG_TF32_N QG_HC_N
+#if QG_HC_N == 8
+#define QG_TF32_ACC_LIST "{%0, %1, %2, %3}"
+#define QG_TF32_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define QG_TF32_OP_A0 4
+#define QG_TF32_OP_A1 5
+#define QG_TF32_OP_A2 6
+#define QG_TF32_OP_A3 7
+#define QG_TF32_OP_B 8
+#define QG_TF32_OP_SCALE_D 9
+#define QG_TF32_OP_HI 10
+#elif QG_HC_N == 16
+#define QG_TF32_ACC_LIST "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define QG_TF32_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), \
+    "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define QG_TF32_OP_A0 8
+#define QG_TF32_OP_A1 9
+#define QG_TF32_OP_A2 10
+#define QG_TF32_OP_A3 11
+#define QG_TF32_OP_B 12
+#define QG_TF32_OP_SCALE_D 13
+#define QG_TF32_OP_HI 14
+#elif QG_HC_N == 24
+#define QG_TF32_ACC_LIST "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}"
+#define QG_TF32_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), \
+    "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), \
+    "+f"(d[10]), "+f"(d[11])
+#define QG_TF32_OP_A0 12
+#define QG_TF32_OP_A1 13
+#define QG_TF32_OP_A2 14
+#define QG_TF32_OP_A3 15
+#define QG_TF32_OP_B 16
+#define QG_TF32_OP_SCALE_D 17
+#define QG_TF32_OP_HI 18
+#elif QG_HC_N == 32
+#define QG_TF32_ACC_LIST "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define QG_TF32_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), \
+    "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), \
+    "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define QG_TF32_OP_A0 16
+#define QG_TF32_OP_A1 17
+#define QG_TF32_OP_A2 18
+#define QG_TF32_OP_A3 19
+#define QG_TF32_OP_B 20
+#define QG_TF32_OP_SCALE_D 21
+#define QG_TF32_OP_HI 22
+#else
+#error "QG_HC_N must be 8, 16, 24 or 32"
+#endif
+
+#include "qg_ptx.cuh"
+
+static_assert(QG_HC_K % 64 == 0 && QG_HC_K > 0, "K a multiple of 64");
+static_assert(QG_HC_SPLITS >= 1, "splits");
+static_assert(QG_HC_CLUSTER == 1 || QG_HC_CLUSTER == 2 || QG_HC_CLUSTER == 4 ||
+                  QG_HC_CLUSTER == 8, "cluster of 1, 2, 4 or 8 CTAs");
+
+#ifndef QG_HC_MATH_WGS
+#define QG_HC_MATH_WGS 1
+#endif
+static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpgroups");
+#define QG_HC_BLOCK_M (64 * QG_HC_MATH_WGS)
+#define QG_HC_MATH_THREADS (128 * QG_HC_MATH_WGS)
+#define QG_HC_PRODUCER_WARP (4 * QG_HC_MATH_WGS)
+#define QG_HC_BLOCK_K 64
+#define QG_HC_NKB (QG_HC_K / QG_HC_BLOCK_K)
+#define QG_HC_ACC (QG_HC_N / 2)
+#define QG_HC_THREADS (QG_HC_MATH_THREADS + 32) /* math warpgroups + 1 producer warp */
+#define QG_HC_SMEM_A (QG_HC_BLOCK_M * QG_HC_BLOCK_K * 2) /* rows of 128 bytes */
+#define QG_HC_SMEM_BHALF (QG_HC_N * 128)                 /* N rows x 32 fp32: 1024-aligned */
+#define QG_HC_SMEM_B (2 * QG_HC_SMEM_BHALF)
+/* Partner slots in rank 0: per partner, (ACC + 2) floats per math thread,
+ * stored [value][thread] (a warp's 32 stores hit 32 banks). */
+#define QG_HC_SLOT_FLOATS ((QG_HC_ACC + 2) * QG_HC_MATH_THREADS)
+#define QG_HC_SMEM_SLOTS ((QG_HC_CLUSTER - 1) * QG_HC_SLOT_FLOATS * 4)
+#define QG_HC_SMEM_PLAN                                                                  \
+    (1024 /* alignment slack */ + QG_HC_STAGES * (QG_HC_SMEM_A + QG_HC_SMEM_B) +          \
+     QG_HC_SMEM_SLOTS + QG_HC_STAGES * 2 * 8)
+static_assert(QG_HC_SMEM_PLAN == QG_HC_SMEM_BYTES, "host and kernel shared-memory plans differ");
+static_assert(QG_HC_SMEM_BYTES <= 232448, "shared memory");
+#define QG_HC_STAGE_BYTES (QG_HC_SMEM_A + QG_HC_SMEM_B)
+
+/* The [first, first + count) share of `total` items for part `i` of `parts`
+ * (DeepGEMM's split rule: the first total % parts parts take one more). */
+QG_DEVICE void qg_hc_share(int total, int parts, int i, int &first, int &count) {
+    const int q = total / parts, r = total % parts;
+    first = i * q + (i < r ? i : r);
+    count = q + (i < r ? 1 : 0);
+}
+
+/* Load K block's A fragments (8 wgmmas x 4 registers) from the swizzled
+ * stage and add their squares. Row r's 16-byte chunk c lies at
+ * r * 128 + ((c ^ (r & 7)) << 4) (128-byte swizzle); rows r0 = 16w + l/4
+ * and r0 + 8 share (r & 7), so one XOR serves both. */
+QG_DEVICE void qg_hc_load_frag(uint32_t (&f)[32], uint32_t a_stage, uint32_t row0, uint32_t t,
+                               float &sq0, float &sq1) {
+    const uint32_t base0 = a_stage + row0 * 128 + t * 2;
+    const uint32_t base1 = base0 + 8 * 128;
+    const uint32_t sw = row0 & 7;
+#pragma unroll
+    for (uint32_t i = 0; i < 8; ++i) {
+        const uint32_t off = ((i ^ sw) << 4);
+        f[4 * i + 0] = qg_ld_shared_u16(base0 + off) << 16;
+        f[4 * i + 1] = qg_ld_shared_u16(base1 + off) << 16;
+        f[4 * i + 2] = qg_ld_shared_u16(base0 + off + 8) << 16;
+        f[4 * i + 3] = qg_ld_shared_u16(base1 + off + 8) << 16;
+        const float x0 = __uint_as_float(f[4 * i + 0]), x2 = __uint_as_float(f[4 * i + 2]);
+        const float x1 = __uint_as_float(f[4 * i + 1]), x3 = __uint_as_float(f[4 * i + 3]);
+        sq0 = fmaf(x0, x0, sq0);
+        sq0 = fmaf(x2, x2, sq0);
+        sq1 = fmaf(x1, x1, sq1);
+        sq1 = fmaf(x3, x3, sq1);
+    }
+}
+
+/* The 8 wgmmas of one K block: wgmma i takes K [8i, 8i + 8), which is 32
+ * bytes into B half i / 4 (rows of 128 bytes, 128-byte swizzle: the same
+ * descriptor rule as the FP8 tiles, qg_wgmma_desc_sw128_lo). */
+QG_DEVICE void qg_hc_issue(float (&acc)[QG_HC_ACC], const uint32_t (&f)[32], uint32_t b_desc_lo,
+                           int scale_first) {
+#pragma unroll
+    for (uint32_t i = 0; i < 8; ++i) {
+        const uint32_t desc = b_desc_lo + ((i / 4) * QG_HC_SMEM_BHALF >> 4) + ((i % 4) * 32 >> 4);
+        qg_wgmma_m64k8_tf32_rs(acc, f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3], desc,
+                               i == 0 ? scale_first : 1);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, 1)
+qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x block_m, SW128 */
+                     const __grid_constant__ qg_tensor_map tmap_b, /* fp32 K x N, box 32 x N, SW128 */
+                     float *__restrict__ d, int64_t ldd, int64_t d_split_ld,
+                     float *__restrict__ sqr, int shape_m) {
+    extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
+    unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
+    unsigned char *smem_a = smem;
+    unsigned char *smem_b = smem_a + QG_HC_STAGES * QG_HC_SMEM_A;
+    float *slots = (float *)(smem_b + QG_HC_STAGES * QG_HC_SMEM_B);
+    uint64_t *full = (uint64_t *)((unsigned char *)slots + QG_HC_SMEM_SLOTS);
+    uint64_t *empty = full + QG_HC_STAGES;
+
+    const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int rank = (int)(blockIdx.x % QG_HC_CLUSTER);
+    const int m_blocks = (shape_m + QG_HC_BLOCK_M - 1) / QG_HC_BLOCK_M;
+    const int mb = (int)(blockIdx.x / QG_HC_CLUSTER) % m_blocks;
+    const int split = (int)(blockIdx.x / QG_HC_CLUSTER) / m_blocks;
+    int split_first, split_count, kb_first, kb_count;
+    qg_hc_share(QG_HC_NKB, QG_HC_SPLITS, split, split_first, split_count);
+    qg_hc_share(split_count, QG_HC_CLUSTER, rank, kb_first, kb_count);
+    kb_first += split_first;
+
+    if (warp == QG_HC_PRODUCER_WARP && qg_elect_one()) {
+        qg_tma_prefetch_descriptor(&tmap_a);
+        qg_tma_prefetch_descriptor(&tmap_b);
+        for (int s = 0; s < QG_HC_STAGES; ++s) {
+            qg_mbarrier_init(&full[s], 1);
+            qg_mbarrier_init(&empty[s], QG_HC_MATH_THREADS);
+        }
+        qg_fence_mbarrier_init();
+    }
+    /* Every CTA of the cluster has started (and its barriers are live)
+     * before any partner writes into it. */
+    if (QG_HC_CLUSTER > 1)
+        qg_cluster_sync();
+    else
+        __syncthreads();
+    qg_grid_dependency_wait();
+
+    float acc[QG_HC_ACC];
+#pragma unroll
+    for (int j = 0; j < QG_HC_ACC; ++j) acc[j] = 0.0f;
+    float sq0 = 0.0f, sq1 = 0.0f;
+
+    if (warp == QG_HC_PRODUCER_WARP) {
+        /* ---- producer: one elected lane issues the TMA loads ---- */
+        if (qg_elect_one()) {
+            int s = 0;
+            uint32_t phase = 0;
+            for (int i = 0; i < kb_count; ++i) {
+                qg_mbarrier_wait(&empty[s], phase ^ 1);
+                const int k = (kb_first + i) * QG_HC_BLOCK_K;
+                qg_mbarrier_arrive_expect_tx(&full[s], QG_HC_STAGE_BYTES);
+                qg_tma_load_2d(smem_a + s * QG_HC_SMEM_A, &tmap_a, &full[s], k,
+                               mb * QG_HC_BLOCK_M);
+                unsigned char *bs = smem_b + s * QG_HC_SMEM_B;
+                qg_tma_load_2d(bs, &tmap_b, &full[s], k, 0);
+                qg_tma_load_2d(bs + QG_HC_SMEM_BHALF, &tmap_b, &full[s], k + 32, 0);
+                if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
+            }
+        }
+        __syncwarp();
+    } else {
+        /* ---- math warpgroup ---- */
+        const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4; /* warp 4..7: rows 64.. */
+        const uint32_t a0 = qg_smem_addr(smem_a);
+        const uint32_t b_lo0 = qg_wgmma_desc_sw128_lo(smem_b);
+        uint32_t frag[2][32];
+        int s = 0;
+        uint32_t phase = 0;
+        int prev_s = 0;
+        /* Two K blocks per iteration so that each register set is named
+         * statically (ptxas keeps a set live until its wgmma completes). */
+        for (int i = 0; i < kb_count; i += 2) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                if (i + h < kb_count) {
+                    qg_mbarrier_wait(&full[s], phase);
+                    qg_hc_load_frag(frag[h], a0 + s * QG_HC_SMEM_A, row0, t, sq0, sq1);
+                    /* K block i+h-1's wgmmas are done: release its stage. */
+                    qg_wgmma_wait0();
+                    if (i + h > 0) qg_mbarrier_arrive(&empty[prev_s]);
+#pragma unroll
+                    for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(acc[j]);
+                    qg_wgmma_fence();
+                    qg_hc_issue(acc, frag[h], b_lo0 + (s * QG_HC_SMEM_B >> 4), 1);
+                    qg_wgmma_commit();
+#pragma unroll
+                    for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(acc[j]);
+                    prev_s = s;
+                    if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
+                }
+            }
+        }
+        qg_wgmma_wait0();
+#pragma unroll
+        for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(acc[j]);
+        if (kb_count > 0) qg_mbarrier_arrive(&empty[prev_s]);
+        /* The quad's four lanes hold disjoint K columns of rows r0, r0 + 8. */
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 2);
+    }
+
+#if QG_HC_CLUSTER > 1
+    /* ---- cluster reduction: partners write, rank 0 adds in rank order ---- */
+    if (rank > 0 && warp < QG_HC_PRODUCER_WARP) {
+        const uint32_t slot = qg_map_cluster(slots + (rank - 1) * QG_HC_SLOT_FLOATS, 0) +
+                              threadIdx.x * 4;
+#pragma unroll
+        for (int j = 0; j < QG_HC_ACC; ++j)
+            qg_st_shared_cluster_f32(slot + j * QG_HC_MATH_THREADS * 4, acc[j]);
+        qg_st_shared_cluster_f32(slot + QG_HC_ACC * QG_HC_MATH_THREADS * 4, sq0);
+        qg_st_shared_cluster_f32(slot + (QG_HC_ACC + 1) * QG_HC_MATH_THREADS * 4, sq1);
+    }
+    qg_cluster_sync();
+    if (rank > 0) return;
+    if (warp < QG_HC_PRODUCER_WARP) {
+        for (int r = 0; r < QG_HC_CLUSTER - 1; ++r) {
+            const float *sl = slots + r * QG_HC_SLOT_FLOATS + threadIdx.x;
+#pragma unroll
+            for (int j = 0; j < QG_HC_ACC; ++j) acc[j] += sl[j * QG_HC_MATH_THREADS];
+            sq0 += sl[QG_HC_ACC * QG_HC_MATH_THREADS];
+            sq1 += sl[(QG_HC_ACC + 1) * QG_HC_MATH_THREADS];
+        }
+    }
+#endif
+    qg_launch_dependents();
+    if (warp >= QG_HC_PRODUCER_WARP) return;
+
+    /* ---- epilogue: plain stores (D is M x N x 4 bytes, tiny beside A) ---- */
+    const int r0 = mb * QG_HC_BLOCK_M + (int)(warp * 16 + lane / 4), r1 = r0 + 8;
+    const int c = (int)(lane % 4) * 2;
+    float *ds = d + (int64_t)split * d_split_ld;
+    if (r0 < shape_m) {
+#pragma unroll
+        for (int j = 0; j < QG_HC_N / 8; ++j)
+            *(float2 *)(ds + (int64_t)r0 * ldd + 8 * j + c) = make_float2(acc[4 * j], acc[4 * j + 1]);
+        if (lane % 4 == 0) sqr[(int64_t)split * shape_m + r0] = sq0;
+    }
+    if (r1 < shape_m) {
+#pragma unroll
+        for (int j = 0; j < QG_HC_N / 8; ++j)
+            *(float2 *)(ds + (int64_t)r1 * ldd + 8 * j + c) =
+                make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+        if (lane % 4 == 0) sqr[(int64_t)split * shape_m + r1] = sq1;
+    }
+}
+
+#endif /* QG_HC_PRENORM_CUH */

@@ -1,0 +1,353 @@
+/*
+ * qg_mqa_logits.cuh -- FP8 MQA logits of the lightning indexer (DeepGEMM's
+ * fp8_mqa_logits, with its clean_logits fused in) for sm_90a.
+ *
+ *   logits[i][j] = kv_scale[j] * sum_h relu(sum_d q[i][h][d] * kv[j][d]) * w[i][h]
+ *                  for ks[i] <= j < ke[i]
+ *
+ * (kv_scale >= 0, so this equals sum_h relu(q.kv * kv_scale) * w: DeepGEMM
+ * applies the scale after the head sum the same way.) q [seq_len][H][D] e4m3,
+ * kv [seq_len_kv][D] e4m3, kv_scale [seq_len_kv] fp32, w [seq_len][H] fp32,
+ * ks / ke [seq_len] int32; weights rows ld_weights apart, logits fp32 or
+ * bf16 rows ld_logits apart.
+ *   QG_MQA_COMPRESSED 0: logits[i][j], j in [0, seq_len_kv); with
+ *                     QG_MQA_CLEAN every other j of row i is -inf (DeepGEMM's
+ *                     clean_logits), without it only [ks, ke) is defined
+ *                     1: logits[i][j - ks[i]] for j in [ks[i], ke[i]) (DeepGEMM's
+ *                     max_seqlen_k > 0 form); nothing else is written
+ * Rows i >= seq_len and columns >= seq_len_kv (or >= ke - ks when compressed)
+ * are never written, so the caller's buffer needs no padding.
+ *
+ * The JIT defines: QG_MQA_H (32, 64), QG_MQA_D (32, 64, 128),
+ * QG_MQA_COMPRESSED, QG_MQA_CLEAN, QG_MQA_BF16 (1: bf16 logits),
+ * QG_MQA_MATH_WGS (2 or 4; block_kv = 64 per math warpgroup),
+ * QG_MQA_KV_STAGES, QG_MQA_SMEM_BYTES (checked). grid.x <= the q blocks
+ * (persistent: CTA c takes q blocks c, c + gridDim.x, ...), 128 x
+ * (QG_MQA_MATH_WGS + 1) threads.
+ *
+ * The product: a q block is BLOCK_Q = 128 / H queries, i.e. 128 (query,
+ * head) rows of q; its key range is [min ks, max ke) over its queries
+ * (clamped to [0, seq_len_kv)), walked in blocks of block_kv keys. One
+ * wgmma.m64n128k32 e4m3 per 32 of D gives a math warpgroup 64 keys x 128
+ * (query, head) scores (A = keys, B = the q block: both K-major, D-byte rows,
+ * D-byte swizzle). Each thread then holds, per key row, 32 columns; it
+ * relu's and weights them, sums over its heads of each query, the quad sums
+ * the rest (shfl_xor 1, 2: the same order on every run), and the row's
+ * kv_scale multiplies the sum.
+ *
+ * Roles: warp 0 of the last warpgroup (one elected lane) issues TMA: per q
+ * block the q tile (2 stages), per key block the kv tile and its scales
+ * (QG_MQA_KV_STAGES stages). Warps 1..3 of that warpgroup (clean form only)
+ * write -inf into each row's columns outside the block's key range with
+ * 16-byte streaming stores, while the math runs. Inside the range the math
+ * threads write -inf themselves where j is outside the row's [ks, ke).
+ *
+ * Pipeline invariants: q stage / phase advance once per q block, kv stage /
+ * phase once per key block, identically in producer and math (both compute
+ * the block's key range from ks / ke). full barriers: one producer arrival +
+ * bytes; empty barriers: every math thread arrives (after its last wgmma
+ * that read the stage has completed).
+ */
+#ifndef QG_MQA_LOGITS_CUH
+#define QG_MQA_LOGITS_CUH
+
+/* qg_ptx.cuh's generic FP8 wgmma wrapper needs an N; this kernel uses the
+ * m64n128 wrapper instead. */
+#ifndef QG_WGMMA_N
+#define QG_WGMMA_N 8
+#define QG_WGMMA_OP_DESC_A 4
+#define QG_WGMMA_OP_DESC_B 5
+#define QG_WGMMA_OP_SCALE_D 6
+#define QG_WGMMA_OP_DESC_HI 7
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#endif
+
+#include "qg_ptx.cuh"
+
+static_assert(QG_MQA_H == 32 || QG_MQA_H == 64, "heads 32 or 64");
+static_assert(QG_MQA_D == 32 || QG_MQA_D == 64 || QG_MQA_D == 128, "head dim 32, 64 or 128");
+static_assert(QG_MQA_MATH_WGS == 2 || QG_MQA_MATH_WGS == 4, "2 or 4 math warpgroups");
+static_assert(!(QG_MQA_COMPRESSED && QG_MQA_CLEAN), "compressed logits are not cleaned");
+
+#define QG_MQA_BLOCK_Q (128 / QG_MQA_H)
+#define QG_MQA_BLOCK_KV (64 * QG_MQA_MATH_WGS)
+#define QG_MQA_MATH_THREADS (128 * QG_MQA_MATH_WGS)
+#define QG_MQA_THREADS (QG_MQA_MATH_THREADS + 128)
+#define QG_MQA_SMEM_Q (128 * QG_MQA_D)
+#define QG_MQA_SMEM_KV (QG_MQA_BLOCK_KV * QG_MQA_D)
+#define QG_MQA_SMEM_SCALE (QG_MQA_BLOCK_KV * 4)
+#define QG_MQA_SMEM_PLAN                                                              \
+    (1024 + 2 * QG_MQA_SMEM_Q + QG_MQA_KV_STAGES * (QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE) + \
+     (2 * 2 + 2 * QG_MQA_KV_STAGES) * 8)
+static_assert(QG_MQA_SMEM_PLAN == QG_MQA_SMEM_BYTES, "host and kernel shared-memory plans differ");
+static_assert(QG_MQA_SMEM_Q % 1024 == 0 && QG_MQA_SMEM_KV % 1024 == 0, "tiles 1024-byte aligned");
+#if QG_MQA_D == 128
+#define QG_MQA_DESC_HI QG_WGMMA_DESC_SW128_HI
+#elif QG_MQA_D == 64
+#define QG_MQA_DESC_HI QG_WGMMA_DESC_SW64_HI
+#else
+#define QG_MQA_DESC_HI QG_WGMMA_DESC_SW32_HI
+#endif
+#if QG_MQA_MATH_WGS == 4
+#define QG_MQA_PRODUCER_REGS 40
+#define QG_MQA_MATH_REGS 112
+#endif
+
+#if QG_MQA_BF16
+typedef uint16_t qg_logit_t;
+#define QG_NEG_INF_WORD 0xFF80FF80u
+#else
+typedef float qg_logit_t;
+#define QG_NEG_INF_WORD 0xFF800000u
+#endif
+#define QG_LOGITS_PER_16B (16 / (int)sizeof(qg_logit_t))
+
+QG_DEVICE void qg_mqa_store(qg_logit_t *p, float v) {
+#if QG_MQA_BF16
+    *p = (uint16_t)(qg_pack_bf16x2(v, 0.0f) & 0xFFFFu);
+#else
+    *p = v;
+#endif
+}
+
+/* The key range [lo, hi) of q block qb: the union of its queries' clamped
+ * ranges (empty: lo = hi = 0). */
+QG_DEVICE void qg_mqa_range(const int *ks, const int *ke, int qb, int seq_len, int seq_len_kv,
+                            int &lo, int &hi) {
+    lo = seq_len_kv;
+    hi = 0;
+#pragma unroll
+    for (int i = 0; i < QG_MQA_BLOCK_Q; ++i) {
+        const int q = qb * QG_MQA_BLOCK_Q + i;
+        if (q < seq_len) {
+            const int s = max(0, min(__ldg(ks + q), seq_len_kv));
+            const int e = max(0, min(__ldg(ke + q), seq_len_kv));
+            if (s < e) {
+                lo = min(lo, s);
+                hi = max(hi, e);
+            }
+        }
+    }
+    if (hi <= lo) lo = hi = 0;
+}
+
+/* -inf into row[a, b) by `nthreads` threads (thread `tid`): scalar head and
+ * tail, 16-byte streaming stores between. */
+QG_DEVICE void qg_mqa_fill(qg_logit_t *row, int a, int b, int tid, int nthreads) {
+    if (a >= b) return;
+    const int mis = (int)(((uint64_t)(row + a) & 15) / sizeof(qg_logit_t));
+    int v0 = mis ? a + (QG_LOGITS_PER_16B - mis) : a;
+    if (v0 > b) v0 = b;
+    const int nvec = (b - v0) / QG_LOGITS_PER_16B;
+    const int v1 = v0 + nvec * QG_LOGITS_PER_16B;
+    for (int j = a + tid; j < v0; j += nthreads) qg_mqa_store(row + j, -__int_as_float(0x7f800000));
+    for (int i = tid; i < nvec; i += nthreads)
+        qg_st_global_cs_v4(row + v0 + i * QG_LOGITS_PER_16B, QG_NEG_INF_WORD, QG_NEG_INF_WORD,
+                           QG_NEG_INF_WORD, QG_NEG_INF_WORD);
+    for (int j = v1 + tid; j < b; j += nthreads) qg_mqa_store(row + j, -__int_as_float(0x7f800000));
+}
+
+/* tmap_q: u8 D x seq_len*H, box D x 128; tmap_kv: u8 D x seq_len_kv, box D x
+ * block_kv; tmap_scale: f32 seq_len_kv, box block_kv (src/indexer_plan.h) */
+extern "C" __global__ void __launch_bounds__(QG_MQA_THREADS, 1)
+qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
+                     const __grid_constant__ qg_tensor_map tmap_kv,
+                     const __grid_constant__ qg_tensor_map tmap_scale,
+                     const float *__restrict__ weights, int64_t ld_weights,
+                     const int *__restrict__ ks,
+                     const int *__restrict__ ke, qg_logit_t *__restrict__ logits,
+                     int64_t ld_logits, int seq_len, int seq_len_kv) {
+    extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
+    unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
+    unsigned char *smem_q = smem;
+    unsigned char *smem_kv = smem_q + 2 * QG_MQA_SMEM_Q;
+    float *smem_scale = (float *)(smem_kv + QG_MQA_KV_STAGES * QG_MQA_SMEM_KV);
+    uint64_t *q_full = (uint64_t *)(smem_scale + QG_MQA_KV_STAGES * QG_MQA_BLOCK_KV);
+    uint64_t *q_empty = q_full + 2;
+    uint64_t *kv_full = q_empty + 2;
+    uint64_t *kv_empty = kv_full + QG_MQA_KV_STAGES;
+
+    const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
+    const int num_q_blocks = (seq_len + QG_MQA_BLOCK_Q - 1) / QG_MQA_BLOCK_Q;
+
+    if (warp == QG_MQA_MATH_WGS * 4 && qg_elect_one()) {
+        qg_tma_prefetch_descriptor(&tmap_q);
+        qg_tma_prefetch_descriptor(&tmap_kv);
+        qg_tma_prefetch_descriptor(&tmap_scale);
+        for (int i = 0; i < 2; ++i) {
+            qg_mbarrier_init(&q_full[i], 1);
+            qg_mbarrier_init(&q_empty[i], QG_MQA_MATH_THREADS);
+        }
+        for (int i = 0; i < QG_MQA_KV_STAGES; ++i) {
+            qg_mbarrier_init(&kv_full[i], 1);
+            qg_mbarrier_init(&kv_empty[i], QG_MQA_MATH_THREADS);
+        }
+        qg_fence_mbarrier_init();
+    }
+    __syncthreads();
+    qg_grid_dependency_wait();
+
+    if (warp >= QG_MQA_MATH_WGS * 4) {
+#ifdef QG_MQA_PRODUCER_REGS
+        qg_setmaxnreg_dec<QG_MQA_PRODUCER_REGS>();
+#endif
+        if (warp == QG_MQA_MATH_WGS * 4) {
+            /* ---- TMA producer ---- */
+            if (qg_elect_one()) {
+                int qs = 0, kvs = 0;
+                uint32_t q_phase = 0, kv_phase = 0;
+                for (int qb = blockIdx.x; qb < num_q_blocks; qb += gridDim.x) {
+                    int lo, hi;
+                    qg_mqa_range(ks, ke, qb, seq_len, seq_len_kv, lo, hi);
+                    qg_mbarrier_wait(&q_empty[qs], q_phase ^ 1);
+                    qg_mbarrier_arrive_expect_tx(&q_full[qs], QG_MQA_SMEM_Q);
+                    qg_tma_load_2d(smem_q + qs * QG_MQA_SMEM_Q, &tmap_q, &q_full[qs], 0, qb * 128);
+                    if (++qs == 2) { qs = 0; q_phase ^= 1; }
+                    for (int kv = lo; kv < hi; kv += QG_MQA_BLOCK_KV) {
+                        qg_mbarrier_wait(&kv_empty[kvs], kv_phase ^ 1);
+                        qg_mbarrier_arrive_expect_tx(&kv_full[kvs],
+                                                     QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE);
+                        qg_tma_load_2d(smem_kv + kvs * QG_MQA_SMEM_KV, &tmap_kv, &kv_full[kvs], 0, kv);
+                        qg_tma_load_1d(smem_scale + kvs * QG_MQA_BLOCK_KV, &tmap_scale,
+                                       &kv_full[kvs], kv);
+                        if (++kvs == QG_MQA_KV_STAGES) { kvs = 0; kv_phase ^= 1; }
+                    }
+                }
+            }
+            __syncwarp();
+        }
+#if QG_MQA_CLEAN
+        else {
+            /* ---- -inf outside each q block's key range (warps 1..3) ---- */
+            const int tid = (int)threadIdx.x - QG_MQA_MATH_THREADS - 32;
+            for (int qb = blockIdx.x; qb < num_q_blocks; qb += gridDim.x) {
+                int lo, hi;
+                qg_mqa_range(ks, ke, qb, seq_len, seq_len_kv, lo, hi);
+                /* the math writes [lo, c1): every key block it runs, up to seq_len_kv */
+                const int nb = (hi - lo + QG_MQA_BLOCK_KV - 1) / QG_MQA_BLOCK_KV;
+                const int c1 = min(lo + nb * QG_MQA_BLOCK_KV, seq_len_kv);
+                for (int i = 0; i < QG_MQA_BLOCK_Q; ++i) {
+                    const int q = qb * QG_MQA_BLOCK_Q + i;
+                    if (q >= seq_len) break;
+                    qg_logit_t *row = logits + (int64_t)q * ld_logits;
+                    qg_mqa_fill(row, 0, nb ? lo : seq_len_kv, tid, 96);
+                    if (nb) qg_mqa_fill(row, c1, seq_len_kv, tid, 96);
+                }
+            }
+        }
+#endif
+    } else {
+#ifdef QG_MQA_MATH_REGS
+        qg_setmaxnreg_inc<QG_MQA_MATH_REGS>();
+#endif
+        /* ---- math warpgroups ---- */
+        const int wg = warp / 4, t = lane % 4;
+        const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4; /* key row in the block; +8 */
+        /* the query of the quad this lane stores, and which of its two rows */
+#if QG_MQA_BLOCK_Q == 2
+        const int my_q = t & 1, my_half = t >> 1;
+#else
+        const int my_q = t; /* and both rows */
+#endif
+        const uint32_t q_lo0 = qg_smem_addr(smem_q) >> 4;
+        const uint32_t kv_lo0 = (qg_smem_addr(smem_kv) + wg * 64 * QG_MQA_D) >> 4;
+        int qs = 0, kvs = 0;
+        uint32_t q_phase = 0, kv_phase = 0;
+        float acc[64];
+        for (int qb = blockIdx.x; qb < num_q_blocks; qb += gridDim.x) {
+            int lo, hi;
+            qg_mqa_range(ks, ke, qb, seq_len, seq_len_kv, lo, hi);
+            /* weights of this lane's columns c = 8j + 2t + e: query c / H, head c % H */
+            float w[32];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int c = 8 * j + 2 * t + e;
+                    const int q = qb * QG_MQA_BLOCK_Q + c / QG_MQA_H;
+                    w[2 * j + e] = q < seq_len
+                                       ? __ldg(weights + (int64_t)q * ld_weights + c % QG_MQA_H)
+                                       : 0.0f;
+                }
+            }
+            const int my_row = qb * QG_MQA_BLOCK_Q + my_q;
+            const bool row_ok = my_row < seq_len;
+            const int my_ks = row_ok ? __ldg(ks + my_row) : 0;
+            const int my_ke = row_ok ? __ldg(ke + my_row) : 0;
+            qg_logit_t *out = logits + (int64_t)(row_ok ? my_row : 0) * ld_logits;
+#if QG_MQA_COMPRESSED
+            out -= my_ks;
+#endif
+            qg_mbarrier_wait(&q_full[qs], q_phase);
+            const uint32_t q_lo = q_lo0 + qs * (QG_MQA_SMEM_Q >> 4);
+            for (int kv = lo; kv < hi; kv += QG_MQA_BLOCK_KV) {
+                qg_mbarrier_wait(&kv_full[kvs], kv_phase);
+                const float sc0 = smem_scale[kvs * QG_MQA_BLOCK_KV + row0];
+                const float sc1 = smem_scale[kvs * QG_MQA_BLOCK_KV + row0 + 8];
+                const uint32_t kv_lo = kv_lo0 + kvs * (QG_MQA_SMEM_KV >> 4);
+#pragma unroll
+                for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);
+                qg_wgmma_fence();
+#pragma unroll
+                for (int k = 0; k < QG_MQA_D / 32; ++k)
+                    qg_wgmma_m64n128k32_e4m3_ss(acc, (kv_lo + k * 2) | (1u << 16),
+                                                (q_lo + k * 2) | (1u << 16), QG_MQA_DESC_HI, k);
+                qg_wgmma_commit();
+#pragma unroll
+                for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);
+                qg_wgmma_wait0();
+                qg_mbarrier_arrive(&kv_empty[kvs]);
+                if (++kvs == QG_MQA_KV_STAGES) { kvs = 0; kv_phase ^= 1; }
+
+                /* relu, weight, sum over heads: s[q][row] */
+                float s[QG_MQA_BLOCK_Q][2];
+#pragma unroll
+                for (int qq = 0; qq < QG_MQA_BLOCK_Q; ++qq) {
+                    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+                    for (int j = qq * (QG_MQA_H / 8); j < (qq + 1) * (QG_MQA_H / 8); ++j) {
+                        a0 = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w[2 * j + 0], a0);
+                        a0 = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w[2 * j + 1], a0);
+                        a1 = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w[2 * j + 0], a1);
+                        a1 = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w[2 * j + 1], a1);
+                    }
+                    a0 += __shfl_xor_sync(0xffffffffu, a0, 1);
+                    a1 += __shfl_xor_sync(0xffffffffu, a1, 1);
+                    a0 += __shfl_xor_sync(0xffffffffu, a0, 2);
+                    a1 += __shfl_xor_sync(0xffffffffu, a1, 2);
+                    s[qq][0] = a0 * sc0;
+                    s[qq][1] = a1 * sc1;
+                }
+                /* this lane's values: query my_q, rows (my_half ? r1 : r0) or both */
+                float v0 = 0.0f, v1 = 0.0f;
+#pragma unroll
+                for (int qq = 0; qq < QG_MQA_BLOCK_Q; ++qq)
+                    if (qq == my_q) v0 = s[qq][0], v1 = s[qq][1];
+                if (row_ok) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+#if QG_MQA_BLOCK_Q == 2
+                        if (h != my_half) continue;
+#endif
+                        const int j = kv + row0 + 8 * h;
+                        const float v = h ? v1 : v0;
+#if QG_MQA_COMPRESSED
+                        if (my_ks <= j && j < my_ke) qg_mqa_store(out + j, v);
+#elif QG_MQA_CLEAN
+                        if (j < seq_len_kv)
+                            qg_mqa_store(out + j, my_ks <= j && j < my_ke ? v : -__int_as_float(0x7f800000));
+#else
+                        if (j < seq_len_kv) qg_mqa_store(out + j, v);
+#endif
+                    }
+                }
+            }
+            qg_mbarrier_arrive(&q_empty[qs]);
+            if (++qs == 2) { qs = 0; q_phase ^= 1; }
+        }
+    }
+    qg_launch_dependents();
+}
+
+#endif /* QG_MQA_LOGITS_CUH */

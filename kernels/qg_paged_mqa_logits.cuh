@@ -1,0 +1,413 @@
+/*
+ * qg_paged_mqa_logits.cuh -- FP8 MQA logits over the paged KV cache (decode;
+ * DeepGEMM's fp8_paged_mqa_logits with 2-D context lengths) for sm_90a, and
+ * the schedule kernel (get_paged_mqa_logits_metadata).
+ *
+ *   logits[b * NEXT_N + n][j] = scale(j) * sum_h relu(sum_d q[b][n][h][d] * kv(j)[d]) * w[b * NEXT_N + n][h]
+ *   for j < ctx[b][n]  (ctx = context_lens [batch][NEXT_N], clamped to [0, max_context_len])
+ *
+ * kv(j) is row j % 64 of physical block block_table[b][j / 64] of the fused
+ * cache: block p holds 64 rows of D e4m3 bytes at p * block_stride, then
+ * their 64 fp32 scales at p * block_stride + 64 * D (DeepGEMM's
+ * [blocks, 64, 1, D + 4] layout; block_stride bytes, a multiple of 16).
+ * With QG_PMQA_CLEAN the other columns j < max_context_len of each row are
+ * -inf; without it they are left untouched (DeepGEMM's tests mask them).
+ *
+ * Work: a unit is one 64-key block of one batch entry; batch b has
+ * nb(b) = ceil(max_n ctx[b][n] / 64) units. The schedule kernel splits the
+ * units, in (batch, block) order, into gridDim.x contiguous, equal ranges:
+ * schedule[i] = (batch, block) where CTA i starts, schedule[gridDim.x] =
+ * (batch_size, 0). It runs on the device from context_lens, so the decode
+ * step (schedule + logits) captures in a CUDA graph and replays with new
+ * lengths; it reads context_lens[0 .. batch * NEXT_N) only.
+ *
+ * The JIT defines: QG_PMQA_H (32, 64), QG_PMQA_D (32, 64, 128), QG_PMQA_NEXT_N
+ * (1, 2), QG_PMQA_BF16, QG_PMQA_CLEAN, QG_PMQA_STAGES (even),
+ * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
+ * instead. 384 threads: math warpgroups 0 and 1 take the CTA's units in
+ * turn (unit u -> warpgroup u % 2, stage u % QG_PMQA_STAGES), warpgroup 2's
+ * first warp loads (TMA: q once per batch segment, per unit the kv block
+ * and its scales through rank-3 / rank-2 maps over the cache), its other
+ * warps write the -inf of the clean form past each row's last block.
+ *
+ * One wgmma.m64nNk32 e4m3 per 32 of D: 64 keys x N = NEXT_N * H (query,
+ * head) columns; relu, weights, sum over heads (in-thread, then the quad's
+ * shfl_xor 1, 2 -- a fixed order: bitwise reproducible), times the key's
+ * scale.
+ *
+ * Pipeline invariants: unit u's kv stage is u % STAGES with phase
+ * (u / STAGES) & 1 on both sides (the producer and the warpgroup u % 2 walk
+ * the same schedule); kv_empty counts the 128 threads of the one warpgroup
+ * that read the stage. A batch segment (the CTA's units of one batch entry)
+ * takes q stage g % 2, phase (g / 2) & 1 for the CTA's g-th segment;
+ * q_empty counts all 256 math threads (each warpgroup arrives once per
+ * segment, also when the segment gave it no unit).
+ */
+#ifndef QG_PAGED_MQA_LOGITS_CUH
+#define QG_PAGED_MQA_LOGITS_CUH
+
+#ifndef QG_WGMMA_N
+#define QG_WGMMA_N 8
+#define QG_WGMMA_OP_DESC_A 4
+#define QG_WGMMA_OP_DESC_B 5
+#define QG_WGMMA_OP_SCALE_D 6
+#define QG_WGMMA_OP_DESC_HI 7
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#endif
+
+#include "qg_ptx.cuh"
+
+#define QG_PMQA_BLOCK 64 /* keys per cache block (DeepGEMM's SM90 block_kv) */
+
+#if QG_PMQA_SCHEDULE
+/* ---- the schedule (one CTA of 1024 threads) ----------------------------- */
+
+#define QG_SCHED_THREADS 1024
+
+QG_DEVICE int qg_pmqa_blocks(const int *ctx, int b, int next_n, int max_context_len) {
+    int m = 0;
+    for (int n = 0; n < next_n; ++n) m = max(m, min(max(ctx[b * next_n + n], 0), max_context_len));
+    return (m + QG_PMQA_BLOCK - 1) / QG_PMQA_BLOCK;
+}
+
+extern "C" __global__ void __launch_bounds__(QG_SCHED_THREADS, 1)
+qg_paged_mqa_schedule_kernel(const int *__restrict__ context_lens, int batch, int next_n,
+                             int max_context_len, int num_ctas, int *__restrict__ schedule) {
+    __shared__ long long prefix[QG_SCHED_THREADS];
+    __shared__ long long total_s;
+    qg_grid_dependency_wait();
+    const int tid = (int)threadIdx.x;
+    const int chunk = (batch + QG_SCHED_THREADS - 1) / QG_SCHED_THREADS;
+    const int b0 = min(tid * chunk, batch), b1 = min(b0 + chunk, batch);
+    long long s = 0;
+    for (int b = b0; b < b1; ++b) s += qg_pmqa_blocks(context_lens, b, next_n, max_context_len);
+    prefix[tid] = s;
+    __syncthreads();
+    if (tid == 0) { /* exclusive scan in a fixed order */
+        long long run = 0;
+        for (int i = 0; i < QG_SCHED_THREADS; ++i) {
+            const long long v = prefix[i];
+            prefix[i] = run;
+            run += v;
+        }
+        total_s = run;
+        schedule[2 * num_ctas] = batch; /* the end */
+        schedule[2 * num_ctas + 1] = 0;
+    }
+    __syncthreads();
+    const long long total = total_s;
+    long long p = prefix[tid];
+    /* CTA i starts at unit u_i = floor(i * total / num_ctas) < total; the
+     * batch entry whose units [p, p + nb) hold u_i writes schedule[i]: each
+     * entry is written exactly once. */
+    for (int b = b0; b < b1; ++b) {
+        const int nb = qg_pmqa_blocks(context_lens, b, next_n, max_context_len);
+        if (nb > 0) {
+            long long i = (p * num_ctas + total - 1) / total; /* first i with u_i >= p */
+            for (; i < num_ctas; ++i) {
+                const long long u = i * total / num_ctas;
+                if (u >= p + nb) break;
+                schedule[2 * i] = b;
+                schedule[2 * i + 1] = (int)(u - p);
+            }
+        }
+        p += nb;
+    }
+    if (total == 0) /* no work: every CTA starts at the end */
+        for (int i = tid; i < num_ctas; i += QG_SCHED_THREADS) {
+            schedule[2 * i] = batch;
+            schedule[2 * i + 1] = 0;
+        }
+    qg_launch_dependents();
+}
+
+#else /* the logits kernel */
+
+static_assert(QG_PMQA_H == 32 || QG_PMQA_H == 64, "heads 32 or 64");
+static_assert(QG_PMQA_D == 32 || QG_PMQA_D == 64 || QG_PMQA_D == 128, "head dim 32, 64 or 128");
+static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
+static_assert(QG_PMQA_STAGES % 2 == 0 && QG_PMQA_STAGES >= 2, "even stages (two warpgroups)");
+
+#define QG_PMQA_N (QG_PMQA_NEXT_N * QG_PMQA_H) /* 32, 64 or 128 columns */
+#define QG_PMQA_ACC (QG_PMQA_N / 2)
+#define QG_PMQA_THREADS 384
+#define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
+#define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
+#define QG_PMQA_SMEM_KV (QG_PMQA_BLOCK * QG_PMQA_D)
+#define QG_PMQA_SMEM_PLAN                                                                 \
+    (1024 + 2 * QG_PMQA_SMEM_Q + QG_PMQA_STAGES * (QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4) + \
+     (4 + 2 * QG_PMQA_STAGES) * 8)
+static_assert(QG_PMQA_SMEM_PLAN == QG_PMQA_SMEM_BYTES, "host and kernel shared-memory plans differ");
+#if QG_PMQA_D == 128
+#define QG_PMQA_DESC_HI QG_WGMMA_DESC_SW128_HI
+#elif QG_PMQA_D == 64
+#define QG_PMQA_DESC_HI QG_WGMMA_DESC_SW64_HI
+#else
+#define QG_PMQA_DESC_HI QG_WGMMA_DESC_SW32_HI
+#endif
+#if QG_PMQA_N == 128
+#define QG_PMQA_WGMMA qg_wgmma_m64n128k32_e4m3_ss
+#elif QG_PMQA_N == 64
+#define QG_PMQA_WGMMA qg_wgmma_m64n64k32_e4m3_ss
+#else
+#define QG_PMQA_WGMMA qg_wgmma_m64n32k32_e4m3_ss
+#endif
+
+#if QG_PMQA_BF16
+typedef uint16_t qg_plogit_t;
+#define QG_PNEG_INF_WORD 0xFF80FF80u
+#else
+typedef float qg_plogit_t;
+#define QG_PNEG_INF_WORD 0xFF800000u
+#endif
+
+QG_DEVICE void qg_pmqa_store(qg_plogit_t *p, float v) {
+#if QG_PMQA_BF16
+    *p = (uint16_t)(qg_pack_bf16x2(v, 0.0f) & 0xFFFFu);
+#else
+    *p = v;
+#endif
+}
+
+QG_DEVICE int qg_pmqa_ctx(const int *ctx, int b, int n, int max_context_len) {
+    return min(max(__ldg(ctx + b * QG_PMQA_NEXT_N + n), 0), max_context_len);
+}
+
+QG_DEVICE int qg_pmqa_nb(const int *ctx, int b, int max_context_len) {
+    int m = 0;
+#pragma unroll
+    for (int n = 0; n < QG_PMQA_NEXT_N; ++n) m = max(m, qg_pmqa_ctx(ctx, b, n, max_context_len));
+    return (m + QG_PMQA_BLOCK - 1) / QG_PMQA_BLOCK;
+}
+
+/* Walks the CTA's units in order: (b, k) and the batch's unit count nb;
+ * next() steps over batch entries with no unit. */
+struct qg_pmqa_walk {
+    int b, k, nb, end_b, end_k;
+    const int *ctx;
+    int max_len;
+    QG_DEVICE void init(const int *schedule, const int *c, int max_context_len, int batch) {
+        ctx = c;
+        max_len = max_context_len;
+        b = min(max(schedule[2 * blockIdx.x], 0), batch);
+        k = max(schedule[2 * blockIdx.x + 1], 0);
+        end_b = min(max(schedule[2 * blockIdx.x + 2], 0), batch);
+        end_k = max(schedule[2 * blockIdx.x + 3], 0);
+        nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
+        skip(batch);
+    }
+    QG_DEVICE bool done() const { return b > end_b || (b == end_b && k >= end_k); }
+    QG_DEVICE void skip(int batch) {
+        while (b < batch && k >= nb && !done()) {
+            ++b;
+            k = 0;
+            nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
+        }
+        if (b >= batch) b = end_b = batch, k = end_k = 0;
+    }
+    QG_DEVICE void next(int batch) {
+        ++k;
+        skip(batch);
+    }
+};
+
+/* -inf into row[a, b) by `nthreads` threads: scalar head and tail, 16-byte
+ * streaming stores between. */
+QG_DEVICE void qg_pmqa_fill(qg_plogit_t *row, int a, int b, int tid, int nthreads) {
+    if (a >= b) return;
+    const int per16 = 16 / (int)sizeof(qg_plogit_t);
+    const int mis = (int)(((uint64_t)(row + a) & 15) / sizeof(qg_plogit_t));
+    int v0 = mis ? a + (per16 - mis) : a;
+    if (v0 > b) v0 = b;
+    const int nvec = (b - v0) / per16, v1 = v0 + nvec * per16;
+    for (int j = a + tid; j < v0; j += nthreads) qg_pmqa_store(row + j, -__int_as_float(0x7f800000));
+    for (int i = tid; i < nvec; i += nthreads)
+        qg_st_global_cs_v4(row + v0 + i * per16, QG_PNEG_INF_WORD, QG_PNEG_INF_WORD,
+                           QG_PNEG_INF_WORD, QG_PNEG_INF_WORD);
+    for (int j = v1 + tid; j < b; j += nthreads) qg_pmqa_store(row + j, -__int_as_float(0x7f800000));
+}
+
+/* tmap_q: u8 D x batch*N, box D x N; tmap_kv: u8 D x 64 x blocks (strides D,
+ * block_stride), box D x 64 x 1; tmap_sc: f32 64 x blocks at cache + 64 D
+ * (stride block_stride), box 64 x 1 (src/indexer_plan.h) */
+extern "C" __global__ void __launch_bounds__(QG_PMQA_THREADS, 1)
+qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
+                           const __grid_constant__ qg_tensor_map tmap_kv,
+                           const __grid_constant__ qg_tensor_map tmap_sc,
+                           const float *__restrict__ weights, int64_t ld_weights,
+                           const int *__restrict__ context_lens,
+                           const int *__restrict__ block_table, int64_t block_table_ld,
+                           const int *__restrict__ schedule, qg_plogit_t *__restrict__ logits,
+                           int64_t ld_logits, int batch, int max_context_len) {
+    extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
+    unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
+    unsigned char *smem_q = smem;
+    unsigned char *smem_kv = smem_q + 2 * QG_PMQA_SMEM_Q;
+    float *smem_sc = (float *)(smem_kv + QG_PMQA_STAGES * QG_PMQA_SMEM_KV);
+    uint64_t *q_full = (uint64_t *)(smem_sc + QG_PMQA_STAGES * QG_PMQA_BLOCK);
+    uint64_t *q_empty = q_full + 2;
+    uint64_t *kv_full = q_empty + 2;
+    uint64_t *kv_empty = kv_full + QG_PMQA_STAGES;
+
+    const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
+    if (warp == 8 && qg_elect_one()) {
+        qg_tma_prefetch_descriptor(&tmap_q);
+        qg_tma_prefetch_descriptor(&tmap_kv);
+        qg_tma_prefetch_descriptor(&tmap_sc);
+        for (int i = 0; i < 2; ++i) {
+            qg_mbarrier_init(&q_full[i], 1);
+            qg_mbarrier_init(&q_empty[i], 256);
+        }
+        for (int i = 0; i < QG_PMQA_STAGES; ++i) {
+            qg_mbarrier_init(&kv_full[i], 1);
+            qg_mbarrier_init(&kv_empty[i], 128);
+        }
+        qg_fence_mbarrier_init();
+    }
+    __syncthreads();
+    qg_grid_dependency_wait(); /* the schedule kernel's output */
+
+    if (warp == 8) {
+        /* ---- producer: the whole warp walks (block-table window), one lane issues ---- */
+        qg_pmqa_walk wk;
+        wk.init(schedule, context_lens, max_context_len, batch);
+        int u = 0, g = 0, seg_b = -1, win_k = -1;
+        int win = 0;
+        while (!wk.done()) {
+            if (wk.b != seg_b) { /* a new batch segment: its q */
+                seg_b = wk.b;
+                win_k = -1;
+                const int qs = g & 1;
+                if (lane == 0) {
+                    qg_mbarrier_wait(&q_empty[qs], ((g >> 1) & 1) ^ 1);
+                    qg_mbarrier_arrive_expect_tx(&q_full[qs], QG_PMQA_N * QG_PMQA_D);
+                    qg_tma_load_2d(smem_q + qs * QG_PMQA_SMEM_Q, &tmap_q, &q_full[qs], 0,
+                                   wk.b * QG_PMQA_N);
+                }
+                ++g;
+            }
+            if (win_k < 0 || wk.k >= win_k + 32) { /* the next 32 block-table entries */
+                win_k = wk.k;
+                const int kk = win_k + lane;
+                win = kk < wk.nb ? __ldg(block_table + (int64_t)wk.b * block_table_ld + kk) : 0;
+            }
+            const int phys = __shfl_sync(0xffffffffu, win, wk.k - win_k);
+            const int s = u % QG_PMQA_STAGES;
+            if (lane == 0) {
+                qg_mbarrier_wait(&kv_empty[s], ((u / QG_PMQA_STAGES) & 1) ^ 1);
+                qg_mbarrier_arrive_expect_tx(&kv_full[s], QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4);
+                qg_tma_load_3d(smem_kv + s * QG_PMQA_SMEM_KV, &tmap_kv, &kv_full[s], 0, 0, phys);
+                qg_tma_load_2d(smem_sc + s * QG_PMQA_BLOCK, &tmap_sc, &kv_full[s], 0, phys);
+            }
+            __syncwarp();
+            ++u;
+            wk.next(batch);
+        }
+    } else if (warp > 8) {
+#if QG_PMQA_CLEAN
+        /* ---- -inf past each row's last block (batch entries b = blockIdx.x mod grid) ---- */
+        const int tid = (int)threadIdx.x - 288;
+        for (int b = blockIdx.x; b < batch; b += gridDim.x) {
+            const int from = min(qg_pmqa_nb(context_lens, b, max_context_len) * QG_PMQA_BLOCK,
+                                 max_context_len);
+            for (int n = 0; n < QG_PMQA_NEXT_N; ++n)
+                qg_pmqa_fill(logits + (int64_t)(b * QG_PMQA_NEXT_N + n) * ld_logits, from,
+                             max_context_len, tid, 96);
+        }
+#endif
+    } else {
+        /* ---- math warpgroups 0 and 1 ---- */
+        const int wg = warp / 4, t = lane % 4;
+        const int row0 = (warp % 4) * 16 + lane / 4; /* key row in the block; and row0 + 8 */
+#if QG_PMQA_NEXT_N == 2
+        const int my_n = t & 1, my_half = t >> 1;
+#else
+        const int my_n = 0, my_half = t;
+#endif
+        const uint32_t q_lo0 = qg_smem_addr(smem_q) >> 4;
+        const uint32_t kv_lo0 = qg_smem_addr(smem_kv) >> 4;
+        qg_pmqa_walk wk;
+        wk.init(schedule, context_lens, max_context_len, batch);
+        int u = 0, g = -1, seg_b = -1;
+        float w[QG_PMQA_ACC];
+        float acc[QG_PMQA_ACC];
+        int my_ctx = 0;
+        qg_plogit_t *out = logits;
+        while (!wk.done()) {
+            if (wk.b != seg_b) {
+                if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
+                seg_b = wk.b;
+                ++g;
+                /* weights of this lane's columns c = 8j + 2t + e: row
+                 * b * NEXT_N + c / H, head c % H */
+#pragma unroll
+                for (int j = 0; j < QG_PMQA_N / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int c = 8 * j + 2 * t + e;
+                        w[2 * j + e] = __ldg(weights +
+                                             (int64_t)(seg_b * QG_PMQA_NEXT_N + c / QG_PMQA_H) * ld_weights +
+                                             c % QG_PMQA_H);
+                    }
+                my_ctx = qg_pmqa_ctx(context_lens, seg_b, my_n, max_context_len);
+                out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits;
+                qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);
+            }
+            if ((u & 1) == wg) {
+                const int s = u % QG_PMQA_STAGES;
+                qg_mbarrier_wait(&kv_full[s], (u / QG_PMQA_STAGES) & 1);
+                const float sc0 = smem_sc[s * QG_PMQA_BLOCK + row0];
+                const float sc1 = smem_sc[s * QG_PMQA_BLOCK + row0 + 8];
+                const uint32_t q_lo = q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4);
+                const uint32_t kv_lo = kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4);
+#pragma unroll
+                for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
+                qg_wgmma_fence();
+#pragma unroll
+                for (int k = 0; k < QG_PMQA_D / 32; ++k)
+                    QG_PMQA_WGMMA(acc, (kv_lo + k * 2) | (1u << 16), (q_lo + k * 2) | (1u << 16),
+                                  QG_PMQA_DESC_HI, k);
+                qg_wgmma_commit();
+#pragma unroll
+                for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
+                qg_wgmma_wait0();
+                qg_mbarrier_arrive(&kv_empty[s]);
+
+                float v = 0.0f;
+#pragma unroll
+                for (int n = 0; n < QG_PMQA_NEXT_N; ++n) {
+                    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+                    for (int j = n * (QG_PMQA_H / 8); j < (n + 1) * (QG_PMQA_H / 8); ++j) {
+                        a0 = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w[2 * j + 0], a0);
+                        a0 = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w[2 * j + 1], a0);
+                        a1 = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w[2 * j + 0], a1);
+                        a1 = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w[2 * j + 1], a1);
+                    }
+                    a0 += __shfl_xor_sync(0xffffffffu, a0, 1);
+                    a1 += __shfl_xor_sync(0xffffffffu, a1, 1);
+                    a0 += __shfl_xor_sync(0xffffffffu, a0, 2);
+                    a1 += __shfl_xor_sync(0xffffffffu, a1, 2);
+                    if (n == my_n) v = my_half ? a1 * sc1 : a0 * sc0;
+                }
+                if (my_half < 2) {
+                    const int j = wk.k * QG_PMQA_BLOCK + row0 + 8 * my_half;
+#if QG_PMQA_CLEAN
+                    if (j < max_context_len)
+                        qg_pmqa_store(out + j, j < my_ctx ? v : -__int_as_float(0x7f800000));
+#else
+                    if (j < my_ctx) qg_pmqa_store(out + j, v);
+#endif
+                }
+            }
+            ++u;
+            wk.next(batch);
+        }
+        if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
+    }
+    qg_launch_dependents();
+}
+
+#endif /* QG_PMQA_SCHEDULE */
+#endif /* QG_PAGED_MQA_LOGITS_CUH */

@@ -1,0 +1,197 @@
+/*
+ * indexer_plan.c -- plans and JIT sources of the indexer / HC kernels
+ * (indexer_plan.h). Pure functions of the problem and the SM count.
+ */
+#include "indexer_plan.h"
+
+#include <stdio.h>
+
+static int fail(const char **why, const char *msg) {
+    if (why) *why = msg;
+    return -1;
+}
+
+/* ---- tf32_hc_prenorm_gemm ----------------------------------------------- */
+
+static size_t hc_smem(int n, int wgs, int stages, int cluster) {
+    const size_t stage = 64 * 64 * 2 * (size_t)wgs + 2 * (size_t)n * 128;
+    const size_t slots = (size_t)(cluster - 1) * (size_t)(n / 2 + 2) * 128 * (size_t)wgs * 4;
+    return 1024 + (size_t)stages * stage + slots + (size_t)stages * 16;
+}
+
+/* force_wgs: 0 = choose; 1 or 2 = that many math warpgroups (measurements) */
+static int hc_plan_with(int m, int n, int k, int num_splits, int num_sms, int force_wgs,
+                        qg_hc_plan *out, const char **why) {
+    if (!out) return fail(why, "no plan to fill");
+    if (m < 0) return fail(why, "m must be >= 0");
+    if (n <= 0 || n > 32 || n % 8) return fail(why, "n must be 8, 16, 24 or 32");
+    if (k <= 0 || k % 64) return fail(why, "k must be a positive multiple of 64");
+    if (num_splits < 1) return fail(why, "num_splits must be >= 1");
+    if (num_sms < 1) return fail(why, "num_sms must be >= 1");
+    /* Two math warpgroups (128 rows a CTA) once M can still fill the SMs
+     * through the K clusters: every CTA reads B (N x 64 fp32 a K block) from
+     * L2, so 128 rows a stage halve that traffic beside A's stream. */
+    const int wgs = force_wgs ? force_wgs : m >= 1024 ? 2 : 1;
+    const int block_m = 64 * wgs;
+    const int m_blocks = m > 0 ? (m + block_m - 1) / block_m : 1;
+    const long base = (long)m_blocks * num_splits;
+    const int nkb = k / 64, per_split = nkb / num_splits;
+    /* Cluster: split each (m-block, split) along K over up to 8 CTAs while
+     * the CTAs still fit one wave and each keeps >= 8 K blocks (the
+     * reduction through rank 0 costs about one K block). */
+    int cluster = 1;
+    while (cluster < 8 && base * cluster * 2 <= num_sms && per_split / (cluster * 2) >= 8)
+        cluster *= 2;
+    const long ctas = base * cluster;
+    /* Stages: one wave -> as many as fit (bytes in flight per SM); several
+     * waves -> two CTAs per SM, so one's prologue and tail hide behind the
+     * other's stream. Never more than a CTA's K blocks. */
+    const int per_cta = (per_split + cluster - 1) / cluster;
+    const size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
+    int stages = 16;
+    if (stages > per_cta) stages = per_cta > 2 ? per_cta : 2;
+    while (stages > 2 && hc_smem(n, wgs, stages, cluster) > budget) --stages;
+    if (hc_smem(n, wgs, stages, cluster) > QG_IDX_SMEM_MAX) return fail(why, "shared memory");
+    if (ctas > 0x7fffffffL) return fail(why, "grid too large");
+    out->m = m;
+    out->n = n;
+    out->k = k;
+    out->num_splits = num_splits;
+    out->math_wgs = wgs;
+    out->block_m = block_m;
+    out->cluster = cluster;
+    out->stages = stages;
+    out->grid_x = (int)ctas;
+    out->block_x = 128 * wgs + 32;
+    out->smem_bytes = hc_smem(n, wgs, stages, cluster);
+    return 0;
+}
+
+int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
+                const char **why) {
+    return hc_plan_with(m, n, k, num_splits, num_sms, 0, out, why);
+}
+
+int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
+    const int len = snprintf(buf, cap,
+                             "// qgemm hc prenorm: N %d, K %d, splits %d, %d math wgs, cluster %d, "
+                             "%d stages\n"
+                             "#define QG_HC_N %d\n#define QG_HC_K %d\n#define QG_HC_SPLITS %d\n"
+                             "#define QG_HC_MATH_WGS %d\n#define QG_HC_CLUSTER %d\n"
+                             "#define QG_HC_STAGES %d\n#define QG_HC_SMEM_BYTES %zu\n"
+                             "#include \"qg_hc_prenorm.cuh\"\n",
+                             p->n, p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->n,
+                             p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->smem_bytes);
+    return len < 0 || (size_t)len >= cap ? -1 : len;
+}
+
+/* ---- fp8_mqa_logits ------------------------------------------------------ */
+
+static size_t mqa_smem(int d, int math_wgs, int stages) {
+    const size_t block_kv = 64 * (size_t)math_wgs;
+    return 1024 + 2 * 128 * (size_t)d + (size_t)stages * (block_kv * (size_t)d + block_kv * 4) +
+           (size_t)(4 + 2 * stages) * 8;
+}
+
+int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
+                 int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why) {
+    if (!out) return fail(why, "no plan to fill");
+    if (seq_len < 0 || seq_len_kv < 0) return fail(why, "sequence lengths must be >= 0");
+    if (heads != 32 && heads != 64) return fail(why, "heads must be 32 or 64");
+    if (head_dim != 32 && head_dim != 64 && head_dim != 128)
+        return fail(why, "head_dim must be 32, 64 or 128");
+    if (compressed && clean) return fail(why, "compressed logits (max_seqlen_k > 0) are not cleaned");
+    if (num_sms < 1) return fail(why, "num_sms must be >= 1");
+    const int block_q = 128 / heads;
+    const int q_blocks = (seq_len + block_q - 1) / block_q;
+    /* Two math warpgroups (128 keys a block): 168 registers a thread, no
+     * register split needed; the second hides each one's epilogue behind
+     * the other's wgmma. */
+    const int math_wgs = 2;
+    int stages = 8;
+    while (stages > 2 && mqa_smem(head_dim, math_wgs, stages) > QG_IDX_SMEM_MAX) --stages;
+    out->seq_len = seq_len;
+    out->seq_len_kv = seq_len_kv;
+    out->heads = heads;
+    out->head_dim = head_dim;
+    out->compressed = compressed ? 1 : 0;
+    out->clean = clean ? 1 : 0;
+    out->logits_bf16 = logits_bf16 ? 1 : 0;
+    out->block_q = block_q;
+    out->math_wgs = math_wgs;
+    out->block_kv = 64 * math_wgs;
+    out->kv_stages = stages;
+    out->grid_x = q_blocks < num_sms ? (q_blocks > 0 ? q_blocks : 1) : num_sms;
+    out->block_x = 128 * (math_wgs + 1);
+    out->smem_bytes = mqa_smem(head_dim, math_wgs, stages);
+    return 0;
+}
+
+int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *p) {
+    const int len = snprintf(
+        buf, cap,
+        "// qgemm mqa logits: H %d, D %d, compressed %d, clean %d, bf16 %d, %d math wgs, %d stages\n"
+        "#define QG_MQA_H %d\n#define QG_MQA_D %d\n#define QG_MQA_COMPRESSED %d\n"
+        "#define QG_MQA_CLEAN %d\n#define QG_MQA_BF16 %d\n#define QG_MQA_MATH_WGS %d\n"
+        "#define QG_MQA_KV_STAGES %d\n#define QG_MQA_SMEM_BYTES %zu\n"
+        "#include \"qg_mqa_logits.cuh\"\n",
+        p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs, p->kv_stages,
+        p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs, p->kv_stages,
+        p->smem_bytes);
+    return len < 0 || (size_t)len >= cap ? -1 : len;
+}
+
+/* ---- fp8_paged_mqa_logits ------------------------------------------------ */
+
+static size_t pmqa_smem(int n_cols, int d, int stages) {
+    const size_t q = ((size_t)n_cols * d + 1023) / 1024 * 1024;
+    return 1024 + 2 * q + (size_t)stages * (64 * (size_t)d + 64 * 4) + (size_t)(4 + 2 * stages) * 8;
+}
+
+int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
+                  int num_sms, qg_pmqa_plan *out, const char **why) {
+    if (!out) return fail(why, "no plan to fill");
+    if (batch < 0) return fail(why, "batch must be >= 0");
+    if (next_n != 1 && next_n != 2) return fail(why, "next_n must be 1 or 2");
+    if (heads != 32 && heads != 64) return fail(why, "heads must be 32 or 64");
+    if (head_dim != 32 && head_dim != 64 && head_dim != 128)
+        return fail(why, "head_dim must be 32, 64 or 128");
+    if (num_sms < 1) return fail(why, "num_sms must be >= 1");
+    /* Decode is bound by reading the cache: as many 64-key stages as fit
+     * (bytes in flight), even (two math warpgroups take units in turn), <= 16. */
+    int stages = 16;
+    while (stages > 2 && pmqa_smem(next_n * heads, head_dim, stages) > QG_IDX_SMEM_MAX) stages -= 2;
+    out->batch = batch;
+    out->next_n = next_n;
+    out->heads = heads;
+    out->head_dim = head_dim;
+    out->clean = clean ? 1 : 0;
+    out->logits_bf16 = logits_bf16 ? 1 : 0;
+    out->stages = stages;
+    out->grid_x = num_sms;
+    out->block_x = 384;
+    out->smem_bytes = pmqa_smem(next_n * heads, head_dim, stages);
+    out->sched_block_x = 1024;
+    out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
+    return 0;
+}
+
+int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
+    const int len = snprintf(
+        buf, cap,
+        "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages\n"
+        "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
+        "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
+        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_SMEM_BYTES %zu\n"
+        "#include \"qg_paged_mqa_logits.cuh\"\n",
+        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->heads,
+        p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->smem_bytes);
+    return len < 0 || (size_t)len >= cap ? -1 : len;
+}
+
+int qg__pmqa_schedule_source(char *buf, size_t cap) {
+    const int len = snprintf(buf, cap,
+                             "// qgemm paged mqa logits schedule\n#define QG_PMQA_SCHEDULE 1\n"
+                             "#include \"qg_paged_mqa_logits.cuh\"\n");
+    return len < 0 || (size_t)len >= cap ? -1 : len;
+}

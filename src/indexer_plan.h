@@ -1,0 +1,117 @@
+/*
+ * indexer_plan.h -- launch plans and JIT sources of the indexer / HC family
+ * (kernels/qg_hc_prenorm.cuh, kernels/qg_mqa_logits.cuh).
+ *
+ * Pure C: no driver, no NVRTC, no library state. Each planner checks a
+ * problem, chooses the compile-time configuration and the launch (grid,
+ * block, cluster, dynamic shared memory) from the problem and the device's
+ * SM count, and each source writer turns a plan into the short program the
+ * JIT compiles (#defines + #include). Errors: the planners return 0, or -1
+ * with *why set to a static message naming the rule that failed.
+ *
+ * Not yet wired into the library's launch path (the lead's shared launch
+ * path will call these); the tensor maps each kernel expects are listed
+ * beside its plan.
+ */
+#ifndef QG_INDEXER_PLAN_H
+#define QG_INDEXER_PLAN_H
+
+#include <stddef.h>
+
+/* The opt-in shared memory of one sm_90 block (bytes). */
+#define QG_IDX_SMEM_MAX 232448
+
+/* ---- tf32_hc_prenorm_gemm ----------------------------------------------- */
+
+/*
+ * Tensor maps (cuTensorMapEncodeTiled, L2 promotion 256B, OOB fill zeros):
+ *   tmap_a: BFLOAT16 (or UINT16), rank 2, dims {K, M}, strides {lda * 2},
+ *           box {64, block_m}, swizzle 128B
+ *   tmap_b: FLOAT32, rank 2, dims {K, N}, strides {ldb * 4}, box {32, N},
+ *           swizzle 128B
+ * Kernel "qg_hc_prenorm_kernel"(tmap_a, tmap_b, float *d, int64 ldd,
+ *   int64 d_split_ld, float *sqr, int m); d needs 8-byte aligned rows (ldd
+ *   even); sqr is [splits][m] dense.
+ */
+typedef struct {
+    int m, n, k, num_splits;   /* the problem (num_splits 1 = the unsplit form) */
+    int math_wgs;              /* 1 or 2 math warpgroups: block_m = 64 * math_wgs */
+    int block_m;
+    int cluster;               /* CTAs sharing one (m-block, split) along K */
+    int stages;
+    int grid_x, block_x;       /* grid (grid_x, 1, 1), cluster (cluster, 1, 1) */
+    size_t smem_bytes;         /* dynamic shared memory (cuFuncSetAttribute) */
+} qg_hc_plan;
+
+int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
+                const char **why);
+/* Writes the JIT source; returns its length, or -1 if cap is too small. */
+int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *plan);
+
+/* ---- fp8_mqa_logits ------------------------------------------------------ */
+
+/*
+ * Tensor maps:
+ *   tmap_q:  UINT8, rank 2, dims {D, seq_len * H}, strides {D}, box {D, 128},
+ *            swizzle D bytes (32B / 64B / 128B)
+ *   tmap_kv: UINT8, rank 2, dims {D, seq_len_kv}, strides {ld_kv}, box
+ *            {D, block_kv}, swizzle D bytes
+ *   tmap_kv_scale: FLOAT32, rank 1, dims {seq_len_kv}, box {block_kv}, no swizzle
+ * Kernel "qg_mqa_logits_kernel"(tmap_q, tmap_kv, tmap_kv_scale,
+ *   const float *weights, int64 ld_weights, const int *ks, const int *ke, void *logits,
+ *   int64 ld_logits (elements), int seq_len, int seq_len_kv).
+ * logits rows need 16-byte alignment (ld_logits * elem_size % 16 == 0).
+ */
+typedef struct {
+    int seq_len, seq_len_kv, heads, head_dim;
+    int compressed;            /* 1: logits[i][j - ks[i]] (DeepGEMM's max_seqlen_k > 0) */
+    int clean;                 /* 1: -inf outside [ks, ke) (not with compressed) */
+    int logits_bf16;           /* 0: fp32 logits */
+    int block_q;               /* 128 / heads */
+    int math_wgs;              /* math warpgroups; block_kv = 64 * math_wgs */
+    int block_kv;
+    int kv_stages;
+    int grid_x, block_x;
+    size_t smem_bytes;
+} qg_mqa_plan;
+
+int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
+                 int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why);
+int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *plan);
+
+/* ---- fp8_paged_mqa_logits and its schedule ------------------------------ */
+
+/*
+ * Tensor maps (cache = the fused [blocks][64][1][D + 4] bytes, block_stride
+ * bytes apart, a multiple of 16):
+ *   tmap_q:  UINT8, rank 2, dims {D, batch * next_n * H}, strides {D}, box
+ *            {D, next_n * H}, swizzle D bytes
+ *   tmap_kv: UINT8, rank 3, dims {D, 64, blocks}, strides {D, block_stride},
+ *            box {D, 64, 1}, swizzle D bytes
+ *   tmap_sc: FLOAT32, rank 2 at cache + 64 * D, dims {64, blocks}, strides
+ *            {block_stride}, box {64, 1}, no swizzle
+ * Kernels: "qg_paged_mqa_schedule_kernel"(const int *context_lens, int batch,
+ *   int next_n, int max_context_len, int num_ctas, int *schedule) with grid 1,
+ *   block 1024 (schedule: (num_ctas + 1) x 2 int32, the plan's grid_x as
+ *   num_ctas), then "qg_paged_mqa_logits_kernel"(tmap_q, tmap_kv, tmap_sc,
+ *   const float *weights, int64 ld_weights, const int *context_lens [batch][next_n],
+ *   const int *block_table, int64 block_table_ld, const int *schedule,
+ *   void *logits, int64 ld_logits, int batch, int max_context_len). Both read
+ *   device data only: the pair captures in a CUDA graph.
+ */
+typedef struct {
+    int batch, next_n, heads, head_dim;
+    int clean, logits_bf16;
+    int stages;
+    int grid_x, block_x;       /* logits kernel */
+    size_t smem_bytes;
+    int sched_block_x;         /* schedule kernel: grid 1 */
+    size_t schedule_bytes;     /* the schedule buffer the caller provides */
+} qg_pmqa_plan;
+
+int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
+                  int num_sms, qg_pmqa_plan *out, const char **why);
+int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
+int qg__pmqa_schedule_source(char *buf, size_t cap);
+
+#endif /* QG_INDEXER_PLAN_H */
