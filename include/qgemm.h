@@ -427,17 +427,18 @@ typedef enum {
  * Arguments of every BF16 GEMM: D (+)= A B^T over K, A and B bf16, the
  * tensor cores accumulating the whole K range in FP32. Strides are in
  * elements; every pointer a 16-byte aligned device pointer of the context's
- * device (index arrays: 4-byte); lda * 2, ldb * 2, ldd * (2 or 4) and ldc * 4
- * multiples of 16; n a multiple of 8. D may overlap no input (refused, naming
+ * device (index arrays: 4-byte); lda * 2, ldb * 2, ldd and ldc times D's
+ * element size multiples of 16; n a multiple of 8. D may overlap no input (refused, naming
  * both). DeepGEMM's layouts: NT = (QG_MAJOR_K, QG_MAJOR_K), NN = (K, MN),
  * TN = (MN, K), TT = (MN, MN).
  *
  *  dense       a: K-major [m][lda] (lda >= k) or MN-major [k][lda] (lda >= m);
  *              b: K-major [n][ldb] (ldb >= k) or MN-major [k][ldb] (ldb >= n);
  *              d [m][ldd] bf16, or FP32 with d_fp32 = 1; c: NULL (D = A B^T),
- *              d itself (FP32, ldc == ldd or 0: D += A B^T in place, by TMA
- *              reduce-add: the SMs never read D), or another FP32 [m][ldc]
- *              array, copied into D on the stream first. k = 0: D = C, or 0.
+ *              d itself (ldc == ldd or 0: D += A B^T in place, by TMA
+ *              reduce-add in D's type: the SMs never read D), or another
+ *              [m][ldc] array of D's type, copied into D on the stream first.
+ *              k = 0: D = C, or 0.
  *  contiguous  a K-major [m][lda], m = all groups' rows; b [G][n][ldb] or
  *              [G][k][ldb] (groups n * ldb or k * ldb apart); m_indices [m]:
  *              each row's group, as qg_gemm_args' contiguous layout (rows of
@@ -466,7 +467,7 @@ typedef struct {
     void *d;                  /* bf16, or FP32 with d_fp32 */
     int64_t ldd;
     int d_fp32;               /* 0: D bf16; 1: D FP32 */
-    const float *c;           /* NULL, d, or an FP32 [rows][ldc] array (FP32 D only) */
+    const void *c;            /* NULL, d, or a [rows][ldc] array of D's type */
     int64_t ldc;
     const int32_t *m_indices; /* contiguous only */
     const int32_t *masked_m;  /* masked only */
