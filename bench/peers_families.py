@@ -84,7 +84,7 @@ class Timer:
             name = e.name.lower()
             if "fill" in name or "memset" in name or "zero" in name or "memcpy" in name:
                 continue
-            total += e.device_time if hasattr(e, "device_time") else e.cuda_time
+            total += e.time_range.elapsed_us()
         return total / self.iters
 
     def events_us(self, fns: Dict[str, Callable[[], None]]) -> Dict[str, float]:
