@@ -568,7 +568,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     const int kb_begin = split_rank ? QG_KB_RANK0 : 0;
     const int kb_end = split_rank ? QG_NUM_K_BLOCKS : QG_KB_RANK0;
 #else
-    const int kb_begin = 0, kb_end = QG_SFB_COLS ? num_k_blocks : QG_NUM_K_BLOCKS;
+    [[maybe_unused]] const int kb_begin = 0, kb_end = QG_SFB_COLS ? num_k_blocks : QG_NUM_K_BLOCKS;
     (void)num_k_blocks;
 #endif
 
