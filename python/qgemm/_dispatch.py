@@ -106,7 +106,7 @@ def register_torch() -> Any:
         if TORCH_OPS is None and TORCH_ERROR is None and "torch" in sys.modules:
             try:
                 from . import _torch_ops
-                _torch_ops.register(launch_torch)
+                _torch_ops.register(launch_torch, launch_cast)
                 TORCH_OPS = _torch_ops
                 COMPILING = _torch_ops.compiling
                 FAST_GEMM = _C.gemm_torch

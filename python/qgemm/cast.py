@@ -35,21 +35,63 @@ def _compiling(torch: Any) -> bool:
     return bool(getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)())
 
 
+def _traced(torch: Any, x: Any) -> bool:
+    """x is traced (torch.compile), a tensor subclass (FakeTensor, ...) or a meta
+    tensor: the kernels run as the custom ops torch.ops.qgemm.cast / sf_layout
+    (their fake implementations for meta tensors)."""
+    return _compiling(torch) or type(x) not in (torch.Tensor, torch.nn.Parameter) or \
+        x.device.type == "meta"
+
+
+def _ops_ready() -> bool:
+    ops = _d.torch_ops()
+    return ops is not None and ops.OPS_ERROR is None
+
+
 def _kernel_ok(torch: Any, x: Any, dtypes: Sequence[Any]) -> bool:
-    """The kernels take x: a plain CUDA torch tensor of one of dtypes, outside a trace."""
-    return (type(x) in (torch.Tensor, torch.nn.Parameter) and x.is_cuda and x.dtype in dtypes
-            and not _compiling(torch))
+    """The kernels take x: a CUDA torch tensor of one of dtypes (or a meta one:
+    the custom op's fake implementation); traced only when the custom ops exist."""
+    if not isinstance(x, torch.Tensor) or x.dtype not in dtypes or \
+            x.device.type not in ("cuda", "meta"):
+        return False
+    return not _traced(torch, x) or _ops_ready()
+
+
+def _run_cast(kind: int, x2: Any, q: Any, sf: Any, aux: Any, ints: Sequence[int]) -> None:
+    """_C.cast, or its custom op while traced (q the whole e4m3 output)."""
+    torch = _torch()
+    if _traced(torch, x2):
+        torch.ops.qgemm.cast(kind, x2, q, sf, aux, *ints)
+        return
+    _d.launch_cast(_C.cast, kind, (x2, q.view(torch.uint8).reshape(-1, q.shape[-1]), sf, aux),
+                   ints)
+
+
+def _run_layout(kind: int, sf: Any, out: Any, ks: Any, ints: Sequence[int]) -> None:
+    torch = _torch()
+    if _traced(torch, sf):
+        torch.ops.qgemm.sf_layout(kind, sf, out, ks, *ints)
+        return
+    _d.launch_cast(_C.sf_layout, kind, (sf, out, ks), ints)
 
 
 def _ceil_div(x: int, y: int) -> int:
     return (x + y - 1) // y
 
 
+def _rows(x: Any, rows: int, cols: int) -> Any:
+    """x as [rows, cols] with a unit last stride and rows at least cols apart
+    (what the kernels read): a view where one exists, else a copy (an expanded
+    or transposed tensor)."""
+    y = x.reshape(rows, cols)
+    if (cols > 1 and y.stride(1) != 1) or (rows > 1 and y.stride(0) < cols):
+        y = y.contiguous()
+    return y
+
+
 def _quant(kind: int, x2: Any, q: Any, sf: Any, aux: Any, m: int, groups: int, sf_mn: bool,
            sf_ld: int, ue8m0: bool, rows_mask: int) -> None:
-    torch = _torch()
-    _d.launch_cast(_C.cast, kind, (x2, q.view(torch.uint8), sf, aux),
-                   (m, groups, int(sf_mn), sf_ld, int(bool(ue8m0)), rows_mask))
+    _run_cast(kind, x2, q, sf, aux, (m, groups, int(sf_mn), sf_ld, int(bool(ue8m0)), rows_mask))
 
 
 def per_token_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128,
@@ -73,10 +115,10 @@ def per_token_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128,
     if not _kernel_ok(torch, x, (torch.bfloat16, torch.float32)) or rows == 0 or \
             rows > _ROWS_MAX or k > _ROWS_MAX:
         return _th.per_token_cast_to_fp8(x, use_ue8m0, gran_k, use_packed_ue8m0)
-    x2 = x.reshape(rows, k)
+    x2 = _rows(x, rows, k)
     q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
     sf = torch.empty((*x.shape[:-1], _ceil_div(k, 128)), dtype=torch.float32, device=x.device)
-    _quant(_C.CAST_PER_TOKEN, x2, q.view(rows, k), sf, None, rows, 1, False, 0, use_ue8m0, 0)
+    _quant(_C.CAST_PER_TOKEN, x2, q, sf, None, rows, 1, False, 0, use_ue8m0, 0)
     return q, sf
 
 
@@ -100,11 +142,11 @@ def per_block_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128) ->
     if not _kernel_ok(torch, x, (torch.bfloat16, torch.float32)) or groups * n * k == 0 or \
             n > _ROWS_MAX or k > _ROWS_MAX or groups > _INT_MAX // 2:
         return _th.per_block_cast_to_fp8(x, use_ue8m0, gran_k)
-    x2 = x.reshape(groups * n, k)
+    x2 = _rows(x, groups * n, k)
     q = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
     sf = torch.empty((*lead, _ceil_div(n, 128), _ceil_div(k, 128)), dtype=torch.float32,
                      device=x.device)
-    _quant(_C.CAST_PER_BLOCK, x2, q.view(groups * n, k), sf, None, n, groups, False, 0,
+    _quant(_C.CAST_PER_BLOCK, x2, q, sf, None, n, groups, False, 0,
            use_ue8m0, 0)
     return q, sf
 
@@ -126,7 +168,7 @@ def per_channel_cast_to_fp8(x: Any, use_ue8m0: bool = False,
     m, n = x.shape
     q = torch.empty((m, n), dtype=torch.float8_e4m3fn, device=x.device)
     sf = torch.empty((m // 128, n), dtype=torch.float32, device=x.device)
-    _quant(_C.CAST_PER_CHANNEL, x.reshape(m, n), q, sf, None, m, 1, False, 0, use_ue8m0, 0)
+    _quant(_C.CAST_PER_CHANNEL, _rows(x, m, n), q, sf, None, m, 1, False, 0, use_ue8m0, 0)
     return q, sf
 
 
@@ -189,23 +231,23 @@ def silu_and_mul_fp8_quant(x: Any, use_ue8m0: bool = False, masked_m: Any = None
     idx = masked_m if masked_m is not None else m_indices
     eligible = _kernel_ok(torch, x, (torch.bfloat16, torch.float32)) and rows > 0 and n > 0 and \
         m <= _ROWS_MAX and n <= _ROWS_MAX and groups <= _INT_MAX and \
-        (idx is None or (idx.is_cuda and idx.device == x.device))
+        (idx is None or idx.device == x.device)
     if not eligible:
         q, sf = _th.per_token_cast_to_fp8(_silu_mul_torch(torch, x), use_ue8m0)
         return q, (_L.get_col_major_tma_aligned_tensor(sf) if sf_mn_major else sf)
-    x2 = x.reshape(rows, 2 * n)
+    x2 = _rows(x, rows, 2 * n)
     q = torch.empty((*x.shape[:-1], n), dtype=torch.float8_e4m3fn, device=x.device)
     kb = _ceil_div(n, 128)
     mask = 1 if masked_m is not None else 2 if m_indices is not None else 0
     if sf_mn_major:
         ld = (m + 3) // 4 * 4
         storage = torch.empty((groups, kb, ld), dtype=torch.float32, device=x.device)
-        _quant(_C.CAST_SILU_MUL, x2, q.view(rows, n), storage, idx, m, groups, True, ld,
+        _quant(_C.CAST_SILU_MUL, x2, q, storage, idx, m, groups, True, ld,
                use_ue8m0, mask)
         sf = storage.transpose(1, 2)[:, :m, :]
         return q, (sf if x.dim() == 3 else sf.squeeze(0))
     sf = torch.empty((*x.shape[:-1], kb), dtype=torch.float32, device=x.device)
-    _quant(_C.CAST_SILU_MUL, x2, q.view(rows, n), sf, idx, m, groups, False, 0, use_ue8m0, mask)
+    _quant(_C.CAST_SILU_MUL, x2, q, sf, idx, m, groups, False, 0, use_ue8m0, mask)
     return q, sf
 
 
@@ -219,7 +261,7 @@ def _transpose_kernel(x3: Any, storage: Any, ld: int) -> bool:
     if not _kernel_ok(torch, x3, (torch.float32,)) or storage.device != x3.device or \
             x3.shape[2] == 0:
         return False
-    _d.launch_cast(_C.sf_layout, _C.CAST_SF_MN_MAJOR, (x3, storage, None), (ld, 0, 0, 0))
+    _run_layout(_C.CAST_SF_MN_MAJOR, x3, storage, None, (ld, 0, 0, 0))
     return True
 
 
@@ -227,7 +269,7 @@ def _pack_kernel(x3: Any, storage: Any, ld: int) -> bool:
     torch = _torch()
     if not _kernel_ok(torch, x3, (torch.float32,)) or x3.shape[2] == 0:
         return False
-    _d.launch_cast(_C.sf_layout, _C.CAST_SF_PACK_UE8M0, (x3, storage, None), (ld, 0, 0, 0))
+    _run_layout(_C.CAST_SF_PACK_UE8M0, x3, storage, None, (ld, 0, 0, 0))
     return True
 
 
@@ -239,9 +281,8 @@ def _k_grouped_pack_kernel(sf: Any, ks: Sequence[int], gran_k: int) -> Any:
     out = torch.empty((packed, sf.shape[1]), dtype=torch.int32, device=sf.device)
     if packed == 0:
         return out
-    sizes = torch.tensor(list(ks), dtype=torch.int32).to(sf.device, non_blocking=True)
-    _d.launch_cast(_C.sf_layout, _C.CAST_SF_PACK_UE8M0_K_GROUPED, (sf, out, sizes),
-                   (0, gran_k, 128, 0))
+    sizes = torch.tensor(list(ks), dtype=torch.int32, device=sf.device)
+    _run_layout(_C.CAST_SF_PACK_UE8M0_K_GROUPED, sf, out, sizes, (0, gran_k, 128, 0))
     return out
 
 

@@ -257,3 +257,80 @@ def test_gpu_kernel_names():
         torch.cuda.synchronize()
     names = " ".join(e.name for e in prof.key_averages())
     assert "qg_transpose_sf_kernel" in names and "qg_pack_fp32_into_ue8m0_kernel" in names, names
+
+
+# ---- torch.compile: the kernels as custom ops ---------------------------------------------
+
+
+def test_ops_are_registered():
+    qgemm.register_torch_ops()
+    assert hasattr(torch.ops.qgemm, "cast") and hasattr(torch.ops.qgemm, "sf_layout")
+
+
+@pytest.mark.skipif(not hasattr(torch.library, "custom_op"), reason="torch < 2.4")
+def test_compile_fullgraph_meta():
+    """torch.compile(fullgraph=True) traces the casts and layouts as the custom
+    ops (meta tensors: no GPU; the fake implementations run)."""
+    import torch._dynamo
+
+    def block(x, w, sf):
+        q, s = qgemm.per_token_cast_to_fp8(x)
+        wq, ws = qgemm.per_block_cast_to_fp8(w, True)
+        y, ys = qgemm.silu_and_mul_fp8_quant(x, sf_mn_major=True)
+        t = qgemm.get_mn_major_tma_aligned_tensor(s)
+        p = qgemm.get_mn_major_tma_aligned_packed_ue8m0_tensor(sf)
+        return q, t, wq, ws, y, ys, p
+
+    x = torch.empty(96, 512, dtype=torch.bfloat16, device="meta")
+    w = torch.empty(2, 256, 384, dtype=torch.bfloat16, device="meta")
+    sf = torch.empty(96, 7, dtype=torch.float32, device="meta")
+    torch._dynamo.reset()
+    explain = torch._dynamo.explain(block)(x, w, sf)
+    assert explain.graph_break_count == 0, explain.break_reasons
+    text = "\n".join(str(g.graph) for g in explain.graphs)
+    assert "qgemm.cast" in text and "qgemm.sf_layout" in text, text
+    out = torch.compile(block, fullgraph=True, backend="aot_eager")(x, w, sf)
+    assert out[0].shape == (96, 512) and out[0].dtype == torch.float8_e4m3fn
+    assert out[1].shape == (96, 4) and out[1].stride() == (1, 96)
+    assert out[4].shape == (96, 256) and out[5].stride() == (1, 96)
+    assert out[6].shape == (96, 2) and out[6].dtype == torch.int32
+
+
+def test_meta_eager_shapes():
+    x = torch.empty(3, 5, 300, dtype=torch.float32, device="meta")
+    q, s = qgemm.per_token_cast_to_fp8(x)
+    assert q.shape == x.shape and s.shape == (3, 5, 3)
+    q, s = qgemm.per_block_cast_to_fp8(x)
+    assert q.shape == x.shape and s.shape == (3, 1, 3)
+
+
+@needs_gpu
+def test_gpu_compiled_matches_eager():
+    """Compiled, the casts run the same kernels (the custom ops): the same bits."""
+    x = _input((200, 1000), torch.bfloat16, "cuda", random.randrange(2**31))
+
+    def block(x):
+        q, s = qgemm.per_token_cast_to_fp8(x)
+        return q, qgemm.get_mn_major_tma_aligned_tensor(s), qgemm.silu_and_mul_fp8_quant(x)[0]
+
+    want = block(x)
+    got = torch.compile(block, fullgraph=True)(x)
+    for a, b in zip(got, want):
+        _same_bits(a, b)
+
+
+@needs_gpu
+@pytest.mark.parametrize("view", ["transposed", "expanded", "sliced"])
+def test_gpu_views(view):
+    """Inputs that are not row-major with rows apart: a copy or a narrow access, same bits."""
+    base = _input((640, 256), torch.bfloat16, "cuda", random.randrange(2**31))
+    x = {"transposed": base.t(), "expanded": base[:1].expand(640, 256),
+         "sliced": base[:, 3:200]}[view]
+    for fn in (qgemm.per_token_cast_to_fp8, qgemm.per_block_cast_to_fp8):
+        a, b = fn(x), getattr(_torch_helpers, fn.__name__)(x)
+        _same_bits(a[0], b[0])
+        _same_bits(a[1], b[1])
+    if x.shape[0] % 128 == 0:
+        a, b = qgemm.per_channel_cast_to_fp8(x), _torch_helpers.per_channel_cast_to_fp8(x)
+        _same_bits(a[0], b[0])
+        _same_bits(a[1], b[1])
