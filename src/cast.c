@@ -197,6 +197,9 @@ static qg_status check_cast(const qg_context *ctx, qg_cast_op op, const qg_cast_
     if (a->m > (1 << 30) || a->k > (1 << 30) || (int64_t)groups * a->m > ((int64_t)1 << 40))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: m, k must be at most 2^30 and num_groups x m at "
                         "most 2^40", fn);
+    if ((double)groups * a->m * (op == QG_CAST_SILU_MUL ? 2.0 * a->k : (double)a->k) > 0x1p44)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: x holds more than 2^44 elements (num_groups x m x "
+                        "%s)", fn, op == QG_CAST_SILU_MUL ? "2k" : "k");
     if (op == QG_CAST_PER_CHANNEL && a->m % 128)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->m must be a multiple of 128, got %d", fn,
                         a->m);
@@ -297,6 +300,15 @@ static qg_status check_layout(const qg_context *ctx, qg_cast_op op, const qg_sf_
         if (a->ks || a->packed_sf_k)
             return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->ks and args->packed_sf_k are the "
                             "k-grouped layout's (NULL, 0)", fn);
+        const double out_rows = op == QG_CAST_SF_MN_MAJOR ? a->sf_k : (a->sf_k + 3) / 4;
+        if ((double)groups * out_rows * a->out_ld > 0x1p40)
+            return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the output holds more than 2^40 values "
+                            "(num_groups x rows x out_ld)", fn);
+        if ((double)(groups - 1) * (double)a->sf_stride[0] +
+                (double)(a->mn ? a->mn - 1 : 0) * (double)a->sf_stride[1] +
+                (double)(a->sf_k ? a->sf_k - 1 : 0) * (double)a->sf_stride[2] > 0x1p50)
+            return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the input spans more than 2^50 elements "
+                            "(args->sf_stride)", fn);
         p->sf_ld = a->out_ld;
         p->in_stride[0] = a->sf_stride[0], p->in_stride[1] = a->sf_stride[1];
         p->in_stride[2] = a->sf_stride[2];
