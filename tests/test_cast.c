@@ -464,6 +464,9 @@ typedef struct {
     int pad;              /* extra elements of each row stride (narrow accesses when odd) */
 } cast_case;
 
+/* Launch through a CUDA graph (captured after qg_cast_compile) instead of directly. */
+static int in_graph;
+
 static int run_cast_case(qg_context *ctx, CUstream stream, const cast_case *c, char *why, size_t len) {
     const qg_driver *drv = ctx->drv;
     const int G = c->groups, M = c->m, K = c->k, silu = c->kind == 4;
@@ -516,7 +519,30 @@ static int run_cast_case(qg_context *ctx, CUstream stream, const cast_case *c, c
     if (c->rows_mask == 2) a.m_indices = (const int32_t *)(uintptr_t)daux;
     static const cast_fn fns[5] = {NULL, qg_per_token_cast, qg_per_block_cast, qg_per_channel_cast,
                                    qg_silu_mul_cast};
-    qg_status st = fns[c->kind](ctx, &a, stream);
+    qg_status st;
+    if (!in_graph) {
+        st = fns[c->kind](ctx, &a, stream);
+    } else {
+        /* compiled and loaded first, then captured: the launch reads no device
+         * memory and allocates nothing */
+        st = qg_cast_compile(ctx, (qg_cast_kind)c->kind, &a, NULL, NULL);
+        CUgraph graph = NULL;
+        CUgraphExec exec = NULL;
+        CUcontext popped;
+        if (st == QG_SUCCESS && drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS) {
+            CUresult cr = drv->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+            if (cr == CUDA_SUCCESS) {
+                st = fns[c->kind](ctx, &a, stream);
+                cr = drv->cuStreamEndCapture(stream, &graph);
+            }
+            if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphInstantiate(&exec, graph, 0);
+            if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphLaunch(exec, stream);
+            if (cr != CUDA_SUCCESS && st == QG_SUCCESS) st = QG_ERROR_CUDA;
+            if (exec) drv->cuGraphExecDestroy(exec);
+            if (graph) drv->cuGraphDestroy(graph);
+            drv->cuCtxPopCurrent(&popped);
+        }
+    }
     if (st != QG_SUCCESS) {
         snprintf(why, len, "%s: %s", qg_status_string(st), qg_last_error());
         goto done;
@@ -643,6 +669,38 @@ TEST(gpu_cast_bitwise) {
     printf("    %d cast cases, %d failed\n", n, failures);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cast cases failed", failures, n);
+    PASS();
+}
+
+/* The grid follows qg_context_set_num_sms (as data: a few SMs, the same bits),
+ * and a captured launch replays in a CUDA graph. */
+TEST(gpu_cast_sms_and_graph) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    rng = 0x5DEECE66Dull ^ (uint64_t)time(NULL);
+    static const cast_case cases[] = {
+        {1, 0, 0, 1, 0, 2, 300, 7168, 0}, {2, 1, 1, 0, 0, 2, 300, 1000, 0},
+        {3, 0, 0, 0, 0, 1, 512, 700, 1},  {4, 0, 1, 1, 1, 6, 150, 256, 0},
+        {4, 1, 0, 0, 2, 6, 150, 256, 1},
+    };
+    const int n = (int)(sizeof cases / sizeof cases[0]);
+    int failures = 0;
+    char why[256];
+    for (int pass = 0; pass < 3; ++pass) {
+        if (pass == 1) CHECK(qg_context_set_num_sms(ctx, 3) == QG_SUCCESS, "%s", qg_last_error());
+        in_graph = pass == 2;
+        for (int i = 0; i < n; ++i)
+            if (!run_cast_case(ctx, stream, &cases[i], why, sizeof why)) {
+                failures++;
+                printf("    FAIL pass %d (%s) case %d: %s\n", pass,
+                       pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : "CUDA graph", i, why);
+            }
+    }
+    in_graph = 0;
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d cases failed", failures, 3 * n);
     PASS();
 }
 
