@@ -46,6 +46,14 @@ implementations): under ``torch.compile`` the functions here call them, so
 current stream, capturable in CUDA graphs once compiled (``qgemm.compile`` or
 one eager call first). ``import qgemm`` never imports torch.
 
+Casts (qgemm.cast, docs/CAST.md): ``per_token_cast_to_fp8``,
+``per_block_cast_to_fp8``, ``per_channel_cast_to_fp8``, the scale layouts
+(``get_mn_major_tma_aligned_tensor``, the packed UE8M0 forms,
+``transform_sf_into_required_layout``) and ``silu_and_mul_fp8_quant`` run GPU
+kernels on CUDA tensors (the custom ops ``torch.ops.qgemm.cast`` /
+``sf_layout`` under torch.compile), bit for bit the torch formulas, which CPU
+tensors take.
+
 Errors: bad arguments raise ValueError (TypeError for non-tensors) before any
 memory is written; failures of the driver, device, compiler or launch raise
 RuntimeError with the library's message (e.g. "libcuda.so.1 not found" on a
