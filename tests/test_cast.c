@@ -405,7 +405,9 @@ static float *fill(int64_t rows, int64_t cols, int64_t ld, int bf16, int special
         x[(rows / 2) * ld + 3] = -INFINITY;
         x[(rows / 3) * ld + cols / 2] = NAN;
         x[(rows / 4) * ld + 1] = -0.0f;
-        x[(rows / 5) * ld] = 30000.0f;
+        x[(rows / 5) * ld] = 30000.0f; /* 29952 in bf16 */
+        if (bf16)
+            for (int64_t i = 0; i < rows * ld; ++i) x[i] = qg_bf16_decode(qg_bf16_encode(x[i]));
     }
     return x;
 }
