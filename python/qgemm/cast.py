@@ -277,6 +277,8 @@ def _k_grouped_pack_kernel(sf: Any, ks: Sequence[int], gran_k: int) -> Any:
     torch = _torch()
     if not _kernel_ok(torch, sf, (torch.float32,)) or not ks or sf.shape[1] == 0:
         return None
+    if not _traced(torch, sf) and sf.data_ptr() % 16:  # the kernel's 16-byte accesses
+        return None
     packed = sum(_ceil_div(_ceil_div(k, gran_k), 4) for k in ks)
     out = torch.empty((packed, sf.shape[1]), dtype=torch.int32, device=sf.device)
     if packed == 0:

@@ -334,3 +334,14 @@ def test_gpu_views(view):
         a, b = qgemm.per_channel_cast_to_fp8(x), _torch_helpers.per_channel_cast_to_fp8(x)
         _same_bits(a[0], b[0])
         _same_bits(a[1], b[1])
+
+
+@needs_gpu
+def test_gpu_k_grouped_pack_unaligned_falls_back():
+    ks, mn = [256, 128], 8
+    base = _torch_helpers.ceil_to_ue8m0(torch.rand(4 * mn + 1, device="cuda") + 0.1)
+    sf = base[1:].view(4, mn)  # 4-byte offset: not the kernel's 16-byte alignment
+    layout = torch.tensor(ks, dtype=torch.int32, device="cuda")
+    got = qgemm.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, layout, ks, 128, 128)
+    want = _layout.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, layout, ks, 128, 128)
+    _same_bits(got, want)
