@@ -338,7 +338,7 @@ def test_gpu_views(view):
 
 @needs_gpu
 def test_gpu_k_grouped_pack_unaligned_falls_back():
-    ks, mn = [256, 128], 8
+    ks, mn = [256, 256], 8
     base = _torch_helpers.ceil_to_ue8m0(torch.rand(4 * mn + 1, device="cuda") + 0.1)
     sf = base[1:].view(4, mn)  # 4-byte offset: not the kernel's 16-byte alignment
     layout = torch.tensor(ks, dtype=torch.int32, device="cuda")
