@@ -107,6 +107,10 @@ unpack_ue8m0_from_int cast_back_from_fp4 init_dist uneven_all_gather
 """.split()
 
 SUPPORTED = {
+    "bf16_gemm_nt", "bf16_gemm_nn", "bf16_gemm_tn", "bf16_gemm_tt",
+    "m_grouped_bf16_gemm_nt_contiguous", "m_grouped_bf16_gemm_nn_contiguous",
+    "m_grouped_bf16_gemm_nt_masked", "k_grouped_bf16_gemm_tn_contiguous",
+    "bf16_m_grouped_gemm_nt_masked",
     "fp8_fp4_gemm_nt", "fp8_gemm_nt", "m_grouped_fp8_fp4_gemm_nt_contiguous",
     "m_grouped_fp8_gemm_nt_contiguous", "m_grouped_fp8_fp4_gemm_nt_masked",
     "m_grouped_fp8_gemm_nt_masked", "fp8_m_grouped_gemm_nt_masked",
