@@ -7,6 +7,7 @@
  *   errors.c    Python exceptions: formatted messages, library statuses
  *   module.c    the Python functions, module init
  *   bf16.c      the BF16 GEMM family's entry (bf16_gemm)
+ *   indexer.c   the indexer / HC family's entries (mqa_logits, paged_mqa_*, hc_prenorm)
  *
  * Invariants:
  *  - every function returning int returns 0 on success and -1 with a Python
@@ -131,6 +132,15 @@ int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int 
 /* bf16_gemm(kind, a, b, d, c, idx, expected_m, ks, stream, no_sync): the
  * module function (see bf16.c). */
 PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args);
+
+/* ---- the indexer / HC family (indexer.c) ------------------------------------ */
+
+/* mqa_logits, paged_mqa_schedule, paged_mqa_logits, hc_prenorm: the module
+ * functions (see indexer.c). */
+PyObject *qgpy_mqa_logits(PyObject *self, PyObject *args);
+PyObject *qgpy_paged_mqa_schedule(PyObject *self, PyObject *args);
+PyObject *qgpy_paged_mqa_logits(PyObject *self, PyObject *args);
+PyObject *qgpy_hc_prenorm(PyObject *self, PyObject *args);
 
 /* ---- contexts (contexts.c) ----------------------------------------------- */
 

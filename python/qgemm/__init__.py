@@ -95,6 +95,7 @@ from ._torch_helpers import (
     pack_ue8m0_to_int,
     per_block_cast_to_fp8,
     per_channel_cast_to_fp8,
+    per_custom_dims_cast_to_fp8,
     per_token_cast_to_fp8,
     unpack_ue8m0_from_int,
 )
@@ -121,6 +122,15 @@ from .fp8 import (
     set_strict,
 )
 
+from .indexer import (
+    fp8_fp4_mqa_logits,
+    fp8_fp4_paged_mqa_logits,
+    fp8_mqa_logits,
+    fp8_paged_mqa_logits,
+    get_paged_mqa_logits_metadata,
+    tf32_hc_prenorm_gemm,
+)
+
 bf16_m_grouped_gemm_nt_masked = m_grouped_bf16_gemm_nt_masked  # DeepGEMM's older name
 
 __version__: str = _C.version()
@@ -137,6 +147,7 @@ __all__ = [
     "get_tma_aligned_size",
     "get_col_major_tma_aligned_tensor",
     "per_token_cast_to_fp8",
+    "per_custom_dims_cast_to_fp8",
     "per_block_cast_to_fp8",
     "set_num_sms",
     "get_num_sms",
@@ -180,6 +191,12 @@ __all__ = [
     "m_grouped_bf16_gemm_nt_contiguous",
     "m_grouped_bf16_gemm_nt_masked",
     "bf16_m_grouped_gemm_nt_masked",
+    "fp8_fp4_mqa_logits",
+    "fp8_fp4_paged_mqa_logits",
+    "fp8_mqa_logits",
+    "fp8_paged_mqa_logits",
+    "get_paged_mqa_logits_metadata",
+    "tf32_hc_prenorm_gemm",
 ] + sorted(_dg.STUBS) + sorted(_dg.CUBLASLT)
 
 globals().update(_dg.STUBS)  # DeepGEMM entry points qgemm lacks: NotImplementedError

@@ -489,3 +489,40 @@ def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m:
             _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)
         return
     _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)
+
+
+# ---- the indexer / HC family's launch (qgemm/indexer.py) -----------------------------------
+
+_INDEXER_FUNCS = ("mqa_logits", "paged_mqa_schedule", "paged_mqa_logits", "hc_prenorm")
+
+
+def launch_indexer(func: str, tensors: Sequence[Any], scalars: Sequence[int],
+                   stream: Optional[StreamLike]) -> None:
+    """One indexer / HC call (_C.<func>: mqa_logits, paged_mqa_schedule,
+    paged_mqa_logits or hc_prenorm): the tensors through DLPack on the stream
+    given, or on the framework's current one (torch's for torch tensors), on
+    the tensors' device, followed by the function's int arguments."""
+    if func not in _INDEXER_FUNCS:
+        raise ValueError(f"qgemm: unknown indexer function {func!r}")
+    tensors = [detach(t) for t in tensors]
+    handle = None if stream is None else stream_handle(stream)
+    torch = sys.modules.get("torch")
+    device = None
+    if torch is not None:
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                if device is None:
+                    device = t.device.index
+                elif t.device.index != device:
+                    raise ValueError(f"qgemm: all tensors must be on one device: cuda:{device} "
+                                     f"and cuda:{t.device.index}")
+    if handle is None:
+        handle, no_sync = current_stream(tensors)
+    else:
+        no_sync = 0
+    fn = getattr(_C, func)
+    if device is not None and device != torch.cuda.current_device():
+        with torch.cuda.device(device):
+            fn(*tensors, *scalars, handle, no_sync)
+        return
+    fn(*tensors, *scalars, handle, no_sync)

@@ -55,6 +55,7 @@ from .._torch_helpers import (  # noqa: F401
     pack_ue8m0_to_int,
     per_block_cast_to_fp8,
     per_channel_cast_to_fp8,
+    per_custom_dims_cast_to_fp8,
     per_token_cast_to_fp8,
     unpack_ue8m0_from_int,
 )
@@ -76,6 +77,14 @@ from ..fp8 import (  # noqa: F401
     m_grouped_fp8_fp4_gemm_nt_contiguous,
     m_grouped_fp8_fp4_gemm_nt_masked,
     set_strict,
+)
+from ..indexer import (  # noqa: F401
+    fp8_fp4_mqa_logits,
+    fp8_fp4_paged_mqa_logits,
+    fp8_mqa_logits,
+    fp8_paged_mqa_logits,
+    get_paged_mqa_logits_metadata,
+    tf32_hc_prenorm_gemm,
 )
 from . import utils  # noqa: F401
 
