@@ -104,7 +104,7 @@ def register_torch() -> Any:
         if TORCH_OPS is None and TORCH_ERROR is None and "torch" in sys.modules:
             try:
                 from . import _torch_ops
-                _torch_ops.register(launch_torch)
+                _torch_ops.register(launch_torch, launch_indexer_eager)
                 TORCH_OPS = _torch_ops
                 COMPILING = _torch_ops.compiling
                 FAST_GEMM = _C.gemm_torch
@@ -499,12 +499,30 @@ _INDEXER_FUNCS = ("mqa_logits", "paged_mqa_schedule", "paged_mqa_logits", "hc_pr
 def launch_indexer(func: str, tensors: Sequence[Any], scalars: Sequence[int],
                    stream: Optional[StreamLike]) -> None:
     """One indexer / HC call (_C.<func>: mqa_logits, paged_mqa_schedule,
-    paged_mqa_logits or hc_prenorm): the tensors through DLPack on the stream
-    given, or on the framework's current one (torch's for torch tensors), on
-    the tensors' device, followed by the function's int arguments."""
+    paged_mqa_logits or hc_prenorm): under torch.compile (or with tensor
+    subclasses, or meta tensors) the custom op torch.ops.qgemm.<func>; else the tensors through
+    DLPack on the stream given, or on the framework's current one (torch's for
+    torch tensors), on the tensors' device, followed by the function's int
+    arguments. The logits functions take the padded [rows, ld] logits buffer
+    last and its width first among the ints: the extension gets its
+    [:, :width] view."""
     if func not in _INDEXER_FUNCS:
         raise ValueError(f"qgemm: unknown indexer function {func!r}")
+    ops = torch_ops()
+    if ops is not None and (ops.compiling() or any(
+            ops.is_subclass_tensor(t) or getattr(t, "is_meta", False) is True for t in tensors)):
+        ops.call_indexer(func, list(tensors), tuple(scalars), stream)
+        return
+    launch_indexer_eager(func, tensors, scalars, stream)
+
+
+def launch_indexer_eager(func: str, tensors: Sequence[Any], scalars: Sequence[int],
+                         stream: Optional[StreamLike]) -> None:
+    """launch_indexer without the custom op (what the op itself runs)."""
     tensors = [detach(t) for t in tensors]
+    if func in ("mqa_logits", "paged_mqa_logits"):
+        tensors[-1] = tensors[-1][:, :scalars[0]]
+        scalars = scalars[1:]
     handle = None if stream is None else stream_handle(stream)
     torch = sys.modules.get("torch")
     device = None

@@ -58,9 +58,10 @@ def _logits_dtype(torch: Any, dtype: Any) -> Any:
 
 
 def _padded(torch: Any, rows: int, cols: int, dtype: Any, device: Any) -> Any:
-    """[rows, cols] with rows 256 elements (>= 512 bytes) apart, as DeepGEMM pads them."""
+    """The [rows, ld] buffer of [rows, cols] logits, rows 256 elements (>= 512
+    bytes) apart, as DeepGEMM pads them (the result is its [:, :cols] view)."""
     ld = max(256, (cols + 255) // 256 * 256)
-    return torch.empty((rows, ld), dtype=dtype, device=device)[:, :cols]
+    return torch.empty((rows, ld), dtype=dtype, device=device)
 
 
 def _pair(name: str, x: Any) -> Tuple[Any, Any]:
@@ -116,8 +117,8 @@ def fp8_fp4_mqa_logits(q: Any, kv: Tuple[Tensor, Tensor], weights: Tensor,
     logits = _padded(torch, seq_len, cols, dtype, q_fp.device)
     _d.launch_indexer("mqa_logits", [_bytes(torch, q_fp), _bytes(torch, kv_fp), kv_sf, weights,
                                      cu_seq_len_k_start, cu_seq_len_k_end, logits],
-                      (int(clean), max_seqlen_k), stream)
-    return logits
+                      (cols, int(clean), max_seqlen_k), stream)
+    return logits[:, :cols]
 
 
 def fp8_mqa_logits(q: Tensor, kv: Tuple[Tensor, Tensor], weights: Tensor,
@@ -199,8 +200,8 @@ def fp8_fp4_paged_mqa_logits(q: Any, kv_cache: Tensor, weights: Tensor, context_
     logits = _padded(torch, rows, max_context_len, dtype, q_fp.device)
     _d.launch_indexer("paged_mqa_logits", [_bytes(torch, q_fp), _bytes(torch, kv_cache), weights,
                                            context_lens, block_table, schedule_meta, logits],
-                      (max_context_len, int(bool(clean_logits))), stream)
-    return logits
+                      (max_context_len, max_context_len, int(bool(clean_logits))), stream)
+    return logits[:, :max_context_len]
 
 
 def fp8_paged_mqa_logits(q: Tensor, kv_cache: Tensor, weights: Tensor, context_lens: Tensor,

@@ -250,3 +250,71 @@ def test_paged_extension_checks(no_gpu):
         with pytest.raises(ValueError, match=pattern):
             call_paged(ops)
         consumed(ops)
+
+
+# ---- torch.compile(fullgraph=True): the custom ops, on meta tensors -----------------------
+
+
+def indexer_block(q, kv, sc, w, ks, ke, pq, cache, pw, lens, bt, a, b):
+    """A V3.2 decode-and-prefill step: ragged logits, the paged schedule and
+    logits, and the HC prenorm (with splits) feeding a norm."""
+    logits = qgemm.fp8_mqa_logits(q, (kv, sc), w, ks, ke)
+    bf = qgemm.fp8_fp4_mqa_logits((q, None), (kv, sc), w, ks, ke, clean_logits=False,
+                                  max_seqlen_k=48, logits_dtype=torch_mod().bfloat16)
+    sched = qgemm.get_paged_mqa_logits_metadata(lens, 64, 8)
+    paged = qgemm.fp8_paged_mqa_logits(pq, cache, pw, lens, bt, sched, 192, True)
+    d = torch_mod().empty(4, a.shape[0], b.shape[0], device=a.device)
+    s = torch_mod().empty(4, a.shape[0], device=a.device)
+    qgemm.tf32_hc_prenorm_gemm(a, b, d, s, num_splits=4)
+    return logits.sum(1), bf.float().sum(1), paged.sum(1), d.sum(0) / s.sum(0)[:, None]
+
+
+def torch_mod():
+    import torch
+    return torch
+
+
+def meta_inputs(torch):
+    e4m3 = torch.float8_e4m3fn
+    m = dict(device="meta")
+    return dict(q=torch.empty(16, 32, 64, dtype=e4m3, **m), kv=torch.empty(100, 64, dtype=e4m3, **m),
+                sc=torch.empty(100, **m), w=torch.empty(16, 32, **m),
+                ks=torch.empty(16, dtype=torch.int32, **m), ke=torch.empty(16, dtype=torch.int32, **m),
+                pq=torch.empty(4, 2, 64, 128, dtype=e4m3, **m),
+                cache=torch.empty(20, 64, 1, 132, dtype=torch.uint8, **m),
+                pw=torch.empty(8, 64, **m), lens=torch.empty(4, 2, dtype=torch.int32, **m),
+                bt=torch.empty(4, 3, dtype=torch.int32, **m),
+                a=torch.empty(48, 1280, dtype=torch.bfloat16, **m), b=torch.empty(24, 1280, **m))
+
+
+INDEXER_OPS = ("mqa_logits", "paged_mqa_schedule", "paged_mqa_logits", "hc_prenorm")
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_compile_fullgraph_indexer(torch, backend):
+    if not hasattr(torch.library, "custom_op"):
+        pytest.skip("torch has no torch.library.custom_op")
+    qgemm.register_torch_ops()
+    graphs = []
+
+    def recording(gm, example_inputs):
+        graphs.append(gm)
+        return torch._dynamo.lookup_backend(backend)(gm, example_inputs)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(indexer_block, fullgraph=True, backend=recording)  # no graph break
+    out = compiled(**meta_inputs(torch))
+    assert [tuple(t.shape) for t in out] == [(16,), (16,), (8,), (48, 24)]
+    text = "\n".join(str(n.target) + " " + " ".join(map(str, n.args))
+                     for gm in graphs for n in gm.graph.nodes)
+    for op in INDEXER_OPS:
+        assert f"qgemm.{op}" in text or f"qgemm::{op}" in text, op
+    for op in INDEXER_OPS:
+        schema = str(getattr(torch.ops.qgemm, op).default._schema)
+        assert "!" in schema and schema.endswith("-> ()"), schema
+
+
+def test_meta_tensors_in_eager_run_the_fake_implementation(torch):
+    qgemm.register_torch_ops()
+    out = indexer_block(**meta_inputs(torch))
+    assert out[0].device.type == "meta" and out[3].shape == (48, 24)
