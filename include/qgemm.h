@@ -542,7 +542,9 @@ QG_API qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf
  *  logits     fp32, or bf16 with logits_bf16 = 1, [seq_len][ld_logits]:
  *             max_seqlen_k = 0: column j of row i for j < seq_len_kv
  *             (ld_logits >= seq_len_kv); with clean = 1 every column outside
- *             [ks[i], ke[i]) is -inf, with clean = 0 it is left untouched.
+ *             [ks[i], ke[i]) is -inf, with clean = 0 those are undefined
+ *             (written or not: DeepGEMM's contract). Columns >= seq_len_kv
+ *             are never written.
  *             max_seqlen_k > 0 (DeepGEMM's compressed form): logits[i][j - ks[i]]
  *             for j in [ks[i], ke[i]), ld_logits >= max_seqlen_k, which must be
  *             >= every ke[i] - ks[i] (a device fact the host cannot check);
