@@ -671,6 +671,199 @@ QG_API qg_status qg_sf_pack_ue8m0_k_grouped(qg_context *ctx, const qg_sf_layout_
  */
 QG_API qg_status qg_cast_compile(qg_context *ctx, qg_cast_kind kind, const qg_cast_args *cast,
                                  const qg_sf_layout_args *layout, qg_kernel_info *info);
+/* Lightning indexer and HyperConnection (since 0.6.0)                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Arguments of qg_fp8_mqa_logits (DeepGEMM's fp8_mqa_logits, prefill: ragged
+ * key ranges), with DeepGEMM's clean_logits fused in:
+ *
+ *   logits[i][j] = kv_scales[j] * sum_h relu(sum_d q[i][h][d] kv[j][d]) weights[i][h]
+ *                  for ks[i] <= j < ke[i] (ranges clamped to [0, seq_len_kv))
+ *
+ * Every pointer is a device pointer of the context's device: q, kv, kv_scales
+ * and logits 16-byte aligned, weights, ks and ke 4-byte. Strides in elements.
+ *  q          e4m3 [seq_len][heads][head_dim], dense
+ *  kv         e4m3 [seq_len_kv][ld_kv] (ld_kv >= head_dim, a multiple of 16)
+ *  kv_scales  fp32 [seq_len_kv], dense (>= 0: DeepGEMM's per-row scale)
+ *  weights    fp32 [seq_len][ld_weights] (ld_weights >= heads)
+ *  ks, ke     int32 [seq_len] (device; read by the kernel only)
+ *  logits     fp32, or bf16 with logits_bf16 = 1, [seq_len][ld_logits]:
+ *             max_seqlen_k = 0: column j of row i for j < seq_len_kv
+ *             (ld_logits >= seq_len_kv); with clean = 1 every column outside
+ *             [ks[i], ke[i]) is -inf, with clean = 0 those are undefined
+ *             (written or not: DeepGEMM's contract). Columns >= seq_len_kv
+ *             are never written.
+ *             max_seqlen_k > 0 (DeepGEMM's compressed form): logits[i][j - ks[i]]
+ *             for j in [ks[i], ke[i]), ld_logits >= max_seqlen_k, which must be
+ *             >= every ke[i] - ks[i] (a device fact the host cannot check);
+ *             nothing else is written and clean must be 0.
+ *             ld_logits * (4 or 2) a multiple of 16.
+ * heads 32 or 64; head_dim 32, 64 or 128; seq_len >= 0, seq_len_kv >= 1.
+ * logits may overlap no input (refused, naming both).
+ */
+typedef struct {
+    int seq_len, seq_len_kv, heads, head_dim;
+    const void *q;            /* e4m3 [seq_len][heads][head_dim] */
+    const void *kv;           /* e4m3 [seq_len_kv][ld_kv] */
+    int64_t ld_kv;
+    const float *kv_scales;   /* [seq_len_kv] */
+    const float *weights;     /* [seq_len][ld_weights] */
+    int64_t ld_weights;
+    const int32_t *ks, *ke;   /* [seq_len] each */
+    void *logits;             /* fp32 or bf16 [seq_len][ld_logits] */
+    int64_t ld_logits;
+    int logits_bf16;          /* 0: fp32 logits; 1: bf16 */
+    int clean;                /* 1: -inf outside [ks, ke) (not with max_seqlen_k) */
+    int max_seqlen_k;         /* 0: full rows; > 0: compressed rows of this width */
+} qg_mqa_logits_args;
+
+/**
+ * FP8 MQA logits of the lightning indexer over ragged key ranges (see
+ * qg_mqa_logits_args), on `stream`. Reads no device memory on the host and
+ * allocates nothing: CUDA-graph capturable once compiled (a first call, or
+ * qg_indexer_compile, outside the capture). Bitwise reproducible.
+ * @return QG_SUCCESS (the kernel is enqueued), QG_ERROR_INVALID_ARGUMENT
+ *         (naming the argument), QG_ERROR_UNSUPPORTED, QG_ERROR_NO_DEVICE
+ *         (offline context), QG_ERROR_COMPILE, QG_ERROR_LAUNCH.
+ */
+QG_API qg_status qg_fp8_mqa_logits(qg_context *ctx, const qg_mqa_logits_args *args,
+                                   struct CUstream_st *stream);
+
+/*
+ * Arguments of qg_paged_mqa_logits_schedule and qg_fp8_paged_mqa_logits
+ * (DeepGEMM's get_paged_mqa_logits_metadata and fp8_paged_mqa_logits, decode
+ * over the paged KV cache, 2-D context lengths, 64-key cache blocks):
+ *
+ *   logits[b * next_n + t][j] = scale(j) * sum_h relu(sum_d q[b][t][h][d] kv(j)[d]) weights[b * next_n + t][h]
+ *   for j < context_lens[b][t] (clamped to [0, max_context_len])
+ *
+ * kv(j) and scale(j): row j % 64 of physical block block_table[b][j / 64] of
+ * the fused cache (DeepGEMM's [num_blocks][64][1][head_dim + 4] bytes: block
+ * p holds 64 rows of head_dim e4m3 bytes at p * block_stride, then their 64
+ * fp32 scales at p * block_stride + 64 * head_dim).
+ *  q             e4m3 [batch][next_n][heads][head_dim], dense, 16-byte aligned
+ *  kv_cache      num_blocks blocks, block_stride bytes apart (0: 64 *
+ *                (head_dim + 4)); 16-byte aligned, block_stride a multiple of 16
+ *  weights       fp32 [batch * next_n][ld_weights] (ld_weights >= heads)
+ *  context_lens  int32 [batch][next_n], dense (device)
+ *  block_table   int32 [batch][block_table_ld] (device; entries < num_blocks)
+ *  schedule      int32 [num_sms + 1][2] (device): written by
+ *                qg_paged_mqa_logits_schedule from the same context_lens,
+ *                max_context_len and num_sms, read by qg_fp8_paged_mqa_logits
+ *                (qg_paged_mqa_schedule_size() gives its bytes)
+ *  logits        fp32, or bf16 with logits_bf16, [batch * next_n][ld_logits],
+ *                ld_logits >= max_context_len, 16-byte aligned rows; columns
+ *                j < context length are written; with clean = 1 the others
+ *                below max_context_len are -inf, with clean = 0 untouched
+ * heads 32 or 64; head_dim 32, 64 or 128; next_n 1 or 2; batch >= 0;
+ * max_context_len >= 1; num_sms 0 (the context's SM count) or in [1, the
+ * device's SMs]: the CTAs the logits kernel runs, and the schedule's rows.
+ * The schedule reads only context_lens, batch, next_n, max_context_len,
+ * num_sms and schedule.
+ */
+typedef struct {
+    int batch, next_n, heads, head_dim;
+    const void *q;                /* e4m3 [batch][next_n][heads][head_dim] */
+    const void *kv_cache;         /* fused cache, num_blocks blocks */
+    int num_blocks;
+    int64_t block_stride;         /* bytes; 0 = 64 * (head_dim + 4) */
+    const float *weights;         /* [batch * next_n][ld_weights] */
+    int64_t ld_weights;
+    const int32_t *context_lens;  /* [batch][next_n] */
+    const int32_t *block_table;   /* [batch][block_table_ld] */
+    int64_t block_table_ld;
+    int max_context_len;
+    int num_sms;                  /* 0: the context's SM count */
+    int32_t *schedule;            /* [num_sms + 1][2] */
+    void *logits;                 /* fp32 or bf16 [batch * next_n][ld_logits] */
+    int64_t ld_logits;
+    int logits_bf16;
+    int clean;
+} qg_paged_mqa_logits_args;
+
+/** @return the bytes of the schedule buffer for `num_sms` CTAs ((num_sms + 1)
+ *  * 2 int32), or 0 when num_sms < 1. */
+QG_API size_t qg_paged_mqa_schedule_size(int num_sms);
+
+/**
+ * Split the decode step's work (64-key blocks of each batch entry) over the
+ * logits kernel's CTAs, on the device from args->context_lens, into
+ * args->schedule (DeepGEMM's get_paged_mqa_logits_metadata, as a kernel: it
+ * reads context_lens on the device, so schedule + logits capture in a CUDA
+ * graph and replay with new lengths). Reads batch, next_n, context_lens,
+ * max_context_len, num_sms and schedule of `args` only.
+ * @return as qg_fp8_mqa_logits.
+ */
+QG_API qg_status qg_paged_mqa_logits_schedule(qg_context *ctx, const qg_paged_mqa_logits_args *args,
+                                              struct CUstream_st *stream);
+
+/**
+ * FP8 MQA logits over the paged KV cache (see qg_paged_mqa_logits_args), with
+ * the schedule qg_paged_mqa_logits_schedule wrote. Graph-capturable and
+ * bitwise reproducible as qg_fp8_mqa_logits.
+ * @return as qg_fp8_mqa_logits.
+ */
+QG_API qg_status qg_fp8_paged_mqa_logits(qg_context *ctx, const qg_paged_mqa_logits_args *args,
+                                         struct CUstream_st *stream);
+
+/*
+ * Arguments of qg_tf32_hc_prenorm_gemm (DeepGEMM's tf32_hc_prenorm_gemm, the
+ * HyperConnection pre-norm GEMM), over num_splits parts of K (DeepGEMM's
+ * split rule: part s covers 64-wide K blocks [s q + min(s, r), ...), q + (s < r)
+ * of them, q = (k / 64) / S, r = (k / 64) % S; an empty part writes zeros):
+ *
+ *   d[s][i][j]    = sum_{k in part s} a[i][k] b[j][k]   (TF32 products, FP32 sums)
+ *   sqr_sum[s][i] = sum_{k in part s} a[i][k]^2
+ *
+ *  a        bf16 [m][lda] (lda >= k, lda * 2 a multiple of 16), 16-byte aligned
+ *  b        fp32 [n][ldb] (ldb >= k, ldb * 4 a multiple of 16), 16-byte aligned
+ *  d        fp32 [S][m][ldd] (ldd >= n, even), parts d_split_ld elements apart
+ *           (0: m * ldd), 8-byte aligned
+ *  sqr_sum  fp32 [S][m], dense, 4-byte aligned
+ * n 8, 16, 24 or 32; k a positive multiple of 64; m >= 0; num_splits S in
+ * [1, 65536] (0 means 1: d [m][ldd], sqr_sum [m]). d overlaps no input.
+ */
+typedef struct {
+    int m, n, k;
+    int num_splits;           /* 0 or 1: unsplit */
+    const void *a;            /* bf16 [m][lda] */
+    int64_t lda;
+    const float *b;           /* [n][ldb] */
+    int64_t ldb;
+    float *d;                 /* [S][m][ldd] */
+    int64_t ldd;
+    int64_t d_split_ld;       /* 0: m * ldd */
+    float *sqr_sum;           /* [S][m] */
+} qg_hc_prenorm_args;
+
+/**
+ * The HyperConnection pre-norm GEMM (see qg_hc_prenorm_args), on `stream`;
+ * graph-capturable and bitwise reproducible as qg_fp8_mqa_logits.
+ * @return as qg_fp8_mqa_logits.
+ */
+QG_API qg_status qg_tf32_hc_prenorm_gemm(qg_context *ctx, const qg_hc_prenorm_args *args,
+                                         struct CUstream_st *stream);
+
+/* Which indexer / HC kernel qg_indexer_compile builds. */
+typedef enum {
+    QG_INDEXER_MQA_LOGITS = 0,        /* args: qg_mqa_logits_args */
+    QG_INDEXER_PAGED_SCHEDULE = 1,    /* args: qg_paged_mqa_logits_args */
+    QG_INDEXER_PAGED_MQA_LOGITS = 2,  /* args: qg_paged_mqa_logits_args */
+    QG_INDEXER_HC_PRENORM = 3         /* args: qg_hc_prenorm_args */
+} qg_indexer_kind;
+
+/**
+ * Compile (or find in the caches) the kernel the call of `kind` with `args`
+ * would run; only the shape fields are read (no pointer). Works on offline
+ * contexts; on a device context it also loads the kernel, so that a later
+ * call (or a CUDA-graph capture) neither compiles nor loads. `info` may be
+ * NULL.
+ * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
+ *         QG_ERROR_COMPILE.
+ */
+QG_API qg_status qg_indexer_compile(qg_context *ctx, qg_indexer_kind kind, const void *args,
+                                    qg_kernel_info *info);
 
 /* ------------------------------------------------------------------------ */
 /* Host utilities (CPU)                                                      */

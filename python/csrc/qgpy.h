@@ -8,6 +8,7 @@
  *   module.c    the Python functions, module init
  *   bf16.c      the BF16 GEMM family's entry (bf16_gemm)
  *   cast.c      the cast family's entry (cast, sf_layout)
+ *   indexer.c   the indexer / HC family's entries (mqa_logits, paged_mqa_*, hc_prenorm)
  *
  * Invariants:
  *  - every function returning int returns 0 on success and -1 with a Python
@@ -140,6 +141,14 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args);
  * k_alignment, psum, stream, no_sync): the module functions (see cast.c). */
 PyObject *qgpy_cast(PyObject *self, PyObject *args);
 PyObject *qgpy_sf_layout(PyObject *self, PyObject *args);
+/* ---- the indexer / HC family (indexer.c) ------------------------------------ */
+
+/* mqa_logits, paged_mqa_schedule, paged_mqa_logits, hc_prenorm: the module
+ * functions (see indexer.c). */
+PyObject *qgpy_mqa_logits(PyObject *self, PyObject *args);
+PyObject *qgpy_paged_mqa_schedule(PyObject *self, PyObject *args);
+PyObject *qgpy_paged_mqa_logits(PyObject *self, PyObject *args);
+PyObject *qgpy_hc_prenorm(PyObject *self, PyObject *args);
 
 /* ---- contexts (contexts.c) ----------------------------------------------- */
 

@@ -94,6 +94,7 @@ from ._runtime import (
 from ._torch_helpers import (
     ceil_to_ue8m0,
     pack_ue8m0_to_int,
+    per_custom_dims_cast_to_fp8,
     unpack_ue8m0_from_int,
 )
 from .cast import (
@@ -130,6 +131,15 @@ from .fp8 import (
     set_strict,
 )
 
+from .indexer import (
+    fp8_fp4_mqa_logits,
+    fp8_fp4_paged_mqa_logits,
+    fp8_mqa_logits,
+    fp8_paged_mqa_logits,
+    get_paged_mqa_logits_metadata,
+    tf32_hc_prenorm_gemm,
+)
+
 bf16_m_grouped_gemm_nt_masked = m_grouped_bf16_gemm_nt_masked  # DeepGEMM's older name
 
 __version__: str = _C.version()
@@ -146,6 +156,7 @@ __all__ = [
     "get_tma_aligned_size",
     "get_col_major_tma_aligned_tensor",
     "per_token_cast_to_fp8",
+    "per_custom_dims_cast_to_fp8",
     "per_block_cast_to_fp8",
     "set_num_sms",
     "get_num_sms",
@@ -190,6 +201,12 @@ __all__ = [
     "m_grouped_bf16_gemm_nt_contiguous",
     "m_grouped_bf16_gemm_nt_masked",
     "bf16_m_grouped_gemm_nt_masked",
+    "fp8_fp4_mqa_logits",
+    "fp8_fp4_paged_mqa_logits",
+    "fp8_mqa_logits",
+    "fp8_paged_mqa_logits",
+    "get_paged_mqa_logits_metadata",
+    "tf32_hc_prenorm_gemm",
 ] + sorted(_dg.STUBS) + sorted(_dg.CUBLASLT)
 
 globals().update(_dg.STUBS)  # DeepGEMM entry points qgemm lacks: NotImplementedError

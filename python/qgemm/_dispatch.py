@@ -106,7 +106,7 @@ def register_torch() -> Any:
         if TORCH_OPS is None and TORCH_ERROR is None and "torch" in sys.modules:
             try:
                 from . import _torch_ops
-                _torch_ops.register(launch_torch, launch_cast)
+                _torch_ops.register(launch_torch, launch_cast, launch_indexer_eager)
                 TORCH_OPS = _torch_ops
                 COMPILING = _torch_ops.compiling
                 FAST_GEMM = _C.gemm_torch
@@ -523,3 +523,58 @@ def launch_cast(fn: Callable[..., None], kind: int, tensors: Sequence[Any], ints
             fn(kind, *tensors, *ints, handle, no_sync)
         return
     fn(kind, *tensors, *ints, handle, no_sync)
+
+
+# ---- the indexer / HC family's launch (qgemm/indexer.py) -----------------------------------
+
+_INDEXER_FUNCS = ("mqa_logits", "paged_mqa_schedule", "paged_mqa_logits", "hc_prenorm")
+
+
+def launch_indexer(func: str, tensors: Sequence[Any], scalars: Sequence[int],
+                   stream: Optional[StreamLike]) -> None:
+    """One indexer / HC call (_C.<func>: mqa_logits, paged_mqa_schedule,
+    paged_mqa_logits or hc_prenorm): under torch.compile (or with tensor
+    subclasses, or meta tensors) the custom op torch.ops.qgemm.<func>; else the tensors through
+    DLPack on the stream given, or on the framework's current one (torch's for
+    torch tensors), on the tensors' device, followed by the function's int
+    arguments. The logits functions take the padded [rows, ld] logits buffer
+    last and its width first among the ints: the extension gets its
+    [:, :width] view."""
+    if func not in _INDEXER_FUNCS:
+        raise ValueError(f"qgemm: unknown indexer function {func!r}")
+    ops = torch_ops()
+    if ops is not None and (ops.compiling() or any(
+            ops.is_subclass_tensor(t) or getattr(t, "is_meta", False) is True for t in tensors)):
+        ops.call_indexer(func, list(tensors), tuple(scalars), stream)
+        return
+    launch_indexer_eager(func, tensors, scalars, stream)
+
+
+def launch_indexer_eager(func: str, tensors: Sequence[Any], scalars: Sequence[int],
+                         stream: Optional[StreamLike]) -> None:
+    """launch_indexer without the custom op (what the op itself runs)."""
+    tensors = [detach(t) for t in tensors]
+    if func in ("mqa_logits", "paged_mqa_logits"):
+        tensors[-1] = tensors[-1][:, :scalars[0]]
+        scalars = scalars[1:]
+    handle = None if stream is None else stream_handle(stream)
+    torch = sys.modules.get("torch")
+    device = None
+    if torch is not None:
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                if device is None:
+                    device = t.device.index
+                elif t.device.index != device:
+                    raise ValueError(f"qgemm: all tensors must be on one device: cuda:{device} "
+                                     f"and cuda:{t.device.index}")
+    if handle is None:
+        handle, no_sync = current_stream(tensors)
+    else:
+        no_sync = 0
+    fn = getattr(_C, func)
+    if device is not None and device != torch.cuda.current_device():
+        with torch.cuda.device(device):
+            fn(*tensors, *scalars, handle, no_sync)
+        return
+    fn(*tensors, *scalars, handle, no_sync)

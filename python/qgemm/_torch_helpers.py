@@ -43,6 +43,25 @@ def ceil_to_ue8m0(x: Any) -> Any:
     return (exponent.clamp(1, 254) << 23).view(torch.float32)
 
 
+def per_custom_dims_cast_to_fp8(x: Any, dims: Tuple[int, ...], use_ue8m0: bool) -> Tuple[Any, Any]:
+    """Quantize ``x`` to float8_e4m3fn with one float32 scale per index of the
+    dimensions ``dims`` (the amax over every other dimension, floored at 1e-4,
+    / 448; rounded up to a power of two with ``use_ue8m0``), as DeepGEMM's
+    utils.per_custom_dims_cast_to_fp8. Returns ``(x_fp8, scales)``, the scales
+    squeezed (``dims=(0,)`` on [seq_len_kv, head_dim]: the per-row kv scales
+    of ``fp8_mqa_logits``)."""
+    torch = _torch()
+    _check_tensor(torch, x, "x", 1)
+    keep = {d % x.dim() for d in dims}
+    excluded = tuple(i for i in range(x.dim()) if i not in keep)
+    amax = x.abs().float().amax(dim=excluded, keepdim=True).clamp(1e-4) if excluded else \
+        x.abs().float().clamp(1e-4)
+    sf = amax / 448.0
+    if use_ue8m0:
+        sf = ceil_to_ue8m0(sf)
+    return (x * (1.0 / sf)).to(torch.float8_e4m3fn), sf.squeeze()
+
+
 def pack_ue8m0_to_int(x: Any) -> Any:
     """Power-of-two float32 scales [..., K] (K a multiple of 4) as UE8M0 bytes, four
     to an int32 [..., K/4], the lowest K index in the lowest byte (DeepGEMM's

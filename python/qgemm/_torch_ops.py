@@ -7,6 +7,9 @@ qgemm`` never imports torch), through ``qgemm._dispatch.register_torch``.
   tensors are described from their own metadata instead of a DLPack export,
   and the GEMM runs on ``torch._C._cuda_getCurrentRawStream(device)``, torch's
   current stream as a raw handle (no ``torch.cuda.Stream`` object).
+- The indexer / HC ops ``torch.ops.qgemm.mqa_logits``, ``paged_mqa_schedule``,
+  ``paged_mqa_logits`` and ``hc_prenorm`` (outputs mutated in place, fake
+  implementations), which qgemm/indexer.py's functions call while tracing.
 - The custom ops ``torch.ops.qgemm.fp8_gemm_nt``,
   ``torch.ops.qgemm.m_grouped_fp8_gemm_nt_contiguous`` and
   ``torch.ops.qgemm.m_grouped_fp8_gemm_nt_masked`` (``mutates_args=("d",)``,
@@ -31,6 +34,7 @@ from . import _C
 Tensor = torch.Tensor
 _launch: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_torch, set by register()
 _launch_cast: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_cast, likewise
+_launch_indexer: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_indexer_eager
 
 OPS_ERROR: Optional[str] = None
 """Why the custom ops are not available (None when they are)."""
@@ -40,11 +44,13 @@ compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_co
 """torch.compiler.is_compiling: True while dynamo traces (constant-folded there)."""
 
 
-def register(launch: Callable[..., None], launch_cast: Optional[Callable[..., None]] = None) -> None:
+def register(launch: Callable[..., None], launch_cast: Optional[Callable[..., None]] = None,
+             launch_indexer: Optional[Callable[..., None]] = None) -> None:
     """Enable the C fast path and define the custom ops (once per process)."""
-    global _launch, _launch_cast, OPS_ERROR
+    global _launch, _launch_cast, _launch_indexer, OPS_ERROR
     _launch = launch
     _launch_cast = launch_cast
+    _launch_indexer = launch_indexer
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     _C.torch_init(torch, raw if raw is not None else _current_stream_handle)
     if not hasattr(torch.library, "custom_op"):
@@ -121,10 +127,39 @@ def _define_ops() -> None:
         """A scale-layout kernel (_C.sf_layout) into the contiguous out."""
         _launch_cast(_C.sf_layout, kind, (sf, out, ks), (out_ld, gran_k, k_alignment, psum))
 
+    # The indexer / HC family (qgemm/indexer.py): each op writes its outputs in
+    # place (the logits ops the padded [rows, ld] buffer, of which the public
+    # functions return the [:, :cols] view) and returns nothing.
+    @op("qgemm::mqa_logits", mutates_args=("logits",))
+    def mqa_logits(q: Tensor, kv: Tensor, kv_scales: Tensor, weights: Tensor, ks: Tensor,
+                   ke: Tensor, logits: Tensor, cols: int, clean: int, max_seqlen_k: int) -> None:
+        """qgemm.fp8_mqa_logits's kernel on torch's current stream."""
+        _indexer("mqa_logits", [q, kv, kv_scales, weights, ks, ke, logits],
+                 (cols, clean, max_seqlen_k), None)
+
+    @op("qgemm::paged_mqa_schedule", mutates_args=("schedule",))
+    def paged_mqa_schedule(context_lens: Tensor, schedule: Tensor, max_context_len: int) -> None:
+        """qgemm.get_paged_mqa_logits_metadata's kernel on torch's current stream."""
+        _indexer("paged_mqa_schedule", [context_lens, schedule], (max_context_len,), None)
+
+    @op("qgemm::paged_mqa_logits", mutates_args=("logits",))
+    def paged_mqa_logits(q: Tensor, kv_cache: Tensor, weights: Tensor, context_lens: Tensor,
+                         block_table: Tensor, schedule: Tensor, logits: Tensor, cols: int,
+                         max_context_len: int, clean: int) -> None:
+        """qgemm.fp8_paged_mqa_logits's kernel on torch's current stream."""
+        _indexer("paged_mqa_logits", [q, kv_cache, weights, context_lens, block_table, schedule,
+                                      logits], (cols, max_context_len, clean), None)
+
+    @op("qgemm::hc_prenorm", mutates_args=("d", "sqr_sum"))
+    def hc_prenorm(a: Tensor, b: Tensor, d: Tensor, sqr_sum: Tensor, num_splits: int) -> None:
+        """qgemm.tf32_hc_prenorm_gemm on torch's current stream."""
+        _indexer("hc_prenorm", [a, b, d, sqr_sum], (num_splits,), None)
+
     def nothing(*args: Any, **kwargs: Any) -> None:
         return None
 
-    for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad, cast, sf_layout):
+    for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad, cast, sf_layout, mqa_logits,
+                    paged_mqa_schedule, paged_mqa_logits, hc_prenorm):
         defined.register_fake(nothing)
 
 
@@ -136,6 +171,21 @@ def _as_rows(t: Tensor) -> Tensor:
     if (cols > 1 and y.stride(1) != 1) or (y.shape[0] > 1 and y.stride(0) < cols):
         y = y.contiguous()
     return y
+
+
+def _indexer(func: str, tensors: List[Any], scalars: Any, stream: Any) -> None:
+    _launch_indexer(func, tensors, scalars, stream)
+
+
+def call_indexer(func: str, tensors: List[Any], scalars: Any, stream: Any) -> None:
+    """Run the indexer / HC custom op `func` (qgemm._dispatch.launch_indexer's
+    arguments) under torch.compile or with tensor subclasses."""
+    if OPS_ERROR is not None:
+        raise RuntimeError(f"qgemm: cannot trace an indexer / HC op: {OPS_ERROR}")
+    if stream is not None:
+        raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs on "
+                         "torch's current stream (use `with torch.cuda.stream(s):` instead)")
+    getattr(torch.ops.qgemm, func)(*tensors, *scalars)
 
 
 def call_op(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expected_m: int,

@@ -56,6 +56,22 @@ DEEPGEMM_SIGNATURES = {
     "ceil_div": [("x", R), ("y", R)],
     "align": [("x", R), ("y", R)],
     "ceil_to_ue8m0": [("x", R)],
+    "per_custom_dims_cast_to_fp8": [("x", R), ("dims", R), ("use_ue8m0", R)],
+    "fp8_fp4_mqa_logits": [("q", R), ("kv", R), ("weights", R), ("cu_seq_len_k_start", R),
+                           ("cu_seq_len_k_end", R), ("clean_logits", True), ("max_seqlen_k", 0),
+                           ("logits_dtype", "torch.float32")],
+    "fp8_mqa_logits": [("q", R), ("kv", R), ("weights", R), ("cu_seq_len_k_start", R),
+                       ("cu_seq_len_k_end", R), ("clean_logits", True), ("max_seqlen_k", 0)],
+    "get_paged_mqa_logits_metadata": [("context_lens", R), ("block_kv", R), ("num_sms", R),
+                                      ("indices", None)],
+    "fp8_fp4_paged_mqa_logits": [("q", R), ("kv_cache", R), ("weights", R), ("context_lens", R),
+                                 ("block_table", R), ("schedule_meta", R), ("max_context_len", R),
+                                 ("clean_logits", False), ("logits_dtype", "torch.float32"),
+                                 ("indices", None)],
+    "fp8_paged_mqa_logits": [("q", R), ("kv_cache", R), ("weights", R), ("context_lens", R),
+                             ("block_table", R), ("schedule_meta", R), ("max_context_len", R),
+                             ("clean_logits", False), ("indices", None)],
+    "tf32_hc_prenorm_gemm": [("a", R), ("b", R), ("d", R), ("sqr_sum", R), ("num_splits", None)],
 }
 
 # Where qgemm's default differs on purpose: qgemm's own earlier calls keep working.
@@ -66,6 +82,9 @@ DEVIATIONS = {
     ("per_token_cast_to_fp8", "use_ue8m0"): False,
     ("per_block_cast_to_fp8", "use_ue8m0"): False,
     ("per_channel_cast_to_fp8", "use_ue8m0"): False,
+    # DeepGEMM's default is torch.float32; qgemm's None means it (no torch at import)
+    ("fp8_fp4_mqa_logits", "logits_dtype"): None,
+    ("fp8_fp4_paged_mqa_logits", "logits_dtype"): None,
 }
 
 # pybind11 functions declared without py::arg: positional only, number of arguments
@@ -124,7 +143,13 @@ SUPPORTED = {
     "cublaslt_gemm_nt", "cublaslt_gemm_nn", "cublaslt_gemm_tn", "cublaslt_gemm_tt",
     "k_grouped_fp8_gemm_nt_contiguous", "get_mn_major_tma_aligned_packed_ue8m0_tensor",
     "get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor", "pack_ue8m0_to_int",
-    "unpack_ue8m0_from_int",
+    "unpack_ue8m0_from_int", "per_custom_dims_cast_to_fp8",
+    "fp8_fp4_mqa_logits", "fp8_mqa_logits", "get_paged_mqa_logits_metadata",
+    "fp8_fp4_paged_mqa_logits", "fp8_paged_mqa_logits", "tf32_hc_prenorm_gemm",
+    "bf16_gemm_nt", "bf16_gemm_nn", "bf16_gemm_tn", "bf16_gemm_tt",
+    "m_grouped_bf16_gemm_nt_contiguous", "m_grouped_bf16_gemm_nn_contiguous",
+    "m_grouped_bf16_gemm_nt_masked", "k_grouped_bf16_gemm_tn_contiguous",
+    "bf16_m_grouped_gemm_nt_masked",
 }
 
 MODULES = [pytest.param(qgemm, id="qgemm"), pytest.param(qdg, id="qgemm.deep_gemm")]

@@ -58,6 +58,7 @@ from .._torch_helpers import (  # noqa: F401
 from ..cast import (  # noqa: F401
     per_block_cast_to_fp8,
     per_channel_cast_to_fp8,
+    per_custom_dims_cast_to_fp8,
     per_token_cast_to_fp8,
     silu_and_mul_fp8_quant,
 )
@@ -79,6 +80,14 @@ from ..fp8 import (  # noqa: F401
     m_grouped_fp8_fp4_gemm_nt_contiguous,
     m_grouped_fp8_fp4_gemm_nt_masked,
     set_strict,
+)
+from ..indexer import (  # noqa: F401
+    fp8_fp4_mqa_logits,
+    fp8_fp4_paged_mqa_logits,
+    fp8_mqa_logits,
+    fp8_paged_mqa_logits,
+    get_paged_mqa_logits_metadata,
+    tf32_hc_prenorm_gemm,
 )
 from . import utils  # noqa: F401
 

@@ -1,0 +1,652 @@
+/*
+ * indexer.c -- the indexer / HC family's API unit: DeepSeek-V3.2's lightning
+ * indexer (FP8 MQA logits over ragged key ranges, and over the paged KV cache
+ * with its device-side schedule) and the HyperConnection pre-norm GEMM:
+ * validate, plan (src/indexer_plan.c), write and compile the kernels' source
+ * (kernels/qg_mqa_logits.cuh, qg_paged_mqa_logits.cuh, qg_hc_prenorm.cuh),
+ * resolve them through the shared launch path (src/launch.h), encode the
+ * tensor maps, launch.
+ *
+ * Invariants (as the GEMM families'):
+ *  - every argument is checked before anything touches the device, so a
+ *    rejected call writes no output memory;
+ *  - a launch reads no device memory and allocates nothing (CUDA-graph
+ *    capturable): ks / ke, context_lens, block_table and the schedule are
+ *    read by the kernels only;
+ *  - the launch caches' keys hold what the JIT source depends on (and the
+ *    SM count the paged schedule is made for), never the sequence lengths:
+ *    a serving loop with ever-new lengths adds no entry. The grid of a call
+ *    is computed at the launch from the plan and the call's sizes.
+ */
+#include "indexer_plan.h"
+#include "launch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the families ------------------------------------------------------------ */
+
+/* Ragged MQA logits: the plan is made for seq_len = seq_len_kv = 1 (the
+ * source does not depend on them); the grid is computed per call. */
+typedef struct {
+    int heads, head_dim, compressed, clean, logits_bf16, num_sms;
+} mqa_key;
+
+/* Paged MQA logits: the SM count is the schedule's CTA count. */
+typedef struct {
+    int next_n, heads, head_dim, clean, logits_bf16, num_sms;
+} pmqa_key;
+
+/* The schedule kernel has one variant. */
+typedef struct {
+    int one;
+} sched_key;
+
+/* HC: the plan for the call's m is made before the lookup (pure, cheap);
+ * the key is its compile-time part. */
+typedef struct {
+    int n, k, num_splits, math_wgs, cluster, stages;
+} hc_key;
+
+static qg_status compile_source(qg_context *ctx, const char *src, int len, size_t cap,
+                                const char *what, qg_jit_result *res) {
+    if (len < 0 || (size_t)len >= cap)
+        return qg__fail(QG_ERROR_INTERNAL, "%s kernel source exceeds %zu bytes", what, cap);
+    return qg__jit_compile(ctx->jit, src, res);
+}
+
+static qg_status mqa_plan_of(const mqa_key *k, qg_mqa_plan *plan) {
+    const char *why = "";
+    if (qg__mqa_plan(1, 1, k->heads, k->head_dim, k->compressed, k->clean, k->logits_bf16,
+                     k->num_sms, plan, &why) != 0)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "no MQA logits kernel for %d heads of dim %d: %s",
+                        k->heads, k->head_dim, why);
+    return QG_SUCCESS;
+}
+
+static qg_status mqa_build(qg_context *ctx, const void *key, const void *arg, void *plan,
+                           qg_launch_shape *shape, qg_jit_result *res) {
+    (void)arg;
+    qg_mqa_plan *p = plan;
+    qg_status st = mqa_plan_of(key, p);
+    if (st != QG_SUCCESS) return st;
+    char src[1024];
+    if ((st = compile_source(ctx, src, qg__mqa_source(src, sizeof src, p), sizeof src,
+                             "MQA logits", res)))
+        return st;
+    shape->num_threads = (unsigned)p->block_x;
+    shape->smem_bytes = p->smem_bytes;
+    shape->cluster_size = 1;
+    shape->grid = p->grid_x;
+    return QG_SUCCESS;
+}
+
+static qg_status pmqa_plan_of(const pmqa_key *k, qg_pmqa_plan *plan) {
+    const char *why = "";
+    if (qg__pmqa_plan(1, k->next_n, k->heads, k->head_dim, k->clean, k->logits_bf16, k->num_sms,
+                      plan, &why) != 0)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "no paged MQA logits kernel for next_n %d, %d heads of dim %d: %s",
+                        k->next_n, k->heads, k->head_dim, why);
+    return QG_SUCCESS;
+}
+
+static qg_status pmqa_build(qg_context *ctx, const void *key, const void *arg, void *plan,
+                            qg_launch_shape *shape, qg_jit_result *res) {
+    (void)arg;
+    qg_pmqa_plan *p = plan;
+    qg_status st = pmqa_plan_of(key, p);
+    if (st != QG_SUCCESS) return st;
+    char src[1024];
+    if ((st = compile_source(ctx, src, qg__pmqa_source(src, sizeof src, p), sizeof src,
+                             "paged MQA logits", res)))
+        return st;
+    shape->num_threads = (unsigned)p->block_x;
+    shape->smem_bytes = p->smem_bytes;
+    shape->cluster_size = 1;
+    shape->grid = p->grid_x;
+    return QG_SUCCESS;
+}
+
+static qg_status sched_build(qg_context *ctx, const void *key, const void *arg, void *plan,
+                             qg_launch_shape *shape, qg_jit_result *res) {
+    (void)key, (void)arg, (void)plan;
+    char src[256];
+    qg_status st = compile_source(ctx, src, qg__pmqa_schedule_source(src, sizeof src), sizeof src,
+                                  "paged MQA schedule", res);
+    if (st != QG_SUCCESS) return st;
+    shape->num_threads = 1024;
+    shape->smem_bytes = 0;
+    shape->cluster_size = 1;
+    shape->grid = 1;
+    return QG_SUCCESS;
+}
+
+static qg_status hc_build(qg_context *ctx, const void *key, const void *arg, void *plan,
+                          qg_launch_shape *shape, qg_jit_result *res) {
+    (void)key;
+    qg_hc_plan *p = plan;
+    *p = *(const qg_hc_plan *)arg; /* the call's plan; grid_x is recomputed per call */
+    char src[1024];
+    qg_status st = compile_source(ctx, src, qg__hc_source(src, sizeof src, p), sizeof src,
+                                  "HC prenorm", res);
+    if (st != QG_SUCCESS) return st;
+    shape->num_threads = (unsigned)p->block_x;
+    shape->smem_bytes = p->smem_bytes;
+    shape->cluster_size = p->cluster;
+    shape->grid = p->grid_x;
+    return QG_SUCCESS;
+}
+
+static const qg_launch_family mqa_family = {
+    .kernel = "qg_mqa_logits_kernel", .plan_size = sizeof(qg_mqa_plan), .build = mqa_build};
+static const qg_launch_family pmqa_family = {
+    .kernel = "qg_paged_mqa_logits_kernel", .plan_size = sizeof(qg_pmqa_plan), .build = pmqa_build};
+static const qg_launch_family sched_family = {
+    .kernel = "qg_paged_mqa_schedule_kernel", .plan_size = 1, .build = sched_build};
+static const qg_launch_family hc_family = {
+    .kernel = "qg_hc_prenorm_kernel", .plan_size = sizeof(qg_hc_plan), .build = hc_build};
+
+/* ---- shared checks ------------------------------------------------------------- */
+
+#define BAD(...) qg__fail(QG_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* The SMs the context's kernels may use (qg_context_set_num_sms). */
+static int sms_of(const qg_context *ctx) {
+    const int n = qg_context_get_num_sms(ctx);
+    return n > 0 ? n : 1;
+}
+
+static bool is_pow2_dim(int d) { return d == 32 || d == 64 || d == 128; }
+
+static qg_status check_heads_dim(int heads, int head_dim, const char *fn) {
+    if (heads != 32 && heads != 64)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->heads must be 32 or 64, got %d", fn, heads);
+    if (!is_pow2_dim(head_dim))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->head_dim must be 32, 64 or 128, got %d",
+                        fn, head_dim);
+    return QG_SUCCESS;
+}
+
+static qg_status check_flag(int v, const char *fn, const char *name) {
+    if (v != 0 && v != 1) return BAD("%s: args->%s must be 0 or 1, got %d", fn, name, v);
+    return QG_SUCCESS;
+}
+
+/* A row stride with no TMA rule: >= min, <= 2^36. */
+static qg_status check_plain_ld(int64_t ld, int64_t min, const char *fn, const char *name,
+                                const char *what) {
+    if (ld < min)
+        return BAD("%s: args->%s must be >= %s (%lld), got %lld", fn, name, what, (long long)min,
+                   (long long)ld);
+    if (ld > (1ll << 36))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->%s = %lld exceeds 2^36", fn, name,
+                        (long long)ld);
+    return QG_SUCCESS;
+}
+
+typedef struct {
+    const void *ptr;
+    size_t align;
+    const char *name;
+} named_ptr;
+
+static qg_status check_ptrs(const named_ptr *p, int n, const char *fn) {
+    qg_status st;
+    for (int i = 0; i < n; ++i)
+        if ((st = qg__check_ptr(p[i].ptr, p[i].align, fn, p[i].name))) return st;
+    return QG_SUCCESS;
+}
+
+static qg_status check_device_ptrs(const qg_context *ctx, const named_ptr *p, int n,
+                                   const char *fn) {
+    qg_status st;
+    for (int i = 0; i < n; ++i)
+        if ((st = qg__check_device_ptr(ctx, p[i].ptr, fn, p[i].name))) return st;
+    return QG_SUCCESS;
+}
+
+static CUtensorMapSwizzle swizzle_of_dim(int head_dim) {
+    return head_dim == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+           : head_dim == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                            : CU_TENSOR_MAP_SWIZZLE_32B;
+}
+
+/* Resolve (family, key) under the lock; `arg` goes to build. */
+static qg_status resolve(qg_context *ctx, const qg_launch_family *f, const void *key,
+                         size_t key_size, const void *arg, const qg_launch_entry **e, bool *pdl,
+                         const char *fn) {
+    pthread_mutex_lock(&ctx->lock);
+    qg_status st = qg__launch_resolve(ctx, f, key, key_size, arg, e);
+    if (pdl) *pdl = ctx->pdl;
+    pthread_mutex_unlock(&ctx->lock);
+    if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
+    return QG_SUCCESS;
+}
+
+/* Compile-only: build the entry's plan and compile its source without the
+ * launch cache (offline contexts), or resolve it (device contexts). */
+static qg_status compile_only(qg_context *ctx, const qg_launch_family *f, const void *key,
+                              size_t key_size, const void *arg, qg_kernel_info *info,
+                              const char *fn) {
+    unsigned char plan[512];
+    qg_launch_shape shape;
+    qg_jit_result res;
+    memset(plan, 0, sizeof plan);
+    memset(&shape, 0, sizeof shape);
+    if (f->plan_size > sizeof plan) return qg__fail(QG_ERROR_INTERNAL, "%s: plan too large", fn);
+    qg_status st = f->build(ctx, key, arg, plan, &shape, &res);
+    if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
+    if (info) *info = res.info;
+    if (ctx->offline) return QG_SUCCESS;
+    if ((st = qg__enter(ctx, NULL, fn)) != QG_SUCCESS) return st;
+    const qg_launch_entry *e;
+    st = resolve(ctx, f, key, key_size, arg, &e, NULL, fn);
+    qg__leave(ctx);
+    return st;
+}
+
+/* ---- fp8_mqa_logits -------------------------------------------------------------- */
+
+static qg_status mqa_check(const qg_context *ctx, const qg_mqa_logits_args *a, bool pointers,
+                           const char *fn, mqa_key *key) {
+    if (!ctx) return BAD("%s: ctx is NULL", fn);
+    if (!a) return BAD("%s: args is NULL", fn);
+    qg_status st;
+    if (a->seq_len < 0) return BAD("%s: args->seq_len must be >= 0, got %d", fn, a->seq_len);
+    if (a->seq_len_kv < 1)
+        return BAD("%s: args->seq_len_kv must be >= 1, got %d", fn, a->seq_len_kv);
+    if (a->seq_len > (1 << 25) || a->seq_len_kv > (1 << 30))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: args->seq_len (%d) must be <= 2^25 and args->seq_len_kv (%d) <= 2^30",
+                        fn, a->seq_len, a->seq_len_kv);
+    if ((st = check_heads_dim(a->heads, a->head_dim, fn)) || (st = check_flag(a->clean, fn, "clean")) ||
+        (st = check_flag(a->logits_bf16, fn, "logits_bf16")))
+        return st;
+    if (a->max_seqlen_k < 0)
+        return BAD("%s: args->max_seqlen_k must be >= 0, got %d", fn, a->max_seqlen_k);
+    if (a->max_seqlen_k > 0 && a->clean)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: compressed logits (args->max_seqlen_k = %d) are not cleaned: "
+                        "args->clean must be 0", fn, a->max_seqlen_k);
+    const int esz = a->logits_bf16 ? 2 : 4;
+    const int cols = a->max_seqlen_k > 0 ? a->max_seqlen_k : a->seq_len_kv;
+    if ((st = qg__check_ld(a->ld_kv, a->head_dim, 1, fn, "ld_kv", "head_dim")) ||
+        (st = check_plain_ld(a->ld_weights, a->heads, fn, "ld_weights", "heads")) ||
+        (st = qg__check_ld(a->ld_logits, cols, esz, fn, "ld_logits",
+                           a->max_seqlen_k > 0 ? "max_seqlen_k" : "seq_len_kv")))
+        return st;
+    memset(key, 0, sizeof *key);
+    key->heads = a->heads;
+    key->head_dim = a->head_dim;
+    key->compressed = a->max_seqlen_k > 0;
+    key->clean = a->clean;
+    key->logits_bf16 = a->logits_bf16;
+    key->num_sms = sms_of(ctx);
+    if (!pointers || a->seq_len == 0) return QG_SUCCESS;
+    const named_ptr ptrs[] = {{a->q, 16, "q"},           {a->kv, 16, "kv"},
+                              {a->kv_scales, 16, "kv_scales"}, {a->weights, 4, "weights"},
+                              {a->ks, 4, "ks"},           {a->ke, 4, "ke"},
+                              {a->logits, 16, "logits"}};
+    if ((st = check_ptrs(ptrs, 7, fn))) return st;
+    const uint64_t sl = (uint64_t)a->seq_len, skv = (uint64_t)a->seq_len_kv;
+    const qg_byte_range out = qg__matrix_range("logits", a->logits, sl, (uint64_t)cols,
+                                               (uint64_t)a->ld_logits, (uint64_t)esz);
+    const qg_byte_range in[] = {
+        qg__matrix_range("q", a->q, 1, sl * (uint64_t)a->heads * (uint64_t)a->head_dim, 0, 1),
+        qg__matrix_range("kv", a->kv, skv, (uint64_t)a->head_dim, (uint64_t)a->ld_kv, 1),
+        qg__matrix_range("kv_scales", a->kv_scales, 1, skv, 0, 4),
+        qg__matrix_range("weights", a->weights, sl, (uint64_t)a->heads, (uint64_t)a->ld_weights, 4),
+        qg__matrix_range("ks", a->ks, 1, sl, 0, 4),
+        qg__matrix_range("ke", a->ke, 1, sl, 0, 4)};
+    return qg__check_no_overlap(fn, &out, in, 6);
+}
+
+qg_status qg_fp8_mqa_logits(qg_context *ctx, const qg_mqa_logits_args *a,
+                            struct CUstream_st *stream) {
+    qg__clear_error();
+    const char *fn = "qg_fp8_mqa_logits";
+    mqa_key key;
+    qg_status st = mqa_check(ctx, a, true, fn, &key);
+    if (st != QG_SUCCESS) return st;
+    if (ctx->offline) return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    if (a->seq_len == 0) return QG_SUCCESS;
+    const named_ptr ptrs[] = {{a->q, 16, "q"},           {a->kv, 16, "kv"},
+                              {a->kv_scales, 16, "kv_scales"}, {a->weights, 4, "weights"},
+                              {a->ks, 4, "ks"},           {a->ke, 4, "ke"},
+                              {a->logits, 16, "logits"}};
+    if ((st = check_device_ptrs(ctx, ptrs, 7, fn))) return st;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    const qg_launch_entry *e = NULL;
+    bool pdl = false;
+    if ((st = resolve(ctx, &mqa_family, &key, sizeof key, NULL, &e, &pdl, fn))) goto out;
+    const qg_mqa_plan *p = qg__launch_plan(e);
+    const uint64_t D = (uint64_t)a->head_dim;
+    const CUtensorMapSwizzle swz = swizzle_of_dim(a->head_dim);
+    CUtensorMap tq, tkv, tsc;
+    if ((st = qg__encode_tiled(ctx, &tq, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->q, D,
+                               (uint64_t)a->seq_len * (uint64_t)a->heads, D, (uint32_t)D, 128, swz,
+                               "tensor map of q")) ||
+        (st = qg__encode_tiled(ctx, &tkv, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->kv, D,
+                               (uint64_t)a->seq_len_kv, (uint64_t)a->ld_kv, (uint32_t)D,
+                               (uint32_t)p->block_kv, swz, "tensor map of kv")) ||
+        (st = qg__encode_tiled(ctx, &tsc, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->kv_scales,
+                               (uint64_t)a->seq_len_kv, 0, 0, (uint32_t)p->block_kv, 0,
+                               CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of kv_scales")))
+        goto out;
+    {
+        const int q_blocks = (a->seq_len + p->block_q - 1) / p->block_q;
+        const int grid = q_blocks < key.num_sms ? q_blocks : key.num_sms;
+        CUdeviceptr w = (CUdeviceptr)(uintptr_t)a->weights, ks = (CUdeviceptr)(uintptr_t)a->ks,
+                    ke = (CUdeviceptr)(uintptr_t)a->ke, lg = (CUdeviceptr)(uintptr_t)a->logits;
+        int64_t ld_w = a->ld_weights, ld_l = a->ld_logits;
+        int sl = a->seq_len, skv = a->seq_len_kv;
+        void *params[] = {&tq, &tkv, &tsc, &w, &ld_w, &ks, &ke, &lg, &ld_l, &sl, &skv};
+        st = qg__launch(ctx, e, grid, params, stream, pdl, "MQA logits");
+    }
+out:
+    qg__leave(ctx);
+    return st;
+}
+
+/* ---- fp8_paged_mqa_logits and its schedule ---------------------------------------- */
+
+size_t qg_paged_mqa_schedule_size(int num_sms) {
+    return num_sms < 1 ? 0 : (size_t)(num_sms + 1) * 2 * sizeof(int32_t);
+}
+
+/* The schedule's fields (schedule_only) or all of them. */
+static qg_status pmqa_check(const qg_context *ctx, const qg_paged_mqa_logits_args *a,
+                            bool schedule_only, bool pointers, const char *fn, pmqa_key *key) {
+    if (!ctx) return BAD("%s: ctx is NULL", fn);
+    if (!a) return BAD("%s: args is NULL", fn);
+    qg_status st;
+    if (a->batch < 0 || a->batch > (1 << 24))
+        return BAD("%s: args->batch must be in [0, 2^24], got %d", fn, a->batch);
+    if (a->next_n != 1 && a->next_n != 2)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->next_n must be 1 or 2, got %d", fn,
+                        a->next_n);
+    if (a->max_context_len < 1 || a->max_context_len > (1 << 30))
+        return BAD("%s: args->max_context_len must be in [1, 2^30], got %d", fn,
+                   a->max_context_len);
+    const int dev_sms = ctx->props.sm_count;
+    if (a->num_sms < 0 || (dev_sms > 0 && a->num_sms > dev_sms))
+        return BAD("%s: args->num_sms must be 0 (the context's SM count) or in [1, %d], got %d",
+                   fn, dev_sms, a->num_sms);
+    memset(key, 0, sizeof *key);
+    key->next_n = a->next_n;
+    key->num_sms = a->num_sms ? a->num_sms : sms_of(ctx);
+    if (!schedule_only) {
+        if ((st = check_heads_dim(a->heads, a->head_dim, fn)) ||
+            (st = check_flag(a->clean, fn, "clean")) ||
+            (st = check_flag(a->logits_bf16, fn, "logits_bf16")))
+            return st;
+        if (a->num_blocks < 1)
+            return BAD("%s: args->num_blocks must be >= 1, got %d", fn, a->num_blocks);
+        const int64_t min_stride = 64 * ((int64_t)a->head_dim + 4);
+        if (a->block_stride != 0 && (a->block_stride < min_stride || a->block_stride % 16 ||
+                                     a->block_stride > (1ll << 36)))
+            return BAD("%s: args->block_stride must be 0 or a multiple of 16 in [64 * (head_dim + "
+                       "4) = %lld, 2^36] bytes, got %lld", fn, (long long)min_stride,
+                       (long long)a->block_stride);
+        const int esz = a->logits_bf16 ? 2 : 4;
+        if ((st = check_plain_ld(a->ld_weights, a->heads, fn, "ld_weights", "heads")) ||
+            (st = check_plain_ld(a->block_table_ld, (a->max_context_len + 63) / 64, fn,
+                                 "block_table_ld", "ceil(max_context_len / 64)")) ||
+            (st = qg__check_ld(a->ld_logits, a->max_context_len, esz, fn, "ld_logits",
+                               "max_context_len")))
+            return st;
+        key->heads = a->heads;
+        key->head_dim = a->head_dim;
+        key->clean = a->clean;
+        key->logits_bf16 = a->logits_bf16;
+    }
+    if (!pointers || a->batch == 0) return QG_SUCCESS;
+    const uint64_t rows = (uint64_t)a->batch * (uint64_t)a->next_n;
+    const named_ptr sp[] = {{a->context_lens, 4, "context_lens"}, {a->schedule, 4, "schedule"}};
+    if ((st = check_ptrs(sp, 2, fn))) return st;
+    const qg_byte_range sched = qg__matrix_range("schedule", a->schedule, 1,
+                                                 (uint64_t)(key->num_sms + 1) * 2, 0, 4);
+    const qg_byte_range lens = qg__matrix_range("context_lens", a->context_lens, 1, rows, 0, 4);
+    if (schedule_only) return qg__check_no_overlap(fn, &sched, &lens, 1);
+    const named_ptr lp[] = {{a->q, 16, "q"},           {a->kv_cache, 16, "kv_cache"},
+                            {a->weights, 4, "weights"}, {a->block_table, 4, "block_table"},
+                            {a->logits, 16, "logits"}};
+    if ((st = check_ptrs(lp, 5, fn))) return st;
+    const int esz = a->logits_bf16 ? 2 : 4;
+    const uint64_t stride = a->block_stride ? (uint64_t)a->block_stride
+                                            : 64 * ((uint64_t)a->head_dim + 4);
+    const qg_byte_range out = qg__matrix_range("logits", a->logits, rows,
+                                               (uint64_t)a->max_context_len,
+                                               (uint64_t)a->ld_logits, (uint64_t)esz);
+    const qg_byte_range in[] = {
+        qg__matrix_range("q", a->q, 1, rows * (uint64_t)a->heads * (uint64_t)a->head_dim, 0, 1),
+        qg__matrix_range("kv_cache", a->kv_cache, (uint64_t)a->num_blocks,
+                         64 * ((uint64_t)a->head_dim + 4), stride, 1),
+        qg__matrix_range("weights", a->weights, rows, (uint64_t)a->heads,
+                         (uint64_t)a->ld_weights, 4),
+        lens,
+        qg__matrix_range("block_table", a->block_table, (uint64_t)a->batch,
+                         (uint64_t)(a->max_context_len + 63) / 64, (uint64_t)a->block_table_ld, 4),
+        sched};
+    return qg__check_no_overlap(fn, &out, in, 6);
+}
+
+qg_status qg_paged_mqa_logits_schedule(qg_context *ctx, const qg_paged_mqa_logits_args *a,
+                                       struct CUstream_st *stream) {
+    qg__clear_error();
+    const char *fn = "qg_paged_mqa_logits_schedule";
+    pmqa_key key;
+    qg_status st = pmqa_check(ctx, a, true, true, fn, &key);
+    if (st != QG_SUCCESS) return st;
+    if (ctx->offline) return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    /* batch 0: the schedule is still written (all CTAs start at the end) */
+    if (a->batch == 0 && (st = qg__check_ptr(a->schedule, 4, fn, "schedule"))) return st;
+    const named_ptr ptrs[] = {{a->context_lens, 4, "context_lens"}, {a->schedule, 4, "schedule"}};
+    if ((st = check_device_ptrs(ctx, a->batch ? ptrs : ptrs + 1, a->batch ? 2 : 1, fn))) return st;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    const qg_launch_entry *e = NULL;
+    bool pdl = false;
+    sched_key skey = {1};
+    if ((st = resolve(ctx, &sched_family, &skey, sizeof skey, NULL, &e, &pdl, fn)) == QG_SUCCESS) {
+        CUdeviceptr lens = (CUdeviceptr)(uintptr_t)a->context_lens;
+        CUdeviceptr sched = (CUdeviceptr)(uintptr_t)a->schedule;
+        int batch = a->batch, next_n = a->next_n, max_len = a->max_context_len,
+            ctas = key.num_sms;
+        void *params[] = {&lens, &batch, &next_n, &max_len, &ctas, &sched};
+        st = qg__launch(ctx, e, 1, params, stream, pdl, "paged MQA schedule");
+    }
+    qg__leave(ctx);
+    return st;
+}
+
+qg_status qg_fp8_paged_mqa_logits(qg_context *ctx, const qg_paged_mqa_logits_args *a,
+                                  struct CUstream_st *stream) {
+    qg__clear_error();
+    const char *fn = "qg_fp8_paged_mqa_logits";
+    pmqa_key key;
+    qg_status st = pmqa_check(ctx, a, false, true, fn, &key);
+    if (st != QG_SUCCESS) return st;
+    if (ctx->offline) return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    if (a->batch == 0) return QG_SUCCESS;
+    const named_ptr ptrs[] = {{a->q, 16, "q"},
+                              {a->kv_cache, 16, "kv_cache"},
+                              {a->weights, 4, "weights"},
+                              {a->context_lens, 4, "context_lens"},
+                              {a->block_table, 4, "block_table"},
+                              {a->schedule, 4, "schedule"},
+                              {a->logits, 16, "logits"}};
+    if ((st = check_device_ptrs(ctx, ptrs, 7, fn))) return st;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    const qg_launch_entry *e = NULL;
+    bool pdl = false;
+    if ((st = resolve(ctx, &pmqa_family, &key, sizeof key, NULL, &e, &pdl, fn))) goto out;
+    const qg_pmqa_plan *p = qg__launch_plan(e);
+    const uint64_t D = (uint64_t)a->head_dim;
+    const uint64_t stride = a->block_stride ? (uint64_t)a->block_stride : 64 * (D + 4);
+    const CUtensorMapSwizzle swz = swizzle_of_dim(a->head_dim);
+    CUtensorMap tq, tkv, tsc;
+    if ((st = qg__encode_tiled(ctx, &tq, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->q, D,
+                               (uint64_t)a->batch * (uint64_t)a->next_n * (uint64_t)a->heads, D,
+                               (uint32_t)D, (uint32_t)(a->next_n * a->heads), swz,
+                               "tensor map of q")) ||
+        (st = qg__encode_map(ctx, &tkv, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->kv_cache, D, 64,
+                             (uint64_t)a->num_blocks, D, stride, (uint32_t)D, 64, swz,
+                             "tensor map of the kv cache")) ||
+        (st = qg__encode_tiled(ctx, &tsc, CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                               (const uint8_t *)a->kv_cache + 64 * D, 64,
+                               (uint64_t)a->num_blocks, stride, 64, 1, CU_TENSOR_MAP_SWIZZLE_NONE,
+                               "tensor map of the kv cache's scales")))
+        goto out;
+    {
+        CUdeviceptr w = (CUdeviceptr)(uintptr_t)a->weights,
+                    lens = (CUdeviceptr)(uintptr_t)a->context_lens,
+                    bt = (CUdeviceptr)(uintptr_t)a->block_table,
+                    sched = (CUdeviceptr)(uintptr_t)a->schedule,
+                    lg = (CUdeviceptr)(uintptr_t)a->logits;
+        int64_t ld_w = a->ld_weights, bt_ld = a->block_table_ld, ld_l = a->ld_logits;
+        int batch = a->batch, max_len = a->max_context_len;
+        void *params[] = {&tq, &tkv, &tsc, &w, &ld_w, &lens, &bt, &bt_ld, &sched, &lg, &ld_l,
+                          &batch, &max_len};
+        st = qg__launch(ctx, e, p->grid_x, params, stream, pdl, "paged MQA logits");
+    }
+out:
+    qg__leave(ctx);
+    return st;
+}
+
+/* ---- tf32_hc_prenorm_gemm --------------------------------------------------------- */
+
+static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bool pointers,
+                          const char *fn, qg_hc_plan *plan, hc_key *key) {
+    if (!ctx) return BAD("%s: ctx is NULL", fn);
+    if (!a) return BAD("%s: args is NULL", fn);
+    qg_status st;
+    if (a->m < 0 || a->m > (1 << 30)) return BAD("%s: args->m must be in [0, 2^30], got %d", fn, a->m);
+    if (a->n != 8 && a->n != 16 && a->n != 24 && a->n != 32)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->n must be 8, 16, 24 or 32, got %d", fn,
+                        a->n);
+    if (a->k <= 0 || a->k % 64 || a->k > (1 << 30))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: args->k must be a positive multiple of 64 (<= 2^30), got %d", fn, a->k);
+    if (a->num_splits < 0 || a->num_splits > 65536)
+        return BAD("%s: args->num_splits must be in [0, 65536] (0 means 1), got %d", fn,
+                   a->num_splits);
+    const int splits = a->num_splits ? a->num_splits : 1;
+    if ((st = qg__check_ld(a->lda, a->k, 2, fn, "lda", "k")) ||
+        (st = qg__check_ld(a->ldb, a->k, 4, fn, "ldb", "k")) ||
+        (st = check_plain_ld(a->ldd, a->n, fn, "ldd", "n")))
+        return st;
+    if (a->ldd % 2) return BAD("%s: args->ldd must be even (8-byte rows of d), got %lld", fn, (long long)a->ldd);
+    const int64_t min_split = (int64_t)a->m * a->ldd;
+    if (splits > 1 && a->d_split_ld != 0 && (a->d_split_ld < min_split || a->d_split_ld % 2))
+        return BAD("%s: args->d_split_ld must be 0 or an even number >= m * ldd (%lld), got %lld",
+                   fn, (long long)min_split, (long long)a->d_split_ld);
+    const int64_t split_ld = a->d_split_ld && splits > 1 ? a->d_split_ld : min_split;
+    const char *why = "";
+    if (qg__hc_plan(a->m, a->n, a->k, splits, sms_of(ctx), plan, &why))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",
+                        fn, a->m, a->n, a->k, splits, why);
+    memset(key, 0, sizeof *key);
+    key->n = plan->n;
+    key->k = plan->k;
+    key->num_splits = plan->num_splits;
+    key->math_wgs = plan->math_wgs;
+    key->cluster = plan->cluster;
+    key->stages = plan->stages;
+    if (!pointers || a->m == 0) return QG_SUCCESS;
+    const named_ptr ptrs[] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 8, "d"},
+                              {a->sqr_sum, 4, "sqr_sum"}};
+    if ((st = check_ptrs(ptrs, 4, fn))) return st;
+    const uint64_t m = (uint64_t)a->m, S = (uint64_t)splits;
+    const qg_byte_range in[] = {
+        qg__matrix_range("a", a->a, m, (uint64_t)a->k, (uint64_t)a->lda, 2),
+        qg__matrix_range("b", a->b, (uint64_t)a->n, (uint64_t)a->k, (uint64_t)a->ldb, 4)};
+    /* d as S x (m x ldd) planes: the extent from the first row to the last
+     * plane's last row */
+    const qg_byte_range d = qg__matrix_range("d", a->d, 1,
+                                             (S - 1) * (uint64_t)split_ld + (m - 1) * (uint64_t)a->ldd +
+                                                 (uint64_t)a->n, 0, 4);
+    const qg_byte_range sq = qg__matrix_range("sqr_sum", a->sqr_sum, 1, S * m, 0, 4);
+    if ((st = qg__check_no_overlap(fn, &d, in, 2)) || (st = qg__check_no_overlap(fn, &sq, in, 2)))
+        return st;
+    return qg__check_no_overlap(fn, &sq, &d, 1);
+}
+
+qg_status qg_tf32_hc_prenorm_gemm(qg_context *ctx, const qg_hc_prenorm_args *a,
+                                  struct CUstream_st *stream) {
+    qg__clear_error();
+    const char *fn = "qg_tf32_hc_prenorm_gemm";
+    qg_hc_plan plan;
+    hc_key key;
+    qg_status st = hc_check(ctx, a, true, fn, &plan, &key);
+    if (st != QG_SUCCESS) return st;
+    if (ctx->offline) return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    if (a->m == 0) return QG_SUCCESS;
+    const named_ptr ptrs[] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 8, "d"},
+                              {a->sqr_sum, 4, "sqr_sum"}};
+    if ((st = check_device_ptrs(ctx, ptrs, 4, fn))) return st;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    const qg_launch_entry *e = NULL;
+    bool pdl = false;
+    if ((st = resolve(ctx, &hc_family, &key, sizeof key, &plan, &e, &pdl, fn))) goto out;
+    const qg_hc_plan *p = qg__launch_plan(e);
+    CUtensorMap ta, tb;
+    if ((st = qg__encode_tiled(ctx, &ta, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->a, (uint64_t)a->k,
+                               (uint64_t)a->m, (uint64_t)a->lda * 2, 64, (uint32_t)p->block_m,
+                               CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of a")) ||
+        (st = qg__encode_tiled(ctx, &tb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->b, (uint64_t)a->k,
+                               (uint64_t)a->n, (uint64_t)a->ldb * 4, 32, (uint32_t)a->n,
+                               CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of b")))
+        goto out;
+    {
+        const int splits = a->num_splits ? a->num_splits : 1;
+        CUdeviceptr d = (CUdeviceptr)(uintptr_t)a->d, sq = (CUdeviceptr)(uintptr_t)a->sqr_sum;
+        int64_t ldd = a->ldd;
+        int64_t split_ld = a->d_split_ld && splits > 1 ? a->d_split_ld : (int64_t)a->m * a->ldd;
+        int m = a->m;
+        void *params[] = {&ta, &tb, &d, &ldd, &split_ld, &sq, &m};
+        /* the call's grid: this m's plan (the entry may come from another m
+         * with the same compile-time plan) */
+        st = qg__launch(ctx, e, plan.grid_x, params, stream, pdl, "HC prenorm");
+    }
+out:
+    qg__leave(ctx);
+    return st;
+}
+
+/* ---- compile-only ------------------------------------------------------------------ */
+
+qg_status qg_indexer_compile(qg_context *ctx, qg_indexer_kind kind, const void *args,
+                             qg_kernel_info *info) {
+    qg__clear_error();
+    const char *fn = "qg_indexer_compile";
+    qg_status st;
+    switch (kind) {
+    case QG_INDEXER_MQA_LOGITS: {
+        mqa_key key;
+        if ((st = mqa_check(ctx, args, false, fn, &key))) return st;
+        return compile_only(ctx, &mqa_family, &key, sizeof key, NULL, info, fn);
+    }
+    case QG_INDEXER_PAGED_SCHEDULE:
+    case QG_INDEXER_PAGED_MQA_LOGITS: {
+        pmqa_key key;
+        const bool sched = kind == QG_INDEXER_PAGED_SCHEDULE;
+        if ((st = pmqa_check(ctx, args, sched, false, fn, &key))) return st;
+        if (sched) {
+            sched_key skey = {1};
+            return compile_only(ctx, &sched_family, &skey, sizeof skey, NULL, info, fn);
+        }
+        return compile_only(ctx, &pmqa_family, &key, sizeof key, NULL, info, fn);
+    }
+    case QG_INDEXER_HC_PRENORM: {
+        qg_hc_plan plan;
+        hc_key key;
+        if ((st = hc_check(ctx, args, false, fn, &plan, &key))) return st;
+        return compile_only(ctx, &hc_family, &key, sizeof key, &plan, info, fn);
+    }
+    }
+    if (!ctx) return BAD("%s: ctx is NULL", fn);
+    return BAD("%s: kind must be QG_INDEXER_MQA_LOGITS, _PAGED_SCHEDULE, _PAGED_MQA_LOGITS or "
+               "_HC_PRENORM, got %d", fn, (int)kind);
+}
