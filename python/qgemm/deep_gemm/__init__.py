@@ -53,12 +53,12 @@ from .._runtime import (  # noqa: F401
 from .._torch_helpers import (  # noqa: F401
     ceil_to_ue8m0,
     pack_ue8m0_to_int,
+    per_custom_dims_cast_to_fp8,
     unpack_ue8m0_from_int,
 )
 from ..cast import (  # noqa: F401
     per_block_cast_to_fp8,
     per_channel_cast_to_fp8,
-    per_custom_dims_cast_to_fp8,
     per_token_cast_to_fp8,
     silu_and_mul_fp8_quant,
 )
