@@ -56,6 +56,13 @@ DEEPGEMM_SIGNATURES = {
     "ceil_div": [("x", R), ("y", R)],
     "align": [("x", R), ("y", R)],
     "ceil_to_ue8m0": [("x", R)],
+    # csrc/apis/einsum.hpp and attention.hpp
+    "einsum": [("expr", R), ("a", R), ("b", R), ("d", R), ("c", None), ("use_cublaslt", False)],
+    "fp8_einsum": [("expr", R), ("a", R), ("b", R), ("d", R), ("c", None),
+                   ("recipe", (1, 128, 128))],
+    "fp8_gemm_nt_skip_head_mid": [("a", R), ("b", R), ("d", R), ("head_splits", R),
+                                  ("recipe", None), ("compiled_dims", "nk"),
+                                  ("disable_ue8m0_cast", False)],
 }
 
 # Where qgemm's default differs on purpose: qgemm's own earlier calls keep working.
@@ -121,6 +128,13 @@ SUPPORTED = {
     "k_grouped_fp8_gemm_nt_contiguous", "get_mn_major_tma_aligned_packed_ue8m0_tensor",
     "get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor", "pack_ue8m0_to_int",
     "unpack_ue8m0_from_int",
+    # the BF16 family (python/qgemm/bf16.py)
+    "bf16_gemm_nt", "bf16_gemm_nn", "bf16_gemm_tn", "bf16_gemm_tt",
+    "m_grouped_bf16_gemm_nt_contiguous", "m_grouped_bf16_gemm_nn_contiguous",
+    "m_grouped_bf16_gemm_nt_masked", "bf16_m_grouped_gemm_nt_masked",
+    "k_grouped_bf16_gemm_tn_contiguous",
+    # the einsum family (python/qgemm/einsum.py)
+    "einsum", "fp8_einsum", "fp8_gemm_nt_skip_head_mid",
 }
 
 MODULES = [pytest.param(qgemm, id="qgemm"), pytest.param(qdg, id="qgemm.deep_gemm")]
