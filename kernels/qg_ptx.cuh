@@ -425,6 +425,7 @@ QG_DEVICE uint32_t qg_cvt_e4m3x2(float lo, float hi) {
     uint16_t packed;
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(packed) : "f"(hi), "f"(lo));
     return packed;
+}
 
 /* ---- indexer and HC kernels (qg_hc_prenorm.cuh, qg_mqa_logits.cuh) ------ */
 
