@@ -1,7 +1,7 @@
 /*
  * bf16_gemm.c -- the BF16 family's API unit: the BF16 GEMMs' entry points
  * (dense in the four layouts NT/NN/TN/TT, contiguous, psum, masked,
- * k-grouped) and qg_bf16_compile: validate, plan (src/bf16_plan.c), write
+ * k-grouped, batched) and qg_bf16_compile: validate, plan (src/bf16_plan.c), write
  * and compile the kernel's source (kernels/qg_bf16_gemm.cuh), resolve it
  * through the shared launch path (src/launch.h), encode the tensor maps,
  * launch.
@@ -40,6 +40,7 @@ typedef struct {
 } bf16_entry_plan;
 
 static qg_bf16_kind bf16_kind_of(qg_gemm_kind kind) {
+    if (kind == QG_GEMM_BF16_BATCHED) return QG_BF16_BATCHED; /* (not an enumerator) */
     switch (kind) {
     case QG_GEMM_GROUPED_CONTIGUOUS: return QG_BF16_CONTIGUOUS;
     case QG_GEMM_GROUPED_MASKED: return QG_BF16_MASKED;
@@ -121,8 +122,34 @@ static const qg_launch_family bf16_family = {
 
 /* Everything about args that needs no device; fills the key. `kind` is the
  * entry point's. */
+/* The batched GEMM's batch strides (elements) of A, B and D. */
+typedef struct {
+    int64_t a, b, d;
+} batch_strides;
+
+/* A batch stride: >= 0, whole 16-byte units, below TMA's 2^40 bytes. */
+static qg_status check_batch_stride(int64_t stride, int elem_bytes, const char *fn,
+                                    const char *name) {
+    if (stride < 0 || stride > ((int64_t)1 << 40) / elem_bytes || (stride * elem_bytes) % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: %s must be >= 0, a multiple of 16 bytes (%d elements) and below "
+                        "2^40 bytes, got %lld", fn, name, 16 / elem_bytes, (long long)stride);
+    return QG_SUCCESS;
+}
+
+/* The bytes a batched operand spans: batch 0's matrix, extended by the
+ * strides of the batches after it. */
+static qg_byte_range batched_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
+                                   uint64_t ld, uint64_t elem_bytes, uint64_t batches,
+                                   int64_t stride) {
+    qg_byte_range r = qg__matrix_range(name, ptr, rows, cols, ld, elem_bytes);
+    if (r.end > r.begin && batches > 1) r.end += (uintptr_t)((batches - 1) * (uint64_t)stride * elem_bytes);
+    return r;
+}
+
 static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
-                            bool pointers, const char *fn, bf16_key *key) {
+                            bool pointers, const char *fn, const batch_strides *bs,
+                            bf16_key *key) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0 || a->n < 0 || a->k < 0)
@@ -140,8 +167,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->d_fp32 must be 0 or 1, got %d", fn,
                         a->d_fp32);
     const bool dense = kind == QG_GEMM_DENSE, kgrouped = kind == QG_GEMM_K_GROUPED;
-    const bool masked = kind == QG_GEMM_GROUPED_MASKED;
-    const bool m_grouped = !dense && !kgrouped;
+    const bool masked = kind == QG_GEMM_GROUPED_MASKED, batched = kind == QG_GEMM_BF16_BATCHED;
+    const bool m_grouped = !dense && !kgrouped && !batched;
     const char *need_major = NULL;
     if (m_grouped && a->a_major != QG_MAJOR_K) need_major = "args->a_major must be QG_MAJOR_K";
     else if (masked && a->b_major != QG_MAJOR_K) need_major = "args->b_major must be QG_MAJOR_K";
@@ -156,6 +183,9 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
                         "%s: D = C + A B^T needs an FP32 D (args->d_fp32 = 1) with args->c", fn);
     if (a->c && m_grouped)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the m-grouped GEMMs do "
+                        "not accumulate)", fn);
+    if (a->c && batched)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the batched GEMM does "
                         "not accumulate)", fn);
     if (m_grouped && a->d_fp32)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the m-grouped GEMMs write bf16 D: args->d_fp32 "
@@ -203,6 +233,11 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const bool a_mn = a->a_major == QG_MAJOR_MN, b_mn = a->b_major == QG_MAJOR_MN;
     const int d_bytes = a->d_fp32 ? 4 : 2;
     qg_status st;
+    if (batched && bs &&
+        ((st = check_batch_stride(bs->a, 2, fn, "batch_stride_a")) ||
+         (st = check_batch_stride(bs->b, 2, fn, "batch_stride_b")) ||
+         (st = check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d"))))
+        return st;
     if ((st = qg__check_ld(a->lda, a_mn ? a->m : a->k, 2, fn, "lda", a_mn ? "m" : "k")) ||
         (st = qg__check_ld(a->ldb, b_mn ? a->n : a->k, 2, fn, "ldb", b_mn ? "n" : "k")) ||
         (st = qg__check_ld(a->ldd, a->n, d_bytes, fn, "ldd", "n")))
@@ -232,7 +267,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const uint64_t g = (uint64_t)groups;
     const uint64_t a_rows = a_mn ? (uint64_t)a->k : (uint64_t)a->m * (masked ? g : 1);
     const uint64_t a_cols = a_mn ? (uint64_t)a->m : (uint64_t)a->k;
-    const uint64_t b_rows = b_mn ? (uint64_t)a->k * (kgrouped ? 1 : g) : (uint64_t)a->n * g;
+    const uint64_t b_rows = batched ? (b_mn ? (uint64_t)a->k : (uint64_t)a->n)
+                            : b_mn ? (uint64_t)a->k * (kgrouped ? 1 : g) : (uint64_t)a->n * g;
     const uint64_t b_cols = b_mn ? (uint64_t)a->n : (uint64_t)a->k;
     const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
     typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
@@ -252,12 +288,15 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
     }
     if (!empty) {
-        qg_byte_range d_range = qg__matrix_range("d", a->d, d_rows, (uint64_t)a->n,
-                                                 (uint64_t)a->ldd, (uint64_t)d_bytes);
+        const uint64_t nb = batched ? g : 1;
+        qg_byte_range d_range = batched_range("d", a->d, d_rows, (uint64_t)a->n, (uint64_t)a->ldd,
+                                              (uint64_t)d_bytes, nb, batched ? bs->d : 0);
         qg_byte_range in[5];
         int n_in = 0;
-        in[n_in++] = qg__matrix_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2);
-        in[n_in++] = qg__matrix_range("b", a->b, b_rows, b_cols, (uint64_t)a->ldb, 2);
+        in[n_in++] = batched_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2, nb,
+                                   batched ? bs->a : 0);
+        in[n_in++] = batched_range("b", a->b, b_rows, b_cols, (uint64_t)a->ldb, 2, nb,
+                                   batched ? bs->b : 0);
         if (kind == QG_GEMM_GROUPED_CONTIGUOUS)
             in[n_in++] = qg__matrix_range("m_indices", a->m_indices, 1, (uint64_t)a->m, (uint64_t)a->m, 4);
         if (masked) in[n_in++] = qg__matrix_range("masked_m", a->masked_m, 1, g, g, 4);
@@ -309,10 +348,21 @@ static qg_status empty_k(const qg_context *ctx, const qg_bf16_gemm_args *a, uint
 
 /* A validated call with m, n > 0; ctx current. */
 static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
-                     const bf16_key *key, CUstream stream, const char *fn) {
+                     const bf16_key *key, const batch_strides *bs, CUstream stream,
+                     const char *fn) {
     const bool kgrouped = kind == QG_GEMM_K_GROUPED, masked = kind == QG_GEMM_GROUPED_MASKED;
+    const bool batched = kind == QG_GEMM_BF16_BATCHED;
     const uint64_t g = (uint64_t)key->num_groups;
     const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
+    if (a->k == 0 && batched) { /* every batch's D zeroed */
+        qg_bf16_gemm_args one = *a;
+        for (uint64_t i = 0; i < g; ++i) {
+            one.d = (char *)a->d + i * (uint64_t)bs->d * (a->d_fp32 ? 4 : 2);
+            qg_status st = empty_k(ctx, &one, (uint64_t)a->m, stream);
+            if (st != QG_SUCCESS) return st;
+        }
+        return QG_SUCCESS;
+    }
     if (a->k == 0) return empty_k(ctx, a, d_rows, stream);
 
     pthread_mutex_lock(&ctx->lock);
@@ -332,7 +382,24 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
      * swizzle for both. */
     CUtensorMap map_a, map_b, map_d;
     const uint64_t a_rows = (uint64_t)a->m * (masked ? g : 1);
-    if ((st = a_mn ? qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->m, (uint64_t)a->k,
+    if (batched) {
+        /* every map rank 3, the batch the third dimension (src/bf16_plan.h) */
+        const CUtensorMapDataType d_type = a->d_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : BF;
+        const uint64_t db = (uint64_t)d_bytes;
+        if ((st = qg__encode_map(ctx, &map_a, BF, a->a, a_mn ? (uint64_t)a->m : (uint64_t)a->k,
+                                 a_mn ? (uint64_t)a->k : (uint64_t)a->m, g, (uint64_t)a->lda * 2,
+                                 (uint64_t)bs->a * 2, 64, a_mn ? 64 : (uint32_t)pl->a_box_rows,
+                                 CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
+            (st = qg__encode_map(ctx, &map_b, BF, a->b, b_mn ? (uint64_t)a->n : (uint64_t)a->k,
+                                 b_mn ? (uint64_t)a->k : (uint64_t)a->n, g, (uint64_t)a->ldb * 2,
+                                 (uint64_t)bs->b * 2, 64, b_mn ? 64 : (uint32_t)pl->b_box_rows,
+                                 CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
+            (st = qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
+                                 (uint64_t)a->ldd * db, (uint64_t)bs->d * db,
+                                 (uint32_t)pl->store_cols, (uint32_t)pl->d_box_rows,
+                                 swizzle_of(pl->store_cols * d_bytes), "tensor map of D")))
+            return st;
+    } else if ((st = a_mn ? qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->m, (uint64_t)a->k,
                                       (uint64_t)a->lda * 2, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B,
                                       "tensor map of A")
                    : qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->k, a_rows,
@@ -348,7 +415,8 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
         return st;
     const CUtensorMapDataType d_type = a->d_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : BF;
     const CUtensorMapSwizzle d_swizzle = swizzle_of(pl->store_cols * d_bytes);
-    st = kgrouped ? qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
+    st = batched    ? QG_SUCCESS /* encoded above */
+         : kgrouped ? qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
                                    (uint64_t)a->ldd * (uint64_t)d_bytes,
                                    (uint64_t)a->m * (uint64_t)a->ldd * (uint64_t)d_bytes,
                                    (uint32_t)pl->store_cols, (uint32_t)pl->d_box_rows, d_swizzle,
@@ -373,8 +441,9 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
     int shape_m = a->m;
     if (!kgrouped) {
         int grid = shape->grid;
-        if (kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS) {
-            const long long tiles = (tiles_per_group + cluster - 1) / cluster * cluster;
+        if (kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS || batched) {
+            const long long tiles =
+                (tiles_per_group * (batched ? (long long)g : 1) + cluster - 1) / cluster * cluster;
             if (tiles < grid) grid = (int)tiles;
         }
         void *params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m, &shape_m};
@@ -405,10 +474,10 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
 }
 
 static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
-                      CUstream stream, const char *fn) {
+                      const batch_strides *bs, CUstream stream, const char *fn) {
     qg__clear_error();
     bf16_key key;
-    qg_status st = check_args(ctx, kind, a, true, fn, &key);
+    qg_status st = check_args(ctx, kind, a, true, fn, bs, &key);
     if (st != QG_SUCCESS) return st;
     if (ctx->offline)
         return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
@@ -424,33 +493,40 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_arg
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; ++i)
         if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
-    st = run(ctx, kind, a, &key, stream, fn);
+    st = run(ctx, kind, a, &key, bs, stream, fn);
     qg__leave(ctx);
     return st;
 }
 
 qg_status qg_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args, struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_DENSE, args, stream, "qg_bf16_gemm");
+    return gemm(ctx, QG_GEMM_DENSE, args, NULL, stream, "qg_bf16_gemm");
 }
 
 qg_status qg_m_grouped_bf16_gemm_contiguous(qg_context *ctx, const qg_bf16_gemm_args *args,
                                             struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, stream, "qg_m_grouped_bf16_gemm_contiguous");
+    return gemm(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, NULL, stream, "qg_m_grouped_bf16_gemm_contiguous");
 }
 
 qg_status qg_m_grouped_bf16_gemm_psum(qg_context *ctx, const qg_bf16_gemm_args *args,
                                       struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_GROUPED_PSUM, args, stream, "qg_m_grouped_bf16_gemm_psum");
+    return gemm(ctx, QG_GEMM_GROUPED_PSUM, args, NULL, stream, "qg_m_grouped_bf16_gemm_psum");
 }
 
 qg_status qg_m_grouped_bf16_gemm_masked(qg_context *ctx, const qg_bf16_gemm_args *args,
                                         struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_GROUPED_MASKED, args, stream, "qg_m_grouped_bf16_gemm_masked");
+    return gemm(ctx, QG_GEMM_GROUPED_MASKED, args, NULL, stream, "qg_m_grouped_bf16_gemm_masked");
 }
 
 qg_status qg_k_grouped_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
                                  struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_K_GROUPED, args, stream, "qg_k_grouped_bf16_gemm");
+    return gemm(ctx, QG_GEMM_K_GROUPED, args, NULL, stream, "qg_k_grouped_bf16_gemm");
+}
+
+qg_status qg_batched_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
+                               int64_t batch_stride_a, int64_t batch_stride_b,
+                               int64_t batch_stride_d, struct CUstream_st *stream) {
+    const batch_strides bs = {batch_stride_a, batch_stride_b, batch_stride_d};
+    return gemm(ctx, QG_GEMM_BF16_BATCHED, args, &bs, stream, "qg_batched_bf16_gemm");
 }
 
 qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *args,
@@ -458,12 +534,13 @@ qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm
     qg__clear_error();
     const char *fn = "qg_bf16_compile";
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
-        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM && kind != QG_GEMM_K_GROUPED)
+        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM &&
+        kind != QG_GEMM_K_GROUPED && kind != QG_GEMM_BF16_BATCHED)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: kind must be QG_GEMM_DENSE, _GROUPED_CONTIGUOUS, _GROUPED_MASKED, "
-                        "_GROUPED_PSUM or _K_GROUPED, got %d", fn, (int)kind);
+                        "_GROUPED_PSUM, _K_GROUPED or QG_GEMM_BF16_BATCHED, got %d", fn, (int)kind);
     bf16_key key;
-    qg_status st = check_args(ctx, kind, args, false, fn, &key);
+    qg_status st = check_args(ctx, kind, args, false, fn, NULL, &key);
     if (st != QG_SUCCESS) return st;
     bf16_entry_plan plan;
     qg_jit_result res;
