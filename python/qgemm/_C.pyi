@@ -10,6 +10,7 @@ KIND_MASKED: int
 KIND_PSUM: int
 KIND_WGRAD: int
 KIND_K_GROUPED: int
+KIND_BF16_BATCHED: int
 OFFLINE: int
 SLOT_NAMES: Tuple[str, ...]  # "a", "sfa", "b", "sfb", "d"
 IDX_NAMES: Tuple[str, ...]  # by kind: "(none)", "m_indices", "masked_m", "group_ends", "c"

@@ -10,11 +10,11 @@ expression         shapes                                      how
                    or another float32 [M, N]) or bfloat16      (a copy each unless B = 1); FP32
                    (no ``c``)                                  accumulation of the whole sum in
                                                                ascending (b, k) order: deterministic
-``bhr,hdr->bhd``   a [B, H, R], b [H, D, R] (any row stride,   one BF16 NT GEMM per head on strided
-                   e.g. ``fy[:, :, :r]``), d [B, H, D] bf16    views (no copies): a[:, h] (row
-                                                               stride H*R), b[h], d[:, h]
-``bhd,hdr->bhr``   a [B, H, D], b [H, D, R], d [B, H, R] bf16  one BF16 NN GEMM per head (b[h] read
-                                                               MN-major, no copy)
+``bhr,hdr->bhd``   a [B, H, R], b [H, D, R] (any row stride,   one launch of the batched BF16 GEMM
+                   e.g. ``fy[:, :, :r]``), d [B, H, D] bf16    (H batches of strided views, no
+                                                               copies): a[:, h] (row stride H*R),
+                                                               b[h], d[:, h]; NT
+``bhd,hdr->bhr``   a [B, H, D], b [H, D, R], d [B, H, R] bf16  as above, NN (b[h] read MN-major)
 =================  ==========================================  =====================================
 
 The letters may be renamed and spaces are ignored (``"xyz, ywz -> xyw"`` is
@@ -56,6 +56,8 @@ from ._torch_helpers import mn_major
 from .fp8 import fp8_fp4_gemm_nt
 
 _DENSE = _C.KIND_DENSE
+_BATCHED = _C.KIND_BF16_BATCHED
+MAX_BATCHES = 1024  # batches of one launch of the batched BF16 GEMM (qg_batched_bf16_gemm)
 
 # the canonical form of each supported expression (letters renamed in order of appearance)
 BMK_BNK_MN = "abc,adc->bd"
@@ -144,8 +146,9 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
 
     ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
     a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
-    (other strides free: ``fy[:, :, :r]`` views), no c. One BF16 GEMM per head
-    on strided views (no copies), K accumulated whole in ascending order.
+    (other strides free: ``fy[:, :, :r]`` views), no c. One launch of the batched
+    BF16 GEMM (``qg_batched_bf16_gemm``: every head a batch of strided views, no
+    copies), K accumulated whole in ascending order.
     ``use_cublaslt=True``: cuBLAS through torch instead (DeepGEMM's reference).
 
     Letters may be renamed and spaces are ignored; other expressions raise
@@ -237,10 +240,15 @@ def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool
         bt = b.transpose(1, 2) if nt else b  # [H, R, N]
         d.transpose(0, 1).copy_(torch.matmul(a.transpose(0, 1), bt))
         return
-    # one GEMM per head on strided views (nothing copied): K = R (resp. D) whole
-    for i in range(h):
-        b_i = b[i] if nt else b[i].transpose(0, 1)  # logical [N, K]: K-major (NT) or MN-major
-        _d.launch_bf16(_DENSE, a[:, i], b_i, d[:, i], None, None, 0, None, stream)
+    # every head in one launch (the batched BF16 GEMM, H batches of strided views, nothing
+    # copied): A [H, B, K] (batch stride K, row stride H*K), B [H, N, K] (NT: K-major; NN: the
+    # transposed view, MN-major), D [H, B, N]; K = R (resp. D) accumulated whole
+    a3 = a.transpose(0, 1)
+    b3 = b if nt else b.transpose(1, 2)
+    d3 = d.transpose(0, 1)
+    for h0 in range(0, h, MAX_BATCHES):
+        h1 = min(h, h0 + MAX_BATCHES)
+        _d.launch_bf16(_BATCHED, a3[h0:h1], b3[h0:h1], d3[h0:h1], None, None, 0, None, stream)
 
 
 # ---- FP8 ------------------------------------------------------------------------------------

@@ -91,15 +91,17 @@ def _torch():
 
 
 class FakeBF16:
-    """_dispatch.launch_bf16 computing D (+)= A @ B^T in float64 (dense kind only)."""
+    """_dispatch.launch_bf16 computing D (+)= A @ B^T in float64 (the dense kind, and
+    the batched kind: [G, M, K] @ [G, N, K]^T per batch)."""
 
     def __init__(self):
         self.calls = []
 
     def __call__(self, kind, a, b, d, c, idx, expected_m, ks, stream):
-        assert kind == qgemm._C.KIND_DENSE and idx is None and ks is None
-        self.calls.append((a, b, d, c))
-        out = a.double() @ b.double().T
+        assert kind in (qgemm._C.KIND_DENSE, qgemm._C.KIND_BF16_BATCHED)
+        assert idx is None and ks is None
+        self.calls.append((kind, a, b, d, c))
+        out = a.double() @ b.double().transpose(-2, -1)
         if c is not None:
             out = out + c.double()
         d.copy_(out)
@@ -131,7 +133,7 @@ def _rand(*shape, dtype=None):
 
 @pytest.mark.parametrize("nt", [True, False], ids=["bhr_hdr_bhd", "bhd_hdr_bhr"])
 @pytest.mark.parametrize("batch,h,r,dd", [(3, 2, 16, 8), (1, 3, 24, 16), (5, 1, 8, 8)])
-def test_per_head_decomposition(monkeypatch, nt, batch, h, r, dd):
+def test_per_head_is_one_batched_launch(monkeypatch, nt, batch, h, r, dd):
     t = _torch()
     fake = FakeBF16()
     monkeypatch.setattr(_dispatch, "launch_bf16", fake)
@@ -145,14 +147,14 @@ def test_per_head_decomposition(monkeypatch, nt, batch, h, r, dd):
     qdg.einsum(expr, x, y, z)
     ref = t.einsum(expr, x.double(), y.double())
     assert calc_diff(z, ref) < 1e-5
-    assert len(fake.calls) == h
-    for i, (a, b, d, c) in enumerate(fake.calls):
-        assert c is None
-        assert _same_storage(a, x) and _same_storage(b, fy) and _same_storage(d, z)  # no copies
-        assert a.stride() == (h * x.shape[2], 1)
-        assert d.stride() == (h * z_shape[2], 1)
-        # NT: b[h] K-major [D, R]; NN: b[h].T [R, D] read MN-major (unit stride along N)
-        assert b.stride() == ((r + 8, 1) if nt else (1, r + 8))
+    (kind, a, b, d, c), = fake.calls  # every head in one launch
+    assert kind == qgemm._C.KIND_BF16_BATCHED and c is None
+    assert _same_storage(a, x) and _same_storage(b, fy) and _same_storage(d, z)  # no copies
+    assert a.shape == (h, batch, x.shape[2]) and d.shape == (h, batch, z_shape[2])
+    assert a.stride() == (x.shape[2], h * x.shape[2], 1)  # batch stride K, row stride H*K
+    assert d.stride() == (z_shape[2], h * z_shape[2], 1)
+    # NT: b[h] K-major [D, R]; NN: b[h].T [R, D] read MN-major (unit stride along N)
+    assert b.stride()[1:] == ((r + 8, 1) if nt else (1, r + 8))
 
 
 def test_per_head_cublaslt_path():
@@ -184,7 +186,7 @@ def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s):
         ref = ref + c.double()
     qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
     assert calc_diff(d, ref) < 1e-5
-    (a2, b2, d2, c2), = fake.calls
+    (_, a2, b2, d2, c2), = fake.calls
     assert a2.shape == (m, s * k) and b2.shape == (n, s * k) and d2 is d
     assert (c2 is d) if c_mode == "d" else (c2 is c)
     if s == 1:  # a view, no copy
@@ -197,7 +199,7 @@ def test_bmk_bnk_mn_empty_batch_reaches_the_library_as_k0(monkeypatch):
     monkeypatch.setattr(_dispatch, "launch_bf16", fake)
     d = t.ones(8, 8)
     qgemm.einsum("bmk,bnk->mn", _rand(0, 8, 16), _rand(0, 8, 16), d)
-    (a2, b2, _, _), = fake.calls
+    (_, a2, b2, _, _), = fake.calls
     assert a2.shape == (8, 0) and t.equal(d, t.zeros(8, 8))  # the library's K = 0: D = 0
 
 
@@ -465,3 +467,40 @@ def test_gpu_skip_head_mid(m, n, k):
     assert calc_diff(dv[:, :, :128], fv[:, :, :128]) < 1e-5
     assert calc_diff(dv[:, :, 192:], fv[:, :, 128:]) < 1e-5
     assert bool((dv[:, :, 128:192] == -1234.0).all())  # the middle is untouched
+
+
+def test_per_head_more_heads_than_one_launch_takes(monkeypatch):
+    t = _torch()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setattr(E, "MAX_BATCHES", 2)
+    x, y = _rand(3, 5, 16), _rand(5, 8, 16)
+    z = t.empty(3, 5, 8, dtype=t.bfloat16)
+    qgemm.einsum("bhr,hdr->bhd", x, y, z)
+    assert [call[1].shape[0] for call in fake.calls] == [2, 2, 1]
+    assert calc_diff(z, t.einsum("bhr,hdr->bhd", x.double(), y.double())) < 1e-5
+
+
+# ---- CPU: the extension takes the batched kind (fake DLPack tensors, no GPU) ----------------
+
+
+def _fake_einsum_operands(b=100, h=4, r=256, dd=576, hg=None):
+    from fake_dlpack import FakeTensor
+    # x [B, H, R] as [H, B, R]; y [H, D, R + 128][:, :, :R]; z [B, H, D] as [H, B, D]
+    a = FakeTensor([h, b, r], "bfloat16", strides=[r, h * r, 1])
+    bb = FakeTensor([hg or h, dd, r], "bfloat16", strides=[dd * (r + 128), r + 128, 1])
+    d = FakeTensor([h, b, dd], "bfloat16", strides=[dd, h * dd, 1])
+    return a, bb, d
+
+
+def test_extension_accepts_the_batched_layout(no_gpu):
+    a, b, d = _fake_einsum_operands()
+    with pytest.raises(RuntimeError) as info:
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, a, b, d, None, None, 0, None, 0, 0)
+    assert str(info.value) == no_gpu  # every check passed: the call reached the device layer
+
+
+def test_extension_checks_the_batched_shapes(no_gpu):
+    a, b, d = _fake_einsum_operands(hg=3)
+    with pytest.raises(ValueError, match=r"G \(b.shape\[0\]\)"):
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, a, b, d, None, None, 0, None, 0, 0)
