@@ -5,11 +5,12 @@
 =================  ==========================================  =====================================
 expression         shapes                                      how
 =================  ==========================================  =====================================
-``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          one BF16 GEMM over K' = B*K: the
-                   float32 (``c`` None, d itself: d += ...,    operands as [M, B*K] / [N, B*K]
-                   or another float32 [M, N]) or bfloat16      (a copy each unless B = 1); FP32
-                   (no ``c``)                                  accumulation of the whole sum in
-                                                               ascending (b, k) order: deterministic
+``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          the operands as [M, B*K] / [N, B*K]
+                   float32 (``c`` None, d itself: d += ...,    (a copy each unless B = 1); one
+                   or another float32 [M, N]) or bfloat16      BF16 GEMM over K' = B*K, or with few
+                   (no ``c``)                                  tiles K' in chunks (the batched GEMM
+                                                               into FP32 slices, summed in a fixed
+                                                               order): deterministic
 ``bhr,hdr->bhd``   a [B, H, R], b [H, D, R] (any row stride,   one launch of the batched BF16 GEMM
                    e.g. ``fy[:, :, :r]``), d [B, H, D] bf16    (H batches of strided views, no
                                                                copies): a[:, h] (row stride H*R),
@@ -41,17 +42,18 @@ bf16 temporary and a copy of its columns into d.
 Every function checks its arguments before anything is launched (ValueError
 for a bad value, TypeError for a wrong type, NotImplementedError for what
 DeepGEMM accepts on SM100 or elsewhere and qgemm does not), and runs on the
-caller's current stream (torch's), or ``stream=`` where offered.
+caller's current stream (torch's: the copies and reductions some paths make are
+torch operations on that stream too).
 """
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 from . import _C
 from . import _deepgemm as _dg
 from . import _dispatch as _d
-from ._dispatch import Pair, StreamLike, Tensor, as_int
+from ._dispatch import Pair, Tensor, as_int
 from ._torch_helpers import mn_major
 from .fp8 import fp8_fp4_gemm_nt
 
@@ -135,14 +137,17 @@ def _unit_last(func: str, name: str, t: Any) -> None:
 
 
 def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
-           use_cublaslt: bool = False, *, stream: Optional[StreamLike] = None) -> None:
+           use_cublaslt: bool = False) -> None:
     """DeepGEMM's einsum: ``d = einsum(expr, a, b)`` for bfloat16 a and b.
 
     ``bmk,bnk->mn``: a [B, M, K], b [B, N, K], d [M, N] = the sum over B of
     a[i] @ b[i].T; d float32 (``c`` None, d itself to accumulate into d as
     DeepGEMM's users do, or another float32 [M, N]: d = c + ...) or bfloat16
-    (no c). One BF16 GEMM over K' = B * K, its operands [M, B*K] / [N, B*K]
-    (copies of a and b unless B = 1), accumulated whole in FP32: deterministic.
+    (no c). The operands as [M, B*K] / [N, B*K] (copies of a and b unless B = 1);
+    with enough M x N tiles one BF16 GEMM over K' = B * K, accumulated whole in
+    FP32; with few tiles (DeepGEMM's shapes) K' split into chunks, one launch of
+    the batched BF16 GEMM writing each chunk's FP32 product to a workspace
+    slice, the slices summed in a fixed order. Deterministic either way.
 
     ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
     a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
@@ -167,14 +172,14 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
         if use_cublaslt:
             raise ValueError("qgemm: einsum: 'bmk,bnk->mn' has no cuBLASLt path "
                              "(use_cublaslt=False, as DeepGEMM)")
-        _bmk_bnk_mn(torch, a, b, d, c, stream)
+        _bmk_bnk_mn(torch, a, b, d, c)
         return
     if c is not None:
         raise ValueError(f"qgemm: einsum: {_NAMES[canon]!r} takes no c (as DeepGEMM)")
-    _per_head(torch, canon, a, b, d, bool(use_cublaslt), stream)
+    _per_head(torch, canon, a, b, d, bool(use_cublaslt))
 
 
-def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, stream: Any) -> None:
+def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any) -> None:
     func = "einsum('bmk,bnk->mn')"
     s, m, k = _check_3d(func, "a", a, torch.bfloat16, "[B, M, K]")
     s_, n, k_ = _check_3d(func, "b", b, torch.bfloat16, "[B, N, K]")
@@ -198,18 +203,58 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, stream: Any) -> None
         raise ValueError(f"qgemm: {func}: B * K = {s * k} exceeds 2**31 - 1")
     if m == 0 or n == 0:
         return
-    # sum_b a[b] @ b[b].T = A' @ B'.T with A' = [M, B*K] (column b*K + k is a[b, :, k]):
-    # one GEMM, K' = B*K accumulated whole in FP32 (ascending b, then k), no split
-    a2 = a.permute(1, 0, 2).reshape(m, s * k)
-    b2 = b.permute(1, 0, 2).reshape(n, s * k)
-    if c is not None and c is not d and c.data_ptr() == d.data_ptr() and \
-            c.stride() == d.stride():
-        c = d  # the same memory: accumulate in place
-    _d.launch_bf16(_DENSE, a2, b2, d, c, None, 0, None, stream)
+    # sum_b a[b] @ b[b].T = A' @ B'.T with A' = [M, B*K] (column b*K + k is a[b, :, k])
+    kk = s * k
+    splits, chunk = bmk_splits(m, n, kk)
+    if splits == 1:  # enough tiles (or little K): one GEMM, K' accumulated whole in FP32
+        a2 = a.permute(1, 0, 2).reshape(m, kk)
+        b2 = b.permute(1, 0, 2).reshape(n, kk)
+        if c is not None and c is not d and c.data_ptr() == d.data_ptr() and \
+                c.stride() == d.stride():
+            c = d  # the same memory: accumulate in place
+        _d.launch_bf16(_DENSE, a2, b2, d, c, None, 0, None, None)
+        return
+    # Few M x N tiles, long K': a split of K' into `splits` chunks of `chunk` columns, each
+    # chunk one batch of the batched BF16 GEMM into its own FP32 slice of a workspace (one
+    # launch: splits x tiles CTAs), then the slices summed in a fixed order (torch's
+    # reduction over the first dimension): deterministic, no atomics. The operands are
+    # copied once into [M, splits * chunk] (the tail past B*K zeroed).
+    width = splits * chunk
+    a2 = torch.empty((m, width), dtype=a.dtype, device=a.device)
+    b2 = torch.empty((n, width), dtype=b.dtype, device=b.device)
+    a2[:, :kk].unflatten(1, (s, k)).copy_(a.permute(1, 0, 2))
+    b2[:, :kk].unflatten(1, (s, k)).copy_(b.permute(1, 0, 2))
+    if width > kk:
+        a2[:, kk:].zero_()
+        b2[:, kk:].zero_()
+    ws = torch.empty((splits, m, n), dtype=torch.float32, device=d.device)
+    _d.launch_bf16(_BATCHED, a2.view(m, splits, chunk).transpose(0, 1),
+                   b2.view(n, splits, chunk).transpose(0, 1), ws, None, None, 0, None, None)
+    total = ws.sum(0)
+    if c is not None:
+        total += c
+    d.copy_(total)
 
 
-def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool,
-              stream: Any) -> None:
+# The split of bmk,bnk->mn's K' = B*K: enough CTAs for the SMs (SPLIT_TILES: two per SM of
+# a 132-SM H100 / H200), chunks of whole 64-column K blocks, at least SPLIT_MIN_K each.
+SPLIT_TILES = 264
+SPLIT_MIN_K = 1024
+
+
+def bmk_splits(m: int, n: int, kk: int) -> Tuple[int, int]:
+    """(splits, chunk) for bmk,bnk->mn with K' = kk: (1, kk) for one GEMM, else the
+    number of K' chunks and their width (a multiple of 64; splits * chunk >= kk)."""
+    tiles = -(-m // 128) * -(-n // 128)
+    want = min(-(-SPLIT_TILES // tiles), kk // SPLIT_MIN_K, MAX_BATCHES)
+    if want <= 1:
+        return 1, kk
+    chunk = -(-kk // want)
+    chunk = -(-chunk // 64) * 64
+    return -(-kk // chunk), chunk
+
+
+def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool) -> None:
     nt = canon == BHR_HDR_BHD
     func = f"einsum({_NAMES[canon]!r})"
     bf = torch.bfloat16
@@ -234,9 +279,6 @@ def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool
     if batch == 0 or h == 0 or n == 0:
         return
     if use_cublaslt:  # cuBLAS through torch, as DeepGEMM's reference path
-        if stream is not None:
-            raise ValueError(f"qgemm: {func}: use_cublaslt runs on torch's current stream; "
-                             "pass no stream")
         bt = b.transpose(1, 2) if nt else b  # [H, R, N]
         d.transpose(0, 1).copy_(torch.matmul(a.transpose(0, 1), bt))
         return
@@ -248,7 +290,7 @@ def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool
     d3 = d.transpose(0, 1)
     for h0 in range(0, h, MAX_BATCHES):
         h1 = min(h, h0 + MAX_BATCHES)
-        _d.launch_bf16(_BATCHED, a3[h0:h1], b3[h0:h1], d3[h0:h1], None, None, 0, None, stream)
+        _d.launch_bf16(_BATCHED, a3[h0:h1], b3[h0:h1], d3[h0:h1], None, None, 0, None, None)
 
 
 # ---- FP8 ------------------------------------------------------------------------------------

@@ -504,3 +504,47 @@ def test_extension_checks_the_batched_shapes(no_gpu):
     a, b, d = _fake_einsum_operands(hg=3)
     with pytest.raises(ValueError, match=r"G \(b.shape\[0\]\)"):
         qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, a, b, d, None, None, 0, None, 0, 0)
+
+
+# ---- bmk,bnk->mn: the split of K' over the batched GEMM ------------------------------------
+
+
+@pytest.mark.parametrize("m,n,kk,want", [
+    (128, 384, 129 * 128, (16, 1088)),      # DeepGEMM's b=129: 3 tiles, 16 chunks of 17 blocks
+    (256, 256, 8192 * 256, (66, 31808)),    # b=8192: 4 tiles, 66 chunks
+    (4096, 4096, 8192, (1, 8192)),          # 1024 tiles: one GEMM
+    (128, 128, 1000, (1, 1000)),            # short K': one GEMM
+])
+def test_bmk_splits(m, n, kk, want):
+    splits, chunk = E.bmk_splits(m, n, kk)
+    assert (splits, chunk) == want
+    assert chunk % 64 == 0 or splits == 1
+    assert splits * chunk >= kk and (splits - 1) * chunk < kk
+
+
+@pytest.mark.parametrize("d_dtype,c_mode", [("float32", None), ("float32", "d"),
+                                            ("float32", "other"), ("bfloat16", None)])
+@pytest.mark.parametrize("s,k", [(5, 24), (4, 64)])  # a zeroed tail / chunks that fit exactly
+def test_bmk_bnk_mn_split_path(monkeypatch, d_dtype, c_mode, s, k):
+    t = _torch()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", 16)
+    m, n = 24, 16
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    d = t.randn(m, n).to(getattr(t, d_dtype))
+    c = {None: None, "d": d, "other": t.randn(m, n)}[c_mode]
+    ref = (a.double() @ b.double().mT).sum(0)
+    ref = ref + (d.double() if c_mode == "d" else c.double() if c_mode == "other" else 0)
+    qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert calc_diff(d, ref) < 1e-5
+    (kind, a3, b3, ws, c3), = fake.calls
+    splits, chunk = E.bmk_splits(m, n, s * k)
+    assert kind == qgemm._C.KIND_BF16_BATCHED and c3 is None and splits > 1
+    assert a3.shape == (splits, m, chunk) and b3.shape == (splits, n, chunk)
+    assert a3.stride() == (chunk, splits * chunk, 1) and ws.dtype == t.float32
+    # deterministic: the same bits again
+    again = d.clone() if c_mode != "d" else None
+    if again is not None:
+        qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
+        assert t.equal(d, again)
