@@ -529,6 +529,25 @@ QG_API qg_status qg_batched_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *
                                       int64_t batch_stride_a, int64_t batch_stride_b,
                                       int64_t batch_stride_d, struct CUstream_st *stream);
 
+/** qg_bf16_compile's kind for qg_bf16_gemm_batch_sums (BF16 only). Since 0.6.0. */
+#define QG_GEMM_BF16_BATCH_SUMS ((qg_gemm_kind)17)
+
+/**
+ * Partial sums of a batched product in one launch (DeepGEMM's einsum
+ * 'bmk,bnk->mn' without copying its operands): the args->num_groups = S
+ * batches (A_b, B_b K-major, batch_stride_a / _b elements apart as in
+ * qg_batched_bf16_gemm) are split into `splits` ranges of P = ceil(S / splits)
+ * consecutive batches (1 <= splits <= 1024, every range non-empty:
+ * (splits - 1) * P < S), and FP32 D[g] = sum over the batches b of range g of
+ * A_b B_b^T, each range accumulated whole in FP32 in ascending (b, k) order;
+ * D is [splits][m][ldd] (d_fp32 = 1, slices m * ldd apart), args->c NULL. The
+ * caller sums the slices (in a fixed order: deterministic). k = 0: D zeroed.
+ * @return as qg_bf16_gemm.
+ */
+QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                         int64_t batch_stride_a, int64_t batch_stride_b,
+                                         int splits, struct CUstream_st *stream);
+
 /**
  * Compile (or find in the caches) the BF16 kernel a call of `kind` with these
  * arguments would run; only the shape fields of `args` are read (m, n, k,
@@ -536,7 +555,9 @@ QG_API qg_status qg_batched_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *
  * QG_GEMM_K_GROUPED, ks). Works on offline contexts; on a device context it
  * also loads the kernel (as qg_compile). `kind` is QG_GEMM_DENSE,
  * _GROUPED_CONTIGUOUS, _GROUPED_MASKED, _GROUPED_PSUM, _K_GROUPED or
- * QG_GEMM_BF16_BATCHED (num_groups the batch count; no strides needed).
+ * QG_GEMM_BF16_BATCHED (num_groups the batch count; no strides needed) or
+ * QG_GEMM_BF16_BATCH_SUMS (num_groups the batch count, args->expected_m the
+ * split count).
  * `info` may be NULL.
  * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
  *         QG_ERROR_COMPILE.

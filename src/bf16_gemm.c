@@ -31,6 +31,7 @@ typedef struct {
     int num_groups;
     int expected_m; /* masked and psum only */
     int d_f32, with_c;
+    int sum_batches; /* batch sums only: the batches (num_groups: the splits) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -40,7 +41,8 @@ typedef struct {
 } bf16_entry_plan;
 
 static qg_bf16_kind bf16_kind_of(qg_gemm_kind kind) {
-    if (kind == QG_GEMM_BF16_BATCHED) return QG_BF16_BATCHED; /* (not an enumerator) */
+    if (kind == QG_GEMM_BF16_BATCHED) return QG_BF16_BATCHED; /* (not enumerators) */
+    if (kind == QG_GEMM_BF16_BATCH_SUMS) return QG_BF16_BATCH_SUMS;
     switch (kind) {
     case QG_GEMM_GROUPED_CONTIGUOUS: return QG_BF16_CONTIGUOUS;
     case QG_GEMM_GROUPED_MASKED: return QG_BF16_MASKED;
@@ -73,6 +75,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->expected_m = k->expected_m;
     p->d_f32 = k->d_f32;
     p->with_c = k->with_c;
+    p->sum_batches = k->sum_batches;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (qg__bf16_select(p, &out->plan) != 0)
@@ -125,6 +128,7 @@ static const qg_launch_family bf16_family = {
 /* The batched GEMM's batch strides (elements) of A, B and D. */
 typedef struct {
     int64_t a, b, d;
+    int splits; /* batch sums: the split count */
 } batch_strides;
 
 /* A batch stride: >= 0, whole 16-byte units, below TMA's 2^40 bytes. */
@@ -167,14 +171,21 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->d_fp32 must be 0 or 1, got %d", fn,
                         a->d_fp32);
     const bool dense = kind == QG_GEMM_DENSE, kgrouped = kind == QG_GEMM_K_GROUPED;
-    const bool masked = kind == QG_GEMM_GROUPED_MASKED, batched = kind == QG_GEMM_BF16_BATCHED;
+    const bool masked = kind == QG_GEMM_GROUPED_MASKED;
+    const bool sums = kind == QG_GEMM_BF16_BATCH_SUMS;
+    const bool batched = kind == QG_GEMM_BF16_BATCHED || sums; /* rank-3 operands */
     const bool m_grouped = !dense && !kgrouped && !batched;
     const char *need_major = NULL;
     if (m_grouped && a->a_major != QG_MAJOR_K) need_major = "args->a_major must be QG_MAJOR_K";
     else if (masked && a->b_major != QG_MAJOR_K) need_major = "args->b_major must be QG_MAJOR_K";
     else if (kgrouped && (a->a_major != QG_MAJOR_MN || a->b_major != QG_MAJOR_MN))
         need_major = "args->a_major and args->b_major must be QG_MAJOR_MN (the TN layout)";
+    else if (sums && (a->a_major != QG_MAJOR_K || a->b_major != QG_MAJOR_K))
+        need_major = "args->a_major and args->b_major must be QG_MAJOR_K (the NT layout)";
     if (need_major) return qg__fail(QG_ERROR_UNSUPPORTED, "%s: %s", fn, need_major);
+    if (sums && !a->d_fp32)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the batch sums are FP32: args->d_fp32 must be 1",
+                        fn);
     if (kgrouped && !a->d_fp32)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the k-grouped GEMM writes FP32 D: args->d_fp32 "
                         "must be 1", fn);
@@ -185,7 +196,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the m-grouped GEMMs do "
                         "not accumulate)", fn);
     if (a->c && batched)
-        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the batched GEMM does "
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the batched GEMMs do "
                         "not accumulate)", fn);
     if (m_grouped && a->d_fp32)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the m-grouped GEMMs write bf16 D: args->d_fp32 "
@@ -196,9 +207,19 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
             return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be 1 (or 0) for "
                             "a dense GEMM, got %d", fn, groups);
         groups = 1;
-    } else if (groups < 1 || groups > (kgrouped ? 4096 : 1024)) {
+    } else if (groups < 1 || groups > (kgrouped ? 4096 : sums ? (1 << 24) : 1024)) {
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be in [1, %d], got %d",
-                        fn, kgrouped ? 4096 : 1024, groups);
+                        fn, kgrouped ? 4096 : sums ? (1 << 24) : 1024, groups);
+    }
+    int splits = 1;
+    if (sums) {
+        splits = bs ? bs->splits : a->expected_m; /* (qg_bf16_compile: expected_m) */
+        const long long per = splits >= 1 ? ((long long)groups + splits - 1) / splits : 1;
+        if (splits < 1 || splits > 1024 || splits > groups || (long long)(splits - 1) * per >= groups)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: splits must be in [1, min(1024, %d batches)] with no empty split "
+                            "((splits - 1) * ceil(batches / splits) < batches), got %d", fn, groups,
+                            splits);
     }
     if ((masked || kind == QG_GEMM_GROUPED_PSUM) && (a->expected_m < 0 || a->expected_m > a->m))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: expected_m must be in [0, m = %d], got %d",
@@ -236,7 +257,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (batched && bs &&
         ((st = check_batch_stride(bs->a, 2, fn, "batch_stride_a")) ||
          (st = check_batch_stride(bs->b, 2, fn, "batch_stride_b")) ||
-         (st = check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d"))))
+         (!sums && (st = check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d")))))
         return st;
     if ((st = qg__check_ld(a->lda, a_mn ? a->m : a->k, 2, fn, "lda", a_mn ? "m" : "k")) ||
         (st = qg__check_ld(a->ldb, b_mn ? a->n : a->k, 2, fn, "ldb", b_mn ? "n" : "k")) ||
@@ -255,7 +276,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->m = a->m ? a->m : 1;
     key->n = a->n ? a->n : 8;
     key->k = kgrouped ? (max_k ? max_k : 64) : (a->k ? a->k : 64);
-    key->num_groups = groups;
+    key->num_groups = sums ? splits : groups;
+    key->sum_batches = sums ? groups : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;
@@ -270,7 +292,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const uint64_t b_rows = batched ? (b_mn ? (uint64_t)a->k : (uint64_t)a->n)
                             : b_mn ? (uint64_t)a->k * (kgrouped ? 1 : g) : (uint64_t)a->n * g;
     const uint64_t b_cols = b_mn ? (uint64_t)a->n : (uint64_t)a->k;
-    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
+    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : sums ? (uint64_t)splits : 1);
     typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
     named_ptr ptrs[5] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 16, "d"}};
     int num_ptrs = 3;
@@ -290,7 +312,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (!empty) {
         const uint64_t nb = batched ? g : 1;
         qg_byte_range d_range = batched_range("d", a->d, d_rows, (uint64_t)a->n, (uint64_t)a->ldd,
-                                              (uint64_t)d_bytes, nb, batched ? bs->d : 0);
+                                              (uint64_t)d_bytes, sums ? 1 : nb,
+                                              batched && !sums ? bs->d : 0);
         qg_byte_range in[5];
         int n_in = 0;
         in[n_in++] = batched_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2, nb,
@@ -351,9 +374,11 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
                      const bf16_key *key, const batch_strides *bs, CUstream stream,
                      const char *fn) {
     const bool kgrouped = kind == QG_GEMM_K_GROUPED, masked = kind == QG_GEMM_GROUPED_MASKED;
-    const bool batched = kind == QG_GEMM_BF16_BATCHED;
-    const uint64_t g = (uint64_t)key->num_groups;
-    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
+    const bool sums = kind == QG_GEMM_BF16_BATCH_SUMS;
+    const bool batched = kind == QG_GEMM_BF16_BATCHED || sums;
+    const uint64_t g = (uint64_t)key->num_groups; /* batch sums: the splits */
+    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped || sums ? g : 1);
+    if (a->k == 0 && sums) return empty_k(ctx, a, d_rows, stream); /* every slice zeroed */
     if (a->k == 0 && batched) { /* every batch's D zeroed */
         qg_bf16_gemm_args one = *a;
         for (uint64_t i = 0; i < g; ++i) {
@@ -386,16 +411,19 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
         /* every map rank 3, the batch the third dimension (src/bf16_plan.h) */
         const CUtensorMapDataType d_type = a->d_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : BF;
         const uint64_t db = (uint64_t)d_bytes;
+        /* batch sums: A and B hold every batch, D the splits' slices, packed */
+        const uint64_t nb = sums ? (uint64_t)key->sum_batches : g;
+        const uint64_t d_slice = sums ? (uint64_t)a->m * (uint64_t)a->ldd : (uint64_t)bs->d;
         if ((st = qg__encode_map(ctx, &map_a, BF, a->a, a_mn ? (uint64_t)a->m : (uint64_t)a->k,
-                                 a_mn ? (uint64_t)a->k : (uint64_t)a->m, g, (uint64_t)a->lda * 2,
+                                 a_mn ? (uint64_t)a->k : (uint64_t)a->m, nb, (uint64_t)a->lda * 2,
                                  (uint64_t)bs->a * 2, 64, a_mn ? 64 : (uint32_t)pl->a_box_rows,
                                  CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
             (st = qg__encode_map(ctx, &map_b, BF, a->b, b_mn ? (uint64_t)a->n : (uint64_t)a->k,
-                                 b_mn ? (uint64_t)a->k : (uint64_t)a->n, g, (uint64_t)a->ldb * 2,
+                                 b_mn ? (uint64_t)a->k : (uint64_t)a->n, nb, (uint64_t)a->ldb * 2,
                                  (uint64_t)bs->b * 2, 64, b_mn ? 64 : (uint32_t)pl->b_box_rows,
                                  CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
             (st = qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
-                                 (uint64_t)a->ldd * db, (uint64_t)bs->d * db,
+                                 (uint64_t)a->ldd * db, d_slice * db,
                                  (uint32_t)pl->store_cols, (uint32_t)pl->d_box_rows,
                                  swizzle_of(pl->store_cols * d_bytes), "tensor map of D")))
             return st;
@@ -525,8 +553,15 @@ qg_status qg_k_grouped_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
 qg_status qg_batched_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
                                int64_t batch_stride_a, int64_t batch_stride_b,
                                int64_t batch_stride_d, struct CUstream_st *stream) {
-    const batch_strides bs = {batch_stride_a, batch_stride_b, batch_stride_d};
+    const batch_strides bs = {batch_stride_a, batch_stride_b, batch_stride_d, 0};
     return gemm(ctx, QG_GEMM_BF16_BATCHED, args, &bs, stream, "qg_batched_bf16_gemm");
+}
+
+qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                  int64_t batch_stride_a, int64_t batch_stride_b, int splits,
+                                  struct CUstream_st *stream) {
+    const batch_strides bs = {batch_stride_a, batch_stride_b, 0, splits};
+    return gemm(ctx, QG_GEMM_BF16_BATCH_SUMS, args, &bs, stream, "qg_bf16_gemm_batch_sums");
 }
 
 qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *args,
@@ -535,10 +570,12 @@ qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm
     const char *fn = "qg_bf16_compile";
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
         kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM &&
-        kind != QG_GEMM_K_GROUPED && kind != QG_GEMM_BF16_BATCHED)
+        kind != QG_GEMM_K_GROUPED && kind != QG_GEMM_BF16_BATCHED &&
+        kind != QG_GEMM_BF16_BATCH_SUMS)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: kind must be QG_GEMM_DENSE, _GROUPED_CONTIGUOUS, _GROUPED_MASKED, "
-                        "_GROUPED_PSUM, _K_GROUPED or QG_GEMM_BF16_BATCHED, got %d", fn, (int)kind);
+                        "_GROUPED_PSUM, _K_GROUPED, QG_GEMM_BF16_BATCHED or _BATCH_SUMS, got %d",
+                        fn, (int)kind);
     bf16_key key;
     qg_status st = check_args(ctx, kind, args, false, fn, NULL, &key);
     if (st != QG_SUCCESS) return st;

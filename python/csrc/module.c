@@ -529,6 +529,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "KIND_WGRAD", QG_GEMM_WGRAD) < 0 ||
         PyModule_AddIntConstant(m, "KIND_K_GROUPED", QG_GEMM_K_GROUPED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_BF16_BATCHED", (int)QG_GEMM_BF16_BATCHED) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_BF16_BATCH_SUMS", (int)QG_GEMM_BF16_BATCH_SUMS) < 0 ||
         PyModule_AddIntConstant(m, "OFFLINE", QGPY_OFFLINE) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MAJOR", QGPY_DLPACK_MAJOR) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MINOR", QGPY_DLPACK_MINOR) < 0 ||

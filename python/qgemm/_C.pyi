@@ -11,6 +11,7 @@ KIND_PSUM: int
 KIND_WGRAD: int
 KIND_K_GROUPED: int
 KIND_BF16_BATCHED: int
+KIND_BF16_BATCH_SUMS: int
 OFFLINE: int
 SLOT_NAMES: Tuple[str, ...]  # "a", "sfa", "b", "sfb", "d"
 IDX_NAMES: Tuple[str, ...]  # by kind: "(none)", "m_indices", "masked_m", "group_ends", "c"

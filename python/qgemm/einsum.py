@@ -5,12 +5,11 @@
 =================  ==========================================  =====================================
 expression         shapes                                      how
 =================  ==========================================  =====================================
-``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          the operands as [M, B*K] / [N, B*K]
-                   float32 (``c`` None, d itself: d += ...,    (a copy each unless B = 1); one
-                   or another float32 [M, N]) or bfloat16      BF16 GEMM over K' = B*K, or with few
-                   (no ``c``)                                  tiles K' in chunks (the batched GEMM
-                                                               into FP32 slices, summed in a fixed
-                                                               order): deterministic
+``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          one launch of the batch sums: B
+                   float32 (``c`` None, d itself: d += ...,    split into ranges, each range's sum
+                   or another float32 [M, N]) or bfloat16      into an FP32 workspace slice (no
+                   (no ``c``)                                  copies), the slices summed in a
+                                                               fixed order: deterministic
 ``bhr,hdr->bhd``   a [B, H, R], b [H, D, R] (any row stride,   one launch of the batched BF16 GEMM
                    e.g. ``fy[:, :, :r]``), d [B, H, D] bf16    (H batches of strided views, no
                                                                copies): a[:, h] (row stride H*R),
@@ -59,6 +58,7 @@ from .fp8 import fp8_fp4_gemm_nt
 
 _DENSE = _C.KIND_DENSE
 _BATCHED = _C.KIND_BF16_BATCHED
+_BATCH_SUMS = _C.KIND_BF16_BATCH_SUMS
 MAX_BATCHES = 1024  # batches of one launch of the batched BF16 GEMM (qg_batched_bf16_gemm)
 
 # the canonical form of each supported expression (letters renamed in order of appearance)
@@ -143,11 +143,10 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     ``bmk,bnk->mn``: a [B, M, K], b [B, N, K], d [M, N] = the sum over B of
     a[i] @ b[i].T; d float32 (``c`` None, d itself to accumulate into d as
     DeepGEMM's users do, or another float32 [M, N]: d = c + ...) or bfloat16
-    (no c). The operands as [M, B*K] / [N, B*K] (copies of a and b unless B = 1);
-    with enough M x N tiles one BF16 GEMM over K' = B * K, accumulated whole in
-    FP32; with few tiles (DeepGEMM's shapes) K' split into chunks, one launch of
-    the batched BF16 GEMM writing each chunk's FP32 product to a workspace
-    slice, the slices summed in a fixed order. Deterministic either way.
+    (no c). One launch of the batch sums (``qg_bf16_gemm_batch_sums``: the B
+    batches split into ranges, each range's products accumulated whole in FP32
+    into a workspace slice, a and b read where they are, no copy), the slices
+    then summed in a fixed order: deterministic.
 
     ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
     a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
@@ -199,59 +198,50 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any) -> None:
                              "accumulate into a float32 d)")
     else:
         raise ValueError(f"qgemm: {func}: d must be float32 or bfloat16, got {d.dtype}")
-    if s * k > 2**31 - 1:
-        raise ValueError(f"qgemm: {func}: B * K = {s * k} exceeds 2**31 - 1")
     if m == 0 or n == 0:
         return
-    # sum_b a[b] @ b[b].T = A' @ B'.T with A' = [M, B*K] (column b*K + k is a[b, :, k])
-    kk = s * k
-    splits, chunk = bmk_splits(m, n, kk)
-    if splits == 1:  # enough tiles (or little K): one GEMM, K' accumulated whole in FP32
-        a2 = a.permute(1, 0, 2).reshape(m, kk)
-        b2 = b.permute(1, 0, 2).reshape(n, kk)
-        if c is not None and c is not d and c.data_ptr() == d.data_ptr() and \
-                c.stride() == d.stride():
-            c = d  # the same memory: accumulate in place
-        _d.launch_bf16(_DENSE, a2, b2, d, c, None, 0, None, None)
+    # The batch sums (qg_bf16_gemm_batch_sums): the B batches split into `splits` ranges,
+    # each range's sum of a[b] @ b[b].T accumulated whole in FP32 (ascending b, then k) into
+    # its slice of an FP32 workspace, in one launch that reads a and b where they are (no
+    # copy); the slices then summed in a fixed order (torch's reduction over the first
+    # dimension): deterministic, no atomics. One split and a float32 d without c: d itself.
+    if s == 0:  # an empty sum (as DeepGEMM: d = c, or zero)
+        if c is None:
+            d.zero_()
+        elif c is not d:
+            d.copy_(c)
         return
-    # Few M x N tiles, long K': a split of K' into `splits` chunks of `chunk` columns, each
-    # chunk one batch of the batched BF16 GEMM into its own FP32 slice of a workspace (one
-    # launch: splits x tiles CTAs), then the slices summed in a fixed order (torch's
-    # reduction over the first dimension): deterministic, no atomics. The operands are
-    # copied once into [M, splits * chunk] (the tail past B*K zeroed).
-    width = splits * chunk
-    a2 = torch.empty((m, width), dtype=a.dtype, device=a.device)
-    b2 = torch.empty((n, width), dtype=b.dtype, device=b.device)
-    a2[:, :kk].unflatten(1, (s, k)).copy_(a.permute(1, 0, 2))
-    b2[:, :kk].unflatten(1, (s, k)).copy_(b.permute(1, 0, 2))
-    if width > kk:
-        a2[:, kk:].zero_()
-        b2[:, kk:].zero_()
+    if a.stride(-1) != 1:
+        a = a.contiguous()
+    if b.stride(-1) != 1:
+        b = b.contiguous()
+    splits = bmk_splits(m, n, s, k)
+    if splits == 1 and c is None and d.dtype == torch.float32:
+        _d.launch_bf16(_BATCH_SUMS, a, b, d.unsqueeze(0), None, None, 0, None, None)
+        return
     ws = torch.empty((splits, m, n), dtype=torch.float32, device=d.device)
-    _d.launch_bf16(_BATCHED, a2.view(m, splits, chunk).transpose(0, 1),
-                   b2.view(n, splits, chunk).transpose(0, 1), ws, None, None, 0, None, None)
-    total = ws.sum(0)
+    _d.launch_bf16(_BATCH_SUMS, a, b, ws, None, None, 0, None, None)
+    total = ws.sum(0) if splits > 1 else ws[0]
     if c is not None:
-        total += c
+        total = total + c
     d.copy_(total)
 
 
-# The split of bmk,bnk->mn's K' = B*K: enough CTAs for the SMs (SPLIT_TILES: two per SM of
-# a 132-SM H100 / H200), chunks of whole 64-column K blocks, at least SPLIT_MIN_K each.
+# The split of bmk,bnk->mn's batches: enough CTAs for the SMs (SPLIT_TILES: two per SM of
+# a 132-SM H100 / H200), at least SPLIT_MIN_K of K' = B*K per split.
 SPLIT_TILES = 264
 SPLIT_MIN_K = 1024
 
 
-def bmk_splits(m: int, n: int, kk: int) -> Tuple[int, int]:
-    """(splits, chunk) for bmk,bnk->mn with K' = kk: (1, kk) for one GEMM, else the
-    number of K' chunks and their width (a multiple of 64; splits * chunk >= kk)."""
+def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
+    """The split count of bmk,bnk->mn's batch sums: ranges of ceil(batches / splits)
+    batches, none empty (what qg_bf16_gemm_batch_sums takes); 1 for one range."""
     tiles = -(-m // 128) * -(-n // 128)
-    want = min(-(-SPLIT_TILES // tiles), kk // SPLIT_MIN_K, MAX_BATCHES)
+    want = min(-(-SPLIT_TILES // tiles), batches, batches * k // SPLIT_MIN_K, MAX_BATCHES)
     if want <= 1:
-        return 1, kk
-    chunk = -(-kk // want)
-    chunk = -(-chunk // 64) * 64
-    return -(-kk // chunk), chunk
+        return 1
+    per = -(-batches // want)
+    return -(-batches // per)
 
 
 def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool) -> None:

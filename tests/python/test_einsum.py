@@ -98,9 +98,18 @@ class FakeBF16:
         self.calls = []
 
     def __call__(self, kind, a, b, d, c, idx, expected_m, ks, stream):
-        assert kind in (qgemm._C.KIND_DENSE, qgemm._C.KIND_BF16_BATCHED)
+        assert kind in (qgemm._C.KIND_DENSE, qgemm._C.KIND_BF16_BATCHED,
+                        qgemm._C.KIND_BF16_BATCH_SUMS)
         assert idx is None and ks is None
         self.calls.append((kind, a, b, d, c))
+        if kind == qgemm._C.KIND_BF16_BATCH_SUMS:  # d[g] = the sum over batch range g
+            assert c is None and d.dtype == _torch().float32
+            splits, batches = d.shape[0], a.shape[0]
+            per = -(-batches // splits)
+            assert (splits - 1) * per < batches, "an empty split"
+            prod = a.double() @ b.double().transpose(-2, -1)
+            d.copy_(_torch().stack([prod[g * per:(g + 1) * per].sum(0) for g in range(splits)]))
+            return
         out = a.double() @ b.double().transpose(-2, -1)
         if c is not None:
             out = out + c.double()
@@ -169,11 +178,12 @@ def test_per_head_cublaslt_path():
 
 @pytest.mark.parametrize("d_dtype,c_mode", [("float32", None), ("float32", "d"),
                                             ("float32", "other"), ("bfloat16", None)])
-@pytest.mark.parametrize("s", [1, 3])
-def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s):
+@pytest.mark.parametrize("s,min_k", [(1, 1024), (3, 1024), (5, 16), (40, 16)])
+def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s, min_k):
     t = _torch()
     fake = FakeBF16()
     monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", min_k)  # 16: several splits at these small shapes
     m, n, k = 24, 16, 8
     a, b = _rand(s, m, k), _rand(s, n, k)
     d = t.randn(m, n).to(getattr(t, d_dtype))
@@ -186,21 +196,27 @@ def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s):
         ref = ref + c.double()
     qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
     assert calc_diff(d, ref) < 1e-5
-    (_, a2, b2, d2, c2), = fake.calls
-    assert a2.shape == (m, s * k) and b2.shape == (n, s * k) and d2 is d
-    assert (c2 is d) if c_mode == "d" else (c2 is c)
-    if s == 1:  # a view, no copy
-        assert _same_storage(a2, a) and _same_storage(b2, b)
+    (kind, a2, b2, ws, c2), = fake.calls  # one launch, the operands as they are
+    splits = E.bmk_splits(m, n, s, k)
+    assert kind == qgemm._C.KIND_BF16_BATCH_SUMS and c2 is None
+    assert a2 is a and b2 is b and ws.shape == (splits, m, n) and ws.dtype == t.float32
+    assert (splits > 1) == (min_k == 16 and s > 1)
+    if splits == 1 and c is None and d_dtype == "float32":
+        assert _same_storage(ws, d)  # straight into d
+    if c_mode != "d":  # deterministic: the same bits again
+        again = d.clone()
+        qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
+        assert t.equal(d, again)
 
 
-def test_bmk_bnk_mn_empty_batch_reaches_the_library_as_k0(monkeypatch):
+@pytest.mark.parametrize("c_mode", [None, "d", "other"])
+def test_bmk_bnk_mn_empty_batch(monkeypatch, c_mode):
     t = _torch()
-    fake = FakeBF16()
-    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    _no_launch(monkeypatch)
     d = t.ones(8, 8)
-    qgemm.einsum("bmk,bnk->mn", _rand(0, 8, 16), _rand(0, 8, 16), d)
-    (_, a2, b2, _, _), = fake.calls
-    assert a2.shape == (8, 0) and t.equal(d, t.zeros(8, 8))  # the library's K = 0: D = 0
+    c = {None: None, "d": d, "other": t.full((8, 8), 2.0)}[c_mode]
+    qgemm.einsum("bmk,bnk->mn", _rand(0, 8, 16), _rand(0, 8, 16), d, c=c)
+    assert t.equal(d, t.full((8, 8), {None: 0.0, "d": 1.0, "other": 2.0}[c_mode]))
 
 
 def _fp8_inputs(batch, h, r, dd):
@@ -506,45 +522,31 @@ def test_extension_checks_the_batched_shapes(no_gpu):
         qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, a, b, d, None, None, 0, None, 0, 0)
 
 
-# ---- bmk,bnk->mn: the split of K' over the batched GEMM ------------------------------------
+# ---- bmk,bnk->mn: the split of the batches -------------------------------------------------
 
 
-@pytest.mark.parametrize("m,n,kk,want", [
-    (128, 384, 129 * 128, (16, 1088)),      # DeepGEMM's b=129: 3 tiles, 16 chunks of 17 blocks
-    (256, 256, 8192 * 256, (66, 31808)),    # b=8192: 4 tiles, 66 chunks
-    (4096, 4096, 8192, (1, 8192)),          # 1024 tiles: one GEMM
-    (128, 128, 1000, (1, 1000)),            # short K': one GEMM
+@pytest.mark.parametrize("m,n,s,k,want", [
+    (128, 384, 129, 128, 15),     # DeepGEMM's b=129: 3 tiles, 16 wanted -> 15 ranges of 9
+    (256, 256, 8192, 256, 66),    # b=8192: 4 tiles, 66 ranges of 125 (the last 67)
+    (384, 128, 4096, 384, 88),    # 3 tiles: 88 wanted -> 88 ranges of 47 (the last 7)
+    (4096, 4096, 8, 1024, 1),     # 1024 tiles: one range
+    (128, 128, 3, 128, 1),        # short K': one range
 ])
-def test_bmk_splits(m, n, kk, want):
-    splits, chunk = E.bmk_splits(m, n, kk)
-    assert (splits, chunk) == want
-    assert chunk % 64 == 0 or splits == 1
-    assert splits * chunk >= kk and (splits - 1) * chunk < kk
+def test_bmk_splits(m, n, s, k, want):
+    splits = E.bmk_splits(m, n, s, k)
+    assert splits == want
+    per = -(-s // splits)
+    assert (splits - 1) * per < s <= splits * per  # no empty range (the C API's rule)
 
 
-@pytest.mark.parametrize("d_dtype,c_mode", [("float32", None), ("float32", "d"),
-                                            ("float32", "other"), ("bfloat16", None)])
-@pytest.mark.parametrize("s,k", [(5, 24), (4, 64)])  # a zeroed tail / chunks that fit exactly
-def test_bmk_bnk_mn_split_path(monkeypatch, d_dtype, c_mode, s, k):
-    t = _torch()
-    fake = FakeBF16()
-    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
-    monkeypatch.setattr(E, "SPLIT_MIN_K", 16)
-    m, n = 24, 16
-    a, b = _rand(s, m, k), _rand(s, n, k)
-    d = t.randn(m, n).to(getattr(t, d_dtype))
-    c = {None: None, "d": d, "other": t.randn(m, n)}[c_mode]
-    ref = (a.double() @ b.double().mT).sum(0)
-    ref = ref + (d.double() if c_mode == "d" else c.double() if c_mode == "other" else 0)
-    qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
-    assert calc_diff(d, ref) < 1e-5
-    (kind, a3, b3, ws, c3), = fake.calls
-    splits, chunk = E.bmk_splits(m, n, s * k)
-    assert kind == qgemm._C.KIND_BF16_BATCHED and c3 is None and splits > 1
-    assert a3.shape == (splits, m, chunk) and b3.shape == (splits, n, chunk)
-    assert a3.stride() == (chunk, splits * chunk, 1) and ws.dtype == t.float32
-    # deterministic: the same bits again
-    again = d.clone() if c_mode != "d" else None
-    if again is not None:
-        qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
-        assert t.equal(d, again)
+def test_extension_accepts_the_batch_sums_layout(no_gpu):
+    from fake_dlpack import FakeTensor
+    a = FakeTensor([129, 128, 128], "bfloat16")
+    b = FakeTensor([129, 384, 128], "bfloat16")
+    ws = FakeTensor([15, 128, 384], "float32")
+    with pytest.raises(RuntimeError) as info:
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCH_SUMS, a, b, ws, None, None, 0, None, 0, 0)
+    assert str(info.value) == no_gpu  # every check passed: the call reached the device layer
+    bad = FakeTensor([15, 128, 384], "float32", strides=[128 * 400 + 64, 400, 1])  # not packed
+    with pytest.raises(ValueError, match="packed"):
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCH_SUMS, a, b, bad, None, None, 0, None, 0, 0)
