@@ -412,8 +412,9 @@ def _gpu():
     return t
 
 
-@pytest.mark.parametrize("s", [1, 129])
-@pytest.mark.parametrize("m,n,k", [(128, 384, 128), (256, 256, 256), (200, 136, 64)])
+@pytest.mark.parametrize("s,m,n,k", [(s, m, n, k) for s in (1, 129)
+                                      for m, n, k in ((128, 384, 128), (256, 256, 256),
+                                                      (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
 def test_gpu_bmk_bnk_mn(s, m, n, k, fp32):
     t = _gpu()
@@ -424,10 +425,16 @@ def test_gpu_bmk_bnk_mn(s, m, n, k, fp32):
     ref = (d.double() if fp32 else 0) + t.bmm(a.double(), b.double().mT).sum(0)
     qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
     assert calc_diff(d, ref) < 1e-5
-    again = d.clone() if not fp32 else None
-    if again is not None:  # deterministic: bit-identical on a second run
+    if not fp32:  # deterministic: bit-identical on a second run
+        again = d.clone()
         qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
         assert t.equal(d, again)
+    else:  # the same sum added twice gives the same bits each time
+        d0 = t.zeros_like(d)
+        d1 = t.zeros_like(d)
+        qdg.einsum("bmk,bnk->mn", a, b, d0, c=d0)
+        qdg.einsum("bmk,bnk->mn", a, b, d1, c=d1)
+        assert t.equal(d0, d1)
 
 
 @pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr"])
