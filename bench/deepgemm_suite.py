@@ -37,6 +37,7 @@ import random
 import sys
 import time
 import traceback
+from typing import Any
 
 # file -> [(test function, the generator it walks or None, the dtype it is
 # listed with)]: DeepGEMM's SM90 tests (test_fp8_fp4: 42 + 16 + 32 + 6 = 96
@@ -112,7 +113,16 @@ def reseed() -> None:
     random.seed(0)
 
 
-def run_file(file: str, only: list, rows: list) -> None:
+def write_json(out: str, module: str, files: list, rows: list) -> None:
+    """deepgemm-suite.json as it stands (written after every row: a run stopped
+    by a time limit keeps what it did)."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "deepgemm-suite.json"), "w") as f:
+        json.dump({"cases": len(rows), "pass": sum(r["pass"] for r in rows), "module": module,
+                   "files": files, "rows": rows}, f, indent=1)
+
+
+def run_file(file: str, only: list, rows: list, save: Any = None) -> None:
     """Every SM90 test function of one DeepGEMM test file, into rows."""
     import torch
     try:
@@ -165,6 +175,8 @@ def run_file(file: str, only: list, rows: list) -> None:
                          "pass": ok, "seconds": round(time.time() - t0, 2), "error": err})
             print(f"{file}.{test_name}[{i}] {'pass' if ok else 'FAIL'} ({params})"
                   + ("" if ok else f": {err}"), flush=True)
+            if save:
+                save()
         print(f"== {file}.{test_name}: {passed} of {len(cases)} pass", flush=True)
 
 
@@ -187,13 +199,10 @@ def main() -> int:
     rows: list = []
     files = args.file or list(FILES)
     for file in files:
-        run_file(file, args.only, rows)
+        run_file(file, args.only, rows, lambda: write_json(args.out, args.module, files, rows))
     total = len(rows)
     npass = sum(r["pass"] for r in rows)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "deepgemm-suite.json"), "w") as f:
-        json.dump({"cases": total, "pass": npass, "module": args.module, "files": files,
-                   "rows": rows}, f, indent=1)
+    write_json(args.out, args.module, files, rows)
     for file in files:
         fr = [r for r in rows if r["file"] == file]
         funcs = sorted({r["test"] for r in fr})

@@ -1,7 +1,7 @@
 /*
  * fuzz_args.c -- the public argument validation under arbitrary values: the
- * three GEMM calls (with and without a forced configuration),
- * qg_select_config, qg_complete_config and qg_sfa_ld, on an offline context
+ * three GEMM calls (with and without a forced configuration), the casts and
+ * scale layouts, qg_select_config, qg_complete_config and qg_sfa_ld, on an offline context
  * with fake pointers. Every GEMM call must return an error with a message
  * (an offline context can launch nothing); selection may succeed, and then
  * its configuration must be complete. Never a crash, a sanitizer report or a
@@ -83,6 +83,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_error(qg_fp8_gemm_nt(c, args, forced, NULL));
     check_error(qg_m_grouped_fp8_gemm_nt_contiguous(c, args, forced, NULL));
     check_error(qg_m_grouped_fp8_gemm_nt_masked(c, args, forced, NULL));
+
+    /* the casts and scale layouts (offline: every call is an error) */
+    qg_cast_args ca;
+    memset(&ca, 0, sizeof ca);
+    ca.m = a.m, ca.k = a.k, ca.num_groups = a.num_groups & 0xff ? a.num_groups : 0;
+    ca.x = a.a, ca.ld_x = a.lda, ca.x_fp32 = flags & 1 ? 1 : (int)(int8_t)fuzz_take(&in, 1);
+    ca.out = a.d, ca.ld_out = a.ldd, ca.sf = (float *)a.sfa;
+    ca.sf_mn_major = (int)(int8_t)fuzz_take(&in, 1) % 3, ca.sf_ld = (int)a.sfa_ld;
+    ca.ue8m0 = (int)(int8_t)fuzz_take(&in, 1) % 3;
+    ca.masked_m = flags & 32 ? a.masked_m : NULL, ca.m_indices = flags & 64 ? a.m_indices : NULL;
+    const qg_cast_args *cargs = args ? &ca : NULL;
+    check_error(qg_per_token_cast(c, cargs, NULL));
+    check_error(qg_per_block_cast(c, cargs, NULL));
+    check_error(qg_per_channel_cast(c, cargs, NULL));
+    check_error(qg_silu_mul_cast(c, cargs, NULL));
+    qg_sf_layout_args la;
+    memset(&la, 0, sizeof la);
+    la.mn = a.m, la.sf_k = a.k, la.num_groups = a.num_groups, la.sf = (const float *)a.sfa;
+    la.sf_stride[0] = a.lda, la.sf_stride[1] = a.ldb, la.sf_stride[2] = pick_i64(&in, 1);
+    la.out = a.d, la.out_ld = (int)a.ldd, la.ks = flags & 128 ? a.m_indices : NULL;
+    la.gran_k = cfg.block_m, la.k_alignment = cfg.block_n, la.psum = cfg.split_k;
+    la.packed_sf_k = a.expected_m;
+    const qg_sf_layout_args *largs = args ? &la : NULL;
+    check_error(qg_sf_transpose_mn_major(c, largs, NULL));
+    check_error(qg_sf_pack_ue8m0(c, largs, NULL));
+    check_error(qg_sf_pack_ue8m0_k_grouped(c, largs, NULL));
 
     qg_problem p = {(qg_gemm_kind)(flags >> 5 & 3), a.m, a.n, a.k, a.num_groups, a.expected_m, 0};
     qg_config out;

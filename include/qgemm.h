@@ -427,17 +427,18 @@ typedef enum {
  * Arguments of every BF16 GEMM: D (+)= A B^T over K, A and B bf16, the
  * tensor cores accumulating the whole K range in FP32. Strides are in
  * elements; every pointer a 16-byte aligned device pointer of the context's
- * device (index arrays: 4-byte); lda * 2, ldb * 2, ldd * (2 or 4) and ldc * 4
- * multiples of 16; n a multiple of 8. D may overlap no input (refused, naming
+ * device (index arrays: 4-byte); lda * 2, ldb * 2, ldd and ldc times D's
+ * element size multiples of 16; n a multiple of 8. D may overlap no input (refused, naming
  * both). DeepGEMM's layouts: NT = (QG_MAJOR_K, QG_MAJOR_K), NN = (K, MN),
  * TN = (MN, K), TT = (MN, MN).
  *
  *  dense       a: K-major [m][lda] (lda >= k) or MN-major [k][lda] (lda >= m);
  *              b: K-major [n][ldb] (ldb >= k) or MN-major [k][ldb] (ldb >= n);
  *              d [m][ldd] bf16, or FP32 with d_fp32 = 1; c: NULL (D = A B^T),
- *              d itself (FP32, ldc == ldd or 0: D += A B^T in place, by TMA
- *              reduce-add: the SMs never read D), or another FP32 [m][ldc]
- *              array, copied into D on the stream first. k = 0: D = C, or 0.
+ *              d itself (ldc == ldd or 0: D += A B^T in place, by TMA
+ *              reduce-add in D's type: the SMs never read D), or another
+ *              [m][ldc] array of D's type, copied into D on the stream first.
+ *              k = 0: D = C, or 0.
  *  contiguous  a K-major [m][lda], m = all groups' rows; b [G][n][ldb] or
  *              [G][k][ldb] (groups n * ldb or k * ldb apart); m_indices [m]:
  *              each row's group, as qg_gemm_args' contiguous layout (rows of
@@ -466,7 +467,7 @@ typedef struct {
     void *d;                  /* bf16, or FP32 with d_fp32 */
     int64_t ldd;
     int d_fp32;               /* 0: D bf16; 1: D FP32 */
-    const float *c;           /* NULL, d, or an FP32 [rows][ldc] array (FP32 D only) */
+    const void *c;            /* NULL, d, or a [rows][ldc] array of D's type */
     int64_t ldc;
     const int32_t *m_indices; /* contiguous only */
     const int32_t *masked_m;  /* masked only */
@@ -564,6 +565,156 @@ QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_arg
  */
 QG_API qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *args,
                                  qg_kernel_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* FP8 casts and scale layouts (docs/CAST.md)                                */
+/* ------------------------------------------------------------------------ */
+
+/* The cast kernels, for qg_cast_compile (the entry points name their own). */
+typedef enum {
+    QG_CAST_KIND_PER_TOKEN = 1,    /* qg_per_token_cast */
+    QG_CAST_KIND_PER_BLOCK = 2,    /* qg_per_block_cast */
+    QG_CAST_KIND_PER_CHANNEL = 3,  /* qg_per_channel_cast */
+    QG_CAST_KIND_SILU_MUL = 4,     /* qg_silu_mul_cast */
+    QG_CAST_KIND_SF_MN_MAJOR = 5,  /* qg_sf_transpose_mn_major */
+    QG_CAST_KIND_SF_PACK_UE8M0 = 6, /* qg_sf_pack_ue8m0 */
+    QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED = 7 /* qg_sf_pack_ue8m0_k_grouped */
+} qg_cast_kind;
+
+/*
+ * Arguments of the quantizing casts: x (bf16, or float32 with x_fp32 = 1) ->
+ * e4m3 out + float32 scales sf, bit for bit the torch formulas of
+ * docs/CAST.md (amax over the block clamped below at 1e-4, sf = amax / 448,
+ * or with ue8m0 = 1 rounded up to a power of two). Strides are in elements;
+ * every pointer a device pointer of the context's device: x aligned to its
+ * element, out to 1 byte, sf and the index arrays to 4 (wider alignment and
+ * strides give wider accesses). Groups are packed: group g's rows follow
+ * group g - 1's (row r of x at x + r * ld_x). Outputs may overlap no input
+ * nor each other (refused, naming both).
+ *
+ *  per-token    x [G*m][ld_x] (ld_x >= k) -> out [G*m][ld_out] (ld_out >= k),
+ *               one scale per 1x128 block of a row: sf row-major
+ *               [G*m][ceil(k/128)] (sf_mn_major = 0), or M-major and
+ *               TMA-aligned [G][ceil(k/128)][sf_ld] (sf_mn_major = 1, sf_ld >=
+ *               m rounded up to 4: what the FP8 GEMMs read as sfa; rows
+ *               [m, sf_ld) of each column are not written).
+ *  per-block    x [G][m][ld_x] (m = N rows of a group) -> out, one scale per
+ *               128x128 block: sf [G][ceil(m/128)][ceil(k/128)].
+ *  per-channel  x [m][ld_x] (m a multiple of 128, G = 1) -> out, one scale per
+ *               128x1 block: sf [m/128][k]; q = x / sf.
+ *  silu_mul     x [G*m][ld_x] (ld_x >= 2k): gate = columns [0, k), up =
+ *               [k, 2k); y = silu(gate) * up in float32, then as per-token
+ *               over k columns. masked_m [G] (device; masked layout: rows
+ *               r >= masked_m[g] of group g skipped, out and sf untouched) or
+ *               m_indices [G*m] (device; contiguous layout: rows with
+ *               m_indices[r] < 0 skipped), at most one of them.
+ * num_groups 0 is 1. m = 0 is a valid no-op.
+ */
+typedef struct {
+    int m, k;                 /* rows of a group, columns (silu_mul: of the output) */
+    int num_groups;           /* G (0 = 1) */
+    const void *x;            /* bf16, or float32 with x_fp32 */
+    int64_t ld_x;
+    int x_fp32;               /* 0: x bf16; 1: x float32 */
+    void *out;                /* e4m3 */
+    int64_t ld_out;
+    float *sf;
+    int sf_mn_major;          /* per-token and silu_mul: 1 = M-major [G][ceil(k/128)][sf_ld] */
+    int sf_ld;                /* with sf_mn_major */
+    int ue8m0;                /* 1: scales rounded up to powers of two */
+    const int32_t *masked_m;  /* silu_mul only: [G] */
+    const int32_t *m_indices; /* silu_mul only: [G*m] */
+} qg_cast_args;
+
+/*
+ * Arguments of the scale-layout ops (DeepGEMM's get_mn_major_tma_aligned_*
+ * and transform_sf_into_required_layout). Strides in elements, pointers
+ * 4-byte aligned device pointers (the k-grouped op: 16-byte), out over no
+ * input.
+ *
+ *  transpose    float32 sf [G][mn][sf_k] at any strides sf_stride = {g, mn, k}
+ *               -> float32 out [G][sf_k][out_ld] (out_ld >= mn; rows [mn,
+ *               out_ld) of each column written 0): MN-major, TMA-aligned with
+ *               out_ld = mn rounded up to 4; out_ld = mn gives a dense copy.
+ *  pack_ue8m0   the same, the exponent bytes of 4 consecutive k packed into
+ *               an int32 (the lowest k in the lowest byte, zero past sf_k):
+ *               int32 out [G][ceil(sf_k/4)][out_ld].
+ *  k-grouped    float32 sf [sf_k][mn] contiguous (mn a multiple of 4), its
+ *               rows split among num_groups (1..128) groups by ks [G] (device
+ *               int32: each group's K, or with psum = 1 each group's end,
+ *               groups starting at the previous end rounded up to
+ *               k_alignment); group g's ceil(K_g / gran_k) rows packed four
+ *               to an int32 -> out int32 [packed_sf_k][mn]. gran_k 32 or 128,
+ *               k_alignment a positive multiple of 32. A packed row no group
+ *               owns is not written.
+ */
+typedef struct {
+    int mn, sf_k;
+    int num_groups;           /* G (0 = 1) */
+    const float *sf;
+    int64_t sf_stride[3];     /* transpose / pack_ue8m0: strides of g, mn, k */
+    void *out;                /* float32 (transpose) or int32 */
+    int out_ld;               /* transpose / pack_ue8m0: >= mn */
+    const int32_t *ks;        /* k-grouped only */
+    int gran_k, k_alignment, psum, packed_sf_k; /* k-grouped only */
+} qg_sf_layout_args;
+
+/**
+ * Per-token cast: each 1x128 block of each row of x to e4m3 with its float32
+ * scale (DeepGEMM's per_token_cast_to_fp8; see qg_cast_args), on `stream`
+ * (NULL: the legacy default stream). Reads no device memory on the host
+ * (CUDA-graph capturable once compiled: qg_cast_compile).
+ * @return QG_SUCCESS (enqueued), QG_ERROR_INVALID_ARGUMENT (naming the
+ *         argument; nothing written), QG_ERROR_UNSUPPORTED, QG_ERROR_NO_DEVICE
+ *         (offline context), QG_ERROR_COMPILE, QG_ERROR_LAUNCH.
+ */
+QG_API qg_status qg_per_token_cast(qg_context *ctx, const qg_cast_args *args,
+                                   struct CUstream_st *stream);
+
+/** Per-block cast: each 128x128 block of each group of x (DeepGEMM's
+ *  per_block_cast_to_fp8). @return as qg_per_token_cast. */
+QG_API qg_status qg_per_block_cast(qg_context *ctx, const qg_cast_args *args,
+                                   struct CUstream_st *stream);
+
+/** Per-channel cast: each 128x1 block of x (DeepGEMM's per_channel_cast_to_fp8;
+ *  m a multiple of 128). @return as qg_per_token_cast. */
+QG_API qg_status qg_per_channel_cast(qg_context *ctx, const qg_cast_args *args,
+                                     struct CUstream_st *stream);
+
+/** silu(gate) * up, then the per-token cast (vLLM's silu_mul_fp8_quant_deep_gemm),
+ *  every row, the masked layout (masked_m) or the contiguous one (m_indices).
+ *  @return as qg_per_token_cast. */
+QG_API qg_status qg_silu_mul_cast(qg_context *ctx, const qg_cast_args *args,
+                                  struct CUstream_st *stream);
+
+/** float32 scales to the MN-major TMA-aligned layout (qg_sf_layout_args'
+ *  transpose; kernel qg_transpose_sf_kernel). @return as qg_per_token_cast. */
+QG_API qg_status qg_sf_transpose_mn_major(qg_context *ctx, const qg_sf_layout_args *args,
+                                          struct CUstream_st *stream);
+
+/** float32 scales to packed UE8M0, MN-major TMA-aligned (kernel
+ *  qg_pack_fp32_into_ue8m0_kernel). @return as qg_per_token_cast. */
+QG_API qg_status qg_sf_pack_ue8m0(qg_context *ctx, const qg_sf_layout_args *args,
+                                  struct CUstream_st *stream);
+
+/** The k-grouped packed UE8M0 layout (DeepGEMM's
+ *  get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor; kernel
+ *  qg_k_grouped_pack_fp32_into_ue8m0_kernel). @return as qg_per_token_cast. */
+QG_API qg_status qg_sf_pack_ue8m0_k_grouped(qg_context *ctx, const qg_sf_layout_args *args,
+                                            struct CUstream_st *stream);
+
+/**
+ * Compile (or find in the caches) the cast kernel a call of `kind` would run:
+ * kinds 1-4 read `cast`, 5-7 `layout` (the other may be NULL); only shapes,
+ * flags, strides and the pointers' alignments are read. Works on offline
+ * contexts; on a device context it also loads the kernel, so the first call
+ * neither compiles nor loads (before a CUDA-graph capture). `info` may be
+ * NULL; an empty problem (m = 0) compiles nothing and leaves it untouched.
+ * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
+ *         QG_ERROR_COMPILE.
+ */
+QG_API qg_status qg_cast_compile(qg_context *ctx, qg_cast_kind kind, const qg_cast_args *cast,
+                                 const qg_sf_layout_args *layout, qg_kernel_info *info);
 
 /* ------------------------------------------------------------------------ */
 /* Host utilities (CPU)                                                      */

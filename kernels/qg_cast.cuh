@@ -1,7 +1,7 @@
 /*
  * qg_cast.cuh -- the FP8 cast and scale-layout kernels (issue 51, item 3).
  *
- * One source, one entry point (qg_cast_kernel); the JIT's source
+ * One source, one entry point (QG_CAST_ENTRY, default qg_cast_kernel); the JIT's source
  * (src/cast_plan.c, qg__cast_source) #defines which kernel and its
  * compile-time shape before including this file:
  *
@@ -47,6 +47,12 @@
  * torch's expression as the compiler contracts it by default (see
  * qg_cast_silu_mul); the JIT compiles without -ftz and -use_fast_math.
  */
+/* The entry's name: the library names each op's kernel (src/cast.c:
+ * qg_per_token_cast_kernel, qg_transpose_sf_kernel, ...) so profiles say
+ * what ran; the standalone harnesses keep qg_cast_kernel. */
+#ifndef QG_CAST_ENTRY
+#define QG_CAST_ENTRY qg_cast_kernel
+#endif
 #ifndef QG_CAST_OP
 #error "qg_cast.cuh: the JIT defines QG_CAST_OP and the shape first"
 #endif
@@ -265,7 +271,7 @@ QG_DEVICE float qg_cast_silu_mul(float g, float u) {
 }
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
-qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     const int lane = (int)(threadIdx.x & 31u);
     const int sub = lane % QG_CAST_TPG;
@@ -359,7 +365,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 static_assert(QG_CAST_THREADS % QG_CAST_TPR == 0 && 128 % QG_CAST_RPS == 0, "block shape");
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
-qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     __shared__ uint32_t partial[2][QG_CAST_THREADS / 32];
     const int tid = (int)threadIdx.x, sub = tid % QG_CAST_TPR, r0 = tid / QG_CAST_TPR;
@@ -429,7 +435,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 static_assert(128 % QG_CAST_WARPS == 0, "warps must divide 128 rows");
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
-qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     __shared__ uint32_t partial[QG_CAST_WARPS][QG_CAST_COLS];
     const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x / 32u);
@@ -528,7 +534,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_ROW_CHUNKS ((QG_CAST_OUT_ROWS + QG_CAST_ROWS_PER_THREAD - 1) / QG_CAST_ROWS_PER_THREAD)
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
-qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;
@@ -574,7 +580,7 @@ qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
  * group owns is not written. A thread owns 4 consecutive mn of one packed
  * row (16-byte loads and stores); the group search is per thread over aux. */
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
-qg_cast_kernel(const __grid_constant__ qg_cast_params p) {
+QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
     const float *in = (const float *)p.in;
     uint32_t *out = (uint32_t *)p.out;

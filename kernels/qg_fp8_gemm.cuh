@@ -568,7 +568,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     const int kb_begin = split_rank ? QG_KB_RANK0 : 0;
     const int kb_end = split_rank ? QG_NUM_K_BLOCKS : QG_KB_RANK0;
 #else
-    const int kb_begin = 0, kb_end = QG_SFB_COLS ? num_k_blocks : QG_NUM_K_BLOCKS;
+    [[maybe_unused]] const int kb_begin = 0, kb_end = QG_SFB_COLS ? num_k_blocks : QG_NUM_K_BLOCKS;
     (void)num_k_blocks;
 #endif
 
@@ -782,7 +782,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * a masked tile at a group's end, QG_SKIP_ROWS); the units of
              * an m64 tile past the last row are not issued. */
             auto k_loop = [&](auto n_off_const, auto active_const) {
-            constexpr int tile_n_off = decltype(n_off_const)::value;
+            [[maybe_unused]] constexpr int tile_n_off = decltype(n_off_const)::value;
             [[maybe_unused]] constexpr int active_tiles = decltype(active_const)::value;
             /* Wait for stage s (K block kb) and read its scales. */
             auto wait_stage = [&](qg_scales &sc, int kb) {

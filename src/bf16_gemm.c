@@ -189,9 +189,6 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (kgrouped && !a->d_fp32)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the k-grouped GEMM writes FP32 D: args->d_fp32 "
                         "must be 1", fn);
-    if (a->c && !a->d_fp32)
-        return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "%s: D = C + A B^T needs an FP32 D (args->d_fp32 = 1) with args->c", fn);
     if (a->c && m_grouped)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the m-grouped GEMMs do "
                         "not accumulate)", fn);
@@ -263,10 +260,10 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         (st = qg__check_ld(a->ldb, b_mn ? a->n : a->k, 2, fn, "ldb", b_mn ? "n" : "k")) ||
         (st = qg__check_ld(a->ldd, a->n, d_bytes, fn, "ldd", "n")))
         return st;
-    if (a->c && a->c != (const float *)a->d &&
-        (st = qg__check_ld(a->ldc, a->n, 4, fn, "ldc", "n")))
+    if (a->c && a->c != a->d &&
+        (st = qg__check_ld(a->ldc, a->n, d_bytes, fn, "ldc", "n")))
         return st;
-    if (a->c && a->c == (const float *)a->d && a->ldc != 0 && a->ldc != a->ldd)
+    if (a->c && a->c == a->d && a->ldc != 0 && a->ldc != a->ldd)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: args->c is args->d (in-place accumulation) but args->ldc (%lld) is not "
                         "args->ldd (%lld)", fn, (long long)a->ldc, (long long)a->ldd);
@@ -299,7 +296,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (kind == QG_GEMM_GROUPED_CONTIGUOUS) ptrs[num_ptrs++] = (named_ptr){a->m_indices, 4, "m_indices"};
     if (masked) ptrs[num_ptrs++] = (named_ptr){a->masked_m, 4, "masked_m"};
     if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
-    if (a->c && a->c != (const float *)a->d) ptrs[num_ptrs++] = (named_ptr){a->c, 16, "c"};
+    if (a->c && a->c != a->d) ptrs[num_ptrs++] = (named_ptr){a->c, 16, "c"};
     const bool empty = a->m == 0 || a->n == 0;
     for (int i = 0; i < num_ptrs; ++i) {
         /* an empty operand (k = 0) may be NULL, as torch's empty tensors are */
@@ -325,8 +322,9 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         if (masked) in[n_in++] = qg__matrix_range("masked_m", a->masked_m, 1, g, g, 4);
         if (kind == QG_GEMM_GROUPED_PSUM)
             in[n_in++] = qg__matrix_range("group_ends", a->group_ends, 1, g, g, 4);
-        if (a->c && a->c != (const float *)a->d)
-            in[n_in++] = qg__matrix_range("c", a->c, d_rows, (uint64_t)a->n, (uint64_t)a->ldc, 4);
+        if (a->c && a->c != a->d)
+            in[n_in++] = qg__matrix_range("c", a->c, d_rows, (uint64_t)a->n, (uint64_t)a->ldc,
+                                          (uint64_t)d_bytes);
         if ((st = qg__check_no_overlap(fn, &d_range, in, n_in))) return st;
     }
     return QG_SUCCESS;
@@ -340,17 +338,18 @@ static CUtensorMapSwizzle swizzle_of(int row_bytes) {
                              : CU_TENSOR_MAP_SWIZZLE_32B;
 }
 
-/* C into D (FP32 rows of n values), on the stream. */
+/* C into D (rows of n values of D's type), on the stream. */
 static qg_status copy_c_into_d(const qg_context *ctx, const qg_bf16_gemm_args *a, uint64_t rows,
                                CUstream stream) {
+    const size_t elem = a->d_fp32 ? 4 : 2;
     CUDA_MEMCPY2D copy;
     memset(&copy, 0, sizeof copy);
     copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
     copy.srcDevice = (CUdeviceptr)(uintptr_t)a->c;
-    copy.srcPitch = (size_t)a->ldc * 4;
+    copy.srcPitch = (size_t)a->ldc * elem;
     copy.dstDevice = (CUdeviceptr)(uintptr_t)a->d;
-    copy.dstPitch = (size_t)a->ldd * 4;
-    copy.WidthInBytes = (size_t)a->n * 4;
+    copy.dstPitch = (size_t)a->ldd * elem;
+    copy.WidthInBytes = (size_t)a->n * elem;
     copy.Height = (size_t)rows;
     CUresult r = ctx->drv->cuMemcpy2DAsync(&copy, stream);
     if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
@@ -360,7 +359,7 @@ static qg_status copy_c_into_d(const qg_context *ctx, const qg_bf16_gemm_args *a
 /* K = 0: D = C (a separate C copied; C == D: nothing), or zeros. */
 static qg_status empty_k(const qg_context *ctx, const qg_bf16_gemm_args *a, uint64_t rows,
                          CUstream stream) {
-    if (a->c) return a->c == (const float *)a->d ? QG_SUCCESS : copy_c_into_d(ctx, a, rows, stream);
+    if (a->c) return a->c == a->d ? QG_SUCCESS : copy_c_into_d(ctx, a, rows, stream);
     const size_t bytes = (size_t)a->n * (a->d_fp32 ? 4 : 2);
     CUresult r = ctx->drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)a->d,
                                               (size_t)a->ldd * (a->d_fp32 ? 4 : 2), 0, bytes / 4,
@@ -453,7 +452,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
                                      (uint64_t)a->ldd * (uint64_t)d_bytes, (uint32_t)pl->store_cols,
                                      (uint32_t)pl->d_box_rows, d_swizzle, "tensor map of D");
     if (st != QG_SUCCESS) return st;
-    if (a->c && a->c != (const float *)a->d && (st = copy_c_into_d(ctx, a, d_rows, stream)))
+    if (a->c && a->c != a->d && (st = copy_c_into_d(ctx, a, d_rows, stream)))
         return st;
 
     const qg_launch_shape *shape = qg__launch_shape(e);
@@ -517,7 +516,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_arg
                           kind == QG_GEMM_GROUPED_CONTIGUOUS ? a->m_indices : NULL,
                           kind == QG_GEMM_GROUPED_MASKED ? a->masked_m : NULL,
                           kind == QG_GEMM_GROUPED_PSUM ? a->group_ends : NULL,
-                          a->c != (const float *)a->d ? a->c : NULL};
+                          a->c != a->d ? a->c : NULL};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; ++i)
         if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;

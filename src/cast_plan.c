@@ -155,8 +155,10 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
                             name, (long long)p->rows);
         plan.vec = plan_vec(p);
         plan.work = p->rows / 128 * ceil_div64(p->k, 32 * elems_per_thread(p));
-        plan.min_ctas = QG_CAST_CTAS_CHANNEL;
-        plan.grid = grid_of(plan.work, QG_CAST_CTAS_CHANNEL * (int64_t)num_sms);
+        /* narrow bf16 accesses (vec < 8) hold more registers: one CTA per SM
+         * (NVRTC spilled at the two-CTA cap of 128 registers) */
+        plan.min_ctas = !p->in_f32 && plan.vec < elems_per_thread(p) ? 1 : QG_CAST_CTAS_CHANNEL;
+        plan.grid = grid_of(plan.work, plan.min_ctas * (int64_t)num_sms);
         break;
     case QG_CAST_SF_MN_MAJOR:
     case QG_CAST_SF_PACK_UE8M0: {

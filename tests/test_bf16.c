@@ -70,7 +70,7 @@ TEST(bf16_validation) {
     CASE((x.b_major = QG_MAJOR_MN, x.ldb = 568), "args->ldb must be >= n", QG_ERROR_INVALID_ARGUMENT);
     CASE(x.ldd = 570, "args->ldd must be >= n", QG_ERROR_INVALID_ARGUMENT);
     CASE((x.d_fp32 = 1, x.ldd = 578), "args->ldd * 4 bytes", QG_ERROR_INVALID_ARGUMENT);
-    CASE(x.c = FAKE(0x9000000), "needs an FP32 D", QG_ERROR_UNSUPPORTED);
+    CASE((x.c = FAKE(0x9000000), x.ldc = 570), "args->ldc must be >= n", QG_ERROR_INVALID_ARGUMENT);
     CASE((x.d_fp32 = 1, x.c = x.d, x.ldc = 600), "args->ldc (600) is not args->ldd",
          QG_ERROR_INVALID_ARGUMENT);
     CASE(x.a = NULL, "args->a is NULL", QG_ERROR_INVALID_ARGUMENT);
@@ -400,7 +400,9 @@ static bool run_gpu_case(qg_context *ctx, CUstream stream, const gpu_case *c, un
     unsigned s = seed;
     for (size_t i = 0; i < h.a_elems; ++i) h.a[i] = qg_bf16_encode((float)rnd_unit(&s));
     for (size_t i = 0; i < h.b_elems; ++i) h.b[i] = qg_bf16_encode((float)rnd_unit(&s));
-    for (size_t i = 0; i < h.d_rows * (size_t)h.ldd; ++i) h.cmat[i] = (float)(4 * rnd_unit(&s));
+    /* C's values are bf16 numbers, so that C in either type is the same C */
+    for (size_t i = 0; i < h.d_rows * (size_t)h.ldd; ++i)
+        h.cmat[i] = qg_bf16_decode(qg_bf16_encode((float)(4 * rnd_unit(&s))));
     if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
         for (int seg = 0; seg < (c->m + 127) / 128; ++seg) /* one padding segment in five */
             for (int r = seg * 128; r < c->m && r < seg * 128 + 128; ++r)
@@ -421,18 +423,28 @@ static bool run_gpu_case(qg_context *ctx, CUstream stream, const gpu_case *c, un
 
     CUdeviceptr da = 0, db = 0, dd = 0, dc = 0, di = 0;
     bool ok = false;
-    uint8_t *got = malloc(d_bytes);
+    uint8_t *got = malloc(d_bytes), *c_bytes = malloc(d_bytes);
+    for (size_t i = 0; i < h.d_rows * (size_t)h.ldd; ++i) { /* C in D's type */
+        if (c->d_fp32) memcpy(c_bytes + i * 4, &h.cmat[i], 4);
+        else {
+            const uint16_t v = qg_bf16_encode(h.cmat[i]);
+            memcpy(c_bytes + i * 2, &v, 2);
+        }
+    }
+    CUcontext cu_ctx = NULL, prev_ctx;
+    qg__context_cuda(ctx, NULL, &cu_ctx, NULL);
+    drv->cuCtxPushCurrent(cu_ctx);
     if (drv->cuMemAlloc(&da, h.a_elems * 2) || drv->cuMemAlloc(&db, h.b_elems * 2) ||
-        drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&dc, h.d_rows * (size_t)h.ldd * 4) ||
+        drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&dc, d_bytes) ||
         drv->cuMemAlloc(&di, (size_t)(c->m + G + 1) * 4)) {
         snprintf(why, why_len, "cuMemAlloc failed");
         goto done;
     }
     drv->cuMemcpyHtoD(da, h.a, h.a_elems * 2);
     drv->cuMemcpyHtoD(db, h.b, h.b_elems * 2);
-    drv->cuMemcpyHtoD(dc, h.cmat, h.d_rows * (size_t)h.ldd * 4);
+    drv->cuMemcpyHtoD(dc, c_bytes, d_bytes);
     drv->cuMemcpyHtoD(di, h.idx, (size_t)(c->m + G + 1) * 4);
-    if (c->c_mode == 2) drv->cuMemcpyHtoD(dd, h.cmat, d_bytes); /* D holds C */
+    if (c->c_mode == 2) drv->cuMemcpyHtoD(dd, c_bytes, d_bytes); /* D holds C */
     else drv->cuMemsetD8(dd, 0xFF, d_bytes);                    /* poison */
     qg_bf16_gemm_args a;
     memset(&a, 0, sizeof a);
@@ -440,7 +452,7 @@ static bool run_gpu_case(qg_context *ctx, CUstream stream, const gpu_case *c, un
     a.a = (void *)(uintptr_t)da, a.lda = h.lda, a.a_major = c->a_major;
     a.b = (void *)(uintptr_t)db, a.ldb = h.ldb, a.b_major = c->b_major;
     a.d = (void *)(uintptr_t)dd, a.ldd = h.ldd, a.d_fp32 = c->d_fp32;
-    a.c = c->c_mode == 1 ? (const float *)(uintptr_t)dc : c->c_mode == 2 ? (const float *)a.d : NULL;
+    a.c = c->c_mode == 1 ? (const void *)(uintptr_t)dc : c->c_mode == 2 ? (const void *)a.d : NULL;
     a.ldc = h.ldd;
     a.m_indices = a.masked_m = a.group_ends = (const int32_t *)(uintptr_t)di;
     a.ks = h.ks;
@@ -497,7 +509,9 @@ done:
     if (dd) drv->cuMemFree(dd);
     if (dc) drv->cuMemFree(dc);
     if (di) drv->cuMemFree(di);
+    drv->cuCtxPopCurrent(&prev_ctx);
     free(got);
+    free(c_bytes);
     free(h.a);
     free(h.b);
     free(h.ref);
@@ -513,15 +527,15 @@ TEST(gpu_bf16_accuracy) {
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     static const int shapes[][3] = {{129, 264, 320}, {1, 576, 7168}, {300, 1000, 1000},
                                     {4096, 512, 256}, {64, 7168, 448}};
-    gpu_case cases[256];
+    static gpu_case cases[256];
     int count = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
         for (int layout = 0; layout < 4; ++layout)
-            for (int mode = 0; mode < 4; ++mode) /* bf16; FP32; FP32 + C; FP32 += in place */
+            for (int mode = 0; mode < 6; ++mode) /* D bf16 / FP32, x no C / C / in place */
                 cases[count++] = (gpu_case){QG_GEMM_DENSE, shapes[i][0], shapes[i][1], shapes[i][2], 1,
                                             layout >= 2 ? QG_MAJOR_MN : QG_MAJOR_K,
-                                            layout % 2 ? QG_MAJOR_MN : QG_MAJOR_K, mode > 0,
-                                            mode < 2 ? 0 : mode - 1};
+                                            layout % 2 ? QG_MAJOR_MN : QG_MAJOR_K, mode % 2,
+                                            mode / 2};
     for (int bmn = 0; bmn < 2; ++bmn) {
         cases[count++] = (gpu_case){QG_GEMM_GROUPED_CONTIGUOUS, 1280, 576, 448, 4, QG_MAJOR_K,
                                     bmn ? QG_MAJOR_MN : QG_MAJOR_K, 0, 0};

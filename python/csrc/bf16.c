@@ -98,7 +98,7 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
     const int d_fp32 = t[B_D].t->dtype.code == kDLFloat && t[B_D].t->dtype.bits == 32;
     if (!d_fp32 && qgpy_check_dtype(&t[B_D], QGPY_BF16) < 0)
         return -1;
-    if (t[B_C].t && qgpy_check_dtype(&t[B_C], QGPY_F32) < 0)
+    if (t[B_C].t && qgpy_check_dtype(&t[B_C], d_fp32 ? QGPY_F32 : QGPY_BF16) < 0)
         return -1;
     if (t[B_IDX].t && qgpy_check_dtype(&t[B_IDX], QGPY_I32) < 0)
         return -1;

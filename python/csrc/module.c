@@ -483,6 +483,11 @@ static PyMethodDef methods[] = {
     {"sfa_ld", py_sfa_ld, METH_O, "qg_sfa_ld(m)"},
     {"bf16_gemm", qgpy_bf16_gemm, METH_VARARGS,
      "bf16_gemm(kind, a, b, d, c, idx, expected_m, ks, stream, no_sync)"},
+    {"cast", qgpy_cast, METH_VARARGS,
+     "cast(kind, x, out, sf, aux, m, groups, sf_mn_major, sf_ld, ue8m0, rows_mask, stream, "
+     "no_sync)"},
+    {"sf_layout", qgpy_sf_layout, METH_VARARGS,
+     "sf_layout(kind, sf, out, ks, out_ld, gran_k, k_alignment, psum, stream, no_sync)"},
     {"gemm", py_gemm, METH_VARARGS,
      "gemm(kind, a, sfa, b, sfb, d, idx, expected_m, stream, config, e4m3_bytes, no_sync)"},
     {"gemm_torch", (PyCFunction)(void (*)(void))py_gemm_torch, METH_FASTCALL,
@@ -530,6 +535,14 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "KIND_K_GROUPED", QG_GEMM_K_GROUPED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_BF16_BATCHED", (int)QG_GEMM_BF16_BATCHED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_BF16_BATCH_SUMS", (int)QG_GEMM_BF16_BATCH_SUMS) < 0 ||
+        PyModule_AddIntConstant(m, "CAST_PER_TOKEN", QG_CAST_KIND_PER_TOKEN) < 0 ||
+        PyModule_AddIntConstant(m, "CAST_PER_BLOCK", QG_CAST_KIND_PER_BLOCK) < 0 ||
+        PyModule_AddIntConstant(m, "CAST_PER_CHANNEL", QG_CAST_KIND_PER_CHANNEL) < 0 ||
+        PyModule_AddIntConstant(m, "CAST_SILU_MUL", QG_CAST_KIND_SILU_MUL) < 0 ||
+        PyModule_AddIntConstant(m, "CAST_SF_MN_MAJOR", QG_CAST_KIND_SF_MN_MAJOR) < 0 ||
+        PyModule_AddIntConstant(m, "CAST_SF_PACK_UE8M0", QG_CAST_KIND_SF_PACK_UE8M0) < 0 ||
+        PyModule_AddIntConstant(m, "CAST_SF_PACK_UE8M0_K_GROUPED",
+                                QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED) < 0 ||
         PyModule_AddIntConstant(m, "OFFLINE", QGPY_OFFLINE) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MAJOR", QGPY_DLPACK_MAJOR) < 0 ||
         PyModule_AddIntConstant(m, "DLPACK_MINOR", QGPY_DLPACK_MINOR) < 0 ||

@@ -7,6 +7,7 @@
  *   errors.c    Python exceptions: formatted messages, library statuses
  *   module.c    the Python functions, module init
  *   bf16.c      the BF16 GEMM family's entry (bf16_gemm)
+ *   cast.c      the cast family's entry (cast, sf_layout)
  *
  * Invariants:
  *  - every function returning int returns 0 on success and -1 with a Python
@@ -131,6 +132,14 @@ int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int 
 /* bf16_gemm(kind, a, b, d, c, idx, expected_m, ks, stream, no_sync): the
  * module function (see bf16.c). */
 PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args);
+
+/* ---- the cast family (cast.c) ---------------------------------------------- */
+
+/* cast(kind, x, out, sf, aux, m, groups, sf_mn_major, sf_ld, ue8m0, rows_mask,
+ * stream, no_sync) and sf_layout(kind, sf, out, ks, out_ld, gran_k,
+ * k_alignment, psum, stream, no_sync): the module functions (see cast.c). */
+PyObject *qgpy_cast(PyObject *self, PyObject *args);
+PyObject *qgpy_sf_layout(PyObject *self, PyObject *args);
 
 /* ---- contexts (contexts.c) ----------------------------------------------- */
 

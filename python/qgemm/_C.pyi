@@ -12,6 +12,13 @@ KIND_WGRAD: int
 KIND_K_GROUPED: int
 KIND_BF16_BATCHED: int
 KIND_BF16_BATCH_SUMS: int
+CAST_PER_TOKEN: int
+CAST_PER_BLOCK: int
+CAST_PER_CHANNEL: int
+CAST_SILU_MUL: int
+CAST_SF_MN_MAJOR: int
+CAST_SF_PACK_UE8M0: int
+CAST_SF_PACK_UE8M0_K_GROUPED: int
 OFFLINE: int
 SLOT_NAMES: Tuple[str, ...]  # "a", "sfa", "b", "sfb", "d"
 IDX_NAMES: Tuple[str, ...]  # by kind: "(none)", "m_indices", "masked_m", "group_ends", "c"
@@ -31,6 +38,12 @@ def gemm_torch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, 
 def k_grouped_torch(a: Any, sfa: Any, b: Any, sfb: Any, d: Any, c: Any, ks: Any,
                     config: _Config) -> Any: ...
 def torch_init(torch: Any, current_stream: Any) -> None: ...
+def bf16_gemm(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int, ks: Any,
+              stream: int, no_sync: int) -> None: ...
+def cast(kind: int, x: Any, out: Any, sf: Any, aux: Any, m: int, groups: int, sf_mn_major: int,
+         sf_ld: int, ue8m0: int, rows_mask: int, stream: int, no_sync: int) -> None: ...
+def sf_layout(kind: int, sf: Any, out: Any, ks: Any, out_ld: int, gran_k: int, k_alignment: int,
+              psum: int, stream: int, no_sync: int) -> None: ...
 def select_config(kind: int, m: int, n: int, k: int, num_groups: int, expected_m: int,
                   device: int, config: _Config, accumulate: bool = ...) -> Dict[str, int]: ...
 def compile(kind: int, m: int, n: int, k: int, num_groups: int, expected_m: int,

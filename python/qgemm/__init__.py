@@ -46,6 +46,14 @@ implementations): under ``torch.compile`` the functions here call them, so
 current stream, capturable in CUDA graphs once compiled (``qgemm.compile`` or
 one eager call first). ``import qgemm`` never imports torch.
 
+Casts (qgemm.cast, docs/CAST.md): ``per_token_cast_to_fp8``,
+``per_block_cast_to_fp8``, ``per_channel_cast_to_fp8``, the scale layouts
+(``get_mn_major_tma_aligned_tensor``, the packed UE8M0 forms,
+``transform_sf_into_required_layout``) and ``silu_and_mul_fp8_quant`` run GPU
+kernels on CUDA tensors (the custom ops ``torch.ops.qgemm.cast`` /
+``sf_layout`` under torch.compile), bit for bit the torch formulas, which CPU
+tensors take.
+
 Errors: bad arguments raise ValueError (TypeError for non-tensors) before any
 memory is written; failures of the driver, device, compiler or launch raise
 RuntimeError with the library's message (e.g. "libcuda.so.1 not found" on a
@@ -70,13 +78,6 @@ from ._deepgemm import (
     set_tc_util,
 )
 from ._dispatch import Config, Pair, StreamLike, Tensor, register_torch_ops
-from ._layout import (
-    get_col_major_tma_aligned_tensor,
-    get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor,
-    get_mn_major_tma_aligned_packed_ue8m0_tensor,
-    get_mn_major_tma_aligned_tensor,
-    transform_sf_into_required_layout,
-)
 from ._runtime import (
     align,
     ceil_div,
@@ -93,10 +94,18 @@ from ._runtime import (
 from ._torch_helpers import (
     ceil_to_ue8m0,
     pack_ue8m0_to_int,
+    unpack_ue8m0_from_int,
+)
+from .cast import (
+    get_col_major_tma_aligned_tensor,
+    get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor,
+    get_mn_major_tma_aligned_packed_ue8m0_tensor,
+    get_mn_major_tma_aligned_tensor,
     per_block_cast_to_fp8,
     per_channel_cast_to_fp8,
     per_token_cast_to_fp8,
-    unpack_ue8m0_from_int,
+    silu_and_mul_fp8_quant,
+    transform_sf_into_required_layout,
 )
 from .bf16 import (
     bf16_gemm_nn,
@@ -170,6 +179,7 @@ __all__ = [
     "set_ignore_compile_dims",
     "set_block_size_multiple_of",
     "per_channel_cast_to_fp8",
+    "silu_and_mul_fp8_quant",
     "k_grouped_fp8_gemm_nt_contiguous",
     "ceil_to_ue8m0",
     "pack_ue8m0_to_int",

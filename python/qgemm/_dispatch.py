@@ -13,6 +13,8 @@ How the package is laid out (issue 48, the house for four kernel families):
   _layout.py       scale-factor layouts (get_mn_major_tma_aligned_tensor, the
                    packed UE8M0 forms, transform_sf_into_required_layout)
   _torch_helpers.py  the torch casts (per_token_cast_to_fp8, ...) and math
+  cast.py          the cast family: the casts and layouts above on the GPU
+                   (their public names), silu_and_mul_fp8_quant
   deep_gemm/       DeepGEMM's layout: ``import qgemm.deep_gemm as deep_gemm``,
                    ``deep_gemm.utils`` (math, layout) as DeepGEMM has them
   __init__.py      re-exports only: the public names and ``__all__``
@@ -104,7 +106,7 @@ def register_torch() -> Any:
         if TORCH_OPS is None and TORCH_ERROR is None and "torch" in sys.modules:
             try:
                 from . import _torch_ops
-                _torch_ops.register(launch_torch)
+                _torch_ops.register(launch_torch, launch_cast)
                 TORCH_OPS = _torch_ops
                 COMPILING = _torch_ops.compiling
                 FAST_GEMM = _C.gemm_torch
@@ -490,3 +492,35 @@ def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m:
             _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)
         return
     _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)
+
+
+# ---- the cast family's launch (qgemm/cast.py) ---------------------------------------------
+
+
+def launch_cast(fn: Callable[..., None], kind: int, tensors: Sequence[Any], ints: Sequence[int],
+                stream: Optional[StreamLike] = None) -> None:
+    """One cast or scale-layout kernel (_C.cast / _C.sf_layout): ``fn(kind,
+    *tensors, *ints, stream, no_sync)`` with the tensors through DLPack on the
+    stream given, or on the framework's current one (torch's for torch
+    tensors), on the tensors' device (None entries are absent tensors)."""
+    tensors = [None if t is None else detach(t) for t in tensors]
+    handle = None if stream is None else stream_handle(stream)
+    torch = sys.modules.get("torch")
+    device = None
+    if torch is not None:
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                if device is None:
+                    device = t.device.index
+                elif t.device.index != device:
+                    raise ValueError(f"qgemm: all tensors must be on one device: cuda:{device} and "
+                                     f"cuda:{t.device.index}")
+    if handle is None:
+        handle, no_sync = current_stream(tensors)
+    else:
+        no_sync = 0
+    if device is not None and device != torch.cuda.current_device():
+        with torch.cuda.device(device):
+            fn(kind, *tensors, *ints, handle, no_sync)
+        return
+    fn(kind, *tensors, *ints, handle, no_sync)

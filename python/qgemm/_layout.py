@@ -27,7 +27,7 @@ def _tma_aligned(mn: int, element_size: int) -> int:
     return _ceil_div(mn, unit) * unit
 
 
-def get_col_major_tma_aligned_tensor(x: Any) -> Any:
+def get_col_major_tma_aligned_tensor(x: Any, copy: Any = None) -> Any:
     """The same float32 scales ``x [MN, SF_K]`` or ``[G, MN, SF_K]`` stored MN-major.
 
     The result has strides ``(1, ld)`` (``(SF_K * ld, 1, ld)`` with groups), where
@@ -43,7 +43,7 @@ def get_col_major_tma_aligned_tensor(x: Any) -> Any:
         raise ValueError(f"qgemm: x must be [M, K/128] or [G, M, K/128], got shape {list(x.shape)}")
     if x.dtype != torch.float32:
         raise ValueError(f"qgemm: x must be float32 scales, got {x.dtype}")
-    return mn_major(torch, x, trust_strides=False, exact=True)
+    return mn_major(torch, x, trust_strides=False, exact=True, copy=copy)
 
 
 get_mn_major_tma_aligned_tensor = get_col_major_tma_aligned_tensor  # DeepGEMM's name
@@ -63,7 +63,8 @@ def _check_sf(torch: Any, func: str, sf: Any, dims: Sequence[int]) -> None:
                          f"{list(sf.shape)}")
 
 
-def get_mn_major_tma_aligned_packed_ue8m0_tensor(sf: Any, psum_layout: Any = None) -> Any:
+def get_mn_major_tma_aligned_packed_ue8m0_tensor(sf: Any, psum_layout: Any = None,
+                                                 pack: Any = None) -> Any:
     """Power-of-two float32 scales ``sf [MN, SF_K]`` or ``[G, MN, SF_K]`` as UE8M0 bytes
     packed four to an int32 along SF_K (the lowest K index in the lowest byte, SF_K
     padded with zero bytes to a multiple of 4), stored MN-major and TMA-aligned:
@@ -82,6 +83,11 @@ def get_mn_major_tma_aligned_packed_ue8m0_tensor(sf: Any, psum_layout: Any = Non
     x3 = sf if sf.dim() == 3 else sf.unsqueeze(0)
     b, mn, k = x3.shape
     tma_mn, packed_k = _tma_aligned(mn, 4), _ceil_div(k, 4)
+    if pack is not None:  # the GPU kernel of qgemm.cast: pack(x3, storage, tma_mn)
+        storage = torch.empty((b, packed_k, tma_mn), dtype=torch.int32, device=sf.device)
+        if pack(x3, storage, tma_mn):
+            out = storage.transpose(1, 2)[:, :mn, :]
+            return out if sf.dim() == 3 else out.squeeze(0)
     padded = torch.zeros((b, mn, packed_k * 4), dtype=torch.uint8, device=sf.device)
     padded[:, :, :k] = _ue8m0_bytes(torch, x3)
     out = torch.empty((b, packed_k, tma_mn), dtype=torch.int32,
@@ -92,7 +98,7 @@ def get_mn_major_tma_aligned_packed_ue8m0_tensor(sf: Any, psum_layout: Any = Non
 
 def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(
         sf: Any, grouped_layout: Any, ks_cpu: Optional[Sequence[int]], gran_k: int,
-        k_alignment: int, use_psum_layout: bool = False) -> Any:
+        k_alignment: int, use_psum_layout: bool = False, pack: Any = None) -> Any:
     """The k-grouped form (the weight gradient's per-channel scales): ``sf [SF_K, MN]``
     float32 contiguous, the groups' scale rows one after another (``ceil(K_g/gran_k)``
     rows for group g, ``ks_cpu`` the groups' K). Each group's rows are packed four to
@@ -128,6 +134,10 @@ def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(
     if any(k < 0 for k in ks) or sum(_ceil_div(k, gran_k) for k in ks) != sf_k:
         raise ValueError(f"qgemm: {func}: the groups' scale rows sum(ceil(K_g/{gran_k})) must "
                          f"be sf's {sf_k}, got ks_cpu {ks}")
+    if pack is not None:  # the GPU kernel of qgemm.cast: pack(sf, ks, gran_k) -> tensor or None
+        out = pack(sf, ks, gran_k)
+        if out is not None:
+            return out
     parts, row = [], 0
     for k in ks:
         rows = _ceil_div(k, gran_k)
@@ -148,7 +158,7 @@ def transform_sf_into_required_layout(sf: Any, mn: int, k: int, recipe: Any,
                                       num_groups: Optional[int] = None,
                                       is_sfa: Optional[bool] = None,
                                       disable_ue8m0_cast: bool = False,
-                                      psum_layout: Any = None) -> Any:
+                                      psum_layout: Any = None, copy: Any = None) -> Any:
     """DeepGEMM's scale transform, as its SM90 path does it: float32 1x128 scales
     ([G,] mn, ceil(k/128)) become MN-major and TMA-aligned
     (get_mn_major_tma_aligned_tensor); float32 128x128 scales ([G,]
@@ -189,4 +199,4 @@ def transform_sf_into_required_layout(sf: Any, mn: int, k: int, recipe: Any,
     if list(sf.shape) != want:
         raise ValueError(f"qgemm: {func}: sf must have shape {want} for mn={mn}, k={k}, "
                          f"recipe={recipe!r}, num_groups={num_groups!r}; got {list(sf.shape)}")
-    return get_col_major_tma_aligned_tensor(sf) if gran_mn == 1 else sf.contiguous()
+    return get_col_major_tma_aligned_tensor(sf, copy) if gran_mn == 1 else sf.contiguous()

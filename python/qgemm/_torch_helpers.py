@@ -165,7 +165,8 @@ def per_block_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128) ->
     return q, sf.view(*lead, np_ // 128, kp // 128)
 
 
-def mn_major(torch: Any, x: Any, trust_strides: bool = True, exact: bool = False) -> Any:
+def mn_major(torch: Any, x: Any, trust_strides: bool = True, exact: bool = False,
+             copy: Any = None) -> Any:
     """float32 scales [M, K/128] or [G, M, K/128] as M-major and TMA-aligned (strides (1, ld),
     ld = M rounded up to 4, group stride K/128 x ld, a 16-byte aligned address): ``x`` itself
     when already so, else a copy.
@@ -181,7 +182,11 @@ def mn_major(torch: Any, x: Any, trust_strides: bool = True, exact: bool = False
     GEMM's own check, as in strict mode) and copied otherwise (eager and
     compiled calls then give the same result; the compiled one may copy where
     eager did not). No storage_offset() either: dynamo before torch 2.12 cannot
-    trace it."""
+    trace it.
+
+    ``copy``: called as ``copy(x3, storage, ld)`` to fill the new [G, K/128, ld]
+    storage (the GPU transpose of qgemm.cast); True when it did, else the torch
+    copy runs."""
     grouped = x.dim() == 3
     x3 = x if grouped else x.unsqueeze(0)
     g, m, kb = x3.shape
@@ -194,6 +199,9 @@ def mn_major(torch: Any, x: Any, trust_strides: bool = True, exact: bool = False
         no_address = compiling or type(x) not in (torch.Tensor, torch.nn.Parameter)
         if trust_strides if no_address else x.data_ptr() % 16 == 0:
             return x
-    out = torch.empty((g, kb, ld), dtype=x.dtype, device=x.device).transpose(1, 2)[:, :m, :]
-    out.copy_(x3)
+    storage = torch.empty((g, kb, ld), dtype=x.dtype, device=x.device)
+    out = storage.transpose(1, 2)[:, :m, :]
+    # ``copy(x3, storage, ld)``: the transpose kernel (qgemm.cast) when it can run it
+    if copy is None or not copy(x3, storage, ld):
+        out.copy_(x3)
     return out if grouped else out.squeeze(0)

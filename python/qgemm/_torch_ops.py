@@ -16,6 +16,9 @@ qgemm`` never imports torch), through ``qgemm._dispatch.register_torch``.
   ``config`` is the optional 6-int list (block_m, block_n, num_stages,
   multicast, swizzle_group, split_k) that ``qgemm._dispatch.config_tuple`` makes of a
   config dict.
+- The cast family's ``torch.ops.qgemm.cast`` and ``torch.ops.qgemm.sf_layout``
+  (writing the outputs qgemm.cast allocates), what qgemm.cast's functions call
+  while torch.compile traces a CUDA tensor (and for meta tensors).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from . import _C
 
 Tensor = torch.Tensor
 _launch: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_torch, set by register()
+_launch_cast: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_cast, likewise
 
 OPS_ERROR: Optional[str] = None
 """Why the custom ops are not available (None when they are)."""
@@ -36,10 +40,11 @@ compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_co
 """torch.compiler.is_compiling: True while dynamo traces (constant-folded there)."""
 
 
-def register(launch: Callable[..., None]) -> None:
+def register(launch: Callable[..., None], launch_cast: Optional[Callable[..., None]] = None) -> None:
     """Enable the C fast path and define the custom ops (once per process)."""
-    global _launch, OPS_ERROR
+    global _launch, _launch_cast, OPS_ERROR
     _launch = launch
+    _launch_cast = launch_cast
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     _C.torch_init(torch, raw if raw is not None else _current_stream_handle)
     if not hasattr(torch.library, "custom_op"):
@@ -101,11 +106,36 @@ def _define_ops() -> None:
         _launch(_C.KIND_WGRAD, a, sfa, b, sfb, d, d if accumulate and c is None else c, 0,
                 _config(config))
 
+    # The cast family (qgemm.cast): the outputs are allocated by the caller
+    # and written in place, so the fake implementations need no shapes.
+    @op("qgemm::cast", mutates_args=("out", "sf"))
+    def cast(kind: int, x: Tensor, out: Tensor, sf: Tensor, aux: Optional[Tensor], m: int,
+             groups: int, sf_mn_major: int, sf_ld: int, ue8m0: int, rows_mask: int) -> None:
+        """A quantizing cast (_C.cast): x [.., cols] -> out e4m3 [.., k] + sf (contiguous)."""
+        _launch_cast(_C.cast, kind, (_as_rows(x), _as_rows(out.view(torch.uint8)), sf, aux),
+                     (m, groups, sf_mn_major, sf_ld, ue8m0, rows_mask))
+
+    @op("qgemm::sf_layout", mutates_args=("out",))
+    def sf_layout(kind: int, sf: Tensor, out: Tensor, ks: Optional[Tensor], out_ld: int,
+                  gran_k: int, k_alignment: int, psum: int) -> None:
+        """A scale-layout kernel (_C.sf_layout) into the contiguous out."""
+        _launch_cast(_C.sf_layout, kind, (sf, out, ks), (out_ld, gran_k, k_alignment, psum))
+
     def nothing(*args: Any, **kwargs: Any) -> None:
         return None
 
-    for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad):
+    for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad, cast, sf_layout):
         defined.register_fake(nothing)
+
+
+def _as_rows(t: Tensor) -> Tensor:
+    """t as [rows, last] with a unit last stride and rows at least `last` apart
+    (a view where one exists; out tensors are contiguous, so theirs is)."""
+    cols = t.shape[-1]
+    y = t.reshape(-1, cols)
+    if (cols > 1 and y.stride(1) != 1) or (y.shape[0] > 1 and y.stride(0) < cols):
+        y = y.contiguous()
+    return y
 
 
 def call_op(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expected_m: int,

@@ -46,9 +46,9 @@ def bf16_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Any = None, compiled_dims: 
                  stream: Optional[StreamLike] = None) -> None:
     """``d = a @ b.T`` (``d = c + a @ b.T`` with ``c``): a [M, K], b [N, K], d [M, N].
 
-    d bfloat16 or float32; ``c`` (float32 [M, N], d float32) may be ``d``
-    itself (accumulated in place: the kernel adds into d, never reading it on
-    the SMs) or another tensor (copied into d first). ``compiled_dims`` is
+    d bfloat16 or float32; ``c`` ([M, N], d's dtype) may be ``d`` itself
+    (accumulated in place: the kernel adds into d by TMA reduce-add, never
+    reading it on the SMs) or another tensor (copied into d first). ``compiled_dims`` is
     DeepGEMM's and has no effect.
     """
     _dense("nt", a, b, d, c, stream)

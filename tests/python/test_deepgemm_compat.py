@@ -114,6 +114,10 @@ unpack_ue8m0_from_int cast_back_from_fp4 init_dist uneven_all_gather
 """.split()
 
 SUPPORTED = {
+    "bf16_gemm_nt", "bf16_gemm_nn", "bf16_gemm_tn", "bf16_gemm_tt",
+    "m_grouped_bf16_gemm_nt_contiguous", "m_grouped_bf16_gemm_nn_contiguous",
+    "m_grouped_bf16_gemm_nt_masked", "k_grouped_bf16_gemm_tn_contiguous",
+    "bf16_m_grouped_gemm_nt_masked",
     "fp8_fp4_gemm_nt", "fp8_gemm_nt", "m_grouped_fp8_fp4_gemm_nt_contiguous",
     "m_grouped_fp8_gemm_nt_contiguous", "m_grouped_fp8_fp4_gemm_nt_masked",
     "m_grouped_fp8_gemm_nt_masked", "fp8_m_grouped_gemm_nt_masked",
@@ -128,11 +132,6 @@ SUPPORTED = {
     "k_grouped_fp8_gemm_nt_contiguous", "get_mn_major_tma_aligned_packed_ue8m0_tensor",
     "get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor", "pack_ue8m0_to_int",
     "unpack_ue8m0_from_int",
-    # the BF16 family (python/qgemm/bf16.py)
-    "bf16_gemm_nt", "bf16_gemm_nn", "bf16_gemm_tn", "bf16_gemm_tt",
-    "m_grouped_bf16_gemm_nt_contiguous", "m_grouped_bf16_gemm_nn_contiguous",
-    "m_grouped_bf16_gemm_nt_masked", "bf16_m_grouped_gemm_nt_masked",
-    "k_grouped_bf16_gemm_tn_contiguous",
     # the einsum family (python/qgemm/einsum.py)
     "einsum", "fp8_einsum", "fp8_gemm_nt_skip_head_mid",
 }

@@ -30,7 +30,7 @@ from .._deepgemm import (  # noqa: F401
     set_tc_util,
 )
 from .._dispatch import register_torch_ops  # noqa: F401
-from .._layout import (  # noqa: F401
+from ..cast import (  # noqa: F401
     get_col_major_tma_aligned_tensor,
     get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor,
     get_mn_major_tma_aligned_packed_ue8m0_tensor,
@@ -53,10 +53,13 @@ from .._runtime import (  # noqa: F401
 from .._torch_helpers import (  # noqa: F401
     ceil_to_ue8m0,
     pack_ue8m0_to_int,
+    unpack_ue8m0_from_int,
+)
+from ..cast import (  # noqa: F401
     per_block_cast_to_fp8,
     per_channel_cast_to_fp8,
     per_token_cast_to_fp8,
-    unpack_ue8m0_from_int,
+    silu_and_mul_fp8_quant,
 )
 from ..bf16 import (  # noqa: F401
     bf16_gemm_nn,

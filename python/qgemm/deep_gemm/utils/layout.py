@@ -1,5 +1,5 @@
 """``deep_gemm.utils.layout``: DeepGEMM's scale-factor layout helpers and the
-contiguous-layout alignment, on qgemm's (torch implementations)."""
+contiguous-layout alignment, on qgemm's (GPU kernels for CUDA tensors, torch otherwise)."""
 from __future__ import annotations
 
 from ..._deepgemm import (  # noqa: F401
@@ -8,7 +8,7 @@ from ..._deepgemm import (  # noqa: F401
     get_theoretical_mk_alignment_for_contiguous_layout,
     set_mk_alignment_for_contiguous_layout,
 )
-from ..._layout import (  # noqa: F401
+from ...cast import (  # noqa: F401
     get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor,
     get_mn_major_tma_aligned_packed_ue8m0_tensor,
     get_mn_major_tma_aligned_tensor,

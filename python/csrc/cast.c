@@ -1,0 +1,324 @@
+/*
+ * cast.c -- the cast family's entry in the extension: cast(kind, x, out, sf,
+ * aux, m, groups, sf_mn_major, sf_ld, ue8m0, stream, no_sync) for the
+ * quantizing casts and sf_layout(kind, sf, out, ks, out_ld, gran_k,
+ * k_alignment, psum, stream, no_sync) for the scale layouts. The tensors come
+ * through DLPack (tensor.c); shapes and strides are read from them, checked,
+ * and handed to the library (qg_cast_args / qg_sf_layout_args), which checks
+ * again and refuses what it cannot run, with its own message.
+ *
+ *   cast       x [rows, cols] bf16/float32 (unit last stride; cols = k, or 2k
+ *              for silu_mul), out [rows, k] 8-bit (e4m3, or its bytes as
+ *              uint8) with unit last stride, sf float32 contiguous holding
+ *              exactly the scales of the layout (per-token row-major
+ *              rows x ceil(k/128), M-major groups x ceil(k/128) x sf_ld;
+ *              per-block groups x ceil(m/128) x ceil(k/128); per-channel
+ *              m/128 x k), aux None or int32 [groups] (masked_m, kind 4 with
+ *              rows_mask 1) / [rows] (m_indices, rows_mask 2); rows = groups x m.
+ *   sf_layout  kinds 5, 6: sf float32 [G, mn, sf_k] at any strides, out
+ *              float32 / int32 contiguous [G, rows, out_ld]; kind 7: sf float32
+ *              [sf_k, mn] contiguous, out int32 [packed_sf_k, mn] contiguous,
+ *              ks int32 [G] contiguous.
+ *
+ * Invariants (as module.c's): metadata only, nothing read or written on the
+ * device before the launch; every borrowed tensor released on every path.
+ */
+#include "qgpy.h"
+
+#include <string.h>
+
+enum { C_X, C_OUT, C_SF, C_AUX, C_SLOTS };
+static const char *const cast_names[C_SLOTS] = {"x", "out", "sf", "aux"};
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int64_t numel(const qgpy_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->t->ndim; i++)
+        n *= t->t->shape[i];
+    return n;
+}
+
+/* Contiguous (row-major, size-1 dimensions' strides ignored). */
+static int is_contiguous(const qgpy_tensor *t)
+{
+    int64_t want = 1;
+    for (int i = t->t->ndim - 1; i >= 0; i--) {
+        if (t->t->shape[i] != 1 && qgpy_stride(t, i) != want)
+            return 0;
+        want *= t->t->shape[i];
+    }
+    return 1;
+}
+
+static int check_contiguous(const qgpy_tensor *t)
+{
+    if (is_contiguous(t))
+        return 0;
+    char buf[96];
+    return qgpy_errorf(PyExc_ValueError, "qgemm: %s must be contiguous, got strides %s", t->name,
+                       qgpy_strides_str(t, buf, sizeof buf));
+}
+
+static int check_rows(const qgpy_tensor *t, int64_t *ld)
+{
+    if (qgpy_stride(t, 1) != 1 && qgpy_dim(t, 1) > 1)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: %s must have a unit last stride", t->name);
+    *ld = qgpy_dim(t, 0) > 1 ? qgpy_stride(t, 0) : qgpy_dim(t, 1);
+    return 0;
+}
+
+static int release_all(qgpy_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        qgpy_tensor_release(&t[i]);
+    return 0;
+}
+
+static int import_all(PyObject *const *obj, const char *const *names, int n, unsigned long long stream,
+                      unsigned no_sync, qgpy_tensor *t)
+{
+    for (int i = 0; i < n; i++) {
+        if (obj[i] == Py_None)
+            continue;
+        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
+        if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int cast_args(int kind, qgpy_tensor t[C_SLOTS], int m, int groups, int sf_mn_major, int sf_ld,
+                     int ue8m0, int rows_mask, qg_cast_args *a, int *device)
+{
+    memset(a, 0, sizeof *a);
+    *device = -1;
+    for (int i = 0; i < C_SLOTS; i++)
+        if (t[i].t && qgpy_check_device(&t[i], device) < 0)
+            return -1;
+    const int x_f32 = t[C_X].t->dtype.code == kDLFloat && t[C_X].t->dtype.bits == 32;
+    if (!x_f32 && qgpy_check_dtype(&t[C_X], QGPY_BF16) < 0)
+        return -1;
+    if (t[C_OUT].dtype.bits != 8 || t[C_OUT].t->dtype.lanes != 1)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: out must be float8_e4m3fn (or its bytes)");
+    if (qgpy_check_dtype(&t[C_SF], QGPY_F32) < 0)
+        return -1;
+    if (qgpy_check_ndim(&t[C_X], 2, "[rows, cols]") < 0 ||
+        qgpy_check_ndim(&t[C_OUT], 2, "[rows, k]") < 0)
+        return -1;
+    const int64_t rows = qgpy_dim(&t[C_X], 0), cols = qgpy_dim(&t[C_X], 1);
+    const int64_t k = kind == QG_CAST_KIND_SILU_MUL ? cols / 2 : cols;
+    if (kind == QG_CAST_KIND_SILU_MUL && cols % 2)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: x's last dimension (gate | up) must be even, "
+                           "got %lld", (long long)cols);
+    if (groups < 1 || m < 0 || (int64_t)groups * m != rows)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: x's %lld rows must be groups (%d) x m (%d)",
+                           (long long)rows, groups, m);
+    if (k > INT32_MAX)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: k = %lld is too large", (long long)k);
+    if (qgpy_check_dim(&t[C_OUT], 0, rows, "x's rows") < 0 ||
+        qgpy_check_dim(&t[C_OUT], 1, k, kind == QG_CAST_KIND_SILU_MUL ? "half x's columns" : "x's columns") < 0)
+        return -1;
+    if (check_rows(&t[C_X], &a->ld_x) < 0 || check_rows(&t[C_OUT], &a->ld_out) < 0)
+        return -1;
+    const int64_t kb = cdiv(k, 128);
+    int64_t want;
+    switch (kind) {
+    case QG_CAST_KIND_PER_BLOCK: want = (int64_t)groups * cdiv(m, 128) * kb; break;
+    case QG_CAST_KIND_PER_CHANNEL: want = (int64_t)(m / 128) * k; break;
+    default: want = sf_mn_major ? (int64_t)groups * kb * sf_ld : rows * kb;
+    }
+    if (check_contiguous(&t[C_SF]) < 0)
+        return -1;
+    if (numel(&t[C_SF]) != want)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: sf must hold %lld scales, got %lld",
+                           (long long)want, (long long)numel(&t[C_SF]));
+    if (t[C_AUX].t) {
+        if (kind != QG_CAST_KIND_SILU_MUL || (rows_mask != 1 && rows_mask != 2))
+            return qgpy_errorf(PyExc_ValueError, "qgemm: masked_m / m_indices are silu_mul's only");
+        if (qgpy_check_dtype(&t[C_AUX], QGPY_I32) < 0 || qgpy_check_ndim(&t[C_AUX], 1, "[L]") < 0 ||
+            check_contiguous(&t[C_AUX]) < 0 ||
+            qgpy_check_dim(&t[C_AUX], 0, rows_mask == 1 ? groups : rows,
+                           rows_mask == 1 ? "groups (masked_m)" : "x's rows (m_indices)") < 0)
+            return -1;
+        if (rows_mask == 1)
+            a->masked_m = qgpy_address(&t[C_AUX]);
+        else
+            a->m_indices = qgpy_address(&t[C_AUX]);
+    }
+    a->m = m;
+    a->k = (int)k;
+    a->num_groups = groups;
+    a->x = qgpy_address(&t[C_X]);
+    a->x_fp32 = x_f32;
+    a->out = qgpy_address(&t[C_OUT]);
+    a->sf = qgpy_address(&t[C_SF]);
+    a->sf_mn_major = sf_mn_major;
+    a->sf_ld = sf_ld;
+    a->ue8m0 = ue8m0;
+    if (qgpy_check_writable(&t[C_OUT]) < 0 || qgpy_check_writable(&t[C_SF]) < 0)
+        return -1;
+    for (int o = C_OUT; o <= C_SF; o++)
+        for (int i = 0; i < C_SLOTS; i++)
+            if (i != o && t[i].t && qgpy_check_no_overlap(&t[o], &t[i]) < 0)
+                return -1;
+    return 0;
+}
+
+static PyObject *status_result(qg_status st)
+{
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    Py_RETURN_NONE;
+}
+
+/* cast(kind, x, out, sf, aux_or_None, m, groups, sf_mn_major, sf_ld, ue8m0,
+ *      rows_mask, stream, no_sync) -> None */
+PyObject *qgpy_cast(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, m, groups, sf_mn_major, sf_ld, ue8m0, rows_mask;
+    PyObject *obj[C_SLOTS];
+    unsigned long long stream;
+    unsigned no_sync;
+    if (!PyArg_ParseTuple(args, "iOOOOiiiiiiKI:cast", &kind, &obj[C_X], &obj[C_OUT], &obj[C_SF],
+                          &obj[C_AUX], &m, &groups, &sf_mn_major, &sf_ld, &ue8m0, &rows_mask,
+                          &stream, &no_sync))
+        return NULL;
+    if (kind < QG_CAST_KIND_PER_TOKEN || kind > QG_CAST_KIND_SILU_MUL)
+        return PyErr_Format(PyExc_ValueError, "qgemm: unknown cast kind %d", kind);
+    for (int i = 0; i < C_AUX; i++)
+        if (obj[i] == Py_None)
+            return PyErr_Format(PyExc_ValueError, "qgemm: %s must be a tensor", cast_names[i]);
+    PyObject *result = NULL;
+    qgpy_tensor t[C_SLOTS] = {{0}};
+    if (import_all(obj, cast_names, C_SLOTS, stream, no_sync, t) < 0)
+        goto done;
+    qg_cast_args a;
+    int device = 0;
+    if (cast_args(kind, t, m, groups, sf_mn_major, sf_ld, ue8m0, rows_mask, &a, &device) < 0)
+        goto done;
+    if (a.m == 0 || a.k == 0) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        goto done;
+    qg_status st;
+    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
+    Py_BEGIN_ALLOW_THREADS
+    switch (kind) {
+    case QG_CAST_KIND_PER_TOKEN: st = qg_per_token_cast(ctx, &a, s); break;
+    case QG_CAST_KIND_PER_BLOCK: st = qg_per_block_cast(ctx, &a, s); break;
+    case QG_CAST_KIND_PER_CHANNEL: st = qg_per_channel_cast(ctx, &a, s); break;
+    default: st = qg_silu_mul_cast(ctx, &a, s); break;
+    }
+    Py_END_ALLOW_THREADS
+    result = status_result(st);
+done:
+    release_all(t, C_SLOTS);
+    return result;
+}
+
+enum { L_SF, L_OUT, L_KS, L_SLOTS };
+static const char *const layout_names[L_SLOTS] = {"sf", "out", "ks"};
+
+/* sf_layout(kind, sf, out, ks_or_None, out_ld, gran_k, k_alignment, psum,
+ *           stream, no_sync) -> None */
+PyObject *qgpy_sf_layout(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, out_ld, gran_k, k_alignment, psum;
+    PyObject *obj[L_SLOTS];
+    unsigned long long stream;
+    unsigned no_sync;
+    if (!PyArg_ParseTuple(args, "iOOOiiiiKI:sf_layout", &kind, &obj[L_SF], &obj[L_OUT], &obj[L_KS],
+                          &out_ld, &gran_k, &k_alignment, &psum, &stream, &no_sync))
+        return NULL;
+    if (kind < QG_CAST_KIND_SF_MN_MAJOR || kind > QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED)
+        return PyErr_Format(PyExc_ValueError, "qgemm: unknown scale-layout kind %d", kind);
+    const int kg = kind == QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED;
+    if (obj[L_SF] == Py_None || obj[L_OUT] == Py_None || (kg && obj[L_KS] == Py_None))
+        return PyErr_Format(PyExc_ValueError, "qgemm: sf, out%s must be tensors", kg ? " and ks" : "");
+    PyObject *result = NULL;
+    qgpy_tensor t[L_SLOTS] = {{0}};
+    if (import_all(obj, layout_names, L_SLOTS, stream, no_sync, t) < 0)
+        goto done;
+    int device = -1;
+    for (int i = 0; i < L_SLOTS; i++)
+        if (t[i].t && qgpy_check_device(&t[i], &device) < 0)
+            goto done;
+    if (qgpy_check_dtype(&t[L_SF], QGPY_F32) < 0 || check_contiguous(&t[L_OUT]) < 0)
+        goto done;
+    if (t[L_OUT].t->dtype.bits != 32 || t[L_OUT].t->dtype.lanes != 1 ||
+        (kind != QG_CAST_KIND_SF_MN_MAJOR && t[L_OUT].t->dtype.code != kDLInt)) {
+        qgpy_errorf(PyExc_ValueError, "qgemm: out must be %s", kind == QG_CAST_KIND_SF_MN_MAJOR
+                                                                   ? "float32" : "int32");
+        goto done;
+    }
+    qg_sf_layout_args a;
+    memset(&a, 0, sizeof a);
+    int64_t want_out;
+    if (!kg) {
+        if (qgpy_check_ndim(&t[L_SF], 3, "[G, MN, SF_K]") < 0)
+            goto done;
+        const int64_t g = qgpy_dim(&t[L_SF], 0), mn = qgpy_dim(&t[L_SF], 1), sfk = qgpy_dim(&t[L_SF], 2);
+        if (g > INT32_MAX || mn > INT32_MAX || sfk > INT32_MAX || out_ld < mn) {
+            qgpy_errorf(PyExc_ValueError, "qgemm: sf [G, MN, SF_K] too large, or out_ld %d < MN",
+                        out_ld);
+            goto done;
+        }
+        a.mn = (int)mn, a.sf_k = (int)sfk, a.num_groups = (int)g;
+        for (int i = 0; i < 3; i++)
+            a.sf_stride[i] = qgpy_dim(&t[L_SF], i) > 1 ? qgpy_stride(&t[L_SF], i) : 0;
+        a.out_ld = out_ld;
+        want_out = g * (kind == QG_CAST_KIND_SF_MN_MAJOR ? sfk : cdiv(sfk, 4)) * out_ld;
+    } else {
+        if (qgpy_check_ndim(&t[L_SF], 2, "[SF_K, MN]") < 0 || check_contiguous(&t[L_SF]) < 0 ||
+            qgpy_check_ndim(&t[L_OUT], 2, "[packed SF_K, MN]") < 0 ||
+            qgpy_check_dtype(&t[L_KS], QGPY_I32) < 0 || qgpy_check_ndim(&t[L_KS], 1, "[G]") < 0 ||
+            check_contiguous(&t[L_KS]) < 0 ||
+            qgpy_check_dim(&t[L_OUT], 1, qgpy_dim(&t[L_SF], 1), "MN (sf.shape[1])") < 0)
+            goto done;
+        a.sf_k = (int)qgpy_dim(&t[L_SF], 0), a.mn = (int)qgpy_dim(&t[L_SF], 1);
+        a.num_groups = (int)qgpy_dim(&t[L_KS], 0);
+        a.ks = qgpy_address(&t[L_KS]);
+        a.gran_k = gran_k, a.k_alignment = k_alignment, a.psum = psum;
+        a.packed_sf_k = (int)qgpy_dim(&t[L_OUT], 0);
+        want_out = numel(&t[L_OUT]);
+    }
+    if (numel(&t[L_OUT]) != want_out) {
+        qgpy_errorf(PyExc_ValueError, "qgemm: out must hold %lld values, got %lld",
+                    (long long)want_out, (long long)numel(&t[L_OUT]));
+        goto done;
+    }
+    a.sf = qgpy_address(&t[L_SF]);
+    a.out = qgpy_address(&t[L_OUT]);
+    if (qgpy_check_writable(&t[L_OUT]) < 0 || qgpy_check_no_overlap(&t[L_OUT], &t[L_SF]) < 0 ||
+        (t[L_KS].t && qgpy_check_no_overlap(&t[L_OUT], &t[L_KS]) < 0))
+        goto done;
+    if (want_out == 0 || (!kg && a.sf_k == 0)) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        goto done;
+    qg_status st;
+    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
+    Py_BEGIN_ALLOW_THREADS
+    switch (kind) {
+    case QG_CAST_KIND_SF_MN_MAJOR: st = qg_sf_transpose_mn_major(ctx, &a, s); break;
+    case QG_CAST_KIND_SF_PACK_UE8M0: st = qg_sf_pack_ue8m0(ctx, &a, s); break;
+    default: st = qg_sf_pack_ue8m0_k_grouped(ctx, &a, s); break;
+    }
+    Py_END_ALLOW_THREADS
+    result = status_result(st);
+done:
+    release_all(t, L_SLOTS);
+    return result;
+}

@@ -1,0 +1,867 @@
+/*
+ * test_cast.c -- the cast family (src/cast.c over src/cast_plan.c and
+ * kernels/qg_cast.cuh): argument validation of every entry point on an
+ * offline context, the planner on the CPU (grids from the SM count as data,
+ * access widths, refusals), every kernel variant compiled through the
+ * library (no spill, no stack frame, no compiler warning), and on a GPU the
+ * outputs bit for bit against a host implementation of the torch formulas
+ * (docs/CAST.md) on fresh random inputs with special values, shapes off
+ * 128, outputs poisoned first (what the call must not write stays poisoned).
+ *
+ * silu_mul: the host's expf is not the GPU's, so its rows are compared with
+ * a tolerance (scales within 4 ulp, bytes within one e4m3 step); the other
+ * kernels are bitwise.
+ */
+#include "cast_plan.h"
+#include "internal.h"
+#include "qg_test.h"
+#include "qgtk.h"
+#include "seam.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define FAKE(x) ((void *)(uintptr_t)(x))
+
+static qg_context *offline(void) {
+    qg_context *ctx = NULL;
+    return qg_context_create_offline(&ctx, NULL) == QG_SUCCESS ? ctx : NULL;
+}
+
+static qg_cast_args good_cast(void) {
+    qg_cast_args a;
+    memset(&a, 0, sizeof a);
+    a.m = 256, a.k = 512, a.num_groups = 1;
+    a.x = FAKE(0x1000000), a.ld_x = 1024;
+    a.out = FAKE(0x3000000), a.ld_out = 512;
+    a.sf = FAKE(0x5000000);
+    a.sf_ld = 256;
+    return a;
+}
+
+static qg_sf_layout_args good_layout(int kgrouped) {
+    qg_sf_layout_args a;
+    memset(&a, 0, sizeof a);
+    a.mn = 100, a.sf_k = 7, a.num_groups = 2;
+    a.sf = FAKE(0x1000000);
+    a.sf_stride[0] = 700, a.sf_stride[1] = 7, a.sf_stride[2] = 1;
+    a.out = FAKE(0x3000000), a.out_ld = 100;
+    if (kgrouped) {
+        a.sf_stride[0] = a.sf_stride[1] = a.sf_stride[2] = 0;
+        a.out_ld = 0;
+        a.ks = FAKE(0x5000000);
+        a.gran_k = 128, a.k_alignment = 128, a.packed_sf_k = 4;
+    }
+    return a;
+}
+
+typedef qg_status (*cast_fn)(qg_context *, const qg_cast_args *, struct CUstream_st *);
+typedef qg_status (*layout_fn)(qg_context *, const qg_sf_layout_args *, struct CUstream_st *);
+
+TEST(cast_validation) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const cast_fn fns[4] = {qg_per_token_cast, qg_per_block_cast, qg_per_channel_cast,
+                                   qg_silu_mul_cast};
+    static const char *const fn_names[4] = {"qg_per_token_cast", "qg_per_block_cast",
+                                            "qg_per_channel_cast", "qg_silu_mul_cast"};
+    for (int f = 0; f < 4; ++f) {
+        qg_cast_args a = good_cast();
+        qg_status st = fns[f](ctx, &a, NULL);
+        CHECK(st == QG_ERROR_NO_DEVICE && strstr(qg_last_error(), fn_names[f]),
+              "%s good args offline: %s (%s)", fn_names[f], qg_status_string(st), qg_last_error());
+        CHECK(fns[f](NULL, &a, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "ctx is NULL"), "%s NULL ctx: %s", fn_names[f], qg_last_error());
+        CHECK(fns[f](ctx, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "args is NULL"), "%s NULL args: %s", fn_names[f], qg_last_error());
+        a.m = 0; /* a no-op, but offline still says so */
+        st = fns[f](ctx, &a, NULL);
+        CHECK(st == QG_ERROR_NO_DEVICE, "%s m = 0 offline: %s", fn_names[f], qg_status_string(st));
+    }
+#define CASE(fn, edit_stmt, want_text, want_status)                                                 \
+    do {                                                                                            \
+        qg_cast_args x = good_cast();                                                               \
+        edit_stmt;                                                                                  \
+        qg_status s = fn(ctx, &x, NULL);                                                            \
+        CHECK(s == (want_status) && strstr(qg_last_error(), want_text), "%s: %s: %s (%s)", #fn,     \
+              #edit_stmt, qg_status_string(s), qg_last_error());                                    \
+    } while (0)
+    CASE(qg_per_token_cast, x.m = -1, "args->m must be >= 0", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.k = -5, "args->k must be >= 0", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.num_groups = -1, "args->num_groups", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.x_fp32 = 2, "args->x_fp32 must be 0 or 1", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.ue8m0 = -1, "args->ue8m0 must be 0 or 1", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.sf_mn_major = 3, "args->sf_mn_major must be 0 or 1",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.ld_x = 100, "args->ld_x must be in [k = 512", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.ld_out = 511, "args->ld_out must be in [k = 512",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, (x.sf_mn_major = 1, x.sf_ld = 255), "args->sf_ld must be >= m = 256",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, (x.sf_mn_major = 1, x.m = 5, x.sf_ld = 5), "rounded up to 4 (8)",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.x = NULL, "x", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.out = NULL, "out", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.sf = NULL, "sf", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.x = FAKE(0x1000001), "x", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.sf = FAKE(0x5000002), "sf", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.masked_m = FAKE(0x7000000), "args->masked_m must be NULL",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.m_indices = FAKE(0x7000000), "args->m_indices must be NULL",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.m = (1 << 30) + 1, "at most 2^30", QG_ERROR_UNSUPPORTED);
+    /* outputs over an input or each other */
+    CASE(qg_per_token_cast, x.out = FAKE(0x1000000 + 1024), "overlap", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_token_cast, x.sf = (float *)FAKE(0x3000000 + 4096), "overlap",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_per_block_cast, x.sf_mn_major = 1, "args->sf_mn_major must be 0", QG_ERROR_UNSUPPORTED);
+    CASE(qg_per_channel_cast, x.m = 200, "args->m must be a multiple of 128", QG_ERROR_UNSUPPORTED);
+    CASE(qg_per_channel_cast, x.num_groups = 2, "args->num_groups must be 1", QG_ERROR_UNSUPPORTED);
+    CASE(qg_silu_mul_cast, x.ld_x = 1000, "args->ld_x must be in [2k = 1024",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_silu_mul_cast, (x.masked_m = FAKE(0x7000000), x.m_indices = FAKE(0x7100000)), "not both",
+         QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_silu_mul_cast, x.masked_m = FAKE(0x7000002), "masked_m", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_silu_mul_cast, x.m_indices = FAKE(0x3000000 + 64), "overlap", QG_ERROR_INVALID_ARGUMENT);
+    CASE(qg_silu_mul_cast, x.masked_m = FAKE(0x7000000), "offline", QG_ERROR_NO_DEVICE);
+#undef CASE
+
+    static const layout_fn lfns[3] = {qg_sf_transpose_mn_major, qg_sf_pack_ue8m0,
+                                      qg_sf_pack_ue8m0_k_grouped};
+    for (int f = 0; f < 3; ++f) {
+        qg_sf_layout_args a = good_layout(f == 2);
+        qg_status st = lfns[f](ctx, &a, NULL);
+        CHECK(st == QG_ERROR_NO_DEVICE, "layout %d good args offline: %s (%s)", f,
+              qg_status_string(st), qg_last_error());
+        CHECK(lfns[f](ctx, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT, "layout %d NULL args", f);
+    }
+#define LCASE(fn, kg, edit_stmt, want_text, want_status)                                            \
+    do {                                                                                            \
+        qg_sf_layout_args x = good_layout(kg);                                                      \
+        edit_stmt;                                                                                  \
+        qg_status s = fn(ctx, &x, NULL);                                                            \
+        CHECK(s == (want_status) && strstr(qg_last_error(), want_text), "%s: %s: %s (%s)", #fn,     \
+              #edit_stmt, qg_status_string(s), qg_last_error());                                    \
+    } while (0)
+    LCASE(qg_sf_transpose_mn_major, 0, x.mn = -1, "args->mn must be >= 0", QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_transpose_mn_major, 0, x.out_ld = 99, "args->out_ld must be in [mn = 100",
+          QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_transpose_mn_major, 0, x.sf_stride[1] = -7, "args->sf_stride[1]",
+          QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_transpose_mn_major, 0, x.ks = FAKE(0x5000000), "k-grouped layout's",
+          QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_transpose_mn_major, 0, x.sf = FAKE(0x1000002), "sf", QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_transpose_mn_major, 0, x.out = NULL, "out", QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_pack_ue8m0, 0, x.out = FAKE(0x1000000 + 400), "overlap", QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_pack_ue8m0_k_grouped, 1, x.num_groups = 129, "args->num_groups must be in [1, 128]",
+          QG_ERROR_UNSUPPORTED);
+    LCASE(qg_sf_pack_ue8m0_k_grouped, 1, x.mn = 102, "args->mn must be a multiple of 4",
+          QG_ERROR_UNSUPPORTED);
+    LCASE(qg_sf_pack_ue8m0_k_grouped, 1, x.gran_k = 64, "args->gran_k must be 32 or 128",
+          QG_ERROR_UNSUPPORTED);
+    LCASE(qg_sf_pack_ue8m0_k_grouped, 1, x.k_alignment = 48, "args->k_alignment",
+          QG_ERROR_UNSUPPORTED);
+    LCASE(qg_sf_pack_ue8m0_k_grouped, 1, x.psum = 2, "args->psum must be 0 or 1",
+          QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_pack_ue8m0_k_grouped, 1, x.ks = NULL, "ks", QG_ERROR_INVALID_ARGUMENT);
+    LCASE(qg_sf_pack_ue8m0_k_grouped, 1, x.out = FAKE(0x3000008), "out", QG_ERROR_INVALID_ARGUMENT);
+#undef LCASE
+    /* qg_cast_compile's own checks */
+    qg_cast_args ca = good_cast();
+    CHECK(qg_cast_compile(ctx, (qg_cast_kind)0, &ca, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+          strstr(qg_last_error(), "qg_cast_kind"), "kind 0: %s", qg_last_error());
+    CHECK(qg_cast_compile(ctx, QG_CAST_KIND_PER_TOKEN, NULL, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT,
+          "NULL cast args: %s", qg_last_error());
+    CHECK(qg_cast_compile(ctx, QG_CAST_KIND_SF_PACK_UE8M0, &ca, NULL, NULL) ==
+          QG_ERROR_INVALID_ARGUMENT, "NULL layout args: %s", qg_last_error());
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The planner on the CPU: the grid follows the SM count given, never more
+ * CTAs than stay resident, zero for nothing to do; the access width follows
+ * the alignment; refusals. */
+TEST(cast_plan) {
+    qg_cast_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_PER_TOKEN, p.rows = 4096, p.m = 4096, p.groups = 1, p.k = 7168;
+    p.ld_in = p.ld_out = 7168, p.in_align = p.out_align = 16;
+    qg_cast_plan a, b;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(qg__cast_plan(&p, 20, &b) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(a.grid <= 132u * 4 && b.grid <= 20u * 4 && b.grid < a.grid && a.vec == 8,
+          "grids %u / %u vec %d", a.grid, b.grid, a.vec);
+    p.rows = 1;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid >= 1 && a.unroll == 1, "one row: grid %u",
+          a.grid);
+    p.rows = 0;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid == 0, "no rows: grid %u", a.grid);
+    p.rows = 100, p.ld_in = 7169;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.vec == 1, "odd ld: vec %d", a.vec);
+    p.ld_in = 7168, p.in_align = 4;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.vec == 2, "4-byte x: vec %d", a.vec);
+    CHECK(qg__cast_plan(&p, 0, &a) == QG_ERROR_INVALID_ARGUMENT, "0 SMs");
+    p.in_align = 1;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_ERROR_INVALID_ARGUMENT, "misaligned bf16");
+    /* per-block: one CTA per block, capped by the SMs */
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_PER_BLOCK, p.groups = 8, p.n = 4096, p.k = 7168, p.ld_in = p.ld_out = 7168;
+    p.in_align = p.out_align = 16;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid == 132u * 3 && a.min_ctas == 3,
+          "per-block grid %u min_ctas %d", a.grid, a.min_ctas);
+    CHECK(qg__cast_plan(&p, 7, &a) == QG_SUCCESS && a.grid == 21, "per-block on 7 SMs: %u", a.grid);
+    p.groups = 1, p.n = 100, p.k = 100;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid == 1, "one block: %u", a.grid);
+    /* per-channel needs rows % 128 */
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_PER_CHANNEL, p.rows = 200, p.k = 64, p.ld_in = p.ld_out = 64;
+    p.in_align = p.out_align = 16;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_ERROR_UNSUPPORTED, "per-channel rows 200");
+    p.rows = 256;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.min_ctas == 2 && a.vec == 8, "per-channel");
+    p.ld_in = 65; /* narrow bf16 accesses: one CTA per SM */
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.min_ctas == 1 && a.vec == 1, "narrow");
+    /* layouts */
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_SF_MN_MAJOR, p.m = 4096, p.k = 56, p.groups = 1, p.sf_ld = 4095;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_ERROR_INVALID_ARGUMENT, "sf_ld < mn");
+    p.sf_ld = 4096;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid <= 132u * 4 && a.grid > 0, "grid %u",
+          a.grid);
+    p.op = QG_CAST_SF_PACK_UE8M0_KGROUPED, p.groups = 0;
+    CHECK(qg__cast_plan(&p, 132, &a) != QG_SUCCESS, "k-grouped 0 groups");
+    p.op = (qg_cast_op)9;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_ERROR_INVALID_ARGUMENT, "op 9");
+    /* the source names every compile-time choice */
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_SILU_MUL, p.rows = 64, p.m = 32, p.groups = 2, p.k = 256, p.ld_in = 512;
+    p.ld_out = 256, p.in_align = p.out_align = 16, p.rows_mask = QG_CAST_ROWS_MASKED;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS, "%s", qg_last_error());
+    char src[2048];
+    CHECK(qg__cast_source(&p, &a, src, sizeof src) == QG_SUCCESS &&
+          strstr(src, "#define QG_CAST_OP 4") && strstr(src, "#define QG_CAST_ROW_MASK 1") &&
+          strstr(src, "#define QG_CAST_K 256"), "source:\n%s", src);
+    CHECK(qg__cast_source(&p, &a, src, 16) == QG_ERROR_INTERNAL, "small buffer");
+    PASS();
+}
+
+/* ---- every variant through the library's JIT -------------------------------- */
+
+static unsigned warnings_seen;
+
+static int compile_one(qg_context *ctx, qg_cast_kind kind, const qg_cast_args *c,
+                       const qg_sf_layout_args *l, const char *what) {
+    qg_kernel_info info;
+    memset(&info, 0, sizeof info);
+    qg_status st = qg_cast_compile(ctx, kind, c, l, &info);
+    if (st != QG_SUCCESS) {
+        printf("    %s: %s: %s\n", what, qg_status_string(st), qg_last_error());
+        return 0;
+    }
+    char first[512];
+    const unsigned warnings = qg__jit_warnings(first, sizeof first);
+    if (warnings != warnings_seen) {
+        printf("    %s: the compile logged a warning (%u so far; the first: %s)\n", what, warnings,
+               first);
+        warnings_seen = warnings;
+        return 0;
+    }
+    if (info.spill_store_bytes || info.spill_load_bytes || info.stack_frame_bytes ||
+        info.registers <= 0) {
+        printf("    %s: regs %d spills %d/%d stack %d\n", what, info.registers,
+               info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes);
+        return 0;
+    }
+    return 1;
+}
+
+TEST(cast_compile) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    warnings_seen = qg__jit_warnings(NULL, 0);
+    int total = 0, ok = 0;
+    char what[160];
+    /* quantizing kinds: type x UE8M0 x scale layout / row mask x aligned or not */
+    for (int kind = 1; kind <= 4; ++kind)
+        for (int f32 = 0; f32 < 2; ++f32)
+            for (int ue = 0; ue < 2; ++ue)
+                for (int variant = 0; variant < (kind == 4 ? 6 : kind == 1 ? 4 : 2); ++variant) {
+                    qg_cast_args a = good_cast();
+                    a.x_fp32 = f32, a.ue8m0 = ue;
+                    const int misaligned = variant % 2;
+                    if (misaligned) a.k = 200, a.ld_x = 2 * 201, a.ld_out = 203; /* narrow accesses */
+                    if (kind == 1 || kind == 4) a.sf_mn_major = (variant / 2) % 2;
+                    if (kind == 4) {
+                        a.ld_x = misaligned ? 2 * a.k + 2 : 2 * a.k;
+                        if (variant / 2 == 2) a.masked_m = FAKE(0x7000000), a.sf_mn_major = 0;
+                        if (variant / 2 == 1) a.m_indices = FAKE(0x7000000);
+                        if (variant / 2 == 1) a.sf_mn_major = 1;
+                    }
+                    if (kind == 3) a.m = 256;
+                    snprintf(what, sizeof what, "kind %d %s ue8m0 %d variant %d", kind,
+                             f32 ? "f32" : "bf16", ue, variant);
+                    total++;
+                    ok += compile_one(ctx, (qg_cast_kind)kind, &a, NULL, what);
+                }
+    /* per-token small M (the unroll follows the rows) */
+    for (int m = 1; m <= 4096; m *= 64) {
+        qg_cast_args a = good_cast();
+        a.m = m, a.k = 7168, a.ld_x = a.ld_out = 7168;
+        snprintf(what, sizeof what, "per-token m %d", m);
+        total++;
+        ok += compile_one(ctx, QG_CAST_KIND_PER_TOKEN, &a, NULL, what);
+    }
+    for (int kind = 5; kind <= 6; ++kind) {
+        qg_sf_layout_args l = good_layout(0);
+        snprintf(what, sizeof what, "layout kind %d", kind);
+        total++;
+        ok += compile_one(ctx, (qg_cast_kind)kind, NULL, &l, what);
+    }
+    for (int psum = 0; psum < 2; ++psum)
+        for (int gran = 32; gran <= 128; gran *= 4)
+            for (int groups = 1; groups <= 4; groups += 3) {
+                qg_sf_layout_args l = good_layout(1);
+                l.psum = psum, l.gran_k = gran, l.num_groups = groups;
+                snprintf(what, sizeof what, "k-grouped psum %d gran %d groups %d", psum, gran, groups);
+                total++;
+                ok += compile_one(ctx, QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED, NULL, &l, what);
+            }
+    printf("    %d of %d cast kernels compiled clean\n", ok, total);
+    qg_context_destroy(ctx);
+    CHECK(ok == total, "%d of %d variants failed", total - ok, total);
+    PASS();
+}
+
+/* ---- bitwise on the GPU ---------------------------------------------------------- */
+
+static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+/* The GPU's arithmetic returns the canonical NaN 0x7FFFFFFF. */
+static float canon(float f) { return isnan(f) ? bitsf(0x7FFFFFFFu) : f; }
+static const float inv448 = (float)(1.0 / 448.0);
+
+/* c10::detail::fp8e4m3fn_from_fp32_value */
+static uint8_t torch_e4m3(float f) {
+    const uint32_t fp8_max = 1087u << 20, denorm_mask = 141u << 23;
+    uint32_t b = fbits(f);
+    const uint32_t sign = b & 0x80000000u;
+    b ^= sign;
+    uint8_t r;
+    if (b >= fp8_max) r = 0x7F;
+    else if (b < (121u << 23)) r = (uint8_t)(fbits(bitsf(b) + bitsf(denorm_mask)) - denorm_mask);
+    else {
+        const uint32_t odd = (b >> 20) & 1u;
+        b += ((uint32_t)(7 - 127) << 23) + 0x7FFFFu;
+        b += odd;
+        r = (uint8_t)(b >> 20);
+    }
+    return (uint8_t)(r | (sign >> 24));
+}
+
+static float ceil_ue8m0(float s) {
+    const uint32_t b = fbits(s) & 0x7FFFFFFFu;
+    int e = (int)(b >> 23) + ((b & 0x7FFFFFu) != 0);
+    e = e < 1 ? 1 : e > 254 ? 254 : e;
+    return bitsf((uint32_t)e << 23);
+}
+
+static void ref_scale(uint32_t amax_bits, int ue, float *sf, float *mult) {
+    float amax = bitsf(amax_bits);
+    if (amax < 1e-4f) amax = 1e-4f;
+    if (ue) {
+        *sf = ceil_ue8m0(canon(amax * inv448));
+        *mult = 1.0f / *sf;
+    } else {
+        *sf = canon(amax * inv448);
+        *mult = canon(canon(1.0f / amax) * 448.0f);
+    }
+}
+
+static uint32_t absbits(float f) { return fbits(f) & 0x7FFFFFFFu; }
+static uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+static uint64_t rng;
+static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static float urand(void) { return (float)((rnd() >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f; }
+
+/* x [rows][ld] (ld >= cols) of bf16 values or floats: magnitudes 2^-12..2^12
+ * by row, zero rows, e4m3-subnormal values, and inf / -inf / NaN / -0. */
+static float *fill(int64_t rows, int64_t cols, int64_t ld, int bf16, int special) {
+    float *x = calloc((size_t)(rows * ld + 1), sizeof *x);
+    for (int64_t r = 0; r < rows; ++r) {
+        const float mag = ldexpf(1.0f, (int)(rnd() % 25) - 12);
+        const int zero_row = rnd() % 17 == 0;
+        for (int64_t c = 0; c < cols; ++c) {
+            float v = zero_row ? 0.0f : urand() * mag;
+            if (rnd() % 97 == 0) v *= 1e-6f;
+            if (bf16) v = qg_bf16_decode(qg_bf16_encode(v));
+            x[r * ld + c] = v;
+        }
+    }
+    if (special && rows * cols > 1000) {
+        x[17] = INFINITY;
+        x[(rows / 2) * ld + 3] = -INFINITY;
+        x[(rows / 3) * ld + cols / 2] = NAN;
+        x[(rows / 4) * ld + 1] = -0.0f;
+        x[(rows / 5) * ld] = 30000.0f; /* 29952 in bf16 */
+        if (bf16)
+            for (int64_t i = 0; i < rows * ld; ++i) x[i] = qg_bf16_decode(qg_bf16_encode(x[i]));
+    }
+    return x;
+}
+
+static CUdeviceptr upload(const qg_driver *drv, const float *x, size_t n, int bf16) {
+    CUdeviceptr d = 0;
+    const size_t bytes = n * (bf16 ? 2 : 4);
+    if (drv->cuMemAlloc(&d, bytes + 16) != CUDA_SUCCESS) return 0;
+    if (bf16) {
+        uint16_t *h = malloc(bytes + 2);
+        for (size_t i = 0; i < n; ++i) h[i] = (uint16_t)(fbits(x[i]) >> 16);
+        drv->cuMemcpyHtoD(d, h, bytes);
+        free(h);
+    } else {
+        drv->cuMemcpyHtoD(d, x, bytes);
+    }
+    return d;
+}
+
+static CUdeviceptr poisoned(const qg_driver *drv, size_t bytes) {
+    CUdeviceptr d = 0;
+    if (drv->cuMemAlloc(&d, bytes + 16) != CUDA_SUCCESS) return 0;
+    drv->cuMemsetD8(d, 0xFF, bytes + 16);
+    return d;
+}
+
+typedef struct {
+    int64_t bad_q, bad_sf, steps; /* mismatches; silu: bytes more than one step off */
+} tally;
+
+static int e4m3_step(uint8_t a, uint8_t b) {
+    /* distance in codes for same-sign finite codes, large otherwise */
+    if ((a ^ b) & 0x80) return (a & 0x7F) == 0 && (b & 0x7F) == 0 ? 0 : 100;
+    return abs((int)(a & 0x7F) - (int)(b & 0x7F));
+}
+
+static void expect_q(tally *t, uint8_t got, uint8_t want, int silu) {
+    if (got == want) return;
+    t->bad_q++;
+    if (!silu || e4m3_step(got, want) > 1) t->steps++;
+}
+
+static void expect_sf(tally *t, uint32_t got, uint32_t want, int silu) {
+    if (got == want) return;
+    if (silu && want != 0xFFFFFFFFu && got != 0xFFFFFFFFu) {
+        const int64_t d = (int64_t)got - (int64_t)want;
+        if (d >= -4 && d <= 4) return;
+    }
+    t->bad_sf++;
+}
+
+typedef struct {
+    int kind;             /* 1 per-token, 2 per-block, 3 per-channel, 4 silu_mul */
+    int f32, ue, mn, rows_mask; /* rows_mask: silu 1 masked, 2 contiguous */
+    int groups, m, k;
+    int pad;              /* extra elements of each row stride (narrow accesses when odd) */
+} cast_case;
+
+/* Launch through a CUDA graph (captured after qg_cast_compile) instead of directly. */
+static int in_graph;
+
+static int run_cast_case(qg_context *ctx, CUstream stream, const cast_case *c, char *why, size_t len) {
+    const qg_driver *drv = ctx->drv;
+    const int G = c->groups, M = c->m, K = c->k, silu = c->kind == 4;
+    const int64_t rows = (int64_t)G * M, in_cols = silu ? 2 * (int64_t)K : K;
+    const int64_t ld_x = in_cols + c->pad, ld_out = K + c->pad;
+    const int KB = (K + 127) / 128, sf_ld = (M + 3) / 4 * 4 + (c->pad ? 4 : 0);
+    float *x = fill(rows, in_cols, ld_x, !c->f32, 1);
+    size_t sf_n;
+    switch (c->kind) {
+    case 2: sf_n = (size_t)G * ((M + 127) / 128) * KB; break;
+    case 3: sf_n = (size_t)(M / 128) * K; break;
+    default: sf_n = c->mn ? (size_t)G * KB * sf_ld : (size_t)rows * KB;
+    }
+    int32_t *aux = NULL;
+    size_t aux_n = 0;
+    if (c->rows_mask == 1) {
+        aux_n = (size_t)G;
+        aux = malloc(aux_n * 4);
+        static const int pick[] = {0, 1, -1, -2, 5, -3};
+        for (int g = 0; g < G; ++g)
+            aux[g] = pick[g % 6] == -1 ? M : pick[g % 6] == -2 ? M + 5 : pick[g % 6] == 5 ? M / 2 + 1
+                                                                     : pick[g % 6];
+    } else if (c->rows_mask == 2) {
+        aux_n = (size_t)rows;
+        aux = malloc(aux_n * 4);
+        for (int64_t r = 0; r < rows; ++r) aux[r] = r % 128 < 100 ? (int)(r / 128 % 7) : -1;
+    }
+    CUdeviceptr dx = upload(drv, x, (size_t)(rows * ld_x), !c->f32);
+    CUdeviceptr dq = poisoned(drv, (size_t)(rows * ld_out));
+    CUdeviceptr dsf = poisoned(drv, sf_n * 4);
+    CUdeviceptr daux = 0;
+    if (aux) {
+        drv->cuMemAlloc(&daux, aux_n * 4);
+        drv->cuMemcpyHtoD(daux, aux, aux_n * 4);
+    }
+    uint8_t *q = malloc((size_t)(rows * ld_out) + 1);
+    uint32_t *sf = malloc(sf_n * 4 + 4);
+    int ok = 0;
+    if (!dx || !dq || !dsf) {
+        snprintf(why, len, "cuMemAlloc failed");
+        goto done;
+    }
+    qg_cast_args a;
+    memset(&a, 0, sizeof a);
+    a.m = M, a.k = K, a.num_groups = G;
+    a.x = (const void *)(uintptr_t)dx, a.ld_x = ld_x, a.x_fp32 = c->f32;
+    a.out = (void *)(uintptr_t)dq, a.ld_out = ld_out;
+    a.sf = (float *)(uintptr_t)dsf, a.sf_mn_major = c->mn, a.sf_ld = sf_ld, a.ue8m0 = c->ue;
+    if (c->rows_mask == 1) a.masked_m = (const int32_t *)(uintptr_t)daux;
+    if (c->rows_mask == 2) a.m_indices = (const int32_t *)(uintptr_t)daux;
+    static const cast_fn fns[5] = {NULL, qg_per_token_cast, qg_per_block_cast, qg_per_channel_cast,
+                                   qg_silu_mul_cast};
+    qg_status st;
+    if (!in_graph) {
+        st = fns[c->kind](ctx, &a, stream);
+    } else {
+        /* compiled and loaded first, then captured: the launch reads no device
+         * memory and allocates nothing */
+        st = qg_cast_compile(ctx, (qg_cast_kind)c->kind, &a, NULL, NULL);
+        CUgraph graph = NULL;
+        CUgraphExec exec = NULL;
+        CUcontext popped;
+        if (st == QG_SUCCESS && drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS) {
+            CUresult cr = drv->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+            if (cr == CUDA_SUCCESS) {
+                st = fns[c->kind](ctx, &a, stream);
+                cr = drv->cuStreamEndCapture(stream, &graph);
+            }
+            if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphInstantiate(&exec, graph, 0);
+            if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphLaunch(exec, stream);
+            if (cr != CUDA_SUCCESS && st == QG_SUCCESS) st = QG_ERROR_CUDA;
+            if (exec) drv->cuGraphExecDestroy(exec);
+            if (graph) drv->cuGraphDestroy(graph);
+            drv->cuCtxPopCurrent(&popped);
+        }
+    }
+    if (st != QG_SUCCESS) {
+        snprintf(why, len, "%s: %s", qg_status_string(st), qg_last_error());
+        goto done;
+    }
+    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+        snprintf(why, len, "the kernel faulted");
+        goto done;
+    }
+    drv->cuMemcpyDtoH(q, dq, (size_t)(rows * ld_out));
+    drv->cuMemcpyDtoH(sf, dsf, sf_n * 4);
+    tally t = {0, 0, 0};
+    if (c->kind == 1 || c->kind == 4) {
+        float *y = malloc((size_t)K * sizeof *y);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int g = (int)(r / M), m = (int)(r % M);
+            int live = 1;
+            if (c->rows_mask == 1) live = m < aux[g];
+            if (c->rows_mask == 2) live = aux[r] >= 0;
+            const float *row = x + r * ld_x;
+            for (int col = 0; col < K; ++col)
+                y[col] = silu ? canon(canon(row[col] / (1.0f + expf(-row[col]))) * row[K + col])
+                              : row[col];
+            for (int kb = 0; kb < KB; ++kb) {
+                const int c0 = kb * 128, c1 = c0 + 128 < K ? c0 + 128 : K;
+                uint32_t amax = 0;
+                for (int col = c0; col < c1; ++col) amax = umax(amax, absbits(y[col]));
+                float s, mult;
+                ref_scale(amax, c->ue, &s, &mult);
+                for (int col = c0; col < c1; ++col)
+                    expect_q(&t, q[r * ld_out + col], live ? torch_e4m3(canon(y[col] * mult)) : 0xFF,
+                             silu);
+                const size_t at = c->mn ? ((size_t)g * KB + kb) * sf_ld + m : (size_t)r * KB + kb;
+                expect_sf(&t, sf[at], live ? fbits(s) : 0xFFFFFFFFu, silu);
+            }
+            for (int64_t col = K; col < ld_out; ++col) expect_q(&t, q[r * ld_out + col], 0xFF, 0);
+        }
+        if (c->mn) /* the TMA padding rows are not written */
+            for (int g = 0; g < G; ++g)
+                for (int kb = 0; kb < KB; ++kb)
+                    for (int m = M; m < sf_ld; ++m)
+                        expect_sf(&t, sf[((size_t)g * KB + kb) * sf_ld + m], 0xFFFFFFFFu, 0);
+        free(y);
+    } else if (c->kind == 2) {
+        const int NB = (M + 127) / 128;
+        for (int g = 0; g < G; ++g)
+            for (int nb = 0; nb < NB; ++nb)
+                for (int kb = 0; kb < KB; ++kb) {
+                    const int r1 = nb * 128 + 128 < M ? nb * 128 + 128 : M;
+                    const int c1 = kb * 128 + 128 < K ? kb * 128 + 128 : K;
+                    uint32_t amax = 0;
+                    for (int r = nb * 128; r < r1; ++r)
+                        for (int col = kb * 128; col < c1; ++col)
+                            amax = umax(amax, absbits(x[((int64_t)g * M + r) * ld_x + col]));
+                    float s, mult;
+                    ref_scale(amax, c->ue, &s, &mult);
+                    expect_sf(&t, sf[((size_t)g * NB + nb) * KB + kb], fbits(s), 0);
+                    for (int r = nb * 128; r < r1; ++r)
+                        for (int col = kb * 128; col < c1; ++col) {
+                            const int64_t row = (int64_t)g * M + r;
+                            expect_q(&t, q[row * ld_out + col], torch_e4m3(canon(x[row * ld_x + col] * mult)), 0);
+                        }
+                }
+    } else {
+        for (int mb = 0; mb < M / 128; ++mb)
+            for (int col = 0; col < K; ++col) {
+                uint32_t amax = 0;
+                for (int r = mb * 128; r < mb * 128 + 128; ++r) amax = umax(amax, absbits(x[(int64_t)r * ld_x + col]));
+                float am = bitsf(amax);
+                if (am < 1e-4f) am = 1e-4f;
+                float s = canon(am * inv448);
+                if (c->ue) s = ceil_ue8m0(s);
+                expect_sf(&t, sf[(size_t)mb * K + col], fbits(s), 0);
+                for (int r = mb * 128; r < mb * 128 + 128; ++r)
+                    expect_q(&t, q[(int64_t)r * ld_out + col], torch_e4m3(canon(x[(int64_t)r * ld_x + col] / s)), 0);
+            }
+    }
+    if (t.bad_sf || t.steps || (!silu && t.bad_q) || (silu && t.bad_q * 1000 > rows * K)) {
+        snprintf(why, len, "%lld bytes differ (%lld beyond tolerance), %lld scales differ",
+                 (long long)t.bad_q, (long long)t.steps, (long long)t.bad_sf);
+        goto done;
+    }
+    ok = 1;
+done:
+    if (dx) drv->cuMemFree(dx);
+    if (dq) drv->cuMemFree(dq);
+    if (dsf) drv->cuMemFree(dsf);
+    if (daux) drv->cuMemFree(daux);
+    free(x), free(q), free(sf), free(aux);
+    return ok;
+}
+
+TEST(gpu_cast_bitwise) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
+    cast_case cases[160];
+    int n = 0;
+    static const int token_shapes[][3] = {{1, 1, 128}, {1, 37, 200}, {1, 300, 7168}, {3, 50, 1000}};
+    for (int f32 = 0; f32 < 2; ++f32)
+        for (int ue = 0; ue < 2; ++ue) {
+            for (size_t s = 0; s < 4; ++s)
+                for (int mn = 0; mn < 2; ++mn)
+                    cases[n++] = (cast_case){1, f32, ue, mn, 0, token_shapes[s][0], token_shapes[s][1],
+                                             token_shapes[s][2], (int)s == 3};
+            cases[n++] = (cast_case){2, f32, ue, 0, 0, 2, 200, 300, 0};
+            cases[n++] = (cast_case){2, f32, ue, 0, 0, 1, 256, 1000, 1};
+            cases[n++] = (cast_case){3, f32, ue, 0, 0, 1, 256, 300, 0};
+            cases[n++] = (cast_case){3, f32, ue, 0, 0, 1, 128, 1001, 1};
+            for (int mask = 0; mask < 3; ++mask)
+                cases[n++] = (cast_case){4, f32, ue, mask == 1, mask, 6, 150, 256, mask == 2};
+        }
+    int failures = 0;
+    for (int i = 0; i < n; ++i) {
+        char why[256] = "";
+        if (!run_cast_case(ctx, stream, &cases[i], why, sizeof why)) {
+            failures++;
+            printf("    FAIL kind %d %s ue8m0 %d mn %d mask %d %dx%dx%d pad %d: %s\n", cases[i].kind,
+                   cases[i].f32 ? "f32" : "bf16", cases[i].ue, cases[i].mn, cases[i].rows_mask,
+                   cases[i].groups, cases[i].m, cases[i].k, cases[i].pad, why);
+        }
+    }
+    printf("    %d cast cases, %d failed\n", n, failures);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d cast cases failed", failures, n);
+    PASS();
+}
+
+/* The grid follows qg_context_set_num_sms (as data: a few SMs, the same bits),
+ * and a captured launch replays in a CUDA graph. */
+TEST(gpu_cast_sms_and_graph) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    rng = 0x5DEECE66Dull ^ (uint64_t)time(NULL);
+    static const cast_case cases[] = {
+        {1, 0, 0, 1, 0, 2, 300, 7168, 0}, {2, 1, 1, 0, 0, 2, 300, 1000, 0},
+        {3, 0, 0, 0, 0, 1, 512, 700, 1},  {4, 0, 1, 1, 1, 6, 150, 256, 0},
+        {4, 1, 0, 0, 2, 6, 150, 256, 1},
+    };
+    const int n = (int)(sizeof cases / sizeof cases[0]);
+    int failures = 0;
+    char why[256];
+    for (int pass = 0; pass < 3; ++pass) {
+        if (pass == 1) CHECK(qg_context_set_num_sms(ctx, 3) == QG_SUCCESS, "%s", qg_last_error());
+        in_graph = pass == 2;
+        for (int i = 0; i < n; ++i)
+            if (!run_cast_case(ctx, stream, &cases[i], why, sizeof why)) {
+                failures++;
+                printf("    FAIL pass %d (%s) case %d: %s\n", pass,
+                       pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : "CUDA graph", i, why);
+            }
+    }
+    in_graph = 0;
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d cases failed", failures, 3 * n);
+    PASS();
+}
+
+/* The scale layouts: MN-major transpose (TMA-aligned and dense), packed
+ * UE8M0, and the k-grouped packed form, against their definitions. */
+static int run_layout_case(qg_context *ctx, CUstream stream, int kind, int G, int MN, int SFK,
+                           int transposed, int out_ld, char *why, size_t len) {
+    const qg_driver *drv = ctx->drv;
+    const int out_rows = kind == 5 ? SFK : (SFK + 3) / 4;
+    const size_t in_n = (size_t)G * MN * SFK, out_n = (size_t)G * out_rows * out_ld;
+    float *in = malloc(in_n * 4 + 4);
+    for (size_t i = 0; i < in_n; ++i) {
+        const float s = ldexpf(1.0f, (int)(rnd() % 60) - 30);
+        in[i] = kind == 6 ? s : s * (1.0f + urand() * 0.4f);
+    }
+    int64_t st[3] = {(int64_t)MN * SFK, SFK, 1};
+    if (transposed) st[1] = 1, st[2] = MN;
+    CUdeviceptr din = upload(drv, in, in_n, 0), dout = poisoned(drv, out_n * 4);
+    uint32_t *out = malloc(out_n * 4 + 4);
+    int ok = 0;
+    qg_sf_layout_args a;
+    memset(&a, 0, sizeof a);
+    a.mn = MN, a.sf_k = SFK, a.num_groups = G;
+    a.sf = (const float *)(uintptr_t)din;
+    memcpy(a.sf_stride, st, sizeof st);
+    a.out = (void *)(uintptr_t)dout, a.out_ld = out_ld;
+    qg_status s = kind == 5 ? qg_sf_transpose_mn_major(ctx, &a, stream) : qg_sf_pack_ue8m0(ctx, &a, stream);
+    if (s != QG_SUCCESS) {
+        snprintf(why, len, "%s: %s", qg_status_string(s), qg_last_error());
+        goto done;
+    }
+    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+        snprintf(why, len, "the kernel faulted");
+        goto done;
+    }
+    drv->cuMemcpyDtoH(out, dout, out_n * 4);
+    int64_t bad = 0;
+    for (int g = 0; g < G; ++g)
+        for (int r = 0; r < out_rows; ++r)
+            for (int m = 0; m < out_ld; ++m) {
+                uint32_t want = 0;
+                if (m < MN) {
+                    const float *src = in + g * st[0] + m * st[1];
+                    if (kind == 5) want = fbits(src[r * st[2]]);
+                    else
+                        for (int j = 0; j < 4; ++j)
+                            if (4 * r + j < SFK) want |= ((fbits(src[(4 * r + j) * st[2]]) >> 23) & 0xFFu) << (8 * j);
+                }
+                bad += out[((size_t)g * out_rows + r) * out_ld + m] != want;
+            }
+    if (bad) {
+        snprintf(why, len, "%lld of %zu values differ", (long long)bad, out_n);
+        goto done;
+    }
+    ok = 1;
+done:
+    if (din) drv->cuMemFree(din);
+    if (dout) drv->cuMemFree(dout);
+    free(in), free(out);
+    return ok;
+}
+
+static int run_kgrouped_case(qg_context *ctx, CUstream stream, const int *ks, int G, int MN, int gran,
+                             int psum, char *why, size_t len) {
+    const qg_driver *drv = ctx->drv;
+    const int kal = 128;
+    int32_t layout[16];
+    int end = 0, sf_k = 0, packed = 0;
+    for (int g = 0; g < G; ++g) {
+        const int start = psum ? (end + kal - 1) / kal * kal : 0;
+        end = psum ? start + ks[g] : 0;
+        layout[g] = psum ? end : ks[g];
+        const int rows = (ks[g] + gran - 1) / gran;
+        sf_k += rows;
+        packed += (rows + 3) / 4;
+    }
+    float *in = malloc((size_t)sf_k * MN * 4 + 4);
+    for (int64_t i = 0; i < (int64_t)sf_k * MN; ++i) in[i] = ldexpf(1.0f, (int)(rnd() % 60) - 30);
+    CUdeviceptr din = upload(drv, in, (size_t)sf_k * MN, 0), dout = poisoned(drv, (size_t)packed * MN * 4);
+    CUdeviceptr dks = 0;
+    drv->cuMemAlloc(&dks, 64);
+    drv->cuMemcpyHtoD(dks, layout, (size_t)G * 4);
+    uint32_t *out = malloc((size_t)packed * MN * 4 + 4);
+    int ok = 0;
+    qg_sf_layout_args a;
+    memset(&a, 0, sizeof a);
+    a.mn = MN, a.sf_k = sf_k, a.num_groups = G, a.sf = (const float *)(uintptr_t)din;
+    a.out = (void *)(uintptr_t)dout, a.ks = (const int32_t *)(uintptr_t)dks;
+    a.gran_k = gran, a.k_alignment = kal, a.psum = psum, a.packed_sf_k = packed;
+    qg_status s = qg_sf_pack_ue8m0_k_grouped(ctx, &a, stream);
+    if (s != QG_SUCCESS) {
+        snprintf(why, len, "%s: %s", qg_status_string(s), qg_last_error());
+        goto done;
+    }
+    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+        snprintf(why, len, "the kernel faulted");
+        goto done;
+    }
+    drv->cuMemcpyDtoH(out, dout, (size_t)packed * MN * 4);
+    int64_t bad = 0;
+    int row = 0, prow = 0;
+    for (int g = 0; g < G; ++g) {
+        const int rows = (ks[g] + gran - 1) / gran;
+        for (int p = 0; p < (rows + 3) / 4; ++p, ++prow)
+            for (int m = 0; m < MN; ++m) {
+                uint32_t want = 0;
+                for (int j = 0; j < 4; ++j)
+                    if (4 * p + j < rows) want |= ((fbits(in[(int64_t)(row + 4 * p + j) * MN + m]) >> 23) & 0xFFu) << (8 * j);
+                bad += out[(size_t)prow * MN + m] != want;
+            }
+        row += rows;
+    }
+    if (bad) {
+        snprintf(why, len, "%lld values differ", (long long)bad);
+        goto done;
+    }
+    ok = 1;
+done:
+    if (din) drv->cuMemFree(din);
+    if (dout) drv->cuMemFree(dout);
+    if (dks) drv->cuMemFree(dks);
+    free(in), free(out);
+    return ok;
+}
+
+TEST(gpu_cast_layouts) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    rng = 0x2545F4914F6CDD1Dull ^ (uint64_t)time(NULL);
+    int failures = 0, n = 0;
+    char why[256];
+    static const int shapes[][3] = {{1, 37, 5}, {2, 4096, 56}, {3, 129, 9}, {1, 1, 1}};
+    for (int kind = 5; kind <= 6; ++kind)
+        for (size_t s = 0; s < 4; ++s)
+            for (int tr = 0; tr < 2; ++tr)
+                for (int dense = 0; dense < 2; ++dense) {
+                    const int mn = shapes[s][1], ld = dense ? mn : (mn + 3) / 4 * 4;
+                    n++;
+                    if (!run_layout_case(ctx, stream, kind, shapes[s][0], mn, shapes[s][2], tr, ld, why,
+                                         sizeof why)) {
+                        failures++;
+                        printf("    FAIL layout %d G %d mn %d sf_k %d transposed %d ld %d: %s\n", kind,
+                               shapes[s][0], mn, shapes[s][2], tr, ld, why);
+                    }
+                }
+    static const int ks[][5] = {{512, 0, 256, 384, 1024}, {128, 128, 128, 128, 128}};
+    for (int psum = 0; psum < 2; ++psum)
+        for (int gran = 32; gran <= 128; gran *= 4)
+            for (int v = 0; v < 2; ++v) {
+                n++;
+                if (!run_kgrouped_case(ctx, stream, ks[v], 5, 260, gran, psum, why, sizeof why)) {
+                    failures++;
+                    printf("    FAIL k-grouped psum %d gran %d set %d: %s\n", psum, gran, v, why);
+                }
+            }
+    printf("    %d layout cases, %d failed\n", n, failures);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d layout cases failed", failures, n);
+    PASS();
+}
