@@ -508,13 +508,57 @@ QG_API qg_status qg_m_grouped_bf16_gemm_masked(qg_context *ctx, const qg_bf16_ge
 QG_API qg_status qg_k_grouped_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
                                         struct CUstream_st *stream);
 
+/** qg_bf16_compile's kind for qg_batched_bf16_gemm (a BF16 kind only: no FP8
+ *  entry point takes it). Since 0.6.0. */
+#define QG_GEMM_BF16_BATCHED ((qg_gemm_kind)16)
+
+/**
+ * Batched BF16 GEMM in one launch: for every batch g < args->num_groups
+ * (1..1024), D_g = A_g B_g^T, where A_g starts batch_stride_a elements after
+ * A_{g-1} (B_g, D_g likewise); each batch as the dense GEMM's (either major
+ * for A and B, lda / ldb / ldd their row strides, bf16 or FP32 D; args->c must
+ * be NULL). The batch strides are any non-negative values whose bytes are
+ * multiples of 16 (< 2^40 bytes): e.g. DeepGEMM's einsum 'bhr,hdr->bhd' as H
+ * batches of x [B][H][R] (batch stride R, lda H * R), y [H][D][R] and
+ * z [B][H][D] (batch stride D, ldd H * D). Batches of D must not overlap
+ * one another (not checked); D may overlap no input (refused). Every batch
+ * accumulates its whole K in FP32, in ascending K order (no split).
+ * k = 0: every D_g is zeroed.
+ * @return as qg_bf16_gemm.
+ */
+QG_API qg_status qg_batched_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                      int64_t batch_stride_a, int64_t batch_stride_b,
+                                      int64_t batch_stride_d, struct CUstream_st *stream);
+
+/** qg_bf16_compile's kind for qg_bf16_gemm_batch_sums (BF16 only). Since 0.6.0. */
+#define QG_GEMM_BF16_BATCH_SUMS ((qg_gemm_kind)17)
+
+/**
+ * Partial sums of a batched product in one launch (DeepGEMM's einsum
+ * 'bmk,bnk->mn' without copying its operands): the args->num_groups = S
+ * batches (A_b, B_b K-major, batch_stride_a / _b elements apart as in
+ * qg_batched_bf16_gemm) are split into `splits` ranges of P = ceil(S / splits)
+ * consecutive batches (1 <= splits <= 1024, every range non-empty:
+ * (splits - 1) * P < S), and FP32 D[g] = sum over the batches b of range g of
+ * A_b B_b^T, each range accumulated whole in FP32 in ascending (b, k) order;
+ * D is [splits][m][ldd] (d_fp32 = 1, slices m * ldd apart), args->c NULL. The
+ * caller sums the slices (in a fixed order: deterministic). k = 0: D zeroed.
+ * @return as qg_bf16_gemm.
+ */
+QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                         int64_t batch_stride_a, int64_t batch_stride_b,
+                                         int splits, struct CUstream_st *stream);
+
 /**
  * Compile (or find in the caches) the BF16 kernel a call of `kind` with these
  * arguments would run; only the shape fields of `args` are read (m, n, k,
  * num_groups, a_major, b_major, d_fp32, c != NULL, expected_m; for
  * QG_GEMM_K_GROUPED, ks). Works on offline contexts; on a device context it
  * also loads the kernel (as qg_compile). `kind` is QG_GEMM_DENSE,
- * _GROUPED_CONTIGUOUS, _GROUPED_MASKED, _GROUPED_PSUM or _K_GROUPED.
+ * _GROUPED_CONTIGUOUS, _GROUPED_MASKED, _GROUPED_PSUM, _K_GROUPED or
+ * QG_GEMM_BF16_BATCHED (num_groups the batch count; no strides needed) or
+ * QG_GEMM_BF16_BATCH_SUMS (num_groups the batch count, args->expected_m the
+ * split count).
  * `info` may be NULL.
  * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
  *         QG_ERROR_COMPILE.

@@ -12,7 +12,17 @@
  * this file:
  *   QG_KIND            0 dense, 1 contiguous (m_indices), 2 masked, 3 psum,
  *                      4 k-grouped (qg_scheduler.cuh; 4: the groups' K ranges
- *                      in the qg_bf16_kgroups parameter)
+ *                      in the qg_bf16_kgroups parameter), 5 batched (G
+ *                      independent GEMMs of the same shape, each operand a
+ *                      rank-3 tensor map {inner, rows, G} with any batch
+ *                      stride: tiles walked (batch, m-block, n-block) as the
+ *                      k-grouped kind walks its groups; no multicast, no C),
+ *                      6 batch sums (partial sums over batches: split g of
+ *                      QG_NUM_GROUPS sums batches [g * QG_SPLIT_BATCHES, ..)
+ *                      of QG_SUM_BATCHES, A_b B_b^T each, K of every batch
+ *                      after the previous, into FP32 D slice g; A and B
+ *                      K-major rank-3 maps {K, rows, batches}; no multicast,
+ *                      no C; the caller sums the slices)
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -153,7 +163,7 @@ struct qg_bf16_kgroups {
 #error "the JIT defines QG_PRODUCER_REGS and QG_MATH_REGS"
 #endif
 
-static_assert(QG_KIND >= 0 && QG_KIND <= 4, "kind");
+static_assert(QG_KIND >= 0 && QG_KIND <= 6, "kind");
 static_assert(QG_BLOCK_M == 64 || QG_BLOCK_M == 128 || QG_BLOCK_M == 256, "block_m");
 /* bf16 D leaves through stmatrix, 16 columns at a time; FP32 D through
  * 8-byte shared stores (the wgmma N step of 8 is enough). */
@@ -163,7 +173,8 @@ static_assert(QG_WGMMA_N == QG_BLOCK_N, "one wgmma covers the tile's width");
 static_assert(QG_BLOCK_M * QG_BLOCK_N <= 128 * 256, "accumulators fit the math registers");
 /* MN-major tiles are whole 64-wide swizzle atoms (a partial atom would be
  * outside the canonical layout); multicast halves are whole atoms. */
-static_assert(!QG_A_MN_MAJOR || (QG_KIND == 0 || QG_KIND == 4), "MN-major A: dense or k-grouped");
+static_assert(!QG_A_MN_MAJOR || (QG_KIND == 0 || QG_KIND == 4 || QG_KIND == 5),
+              "MN-major A: dense, k-grouped or batched");
 static_assert(!QG_B_MN_MAJOR || QG_BLOCK_N % 64 == 0, "MN-major B: whole 64-column atoms");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
 static_assert(QG_CLUSTER == 1 || QG_MULTICAST != 0, "a cluster only for multicast");
@@ -173,6 +184,14 @@ static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B
               "B multicast halves: whole atoms / 8-row groups");
 static_assert(QG_MULTICAST != 2 || QG_KIND == 0, "B multicast: dense (pairs along M)");
 static_assert(QG_KIND != 4 || QG_MULTICAST == 0, "k-grouped: no multicast (a pair could straddle groups)");
+static_assert(QG_KIND != 5 || QG_MULTICAST == 0, "batched: no multicast (a pair could straddle batches)");
+#if QG_KIND == 6
+static_assert(QG_MULTICAST == 0 && !QG_A_MN_MAJOR && !QG_B_MN_MAJOR && QG_D_F32,
+              "batch sums: K-major A and B, FP32 D, no multicast");
+static_assert(QG_SPLIT_BATCHES >= 1 && QG_SUM_BATCHES >= 1 &&
+                  (QG_NUM_GROUPS - 1) * QG_SPLIT_BATCHES < QG_SUM_BATCHES,
+              "batch sums: every split has a batch");
+#endif
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
 static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4, "C: dense or k-grouped");
 static_assert(QG_A_BOX_ROWS == QG_BLOCK_M ||
@@ -258,11 +277,29 @@ QG_DEVICE void qg_bf16_load(unsigned char *dst, const qg_tensor_map *map, uint64
     }
 }
 
+#if QG_KIND == 5 || QG_KIND == 6
+/* The batched kind's loads: as qg_bf16_load (no multicast) from a rank-3 map
+ * {inner, rows, G}, batch `batch` (the map's dimensions bound every box to its
+ * batch: rows past M or N are zero-filled, never the next batch's). */
+template <bool kMnMajor, int kRows>
+QG_DEVICE void qg_bf16_load_batched(unsigned char *dst, const qg_tensor_map *map, uint64_t *bar,
+                                    int k, int mn0, int batch) {
+    if constexpr (kMnMajor) {
+#pragma unroll
+        for (int j = 0; j < kRows / 64; ++j)
+            qg_tma_load_3d(dst + j * QG_ATOM_BYTES, map, bar, mn0 + 64 * j, k, batch);
+    } else {
+        qg_tma_load_3d(dst, map, bar, k, mn0, batch);
+    }
+}
+#endif
+
 /*
  * Kernel parameters (src/bf16_plan.h documents the host side):
  *   tmap_a, tmap_b  A and B (boxes: K-major {64, rows}, MN-major {64, 64})
- *   tmap_d          D (box {QG_STORE_COLS, QG_WG_ROWS}; k-grouped rank 3
- *                   {N, M, G} with box {QG_STORE_COLS, QG_WG_ROWS, 1})
+ *   tmap_d          D (box {QG_STORE_COLS, QG_WG_ROWS}; k-grouped and batched
+ *                   rank 3 {N, M, G} with box {QG_STORE_COLS, QG_WG_ROWS, 1};
+ *                   batched: A and B rank 3 too, {K or MN, rows, G})
  *   d, ldd          D and its row stride in elements: the row-predicated
  *                   stores of the masked / psum layouts' last tiles
  *   m_indices       contiguous: the expert of each row (-1 padding)
@@ -332,6 +369,11 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 const int k0 = kgroups.k_begin[tile.group];
                 const int num_kb = kgroups.num_kb[tile.group];
                 const int b_k0 = k0;
+#elif QG_KIND == 6
+                /* this split's batches, K block after K block of each */
+                const int batch0 = tile.group * QG_SPLIT_BATCHES;
+                const int num_kb = min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - batch0) * QG_NUM_K_BLOCKS;
+                const int k0 = 0, b_k0 = 0;
 #else
                 const int k0 = 0, num_kb = QG_NUM_K_BLOCKS;
                 const int b_k0 = QG_B_MN_MAJOR ? tile.group * QG_SHAPE_K : 0;
@@ -348,6 +390,24 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
                     unsigned char *b_dst = smem_b + s * QG_SMEM_B;
+#if QG_KIND == 6
+                    {
+                        const int batch = batch0 + kb / QG_NUM_K_BLOCKS;
+                        const int kk = (kb % QG_NUM_K_BLOCKS) * QG_BLOCK_K;
+                        qg_bf16_load_batched<false, QG_BLOCK_M>(a_dst, &tmap_a, &full[s], kk,
+                                                                tile.m_begin, batch);
+                        qg_bf16_load_batched<false, QG_BLOCK_N>(
+                            b_dst, &tmap_b, &full[s], kk, tile.n_block * QG_BLOCK_N, batch);
+                    }
+                    (void)a_mn, (void)b_mn, (void)b_k0, (void)k0;
+#elif QG_KIND == 5
+                    qg_bf16_load_batched<QG_A_MN_MAJOR, QG_BLOCK_M>(
+                        a_dst, &tmap_a, &full[s], kb * QG_BLOCK_K, tile.m_begin, tile.group);
+                    qg_bf16_load_batched<QG_B_MN_MAJOR, QG_BLOCK_N>(
+                        b_dst, &tmap_b, &full[s], kb * QG_BLOCK_K, tile.n_block * QG_BLOCK_N,
+                        tile.group);
+                    (void)a_mn, (void)b_mn, (void)b_k0, (void)k0;
+#else
 #if QG_MULTICAST == 1
                     /* this CTA's half: rows (K-major) or atoms (MN-major) */
                     const int a_half = rank * QG_A_LOAD_ROWS;
@@ -365,6 +425,7 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     qg_bf16_load<QG_B_MN_MAJOR, QG_BLOCK_N, false>(b_dst, &tmap_b, &full[s],
                                                                   b_k0 + kb * QG_BLOCK_K, b_mn);
 #endif
+#endif /* QG_KIND == 5 / 6 */
                     (void)rank;
                 }
             }
@@ -392,6 +453,10 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         while (qg_scheduler_next(sched, tile)) {
 #if QG_KIND == 4
             const int num_kb = kgroups.num_kb[tile.group];
+#elif QG_KIND == 6
+            const int num_kb =
+                min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - tile.group * QG_SPLIT_BATCHES) *
+                QG_NUM_K_BLOCKS;
 #else
             const int num_kb = QG_NUM_K_BLOCKS;
 #endif
@@ -470,8 +535,12 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                     n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {
                         const unsigned char *chunk =
                             smem_d + (i * QG_BLOCK_M + epi_row0) * QG_STORE_BYTES;
+#if QG_KIND == 4 || QG_KIND == 5 || QG_KIND == 6
 #if QG_KIND == 4
                         const int d_group = kgroups.first_group + tile.group;
+#else
+                        const int d_group = tile.group;
+#endif
                         if (QG_WITH_C)
                             qg_tma_reduce_add_3d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS,
                                                  d_row, d_group);

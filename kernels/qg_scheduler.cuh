@@ -47,6 +47,11 @@
  *                 qg_kgroups) has the same M x N tiles; the linear index runs
  *                 group after group. t.group is the launch's group slot (its
  *                 tensor maps, K blocks and D slice are the kernel's).
+ *   5 batched     (the BF16 kernel's) G = run_groups independent GEMMs of
+ *                 shape_m x N tiles each, walked as the k-grouped kind: the
+ *                 linear index runs batch after batch.
+ *   6 batch sums  (the BF16 kernel's) as 5, a group being a split of the
+ *                 batches (its D slice sums them).
  * The producer's TMA lane and its SFB warp run identical schedulers, so they
  * agree on the sequence of tiles without communicating; the SFB warp hands
  * each tile to the math warps (qg_tile_pack) with the tile's scales.
@@ -188,7 +193,7 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         t.m_begin += s.group_start; /* a row of the whole array */
 #endif
         return true;
-#elif QG_KIND == 4
+#elif QG_KIND == 4 || QG_KIND == 5 || QG_KIND == 6
         const int num_m_blocks = (s.shape_m + QG_BLOCK_M - 1) / QG_BLOCK_M;
         const int per_group = num_m_blocks * QG_NUM_N_BLOCKS;
         if (idx >= per_group * s.run_groups) return false;

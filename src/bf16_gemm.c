@@ -1,7 +1,7 @@
 /*
  * bf16_gemm.c -- the BF16 family's API unit: the BF16 GEMMs' entry points
  * (dense in the four layouts NT/NN/TN/TT, contiguous, psum, masked,
- * k-grouped) and qg_bf16_compile: validate, plan (src/bf16_plan.c), write
+ * k-grouped, batched) and qg_bf16_compile: validate, plan (src/bf16_plan.c), write
  * and compile the kernel's source (kernels/qg_bf16_gemm.cuh), resolve it
  * through the shared launch path (src/launch.h), encode the tensor maps,
  * launch.
@@ -31,6 +31,7 @@ typedef struct {
     int num_groups;
     int expected_m; /* masked and psum only */
     int d_f32, with_c;
+    int sum_batches; /* batch sums only: the batches (num_groups: the splits) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -40,6 +41,8 @@ typedef struct {
 } bf16_entry_plan;
 
 static qg_bf16_kind bf16_kind_of(qg_gemm_kind kind) {
+    if (kind == QG_GEMM_BF16_BATCHED) return QG_BF16_BATCHED; /* (not enumerators) */
+    if (kind == QG_GEMM_BF16_BATCH_SUMS) return QG_BF16_BATCH_SUMS;
     switch (kind) {
     case QG_GEMM_GROUPED_CONTIGUOUS: return QG_BF16_CONTIGUOUS;
     case QG_GEMM_GROUPED_MASKED: return QG_BF16_MASKED;
@@ -72,6 +75,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->expected_m = k->expected_m;
     p->d_f32 = k->d_f32;
     p->with_c = k->with_c;
+    p->sum_batches = k->sum_batches;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (qg__bf16_select(p, &out->plan) != 0)
@@ -121,8 +125,35 @@ static const qg_launch_family bf16_family = {
 
 /* Everything about args that needs no device; fills the key. `kind` is the
  * entry point's. */
+/* The batched GEMM's batch strides (elements) of A, B and D. */
+typedef struct {
+    int64_t a, b, d;
+    int splits; /* batch sums: the split count */
+} batch_strides;
+
+/* A batch stride: >= 0, whole 16-byte units, below TMA's 2^40 bytes. */
+static qg_status check_batch_stride(int64_t stride, int elem_bytes, const char *fn,
+                                    const char *name) {
+    if (stride < 0 || stride > ((int64_t)1 << 40) / elem_bytes || (stride * elem_bytes) % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: %s must be >= 0, a multiple of 16 bytes (%d elements) and below "
+                        "2^40 bytes, got %lld", fn, name, 16 / elem_bytes, (long long)stride);
+    return QG_SUCCESS;
+}
+
+/* The bytes a batched operand spans: batch 0's matrix, extended by the
+ * strides of the batches after it. */
+static qg_byte_range batched_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
+                                   uint64_t ld, uint64_t elem_bytes, uint64_t batches,
+                                   int64_t stride) {
+    qg_byte_range r = qg__matrix_range(name, ptr, rows, cols, ld, elem_bytes);
+    if (r.end > r.begin && batches > 1) r.end += (uintptr_t)((batches - 1) * (uint64_t)stride * elem_bytes);
+    return r;
+}
+
 static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
-                            bool pointers, const char *fn, bf16_key *key) {
+                            bool pointers, const char *fn, const batch_strides *bs,
+                            bf16_key *key) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0 || a->n < 0 || a->k < 0)
@@ -141,18 +172,28 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
                         a->d_fp32);
     const bool dense = kind == QG_GEMM_DENSE, kgrouped = kind == QG_GEMM_K_GROUPED;
     const bool masked = kind == QG_GEMM_GROUPED_MASKED;
-    const bool m_grouped = !dense && !kgrouped;
+    const bool sums = kind == QG_GEMM_BF16_BATCH_SUMS;
+    const bool batched = kind == QG_GEMM_BF16_BATCHED || sums; /* rank-3 operands */
+    const bool m_grouped = !dense && !kgrouped && !batched;
     const char *need_major = NULL;
     if (m_grouped && a->a_major != QG_MAJOR_K) need_major = "args->a_major must be QG_MAJOR_K";
     else if (masked && a->b_major != QG_MAJOR_K) need_major = "args->b_major must be QG_MAJOR_K";
     else if (kgrouped && (a->a_major != QG_MAJOR_MN || a->b_major != QG_MAJOR_MN))
         need_major = "args->a_major and args->b_major must be QG_MAJOR_MN (the TN layout)";
+    else if (sums && (a->a_major != QG_MAJOR_K || a->b_major != QG_MAJOR_K))
+        need_major = "args->a_major and args->b_major must be QG_MAJOR_K (the NT layout)";
     if (need_major) return qg__fail(QG_ERROR_UNSUPPORTED, "%s: %s", fn, need_major);
+    if (sums && !a->d_fp32)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the batch sums are FP32: args->d_fp32 must be 1",
+                        fn);
     if (kgrouped && !a->d_fp32)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the k-grouped GEMM writes FP32 D: args->d_fp32 "
                         "must be 1", fn);
     if (a->c && m_grouped)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the m-grouped GEMMs do "
+                        "not accumulate)", fn);
+    if (a->c && batched)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the batched GEMMs do "
                         "not accumulate)", fn);
     if (m_grouped && a->d_fp32)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the m-grouped GEMMs write bf16 D: args->d_fp32 "
@@ -163,9 +204,19 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
             return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be 1 (or 0) for "
                             "a dense GEMM, got %d", fn, groups);
         groups = 1;
-    } else if (groups < 1 || groups > (kgrouped ? 4096 : 1024)) {
+    } else if (groups < 1 || groups > (kgrouped ? 4096 : sums ? (1 << 24) : 1024)) {
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be in [1, %d], got %d",
-                        fn, kgrouped ? 4096 : 1024, groups);
+                        fn, kgrouped ? 4096 : sums ? (1 << 24) : 1024, groups);
+    }
+    int splits = 1;
+    if (sums) {
+        splits = bs ? bs->splits : a->expected_m; /* (qg_bf16_compile: expected_m) */
+        const long long per = splits >= 1 ? ((long long)groups + splits - 1) / splits : 1;
+        if (splits < 1 || splits > 1024 || splits > groups || (long long)(splits - 1) * per >= groups)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: splits must be in [1, min(1024, %d batches)] with no empty split "
+                            "((splits - 1) * ceil(batches / splits) < batches), got %d", fn, groups,
+                            splits);
     }
     if ((masked || kind == QG_GEMM_GROUPED_PSUM) && (a->expected_m < 0 || a->expected_m > a->m))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: expected_m must be in [0, m = %d], got %d",
@@ -200,6 +251,11 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const bool a_mn = a->a_major == QG_MAJOR_MN, b_mn = a->b_major == QG_MAJOR_MN;
     const int d_bytes = a->d_fp32 ? 4 : 2;
     qg_status st;
+    if (batched && bs &&
+        ((st = check_batch_stride(bs->a, 2, fn, "batch_stride_a")) ||
+         (st = check_batch_stride(bs->b, 2, fn, "batch_stride_b")) ||
+         (!sums && (st = check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d")))))
+        return st;
     if ((st = qg__check_ld(a->lda, a_mn ? a->m : a->k, 2, fn, "lda", a_mn ? "m" : "k")) ||
         (st = qg__check_ld(a->ldb, b_mn ? a->n : a->k, 2, fn, "ldb", b_mn ? "n" : "k")) ||
         (st = qg__check_ld(a->ldd, a->n, d_bytes, fn, "ldd", "n")))
@@ -217,7 +273,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->m = a->m ? a->m : 1;
     key->n = a->n ? a->n : 8;
     key->k = kgrouped ? (max_k ? max_k : 64) : (a->k ? a->k : 64);
-    key->num_groups = groups;
+    key->num_groups = sums ? splits : groups;
+    key->sum_batches = sums ? groups : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;
@@ -229,9 +286,10 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const uint64_t g = (uint64_t)groups;
     const uint64_t a_rows = a_mn ? (uint64_t)a->k : (uint64_t)a->m * (masked ? g : 1);
     const uint64_t a_cols = a_mn ? (uint64_t)a->m : (uint64_t)a->k;
-    const uint64_t b_rows = b_mn ? (uint64_t)a->k * (kgrouped ? 1 : g) : (uint64_t)a->n * g;
+    const uint64_t b_rows = batched ? (b_mn ? (uint64_t)a->k : (uint64_t)a->n)
+                            : b_mn ? (uint64_t)a->k * (kgrouped ? 1 : g) : (uint64_t)a->n * g;
     const uint64_t b_cols = b_mn ? (uint64_t)a->n : (uint64_t)a->k;
-    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
+    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : sums ? (uint64_t)splits : 1);
     typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
     named_ptr ptrs[5] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 16, "d"}};
     int num_ptrs = 3;
@@ -249,12 +307,16 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
     }
     if (!empty) {
-        qg_byte_range d_range = qg__matrix_range("d", a->d, d_rows, (uint64_t)a->n,
-                                                 (uint64_t)a->ldd, (uint64_t)d_bytes);
+        const uint64_t nb = batched ? g : 1;
+        qg_byte_range d_range = batched_range("d", a->d, d_rows, (uint64_t)a->n, (uint64_t)a->ldd,
+                                              (uint64_t)d_bytes, sums ? 1 : nb,
+                                              batched && !sums ? bs->d : 0);
         qg_byte_range in[5];
         int n_in = 0;
-        in[n_in++] = qg__matrix_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2);
-        in[n_in++] = qg__matrix_range("b", a->b, b_rows, b_cols, (uint64_t)a->ldb, 2);
+        in[n_in++] = batched_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2, nb,
+                                   batched ? bs->a : 0);
+        in[n_in++] = batched_range("b", a->b, b_rows, b_cols, (uint64_t)a->ldb, 2, nb,
+                                   batched ? bs->b : 0);
         if (kind == QG_GEMM_GROUPED_CONTIGUOUS)
             in[n_in++] = qg__matrix_range("m_indices", a->m_indices, 1, (uint64_t)a->m, (uint64_t)a->m, 4);
         if (masked) in[n_in++] = qg__matrix_range("masked_m", a->masked_m, 1, g, g, 4);
@@ -308,10 +370,23 @@ static qg_status empty_k(const qg_context *ctx, const qg_bf16_gemm_args *a, uint
 
 /* A validated call with m, n > 0; ctx current. */
 static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
-                     const bf16_key *key, CUstream stream, const char *fn) {
+                     const bf16_key *key, const batch_strides *bs, CUstream stream,
+                     const char *fn) {
     const bool kgrouped = kind == QG_GEMM_K_GROUPED, masked = kind == QG_GEMM_GROUPED_MASKED;
-    const uint64_t g = (uint64_t)key->num_groups;
-    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped ? g : 1);
+    const bool sums = kind == QG_GEMM_BF16_BATCH_SUMS;
+    const bool batched = kind == QG_GEMM_BF16_BATCHED || sums;
+    const uint64_t g = (uint64_t)key->num_groups; /* batch sums: the splits */
+    const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped || sums ? g : 1);
+    if (a->k == 0 && sums) return empty_k(ctx, a, d_rows, stream); /* every slice zeroed */
+    if (a->k == 0 && batched) { /* every batch's D zeroed */
+        qg_bf16_gemm_args one = *a;
+        for (uint64_t i = 0; i < g; ++i) {
+            one.d = (char *)a->d + i * (uint64_t)bs->d * (a->d_fp32 ? 4 : 2);
+            qg_status st = empty_k(ctx, &one, (uint64_t)a->m, stream);
+            if (st != QG_SUCCESS) return st;
+        }
+        return QG_SUCCESS;
+    }
     if (a->k == 0) return empty_k(ctx, a, d_rows, stream);
 
     pthread_mutex_lock(&ctx->lock);
@@ -331,7 +406,27 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
      * swizzle for both. */
     CUtensorMap map_a, map_b, map_d;
     const uint64_t a_rows = (uint64_t)a->m * (masked ? g : 1);
-    if ((st = a_mn ? qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->m, (uint64_t)a->k,
+    if (batched) {
+        /* every map rank 3, the batch the third dimension (src/bf16_plan.h) */
+        const CUtensorMapDataType d_type = a->d_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : BF;
+        const uint64_t db = (uint64_t)d_bytes;
+        /* batch sums: A and B hold every batch, D the splits' slices, packed */
+        const uint64_t nb = sums ? (uint64_t)key->sum_batches : g;
+        const uint64_t d_slice = sums ? (uint64_t)a->m * (uint64_t)a->ldd : (uint64_t)bs->d;
+        if ((st = qg__encode_map(ctx, &map_a, BF, a->a, a_mn ? (uint64_t)a->m : (uint64_t)a->k,
+                                 a_mn ? (uint64_t)a->k : (uint64_t)a->m, nb, (uint64_t)a->lda * 2,
+                                 (uint64_t)bs->a * 2, 64, a_mn ? 64 : (uint32_t)pl->a_box_rows,
+                                 CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
+            (st = qg__encode_map(ctx, &map_b, BF, a->b, b_mn ? (uint64_t)a->n : (uint64_t)a->k,
+                                 b_mn ? (uint64_t)a->k : (uint64_t)a->n, nb, (uint64_t)a->ldb * 2,
+                                 (uint64_t)bs->b * 2, 64, b_mn ? 64 : (uint32_t)pl->b_box_rows,
+                                 CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
+            (st = qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
+                                 (uint64_t)a->ldd * db, d_slice * db,
+                                 (uint32_t)pl->store_cols, (uint32_t)pl->d_box_rows,
+                                 swizzle_of(pl->store_cols * d_bytes), "tensor map of D")))
+            return st;
+    } else if ((st = a_mn ? qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->m, (uint64_t)a->k,
                                       (uint64_t)a->lda * 2, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B,
                                       "tensor map of A")
                    : qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->k, a_rows,
@@ -347,7 +442,8 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
         return st;
     const CUtensorMapDataType d_type = a->d_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : BF;
     const CUtensorMapSwizzle d_swizzle = swizzle_of(pl->store_cols * d_bytes);
-    st = kgrouped ? qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
+    st = batched    ? QG_SUCCESS /* encoded above */
+         : kgrouped ? qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
                                    (uint64_t)a->ldd * (uint64_t)d_bytes,
                                    (uint64_t)a->m * (uint64_t)a->ldd * (uint64_t)d_bytes,
                                    (uint32_t)pl->store_cols, (uint32_t)pl->d_box_rows, d_swizzle,
@@ -372,8 +468,9 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
     int shape_m = a->m;
     if (!kgrouped) {
         int grid = shape->grid;
-        if (kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS) {
-            const long long tiles = (tiles_per_group + cluster - 1) / cluster * cluster;
+        if (kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS || batched) {
+            const long long tiles =
+                (tiles_per_group * (batched ? (long long)g : 1) + cluster - 1) / cluster * cluster;
             if (tiles < grid) grid = (int)tiles;
         }
         void *params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m, &shape_m};
@@ -404,10 +501,10 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
 }
 
 static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
-                      CUstream stream, const char *fn) {
+                      const batch_strides *bs, CUstream stream, const char *fn) {
     qg__clear_error();
     bf16_key key;
-    qg_status st = check_args(ctx, kind, a, true, fn, &key);
+    qg_status st = check_args(ctx, kind, a, true, fn, bs, &key);
     if (st != QG_SUCCESS) return st;
     if (ctx->offline)
         return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
@@ -423,33 +520,47 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_arg
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; ++i)
         if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
-    st = run(ctx, kind, a, &key, stream, fn);
+    st = run(ctx, kind, a, &key, bs, stream, fn);
     qg__leave(ctx);
     return st;
 }
 
 qg_status qg_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args, struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_DENSE, args, stream, "qg_bf16_gemm");
+    return gemm(ctx, QG_GEMM_DENSE, args, NULL, stream, "qg_bf16_gemm");
 }
 
 qg_status qg_m_grouped_bf16_gemm_contiguous(qg_context *ctx, const qg_bf16_gemm_args *args,
                                             struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, stream, "qg_m_grouped_bf16_gemm_contiguous");
+    return gemm(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, NULL, stream, "qg_m_grouped_bf16_gemm_contiguous");
 }
 
 qg_status qg_m_grouped_bf16_gemm_psum(qg_context *ctx, const qg_bf16_gemm_args *args,
                                       struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_GROUPED_PSUM, args, stream, "qg_m_grouped_bf16_gemm_psum");
+    return gemm(ctx, QG_GEMM_GROUPED_PSUM, args, NULL, stream, "qg_m_grouped_bf16_gemm_psum");
 }
 
 qg_status qg_m_grouped_bf16_gemm_masked(qg_context *ctx, const qg_bf16_gemm_args *args,
                                         struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_GROUPED_MASKED, args, stream, "qg_m_grouped_bf16_gemm_masked");
+    return gemm(ctx, QG_GEMM_GROUPED_MASKED, args, NULL, stream, "qg_m_grouped_bf16_gemm_masked");
 }
 
 qg_status qg_k_grouped_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
                                  struct CUstream_st *stream) {
-    return gemm(ctx, QG_GEMM_K_GROUPED, args, stream, "qg_k_grouped_bf16_gemm");
+    return gemm(ctx, QG_GEMM_K_GROUPED, args, NULL, stream, "qg_k_grouped_bf16_gemm");
+}
+
+qg_status qg_batched_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
+                               int64_t batch_stride_a, int64_t batch_stride_b,
+                               int64_t batch_stride_d, struct CUstream_st *stream) {
+    const batch_strides bs = {batch_stride_a, batch_stride_b, batch_stride_d, 0};
+    return gemm(ctx, QG_GEMM_BF16_BATCHED, args, &bs, stream, "qg_batched_bf16_gemm");
+}
+
+qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                  int64_t batch_stride_a, int64_t batch_stride_b, int splits,
+                                  struct CUstream_st *stream) {
+    const batch_strides bs = {batch_stride_a, batch_stride_b, 0, splits};
+    return gemm(ctx, QG_GEMM_BF16_BATCH_SUMS, args, &bs, stream, "qg_bf16_gemm_batch_sums");
 }
 
 qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *args,
@@ -457,12 +568,15 @@ qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm
     qg__clear_error();
     const char *fn = "qg_bf16_compile";
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
-        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM && kind != QG_GEMM_K_GROUPED)
+        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM &&
+        kind != QG_GEMM_K_GROUPED && kind != QG_GEMM_BF16_BATCHED &&
+        kind != QG_GEMM_BF16_BATCH_SUMS)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: kind must be QG_GEMM_DENSE, _GROUPED_CONTIGUOUS, _GROUPED_MASKED, "
-                        "_GROUPED_PSUM or _K_GROUPED, got %d", fn, (int)kind);
+                        "_GROUPED_PSUM, _K_GROUPED, QG_GEMM_BF16_BATCHED or _BATCH_SUMS, got %d",
+                        fn, (int)kind);
     bf16_key key;
-    qg_status st = check_args(ctx, kind, args, false, fn, &key);
+    qg_status st = check_args(ctx, kind, args, false, fn, NULL, &key);
     if (st != QG_SUCCESS) return st;
     bf16_entry_plan plan;
     qg_jit_result res;

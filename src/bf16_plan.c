@@ -35,14 +35,24 @@ static int planned_rows(const qg_bf16_problem *p) {
 /* Groups of tiles (m-grouped layouts: the contiguous one counts its rows
  * once, as M holds every group's rows). */
 static int planned_groups(const qg_bf16_problem *p) {
-    return p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM || p->kind == QG_BF16_K_GROUPED
+    return p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM || p->kind == QG_BF16_K_GROUPED ||
+                   p->kind == QG_BF16_BATCHED || p->kind == QG_BF16_BATCH_SUMS
                ? p->num_groups
                : 1;
 }
 
+/* Batches of one split of the batch sums. */
+static int split_batches(const qg_bf16_problem *p) {
+    return p->num_groups > 0 ? ceil_div(p->sum_batches, p->num_groups) : 1;
+}
+
 static int problem_ok(const qg_bf16_problem *p) {
     if (!p || p->m < 1 || p->n < 8 || p->k < 0 || p->num_sms < 1 || p->smem_limit < 1) return 0;
-    if ((unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_K_GROUPED) return 0;
+    if ((unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_BATCH_SUMS) return 0;
+    if (p->kind == QG_BF16_BATCH_SUMS &&
+        (p->sum_batches < p->num_groups ||
+         (long long)(p->num_groups - 1) * split_batches(p) >= p->sum_batches))
+        return 0; /* every split has a batch */
     if (p->num_groups < 1) return 0;
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
@@ -59,18 +69,23 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
     else if (bm > 128 && bn > 128) w = "one of block_m, block_n at most 128 (registers)";
     else if (bm == 256 && p->d_f32) w = "FP32 D: block_m at most 128";
     else if (b_mn && bn % 64) w = "MN-major B: block_n a multiple of 64 (whole swizzle atoms)";
-    else if (a_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED)
-        w = "MN-major A: dense or k-grouped";
+    else if (a_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED &&
+             p->kind != QG_BF16_BATCHED)
+        w = "MN-major A: dense, k-grouped or batched";
     else if ((p->kind == QG_BF16_CONTIGUOUS || p->kind == QG_BF16_PSUM || p->kind == QG_BF16_MASKED) &&
              bm > 128)
         w = "m-grouped layouts: block_m at most 128";
-    else if (b_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED && p->k % 64)
+    else if (b_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED &&
+             p->kind != QG_BF16_BATCHED && p->k % 64)
         w = "m-grouped, MN-major B: K a multiple of 64 (a box must not reach the next group)";
     else if (p->with_c && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED)
         w = "C: dense or k-grouped";
     else if (mc < 0 || mc > 2) w = "multicast 0, 1 (A) or 2 (B)";
     else if (mc && p->num_sms % 2) w = "multicast: an even SM count";
     else if (mc && p->kind == QG_BF16_K_GROUPED) w = "k-grouped: no multicast";
+    else if (mc && p->kind == QG_BF16_BATCHED) w = "batched: no multicast";
+    else if (p->kind == QG_BF16_BATCH_SUMS && (a_mn || b_mn || !p->d_f32 || p->with_c || mc))
+        w = "batch sums: K-major A and B, FP32 D, no C, no multicast";
     else if (mc == 1 && n_blocks % 2) w = "A multicast: an even n-block count";
     else if (mc == 1 && a_mn && bm % 128) w = "A multicast, MN-major: block_m 128 or 256";
     else if (mc == 2 && p->kind != QG_BF16_DENSE) w = "B multicast: dense";
@@ -140,7 +155,8 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     const int grid = pl->grid;
     *waves = ceil_div(tiles, grid);
     *last = (int)(tiles - (long long)(*waves - 1) * grid);
-    const double k = p->k > 0 ? p->k : 64;
+    const double k = (p->k > 0 ? p->k : 64) *
+                     (p->kind == QG_BF16_BATCH_SUMS ? (double)split_batches(p) : 1.0);
     const double mma = (double)pl->block_m * pl->block_n / 2048.0;
     const double a_bytes = pl->block_m * 2.0 / (pl->multicast == 1 ? 2 : 1);
     const double b_bytes = pl->block_n * 2.0 / (pl->multicast == 2 ? 2 : 1);
@@ -196,8 +212,9 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
 
 int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     static const char *layout_names[] = {"NT", "NN", "TN", "TT"};
-    static const char *kind_names[] = {"dense", "contiguous", "masked", "psum", "k-grouped"};
-    if (!buf || !p || !pl || (unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_K_GROUPED)
+    static const char *kind_names[] = {"dense", "contiguous", "masked", "psum", "k-grouped",
+                                       "batched", "batch sums"};
+    if (!buf || !p || !pl || (unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_BATCH_SUMS)
         return -1;
     const int acc = pl->block_n / 2;
     /* k-grouped: K and G arrive at run time (qg_bf16_kgroups) */
@@ -231,6 +248,9 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s \"+f\"(d[%d])", i ? "," : "", i);
+    if (n < cap && p->kind == QG_BF16_BATCH_SUMS) /* (only here: other kinds' text unchanged) */
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_BATCHES %d\n#define QG_SPLIT_BATCHES %d",
+                              p->sum_batches, split_batches(p));
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

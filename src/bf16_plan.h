@@ -23,6 +23,12 @@
  *                box {p->store_cols, p->d_box_rows}, swizzle of
  *                p->store_cols * d_bytes bytes (128B / 64B / 32B);
  *                k-grouped rank 3 {N, M, G}, box {store_cols, d_box_rows, 1}
+ *     batched    every map rank 3, the batch its third dimension (batch
+ *                stride * elem bytes, any multiple of 16): A {K, M, G} or
+ *                {M, K, G}, B {K, N, G} or {N, K, G}, D {N, M, G}; boxes as
+ *                above with a third extent of 1
+ *     batch sums A {K, M, sum_batches}, B {K, N, sum_batches} (K-major, batch
+ *                strides), D FP32 {N, M, splits} (slices M * ldd apart)
  *   with_c     the kernel adds into D by TMA reduce-add: D = C + A B with
  *              C != D needs C copied into D before the launch.
  */
@@ -44,7 +50,9 @@ typedef enum {
     QG_BF16_CONTIGUOUS = 1,
     QG_BF16_MASKED = 2,
     QG_BF16_PSUM = 3,
-    QG_BF16_K_GROUPED = 4
+    QG_BF16_K_GROUPED = 4,
+    QG_BF16_BATCHED = 5, /* G GEMMs of one shape, any batch strides (rank-3 maps) */
+    QG_BF16_BATCH_SUMS = 6 /* partial sums over batches: num_groups splits of sum_batches */
 } qg_bf16_kind;
 
 static inline int qg__bf16_a_mn_major(qg_bf16_layout l) { return l == QG_BF16_TN || l == QG_BF16_TT; }
@@ -60,6 +68,8 @@ typedef struct {
     int expected_m;   /* masked / psum: rows per group to plan for (0: m, psum m / G) */
     int d_f32;        /* 1: FP32 D */
     int with_c;       /* 1: D += A B (reduce-add; dense and k-grouped) */
+                      /* batched: num_groups is the batch count; batch sums: the splits */
+    int sum_batches;  /* batch sums: the batches summed (0 otherwise) */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
 } qg_bf16_problem;

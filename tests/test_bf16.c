@@ -568,3 +568,458 @@ TEST(gpu_bf16_accuracy) {
     CHECK(failures == 0, "%d of %d cases failed", failures, count);
     PASS();
 }
+
+/* ---- the batched GEMM (qg_batched_bf16_gemm) ------------------------------------ */
+
+/* DeepGEMM's einsum 'bhr,hdr->bhd' as H batches: x [B=100][H=4][R=256] (batch
+ * stride R, lda H R), y [4][D=576][R] (batch stride D R), z [B][H][D] (batch
+ * stride D, ldd H D). */
+static qg_bf16_gemm_args batched_args(void) {
+    qg_bf16_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = 100, a.n = 576, a.k = 256, a.num_groups = 4;
+    a.a = FAKE(0x1000000), a.lda = 4 * 256;
+    a.b = FAKE(0x3000000), a.ldb = 256;
+    a.d = FAKE(0x5000000), a.ldd = 4 * 576;
+    return a;
+}
+
+TEST(bf16_batched_validation) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    qg_bf16_gemm_args a = batched_args();
+    qg_status st = qg_batched_bf16_gemm(ctx, &a, 256, 576 * 256, 576, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE, "good args offline: %s (%s)", qg_status_string(st),
+          qg_last_error());
+#define BCASE(edit_stmt, sa, sb, sd, want_text, want_status)                                        \
+    do {                                                                                            \
+        qg_bf16_gemm_args x = batched_args();                                                       \
+        edit_stmt;                                                                                  \
+        qg_status s = qg_batched_bf16_gemm(ctx, &x, sa, sb, sd, NULL);                              \
+        CHECK(s == (want_status) && strstr(qg_last_error(), want_text), "%s %lld %lld %lld: %s (%s)",\
+              #edit_stmt, (long long)(sa), (long long)(sb), (long long)(sd), qg_status_string(s),   \
+              qg_last_error());                                                                     \
+    } while (0)
+    BCASE((void)0, -8, 576 * 256, 576, "batch_stride_a must be >= 0", QG_ERROR_INVALID_ARGUMENT);
+    BCASE((void)0, 260, 576 * 256, 576, "batch_stride_a must be >= 0, a multiple of 16 bytes",
+          QG_ERROR_INVALID_ARGUMENT);
+    BCASE((void)0, 256, 4, 576, "batch_stride_b", QG_ERROR_INVALID_ARGUMENT);
+    BCASE((void)0, 256, 576 * 256, 572, "batch_stride_d", QG_ERROR_INVALID_ARGUMENT);
+    BCASE(x.d_fp32 = 1, 256, 576 * 256, 574, "batch_stride_d", QG_ERROR_INVALID_ARGUMENT);
+    BCASE((void)0, 256, (int64_t)1 << 40, 576, "2^40 bytes", QG_ERROR_INVALID_ARGUMENT);
+    BCASE(x.num_groups = 0, 256, 576 * 256, 576, "num_groups must be in [1, 1024]",
+          QG_ERROR_INVALID_ARGUMENT);
+    BCASE(x.num_groups = 1025, 256, 576 * 256, 576, "num_groups must be in [1, 1024]",
+          QG_ERROR_INVALID_ARGUMENT);
+    BCASE((x.d_fp32 = 1, x.c = FAKE(0x9000000), x.ldc = 576), 256, 576 * 256, 576,
+          "args->c must be NULL (the batched GEMM", QG_ERROR_UNSUPPORTED);
+    BCASE(x.n = 100, 256, 576 * 256, 576, "n must be a multiple of 8", QG_ERROR_UNSUPPORTED);
+    /* D over the last batch of A: refused (the batched extent is checked) */
+    BCASE(x.d = FAKE(0x1000000 + 2 * (99 * 1024 + 3 * 256)), 256, 576 * 256, 576, "overlap",
+          QG_ERROR_INVALID_ARGUMENT);
+    /* the same D past A's last batch: accepted (offline: no device) */
+    BCASE(x.d = FAKE(0x1000000 + 2 * (99 * 1024 + 4 * 256)), 256, 576 * 256, 576, "offline",
+          QG_ERROR_NO_DEVICE);
+    /* either major for A and B */
+    BCASE((x.a_major = QG_MAJOR_MN, x.lda = 4 * 104), 104, 576 * 256, 576, "offline",
+          QG_ERROR_NO_DEVICE);
+    BCASE((x.b_major = QG_MAJOR_MN, x.ldb = 640), 256, 256 * 640, 576, "offline",
+          QG_ERROR_NO_DEVICE);
+#undef BCASE
+    /* the compile entry takes the kind (no strides needed) */
+    qg_kernel_info info;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCHED, &a, &info);
+    CHECK(st == QG_SUCCESS, "compile batched: %s (%s)", qg_status_string(st), qg_last_error());
+    a.c = FAKE(0x9000000), a.d_fp32 = 1;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCHED, &a, &info);
+    CHECK(st == QG_ERROR_UNSUPPORTED, "compile batched with C: %s", qg_status_string(st));
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* DeepGEMM's einsum shapes as batched GEMMs ('bhr,hdr->bhd': NT, m = b,
+ * n = d, k = r, batches h; 'bhd,hdr->bhr': NN, n = r, k = d), FP32 D and
+ * MN-major A too: every one compiles offline without spills or warnings. */
+TEST(bf16_batched_compile_every_variant) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
+    CHECK(mkdtemp(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const int HRD[][3] = {{128, 512, 128}, {8, 4096, 1024}};
+    static const int Bs[] = {4, 128, 4096};
+    bf16_variant v[64];
+    int count = 0;
+    for (size_t i = 0; i < sizeof HRD / sizeof HRD[0]; ++i)
+        for (size_t j = 0; j < sizeof Bs / sizeof Bs[0]; ++j) {
+            const int h = HRD[i][0], r = HRD[i][1], d = HRD[i][2], b = Bs[j];
+            count = add_variant(v, count, QG_GEMM_BF16_BATCHED, b, d, r, h, 0, QG_MAJOR_K,
+                                QG_MAJOR_K, 0, 0);
+            count = add_variant(v, count, QG_GEMM_BF16_BATCHED, b, r, d, h, 0, QG_MAJOR_K,
+                                QG_MAJOR_MN, 0, 0);
+        }
+    count = add_variant(v, count, QG_GEMM_BF16_BATCHED, 300, 264, 320, 6, 0, QG_MAJOR_K,
+                        QG_MAJOR_K, 1, 0);
+    count = add_variant(v, count, QG_GEMM_BF16_BATCHED, 300, 256, 320, 6, 0, QG_MAJOR_MN,
+                        QG_MAJOR_MN, 0, 0);
+    count = add_variant(v, count, QG_GEMM_BF16_BATCHED, 1, 576, 448, 3, 0, QG_MAJOR_MN,
+                        QG_MAJOR_K, 1, 0);
+    int failures = 0;
+    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    for (int i = 0; i < count; ++i) {
+        int32_t ks[16];
+        qg_bf16_gemm_args a = variant_args(&v[i], ks);
+        qg_kernel_info info;
+        qg_status st = qg_bf16_compile(ctx, v[i].kind, &a, &info);
+        char first[512];
+        const unsigned warnings = qg__jit_warnings(first, sizeof first);
+        const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
+                        info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
+                        info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
+                        info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
+                        warnings == warnings_seen;
+        if (!ok) {
+            failures++;
+            printf("    batched %dx%dx%d G %d majors %d%d %s: %s %s regs %d spills %d/%d stack %d"
+                   "%s%s\n", v[i].m, v[i].n, v[i].k, v[i].groups, (int)v[i].a_major,
+                   (int)v[i].b_major, v[i].d_fp32 ? "f32" : "bf16", qg_status_string(st),
+                   st ? qg_last_error() : "", info.registers, info.spill_store_bytes,
+                   info.spill_load_bytes, info.stack_frame_bytes,
+                   warnings != warnings_seen ? "; warning: " : "",
+                   warnings != warnings_seen ? first : "");
+            warnings_seen = warnings;
+        }
+    }
+    printf("    %d batched BF16 variants, %d failures\n", count, failures);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    qgtk_remove_tree(dir);
+    PASS();
+}
+
+/* One batched case on the GPU, laid out as DeepGEMM's einsum lays it out:
+ * A [m][G][k] (K-major: batch stride k, lda G k; MN-major: [k][G][m8]),
+ * B [G][n][k + 8] or [G][k][n + 8], D [m][G][n + 8] poisoned (batch stride
+ * n + 8, ldd G (n + 8)): the 8 columns after each batch's n must stay
+ * poisoned. Against an fp64 product; and bitwise against one dense GEMM per
+ * batch (the per-head einsum's path) -- printed, not required. */
+static bool run_batched_case(qg_context *ctx, CUstream stream, int m, int n, int k, int G,
+                             qg_major am, qg_major bm, unsigned seed, double *diff_out,
+                             bool *same_as_dense, char *why, size_t why_len) {
+    const qg_driver *drv;
+    qg__context_cuda(ctx, &drv, NULL, NULL);
+    const int m8 = (m + 7) / 8 * 8;
+    const int64_t sa = am == QG_MAJOR_K ? k : m8, lda = (int64_t)G * sa;
+    const int64_t a_elems = (am == QG_MAJOR_K ? (int64_t)m : k) * lda;
+    const int64_t ldb = bm == QG_MAJOR_K ? k + 8 : n + 8;
+    const int64_t sb = (bm == QG_MAJOR_K ? n : k) * ldb, b_elems = sb * G;
+    const int64_t sd = n + 8, ldd = (int64_t)G * sd, d_elems = (int64_t)m * ldd;
+    uint16_t *ha = malloc((size_t)a_elems * 2), *hb = malloc((size_t)b_elems * 2);
+    uint16_t *got = malloc((size_t)d_elems * 2), *dense = malloc((size_t)d_elems * 2);
+    unsigned s = seed;
+    for (int64_t i = 0; i < a_elems; ++i) ha[i] = qg_bf16_encode((float)rnd_unit(&s));
+    for (int64_t i = 0; i < b_elems; ++i) hb[i] = qg_bf16_encode((float)rnd_unit(&s));
+    CUdeviceptr da = 0, db = 0, dd = 0, dd2 = 0;
+    bool ok = false;
+    if (drv->cuMemAlloc(&da, (size_t)a_elems * 2) || drv->cuMemAlloc(&db, (size_t)b_elems * 2) ||
+        drv->cuMemAlloc(&dd, (size_t)d_elems * 2) || drv->cuMemAlloc(&dd2, (size_t)d_elems * 2)) {
+        snprintf(why, why_len, "cuMemAlloc failed");
+        goto done;
+    }
+    drv->cuMemcpyHtoD(da, ha, (size_t)a_elems * 2);
+    drv->cuMemcpyHtoD(db, hb, (size_t)b_elems * 2);
+    drv->cuMemsetD8(dd, 0xFF, (size_t)d_elems * 2);
+    drv->cuMemsetD8(dd2, 0xFF, (size_t)d_elems * 2);
+    qg_bf16_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = m, a.n = n, a.k = k, a.num_groups = G;
+    a.a = (void *)(uintptr_t)da, a.lda = lda, a.a_major = am;
+    a.b = (void *)(uintptr_t)db, a.ldb = ldb, a.b_major = bm;
+    a.d = (void *)(uintptr_t)dd, a.ldd = ldd;
+    qg_status st = qg_batched_bf16_gemm(ctx, &a, sa, sb, sd, stream);
+    for (int g = 0; g < G && st == QG_SUCCESS; ++g) {
+        qg_bf16_gemm_args one = a;
+        one.num_groups = 1;
+        one.a = (void *)(uintptr_t)(da + (CUdeviceptr)(g * sa * 2));
+        one.b = (void *)(uintptr_t)(db + (CUdeviceptr)(g * sb * 2));
+        one.d = (void *)(uintptr_t)(dd2 + (CUdeviceptr)(g * sd * 2));
+        st = qg_bf16_gemm(ctx, &one, stream);
+    }
+    if (st != QG_SUCCESS) {
+        snprintf(why, why_len, "%s: %s", qg_status_string(st), qg_last_error());
+        goto done;
+    }
+    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "the kernel faulted");
+        goto done;
+    }
+    drv->cuMemcpyDtoH(got, dd, (size_t)d_elems * 2);
+    drv->cuMemcpyDtoH(dense, dd2, (size_t)d_elems * 2);
+    *same_as_dense = memcmp(got, dense, (size_t)d_elems * 2) == 0;
+    qgtk_diff_acc acc;
+    memset(&acc, 0, sizeof acc);
+    int64_t unwritten = 0, overwritten = 0;
+    for (int r = 0; r < m; ++r)
+        for (int g = 0; g < G; ++g)
+            for (int64_t c = 0; c < sd; ++c) {
+                const uint16_t v = got[r * ldd + g * sd + c];
+                if (c >= n) {
+                    overwritten += v != POISON16;
+                    continue;
+                }
+                double y = 0;
+                for (int kk = 0; kk < k; ++kk) {
+                    const uint16_t x = am == QG_MAJOR_K ? ha[r * lda + g * sa + kk]
+                                                        : ha[kk * lda + g * sa + r];
+                    const uint16_t w = bm == QG_MAJOR_K ? hb[g * sb + c * ldb + kk]
+                                                        : hb[g * sb + kk * ldb + c];
+                    y += bf(x) * bf(w);
+                }
+                const double x = bf(v);
+                if (isnan(x)) unwritten++;
+                else qgtk_diff_add(&acc, &x, &y, 1);
+            }
+    *diff_out = qgtk_diff_result(&acc);
+    ok = unwritten == 0 && overwritten == 0 && *diff_out < 1e-5;
+    if (!ok)
+        snprintf(why, why_len, "diff %.3g, %lld elements unwritten, %lld written that must not be",
+                 *diff_out, (long long)unwritten, (long long)overwritten);
+done:
+    if (da) drv->cuMemFree(da);
+    if (db) drv->cuMemFree(db);
+    if (dd) drv->cuMemFree(dd);
+    if (dd2) drv->cuMemFree(dd2);
+    free(ha);
+    free(hb);
+    free(got);
+    free(dense);
+    return ok;
+}
+
+TEST(gpu_bf16_batched_accuracy) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    static const int cases[][4] = {{4, 128, 512, 16}, {130, 256, 320, 3}, {1, 576, 448, 2},
+                                   {300, 64, 1024, 4}};
+    int failures = 0, count = 0, differ = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+        for (int layout = 0; layout < 4; ++layout) {
+            const qg_major am = layout >= 2 ? QG_MAJOR_MN : QG_MAJOR_K;
+            const qg_major bm = layout % 2 ? QG_MAJOR_MN : QG_MAJOR_K;
+            double diff = NAN;
+            bool same = false;
+            char why[256] = "";
+            count++;
+            if (!run_batched_case(ctx, stream, cases[i][0], cases[i][1], cases[i][2], cases[i][3],
+                                  am, bm, 99u + (unsigned)count * 31u, &diff, &same, why,
+                                  sizeof why)) {
+                failures++;
+                printf("    FAIL batched %dx%dx%d G %d majors %d%d: %s\n", cases[i][0],
+                       cases[i][1], cases[i][2], cases[i][3], (int)am, (int)bm, why);
+            }
+            differ += !same;
+        }
+    printf("    %d batched BF16 cases, %d failed; %d not bitwise equal to the per-batch dense "
+           "GEMMs\n", count, failures, differ);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d cases failed", failures, count);
+    PASS();
+}
+
+/* ---- the batch sums (qg_bf16_gemm_batch_sums) ------------------------------------ */
+
+/* DeepGEMM's einsum 'bmk,bnk->mn' (b = 129, m 128, n 384, k 128), 15 splits
+ * of 9 batches: a [129][128][128], b [129][384][128], D FP32 [15][128][384]. */
+static qg_bf16_gemm_args sums_args(void) {
+    qg_bf16_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = 128, a.n = 384, a.k = 128, a.num_groups = 129;
+    a.a = FAKE(0x10000000), a.lda = 128;
+    a.b = FAKE(0x20000000), a.ldb = 128;
+    a.d = FAKE(0x40000000), a.ldd = 384, a.d_fp32 = 1;
+    return a;
+}
+
+TEST(bf16_batch_sums_validation) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    qg_bf16_gemm_args a = sums_args();
+    qg_status st = qg_bf16_gemm_batch_sums(ctx, &a, 128 * 128, 384 * 128, 15, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE, "good args offline: %s (%s)", qg_status_string(st),
+          qg_last_error());
+#define SCASE(edit_stmt, sa, splits, want_text, want_status)                                        \
+    do {                                                                                            \
+        qg_bf16_gemm_args x = sums_args();                                                          \
+        edit_stmt;                                                                                  \
+        qg_status s = qg_bf16_gemm_batch_sums(ctx, &x, sa, 384 * 128, splits, NULL);                \
+        CHECK(s == (want_status) && strstr(qg_last_error(), want_text), "%s %d: %s (%s)",           \
+              #edit_stmt, splits, qg_status_string(s), qg_last_error());                            \
+    } while (0)
+    SCASE((void)0, 128 * 128, 0, "splits must be in [1", QG_ERROR_INVALID_ARGUMENT);
+    SCASE((void)0, 128 * 128, 130, "splits must be in [1", QG_ERROR_INVALID_ARGUMENT);
+    SCASE((void)0, 128 * 128, 16, "no empty split", QG_ERROR_INVALID_ARGUMENT); /* 15 x 9 >= 129 */
+    SCASE(x.num_groups = 10, 128 * 128, 4, "offline", QG_ERROR_NO_DEVICE);      /* 3 + 3 + 3 + 1 */
+    SCASE(x.num_groups = 10, 128 * 128, 6, "no empty split", QG_ERROR_INVALID_ARGUMENT); /* 2 x 5 */
+    SCASE(x.d_fp32 = 0, 128 * 128, 15, "FP32", QG_ERROR_UNSUPPORTED);
+    SCASE((x.b_major = QG_MAJOR_MN, x.ldb = 384), 128 * 128, 15, "QG_MAJOR_K", QG_ERROR_UNSUPPORTED);
+    SCASE((x.c = (const float *)x.d), 128 * 128, 15, "args->c must be NULL", QG_ERROR_UNSUPPORTED);
+    SCASE((void)0, 100, 15, "batch_stride_a", QG_ERROR_INVALID_ARGUMENT);
+    /* D over the last batch of A: refused */
+    SCASE(x.d = FAKE(0x10000000 + 2 * 128 * 128 * 128), 128 * 128, 15, "overlap",
+          QG_ERROR_INVALID_ARGUMENT);
+#undef SCASE
+    a.expected_m = 15;
+    qg_kernel_info info;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUMS, &a, &info);
+    CHECK(st == QG_SUCCESS, "compile: %s (%s)", qg_status_string(st), qg_last_error());
+    a.expected_m = 0;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUMS, &a, &info);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT, "compile without splits: %s", qg_status_string(st));
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* DeepGEMM's test_bmk_bnk_mn shapes (b 129 / 4096 / 8192; m, n, k of 128-384)
+ * with Python's split choice (python/qgemm/einsum.py bmk_splits): compiled
+ * offline without spills or warnings. */
+TEST(bf16_batch_sums_compile_every_variant) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
+    CHECK(mkdtemp(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const int S[] = {129, 4096, 8192};
+    static const int MNK[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384}, {200, 136, 64}};
+    int failures = 0, count = 0;
+    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
+        for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j) {
+            const int m = MNK[j][0], n = MNK[j][1], k = MNK[j][2], s = S[i];
+            const int tiles = ((m + 127) / 128) * ((n + 127) / 128);
+            int splits = (264 + tiles - 1) / tiles;
+            if (splits > s) splits = s;
+            const int per = (s + splits - 1) / splits;
+            splits = (s + per - 1) / per;
+            qg_bf16_gemm_args a;
+            memset(&a, 0, sizeof a);
+            a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
+            a.lda = k, a.ldb = k, a.ldd = n, a.d_fp32 = 1;
+            qg_kernel_info info;
+            qg_status st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUMS, &a, &info);
+            char first[512];
+            const unsigned warnings = qg__jit_warnings(first, sizeof first);
+            const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
+                            info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
+                            info.ptx_has_wgmma && info.ptx_has_tma_load && info.ptx_has_tma_store &&
+                            warnings == warnings_seen;
+            count++;
+            if (!ok) {
+                failures++;
+                printf("    batch sums b %d %dx%dx%d splits %d: %s %s regs %d spills %d/%d%s%s\n", s,
+                       m, n, k, splits, qg_status_string(st), st ? qg_last_error() : "",
+                       info.registers, info.spill_store_bytes, info.spill_load_bytes,
+                       warnings != warnings_seen ? "; warning: " : "",
+                       warnings != warnings_seen ? first : "");
+                warnings_seen = warnings;
+            }
+        }
+    printf("    %d batch-sum variants, %d failures\n", count, failures);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    qgtk_remove_tree(dir);
+    PASS();
+}
+
+/* On the GPU: a [S][m][k + 8] (batch stride m (k + 8)), b [S][n][k], the
+ * slices poisoned first (every element of every slice written), summed on the
+ * host against an fp64 sum of the products; bitwise the same on a second run. */
+TEST(gpu_bf16_batch_sums_accuracy) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    const qg_driver *drv;
+    qg__context_cuda(ctx, &drv, NULL, NULL);
+    static const int cases[][5] = {{129, 128, 384, 128, 16}, {37, 200, 136, 64, 5},
+                                   {300, 256, 256, 256, 66}, {5, 64, 64, 320, 5}};
+    int failures = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+        const int S = cases[ci][0], m = cases[ci][1], n = cases[ci][2], k = cases[ci][3];
+        int splits = cases[ci][4];
+        const int per = (S + splits - 1) / splits;
+        splits = (S + per - 1) / per;
+        const int64_t lda = k + 8, sa = (int64_t)m * lda, sb = (int64_t)n * k;
+        const size_t a_el = (size_t)(S * sa), b_el = (size_t)(S * sb), d_el = (size_t)splits * m * n;
+        uint16_t *ha = malloc(a_el * 2), *hb = malloc(b_el * 2);
+        float *got = malloc(d_el * 4), *again = malloc(d_el * 4);
+        unsigned s = 777u + (unsigned)ci;
+        for (size_t i = 0; i < a_el; ++i) ha[i] = qg_bf16_encode((float)rnd_unit(&s));
+        for (size_t i = 0; i < b_el; ++i) hb[i] = qg_bf16_encode((float)rnd_unit(&s));
+        CUdeviceptr da = 0, db = 0, dd = 0;
+        char why[256] = "";
+        if (drv->cuMemAlloc(&da, a_el * 2) || drv->cuMemAlloc(&db, b_el * 2) ||
+            drv->cuMemAlloc(&dd, d_el * 4)) {
+            snprintf(why, sizeof why, "cuMemAlloc failed");
+        } else {
+            drv->cuMemcpyHtoD(da, ha, a_el * 2);
+            drv->cuMemcpyHtoD(db, hb, b_el * 2);
+            qg_bf16_gemm_args a;
+            memset(&a, 0, sizeof a);
+            a.m = m, a.n = n, a.k = k, a.num_groups = S;
+            a.a = (void *)(uintptr_t)da, a.lda = lda;
+            a.b = (void *)(uintptr_t)db, a.ldb = k;
+            a.d = (void *)(uintptr_t)dd, a.ldd = n, a.d_fp32 = 1;
+            for (int run = 0; run < 2 && !why[0]; ++run) {
+                drv->cuMemsetD8(dd, 0xFF, d_el * 4);
+                qg_status st = qg_bf16_gemm_batch_sums(ctx, &a, sa, sb, splits, stream);
+                if (st != QG_SUCCESS)
+                    snprintf(why, sizeof why, "%s: %s", qg_status_string(st), qg_last_error());
+                else if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS)
+                    snprintf(why, sizeof why, "the kernel faulted");
+                else
+                    drv->cuMemcpyDtoH(run ? again : got, dd, d_el * 4);
+            }
+        }
+        if (!why[0] && memcmp(got, again, d_el * 4) != 0)
+            snprintf(why, sizeof why, "not bitwise deterministic");
+        if (!why[0]) {
+            qgtk_diff_acc acc;
+            memset(&acc, 0, sizeof acc);
+            int64_t nans = 0;
+            for (int r = 0; r < m; ++r)
+                for (int c = 0; c < n; ++c) {
+                    double x = 0, y = 0;
+                    for (int g = 0; g < splits; ++g) {
+                        const float v = got[((size_t)g * m + r) * n + c];
+                        nans += isnan(v);
+                        x += v;
+                    }
+                    for (int b = 0; b < S; ++b)
+                        for (int kk = 0; kk < k; ++kk)
+                            y += bf(ha[b * sa + r * lda + kk]) * bf(hb[b * sb + (int64_t)c * k + kk]);
+                    qgtk_diff_add(&acc, &x, &y, 1);
+                }
+            const double diff = qgtk_diff_result(&acc);
+            if (nans || !(diff < 1e-5))
+                snprintf(why, sizeof why, "diff %.3g, %lld unwritten", diff, (long long)nans);
+        }
+        if (why[0]) {
+            failures++;
+            printf("    FAIL batch sums S %d %dx%dx%d splits %d: %s\n", S, m, n, k, splits, why);
+        }
+        if (da) drv->cuMemFree(da);
+        if (db) drv->cuMemFree(db);
+        if (dd) drv->cuMemFree(dd);
+        free(ha);
+        free(hb);
+        free(got);
+        free(again);
+    }
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d cases failed", failures);
+    PASS();
+}

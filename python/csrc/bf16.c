@@ -1,9 +1,11 @@
 /*
  * bf16.c -- the BF16 GEMM family's entry in the extension: bf16_gemm(kind,
  * a, b, d, c, idx, expected_m, ks, stream, no_sync). The tensors come
- * through DLPack (tensor.c) as the logical operands A [m, k] (masked
- * [G, m, k]; k-grouped [sum K, m]), B [n, k] ([G, n, k]; k-grouped
- * [sum K, n]) and D; each operand's major is read from its strides (the
+ * through DLPack (tensor.c) as the logical operands A [m, k] (masked and
+ * batched [G, m, k]; k-grouped [sum K, m]), B [n, k] ([G, n, k]; k-grouped
+ * [sum K, n]) and D (batched: [G, m, n], each operand's batch stride its
+ * stride(0), any value: qg_batched_bf16_gemm; batch sums: d [splits, m, n]
+ * FP32 packed, qg_bf16_gemm_batch_sums); each operand's major is read from its strides (the
  * package passes DeepGEMM's transposed arguments as views, so NT/NN/TN/TT
  * are one call), then checked and handed to the library
  * (qg_bf16_gemm_args). The library checks again and refuses what it cannot
@@ -80,10 +82,12 @@ static int parse_ks(PyObject *obj, int32_t **ks, int *count)
 
 /* The library's arguments of one call from its borrowed tensors. */
 static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int32_t *ks,
-                     int num_ks, qg_bf16_gemm_args *ga, int *device)
+                     int num_ks, qg_bf16_gemm_args *ga, int64_t batch_strides[3], int *device)
 {
     memset(ga, 0, sizeof *ga);
-    const int masked = kind == QG_GEMM_GROUPED_MASKED, kg = kind == QG_GEMM_K_GROUPED;
+    const int sums = kind == (int)QG_GEMM_BF16_BATCH_SUMS; /* d [splits, m, n] */
+    const int batched = kind == (int)QG_GEMM_BF16_BATCHED || sums;
+    const int masked = kind == QG_GEMM_GROUPED_MASKED || batched, kg = kind == QG_GEMM_K_GROUPED;
     const int m_grouped = kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_PSUM;
     *device = -1;
     for (int i = 0; i < B_SLOTS; i++)
@@ -126,6 +130,12 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
         ga->ks = ks;
     } else {
         const int a_nd = masked ? 3 : 2, b_nd = m_grouped || masked ? 3 : 2;
+        /* batched: every operand [G, rows, cols], its batch stride its stride(0) */
+        if (batched)
+            for (int i = 0; i < 3; i++) {
+                const qgpy_tensor *x = &t[i == 0 ? B_A : i == 1 ? B_B : B_D];
+                batch_strides[i] = x->t->ndim == 3 && qgpy_dim(x, 0) > 1 ? qgpy_stride(x, 0) : 0;
+            }
         if (qgpy_check_ndim(&t[B_A], a_nd, masked ? "[G, M, K]" : "[M, K]") < 0 ||
             qgpy_check_ndim(&t[B_B], b_nd, b_nd == 3 ? "[G, N, K]" : "[N, K]") < 0 ||
             qgpy_check_ndim(&t[B_D], a_nd, masked ? "[G, M, N]" : "[M, N]") < 0)
@@ -140,18 +150,18 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
             qgpy_check_dim(&t[B_D], a_nd - 1, ga->n, "N (b)") < 0)
             return -1;
         if (masked && (qgpy_check_dim(&t[B_A], 0, groups, "G (b.shape[0])") < 0 ||
-                       qgpy_check_dim(&t[B_D], 0, groups, "G (b.shape[0])") < 0))
+                       (!sums && qgpy_check_dim(&t[B_D], 0, groups, "G (b.shape[0])") < 0)))
             return -1;
         if (major_of(&t[B_A], a_nd - 2, a_nd - 1, &ga->a_major, &ga->lda, "M") < 0 ||
             major_of(&t[B_B], b_nd - 2, b_nd - 1, &ga->b_major, &ga->ldb, "N") < 0)
             return -1;
         /* groups packed: each operand's group stride is its rows x ld */
-        if (masked && qgpy_dim(&t[B_A], 0) > 1 &&
+        if (masked && !batched && qgpy_dim(&t[B_A], 0) > 1 &&
             qgpy_stride(&t[B_A], 0) != (int64_t)ga->m * ga->lda)
             return qgpy_errorf(PyExc_ValueError, "qgemm: a's groups must be packed (stride(0) = "
                                "M x stride(1) = %lld), got %lld", (long long)ga->m * ga->lda,
                                (long long)qgpy_stride(&t[B_A], 0));
-        if (b_nd == 3 && groups > 1) {
+        if (b_nd == 3 && groups > 1 && !batched) {
             const int64_t rows = ga->b_major == QG_MAJOR_K ? ga->n : ga->k;
             if (qgpy_stride(&t[B_B], 0) != rows * ga->ldb)
                 return qgpy_errorf(PyExc_ValueError, "qgemm: b's groups must be packed (stride(0) "
@@ -164,7 +174,7 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
     if (qgpy_stride(&t[B_D], d_nd - 1) != 1 && qgpy_dim(&t[B_D], d_nd - 1) > 1)
         return qgpy_errorf(PyExc_ValueError, "qgemm: d must be row-major (unit last stride)");
     ga->ldd = qgpy_dim(&t[B_D], d_nd - 2) > 1 ? qgpy_stride(&t[B_D], d_nd - 2) : ga->n;
-    if (d_nd == 3 && qgpy_dim(&t[B_D], 0) > 1 &&
+    if (d_nd == 3 && (!batched || sums) && qgpy_dim(&t[B_D], 0) > 1 &&
         qgpy_stride(&t[B_D], 0) != (int64_t)ga->m * ga->ldd)
         return qgpy_errorf(PyExc_ValueError, "qgemm: d's groups must be packed (stride(0) = "
                            "M x stride(1))");
@@ -218,7 +228,9 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
                           &obj[B_C], &obj[B_IDX], &expected_m, &ks_obj, &stream, &no_sync))
         return NULL;
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
-        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM && kind != QG_GEMM_K_GROUPED)
+        kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM &&
+        kind != QG_GEMM_K_GROUPED && kind != (int)QG_GEMM_BF16_BATCHED &&
+        kind != (int)QG_GEMM_BF16_BATCH_SUMS)
         return PyErr_Format(PyExc_ValueError, "qgemm: unknown BF16 GEMM kind %d", kind);
     int32_t *ks = NULL;
     int num_ks = 0;
@@ -236,9 +248,11 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
             goto done;
     }
     qg_bf16_gemm_args ga;
+    int64_t bs[3] = {0, 0, 0};
     int device = 0;
-    if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, &device) < 0)
+    if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, bs, &device) < 0)
         goto done;
+    const int splits = kind == (int)QG_GEMM_BF16_BATCH_SUMS ? (int)qgpy_dim(&t[B_D], 0) : 0;
     if (ga.m == 0 || ga.n == 0) {
         Py_INCREF(Py_None);
         result = Py_None;
@@ -255,7 +269,11 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     case QG_GEMM_GROUPED_CONTIGUOUS: st = qg_m_grouped_bf16_gemm_contiguous(ctx, &ga, s); break;
     case QG_GEMM_GROUPED_PSUM: st = qg_m_grouped_bf16_gemm_psum(ctx, &ga, s); break;
     case QG_GEMM_GROUPED_MASKED: st = qg_m_grouped_bf16_gemm_masked(ctx, &ga, s); break;
-    default: st = qg_k_grouped_bf16_gemm(ctx, &ga, s); break;
+    case QG_GEMM_K_GROUPED: st = qg_k_grouped_bf16_gemm(ctx, &ga, s); break;
+    case (int)QG_GEMM_BF16_BATCH_SUMS:
+        st = qg_bf16_gemm_batch_sums(ctx, &ga, bs[0], bs[1], splits, s);
+        break;
+    default: st = qg_batched_bf16_gemm(ctx, &ga, bs[0], bs[1], bs[2], s); break;
     }
     Py_END_ALLOW_THREADS
     if (st != QG_SUCCESS)

@@ -542,6 +542,8 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "KIND_PSUM", QG_GEMM_GROUPED_PSUM) < 0 ||
         PyModule_AddIntConstant(m, "KIND_WGRAD", QG_GEMM_WGRAD) < 0 ||
         PyModule_AddIntConstant(m, "KIND_K_GROUPED", QG_GEMM_K_GROUPED) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_BF16_BATCHED", (int)QG_GEMM_BF16_BATCHED) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_BF16_BATCH_SUMS", (int)QG_GEMM_BF16_BATCH_SUMS) < 0 ||
         PyModule_AddIntConstant(m, "CAST_PER_TOKEN", QG_CAST_KIND_PER_TOKEN) < 0 ||
         PyModule_AddIntConstant(m, "CAST_PER_BLOCK", QG_CAST_KIND_PER_BLOCK) < 0 ||
         PyModule_AddIntConstant(m, "CAST_PER_CHANNEL", QG_CAST_KIND_PER_CHANNEL) < 0 ||

@@ -118,6 +118,11 @@ from .bf16 import (
     m_grouped_bf16_gemm_nt_contiguous,
     m_grouped_bf16_gemm_nt_masked,
 )
+from .einsum import (
+    einsum,
+    fp8_einsum,
+    fp8_gemm_nt_skip_head_mid,
+)
 from .fp8 import (
     fp8_fp4_gemm_nt,
     fp8_gemm_nt,
@@ -207,6 +212,10 @@ __all__ = [
     "fp8_paged_mqa_logits",
     "get_paged_mqa_logits_metadata",
     "tf32_hc_prenorm_gemm",
+    # the einsum family (DeepGEMM's names)
+    "einsum",
+    "fp8_einsum",
+    "fp8_gemm_nt_skip_head_mid",
 ] + sorted(_dg.STUBS) + sorted(_dg.CUBLASLT)
 
 globals().update(_dg.STUBS)  # DeepGEMM entry points qgemm lacks: NotImplementedError

@@ -14,8 +14,7 @@ defaults, mapped onto qgemm's GEMMs:
   return it (row-major ``[M, K/128]``) and make it M-major themselves
   (qgemm's own ``fp8_gemm_nt`` keeps insisting on M-major scales: use
   ``qgemm.deep_gemm`` to get DeepGEMM's behaviour under DeepGEMM's names);
-- every other DeepGEMM entry point (FP8 NN/TN/TT, einsum,
-  attention, mega MoE, ...) exists and raises ``NotImplementedError`` saying
+- every other DeepGEMM entry point (FP8 NN/TN/TT, mega MoE, ...) exists and raises ``NotImplementedError`` saying
   what is missing, so ``import qgemm as deep_gemm`` fails clearly instead of
   with ``AttributeError``.
 """
@@ -240,10 +239,7 @@ MISSING: Dict[str, str] = {
     "fp8_gemm_nn": _WHY_NN, "fp8_gemm_tn": _WHY_TN, "fp8_gemm_tt": _WHY_TN,
     "m_grouped_fp8_fp4_gemm_nn_contiguous": _WHY_NN,
     "m_grouped_fp8_gemm_nn_contiguous": _WHY_NN,
-    "fp8_gemm_nt_skip_head_mid": "the skip-head-mid output variant is not implemented",
     "k_grouped_fp8_gemm_tn_contiguous": _WHY_KG,
-    "einsum": "einsum kernels are not implemented",
-    "fp8_einsum": "einsum kernels are not implemented",
     "SymmBuffer": "mega MoE kernels (symmetric memory) are not implemented",
     "get_symm_buffer_for_mega_moe": "mega MoE kernels are not implemented",
     "transform_weights_for_mega_moe": "mega MoE kernels are not implemented",

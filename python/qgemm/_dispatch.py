@@ -460,7 +460,8 @@ def zero_k(kind: int, d: Any, c: Any) -> None:
 # ---- the BF16 family's launch (qgemm/bf16.py) ---------------------------------------------
 
 BF16_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED,
-              "psum": _C.KIND_PSUM, "k_grouped": _C.KIND_K_GROUPED}
+              "psum": _C.KIND_PSUM, "k_grouped": _C.KIND_K_GROUPED,
+              "batched": _C.KIND_BF16_BATCHED, "batch_sums": _C.KIND_BF16_BATCH_SUMS}
 
 
 def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,

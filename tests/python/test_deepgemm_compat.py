@@ -72,6 +72,13 @@ DEEPGEMM_SIGNATURES = {
                              ("block_table", R), ("schedule_meta", R), ("max_context_len", R),
                              ("clean_logits", False), ("indices", None)],
     "tf32_hc_prenorm_gemm": [("a", R), ("b", R), ("d", R), ("sqr_sum", R), ("num_splits", None)],
+    # csrc/apis/einsum.hpp and attention.hpp
+    "einsum": [("expr", R), ("a", R), ("b", R), ("d", R), ("c", None), ("use_cublaslt", False)],
+    "fp8_einsum": [("expr", R), ("a", R), ("b", R), ("d", R), ("c", None),
+                   ("recipe", (1, 128, 128))],
+    "fp8_gemm_nt_skip_head_mid": [("a", R), ("b", R), ("d", R), ("head_splits", R),
+                                  ("recipe", None), ("compiled_dims", "nk"),
+                                  ("disable_ue8m0_cast", False)],
 }
 
 # Where qgemm's default differs on purpose: qgemm's own earlier calls keep working.
@@ -150,6 +157,9 @@ SUPPORTED = {
     "m_grouped_bf16_gemm_nt_contiguous", "m_grouped_bf16_gemm_nn_contiguous",
     "m_grouped_bf16_gemm_nt_masked", "k_grouped_bf16_gemm_tn_contiguous",
     "bf16_m_grouped_gemm_nt_masked",
+    "unpack_ue8m0_from_int",
+    # the einsum family (python/qgemm/einsum.py)
+    "einsum", "fp8_einsum", "fp8_gemm_nt_skip_head_mid",
 }
 
 MODULES = [pytest.param(qgemm, id="qgemm"), pytest.param(qdg, id="qgemm.deep_gemm")]

@@ -72,6 +72,11 @@ from ..bf16 import (  # noqa: F401
     m_grouped_bf16_gemm_nt_contiguous,
     m_grouped_bf16_gemm_nt_masked,
 )
+from ..einsum import (  # noqa: F401
+    einsum,
+    fp8_einsum,
+    fp8_gemm_nt_skip_head_mid,
+)
 from ..fp8 import (  # noqa: F401
     fp8_fp4_gemm_nt,
     fp8_m_grouped_gemm_nt_masked,

@@ -1,0 +1,411 @@
+"""DeepGEMM's einsum family: ``einsum``, ``fp8_einsum`` and ``fp8_gemm_nt_skip_head_mid``.
+
+``einsum(expr, a, b, d, c=None, use_cublaslt=False)`` (bfloat16 a, b):
+
+=================  ==========================================  =====================================
+expression         shapes                                      how
+=================  ==========================================  =====================================
+``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          one launch of the batch sums: B
+                   float32 (``c`` None, d itself: d += ...,    split into ranges, each range's sum
+                   or another float32 [M, N]) or bfloat16      into an FP32 workspace slice (no
+                   (no ``c``)                                  copies), the slices summed in a
+                                                               fixed order: deterministic
+``bhr,hdr->bhd``   a [B, H, R], b [H, D, R] (any row stride,   one launch of the batched BF16 GEMM
+                   e.g. ``fy[:, :, :r]``), d [B, H, D] bf16    (H batches of strided views, no
+                                                               copies): a[:, h] (row stride H*R),
+                                                               b[h], d[:, h]; NT
+``bhd,hdr->bhr``   a [B, H, D], b [H, D, R], d [B, H, R] bf16  as above, NN (b[h] read MN-major)
+=================  ==========================================  =====================================
+
+The letters may be renamed and spaces are ignored (``"xyz, ywz -> xyw"`` is
+``bhr,hdr->bhd``). K is accumulated whole, in ascending order, with no split,
+so per-head results round to the same bf16 as a cuBLAS GEMM of the same
+operands. ``use_cublaslt=True`` runs the per-head expressions on cuBLAS through
+torch (DeepGEMM's reference path); ``bmk,bnk->mn`` refuses it, as DeepGEMM does.
+
+``fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z, c=None, recipe=(1, 128, 128))``:
+x [B, H, R] e4m3 with sfx [B, H, ceil(R/128)] (1x128 scales, as
+``per_token_cast_to_fp8(x.view(-1, R))`` returns them, viewed [B, H, .]), y [H, D, R]
+e4m3 with sfy [H, ceil(D/128), ceil(R/128)] (128x128 blocks), z [B, H, D]
+bfloat16: one FP8 GEMM per head on strided views of x and z (the scales made
+M-major once for all heads: one copy of B x H x R/128 floats).
+
+``fp8_gemm_nt_skip_head_mid(a, b, d, head_splits, recipe=None, compiled_dims="nk",
+disable_ue8m0_cast=False)``: the FP8 GEMM ``a @ b.T`` ([M, N], N = heads x
+(left + right)) written into d [M, heads x (left + mid + right)] with the middle
+``mid`` columns of every head skipped (left untouched): head j's first ``left``
+columns of the product go to d's columns [j*(l+m+r), j*(l+m+r)+l), its last
+``right`` to the last ``right`` of that head. Computed as the GEMM into a
+bf16 temporary and a copy of its columns into d.
+
+Every function checks its arguments before anything is launched (ValueError
+for a bad value, TypeError for a wrong type, NotImplementedError for what
+DeepGEMM accepts on SM100 or elsewhere and qgemm does not), and runs on the
+caller's current stream (torch's: the copies and reductions some paths make are
+torch operations on that stream too).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Sequence, Tuple
+
+from . import _C
+from . import _deepgemm as _dg
+from . import _dispatch as _d
+from ._dispatch import Pair, Tensor, as_int
+from ._torch_helpers import mn_major
+from .fp8 import fp8_fp4_gemm_nt
+
+_DENSE = _C.KIND_DENSE
+_BATCHED = _C.KIND_BF16_BATCHED
+_BATCH_SUMS = _C.KIND_BF16_BATCH_SUMS
+MAX_BATCHES = 1024  # batches of one launch of the batched BF16 GEMM (qg_batched_bf16_gemm)
+
+# the canonical form of each supported expression (letters renamed in order of appearance)
+BMK_BNK_MN = "abc,adc->bd"
+BHR_HDR_BHD = "abc,bdc->abd"
+BHD_HDR_BHR = "abc,bcd->abd"
+_NAMES = {BMK_BNK_MN: "bmk,bnk->mn", BHR_HDR_BHD: "bhr,hdr->bhd", BHD_HDR_BHR: "bhd,hdr->bhr"}
+EINSUM_EXPRESSIONS = ("bmk,bnk->mn", "bhr,hdr->bhd", "bhd,hdr->bhr")
+FP8_EINSUM_EXPRESSIONS = ("bhr,hdr->bhd",)
+
+
+def parse_expr(expr: Any) -> Tuple[str, List[str], str]:
+    """An einsum expression as (canonical form, operand subscripts, output subscripts).
+
+    Spaces are ignored; the form must be ``<letters>,<letters>-><letters>`` with
+    no letter repeated within an operand, every output letter in an input and
+    every letter appearing in at least two places (no implicit output, no
+    ellipsis, no trace or lone sum). The canonical form renames the letters
+    a, b, c, ... in order of first appearance, so renamed expressions compare
+    equal. ValueError names what is wrong, TypeError for a non-string."""
+    if not isinstance(expr, str):
+        raise TypeError(f"qgemm: einsum: expr must be a str such as 'bhr,hdr->bhd', "
+                        f"got {type(expr).__name__}")
+    text = "".join(expr.split())
+    lhs, arrow, out = text.partition("->")
+    if not arrow:
+        raise ValueError(f"qgemm: einsum: expr {expr!r} has no '->' (the output must be "
+                         "given explicitly)")
+    ops = lhs.split(",")
+    if len(ops) != 2:
+        raise ValueError(f"qgemm: einsum: expr {expr!r} must have two operands, got {len(ops)}")
+    for sub in ops + [out]:
+        if not sub or not all(ch.isascii() and ch.isalpha() for ch in sub):
+            raise ValueError(f"qgemm: einsum: expr {expr!r}: every subscript must be one or "
+                             f"more letters, got {sub!r}")
+        if len(set(sub)) != len(sub):
+            raise ValueError(f"qgemm: einsum: expr {expr!r}: a letter repeats within {sub!r}")
+    for ch in out:
+        if ch not in ops[0] and ch not in ops[1]:
+            raise ValueError(f"qgemm: einsum: expr {expr!r}: output letter {ch!r} is in "
+                             "no operand")
+    for ch in set(ops[0]) ^ set(ops[1]):
+        if ch not in out:
+            raise ValueError(f"qgemm: einsum: expr {expr!r}: letter {ch!r} is in one operand "
+                             "only and not in the output")
+    rename: dict = {}
+    for ch in text:
+        if ch.isalpha() and ch not in rename:
+            rename[ch] = chr(ord("a") + len(rename))
+    canon = "".join(rename.get(ch, ch) for ch in text)
+    return canon, ops, out
+
+
+def _torch_of(func: str, *tensors: Any) -> Any:
+    """torch, when every tensor is a torch tensor (DeepGEMM's contract; the views,
+    copies and the cuBLAS path are torch's); TypeError otherwise."""
+    torch = sys.modules.get("torch")
+    if torch is None or not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise TypeError(f"qgemm: {func}: the tensors must be torch tensors, got "
+                        f"{', '.join(type(t).__name__ for t in tensors)}")
+    return torch
+
+
+def _check_3d(func: str, name: str, t: Any, dtype: Any, what: str) -> Tuple[int, int, int]:
+    if t.dim() != 3:
+        raise ValueError(f"qgemm: {func}: {name} must be {what}, got shape {list(t.shape)}")
+    if t.dtype != dtype:
+        raise ValueError(f"qgemm: {func}: {name} must be {dtype}, got {t.dtype}")
+    return tuple(t.shape)  # type: ignore[return-value]
+
+
+def _unit_last(func: str, name: str, t: Any) -> None:
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        raise ValueError(f"qgemm: {func}: {name} must be contiguous in its last dimension "
+                         f"(stride 1), got strides {list(t.stride())}")
+
+
+def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
+           use_cublaslt: bool = False) -> None:
+    """DeepGEMM's einsum: ``d = einsum(expr, a, b)`` for bfloat16 a and b.
+
+    ``bmk,bnk->mn``: a [B, M, K], b [B, N, K], d [M, N] = the sum over B of
+    a[i] @ b[i].T; d float32 (``c`` None, d itself to accumulate into d as
+    DeepGEMM's users do, or another float32 [M, N]: d = c + ...) or bfloat16
+    (no c). One launch of the batch sums (``qg_bf16_gemm_batch_sums``: the B
+    batches split into ranges, each range's products accumulated whole in FP32
+    into a workspace slice, a and b read where they are, no copy), the slices
+    then summed in a fixed order: deterministic.
+
+    ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
+    a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
+    (other strides free: ``fy[:, :, :r]`` views), no c. One launch of the batched
+    BF16 GEMM (``qg_batched_bf16_gemm``: every head a batch of strided views, no
+    copies), K accumulated whole in ascending order.
+    ``use_cublaslt=True``: cuBLAS through torch instead (DeepGEMM's reference).
+
+    Letters may be renamed and spaces are ignored; other expressions raise
+    NotImplementedError. As DeepGEMM: empty M, N (or B, H) return at once.
+    """
+    canon, _, _ = parse_expr(expr)
+    if canon not in _NAMES:
+        raise NotImplementedError(
+            f"qgemm: einsum: expression {expr!r} is not supported; qgemm (as DeepGEMM) "
+            f"implements {', '.join(EINSUM_EXPRESSIONS)} (letters may be renamed)")
+    if not isinstance(use_cublaslt, (bool, int)):
+        raise TypeError(f"qgemm: einsum: use_cublaslt must be a bool, "
+                        f"got {type(use_cublaslt).__name__}")
+    torch = _torch_of("einsum", a, b, d)
+    if canon == BMK_BNK_MN:
+        if use_cublaslt:
+            raise ValueError("qgemm: einsum: 'bmk,bnk->mn' has no cuBLASLt path "
+                             "(use_cublaslt=False, as DeepGEMM)")
+        _bmk_bnk_mn(torch, a, b, d, c)
+        return
+    if c is not None:
+        raise ValueError(f"qgemm: einsum: {_NAMES[canon]!r} takes no c (as DeepGEMM)")
+    _per_head(torch, canon, a, b, d, bool(use_cublaslt))
+
+
+def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any) -> None:
+    func = "einsum('bmk,bnk->mn')"
+    s, m, k = _check_3d(func, "a", a, torch.bfloat16, "[B, M, K]")
+    s_, n, k_ = _check_3d(func, "b", b, torch.bfloat16, "[B, N, K]")
+    if s_ != s or k_ != k:
+        raise ValueError(f"qgemm: {func}: b {list(b.shape)} must be [B, N, K] with a's B = {s} "
+                         f"and K = {k}")
+    if d.dim() != 2 or tuple(d.shape) != (m, n):
+        raise ValueError(f"qgemm: {func}: d must be [M, N] = [{m}, {n}], got {list(d.shape)}")
+    if d.dtype == torch.float32:
+        if c is not None and (not isinstance(c, torch.Tensor) or c.dtype != torch.float32
+                              or tuple(c.shape) != (m, n)):
+            raise ValueError(f"qgemm: {func}: c must be None, d itself or a float32 [{m}, {n}] "
+                             f"tensor, got {_dg._show(c)}")
+    elif d.dtype == torch.bfloat16:
+        if c is not None:
+            raise ValueError(f"qgemm: {func}: a bfloat16 d takes no c (as DeepGEMM: "
+                             "accumulate into a float32 d)")
+    else:
+        raise ValueError(f"qgemm: {func}: d must be float32 or bfloat16, got {d.dtype}")
+    if m == 0 or n == 0:
+        return
+    # The batch sums (qg_bf16_gemm_batch_sums): the B batches split into `splits` ranges,
+    # each range's sum of a[b] @ b[b].T accumulated whole in FP32 (ascending b, then k) into
+    # its slice of an FP32 workspace, in one launch that reads a and b where they are (no
+    # copy); the slices then summed in a fixed order (torch's reduction over the first
+    # dimension): deterministic, no atomics. One split and a float32 d without c: d itself.
+    if s == 0:  # an empty sum (as DeepGEMM: d = c, or zero)
+        if c is None:
+            d.zero_()
+        elif c is not d:
+            d.copy_(c)
+        return
+    if a.stride(-1) != 1:
+        a = a.contiguous()
+    if b.stride(-1) != 1:
+        b = b.contiguous()
+    splits = bmk_splits(m, n, s, k)
+    if splits == 1 and c is None and d.dtype == torch.float32:
+        _d.launch_bf16(_BATCH_SUMS, a, b, d.unsqueeze(0), None, None, 0, None, None)
+        return
+    ws = torch.empty((splits, m, n), dtype=torch.float32, device=d.device)
+    _d.launch_bf16(_BATCH_SUMS, a, b, ws, None, None, 0, None, None)
+    total = ws.sum(0) if splits > 1 else ws[0]
+    if c is not None:
+        total = total + c
+    d.copy_(total)
+
+
+# The split of bmk,bnk->mn's batches: enough CTAs for the SMs (SPLIT_TILES: two per SM of
+# a 132-SM H100 / H200), at least SPLIT_MIN_K of K' = B*K per split.
+SPLIT_TILES = 264
+SPLIT_MIN_K = 1024
+
+
+def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
+    """The split count of bmk,bnk->mn's batch sums: ranges of ceil(batches / splits)
+    batches, none empty (what qg_bf16_gemm_batch_sums takes); 1 for one range."""
+    tiles = -(-m // 128) * -(-n // 128)
+    want = min(-(-SPLIT_TILES // tiles), batches, batches * k // SPLIT_MIN_K, MAX_BATCHES)
+    if want <= 1:
+        return 1
+    per = -(-batches // want)
+    return -(-batches // per)
+
+
+def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool) -> None:
+    nt = canon == BHR_HDR_BHD
+    func = f"einsum({_NAMES[canon]!r})"
+    bf = torch.bfloat16
+    if nt:  # a [B, H, R], b [H, D, R] -> d [B, H, D]
+        batch, h, r = _check_3d(func, "a", a, bf, "[B, H, R]")
+        h_, n, r_ = _check_3d(func, "b", b, bf, "[H, D, R]")
+        want_b, want_d = (h, n, r), (batch, h, n)
+        ok = h_ == h and r_ == r
+    else:  # a [B, H, D], b [H, D, R] -> d [B, H, R]
+        batch, h, r = _check_3d(func, "a", a, bf, "[B, H, D]")
+        h_, r_, n = _check_3d(func, "b", b, bf, "[H, D, R]")
+        want_b, want_d = (h, r, n), (batch, h, n)
+        ok = h_ == h and r_ == r
+    if not ok:
+        raise ValueError(f"qgemm: {func}: b must be {list(want_b)} for a {list(a.shape)}, got "
+                         f"{list(b.shape)}")
+    _check_3d(func, "d", d, bf, "[B, H, N]")
+    if tuple(d.shape) != want_d:
+        raise ValueError(f"qgemm: {func}: d must be {list(want_d)}, got {list(d.shape)}")
+    for name, t in (("a", a), ("b", b), ("d", d)):
+        _unit_last(func, name, t)
+    if batch == 0 or h == 0 or n == 0:
+        return
+    if use_cublaslt:  # cuBLAS through torch, as DeepGEMM's reference path
+        bt = b.transpose(1, 2) if nt else b  # [H, R, N]
+        d.transpose(0, 1).copy_(torch.matmul(a.transpose(0, 1), bt))
+        return
+    # every head in one launch (the batched BF16 GEMM, H batches of strided views, nothing
+    # copied): A [H, B, K] (batch stride K, row stride H*K), B [H, N, K] (NT: K-major; NN: the
+    # transposed view, MN-major), D [H, B, N]; K = R (resp. D) accumulated whole
+    a3 = a.transpose(0, 1)
+    b3 = b if nt else b.transpose(1, 2)
+    d3 = d.transpose(0, 1)
+    for h0 in range(0, h, MAX_BATCHES):
+        h1 = min(h, h0 + MAX_BATCHES)
+        _d.launch_bf16(_BATCHED, a3[h0:h1], b3[h0:h1], d3[h0:h1], None, None, 0, None, None)
+
+
+# ---- FP8 ------------------------------------------------------------------------------------
+
+
+def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
+               recipe: Any = (1, 128, 128)) -> None:
+    """DeepGEMM's fp8_einsum on SM90: ``bhr,hdr->bhd`` with block-scaled FP8 operands.
+
+    ``a = (x, sfx)``: x [B, H, R] e4m3, sfx [B, H, ceil(R/128)] float32 (1x128
+    scales: ``per_token_cast_to_fp8(x.view(-1, R))`` viewed [B, H, .]); ``b =
+    (y, sfy)``: y [H, D, R] e4m3, sfy [H, ceil(D/128), ceil(R/128)] float32
+    (128x128 blocks); d [B, H, D] bfloat16, written. ``recipe`` (1, 128, 128)
+    only and ``c`` None (qgemm's SM90 FP8 GEMM writes bf16 D). The scales are
+    made M-major once for all heads (a copy of B x H x R/128 floats), then one
+    FP8 GEMM a head on strided views of x and d.
+    """
+    canon, _, _ = parse_expr(expr)
+    if canon != BHR_HDR_BHD:
+        raise NotImplementedError(
+            f"qgemm: fp8_einsum: expression {expr!r} is not supported; on SM90 qgemm (as "
+            "DeepGEMM) implements 'bhr,hdr->bhd' (DeepGEMM's 'bhd,hdr->bhr' and "
+            "'bhd,bhr->hdr' are SM100 only)")
+    func = "fp8_einsum('bhr,hdr->bhd')"
+    if _dg._as_tuple(recipe) != _dg.SUPPORTED_RECIPE:
+        raise _dg.unsupported(func, "recipe", recipe, "SM90's FP8 einsum takes the (1, 128, 128) "
+                              "recipe (1x128 scales for x, 128x128 for y)")
+    if c is not None:
+        raise _dg.unsupported(func, "c", c, "qgemm's FP8 einsum writes d = x @ y.T (bfloat16); "
+                              "pass c=None")
+    x, sfx = _d.pair(a, "a")
+    y, sfy = _d.pair(b, "b")
+    torch = _torch_of(func, x, sfx, y, sfy, d)
+    e4m3, f32 = torch.float8_e4m3fn, torch.float32
+    batch, h, r = _check_3d(func, "a[0]", x, e4m3, "[B, H, R]")
+    h_, n, r_ = _check_3d(func, "b[0]", y, e4m3, "[H, D, R]")
+    if h_ != h or r_ != r:
+        raise ValueError(f"qgemm: {func}: b[0] must be [{h}, D, {r}], got {list(y.shape)}")
+    kb, nb = -(-r // 128), -(-n // 128)
+    _check_3d(func, "a[1]", sfx, f32, "[B, H, ceil(R/128)]")
+    if tuple(sfx.shape) != (batch, h, kb):
+        raise ValueError(f"qgemm: {func}: a[1] must be [{batch}, {h}, {kb}], "
+                         f"got {list(sfx.shape)}")
+    _check_3d(func, "b[1]", sfy, f32, "[H, ceil(D/128), ceil(R/128)]")
+    if tuple(sfy.shape) != (h, nb, kb):
+        raise ValueError(f"qgemm: {func}: b[1] must be [{h}, {nb}, {kb}], got {list(sfy.shape)}")
+    if d.dim() != 3 or tuple(d.shape) != (batch, h, n):
+        raise ValueError(f"qgemm: {func}: d must be [{batch}, {h}, {n}], got {list(d.shape)}")
+    if d.dtype != torch.bfloat16:
+        raise _dg.unsupported(func, "d", d, "qgemm's FP8 einsum writes bfloat16 d")
+    for name, t in (("a[0]", x), ("b[0]", y), ("d", d)):
+        _unit_last(func, name, t)
+    if batch == 0 or h == 0 or n == 0:
+        return
+    # every head's 1x128 scales M-major at once ([H, B, R/128], one copy), then one GEMM a head
+    sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
+    for i in range(h):
+        _d.gemm(_DENSE, (x[:, i], sfa[i]), (y[i], _dg.block_sf(sfy[i])), d[:, i], None, 0,
+                None, None)
+
+
+def _head_splits(func: str, head_splits: Any) -> Tuple[int, int, int]:
+    if not isinstance(head_splits, (tuple, list)) or len(head_splits) != 3:
+        raise TypeError(f"qgemm: {func}: head_splits must be a (left, mid, right) tuple of ints, "
+                        f"got {head_splits!r}")
+    left, mid, right = (as_int(v, f"head_splits[{i}]", lo=0) for i, v in enumerate(head_splits))
+    if left + right == 0:
+        raise ValueError(f"qgemm: {func}: head_splits {tuple(head_splits)}: left + right must "
+                         "be > 0")
+    return left, mid, right
+
+
+def fp8_gemm_nt_skip_head_mid(a: Pair, b: Pair, d: Tensor, head_splits: Sequence[int],
+                              recipe: Any = None, compiled_dims: str = "nk",
+                              disable_ue8m0_cast: bool = False) -> None:
+    """DeepGEMM's fp8_gemm_nt_skip_head_mid: the FP8 GEMM ``a @ b.T`` ([M, N], N =
+    heads x (left + right)) written into d bfloat16 [M, heads x (left + mid + right)]
+    with the middle of every head skipped.
+
+    ``head_splits = (left, mid, right)``: head j's first ``left`` product
+    columns go to d's columns [j*w, j*w + left) and its last ``right`` to
+    [j*w + left + mid, (j+1)*w), w = left + mid + right; the ``mid`` columns
+    between are left untouched (DeepGEMM's apply_skip_head_mid layout). a and
+    b as fp8_fp4_gemm_nt takes them (sfa in any layout, made M-major; the
+    (1, 128, 128) recipe). Computed as the GEMM into a bf16 temporary [M, N]
+    and a copy of its columns (mid = 0: straight into d).
+    """
+    func = "fp8_gemm_nt_skip_head_mid"
+    left, mid, right = _head_splits(func, head_splits)
+    if _dg.check_gemm_args(func, None, recipe, None, None, compiled_dims, disable_ue8m0_cast):
+        raise _dg.unsupported(func, "recipe", recipe, "the skip-head-mid GEMM takes the "
+                              "(1, 128, 128) recipe (DeepGEMM's SM90 1D2D kernel)")
+    a_, _ = _d.pair(a, "a")
+    b_, _ = _d.pair(b, "b")
+    torch = _torch_of(func, a_, b_, d)
+    if a_.dim() != 2 or b_.dim() != 2 or d.dim() != 2:
+        raise ValueError(f"qgemm: {func}: want a [M, K], b [N, K] and d [M, N'], got a "
+                         f"{list(a_.shape)}, b {list(b_.shape)}, d {list(d.shape)}")
+    m, k = a_.shape
+    n = b_.shape[0]
+    width = left + right
+    if n % width:
+        raise ValueError(f"qgemm: {func}: N = {n} (b.shape[0]) must be a multiple of left + "
+                         f"right = {width}")
+    heads = n // width
+    n_full = n + heads * mid
+    if d.shape[0] != m or d.shape[1] != n_full:
+        raise ValueError(f"qgemm: {func}: d must be [M, N + N / (left + right) * mid] = "
+                         f"[{m}, {n_full}], got {list(d.shape)}")
+    if d.dtype != torch.bfloat16:
+        raise _dg.unsupported(func, "d", d, "qgemm writes the skip-head-mid output in bfloat16")
+    _unit_last(func, "d", d)
+    if m == 0 or n == 0:
+        return
+    if mid == 0:  # nothing skipped: d is the product
+        fp8_fp4_gemm_nt(a, b, d, None, recipe, None, None, compiled_dims, disable_ue8m0_cast)
+        return
+    tmp = torch.empty((m, n), dtype=torch.bfloat16, device=d.device)
+    fp8_fp4_gemm_nt(a, b, tmp, None, recipe, None, None, compiled_dims, disable_ue8m0_cast)
+    dv = d.unflatten(1, (heads, left + mid + right))
+    tv = tmp.view(m, heads, width)
+    if left:
+        dv[:, :, :left].copy_(tv[:, :, :left])
+    if right:
+        dv[:, :, left + mid:].copy_(tv[:, :, left:])
+
+
+__all__ = ["einsum", "fp8_einsum", "fp8_gemm_nt_skip_head_mid"]

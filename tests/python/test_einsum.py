@@ -1,0 +1,559 @@
+"""DeepGEMM's einsum family on qgemm (python/qgemm/einsum.py): ``einsum``,
+``fp8_einsum``, ``fp8_gemm_nt_skip_head_mid``.
+
+CPU: the expression parser; every argument error before anything is launched;
+and each function's decomposition into GEMMs checked numerically on CPU
+tensors, with the GEMM launchers replaced by a float64 torch product (the
+views each GEMM gets: no copies of the per-head operands, their strides, the
+scales made M-major). GPU (Hopper): DeepGEMM's own checks of
+tests/test_einsum.py and test_attention.test_gemm_skip_head_mid on smaller
+shapes, against the float64 reference, poisoned outputs.
+"""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import qgemm
+import qgemm.deep_gemm as qdg
+from qgemm import _deepgemm
+from qgemm import _dispatch
+from qgemm.einsum import (BHD_HDR_BHR, BHR_HDR_BHD, BMK_BNK_MN, parse_expr)
+from reference import calc_diff, dequant_a, dequant_b
+
+E = sys.modules["qgemm.einsum"]  # (qgemm.einsum is DeepGEMM's function of that name)
+
+
+# ---- names ----------------------------------------------------------------------------------
+
+
+def test_names_are_exported_and_no_longer_stubs():
+    for name in ("einsum", "fp8_einsum", "fp8_gemm_nt_skip_head_mid"):
+        assert name not in _deepgemm.MISSING
+        assert getattr(qgemm, name) is getattr(E, name)
+        assert getattr(qdg, name) is getattr(E, name)
+        assert name in qgemm.__all__ and name in qdg.__all__
+
+
+# ---- the parser -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expr,canon", [
+    ("bmk,bnk->mn", BMK_BNK_MN), ("bhr,hdr->bhd", BHR_HDR_BHD), ("bhd,hdr->bhr", BHD_HDR_BHR),
+    (" b m k , b n k -> m n ", BMK_BNK_MN), ("xyz,ywz->xyw", BHR_HDR_BHD),
+    ("ijk,jkl->ijl", BHD_HDR_BHR), ("BMK,BNK->MN", BMK_BNK_MN),
+])
+def test_parser_canonical_forms(expr, canon):
+    assert parse_expr(expr)[0] == canon
+
+
+def test_parser_returns_subscripts():
+    assert parse_expr("bhr, hdr -> bhd") == (BHR_HDR_BHD, ["bhr", "hdr"], "bhd")
+
+
+@pytest.mark.parametrize("expr,pattern", [
+    ("bmk,bnk", "no '->'"), ("bmk->mk", "two operands"), ("a,b,c->abc", "two operands"),
+    ("bmk,->mn", "one or more letters"), ("bm1,bnk->mn", "one or more letters"),
+    ("bmm,bnk->mn", "repeats"), ("bmk,bnk->mnz", "output letter 'z'"),
+    ("bmk,bnk->m", "letter 'n' is in one operand only"), ("...k,bnk->mn", "letters"),
+    ("bmk,bnk->mm", "repeats"),
+])
+def test_parser_refuses_malformed(expr, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        parse_expr(expr)
+
+
+def test_parser_type():
+    with pytest.raises(TypeError, match="expr must be a str"):
+        parse_expr(b"bmk,bnk->mn")
+
+
+def test_unsupported_expressions():
+    with pytest.raises(NotImplementedError, match=r"bmk,bnk->mn, bhr,hdr->bhd, bhd,hdr->bhr"):
+        qgemm.einsum("mk,nk->mn", 1, 2, 3)
+    with pytest.raises(NotImplementedError, match="SM100 only"):
+        qgemm.fp8_einsum("bhd,hdr->bhr", (1, 2), (3, 4), 5)
+    with pytest.raises(NotImplementedError, match="SM100 only"):
+        qgemm.fp8_einsum("bhd,bhr->hdr", (1, 2), (3, 4), 5, 5, recipe=(1, 1, 128))
+
+
+# ---- CPU: the decomposition, with the launchers replaced by a float64 product --------------
+
+torch = None
+
+
+def _torch():
+    global torch
+    if torch is None:
+        torch = pytest.importorskip("torch")
+    return torch
+
+
+class FakeBF16:
+    """_dispatch.launch_bf16 computing D (+)= A @ B^T in float64 (the dense kind, and
+    the batched kind: [G, M, K] @ [G, N, K]^T per batch)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, kind, a, b, d, c, idx, expected_m, ks, stream):
+        assert kind in (qgemm._C.KIND_DENSE, qgemm._C.KIND_BF16_BATCHED,
+                        qgemm._C.KIND_BF16_BATCH_SUMS)
+        assert idx is None and ks is None
+        self.calls.append((kind, a, b, d, c))
+        if kind == qgemm._C.KIND_BF16_BATCH_SUMS:  # d[g] = the sum over batch range g
+            assert c is None and d.dtype == _torch().float32
+            splits, batches = d.shape[0], a.shape[0]
+            per = -(-batches // splits)
+            assert (splits - 1) * per < batches, "an empty split"
+            prod = a.double() @ b.double().transpose(-2, -1)
+            d.copy_(_torch().stack([prod[g * per:(g + 1) * per].sum(0) for g in range(splits)]))
+            return
+        out = a.double() @ b.double().transpose(-2, -1)
+        if c is not None:
+            out = out + c.double()
+        d.copy_(out)
+
+
+class FakeFP8:
+    """_dispatch.gemm computing the dequantized D = A @ B^T (dense kind, sfa M-major)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, kind, a, b, d, idx, expected_m, stream, config):
+        assert kind == qgemm._C.KIND_DENSE and idx is None
+        (x, sfa), (y, sfb) = a, b
+        assert sfa.shape[0] <= 1 or sfa.stride(0) == 1, "sfa must be M-major"
+        assert sfb.is_contiguous()
+        self.calls.append((x, sfa, y, sfb, d))
+        d.copy_(dequant_a(x, sfa) @ dequant_b(y, sfb).T)
+
+
+def _same_storage(view, base):
+    return view.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+
+
+def _rand(*shape, dtype=None):
+    t = _torch()
+    return t.randn(*shape, dtype=t.float32).to(dtype or t.bfloat16)
+
+
+@pytest.mark.parametrize("nt", [True, False], ids=["bhr_hdr_bhd", "bhd_hdr_bhr"])
+@pytest.mark.parametrize("batch,h,r,dd", [(3, 2, 16, 8), (1, 3, 24, 16), (5, 1, 8, 8)])
+def test_per_head_is_one_batched_launch(monkeypatch, nt, batch, h, r, dd):
+    t = _torch()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    fy = _rand(h, dd, r + 8)
+    y = fy[:, :, :r]  # DeepGEMM's strided y
+    if nt:
+        x, expr, z_shape = _rand(batch, h, r), "bhr,hdr->bhd", (batch, h, dd)
+    else:
+        x, expr, z_shape = _rand(batch, h, dd), "bhd,hdr->bhr", (batch, h, r)
+    z = t.full(z_shape, 7.0, dtype=t.bfloat16)
+    qdg.einsum(expr, x, y, z)
+    ref = t.einsum(expr, x.double(), y.double())
+    assert calc_diff(z, ref) < 1e-5
+    (kind, a, b, d, c), = fake.calls  # every head in one launch
+    assert kind == qgemm._C.KIND_BF16_BATCHED and c is None
+    assert _same_storage(a, x) and _same_storage(b, fy) and _same_storage(d, z)  # no copies
+    assert a.shape == (h, batch, x.shape[2]) and d.shape == (h, batch, z_shape[2])
+    assert a.stride() == (x.shape[2], h * x.shape[2], 1)  # batch stride K, row stride H*K
+    assert d.stride() == (z_shape[2], h * z_shape[2], 1)
+    # NT: b[h] K-major [D, R]; NN: b[h].T [R, D] read MN-major (unit stride along N)
+    assert b.stride()[1:] == ((r + 8, 1) if nt else (1, r + 8))
+
+
+def test_per_head_cublaslt_path():
+    t = _torch()
+    x, fy = _rand(4, 2, 16), _rand(2, 8, 24)
+    y = fy[:, :, :16]
+    for expr, xx, z in (("bhr,hdr->bhd", x, t.empty(4, 2, 8, dtype=t.bfloat16)),
+                        ("bhd,hdr->bhr", _rand(4, 2, 8), t.empty(4, 2, 16, dtype=t.bfloat16))):
+        qgemm.einsum(expr, xx, y, z, use_cublaslt=True)
+        assert t.equal(z, t.einsum(expr, xx, y))
+
+
+@pytest.mark.parametrize("d_dtype,c_mode", [("float32", None), ("float32", "d"),
+                                            ("float32", "other"), ("bfloat16", None)])
+@pytest.mark.parametrize("s,min_k", [(1, 1024), (3, 1024), (5, 16), (40, 16)])
+def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s, min_k):
+    t = _torch()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", min_k)  # 16: several splits at these small shapes
+    m, n, k = 24, 16, 8
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    d = t.randn(m, n).to(getattr(t, d_dtype))
+    d0 = d.double()
+    c = {None: None, "d": d, "other": t.randn(m, n)}[c_mode]
+    ref = (a.double() @ b.double().mT).sum(0)
+    if c_mode == "d":
+        ref = ref + d0
+    elif c_mode == "other":
+        ref = ref + c.double()
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert calc_diff(d, ref) < 1e-5
+    (kind, a2, b2, ws, c2), = fake.calls  # one launch, the operands as they are
+    splits = E.bmk_splits(m, n, s, k)
+    assert kind == qgemm._C.KIND_BF16_BATCH_SUMS and c2 is None
+    assert a2 is a and b2 is b and ws.shape == (splits, m, n) and ws.dtype == t.float32
+    assert (splits > 1) == (min_k == 16 and s > 1)
+    if splits == 1 and c is None and d_dtype == "float32":
+        assert _same_storage(ws, d)  # straight into d
+    if c_mode != "d":  # deterministic: the same bits again
+        again = d.clone()
+        qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
+        assert t.equal(d, again)
+
+
+@pytest.mark.parametrize("c_mode", [None, "d", "other"])
+def test_bmk_bnk_mn_empty_batch(monkeypatch, c_mode):
+    t = _torch()
+    _no_launch(monkeypatch)
+    d = t.ones(8, 8)
+    c = {None: None, "d": d, "other": t.full((8, 8), 2.0)}[c_mode]
+    qgemm.einsum("bmk,bnk->mn", _rand(0, 8, 16), _rand(0, 8, 16), d, c=c)
+    assert t.equal(d, t.full((8, 8), {None: 0.0, "d": 1.0, "other": 2.0}[c_mode]))
+
+
+def _fp8_inputs(batch, h, r, dd):
+    t = _torch()
+    x = _rand(batch, h, r, dtype=t.float8_e4m3fn)
+    sfx = t.rand(batch, h, -(-r // 128)) + 0.5
+    y = _rand(h, dd, r, dtype=t.float8_e4m3fn)
+    sfy = t.rand(h, -(-dd // 128), -(-r // 128)) + 0.5
+    return x, sfx, y, sfy
+
+
+@pytest.mark.parametrize("batch,h,r,dd", [(3, 2, 256, 128), (1, 3, 384, 256), (130, 2, 128, 64)])
+def test_fp8_einsum_decomposition(monkeypatch, batch, h, r, dd):
+    t = _torch()
+    fake = FakeFP8()
+    monkeypatch.setattr(_dispatch, "gemm", fake)
+    x, sfx, y, sfy = _fp8_inputs(batch, h, r, dd)
+    z = t.full((batch, h, dd), 7.0, dtype=t.bfloat16)
+    qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)
+    ref = t.einsum("bhr,hdr->bhd", dequant_a(x, sfx), dequant_b(y, sfy))
+    assert calc_diff(z, ref) < 1e-5
+    assert len(fake.calls) == h
+    for xa, sfa, yb, sfb, d in fake.calls:
+        assert _same_storage(xa, x) and _same_storage(yb, y) and _same_storage(d, z)
+        assert xa.stride() == (h * r, 1) and d.stride() == (h * dd, 1)
+        assert sfa.shape == (batch, -(-r // 128))
+
+
+def _apply_skip_head_mid(d, head_splits):
+    """DeepGEMM's apply_skip_head_mid (tests/test_attention.py), mid filled with `fill`."""
+    t = _torch()
+    left, mid, right = head_splits
+    m, n = d.shape
+    heads = n // (left + right)
+    d = d.view(m, heads, -1)
+    pad = t.full((m, heads, mid), 3.0, dtype=d.dtype)
+    return t.cat([d[:, :, :left], pad, d[:, :, -right:] if right else d[:, :, :0]],
+                 dim=2).view(m, -1)
+
+
+@pytest.mark.parametrize("head_splits", [(128, 64, 128), (128, 0, 128), (64, 32, 0),
+                                         (0, 16, 64)])
+def test_skip_head_mid_layout(monkeypatch, head_splits):
+    t = _torch()
+    seen = []
+
+    def fake_gemm(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast):
+        seen.append(d)
+        d.copy_(dequant_a(*a) @ dequant_b(*b).T)
+
+    monkeypatch.setattr(E, "fp8_fp4_gemm_nt", fake_gemm)
+    left, mid, right = head_splits
+    m, k, heads = 8, 256, 3
+    n = heads * (left + right)
+    a = (_rand(m, k, dtype=t.float8_e4m3fn), t.rand(m, 2) + 0.5)
+    b = (_rand(n, k, dtype=t.float8_e4m3fn), t.rand(-(-n // 128), 2) + 0.5)
+    full = (dequant_a(*a) @ dequant_b(*b).T).to(t.bfloat16)
+    d = t.full((m, n + heads * mid), 3.0, dtype=t.bfloat16)
+    qdg.fp8_gemm_nt_skip_head_mid(a, b, d, head_splits)
+    assert t.equal(d, _apply_skip_head_mid(full, head_splits))  # mid columns untouched
+    assert (seen[0] is d) == (mid == 0)
+
+
+# ---- CPU: argument errors (raised before any launch) ---------------------------------------
+
+
+def _no_launch(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("launched despite a bad argument")
+    monkeypatch.setattr(_dispatch, "launch_bf16", boom)
+    monkeypatch.setattr(_dispatch, "gemm", boom)
+    monkeypatch.setattr(E, "fp8_fp4_gemm_nt", boom)
+
+
+def test_einsum_argument_errors(monkeypatch):
+    t = _torch()
+    _no_launch(monkeypatch)
+    bf = t.bfloat16
+    x, y, z = t.zeros(4, 2, 16, dtype=bf), t.zeros(2, 8, 16, dtype=bf), t.zeros(4, 2, 8, dtype=bf)
+    cases = [
+        (lambda: qgemm.einsum("bhr,hdr->bhd", x.float(), y, z), ValueError, "a must be"),
+        (lambda: qgemm.einsum("bhr,hdr->bhd", x, t.zeros(3, 8, 16, dtype=bf), z), ValueError,
+         r"b must be \[2, 8, 16\]"),
+        (lambda: qgemm.einsum("bhr,hdr->bhd", x, y, t.zeros(4, 2, 9, dtype=bf)), ValueError,
+         r"d must be \[4, 2, 8\]"),
+        (lambda: qgemm.einsum("bhr,hdr->bhd", x, y, z.float()), ValueError, "d must be"),
+        (lambda: qgemm.einsum("bhr,hdr->bhd", x, y, z, c=z), ValueError, "takes no c"),
+        (lambda: qgemm.einsum("bhr,hdr->bhd", x, y.transpose(1, 2).contiguous().transpose(1, 2),
+                              z), ValueError, "contiguous in its last dimension"),
+        (lambda: qgemm.einsum("bhd,hdr->bhr", x, y, z), ValueError, "b must be"),
+        (lambda: qgemm.einsum("bhr,hdr->bhd", x, y, z, use_cublaslt="yes"), TypeError,
+         "use_cublaslt"),
+        (lambda: qgemm.einsum("bhr,hdr->bhd", 1, y, z), TypeError,
+         "torch tensors"),
+    ]
+    a, b = t.zeros(3, 8, 16, dtype=bf), t.zeros(3, 16, 16, dtype=bf)
+    d32, d16 = t.zeros(8, 16), t.zeros(8, 16, dtype=bf)
+    cases += [
+        (lambda: qgemm.einsum("bmk,bnk->mn", a, b, d32, use_cublaslt=True), ValueError,
+         "no cuBLASLt path"),
+        (lambda: qgemm.einsum("bmk,bnk->mn", a, t.zeros(2, 16, 16, dtype=bf), d32), ValueError,
+         "B = 3"),
+        (lambda: qgemm.einsum("bmk,bnk->mn", a, b, t.zeros(16, 8)), ValueError,
+         r"d must be \[M, N\] = \[8, 16\]"),
+        (lambda: qgemm.einsum("bmk,bnk->mn", a, b, d16, c=d16), ValueError, "takes no c"),
+        (lambda: qgemm.einsum("bmk,bnk->mn", a, b, d32, c=t.zeros(8, 16, dtype=bf)), ValueError,
+         "c must be None, d itself"),
+        (lambda: qgemm.einsum("bmk,bnk->mn", a, b, d32.half()), ValueError,
+         "float32 or bfloat16"),
+    ]
+    for call, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            call()
+
+
+def test_fp8_einsum_argument_errors(monkeypatch):
+    t = _torch()
+    _no_launch(monkeypatch)
+    x, sfx, y, sfy = _fp8_inputs(4, 2, 256, 128)
+    z = t.zeros(4, 2, 128, dtype=t.bfloat16)
+    f = qgemm.fp8_einsum
+    cases = [
+        (lambda: f("bhr,hdr->bhd", (x, sfx), (y, sfy), z, recipe=(1, 1, 128)),
+         NotImplementedError, r"recipe=\(1, 1, 128\)"),
+        (lambda: f("bhr,hdr->bhd", (x, sfx), (y, sfy), z, c=z), NotImplementedError, "c="),
+        (lambda: f("bhr,hdr->bhd", (x, sfx), (y, sfy), z.float()), NotImplementedError,
+         "bfloat16 d"),
+        (lambda: f("bhr,hdr->bhd", (x, sfx[:, :, :1]), (y, sfy), z), ValueError,
+         r"a\[1\] must be \[4, 2, 2\]"),
+        (lambda: f("bhr,hdr->bhd", (x, sfx), (y, sfy[:, :, :1]), z), ValueError,
+         r"b\[1\] must be \[2, 1, 2\]"),
+        (lambda: f("bhr,hdr->bhd", (x.to(t.bfloat16), sfx), (y, sfy), z), ValueError,
+         "float8_e4m3fn"),
+        (lambda: f("bhr,hdr->bhd", x, (y, sfy), z), TypeError, "must be a pair"),
+        (lambda: f("bhr,hdr->bhd", (x, sfx), (y, sfy), t.zeros(4, 2, 64, dtype=t.bfloat16)),
+         ValueError, r"d must be \[4, 2, 128\]"),
+    ]
+    for call, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            call()
+
+
+def test_skip_head_mid_argument_errors(monkeypatch):
+    t = _torch()
+    _no_launch(monkeypatch)
+    a = (t.zeros(8, 256, dtype=t.float8_e4m3fn), t.ones(8, 2))
+    b = (t.zeros(512, 256, dtype=t.float8_e4m3fn), t.ones(4, 2))
+    d = t.zeros(8, 640, dtype=t.bfloat16)  # 2 heads of 128 + 64 + 128
+    f = qgemm.fp8_gemm_nt_skip_head_mid
+    cases = [
+        (lambda: f(a, b, d, (128, 64)), TypeError, "head_splits"),
+        (lambda: f(a, b, d, (128, -1, 128)), ValueError, r"head_splits\[1\]"),
+        (lambda: f(a, b, d, (0, 64, 0)), ValueError, "left \\+ right must be > 0"),
+        (lambda: f(a, b, d, (100, 64, 100)), ValueError, "multiple of left \\+ right = 200"),
+        (lambda: f(a, b, t.zeros(8, 512, dtype=t.bfloat16), (128, 64, 128)), ValueError,
+         r"\[8, 640\]"),
+        (lambda: f(a, b, d.float(), (128, 64, 128)), NotImplementedError, "bfloat16"),
+        (lambda: f(a, b, d, (128, 64, 128), recipe=(1, 1, 128)), NotImplementedError,
+         "recipe"),
+        (lambda: f(a, b, d, (128, 64, 128), recipe=(1, 128, 32)), NotImplementedError,
+         "recipe"),
+    ]
+    for call, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            call()
+
+
+def test_empty_problems_launch_nothing(monkeypatch):
+    t = _torch()
+    _no_launch(monkeypatch)
+    bf = t.bfloat16
+    qgemm.einsum("bhr,hdr->bhd", t.zeros(0, 2, 16, dtype=bf), t.zeros(2, 8, 16, dtype=bf),
+                 t.zeros(0, 2, 8, dtype=bf))
+    qgemm.einsum("bmk,bnk->mn", t.zeros(3, 0, 16, dtype=bf), t.zeros(3, 8, 16, dtype=bf),
+                 t.zeros(0, 8))
+    x, sfx, y, sfy = _fp8_inputs(0, 2, 256, 128)
+    qgemm.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), t.zeros(0, 2, 128, dtype=bf))
+    qgemm.fp8_gemm_nt_skip_head_mid((t.zeros(0, 256, dtype=t.float8_e4m3fn), t.ones(0, 2)),
+                                    (t.zeros(256, 256, dtype=t.float8_e4m3fn), t.ones(2, 2)),
+                                    t.zeros(0, 384, dtype=bf), (64, 64, 64))
+
+
+# ---- GPU: DeepGEMM's checks (tests/test_einsum.py, test_attention.py) on smaller shapes -----
+
+
+def _gpu():
+    t = _torch()
+    if not t.cuda.is_available():
+        pytest.skip("skipped: no GPU (no CUDA device visible to torch)")
+    props = t.cuda.get_device_properties(0)
+    if (props.major, props.minor) != (9, 0):
+        pytest.skip(f"qgemm needs sm_90 (Hopper); cuda:0 is {props.name}")
+    return t
+
+
+@pytest.mark.parametrize("s,m,n,k", [(s, m, n, k) for s in (1, 129)
+                                      for m, n, k in ((128, 384, 128), (256, 256, 256),
+                                                      (200, 136, 64))] + [(4096, 256, 256, 256)])
+@pytest.mark.parametrize("fp32", [True, False])
+def test_gpu_bmk_bnk_mn(s, m, n, k, fp32):
+    t = _gpu()
+    a = t.randn((s, m, k), dtype=t.bfloat16, device="cuda")
+    b = t.randn((s, n, k), dtype=t.bfloat16, device="cuda")
+    d = t.randn((m, n), dtype=t.float if fp32 else t.bfloat16, device="cuda")
+    c = d if fp32 else None
+    ref = (d.double() if fp32 else 0) + t.bmm(a.double(), b.double().mT).sum(0)
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert calc_diff(d, ref) < 1e-5
+    if not fp32:  # deterministic: bit-identical on a second run
+        again = d.clone()
+        qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+        assert t.equal(d, again)
+    else:  # the same sum added twice gives the same bits each time
+        d0 = t.zeros_like(d)
+        d1 = t.zeros_like(d)
+        qdg.einsum("bmk,bnk->mn", a, b, d0, c=d0)
+        qdg.einsum("bmk,bnk->mn", a, b, d1, c=d1)
+        assert t.equal(d0, d1)
+
+
+@pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr"])
+@pytest.mark.parametrize("h,r,dd", [(128, 512, 128), (8, 4096, 1024)])
+@pytest.mark.parametrize("batch", [4, 130])
+def test_gpu_per_head(expr, h, r, dd, batch):
+    t = _gpu()
+    nt = expr == "bhr,hdr->bhd"
+    x = t.randn((batch, h, r if nt else dd), device="cuda", dtype=t.bfloat16)
+    fy = t.randn((h, dd, r + 128), device="cuda", dtype=t.bfloat16)
+    y = fy[:, :, :r]
+    ref = t.einsum(expr, x, y)
+    z = t.full((batch, h, dd if nt else r), -1234.0, device="cuda", dtype=t.bfloat16)
+    qdg.einsum(expr, x, y, z)
+    assert calc_diff(z, ref) < 1e-10  # DeepGEMM's bound: the same bf16 as cuBLAS
+    assert calc_diff(z, t.einsum(expr, x.double(), y.double())) < 1e-5
+
+
+@pytest.mark.parametrize("batch", [4, 130])
+def test_gpu_fp8_einsum(batch):
+    t = _gpu()
+    h, r, dd = 8, 4096, 1024
+    x = t.randn((batch, h, r), device="cuda", dtype=t.bfloat16)
+    y = t.randn((h, dd, r), device="cuda", dtype=t.bfloat16)
+    xq, sx = qgemm.per_token_cast_to_fp8(x.view(-1, r), use_ue8m0=True)
+    xq, sx = xq.view(batch, h, r), sx.view(batch, h, r // 128)
+    yq = t.empty_like(y, dtype=t.float8_e4m3fn)
+    sy = t.empty((h, dd // 128, r // 128), device="cuda", dtype=t.float)
+    for i in range(h):
+        yq[i], sy[i] = qgemm.per_block_cast_to_fp8(y[i], use_ue8m0=True)
+    z = t.full((batch, h, dd), -1234.0, device="cuda", dtype=t.bfloat16)
+    qdg.fp8_einsum("bhr,hdr->bhd", (xq, sx), (yq, sy), z)
+    assert calc_diff(z, t.einsum("bhr,hdr->bhd", x, y)) < 1e-3
+    ref = t.einsum("bhr,hdr->bhd", dequant_a(xq, sx), dequant_b(yq, sy))
+    assert calc_diff(z, ref) < 1e-5
+
+
+@pytest.mark.parametrize("m", [128, 300])
+@pytest.mark.parametrize("n,k", [(8192, 512), (2048, 512)])
+def test_gpu_skip_head_mid(m, n, k):
+    t = _gpu()
+    head_splits = (128, 64, 128)
+    a = t.randn((m, k), device="cuda", dtype=t.bfloat16)
+    b = t.randn((n, k), device="cuda", dtype=t.bfloat16)
+    aq, sa = qgemm.per_token_cast_to_fp8(a, use_ue8m0=False)
+    bq, sb = qgemm.per_block_cast_to_fp8(b, use_ue8m0=False)
+    full = (dequant_a(aq, sa) @ dequant_b(bq, sb).T)
+    heads = n // 256
+    d = t.full((m, n + heads * 64), -1234.0, device="cuda", dtype=t.bfloat16)
+    qdg.fp8_gemm_nt_skip_head_mid((aq, sa), (bq, sb), d, head_splits)
+    dv = d.view(m, heads, 320)
+    fv = full.view(m, heads, 256)
+    assert calc_diff(dv[:, :, :128], fv[:, :, :128]) < 1e-5
+    assert calc_diff(dv[:, :, 192:], fv[:, :, 128:]) < 1e-5
+    assert bool((dv[:, :, 128:192] == -1234.0).all())  # the middle is untouched
+
+
+def test_per_head_more_heads_than_one_launch_takes(monkeypatch):
+    t = _torch()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setattr(E, "MAX_BATCHES", 2)
+    x, y = _rand(3, 5, 16), _rand(5, 8, 16)
+    z = t.empty(3, 5, 8, dtype=t.bfloat16)
+    qgemm.einsum("bhr,hdr->bhd", x, y, z)
+    assert [call[1].shape[0] for call in fake.calls] == [2, 2, 1]
+    assert calc_diff(z, t.einsum("bhr,hdr->bhd", x.double(), y.double())) < 1e-5
+
+
+# ---- CPU: the extension takes the batched kind (fake DLPack tensors, no GPU) ----------------
+
+
+def _fake_einsum_operands(b=100, h=4, r=256, dd=576, hg=None):
+    from fake_dlpack import FakeTensor
+    # x [B, H, R] as [H, B, R]; y [H, D, R + 128][:, :, :R]; z [B, H, D] as [H, B, D]
+    a = FakeTensor([h, b, r], "bfloat16", strides=[r, h * r, 1])
+    bb = FakeTensor([hg or h, dd, r], "bfloat16", strides=[dd * (r + 128), r + 128, 1])
+    d = FakeTensor([h, b, dd], "bfloat16", strides=[dd, h * dd, 1])
+    return a, bb, d
+
+
+def test_extension_accepts_the_batched_layout(no_gpu):
+    a, b, d = _fake_einsum_operands()
+    with pytest.raises(RuntimeError) as info:
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, a, b, d, None, None, 0, None, 0, 0)
+    assert str(info.value) == no_gpu  # every check passed: the call reached the device layer
+
+
+def test_extension_checks_the_batched_shapes(no_gpu):
+    a, b, d = _fake_einsum_operands(hg=3)
+    with pytest.raises(ValueError, match=r"G \(b.shape\[0\]\)"):
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, a, b, d, None, None, 0, None, 0, 0)
+
+
+# ---- bmk,bnk->mn: the split of the batches -------------------------------------------------
+
+
+@pytest.mark.parametrize("m,n,s,k,want", [
+    (128, 384, 129, 128, 15),     # DeepGEMM's b=129: 3 tiles, 16 wanted -> 15 ranges of 9
+    (256, 256, 8192, 256, 66),    # b=8192: 4 tiles, 66 ranges of 125 (the last 67)
+    (384, 128, 4096, 384, 88),    # 3 tiles: 88 wanted -> 88 ranges of 47 (the last 7)
+    (4096, 4096, 8, 1024, 1),     # 1024 tiles: one range
+    (128, 128, 3, 128, 1),        # short K': one range
+])
+def test_bmk_splits(m, n, s, k, want):
+    splits = E.bmk_splits(m, n, s, k)
+    assert splits == want
+    per = -(-s // splits)
+    assert (splits - 1) * per < s <= splits * per  # no empty range (the C API's rule)
+
+
+def test_extension_accepts_the_batch_sums_layout(no_gpu):
+    from fake_dlpack import FakeTensor
+    a = FakeTensor([129, 128, 128], "bfloat16")
+    b = FakeTensor([129, 384, 128], "bfloat16")
+    ws = FakeTensor([15, 128, 384], "float32")
+    with pytest.raises(RuntimeError) as info:
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCH_SUMS, a, b, ws, None, None, 0, None, 0, 0)
+    assert str(info.value) == no_gpu  # every check passed: the call reached the device layer
+    bad = FakeTensor([15, 128, 384], "float32", strides=[128 * 400 + 64, 400, 1])  # not packed
+    with pytest.raises(ValueError, match="packed"):
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCH_SUMS, a, b, bad, None, None, 0, None, 0, 0)
