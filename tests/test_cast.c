@@ -277,7 +277,7 @@ static int compile_one(qg_context *ctx, qg_cast_kind kind, const qg_cast_args *c
     return 1;
 }
 
-TEST(cast_compile) {
+TEST(cast_compile_every_variant) {
     qg_context *ctx = offline();
     CHECK(ctx, "offline context: %s", qg_last_error());
     warnings_seen = qg__jit_warnings(NULL, 0);
