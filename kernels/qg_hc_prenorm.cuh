@@ -193,7 +193,7 @@ QG_DEVICE void qg_hc_issue(float (&acc)[QG_HC_ACC], const uint32_t (&f)[32], uin
 }
 
 extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, 1)
-qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x block_m, SW128 */
+qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x block_m, SW128 */
                      const __grid_constant__ qg_tensor_map tmap_b, /* fp32 K x N, box 32 x N, SW128 */
                      float *__restrict__ d, int64_t ldd, int64_t d_split_ld,
                      float *__restrict__ sqr, int shape_m) {
@@ -271,6 +271,20 @@ qg_hc_prenorm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M
             for (int h = 0; h < 2; ++h) {
                 if (i + h < kb_count) {
                     qg_mbarrier_wait(&full[s], phase);
+                    /* B to TF32 rounded to nearest, as cuBLAS converts FP32
+                     * operands (DeepGEMM's test compares with torch's TF32
+                     * GEMM; the wgmma would truncate B's low 13 mantissa
+                     * bits: diff 1.4e-7 against that reference, 2026-11-28).
+                     * The math threads round the stage in place, make their
+                     * generic-proxy writes visible to wgmma's async proxy,
+                     * then wait for one another (A comes from bf16: exact). */
+                    {
+                        uint32_t *bw = (uint32_t *)(smem_b + s * QG_HC_SMEM_B);
+                        for (int e = (int)threadIdx.x; e < QG_HC_SMEM_B / 4; e += QG_HC_MATH_THREADS)
+                            bw[e] = qg_cvt_rna_tf32(__uint_as_float(bw[e]));
+                        qg_fence_proxy_async_shared();
+                        qg_named_barrier(1, QG_HC_MATH_THREADS);
+                    }
                     qg_hc_load_frag(frag[h], a0 + s * QG_HC_SMEM_A, row0, t, sq0, sq1);
                     /* K block i+h-1's wgmmas are done: release its stage. */
                     qg_wgmma_wait0();

@@ -458,6 +458,15 @@ QG_DEVICE void qg_wgmma_m64k8_tf32_rs(float (&d)[QG_TF32_N / 2], uint32_t a0, ui
 }
 #endif
 
+/* An FP32 value rounded to TF32 to nearest, ties away from zero: the bits
+ * of a float whose low 13 mantissa bits are zero (cvt.rna.tf32.f32: 9.7.9.21).
+ * A TF32 wgmma reading FP32 bits truncates them instead. */
+QG_DEVICE uint32_t qg_cvt_rna_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
 /* A 16-bit value from shared memory (ld.shared.u16: 9.7.9.8). */
 QG_DEVICE uint32_t qg_ld_shared_u16(uint32_t addr) {
     unsigned short v;

@@ -331,7 +331,7 @@ static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs =
     }
     CUmodule mod = jit(src, "hc.cu");
     CUfunction fn;
-    CU(cuModuleGetFunction(&fn, mod, "qg_hc_prenorm_kernel"));
+    CU(cuModuleGetFunction(&fn, mod, "qg_tf32_hc_prenorm_gemm_kernel"));
     CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)plan.smem_bytes));
 
     uint16_t *da;

@@ -145,7 +145,7 @@ static const qg_launch_family pmqa_family = {
 static const qg_launch_family sched_family = {
     .kernel = "qg_paged_mqa_schedule_kernel", .plan_size = 1, .build = sched_build};
 static const qg_launch_family hc_family = {
-    .kernel = "qg_hc_prenorm_kernel", .plan_size = sizeof(qg_hc_plan), .build = hc_build};
+    .kernel = "qg_tf32_hc_prenorm_gemm_kernel", .plan_size = sizeof(qg_hc_plan), .build = hc_build};
 
 /* ---- shared checks ------------------------------------------------------------- */
 

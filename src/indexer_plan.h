@@ -29,7 +29,7 @@
  *           box {64, block_m}, swizzle 128B
  *   tmap_b: FLOAT32, rank 2, dims {K, N}, strides {ldb * 4}, box {32, N},
  *           swizzle 128B
- * Kernel "qg_hc_prenorm_kernel"(tmap_a, tmap_b, float *d, int64 ldd,
+ * Kernel "qg_tf32_hc_prenorm_gemm_kernel"(tmap_a, tmap_b, float *d, int64 ldd,
  *   int64 d_split_ld, float *sqr, int m); d needs 8-byte aligned rows (ldd
  *   even); sqr is [splits][m] dense.
  */

@@ -10,6 +10,7 @@
  * element written, every element the call must not write still poisoned.
  */
 #include "internal.h"
+#include "gpu_ctx.h"
 #include "qg_test.h"
 #include "qgtk.h"
 
@@ -525,6 +526,7 @@ TEST(gpu_bf16_accuracy) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     static const int shapes[][3] = {{129, 264, 320}, {1, 576, 7168}, {300, 1000, 1000},
                                     {4096, 512, 256}, {64, 7168, 448}};
     static gpu_case cases[256];
@@ -564,6 +566,7 @@ TEST(gpu_bf16_accuracy) {
         }
     }
     printf("    %d BF16 cases, %d failed, diff max %.2g min %.2g\n", count, failures, hi, lo);
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cases failed", failures, count);
     PASS();
@@ -802,6 +805,7 @@ TEST(gpu_bf16_batched_accuracy) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     static const int cases[][4] = {{4, 128, 512, 16}, {130, 256, 320, 3}, {1, 576, 448, 2},
                                    {300, 64, 1024, 4}};
     int failures = 0, count = 0, differ = 0;
@@ -824,6 +828,7 @@ TEST(gpu_bf16_batched_accuracy) {
         }
     printf("    %d batched BF16 cases, %d failed; %d not bitwise equal to the per-batch dense "
            "GEMMs\n", count, failures, differ);
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cases failed", failures, count);
     PASS();
@@ -942,6 +947,7 @@ TEST(gpu_bf16_batch_sums_accuracy) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     const qg_driver *drv;
     qg__context_cuda(ctx, &drv, NULL, NULL);
     static const int cases[][5] = {{129, 128, 384, 128, 16}, {37, 200, 136, 64, 5},
@@ -1019,6 +1025,7 @@ TEST(gpu_bf16_batch_sums_accuracy) {
         free(got);
         free(again);
     }
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d cases failed", failures);
     PASS();

@@ -14,6 +14,7 @@
  */
 #include "cast_plan.h"
 #include "internal.h"
+#include "gpu_ctx.h"
 #include "qg_test.h"
 #include "qgtk.h"
 #include "seam.h"
@@ -641,6 +642,7 @@ TEST(gpu_cast_bitwise) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
     cast_case cases[160];
     int n = 0;
@@ -669,6 +671,7 @@ TEST(gpu_cast_bitwise) {
         }
     }
     printf("    %d cast cases, %d failed\n", n, failures);
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cast cases failed", failures, n);
     PASS();
@@ -681,6 +684,7 @@ TEST(gpu_cast_sms_and_graph) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     rng = 0x5DEECE66Dull ^ (uint64_t)time(NULL);
     static const cast_case cases[] = {
         {1, 0, 0, 1, 0, 2, 300, 7168, 0}, {2, 1, 1, 0, 0, 2, 300, 1000, 0},
@@ -701,6 +705,7 @@ TEST(gpu_cast_sms_and_graph) {
             }
     }
     in_graph = 0;
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cases failed", failures, 3 * n);
     PASS();
@@ -833,6 +838,7 @@ TEST(gpu_cast_layouts) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     rng = 0x2545F4914F6CDD1Dull ^ (uint64_t)time(NULL);
     int failures = 0, n = 0;
     char why[256];
@@ -861,6 +867,7 @@ TEST(gpu_cast_layouts) {
                 }
             }
     printf("    %d layout cases, %d failed\n", n, failures);
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d layout cases failed", failures, n);
     PASS();

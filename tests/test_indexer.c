@@ -10,6 +10,7 @@
  * eager calls bitwise.
  */
 #include "internal.h"
+#include "gpu_ctx.h"
 #include "qg_test.h"
 #include "qgtk.h"
 
@@ -543,6 +544,7 @@ TEST(gpu_mqa_logits) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     static const mqa_case cases[] = {
         {37, 300, 32, 64, 0, 1},   {128, 1000, 64, 128, 1, 0}, {5, 77, 32, 32, 0, 2},
         {256, 2048, 64, 32, 1, 1}, {3, 129, 64, 64, 1, 2},     {1, 1, 32, 128, 0, 1},
@@ -559,6 +561,7 @@ TEST(gpu_mqa_logits) {
                c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", diff, ok ? "" : why);
         failures += !ok;
     }
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d MQA cases failed", failures);
     PASS();
@@ -775,6 +778,7 @@ TEST(gpu_paged_mqa_logits) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     static const paged_case cases[] = {
         {1, 1, 32, 128, 0, 1, 100},  {7, 2, 64, 128, 1, 0, 300},  {33, 1, 64, 64, 0, 0, 70},
         {16, 2, 32, 32, 1, 1, 500},  {300, 1, 64, 128, 0, 1, 64}, {5, 2, 64, 64, 0, 1, 2000},
@@ -793,6 +797,7 @@ TEST(gpu_paged_mqa_logits) {
                ok ? "" : why);
         failures += !ok;
     }
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d paged cases failed", failures);
     PASS();
@@ -887,7 +892,7 @@ static bool run_hc_case(qg_context *ctx, CUstream stream, const hc_case *c, char
                         const float bv = b[(size_t)j * ldb + k];
                         uint32_t bits;
                         memcpy(&bits, &bv, 4);
-                        bits &= ~0x1FFFu;
+                        bits = (bits + 0x1000u) & ~0x1FFFu; /* TF32, to nearest (ties away), as cvt.rna */
                         float bt;
                         memcpy(&bt, &bits, 4);
                         ref += av * bv;
@@ -929,6 +934,7 @@ TEST(gpu_hc_prenorm) {
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
     static const hc_case cases[] = {{1, 24, 7168, 1},  {13, 32, 1024, 16}, {77, 16, 64, 1},
                                     {300, 8, 640, 3},  {1025, 24, 4096, 1}, {129, 32, 2048, 4},
                                     {512, 24, 28672, 0}};
@@ -943,6 +949,7 @@ TEST(gpu_hc_prenorm) {
                c->k, c->splits, diff, ok ? "" : why);
         failures += !ok;
     }
+    gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d HC cases failed", failures);
     PASS();
