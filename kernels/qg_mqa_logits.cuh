@@ -76,7 +76,12 @@ static_assert(!(QG_MQA_COMPRESSED && QG_MQA_CLEAN), "compressed logits are not c
 #define QG_MQA_THREADS (QG_MQA_MATH_THREADS + 128)
 #define QG_MQA_SMEM_Q (128 * QG_MQA_D)
 #define QG_MQA_SMEM_KV (QG_MQA_BLOCK_KV * QG_MQA_D)
-#define QG_MQA_SMEM_SCALE (QG_MQA_BLOCK_KV * 4)
+/* A stage's key scales: two 1-D boxes of block_kv floats from the key block's
+ * first key rounded down to a multiple of 4 (a TMA load's first element must be
+ * 16-byte aligned: an unaligned one faulted with an illegal instruction on the
+ * H200, 2026-11-28), so the block's scales sit at offset kv % 4. */
+#define QG_MQA_SCALE_FLOATS (2 * QG_MQA_BLOCK_KV)
+#define QG_MQA_SMEM_SCALE (QG_MQA_SCALE_FLOATS * 4)
 #define QG_MQA_SMEM_PLAN                                                              \
     (1024 + 2 * QG_MQA_SMEM_Q + QG_MQA_KV_STAGES * (QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE) + \
      (2 * 2 + 2 * QG_MQA_KV_STAGES) * 8)
@@ -163,7 +168,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     unsigned char *smem_q = smem;
     unsigned char *smem_kv = smem_q + 2 * QG_MQA_SMEM_Q;
     float *smem_scale = (float *)(smem_kv + QG_MQA_KV_STAGES * QG_MQA_SMEM_KV);
-    uint64_t *q_full = (uint64_t *)(smem_scale + QG_MQA_KV_STAGES * QG_MQA_BLOCK_KV);
+    uint64_t *q_full = (uint64_t *)(smem_scale + QG_MQA_KV_STAGES * QG_MQA_SCALE_FLOATS);
     uint64_t *q_empty = q_full + 2;
     uint64_t *kv_full = q_empty + 2;
     uint64_t *kv_empty = kv_full + QG_MQA_KV_STAGES;
@@ -209,8 +214,11 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                         qg_mbarrier_arrive_expect_tx(&kv_full[kvs],
                                                      QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE);
                         qg_tma_load_2d(smem_kv + kvs * QG_MQA_SMEM_KV, &tmap_kv, &kv_full[kvs], 0, kv);
-                        qg_tma_load_1d(smem_scale + kvs * QG_MQA_BLOCK_KV, &tmap_scale,
-                                       &kv_full[kvs], kv);
+                        const int kv_a = kv & ~3; /* 16-byte aligned first scale */
+                        qg_tma_load_1d(smem_scale + kvs * QG_MQA_SCALE_FLOATS, &tmap_scale,
+                                       &kv_full[kvs], kv_a);
+                        qg_tma_load_1d(smem_scale + kvs * QG_MQA_SCALE_FLOATS + QG_MQA_BLOCK_KV,
+                                       &tmap_scale, &kv_full[kvs], kv_a + QG_MQA_BLOCK_KV);
                         if (++kvs == QG_MQA_KV_STAGES) { kvs = 0; kv_phase ^= 1; }
                     }
                 }
@@ -283,8 +291,9 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             const uint32_t q_lo = q_lo0 + qs * (QG_MQA_SMEM_Q >> 4);
             for (int kv = lo; kv < hi; kv += QG_MQA_BLOCK_KV) {
                 qg_mbarrier_wait(&kv_full[kvs], kv_phase);
-                const float sc0 = smem_scale[kvs * QG_MQA_BLOCK_KV + row0];
-                const float sc1 = smem_scale[kvs * QG_MQA_BLOCK_KV + row0 + 8];
+                const float *scale = smem_scale + kvs * QG_MQA_SCALE_FLOATS + (kv & 3);
+                const float sc0 = scale[row0];
+                const float sc1 = scale[row0 + 8];
                 const uint32_t kv_lo = kv_lo0 + kvs * (QG_MQA_SMEM_KV >> 4);
 #pragma unroll
                 for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);

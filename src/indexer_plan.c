@@ -89,7 +89,9 @@ int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
 
 static size_t mqa_smem(int d, int math_wgs, int stages) {
     const size_t block_kv = 64 * (size_t)math_wgs;
-    return 1024 + 2 * 128 * (size_t)d + (size_t)stages * (block_kv * (size_t)d + block_kv * 4) +
+    /* per stage: the key tile and two boxes of block_kv scales (the kernel's
+     * QG_MQA_SMEM_SCALE: the first from a 16-byte aligned key) */
+    return 1024 + 2 * 128 * (size_t)d + (size_t)stages * (block_kv * (size_t)d + 2 * block_kv * 4) +
            (size_t)(4 + 2 * stages) * 8;
 }
 
