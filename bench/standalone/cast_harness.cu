@@ -13,10 +13,10 @@
  *   cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Isrc -I$CUDA_HOME/include -c src/cast_plan.c -o /tmp/cast_plan.o
  *   cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Isrc -I$CUDA_HOME/include -c src/status.c -o /tmp/cast_status.o
  *   nvcc -O2 -std=c++17 -arch=sm_90a -Iinclude -Isrc -Xcompiler -ffp-contract=off \
- *        scratch/cast_harness.cu /tmp/cast_plan.o /tmp/cast_status.o -lnvrtc -o /tmp/cast_harness
+ *        bench/standalone/cast_harness.cu /tmp/cast_plan.o /tmp/cast_status.o -lnvrtc -o /tmp/cast_harness
  * Run:  /tmp/cast_harness [--kernels DIR] [--dump DIR] [--no-large]
  *   --kernels: where qg_cast.cuh / qg_ptx.cuh are (default: kernels/ of the cwd)
- *   --dump:    write inputs and outputs of the smaller cases for scratch/cast_vs_torch.py
+ *   --dump:    write inputs and outputs of the smaller cases for bench/standalone/cast_vs_torch.py
  */
 #include <cuda_runtime.h>
 #include <nvrtc.h>

@@ -3,7 +3,7 @@
  * (qg__jit_compile: NVRTC loaded at run time, the embedded kernel files, the
  * ptxas report parsed, spills and stack frames refused). No GPU needed.
  *   make -j2 lib
- *   cc -std=c11 -O1 -D_GNU_SOURCE -Iinclude -Isrc -I$CUDA_HOME/include scratch/cast_jit_check.c \
+ *   cc -std=c11 -O1 -D_GNU_SOURCE -Iinclude -Isrc -I$CUDA_HOME/include bench/standalone/cast_jit_check.c \
  *      build/libqgemm.a -ldl -lpthread -lm -o /tmp/cast_jit_check
  *   QGEMM_CACHE_DIR=$(mktemp -d) /tmp/cast_jit_check
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# cast_emulate.sh -- run the cast kernels on the CPU (scratch/cast_emulate.cpp)
+# cast_emulate.sh -- run the cast kernels on the CPU (bench/standalone/cast_emulate.cpp)
 # for a set of variants, each built from the JIT source qg__cast_source writes.
-# No GPU needed. Usage: scratch/cast_emulate.sh   (from anywhere; ~1-2 minutes)
+# No GPU needed. Usage: bench/standalone/cast_emulate.sh   (from anywhere; ~1-2 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
@@ -61,7 +61,7 @@ n="$("$work/gen" "$work")"
 fails=0
 for h in "$work"/v*.h; do
     if ! g++ -std=c++17 -O1 -ffp-contract=off -w -Iinclude -Isrc -Ikernels -I"$CUDA_HOME/include" -include "$h" \
-        scratch/cast_emulate.cpp "$work/cast_plan.o" "$work/status.o" -o "$work/emu" 2> "$work/err"; then
+        bench/standalone/cast_emulate.cpp "$work/cast_plan.o" "$work/status.o" -o "$work/emu" 2> "$work/err"; then
         echo "BUILD FAIL $(head -1 "$h")"; head -20 "$work/err"; fails=$((fails + 1)); continue
     fi
     printf '%s: ' "$(grep -E 'QG_CAST_(IN_F32|UE8M0|SF_MN|ROW_MASK|K|VEC|GROUPS|PSUM) ' "$h" | awk '{printf "%s=%s ", substr($2, 9), $3}')"

@@ -7,7 +7,7 @@
  * vector widths, reductions and layouts against the torch formulas on small
  * shapes; bitwise agreement with torch on the GPU is cast_harness.cu's job.
  *
- * Driven by scratch/cast_emulate.sh: one build per variant, the variant's JIT
+ * Driven by bench/standalone/cast_emulate.sh: one build per variant, the variant's JIT
  * source (from qg__cast_source) force-included with -include.
  */
 #include <ucontext.h>

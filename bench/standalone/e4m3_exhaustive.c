@@ -4,7 +4,7 @@
  * (c10::detail::fp8e4m3fn_from_fp32_value, reimplemented below as c10()):
  *     c10(v) == (|v| <= 464 ? round-to-nearest-even saturating at 448 (what
  *                 cvt.rn.satfinite.e4m3x2.f32 computes) : 0x7F | sign(v))
- * NaN included. Needs no GPU: cc -O2 scratch/e4m3_exhaustive.c -lm && ./a.out
+ * NaN included. Needs no GPU: cc -O2 bench/standalone/e4m3_exhaustive.c -lm && ./a.out
  * (about a minute). Result 2026-11-28: 0 mismatches.
  */
 #include <stdio.h>

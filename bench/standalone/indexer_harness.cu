@@ -7,7 +7,7 @@
  *
  * Build and run from the repository root (H100/H200):
  *   nvcc -arch=sm_90a -O2 -std=c++17 -Isrc -o /tmp/indexer_harness \
- *        scratch/indexer_harness.cu -lcuda -lnvrtc && /tmp/indexer_harness
+ *        bench/standalone/indexer_harness.cu -lcuda -lnvrtc && /tmp/indexer_harness
  * Options: --quick (skip the largest cases), --no-time, --only hc|mqa|paged,
  * --compile-only (no GPU needed: NVRTC-compiles every source the suites use).
  *

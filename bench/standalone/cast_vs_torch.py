@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Compare the cast kernels' outputs (written by scratch/cast_harness.cu --dump DIR)
+"""Compare the cast kernels' outputs (written by bench/standalone/cast_harness.cu --dump DIR)
 BITWISE with the torch helpers they replace (python/qgemm/_torch_helpers.py), run by
 torch on the GPU as a caller would.
 
     /tmp/cast_harness --dump /tmp/cast_dump
-    python3 scratch/cast_vs_torch.py /tmp/cast_dump
+    python3 bench/standalone/cast_vs_torch.py /tmp/cast_dump
 
 silu_mul's reference is F.silu(gate.float()) * up.float() followed by
 per_token_cast_to_fp8; the packed UE8M0 layouts' is DeepGEMM's torch fallback

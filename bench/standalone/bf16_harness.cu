@@ -5,7 +5,7 @@
  * options, the driver API for the module, the tensor maps and the launch.
  *
  * Build and run from the repository root (an H100/H200):
- *   nvcc -arch=sm_90a -O2 -o bf16_harness scratch/bf16_harness.cu -lcuda -lnvrtc -lpthread && ./bf16_harness
+ *   nvcc -arch=sm_90a -O2 -o bf16_harness bench/standalone/bf16_harness.cu -lcuda -lnvrtc -lpthread && ./bf16_harness
  *   (./bf16_harness KERNELS_DIR to take the headers elsewhere; "--quick" skips timing)
  *
  * Each case: fresh random bf16 inputs (zero mean, unit variance), D poisoned with 0xFF bytes
