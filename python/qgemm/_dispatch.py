@@ -464,18 +464,22 @@ BF16_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked"
               "batched": _C.KIND_BF16_BATCHED, "batch_sums": _C.KIND_BF16_BATCH_SUMS}
 
 
-def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
-                ks: Optional[Sequence[int]], stream: Optional[StreamLike]) -> None:
-    """One BF16 GEMM (_C.bf16_gemm): the tensors through DLPack on the stream
-    given, or on the framework's current one (torch's for torch tensors), on
-    the tensors' device; a, b the logical [.., M, K] / [.., N, K] operands
-    (views: their strides say which dimension is contiguous)."""
-    tensors = [detach(t) for t in (a, b, d, c, idx)]
+def launch_family(fn: Callable[..., Any], names: Sequence[str], tensors: Sequence[Any],
+                  before: Sequence[Any] = (), after: Sequence[Any] = (),
+                  stream: Optional[StreamLike] = None) -> Any:
+    """The launch every family beyond the FP8 GEMMs shares:
+    ``fn(*before, *tensors, *after, stream_handle, no_sync)`` with the tensors
+    (detached; None entries are absent ones) through DLPack on the stream
+    given, or on the framework's current one (torch's for torch tensors, whose
+    producers then need no synchronization: no_sync's bits), run with the
+    tensors' device current (ValueError naming the argument when they are on
+    two devices). ``names`` names the tensors in that message."""
+    tensors = [None if t is None else detach(t) for t in tensors]
     handle = None if stream is None else stream_handle(stream)
     torch = sys.modules.get("torch")
     device = None
     if torch is not None:
-        for name, t in zip(("a", "b", "d", "c", "idx"), tensors):
+        for name, t in zip(names, tensors):
             if isinstance(t, torch.Tensor) and t.is_cuda:
                 if device is None:
                     device = t.device.index
@@ -489,9 +493,20 @@ def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m:
         no_sync = 0
     if device is not None and device != torch.cuda.current_device():
         with torch.cuda.device(device):
-            _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)
-        return
-    _C.bf16_gemm(kind, *tensors[:5], expected_m, ks, handle, no_sync)
+            return fn(*before, *tensors, *after, handle, no_sync)
+    return fn(*before, *tensors, *after, handle, no_sync)
+
+
+# ---- the BF16 family's launch (qgemm/bf16.py, qgemm/einsum.py) ------------------------------
+
+
+def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
+                ks: Optional[Sequence[int]], stream: Optional[StreamLike]) -> None:
+    """One BF16 GEMM (_C.bf16_gemm) through launch_family; a, b the logical
+    [.., M, K] / [.., N, K] operands (views: their strides say which dimension
+    is contiguous)."""
+    launch_family(_C.bf16_gemm, ("a", "b", "d", "c", "idx"), (a, b, d, c, idx), (kind,),
+                  (expected_m, ks), stream)
 
 
 # ---- the cast family's launch (qgemm/cast.py) ---------------------------------------------
@@ -499,31 +514,9 @@ def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m:
 
 def launch_cast(fn: Callable[..., None], kind: int, tensors: Sequence[Any], ints: Sequence[int],
                 stream: Optional[StreamLike] = None) -> None:
-    """One cast or scale-layout kernel (_C.cast / _C.sf_layout): ``fn(kind,
-    *tensors, *ints, stream, no_sync)`` with the tensors through DLPack on the
-    stream given, or on the framework's current one (torch's for torch
-    tensors), on the tensors' device (None entries are absent tensors)."""
-    tensors = [None if t is None else detach(t) for t in tensors]
-    handle = None if stream is None else stream_handle(stream)
-    torch = sys.modules.get("torch")
-    device = None
-    if torch is not None:
-        for t in tensors:
-            if isinstance(t, torch.Tensor) and t.is_cuda:
-                if device is None:
-                    device = t.device.index
-                elif t.device.index != device:
-                    raise ValueError(f"qgemm: all tensors must be on one device: cuda:{device} and "
-                                     f"cuda:{t.device.index}")
-    if handle is None:
-        handle, no_sync = current_stream(tensors)
-    else:
-        no_sync = 0
-    if device is not None and device != torch.cuda.current_device():
-        with torch.cuda.device(device):
-            fn(kind, *tensors, *ints, handle, no_sync)
-        return
-    fn(kind, *tensors, *ints, handle, no_sync)
+    """One cast or scale-layout kernel (_C.cast / _C.sf_layout) through
+    launch_family: ``fn(kind, *tensors, *ints, stream, no_sync)``."""
+    launch_family(fn, [f"tensor {i}" for i in range(len(tensors))], tensors, (kind,), ints, stream)
 
 
 # ---- the indexer / HC family's launch (qgemm/indexer.py) -----------------------------------
@@ -554,28 +547,9 @@ def launch_indexer(func: str, tensors: Sequence[Any], scalars: Sequence[int],
 def launch_indexer_eager(func: str, tensors: Sequence[Any], scalars: Sequence[int],
                          stream: Optional[StreamLike]) -> None:
     """launch_indexer without the custom op (what the op itself runs)."""
-    tensors = [detach(t) for t in tensors]
+    tensors = list(tensors)
     if func in ("mqa_logits", "paged_mqa_logits"):
-        tensors[-1] = tensors[-1][:, :scalars[0]]
+        tensors[-1] = detach(tensors[-1])[:, :scalars[0]]
         scalars = scalars[1:]
-    handle = None if stream is None else stream_handle(stream)
-    torch = sys.modules.get("torch")
-    device = None
-    if torch is not None:
-        for t in tensors:
-            if isinstance(t, torch.Tensor) and t.is_cuda:
-                if device is None:
-                    device = t.device.index
-                elif t.device.index != device:
-                    raise ValueError(f"qgemm: all tensors must be on one device: cuda:{device} "
-                                     f"and cuda:{t.device.index}")
-    if handle is None:
-        handle, no_sync = current_stream(tensors)
-    else:
-        no_sync = 0
-    fn = getattr(_C, func)
-    if device is not None and device != torch.cuda.current_device():
-        with torch.cuda.device(device):
-            fn(*tensors, *scalars, handle, no_sync)
-        return
-    fn(*tensors, *scalars, handle, no_sync)
+    launch_family(getattr(_C, func), [f"tensor {i}" for i in range(len(tensors))], tensors, (),
+                  scalars, stream)
