@@ -89,17 +89,9 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
         return qg__fail(QG_ERROR_INTERNAL, "BF16 kernel source exceeds %zu bytes", sizeof src);
     qg_status st = qg__jit_compile(ctx->jit, src, res);
     if (st != QG_SUCCESS) return st;
-    /* setmaxnreg.inc waits for registers the CTA does not own if the entry
-     * allocation cannot hold the producer's and math warpgroups' shares. */
     const qg_bf16_plan *pl = &out->plan;
-    const int pool = res->info.registers * pl->num_threads;
-    const int need = 128 * pl->producer_regs + 128 * pl->num_math_wgs * pl->math_regs;
-    if (pool < need)
-        return qg__fail(QG_ERROR_COMPILE,
-                        "kernel %s: %d registers x %d threads at entry cannot hold the %d that "
-                        "the warpgroup register split needs", res->info.key, res->info.registers,
-                        pl->num_threads, need);
-    return QG_SUCCESS;
+    return qg__check_register_split(res, pl->num_threads, pl->producer_regs, pl->num_math_wgs,
+                                    pl->math_regs);
 }
 
 static qg_status bf16_build(qg_context *ctx, const void *key, const void *arg, void *plan,
@@ -342,30 +334,16 @@ static CUtensorMapSwizzle swizzle_of(int row_bytes) {
 static qg_status copy_c_into_d(const qg_context *ctx, const qg_bf16_gemm_args *a, uint64_t rows,
                                CUstream stream) {
     const size_t elem = a->d_fp32 ? 4 : 2;
-    CUDA_MEMCPY2D copy;
-    memset(&copy, 0, sizeof copy);
-    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = (CUdeviceptr)(uintptr_t)a->c;
-    copy.srcPitch = (size_t)a->ldc * elem;
-    copy.dstDevice = (CUdeviceptr)(uintptr_t)a->d;
-    copy.dstPitch = (size_t)a->ldd * elem;
-    copy.WidthInBytes = (size_t)a->n * elem;
-    copy.Height = (size_t)rows;
-    CUresult r = ctx->drv->cuMemcpy2DAsync(&copy, stream);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
-    return QG_SUCCESS;
+    return qg__copy_c_into_d(ctx, a->d, (size_t)a->ldd * elem, a->c, (size_t)a->ldc * elem,
+                             (size_t)a->n * elem, rows, stream);
 }
 
 /* K = 0: D = C (a separate C copied; C == D: nothing), or zeros. */
 static qg_status empty_k(const qg_context *ctx, const qg_bf16_gemm_args *a, uint64_t rows,
                          CUstream stream) {
     if (a->c) return a->c == a->d ? QG_SUCCESS : copy_c_into_d(ctx, a, rows, stream);
-    const size_t bytes = (size_t)a->n * (a->d_fp32 ? 4 : 2);
-    CUresult r = ctx->drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)a->d,
-                                              (size_t)a->ldd * (a->d_fp32 ? 4 : 2), 0, bytes / 4,
-                                              (size_t)rows, stream);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "zeroing D (cuMemsetD2D32Async)");
-    return QG_SUCCESS;
+    const size_t elem = a->d_fp32 ? 4 : 2;
+    return qg__zero_d(ctx, a->d, (size_t)a->ldd * elem, (size_t)a->n * elem, rows, stream);
 }
 
 /* A validated call with m, n > 0; ctx current. */

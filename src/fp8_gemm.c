@@ -143,16 +143,8 @@ static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_COMPILE, "kernel %dx%d refused (fault injected by qg__refuse_tile)",
                         cfg->block_m, cfg->block_n);
     if ((st = qg__jit_compile(ctx->jit, src, res)) != QG_SUCCESS) return st;
-    /* setmaxnreg.inc waits for registers the CTA does not own if the entry
-     * allocation cannot hold the producer's and math warpgroups' shares. */
-    const int pool = res->info.registers * plan->num_threads;
-    const int need = 128 * plan->producer_regs + 128 * plan->num_math_wgs * plan->math_regs;
-    if (pool < need)
-        return qg__fail(QG_ERROR_COMPILE,
-                        "kernel %s: %d registers x %d threads at entry cannot hold the %d that "
-                        "the warpgroup register split needs", res->info.key, res->info.registers,
-                        plan->num_threads, need);
-    return QG_SUCCESS;
+    return qg__check_register_split(res, plan->num_threads, plan->producer_regs,
+                                    plan->num_math_wgs, plan->math_regs);
 }
 
 /* The launch cache's view of a problem: expected_m only matters for the
@@ -442,18 +434,8 @@ _Static_assert(offsetof(qg_kgroup_params, b) == 32 * 128 &&
  * the stream; rows of n FP32 values. */
 static qg_status copy_c_into_d(const qg_context *ctx, const qg_gemm_args *a, uint64_t rows,
                                CUstream stream) {
-    CUDA_MEMCPY2D copy;
-    memset(&copy, 0, sizeof copy);
-    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = (CUdeviceptr)(uintptr_t)a->c;
-    copy.srcPitch = (size_t)a->ldc * 4;
-    copy.dstDevice = (CUdeviceptr)(uintptr_t)a->d;
-    copy.dstPitch = (size_t)a->ldd * 4;
-    copy.WidthInBytes = (size_t)a->n * 4;
-    copy.Height = (size_t)rows;
-    CUresult r = ctx->drv->cuMemcpy2DAsync(&copy, stream);
-    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
-    return QG_SUCCESS;
+    return qg__copy_c_into_d(ctx, a->d, (size_t)a->ldd * 4, a->c, (size_t)a->ldc * 4,
+                             (size_t)a->n * 4, rows, stream);
 }
 
 /*
@@ -537,7 +519,6 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
 static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                      const qg_problem *problem, const qg_config *forced, CUstream stream,
                      const char *fn) {
-    const qg_driver *drv = ctx->drv;
     const qg_problem p = *problem;
     qg_status st = QG_SUCCESS;
     const bool wgrad = qg__one_d(kind); /* FP32 D, optionally from C */
@@ -547,9 +528,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     if (kgrouped && a->k == 0) {
         if (a->c && a->c != (const float *)a->d) st = copy_c_into_d(ctx, a, d_rows, stream);
         else if (!a->c) {
-            CUresult r = drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)a->d, (size_t)a->ldd * 4, 0,
-                                        (size_t)a->n, (size_t)d_rows, stream);
-            if (r != CUDA_SUCCESS) st = qg__cuda_fail(r, "zeroing D (cuMemsetD2D32Async)");
+            st = qg__zero_d(ctx, a->d, (size_t)a->ldd * 4, (size_t)a->n * 4, d_rows, stream);
         }
         return st;
     }

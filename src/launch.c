@@ -275,6 +275,44 @@ qg_status qg__launch(const qg_context *ctx, const qg_launch_entry *e, int grid, 
     return QG_SUCCESS;
 }
 
+/* ---- what every family's host side shares around a launch ---------------- */
+
+qg_status qg__check_register_split(const qg_jit_result *res, int num_threads, int producer_regs,
+                                   int math_wgs, int math_regs) {
+    const int pool = res->info.registers * num_threads;
+    const int need = 128 * producer_regs + 128 * math_wgs * math_regs;
+    if (pool < need)
+        return qg__fail(QG_ERROR_COMPILE,
+                        "kernel %s: %d registers x %d threads at entry cannot hold the %d that "
+                        "the warpgroup register split needs", res->info.key, res->info.registers,
+                        num_threads, need);
+    return QG_SUCCESS;
+}
+
+qg_status qg__copy_c_into_d(const qg_context *ctx, void *d, size_t d_pitch, const void *c,
+                            size_t c_pitch, size_t row_bytes, uint64_t rows, CUstream stream) {
+    CUDA_MEMCPY2D copy;
+    memset(&copy, 0, sizeof copy);
+    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = (CUdeviceptr)(uintptr_t)c;
+    copy.srcPitch = c_pitch;
+    copy.dstDevice = (CUdeviceptr)(uintptr_t)d;
+    copy.dstPitch = d_pitch;
+    copy.WidthInBytes = row_bytes;
+    copy.Height = (size_t)rows;
+    CUresult r = ctx->drv->cuMemcpy2DAsync(&copy, stream);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "copying C into D (cuMemcpy2DAsync)");
+    return QG_SUCCESS;
+}
+
+qg_status qg__zero_d(const qg_context *ctx, void *d, size_t d_pitch, size_t row_bytes,
+                     uint64_t rows, CUstream stream) {
+    CUresult r = ctx->drv->cuMemsetD2D32Async((CUdeviceptr)(uintptr_t)d, d_pitch, 0, row_bytes / 4,
+                                              (size_t)rows, stream);
+    if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "zeroing D (cuMemsetD2D32Async)");
+    return QG_SUCCESS;
+}
+
 /* ---- the context on the caller's stream ---------------------------------- */
 
 qg_status qg__enter(const qg_context *ctx, CUstream stream, const char *fn) {

@@ -80,6 +80,23 @@ qg_status qg__enter(const qg_context *ctx, CUstream stream, const char *fn);
 /* Restore the CUDA context qg__enter found current. */
 void qg__leave(const qg_context *ctx);
 
+/* The kernel's entry register allocation (res->info.registers per thread x
+ * num_threads) holds the warpgroups' setmaxnreg split (128 x producer_regs +
+ * 128 x math_wgs x math_regs): setmaxnreg.inc would otherwise wait for
+ * registers the CTA does not own. @return QG_SUCCESS, or QG_ERROR_COMPILE
+ * naming the kernel. */
+qg_status qg__check_register_split(const qg_jit_result *res, int num_threads, int producer_regs,
+                                   int math_wgs, int math_regs);
+
+/* D = C + A B^T with C another array: C's rows (row_bytes each, pitches in
+ * bytes) into D on the stream, before the kernel adds into D. */
+qg_status qg__copy_c_into_d(const qg_context *ctx, void *d, size_t d_pitch, const void *c,
+                            size_t c_pitch, size_t row_bytes, uint64_t rows, CUstream stream);
+/* D's rows (row_bytes each, a multiple of 4) zeroed on the stream: a call
+ * with nothing to sum (K = 0) and no C. */
+qg_status qg__zero_d(const qg_context *ctx, void *d, size_t d_pitch, size_t row_bytes,
+                     uint64_t rows, CUstream stream);
+
 /* ---- tensor maps --------------------------------------------------------- */
 
 /* A tiled tensor map of rank 3 (inner x rows x groups elements: rows
