@@ -432,9 +432,6 @@ static bool run_gpu_case(qg_context *ctx, CUstream stream, const gpu_case *c, un
             memcpy(c_bytes + i * 2, &v, 2);
         }
     }
-    CUcontext cu_ctx = NULL, prev_ctx;
-    qg__context_cuda(ctx, NULL, &cu_ctx, NULL);
-    drv->cuCtxPushCurrent(cu_ctx);
     if (drv->cuMemAlloc(&da, h.a_elems * 2) || drv->cuMemAlloc(&db, h.b_elems * 2) ||
         drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&dc, d_bytes) ||
         drv->cuMemAlloc(&di, (size_t)(c->m + G + 1) * 4)) {
@@ -510,7 +507,6 @@ done:
     if (dd) drv->cuMemFree(dd);
     if (dc) drv->cuMemFree(dc);
     if (di) drv->cuMemFree(di);
-    drv->cuCtxPopCurrent(&prev_ctx);
     free(got);
     free(c_bytes);
     free(h.a);
