@@ -603,7 +603,7 @@ TEST(gpu_hostile_rejected_calls_leave_outputs_untouched) {
         INVALID(K_ALL, "args->m", "m = INT_MIN", bad.m = INT_MIN);
         UNSUPPORTED(K_ALL, "m must be", "m = 2^30 + 1", bad.m = (1 << 30) + 1);
         UNSUPPORTED(K_ALL, "n must be", "n = 0", bad.n = 0);
-        UNSUPPORTED(K_ALL, "n must be", "n = -8", bad.n = -8);
+        INVALID(K_ALL, "n must be >= 0", "n = -8", bad.n = -8); /* negative: invalid, as m (issue 53) */
         UNSUPPORTED(K_NOT_DENSE, "n must be", "n = 250 (not a multiple of 8)", bad.n = 250);
         UNSUPPORTED(K_ALL, "k must be", "k = 0", bad.k = 0);
         UNSUPPORTED(K_NOT_DENSE, "k must be", "k = 250 (not a multiple of 16)", bad.k = 250);

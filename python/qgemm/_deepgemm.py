@@ -20,10 +20,10 @@ defaults, mapped onto qgemm's GEMMs:
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _C
+from . import _dispatch as _d
 from ._torch_helpers import mn_major
 
 SUPPORTED_RECIPE = (1, 128, 128)
@@ -123,7 +123,7 @@ def check_contiguous_args(func: str, use_psum_layout: Any, ensure_zero_padding: 
 
 
 def _torch_tensor(x: Any) -> Any:
-    torch = sys.modules.get("torch")
+    torch = _d.torch_module()
     return torch if torch is not None and isinstance(x, torch.Tensor) else None
 
 

@@ -96,13 +96,29 @@ KIND_DENSE, KIND_CONTIGUOUS, KIND_MASKED = _C.KIND_DENSE, _C.KIND_CONTIGUOUS, _C
 TORCH_ERROR: Optional[BaseException] = None  # why registration failed (then: DLPack only)
 _TORCH_LOCK = threading.Lock()
 TORCH_FP8_DLPACK: Optional[bool] = None  # can this torch export float8 through DLPack?
+TORCH: Any = None  # the torch module, kept once register_torch saw it imported
+
+
+def torch_module() -> Any:
+    """The torch module when it is imported, else None; never imports it.
+    Code that torch.compile traces must not read ``sys.modules``: dynamo (torch
+    2.11) wraps the whole dict and fails with "dictionary changed size during
+    iteration" when an import lands meanwhile. By the time anything is traced,
+    register_torch has stored the module in a global, which dynamo reads as a
+    constant; ``sys.modules`` is only looked at before that."""
+    t = TORCH
+    if t is None:
+        t = sys.modules.get("torch")
+    return t
 
 
 def register_torch() -> Any:
     """Register qgemm with the imported torch (the C fast path, the custom ops);
     the module qgemm._torch_ops, or None when torch is not imported or failed."""
-    global TORCH_OPS, TORCH_ERROR, FAST_GEMM, COMPILING
+    global TORCH_OPS, TORCH_ERROR, FAST_GEMM, COMPILING, TORCH
     with _TORCH_LOCK:
+        if TORCH is None:
+            TORCH = sys.modules.get("torch")
         if TORCH_OPS is None and TORCH_ERROR is None and "torch" in sys.modules:
             try:
                 from . import _torch_ops
@@ -206,7 +222,7 @@ def pair(x: Any, name: str) -> Tuple[Any, Any]:
 
 def detach(t: Any) -> Any:
     # torch refuses to export tensors that require grad; the GEMM has no autograd
-    torch = sys.modules.get("torch")
+    torch = torch_module()
     if torch is not None and isinstance(t, torch.Tensor) and t.requires_grad:
         return t.detach()
     return t
@@ -220,7 +236,7 @@ def torch_fp8_as_bytes(tensors: List[Any]) -> int:
     bytes over as uint8 and tell _C to read them as e4m3 (which the torch dtype
     guarantees). Returns the bit mask of the slots so replaced."""
     global TORCH_FP8_DLPACK
-    torch = sys.modules.get("torch")
+    torch = torch_module()
     if torch is None:
         return 0
     mask = 0
@@ -273,7 +289,7 @@ def current_stream(tensors: Sequence[Any]) -> Tuple[int, int]:
     Only frameworks already imported are consulted: a tensor of a framework
     that was never imported cannot exist.
     """
-    torch = sys.modules.get("torch")
+    torch = torch_module()
     if torch is not None:
         for t in tensors:
             if isinstance(t, torch.Tensor) and t.is_cuda:
@@ -297,7 +313,7 @@ def torch_cuda_device(kind: int, tensors: Sequence[Any]) -> Optional[int]:
     and both devices when they are on two (the extension's own check and
     message, made here because torch refuses to export the second device's
     tensor before the extension could say so)."""
-    torch = sys.modules.get("torch")
+    torch = torch_module()
     if torch is None:
         return None
     device = None
@@ -321,7 +337,7 @@ def device_ordinal(device: Any) -> int:
     """A CUDA ordinal from None (the current device), an int, "cuda", "cuda:N" or a
     torch.device; ValueError naming `device` for anything else or out of range."""
     if device is None:
-        torch = sys.modules.get("torch")
+        torch = torch_module()
         if torch is not None and torch.cuda.is_available():
             return int(torch.cuda.current_device())
         return 0
@@ -417,11 +433,11 @@ def launch_dlpack(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: An
     if device is not None and isinstance(stream_device, int) and stream_device != device:
         raise ValueError(f"qgemm: stream is a stream of cuda:{stream_device}, the tensors are on "
                          f"cuda:{device}")
-    if device is not None and device != sys.modules["torch"].cuda.current_device():
+    if device is not None and device != torch_module().cuda.current_device():
         # torch exports a CUDA tensor through DLPack only while its device is
         # the current one (its stream synchronization uses the current
         # device): export them there, the GEMM runs on their device anyway.
-        with sys.modules["torch"].cuda.device(device):
+        with torch_module().cuda.device(device):
             _export_and_launch(kind, tensors, expected_m, handle, cfg)
         return
     _export_and_launch(kind, tensors, expected_m, handle, cfg)
@@ -446,7 +462,7 @@ def zero_k(kind: int, d: Any, c: Any) -> None:
     nothing to do). Needs D to be a torch tensor (DeepGEMM's own contract)."""
     if kind == _C.KIND_WGRAD and c is not None and c is d:
         return
-    torch = sys.modules.get("torch")
+    torch = torch_module()
     if torch is None or not isinstance(d, torch.Tensor):
         raise ValueError("qgemm: K = 0: d (to be set to C or zero, as DeepGEMM does) must be a "
                          f"torch tensor, got {type(d).__name__}")
@@ -476,7 +492,7 @@ def launch_family(fn: Callable[..., Any], names: Sequence[str], tensors: Sequenc
     two devices). ``names`` names the tensors in that message."""
     tensors = [None if t is None else detach(t) for t in tensors]
     handle = None if stream is None else stream_handle(stream)
-    torch = sys.modules.get("torch")
+    torch = torch_module()
     device = None
     if torch is not None:
         for name, t in zip(names, tensors):

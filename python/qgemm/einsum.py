@@ -46,7 +46,6 @@ torch operations on that stream too).
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, List, Sequence, Tuple
 
 from . import _C
@@ -115,7 +114,7 @@ def parse_expr(expr: Any) -> Tuple[str, List[str], str]:
 def _torch_of(func: str, *tensors: Any) -> Any:
     """torch, when every tensor is a torch tensor (DeepGEMM's contract; the views,
     copies and the cuBLAS path are torch's); TypeError otherwise."""
-    torch = sys.modules.get("torch")
+    torch = _d.torch_module()
     if torch is None or not all(isinstance(t, torch.Tensor) for t in tensors):
         raise TypeError(f"qgemm: {func}: the tensors must be torch tensors, got "
                         f"{', '.join(type(t).__name__ for t in tensors)}")

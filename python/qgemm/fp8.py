@@ -18,7 +18,6 @@ for a hidden copy.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Optional, Sequence, Tuple
 
 from . import _C
@@ -84,7 +83,7 @@ def _convert(a: Any, b: Any, strict: bool, wgrad: bool = False,
 
 
 def _plain(x: Any) -> bool:
-    torch = sys.modules.get("torch")
+    torch = _d.torch_module()
     return torch is not None and type(x) in (torch.Tensor, torch.nn.Parameter)
 
 
@@ -363,7 +362,7 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
     if m == 0 or n == 0:
         return  # DeepGEMM's early return: d holds nothing
     a_flat, b_flat = a_.reshape(-1), b_.reshape(-1)
-    ops = _d.torch_ops() if "torch" in sys.modules and total else None
+    ops = _d.torch_ops() if _d.torch_module() is not None and total else None
     if ops is not None and not ops.compiling():
         # One launch for every group (the C library's k-grouped GEMM); a
         # tensor the fast path cannot read (a subclass, another framework's)

@@ -26,7 +26,6 @@ views of the requested width.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Optional, Tuple
 
 from . import _dispatch as _d
@@ -36,7 +35,7 @@ _CONTEXT_LEN_MAX = 1 << 30  # the schedule's clamp when it cannot know max_conte
 
 
 def _torch(name: str, x: Any) -> Any:
-    torch = sys.modules.get("torch")
+    torch = _d.torch_module()
     if torch is None or not isinstance(x, torch.Tensor):
         raise TypeError(f"qgemm: {name} must be a torch.Tensor, got {type(x).__name__}")
     return torch

@@ -255,7 +255,7 @@ def test_gpu_kernel_names():
         qgemm.get_mn_major_tma_aligned_tensor(sf)
         qgemm.get_mn_major_tma_aligned_packed_ue8m0_tensor(_torch_helpers.ceil_to_ue8m0(sf))
         torch.cuda.synchronize()
-    names = " ".join(e.name for e in prof.key_averages())
+    names = " ".join(e.key for e in prof.key_averages())
     assert "qg_transpose_sf_kernel" in names and "qg_pack_fp32_into_ue8m0_kernel" in names, names
 
 

@@ -242,3 +242,25 @@ def test_top_level_conversion_is_the_deepgemm_one(reset_strict, monkeypatch):
     seen.clear()
     qgemm.fp8_gemm_nt((a, seen.get("x", sfa)), (b, sfb), d, strict=True)
     assert seen["sfa"] is sfa  # strict: handed over as given
+
+
+def test_traced_code_never_reads_sys_modules():
+    """torch.compile (dynamo, torch 2.11) fails with "dictionary changed size during
+    iteration" on a ``sys.modules`` lookup it traces (H200 run of 2026-11-28,
+    bench/results/2026-11-28-h200-19-verify): only the registration functions that
+    run before anything is traced may read it; everything else asks
+    ``_dispatch.torch_module()``."""
+    allowed = {("_dispatch.py", f) for f in  # current_stream: eager only (cupy's stream)
+               ("torch_module", "register_torch", "torch_ops", "install_torch_hook", "current_stream")}
+    root = pathlib.Path(qgemm.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Attribute) and node.attr == "modules" and \
+                        isinstance(node.value, ast.Name) and node.value.id == "sys" and \
+                        (path.name, fn.name) not in allowed:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} in {fn.name}")
+    assert not found, "sys.modules read where torch.compile may trace: " + ", ".join(found)
