@@ -10,6 +10,17 @@ enumerate (its tests/generators.py, imported from its source tree):
   bf16-contiguous  m_grouped_bf16_gemm_nt_contiguous(a, b, d, m_indices)
   bf16-masked      m_grouped_bf16_gemm_nt_masked(a, b, d, masked_m, expected_m)
   bf16-k-grouped   k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c=d)
+  einsum           einsum('bmk,bnk->mn' | 'bhr,hdr->bhd' | 'bhd,hdr->bhr') and
+                   fp8_einsum('bhr,hdr->bhd') on test_einsum.py's shapes
+  mqa              fp8_fp4_mqa_logits (prefill, ragged key ranges as
+                   test_attention.py makes them, clean logits): 24 of its cases
+                   (FP32 logits; SQ 2048 / 8192, SK 8192 / 65536, H 32 / 64,
+                   D 32 / 64 / 128); TFLOPS counted as the test counts them
+  paged-mqa        fp8_fp4_paged_mqa_logits over the fused FP8 KV cache, every
+                   SM90 case of test_attention.py (metadata computed once per
+                   library, outside the timing, as a CUDA graph would); GB/s
+                   as the test counts them
+  hc               tf32_hc_prenorm_gemm on test_hyperconnection.py's 24 cases
 Every row builds its inputs once and hands the same tensors to each library,
 interleaved in the order DeepGEMM, cuBLAS, qgemm, under two timings:
   kineto  CUPTI GPU time of the kernels one call launches (DeepGEMM's method):
@@ -41,7 +52,8 @@ import sys
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
-KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped")
+KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "mqa", "paged-mqa", "hc")
+NEW_KINDS = ("einsum", "mqa", "paged-mqa", "hc")  # built here, not by DeepGEMM's generators
 LIBS = ("deepgemm", "cublas", "qgemm")
 
 
@@ -129,13 +141,191 @@ def bf16_cases(gen: Any, torch: Any) -> List[Dict[str, Any]]:
     return cases
 
 
+def family_cases() -> List[Dict[str, Any]]:
+    """The einsum, indexer and HC rows: test_einsum.py, test_attention.py and
+    test_hyperconnection.py's SM90 shapes (mqa: the subset the docstring names)."""
+    cases: List[Dict[str, Any]] = []
+    for s_ in (129, 4096, 8192):
+        for m, n, k in [(128, 384, 128), (256, 256, 256), (384, 128, 384)]:
+            for f32 in (True, False):
+                cases.append({"kind": "einsum", "expr": "bmk,bnk->mn", "b": s_, "m": m, "n": n, "k": k,
+                              "f32": f32})
+    for expr in ("bhr,hdr->bhd", "bhd,hdr->bhr"):
+        for h, r, dd in [(128, 512, 128), (8, 4096, 1024)]:
+            for b in (4, 32, 128, 4096, 8192):
+                cases.append({"kind": "einsum", "expr": expr, "b": b, "h": h, "r": r, "d": dd})
+    for b in (4, 32, 128, 4096, 8192):
+        cases.append({"kind": "einsum", "expr": "fp8 bhr,hdr->bhd", "b": b, "h": 8, "r": 4096, "d": 1024})
+    for sq in (2048, 8192):
+        for sk in (8192, 65536):
+            for h in (32, 64):
+                for dim in (32, 64, 128):
+                    cases.append({"kind": "mqa", "sq": sq, "sk": sk, "h": h, "dim": dim,
+                                  "cp": sk % sq == 0})
+    for f32 in (False, True):
+        for bsz in (256, 4096):
+            for next_n in (1, 2):
+                for h in (32, 64):
+                    for avg in (8192, 65536):
+                        if bsz * avg <= 32 * 1024 * 1024:
+                            cases.append({"kind": "paged-mqa", "bsz": bsz, "next_n": next_n, "h": h,
+                                          "dim": 128, "avg_kv": avg, "f32": f32})
+    for m in (13, 137, 4096, 8192):
+        for n, k in [(24, 28672), (24, 7680), (24, 7168)]:
+            for splits in (None, 16):
+                cases.append({"kind": "hc", "m": m, "n": n, "k": k, "splits": splits})
+    return cases
+
+
+def _fp8_rows(torch: Any, x: Any) -> Any:
+    """Per-row FP8 e4m3 with an FP32 scale per row (amax / 448, as the tests cast the keys)."""
+    amax = x.abs().float().amax(dim=-1, keepdim=True).clamp(1e-4)
+    sf = amax / 448.0
+    return (x * (1.0 / sf)).to(torch.float8_e4m3fn), sf.squeeze(-1)
+
+
+def family_case(case: Dict[str, Any], row: Dict[str, Any], libs: Dict[str, Any], torch: Any):
+    """Inputs, per-library calls and outputs of an einsum / mqa / paged-mqa / hc row:
+    (fns, outs, checks, resets, ref); ref None: accuracy is qgemm against DeepGEMM."""
+    kind = case["kind"]
+    fns: Dict[str, Callable[[], Any]] = {}
+    outs: Dict[str, Any] = {}
+    checks: Dict[str, Callable[[], Any]] = {}
+    resets: Dict[str, Callable[[], Any]] = {}
+    ref = None
+    peers = {k: v for k, v in libs.items() if k != "cublas"}
+    if kind == "einsum" and case["expr"] == "bmk,bnk->mn":
+        b_, m, n, k = case["b"], case["m"], case["n"], case["k"]
+        a = torch.randn((b_, m, k), dtype=torch.bfloat16, device="cuda")
+        bb = torch.randn((b_, n, k), dtype=torch.bfloat16, device="cuda")
+        dt = torch.float if case["f32"] else torch.bfloat16
+        d0 = torch.randn((m, n), dtype=dt, device="cuda")
+        ref = torch.einsum("bmk,bnk->mn", a.double(), bb.double()) + (d0.double() if case["f32"] else 0)
+        row.update(shape=f"{b_}x{m}x{n}x{k}", d="fp32" if case["f32"] else "bf16", accumulate=case["f32"],
+                   flops=2.0 * b_ * m * n * k)
+        for lib, mod in peers.items():
+            dl = d0.clone()
+            fns[lib] = (lambda mod=mod, dl=dl: mod.einsum("bmk,bnk->mn", a, bb, dl, c=dl if case["f32"] else None))
+            outs[lib] = dl
+            resets[lib] = (lambda dl=dl: dl.copy_(d0))
+    elif kind == "einsum":
+        b_, h, r, dd_ = case["b"], case["h"], case["r"], case["d"]
+        fp8 = case["expr"].startswith("fp8")
+        expr = case["expr"].split()[-1]
+        row.update(shape=f"{b_}x{h}x{r}x{dd_}", flops=2.0 * b_ * h * r * dd_)
+        if expr == "bhr,hdr->bhd":
+            x = torch.randn((b_, h, r), device="cuda", dtype=torch.bfloat16)
+            y = torch.randn((h, dd_, r + (0 if fp8 else 128)), device="cuda", dtype=torch.bfloat16)[:, :, :r]
+            zshape = (b_, h, dd_)
+        else:
+            x = torch.randn((b_, h, dd_), device="cuda", dtype=torch.bfloat16)
+            y = torch.randn((h, dd_, r + 128), device="cuda", dtype=torch.bfloat16)[:, :, :r]
+            zshape = (b_, h, r)
+        ref = torch.einsum(expr, x.double(), y.double())
+        if fp8:
+            from qgemm.deep_gemm.utils.math import per_block_cast_to_fp8, per_token_cast_to_fp8
+            xq, xs = per_token_cast_to_fp8(x.view(-1, r), use_ue8m0=True)
+            x_fp8 = xq.view(b_, h, r), xs.view(b_, h, -(-r // 128))
+            y_fp8 = (torch.empty_like(y, dtype=torch.float8_e4m3fn),
+                     torch.empty((h, -(-dd_ // 128), -(-r // 128)), device="cuda", dtype=torch.float))
+            for i in range(h):
+                y_fp8[0][i], y_fp8[1][i] = per_block_cast_to_fp8(y[i], use_ue8m0=True)
+        for lib, mod in peers.items():
+            z = torch.empty(zshape, device="cuda", dtype=torch.bfloat16)
+            if fp8:
+                fns[lib] = (lambda mod=mod, z=z: mod.fp8_einsum(expr, x_fp8, y_fp8, z))
+            else:
+                fns[lib] = (lambda mod=mod, z=z: mod.einsum(expr, x, y, z))
+            outs[lib] = z
+        if "cublas" in libs and not fp8:
+            res_cb: Dict[str, Any] = {}  # torch's einsum (cuBLAS) returns a new tensor
+            fns["cublas"] = (lambda: res_cb.__setitem__("x", torch.einsum(expr, x, y)))
+            checks["cublas"] = (lambda: res_cb["x"])
+            outs["cublas"] = None
+    elif kind == "mqa":
+        sq, sk, h, dim = case["sq"], case["sk"], case["h"], case["dim"]
+        q = torch.randn(sq, h, dim, device="cuda", dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        kv = _fp8_rows(torch, torch.randn(sk, dim, device="cuda", dtype=torch.bfloat16))
+        w = torch.randn(sq, h, device="cuda", dtype=torch.float32)
+        if case["cp"]:  # test_attention.py's context-parallel ranges (one arbitrary CP rank)
+            half, cp_size = sq // 2, sk // sq
+            cp_id = cp_size // 3
+            i = torch.arange(half, dtype=torch.int, device="cuda")
+            ks = torch.zeros(sq, dtype=torch.int, device="cuda")
+            ke = torch.cat([cp_id * half + i, (cp_size * 2 - 1 - cp_id) * half + i])
+        else:
+            ks = torch.zeros(sq, dtype=torch.int, device="cuda")
+            ke = torch.arange(sq, dtype=torch.int, device="cuda") + (sk - sq)
+        cost = int((ke.clamp(0, sk) - ks.clamp(0, sk)).clamp(min=0).sum().item())
+        row.update(shape=f"{sq}x{sk}xH{h}xD{dim}", flops=2.0 * cost * h * dim, d="fp32")
+        inside = (torch.arange(sk, device="cuda")[None, :] >= ks[:, None]) & \
+                 (torch.arange(sk, device="cuda")[None, :] < ke[:, None])
+        for lib, mod in peers.items():
+            res: Dict[str, Any] = {}
+            fns[lib] = (lambda mod=mod, res=res: res.__setitem__("x", mod.fp8_fp4_mqa_logits(
+                (q, None), kv, w, ks, ke, clean_logits=True, max_seqlen_k=0, logits_dtype=torch.float)))
+            checks[lib] = (lambda res=res: res["x"].masked_fill(~inside, 0))
+            outs[lib] = None
+    elif kind == "paged-mqa":
+        bsz, nn, h, dim, avg = case["bsz"], case["next_n"], case["h"], case["dim"], case["avg_kv"]
+        blk = 64
+        ctx = torch.randint(int(0.7 * avg), int(1.3 * avg), (bsz,), device="cuda", dtype=torch.int)
+        nblk = (ctx + blk - 1) // blk
+        total = int(nblk.sum().item())
+        max_len = int(nblk.max().item()) * blk
+        table = torch.zeros((bsz, int(nblk.max().item())), device="cuda", dtype=torch.int)
+        pool = torch.randperm(total, device="cuda", dtype=torch.int)
+        off = 0
+        for i, nb in enumerate(nblk.tolist()):
+            table[i, :nb] = pool[off:off + nb]
+            off += nb
+        kvq, kvs = _fp8_rows(torch, torch.randn((total, blk, 1, dim), device="cuda", dtype=torch.bfloat16))
+        cache = torch.empty((total, blk * (dim + 4)), device="cuda", dtype=torch.uint8)
+        cache[:, :blk * dim] = kvq.view(total, blk * dim).view(torch.uint8)
+        cache[:, blk * dim:] = kvs.contiguous().view(total, blk).view(torch.uint8)
+        cache = cache.view(total, blk, 1, dim + 4)
+        q = torch.randn((bsz, nn, h, dim), device="cuda", dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        w = torch.randn((bsz * nn, h), device="cuda", dtype=torch.float)
+        ctx2 = ((ctx.unsqueeze(1) + 1) * torch.rand(bsz, nn, device="cuda")).int()
+        ctx2[:, -1] = ctx
+        ldt = torch.float if case["f32"] else torch.bfloat16
+        nbytes = q.numel() + w.numel() * 4 + int(ctx.sum().item()) * (dim + 4) + \
+            int(ctx2.sum().item()) * ldt.itemsize
+        row.update(shape=f"B{bsz}xN{nn}xH{h}xL{avg}", d="fp32" if case["f32"] else "bf16", bytes=nbytes,
+                   flops=2.0 * int(ctx2.sum().item()) * h * dim)
+        inside = torch.arange(max_len, device="cuda")[None, :] < ctx2.view(-1, 1)
+        for lib, mod in peers.items():
+            meta = mod.get_paged_mqa_logits_metadata(ctx2, blk, mod.get_num_sms())
+            res = {}
+            fns[lib] = (lambda mod=mod, res=res, meta=meta: res.__setitem__("x", mod.fp8_fp4_paged_mqa_logits(
+                (q, None), cache, w, ctx2, table, meta, max_len, clean_logits=False, logits_dtype=ldt)))
+            checks[lib] = (lambda res=res: res["x"].float().masked_fill(~inside, 0))
+            outs[lib] = None
+    else:  # hc
+        m, n, k, sp = case["m"], case["n"], case["k"], case["splits"]
+        a = torch.randn((m, k), dtype=torch.bfloat16, device="cuda")
+        bb = torch.randn((n, k), dtype=torch.float, device="cuda")
+        ref = torch.cat([(a.double() @ bb.double().t()).flatten(), a.double().square().sum(-1)])
+        row.update(shape=f"{m}x{n}x{k}/{sp or 0}", d="fp32", flops=2.0 * m * n * k)
+        for lib, mod in peers.items():
+            dl = torch.empty((m, n) if sp is None else (sp, m, n), dtype=torch.float, device="cuda")
+            sl = torch.empty((m,) if sp is None else (sp, m), dtype=torch.float, device="cuda")
+            fns[lib] = (lambda mod=mod, dl=dl, sl=sl: mod.tf32_hc_prenorm_gemm(a, bb, dl, sl, num_splits=sp))
+            checks[lib] = (lambda dl=dl, sl=sl: torch.cat([(dl if sp is None else dl.sum(0)).flatten(),
+                                                           sl if sp is None else sl.sum(0)]))
+            outs[lib] = None
+    return fns, outs, checks, resets, ref
+
+
 def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer, torch: Any) -> Dict[str, Any]:
     kind = case["kind"]
     row: Dict[str, Any] = {"kind": kind, "order": ",".join(l for l in LIBS if l in libs), "errors": {}}
     fns: Dict[str, Callable[[], None]] = {}
     outs: Dict[str, Any] = {}
     checks: Dict[str, Callable[[], Any]] = {}
-    if kind == "bf16":
+    if kind in NEW_KINDS:
+        fns, outs, checks, resets, ref = family_case(case, row, libs, torch)
+    elif kind == "bf16":
         m, n, k = case["m"], case["n"], case["k"]
         a, b, c, d, ref = gen.generate_normal(m, n, k, case["major_a"], case["major_b"], case["accumulate"],
                                               case["out_dtype"], case["kernel_type"], use_bf16=True)
@@ -220,6 +410,11 @@ def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer,
     ev = timer.events_us(ok)
     for lib, t in ev.items():
         row[f"{lib}_events_us"] = t
+    q = row.get("qgemm_kineto_us")
+    if q and row.get("flops"):
+        row["qgemm_tflops"] = row["flops"] / q / 1e6
+    if q and row.get("bytes"):
+        row["qgemm_gbps"] = row["bytes"] / q / 1e3
     for t in ("kineto", "events"):
         q = row.get(f"qgemm_{t}_us")
         for peer in ("deepgemm", "cublas"):
@@ -233,17 +428,35 @@ def geomean(xs: List[float]) -> Optional[float]:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def _diff(r: Dict[str, Any]) -> str:
+    """qgemm's diff against the fp64 reference, else (rows without one) against DeepGEMM, marked dg."""
+    if r.get("qgemm_diff") is not None:
+        return format(r["qgemm_diff"], ".1e")
+    if r.get("qgemm_vs_deepgemm") is not None:
+        return "dg " + format(r["qgemm_vs_deepgemm"], ".0e")
+    return "-"
+
+
+def _rate(r: Dict[str, Any]) -> str:
+    if r.get("qgemm_gbps"):
+        return f"{r['qgemm_gbps']:.0f} GB/s"
+    if r.get("qgemm_tflops"):
+        return f"{r['qgemm_tflops']:.0f} TFLOPS"
+    return "-"
+
+
 def render(rows: List[Dict[str, Any]], device: str) -> str:
     out = [f"# peers-families on {device}: time ratios peer / qgemm (> 1: qgemm faster)", ""]
     out.append(f"{'kind':16} {'shape':24} {'lay':3} {'D':5} {'acc':3} {'qg us':>8} {'dg/qg kin':>9} "
-               f"{'dg/qg ev':>8} {'cb/qg kin':>9} {'qg diff':>9}  errors")
+               f"{'dg/qg ev':>8} {'cb/qg kin':>9} {'qg diff':>9} {'rate':>10}  errors")
     for r in rows:
         f = lambda x, p=2: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
         out.append(f"{r['kind']:16} {r.get('shape', '?'):24} {r.get('layout', ''):3} {r.get('d', 'bf16'):5} "
                    f"{int(bool(r.get('accumulate'))):3} {f(r.get('qgemm_kineto_us'), 1):>8} "
                    f"{f(r.get('deepgemm_over_qgemm_kineto')):>9} {f(r.get('deepgemm_over_qgemm_events')):>8} "
                    f"{f(r.get('cublas_over_qgemm_kineto')):>9} "
-                   f"{'-' if r.get('qgemm_diff') is None else format(r['qgemm_diff'], '.1e'):>9}  "
+                   f"{_diff(r):>9} "
+                   f"{_rate(r):>10}  "
                    f"{'; '.join(f'{k}: {v[:80]}' for k, v in r.get('errors', {}).items())}")
     out.append("")
     for kind in KINDS:
@@ -285,7 +498,7 @@ def main() -> int:
     torch.manual_seed(0)
     random.seed(0)
     kinds = [k for k in args.kinds.split(",") if k]
-    cases = [c for c in bf16_cases(gen, torch) if c["kind"] in kinds]
+    cases = [c for c in bf16_cases(gen, torch) + family_cases() if c["kind"] in kinds]
     if args.max_rows:
         per: Dict[str, int] = {}
         kept = []
@@ -301,7 +514,7 @@ def main() -> int:
     for i, case in enumerate(cases):
         torch.manual_seed(i)
         random.seed(i)
-        libs_row = {k: v for k, v in libs.items() if not (k == "cublas" and case["kind"] != "bf16")}
+        libs_row = {k: v for k, v in libs.items() if not (k == "cublas" and case["kind"] not in ("bf16", "einsum"))}
         try:
             row = run_case(case, gen, libs_row, timer, torch)
         except Exception as e:  # noqa: BLE001
