@@ -64,13 +64,24 @@
  * loses nothing to TF32) and square-sum it on the way.
  *
  * Pipeline invariants: stage s and phase advance together, once per K
- * block, identically in producer and consumers. full[s]: one producer
- * arrival + the stage's bytes (A block_m x 64 bf16 + two B boxes of N x 32
- * fp32). empty[s]: one arrival per math thread, each after the wgmma that
- * read stage s has completed (wait_group 0 of the next K block, or of the
- * last). The A
+ * block, identically in producer, converters and consumers. Modes 0 and 3:
+ * full[s]: one producer arrival + the stage's bytes (A block_m x 64 bf16 +
+ * two B boxes of N x 32 fp32). Modes 1 and 2: bfull[s]: one producer
+ * arrival + B's bytes; full[s]: one producer arrival + A's bytes + one
+ * arrival per converter lane, each after its rounded / split B writes and a
+ * proxy fence (the wgmmas read them through the async proxy). empty[s]: one
+ * arrival per math thread, each after the wgmma that read stage s has
+ * completed (wait_group 0 of the next K block, or of the last; mode 2:
+ * wait_group 1 after the next K block's commit). The converters rewrite
+ * stage s only after bfull[s]'s next phase, i.e. after the producer saw
+ * empty[s]. In modes 0, 1, 3 the A
  * fragments are double-buffered in registers (frag[2]): K block i's loads go
  * into frag[i & 1] while K block i-1's wgmmas (reading frag[(i-1) & 1]) run.
+ *
+ * DeepGEMM's SM90 kernel (sm90_tf32_hc_prenorm_gemm.cuh) is mode 3 with
+ * block_m 64, block_n = N rounded up to 16, 12 stages, no clusters, one CTA
+ * per (m-block, split), 128 math + 128 TMA threads: it feeds B's fp32 bits
+ * to the TF32 wgmma unrounded.
  */
 #ifndef QG_HC_PRENORM_CUH
 #define QG_HC_PRENORM_CUH
