@@ -26,10 +26,33 @@
  *   QG_HC_MATH_WGS   1 or 2 math warpgroups (block_m 64 or 128): with two, the
  *                    N x 64 fp32 B stage (read from L2 by every CTA) serves
  *                    128 rows of A, halving B's share of the L2 traffic
+ *   QG_HC_MODE       how B meets the TF32 rounding DeepGEMM's test asks for
+ *                    (its reference is torch's TF32 GEMM, which rounds B to
+ *                    nearest; the TF32 wgmma truncates an fp32 operand):
+ *                    0 "inplace": the math threads round each B stage in
+ *                      shared memory before their wgmmas (a bar.sync of all
+ *                      math threads a K block: on the critical path);
+ *                    1 "rounder" (default): QG_HC_CVT_WARPS extra warps round
+ *                      each B stage in place as soon as its TMA lands (B has
+ *                      its own barrier), while the math warps still work on
+ *                      earlier stages; the math loop is the truncating one;
+ *                    2 "split": the converter warps write rna_tf32(b) as two
+ *                      bf16 rows, hi = its top 8 significant bits and lo = the
+ *                      remaining 3 (both exact in bf16, hi + lo = rna_tf32(b)
+ *                      exactly), as one K-major bf16 tile of 2N rows; each
+ *                      math warpgroup issues bf16 wgmmas m64 n2N k16 with A
+ *                      straight from the TMA's smem tile (no fragment loads)
+ *                      and adds the hi and lo columns at the end; A's squares
+ *                      from 16-byte shared loads. Same tensor time as TF32
+ *                      (bf16 runs at twice its rate), products exact;
+ *                    3 "trunc": no rounding (DeepGEMM's SM90 kernel does this:
+ *                      diff ~1.4e-7 > 1e-8 against torch's TF32 reference);
+ *                      for timing comparisons only, never planned by default
+ *   QG_HC_CVT_WARPS  converter warps (modes 1 and 2; 0 otherwise)
  *   QG_HC_SMEM_BYTES the host's shared-memory plan (checked below)
  * M arrives at run time; grid.x = C * ceil(M / block_m) * S (cluster dims C x 1 x 1),
- * 128 * QG_HC_MATH_WGS + 32 threads: the math warpgroups (64 rows each) and one
- * producer warp.
+ * 128 * QG_HC_MATH_WGS + 32 * (1 + QG_HC_CVT_WARPS) threads: the math
+ * warpgroups (64 rows each), one producer warp, the converter warps.
  *
  * Why this shape: the product is memory-bound (N <= 32: ~2*N flops per A
  * element against 2 bytes), so the kernel only has to stream A once at HBM
@@ -41,18 +64,79 @@
  * loses nothing to TF32) and square-sum it on the way.
  *
  * Pipeline invariants: stage s and phase advance together, once per K
- * block, identically in producer and consumers. full[s]: one producer
- * arrival + the stage's bytes (A block_m x 64 bf16 + two B boxes of N x 32
- * fp32). empty[s]: one arrival per math thread, each after the wgmma that
- * read stage s has completed (wait_group 0 of the next K block, or of the
- * last). The A
+ * block, identically in producer, converters and consumers. Modes 0 and 3:
+ * full[s]: one producer arrival + the stage's bytes (A block_m x 64 bf16 +
+ * two B boxes of N x 32 fp32). Modes 1 and 2: bfull[s]: one producer
+ * arrival + B's bytes; full[s]: one producer arrival + A's bytes + one
+ * arrival per converter lane, each after its rounded / split B writes and a
+ * proxy fence (the wgmmas read them through the async proxy). empty[s]: one
+ * arrival per math thread, each after the wgmma that read stage s has
+ * completed (wait_group 0 of the next K block, or of the last; mode 2:
+ * wait_group 1 after the next K block's commit). The converters rewrite
+ * stage s only after bfull[s]'s next phase, i.e. after the producer saw
+ * empty[s]. In modes 0, 1, 3 the A
  * fragments are double-buffered in registers (frag[2]): K block i's loads go
  * into frag[i & 1] while K block i-1's wgmmas (reading frag[(i-1) & 1]) run.
+ *
+ * DeepGEMM's SM90 kernel (sm90_tf32_hc_prenorm_gemm.cuh) is mode 3 with
+ * block_m 64, block_n = N rounded up to 16, 12 stages, no clusters, one CTA
+ * per (m-block, split), 128 math + 128 TMA threads: it feeds B's fp32 bits
+ * to the TF32 wgmma unrounded.
  */
 #ifndef QG_HC_PRENORM_CUH
 #define QG_HC_PRENORM_CUH
 
-/* qg_ptx.cuh's FP8 wgmma wrapper needs an N; this kernel does not use it. */
+#ifndef QG_HC_MODE
+#define QG_HC_MODE 1
+#endif
+#ifndef QG_HC_CVT_WARPS
+#define QG_HC_CVT_WARPS (QG_HC_MODE == 1 || QG_HC_MODE == 2 ? 1 : 0)
+#endif
+
+/* Mode 2's bf16 wgmma m64 n2N k16, both operands from shared memory:
+ * qg_ptx.cuh's qg_wgmma_m64k16_bf16 with N = 2 * QG_HC_N (hi and lo columns),
+ * K-major A and B. */
+#if QG_HC_MODE == 2
+#define QG_WGMMA_TRANS_A 0
+#define QG_WGMMA_TRANS_B 0
+#if QG_HC_N == 8
+#define QG_WGMMA_N 16
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define QG_WGMMA_OP_DESC_A 8
+#define QG_WGMMA_OP_DESC_B 9
+#define QG_WGMMA_OP_SCALE_D 10
+#define QG_WGMMA_OP_DESC_HI 11
+#elif QG_HC_N == 16
+#define QG_WGMMA_N 32
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define QG_WGMMA_OP_DESC_A 16
+#define QG_WGMMA_OP_DESC_B 17
+#define QG_WGMMA_OP_SCALE_D 18
+#define QG_WGMMA_OP_DESC_HI 19
+#elif QG_HC_N == 24
+#define QG_WGMMA_N 48
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#define QG_WGMMA_OP_DESC_A 24
+#define QG_WGMMA_OP_DESC_B 25
+#define QG_WGMMA_OP_SCALE_D 26
+#define QG_WGMMA_OP_DESC_HI 27
+#elif QG_HC_N == 32
+#define QG_WGMMA_N 64
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define QG_WGMMA_OP_DESC_A 32
+#define QG_WGMMA_OP_DESC_B 33
+#define QG_WGMMA_OP_SCALE_D 34
+#define QG_WGMMA_OP_DESC_HI 35
+#else
+#error "QG_HC_N must be 8, 16, 24 or 32"
+#endif
+#endif /* QG_HC_MODE == 2 */
+
+/* Otherwise qg_ptx.cuh's FP8 wgmma wrapper needs an N; this kernel does not use it. */
 #ifndef QG_WGMMA_N
 #define QG_WGMMA_N 8
 #define QG_WGMMA_OP_DESC_A 4
@@ -120,6 +204,10 @@ static_assert(QG_HC_K % 64 == 0 && QG_HC_K > 0, "K a multiple of 64");
 static_assert(QG_HC_SPLITS >= 1, "splits");
 static_assert(QG_HC_CLUSTER == 1 || QG_HC_CLUSTER == 2 || QG_HC_CLUSTER == 4 ||
                   QG_HC_CLUSTER == 8, "cluster of 1, 2, 4 or 8 CTAs");
+static_assert(QG_HC_MODE >= 0 && QG_HC_MODE <= 3, "mode 0 (inplace), 1 (rounder), 2 (split), 3 (trunc)");
+static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG_HC_CVT_WARPS <= 3)
+                                                   : QG_HC_CVT_WARPS == 0,
+              "1 to 3 converter warps in modes 1 and 2, none otherwise");
 
 #ifndef QG_HC_MATH_WGS
 #define QG_HC_MATH_WGS 1
@@ -131,20 +219,27 @@ static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpg
 #define QG_HC_BLOCK_K 64
 #define QG_HC_NKB (QG_HC_K / QG_HC_BLOCK_K)
 #define QG_HC_ACC (QG_HC_N / 2)
-#define QG_HC_THREADS (QG_HC_MATH_THREADS + 32) /* math warpgroups + 1 producer warp */
+/* math warpgroups + 1 producer warp + the converter warps */
+#define QG_HC_THREADS (QG_HC_MATH_THREADS + 32 * (1 + QG_HC_CVT_WARPS))
 #define QG_HC_SMEM_A (QG_HC_BLOCK_M * QG_HC_BLOCK_K * 2) /* rows of 128 bytes */
 #define QG_HC_SMEM_BHALF (QG_HC_N * 128)                 /* N rows x 32 fp32: 1024-aligned */
 #define QG_HC_SMEM_B (2 * QG_HC_SMEM_BHALF)
+/* Mode 2: the bf16 hi rows 0..N-1 and lo rows N..2N-1 of 64 K each (128
+ * bytes, 128-byte swizzle, as TMA would write them), 1024-aligned (N % 8 == 0) */
+#define QG_HC_SMEM_BS (QG_HC_MODE == 2 ? 2 * QG_HC_N * 128 : 0)
+#define QG_HC_STAGE_BYTES (QG_HC_SMEM_A + QG_HC_SMEM_B)
+/* Barriers a stage: full, empty, and in modes 1 and 2 bfull (B's TMA alone). */
+#define QG_HC_BARS (QG_HC_CVT_WARPS ? 3 : 2)
 /* Partner slots in rank 0: per partner, (ACC + 2) floats per math thread,
  * stored [value][thread] (a warp's 32 stores hit 32 banks). */
 #define QG_HC_SLOT_FLOATS ((QG_HC_ACC + 2) * QG_HC_MATH_THREADS)
 #define QG_HC_SMEM_SLOTS ((QG_HC_CLUSTER - 1) * QG_HC_SLOT_FLOATS * 4)
 #define QG_HC_SMEM_PLAN                                                                  \
-    (1024 /* alignment slack */ + QG_HC_STAGES * (QG_HC_SMEM_A + QG_HC_SMEM_B) +          \
-     QG_HC_SMEM_SLOTS + QG_HC_STAGES * 2 * 8)
+    (1024 /* alignment slack */ +                                                        \
+     QG_HC_STAGES * (QG_HC_SMEM_A + QG_HC_SMEM_B + QG_HC_SMEM_BS) + QG_HC_SMEM_SLOTS +     \
+     QG_HC_STAGES * QG_HC_BARS * 8)
 static_assert(QG_HC_SMEM_PLAN == QG_HC_SMEM_BYTES, "host and kernel shared-memory plans differ");
 static_assert(QG_HC_SMEM_BYTES <= 232448, "shared memory");
-#define QG_HC_STAGE_BYTES (QG_HC_SMEM_A + QG_HC_SMEM_B)
 
 /* The [first, first + count) share of `total` items for part `i` of `parts`
  * (DeepGEMM's split rule: the first total % parts parts take one more). */
@@ -192,6 +287,83 @@ QG_DEVICE void qg_hc_issue(float (&acc)[QG_HC_ACC], const uint32_t (&f)[32], uin
     }
 }
 
+#if QG_HC_MODE == 1
+/* Converter lane g (of 32 * CVT_WARPS) rounds 16-byte chunks g, g + G, ...
+ * of the stage's fp32 B (both boxes) to TF32 in place (the layout does not
+ * matter: element-wise). */
+QG_DEVICE void qg_hc_round_stage(uint32_t b_stage, uint32_t g) {
+#pragma unroll 4
+    for (uint32_t c = g; c < QG_HC_SMEM_B / 16; c += 32 * QG_HC_CVT_WARPS) {
+        int4 v = qg_ld_shared_s32x4(b_stage + c * 16);
+        v.x = (int)qg_cvt_rna_tf32(__int_as_float(v.x));
+        v.y = (int)qg_cvt_rna_tf32(__int_as_float(v.y));
+        v.z = (int)qg_cvt_rna_tf32(__int_as_float(v.z));
+        v.w = (int)qg_cvt_rna_tf32(__int_as_float(v.w));
+        qg_st_shared_s32x4(b_stage + c * 16, v);
+    }
+}
+#endif
+
+#if QG_HC_MODE == 2
+/* rna_tf32(x) = hi + lo exactly: hi its top 8 significant bits (a bf16: the
+ * high half of the fp32 word), lo the remaining 3 (t - hi is exact by
+ * Sterbenz, and has <= 3 significant bits, so its high half holds it
+ * exactly). Inf / NaN keep lo = 0 (inf - inf would make NaN of an inf). */
+QG_DEVICE void qg_hc_hi_lo(uint32_t x, uint32_t &hi, uint32_t &lo) {
+    const uint32_t t = qg_cvt_rna_tf32(__uint_as_float(x));
+    hi = t & 0xFFFF0000u;
+    const uint32_t l = __float_as_uint(__uint_as_float(t) - __uint_as_float(hi));
+    lo = (t & 0x7F800000u) == 0x7F800000u ? 0u : l;
+}
+
+/* Converter lane g writes the hi / lo bf16 tile of one stage: item
+ * (row j, 16-byte chunk c = K [8c, 8c + 8)) from the fp32 chunks 2c, 2c + 1
+ * of box c / 4 (rows of 32 fp32, 128-byte swizzle: chunk q of row j at
+ * ((q ^ (j & 7)) << 4)), to hi row j and lo row N + j, chunk c at
+ * ((c ^ (j & 7)) << 4) ((N + j) & 7 == j & 7: N % 8 == 0). Eight lanes
+ * of a quarter warp write the 8 chunks of one row: no bank conflict. */
+QG_DEVICE void qg_hc_split_stage(uint32_t b_stage, uint32_t bs_stage, uint32_t g) {
+#pragma unroll 2
+    for (uint32_t it = g; it < QG_HC_N * 8; it += 32 * QG_HC_CVT_WARPS) {
+        const uint32_t j = it >> 3, c = it & 7, sw = j & 7;
+        const uint32_t src = b_stage + (c >> 2) * QG_HC_SMEM_BHALF + j * 128;
+        const int4 v0 = qg_ld_shared_s32x4(src + ((((2 * c) & 7) ^ sw) << 4));
+        const int4 v1 = qg_ld_shared_s32x4(src + ((((2 * c + 1) & 7) ^ sw) << 4));
+        const uint32_t e[8] = {(uint32_t)v0.x, (uint32_t)v0.y, (uint32_t)v0.z, (uint32_t)v0.w,
+                               (uint32_t)v1.x, (uint32_t)v1.y, (uint32_t)v1.z, (uint32_t)v1.w};
+        uint32_t h[8], l[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) qg_hc_hi_lo(e[q], h[q], l[q]);
+        /* bf16 pairs: the lower K in the low half */
+        const int4 hv = make_int4((int)__byte_perm(h[0], h[1], 0x7632), (int)__byte_perm(h[2], h[3], 0x7632),
+                                  (int)__byte_perm(h[4], h[5], 0x7632), (int)__byte_perm(h[6], h[7], 0x7632));
+        const int4 lv = make_int4((int)__byte_perm(l[0], l[1], 0x7632), (int)__byte_perm(l[2], l[3], 0x7632),
+                                  (int)__byte_perm(l[4], l[5], 0x7632), (int)__byte_perm(l[6], l[7], 0x7632));
+        const uint32_t off = (c ^ sw) << 4;
+        qg_st_shared_s32x4(bs_stage + j * 128 + off, hv);
+        qg_st_shared_s32x4(bs_stage + (QG_HC_N + j) * 128 + off, lv);
+    }
+}
+
+/* Squares of A for mode 2: math thread tw of its warpgroup sums half hf of
+ * row rr (K [32 hf, 32 hf + 32): chunks 4 hf .. 4 hf + 3, four 16-byte
+ * loads; a quarter warp = 4 rows x 2 halves hits 8 distinct chunks). Even
+ * and odd elements into two sums (shorter dependency chains). */
+QG_DEVICE void qg_hc_sqr_chunk(uint32_t row_addr, uint32_t sw, uint32_t hf, float &sq0, float &sq1) {
+#pragma unroll
+    for (uint32_t q = 0; q < 4; ++q) {
+        const int4 v = qg_ld_shared_s32x4(row_addr + (((4 * hf + q) ^ sw) << 4));
+        const uint32_t w[4] = {(uint32_t)v.x, (uint32_t)v.y, (uint32_t)v.z, (uint32_t)v.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float x0 = __uint_as_float(w[e] << 16), x1 = __uint_as_float(w[e] & 0xFFFF0000u);
+            sq0 = fmaf(x0, x0, sq0);
+            sq1 = fmaf(x1, x1, sq1);
+        }
+    }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, 1)
 qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x block_m, SW128 */
                      const __grid_constant__ qg_tensor_map tmap_b, /* fp32 K x N, box 32 x N, SW128 */
@@ -201,9 +373,13 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
     unsigned char *smem_a = smem;
     unsigned char *smem_b = smem_a + QG_HC_STAGES * QG_HC_SMEM_A;
-    float *slots = (float *)(smem_b + QG_HC_STAGES * QG_HC_SMEM_B);
+    unsigned char *smem_bs = smem_b + QG_HC_STAGES * QG_HC_SMEM_B; /* mode 2 only */
+    float *slots = (float *)(smem_bs + QG_HC_STAGES * QG_HC_SMEM_BS);
     uint64_t *full = (uint64_t *)((unsigned char *)slots + QG_HC_SMEM_SLOTS);
     uint64_t *empty = full + QG_HC_STAGES;
+#if QG_HC_CVT_WARPS
+    uint64_t *bfull = empty + QG_HC_STAGES; /* modes 1 and 2: B's TMA alone */
+#endif
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = (int)(blockIdx.x % QG_HC_CLUSTER);
@@ -219,8 +395,12 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
         qg_tma_prefetch_descriptor(&tmap_a);
         qg_tma_prefetch_descriptor(&tmap_b);
         for (int s = 0; s < QG_HC_STAGES; ++s) {
-            qg_mbarrier_init(&full[s], 1);
+            /* full: the producer's arrival (+ bytes), and each converter lane's */
+            qg_mbarrier_init(&full[s], 1 + 32 * QG_HC_CVT_WARPS);
             qg_mbarrier_init(&empty[s], QG_HC_MATH_THREADS);
+#if QG_HC_CVT_WARPS
+            qg_mbarrier_init(&bfull[s], 1);
+#endif
         }
         qg_fence_mbarrier_init();
     }
@@ -245,17 +425,104 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
             for (int i = 0; i < kb_count; ++i) {
                 qg_mbarrier_wait(&empty[s], phase ^ 1);
                 const int k = (kb_first + i) * QG_HC_BLOCK_K;
+                unsigned char *bs = smem_b + s * QG_HC_SMEM_B;
+#if QG_HC_CVT_WARPS
+                /* B first, on its own barrier: the converters start on it
+                 * while A (from HBM) is still in flight. */
+                qg_mbarrier_arrive_expect_tx(&bfull[s], QG_HC_SMEM_B);
+                qg_tma_load_2d(bs, &tmap_b, &bfull[s], k, 0);
+                qg_tma_load_2d(bs + QG_HC_SMEM_BHALF, &tmap_b, &bfull[s], k + 32, 0);
+                qg_mbarrier_arrive_expect_tx(&full[s], QG_HC_SMEM_A);
+                qg_tma_load_2d(smem_a + s * QG_HC_SMEM_A, &tmap_a, &full[s], k,
+                               mb * QG_HC_BLOCK_M);
+#else
                 qg_mbarrier_arrive_expect_tx(&full[s], QG_HC_STAGE_BYTES);
                 qg_tma_load_2d(smem_a + s * QG_HC_SMEM_A, &tmap_a, &full[s], k,
                                mb * QG_HC_BLOCK_M);
-                unsigned char *bs = smem_b + s * QG_HC_SMEM_B;
                 qg_tma_load_2d(bs, &tmap_b, &full[s], k, 0);
                 qg_tma_load_2d(bs + QG_HC_SMEM_BHALF, &tmap_b, &full[s], k + 32, 0);
+#endif
                 if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
             }
         }
         __syncwarp();
-    } else {
+    }
+#if QG_HC_CVT_WARPS
+    else if (warp > QG_HC_PRODUCER_WARP) {
+        /* ---- converters: B of stage s once its TMA landed, then their
+         * generic-proxy writes made visible to the wgmmas (async proxy)
+         * before each lane's arrival on full[s] ---- */
+        const uint32_t g = (warp - QG_HC_PRODUCER_WARP - 1) * 32 + lane;
+        const uint32_t b0 = qg_smem_addr(smem_b);
+#if QG_HC_MODE == 2
+        const uint32_t bs0 = qg_smem_addr(smem_bs);
+#endif
+        int s = 0;
+        uint32_t phase = 0;
+        for (int i = 0; i < kb_count; ++i) {
+            qg_mbarrier_wait(&bfull[s], phase);
+#if QG_HC_MODE == 1
+            qg_hc_round_stage(b0 + s * QG_HC_SMEM_B, g);
+#else
+            qg_hc_split_stage(b0 + s * QG_HC_SMEM_B, bs0 + s * QG_HC_SMEM_BS, g);
+#endif
+            qg_fence_proxy_async_shared();
+            qg_mbarrier_arrive(&full[s]);
+            if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
+        }
+    }
+#endif
+    else {
+#if QG_HC_MODE == 2
+        /* ---- math warpgroup, mode 2: bf16 wgmmas m64 n2N k16 from shared
+         * memory (A: this warpgroup's 64 rows of the TMA tile; B: the hi /
+         * lo tile), four a K block; A's squares from 16-byte loads.
+         * wait_group 1 after K block i's commit: K block i-1's wgmmas are
+         * done, so its stage is released. ---- */
+        const uint32_t wg = warp / 4, tw = threadIdx.x % 128, rr = tw / 2, hf = tw % 2;
+        const uint32_t a_row = qg_smem_addr(smem_a) + (wg * 64 + rr) * 128;
+        const uint32_t a_lo0 = qg_wgmma_desc_sw128_lo(smem_a) + ((wg * 64 * 128) >> 4);
+        const uint32_t bs_lo0 = qg_wgmma_desc_sw128_lo(smem_bs);
+        float acc2[QG_HC_N];
+#pragma unroll
+        for (int j = 0; j < QG_HC_N; ++j) acc2[j] = 0.0f;
+        int s = 0;
+        uint32_t phase = 0;
+        int prev_s = 0;
+        for (int i = 0; i < kb_count; ++i) {
+            qg_mbarrier_wait(&full[s], phase);
+#pragma unroll
+            for (int j = 0; j < QG_HC_N; ++j) qg_fence_operand(acc2[j]);
+            qg_wgmma_fence();
+            const uint32_t a_lo = a_lo0 + ((s * QG_HC_SMEM_A) >> 4);
+            const uint32_t b_lo = bs_lo0 + ((s * QG_HC_SMEM_BS) >> 4);
+#pragma unroll
+            for (uint32_t kk = 0; kk < 4; ++kk) /* K [16 kk, 16 kk + 16): 32 bytes */
+                qg_wgmma_m64k16_bf16(acc2, a_lo + kk * 2, b_lo + kk * 2, 1);
+            qg_wgmma_commit();
+#pragma unroll
+            for (int j = 0; j < QG_HC_N; ++j) qg_fence_operand(acc2[j]);
+            qg_hc_sqr_chunk(a_row + s * QG_HC_SMEM_A, rr & 7, hf, sq0, sq1);
+            qg_wgmma_wait1();
+            if (i > 0) qg_mbarrier_arrive(&empty[prev_s]);
+            prev_s = s;
+            if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
+        }
+        qg_wgmma_wait0();
+#pragma unroll
+        for (int j = 0; j < QG_HC_N; ++j) qg_fence_operand(acc2[j]);
+        if (kb_count > 0) qg_mbarrier_arrive(&empty[prev_s]);
+        /* d = hi columns + lo columns (groups jj and jj + N / 8 of 8
+         * columns sit at the same positions of the same thread) */
+#pragma unroll
+        for (int jj = 0; jj < QG_HC_N / 8; ++jj)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[4 * jj + e] = acc2[4 * jj + e] + acc2[4 * (jj + QG_HC_N / 8) + e];
+        /* row rr's two halves: sq0 of the even lane holds the row */
+        sq0 += sq1;
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
+        sq1 = 0.0f;
+#else
         /* ---- math warpgroup ---- */
         const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4; /* warp 4..7: rows 64.. */
         const uint32_t a0 = qg_smem_addr(smem_a);
@@ -271,6 +538,7 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
             for (int h = 0; h < 2; ++h) {
                 if (i + h < kb_count) {
                     qg_mbarrier_wait(&full[s], phase);
+#if QG_HC_MODE == 0
                     /* B to TF32 rounded to nearest, as cuBLAS converts FP32
                      * operands (DeepGEMM's test compares with torch's TF32
                      * GEMM; the wgmma would truncate B's low 13 mantissa
@@ -285,6 +553,7 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
                         qg_fence_proxy_async_shared();
                         qg_named_barrier(1, QG_HC_MATH_THREADS);
                     }
+#endif
                     qg_hc_load_frag(frag[h], a0 + s * QG_HC_SMEM_A, row0, t, sq0, sq1);
                     /* K block i+h-1's wgmmas are done: release its stage. */
                     qg_wgmma_wait0();
@@ -310,6 +579,7 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
         sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
         sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);
         sq1 += __shfl_xor_sync(0xffffffffu, sq1, 2);
+#endif
     }
 
 #if QG_HC_CLUSTER > 1
@@ -346,15 +616,25 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
 #pragma unroll
         for (int j = 0; j < QG_HC_N / 8; ++j)
             *(float2 *)(ds + (int64_t)r0 * ldd + 8 * j + c) = make_float2(acc[4 * j], acc[4 * j + 1]);
+#if QG_HC_MODE != 2
         if (lane % 4 == 0) sqr[(int64_t)split * shape_m + r0] = sq0;
+#endif
     }
     if (r1 < shape_m) {
 #pragma unroll
         for (int j = 0; j < QG_HC_N / 8; ++j)
             *(float2 *)(ds + (int64_t)r1 * ldd + 8 * j + c) =
                 make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+#if QG_HC_MODE != 2
         if (lane % 4 == 0) sqr[(int64_t)split * shape_m + r1] = sq1;
+#endif
     }
+#if QG_HC_MODE == 2
+    {   /* the even lane of a pair holds row rr = (thread % 128) / 2 of its warpgroup */
+        const int rq = mb * QG_HC_BLOCK_M + (int)((warp / 4) * 64 + (threadIdx.x % 128) / 2);
+        if (lane % 2 == 0 && rq < shape_m) sqr[(int64_t)split * shape_m + rq] = sq0;
+    }
+#endif
 }
 
 #endif /* QG_HC_PRENORM_CUH */

@@ -23,6 +23,11 @@
  *                                            misses and <key>.ptx when NVRTC runs
  *   QGEMM_PRINT_CONFIG  off                  1: print each configuration the heuristic
  *                                            chooses, and each fallback, to stderr
+ *   QGEMM_HC_MODE       (unset: rounder)     how tf32_hc_prenorm_gemm rounds B to TF32 (A/B
+ *                                            measurements): inplace, rounder, split or trunc
+ *                                            (trunc: no rounding, fails DeepGEMM's 1e-8),
+ *                                            optionally ":N" converter warps (1-3); another
+ *                                            value fails the call with a message naming it
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
  *                                            when NVRTC is loaded (src/nvrtc.c)
@@ -61,6 +66,8 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_JIT_DUMP", "a directory: write <key>.cu and <key>.ptx of each compile", "off"},
     {"QGEMM_PRINT_CONFIG", "1/true/on/yes: print each chosen configuration to stderr "
      "(0/false/off/no: off; other values refused)", "off"},
+    {"QGEMM_HC_MODE", "tf32_hc_prenorm_gemm's B rounding: inplace, rounder, split or trunc "
+     "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

@@ -45,8 +45,32 @@ typedef struct {
 /* HC: the plan for the call's m is made before the lookup (pure, cheap);
  * the key is its compile-time part. */
 typedef struct {
-    int n, k, num_splits, math_wgs, cluster, stages;
+    int n, k, num_splits, math_wgs, cluster, stages, mode, cvt_warps;
 } hc_key;
+
+/* QGEMM_HC_MODE (src/env.c): unset -> mode -1 (the planner's default);
+ * "inplace" / "rounder" / "split" / "trunc", optionally ":1".."3" converter
+ * warps. Returns false for any other value. */
+static bool hc_env_mode(int *mode, int *cvt_warps) {
+    *mode = -1, *cvt_warps = 0;
+    const char *v = qg__env_string("QGEMM_HC_MODE");
+    if (!v) return true;
+    static const char *const names[] = {"inplace", "rounder", "split", "trunc"};
+    for (int i = 0; i < 4; ++i) {
+        const size_t l = strlen(names[i]);
+        if (strncmp(v, names[i], l)) continue;
+        if (v[l] == '\0') {
+            *mode = i;
+            return true;
+        }
+        if (v[l] == ':' && v[l + 1] >= '1' && v[l + 1] <= '3' && v[l + 2] == '\0' &&
+            (i == QG_HC_MODE_ROUNDER || i == QG_HC_MODE_SPLIT)) {
+            *mode = i, *cvt_warps = v[l + 1] - '0';
+            return true;
+        }
+    }
+    return false;
+}
 
 static qg_status compile_source(qg_context *ctx, const char *src, int len, size_t cap,
                                 const char *what, qg_jit_result *res) {
@@ -544,7 +568,12 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
                    fn, (long long)min_split, (long long)a->d_split_ld);
     const int64_t split_ld = a->d_split_ld && splits > 1 ? a->d_split_ld : min_split;
     const char *why = "";
-    if (qg__hc_plan(a->m, a->n, a->k, splits, sms_of(ctx), plan, &why))
+    int mode, cvt_warps;
+    if (!hc_env_mode(&mode, &cvt_warps))
+        return BAD("%s: QGEMM_HC_MODE='%.64s' is not inplace, rounder, split or trunc (rounder and "
+                   "split optionally :1, :2 or :3 converter warps)",
+                   fn, qg__env_string("QGEMM_HC_MODE"));
+    if (qg__hc_plan_variant(a->m, a->n, a->k, splits, sms_of(ctx), 0, mode, cvt_warps, plan, &why))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",
                         fn, a->m, a->n, a->k, splits, why);
     memset(key, 0, sizeof *key);
@@ -554,6 +583,8 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
     key->math_wgs = plan->math_wgs;
     key->cluster = plan->cluster;
     key->stages = plan->stages;
+    key->mode = plan->mode;
+    key->cvt_warps = plan->cvt_warps;
     if (!pointers || a->m == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 8, "d"},
                               {a->sqr_sum, 4, "sqr_sum"}};

@@ -13,21 +13,32 @@ static int fail(const char **why, const char *msg) {
 
 /* ---- tf32_hc_prenorm_gemm ----------------------------------------------- */
 
-static size_t hc_smem(int n, int wgs, int stages, int cluster) {
-    const size_t stage = 64 * 64 * 2 * (size_t)wgs + 2 * (size_t)n * 128;
+static size_t hc_smem(int n, int wgs, int stages, int cluster, int mode) {
+    /* A, B's two fp32 boxes, and in mode 2 the bf16 hi / lo tile of B */
+    const size_t stage = 64 * 64 * 2 * (size_t)wgs + 2 * (size_t)n * 128 +
+                         (mode == QG_HC_MODE_SPLIT ? 2 * (size_t)n * 128 : 0);
     const size_t slots = (size_t)(cluster - 1) * (size_t)(n / 2 + 2) * 128 * (size_t)wgs * 4;
-    return 1024 + (size_t)stages * stage + slots + (size_t)stages * 16;
+    const size_t bars = mode == QG_HC_MODE_ROUNDER || mode == QG_HC_MODE_SPLIT ? 3 : 2;
+    return 1024 + (size_t)stages * stage + slots + (size_t)stages * bars * 8;
 }
 
-/* force_wgs: 0 = choose; 1 or 2 = that many math warpgroups (measurements) */
-static int hc_plan_with(int m, int n, int k, int num_splits, int num_sms, int force_wgs,
-                        qg_hc_plan *out, const char **why) {
+/* force_wgs: 0 = choose; 1 or 2 = that many math warpgroups. mode: < 0 =
+ * QG_HC_MODE_DEFAULT. cvt_warps: 0 = 1 converter warp where the mode has
+ * them (measurements and A/B runs choose others) */
+int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int force_wgs, int mode,
+                        int cvt_warps, qg_hc_plan *out, const char **why) {
     if (!out) return fail(why, "no plan to fill");
     if (m < 0) return fail(why, "m must be >= 0");
     if (n <= 0 || n > 32 || n % 8) return fail(why, "n must be 8, 16, 24 or 32");
     if (k <= 0 || k % 64) return fail(why, "k must be a positive multiple of 64");
     if (num_splits < 1) return fail(why, "num_splits must be >= 1");
     if (num_sms < 1) return fail(why, "num_sms must be >= 1");
+    if (force_wgs < 0 || force_wgs > 2) return fail(why, "math warpgroups must be 0 (choose), 1 or 2");
+    if (mode < 0) mode = QG_HC_MODE_DEFAULT;
+    if (mode > QG_HC_MODE_TRUNC) return fail(why, "mode must be 0 (inplace), 1 (rounder), 2 (split) or 3 (trunc)");
+    const int has_cvt = mode == QG_HC_MODE_ROUNDER || mode == QG_HC_MODE_SPLIT;
+    if (cvt_warps < 0 || cvt_warps > 3) return fail(why, "converter warps must be 0 (default) to 3");
+    cvt_warps = has_cvt ? (cvt_warps ? cvt_warps : 1) : 0;
     /* Two math warpgroups (128 rows a CTA) once M can still fill the SMs
      * through the K clusters: every CTA reads B (N x 64 fp32 a K block) from
      * L2, so 128 rows a stage halve that traffic beside A's stream. */
@@ -50,8 +61,8 @@ static int hc_plan_with(int m, int n, int k, int num_splits, int num_sms, int fo
     const size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
     int stages = 16;
     if (stages > per_cta) stages = per_cta > 2 ? per_cta : 2;
-    while (stages > 2 && hc_smem(n, wgs, stages, cluster) > budget) --stages;
-    if (hc_smem(n, wgs, stages, cluster) > QG_IDX_SMEM_MAX) return fail(why, "shared memory");
+    while (stages > 2 && hc_smem(n, wgs, stages, cluster, mode) > budget) --stages;
+    if (hc_smem(n, wgs, stages, cluster, mode) > QG_IDX_SMEM_MAX) return fail(why, "shared memory");
     if (ctas > 0x7fffffffL) return fail(why, "grid too large");
     out->m = m;
     out->n = n;
@@ -61,10 +72,17 @@ static int hc_plan_with(int m, int n, int k, int num_splits, int num_sms, int fo
     out->block_m = block_m;
     out->cluster = cluster;
     out->stages = stages;
+    out->mode = mode;
+    out->cvt_warps = cvt_warps;
     out->grid_x = (int)ctas;
-    out->block_x = 128 * wgs + 32;
-    out->smem_bytes = hc_smem(n, wgs, stages, cluster);
+    out->block_x = 128 * wgs + 32 * (1 + cvt_warps);
+    out->smem_bytes = hc_smem(n, wgs, stages, cluster, mode);
     return 0;
+}
+
+static int hc_plan_with(int m, int n, int k, int num_splits, int num_sms, int force_wgs,
+                        qg_hc_plan *out, const char **why) {
+    return qg__hc_plan_variant(m, n, k, num_splits, num_sms, force_wgs, -1, 0, out, why);
 }
 
 int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
@@ -75,13 +93,15 @@ int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *ou
 int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
     const int len = snprintf(buf, cap,
                              "// qgemm hc prenorm: N %d, K %d, splits %d, %d math wgs, cluster %d, "
-                             "%d stages\n"
+                             "%d stages, mode %d, %d converter warps\n"
                              "#define QG_HC_N %d\n#define QG_HC_K %d\n#define QG_HC_SPLITS %d\n"
                              "#define QG_HC_MATH_WGS %d\n#define QG_HC_CLUSTER %d\n"
-                             "#define QG_HC_STAGES %d\n#define QG_HC_SMEM_BYTES %zu\n"
+                             "#define QG_HC_STAGES %d\n#define QG_HC_MODE %d\n"
+                             "#define QG_HC_CVT_WARPS %d\n#define QG_HC_SMEM_BYTES %zu\n"
                              "#include \"qg_hc_prenorm.cuh\"\n",
-                             p->n, p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->n,
-                             p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->smem_bytes);
+                             p->n, p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->mode,
+                             p->cvt_warps, p->n, p->k, p->num_splits, p->math_wgs, p->cluster,
+                             p->stages, p->mode, p->cvt_warps, p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

@@ -33,18 +33,37 @@
  *   int64 d_split_ld, float *sqr, int m); d needs 8-byte aligned rows (ldd
  *   even); sqr is [splits][m] dense.
  */
+/* How the kernel meets torch's TF32 rounding of B (qg_hc_prenorm.cuh's
+ * QG_HC_MODE): the math threads round each B stage in place (inplace);
+ * converter warps round it as it lands (rounder); converter warps split it
+ * into bf16 hi + lo and the math runs bf16 wgmmas from shared memory
+ * (split); no rounding, DeepGEMM's way, failing its own test's 1e-8 (trunc:
+ * timing comparisons only). */
+#define QG_HC_MODE_INPLACE 0
+#define QG_HC_MODE_ROUNDER 1
+#define QG_HC_MODE_SPLIT 2
+#define QG_HC_MODE_TRUNC 3
+#define QG_HC_MODE_DEFAULT QG_HC_MODE_ROUNDER
+
 typedef struct {
     int m, n, k, num_splits;   /* the problem (num_splits 1 = the unsplit form) */
     int math_wgs;              /* 1 or 2 math warpgroups: block_m = 64 * math_wgs */
     int block_m;
     int cluster;               /* CTAs sharing one (m-block, split) along K */
     int stages;
+    int mode;                  /* QG_HC_MODE_*: how B is rounded to TF32 (qg_hc_prenorm.cuh) */
+    int cvt_warps;             /* converter warps (modes rounder and split), else 0 */
     int grid_x, block_x;       /* grid (grid_x, 1, 1), cluster (cluster, 1, 1) */
     size_t smem_bytes;         /* dynamic shared memory (cuFuncSetAttribute) */
 } qg_hc_plan;
 
 int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
                 const char **why);
+/* The same with a variant forced (A/B measurements, QGEMM_HC_MODE):
+ * force_wgs 0 (choose), 1 or 2; mode < 0 for the default; cvt_warps 0 for
+ * the default (1 where the mode has converter warps), else 1 to 3. */
+int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int force_wgs, int mode,
+                        int cvt_warps, qg_hc_plan *out, const char **why);
 /* Writes the JIT source; returns its length, or -1 if cap is too small. */
 int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *plan);
 

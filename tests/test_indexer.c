@@ -203,6 +203,28 @@ TEST(indexer_validation) {
         CHECK(s == QG_ERROR_NO_DEVICE, "mqa seq_len = 0: %s (%s)", qg_status_string(s),
               qg_last_error());
     }
+    { /* QGEMM_HC_MODE: the names (and converter warps) pass the checks; any
+       * other value fails the call, naming the variable */
+        qg_hc_prenorm_args h = good_hc();
+        static const char *const good[] = {"inplace", "rounder", "rounder:3", "split", "split:1",
+                                           "trunc"};
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
+            setenv("QGEMM_HC_MODE", good[i], 1);
+            qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_HC_MODE=%s: %s (%s)", good[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *const bad[] = {"fast", "split:4", "split:0", "inplace:2", "trunc:1",
+                                          "rounder:", "splitx"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            setenv("QGEMM_HC_MODE", bad[i], 1);
+            qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+            CHECK(s == INV && strstr(qg_last_error(), "QGEMM_HC_MODE") &&
+                      strstr(qg_last_error(), bad[i]),
+                  "QGEMM_HC_MODE=%s: %s (%s)", bad[i], qg_status_string(s), qg_last_error());
+        }
+        unsetenv("QGEMM_HC_MODE");
+    }
     { /* qg_indexer_compile: a bad kind, bad shapes */
         qg_hc_prenorm_args h = good_hc();
         qg_status s = qg_indexer_compile(ctx, (qg_indexer_kind)9, &h, NULL);
@@ -331,6 +353,58 @@ TEST(indexer_compile_every_variant) {
         }
     }
     printf("    %d indexer / HC variants, %d failures\n", count, failures);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    qgtk_remove_tree(dir);
+    PASS();
+}
+
+/* Every HC rounding scheme (QGEMM_HC_MODE) on the shapes whose plans
+ * differ most (DeepGEMM's headline, its split form, every N, short K, 1 and
+ * 2 math warpgroups, clusters): compiled offline, no spill, no stack, no
+ * warning, wgmma and TMA in the PTX; registers printed for each. */
+TEST(hc_compile_every_mode) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
+    CHECK(mkdtemp(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const char *const modes[] = {"inplace", "rounder", "rounder:2", "split", "split:2",
+                                        "split:3", "trunc"};
+    static const int HC[][4] = {{8192, 24, 28672, 1}, {8192, 24, 28672, 16}, {13, 32, 7168, 16},
+                                {137, 24, 7680, 1},   {4096, 8, 640, 3},     {77, 16, 64, 1}};
+    int failures = 0, count = 0;
+    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
+        setenv("QGEMM_HC_MODE", modes[mi], 1);
+        for (size_t i = 0; i < sizeof HC / sizeof HC[0]; ++i) {
+            qg_hc_prenorm_args h = good_hc();
+            h.m = HC[i][0], h.n = HC[i][1], h.k = HC[i][2], h.num_splits = HC[i][3];
+            h.lda = h.k, h.ldb = h.k, h.ldd = h.n;
+            qg_kernel_info info;
+            memset(&info, 0, sizeof info);
+            qg_status st = qg_indexer_compile(ctx, QG_INDEXER_HC_PRENORM, &h, &info);
+            char first[512];
+            const unsigned warnings = qg__jit_warnings(first, sizeof first);
+            const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
+                            info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
+                            info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
+                            warnings == warnings_seen;
+            printf("    %s hc %s %dx%dx%d splits %d: %s regs %d spills %d/%d stack %d%s%s\n",
+                   ok ? "ok  " : "FAIL", modes[mi], h.m, h.n, h.k, h.num_splits,
+                   qg_status_string(st), info.registers, info.spill_store_bytes,
+                   info.spill_load_bytes, info.stack_frame_bytes,
+                   warnings != warnings_seen ? "; warning: " : "",
+                   warnings != warnings_seen ? first : "");
+            fflush(stdout);
+            warnings_seen = warnings;
+            failures += !ok;
+            ++count;
+        }
+    }
+    unsetenv("QGEMM_HC_MODE");
+    printf("    %d HC mode variants, %d failures\n", count, failures);
     CHECK(failures == 0, "%d variants failed", failures);
     qg_context_destroy(ctx);
     qgtk_remove_tree(dir);
@@ -940,15 +1014,25 @@ TEST(gpu_hc_prenorm) {
                                     {512, 24, 28672, 0}};
     int failures = 0;
     rng_seed(52);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        char why[256] = "";
-        double diff = NAN;
-        const hc_case *c = &cases[i];
-        const bool ok = run_hc_case(ctx, stream, c, why, sizeof why, &diff);
-        printf("    %s hc %dx%dx%d splits %d: diff %.2g %s\n", ok ? "ok  " : "FAIL", c->m, c->n,
-               c->k, c->splits, diff, ok ? "" : why);
-        failures += !ok;
+    /* every rounding scheme that meets DeepGEMM's criterion (QGEMM_HC_MODE;
+     * unset = the default), each case held to the TF32-rounded reference */
+    static const char *const modes[] = {NULL, "inplace", "rounder:2", "split", "split:2"};
+    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
+        if (modes[mi])
+            setenv("QGEMM_HC_MODE", modes[mi], 1);
+        else
+            unsetenv("QGEMM_HC_MODE");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            char why[256] = "";
+            double diff = NAN;
+            const hc_case *c = &cases[i];
+            const bool ok = run_hc_case(ctx, stream, c, why, sizeof why, &diff);
+            printf("    %s hc %dx%dx%d splits %d [%s]: diff %.2g %s\n", ok ? "ok  " : "FAIL", c->m,
+                   c->n, c->k, c->splits, modes[mi] ? modes[mi] : "default", diff, ok ? "" : why);
+            failures += !ok;
+        }
     }
+    unsetenv("QGEMM_HC_MODE");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d HC cases failed", failures);

@@ -38,18 +38,22 @@ int main(int argc, char **argv) {
     const int ks[] = {28672, 7680, 7168, 64, 576};
     const int ms[] = {13, 137, 4096, 8192};
     const int splits[] = {1, 16};
+    /* every rounding mode (QG_HC_MODE 0-3), the converter-warp counts of 1 and 2 */
+    const int modes[][2] = {{0, 0}, {1, 1}, {1, 2}, {2, 1}, {2, 2}, {3, 0}};
+    for (int mo = 0; mo < 6; ++mo)
     for (int a = 0; a < 4; ++a)
         for (int b = 0; b < 5; ++b)
             for (int c = 0; c < 4; ++c)
                 for (int s = 0; s < 2; ++s) {
                     qg_hc_plan p;
-                    if (qg__hc_plan(ms[c], ns[a], ks[b], splits[s], 132, &p, &why)) {
+                    if (qg__hc_plan_variant(ms[c], ns[a], ks[b], splits[s], 132, 0, modes[mo][0],
+                                            modes[mo][1], &p, &why)) {
                         fprintf(stderr, "hc plan: %s\n", why);
                         return 1;
                     }
                     char name[128];
-                    snprintf(name, sizeof name, "hc_n%d_k%d_s%d_w%d_c%d_st%d", p.n, p.k,
-                             p.num_splits, p.math_wgs, p.cluster, p.stages);
+                    snprintf(name, sizeof name, "hc_n%d_k%d_s%d_w%d_c%d_st%d_m%d_cw%d", p.n, p.k,
+                             p.num_splits, p.math_wgs, p.cluster, p.stages, p.mode, p.cvt_warps);
                     emit(dir, name, qg__hc_source(buf, sizeof buf, &p));
                 }
 #ifdef QG_IDX_MQA

@@ -309,59 +309,29 @@ __global__ void hc_ref_kernel(const uint16_t *a, const float *b, int m, int n, i
     d_rna[(size_t)row * n + col] = r;
 }
 
-/* force_wgs: 0 = the planner's choice, else 1 or 2 math warpgroups */
-static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs = 0) {
-    char what[160];
-    snprintf(what, sizeof what, "hc m=%d n=%d k=%d splits=%d%s", m, n, k, splits,
-             force_wgs == 1 ? " wgs=1" : force_wgs == 2 ? " wgs=2" : "");
-    qg_hc_plan plan;
-    const char *why = "";
-    if (hc_plan_with(m, n, k, splits, g_num_sms, force_wgs, &plan, &why)) {
-        report(false, what, why);
-        return;
-    }
-    static char src[65536];
-    if (qg__hc_source(src, sizeof src, &plan) < 0) {
-        report(false, what, "source too long");
-        return;
-    }
-    if (g_dry) {
-        g_pending.push_back(src);
-        return;
-    }
-    CUmodule mod = jit(src, "hc.cu");
-    CUfunction fn;
-    CU(cuModuleGetFunction(&fn, mod, "qg_tf32_hc_prenorm_gemm_kernel"));
-    CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)plan.smem_bytes));
+/* One HC problem's inputs on the GPU and its fp64 references (built once,
+ * shared by every variant run on it). */
+struct HcInputs {
+    int m = 0, n = 0, k = 0, splits = 1;
+    uint16_t *da = nullptr;
+    float *db = nullptr, *dd = nullptr, *ds = nullptr;
+    size_t d_elems = 0, s_elems = 0;
+    std::vector<double> re, rz, rr, rs;
+    double ref_err = 0;
+};
 
-    uint16_t *da;
-    float *db, *dd, *ds;
-    const size_t d_elems = (size_t)splits * m * n, s_elems = (size_t)splits * m;
-    CK(cudaMalloc(&da, (size_t)m * k * 2));
-    CK(cudaMalloc(&db, (size_t)n * k * 4));
-    CK(cudaMalloc(&dd, d_elems * 4 + 16));
-    CK(cudaMalloc(&ds, s_elems * 4 + 16));
-    gen_bf16<<<1024, 256>>>(da, (size_t)m * k, rnd_u64()); /* a ~ N(0, 1) in bf16, b ~ N(0, 1) fp32 */
-    gen_f32<<<1024, 256>>>(db, (size_t)n * k, rnd_u64());
+static void hc_inputs_make(HcInputs &in, int m, int n, int k, int splits) {
+    in.m = m, in.n = n, in.k = k, in.splits = splits;
+    in.d_elems = (size_t)splits * m * n, in.s_elems = (size_t)splits * m;
+    CK(cudaMalloc(&in.da, (size_t)m * k * 2));
+    CK(cudaMalloc(&in.db, (size_t)n * k * 4));
+    CK(cudaMalloc(&in.dd, in.d_elems * 4 + 16));
+    CK(cudaMalloc(&in.ds, in.s_elems * 4 + 16));
+    gen_bf16<<<1024, 256>>>(in.da, (size_t)m * k, rnd_u64()); /* a ~ N(0, 1) in bf16, b ~ N(0, 1) fp32 */
+    gen_f32<<<1024, 256>>>(in.db, (size_t)n * k, rnd_u64());
     CK(cudaGetLastError());
     std::vector<float> hb((size_t)n * k);
-    CK(cudaMemcpy(hb.data(), db, hb.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemset(dd, 0xFF, d_elems * 4 + 16)); /* NaN poison, and a guard past the end */
-    CK(cudaMemset(ds, 0xFF, s_elems * 4 + 16));
-
-    CUtensorMap ta = tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, da, k, m, (uint64_t)k * 2, 64,
-                             plan.block_m, CU_TENSOR_MAP_SWIZZLE_128B);
-    CUtensorMap tb = tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, db, k, n, (uint64_t)k * 4, 32, n,
-                             CU_TENSOR_MAP_SWIZZLE_128B);
-    int64_t ldd = n, split_ld = (int64_t)m * n;
-    int shape_m = m;
-    void *args[] = {&ta, &tb, &dd, &ldd, &split_ld, &ds, &shape_m};
-    auto run = [&] { launch(fn, plan.grid_x, plan.block_x, plan.cluster, plan.smem_bytes, args); };
-    run();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> gd(d_elems + 4), gs(s_elems + 4);
-    CK(cudaMemcpy(gd.data(), dd, (d_elems + 4) * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gs.data(), ds, (s_elems + 4) * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hb.data(), in.db, hb.size() * 4, cudaMemcpyDeviceToHost));
 
     /* reference on the GPU in fp64 */
     double *r_e, *r_z, *r_r, *r_s;
@@ -370,13 +340,13 @@ static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs =
     CK(cudaMalloc(&r_r, (size_t)m * n * 8));
     CK(cudaMalloc(&r_s, (size_t)m * 8));
     const int total = m * (n + 1);
-    hc_ref_kernel<<<(total + 255) / 256, 256>>>(da, db, m, n, k, r_e, r_z, r_r, r_s);
+    hc_ref_kernel<<<(total + 255) / 256, 256>>>(in.da, in.db, m, n, k, r_e, r_z, r_r, r_s);
     CK(cudaGetLastError());
-    std::vector<double> re((size_t)m * n), rz((size_t)m * n), rr((size_t)m * n), rs(m);
-    CK(cudaMemcpy(re.data(), r_e, re.size() * 8, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(rz.data(), r_z, rz.size() * 8, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(rr.data(), r_r, rr.size() * 8, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(rs.data(), r_s, rs.size() * 8, cudaMemcpyDeviceToHost));
+    in.re.resize((size_t)m * n), in.rz.resize((size_t)m * n), in.rr.resize((size_t)m * n), in.rs.resize(m);
+    CK(cudaMemcpy(in.re.data(), r_e, in.re.size() * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(in.rz.data(), r_z, in.rz.size() * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(in.rr.data(), r_r, in.rr.size() * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(in.rs.data(), r_s, in.rs.size() * 8, cudaMemcpyDeviceToHost));
     CK(cudaFree(r_e));
     CK(cudaFree(r_z));
     CK(cudaFree(r_r));
@@ -387,7 +357,7 @@ static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs =
     std::vector<uint16_t> arow(k);
     for (int sidx = 0; sidx < std::min(m, 16); ++sidx) {
         const int row = m <= 16 ? sidx : (int)(rnd_u64() % m);
-        CK(cudaMemcpy(arow.data(), da + (size_t)row * k, (size_t)k * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(arow.data(), in.da + (size_t)row * k, (size_t)k * 2, cudaMemcpyDeviceToHost));
         for (int j = 0; j <= n; ++j) {
             double e = 0, mag = 0; /* error relative to sum |terms| (no cancellation blow-up) */
             for (int i = 0; i < k; ++i) {
@@ -396,10 +366,64 @@ static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs =
                 e += term;
                 mag += fabs(term);
             }
-            const double g = j == n ? rs[row] : re[(size_t)row * n + j];
+            const double g = j == n ? in.rs[row] : in.re[(size_t)row * n + j];
             ref_err = std::max(ref_err, fabs(e - g) / (mag + 1e-300));
         }
     }
+    in.ref_err = ref_err;
+}
+
+static void hc_inputs_free(HcInputs &in) {
+    CK(cudaFree(in.da));
+    CK(cudaFree(in.db));
+    CK(cudaFree(in.dd));
+    CK(cudaFree(in.ds));
+    in.da = nullptr, in.db = nullptr, in.dd = nullptr, in.ds = nullptr;
+}
+
+struct HcResult {
+    bool ok = false;
+    double diff_rna = 0, diff_rz = 0, diff_exact = 0, diff_sq = 0, us = 0;
+    long nan = 0;
+    bool guard_ok = false;
+    int mismatched = 0;
+    char detail[512] = "";
+};
+
+/* Runs one plan on `in`: poisoned outputs, the fp64 comparison (DeepGEMM's
+ * criterion: d against a * rna_tf32(b), as torch's TF32 reference rounds;
+ * a truncating plan is held to the truncated reference and flagged), 20
+ * more runs compared bitwise, and when `timed` the median of 20 L2-flushed
+ * runs. */
+static HcResult hc_run(const HcInputs &in, const qg_hc_plan &plan, bool timed, int repeats = 20) {
+    HcResult res;
+    static char src[65536];
+    if (qg__hc_source(src, sizeof src, &plan) < 0) {
+        snprintf(res.detail, sizeof res.detail, "source too long");
+        return res;
+    }
+    CUmodule mod = jit(src, "hc.cu");
+    CUfunction fn;
+    CU(cuModuleGetFunction(&fn, mod, "qg_tf32_hc_prenorm_gemm_kernel"));
+    CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)plan.smem_bytes));
+    const int m = in.m, n = in.n, k = in.k, splits = in.splits;
+    const size_t d_elems = in.d_elems, s_elems = in.s_elems;
+    float *dd = in.dd, *ds = in.ds;
+    CK(cudaMemset(dd, 0xFF, d_elems * 4 + 16)); /* NaN poison, and a guard past the end */
+    CK(cudaMemset(ds, 0xFF, s_elems * 4 + 16));
+    CUtensorMap ta = tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, in.da, k, m, (uint64_t)k * 2, 64,
+                             plan.block_m, CU_TENSOR_MAP_SWIZZLE_128B);
+    CUtensorMap tb = tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, in.db, k, n, (uint64_t)k * 4, 32, n,
+                             CU_TENSOR_MAP_SWIZZLE_128B);
+    int64_t ldd = n, split_ld = (int64_t)m * n;
+    int shape_m = m;
+    void *args[] = {&ta, &tb, &dd, &ldd, &split_ld, &ds, &shape_m};
+    auto run = [&] { launch(fn, plan.grid_x, plan.block_x, plan.cluster, plan.smem_bytes, args); };
+    run();
+    CK(cudaDeviceSynchronize());
+    std::vector<float> gd(d_elems + 4), gs(s_elems + 4);
+    CK(cudaMemcpy(gd.data(), dd, (d_elems + 4) * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gs.data(), ds, (s_elems + 4) * 4, cudaMemcpyDeviceToHost));
 
     /* sum the splits in fp64 and compare */
     Diff de, dz, dr, dsq;
@@ -413,7 +437,7 @@ static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs =
                 x += v;
             }
             const size_t i = (size_t)r * n + j;
-            de.add(x, re[i]), dz.add(x, rz[i]), dr.add(x, rr[i]);
+            de.add(x, in.re[i]), dz.add(x, in.rz[i]), dr.add(x, in.rr[i]);
         }
         double x = 0;
         for (int s = 0; s < splits; ++s) {
@@ -421,49 +445,181 @@ static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs =
             if (std::isnan(v)) ++nan;
             x += v;
         }
-        dsq.add(x, rs[r]);
+        dsq.add(x, in.rs[r]);
     }
     uint32_t guard_d, guard_s;
     memcpy(&guard_d, &gd[d_elems], 4);
     memcpy(&guard_s, &gs[s_elems], 4);
-    const bool guard_ok = guard_d == 0xFFFFFFFFu && guard_s == 0xFFFFFFFFu;
-    const double diff_tf32 = std::min(dz.get(), dr.get());
-    bool ok = nan == 0 && guard_ok && diff_tf32 < 1e-8 && de.get() < 1e-6 && dsq.get() < 1e-8 &&
-              ref_err < 1e-9;
+    res.guard_ok = guard_d == 0xFFFFFFFFu && guard_s == 0xFFFFFFFFu;
+    res.nan = nan;
+    res.diff_rna = dr.get(), res.diff_rz = dz.get(), res.diff_exact = de.get(), res.diff_sq = dsq.get();
+    const bool trunc = plan.mode == QG_HC_MODE_TRUNC;
+    const double diff_tf32 = trunc ? res.diff_rz : res.diff_rna;
+    bool ok = nan == 0 && res.guard_ok && diff_tf32 < 1e-8 && res.diff_exact < 1e-6 &&
+              res.diff_sq < 1e-8 && in.ref_err < 1e-9;
 
-    /* bitwise identity over 20 more runs */
-    int mismatched = 0;
+    /* bitwise identity over more runs */
     std::vector<float> gd2(d_elems), gs2(s_elems);
-    for (int it = 0; it < 20; ++it) {
+    for (int it = 0; it < repeats; ++it) {
         CK(cudaMemset(dd, 0xFF, d_elems * 4));
         CK(cudaMemset(ds, 0xFF, s_elems * 4));
         run();
         CK(cudaMemcpy(gd2.data(), dd, d_elems * 4, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(gs2.data(), ds, s_elems * 4, cudaMemcpyDeviceToHost));
         if (memcmp(gd2.data(), gd.data(), d_elems * 4) || memcmp(gs2.data(), gs.data(), s_elems * 4))
-            ++mismatched;
+            ++res.mismatched;
     }
-    ok = ok && mismatched == 0;
+    res.ok = ok && res.mismatched == 0;
 
-    char detail[512];
-    int len = snprintf(detail, sizeof detail,
-                       "diff tf32-rz %.2e tf32-rna %.2e exact %.2e sqr %.2e, nan %ld, guard %s, "
-                       "repeat-mismatch %d/20, ref-check %.1e [%d wgs, cluster %d, %d stages, grid %d, smem %zu]",
-                       dz.get(), dr.get(), de.get(), dsq.get(), nan, guard_ok ? "ok" : "WRITTEN",
-                       mismatched, ref_err, plan.math_wgs, plan.cluster, plan.stages, plan.grid_x,
-                       plan.smem_bytes);
+    static const char *const mode_names[] = {"inplace", "rounder", "split", "trunc"};
+    int len = snprintf(res.detail, sizeof res.detail,
+                       "diff tf32-rna %.2e tf32-rz %.2e exact %.2e sqr %.2e%s, nan %ld, guard %s, "
+                       "repeat-mismatch %d/%d, ref-check %.1e [%s, %d cvt warps, %d wgs, cluster %d, "
+                       "%d stages, grid %d, block %d, smem %zu]",
+                       res.diff_rna, res.diff_rz, res.diff_exact, res.diff_sq,
+                       trunc ? " (trunc: held to the rz reference)" : "", nan,
+                       res.guard_ok ? "ok" : "WRITTEN", res.mismatched, repeats, in.ref_err,
+                       mode_names[plan.mode], plan.cvt_warps, plan.math_wgs, plan.cluster,
+                       plan.stages, plan.grid_x, plan.block_x, plan.smem_bytes);
     if (timed && g_time) {
-        const double us = time_us(run);
+        res.us = time_us(run);
         const double bytes = (double)m * k * 2 + (double)n * k * 4 + d_elems * 4.0 + s_elems * 4.0;
-        snprintf(detail + len, sizeof detail - len, " | %.1f us, %.0f GB/s, %.1f TFLOPS", us,
-                 bytes / us * 1e-3, 2.0 * m * n * k / us * 1e-6);
+        snprintf(res.detail + len, sizeof res.detail - len, " | %.1f us, %.0f GB/s, %.1f TFLOPS",
+                 res.us, bytes / res.us * 1e-3, 2.0 * m * n * k / res.us * 1e-6);
     }
-    report(ok, what, detail);
-    CK(cudaFree(da));
-    CK(cudaFree(db));
-    CK(cudaFree(dd));
-    CK(cudaFree(ds));
     CU(cuModuleUnload(mod));
+    return res;
+}
+
+/* force_wgs: 0 = the planner's choice, else 1 or 2 math warpgroups */
+static void hc_case(int m, int n, int k, int splits, bool timed, int force_wgs = 0) {
+    char what[160];
+    snprintf(what, sizeof what, "hc m=%d n=%d k=%d splits=%d%s", m, n, k, splits,
+             force_wgs == 1 ? " wgs=1" : force_wgs == 2 ? " wgs=2" : "");
+    qg_hc_plan plan;
+    const char *why = "";
+    if (hc_plan_with(m, n, k, splits, g_num_sms, force_wgs, &plan, &why)) {
+        report(false, what, why);
+        return;
+    }
+    if (g_dry) {
+        static char src[65536];
+        if (qg__hc_source(src, sizeof src, &plan) >= 0) g_pending.push_back(src);
+        return;
+    }
+    HcInputs in;
+    hc_inputs_make(in, m, n, k, splits);
+    const HcResult r = hc_run(in, plan, timed);
+    report(r.ok, what, r.detail);
+    hc_inputs_free(in);
+}
+
+/* ---- HC variants: accuracy and time of each rounding scheme -------------- */
+
+struct HcVariant {
+    const char *name;
+    int wgs, mode, cvt_warps;
+};
+static const HcVariant g_hc_variants[] = {
+    {"inplace", 0, QG_HC_MODE_INPLACE, 0}, /* the kernel before this change */
+    {"rounder", 0, QG_HC_MODE_ROUNDER, 1},
+    {"rounder-cw2", 0, QG_HC_MODE_ROUNDER, 2},
+    {"rounder-w1", 1, QG_HC_MODE_ROUNDER, 1},
+    {"split", 0, QG_HC_MODE_SPLIT, 1},
+    {"split-cw2", 0, QG_HC_MODE_SPLIT, 2},
+    {"split-w1", 1, QG_HC_MODE_SPLIT, 1},
+    {"trunc", 0, QG_HC_MODE_TRUNC, 0}, /* DeepGEMM's arithmetic: fails the rna 1e-8 */
+};
+static const int g_num_hc_variants = (int)(sizeof g_hc_variants / sizeof g_hc_variants[0]);
+static const char *g_hc_variant_filter = nullptr; /* --variants a,b,c */
+
+static bool hc_variant_selected(const char *name) {
+    if (!g_hc_variant_filter) return true;
+    const size_t len = strlen(name);
+    for (const char *p = g_hc_variant_filter; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == len && !strncmp(p, name, len)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+/* DeepGEMM's test_hc_prenorm_gemm shapes (each with and without 16 splits),
+ * every variant on the same inputs: PASS/FAIL lines, then a table of times
+ * (µs, CUDA events, L2 flushed, median of 20; "!" marks a failed accuracy
+ * or determinism check), the geomean of each variant and its ratio to the
+ * first. */
+static void hc_variants_suite() {
+    struct Shape { int m, n, k, s; };
+    std::vector<Shape> shapes;
+    for (int m : {13, 137, 4096, 8192})
+        for (int nk : {28672, 7680, 7168})
+            for (int s : {1, 16}) shapes.push_back({m, 24, nk, s});
+    std::vector<int> vs;
+    for (int v = 0; v < g_num_hc_variants; ++v)
+        if (hc_variant_selected(g_hc_variants[v].name)) vs.push_back(v);
+    std::vector<std::vector<HcResult>> table(shapes.size(), std::vector<HcResult>(vs.size()));
+    for (size_t si = 0; si < shapes.size(); ++si) {
+        const Shape &sh = shapes[si];
+        HcInputs in;
+        if (!g_dry) hc_inputs_make(in, sh.m, sh.n, sh.k, sh.s);
+        for (size_t vi = 0; vi < vs.size(); ++vi) {
+            const HcVariant &v = g_hc_variants[vs[vi]];
+            char what[160];
+            snprintf(what, sizeof what, "hc-variant %s m=%d n=%d k=%d splits=%d", v.name, sh.m,
+                     sh.n, sh.k, sh.s);
+            qg_hc_plan plan;
+            const char *why = "";
+            if (qg__hc_plan_variant(sh.m, sh.n, sh.k, sh.s, g_num_sms, v.wgs, v.mode, v.cvt_warps,
+                                    &plan, &why)) {
+                if (!g_dry) report(false, what, why);
+                continue;
+            }
+            if (g_dry) {
+                static char src[65536];
+                if (qg__hc_source(src, sizeof src, &plan) >= 0) g_pending.push_back(src);
+                continue;
+            }
+            table[si][vi] = hc_run(in, plan, true, 10);
+            report(table[si][vi].ok, what, table[si][vi].detail);
+        }
+        if (!g_dry) hc_inputs_free(in);
+    }
+    if (g_dry) return;
+    printf("\nHC prenorm variants, %s: µs (CUDA events, L2 flushed, median of 20); "
+           "! = accuracy (diff vs fp64 a*rna_tf32(b) < 1e-8; trunc: vs a*rz_tf32(b)), sqr or "
+           "determinism failed\n", g_time ? "timed" : "untimed");
+    printf("%-26s", "m x n x k, splits");
+    for (int v : vs) printf(" %12s", g_hc_variants[v].name);
+    printf("\n");
+    std::vector<double> logsum(vs.size(), 0.0);
+    std::vector<int> cnt(vs.size(), 0);
+    for (size_t si = 0; si < shapes.size(); ++si) {
+        char lbl[64];
+        snprintf(lbl, sizeof lbl, "%dx%dx%d s%d", shapes[si].m, shapes[si].n, shapes[si].k, shapes[si].s);
+        printf("%-26s", lbl);
+        for (size_t vi = 0; vi < vs.size(); ++vi) {
+            const HcResult &r = table[si][vi];
+            printf(" %11.1f%s", r.us, r.ok ? " " : "!");
+            if (r.us > 0) logsum[vi] += log(r.us), ++cnt[vi];
+        }
+        printf("\n");
+    }
+    printf("%-26s", "geomean µs");
+    for (size_t vi = 0; vi < vs.size(); ++vi) printf(" %11.1f ", cnt[vi] ? exp(logsum[vi] / cnt[vi]) : 0.0);
+    printf("\n%-26s", "speedup vs first column");
+    for (size_t vi = 0; vi < vs.size(); ++vi)
+        printf(" %11.3f ", cnt[vi] && cnt[0] ? exp(logsum[0] / cnt[0] - logsum[vi] / cnt[vi]) : 0.0);
+    printf("\n%-26s", "max rna diff (not trunc)");
+    for (size_t vi = 0; vi < vs.size(); ++vi) {
+        double mx = 0;
+        for (size_t si = 0; si < shapes.size(); ++si) mx = std::max(mx, table[si][vi].diff_rna);
+        printf(" %12.1e", mx);
+    }
+    printf("\n\n");
+    fflush(stdout);
 }
 
 static void hc_suite() {
@@ -1226,8 +1382,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-time")) g_time = false;
         else if (!strcmp(argv[i], "--compile-only")) g_compile_only = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
+        else if (!strcmp(argv[i], "--variants") && i + 1 < argc) g_hc_variant_filter = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--no-time] [--compile-only] [--only hc|mqa|paged]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--no-time] [--compile-only] [--only hc|hc-variants|mqa|paged] [--variants a,b,...]\n", argv[0]);
             return 2;
         }
     }
@@ -1235,6 +1392,7 @@ int main(int argc, char **argv) {
         g_num_sms = 132;
         g_dry = true;
         hc_suite();
+        hc_variants_suite();
         mqa_suite();
         pmqa_suite();
         const size_t n_src = g_pending.size();
@@ -1260,10 +1418,12 @@ int main(int argc, char **argv) {
         report(bad == 0, "host e4m3 round trip", bad ? "codes differ" : "256 codes");
     }
     const bool do_hc = !g_only || !strcmp(g_only, "hc");
+    const bool do_hcv = g_only && !strcmp(g_only, "hc-variants"); /* only when asked: ~150 runs */
     const bool do_mqa = !g_only || !strcmp(g_only, "mqa");
     const bool do_paged = !g_only || !strcmp(g_only, "paged");
     g_dry = true; /* collect every JIT source, compile them in parallel */
     if (do_hc) hc_suite();
+    if (do_hcv) hc_variants_suite();
     if (do_mqa) mqa_suite();
     if (do_paged) pmqa_suite();
     g_dry = false;
@@ -1271,6 +1431,7 @@ int main(int argc, char **argv) {
     precompile();
     printf("compiled %zu JIT sources (%zu distinct)\n", n_src, g_cubins.size());
     if (do_hc) hc_suite();
+    if (do_hcv) hc_variants_suite();
     if (do_mqa) mqa_suite();
     if (do_paged) pmqa_suite();
     printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "ALL PASSED", g_failures);
