@@ -21,6 +21,9 @@ enumerate (its tests/generators.py, imported from its source tree):
                    library, outside the timing, as a CUDA graph would); GB/s
                    as the test counts them
   hc               tf32_hc_prenorm_gemm on test_hyperconnection.py's 24 cases
+  cast             qgemm's cast kernels against the torch formulas they replace
+                   (no DeepGEMM column: DeepGEMM's casts are those torch
+                   formulas), GB/s against a device copy measured in the run
 Every row builds its inputs once and hands the same tensors to each library,
 interleaved in the order DeepGEMM, cuBLAS, qgemm, under two timings:
   kineto  CUPTI GPU time of the kernels one call launches (DeepGEMM's method):
@@ -52,7 +55,7 @@ import sys
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
-KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "mqa", "paged-mqa", "hc")
+KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "mqa", "paged-mqa", "hc", "cast")
 NEW_KINDS = ("einsum", "mqa", "paged-mqa", "hc")  # built here, not by DeepGEMM's generators
 LIBS = ("deepgemm", "cublas", "qgemm")
 
@@ -423,6 +426,77 @@ def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer,
     return row
 
 
+# ---- casts (issue 51 item 3): qgemm's kernels against the torch formulas they replace ----
+
+CAST_SHAPES = [(64, 7168), (4096, 7168), (16384, 7168), (4096, 2048)]
+
+
+def cast_rows(torch: Any, timer: "Timer") -> List[Dict[str, Any]]:
+    """Rows of kind cast: name, shape, bytes (read + written), qgemm_us and torch_us
+    (kineto), gbps (bytes / qgemm_us), hbm_gbps (a 2 GiB device copy in the same run),
+    bitwise (qgemm's outputs equal to the torch implementation's)."""
+    import qgemm
+    from qgemm import _torch_helpers as th
+    from qgemm import cast as qc
+    big = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(big)
+    copy_us = timer.kineto_us(lambda: dst.copy_(big))
+    hbm = 2 * big.numel() / copy_us / 1e3
+    del big, dst
+    rows = []
+
+    def silu_torch(x: Any) -> Any:
+        n = x.shape[-1] // 2
+        y = torch.nn.functional.silu(x[..., :n].float()) * x[..., n:].float()
+        return th.per_token_cast_to_fp8(y, False)
+
+    ops = [
+        ("per_token_cast_to_fp8", lambda x: qgemm.per_token_cast_to_fp8(x), lambda x: th.per_token_cast_to_fp8(x)),
+        ("per_token_cast_to_fp8 ue8m0", lambda x: qgemm.per_token_cast_to_fp8(x, use_ue8m0=True),
+         lambda x: th.per_token_cast_to_fp8(x, use_ue8m0=True)),
+        ("per_block_cast_to_fp8", lambda x: qgemm.per_block_cast_to_fp8(x), lambda x: th.per_block_cast_to_fp8(x)),
+        ("per_channel_cast_to_fp8", lambda x: qgemm.per_channel_cast_to_fp8(x),
+         lambda x: th.per_channel_cast_to_fp8(x)),
+        ("silu_and_mul_fp8_quant", lambda x: qc.silu_and_mul_fp8_quant(x), silu_torch),
+    ]
+    for name, fq, ft in ops:
+        for m, k in CAST_SHAPES:
+            row: Dict[str, Any] = {"kind": "cast", "name": name, "shape": f"{m}x{k}", "errors": {}}
+            try:
+                x = torch.randn((m, k), dtype=torch.bfloat16, device="cuda")
+                got, want = fq(x), ft(x)
+                row["bytes"] = x.numel() * 2 + sum(t.numel() * t.element_size() for t in got)
+                row["bitwise"] = all(torch.equal(g.view(torch.uint8) if g.element_size() == 1 else g,
+                                                 w.view(torch.uint8) if w.element_size() == 1 else w)
+                                     for g, w in zip(got, want))
+                row["qgemm_us"] = timer.kineto_us(lambda: fq(x))
+                row["torch_us"] = timer.kineto_us(lambda: ft(x))
+                ev = timer.events_us({"qgemm": lambda: fq(x), "torch": lambda: ft(x)})
+                row["qgemm_events_us"], row["torch_events_us"] = ev["qgemm"], ev["torch"]
+                row["gbps"] = row["bytes"] / row["qgemm_us"] / 1e3
+                row["hbm_gbps"] = hbm
+            except Exception as e:  # noqa: BLE001
+                row["errors"]["qgemm"] = f"{type(e).__name__}: {str(e)[:300]}"
+            log(f"cast {name} {m}x{k}: {row.get('qgemm_us')} us, {row.get('gbps')} GB/s of {hbm:.0f}, "
+                f"bitwise {row.get('bitwise')} {row['errors'] or ''}")
+            rows.append(row)
+    return rows
+
+
+def render_casts(rows: List[Dict[str, Any]]) -> str:
+    out = ["", f"{'cast':28} {'shape':11} {'MB':>7} {'qg us':>8} {'torch us':>9} {'GB/s':>6} "
+               f"{'of HBM':>6} {'ev us':>7} bitwise"]
+    for r in rows:
+        if r.get("kind") != "cast":
+            continue
+        f = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
+        share = r["gbps"] / r["hbm_gbps"] if r.get("gbps") and r.get("hbm_gbps") else None
+        out.append(f"{r['name']:28} {r['shape']:11} {f((r.get('bytes') or 0) / 1e6):>7} {f(r.get('qgemm_us')):>8} "
+                   f"{f(r.get('torch_us')):>9} {f(r.get('gbps'), 0):>6} {f(share and 100 * share, 0) + '%':>6} "
+                   f"{f(r.get('qgemm_events_us')):>7} {r.get('bitwise')} {r.get('errors') or ''}")
+    return "\n".join(out) + "\n"
+
+
 def geomean(xs: List[float]) -> Optional[float]:
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -449,6 +523,7 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
     out = [f"# peers-families on {device}: time ratios peer / qgemm (> 1: qgemm faster)", ""]
     out.append(f"{'kind':16} {'shape':24} {'lay':3} {'D':5} {'acc':3} {'qg us':>8} {'dg/qg kin':>9} "
                f"{'dg/qg ev':>8} {'cb/qg kin':>9} {'qg diff':>9} {'rate':>10}  errors")
+    rows = [r for r in rows if r.get("kind") != "cast"]  # (render_casts)
     for r in rows:
         f = lambda x, p=2: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
         out.append(f"{r['kind']:16} {r.get('shape', '?'):24} {r.get('layout', ''):3} {r.get('d', 'bf16'):5} "
@@ -479,7 +554,7 @@ def main() -> int:
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--iters", type=int, default=30)
-    p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind (0: all)")
+    p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
     args = p.parse_args()
     import torch
     sys.path.insert(0, os.path.join(args.deepgemm_src, "tests"))
@@ -499,13 +574,13 @@ def main() -> int:
     random.seed(0)
     kinds = [k for k in args.kinds.split(",") if k]
     cases = [c for c in bf16_cases(gen, torch) + family_cases() if c["kind"] in kinds]
-    if args.max_rows:
-        per: Dict[str, int] = {}
+    if args.max_rows:  # evenly spread over each kind's list (its first and last kept)
         kept = []
-        for c in cases:
-            per[c["kind"]] = per.get(c["kind"], 0) + 1
-            if per[c["kind"]] <= args.max_rows:
-                kept.append(c)
+        for kind in kinds:
+            ks_ = [c for c in cases if c["kind"] == kind]
+            n = min(args.max_rows, len(ks_))
+            idx = sorted({round(i * (len(ks_) - 1) / max(n - 1, 1)) for i in range(n)})
+            kept += [ks_[i] for i in idx]
         cases = kept
     timer = Timer(torch, args.iters)
     device = torch.cuda.get_device_name(0)
@@ -530,7 +605,15 @@ def main() -> int:
             json.dump(doc, f, indent=1, default=str)
         with open(os.path.join(args.out, "peers-families.txt"), "w") as f:
             f.write(render(rows, device))
-    print(render(rows, device))
+    if "cast" in kinds:
+        rows += cast_rows(torch, timer)
+        doc = {"device": device, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+               "deepgemm": "deepgemm" in libs, "rows": rows}
+        with open(os.path.join(args.out, "peers-families.json"), "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+        with open(os.path.join(args.out, "peers-families.txt"), "w") as f:
+            f.write(render(rows, device) + render_casts(rows))
+    print(render(rows, device) + render_casts(rows))
     return 0
 
 
