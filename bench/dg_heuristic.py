@@ -108,10 +108,21 @@ def f32(x: float) -> float:
 
 # ---- the shapes -------------------------------------------------------------------------
 
+def contig_rows(g: int, mm: int, n: int, k: int) -> int:
+    """The contiguous rows' total M as bench/peers.py draws them (seeded: rows 0.7-1.3 x the
+    mean, each group padded to 128), else every group at its mean."""
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import peers  # noqa: E402  (pure Python at import; torch only inside its rows)
+        return int(peers.contiguous_spec(g, mm, n, k, 128, 0)["m_total"])
+    except Exception:
+        return g * align(mm, 128)
+
+
 def shapes() -> List[Dict[str, Any]]:
     """DeepGEMM's dense test shapes (forward M 1, 128, 4096; dgrad M 4096 with N, K swapped;
-    and M 64, which the measured table has) and the grouped ones. Contiguous: every group
-    at its mean rows padded to 128 (DeepGEMM's heuristic sees only the total); masked:
+    and M 64, which the measured table has) and the grouped ones. Contiguous: peers.py's
+    seeded rows (DeepGEMM's heuristic sees only the total M); masked:
     max_m 4096 and expected_m = 1.2 x the mean, as DeepGEMM's test passes it, but the
     1 x 1024 row at max_m = expected_m = 1024 (its table's rows are exactly 1024)."""
     out: List[Dict[str, Any]] = []
@@ -126,13 +137,51 @@ def shapes() -> List[Dict[str, Any]]:
                         "name": f"dense 4096x{k}x{n}", "dgrad": True})
     for g, mm in CONTIG:
         for n, k in GROUPED_NK:
-            out.append({"kind": "contig", "m": g * align(mm, 128), "n": n, "k": k, "g": g,
+            out.append({"kind": "contig", "m": contig_rows(g, mm, n, k), "n": n, "k": k, "g": g,
                         "name": f"contig {g}x{mm}x{n}x{k}"})
     for g, mm in MASKED:
         for n, k in GROUPED_NK:
             max_m, em = (1024, 1024) if (g, mm) == (1, 1024) else (4096, int(mm * 1.2))
             out.append({"kind": "masked", "m": max_m, "n": n, "k": k, "g": g, "expected_m": em,
                         "name": f"masked {g}x{mm}x{n}x{k}"})
+    return out
+
+
+def training_shapes() -> List[Dict[str, Any]]:
+    """The training kinds as peers.py runs them (qgemm's choice only; the psum rows with the
+    contiguous and masked rows' mean sizes): for the identity check of --compare."""
+    out: List[Dict[str, Any]] = []
+    for n, k in DENSE_NK:  # weight gradient: M = N of the forward, N 4096 (peers.py's wgrad_spec)
+        out.append({"kind": "wgrad", "m": n, "n": 4096, "k": k, "g": 1, "name": f"wgrad {n}x4096x{k}"})
+    for g, m, n, km in [(4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096),
+                        (8, 7168, 2048, 4096), (16, 4096, 7168, 2048), (16, 7168, 2048, 2048)]:
+        out.append({"kind": "k-grouped", "m": m, "n": n, "k": g * km, "g": g,
+                    "name": f"k-grouped {g}x{m}x{n}x{km}"})
+    for g, mm in CONTIG + MASKED:
+        for n, k in GROUPED_NK:
+            em = int(mm * 1.2) if (g, mm) in MASKED else 0
+            out.append({"kind": "psum", "m": g * align(int(mm * 1.3), 128), "n": n, "k": k, "g": g,
+                        "expected_m": em, "name": f"psum {g}x{mm}x{n}x{k}" + (" em" if em else "")})
+    return out
+
+
+def sweep_shapes() -> List[Dict[str, Any]]:
+    """A grid around the test shapes, for the identity check only."""
+    out: List[Dict[str, Any]] = []
+    for m in (1, 16, 33, 64, 96, 128, 200, 256, 384, 512, 1024, 2048, 3000, 4096, 8192, 16384):
+        for n in (256, 576, 1536, 2112, 3072, 4096, 6144, 7168, 24576):
+            for k in (512, 1536, 2048, 4096, 7168, 16384):
+                out.append({"kind": "dense", "m": m, "n": n, "k": k, "g": 1,
+                            "name": f"sweep dense {m}x{n}x{k}"})
+    for g in (1, 2, 4, 6, 8, 16, 32, 64):
+        for em in (8, 20, 64, 100, 192, 230, 256, 307, 400, 512, 768, 1024, 1228, 2048, 4096):
+            for n, k in GROUPED_NK + [(2048, 7168), (1536, 4096)]:
+                out.append({"kind": "masked", "m": 4096, "n": n, "k": k, "g": g, "expected_m": em,
+                            "name": f"sweep masked {g}x{em}x{n}x{k}"})
+                out.append({"kind": "masked", "m": em, "n": n, "k": k, "g": g, "expected_m": em,
+                            "name": f"sweep masked-exact {g}x{em}x{n}x{k}"})
+                out.append({"kind": "contig", "m": g * align(em, 128), "n": n, "k": k, "g": g,
+                            "name": f"sweep contig {g}x{em}x{n}x{k}"})
     return out
 
 
@@ -217,7 +266,7 @@ DEVICES = {
     "h200": dict(sm_count=132, dram_gbps=4915, clock_khz=1980000, name=b"NVIDIA H200"),
     "h100": dict(sm_count=132, dram_gbps=3352, clock_khz=1980000, name=b"NVIDIA H100 80GB HBM3"),
 }
-KINDS = {"dense": 0, "contig": 1, "masked": 2}
+KINDS = {"dense": 0, "contig": 1, "masked": 2, "psum": 3, "wgrad": 4, "k-grouped": 5}
 MC = {0: "none", 1: "A", 2: "B"}
 
 
@@ -258,7 +307,7 @@ def default_lib() -> str:
 
 def table(device: str, lib: str) -> Dict[str, Dict[str, Any]]:
     pl = Planner(lib, device)
-    return {s["name"]: pl.choice(s) for s in shapes()}
+    return {s["name"]: pl.choice(s) for s in shapes() + training_shapes() + sweep_shapes()}
 
 
 def main() -> int:
@@ -267,7 +316,12 @@ def main() -> int:
     ap.add_argument("--lib", default=default_lib())
     ap.add_argument("--changed", action="store_true",
                     help="only rows whose qgemm tile differs from --compare's")
-    ap.add_argument("--dump", metavar="FILE", help="write qgemm's choices (both devices) as JSON")
+    ap.add_argument("--dump", metavar="FILE",
+                    help="write qgemm's choices (both devices; the test shapes, the training kinds "
+                         "and a grid of %d more) as JSON" % len(sweep_shapes()))
+    ap.add_argument("--all", action="store_true",
+                    help="print the training kinds and the grid too (qgemm only past the test "
+                         "shapes)")
     ap.add_argument("--compare", metavar="FILE",
                     help="a --dump of another tree: print old -> new per row, and exit 1 if any "
                          "H100 choice differs")
@@ -283,24 +337,30 @@ def main() -> int:
             old = json.load(f)
         h100 = table("h100", args.lib)
         diff = [n for n in h100 if h100[n] != old["h100"][n]]
-        print(f"H100: {len(h100) - len(diff)} / {len(h100)} choices identical to {args.compare}"
+        print(f"# H100: {len(h100) - len(diff)} / {len(h100)} choices identical to {args.compare}"
               + ("" if not diff else "; CHANGED: " + ", ".join(diff)))
+        other = table(args.device, args.lib)
+        moved = [n for n in other if other[n] != old[args.device][n]]
+        print(f"# {args.device}: {len(moved)} of {len(other)} choices changed "
+              f"({sum(n.startswith('sweep') for n in moved)} in the grid)")
     pl = Planner(args.lib, args.device)
     print(f"# device {args.device} (132 SMs); DG = DeepGEMM 54e2261's rules (this file); "
           f"qg = qgemm's planner ({args.lib}); meas = DG/qg kineto, H200 2026-11-28")
     print(f"{'shape':<28} {'DG tile':<13} {'st':>2} {'smem':>6} {'w':>2} | "
           f"{'qg tile':<18} {'st':>2} {'sw':>2} {'smem':>6}" + (" | old qg tile" if old else "")
           + " | meas")
-    for s in shapes():
-        dg = dg_choice(s)
+    rows = shapes() + (training_shapes() + sweep_shapes() if args.all else [])
+    for s in rows:
+        dg = dg_choice(s) if s["kind"] in ("dense", "contig", "masked") else None
         qg = pl.choice(s)
         prev = old[args.device][s["name"]] if old else None
         if args.changed and prev == qg:
             continue
         meas = MEASURED.get(s["name"])
-        line = (f"{s['name']:<28} {tile(dg):<13} {dg['num_stages']:>2} {dg['smem']:>6} "
-                f"{dg['waves']:>2} | {tile(qg):<18} {qg['num_stages']:>2} {qg['swizzle_group']:>2} "
-                f"{qg['smem']:>6}")
+        dgs = (f"{tile(dg):<13} {dg['num_stages']:>2} {dg['smem']:>6} {dg['waves']:>2}" if dg
+               else f"{'-':<13} {'':>2} {'':>6} {'':>2}")
+        line = (f"{s['name']:<28} {dgs} | {tile(qg):<18} {qg['num_stages']:>2} "
+                f"{qg['swizzle_group']:>2} {qg['smem']:>6}")
         if old:
             line += f" | {tile(prev) if prev != qg else '=':<13}"
         line += f" | {meas:.3f}" if meas else " |"
