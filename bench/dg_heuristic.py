@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import math
 import os
 import struct
 import sys
@@ -338,7 +337,8 @@ def main() -> int:
         h100 = table("h100", args.lib)
         diff = [n for n in h100 if h100[n] != old["h100"][n]]
         print(f"# H100: {len(h100) - len(diff)} / {len(h100)} choices identical to {args.compare}"
-              + ("" if not diff else "; CHANGED: " + ", ".join(diff)))
+              + ("" if not diff else f"; CHANGED ({len(diff)}): " + ", ".join(diff[:12])
+                 + (" ..." if len(diff) > 12 else "")))
         other = table(args.device, args.lib)
         moved = [n for n in other if other[n] != old[args.device][n]]
         print(f"# {args.device}: {len(moved)} of {len(other)} choices changed "
