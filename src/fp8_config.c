@@ -721,6 +721,28 @@ static double stream_us(const qg_device_props *props, const qg_problem *p, int b
     return (sm > dram ? sm : dram) + (split_k > 1 ? 1.0 + bm * bn / 3000.0 : 0.0);
 }
 
+/*
+ * Whether the masked kind rates its tiles by whole waves of expected_m rows
+ * (as DeepGEMM's heuristic does) instead of the fractional fill the walked
+ * layouts use elsewhere: on HBM3e parts (the H200: 4915 GB/s; an H100 SXM
+ * reports 3352, and an unknown bandwidth, 0, is taken as an H100's), where
+ * the fill picked 128x256 over 128x192 on the rows of a second, part-empty
+ * wave and lost (H200, measured-2026-11-28-h200 grouped.txt, DeepGEMM's
+ * time / qgemm's, kineto, qgemm ff337ef): masked 1 x 1024 rows, N x K
+ * 6144x7168 128x256 0.72 (87.5 against 62.9 us: 192 tiles, 1.45 waves of
+ * 128x256 against 256 tiles, 1.94 waves of DeepGEMM's 128x192: both run two
+ * waves, and each of 128x256's is a third longer); 4 x ~256 rows
+ * (expected_m 307), 4096x4096 0.85 and 4096x2048 0.92 as 128x256 (DeepGEMM
+ * 128x192 B). Whole waves pick 128x192 on those three and 128x192 A on 6 x
+ * ~1024 rows, 4096x4096 (256x128 A, 0.96; DeepGEMM 128x192 B), and change no
+ * other masked test row (bench/dg_heuristic.py). The H100 keeps the fill:
+ * its masked rows were tuned with it and these rows were not timed there.
+ */
+#define QG_HBM3E_MIN_GBPS 4500
+static bool masked_whole_waves(const qg_device_props *props, const qg_problem *p) {
+    return p->kind == QG_GEMM_GROUPED_MASKED && props->dram_gbps >= QG_HBM3E_MIN_GBPS;
+}
+
 /* A tile the compiler refused is avoided in every multicast mode: what
  * spills is the tile's register use, which multicast hardly changes. */
 static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn) {
@@ -814,8 +836,12 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                  * waves would rank tiles by a rounding the real rows do not
                  * follow (masked 6 x ~1024 rows, N 4096, K 2048: 128x256 83.2
                  * us against 93.2 for 128x192 A, which whole waves of
-                 * expected_m = 1228 rows preferred; explore-d.log). */
-                const double fill = walks_groups(p->kind) ? (double)tiles / num_sms : waves;
+                 * expected_m = 1228 rows preferred; explore-d.log). But on
+                 * the H200 (masked_whole_waves) the masked kind counts whole
+                 * waves, as DeepGEMM does. */
+                const double fill = walks_groups(p->kind) && !masked_whole_waves(props, p)
+                                        ? (double)tiles / num_sms
+                                        : waves;
                 /* (a B tile counts once where the m-blocks sharing it run
                  * on consecutive CTAs: the order the tile will get) */
                 const bool b_once = default_swizzle(p, c.multicast) == 1;

@@ -729,6 +729,71 @@ TEST(config_split_k) {
     PASS();
 }
 
+/* The masked kind on an H200 (HBM3e: dram_gbps >= 4500) rates tiles by whole
+ * waves of expected_m rows, as DeepGEMM does, where the H100 (and an unknown
+ * bandwidth) keeps the walked layouts' fractional fill (config.c,
+ * masked_whole_waves). The rows that rule moves are those the fill lost on the
+ * H200 (measured-2026-11-28-h200 grouped.txt, DeepGEMM's time / qgemm's):
+ * 1 x 1024 rows 6144x7168 as 128x256 0.72, 4 x ~256 rows 4096x4096 0.85 and
+ * 4096x2048 0.92 as 128x256, 6 x ~1024 rows 4096x4096 as 256x128 A 0.96; the
+ * masked test rows qgemm won there keep their tiles on both devices. */
+TEST(config_h200_masked_whole_waves) {
+    qg_context *h100_ctx = h100();
+    CHECK(h100_ctx, "offline context: %s", qg_last_error());
+    qg_device_props props = {.sm_count = 132, .cc_major = 9, .cc_minor = 0,
+                             .smem_optin_bytes = 232448, .l2_bytes = 50u << 20, .dram_gbps = 4915};
+    qg_context *h200 = NULL, *unknown = NULL, *below = NULL;
+    CHECK(qg_context_create_offline(&h200, &props) == QG_SUCCESS, "%s", qg_last_error());
+    props.dram_gbps = 0;
+    CHECK(qg_context_create_offline(&unknown, &props) == QG_SUCCESS, "%s", qg_last_error());
+    props.dram_gbps = 4499;
+    CHECK(qg_context_create_offline(&below, &props) == QG_SUCCESS, "%s", qg_last_error());
+    const qg_multicast N = QG_MULTICAST_NONE, A = QG_MULTICAST_A;
+    static const struct {
+        qg_problem p;
+        int h200_bm, h200_bn, h200_mc, h100_bm, h100_bn, h100_mc;
+    } rows[] = {
+        /* moved on the H200 */
+        {{QG_GEMM_GROUPED_MASKED, 1024, 6144, 7168, 1, 1024, 0}, 128, 192, N, 128, 256, N},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 4096, 4, 307, 0}, 128, 192, N, 128, 256, N},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 4, 307, 0}, 128, 192, N, 128, 256, N},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 4096, 6, 1228, 0}, 128, 192, A, 256, 128, A},
+        /* kept on both: the rows qgemm won or where the tile was DeepGEMM's */
+        {{QG_GEMM_GROUPED_MASKED, 1024, 7168, 3072, 1, 1024, 0}, 128, 256, N, 128, 256, N},
+        {{QG_GEMM_GROUPED_MASKED, 1024, 4096, 4096, 1, 1024, 0}, 128, 256, N, 128, 256, N},
+        {{QG_GEMM_GROUPED_MASKED, 1024, 4096, 2048, 1, 1024, 0}, 128, 256, N, 128, 256, N},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 7168, 3072, 4, 307, 0}, 128, 192, A, 128, 192, A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 4, 307, 0}, 128, 192, A, 128, 192, A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 6, 1228, 0}, 128, 192, A, 128, 192, A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 6, 1228, 0}, 256, 128, A, 256, 128, A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 32, 230, 0}, 256, 128, A, 256, 128, A},
+        {{QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 32, 24, 0}, 64, 176, N, 64, 176, N},
+        /* not masked: psum walks its groups too but keeps the fill */
+        {{QG_GEMM_GROUPED_PSUM, 24576, 4096, 2048, 6, 1228, 0}, 128, 192, A, 128, 192, A},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (int dev = 0; dev < 4; ++dev) {
+            qg_context *ctx = dev == 0 ? h200 : dev == 1 ? h100_ctx : dev == 2 ? unknown : below;
+            const bool hbm3e = dev == 0;
+            qg_config cfg;
+            CHECK(qg_select_config(ctx, &rows[i].p, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+            const int bm = hbm3e ? rows[i].h200_bm : rows[i].h100_bm;
+            const int bn = hbm3e ? rows[i].h200_bn : rows[i].h100_bn;
+            const int mc = hbm3e ? rows[i].h200_mc : rows[i].h100_mc;
+            CHECK(cfg.block_m == bm && cfg.block_n == bn && (int)cfg.multicast == mc,
+                  "%s kind %d %d groups x %d (M %d) %dx%d: chose %dx%d mc %d, expected %dx%d mc %d",
+                  dev == 0 ? "H200" : dev == 1 ? "H100" : dev == 2 ? "unknown DRAM" : "4499 GB/s",
+                  (int)rows[i].p.kind, rows[i].p.num_groups, rows[i].p.expected_m, rows[i].p.m,
+                  rows[i].p.n, rows[i].p.k, cfg.block_m, cfg.block_n, (int)cfg.multicast, bm, bn,
+                  mc);
+        }
+    qg_context_destroy(below);
+    qg_context_destroy(unknown);
+    qg_context_destroy(h200);
+    qg_context_destroy(h100_ctx);
+    PASS();
+}
+
 /* The B prefetch under PDL (qg__pdl_prefetch_kb): dense problems of one
  * m-block without split-K only, 1 to 4 K blocks a CTA, about 6 MiB of B over
  * the grid, never more K blocks than K has. */
