@@ -193,7 +193,7 @@ int cli_compile_family(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--splits") && next) {
             if (family != CLI_FAMILY_HC)
-                return cli_usage_error("compile: --splits is for --family hc, not '%s'",
+                return cli_usage_error("compile: --splits is for --family hc, not %s",
                                        cli_family_name(family));
             if (splits_text)
                 return cli_usage_error("compile: --splits given twice ('%s', then '%s')",
