@@ -112,7 +112,8 @@ $(BUILD)/libqgemm.so: $(BUILD)/$(SONAME)
 $(BUILD)/libqgemm_testkit.a: $(TK_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-# The CLI: its commands (tools/cmd_*.c, bench.c) over tools/cli.c, the testkit, the library.
+# The CLI: its commands (tools/cmd_*.c, bench.c; the families beside FP8: families.c,
+# cmd_check_families.c, bench_families.c, compile_families.c) over tools/cli.c, the testkit, the library.
 $(BUILD)/qgemm: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libqgemm_testkit.a $(BUILD)/libqgemm.a
 	$(LINK) -o $@ $^ $(LDLIBS)
 

@@ -34,11 +34,13 @@ inst="$san"
 [ "$mode" = libfuzzer ] && inst="$san -fsanitize=fuzzer-no-link"
 make -s BUILD="$out" CC="$cc" SANITIZE="$inst" WERROR=1 "$out/libqgemm.a" "$out/libqgemm_testkit.a" \
     "$out/tools/cli.o" "$out/tools/bench.o" "$out/tools/cmd_check.o" "$out/tools/cublaslt.o" \
-    "$out/tools/cmd_compile.o" "$out/tools/cmd_info.o"
+    "$out/tools/cmd_compile.o" "$out/tools/cmd_info.o" "$out/tools/families.o" \
+    "$out/tools/cmd_check_families.o" "$out/tools/bench_families.o" "$out/tools/compile_families.o"
 
 cflags="-std=c11 -O1 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -Itestkit -Itools -Ifuzz -I$CUDA_HOME/include"
 libs="-ldl -lpthread -lm"
 tools="$out/tools/cli.o $out/tools/bench.o $out/tools/cmd_check.o $out/tools/cublaslt.o $out/tools/cmd_compile.o $out/tools/cmd_info.o"
+tools="$tools $out/tools/families.o $out/tools/cmd_check_families.o $out/tools/bench_families.o $out/tools/compile_families.o"
 for t in args cli cache; do
     extra=""
     [ "$t" = cli ] && extra="$tools"

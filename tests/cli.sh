@@ -377,6 +377,109 @@ else
 fi
 rm -rf "$cache"
 
+# --family (issues 49-51): check, bench and compile cover the BF16 GEMMs, the
+# indexer (MQA logits, paged MQA logits, HC prenorm) and the casts beside FP8.
+# Help: each command names the families and the family options.
+expect_out 0 "--family F" check --help
+expect_out 0 "bf16, mqa, paged-mqa, hc, cast, or all (the default)" check --help
+expect_out 0 "SQxSKVxHxD" bench --help
+expect_out 0 "BxNxHxDxL" bench --help
+expect_out 0 "--cast per-token|per-block|per-channel|silu-mul" bench --help
+expect_out 0 "--layout nt|nn|tn|tt" bench --help
+expect_out 0 "--family F" compile --help
+expect_out 0 "!--family" info --help
+# Unknown families, in every command and every form (a list, --family=).
+expect 2 "check: --family wants fp8, bf16, mqa, paged-mqa, hc, cast or all (or a comma list of them), got 'fp4'" check --family fp4
+expect 2 "check: --family wants fp8, bf16, mqa, paged-mqa, hc, cast or all (or a comma list of them), got 'bf16,,hc'" check --family bf16,,hc
+expect 2 "got 'bf16,'" check --family=bf16,
+expect 2 "got 'BF16'" check --family BF16
+expect 2 "check: unknown or incomplete option '--family'" check --family
+expect 2 "bench: --family wants fp8, bf16, mqa, paged-mqa, hc, cast, got 'gemm'" bench --family gemm
+expect 2 "bench: --family wants fp8, bf16, mqa, paged-mqa, hc, cast, got 'all'" bench --family all
+expect 2 "bench: --family given twice ('hc', then 'cast')" bench --family hc --family=cast
+expect 2 "compile: --family wants fp8, bf16, mqa, paged-mqa, hc, cast, got 'indexer'" compile --family indexer
+expect 2 "compile: --family given twice ('hc', then 'mqa')" compile --family hc --family mqa
+# Each family's --shape: its form, the fields' meaning, both bounds of each, the text.
+expect 2 "bench: --shape for --family bf16 wants MxNxK (M, N (a multiple of 8), K; each in [1, 1048576] x [8, 1048576] x [1, 1048576]), got '64x2112'" bench --family bf16 --shape 64x2112
+expect 2 "bench: --shape 64x2100x7168: N must be a multiple of 8, got 2100" bench --family bf16 --shape 64x2100x7168
+expect 2 "bench: --shape for --family mqa wants SQxSKVxHxD (queries, keys, heads (32 or 64), head dim (32, 64 or 128); each in [1, 131072] x [1, 1048576] x [32, 64] x [32, 128]), got '2048x65536x128x128'" bench --family mqa --shape 2048x65536x128x128
+expect 2 "bench: --shape for --family mqa: heads must be 32 or 64 and the head dim 32, 64 or 128, got 48 and 64" bench --family mqa --shape 8x64x48x64
+expect 2 "bench: --shape for --family paged-mqa wants BxNxHxDxL (batch, next_n (1 or 2), heads (32 or 64), head dim (32, 64 or 128), average context length; each in [1, 65536] x [1, 2] x [32, 64] x [32, 128] x [1, 1048576]), got '64x3x64x128x4096'" bench --family paged-mqa --shape 64x3x64x128x4096
+expect 2 "bench: --shape for --family hc wants MxNxK (M, N (8, 16, 24 or 32), K (a multiple of 64); each in [1, 1048576] x [8, 32] x [64, 1048576]), got '8192x40x28672'" bench --family hc --shape 8192x40x28672
+expect 2 "bench: --shape 8192x24x100: HC wants N in {8, 16, 24, 32} and K a multiple of 64" bench --family hc --shape 8192x24x100
+expect 2 "bench: --shape for --family cast wants MxK (rows, columns (per-channel: rows a multiple of 128); each in [1, 1048576] x [1, 1048576]), got '4096x7168x1'" bench --family cast --shape 4096x7168x1
+expect 2 "bench: --shape for --family cast wants MxK" bench --family cast --shape 0x7168
+expect 2 "bench: --cast per-channel wants rows a multiple of 128, got 100" bench --family cast --cast per-channel --shape 100x256
+expect 2 "compile: --shape for --family hc wants MxNxK" compile --family hc --shape 1x2x3x4
+# Family options: each for its families only, values named with what they may be.
+expect 2 "bench: --layout is for --family bf16, not cast" bench --family cast --layout nt
+expect 2 "bench: --splits is for --family hc, not bf16" bench --family bf16 --splits 2
+expect 2 "bench: --clean is for --family mqa or paged-mqa, not hc" bench --family hc --clean
+expect 2 "bench: --out is for --family bf16, mqa or paged-mqa, not cast" bench --family cast --out bf16
+expect 2 "bench: --ue8m0 is for --family cast, not mqa" bench --family mqa --ue8m0
+expect 2 "bench: --layout wants nt, nn, tn or tt, got 'NT'" bench --family bf16 --layout NT
+expect 2 "bench: --out wants bf16 or fp32, got 'fp8'" bench --family mqa --out fp8
+expect 2 "bench: --in wants bf16 or fp32, got 'fp16'" bench --family cast --in fp16
+expect 2 "bench: --cast wants per-token, per-block, per-channel or silu-mul, got 'per-row'" bench --family cast --cast per-row
+expect 2 "bench: --splits wants an integer in [1, 65536], got '0'" bench --family hc --splits 0
+expect 2 "bench: --splits wants an integer in [1, 65536], got '65537'" bench --family hc --splits 65537
+expect 2 "bench: --runs wants an integer in [20, 100000], got '19'" bench --family hc --runs 19
+expect 2 "bench: --runs wants an integer in [20, 100000], got '100001'" bench --family hc --runs 100001
+expect 2 "bench: --warmup wants an integer in [3, 100000], got '2'" bench --family cast --warmup 2
+expect 2 "bench: --seed wants an integer in [0, 2147483647], got '-1'" bench --family bf16 --seed -1
+expect 2 "bench: --flush wants clean or write, got 'none'" bench --family mqa --flush none
+expect 2 "bench: --runs given twice ('20', then '30')" bench --family hc --runs 20 --runs=30
+expect 2 "bench: --family cast writes a table or --json, not --csv" bench --family cast --csv
+expect 2 "bench: --ue8m0 takes no value, got '--ue8m0=1'" bench --family cast --ue8m0=1
+expect 2 "bench: unknown option '--grouped-masked'" bench --family bf16 --grouped-masked 2,64
+expect 2 "compile: --splits is for --family hc, not cast" compile --family cast --splits 2
+expect 2 "compile: --splits wants an integer in [1, 65536], got '0'" compile --family hc --splits 0
+expect 2 "compile: --splits given twice ('2', then '3')" compile --family hc --splits 2 --splits 3
+expect 2 "compile: unknown or incomplete option '--kind' for --family bf16 (--shape MxNxK, --offline, --json)" compile --family bf16 --kind dense
+# No GPU: exit 3, one line on stderr, and under --json one document saying why.
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --family bf16
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " check --family mqa,paged-mqa --quick
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --family paged-mqa --shape 64x2x64x128x4096
+CUDA_VISIBLE_DEVICES= expect 3 "qgemm: no GPU: " bench --family fp8 --shape 128x128x128
+json_no_gpu check --json --family all
+json_no_gpu check --json --family bf16 --family hc --quick
+json_no_gpu bench --json --family bf16 --shape 4096x7168x16384 --layout tn --out fp32
+json_no_gpu bench --json --family mqa --shape 2048x65536x64x128 --clean
+json_no_gpu bench --json --family hc --splits 16
+json_no_gpu bench --json --family cast --cast silu-mul --ue8m0 --in fp32
+CUDA_VISIBLE_DEVICES= expect_out 3 "!{" bench --family hc
+# compile --family works without a GPU (offline): each family's kernels, one
+# line each, none spilling; --json one document.
+fam_cache="$(mktemp -d)"
+fam_case() { # fam_case FAMILY SHAPE WANT_KERNELS [OPTIONS...]
+    local fam="$1" shape="$2" want="$3" out rc
+    shift 3
+    out=$(QGEMM_CACHE_DIR="$fam_cache" "$qgemm" compile --offline --family "$fam" --shape "$shape" "$@" 2>&1)
+    rc=$?
+    if [ "$rc" = 0 ] && grep -q "qgemm compile: $want kernels, 0 failed" <<< "$out" &&
+       [ "$(grep -c "^ok   $fam " <<< "$out")" = "$want" ] && ! grep -qE "spill [1-9]|spill 0/[1-9]" <<< "$out"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); printf '[ FAIL ] qgemm compile --family %s --shape %s: exit %s: %s\n' "$fam" "$shape" "$rc" "$out"
+    fi
+}
+fam_case hc 77x16x64 1 --splits 3
+fam_case mqa 5x77x32x64 6
+fam_case paged-mqa 3x2x64x128x100 5
+fam_case cast 256x300 12
+fam_case bf16 129x264x320 8
+out=$(QGEMM_CACHE_DIR="$fam_cache" "$qgemm" compile --offline --family=hc --shape 13x24x1024 --json 2>/dev/null)
+if python3 -m json.tool <<< "$out" >/dev/null 2>&1 && grep -q '"family": "hc"' <<< "$out" &&
+   grep -q '"failed": 0' <<< "$out"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); printf '[ FAIL ] qgemm compile --family hc --json: %s\n' "$out"; fi
+rm -rf "$fam_cache"
+# With a GPU (the device machine): every family's quick check, and one bench row each.
+if "$qgemm" info --json 2>/dev/null | grep -q '"device": {'; then
+    json_ok "check --family all --quick" paged-mqa check --family all --quick --json --seed 1
+    json_ok "bench --family bf16" tflops bench --family bf16 --shape 256x512x1024 --json --seed 1
+    json_ok "bench --family hc" gbps bench --family hc --shape 512x24x7168 --json --seed 1
+fi
+
 printf '[ %s ] cli: %d passed, %d failed\n' "$([ $failed = 0 ] && echo PASS || echo FAIL)" \
     "$passed" "$failed"
 [ "$failed" = 0 ]

@@ -13,6 +13,7 @@
 #include "gpu_ctx.h"
 #include "qg_test.h"
 #include "qgtk.h"
+#include "qgtk_cases.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -273,250 +274,19 @@ TEST(bf16_compile_every_variant) {
 
 /* ---- accuracy on the GPU ------------------------------------------------------- */
 
-#define POISON16 0xFFFFu       /* a bf16 NaN */
-#define POISON32 0xFFFFFFFFu   /* an FP32 NaN */
+/* The batched case's inputs and checks (the other cases' are the testkit's,
+ * qgtk_cases.h). */
+#define POISON16 0xFFFFu /* a bf16 NaN */
+
+static double bf(uint16_t v) { return (double)qg_bf16_decode(v); }
 
 static double rnd_unit(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
     return ((*s >> 8) & 0xFFFF) / 32768.0 - 1.0;
 }
 
-typedef struct {
-    qg_gemm_kind kind;
-    int m, n, k, groups;
-    qg_major a_major, b_major;
-    int d_fp32, c_mode; /* c_mode 0 none, 1 separate C, 2 C == D */
-} gpu_case;
-
-/* Host data of one case and its reference. */
-typedef struct {
-    const gpu_case *c;
-    uint16_t *a, *b;
-    float *cmat;
-    int32_t *idx;    /* m_indices (contiguous), masked_m (masked), group_ends (psum) */
-    int32_t ks[8];
-    int64_t lda, ldb, ldd;
-    size_t a_elems, b_elems, d_rows;
-    double *ref;     /* d_rows x n; NAN where D must stay untouched */
-} host_case;
-
-static double bf(uint16_t v) { return (double)qg_bf16_decode(v); }
-
-/* Row r of D's group and whether the call writes it. */
-static int row_group(const host_case *h, int64_t r, bool *written) {
-    const gpu_case *c = h->c;
-    *written = true;
-    if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
-        const int g = h->idx[r / 128 * 128];
-        *written = g >= 0 && g < c->groups;
-        return g;
-    }
-    if (c->kind == QG_GEMM_GROUPED_PSUM) {
-        int64_t start = 0;
-        for (int g = 0; g < c->groups; ++g) {
-            const int64_t end = h->idx[g];
-            if (r >= start && r < end) return g;
-            start = (end + 127) / 128 * 128;
-        }
-        *written = false;
-        return -1;
-    }
-    if (c->kind == QG_GEMM_GROUPED_MASKED || c->kind == QG_GEMM_K_GROUPED) {
-        const int g = (int)(r / c->m);
-        if (c->kind == QG_GEMM_GROUPED_MASKED) *written = r % c->m < h->idx[g];
-        return g;
-    }
-    return 0;
-}
-
-typedef struct { host_case *h; } ref_job;
-
-static void ref_row(void *user, int64_t r, int worker) {
-    (void)worker;
-    host_case *h = user;
-    const gpu_case *c = h->c;
-    bool written;
-    const int g = row_group(h, r, &written);
-    for (int n = 0; n < c->n; ++n) {
-        if (!written) {
-            h->ref[r * c->n + n] = NAN;
-            continue;
-        }
-        double s = 0;
-        if (c->kind == QG_GEMM_K_GROUPED) {
-            int64_t k0 = 0;
-            for (int q = 0; q < g; ++q) k0 += h->ks[q];
-            const int64_t mrow = r % c->m;
-            for (int64_t k = k0; k < k0 + h->ks[g]; ++k)
-                s += bf(h->a[k * h->lda + mrow]) * bf(h->b[k * h->ldb + n]);
-        } else {
-            const int64_t arow = r; /* masked: a [G][m] rows as D's */
-            for (int k = 0; k < c->k; ++k) {
-                const double av = c->a_major == QG_MAJOR_MN ? bf(h->a[(int64_t)k * h->lda + arow])
-                                                            : bf(h->a[arow * h->lda + k]);
-                const int64_t bg = (int64_t)(g < 0 ? 0 : g);
-                const double bv = c->b_major == QG_MAJOR_MN
-                                      ? bf(h->b[(bg * c->k + k) * h->ldb + n])
-                                      : bf(h->b[(bg * c->n + n) * h->ldb + k]);
-                s += av * bv;
-            }
-        }
-        if (c->c_mode) s += (double)h->cmat[r * h->ldd + n];
-        h->ref[r * c->n + n] = s;
-    }
-}
-
-static bool run_gpu_case(qg_context *ctx, CUstream stream, const gpu_case *c, unsigned seed,
-                         double *diff_out, char *why, size_t why_len) {
-    const qg_driver *drv;
-    qg__context_cuda(ctx, &drv, NULL, NULL);
-    host_case h;
-    memset(&h, 0, sizeof h);
-    h.c = c;
-    const bool masked = c->kind == QG_GEMM_GROUPED_MASKED, kg = c->kind == QG_GEMM_K_GROUPED;
-    const int G = c->groups;
-    int k_total = c->k;
-    if (kg) {
-        k_total = 0;
-        for (int g = 0; g < G; ++g) {
-            h.ks[g] = g == 1 ? 0 : 64 * (1 + (g * 3 + 1) % 5);
-            k_total += h.ks[g];
-        }
-    }
-    h.lda = c->a_major == QG_MAJOR_MN ? (c->m * (masked ? G : 1) + 7) / 8 * 8 + 8 : c->k + 8;
-    h.ldb = c->b_major == QG_MAJOR_MN ? c->n + 8 : c->k + 8;
-    h.ldd = c->n + 8;
-    const int64_t a_rows = c->a_major == QG_MAJOR_MN ? k_total : (int64_t)c->m * (masked ? G : 1);
-    const int64_t b_rows = c->b_major == QG_MAJOR_MN ? (int64_t)k_total * (kg ? 1 : G)
-                                                     : (int64_t)c->n * G;
-    h.a_elems = (size_t)(a_rows * h.lda);
-    h.b_elems = (size_t)(b_rows * h.ldb);
-    h.d_rows = (size_t)c->m * (masked || kg ? G : 1);
-    h.a = malloc(h.a_elems * 2);
-    h.b = malloc(h.b_elems * 2);
-    h.ref = malloc(h.d_rows * (size_t)c->n * sizeof(double));
-    const size_t d_bytes = h.d_rows * (size_t)h.ldd * (c->d_fp32 ? 4 : 2);
-    h.cmat = malloc(h.d_rows * (size_t)h.ldd * 4);
-    h.idx = calloc((size_t)(c->m + G + 1), 4);
-    unsigned s = seed;
-    for (size_t i = 0; i < h.a_elems; ++i) h.a[i] = qg_bf16_encode((float)rnd_unit(&s));
-    for (size_t i = 0; i < h.b_elems; ++i) h.b[i] = qg_bf16_encode((float)rnd_unit(&s));
-    /* C's values are bf16 numbers, so that C in either type is the same C */
-    for (size_t i = 0; i < h.d_rows * (size_t)h.ldd; ++i)
-        h.cmat[i] = qg_bf16_decode(qg_bf16_encode((float)(4 * rnd_unit(&s))));
-    if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
-        for (int seg = 0; seg < (c->m + 127) / 128; ++seg) /* one padding segment in five */
-            for (int r = seg * 128; r < c->m && r < seg * 128 + 128; ++r)
-                h.idx[r] = seg % 5 == 3 ? -1 : seg % G;
-    } else if (masked) {
-        for (int g = 0; g < G; ++g) h.idx[g] = g == 0 ? c->m : g == 1 ? 0 : (c->m * g) / (G + 1) + 3;
-    } else if (c->kind == QG_GEMM_GROUPED_PSUM) {
-        int64_t start = 0;
-        for (int g = 0; g < G; ++g) {
-            int64_t end = start + (g == 1 ? 0 : (c->m / G) - 37 * (g % 2));
-            if (end > c->m) end = c->m;
-            h.idx[g] = (int32_t)end;
-            start = (end + 127) / 128 * 128;
-            if (start > c->m) start = c->m;
-        }
-    }
-    qgtk_parallel_for((int64_t)h.d_rows, qgtk_num_workers(), ref_row, &h);
-
-    CUdeviceptr da = 0, db = 0, dd = 0, dc = 0, di = 0;
-    bool ok = false;
-    uint8_t *got = malloc(d_bytes), *c_bytes = malloc(d_bytes);
-    for (size_t i = 0; i < h.d_rows * (size_t)h.ldd; ++i) { /* C in D's type */
-        if (c->d_fp32) memcpy(c_bytes + i * 4, &h.cmat[i], 4);
-        else {
-            const uint16_t v = qg_bf16_encode(h.cmat[i]);
-            memcpy(c_bytes + i * 2, &v, 2);
-        }
-    }
-    if (drv->cuMemAlloc(&da, h.a_elems * 2) || drv->cuMemAlloc(&db, h.b_elems * 2) ||
-        drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&dc, d_bytes) ||
-        drv->cuMemAlloc(&di, (size_t)(c->m + G + 1) * 4)) {
-        snprintf(why, why_len, "cuMemAlloc failed");
-        goto done;
-    }
-    drv->cuMemcpyHtoD(da, h.a, h.a_elems * 2);
-    drv->cuMemcpyHtoD(db, h.b, h.b_elems * 2);
-    drv->cuMemcpyHtoD(dc, c_bytes, d_bytes);
-    drv->cuMemcpyHtoD(di, h.idx, (size_t)(c->m + G + 1) * 4);
-    if (c->c_mode == 2) drv->cuMemcpyHtoD(dd, c_bytes, d_bytes); /* D holds C */
-    else drv->cuMemsetD8(dd, 0xFF, d_bytes);                    /* poison */
-    qg_bf16_gemm_args a;
-    memset(&a, 0, sizeof a);
-    a.m = c->m, a.n = c->n, a.k = k_total, a.num_groups = G;
-    a.a = (void *)(uintptr_t)da, a.lda = h.lda, a.a_major = c->a_major;
-    a.b = (void *)(uintptr_t)db, a.ldb = h.ldb, a.b_major = c->b_major;
-    a.d = (void *)(uintptr_t)dd, a.ldd = h.ldd, a.d_fp32 = c->d_fp32;
-    a.c = c->c_mode == 1 ? (const void *)(uintptr_t)dc : c->c_mode == 2 ? (const void *)a.d : NULL;
-    a.ldc = h.ldd;
-    a.m_indices = a.masked_m = a.group_ends = (const int32_t *)(uintptr_t)di;
-    a.ks = h.ks;
-    a.expected_m = masked ? c->m / 2 : 0;
-    qg_status st = c->kind == QG_GEMM_DENSE ? qg_bf16_gemm(ctx, &a, stream)
-                   : c->kind == QG_GEMM_GROUPED_CONTIGUOUS ? qg_m_grouped_bf16_gemm_contiguous(ctx, &a, stream)
-                   : c->kind == QG_GEMM_GROUPED_PSUM ? qg_m_grouped_bf16_gemm_psum(ctx, &a, stream)
-                   : masked ? qg_m_grouped_bf16_gemm_masked(ctx, &a, stream)
-                            : qg_k_grouped_bf16_gemm(ctx, &a, stream);
-    if (st != QG_SUCCESS) {
-        snprintf(why, why_len, "%s: %s", qg_status_string(st), qg_last_error());
-        goto done;
-    }
-    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
-        snprintf(why, why_len, "the kernel faulted");
-        goto done;
-    }
-    drv->cuMemcpyDtoH(got, dd, d_bytes);
-    qgtk_diff_acc acc;
-    memset(&acc, 0, sizeof acc);
-    int64_t unwritten = 0, overwritten = 0;
-    for (size_t r = 0; r < h.d_rows; ++r)
-        for (int n = 0; n < c->n; ++n) {
-            const size_t i = r * (size_t)h.ldd + (size_t)n;
-            double x;
-            uint32_t bits;
-            if (c->d_fp32) {
-                float f;
-                memcpy(&f, got + i * 4, 4);
-                memcpy(&bits, &f, 4);
-                x = f;
-            } else {
-                uint16_t v;
-                memcpy(&v, got + i * 2, 2);
-                bits = v;
-                x = bf(v);
-            }
-            const double y = h.ref[r * (size_t)c->n + (size_t)n];
-            if (isnan(y)) {
-                overwritten += bits != (c->d_fp32 ? POISON32 : POISON16);
-                continue;
-            }
-            if (isnan(x)) unwritten++;
-            else qgtk_diff_add(&acc, &x, &y, 1);
-        }
-    *diff_out = qgtk_diff_result(&acc);
-    ok = unwritten == 0 && overwritten == 0 && *diff_out < 1e-5;
-    if (!ok)
-        snprintf(why, why_len, "diff %.3g, %lld elements unwritten, %lld written that must not be",
-                 *diff_out, (long long)unwritten, (long long)overwritten);
-done:
-    if (da) drv->cuMemFree(da);
-    if (db) drv->cuMemFree(db);
-    if (dd) drv->cuMemFree(dd);
-    if (dc) drv->cuMemFree(dc);
-    if (di) drv->cuMemFree(di);
-    free(got);
-    free(c_bytes);
-    free(h.a);
-    free(h.b);
-    free(h.ref);
-    free(h.cmat);
-    free(h.idx);
-    return ok;
-}
-
+/* Every layout and kind through the testkit's case (testkit/bf16_case.c), the
+ * same function `qgemm check --family bf16` runs. */
 TEST(gpu_bf16_accuracy) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
     qg_context *ctx;
@@ -525,32 +295,32 @@ TEST(gpu_bf16_accuracy) {
     gpu_ctx_push(ctx);
     static const int shapes[][3] = {{129, 264, 320}, {1, 576, 7168}, {300, 1000, 1000},
                                     {4096, 512, 256}, {64, 7168, 448}};
-    static gpu_case cases[256];
+    static qgtk_bf16_case cases[256];
     int count = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
         for (int layout = 0; layout < 4; ++layout)
             for (int mode = 0; mode < 6; ++mode) /* D bf16 / FP32, x no C / C / in place */
-                cases[count++] = (gpu_case){QG_GEMM_DENSE, shapes[i][0], shapes[i][1], shapes[i][2], 1,
+                cases[count++] = (qgtk_bf16_case){QG_GEMM_DENSE, shapes[i][0], shapes[i][1], shapes[i][2], 1,
                                             layout >= 2 ? QG_MAJOR_MN : QG_MAJOR_K,
                                             layout % 2 ? QG_MAJOR_MN : QG_MAJOR_K, mode % 2,
                                             mode / 2};
     for (int bmn = 0; bmn < 2; ++bmn) {
-        cases[count++] = (gpu_case){QG_GEMM_GROUPED_CONTIGUOUS, 1280, 576, 448, 4, QG_MAJOR_K,
+        cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_CONTIGUOUS, 1280, 576, 448, 4, QG_MAJOR_K,
                                     bmn ? QG_MAJOR_MN : QG_MAJOR_K, 0, 0};
-        cases[count++] = (gpu_case){QG_GEMM_GROUPED_PSUM, 1500, 264, 320, 4, QG_MAJOR_K,
+        cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_PSUM, 1500, 264, 320, 4, QG_MAJOR_K,
                                     bmn ? QG_MAJOR_MN : QG_MAJOR_K, 0, 0};
     }
-    cases[count++] = (gpu_case){QG_GEMM_GROUPED_MASKED, 200, 576, 448, 4, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
-    cases[count++] = (gpu_case){QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 2, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_MASKED, 200, 576, 448, 4, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 2, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
     for (int cm = 0; cm < 3; ++cm)
-        cases[count++] = (gpu_case){QG_GEMM_K_GROUPED, 200, 264, 0, 5, QG_MAJOR_MN, QG_MAJOR_MN, 1, cm};
+        cases[count++] = (qgtk_bf16_case){QG_GEMM_K_GROUPED, 200, 264, 0, 5, QG_MAJOR_MN, QG_MAJOR_MN, 1, cm};
     int failures = 0;
     double lo = 1, hi = 0;
     for (int i = 0; i < count; ++i) {
-        double diff = NAN;
-        char why[256] = "";
-        const bool ok = run_gpu_case(ctx, stream, &cases[i], 1234u + (unsigned)i * 77u, &diff, why,
-                                     sizeof why);
+        qgtk_case_opts opts = {.seed = 1234u + (unsigned)i * 77u};
+        qgtk_case_result res;
+        const bool ok = qgtk_bf16_case_run(ctx, stream, &cases[i], &opts, &res);
+        const double diff = res.diff;
         if (ok) {
             if (diff < lo) lo = diff;
             if (diff > hi) hi = diff;
@@ -558,7 +328,7 @@ TEST(gpu_bf16_accuracy) {
             failures++;
             printf("    FAIL kind %d %dx%dx%d G %d majors %d%d %s c %d: %s\n", (int)cases[i].kind,
                    cases[i].m, cases[i].n, cases[i].k, cases[i].groups, (int)cases[i].a_major,
-                   (int)cases[i].b_major, cases[i].d_fp32 ? "f32" : "bf16", cases[i].c_mode, why);
+                   (int)cases[i].b_major, cases[i].d_fp32 ? "f32" : "bf16", cases[i].c_mode, res.why);
         }
     }
     printf("    %d BF16 cases, %d failed, diff max %.2g min %.2g\n", count, failures, hi, lo);

@@ -17,6 +17,7 @@
 #include "gpu_ctx.h"
 #include "qg_test.h"
 #include "qgtk.h"
+#include "qgtk_cases.h"
 #include "seam.h"
 
 #include <math.h>
@@ -338,93 +339,16 @@ TEST(cast_compile_every_variant) {
 /* ---- bitwise on the GPU ---------------------------------------------------------- */
 
 static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
-static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
-/* The GPU's arithmetic returns the canonical NaN 0x7FFFFFFF. */
-static float canon(float f) { return isnan(f) ? bitsf(0x7FFFFFFFu) : f; }
-static const float inv448 = (float)(1.0 / 448.0);
 
-/* c10::detail::fp8e4m3fn_from_fp32_value */
-static uint8_t torch_e4m3(float f) {
-    const uint32_t fp8_max = 1087u << 20, denorm_mask = 141u << 23;
-    uint32_t b = fbits(f);
-    const uint32_t sign = b & 0x80000000u;
-    b ^= sign;
-    uint8_t r;
-    if (b >= fp8_max) r = 0x7F;
-    else if (b < (121u << 23)) r = (uint8_t)(fbits(bitsf(b) + bitsf(denorm_mask)) - denorm_mask);
-    else {
-        const uint32_t odd = (b >> 20) & 1u;
-        b += ((uint32_t)(7 - 127) << 23) + 0x7FFFFu;
-        b += odd;
-        r = (uint8_t)(b >> 20);
-    }
-    return (uint8_t)(r | (sign >> 24));
-}
-
-static float ceil_ue8m0(float s) {
-    const uint32_t b = fbits(s) & 0x7FFFFFFFu;
-    int e = (int)(b >> 23) + ((b & 0x7FFFFFu) != 0);
-    e = e < 1 ? 1 : e > 254 ? 254 : e;
-    return bitsf((uint32_t)e << 23);
-}
-
-static void ref_scale(uint32_t amax_bits, int ue, float *sf, float *mult) {
-    float amax = bitsf(amax_bits);
-    if (amax < 1e-4f) amax = 1e-4f;
-    if (ue) {
-        *sf = ceil_ue8m0(canon(amax * inv448));
-        *mult = 1.0f / *sf;
-    } else {
-        *sf = canon(amax * inv448);
-        *mult = canon(canon(1.0f / amax) * 448.0f);
-    }
-}
-
-static uint32_t absbits(float f) { return fbits(f) & 0x7FFFFFFFu; }
-static uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
-
+/* The layout cases' inputs (the casts' are the testkit's, qgtk_cases.h). */
 static uint64_t rng;
 static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static float urand(void) { return (float)((rnd() >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f; }
 
-/* x [rows][ld] (ld >= cols) of bf16 values or floats: magnitudes 2^-12..2^12
- * by row, zero rows, e4m3-subnormal values, and inf / -inf / NaN / -0. */
-static float *fill(int64_t rows, int64_t cols, int64_t ld, int bf16, int special) {
-    float *x = calloc((size_t)(rows * ld + 1), sizeof *x);
-    for (int64_t r = 0; r < rows; ++r) {
-        const float mag = ldexpf(1.0f, (int)(rnd() % 25) - 12);
-        const int zero_row = rnd() % 17 == 0;
-        for (int64_t c = 0; c < cols; ++c) {
-            float v = zero_row ? 0.0f : urand() * mag;
-            if (rnd() % 97 == 0) v *= 1e-6f;
-            if (bf16) v = qg_bf16_decode(qg_bf16_encode(v));
-            x[r * ld + c] = v;
-        }
-    }
-    if (special && rows * cols > 1000) {
-        x[17] = INFINITY;
-        x[(rows / 2) * ld + 3] = -INFINITY;
-        x[(rows / 3) * ld + cols / 2] = NAN;
-        x[(rows / 4) * ld + 1] = -0.0f;
-        x[(rows / 5) * ld] = 30000.0f; /* 29952 in bf16 */
-        if (bf16)
-            for (int64_t i = 0; i < rows * ld; ++i) x[i] = qg_bf16_decode(qg_bf16_encode(x[i]));
-    }
-    return x;
-}
-
-static CUdeviceptr upload(const qg_driver *drv, const float *x, size_t n, int bf16) {
+static CUdeviceptr upload(const qg_driver *drv, const float *x, size_t n) {
     CUdeviceptr d = 0;
-    const size_t bytes = n * (bf16 ? 2 : 4);
-    if (drv->cuMemAlloc(&d, bytes + 16) != CUDA_SUCCESS) return 0;
-    if (bf16) {
-        uint16_t *h = malloc(bytes + 2);
-        for (size_t i = 0; i < n; ++i) h[i] = (uint16_t)(fbits(x[i]) >> 16);
-        drv->cuMemcpyHtoD(d, h, bytes);
-        free(h);
-    } else {
-        drv->cuMemcpyHtoD(d, x, bytes);
-    }
+    if (drv->cuMemAlloc(&d, n * 4 + 16) != CUDA_SUCCESS) return 0;
+    drv->cuMemcpyHtoD(d, x, n * 4);
     return d;
 }
 
@@ -435,205 +359,14 @@ static CUdeviceptr poisoned(const qg_driver *drv, size_t bytes) {
     return d;
 }
 
-typedef struct {
-    int64_t bad_q, bad_sf, steps; /* mismatches; silu: bytes more than one step off */
-} tally;
-
-static int e4m3_step(uint8_t a, uint8_t b) {
-    /* distance in codes for same-sign finite codes, large otherwise */
-    if ((a ^ b) & 0x80) return (a & 0x7F) == 0 && (b & 0x7F) == 0 ? 0 : 100;
-    return abs((int)(a & 0x7F) - (int)(b & 0x7F));
-}
-
-static void expect_q(tally *t, uint8_t got, uint8_t want, int silu) {
-    if (got == want) return;
-    t->bad_q++;
-    if (!silu || e4m3_step(got, want) > 1) t->steps++;
-}
-
-static void expect_sf(tally *t, uint32_t got, uint32_t want, int silu) {
-    if (got == want) return;
-    if (silu && want != 0xFFFFFFFFu && got != 0xFFFFFFFFu) {
-        const int64_t d = (int64_t)got - (int64_t)want;
-        if (d >= -4 && d <= 4) return;
-    }
-    t->bad_sf++;
-}
-
-typedef struct {
-    int kind;             /* 1 per-token, 2 per-block, 3 per-channel, 4 silu_mul */
-    int f32, ue, mn, rows_mask; /* rows_mask: silu 1 masked, 2 contiguous */
-    int groups, m, k;
-    int pad;              /* extra elements of each row stride (narrow accesses when odd) */
-} cast_case;
-
-/* Launch through a CUDA graph (captured after qg_cast_compile) instead of directly. */
-static int in_graph;
-
-static int run_cast_case(qg_context *ctx, CUstream stream, const cast_case *c, char *why, size_t len) {
-    const qg_driver *drv = ctx->drv;
-    const int G = c->groups, M = c->m, K = c->k, silu = c->kind == 4;
-    const int64_t rows = (int64_t)G * M, in_cols = silu ? 2 * (int64_t)K : K;
-    const int64_t ld_x = in_cols + c->pad, ld_out = K + c->pad;
-    const int KB = (K + 127) / 128, sf_ld = (M + 3) / 4 * 4 + (c->pad ? 4 : 0);
-    float *x = fill(rows, in_cols, ld_x, !c->f32, 1);
-    size_t sf_n;
-    switch (c->kind) {
-    case 2: sf_n = (size_t)G * ((M + 127) / 128) * KB; break;
-    case 3: sf_n = (size_t)(M / 128) * K; break;
-    default: sf_n = c->mn ? (size_t)G * KB * sf_ld : (size_t)rows * KB;
-    }
-    int32_t *aux = NULL;
-    size_t aux_n = 0;
-    if (c->rows_mask == 1) {
-        aux_n = (size_t)G;
-        aux = malloc(aux_n * 4);
-        static const int pick[] = {0, 1, -1, -2, 5, -3};
-        for (int g = 0; g < G; ++g)
-            aux[g] = pick[g % 6] == -1 ? M : pick[g % 6] == -2 ? M + 5 : pick[g % 6] == 5 ? M / 2 + 1
-                                                                     : pick[g % 6];
-    } else if (c->rows_mask == 2) {
-        aux_n = (size_t)rows;
-        aux = malloc(aux_n * 4);
-        for (int64_t r = 0; r < rows; ++r) aux[r] = r % 128 < 100 ? (int)(r / 128 % 7) : -1;
-    }
-    CUdeviceptr dx = upload(drv, x, (size_t)(rows * ld_x), !c->f32);
-    CUdeviceptr dq = poisoned(drv, (size_t)(rows * ld_out));
-    CUdeviceptr dsf = poisoned(drv, sf_n * 4);
-    CUdeviceptr daux = 0;
-    if (aux) {
-        drv->cuMemAlloc(&daux, aux_n * 4);
-        drv->cuMemcpyHtoD(daux, aux, aux_n * 4);
-    }
-    uint8_t *q = malloc((size_t)(rows * ld_out) + 1);
-    uint32_t *sf = malloc(sf_n * 4 + 4);
-    int ok = 0;
-    if (!dx || !dq || !dsf) {
-        snprintf(why, len, "cuMemAlloc failed");
-        goto done;
-    }
-    qg_cast_args a;
-    memset(&a, 0, sizeof a);
-    a.m = M, a.k = K, a.num_groups = G;
-    a.x = (const void *)(uintptr_t)dx, a.ld_x = ld_x, a.x_fp32 = c->f32;
-    a.out = (void *)(uintptr_t)dq, a.ld_out = ld_out;
-    a.sf = (float *)(uintptr_t)dsf, a.sf_mn_major = c->mn, a.sf_ld = sf_ld, a.ue8m0 = c->ue;
-    if (c->rows_mask == 1) a.masked_m = (const int32_t *)(uintptr_t)daux;
-    if (c->rows_mask == 2) a.m_indices = (const int32_t *)(uintptr_t)daux;
-    static const cast_fn fns[5] = {NULL, qg_per_token_cast, qg_per_block_cast, qg_per_channel_cast,
-                                   qg_silu_mul_cast};
-    qg_status st;
-    if (!in_graph) {
-        st = fns[c->kind](ctx, &a, stream);
-    } else {
-        /* compiled and loaded first, then captured: the launch reads no device
-         * memory and allocates nothing */
-        st = qg_cast_compile(ctx, (qg_cast_kind)c->kind, &a, NULL, NULL);
-        CUgraph graph = NULL;
-        CUgraphExec exec = NULL;
-        CUcontext popped;
-        if (st == QG_SUCCESS && drv->cuCtxPushCurrent(ctx->cu_context) == CUDA_SUCCESS) {
-            CUresult cr = drv->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-            if (cr == CUDA_SUCCESS) {
-                st = fns[c->kind](ctx, &a, stream);
-                cr = drv->cuStreamEndCapture(stream, &graph);
-            }
-            if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphInstantiate(&exec, graph, 0);
-            if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphLaunch(exec, stream);
-            if (cr != CUDA_SUCCESS && st == QG_SUCCESS) st = QG_ERROR_CUDA;
-            if (exec) drv->cuGraphExecDestroy(exec);
-            if (graph) drv->cuGraphDestroy(graph);
-            drv->cuCtxPopCurrent(&popped);
-        }
-    }
-    if (st != QG_SUCCESS) {
-        snprintf(why, len, "%s: %s", qg_status_string(st), qg_last_error());
-        goto done;
-    }
-    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
-        snprintf(why, len, "the kernel faulted");
-        goto done;
-    }
-    drv->cuMemcpyDtoH(q, dq, (size_t)(rows * ld_out));
-    drv->cuMemcpyDtoH(sf, dsf, sf_n * 4);
-    tally t = {0, 0, 0};
-    if (c->kind == 1 || c->kind == 4) {
-        float *y = malloc((size_t)K * sizeof *y);
-        for (int64_t r = 0; r < rows; ++r) {
-            const int g = (int)(r / M), m = (int)(r % M);
-            int live = 1;
-            if (c->rows_mask == 1) live = m < aux[g];
-            if (c->rows_mask == 2) live = aux[r] >= 0;
-            const float *row = x + r * ld_x;
-            for (int col = 0; col < K; ++col)
-                y[col] = silu ? canon(canon(row[col] / (1.0f + expf(-row[col]))) * row[K + col])
-                              : row[col];
-            for (int kb = 0; kb < KB; ++kb) {
-                const int c0 = kb * 128, c1 = c0 + 128 < K ? c0 + 128 : K;
-                uint32_t amax = 0;
-                for (int col = c0; col < c1; ++col) amax = umax(amax, absbits(y[col]));
-                float s, mult;
-                ref_scale(amax, c->ue, &s, &mult);
-                for (int col = c0; col < c1; ++col)
-                    expect_q(&t, q[r * ld_out + col], live ? torch_e4m3(canon(y[col] * mult)) : 0xFF,
-                             silu);
-                const size_t at = c->mn ? ((size_t)g * KB + kb) * sf_ld + m : (size_t)r * KB + kb;
-                expect_sf(&t, sf[at], live ? fbits(s) : 0xFFFFFFFFu, silu);
-            }
-            for (int64_t col = K; col < ld_out; ++col) expect_q(&t, q[r * ld_out + col], 0xFF, 0);
-        }
-        if (c->mn) /* the TMA padding rows are not written */
-            for (int g = 0; g < G; ++g)
-                for (int kb = 0; kb < KB; ++kb)
-                    for (int m = M; m < sf_ld; ++m)
-                        expect_sf(&t, sf[((size_t)g * KB + kb) * sf_ld + m], 0xFFFFFFFFu, 0);
-        free(y);
-    } else if (c->kind == 2) {
-        const int NB = (M + 127) / 128;
-        for (int g = 0; g < G; ++g)
-            for (int nb = 0; nb < NB; ++nb)
-                for (int kb = 0; kb < KB; ++kb) {
-                    const int r1 = nb * 128 + 128 < M ? nb * 128 + 128 : M;
-                    const int c1 = kb * 128 + 128 < K ? kb * 128 + 128 : K;
-                    uint32_t amax = 0;
-                    for (int r = nb * 128; r < r1; ++r)
-                        for (int col = kb * 128; col < c1; ++col)
-                            amax = umax(amax, absbits(x[((int64_t)g * M + r) * ld_x + col]));
-                    float s, mult;
-                    ref_scale(amax, c->ue, &s, &mult);
-                    expect_sf(&t, sf[((size_t)g * NB + nb) * KB + kb], fbits(s), 0);
-                    for (int r = nb * 128; r < r1; ++r)
-                        for (int col = kb * 128; col < c1; ++col) {
-                            const int64_t row = (int64_t)g * M + r;
-                            expect_q(&t, q[row * ld_out + col], torch_e4m3(canon(x[row * ld_x + col] * mult)), 0);
-                        }
-                }
-    } else {
-        for (int mb = 0; mb < M / 128; ++mb)
-            for (int col = 0; col < K; ++col) {
-                uint32_t amax = 0;
-                for (int r = mb * 128; r < mb * 128 + 128; ++r) amax = umax(amax, absbits(x[(int64_t)r * ld_x + col]));
-                float am = bitsf(amax);
-                if (am < 1e-4f) am = 1e-4f;
-                float s = canon(am * inv448);
-                if (c->ue) s = ceil_ue8m0(s);
-                expect_sf(&t, sf[(size_t)mb * K + col], fbits(s), 0);
-                for (int r = mb * 128; r < mb * 128 + 128; ++r)
-                    expect_q(&t, q[(int64_t)r * ld_out + col], torch_e4m3(canon(x[(int64_t)r * ld_x + col] / s)), 0);
-            }
-    }
-    if (t.bad_sf || t.steps || (!silu && t.bad_q) || (silu && t.bad_q * 1000 > rows * K)) {
-        snprintf(why, len, "%lld bytes differ (%lld beyond tolerance), %lld scales differ",
-                 (long long)t.bad_q, (long long)t.steps, (long long)t.bad_sf);
-        goto done;
-    }
-    ok = 1;
-done:
-    if (dx) drv->cuMemFree(dx);
-    if (dq) drv->cuMemFree(dq);
-    if (dsf) drv->cuMemFree(dsf);
-    if (daux) drv->cuMemFree(daux);
-    free(x), free(q), free(sf), free(aux);
+/* The casts through the testkit's case (testkit/cast_case.c), the same
+ * function `qgemm check --family cast` runs. */
+static int run_cast_case(qg_context *ctx, CUstream stream, const qgtk_cast_case *c, char *why,
+                         size_t len) {
+    const qgtk_case_opts opts = {.seed = rnd()};
+    qgtk_case_result res;
+    const bool ok = qgtk_cast_case_run(ctx, stream, c, &opts, &res);
+    snprintf(why, len, "%s", res.why);
     return ok;
 }
 
@@ -644,21 +377,21 @@ TEST(gpu_cast_bitwise) {
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     gpu_ctx_push(ctx);
     rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
-    cast_case cases[160];
+    qgtk_cast_case cases[160];
     int n = 0;
     static const int token_shapes[][3] = {{1, 1, 128}, {1, 37, 200}, {1, 300, 7168}, {3, 50, 1000}};
     for (int f32 = 0; f32 < 2; ++f32)
         for (int ue = 0; ue < 2; ++ue) {
             for (size_t s = 0; s < 4; ++s)
                 for (int mn = 0; mn < 2; ++mn)
-                    cases[n++] = (cast_case){1, f32, ue, mn, 0, token_shapes[s][0], token_shapes[s][1],
-                                             token_shapes[s][2], (int)s == 3};
-            cases[n++] = (cast_case){2, f32, ue, 0, 0, 2, 200, 300, 0};
-            cases[n++] = (cast_case){2, f32, ue, 0, 0, 1, 256, 1000, 1};
-            cases[n++] = (cast_case){3, f32, ue, 0, 0, 1, 256, 300, 0};
-            cases[n++] = (cast_case){3, f32, ue, 0, 0, 1, 128, 1001, 1};
+                    cases[n++] = (qgtk_cast_case){1, f32, ue, mn, 0, token_shapes[s][0], token_shapes[s][1],
+                                             token_shapes[s][2], (int)s == 3, 0};
+            cases[n++] = (qgtk_cast_case){2, f32, ue, 0, 0, 2, 200, 300, 0, 0};
+            cases[n++] = (qgtk_cast_case){2, f32, ue, 0, 0, 1, 256, 1000, 1, 0};
+            cases[n++] = (qgtk_cast_case){3, f32, ue, 0, 0, 1, 256, 300, 0, 0};
+            cases[n++] = (qgtk_cast_case){3, f32, ue, 0, 0, 1, 128, 1001, 1, 0};
             for (int mask = 0; mask < 3; ++mask)
-                cases[n++] = (cast_case){4, f32, ue, mask == 1, mask, 6, 150, 256, mask == 2};
+                cases[n++] = (qgtk_cast_case){4, f32, ue, mask == 1, mask, 6, 150, 256, mask == 2, 0};
         }
     int failures = 0;
     for (int i = 0; i < n; ++i) {
@@ -686,25 +419,26 @@ TEST(gpu_cast_sms_and_graph) {
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     gpu_ctx_push(ctx);
     rng = 0x5DEECE66Dull ^ (uint64_t)time(NULL);
-    static const cast_case cases[] = {
-        {1, 0, 0, 1, 0, 2, 300, 7168, 0}, {2, 1, 1, 0, 0, 2, 300, 1000, 0},
-        {3, 0, 0, 0, 0, 1, 512, 700, 1},  {4, 0, 1, 1, 1, 6, 150, 256, 0},
-        {4, 1, 0, 0, 2, 6, 150, 256, 1},
+    static const qgtk_cast_case cases[] = {
+        {1, 0, 0, 1, 0, 2, 300, 7168, 0, 0}, {2, 1, 1, 0, 0, 2, 300, 1000, 0, 0},
+        {3, 0, 0, 0, 0, 1, 512, 700, 1, 0},  {4, 0, 1, 1, 1, 6, 150, 256, 0, 0},
+        {4, 1, 0, 0, 2, 6, 150, 256, 1, 0},
     };
     const int n = (int)(sizeof cases / sizeof cases[0]);
     int failures = 0;
     char why[256];
     for (int pass = 0; pass < 3; ++pass) {
         if (pass == 1) CHECK(qg_context_set_num_sms(ctx, 3) == QG_SUCCESS, "%s", qg_last_error());
-        in_graph = pass == 2;
-        for (int i = 0; i < n; ++i)
-            if (!run_cast_case(ctx, stream, &cases[i], why, sizeof why)) {
+        for (int i = 0; i < n; ++i) {
+            qgtk_cast_case c = cases[i];
+            c.graph = pass == 2;
+            if (!run_cast_case(ctx, stream, &c, why, sizeof why)) {
                 failures++;
                 printf("    FAIL pass %d (%s) case %d: %s\n", pass,
                        pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : "CUDA graph", i, why);
             }
+        }
     }
-    in_graph = 0;
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cases failed", failures, 3 * n);
@@ -725,7 +459,7 @@ static int run_layout_case(qg_context *ctx, CUstream stream, int kind, int G, in
     }
     int64_t st[3] = {(int64_t)MN * SFK, SFK, 1};
     if (transposed) st[1] = 1, st[2] = MN;
-    CUdeviceptr din = upload(drv, in, in_n, 0), dout = poisoned(drv, out_n * 4);
+    CUdeviceptr din = upload(drv, in, in_n), dout = poisoned(drv, out_n * 4);
     uint32_t *out = malloc(out_n * 4 + 4);
     int ok = 0;
     qg_sf_layout_args a;
@@ -786,7 +520,7 @@ static int run_kgrouped_case(qg_context *ctx, CUstream stream, const int *ks, in
     }
     float *in = malloc((size_t)sf_k * MN * 4 + 4);
     for (int64_t i = 0; i < (int64_t)sf_k * MN; ++i) in[i] = ldexpf(1.0f, (int)(rnd() % 60) - 30);
-    CUdeviceptr din = upload(drv, in, (size_t)sf_k * MN, 0), dout = poisoned(drv, (size_t)packed * MN * 4);
+    CUdeviceptr din = upload(drv, in, (size_t)sf_k * MN), dout = poisoned(drv, (size_t)packed * MN * 4);
     CUdeviceptr dks = 0;
     drv->cuMemAlloc(&dks, 64);
     drv->cuMemcpyHtoD(dks, layout, (size_t)G * 4);

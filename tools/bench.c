@@ -183,6 +183,7 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             o->format = format;
         }
         else if (!strcmp(a, "--grouped")) o->grouped = true;
+        else if (!strcmp(a, "--family") && next && !strcmp(next, "fp8")) i++; /* these tables */
         else if (!strcmp(a, "--host")) o->host = true;
         else if (!strcmp(a, "--no-cublas")) o->use_peer = false;
         else if (!next) return cli_usage_error("bench: unknown or incomplete option '%s'", a);
@@ -1344,6 +1345,11 @@ static void grouped_tables(bench_env *e) {
 }
 
 int cli_bench(int argc, char **argv) {
+    /* --family other than fp8: the other families' bench (bench_families.c),
+     * whose options are its own */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--family") && strcmp(argv[i + 1], "fp8"))
+            return cli_bench_family(argc, argv);
     bench_opts o;
     int bad = parse_options(argc, argv, &o);
     if (bad) return bad;

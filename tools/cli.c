@@ -153,7 +153,8 @@ int cli_usage_error(const char *fmt, ...) {
 /* Options that take no value: "--json=1" is refused, not split. */
 static const char *const flag_options[] = {"--quick", "--json", "--csv", "--dense", "--offline",
                                            "--progress", "--grouped", "--no-cublas", "--prune",
-                                           "--clear", "--help", "--version", "--host"};
+                                           "--clear", "--help", "--version", "--host",
+                                           "--ue8m0", "--clean"};
 
 int cli_split_option_values(int argc, char **argv, char ***out) {
     int extra = 0;

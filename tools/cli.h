@@ -9,6 +9,10 @@
  *   cmd_info.c     `qgemm info`: versions, cache directory, device
  *   bench.c        `qgemm bench`: qgemm against cuBLASLt, dense and grouped
  *   cublaslt.c     the cuBLASLt peer (cublaslt.h)
+ *   families.c     the kernel families' names and shape options (below)
+ *   cmd_check_families.c   `qgemm check`'s cases of the families beside FP8
+ *   bench_families.c       `qgemm bench --family` for those families
+ *   compile_families.c     `qgemm compile --family` for those families
  *
  * Symbols flow one way: qgemm.c takes the commands' entry points, the
  * commands take cli.c's helpers and cublaslt.c's peer; no unit takes from
@@ -137,6 +141,59 @@ const char *cli_cache_dir(char *buf, size_t len);
  * another user, or writable by others: qg__cache_dir_unsafe), into why; NULL
  * when it is used (or does not exist yet). */
 const char *cli_cache_dir_unsafe(const char *dir, char *why, size_t len);
+
+/* ---- kernel families (families.c) ------------------------------------------ */
+
+/* What `check`, `bench` and `compile` take as --family: the FP8 GEMMs (the
+ * commands' original tables) and the families beside them (issues 49-51),
+ * whose cases run through the testkit (testkit/qgtk_cases.h). */
+typedef enum {
+    CLI_FAMILY_FP8,
+    CLI_FAMILY_BF16,
+    CLI_FAMILY_MQA,
+    CLI_FAMILY_PAGED_MQA,
+    CLI_FAMILY_HC,
+    CLI_FAMILY_CAST,
+    CLI_NUM_FAMILIES
+} cli_family;
+#define CLI_FAMILY_CHOICES "fp8, bf16, mqa, paged-mqa, hc, cast"
+
+/* "fp8", "bf16", "mqa", "paged-mqa", "hc", "cast". */
+const char *cli_family_name(cli_family f);
+/* One name into *out. @return false for any other text. */
+bool cli_parse_family(const char *text, cli_family *out);
+/* A name, "all", or a comma list of names, added to set[]. @return false
+ * (set untouched) for an unknown or empty name. */
+bool cli_parse_family_set(const char *text, bool set[CLI_NUM_FAMILIES]);
+/* Each family's --shape (not FP8's MxNxK): its form ("MxNxK", "SQxSKVxHxD",
+ * "BxNxHxDxL", "MxK"), its number of fields, the defaults of `qgemm bench
+ * --family` (and `compile --family`), and parsing one, its fields in their
+ * bounds: on failure a usage error for `command` naming the form, the
+ * fields' meaning and bounds, and the text. */
+#define CLI_FAMILY_MAX_DIMS 5
+const char *cli_family_shape_form(cli_family f);
+int cli_family_shape_dims(cli_family f);
+int cli_family_default_shapes(cli_family f, const long (**out)[CLI_FAMILY_MAX_DIMS]);
+bool cli_family_parse_shape(const char *command, cli_family f, const char *text, long *out);
+/* "AxBx..." of exactly `count` integers in [lo, hi] each, into out. */
+bool cli_parse_dims(const char *text, int count, long lo, long hi, long *out);
+
+/* The families' part of `qgemm check` (cmd_check_families.c): the number of
+ * cases of family f (not FP8), and running them: one line each, or with
+ * json one object of the "cases" array each (a comma before it unless
+ * *first, which it clears); progress steps from *done on.
+ * @return the number of failed cases. */
+int cli_check_family_count(cli_family f, bool quick);
+int cli_check_family_run(qg_context *ctx, cli_family f, bool quick, uint64_t seed, bool json,
+                         bool *first, cli_progress *bar, int *done);
+
+/* `qgemm bench --family F` for F other than fp8 (bench_families.c): its own
+ * options (argv as cli_bench's). @return the exit code. */
+int cli_bench_family(int argc, char **argv);
+
+/* `qgemm compile --family F` for F other than fp8 (compile_families.c): its
+ * own options (argv as cli_compile's). @return the exit code. */
+int cli_compile_family(int argc, char **argv);
 
 /* ---- the commands: argv[0] is the command's name; @return the exit code -- */
 

@@ -1,7 +1,10 @@
 /*
- * cmd_check.c -- `qgemm check [--quick] [--seed N] [--json] [--progress]`: the correctness sweep,
- * every case through the testkit (random problem, poison, GEMM, check against
- * the exact reference) with the pass rule of the tests (qgtk_check_passed).
+ * cmd_check.c -- `qgemm check [--family F]... [--quick] [--seed N] [--json] [--progress]`: the
+ * correctness sweep, every case through the testkit (random problem, poison,
+ * GEMM, check against the exact reference) with the pass rule of the tests
+ * (qgtk_check_passed). The FP8 GEMMs' cases are here; the other families'
+ * (BF16, MQA, paged MQA, HC, casts) are cmd_check_families.c's. Without
+ * --family every family runs.
  */
 #include "cli.h"
 
@@ -59,7 +62,7 @@ static const check_case quick_cases[] = {
 /* One case of --json's "cases" array (first: no comma before it). */
 static void case_json(const check_case *c, bool first, bool ok, const char *error,
                       const qgtk_check_result *res, const qg_config *cfg, const char *desc) {
-    printf("%s\n    {\"kind\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"groups\": %d, "
+    printf("%s\n    {\"family\": \"fp8\", \"kind\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"groups\": %d, "
            "\"passed\": %s", first ? "" : ",", cli_kind_name(c->kind), c->m, c->n, c->k, c->groups,
            ok ? "true" : "false");
     if (error) {
@@ -123,7 +126,7 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed, bool 
             snprintf(error, sizeof error, "error while %s: %s", stage, qg_last_error());
             case_json(c, first, false, error, NULL, NULL, NULL);
         } else {
-            printf("FAIL %-36s error while %s: %s\n", label, stage, qg_last_error());
+            printf("FAIL fp8       %-44s error while %s: %s\n", label, stage, qg_last_error());
         }
         qgtk_problem_free(p);
         return false;
@@ -137,7 +140,7 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed, bool 
         qgtk_problem_free(p);
         return ok;
     }
-    printf("%s %-36s diff %.3e  (bm %d bn %d st %d mc %s)%s", ok ? "ok  " : "FAIL", label,
+    printf("%s fp8       %-44s diff %.3e  (bm %d bn %d st %d mc %s)%s", ok ? "ok  " : "FAIL", label,
            res.diff, cfg.block_m, cfg.block_n, cfg.num_stages, cli_cluster_name(&cfg),
            res.gpu_reference ? " [gpu ref]" : "");
     if (c->groups > 1) printf("  worst group %.3e", res.group_diff_max);
@@ -150,6 +153,7 @@ static bool check_one(qg_context *ctx, const check_case *c, uint64_t seed, bool 
 
 int cli_check(int argc, char **argv) {
     bool quick = false, json = false, progress = false;
+    bool families[CLI_NUM_FAMILIES] = {false}, any_family = false;
     const char *seed_text = NULL; /* the --seed given, to refuse a second one */
     uint64_t seed = cli_fresh_seed();
     for (int i = 1; i < argc; i++) {
@@ -157,7 +161,12 @@ int cli_check(int argc, char **argv) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--progress")) progress = true;
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--family") && i + 1 < argc) {
+            if (!cli_parse_family_set(argv[i + 1], families))
+                return cli_usage_error("check: --family wants %s or all (or a comma list of "
+                                       "them), got '%s'", CLI_FAMILY_CHOICES, argv[i + 1]);
+            any_family = true, i++;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (!cli_parse_int(argv[i + 1], 0, 2147483647L, &v))
                 return cli_usage_error("check: --seed wants an integer in [0, 2147483647], got "
                                        "'%s'", argv[i + 1]);
@@ -168,18 +177,33 @@ int cli_check(int argc, char **argv) {
             seed = (uint64_t)v, i++;
         } else return cli_usage_error("check: unknown or incomplete option '%s'", argv[i]);
     }
+    if (!any_family) /* every family, as a user checking the install expects */
+        for (int f = 0; f < CLI_NUM_FAMILIES; f++) families[f] = true;
     qg_context *ctx;
     const qg_driver *drv;
     if (!cli_open_gpu_json(&ctx, &drv, json ? "check" : NULL)) return CLI_EXIT_NO_GPU;
     const check_case *cases = quick ? quick_cases : full_cases;
-    int count = quick ? (int)(sizeof quick_cases / sizeof quick_cases[0])
-                      : (int)(sizeof full_cases / sizeof full_cases[0]);
-    if (json)
+    int fp8_count = !families[CLI_FAMILY_FP8] ? 0
+                    : quick ? (int)(sizeof quick_cases / sizeof quick_cases[0])
+                            : (int)(sizeof full_cases / sizeof full_cases[0]);
+    int count = fp8_count;
+    for (int f = 1; f < CLI_NUM_FAMILIES; f++)
+        if (families[f]) count += cli_check_family_count((cli_family)f, quick);
+    if (json) {
         printf("{\n  \"command\": \"check\",\n  \"seed\": %llu,\n  \"bound\": %.1e,\n  "
-               "\"cases\": [", (unsigned long long)seed, CLI_DIFF_BOUND);
-    else
-        printf("qgemm check: %d cases, seed %llu, bound diff < %.0e\n", count,
+               "\"families\": [", (unsigned long long)seed, CLI_DIFF_BOUND);
+        for (int f = 0, n = 0; f < CLI_NUM_FAMILIES; f++)
+            if (families[f]) printf("%s\"%s\"", n++ ? ", " : "", cli_family_name((cli_family)f));
+        printf("],\n  \"cases\": [");
+    } else {
+        printf("qgemm check: %d cases (", count);
+        for (int f = 0, n = 0; f < CLI_NUM_FAMILIES; f++)
+            if (families[f])
+                printf("%s%s %d", n++ ? ", " : "", cli_family_name((cli_family)f),
+                       f == CLI_FAMILY_FP8 ? fp8_count : cli_check_family_count((cli_family)f, quick));
+        printf("), seed %llu; FP8 bound diff < %.0e, the others their tests' rules\n",
                (unsigned long long)seed, CLI_DIFF_BOUND);
+    }
     /* --progress: a line per case on stderr before it runs (the first run
      * compiles each case's kernel, seconds each on a small host). Only when
      * asked: on a terminal the result lines already show the pace. */
@@ -187,15 +211,20 @@ int cli_check(int argc, char **argv) {
     cli_progress_start(&bar, "check", count, progress);
     bar.enabled = progress;
     int failed = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < fp8_count; i++) {
         char what[96];
-        snprintf(what, sizeof what, "%s %dx%dx%d", cli_kind_name(cases[i].kind), cases[i].m,
+        snprintf(what, sizeof what, "fp8 %s %dx%dx%d", cli_kind_name(cases[i].kind), cases[i].m,
                  cases[i].n, cases[i].k);
         if (cases[i].groups > 1)
             snprintf(what + strlen(what), sizeof what - strlen(what), " G=%d", cases[i].groups);
         cli_progress_step(&bar, i + 1, what);
         failed += !check_one(ctx, &cases[i], seed + (uint64_t)i, json, i == 0);
     }
+    bool first = fp8_count == 0;
+    int done = fp8_count;
+    for (int f = 1; f < CLI_NUM_FAMILIES; f++)
+        if (families[f])
+            failed += cli_check_family_run(ctx, (cli_family)f, quick, seed, json, &first, &bar, &done);
     if (json)
         printf("\n  ],\n  \"passed\": %d,\n  \"failed\": %d\n}\n", count - failed, failed);
     else

@@ -112,6 +112,10 @@ static bool compile_one(qg_context *ctx, const qg_problem *q, const qg_config *f
 }
 
 int cli_compile(int argc, char **argv) {
+    /* --family other than fp8: the other families' kernels (compile_families.c) */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--family") && strcmp(argv[i + 1], "fp8"))
+            return cli_compile_family(argc, argv);
     cli_shape shapes[CLI_MAX_SHAPES];
     int num_shapes = 0, contiguous_groups = 0, masked_groups = 0, masked_rows = 0;
     bool dense = false, offline = false, json = false, progress = false, accumulate = false;
@@ -183,6 +187,8 @@ int cli_compile(int argc, char **argv) {
                 return cli_usage_error("compile: --refuse wants BMxBN, got '%s'", next);
             qgtk_refuse_tile(t.m, t.n);
             i++;
+        } else if (!strcmp(argv[i], "--family") && next && !strcmp(next, "fp8")) {
+            i++; /* these kernels */
         } else if (!strcmp(argv[i], "--dense")) {
             dense = true;
         } else if (!strcmp(argv[i], "--offline")) {

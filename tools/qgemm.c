@@ -3,13 +3,17 @@
  * command (declared in cli.h); the helpers they share are tools/cli.c.
  *
  *   qgemm bench    [options]   qgemm vs cuBLASLt timings; --host: the C
- *                              API's CPU cost per call (bench.c)
- *   qgemm check    [--quick] [--seed N] [--json] [--progress] (cmd_check.c)
+ *                              API's CPU cost per call (bench.c);
+ *                  --family F [options]: the other families (bench_families.c)
+ *   qgemm check    [--family F]... [--quick] [--seed N] [--json] [--progress]
+ *                              (cmd_check.c, cmd_check_families.c)
  *   qgemm compile  [--shape MxNxK]... [--grouped-contiguous G]
  *                  [--grouped-masked G,M_max] [--config bm,bn,st,mc]
  *                  [--kind K [--groups G] [--accumulate]]...
  *                  [--dense] [--offline] [--json] [--progress]
  *                  [--refuse BMxBN: test fault]           (cmd_compile.c)
+ *   qgemm compile  --family F [--shape S]... [--splits S] [--offline] [--json]
+ *                                                         (compile_families.c)
  *   qgemm info     [--json]                               (cmd_info.c)
  *   qgemm cache    [--prune | --clear]                    (cmd_cache.c)
  *
@@ -34,7 +38,21 @@
 static const struct {
     const char *name, *summary, *options;
 } commands[] = {
-    {"bench", "time qgemm against cuBLASLt on the DeepSeek-V3 shapes",
+    {"bench", "time qgemm against cuBLASLt on the DeepSeek-V3 shapes (FP8), or another family",
+     "  --family F      fp8 (default: the FP8 GEMMs, the options below), or bf16,\n"
+     "                  mqa, paged-mqa, hc, cast: that family's kernels, checked on\n"
+     "                  16 sampled rows, then timed as the FP8 ones (CUDA events\n"
+     "                  after an L2 flush, median): us, TFLOPS, GB/s; its --shape:\n"
+     "                    bf16       MxNxK (N % 8 = 0)  --layout nt|nn|tn|tt (default nt)\n"
+     "                               --out bf16|fp32 (D; default bf16)\n"
+     "                    mqa        SQxSKVxHxD (H 32|64, D 32|64|128; every query\n"
+     "                               scores all SKV keys)  --out fp32|bf16  --clean\n"
+     "                    paged-mqa  BxNxHxDxL (batch, next_n 1|2, H, D, average\n"
+     "                               context length)  --out fp32|bf16  --clean\n"
+     "                    hc         MxNxK (N 8|16|24|32, K % 64 = 0)  --splits S\n"
+     "                    cast       MxK  --cast per-token|per-block|per-channel|silu-mul\n"
+     "                               (default per-token)  --in bf16|fp32  --ue8m0\n"
+     "                  with --runs, --warmup, --flush, --seed, --json as below\n"
      "  --shape MxNxK   (repeatable; default: 18 shapes, M in {64,128,4096})\n"
      "  --csv | --json  machine-readable rows instead of the table\n"
      "  --runs N        timed runs per GEMM, median reported (20..100000, default 30)\n"
@@ -65,7 +83,9 @@ static const struct {
      "  --host-calls N  timed calls per problem for --host (implies it;\n"
      "                  100..10000000, default 10000)\n"},
     {"check", "correctness sweep against an exact fp64 reference (exit 1 on failure)",
-     "  --quick         6 small cases (for compute-sanitizer)\n"
+     "  --family F      the families to check (repeatable, or a comma list): fp8,\n"
+     "                  bf16, mqa, paged-mqa, hc, cast, or all (the default)\n"
+     "  --quick         a few small cases per family (for compute-sanitizer)\n"
      "  --seed N        input seed, 0..2147483647 (default: from the clock, printed)\n"
      "  --json          one JSON document on stdout instead of the lines\n"
      "  --progress      a progress line per case before it runs (count / total,\n"
@@ -84,6 +104,10 @@ static const struct {
      "  --config bm,bn,stages,mc   this configuration instead of the heuristic's\n"
      "  --dense         also dense kernels when a grouped option is given\n"
      "  --offline       compile for an offline H100 even if a GPU is present\n"
+     "  --family F      fp8 (default: the options above), or bf16, mqa, paged-mqa,\n"
+     "                  hc, cast: every variant of that family's kernels for each\n"
+     "                  --shape in the family's form (see qgemm bench --help;\n"
+     "                  default: bench --family F's shapes); hc: --splits S\n"
      "  --json          one JSON document on stdout instead of the lines\n"
      "  --progress      a progress line per kernel (count / total, elapsed) on\n"
      "                  stderr even when stderr is not a terminal\n"},
@@ -113,7 +137,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: qgemm <command> [options]\n"
             "\n"
-            "Block-scaled FP8 GEMMs for NVIDIA Hopper (sm_90a), version %s.\n"
+            "Block-scaled FP8 GEMMs, BF16 GEMMs, the DeepSeek-V3.2 indexer and casts for\n"
+            "NVIDIA Hopper (sm_90a), version %s.\n"
             "\n"
             "commands:\n",
             qg_version_string());

@@ -1,0 +1,159 @@
+/*
+ * qgtk_cases.h -- the testkit's GPU cases of the families beside the FP8
+ * GEMMs (BF16 GEMMs, the indexer and HC kernels, the casts): one function per
+ * kind of call that makes fresh random inputs, poisons the outputs, runs the
+ * library's entry point, checks the result against an fp64 (or bitwise, for
+ * the casts) host reference and reports what must stay untouched but was
+ * written; optionally it then times the same call (CUDA events after an L2
+ * flush, qgtk_time_us) on the same buffers. The C tests (tests/test_bf16.c,
+ * test_indexer.c, test_cast.c) and the CLI's `qgemm check` / `qgemm bench
+ * --family` run these same functions, so the two never disagree on what
+ * passes.
+ *
+ * One unit per family: testkit/bf16_case.c, indexer_case.c (MQA logits,
+ * paged MQA logits, HC prenorm), cast_case.c.
+ *
+ * Invariants (as qgtk.h's):
+ *  - each runner makes ctx's CUcontext current itself (push/pop);
+ *  - inputs are generated from opts->seed alone (same seed, same inputs);
+ *  - nothing prints: res->why says why a case failed ("" when it passed);
+ *  - the pass rules are the tests': BF16 diff < 1e-5; MQA / paged diff < 5e-6
+ *    (fp32 logits) or 3e-5 (bf16), bitwise identical over 4 runs; HC diff <
+ *    1e-8 against the TF32 product (and < 1e-5 against the exact one), sum of
+ *    squares < 1e-8; casts bit for bit the torch formulas (silu_mul: scales
+ *    within 4 ulp, bytes within one e4m3 step on <= 0.1% of them).
+ */
+#ifndef QGTK_CASES_H
+#define QGTK_CASES_H
+
+#include "qgtk.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- what every runner takes and returns ---------------------------------- */
+
+typedef struct {
+    uint64_t seed;
+    /* 0: check every output row (and key); > 0: at most this many rows (and,
+     * for the logits, keys per row) spread evenly, for benchmark shapes whose
+     * full host reference would take minutes. Poison checks cover every
+     * element either way. */
+    int sample;
+    /* Time the call after a passing check: flush (L2 flush before each timed
+     * run), warmup, runs (>= 1). runs = 0: no timing. */
+    qgtk_l2_flush_mode flush;
+    int warmup, runs;
+} qgtk_case_opts;
+
+typedef struct {
+    bool passed;
+    double diff;        /* the case's accuracy figure (NaN when not reached; casts: 0) */
+    char why[256];      /* "" when passed */
+    bool timed;         /* opts->runs > 0 and the check passed */
+    qgtk_timing t;
+    double flops;       /* the call's useful work (0 for the casts) */
+    double bytes;       /* bytes it must move at least: inputs read and outputs written once */
+} qgtk_case_result;
+
+/* An index spread: true for `sample` indices of [0, total) spread evenly, or
+ * for every index when sample <= 0 or total <= sample. */
+static inline bool qgtk_sampled(int64_t idx, int64_t total, int sample) {
+    if (sample <= 0 || total <= sample) return true;
+    return (idx + 1) * sample / total != idx * sample / total;
+}
+
+/* A small xorshift generator for the cases' inputs. */
+typedef struct {
+    uint64_t s;
+} qgtk_rng;
+static inline void qgtk_rng_seed(qgtk_rng *r, uint64_t seed) {
+    r->s = seed * 0x9E3779B97F4A7C15ull + 1;
+}
+static inline uint64_t qgtk_rng_u64(qgtk_rng *r) {
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return r->s;
+}
+static inline double qgtk_rng_unit(qgtk_rng *r) { /* [0, 1) */
+    return (double)(qgtk_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+static inline float qgtk_rng_normal(qgtk_rng *r) {
+    const double u = qgtk_rng_unit(r) + 1e-12, w = qgtk_rng_unit(r);
+    return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * w));
+}
+
+/* ---- BF16 GEMMs (testkit/bf16_case.c) ------------------------------------- */
+
+typedef struct {
+    qg_gemm_kind kind;  /* DENSE, GROUPED_CONTIGUOUS, GROUPED_PSUM, GROUPED_MASKED, K_GROUPED */
+    int m, n, k, groups; /* k-grouped: k is ignored (the groups' K are drawn: 0..384, one empty) */
+    qg_major a_major, b_major;
+    int d_fp32;          /* 0: D bf16; 1: FP32 */
+    int c_mode;          /* 0: no C; 1: a separate C; 2: C is D (accumulate in place) */
+} qgtk_bf16_case;
+
+/* "NT", "NN", "TN" or "TT": DeepGEMM's name of the majors. */
+const char *qgtk_bf16_layout_name(qg_major a_major, qg_major b_major);
+
+/* Run (and check, and time) one BF16 case: qg_bf16_gemm,
+ * qg_m_grouped_bf16_gemm_{contiguous,psum,masked} or qg_k_grouped_bf16_gemm
+ * by c->kind. @return res->passed. */
+bool qgtk_bf16_case_run(qg_context *ctx, CUstream stream, const qgtk_bf16_case *c,
+                        const qgtk_case_opts *opts, qgtk_case_result *res);
+
+/* ---- the indexer and HC (testkit/indexer_case.c) --------------------------- */
+
+typedef struct {
+    int seq_len, seq_len_kv, heads, head_dim;
+    int bf16;           /* logits bf16 (else fp32) */
+    int mode;           /* 0 plain, 1 clean (-inf outside the ranges), 2 compressed (max_seqlen_k) */
+    int full_ranges;    /* 1: every query's range is [0, seq_len_kv) (benchmarks); 0: random
+                         * ranges with empty ones and ends past seq_len_kv */
+} qgtk_mqa_case;
+
+typedef struct {
+    int batch, next_n, heads, head_dim;
+    int bf16, clean;
+    int avg_len;        /* context lengths drawn in [0.7, 1.3] x avg_len, some 0..2 */
+    int graph;          /* also capture schedule + logits in a CUDA graph and replay it with
+                         * new lengths: bitwise the eager result */
+} qgtk_paged_case;
+
+typedef struct {
+    int m, n, k, splits; /* splits 0: unsplit */
+} qgtk_hc_case;
+
+/* qg_fp8_mqa_logits (4 runs, bitwise equal, then checked; timed). */
+bool qgtk_mqa_case_run(qg_context *ctx, CUstream stream, const qgtk_mqa_case *c,
+                       const qgtk_case_opts *opts, qgtk_case_result *res);
+/* qg_paged_mqa_logits_schedule + qg_fp8_paged_mqa_logits (the logits call
+ * alone is timed: the schedule is computed ahead in a decode step). */
+bool qgtk_paged_case_run(qg_context *ctx, CUstream stream, const qgtk_paged_case *c,
+                         const qgtk_case_opts *opts, qgtk_case_result *res);
+/* qg_tf32_hc_prenorm_gemm. */
+bool qgtk_hc_case_run(qg_context *ctx, CUstream stream, const qgtk_hc_case *c,
+                      const qgtk_case_opts *opts, qgtk_case_result *res);
+
+/* ---- the casts (testkit/cast_case.c) -------------------------------------- */
+
+typedef struct {
+    qg_cast_kind kind;  /* PER_TOKEN, PER_BLOCK, PER_CHANNEL, SILU_MUL */
+    int f32, ue, mn;    /* x float32 (else bf16); UE8M0 scales; M-major scales (per-token, silu) */
+    int rows_mask;      /* silu_mul: 1 masked (masked_m), 2 contiguous (m_indices) */
+    int groups, m, k;
+    int pad;            /* extra elements of each row stride (narrow accesses when odd) */
+    int graph;          /* launch through a CUDA graph captured after qg_cast_compile */
+} qgtk_cast_case;
+
+/* "per-token", "per-block", "per-channel", "silu-mul" (NULL for the layout kinds). */
+const char *qgtk_cast_kind_name(qg_cast_kind kind);
+
+/* One cast on inputs with special values (inf, NaN, -0, e4m3 subnormals,
+ * zero rows), outputs poisoned, checked bit for bit. */
+bool qgtk_cast_case_run(qg_context *ctx, CUstream stream, const qgtk_cast_case *c,
+                        const qgtk_case_opts *opts, qgtk_case_result *res);
+
+#endif /* QGTK_CASES_H */
