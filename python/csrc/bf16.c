@@ -243,8 +243,7 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     for (int i = 0; i < B_SLOTS; i++) {
         if ((i == B_C || i == B_IDX) && obj[i] == Py_None)
             continue;
-        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
-        if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
+        if (qgpy_tensor_take(obj[i], names[i], stream, (no_sync >> i) & 1u, &t[i]) < 0)
             goto done;
     }
     qg_bf16_gemm_args ga;

@@ -82,8 +82,7 @@ static int import_all(PyObject *const *obj, const char *const *names, int n, uns
     for (int i = 0; i < n; i++) {
         if (obj[i] == Py_None)
             continue;
-        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
-        if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
+        if (qgpy_tensor_take(obj[i], names[i], stream, (no_sync >> i) & 1u, &t[i]) < 0)
             return -1;
     }
     return 0;

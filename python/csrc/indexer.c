@@ -29,8 +29,7 @@ static int import_all(PyObject *const *objs, const char *const *names, int n,
                       unsigned long long stream, unsigned no_sync, qgpy_tensor *t)
 {
     for (int i = 0; i < n; i++) {
-        long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
-        if (qgpy_tensor_import(objs[i], names[i], dlpack_stream, &t[i]) < 0)
+        if (qgpy_tensor_take(objs[i], names[i], stream, (no_sync >> i) & 1u, &t[i]) < 0)
             return -1;
     }
     return 0;

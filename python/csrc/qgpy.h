@@ -111,6 +111,14 @@ int qgpy_torch_ready(void);
 int qgpy_torch_borrow(PyObject *obj, const char *name, qgpy_tensor *out);
 /* torch's current stream on `device` as a CUstream handle. */
 int qgpy_torch_current_stream(int device, unsigned long long *handle);
+/* One slot of a family call on `stream` (a CUstream handle): with no_sync
+ * (the producer's current stream is the call's: it needs no ordering) a
+ * plain CUDA torch tensor is described by qgpy_torch_borrow (a few attribute
+ * reads, ~1 us, where a DLPack export costs ~4.7 us); anything else, or
+ * without no_sync, goes through qgpy_tensor_import, whose checks and
+ * messages then decide. 0, or -1 with a Python error. */
+int qgpy_tensor_take(PyObject *obj, const char *name, unsigned long long stream, int no_sync,
+                     qgpy_tensor *out);
 
 /* ---- one GEMM call's tensors -> library arguments (layout.c) ------------- */
 

@@ -214,3 +214,11 @@ int qgpy_torch_current_stream(int device, unsigned long long *handle)
     *handle = h;
     return 0;
 }
+
+int qgpy_tensor_take(PyObject *obj, const char *name, unsigned long long stream, int no_sync,
+                     qgpy_tensor *out)
+{
+    if (no_sync && qgpy_torch_borrow(obj, name, out) == 1)
+        return 0;
+    return qgpy_tensor_import(obj, name, no_sync ? -1 : qgpy_dlpack_stream(stream), out);
+}

@@ -295,7 +295,10 @@ def current_stream(tensors: Sequence[Any]) -> Tuple[int, int]:
             if isinstance(t, torch.Tensor) and t.is_cuda:
                 device = t.device
                 same = [isinstance(u, torch.Tensor) and u.device == device for u in tensors]
-                return torch.cuda.current_stream(device).cuda_stream, _mask(same)
+                raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # ~0.3 us, not ~5
+                handle = raw(device.index) if raw is not None else \
+                    torch.cuda.current_stream(device).cuda_stream
+                return handle, _mask(same)
     cupy = sys.modules.get("cupy")
     if cupy is not None:
         for t in tensors:
