@@ -407,6 +407,69 @@ QG_API qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_g
                                                      const qg_config *cfg,
                                                      struct CUstream_st *stream);
 
+/*
+ * FP8 output (since 0.6.0): the same GEMMs (dense, contiguous, psum, masked)
+ * writing D as e4m3 with one float32 scale per 1x128 block of each row, in
+ * the layout the next FP8 GEMM reads as `sfa`, so one GEMM's output is the
+ * next one's A without a conversion (an MoE expert's up-projection feeding
+ * its down-projection). The scales come from the FP32 sums, by the
+ * per-token cast's formula (qg_per_token_cast, docs/CAST.md): amax over the
+ * row's 128 columns (those < n), at least 1e-4; sf = amax / 448 (as
+ * amax * float(1/448)), or with ue8m0 = 1 rounded up to a power of two;
+ * D = e4m3(sum * (448 / amax)) (ue8m0: sum / sf), round to nearest even,
+ * saturating. So the result is qg_per_token_cast of the bf16-output GEMM's
+ * D but for that intermediate's bf16 rounding.
+ *
+ *  args    as the bf16 call, except d: e4m3 [rows][ldd] (ldd in bytes =
+ *          elements, >= n, a multiple of 16; rows as the bf16 D's)
+ *  out     sfd [ceil(n/128)][sfd_ld] floats, sfd[(n/128) * sfd_ld + m]
+ *          (masked: [G][ceil(n/128)][sfd_ld], group g's rows at
+ *          (g * ceil(n/128) + n/128) * sfd_ld); sfd_ld >= m (masked: M_max), a
+ *          multiple of 4 (qg_sfa_ld(m)); 4-byte aligned. Rows that the bf16
+ *          call leaves untouched (padding, masked-out) keep their D bytes
+ *          and scales; rows [m, sfd_ld) are not written. D and sfd may not
+ *          overlap each other or an input.
+ * Tiles are whole 128-column groups (block_n 128 or 256): a forced
+ * configuration of another block_n is refused (QG_ERROR_UNSUPPORTED).
+ */
+typedef struct {
+    float *sfd;      /* the scales of D (see above) */
+    int64_t sfd_ld;  /* >= m, a multiple of 4 */
+    int ue8m0;       /* 0: sf = amax / 448; 1: rounded up to a power of two */
+} qg_fp8_out;
+
+/** Dense GEMM with e4m3 D and its 1x128 scales (see qg_fp8_out).
+ *  @return as qg_fp8_gemm_nt; QG_ERROR_INVALID_ARGUMENT also for out (NULL,
+ *  sfd, sfd_ld, ue8m0), naming the field. */
+QG_API qg_status qg_fp8_gemm_nt_fp8out(qg_context *ctx, const qg_gemm_args *args,
+                                       const qg_fp8_out *out, const qg_config *cfg,
+                                       struct CUstream_st *stream);
+/** Contiguous layout, e4m3 D (see qg_fp8_out). @return as qg_fp8_gemm_nt_fp8out. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_contiguous_fp8out(qg_context *ctx,
+                                                            const qg_gemm_args *args,
+                                                            const qg_fp8_out *out,
+                                                            const qg_config *cfg,
+                                                            struct CUstream_st *stream);
+/** Masked layout, e4m3 D (see qg_fp8_out). @return as qg_fp8_gemm_nt_fp8out. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_masked_fp8out(qg_context *ctx, const qg_gemm_args *args,
+                                                        const qg_fp8_out *out,
+                                                        const qg_config *cfg,
+                                                        struct CUstream_st *stream);
+/** Psum layout, e4m3 D (see qg_fp8_out). @return as qg_fp8_gemm_nt_fp8out. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_psum_fp8out(qg_context *ctx, const qg_gemm_args *args,
+                                                      const qg_fp8_out *out, const qg_config *cfg,
+                                                      struct CUstream_st *stream);
+/** qg_compile for the e4m3-D kernel of `problem` (kinds dense, contiguous,
+ *  masked, psum; ue8m0 0 or 1); `cfg` NULL = the heuristic's choice among
+ *  the tiles of whole 128-column groups.
+ *  @return as qg_compile. */
+QG_API qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m0,
+                                   const qg_config *cfg, qg_kernel_info *info);
+/** qg_select_config for the e4m3-D kernel (see qg_compile_fp8out).
+ *  @return as qg_select_config. */
+QG_API qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *problem,
+                                         int ue8m0, qg_config *out);
+
 /** @return the row alignment each expert segment needs in the contiguous layout (128). */
 QG_API int qg_m_alignment_for_contiguous_layout(void);
 

@@ -17,6 +17,11 @@
  *                      so that one kernel serves every K (the k-grouped GEMM);
  *                      dense scheduler, no split-K, no K-pipelining
  *   QG_D_F32           1: D is FP32 (QG_SFB_COLS only)
+ *   QG_D_FP8           1: D is e4m3 with one FP32 scale per 1x128 block of a
+ *                      row (sfd, M-major: the next GEMM's sfa), 2: the same
+ *                      with the scales rounded up to powers of two (UE8M0);
+ *                      1D2D kinds 0..3, block_n a multiple of 128 (see the
+ *                      epilogue, "FP8 D")
  *   QG_D_REDUCE        1: D += the product, by TMA reduce-add
  *                      (cp.reduce.async.bulk.tensor .add .f32: the SMs never
  *                      read D; QG_D_F32 only)
@@ -104,6 +109,9 @@
 #ifndef QG_D_REDUCE
 #define QG_D_REDUCE 0
 #endif
+#ifndef QG_D_FP8
+#define QG_D_FP8 0
+#endif
 
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
@@ -130,6 +138,12 @@ struct qg_kgroups {
 #else
 #define QG_KGROUPS_PARAM
 #define QG_RUN_GROUPS QG_NUM_GROUPS
+#endif
+/* FP8 D: where its scales go (sfd [ceil(N/128)][sfd_ld], masked [G][..]). */
+#if QG_D_FP8
+#define QG_FP8_D_PARAM , float *__restrict__ sfd, int64_t sfd_ld
+#else
+#define QG_FP8_D_PARAM
 #endif
 
 #define QG_BLOCK_K 128
@@ -236,7 +250,7 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 
 /* Shared-memory plan (bytes); src/config.c computes the same numbers. */
 #define QG_ROUND_UP(x, a) (((x) + (a) - 1) / (a) * (a))
-#define QG_D_BYTES (QG_D_F32 ? 4 : 2)
+#define QG_D_BYTES (QG_D_F32 ? 4 : QG_D_FP8 ? 1 : 2)
 #define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024))
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
@@ -300,6 +314,12 @@ static_assert(QG_KIND != 4 || (QG_SFB_COLS && QG_D_F32 && QG_MULTICAST == 0),
               "k-grouped: 1D1D mode, FP32 D, no multicast");
 static_assert((!QG_D_F32 || QG_SFB_COLS) && (!QG_D_REDUCE || QG_D_F32),
               "FP32 D: 1D1D mode; reduce-add: FP32 D");
+/* FP8 D: each tile row covers whole 128-column scale groups, so a group's
+ * amax is one quad's (no exchange between warps or CTAs); one 128-byte
+ * swizzled store chunk per group. */
+static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS && QG_BLOCK_N % 128 == 0 &&
+                            QG_STORE_COLS == 128),
+              "FP8 D: the 1D2D kinds, block_n a multiple of 128, 128-column store chunks");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
                                   QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
@@ -529,6 +549,51 @@ QG_DEVICE uint16_t *qg_smem_d_addr(uint16_t *smem_d, uint32_t row, uint32_t col8
     return smem_d + chunk * QG_BLOCK_M * QG_STORE_COLS + row * QG_STORE_COLS + (unit ^ swz) * 8;
 }
 
+#if QG_D_FP8
+/*
+ * FP8 D: the per-token cast's formula (kernels/qg_cast.cuh, "Bitwise
+ * contract"), applied to the FP32 sums instead of bf16 values, so that this
+ * GEMM's e4m3 output and scales equal qg_per_token_cast of its bf16 output
+ * up to the bf16 rounding of that intermediate:
+ *   amax = max |sum| over the row's 128 columns (those that exist), clamped
+ *          below at 1e-4 (0 -> 1e-4; NaN propagates);
+ *   sf   = amax * fp32(1/448), or (QG_D_FP8 2) 2^ceil(log2) of it from its
+ *          exponent bits, clamped to [2^-126, 2^127];
+ *   q    = sum * (rcp(amax) * 448), or sum * (1 / sf) for UE8M0 (a power of
+ *          two, exact), each product IEEE-rounded; e4m3 by cvt.rn.satfinite,
+ *          and where amax * mult > 464 (inf / NaN sums only) c10's conversion
+ *          (|v| > 464 and NaN -> 0x7F | sign).
+ */
+#define QG_FP8_INV448 __uint_as_float(0x3B124925u) /* float(1 / 448) */
+QG_DEVICE void qg_st_shared_b16(uint32_t addr, uint32_t v) {
+    asm volatile("st.shared.b16 [%0], %1;" ::"r"(addr), "h"((uint16_t)v) : "memory");
+}
+QG_DEVICE void qg_fp8_d_scale(uint32_t amax_bits, float &sf, float &mult) {
+    float amax = __uint_as_float(amax_bits);
+    if (amax < 1e-4f) amax = 1e-4f; /* NaN compares false: kept */
+#if QG_D_FP8 == 2
+    const uint32_t bits = __float_as_uint(__fmul_rn(amax, QG_FP8_INV448)) & 0x7FFFFFFFu;
+    int e = (int)(bits >> 23) + ((bits & 0x7FFFFFu) != 0u);
+    e = min(max(e, 1), 254);
+    sf = __uint_as_float((uint32_t)e << 23);
+    mult = __fdiv_rn(1.0f, sf);
+#else
+    sf = __fmul_rn(amax, QG_FP8_INV448);
+    mult = __fmul_rn(__fdiv_rn(1.0f, amax), 448.0f);
+#endif
+}
+/* Two sums -> two e4m3 bytes (a in the low byte). */
+QG_DEVICE uint32_t qg_fp8_d_pack2(float a, float b, float mult, bool exact) {
+    const float qa = __fmul_rn(a, mult), qb = __fmul_rn(b, mult);
+    uint32_t v = qg_cvt_e4m3x2(qa, qb);
+    if (!exact) {
+        if (!(fabsf(qa) <= 464.0f)) v = (v & 0xFF00u) | 0x7Fu | ((__float_as_uint(qa) >> 24) & 0x80u);
+        if (!(fabsf(qb) <= 464.0f)) v = (v & 0x00FFu) | (0x7Fu | ((__float_as_uint(qb) >> 24) & 0x80u)) << 8;
+    }
+    return v;
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
 qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    const __grid_constant__ qg_tensor_map tmap_b,
@@ -539,7 +604,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                    uint16_t *__restrict__ d, int64_t ldd,
                    const int *__restrict__ m_indices,
                    const int *__restrict__ masked_m,
-                   int shape_m, int prefetch_kb, int num_k_blocks QG_KGROUPS_PARAM) {
+                   int shape_m, int prefetch_kb, int num_k_blocks QG_KGROUPS_PARAM QG_FP8_D_PARAM) {
     /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
@@ -1020,6 +1085,52 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                                out[t][j * 4 + half * 2 + 1]);
                         }
             }
+#elif QG_D_FP8
+            /* FP8 D. A thread holds columns 8j + 2 (lane % 4) and the next
+             * one of rows r and r + 8 (wgmma D layout), so a row's 128-column
+             * group is one quad's: each thread's max over its 32 sums of the
+             * group, then two xor-shuffles. The e4m3 pairs go to the 128-byte
+             * swizzled chunk of the group as 2-byte shared stores (a warp's
+             * 8 rows land in 8 different 16-byte units: no bank conflict),
+             * then leave by TMA like bf16 D; lane 0 of the quad stores the
+             * row's scale (rows that are written only). Columns past N are
+             * left out of the amax: in the grouped layouts they hold the next
+             * group's B rows, not zeros. */
+            {
+                const uint32_t d_base = qg_smem_addr(smem_d);
+                [[maybe_unused]] const int cols_left = QG_SHAPE_N - n_begin;
+                const int64_t sf_row0 = (QG_KIND == 2 ? (int64_t)tile.group * QG_NUM_SFB_N * sfd_ld : 0) +
+                                        (n_begin / 128) * sfd_ld + tile.m_begin;
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const uint32_t row = wg_row + t * 64 + half * 8;
+#pragma unroll
+                        for (int c = 0; c < QG_BLOCK_N / 128; ++c) {
+                            uint32_t amax = 0;
+#pragma unroll
+                            for (int j = c * 16; j < c * 16 + 16; ++j) {
+                                uint32_t m2 = max(__float_as_uint(out[t][j * 4 + half * 2]) & 0x7FFFFFFFu,
+                                                  __float_as_uint(out[t][j * 4 + half * 2 + 1]) & 0x7FFFFFFFu);
+                                if (QG_SHAPE_N % 128 != 0 && j * 8 >= cols_left) m2 = 0;
+                                amax = max(amax, m2);
+                            }
+                            amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+                            amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+                            float sf, mult;
+                            qg_fp8_d_scale(amax, sf, mult);
+                            const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= 464.0f;
+#pragma unroll
+                            for (int j = c * 16; j < c * 16 + 16; ++j)
+                                qg_st_shared_b16(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
+                                                 qg_fp8_d_pack2(out[t][j * 4 + half * 2],
+                                                                out[t][j * 4 + half * 2 + 1], mult, exact));
+                            if (lane % 4 == 0 && (int)row < tile.rows)
+                                sfd[sf_row0 + c * sfd_ld + row] = sf;
+                        }
+                    }
+            }
 #else
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t) {
@@ -1071,6 +1182,21 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 /* Some rows of the warpgroup's share must stay untouched
                  * (masked-out rows, padding rows): 16-byte stores of the rows
                  * that may be written. */
+#if QG_D_FP8
+                /* (e4m3: 16 columns a unit; N a multiple of 8 only, so the
+                 * last unit of a row may hold 8) */
+                for (int c = epi_thread; c < QG_EPI_ROWS * QG_BLOCK_N / 16; c += QG_EPI_THREADS) {
+                    const int row = c / (QG_BLOCK_N / 16), unit = c % (QG_BLOCK_N / 16);
+                    const int col = n_begin + unit * 16;
+                    if (epi_row0 + row < tile.rows && col < QG_SHAPE_N) {
+                        const uint4 v = *(const uint4 *)((const unsigned char *)smem_d +
+                                                         qg_smem_d_offset(epi_row0 + row, unit));
+                        unsigned char *dst = (unsigned char *)d + (int64_t)(d_row + row) * ldd + col;
+                        if (QG_SHAPE_N % 16 == 0 || col + 16 <= QG_SHAPE_N) *(uint4 *)dst = v;
+                        else *(uint2 *)dst = make_uint2(v.x, v.y);
+                    }
+                }
+#else
                 for (int c = epi_thread; c < QG_EPI_ROWS * QG_BLOCK_N / 8; c += QG_EPI_THREADS) {
                     const int row = c / (QG_BLOCK_N / 8), col8 = c % (QG_BLOCK_N / 8);
                     const int col = n_begin + col8 * 8;
@@ -1079,6 +1205,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         *(uint4 *)(d + (int64_t)(d_row + row) * ldd + col) =
                             *(const uint4 *)qg_smem_d_addr(smem_d, epi_row0 + row, col8);
                 }
+#endif
             }
         }
         if (threadIdx.x % QG_EPI_THREADS == 0) qg_bulk_wait_group0(); /* each unit's stores */

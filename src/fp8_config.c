@@ -186,9 +186,11 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
 
 /* sfb_floats < 0: the weight-gradient (1D1D) kernel: FP32 D, and each
  * stage's block_n column scales instead of the two tiles' SFB buffers. */
-size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_floats) {
+/* d_bytes: bytes of one element of D in shared memory (FP32 4, bf16 2, e4m3 1). */
+static size_t smem_bytes_d(int block_m, int block_n, int stages, int split_k, int sfb_floats,
+                           int d_bytes) {
     const bool cols = sfb_floats < 0;
-    return 1024 + round_up((size_t)block_m * block_n * (cols ? 4 : 2), 1024) +
+    return 1024 + round_up((size_t)block_m * block_n * (size_t)d_bytes, 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
            (cols ? (size_t)stages * round_up((size_t)block_n, 32) * 4 /* column scales, 128-byte aligned */
@@ -196,6 +198,14 @@ size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb
            (size_t)stages * 16 + 32 /* SFB buffers' */ + (split_k > 1 ? 16 : 0) /* barriers */ +
            32 /* tile slots */;
 }
+
+size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_floats) {
+    return smem_bytes_d(block_m, block_n, stages, split_k, sfb_floats, sfb_floats < 0 ? 4 : 2);
+}
+
+/* FP8 D (d_fp8 1 or 2): a tile row must cover whole 128-column scale groups
+ * (the kernel's amax is one quad's, no exchange between warps or CTAs). */
+static bool fp8_d_tile(int d_fp8, int block_n) { return !d_fp8 || block_n % 128 == 0; }
 
 /* The most 128-column SFB blocks any tile of width block_n can touch. */
 static int sfb_rows_for(const qg_problem *p, int block_n) {
@@ -267,9 +277,15 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     return QG_SUCCESS;
 }
 
-qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_config *cfg,
-                   qg_kernel_plan *out) {
+qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_fp8,
+                       const qg_config *cfg, qg_kernel_plan *out) {
     const int bm = cfg->block_m, bn = cfg->block_n;
+    if (d_fp8 < 0 || d_fp8 > 2 || (d_fp8 && qg__one_d(p->kind)))
+        return qg__fail(QG_ERROR_INTERNAL, "config: FP8 D %d for kind %d", d_fp8, (int)p->kind);
+    if (!fp8_d_tile(d_fp8, bn))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: FP8 output needs block_n a multiple of 128 (each tile row then "
+                        "covers whole 1x128 scale groups: 128 or 256), got %d", bn);
     if (bm != 64 && bm != 128 && bm != 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: block_m must be 64, 128 or 256, got %d", bm);
     if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128)
@@ -361,10 +377,11 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
 
     const int sfb_rows = sfb_rows_for(p, bn);
+    const int d_bytes = qg__one_d(p->kind) ? 4 : d_fp8 ? 1 : 2;
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (qg__smem_bytes(bm, bn, stages, split_k, sfb_floats(p, bn)) <=
+            if (smem_bytes_d(bm, bn, stages, split_k, sfb_floats(p, bn), d_bytes) <=
                 props->smem_optin_bytes)
                 break;
         if (stages == 0) {
@@ -383,7 +400,7 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                             props->smem_optin_bytes, k_part);
         }
     }
-    const size_t smem = qg__smem_bytes(bm, bn, stages, split_k, sfb_floats(p, bn));
+    const size_t smem = smem_bytes_d(bm, bn, stages, split_k, sfb_floats(p, bn), d_bytes);
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
@@ -446,6 +463,9 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
                                             : bn % 16 == 0 ? 16
                                                            : 8)
                       : bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
+    /* e4m3 D: one 128-byte chunk per scale group */
+    out->d_fp8 = d_fp8;
+    if (d_fp8) out->store_cols = 128;
     /* A dense M below block_m: the A and SFA boxes hold round_up(M, 8) rows
      * instead of block_m, so that a decode GEMM (M = 1..32) does not ask
      * TMA for up to 63 rows out of bounds every K block (DeepGEMM takes
@@ -459,9 +479,19 @@ qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_c
     return QG_SUCCESS;
 }
 
+qg_status qg__plan(const qg_device_props *props, const qg_problem *p, const qg_config *cfg,
+                   qg_kernel_plan *out) {
+    return qg__plan_out(props, p, 0, cfg, out);
+}
+
 qg_status qg__complete_config_sms(const qg_device_props *props, int num_sms, const qg_problem *p,
                                   qg_config *cfg, qg_kernel_plan *plan) {
-    qg_status st = qg__plan(props, p, cfg, plan);
+    return qg__complete_config_out(props, num_sms, p, 0, cfg, plan);
+}
+
+qg_status qg__complete_config_out(const qg_device_props *props, int num_sms, const qg_problem *p,
+                                  int d_fp8, qg_config *cfg, qg_kernel_plan *plan) {
+    qg_status st = qg__plan_out(props, p, d_fp8, cfg, plan);
     if (st != QG_SUCCESS) return st;
     /* The device may have the SMs, the context's limit not: its grid would
      * hold no whole cluster (a launch of 0 CTAs). */
@@ -763,6 +793,14 @@ static bool avoided(const qg_config *avoid, int num_avoid, int bm, int bn) {
 qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const qg_problem *p,
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan) {
+    return qg__select_out(props, num_sms, p, 0, avoid, num_avoid, out, plan);
+}
+
+/* FP8 D (d_fp8 1, 2): only tiles of whole 128-column scale groups
+ * (fp8_d_tile) are candidates, the split-K ones included. */
+qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_problem *p, int d_fp8,
+                         const qg_config *avoid, int num_avoid, qg_config *out,
+                         qg_kernel_plan *plan) {
     /* psum: rows per group from the hint, else the average (M_total / G). */
     const int rows = walks_groups(p->kind) && p->expected_m > 0 ? p->expected_m
                      : p->kind == QG_GEMM_GROUPED_PSUM ? ceil_div(p->m, p->num_groups)
@@ -789,7 +827,7 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         /* (the 1D1D kinds' block_n steps by 8: 128x136 saves waves there) */
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
-                if (!block_n_legal(p->kind, bm, bn)) continue;
+                if (!block_n_legal(p->kind, bm, bn) || !fp8_d_tile(d_fp8, bn)) continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
@@ -914,8 +952,8 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         int split_ctas = 0;
         const int bm = 64; /* (see stream_us: 128-row splits lost on the H200) */
         for (int bn = 16; bn <= max_plain_block_n(bm); bn += 16) {
-            if (avoided(avoid, num_avoid, bm, bn)) continue;
-            if (qg__smem_bytes(bm, bn, 1, 2, sfb_floats(p, bn)) > props->smem_optin_bytes)
+            if (avoided(avoid, num_avoid, bm, bn) || !fp8_d_tile(d_fp8, bn)) continue;
+            if (smem_bytes_d(bm, bn, 1, 2, sfb_floats(p, bn), d_fp8 ? 1 : 2) > props->smem_optin_bytes)
                 continue;
             const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
             if (ctas > num_sms - num_sms % 2) continue;
@@ -928,19 +966,19 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
         if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
     }
     qg_config cfg = best;
-    qg_status st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
+    qg_status st = qg__complete_config_out(props, num_sms, p, d_fp8, &cfg, plan);
     if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
         cfg.multicast = QG_MULTICAST_NONE;
         cfg.num_stages = 0;
-        st = qg__complete_config_sms(props, num_sms, p, &cfg, plan);
+        st = qg__complete_config_out(props, num_sms, p, d_fp8, &cfg, plan);
     }
     if (st != QG_SUCCESS) return st;
     *out = cfg;
     if (qg__env_flag("QGEMM_PRINT_CONFIG"))
         fprintf(stderr,
-                "qgemm: kind %d m %d n %d k %d groups %d -> block %dx%d stages %d multicast %d "
+                "qgemm: kind %d%s m %d n %d k %d groups %d -> block %dx%d stages %d multicast %d "
                 "split-K %d swizzle %d sms %d smem %zu (waves %d, last wave %d CTAs)\n",
-                (int)p->kind, p->m, p->n, p->k, p->num_groups, cfg.block_m, cfg.block_n,
+                (int)p->kind, d_fp8 ? " (FP8 D)" : "", p->m, p->n, p->k, p->num_groups, cfg.block_m, cfg.block_n,
                 cfg.num_stages, (int)cfg.multicast, cfg.split_k, cfg.swizzle_group, cfg.num_sms,
                 cfg.smem_bytes, best_waves, best_last);
     return QG_SUCCESS;

@@ -116,6 +116,9 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s \"+f\"(d[%d])", i ? "," : "", i);
+    /* (the e4m3-D switch only where it is on: the bf16 kernels' sources, so
+     * their cache keys and PTX, are those of before) */
+    if (n < cap && plan->d_fp8) n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_D_FP8 %d", plan->d_fp8);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_fp8_gemm.cuh\"\n");
     if (n >= cap) return qg__fail(QG_ERROR_INTERNAL, "kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;
@@ -166,7 +169,7 @@ static qg_problem launch_key(qg_problem p) {
  * that the last refusal is returned. A forced configuration is the
  * caller's, and its refusal is returned. */
 #define QG_FALLBACKS 3
-static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_problem *p,
+static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_problem *p, int d_fp8,
                                      const qg_config *forced, qg_config *cfg,
                                      qg_kernel_plan *plan, qg_jit_result *res) {
     qg_config refused[QG_FALLBACKS];
@@ -174,9 +177,9 @@ static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_prob
         qg_status st;
         if (forced) {
             *cfg = *forced;
-            st = qg__complete_config_sms(&ctx->props, num_sms, p, cfg, plan);
+            st = qg__complete_config_out(&ctx->props, num_sms, p, d_fp8, cfg, plan);
         } else {
-            st = qg__select_avoiding(&ctx->props, num_sms, p, refused, n, cfg, plan);
+            st = qg__select_out(&ctx->props, num_sms, p, d_fp8, refused, n, cfg, plan);
         }
         if (st != QG_SUCCESS) return st;
         st = compile_kernel(ctx, p, cfg, plan, res);
@@ -193,6 +196,7 @@ static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_prob
  * before it is filled, as qg__launch_resolve compares bytes. */
 typedef struct {
     qg_problem problem;
+    int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales */
     int forced;
     int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
 } fp8_key;
@@ -209,8 +213,8 @@ static qg_status fp8_build(qg_context *ctx, const void *key, const void *arg, vo
                            qg_launch_shape *shape, qg_jit_result *res) {
     const fp8_key *k = key;
     fp8_plan *fp = plan;
-    qg_status st = resolve_and_compile(ctx, ctx->num_sms, &k->problem, arg, &fp->cfg, &fp->plan,
-                                       res);
+    qg_status st = resolve_and_compile(ctx, ctx->num_sms, &k->problem, k->d_fp8, arg, &fp->cfg,
+                                       &fp->plan, res);
     if (st != QG_SUCCESS) return st;
     shape->num_threads = (unsigned)fp->plan.num_threads;
     shape->smem_bytes = fp->plan.smem_bytes;
@@ -226,11 +230,12 @@ static const qg_launch_family fp8_family = {
 };
 
 /* Find or build the launch entry; called with ctx->lock held and ctx current. */
-static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_config *forced,
-                                const qg_launch_entry **out) {
+static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
+                                const qg_config *forced, const qg_launch_entry **out) {
     fp8_key key;
     memset(&key, 0, sizeof key);
     key.problem = *p;
+    key.d_fp8 = d_fp8;
     if (forced) {
         key.forced = 1;
         key.block_m = forced->block_m;
@@ -243,28 +248,56 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, const qg_c
     return qg__launch_resolve(ctx, &fp8_family, &key, sizeof key, forced, out);
 }
 
+/* The 1D2D kinds, which have an e4m3-D kernel. */
+static bool has_fp8_d(qg_gemm_kind kind) {
+    return kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS ||
+           kind == QG_GEMM_GROUPED_MASKED || kind == QG_GEMM_GROUPED_PSUM;
+}
+
+static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_fp8,
+                              const qg_config *cfg, qg_kernel_info *info, const char *fn);
+
 qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config *cfg,
                      qg_kernel_info *info) {
+    return compile_call(ctx, problem, 0, cfg, info, "qg_compile");
+}
+
+qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m0,
+                            const qg_config *cfg, qg_kernel_info *info) {
     qg__clear_error();
-    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_compile: ctx is NULL");
-    qg_status st = qg__check_problem(problem, "qg_compile");
+    if (ue8m0 != 0 && ue8m0 != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_compile_fp8out: ue8m0 must be 0 or 1, got %d",
+                        ue8m0);
+    if (problem && !has_fp8_d(problem->kind))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg_compile_fp8out: problem->kind must be QG_GEMM_DENSE (0), "
+                        "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3) (the "
+                        "kinds with e4m3 D), got %d", (int)problem->kind);
+    return compile_call(ctx, problem, 1 + ue8m0, cfg, info, "qg_compile_fp8out");
+}
+
+static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_fp8,
+                              const qg_config *cfg, qg_kernel_info *info, const char *fn) {
+    qg__clear_error();
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    qg_status st = qg__check_problem(problem, fn);
     if (st != QG_SUCCESS) return st;
     const int num_sms = qg_context_get_num_sms(ctx);
     qg_config c;
     qg_kernel_plan plan;
     qg_jit_result res;
-    if ((st = resolve_and_compile(ctx, num_sms, problem, cfg, &c, &plan, &res)) != QG_SUCCESS)
-        return qg__fail(st, "qg_compile: %s", qg_last_error());
+    if ((st = resolve_and_compile(ctx, num_sms, problem, d_fp8, cfg, &c, &plan, &res)) != QG_SUCCESS)
+        return qg__fail(st, "%s: %s", fn, qg_last_error());
     if (info) *info = res.info;
     if (ctx->offline) return QG_SUCCESS;
     /* On a device, also load the module and build the launch entry: loading a
      * module can synchronize the device, so the first GEMM call of this shape
      * must not be where it happens (CUDA-graph capture, busy streams). */
     const qg_problem p = launch_key(*problem);
-    if ((st = qg__enter(ctx, NULL, "qg_compile")) != QG_SUCCESS) return st;
+    if ((st = qg__enter(ctx, NULL, fn)) != QG_SUCCESS) return st;
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e;
-    st = resolve_launch(ctx, &p, cfg, &e);
+    st = resolve_launch(ctx, &p, d_fp8, cfg, &e);
     pthread_mutex_unlock(&ctx->lock);
     qg__leave(ctx);
     return st;
@@ -275,8 +308,12 @@ qg_status qg_compile(qg_context *ctx, const qg_problem *problem, const qg_config
 /* Check args: first everything that needs no device (shape, strides,
  * pointer presence and alignment), then that the context can launch, then
  * that every pointer is memory of the context's device. */
+/* fo: the e4m3-D calls' scales (NULL: bf16 or FP32 D). */
+static int d_fp8_of(const qg_fp8_out *fo) { return fo ? 1 + (fo->ue8m0 != 0) : 0; }
+
 static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                          const qg_config *forced, const char *fn, qg_problem *p) {
+                          const qg_fp8_out *fo, const qg_config *forced, const char *fn,
+                          qg_problem *p) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
@@ -331,16 +368,18 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     /* (k-grouped: group g's rows of A and B are K_g bytes apart; lda, ldb unused) */
     if ((!kgrouped && ((st = qg__check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
                        (st = qg__check_ld(a->ldb, a->k, 1, fn, "ldb", "k")))) ||
-        (st = qg__check_ld(a->ldd, a->n, wgrad ? 4 : 2, fn, "ldd", "n")) ||
+        (st = qg__check_ld(a->ldd, a->n, wgrad ? 4 : fo ? 1 : 2, fn, "ldd", "n")) ||
+        (fo && (st = qg__check_ld(fo->sfd_ld, a->m, 4, fn, "out->sfd_ld", "m"))) ||
         (st = qg__check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")) ||
         (wgrad && (st = qg__check_ld(a->sfb_ld, a->n, 4, fn, "sfb_ld", "n"))))
         return st;
     /* rows of D (and of a separate C): k-grouped G x M */
     const uint64_t d_rows = (uint64_t)a->m * (kgrouped ? (uint64_t)a->num_groups : 1);
     typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
-    named_ptr ptrs[7] = {
+    named_ptr ptrs[8] = {
         {a->a, 16, "a"}, {a->b, 16, "b"}, {a->sfa, 16, "sfa"}, {a->sfb, 16, "sfb"}, {a->d, 16, "d"}};
     int num_ptrs = 5;
+    if (fo) ptrs[num_ptrs++] = (named_ptr){fo->sfd, 4, "out->sfd"};
     if (kind == QG_GEMM_GROUPED_CONTIGUOUS) ptrs[num_ptrs++] = (named_ptr){a->m_indices, 4, "m_indices"};
     if (kind == QG_GEMM_GROUPED_MASKED) ptrs[num_ptrs++] = (named_ptr){a->masked_m, 4, "masked_m"};
     if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
@@ -363,7 +402,9 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
     /* D written over an input would be read back half-overwritten (issue 53). */
-    if ((st = qg__check_gemm_no_overlap(fn, kind, a))) return st;
+    if ((st = fo ? qg__check_gemm_fp8_d_no_overlap(fn, kind, a, fo->sfd, fo->sfd_ld)
+                 : qg__check_gemm_no_overlap(fn, kind, a)))
+        return st;
     /* A forced configuration is checked here where no launch follows to
      * check it (resolve_launch does, once per cached entry): on an offline
      * context, and before gemm()'s shortcuts (m == 0; k-grouped with every
@@ -374,7 +415,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (forced && no_launch) {
         c = *forced;
         qg_kernel_plan plan;
-        if ((st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), p, &c, &plan)))
+        if ((st = qg__complete_config_out(&ctx->props, qg_context_get_num_sms(ctx), p, d_fp8_of(fo),
+                                          &c, &plan)))
             return qg__fail(st, "%s: %s", fn, qg_last_error());
     }
     if (ctx->offline) {
@@ -404,7 +446,7 @@ static uint32_t d_box_rows(const qg_config *cfg, const qg_kernel_plan *plan, boo
  * multiples of 8 columns, the kernel's QG_D_ROWS). */
 static CUtensorMapSwizzle d_swizzle(const qg_kernel_plan *plan, bool fp32_d) {
     if (plan->d_rows) return CU_TENSOR_MAP_SWIZZLE_NONE;
-    const int chunk_bytes = plan->store_cols * (fp32_d ? 4 : 2);
+    const int chunk_bytes = plan->store_cols * (fp32_d ? 4 : plan->d_fp8 ? 1 : 2);
     return chunk_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
            : chunk_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                : CU_TENSOR_MAP_SWIZZLE_32B;
@@ -517,8 +559,8 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
 /* A validated call with m > 0, ctx's CUDA context current: resolve, encode
  * the tensor maps, launch. */
 static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                     const qg_problem *problem, const qg_config *forced, CUstream stream,
-                     const char *fn) {
+                     const qg_fp8_out *fo, const qg_problem *problem, const qg_config *forced,
+                     CUstream stream, const char *fn) {
     const qg_problem p = *problem;
     qg_status st = QG_SUCCESS;
     const bool wgrad = qg__one_d(kind); /* FP32 D, optionally from C */
@@ -534,7 +576,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     }
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e = NULL;
-    st = resolve_launch(ctx, &p, forced, &e);
+    st = resolve_launch(ctx, &p, d_fp8_of(fo), forced, &e);
     const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
@@ -548,7 +590,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const qg_kernel_plan *plan = &fp->plan;
     const int groups = p.num_groups;
     const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
-    const int d_bytes = wgrad ? 4 : 2; /* FP32 or bf16 D */
+    const int d_bytes = wgrad ? 4 : fo ? 1 : 2; /* FP32, e4m3 or bf16 D */
     const int cluster = plan->cluster_size;
     const uint32_t a_box = (uint32_t)plan->a_box_rows; /* (a multicast pair: each its half) */
     const uint32_t b_box = b_box_rows(cfg, plan);
@@ -570,7 +612,9 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         /* D (bf16; the weight gradient's FP32) in chunks of store_cols
          * columns: rows of 128, 64 or 32 bytes, the swizzle of that size. */
         (st = qg__encode_tiled(ctx, &map_d,
-                           wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                           wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                           : fo  ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                            a->d, (uint64_t)a->n, a_rows, (uint64_t)a->ldd * d_bytes,
                            (uint32_t)plan->store_cols, d_box_rows(cfg, plan, wgrad),
                            d_swizzle(plan, wgrad), "tensor map of D")) ||
@@ -604,22 +648,70 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     int shape_m = a->m;
     int prefetch_kb = pdl ? qg__pdl_prefetch_kb(&p, cfg, plan, grid) : 0;
     int num_k_blocks = plan->num_k_blocks;
+    /* e4m3 D: its scales follow (the kernel's QG_FP8_D_PARAM) */
+    CUdeviceptr sfd = fo ? (CUdeviceptr)(uintptr_t)fo->sfd : 0;
+    int64_t sfd_ld = fo ? fo->sfd_ld : 0;
     void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &map_sfb, &sfb, &d, &ldd,
-                      &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks};
+                      &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks, &sfd, &sfd_ld};
     return qg__launch(ctx, e, grid, params, stream, pdl, "GEMM");
+}
+
+static qg_status gemm_out(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
+                          const qg_fp8_out *fo, const qg_config *forced, CUstream stream,
+                          const char *fn) {
+    qg__clear_error();
+    qg_problem p;
+    qg_status st = validate(ctx, kind, a, fo, forced, fn, &p);
+    if (st != QG_SUCCESS) return st;
+    if (a->m == 0) return QG_SUCCESS;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    st = run(ctx, kind, a, fo, &p, forced, stream, fn);
+    qg__leave(ctx);
+    return st;
 }
 
 static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                       const qg_config *forced, CUstream stream, const char *fn) {
+    return gemm_out(ctx, kind, a, NULL, forced, stream, fn);
+}
+
+/* The e4m3-D calls: `out` checked first (present, ue8m0 0 or 1), then as
+ * the bf16 calls with it. */
+static qg_status gemm_fp8out(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
+                             const qg_fp8_out *out, const qg_config *forced, CUstream stream,
+                             const char *fn) {
     qg__clear_error();
-    qg_problem p;
-    qg_status st = validate(ctx, kind, a, forced, fn, &p);
-    if (st != QG_SUCCESS) return st;
-    if (a->m == 0) return QG_SUCCESS;
-    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
-    st = run(ctx, kind, a, &p, forced, stream, fn);
-    qg__leave(ctx);
-    return st;
+    if (!out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: out is NULL (the scales of D)", fn);
+    if (out->ue8m0 != 0 && out->ue8m0 != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: out->ue8m0 must be 0 or 1, got %d", fn,
+                        out->ue8m0);
+    return gemm_out(ctx, kind, a, out, forced, stream, fn);
+}
+
+qg_status qg_fp8_gemm_nt_fp8out(qg_context *ctx, const qg_gemm_args *args, const qg_fp8_out *out,
+                                const qg_config *cfg, struct CUstream_st *stream) {
+    return gemm_fp8out(ctx, QG_GEMM_DENSE, args, out, cfg, stream, "qg_fp8_gemm_nt_fp8out");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_contiguous_fp8out(qg_context *ctx, const qg_gemm_args *args,
+                                                     const qg_fp8_out *out, const qg_config *cfg,
+                                                     struct CUstream_st *stream) {
+    return gemm_fp8out(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, out, cfg, stream,
+                       "qg_m_grouped_fp8_gemm_nt_contiguous_fp8out");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_masked_fp8out(qg_context *ctx, const qg_gemm_args *args,
+                                                 const qg_fp8_out *out, const qg_config *cfg,
+                                                 struct CUstream_st *stream) {
+    return gemm_fp8out(ctx, QG_GEMM_GROUPED_MASKED, args, out, cfg, stream,
+                       "qg_m_grouped_fp8_gemm_nt_masked_fp8out");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_psum_fp8out(qg_context *ctx, const qg_gemm_args *args,
+                                               const qg_fp8_out *out, const qg_config *cfg,
+                                               struct CUstream_st *stream) {
+    return gemm_fp8out(ctx, QG_GEMM_GROUPED_PSUM, args, out, cfg, stream,
+                       "qg_m_grouped_fp8_gemm_nt_psum_fp8out");
 }
 
 qg_status qg_fp8_gemm_nt(qg_context *ctx, const qg_gemm_args *args, const qg_config *cfg,
@@ -671,6 +763,25 @@ qg_status qg_complete_config(const qg_context *ctx, const qg_problem *problem, q
     qg_kernel_plan plan;
     st = qg__complete_config_sms(&ctx->props, qg_context_get_num_sms(ctx), problem, cfg, &plan);
     if (st != QG_SUCCESS) return qg__fail(st, "qg_complete_config: %s", qg_last_error());
+    return QG_SUCCESS;
+}
+
+qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *problem, int ue8m0,
+                                  qg_config *out) {
+    qg_status st = check_config_call(ctx, problem, out, "qg_select_config_fp8out", "out");
+    if (st != QG_SUCCESS) return st;
+    if (ue8m0 != 0 && ue8m0 != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg_select_config_fp8out: ue8m0 must be 0 or 1, got %d", ue8m0);
+    if (!has_fp8_d(problem->kind))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg_select_config_fp8out: problem->kind must be QG_GEMM_DENSE (0), "
+                        "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3), got %d",
+                        (int)problem->kind);
+    qg_kernel_plan plan;
+    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem, 1 + ue8m0, NULL, 0, out,
+                        &plan);
+    if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config_fp8out: %s", qg_last_error());
     return QG_SUCCESS;
 }
 

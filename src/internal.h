@@ -115,6 +115,8 @@ typedef struct {
                                (the kernel's QG_D_ROWS) */
     int a_box_rows;         /* rows of A (and SFA) one CTA's TMA box loads: the CTA's share of
                                block_m, or round_up(M, 8) for a dense M below block_m */
+    int d_fp8;              /* 0: bf16 (or the 1D1D kinds' FP32) D; 1: e4m3 D with FP32 1x128
+                               scales; 2: the same, scales UE8M0 (the kernel's QG_D_FP8) */
 } qg_kernel_plan;
 
 /* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
@@ -139,6 +141,16 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
                               const qg_config *avoid, int num_avoid, qg_config *out,
                               qg_kernel_plan *plan);
 int qg__max_block_n(qg_gemm_kind kind, int block_m);
+/* The same three for a GEMM whose D is e4m3 (d_fp8 1: FP32 scales, 2: UE8M0;
+ * 0 is the calls above): the output kind is not a qg_problem field (that
+ * struct's layout is public ABI), so it travels beside it. */
+qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_fp8,
+                       const qg_config *cfg, qg_kernel_plan *out);
+qg_status qg__complete_config_out(const qg_device_props *props, int num_sms, const qg_problem *p,
+                                  int d_fp8, qg_config *cfg, qg_kernel_plan *plan);
+qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_problem *p, int d_fp8,
+                         const qg_config *avoid, int num_avoid, qg_config *out,
+                         qg_kernel_plan *plan);
 /* K blocks of its first B tile each CTA prefetches into L2 before
  * griddepcontrol.wait when the GEMM is launched with PDL (kernel argument
  * prefetch_kb; 0: none). Dense problems of one m-block without split-K only:
@@ -195,5 +207,10 @@ qg_status qg__check_no_overlap(const char *fn, const qg_byte_range *out,
  * checks (it trusts m, n, k, num_groups and the lds). M = 0 writes nothing
  * and passes. */
 qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *args);
+/* The same for an e4m3 D (one byte an element) and its scales sfd
+ * ([G][ceil(n/128)][sfd_ld] floats, G masked only): neither over an input,
+ * nor the scales over D. */
+qg_status qg__check_gemm_fp8_d_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *a,
+                                          const float *sfd, int64_t sfd_ld);
 
 #endif /* QG_INTERNAL_H */

@@ -60,8 +60,10 @@ qg_status qg__check_no_overlap(const char *fn, const qg_byte_range *out,
     return QG_SUCCESS;
 }
 
-qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *a) {
-    if (!a || a->m <= 0 || a->n <= 0 || a->k < 0) return QG_SUCCESS; /* nothing is written */
+/* The inputs of a GEMM call (their extents into in[], at most 8), and the
+ * extent of D with elements of d_bytes. */
+static int gemm_inputs(qg_gemm_kind kind, const qg_gemm_args *a, int d_bytes, qg_byte_range *d_out,
+                       qg_byte_range *in) {
     const bool kgrouped = kind == QG_GEMM_K_GROUPED, masked = kind == QG_GEMM_GROUPED_MASKED;
     const bool wgrad = qg__one_d(kind);
     const uint64_t m = (uint64_t)a->m, n = (uint64_t)a->n, k = (uint64_t)a->k;
@@ -72,8 +74,7 @@ qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_
                           kind == QG_GEMM_GROUPED_PSUM;
     const uint64_t d_rows = kgrouped || masked ? g * m : m;
     const uint64_t ld = (uint64_t)(a->ldd > 0 ? a->ldd : 0);
-    const qg_byte_range d = qg__matrix_range("d", a->d, d_rows, n, ld, wgrad ? 4 : 2);
-    qg_byte_range in[8];
+    *d_out = qg__matrix_range("d", a->d, d_rows, n, ld, (uint64_t)d_bytes);
     int num = 0;
     if (kgrouped) {
         /* A_g [m][K_g] packed one after another: m * k bytes; B likewise n * k. */
@@ -100,5 +101,37 @@ qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_
         in[num++] = qg__matrix_range("group_ends", a->group_ends, 1, g, 0, 4);
     if (wgrad && a->c && (const void *)a->c != a->d) /* c == d: in place, by design */
         in[num++] = qg__matrix_range("c", a->c, d_rows, n, (uint64_t)(a->ldc > 0 ? a->ldc : 0), 4);
+    return num;
+}
+
+qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *a) {
+    if (!a || a->m <= 0 || a->n <= 0 || a->k < 0) return QG_SUCCESS; /* nothing is written */
+    qg_byte_range d, in[8];
+    const int num = gemm_inputs(kind, a, qg__one_d(kind) ? 4 : 2, &d, in);
     return qg__check_no_overlap(fn, &d, in, num);
+}
+
+qg_status qg__check_gemm_fp8_d_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *a,
+                                          const float *sfd, int64_t sfd_ld) {
+    if (!a || a->m <= 0 || a->n <= 0 || a->k < 0) return QG_SUCCESS; /* nothing is written */
+    qg_byte_range d, in[9];
+    const int num = gemm_inputs(kind, a, 1, &d, in);
+    qg_status st = qg__check_no_overlap(fn, &d, in, num);
+    if (st != QG_SUCCESS) return st;
+    /* the scales [G][ceil(n/128)][sfd_ld] (G: masked only), m used per row;
+     * neither over an input nor over D */
+    const uint64_t g = kind == QG_GEMM_GROUPED_MASKED && a->num_groups > 0 ? (uint64_t)a->num_groups : 1;
+    const qg_byte_range sf = qg__matrix_range("sfd", sfd, g * (((uint64_t)a->n + 127) / 128),
+                                              (uint64_t)a->m, (uint64_t)(sfd_ld > 0 ? sfd_ld : 0), 4);
+    in[num] = d;
+    if (sf.begin >= sf.end) return QG_SUCCESS;
+    for (int i = 0; i <= num; i++) {
+        if (in[i].begin >= in[i].end || in[i].begin >= sf.end || sf.begin >= in[i].end) continue;
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: out->sfd (bytes [%#llx, %#llx)) overlaps args->%s (bytes [%#llx, "
+                        "%#llx)): the output may not alias an input or D; pass separate memory",
+                        fn ? fn : "qgemm", (unsigned long long)sf.begin, (unsigned long long)sf.end,
+                        in[i].name, (unsigned long long)in[i].begin, (unsigned long long)in[i].end);
+    }
+    return QG_SUCCESS;
 }

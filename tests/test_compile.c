@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,12 +43,17 @@ static void progress(const char *what) {
 /* Compile p with cfg (NULL: the heuristic's choice, compiled as a forced
  * configuration, so that a refusal fails here instead of falling back to
  * the next choice as qg_compile would) and check the ptxas report. */
-static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *cfg, const char *what) {
+/* d_fp8: 0 the bf16 (FP32) kernels, 1 / 2 the e4m3-D ones (ue8m0 0 / 1). */
+static int check_kernel_out(qg_context *ctx, const qg_problem *p, int d_fp8, const qg_config *cfg,
+                            const char *what) {
     qg_kernel_info info;
     qg_config chosen;
     qg_status st = QG_SUCCESS;
-    if (!cfg && (st = qg_select_config(ctx, p, &chosen)) == QG_SUCCESS) cfg = &chosen;
-    if (st == QG_SUCCESS) st = qg_compile(ctx, p, cfg, &info);
+    if (!cfg && (st = d_fp8 ? qg_select_config_fp8out(ctx, p, d_fp8 - 1, &chosen)
+                            : qg_select_config(ctx, p, &chosen)) == QG_SUCCESS)
+        cfg = &chosen;
+    if (st == QG_SUCCESS)
+        st = d_fp8 ? qg_compile_fp8out(ctx, p, d_fp8 - 1, cfg, &info) : qg_compile(ctx, p, cfg, &info);
     if (st != QG_SUCCESS) {
         printf("    %s: %s: %s\n", what, qg_status_string(st), qg_last_error());
         return 0;
@@ -56,8 +62,8 @@ static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *c
     const int ok = info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
                    info.stack_frame_bytes == 0 && info.registers > 0 && info.ptx_has_wgmma &&
                    info.ptx_has_tma_load && info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
-                   /* FP32 D (weight gradient) leaves through plain shared stores */
-                   (info.ptx_has_stmatrix || p->kind == QG_GEMM_WGRAD ||
+                   /* FP32 D (weight gradient) and e4m3 D leave through plain shared stores */
+                   (info.ptx_has_stmatrix || p->kind == QG_GEMM_WGRAD || d_fp8 ||
                     p->kind == QG_GEMM_K_GROUPED) && (multicast < 0 || info.ptx_has_multicast == multicast);
     if (!ok)
         printf("    %s: regs %d spills %d/%d stack %d wgmma %d tma %d/%d setmaxnreg %d stmatrix %d "
@@ -77,6 +83,10 @@ static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *c
     checked_kernels++;
     progress(what);
     return ok;
+}
+
+static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *cfg, const char *what) {
+    return check_kernel_out(ctx, p, 0, cfg, what);
 }
 
 static qg_context *offline_ctx_with_temp_cache(char *dir, size_t cap) {
@@ -126,6 +136,94 @@ TEST(compile_every_variant) {
            checked_kernels, refused, failures);
     CHECK(checked_kernels >= 150, "too few variants compiled: %d", checked_kernels);
     CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The e4m3-D kernels (qg_fp8_out): every legal tile of whole 128-column
+ * groups in the 1D2D kinds, every multicast and split-K, FP32 scales, and
+ * UE8M0 without multicast; N a multiple of 128 (6 n-blocks) and N = 2112,
+ * 576 (a last group of 64 columns: the amax's column mask). Every other
+ * block_n is refused with the reason, the heuristic picks only such tiles,
+ * and what it picks for the DeepSeek shapes compiles clean. */
+TEST(compile_fp8out_every_variant) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const int bms[] = {64, 128, 256}, ns[] = {0, 2112, 576};
+    int failures = 0, refused = 0;
+    checked_kernels = 0;
+    for (int kind = 0; kind <= 3; ++kind)
+        for (int bi = 0; bi < 3; ++bi)
+            for (int bn = 128; bn <= 256; bn += 128)
+                for (int mc = 0; mc < 4; ++mc)
+                    for (int ni = 0; ni < 3; ++ni)
+                        for (int ue = 0; ue < 2; ++ue) {
+                            if ((ue || ni) && mc) continue; /* (those lines run in the plain tiles) */
+                            qg_problem p = {(qg_gemm_kind)kind, 2048, ns[ni] ? ns[ni] : 6 * bn, 7168,
+                                            kind ? 4 : 1, 0, 0};
+                            qg_config cfg = {.block_m = bms[bi], .block_n = bn,
+                                             .multicast = mc < 3 ? (qg_multicast)mc : QG_MULTICAST_NONE,
+                                             .split_k = mc < 3 ? 0 : 2};
+                            qg_kernel_plan plan;
+                            if (qg__complete_config_out(&ctx->props, ctx->num_sms, &p, 1 + ue, &cfg,
+                                                        &plan) != QG_SUCCESS) {
+                                refused++;
+                                continue;
+                            }
+                            char what[112];
+                            snprintf(what, sizeof what,
+                                     "e4m3 D%s kind %d N %d block %dx%d multicast %d split-K %d",
+                                     ue ? " ue8m0" : "", kind, p.n, bms[bi], bn, (int)cfg.multicast,
+                                     cfg.split_k);
+                            failures += !check_kernel_out(ctx, &p, 1 + ue, &cfg, what);
+                        }
+    printf("    %d e4m3-D kernels compiled, %d configurations refused as illegal, %d failures\n",
+           checked_kernels, refused, failures);
+    CHECK(checked_kernels >= 30, "too few variants compiled: %d", checked_kernels);
+
+    /* a tile of part of a scale group is refused, saying why */
+    qg_problem p = {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0, 0};
+    qg_config narrow = {.block_m = 64, .block_n = 64};
+    CHECK(qg_compile_fp8out(ctx, &p, 0, &narrow, NULL) == QG_ERROR_UNSUPPORTED &&
+              strstr(qg_last_error(), "FP8 output needs block_n a multiple of 128") &&
+              strstr(qg_last_error(), "got 64"),
+          "block_n 64 with e4m3 D: %s", qg_last_error());
+    CHECK(qg_compile_fp8out(ctx, &p, 2, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "ue8m0 must be 0 or 1"), "%s", qg_last_error());
+    p.kind = QG_GEMM_WGRAD;
+    CHECK(qg_compile_fp8out(ctx, &p, 0, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "problem->kind must be"), "%s", qg_last_error());
+
+    /* the heuristic, the DeepSeek dense shapes at M 64..4096 and grouped ones */
+    static const int nk[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384},
+                                {4096, 7168}, {7168, 2048}, {576, 7168}};
+    static const int ms[] = {1, 64, 128, 256, 4096};
+    for (size_t i = 0; i < sizeof nk / sizeof nk[0]; ++i)
+        for (size_t j = 0; j < sizeof ms / sizeof ms[0]; ++j) {
+            qg_problem q = {QG_GEMM_DENSE, ms[j], nk[i][0], nk[i][1], 1, 0, 0};
+            qg_config c;
+            CHECK(qg_select_config_fp8out(ctx, &q, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
+            CHECK(c.block_n % 128 == 0, "M %d N %d K %d: block_n %d", q.m, q.n, q.k, c.block_n);
+            char what[96];
+            snprintf(what, sizeof what, "e4m3 D heuristic %dx%dx%d -> %dx%d split-K %d", q.m, q.n,
+                     q.k, c.block_m, c.block_n, c.split_k);
+            failures += !check_kernel_out(ctx, &q, 1, &c, what);
+        }
+    static const qg_problem grouped[] = {{QG_GEMM_GROUPED_CONTIGUOUS, 8192, 4096, 7168, 8, 0, 0},
+                                         {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 32, 192, 0},
+                                         {QG_GEMM_GROUPED_MASKED, 1024, 7168, 2048, 6, 1024, 0},
+                                         {QG_GEMM_GROUPED_PSUM, 8192, 6144, 7168, 32, 0, 0}};
+    for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i) {
+        qg_config c;
+        CHECK(qg_select_config_fp8out(ctx, &grouped[i], 1, &c) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(c.block_n % 128 == 0, "grouped %zu: block_n %d", i, c.block_n);
+        char what[96];
+        snprintf(what, sizeof what, "e4m3 D ue8m0 heuristic kind %d %dx%dx%d -> %dx%d",
+                 (int)grouped[i].kind, grouped[i].m, grouped[i].n, grouped[i].k, c.block_m, c.block_n);
+        failures += !check_kernel_out(ctx, &grouped[i], 2, &c, what);
+    }
+    CHECK(failures == 0, "%d e4m3-D variants failed", failures);
     qg_context_destroy(ctx);
     PASS();
 }

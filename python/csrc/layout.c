@@ -190,7 +190,8 @@ static int check_contiguous(const qgpy_tensor *t)
 }
 
 /* 1. dtypes and ranks, in argument order. */
-static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS])
+/* d_e4m3: the e4m3-D calls (qg_fp8_out): d float8_e4m3fn, one byte an element. */
+static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int d_e4m3)
 {
     const int masked = kind == QG_GEMM_GROUPED_MASKED;
     if (kind == QG_GEMM_WGRAD) /* sfb per column, FP32 d, the idx slot holds c (or nothing) */
@@ -219,7 +220,7 @@ static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS])
         qgpy_check_dtype(&t[QGPY_SFB], QGPY_F32) ||
         qgpy_check_ndim(&t[QGPY_SFB], grouped ? 3 : 2,
                         grouped ? "[G, ceil(N/128), ceil(K/128)]" : "[ceil(N/128), ceil(K/128)]") ||
-        qgpy_check_dtype(&t[QGPY_D], QGPY_BF16) ||
+        qgpy_check_dtype(&t[QGPY_D], d_e4m3 ? QGPY_E4M3 : QGPY_BF16) ||
         qgpy_check_ndim(&t[QGPY_D], masked ? 3 : 2, masked ? "[G, M, N]" : "[M, N]"))
         return -1;
     if (grouped && (qgpy_check_dtype(&t[QGPY_IDX], QGPY_I32) ||
@@ -275,7 +276,8 @@ static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int e
 }
 
 /* 3. memory layouts, alignment, writability of d. */
-static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_gemm_args *args)
+static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_gemm_args *args,
+                         int d_e4m3)
 {
     const int wgrad = kind == QG_GEMM_WGRAD;
     if (matrix_ld(&t[QGPY_A], 1, &args->lda) ||
@@ -283,7 +285,7 @@ static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_
         matrix_ld(&t[QGPY_B], 1, &args->ldb) ||
         (wgrad ? scales_layout(&t[QGPY_SFB], 'N', "sfb_ld", &args->sfb_ld)
                : check_contiguous(&t[QGPY_SFB])) ||
-        matrix_ld(&t[QGPY_D], wgrad ? 4 : 2, &args->ldd))
+        matrix_ld(&t[QGPY_D], wgrad ? 4 : d_e4m3 ? 1 : 2, &args->ldd))
         return -1;
     if (wgrad && t[QGPY_IDX].t && matrix_ld(&t[QGPY_IDX], 4, &args->ldc))
         return -1;
@@ -303,14 +305,22 @@ static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_
     return 0;
 }
 
-int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
-                   qg_gemm_args *args, int *device)
+/* sfd (the e4m3-D calls' scales; NULL: none): checked after the other
+ * tensors' shapes and layouts, before any device. */
+static int check_sfd(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], const qgpy_tensor *sfd,
+                     const qg_gemm_args *args, int64_t *sfd_ld);
+
+static int gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
+                     qg_gemm_args *args, int *device, const qgpy_tensor *sfd, int64_t *sfd_ld)
 {
+    const int d_e4m3 = sfd != NULL;
     memset(args, 0, sizeof *args);
-    if (check_types(kind, t) || check_sizes(kind, t, expected_m, args) ||
-        check_layouts(kind, t, args))
+    if (check_types(kind, t, d_e4m3) || check_sizes(kind, t, expected_m, args) ||
+        check_layouts(kind, t, args, d_e4m3) || (sfd && check_sfd(kind, t, sfd, args, sfd_ld)))
         return -1;
     *device = -1;
+    if (sfd && qgpy_check_device(sfd, device))
+        return -1;
     for (int i = 0; i < QGPY_SLOTS; i++)
         if (t[i].t && qgpy_check_device(&t[i], device))
             return -1;
@@ -327,6 +337,46 @@ int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expec
         args->group_ends = qgpy_address(&t[QGPY_IDX]);
     else if (kind == QG_GEMM_WGRAD && t[QGPY_IDX].t)
         args->c = qgpy_address(&t[QGPY_IDX]); /* d's own address when c is d: in place */
+    return 0;
+}
+
+int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
+                   qg_gemm_args *args, int *device)
+{
+    return gemm_args(kind, t, expected_m, args, device, NULL, NULL);
+}
+
+static int check_sfd(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], const qgpy_tensor *sfd,
+                     const qg_gemm_args *args, int64_t *sfd_ld)
+{
+    /* the next GEMM's sfa layout: [(G,) M, ceil(N/128)] float32, M-major */
+    const int masked = kind == QG_GEMM_GROUPED_MASKED;
+    if (qgpy_check_dtype(sfd, QGPY_F32) ||
+        qgpy_check_ndim(sfd, masked ? 3 : 2, masked ? "[G, M, ceil(N/128)]" : "[M, ceil(N/128)]") ||
+        (masked && qgpy_check_dim(sfd, 0, args->num_groups, "G, from b")) ||
+        qgpy_check_dim(sfd, -2, args->m, "M, from a") ||
+        qgpy_check_dim(sfd, -1, ceil_div(args->n, 128), "ceil(N/128), N from b") ||
+        scales_layout(sfd, 'M', "sfd_ld", sfd_ld) ||
+        (!is_empty(sfd) && qgpy_check_aligned(sfd)) || qgpy_check_writable(sfd) ||
+        qgpy_check_no_overlap(&t[QGPY_D], sfd))
+        return -1;
+    for (int i = 0; i < QGPY_SLOTS; i++)
+        if (i != QGPY_D && qgpy_check_no_overlap(sfd, &t[i]))
+            return -1;
+    return 0;
+}
+
+int qgpy_gemm_fp8out_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS],
+                          const qgpy_tensor *sfd, int expected_m, int ue8m0, qg_gemm_args *args,
+                          qg_fp8_out *out, int *device)
+{
+    if (kind == QG_GEMM_WGRAD)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: the weight gradient has no e4m3-D form");
+    memset(out, 0, sizeof *out);
+    if (gemm_args(kind, t, expected_m, args, device, sfd, &out->sfd_ld))
+        return -1;
+    out->sfd = qgpy_address(sfd);
+    out->ue8m0 = ue8m0 != 0;
     return 0;
 }
 

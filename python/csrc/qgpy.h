@@ -130,6 +130,12 @@ enum { QGPY_A, QGPY_SFA, QGPY_B, QGPY_SFB, QGPY_D, QGPY_IDX, QGPY_SLOTS };
  */
 int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
                    qg_gemm_args *args, int *device);
+/* The same for the e4m3-D calls: d float8_e4m3fn, and sfd its scales
+ * [(G,) M, ceil(N/128)] float32, M-major and TMA-aligned (the next GEMM's sfa
+ * layout) -> `out`. */
+int qgpy_gemm_fp8out_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS],
+                          const qgpy_tensor *sfd, int expected_m, int ue8m0, qg_gemm_args *args,
+                          qg_fp8_out *out, int *device);
 
 /* The k-grouped GEMM's tensors (slot QGPY_IDX: c or empty) and its host group
  * sizes ks[num_groups] -> `args` (args->ks points at ks). */

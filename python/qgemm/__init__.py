@@ -124,15 +124,19 @@ from .einsum import (
     fp8_gemm_nt_skip_head_mid,
 )
 from .fp8 import (
+    empty_fp8out,
     fp8_fp4_gemm_nt,
     fp8_gemm_nt,
+    fp8_gemm_nt_fp8out,
     fp8_m_grouped_gemm_nt_masked,
     get_strict,
     k_grouped_fp8_gemm_nt_contiguous,
     m_grouped_fp8_fp4_gemm_nt_contiguous,
     m_grouped_fp8_fp4_gemm_nt_masked,
     m_grouped_fp8_gemm_nt_contiguous,
+    m_grouped_fp8_gemm_nt_contiguous_fp8out,
     m_grouped_fp8_gemm_nt_masked,
+    m_grouped_fp8_gemm_nt_masked_fp8out,
     set_strict,
 )
 
@@ -155,6 +159,11 @@ __all__ = [
     "fp8_gemm_nt",
     "m_grouped_fp8_gemm_nt_contiguous",
     "m_grouped_fp8_gemm_nt_masked",
+    # FP8 output (e4m3 D + 1x128 scales, the next GEMM's a pair)
+    "fp8_gemm_nt_fp8out",
+    "m_grouped_fp8_gemm_nt_contiguous_fp8out",
+    "m_grouped_fp8_gemm_nt_masked_fp8out",
+    "empty_fp8out",
     "set_strict",
     "get_strict",
     "get_m_alignment_for_contiguous_layout",

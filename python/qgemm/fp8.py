@@ -391,3 +391,91 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
 
 
 fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_fp4_gemm_nt_masked  # DeepGEMM's legacy alias
+
+
+# ---- FP8 output (issue 51): e4m3 D and its 1x128 scales, ready as the next GEMM's A --------
+
+_FP8OUT_NAMES = ("a", "sfa", "b", "sfb", "d", "sfd", "idx")
+
+
+def _fp8out(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expected_m: int,
+            use_ue8m0: bool, stream: Optional[StreamLike], config: Optional[Config],
+            strict: Optional[bool]) -> None:
+    if use_ue8m0 not in (False, True, 0, 1):
+        raise ValueError(f"qgemm: use_ue8m0 must be a bool, got {use_ue8m0!r}")
+    (a_, sfa), (b_, sfb) = _convert(a, b, _strict(strict))
+    tensors = [_d.detach(t) for t in (a_, sfa, b_, sfb, d, sfd, idx)]
+    e4m3 = 0
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        # (float8 tensors as their bytes: torch < 2.8 exports no float8 through DLPack)
+        for slot in (0, 2, 4):
+            t = tensors[slot]
+            if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
+                tensors[slot] = t.view(torch.uint8)
+                e4m3 |= 1 << slot
+    _d.launch_family(_C.gemm_fp8out, _FP8OUT_NAMES, tensors, (kind,),
+                     (expected_m, int(bool(use_ue8m0)), _d.config_tuple(config), e4m3), stream)
+
+
+def empty_fp8out(m: int, n: int, *, num_groups: Optional[int] = None, device: Any = None
+                 ) -> Tuple[Tensor, Tensor]:
+    """Allocate (d, sfd) for the ``*_fp8out`` GEMMs (torch): d ``[M, N]``
+    float8_e4m3fn and sfd ``[M, ceil(N/128)]`` float32, M-major and TMA-aligned
+    (strides ``(1, tma_aligned_m)``, as ``get_mn_major_tma_aligned_tensor``
+    returns scales): the layout the next GEMM reads as sfa. ``num_groups``:
+    the masked layout's ``[G, M, N]`` / ``[G, M, ceil(N/128)]``."""
+    import torch
+    m, n = as_int(m, "m"), as_int(n, "n")
+    nb, ld = (n + 127) // 128, (m + 3) // 4 * 4
+    if num_groups is None:
+        d = torch.empty((m, n), dtype=torch.float8_e4m3fn, device=device)
+        sfd = torch.empty_strided((m, nb), (1, ld), dtype=torch.float32, device=device)
+    else:
+        g = as_int(num_groups, "num_groups")
+        d = torch.empty((g, m, n), dtype=torch.float8_e4m3fn, device=device)
+        sfd = torch.empty_strided((g, m, nb), (nb * ld, 1, ld), dtype=torch.float32, device=device)
+    return d, sfd
+
+
+def fp8_gemm_nt_fp8out(a: Pair, b: Pair, d: Tensor, sfd: Tensor, *, use_ue8m0: bool = False,
+                       stream: Optional[StreamLike] = None, config: Optional[Config] = None,
+                       strict: Optional[bool] = None) -> None:
+    """Dense ``(d, sfd) = quantize((a * sfa) @ (b * sfb).T)``: the GEMM writes FP8.
+
+    As fp8_gemm_nt, but d is ``[M, N]`` float8_e4m3fn and sfd ``[M,
+    ceil(N/128)]`` float32 M-major TMA-aligned (``empty_fp8out`` allocates
+    both): one scale per 1x128 block of each row of the product, computed in
+    the GEMM's epilogue from its FP32 sums by per_token_cast_to_fp8's formula
+    (amax >= 1e-4, scale = amax / 448; ``use_ue8m0=True``: rounded up to a
+    power of two). ``(d, sfd)`` is then the next GEMM's ``a`` pair as it is (an
+    MoE expert's up-projection feeding its down-projection) and equals
+    ``per_token_cast_to_fp8`` of the bf16 GEMM's output but for that bf16
+    rounding, without writing or reading the bf16 tensor. Tiles of whole
+    128-column groups only (a forced ``config`` needs block_n 128 or 256).
+    """
+    _fp8out(_C.KIND_DENSE, a, b, d, sfd, None, 0, use_ue8m0, stream, config, strict)
+
+
+def m_grouped_fp8_gemm_nt_contiguous_fp8out(a: Pair, b: Pair, d: Tensor, sfd: Tensor,
+                                            m_indices: Tensor, *, use_ue8m0: bool = False,
+                                            stream: Optional[StreamLike] = None,
+                                            config: Optional[Config] = None,
+                                            strict: Optional[bool] = None) -> None:
+    """m_grouped_fp8_gemm_nt_contiguous (m_indices layout) writing FP8: d ``[M, N]``
+    float8_e4m3fn, sfd ``[M, ceil(N/128)]`` as fp8_gemm_nt_fp8out. Rows the bf16
+    call leaves untouched keep their bytes and scales."""
+    _fp8out(_C.KIND_CONTIGUOUS, a, b, d, sfd, m_indices, 0, use_ue8m0, stream, config, strict)
+
+
+def m_grouped_fp8_gemm_nt_masked_fp8out(a: Pair, b: Pair, d: Tensor, sfd: Tensor,
+                                        masked_m: Tensor, expected_m: int, *,
+                                        use_ue8m0: bool = False,
+                                        stream: Optional[StreamLike] = None,
+                                        config: Optional[Config] = None,
+                                        strict: Optional[bool] = None) -> None:
+    """m_grouped_fp8_gemm_nt_masked writing FP8: d ``[G, M, N]`` float8_e4m3fn, sfd
+    ``[G, M, ceil(N/128)]`` (``empty_fp8out(m, n, num_groups=G)``), the next masked
+    GEMM's a pair. Rows past masked_m keep their bytes and scales."""
+    _fp8out(_C.KIND_MASKED, a, b, d, sfd, masked_m, as_int(expected_m, "expected_m"), use_ue8m0,
+            stream, config, strict)

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""bench/peers_fp8out.py -- the FP8-output GEMM (issue 51 item 1) against its
+unfused path, one process, rows of kind ``fp8out``.
+
+For M in {64, 128, 256, 4096} and DeepGEMM's 7 dense (N, K) (bench/peers.py
+DG_NK), on the same quantized inputs (per-token 1x128 A, per-block 128x128 B,
+as bench/peers.py casts them), kineto times (CUPTI GPU time of every kernel one
+call launches, an 8 GB flush before each call, mean of --calls; DeepGEMM's
+method, bench/peers.py time_kineto) of:
+
+  qgemm_us    qgemm.fp8_gemm_nt_fp8out: e4m3 D + 1x128 scales from the epilogue
+  bf16out_us  qgemm.fp8_gemm_nt: bf16 D (the same GEMM, bf16 output)
+  unfused_us  qgemm.fp8_gemm_nt + qgemm.per_token_cast_to_fp8 of its D (the
+              library's cast kernel; its row-major scales, no layout change:
+              the unfused path is not charged for the M-major copy the next
+              GEMM would need)
+
+and the agreement of the fused bytes with the unfused ones: ``mismatch`` (the
+fraction of D's bytes that differ), ``max_steps`` (the largest distance in
+e4m3 codes), ``sf_rel_max`` (the largest relative difference of the scales).
+They differ only where the bf16 rounding of the intermediate moves a value
+across an e4m3 rounding boundary (or its row's amax).
+
+One command on the H200 (the package built in place, as bench/peers.py):
+
+    PYTHONPATH=python python3 bench/peers_fp8out.py --out fp8out.jsonl
+
+prints one JSON row a shape and the geometric means against the issue's
+targets (fused / bf16-out <= 1.03; unfused / fused >= 1.2 at M <= 256 and
+>= 1.05 at M >= 4096); --ue8m0 for UE8M0 scales, --quick for four shapes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (the shapes, casts, flush and kineto timing)
+
+MS = [64, 128, 256, 4096]
+
+
+def e4m3_steps(x, y):
+    """Per-element distance in e4m3 codes of two float8_e4m3fn tensors (opposite signs:
+    the sum of both magnitudes' codes)."""
+    import torch
+    a = x.view(torch.uint8).to(torch.int32)
+    b = y.view(torch.uint8).to(torch.int32)
+    ma, mb = a & 0x7F, b & 0x7F
+    same = (a & 0x80) == (b & 0x80)
+    return torch.where(same, (ma - mb).abs(), ma + mb)
+
+
+def geomean(xs: List[float]) -> Optional[float]:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool) -> Dict[str, Any]:
+    import torch
+    import qgemm
+    g = torch.Generator(device="cuda").manual_seed(m * 1000003 + n * 101 + k)
+    x = torch.randn(m, k, device="cuda", generator=g, dtype=torch.float32)
+    w = torch.randn(n, k, device="cuda", generator=g, dtype=torch.float32)
+    a, sfa = peers._cast_rows(x)
+    sfa = peers._mn_major(sfa)
+    b, sfb = peers._cast_blocks(w)
+    d16 = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    d8, sfd = qgemm.empty_fp8out(m, n, device="cuda")
+
+    def fused() -> None:
+        qgemm.fp8_gemm_nt_fp8out((a, sfa), (b, sfb), d8, sfd, use_ue8m0=ue8m0)
+
+    def bf16out() -> None:
+        qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d16)
+
+    def unfused() -> Any:
+        qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d16)
+        return qgemm.per_token_cast_to_fp8(d16, use_ue8m0=ue8m0)
+
+    row: Dict[str, Any] = {"kind": "fp8out", "shape": f"{m}x{n}x{k}", "ue8m0": ue8m0}
+    fused()
+    q_ref, sf_ref = unfused()
+    torch.cuda.synchronize()
+    steps = e4m3_steps(d8, q_ref)
+    row["mismatch"] = float((steps != 0).float().mean())
+    row["max_steps"] = int(steps.max())
+    row["sf_rel_max"] = float(((sfd - sf_ref).abs() / sf_ref).max())
+    for name, fn in (("qgemm_us", fused), ("bf16out_us", bf16out), ("unfused_us", unfused)):
+        us, kernels, names = peers.time_kineto(fn, flusher, calls)
+        row[name] = round(us, 2)
+        row[name.replace("_us", "_kernels")] = kernels
+    row["fused_over_bf16out"] = round(row["qgemm_us"] / row["bf16out_us"], 4)
+    row["unfused_over_fused"] = round(row["unfused_us"] / row["qgemm_us"], 4)
+    return row
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=30, help="calls a kineto mean (default 30)")
+    ap.add_argument("--flush-gb", type=float, default=8.0, help="flush before each call (GB)")
+    ap.add_argument("--ue8m0", action="store_true", help="UE8M0 scales (both paths)")
+    ap.add_argument("--quick", action="store_true", help="4 shapes only")
+    ap.add_argument("--out", help="also append the JSON rows to this file")
+    args = ap.parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        print("peers_fp8out: no usable GPU", file=sys.stderr)
+        return 3
+    flusher = peers.Flusher(int(args.flush_gb * (1 << 30)))
+    shapes = [(m, n, k) for (n, k) in peers.DG_NK for m in MS]
+    if args.quick:
+        shapes = [(64, 2112, 7168), (128, 7168, 2048), (256, 24576, 1536), (4096, 4096, 7168)]
+    rows = []
+    out = open(args.out, "a") if args.out else None
+    for m, n, k in shapes:
+        try:
+            r = run_shape(m, n, k, flusher, args.calls, args.ue8m0)
+        except Exception as e:  # a failing shape is a row with its error
+            r = {"kind": "fp8out", "shape": f"{m}x{n}x{k}", "error": peers.short_err(e)}
+        rows.append(r)
+        line = json.dumps(r)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+    ok = [r for r in rows if "error" not in r]
+    small = [r for r in ok if int(r["shape"].split("x")[0]) <= 256]
+    large = [r for r in ok if int(r["shape"].split("x")[0]) >= 4096]
+    summary = {
+        "kind": "fp8out-summary", "rows": len(rows), "errors": len(rows) - len(ok),
+        "fused_over_bf16out_geomean": geomean([r["fused_over_bf16out"] for r in ok]),
+        "unfused_over_fused_geomean_m_le_256": geomean([r["unfused_over_fused"] for r in small]),
+        "unfused_over_fused_geomean_m_ge_4096": geomean([r["unfused_over_fused"] for r in large]),
+        "mismatch_max": max((r["mismatch"] for r in ok), default=None),
+        "max_steps": max((r["max_steps"] for r in ok), default=None),
+        "targets": "fused/bf16out <= 1.03; unfused/fused >= 1.2 (M <= 256), >= 1.05 (M >= 4096)",
+    }
+    line = json.dumps(summary)
+    print(line)
+    if out:
+        out.write(line + "\n")
+        out.close()
+    return 0 if not summary["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

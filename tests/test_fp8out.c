@@ -1,0 +1,432 @@
+/*
+ * test_fp8out.c -- the GEMMs with e4m3 D and 1x128 scales (qg_fp8_out): their
+ * argument checks and plans on the CPU, and on
+ * the GPU (skipped without one): dense, contiguous, masked and psum, FP32
+ * and UE8M0 scales, the heuristic's tile and forced ones (multicast A / B,
+ * 256x128, 128x256, split-K), M and N off the tiles (N = 1160: a last scale
+ * group of 8 columns and rows of D ending mid 16-byte unit), rows whose sums
+ * are all zero (amax 0: the cast's 1e-4 floor).
+ *
+ * Pass rule (issue 51): against the fp64 reference of the dequantized
+ * product, quantized by the per-token cast's formula (amax of the row's
+ * 128-column group as float, sf = amax * float(1/448) or its UE8M0 ceiling,
+ * q = e4m3(float(ref) * mult)): the bytes equal on >= 99.9% of the elements
+ * and never more than one e4m3 step away; each scale within 1e-6 relative
+ * (UE8M0: equal, or a factor 2 where amax / 448 is within 1e-6 of a power
+ * of two); D and the scales poisoned first: every row to be written is, all
+ * of it, and nothing else (the bytes of a row past N, the rows the bf16
+ * call leaves untouched, scale rows [m, sfd_ld)) changes.
+ */
+#include "qg_test.h"
+#include "gpu_ctx.h"
+#include "qgtk.h"
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static const float inv448 = (float)(1.0 / 448.0);
+
+/* c10::detail::fp8e4m3fn_from_fp32_value (as tests/test_cast.c) */
+static uint8_t torch_e4m3(float f) {
+    const uint32_t fp8_max = 1087u << 20, denorm_mask = 141u << 23;
+    uint32_t b = fbits(f);
+    const uint32_t sign = b & 0x80000000u;
+    b ^= sign;
+    uint8_t r;
+    if (b >= fp8_max) r = 0x7F;
+    else if (b < (121u << 23)) r = (uint8_t)(fbits(bitsf(b) + bitsf(denorm_mask)) - denorm_mask);
+    else {
+        const uint32_t odd = (b >> 20) & 1u;
+        b += ((uint32_t)(7 - 127) << 23) + 0x7FFFFu;
+        b += odd;
+        r = (uint8_t)(b >> 20);
+    }
+    return (uint8_t)(r | (sign >> 24));
+}
+
+static float ceil_ue8m0(float s) {
+    const uint32_t b = fbits(s) & 0x7FFFFFFFu;
+    int e = (int)(b >> 23) + ((b & 0x7FFFFFu) != 0);
+    e = e < 1 ? 1 : e > 254 ? 254 : e;
+    return bitsf((uint32_t)e << 23);
+}
+
+/* The cast's scale and multiplier of a group of amax (finite inputs). */
+static void ref_scale(float amax, int ue, float *sf, float *mult) {
+    if (amax < 1e-4f) amax = 1e-4f;
+    if (ue) {
+        *sf = ceil_ue8m0(amax * inv448);
+        *mult = 1.0f / *sf;
+    } else {
+        *sf = amax * inv448;
+        *mult = (1.0f / amax) * 448.0f;
+    }
+}
+
+static int e4m3_steps(uint8_t a, uint8_t b) {
+    if (a == b) return 0;
+    if ((a ^ b) & 0x80) return (a & 0x7F) == 0 && (b & 0x7F) == 0 ? 0 : 100;
+    if ((a & 0x7F) == 0x7F || (b & 0x7F) == 0x7F) return 100; /* NaN: poison left */
+    return abs((int)(a & 0x7F) - (int)(b & 0x7F));
+}
+
+typedef struct {
+    int64_t elems, mismatch, far, sf_bad, untouched_bad, unwritten;
+    int max_steps;
+    double sf_rel_max;
+} tally;
+
+/* One call: fresh D and sfd poisoned, the GEMM, the check against p->ref. */
+static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int ue,
+                     const qg_config *cfg, const char *label) {
+    const qg_driver *drv;
+    CUcontext cu;
+    if (!qg__context_cuda(ctx, &drv, &cu, NULL)) {
+        printf("    FAIL %s: no driver\n", label);
+        return false;
+    }
+    const bool masked = p->kind == QG_GEMM_GROUPED_MASKED;
+    const int64_t rows = p->rows, n = p->n, m = p->m, nb = (n + 127) / 128;
+    const int64_t ldd = (n + 15) / 16 * 16 + 16; /* bytes past N that must stay poisoned */
+    const int64_t sfd_ld = qg_sfa_ld(m) + 4;     /* and scale rows past m */
+    const int64_t g_sf = masked ? p->num_groups : 1;
+    const size_t d_bytes = (size_t)(rows * ldd), sf_count = (size_t)(g_sf * nb * sfd_ld);
+    uint8_t *hd = malloc(d_bytes);
+    float *hs = malloc(sf_count * 4);
+    CUdeviceptr dd = 0, ds = 0;
+    bool ok = false;
+    tally t = {0};
+    if (!hd || !hs || drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&ds, sf_count * 4)) {
+        printf("    FAIL %s: allocation\n", label);
+        goto done;
+    }
+    drv->cuMemsetD8(dd, 0xFF, d_bytes);
+    drv->cuMemsetD8(ds, 0xFF, sf_count * 4);
+    qg_gemm_args args = qgtk_problem_args(p);
+    args.d = (void *)(uintptr_t)dd;
+    args.ldd = ldd;
+    qg_fp8_out out = {(float *)(uintptr_t)ds, sfd_ld, ue};
+    qg_status st;
+    switch (p->kind) {
+    case QG_GEMM_DENSE: st = qg_fp8_gemm_nt_fp8out(ctx, &args, &out, cfg, stream); break;
+    case QG_GEMM_GROUPED_CONTIGUOUS:
+        st = qg_m_grouped_fp8_gemm_nt_contiguous_fp8out(ctx, &args, &out, cfg, stream);
+        break;
+    case QG_GEMM_GROUPED_MASKED:
+        st = qg_m_grouped_fp8_gemm_nt_masked_fp8out(ctx, &args, &out, cfg, stream);
+        break;
+    default: st = qg_m_grouped_fp8_gemm_nt_psum_fp8out(ctx, &args, &out, cfg, stream); break;
+    }
+    if (st != QG_SUCCESS) {
+        printf("    FAIL %s: status %d: %s\n", label, (int)st, qg_last_error());
+        goto done;
+    }
+    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS ||
+        drv->cuMemcpyDtoH(hd, dd, d_bytes) != CUDA_SUCCESS ||
+        drv->cuMemcpyDtoH(hs, ds, sf_count * 4) != CUDA_SUCCESS) {
+        printf("    FAIL %s: kernel or copy failed\n", label);
+        goto done;
+    }
+    if (!p->ref && qgtk_problem_reference(ctx, p, QGTK_REF_AUTO) != QG_SUCCESS) {
+        printf("    FAIL %s: reference: %s\n", label, qg_last_error());
+        goto done;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        const double *ref = p->ref + r * n;
+        const uint8_t *d = hd + r * ldd;
+        const int64_t g = masked ? r / m : 0, mr = masked ? r - g * m : r;
+        const bool write = !isnan(ref[0]);
+        for (int64_t c = n; c < ldd; ++c) t.untouched_bad += d[c] != 0xFF;
+        for (int64_t kb = 0; kb < nb; ++kb) {
+            const uint32_t got_sf = fbits(hs[(g * nb + kb) * sfd_ld + mr]);
+            const int64_t c0 = kb * 128, c1 = c0 + 128 < n ? c0 + 128 : n;
+            if (!write) {
+                for (int64_t c = c0; c < c1; ++c) t.untouched_bad += d[c] != 0xFF;
+                t.untouched_bad += got_sf != 0xFFFFFFFFu;
+                continue;
+            }
+            double amax_d = 0;
+            for (int64_t c = c0; c < c1; ++c) amax_d = fmax(amax_d, fabs(ref[c]));
+            float sf, mult;
+            ref_scale((float)amax_d, ue, &sf, &mult);
+            if (got_sf == 0xFFFFFFFFu) t.unwritten++;
+            const float gs = bitsf(got_sf);
+            double rel = fabs((double)gs - sf) / sf;
+            if (ue && gs != sf) {
+                /* the FP32 amax may sit on the other side of a power of two */
+                float sf_plain, unused;
+                ref_scale((float)amax_d, 0, &sf_plain, &unused);
+                const double to_pow2 = fabs(log2((double)sf_plain) - nearbyint(log2((double)sf_plain)));
+                if ((gs == 2 * sf || 2 * gs == sf) && to_pow2 < 2e-6) {
+                    rel = 0;
+                    mult = 1.0f / gs; /* then the bytes follow the kernel's scale */
+                }
+            }
+            if (rel > t.sf_rel_max) t.sf_rel_max = rel;
+            t.sf_bad += !(rel <= 1e-6);
+            for (int64_t c = c0; c < c1; ++c) {
+                const uint8_t want = torch_e4m3((float)ref[c] * mult);
+                const int s = e4m3_steps(d[c], want);
+                t.elems++;
+                t.mismatch += s > 0;
+                t.far += s > 1;
+                if (s > t.max_steps) t.max_steps = s;
+            }
+        }
+    }
+    /* scale rows past m (and masked groups' rows past M_max) stay poisoned */
+    for (int64_t gk = 0; gk < g_sf * nb; ++gk)
+        for (int64_t r = m; r < sfd_ld; ++r) t.untouched_bad += fbits(hs[gk * sfd_ld + r]) != 0xFFFFFFFFu;
+    ok = t.elems > 0 && t.mismatch * 1000 <= t.elems && t.far == 0 && t.sf_bad == 0 &&
+         t.untouched_bad == 0 && t.unwritten == 0;
+    printf("    %s %s: %lld elements, mismatch %.2e, max steps %d, scale rel %.2e, bad scales %lld, "
+           "unwritten %lld, touched %lld\n", ok ? "ok  " : "FAIL", label, (long long)t.elems,
+           t.elems ? (double)t.mismatch / (double)t.elems : 0.0, t.max_steps, t.sf_rel_max,
+           (long long)t.sf_bad, (long long)t.unwritten, (long long)t.untouched_bad);
+done:
+    if (dd) drv->cuMemFree(dd);
+    if (ds) drv->cuMemFree(ds);
+    free(hd);
+    free(hs);
+    return ok;
+}
+
+/* A problem with the rows listed in zero_rows given all-zero A scales (their
+ * sums are 0: the amax floor). */
+static qgtk_problem_data *make(qg_context *ctx, const qgtk_problem_spec *spec, bool zero_rows) {
+    qgtk_problem_data *p = NULL;
+    if (qgtk_problem_create_host(&p, spec) != QG_SUCCESS) return NULL;
+    if (zero_rows && p->kind == QG_GEMM_DENSE)
+        for (int64_t r = 0; r < p->rows; r += 37)
+            for (int kb = 0; kb < p->kblocks; ++kb) p->sfa[kb * p->sfa_ld + r] = 0.0f;
+    if (qgtk_problem_upload(ctx, p) != QG_SUCCESS) {
+        qgtk_problem_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+TEST(gpu_fp8out) {
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    int failures = 0, cases = 0;
+    static const qg_config forced[] = {
+        {.block_m = 0},
+        {.block_m = 64, .block_n = 128, .split_k = 2},
+        {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
+        {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B},
+        {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_A},
+        {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A},
+    };
+    /* dense: M, N off the tiles; N 1160 ends in a group of 8 columns */
+    static const int dense[][3] = {{1, 2112, 7168}, {100, 1160, 1536}, {257, 576, 512},
+                                   {1000, 4096, 2048}, {4096, 7168, 1536}, {64, 24576, 1536}};
+    for (size_t i = 0; i < sizeof dense / sizeof dense[0]; ++i) {
+        qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = dense[i][0], .n = dense[i][1],
+                                  .k = dense[i][2], .num_groups = 1, .seed = 51 + i,
+                                  .lda_pad = i % 2 ? 16 : 0, .scale_spread = 3};
+        qgtk_problem_data *p = make(ctx, &spec, true);
+        CHECK(p, "problem: %s", qg_last_error());
+        for (size_t f = 0; f < sizeof forced / sizeof forced[0]; ++f)
+            for (int ue = 0; ue < 2; ++ue) {
+                if (f && ue) continue; /* UE8M0 with the heuristic's tile */
+                const qg_config *cfg = forced[f].block_m ? &forced[f] : NULL;
+                qg_problem prob = {QG_GEMM_DENSE, p->m, p->n, p->k, 1, 0, 0};
+                qg_config c = forced[f];
+                if (cfg && qg_complete_config(ctx, &prob, &c) != QG_SUCCESS) continue; /* not for this shape */
+                char label[128];
+                snprintf(label, sizeof label, "dense %dx%dx%d %s%dx%d mc %d split %d%s", p->m, p->n,
+                         p->k, cfg ? "forced " : "", cfg ? c.block_m : 0, cfg ? c.block_n : 0,
+                         (int)c.multicast, c.split_k, ue ? " ue8m0" : "");
+                cases++;
+                failures += !run_case(ctx, stream, p, ue, cfg, label);
+            }
+        qgtk_problem_free(p);
+    }
+    /* grouped: contiguous (with -1 padding blocks), masked (empty and full
+     * groups), psum; N 1160 and 4096 */
+    static const int grouped_n[][2] = {{1160, 1536}, {4096, 2048}};
+    const qg_gemm_kind kinds[] = {QG_GEMM_GROUPED_CONTIGUOUS, QG_GEMM_GROUPED_MASKED,
+                                  QG_GEMM_GROUPED_PSUM};
+    for (int ki = 0; ki < 3; ++ki)
+        for (int j = 0; j < 2; ++j) {
+            qgtk_problem_spec spec = {.kind = kinds[ki], .m = kinds[ki] == QG_GEMM_GROUPED_MASKED ? 300 : 1200,
+                                      .n = grouped_n[j][0], .k = grouped_n[j][1], .num_groups = 4,
+                                      .seed = 151 + ki * 2 + j, .scale_spread = 3,
+                                      .expected_m = 300, .masked_extremes = true,
+                                      .padding_blocks = true};
+            qgtk_problem_data *p = make(ctx, &spec, false);
+            CHECK(p, "problem: %s", qg_last_error());
+            static const qg_config gforced[] = {{.block_m = 0},
+                                                {.block_m = 64, .block_n = 128},
+                                                {.block_m = 128, .block_n = 256},
+                                                {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A}};
+            for (size_t f = 0; f < sizeof gforced / sizeof gforced[0]; ++f)
+                for (int ue = 0; ue < 2; ++ue) {
+                    if (f && ue) continue;
+                    const qg_config *cfg = gforced[f].block_m ? &gforced[f] : NULL;
+                    qg_problem prob = {kinds[ki], p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
+                    qg_config c = gforced[f];
+                    if (cfg && qg_complete_config(ctx, &prob, &c) != QG_SUCCESS) continue;
+                    char label[128];
+                    snprintf(label, sizeof label, "kind %d G %d m %d N %d K %d %s%dx%d%s", (int)kinds[ki],
+                             p->num_groups, p->m, p->n, p->k, cfg ? "forced " : "", c.block_m,
+                             c.block_n, ue ? " ue8m0" : "");
+                    cases++;
+                    failures += !run_case(ctx, stream, p, ue, cfg, label);
+                }
+            qgtk_problem_free(p);
+        }
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    printf("    %d cases, %d failures\n", cases, failures);
+    CHECK(cases >= 30, "too few cases ran: %d", cases);
+    CHECK(failures == 0, "%d of %d e4m3-D cases failed", failures, cases);
+    PASS();
+}
+
+/* ---- on the CPU: argument checks and plans ------------------------------ */
+
+#include "fake_args.h"
+
+TEST(fp8out_argument_validation) {
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
+    /* fake_good_args: M 100, N 576, K 400; D [100][576] bytes at 0x5000000 */
+    const qg_fp8_out good = {FAKE(0x8000000), 128, 0};
+    static const struct {
+        const char *what;
+        qg_status want;
+        const char *msg;
+    } cases[] = {
+        {"out NULL", QG_ERROR_INVALID_ARGUMENT, "out is NULL"},
+        {"ue8m0 2", QG_ERROR_INVALID_ARGUMENT, "out->ue8m0 must be 0 or 1, got 2"},
+        {"sfd NULL", QG_ERROR_INVALID_ARGUMENT, "out->sfd is NULL"},
+        {"sfd+2", QG_ERROR_INVALID_ARGUMENT, "out->sfd (0x8000002) must be 4-byte aligned"},
+        {"sfd_ld<m", QG_ERROR_INVALID_ARGUMENT, "out->sfd_ld must be >= m (100), got 96"},
+        {"sfd_ld%4", QG_ERROR_INVALID_ARGUMENT, "out->sfd_ld * 4 bytes must be a multiple of 16"},
+        /* e4m3 D: ldd bytes = elements (584 is legal for bf16 D) */
+        {"ldd 584", QG_ERROR_INVALID_ARGUMENT, "args->ldd * 1 bytes must be a multiple of 16 (TMA), got 584"},
+        {"sfd over a", QG_ERROR_INVALID_ARGUMENT, "out->sfd (bytes [0x1000040"},
+        {"sfd over d", QG_ERROR_INVALID_ARGUMENT, "overlaps args->d"},
+        {"d over sfa", QG_ERROR_INVALID_ARGUMENT, "args->d (bytes"},
+        {"block_n 64", QG_ERROR_UNSUPPORTED, "FP8 output needs block_n a multiple of 128"},
+        {"block_n 192", QG_ERROR_UNSUPPORTED, "got 192"},
+        /* the scales right after D's 57600 bytes: no overlap (D is 1 byte an element) */
+        {"sfd after d", QG_ERROR_NO_DEVICE, "offline"},
+        {"valid", QG_ERROR_NO_DEVICE, "the context is offline"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        qg_gemm_args a = fake_good_args();
+        qg_fp8_out o = good;
+        const qg_fp8_out *out = &o;
+        qg_config cfg = {0};
+        const qg_config *forced = NULL;
+        const char *w = cases[i].what;
+        if (!strcmp(w, "out NULL")) out = NULL;
+        else if (!strcmp(w, "ue8m0 2")) o.ue8m0 = 2;
+        else if (!strcmp(w, "sfd NULL")) o.sfd = NULL;
+        else if (!strcmp(w, "sfd+2")) o.sfd = FAKE(0x8000002);
+        else if (!strcmp(w, "sfd_ld<m")) o.sfd_ld = 96;
+        else if (!strcmp(w, "sfd_ld%4")) o.sfd_ld = 102;
+        else if (!strcmp(w, "ldd 584")) a.ldd = 584;
+        else if (!strcmp(w, "sfd over a")) o.sfd = FAKE(0x1000040);
+        else if (!strcmp(w, "sfd over d")) o.sfd = FAKE(0x5000000 + 1024);
+        else if (!strcmp(w, "d over sfa")) a.d = FAKE(0x2000000 - 1024);
+        else if (!strcmp(w, "block_n 64")) cfg.block_m = 64, cfg.block_n = 64, forced = &cfg;
+        else if (!strcmp(w, "block_n 192")) cfg.block_m = 128, cfg.block_n = 192, forced = &cfg;
+        else if (!strcmp(w, "sfd after d")) o.sfd = FAKE(0x5000000 + 57600);
+        qg_status st = qg_fp8_gemm_nt_fp8out(ctx, &a, out, forced, NULL);
+        CHECK(st == cases[i].want && strstr(qg_last_error(), cases[i].msg) &&
+                  strstr(qg_last_error(), "qg_fp8_gemm_nt_fp8out"),
+              "%s: got %s (%s), want %s with \"%s\"", w, qg_status_string(st), qg_last_error(),
+              qg_status_string(cases[i].want), cases[i].msg);
+    }
+    /* the grouped calls name themselves; masked scales are [G][N/128][sfd_ld] */
+    qg_gemm_args a = fake_good_args();
+    a.num_groups = 4;
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked_fp8out(ctx, &a, NULL, NULL, NULL) ==
+                  QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "qg_m_grouped_fp8_gemm_nt_masked_fp8out: out is NULL"),
+          "%s", qg_last_error());
+    qg_fp8_out o = good;
+    o.sfd = FAKE(0x5000000 - 10112); /* [20][128] floats, the last row 100: 16 bytes into D */
+    a.d = FAKE(0x5000000);
+    CHECK(qg_m_grouped_fp8_gemm_nt_masked_fp8out(ctx, &a, &o, NULL, NULL) ==
+                  QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "overlaps args->d"),
+          "masked scales over D: %s", qg_last_error());
+    a = fake_good_args();
+    a.num_groups = 4;
+    CHECK(qg_m_grouped_fp8_gemm_nt_contiguous_fp8out(ctx, &a, &good, NULL, NULL) ==
+                  QG_ERROR_NO_DEVICE &&
+              strstr(qg_last_error(), "qg_m_grouped_fp8_gemm_nt_contiguous_fp8out"),
+          "%s", qg_last_error());
+    a.group_ends = FAKE(0x9000000);
+    CHECK(qg_m_grouped_fp8_gemm_nt_psum_fp8out(ctx, &a, &good, NULL, NULL) == QG_ERROR_NO_DEVICE &&
+              strstr(qg_last_error(), "qg_m_grouped_fp8_gemm_nt_psum_fp8out"),
+          "%s", qg_last_error());
+    /* the configuration calls */
+    qg_problem p = {QG_GEMM_WGRAD, 100, 576, 400, 1, 0, 0};
+    qg_config c;
+    CHECK(qg_select_config_fp8out(ctx, &p, 0, &c) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "problem->kind"), "%s", qg_last_error());
+    p.kind = QG_GEMM_DENSE;
+    CHECK(qg_select_config_fp8out(ctx, &p, 3, &c) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "ue8m0 must be 0 or 1, got 3"), "%s", qg_last_error());
+    CHECK(qg_select_config_fp8out(ctx, &p, 1, &c) == QG_SUCCESS && c.block_n % 128 == 0,
+          "%s (block_n %d)", qg_last_error(), c.block_n);
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The e4m3-D plans: 128-column store chunks, D's shared memory one byte an
+ * element (never fewer stages than the bf16 plan of the tile), and the
+ * heuristic choosing only whole 128-column groups over a sweep of shapes of
+ * every 1D2D kind. */
+TEST(fp8out_plans) {
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
+    static const int tiles[][2] = {{64, 128}, {128, 128}, {128, 256}, {256, 128}};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; ++i) {
+        qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 7168, 1, 0, 0};
+        qg_config c8 = {.block_m = tiles[i][0], .block_n = tiles[i][1]}, c16 = c8;
+        qg_kernel_plan p8, p16;
+        CHECK(qg__plan_out(&ctx->props, &p, 1, &c8, &p8) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(qg__plan(&ctx->props, &p, &c16, &p16) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(p8.store_cols == 128 && p8.d_fp8 == 1 && p16.d_fp8 == 0, "tile %zu: store_cols %d", i,
+              p8.store_cols);
+        CHECK(p8.num_stages >= p16.num_stages, "tile %zu: %d stages against bf16's %d", i,
+              p8.num_stages, p16.num_stages);
+        c8.num_stages = c16.num_stages = p16.num_stages;
+        CHECK(qg__plan_out(&ctx->props, &p, 2, &c8, &p8) == QG_SUCCESS &&
+                  qg__plan(&ctx->props, &p, &c16, &p16) == QG_SUCCESS,
+              "%s", qg_last_error());
+        const size_t d16 = (size_t)tiles[i][0] * tiles[i][1] * 2;
+        CHECK(p16.smem_bytes - p8.smem_bytes == d16 / 2, "tile %zu: smem %zu against %zu", i,
+              p8.smem_bytes, p16.smem_bytes);
+    }
+    int chosen = 0;
+    for (int kind = 0; kind <= 3; ++kind)
+        for (int m = 1; m <= 16384; m *= 4)
+            for (int n = 128; n <= 24576; n = n * 3 + 8 * (kind + 1)) {
+                qg_problem p = {(qg_gemm_kind)kind, kind == 1 || kind == 3 ? m * 4 : m,
+                                n - n % 8, 2048, kind ? 4 : 1, 0, 0};
+                qg_config c;
+                qg_kernel_plan plan;
+                CHECK(qg__select_out(&ctx->props, ctx->num_sms, &p, 1, NULL, 0, &c, &plan) ==
+                          QG_SUCCESS, "kind %d m %d n %d: %s", kind, p.m, p.n, qg_last_error());
+                CHECK(c.block_n % 128 == 0 && plan.d_fp8 == 1 && plan.store_cols == 128,
+                      "kind %d m %d n %d: block %dx%d", kind, p.m, p.n, c.block_m, c.block_n);
+                chosen++;
+            }
+    CHECK(chosen > 50, "%d choices checked", chosen);
+    qg_context_destroy(ctx);
+    PASS();
+}
