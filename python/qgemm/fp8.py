@@ -406,7 +406,7 @@ def _fp8out(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expec
     (a_, sfa), (b_, sfb) = _convert(a, b, _strict(strict))
     tensors = [_d.detach(t) for t in (a_, sfa, b_, sfb, d, sfd, idx)]
     e4m3 = 0
-    torch = sys.modules.get("torch")
+    torch = _d.torch_module()
     if torch is not None:
         # (float8 tensors as their bytes: torch < 2.8 exports no float8 through DLPack)
         for slot in (0, 2, 4):

@@ -86,6 +86,14 @@ from ..fp8 import (  # noqa: F401
     m_grouped_fp8_fp4_gemm_nt_masked,
     set_strict,
 )
+# qgemm's own beyond DeepGEMM (GEMMs writing FP8 for the next layer): the same
+# names as the top level, so porting code sees one namespace
+from ..fp8 import (  # noqa: F401
+    empty_fp8out,
+    fp8_gemm_nt_fp8out,
+    m_grouped_fp8_gemm_nt_contiguous_fp8out,
+    m_grouped_fp8_gemm_nt_masked_fp8out,
+)
 from ..indexer import (  # noqa: F401
     fp8_fp4_mqa_logits,
     fp8_fp4_paged_mqa_logits,
