@@ -1026,3 +1026,145 @@ TEST(gpu_bf16_batch_sums_accuracy) {
     CHECK(failures == 0, "%d cases failed", failures);
     PASS();
 }
+
+/* ---- the reduced batch sum (qg_bf16_gemm_batch_sum) ------------------------------ */
+
+/* As sums_args, D one FP32 [128][384] and a fake workspace of the right size. */
+static qg_bf16_gemm_args sum_args(void) {
+    qg_bf16_gemm_args a = sums_args();
+    a.d = FAKE(0x40000000);
+    return a;
+}
+#define SUM_WS FAKE(0x50000000)
+
+TEST(bf16_batch_sum_workspace_bytes) {
+    size_t counters = 7;
+    CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 1, &counters) == 0 && counters == 0,
+          "one split: no workspace");
+    CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(0, 384, 8, NULL) == 0, "m = 0: none");
+    /* 2 m64 blocks x 24 n16 groups x 14 gaps x 4 = 2688 -> 2816; slots 15 x 128 x 384 x 4 */
+    const size_t total = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, &counters);
+    CHECK(counters == 2816 && total == 2816 + (size_t)15 * 128 * 384 * 4, "15 splits: %zu, %zu",
+          counters, total);
+    /* rows rounded up to 64, columns to 16 for the counters: 200 x 136 -> 4 x 9 regions x 2
+     * gaps x 4 = 288 -> 512 bytes */
+    const size_t t2 = qg_bf16_gemm_batch_sum_workspace_bytes(200, 136, 3, &counters);
+    CHECK(counters == 512 && t2 == 512 + (size_t)3 * 256 * 136 * 4, "200x136: %zu, %zu", counters,
+          t2);
+    PASS();
+}
+
+TEST(bf16_batch_sum_validation) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const size_t need = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, NULL);
+    qg_bf16_gemm_args a = sum_args();
+    qg_status st = qg_bf16_gemm_batch_sum(ctx, &a, 128 * 128, 384 * 128, 15, SUM_WS, need, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE, "good args offline: %s (%s)", qg_status_string(st),
+          qg_last_error());
+#define WCASE(edit_stmt, splits, ws, ws_bytes, want_text, want_status)                              \
+    do {                                                                                            \
+        qg_bf16_gemm_args x = sum_args();                                                           \
+        edit_stmt;                                                                                  \
+        qg_status s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, splits, ws, ws_bytes,   \
+                                             NULL);                                                 \
+        CHECK(s == (want_status) && strstr(qg_last_error(), want_text), "%s %d: %s (%s)",           \
+              #edit_stmt, splits, qg_status_string(s), qg_last_error());                            \
+    } while (0)
+    /* bf16 D, C into FP32 D (d itself, or another array), one split without a workspace */
+    WCASE(x.d_fp32 = 0, 15, SUM_WS, need, "offline", QG_ERROR_NO_DEVICE);
+    WCASE((x.c = x.d, x.ldc = 0), 15, SUM_WS, need, "offline", QG_ERROR_NO_DEVICE);
+    WCASE((x.c = FAKE(0x48000000), x.ldc = 384), 15, SUM_WS, need, "offline", QG_ERROR_NO_DEVICE);
+    WCASE((void)0, 1, NULL, 0, "offline", QG_ERROR_NO_DEVICE);
+    WCASE(x.k = 0, 15, NULL, 0, "offline", QG_ERROR_NO_DEVICE); /* k = 0: D = C or 0, no kernel */
+    /* refused */
+    WCASE((x.d_fp32 = 0, x.c = FAKE(0x48000000), x.ldc = 384), 15, SUM_WS, need,
+          "args->c must be NULL with a bf16 D", QG_ERROR_UNSUPPORTED);
+    WCASE((x.c = x.d, x.ldc = 392), 15, SUM_WS, need, "args->ldc (392) is not args->ldd",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, NULL, need, "workspace is NULL", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, FAKE(0x50000008), need, "workspace (0x50000008) must be 16-byte aligned",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, SUM_WS, need - 4, "workspace_bytes must be >=", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, FAKE(0x40000000 + 4096), need, "workspace (bytes", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, FAKE(0x10000000 + 128 * 128 * 2), need, "overlaps args->a",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE((x.c = FAKE(0x48000000), x.ldc = 384), 15, FAKE(0x48000000 - 4096), need,
+          "overlaps args->c", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 0, SUM_WS, need, "splits must be in [1", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 16, SUM_WS, need, "no empty split", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((x.a_major = QG_MAJOR_MN, x.lda = 128), 15, SUM_WS, need, "QG_MAJOR_K",
+          QG_ERROR_UNSUPPORTED);
+    WCASE(x.d = FAKE(0x10000000 + 2 * 128 * 128 * 128), 15, SUM_WS, need, "overlap",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE(x.d = FAKE(0x40000004), 15, SUM_WS, need, "args->d (0x40000004) must be 16-byte aligned",
+          QG_ERROR_INVALID_ARGUMENT);
+#undef WCASE
+    a.expected_m = 15;
+    qg_kernel_info info;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
+    CHECK(st == QG_SUCCESS, "compile: %s (%s)", qg_status_string(st), qg_last_error());
+    a.expected_m = 0;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT, "compile without splits: %s", qg_status_string(st));
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* Every reduced batch-sum variant of DeepGEMM's test_bmk_bnk_mn shapes (b 129 /
+ * 4096 / 8192, FP32 D + C and bf16 D) at the splits the sweep may try, plus
+ * shapes off the tiles: compiled offline without spills, stack or warnings,
+ * under DeepGEMM's kernel name, with no TMA store (the tree writes D). */
+TEST(bf16_batch_sum_compile_every_variant) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
+    CHECK(mkdtemp(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const int S[] = {129, 4096, 8192};
+    static const int MNK[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384}, {200, 136, 64}};
+    static const int SPLITS[] = {1, 3, 16, 44, 132};
+    int failures = 0, count = 0;
+    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
+        for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
+            for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
+                for (int mode = 0; mode < 3; ++mode) { /* FP32 D + C, FP32 D, bf16 D */
+                    const int m = MNK[j][0], n = MNK[j][1], k = MNK[j][2], s = S[i];
+                    int splits = SPLITS[sp] < s ? SPLITS[sp] : s;
+                    const int per = (s + splits - 1) / splits;
+                    splits = (s + per - 1) / per;
+                    if (i > 0 && sp != 3 && mode == 1) continue; /* fewer FP32-without-C copies */
+                    qg_bf16_gemm_args a;
+                    memset(&a, 0, sizeof a);
+                    a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
+                    a.lda = k, a.ldb = k, a.ldd = n, a.d_fp32 = mode < 2;
+                    a.c = mode == 0 ? FAKE(0x1000) : NULL, a.ldc = n;
+                    qg_kernel_info info;
+                    memset(&info, 0, sizeof info);
+                    qg_status st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
+                    char first[512];
+                    const unsigned warnings = qg__jit_warnings(first, sizeof first);
+                    const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
+                                    info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
+                                    info.ptx_has_wgmma && info.ptx_has_tma_load &&
+                                    !info.ptx_has_tma_store && warnings == warnings_seen;
+                    count++;
+                    if (!ok) {
+                        failures++;
+                        printf("    batch sum b %d %dx%dx%d splits %d mode %d: %s %s regs %d "
+                               "spills %d/%d stack %d%s%s\n", s, m, n, k, splits, mode,
+                               qg_status_string(st), st ? qg_last_error() : "", info.registers,
+                               info.spill_store_bytes, info.spill_load_bytes,
+                               info.stack_frame_bytes, warnings != warnings_seen ? "; warning: " : "",
+                               warnings != warnings_seen ? first : "");
+                        warnings_seen = warnings;
+                    }
+                }
+    printf("    %d reduced batch-sum variants, %d failures\n", count, failures);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    qgtk_remove_tree(dir);
+    PASS();
+}
