@@ -1168,3 +1168,154 @@ TEST(bf16_batch_sum_compile_every_variant) {
     qgtk_remove_tree(dir);
     PASS();
 }
+
+/* On the GPU: D = (C +) sum_b A_b B_b^T by the reduced batch sum against an
+ * fp64 reference, fresh random inputs, a [S][m][k + 8] (batch stride m (k +
+ * 8)), M and N off the tiles, S = 1, 2, 3, 129 (splits = 1 .. S), in four
+ * modes: FP32 D with C = D (D += the sum, D set to C before each call), FP32
+ * D with another C, FP32 D, bf16 D. D has 8 padding columns (ldd = n + 8):
+ * they must stay poisoned (C's, with C = D); D is poisoned (NaN) before each call, the
+ * workspace's slots too (a slot read before it was written would show as
+ * NaN), its counters zeroed once: they must be zero again after every call.
+ * Five calls per mode: bitwise identical D. */
+TEST(gpu_bf16_batch_sum_accuracy) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    const qg_driver *drv;
+    qg__context_cuda(ctx, &drv, NULL, NULL);
+    /* S, m, n, k, splits */
+    static const int cases[][5] = {{1, 100, 72, 64, 1},      {2, 128, 384, 128, 2},
+                                   {3, 200, 136, 64, 3},     {3, 200, 136, 64, 2},
+                                   {129, 128, 384, 128, 43}, {129, 72, 48, 64, 129},
+                                   {37, 64, 64, 320, 5},     {129, 256, 256, 64, 16}};
+    static const char *mode_names[] = {"FP32 D += (C = D)", "FP32 D = C +", "FP32 D", "bf16 D"};
+    int failures = 0, count = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+        const int S = cases[ci][0], m = cases[ci][1], n = cases[ci][2], k = cases[ci][3];
+        int splits = cases[ci][4];
+        const int per = (S + splits - 1) / splits;
+        splits = (S + per - 1) / per;
+        const int64_t lda = k + 8, sa = (int64_t)m * lda, sb = (int64_t)n * k, ldd = n + 8;
+        const size_t a_el = (size_t)S * (size_t)sa, b_el = (size_t)S * (size_t)sb;
+        const size_t d_el = (size_t)m * (size_t)ldd;
+        size_t counter_bytes = 0;
+        const size_t ws_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &counter_bytes);
+        uint16_t *ha = malloc(a_el * 2), *hb = malloc(b_el * 2);
+        float *hc = malloc(d_el * 4), *got = malloc(d_el * 4), *first = malloc(d_el * 4);
+        double *ref = malloc((size_t)m * n * sizeof(double));
+        uint32_t *cnt = malloc(counter_bytes + 4);
+        unsigned s = 4242u + (unsigned)ci;
+        for (size_t i = 0; i < a_el; ++i) ha[i] = qg_bf16_encode((float)rnd_unit(&s));
+        for (size_t i = 0; i < b_el; ++i) hb[i] = qg_bf16_encode((float)rnd_unit(&s));
+        for (size_t i = 0; i < d_el; ++i) hc[i] = (float)rnd_unit(&s);
+        for (int r = 0; r < m; ++r)
+            for (int c = 0; c < n; ++c) {
+                double y = 0;
+                for (int b = 0; b < S; ++b)
+                    for (int kk = 0; kk < k; ++kk)
+                        y += bf(ha[b * sa + r * lda + kk]) * bf(hb[b * sb + (int64_t)c * k + kk]);
+                ref[(size_t)r * n + c] = y;
+            }
+        CUdeviceptr da = 0, db = 0, dd = 0, dc = 0, dw = 0;
+        char why[320] = "";
+        if (drv->cuMemAlloc(&da, a_el * 2) || drv->cuMemAlloc(&db, b_el * 2) ||
+            drv->cuMemAlloc(&dd, d_el * 4) || drv->cuMemAlloc(&dc, d_el * 4) ||
+            (ws_bytes && drv->cuMemAlloc(&dw, ws_bytes))) {
+            snprintf(why, sizeof why, "cuMemAlloc failed");
+        } else {
+            drv->cuMemcpyHtoD(da, ha, a_el * 2);
+            drv->cuMemcpyHtoD(db, hb, b_el * 2);
+            drv->cuMemcpyHtoD(dc, hc, d_el * 4);
+            if (ws_bytes) {
+                drv->cuMemsetD8(dw, 0, counter_bytes);
+                drv->cuMemsetD8(dw + counter_bytes, 0xFF, ws_bytes - counter_bytes);
+            }
+        }
+        for (int mode = 0; mode < 4 && !why[0]; ++mode) {
+            const int d_fp32 = mode < 3, el = d_fp32 ? 4 : 2;
+            qg_bf16_gemm_args a;
+            memset(&a, 0, sizeof a);
+            a.m = m, a.n = n, a.k = k, a.num_groups = S;
+            a.a = (void *)(uintptr_t)da, a.lda = lda;
+            a.b = (void *)(uintptr_t)db, a.ldb = k;
+            a.d = (void *)(uintptr_t)dd, a.ldd = ldd, a.d_fp32 = d_fp32;
+            if (mode == 0) a.c = a.d, a.ldc = 0;
+            if (mode == 1) a.c = (const void *)(uintptr_t)dc, a.ldc = ldd;
+            for (int run = 0; run < 5 && !why[0]; ++run) {
+                if (mode == 0) drv->cuMemcpyHtoD(dd, hc, d_el * 4); /* D = C, then D += sum */
+                else drv->cuMemsetD8(dd, 0xFF, d_el * 4);
+                qg_status st = qg_bf16_gemm_batch_sum(ctx, &a, sa, sb, splits,
+                                                      (void *)(uintptr_t)dw, ws_bytes, stream);
+                if (st != QG_SUCCESS) {
+                    snprintf(why, sizeof why, "%s: %s", qg_status_string(st), qg_last_error());
+                    break;
+                }
+                if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+                    snprintf(why, sizeof why, "the kernel faulted (run %d)", run);
+                    break;
+                }
+                drv->cuMemcpyDtoH(got, dd, d_el * 4);
+                if (counter_bytes) {
+                    drv->cuMemcpyDtoH(cnt, dw, counter_bytes);
+                    size_t bad = 0;
+                    for (size_t i = 0; i < counter_bytes / 4; ++i) bad += cnt[i] != 0;
+                    if (bad) snprintf(why, sizeof why, "%zu counters not zero after run %d", bad, run);
+                }
+                if (run == 0) memcpy(first, got, d_el * 4);
+                else if (memcmp(first, got, d_el * 4) != 0)
+                    snprintf(why, sizeof why, "run %d not bitwise equal to run 0", run);
+            }
+            if (why[0]) {
+                snprintf(why + strlen(why), sizeof why - strlen(why), " (%s)", mode_names[mode]);
+                break;
+            }
+            /* accuracy, and the padding columns still poisoned */
+            qgtk_diff_acc acc;
+            memset(&acc, 0, sizeof acc);
+            int64_t nans = 0, touched = 0;
+            const unsigned char *bytes = (const unsigned char *)first;
+            for (int r = 0; r < m; ++r) {
+                for (int c = 0; c < n; ++c) {
+                    const size_t at = (size_t)r * ldd + c;
+                    double x;
+                    if (d_fp32) x = first[at];
+                    else {
+                        uint16_t v;
+                        memcpy(&v, bytes + at * 2, 2);
+                        x = bf(v);
+                    }
+                    nans += isnan(x);
+                    const double y = ref[(size_t)r * n + c] + (mode < 2 ? (double)hc[at] : 0.0);
+                    qgtk_diff_add(&acc, &x, &y, 1);
+                }
+                /* padding: poisoned, or C's values where D was set to C (mode 0) */
+                for (int c = n * el; c < (int)ldd * el; ++c)
+                    touched += bytes[(size_t)r * ldd * el + c] !=
+                               (mode == 0 ? ((const unsigned char *)hc)[(size_t)r * ldd * 4 + c] : 0xFF);
+            }
+            const double diff = qgtk_diff_result(&acc);
+            count++;
+            if (nans || touched || !(diff < 1e-5))
+                snprintf(why, sizeof why, "%s: diff %.3g, %lld NaN (unwritten), %lld padding bytes "
+                         "written", mode_names[mode], diff, (long long)nans, (long long)touched);
+        }
+        if (why[0]) {
+            failures++;
+            printf("    FAIL batch sum S %d %dx%dx%d splits %d: %s\n", S, m, n, k, splits, why);
+        }
+        if (da) drv->cuMemFree(da);
+        if (db) drv->cuMemFree(db);
+        if (dd) drv->cuMemFree(dd);
+        if (dc) drv->cuMemFree(dc);
+        if (dw) drv->cuMemFree(dw);
+        free(ha), free(hb), free(hc), free(got), free(first), free(ref), free(cnt);
+    }
+    printf("    %d reduced batch-sum cases x modes checked, %d cases failed\n", count, failures);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d cases failed", failures);
+    PASS();
+}
