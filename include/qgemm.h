@@ -553,12 +553,13 @@ QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_arg
 #define QG_GEMM_BF16_BATCH_SUM ((qg_gemm_kind)18)
 
 /**
- * Bytes of qg_bf16_gemm_batch_sum's workspace for D [m][n] summed over
- * `splits` splits: 0 for one split (or m, n <= 0); otherwise its first
- * *counter_bytes bytes (when counter_bytes is not NULL) are the arrival
- * counters, which must be zero when a call's kernel starts, and the rest the
- * FP32 partial sums (about splits x m x n x 4 bytes, rows rounded up to 64).
- * SIZE_MAX when the size does not fit a size_t.
+ * The workspace qg_bf16_gemm_batch_sum needs for D [m][n] summed over
+ * `splits` splits. Its first *counter_bytes bytes (set when counter_bytes is
+ * not NULL; 0 when no workspace is needed) are the arrival counters, which
+ * must be zero when a call's kernel starts; the rest holds the FP32 partial
+ * sums (splits x m x n x 4 bytes, m rounded up to 64).
+ * @return the bytes: 0 for one split (or m, n <= 0: no workspace), SIZE_MAX
+ *         when the size does not fit a size_t.
  */
 QG_API size_t qg_bf16_gemm_batch_sum_workspace_bytes(int m, int n, int splits,
                                                      size_t *counter_bytes);
