@@ -612,6 +612,50 @@ QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_arg
                                          int64_t batch_stride_a, int64_t batch_stride_b,
                                          int splits, struct CUstream_st *stream);
 
+/** qg_bf16_compile's kind for qg_bf16_gemm_batch_sum (BF16 only). Since 0.6.0. */
+#define QG_GEMM_BF16_BATCH_SUM ((qg_gemm_kind)18)
+
+/**
+ * The workspace qg_bf16_gemm_batch_sum needs for D [m][n] summed over
+ * `splits` splits. Its first *counter_bytes bytes (set when counter_bytes is
+ * not NULL; 0 when no workspace is needed) are the arrival counters, which
+ * must be zero when a call's kernel starts; the rest holds the FP32 partial
+ * sums (splits x m x n x 4 bytes, m rounded up to 64).
+ * @return the bytes: 0 for one split (or m, n <= 0: no workspace), SIZE_MAX
+ *         when the size does not fit a size_t.
+ */
+QG_API size_t qg_bf16_gemm_batch_sum_workspace_bytes(int m, int n, int splits,
+                                                     size_t *counter_bytes);
+
+/**
+ * The reduced sum of a batched product in one kernel (DeepGEMM's einsum
+ * 'bmk,bnk->mn'): D = (C +) sum over the args->num_groups = S batches b of
+ * A_b B_b^T, A_b [m][lda] and B_b [n][ldb] K-major, batch_stride_a / _b
+ * elements apart (as qg_bf16_gemm_batch_sums). The batches are split into
+ * `splits` ranges of P = ceil(S / splits) (1 <= splits <= min(1024, S), none
+ * empty: (splits - 1) * P < S); each range is accumulated whole in FP32 in
+ * ascending (b, k) order, and the ranges' sums are added in the kernel by a
+ * fixed binary tree over the splits (the same additions in the same order on
+ * every call: bitwise deterministic, unlike DeepGEMM's atomics). D is [m][ldd]
+ * bf16, or FP32 with args->d_fp32 = 1; args->c is NULL, or (FP32 D only)
+ * d itself (ldc 0 or ldd: D += the sum, as DeepGEMM's users call it) or
+ * another FP32 [m][ldc] array, read by the kernel (nothing copied).
+ * `workspace` (16-byte aligned device memory of workspace_bytes >=
+ * qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits) bytes, over no
+ * argument; unused, and may be NULL, with one split or k = 0): its counter
+ * bytes must be zero when the kernel starts, and every call whose kernel
+ * completes leaves them zero, so a workspace zeroed once serves every later
+ * call of one stream (calls that may run concurrently need separate
+ * workspaces; after a kernel that faulted, zero the counters again). The
+ * rest of the workspace is scratch. k = 0: D = C, or zero.
+ * @return as qg_bf16_gemm; QG_ERROR_INVALID_ARGUMENT also for a missing,
+ *         misaligned, short or overlapping workspace (naming it).
+ */
+QG_API qg_status qg_bf16_gemm_batch_sum(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                        int64_t batch_stride_a, int64_t batch_stride_b,
+                                        int splits, void *workspace, size_t workspace_bytes,
+                                        struct CUstream_st *stream);
+
 /**
  * Compile (or find in the caches) the BF16 kernel a call of `kind` with these
  * arguments would run; only the shape fields of `args` are read (m, n, k,
@@ -620,8 +664,8 @@ QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_arg
  * also loads the kernel (as qg_compile). `kind` is QG_GEMM_DENSE,
  * _GROUPED_CONTIGUOUS, _GROUPED_MASKED, _GROUPED_PSUM, _K_GROUPED or
  * QG_GEMM_BF16_BATCHED (num_groups the batch count; no strides needed) or
- * QG_GEMM_BF16_BATCH_SUMS (num_groups the batch count, args->expected_m the
- * split count).
+ * QG_GEMM_BF16_BATCH_SUMS / QG_GEMM_BF16_BATCH_SUM (num_groups the batch
+ * count, args->expected_m the split count; no workspace needed).
  * `info` may be NULL.
  * @return QG_SUCCESS, QG_ERROR_INVALID_ARGUMENT, QG_ERROR_UNSUPPORTED,
  *         QG_ERROR_COMPILE.

@@ -22,7 +22,13 @@
  *                      of QG_SUM_BATCHES, A_b B_b^T each, K of every batch
  *                      after the previous, into FP32 D slice g; A and B
  *                      K-major rank-3 maps {K, rows, batches}; no multicast,
- *                      no C; the caller sums the slices)
+ *                      no C; the caller sums the slices; with QG_SUM_REDUCE
+ *                      the kernel sums them itself, below)
+ *   QG_SUM_REDUCE      kind 6 only: 1 = the splits' partial sums are reduced
+ *                      in the kernel by a fixed binary tree (deterministic,
+ *                      no CTA waits for another) into D [M][ldd] (bf16 or
+ *                      FP32, + FP32 C when QG_WITH_C): no TMA store, no
+ *                      shared output tile (see "The batch sum's tree")
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -95,6 +101,16 @@
 #ifndef QG_WITH_C
 #define QG_WITH_C 0
 #endif
+#ifndef QG_SUM_REDUCE
+#define QG_SUM_REDUCE 0
+#endif
+/* The kernel's entry name: the batch sum's is named by the JIT
+ * (src/bf16_plan.c) after DeepGEMM's kernel, which DeepGEMM's tests and
+ * users' profiling scripts find by the substring 'bmn_bnk_mn_gemm_impl'
+ * (kineto's kernel-name filter; the cast kernels name theirs the same way). */
+#ifndef QG_BF16_ENTRY
+#define QG_BF16_ENTRY qg_bf16_gemm_kernel
+#endif
 #define QG_SPLIT_K 1 /* qg_scheduler.cuh: every CTA its own tiles */
 
 /* The wgmma transpose immediates (qg_ptx.cuh qg_wgmma_m64k16_bf16). */
@@ -137,7 +153,13 @@ struct qg_bf16_kgroups {
 /* Shared-memory plan (bytes); src/bf16_plan.c computes the same numbers. */
 #define QG_ROUND_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 #define QG_D_BYTES (QG_D_F32 ? 4 : 2)
+#if QG_SUM_REDUCE
+/* no output tile: one word per math warpgroup (the tree's arrival
+ * broadcast), padded to keep the stages 1024-byte aligned */
+#define QG_SMEM_D 1024
+#else
 #define QG_SMEM_D QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024)
+#endif
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K * 2)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K * 2)
 #define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + \
@@ -186,14 +208,17 @@ static_assert(QG_MULTICAST != 2 || QG_KIND == 0, "B multicast: dense (pairs alon
 static_assert(QG_KIND != 4 || QG_MULTICAST == 0, "k-grouped: no multicast (a pair could straddle groups)");
 static_assert(QG_KIND != 5 || QG_MULTICAST == 0, "batched: no multicast (a pair could straddle batches)");
 #if QG_KIND == 6
-static_assert(QG_MULTICAST == 0 && !QG_A_MN_MAJOR && !QG_B_MN_MAJOR && QG_D_F32,
-              "batch sums: K-major A and B, FP32 D, no multicast");
+static_assert(QG_MULTICAST == 0 && !QG_A_MN_MAJOR && !QG_B_MN_MAJOR && (QG_D_F32 || QG_SUM_REDUCE),
+              "batch sums: K-major A and B, FP32 D (the reduced sum: either), no multicast");
+static_assert(!QG_WITH_C || (QG_SUM_REDUCE && QG_D_F32), "batch sum: C only into an FP32 D");
 static_assert(QG_SPLIT_BATCHES >= 1 && QG_SUM_BATCHES >= 1 &&
                   (QG_NUM_GROUPS - 1) * QG_SPLIT_BATCHES < QG_SUM_BATCHES,
               "batch sums: every split has a batch");
 #endif
 static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-row aligned");
-static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4, "C: dense or k-grouped");
+static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4 || (QG_KIND == 6 && QG_SUM_REDUCE),
+              "C: dense, k-grouped or the reduced batch sum");
+static_assert(!QG_SUM_REDUCE || QG_KIND == 6, "QG_SUM_REDUCE: the batch sums only");
 static_assert(QG_A_BOX_ROWS == QG_BLOCK_M ||
                   (QG_KIND == 0 && !QG_A_MN_MAJOR && QG_MULTICAST != 1 && QG_A_BOX_ROWS % 8 == 0 &&
                    QG_A_BOX_ROWS < QG_BLOCK_M),
@@ -294,6 +319,117 @@ QG_DEVICE void qg_bf16_load_batched(unsigned char *dst, const qg_tensor_map *map
 }
 #endif
 
+#if QG_SUM_REDUCE
+/*
+ * The batch sum's tree (kind 6, QG_SUM_REDUCE). Split g of the G =
+ * QG_NUM_GROUPS splits leaves its tile's partial sum in the math warpgroups'
+ * accumulators. Each math warpgroup (its own rows, independently of the
+ * other) then walks a fixed binary tree over the splits: at level L, node j
+ * covers splits [j 2^L, (j + 1) 2^L) of [0, G), and its value is kept in the
+ * workspace slot of its first split, j 2^L. While 2^L < G (not the root):
+ *   - no sibling (j even and (j + 1) 2^L >= G): go up (j >>= 1, L++);
+ *   - else store the fragment into slot j 2^L; arrive on the counter of the
+ *     parent's gap (its left child's last split, ((j >> 1) << (L + 1)) +
+ *     2^L - 1: every internal node has its own, in [0, G - 2]); the first of
+ *     the two siblings to arrive is done with the tile, the second adds the
+ *     sibling's slot to its accumulators and goes up.
+ * The root writes D = acc (+ C). Every node's value is left + right of
+ * values fixed by the same rule below it, and FP32 addition commutes, so the
+ * result does not depend on which sibling arrives last: bitwise
+ * deterministic. No warpgroup ever waits for another CTA (the persistent
+ * scheduler cannot deadlock), and a counter sees exactly two arrivals per
+ * call: atom.inc with limit 1 (old >= 1 ? 0 : old + 1) leaves it 0 again,
+ * so a zeroed counter area stays zero between calls (the host's contract).
+ *
+ * Workspace (the host's qg_bf16_gemm_batch_sum_workspace_bytes): counters
+ * [ceil(M / 64) x ceil(N / 16) regions][G - 1 gaps] (u32; region = the
+ * warpgroup's first m64 block x its first 16-column group, so the index
+ * does not depend on the tile shape), then slots [G][ceil(M / 64)][N / 8]
+ * [128 threads][4] FP32: each m64 x n8 piece of a fragment in the wgmma D
+ * layout's thread order (thread i's four values of that piece at 16 i), so
+ * every store and load is a whole 512-byte warp line of st/ld .v4 and rows
+ * past M need no check (they are in the slot; never copied to D).
+ *
+ * Memory model (PTX ISA, "Memory Consistency Model": 8.8 release and
+ * acquire patterns, 8.9.2 causality order, 8.10 axioms):
+ *   release: every thread's st.global of its fragment is ordered before the
+ *     named barrier (bar.sync synchronizes the warpgroup's threads: "base
+ *     causality order" includes program order and synchronizes-with, and is
+ *     transitive), which is before thread 0's atom.acq_rel.gpu on the
+ *     counter: a release operation, so every store of the warpgroup precedes
+ *     the atom in causality order;
+ *   acquire: the second arrival's atom.acq_rel.gpu reads the first's value
+ *     (observation order), so the first's release synchronizes with it;
+ *     thread 0 then passes the named barrier before its warpgroup's loads,
+ *     so the sibling's stores precede every load in causality order and the
+ *     causality axiom makes each load see them. The loads are ld.global.cg
+ *     (L2, not the SM's L1, which is not coherent across SMs: a stale line of
+ *     a slot read earlier at another level must not be hit), the stores
+ *     st.global.cg.
+ * (This is the split-K semaphore's pattern: barrier, then one thread's
+ * release; acquire, then barrier.)
+ */
+QG_DEVICE uint32_t qg_bf16_tree_arrive(uint32_t *counter) {
+    uint32_t old;
+    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], 1;"
+                 : "=r"(old)
+                 : "l"(counter)
+                 : "memory");
+    return old;
+}
+
+QG_DEVICE void qg_bf16_st_cg_f32x4(float *p, float x, float y, float z, float w) {
+    asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y), "f"(z),
+                 "f"(w)
+                 : "memory");
+}
+
+QG_DEVICE float4 qg_bf16_ld_cg_f32x4(const float *p) {
+    float4 v;
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+#define QG_TREE_N8 (QG_SHAPE_N / 8)         /* n8 pieces of a slot's m64 row block */
+#define QG_TREE_N16 ((QG_SHAPE_N + 15) / 16) /* counter regions along N */
+static_assert(QG_SHAPE_N % 8 == 0, "batch sum: N a multiple of 8");
+
+/* The warpgroup's fragment (m64 tiles from m64 block mb0, n8 pieces from
+ * ng0) into slot `slot`, or added from it; pieces past M's m64 blocks or
+ * past N are not in the slot. */
+template <bool kAdd>
+QG_DEVICE void qg_bf16_tree_move(float (&acc)[QG_WG_TILES][QG_ACC], float *slot, int mb0, int ng0,
+                                 int m64_blocks, uint32_t thread) {
+#pragma unroll
+    for (int t = 0; t < QG_WG_TILES; ++t) {
+        if (mb0 + t >= m64_blocks) break;
+#pragma unroll
+        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+            if (ng0 + j >= QG_TREE_N8) break;
+            float *p = slot + (((size_t)(mb0 + t) * QG_TREE_N8 + ng0 + j) * 128 + thread) * 4;
+            if constexpr (kAdd) {
+                const float4 v = qg_bf16_ld_cg_f32x4(p);
+                acc[t][j * 4 + 0] += v.x;
+                acc[t][j * 4 + 1] += v.y;
+                acc[t][j * 4 + 2] += v.z;
+                acc[t][j * 4 + 3] += v.w;
+            } else {
+                qg_bf16_st_cg_f32x4(p, acc[t][j * 4 + 0], acc[t][j * 4 + 1], acc[t][j * 4 + 2],
+                                    acc[t][j * 4 + 3]);
+            }
+        }
+    }
+}
+#define QG_SUM_PARAMS                                                                           \
+    , float *__restrict__ sum_ws, uint32_t *__restrict__ sum_counters, const float *sum_c,      \
+        int64_t ldc
+#else
+#define QG_SUM_PARAMS
+#endif
+
 /*
  * Kernel parameters (src/bf16_plan.h documents the host side):
  *   tmap_a, tmap_b  A and B (boxes: K-major {64, rows}, MN-major {64, 64})
@@ -305,15 +441,19 @@ QG_DEVICE void qg_bf16_load_batched(unsigned char *dst, const qg_tensor_map *map
  *   m_indices       contiguous: the expert of each row (-1 padding)
  *   masked_m        masked: valid rows per group; psum: group end rows
  *   shape_m         M (masked: M_max per group)
+ *   sum_ws, sum_counters, sum_c, ldc   (QG_SUM_REDUCE) the tree's slots and
+ *                   counters (the workspace), and C (FP32 [M][ldc], may be
+ *                   D itself: each element is read, then written, by one
+ *                   thread) or NULL; tmap_d is not used (zeroed)
  */
 extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
-qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
+QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                     const __grid_constant__ qg_tensor_map tmap_b,
                     const __grid_constant__ qg_tensor_map tmap_d,
                     unsigned char *__restrict__ d, int64_t ldd,
                     const int *__restrict__ m_indices,
                     const int *__restrict__ masked_m,
-                    int shape_m QG_KGROUPS_PARAM) {
+                    int shape_m QG_KGROUPS_PARAM QG_SUM_PARAMS) {
     /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
@@ -329,7 +469,7 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     if (threadIdx.x == QG_NUM_MATH_THREADS) {
         qg_tma_prefetch_descriptor(&tmap_a);
         qg_tma_prefetch_descriptor(&tmap_b);
-        qg_tma_prefetch_descriptor(&tmap_d);
+        if (!QG_SUM_REDUCE) qg_tma_prefetch_descriptor(&tmap_d);
         for (int s = 0; s < QG_NUM_STAGES; ++s) {
             qg_mbarrier_init(&full[s], 1); /* the TMA lane's expect_tx */
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
@@ -490,6 +630,72 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             qg_bf16_fence_acc(acc);
             if (num_kb > 0) qg_bf16_release(empty, prev_s, lane);
 
+#if QG_SUM_REDUCE
+            /* ---- the batch sum's tree (header comment above the helpers) -- */
+            const int wg_m0 = tile.m_begin + epi_row0;
+            if (wg_m0 >= shape_m) continue; /* no row of D: no node in any split */
+            {
+                const int n_begin = tile.n_block * QG_BLOCK_N;
+                const int m64_blocks = (shape_m + 63) / 64;
+                const int mb0 = wg_m0 / 64, ng0 = n_begin / 8;
+                const size_t slot_floats = (size_t)m64_blocks * 64 * QG_SHAPE_N;
+                uint32_t *counters = sum_counters + ((size_t)mb0 * QG_TREE_N16 + n_begin / 16) *
+                                                        (QG_NUM_GROUPS - 1);
+                uint32_t *arrival = (uint32_t *)smem_d + wg; /* the warpgroup's broadcast word */
+                int node = tile.group, level = 0;
+                bool root = true;
+                while ((1 << level) < QG_NUM_GROUPS) {
+                    if (((node ^ 1) << level) >= QG_NUM_GROUPS) { /* no sibling: up */
+                        node >>= 1;
+                        ++level;
+                        continue;
+                    }
+                    qg_bf16_tree_move<false>(acc, sum_ws + (size_t)(node << level) * slot_floats,
+                                             mb0, ng0, m64_blocks, epi_thread);
+                    qg_named_barrier(epi_bar, 128);
+                    if (epi_thread == 0)
+                        *arrival = qg_bf16_tree_arrive(
+                            counters + ((node >> 1) << (level + 1)) + (1 << level) - 1);
+                    qg_named_barrier(epi_bar, 128);
+                    if (*arrival == 0) { /* the sibling is still to come: it goes on */
+                        root = false;
+                        break;
+                    }
+                    qg_bf16_tree_move<true>(acc,
+                                            sum_ws + (size_t)((node ^ 1) << level) * slot_floats,
+                                            mb0, ng0, m64_blocks, epi_thread);
+                    node >>= 1;
+                    ++level;
+                }
+                if (!root) continue;
+                /* the root: D = acc (+ C), the fragment's own layout (rows r and
+                 * r + 8 of each m64 tile, two columns of each n8 piece) */
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                        const int col = n_begin + j * 8 + (int)(lane % 4) * 2;
+                        if (n_begin + j * 8 >= QG_SHAPE_N) break;
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                            if (row >= shape_m) continue;
+                            float x = acc[t][j * 4 + half * 2], y = acc[t][j * 4 + half * 2 + 1];
+                            const int64_t at = (int64_t)row * ldd + col;
+#if QG_WITH_C
+                            const float2 cv = *(const float2 *)(sum_c + (int64_t)row * ldc + col);
+                            x += cv.x;
+                            y += cv.y;
+#endif
+#if QG_D_F32
+                            *(float2 *)(d + at * 4) = make_float2(x, y);
+#else
+                            *(uint32_t *)(d + at * 2) = qg_pack_bf16x2(x, y);
+#endif
+                        }
+                    }
+            }
+#else
             /* ---- epilogue: accumulators -> smem_d -> TMA ------------------- */
             if (epi_thread == 0) qg_bulk_wait_group_read0();
             qg_named_barrier(epi_bar, 128);
@@ -569,6 +775,7 @@ qg_bf16_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             *(const uint4 *)(smem_d + qg_bf16_d_offset(epi_row0 + row, u));
                 }
             }
+#endif /* QG_SUM_REDUCE */
         }
         if (epi_thread == 0) qg_bulk_wait_group0(); /* the warpgroup's stores */
     }

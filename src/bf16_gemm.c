@@ -43,6 +43,7 @@ typedef struct {
 static qg_bf16_kind bf16_kind_of(qg_gemm_kind kind) {
     if (kind == QG_GEMM_BF16_BATCHED) return QG_BF16_BATCHED; /* (not enumerators) */
     if (kind == QG_GEMM_BF16_BATCH_SUMS) return QG_BF16_BATCH_SUMS;
+    if (kind == QG_GEMM_BF16_BATCH_SUM) return QG_BF16_BATCH_SUM;
     switch (kind) {
     case QG_GEMM_GROUPED_CONTIGUOUS: return QG_BF16_CONTIGUOUS;
     case QG_GEMM_GROUPED_MASKED: return QG_BF16_MASKED;
@@ -113,6 +114,20 @@ static const qg_launch_family bf16_family = {
     .build = bf16_build,
 };
 
+/* The reduced batch sum's kernel carries DeepGEMM's kernel name
+ * (src/bf16_plan.c writes QG_BF16_ENTRY): DeepGEMM's tests and users'
+ * profiling scripts find the kernel of einsum('bmk,bnk->mn') by the
+ * substring 'bmn_bnk_mn_gemm_impl'. */
+static const qg_launch_family bf16_sum_family = {
+    .kernel = "qg_bf16_bmn_bnk_mn_gemm_impl",
+    .plan_size = sizeof(bf16_entry_plan),
+    .build = bf16_build,
+};
+
+static const qg_launch_family *family_of(const bf16_key *k) {
+    return k->kind == QG_BF16_BATCH_SUM ? &bf16_sum_family : &bf16_family;
+}
+
 /* ---- validation -------------------------------------------------------------- */
 
 /* Everything about args that needs no device; fills the key. `kind` is the
@@ -121,6 +136,8 @@ static const qg_launch_family bf16_family = {
 typedef struct {
     int64_t a, b, d;
     int splits; /* batch sums: the split count */
+    void *ws;   /* the batch sum: its workspace and its size in bytes */
+    size_t ws_bytes;
 } batch_strides;
 
 /* A batch stride: >= 0, whole 16-byte units, below TMA's 2^40 bytes. */
@@ -165,14 +182,16 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const bool dense = kind == QG_GEMM_DENSE, kgrouped = kind == QG_GEMM_K_GROUPED;
     const bool masked = kind == QG_GEMM_GROUPED_MASKED;
     const bool sums = kind == QG_GEMM_BF16_BATCH_SUMS;
-    const bool batched = kind == QG_GEMM_BF16_BATCHED || sums; /* rank-3 operands */
+    const bool sum1 = kind == QG_GEMM_BF16_BATCH_SUM; /* the splits reduced in the kernel */
+    const bool split_sum = sums || sum1;
+    const bool batched = kind == QG_GEMM_BF16_BATCHED || split_sum; /* rank-3 operands */
     const bool m_grouped = !dense && !kgrouped && !batched;
     const char *need_major = NULL;
     if (m_grouped && a->a_major != QG_MAJOR_K) need_major = "args->a_major must be QG_MAJOR_K";
     else if (masked && a->b_major != QG_MAJOR_K) need_major = "args->b_major must be QG_MAJOR_K";
     else if (kgrouped && (a->a_major != QG_MAJOR_MN || a->b_major != QG_MAJOR_MN))
         need_major = "args->a_major and args->b_major must be QG_MAJOR_MN (the TN layout)";
-    else if (sums && (a->a_major != QG_MAJOR_K || a->b_major != QG_MAJOR_K))
+    else if (split_sum && (a->a_major != QG_MAJOR_K || a->b_major != QG_MAJOR_K))
         need_major = "args->a_major and args->b_major must be QG_MAJOR_K (the NT layout)";
     if (need_major) return qg__fail(QG_ERROR_UNSUPPORTED, "%s: %s", fn, need_major);
     if (sums && !a->d_fp32)
@@ -184,9 +203,12 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (a->c && m_grouped)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the m-grouped GEMMs do "
                         "not accumulate)", fn);
-    if (a->c && batched)
+    if (a->c && batched && !sum1)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL (the batched GEMMs do "
                         "not accumulate)", fn);
+    if (a->c && sum1 && !a->d_fp32)
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->c must be NULL with a bf16 D (as "
+                        "DeepGEMM: accumulate into an FP32 D, args->d_fp32 = 1)", fn);
     if (m_grouped && a->d_fp32)
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: the m-grouped GEMMs write bf16 D: args->d_fp32 "
                         "must be 0", fn);
@@ -196,12 +218,12 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
             return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be 1 (or 0) for "
                             "a dense GEMM, got %d", fn, groups);
         groups = 1;
-    } else if (groups < 1 || groups > (kgrouped ? 4096 : sums ? (1 << 24) : 1024)) {
+    } else if (groups < 1 || groups > (kgrouped ? 4096 : split_sum ? (1 << 24) : 1024)) {
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be in [1, %d], got %d",
-                        fn, kgrouped ? 4096 : sums ? (1 << 24) : 1024, groups);
+                        fn, kgrouped ? 4096 : split_sum ? (1 << 24) : 1024, groups);
     }
     int splits = 1;
-    if (sums) {
+    if (split_sum) {
         splits = bs ? bs->splits : a->expected_m; /* (qg_bf16_compile: expected_m) */
         const long long per = splits >= 1 ? ((long long)groups + splits - 1) / splits : 1;
         if (splits < 1 || splits > 1024 || splits > groups || (long long)(splits - 1) * per >= groups)
@@ -246,7 +268,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (batched && bs &&
         ((st = check_batch_stride(bs->a, 2, fn, "batch_stride_a")) ||
          (st = check_batch_stride(bs->b, 2, fn, "batch_stride_b")) ||
-         (!sums && (st = check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d")))))
+         (!split_sum && (st = check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d")))))
         return st;
     if ((st = qg__check_ld(a->lda, a_mn ? a->m : a->k, 2, fn, "lda", a_mn ? "m" : "k")) ||
         (st = qg__check_ld(a->ldb, b_mn ? a->n : a->k, 2, fn, "ldb", b_mn ? "n" : "k")) ||
@@ -265,8 +287,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->m = a->m ? a->m : 1;
     key->n = a->n ? a->n : 8;
     key->k = kgrouped ? (max_k ? max_k : 64) : (a->k ? a->k : 64);
-    key->num_groups = sums ? splits : groups;
-    key->sum_batches = sums ? groups : 0;
+    key->num_groups = split_sum ? splits : groups;
+    key->sum_batches = split_sum ? groups : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;
@@ -290,6 +312,25 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
     if (a->c && a->c != a->d) ptrs[num_ptrs++] = (named_ptr){a->c, 16, "c"};
     const bool empty = a->m == 0 || a->n == 0;
+    /* the batch sum's workspace: only a launch over more than one split uses it */
+    const bool need_ws = sum1 && splits > 1 && !empty && a->k > 0;
+    size_t need = 0, counter_bytes = 0;
+    if (need_ws) {
+        need = qg_bf16_gemm_batch_sum_workspace_bytes(a->m, a->n, splits, &counter_bytes);
+        if (!bs->ws)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: workspace is NULL: %d splits of m %d x n %d need %zu bytes "
+                            "(qg_bf16_gemm_batch_sum_workspace_bytes), the first %zu zeroed", fn,
+                            splits, a->m, a->n, need, counter_bytes);
+        if ((uintptr_t)bs->ws % 16)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: workspace (%p) must be 16-byte aligned", fn, bs->ws);
+        if (bs->ws_bytes < need)
+            return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                            "%s: workspace_bytes must be >= %zu for m %d, n %d and %d splits "
+                            "(qg_bf16_gemm_batch_sum_workspace_bytes), got %zu", fn, need, a->m,
+                            a->n, splits, bs->ws_bytes);
+    }
     for (int i = 0; i < num_ptrs; ++i) {
         /* an empty operand (k = 0) may be NULL, as torch's empty tensors are */
         if (!ptrs[i].ptr && a->k == 0 && (ptrs[i].name[0] == 'a' || ptrs[i].name[0] == 'b') &&
@@ -301,8 +342,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (!empty) {
         const uint64_t nb = batched ? g : 1;
         qg_byte_range d_range = batched_range("d", a->d, d_rows, (uint64_t)a->n, (uint64_t)a->ldd,
-                                              (uint64_t)d_bytes, sums ? 1 : nb,
-                                              batched && !sums ? bs->d : 0);
+                                              (uint64_t)d_bytes, split_sum ? 1 : nb,
+                                              batched && !split_sum ? bs->d : 0);
         qg_byte_range in[5];
         int n_in = 0;
         in[n_in++] = batched_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2, nb,
@@ -318,6 +359,19 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
             in[n_in++] = qg__matrix_range("c", a->c, d_rows, (uint64_t)a->n, (uint64_t)a->ldc,
                                           (uint64_t)d_bytes);
         if ((st = qg__check_no_overlap(fn, &d_range, in, n_in))) return st;
+        if (need_ws) {
+            /* the workspace: over no argument (it is written and read back) */
+            in[n_in++] = d_range;
+            const uintptr_t wb = (uintptr_t)bs->ws, we = wb + need; /* the bytes it touches */
+            for (int i = 0; i < n_in; ++i)
+                if (in[i].begin < in[i].end && in[i].begin < we && wb < in[i].end)
+                    return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                                    "%s: workspace (bytes [%#llx, %#llx)) overlaps args->%s (bytes "
+                                    "[%#llx, %#llx)): pass separate memory", fn,
+                                    (unsigned long long)wb, (unsigned long long)we, in[i].name,
+                                    (unsigned long long)in[i].begin,
+                                    (unsigned long long)in[i].end);
+        }
     }
     return QG_SUCCESS;
 }
@@ -352,10 +406,12 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
                      const char *fn) {
     const bool kgrouped = kind == QG_GEMM_K_GROUPED, masked = kind == QG_GEMM_GROUPED_MASKED;
     const bool sums = kind == QG_GEMM_BF16_BATCH_SUMS;
-    const bool batched = kind == QG_GEMM_BF16_BATCHED || sums;
+    const bool sum1 = kind == QG_GEMM_BF16_BATCH_SUM; /* one D: the splits reduced in the kernel */
+    const bool batched = kind == QG_GEMM_BF16_BATCHED || sums || sum1;
     const uint64_t g = (uint64_t)key->num_groups; /* batch sums: the splits */
     const uint64_t d_rows = (uint64_t)a->m * (masked || kgrouped || sums ? g : 1);
     if (a->k == 0 && sums) return empty_k(ctx, a, d_rows, stream); /* every slice zeroed */
+    if (a->k == 0 && sum1) return empty_k(ctx, a, d_rows, stream); /* D = C, or zero */
     if (a->k == 0 && batched) { /* every batch's D zeroed */
         qg_bf16_gemm_args one = *a;
         for (uint64_t i = 0; i < g; ++i) {
@@ -369,7 +425,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
 
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e = NULL;
-    qg_status st = qg__launch_resolve(ctx, &bf16_family, key, sizeof *key, NULL, &e);
+    qg_status st = qg__launch_resolve(ctx, family_of(key), key, sizeof *key, NULL, &e);
     const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
@@ -383,13 +439,14 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
      * block rows; MN-major {M or N, K rows} with 64 x 64 boxes; 128-byte
      * swizzle for both. */
     CUtensorMap map_a, map_b, map_d;
+    memset(&map_d, 0, sizeof map_d);
     const uint64_t a_rows = (uint64_t)a->m * (masked ? g : 1);
     if (batched) {
         /* every map rank 3, the batch the third dimension (src/bf16_plan.h) */
         const CUtensorMapDataType d_type = a->d_fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : BF;
         const uint64_t db = (uint64_t)d_bytes;
         /* batch sums: A and B hold every batch, D the splits' slices, packed */
-        const uint64_t nb = sums ? (uint64_t)key->sum_batches : g;
+        const uint64_t nb = sums || sum1 ? (uint64_t)key->sum_batches : g;
         const uint64_t d_slice = sums ? (uint64_t)a->m * (uint64_t)a->ldd : (uint64_t)bs->d;
         if ((st = qg__encode_map(ctx, &map_a, BF, a->a, a_mn ? (uint64_t)a->m : (uint64_t)a->k,
                                  a_mn ? (uint64_t)a->k : (uint64_t)a->m, nb, (uint64_t)a->lda * 2,
@@ -399,10 +456,11 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
                                  b_mn ? (uint64_t)a->k : (uint64_t)a->n, nb, (uint64_t)a->ldb * 2,
                                  (uint64_t)bs->b * 2, 64, b_mn ? 64 : (uint32_t)pl->b_box_rows,
                                  CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of B")) ||
-            (st = qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
+            /* the batch sum writes D with plain stores: no map (a zeroed one is passed) */
+            (!sum1 && (st = qg__encode_map(ctx, &map_d, d_type, a->d, (uint64_t)a->n, (uint64_t)a->m, g,
                                  (uint64_t)a->ldd * db, d_slice * db,
                                  (uint32_t)pl->store_cols, (uint32_t)pl->d_box_rows,
-                                 swizzle_of(pl->store_cols * d_bytes), "tensor map of D")))
+                                 swizzle_of(pl->store_cols * d_bytes), "tensor map of D"))))
             return st;
     } else if ((st = a_mn ? qg__encode_tiled(ctx, &map_a, BF, a->a, (uint64_t)a->m, (uint64_t)a->k,
                                       (uint64_t)a->lda * 2, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -430,8 +488,8 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
                                      (uint64_t)a->ldd * (uint64_t)d_bytes, (uint32_t)pl->store_cols,
                                      (uint32_t)pl->d_box_rows, d_swizzle, "tensor map of D");
     if (st != QG_SUCCESS) return st;
-    if (a->c && a->c != a->d && (st = copy_c_into_d(ctx, a, d_rows, stream)))
-        return st;
+    if (a->c && a->c != a->d && !sum1 && (st = copy_c_into_d(ctx, a, d_rows, stream)))
+        return st; /* (the batch sum reads C itself) */
 
     const qg_launch_shape *shape = qg__launch_shape(e);
     const int cluster = shape->cluster_size;
@@ -450,6 +508,18 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
             const long long tiles =
                 (tiles_per_group * (batched ? (long long)g : 1) + cluster - 1) / cluster * cluster;
             if (tiles < grid) grid = (int)tiles;
+        }
+        if (sum1) {
+            /* the workspace (src/bf16_plan.h): counters first, then the slots */
+            size_t counter_bytes = 0;
+            qg_bf16_gemm_batch_sum_workspace_bytes(a->m, a->n, (int)g, &counter_bytes);
+            CUdeviceptr counters = (CUdeviceptr)(uintptr_t)bs->ws;
+            CUdeviceptr slots = g > 1 ? counters + counter_bytes : 0;
+            CUdeviceptr c = (CUdeviceptr)(uintptr_t)a->c;
+            int64_t ldc = a->c == a->d || a->ldc == 0 ? a->ldd : a->ldc;
+            void *sum_params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m,
+                                  &shape_m, &slots, &counters, &c, &ldc};
+            return qg__launch(ctx, e, grid, sum_params, stream, pdl, "BF16 batch sum");
         }
         void *params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m, &shape_m};
         return qg__launch(ctx, e, grid, params, stream, pdl, "BF16 GEMM");
@@ -497,6 +567,9 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_arg
                           a->c != a->d ? a->c : NULL};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; ++i)
         if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
+    if (kind == QG_GEMM_BF16_BATCH_SUM && key.num_groups > 1 && a->k > 0 &&
+        (st = qg__check_device_ptr(ctx, bs->ws, fn, "workspace")))
+        return st;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
     st = run(ctx, kind, a, &key, bs, stream, fn);
     qg__leave(ctx);
@@ -530,15 +603,38 @@ qg_status qg_k_grouped_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
 qg_status qg_batched_bf16_gemm(qg_context *ctx, const qg_bf16_gemm_args *args,
                                int64_t batch_stride_a, int64_t batch_stride_b,
                                int64_t batch_stride_d, struct CUstream_st *stream) {
-    const batch_strides bs = {batch_stride_a, batch_stride_b, batch_stride_d, 0};
+    const batch_strides bs = {batch_stride_a, batch_stride_b, batch_stride_d, 0, NULL, 0};
     return gemm(ctx, QG_GEMM_BF16_BATCHED, args, &bs, stream, "qg_batched_bf16_gemm");
 }
 
 qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_args *args,
                                   int64_t batch_stride_a, int64_t batch_stride_b, int splits,
                                   struct CUstream_st *stream) {
-    const batch_strides bs = {batch_stride_a, batch_stride_b, 0, splits};
+    const batch_strides bs = {batch_stride_a, batch_stride_b, 0, splits, NULL, 0};
     return gemm(ctx, QG_GEMM_BF16_BATCH_SUMS, args, &bs, stream, "qg_bf16_gemm_batch_sums");
+}
+
+/* The batch sum's workspace (kernels/qg_bf16_gemm.cuh, "The batch sum's
+ * tree"): the counters, u32 [ceil(m / 64) x ceil(n / 16)][splits - 1],
+ * rounded up to 256 bytes, then the slots, FP32 [splits][ceil(m / 64) x 64]
+ * [n]. One split uses none. Saturates at SIZE_MAX (unreachable sizes). */
+size_t qg_bf16_gemm_batch_sum_workspace_bytes(int m, int n, int splits, size_t *counter_bytes) {
+    if (counter_bytes) *counter_bytes = 0;
+    if (m <= 0 || n <= 0 || splits <= 1) return 0;
+    const uint64_t m64 = ((uint64_t)m + 63) / 64, n16 = ((uint64_t)n + 15) / 16;
+    const uint64_t counters = (m64 * n16 * (uint64_t)(splits - 1) * 4 + 255) / 256 * 256;
+    const uint64_t slots = (uint64_t)splits * m64 * 64 * (uint64_t)n * 4;
+    if (counters + slots > (uint64_t)SIZE_MAX) return SIZE_MAX;
+    if (counter_bytes) *counter_bytes = (size_t)counters;
+    return (size_t)(counters + slots);
+}
+
+qg_status qg_bf16_gemm_batch_sum(qg_context *ctx, const qg_bf16_gemm_args *args,
+                                 int64_t batch_stride_a, int64_t batch_stride_b, int splits,
+                                 void *workspace, size_t workspace_bytes,
+                                 struct CUstream_st *stream) {
+    const batch_strides bs = {batch_stride_a, batch_stride_b, 0, splits, workspace, workspace_bytes};
+    return gemm(ctx, QG_GEMM_BF16_BATCH_SUM, args, &bs, stream, "qg_bf16_gemm_batch_sum");
 }
 
 qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *args,
@@ -548,11 +644,11 @@ qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
         kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM &&
         kind != QG_GEMM_K_GROUPED && kind != QG_GEMM_BF16_BATCHED &&
-        kind != QG_GEMM_BF16_BATCH_SUMS)
+        kind != QG_GEMM_BF16_BATCH_SUMS && kind != QG_GEMM_BF16_BATCH_SUM)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: kind must be QG_GEMM_DENSE, _GROUPED_CONTIGUOUS, _GROUPED_MASKED, "
-                        "_GROUPED_PSUM, _K_GROUPED, QG_GEMM_BF16_BATCHED or _BATCH_SUMS, got %d",
-                        fn, (int)kind);
+                        "_GROUPED_PSUM, _K_GROUPED, QG_GEMM_BF16_BATCHED, _BATCH_SUMS or "
+                        "_BATCH_SUM, got %d", fn, (int)kind);
     bf16_key key;
     qg_status st = check_args(ctx, kind, args, false, fn, NULL, &key);
     if (st != QG_SUCCESS) return st;
@@ -567,7 +663,7 @@ qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm
     if ((st = qg__enter(ctx, NULL, fn)) != QG_SUCCESS) return st;
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e;
-    st = qg__launch_resolve(ctx, &bf16_family, &key, sizeof key, NULL, &e);
+    st = qg__launch_resolve(ctx, family_of(&key), &key, sizeof key, NULL, &e);
     pthread_mutex_unlock(&ctx->lock);
     qg__leave(ctx);
     return st;

@@ -15,11 +15,20 @@
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 static int round_up(int x, int a) { return (x + a - 1) / a * a; }
 
-int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
-    const int smem_d = round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
+int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
+                           int d_f32) {
+    /* the reduced batch sum: one broadcast word per math warpgroup, padded */
+    const int smem_d = kind == QG_BF16_BATCH_SUM ? 1024
+                                                 : round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
     const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2;
     return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */);
 }
+
+int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
+    return qg__bf16_smem_bytes_of(QG_BF16_DENSE, block_m, block_n, num_stages, d_f32);
+}
+
+static int is_sum_kind(qg_bf16_kind k) { return k == QG_BF16_BATCH_SUMS || k == QG_BF16_BATCH_SUM; }
 
 /* Rows per group the heuristic plans for. */
 static int planned_rows(const qg_bf16_problem *p) {
@@ -36,7 +45,7 @@ static int planned_rows(const qg_bf16_problem *p) {
  * once, as M holds every group's rows). */
 static int planned_groups(const qg_bf16_problem *p) {
     return p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM || p->kind == QG_BF16_K_GROUPED ||
-                   p->kind == QG_BF16_BATCHED || p->kind == QG_BF16_BATCH_SUMS
+                   p->kind == QG_BF16_BATCHED || is_sum_kind(p->kind)
                ? p->num_groups
                : 1;
 }
@@ -48,8 +57,8 @@ static int split_batches(const qg_bf16_problem *p) {
 
 static int problem_ok(const qg_bf16_problem *p) {
     if (!p || p->m < 1 || p->n < 8 || p->k < 0 || p->num_sms < 1 || p->smem_limit < 1) return 0;
-    if ((unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_BATCH_SUMS) return 0;
-    if (p->kind == QG_BF16_BATCH_SUMS &&
+    if ((unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_BATCH_SUM) return 0;
+    if (is_sum_kind(p->kind) &&
         (p->sum_batches < p->num_groups ||
          (long long)(p->num_groups - 1) * split_batches(p) >= p->sum_batches))
         return 0; /* every split has a batch */
@@ -67,7 +76,8 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
     else if (bm != 64 && bm != 128 && bm != 256) w = "block_m is 64, 128 or 256";
     else if (bn < 16 || bn > 256 || bn % 16) w = "block_n a multiple of 16 up to 256";
     else if (bm > 128 && bn > 128) w = "one of block_m, block_n at most 128 (registers)";
-    else if (bm == 256 && p->d_f32) w = "FP32 D: block_m at most 128";
+    else if (bm == 256 && p->d_f32 && p->kind != QG_BF16_BATCH_SUM)
+        w = "FP32 D: block_m at most 128 (the output tile in shared memory)";
     else if (b_mn && bn % 64) w = "MN-major B: block_n a multiple of 64 (whole swizzle atoms)";
     else if (a_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED &&
              p->kind != QG_BF16_BATCHED)
@@ -78,14 +88,17 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
     else if (b_mn && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED &&
              p->kind != QG_BF16_BATCHED && p->k % 64)
         w = "m-grouped, MN-major B: K a multiple of 64 (a box must not reach the next group)";
-    else if (p->with_c && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED)
-        w = "C: dense or k-grouped";
+    else if (p->with_c && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_K_GROUPED &&
+             !(p->kind == QG_BF16_BATCH_SUM && p->d_f32))
+        w = "C: dense, k-grouped, or the batch sum into an FP32 D";
     else if (mc < 0 || mc > 2) w = "multicast 0, 1 (A) or 2 (B)";
     else if (mc && p->num_sms % 2) w = "multicast: an even SM count";
     else if (mc && p->kind == QG_BF16_K_GROUPED) w = "k-grouped: no multicast";
     else if (mc && p->kind == QG_BF16_BATCHED) w = "batched: no multicast";
     else if (p->kind == QG_BF16_BATCH_SUMS && (a_mn || b_mn || !p->d_f32 || p->with_c || mc))
         w = "batch sums: K-major A and B, FP32 D, no C, no multicast";
+    else if (p->kind == QG_BF16_BATCH_SUM && (a_mn || b_mn || mc))
+        w = "batch sum: K-major A and B, no multicast";
     else if (mc == 1 && n_blocks % 2) w = "A multicast: an even n-block count";
     else if (mc == 1 && a_mn && bm % 128) w = "A multicast, MN-major: block_m 128 or 256";
     else if (mc == 2 && p->kind != QG_BF16_DENSE) w = "B multicast: dense";
@@ -99,7 +112,7 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     if (!qg__bf16_legal(p, bm, bn, mc, NULL)) return -1;
     int stages = 0;
     for (int s = BF16_MAX_STAGES; s >= 1; --s)
-        if (qg__bf16_smem_bytes(bm, bn, s, p->d_f32) <= p->smem_limit) {
+        if (qg__bf16_smem_bytes_of(p->kind, bm, bn, s, p->d_f32) <= p->smem_limit) {
             stages = s;
             break;
         }
@@ -118,7 +131,7 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
     if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
     else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg__bf16_smem_bytes(bm, bn, stages, p->d_f32);
+    pl.smem_bytes = qg__bf16_smem_bytes_of(p->kind, bm, bn, stages, p->d_f32);
     pl.num_math_wgs = bm == 64 ? 1 : 2;
     pl.num_threads = 128 * (pl.num_math_wgs + 1);
     /* 128 x 40 + 256 x 232 = 64512 registers <= 64 K; one math warpgroup
@@ -156,7 +169,7 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     *waves = ceil_div(tiles, grid);
     *last = (int)(tiles - (long long)(*waves - 1) * grid);
     const double k = (p->k > 0 ? p->k : 64) *
-                     (p->kind == QG_BF16_BATCH_SUMS ? (double)split_batches(p) : 1.0);
+                     (is_sum_kind(p->kind) ? (double)split_batches(p) : 1.0);
     const double mma = (double)pl->block_m * pl->block_n / 2048.0;
     const double a_bytes = pl->block_m * 2.0 / (pl->multicast == 1 ? 2 : 1);
     const double b_bytes = pl->block_n * 2.0 / (pl->multicast == 2 ? 2 : 1);
@@ -166,6 +179,16 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     double t = k * (mma > feed ? mma : feed) + 700.0 +
                (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) / 64.0;
     double cost = t * *waves;
+    if (p->kind == QG_BF16_BATCH_SUM) {
+        /* the tree's critical path: ceil(log2 splits) levels, each a store,
+         * an arrival round trip and a load of the tile's FP32 fragment
+         * (~2000 clocks of latency, the bytes at 64 a clock), in place of the
+         * epilogue counted in t */
+        int levels = 0;
+        while ((1 << levels) < p->num_groups) ++levels;
+        cost += levels * (2000.0 + (double)pl->block_m * pl->block_n * 8 / 64.0) -
+                (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) / 64.0;
+    }
     /* multicast over one wave only shares what L2 already serves (DeepGEMM) */
     if (pl->multicast && *waves <= 1) cost *= 4.0; /* in effect: never (DeepGEMM disables it) */
     return cost;
@@ -213,9 +236,10 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
 int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     static const char *layout_names[] = {"NT", "NN", "TN", "TT"};
     static const char *kind_names[] = {"dense", "contiguous", "masked", "psum", "k-grouped",
-                                       "batched", "batch sums"};
-    if (!buf || !p || !pl || (unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_BATCH_SUMS)
+                                       "batched", "batch sums", "batch sum"};
+    if (!buf || !p || !pl || (unsigned)p->layout > QG_BF16_TT || (unsigned)p->kind > QG_BF16_BATCH_SUM)
         return -1;
+    const int reduce = p->kind == QG_BF16_BATCH_SUM;
     const int acc = pl->block_n / 2;
     /* k-grouped: K and G arrive at run time (qg_bf16_kgroups) */
     const int k = p->kind == QG_BF16_K_GROUPED ? 64 : p->k;
@@ -237,7 +261,7 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
         "#define QG_WGMMA_ACC_LIST \"{",
         layout_names[p->layout], kind_names[p->kind], p->n, k, groups, p->d_f32 ? "fp32" : "bf16",
         p->with_c ? " += C" : "", pl->block_m, pl->block_n, pl->num_stages, pl->multicast,
-        (int)p->kind, qg__bf16_a_mn_major(p->layout), qg__bf16_b_mn_major(p->layout), p->d_f32 ? 1 : 0,
+        reduce ? (int)QG_BF16_BATCH_SUMS : (int)p->kind, qg__bf16_a_mn_major(p->layout), qg__bf16_b_mn_major(p->layout), p->d_f32 ? 1 : 0,
         p->with_c ? 1 : 0, p->n, k, groups, pl->block_m, pl->block_n, pl->num_stages, pl->multicast,
         pl->cluster, pl->swizzle_group, pl->store_cols, pl->smem_bytes, pl->producer_regs,
         pl->math_regs, pl->block_n,
@@ -248,9 +272,14 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "}\"\n#define QG_WGMMA_ACC_ARGS(d)");
     for (int i = 0; i < acc && n < cap; ++i)
         n += (size_t)snprintf(buf + n, cap - n, "%s \"+f\"(d[%d])", i ? "," : "", i);
-    if (n < cap && p->kind == QG_BF16_BATCH_SUMS) /* (only here: other kinds' text unchanged) */
+    if (n < cap && is_sum_kind(p->kind)) /* (only here: other kinds' text unchanged) */
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_BATCHES %d\n#define QG_SPLIT_BATCHES %d",
                               p->sum_batches, split_batches(p));
+    /* the reduced batch sum: the tree, and DeepGEMM's kernel name (kineto
+     * filters and profiling scripts look for 'bmn_bnk_mn_gemm_impl') */
+    if (n < cap && reduce)
+        n += (size_t)snprintf(buf + n, cap - n,
+                              "\n#define QG_SUM_REDUCE 1\n#define QG_BF16_ENTRY qg_bf16_bmn_bnk_mn_gemm_impl");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

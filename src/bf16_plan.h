@@ -29,6 +29,10 @@
  *                above with a third extent of 1
  *     batch sums A {K, M, sum_batches}, B {K, N, sum_batches} (K-major, batch
  *                strides), D FP32 {N, M, splits} (slices M * ldd apart)
+ *     batch sum  (reduced: QG_BF16_BATCH_SUM) A and B as the batch sums; no
+ *                map of D (a zeroed map is passed): the kernel
+ *                "qg_bf16_bmn_bnk_mn_gemm_impl" takes after shape_m the
+ *                workspace's slots and counters, C and ldc
  *   with_c     the kernel adds into D by TMA reduce-add: D = C + A B with
  *              C != D needs C copied into D before the launch.
  */
@@ -52,7 +56,9 @@ typedef enum {
     QG_BF16_PSUM = 3,
     QG_BF16_K_GROUPED = 4,
     QG_BF16_BATCHED = 5, /* G GEMMs of one shape, any batch strides (rank-3 maps) */
-    QG_BF16_BATCH_SUMS = 6 /* partial sums over batches: num_groups splits of sum_batches */
+    QG_BF16_BATCH_SUMS = 6, /* partial sums over batches: num_groups splits of sum_batches */
+    QG_BF16_BATCH_SUM = 7   /* the same splits reduced in the kernel (QG_KIND 6 with
+                               QG_SUM_REDUCE): one D, bf16 or FP32, + FP32 C */
 } qg_bf16_kind;
 
 static inline int qg__bf16_a_mn_major(qg_bf16_layout l) { return l == QG_BF16_TN || l == QG_BF16_TT; }
@@ -104,8 +110,11 @@ typedef struct {
     int first_group;
 } qg_bf16_kgroups;
 
-/* Shared memory of a configuration (the kernel's QG_SMEM_TOTAL). */
+/* Shared memory of a configuration (the kernel's QG_SMEM_TOTAL); the
+ * reduced batch sum (QG_BF16_BATCH_SUM) has no output tile:
+ * qg__bf16_smem_bytes_of(kind, ...). */
 int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32);
+int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32);
 
 /* Whether (block_m, block_n, multicast) is legal for p (non-zero) and, when
  * not, why (a static string) in *why if why is not NULL. */

@@ -796,3 +796,296 @@ TEST(gpu_bf16_batch_sums_accuracy) {
     CHECK(failures == 0, "%d cases failed", failures);
     PASS();
 }
+
+/* ---- the reduced batch sum (qg_bf16_gemm_batch_sum) ------------------------------ */
+
+/* As sums_args, D one FP32 [128][384] and a fake workspace of the right size. */
+static qg_bf16_gemm_args sum_args(void) {
+    qg_bf16_gemm_args a = sums_args();
+    a.d = FAKE(0x40000000);
+    return a;
+}
+#define SUM_WS FAKE(0x50000000)
+
+TEST(bf16_batch_sum_workspace_bytes) {
+    size_t counters = 7;
+    CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 1, &counters) == 0 && counters == 0,
+          "one split: no workspace");
+    CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(0, 384, 8, NULL) == 0, "m = 0: none");
+    /* 2 m64 blocks x 24 n16 groups x 14 gaps x 4 = 2688 -> 2816; slots 15 x 128 x 384 x 4 */
+    const size_t total = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, &counters);
+    CHECK(counters == 2816 && total == 2816 + (size_t)15 * 128 * 384 * 4, "15 splits: %zu, %zu",
+          counters, total);
+    /* rows rounded up to 64, columns to 16 for the counters: 200 x 136 -> 4 x 9 regions x 2
+     * gaps x 4 = 288 -> 512 bytes */
+    const size_t t2 = qg_bf16_gemm_batch_sum_workspace_bytes(200, 136, 3, &counters);
+    CHECK(counters == 512 && t2 == 512 + (size_t)3 * 256 * 136 * 4, "200x136: %zu, %zu", counters,
+          t2);
+    PASS();
+}
+
+TEST(bf16_batch_sum_validation) {
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    const size_t need = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, NULL);
+    qg_bf16_gemm_args a = sum_args();
+    qg_status st = qg_bf16_gemm_batch_sum(ctx, &a, 128 * 128, 384 * 128, 15, SUM_WS, need, NULL);
+    CHECK(st == QG_ERROR_NO_DEVICE, "good args offline: %s (%s)", qg_status_string(st),
+          qg_last_error());
+#define WCASE(edit_stmt, splits, ws, ws_bytes, want_text, want_status)                              \
+    do {                                                                                            \
+        qg_bf16_gemm_args x = sum_args();                                                           \
+        edit_stmt;                                                                                  \
+        qg_status s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, splits, ws, ws_bytes,   \
+                                             NULL);                                                 \
+        CHECK(s == (want_status) && strstr(qg_last_error(), want_text), "%s %d: %s (%s)",           \
+              #edit_stmt, splits, qg_status_string(s), qg_last_error());                            \
+    } while (0)
+    /* bf16 D, C into FP32 D (d itself, or another array), one split without a workspace */
+    WCASE(x.d_fp32 = 0, 15, SUM_WS, need, "offline", QG_ERROR_NO_DEVICE);
+    WCASE((x.c = x.d, x.ldc = 0), 15, SUM_WS, need, "offline", QG_ERROR_NO_DEVICE);
+    WCASE((x.c = FAKE(0x48000000), x.ldc = 384), 15, SUM_WS, need, "offline", QG_ERROR_NO_DEVICE);
+    WCASE((void)0, 1, NULL, 0, "offline", QG_ERROR_NO_DEVICE);
+    WCASE(x.k = 0, 15, NULL, 0, "offline", QG_ERROR_NO_DEVICE); /* k = 0: D = C or 0, no kernel */
+    /* refused */
+    WCASE((x.d_fp32 = 0, x.c = FAKE(0x48000000), x.ldc = 384), 15, SUM_WS, need,
+          "args->c must be NULL with a bf16 D", QG_ERROR_UNSUPPORTED);
+    WCASE((x.c = x.d, x.ldc = 392), 15, SUM_WS, need, "args->ldc (392) is not args->ldd",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, NULL, need, "workspace is NULL", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, FAKE(0x50000008), need, "workspace (0x50000008) must be 16-byte aligned",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, SUM_WS, need - 4, "workspace_bytes must be >=", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, FAKE(0x40000000 + 4096), need, "workspace (bytes", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 15, FAKE(0x10000000 + 128 * 128 * 2), need, "overlaps args->a",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE((x.c = FAKE(0x48000000), x.ldc = 384), 15, FAKE(0x48000000 - 4096), need,
+          "overlaps args->c", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 0, SUM_WS, need, "splits must be in [1", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((void)0, 16, SUM_WS, need, "no empty split", QG_ERROR_INVALID_ARGUMENT);
+    WCASE((x.a_major = QG_MAJOR_MN, x.lda = 128), 15, SUM_WS, need, "QG_MAJOR_K",
+          QG_ERROR_UNSUPPORTED);
+    WCASE(x.d = FAKE(0x10000000 + 2 * 128 * 128 * 128), 15, SUM_WS, need, "overlap",
+          QG_ERROR_INVALID_ARGUMENT);
+    WCASE(x.d = FAKE(0x40000004), 15, SUM_WS, need, "args->d (0x40000004) must be 16-byte aligned",
+          QG_ERROR_INVALID_ARGUMENT);
+#undef WCASE
+    a.expected_m = 15;
+    qg_kernel_info info;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
+    CHECK(st == QG_SUCCESS, "compile: %s (%s)", qg_status_string(st), qg_last_error());
+    a.expected_m = 0;
+    st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
+    CHECK(st == QG_ERROR_INVALID_ARGUMENT, "compile without splits: %s", qg_status_string(st));
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* Every reduced batch-sum variant of DeepGEMM's test_bmk_bnk_mn shapes (b 129 /
+ * 4096 / 8192, FP32 D + C and bf16 D) at the splits the sweep may try, plus
+ * shapes off the tiles: compiled offline without spills, stack or warnings,
+ * under DeepGEMM's kernel name, with no TMA store (the tree writes D). */
+TEST(bf16_batch_sum_compile_every_variant) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
+    CHECK(mkdtemp(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const int S[] = {129, 4096, 8192};
+    static const int MNK[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384}, {200, 136, 64}};
+    static const int SPLITS[] = {1, 3, 16, 44, 132};
+    int failures = 0, count = 0;
+    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
+        for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
+            for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
+                for (int mode = 0; mode < 3; ++mode) { /* FP32 D + C, FP32 D, bf16 D */
+                    const int m = MNK[j][0], n = MNK[j][1], k = MNK[j][2], s = S[i];
+                    int splits = SPLITS[sp] < s ? SPLITS[sp] : s;
+                    const int per = (s + splits - 1) / splits;
+                    splits = (s + per - 1) / per;
+                    if (i > 0 && sp != 3 && mode == 1) continue; /* fewer FP32-without-C copies */
+                    qg_bf16_gemm_args a;
+                    memset(&a, 0, sizeof a);
+                    a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
+                    a.lda = k, a.ldb = k, a.ldd = n, a.d_fp32 = mode < 2;
+                    a.c = mode == 0 ? FAKE(0x1000) : NULL, a.ldc = n;
+                    qg_kernel_info info;
+                    memset(&info, 0, sizeof info);
+                    qg_status st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
+                    char first[512];
+                    const unsigned warnings = qg__jit_warnings(first, sizeof first);
+                    const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
+                                    info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
+                                    info.ptx_has_wgmma && info.ptx_has_tma_load &&
+                                    !info.ptx_has_tma_store && warnings == warnings_seen;
+                    count++;
+                    if (!ok) {
+                        failures++;
+                        printf("    batch sum b %d %dx%dx%d splits %d mode %d: %s %s regs %d "
+                               "spills %d/%d stack %d%s%s\n", s, m, n, k, splits, mode,
+                               qg_status_string(st), st ? qg_last_error() : "", info.registers,
+                               info.spill_store_bytes, info.spill_load_bytes,
+                               info.stack_frame_bytes, warnings != warnings_seen ? "; warning: " : "",
+                               warnings != warnings_seen ? first : "");
+                        warnings_seen = warnings;
+                    }
+                }
+    printf("    %d reduced batch-sum variants, %d failures\n", count, failures);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    qgtk_remove_tree(dir);
+    PASS();
+}
+
+/* On the GPU: D = (C +) sum_b A_b B_b^T by the reduced batch sum against an
+ * fp64 reference, fresh random inputs, a [S][m][k + 8] (batch stride m (k +
+ * 8)), M and N off the tiles, S = 1, 2, 3, 129 (splits = 1 .. S), in four
+ * modes: FP32 D with C = D (D += the sum, D set to C before each call), FP32
+ * D with another C, FP32 D, bf16 D. D has 8 padding columns (ldd = n + 8):
+ * they must stay poisoned (C's, with C = D); D is poisoned (NaN) before each call, the
+ * workspace's slots too (a slot read before it was written would show as
+ * NaN), its counters zeroed once: they must be zero again after every call.
+ * Five calls per mode: bitwise identical D. */
+TEST(gpu_bf16_batch_sum_accuracy) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    const qg_driver *drv;
+    qg__context_cuda(ctx, &drv, NULL, NULL);
+    /* S, m, n, k, splits */
+    static const int cases[][5] = {{1, 100, 72, 64, 1},      {2, 128, 384, 128, 2},
+                                   {3, 200, 136, 64, 3},     {3, 200, 136, 64, 2},
+                                   {129, 128, 384, 128, 43}, {129, 72, 48, 64, 129},
+                                   {37, 64, 64, 320, 5},     {129, 256, 256, 64, 16}};
+    static const char *mode_names[] = {"FP32 D += (C = D)", "FP32 D = C +", "FP32 D", "bf16 D"};
+    int failures = 0, count = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+        const int S = cases[ci][0], m = cases[ci][1], n = cases[ci][2], k = cases[ci][3];
+        int splits = cases[ci][4];
+        const int per = (S + splits - 1) / splits;
+        splits = (S + per - 1) / per;
+        const int64_t lda = k + 8, sa = (int64_t)m * lda, sb = (int64_t)n * k, ldd = n + 8;
+        const size_t a_el = (size_t)S * (size_t)sa, b_el = (size_t)S * (size_t)sb;
+        const size_t d_el = (size_t)m * (size_t)ldd;
+        size_t counter_bytes = 0;
+        const size_t ws_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &counter_bytes);
+        uint16_t *ha = malloc(a_el * 2), *hb = malloc(b_el * 2);
+        float *hc = malloc(d_el * 4), *got = malloc(d_el * 4), *first = malloc(d_el * 4);
+        double *ref = malloc((size_t)m * n * sizeof(double));
+        uint32_t *cnt = malloc(counter_bytes + 4);
+        unsigned s = 4242u + (unsigned)ci;
+        for (size_t i = 0; i < a_el; ++i) ha[i] = qg_bf16_encode((float)rnd_unit(&s));
+        for (size_t i = 0; i < b_el; ++i) hb[i] = qg_bf16_encode((float)rnd_unit(&s));
+        for (size_t i = 0; i < d_el; ++i) hc[i] = (float)rnd_unit(&s);
+        for (int r = 0; r < m; ++r)
+            for (int c = 0; c < n; ++c) {
+                double y = 0;
+                for (int b = 0; b < S; ++b)
+                    for (int kk = 0; kk < k; ++kk)
+                        y += bf(ha[b * sa + r * lda + kk]) * bf(hb[b * sb + (int64_t)c * k + kk]);
+                ref[(size_t)r * n + c] = y;
+            }
+        CUdeviceptr da = 0, db = 0, dd = 0, dc = 0, dw = 0;
+        char why[320] = "";
+        if (drv->cuMemAlloc(&da, a_el * 2) || drv->cuMemAlloc(&db, b_el * 2) ||
+            drv->cuMemAlloc(&dd, d_el * 4) || drv->cuMemAlloc(&dc, d_el * 4) ||
+            (ws_bytes && drv->cuMemAlloc(&dw, ws_bytes))) {
+            snprintf(why, sizeof why, "cuMemAlloc failed");
+        } else {
+            drv->cuMemcpyHtoD(da, ha, a_el * 2);
+            drv->cuMemcpyHtoD(db, hb, b_el * 2);
+            drv->cuMemcpyHtoD(dc, hc, d_el * 4);
+            if (ws_bytes) {
+                drv->cuMemsetD8(dw, 0, counter_bytes);
+                drv->cuMemsetD8(dw + counter_bytes, 0xFF, ws_bytes - counter_bytes);
+            }
+        }
+        for (int mode = 0; mode < 4 && !why[0]; ++mode) {
+            const int d_fp32 = mode < 3, el = d_fp32 ? 4 : 2;
+            qg_bf16_gemm_args a;
+            memset(&a, 0, sizeof a);
+            a.m = m, a.n = n, a.k = k, a.num_groups = S;
+            a.a = (void *)(uintptr_t)da, a.lda = lda;
+            a.b = (void *)(uintptr_t)db, a.ldb = k;
+            a.d = (void *)(uintptr_t)dd, a.ldd = ldd, a.d_fp32 = d_fp32;
+            if (mode == 0) a.c = a.d, a.ldc = 0;
+            if (mode == 1) a.c = (const void *)(uintptr_t)dc, a.ldc = ldd;
+            for (int run = 0; run < 5 && !why[0]; ++run) {
+                if (mode == 0) drv->cuMemcpyHtoD(dd, hc, d_el * 4); /* D = C, then D += sum */
+                else drv->cuMemsetD8(dd, 0xFF, d_el * 4);
+                qg_status st = qg_bf16_gemm_batch_sum(ctx, &a, sa, sb, splits,
+                                                      (void *)(uintptr_t)dw, ws_bytes, stream);
+                if (st != QG_SUCCESS) {
+                    snprintf(why, sizeof why, "%s: %s", qg_status_string(st), qg_last_error());
+                    break;
+                }
+                if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+                    snprintf(why, sizeof why, "the kernel faulted (run %d)", run);
+                    break;
+                }
+                drv->cuMemcpyDtoH(got, dd, d_el * 4);
+                if (counter_bytes) {
+                    drv->cuMemcpyDtoH(cnt, dw, counter_bytes);
+                    size_t bad = 0;
+                    for (size_t i = 0; i < counter_bytes / 4; ++i) bad += cnt[i] != 0;
+                    if (bad) snprintf(why, sizeof why, "%zu counters not zero after run %d", bad, run);
+                }
+                if (run == 0) memcpy(first, got, d_el * 4);
+                else if (memcmp(first, got, d_el * 4) != 0)
+                    snprintf(why, sizeof why, "run %d not bitwise equal to run 0", run);
+            }
+            if (why[0]) {
+                snprintf(why + strlen(why), sizeof why - strlen(why), " (%s)", mode_names[mode]);
+                break;
+            }
+            /* accuracy, and the padding columns still poisoned */
+            qgtk_diff_acc acc;
+            memset(&acc, 0, sizeof acc);
+            int64_t nans = 0, touched = 0;
+            const unsigned char *bytes = (const unsigned char *)first;
+            for (int r = 0; r < m; ++r) {
+                for (int c = 0; c < n; ++c) {
+                    const size_t at = (size_t)r * ldd + c;
+                    double x;
+                    if (d_fp32) x = first[at];
+                    else {
+                        uint16_t v;
+                        memcpy(&v, bytes + at * 2, 2);
+                        x = bf(v);
+                    }
+                    nans += isnan(x);
+                    const double y = ref[(size_t)r * n + c] + (mode < 2 ? (double)hc[at] : 0.0);
+                    qgtk_diff_add(&acc, &x, &y, 1);
+                }
+                /* padding: poisoned, or C's values where D was set to C (mode 0) */
+                for (int c = n * el; c < (int)ldd * el; ++c)
+                    touched += bytes[(size_t)r * ldd * el + c] !=
+                               (mode == 0 ? ((const unsigned char *)hc)[(size_t)r * ldd * 4 + c] : 0xFF);
+            }
+            const double diff = qgtk_diff_result(&acc);
+            count++;
+            if (nans || touched || !(diff < 1e-5))
+                snprintf(why, sizeof why, "%s: diff %.3g, %lld NaN (unwritten), %lld padding bytes "
+                         "written", mode_names[mode], diff, (long long)nans, (long long)touched);
+        }
+        if (why[0]) {
+            failures++;
+            printf("    FAIL batch sum S %d %dx%dx%d splits %d: %s\n", S, m, n, k, splits, why);
+        }
+        if (da) drv->cuMemFree(da);
+        if (db) drv->cuMemFree(db);
+        if (dd) drv->cuMemFree(dd);
+        if (dc) drv->cuMemFree(dc);
+        if (dw) drv->cuMemFree(dw);
+        free(ha), free(hb), free(hc), free(got), free(first), free(ref), free(cnt);
+    }
+    printf("    %d reduced batch-sum cases x modes checked, %d cases failed\n", count, failures);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d cases failed", failures);
+    PASS();
+}

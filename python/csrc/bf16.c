@@ -5,7 +5,10 @@
  * batched [G, m, k]; k-grouped [sum K, m]), B [n, k] ([G, n, k]; k-grouped
  * [sum K, n]) and D (batched: [G, m, n], each operand's batch stride its
  * stride(0), any value: qg_batched_bf16_gemm; batch sums: d [splits, m, n]
- * FP32 packed, qg_bf16_gemm_batch_sums); each operand's major is read from its strides (the
+ * FP32 packed, qg_bf16_gemm_batch_sums; the reduced batch sum: d [m, n] bf16
+ * or FP32, c None / d / FP32 [m, n], idx the workspace (int32, 1-D, its
+ * counters zeroed by the caller), expected_m the splits:
+ * qg_bf16_gemm_batch_sum); each operand's major is read from its strides (the
  * package passes DeepGEMM's transposed arguments as views, so NT/NN/TN/TT
  * are one call), then checked and handed to the library
  * (qg_bf16_gemm_args). The library checks again and refuses what it cannot
@@ -82,11 +85,15 @@ static int parse_ks(PyObject *obj, int32_t **ks, int *count)
 
 /* The library's arguments of one call from its borrowed tensors. */
 static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int32_t *ks,
-                     int num_ks, qg_bf16_gemm_args *ga, int64_t batch_strides[3], int *device)
+                     int num_ks, qg_bf16_gemm_args *ga, int64_t batch_strides[3], int *device,
+                     void **ws, size_t *ws_bytes)
 {
     memset(ga, 0, sizeof *ga);
+    *ws = NULL;
+    *ws_bytes = 0;
     const int sums = kind == (int)QG_GEMM_BF16_BATCH_SUMS; /* d [splits, m, n] */
-    const int batched = kind == (int)QG_GEMM_BF16_BATCHED || sums;
+    const int sum1 = kind == (int)QG_GEMM_BF16_BATCH_SUM;  /* d [m, n], idx the workspace */
+    const int batched = kind == (int)QG_GEMM_BF16_BATCHED || sums || sum1;
     const int masked = kind == QG_GEMM_GROUPED_MASKED || batched, kg = kind == QG_GEMM_K_GROUPED;
     const int m_grouped = kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_PSUM;
     *device = -1;
@@ -130,6 +137,7 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
         ga->ks = ks;
     } else {
         const int a_nd = masked ? 3 : 2, b_nd = m_grouped || masked ? 3 : 2;
+        const int out_nd = sum1 ? 2 : a_nd; /* the reduced batch sum: one D */
         /* batched: every operand [G, rows, cols], its batch stride its stride(0) */
         if (batched)
             for (int i = 0; i < 3; i++) {
@@ -138,7 +146,7 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
             }
         if (qgpy_check_ndim(&t[B_A], a_nd, masked ? "[G, M, K]" : "[M, K]") < 0 ||
             qgpy_check_ndim(&t[B_B], b_nd, b_nd == 3 ? "[G, N, K]" : "[N, K]") < 0 ||
-            qgpy_check_ndim(&t[B_D], a_nd, masked ? "[G, M, N]" : "[M, N]") < 0)
+            qgpy_check_ndim(&t[B_D], out_nd, out_nd == 3 ? "[G, M, N]" : "[M, N]") < 0)
             return -1;
         if (b_nd == 3)
             groups = qgpy_dim(&t[B_B], 0);
@@ -146,11 +154,11 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
         ga->k = (int)qgpy_dim(&t[B_A], a_nd - 1);
         ga->n = (int)qgpy_dim(&t[B_B], b_nd - 2);
         if (qgpy_check_dim(&t[B_B], b_nd - 1, ga->k, "K (a's last dimension)") < 0 ||
-            qgpy_check_dim(&t[B_D], a_nd - 2, ga->m, "M (a)") < 0 ||
-            qgpy_check_dim(&t[B_D], a_nd - 1, ga->n, "N (b)") < 0)
+            qgpy_check_dim(&t[B_D], out_nd - 2, ga->m, "M (a)") < 0 ||
+            qgpy_check_dim(&t[B_D], out_nd - 1, ga->n, "N (b)") < 0)
             return -1;
         if (masked && (qgpy_check_dim(&t[B_A], 0, groups, "G (b.shape[0])") < 0 ||
-                       (!sums && qgpy_check_dim(&t[B_D], 0, groups, "G (b.shape[0])") < 0)))
+                       (!sums && !sum1 && qgpy_check_dim(&t[B_D], 0, groups, "G (b.shape[0])") < 0)))
             return -1;
         if (major_of(&t[B_A], a_nd - 2, a_nd - 1, &ga->a_major, &ga->lda, "M") < 0 ||
             major_of(&t[B_B], b_nd - 2, b_nd - 1, &ga->b_major, &ga->ldb, "N") < 0)
@@ -170,7 +178,7 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
         }
     }
     /* D: rows along N, packed groups */
-    const int d_nd = kg || masked ? 3 : 2;
+    const int d_nd = (kg || masked) && !sum1 ? 3 : 2;
     if (qgpy_stride(&t[B_D], d_nd - 1) != 1 && qgpy_dim(&t[B_D], d_nd - 1) > 1)
         return qgpy_errorf(PyExc_ValueError, "qgemm: d must be row-major (unit last stride)");
     ga->ldd = qgpy_dim(&t[B_D], d_nd - 2) > 1 ? qgpy_stride(&t[B_D], d_nd - 2) : ga->n;
@@ -190,7 +198,17 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
     }
     ga->num_groups = (int)groups;
     ga->expected_m = expected_m;
-    if (t[B_IDX].t) {
+    if (t[B_IDX].t && sum1) {
+        /* the workspace: int32 [L], contiguous, writable */
+        if (qgpy_check_ndim(&t[B_IDX], 1, "[L] (the workspace)") < 0)
+            return -1;
+        if (qgpy_dim(&t[B_IDX], 0) > 1 && qgpy_stride(&t[B_IDX], 0) != 1)
+            return qgpy_errorf(PyExc_ValueError, "qgemm: the workspace (idx) must be contiguous");
+        if (qgpy_check_writable(&t[B_IDX]) < 0)
+            return -1;
+        *ws = qgpy_address(&t[B_IDX]);
+        *ws_bytes = (size_t)qgpy_dim(&t[B_IDX], 0) * 4;
+    } else if (t[B_IDX].t) {
         const int32_t *idx = qgpy_address(&t[B_IDX]);
         ga->m_indices = ga->masked_m = ga->group_ends = idx;
         const int64_t want = kind == QG_GEMM_GROUPED_CONTIGUOUS ? ga->m : groups;
@@ -230,7 +248,7 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS &&
         kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM &&
         kind != QG_GEMM_K_GROUPED && kind != (int)QG_GEMM_BF16_BATCHED &&
-        kind != (int)QG_GEMM_BF16_BATCH_SUMS)
+        kind != (int)QG_GEMM_BF16_BATCH_SUMS && kind != (int)QG_GEMM_BF16_BATCH_SUM)
         return PyErr_Format(PyExc_ValueError, "qgemm: unknown BF16 GEMM kind %d", kind);
     int32_t *ks = NULL;
     int num_ks = 0;
@@ -249,7 +267,9 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     qg_bf16_gemm_args ga;
     int64_t bs[3] = {0, 0, 0};
     int device = 0;
-    if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, bs, &device) < 0)
+    void *ws = NULL;
+    size_t ws_bytes = 0;
+    if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, bs, &device, &ws, &ws_bytes) < 0)
         goto done;
     const int splits = kind == (int)QG_GEMM_BF16_BATCH_SUMS ? (int)qgpy_dim(&t[B_D], 0) : 0;
     if (ga.m == 0 || ga.n == 0) {
@@ -271,6 +291,9 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     case QG_GEMM_K_GROUPED: st = qg_k_grouped_bf16_gemm(ctx, &ga, s); break;
     case (int)QG_GEMM_BF16_BATCH_SUMS:
         st = qg_bf16_gemm_batch_sums(ctx, &ga, bs[0], bs[1], splits, s);
+        break;
+    case (int)QG_GEMM_BF16_BATCH_SUM:
+        st = qg_bf16_gemm_batch_sum(ctx, &ga, bs[0], bs[1], expected_m, ws, ws_bytes, s);
         break;
     default: st = qg_batched_bf16_gemm(ctx, &ga, bs[0], bs[1], bs[2], s); break;
     }

@@ -553,12 +553,26 @@ static PyObject *py_context_pdl(PyObject *self, PyObject *arg)
     return PyBool_FromLong(qg_context_get_pdl(ctx) == 1);
 }
 
+/* qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits) as (total, counter_bytes). */
+static PyObject *py_batch_sum_workspace_bytes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int m, n, splits;
+    if (!PyArg_ParseTuple(args, "iii:batch_sum_workspace_bytes", &m, &n, &splits))
+        return NULL;
+    size_t counters = 0;
+    const size_t total = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &counters);
+    return Py_BuildValue("(nn)", (Py_ssize_t)total, (Py_ssize_t)counters);
+}
+
 static PyMethodDef methods[] = {
     {"version", py_version, METH_NOARGS, "qg_version_string()"},
     {"m_alignment", py_m_alignment, METH_NOARGS, "qg_m_alignment_for_contiguous_layout()"},
     {"sfa_ld", py_sfa_ld, METH_O, "qg_sfa_ld(m)"},
     {"bf16_gemm", qgpy_bf16_gemm, METH_VARARGS,
      "bf16_gemm(kind, a, b, d, c, idx, expected_m, ks, stream, no_sync)"},
+    {"batch_sum_workspace_bytes", py_batch_sum_workspace_bytes, METH_VARARGS,
+     "qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits) -> (bytes, counter_bytes)"},
     {"cast", qgpy_cast, METH_VARARGS,
      "cast(kind, x, out, sf, aux, m, groups, sf_mn_major, sf_ld, ue8m0, rows_mask, stream, "
      "no_sync)"},
@@ -623,6 +637,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "KIND_K_GROUPED", QG_GEMM_K_GROUPED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_BF16_BATCHED", (int)QG_GEMM_BF16_BATCHED) < 0 ||
         PyModule_AddIntConstant(m, "KIND_BF16_BATCH_SUMS", (int)QG_GEMM_BF16_BATCH_SUMS) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_BF16_BATCH_SUM", (int)QG_GEMM_BF16_BATCH_SUM) < 0 ||
         PyModule_AddIntConstant(m, "CAST_PER_TOKEN", QG_CAST_KIND_PER_TOKEN) < 0 ||
         PyModule_AddIntConstant(m, "CAST_PER_BLOCK", QG_CAST_KIND_PER_BLOCK) < 0 ||
         PyModule_AddIntConstant(m, "CAST_PER_CHANNEL", QG_CAST_KIND_PER_CHANNEL) < 0 ||

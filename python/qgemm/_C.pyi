@@ -12,6 +12,7 @@ KIND_WGRAD: int
 KIND_K_GROUPED: int
 KIND_BF16_BATCHED: int
 KIND_BF16_BATCH_SUMS: int
+KIND_BF16_BATCH_SUM: int
 CAST_PER_TOKEN: int
 CAST_PER_BLOCK: int
 CAST_PER_CHANNEL: int
@@ -43,6 +44,7 @@ def k_grouped_torch(a: Any, sfa: Any, b: Any, sfb: Any, d: Any, c: Any, ks: Any,
 def torch_init(torch: Any, current_stream: Any) -> None: ...
 def bf16_gemm(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int, ks: Any,
               stream: int, no_sync: int) -> None: ...
+def batch_sum_workspace_bytes(m: int, n: int, splits: int) -> Tuple[int, int]: ...
 def cast(kind: int, x: Any, out: Any, sf: Any, aux: Any, m: int, groups: int, sf_mn_major: int,
          sf_ld: int, ue8m0: int, rows_mask: int, stream: int, no_sync: int) -> None: ...
 def sf_layout(kind: int, sf: Any, out: Any, ks: Any, out_ld: int, gran_k: int, k_alignment: int,

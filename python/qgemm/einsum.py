@@ -5,11 +5,11 @@
 =================  ==========================================  =====================================
 expression         shapes                                      how
 =================  ==========================================  =====================================
-``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          one launch of the batch sums: B
-                   float32 (``c`` None, d itself: d += ...,    split into ranges, each range's sum
-                   or another float32 [M, N]) or bfloat16      into an FP32 workspace slice (no
-                   (no ``c``)                                  copies), the slices summed in a
-                                                               fixed order: deterministic
+``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          one kernel (the batch sum): B split
+                   float32 (``c`` None, d itself: d += ...,    into ranges, each range's sum in
+                   or another float32 [M, N]) or bfloat16      FP32, the ranges' sums added by a
+                   (no ``c``)                                  fixed tree in the kernel (no
+                                                               copies, no atomics): deterministic
 ``bhr,hdr->bhd``   a [B, H, R], b [H, D, R] (any row stride,   one launch of the batched BF16 GEMM
                    e.g. ``fy[:, :, :r]``), d [B, H, D] bf16    (H batches of strided views, no
                                                                copies): a[:, h] (row stride H*R),
@@ -58,6 +58,7 @@ from .fp8 import fp8_fp4_gemm_nt
 _DENSE = _C.KIND_DENSE
 _BATCHED = _C.KIND_BF16_BATCHED
 _BATCH_SUMS = _C.KIND_BF16_BATCH_SUMS
+_BATCH_SUM = _C.KIND_BF16_BATCH_SUM
 MAX_BATCHES = 1024  # batches of one launch of the batched BF16 GEMM (qg_batched_bf16_gemm)
 
 # the canonical form of each supported expression (letters renamed in order of appearance)
@@ -142,10 +143,11 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     ``bmk,bnk->mn``: a [B, M, K], b [B, N, K], d [M, N] = the sum over B of
     a[i] @ b[i].T; d float32 (``c`` None, d itself to accumulate into d as
     DeepGEMM's users do, or another float32 [M, N]: d = c + ...) or bfloat16
-    (no c). One launch of the batch sums (``qg_bf16_gemm_batch_sums``: the B
-    batches split into ranges, each range's products accumulated whole in FP32
-    into a workspace slice, a and b read where they are, no copy), the slices
-    then summed in a fixed order: deterministic.
+    (no c). One kernel (``qg_bf16_gemm_batch_sum``: the B batches split into
+    ranges, each range's products accumulated whole in FP32, a and b read where
+    they are, no copy; the ranges' sums added in the kernel by a fixed binary
+    tree through an FP32 workspace, and written into d with c added): bitwise
+    deterministic, unlike DeepGEMM's atomics.
 
     ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
     a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
@@ -177,7 +179,8 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     _per_head(torch, canon, a, b, d, bool(use_cublaslt))
 
 
-def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any) -> None:
+def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: Any = None) -> None:
+    # (splits: the split count instead of bmk_splits' choice; bench/bmk_splits_sweep.py)
     func = "einsum('bmk,bnk->mn')"
     s, m, k = _check_3d(func, "a", a, torch.bfloat16, "[B, M, K]")
     s_, n, k_ = _check_3d(func, "b", b, torch.bfloat16, "[B, N, K]")
@@ -199,11 +202,6 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any) -> None:
         raise ValueError(f"qgemm: {func}: d must be float32 or bfloat16, got {d.dtype}")
     if m == 0 or n == 0:
         return
-    # The batch sums (qg_bf16_gemm_batch_sums): the B batches split into `splits` ranges,
-    # each range's sum of a[b] @ b[b].T accumulated whole in FP32 (ascending b, then k) into
-    # its slice of an FP32 workspace, in one launch that reads a and b where they are (no
-    # copy); the slices then summed in a fixed order (torch's reduction over the first
-    # dimension): deterministic, no atomics. One split and a float32 d without c: d itself.
     if s == 0:  # an empty sum (as DeepGEMM: d = c, or zero)
         if c is None:
             d.zero_()
@@ -214,16 +212,38 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any) -> None:
         a = a.contiguous()
     if b.stride(-1) != 1:
         b = b.contiguous()
-    splits = bmk_splits(m, n, s, k)
-    if splits == 1 and c is None and d.dtype == torch.float32:
-        _d.launch_bf16(_BATCH_SUMS, a, b, d.unsqueeze(0), None, None, 0, None, None)
-        return
-    ws = torch.empty((splits, m, n), dtype=torch.float32, device=d.device)
-    _d.launch_bf16(_BATCH_SUMS, a, b, ws, None, None, 0, None, None)
-    total = ws.sum(0) if splits > 1 else ws[0]
-    if c is not None:
-        total = total + c
-    d.copy_(total)
+    _batch_sum(torch, a, b, d, c, bmk_splits(m, n, s, k) if splits is None else splits)
+
+
+def _kernel_writable(t: Any) -> bool:
+    """Whether the batch sum's kernel can write (or read) t [M, N] where it is: unit last
+    stride, 16-byte rows and a 16-byte aligned start."""
+    es = t.element_size()
+    return ((t.shape[1] <= 1 or t.stride(1) == 1) and (t.shape[0] <= 1 or t.stride(0) * es % 16 == 0)
+            and t.data_ptr() % 16 == 0)
+
+
+def _batch_sum(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: int) -> None:
+    """One launch of qg_bf16_gemm_batch_sum: d = (c +) the sum over a's batches of
+    a[i] @ b[i].T, the batches in `splits` ranges (bmk_splits) whose FP32 sums the kernel
+    adds by a fixed tree through a workspace: int32 words, the first `counters` bytes zeroed
+    here (the kernel leaves them zero; a fresh buffer every call keeps concurrent streams and
+    CUDA graphs apart), the rest scratch. A d (or a c that is not d) the kernel cannot address
+    in place (strides, alignment) goes through a contiguous copy."""
+    m, n = d.shape
+    total, counters = _C.batch_sum_workspace_bytes(m, n, splits)
+    ws = None
+    if total:
+        ws = torch.empty(total // 4, dtype=torch.int32, device=d.device)
+        ws[: counters // 4].zero_()
+    out = d if _kernel_writable(d) else torch.empty((m, n), dtype=d.dtype, device=d.device)
+    if c is d:
+        c = out if out is d else d.contiguous()
+    elif c is not None and not _kernel_writable(c):
+        c = c.contiguous()
+    _d.launch_bf16(_BATCH_SUM, a, b, out, c, ws, splits, None, None)
+    if out is not d:
+        d.copy_(out)
 
 
 # The split of bmk,bnk->mn's batches: enough CTAs for the SMs (SPLIT_TILES: two per SM of

@@ -119,6 +119,39 @@ int main(int argc, char **argv) {
                                 if (emit(dir, list, &p, &alt)) return 1;
                             }
                         }
+    /* the reduced batch sum (QG_BF16_BATCH_SUM): DeepGEMM's einsum 'bmk,bnk->mn' shapes and
+     * one off the tiles, at split counts the heuristic and the sweep may use, bf16 D, FP32
+     * D, FP32 D + C */
+    static const int sum_s[] = {129, 4096, 8192};
+    static const int sum_mnk[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384},
+                                     {200, 136, 64}};
+    static const int sum_splits[] = {1, 3, 8, 16, 33, 44, 66, 132};
+    for (size_t si = 0; si < sizeof sum_s / sizeof sum_s[0]; ++si)
+        for (size_t mi = 0; mi < sizeof sum_mnk / sizeof sum_mnk[0]; ++mi)
+            for (size_t pi = 0; pi < sizeof sum_splits / sizeof sum_splits[0]; ++pi)
+                for (int mode = 0; mode < 3; ++mode) {
+                    qg_bf16_problem p = {0};
+                    p.m = sum_mnk[mi][0], p.n = sum_mnk[mi][1], p.k = sum_mnk[mi][2];
+                    p.layout = QG_BF16_NT;
+                    p.kind = QG_BF16_BATCH_SUM;
+                    p.sum_batches = sum_s[si];
+                    int splits = sum_splits[pi] < sum_s[si] ? sum_splits[pi] : sum_s[si];
+                    const int per = (sum_s[si] + splits - 1) / splits;
+                    p.num_groups = (sum_s[si] + per - 1) / per; /* no empty split */
+                    p.d_f32 = mode > 0;
+                    p.with_c = mode == 2;
+                    p.num_sms = num_sms;
+                    p.smem_limit = smem;
+                    qg_bf16_plan pl;
+                    ++planned;
+                    if (qg__bf16_select(&p, &pl)) {
+                        fprintf(stderr, "no plan: batch sum s %d m %d n %d k %d splits %d\n",
+                                p.sum_batches, p.m, p.n, p.k, p.num_groups);
+                        ++failed;
+                        continue;
+                    }
+                    if (emit(dir, list, &p, &pl)) return 1;
+                }
     fclose(list);
     printf("%d problems planned, %d without a plan, %d distinct kernels\n", planned, failed, num_seen);
     return failed ? 1 : 0;

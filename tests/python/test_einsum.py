@@ -92,15 +92,34 @@ def _torch():
 
 class FakeBF16:
     """_dispatch.launch_bf16 computing D (+)= A @ B^T in float64 (the dense kind, and
-    the batched kind: [G, M, K] @ [G, N, K]^T per batch)."""
+    the batched kind: [G, M, K] @ [G, N, K]^T per batch; the batch sum: D = (C +) the sum
+    over the batches, its workspace checked: the size the C API asks, counters zeroed)."""
 
     def __init__(self):
         self.calls = []
 
     def __call__(self, kind, a, b, d, c, idx, expected_m, ks, stream):
         assert kind in (qgemm._C.KIND_DENSE, qgemm._C.KIND_BF16_BATCHED,
-                        qgemm._C.KIND_BF16_BATCH_SUMS)
-        assert idx is None and ks is None
+                        qgemm._C.KIND_BF16_BATCH_SUMS, qgemm._C.KIND_BF16_BATCH_SUM)
+        assert ks is None
+        if kind == qgemm._C.KIND_BF16_BATCH_SUM:  # idx: the workspace, expected_m: the splits
+            self.calls.append((kind, a, b, d, c, idx, expected_m))
+            splits, batches = expected_m, a.shape[0]
+            per = -(-batches // splits)
+            assert 1 <= splits and (splits - 1) * per < batches, "an empty split"
+            total, counters = qgemm._C.batch_sum_workspace_bytes(d.shape[0], d.shape[1], splits)
+            if total == 0:
+                assert idx is None
+            else:
+                assert idx.dtype == _torch().int32 and idx.numel() * 4 == total
+                assert not idx[: counters // 4].any(), "counters not zeroed"
+            assert d.stride(-1) == 1 and (c is None or c.stride(-1) == 1)
+            out = (a.double() @ b.double().transpose(-2, -1)).sum(0)
+            if c is not None:
+                out = out + c.double()
+            d.copy_(out)
+            return
+        assert idx is None
         self.calls.append((kind, a, b, d, c))
         if kind == qgemm._C.KIND_BF16_BATCH_SUMS:  # d[g] = the sum over batch range g
             assert c is None and d.dtype == _torch().float32
@@ -196,17 +215,46 @@ def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s, min_k):
         ref = ref + c.double()
     qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
     assert calc_diff(d, ref) < 1e-5
-    (kind, a2, b2, ws, c2), = fake.calls  # one launch, the operands as they are
-    splits = E.bmk_splits(m, n, s, k)
-    assert kind == qgemm._C.KIND_BF16_BATCH_SUMS and c2 is None
-    assert a2 is a and b2 is b and ws.shape == (splits, m, n) and ws.dtype == t.float32
-    assert (splits > 1) == (min_k == 16 and s > 1)
-    if splits == 1 and c is None and d_dtype == "float32":
-        assert _same_storage(ws, d)  # straight into d
+    (kind, a2, b2, d2, c2, ws, splits), = fake.calls  # one launch, the operands as they are
+    assert kind == qgemm._C.KIND_BF16_BATCH_SUM and splits == E.bmk_splits(m, n, s, k)
+    assert a2 is a and b2 is b and d2 is d  # no copies; c as given (d itself, or another)
+    assert c2 is c
+    assert (splits > 1) == (min_k == 16 and s > 1) and (ws is None) == (splits == 1)
     if c_mode != "d":  # deterministic: the same bits again
         again = d.clone()
         qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
         assert t.equal(d, again)
+
+
+@pytest.mark.parametrize("c_mode", [None, "d", "other"])
+def test_bmk_bnk_mn_d_not_addressable(monkeypatch, c_mode):
+    """A d the kernel cannot write in place (a transposed view) goes through a contiguous
+    copy, its values (c = d) read first; a c with a non-unit last stride is copied."""
+    t = _torch()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", 16)
+    s, m, n, k = 6, 16, 24, 8
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    d = t.randn(n, m).T  # [m, n], unit stride along m
+    d0 = d.double().clone()
+    c = {None: None, "d": d, "other": t.randn(n, m).T}[c_mode]
+    ref = (a.double() @ b.double().mT).sum(0) + (d0 if c_mode == "d" else
+                                                  c.double() if c_mode == "other" else 0)
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert calc_diff(d, ref) < 1e-5
+    (kind, _, _, d2, c2, _, _), = fake.calls
+    assert d2 is not d and d2.is_contiguous() and (c2 is None or c2.is_contiguous())
+    if c_mode == "d":
+        assert c2 is not d2  # c read from a copy of d, not from the output buffer
+
+
+def test_batch_sum_workspace_bytes():
+    wb = qgemm._C.batch_sum_workspace_bytes
+    assert wb(128, 384, 1) == (0, 0)
+    # counters: 2 m64 x 24 n16 regions x 14 gaps x 4 bytes -> 2816; slots 15 x 128 x 384 x 4
+    assert wb(128, 384, 15) == (2816 + 15 * 128 * 384 * 4, 2816)
+    assert wb(200, 136, 3) == (512 + 3 * 256 * 136 * 4, 512)
 
 
 @pytest.mark.parametrize("c_mode", [None, "d", "other"])
@@ -437,6 +485,39 @@ def test_gpu_bmk_bnk_mn(s, m, n, k, fp32):
         assert t.equal(d0, d1)
 
 
+@pytest.mark.parametrize("s,splits", [(1, 1), (2, 2), (3, 3), (3, 2), (129, 43), (129, 129),
+                                      (129, 1)])
+@pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
+def test_gpu_bmk_bnk_mn_splits(s, splits, mode):
+    """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
+    and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
+    values before each), columns past N untouched (d a view of a wider buffer)."""
+    t = _gpu()
+    m, n, k = 200, 136, 64
+    a = t.randn((s, m, k), dtype=t.bfloat16, device="cuda")
+    b = t.randn((s, n, k), dtype=t.bfloat16, device="cuda")
+    dtype = t.bfloat16 if mode == "bf16" else t.float32
+    c0 = t.randn((m, n), device="cuda")
+    ref = t.bmm(a.double(), b.double().mT).sum(0) + (c0.double() if mode.startswith("fp32 ")
+                                                     else 0)
+    runs = []
+    for _ in range(5):
+        wide = t.full((m, n + 8), float("nan"), dtype=dtype, device="cuda")
+        d = wide[:, :n]
+        c = None
+        if mode == "fp32 += d":
+            d.copy_(c0)
+            c = d
+        elif mode == "fp32 = c +":
+            c = c0
+        E._bmk_bnk_mn(t, a, b, d, c, splits=splits)
+        assert t.isnan(wide[:, n:].float()).all()  # padding untouched
+        runs.append(d.clone())
+    assert calc_diff(runs[0], ref) < 1e-5 and not t.isnan(runs[0].float()).any()
+    for r in runs[1:]:
+        assert t.equal(r, runs[0])  # deterministic
+
+
 @pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr"])
 @pytest.mark.parametrize("h,r,dd", [(128, 512, 128), (8, 4096, 1024)])
 @pytest.mark.parametrize("batch", [4, 130])
@@ -544,6 +625,34 @@ def test_bmk_splits(m, n, s, k, want):
     assert splits == want
     per = -(-s // splits)
     assert (splits - 1) * per < s <= splits * per  # no empty range (the C API's rule)
+
+
+def test_extension_accepts_the_batch_sum_layout(no_gpu):
+    from fake_dlpack import FakeTensor
+    a = FakeTensor([129, 128, 128], "bfloat16")
+    b = FakeTensor([129, 384, 128], "bfloat16")
+    total, _ = qgemm._C.batch_sum_workspace_bytes(128, 384, 15)
+    ws = FakeTensor([total // 4], "int32")
+    kind = qgemm._C.KIND_BF16_BATCH_SUM
+    for d in (FakeTensor([128, 384], "float32"), FakeTensor([128, 384], "bfloat16")):
+        with pytest.raises(RuntimeError) as info:
+            qgemm._C.bf16_gemm(kind, a, b, d, None, ws, 15, None, 0, 0)
+        assert str(info.value) == no_gpu  # every check passed: the call reached the device layer
+    d = FakeTensor([128, 384], "float32")
+    with pytest.raises(RuntimeError) as info:  # C = D
+        qgemm._C.bf16_gemm(kind, a, b, d, d, ws, 15, None, 0, 0)
+    assert str(info.value) == no_gpu
+    with pytest.raises(ValueError, match=r"\[M, N\]"):  # the batch sums' [splits, M, N] D
+        qgemm._C.bf16_gemm(kind, a, b, FakeTensor([15, 128, 384], "float32"), None, ws, 15,
+                           None, 0, 0)
+    with pytest.raises(ValueError, match="workspace"):  # a 2-D workspace
+        qgemm._C.bf16_gemm(kind, a, b, d, None, FakeTensor([2, total // 8], "int32"), 15, None,
+                           0, 0)
+    with pytest.raises(ValueError, match="int32"):  # a float workspace
+        qgemm._C.bf16_gemm(kind, a, b, d, None, FakeTensor([total // 4], "float32"), 15, None,
+                           0, 0)
+    # (the workspace's size, NULL and the splits are the library's checks, which need a
+    # device context: tests/test_bf16.c bf16_batch_sum_validation)
 
 
 def test_extension_accepts_the_batch_sums_layout(no_gpu):
