@@ -190,6 +190,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
      * (bytes in flight), even (two math warpgroups take units in turn), <= 16. */
     int stages = 16;
     while (stages > 2 && pmqa_smem(next_n * heads, head_dim, stages) > QG_IDX_SMEM_MAX) stages -= 2;
+    out->math_wgs = 2;
     out->batch = batch;
     out->next_n = next_n;
     out->heads = heads;
@@ -202,19 +203,40 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->smem_bytes = pmqa_smem(next_n * heads, head_dim, stages);
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
+    /* Four math warpgroups (DeepGEMM's count): the 2026-11-28 two reached
+     * 2.6-3.2 TB/s, each warpgroup's wait -> wgmma -> epilogue round too long
+     * for two to keep the cache stream going; qg__pmqa_plan_variant(p, 2)
+     * keeps that path for measurements. */
+    return qg__pmqa_plan_variant(out, 4);
+}
+
+int qg__pmqa_plan_variant(qg_pmqa_plan *p, int math_wgs) {
+    if (!p || (math_wgs != 2 && math_wgs != 4)) return -1;
+    /* stages a multiple of the warpgroups, as many as fit, <= 24 */
+    int stages = 24 / math_wgs * math_wgs;
+    while (stages > math_wgs &&
+           pmqa_smem(p->next_n * p->heads, p->head_dim, stages) > QG_IDX_SMEM_MAX)
+        stages -= math_wgs;
+    if (math_wgs == 2 && stages > 16) stages = 16; /* the 2026-11-28 plan */
+    p->math_wgs = math_wgs;
+    p->stages = stages;
+    p->block_x = 128 * (math_wgs + 1);
+    p->smem_bytes = pmqa_smem(p->next_n * p->heads, p->head_dim, stages);
     return 0;
 }
 
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
     const int len = snprintf(
         buf, cap,
-        "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages\n"
+        "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages, "
+        "%d math wgs\n"
         "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
         "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
-        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_SMEM_BYTES %zu\n"
+        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n#define QG_PMQA_SMEM_BYTES %zu\n"
         "#include \"qg_paged_mqa_logits.cuh\"\n",
-        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->heads,
-        p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->smem_bytes);
+        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
+        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
+        p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

@@ -113,6 +113,7 @@ typedef struct {
     int batch, next_n, heads, head_dim;
     int clean, logits_bf16;
     int stages;
+    int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
     int grid_x, block_x;       /* logits kernel */
     size_t smem_bytes;
     int sched_block_x;         /* schedule kernel: grid 1 */
@@ -121,6 +122,8 @@ typedef struct {
 
 int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
                   int num_sms, qg_pmqa_plan *out, const char **why);
+/* Re-plans *p (from qg__pmqa_plan) with 2 or 4 math warpgroups; 0, or -1. */
+int qg__pmqa_plan_variant(qg_pmqa_plan *p, int math_wgs);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);
 

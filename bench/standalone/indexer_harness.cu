@@ -982,17 +982,30 @@ __global__ void pmqa_ref_kernel(const uint8_t *q8, uint64_t q_seed, const uint8_
     if (checked) atomicAdd(&st->checked, checked);
 }
 
+/* math warpgroups of the paged kernel compared (--paged-variants 24) */
+static std::vector<int> g_pmqa_wgs = {2, 4};
+
+/* wgs: 0 = the planner's choice, else 2 or 4 math warpgroups */
 static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean, int avg_kv,
-                      bool timed, bool graph_test) {
-    char what[200];
-    snprintf(what, sizeof what, "paged-mqa bsz=%d next_n=%d H=%d D=%d L=%d %s%s%s", batch, next_n,
-             H, D, avg_kv, bf16 ? "bf16" : "fp32", clean ? " clean" : "", graph_test ? " +graph" : "");
+                      bool timed, bool graph_test, int wgs = 0) {
+    char what[200], shape[160];
+    snprintf(shape, sizeof shape, "paged-mqa bsz=%d next_n=%d H=%d D=%d L=%d %s%s%s", batch,
+             next_n, H, D, avg_kv, bf16 ? "bf16" : "fp32", clean ? " clean" : "",
+             graph_test ? " +graph" : "");
     qg_pmqa_plan plan;
     const char *why = "";
     if (qg__pmqa_plan(batch, next_n, H, D, clean, bf16, g_num_sms, &plan, &why)) {
-        report(false, what, why);
+        report(false, shape, why);
         return;
     }
+    if (wgs && qg__pmqa_plan_variant(&plan, wgs)) {
+        report(false, shape, "unknown variant");
+        return;
+    }
+    char vname[32];
+    snprintf(vname, sizeof vname, "%d math wgs%s", plan.math_wgs,
+             plan.math_wgs == 2 ? "(old)" : "(new)");
+    snprintf(what, sizeof what, "%s [%s]", shape, vname);
     static char src[65536];
     qg__pmqa_source(src, sizeof src, &plan);
     if (g_dry) {
@@ -1224,6 +1237,7 @@ static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean
                              (double)sum_len * next_n * esz;
         snprintf(detail + len, sizeof detail - len, " | %.1f us, %.0f GB/s, %.0f TFLOPS", us,
                  bytes / us * 1e-3, 2.0 * sum_len * next_n * H * D / us * 1e-6);
+        g_perf.push_back({shape, vname, bytes / us * 1e-6, us});
     }
     report(ok, what, detail);
     cudaFree(d_q8); cudaFree(d_cache); cudaFree(d_w); cudaFree(d_ctx); cudaFree(d_bt);
@@ -1232,19 +1246,27 @@ static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean
 }
 
 static void pmqa_suite() {
-    pmqa_case(3, 1, 32, 128, false, true, 300, false, false);
-    pmqa_case(5, 2, 64, 64, true, false, 500, false, false);
-    pmqa_case(7, 2, 32, 32, false, true, 200, false, true);
-    pmqa_case(9, 1, 64, 128, true, true, 700, false, false);
-    pmqa_case(256, 2, 64, 128, false, false, 8192, false, true);
-    /* DeepGEMM's SM90 cases (D 128), timed */
-    pmqa_case(256, 1, 32, 128, true, false, 8192, true, false);
-    pmqa_case(256, 2, 64, 128, false, false, 65536, true, false);
-    pmqa_case(4096, 2, 64, 128, false, false, 8192, true, false);
-    if (!g_quick) {
-        pmqa_case(4096, 1, 64, 128, true, false, 8192, true, false);
-        pmqa_case(4096, 1, 32, 128, false, false, 8192, true, false);
+    for (int v : g_pmqa_wgs) {
+        pmqa_case(3, 1, 32, 128, false, true, 300, false, false, v);
+        pmqa_case(5, 2, 64, 64, true, false, 500, false, false, v);
+        pmqa_case(7, 2, 32, 32, false, true, 200, false, true, v);
+        pmqa_case(9, 1, 64, 128, true, true, 700, false, false, v);
+        pmqa_case(11, 2, 64, 128, false, true, 333, false, false, v); /* one or two units a CTA */
+        pmqa_case(256, 2, 64, 128, false, false, 8192, false, true, v);
     }
+    /* DeepGEMM's SM90 cases (D 128), timed, each variant side by side */
+    struct T { int bsz, nn, H; bool bf16; int L; };
+    const T timed[] = {
+        {4096, 1, 64, false, 8192}, {4096, 2, 64, true, 8192}, {4096, 1, 32, false, 8192},
+        {4096, 2, 32, false, 8192}, {256, 1, 64, false, 65536}, {256, 2, 64, true, 65536},
+        {256, 1, 32, false, 65536}, {256, 2, 32, false, 65536}, {256, 1, 64, true, 8192},
+        {256, 2, 64, false, 8192}, {256, 1, 32, true, 8192}, {256, 2, 32, false, 8192},
+    };
+    const int n_timed = g_quick ? 3 : (int)(sizeof timed / sizeof timed[0]);
+    for (int i = 0; i < n_timed; ++i)
+        for (int v : g_pmqa_wgs)
+            pmqa_case(timed[i].bsz, timed[i].nn, timed[i].H, 128, timed[i].bf16, false, timed[i].L,
+                      true, false, v);
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -1255,7 +1277,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-time")) g_time = false;
         else if (!strcmp(argv[i], "--compile-only")) g_compile_only = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
-        else if (!strcmp(argv[i], "--mqa-variants") && i + 1 < argc) { /* e.g. 0,2 */
+        else if (!strcmp(argv[i], "--paged-variants") && i + 1 < argc) { /* e.g. 24 */
+            g_pmqa_wgs.clear();
+            for (const char *c = argv[++i]; *c; ++c)
+                if (*c == '2' || *c == '4') g_pmqa_wgs.push_back(*c - '0');
+        } else if (!strcmp(argv[i], "--mqa-variants") && i + 1 < argc) { /* e.g. 0,2 */
             g_mqa_variants.clear();
             for (const char *c = argv[++i]; *c; ++c)
                 if (*c >= '0' && *c <= '2') g_mqa_variants.push_back(*c - '0');
