@@ -21,7 +21,7 @@
  * The JIT defines: QG_MQA_H (32, 64), QG_MQA_D (32, 64, 128),
  * QG_MQA_COMPRESSED, QG_MQA_CLEAN, QG_MQA_BF16 (1: bf16 logits),
  * QG_MQA_MATH_WGS (2 or 4; block_kv = 64 per math warpgroup),
- * QG_MQA_KV_STAGES, QG_MQA_SMEM_BYTES (checked). grid.x <= the q blocks
+ * QG_MQA_KV_STAGES, QG_MQA_SMEM_BYTES (checked), QG_MQA_PIPE (0 or 1, below). grid.x <= the q blocks
  * (persistent: CTA c takes q blocks c, c + gridDim.x, ...), 128 x
  * (QG_MQA_MATH_WGS + 1) threads.
  *
@@ -41,6 +41,20 @@
  * write -inf into each row's columns outside the block's key range with
  * 16-byte streaming stores, while the math runs. Inside the range the math
  * threads write -inf themselves where j is outside the row's [ks, ke).
+ *
+ * QG_MQA_PIPE (default 0) selects how a math warpgroup overlaps its tensor
+ * core work with its epilogue:
+ *   0: one accumulator set; every warpgroup waits for its wgmma, then runs
+ *      the epilogue. All warpgroups read the same stage, so they run in
+ *      lockstep and the tensor core idles during every epilogue (the path
+ *      measured 2026-11-28: 636-768 TFLOPS at D 128).
+ *   1: two accumulator sets (2 math warpgroups, 232 registers through
+ *      setmaxnreg): the wgmma of key block i + 1 is issued before the
+ *      epilogue of block i, so the tensor core works on the next block while
+ *      the FP32 units reduce the current one (wgmma.wait_group 1). The head
+ *      sum uses four partial sums per row (chains of H / 8 instead of H / 4
+ *      dependent FMAs), a fixed order: still bitwise reproducible, but not
+ *      bitwise equal to PIPE 0.
  *
  * Pipeline invariants: q stage / phase advance once per q block, kv stage /
  * phase once per key block, identically in producer and math (both compute
@@ -69,6 +83,11 @@ static_assert(QG_MQA_H == 32 || QG_MQA_H == 64, "heads 32 or 64");
 static_assert(QG_MQA_D == 32 || QG_MQA_D == 64 || QG_MQA_D == 128, "head dim 32, 64 or 128");
 static_assert(QG_MQA_MATH_WGS == 2 || QG_MQA_MATH_WGS == 4, "2 or 4 math warpgroups");
 static_assert(!(QG_MQA_COMPRESSED && QG_MQA_CLEAN), "compressed logits are not cleaned");
+#ifndef QG_MQA_PIPE
+#define QG_MQA_PIPE 0
+#endif
+static_assert(QG_MQA_PIPE == 0 || (QG_MQA_PIPE == 1 && QG_MQA_MATH_WGS == 2),
+              "two accumulator sets need the registers of two math warpgroups");
 
 #define QG_MQA_BLOCK_Q (128 / QG_MQA_H)
 #define QG_MQA_BLOCK_KV (64 * QG_MQA_MATH_WGS)
@@ -97,6 +116,10 @@ static_assert(QG_MQA_SMEM_Q % 1024 == 0 && QG_MQA_SMEM_KV % 1024 == 0, "tiles 10
 #if QG_MQA_MATH_WGS == 4
 #define QG_MQA_PRODUCER_REGS 40
 #define QG_MQA_MATH_REGS 112
+#elif QG_MQA_PIPE
+/* 128 accumulators + 32 weights + addressing: 2 x 128 x 232 + 128 x 40 <= 64K */
+#define QG_MQA_PRODUCER_REGS 40
+#define QG_MQA_MATH_REGS 232
 #endif
 
 #if QG_MQA_BF16
@@ -152,6 +175,200 @@ QG_DEVICE void qg_mqa_fill(qg_logit_t *row, int a, int b, int tid, int nthreads)
                            QG_NEG_INF_WORD, QG_NEG_INF_WORD);
     for (int j = v1 + tid; j < b; j += nthreads) qg_mqa_store(row + j, -__int_as_float(0x7f800000));
 }
+
+#if QG_MQA_PIPE
+/* One key block's product into acc: 64 keys (this warpgroup's) x 128 (query,
+ * head) columns, committed as one wgmma group (not waited for). */
+QG_DEVICE void qg_mqa_issue(float (&acc)[64], uint32_t kv_lo, uint32_t q_lo) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);
+    qg_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < QG_MQA_D / 32; ++k)
+        qg_wgmma_m64n128k32_e4m3_ss(acc, (kv_lo + k * 2) | (1u << 16), (q_lo + k * 2) | (1u << 16),
+                                    QG_MQA_DESC_HI, k);
+    qg_wgmma_commit();
+#pragma unroll
+    for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);
+}
+
+/* relu, weight, sum over heads of one finished block, then the quad's
+ * reduce-scatter: this lane ends with the sum of query my_q (rows r0 and
+ * r0 + 8 for H 32; row r0 + 8 * my_half for H 64) and stores it. Per row and
+ * query: four partial sums over the lane's heads (chains of H / 8), then
+ * shfl_xor 2 and 1 -- each exchange halves what a lane keeps (H 32: 4 + 2
+ * shuffles for 8 sums, H 64: 2 + 1 for 4), a fixed order. */
+QG_DEVICE void qg_mqa_epilogue(const float (&acc)[64], const float (&w)[32], float sc0, float sc1,
+                               int t, int j0, bool row_ok, int my_ks, int my_ke,
+                               qg_logit_t *out, int seq_len_kv) {
+    float v[QG_MQA_BLOCK_Q][2];
+#pragma unroll
+    for (int qq = 0; qq < QG_MQA_BLOCK_Q; ++qq) {
+        float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
+#pragma unroll
+        for (int j = qq * (QG_MQA_H / 8); j < (qq + 1) * (QG_MQA_H / 8); ++j) {
+            p0 = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w[2 * j + 0], p0);
+            p1 = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w[2 * j + 1], p1);
+            p2 = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w[2 * j + 0], p2);
+            p3 = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w[2 * j + 1], p3);
+        }
+        v[qq][0] = p0 + p1;
+        v[qq][1] = p2 + p3;
+    }
+    const bool hi2 = (t & 2) != 0, hi1 = (t & 1) != 0;
+#if QG_MQA_BLOCK_Q == 4
+    /* xor 2: keep queries 2b, 2b + 1 (b = t >> 1); xor 1: keep query 2b + (t & 1) = t */
+    float k[2][2];
+#pragma unroll
+    for (int ql = 0; ql < 2; ++ql)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float keep = hi2 ? v[2 + ql][r] : v[ql][r];
+            const float send = hi2 ? v[ql][r] : v[2 + ql][r];
+            k[ql][r] = keep + __shfl_xor_sync(0xffffffffu, send, 2);
+        }
+    float o[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const float keep = hi1 ? k[1][r] : k[0][r];
+        const float send = hi1 ? k[0][r] : k[1][r];
+        o[r] = keep + __shfl_xor_sync(0xffffffffu, send, 1);
+    }
+    if (row_ok) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int j = j0 + 8 * r;
+            const float val = o[r] * (r ? sc1 : sc0);
+#else
+    /* xor 2: keep query t >> 1; xor 1: keep row half t & 1 */
+    float k[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const float keep = hi2 ? v[1][r] : v[0][r];
+        const float send = hi2 ? v[0][r] : v[1][r];
+        k[r] = keep + __shfl_xor_sync(0xffffffffu, send, 2);
+    }
+    const float keep = hi1 ? k[1] : k[0];
+    const float send = hi1 ? k[0] : k[1];
+    const float o = keep + __shfl_xor_sync(0xffffffffu, send, 1);
+    if (row_ok) {
+        {
+            const int j = j0 + 8 * (int)hi1;
+            const float val = o * (hi1 ? sc1 : sc0);
+#endif
+#if QG_MQA_COMPRESSED
+            if (my_ks <= j && j < my_ke) qg_mqa_store(out + j, val);
+#elif QG_MQA_CLEAN
+            if (j < seq_len_kv)
+                qg_mqa_store(out + j, my_ks <= j && j < my_ke ? val : -__int_as_float(0x7f800000));
+#else
+            (void)my_ks, (void)my_ke;
+            if (j < seq_len_kv) qg_mqa_store(out + j, val);
+#endif
+        }
+    }
+}
+
+/* The math warpgroups of QG_MQA_PIPE 1 (see the top of the file). */
+QG_DEVICE void qg_mqa_math_pipe(unsigned char *smem_q, unsigned char *smem_kv, float *smem_scale,
+                                uint64_t *q_full, uint64_t *q_empty, uint64_t *kv_full,
+                                uint64_t *kv_empty, const float *__restrict__ weights,
+                                int64_t ld_weights, const int *__restrict__ ks,
+                                const int *__restrict__ ke, qg_logit_t *__restrict__ logits,
+                                int64_t ld_logits, int seq_len, int seq_len_kv, int warp, int lane,
+                                int num_q_blocks) {
+    const int wg = warp / 4, t = lane % 4;
+    const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4; /* key row in the block; +8 */
+#if QG_MQA_BLOCK_Q == 4
+    const int my_q = t;
+#else
+    const int my_q = t >> 1;
+#endif
+    const uint32_t q_lo0 = qg_smem_addr(smem_q) >> 4;
+    const uint32_t kv_lo0 = (qg_smem_addr(smem_kv) + wg * 64 * QG_MQA_D) >> 4;
+    int qs = 0, kvs = 0;
+    uint32_t q_phase = 0, kv_phase = 0;
+    float acc_a[64], acc_b[64];
+    for (int qb = blockIdx.x; qb < num_q_blocks; qb += gridDim.x) {
+        int lo, hi;
+        qg_mqa_range(ks, ke, qb, seq_len, seq_len_kv, lo, hi);
+        float w[32];
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int c = 8 * j + 2 * t + e;
+                const int q = qb * QG_MQA_BLOCK_Q + c / QG_MQA_H;
+                w[2 * j + e] =
+                    q < seq_len ? __ldg(weights + (int64_t)q * ld_weights + c % QG_MQA_H) : 0.0f;
+            }
+        const int my_row = qb * QG_MQA_BLOCK_Q + my_q;
+        const bool row_ok = my_row < seq_len;
+        const int my_ks = row_ok ? __ldg(ks + my_row) : 0;
+        const int my_ke = row_ok ? __ldg(ke + my_row) : 0;
+        qg_logit_t *out = logits + (int64_t)(row_ok ? my_row : 0) * ld_logits;
+#if QG_MQA_COMPRESSED
+        out -= my_ks;
+#endif
+        qg_mbarrier_wait(&q_full[qs], q_phase);
+        const uint32_t q_lo = q_lo0 + qs * (QG_MQA_SMEM_Q >> 4);
+        const int nb = (hi - lo + QG_MQA_BLOCK_KV - 1) / QG_MQA_BLOCK_KV; /* 0 when empty */
+        /* issue block b + 1 into `acc` (stage kvs), returning its stage */
+        auto issue = [&](float (&acc)[64]) {
+            const int s = kvs;
+            qg_mbarrier_wait(&kv_full[s], kv_phase);
+            qg_mqa_issue(acc, kv_lo0 + s * (QG_MQA_SMEM_KV >> 4), q_lo);
+            if (++kvs == QG_MQA_KV_STAGES) { kvs = 0; kv_phase ^= 1; }
+            return s;
+        };
+        /* block b (stage s) has completed in `acc`: release the stage, reduce, store */
+        auto finish = [&](const float (&acc)[64], int s, int b) {
+            const int kv = lo + b * QG_MQA_BLOCK_KV;
+            const float *scale = smem_scale + s * QG_MQA_SCALE_FLOATS + (kv & 3);
+            const float sc0 = scale[row0];
+            const float sc1 = scale[row0 + 8];
+            qg_mbarrier_arrive(&kv_empty[s]);
+            qg_mqa_epilogue(acc, w, sc0, sc1, t, kv + row0, row_ok, my_ks, my_ke, out, seq_len_kv);
+        };
+        /* The issues are unconditional inside the loop (an accumulator set
+         * that is in flight on one path and not on another made ptxas
+         * serialize every wgmma); the last one or two blocks drain after it. */
+        if (nb > 0) {
+            int sa = issue(acc_a), sb, b = 0;
+            for (; b + 2 < nb; b += 2) {
+                sb = issue(acc_b);
+                qg_wgmma_wait1();
+#pragma unroll
+                for (int i = 0; i < 64; ++i) qg_fence_operand(acc_a[i]);
+                finish(acc_a, sa, b);
+                sa = issue(acc_a);
+                qg_wgmma_wait1();
+#pragma unroll
+                for (int i = 0; i < 64; ++i) qg_fence_operand(acc_b[i]);
+                finish(acc_b, sb, b + 1);
+            }
+            if (b + 1 < nb) {
+                sb = issue(acc_b);
+                qg_wgmma_wait1();
+#pragma unroll
+                for (int i = 0; i < 64; ++i) qg_fence_operand(acc_a[i]);
+                finish(acc_a, sa, b);
+                qg_wgmma_wait0();
+#pragma unroll
+                for (int i = 0; i < 64; ++i) qg_fence_operand(acc_b[i]);
+                finish(acc_b, sb, b + 1);
+            } else {
+                qg_wgmma_wait0();
+#pragma unroll
+                for (int i = 0; i < 64; ++i) qg_fence_operand(acc_a[i]);
+                finish(acc_a, sa, b);
+            }
+        }
+        qg_mbarrier_arrive(&q_empty[qs]);
+        if (++qs == 2) { qs = 0; q_phase ^= 1; }
+    }
+}
+#endif
 
 /* tmap_q: u8 D x seq_len*H, box D x 128; tmap_kv: u8 D x seq_len_kv, box D x
  * block_kv; tmap_scale: f32 seq_len_kv, box block_kv (src/indexer_plan.h) */
@@ -250,6 +467,11 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         qg_setmaxnreg_inc<QG_MQA_MATH_REGS>();
 #endif
         /* ---- math warpgroups ---- */
+#if QG_MQA_PIPE
+        qg_mqa_math_pipe(smem_q, smem_kv, smem_scale, q_full, q_empty, kv_full, kv_empty, weights,
+                         ld_weights, ks, ke, logits, ld_logits, seq_len, seq_len_kv, warp, lane,
+                         num_q_blocks);
+#else
         const int wg = warp / 4, t = lane % 4;
         const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4; /* key row in the block; +8 */
         /* the query of the quad this lane stores, and which of its two rows */
@@ -355,6 +577,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             qg_mbarrier_arrive(&q_empty[qs]);
             if (++qs == 2) { qs = 0; q_phase ^= 1; }
         }
+#endif
     }
     qg_launch_dependents();
 }

@@ -24,8 +24,11 @@
  * The JIT defines: QG_PMQA_H (32, 64), QG_PMQA_D (32, 64, 128), QG_PMQA_NEXT_N
  * (1, 2), QG_PMQA_BF16, QG_PMQA_CLEAN, QG_PMQA_STAGES (even),
  * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
- * instead. 384 threads: math warpgroups 0 and 1 take the CTA's units in
- * turn (unit u -> warpgroup u % 2, stage u % QG_PMQA_STAGES), warpgroup 2's
+ * instead; QG_PMQA_MATH_WGS (2 or 4, default 2: the 2026-11-28 path; 4 is
+ * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
+ * wgmma -> epilogue round hidden behind three others). 128 x (W + 1)
+ * threads: math warpgroups 0 .. W - 1 take the CTA's units in turn (unit u ->
+ * warpgroup u % W, stage u % QG_PMQA_STAGES), warpgroup W's
  * first warp loads (TMA: q once per batch segment, per unit the kv block
  * and its scales through rank-3 / rank-2 maps over the cache), its other
  * warps write the -inf of the clean form past each row's last block.
@@ -40,7 +43,7 @@
  * the same schedule); kv_empty counts the 128 threads of the one warpgroup
  * that read the stage. A batch segment (the CTA's units of one batch entry)
  * takes q stage g % 2, phase (g / 2) & 1 for the CTA's g-th segment;
- * q_empty counts all 256 math threads (each warpgroup arrives once per
+ * q_empty counts all 128 W math threads (each warpgroup arrives once per
  * segment, also when the segment gave it no unit).
  */
 #ifndef QG_PAGED_MQA_LOGITS_CUH
@@ -127,11 +130,23 @@ qg_paged_mqa_schedule_kernel(const int *__restrict__ context_lens, int batch, in
 static_assert(QG_PMQA_H == 32 || QG_PMQA_H == 64, "heads 32 or 64");
 static_assert(QG_PMQA_D == 32 || QG_PMQA_D == 64 || QG_PMQA_D == 128, "head dim 32, 64 or 128");
 static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
-static_assert(QG_PMQA_STAGES % 2 == 0 && QG_PMQA_STAGES >= 2, "even stages (two warpgroups)");
+#ifndef QG_PMQA_MATH_WGS
+#define QG_PMQA_MATH_WGS 2
+#endif
+static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpgroups");
+static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQA_MATH_WGS,
+              "stages a multiple of the math warpgroups (unit u -> warpgroup u % W)");
 
 #define QG_PMQA_N (QG_PMQA_NEXT_N * QG_PMQA_H) /* 32, 64 or 128 columns */
 #define QG_PMQA_ACC (QG_PMQA_N / 2)
-#define QG_PMQA_THREADS 384
+#define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
+#define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
+#if QG_PMQA_MATH_WGS == 4
+/* 640 threads: 4 x 128 x 120 + 128 x 24 <= 64K registers (N = 128: 64
+ * accumulators + 32 weights + addressing need more than 112) */
+#define QG_PMQA_PRODUCER_REGS 24
+#define QG_PMQA_MATH_REGS 120
+#endif
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
 #define QG_PMQA_SMEM_KV (QG_PMQA_BLOCK * QG_PMQA_D)
@@ -251,13 +266,13 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     uint64_t *kv_empty = kv_full + QG_PMQA_STAGES;
 
     const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
-    if (warp == 8 && qg_elect_one()) {
+    if (warp == QG_PMQA_PRODUCER_WARP && qg_elect_one()) {
         qg_tma_prefetch_descriptor(&tmap_q);
         qg_tma_prefetch_descriptor(&tmap_kv);
         qg_tma_prefetch_descriptor(&tmap_sc);
         for (int i = 0; i < 2; ++i) {
             qg_mbarrier_init(&q_full[i], 1);
-            qg_mbarrier_init(&q_empty[i], 256);
+            qg_mbarrier_init(&q_empty[i], 128 * QG_PMQA_MATH_WGS);
         }
         for (int i = 0; i < QG_PMQA_STAGES; ++i) {
             qg_mbarrier_init(&kv_full[i], 1);
@@ -268,7 +283,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     __syncthreads();
     qg_grid_dependency_wait(); /* the schedule kernel's output */
 
-    if (warp == 8) {
+#ifdef QG_PMQA_PRODUCER_REGS
+    if (warp >= QG_PMQA_PRODUCER_WARP) qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
+    else qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
+#endif
+    if (warp == QG_PMQA_PRODUCER_WARP) {
         /* ---- producer: the whole warp walks (block-table window), one lane issues ---- */
         qg_pmqa_walk wk;
         wk.init(schedule, context_lens, max_context_len, batch);
@@ -304,10 +323,10 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             ++u;
             wk.next(batch);
         }
-    } else if (warp > 8) {
+    } else if (warp > QG_PMQA_PRODUCER_WARP) {
 #if QG_PMQA_CLEAN
         /* ---- -inf past each row's last block (batch entries b = blockIdx.x mod grid) ---- */
-        const int tid = (int)threadIdx.x - 288;
+        const int tid = (int)threadIdx.x - (128 * QG_PMQA_MATH_WGS + 32);
         for (int b = blockIdx.x; b < batch; b += gridDim.x) {
             const int from = min(qg_pmqa_nb(context_lens, b, max_context_len) * QG_PMQA_BLOCK,
                                  max_context_len);
@@ -317,7 +336,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         }
 #endif
     } else {
-        /* ---- math warpgroups 0 and 1 ---- */
+        /* ---- math warpgroups 0 .. QG_PMQA_MATH_WGS - 1 ---- */
         const int wg = warp / 4, t = lane % 4;
         const int row0 = (warp % 4) * 16 + lane / 4; /* key row in the block; and row0 + 8 */
 #if QG_PMQA_NEXT_N == 2
@@ -330,7 +349,17 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         qg_pmqa_walk wk;
         wk.init(schedule, context_lens, max_context_len, batch);
         int u = 0, g = -1, seg_b = -1;
+#if QG_PMQA_MATH_WGS == 4
+        /* 4 warpgroups leave 96 registers a thread at launch: the 64
+         * accumulators stay, the weights are read (L1 hits) where used, from
+         * this lane's first column of the segment's row n: wrow[n] + 8j' + e */
+        const float *wrow[QG_PMQA_NEXT_N];
+#define QG_PMQA_WEIGHT(j, e) \
+    __ldg(wrow[(8 * (j)) / QG_PMQA_H] + (8 * (j)) % QG_PMQA_H + (e))
+#else
         float w[QG_PMQA_ACC];
+#define QG_PMQA_WEIGHT(j, e) w[2 * (j) + (e)]
+#endif
         float acc[QG_PMQA_ACC];
         int my_ctx = 0;
         qg_plogit_t *out = logits;
@@ -341,6 +370,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 ++g;
                 /* weights of this lane's columns c = 8j + 2t + e: row
                  * b * NEXT_N + c / H, head c % H */
+#if QG_PMQA_MATH_WGS == 4
+#pragma unroll
+                for (int n = 0; n < QG_PMQA_NEXT_N; ++n)
+                    wrow[n] = weights + (int64_t)(seg_b * QG_PMQA_NEXT_N + n) * ld_weights + 2 * t;
+#else
 #pragma unroll
                 for (int j = 0; j < QG_PMQA_N / 8; ++j)
 #pragma unroll
@@ -350,11 +384,12 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                                              (int64_t)(seg_b * QG_PMQA_NEXT_N + c / QG_PMQA_H) * ld_weights +
                                              c % QG_PMQA_H);
                     }
+#endif
                 my_ctx = qg_pmqa_ctx(context_lens, seg_b, my_n, max_context_len);
                 out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits;
                 qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);
             }
-            if ((u & 1) == wg) {
+            if (u % QG_PMQA_MATH_WGS == wg) {
                 const int s = u % QG_PMQA_STAGES;
                 qg_mbarrier_wait(&kv_full[s], (u / QG_PMQA_STAGES) & 1);
                 const float sc0 = smem_sc[s * QG_PMQA_BLOCK + row0];
@@ -380,10 +415,10 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                     float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll
                     for (int j = n * (QG_PMQA_H / 8); j < (n + 1) * (QG_PMQA_H / 8); ++j) {
-                        a0 = fmaf(fmaxf(acc[4 * j + 0], 0.0f), w[2 * j + 0], a0);
-                        a0 = fmaf(fmaxf(acc[4 * j + 1], 0.0f), w[2 * j + 1], a0);
-                        a1 = fmaf(fmaxf(acc[4 * j + 2], 0.0f), w[2 * j + 0], a1);
-                        a1 = fmaf(fmaxf(acc[4 * j + 3], 0.0f), w[2 * j + 1], a1);
+                        a0 = fmaf(fmaxf(acc[4 * j + 0], 0.0f), QG_PMQA_WEIGHT(j, 0), a0);
+                        a0 = fmaf(fmaxf(acc[4 * j + 1], 0.0f), QG_PMQA_WEIGHT(j, 1), a0);
+                        a1 = fmaf(fmaxf(acc[4 * j + 2], 0.0f), QG_PMQA_WEIGHT(j, 0), a1);
+                        a1 = fmaf(fmaxf(acc[4 * j + 3], 0.0f), QG_PMQA_WEIGHT(j, 1), a1);
                     }
                     a0 += __shfl_xor_sync(0xffffffffu, a0, 1);
                     a1 += __shfl_xor_sync(0xffffffffu, a1, 1);

@@ -126,9 +126,14 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     if (num_sms < 1) return fail(why, "num_sms must be >= 1");
     const int block_q = 128 / heads;
     const int q_blocks = (seq_len + block_q - 1) / block_q;
-    /* Two math warpgroups (128 keys a block): 168 registers a thread, no
-     * register split needed; the second hides each one's epilogue behind
-     * the other's wgmma. */
+    /* Variant QG_MQA_VARIANT_PIPE: two math warpgroups (128 keys a block),
+     * each with two accumulator sets, so its wgmma of the next key block runs
+     * while it reduces the current one (kernels/qg_mqa_logits.cuh,
+     * QG_MQA_PIPE). The 2026-11-28 path (one set: the tensor core idles
+     * through every epilogue) and a four-warpgroup one stay selectable
+     * through qg__mqa_plan_variant for measurements. */
+    out->variant = QG_MQA_VARIANT_PIPE;
+    out->pipe = 1;
     const int math_wgs = 2;
     int stages = 8;
     while (stages > 2 && mqa_smem(head_dim, math_wgs, stages) > QG_IDX_SMEM_MAX) --stages;
@@ -149,17 +154,39 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     return 0;
 }
 
+int qg__mqa_plan_variant(qg_mqa_plan *p, int variant) {
+    if (!p) return -1;
+    int wgs, pipe;
+    switch (variant) {
+    case QG_MQA_VARIANT_LOCKSTEP2: wgs = 2, pipe = 0; break;
+    case QG_MQA_VARIANT_LOCKSTEP4: wgs = 4, pipe = 0; break;
+    case QG_MQA_VARIANT_PIPE: wgs = 2, pipe = 1; break;
+    default: return -1;
+    }
+    int stages = 8;
+    while (stages > 2 && mqa_smem(p->head_dim, wgs, stages) > QG_IDX_SMEM_MAX) --stages;
+    p->variant = variant;
+    p->math_wgs = wgs;
+    p->pipe = pipe;
+    p->block_kv = 64 * wgs;
+    p->kv_stages = stages;
+    p->block_x = 128 * (wgs + 1);
+    p->smem_bytes = mqa_smem(p->head_dim, wgs, stages);
+    return 0;
+}
+
 int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *p) {
     const int len = snprintf(
         buf, cap,
-        "// qgemm mqa logits: H %d, D %d, compressed %d, clean %d, bf16 %d, %d math wgs, %d stages\n"
+        "// qgemm mqa logits: H %d, D %d, compressed %d, clean %d, bf16 %d, %d math wgs, %d stages, "
+        "pipe %d\n"
         "#define QG_MQA_H %d\n#define QG_MQA_D %d\n#define QG_MQA_COMPRESSED %d\n"
         "#define QG_MQA_CLEAN %d\n#define QG_MQA_BF16 %d\n#define QG_MQA_MATH_WGS %d\n"
-        "#define QG_MQA_KV_STAGES %d\n#define QG_MQA_SMEM_BYTES %zu\n"
+        "#define QG_MQA_KV_STAGES %d\n#define QG_MQA_PIPE %d\n#define QG_MQA_SMEM_BYTES %zu\n"
         "#include \"qg_mqa_logits.cuh\"\n",
         p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs, p->kv_stages,
-        p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs, p->kv_stages,
-        p->smem_bytes);
+        p->pipe, p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs,
+        p->kv_stages, p->pipe, p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 
@@ -183,6 +210,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
      * (bytes in flight), even (two math warpgroups take units in turn), <= 16. */
     int stages = 16;
     while (stages > 2 && pmqa_smem(next_n * heads, head_dim, stages) > QG_IDX_SMEM_MAX) stages -= 2;
+    out->math_wgs = 2;
     out->batch = batch;
     out->next_n = next_n;
     out->heads = heads;
@@ -195,19 +223,40 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->smem_bytes = pmqa_smem(next_n * heads, head_dim, stages);
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
+    /* Four math warpgroups (DeepGEMM's count): the 2026-11-28 two reached
+     * 2.6-3.2 TB/s, each warpgroup's wait -> wgmma -> epilogue round too long
+     * for two to keep the cache stream going; qg__pmqa_plan_variant(p, 2)
+     * keeps that path for measurements. */
+    return qg__pmqa_plan_variant(out, 4);
+}
+
+int qg__pmqa_plan_variant(qg_pmqa_plan *p, int math_wgs) {
+    if (!p || (math_wgs != 2 && math_wgs != 4)) return -1;
+    /* stages a multiple of the warpgroups, as many as fit, <= 24 */
+    int stages = 24 / math_wgs * math_wgs;
+    while (stages > math_wgs &&
+           pmqa_smem(p->next_n * p->heads, p->head_dim, stages) > QG_IDX_SMEM_MAX)
+        stages -= math_wgs;
+    if (math_wgs == 2 && stages > 16) stages = 16; /* the 2026-11-28 plan */
+    p->math_wgs = math_wgs;
+    p->stages = stages;
+    p->block_x = 128 * (math_wgs + 1);
+    p->smem_bytes = pmqa_smem(p->next_n * p->heads, p->head_dim, stages);
     return 0;
 }
 
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
     const int len = snprintf(
         buf, cap,
-        "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages\n"
+        "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages, "
+        "%d math wgs\n"
         "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
         "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
-        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_SMEM_BYTES %zu\n"
+        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n#define QG_PMQA_SMEM_BYTES %zu\n"
         "#include \"qg_paged_mqa_logits.cuh\"\n",
-        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->heads,
-        p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->smem_bytes);
+        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
+        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
+        p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

@@ -90,12 +90,22 @@ typedef struct {
     int math_wgs;              /* math warpgroups; block_kv = 64 * math_wgs */
     int block_kv;
     int kv_stages;
+    int pipe;                  /* QG_MQA_PIPE: 1 = two accumulator sets a warpgroup */
+    int variant;               /* QG_MQA_VARIANT_* */
     int grid_x, block_x;
     size_t smem_bytes;
 } qg_mqa_plan;
 
+/* The kernel organisations, for A/B measurements (the planner picks PIPE):
+ *   LOCKSTEP2: 2 math warpgroups, one accumulator set (the 2026-11-28 path)
+ *   LOCKSTEP4: 4 math warpgroups, one set (DeepGEMM's organisation)
+ *   PIPE:      2 math warpgroups, two sets (next block's wgmma under the epilogue) */
+enum { QG_MQA_VARIANT_LOCKSTEP2 = 0, QG_MQA_VARIANT_LOCKSTEP4 = 1, QG_MQA_VARIANT_PIPE = 2 };
+
 int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
                  int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why);
+/* Re-plans *p (from qg__mqa_plan) as `variant`; 0, or -1 for an unknown one. */
+int qg__mqa_plan_variant(qg_mqa_plan *p, int variant);
 int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *plan);
 
 /* ---- fp8_paged_mqa_logits and its schedule ------------------------------ */
@@ -122,6 +132,7 @@ typedef struct {
     int batch, next_n, heads, head_dim;
     int clean, logits_bf16;
     int stages;
+    int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
     int grid_x, block_x;       /* logits kernel */
     size_t smem_bytes;
     int sched_block_x;         /* schedule kernel: grid 1 */
@@ -130,6 +141,8 @@ typedef struct {
 
 int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
                   int num_sms, qg_pmqa_plan *out, const char **why);
+/* Re-plans *p (from qg__pmqa_plan) with 2 or 4 math warpgroups; 0, or -1. */
+int qg__pmqa_plan_variant(qg_pmqa_plan *p, int math_wgs);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);
 

@@ -62,34 +62,38 @@ int main(int argc, char **argv) {
     for (int h = 0; h < 2; ++h)
         for (int d = 0; d < 3; ++d)
             for (int mode = 0; mode < 3; ++mode) /* clean, compressed, neither */
-                for (int bf = 0; bf < 2; ++bf) {
-                    qg_mqa_plan p;
-                    if (qg__mqa_plan(2048, 65536, hs[h], ds[d], mode == 1, mode == 0, bf, 132, &p,
-                                     &why)) {
-                        fprintf(stderr, "mqa plan: %s\n", why);
-                        return 1;
+                for (int bf = 0; bf < 2; ++bf)
+                    for (int v = 0; v < 3; ++v) { /* QG_MQA_VARIANT_*: every organisation */
+                        qg_mqa_plan p;
+                        if (qg__mqa_plan(2048, 65536, hs[h], ds[d], mode == 1, mode == 0, bf, 132,
+                                         &p, &why) ||
+                            qg__mqa_plan_variant(&p, v)) {
+                            fprintf(stderr, "mqa plan: %s\n", why);
+                            return 1;
+                        }
+                        char name[128];
+                        snprintf(name, sizeof name, "mqa_h%d_d%d_cmp%d_cln%d_bf%d_wg%d_st%d_p%d",
+                                 p.heads, p.head_dim, p.compressed, p.clean, p.logits_bf16,
+                                 p.math_wgs, p.kv_stages, p.pipe);
+                        emit(dir, name, qg__mqa_source(buf, sizeof buf, &p));
                     }
-                    char name[128];
-                    snprintf(name, sizeof name, "mqa_h%d_d%d_cmp%d_cln%d_bf%d_wg%d_st%d", p.heads,
-                             p.head_dim, p.compressed, p.clean, p.logits_bf16, p.math_wgs,
-                             p.kv_stages);
-                    emit(dir, name, qg__mqa_source(buf, sizeof buf, &p));
-                }
 #endif
 #ifdef QG_IDX_PMQA
     emit(dir, "pmqa_schedule", qg__pmqa_schedule_source(buf, sizeof buf));
     for (int h = 0; h < 2; ++h)
         for (int d = 0; d < 3; ++d)
             for (int nn = 1; nn <= 2; ++nn)
-                for (int mode = 0; mode < 4; ++mode) { /* clean x bf16 */
+                for (int mode = 0; mode < 8; ++mode) { /* clean x bf16 x (2 or 4 math wgs) */
                     qg_pmqa_plan p;
-                    if (qg__pmqa_plan(4096, nn, hs[h], ds[d], mode & 1, mode >> 1, 132, &p, &why)) {
+                    if (qg__pmqa_plan(4096, nn, hs[h], ds[d], mode & 1, (mode >> 1) & 1, 132, &p,
+                                      &why) ||
+                        qg__pmqa_plan_variant(&p, mode >> 2 ? 4 : 2)) {
                         fprintf(stderr, "pmqa plan: %s\n", why);
                         return 1;
                     }
                     char name[128];
-                    snprintf(name, sizeof name, "pmqa_h%d_d%d_n%d_cln%d_bf%d_st%d", p.heads,
-                             p.head_dim, p.next_n, p.clean, p.logits_bf16, p.stages);
+                    snprintf(name, sizeof name, "pmqa_h%d_d%d_n%d_cln%d_bf%d_st%d_wg%d", p.heads,
+                             p.head_dim, p.next_n, p.clean, p.logits_bf16, p.stages, p.math_wgs);
                     emit(dir, name, qg__pmqa_source(buf, sizeof buf, &p));
                 }
 #endif

@@ -775,29 +775,38 @@ static CUfunction get_fn(const std::string &src, const char *name) {
 
 enum { RANGE_CP, RANGE_CAUSAL, RANGE_RANDOM };
 
-/* math_wgs: 0 = the planner's choice, else force 2 or 4 */
+/* The kernel organisations compared (QG_MQA_VARIANT_*), --mqa-variants. */
+static const char *const g_mqa_variant_names[3] = {"lockstep2(old)", "lockstep4(DG-like)",
+                                                   "pipe(new)"};
+static std::vector<int> g_mqa_variants = {QG_MQA_VARIANT_LOCKSTEP2, QG_MQA_VARIANT_LOCKSTEP4,
+                                          QG_MQA_VARIANT_PIPE};
+/* timed rows for the closing table: case, variant, TFLOPS (or TB/s), us */
+struct PerfRow {
+    std::string what;
+    std::string variant;
+    double rate, us;
+};
+static std::vector<PerfRow> g_perf;
+
+/* variant: -1 = the planner's choice, else QG_MQA_VARIANT_* */
 static void mqa_case(int seq_len, int seq_len_kv, int H, int D, bool bf16, bool compressed,
-                     bool clean, int ranges, bool timed, int math_wgs = 0) {
-    char what[200];
-    snprintf(what, sizeof what, "mqa sq=%d skv=%d H=%d D=%d %s %s %s%s", seq_len, seq_len_kv, H,
+                     bool clean, int ranges, bool timed, int variant = -1) {
+    char what[200], shape[160];
+    snprintf(shape, sizeof shape, "mqa sq=%d skv=%d H=%d D=%d %s %s %s", seq_len, seq_len_kv, H,
              D, bf16 ? "bf16" : "fp32",
              compressed ? "compressed" : clean ? "clean" : "plain",
-             ranges == RANGE_CP ? "cp" : ranges == RANGE_CAUSAL ? "causal" : "random",
-             math_wgs ? (math_wgs == 4 ? " wgs=4" : " wgs=2") : "");
+             ranges == RANGE_CP ? "cp" : ranges == RANGE_CAUSAL ? "causal" : "random");
+    snprintf(what, sizeof what, "%s [%s]", shape,
+             variant < 0 ? "planner" : g_mqa_variant_names[variant]);
     qg_mqa_plan plan;
     const char *why = "";
     if (qg__mqa_plan(seq_len, seq_len_kv, H, D, compressed, clean, bf16, g_num_sms, &plan, &why)) {
         report(false, what, why);
         return;
     }
-    if (math_wgs && math_wgs != plan.math_wgs) {
-        plan.math_wgs = math_wgs;
-        plan.block_kv = 64 * math_wgs;
-        plan.block_x = 128 * (math_wgs + 1);
-        plan.kv_stages = 8;
-        while (plan.kv_stages > 2 && mqa_smem(D, math_wgs, plan.kv_stages) > QG_IDX_SMEM_MAX)
-            --plan.kv_stages;
-        plan.smem_bytes = mqa_smem(D, math_wgs, plan.kv_stages);
+    if (variant >= 0 && qg__mqa_plan_variant(&plan, variant)) {
+        report(false, what, "unknown variant");
+        return;
     }
     static char src[65536];
     if (qg__mqa_source(src, sizeof src, &plan) < 0) {
@@ -990,6 +999,8 @@ static void mqa_case(int seq_len, int seq_len_kv, int H, int D, bool bf16, bool 
                              (clean ? (double)seq_len * seq_len_kv : (double)cost) * esz;
         snprintf(detail + len, sizeof detail - len, " | %.1f us, %.0f TFLOPS, %.0f GB/s", us,
                  flops / us * 1e-6, bytes / us * 1e-3);
+        g_perf.push_back({shape, variant < 0 ? "planner" : g_mqa_variant_names[variant],
+                          flops / us * 1e-6, us});
     }
     report(ok, what, detail);
     cudaFree(d_q8); cudaFree(d_kv8); cudaFree(d_qf); cudaFree(d_kvf); cudaFree(d_sc);
@@ -998,27 +1009,45 @@ static void mqa_case(int seq_len, int seq_len_kv, int H, int D, bool bf16, bool 
 }
 
 static void mqa_suite() {
-    /* every (H, D) with DeepGEMM's range generators, both dtypes and forms */
-    mqa_case(512, 4096, 32, 32, false, false, true, RANGE_CP, false);
-    mqa_case(512, 4096, 32, 64, true, true, false, RANGE_CAUSAL, false);
-    mqa_case(512, 4096, 32, 128, false, true, false, RANGE_CP, false);
-    mqa_case(512, 4096, 64, 32, true, false, true, RANGE_CAUSAL, false);
-    mqa_case(512, 4096, 64, 64, false, false, true, RANGE_CAUSAL, false);
-    mqa_case(512, 4096, 64, 128, true, false, true, RANGE_CP, false);
-    mqa_case(512, 4096, 64, 128, false, false, false, RANGE_CP, false);
-    mqa_case(512, 4096, 32, 128, true, false, true, RANGE_CP, false, 4);
-    /* odd sizes: partial q blocks, keys not a multiple of the block, arbitrary ranges */
-    mqa_case(7, 1000, 64, 128, false, false, true, RANGE_RANDOM, false);
-    mqa_case(9, 1000, 32, 64, true, false, true, RANGE_RANDOM, false);
-    mqa_case(333, 777, 32, 32, false, true, false, RANGE_RANDOM, false);
-    mqa_case(1, 5, 64, 64, false, false, true, RANGE_RANDOM, false);
-    /* DeepGEMM's large cases, timed */
-    mqa_case(2048, 65536, 64, 128, false, false, true, RANGE_CP, true);
-    if (!g_quick) {
-        mqa_case(2048, 65536, 64, 128, true, true, false, RANGE_CP, true);
-        mqa_case(2048, 65536, 64, 128, false, false, true, RANGE_CP, true, 4);
-        mqa_case(8192, 8192, 32, 128, true, false, true, RANGE_CAUSAL, true);
+    for (int v : g_mqa_variants) {
+        /* every (H, D) with DeepGEMM's range generators, both dtypes and forms */
+        mqa_case(512, 4096, 32, 32, false, false, true, RANGE_CP, false, v);
+        mqa_case(512, 4096, 32, 64, true, true, false, RANGE_CAUSAL, false, v);
+        mqa_case(512, 4096, 32, 128, false, true, false, RANGE_CP, false, v);
+        mqa_case(512, 4096, 64, 32, true, false, true, RANGE_CAUSAL, false, v);
+        mqa_case(512, 4096, 64, 64, false, false, true, RANGE_CAUSAL, false, v);
+        mqa_case(512, 4096, 64, 128, true, false, true, RANGE_CP, false, v);
+        mqa_case(512, 4096, 64, 128, false, false, false, RANGE_CP, false, v);
+        /* odd sizes: partial q blocks, keys not a multiple of the block (one
+         * or two key blocks a q block: the pipelined path's drain), arbitrary
+         * ranges, empty ones */
+        mqa_case(7, 1000, 64, 128, false, false, true, RANGE_RANDOM, false, v);
+        mqa_case(9, 1000, 32, 64, true, false, true, RANGE_RANDOM, false, v);
+        mqa_case(333, 777, 32, 32, false, true, false, RANGE_RANDOM, false, v);
+        mqa_case(1, 5, 64, 64, false, false, true, RANGE_RANDOM, false, v);
+        mqa_case(37, 300, 32, 128, true, false, true, RANGE_RANDOM, false, v);
+        mqa_case(130, 131, 64, 128, false, true, false, RANGE_CAUSAL, false, v);
+        mqa_case(130, 257, 32, 64, false, false, false, RANGE_CAUSAL, false, v);
     }
+    /* DeepGEMM's test_attention shapes, timed, every variant side by side */
+    struct T { int sq, skv, H, D; bool bf16, cmp, clean; int ranges; };
+    const T timed[] = {
+        {2048, 65536, 64, 128, false, false, true, RANGE_CP},   /* DeepGEMM: 1166 TFLOPS */
+        {2048, 65536, 64, 128, true, true, false, RANGE_CP},
+        {2048, 65536, 32, 128, true, true, false, RANGE_CP},
+        {8192, 8192, 64, 128, false, false, true, RANGE_CP},
+        {8192, 8192, 32, 128, false, false, true, RANGE_CP},
+        {2048, 8192, 64, 128, false, false, true, RANGE_CAUSAL},
+        {8192, 8192, 32, 64, false, false, true, RANGE_CP},
+        {2048, 65536, 32, 64, false, true, false, RANGE_CP},
+        {8192, 8192, 64, 32, true, true, false, RANGE_CAUSAL},
+        {8192, 65536, 32, 32, true, false, true, RANGE_CAUSAL},
+    };
+    const int n_timed = g_quick ? 2 : (int)(sizeof timed / sizeof timed[0]);
+    for (int i = 0; i < n_timed; ++i)
+        for (int v : g_mqa_variants)
+            mqa_case(timed[i].sq, timed[i].skv, timed[i].H, timed[i].D, timed[i].bf16,
+                     timed[i].cmp, timed[i].clean, timed[i].ranges, true, v);
 }
 
 /* ---- paged MQA logits ---------------------------------------------------- */
@@ -1109,17 +1138,30 @@ __global__ void pmqa_ref_kernel(const uint8_t *q8, uint64_t q_seed, const uint8_
     if (checked) atomicAdd(&st->checked, checked);
 }
 
+/* math warpgroups of the paged kernel compared (--paged-variants 24) */
+static std::vector<int> g_pmqa_wgs = {2, 4};
+
+/* wgs: 0 = the planner's choice, else 2 or 4 math warpgroups */
 static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean, int avg_kv,
-                      bool timed, bool graph_test) {
-    char what[200];
-    snprintf(what, sizeof what, "paged-mqa bsz=%d next_n=%d H=%d D=%d L=%d %s%s%s", batch, next_n,
-             H, D, avg_kv, bf16 ? "bf16" : "fp32", clean ? " clean" : "", graph_test ? " +graph" : "");
+                      bool timed, bool graph_test, int wgs = 0) {
+    char what[200], shape[160];
+    snprintf(shape, sizeof shape, "paged-mqa bsz=%d next_n=%d H=%d D=%d L=%d %s%s%s", batch,
+             next_n, H, D, avg_kv, bf16 ? "bf16" : "fp32", clean ? " clean" : "",
+             graph_test ? " +graph" : "");
     qg_pmqa_plan plan;
     const char *why = "";
     if (qg__pmqa_plan(batch, next_n, H, D, clean, bf16, g_num_sms, &plan, &why)) {
-        report(false, what, why);
+        report(false, shape, why);
         return;
     }
+    if (wgs && qg__pmqa_plan_variant(&plan, wgs)) {
+        report(false, shape, "unknown variant");
+        return;
+    }
+    char vname[32];
+    snprintf(vname, sizeof vname, "%d math wgs%s", plan.math_wgs,
+             plan.math_wgs == 2 ? "(old)" : "(new)");
+    snprintf(what, sizeof what, "%s [%s]", shape, vname);
     static char src[65536];
     qg__pmqa_source(src, sizeof src, &plan);
     if (g_dry) {
@@ -1351,6 +1393,7 @@ static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean
                              (double)sum_len * next_n * esz;
         snprintf(detail + len, sizeof detail - len, " | %.1f us, %.0f GB/s, %.0f TFLOPS", us,
                  bytes / us * 1e-3, 2.0 * sum_len * next_n * H * D / us * 1e-6);
+        g_perf.push_back({shape, vname, bytes / us * 1e-6, us});
     }
     report(ok, what, detail);
     cudaFree(d_q8); cudaFree(d_cache); cudaFree(d_w); cudaFree(d_ctx); cudaFree(d_bt);
@@ -1359,19 +1402,27 @@ static void pmqa_case(int batch, int next_n, int H, int D, bool bf16, bool clean
 }
 
 static void pmqa_suite() {
-    pmqa_case(3, 1, 32, 128, false, true, 300, false, false);
-    pmqa_case(5, 2, 64, 64, true, false, 500, false, false);
-    pmqa_case(7, 2, 32, 32, false, true, 200, false, true);
-    pmqa_case(9, 1, 64, 128, true, true, 700, false, false);
-    pmqa_case(256, 2, 64, 128, false, false, 8192, false, true);
-    /* DeepGEMM's SM90 cases (D 128), timed */
-    pmqa_case(256, 1, 32, 128, true, false, 8192, true, false);
-    pmqa_case(256, 2, 64, 128, false, false, 65536, true, false);
-    pmqa_case(4096, 2, 64, 128, false, false, 8192, true, false);
-    if (!g_quick) {
-        pmqa_case(4096, 1, 64, 128, true, false, 8192, true, false);
-        pmqa_case(4096, 1, 32, 128, false, false, 8192, true, false);
+    for (int v : g_pmqa_wgs) {
+        pmqa_case(3, 1, 32, 128, false, true, 300, false, false, v);
+        pmqa_case(5, 2, 64, 64, true, false, 500, false, false, v);
+        pmqa_case(7, 2, 32, 32, false, true, 200, false, true, v);
+        pmqa_case(9, 1, 64, 128, true, true, 700, false, false, v);
+        pmqa_case(11, 2, 64, 128, false, true, 333, false, false, v); /* one or two units a CTA */
+        pmqa_case(256, 2, 64, 128, false, false, 8192, false, true, v);
     }
+    /* DeepGEMM's SM90 cases (D 128), timed, each variant side by side */
+    struct T { int bsz, nn, H; bool bf16; int L; };
+    const T timed[] = {
+        {4096, 1, 64, false, 8192}, {4096, 2, 64, true, 8192}, {4096, 1, 32, false, 8192},
+        {4096, 2, 32, false, 8192}, {256, 1, 64, false, 65536}, {256, 2, 64, true, 65536},
+        {256, 1, 32, false, 65536}, {256, 2, 32, false, 65536}, {256, 1, 64, true, 8192},
+        {256, 2, 64, false, 8192}, {256, 1, 32, true, 8192}, {256, 2, 32, false, 8192},
+    };
+    const int n_timed = g_quick ? 3 : (int)(sizeof timed / sizeof timed[0]);
+    for (int i = 0; i < n_timed; ++i)
+        for (int v : g_pmqa_wgs)
+            pmqa_case(timed[i].bsz, timed[i].nn, timed[i].H, 128, timed[i].bf16, false, timed[i].L,
+                      true, false, v);
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -1383,8 +1434,19 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--compile-only")) g_compile_only = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!strcmp(argv[i], "--variants") && i + 1 < argc) g_hc_variant_filter = argv[++i];
+        else if (!strcmp(argv[i], "--paged-variants") && i + 1 < argc) { /* e.g. 24 */
+            g_pmqa_wgs.clear();
+            for (const char *c = argv[++i]; *c; ++c)
+                if (*c == '2' || *c == '4') g_pmqa_wgs.push_back(*c - '0');
+        } else if (!strcmp(argv[i], "--mqa-variants") && i + 1 < argc) { /* e.g. 0,2 */
+            g_mqa_variants.clear();
+            for (const char *c = argv[++i]; *c; ++c)
+                if (*c >= '0' && *c <= '2') g_mqa_variants.push_back(*c - '0');
+        }
         else {
-            fprintf(stderr, "usage: %s [--quick] [--no-time] [--compile-only] [--only hc|hc-variants|mqa|paged] [--variants a,b,...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--no-time] [--compile-only] "
+                            "[--only hc|hc-variants|mqa|paged] [--variants a,b,...] "
+                            "[--mqa-variants 012] [--paged-variants 24]\n", argv[0]);
             return 2;
         }
     }
@@ -1434,6 +1496,31 @@ int main(int argc, char **argv) {
     if (do_hcv) hc_variants_suite();
     if (do_mqa) mqa_suite();
     if (do_paged) pmqa_suite();
+    if (!g_perf.empty()) { /* the timed rows side by side: one line a case */
+        printf("\nperf (median of 10 after an L2 flush; mqa: TFLOPS = 2 * valid pairs * H * D / t; "
+               "paged: TB/s of cache + q + logits bytes):\n");
+        std::vector<std::string> cases, variants;
+        for (auto &r : g_perf) {
+            if (std::find(cases.begin(), cases.end(), r.what) == cases.end()) cases.push_back(r.what);
+            if (std::find(variants.begin(), variants.end(), r.variant) == variants.end())
+                variants.push_back(r.variant);
+        }
+        printf("%-58s", "case");
+        for (auto &v : variants) printf(" | %22s", v.c_str());
+        printf("\n");
+        for (auto &c : cases) {
+            printf("%-58s", c.c_str());
+            for (auto &v : variants) {
+                const PerfRow *hit = nullptr;
+                for (auto &r : g_perf)
+                    if (r.what == c && r.variant == v) hit = &r;
+                if (hit) printf(" | %8.1f %4s %7.0fus", hit->rate,
+                                c.rfind("mqa", 0) == 0 ? "TF" : "TB/s", hit->us);
+                else printf(" | %22s", "-");
+            }
+            printf("\n");
+        }
+    }
     printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "ALL PASSED", g_failures);
     return g_failures ? 1 : 0;
 }
