@@ -411,8 +411,9 @@ QG_API qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_g
  * FP8 output (since 0.6.0): the same GEMMs (dense, contiguous, psum, masked)
  * writing D as e4m3 with one float32 scale per 1x128 block of each row, in
  * the layout the next FP8 GEMM reads as `sfa`, so one GEMM's output is the
- * next one's A without a conversion (an MoE expert's up-projection feeding
- * its down-projection). The scales come from the FP32 sums, by the
+ * next one's A without a conversion, where a GEMM feeds another with no
+ * activation between them (an MoE up-projection needs its SwiGLU first:
+ * qg_silu_mul_cast, docs/MOE.md). The scales come from the FP32 sums, by the
  * per-token cast's formula (qg_per_token_cast, docs/CAST.md): amax over the
  * row's 128 columns (those < n), at least 1e-4; sf = amax / 448 (as
  * amax * float(1/448)), or with ue8m0 = 1 rounded up to a power of two;

@@ -1152,9 +1152,19 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             qg_named_barrier(epi_bar, QG_EPI_THREADS);
 
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin + epi_row0;
+#if QG_D_FP8 && QG_SHAPE_N % 16
+            /* e4m3 rows whose N is not a multiple of 16 bytes: the TMA store
+             * wrote the whole last 16-byte unit of each row, 8 bytes past N
+             * (H200, bench/results/2026-11-28-h200-20-families c-gpu.log),
+             * so the tiles holding the last columns take the predicated
+             * stores, which end at N */
+            const bool tail_n = n_begin + QG_BLOCK_N > QG_SHAPE_N;
+#else
+            const bool tail_n = false;
+#endif
             /* the masked and psum layouts' last tile of a group: a warpgroup
              * whose rows are all in the group still stores by TMA */
-            if (tile.tma_store || tile.rows >= epi_row0 + QG_EPI_ROWS) {
+            if (!tail_n && (tile.tma_store || tile.rows >= epi_row0 + QG_EPI_ROWS)) {
                 if (epi_thread == 0 && epi_row0 < tile.rows) {
                     for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS &&
                                     n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {

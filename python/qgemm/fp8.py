@@ -448,8 +448,8 @@ def fp8_gemm_nt_fp8out(a: Pair, b: Pair, d: Tensor, sfd: Tensor, *, use_ue8m0: b
     both): one scale per 1x128 block of each row of the product, computed in
     the GEMM's epilogue from its FP32 sums by per_token_cast_to_fp8's formula
     (amax >= 1e-4, scale = amax / 448; ``use_ue8m0=True``: rounded up to a
-    power of two). ``(d, sfd)`` is then the next GEMM's ``a`` pair as it is (an
-    MoE expert's up-projection feeding its down-projection) and equals
+    power of two). ``(d, sfd)`` is then the next GEMM's ``a`` pair as it is
+    (where no activation comes between the two; docs/MOE.md) and equals
     ``per_token_cast_to_fp8`` of the bf16 GEMM's output but for that bf16
     rounding, without writing or reading the bf16 tensor. Tiles of whole
     128-column groups only (a forced ``config`` needs block_n 128 or 256).
