@@ -30,7 +30,7 @@ static float canon(float f) { return isnan(f) ? bitsf(0x7FFFFFFFu) : f; }
 static const float inv448 = (float)(1.0 / 448.0);
 
 /* c10::detail::fp8e4m3fn_from_fp32_value */
-static uint8_t torch_e4m3(float f) {
+uint8_t qgtk_torch_e4m3(float f) {
     const uint32_t fp8_max = 1087u << 20, denorm_mask = 141u << 23;
     uint32_t b = fbits(f);
     const uint32_t sign = b & 0x80000000u;
@@ -47,7 +47,7 @@ static uint8_t torch_e4m3(float f) {
     return (uint8_t)(r | (sign >> 24));
 }
 
-static float ceil_ue8m0(float s) {
+float qgtk_ceil_ue8m0(float s) {
     const uint32_t b = fbits(s) & 0x7FFFFFFFu;
     int e = (int)(b >> 23) + ((b & 0x7FFFFFu) != 0);
     e = e < 1 ? 1 : e > 254 ? 254 : e;
@@ -58,7 +58,7 @@ static void ref_scale(uint32_t amax_bits, int ue, float *sf, float *mult) {
     float amax = bitsf(amax_bits);
     if (amax < 1e-4f) amax = 1e-4f;
     if (ue) {
-        *sf = ceil_ue8m0(canon(amax * inv448));
+        *sf = qgtk_ceil_ue8m0(canon(amax * inv448));
         *mult = 1.0f / *sf;
     } else {
         *sf = canon(amax * inv448);
@@ -296,7 +296,7 @@ bool qgtk_cast_case_run(qg_context *ctx, CUstream stream, const qgtk_cast_case *
                 float s, mult;
                 ref_scale(amax, c->ue, &s, &mult);
                 for (int col = c0; col < c1; ++col)
-                    expect_q(&t, q[r * ld_out + col], live ? torch_e4m3(canon(y[col] * mult)) : 0xFF,
+                    expect_q(&t, q[r * ld_out + col], live ? qgtk_torch_e4m3(canon(y[col] * mult)) : 0xFF,
                              silu);
                 const size_t at = c->mn ? ((size_t)g * KB + kb) * sf_ld + m : (size_t)r * KB + kb;
                 expect_sf(&t, sf[at], live ? fbits(s) : 0xFFFFFFFFu, silu);
@@ -328,7 +328,7 @@ bool qgtk_cast_case_run(qg_context *ctx, CUstream stream, const qgtk_cast_case *
                         for (int col = kb * 128; col < c1; ++col) {
                             const int64_t row = (int64_t)g * M + r;
                             expect_q(&t, q[row * ld_out + col],
-                                     torch_e4m3(canon(x[row * ld_x + col] * mult)), 0);
+                                     qgtk_torch_e4m3(canon(x[row * ld_x + col] * mult)), 0);
                         }
                 }
             }
@@ -342,11 +342,11 @@ bool qgtk_cast_case_run(qg_context *ctx, CUstream stream, const qgtk_cast_case *
                 float am = bitsf(amax);
                 if (am < 1e-4f) am = 1e-4f;
                 float s = canon(am * inv448);
-                if (c->ue) s = ceil_ue8m0(s);
+                if (c->ue) s = qgtk_ceil_ue8m0(s);
                 expect_sf(&t, sf[(size_t)mb * K + col], fbits(s), 0);
                 for (int r = mb * 128; r < mb * 128 + 128; ++r)
                     expect_q(&t, q[(int64_t)r * ld_out + col],
-                             torch_e4m3(canon(x[(int64_t)r * ld_x + col] / s)), 0);
+                             qgtk_torch_e4m3(canon(x[(int64_t)r * ld_x + col] / s)), 0);
             }
         }
     }

@@ -28,6 +28,12 @@
 
 #include "qgtk.h"
 
+/* torch's float -> float8_e4m3fn conversion (c10::detail::fp8e4m3fn_from_fp32_value:
+ * round to nearest even; magnitudes from 480 up give the NaN code, as torch's). */
+uint8_t qgtk_torch_e4m3(float f);
+/* A scale rounded up to a power of two (UE8M0), as torch's ceil_to_ue8m0. */
+float qgtk_ceil_ue8m0(float s);
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>

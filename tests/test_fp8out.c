@@ -36,6 +36,7 @@
 #include "qg_test.h"
 #include "gpu_ctx.h"
 #include "qgtk.h"
+#include "qgtk_cases.h"
 #include "internal.h"
 
 #include <math.h>
@@ -46,36 +47,11 @@ static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 static const float inv448 = (float)(1.0 / 448.0);
 
-/* c10::detail::fp8e4m3fn_from_fp32_value (as tests/test_cast.c) */
-static uint8_t torch_e4m3(float f) {
-    const uint32_t fp8_max = 1087u << 20, denorm_mask = 141u << 23;
-    uint32_t b = fbits(f);
-    const uint32_t sign = b & 0x80000000u;
-    b ^= sign;
-    uint8_t r;
-    if (b >= fp8_max) r = 0x7F;
-    else if (b < (121u << 23)) r = (uint8_t)(fbits(bitsf(b) + bitsf(denorm_mask)) - denorm_mask);
-    else {
-        const uint32_t odd = (b >> 20) & 1u;
-        b += ((uint32_t)(7 - 127) << 23) + 0x7FFFFu;
-        b += odd;
-        r = (uint8_t)(b >> 20);
-    }
-    return (uint8_t)(r | (sign >> 24));
-}
-
-static float ceil_ue8m0(float s) {
-    const uint32_t b = fbits(s) & 0x7FFFFFFFu;
-    int e = (int)(b >> 23) + ((b & 0x7FFFFFu) != 0);
-    e = e < 1 ? 1 : e > 254 ? 254 : e;
-    return bitsf((uint32_t)e << 23);
-}
-
 /* The cast's scale and multiplier of a group of amax (finite inputs). */
 static void ref_scale(float amax, int ue, float *sf, float *mult) {
     if (amax < 1e-4f) amax = 1e-4f;
     if (ue) {
-        *sf = ceil_ue8m0(amax * inv448);
+        *sf = qgtk_ceil_ue8m0(amax * inv448);
         *mult = 1.0f / *sf;
     } else {
         *sf = amax * inv448;
@@ -198,14 +174,14 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
             t.sf_bad += !(rel <= SF_TOL);
             const float mult_ref = ue ? 1.0f / sf_ref : mult;
             for (int64_t c = c0; c < c1; ++c) {
-                const uint8_t want = torch_e4m3((float)ref[c] * mult);
+                const uint8_t want = qgtk_torch_e4m3((float)ref[c] * mult);
                 const int s = e4m3_steps(d[c], want);
                 t.elems++;
                 t.mismatch += s > 0;
                 t.far += s > 1 && fabs(ref[c] * mult) >= 16.0;
                 if (s > t.max_steps) t.max_steps = s;
                 const double eg = e4m3_value(d[c]) * (double)gs - ref[c];
-                const double ew = e4m3_value(torch_e4m3((float)ref[c] * mult_ref)) * (double)sf_ref - ref[c];
+                const double ew = e4m3_value(qgtk_torch_e4m3((float)ref[c] * mult_ref)) * (double)sf_ref - ref[c];
                 t.err_got += eg * eg;
                 t.err_want += ew * ew;
                 t.ref_sq += ref[c] * ref[c];
