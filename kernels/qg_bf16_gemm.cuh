@@ -25,10 +25,12 @@
  *                      no C; the caller sums the slices; with QG_SUM_REDUCE
  *                      the kernel sums them itself, below)
  *   QG_SUM_REDUCE      kind 6 only: 1 = the splits' partial sums are reduced
- *                      in the kernel by a fixed binary tree (deterministic,
- *                      no CTA waits for another) into D [M][ldd] (bf16 or
- *                      FP32, + FP32 C when QG_WITH_C): no TMA store, no
- *                      shared output tile (see "The batch sum's tree")
+ *                      in the kernel by a fixed tree (deterministic, no CTA
+ *                      waits for another) into D [M][ldd] (bf16 or FP32,
+ *                      + FP32 C when QG_WITH_C): no TMA store, no shared
+ *                      output tile (see "The batch sum's tree")
+ *   QG_SUM_RADIX       the tree's radix, 2, 4 or 8 (default 2): children per
+ *                      node; the last of a node's arrivals sums them all
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -103,6 +105,9 @@
 #endif
 #ifndef QG_SUM_REDUCE
 #define QG_SUM_REDUCE 0
+#endif
+#ifndef QG_SUM_RADIX
+#define QG_SUM_RADIX 2
 #endif
 /* The kernel's entry name: the batch sum's is named by the JIT
  * (src/bf16_plan.c) after DeepGEMM's kernel, which DeepGEMM's tests and
@@ -219,6 +224,9 @@ static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-ro
 static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4 || (QG_KIND == 6 && QG_SUM_REDUCE),
               "C: dense, k-grouped or the reduced batch sum");
 static_assert(!QG_SUM_REDUCE || QG_KIND == 6, "QG_SUM_REDUCE: the batch sums only");
+static_assert(QG_SUM_RADIX == 2 || QG_SUM_RADIX == 4 || QG_SUM_RADIX == 8,
+              "the batch sum's tree: radix 2, 4 or 8 (a power of two: the counter index "
+              "below is unique)");
 static_assert(QG_A_BOX_ROWS == QG_BLOCK_M ||
                   (QG_KIND == 0 && !QG_A_MN_MAJOR && QG_MULTICAST != 1 && QG_A_BOX_ROWS % 8 == 0 &&
                    QG_A_BOX_ROWS < QG_BLOCK_M),
@@ -324,31 +332,37 @@ QG_DEVICE void qg_bf16_load_batched(unsigned char *dst, const qg_tensor_map *map
  * The batch sum's tree (kind 6, QG_SUM_REDUCE). Split g of the G =
  * QG_NUM_GROUPS splits leaves its tile's partial sum in the math warpgroups'
  * accumulators. Each math warpgroup (its own rows, independently of the
- * other) then walks a fixed binary tree over the splits: at level L, node j
- * covers splits [j 2^L, (j + 1) 2^L) of [0, G), and its value is kept in the
- * workspace slot of its first split, j 2^L. While 2^L < G (not the root):
- *   - no sibling (j even and (j + 1) 2^L >= G): go up (j >>= 1, L++);
- *   - else store the fragment into slot j 2^L; arrive on the counter of the
- *     parent's gap (its left child's last split, ((j >> 1) << (L + 1)) +
- *     2^L - 1: every internal node has its own, in [0, G - 2]); the first of
- *     the two siblings to arrive is done with the tile, the second adds the
- *     sibling's slot to its accumulators and goes up.
- * The root writes D = acc (+ C). Every node's value is left + right of
- * values fixed by the same rule below it, and FP32 addition commutes, so the
- * result does not depend on which sibling arrives last: bitwise
- * deterministic. No warpgroup ever waits for another CTA (the persistent
- * scheduler cannot deadlock), and a counter sees exactly two arrivals per
- * call: atom.inc with limit 1 (old >= 1 ? 0 : old + 1) leaves it 0 again,
- * so a zeroed counter area stays zero between calls (the host's contract).
+ * other) then walks a fixed tree of radix R = QG_SUM_RADIX over the splits:
+ * at level L (span S = R^L), node j covers splits [j S, (j + 1) S) of [0, G),
+ * and its value is kept in the workspace slot of its first split, j S. Node
+ * j's parent p = j / R has c = min(R, ceil((G - p R S) / S)) children (the
+ * ones that start inside [0, G)). While S < G (not the root):
+ *   - c == 1 (j is its parent's only child): go up (j /= R, S *= R);
+ *   - else store the fragment into slot j S; arrive on the parent's counter
+ *     (index p R S + S - 1, its first child's last split: every internal
+ *     node has its own, in [0, G - 2]; unique because R is a power of two,
+ *     so index + 1 = S (p R + 1) with p R + 1 odd gives S, then p); the
+ *     first c - 1 arrivals are done with the tile, the last sums the c
+ *     children's slots in index order (its own included, read back: so the
+ *     order of the additions never depends on which child arrived last) and
+ *     goes up.
+ * The root writes D = acc (+ C). Every node's value is the fixed-order sum
+ * of values fixed by the same rule below it: bitwise deterministic for a
+ * given R (radix 2 adds a + b as the binary tree always did; another radix
+ * rounds differently, as any other order would). No warpgroup ever waits
+ * for another CTA (the persistent scheduler cannot deadlock), and a counter
+ * sees exactly c arrivals per call: atom.inc with limit c - 1 (old >= c - 1 ?
+ * 0 : old + 1) returns 0 .. c - 1 and leaves it 0 again, so a zeroed counter
+ * area stays zero between calls (the host's contract).
  *
- * Workspace (the host's qg_bf16_gemm_batch_sum_workspace_bytes): counters
- * [ceil(M / 64) x ceil(N / 16) regions][G - 1 gaps] (u32; region = the
- * warpgroup's first m64 block x its first 16-column group, so the index
- * does not depend on the tile shape), then slots [G][ceil(M / 64)][N / 8]
- * [128 threads][4] FP32: each m64 x n8 piece of a fragment in the wgmma D
- * layout's thread order (thread i's four values of that piece at 16 i), so
- * every store and load is a whole 512-byte warp line of st/ld .v4 and rows
- * past M need no check (they are in the slot; never copied to D).
+ * Workspace (the host's qg_bf16_gemm_batch_sum_workspace_bytes, the same for
+ * every radix): counters [ceil(M / 64) x ceil(N / 16) regions][G - 1] (u32;
+ * region = the warpgroup's first m64 block x its first 16-column group, so
+ * the index does not depend on the tile shape), then slots [G][ceil(M / 64)]
+ * [N / 8][128 threads][4] FP32: each m64 x n8 piece of a fragment in the
+ * wgmma D layout's thread order (thread i's four values of that piece at
+ * 16 i), so every store and load is a whole 512-byte warp line of st/ld .v4
+ * and rows past M need no check (they are in the slot; never copied to D).
  *
  * Memory model (PTX ISA, "Memory Consistency Model": 8.8 release and
  * acquire patterns, 8.9.2 causality order, 8.10 axioms):
@@ -358,22 +372,26 @@ QG_DEVICE void qg_bf16_load_batched(unsigned char *dst, const qg_tensor_map *map
  *     transitive), which is before thread 0's atom.acq_rel.gpu on the
  *     counter: a release operation, so every store of the warpgroup precedes
  *     the atom in causality order;
- *   acquire: the second arrival's atom.acq_rel.gpu reads the first's value
- *     (observation order), so the first's release synchronizes with it;
- *     thread 0 then passes the named barrier before its warpgroup's loads,
- *     so the sibling's stores precede every load in causality order and the
- *     causality axiom makes each load see them. The loads are ld.global.cg
- *     (L2, not the SM's L1, which is not coherent across SMs: a stale line of
- *     a slot read earlier at another level must not be hit), the stores
- *     st.global.cg.
+ *   acquire: each arrival's atom.acq_rel.gpu reads the previous arrival's
+ *     value (the atomics of one location are totally ordered), so the
+ *     previous release synchronizes with it; each is also a release, so the
+ *     chain carries every earlier arrival's stores to the last one
+ *     (transitivity); thread 0 then passes the named barrier before its
+ *     warpgroup's loads, so the children's stores precede every load in
+ *     causality order and the causality axiom makes each load see them. The
+ *     loads are ld.global.cg (L2, not the SM's L1, which is not coherent
+ *     across SMs: a stale line of a slot read earlier at another level must
+ *     not be hit), the stores st.global.cg.
  * (This is the split-K semaphore's pattern: barrier, then one thread's
  * release; acquire, then barrier.)
  */
-QG_DEVICE uint32_t qg_bf16_tree_arrive(uint32_t *counter) {
+/* One arrival of a node with `limit` + 1 children: returns 0 .. limit, and
+ * the last (limit) leaves the counter 0. */
+QG_DEVICE uint32_t qg_bf16_tree_arrive(uint32_t *counter, uint32_t limit) {
     uint32_t old;
-    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], 1;"
+    asm volatile("atom.acq_rel.gpu.global.inc.u32 %0, [%1], %2;"
                  : "=r"(old)
-                 : "l"(counter)
+                 : "l"(counter), "r"(limit)
                  : "memory");
     return old;
 }
@@ -398,11 +416,10 @@ QG_DEVICE float4 qg_bf16_ld_cg_f32x4(const float *p) {
 static_assert(QG_SHAPE_N % 8 == 0, "batch sum: N a multiple of 8");
 
 /* The warpgroup's fragment (m64 tiles from m64 block mb0, n8 pieces from
- * ng0) into slot `slot`, or added from it; pieces past M's m64 blocks or
- * past N are not in the slot. */
-template <bool kAdd>
-QG_DEVICE void qg_bf16_tree_move(float (&acc)[QG_WG_TILES][QG_ACC], float *slot, int mb0, int ng0,
-                                 int m64_blocks, uint32_t thread) {
+ * ng0) into slot `slot`; pieces past M's m64 blocks or past N are not in the
+ * slot. */
+QG_DEVICE void qg_bf16_tree_store(const float (&acc)[QG_WG_TILES][QG_ACC], float *slot, int mb0,
+                                  int ng0, int m64_blocks, uint32_t thread) {
 #pragma unroll
     for (int t = 0; t < QG_WG_TILES; ++t) {
         if (mb0 + t >= m64_blocks) break;
@@ -410,15 +427,47 @@ QG_DEVICE void qg_bf16_tree_move(float (&acc)[QG_WG_TILES][QG_ACC], float *slot,
         for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
             if (ng0 + j >= QG_TREE_N8) break;
             float *p = slot + (((size_t)(mb0 + t) * QG_TREE_N8 + ng0 + j) * 128 + thread) * 4;
-            if constexpr (kAdd) {
-                const float4 v = qg_bf16_ld_cg_f32x4(p);
-                acc[t][j * 4 + 0] += v.x;
-                acc[t][j * 4 + 1] += v.y;
-                acc[t][j * 4 + 2] += v.z;
-                acc[t][j * 4 + 3] += v.w;
-            } else {
-                qg_bf16_st_cg_f32x4(p, acc[t][j * 4 + 0], acc[t][j * 4 + 1], acc[t][j * 4 + 2],
-                                    acc[t][j * 4 + 3]);
+            qg_bf16_st_cg_f32x4(p, acc[t][j * 4 + 0], acc[t][j * 4 + 1], acc[t][j * 4 + 2],
+                                acc[t][j * 4 + 3]);
+        }
+    }
+}
+
+/* acc = slot (kFirst) or acc += slot, the same pieces as qg_bf16_tree_store.
+ * The loads of QG_TREE_CHUNK pieces are issued before their additions, so
+ * that many L2 round trips are in flight at once whatever the scheduler
+ * does. */
+#ifndef QG_TREE_CHUNK /* (a definition before the include: experiments) */
+/* as many as the registers allow beside the accumulators (168 a thread in
+ * the three-warpgroup kernels: 128 accumulators leave room for one piece) */
+#define QG_TREE_CHUNK (QG_WG_TILES * QG_ACC >= 128 ? 1 : QG_WG_TILES * QG_ACC >= 96 ? 2 : 8)
+#endif
+
+template <bool kFirst>
+QG_DEVICE void qg_bf16_tree_add(float (&acc)[QG_WG_TILES][QG_ACC], const float *slot, int mb0,
+                                int ng0, int m64_blocks, uint32_t thread) {
+#pragma unroll
+    for (int t = 0; t < QG_WG_TILES; ++t) {
+        if (mb0 + t >= m64_blocks) break;
+#pragma unroll
+        for (int j0 = 0; j0 < QG_BLOCK_N / 8; j0 += QG_TREE_CHUNK) {
+            float4 v[QG_TREE_CHUNK];
+#pragma unroll
+            for (int i = 0; i < QG_TREE_CHUNK; ++i) {
+                const int j = j0 + i;
+                if (j < QG_BLOCK_N / 8 && ng0 + j < QG_TREE_N8)
+                    v[i] = qg_bf16_ld_cg_f32x4(
+                        slot + (((size_t)(mb0 + t) * QG_TREE_N8 + ng0 + j) * 128 + thread) * 4);
+            }
+#pragma unroll
+            for (int i = 0; i < QG_TREE_CHUNK; ++i) {
+                const int j = j0 + i;
+                if (j < QG_BLOCK_N / 8 && ng0 + j < QG_TREE_N8) {
+                    acc[t][j * 4 + 0] = kFirst ? v[i].x : acc[t][j * 4 + 0] + v[i].x;
+                    acc[t][j * 4 + 1] = kFirst ? v[i].y : acc[t][j * 4 + 1] + v[i].y;
+                    acc[t][j * 4 + 2] = kFirst ? v[i].z : acc[t][j * 4 + 2] + v[i].z;
+                    acc[t][j * 4 + 3] = kFirst ? v[i].w : acc[t][j * 4 + 3] + v[i].w;
+                }
             }
         }
     }
@@ -604,6 +653,25 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                 for (int i = 0; i < QG_ACC; ++i) acc[t][i] = 0.0f;
+#if QG_SUM_REDUCE && QG_WITH_C
+            /* The batch sum's C is added by split 0 (below, after its products:
+             * D = (split 0 + C) + the other splits, a fixed order); its lines
+             * are prefetched into L2 now, under the main loop. (At the root,
+             * after the tree, C took a round trip per n8 piece: C may be D, so
+             * no load could pass a store of D; most of the FP32-D + C call's
+             * extra time at small batch counts. Loads into the accumulators
+             * here would serialize the wgmmas, ptxas C7515.) */
+            if (tile.group == 0) {
+                constexpr int lines = (QG_BLOCK_N * 4 + 127) / 128; /* 128-byte lines a row */
+                const int n_begin = tile.n_block * QG_BLOCK_N;
+                for (int i = (int)epi_thread; i < QG_WG_ROWS * lines; i += 128) {
+                    const int row = tile.m_begin + epi_row0 + i / lines;
+                    const int col = n_begin + (i % lines) * 32;
+                    if (row < shape_m && col < QG_SHAPE_N)
+                        asm volatile("prefetch.global.L2 [%0];" ::"l"(sum_c + (int64_t)row * ldc + col));
+                }
+            }
+#endif
 
             /* K block kb is issued before kb - 1 is waited for (wait_group
              * 1), and kb - 1's stage is released then. */
@@ -636,36 +704,64 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             if (wg_m0 >= shape_m) continue; /* no row of D: no node in any split */
             {
                 const int n_begin = tile.n_block * QG_BLOCK_N;
+#if QG_WITH_C
+                /* split 0 adds C (prefetched): loads only, no store between
+                 * them, so they overlap (C == D: this read precedes split 0's
+                 * arrival, which precedes the root's writes of D) */
+                if (tile.group == 0) {
+#pragma unroll
+                    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                            if (n_begin + j * 8 >= QG_SHAPE_N) break;
+#pragma unroll
+                            for (int half = 0; half < 2; ++half) {
+                                const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                                if (row >= shape_m) continue;
+                                const float2 cv = *(const float2 *)(sum_c + (int64_t)row * ldc +
+                                                                   n_begin + j * 8 +
+                                                                   (int)(lane % 4) * 2);
+                                acc[t][j * 4 + half * 2] += cv.x;
+                                acc[t][j * 4 + half * 2 + 1] += cv.y;
+                            }
+                        }
+                }
+#endif
                 const int m64_blocks = (shape_m + 63) / 64;
                 const int mb0 = wg_m0 / 64, ng0 = n_begin / 8;
                 const size_t slot_floats = (size_t)m64_blocks * 64 * QG_SHAPE_N;
                 uint32_t *counters = sum_counters + ((size_t)mb0 * QG_TREE_N16 + n_begin / 16) *
                                                         (QG_NUM_GROUPS - 1);
                 uint32_t *arrival = (uint32_t *)smem_d + wg; /* the warpgroup's broadcast word */
-                int node = tile.group, level = 0;
+                int node = tile.group, span = 1; /* this level's node and its splits */
                 bool root = true;
-                while ((1 << level) < QG_NUM_GROUPS) {
-                    if (((node ^ 1) << level) >= QG_NUM_GROUPS) { /* no sibling: up */
-                        node >>= 1;
-                        ++level;
-                        continue;
+                while (span < QG_NUM_GROUPS) {
+                    const int first = node / QG_SUM_RADIX * QG_SUM_RADIX * span; /* parent's */
+                    const int kids = min(QG_SUM_RADIX, (QG_NUM_GROUPS - first + span - 1) / span);
+                    if (kids > 1) {
+                        qg_bf16_tree_store(acc, sum_ws + (size_t)(node * span) * slot_floats, mb0,
+                                           ng0, m64_blocks, epi_thread);
+                        qg_named_barrier(epi_bar, 128);
+                        if (epi_thread == 0)
+                            *arrival = qg_bf16_tree_arrive(counters + first + span - 1,
+                                                           (uint32_t)(kids - 1));
+                        qg_named_barrier(epi_bar, 128);
+                        if (*arrival != (uint32_t)(kids - 1)) { /* others still to come */
+                            root = false;
+                            break;
+                        }
+                        /* the children in index order (own value read back too);
+                         * child 0's is in acc already when it is this one */
+                        if (node != first / span)
+                            qg_bf16_tree_add<true>(acc, sum_ws + (size_t)first * slot_floats, mb0,
+                                                   ng0, m64_blocks, epi_thread);
+                        for (int c = 1; c < kids; ++c)
+                            qg_bf16_tree_add<false>(
+                                acc, sum_ws + (size_t)(first + c * span) * slot_floats, mb0, ng0,
+                                m64_blocks, epi_thread);
                     }
-                    qg_bf16_tree_move<false>(acc, sum_ws + (size_t)(node << level) * slot_floats,
-                                             mb0, ng0, m64_blocks, epi_thread);
-                    qg_named_barrier(epi_bar, 128);
-                    if (epi_thread == 0)
-                        *arrival = qg_bf16_tree_arrive(
-                            counters + ((node >> 1) << (level + 1)) + (1 << level) - 1);
-                    qg_named_barrier(epi_bar, 128);
-                    if (*arrival == 0) { /* the sibling is still to come: it goes on */
-                        root = false;
-                        break;
-                    }
-                    qg_bf16_tree_move<true>(acc,
-                                            sum_ws + (size_t)((node ^ 1) << level) * slot_floats,
-                                            mb0, ng0, m64_blocks, epi_thread);
-                    node >>= 1;
-                    ++level;
+                    node /= QG_SUM_RADIX;
+                    span *= QG_SUM_RADIX;
                 }
                 if (!root) continue;
                 /* the root: D = acc (+ C), the fragment's own layout (rows r and
@@ -680,13 +776,8 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                         for (int half = 0; half < 2; ++half) {
                             const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
                             if (row >= shape_m) continue;
-                            float x = acc[t][j * 4 + half * 2], y = acc[t][j * 4 + half * 2 + 1];
+                            const float x = acc[t][j * 4 + half * 2], y = acc[t][j * 4 + half * 2 + 1];
                             const int64_t at = (int64_t)row * ldd + col;
-#if QG_WITH_C
-                            const float2 cv = *(const float2 *)(sum_c + (int64_t)row * ldc + col);
-                            x += cv.x;
-                            y += cv.y;
-#endif
 #if QG_D_F32
                             *(float2 *)(d + at * 4) = make_float2(x, y);
 #else

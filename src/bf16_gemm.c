@@ -32,6 +32,7 @@ typedef struct {
     int expected_m; /* masked and psum only */
     int d_f32, with_c;
     int sum_batches; /* batch sums only: the batches (num_groups: the splits) */
+    int sum_radix;   /* the reduced batch sum only: its tree's radix (QGEMM_BMK_RADIX) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -77,6 +78,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->d_f32 = k->d_f32;
     p->with_c = k->with_c;
     p->sum_batches = k->sum_batches;
+    p->sum_radix = k->sum_radix;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (qg__bf16_select(p, &out->plan) != 0)
@@ -129,6 +131,15 @@ static const qg_launch_family *family_of(const bf16_key *k) {
 }
 
 /* ---- validation -------------------------------------------------------------- */
+
+/* QGEMM_BMK_RADIX (src/env.c): the reduced batch sum's tree radix; unset: 2.
+ * Returns 0 for a value that is not 2, 4 or 8. */
+static int bmk_radix(void) {
+    const char *v = qg__env_string("QGEMM_BMK_RADIX");
+    if (!v) return 2;
+    if ((v[0] == '2' || v[0] == '4' || v[0] == '8') && v[1] == '\0') return v[0] - '0';
+    return 0;
+}
 
 /* Everything about args that needs no device; fills the key. `kind` is the
  * entry point's. */
@@ -222,7 +233,11 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be in [1, %d], got %d",
                         fn, kgrouped ? 4096 : split_sum ? (1 << 24) : 1024, groups);
     }
-    int splits = 1;
+    int splits = 1, radix = 0;
+    if (sum1 && !(radix = bmk_radix()))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BMK_RADIX='%.64s' is not 2, 4 or 8 (the batch sum's tree radix)",
+                        fn, qg__env_string("QGEMM_BMK_RADIX"));
     if (split_sum) {
         splits = bs ? bs->splits : a->expected_m; /* (qg_bf16_compile: expected_m) */
         const long long per = splits >= 1 ? ((long long)groups + splits - 1) / splits : 1;
@@ -289,6 +304,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->k = kgrouped ? (max_k ? max_k : 64) : (a->k ? a->k : 64);
     key->num_groups = split_sum ? splits : groups;
     key->sum_batches = split_sum ? groups : 0;
+    key->sum_radix = sum1 ? radix : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;

@@ -63,6 +63,8 @@ static int problem_ok(const qg_bf16_problem *p) {
          (long long)(p->num_groups - 1) * split_batches(p) >= p->sum_batches))
         return 0; /* every split has a batch */
     if (p->num_groups < 1) return 0;
+    if (p->sum_radix != 0 && p->sum_radix != 2 && p->sum_radix != 4 && p->sum_radix != 8)
+        return 0; /* the tree's radix (kernels/qg_bf16_gemm.cuh QG_SUM_RADIX) */
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -184,9 +186,12 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
          * an arrival round trip and a load of the tile's FP32 fragment
          * (~2000 clocks of latency, the bytes at 64 a clock), in place of the
          * epilogue counted in t */
+        const int radix = p->sum_radix ? p->sum_radix : 2;
         int levels = 0;
-        while ((1 << levels) < p->num_groups) ++levels;
-        cost += levels * (2000.0 + (double)pl->block_m * pl->block_n * 8 / 64.0) -
+        for (long long span = 1; span < p->num_groups; span *= radix) ++levels;
+        /* radix R: a level stores the fragment and loads up to R of them */
+        cost += levels * (2000.0 + (double)pl->block_m * pl->block_n * 4 * (1 + radix) / 64.0 -
+                          (radix == 2 ? (double)pl->block_m * pl->block_n * 4 / 64.0 : 0.0)) -
                 (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) / 64.0;
     }
     /* multicast over one wave only shares what L2 already serves (DeepGEMM) */
@@ -279,7 +284,9 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
      * filters and profiling scripts look for 'bmn_bnk_mn_gemm_impl') */
     if (n < cap && reduce)
         n += (size_t)snprintf(buf + n, cap - n,
-                              "\n#define QG_SUM_REDUCE 1\n#define QG_BF16_ENTRY qg_bf16_bmn_bnk_mn_gemm_impl");
+                              "\n#define QG_SUM_REDUCE 1\n#define QG_SUM_RADIX %d"
+                              "\n#define QG_BF16_ENTRY qg_bf16_bmn_bnk_mn_gemm_impl",
+                              p->sum_radix ? p->sum_radix : 2);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

@@ -869,6 +869,18 @@ TEST(bf16_batch_sum_validation) {
           QG_ERROR_INVALID_ARGUMENT);
     WCASE(x.d = FAKE(0x40000004), 15, SUM_WS, need, "args->d (0x40000004) must be 16-byte aligned",
           QG_ERROR_INVALID_ARGUMENT);
+    /* the tree's radix (QGEMM_BMK_RADIX): 2, 4 or 8; anything else refused, naming it */
+    static const char *radix_ok[] = {"2", "4", "8", ""};
+    for (int i = 0; i < 4; ++i) {
+        setenv("QGEMM_BMK_RADIX", radix_ok[i], 1);
+        WCASE((void)0, 15, SUM_WS, need, "offline", QG_ERROR_NO_DEVICE);
+    }
+    static const char *radix_bad[] = {"3", "16", "1", "0", "4x", "two"};
+    for (int i = 0; i < 6; ++i) {
+        setenv("QGEMM_BMK_RADIX", radix_bad[i], 1);
+        WCASE((void)0, 15, SUM_WS, need, "QGEMM_BMK_RADIX", QG_ERROR_INVALID_ARGUMENT);
+    }
+    unsetenv("QGEMM_BMK_RADIX");
 #undef WCASE
     a.expected_m = 15;
     qg_kernel_info info;
@@ -897,6 +909,9 @@ TEST(bf16_batch_sum_compile_every_variant) {
     static const int SPLITS[] = {1, 3, 16, 44, 132};
     int failures = 0, count = 0;
     unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    /* the trees of radix 4 and 8 (QGEMM_BMK_RADIX): 44 splits, and 16 at b 129, FP32 D + C
+     * and bf16 D */
+    for (int radix = 2; radix <= 8; radix *= 2)
     for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
         for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
             for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
@@ -906,6 +921,10 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     const int per = (s + splits - 1) / splits;
                     splits = (s + per - 1) / per;
                     if (i > 0 && sp != 3 && mode == 1) continue; /* fewer FP32-without-C copies */
+                    if (radix != 2 && (mode == 1 || !(sp == 3 || (i == 0 && sp == 2))))
+                        continue;
+                    char radix_text[2] = {(char)('0' + radix), 0};
+                    setenv("QGEMM_BMK_RADIX", radix_text, 1);
                     qg_bf16_gemm_args a;
                     memset(&a, 0, sizeof a);
                     a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
@@ -923,8 +942,8 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     count++;
                     if (!ok) {
                         failures++;
-                        printf("    batch sum b %d %dx%dx%d splits %d mode %d: %s %s regs %d "
-                               "spills %d/%d stack %d%s%s\n", s, m, n, k, splits, mode,
+                        printf("    batch sum b %d %dx%dx%d splits %d radix %d mode %d: %s %s "
+                               "regs %d spills %d/%d stack %d%s%s\n", s, m, n, k, splits, radix, mode,
                                qg_status_string(st), st ? qg_last_error() : "", info.registers,
                                info.spill_store_bytes, info.spill_load_bytes,
                                info.stack_frame_bytes, warnings != warnings_seen ? "; warning: " : "",
@@ -932,6 +951,7 @@ TEST(bf16_batch_sum_compile_every_variant) {
                         warnings_seen = warnings;
                     }
                 }
+    unsetenv("QGEMM_BMK_RADIX");
     printf("    %d reduced batch-sum variants, %d failures\n", count, failures);
     CHECK(failures == 0, "%d variants failed", failures);
     qg_context_destroy(ctx);
@@ -947,7 +967,8 @@ TEST(bf16_batch_sum_compile_every_variant) {
  * they must stay poisoned (C's, with C = D); D is poisoned (NaN) before each call, the
  * workspace's slots too (a slot read before it was written would show as
  * NaN), its counters zeroed once: they must be zero again after every call.
- * Five calls per mode: bitwise identical D. */
+ * Five calls per mode: bitwise identical D. Every mode at each tree radix
+ * (QGEMM_BMK_RADIX 2, 4, 8). */
 TEST(gpu_bf16_batch_sum_accuracy) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
     qg_context *ctx;
@@ -960,7 +981,8 @@ TEST(gpu_bf16_batch_sum_accuracy) {
     static const int cases[][5] = {{1, 100, 72, 64, 1},      {2, 128, 384, 128, 2},
                                    {3, 200, 136, 64, 3},     {3, 200, 136, 64, 2},
                                    {129, 128, 384, 128, 43}, {129, 72, 48, 64, 129},
-                                   {37, 64, 64, 320, 5},     {129, 256, 256, 64, 16}};
+                                   {37, 64, 64, 320, 5},     {129, 256, 256, 64, 16},
+                                   {65, 64, 48, 64, 65}};
     static const char *mode_names[] = {"FP32 D += (C = D)", "FP32 D = C +", "FP32 D", "bf16 D"};
     int failures = 0, count = 0;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
@@ -1004,7 +1026,12 @@ TEST(gpu_bf16_batch_sum_accuracy) {
                 drv->cuMemsetD8(dw + counter_bytes, 0xFF, ws_bytes - counter_bytes);
             }
         }
-        for (int mode = 0; mode < 4 && !why[0]; ++mode) {
+        /* every tree radix (QGEMM_BMK_RADIX): 65 splits of radix 8 leave a
+         * node of one child (it goes up without storing) */
+        for (int rm = 0; rm < 12 && !why[0]; ++rm) {
+            const int radix = 2 << (rm / 4), mode = rm % 4;
+            char radix_text[2] = {(char)('0' + radix), 0};
+            setenv("QGEMM_BMK_RADIX", radix_text, 1);
             const int d_fp32 = mode < 3, el = d_fp32 ? 4 : 2;
             qg_bf16_gemm_args a;
             memset(&a, 0, sizeof a);
@@ -1039,7 +1066,8 @@ TEST(gpu_bf16_batch_sum_accuracy) {
                     snprintf(why, sizeof why, "run %d not bitwise equal to run 0", run);
             }
             if (why[0]) {
-                snprintf(why + strlen(why), sizeof why - strlen(why), " (%s)", mode_names[mode]);
+                snprintf(why + strlen(why), sizeof why - strlen(why), " (%s, radix %d)",
+                         mode_names[mode], radix);
                 break;
             }
             /* accuracy, and the padding columns still poisoned */
@@ -1069,9 +1097,11 @@ TEST(gpu_bf16_batch_sum_accuracy) {
             const double diff = qgtk_diff_result(&acc);
             count++;
             if (nans || touched || !(diff < 1e-5))
-                snprintf(why, sizeof why, "%s: diff %.3g, %lld NaN (unwritten), %lld padding bytes "
-                         "written", mode_names[mode], diff, (long long)nans, (long long)touched);
+                snprintf(why, sizeof why, "%s, radix %d: diff %.3g, %lld NaN (unwritten), %lld "
+                         "padding bytes written", mode_names[mode], radix, diff, (long long)nans,
+                         (long long)touched);
         }
+        unsetenv("QGEMM_BMK_RADIX");
         if (why[0]) {
             failures++;
             printf("    FAIL batch sum S %d %dx%dx%d splits %d: %s\n", S, m, n, k, splits, why);
@@ -1083,7 +1113,7 @@ TEST(gpu_bf16_batch_sum_accuracy) {
         if (dw) drv->cuMemFree(dw);
         free(ha), free(hb), free(hc), free(got), free(first), free(ref), free(cnt);
     }
-    printf("    %d reduced batch-sum cases x modes checked, %d cases failed\n", count, failures);
+    printf("    %d reduced batch-sum cases x modes x radices checked, %d cases failed\n", count, failures);
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d cases failed", failures);

@@ -46,6 +46,7 @@ torch operations on that stream too).
 """
 from __future__ import annotations
 
+import os
 from typing import Any, List, Sequence, Tuple
 
 from . import _C
@@ -212,7 +213,9 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: Any = None) 
         a = a.contiguous()
     if b.stride(-1) != 1:
         b = b.contiguous()
-    _batch_sum(torch, a, b, d, c, bmk_splits(m, n, s, k) if splits is None else splits)
+    if splits is None:
+        splits = _splits_of_env(m, n, s, k, d.device)
+    _batch_sum(torch, a, b, d, c, splits)
 
 
 def _kernel_writable(t: Any) -> bool:
@@ -261,6 +264,46 @@ def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
         return 1
     per = -(-batches // want)
     return -(-batches // per)
+
+
+# QGEMM_BMK_SPLITS: which split rule einsum('bmk,bnk->mn') uses (A/B measurements,
+# bench/bmk_variants.py): unset or "auto" bmk_splits, "dg" bmk_splits_dg, or a number (the
+# nearest split count with no empty range, at most min(batches, 1024)). Read at every call.
+SPLITS_ENV = "QGEMM_BMK_SPLITS"
+
+
+def _splits_of_env(m: int, n: int, batches: int, k: int, device: Any = None) -> int:
+    v = os.environ.get(SPLITS_ENV, "").strip().lower()
+    if v in ("", "auto"):
+        return bmk_splits(m, n, batches, k)
+    if v == "dg":
+        from ._runtime import get_num_sms
+        return bmk_splits_dg(m, n, batches, k, get_num_sms(device))
+    if v.isdigit() and int(v) >= 1:
+        return _whole_splits(batches, min(int(v), batches, MAX_BATCHES))
+    raise ValueError(f"qgemm: einsum('bmk,bnk->mn'): {SPLITS_ENV}={v!r} must be auto, dg or a "
+                     "split count >= 1")
+
+
+def _whole_splits(batches: int, want: int) -> int:
+    """The split count of ranges of ceil(batches / want) batches: none empty."""
+    if want <= 1:
+        return 1
+    per = -(-batches // want)
+    return -(-batches // per)
+
+
+def bmk_splits_dg(m: int, n: int, batches: int, k: int, num_sms: int) -> int:
+    """A candidate split rule (QGEMM_BMK_SPLITS=dg), after DeepGEMM's: about one CTA per SM in
+    all. DeepGEMM gives each CTA ceil(B*ceil(K/64) / max(num_sms // tiles, 1)) of the B*K/64
+    k-blocks (128x128 tiles); here that many k-blocks rounded up to whole batches (a split
+    is a range of batches), and at least 2 k-blocks per split (the pipeline's overlap)."""
+    tiles = -(-m // 128) * -(-n // 128)
+    kb = max(1, -(-k // 64))  # k-blocks of one batch
+    per_cta = -(-(batches * kb) // max(num_sms // tiles, 1))
+    per = max(-(-per_cta // kb), -(-2 // kb), 1)  # batches per split
+    want = min(-(-batches // per), MAX_BATCHES)
+    return _whole_splits(batches, want)
 
 
 def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool) -> None:

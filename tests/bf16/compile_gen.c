@@ -47,9 +47,9 @@ static int emit(const char *dir, FILE *list, const qg_bf16_problem *p, const qg_
         return -1;
     }
     fprintf(list, "v%016llx.cu layout %d kind %d m %d n %d k %d d_f32 %d with_c %d block %dx%d "
-                  "stages %d multicast %d smem %d\n",
+                  "stages %d multicast %d smem %d radix %d\n",
             h, (int)p->layout, (int)p->kind, p->m, p->n, p->k, p->d_f32, p->with_c, pl->block_m,
-            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes);
+            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix);
     return 0;
 }
 
@@ -121,16 +121,21 @@ int main(int argc, char **argv) {
                         }
     /* the reduced batch sum (QG_BF16_BATCH_SUM): DeepGEMM's einsum 'bmk,bnk->mn' shapes and
      * one off the tiles, at split counts the heuristic and the sweep may use, bf16 D, FP32
-     * D, FP32 D + C */
+     * D, FP32 D + C; the trees of radix 4 and 8 (QGEMM_BMK_RADIX) at the larger split counts
+     * (bench/bmk_variants.py's candidates) */
     static const int sum_s[] = {129, 4096, 8192};
     static const int sum_mnk[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384},
                                      {200, 136, 64}};
-    static const int sum_splits[] = {1, 3, 8, 16, 33, 44, 66, 132};
+    /* (15, 26, 43, 88: the heuristic's at DeepGEMM's shapes; 33, 43, 44: the "dg" rule's) */
+    static const int sum_splits[] = {1, 3, 8, 15, 16, 26, 33, 43, 44, 66, 88, 132};
+    for (int radix = 2; radix <= 8; radix *= 2)
     for (size_t si = 0; si < sizeof sum_s / sizeof sum_s[0]; ++si)
         for (size_t mi = 0; mi < sizeof sum_mnk / sizeof sum_mnk[0]; ++mi)
             for (size_t pi = 0; pi < sizeof sum_splits / sizeof sum_splits[0]; ++pi)
                 for (int mode = 0; mode < 3; ++mode) {
+                    if (radix != 2 && sum_splits[pi] < 15) continue;
                     qg_bf16_problem p = {0};
+                    p.sum_radix = radix;
                     p.m = sum_mnk[mi][0], p.n = sum_mnk[mi][1], p.k = sum_mnk[mi][2];
                     p.layout = QG_BF16_NT;
                     p.kind = QG_BF16_BATCH_SUM;

@@ -666,3 +666,46 @@ def test_extension_accepts_the_batch_sums_layout(no_gpu):
     bad = FakeTensor([15, 128, 384], "float32", strides=[128 * 400 + 64, 400, 1])  # not packed
     with pytest.raises(ValueError, match="packed"):
         qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCH_SUMS, a, b, bad, None, None, 0, None, 0, 0)
+
+
+@pytest.mark.parametrize("m,n,s,k,sms,want", [
+    (128, 384, 129, 128, 132, 43),   # 3 tiles: 44 CTAs a tile, 6 k-blocks = 3 batches each
+    (256, 256, 129, 256, 132, 33),   # 4 tiles: 33 a tile, 16 k-blocks = 4 batches
+    (384, 128, 4096, 384, 132, 44),  # 3 tiles: 44 a tile, 559 k-blocks -> 94 batches
+    (128, 128, 3, 64, 132, 2),       # at least 2 k-blocks a split: 2 ranges (of 2 and 1)
+    (4096, 4096, 8, 1024, 132, 1),   # 1024 tiles: one CTA per tile, one range
+])
+def test_bmk_splits_dg(m, n, s, k, sms, want):
+    splits = E.bmk_splits_dg(m, n, s, k, sms)
+    assert splits == want
+    per = -(-s // splits)
+    assert (splits - 1) * per < s <= splits * per  # no empty range (the C API's rule)
+
+
+def test_bmk_splits_env(monkeypatch):
+    """QGEMM_BMK_SPLITS: auto (bmk_splits), dg (bmk_splits_dg) or a count (made whole)."""
+    monkeypatch.setattr(E, "bmk_splits_dg", lambda m, n, s, k, sms: ("dg", sms))
+    monkeypatch.setattr(sys.modules["qgemm._runtime"], "get_num_sms", lambda device=None: 77)
+    for v, want in (("", 15), ("auto", 15), (" AUTO ", 15), ("dg", ("dg", 77)), ("16", 15),
+                    ("4", 4), ("1", 1), ("500", 129)):
+        monkeypatch.setenv(E.SPLITS_ENV, v)
+        assert E._splits_of_env(128, 384, 129, 128) == want, v
+    for v in ("0", "-3", "two", "dg2"):
+        monkeypatch.setenv(E.SPLITS_ENV, v)
+        with pytest.raises(ValueError, match="QGEMM_BMK_SPLITS"):
+            E._splits_of_env(128, 384, 129, 128)
+
+
+def test_bmk_bnk_mn_uses_the_split_env(monkeypatch):
+    t = _torch()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setenv(E.SPLITS_ENV, "4")
+    s, m, n, k = 10, 24, 16, 8
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    d = t.zeros(m, n)
+    qdg.einsum("bmk,bnk->mn", a, b, d)
+    (kind, _, _, _, _, ws, splits), = fake.calls
+    assert splits == 4 and ws is not None  # ranges of 3: 4 splits
+    ref = (a.double() @ b.double().mT).sum(0)
+    assert calc_diff(d, ref) < 1e-5
