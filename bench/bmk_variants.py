@@ -6,7 +6,10 @@ For DeepGEMM's test_bmk_bnk_mn shapes (b in 129 / 4096 / 8192; (m, n, k) in (128
 shapes with an FP32 d += (c = d), times qgemm's one kernel (``qg_bf16_bmn_bnk_mn_gemm_impl``)
 for each variant
 
-    split rule (QGEMM_BMK_SPLITS: "auto" = bmk_splits, today's default; "dg" = bmk_splits_dg)
+    split rule ("tiles" = bmk_splits, the default below E.DG_RULE_MIN_BATCHES batches;
+                "dg" = bmk_splits_dg, the default from there; "auto" = that default;
+                a number = that split count made whole) -- the 2026-11-28 H200 run's
+                "auto" column was today's "tiles", before the default became the mix
   x tree radix (QGEMM_BMK_RADIX: 2, today's default; 8)
 
 with kineto as DeepGEMM's bench_kineto (an 8 GB L2 flush before each call, the kernel's
@@ -73,9 +76,9 @@ def calc_diff(x, y) -> float:
 
 
 def splits_of(rule: str, m: int, n: int, s: int, k: int) -> int:
-    if rule == "auto":
+    if rule == "tiles" or (rule == "auto" and s < E.DG_RULE_MIN_BATCHES):
         return E.bmk_splits(m, n, s, k)
-    if rule == "dg":
+    if rule in ("dg", "auto"):
         return E.bmk_splits_dg(m, n, s, k, torch.cuda.get_device_properties(0).multi_processor_count)
     return E._whole_splits(s, min(int(rule), s, E.MAX_BATCHES))
 
@@ -118,7 +121,7 @@ def warm(args, part: int, parts: int) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rules", default="auto,dg", help="split rules: auto, dg or a count")
+    ap.add_argument("--rules", default="tiles,dg,auto", help="split rules: tiles, dg, auto or a count")
     ap.add_argument("--radix", default="2,8", help="tree radices (2, 4, 8)")
     ap.add_argument("--fp32", action=argparse.BooleanOptionalAction, default=True,
                     help="also the b = 129 shapes with an FP32 d += (c = d)")

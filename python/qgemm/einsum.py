@@ -267,21 +267,34 @@ def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
 
 
 # QGEMM_BMK_SPLITS: which split rule einsum('bmk,bnk->mn') uses (A/B measurements,
-# bench/bmk_variants.py): unset or "auto" bmk_splits, "dg" bmk_splits_dg, or a number (the
-# nearest split count with no empty range, at most min(batches, 1024)). Read at every call.
+# bench/bmk_variants.py): unset or "auto" the default below, "tiles" bmk_splits, "dg"
+# bmk_splits_dg, or a number (the nearest split count with no empty range, at most
+# min(batches, 1024)). Read at every call.
 SPLITS_ENV = "QGEMM_BMK_SPLITS"
+# The default: bmk_splits below DG_RULE_MIN_BATCHES batches, bmk_splits_dg from there.
+# Measured on the H200 (bench/results/2026-11-28-h200-21-final/bmk-variants.log, DeepGEMM's
+# 12 test rows, radix 2): at B = 129 bmk_splits ran 17.6-38.2 us where the DeepGEMM-like
+# rule ran 33.3-38.2; at B = 4096 / 8192 the DeepGEMM-like rule ran 160.7 / 314.0 / 438.3 /
+# 292.4 / 603.7 / 839.0 us where bmk_splits ran 196.6 / 344.2 / 489.8 / 344.1 / 581.5 /
+# 937.9 (better on 5 of those 6 rows).
+DG_RULE_MIN_BATCHES = 1024
 
 
 def _splits_of_env(m: int, n: int, batches: int, k: int, device: Any = None) -> int:
     v = os.environ.get(SPLITS_ENV, "").strip().lower()
     if v in ("", "auto"):
+        if batches < DG_RULE_MIN_BATCHES:
+            return bmk_splits(m, n, batches, k)
+        from ._runtime import get_num_sms
+        return bmk_splits_dg(m, n, batches, k, get_num_sms(device))
+    if v == "tiles":
         return bmk_splits(m, n, batches, k)
     if v == "dg":
         from ._runtime import get_num_sms
         return bmk_splits_dg(m, n, batches, k, get_num_sms(device))
     if v.isdigit() and int(v) >= 1:
         return _whole_splits(batches, min(int(v), batches, MAX_BATCHES))
-    raise ValueError(f"qgemm: einsum('bmk,bnk->mn'): {SPLITS_ENV}={v!r} must be auto, dg or a "
+    raise ValueError(f"qgemm: einsum('bmk,bnk->mn'): {SPLITS_ENV}={v!r} must be auto, tiles, dg or a "
                      "split count >= 1")
 
 

@@ -683,13 +683,18 @@ def test_bmk_splits_dg(m, n, s, k, sms, want):
 
 
 def test_bmk_splits_env(monkeypatch):
-    """QGEMM_BMK_SPLITS: auto (bmk_splits), dg (bmk_splits_dg) or a count (made whole)."""
+    """QGEMM_BMK_SPLITS: auto (bmk_splits below DG_RULE_MIN_BATCHES batches, bmk_splits_dg
+    from there), tiles (bmk_splits), dg (bmk_splits_dg) or a count (made whole)."""
     monkeypatch.setattr(E, "bmk_splits_dg", lambda m, n, s, k, sms: ("dg", sms))
     monkeypatch.setattr(sys.modules["qgemm._runtime"], "get_num_sms", lambda device=None: 77)
-    for v, want in (("", 15), ("auto", 15), (" AUTO ", 15), ("dg", ("dg", 77)), ("16", 15),
-                    ("4", 4), ("1", 1), ("500", 129)):
+    for v, want in (("", 15), ("auto", 15), (" AUTO ", 15), ("tiles", 15), ("dg", ("dg", 77)),
+                    ("16", 15), ("4", 4), ("1", 1), ("500", 129)):
         monkeypatch.setenv(E.SPLITS_ENV, v)
         assert E._splits_of_env(128, 384, 129, 128) == want, v
+    big = E.DG_RULE_MIN_BATCHES
+    for v, want in (("", ("dg", 77)), ("auto", ("dg", 77)), ("tiles", E.bmk_splits(128, 384, big, 128))):
+        monkeypatch.setenv(E.SPLITS_ENV, v)
+        assert E._splits_of_env(128, 384, big, 128) == want, v
     for v in ("0", "-3", "two", "dg2"):
         monkeypatch.setenv(E.SPLITS_ENV, v)
         with pytest.raises(ValueError, match="QGEMM_BMK_SPLITS"):
