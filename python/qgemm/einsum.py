@@ -181,7 +181,7 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
 
 
 def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: Any = None) -> None:
-    # (splits: the split count instead of bmk_splits' choice; bench/bmk_splits_sweep.py)
+    # (splits: the split count instead of bmk_splits' choice; bench/bmk_variants.py)
     func = "einsum('bmk,bnk->mn')"
     s, m, k = _check_3d(func, "a", a, torch.bfloat16, "[B, M, K]")
     s_, n, k_ = _check_3d(func, "b", b, torch.bfloat16, "[B, N, K]")
