@@ -223,11 +223,12 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->smem_bytes = pmqa_smem(next_n * heads, head_dim, stages);
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
-    /* Four math warpgroups (DeepGEMM's count): the 2026-11-28 two reached
-     * 2.6-3.2 TB/s, each warpgroup's wait -> wgmma -> epilogue round too long
-     * for two to keep the cache stream going; qg__pmqa_plan_variant(p, 2)
-     * keeps that path for measurements. */
-    return qg__pmqa_plan_variant(out, 4);
+    /* Two math warpgroups. Four (DeepGEMM's count; qg__pmqa_plan_variant(p,
+     * 4)) ran 4-12% slower on the H200 on the eight decode shapes measured
+     * both ways (bench/results/2026-11-28-h200-21-final against
+     * 2026-11-28-h200-19-verify, kineto: e.g. bsz 4096, L 8192, H 32: 1548
+     * against 1433-1445 us), so it stays a variant for measurements. */
+    return qg__pmqa_plan_variant(out, 2);
 }
 
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int math_wgs) {
