@@ -50,13 +50,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BENCH_DEFAULT_RUNS 30
 #define SPREAD_NOTE 1.15
-#define BENCH_MIN_RUNS 20
-#define BENCH_MAX_RUNS 100000
-#define BENCH_DEFAULT_WARMUP 5
-#define BENCH_MIN_WARMUP 3
-#define BENCH_MAX_WARMUP 100000
 #define BENCH_SCALE_SPREAD 2
 #define COPY_BYTES ((size_t)1 << 30)
 #define COPY_RUNS 5
@@ -154,8 +148,8 @@ static bool parse_masked(const char *text, bench_opts *o) {
 
 static int parse_options(int argc, char **argv, bench_opts *o) {
     memset(o, 0, sizeof *o);
-    o->runs = BENCH_DEFAULT_RUNS;
-    o->warmup = BENCH_DEFAULT_WARMUP;
+    o->runs = CLI_BENCH_DEFAULT_RUNS;
+    o->warmup = CLI_BENCH_DEFAULT_WARMUP;
     o->host_calls = HOST_DEFAULT_CALLS;
     o->use_peer = true;
     o->flush = QGTK_L2_FLUSH_CLEAN;
@@ -193,14 +187,14 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
                 return cli_usage_error("bench: --shape wants MxNxK, got '%s'", next);
             i++;
         } else if (!strcmp(a, "--runs")) {
-            if (!cli_parse_int(next, BENCH_MIN_RUNS, BENCH_MAX_RUNS, &v))
+            if (!cli_parse_int(next, CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, &v))
                 return cli_usage_error("bench: --runs wants an integer in [%d, %d], got '%s'",
-                                       BENCH_MIN_RUNS, BENCH_MAX_RUNS, next);
+                                       CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, next);
             o->runs = (int)v, i++;
         } else if (!strcmp(a, "--warmup")) {
-            if (!cli_parse_int(next, BENCH_MIN_WARMUP, BENCH_MAX_WARMUP, &v))
+            if (!cli_parse_int(next, CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, &v))
                 return cli_usage_error("bench: --warmup wants an integer in [%d, %d], got '%s'",
-                                       BENCH_MIN_WARMUP, BENCH_MAX_WARMUP, next);
+                                       CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, next);
             o->warmup = (int)v, o->warmup_set = true, i++;
         } else if (!strcmp(a, "--config")) {
             if (!cli_parse_config(next, &o->cfg))

@@ -20,12 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUNS_DEFAULT 30
-#define RUNS_MIN 20
-#define RUNS_MAX 100000
-#define WARMUP_DEFAULT 5
-#define WARMUP_MIN 3
-#define WARMUP_MAX 100000
 #define SAMPLE_ROWS 16
 #define MAX_DIMS CLI_FAMILY_MAX_DIMS
 
@@ -62,7 +56,8 @@ static const char *option_families(const char *opt, cli_family f, bool *ok) {
 
 static int parse(int argc, char **argv, fam_opts *o) {
     memset(o, 0, sizeof *o);
-    o->runs = RUNS_DEFAULT, o->warmup = WARMUP_DEFAULT, o->flush = QGTK_L2_FLUSH_CLEAN;
+    o->runs = CLI_BENCH_DEFAULT_RUNS, o->warmup = CLI_BENCH_DEFAULT_WARMUP;
+    o->flush = QGTK_L2_FLUSH_CLEAN;
     o->seed = cli_fresh_seed();
     o->cast = QG_CAST_KIND_PER_TOKEN;
     o->splits = 1;
@@ -107,14 +102,14 @@ static int parse(int argc, char **argv, fam_opts *o) {
                 return CLI_EXIT_USAGE;
             i++;
         } else if (!strcmp(a, "--runs")) {
-            if (!cli_parse_int(next, RUNS_MIN, RUNS_MAX, &v))
+            if (!cli_parse_int(next, CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, &v))
                 return cli_usage_error("bench: --runs wants an integer in [%d, %d], got '%s'",
-                                       RUNS_MIN, RUNS_MAX, next);
+                                       CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, next);
             o->runs = (int)v, i++;
         } else if (!strcmp(a, "--warmup")) {
-            if (!cli_parse_int(next, WARMUP_MIN, WARMUP_MAX, &v))
+            if (!cli_parse_int(next, CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, &v))
                 return cli_usage_error("bench: --warmup wants an integer in [%d, %d], got '%s'",
-                                       WARMUP_MIN, WARMUP_MAX, next);
+                                       CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, next);
             o->warmup = (int)v, i++;
         } else if (!strcmp(a, "--flush")) {
             if (!strcmp(next, "clean")) o->flush = QGTK_L2_FLUSH_CLEAN;

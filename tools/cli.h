@@ -51,6 +51,13 @@ typedef struct {
 } cli_shape;
 
 #define CLI_MAX_SHAPES 64
+/* `qgemm bench`'s timed calls and warm-up calls: defaults and bounds (FP8 and --family) */
+#define CLI_BENCH_DEFAULT_RUNS 30
+#define CLI_BENCH_MIN_RUNS 20
+#define CLI_BENCH_MAX_RUNS 100000
+#define CLI_BENCH_DEFAULT_WARMUP 5
+#define CLI_BENCH_MIN_WARMUP 3
+#define CLI_BENCH_MAX_WARMUP 100000
 #define CLI_NUM_DEEPSEEK_SHAPES 18
 
 /* The DeepSeek-V3 table: M in {64, 128, 4096} x the six (N, K) pairs. */
