@@ -649,6 +649,26 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 #else
             const int num_kb = QG_NUM_K_BLOCKS;
 #endif
+#if QG_KIND == 2 || QG_KIND == 3
+            /* masked / psum: a warpgroup whose rows all lie past the group's
+             * valid rows (the last m-block of a group: 134-249 rows in
+             * 128-row blocks leave the second warpgroup idle half the time)
+             * issues no wgmma and stores nothing; it still waits for and
+             * releases every stage (the producer counts both warpgroups'
+             * releases, and the phases stay in step), then takes the next
+             * tile: its epilogue would write no row (its barriers are its
+             * own). The skip is a whole-tile branch before the accumulators
+             * are touched, so no wgmma sits in a divergent path (ptxas
+             * C7520). */
+            if (epi_row0 >= tile.rows) {
+                for (int kb = 0; kb < num_kb; ++kb) {
+                    qg_mbarrier_wait(&full[s], phase);
+                    qg_bf16_release(empty, s, lane);
+                    qg_bf16_advance(s, phase);
+                }
+                continue;
+            }
+#endif
 #pragma unroll
             for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll

@@ -33,6 +33,8 @@ typedef struct {
     int d_f32, with_c;
     int sum_batches; /* batch sums only: the batches (num_groups: the splits) */
     int sum_radix;   /* the reduced batch sum only: its tree's radix (QGEMM_BMK_RADIX) */
+    int legacy;      /* QGEMM_BF16_PLAN=v1: the heuristic before the DeepGEMM-mirroring rules */
+    int force_bm, force_bn, force_mc; /* QGEMM_BF16_PLAN=BMxBN[:a|b]: a forced tile (0: none) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -79,9 +81,21 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->with_c = k->with_c;
     p->sum_batches = k->sum_batches;
     p->sum_radix = k->sum_radix;
+    p->legacy = k->legacy;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
-    if (qg__bf16_select(p, &out->plan) != 0)
+    if (k->force_bm) {
+        const char *why = NULL;
+        if (!qg__bf16_legal(p, k->force_bm, k->force_bn, k->force_mc, &why))
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "QGEMM_BF16_PLAN forces the tile %dx%d, multicast %d, which %s %dx%dx%d "
+                            "(%d groups) cannot take: %s", k->force_bm, k->force_bn, k->force_mc,
+                            layout_name(p->layout), p->m, p->n, p->k, p->num_groups, why);
+        if (qg__bf16_complete(p, k->force_bm, k->force_bn, k->force_mc, &out->plan) != 0)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "QGEMM_BF16_PLAN forces the tile %dx%d, whose stages do not fit %d bytes "
+                            "of shared memory", k->force_bm, k->force_bn, p->smem_limit);
+    } else if (qg__bf16_select(p, &out->plan) != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "no BF16 kernel configuration fits %s %dx%dx%d (%d groups, %s D%s) in "
                         "%d SMs with %d bytes of shared memory", layout_name(p->layout), p->m,
@@ -138,6 +152,35 @@ static int bmk_radix(void) {
     const char *v = qg__env_string("QGEMM_BMK_RADIX");
     if (!v) return 2;
     if ((v[0] == '2' || v[0] == '4' || v[0] == '8') && v[1] == '\0') return v[0] - '0';
+    return 0;
+}
+
+/* QGEMM_BF16_PLAN (src/env.c): which BF16 configuration a call gets, so that
+ * one process times the alternatives (bench/peers_families.py --old-plan) and
+ * the GPU tests reach tiles the heuristic would not pick for their shapes:
+ * unset or "v2": the current heuristic; "v1": the one before the
+ * DeepGEMM-mirroring rules (src/bf16_plan.c, qg_bf16_problem.legacy);
+ * "BMxBN" with an optional ":a" or ":b" (multicast A or B): that tile, when
+ * legal for the call (else the call fails, saying why). Part of the launch
+ * cache's key. Returns 0, or -1 for another value. */
+static int bf16_plan_override(int *legacy, int *bm, int *bn, int *mc) {
+    const char *v = qg__env_string("QGEMM_BF16_PLAN");
+    *legacy = *bm = *bn = *mc = 0;
+    if (!v || strcmp(v, "v2") == 0) return 0;
+    if (strcmp(v, "v1") == 0) {
+        *legacy = 1;
+        return 0;
+    }
+    char tail[8] = "";
+    int used = 0;
+    if (sscanf(v, "%dx%d%n", bm, bn, &used) != 2 || *bm < 1 || *bn < 1) return -1;
+    if (v[used] != '\0') {
+        if (strlen(v + used) > 2 || v[used] != ':') return -1;
+        snprintf(tail, sizeof tail, "%s", v + used + 1);
+        if (!strcmp(tail, "a")) *mc = 1;
+        else if (!strcmp(tail, "b")) *mc = 2;
+        else return -1;
+    }
     return 0;
 }
 
@@ -234,6 +277,11 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
                         fn, kgrouped ? 4096 : split_sum ? (1 << 24) : 1024, groups);
     }
     int splits = 1, radix = 0;
+    int legacy, force_bm, force_bn, force_mc;
+    if (bf16_plan_override(&legacy, &force_bm, &force_bn, &force_mc) != 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BF16_PLAN='%.64s' is not v1, v2 or a tile BMxBN[:a|:b] "
+                        "(the BF16 configuration)", fn, qg__env_string("QGEMM_BF16_PLAN"));
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: QGEMM_BMK_RADIX='%.64s' is not 2, 4 or 8 (the batch sum's tree radix)",
@@ -305,6 +353,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->num_groups = split_sum ? splits : groups;
     key->sum_batches = split_sum ? groups : 0;
     key->sum_radix = sum1 ? radix : 0;
+    key->legacy = legacy;
+    key->force_bm = force_bm, key->force_bn = force_bn, key->force_mc = force_mc;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;

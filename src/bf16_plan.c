@@ -199,6 +199,17 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     return cost;
 }
 
+/* Operand rows a CTA of the plan pulls through L2 per K element (the
+ * multicast operand's half: its pair loads it once). Between multicast A and
+ * B of one tile the estimate ties whenever the tile is MMA-bound, yet the
+ * operand feed is near its limit there (128 x 256 with A shared: 40 bytes a
+ * clock an SM of ~46); DeepGEMM shares the larger operand (its L2 model,
+ * heuristics/sm90.hpp), and so does the tie-break (not with legacy: v1 kept
+ * the first, A). */
+static int l2_rows(const qg_bf16_plan *pl) {
+    return pl->block_m / (pl->multicast == 1 ? 2 : 1) + pl->block_n / (pl->multicast == 2 ? 2 : 1);
+}
+
 int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
     if (!problem_ok(p)) return -1;
     int found = 0, best_waves = 0, best_last = 0;
@@ -223,6 +234,8 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
                         else if (last != best_last) better = last > best_last;
                         else if (bm * bn != best.block_m * best.block_n)
                             better = bm * bn > best.block_m * best.block_n;
+                        else if (!p->legacy && mc && best.multicast && mc != best.multicast)
+                            better = l2_rows(&pl) < l2_rows(&best);
                         else better = pl.num_stages > best.num_stages;
                     }
                 }

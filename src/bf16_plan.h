@@ -77,6 +77,8 @@ typedef struct {
                       /* batched: num_groups is the batch count; batch sums: the splits */
     int sum_batches;  /* batch sums: the batches summed (0 otherwise) */
     int sum_radix;    /* the reduced batch sum: its tree's radix, 2, 4 or 8 (0: 2) */
+    int legacy;       /* 1: the heuristic as it was before the DeepGEMM-mirroring rules
+                         (QGEMM_BF16_PLAN=v1: one process times both) */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
 } qg_bf16_problem;

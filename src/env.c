@@ -32,6 +32,12 @@
  *                                            (qg_bf16_gemm_batch_sum, einsum 'bmk,bnk->mn';
  *                                            A/B measurements): 2, 4 or 8; another value
  *                                            fails the call with a message naming it
+ *   QGEMM_BF16_PLAN     v2                   the BF16 GEMMs' configuration (A/B measurements,
+ *                                            tests): v2 (the current heuristic), v1 (before
+ *                                            it mirrored DeepGEMM's multicast choice) or a
+ *                                            forced tile BMxBN[:a|:b]; another value, or a
+ *                                            tile the call cannot take, fails the call with
+ *                                            a message naming it
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
  *                                            when NVRTC is loaded (src/nvrtc.c)
@@ -74,6 +80,8 @@ const qg_env_knob qg__env_knobs[] = {
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
+    {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v2 (current heuristic), v1 (before branch "
+     "bf16h) or a forced tile BMxBN[:a|:b]", "v2"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

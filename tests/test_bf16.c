@@ -145,6 +145,38 @@ TEST(bf16_validation) {
     st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
     CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "QG_MAJOR_MN"),
           "k-grouped K-major A: %s (%s)", qg_status_string(st), qg_last_error());
+    /* QGEMM_BF16_PLAN: v1, v2 or a tile BMxBN[:a|:b]; anything else refused,
+     * naming it; a forced tile the call cannot take fails its planning, saying
+     * why (qg_bf16_compile plans offline; nothing is compiled for it) */
+    static const char *plan_ok[] = {"v1", "v2", "64x48", "128x96:a", "128x64:b"};
+    for (size_t i = 0; i < sizeof plan_ok / sizeof plan_ok[0]; ++i) {
+        setenv("QGEMM_BF16_PLAN", plan_ok[i], 1);
+        st = qg_bf16_gemm(ctx, &a, NULL);
+        CHECK(st == QG_ERROR_NO_DEVICE, "QGEMM_BF16_PLAN=%s: %s (%s)", plan_ok[i],
+              qg_status_string(st), qg_last_error());
+    }
+    static const char *plan_bad[] = {"v3", "128", "128x", "x64", "128x64:", "128x64:c", "128x64a",
+                                     "0x64", "128x64:ab"};
+    for (size_t i = 0; i < sizeof plan_bad / sizeof plan_bad[0]; ++i) {
+        setenv("QGEMM_BF16_PLAN", plan_bad[i], 1);
+        st = qg_bf16_gemm(ctx, &a, NULL);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BF16_PLAN") &&
+                  strstr(qg_last_error(), plan_bad[i]),
+              "QGEMM_BF16_PLAN=%s: %s (%s)", plan_bad[i], qg_status_string(st), qg_last_error());
+    }
+    setenv("QGEMM_BF16_PLAN", "96x64", 1);
+    st = qg_bf16_compile(ctx, QG_GEMM_DENSE, &a, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "96x64") &&
+              strstr(qg_last_error(), "block_m is 64, 128 or 256"),
+          "forced 96x64: %s (%s)", qg_status_string(st), qg_last_error());
+    setenv("QGEMM_BF16_PLAN", "128x48:a", 1); /* 576 / 48 = 12 n-blocks: legal; 80: 8 */
+    st = qg_bf16_compile(ctx, QG_GEMM_DENSE, &a, NULL);
+    CHECK(st == QG_SUCCESS, "forced 128x48:a: %s (%s)", qg_status_string(st), qg_last_error());
+    setenv("QGEMM_BF16_PLAN", "128x64:b", 1); /* one m-block of 100 rows: B pairs need two */
+    st = qg_bf16_compile(ctx, QG_GEMM_DENSE, &a, NULL);
+    CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "even m-block count"),
+          "forced 128x64:b, one m-block: %s (%s)", qg_status_string(st), qg_last_error());
+    unsetenv("QGEMM_BF16_PLAN");
     st = qg_bf16_compile(ctx, QG_GEMM_WGRAD, &a, NULL);
     CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "kind must be"),
           "compile of the wgrad kind: %s (%s)", qg_status_string(st), qg_last_error());
@@ -297,6 +329,7 @@ TEST(gpu_bf16_accuracy) {
                                     {4096, 512, 256}, {64, 7168, 448}};
     static qgtk_bf16_case cases[256];
     int count = 0;
+    unsetenv("QGEMM_BF16_PLAN");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
         for (int layout = 0; layout < 4; ++layout)
             for (int mode = 0; mode < 6; ++mode) /* D bf16 / FP32, x no C / C / in place */
@@ -314,12 +347,25 @@ TEST(gpu_bf16_accuracy) {
     cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_MASKED, 1024, 4096, 7168, 2, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
     for (int cm = 0; cm < 3; ++cm)
         cases[count++] = (qgtk_bf16_case){QG_GEMM_K_GROUPED, 200, 264, 0, 5, QG_MAJOR_MN, QG_MAJOR_MN, 1, cm};
+    /* Forced 128-row tiles (QGEMM_BF16_PLAN) on masked and psum rows whose last
+     * m-block leaves the second math warpgroup no row, so it skips the tile:
+     * masked 192 rows x 5 groups holds 192, 0, 67, 99 and 131 rows (second
+     * blocks of 64 and 3 rows); psum 1200 x 6 groups, 200, 0, 200, 163 (35
+     * rows past 128), 200, 163. Poisoned rows past each group stay poisoned. */
+    const int first_forced = count;
+    static const char *forced[] = {"128x64", "128x96:a", "128x64", "128x128"};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_MASKED, 192, 576, 448, 5, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_MASKED, 192, 576, 448, 5, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_PSUM, 1200, 264, 320, 6, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_PSUM, 1200, 264, 320, 6, QG_MAJOR_K, QG_MAJOR_MN, 0, 0};
     int failures = 0;
     double lo = 1, hi = 0;
     for (int i = 0; i < count; ++i) {
         qgtk_case_opts opts = {.seed = 1234u + (unsigned)i * 77u};
         qgtk_case_result res;
+        if (i >= first_forced) setenv("QGEMM_BF16_PLAN", forced[i - first_forced], 1);
         const bool ok = qgtk_bf16_case_run(ctx, stream, &cases[i], &opts, &res);
+        unsetenv("QGEMM_BF16_PLAN");
         const double diff = res.diff;
         if (ok) {
             if (diff < lo) lo = diff;

@@ -108,3 +108,54 @@ TEST(bf16_plan_source) {
           "k-grouped source");
     PASS();
 }
+
+/* The multicast tie-break (branch bf16h): where A and B multicast of one tile
+ * tie in the estimate, the plan shares the larger operand, as DeepGEMM's L2
+ * model does; QGEMM_BF16_PLAN=v1 (legacy) keeps the old first choice, A. The
+ * rule only ever swaps A for B: tile, stages and grid stay those of v1 on
+ * every DeepSeek shape, kind and layout. */
+TEST(bf16_plan_multicast_tiebreak) {
+    qg_bf16_problem p = problem(4096, 2112, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    qg_bf16_plan pl, old;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.block_m == 128 && pl.block_n == 176 && pl.multicast == 2,
+          "4096x2112x7168: %dx%d mc %d, want 128x176 B", pl.block_m, pl.block_n, pl.multicast);
+    p.legacy = 1;
+    CHECK(qg__bf16_select(&p, &old) == 0 && old.block_m == 128 && old.block_n == 176 && old.multicast == 1,
+          "v1 4096x2112x7168: %dx%d mc %d, want 128x176 A", old.block_m, old.block_n, old.multicast);
+    /* 128 x 256 over 4096 x 4096: B shared (pairs along M), as DeepGEMM's 256 x 128 with A shared */
+    p = problem(4096, 4096, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.block_m == 128 && pl.block_n == 256 && pl.multicast == 2,
+          "4096x4096x7168: %dx%d mc %d", pl.block_m, pl.block_n, pl.multicast);
+    /* masked: B multicast is not legal (pairs along M may straddle groups): A stays */
+    p = problem(4096, 4096, 4096, QG_BF16_NT, QG_BF16_MASKED);
+    p.num_groups = 32, p.expected_m = 192;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.block_m == 128 && pl.block_n == 256 && pl.multicast == 1,
+          "masked 32x192: %dx%d mc %d", pl.block_m, pl.block_n, pl.multicast);
+    static const int ms[] = {1, 64, 128, 256, 1000, 4096, 16384};
+    static const int nk[][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384},
+                                {4096, 7168}, {7168, 2048}, {256, 7168}, {129280, 7168}, {6144, 7168}};
+    int swapped = 0;
+    for (int l = 0; l < 4; ++l)
+        for (int kind = 0; kind <= 4; ++kind)
+            for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i)
+                for (size_t j = 0; j < sizeof nk / sizeof nk[0]; ++j) {
+                    if (qg__bf16_a_mn_major((qg_bf16_layout)l) && kind != 0 && kind != 4) continue;
+                    p = problem(ms[i], nk[j][0], nk[j][1], (qg_bf16_layout)l, (qg_bf16_kind)kind);
+                    p.d_f32 = kind == 4;
+                    p.with_c = kind == 4;
+                    CHECK(qg__bf16_select(&p, &pl) == 0, "plan");
+                    p.legacy = 1;
+                    CHECK(qg__bf16_select(&p, &old) == 0, "v1 plan");
+                    CHECK(pl.block_m == old.block_m && pl.block_n == old.block_n &&
+                              pl.num_stages == old.num_stages && pl.grid == old.grid,
+                          "layout %d kind %d %dx%dx%d: %dx%d/%d vs v1 %dx%d/%d", l, kind, p.m, p.n, p.k,
+                          pl.block_m, pl.block_n, pl.num_stages, old.block_m, old.block_n, old.num_stages);
+                    CHECK(pl.multicast == old.multicast || (pl.multicast == 2 && old.multicast == 1),
+                          "layout %d kind %d %dx%dx%d: multicast %d vs v1 %d", l, kind, p.m, p.n, p.k,
+                          pl.multicast, old.multicast);
+                    swapped += pl.multicast != old.multicast;
+                }
+    CHECK(swapped > 0, "the rule changed nothing");
+    printf("    %d of the grid's plans share B where v1 shared A\n", swapped);
+    PASS();
+}
