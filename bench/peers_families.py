@@ -57,7 +57,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "mqa", "paged-mqa", "hc", "cast")
 NEW_KINDS = ("einsum", "mqa", "paged-mqa", "hc")  # built here, not by DeepGEMM's generators
-LIBS = ("deepgemm", "cublas", "qgemm")
+LIBS = ("deepgemm", "cublas", "qgemm", "qgemm-v1")  # qgemm-v1: --old-plan
 
 
 def log(*a: Any) -> None:
@@ -393,6 +393,18 @@ def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer,
         ref = torch.stack([c0[i].double() + a[s:s + kk].double().t() @ b[s:s + kk].double()
                            for i, (s, kk) in enumerate(zip(starts, ks))])
         resets = {lib: (lambda dl=dd[lib]: dl.copy_(c0)) for lib in dd}
+    # qgemm-v1: qgemm under QGEMM_BF16_PLAN=v1 (the BF16 heuristic before branch bf16h; read by
+    # the library at every call, so the variable is set around each call only)
+    if "qgemm-v1" in fns:
+        def with_v1(f: Callable[[], Any]) -> Callable[[], Any]:
+            def call() -> Any:
+                os.environ["QGEMM_BF16_PLAN"] = "v1"
+                try:
+                    return f()
+                finally:
+                    os.environ.pop("QGEMM_BF16_PLAN", None)
+            return call
+        fns["qgemm-v1"] = with_v1(fns["qgemm-v1"])
     # checked call of each library (from the reset state), accuracy
     for lib, f in fns.items():
         try:
@@ -420,9 +432,14 @@ def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer,
         row["qgemm_gbps"] = row["bytes"] / q / 1e3
     for t in ("kineto", "events"):
         q = row.get(f"qgemm_{t}_us")
-        for peer in ("deepgemm", "cublas"):
+        for peer in ("deepgemm", "cublas", "qgemm-v1"):
             p = row.get(f"{peer}_{t}_us")
             row[f"{peer}_over_qgemm_{t}"] = p / q if p and q else None
+        q1, p = row.get(f"qgemm-v1_{t}_us"), row.get(f"deepgemm_{t}_us")
+        if q1:
+            row[f"deepgemm_over_qgemm-v1_{t}"] = p / q1 if p else None
+            p = row.get(f"cublas_{t}_us")
+            row[f"cublas_over_qgemm-v1_{t}"] = p / q1 if p else None
     return row
 
 
@@ -522,8 +539,10 @@ def _rate(r: Dict[str, Any]) -> str:
 
 def render(rows: List[Dict[str, Any]], device: str) -> str:
     out = [f"# peers-families on {device}: time ratios peer / qgemm (> 1: qgemm faster)", ""]
+    v1 = any(r.get("qgemm-v1_kineto_us") for r in rows)
     out.append(f"{'kind':16} {'shape':24} {'lay':3} {'D':5} {'acc':3} {'qg us':>8} {'dg/qg kin':>9} "
-               f"{'dg/qg ev':>8} {'cb/qg kin':>9} {'qg diff':>9} {'rate':>10}  errors")
+               f"{'dg/qg ev':>8} {'cb/qg kin':>9} {'qg diff':>9} {'rate':>10}"
+               + (f" {'v1/qg kin':>9} {'dg/v1 kin':>9}" if v1 else "") + "  errors")
     rows = [r for r in rows if r.get("kind") != "cast"]  # (render_casts)
     for r in rows:
         f = lambda x, p=2: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
@@ -532,7 +551,9 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
                    f"{f(r.get('deepgemm_over_qgemm_kineto')):>9} {f(r.get('deepgemm_over_qgemm_events')):>8} "
                    f"{f(r.get('cublas_over_qgemm_kineto')):>9} "
                    f"{_diff(r):>9} "
-                   f"{_rate(r):>10}  "
+                   f"{_rate(r):>10}"
+                   + (f" {f(r.get('qgemm-v1_over_qgemm_kineto')):>9} {f(r.get('deepgemm_over_qgemm-v1_kineto')):>9}"
+                      if v1 else "") + "  "
                    f"{'; '.join(f'{k}: {v[:80]}' for k, v in r.get('errors', {}).items())}")
     out.append("")
     for kind in KINDS:
@@ -546,6 +567,13 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
             out.append(f"{kind:16} {t:6}: DeepGEMM/qgemm geomean {f'{dg:.3f}' if dg else '-'} "
                        f"(worst {f'{worst:.3f}' if worst and worst < 9e9 else '-'}), cuBLAS/qgemm geomean "
                        f"{f'{cb:.3f}' if cb else '-'} over {len(rs)} rows")
+            if v1 and any(r.get(f"qgemm-v1_{t}_us") for r in rs):
+                dg1 = geomean([r.get(f"deepgemm_over_qgemm-v1_{t}") for r in rs])
+                cb1 = geomean([r.get(f"cublas_over_qgemm-v1_{t}") for r in rs])
+                w1 = min((r.get(f"deepgemm_over_qgemm-v1_{t}") or 9e9 for r in rs), default=None)
+                out.append(f"{'':16} {'':6}  QGEMM_BF16_PLAN=v1: DeepGEMM/qgemm geomean "
+                           f"{f'{dg1:.3f}' if dg1 else '-'} (worst {f'{w1:.3f}' if w1 and w1 < 9e9 else '-'}), "
+                           f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}")
     return "\n".join(out) + "\n"
 
 
@@ -555,6 +583,9 @@ def main() -> int:
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--old-plan", action="store_true",
+                   help="BF16 kinds: also time qgemm under QGEMM_BF16_PLAN=v1 (the heuristic and kernels "
+                        "before branch bf16h), columns v1/qg and dg/v1")
     p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
     args = p.parse_args()
     import torch
@@ -591,6 +622,8 @@ def main() -> int:
         torch.manual_seed(i)
         random.seed(i)
         libs_row = {k: v for k, v in libs.items() if not (k == "cublas" and case["kind"] not in ("bf16", "einsum"))}
+        if args.old_plan and case["kind"].startswith("bf16"):
+            libs_row["qgemm-v1"] = qdg
         try:
             row = run_case(case, gen, libs_row, timer, torch)
         except Exception as e:  # noqa: BLE001

@@ -117,6 +117,11 @@
 #define QG_BF16_ENTRY qg_bf16_gemm_kernel
 #endif
 #define QG_SPLIT_K 1 /* qg_scheduler.cuh: every CTA its own tiles */
+#ifndef QG_WG_SKIP
+/* masked / psum: a math warpgroup with no valid row of a tile skips it (0:
+ * QGEMM_BF16_PLAN=v1, every warpgroup runs every tile) */
+#define QG_WG_SKIP 1
+#endif
 
 /* The wgmma transpose immediates (qg_ptx.cuh qg_wgmma_m64k16_bf16). */
 #define QG_WGMMA_TRANS_A QG_A_MN_MAJOR
@@ -649,7 +654,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 #else
             const int num_kb = QG_NUM_K_BLOCKS;
 #endif
-#if QG_KIND == 2 || QG_KIND == 3
+#if (QG_KIND == 2 || QG_KIND == 3) && QG_WG_SKIP
             /* masked / psum: a warpgroup whose rows all lie past the group's
              * valid rows (the last m-block of a group: 134-249 rows in
              * 128-row blocks leave the second warpgroup idle half the time)

@@ -300,6 +300,11 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
                               "\n#define QG_SUM_REDUCE 1\n#define QG_SUM_RADIX %d"
                               "\n#define QG_BF16_ENTRY qg_bf16_bmn_bnk_mn_gemm_impl",
                               p->sum_radix ? p->sum_radix : 2);
+    /* v1 (QGEMM_BF16_PLAN=v1): the masked and psum kernels as they were,
+     * every math warpgroup running every tile (only here: v2's text is
+     * unchanged by the switch) */
+    if (n < cap && p->legacy && (p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM))
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_WG_SKIP 0");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

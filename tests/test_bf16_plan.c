@@ -156,6 +156,19 @@ TEST(bf16_plan_multicast_tiebreak) {
                     swapped += pl.multicast != old.multicast;
                 }
     CHECK(swapped > 0, "the rule changed nothing");
+    /* v1's masked and psum kernels run every tile in both math warpgroups
+     * (QG_WG_SKIP 0); v2's source does not carry the switch at all */
+    static char buf[16384];
+    for (int kind = QG_BF16_CONTIGUOUS; kind <= QG_BF16_PSUM; ++kind)
+        for (int legacy = 0; legacy < 2; ++legacy) {
+            p = problem(4096, 4096, 4096, QG_BF16_NT, (qg_bf16_kind)kind);
+            p.expected_m = 192, p.legacy = legacy;
+            CHECK(qg__bf16_select(&p, &pl) == 0 && qg__bf16_kernel_source(buf, sizeof buf, &p, &pl) > 0,
+                  "source");
+            const int want = legacy && kind != QG_BF16_CONTIGUOUS;
+            CHECK(!strstr(buf, "QG_WG_SKIP") == !want && (!want || strstr(buf, "#define QG_WG_SKIP 0\n")),
+                  "kind %d legacy %d: QG_WG_SKIP", kind, legacy);
+        }
     printf("    %d of the grid's plans share B where v1 shared A\n", swapped);
     PASS();
 }
