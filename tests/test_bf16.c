@@ -353,11 +353,17 @@ TEST(gpu_bf16_accuracy) {
      * blocks of 64 and 3 rows); psum 1200 x 6 groups, 200, 0, 200, 163 (35
      * rows past 128), 200, 163. Poisoned rows past each group stay poisoned. */
     const int first_forced = count;
-    static const char *forced[] = {"128x64", "128x96:a", "128x64", "128x128"};
+    static const char *forced[] = {"128x64", "128x96:a", "128x64", "128x128",
+                                   "128x176:b", "128x128:b", "128x256:b"};
     cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_MASKED, 192, 576, 448, 5, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
     cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_MASKED, 192, 576, 448, 5, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
     cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_PSUM, 1200, 264, 320, 6, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
     cases[count++] = (qgtk_bf16_case){QG_GEMM_GROUPED_PSUM, 1200, 264, 320, 6, QG_MAJOR_K, QG_MAJOR_MN, 0, 0};
+    /* B multicast (pairs along M), which v2 now picks for large dense shapes
+     * where v1 took A: K-major and MN-major B, FP32 D + C, in place, off-tile M */
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_DENSE, 4096, 512, 256, 1, QG_MAJOR_K, QG_MAJOR_K, 0, 0};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_DENSE, 4096, 512, 256, 1, QG_MAJOR_K, QG_MAJOR_MN, 1, 1};
+    cases[count++] = (qgtk_bf16_case){QG_GEMM_DENSE, 1000, 520, 448, 1, QG_MAJOR_MN, QG_MAJOR_MN, 0, 2};
     int failures = 0;
     double lo = 1, hi = 0;
     for (int i = 0; i < count; ++i) {
