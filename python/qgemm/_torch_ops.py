@@ -19,6 +19,8 @@ qgemm`` never imports torch), through ``qgemm._dispatch.register_torch``.
   ``config`` is the optional 6-int list (block_m, block_n, num_stages,
   multicast, swizzle_group, split_k) that ``qgemm._dispatch.config_tuple`` makes of a
   config dict.
+- ``torch.ops.qgemm.fp8_gemm_swiglu`` (``mutates_args=("d", "sfd")``): the fused
+  SwiGLU GEMMs (qgemm.fp8's ``*_swiglu``), what they call while traced.
 - The cast family's ``torch.ops.qgemm.cast`` and ``torch.ops.qgemm.sf_layout``
   (writing the outputs qgemm.cast allocates), what qgemm.cast's functions call
   while torch.compile traces a CUDA tensor (and for meta tensors).
@@ -155,11 +157,21 @@ def _define_ops() -> None:
         """qgemm.tf32_hc_prenorm_gemm on torch's current stream."""
         _indexer("hc_prenorm", [a, b, d, sqr_sum], (num_splits,), None)
 
+    # The fused SwiGLU GEMMs (qgemm.*_swiglu): d and sfd written in place.
+    @op("qgemm::fp8_gemm_swiglu", mutates_args=("d", "sfd"))
+    def swiglu(kind: int, a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, sfd: Tensor,
+               idx: Optional[Tensor], row_weight: Optional[Tensor], expected_m: int, ue8m0: int,
+               swiglu_limit: float, config: Optional[List[int]] = None) -> None:
+        """qgemm.*_swiglu (kind dense, contiguous or masked) on torch's current stream."""
+        from . import fp8
+        fp8._swiglu_eager(kind, a, sfa, b, sfb, d, sfd, idx, row_weight, expected_m, ue8m0,
+                          swiglu_limit, _config(config), None)
+
     def nothing(*args: Any, **kwargs: Any) -> None:
         return None
 
     for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad, cast, sf_layout, mqa_logits,
-                    paged_mqa_schedule, paged_mqa_logits, hc_prenorm):
+                    paged_mqa_schedule, paged_mqa_logits, hc_prenorm, swiglu):
         defined.register_fake(nothing)
 
 
