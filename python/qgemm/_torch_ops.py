@@ -163,9 +163,18 @@ def _define_ops() -> None:
                idx: Optional[Tensor], row_weight: Optional[Tensor], expected_m: int, ue8m0: int,
                swiglu_limit: float, config: Optional[List[int]] = None) -> None:
         """qgemm.*_swiglu (kind dense, contiguous or masked) on torch's current stream."""
-        from . import fp8
-        fp8._swiglu_eager(kind, a, sfa, b, sfb, d, sfd, idx, row_weight, expected_m, ue8m0,
-                          swiglu_limit, _config(config), None)
+        tensors = [a, sfa, b, sfb, d, sfd, idx, row_weight]
+        e4m3 = 0
+        for slot in (0, 2, 4):  # (float8 as its bytes: older torch exports no float8 by DLPack)
+            if tensors[slot].dtype == torch.float8_e4m3fn:
+                tensors[slot] = tensors[slot].view(torch.uint8)
+                e4m3 |= 1 << slot
+        dev = d.device.index if d.device.index is not None else torch.cuda.current_device()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        handle = raw(dev) if raw is not None else _current_stream_handle(dev)
+        with torch.cuda.device(dev):  # every tensor is on torch's current stream: no sync
+            _C.gemm_swiglu(kind, *tensors, expected_m, ue8m0, swiglu_limit, _config(config),
+                           e4m3, handle, 0xFF)
 
     def nothing(*args: Any, **kwargs: Any) -> None:
         return None
