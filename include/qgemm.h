@@ -563,6 +563,10 @@ typedef struct {
     float *sf_out;
     int inverse;            /* 0: gate | up -> interleaved; 1: back */
 } qg_interleave_args;
+/** Interleave a gate | up weight and its scales into the SwiGLU GEMMs' layout
+ *  of B, or back (see qg_interleave_args), on `stream`.
+ *  @return QG_SUCCESS; QG_ERROR_INVALID_ARGUMENT naming the argument;
+ *  QG_ERROR_NO_DEVICE on an offline context; a CUDA error of the copies. */
 QG_API qg_status qg_interleave_gate_up(qg_context *ctx, const qg_interleave_args *args,
                                        struct CUstream_st *stream);
 
