@@ -28,6 +28,23 @@ One command on the H200 (the package built in place, as bench/peers.py):
 prints one JSON row a shape and the geometric means against the issue's
 targets (fused / bf16-out <= 1.03; unfused / fused >= 1.2 at M <= 256 and
 >= 1.05 at M >= 4096); --ue8m0 for UE8M0 scales, --quick for four shapes.
+
+--kind swiglu: the fused SwiGLU up-projection (issue 51 item 2), rows of kind
+``swiglu`` with ``shape`` G x M x N x K (N = 2I, the gate | up rows), on the
+DeepSeek MoE shapes (masked G 8/16/32 x M 64/128/256 with every row valid,
+contiguous 8 experts x 512 = 4096 rows; N 4096 and 3072, K 7168):
+
+  qgemm_us    qgemm.m_grouped_fp8_gemm_nt_{masked,contiguous}_swiglu on the
+              interleaved weights: e4m3 silu(gate) * up + 1x128 scales
+  bf16out_us  the same grouped GEMM with bf16 out alone ([.., N])
+  unfused_us  that GEMM + qgemm.silu_and_mul_fp8_quant (the library's
+              standalone silu_mul cast kernel, sf_mn_major=True: the layout
+              the down-projection reads)
+
+``mismatch`` / ``max_steps`` compare the fused bytes with the unfused ones.
+Targets: unfused / fused >= 1.2 at M <= 256, >= 1.05 at 4096 rows:
+
+    PYTHONPATH=python python3 bench/peers_fp8out.py --kind swiglu --out swiglu.jsonl
 """
 from __future__ import annotations
 
@@ -99,6 +116,113 @@ def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool) -> 
     return row
 
 
+SWIGLU_NK = [(4096, 7168), (3072, 7168)]
+SWIGLU_MASKED = [(8, 64), (16, 128), (32, 256)]
+
+
+def run_swiglu(layout: str, g: int, m: int, n: int, k: int, flusher: Any, calls: int,
+               ue8m0: bool) -> Dict[str, Any]:
+    """One swiglu row: masked G x M (every row valid) or contiguous G experts x M rows."""
+    import torch
+    import qgemm
+    gen = torch.Generator(device="cuda").manual_seed(g * 7919 + m * 1000003 + n * 101 + k)
+    rows = g * m
+    x = torch.randn(rows, k, device="cuda", generator=gen, dtype=torch.float32)
+    w = torch.randn(g, n, k, device="cuda", generator=gen, dtype=torch.float32) * 0.05
+    a, sfa = peers._cast_rows(x)
+    b, sfb = peers._cast_blocks(w)
+    bi, sfbi = qgemm.interleave_gate_up(b, sfb)
+    i = n // 2
+    if layout == "masked":
+        a, sfa = a.view(g, m, k), peers._mn_major(sfa.view(g, m, -1))
+        idx = torch.full((g,), m, dtype=torch.int32, device="cuda")
+        h = torch.empty(g, m, n, device="cuda", dtype=torch.bfloat16)
+        y, sy = qgemm.empty_swiglu(m, i, num_groups=g, device="cuda")
+
+        def fused() -> None:
+            qgemm.m_grouped_fp8_gemm_nt_masked_swiglu((a, sfa), (bi, sfbi), y, sy, idx, m,
+                                                      use_ue8m0=ue8m0)
+
+        def bf16out() -> None:
+            qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), h, idx, m)
+
+        def unfused() -> Any:
+            bf16out()
+            return qgemm.silu_and_mul_fp8_quant(h, use_ue8m0=ue8m0, masked_m=idx,
+                                                sf_mn_major=True)
+    else:
+        sfa = peers._mn_major(sfa)
+        idx = torch.arange(g, dtype=torch.int32, device="cuda").repeat_interleave(m)
+        h = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+        y, sy = qgemm.empty_swiglu(rows, i, device="cuda")
+
+        def fused() -> None:
+            qgemm.m_grouped_fp8_gemm_nt_contiguous_swiglu((a, sfa), (bi, sfbi), y, sy, idx,
+                                                          use_ue8m0=ue8m0)
+
+        def bf16out() -> None:
+            qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), h, idx)
+
+        def unfused() -> Any:
+            bf16out()
+            return qgemm.silu_and_mul_fp8_quant(h, use_ue8m0=ue8m0, m_indices=idx,
+                                                sf_mn_major=True)
+    row: Dict[str, Any] = {"kind": "swiglu", "layout": layout, "shape": f"{g}x{m}x{n}x{k}",
+                           "ue8m0": ue8m0}
+    fused()
+    q_ref, sf_ref = unfused()
+    torch.cuda.synchronize()
+    steps = e4m3_steps(y, q_ref)
+    row["mismatch"] = float((steps != 0).float().mean())
+    row["max_steps"] = int(steps.max())
+    row["sf_rel_max"] = float(((sy - sf_ref).abs() / sf_ref).max())
+    for name, fn in (("qgemm_us", fused), ("bf16out_us", bf16out), ("unfused_us", unfused)):
+        us, kernels, names = peers.time_kineto(fn, flusher, calls)
+        row[name] = round(us, 2)
+        row[name.replace("_us", "_kernels")] = kernels
+    row["fused_over_bf16out"] = round(row["qgemm_us"] / row["bf16out_us"], 4)
+    row["unfused_over_fused"] = round(row["unfused_us"] / row["qgemm_us"], 4)
+    return row
+
+
+def main_swiglu(args: Any, flusher: Any) -> int:
+    cases = [("masked", g, m, n, k) for (n, k) in SWIGLU_NK for (g, m) in SWIGLU_MASKED]
+    cases += [("contiguous", 8, 512, n, k) for (n, k) in SWIGLU_NK]
+    if args.quick:
+        cases = [("masked", 8, 64, 4096, 7168), ("contiguous", 8, 512, 4096, 7168)]
+    rows = []
+    out = open(args.out, "a") if args.out else None
+    for layout, g, m, n, k in cases:
+        try:
+            r = run_swiglu(layout, g, m, n, k, flusher, args.calls, args.ue8m0)
+        except Exception as e:  # a failing shape is a row with its error
+            r = {"kind": "swiglu", "layout": layout, "shape": f"{g}x{m}x{n}x{k}",
+                 "error": peers.short_err(e)}
+        rows.append(r)
+        line = json.dumps(r)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+    ok = [r for r in rows if "error" not in r]
+    small = [r for r in ok if r["layout"] == "masked"]
+    large = [r for r in ok if r["layout"] == "contiguous"]
+    summary = {
+        "kind": "swiglu-summary", "rows": len(rows), "errors": len(rows) - len(ok),
+        "unfused_over_fused_geomean_m_le_256": geomean([r["unfused_over_fused"] for r in small]),
+        "unfused_over_fused_geomean_m_ge_4096": geomean([r["unfused_over_fused"] for r in large]),
+        "fused_over_bf16out_geomean": geomean([r["fused_over_bf16out"] for r in ok]),
+        "mismatch_max": max((r["mismatch"] for r in ok), default=None),
+        "max_steps": max((r["max_steps"] for r in ok), default=None),
+        "targets": "unfused/fused >= 1.2 (M <= 256), >= 1.05 (4096 rows)",
+    }
+    line = json.dumps(summary)
+    print(line)
+    if out:
+        out.write(line + "\n")
+        out.close()
+    return 0 if not summary["errors"] else 1
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=30, help="calls a kineto mean (default 30)")
@@ -106,12 +230,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--ue8m0", action="store_true", help="UE8M0 scales (both paths)")
     ap.add_argument("--quick", action="store_true", help="4 shapes only")
     ap.add_argument("--out", help="also append the JSON rows to this file")
+    ap.add_argument("--kind", choices=("fp8out", "swiglu"), default="fp8out",
+                    help="fp8out (default) or swiglu rows")
     args = ap.parse_args(argv)
     import torch
     if not torch.cuda.is_available():
         print("peers_fp8out: no usable GPU", file=sys.stderr)
         return 3
     flusher = peers.Flusher(int(args.flush_gb * (1 << 30)))
+    if args.kind == "swiglu":
+        return main_swiglu(args, flusher)
     shapes = [(m, n, k) for (n, k) in peers.DG_NK for m in MS]
     if args.quick:
         shapes = [(64, 2112, 7168), (128, 7168, 2048), (256, 24576, 1536), (4096, 4096, 7168)]

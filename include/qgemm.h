@@ -471,6 +471,105 @@ QG_API qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, i
 QG_API qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *problem,
                                          int ue8m0, qg_config *out);
 
+/*
+ * Fused SwiGLU for the MoE up-projection (since 0.6.0, issue 51): the FP8
+ * GEMM whose epilogue computes, from its FP32 sums h = A B^T,
+ *   y = silu(g) * u * w[row],  silu(x) = x / (1 + exp(-x))  (float32),
+ * with g, u the gate and up sums of the same output column, clamped first
+ * where swiglu_limit > 0 (g = min(g, limit), u = clamp(u, -limit, limit), as
+ * gpt-oss-style MoE layers do; a NaN stays NaN), and w the row's routing
+ * weight (row_weight NULL: 1); then writes y as e4m3 with one float32 scale
+ * per 1x128 block by the qg_fp8_out formula, in the layout the
+ * down-projection reads as `sfa`. It replaces "GEMM, bf16 out ->
+ * qg_silu_mul_cast" (docs/MOE.md) and equals it up to the bf16 rounding of
+ * that path's intermediate: silu and the products are qg_silu_mul_cast's.
+ *
+ * B's layout: gate and up rows interleaved in blocks of 128, rows
+ * [256 b, 256 b + 128) = gate rows [128 b, 128 b + 128) and the next 128 =
+ * up rows [128 b, 128 b + 128) of each group; its 128x128 block scales
+ * interleave the same way (row 2 b = gate block b, 2 b + 1 = up block b).
+ * qg_interleave_gate_up converts the usual [G][2I][K] gate | up weight (and
+ * its scales) into it, once at load.
+ *
+ *  args    as the bf16 call, except: n = 2I (B's rows per group), a
+ *          multiple of 256; d e4m3 [rows][ldd] with n / 2 = I columns
+ *          (ldd in bytes = elements, >= n / 2, a multiple of 16)
+ *  out     sfd [ceil(I/128)][sfd_ld] floats (masked: [G][I/128][sfd_ld]),
+ *          sfd_ld, ue8m0 as qg_fp8_out; swiglu_limit >= 0 (0: no clamp;
+ *          finite); row_weight NULL or [rows] floats (masked: [G][M_max],
+ *          row m of group g at g * M_max + m), 4-byte aligned.
+ * Rows the bf16 call leaves untouched keep their D bytes and scales. The one
+ * tile is 128x256 (a 256-column tile holds one gate block and its up
+ * block): a forced configuration of another block_n, or with split-K, is
+ * refused (QG_ERROR_UNSUPPORTED).
+ */
+typedef struct {
+    float *sfd;               /* the scales of D (see qg_fp8_out) */
+    int64_t sfd_ld;           /* >= m, a multiple of 4 */
+    int ue8m0;                /* 0: sf = amax / 448; 1: rounded up to a power of two */
+    float swiglu_limit;       /* > 0: clamp gate and up; 0: no clamp */
+    const float *row_weight;  /* [rows] routing weights multiplying y, or NULL */
+} qg_swiglu_out;
+
+/** Dense GEMM with the SwiGLU epilogue (see qg_swiglu_out).
+ *  @return as qg_fp8_gemm_nt_fp8out; QG_ERROR_INVALID_ARGUMENT also for out
+ *  (NULL, sfd, sfd_ld, ue8m0, swiglu_limit, row_weight), naming the field;
+ *  QG_ERROR_UNSUPPORTED for n not a multiple of 256. */
+QG_API qg_status qg_fp8_gemm_nt_swiglu(qg_context *ctx, const qg_gemm_args *args,
+                                       const qg_swiglu_out *out, const qg_config *cfg,
+                                       struct CUstream_st *stream);
+/** Contiguous layout with the SwiGLU epilogue (see qg_swiglu_out).
+ *  @return as qg_fp8_gemm_nt_swiglu. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_contiguous_swiglu(qg_context *ctx,
+                                                            const qg_gemm_args *args,
+                                                            const qg_swiglu_out *out,
+                                                            const qg_config *cfg,
+                                                            struct CUstream_st *stream);
+/** Masked layout with the SwiGLU epilogue (see qg_swiglu_out); CUDA-graph
+ *  capturable like the bf16 call. @return as qg_fp8_gemm_nt_swiglu. */
+QG_API qg_status qg_m_grouped_fp8_gemm_nt_masked_swiglu(qg_context *ctx, const qg_gemm_args *args,
+                                                        const qg_swiglu_out *out,
+                                                        const qg_config *cfg,
+                                                        struct CUstream_st *stream);
+/** qg_compile for the SwiGLU kernel of `problem` (kinds dense, contiguous,
+ *  masked; n a multiple of 256; ue8m0 0 or 1); `cfg` NULL = the heuristic's
+ *  choice. @return as qg_compile. */
+QG_API qg_status qg_compile_swiglu(qg_context *ctx, const qg_problem *problem, int ue8m0,
+                                   const qg_config *cfg, qg_kernel_info *info);
+/** qg_select_config for the SwiGLU kernel (see qg_compile_swiglu).
+ *  @return as qg_select_config. */
+QG_API qg_status qg_select_config_swiglu(const qg_context *ctx, const qg_problem *problem,
+                                         int ue8m0, qg_config *out);
+
+/*
+ * qg_interleave_gate_up: the fused layout of B (see qg_swiglu_out) from a
+ * gate | up weight, on the stream (two strided device copies for w, two for
+ * its scales; no kernel):
+ *   w      e4m3 [G][2I][ld_w] bytes, gate rows [0, I), up rows [I, 2I) of
+ *          each group; w_out the same shape, interleaved (ld_w for both,
+ *          >= k, a multiple of 16)
+ *   sf     float32 [G][2I/128][ceil(k/128)] (packed); sf_out the same shape,
+ *          interleaved. Either pair may be NULL (both of it) to skip it.
+ * i (the intermediate size) a multiple of 128; outputs may not overlap
+ * inputs. inverse = 1 undoes it (w is then the fused layout, w_out gate | up).
+ * @return QG_SUCCESS; QG_ERROR_INVALID_ARGUMENT naming the argument.
+ */
+typedef struct {
+    int num_groups, i, k;   /* G, the intermediate size I (B has 2I rows a group), K */
+    int64_t ld_w;           /* bytes between rows of w and w_out */
+    const void *w;          /* e4m3 [G][2I][ld_w], or NULL */
+    void *w_out;
+    const float *sf;        /* [G][2I/128][ceil(k/128)], or NULL */
+    float *sf_out;
+    int inverse;            /* 0: gate | up -> interleaved; 1: back */
+} qg_interleave_args;
+/** Interleave a gate | up weight and its scales into the SwiGLU GEMMs' layout
+ *  of B, or back (see qg_interleave_args), on `stream`.
+ *  @return QG_SUCCESS; QG_ERROR_INVALID_ARGUMENT naming the argument;
+ *  QG_ERROR_NO_DEVICE on an offline context; a CUDA error of the copies. */
+QG_API qg_status qg_interleave_gate_up(qg_context *ctx, const qg_interleave_args *args,
+                                       struct CUstream_st *stream);
+
 /** @return the row alignment each expert segment needs in the contiguous layout (128). */
 QG_API int qg_m_alignment_for_contiguous_layout(void);
 

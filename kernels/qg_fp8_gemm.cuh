@@ -22,6 +22,16 @@
  *                      with the scales rounded up to powers of two (UE8M0);
  *                      1D2D kinds 0..3, block_n a multiple of 128 (see the
  *                      epilogue, "FP8 D")
+ *   QG_SWIGLU          1 (with QG_D_FP8): the MoE up-projection's SwiGLU
+ *                      epilogue. B holds gate and up rows interleaved in
+ *                      blocks of 128 (B rows [256 b, 256 b + 128) = gate rows
+ *                      [128 b, 128 b + 128), the next 128 = the up rows of
+ *                      the same columns), so a 256-column tile's thread holds
+ *                      gate and up of the same output columns; D is
+ *                      y = silu(min(gate, L)) * clamp(up, -L, L) * w[row]
+ *                      (L = swiglu_limit > 0, else no clamp; w = row_weight,
+ *                      NULL: 1) as e4m3 with 1x128 scales, N / 2 columns
+ *                      (see the epilogue, "SwiGLU")
  *   QG_D_REDUCE        1: D += the product, by TMA reduce-add
  *                      (cp.reduce.async.bulk.tensor .add .f32: the SMs never
  *                      read D; QG_D_F32 only)
@@ -112,6 +122,9 @@
 #ifndef QG_D_FP8
 #define QG_D_FP8 0
 #endif
+#ifndef QG_SWIGLU
+#define QG_SWIGLU 0
+#endif
 
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
@@ -139,8 +152,13 @@ struct qg_kgroups {
 #define QG_KGROUPS_PARAM
 #define QG_RUN_GROUPS QG_NUM_GROUPS
 #endif
-/* FP8 D: where its scales go (sfd [ceil(N/128)][sfd_ld], masked [G][..]). */
-#if QG_D_FP8
+/* FP8 D: where its scales go (sfd [ceil(N/128)][sfd_ld], masked [G][..]);
+ * SwiGLU: its clamp limit (0: none) and per-row weights (NULL: none). */
+#if QG_D_FP8 && QG_SWIGLU
+#define QG_FP8_D_PARAM                                                               \
+    , float *__restrict__ sfd, int64_t sfd_ld, float swiglu_limit,                   \
+        const float *__restrict__ row_weight
+#elif QG_D_FP8
 #define QG_FP8_D_PARAM , float *__restrict__ sfd, int64_t sfd_ld
 #else
 #define QG_FP8_D_PARAM
@@ -150,6 +168,11 @@ struct qg_kgroups {
 /* K blocks baked in (QG_SFB_COLS: a placeholder, K arrives at run time). */
 #define QG_NUM_K_BLOCKS ((QG_SHAPE_K + QG_BLOCK_K - 1) / QG_BLOCK_K)
 #define QG_NUM_SFB_N ((QG_SHAPE_N + 127) / 128)
+/* D's columns: N, or N / 2 under SwiGLU (a 256-column tile of gate | up
+ * pairs writes 128); per tile, per problem, and D's 1x128 scale groups. */
+#define QG_D_COLS (QG_SWIGLU ? QG_BLOCK_N / 2 : QG_BLOCK_N)
+#define QG_OUT_N (QG_SWIGLU ? QG_SHAPE_N / 2 : QG_SHAPE_N)
+#define QG_NUM_SFD_N ((QG_OUT_N + 127) / 128)
 #define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
 #define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
 #define QG_NUM_THREADS (QG_NUM_MATH_THREADS + 128)
@@ -251,7 +274,7 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 /* Shared-memory plan (bytes); src/config.c computes the same numbers. */
 #define QG_ROUND_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 #define QG_D_BYTES (QG_D_F32 ? 4 : QG_D_FP8 ? 1 : 2)
-#define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024))
+#define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_D_COLS * QG_D_BYTES, 1024))
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
@@ -320,6 +343,12 @@ static_assert((!QG_D_F32 || QG_SFB_COLS) && (!QG_D_REDUCE || QG_D_F32),
 static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS && QG_BLOCK_N % 128 == 0 &&
                             QG_STORE_COLS == 128),
               "FP8 D: the 1D2D kinds, block_n a multiple of 128, 128-column store chunks");
+/* SwiGLU: whole gate | up block pairs per tile (the host plans 256), N of
+ * whole pairs, no split-K (its partial sums meet only before the epilogue,
+ * which would work, but no plan asks for it). */
+static_assert(!QG_SWIGLU || (QG_D_FP8 && QG_KIND <= 2 && QG_BLOCK_N % 256 == 0 &&
+                             QG_SHAPE_N % 256 == 0 && QG_SPLIT_K == 1),
+              "SwiGLU: e4m3 D, dense / contiguous / masked, block_n and N multiples of 256");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
                                   QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
@@ -532,7 +561,7 @@ QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_sc
 #define QG_STORE_UNITS (QG_STORE_BYTES / 16)
 static_assert(QG_D_ROWS || QG_STORE_BYTES == 32 || QG_STORE_BYTES == 64 || QG_STORE_BYTES == 128,
               "store chunk");
-static_assert(QG_BLOCK_N % QG_STORE_COLS == 0, "store chunks tile block_n");
+static_assert(QG_D_COLS % QG_STORE_COLS == 0, "store chunks tile D's columns");
 /* Byte offset in the output tile of 16-byte unit `unit16` of tile row `row`
  * (unit16: the tile's columns 16 bytes at a time, chunk after chunk). */
 QG_DEVICE uint32_t qg_smem_d_offset(uint32_t row, uint32_t unit16) {
@@ -1003,7 +1032,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             /* The tile for the epilogue; then its SFB and slot are read:
              * free the buffer for the SFB warp. */
             qg_tile_unpack(qg_ld_shared_s32x4(slot), tile);
-            const int n_begin = tile.n_block * QG_BLOCK_N;
+            [[maybe_unused]] const int n_begin = tile.n_block * QG_BLOCK_N;
+            const int d_n_begin = tile.n_block * QG_D_COLS; /* the tile's first column of D */
             qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
             ++tile_iter;
 
@@ -1085,6 +1115,67 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                                out[t][j * 4 + half * 2 + 1]);
                         }
             }
+#elif QG_D_FP8 && QG_SWIGLU
+            /* SwiGLU, then FP8 D. The tile's 8-column groups j < 16 of each
+             * 256 are gate columns, j + 16 the up columns of the same
+             * output columns (the interleaved B), and a thread holds both
+             * (wgmma D layout: columns 8j + 2 (lane % 4) and the next one,
+             * rows r and r + 8). y replaces the gate sums in place; then the
+             * FP8 D epilogue's amax (one quad), scale and e4m3 pairs over
+             * the 128 output columns, into the 128-byte swizzled chunk of
+             * output group c. silu and the product are qg_silu_mul_cast's
+             * (kernels/qg_cast.cuh): from the same FP32 inputs the same
+             * bits. The row weight multiplies y (one more rounding) before
+             * the amax, so the scales are those of the weighted rows. */
+            {
+                const uint32_t d_base = qg_smem_addr(smem_d);
+                const int64_t sf_row0 = (QG_KIND == 2 ? (int64_t)tile.group * QG_NUM_SFD_N * sfd_ld : 0) +
+                                        (d_n_begin / 128) * sfd_ld + tile.m_begin;
+                const int64_t w_row0 = (QG_KIND == 2 ? (int64_t)tile.group * shape_m : 0) + tile.m_begin;
+                const bool clamp = swiglu_limit > 0.0f;
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const uint32_t row = wg_row + t * 64 + half * 8;
+                        const bool row_in = (int)row < tile.rows;
+                        const float w = row_weight && row_in ? __ldg(row_weight + w_row0 + row) : 1.0f;
+#pragma unroll
+                        for (int c = 0; c < QG_BLOCK_N / 256; ++c) {
+                            uint32_t amax = 0;
+#pragma unroll
+                            for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+                                for (int e = 0; e < 2; ++e) {
+                                    float &g = out[t][(c * 32 + jj) * 4 + half * 2 + e];
+                                    float u = out[t][(c * 32 + 16 + jj) * 4 + half * 2 + e];
+                                    float gv = g;
+                                    if (clamp) { /* (comparisons: a NaN stays NaN) */
+                                        gv = gv > swiglu_limit ? swiglu_limit : gv;
+                                        u = u > swiglu_limit ? swiglu_limit : u < -swiglu_limit ? -swiglu_limit : u;
+                                    }
+                                    const float silu = gv / (1.0f + expf(-gv));
+                                    float y = __fmul_rn(silu, u);
+                                    if (row_weight) y = __fmul_rn(y, w);
+                                    g = y;
+                                    amax = max(amax, __float_as_uint(y) & 0x7FFFFFFFu);
+                                }
+                            amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+                            amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+                            float sf, mult;
+                            qg_fp8_d_scale(amax, sf, mult);
+                            const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= 464.0f;
+#pragma unroll
+                            for (int jj = 0; jj < 16; ++jj) {
+                                const int j = c * 32 + jj, jo = c * 16 + jj; /* tile group, D group */
+                                qg_st_shared_b16(d_base + qg_smem_d_offset(row, jo / 2) + (jo % 2) * 8 + (lane % 4) * 2,
+                                                 qg_fp8_d_pack2(out[t][j * 4 + half * 2],
+                                                                out[t][j * 4 + half * 2 + 1], mult, exact));
+                            }
+                            if (lane % 4 == 0 && row_in) sfd[sf_row0 + c * sfd_ld + row] = sf;
+                        }
+                    }
+            }
 #elif QG_D_FP8
             /* FP8 D. A thread holds columns 8j + 2 (lane % 4) and the next
              * one of rows r and r + 8 (wgmma D layout), so a row's 128-column
@@ -1152,13 +1243,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             qg_named_barrier(epi_bar, QG_EPI_THREADS);
 
             const int d_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin + epi_row0;
-#if QG_D_FP8 && QG_SHAPE_N % 16
+#if QG_D_FP8 && QG_OUT_N % 16
             /* e4m3 rows whose N is not a multiple of 16 bytes: the TMA store
              * wrote the whole last 16-byte unit of each row, 8 bytes past N
              * (H200, bench/results/2026-11-28-h200-20-families c-gpu.log),
              * so the tiles holding the last columns take the predicated
              * stores, which end at N */
-            const bool tail_n = n_begin + QG_BLOCK_N > QG_SHAPE_N;
+            const bool tail_n = d_n_begin + QG_D_COLS > QG_OUT_N;
 #else
             const bool tail_n = false;
 #endif
@@ -1166,24 +1257,24 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * whose rows are all in the group still stores by TMA */
             if (!tail_n && (tile.tma_store || tile.rows >= epi_row0 + QG_EPI_ROWS)) {
                 if (epi_thread == 0 && epi_row0 < tile.rows) {
-                    for (int i = 0; i < QG_BLOCK_N / QG_STORE_COLS &&
-                                    n_begin + i * QG_STORE_COLS < QG_SHAPE_N; ++i) {
+                    for (int i = 0; i < QG_D_COLS / QG_STORE_COLS &&
+                                    d_n_begin + i * QG_STORE_COLS < QG_OUT_N; ++i) {
                         const unsigned char *chunk =
                             (const unsigned char *)smem_d +
                             (i * QG_BLOCK_M + epi_row0) * QG_STORE_COLS * QG_D_BYTES;
 #if QG_KIND == 4
                         const int d_group = kgroups.d_group[tile.group];
                         if (QG_D_REDUCE)
-                            qg_tma_reduce_add_3d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row,
+                            qg_tma_reduce_add_3d(&tmap_d, chunk, d_n_begin + i * QG_STORE_COLS, d_row,
                                                  d_group);
                         else
-                            qg_tma_store_3d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row,
+                            qg_tma_store_3d(&tmap_d, chunk, d_n_begin + i * QG_STORE_COLS, d_row,
                                             d_group);
 #else
                         if (QG_D_REDUCE)
-                            qg_tma_reduce_add_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
+                            qg_tma_reduce_add_2d(&tmap_d, chunk, d_n_begin + i * QG_STORE_COLS, d_row);
                         else
-                            qg_tma_store_2d(&tmap_d, chunk, n_begin + i * QG_STORE_COLS, d_row);
+                            qg_tma_store_2d(&tmap_d, chunk, d_n_begin + i * QG_STORE_COLS, d_row);
 #endif
                     }
                     qg_bulk_commit_group();
@@ -1195,14 +1286,14 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #if QG_D_FP8
                 /* (e4m3: 16 columns a unit; N a multiple of 8 only, so the
                  * last unit of a row may hold 8) */
-                for (int c = epi_thread; c < QG_EPI_ROWS * QG_BLOCK_N / 16; c += QG_EPI_THREADS) {
-                    const int row = c / (QG_BLOCK_N / 16), unit = c % (QG_BLOCK_N / 16);
-                    const int col = n_begin + unit * 16;
-                    if (epi_row0 + row < tile.rows && col < QG_SHAPE_N) {
+                for (int c = epi_thread; c < QG_EPI_ROWS * QG_D_COLS / 16; c += QG_EPI_THREADS) {
+                    const int row = c / (QG_D_COLS / 16), unit = c % (QG_D_COLS / 16);
+                    const int col = d_n_begin + unit * 16;
+                    if (epi_row0 + row < tile.rows && col < QG_OUT_N) {
                         const uint4 v = *(const uint4 *)((const unsigned char *)smem_d +
                                                          qg_smem_d_offset(epi_row0 + row, unit));
                         unsigned char *dst = (unsigned char *)d + (int64_t)(d_row + row) * ldd + col;
-                        if (QG_SHAPE_N % 16 == 0 || col + 16 <= QG_SHAPE_N) *(uint4 *)dst = v;
+                        if (QG_OUT_N % 16 == 0 || col + 16 <= QG_OUT_N) *(uint4 *)dst = v;
                         else *(uint2 *)dst = make_uint2(v.x, v.y);
                     }
                 }

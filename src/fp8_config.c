@@ -186,11 +186,12 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
 
 /* sfb_floats < 0: the weight-gradient (1D1D) kernel: FP32 D, and each
  * stage's block_n column scales instead of the two tiles' SFB buffers. */
-/* d_bytes: bytes of one element of D in shared memory (FP32 4, bf16 2, e4m3 1). */
-static size_t smem_bytes_d(int block_m, int block_n, int stages, int split_k, int sfb_floats,
-                           int d_bytes) {
+/* d_bytes: bytes of one element of D in shared memory (FP32 4, bf16 2, e4m3 1);
+ * d_cols: D's columns of the tile (block_n, or block_n / 2 under SwiGLU). */
+static size_t smem_bytes_dc(int block_m, int block_n, int d_cols, int stages, int split_k,
+                            int sfb_floats, int d_bytes) {
     const bool cols = sfb_floats < 0;
-    return 1024 + round_up((size_t)block_m * block_n * (size_t)d_bytes, 1024) +
+    return 1024 + round_up((size_t)block_m * d_cols * (size_t)d_bytes, 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
            (cols ? (size_t)stages * round_up((size_t)block_n, 32) * 4 /* column scales, 128-byte aligned */
@@ -199,13 +200,22 @@ static size_t smem_bytes_d(int block_m, int block_n, int stages, int split_k, in
            32 /* tile slots */;
 }
 
+static size_t smem_bytes_d(int block_m, int block_n, int stages, int split_k, int sfb_floats,
+                           int d_bytes) {
+    return smem_bytes_dc(block_m, block_n, block_n, stages, split_k, sfb_floats, d_bytes);
+}
+
 size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_floats) {
     return smem_bytes_d(block_m, block_n, stages, split_k, sfb_floats, sfb_floats < 0 ? 4 : 2);
 }
 
 /* FP8 D (d_fp8 1 or 2): a tile row must cover whole 128-column scale groups
- * (the kernel's amax is one quad's, no exchange between warps or CTAs). */
-static bool fp8_d_tile(int d_fp8, int block_n) { return !d_fp8 || block_n % 128 == 0; }
+ * (the kernel's amax is one quad's, no exchange between warps or CTAs).
+ * SwiGLU: whole 128-row gate | up block pairs, each pair one 128-column
+ * group of D: block_n 256 (the widest tile). */
+static bool fp8_d_tile(int d_fp8, int block_n) {
+    return !d_fp8 || block_n % ((d_fp8 & QG_D_SWIGLU) ? 256 : 128) == 0;
+}
 
 /* The most 128-column SFB blocks any tile of width block_n can touch. */
 static int sfb_rows_for(const qg_problem *p, int block_n) {
@@ -280,8 +290,26 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
 qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_fp8,
                        const qg_config *cfg, qg_kernel_plan *out) {
     const int bm = cfg->block_m, bn = cfg->block_n;
-    if (d_fp8 < 0 || d_fp8 > 2 || (d_fp8 && qg__one_d(p->kind)))
+    const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
+    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES)) ||
+        (d_fp8 & QG_D_FP8_SCALES) == 3 || (swiglu && !(d_fp8 & QG_D_FP8_SCALES)) ||
+        (d_fp8 && qg__one_d(p->kind)) ||
+        (swiglu && p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
+         p->kind != QG_GEMM_GROUPED_MASKED))
         return qg__fail(QG_ERROR_INTERNAL, "config: FP8 D %d for kind %d", d_fp8, (int)p->kind);
+    if (swiglu && p->n % 256)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: the SwiGLU epilogue needs n (gate and up rows of B, 2 x the "
+                        "intermediate size) a multiple of 256, got %d", p->n);
+    if (swiglu && !fp8_d_tile(d_fp8, bn))
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: the SwiGLU epilogue needs block_n 256 (a tile holds one 128-row "
+                        "gate block and its 128-row up block, and writes one whole 1x128 scale "
+                        "group of D), got %d", bn);
+    if (swiglu && cfg->split_k > 1)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: the SwiGLU epilogue runs without split-K, got split_k %d",
+                        cfg->split_k);
     if (!fp8_d_tile(d_fp8, bn))
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: FP8 output needs block_n a multiple of 128 (each tile row then "
@@ -378,10 +406,11 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
 
     const int sfb_rows = sfb_rows_for(p, bn);
     const int d_bytes = qg__one_d(p->kind) ? 4 : d_fp8 ? 1 : 2;
+    const int d_cols = swiglu ? bn / 2 : bn; /* (SwiGLU: D holds one column per gate | up pair) */
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (smem_bytes_d(bm, bn, stages, split_k, sfb_floats(p, bn), d_bytes) <=
+            if (smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes) <=
                 props->smem_optin_bytes)
                 break;
         if (stages == 0) {
@@ -400,7 +429,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             props->smem_optin_bytes, k_part);
         }
     }
-    const size_t smem = smem_bytes_d(bm, bn, stages, split_k, sfb_floats(p, bn), d_bytes);
+    const size_t smem = smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes);
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
@@ -820,9 +849,12 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;
     double best_cost = 0;
+    /* SwiGLU: 128x256 is its one tile (fp8_d_tile), small problems too; the
+     * masked kind skips the m64 tiles past a group's end (QG_SKIP_ROWS). */
+    const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
     for (int i = 0; i < 3; ++i) {
         const int bm = block_ms[i];
-        if (bm > 64 && rows <= 64) continue;          /* a half-empty tile wastes the MMA */
+        if (bm > 64 && rows <= 64 && !swiglu) continue; /* a half-empty tile wastes the MMA */
         if (bm == 256 && !large) continue;
         /* (the 1D1D kinds' block_n steps by 8: 128x136 saves waves there) */
         for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
@@ -859,7 +891,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                  * gradient over several waves, and only what wgrad_efficiency
                  * rates (128x128 A at long K; 0 for the rest, below) */
                 if (qg__one_d(p->kind) && mc && (p->kind != QG_GEMM_WGRAD || few_waves)) continue;
-                if (is_wide(p->kind, bm, bn) && !large && !many) continue;
+                if (is_wide(p->kind, bm, bn) && !large && !many && !swiglu) continue;
                 const double eff = qg__one_d(p->kind)
                                        ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn),
                                                           c.multicast)
@@ -918,7 +950,8 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
      * 4096x4096 278.1-279.6 / 243.5-243.6, 4096x2048 144.1-144.3 /
      * 129.1-129.3. */
     if ((p->kind == QG_GEMM_GROUPED_MASKED || p->kind == QG_GEMM_GROUPED_PSUM) && !large &&
-        rows > 128 && best.block_m && !avoided(avoid, num_avoid, 256, 128)) {
+        rows > 128 && best.block_m && !avoided(avoid, num_avoid, 256, 128) &&
+        fp8_d_tile(d_fp8, 128)) {
         const long long tiles = (long long)num_n_blocks(p, 128) * groups;
         const int waves = (int)((tiles + num_sms - 1) / num_sms);
         /* (rated as the dense tile: this comparison was measured on its own) */
@@ -945,7 +978,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     /* Split-K (see stream_us): one wave of clusters, plain tiles that fit
      * shared memory beside the partner's sums, and at least a 10% gain in the
      * model over the tile chosen above. */
-    if (p->kind == QG_GEMM_DENSE && !large && num_sms >= 2 && ceil_div(p->k, 128) >= 8) {
+    if (p->kind == QG_GEMM_DENSE && !large && num_sms >= 2 && ceil_div(p->k, 128) >= 8 && !swiglu) {
         double best_split = 0.9 * best_waves * stream_us(props, p, best.block_m, best.block_n, 1);
         qg_config split;
         memset(&split, 0, sizeof split);
@@ -978,7 +1011,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
         fprintf(stderr,
                 "qgemm: kind %d%s m %d n %d k %d groups %d -> block %dx%d stages %d multicast %d "
                 "split-K %d swizzle %d sms %d smem %zu (waves %d, last wave %d CTAs)\n",
-                (int)p->kind, d_fp8 ? " (FP8 D)" : "", p->m, p->n, p->k, p->num_groups, cfg.block_m, cfg.block_n,
+                (int)p->kind, swiglu ? " (SwiGLU, FP8 D)" : d_fp8 ? " (FP8 D)" : "", p->m, p->n, p->k, p->num_groups, cfg.block_m, cfg.block_n,
                 cfg.num_stages, (int)cfg.multicast, cfg.split_k, cfg.swizzle_group, cfg.num_sms,
                 cfg.smem_bytes, best_waves, best_last);
     return QG_SUCCESS;

@@ -118,7 +118,10 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         n += (size_t)snprintf(buf + n, cap - n, "%s \"+f\"(d[%d])", i ? "," : "", i);
     /* (the e4m3-D switch only where it is on: the bf16 kernels' sources, so
      * their cache keys and PTX, are those of before) */
-    if (n < cap && plan->d_fp8) n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_D_FP8 %d", plan->d_fp8);
+    if (n < cap && plan->d_fp8)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_D_FP8 %d", plan->d_fp8 & QG_D_FP8_SCALES);
+    if (n < cap && (plan->d_fp8 & QG_D_SWIGLU))
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SWIGLU 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_fp8_gemm.cuh\"\n");
     if (n >= cap) return qg__fail(QG_ERROR_INTERNAL, "kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;
@@ -196,7 +199,7 @@ static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_prob
  * before it is filled, as qg__launch_resolve compares bytes. */
 typedef struct {
     qg_problem problem;
-    int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales */
+    int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales (| QG_D_SWIGLU) */
     int forced;
     int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
 } fp8_key;
@@ -276,6 +279,25 @@ qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m
     return compile_call(ctx, problem, 1 + ue8m0, cfg, info, "qg_compile_fp8out");
 }
 
+/* The SwiGLU kernel's kinds (qg_swiglu_out). */
+static bool has_swiglu(qg_gemm_kind kind) {
+    return kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_MASKED;
+}
+
+qg_status qg_compile_swiglu(qg_context *ctx, const qg_problem *problem, int ue8m0,
+                            const qg_config *cfg, qg_kernel_info *info) {
+    qg__clear_error();
+    if (ue8m0 != 0 && ue8m0 != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "qg_compile_swiglu: ue8m0 must be 0 or 1, got %d",
+                        ue8m0);
+    if (problem && !has_swiglu(problem->kind))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg_compile_swiglu: problem->kind must be QG_GEMM_DENSE (0), "
+                        "_GROUPED_CONTIGUOUS (1) or _GROUPED_MASKED (2) (the kinds with the SwiGLU "
+                        "epilogue), got %d", (int)problem->kind);
+    return compile_call(ctx, problem, (1 + ue8m0) | QG_D_SWIGLU, cfg, info, "qg_compile_swiglu");
+}
+
 static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_fp8,
                               const qg_config *cfg, qg_kernel_info *info, const char *fn) {
     qg__clear_error();
@@ -308,12 +330,15 @@ static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_
 /* Check args: first everything that needs no device (shape, strides,
  * pointer presence and alignment), then that the context can launch, then
  * that every pointer is memory of the context's device. */
-/* fo: the e4m3-D calls' scales (NULL: bf16 or FP32 D). */
-static int d_fp8_of(const qg_fp8_out *fo) { return fo ? 1 + (fo->ue8m0 != 0) : 0; }
+/* fo: the e4m3-D calls' scales (NULL: bf16 or FP32 D); sw: the SwiGLU
+ * calls' whole output spec (NULL: none; fo then holds its first fields). */
+static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw) {
+    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : 0) : 0;
+}
 
 static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                          const qg_fp8_out *fo, const qg_config *forced, const char *fn,
-                          qg_problem *p) {
+                          const qg_fp8_out *fo, const qg_swiglu_out *sw, const qg_config *forced,
+                          const char *fn, qg_problem *p) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
@@ -365,10 +390,21 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
      * as by qg_select_config and qg_compile), then normalized for the cache. */
     if ((st = qg__check_problem(p, fn)) != QG_SUCCESS) return st;
     *p = launch_key(*p);
+    /* SwiGLU: B's rows are 128-row gate | up block pairs; D has half of them */
+    if (sw && a->n % 256)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: args->n (B's rows: gate and up, 2 x the intermediate size) must be a "
+                        "multiple of 256 for the SwiGLU epilogue (128-row gate | up block pairs), "
+                        "got %d", fn, a->n);
+    if (sw && !(sw->swiglu_limit >= 0.0f && sw->swiglu_limit <= 3.4028234663852886e38f))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: out->swiglu_limit must be >= 0 and finite (0: no clamp), got %g", fn,
+                        (double)sw->swiglu_limit);
+    const int d_cols = sw ? a->n / 2 : a->n; /* D's columns */
     /* (k-grouped: group g's rows of A and B are K_g bytes apart; lda, ldb unused) */
     if ((!kgrouped && ((st = qg__check_ld(a->lda, a->k, 1, fn, "lda", "k")) ||
                        (st = qg__check_ld(a->ldb, a->k, 1, fn, "ldb", "k")))) ||
-        (st = qg__check_ld(a->ldd, a->n, wgrad ? 4 : fo ? 1 : 2, fn, "ldd", "n")) ||
+        (st = qg__check_ld(a->ldd, d_cols, wgrad ? 4 : fo ? 1 : 2, fn, "ldd", sw ? "n / 2" : "n")) ||
         (fo && (st = qg__check_ld(fo->sfd_ld, a->m, 4, fn, "out->sfd_ld", "m"))) ||
         (st = qg__check_ld(a->sfa_ld, a->m, 4, fn, "sfa_ld", "m")) ||
         (wgrad && (st = qg__check_ld(a->sfb_ld, a->n, 4, fn, "sfb_ld", "n"))))
@@ -376,10 +412,11 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     /* rows of D (and of a separate C): k-grouped G x M */
     const uint64_t d_rows = (uint64_t)a->m * (kgrouped ? (uint64_t)a->num_groups : 1);
     typedef struct { const void *ptr; size_t align; const char *name; } named_ptr;
-    named_ptr ptrs[8] = {
+    named_ptr ptrs[9] = {
         {a->a, 16, "a"}, {a->b, 16, "b"}, {a->sfa, 16, "sfa"}, {a->sfb, 16, "sfb"}, {a->d, 16, "d"}};
     int num_ptrs = 5;
     if (fo) ptrs[num_ptrs++] = (named_ptr){fo->sfd, 4, "out->sfd"};
+    if (sw && sw->row_weight) ptrs[num_ptrs++] = (named_ptr){sw->row_weight, 4, "out->row_weight"};
     if (kind == QG_GEMM_GROUPED_CONTIGUOUS) ptrs[num_ptrs++] = (named_ptr){a->m_indices, 4, "m_indices"};
     if (kind == QG_GEMM_GROUPED_MASKED) ptrs[num_ptrs++] = (named_ptr){a->masked_m, 4, "masked_m"};
     if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
@@ -402,7 +439,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
     /* D written over an input would be read back half-overwritten (issue 53). */
-    if ((st = fo ? qg__check_gemm_fp8_d_no_overlap(fn, kind, a, fo->sfd, fo->sfd_ld)
+    if ((st = fo ? qg__check_gemm_fp8_d_no_overlap(fn, kind, a, d_cols, fo->sfd, fo->sfd_ld,
+                                                   sw ? sw->row_weight : NULL)
                  : qg__check_gemm_no_overlap(fn, kind, a)))
         return st;
     /* A forced configuration is checked here where no launch follows to
@@ -415,7 +453,7 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (forced && no_launch) {
         c = *forced;
         qg_kernel_plan plan;
-        if ((st = qg__complete_config_out(&ctx->props, qg_context_get_num_sms(ctx), p, d_fp8_of(fo),
+        if ((st = qg__complete_config_out(&ctx->props, qg_context_get_num_sms(ctx), p, d_fp8_of(fo, sw),
                                           &c, &plan)))
             return qg__fail(st, "%s: %s", fn, qg_last_error());
     }
@@ -559,8 +597,8 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
 /* A validated call with m > 0, ctx's CUDA context current: resolve, encode
  * the tensor maps, launch. */
 static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                     const qg_fp8_out *fo, const qg_problem *problem, const qg_config *forced,
-                     CUstream stream, const char *fn) {
+                     const qg_fp8_out *fo, const qg_swiglu_out *sw, const qg_problem *problem,
+                     const qg_config *forced, CUstream stream, const char *fn) {
     const qg_problem p = *problem;
     qg_status st = QG_SUCCESS;
     const bool wgrad = qg__one_d(kind); /* FP32 D, optionally from C */
@@ -576,7 +614,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     }
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e = NULL;
-    st = resolve_launch(ctx, &p, d_fp8_of(fo), forced, &e);
+    st = resolve_launch(ctx, &p, d_fp8_of(fo, sw), forced, &e);
     const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
@@ -615,7 +653,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                            wgrad ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                            : fo  ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                  : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                           a->d, (uint64_t)a->n, a_rows, (uint64_t)a->ldd * d_bytes,
+                           a->d, (uint64_t)(sw ? a->n / 2 : a->n), a_rows, (uint64_t)a->ldd * d_bytes,
                            (uint32_t)plan->store_cols, d_box_rows(cfg, plan, wgrad),
                            d_swizzle(plan, wgrad), "tensor map of D")) ||
         /* 1D1D: column scales of B [K/128][sfb_ld], a box of block_n per
@@ -651,28 +689,33 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     /* e4m3 D: its scales follow (the kernel's QG_FP8_D_PARAM) */
     CUdeviceptr sfd = fo ? (CUdeviceptr)(uintptr_t)fo->sfd : 0;
     int64_t sfd_ld = fo ? fo->sfd_ld : 0;
+    /* SwiGLU: its clamp and row weights follow (ignored by the other kernels,
+     * whose parameter lists end before them) */
+    float swiglu_limit = sw ? sw->swiglu_limit : 0.0f;
+    CUdeviceptr row_weight = sw ? (CUdeviceptr)(uintptr_t)sw->row_weight : 0;
     void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &map_sfb, &sfb, &d, &ldd,
-                      &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks, &sfd, &sfd_ld};
+                      &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks, &sfd, &sfd_ld,
+                      &swiglu_limit, &row_weight};
     return qg__launch(ctx, e, grid, params, stream, pdl, "GEMM");
 }
 
 static qg_status gemm_out(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                          const qg_fp8_out *fo, const qg_config *forced, CUstream stream,
-                          const char *fn) {
+                          const qg_fp8_out *fo, const qg_swiglu_out *sw, const qg_config *forced,
+                          CUstream stream, const char *fn) {
     qg__clear_error();
     qg_problem p;
-    qg_status st = validate(ctx, kind, a, fo, forced, fn, &p);
+    qg_status st = validate(ctx, kind, a, fo, sw, forced, fn, &p);
     if (st != QG_SUCCESS) return st;
     if (a->m == 0) return QG_SUCCESS;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
-    st = run(ctx, kind, a, fo, &p, forced, stream, fn);
+    st = run(ctx, kind, a, fo, sw, &p, forced, stream, fn);
     qg__leave(ctx);
     return st;
 }
 
 static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                       const qg_config *forced, CUstream stream, const char *fn) {
-    return gemm_out(ctx, kind, a, NULL, forced, stream, fn);
+    return gemm_out(ctx, kind, a, NULL, NULL, forced, stream, fn);
 }
 
 /* The e4m3-D calls: `out` checked first (present, ue8m0 0 or 1), then as
@@ -685,7 +728,42 @@ static qg_status gemm_fp8out(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_a
     if (out->ue8m0 != 0 && out->ue8m0 != 1)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: out->ue8m0 must be 0 or 1, got %d", fn,
                         out->ue8m0);
-    return gemm_out(ctx, kind, a, out, forced, stream, fn);
+    return gemm_out(ctx, kind, a, out, NULL, forced, stream, fn);
+}
+
+/* The SwiGLU calls: `out` checked first (present, ue8m0 0 or 1), then as the
+ * e4m3-D calls, with its clamp and row weights. */
+static qg_status gemm_swiglu(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
+                             const qg_swiglu_out *out, const qg_config *forced, CUstream stream,
+                             const char *fn) {
+    qg__clear_error();
+    if (!out)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: out is NULL (the scales of D and the SwiGLU "
+                        "options)", fn);
+    if (out->ue8m0 != 0 && out->ue8m0 != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: out->ue8m0 must be 0 or 1, got %d", fn,
+                        out->ue8m0);
+    const qg_fp8_out fo = {out->sfd, out->sfd_ld, out->ue8m0};
+    return gemm_out(ctx, kind, a, &fo, out, forced, stream, fn);
+}
+
+qg_status qg_fp8_gemm_nt_swiglu(qg_context *ctx, const qg_gemm_args *args, const qg_swiglu_out *out,
+                                const qg_config *cfg, struct CUstream_st *stream) {
+    return gemm_swiglu(ctx, QG_GEMM_DENSE, args, out, cfg, stream, "qg_fp8_gemm_nt_swiglu");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_contiguous_swiglu(qg_context *ctx, const qg_gemm_args *args,
+                                                     const qg_swiglu_out *out, const qg_config *cfg,
+                                                     struct CUstream_st *stream) {
+    return gemm_swiglu(ctx, QG_GEMM_GROUPED_CONTIGUOUS, args, out, cfg, stream,
+                       "qg_m_grouped_fp8_gemm_nt_contiguous_swiglu");
+}
+
+qg_status qg_m_grouped_fp8_gemm_nt_masked_swiglu(qg_context *ctx, const qg_gemm_args *args,
+                                                 const qg_swiglu_out *out, const qg_config *cfg,
+                                                 struct CUstream_st *stream) {
+    return gemm_swiglu(ctx, QG_GEMM_GROUPED_MASKED, args, out, cfg, stream,
+                       "qg_m_grouped_fp8_gemm_nt_masked_swiglu");
 }
 
 qg_status qg_fp8_gemm_nt_fp8out(qg_context *ctx, const qg_gemm_args *args, const qg_fp8_out *out,
@@ -785,11 +863,117 @@ qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *probl
     return QG_SUCCESS;
 }
 
+qg_status qg_select_config_swiglu(const qg_context *ctx, const qg_problem *problem, int ue8m0,
+                                  qg_config *out) {
+    qg_status st = check_config_call(ctx, problem, out, "qg_select_config_swiglu", "out");
+    if (st != QG_SUCCESS) return st;
+    if (ue8m0 != 0 && ue8m0 != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg_select_config_swiglu: ue8m0 must be 0 or 1, got %d", ue8m0);
+    if (!has_swiglu(problem->kind))
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "qg_select_config_swiglu: problem->kind must be QG_GEMM_DENSE (0), "
+                        "_GROUPED_CONTIGUOUS (1) or _GROUPED_MASKED (2), got %d", (int)problem->kind);
+    qg_kernel_plan plan;
+    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem, (1 + ue8m0) | QG_D_SWIGLU,
+                        NULL, 0, out, &plan);
+    if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config_swiglu: %s", qg_last_error());
+    return QG_SUCCESS;
+}
+
 qg_status qg_select_config(const qg_context *ctx, const qg_problem *problem, qg_config *out) {
     qg_status st = check_config_call(ctx, problem, out, "qg_select_config", "out");
     if (st != QG_SUCCESS) return st;
     qg_kernel_plan plan;
     st = qg__select(&ctx->props, qg_context_get_num_sms(ctx), problem, out, &plan);
     if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config: %s", qg_last_error());
+    return QG_SUCCESS;
+}
+
+/* ---- the SwiGLU weights' layout ------------------------------------------ */
+
+/* One strided copy of the halves of each group (gate, then up): block b of a
+ * half is `block` bytes at src (group g, half h) + b * block, to dst + b * 2
+ * block (+ block for up); the inverse swaps the two pitches. I/128 blocks a
+ * copy, 2G copies. */
+static qg_status interleave_copies(const qg_context *ctx, const void *src, void *dst, uint64_t block,
+                                   int num_groups, int blocks, bool inverse, CUstream stream) {
+    const uint64_t group = 2 * (uint64_t)blocks * block;
+    for (int g = 0; g < num_groups; ++g)
+        for (int h = 0; h < 2; ++h) {
+            const uint64_t plain = (uint64_t)g * group + (uint64_t)h * blocks * block;
+            const uint64_t fused = (uint64_t)g * group + (uint64_t)h * block;
+            CUDA_MEMCPY2D copy;
+            memset(&copy, 0, sizeof copy);
+            copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+            copy.srcDevice = (CUdeviceptr)(uintptr_t)src + (inverse ? fused : plain);
+            copy.srcPitch = inverse ? 2 * block : block;
+            copy.dstDevice = (CUdeviceptr)(uintptr_t)dst + (inverse ? plain : fused);
+            copy.dstPitch = inverse ? block : 2 * block;
+            copy.WidthInBytes = block;
+            copy.Height = (size_t)blocks;
+            CUresult r = ctx->drv->cuMemcpy2DAsync(&copy, stream);
+            if (r != CUDA_SUCCESS) return qg__cuda_fail(r, "interleaving gate and up (cuMemcpy2DAsync)");
+        }
+    return QG_SUCCESS;
+}
+
+qg_status qg_interleave_gate_up(qg_context *ctx, const qg_interleave_args *a,
+                                struct CUstream_st *stream) {
+    static const char fn[] = "qg_interleave_gate_up";
+    qg__clear_error();
+    if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    if (a->num_groups < 1 || a->num_groups > 4096)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be in [1, 4096], got %d",
+                        fn, a->num_groups);
+    if (a->i < 128 || a->i % 128)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->i (the intermediate size: B holds 2i rows a group) must be a "
+                        "positive multiple of 128, got %d", fn, a->i);
+    if (a->k < 16 || a->k % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->k must be a positive multiple of 16, got %d", fn, a->k);
+    if (a->inverse != 0 && a->inverse != 1)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->inverse must be 0 or 1, got %d", fn,
+                        a->inverse);
+    if (!a->w != !a->w_out)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s is NULL but args->%s is not (give "
+                        "both, or neither to skip the weights)", fn, a->w ? "w_out" : "w",
+                        a->w ? "w" : "w_out");
+    if (!a->sf != !a->sf_out)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->%s is NULL but args->%s is not (give "
+                        "both, or neither to skip the scales)", fn, a->sf ? "sf_out" : "sf",
+                        a->sf ? "sf" : "sf_out");
+    qg_status st;
+    if (a->w && (st = qg__check_ld(a->ld_w, a->k, 1, fn, "ld_w", "k"))) return st;
+    const uint64_t rows = 2 * (uint64_t)a->i * (uint64_t)a->num_groups;
+    const uint64_t kb = ((uint64_t)a->k + 127) / 128;
+    const qg_byte_range in[2] = {
+        qg__matrix_range("w", a->w, rows, (uint64_t)a->k, (uint64_t)a->ld_w, 1),
+        qg__matrix_range("sf", a->sf, 1, rows / 128 * kb, 0, 4)};
+    const qg_byte_range w_out = qg__matrix_range("w_out", a->w_out, rows, (uint64_t)a->k,
+                                                 (uint64_t)a->ld_w, 1);
+    const qg_byte_range sf_out = qg__matrix_range("sf_out", a->sf_out, 1, rows / 128 * kb, 0, 4);
+    if ((a->w && ((st = qg__check_ptr(a->w, 16, fn, "w")) || (st = qg__check_ptr(a->w_out, 16, fn, "w_out")))) ||
+        (a->sf && ((st = qg__check_ptr(a->sf, 4, fn, "sf")) || (st = qg__check_ptr(a->sf_out, 4, fn, "sf_out")))) ||
+        (st = qg__check_no_overlap(fn, &w_out, in, 2)) || (st = qg__check_no_overlap(fn, &sf_out, in, 2)) ||
+        (st = qg__check_no_overlap(fn, &w_out, &sf_out, 1)))
+        return st;
+    if (ctx->offline) return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    const void *ptrs[4] = {a->w, a->w_out, a->sf, a->sf_out};
+    static const char *const names[4] = {"w", "w_out", "sf", "sf_out"};
+    for (int i = 0; i < 4; ++i)
+        if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
+    if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
+    const int blocks = a->i / 128;
+    if (a->w)
+        st = interleave_copies(ctx, a->w, a->w_out, 128 * (uint64_t)a->ld_w, a->num_groups, blocks,
+                               a->inverse, stream);
+    if (st == QG_SUCCESS && a->sf)
+        st = interleave_copies(ctx, a->sf, a->sf_out, kb * 4, a->num_groups, blocks, a->inverse,
+                               stream);
+    qg__leave(ctx);
+    if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
     return QG_SUCCESS;
 }

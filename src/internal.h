@@ -116,8 +116,15 @@ typedef struct {
     int a_box_rows;         /* rows of A (and SFA) one CTA's TMA box loads: the CTA's share of
                                block_m, or round_up(M, 8) for a dense M below block_m */
     int d_fp8;              /* 0: bf16 (or the 1D1D kinds' FP32) D; 1: e4m3 D with FP32 1x128
-                               scales; 2: the same, scales UE8M0 (the kernel's QG_D_FP8) */
+                               scales; 2: the same, scales UE8M0 (the kernel's QG_D_FP8); plus
+                               QG_D_SWIGLU: the SwiGLU epilogue (the kernel's QG_SWIGLU) */
 } qg_kernel_plan;
+
+/* d_fp8's flag for the SwiGLU epilogue (qg_*_swiglu): B's gate and up rows
+ * interleaved in 128-row blocks, D = silu(gate) * up as e4m3, N / 2 columns.
+ * d_fp8 & QG_D_FP8_SCALES is the scale mode (1 FP32, 2 UE8M0). */
+#define QG_D_SWIGLU 4
+#define QG_D_FP8_SCALES 3
 
 /* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
  * the weight gradient and the k-grouped weight gradient. */
@@ -207,10 +214,12 @@ qg_status qg__check_no_overlap(const char *fn, const qg_byte_range *out,
  * checks (it trusts m, n, k, num_groups and the lds). M = 0 writes nothing
  * and passes. */
 qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *args);
-/* The same for an e4m3 D (one byte an element) and its scales sfd
- * ([G][ceil(n/128)][sfd_ld] floats, G masked only): neither over an input,
- * nor the scales over D. */
+/* The same for an e4m3 D (one byte an element) of d_cols columns (n, or
+ * n / 2 under SwiGLU) and its scales sfd ([G][ceil(d_cols/128)][sfd_ld]
+ * floats, G masked only): neither over an input, nor the scales over D; and
+ * row_weight (SwiGLU; NULL: none), [rows] floats, an input. */
 qg_status qg__check_gemm_fp8_d_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *a,
-                                          const float *sfd, int64_t sfd_ld);
+                                          int64_t d_cols, const float *sfd, int64_t sfd_ld,
+                                          const float *row_weight);
 
 #endif /* QG_INTERNAL_H */

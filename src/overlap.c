@@ -61,9 +61,10 @@ qg_status qg__check_no_overlap(const char *fn, const qg_byte_range *out,
 }
 
 /* The inputs of a GEMM call (their extents into in[], at most 8), and the
- * extent of D with elements of d_bytes. */
-static int gemm_inputs(qg_gemm_kind kind, const qg_gemm_args *a, int d_bytes, qg_byte_range *d_out,
-                       qg_byte_range *in) {
+ * extent of D with elements of d_bytes, d_cols columns (n, or n / 2 under
+ * SwiGLU). */
+static int gemm_inputs(qg_gemm_kind kind, const qg_gemm_args *a, int d_bytes, uint64_t d_cols,
+                       qg_byte_range *d_out, qg_byte_range *in) {
     const bool kgrouped = kind == QG_GEMM_K_GROUPED, masked = kind == QG_GEMM_GROUPED_MASKED;
     const bool wgrad = qg__one_d(kind);
     const uint64_t m = (uint64_t)a->m, n = (uint64_t)a->n, k = (uint64_t)a->k;
@@ -74,7 +75,7 @@ static int gemm_inputs(qg_gemm_kind kind, const qg_gemm_args *a, int d_bytes, qg
                           kind == QG_GEMM_GROUPED_PSUM;
     const uint64_t d_rows = kgrouped || masked ? g * m : m;
     const uint64_t ld = (uint64_t)(a->ldd > 0 ? a->ldd : 0);
-    *d_out = qg__matrix_range("d", a->d, d_rows, n, ld, (uint64_t)d_bytes);
+    *d_out = qg__matrix_range("d", a->d, d_rows, d_cols, ld, (uint64_t)d_bytes);
     int num = 0;
     if (kgrouped) {
         /* A_g [m][K_g] packed one after another: m * k bytes; B likewise n * k. */
@@ -107,21 +108,27 @@ static int gemm_inputs(qg_gemm_kind kind, const qg_gemm_args *a, int d_bytes, qg
 qg_status qg__check_gemm_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *a) {
     if (!a || a->m <= 0 || a->n <= 0 || a->k < 0) return QG_SUCCESS; /* nothing is written */
     qg_byte_range d, in[8];
-    const int num = gemm_inputs(kind, a, qg__one_d(kind) ? 4 : 2, &d, in);
+    const int num = gemm_inputs(kind, a, qg__one_d(kind) ? 4 : 2, (uint64_t)a->n, &d, in);
     return qg__check_no_overlap(fn, &d, in, num);
 }
 
 qg_status qg__check_gemm_fp8_d_no_overlap(const char *fn, qg_gemm_kind kind, const qg_gemm_args *a,
-                                          const float *sfd, int64_t sfd_ld) {
-    if (!a || a->m <= 0 || a->n <= 0 || a->k < 0) return QG_SUCCESS; /* nothing is written */
-    qg_byte_range d, in[9];
-    const int num = gemm_inputs(kind, a, 1, &d, in);
+                                          int64_t d_cols, const float *sfd, int64_t sfd_ld,
+                                          const float *row_weight) {
+    if (!a || a->m <= 0 || a->n <= 0 || a->k < 0 || d_cols <= 0) return QG_SUCCESS; /* nothing is written */
+    qg_byte_range d, in[10];
+    int num = gemm_inputs(kind, a, 1, (uint64_t)d_cols, &d, in);
+    if (row_weight) /* [rows]: G x M masked */
+        in[num++] = qg__matrix_range("row_weight", row_weight, 1,
+                                     (uint64_t)a->m * (kind == QG_GEMM_GROUPED_MASKED && a->num_groups > 0
+                                                           ? (uint64_t)a->num_groups : 1),
+                                     0, 4);
     qg_status st = qg__check_no_overlap(fn, &d, in, num);
     if (st != QG_SUCCESS) return st;
     /* the scales [G][ceil(n/128)][sfd_ld] (G: masked only), m used per row;
      * neither over an input nor over D */
     const uint64_t g = kind == QG_GEMM_GROUPED_MASKED && a->num_groups > 0 ? (uint64_t)a->num_groups : 1;
-    const qg_byte_range sf = qg__matrix_range("sfd", sfd, g * (((uint64_t)a->n + 127) / 128),
+    const qg_byte_range sf = qg__matrix_range("sfd", sfd, g * (((uint64_t)d_cols + 127) / 128),
                                               (uint64_t)a->m, (uint64_t)(sfd_ld > 0 ? sfd_ld : 0), 4);
     in[num] = d;
     if (sf.begin >= sf.end) return QG_SUCCESS;

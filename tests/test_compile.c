@@ -43,17 +43,23 @@ static void progress(const char *what) {
 /* Compile p with cfg (NULL: the heuristic's choice, compiled as a forced
  * configuration, so that a refusal fails here instead of falling back to
  * the next choice as qg_compile would) and check the ptxas report. */
-/* d_fp8: 0 the bf16 (FP32) kernels, 1 / 2 the e4m3-D ones (ue8m0 0 / 1). */
+/* d_fp8: 0 the bf16 (FP32) kernels, 1 / 2 the e4m3-D ones (ue8m0 0 / 1);
+ * | QG_D_SWIGLU: the SwiGLU ones. */
 static int check_kernel_out(qg_context *ctx, const qg_problem *p, int d_fp8, const qg_config *cfg,
                             const char *what) {
     qg_kernel_info info;
     qg_config chosen;
     qg_status st = QG_SUCCESS;
-    if (!cfg && (st = d_fp8 ? qg_select_config_fp8out(ctx, p, d_fp8 - 1, &chosen)
-                            : qg_select_config(ctx, p, &chosen)) == QG_SUCCESS)
+    const int ue = (d_fp8 & QG_D_FP8_SCALES) - 1;
+    const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
+    if (!cfg && (st = swiglu  ? qg_select_config_swiglu(ctx, p, ue, &chosen)
+                      : d_fp8 ? qg_select_config_fp8out(ctx, p, ue, &chosen)
+                              : qg_select_config(ctx, p, &chosen)) == QG_SUCCESS)
         cfg = &chosen;
     if (st == QG_SUCCESS)
-        st = d_fp8 ? qg_compile_fp8out(ctx, p, d_fp8 - 1, cfg, &info) : qg_compile(ctx, p, cfg, &info);
+        st = swiglu  ? qg_compile_swiglu(ctx, p, ue, cfg, &info)
+             : d_fp8 ? qg_compile_fp8out(ctx, p, ue, cfg, &info)
+                     : qg_compile(ctx, p, cfg, &info);
     if (st != QG_SUCCESS) {
         printf("    %s: %s: %s\n", what, qg_status_string(st), qg_last_error());
         return 0;
@@ -224,6 +230,91 @@ TEST(compile_fp8out_every_variant) {
         failures += !check_kernel_out(ctx, &grouped[i], 2, &c, what);
     }
     CHECK(failures == 0, "%d e4m3-D variants failed", failures);
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The SwiGLU kernels (qg_swiglu_out): the one tile, 128x256, in the dense,
+ * contiguous and masked kinds, without and with multicast (B: dense only),
+ * FP32 and UE8M0 scales, N = 2I of the DeepSeek MoE shapes and of one 128-row
+ * pair; the heuristic's choice on the DeepSeek MoE shapes; every other
+ * block_n, split-K and N off 256 refused with the reason. */
+TEST(compile_swiglu_every_variant) {
+    char dir[64];
+    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const int ns[] = {4096, 3072, 256};
+    int failures = 0, refused = 0;
+    checked_kernels = 0;
+    for (int kind = 0; kind <= 2; ++kind)
+        for (int mc = 0; mc < 3; ++mc)
+            for (int ni = 0; ni < 3; ++ni)
+                for (int ue = 0; ue < 2; ++ue) {
+                    if ((ue || ni) && mc) continue; /* (those lines run without multicast) */
+                    qg_problem p = {(qg_gemm_kind)kind, 2048, ns[ni], 7168, kind ? 8 : 1, 0, 0};
+                    qg_config cfg = {.block_m = 128, .block_n = 256, .multicast = (qg_multicast)mc};
+                    qg_kernel_plan plan;
+                    if (qg__complete_config_out(&ctx->props, ctx->num_sms, &p, (1 + ue) | QG_D_SWIGLU,
+                                                &cfg, &plan) != QG_SUCCESS) {
+                        refused++;
+                        continue;
+                    }
+                    char what[112];
+                    snprintf(what, sizeof what, "SwiGLU%s kind %d N %d block %dx%d multicast %d stages %d",
+                             ue ? " ue8m0" : "", kind, p.n, cfg.block_m, cfg.block_n,
+                             (int)cfg.multicast, cfg.num_stages);
+                    failures += !check_kernel_out(ctx, &p, (1 + ue) | QG_D_SWIGLU, &cfg, what);
+                }
+    printf("    %d SwiGLU kernels compiled, %d configurations refused as illegal, %d failures\n",
+           checked_kernels, refused, failures);
+    CHECK(checked_kernels >= 12, "too few variants compiled: %d", checked_kernels);
+
+    /* refusals, each saying why */
+    qg_problem p = {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 8, 128, 0};
+    qg_config narrow = {.block_m = 128, .block_n = 128};
+    CHECK(qg_compile_swiglu(ctx, &p, 0, &narrow, NULL) == QG_ERROR_UNSUPPORTED &&
+              strstr(qg_last_error(), "SwiGLU epilogue needs block_n 256") &&
+              strstr(qg_last_error(), "got 128"),
+          "block_n 128 with SwiGLU: %s", qg_last_error());
+    qg_config split = {.block_m = 128, .block_n = 256, .split_k = 2};
+    p.kind = QG_GEMM_DENSE, p.num_groups = 1, p.expected_m = 0;
+    CHECK(qg_compile_swiglu(ctx, &p, 0, &split, NULL) == QG_ERROR_UNSUPPORTED &&
+              strstr(qg_last_error(), "without split-K"), "split-K with SwiGLU: %s", qg_last_error());
+    p.n = 4096 + 128;
+    CHECK(qg_compile_swiglu(ctx, &p, 0, NULL, NULL) == QG_ERROR_UNSUPPORTED &&
+              strstr(qg_last_error(), "multiple of 256, got 4224"), "N 4224: %s", qg_last_error());
+    p.n = 4096;
+    CHECK(qg_compile_swiglu(ctx, &p, 2, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "ue8m0 must be 0 or 1"), "%s", qg_last_error());
+    p.kind = QG_GEMM_GROUPED_PSUM;
+    CHECK(qg_compile_swiglu(ctx, &p, 0, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "problem->kind must be"), "%s", qg_last_error());
+    qg_config c;
+    CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "qg_select_config_swiglu: problem->kind"), "%s", qg_last_error());
+
+    /* the heuristic on the DeepSeek MoE shapes: masked G x M, contiguous 4096 rows */
+    static const int moe_n[] = {4096, 3072};
+    static const int masked[][2] = {{8, 64}, {16, 128}, {32, 256}};
+    for (int ni = 0; ni < 2; ++ni) {
+        for (int i = 0; i < 3; ++i) {
+            qg_problem q = {QG_GEMM_GROUPED_MASKED, masked[i][1], moe_n[ni], 7168, masked[i][0],
+                            masked[i][1], 0};
+            CHECK(qg_select_config_swiglu(ctx, &q, i % 2, &c) == QG_SUCCESS, "%s", qg_last_error());
+            CHECK(c.block_n == 256 && c.split_k <= 1, "masked %d: block %dx%d", i, c.block_m, c.block_n);
+            char what[112];
+            snprintf(what, sizeof what, "SwiGLU heuristic masked %dx%dx%dx7168 -> %dx%d mc %d stages %d",
+                     q.num_groups, q.m, q.n, c.block_m, c.block_n, (int)c.multicast, c.num_stages);
+            failures += !check_kernel_out(ctx, &q, (1 + i % 2) | QG_D_SWIGLU, &c, what);
+        }
+        qg_problem q = {QG_GEMM_GROUPED_CONTIGUOUS, 4096, moe_n[ni], 7168, 8, 0, 0};
+        CHECK(qg_select_config_swiglu(ctx, &q, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
+        char what[112];
+        snprintf(what, sizeof what, "SwiGLU heuristic contiguous 4096x%dx7168 -> %dx%d mc %d stages %d",
+                 q.n, c.block_m, c.block_n, (int)c.multicast, c.num_stages);
+        failures += !check_kernel_out(ctx, &q, 1 | QG_D_SWIGLU, &c, what);
+    }
+    CHECK(failures == 0, "%d SwiGLU variants failed", failures);
     qg_context_destroy(ctx);
     PASS();
 }

@@ -231,8 +231,9 @@ static int check_types(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int d
 }
 
 /* 2. sizes: every tensor agrees with M, N, K (and G) taken from a and b. */
+/* swiglu: d has N / 2 columns (the SwiGLU GEMMs: B's gate | up rows). */
 static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
-                       qg_gemm_args *args)
+                       qg_gemm_args *args, int swiglu)
 {
     const int masked = kind == QG_GEMM_GROUPED_MASKED, psum = kind == QG_GEMM_GROUPED_PSUM;
     const int wgrad = kind == QG_GEMM_WGRAD, grouped = kind != QG_GEMM_DENSE && !wgrad;
@@ -250,7 +251,8 @@ static int check_sizes(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int e
         qgpy_check_dim(sfb, -2, wgrad ? n : nb, wgrad ? "N, from b" : "ceil(N/128), N from b") ||
         qgpy_check_dim(sfb, -1, kb, "ceil(K/128), K from a") ||
         (masked && qgpy_check_dim(d, 0, g, "G, from b")) || qgpy_check_dim(d, -2, m, "M, from a") ||
-        qgpy_check_dim(d, -1, n, "N, from b") ||
+        (swiglu ? qgpy_check_dim(d, -1, n / 2, "N/2, from b (its gate and up rows)")
+                : qgpy_check_dim(d, -1, n, "N, from b")) ||
         (grouped && qgpy_check_dim(idx, 0, masked || psum ? g : m,
                                    masked || psum ? "G, from b" : "M, from a")) ||
         (wgrad && idx->t && (qgpy_check_dim(idx, 0, m, "M, from a") ||
@@ -308,15 +310,17 @@ static int check_layouts(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], qg_
 /* sfd (the e4m3-D calls' scales; NULL: none): checked after the other
  * tensors' shapes and layouts, before any device. */
 static int check_sfd(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], const qgpy_tensor *sfd,
-                     const qg_gemm_args *args, int64_t *sfd_ld);
+                     const qg_gemm_args *args, int64_t *sfd_ld, int swiglu);
 
 static int gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
-                     qg_gemm_args *args, int *device, const qgpy_tensor *sfd, int64_t *sfd_ld)
+                     qg_gemm_args *args, int *device, const qgpy_tensor *sfd, int64_t *sfd_ld,
+                     int swiglu)
 {
     const int d_e4m3 = sfd != NULL;
     memset(args, 0, sizeof *args);
-    if (check_types(kind, t, d_e4m3) || check_sizes(kind, t, expected_m, args) ||
-        check_layouts(kind, t, args, d_e4m3) || (sfd && check_sfd(kind, t, sfd, args, sfd_ld)))
+    if (check_types(kind, t, d_e4m3) || check_sizes(kind, t, expected_m, args, swiglu) ||
+        check_layouts(kind, t, args, d_e4m3) ||
+        (sfd && check_sfd(kind, t, sfd, args, sfd_ld, swiglu)))
         return -1;
     *device = -1;
     if (sfd && qgpy_check_device(sfd, device))
@@ -343,19 +347,22 @@ static int gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int exp
 int qgpy_gemm_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], int expected_m,
                    qg_gemm_args *args, int *device)
 {
-    return gemm_args(kind, t, expected_m, args, device, NULL, NULL);
+    return gemm_args(kind, t, expected_m, args, device, NULL, NULL, 0);
 }
 
 static int check_sfd(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS], const qgpy_tensor *sfd,
-                     const qg_gemm_args *args, int64_t *sfd_ld)
+                     const qg_gemm_args *args, int64_t *sfd_ld, int swiglu)
 {
     /* the next GEMM's sfa layout: [(G,) M, ceil(N/128)] float32, M-major */
     const int masked = kind == QG_GEMM_GROUPED_MASKED;
     if (qgpy_check_dtype(sfd, QGPY_F32) ||
-        qgpy_check_ndim(sfd, masked ? 3 : 2, masked ? "[G, M, ceil(N/128)]" : "[M, ceil(N/128)]") ||
+        qgpy_check_ndim(sfd, masked ? 3 : 2,
+                        swiglu ? (masked ? "[G, M, ceil(N/256)]" : "[M, ceil(N/256)]")
+                               : (masked ? "[G, M, ceil(N/128)]" : "[M, ceil(N/128)]")) ||
         (masked && qgpy_check_dim(sfd, 0, args->num_groups, "G, from b")) ||
         qgpy_check_dim(sfd, -2, args->m, "M, from a") ||
-        qgpy_check_dim(sfd, -1, ceil_div(args->n, 128), "ceil(N/128), N from b") ||
+        (swiglu ? qgpy_check_dim(sfd, -1, ceil_div(args->n / 2, 128), "ceil(N/256), N from b")
+                : qgpy_check_dim(sfd, -1, ceil_div(args->n, 128), "ceil(N/128), N from b")) ||
         scales_layout(sfd, 'M', "sfd_ld", sfd_ld) ||
         (!is_empty(sfd) && qgpy_check_aligned(sfd)) || qgpy_check_writable(sfd) ||
         qgpy_check_no_overlap(&t[QGPY_D], sfd))
@@ -373,10 +380,52 @@ int qgpy_gemm_fp8out_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS],
     if (kind == QG_GEMM_WGRAD)
         return qgpy_errorf(PyExc_ValueError, "qgemm: the weight gradient has no e4m3-D form");
     memset(out, 0, sizeof *out);
-    if (gemm_args(kind, t, expected_m, args, device, sfd, &out->sfd_ld))
+    if (gemm_args(kind, t, expected_m, args, device, sfd, &out->sfd_ld, 0))
         return -1;
     out->sfd = qgpy_address(sfd);
     out->ue8m0 = ue8m0 != 0;
+    return 0;
+}
+
+int qgpy_gemm_swiglu_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS],
+                          const qgpy_tensor *sfd, const qgpy_tensor *row_weight, int expected_m,
+                          int ue8m0, float limit, qg_gemm_args *args, qg_swiglu_out *out,
+                          int *device)
+{
+    if (kind != QG_GEMM_DENSE && kind != QG_GEMM_GROUPED_CONTIGUOUS && kind != QG_GEMM_GROUPED_MASKED)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: the SwiGLU GEMMs are dense, contiguous or masked");
+    memset(out, 0, sizeof *out);
+    /* row_weight's type and shape first (before any device is asked for), its
+     * rows those of a: [M, K] or masked [G, M, K] (a's own checks follow) */
+    const qgpy_tensor *a = &t[QGPY_A];
+    if (row_weight->t && a->t && a->t->ndim >= 2) {
+        const int64_t rows = qgpy_dim(a, -2) * (a->t->ndim == 3 ? qgpy_dim(a, 0) : 1);
+        int64_t numel = 1;
+        for (int i = 0; i < row_weight->t->ndim; i++)
+            numel *= qgpy_dim(row_weight, i);
+        if (qgpy_check_dtype(row_weight, QGPY_F32) || check_contiguous(row_weight))
+            return -1;
+        if (numel != rows || row_weight->t->ndim < 1 || row_weight->t->ndim > 2) {
+            char sh[160];
+            return qgpy_errorf(PyExc_ValueError,
+                               "qgemm: row_weight must hold one float32 per row of a (%" PRId64
+                               "%s), got shape %s", rows,
+                               kind == QG_GEMM_GROUPED_MASKED ? ": [G, M] or [G * M]" : ": [M]",
+                               qgpy_shape_str(row_weight, sh, sizeof sh));
+        }
+    }
+    if (gemm_args(kind, t, expected_m, args, device, sfd, &out->sfd_ld, 1))
+        return -1;
+    if (row_weight->t) {
+        if ((!is_empty(row_weight) && qgpy_check_aligned(row_weight)) ||
+            qgpy_check_device(row_weight, device) || qgpy_check_no_overlap(&t[QGPY_D], row_weight) ||
+            qgpy_check_no_overlap(sfd, row_weight))
+            return -1;
+        out->row_weight = (const float *)qgpy_address(row_weight);
+    }
+    out->sfd = qgpy_address(sfd);
+    out->ue8m0 = ue8m0 != 0;
+    out->swiglu_limit = limit; /* (the library checks it: >= 0, finite) */
     return 0;
 }
 

@@ -227,38 +227,35 @@ static PyObject *py_gemm(PyObject *self, PyObject *args)
     return check_and_launch(kind, t, expected_m, stream, 0, forced ? &cfg : NULL);
 }
 
-/* gemm_fp8out(kind, a, sfa, b, sfb, d, sfd, idx_or_None, expected_m, ue8m0,
- *             config, e4m3_bytes, stream, no_sync): the e4m3-D GEMMs
- *             (qg_fp8_out) through DLPack, in launch_family's argument order;
- *             bit i of e4m3_bytes / no_sync as gemm()'s for the 7 tensors. */
-static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
+/* The e4m3-D GEMMs (qg_fp8_out) and the SwiGLU ones (qg_swiglu_out: with
+ * `row_weight` (obj[7], None: none) and `limit`) through DLPack: obj holds
+ * a, sfa, b, sfb, d, sfd, idx (, row_weight); bit i of e4m3_bytes / no_sync
+ * as gemm()'s for obj[i]. */
+static PyObject *fp8out_call(int kind, PyObject *const *obj, int swiglu, int expected_m, int ue8m0,
+                             float limit, PyObject *cfg_obj, unsigned e4m3_bytes,
+                             unsigned long long stream, unsigned no_sync)
 {
-    (void)self;
-    int kind, expected_m, ue8m0;
-    PyObject *obj[7], *cfg_obj;
-    unsigned long long stream;
-    unsigned e4m3_bytes, no_sync;
-    if (!PyArg_ParseTuple(args, "iOOOOOOOiiOIKI:gemm_fp8out", &kind, &obj[0], &obj[1], &obj[2],
-                          &obj[3], &obj[4], &obj[5], &obj[6], &expected_m, &ue8m0, &cfg_obj,
-                          &e4m3_bytes, &stream, &no_sync))
-        return NULL;
     qg_config cfg;
     int forced;
     if (check_kind(kind) < 0 || (forced = parse_config(cfg_obj, &cfg)) < 0)
         return NULL;
     if (kind == QG_GEMM_WGRAD)
         return PyErr_Format(PyExc_ValueError, "qgemm: the weight gradient has no e4m3-D form");
+    if (swiglu && kind == QG_GEMM_GROUPED_PSUM)
+        return PyErr_Format(PyExc_ValueError, "qgemm: the psum layout has no SwiGLU form");
     if (ue8m0 != 0 && ue8m0 != 1)
         return PyErr_Format(PyExc_ValueError, "qgemm: use_ue8m0 must be 0 or 1, got %d", ue8m0);
-    /* obj order: a, sfa, b, sfb, d, sfd, idx -> slots (sfd apart) */
-    static const int slot_of[7] = {QGPY_A, QGPY_SFA, QGPY_B, QGPY_SFB, QGPY_D, -1, QGPY_IDX};
-    static const char *const names[7] = {"a", "sfa", "b", "sfb", "d", "sfd", NULL};
-    qgpy_tensor t[QGPY_SLOTS] = {{0}}, sfd = {0};
+    /* obj order: a, sfa, b, sfb, d, sfd, idx, row_weight -> slots (sfd, row_weight apart) */
+    static const int slot_of[8] = {QGPY_A, QGPY_SFA, QGPY_B, QGPY_SFB, QGPY_D, -1, QGPY_IDX, -2};
+    static const char *const names[8] = {"a", "sfa", "b", "sfb", "d", "sfd", NULL, "row_weight"};
+    qgpy_tensor t[QGPY_SLOTS] = {{0}}, sfd = {0}, weight = {0};
     PyObject *result = NULL;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < (swiglu ? 8 : 7); i++) {
         if (i == 6 && kind == QG_GEMM_DENSE)
             continue;
-        qgpy_tensor *dst = slot_of[i] < 0 ? &sfd : &t[slot_of[i]];
+        if (i == 7 && obj[i] == Py_None)
+            continue;
+        qgpy_tensor *dst = slot_of[i] == -1 ? &sfd : slot_of[i] == -2 ? &weight : &t[slot_of[i]];
         long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
         if (qgpy_tensor_import(obj[i], i == 6 ? slot_name(kind, QGPY_IDX) : names[i],
                                dlpack_stream, dst) < 0)
@@ -268,9 +265,12 @@ static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
     }
     qg_gemm_args ga;
     qg_fp8_out out;
+    qg_swiglu_out sw;
     int device = 0;
-    if (qgpy_gemm_fp8out_args((qg_gemm_kind)kind, t, &sfd, expected_m, ue8m0, &ga, &out,
-                              &device) < 0)
+    if ((swiglu ? qgpy_gemm_swiglu_args((qg_gemm_kind)kind, t, &sfd, &weight, expected_m, ue8m0,
+                                        limit, &ga, &sw, &device)
+                : qgpy_gemm_fp8out_args((qg_gemm_kind)kind, t, &sfd, expected_m, ue8m0, &ga, &out,
+                                        &device)) < 0)
         goto done;
     if (ga.m == 0 || ga.n == 0) { /* nothing to write (masked: M_max 0 is refused below) */
         if (kind != QG_GEMM_GROUPED_MASKED) {
@@ -286,13 +286,23 @@ static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
     struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
     const qg_config *c = forced ? &cfg : NULL;
     Py_BEGIN_ALLOW_THREADS
-    switch (kind) {
-    case QG_GEMM_DENSE: st = qg_fp8_gemm_nt_fp8out(ctx, &ga, &out, c, s); break;
-    case QG_GEMM_GROUPED_CONTIGUOUS:
-        st = qg_m_grouped_fp8_gemm_nt_contiguous_fp8out(ctx, &ga, &out, c, s);
-        break;
-    case QG_GEMM_GROUPED_PSUM: st = qg_m_grouped_fp8_gemm_nt_psum_fp8out(ctx, &ga, &out, c, s); break;
-    default: st = qg_m_grouped_fp8_gemm_nt_masked_fp8out(ctx, &ga, &out, c, s); break;
+    if (swiglu) {
+        switch (kind) {
+        case QG_GEMM_DENSE: st = qg_fp8_gemm_nt_swiglu(ctx, &ga, &sw, c, s); break;
+        case QG_GEMM_GROUPED_CONTIGUOUS:
+            st = qg_m_grouped_fp8_gemm_nt_contiguous_swiglu(ctx, &ga, &sw, c, s);
+            break;
+        default: st = qg_m_grouped_fp8_gemm_nt_masked_swiglu(ctx, &ga, &sw, c, s); break;
+        }
+    } else {
+        switch (kind) {
+        case QG_GEMM_DENSE: st = qg_fp8_gemm_nt_fp8out(ctx, &ga, &out, c, s); break;
+        case QG_GEMM_GROUPED_CONTIGUOUS:
+            st = qg_m_grouped_fp8_gemm_nt_contiguous_fp8out(ctx, &ga, &out, c, s);
+            break;
+        case QG_GEMM_GROUPED_PSUM: st = qg_m_grouped_fp8_gemm_nt_psum_fp8out(ctx, &ga, &out, c, s); break;
+        default: st = qg_m_grouped_fp8_gemm_nt_masked_fp8out(ctx, &ga, &out, c, s); break;
+        }
     }
     Py_END_ALLOW_THREADS
     result = status_result(st);
@@ -300,7 +310,44 @@ done:
     for (int i = 0; i < QGPY_SLOTS; i++)
         qgpy_tensor_release(&t[i]);
     qgpy_tensor_release(&sfd);
+    qgpy_tensor_release(&weight);
     return result;
+}
+
+/* gemm_fp8out(kind, a, sfa, b, sfb, d, sfd, idx_or_None, expected_m, ue8m0,
+ *             config, e4m3_bytes, stream, no_sync): the e4m3-D GEMMs
+ *             (qg_fp8_out) through DLPack, in launch_family's argument order. */
+static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, expected_m, ue8m0;
+    PyObject *obj[8], *cfg_obj;
+    unsigned long long stream;
+    unsigned e4m3_bytes, no_sync;
+    if (!PyArg_ParseTuple(args, "iOOOOOOOiiOIKI:gemm_fp8out", &kind, &obj[0], &obj[1], &obj[2],
+                          &obj[3], &obj[4], &obj[5], &obj[6], &expected_m, &ue8m0, &cfg_obj,
+                          &e4m3_bytes, &stream, &no_sync))
+        return NULL;
+    obj[7] = Py_None;
+    return fp8out_call(kind, obj, 0, expected_m, ue8m0, 0.0f, cfg_obj, e4m3_bytes, stream, no_sync);
+}
+
+/* gemm_swiglu(kind, a, sfa, b, sfb, d, sfd, idx_or_None, row_weight_or_None,
+ *             expected_m, ue8m0, swiglu_limit, config, e4m3_bytes, stream,
+ *             no_sync): the SwiGLU GEMMs (qg_swiglu_out), as gemm_fp8out. */
+static PyObject *py_gemm_swiglu(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, expected_m, ue8m0;
+    float limit;
+    PyObject *obj[8], *cfg_obj;
+    unsigned long long stream;
+    unsigned e4m3_bytes, no_sync;
+    if (!PyArg_ParseTuple(args, "iOOOOOOOOiifOIKI:gemm_swiglu", &kind, &obj[0], &obj[1], &obj[2],
+                          &obj[3], &obj[4], &obj[5], &obj[6], &obj[7], &expected_m, &ue8m0, &limit,
+                          &cfg_obj, &e4m3_bytes, &stream, &no_sync))
+        return NULL;
+    return fp8out_call(kind, obj, 1, expected_m, ue8m0, limit, cfg_obj, e4m3_bytes, stream, no_sync);
 }
 
 /* gemm_torch(kind, a, sfa, b, sfb, d, idx_or_None, expected_m, config): the
@@ -592,6 +639,9 @@ static PyMethodDef methods[] = {
     {"gemm_fp8out", py_gemm_fp8out, METH_VARARGS,
      "gemm_fp8out(kind, a, sfa, b, sfb, d, sfd, idx, expected_m, ue8m0, config, e4m3_bytes, "
      "stream, no_sync)"},
+    {"gemm_swiglu", py_gemm_swiglu, METH_VARARGS,
+     "gemm_swiglu(kind, a, sfa, b, sfb, d, sfd, idx, row_weight, expected_m, ue8m0, "
+     "swiglu_limit, config, e4m3_bytes, stream, no_sync)"},
     {"gemm_torch", (PyCFunction)(void (*)(void))py_gemm_torch, METH_FASTCALL,
      "gemm_torch(kind, a, sfa, b, sfb, d, idx, expected_m, config) -> None or NotImplemented"},
     {"k_grouped_torch", py_k_grouped_torch, METH_VARARGS,

@@ -137,6 +137,13 @@ int qgpy_gemm_fp8out_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS],
                           const qgpy_tensor *sfd, int expected_m, int ue8m0, qg_gemm_args *args,
                           qg_fp8_out *out, int *device);
 
+/* The same for the SwiGLU calls (qg_swiglu_out): d [(G,) M, N/2] e4m3, sfd
+ * [(G,) M, ceil(N/256)], row_weight (t NULL: none) [rows] float32. */
+int qgpy_gemm_swiglu_args(qg_gemm_kind kind, const qgpy_tensor t[QGPY_SLOTS],
+                          const qgpy_tensor *sfd, const qgpy_tensor *row_weight, int expected_m,
+                          int ue8m0, float limit, qg_gemm_args *args, qg_swiglu_out *out,
+                          int *device);
+
 /* The k-grouped GEMM's tensors (slot QGPY_IDX: c or empty) and its host group
  * sizes ks[num_groups] -> `args` (args->ks points at ks). */
 int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int num_groups,

@@ -37,6 +37,9 @@ def gemm(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expect
 def gemm_fp8out(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, sfd: Any, idx: Any,
                 expected_m: int, ue8m0: int, config: _Config, e4m3_bytes: int, stream: int,
                 no_sync: int) -> None: ...
+def gemm_swiglu(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, sfd: Any, idx: Any,
+                row_weight: Any, expected_m: int, ue8m0: int, swiglu_limit: float,
+                config: _Config, e4m3_bytes: int, stream: int, no_sync: int) -> None: ...
 def gemm_torch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expected_m: int,
                config: _Config) -> Any: ...
 def k_grouped_torch(a: Any, sfa: Any, b: Any, sfb: Any, d: Any, c: Any, ks: Any,

@@ -125,18 +125,23 @@ from .einsum import (
 )
 from .fp8 import (
     empty_fp8out,
+    empty_swiglu,
     fp8_fp4_gemm_nt,
     fp8_gemm_nt,
     fp8_gemm_nt_fp8out,
+    fp8_gemm_nt_swiglu,
     fp8_m_grouped_gemm_nt_masked,
     get_strict,
+    interleave_gate_up,
     k_grouped_fp8_gemm_nt_contiguous,
     m_grouped_fp8_fp4_gemm_nt_contiguous,
     m_grouped_fp8_fp4_gemm_nt_masked,
     m_grouped_fp8_gemm_nt_contiguous,
     m_grouped_fp8_gemm_nt_contiguous_fp8out,
+    m_grouped_fp8_gemm_nt_contiguous_swiglu,
     m_grouped_fp8_gemm_nt_masked,
     m_grouped_fp8_gemm_nt_masked_fp8out,
+    m_grouped_fp8_gemm_nt_masked_swiglu,
     set_strict,
 )
 
@@ -164,6 +169,12 @@ __all__ = [
     "m_grouped_fp8_gemm_nt_contiguous_fp8out",
     "m_grouped_fp8_gemm_nt_masked_fp8out",
     "empty_fp8out",
+    # fused SwiGLU (the MoE up-projection writes silu(gate) * up as FP8)
+    "fp8_gemm_nt_swiglu",
+    "m_grouped_fp8_gemm_nt_contiguous_swiglu",
+    "m_grouped_fp8_gemm_nt_masked_swiglu",
+    "empty_swiglu",
+    "interleave_gate_up",
     "set_strict",
     "get_strict",
     "get_m_alignment_for_contiguous_layout",

@@ -19,6 +19,8 @@ qgemm`` never imports torch), through ``qgemm._dispatch.register_torch``.
   ``config`` is the optional 6-int list (block_m, block_n, num_stages,
   multicast, swizzle_group, split_k) that ``qgemm._dispatch.config_tuple`` makes of a
   config dict.
+- ``torch.ops.qgemm.fp8_gemm_swiglu`` (``mutates_args=("d", "sfd")``): the fused
+  SwiGLU GEMMs (qgemm.fp8's ``*_swiglu``), what they call while traced.
 - The cast family's ``torch.ops.qgemm.cast`` and ``torch.ops.qgemm.sf_layout``
   (writing the outputs qgemm.cast allocates), what qgemm.cast's functions call
   while torch.compile traces a CUDA tensor (and for meta tensors).
@@ -155,11 +157,30 @@ def _define_ops() -> None:
         """qgemm.tf32_hc_prenorm_gemm on torch's current stream."""
         _indexer("hc_prenorm", [a, b, d, sqr_sum], (num_splits,), None)
 
+    # The fused SwiGLU GEMMs (qgemm.*_swiglu): d and sfd written in place.
+    @op("qgemm::fp8_gemm_swiglu", mutates_args=("d", "sfd"))
+    def swiglu(kind: int, a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor, sfd: Tensor,
+               idx: Optional[Tensor], row_weight: Optional[Tensor], expected_m: int, ue8m0: int,
+               swiglu_limit: float, config: Optional[List[int]] = None) -> None:
+        """qgemm.*_swiglu (kind dense, contiguous or masked) on torch's current stream."""
+        tensors = [a, sfa, b, sfb, d, sfd, idx, row_weight]
+        e4m3 = 0
+        for slot in (0, 2, 4):  # (float8 as its bytes: older torch exports no float8 by DLPack)
+            if tensors[slot].dtype == torch.float8_e4m3fn:
+                tensors[slot] = tensors[slot].view(torch.uint8)
+                e4m3 |= 1 << slot
+        dev = d.device.index if d.device.index is not None else torch.cuda.current_device()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        handle = raw(dev) if raw is not None else _current_stream_handle(dev)
+        with torch.cuda.device(dev):  # every tensor is on torch's current stream: no sync
+            _C.gemm_swiglu(kind, *tensors, expected_m, ue8m0, swiglu_limit, _config(config),
+                           e4m3, handle, 0xFF)
+
     def nothing(*args: Any, **kwargs: Any) -> None:
         return None
 
     for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad, cast, sf_layout, mqa_logits,
-                    paged_mqa_schedule, paged_mqa_logits, hc_prenorm):
+                    paged_mqa_schedule, paged_mqa_logits, hc_prenorm, swiglu):
         defined.register_fake(nothing)
 
 

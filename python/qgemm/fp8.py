@@ -479,3 +479,156 @@ def m_grouped_fp8_gemm_nt_masked_fp8out(a: Pair, b: Pair, d: Tensor, sfd: Tensor
     GEMM's a pair. Rows past masked_m keep their bytes and scales."""
     _fp8out(_C.KIND_MASKED, a, b, d, sfd, masked_m, as_int(expected_m, "expected_m"), use_ue8m0,
             stream, config, strict)
+
+
+# ---- fused SwiGLU (issue 51 item 2): the up-projection writes silu(gate) * up as FP8 ---------
+
+_SWIGLU_NAMES = ("a", "sfa", "b", "sfb", "d", "sfd", "idx", "row_weight")
+
+
+def _swiglu_args(use_ue8m0: Any, swiglu_limit: Any) -> Tuple[int, float]:
+    if use_ue8m0 not in (False, True, 0, 1):
+        raise ValueError(f"qgemm: use_ue8m0 must be a bool, got {use_ue8m0!r}")
+    try:
+        limit = float(swiglu_limit if swiglu_limit is not None else 0.0)
+    except (TypeError, ValueError):
+        raise ValueError(f"qgemm: swiglu_limit must be a number (None or 0: no clamp), got "
+                         f"{swiglu_limit!r}") from None
+    if not 0.0 <= limit < float("inf"):  # (NaN fails too)
+        raise ValueError(f"qgemm: swiglu_limit must be >= 0 and finite (0: no clamp), got {limit!r}")
+    return int(bool(use_ue8m0)), limit
+
+
+def _swiglu_eager(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, sfd: Any, idx: Any,
+                  row_weight: Any, expected_m: int, ue8m0: int, limit: float, config: Any,
+                  stream: Optional[StreamLike]) -> None:
+    """_C.gemm_swiglu through launch_family (torch's current stream for torch tensors)."""
+    tensors = [None if t is None else _d.detach(t) for t in (a, sfa, b, sfb, d, sfd, idx, row_weight)]
+    e4m3 = 0
+    torch = _d.torch_module()
+    if torch is not None:
+        for slot in (0, 2, 4):
+            t = tensors[slot]
+            if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
+                tensors[slot] = t.view(torch.uint8)
+                e4m3 |= 1 << slot
+    _d.launch_family(_C.gemm_swiglu, _SWIGLU_NAMES, tensors, (kind,),
+                     (expected_m, ue8m0, limit, _d.config_tuple(config), e4m3), stream)
+
+
+def _swiglu(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expected_m: int,
+            row_weight: Any, swiglu_limit: Any, use_ue8m0: Any, stream: Optional[StreamLike],
+            config: Optional[Config], strict: Optional[bool]) -> None:
+    ue8m0, limit = _swiglu_args(use_ue8m0, swiglu_limit)
+    (a_, sfa), (b_, sfb) = _convert(a, b, _strict(strict))
+    torch = _d.torch_module()
+    if torch is not None and isinstance(d, torch.Tensor) and (
+            _d.COMPILING() or type(d) not in (torch.Tensor, torch.nn.Parameter) or
+            d.device.type == "meta"):
+        # traced (torch.compile), a tensor subclass or meta tensors: the custom op
+        ops = _d.torch_ops()
+        if ops is None or ops.OPS_ERROR is not None:
+            raise RuntimeError("qgemm: cannot trace the SwiGLU GEMM: "
+                               f"{getattr(ops, 'OPS_ERROR', 'torch ops unavailable')}")
+        if stream is not None:
+            raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs "
+                             "on torch's current stream (use `with torch.cuda.stream(s):`)")
+        cfg = _d.config_tuple(config)
+        torch.ops.qgemm.fp8_gemm_swiglu(kind, a_, sfa, b_, sfb, d, sfd, idx, row_weight,
+                                        expected_m, ue8m0, limit,
+                                        None if cfg is None else list(cfg))
+        return
+    _swiglu_eager(kind, a_, sfa, b_, sfb, d, sfd, idx, row_weight, expected_m, ue8m0, limit,
+                  config, stream)
+
+
+def empty_swiglu(m: int, intermediate: int, *, num_groups: Optional[int] = None,
+                 device: Any = None) -> Tuple[Tensor, Tensor]:
+    """Allocate (d, sfd) for the ``*_swiglu`` GEMMs: ``empty_fp8out(m, I)``, I the
+    intermediate size (B has 2I rows)."""
+    return empty_fp8out(m, intermediate, num_groups=num_groups, device=device)
+
+
+def interleave_gate_up(w13: Tensor, s13: Optional[Tensor] = None, *, inverse: bool = False
+                       ) -> Any:
+    """The SwiGLU GEMMs' weight layout from a gate | up weight (torch; once at load).
+
+    ``w13`` ``[G, 2I, K]`` (or ``[2I, K]``): gate rows ``[0, I)``, up rows ``[I, 2I)``,
+    I a multiple of 128; ``s13`` its ``[G, 2I/128, ceil(K/128)]`` block scales. Returns
+    ``w`` (and ``s`` when s13 is given), new contiguous tensors with the rows in
+    blocks of 128 alternating gate / up: rows ``[256 b, 256 b + 128)`` = gate rows
+    ``[128 b, 128 b + 128)``, the next 128 the up rows of the same columns (the
+    scales likewise, block 2b gate, 2b + 1 up). ``inverse=True`` undoes it. The C
+    library's ``qg_interleave_gate_up`` does the same with device copies."""
+    def perm(t: Any, rows_per_block: int, name: str) -> Any:
+        if t.dim() not in (2, 3):
+            raise ValueError(f"qgemm: {name} must be [G, 2I, ..] or [2I, ..], got shape "
+                             f"{tuple(t.shape)}")
+        x = t if t.dim() == 3 else t.unsqueeze(0)
+        g, rows = x.shape[0], x.shape[1]
+        if rows % (2 * rows_per_block):
+            raise ValueError(f"qgemm: {name}'s rows ({rows}) must be 2I with I a multiple of 128 "
+                             f"(the interleave is in 128-row blocks)")
+        nb = rows // (2 * rows_per_block)
+        if not inverse:  # [G, 2 (gate, up), nb, rows_per_block, ..] -> [G, nb, 2, ..]
+            y = x.reshape(g, 2, nb, rows_per_block, *x.shape[2:]).transpose(1, 2)
+        else:
+            y = x.reshape(g, nb, 2, rows_per_block, *x.shape[2:]).transpose(1, 2)
+        y = y.reshape(x.shape).contiguous()
+        return y if t.dim() == 3 else y.squeeze(0)
+
+    w = perm(w13, 128, "w13")
+    if s13 is None:
+        return w
+    return w, perm(s13, 1, "s13")
+
+
+def fp8_gemm_nt_swiglu(a: Pair, b: Pair, d: Tensor, sfd: Tensor, *,
+                       row_weight: Optional[Tensor] = None, swiglu_limit: float = 0.0,
+                       use_ue8m0: bool = False, stream: Optional[StreamLike] = None,
+                       config: Optional[Config] = None, strict: Optional[bool] = None) -> None:
+    """Dense ``(d, sfd) = quantize(silu(g) * u * w)`` with ``[g | u] = (a * sfa) @ (b * sfb).T``.
+
+    b ``[2I, K]`` (``[N, K]``, N = 2I a multiple of 256) holds gate and up rows
+    interleaved in 128-row blocks (``interleave_gate_up``), sfb its ``[2I/128,
+    K/128]`` block scales likewise; the epilogue takes silu(x) = x / (1 + exp(-x))
+    of the gate sums, times the up sums (float32; with ``swiglu_limit`` > 0 gate
+    clamped to <= limit and up to [-limit, limit] first), times ``row_weight[m]``
+    (float32 ``[M]``, None: 1), and writes d ``[M, I]`` float8_e4m3fn with sfd
+    ``[M, ceil(I/128)]`` float32 M-major TMA-aligned (``empty_swiglu``) by the
+    fp8out formula: the down-projection's ``a`` pair as it is. Equals
+    ``silu_and_mul_fp8_quant`` of the bf16 GEMM's output but for that bf16
+    rounding. One tile, 128x256 (a forced ``config`` needs block_n 256)."""
+    _swiglu(_C.KIND_DENSE, a, b, d, sfd, None, 0, row_weight, swiglu_limit, use_ue8m0, stream,
+            config, strict)
+
+
+def m_grouped_fp8_gemm_nt_contiguous_swiglu(a: Pair, b: Pair, d: Tensor, sfd: Tensor,
+                                            m_indices: Tensor, *,
+                                            row_weight: Optional[Tensor] = None,
+                                            swiglu_limit: float = 0.0, use_ue8m0: bool = False,
+                                            stream: Optional[StreamLike] = None,
+                                            config: Optional[Config] = None,
+                                            strict: Optional[bool] = None) -> None:
+    """m_grouped_fp8_gemm_nt_contiguous (m_indices layout) with the SwiGLU epilogue:
+    b ``[G, 2I, K]`` interleaved, d ``[M, I]`` float8_e4m3fn, sfd ``[M, ceil(I/128)]``,
+    row_weight ``[M]`` (see fp8_gemm_nt_swiglu). Rows the bf16 call leaves
+    untouched keep their bytes and scales."""
+    _swiglu(_C.KIND_CONTIGUOUS, a, b, d, sfd, m_indices, 0, row_weight, swiglu_limit, use_ue8m0,
+            stream, config, strict)
+
+
+def m_grouped_fp8_gemm_nt_masked_swiglu(a: Pair, b: Pair, d: Tensor, sfd: Tensor,
+                                        masked_m: Tensor, expected_m: int, *,
+                                        row_weight: Optional[Tensor] = None,
+                                        swiglu_limit: float = 0.0, use_ue8m0: bool = False,
+                                        stream: Optional[StreamLike] = None,
+                                        config: Optional[Config] = None,
+                                        strict: Optional[bool] = None) -> None:
+    """m_grouped_fp8_gemm_nt_masked with the SwiGLU epilogue: b ``[G, 2I, K]``
+    interleaved, d ``[G, M, I]`` float8_e4m3fn, sfd ``[G, M, ceil(I/128)]``
+    (``empty_swiglu(m, I, num_groups=G)``), row_weight ``[G, M]`` (see
+    fp8_gemm_nt_swiglu). Rows past masked_m keep their bytes and scales; reads
+    masked_m on the device only (CUDA-graph capturable)."""
+    _swiglu(_C.KIND_MASKED, a, b, d, sfd, masked_m, as_int(expected_m, "expected_m"), row_weight,
+            swiglu_limit, use_ue8m0, stream, config, strict)

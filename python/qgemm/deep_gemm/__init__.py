@@ -93,6 +93,11 @@ from ..fp8 import (  # noqa: F401
     fp8_gemm_nt_fp8out,
     m_grouped_fp8_gemm_nt_contiguous_fp8out,
     m_grouped_fp8_gemm_nt_masked_fp8out,
+    empty_swiglu,
+    fp8_gemm_nt_swiglu,
+    interleave_gate_up,
+    m_grouped_fp8_gemm_nt_contiguous_swiglu,
+    m_grouped_fp8_gemm_nt_masked_swiglu,
 )
 from ..indexer import (  # noqa: F401
     fp8_fp4_mqa_logits,
