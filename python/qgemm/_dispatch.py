@@ -478,6 +478,9 @@ def zero_k(kind: int, d: Any, c: Any) -> None:
 
 # ---- the BF16 family's launch (qgemm/bf16.py) ---------------------------------------------
 
+# The family entries' no_sync bit asking for their torch mode (qgpy.h, QGPY_TORCH_MODE).
+TORCH_MODE = 1 << 31
+
 BF16_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED,
               "psum": _C.KIND_PSUM, "k_grouped": _C.KIND_K_GROUPED,
               "batched": _C.KIND_BF16_BATCHED, "batch_sums": _C.KIND_BF16_BATCH_SUMS}
@@ -492,7 +495,19 @@ def launch_family(fn: Callable[..., Any], names: Sequence[str], tensors: Sequenc
     given, or on the framework's current one (torch's for torch tensors, whose
     producers then need no synchronization: no_sync's bits), run with the
     tensors' device current (ValueError naming the argument when they are on
-    two devices). ``names`` names the tensors in that message."""
+    two devices). ``names`` names the tensors in that message.
+
+    Without ``stream``, the extension is asked first in its torch mode
+    (``TORCH_MODE``, python/csrc/qgpy.h): plain CUDA torch tensors described
+    from their metadata and run on torch's current stream of their device,
+    all checks in C; it answers NotImplemented, having done nothing, for
+    anything else (CPU, meta or subclass tensors, other frameworks), which
+    then takes the way below (issues 49-51: this is most of a family call's
+    host cost)."""
+    if stream is None:
+        r = fn(*before, *tensors, *after, 0, TORCH_MODE)
+        if r is not NotImplemented:
+            return r
     tensors = [None if t is None else detach(t) for t in tensors]
     handle = None if stream is None else stream_handle(stream)
     torch = torch_module()

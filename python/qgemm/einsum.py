@@ -113,6 +113,22 @@ def parse_expr(expr: Any) -> Tuple[str, List[str], str]:
     return canon, ops, out
 
 
+# parse_expr's canonical forms by expression string: a call parses its expression once per
+# process (parsing costs more host time than the rest of a per-head call's Python). Only
+# strings that parsed are stored; a bounded number (callers use a handful).
+_CANON: dict = {}
+_CANON_MAX = 256
+
+
+def _canon(expr: Any) -> str:
+    canon = _CANON.get(expr) if type(expr) is str else None
+    if canon is None:
+        canon = parse_expr(expr)[0]
+        if len(_CANON) < _CANON_MAX:
+            _CANON[expr] = canon
+    return canon
+
+
 def _torch_of(func: str, *tensors: Any) -> Any:
     """torch, when every tensor is a torch tensor (DeepGEMM's contract; the views,
     copies and the cuBLAS path are torch's); TypeError otherwise."""
@@ -160,7 +176,7 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     Letters may be renamed and spaces are ignored; other expressions raise
     NotImplementedError. As DeepGEMM: empty M, N (or B, H) return at once.
     """
-    canon, _, _ = parse_expr(expr)
+    canon = _canon(expr)
     if canon not in _NAMES:
         raise NotImplementedError(
             f"qgemm: einsum: expression {expr!r} is not supported; qgemm (as DeepGEMM) "
@@ -349,7 +365,13 @@ def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool
         return
     # every head in one launch (the batched BF16 GEMM, H batches of strided views, nothing
     # copied): A [H, B, K] (batch stride K, row stride H*K), B [H, N, K] (NT: K-major; NN: the
-    # transposed view, MN-major), D [H, B, N]; K = R (resp. D) accumulated whole
+    # transposed view, MN-major), D [H, B, N]; K = R (resp. D) accumulated whole. Up to
+    # MAX_BATCHES heads the extension makes those views itself (the batched kind's view flags,
+    # python/csrc/bf16.c: bit 0 a and d read [H, B, .], bit 1 b's last two dimensions
+    # swapped): torch's transpose and slice cost ~3 us of host time each.
+    if h <= MAX_BATCHES:
+        _d.launch_bf16(_BATCHED, a, b, d, None, None, 1 if nt else 3, None, None)
+        return
     a3 = a.transpose(0, 1)
     b3 = b if nt else b.transpose(1, 2)
     d3 = d.transpose(0, 1)
@@ -373,7 +395,7 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     made M-major once for all heads (a copy of B x H x R/128 floats), then one
     FP8 GEMM a head on strided views of x and d.
     """
-    canon, _, _ = parse_expr(expr)
+    canon = _canon(expr)
     if canon != BHR_HDR_BHD:
         raise NotImplementedError(
             f"qgemm: fp8_einsum: expression {expr!r} is not supported; on SM90 qgemm (as "
