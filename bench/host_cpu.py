@@ -21,7 +21,8 @@ free-list pop); sizes do not change the Python path.
 
 --tree: the directory holding the qgemm package to time (default: this checkout's python/),
 e.g. an export of an older commit with its extension built or copied in. Prints one row per
-call: the median over --repeat runs of the mean us per call over --calls calls.
+call: the least, over --repeat runs, of the mean us per call over --calls calls (the
+least disturbed run: a shared machine adds, never removes, time).
 """
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ def time_us(fn, calls, repeat):
         for _ in range(calls):
             fn()
         runs.append((time.perf_counter_ns() - t0) / calls / 1e3)
-    return statistics.median(runs)
+    return min(runs)  # the least disturbed run: the machine is shared
 
 
 def main():

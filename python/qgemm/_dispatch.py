@@ -553,6 +553,14 @@ def launch_cast(fn: Callable[..., None], kind: int, tensors: Sequence[Any], ints
     launch_family(fn, [f"tensor {i}" for i in range(len(tensors))], tensors, (kind,), ints, stream)
 
 
+def cast_torch_mode(fn: Callable[..., Any], kind: int, tensors: Sequence[Any],
+                    ints: Sequence[int]) -> bool:
+    """One cast or scale-layout kernel in the extension's torch mode (when torch_mode_ok):
+    True when launched (or raised), False, nothing done, for tensors that are not plain CUDA
+    torch tensors (launch_cast then)."""
+    return fn(kind, *tensors, *ints, 0, TORCH_MODE) is not NotImplemented
+
+
 # ---- the indexer / HC family's launch (qgemm/indexer.py) -----------------------------------
 
 _INDEXER_FUNCS = ("mqa_logits", "paged_mqa_schedule", "paged_mqa_logits", "hc_prenorm")
@@ -570,12 +578,31 @@ def launch_indexer(func: str, tensors: Sequence[Any], scalars: Sequence[int],
     [:, :width] view."""
     if func not in _INDEXER_FUNCS:
         raise ValueError(f"qgemm: unknown indexer function {func!r}")
+    if stream is None and func not in _LOGITS_FUNCS and not COMPILING() and \
+            getattr(_C, func)(*tensors, *scalars, 0, TORCH_MODE) is not NotImplemented:
+        return  # the torch mode (launch_family's docstring): launched, or raised
     ops = torch_ops()
     if ops is not None and (ops.compiling() or any(
             ops.is_subclass_tensor(t) or getattr(t, "is_meta", False) is True for t in tensors)):
         ops.call_indexer(func, list(tensors), tuple(scalars), stream)
         return
     launch_indexer_eager(func, tensors, scalars, stream)
+
+
+_LOGITS_FUNCS = ("mqa_logits", "paged_mqa_logits")
+
+
+def torch_mode_ok(stream: Optional[StreamLike]) -> bool:
+    """Whether a call may try the extension's torch mode: no stream given, not traced."""
+    return stream is None and not COMPILING()
+
+
+def indexer_torch_mode(func: str, tensors: Sequence[Any], scalars: Sequence[int]) -> bool:
+    """A logits call in the extension's torch mode (when torch_mode_ok): `tensors` end with
+    the logits as the [rows, cols] view to write (launch_indexer's padded buffer and its
+    width are for the other ways), `scalars` without the width. True when launched (or
+    raised); False, nothing done, when the tensors are not plain CUDA torch tensors."""
+    return getattr(_C, func)(*tensors, *scalars, 0, TORCH_MODE) is not NotImplemented
 
 
 def launch_indexer_eager(func: str, tensors: Sequence[Any], scalars: Sequence[int],
