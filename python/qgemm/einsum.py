@@ -432,11 +432,20 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
         _unit_last(func, name, t)
     if batch == 0 or h == 0 or n == 0:
         return
-    # every head's 1x128 scales M-major at once ([H, B, R/128], one copy), then one GEMM a head
+    # every head's 1x128 scales M-major at once ([H, B, R/128], one copy), then one GEMM a head.
+    # The heads' views by one unbind a tensor (8 selects cost ~4x one unbind of 8 on the host),
+    # each GEMM straight to the torch fast path (_C.gemm_torch) while not traced; what it does
+    # not take (NotImplemented, or K = 0's ZERO_K) goes the whole way, which asks it again.
+    # (One launch for all heads needs group strides the FP8 grouped GEMMs do not take: their
+    # groups are packed.)
     sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
+    xs, ds, ys, sfas = x.unbind(1), d.unbind(1), y.unbind(0), sfa.unbind(0)
+    sfbs = sfy.unbind(0) if sfy.is_contiguous() else [_dg.block_sf(s_) for s_ in sfy.unbind(0)]
+    fast = None if _d.COMPILING() else _d.FAST_GEMM
     for i in range(h):
-        _d.gemm(_DENSE, (x[:, i], sfa[i]), (y[i], _dg.block_sf(sfy[i])), d[:, i], None, 0,
-                None, None)
+        if fast is None or fast(_DENSE, xs[i], sfas[i], ys[i], sfbs[i], ds[i], None, 0,
+                                None) is not None:
+            _d.gemm(_DENSE, (xs[i], sfas[i]), (ys[i], sfbs[i]), ds[i], None, 0, None, None)
 
 
 def _head_splits(func: str, head_splits: Any) -> Tuple[int, int, int]:
