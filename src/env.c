@@ -32,6 +32,11 @@
  *                                            (qg_bf16_gemm_batch_sum, einsum 'bmk,bnk->mn';
  *                                            A/B measurements): 2, 4 or 8; another value
  *                                            fails the call with a message naming it
+ *   QGEMM_BMK_REDUCE    atomic               how the reduced batch sum adds its splits:
+ *                                            atomic (FP32 vector reductions, one level, as
+ *                                            DeepGEMM; not bitwise deterministic) or tree
+ *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
+ *                                            another value fails the call, naming it
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
  *                                            when NVRTC is loaded (src/nvrtc.c)
@@ -74,6 +79,9 @@ const qg_env_knob qg__env_knobs[] = {
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
+    {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
+     "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
+     "atomic"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",
