@@ -815,7 +815,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                         }
                 }
 #else
-                (void)sum_ws, (void)sum_counters, (void)epi_bar;
+                (void)sum_ws, (void)sum_counters, (void)epi_bar, (void)smem_d;
 #endif
                 (void)sum_c, (void)ldc;
             }
