@@ -564,7 +564,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
     /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
-    unsigned char *smem_d = smem;
+    [[maybe_unused]] unsigned char *smem_d = smem; /* (unused by the atomic FP32-D batch sum) */
     unsigned char *smem_a = smem + QG_SMEM_D;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     uint64_t *full = (uint64_t *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
@@ -815,7 +815,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                         }
                 }
 #else
-                (void)sum_ws, (void)sum_counters, (void)epi_bar, (void)smem_d;
+                (void)sum_ws, (void)sum_counters, (void)epi_bar;
 #endif
                 (void)sum_c, (void)ldc;
             }
