@@ -717,10 +717,13 @@ QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_arg
 
 /**
  * The workspace qg_bf16_gemm_batch_sum needs for D [m][n] summed over
- * `splits` splits. Its first *counter_bytes bytes (set when counter_bytes is
- * not NULL; 0 when no workspace is needed) are the arrival counters, which
- * must be zero when a call's kernel starts; the rest holds the FP32 partial
- * sums (splits x m x n x 4 bytes, m rounded up to 64).
+ * `splits` splits, in the reduction mode QGEMM_BMK_REDUCE selects (read at
+ * each call). Its first *counter_bytes bytes (set when counter_bytes is not
+ * NULL; 0 when no workspace is needed) must be zero when a call's kernel
+ * starts: the tree's ("tree") arrival counters, followed by its FP32 partial
+ * sums (splits x m x n x 4 bytes, m rounded up to 64, scratch); the atomic
+ * reduction's (the default) counters and its FP32 m x n sum matrix, all of
+ * it to be zeroed (an FP32 D needs none of it).
  * @return the bytes: 0 for one split (or m, n <= 0: no workspace), SIZE_MAX
  *         when the size does not fit a size_t.
  */
@@ -734,15 +737,20 @@ QG_API size_t qg_bf16_gemm_batch_sum_workspace_bytes(int m, int n, int splits,
  * elements apart (as qg_bf16_gemm_batch_sums). The batches are split into
  * `splits` ranges of P = ceil(S / splits) (1 <= splits <= min(1024, S), none
  * empty: (splits - 1) * P < S); each range is accumulated whole in FP32 in
- * ascending (b, k) order, and the ranges' sums are added in the kernel by a
- * fixed binary tree over the splits (the same additions in the same order on
- * every call: bitwise deterministic, unlike DeepGEMM's atomics). D is [m][ldd]
+ * ascending (b, k) order, and the ranges' sums are added in the kernel:
+ * by default (QGEMM_BMK_REDUCE unset or "atomic") with FP32 vector atomic
+ * reductions, one level, as DeepGEMM's kernel (not bitwise deterministic:
+ * the order of the additions varies); with QGEMM_BMK_REDUCE=tree by a fixed
+ * tree of radix QGEMM_BMK_RADIX over the splits (the same additions in the
+ * same order on every call: bitwise deterministic, slower). D is [m][ldd]
  * bf16, or FP32 with args->d_fp32 = 1; args->c is NULL, or (FP32 D only)
  * d itself (ldc 0 or ldd: D += the sum, as DeepGEMM's users call it) or
- * another FP32 [m][ldc] array, read by the kernel (nothing copied).
+ * another FP32 [m][ldc] array (the tree reads it; the atomic reduction
+ * copies it into D first, or zeroes D without C, and adds to D).
  * `workspace` (16-byte aligned device memory of workspace_bytes >=
  * qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits) bytes, over no
- * argument; unused, and may be NULL, with one split or k = 0): its counter
+ * argument; unused, and may be NULL, with one split, k = 0, or an FP32 D
+ * under the atomic reduction): its counter
  * bytes must be zero when the kernel starts, and every call whose kernel
  * completes leaves them zero, so a workspace zeroed once serves every later
  * call of one stream (calls that may run concurrently need separate

@@ -31,6 +31,15 @@
  *                      output tile (see "The batch sum's tree")
  *   QG_SUM_RADIX       the tree's radix, 2, 4 or 8 (default 2): children per
  *                      node; the last of a node's arrivals sums them all
+ *   QG_SUM_ATOMIC      with QG_SUM_REDUCE: 1 = no tree; every split adds its
+ *                      sum into an FP32 target with vector reductions
+ *                      (red.global.add.v2.f32: one level, no CTA reads
+ *                      another's partial sum; not bitwise deterministic).
+ *                      FP32 D: the target is D itself (the host put C or
+ *                      zeros there first); bf16 D: an FP32 workspace kept
+ *                      zero between calls, whose last arrival per region
+ *                      converts it into D and zeroes it again (see "The
+ *                      batch sum's atomic reduction")
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -108,6 +117,9 @@
 #endif
 #ifndef QG_SUM_RADIX
 #define QG_SUM_RADIX 2
+#endif
+#ifndef QG_SUM_ATOMIC
+#define QG_SUM_ATOMIC 0
 #endif
 /* The kernel's entry name: the batch sum's is named by the JIT
  * (src/bf16_plan.c) after DeepGEMM's kernel, which DeepGEMM's tests and
@@ -229,6 +241,8 @@ static_assert(QG_KIND != 1 || QG_BLOCK_M <= 128, "contiguous segments are 128-ro
 static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4 || (QG_KIND == 6 && QG_SUM_REDUCE),
               "C: dense, k-grouped or the reduced batch sum");
 static_assert(!QG_SUM_REDUCE || QG_KIND == 6, "QG_SUM_REDUCE: the batch sums only");
+static_assert(!QG_SUM_ATOMIC || (QG_SUM_REDUCE && !QG_WITH_C && QG_NUM_GROUPS > 1),
+              "the atomic batch sum: more than one split, C already in D (the host's)");
 static_assert(QG_SUM_RADIX == 2 || QG_SUM_RADIX == 4 || QG_SUM_RADIX == 8,
               "the batch sum's tree: radix 2, 4 or 8 (a power of two: the counter index "
               "below is unique)");
@@ -477,6 +491,50 @@ QG_DEVICE void qg_bf16_tree_add(float (&acc)[QG_WG_TILES][QG_ACC], const float *
         }
     }
 }
+
+/*
+ * The batch sum's atomic reduction (QG_SUM_ATOMIC; kind 6 with
+ * QG_SUM_REDUCE). Each math warpgroup adds its fragment of split g's partial
+ * sum into an FP32 target with red.global.add.v2.f32 (the wgmma D layout
+ * gives a thread two adjacent columns of a row: one 8-byte reduction each),
+ * performed in L2, fire-and-forget: one level whatever the split count,
+ * where the tree's critical path held ceil(log_R G) store / arrival / load
+ * round trips of the whole fragment (on the H200 the tree's 44 splits of a
+ * 128x128 tile cost ~14-20 us of a 290 us call, and at b = 129 it forced
+ * fewer, thinner splits that read 1.7x the operand bytes per CTA). The sum's
+ * order depends on the order the reductions reach L2: not bitwise
+ * deterministic (DeepGEMM's kernel adds with the same atomics).
+ *   FP32 D: the target is D itself (ld = ldd); the host put C (or zeros)
+ *     there before the launch; nothing else.
+ *   bf16 D: the target is the workspace's FP32 matrix W [ceil(M / 64) * 64]
+ *     [N] (after the counters), zero before the call. The warpgroup then
+ *     arrives on its region's counter (one u32 per m64 block x n16 group,
+ *     as the tree's regions: every split's tile covers the same regions)
+ *     with atom.inc limit G - 1: the last of the G arrivals reads the
+ *     region's sums (ld.relaxed.gpu: from L2), writes them into D as bf16
+ *     and stores zeros over them, so W and the counter are zero again for
+ *     the next call (the host's contract: zeroed once, at allocation).
+ *     Memory model as the tree's (release: every thread's reductions, the
+ *     named barrier, thread 0's atom.acq_rel.gpu; acquire: the last
+ *     arrival's atom, the named barrier, the loads); the zeros reach the
+ *     next kernel on the stream through the launch boundary.
+ */
+QG_DEVICE void qg_bf16_red_add_f32x2(float *p, float x, float y) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
+}
+
+QG_DEVICE float2 qg_bf16_ld_relaxed_f32x2(const float *p) {
+    float2 v;
+    asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];"
+                 : "=f"(v.x), "=f"(v.y)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+QG_DEVICE void qg_bf16_st_cg_zero2(float *p) {
+    asm volatile("st.global.cg.v2.f32 [%0], {%1, %1};" ::"l"(p), "f"(0.0f) : "memory");
+}
 #define QG_SUM_PARAMS                                                                           \
     , float *__restrict__ sum_ws, uint32_t *__restrict__ sum_counters, const float *sum_c,      \
         int64_t ldc
@@ -511,7 +569,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
     /* ---- shared-memory plan (tiles 1024-byte aligned for the swizzle) ---- */
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
-    unsigned char *smem_d = smem;
+    [[maybe_unused]] unsigned char *smem_d = smem; /* (unused by the atomic FP32-D batch sum) */
     unsigned char *smem_a = smem + QG_SMEM_D;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     uint64_t *full = (uint64_t *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
@@ -727,6 +785,66 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             /* ---- the batch sum's tree (header comment above the helpers) -- */
             const int wg_m0 = tile.m_begin + epi_row0;
             if (wg_m0 >= shape_m) continue; /* no row of D: no node in any split */
+#if QG_SUM_ATOMIC
+            /* ---- the batch sum's atomic reduction (comment above the helpers) */
+            {
+                const int n_begin = tile.n_block * QG_BLOCK_N;
+#if QG_D_F32
+                float *target = (float *)d; /* C (or zeros) already there */
+                const int64_t ldt = ldd;
+#else
+                float *target = sum_ws;
+                constexpr int64_t ldt = QG_SHAPE_N;
+#endif
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                        if (n_begin + j * 8 >= QG_SHAPE_N) break;
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                            if (row >= shape_m) continue;
+                            qg_bf16_red_add_f32x2(target + (int64_t)row * ldt + n_begin + j * 8 +
+                                                      (int)(lane % 4) * 2,
+                                                  acc[t][j * 4 + half * 2],
+                                                  acc[t][j * 4 + half * 2 + 1]);
+                        }
+                    }
+#if !QG_D_F32
+                /* the region's last arrival: W -> bf16 D, W zeroed again */
+                uint32_t *counter =
+                    sum_counters + (size_t)(wg_m0 / 64) * QG_TREE_N16 + n_begin / 16;
+                uint32_t *arrival = (uint32_t *)smem_d + wg; /* the warpgroup's broadcast word */
+                qg_named_barrier(epi_bar, 128);
+                if (epi_thread == 0)
+                    *arrival = qg_bf16_tree_arrive(counter, (uint32_t)(QG_NUM_GROUPS - 1));
+                qg_named_barrier(epi_bar, 128);
+                if (*arrival == (uint32_t)(QG_NUM_GROUPS - 1)) {
+#pragma unroll
+                    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                            if (n_begin + j * 8 >= QG_SHAPE_N) break;
+                            const int col = n_begin + j * 8 + (int)(lane % 4) * 2;
+#pragma unroll
+                            for (int half = 0; half < 2; ++half) {
+                                const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                                if (row >= shape_m) continue;
+                                float *w = target + (int64_t)row * ldt + col;
+                                const float2 v = qg_bf16_ld_relaxed_f32x2(w);
+                                qg_bf16_st_cg_zero2(w);
+                                *(uint32_t *)(d + ((int64_t)row * ldd + col) * 2) =
+                                    qg_pack_bf16x2(v.x, v.y);
+                            }
+                        }
+                }
+#else
+                (void)sum_ws, (void)sum_counters, (void)epi_bar;
+#endif
+                (void)sum_c, (void)ldc;
+            }
+#else
             {
                 const int n_begin = tile.n_block * QG_BLOCK_N;
 #if QG_WITH_C
@@ -811,6 +929,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                         }
                     }
             }
+#endif /* QG_SUM_ATOMIC */
 #else
             /* ---- epilogue: accumulators -> smem_d -> TMA ------------------- */
             if (epi_thread == 0) qg_bulk_wait_group_read0();

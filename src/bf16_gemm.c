@@ -35,6 +35,7 @@ typedef struct {
     int sum_radix;   /* the reduced batch sum only: its tree's radix (QGEMM_BMK_RADIX) */
     int legacy;      /* QGEMM_BF16_PLAN=v1: the heuristic before the DeepGEMM-mirroring rules */
     int force_bm, force_bn, force_mc; /* QGEMM_BF16_PLAN=BMxBN[:a|b]: a forced tile (0: none) */
+    int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -82,6 +83,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_batches = k->sum_batches;
     p->sum_radix = k->sum_radix;
     p->legacy = k->legacy;
+    p->sum_atomic = k->sum_atomic;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (k->force_bm) {
@@ -182,6 +184,40 @@ static int bf16_plan_override(int *legacy, int *bm, int *bn, int *mc) {
         else return -1;
     }
     return 0;
+/* QGEMM_BMK_REDUCE (src/env.c): how the reduced batch sum adds its splits:
+ * unset, "" or "atomic" the atomic reduction (1: one level of FP32 vector
+ * reductions, DeepGEMM's scheme, not bitwise deterministic), "tree" the fixed
+ * tree of QGEMM_BMK_RADIX (0: bitwise deterministic). -1 for anything else. */
+static int bmk_atomic(void) {
+    const char *v = qg__env_string("QGEMM_BMK_REDUCE");
+    if (!v || !v[0] || !strcmp(v, "atomic")) return 1;
+    if (!strcmp(v, "tree")) return 0;
+    return -1;
+}
+
+/* The batch sum's workspace for a reduction mode: total bytes, and in
+ * *zero_bytes the leading bytes that must be zero before the first call
+ * (every call leaves them zero). The tree: counters [ceil(m / 64) x
+ * ceil(n / 16)][splits - 1] (u32, rounded up to 256 bytes) zeroed, then the
+ * slots, FP32 [splits][ceil(m / 64) x 64][n], scratch. The atomic
+ * reduction: counters [ceil(m / 64) x ceil(n / 16)] (rounded up to 256),
+ * then FP32 W [ceil(m / 64) x 64][n], all zeroed (used by a bf16 D only).
+ * One split uses none. Saturates at SIZE_MAX (unreachable sizes). */
+static uint64_t sum_counter_bytes(int m, int n, int splits, int atomic) {
+    const uint64_t m64 = ((uint64_t)m + 63) / 64, n16 = ((uint64_t)n + 15) / 16;
+    const uint64_t per_region = atomic ? 1 : (uint64_t)(splits - 1);
+    return (m64 * n16 * per_region * 4 + 255) / 256 * 256;
+}
+
+static size_t sum_ws_bytes(int m, int n, int splits, int atomic, size_t *zero_bytes) {
+    if (zero_bytes) *zero_bytes = 0;
+    if (m <= 0 || n <= 0 || splits <= 1) return 0;
+    const uint64_t m64 = ((uint64_t)m + 63) / 64;
+    const uint64_t counters = sum_counter_bytes(m, n, splits, atomic);
+    const uint64_t slots = (atomic ? 1 : (uint64_t)splits) * m64 * 64 * (uint64_t)n * 4;
+    if (counters + slots > (uint64_t)SIZE_MAX) return SIZE_MAX;
+    if (zero_bytes) *zero_bytes = (size_t)(atomic ? counters + slots : counters);
+    return (size_t)(counters + slots);
 }
 
 /* Everything about args that needs no device; fills the key. `kind` is the
@@ -276,16 +312,20 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->num_groups must be in [1, %d], got %d",
                         fn, kgrouped ? 4096 : split_sum ? (1 << 24) : 1024, groups);
     }
-    int splits = 1, radix = 0;
     int legacy, force_bm, force_bn, force_mc;
     if (bf16_plan_override(&legacy, &force_bm, &force_bn, &force_mc) != 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: QGEMM_BF16_PLAN='%.64s' is not v1, v2 or a tile BMxBN[:a|:b] "
                         "(the BF16 configuration)", fn, qg__env_string("QGEMM_BF16_PLAN"));
+    int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: QGEMM_BMK_RADIX='%.64s' is not 2, 4 or 8 (the batch sum's tree radix)",
                         fn, qg__env_string("QGEMM_BMK_RADIX"));
+    if (sum1 && (atomic = bmk_atomic()) < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BMK_REDUCE='%.64s' is not atomic or tree (how the batch sum "
+                        "adds its splits)", fn, qg__env_string("QGEMM_BMK_REDUCE"));
     if (split_sum) {
         splits = bs ? bs->splits : a->expected_m; /* (qg_bf16_compile: expected_m) */
         const long long per = splits >= 1 ? ((long long)groups + splits - 1) / splits : 1;
@@ -352,14 +392,18 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->k = kgrouped ? (max_k ? max_k : 64) : (a->k ? a->k : 64);
     key->num_groups = split_sum ? splits : groups;
     key->sum_batches = split_sum ? groups : 0;
-    key->sum_radix = sum1 ? radix : 0;
     key->legacy = legacy;
     key->force_bm = force_bm, key->force_bn = force_bn, key->force_mc = force_mc;
+    /* the atomic reduction: over more than one split (one split writes D
+     * directly); C is put into D by the host (key without C), the radix
+     * unused */
+    key->sum_atomic = sum1 && atomic && splits > 1;
+    key->sum_radix = sum1 && !key->sum_atomic ? radix : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;
     key->d_f32 = a->d_fp32;
-    key->with_c = a->c != NULL;
+    key->with_c = a->c != NULL && !key->sum_atomic;
     if (!pointers) return QG_SUCCESS;
 
     /* pointers: present, aligned, D over no input */
@@ -378,11 +422,13 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     if (kind == QG_GEMM_GROUPED_PSUM) ptrs[num_ptrs++] = (named_ptr){a->group_ends, 4, "group_ends"};
     if (a->c && a->c != a->d) ptrs[num_ptrs++] = (named_ptr){a->c, 16, "c"};
     const bool empty = a->m == 0 || a->n == 0;
-    /* the batch sum's workspace: only a launch over more than one split uses it */
-    const bool need_ws = sum1 && splits > 1 && !empty && a->k > 0;
+    /* the batch sum's workspace: only a launch over more than one split uses
+     * it, and the atomic reduction only for a bf16 D (an FP32 D is its own
+     * target) */
+    const bool need_ws = sum1 && splits > 1 && !empty && a->k > 0 && !(atomic && a->d_fp32);
     size_t need = 0, counter_bytes = 0;
     if (need_ws) {
-        need = qg_bf16_gemm_batch_sum_workspace_bytes(a->m, a->n, splits, &counter_bytes);
+        need = sum_ws_bytes(a->m, a->n, splits, atomic, &counter_bytes);
         if (!bs->ws)
             return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                             "%s: workspace is NULL: %d splits of m %d x n %d need %zu bytes "
@@ -576,11 +622,22 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
             if (tiles < grid) grid = (int)tiles;
         }
         if (sum1) {
-            /* the workspace (src/bf16_plan.h): counters first, then the slots */
-            size_t counter_bytes = 0;
-            qg_bf16_gemm_batch_sum_workspace_bytes(a->m, a->n, (int)g, &counter_bytes);
-            CUdeviceptr counters = (CUdeviceptr)(uintptr_t)bs->ws;
-            CUdeviceptr slots = g > 1 ? counters + counter_bytes : 0;
+            /* the workspace (sum_ws_bytes): counters first, then the slots
+             * (the atomic reduction: W); none for the atomic FP32 D */
+            const bool ws_used = g > 1 && !(key->sum_atomic && a->d_fp32);
+            const uint64_t counter_bytes =
+                ws_used ? sum_counter_bytes(a->m, a->n, (int)g, key->sum_atomic) : 0;
+            CUdeviceptr counters = ws_used ? (CUdeviceptr)(uintptr_t)bs->ws : 0;
+            CUdeviceptr slots = ws_used ? counters + counter_bytes : 0;
+            /* the atomic reduction into an FP32 D adds to what D holds: C
+             * (copied there unless C is D) or zeros */
+            if (key->sum_atomic && a->d_fp32) {
+                qg_status zst = !a->c ? qg__zero_d(ctx, a->d, (size_t)a->ldd * 4, (size_t)a->n * 4,
+                                                   (uint64_t)a->m, stream)
+                                : a->c != a->d ? copy_c_into_d(ctx, a, (uint64_t)a->m, stream)
+                                               : QG_SUCCESS;
+                if (zst != QG_SUCCESS) return zst;
+            }
             CUdeviceptr c = (CUdeviceptr)(uintptr_t)a->c;
             int64_t ldc = a->c == a->d || a->ldc == 0 ? a->ldd : a->ldc;
             void *sum_params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m,
@@ -634,7 +691,7 @@ static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_arg
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; ++i)
         if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
     if (kind == QG_GEMM_BF16_BATCH_SUM && key.num_groups > 1 && a->k > 0 &&
-        (st = qg__check_device_ptr(ctx, bs->ws, fn, "workspace")))
+        !(key.sum_atomic && a->d_fp32) && (st = qg__check_device_ptr(ctx, bs->ws, fn, "workspace")))
         return st;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
     st = run(ctx, kind, a, &key, bs, stream, fn);
@@ -685,14 +742,8 @@ qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_args *args
  * rounded up to 256 bytes, then the slots, FP32 [splits][ceil(m / 64) x 64]
  * [n]. One split uses none. Saturates at SIZE_MAX (unreachable sizes). */
 size_t qg_bf16_gemm_batch_sum_workspace_bytes(int m, int n, int splits, size_t *counter_bytes) {
-    if (counter_bytes) *counter_bytes = 0;
-    if (m <= 0 || n <= 0 || splits <= 1) return 0;
-    const uint64_t m64 = ((uint64_t)m + 63) / 64, n16 = ((uint64_t)n + 15) / 16;
-    const uint64_t counters = (m64 * n16 * (uint64_t)(splits - 1) * 4 + 255) / 256 * 256;
-    const uint64_t slots = (uint64_t)splits * m64 * 64 * (uint64_t)n * 4;
-    if (counters + slots > (uint64_t)SIZE_MAX) return SIZE_MAX;
-    if (counter_bytes) *counter_bytes = (size_t)counters;
-    return (size_t)(counters + slots);
+    /* the mode of QGEMM_BMK_REDUCE (a bad value: the tree's, the larger) */
+    return sum_ws_bytes(m, n, splits, bmk_atomic() == 1, counter_bytes);
 }
 
 qg_status qg_bf16_gemm_batch_sum(qg_context *ctx, const qg_bf16_gemm_args *args,

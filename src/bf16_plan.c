@@ -65,6 +65,8 @@ static int problem_ok(const qg_bf16_problem *p) {
     if (p->num_groups < 1) return 0;
     if (p->sum_radix != 0 && p->sum_radix != 2 && p->sum_radix != 4 && p->sum_radix != 8)
         return 0; /* the tree's radix (kernels/qg_bf16_gemm.cuh QG_SUM_RADIX) */
+    if (p->sum_atomic && (p->kind != QG_BF16_BATCH_SUM || p->num_groups < 2 || p->with_c))
+        return 0; /* the atomic reduction: splits > 1, C put into D by the host */
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -181,7 +183,15 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     double t = k * (mma > feed ? mma : feed) + 700.0 +
                (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) / 64.0;
     double cost = t * *waves;
-    if (p->kind == QG_BF16_BATCH_SUM) {
+    if (p->kind == QG_BF16_BATCH_SUM && p->sum_atomic) {
+        /* the atomic reduction: the fragment's reductions (8 bytes each,
+         * fire-and-forget) in place of the epilogue counted in t; a bf16 D
+         * adds the last arrival's round trip, its load of the FP32 sums, and
+         * its stores of zeros and of D */
+        const double frag = (double)pl->block_m * pl->block_n * 4;
+        cost += frag / 64.0 - (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) / 64.0;
+        if (!p->d_f32) cost += 2000.0 + (frag * 2 + frag / 2) / 64.0;
+    } else if (p->kind == QG_BF16_BATCH_SUM) {
         /* the tree's critical path: ceil(log2 splits) levels, each a store,
          * an arrival round trip and a load of the tile's FP32 fragment
          * (~2000 clocks of latency, the bytes at 64 a clock), in place of the
@@ -305,6 +315,8 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
      * unchanged by the switch) */
     if (n < cap && p->legacy && (p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM))
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_WG_SKIP 0");
+    if (n < cap && reduce && p->sum_atomic) /* (only here: the tree's text unchanged) */
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_ATOMIC 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

@@ -79,6 +79,7 @@ typedef struct {
     int sum_radix;    /* the reduced batch sum: its tree's radix, 2, 4 or 8 (0: 2) */
     int legacy;       /* 1: the heuristic as it was before the DeepGEMM-mirroring rules
                          (QGEMM_BF16_PLAN=v1: one process times both) */
+    int sum_atomic;   /* the reduced batch sum: 1 = atomic reduction (QG_SUM_ATOMIC), no tree */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
 } qg_bf16_problem;

@@ -38,6 +38,11 @@
  *                                            forced tile BMxBN[:a|:b]; another value, or a
  *                                            tile the call cannot take, fails the call with
  *                                            a message naming it
+ *   QGEMM_BMK_REDUCE    atomic               how the reduced batch sum adds its splits:
+ *                                            atomic (FP32 vector reductions, one level, as
+ *                                            DeepGEMM; not bitwise deterministic) or tree
+ *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
+ *                                            another value fails the call, naming it
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
  *                                            when NVRTC is loaded (src/nvrtc.c)
@@ -82,6 +87,9 @@ const qg_env_knob qg__env_knobs[] = {
      "2"},
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v2 (current heuristic), v1 (before branch "
      "bf16h) or a forced tile BMxBN[:a|:b]", "v2"},
+    {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
+     "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
+     "atomic"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

@@ -860,7 +860,18 @@ static qg_bf16_gemm_args sum_args(void) {
 #define SUM_WS FAKE(0x50000000)
 
 TEST(bf16_batch_sum_workspace_bytes) {
+    /* the atomic reduction (the default): counters [m64 x n16] (2 x 24 x 4 = 192 -> 256),
+     * then W [128][384] FP32, all of it zeroed */
+    unsetenv("QGEMM_BMK_REDUCE");
     size_t counters = 7;
+    const size_t at = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, &counters);
+    CHECK(at == 256 + (size_t)128 * 384 * 4 && counters == at, "atomic 15 splits: %zu, %zu", at,
+          counters);
+    CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 1, &counters) == 0 && counters == 0,
+          "atomic, one split: no workspace");
+    /* the tree */
+    setenv("QGEMM_BMK_REDUCE", "tree", 1);
+    counters = 7;
     CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 1, &counters) == 0 && counters == 0,
           "one split: no workspace");
     CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(0, 384, 8, NULL) == 0, "m = 0: none");
@@ -873,12 +884,47 @@ TEST(bf16_batch_sum_workspace_bytes) {
     const size_t t2 = qg_bf16_gemm_batch_sum_workspace_bytes(200, 136, 3, &counters);
     CHECK(counters == 512 && t2 == 512 + (size_t)3 * 256 * 136 * 4, "200x136: %zu, %zu", counters,
           t2);
+    unsetenv("QGEMM_BMK_REDUCE");
     PASS();
 }
 
 TEST(bf16_batch_sum_validation) {
     qg_context *ctx = offline();
     CHECK(ctx, "offline context: %s", qg_last_error());
+    /* the atomic reduction (the default): an FP32 D needs no workspace, a bf16 D does */
+    unsetenv("QGEMM_BMK_REDUCE");
+    {
+        const size_t need_at = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, NULL);
+        qg_bf16_gemm_args x = sum_args();
+        qg_status s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, NULL, 0, NULL);
+        CHECK(s == QG_ERROR_NO_DEVICE, "atomic FP32 D without workspace: %s (%s)",
+              qg_status_string(s), qg_last_error());
+        x.c = x.d, x.ldc = 0;
+        s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, NULL, 0, NULL);
+        CHECK(s == QG_ERROR_NO_DEVICE, "atomic FP32 D += without workspace: %s (%s)",
+              qg_status_string(s), qg_last_error());
+        x = sum_args();
+        x.d_fp32 = 0;
+        s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, NULL, 0, NULL);
+        CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "workspace is NULL"),
+              "atomic bf16 D without workspace: %s (%s)", qg_status_string(s), qg_last_error());
+        s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at - 4, NULL);
+        CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "workspace_bytes must be"),
+              "atomic bf16 D, short workspace: %s (%s)", qg_status_string(s), qg_last_error());
+        s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
+        CHECK(s == QG_ERROR_NO_DEVICE, "atomic bf16 D: %s (%s)", qg_status_string(s),
+              qg_last_error());
+        static const char *reduce_bad[] = {"atomics", "Tree", "1", " "};
+        for (int i = 0; i < 4; ++i) {
+            setenv("QGEMM_BMK_REDUCE", reduce_bad[i], 1);
+            s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
+            CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BMK_REDUCE"),
+                  "QGEMM_BMK_REDUCE='%s': %s (%s)", reduce_bad[i], qg_status_string(s),
+                  qg_last_error());
+        }
+    }
+    /* the tree: every case below */
+    setenv("QGEMM_BMK_REDUCE", "tree", 1);
     const size_t need = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, NULL);
     qg_bf16_gemm_args a = sum_args();
     qg_status st = qg_bf16_gemm_batch_sum(ctx, &a, 128 * 128, 384 * 128, 15, SUM_WS, need, NULL);
@@ -933,6 +979,7 @@ TEST(bf16_batch_sum_validation) {
         WCASE((void)0, 15, SUM_WS, need, "QGEMM_BMK_RADIX", QG_ERROR_INVALID_ARGUMENT);
     }
     unsetenv("QGEMM_BMK_RADIX");
+    unsetenv("QGEMM_BMK_REDUCE");
 #undef WCASE
     a.expected_m = 15;
     qg_kernel_info info;
@@ -962,8 +1009,9 @@ TEST(bf16_batch_sum_compile_every_variant) {
     int failures = 0, count = 0;
     unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     /* the trees of radix 4 and 8 (QGEMM_BMK_RADIX): 44 splits, and 16 at b 129, FP32 D + C
-     * and bf16 D */
-    for (int radix = 2; radix <= 8; radix *= 2)
+     * and bf16 D; rv 3: the atomic reduction (QGEMM_BMK_REDUCE=atomic, the default) in every
+     * shape, split count and mode */
+    for (int rv = 0; rv < 4; ++rv)
     for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
         for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
             for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
@@ -973,10 +1021,12 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     const int per = (s + splits - 1) / splits;
                     splits = (s + per - 1) / per;
                     if (i > 0 && sp != 3 && mode == 1) continue; /* fewer FP32-without-C copies */
+                    const int radix = rv < 3 ? 2 << rv : 2;
                     if (radix != 2 && (mode == 1 || !(sp == 3 || (i == 0 && sp == 2))))
                         continue;
                     char radix_text[2] = {(char)('0' + radix), 0};
                     setenv("QGEMM_BMK_RADIX", radix_text, 1);
+                    setenv("QGEMM_BMK_REDUCE", rv < 3 ? "tree" : "atomic", 1);
                     qg_bf16_gemm_args a;
                     memset(&a, 0, sizeof a);
                     a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
@@ -994,8 +1044,9 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     count++;
                     if (!ok) {
                         failures++;
-                        printf("    batch sum b %d %dx%dx%d splits %d radix %d mode %d: %s %s "
-                               "regs %d spills %d/%d stack %d%s%s\n", s, m, n, k, splits, radix, mode,
+                        printf("    batch sum b %d %dx%dx%d splits %d %s %d mode %d: %s %s "
+                               "regs %d spills %d/%d stack %d%s%s\n", s, m, n, k, splits,
+                               rv < 3 ? "radix" : "atomic", radix, mode,
                                qg_status_string(st), st ? qg_last_error() : "", info.registers,
                                info.spill_store_bytes, info.spill_load_bytes,
                                info.stack_frame_bytes, warnings != warnings_seen ? "; warning: " : "",
@@ -1004,6 +1055,7 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     }
                 }
     unsetenv("QGEMM_BMK_RADIX");
+    unsetenv("QGEMM_BMK_REDUCE");
     printf("    %d reduced batch-sum variants, %d failures\n", count, failures);
     CHECK(failures == 0, "%d variants failed", failures);
     qg_context_destroy(ctx);
@@ -1020,7 +1072,10 @@ TEST(bf16_batch_sum_compile_every_variant) {
  * workspace's slots too (a slot read before it was written would show as
  * NaN), its counters zeroed once: they must be zero again after every call.
  * Five calls per mode: bitwise identical D. Every mode at each tree radix
- * (QGEMM_BMK_RADIX 2, 4, 8). */
+ * (QGEMM_BMK_RADIX 2, 4, 8), then under the atomic reduction
+ * (QGEMM_BMK_REDUCE=atomic): its zero area (counters and the FP32 W of a
+ * bf16 D) zeroed once, zero again after every call; no bitwise check (the
+ * atomics' order varies). */
 TEST(gpu_bf16_batch_sum_accuracy) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
     qg_context *ctx;
@@ -1045,12 +1100,16 @@ TEST(gpu_bf16_batch_sum_accuracy) {
         const int64_t lda = k + 8, sa = (int64_t)m * lda, sb = (int64_t)n * k, ldd = n + 8;
         const size_t a_el = (size_t)S * (size_t)sa, b_el = (size_t)S * (size_t)sb;
         const size_t d_el = (size_t)m * (size_t)ldd;
-        size_t counter_bytes = 0;
+        size_t counter_bytes = 0, atomic_zero = 0;
+        setenv("QGEMM_BMK_REDUCE", "atomic", 1);
+        const size_t atomic_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &atomic_zero);
+        setenv("QGEMM_BMK_REDUCE", "tree", 1); /* (the larger: serves both) */
         const size_t ws_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &counter_bytes);
+        (void)atomic_bytes;
         uint16_t *ha = malloc(a_el * 2), *hb = malloc(b_el * 2);
         float *hc = malloc(d_el * 4), *got = malloc(d_el * 4), *first = malloc(d_el * 4);
         double *ref = malloc((size_t)m * n * sizeof(double));
-        uint32_t *cnt = malloc(counter_bytes + 4);
+        uint32_t *cnt = malloc((counter_bytes > atomic_zero ? counter_bytes : atomic_zero) + 4);
         unsigned s = 4242u + (unsigned)ci;
         for (size_t i = 0; i < a_el; ++i) ha[i] = qg_bf16_encode((float)rnd_unit(&s));
         for (size_t i = 0; i < b_el; ++i) hb[i] = qg_bf16_encode((float)rnd_unit(&s));
@@ -1080,10 +1139,15 @@ TEST(gpu_bf16_batch_sum_accuracy) {
         }
         /* every tree radix (QGEMM_BMK_RADIX): 65 splits of radix 8 leave a
          * node of one child (it goes up without storing) */
-        for (int rm = 0; rm < 12 && !why[0]; ++rm) {
-            const int radix = 2 << (rm / 4), mode = rm % 4;
+        for (int rm = 0; rm < 16 && !why[0]; ++rm) {
+            const bool atomic = rm >= 12;
+            const int radix = atomic ? 2 : 2 << (rm / 4), mode = rm % 4;
             char radix_text[2] = {(char)('0' + radix), 0};
             setenv("QGEMM_BMK_RADIX", radix_text, 1);
+            setenv("QGEMM_BMK_REDUCE", atomic ? "atomic" : "tree", 1);
+            const size_t zero_bytes = atomic ? atomic_zero : counter_bytes;
+            if (rm == 12 && atomic_zero) /* the trees left their slots in W's bytes */
+                drv->cuMemsetD8(dw, 0, atomic_zero);
             const int d_fp32 = mode < 3, el = d_fp32 ? 4 : 2;
             qg_bf16_gemm_args a;
             memset(&a, 0, sizeof a);
@@ -1107,19 +1171,21 @@ TEST(gpu_bf16_batch_sum_accuracy) {
                     break;
                 }
                 drv->cuMemcpyDtoH(got, dd, d_el * 4);
-                if (counter_bytes) {
-                    drv->cuMemcpyDtoH(cnt, dw, counter_bytes);
+                if (zero_bytes) {
+                    drv->cuMemcpyDtoH(cnt, dw, zero_bytes);
                     size_t bad = 0;
-                    for (size_t i = 0; i < counter_bytes / 4; ++i) bad += cnt[i] != 0;
-                    if (bad) snprintf(why, sizeof why, "%zu counters not zero after run %d", bad, run);
+                    for (size_t i = 0; i < zero_bytes / 4; ++i) bad += cnt[i] != 0;
+                    if (bad)
+                        snprintf(why, sizeof why, "%zu words of the zero area (counters%s) not "
+                                 "zero after run %d", bad, atomic ? ", W" : "", run);
                 }
                 if (run == 0) memcpy(first, got, d_el * 4);
-                else if (memcmp(first, got, d_el * 4) != 0)
+                else if (!atomic && memcmp(first, got, d_el * 4) != 0)
                     snprintf(why, sizeof why, "run %d not bitwise equal to run 0", run);
             }
             if (why[0]) {
-                snprintf(why + strlen(why), sizeof why - strlen(why), " (%s, radix %d)",
-                         mode_names[mode], radix);
+                snprintf(why + strlen(why), sizeof why - strlen(why), " (%s, %s %d)",
+                         mode_names[mode], atomic ? "atomic" : "radix", radix);
                 break;
             }
             /* accuracy, and the padding columns still poisoned */
@@ -1149,11 +1215,13 @@ TEST(gpu_bf16_batch_sum_accuracy) {
             const double diff = qgtk_diff_result(&acc);
             count++;
             if (nans || touched || !(diff < 1e-5))
-                snprintf(why, sizeof why, "%s, radix %d: diff %.3g, %lld NaN (unwritten), %lld "
-                         "padding bytes written", mode_names[mode], radix, diff, (long long)nans,
+                snprintf(why, sizeof why, "%s, %s %d: diff %.3g, %lld NaN (unwritten), %lld "
+                         "padding bytes written", mode_names[mode], atomic ? "atomic" : "radix",
+                         radix, diff, (long long)nans,
                          (long long)touched);
         }
         unsetenv("QGEMM_BMK_RADIX");
+        unsetenv("QGEMM_BMK_REDUCE");
         if (why[0]) {
             failures++;
             printf("    FAIL batch sum S %d %dx%dx%d splits %d: %s\n", S, m, n, k, splits, why);

@@ -7,9 +7,10 @@ expression         shapes                                      how
 =================  ==========================================  =====================================
 ``bmk,bnk->mn``    a [B, M, K], b [B, N, K], d [M, N]          one kernel (the batch sum): B split
                    float32 (``c`` None, d itself: d += ...,    into ranges, each range's sum in
-                   or another float32 [M, N]) or bfloat16      FP32, the ranges' sums added by a
-                   (no ``c``)                                  fixed tree in the kernel (no
-                                                               copies, no atomics): deterministic
+                   or another float32 [M, N]) or bfloat16      FP32, the ranges' sums added by the
+                   (no ``c``)                                  kernel's FP32 atomics, one level
+                                                               (QGEMM_BMK_REDUCE=tree: a fixed
+                                                               tree, bitwise deterministic)
 ``bhr,hdr->bhd``   a [B, H, R], b [H, D, R] (any row stride,   one launch of the batched BF16 GEMM
                    e.g. ``fy[:, :, :r]``), d [B, H, D] bf16    (H batches of strided views, no
                                                                copies): a[:, h] (row stride H*R),
@@ -46,6 +47,7 @@ torch operations on that stream too).
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, List, Sequence, Tuple
 
@@ -83,6 +85,12 @@ def parse_expr(expr: Any) -> Tuple[str, List[str], str]:
     if not isinstance(expr, str):
         raise TypeError(f"qgemm: einsum: expr must be a str such as 'bhr,hdr->bhd', "
                         f"got {type(expr).__name__}")
+    return _parse_expr(expr)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_expr(expr: str) -> Tuple[str, List[str], str]:
+    # (cached: a model calls the same few expressions; ~10 us of Python each time otherwise)
     text = "".join(expr.split())
     lhs, arrow, out = text.partition("->")
     if not arrow:
@@ -162,9 +170,10 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     DeepGEMM's users do, or another float32 [M, N]: d = c + ...) or bfloat16
     (no c). One kernel (``qg_bf16_gemm_batch_sum``: the B batches split into
     ranges, each range's products accumulated whole in FP32, a and b read where
-    they are, no copy; the ranges' sums added in the kernel by a fixed binary
-    tree through an FP32 workspace, and written into d with c added): bitwise
-    deterministic, unlike DeepGEMM's atomics.
+    they are, no copy; the ranges' sums added in the kernel with FP32 atomics
+    as DeepGEMM's, straight into an FP32 d, through a workspace kept zero
+    between calls for a bf16 d; QGEMM_BMK_REDUCE=tree: a fixed tree instead,
+    bitwise deterministic, slower). No fill or copy kernel of its own.
 
     ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
     a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
@@ -229,9 +238,10 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: Any = None) 
         a = a.contiguous()
     if b.stride(-1) != 1:
         b = b.contiguous()
+    atomic = _reduce_is_atomic()
     if splits is None:
-        splits = _splits_of_env(m, n, s, k, d.device)
-    _batch_sum(torch, a, b, d, c, splits)
+        splits = _splits_of_env(m, n, s, k, d.device, atomic)
+    _batch_sum(torch, a, b, d, c, splits, atomic)
 
 
 def _kernel_writable(t: Any) -> bool:
@@ -242,19 +252,59 @@ def _kernel_writable(t: Any) -> bool:
             and t.data_ptr() % 16 == 0)
 
 
-def _batch_sum(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: int) -> None:
+# QGEMM_BMK_REDUCE (read by the library at every call, and here for the split rule and the
+# workspace): "atomic" (unset: the default) adds the splits with FP32 atomics in one level,
+# "tree" with the deterministic tree (QGEMM_BMK_RADIX). Another value: the library's error.
+REDUCE_ENV = "QGEMM_BMK_REDUCE"
+
+
+def _reduce_is_atomic() -> bool:
+    return os.environ.get(REDUCE_ENV, "") in ("", "atomic")
+
+
+# The batch sum's workspaces kept between calls: (device, stream, zero bytes) -> int32 tensor,
+# zeroed once when allocated. Every call leaves its first `zero bytes` zero again (the
+# kernel's contract), so the same buffer serves every later call on that stream with the
+# same zero area (a call with another zero area would find scratch there: its own buffer).
+# One per stream: calls on one stream run in order; other streams get their own.
+_WORKSPACES: dict = {}
+
+
+def _workspace(torch: Any, device: Any, total: int, zero: int) -> Any:
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            # a CUDA graph: its own buffer from the graph's pool, zeroed inside the graph (a
+            # memset node): replays on any stream never share it with eager calls
+            ws = torch.empty(total // 4, dtype=torch.int32, device=device)
+            ws[: zero // 4].zero_()
+            return ws
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        key: Any = (index, torch._C._cuda_getCurrentRawStream(index), zero)
+    else:  # (CPU tensors: the tests' stand-in launches)
+        key = (str(device), 0, zero)
+    ws = _WORKSPACES.get(key)
+    if ws is None or ws.numel() * 4 < total:
+        ws = torch.zeros(total // 4, dtype=torch.int32, device=device)  # once
+        _WORKSPACES[key] = ws
+    return ws
+
+
+def _batch_sum(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: int,
+               atomic: bool = True) -> None:
     """One launch of qg_bf16_gemm_batch_sum: d = (c +) the sum over a's batches of
-    a[i] @ b[i].T, the batches in `splits` ranges (bmk_splits) whose FP32 sums the kernel
-    adds by a fixed tree through a workspace: int32 words, the first `counters` bytes zeroed
-    here (the kernel leaves them zero; a fresh buffer every call keeps concurrent streams and
-    CUDA graphs apart), the rest scratch. A d (or a c that is not d) the kernel cannot address
-    in place (strides, alignment) goes through a contiguous copy."""
+    a[i] @ b[i].T, the batches in `splits` ranges whose FP32 sums the kernel adds: with
+    atomics (``atomic``, QGEMM_BMK_REDUCE unset or atomic: straight into an FP32 d, or through
+    an FP32 workspace for a bf16 d) or by the fixed tree (QGEMM_BMK_REDUCE=tree) through a
+    workspace. The workspace (int32 words) is kept per device and stream and zeroed once
+    (_workspace): the kernel leaves its zero area zero, so no call launches a fill. A d (or a
+    c that is not d) the kernel cannot address in place (strides, alignment) goes through a
+    contiguous copy."""
     m, n = d.shape
-    total, counters = _C.batch_sum_workspace_bytes(m, n, splits)
     ws = None
-    if total:
-        ws = torch.empty(total // 4, dtype=torch.int32, device=d.device)
-        ws[: counters // 4].zero_()
+    if not (atomic and d.dtype == torch.float32):  # an FP32 d is the atomics' own target
+        total, zero = _C.batch_sum_workspace_bytes(m, n, splits)
+        if total:
+            ws = _workspace(torch, d.device, total, zero)
     out = d if _kernel_writable(d) else torch.empty((m, n), dtype=d.dtype, device=d.device)
     if c is d:
         c = out if out is d else d.contiguous()
@@ -287,7 +337,8 @@ def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
 # bmk_splits_dg, or a number (the nearest split count with no empty range, at most
 # min(batches, 1024)). Read at every call.
 SPLITS_ENV = "QGEMM_BMK_SPLITS"
-# The default: bmk_splits below DG_RULE_MIN_BATCHES batches, bmk_splits_dg from there.
+# The default: bmk_splits_dg under the atomic reduction (QGEMM_BMK_REDUCE unset or atomic);
+# under the tree, bmk_splits below DG_RULE_MIN_BATCHES batches, bmk_splits_dg from there.
 # Measured on the H200 (bench/results/2026-11-28-h200-21-final/bmk-variants.log, DeepGEMM's
 # 12 test rows, radix 2): at B = 129 bmk_splits ran 17.6-38.2 us where the DeepGEMM-like
 # rule ran 33.3-38.2; at B = 4096 / 8192 the DeepGEMM-like rule ran 160.7 / 314.0 / 438.3 /
@@ -296,10 +347,14 @@ SPLITS_ENV = "QGEMM_BMK_SPLITS"
 DG_RULE_MIN_BATCHES = 1024
 
 
-def _splits_of_env(m: int, n: int, batches: int, k: int, device: Any = None) -> int:
+def _splits_of_env(m: int, n: int, batches: int, k: int, device: Any = None,
+                   atomic: bool = False) -> int:
     v = os.environ.get(SPLITS_ENV, "").strip().lower()
     if v in ("", "auto"):
-        if batches < DG_RULE_MIN_BATCHES:
+        # the atomic reduction costs one level whatever the split count: DeepGEMM's rule
+        # (about one 128x128-tile CTA per SM) everywhere; the tree paid a level per doubling,
+        # so below DG_RULE_MIN_BATCHES it took fewer, thinner splits (bmk_splits)
+        if not atomic and batches < DG_RULE_MIN_BATCHES:
             return bmk_splits(m, n, batches, k)
         from ._runtime import get_num_sms
         return bmk_splits_dg(m, n, batches, k, get_num_sms(device))

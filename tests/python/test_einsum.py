@@ -108,11 +108,13 @@ class FakeBF16:
             per = -(-batches // splits)
             assert 1 <= splits and (splits - 1) * per < batches, "an empty split"
             total, counters = qgemm._C.batch_sum_workspace_bytes(d.shape[0], d.shape[1], splits)
-            if total == 0:
+            atomic = E._reduce_is_atomic()
+            if total == 0 or (atomic and d.dtype == _torch().float32):  # FP32 d: the target
                 assert idx is None
             else:
-                assert idx.dtype == _torch().int32 and idx.numel() * 4 == total
-                assert not idx[: counters // 4].any(), "counters not zeroed"
+                assert idx.dtype == _torch().int32 and idx.numel() * 4 >= total
+                assert not idx[: counters // 4].any(), "zero area not zero"
+                idx.view(-1)[counters // 4:] = -1  # scratch: garbage for the next call
             assert d.stride(-1) == 1 and (c is None or c.stride(-1) == 1)
             out = (a.double() @ b.double().transpose(-2, -1)).sum(0)
             if c is not None:
@@ -204,10 +206,14 @@ def test_per_head_cublaslt_path():
 @pytest.mark.parametrize("d_dtype,c_mode", [("float32", None), ("float32", "d"),
                                             ("float32", "other"), ("bfloat16", None)])
 @pytest.mark.parametrize("s,min_k", [(1, 1024), (3, 1024), (5, 16), (40, 16)])
-def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s, min_k):
+@pytest.mark.parametrize("reduce", ["tree", "atomic"])
+def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s, min_k, reduce):
     t = _torch()
     fake = FakeBF16()
     monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
+    import qgemm._runtime as runtime
+    monkeypatch.setattr(runtime, "get_num_sms", lambda device=None: 132)
     monkeypatch.setattr(E, "SPLIT_MIN_K", min_k)  # 16: several splits at these small shapes
     m, n, k = 24, 16, 8
     a, b = _rand(s, m, k), _rand(s, n, k)
@@ -222,14 +228,21 @@ def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s, min_k):
     qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
     assert calc_diff(d, ref) < 1e-5
     (kind, a2, b2, d2, c2, ws, splits), = fake.calls  # one launch, the operands as they are
-    assert kind == qgemm._C.KIND_BF16_BATCH_SUM and splits == E.bmk_splits(m, n, s, k)
+    assert kind == qgemm._C.KIND_BF16_BATCH_SUM
     assert a2 is a and b2 is b and d2 is d  # no copies; c as given (d itself, or another)
     assert c2 is c
-    assert (splits > 1) == (min_k == 16 and s > 1) and (ws is None) == (splits == 1)
-    if c_mode != "d":  # deterministic: the same bits again
+    if reduce == "tree":  # bmk_splits below 1024 batches
+        assert splits == E.bmk_splits(m, n, s, k)
+        assert (splits > 1) == (min_k == 16 and s > 1) and (ws is None) == (splits == 1)
+    else:  # DeepGEMM's rule; an FP32 d is the atomics' target: no workspace
+        assert splits == E.bmk_splits_dg(m, n, s, k, 132) and (splits > 1) == (s > 1)
+        assert (ws is None) == (splits == 1 or d_dtype == "float32")
+    if c_mode != "d":  # the same bits again (the stand-in launch is deterministic)
         again = d.clone()
         qgemm.einsum("bmk,bnk->mn", a, b, d, c=c)
         assert t.equal(d, again)
+        if ws is not None:  # the workspace kept, not allocated (nor zeroed) again
+            assert fake.calls[1][5] is ws
 
 
 @pytest.mark.parametrize("c_mode", [None, "d", "other"])
@@ -240,6 +253,8 @@ def test_bmk_bnk_mn_d_not_addressable(monkeypatch, c_mode):
     fake = FakeBF16()
     monkeypatch.setattr(_dispatch, "launch_bf16", fake)
     monkeypatch.setattr(E, "SPLIT_MIN_K", 16)
+    import qgemm._runtime as runtime
+    monkeypatch.setattr(runtime, "get_num_sms", lambda device=None: 132)  # (the atomic rule's)
     s, m, n, k = 6, 16, 24, 8
     a, b = _rand(s, m, k), _rand(s, n, k)
     d = t.randn(n, m).T  # [m, n], unit stride along m
@@ -255,8 +270,13 @@ def test_bmk_bnk_mn_d_not_addressable(monkeypatch, c_mode):
         assert c2 is not d2  # c read from a copy of d, not from the output buffer
 
 
-def test_batch_sum_workspace_bytes():
+def test_batch_sum_workspace_bytes(monkeypatch):
     wb = qgemm._C.batch_sum_workspace_bytes
+    monkeypatch.delenv("QGEMM_BMK_REDUCE", raising=False)
+    # atomic (the default): counters 2 x 24 x 4 -> 256, then W 128 x 384 FP32, all zeroed
+    assert wb(128, 384, 15) == (256 + 128 * 384 * 4,) * 2
+    assert wb(128, 384, 1) == (0, 0)
+    monkeypatch.setenv("QGEMM_BMK_REDUCE", "tree")
     assert wb(128, 384, 1) == (0, 0)
     # counters: 2 m64 x 24 n16 regions x 14 gaps x 4 bytes -> 2816; slots 15 x 128 x 384 x 4
     assert wb(128, 384, 15) == (2816 + 15 * 128 * 384 * 4, 2816)
@@ -470,8 +490,10 @@ def _gpu():
                                       for m, n, k in ((128, 384, 128), (256, 256, 256),
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
-def test_gpu_bmk_bnk_mn(s, m, n, k, fp32):
+@pytest.mark.parametrize("reduce", ["atomic", "tree"])
+def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     t = _gpu()
+    monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     a = t.randn((s, m, k), dtype=t.bfloat16, device="cuda")
     b = t.randn((s, n, k), dtype=t.bfloat16, device="cuda")
     d = t.randn((m, n), dtype=t.float if fp32 else t.bfloat16, device="cuda")
@@ -479,7 +501,13 @@ def test_gpu_bmk_bnk_mn(s, m, n, k, fp32):
     ref = (d.double() if fp32 else 0) + t.bmm(a.double(), b.double().mT).sum(0)
     qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
     assert calc_diff(d, ref) < 1e-5
-    if not fp32:  # deterministic: bit-identical on a second run
+    if reduce == "atomic":  # again: the kept workspace (zero again) gives the sum again
+        for _ in range(3):
+            d2 = t.randn((m, n), dtype=d.dtype, device="cuda")
+            ref2 = (d2.double() if fp32 else 0) + t.bmm(a.double(), b.double().mT).sum(0)
+            qdg.einsum("bmk,bnk->mn", a, b, d2, c=d2 if fp32 else None)
+            assert calc_diff(d2, ref2) < 1e-5
+    elif not fp32:  # deterministic: bit-identical on a second run
         again = d.clone()
         qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
         assert t.equal(d, again)
@@ -494,11 +522,13 @@ def test_gpu_bmk_bnk_mn(s, m, n, k, fp32):
 @pytest.mark.parametrize("s,splits", [(1, 1), (2, 2), (3, 3), (3, 2), (129, 43), (129, 129),
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
-def test_gpu_bmk_bnk_mn_splits(s, splits, mode):
+@pytest.mark.parametrize("reduce", ["atomic", "tree"])
+def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
     values before each), columns past N untouched (d a view of a wider buffer)."""
     t = _gpu()
+    monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
     a = t.randn((s, m, k), dtype=t.bfloat16, device="cuda")
     b = t.randn((s, n, k), dtype=t.bfloat16, device="cuda")
@@ -519,9 +549,11 @@ def test_gpu_bmk_bnk_mn_splits(s, splits, mode):
         E._bmk_bnk_mn(t, a, b, d, c, splits=splits)
         assert t.isnan(wide[:, n:].float()).all()  # padding untouched
         runs.append(d.clone())
-    assert calc_diff(runs[0], ref) < 1e-5 and not t.isnan(runs[0].float()).any()
-    for r in runs[1:]:
-        assert t.equal(r, runs[0])  # deterministic
+    for r in runs:
+        assert calc_diff(r, ref) < 1e-5 and not t.isnan(r.float()).any()
+    if reduce == "tree":
+        for r in runs[1:]:
+            assert t.equal(r, runs[0])  # deterministic
 
 
 @pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr"])
@@ -733,6 +765,13 @@ def test_bmk_splits_env(monkeypatch):
         monkeypatch.setenv(E.SPLITS_ENV, v)
         with pytest.raises(ValueError, match="QGEMM_BMK_SPLITS"):
             E._splits_of_env(128, 384, 129, 128)
+    # the atomic reduction's auto: DeepGEMM's rule at every batch count
+    for v in ("", "auto"):
+        monkeypatch.setenv(E.SPLITS_ENV, v)
+        assert E._splits_of_env(128, 384, 129, 128, atomic=True) == ("dg", 77)
+        assert E._splits_of_env(128, 384, big, 128, atomic=True) == ("dg", 77)
+    monkeypatch.setenv(E.SPLITS_ENV, "tiles")
+    assert E._splits_of_env(128, 384, 129, 128, atomic=True) == 15
 
 
 def test_bmk_bnk_mn_uses_the_split_env(monkeypatch):
@@ -745,6 +784,9 @@ def test_bmk_bnk_mn_uses_the_split_env(monkeypatch):
     d = t.zeros(m, n)
     qdg.einsum("bmk,bnk->mn", a, b, d)
     (kind, _, _, _, _, ws, splits), = fake.calls
-    assert splits == 4 and ws is not None  # ranges of 3: 4 splits
+    assert splits == 4 and ws is None  # ranges of 3: 4 splits; FP32 d: the atomics' target
     ref = (a.double() @ b.double().mT).sum(0)
     assert calc_diff(d, ref) < 1e-5
+    d16 = t.zeros(m, n, dtype=t.bfloat16)
+    qdg.einsum("bmk,bnk->mn", a, b, d16)
+    assert fake.calls[1][6] == 4 and fake.calls[1][5] is not None  # bf16 d: W
