@@ -236,7 +236,7 @@ TEST(indexer_validation) {
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_PMQA_VARIANT=%s: %s (%s)", good[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *const bad[] = {"split3", "SPLIT4", "", "shared", "split4 "};
+        static const char *const bad[] = {"split3", "SPLIT4", "shared", "split4 ", "4"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
