@@ -394,9 +394,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
      * The CTA's units, in (batch, block) order, fall into segments (its
      * units of one batch entry); unit number u of the CTA goes to math
      * warpgroup u % W, which finds them from the segment info alone: no
-     * global load on the math side. */
-    /* setmaxnreg inside each role's branch: ptxas then allocates each
-     * branch to its own budget */
+     * global load on the math side. setmaxnreg sits inside each role's
+     * branch: ptxas then allocates each branch to its own budget (issued
+     * before the branches rejoin, it allocated the whole kernel to 96). */
     if (warp >= QG_PMQA_PRODUCER_WARP) {
 #ifdef QG_PMQA_PRODUCER_REGS
         qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
