@@ -32,10 +32,25 @@ typedef struct {
     int heads, head_dim, compressed, clean, logits_bf16, num_sms;
 } mqa_key;
 
-/* Paged MQA logits: the SM count is the schedule's CTA count. */
+/* Paged MQA logits: the SM count is the schedule's CTA count; variant:
+ * QG_PMQA_VARIANT_* (QGEMM_PMQA_VARIANT). */
 typedef struct {
-    int next_n, heads, head_dim, clean, logits_bf16, num_sms;
+    int next_n, heads, head_dim, clean, logits_bf16, num_sms, variant;
 } pmqa_key;
+
+/* QGEMM_PMQA_VARIANT (src/env.c): unset -> the planner's default; else one
+ * of qg__pmqa_variant_name's names. Returns false for any other value. */
+static bool pmqa_env_variant(int *variant) {
+    *variant = QG_PMQA_VARIANT_DEFAULT;
+    const char *v = qg__env_string("QGEMM_PMQA_VARIANT");
+    if (!v) return true;
+    for (int i = 0; i < QG_PMQA_VARIANT_COUNT; ++i)
+        if (!strcmp(v, qg__pmqa_variant_name(i))) {
+            *variant = i;
+            return true;
+        }
+    return false;
+}
 
 /* The schedule kernel has one variant. */
 typedef struct {
@@ -107,8 +122,11 @@ static qg_status mqa_build(qg_context *ctx, const void *key, const void *arg, vo
 
 static qg_status pmqa_plan_of(const pmqa_key *k, qg_pmqa_plan *plan) {
     const char *why = "";
-    if (qg__pmqa_plan(1, k->next_n, k->heads, k->head_dim, k->clean, k->logits_bf16, k->num_sms,
-                      plan, &why) != 0)
+    int rc = qg__pmqa_plan(1, k->next_n, k->heads, k->head_dim, k->clean, k->logits_bf16,
+                           k->num_sms, plan, &why);
+    if (rc == 0 && qg__pmqa_plan_variant(plan, k->variant) != 0)
+        rc = -1, why = "unknown variant";
+    if (rc != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "no paged MQA logits kernel for next_n %d, %d heads of dim %d: %s",
                         k->next_n, k->heads, k->head_dim, why);
@@ -424,6 +442,9 @@ static qg_status pmqa_check(const qg_context *ctx, const qg_paged_mqa_logits_arg
         key->head_dim = a->head_dim;
         key->clean = a->clean;
         key->logits_bf16 = a->logits_bf16;
+        if (!pmqa_env_variant(&key->variant))
+            return BAD("%s: QGEMM_PMQA_VARIANT='%.64s' is not split4, split2, shared2 or shared4",
+                       fn, qg__env_string("QGEMM_PMQA_VARIANT"));
     }
     if (!pointers || a->batch == 0) return QG_SUCCESS;
     const uint64_t rows = (uint64_t)a->batch * (uint64_t)a->next_n;

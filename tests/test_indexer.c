@@ -226,6 +226,29 @@ TEST(indexer_validation) {
         }
         unsetenv("QGEMM_HC_MODE");
     }
+    { /* QGEMM_PMQA_VARIANT: the four names pass the checks; any other value
+       * fails the logits call (not the schedule's), naming the variable */
+        qg_paged_mqa_logits_args p = good_paged();
+        static const char *const good[] = {"split4", "split2", "shared2", "shared4"};
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
+            setenv("QGEMM_PMQA_VARIANT", good[i], 1);
+            qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_PMQA_VARIANT=%s: %s (%s)", good[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *const bad[] = {"split3", "SPLIT4", "shared", "split4 ", "4"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
+            qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
+            CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT"),
+                  "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
+                  qg_last_error());
+            s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "schedule with QGEMM_PMQA_VARIANT='%s': %s (%s)",
+                  bad[i], qg_status_string(s), qg_last_error());
+        }
+        unsetenv("QGEMM_PMQA_VARIANT");
+    }
     { /* qg_indexer_compile: a bad kind, bad shapes */
         qg_hc_prenorm_args h = good_hc();
         qg_status s = qg_indexer_compile(ctx, (qg_indexer_kind)9, &h, NULL);
@@ -360,6 +383,58 @@ TEST(indexer_compile_every_variant) {
     PASS();
 }
 
+/* Every paged MQA organisation (QGEMM_PMQA_VARIANT; the default is also
+ * in indexer_compile_every_variant) on the widest (next_n 2, H 64, D 128:
+ * the most registers) and the narrowest shapes, clean and not, fp32 and
+ * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
+TEST(pmqa_compile_every_variant) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
+    CHECK(mkdtemp(dir), "mkdtemp");
+    setenv("QGEMM_CACHE_DIR", dir, 1);
+    qg_context *ctx = offline();
+    CHECK(ctx, "offline context: %s", qg_last_error());
+    static const char *const variants[] = {"split4", "split2", "shared2", "shared4"};
+    static const int P[][5] = {/* next_n, H, D, clean, bf16 */
+                               {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
+                               {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
+    int failures = 0, count = 0;
+    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);
+        for (size_t i = 0; i < sizeof P / sizeof P[0]; ++i) {
+            qg_paged_mqa_logits_args a = good_paged();
+            a.next_n = P[i][0], a.heads = P[i][1], a.head_dim = P[i][2], a.ld_weights = P[i][1];
+            a.clean = P[i][3], a.logits_bf16 = P[i][4];
+            qg_kernel_info info;
+            memset(&info, 0, sizeof info);
+            qg_status st = qg_indexer_compile(ctx, QG_INDEXER_PAGED_MQA_LOGITS, &a, &info);
+            char first[512];
+            const unsigned warnings = qg__jit_warnings(first, sizeof first);
+            const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
+                            info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
+                            info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
+                            warnings == warnings_seen;
+            printf("    %s paged %s next_n %d H %d D %d%s %s: %s regs %d spills %d/%d stack %d%s%s\n",
+                   ok ? "ok  " : "FAIL", variants[vi], a.next_n, a.heads, a.head_dim,
+                   a.clean ? " clean" : "", a.logits_bf16 ? "bf16" : "fp32", qg_status_string(st),
+                   info.registers, info.spill_store_bytes, info.spill_load_bytes,
+                   info.stack_frame_bytes, warnings != warnings_seen ? "; warning: " : "",
+                   warnings != warnings_seen ? first : "");
+            fflush(stdout);
+            warnings_seen = warnings;
+            failures += !ok;
+            ++count;
+        }
+    }
+    unsetenv("QGEMM_PMQA_VARIANT");
+    printf("    %d paged variants, %d failures\n", count, failures);
+    CHECK(failures == 0, "%d variants failed", failures);
+    qg_context_destroy(ctx);
+    qgtk_remove_tree(dir);
+    PASS();
+}
+
 /* Every HC rounding scheme (QGEMM_HC_MODE) on the shapes whose plans
  * differ most (DeepGEMM's headline, its split form, every N, short K, 1 and
  * 2 math warpgroups, clusters): compiled offline, no spill, no stack, no
@@ -457,17 +532,27 @@ TEST(gpu_paged_mqa_logits) {
         {16, 2, 32, 32, 1, 1, 500, 0},  {300, 1, 64, 128, 0, 1, 64, 1}, {5, 2, 64, 64, 0, 1, 2000, 0},
         {32, 2, 64, 128, 1, 1, 1000, 1}};
     int failures = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        const qgtk_paged_case *c = &cases[i];
-        const qgtk_case_opts opts = {.seed = 51 + i};
-        qgtk_case_result res;
-        const bool ok = qgtk_paged_case_run(ctx, stream, c, &opts, &res);
-        printf("    %s paged bsz %d next_n %d H %d D %d L %d %s%s%s: diff %.2g %s\n",
-               ok ? "ok  " : "FAIL", c->batch, c->next_n, c->heads, c->head_dim, c->avg_len,
-               c->bf16 ? "bf16" : "fp32", c->clean ? " clean" : "", c->graph ? " +graph" : "",
-               res.diff, ok ? "" : res.why);
-        failures += !ok;
+    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default) */
+    static const char *const variants[] = {NULL, "split2", "shared2", "shared4"};
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        if (variants[vi])
+            setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);
+        else
+            unsetenv("QGEMM_PMQA_VARIANT");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            const qgtk_paged_case *c = &cases[i];
+            const qgtk_case_opts opts = {.seed = 51 + i};
+            qgtk_case_result res;
+            const bool ok = qgtk_paged_case_run(ctx, stream, c, &opts, &res);
+            printf("    %s paged [%s] bsz %d next_n %d H %d D %d L %d %s%s%s: diff %.2g %s\n",
+                   ok ? "ok  " : "FAIL", variants[vi] ? variants[vi] : "default", c->batch,
+                   c->next_n, c->heads, c->head_dim, c->avg_len, c->bf16 ? "bf16" : "fp32",
+                   c->clean ? " clean" : "", c->graph ? " +graph" : "", res.diff,
+                   ok ? "" : res.why);
+            failures += !ok;
+        }
     }
+    unsetenv("QGEMM_PMQA_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d paged cases failed", failures);

@@ -83,17 +83,18 @@ int main(int argc, char **argv) {
     for (int h = 0; h < 2; ++h)
         for (int d = 0; d < 3; ++d)
             for (int nn = 1; nn <= 2; ++nn)
-                for (int mode = 0; mode < 8; ++mode) { /* clean x bf16 x (2 or 4 math wgs) */
+                for (int mode = 0; mode < 4 * QG_PMQA_VARIANT_COUNT; ++mode) { /* clean x bf16 x variant */
                     qg_pmqa_plan p;
                     if (qg__pmqa_plan(4096, nn, hs[h], ds[d], mode & 1, (mode >> 1) & 1, 132, &p,
                                       &why) ||
-                        qg__pmqa_plan_variant(&p, mode >> 2 ? 4 : 2)) {
+                        qg__pmqa_plan_variant(&p, mode >> 2)) {
                         fprintf(stderr, "pmqa plan: %s\n", why);
                         return 1;
                     }
                     char name[128];
-                    snprintf(name, sizeof name, "pmqa_h%d_d%d_n%d_cln%d_bf%d_st%d_wg%d", p.heads,
-                             p.head_dim, p.next_n, p.clean, p.logits_bf16, p.stages, p.math_wgs);
+                    snprintf(name, sizeof name, "pmqa_h%d_d%d_n%d_cln%d_bf%d_%s_st%d", p.heads,
+                             p.head_dim, p.next_n, p.clean, p.logits_bf16,
+                             qg__pmqa_variant_name(p.variant), p.stages);
                     emit(dir, name, qg__pmqa_source(buf, sizeof buf, &p));
                 }
 #endif
