@@ -184,6 +184,8 @@ static int bf16_plan_override(int *legacy, int *bm, int *bn, int *mc) {
         else return -1;
     }
     return 0;
+}
+
 /* QGEMM_BMK_REDUCE (src/env.c): how the reduced batch sum adds its splits:
  * unset, "" or "atomic" the atomic reduction (1: one level of FP32 vector
  * reductions, DeepGEMM's scheme, not bitwise deterministic), "tree" the fixed
