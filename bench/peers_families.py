@@ -57,7 +57,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "mqa", "paged-mqa", "hc", "cast")
 NEW_KINDS = ("einsum", "mqa", "paged-mqa", "hc")  # built here, not by DeepGEMM's generators
-LIBS = ("deepgemm", "cublas", "qgemm", "qgemm-v1")  # qgemm-v1: --old-plan
+LIBS = ("deepgemm", "cublas", "qgemm", "qgemm-v1")  # qgemm-v1: --old-plan (v1, or the plan named)
+# the QGEMM_BF16_PLAN value the qgemm-v1 column runs under (--old-plan [v1|v2])
+OLD_PLAN = "v1"
 
 
 def log(*a: Any) -> None:
@@ -393,12 +395,13 @@ def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer,
         ref = torch.stack([c0[i].double() + a[s:s + kk].double().t() @ b[s:s + kk].double()
                            for i, (s, kk) in enumerate(zip(starts, ks))])
         resets = {lib: (lambda dl=dd[lib]: dl.copy_(c0)) for lib in dd}
-    # qgemm-v1: qgemm under QGEMM_BF16_PLAN=v1 (the BF16 heuristic before branch bf16h; read by
-    # the library at every call, so the variable is set around each call only)
+    # qgemm-v1: qgemm under QGEMM_BF16_PLAN=OLD_PLAN (v1: the BF16 heuristic before branch bf16h;
+    # v2: before branch gmc, no B multicast in the m-grouped layouts; read by the library at every
+    # call, so the variable is set around each call only)
     if "qgemm-v1" in fns:
         def with_v1(f: Callable[[], Any]) -> Callable[[], Any]:
             def call() -> Any:
-                os.environ["QGEMM_BF16_PLAN"] = "v1"
+                os.environ["QGEMM_BF16_PLAN"] = OLD_PLAN
                 try:
                     return f()
                 finally:
@@ -542,7 +545,7 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
     v1 = any(r.get("qgemm-v1_kineto_us") for r in rows)
     out.append(f"{'kind':16} {'shape':24} {'lay':3} {'D':5} {'acc':3} {'qg us':>8} {'dg/qg kin':>9} "
                f"{'dg/qg ev':>8} {'cb/qg kin':>9} {'qg diff':>9} {'rate':>10}"
-               + (f" {'v1/qg kin':>9} {'dg/v1 kin':>9}" if v1 else "") + "  errors")
+               + (f" {OLD_PLAN + '/qg kin':>9} {'dg/' + OLD_PLAN + ' kin':>9}" if v1 else "") + "  errors")
     rows = [r for r in rows if r.get("kind") != "cast"]  # (render_casts)
     for r in rows:
         f = lambda x, p=2: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
@@ -571,7 +574,7 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
                 dg1 = geomean([r.get(f"deepgemm_over_qgemm-v1_{t}") for r in rs])
                 cb1 = geomean([r.get(f"cublas_over_qgemm-v1_{t}") for r in rs])
                 w1 = min((r.get(f"deepgemm_over_qgemm-v1_{t}") or 9e9 for r in rs), default=None)
-                out.append(f"{'':16} {'':6}  QGEMM_BF16_PLAN=v1: DeepGEMM/qgemm geomean "
+                out.append(f"{'':16} {'':6}  QGEMM_BF16_PLAN={OLD_PLAN}: DeepGEMM/qgemm geomean "
                            f"{f'{dg1:.3f}' if dg1 else '-'} (worst {f'{w1:.3f}' if w1 and w1 < 9e9 else '-'}), "
                            f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}")
     return "\n".join(out) + "\n"
@@ -583,11 +586,15 @@ def main() -> int:
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--iters", type=int, default=30)
-    p.add_argument("--old-plan", action="store_true",
+    p.add_argument("--old-plan", nargs="?", const="v1", default=None, choices=("v1", "v2"),
                    help="BF16 kinds: also time qgemm under QGEMM_BF16_PLAN=v1 (the heuristic and kernels "
-                        "before branch bf16h), columns v1/qg and dg/v1")
+                        "before branch bf16h; the default) or v2 (before branch gmc: no B multicast in "
+                        "the m-grouped layouts), columns v1/qg and dg/v1 (named after the plan)")
     p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
     args = p.parse_args()
+    global OLD_PLAN
+    if args.old_plan:
+        OLD_PLAN = args.old_plan
     import torch
     sys.path.insert(0, os.path.join(args.deepgemm_src, "tests"))
     import qgemm.deep_gemm as qdg
@@ -634,7 +641,7 @@ def main() -> int:
         log(f"[{i + 1}/{len(cases)}] {row['kind']} {row.get('shape')} {row.get('layout', '')} "
             f"dg/qg {row.get('deepgemm_over_qgemm_kineto')} {row.get('errors') or ''}")
         doc = {"device": device, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-               "deepgemm": "deepgemm" in libs, "rows": rows}
+               "deepgemm": "deepgemm" in libs, "old_plan": args.old_plan, "rows": rows}
         with open(os.path.join(args.out, "peers-families.json"), "w") as f:
             json.dump(doc, f, indent=1, default=str)
         with open(os.path.join(args.out, "peers-families.txt"), "w") as f:
@@ -642,7 +649,7 @@ def main() -> int:
     if "cast" in kinds:
         rows += cast_rows(torch, timer)
         doc = {"device": device, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-               "deepgemm": "deepgemm" in libs, "rows": rows}
+               "deepgemm": "deepgemm" in libs, "old_plan": args.old_plan, "rows": rows}
         with open(os.path.join(args.out, "peers-families.json"), "w") as f:
             json.dump(doc, f, indent=1, default=str)
         with open(os.path.join(args.out, "peers-families.txt"), "w") as f:

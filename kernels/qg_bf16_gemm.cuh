@@ -55,8 +55,9 @@
  *   QG_BLOCK_M/N       tile (block_m 64 / 128 / 256; block_n a multiple of 16,
  *                      FP32 D of 8, up to 256; MN-major B: of 64)
  *   QG_NUM_STAGES      pipeline depth
- *   QG_MULTICAST       0 none, 1 A (pairs along N), 2 B (pairs along M);
- *                      QG_CLUSTER 1 or 2
+ *   QG_MULTICAST       0 none, 1 A (pairs along N), 2 B (pairs along M:
+ *                      dense, or per tile in the contiguous, masked and psum
+ *                      kinds, QG_PAIR_TILES); QG_CLUSTER 1 or 2
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (128, 64 or 32 bytes)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
@@ -93,7 +94,11 @@
  * wgmmas stay in flight while the next block is issued (wait_group 1), so a
  * stage is released one K block late, after the wgmma group that read it
  * has completed; the accumulators are touched by nothing but wgmma between a
- * tile's first issue and its final wait_group 0.
+ * tile's first issue and its final wait_group 0. Under a cluster, every math
+ * warp releases each stage in both CTAs, whatever the tile's multicast: the
+ * two CTAs run the same number of tiles of the same K blocks (grouped B
+ * multicast: dummy tiles keep them in step, QG_PAIR_TILES), so each empty[s]
+ * counts both CTAs' releases of the same use of stage s.
  *
  * Epilogue invariants: each math warpgroup writes its own rows of the shared
  * output tile and stores them (named barrier 2 + wg over its 128 threads);
@@ -138,6 +143,16 @@
 /* The wgmma transpose immediates (qg_ptx.cuh qg_wgmma_m64k16_bf16). */
 #define QG_WGMMA_TRANS_A QG_A_MN_MAJOR
 #define QG_WGMMA_TRANS_B QG_B_MN_MAJOR
+
+/* B multicast in the contiguous, masked and psum kinds: a pair's two m-blocks
+ * come from device data, so multicast is decided per tile and a CTA without
+ * work beside its peer's tile runs a dummy tile (qg_scheduler.cuh
+ * QG_PAIR_TILES). */
+#if QG_MULTICAST == 2 && (QG_KIND == 1 || QG_KIND == 2 || QG_KIND == 3)
+#define QG_PAIR_TILES 1
+#else
+#define QG_PAIR_TILES 0
+#endif
 
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
@@ -226,7 +241,8 @@ static_assert(QG_MULTICAST != 1 || (QG_A_MN_MAJOR ? QG_BLOCK_M % 128 == 0 : QG_A
               "A multicast halves: whole atoms / 8-row groups");
 static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
               "B multicast halves: whole atoms / 8-row groups");
-static_assert(QG_MULTICAST != 2 || QG_KIND == 0, "B multicast: dense (pairs along M)");
+static_assert(QG_MULTICAST != 2 || QG_KIND <= 3,
+              "B multicast: dense, contiguous, masked or psum (pairs along M)");
 static_assert(QG_KIND != 4 || QG_MULTICAST == 0, "k-grouped: no multicast (a pair could straddle groups)");
 static_assert(QG_KIND != 5 || QG_MULTICAST == 0, "batched: no multicast (a pair could straddle batches)");
 #if QG_KIND == 6
@@ -639,6 +655,15 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll 1
                 for (int kb = 0; kb < (int)load_end; ++kb, qg_bf16_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
+#if QG_PAIR_TILES
+                    /* a dummy tile: the stage completes on the arrival alone
+                     * (its peer's tile does not multicast: b_multicast needs
+                     * both tiles real) */
+                    if (tile.rows == 0) {
+                        qg_mbarrier_arrive(&full[s]);
+                        continue;
+                    }
+#endif
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
                     unsigned char *b_dst = smem_b + s * QG_SMEM_B;
@@ -669,7 +694,23 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                     qg_bf16_load<QG_A_MN_MAJOR, QG_BLOCK_M, false>(a_dst, &tmap_a, &full[s],
                                                                   k0 + kb * QG_BLOCK_K, a_mn);
 #endif
-#if QG_MULTICAST == 2
+#if QG_MULTICAST == 2 && QG_PAIR_TILES
+                    /* per tile: half of B into both CTAs, or both halves
+                     * into this one (the map's K-major box is half a tile;
+                     * the same bytes land either way) */
+                    if (tile.b_multicast) {
+                        const int b_half = rank * QG_B_LOAD_ROWS;
+                        qg_bf16_load<QG_B_MN_MAJOR, QG_B_LOAD_ROWS, true>(
+                            b_dst + b_half * 128, &tmap_b, &full[s], b_k0 + kb * QG_BLOCK_K,
+                            b_mn + b_half);
+                    } else {
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+                            qg_bf16_load<QG_B_MN_MAJOR, QG_B_LOAD_ROWS, false>(
+                                b_dst + h * QG_B_LOAD_ROWS * 128, &tmap_b, &full[s],
+                                b_k0 + kb * QG_BLOCK_K, b_mn + h * QG_B_LOAD_ROWS);
+                    }
+#elif QG_MULTICAST == 2
                     const int b_half = rank * QG_B_LOAD_ROWS;
                     qg_bf16_load<QG_B_MN_MAJOR, QG_B_LOAD_ROWS, true>(
                         b_dst + b_half * 128, &tmap_b, &full[s], b_k0 + kb * QG_BLOCK_K, b_mn + b_half);
@@ -712,8 +753,10 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 #else
             const int num_kb = QG_NUM_K_BLOCKS;
 #endif
-#if (QG_KIND == 2 || QG_KIND == 3) && QG_WG_SKIP
-            /* masked / psum: a warpgroup whose rows all lie past the group's
+#if ((QG_KIND == 2 || QG_KIND == 3) && QG_WG_SKIP) || QG_PAIR_TILES
+            /* (QG_PAIR_TILES: a dummy tile, rows 0, is skipped by every
+             * warpgroup the same way, in every kind.)
+             * masked / psum: a warpgroup whose rows all lie past the group's
              * valid rows (the last m-block of a group: 134-249 rows in
              * 128-row blocks leave the second warpgroup idle half the time)
              * issues no wgmma and stores nothing; it still waits for and
@@ -723,7 +766,12 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
              * own). The skip is a whole-tile branch before the accumulators
              * are touched, so no wgmma sits in a divergent path (ptxas
              * C7520). */
-            if (epi_row0 >= tile.rows) {
+#if (QG_KIND == 2 || QG_KIND == 3) && QG_WG_SKIP
+            const bool wg_idle = epi_row0 >= tile.rows;
+#else
+            const bool wg_idle = tile.rows == 0;
+#endif
+            if (wg_idle) {
                 for (int kb = 0; kb < num_kb; ++kb) {
                     qg_mbarrier_wait(&full[s], phase);
                     qg_bf16_release(empty, s, lane);

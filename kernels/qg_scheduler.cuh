@@ -11,7 +11,31 @@
  *     tiles share the m-block (so a cluster pair shares its A tile);
  *   - multicast B: groups of m-blocks; consecutive tiles share the n-block.
  * The host guarantees that a pair never straddles a group boundary (group
- * sizes and block counts are even when multicast is on).
+ * sizes and block counts are even when multicast is on), except under
+ * QG_PAIR_TILES (below).
+ *
+ * QG_PAIR_TILES (the BF16 kernel's B multicast in the contiguous, masked and
+ * psum kinds; 0 by default, so no other kernel's text changes): pairs along
+ * M whose two m-blocks come from device data (masked_m, group ends,
+ * m_indices), so neither the host nor the kernel can align them. The two
+ * CTAs of a cluster must still run the same number of tiles of the same
+ * number of K blocks (each CTA's producer waits for both CTAs' releases of
+ * a stage, and a multicast writes the same stage of both), so:
+ *   - every tile slot pairs with its neighbour idx ^ 1 (cluster_rank 0 / 1);
+ *   - masked / psum: each group's slots are rounded up to an even count, so
+ *     a pair never straddles two groups; the extra slot (odd m-blocks x odd
+ *     n-blocks) is a dummy tile;
+ *   - contiguous: the slots are rounded up to even; a slot with no work (an
+ *     all-padding segment, or the extra slot) is skipped when its
+ *     neighbour's has none either (both CTAs skip it), else it is a dummy;
+ *   - a dummy tile (rows 0) loads nothing and stores nothing: its producer
+ *     arrives on each stage without bytes and its math warps wait for and
+ *     release every stage, so the pair stays in step;
+ *   - t.b_multicast: both slots of the pair are real tiles of the same group
+ *     and n-block, so each CTA loads half of B into both; otherwise each
+ *     loads its whole B tile itself. Both CTAs derive it from the same data
+ *     (the pair's two slots), so they always agree, and the transaction
+ *     bytes a stage expects are the same either way.
  *
  * Modes (QG_KIND):
  *   0 dense       one group; M = shape_m rows.
@@ -60,6 +84,9 @@
 #define QG_SCHEDULER_CUH
 
 #define QG_NUM_N_BLOCKS ((QG_SHAPE_N + QG_BLOCK_N - 1) / QG_BLOCK_N)
+#ifndef QG_PAIR_TILES
+#define QG_PAIR_TILES 0
+#endif
 
 struct qg_tile {
     int group;     /* expert / group index (0 for dense) */
@@ -68,6 +95,9 @@ struct qg_tile {
     int m_begin;   /* first row of the tile within the group's rows */
     int rows;      /* rows of the tile that exist and may be written */
     bool tma_store; /* every in-bounds row may be written: the TMA store can be used */
+#if QG_PAIR_TILES
+    bool b_multicast; /* the pair's two tiles share group and n-block: B half each */
+#endif
 };
 
 struct qg_scheduler {
@@ -176,8 +206,14 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
             group_rows = qg_masked_rows(s, s.cur_group);
 #endif
             m_blocks = (group_rows + QG_BLOCK_M - 1) / QG_BLOCK_M;
+#if QG_PAIR_TILES
+            /* an even number of slots: a pair never straddles two groups */
+            if (idx < s.group_first_tile + ((m_blocks * QG_NUM_N_BLOCKS + 1) & ~1)) break;
+            s.group_first_tile += (m_blocks * QG_NUM_N_BLOCKS + 1) & ~1;
+#else
             if (idx < s.group_first_tile + m_blocks * QG_NUM_N_BLOCKS) break;
             s.group_first_tile += m_blocks * QG_NUM_N_BLOCKS;
+#endif
 #if QG_KIND == 3
             /* the next group starts where this one really ended, rounded up */
             s.group_start = min((s.group_start + group_rows + 127) / 128 * 128, s.shape_m);
@@ -185,7 +221,29 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
             if (++s.cur_group >= QG_NUM_GROUPS) return false;
         }
         t.group = s.cur_group;
+#if QG_PAIR_TILES
+        {
+            const int local = idx - s.group_first_tile, group_tiles = m_blocks * QG_NUM_N_BLOCKS;
+            if (local >= group_tiles) { /* the group's extra slot: a dummy tile */
+                t.m_block = t.n_block = 0;
+                t.m_begin = 0;
+                t.rows = 0;
+                t.tma_store = false;
+                t.b_multicast = false;
+#if QG_KIND == 3
+                t.m_begin = s.group_start;
+#endif
+                return true;
+            }
+            qg_swizzle(local, m_blocks, t.m_block, t.n_block);
+            /* the group's first slot is even: the peer's slot is local ^ 1 */
+            int peer_m, peer_n = -1;
+            if ((local ^ 1) < group_tiles) qg_swizzle(local ^ 1, m_blocks, peer_m, peer_n);
+            t.b_multicast = peer_n == t.n_block;
+        }
+#else
         qg_swizzle(idx - s.group_first_tile, m_blocks, t.m_block, t.n_block);
+#endif
         t.m_begin = t.m_block * QG_BLOCK_M;
         t.rows = min(QG_BLOCK_M, group_rows - t.m_begin);
         t.tma_store = t.rows == QG_BLOCK_M;
@@ -202,6 +260,40 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
         t.m_begin = t.m_block * QG_BLOCK_M;
         t.rows = min(QG_BLOCK_M, s.shape_m - t.m_begin);
         t.tma_store = true; /* the rank-3 map of D clips rows past M in each group */
+        return true;
+#elif QG_KIND == 1 && QG_PAIR_TILES
+        const int num_m_blocks = (s.shape_m + QG_BLOCK_M - 1) / QG_BLOCK_M;
+        const int total = num_m_blocks * QG_NUM_N_BLOCKS;
+        if (idx >= ((total + 1) & ~1)) return false;
+        /* this slot's expert and its pair neighbour's (-1: no work: padding,
+         * an expert out of range, or the extra slot) */
+        int g = -1, peer_g = -1, peer_n = -1;
+        if (idx < total) {
+            qg_swizzle(idx, num_m_blocks, t.m_block, t.n_block);
+            g = __ldg(s.m_indices + ((t.m_block * QG_BLOCK_M) & ~127));
+        }
+        if ((idx ^ 1) < total) {
+            int peer_m;
+            qg_swizzle(idx ^ 1, num_m_blocks, peer_m, peer_n);
+            peer_g = __ldg(s.m_indices + ((peer_m * QG_BLOCK_M) & ~127));
+        }
+        const bool mine = (unsigned)g < (unsigned)QG_NUM_GROUPS;
+        const bool peers = (unsigned)peer_g < (unsigned)QG_NUM_GROUPS;
+        if (!mine && !peers) continue; /* the pair skips the slot together */
+        if (!mine) {                   /* a dummy tile beside the peer's */
+            t.group = 0;
+            t.m_block = t.n_block = 0;
+            t.m_begin = 0;
+            t.rows = 0;
+            t.tma_store = false;
+            t.b_multicast = false;
+            return true;
+        }
+        t.group = g;
+        t.m_begin = t.m_block * QG_BLOCK_M;
+        t.rows = min(QG_BLOCK_M, s.shape_m - t.m_begin);
+        t.tma_store = true; /* stored whole; TMA clips rows past M */
+        t.b_multicast = peers && peer_g == g && peer_n == t.n_block;
         return true;
 #else
         const int num_m_blocks = (s.shape_m + QG_BLOCK_M - 1) / QG_BLOCK_M;

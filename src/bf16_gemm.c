@@ -33,7 +33,7 @@ typedef struct {
     int d_f32, with_c;
     int sum_batches; /* batch sums only: the batches (num_groups: the splits) */
     int sum_radix;   /* the reduced batch sum only: its tree's radix (QGEMM_BMK_RADIX) */
-    int legacy;      /* QGEMM_BF16_PLAN=v1: the heuristic before the DeepGEMM-mirroring rules */
+    int legacy;      /* QGEMM_BF16_PLAN=v1 (1) or v2 (2): an earlier heuristic (qg_bf16_problem) */
     int force_bm, force_bn, force_mc; /* QGEMM_BF16_PLAN=BMxBN[:a|b]: a forced tile (0: none) */
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
 } bf16_key;
@@ -160,17 +160,18 @@ static int bmk_radix(void) {
 /* QGEMM_BF16_PLAN (src/env.c): which BF16 configuration a call gets, so that
  * one process times the alternatives (bench/peers_families.py --old-plan) and
  * the GPU tests reach tiles the heuristic would not pick for their shapes:
- * unset or "v2": the current heuristic; "v1": the one before the
- * DeepGEMM-mirroring rules (src/bf16_plan.c, qg_bf16_problem.legacy);
+ * unset or "v3": the current heuristic; "v2": the one without B multicast
+ * in the m-grouped layouts (contiguous, masked, psum); "v1": the one before
+ * the DeepGEMM-mirroring rules (src/bf16_plan.c, qg_bf16_problem.legacy);
  * "BMxBN" with an optional ":a" or ":b" (multicast A or B): that tile, when
  * legal for the call (else the call fails, saying why). Part of the launch
  * cache's key. Returns 0, or -1 for another value. */
 static int bf16_plan_override(int *legacy, int *bm, int *bn, int *mc) {
     const char *v = qg__env_string("QGEMM_BF16_PLAN");
     *legacy = *bm = *bn = *mc = 0;
-    if (!v || strcmp(v, "v2") == 0) return 0;
-    if (strcmp(v, "v1") == 0) {
-        *legacy = 1;
+    if (!v || strcmp(v, "v3") == 0) return 0;
+    if (strcmp(v, "v1") == 0 || strcmp(v, "v2") == 0) {
+        *legacy = v[1] - '0';
         return 0;
     }
     char tail[8] = "";
@@ -317,7 +318,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     int legacy, force_bm, force_bn, force_mc;
     if (bf16_plan_override(&legacy, &force_bm, &force_bn, &force_mc) != 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BF16_PLAN='%.64s' is not v1, v2 or a tile BMxBN[:a|:b] "
+                        "%s: QGEMM_BF16_PLAN='%.64s' is not v1, v2, v3 or a tile BMxBN[:a|:b] "
                         "(the BF16 configuration)", fn, qg__env_string("QGEMM_BF16_PLAN"));
     int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))

@@ -105,8 +105,13 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
         w = "batch sum: K-major A and B, no multicast";
     else if (mc == 1 && n_blocks % 2) w = "A multicast: an even n-block count";
     else if (mc == 1 && a_mn && bm % 128) w = "A multicast, MN-major: block_m 128 or 256";
-    else if (mc == 2 && p->kind != QG_BF16_DENSE) w = "B multicast: dense";
-    else if (mc == 2 && m_blocks % 2) w = "B multicast: an even m-block count";
+    else if (mc == 2 && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_CONTIGUOUS &&
+             p->kind != QG_BF16_MASKED && p->kind != QG_BF16_PSUM)
+        w = "B multicast: dense, contiguous, masked or psum";
+    /* (the m-grouped layouts' pairs come from device data: the kernel decides
+     * per tile, kernels/qg_scheduler.cuh QG_PAIR_TILES) */
+    else if (mc == 2 && p->kind == QG_BF16_DENSE && m_blocks % 2)
+        w = "B multicast: an even m-block count";
     else if (mc == 2 && b_mn && bn % 128) w = "B multicast, MN-major: block_n 128 or 256";
     if (why) *why = w;
     return w == NULL;
@@ -154,6 +159,30 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
 }
 
 /*
+ * B multicast in the m-grouped layouts (contiguous, masked, psum): the share
+ * of tiles whose pair neighbour is a tile of the same group and n-block (the
+ * kernel multicasts only those; kernels/qg_scheduler.cuh QG_PAIR_TILES).
+ * Masked / psum, m planned m-blocks per group: pairs run along M inside a
+ * swizzle group, so an even m pairs every tile, an odd m all but about one in
+ * m, and m = 1 none. Contiguous, all groups' m-blocks in one walk: about half
+ * the groups' boundaries split a pair. 1 for dense (its m-block count is
+ * even), 0 without B multicast.
+ */
+static double b_share(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
+    if (pl->multicast != 2) return 0.0;
+    if (p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) {
+        const int mb = ceil_div(planned_rows(p), pl->block_m);
+        return mb < 2 ? 0.0 : (double)(mb - mb % 2) / mb;
+    }
+    if (p->kind == QG_BF16_CONTIGUOUS) {
+        const double mb = ceil_div(p->m, pl->block_m);
+        const double share = 1.0 - 0.5 * p->num_groups / mb;
+        return share > 0.0 ? share : 0.0;
+    }
+    return 1.0;
+}
+
+/*
  * The estimate (SM clocks, relative): a CTA runs ceil(tiles / grid) tiles
  * one after another (the persistent grid's waves), each
  *   K x max(tensor-core time, operand-feed time) + fill + epilogue,
@@ -176,7 +205,7 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
                      (is_sum_kind(p->kind) ? (double)split_batches(p) : 1.0);
     const double mma = (double)pl->block_m * pl->block_n / 2048.0;
     const double a_bytes = pl->block_m * 2.0 / (pl->multicast == 1 ? 2 : 1);
-    const double b_bytes = pl->block_n * 2.0 / (pl->multicast == 2 ? 2 : 1);
+    const double b_bytes = pl->block_n * 2.0 * (1.0 - 0.5 * b_share(p, pl));
     /* decode-sized M: the rows of A past M are zero-filled by TMA, not read */
     const double a_real = rows < pl->block_m ? a_bytes * rows / pl->block_m : a_bytes;
     const double feed = (a_real + b_bytes) / 46.0;
@@ -214,10 +243,11 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
  * B of one tile the estimate ties whenever the tile is MMA-bound, yet the
  * operand feed is near its limit there (128 x 256 with A shared: 40 bytes a
  * clock an SM of ~46); DeepGEMM shares the larger operand (its L2 model,
- * heuristics/sm90.hpp), and so does the tie-break (not with legacy: v1 kept
- * the first, A). */
-static int l2_rows(const qg_bf16_plan *pl) {
-    return pl->block_m / (pl->multicast == 1 ? 2 : 1) + pl->block_n / (pl->multicast == 2 ? 2 : 1);
+ * heuristics/sm90.hpp), and so does the tie-break (not with legacy 1: v1 kept
+ * the first, A). In the m-grouped layouts only the share of B the pairs
+ * really multicast counts (b_share). */
+static double l2_rows(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
+    return pl->block_m / (pl->multicast == 1 ? 2 : 1) + pl->block_n * (1.0 - 0.5 * b_share(p, pl));
 }
 
 int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
@@ -232,6 +262,8 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
                 /* no tile with half its rows or more past the (planned) rows:
                  * the wgmmas of those m64 tiles still run */
                 if (bm > 64 && planned_rows(p) <= bm / 2) continue;
+                /* m-grouped B multicast: only the swap below */
+                if (mc == 2 && p->kind != QG_BF16_DENSE) continue;
                 if (qg__bf16_complete(p, bm, bn, mc, &pl)) continue;
                 int waves, last;
                 pl.est_cost = estimate(p, &pl, &waves, &last);
@@ -244,8 +276,8 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
                         else if (last != best_last) better = last > best_last;
                         else if (bm * bn != best.block_m * best.block_n)
                             better = bm * bn > best.block_m * best.block_n;
-                        else if (!p->legacy && mc && best.multicast && mc != best.multicast)
-                            better = l2_rows(&pl) < l2_rows(&best);
+                        else if (p->legacy != 1 && mc && best.multicast && mc != best.multicast)
+                            better = l2_rows(p, &pl) < l2_rows(p, &best);
                         else better = pl.num_stages > best.num_stages;
                     }
                 }
@@ -257,6 +289,24 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
                 }
             }
     if (!found) return -1;
+    /* The m-grouped layouts (contiguous, masked, psum; not v1 or v2): the
+     * chosen tile with B shared instead, where that costs no more and pulls
+     * fewer operand rows through L2 -- the share of B its pairs really
+     * multicast counted (b_share; the masked 32 x 192 rows: 128 x 256 with B
+     * shared, DeepGEMM's choice, in place of A). Only the tile's multicast
+     * changes (its stages and grid do not depend on it): a swap, not a new
+     * search, as the estimate would otherwise trade the tile itself for a
+     * share of B it cannot see in the run-time row counts. */
+    if (!p->legacy && best.multicast != 2 &&
+        (p->kind == QG_BF16_CONTIGUOUS || p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM)) {
+        qg_bf16_plan pl;
+        if (qg__bf16_complete(p, best.block_m, best.block_n, 2, &pl) == 0) {
+            int waves, last;
+            pl.est_cost = estimate(p, &pl, &waves, &last);
+            if (pl.est_cost <= best.est_cost * 1.01 && l2_rows(p, &pl) < l2_rows(p, &best))
+                best = pl;
+        }
+    }
     *out = best;
     return 0;
 }
@@ -313,7 +363,7 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     /* v1 (QGEMM_BF16_PLAN=v1): the masked and psum kernels as they were,
      * every math warpgroup running every tile (only here: v2's text is
      * unchanged by the switch) */
-    if (n < cap && p->legacy && (p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM))
+    if (n < cap && p->legacy == 1 && (p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM))
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_WG_SKIP 0");
     if (n < cap && reduce && p->sum_atomic) /* (only here: the tree's text unchanged) */
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_ATOMIC 1");

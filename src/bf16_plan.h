@@ -77,8 +77,11 @@ typedef struct {
                       /* batched: num_groups is the batch count; batch sums: the splits */
     int sum_batches;  /* batch sums: the batches summed (0 otherwise) */
     int sum_radix;    /* the reduced batch sum: its tree's radix, 2, 4 or 8 (0: 2) */
-    int legacy;       /* 1: the heuristic as it was before the DeepGEMM-mirroring rules
-                         (QGEMM_BF16_PLAN=v1: one process times both) */
+    int legacy;       /* 0: the current heuristic (QGEMM_BF16_PLAN unset or v3);
+                         1: as it was before the DeepGEMM-mirroring rules
+                         (QGEMM_BF16_PLAN=v1: one process times both);
+                         2: those rules without B multicast in the m-grouped
+                         layouts (QGEMM_BF16_PLAN=v2, the heuristic of branch bf16h) */
     int sum_atomic;   /* the reduced batch sum: 1 = atomic reduction (QG_SUM_ATOMIC), no tree */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */

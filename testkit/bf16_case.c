@@ -194,12 +194,49 @@ bool qgtk_bf16_case_run(qg_context *ctx, CUstream stream, const qgtk_bf16_case *
     /* C's values are bf16 numbers, so that C in either type is the same C */
     for (size_t i = 0; i < d_elems; ++i)
         h.cmat[i] = qg_bf16_decode(qg_bf16_encode((float)(4 * rnd_unit(&s))));
-    if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
+    if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS && opts->group_pattern == 1) {
+        /* runs of 128-row segments: (expert, segments), -1 padding runs of 1
+         * and 2 segments, so pairs of m-blocks fall inside one expert, across
+         * two experts, across an expert and padding, and inside padding; the
+         * last rows of a segment -1 here and there (stored as their segment's
+         * expert: only a segment's first row is read) */
+        static const int runs[][2] = {{0, 3}, {-1, 1}, {1, 2}, {2, 1}, {-1, 2}, {3, 5},
+                                      {1, 1}, {-1, 3}, {0, 2}, {2, 4}};
+        int seg = 0;
+        for (int i = 0; seg * 128 < c->m; i = (i + 1) % 10)
+            for (int j = 0; j < runs[i][1] && seg * 128 < c->m; ++j, ++seg)
+                for (int r = seg * 128; r < c->m && r < seg * 128 + 128; ++r)
+                    h.idx[r] = runs[i][0] < 0 ? -1
+                               : r % 128 >= 100 && seg % 3 == 1 ? -1
+                                                                : runs[i][0] % G;
+    } else if (c->kind == QG_GEMM_GROUPED_CONTIGUOUS) {
         for (int seg = 0; seg < (c->m + 127) / 128; ++seg) /* one padding segment in five */
             for (int r = seg * 128; r < c->m && r < seg * 128 + 128; ++r)
                 h.idx[r] = seg % 5 == 3 ? -1 : seg % G;
+    } else if (masked && opts->group_pattern == 1) {
+        /* M_max, empty, one row, one whole block, 2 blocks + 1 row (odd at
+         * 128 rows), 2 whole blocks, M_max - 1, 64 + 1 rows (one 128-row block,
+         * two 64-row blocks), 0 again ... */
+        const int m = c->m;
+        const int rows[] = {m, 0, 1, 128, 257, 256, m - 1, 65, 0, 3 * 128 + 7};
+        for (int g = 0; g < G; ++g) {
+            const int v = rows[g % 10];
+            h.idx[g] = v < 0 ? 0 : v > m ? m : v;
+        }
     } else if (masked) {
         for (int g = 0; g < G; ++g) h.idx[g] = g == 0 ? c->m : g == 1 ? 0 : (c->m * g) / (G + 1) + 3;
+    } else if (c->kind == QG_GEMM_GROUPED_PSUM && opts->group_pattern == 1) {
+        /* group sizes as the masked pattern's, each group starting at the
+         * previous one's end rounded up to 128 */
+        static const int sizes[] = {300, 0, 1, 128, 257, 256, 129, 65, 0, 391};
+        int64_t start = 0;
+        for (int g = 0; g < G; ++g) {
+            int64_t end = start + sizes[g % 10];
+            if (end > c->m) end = c->m;
+            h.idx[g] = (int32_t)end;
+            start = (end + 127) / 128 * 128;
+            if (start > c->m) start = c->m;
+        }
     } else if (c->kind == QG_GEMM_GROUPED_PSUM) {
         int64_t start = 0;
         for (int g = 0; g < G; ++g) {

@@ -51,6 +51,13 @@ typedef struct {
      * run), warmup, runs (>= 1). runs = 0: no timing. */
     qgtk_l2_flush_mode flush;
     int warmup, runs;
+    /* m-grouped BF16 cases (testkit/bf16_case.c): 0 the default group rows;
+     * 1 rows that put B-multicast pairs (two m-blocks of 128 or 64 rows) in
+     * every situation: groups of odd and even m-block counts, empty groups,
+     * masked_m 0 and M_max, a group of exactly one block, contiguous expert
+     * runs of odd lengths with -1 padding runs of odd and even lengths, a
+     * partial last segment. */
+    int group_pattern;
 } qgtk_case_opts;
 
 typedef struct {

@@ -148,14 +148,14 @@ TEST(bf16_validation) {
     /* QGEMM_BF16_PLAN: v1, v2 or a tile BMxBN[:a|:b]; anything else refused,
      * naming it; a forced tile the call cannot take fails its planning, saying
      * why (qg_bf16_compile plans offline; nothing is compiled for it) */
-    static const char *plan_ok[] = {"v1", "v2", "64x48", "128x96:a", "128x64:b"};
+    static const char *plan_ok[] = {"v1", "v2", "v3", "64x48", "128x96:a", "128x64:b"};
     for (size_t i = 0; i < sizeof plan_ok / sizeof plan_ok[0]; ++i) {
         setenv("QGEMM_BF16_PLAN", plan_ok[i], 1);
         st = qg_bf16_gemm(ctx, &a, NULL);
         CHECK(st == QG_ERROR_NO_DEVICE, "QGEMM_BF16_PLAN=%s: %s (%s)", plan_ok[i],
               qg_status_string(st), qg_last_error());
     }
-    static const char *plan_bad[] = {"v3", "128", "128x", "x64", "128x64:", "128x64:c", "128x64a",
+    static const char *plan_bad[] = {"v4", "v0", "128", "128x", "x64", "128x64:", "128x64:c", "128x64a",
                                      "0x64", "128x64:ab"};
     for (size_t i = 0; i < sizeof plan_bad / sizeof plan_bad[0]; ++i) {
         setenv("QGEMM_BF16_PLAN", plan_bad[i], 1);
@@ -384,6 +384,77 @@ TEST(gpu_bf16_accuracy) {
         }
     }
     printf("    %d BF16 cases, %d failed, diff max %.2g min %.2g\n", count, failures, hi, lo);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d cases failed", failures, count);
+    PASS();
+}
+
+/* B multicast in the m-grouped layouts (kernels/qg_scheduler.cuh
+ * QG_PAIR_TILES): forced B tiles (QGEMM_BF16_PLAN=BMxBN:b) over the testkit's
+ * pair pattern (qgtk_case_opts.group_pattern 1: groups of odd and even
+ * m-block counts, empty groups, masked_m 0 and M_max, groups straddling
+ * pairs, contiguous expert runs with -1 padding runs, a partial last
+ * segment), n-block counts odd (dummy tiles beside a group's last tile) and
+ * even, N not a multiple of block_n, K-major and MN-major B, bf16 and FP32 D;
+ * the default pattern too (its contiguous pairs always straddle experts);
+ * and the default plan (v3) where it shares B. Every valid row against the
+ * fp64 reference; every row outside the groups still poisoned. A wrong pair
+ * decision shows as a hang (caught by the GPU watchdog of the run) or as
+ * rows of the wrong B. */
+TEST(gpu_bf16_grouped_b_multicast) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    typedef struct {
+        qgtk_bf16_case c;
+        const char *plan; /* NULL: the default heuristic */
+        int pattern;
+    } mc_case;
+    const qg_major K = QG_MAJOR_K, MN = QG_MAJOR_MN;
+    static const mc_case cases[] = {
+        /* masked, M_max 640 (5 blocks of 128, 10 of 64), 10 groups */
+        {{QG_GEMM_GROUPED_MASKED, 640, 1000, 448, 10, K, K, 0, 0}, "128x256:b", 1}, /* 4 n-blocks */
+        {{QG_GEMM_GROUPED_MASKED, 640, 600, 448, 10, K, K, 0, 0}, "128x256:b", 1},  /* 3: odd */
+        {{QG_GEMM_GROUPED_MASKED, 640, 600, 320, 10, K, K, 0, 0}, "64x96:b", 1},    /* 7: odd */
+        {{QG_GEMM_GROUPED_MASKED, 640, 520, 320, 10, K, K, 1, 0}, "128x128:b", 1},  /* FP32 D */
+        {{QG_GEMM_GROUPED_MASKED, 192, 576, 448, 5, K, K, 0, 0}, "128x64:b", 0},
+        {{QG_GEMM_GROUPED_MASKED, 512, 2048, 256, 10, K, K, 0, 0}, NULL, 1},       /* v3's own */
+        /* psum */
+        {{QG_GEMM_GROUPED_PSUM, 2000, 600, 320, 10, K, K, 0, 0}, "128x256:b", 1},
+        {{QG_GEMM_GROUPED_PSUM, 2000, 520, 320, 10, K, MN, 0, 0}, "128x128:b", 1},
+        {{QG_GEMM_GROUPED_PSUM, 2000, 600, 320, 10, K, K, 1, 0}, "64x96:b", 1},
+        {{QG_GEMM_GROUPED_PSUM, 1200, 264, 320, 6, K, K, 0, 0}, "128x128:b", 0},
+        /* contiguous, 3000 rows: 23 segments and a partial one */
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 600, 448, 4, K, K, 0, 0}, "128x256:b", 1},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 520, 448, 4, K, MN, 0, 0}, "128x128:b", 1},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 600, 320, 4, K, K, 0, 0}, "64x96:b", 1},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 1000, 320, 4, K, K, 1, 0}, "128x128:b", 1},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 1280, 576, 448, 4, K, K, 0, 0}, "128x96:b", 0},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 4096, 2048, 256, 4, K, K, 0, 0}, NULL, 1},   /* v3's own */
+    };
+    const int count = (int)(sizeof cases / sizeof cases[0]);
+    int failures = 0;
+    double hi = 0;
+    for (int i = 0; i < count; ++i) {
+        qgtk_case_opts opts = {.seed = 4321u + (unsigned)i * 31u, .group_pattern = cases[i].pattern};
+        qgtk_case_result res;
+        if (cases[i].plan) setenv("QGEMM_BF16_PLAN", cases[i].plan, 1);
+        else unsetenv("QGEMM_BF16_PLAN");
+        const bool ok = qgtk_bf16_case_run(ctx, stream, &cases[i].c, &opts, &res);
+        unsetenv("QGEMM_BF16_PLAN");
+        const qgtk_bf16_case *c = &cases[i].c;
+        printf("    %s kind %d %dx%dx%d G %d %s %s pattern %d plan %s: diff %.2g%s%s\n",
+               ok ? "PASS" : "FAIL", (int)c->kind, c->m, c->n, c->k, c->groups,
+               qgtk_bf16_layout_name(c->a_major, c->b_major), c->d_fp32 ? "f32" : "bf16",
+               cases[i].pattern, cases[i].plan ? cases[i].plan : "default", res.diff,
+               ok ? "" : ": ", ok ? "" : res.why);
+        if (ok && res.diff > hi) hi = res.diff;
+        failures += !ok;
+    }
+    printf("    %d grouped B-multicast cases, %d failed, diff max %.2g\n", count, failures, hi);
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cases failed", failures, count);

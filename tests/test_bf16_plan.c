@@ -82,6 +82,111 @@ TEST(bf16_plan_legality) {
     CHECK(!qg__bf16_legal(&p, 256, 128, 0, NULL), "FP32 D, block_m 256");
     p = problem(4096, 4096, 7000, QG_BF16_NN, QG_BF16_MASKED);
     CHECK(!qg__bf16_legal(&p, 128, 128, 0, NULL), "m-grouped MN-major B, K not a multiple of 64");
+    /* B multicast: dense needs an even m-block count; the m-grouped layouts
+     * decide per tile in the kernel (any count); not k-grouped, batched or
+     * the batch sums */
+    p = problem(4096 + 128, 4096, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    CHECK(!qg__bf16_legal(&p, 128, 256, 2, NULL), "dense B multicast, odd m-block count");
+    for (int kind = QG_BF16_CONTIGUOUS; kind <= QG_BF16_PSUM; ++kind) {
+        p = problem(4096 + 128, 4096 + 128, 7168, QG_BF16_NT, (qg_bf16_kind)kind);
+        p.expected_m = 192;
+        CHECK(qg__bf16_legal(&p, 128, 256, 2, &why), "kind %d B multicast, odd m- and n-blocks: %s",
+              kind, why ? why : "");
+        CHECK(qg__bf16_legal(&p, 64, 96, 2, NULL), "kind %d B multicast 64x96", kind);
+        p.layout = QG_BF16_NN;
+        CHECK(qg__bf16_legal(&p, 128, 256, 2, NULL), "kind %d NN B multicast", kind);
+        CHECK(!qg__bf16_legal(&p, 128, 192, 2, NULL), "kind %d NN B multicast, 192", kind);
+    }
+    p = problem(4096, 4096, 7168, QG_BF16_NT, QG_BF16_K_GROUPED);
+    CHECK(!qg__bf16_legal(&p, 128, 128, 2, NULL), "k-grouped B multicast");
+    p = problem(4096, 4096, 7168, QG_BF16_NT, QG_BF16_BATCHED);
+    CHECK(!qg__bf16_legal(&p, 128, 128, 2, NULL), "batched B multicast");
+    PASS();
+}
+
+/* B multicast in the m-grouped layouts (issue 49, branch gmc): the current
+ * heuristic (legacy 0, QGEMM_BF16_PLAN unset or v3) takes the tile v2 takes
+ * with B shared where its pairs share B (DeepGEMM's choice on its masked and
+ * contiguous test shapes); v1 and v2 never; never where a group has one
+ * m-block (no pair shares B: masked 20 rows); only the multicast changes. */
+TEST(bf16_plan_grouped_b_multicast) {
+    qg_bf16_plan pl, v2;
+    static char buf[16384];
+    static const int nk[][2] = {{6144, 7168}, {7168, 3072}, {4096, 4096}, {4096, 2048}};
+    for (size_t j = 0; j < 4; ++j) {
+        /* masked, 32 groups of ~192 rows and 6 of ~1024: 128 x 256 (240) B */
+        for (int e = 0; e < 2; ++e) {
+            qg_bf16_problem p = problem(4096, nk[j][0], nk[j][1], QG_BF16_NT, QG_BF16_MASKED);
+            p.num_groups = e ? 6 : 32, p.expected_m = e ? 1024 : 192;
+            CHECK(qg__bf16_select(&p, &pl) == 0 && pl.block_m == 128 && pl.multicast == 2 &&
+                      pl.cluster == 2 && pl.b_box_rows == pl.block_n / 2,
+                  "masked %dx%d n %d: %dx%d mc %d", p.num_groups, p.expected_m, p.n, pl.block_m,
+                  pl.block_n, pl.multicast);
+            CHECK(qg__bf16_kernel_source(buf, sizeof buf, &p, &pl) > 0 &&
+                      strstr(buf, "#define QG_KIND 2\n") && strstr(buf, "#define QG_MULTICAST 2\n") &&
+                      strstr(buf, "#define QG_CLUSTER 2\n"),
+                  "masked B multicast source");
+            p.legacy = 2;
+            CHECK(qg__bf16_select(&p, &v2) == 0 && v2.multicast == 1 && v2.block_n == pl.block_n,
+                  "v2 masked: mc %d", v2.multicast);
+            /* 20 rows: one m-block a group, nothing to share along M */
+            p.legacy = 0, p.expected_m = 20;
+            CHECK(qg__bf16_select(&p, &pl) == 0 && pl.multicast != 2, "masked x20: mc %d",
+                  pl.multicast);
+        }
+        /* contiguous, 4 x 8192 and 8 x 4096 rows, NT and NN: 128 x 256 B */
+        for (int l = 0; l < 2; ++l) {
+            qg_bf16_problem p = problem(32768, nk[j][0], nk[j][1], l ? QG_BF16_NN : QG_BF16_NT,
+                                        QG_BF16_CONTIGUOUS);
+            p.num_groups = 4;
+            CHECK(qg__bf16_select(&p, &pl) == 0 && pl.block_m == 128 && pl.block_n == 256 &&
+                      pl.multicast == 2,
+                  "contiguous n %d layout %d: %dx%d mc %d", p.n, l, pl.block_m, pl.block_n,
+                  pl.multicast);
+            p.legacy = 2;
+            CHECK(qg__bf16_select(&p, &v2) == 0 && v2.multicast == 1, "v2 contiguous: mc %d",
+                  v2.multicast);
+        }
+    }
+    /* psum: as masked */
+    qg_bf16_problem p = problem(8192, 4096, 4096, QG_BF16_NT, QG_BF16_PSUM);
+    p.expected_m = 1024;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.multicast == 2, "psum: mc %d", pl.multicast);
+    /* v3 against v2 (and v1) over a grid: tile, stages and grid unchanged;
+     * the multicast only ever turns to B, and only in the m-grouped layouts */
+    static const int ms[] = {64, 128, 256, 1000, 4096, 16384};
+    static const int es[] = {0, 20, 100, 192, 300, 1024};
+    static const int nk2[][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {7168, 2048},
+                                 {4096, 7168}, {6144, 7168}, {4000, 4096}};
+    int swapped = 0;
+    for (int l = 0; l < 2; ++l)
+        for (int kind = 0; kind <= 4; ++kind)
+            for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i)
+                for (size_t e = 0; e < sizeof es / sizeof es[0]; ++e)
+                    for (size_t j = 0; j < sizeof nk2 / sizeof nk2[0]; ++j) {
+                        p = problem(ms[i], nk2[j][0], nk2[j][1], (qg_bf16_layout)l, (qg_bf16_kind)kind);
+                        p.expected_m = es[e];
+                        p.d_f32 = p.with_c = kind == QG_BF16_K_GROUPED;
+                        CHECK(qg__bf16_select(&p, &pl) == 0, "plan");
+                        for (int legacy = 1; legacy <= 2; ++legacy) {
+                            p.legacy = legacy;
+                            CHECK(qg__bf16_select(&p, &v2) == 0, "v%d plan", legacy);
+                            CHECK(kind == QG_BF16_DENSE || v2.multicast != 2,
+                                  "v%d kind %d: B multicast", legacy, kind);
+                        }
+                        p.legacy = 0;
+                        const int grouped = kind >= QG_BF16_CONTIGUOUS && kind <= QG_BF16_PSUM;
+                        CHECK(pl.block_m == v2.block_m && pl.block_n == v2.block_n &&
+                                  pl.num_stages == v2.num_stages && pl.grid == v2.grid,
+                              "kind %d %dx%dx%d: %dx%d vs v2 %dx%d", kind, p.m, p.n, p.k, pl.block_m,
+                              pl.block_n, v2.block_m, v2.block_n);
+                        CHECK(pl.multicast == v2.multicast || (grouped && pl.multicast == 2),
+                              "kind %d %dx%dx%d e %d: mc %d vs v2 %d", kind, p.m, p.n, p.k, p.expected_m,
+                              pl.multicast, v2.multicast);
+                        swapped += pl.multicast != v2.multicast;
+                    }
+    CHECK(swapped > 0, "the swap changed nothing");
+    printf("    %d of the grid's plans share B where v2 did not\n", swapped);
     PASS();
 }
 
@@ -126,9 +231,10 @@ TEST(bf16_plan_multicast_tiebreak) {
     p = problem(4096, 4096, 7168, QG_BF16_NT, QG_BF16_DENSE);
     CHECK(qg__bf16_select(&p, &pl) == 0 && pl.block_m == 128 && pl.block_n == 256 && pl.multicast == 2,
           "4096x4096x7168: %dx%d mc %d", pl.block_m, pl.block_n, pl.multicast);
-    /* masked: B multicast is not legal (pairs along M may straddle groups): A stays */
+    /* masked under v2 (QGEMM_BF16_PLAN=v2): B multicast is dense-only there, A
+     * stays (the current heuristic shares B: bf16_plan_grouped_b_multicast) */
     p = problem(4096, 4096, 4096, QG_BF16_NT, QG_BF16_MASKED);
-    p.num_groups = 32, p.expected_m = 192;
+    p.num_groups = 32, p.expected_m = 192, p.legacy = 2;
     CHECK(qg__bf16_select(&p, &pl) == 0 && pl.block_m == 128 && pl.block_n == 256 && pl.multicast == 1,
           "masked 32x192: %dx%d mc %d", pl.block_m, pl.block_n, pl.multicast);
     static const int ms[] = {1, 64, 128, 256, 1000, 4096, 16384};
@@ -143,6 +249,7 @@ TEST(bf16_plan_multicast_tiebreak) {
                     p = problem(ms[i], nk[j][0], nk[j][1], (qg_bf16_layout)l, (qg_bf16_kind)kind);
                     p.d_f32 = kind == 4;
                     p.with_c = kind == 4;
+                    p.legacy = 2; /* v2: the tie-break without m-grouped B multicast */
                     CHECK(qg__bf16_select(&p, &pl) == 0, "plan");
                     p.legacy = 1;
                     CHECK(qg__bf16_select(&p, &old) == 0, "v1 plan");
@@ -160,12 +267,12 @@ TEST(bf16_plan_multicast_tiebreak) {
      * (QG_WG_SKIP 0); v2's source does not carry the switch at all */
     static char buf[16384];
     for (int kind = QG_BF16_CONTIGUOUS; kind <= QG_BF16_PSUM; ++kind)
-        for (int legacy = 0; legacy < 2; ++legacy) {
+        for (int legacy = 0; legacy < 3; ++legacy) {
             p = problem(4096, 4096, 4096, QG_BF16_NT, (qg_bf16_kind)kind);
             p.expected_m = 192, p.legacy = legacy;
             CHECK(qg__bf16_select(&p, &pl) == 0 && qg__bf16_kernel_source(buf, sizeof buf, &p, &pl) > 0,
                   "source");
-            const int want = legacy && kind != QG_BF16_CONTIGUOUS;
+            const int want = legacy == 1 && kind != QG_BF16_CONTIGUOUS;
             CHECK(!strstr(buf, "QG_WG_SKIP") == !want && (!want || strstr(buf, "#define QG_WG_SKIP 0\n")),
                   "kind %d legacy %d: QG_WG_SKIP", kind, legacy);
         }
