@@ -419,19 +419,19 @@ TEST(gpu_bf16_grouped_b_multicast) {
         {{QG_GEMM_GROUPED_MASKED, 640, 1000, 448, 10, K, K, 0, 0}, "128x256:b", 1}, /* 4 n-blocks */
         {{QG_GEMM_GROUPED_MASKED, 640, 600, 448, 10, K, K, 0, 0}, "128x256:b", 1},  /* 3: odd */
         {{QG_GEMM_GROUPED_MASKED, 640, 600, 320, 10, K, K, 0, 0}, "64x96:b", 1},    /* 7: odd */
-        {{QG_GEMM_GROUPED_MASKED, 640, 520, 320, 10, K, K, 1, 0}, "128x128:b", 1},  /* FP32 D */
+        {{QG_GEMM_GROUPED_MASKED, 640, 520, 320, 10, K, K, 0, 0}, "128x128:b", 1},  /* 5: odd (the m-grouped D is bf16) */
         {{QG_GEMM_GROUPED_MASKED, 192, 576, 448, 5, K, K, 0, 0}, "128x64:b", 0},
         {{QG_GEMM_GROUPED_MASKED, 512, 2048, 256, 10, K, K, 0, 0}, NULL, 1},       /* v3's own */
         /* psum */
         {{QG_GEMM_GROUPED_PSUM, 2000, 600, 320, 10, K, K, 0, 0}, "128x256:b", 1},
         {{QG_GEMM_GROUPED_PSUM, 2000, 520, 320, 10, K, MN, 0, 0}, "128x128:b", 1},
-        {{QG_GEMM_GROUPED_PSUM, 2000, 600, 320, 10, K, K, 1, 0}, "64x96:b", 1},
+        {{QG_GEMM_GROUPED_PSUM, 2000, 600, 320, 10, K, K, 0, 0}, "64x96:b", 1},
         {{QG_GEMM_GROUPED_PSUM, 1200, 264, 320, 6, K, K, 0, 0}, "128x128:b", 0},
         /* contiguous, 3000 rows: 23 segments and a partial one */
         {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 600, 448, 4, K, K, 0, 0}, "128x256:b", 1},
         {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 520, 448, 4, K, MN, 0, 0}, "128x128:b", 1},
         {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 600, 320, 4, K, K, 0, 0}, "64x96:b", 1},
-        {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 1000, 320, 4, K, K, 1, 0}, "128x128:b", 1},
+        {{QG_GEMM_GROUPED_CONTIGUOUS, 3000, 1000, 320, 4, K, K, 0, 0}, "128x128:b", 1},
         {{QG_GEMM_GROUPED_CONTIGUOUS, 1280, 576, 448, 4, K, K, 0, 0}, "128x96:b", 0},
         {{QG_GEMM_GROUPED_CONTIGUOUS, 4096, 2048, 256, 4, K, K, 0, 0}, NULL, 1},   /* v3's own */
     };
