@@ -417,6 +417,10 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             split_k, split_k);
     }
     const int cluster = split > 1 ? split : cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
+    if (split > 1 && props->sm_count < split)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: FP8 output with block_n %d runs clusters of %d CTAs: needs at "
+                        "least %d SMs", bn, split, split);
     if (cluster == 2 && props->sm_count < 2)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
 
