@@ -160,6 +160,10 @@ def test_fp8out_config_splits_scale_groups_at_small_m():
     assert masked["block_n"] % 128 == 0 or masked["block_n"] in (32, 64)
     with pytest.raises(ValueError):
         qgemm.select_config_fp8out(4096, 4096, 7168, kind="wgrad", offline=True)
+    # its output is accepted as a forced config (cluster is derived, ignored on input)
+    from qgemm import _dispatch
+    cfg = qgemm.select_config_fp8out(64, 2112, 7168, offline=True)
+    assert _dispatch.config_tuple(cfg)[:2] == (cfg["block_m"], cfg["block_n"])
 
 
 def test_invalid_problem_is_a_value_error():
