@@ -897,8 +897,13 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles =
                     (long long)ceil_div(rows, bm) * sched_n_blocks(p, d_fp8, bn) * groups;
-                const int waves = (int)((tiles + num_sms - 1) / num_sms);
-                const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
+                /* Clusters of 4 stay within a GPC, and GPCs of 18 SMs hold
+                 * only 4 of them: an H100 / H200's 132 SMs are taken as 128
+                 * (a guess from the GPC layout, not queried here: the launch
+                 * lowers the grid to cuOccupancyMaxActiveClusters). */
+                const int sms = split == 4 && num_sms > 8 ? num_sms - num_sms % 4 - 4 : num_sms;
+                const int waves = (int)((tiles + sms - 1) / sms);
+                const int last = (int)(tiles - (long long)(waves - 1) * sms);
                 /* Multicast pays off only over several waves: at one or two
                  * the paired CTAs' lock-step costs more than it saves
                  * (256x128 and 128x128 at M = 512..2048 ran 2-5% slower with
