@@ -515,6 +515,42 @@ static PyObject *py_select_config(PyObject *self, PyObject *args)
     return problem_call(args, "iiiiiiiO|p:select_config", 0);
 }
 
+/* select_config_fp8out: (kind, m, n, k, num_groups, expected_m, device, ue8m0)
+ * -> the configuration dict of the e4m3-D kernel, with "cluster": the CTAs
+ * of a cluster (split-K or multicast 2; a tile of 64 or 32 columns 128 /
+ * block_n, the CTAs that split its scale group). */
+static PyObject *py_select_config_fp8out(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, device, ue8m0;
+    qg_problem p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTuple(args, "iiiiiiip:select_config_fp8out", &kind, &p.m, &p.n, &p.k,
+                          &p.num_groups, &p.expected_m, &device, &ue8m0) ||
+        check_kind(kind) < 0)
+        return NULL;
+    p.kind = (qg_gemm_kind)kind;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        return NULL;
+    qg_config cfg;
+    qg_status st = qg_select_config_fp8out(ctx, &p, ue8m0, &cfg);
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    PyObject *d = config_dict(&cfg);
+    const int cluster = cfg.split_k == 2 || cfg.multicast != QG_MULTICAST_NONE ? 2
+                        : cfg.block_n < 128                                     ? 128 / cfg.block_n
+                                                                                : 1;
+    PyObject *c = d ? PyLong_FromLong(cluster) : NULL;
+    if (!c || PyDict_SetItemString(d, "cluster", c) < 0) {
+        Py_XDECREF(c);
+        Py_XDECREF(d);
+        return NULL;
+    }
+    Py_DECREF(c);
+    return d;
+}
+
 static PyObject *py_compile(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -650,6 +686,8 @@ static PyMethodDef methods[] = {
      "torch_init(torch, current_stream): enable gemm_torch (once per process)"},
     {"select_config", py_select_config, METH_VARARGS,
      "select_config(kind, m, n, k, num_groups, expected_m, device, config) -> dict"},
+    {"select_config_fp8out", py_select_config_fp8out, METH_VARARGS,
+     "select_config_fp8out(kind, m, n, k, num_groups, expected_m, device, ue8m0) -> dict"},
     {"compile", py_compile, METH_VARARGS,
      "compile(kind, m, n, k, num_groups, expected_m, device, config) -> dict"},
     {"device_props", py_device_props, METH_O, "device_props(device) -> dict"},
