@@ -258,11 +258,41 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     }
     PyObject *result = NULL;
     qgpy_tensor t[B_SLOTS] = {{0}};
-    for (int i = 0; i < B_SLOTS; i++) {
-        if ((i == B_C || i == B_IDX) && obj[i] == Py_None)
-            continue;
-        if (qgpy_tensor_take(obj[i], names[i], stream, (no_sync >> i) & 1u, &t[i]) < 0)
+    if (no_sync & QGPY_TORCH_MODE) { /* qgpy.h: torch tensors on torch's current stream */
+        if ((obj[B_A] == Py_None || obj[B_B] == Py_None || obj[B_D] == Py_None)) {
+            Py_INCREF(Py_NotImplemented);
+            result = Py_NotImplemented;
             goto done;
+        }
+        const int taken = qgpy_torch_take_all(obj, names, B_SLOTS, 1, &stream, t);
+        if (taken == 0) {
+            Py_INCREF(Py_NotImplemented);
+            result = Py_NotImplemented;
+        }
+        if (taken <= 0)
+            goto done;
+    } else {
+        for (int i = 0; i < B_SLOTS; i++) {
+            if ((i == B_C || i == B_IDX) && obj[i] == Py_None)
+                continue;
+            if (qgpy_tensor_take(obj[i], names[i], stream, (no_sync >> i) & 1u, &t[i]) < 0)
+                goto done;
+        }
+    }
+    if (kind == (int)QG_GEMM_BF16_BATCHED) {
+        /* the batched kind's expected_m (unused by the library) carries the per-head einsums'
+         * views, made here instead of by torch: bit 0, a and d are given [B, H, .] and read
+         * as their [H, B, .] transposes; bit 1, b's last two dimensions are swapped */
+        if (expected_m & ~3) {
+            qgpy_errorf(PyExc_ValueError, "qgemm: batched BF16 GEMM view flags %d (bits 0 and 1 "
+                        "only)", expected_m);
+            goto done;
+        }
+        if (((expected_m & 1) && (qgpy_tensor_swap_dims(&t[B_A], 0, 1) < 0 ||
+                                  qgpy_tensor_swap_dims(&t[B_D], 0, 1) < 0)) ||
+            ((expected_m & 2) && qgpy_tensor_swap_dims(&t[B_B], 1, 2) < 0))
+            goto done;
+        expected_m = 0;
     }
     qg_bf16_gemm_args ga;
     int64_t bs[3] = {0, 0, 0};

@@ -76,16 +76,27 @@ static int release_all(qgpy_tensor *t, int n)
     return 0;
 }
 
-static int import_all(PyObject *const *obj, const char *const *names, int n, unsigned long long stream,
-                      unsigned no_sync, qgpy_tensor *t)
+/* Borrow the tensors (None slots skipped); QGPY_TORCH_MODE in no_sync: torch tensors only,
+ * on torch's current stream (set in *stream). 1 = taken, 0 = not plain torch tensors in torch
+ * mode (the entry answers NotImplemented, nothing done), -1 = error. */
+static int import_all(PyObject *const *obj, const char *const *names, int n,
+                      unsigned long long *stream, unsigned no_sync, qgpy_tensor *t)
 {
+    if (no_sync & QGPY_TORCH_MODE)
+        return qgpy_torch_take_all(obj, names, n, 1, stream, t);
     for (int i = 0; i < n; i++) {
         if (obj[i] == Py_None)
             continue;
-        if (qgpy_tensor_take(obj[i], names[i], stream, (no_sync >> i) & 1u, &t[i]) < 0)
+        if (qgpy_tensor_take(obj[i], names[i], *stream, (no_sync >> i) & 1u, &t[i]) < 0)
             return -1;
     }
-    return 0;
+    return 1;
+}
+
+static PyObject *not_implemented(void)
+{
+    Py_INCREF(Py_NotImplemented);
+    return Py_NotImplemented;
 }
 
 static int cast_args(int kind, qgpy_tensor t[C_SLOTS], int m, int groups, int sf_mn_major, int sf_ld,
@@ -192,7 +203,10 @@ PyObject *qgpy_cast(PyObject *self, PyObject *args)
             return PyErr_Format(PyExc_ValueError, "qgemm: %s must be a tensor", cast_names[i]);
     PyObject *result = NULL;
     qgpy_tensor t[C_SLOTS] = {{0}};
-    if (import_all(obj, cast_names, C_SLOTS, stream, no_sync, t) < 0)
+    const int taken = import_all(obj, cast_names, C_SLOTS, &stream, no_sync, t);
+    if (taken == 0)
+        result = not_implemented();
+    if (taken <= 0)
         goto done;
     qg_cast_args a;
     int device = 0;
@@ -244,7 +258,10 @@ PyObject *qgpy_sf_layout(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "qgemm: sf, out%s must be tensors", kg ? " and ks" : "");
     PyObject *result = NULL;
     qgpy_tensor t[L_SLOTS] = {{0}};
-    if (import_all(obj, layout_names, L_SLOTS, stream, no_sync, t) < 0)
+    const int taken = import_all(obj, layout_names, L_SLOTS, &stream, no_sync, t);
+    if (taken == 0)
+        result = not_implemented();
+    if (taken <= 0)
         goto done;
     int device = -1;
     for (int i = 0; i < L_SLOTS; i++)

@@ -24,16 +24,30 @@
 
 #define MAX_SLOTS 7
 
-/* Borrow objs[0..n) (bit i of no_sync: slot i's producer is not asked to synchronize). */
+/* Borrow objs[0..n) (bit i of no_sync: slot i's producer is not asked to synchronize;
+ * QGPY_TORCH_MODE: torch tensors only, on torch's current stream, set in *stream).
+ * 1 = taken, 0 = not plain torch tensors in torch mode (answer NotImplemented), -1 = error. */
 static int import_all(PyObject *const *objs, const char *const *names, int n,
-                      unsigned long long stream, unsigned no_sync, qgpy_tensor *t)
+                      unsigned long long *stream, unsigned no_sync, qgpy_tensor *t)
 {
+    if (no_sync & QGPY_TORCH_MODE)
+        return qgpy_torch_take_all(objs, names, n, 0, stream, t);
     for (int i = 0; i < n; i++) {
-        if (qgpy_tensor_take(objs[i], names[i], stream, (no_sync >> i) & 1u, &t[i]) < 0)
+        if (qgpy_tensor_take(objs[i], names[i], *stream, (no_sync >> i) & 1u, &t[i]) < 0)
             return -1;
     }
-    return 0;
+    return 1;
 }
+
+/* import_all's answer 0 as the entry's result: NotImplemented, nothing done. */
+#define TAKE_OR_DECLINE(call)                                                                     \
+    do {                                                                                          \
+        const int taken_ = (call);                                                                \
+        if (taken_ == 0)                                                                          \
+            result = (Py_INCREF(Py_NotImplemented), Py_NotImplemented);                          \
+        if (taken_ <= 0)                                                                          \
+            goto done;                                                                            \
+    } while (0)
 
 static void release_all(qgpy_tensor *t, int n)
 {
@@ -132,7 +146,8 @@ PyObject *qgpy_mqa_logits(PyObject *self, PyObject *args)
     qg_mqa_logits_args a;
     memset(&a, 0, sizeof a);
     int device, bf16 = 0;
-    if (import_all(obj, names, N, stream, no_sync, t) < 0 || check_devices(t, N, &device) < 0)
+    TAKE_OR_DECLINE(import_all(obj, names, N, &stream, no_sync, t));
+    if (check_devices(t, N, &device) < 0)
         goto done;
     if (qgpy_check_ndim(&t[Q], 3, "[seq_len, num_heads, head_dim]") < 0 ||
         qgpy_check_ndim(&t[KV], 2, "[seq_len_kv, head_dim]") < 0 ||
@@ -243,7 +258,8 @@ PyObject *qgpy_paged_mqa_schedule(PyObject *self, PyObject *args)
     qg_paged_mqa_logits_args a;
     memset(&a, 0, sizeof a);
     int device;
-    if (import_all(obj, names, N, stream, no_sync, t) < 0 || check_devices(t, N, &device) < 0 ||
+    TAKE_OR_DECLINE(import_all(obj, names, N, &stream, no_sync, t));
+    if (check_devices(t, N, &device) < 0 ||
         lens_args(&t[LENS], &a) < 0 || schedule_args(&t[SCHED], &a) < 0 ||
         qgpy_check_writable(&t[SCHED]) < 0 || qgpy_check_no_overlap(&t[SCHED], &t[LENS]) < 0)
         goto done;
@@ -280,7 +296,8 @@ PyObject *qgpy_paged_mqa_logits(PyObject *self, PyObject *args)
     qg_paged_mqa_logits_args a;
     memset(&a, 0, sizeof a);
     int device, bf16 = 0;
-    if (import_all(obj, names, N, stream, no_sync, t) < 0 || check_devices(t, N, &device) < 0 ||
+    TAKE_OR_DECLINE(import_all(obj, names, N, &stream, no_sync, t));
+    if (check_devices(t, N, &device) < 0 ||
         lens_args(&t[LENS], &a) < 0 || schedule_args(&t[SCHED], &a) < 0)
         goto done;
     if (qgpy_check_ndim(&t[Q], 4, "[batch_size, next_n, num_heads, head_dim]") < 0 ||
@@ -373,7 +390,8 @@ PyObject *qgpy_hc_prenorm(PyObject *self, PyObject *args)
     memset(&h, 0, sizeof h);
     int device;
     const int split = num_splits > 0;
-    if (import_all(obj, names, N, stream, no_sync, t) < 0 || check_devices(t, N, &device) < 0)
+    TAKE_OR_DECLINE(import_all(obj, names, N, &stream, no_sync, t));
+    if (check_devices(t, N, &device) < 0)
         goto done;
     if (qgpy_check_ndim(&t[A], 2, "[m, k]") < 0 || qgpy_check_ndim(&t[B], 2, "[n, k]") < 0 ||
         qgpy_check_ndim(&t[D], split ? 3 : 2, split ? "[num_splits, m, n]" : "[m, n]") < 0 ||

@@ -66,6 +66,11 @@ void qgpy_tensor_bytes_are_e4m3(qgpy_tensor *t);
 /* Call the deleter (if any) and empty the slot. Keeps a pending exception. */
 void qgpy_tensor_release(qgpy_tensor *t);
 
+/* Swap dimensions i and j of the borrowed tensor's description (the view
+ * t.transpose(i, j), made in C where torch's costs ~3 us of host time); a
+ * producer's DLTensor is copied into t->own first (its deleter still owed). */
+int qgpy_tensor_swap_dims(qgpy_tensor *t, int i, int j);
+
 int qgpy_check_dtype(const qgpy_tensor *t, qgpy_dtype want);
 /* ValueError unless t has `ndim` dimensions; `dims` names them, e.g. "[M, K]". */
 int qgpy_check_ndim(const qgpy_tensor *t, int ndim, const char *dims);
@@ -119,6 +124,25 @@ int qgpy_torch_current_stream(int device, unsigned long long *handle);
  * messages then decide. 0, or -1 with a Python error. */
 int qgpy_tensor_take(PyObject *obj, const char *name, unsigned long long stream, int no_sync,
                      qgpy_tensor *out);
+/*
+ * The family entries' torch mode (issues 49-51: the host cost of a call):
+ * bit QGPY_TORCH_MODE of their no_sync argument says "every tensor is a plain
+ * CUDA torch tensor and the call runs on torch's current stream of their
+ * device" (their `stream` argument is then ignored). The package passes it
+ * for every call without stream=, before any check of its own that the C
+ * side also makes, so a call costs the Python of its own arguments and one C
+ * call. qgpy_torch_take_all borrows objs[0..n) (None skipped where none_ok,
+ * else not taken) with qgpy_torch_borrow: 1 = all taken and *stream set to
+ * torch's current stream of the first tensor's device (the families' own
+ * device checks refuse tensors on two devices); 0 = some object is not a
+ * plain CUDA torch tensor (a CPU or meta tensor, a subclass, another
+ * framework's array): nothing is held and the entry answers NotImplemented,
+ * having checked and launched nothing, so the package takes the DLPack path,
+ * whose checks and messages decide; -1 = Python error.
+ */
+#define QGPY_TORCH_MODE (1u << 31)
+int qgpy_torch_take_all(PyObject *const *objs, const char *const *names, int n, int none_ok,
+                        unsigned long long *stream, qgpy_tensor *t);
 
 /* ---- one GEMM call's tensors -> library arguments (layout.c) ------------- */
 

@@ -485,3 +485,31 @@ int qgpy_check_device(const qgpy_tensor *t, int *device)
     }
     return 0;
 }
+
+int qgpy_tensor_swap_dims(qgpy_tensor *t, int i, int j)
+{
+    DLTensor *x = t->t;
+    if (i < 0 || j < 0 || i >= x->ndim || j >= x->ndim)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: %s must have more than %d dimensions, got %d",
+                           t->name, i > j ? i : j, (int)x->ndim);
+    if (x != &t->own) { /* a producer's DLTensor: its arrays are not ours to change */
+        if (x->ndim > QGPY_MAX_NDIM)
+            return qgpy_errorf(PyExc_ValueError, "qgemm: %s has %d dimensions, at most %d here",
+                               t->name, (int)x->ndim, QGPY_MAX_NDIM);
+        for (int k = 0; k < x->ndim; k++) {
+            t->own_shape[k] = x->shape[k];
+            t->own_strides[k] = qgpy_stride(t, k);
+        }
+        t->own = *x;
+        t->own.shape = t->own_shape;
+        t->own.strides = t->own_strides;
+        t->t = &t->own; /* t->managed still owes the producer's deleter */
+    }
+    int64_t v = t->own_shape[i];
+    t->own_shape[i] = t->own_shape[j];
+    t->own_shape[j] = v;
+    v = t->own_strides[i];
+    t->own_strides[i] = t->own_strides[j];
+    t->own_strides[j] = v;
+    return 0;
+}

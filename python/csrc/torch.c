@@ -222,3 +222,25 @@ int qgpy_tensor_take(PyObject *obj, const char *name, unsigned long long stream,
         return 0;
     return qgpy_tensor_import(obj, name, no_sync ? -1 : qgpy_dlpack_stream(stream), out);
 }
+
+int qgpy_torch_take_all(PyObject *const *objs, const char *const *names, int n, int none_ok,
+                        unsigned long long *stream, qgpy_tensor *t)
+{
+    int device = -1;
+    for (int i = 0; i < n; i++) {
+        if (objs[i] == Py_None && none_ok) {
+            memset(&t[i], 0, sizeof t[i]);
+            continue;
+        }
+        if (qgpy_torch_borrow(objs[i], names[i], &t[i]) != 1) {
+            for (int j = 0; j <= i; j++) /* borrowed tensors owe nothing; kept for symmetry */
+                qgpy_tensor_release(&t[j]);
+            return 0;
+        }
+        if (device < 0)
+            device = t[i].t->device.device_id;
+    }
+    if (device < 0) /* no tensor at all: let the whole path say what is missing */
+        return 0;
+    return qgpy_torch_current_stream(device, stream) < 0 ? -1 : 1;
+}

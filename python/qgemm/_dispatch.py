@@ -479,6 +479,9 @@ def zero_k(kind: int, d: Any, c: Any) -> None:
 
 # ---- the BF16 family's launch (qgemm/bf16.py) ---------------------------------------------
 
+# The family entries' no_sync bit asking for their torch mode (qgpy.h, QGPY_TORCH_MODE).
+TORCH_MODE = 1 << 31
+
 BF16_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.KIND_MASKED,
               "psum": _C.KIND_PSUM, "k_grouped": _C.KIND_K_GROUPED,
               "batched": _C.KIND_BF16_BATCHED, "batch_sums": _C.KIND_BF16_BATCH_SUMS}
@@ -493,7 +496,19 @@ def launch_family(fn: Callable[..., Any], names: Sequence[str], tensors: Sequenc
     given, or on the framework's current one (torch's for torch tensors, whose
     producers then need no synchronization: no_sync's bits), run with the
     tensors' device current (ValueError naming the argument when they are on
-    two devices). ``names`` names the tensors in that message."""
+    two devices). ``names`` names the tensors in that message.
+
+    Without ``stream``, the extension is asked first in its torch mode
+    (``TORCH_MODE``, python/csrc/qgpy.h): plain CUDA torch tensors described
+    from their metadata and run on torch's current stream of their device,
+    all checks in C; it answers NotImplemented, having done nothing, for
+    anything else (CPU, meta or subclass tensors, other frameworks), which
+    then takes the way below (issues 49-51: this is most of a family call's
+    host cost)."""
+    if stream is None:
+        r = fn(*before, *tensors, *after, 0, TORCH_MODE)
+        if r is not NotImplemented:
+            return r
     tensors = [None if t is None else detach(t) for t in tensors]
     handle = None if stream is None else stream_handle(stream)
     torch = torch_module()
@@ -539,6 +554,14 @@ def launch_cast(fn: Callable[..., None], kind: int, tensors: Sequence[Any], ints
     launch_family(fn, [f"tensor {i}" for i in range(len(tensors))], tensors, (kind,), ints, stream)
 
 
+def cast_torch_mode(fn: Callable[..., Any], kind: int, tensors: Sequence[Any],
+                    ints: Sequence[int]) -> bool:
+    """One cast or scale-layout kernel in the extension's torch mode (when torch_mode_ok):
+    True when launched (or raised), False, nothing done, for tensors that are not plain CUDA
+    torch tensors (launch_cast then)."""
+    return fn(kind, *tensors, *ints, 0, TORCH_MODE) is not NotImplemented
+
+
 # ---- the indexer / HC family's launch (qgemm/indexer.py) -----------------------------------
 
 _INDEXER_FUNCS = ("mqa_logits", "paged_mqa_schedule", "paged_mqa_logits", "hc_prenorm")
@@ -556,12 +579,31 @@ def launch_indexer(func: str, tensors: Sequence[Any], scalars: Sequence[int],
     [:, :width] view."""
     if func not in _INDEXER_FUNCS:
         raise ValueError(f"qgemm: unknown indexer function {func!r}")
+    if stream is None and func not in _LOGITS_FUNCS and not COMPILING() and \
+            getattr(_C, func)(*tensors, *scalars, 0, TORCH_MODE) is not NotImplemented:
+        return  # the torch mode (launch_family's docstring): launched, or raised
     ops = torch_ops()
     if ops is not None and (ops.compiling() or any(
             ops.is_subclass_tensor(t) or getattr(t, "is_meta", False) is True for t in tensors)):
         ops.call_indexer(func, list(tensors), tuple(scalars), stream)
         return
     launch_indexer_eager(func, tensors, scalars, stream)
+
+
+_LOGITS_FUNCS = ("mqa_logits", "paged_mqa_logits")
+
+
+def torch_mode_ok(stream: Optional[StreamLike]) -> bool:
+    """Whether a call may try the extension's torch mode: no stream given, not traced."""
+    return stream is None and not COMPILING()
+
+
+def indexer_torch_mode(func: str, tensors: Sequence[Any], scalars: Sequence[int]) -> bool:
+    """A logits call in the extension's torch mode (when torch_mode_ok): `tensors` end with
+    the logits as the [rows, cols] view to write (launch_indexer's padded buffer and its
+    width are for the other ways), `scalars` without the width. True when launched (or
+    raised); False, nothing done, when the tensors are not plain CUDA torch tensors."""
+    return getattr(_C, func)(*tensors, *scalars, 0, TORCH_MODE) is not NotImplemented
 
 
 def launch_indexer_eager(func: str, tensors: Sequence[Any], scalars: Sequence[int],

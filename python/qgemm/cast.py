@@ -39,8 +39,7 @@ def _traced(torch: Any, x: Any) -> bool:
     """x is traced (torch.compile), a tensor subclass (FakeTensor, ...) or a meta
     tensor: the kernels run as the custom ops torch.ops.qgemm.cast / sf_layout
     (their fake implementations for meta tensors)."""
-    return _compiling(torch) or type(x) not in (torch.Tensor, torch.nn.Parameter) or \
-        x.device.type == "meta"
+    return _compiling(torch) or type(x) not in (torch.Tensor, torch.nn.Parameter) or x.is_meta
 
 
 def _ops_ready() -> bool:
@@ -51,8 +50,8 @@ def _ops_ready() -> bool:
 def _kernel_ok(torch: Any, x: Any, dtypes: Sequence[Any]) -> bool:
     """The kernels take x: a CUDA torch tensor of one of dtypes (or a meta one:
     the custom op's fake implementation); traced only when the custom ops exist."""
-    if not isinstance(x, torch.Tensor) or x.dtype not in dtypes or \
-            x.device.type not in ("cuda", "meta"):
+    # (is_cuda / is_meta: reading x.device makes a torch.device, ~4x their host cost)
+    if not isinstance(x, torch.Tensor) or x.dtype not in dtypes or not (x.is_cuda or x.is_meta):
         return False
     return not _traced(torch, x) or _ops_ready()
 
@@ -62,6 +61,11 @@ def _run_cast(kind: int, x2: Any, q: Any, sf: Any, aux: Any, ints: Sequence[int]
     torch = _torch()
     if _traced(torch, x2):
         torch.ops.qgemm.cast(kind, x2, q, sf, aux, *ints)
+        return
+    # the extension's torch mode first (launch_family's docstring): q as it is (e4m3 is 8-bit,
+    # all the kernel asks), no uint8 view or reshape where q is already [rows, k]
+    if _d.torch_mode_ok(None) and _d.cast_torch_mode(
+            _C.cast, kind, (x2, q if q.dim() == 2 else q.view(-1, q.shape[-1]), sf, aux), ints):
         return
     _d.launch_cast(_C.cast, kind, (x2, q.view(torch.uint8).reshape(-1, q.shape[-1]), sf, aux),
                    ints)
@@ -82,8 +86,8 @@ def _ceil_div(x: int, y: int) -> int:
 def _rows(x: Any, rows: int, cols: int) -> Any:
     """x as [rows, cols] with a unit last stride and rows at least cols apart
     (what the kernels read): a view where one exists, else a copy (an expanded
-    or transposed tensor)."""
-    y = x.reshape(rows, cols)
+    or transposed tensor); x itself when it is that already (no reshape: ~2 us)."""
+    y = x if x.dim() == 2 else x.reshape(rows, cols)
     if (cols > 1 and y.stride(1) != 1) or (rows > 1 and y.stride(0) < cols):
         y = y.contiguous()
     return y

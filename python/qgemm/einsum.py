@@ -113,6 +113,22 @@ def parse_expr(expr: Any) -> Tuple[str, List[str], str]:
     return canon, ops, out
 
 
+# parse_expr's canonical forms by expression string: a call parses its expression once per
+# process (parsing costs more host time than the rest of a per-head call's Python). Only
+# strings that parsed are stored; a bounded number (callers use a handful).
+_CANON: dict = {}
+_CANON_MAX = 256
+
+
+def _canon(expr: Any) -> str:
+    canon = _CANON.get(expr) if type(expr) is str else None
+    if canon is None:
+        canon = parse_expr(expr)[0]
+        if len(_CANON) < _CANON_MAX:
+            _CANON[expr] = canon
+    return canon
+
+
 def _torch_of(func: str, *tensors: Any) -> Any:
     """torch, when every tensor is a torch tensor (DeepGEMM's contract; the views,
     copies and the cuBLAS path are torch's); TypeError otherwise."""
@@ -160,7 +176,7 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     Letters may be renamed and spaces are ignored; other expressions raise
     NotImplementedError. As DeepGEMM: empty M, N (or B, H) return at once.
     """
-    canon, _, _ = parse_expr(expr)
+    canon = _canon(expr)
     if canon not in _NAMES:
         raise NotImplementedError(
             f"qgemm: einsum: expression {expr!r} is not supported; qgemm (as DeepGEMM) "
@@ -349,7 +365,13 @@ def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool
         return
     # every head in one launch (the batched BF16 GEMM, H batches of strided views, nothing
     # copied): A [H, B, K] (batch stride K, row stride H*K), B [H, N, K] (NT: K-major; NN: the
-    # transposed view, MN-major), D [H, B, N]; K = R (resp. D) accumulated whole
+    # transposed view, MN-major), D [H, B, N]; K = R (resp. D) accumulated whole. Up to
+    # MAX_BATCHES heads the extension makes those views itself (the batched kind's view flags,
+    # python/csrc/bf16.c: bit 0 a and d read [H, B, .], bit 1 b's last two dimensions
+    # swapped): torch's transpose and slice cost ~3 us of host time each.
+    if h <= MAX_BATCHES:
+        _d.launch_bf16(_BATCHED, a, b, d, None, None, 1 if nt else 3, None, None)
+        return
     a3 = a.transpose(0, 1)
     b3 = b if nt else b.transpose(1, 2)
     d3 = d.transpose(0, 1)
@@ -373,7 +395,7 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     made M-major once for all heads (a copy of B x H x R/128 floats), then one
     FP8 GEMM a head on strided views of x and d.
     """
-    canon, _, _ = parse_expr(expr)
+    canon = _canon(expr)
     if canon != BHR_HDR_BHD:
         raise NotImplementedError(
             f"qgemm: fp8_einsum: expression {expr!r} is not supported; on SM90 qgemm (as "
@@ -410,11 +432,20 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
         _unit_last(func, name, t)
     if batch == 0 or h == 0 or n == 0:
         return
-    # every head's 1x128 scales M-major at once ([H, B, R/128], one copy), then one GEMM a head
+    # every head's 1x128 scales M-major at once ([H, B, R/128], one copy), then one GEMM a head.
+    # The heads' views by one unbind a tensor (8 selects cost ~4x one unbind of 8 on the host),
+    # each GEMM straight to the torch fast path (_C.gemm_torch) while not traced; what it does
+    # not take (NotImplemented, or K = 0's ZERO_K) goes the whole way, which asks it again.
+    # (One launch for all heads needs group strides the FP8 grouped GEMMs do not take: their
+    # groups are packed.)
     sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
+    xs, ds, ys, sfas = x.unbind(1), d.unbind(1), y.unbind(0), sfa.unbind(0)
+    sfbs = sfy.unbind(0) if sfy.is_contiguous() else [_dg.block_sf(s_) for s_ in sfy.unbind(0)]
+    fast = None if _d.COMPILING() else _d.FAST_GEMM
     for i in range(h):
-        _d.gemm(_DENSE, (x[:, i], sfa[i]), (y[i], _dg.block_sf(sfy[i])), d[:, i], None, 0,
-                None, None)
+        if fast is None or fast(_DENSE, xs[i], sfas[i], ys[i], sfbs[i], ds[i], None, 0,
+                                None) is not None:
+            _d.gemm(_DENSE, (xs[i], sfas[i]), (ys[i], sfbs[i]), ds[i], None, 0, None, None)
 
 
 def _head_splits(func: str, head_splits: Any) -> Tuple[int, int, int]:

@@ -114,6 +114,12 @@ def fp8_fp4_mqa_logits(q: Any, kv: Tuple[Tensor, Tensor], weights: Tensor,
     seq_len, seq_len_kv = q_fp.shape[0], kv_fp.shape[0]
     cols = max_seqlen_k if max_seqlen_k > 0 else seq_len_kv
     logits = _padded(torch, seq_len, cols, dtype, q_fp.device)
+    if _d.torch_mode_ok(stream):  # the [:, :cols] view by one as_strided (a slice is ~3 us)
+        out = logits.as_strided((seq_len, cols), (logits.shape[1], 1))
+        if _d.indexer_torch_mode("mqa_logits", (q_fp, kv_fp, kv_sf, weights, cu_seq_len_k_start,
+                                                cu_seq_len_k_end, out),
+                                 (int(clean), max_seqlen_k)):
+            return out
     _d.launch_indexer("mqa_logits", [_bytes(torch, q_fp), _bytes(torch, kv_fp), kv_sf, weights,
                                      cu_seq_len_k_start, cu_seq_len_k_end, logits],
                       (cols, int(clean), max_seqlen_k), stream)
@@ -197,9 +203,16 @@ def fp8_fp4_paged_mqa_logits(q: Any, kv_cache: Tensor, weights: Tensor, context_
         raise ValueError(f"qgemm: weights must be float32 on SM90, got {weights.dtype}")
     rows = q_fp.shape[0] * q_fp.shape[1]
     logits = _padded(torch, rows, max_context_len, dtype, q_fp.device)
+    clean = int(bool(clean_logits))
+    if _d.torch_mode_ok(stream):  # as fp8_fp4_mqa_logits
+        out = logits.as_strided((rows, max_context_len), (logits.shape[1], 1))
+        if _d.indexer_torch_mode("paged_mqa_logits", (q_fp, kv_cache, weights, context_lens,
+                                                      block_table, schedule_meta, out),
+                                 (max_context_len, clean)):
+            return out
     _d.launch_indexer("paged_mqa_logits", [_bytes(torch, q_fp), _bytes(torch, kv_cache), weights,
                                            context_lens, block_table, schedule_meta, logits],
-                      (max_context_len, max_context_len, int(bool(clean_logits))), stream)
+                      (max_context_len, max_context_len, clean), stream)
     return logits[:, :max_context_len]
 
 

@@ -120,6 +120,12 @@ class FakeBF16:
             d.copy_(out)
             return
         assert idx is None
+        if kind == qgemm._C.KIND_BF16_BATCHED:  # the view flags (python/csrc/bf16.c)
+            assert 0 <= expected_m <= 3
+            if expected_m & 1:
+                a, d = a.transpose(0, 1), d.transpose(0, 1)
+            if expected_m & 2:
+                b = b.transpose(1, 2)
         self.calls.append((kind, a, b, d, c))
         if kind == qgemm._C.KIND_BF16_BATCH_SUMS:  # d[g] = the sum over batch range g
             assert c is None and d.dtype == _torch().float32
@@ -608,6 +614,34 @@ def test_extension_checks_the_batched_shapes(no_gpu):
     a, b, d = _fake_einsum_operands(hg=3)
     with pytest.raises(ValueError, match=r"G \(b.shape\[0\]\)"):
         qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, a, b, d, None, None, 0, None, 0, 0)
+
+
+@pytest.mark.parametrize("nt", [True, False])
+def test_extension_makes_the_per_head_views(no_gpu, nt):
+    """The batched kind's view flags (what einsum passes): x [B, H, R] and z [B, H, D] read as
+    [H, B, .] (bit 0), y's last two dimensions swapped for NN (bit 1), made in C."""
+    from fake_dlpack import FakeTensor
+    b, h, r, dd = 100, 4, 256, 576
+    x = FakeTensor([b, h, r], "bfloat16")
+    if nt:  # y [H, D, R + 128][:, :, :R]
+        y = FakeTensor([h, dd, r], "bfloat16", strides=[dd * (r + 128), r + 128, 1])
+        z = FakeTensor([b, h, dd], "bfloat16")
+    else:  # bhd,hdr->bhr: x [B, H, D=r], y [H, r, dd], z [B, H, dd]
+        y = FakeTensor([h, r, dd], "bfloat16")
+        z = FakeTensor([b, h, dd], "bfloat16")
+    flags = 1 if nt else 3
+    with pytest.raises(RuntimeError) as info:
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, x, y, z, None, None, flags, None, 0, 0)
+    assert str(info.value) == no_gpu  # every check passed on the swapped views
+    # without the flags the same tensors are no batched GEMM (G = B != H, NN: K != D)
+    with pytest.raises(ValueError, match=r"G \(b.shape\[0\]\)" if nt else "K"):
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, x, y, z, None, None, 0, None, 0, 0)
+    # a wrong d under the flags is still refused
+    bad = FakeTensor([b, h, dd + 1], "bfloat16")
+    with pytest.raises(ValueError):
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, x, y, bad, None, None, flags, None, 0, 0)
+    with pytest.raises(ValueError, match="view flags"):
+        qgemm._C.bf16_gemm(qgemm._C.KIND_BF16_BATCHED, x, y, z, None, None, 4, None, 0, 0)
 
 
 # ---- bmk,bnk->mn: the split of the batches -------------------------------------------------
