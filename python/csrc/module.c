@@ -230,7 +230,13 @@ static PyObject *py_gemm(PyObject *self, PyObject *args)
 /* The e4m3-D GEMMs (qg_fp8_out) and the SwiGLU ones (qg_swiglu_out: with
  * `row_weight` (obj[7], None: none) and `limit`) through DLPack: obj holds
  * a, sfa, b, sfb, d, sfd, idx (, row_weight); bit i of e4m3_bytes / no_sync
- * as gemm()'s for obj[i]. */
+ * as gemm()'s for obj[i]. QGPY_TORCH_MODE in no_sync (launch_family without
+ * stream=): every tensor borrowed from torch's metadata and the launch on
+ * torch's current stream, else NotImplemented, nothing done. Without it the
+ * package's first try would export through DLPack on the legacy stream
+ * (`stream` 0), which makes torch order the legacy stream after the tensors'
+ * stream: under CUDA-graph capture that invalidates the capture (H200,
+ * test_swiglu.py::test_masked_cuda_graph_replay). */
 static PyObject *fp8out_call(int kind, PyObject *const *obj, int swiglu, int expected_m, int ue8m0,
                              float limit, PyObject *cfg_obj, unsigned e4m3_bytes,
                              unsigned long long stream, unsigned no_sync)
@@ -250,12 +256,27 @@ static PyObject *fp8out_call(int kind, PyObject *const *obj, int swiglu, int exp
     static const char *const names[8] = {"a", "sfa", "b", "sfb", "d", "sfd", NULL, "row_weight"};
     qgpy_tensor t[QGPY_SLOTS] = {{0}}, sfd = {0}, weight = {0};
     PyObject *result = NULL;
+    const int torch_mode = (no_sync & QGPY_TORCH_MODE) != 0;
+    int device_of_first = -1;
     for (int i = 0; i < (swiglu ? 8 : 7); i++) {
         if (i == 6 && kind == QG_GEMM_DENSE)
             continue;
         if (i == 7 && obj[i] == Py_None)
             continue;
         qgpy_tensor *dst = slot_of[i] == -1 ? &sfd : slot_of[i] == -2 ? &weight : &t[slot_of[i]];
+        if (torch_mode) {
+            /* (borrowed in place: a qgpy_tensor points into itself) */
+            if (qgpy_torch_borrow(obj[i], i == 6 ? slot_name(kind, QGPY_IDX) : names[i], dst) != 1) {
+                Py_INCREF(Py_NotImplemented);
+                result = Py_NotImplemented;
+                goto done;
+            }
+            if (device_of_first < 0)
+                device_of_first = dst->t->device.device_id;
+            if (e4m3_bytes & (1u << i))
+                qgpy_tensor_bytes_are_e4m3(dst);
+            continue;
+        }
         long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
         if (qgpy_tensor_import(obj[i], i == 6 ? slot_name(kind, QGPY_IDX) : names[i],
                                dlpack_stream, dst) < 0)
@@ -263,6 +284,8 @@ static PyObject *fp8out_call(int kind, PyObject *const *obj, int swiglu, int exp
         if (e4m3_bytes & (1u << i))
             qgpy_tensor_bytes_are_e4m3(dst);
     }
+    if (torch_mode && qgpy_torch_current_stream(device_of_first, &stream) < 0)
+        goto done;
     qg_gemm_args ga;
     qg_fp8_out out;
     qg_swiglu_out sw;
