@@ -25,9 +25,20 @@ One command on the H200 (the package built in place, as bench/peers.py):
 
     PYTHONPATH=python python3 bench/peers_fp8out.py --out fp8out.jsonl
 
-prints one JSON row a shape and the geometric means against the issue's
-targets (fused / bf16-out <= 1.03; unfused / fused >= 1.2 at M <= 256 and
->= 1.05 at M >= 4096); --ue8m0 for UE8M0 scales, --quick for four shapes.
+runs the 28 rows (M in {64, 128, 256, 4096} x DeepGEMM's 7 (N, K)) and prints
+one JSON row a shape, with the configuration each path runs (``fused_cfg``:
+qgemm.select_config_fp8out, whose 64- and 32-column tiles split a scale group
+over a cluster of 2 or 4 CTAs, ``cluster``; ``bf16out_cfg``:
+qgemm.select_config), then the geometric means against the issue's targets
+(fused / bf16-out <= 1.03 over the rows run, and per M; unfused / fused >=
+1.2 at M <= 256 and >= 1.05 at M >= 4096). --rows picks rows: shapes MxNxK
+and / or bare M values, comma-separated (``--rows 64,128x7168x2048``);
+--quick is four of them; --ue8m0 for UE8M0 scales; --fused-config forces the
+fused path's configuration (BMxBN, BMxBN:sk2 for split-K, BMxBN:swzN for a
+swizzle group) to A/B a tile against the heuristic's pick on the same rows,
+e.g. the whole-group tile the split replaced:
+
+    PYTHONPATH=python python3 bench/peers_fp8out.py --rows 64x2112x7168 --fused-config 64x128:sk2
 
 --kind swiglu: the fused SwiGLU up-projection (issue 51 item 2), rows of kind
 ``swiglu`` with ``shape`` G x M x N x K (N = 2I, the gate | up rows), on the
@@ -53,7 +64,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402  (the shapes, casts, flush and kineto timing)
@@ -77,7 +88,57 @@ def geomean(xs: List[float]) -> Optional[float]:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool) -> Dict[str, Any]:
+def parse_rows(spec: str) -> List[Tuple[int, int, int]]:
+    """--rows: comma-separated MxNxK shapes (any N, K) and bare M values (that M
+    with DeepGEMM's 7 (N, K)), in the order given."""
+    out: List[Tuple[int, int, int]] = []
+    for tok in (t.strip() for t in spec.split(",")):
+        if not tok:
+            continue
+        parts = tok.lower().split("x")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            raise SystemExit(f"peers_fp8out: --rows: {tok!r} is neither M nor MxNxK")
+        if len(nums) == 1:
+            out += [(nums[0], n, k) for (n, k) in peers.DG_NK]
+        elif len(nums) == 3:
+            out.append((nums[0], nums[1], nums[2]))
+        else:
+            raise SystemExit(f"peers_fp8out: --rows: {tok!r} is neither M nor MxNxK")
+    return out
+
+
+def parse_config(spec: Optional[str]) -> Optional[Dict[str, int]]:
+    """--fused-config BMxBN, BMxBN:sk2 (split-K 2) or BMxBN:swz8 (swizzle group 8)."""
+    if not spec:
+        return None
+    tile, _, extra = spec.partition(":")
+    bm, bn = (int(v) for v in tile.lower().split("x"))
+    cfg = {"block_m": bm, "block_n": bn}
+    if extra.startswith("sk"):
+        cfg["split_k"] = int(extra[2:])
+    elif extra.startswith("swz"):
+        cfg["swizzle_group"] = int(extra[3:])
+    elif extra:
+        raise SystemExit(f"peers_fp8out: --fused-config: {spec!r}: BMxBN[:skN|:swzN]")
+    return cfg
+
+
+def cfg_summary(cfg: Dict[str, Any], fp8out: bool) -> Dict[str, Any]:
+    """The configuration's tile, cluster (the CTAs of one: split-K, multicast,
+    or the split scale group of an FP8-output tile of 64 / 32 columns) and the
+    rest of what the choice says."""
+    bn = cfg["block_n"]
+    cluster = cfg.get("cluster") or (2 if cfg["split_k"] == 2 or cfg["multicast"] else
+                                     128 // bn if fp8out and bn < 128 else 1)
+    return {"tile": f'{cfg["block_m"]}x{bn}', "cluster": cluster, "multicast": cfg["multicast"],
+            "split_k": cfg["split_k"], "swizzle": cfg["swizzle_group"],
+            "stages": cfg["num_stages"]}
+
+
+def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool,
+              fused_config: Optional[Dict[str, int]] = None) -> Dict[str, Any]:
     import torch
     import qgemm
     g = torch.Generator(device="cuda").manual_seed(m * 1000003 + n * 101 + k)
@@ -90,7 +151,8 @@ def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool) -> 
     d8, sfd = qgemm.empty_fp8out(m, n, device="cuda")
 
     def fused() -> None:
-        qgemm.fp8_gemm_nt_fp8out((a, sfa), (b, sfb), d8, sfd, use_ue8m0=ue8m0)
+        qgemm.fp8_gemm_nt_fp8out((a, sfa), (b, sfb), d8, sfd, use_ue8m0=ue8m0,
+                                 config=fused_config)
 
     def bf16out() -> None:
         qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d16)
@@ -100,6 +162,12 @@ def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool) -> 
         return qgemm.per_token_cast_to_fp8(d16, use_ue8m0=ue8m0)
 
     row: Dict[str, Any] = {"kind": "fp8out", "shape": f"{m}x{n}x{k}", "ue8m0": ue8m0}
+    # the configurations the two paths run (the heuristic's on this device, or the forced one)
+    if fused_config:
+        row["fused_cfg"] = dict(fused_config, forced=True)
+    else:
+        row["fused_cfg"] = cfg_summary(qgemm.select_config_fp8out(m, n, k, use_ue8m0=ue8m0), True)
+    row["bf16out_cfg"] = cfg_summary(qgemm.select_config(m, n, k), False)
     fused()
     q_ref, sf_ref = unfused()
     torch.cuda.synchronize()
@@ -229,6 +297,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--flush-gb", type=float, default=8.0, help="flush before each call (GB)")
     ap.add_argument("--ue8m0", action="store_true", help="UE8M0 scales (both paths)")
     ap.add_argument("--quick", action="store_true", help="4 shapes only")
+    ap.add_argument("--rows", help="rows to run: MxNxK shapes and / or bare M values, "
+                    "comma-separated (default: all 28)")
+    ap.add_argument("--fused-config", help="force the fused path's config: BMxBN, BMxBN:sk2 "
+                    "(split-K) or BMxBN:swzN (swizzle group)")
     ap.add_argument("--out", help="also append the JSON rows to this file")
     ap.add_argument("--kind", choices=("fp8out", "swiglu"), default="fp8out",
                     help="fp8out (default) or swiglu rows")
@@ -243,11 +315,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     shapes = [(m, n, k) for (n, k) in peers.DG_NK for m in MS]
     if args.quick:
         shapes = [(64, 2112, 7168), (128, 7168, 2048), (256, 24576, 1536), (4096, 4096, 7168)]
+    if args.rows:
+        shapes = parse_rows(args.rows)
+    fused_config = parse_config(args.fused_config)
     rows = []
     out = open(args.out, "a") if args.out else None
     for m, n, k in shapes:
         try:
-            r = run_shape(m, n, k, flusher, args.calls, args.ue8m0)
+            r = run_shape(m, n, k, flusher, args.calls, args.ue8m0, fused_config)
         except Exception as e:  # a failing shape is a row with its error
             r = {"kind": "fp8out", "shape": f"{m}x{n}x{k}", "error": peers.short_err(e)}
         rows.append(r)
@@ -261,11 +336,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     summary = {
         "kind": "fp8out-summary", "rows": len(rows), "errors": len(rows) - len(ok),
         "fused_over_bf16out_geomean": geomean([r["fused_over_bf16out"] for r in ok]),
+        "fused_over_bf16out_geomean_by_m": {
+            str(mm): geomean([r["fused_over_bf16out"] for r in ok
+                              if int(r["shape"].split("x")[0]) == mm])
+            for mm in sorted({int(r["shape"].split("x")[0]) for r in ok})},
         "unfused_over_fused_geomean_m_le_256": geomean([r["unfused_over_fused"] for r in small]),
         "unfused_over_fused_geomean_m_ge_4096": geomean([r["unfused_over_fused"] for r in large]),
         "mismatch_max": max((r["mismatch"] for r in ok), default=None),
         "max_steps": max((r["max_steps"] for r in ok), default=None),
         "targets": "fused/bf16out <= 1.03; unfused/fused >= 1.2 (M <= 256), >= 1.05 (M >= 4096)",
+        "fused_config": args.fused_config,
     }
     line = json.dumps(summary)
     print(line)

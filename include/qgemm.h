@@ -430,8 +430,11 @@ QG_API qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_g
  *          call leaves untouched (padding, masked-out) keep their D bytes
  *          and scales; rows [m, sfd_ld) are not written. D and sfd may not
  *          overlap each other or an input.
- * Tiles are whole 128-column groups (block_n 128 or 256): a forced
- * configuration of another block_n is refused (QG_ERROR_UNSUPPORTED).
+ * Tiles are whole 128-column groups (block_n 128 or 256), or 64 / 32
+ * columns of one, the group split over a cluster of 2 / 4 CTAs that exchange
+ * their rows' partial amax (since 0.6.0; no multicast or split-K with them,
+ * swizzle_group a multiple of the cluster): a forced configuration of another
+ * block_n is refused (QG_ERROR_UNSUPPORTED).
  */
 typedef struct {
     float *sfd;      /* the scales of D (see above) */
@@ -462,7 +465,7 @@ QG_API qg_status qg_m_grouped_fp8_gemm_nt_psum_fp8out(qg_context *ctx, const qg_
                                                       struct CUstream_st *stream);
 /** qg_compile for the e4m3-D kernel of `problem` (kinds dense, contiguous,
  *  masked, psum; ue8m0 0 or 1); `cfg` NULL = the heuristic's choice among
- *  the tiles of whole 128-column groups.
+ *  the e4m3-D tiles (see qg_fp8_out).
  *  @return as qg_compile. */
 QG_API qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m0,
                                    const qg_config *cfg, qg_kernel_info *info);

@@ -20,8 +20,10 @@
  *   QG_D_FP8           1: D is e4m3 with one FP32 scale per 1x128 block of a
  *                      row (sfd, M-major: the next GEMM's sfa), 2: the same
  *                      with the scales rounded up to powers of two (UE8M0);
- *                      1D2D kinds 0..3, block_n a multiple of 128 (see the
- *                      epilogue, "FP8 D")
+ *                      1D2D kinds 0..3, block_n a multiple of 128, or 64 / 32
+ *                      with the 128-column scale group split over the
+ *                      QG_FP8_SPLIT = 128 / block_n CTAs of a cluster (see the
+ *                      epilogue, "FP8 D", and "FP8 D split" below)
  *   QG_SWIGLU          1 (with QG_D_FP8): the MoE up-projection's SwiGLU
  *                      epilogue. B holds gate and up rows interleaved in
  *                      blocks of 128 (B rows [256 b, 256 b + 128) = gate rows
@@ -31,7 +33,8 @@
  *                      y = silu(min(gate, L)) * clamp(up, -L, L) * w[row]
  *                      (L = swiglu_limit > 0, else no clamp; w = row_weight,
  *                      NULL: 1) as e4m3 with 1x128 scales, N / 2 columns
- *                      (see the epilogue, "SwiGLU")
+ *                      (see the epilogue, "SwiGLU"); whole 256-column tiles,
+ *                      so never with the split tiles
  *   QG_D_REDUCE        1: D += the product, by TMA reduce-add
  *                      (cp.reduce.async.bulk.tensor .add .f32: the SMs never
  *                      read D; QG_D_F32 only)
@@ -109,6 +112,23 @@
  * not depend on timing), and each of its math warps arrives on every
  * partner's red_empty (release, cluster scope) before it stores D. Both
  * barriers flip once a tile.
+ *
+ * FP8 D split invariants (QG_FP8_SPLIT = 128 / block_n CTAs a cluster, block_n
+ * 64 or 32, no multicast, no split-K): the scheduler counts N in whole
+ * 128-column groups (QG_NUM_N_BLOCKS padded to a multiple of QG_FP8_SPLIT, the
+ * swizzle group a multiple of it), so the CTAs of a cluster always hold the
+ * QG_FP8_SPLIT tiles of one m-block and one scale group (a tile past N, in the
+ * last group of an N that is not a multiple of 128, computes and stores
+ * nothing of D but takes part in the exchange), and every CTA of a cluster
+ * runs the same number of tiles. Per tile, each CTA's math threads send their
+ * rows' partial amax (over the CTA's columns) to slot n_block % QG_FP8_SPLIT
+ * of every CTA's exchange buffer with st.async, completing bytes on that
+ * CTA's xchg_full (armed with expect_tx by its thread 0); each waits for its
+ * xchg_full, takes the max of the slots, and each math warp then arrives on
+ * every CTA's xchg_empty (release, cluster scope), which a CTA's writers wait
+ * for (acquire) before they send the next tile's values. Both barriers
+ * (red_full / red_empty: split-K and the split are exclusive) flip once a
+ * tile. The CTA of the group's first columns stores the scale.
  */
 #ifndef QG_SFB_COLS
 #define QG_SFB_COLS 0
@@ -124,6 +144,13 @@
 #endif
 #ifndef QG_SWIGLU
 #define QG_SWIGLU 0
+#endif
+/* CTAs of a cluster that split one 128-column scale group of FP8 D (1: none;
+ * the scheduler reads it). */
+#if QG_D_FP8 && QG_BLOCK_N < 128
+#define QG_FP8_SPLIT (128 / QG_BLOCK_N)
+#else
+#define QG_FP8_SPLIT 1
 #endif
 
 #include "qg_ptx.cuh"
@@ -291,9 +318,12 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
-#define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 ? 16 : 0)
+#define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 || QG_FP8_SPLIT > 1 ? 16 : 0)
+/* FP8 D split: QG_FP8_SPLIT slots of block_m partial amax words (1 KiB
+ * multiples: the stages stay 1024-byte aligned). */
+#define QG_SMEM_XCHG (QG_FP8_SPLIT > 1 ? QG_ROUND_UP(QG_FP8_SPLIT * QG_BLOCK_M * 4, 1024) : 0)
 #define QG_SMEM_TOTAL                                                                  \
-    (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_NUM_STAGES * (QG_SMEM_A + \
+    (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_SMEM_XCHG + QG_NUM_STAGES * (QG_SMEM_A + \
      QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + 32 /* SFB buffers' barriers */ + QG_SMEM_RED_BARRIERS + \
      32 /* tile slots */)
 /* Rows of A (and SFA) a stage brings: block_m (both halves under A
@@ -323,6 +353,8 @@ static_assert(QG_WGMMA_N % 8 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS 
 static_assert(QG_KPIPE ? QG_UNITS == 1 && QG_ACC_SETS == 2 : QG_UNITS % QG_ACC_SETS == 0,
               "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
+static_assert(QG_CLUSTER == 1 || QG_CLUSTER == 2 || (QG_CLUSTER == 4 && QG_FP8_SPLIT == 4),
+              "clusters of 1 or 2 CTAs (4: FP8 D split over 32-column tiles)");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
 static_assert(QG_A_BOX_ROWS % 8 == 0 && QG_A_BOX_ROWS <= QG_A_LOAD_ROWS &&
                   (QG_A_BOX_ROWS == QG_A_LOAD_ROWS || (QG_KIND == 0 && !QG_SFB_COLS && QG_MULTICAST != 1)),
@@ -338,17 +370,26 @@ static_assert(QG_KIND != 4 || (QG_SFB_COLS && QG_D_F32 && QG_MULTICAST == 0),
 static_assert((!QG_D_F32 || QG_SFB_COLS) && (!QG_D_REDUCE || QG_D_F32),
               "FP32 D: 1D1D mode; reduce-add: FP32 D");
 /* FP8 D: each tile row covers whole 128-column scale groups, so a group's
- * amax is one quad's (no exchange between warps or CTAs); one 128-byte
- * swizzled store chunk per group. */
-static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS && QG_BLOCK_N % 128 == 0 &&
-                            QG_STORE_COLS == 128),
-              "FP8 D: the 1D2D kinds, block_n a multiple of 128, 128-column store chunks");
+ * amax is one quad's; one 128-byte swizzled store chunk per group. Or a tile
+ * of 64 or 32 columns, its group split over the cluster (QG_FP8_SPLIT), one
+ * store chunk of its width (bf16-free e4m3 D only: never SwiGLU). */
+static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS &&
+                            (QG_BLOCK_N % 128 == 0 || QG_BLOCK_N == 64 || QG_BLOCK_N == 32) &&
+                            QG_STORE_COLS == (QG_BLOCK_N < 128 ? QG_BLOCK_N : 128)),
+              "FP8 D: the 1D2D kinds, block_n a multiple of 128 (or 64, 32: split), "
+              "128-column store chunks (or block_n)");
+static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
+                                    QG_SPLIT_K == 1 && QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
+                                    !QG_SWIGLU),
+              "FP8 D split: a cluster of 128 / block_n CTAs, no multicast, no split-K, "
+              "swizzle group a multiple of the cluster, not SwiGLU (whole 256-column tiles)");
 /* SwiGLU: whole gate | up block pairs per tile (the host plans 256), N of
  * whole pairs, no split-K (its partial sums meet only before the epilogue,
- * which would work, but no plan asks for it). */
+ * which would work, but no plan asks for it); so never a split tile. */
 static_assert(!QG_SWIGLU || (QG_D_FP8 && QG_KIND <= 2 && QG_BLOCK_N % 256 == 0 &&
-                             QG_SHAPE_N % 256 == 0 && QG_SPLIT_K == 1),
-              "SwiGLU: e4m3 D, dense / contiguous / masked, block_n and N multiples of 256");
+                             QG_SHAPE_N % 256 == 0 && QG_SPLIT_K == 1 && QG_FP8_SPLIT == 1),
+              "SwiGLU: e4m3 D, dense / contiguous / masked, block_n and N multiples of 256, "
+              "no split tiles");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
                                   QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
@@ -639,14 +680,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
     uint16_t *smem_d = (uint16_t *)smem;
     [[maybe_unused]] float *smem_red = (float *)(smem + QG_SMEM_D);
-    unsigned char *smem_a = smem + QG_SMEM_D + QG_SMEM_RED;
+    [[maybe_unused]] uint32_t *smem_xchg = (uint32_t *)(smem + QG_SMEM_D + QG_SMEM_RED);
+    unsigned char *smem_a = smem + QG_SMEM_D + QG_SMEM_RED + QG_SMEM_XCHG;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     float *smem_sfa = (float *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
     float *smem_sfb = smem_sfa + QG_NUM_STAGES * QG_BLOCK_M; /* two tiles' SFB buffers */
     uint64_t *full = (uint64_t *)((unsigned char *)smem_sfb + QG_SMEM_SFB);
     uint64_t *empty = full + QG_NUM_STAGES;
     uint64_t *sfb_full = empty + QG_NUM_STAGES, *sfb_empty = sfb_full + 2; /* per SFB buffer */
-    uint64_t *red_full = sfb_empty + 2; /* split-K only */
+    uint64_t *red_full = sfb_empty + 2; /* split-K and FP8 D split only */
     [[maybe_unused]] uint64_t *red_empty = red_full + 1;
     /* The tile of each SFB buffer (qg_tile_pack), 16-byte aligned: every
      * region above is a multiple of 16 bytes. */
@@ -684,6 +726,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #if QG_SPLIT_K > 1
         qg_mbarrier_init(red_full, 1);                     /* CTA 0's expect_tx; bytes from st.async */
         qg_mbarrier_init(red_empty, QG_NUM_MATH_THREADS / 32); /* CTA 0's math warps */
+#endif
+#if QG_FP8_SPLIT > 1
+        qg_mbarrier_init(red_full, 1); /* xchg_full: thread 0's expect_tx; bytes from st.async */
+        qg_mbarrier_init(red_empty, QG_FP8_SPLIT * QG_NUM_MATH_THREADS / 32); /* xchg_empty: every
+                                                                            CTA's math warps */
 #endif
         qg_fence_proxy_async_shared();
         qg_fence_mbarrier_init();
@@ -837,6 +884,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         float out[QG_WG_TILES][QG_OUT];
 #if QG_SPLIT_K > 1
         uint32_t red_phase = 0; /* parity of the reduction barriers' current phase */
+#endif
+#if QG_FP8_SPLIT > 1
+        uint32_t xchg_phase = 0; /* parity of the amax exchange barriers' current phase */
 #endif
 
         /* Tiles done so far: bit 0 names this tile's SFB buffer, bit 1 its parity. */
@@ -1174,6 +1224,88 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             }
                             if (lane % 4 == 0 && row_in) sfd[sf_row0 + c * sfd_ld + row] = sf;
                         }
+                    }
+            }
+#elif QG_D_FP8 && QG_FP8_SPLIT > 1
+            /* FP8 D, the scale group split over the cluster (see "FP8 D split
+             * invariants" at the top): this CTA's partial amax of each row
+             * over its block_n columns (those < N), the exchange, then the
+             * group's scale quantizes this CTA's columns as below. */
+            {
+                const uint32_t d_base = qg_smem_addr(smem_d);
+                [[maybe_unused]] const int cols_left = QG_SHAPE_N - n_begin;
+                const uint32_t slot_of_cta = (uint32_t)(tile.n_block % QG_FP8_SPLIT);
+                uint32_t amax[QG_WG_TILES][2];
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        uint32_t a = 0;
+#pragma unroll
+                        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                            uint32_t m2 = max(__float_as_uint(out[t][j * 4 + half * 2]) & 0x7FFFFFFFu,
+                                              __float_as_uint(out[t][j * 4 + half * 2 + 1]) & 0x7FFFFFFFu);
+                            if (QG_SHAPE_N % 128 != 0 && j * 8 >= cols_left) m2 = 0;
+                            a = max(a, m2);
+                        }
+                        a = max(a, __shfl_xor_sync(0xffffffffu, a, 1));
+                        a = max(a, __shfl_xor_sync(0xffffffffu, a, 2));
+                        amax[t][half] = a;
+                    }
+                /* (|x| as bits orders like |x|; a NaN's bits exceed inf's and
+                 * win the max, as fmaxf would not guarantee) */
+                if (threadIdx.x == 0)
+                    qg_mbarrier_arrive_expect_tx(red_full, QG_FP8_SPLIT * QG_BLOCK_M * 4);
+                /* every CTA has read the previous tile's values from its slots */
+                qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
+                if (lane % 4 == 0) {
+#pragma unroll
+                    for (int q = 0; q < QG_FP8_SPLIT; ++q) {
+                        const uint32_t bar = qg_map_cluster(red_full, (uint32_t)q);
+#pragma unroll
+                        for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                            for (int half = 0; half < 2; ++half) {
+                                const uint32_t row = wg_row + t * 64 + half * 8;
+                                qg_st_async_b32(qg_map_cluster(smem_xchg + slot_of_cta * QG_BLOCK_M + row,
+                                                               (uint32_t)q),
+                                                amax[t][half], bar);
+                            }
+                    }
+                }
+                qg_mbarrier_wait_acquire_cluster(red_full, xchg_phase);
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const uint32_t row = wg_row + t * 64 + half * 8;
+                        uint32_t a = 0;
+#pragma unroll
+                        for (int q = 0; q < QG_FP8_SPLIT; ++q)
+                            a = max(a, qg_ld_shared_u32(qg_smem_addr(smem_xchg + q * QG_BLOCK_M + row)));
+                        amax[t][half] = a;
+                    }
+                __syncwarp(); /* the warp's reads of the slots come before its release */
+                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(red_empty, lane);
+                xchg_phase ^= 1;
+                const int64_t sf_row0 = (QG_KIND == 2 ? (int64_t)tile.group * QG_NUM_SFB_N * sfd_ld : 0) +
+                                        (n_begin / 128) * sfd_ld + tile.m_begin;
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const uint32_t row = wg_row + t * 64 + half * 8;
+                        float sf, mult;
+                        qg_fp8_d_scale(amax[t][half], sf, mult);
+                        const bool exact = __fmul_rn(__uint_as_float(amax[t][half]), mult) <= 464.0f;
+#pragma unroll
+                        for (int j = 0; j < QG_BLOCK_N / 8; ++j)
+                            qg_st_shared_b16(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
+                                             qg_fp8_d_pack2(out[t][j * 4 + half * 2],
+                                                            out[t][j * 4 + half * 2 + 1], mult, exact));
+                        /* the group's first CTA stores its scale */
+                        if (slot_of_cta == 0 && lane % 4 == 0 && (int)row < tile.rows)
+                            sfd[sf_row0 + row] = sf;
                     }
             }
 #elif QG_D_FP8

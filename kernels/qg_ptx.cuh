@@ -224,6 +224,13 @@ QG_DEVICE bool qg_elect_one(void) {
     return elected != 0;
 }
 
+/* A word from shared memory (ordered after the barrier wait before it:
+ * "memory"; the FP8-output GEMM's exchanged amax). */
+QG_DEVICE uint32_t qg_ld_shared_u32(uint32_t addr) {
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
 /* A float from shared memory at a 32-bit shared-window address. */
 QG_DEVICE float qg_ld_shared_f32(uint32_t addr) {
     float v;
@@ -325,6 +332,12 @@ QG_DEVICE void qg_st_async_v4(uint32_t addr, float x, float y, float z, float w,
                  "{%1, %2, %3, %4}, [%5];"
                  ::"r"(addr), "r"(__float_as_uint(x)), "r"(__float_as_uint(y)),
                  "r"(__float_as_uint(z)), "r"(__float_as_uint(w)), "r"(remote_bar) : "memory");
+}
+/* 4 bytes to a CTA of the cluster, as qg_st_async_v4 (the FP8-output GEMM's
+ * partial amax exchange). */
+QG_DEVICE void qg_st_async_b32(uint32_t addr, uint32_t v, uint32_t remote_bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
+                 ::"r"(addr), "r"(v), "r"(remote_bar) : "memory");
 }
 /* ---- programmatic dependent launch (PTX ISA: griddepcontrol) ------------ */
 

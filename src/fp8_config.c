@@ -132,6 +132,32 @@ static bool block_n_legal(qg_gemm_kind kind, int block_m, int block_n) {
 
 static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n, block_n); }
 
+/* FP8 D (d_fp8 1 or 2): a tile row covers whole 128-column scale groups
+ * (block_n 128, 256: the group's amax is one quad's), or a tile of 64 or 32
+ * columns is one of the 128 / block_n CTAs of a cluster that share a group
+ * and exchange their rows' partial amax through distributed shared memory
+ * (the kernel's QG_FP8_SPLIT): narrow tiles fill the SMs at small M, where
+ * whole groups leave most of them idle (64x2112x7168: 17 tiles of 64x128,
+ * 68 of 64x32 in clusters of 4; bench/fp8out_configs.txt). */
+static bool fp8_d_tile(int d_fp8, int block_n) {
+    /* SwiGLU (d_fp8 | QG_D_SWIGLU): whole 128-row gate | up block pairs, each
+     * pair one 128-column group of D: block_n 256 (the widest tile), never a
+     * split tile (its two halves would sit in different CTAs). */
+    if (d_fp8 & QG_D_SWIGLU) return block_n % 256 == 0;
+    return !d_fp8 || block_n % 128 == 0 || block_n == 64 || block_n == 32;
+}
+/* CTAs of a cluster that split a scale group (1: none; never under SwiGLU). */
+static int fp8_split(int d_fp8, int block_n) {
+    return d_fp8 && !(d_fp8 & QG_D_SWIGLU) && block_n < 128 ? 128 / block_n : 1;
+}
+/* Tiles along N as the kernel's scheduler counts them: split groups in whole
+ * 128-column groups (in the last group of an N that is not a multiple of
+ * 128, tiles past N take part in the exchange only). */
+static int sched_n_blocks(const qg_problem *p, int d_fp8, int block_n) {
+    const int split = fp8_split(d_fp8, block_n);
+    return split > 1 ? ceil_div(p->n, 128) * split : num_n_blocks(p, block_n);
+}
+
 /*
  * The scheduler's group of blocks (QG_SWIZZLE_GROUP) when the caller leaves
  * it 0. Small dense problems without multicast (M <= 256: a few m-blocks,
@@ -187,35 +213,31 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
 /* sfb_floats < 0: the weight-gradient (1D1D) kernel: FP32 D, and each
  * stage's block_n column scales instead of the two tiles' SFB buffers. */
 /* d_bytes: bytes of one element of D in shared memory (FP32 4, bf16 2, e4m3 1);
- * d_cols: D's columns of the tile (block_n, or block_n / 2 under SwiGLU). */
+ * d_cols: D's columns of the tile (block_n, or block_n / 2 under SwiGLU);
+ * xchg: CTAs of a cluster that split an FP8 D scale group (1: none). */
 static size_t smem_bytes_dc(int block_m, int block_n, int d_cols, int stages, int split_k,
-                            int sfb_floats, int d_bytes) {
+                            int sfb_floats, int d_bytes, int xchg) {
     const bool cols = sfb_floats < 0;
     return 1024 + round_up((size_t)block_m * d_cols * (size_t)d_bytes, 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
+           (xchg > 1 ? round_up((size_t)xchg * block_m * 4, 1024) : 0) /* exchanged amax */ +
            (size_t)stages * ((size_t)block_m * 128 + (size_t)block_n * 128 + (size_t)block_m * 4) +
            (cols ? (size_t)stages * round_up((size_t)block_n, 32) * 4 /* column scales, 128-byte aligned */
                  : 2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */) +
-           (size_t)stages * 16 + 32 /* SFB buffers' */ + (split_k > 1 ? 16 : 0) /* barriers */ +
+           (size_t)stages * 16 + 32 /* SFB buffers' */ +
+           (split_k > 1 || xchg > 1 ? 16 : 0) /* reduction or exchange barriers */ +
            32 /* tile slots */;
 }
 
 static size_t smem_bytes_d(int block_m, int block_n, int stages, int split_k, int sfb_floats,
-                           int d_bytes) {
-    return smem_bytes_dc(block_m, block_n, block_n, stages, split_k, sfb_floats, d_bytes);
+                           int d_bytes, int xchg) {
+    return smem_bytes_dc(block_m, block_n, block_n, stages, split_k, sfb_floats, d_bytes, xchg);
 }
 
 size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb_floats) {
-    return smem_bytes_d(block_m, block_n, stages, split_k, sfb_floats, sfb_floats < 0 ? 4 : 2);
+    return smem_bytes_d(block_m, block_n, stages, split_k, sfb_floats, sfb_floats < 0 ? 4 : 2, 1);
 }
 
-/* FP8 D (d_fp8 1 or 2): a tile row must cover whole 128-column scale groups
- * (the kernel's amax is one quad's, no exchange between warps or CTAs).
- * SwiGLU: whole 128-row gate | up block pairs, each pair one 128-column
- * group of D: block_n 256 (the widest tile). */
-static bool fp8_d_tile(int d_fp8, int block_n) {
-    return !d_fp8 || block_n % ((d_fp8 & QG_D_SWIGLU) ? 256 : 128) == 0;
-}
 
 /* The most 128-column SFB blocks any tile of width block_n can touch. */
 static int sfb_rows_for(const qg_problem *p, int block_n) {
@@ -312,8 +334,10 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                         cfg->split_k);
     if (!fp8_d_tile(d_fp8, bn))
         return qg__fail(QG_ERROR_UNSUPPORTED,
-                        "config: FP8 output needs block_n a multiple of 128 (each tile row then "
-                        "covers whole 1x128 scale groups: 128 or 256), got %d", bn);
+                        "config: FP8 output needs block_n 128 or 256 (a tile row covers whole "
+                        "1x128 scale groups), or 64 or 32 (a cluster of 2 or 4 CTAs splits a "
+                        "group), got %d", bn);
+    const int split = fp8_split(d_fp8, bn);
     if (bm != 64 && bm != 128 && bm != 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: block_m must be 64, 128 or 256, got %d", bm);
     if (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && bm > 128)
@@ -347,10 +371,32 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
     if (cfg->num_stages < 0 || cfg->num_stages > QG_MAX_STAGES)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: num_stages must be in [0, %d], got %d",
                         QG_MAX_STAGES, cfg->num_stages);
-    const int swizzle = cfg->swizzle_group ? cfg->swizzle_group : default_swizzle(p, cfg->multicast);
+    /* (a split group's tiles are consecutive n-blocks of one swizzle group:
+     * the default 1 becomes the cluster size) */
+    const int def_swizzle = default_swizzle(p, cfg->multicast);
+    const int swizzle = cfg->swizzle_group ? cfg->swizzle_group
+                        : split > 1 && def_swizzle % split ? split
+                                                           : def_swizzle;
     if (swizzle < 1 || swizzle > 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: swizzle_group must be in [0, 256], got %d",
                         cfg->swizzle_group);
+    if (split > 1) {
+        if (cfg->multicast != QG_MULTICAST_NONE)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: FP8 output with block_n %d splits each scale group over a "
+                            "cluster of %d CTAs; it needs multicast none, got multicast %d", bn,
+                            split, (int)cfg->multicast);
+        if (cfg->split_k > 1)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: FP8 output with block_n %d splits each scale group over a "
+                            "cluster of %d CTAs; it needs split_k 0 or 1, got %d", bn, split,
+                            cfg->split_k);
+        if (swizzle % split)
+            return qg__fail(QG_ERROR_UNSUPPORTED,
+                            "config: FP8 output with block_n %d runs a scale group's %d tiles on "
+                            "one cluster: swizzle_group must be a multiple of %d, got %d", bn,
+                            split, split, swizzle);
+    }
     switch (cfg->multicast) {
     case QG_MULTICAST_NONE: break;
     case QG_MULTICAST_A:
@@ -400,7 +446,11 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
             return qg__fail(QG_ERROR_UNSUPPORTED, "config: split_k %d needs at least %d SMs",
                             split_k, split_k);
     }
-    const int cluster = cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
+    const int cluster = split > 1 ? split : cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
+    if (split > 1 && props->sm_count < split)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: FP8 output with block_n %d runs clusters of %d CTAs: needs at "
+                        "least %d SMs", bn, split, split);
     if (cluster == 2 && props->sm_count < 2)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
 
@@ -410,7 +460,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes) <=
+            if (smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes, split) <=
                 props->smem_optin_bytes)
                 break;
         if (stages == 0) {
@@ -429,7 +479,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             props->smem_optin_bytes, k_part);
         }
     }
-    const size_t smem = smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes);
+    const size_t smem = smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes, split);
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
@@ -492,9 +542,10 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                                             : bn % 16 == 0 ? 16
                                                            : 8)
                       : bn % 64 == 0 && !n_split ? 64 : bn % 32 == 0 ? 32 : 16;
-    /* e4m3 D: one 128-byte chunk per scale group */
+    /* e4m3 D: one 128-byte chunk per scale group (a split group's tile: one
+     * chunk of its width) */
     out->d_fp8 = d_fp8;
-    if (d_fp8) out->store_cols = 128;
+    if (d_fp8) out->store_cols = bn < 128 ? bn : 128;
     /* A dense M below block_m: the A and SFA boxes hold round_up(M, 8) rows
      * instead of block_m, so that a decode GEMM (M = 1..32) does not ask
      * TMA for up to 63 rows out of bounds every K block (DeepGEMM takes
@@ -528,7 +579,9 @@ qg_status qg__complete_config_out(const qg_device_props *props, int num_sms, con
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: %s runs clusters of %d CTAs, one per SM; the context uses %d "
                         "SM%s (qg_context_set_num_sms)",
-                        plan->split_k > 1 ? "split-K" : "multicast", plan->cluster_size, num_sms,
+                        plan->split_k > 1 ? "split-K" : cfg->multicast ? "multicast"
+                                                      : "FP8 output split over N",
+                        plan->cluster_size, num_sms,
                         num_sms == 1 ? "" : "s");
     cfg->num_stages = plan->num_stages;
     cfg->swizzle_group = plan->swizzle_group;
@@ -825,8 +878,10 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
     return qg__select_out(props, num_sms, p, 0, avoid, num_avoid, out, plan);
 }
 
-/* FP8 D (d_fp8 1, 2): only tiles of whole 128-column scale groups
- * (fp8_d_tile) are candidates, the split-K ones included. */
+/* FP8 D (d_fp8 1, 2): only the FP8-legal tiles (fp8_d_tile) are
+ * candidates: whole 128-column groups (split-K too), and 64 or 32 columns
+ * whose group a cluster splits (no multicast, no split-K), counted in the
+ * scheduler's padded n-blocks (sched_n_blocks). */
 qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_problem *p, int d_fp8,
                          const qg_config *avoid, int num_avoid, qg_config *out,
                          qg_kernel_plan *plan) {
@@ -864,6 +919,9 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
                 if (mc && num_sms % 2) continue;
+                /* (a split group's cluster is taken: no multicast there) */
+                const int split = fp8_split(d_fp8, bn);
+                if (split > 1 && (mc || num_sms < split)) continue;
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
                 /* (the contiguous layouts: no 256-row tiles but psum's tall
                  * ones, and those below for groups of 129..256 rows) */
@@ -871,9 +929,15 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
-                const long long tiles = (long long)ceil_div(rows, bm) * num_n_blocks(p, bn) * groups;
-                const int waves = (int)((tiles + num_sms - 1) / num_sms);
-                const int last = (int)(tiles - (long long)(waves - 1) * num_sms);
+                const long long tiles =
+                    (long long)ceil_div(rows, bm) * sched_n_blocks(p, d_fp8, bn) * groups;
+                /* Clusters of 4 stay within a GPC, and GPCs of 18 SMs hold
+                 * only 4 of them: an H100 / H200's 132 SMs are taken as 128
+                 * (a guess from the GPC layout, not queried here: the launch
+                 * lowers the grid to cuOccupancyMaxActiveClusters). */
+                const int sms = split == 4 && num_sms > 8 ? num_sms - num_sms % 4 - 4 : num_sms;
+                const int waves = (int)((tiles + sms - 1) / sms);
+                const int last = (int)(tiles - (long long)(waves - 1) * sms);
                 /* Multicast pays off only over several waves: at one or two
                  * the paired CTAs' lock-step costs more than it saves
                  * (256x128 and 128x128 at M = 512..2048 ran 2-5% slower with
@@ -915,8 +979,17 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 /* (a B tile counts once where the m-blocks sharing it run
                  * on consecutive CTAs: the order the tile will get) */
                 const bool b_once = default_swizzle(p, c.multicast) == 1;
+                /* A split group's exchange (an st.async round trip through
+                 * the cluster and two barrier waits a tile, about 1 us: not
+                 * measured) in the small problems' unit, rows of A and B a
+                 * CTA streams per K block (~0.1 us a row at 56 K blocks:
+                 * see stream_us), so ~550 / K blocks rows: it decides only
+                 * between tiles of equal waves. */
+                const long long xchg =
+                    split > 1 ? (long long)waves * ceil_div(550, ceil_div(p->k, 128)) : 0;
                 const double cost =
-                    large ? fill * bm * bn / eff : (double)small_tile_cost(rows, bm, bn, waves, b_once);
+                    large ? fill * bm * bn / eff
+                          : (double)(small_tile_cost(rows, bm, bn, waves, b_once) + xchg);
                 bool better;
                 if (best.block_m == 0) better = true;
                 else if (large) better = cost < best_cost * 0.999;
@@ -985,8 +1058,11 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
         int split_ctas = 0;
         const int bm = 64; /* (see stream_us: 128-row splits lost on the H200) */
         for (int bn = 16; bn <= max_plain_block_n(bm); bn += 16) {
-            if (avoided(avoid, num_avoid, bm, bn) || !fp8_d_tile(d_fp8, bn)) continue;
-            if (smem_bytes_d(bm, bn, 1, 2, sfb_floats(p, bn), d_fp8 ? 1 : 2) > props->smem_optin_bytes)
+            /* (FP8 D: whole groups only; a split group's cluster is taken) */
+            if (avoided(avoid, num_avoid, bm, bn) || !fp8_d_tile(d_fp8, bn) ||
+                fp8_split(d_fp8, bn) > 1)
+                continue;
+            if (smem_bytes_d(bm, bn, 1, 2, sfb_floats(p, bn), d_fp8 ? 1 : 2, 1) > props->smem_optin_bytes)
                 continue;
             const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
             if (ctas > num_sms - num_sms % 2) continue;

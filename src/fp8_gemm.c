@@ -671,8 +671,13 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     if (copy_c && (st = copy_c_into_d(ctx, a, d_rows, stream)) != QG_SUCCESS) return st;
     int grid = qg__launch_shape(e)->grid;
     if (kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM) {
-        const long long tiles = (((long long)a->m + cfg->block_m - 1) / cfg->block_m) *
-                                (((long long)a->n + cfg->block_n - 1) / cfg->block_n) * plan->split_k;
+        /* (e4m3 D split over a cluster: N in whole 128-column groups, as the
+         * kernel's scheduler counts it) */
+        const long long n_blocks = fo && cfg->block_n < 128
+                                       ? ((long long)a->n + 127) / 128 * (128 / cfg->block_n)
+                                       : ((long long)a->n + cfg->block_n - 1) / cfg->block_n;
+        const long long tiles =
+            (((long long)a->m + cfg->block_m - 1) / cfg->block_m) * n_blocks * plan->split_k;
         const long long tiles_rounded = (tiles + cluster - 1) / cluster * cluster;
         if (tiles_rounded < grid) grid = (int)tiles_rounded;
     }

@@ -3,9 +3,13 @@
  * argument checks and plans on the CPU, and on
  * the GPU (skipped without one): dense, contiguous, masked and psum, FP32
  * and UE8M0 scales, the heuristic's tile and forced ones (multicast A / B,
- * 256x128, 128x256, split-K), M and N off the tiles (N = 1160: a last scale
- * group of 8 columns and rows of D ending mid 16-byte unit), rows whose sums
- * are all zero (amax 0: the cast's 1e-4 floor).
+ * 256x128, 128x256, split-K, and the tiles of 64 and 32 columns whose scale
+ * group a cluster of 2 or 4 CTAs splits: 64x32, 64x64, 128x32, 128x64,
+ * 256x64, a forced swizzle group), M and N off the tiles (N = 1160: a last
+ * scale group of 8 columns and rows of D ending mid 16-byte unit; N = 2112,
+ * 576: a last group of 64 columns, so that the split tiles past N only take
+ * part in the exchange), rows whose sums are all zero (amax 0: the cast's
+ * 1e-4 floor).
  *
  * Pass rule. The reference is the fp64 product of the dequantized inputs,
  * quantized by the per-token cast's formula (amax of the row's 128-column
@@ -238,6 +242,13 @@ TEST(gpu_fp8out) {
         {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B},
         {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_A},
         {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A},
+        /* a scale group split over a cluster of 4 or 2 CTAs */
+        {.block_m = 64, .block_n = 32},
+        {.block_m = 64, .block_n = 64},
+        {.block_m = 128, .block_n = 32},
+        {.block_m = 128, .block_n = 64},
+        {.block_m = 256, .block_n = 64},
+        {.block_m = 64, .block_n = 64, .swizzle_group = 6},
     };
     /* dense: M, N off the tiles; N 1160 ends in a group of 8 columns */
     static const int dense[][3] = {{1, 2112, 7168}, {100, 1160, 1536}, {257, 576, 512},
@@ -250,15 +261,19 @@ TEST(gpu_fp8out) {
         CHECK(p, "problem: %s", qg_last_error());
         for (size_t f = 0; f < sizeof forced / sizeof forced[0]; ++f)
             for (int ue = 0; ue < 2; ++ue) {
-                if (f && ue) continue; /* UE8M0 with the heuristic's tile */
+                /* UE8M0 with the heuristic's tile and the 4-CTA split */
+                if (f && ue && forced[f].block_n != 32) continue;
                 const qg_config *cfg = forced[f].block_m ? &forced[f] : NULL;
                 qg_problem prob = {QG_GEMM_DENSE, p->m, p->n, p->k, 1, 0, 0};
                 qg_config c = forced[f];
-                if (cfg && qg_complete_config(ctx, &prob, &c) != QG_SUCCESS) continue; /* not for this shape */
+                qg_kernel_plan plan;
+                if (cfg && qg__complete_config_out(&ctx->props, ctx->num_sms, &prob, 1 + ue, &c,
+                                                   &plan) != QG_SUCCESS)
+                    continue; /* not for this shape */
                 char label[128];
-                snprintf(label, sizeof label, "dense %dx%dx%d %s%dx%d mc %d split %d%s", p->m, p->n,
-                         p->k, cfg ? "forced " : "", cfg ? c.block_m : 0, cfg ? c.block_n : 0,
-                         (int)c.multicast, c.split_k, ue ? " ue8m0" : "");
+                snprintf(label, sizeof label, "dense %dx%dx%d %s%dx%d mc %d split %d swz %d%s", p->m,
+                         p->n, p->k, cfg ? "forced " : "", cfg ? c.block_m : 0, cfg ? c.block_n : 0,
+                         (int)c.multicast, c.split_k, cfg ? c.swizzle_group : 0, ue ? " ue8m0" : "");
                 cases++;
                 failures += !run_case(ctx, stream, p, ue, cfg, label);
             }
@@ -281,14 +296,20 @@ TEST(gpu_fp8out) {
             static const qg_config gforced[] = {{.block_m = 0},
                                                 {.block_m = 64, .block_n = 128},
                                                 {.block_m = 128, .block_n = 256},
-                                                {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A}};
+                                                {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A},
+                                                {.block_m = 64, .block_n = 32},
+                                                {.block_m = 128, .block_n = 64},
+                                                {.block_m = 256, .block_n = 32}};
             for (size_t f = 0; f < sizeof gforced / sizeof gforced[0]; ++f)
                 for (int ue = 0; ue < 2; ++ue) {
                     if (f && ue) continue;
                     const qg_config *cfg = gforced[f].block_m ? &gforced[f] : NULL;
                     qg_problem prob = {kinds[ki], p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
                     qg_config c = gforced[f];
-                    if (cfg && qg_complete_config(ctx, &prob, &c) != QG_SUCCESS) continue;
+                    qg_kernel_plan plan;
+                    if (cfg && qg__complete_config_out(&ctx->props, ctx->num_sms, &prob, 1, &c,
+                                                       &plan) != QG_SUCCESS)
+                        continue;
                     char label[128];
                     snprintf(label, sizeof label, "kind %d G %d m %d N %d K %d %s%dx%d%s", (int)kinds[ki],
                              p->num_groups, p->m, p->n, p->k, cfg ? "forced " : "", c.block_m,
@@ -331,8 +352,17 @@ TEST(fp8out_argument_validation) {
         {"sfd over a", QG_ERROR_INVALID_ARGUMENT, "out->sfd (bytes [0x1000040"},
         {"sfd over d", QG_ERROR_INVALID_ARGUMENT, "overlaps args->d"},
         {"d over sfa", QG_ERROR_INVALID_ARGUMENT, "args->d (bytes"},
-        {"block_n 64", QG_ERROR_UNSUPPORTED, "FP8 output needs block_n a multiple of 128"},
+        {"block_n 96", QG_ERROR_UNSUPPORTED, "FP8 output needs block_n 128 or 256"},
         {"block_n 192", QG_ERROR_UNSUPPORTED, "got 192"},
+        /* a split scale group's cluster is taken: no multicast, no split-K,
+         * its tiles in one swizzle group */
+        {"block_n 64 mc A", QG_ERROR_UNSUPPORTED, "cluster of 2 CTAs; it needs multicast none, got multicast 1"},
+        {"block_n 32 split-K", QG_ERROR_UNSUPPORTED, "cluster of 4 CTAs; it needs split_k 0 or 1, got 2"},
+        {"block_n 32 swizzle 6", QG_ERROR_UNSUPPORTED, "swizzle_group must be a multiple of 4, got 6"},
+        {"block_n 48", QG_ERROR_UNSUPPORTED, "or 64 or 32 (a cluster of 2 or 4 CTAs splits a group), got 48"},
+        /* legal: past the configuration, the offline context */
+        {"block_n 64", QG_ERROR_NO_DEVICE, "offline"},
+        {"block_n 32", QG_ERROR_NO_DEVICE, "offline"},
         /* the scales right after D's 57600 bytes: no overlap (D is 1 byte an element) */
         {"sfd after d", QG_ERROR_NO_DEVICE, "offline"},
         {"valid", QG_ERROR_NO_DEVICE, "the context is offline"},
@@ -354,7 +384,16 @@ TEST(fp8out_argument_validation) {
         else if (!strcmp(w, "sfd over a")) o.sfd = FAKE(0x1000040);
         else if (!strcmp(w, "sfd over d")) o.sfd = FAKE(0x5000000 + 1024);
         else if (!strcmp(w, "d over sfa")) a.d = FAKE(0x2000000 - 1024);
+        else if (!strcmp(w, "block_n 96")) cfg.block_m = 64, cfg.block_n = 96, forced = &cfg;
+        else if (!strcmp(w, "block_n 48")) cfg.block_m = 64, cfg.block_n = 48, forced = &cfg;
         else if (!strcmp(w, "block_n 64")) cfg.block_m = 64, cfg.block_n = 64, forced = &cfg;
+        else if (!strcmp(w, "block_n 32")) cfg.block_m = 128, cfg.block_n = 32, forced = &cfg;
+        else if (!strcmp(w, "block_n 64 mc A"))
+            cfg.block_m = 64, cfg.block_n = 64, cfg.multicast = QG_MULTICAST_A, forced = &cfg;
+        else if (!strcmp(w, "block_n 32 split-K"))
+            cfg.block_m = 64, cfg.block_n = 32, cfg.split_k = 2, forced = &cfg;
+        else if (!strcmp(w, "block_n 32 swizzle 6"))
+            cfg.block_m = 64, cfg.block_n = 32, cfg.swizzle_group = 6, forced = &cfg;
         else if (!strcmp(w, "block_n 192")) cfg.block_m = 128, cfg.block_n = 192, forced = &cfg;
         else if (!strcmp(w, "sfd after d")) o.sfd = FAKE(0x5000000 + 57600);
         qg_status st = qg_fp8_gemm_nt_fp8out(ctx, &a, out, forced, NULL);
@@ -394,16 +433,21 @@ TEST(fp8out_argument_validation) {
     p.kind = QG_GEMM_DENSE;
     CHECK(qg_select_config_fp8out(ctx, &p, 3, &c) == QG_ERROR_INVALID_ARGUMENT &&
               strstr(qg_last_error(), "ue8m0 must be 0 or 1, got 3"), "%s", qg_last_error());
-    CHECK(qg_select_config_fp8out(ctx, &p, 1, &c) == QG_SUCCESS && c.block_n % 128 == 0,
+    CHECK(qg_select_config_fp8out(ctx, &p, 1, &c) == QG_SUCCESS &&
+              (c.block_n % 128 == 0 || c.block_n == 64 || c.block_n == 32),
           "%s (block_n %d)", qg_last_error(), c.block_n);
     qg_context_destroy(ctx);
     PASS();
 }
 
 /* The e4m3-D plans: 128-column store chunks, D's shared memory one byte an
- * element (never fewer stages than the bf16 plan of the tile), and the
- * heuristic choosing only whole 128-column groups over a sweep of shapes of
- * every 1D2D kind. */
+ * element (never fewer stages than the bf16 plan of the tile); the split
+ * tiles (64, 32 columns): a cluster of 128 / block_n CTAs, store chunks of
+ * their width, the exchange buffer and barriers in shared memory, the
+ * default swizzle group raised to the cluster; and the heuristic choosing
+ * only FP8-legal tiles over a sweep of shapes of every 1D2D kind, split
+ * tiles where whole groups leave SMs idle at small M, whole groups where
+ * they were chosen at M = 4096 (H200 properties). */
 TEST(fp8out_plans) {
     qg_context *ctx = NULL;
     CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
@@ -426,6 +470,49 @@ TEST(fp8out_plans) {
         CHECK(p16.smem_bytes - p8.smem_bytes == d16 / 2, "tile %zu: smem %zu against %zu", i,
               p8.smem_bytes, p16.smem_bytes);
     }
+    /* split tiles: bf16 plan's smem - half of D + 1 KiB of exchange + 16 bytes of barriers */
+    static const int split_tiles[][3] = {{64, 32, 4}, {64, 64, 2}, {128, 32, 4}, {128, 64, 2},
+                                         {256, 64, 2}};
+    for (size_t i = 0; i < sizeof split_tiles / sizeof split_tiles[0]; ++i) {
+        qg_problem p = {QG_GEMM_DENSE, 300, 2112, 7168, 1, 0, 0};
+        qg_config c8 = {.block_m = split_tiles[i][0], .block_n = split_tiles[i][1]}, c16 = c8;
+        qg_kernel_plan p8, p16;
+        CHECK(qg__plan(&ctx->props, &p, &c16, &p16) == QG_SUCCESS, "%s", qg_last_error());
+        c8.num_stages = p16.num_stages;
+        CHECK(qg__plan_out(&ctx->props, &p, 1, &c8, &p8) == QG_SUCCESS, "%s", qg_last_error());
+        const int split = split_tiles[i][2];
+        const size_t xchg = ((size_t)split * split_tiles[i][0] * 4 + 1023) / 1024 * 1024;
+        const size_t d16 = (size_t)split_tiles[i][0] * split_tiles[i][1] * 2;
+        CHECK(p8.cluster_size == split && p8.store_cols == split_tiles[i][1] &&
+                  p8.swizzle_group % split == 0 && p8.split_k == 1,
+              "split tile %zu: cluster %d store_cols %d swizzle %d", i, p8.cluster_size,
+              p8.store_cols, p8.swizzle_group);
+        CHECK(p8.smem_bytes == p16.smem_bytes - (d16 - (d16 / 2 + 1023) / 1024 * 1024) + xchg + 16,
+              "split tile %zu: smem %zu against bf16 %zu", i, p8.smem_bytes, p16.smem_bytes);
+    }
+    /* the heuristic on an H200: split tiles at small M, whole groups kept at M = 4096 */
+    {
+        qg_device_props h200;
+        memset(&h200, 0, sizeof h200);
+        h200.sm_count = 132, h200.cc_major = 9, h200.smem_optin_bytes = 232448;
+        h200.dram_gbps = 4915;
+        static const struct { int m, n, k, bm, bn, cluster; } want[] = {
+            {64, 2112, 7168, 64, 32, 4},   {128, 4096, 7168, 64, 64, 2},
+            {64, 4096, 7168, 64, 32, 4},   {64, 7168, 2048, 64, 64, 2},
+            {4096, 4096, 7168, 256, 128, 2}, {4096, 7168, 2048, 256, 128, 2},
+            {256, 4096, 7168, 64, 128, 1}};
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; ++i) {
+            qg_problem p = {QG_GEMM_DENSE, want[i].m, want[i].n, want[i].k, 1, 0, 0};
+            qg_config c;
+            qg_kernel_plan plan;
+            CHECK(qg__select_out(&h200, 132, &p, 1, NULL, 0, &c, &plan) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            CHECK(c.block_m == want[i].bm && c.block_n == want[i].bn &&
+                      plan.cluster_size == want[i].cluster,
+                  "%dx%dx%d: %dx%d cluster %d, want %dx%d cluster %d", p.m, p.n, p.k, c.block_m,
+                  c.block_n, plan.cluster_size, want[i].bm, want[i].bn, want[i].cluster);
+        }
+    }
     int chosen = 0;
     for (int kind = 0; kind <= 3; ++kind)
         for (int m = 1; m <= 16384; m *= 4)
@@ -436,7 +523,11 @@ TEST(fp8out_plans) {
                 qg_kernel_plan plan;
                 CHECK(qg__select_out(&ctx->props, ctx->num_sms, &p, 1, NULL, 0, &c, &plan) ==
                           QG_SUCCESS, "kind %d m %d n %d: %s", kind, p.m, p.n, qg_last_error());
-                CHECK(c.block_n % 128 == 0 && plan.d_fp8 == 1 && plan.store_cols == 128,
+                const int split = c.block_n < 128 ? 128 / c.block_n : 1;
+                CHECK((c.block_n % 128 == 0 || c.block_n == 64 || c.block_n == 32) &&
+                          plan.d_fp8 == 1 && plan.store_cols == (split > 1 ? c.block_n : 128) &&
+                          (split == 1 || (plan.cluster_size == split && c.multicast == 0 &&
+                                          plan.split_k == 1 && c.swizzle_group % split == 0)),
                       "kind %d m %d n %d: block %dx%d", kind, p.m, p.n, c.block_m, c.block_n);
                 chosen++;
             }

@@ -230,7 +230,13 @@ static PyObject *py_gemm(PyObject *self, PyObject *args)
 /* The e4m3-D GEMMs (qg_fp8_out) and the SwiGLU ones (qg_swiglu_out: with
  * `row_weight` (obj[7], None: none) and `limit`) through DLPack: obj holds
  * a, sfa, b, sfb, d, sfd, idx (, row_weight); bit i of e4m3_bytes / no_sync
- * as gemm()'s for obj[i]. */
+ * as gemm()'s for obj[i]. QGPY_TORCH_MODE in no_sync (launch_family without
+ * stream=): every tensor borrowed from torch's metadata and the launch on
+ * torch's current stream, else NotImplemented, nothing done. Without it the
+ * package's first try would export through DLPack on the legacy stream
+ * (`stream` 0), which makes torch order the legacy stream after the tensors'
+ * stream: under CUDA-graph capture that invalidates the capture (H200,
+ * test_swiglu.py::test_masked_cuda_graph_replay). */
 static PyObject *fp8out_call(int kind, PyObject *const *obj, int swiglu, int expected_m, int ue8m0,
                              float limit, PyObject *cfg_obj, unsigned e4m3_bytes,
                              unsigned long long stream, unsigned no_sync)
@@ -250,12 +256,27 @@ static PyObject *fp8out_call(int kind, PyObject *const *obj, int swiglu, int exp
     static const char *const names[8] = {"a", "sfa", "b", "sfb", "d", "sfd", NULL, "row_weight"};
     qgpy_tensor t[QGPY_SLOTS] = {{0}}, sfd = {0}, weight = {0};
     PyObject *result = NULL;
+    const int torch_mode = (no_sync & QGPY_TORCH_MODE) != 0;
+    int device_of_first = -1;
     for (int i = 0; i < (swiglu ? 8 : 7); i++) {
         if (i == 6 && kind == QG_GEMM_DENSE)
             continue;
         if (i == 7 && obj[i] == Py_None)
             continue;
         qgpy_tensor *dst = slot_of[i] == -1 ? &sfd : slot_of[i] == -2 ? &weight : &t[slot_of[i]];
+        if (torch_mode) {
+            /* (borrowed in place: a qgpy_tensor points into itself) */
+            if (qgpy_torch_borrow(obj[i], i == 6 ? slot_name(kind, QGPY_IDX) : names[i], dst) != 1) {
+                Py_INCREF(Py_NotImplemented);
+                result = Py_NotImplemented;
+                goto done;
+            }
+            if (device_of_first < 0)
+                device_of_first = dst->t->device.device_id;
+            if (e4m3_bytes & (1u << i))
+                qgpy_tensor_bytes_are_e4m3(dst);
+            continue;
+        }
         long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
         if (qgpy_tensor_import(obj[i], i == 6 ? slot_name(kind, QGPY_IDX) : names[i],
                                dlpack_stream, dst) < 0)
@@ -263,6 +284,8 @@ static PyObject *fp8out_call(int kind, PyObject *const *obj, int swiglu, int exp
         if (e4m3_bytes & (1u << i))
             qgpy_tensor_bytes_are_e4m3(dst);
     }
+    if (torch_mode && qgpy_torch_current_stream(device_of_first, &stream) < 0)
+        goto done;
     qg_gemm_args ga;
     qg_fp8_out out;
     qg_swiglu_out sw;
@@ -515,6 +538,42 @@ static PyObject *py_select_config(PyObject *self, PyObject *args)
     return problem_call(args, "iiiiiiiO|p:select_config", 0);
 }
 
+/* select_config_fp8out: (kind, m, n, k, num_groups, expected_m, device, ue8m0)
+ * -> the configuration dict of the e4m3-D kernel, with "cluster": the CTAs
+ * of a cluster (split-K or multicast 2; a tile of 64 or 32 columns 128 /
+ * block_n, the CTAs that split its scale group). */
+static PyObject *py_select_config_fp8out(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, device, ue8m0;
+    qg_problem p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTuple(args, "iiiiiiip:select_config_fp8out", &kind, &p.m, &p.n, &p.k,
+                          &p.num_groups, &p.expected_m, &device, &ue8m0) ||
+        check_kind(kind) < 0)
+        return NULL;
+    p.kind = (qg_gemm_kind)kind;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        return NULL;
+    qg_config cfg;
+    qg_status st = qg_select_config_fp8out(ctx, &p, ue8m0, &cfg);
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    PyObject *d = config_dict(&cfg);
+    const int cluster = cfg.split_k == 2 || cfg.multicast != QG_MULTICAST_NONE ? 2
+                        : cfg.block_n < 128                                     ? 128 / cfg.block_n
+                                                                                : 1;
+    PyObject *c = d ? PyLong_FromLong(cluster) : NULL;
+    if (!c || PyDict_SetItemString(d, "cluster", c) < 0) {
+        Py_XDECREF(c);
+        Py_XDECREF(d);
+        return NULL;
+    }
+    Py_DECREF(c);
+    return d;
+}
+
 static PyObject *py_compile(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -650,6 +709,8 @@ static PyMethodDef methods[] = {
      "torch_init(torch, current_stream): enable gemm_torch (once per process)"},
     {"select_config", py_select_config, METH_VARARGS,
      "select_config(kind, m, n, k, num_groups, expected_m, device, config) -> dict"},
+    {"select_config_fp8out", py_select_config_fp8out, METH_VARARGS,
+     "select_config_fp8out(kind, m, n, k, num_groups, expected_m, device, ue8m0) -> dict"},
     {"compile", py_compile, METH_VARARGS,
      "compile(kind, m, n, k, num_groups, expected_m, device, config) -> dict"},
     {"device_props", py_device_props, METH_O, "device_props(device) -> dict"},

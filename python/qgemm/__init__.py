@@ -88,6 +88,7 @@ from ._runtime import (
     get_pdl,
     get_tma_aligned_size,
     select_config,
+    select_config_fp8out,
     set_num_sms,
     set_pdl,
 )
@@ -190,6 +191,7 @@ __all__ = [
     "ceil_div",
     "compile",
     "select_config",
+    "select_config_fp8out",
     "get_device_props",
     "register_torch_ops",
     # DeepGEMM's names (docs/DEEPGEMM.md)

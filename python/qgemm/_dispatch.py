@@ -75,7 +75,8 @@ KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked": _C.
          "psum": _C.KIND_PSUM, "wgrad": _C.KIND_WGRAD, "k_grouped": _C.KIND_K_GROUPED}
 _MULTICAST = {None: 0, "none": 0, "a": 1, "b": 2, 0: 0, 1: 1, 2: 2}
 CONFIG_KEYS = ("block_m", "block_n", "num_stages", "multicast", "swizzle_group", "split_k")
-_DERIVED_KEYS = ("num_sms", "smem_bytes")  # what select_config adds; ignored on input
+# what select_config (and select_config_fp8out: cluster) adds; ignored on input
+_DERIVED_KEYS = ("num_sms", "smem_bytes", "cluster")
 _INT_MAX = 2**31 - 1
 _STREAM_MAX = 2**64 - 1
 

@@ -104,6 +104,23 @@ def select_config(
                          offline, config, accumulate)
 
 
+def select_config_fp8out(
+    m: int, n: int, k: int, *, kind: str = "dense", num_groups: int = 1, expected_m: int = 0,
+    use_ue8m0: bool = False, device: Any = None, offline: bool = False,
+) -> Dict[str, Any]:
+    """The configuration the library picks for the FP8-output GEMM of a problem
+    (fp8_gemm_nt_fp8out and the grouped ``*_fp8out`` calls; ``kind`` "dense", "contiguous",
+    "masked" or "psum", the arguments as in select_config): its tiles cover whole 128-column
+    scale groups, or 64 / 32 columns of one, split over a cluster of 2 / 4 CTAs. The dict is
+    select_config's with ``cluster``, the CTAs of a cluster (1: none)."""
+    if kind not in ("dense", "contiguous", "masked", "psum"):
+        raise ValueError(f"qgemm: kind must be dense, contiguous, masked or psum, got {kind!r}")
+    ordinal = _C.OFFLINE if offline else device_ordinal(device)
+    return _C.select_config_fp8out(KINDS[kind], as_int(m, "m"), as_int(n, "n"), as_int(k, "k"),
+                                   as_int(num_groups, "num_groups"),
+                                   as_int(expected_m, "expected_m"), ordinal, bool(use_ue8m0))
+
+
 def compile(
     m: int, n: int, k: int, *, kind: str = "dense", num_groups: int = 1, expected_m: int = 0,
     device: Any = None, offline: bool = False, config: Optional[Config] = None,

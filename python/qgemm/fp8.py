@@ -452,7 +452,9 @@ def fp8_gemm_nt_fp8out(a: Pair, b: Pair, d: Tensor, sfd: Tensor, *, use_ue8m0: b
     (where no activation comes between the two; docs/MOE.md) and equals
     ``per_token_cast_to_fp8`` of the bf16 GEMM's output but for that bf16
     rounding, without writing or reading the bf16 tensor. Tiles of whole
-    128-column groups only (a forced ``config`` needs block_n 128 or 256).
+    128-column groups (block_n 128 or 256), or of 64 / 32 columns of one, the
+    group split over a cluster of 2 / 4 CTAs (no multicast or split-K with
+    them); ``select_config_fp8out`` says which the library picks.
     """
     _fp8out(_C.KIND_DENSE, a, b, d, sfd, None, 0, use_ue8m0, stream, config, strict)
 

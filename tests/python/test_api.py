@@ -145,6 +145,27 @@ def test_split_k_is_chosen_forced_and_checked():
                             config={"block_m": 64, "block_n": 32, "split_k": 2, "multicast": "a"})
 
 
+def test_fp8out_config_splits_scale_groups_at_small_m():
+    # (offline: an H100) whole 128-column groups or 64 / 32 columns of one split over a cluster
+    for m, n, k in [(64, 2112, 7168), (128, 4096, 7168), (4096, 4096, 7168), (256, 576, 7168)]:
+        cfg = qgemm.select_config_fp8out(m, n, k, offline=True)
+        bn = cfg["block_n"]
+        assert bn % 128 == 0 or bn in (32, 64), cfg
+        if bn < 128:
+            assert cfg["cluster"] == 128 // bn and cfg["multicast"] == 0 and cfg["split_k"] == 1
+            assert cfg["swizzle_group"] % cfg["cluster"] == 0
+    assert qgemm.select_config_fp8out(64, 2112, 7168, offline=True)["block_n"] < 128
+    masked = qgemm.select_config_fp8out(256, 4096, 7168, kind="masked", num_groups=4,
+                                        use_ue8m0=True, offline=True)
+    assert masked["block_n"] % 128 == 0 or masked["block_n"] in (32, 64)
+    with pytest.raises(ValueError):
+        qgemm.select_config_fp8out(4096, 4096, 7168, kind="wgrad", offline=True)
+    # its output is accepted as a forced config (cluster is derived, ignored on input)
+    from qgemm import _dispatch
+    cfg = qgemm.select_config_fp8out(64, 2112, 7168, offline=True)
+    assert _dispatch.config_tuple(cfg)[:2] == (cfg["block_m"], cfg["block_n"])
+
+
 def test_invalid_problem_is_a_value_error():
     with pytest.raises(ValueError, match=r"\bm\b"):
         qgemm.select_config(0, 2112, 7168, offline=True)

@@ -40,6 +40,16 @@ def test_torch_mode_declines_cpu_tensors():
             128, 0, 0, MODE),
         "hc_prenorm": lambda: _C.hc_prenorm(_cpu(8, 64, dtype=bf), _cpu(24, 64), _cpu(8, 24),
                                             _cpu(8), 0, 0, MODE),
+        # the e4m3-D and SwiGLU GEMMs (fp8out_call): before they knew the mode they exported
+        # through DLPack on the legacy stream, which broke CUDA-graph capture on the H200
+        "gemm_fp8out": lambda: _C.gemm_fp8out(_C.KIND_DENSE, _cpu(8, 128, dtype=u8), _cpu(8, 1),
+                                              _cpu(128, 128, dtype=u8), _cpu(1, 1),
+                                              _cpu(8, 128, dtype=u8), _cpu(8, 1), None, 0, 0,
+                                              None, 0b10101, 0, MODE),
+        "gemm_swiglu": lambda: _C.gemm_swiglu(_C.KIND_DENSE, _cpu(8, 128, dtype=u8), _cpu(8, 1),
+                                              _cpu(256, 128, dtype=u8), _cpu(2, 1),
+                                              _cpu(8, 128, dtype=u8), _cpu(8, 1), None, _cpu(8),
+                                              0, 0, 0.0, None, 0b10101, 0, MODE),
     }
     for name, call in calls.items():
         assert call() is NotImplemented, name
@@ -52,6 +62,10 @@ def test_torch_mode_declines_none_and_other_objects():
     assert _C.hc_prenorm(None, None, None, None, 0, 0, MODE) is NotImplemented
     assert _C.bf16_gemm(_C.KIND_DENSE, None, None, None, None, None, 0, None, 0,
                         MODE) is NotImplemented
+    assert _C.gemm_swiglu(_C.KIND_DENSE, x, x, x, x, x, x, None, None, 0, 0, 0.0, None, 0, 0,
+                          MODE) is NotImplemented
+    assert _C.gemm_fp8out(_C.KIND_DENSE, None, None, None, None, None, None, None, 0, 0, None,
+                          0, 0, MODE) is NotImplemented
 
 
 def test_public_calls_still_word_the_rejection():
