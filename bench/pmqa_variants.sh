@@ -1,8 +1,8 @@
 #!/bin/bash
-# bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT: split4, the
-# default; split2; shared2, the 2026-11-28 default; shared4) checked and timed beside DeepGEMM in
-# one GPU run. Checks first (each bounded by timeout: a hung variant costs its limit, not the run):
-# the C GPU test (all four variants, bitwise repeats, graph replay with new context_lens), then
+# bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT: shared2, the
+# default; shared4) checked and timed beside DeepGEMM in one GPU run. Checks first (each bounded
+# by timeout: a hung variant costs its limit, not the run): the C GPU test (both variants,
+# bitwise repeats, graph replay with new context_lens), then
 # pytest -k paged under each variant; then bench/peers_families.py --kinds paged-mqa under each.
 #   usage (repository root, H200): bash bench/pmqa_variants.sh   [OUT=dir] [ROWS=8]
 set -u
@@ -19,7 +19,7 @@ wait
 source .peers/env.sh
 export PYTHONPATH=python:bench:${PYTHONPATH:-}
 echo "built t=$((SECONDS - T0))"
-VARIANTS="split4 split2 shared2 shared4"
+VARIANTS="shared2 shared4"
 fail=0
 timeout 300 build/qgemm_tests gpu_paged_mqa_logits > "$OUT/c-gpu.log" 2>&1
 rc=$?; [ $rc = 0 ] || fail=1
@@ -30,7 +30,7 @@ for v in $VARIANTS; do
     rc=$?; [ $rc = 0 ] || fail=1
     echo "pytest -k paged [$v] rc=$rc: $(tail -1 "$OUT/py-$v.log") t=$((SECONDS - T0))"
 done
-for v in shared2 split4 split2 shared4; do
+for v in $VARIANTS; do
     QGEMM_PMQA_VARIANT=$v timeout 300 python3 bench/peers_families.py --deepgemm-src .peers/DeepGEMM \
         --kinds paged-mqa --max-rows "$ROWS" --out "$OUT/$v" > "$OUT/bench-$v.log" 2>&1
     echo "== [$v] bench rc=$? t=$((SECONDS - T0))"

@@ -134,31 +134,14 @@ static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
 #define QG_PMQA_MATH_WGS 2
 #endif
 static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpgroups");
-#ifndef QG_PMQA_SPLIT
-#define QG_PMQA_SPLIT 0
-#endif
-#if QG_PMQA_SPLIT
-static_assert(QG_PMQA_STAGES >= 2, "stages (per math warpgroup) >= 2");
-#define QG_PMQA_RING_STAGES (QG_PMQA_STAGES * QG_PMQA_MATH_WGS) /* every ring's stages */
-#else
 static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQA_MATH_WGS,
               "stages a multiple of the math warpgroups (unit u -> warpgroup u % W)");
-#define QG_PMQA_RING_STAGES QG_PMQA_STAGES
-#endif
 
 #define QG_PMQA_N (QG_PMQA_NEXT_N * QG_PMQA_H) /* 32, 64 or 128 columns */
 #define QG_PMQA_ACC (QG_PMQA_N / 2)
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
-#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
-/* 640 threads launch with 96 registers each (__launch_bounds__: 61440 of
- * the SM's 65536; one CTA an SM); then 4 x 128 x 120 + 128 x 32 = 65536.
- * 120 keep the 64 accumulators and the 32 weights (N = 128) in registers,
- * no load in the epilogue (112 spill; SHARED4's 120 + 24 = 64512 ran on the
- * H200; producers at 24 spill). */
-#define QG_PMQA_PRODUCER_REGS 32
-#define QG_PMQA_MATH_REGS 120
-#elif QG_PMQA_MATH_WGS == 4
+#if QG_PMQA_MATH_WGS == 4
 /* 640 threads: 4 x 128 x 120 + 128 x 24 <= 64K registers (N = 128: 64
  * accumulators + 32 weights + addressing need more than 112) */
 #define QG_PMQA_PRODUCER_REGS 24
@@ -167,13 +150,9 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
 #define QG_PMQA_SMEM_KV (QG_PMQA_BLOCK * QG_PMQA_D)
-/* split: per q stage N fp32 weights and 8 ints of segment info (b, first
- * unit, end unit, -, context_lens[b][0 .. NEXT_N)) */
-#define QG_PMQA_INFO_INTS 8
-#define QG_PMQA_SMEM_SEG (QG_PMQA_SPLIT ? 2 * (QG_PMQA_N + QG_PMQA_INFO_INTS) * 4 : 0)
-#define QG_PMQA_SMEM_PLAN                                                                       \
-    (1024 + 2 * QG_PMQA_SMEM_Q + QG_PMQA_RING_STAGES * (QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4) + \
-     QG_PMQA_SMEM_SEG + (4 + 2 * QG_PMQA_RING_STAGES) * 8)
+#define QG_PMQA_SMEM_PLAN                                                                 \
+    (1024 + 2 * QG_PMQA_SMEM_Q + QG_PMQA_STAGES * (QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4) + \
+     (4 + 2 * QG_PMQA_STAGES) * 8)
 static_assert(QG_PMQA_SMEM_PLAN == QG_PMQA_SMEM_BYTES, "host and kernel shared-memory plans differ");
 #if QG_PMQA_D == 128
 #define QG_PMQA_DESC_HI QG_WGMMA_DESC_SW128_HI
@@ -331,7 +310,6 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
 #endif
 }
 
-
 /* The same from the row `out`, row0 and the context length. */
 template <typename Weight>
 QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
@@ -360,13 +338,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
     unsigned char *smem_q = smem;
     unsigned char *smem_kv = smem_q + 2 * QG_PMQA_SMEM_Q;
-    float *smem_sc = (float *)(smem_kv + QG_PMQA_RING_STAGES * QG_PMQA_SMEM_KV);
-    float *smem_w = smem_sc + QG_PMQA_RING_STAGES * QG_PMQA_BLOCK; /* split only */
-    int *smem_info = (int *)(smem_w + (QG_PMQA_SPLIT ? 2 * QG_PMQA_N : 0));
-    uint64_t *q_full = (uint64_t *)(smem_info + (QG_PMQA_SPLIT ? 2 * QG_PMQA_INFO_INTS : 0));
+    float *smem_sc = (float *)(smem_kv + QG_PMQA_STAGES * QG_PMQA_SMEM_KV);
+    uint64_t *q_full = (uint64_t *)(smem_sc + QG_PMQA_STAGES * QG_PMQA_BLOCK);
     uint64_t *q_empty = q_full + 2;
     uint64_t *kv_full = q_empty + 2;
-    uint64_t *kv_empty = kv_full + QG_PMQA_RING_STAGES;
+    uint64_t *kv_empty = kv_full + QG_PMQA_STAGES;
 
     const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
     if (warp == QG_PMQA_PRODUCER_WARP && qg_elect_one()) {
@@ -374,12 +350,10 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         qg_tma_prefetch_descriptor(&tmap_kv);
         qg_tma_prefetch_descriptor(&tmap_sc);
         for (int i = 0; i < 2; ++i) {
-            /* split: the q TMA's arrival and the 32 lanes' cp.async of the
-             * weights and lengths */
-            qg_mbarrier_init(&q_full[i], QG_PMQA_SPLIT ? 33 : 1);
+            qg_mbarrier_init(&q_full[i], 1);
             qg_mbarrier_init(&q_empty[i], 128 * QG_PMQA_MATH_WGS);
         }
-        for (int i = 0; i < QG_PMQA_RING_STAGES; ++i) {
+        for (int i = 0; i < QG_PMQA_STAGES; ++i) {
             qg_mbarrier_init(&kv_full[i], 1);
             qg_mbarrier_init(&kv_empty[i], 128);
         }
@@ -388,152 +362,8 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     __syncthreads();
     qg_grid_dependency_wait(); /* the schedule kernel's output */
 
+    /* one producer warp feeds the math warpgroups through one kv ring */
     const int wg = warp / 4, t = lane % 4;
-#if QG_PMQA_SPLIT
-    /* ---- one producer warp and one kv ring per math warpgroup ----
-     * The CTA's units, in (batch, block) order, fall into segments (its
-     * units of one batch entry); unit number u of the CTA goes to math
-     * warpgroup u % W, which finds them from the segment info alone: no
-     * global load on the math side. setmaxnreg sits inside each role's
-     * branch: ptxas then allocates each branch to its own budget (issued
-     * before the branches rejoin, it allocated the whole kernel to 96). */
-    if (warp >= QG_PMQA_PRODUCER_WARP) {
-#ifdef QG_PMQA_PRODUCER_REGS
-        qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
-#endif
-        const int p = warp - QG_PMQA_PRODUCER_WARP;
-        if (p < QG_PMQA_MATH_WGS) {
-            /* producer p: the kv of warpgroup p's units; p = 0 also each
-             * segment's q, weights, lengths and info, and the end marker */
-            const int b_begin = min(max(schedule[2 * blockIdx.x], 0), batch);
-            const int k_begin = max(schedule[2 * blockIdx.x + 1], 0);
-            const int end_b = min(max(schedule[2 * blockIdx.x + 2], 0), batch);
-            const int end_k = max(schedule[2 * blockIdx.x + 3], 0);
-            int U = 0, g = 0, s = 0;
-            uint32_t ph = 0;
-            uint64_t *full = kv_full + p * QG_PMQA_STAGES, *empty = kv_empty + p * QG_PMQA_STAGES;
-            for (int b = b_begin; b < batch && (b < end_b || (b == end_b && end_k > 0)); ++b) {
-                const int nb = qg_pmqa_nb(context_lens, b, max_context_len);
-                const int kb = b == b_begin ? k_begin : 0;
-                const int ke = b == end_b ? min(end_k, nb) : nb;
-                if (kb >= ke) continue; /* no unit of this CTA */
-                if (p == 0) {
-                    const int qs = g & 1;
-                    if (lane == 0) qg_mbarrier_wait(&q_empty[qs], ((g >> 1) & 1) ^ 1);
-                    __syncwarp();
-                    const float *wrow = weights + (int64_t)b * QG_PMQA_NEXT_N * ld_weights;
-                    for (int c = lane; c < QG_PMQA_N; c += 32)
-                        qg_cp_async_4(smem_w + qs * QG_PMQA_N + c,
-                                      wrow + (c / QG_PMQA_H) * ld_weights + c % QG_PMQA_H);
-                    int *info = smem_info + qs * QG_PMQA_INFO_INTS;
-                    if (lane < QG_PMQA_NEXT_N)
-                        qg_cp_async_4(info + 4 + lane, context_lens + b * QG_PMQA_NEXT_N + lane);
-                    if (lane == 0) info[0] = b, info[1] = kb, info[2] = ke;
-                    qg_cp_async_arrive_noinc(&q_full[qs]);
-                    if (lane == 0) {
-                        qg_mbarrier_arrive_expect_tx(&q_full[qs], QG_PMQA_N * QG_PMQA_D);
-                        qg_tma_load_2d(smem_q + qs * QG_PMQA_SMEM_Q, &tmap_q, &q_full[qs], 0,
-                                       b * QG_PMQA_N);
-                    }
-                }
-                ++g;
-                const int off = (p - U) & (QG_PMQA_MATH_WGS - 1);
-                U += ke - kb;
-                /* lane l holds the block-table entry of this warpgroup's
-                 * unit i0 + l of the segment (i0 a multiple of 32) */
-                int win = 0;
-                for (int k = kb + off, i = 0; k < ke; k += QG_PMQA_MATH_WGS, ++i) {
-                    if ((i & 31) == 0) {
-                        const int kk = k + lane * QG_PMQA_MATH_WGS;
-                        win = kk < ke ? __ldg(block_table + (int64_t)b * block_table_ld + kk) : 0;
-                    }
-                    const int phys = __shfl_sync(0xffffffffu, win, i & 31);
-                    if (lane == 0) {
-                        qg_mbarrier_wait(&empty[s], ph ^ 1);
-                        qg_mbarrier_arrive_expect_tx(&full[s], QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4);
-                        qg_tma_load_3d(smem_kv + (p * QG_PMQA_STAGES + s) * QG_PMQA_SMEM_KV,
-                                       &tmap_kv, &full[s], 0, 0, phys);
-                        qg_tma_load_2d(smem_sc + (p * QG_PMQA_STAGES + s) * QG_PMQA_BLOCK,
-                                       &tmap_sc, &full[s], 0, phys);
-                    }
-                    __syncwarp();
-                    if (++s == QG_PMQA_STAGES) s = 0, ph ^= 1;
-                }
-            }
-            if (p == 0) { /* the end marker: info[0] = -1 */
-                const int qs = g & 1;
-                if (lane == 0) qg_mbarrier_wait(&q_empty[qs], ((g >> 1) & 1) ^ 1);
-                __syncwarp();
-                if (lane == 0) smem_info[qs * QG_PMQA_INFO_INTS] = -1;
-                qg_cp_async_arrive_noinc(&q_full[qs]);
-                if (lane == 0) qg_mbarrier_arrive(&q_full[qs]);
-            }
-        }
-#if QG_PMQA_CLEAN && QG_PMQA_MATH_WGS == 2
-        else /* the last warpgroup's two spare warps, from the start */
-            qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
-                               (int)threadIdx.x - (128 * 2 + 64), 64);
-#endif
-    } else {
-        /* ---- math warpgroup wg: units u of the CTA with u % W == wg ---- */
-#ifdef QG_PMQA_PRODUCER_REGS
-        qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
-#endif
-        const int row0 = (warp % 4) * 16 + lane / 4; /* key row in the block; and row0 + 8 */
-#if QG_PMQA_NEXT_N == 2
-        const int my_n = t & 1, my_half = t >> 1;
-#else
-        const int my_n = 0, my_half = t;
-#endif
-        const uint32_t q_lo0 = qg_smem_addr(smem_q) >> 4;
-        const uint32_t kv_lo0 = qg_smem_addr(smem_kv + wg * QG_PMQA_STAGES * QG_PMQA_SMEM_KV) >> 4;
-        uint64_t *full = kv_full + wg * QG_PMQA_STAGES, *empty = kv_empty + wg * QG_PMQA_STAGES;
-        const float *sc_row = smem_sc + wg * QG_PMQA_STAGES * QG_PMQA_BLOCK + row0;
-        float w[QG_PMQA_N / 4]; /* this lane's columns c = 8j + 2t + e: w[2j + e] */
-        float acc[QG_PMQA_ACC];
-        int U = 0, s = 0;
-        uint32_t ph = 0;
-        for (int g = 0;; ++g) {
-            const int qs = g & 1;
-            qg_mbarrier_wait(&q_full[qs], (g >> 1) & 1);
-            const int *info = smem_info + qs * QG_PMQA_INFO_INTS;
-            const int b = info[0];
-            if (b < 0) break;
-            const int kb = info[1], ke = info[2];
-            const int off = (wg - U) & (QG_PMQA_MATH_WGS - 1);
-            U += ke - kb;
-            if (kb + off < ke) {
-#pragma unroll
-                for (int j = 0; j < QG_PMQA_N / 8; ++j) {
-                    const float2 x = *(const float2 *)(smem_w + qs * QG_PMQA_N + 8 * j + 2 * t);
-                    w[2 * j] = x.x, w[2 * j + 1] = x.y;
-                }
-                const int my_ctx = min(max(info[4 + my_n], 0), max_context_len);
-                const int lane_key = row0 + 8 * my_half;
-                const int lim_ctx = my_half < 2 ? my_ctx - lane_key : -0x7fffffff;
-                const int lim_max = my_half < 2 ? max_context_len - lane_key : -0x7fffffff;
-                qg_plogit_t *dst =
-                    logits + (int64_t)(b * QG_PMQA_NEXT_N + my_n) * ld_logits + lane_key;
-                const uint32_t q_lo = q_lo0 + qs * (QG_PMQA_SMEM_Q >> 4);
-                for (int key0 = (kb + off) * QG_PMQA_BLOCK; key0 < ke * QG_PMQA_BLOCK;
-                     key0 += QG_PMQA_MATH_WGS * QG_PMQA_BLOCK) {
-                    qg_pmqa_unit_at(acc, [&](int j, int e) { return w[2 * j + e]; }, &full[s],
-                                    &empty[s], ph, sc_row + s * QG_PMQA_BLOCK, q_lo,
-                                    kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), my_n, my_half, key0, dst,
-                                    lim_ctx, lim_max);
-                    if (++s == QG_PMQA_STAGES) s = 0, ph ^= 1;
-                }
-            }
-            qg_mbarrier_arrive(&q_empty[qs]);
-        }
-#if QG_PMQA_CLEAN && QG_PMQA_MATH_WGS == 4
-        /* no spare warp (and 32 registers a producer thread): the math
-         * warpgroups, once their units are done */
-        qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
-                           (int)threadIdx.x, 128 * QG_PMQA_MATH_WGS);
-#endif
-    }
-#else /* one producer warp, one kv ring shared by the math warpgroups */
 #ifdef QG_PMQA_PRODUCER_REGS
     if (warp >= QG_PMQA_PRODUCER_WARP) qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
     else qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
@@ -645,7 +475,6 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         }
         if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
     }
-#endif /* QG_PMQA_SPLIT */
     qg_launch_dependents();
 }
 

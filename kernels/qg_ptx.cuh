@@ -502,21 +502,6 @@ QG_DEVICE void qg_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t
                  : "memory");
 }
 
-/* 4 bytes global -> shared, asynchronously (cp.async.ca: 9.7.9.3.1); pair
- * with qg_cp_async_arrive_noinc to learn when they have landed. */
-QG_DEVICE void qg_cp_async_4(void *dst, const void *src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;"
-                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)src) : "memory");
-}
-
-/* One arrival on `bar` once every earlier cp.async of this thread has
- * completed (cp.async.mbarrier.arrive.noinc: 9.7.9.3.3; .noinc: the arrival
- * is one of the count the barrier was initialised with). */
-QG_DEVICE void qg_cp_async_arrive_noinc(uint64_t *bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];"
-                 ::"r"(qg_smem_addr(bar)) : "memory");
-}
-
 /* 16 bytes to global memory, streaming (st.global.cs.v4: 9.7.9.9; the
  * logits are written once and not read back by this kernel). */
 QG_DEVICE void qg_st_global_cs_v4(void *ptr, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {

@@ -192,14 +192,11 @@ int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *p) {
 
 /* ---- fp8_paged_mqa_logits ------------------------------------------------ */
 
-/* The kernel's QG_PMQA_SMEM_PLAN: q's two stages, `rings` x `stages` kv
- * stages (64 x D codes + 64 scales), split: two stages of weights and
- * segment info, the barriers. */
-static size_t pmqa_smem(int n_cols, int d, int rings, int stages, int split) {
+/* The kernel's QG_PMQA_SMEM_PLAN: q's two stages, `stages` kv stages (64 x
+ * D codes + 64 scales), the barriers. */
+static size_t pmqa_smem(int n_cols, int d, int stages) {
     const size_t q = ((size_t)n_cols * d + 1023) / 1024 * 1024;
-    const size_t ring = (size_t)rings * stages;
-    const size_t seg = split ? 2 * ((size_t)n_cols + 8) * 4 : 0;
-    return 1024 + 2 * q + ring * (64 * (size_t)d + 64 * 4) + seg + (4 + 2 * ring) * 8;
+    return 1024 + 2 * q + (size_t)stages * (64 * (size_t)d + 64 * 4) + (size_t)(4 + 2 * stages) * 8;
 }
 
 int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
@@ -220,51 +217,37 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->grid_x = num_sms;
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
-    /* SPLIT4 (DeepGEMM's organisation: 4 math warpgroups, each fed by its
-     * own producer warp and ring, weights in registers, 112 registers a math
-     * thread) replaces SHARED2 (2 warpgroups at 165 registers, 9 warps an SM:
-     * 55% of DRAM on the H200 at bsz 4096, L 8192, against DeepGEMM's 81%;
-     * bench/results/2026-11-28-h200-22-probe). SHARED4 had ran 4-12% slower
-     * than SHARED2 (its weights were read from L1 in every epilogue). The
-     * others stay variants for measurements (QGEMM_PMQA_VARIANT). */
+    /* SHARED2: two math warpgroups fed through one kv ring. SHARED4 (4
+     * warpgroups, DeepGEMM's count) ran 4-12% slower on the H200 (its weights
+     * are read from L1 in every epilogue) and stays a variant for
+     * measurements (QGEMM_PMQA_VARIANT). A split organisation (a producer
+     * warp and ring per math warpgroup, 4 or 2 of them) hung on the H200 on
+     * the first row of bench/peers_families.py --kinds paged-mqa and was
+     * removed (git tag exp/pmqa-split-2026-11-28; bench/HISTORY.md). */
     return qg__pmqa_plan_variant(out, QG_PMQA_VARIANT_DEFAULT);
 }
 
 const char *qg__pmqa_variant_name(int variant) {
-    static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "shared4", "split4",
-                                                             "split2"};
+    static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "shared4"};
     return variant >= 0 && variant < QG_PMQA_VARIANT_COUNT ? names[variant] : NULL;
 }
 
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     if (!p || variant < 0 || variant >= QG_PMQA_VARIANT_COUNT) return -1;
-    const int math_wgs =
-        variant == QG_PMQA_VARIANT_SHARED4 || variant == QG_PMQA_VARIANT_SPLIT4 ? 4 : 2;
-    const int split = variant == QG_PMQA_VARIANT_SPLIT4 || variant == QG_PMQA_VARIANT_SPLIT2;
+    const int math_wgs = variant == QG_PMQA_VARIANT_SHARED4 ? 4 : 2;
     const int n_cols = p->next_n * p->heads;
-    int stages;
-    if (split) {
-        /* per ring: as many as fit, <= 8 (4 x 5 x 8.25 KiB in flight an SM at
-         * N 128, D 128, against DeepGEMM's 4 x 3) */
-        stages = 8;
-        while (stages > 2 && pmqa_smem(n_cols, p->head_dim, math_wgs, stages, 1) > QG_IDX_SMEM_MAX)
-            --stages;
-    } else {
-        /* one ring: a multiple of the warpgroups (unit u -> warpgroup u % W,
-         * stage u % stages), as many as fit, <= 24; SHARED2 <= 16 (its
-         * 2026-11-28 plan) */
-        stages = 24 / math_wgs * math_wgs;
-        while (stages > math_wgs &&
-               pmqa_smem(n_cols, p->head_dim, 1, stages, 0) > QG_IDX_SMEM_MAX)
-            stages -= math_wgs;
-        if (math_wgs == 2 && stages > 16) stages = 16;
-    }
+    /* one ring: a multiple of the warpgroups (unit u -> warpgroup u % W,
+     * stage u % stages), as many as fit, <= 24; SHARED2 <= 16 (its
+     * 2026-11-28 plan) */
+    int stages = 24 / math_wgs * math_wgs;
+    while (stages > math_wgs && pmqa_smem(n_cols, p->head_dim, stages) > QG_IDX_SMEM_MAX)
+        stages -= math_wgs;
+    if (math_wgs == 2 && stages > 16) stages = 16;
     p->variant = variant;
     p->math_wgs = math_wgs;
-    p->split = split;
     p->stages = stages;
     p->block_x = 128 * (math_wgs + 1);
-    p->smem_bytes = pmqa_smem(n_cols, p->head_dim, split ? math_wgs : 1, stages, split);
+    p->smem_bytes = pmqa_smem(n_cols, p->head_dim, stages);
     return 0;
 }
 
@@ -272,15 +255,14 @@ int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
     const int len = snprintf(
         buf, cap,
         "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages, "
-        "%d math wgs, split %d\n"
+        "%d math wgs\n"
         "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
         "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
-        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n#define QG_PMQA_SPLIT %d\n"
-        "#define QG_PMQA_SMEM_BYTES %zu\n"
+        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n#define QG_PMQA_SMEM_BYTES %zu\n"
         "#include \"qg_paged_mqa_logits.cuh\"\n",
         p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
-        p->split, p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages,
-        p->math_wgs, p->split, p->smem_bytes);
+        p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
+        p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

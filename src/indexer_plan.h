@@ -131,9 +131,8 @@ int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *plan);
 typedef struct {
     int batch, next_n, heads, head_dim;
     int clean, logits_bf16;
-    int stages;                /* split: per math warpgroup's ring; else the one ring's */
+    int stages;                /* the kv ring's stages */
     int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
-    int split;                 /* QG_PMQA_SPLIT: one producer warp and kv ring per warpgroup */
     int variant;               /* QG_PMQA_VARIANT_* */
     int grid_x, block_x;       /* logits kernel */
     size_t smem_bytes;
@@ -141,25 +140,19 @@ typedef struct {
     size_t schedule_bytes;     /* the schedule buffer the caller provides */
 } qg_pmqa_plan;
 
-/* The organisations of the paged kernel (QGEMM_PMQA_VARIANT): SHARED2 /
- * SHARED4: 2 or 4 math warpgroups fed by one producer warp through one kv
- * ring (SHARED2: the 2026-11-28 default); SPLIT4 / SPLIT2: one producer warp
- * and one kv ring per math warpgroup, q, weights and lengths staged in
- * shared memory per batch segment (SPLIT4: the default). */
-enum {
-    QG_PMQA_VARIANT_SHARED2 = 0,
-    QG_PMQA_VARIANT_SHARED4 = 1,
-    QG_PMQA_VARIANT_SPLIT4 = 2,
-    QG_PMQA_VARIANT_SPLIT2 = 3,
-    QG_PMQA_VARIANT_COUNT = 4
-};
-#define QG_PMQA_VARIANT_DEFAULT QG_PMQA_VARIANT_SPLIT4
+/* The organisations of the paged kernel (QGEMM_PMQA_VARIANT): 2 or 4 math
+ * warpgroups fed by one producer warp through one kv ring (SHARED2: the
+ * default). The split organisations (a producer warp and ring per math
+ * warpgroup) hung on the H200 and were removed: git tag
+ * exp/pmqa-split-2026-11-28. */
+enum { QG_PMQA_VARIANT_SHARED2 = 0, QG_PMQA_VARIANT_SHARED4 = 1, QG_PMQA_VARIANT_COUNT = 2 };
+#define QG_PMQA_VARIANT_DEFAULT QG_PMQA_VARIANT_SHARED2
 
 int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
                   int num_sms, qg_pmqa_plan *out, const char **why);
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
-/* The variant's name ("shared2", "shared4", "split4", "split2"), or NULL. */
+/* The variant's name ("shared2", "shared4"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

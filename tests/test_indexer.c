@@ -10,6 +10,7 @@
  * eager calls bitwise.
  */
 #include "internal.h"
+#include "indexer_plan.h"
 #include "gpu_ctx.h"
 #include "qg_test.h"
 #include "qgtk.h"
@@ -226,21 +227,26 @@ TEST(indexer_validation) {
         }
         unsetenv("QGEMM_HC_MODE");
     }
-    { /* QGEMM_PMQA_VARIANT: the four names pass the checks; any other value
-       * fails the logits call (not the schedule's), naming the variable */
+    { /* QGEMM_PMQA_VARIANT: the two names pass the checks; any other value
+       * (the removed split4 / split2 too) fails the logits call (not the
+       * schedule's), naming the variable and the value */
         qg_paged_mqa_logits_args p = good_paged();
-        static const char *const good[] = {"split4", "split2", "shared2", "shared4"};
+        static const char *const good[] = {"shared2", "shared4"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_PMQA_VARIANT=%s: %s (%s)", good[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *const bad[] = {"split3", "SPLIT4", "shared", "split4 ", "4"};
+        static const char *const bad[] = {"split4", "split2", "SHARED2", "shared", "shared2 ",
+                                          "4"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
-            CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT"),
+            char quoted[32];
+            snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+            CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
+                      strstr(qg_last_error(), quoted),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -388,13 +394,26 @@ TEST(indexer_compile_every_variant) {
  * the most registers) and the narrowest shapes, clean and not, fp32 and
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
 TEST(pmqa_compile_every_variant) {
+    { /* the planner's default is SHARED2 (2 math warpgroups, 384 threads);
+       * nothing past SHARED4 (the split organisations were removed) */
+        qg_pmqa_plan pl;
+        const char *why = "";
+        CHECK(qg__pmqa_plan(64, 2, 64, 128, 0, 0, 132, &pl, &why) == 0, "plan: %s", why);
+        CHECK(pl.variant == QG_PMQA_VARIANT_SHARED2 && pl.math_wgs == 2 && pl.block_x == 384,
+              "default: variant %d, %d math wgs, %d threads", pl.variant, pl.math_wgs,
+              pl.block_x);
+        CHECK(!strcmp(qg__pmqa_variant_name(pl.variant), "shared2") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4), "shared4") &&
+                  !qg__pmqa_variant_name(2) && qg__pmqa_plan_variant(&pl, 2) == -1,
+              "variant names / count");
+    }
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
     CHECK(mkdtemp(dir), "mkdtemp");
     setenv("QGEMM_CACHE_DIR", dir, 1);
     qg_context *ctx = offline();
     CHECK(ctx, "offline context: %s", qg_last_error());
-    static const char *const variants[] = {"split4", "split2", "shared2", "shared4"};
+    static const char *const variants[] = {"shared2", "shared4"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -532,8 +551,8 @@ TEST(gpu_paged_mqa_logits) {
         {16, 2, 32, 32, 1, 1, 500, 0},  {300, 1, 64, 128, 0, 1, 64, 1}, {5, 2, 64, 64, 0, 1, 2000, 0},
         {32, 2, 64, 128, 1, 1, 1000, 1}};
     int failures = 0;
-    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default) */
-    static const char *const variants[] = {NULL, "split2", "shared2", "shared4"};
+    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, shared2) */
+    static const char *const variants[] = {NULL, "shared4"};
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         if (variants[vi])
             setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);

@@ -47,6 +47,7 @@ from .._runtime import (  # noqa: F401
     get_pdl,
     get_tma_aligned_size,
     select_config,
+    select_config_fp8out,
     set_num_sms,
     set_pdl,
 )
