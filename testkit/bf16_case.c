@@ -270,6 +270,14 @@ bool qgtk_bf16_case_run(qg_context *ctx, CUstream stream, const qgtk_bf16_case *
     drv->cuMemcpyHtoD(di, h.idx, (size_t)(c->m + G + 1) * 4);
     if (c->c_mode == 2) drv->cuMemcpyHtoD(dd, c_bytes, d_bytes); /* D holds C */
     else drv->cuMemsetD8(dd, 0xFF, d_bytes);                    /* poison */
+    /* those ran on the legacy default stream, which a non-blocking stream
+     * does not wait for (the memset returns before it runs, a pageable
+     * upload before its DMA lands): done before the call, or the poison can
+     * land after the library's copy of C into D */
+    if (drv->cuCtxSynchronize() != CUDA_SUCCESS) {
+        snprintf(res->why, sizeof res->why, "cuCtxSynchronize failed");
+        goto done;
+    }
     qg_bf16_gemm_args a;
     memset(&a, 0, sizeof a);
     a.m = c->m, a.n = c->n, a.k = k_total, a.num_groups = G;

@@ -14,6 +14,21 @@ static inline void gpu_ctx_push(qg_context *ctx) {
     if (qg__context_cuda(ctx, &drv, &cu, NULL)) drv->cuCtxPushCurrent(cu);
 }
 
+/* The tests' uploads and poisons use the legacy default stream
+ * (cuMemcpyHtoD, cuMemsetD8), but the session's stream is
+ * CU_STREAM_NON_BLOCKING (testkit/harness.c): it does not wait for them.
+ * cuMemsetD8 on device memory returns before the memset runs, and
+ * cuMemcpyHtoD from pageable memory can return before its DMA lands. Call
+ * this after them, before the library call on the session's stream: else a
+ * poison can land after the library's own C copy or over the kernel's
+ * output, and a fresh C after the kernel read it (the H200 saw all three in
+ * the batch-sum tests). 0 on success. */
+static inline int gpu_legacy_done(qg_context *ctx) {
+    const qg_driver *drv;
+    if (!qg__context_cuda(ctx, &drv, NULL, NULL)) return -1;
+    return drv->cuCtxSynchronize() == CUDA_SUCCESS ? 0 : -1;
+}
+
 static inline void gpu_ctx_pop(qg_context *ctx) {
     const qg_driver *drv;
     CUcontext prev;
