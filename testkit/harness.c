@@ -145,7 +145,15 @@ qg_status qgtk_gpu_session_open_on(int device, qg_context **ctx, CUstream *strea
     if (st != QG_SUCCESS) return st;
     st = ctx_push(*ctx);
     if (st == QG_SUCCESS) {
-        CU_TRY(drv_of(*ctx)->cuStreamCreate(stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        /* A blocking stream: the tests upload and poison on the legacy default
+         * stream (cuMemcpyHtoD, cuMemsetD8), which can return before the GPU
+         * has done them; a blocking stream waits for that work before the
+         * library's, and the legacy stream's read-backs wait for the library's.
+         * A non-blocking stream let a poison land after a kernel's stores under
+         * load (the H200's "unwritten" gpu_fp8out / gpu_cast / batch-sum
+         * failures with nine processes on the card, 2026-11-28). The library
+         * itself treats every stream alike. */
+        CU_TRY(drv_of(*ctx)->cuStreamCreate(stream, CU_STREAM_DEFAULT), "cuStreamCreate");
     done:
         ctx_pop(*ctx);
     }

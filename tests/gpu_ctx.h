@@ -15,8 +15,9 @@ static inline void gpu_ctx_push(qg_context *ctx) {
 }
 
 /* The tests' uploads and poisons use the legacy default stream
- * (cuMemcpyHtoD, cuMemsetD8), but the session's stream is
- * CU_STREAM_NON_BLOCKING (testkit/harness.c): it does not wait for them.
+ * (cuMemcpyHtoD, cuMemsetD8); the session's stream is now a blocking one
+ * (testkit/harness.c), which waits for them, but a test may run the library
+ * on a stream of its own (a non-blocking one would not wait).
  * cuMemsetD8 on device memory returns before the memset runs, and
  * cuMemcpyHtoD from pageable memory can return before its DMA lands. Call
  * this after them, before the library call on the session's stream: else a
