@@ -36,8 +36,9 @@
  *                                            (qg_bf16_gemm_batch_sum, einsum 'bmk,bnk->mn';
  *                                            A/B measurements): 2, 4 or 8; another value
  *                                            fails the call with a message naming it
- *   QGEMM_BF16_PLAN     v2                   the BF16 GEMMs' configuration (A/B measurements,
- *                                            tests): v2 (the current heuristic), v1 (before
+ *   QGEMM_BF16_PLAN     v3                   the BF16 GEMMs' configuration (A/B measurements,
+ *                                            tests): v3 (the current heuristic), v2 (before
+ *                                            B multicast in the m-grouped layouts), v1 (before
  *                                            it mirrored DeepGEMM's multicast choice) or a
  *                                            forced tile BMxBN[:a|:b]; another value, or a
  *                                            tile the call cannot take, fails the call with
@@ -47,6 +48,8 @@
  *                                            DeepGEMM; not bitwise deterministic) or tree
  *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
  *                                            another value fails the call, naming it
+ *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
+ *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
  *                                            when NVRTC is loaded (src/nvrtc.c)
@@ -91,11 +94,13 @@ const qg_env_knob qg__env_knobs[] = {
      "shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
-    {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v2 (current heuristic), v1 (before branch "
-     "bf16h) or a forced tile BMxBN[:a|:b]", "v2"},
+    {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "
+     "gmc), v1 (before branch bf16h) or a forced tile BMxBN[:a|:b]", "v3"},
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
+    {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
+     "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

@@ -28,6 +28,7 @@
  */
 #include "internal.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -147,6 +148,14 @@ static bool fp8_d_tile(int d_fp8, int block_n) {
     return !d_fp8 || block_n % 128 == 0 || block_n == 64 || block_n == 32;
 }
 /* CTAs of a cluster that split a scale group (1: none; never under SwiGLU). */
+/* Whether the e4m3-D heuristic may pick split tiles (QGEMM_FP8OUT_SPLIT, a
+ * flag; a forced configuration may always ask for one). */
+#define QG_FP8OUT_SPLIT_DEFAULT 1
+static bool split_tiles_allowed(void) {
+    return qg__env_string("QGEMM_FP8OUT_SPLIT") ? qg__env_flag("QGEMM_FP8OUT_SPLIT")
+                                                 : QG_FP8OUT_SPLIT_DEFAULT;
+}
+
 static int fp8_split(int d_fp8, int block_n) {
     return d_fp8 && !(d_fp8 & QG_D_SWIGLU) && block_n < 128 ? 128 / block_n : 1;
 }
@@ -921,7 +930,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 if (mc && num_sms % 2) continue;
                 /* (a split group's cluster is taken: no multicast there) */
                 const int split = fp8_split(d_fp8, bn);
-                if (split > 1 && (mc || num_sms < split)) continue;
+                if (split > 1 && (mc || num_sms < split || !split_tiles_allowed())) continue;
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
                 /* (the contiguous layouts: no 256-row tiles but psum's tall
                  * ones, and those below for groups of 129..256 rows) */
