@@ -337,8 +337,12 @@ def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
 # bmk_splits_dg, or a number (the nearest split count with no empty range, at most
 # min(batches, 1024)). Read at every call.
 SPLITS_ENV = "QGEMM_BMK_SPLITS"
-# The default: bmk_splits_dg under the atomic reduction (QGEMM_BMK_REDUCE unset or atomic);
-# under the tree, bmk_splits below DG_RULE_MIN_BATCHES batches, bmk_splits_dg from there.
+# The default, under either reduction: bmk_splits below DG_RULE_MIN_BATCHES batches,
+# bmk_splits_dg from there. Under the atomic reduction on the H200
+# (bench/results/2026-11-28-h200-24-int2/bmk-variants.log, "atomic" = dg everywhere,
+# "atomic-tiles" = bmk_splits everywhere): at B = 129 bmk_splits ran 9.9 / 19.7 / 17.8 / 31.1 /
+# 22.5 / 32.1 us where dg ran 12.4 / 24.5 / 17.7 / 31.2 / 22.5 / 32.2; from B = 4096 each won
+# half of the 12 rows (dg's losses the smaller), so dg stays there.
 # Measured on the H200 (bench/results/2026-11-28-h200-21-final/bmk-variants.log, DeepGEMM's
 # 12 test rows, radix 2): at B = 129 bmk_splits ran 17.6-38.2 us where the DeepGEMM-like
 # rule ran 33.3-38.2; at B = 4096 / 8192 the DeepGEMM-like rule ran 160.7 / 314.0 / 438.3 /
@@ -351,10 +355,9 @@ def _splits_of_env(m: int, n: int, batches: int, k: int, device: Any = None,
                    atomic: bool = False) -> int:
     v = os.environ.get(SPLITS_ENV, "").strip().lower()
     if v in ("", "auto"):
-        # the atomic reduction costs one level whatever the split count: DeepGEMM's rule
-        # (about one 128x128-tile CTA per SM) everywhere; the tree paid a level per doubling,
-        # so below DG_RULE_MIN_BATCHES it took fewer, thinner splits (bmk_splits)
-        if not atomic and batches < DG_RULE_MIN_BATCHES:
+        # below DG_RULE_MIN_BATCHES fewer, thinner splits (bmk_splits); from there
+        # DeepGEMM's rule (about one 128x128-tile CTA per SM): measured under both reductions
+        if batches < DG_RULE_MIN_BATCHES:
             return bmk_splits(m, n, batches, k)
         from ._runtime import get_num_sms
         return bmk_splits_dg(m, n, batches, k, get_num_sms(device))

@@ -231,11 +231,11 @@ def test_bmk_bnk_mn_decomposition(monkeypatch, d_dtype, c_mode, s, min_k, reduce
     assert kind == qgemm._C.KIND_BF16_BATCH_SUM
     assert a2 is a and b2 is b and d2 is d  # no copies; c as given (d itself, or another)
     assert c2 is c
-    if reduce == "tree":  # bmk_splits below 1024 batches
-        assert splits == E.bmk_splits(m, n, s, k)
+    # bmk_splits below 1024 batches, under either reduction
+    assert splits == E.bmk_splits(m, n, s, k)
+    if reduce == "tree":
         assert (splits > 1) == (min_k == 16 and s > 1) and (ws is None) == (splits == 1)
-    else:  # DeepGEMM's rule; an FP32 d is the atomics' target: no workspace
-        assert splits == E.bmk_splits_dg(m, n, s, k, 132) and (splits > 1) == (s > 1)
+    else:  # an FP32 d is the atomics' target: no workspace
         assert (ws is None) == (splits == 1 or d_dtype == "float32")
     if c_mode != "d":  # the same bits again (the stand-in launch is deterministic)
         again = d.clone()
@@ -765,10 +765,10 @@ def test_bmk_splits_env(monkeypatch):
         monkeypatch.setenv(E.SPLITS_ENV, v)
         with pytest.raises(ValueError, match="QGEMM_BMK_SPLITS"):
             E._splits_of_env(128, 384, 129, 128)
-    # the atomic reduction's auto: DeepGEMM's rule at every batch count
+    # the atomic reduction's auto: the same rule as the tree's
     for v in ("", "auto"):
         monkeypatch.setenv(E.SPLITS_ENV, v)
-        assert E._splits_of_env(128, 384, 129, 128, atomic=True) == ("dg", 77)
+        assert E._splits_of_env(128, 384, 129, 128, atomic=True) == 15
         assert E._splits_of_env(128, 384, big, 128, atomic=True) == ("dg", 77)
     monkeypatch.setenv(E.SPLITS_ENV, "tiles")
     assert E._splits_of_env(128, 384, 129, 128, atomic=True) == 15

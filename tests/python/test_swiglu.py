@@ -174,6 +174,17 @@ def _steps(x, y):
     return (ordinal(x) - ordinal(y)).abs()
 
 
+def _far_steps(x, ref):
+    """_steps where the reference's e4m3 value is at least 16 in magnitude; below that (values
+    under 16/448 of their group's amax) an element passes within 1.0 of the reference, the C
+    tests' rule (tests/test_fp8out.c): a sum near zero may change sign between the FP32
+    accumulation and the fp64 reference, which the code order counts as many steps."""
+    s = _steps(x, ref)
+    xf, rf = x.float(), ref.float()
+    small_ok = (rf.abs() < 16) & ((xf - rf).abs() <= 1.0)
+    return torch.where(small_ok, torch.zeros_like(s), s)
+
+
 def _expert_inputs(g, m, h, i, seed, device="cuda"):
     gen = torch.Generator(device=device).manual_seed(seed)
     x = torch.randn(g, m, h, device=device, generator=gen)
@@ -231,7 +242,8 @@ def test_masked_matches_reference_and_unfused(limit, weighted, ue8m0):
         s = _steps(y[e, :rows], q_ref[e, :rows])
         total += s.numel()
         mism += int((s > 0).sum())
-        assert int(s.max()) <= 1 or rel > 0, f"group {e}: {int(s.max())} steps"
+        far = int(_far_steps(y[e, :rows], q_ref[e, :rows]).max())
+        assert far <= 1 or rel > 0, f"group {e}: {far} steps where |ref| >= 16"
     print(f"masked swiglu: mismatch vs fp64 {mism / total:.2e}")
     assert mism <= 0.02 * total
     if limit == 0.0 and not weighted and not ue8m0:  # the unfused qgemm path: bf16 GEMM + silu_and_mul
