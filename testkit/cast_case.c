@@ -54,8 +54,7 @@ float qgtk_ceil_ue8m0(float s) {
     return bitsf((uint32_t)e << 23);
 }
 
-static void ref_scale(uint32_t amax_bits, int ue, float *sf, float *mult) {
-    float amax = bitsf(amax_bits);
+void qgtk_fp8_scale(float amax, int ue, float *sf, float *mult) {
     if (amax < 1e-4f) amax = 1e-4f;
     if (ue) {
         *sf = qgtk_ceil_ue8m0(canon(amax * inv448));
@@ -64,6 +63,19 @@ static void ref_scale(uint32_t amax_bits, int ue, float *sf, float *mult) {
         *sf = canon(amax * inv448);
         *mult = canon(canon(1.0f / amax) * 448.0f);
     }
+}
+
+static int e4m3_ordinal(uint8_t x) { return (x & 0x80) ? -(int)(x & 0x7F) : (int)(x & 0x7F); }
+
+int qgtk_e4m3_steps(uint8_t a, uint8_t b) {
+    if ((a & 0x7F) == 0x7F || (b & 0x7F) == 0x7F) return a == b ? 0 : 1000;
+    return abs(e4m3_ordinal(a) - e4m3_ordinal(b));
+}
+
+double qgtk_e4m3_value(uint8_t x) {
+    const int e = (x >> 3) & 0xF, m = x & 7;
+    const double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
+    return (x & 0x80) ? -v : v;
 }
 
 static uint32_t absbits(float f) { return fbits(f) & 0x7FFFFFFFu; }
@@ -294,7 +306,7 @@ bool qgtk_cast_case_run(qg_context *ctx, CUstream stream, const qgtk_cast_case *
                 uint32_t amax = 0;
                 for (int col = c0; col < c1; ++col) amax = umax(amax, absbits(y[col]));
                 float s, mult;
-                ref_scale(amax, c->ue, &s, &mult);
+                qgtk_fp8_scale(bitsf(amax), c->ue, &s, &mult);
                 for (int col = c0; col < c1; ++col)
                     expect_q(&t, q[r * ld_out + col], live ? qgtk_torch_e4m3(canon(y[col] * mult)) : 0xFF,
                              silu);
@@ -322,7 +334,7 @@ bool qgtk_cast_case_run(qg_context *ctx, CUstream stream, const qgtk_cast_case *
                         for (int col = kb * 128; col < c1; ++col)
                             amax = umax(amax, absbits(x[((int64_t)g * M + r) * ld_x + col]));
                     float s, mult;
-                    ref_scale(amax, c->ue, &s, &mult);
+                    qgtk_fp8_scale(bitsf(amax), c->ue, &s, &mult);
                     expect_sf(&t, sf[((size_t)g * NB + nb) * KB + kb], fbits(s), 0);
                     for (int r = nb * 128; r < r1; ++r)
                         for (int col = kb * 128; col < c1; ++col) {

@@ -33,6 +33,15 @@
 uint8_t qgtk_torch_e4m3(float f);
 /* A scale rounded up to a power of two (UE8M0), as torch's ceil_to_ue8m0. */
 float qgtk_ceil_ue8m0(float s);
+/* The per-token cast's scale and multiplier of a 1x128 group of amax (docs/CAST.md):
+ * amax at least 1e-4; sf = amax * f32(1/448) and mult = (1 / amax) * 448, or with ue8m0
+ * sf rounded up to a power of two and mult = 1 / sf; NaNs canonical, as the GPU's. */
+void qgtk_fp8_scale(float amax, int ue8m0, float *sf, float *mult);
+/* Steps between two e4m3 codes along the number line (codes in value order, both zeros
+ * 0: across zero both sides count); 1000 where one is a NaN code and the other not. */
+int qgtk_e4m3_steps(uint8_t a, uint8_t b);
+/* The value of an e4m3 code (NaN codes not expected). */
+double qgtk_e4m3_value(uint8_t x);
 
 #include <math.h>
 #include <stdbool.h>

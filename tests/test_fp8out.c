@@ -49,34 +49,6 @@
 
 static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
-static const float inv448 = (float)(1.0 / 448.0);
-
-/* The cast's scale and multiplier of a group of amax (finite inputs). */
-static void ref_scale(float amax, int ue, float *sf, float *mult) {
-    if (amax < 1e-4f) amax = 1e-4f;
-    if (ue) {
-        *sf = qgtk_ceil_ue8m0(amax * inv448);
-        *mult = 1.0f / *sf;
-    } else {
-        *sf = amax * inv448;
-        *mult = (1.0f / amax) * 448.0f;
-    }
-}
-
-/* e4m3 codes in value order: -magnitude for negative ones (both zeros 0). */
-static int e4m3_ordinal(uint8_t x) { return (x & 0x80) ? -(int)(x & 0x7F) : (int)(x & 0x7F); }
-
-/* Steps between two e4m3 codes along the number line; 1000 for a NaN (poison left). */
-static int e4m3_steps(uint8_t a, uint8_t b) {
-    if ((a & 0x7F) == 0x7F || (b & 0x7F) == 0x7F) return a == b ? 0 : 1000;
-    return abs(e4m3_ordinal(a) - e4m3_ordinal(b));
-}
-
-static double e4m3_value(uint8_t x) {
-    const int e = (x >> 3) & 0xF, m = x & 7;
-    const double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
-    return (x & 0x80) ? -v : v;
-}
 
 #define SF_TOL 4.5e-3 /* sqrt(2e-5): the library's FP8 accuracy gate as a relative error */
 
@@ -159,7 +131,7 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
             double amax_d = 0;
             for (int64_t c = c0; c < c1; ++c) amax_d = fmax(amax_d, fabs(ref[c]));
             float sf, mult;
-            ref_scale((float)amax_d, ue, &sf, &mult);
+            qgtk_fp8_scale((float)amax_d, ue, &sf, &mult);
             if (got_sf == 0xFFFFFFFFu) t.unwritten++;
             const float gs = bitsf(got_sf);
             double rel = fabs((double)gs - sf) / sf;
@@ -167,7 +139,7 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
             if (ue && gs != sf) {
                 /* the FP32 amax may sit on the other side of a power of two */
                 float sf_plain, unused;
-                ref_scale((float)amax_d, 0, &sf_plain, &unused);
+                qgtk_fp8_scale((float)amax_d, 0, &sf_plain, &unused);
                 const double to_pow2 = fabs(log2((double)sf_plain) - nearbyint(log2((double)sf_plain)));
                 if ((gs == 2 * sf || 2 * gs == sf) && to_pow2 < SF_TOL) {
                     rel = 0;
@@ -179,13 +151,13 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
             const float mult_ref = ue ? 1.0f / sf_ref : mult;
             for (int64_t c = c0; c < c1; ++c) {
                 const uint8_t want = qgtk_torch_e4m3((float)ref[c] * mult);
-                const int s = e4m3_steps(d[c], want);
+                const int s = qgtk_e4m3_steps(d[c], want);
                 t.elems++;
                 t.mismatch += s > 0;
                 t.far += s > 1 && fabs(ref[c] * mult) >= 16.0;
                 if (s > t.max_steps) t.max_steps = s;
-                const double eg = e4m3_value(d[c]) * (double)gs - ref[c];
-                const double ew = e4m3_value(qgtk_torch_e4m3((float)ref[c] * mult_ref)) * (double)sf_ref - ref[c];
+                const double eg = qgtk_e4m3_value(d[c]) * (double)gs - ref[c];
+                const double ew = qgtk_e4m3_value(qgtk_torch_e4m3((float)ref[c] * mult_ref)) * (double)sf_ref - ref[c];
                 t.err_got += eg * eg;
                 t.err_want += ew * ew;
                 t.ref_sq += ref[c] * ref[c];

@@ -44,29 +44,6 @@
 
 static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
-static const float inv448 = (float)(1.0 / 448.0);
-
-static void ref_scale(float amax, int ue, float *sf, float *mult) {
-    if (amax < 1e-4f) amax = 1e-4f;
-    if (ue) {
-        *sf = qgtk_ceil_ue8m0(amax * inv448);
-        *mult = 1.0f / *sf;
-    } else {
-        *sf = amax * inv448;
-        *mult = (1.0f / amax) * 448.0f;
-    }
-}
-
-static int e4m3_ordinal(uint8_t x) { return (x & 0x80) ? -(int)(x & 0x7F) : (int)(x & 0x7F); }
-static int e4m3_steps(uint8_t a, uint8_t b) {
-    if ((a & 0x7F) == 0x7F || (b & 0x7F) == 0x7F) return a == b ? 0 : 1000;
-    return abs(e4m3_ordinal(a) - e4m3_ordinal(b));
-}
-static double e4m3_value(uint8_t x) {
-    const int e = (x >> 3) & 0xF, m = x & 7;
-    const double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
-    return (x & 0x80) ? -v : v;
-}
 
 #define SF_TOL 9e-3
 
@@ -222,14 +199,14 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
                 }
             }
             float sf, mult;
-            ref_scale((float)amax_d, ue, &sf, &mult);
+            qgtk_fp8_scale((float)amax_d, ue, &sf, &mult);
             if (got_sf == 0xFFFFFFFFu) t.unwritten++;
             const float gs = bitsf(got_sf);
             double rel = fabs((double)gs - sf) / sf;
             const float sf_ref = sf;
             if (ue && gs != sf) {
                 float sf_plain, unused;
-                ref_scale((float)amax_d, 0, &sf_plain, &unused);
+                qgtk_fp8_scale((float)amax_d, 0, &sf_plain, &unused);
                 const double to_pow2 = fabs(log2((double)sf_plain) - nearbyint(log2((double)sf_plain)));
                 if ((gs == 2 * sf || 2 * gs == sf) && to_pow2 < SF_TOL) {
                     rel = 0;
@@ -240,22 +217,22 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
             t.sf_bad += !(rel <= SF_TOL);
             const float mult_ref = ue ? 1.0f / sf_ref : mult;
             float sf32 = 0, mult32 = 0;
-            if (h32) ref_scale(amax32, ue, &sf32, &mult32);
+            if (h32) qgtk_fp8_scale(amax32, ue, &sf32, &mult32);
             for (int c = 0; c < 128; ++c) {
                 const uint8_t got = d[kb * 128 + c];
                 const uint8_t want = qgtk_torch_e4m3((float)y[c] * mult);
-                const int s = e4m3_steps(got, want);
+                const int s = qgtk_e4m3_steps(got, want);
                 t.elems++;
                 t.mismatch += s > 0;
                 t.far += s > 1 && fabs(y[c] * mult) >= 16.0;
                 if (s > t.max_steps) t.max_steps = s;
-                const double eg = e4m3_value(got) * (double)gs - y[c];
-                const double ew = e4m3_value(qgtk_torch_e4m3((float)y[c] * mult_ref)) * (double)sf_ref - y[c];
+                const double eg = qgtk_e4m3_value(got) * (double)gs - y[c];
+                const double ew = qgtk_e4m3_value(qgtk_torch_e4m3((float)y[c] * mult_ref)) * (double)sf_ref - y[c];
                 t.err_got += eg * eg;
                 t.err_want += ew * ew;
                 t.ref_sq += y[c] * y[c];
                 if (h32) {
-                    const int s32 = e4m3_steps(got, qgtk_torch_e4m3(y32[c] * mult32));
+                    const int s32 = qgtk_e4m3_steps(got, qgtk_torch_e4m3(y32[c] * mult32));
                     t.f32_mismatch += s32 > 0;
                     if (s32 > t.f32_max_steps) t.f32_max_steps = s32;
                 }
