@@ -78,6 +78,52 @@ double qgtk_e4m3_value(uint8_t x) {
     return (x & 0x80) ? -v : v;
 }
 
+float qgtk_fp8_group_check(qgtk_fp8_tally *t, const double *ref, const uint8_t *got, int64_t cols,
+                           uint32_t got_sf_bits, int ue, double sf_tol) {
+    double amax_d = 0;
+    for (int64_t c = 0; c < cols; ++c) amax_d = fmax(amax_d, fabs(ref[c]));
+    float sf, mult;
+    qgtk_fp8_scale((float)amax_d, ue, &sf, &mult);
+    if (got_sf_bits == 0xFFFFFFFFu) t->unwritten++;
+    const float gs = bitsf(got_sf_bits);
+    double rel = fabs((double)gs - sf) / sf;
+    const float sf_ref = sf;
+    if (ue && gs != sf) {
+        /* the FP32 amax may sit on the other side of a power of two */
+        float sf_plain, unused;
+        qgtk_fp8_scale((float)amax_d, 0, &sf_plain, &unused);
+        const double to_pow2 = fabs(log2((double)sf_plain) - nearbyint(log2((double)sf_plain)));
+        if ((gs == 2 * sf || 2 * gs == sf) && to_pow2 < sf_tol) {
+            rel = 0;
+            mult = 1.0f / gs; /* then the bytes follow the kernel's scale */
+        }
+    }
+    if (rel > t->sf_rel_max) t->sf_rel_max = rel;
+    t->sf_bad += !(rel <= sf_tol);
+    const float mult_ref = ue ? 1.0f / sf_ref : mult;
+    for (int64_t c = 0; c < cols; ++c) {
+        const uint8_t want = qgtk_torch_e4m3((float)ref[c] * mult);
+        const int s = qgtk_e4m3_steps(got[c], want);
+        t->elems++;
+        t->mismatch += s > 0;
+        t->far += s > 1 && fabs(ref[c] * mult) >= 16.0;
+        if (s > t->max_steps) t->max_steps = s;
+        const double eg = qgtk_e4m3_value(got[c]) * (double)gs - ref[c];
+        const double ew = qgtk_e4m3_value(qgtk_torch_e4m3((float)ref[c] * mult_ref)) * (double)sf_ref - ref[c];
+        t->err_got += eg * eg;
+        t->err_want += ew * ew;
+        t->ref_sq += ref[c] * ref[c];
+    }
+    return mult;
+}
+
+bool qgtk_fp8_tally_ok(const qgtk_fp8_tally *t, double *q_got, double *q_want) {
+    *q_got = t->ref_sq > 0 ? t->err_got / t->ref_sq : 0;
+    *q_want = t->ref_sq > 0 ? t->err_want / t->ref_sq : 0;
+    return t->elems > 0 && t->mismatch * 50 <= t->elems && t->far == 0 && t->sf_bad == 0 &&
+           *q_got <= 1.02 * *q_want + 1e-6 && t->unwritten == 0;
+}
+
 static uint32_t absbits(float f) { return fbits(f) & 0x7FFFFFFFu; }
 static uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 

@@ -43,6 +43,31 @@ int qgtk_e4m3_steps(uint8_t a, uint8_t b);
 /* The value of an e4m3 code (NaN codes not expected). */
 double qgtk_e4m3_value(uint8_t x);
 
+/* The FP8-output checks' tally (tests/test_fp8out.c, tests/test_swiglu.c): elements
+ * and bytes off the reference's quantization, those two or more steps off where
+ * |ref * mult| >= 16 (far), scales off, scales never written, the largest step and
+ * scale error, and the squared errors of the dequantized output and of the
+ * reference's own quantization against the reference. */
+typedef struct {
+    int64_t elems, mismatch, far, sf_bad, unwritten;
+    int max_steps;
+    double sf_rel_max;
+    double err_got, err_want, ref_sq;
+} qgtk_fp8_tally;
+
+/* One 1x128 group of an e4m3 output row: its `cols` fp64 reference values, the
+ * bytes got and the scale's bits got (0xFFFFFFFF: the poison, never written).
+ * The scale must be within sf_tol (relative) of the formula's on the reference's
+ * amax; with ue8m0 a scale one power of two away counts as right where the FP32
+ * amax sits within sf_tol of a power of two, and the bytes are then checked
+ * against the kernel's scale. Returns the multiplier the bytes were checked with. */
+float qgtk_fp8_group_check(qgtk_fp8_tally *t, const double *ref, const uint8_t *got, int64_t cols,
+                           uint32_t got_sf_bits, int ue8m0, double sf_tol);
+/* The verdict on a tally: some elements, at most 2% of the bytes off, none far,
+ * no scale off or unwritten, the dequantized error at most 1.02x the
+ * reference's own + 1e-6 (the two relative squared errors in *q_got, *q_want). */
+bool qgtk_fp8_tally_ok(const qgtk_fp8_tally *t, double *q_got, double *q_want);
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -48,16 +48,8 @@
 #include <string.h>
 
 static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
-static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 
 #define SF_TOL 4.5e-3 /* sqrt(2e-5): the library's FP8 accuracy gate as a relative error */
-
-typedef struct {
-    int64_t elems, mismatch, far, sf_bad, untouched_bad, unwritten;
-    int max_steps;
-    double sf_rel_max;
-    double err_got, err_want, ref_sq; /* sums of (q sf - ref)^2, (q_ref sf_ref - ref)^2, ref^2 */
-} tally;
 
 /* One call: fresh D and sfd poisoned, the GEMM, the check against p->ref. */
 static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int ue,
@@ -78,7 +70,8 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
     float *hs = malloc(sf_count * 4);
     CUdeviceptr dd = 0, ds = 0;
     bool ok = false;
-    tally t = {0};
+    qgtk_fp8_tally t = {0};
+    int64_t untouched_bad = 0; /* bytes and scales that had to stay poisoned */
     if (!hd || !hs || drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&ds, sf_count * 4)) {
         printf("    FAIL %s: allocation\n", label);
         goto done;
@@ -119,64 +112,31 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
         const uint8_t *d = hd + r * ldd;
         const int64_t g = masked ? r / m : 0, mr = masked ? r - g * m : r;
         const bool write = !isnan(ref[0]);
-        for (int64_t c = n; c < ldd; ++c) t.untouched_bad += d[c] != 0xFF;
+        for (int64_t c = n; c < ldd; ++c) untouched_bad += d[c] != 0xFF;
         for (int64_t kb = 0; kb < nb; ++kb) {
             const uint32_t got_sf = fbits(hs[(g * nb + kb) * sfd_ld + mr]);
             const int64_t c0 = kb * 128, c1 = c0 + 128 < n ? c0 + 128 : n;
             if (!write) {
-                for (int64_t c = c0; c < c1; ++c) t.untouched_bad += d[c] != 0xFF;
-                t.untouched_bad += got_sf != 0xFFFFFFFFu;
+                for (int64_t c = c0; c < c1; ++c) untouched_bad += d[c] != 0xFF;
+                untouched_bad += got_sf != 0xFFFFFFFFu;
                 continue;
             }
-            double amax_d = 0;
-            for (int64_t c = c0; c < c1; ++c) amax_d = fmax(amax_d, fabs(ref[c]));
-            float sf, mult;
-            qgtk_fp8_scale((float)amax_d, ue, &sf, &mult);
-            if (got_sf == 0xFFFFFFFFu) t.unwritten++;
-            const float gs = bitsf(got_sf);
-            double rel = fabs((double)gs - sf) / sf;
-            const float sf_ref = sf;
-            if (ue && gs != sf) {
-                /* the FP32 amax may sit on the other side of a power of two */
-                float sf_plain, unused;
-                qgtk_fp8_scale((float)amax_d, 0, &sf_plain, &unused);
-                const double to_pow2 = fabs(log2((double)sf_plain) - nearbyint(log2((double)sf_plain)));
-                if ((gs == 2 * sf || 2 * gs == sf) && to_pow2 < SF_TOL) {
-                    rel = 0;
-                    mult = 1.0f / gs; /* then the bytes follow the kernel's scale */
-                }
-            }
-            if (rel > t.sf_rel_max) t.sf_rel_max = rel;
-            t.sf_bad += !(rel <= SF_TOL);
-            const float mult_ref = ue ? 1.0f / sf_ref : mult;
-            for (int64_t c = c0; c < c1; ++c) {
-                const uint8_t want = qgtk_torch_e4m3((float)ref[c] * mult);
-                const int s = qgtk_e4m3_steps(d[c], want);
-                t.elems++;
-                t.mismatch += s > 0;
-                t.far += s > 1 && fabs(ref[c] * mult) >= 16.0;
-                if (s > t.max_steps) t.max_steps = s;
-                const double eg = qgtk_e4m3_value(d[c]) * (double)gs - ref[c];
-                const double ew = qgtk_e4m3_value(qgtk_torch_e4m3((float)ref[c] * mult_ref)) * (double)sf_ref - ref[c];
-                t.err_got += eg * eg;
-                t.err_want += ew * ew;
-                t.ref_sq += ref[c] * ref[c];
-            }
+            qgtk_fp8_group_check(&t, ref + c0, d + c0, c1 - c0, got_sf, ue, SF_TOL);
         }
     }
     /* scale rows past m (and masked groups' rows past M_max) stay poisoned */
     for (int64_t gk = 0; gk < g_sf * nb; ++gk)
-        for (int64_t r = m; r < sfd_ld; ++r) t.untouched_bad += fbits(hs[gk * sfd_ld + r]) != 0xFFFFFFFFu;
-    /* relative squared errors of the dequantized output and of the reference's own quantization */
-    const double q_got = t.ref_sq > 0 ? t.err_got / t.ref_sq : 0, q_want = t.ref_sq > 0 ? t.err_want / t.ref_sq : 0;
-    ok = t.elems > 0 && t.mismatch * 50 <= t.elems && t.far == 0 && t.sf_bad == 0 &&
-         q_got <= 1.02 * q_want + 1e-6 && t.untouched_bad == 0 && t.unwritten == 0;
+        for (int64_t r = m; r < sfd_ld; ++r) untouched_bad += fbits(hs[gk * sfd_ld + r]) != 0xFFFFFFFFu;
+    /* q_got, q_want: relative squared errors of the dequantized output and of the
+     * reference's own quantization */
+    double q_got, q_want;
+    ok = qgtk_fp8_tally_ok(&t, &q_got, &q_want) && untouched_bad == 0;
     printf("    %s %s: %lld elements, mismatch %.2e, max steps %d (far %lld), scale rel %.2e, bad "
            "scales %lld, quant err %.3e (ref's own %.3e), unwritten %lld, touched %lld\n",
            ok ? "ok  " : "FAIL", label, (long long)t.elems,
            t.elems ? (double)t.mismatch / (double)t.elems : 0.0, t.max_steps, (long long)t.far,
            t.sf_rel_max, (long long)t.sf_bad, q_got, q_want, (long long)t.unwritten,
-           (long long)t.untouched_bad);
+           (long long)untouched_bad);
 done:
     if (dd) drv->cuMemFree(dd);
     if (ds) drv->cuMemFree(ds);
@@ -420,6 +380,56 @@ TEST(fp8out_argument_validation) {
  * only FP8-legal tiles over a sweep of shapes of every 1D2D kind, split
  * tiles where whole groups leave SMs idle at small M, whole groups where
  * they were chosen at M = 4096 (H200 properties). */
+/* The GPU tests' group check itself (qgtk_fp8_group_check, qgtk_fp8_tally_ok),
+ * on the CPU: the reference's own quantization passes with nothing off; one byte
+ * a step off counts as a mismatch, not far; a large byte two steps off, a scale off, or
+ * the poisoned scale fail; with UE8M0, a scale one power of two away passes only
+ * where the amax sits on a power of two. */
+TEST(fp8out_group_check) {
+    qgtk_rng rng;
+    qgtk_rng_seed(&rng, 77);
+    double ref[128];
+    uint8_t q[128];
+    for (int ue = 0; ue < 2; ++ue) {
+        for (int c = 0; c < 128; ++c) ref[c] = (qgtk_rng_unit(&rng) * 2 - 1) * 3.0;
+        ref[5] = 2.9999; /* the group's amax, and the byte made far below */
+        double amax = 0;
+        for (int c = 0; c < 128; ++c) amax = fmax(amax, fabs(ref[c]));
+        float sf, mult;
+        qgtk_fp8_scale((float)amax, ue, &sf, &mult);
+        for (int c = 0; c < 128; ++c) q[c] = qgtk_torch_e4m3((float)ref[c] * mult);
+        qgtk_fp8_tally t = {0};
+        double qg, qw;
+        qgtk_fp8_group_check(&t, ref, q, 128, fbits(sf), ue, SF_TOL);
+        CHECK(qgtk_fp8_tally_ok(&t, &qg, &qw) && t.mismatch == 0 && t.elems == 128,
+              "ue8m0 %d: the reference's own bytes: %lld off", ue, (long long)t.mismatch);
+        uint8_t q1[128];
+        memcpy(q1, q, sizeof q1);
+        q1[9] = (uint8_t)(q1[9] + 1);
+        qgtk_fp8_tally t1 = {0};
+        qgtk_fp8_group_check(&t1, ref, q1, 128, fbits(sf), ue, SF_TOL);
+        CHECK(t1.mismatch == 1 && t1.max_steps == 1 && t1.far == 0 && t1.err_got > t.err_got,
+              "ue8m0 %d: one byte one step off", ue);
+        memcpy(q1, q, sizeof q1);
+        q1[5] = (uint8_t)(q1[5] - 2);
+        qgtk_fp8_tally t2 = {0};
+        qgtk_fp8_group_check(&t2, ref, q1, 128, fbits(sf), ue, SF_TOL);
+        CHECK(!qgtk_fp8_tally_ok(&t2, &qg, &qw) && t2.far == 1, "ue8m0 %d: a large byte two steps off", ue);
+        qgtk_fp8_tally t3 = {0};
+        qgtk_fp8_group_check(&t3, ref, q, 128, fbits(sf * 1.5f), ue, SF_TOL);
+        CHECK(!qgtk_fp8_tally_ok(&t3, &qg, &qw) && t3.sf_bad == 1, "ue8m0 %d: a scale off", ue);
+        qgtk_fp8_tally t4 = {0};
+        qgtk_fp8_group_check(&t4, ref, q, 128, 0xFFFFFFFFu, ue, SF_TOL);
+        CHECK(!qgtk_fp8_tally_ok(&t4, &qg, &qw) && t4.unwritten == 1, "ue8m0 %d: the poisoned scale", ue);
+        if (ue) { /* amax 2.9999: sf_plain is not near a power of two, so 2 sf is off */
+            qgtk_fp8_tally t5 = {0};
+            qgtk_fp8_group_check(&t5, ref, q, 128, fbits(2 * sf), ue, SF_TOL);
+            CHECK(t5.sf_bad == 1, "UE8M0 scale twice the formula's away from a power of two");
+        }
+    }
+    PASS();
+}
+
 TEST(fp8out_plans) {
     qg_context *ctx = NULL;
     CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
