@@ -18,7 +18,7 @@ for a hidden copy.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _C
 from . import _deepgemm as _dg
@@ -398,6 +398,21 @@ fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_fp4_gemm_nt_masked  # DeepGEMM's le
 _FP8OUT_NAMES = ("a", "sfa", "b", "sfb", "d", "sfd", "idx")
 
 
+def _e4m3_as_bytes(tensors: List[Any]) -> int:
+    """The e4m3-D calls' float8 torch tensors (a, b, d: slots 0, 2, 4) as their bytes, in
+    place (torch < 2.8 exports no float8 through DLPack); the mask of the slots so
+    replaced, which _C reads as e4m3."""
+    e4m3 = 0
+    torch = _d.torch_module()
+    if torch is not None:
+        for slot in (0, 2, 4):
+            t = tensors[slot]
+            if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
+                tensors[slot] = t.view(torch.uint8)
+                e4m3 |= 1 << slot
+    return e4m3
+
+
 def _fp8out(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expected_m: int,
             use_ue8m0: bool, stream: Optional[StreamLike], config: Optional[Config],
             strict: Optional[bool]) -> None:
@@ -405,15 +420,7 @@ def _fp8out(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expec
         raise ValueError(f"qgemm: use_ue8m0 must be a bool, got {use_ue8m0!r}")
     (a_, sfa), (b_, sfb) = _convert(a, b, _strict(strict))
     tensors = [_d.detach(t) for t in (a_, sfa, b_, sfb, d, sfd, idx)]
-    e4m3 = 0
-    torch = _d.torch_module()
-    if torch is not None:
-        # (float8 tensors as their bytes: torch < 2.8 exports no float8 through DLPack)
-        for slot in (0, 2, 4):
-            t = tensors[slot]
-            if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
-                tensors[slot] = t.view(torch.uint8)
-                e4m3 |= 1 << slot
+    e4m3 = _e4m3_as_bytes(tensors)
     _d.launch_family(_C.gemm_fp8out, _FP8OUT_NAMES, tensors, (kind,),
                      (expected_m, int(bool(use_ue8m0)), _d.config_tuple(config), e4m3), stream)
 
@@ -506,14 +513,7 @@ def _swiglu_eager(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, sfd: An
                   stream: Optional[StreamLike]) -> None:
     """_C.gemm_swiglu through launch_family (torch's current stream for torch tensors)."""
     tensors = [None if t is None else _d.detach(t) for t in (a, sfa, b, sfb, d, sfd, idx, row_weight)]
-    e4m3 = 0
-    torch = _d.torch_module()
-    if torch is not None:
-        for slot in (0, 2, 4):
-            t = tensors[slot]
-            if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
-                tensors[slot] = t.view(torch.uint8)
-                e4m3 |= 1 << slot
+    e4m3 = _e4m3_as_bytes(tensors)
     _d.launch_family(_C.gemm_swiglu, _SWIGLU_NAMES, tensors, (kind,),
                      (expected_m, ue8m0, limit, _d.config_tuple(config), e4m3), stream)
 
