@@ -168,13 +168,21 @@ def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool,
     else:
         row["fused_cfg"] = cfg_summary(qgemm.select_config_fp8out(m, n, k, use_ue8m0=ue8m0), True)
     row["bf16out_cfg"] = cfg_summary(qgemm.select_config(m, n, k), False)
+    return check_and_time(row, fused, bf16out, unfused, d8, sfd, flusher, calls)
+
+
+def check_and_time(row: Dict[str, Any], fused: Any, bf16out: Any, unfused: Any, q: Any, sf: Any,
+                   flusher: Any, calls: int) -> Dict[str, Any]:
+    """One row's accuracy (the fused path's bytes q and scales sf, written by fused(), against
+    the unfused path's, which unfused() returns) and its three kineto timings."""
+    import torch
     fused()
     q_ref, sf_ref = unfused()
     torch.cuda.synchronize()
-    steps = e4m3_steps(d8, q_ref)
+    steps = e4m3_steps(q, q_ref)
     row["mismatch"] = float((steps != 0).float().mean())
     row["max_steps"] = int(steps.max())
-    row["sf_rel_max"] = float(((sfd - sf_ref).abs() / sf_ref).max())
+    row["sf_rel_max"] = float(((sf - sf_ref).abs() / sf_ref).max())
     for name, fn in (("qgemm_us", fused), ("bf16out_us", bf16out), ("unfused_us", unfused)):
         us, kernels, names = peers.time_kineto(fn, flusher, calls)
         row[name] = round(us, 2)
@@ -237,20 +245,7 @@ def run_swiglu(layout: str, g: int, m: int, n: int, k: int, flusher: Any, calls:
                                                 sf_mn_major=True)
     row: Dict[str, Any] = {"kind": "swiglu", "layout": layout, "shape": f"{g}x{m}x{n}x{k}",
                            "ue8m0": ue8m0}
-    fused()
-    q_ref, sf_ref = unfused()
-    torch.cuda.synchronize()
-    steps = e4m3_steps(y, q_ref)
-    row["mismatch"] = float((steps != 0).float().mean())
-    row["max_steps"] = int(steps.max())
-    row["sf_rel_max"] = float(((sy - sf_ref).abs() / sf_ref).max())
-    for name, fn in (("qgemm_us", fused), ("bf16out_us", bf16out), ("unfused_us", unfused)):
-        us, kernels, names = peers.time_kineto(fn, flusher, calls)
-        row[name] = round(us, 2)
-        row[name.replace("_us", "_kernels")] = kernels
-    row["fused_over_bf16out"] = round(row["qgemm_us"] / row["bf16out_us"], 4)
-    row["unfused_over_fused"] = round(row["unfused_us"] / row["qgemm_us"], 4)
-    return row
+    return check_and_time(row, fused, bf16out, unfused, y, sy, flusher, calls)
 
 
 def main_swiglu(args: Any, flusher: Any) -> int:
