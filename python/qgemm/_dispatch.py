@@ -29,8 +29,11 @@ Adding a kernel family (bf16.py, indexer.py, cast.py, ...):
      its own, a ``launch_<family>`` added here beside ``launch``, using the same
      helpers: stream_handle, current_stream, torch_cuda_device, detach), never
      the extension directly;
-  3. its custom ops: defined in _torch_ops._define_ops and routed by kind in
-     _torch_ops.call_op (what ``launch`` calls while torch.compile traces);
+  3. its custom ops: defined in _torch_ops._define_ops, either routed by kind in
+     _torch_ops.call_op (the GEMM slots: what ``launch`` calls while torch.compile
+     traces) or, for a family's own signature, called through ``call_traced`` while
+     ``COMPILING()`` or for ``fake_tensors``, their bodies the family's eager function
+     registered in ``EAGER_OPS`` (bf16_gemm, einsum_bmk_bnk_mn, fp8_gemm_fp8out);
   4. re-export its names in ``__init__.py`` (and ``deep_gemm/__init__.py``
      for DeepGEMM's), add them to ``__all__``, run ``make docs``.
 Modules import downward only: __init__ and deep_gemm import the families; a
@@ -123,13 +126,52 @@ def register_torch() -> Any:
         if TORCH_OPS is None and TORCH_ERROR is None and "torch" in sys.modules:
             try:
                 from . import _torch_ops
-                _torch_ops.register(launch_torch, launch_cast, launch_indexer_eager)
+                _torch_ops.register(launch_torch, launch_cast, launch_indexer_eager, EAGER_OPS)
                 TORCH_OPS = _torch_ops
                 COMPILING = _torch_ops.compiling
                 FAST_GEMM = _C.gemm_torch
             except Exception as e:  # a broken or partly imported torch: DLPack still works
                 TORCH_ERROR = e
     return TORCH_OPS
+
+
+# The eager bodies of the custom ops that families define beyond the GEMM slots
+# (name -> function; the families fill it at import, _torch_ops's ops call it when they
+# run): "bf16_gemm" (launch_bf16_eager), "einsum_bmk" (qgemm.einsum), "fp8_gemm_fp8out"
+# (qgemm.fp8). A dict shared by reference, so the order of the imports does not matter.
+EAGER_OPS: dict = {}
+
+
+def fake_tensors(tensors: Sequence[Any]) -> bool:
+    """Whether the eager extension cannot take these tensors and the custom op must
+    (torch tensor subclasses such as FakeTensor and FunctionalTensor, or meta tensors, whose
+    ops run their fake implementations): checked after the extension's torch mode
+    answered NotImplemented, or where a family's eager path would touch torch state first
+    (qgemm.einsum's workspace cache: ~0.3 us for four tensors on the CPU development machine)."""
+    torch = TORCH
+    if torch is None:
+        return False
+    for t in tensors:
+        kind = type(t)
+        if kind is torch.Tensor or kind is torch.nn.Parameter:
+            if t.is_meta:
+                return True
+        elif isinstance(t, torch.Tensor):
+            return True
+    return False
+
+
+def call_traced(name: str, stream: Optional[StreamLike], *args: Any) -> None:
+    """torch.ops.qgemm.<name>(*args): a family's call under torch.compile (or with
+    fake_tensors); the op runs on torch's current stream, so no stream may be given."""
+    ops = torch_ops()
+    if ops is None or ops.OPS_ERROR is not None:
+        raise RuntimeError(f"qgemm: cannot trace {name}: "
+                           f"{getattr(ops, 'OPS_ERROR', None) or 'torch ops are unavailable'}")
+    if stream is not None:
+        raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs on "
+                         "torch's current stream (use `with torch.cuda.stream(s):` instead)")
+    getattr(torch_module().ops.qgemm, name)(*args)
 
 
 def torch_ops() -> Any:
@@ -412,7 +454,7 @@ def launch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, expe
 def launch_torch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any,
                  expected_m: int, cfg: Any, ops: Any = None) -> None:
     """On the current torch stream: the fast path (_C.gemm_torch) when it takes
-    the tensors; tensor subclasses (FakeTensor, ...) go to the custom op when
+    the tensors; tensor subclasses (FakeTensor, ...) and meta tensors go to the custom op when
     `ops` is given (not from inside the op itself); all else to DLPack."""
     r = _C.gemm_torch(kind, a, sfa, b, sfb, d, idx, expected_m, cfg)
     if r is None:
@@ -420,7 +462,7 @@ def launch_torch(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any
     if r is _C.ZERO_K:
         zero_k(kind, d, idx)
         return
-    if ops is not None and any(ops.is_subclass_tensor(t) for t in (a, sfa, b, sfb, d, idx)):
+    if ops is not None and fake_tensors((a, sfa, b, sfb, d, idx)):
         ops.call_op(kind, a, sfa, b, sfb, d, idx, expected_m, None, cfg)
         return
     launch_dlpack(kind, a, sfa, b, sfb, d, idx, expected_m, None, cfg)
@@ -537,11 +579,39 @@ def launch_family(fn: Callable[..., Any], names: Sequence[str], tensors: Sequenc
 
 def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
                 ks: Optional[Sequence[int]], stream: Optional[StreamLike]) -> None:
-    """One BF16 GEMM (_C.bf16_gemm) through launch_family; a, b the logical
-    [.., M, K] / [.., N, K] operands (views: their strides say which dimension
-    is contiguous)."""
+    """One BF16 GEMM (_C.bf16_gemm); a, b the logical [.., M, K] / [.., N, K]
+    operands (views: their strides say which dimension is contiguous). Under
+    torch.compile, and for fake or meta tensors, the custom op
+    torch.ops.qgemm.bf16_gemm (c is d, the in-place accumulation, passed as
+    accumulate=True so that no input aliases the mutated d); else
+    launch_bf16_eager."""
+    if COMPILING():
+        _bf16_op(kind, a, b, d, c, idx, expected_m, ks, stream)
+        return
+    if stream is None:
+        tensors = (a, b, d, c, idx)
+        if _C.bf16_gemm(kind, *tensors, expected_m, ks, 0, TORCH_MODE) is not NotImplemented:
+            return  # the torch mode (launch_family's docstring): launched, or raised
+        if fake_tensors(tensors):
+            _bf16_op(kind, a, b, d, c, idx, expected_m, ks, stream)
+            return
+    launch_bf16_eager(kind, a, b, d, c, idx, expected_m, ks, stream)
+
+
+def _bf16_op(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
+             ks: Optional[Sequence[int]], stream: Optional[StreamLike]) -> None:
+    call_traced("bf16_gemm", stream, kind, a, b, d, None if c is d else c, idx, expected_m,
+                None if ks is None else [int(k) for k in ks], c is not None and c is d)
+
+
+def launch_bf16_eager(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
+                      ks: Optional[Sequence[int]], stream: Optional[StreamLike] = None) -> None:
+    """launch_bf16 without the custom op (what the op itself runs): launch_family."""
     launch_family(_C.bf16_gemm, ("a", "b", "d", "c", "idx"), (a, b, d, c, idx), (kind,),
                   (expected_m, ks), stream)
+
+
+EAGER_OPS["bf16_gemm"] = launch_bf16_eager
 
 
 # ---- the cast family's launch (qgemm/cast.py) ---------------------------------------------

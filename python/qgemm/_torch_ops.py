@@ -19,6 +19,10 @@ qgemm`` never imports torch), through ``qgemm._dispatch.register_torch``.
   ``config`` is the optional 6-int list (block_m, block_n, num_stages,
   multicast, swizzle_group, split_k) that ``qgemm._dispatch.config_tuple`` makes of a
   config dict.
+- ``torch.ops.qgemm.bf16_gemm`` (every BF16 GEMM kind), ``einsum_bmk_bnk_mn`` and
+  ``fp8_gemm_fp8out`` (``mutates_args`` their outputs): what qgemm.bf16,
+  qgemm.einsum and qgemm.fp8's ``*_fp8out`` call while traced; their bodies are
+  the families' eager functions (qgemm._dispatch.EAGER_OPS).
 - ``torch.ops.qgemm.fp8_gemm_swiglu`` (``mutates_args=("d", "sfd")``): the fused
   SwiGLU GEMMs (qgemm.fp8's ``*_swiglu``), what they call while traced.
 - The cast family's ``torch.ops.qgemm.cast`` and ``torch.ops.qgemm.sf_layout``
@@ -27,7 +31,7 @@ qgemm`` never imports torch), through ``qgemm._dispatch.register_torch``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
@@ -37,6 +41,7 @@ Tensor = torch.Tensor
 _launch: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_torch, set by register()
 _launch_cast: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_cast, likewise
 _launch_indexer: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_indexer_eager
+_eager: Dict[str, Callable[..., None]] = {}  # qgemm._dispatch.EAGER_OPS, set by register()
 
 OPS_ERROR: Optional[str] = None
 """Why the custom ops are not available (None when they are)."""
@@ -47,12 +52,17 @@ compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_co
 
 
 def register(launch: Callable[..., None], launch_cast: Optional[Callable[..., None]] = None,
-             launch_indexer: Optional[Callable[..., None]] = None) -> None:
-    """Enable the C fast path and define the custom ops (once per process)."""
-    global _launch, _launch_cast, _launch_indexer, OPS_ERROR
+             launch_indexer: Optional[Callable[..., None]] = None,
+             eager: Optional[Dict[str, Callable[..., None]]] = None) -> None:
+    """Enable the C fast path and define the custom ops (once per process). `eager`:
+    qgemm._dispatch.EAGER_OPS, the eager bodies of the family ops (looked up when an op
+    runs: the families fill it at import)."""
+    global _launch, _launch_cast, _launch_indexer, _eager, OPS_ERROR
     _launch = launch
     _launch_cast = launch_cast
     _launch_indexer = launch_indexer
+    if eager is not None:
+        _eager = eager
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     _C.torch_init(torch, raw if raw is not None else _current_stream_handle)
     if not hasattr(torch.library, "custom_op"):
@@ -176,11 +186,39 @@ def _define_ops() -> None:
             _C.gemm_swiglu(kind, *tensors, expected_m, ue8m0, swiglu_limit, _config(config),
                            e4m3, handle, 0xFF)
 
+    # The BF16 family (qgemm.bf16, qgemm.einsum's per-head and batched calls): every kind of
+    # _C.bf16_gemm; c is an input other than d, the in-place accumulation (c is d) is
+    # accumulate=True, as wgrad's. idx: m_indices, masked_m or group_ends.
+    @op("qgemm::bf16_gemm", mutates_args=("d",))
+    def bf16_gemm(kind: int, a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor],
+                  idx: Optional[Tensor], expected_m: int, ks: Optional[List[int]],
+                  accumulate: bool) -> None:
+        """qgemm's BF16 GEMM of `kind` (_C.bf16_gemm) on torch's current stream."""
+        _eager["bf16_gemm"](kind, a, b, d, d if accumulate else c, idx, expected_m, ks)
+
+    # einsum('bmk,bnk->mn'): the batch sum with its workspace, which the op takes from
+    # qgemm.einsum's per-stream cache when it runs (a traced graph holds no workspace).
+    @op("qgemm::einsum_bmk_bnk_mn", mutates_args=("d",))
+    def einsum_bmk(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor],
+                   accumulate: bool) -> None:
+        """qgemm.einsum('bmk,bnk->mn', a, b, d, c) on torch's current stream."""
+        _eager["einsum_bmk_bnk_mn"](a, b, d, d if accumulate else c)
+
+    # The FP8-output GEMMs (qgemm.*_fp8out): e4m3 d and its scales sfd written in place.
+    @op("qgemm::fp8_gemm_fp8out", mutates_args=("d", "sfd"))
+    def fp8out(kind: int, a: Tensor, sfa: Tensor, b: Tensor, sfb: Tensor, d: Tensor,
+               sfd: Tensor, idx: Optional[Tensor], expected_m: int, ue8m0: int,
+               config: Optional[List[int]] = None) -> None:
+        """qgemm.*_fp8out (kind dense, contiguous or masked) on torch's current stream."""
+        _eager["fp8_gemm_fp8out"](kind, a, sfa, b, sfb, d, sfd, idx, expected_m, ue8m0,
+                                  _config(config))
+
     def nothing(*args: Any, **kwargs: Any) -> None:
         return None
 
     for defined in (fp8_gemm_nt, contiguous, masked, psum, wgrad, cast, sf_layout, mqa_logits,
-                    paged_mqa_schedule, paged_mqa_logits, hc_prenorm, swiglu):
+                    paged_mqa_schedule, paged_mqa_logits, hc_prenorm, swiglu, bf16_gemm,
+                    einsum_bmk, fp8out):
         defined.register_fake(nothing)
 
 

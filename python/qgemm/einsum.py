@@ -85,6 +85,8 @@ def parse_expr(expr: Any) -> Tuple[str, List[str], str]:
     if not isinstance(expr, str):
         raise TypeError(f"qgemm: einsum: expr must be a str such as 'bhr,hdr->bhd', "
                         f"got {type(expr).__name__}")
+    if _d.COMPILING():  # (traced once into constants: dynamo warns about lru_cache wrappers)
+        return _parse_expr.__wrapped__(expr)
     return _parse_expr(expr)
 
 
@@ -234,10 +236,24 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: Any = None) 
         elif c is not d:
             d.copy_(c)
         return
+    if _d.COMPILING() or _d.fake_tensors((a, b, d, c)):
+        # traced, or fake / meta tensors: the custom op, whose body is _bmk_eager (the split
+        # rule and the workspace cache are host state a graph must not capture)
+        _d.call_traced("einsum_bmk_bnk_mn", None, a, b, d, None if c is d else c,
+                       c is not None and c is d)
+        return
+    _bmk_eager(a, b, d, c, splits)
+
+
+def _bmk_eager(a: Any, b: Any, d: Any, c: Any, splits: Any = None) -> None:
+    """bmk,bnk->mn on checked, non-empty arguments (m, n, batches > 0): the batch sum."""
+    torch = _d.torch_module()
     if a.stride(-1) != 1:
         a = a.contiguous()
     if b.stride(-1) != 1:
         b = b.contiguous()
+    m, n = d.shape
+    s, _, k = a.shape
     atomic = _reduce_is_atomic()
     if splits is None:
         splits = _splits_of_env(m, n, s, k, d.device, atomic)
@@ -313,6 +329,9 @@ def _batch_sum(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: int,
     _d.launch_bf16(_BATCH_SUM, a, b, out, c, ws, splits, None, None)
     if out is not d:
         d.copy_(out)
+
+
+_d.EAGER_OPS["einsum_bmk_bnk_mn"] = _bmk_eager
 
 
 # The split of bmk,bnk->mn's batches: enough CTAs for the SMs (SPLIT_TILES: two per SM of

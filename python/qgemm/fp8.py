@@ -419,10 +419,35 @@ def _fp8out(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expec
     if use_ue8m0 not in (False, True, 0, 1):
         raise ValueError(f"qgemm: use_ue8m0 must be a bool, got {use_ue8m0!r}")
     (a_, sfa), (b_, sfb) = _convert(a, b, _strict(strict))
-    tensors = [_d.detach(t) for t in (a_, sfa, b_, sfb, d, sfd, idx)]
+    ue8m0, cfg = int(bool(use_ue8m0)), _d.config_tuple(config)
+    args = (kind, a_, sfa, b_, sfb, d, sfd, idx, expected_m, ue8m0, cfg)
+    if not _d.COMPILING():
+        if _fp8out_eager(*args, stream, fake_op=True):
+            return
+    # traced, or fake / meta tensors: the custom op (its body: _fp8out_eager)
+    _d.call_traced("fp8_gemm_fp8out", stream, *args[:-1], None if cfg is None else list(cfg))
+
+
+def _fp8out_eager(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, sfd: Any, idx: Any,
+                  expected_m: int, ue8m0: int, cfg: Any, stream: Optional[StreamLike] = None,
+                  fake_op: bool = False) -> bool:
+    """_C.gemm_fp8out through launch_family (torch's current stream for torch tensors):
+    True when launched (or raised). With `fake_op`, False, nothing done, for fake or meta
+    tensors (checked only after the extension's torch mode declined them), which the
+    custom op takes."""
+    tensors = [_d.detach(t) for t in (a, sfa, b, sfb, d, sfd, idx)]
     e4m3 = _e4m3_as_bytes(tensors)
-    _d.launch_family(_C.gemm_fp8out, _FP8OUT_NAMES, tensors, (kind,),
-                     (expected_m, int(bool(use_ue8m0)), _d.config_tuple(config), e4m3), stream)
+    after = (expected_m, ue8m0, cfg, e4m3)
+    if stream is None:
+        if _C.gemm_fp8out(kind, *tensors, *after, 0, _d.TORCH_MODE) is not NotImplemented:
+            return True
+        if fake_op and _d.fake_tensors((a, sfa, b, sfb, d, sfd, idx)):
+            return False
+    _d.launch_family(_C.gemm_fp8out, _FP8OUT_NAMES, tensors, (kind,), after, stream)
+    return True
+
+
+_d.EAGER_OPS["fp8_gemm_fp8out"] = _fp8out_eager
 
 
 def empty_fp8out(m: int, n: int, *, num_groups: Optional[int] = None, device: Any = None
