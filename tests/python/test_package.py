@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import pathlib
 import subprocess
 import sys
@@ -264,3 +265,28 @@ def test_traced_code_never_reads_sys_modules():
                         (path.name, fn.name) not in allowed:
                     found.append(f"{path.relative_to(root)}:{node.lineno} in {fn.name}")
     assert not found, "sys.modules read where torch.compile may trace: " + ", ".join(found)
+
+
+def test_import_initializes_no_cuda(tmp_path):
+    """DeepGEMM's test_lazy_init: serving frameworks import the kernels, then fork one worker
+    per GPU, each picking its device; a CUDA context made at import would be inherited by
+    the forks and break them. Importing qgemm.deep_gemm with torch, and registering the ops,
+    must neither initialize torch's CUDA nor load the driver or NVRTC (the library loads them
+    at the first call that needs a device)."""
+    script = tmp_path / "lazy.py"
+    script.write_text(
+        "import torch, torch.cuda\n"
+        "def cuda_libs():\n"
+        "    return {line.split()[-1] for line in open('/proc/self/maps')\n"
+        "            if 'libcuda.so' in line or 'libnvrtc' in line}\n"
+        "before = cuda_libs()  # (torch itself maps NVRTC's builtins)\n"
+        "calls = []\n"
+        "torch.cuda._lazy_init = lambda *a, **k: calls.append(1)\n"
+        "import qgemm, qgemm.deep_gemm as dg, qgemm.deep_gemm.utils\n"
+        "qgemm.register_torch_ops()\n"
+        "print(len(calls), sorted(cuda_libs() - before))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "0 []", out.stdout
