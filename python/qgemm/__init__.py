@@ -41,7 +41,10 @@ reads their metadata directly (no DLPack export, no stream object; the same
 checks and messages). The GEMMs are also ``torch.library`` custom ops,
 ``torch.ops.qgemm.fp8_gemm_nt``, ``...m_grouped_fp8_gemm_nt_contiguous`` and
 ``...m_grouped_fp8_gemm_nt_masked`` (mutating ``d``, with fake
-implementations): under ``torch.compile`` the functions here call them, so
+implementations), and so are the other families (``torch.ops.qgemm.bf16_gemm``
+for every BF16 GEMM and the per-head einsums, ``einsum_bmk_bnk_mn``,
+``fp8_gemm_fp8out``, ``fp8_gemm_swiglu``, the casts, the indexer and HC ops):
+under ``torch.compile`` the functions here call them, so
 ``fullgraph=True`` traces with no graph break, and the ops run on torch's
 current stream, capturable in CUDA graphs once compiled (``qgemm.compile`` or
 one eager call first). ``import qgemm`` never imports torch.
