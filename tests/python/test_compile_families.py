@@ -285,10 +285,10 @@ def test_every_public_function_is_classified():
     assert sum(map(len, groups)) == len(listed), "a name is listed twice"
 
 
-def _recording(graphs):
+def _recording(graphs, then="eager"):
     def backend(gm, example_inputs):
         graphs.append(gm)
-        return torch._dynamo.lookup_backend("eager")(gm, example_inputs)
+        return torch._dynamo.lookup_backend(then)(gm, example_inputs)
     return backend
 
 
@@ -300,11 +300,14 @@ def ops_ready():
     torch._dynamo.reset()
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_traces_in_one_graph_with_its_op(name, ops_ready):
+def test_traces_in_one_graph_with_its_op(name, backend, ops_ready):
+    """eager: dynamo's graph as traced; aot_eager: also functionalized (the mutated outputs
+    through auto_functionalized), run on the meta inputs by the fake implementations."""
     op, fn = CASES[name]
     graphs = []
-    out = torch.compile(fn, fullgraph=True, backend=_recording(graphs))()  # raises on a break
+    out = torch.compile(fn, fullgraph=True, backend=_recording(graphs, backend))()  # no break
     assert len(graphs) == 1
     calls = " ".join(str(t) for n in graphs[0].graph.nodes for t in [n.target, *n.args])
     if op:
