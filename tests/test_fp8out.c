@@ -485,3 +485,57 @@ TEST(fp8out_plans) {
     qg_context_destroy(ctx);
     PASS();
 }
+
+/* The output buffers' poison rule on host copies (no device: the struct filled
+ * by hand as qgtk_fp8_out_create would, masked G 2 x M 3, 200 columns): all
+ * poison kept is clean, and each place that must stay poisoned is found when
+ * it is not; the scale of (row, group) is read where the kernel writes it. */
+TEST(fp8out_untouched_rule) {
+    enum { G = 2, M = 3, N = 200 };
+    double ref[G * M * N];
+    for (int i = 0; i < G * M * N; ++i) ref[i] = 1.0;
+    for (int c = 0; c < N; ++c) ref[4 * N + c] = NAN; /* group 1's row 1 is not written */
+    qgtk_problem_data p;
+    memset(&p, 0, sizeof p);
+    p.kind = QG_GEMM_GROUPED_MASKED, p.m = M, p.n = N, p.num_groups = G, p.rows = G * M;
+    p.ref = ref;
+    qgtk_fp8_out_buffers o;
+    memset(&o, 0, sizeof o);
+    o.p = &p, o.cols = N, o.ldd = N + 24, o.nb = 2, o.sfd_ld = qg_sfa_ld(M) + 4, o.sf_groups = G;
+    uint8_t d[G * M * (N + 24)];
+    float s[G * 2 * 8];
+    CHECK(o.sfd_ld <= 8, "sfd_ld %lld", (long long)o.sfd_ld); /* (8: qg_sfa_ld(3) + 4) */
+    o.hd = d, o.hs = s;
+    /* what a correct call leaves: written rows' columns and scales, the rest poisoned */
+    memset(d, 0xFF, sizeof d);
+    memset(s, 0xFF, sizeof s);
+    for (int r = 0; r < G * M; ++r) {
+        if (r == 4) continue;
+        memset(d + r * o.ldd, 0x38, N);
+        for (int kb = 0; kb < 2; ++kb)
+            s[((r / M) * 2 + kb) * o.sfd_ld + r % M] = (float)(100 * r + kb);
+    }
+    CHECK(qgtk_fp8_out_untouched(&o) == 0, "a clean output counted %lld",
+          (long long)qgtk_fp8_out_untouched(&o));
+    CHECK(qgtk_fp8_out_row_written(&o, 3) && !qgtk_fp8_out_row_written(&o, 4), "rows written");
+    CHECK(qgtk_fp8_out_sf_bits(&o, 5, 1) == fbits(501.0f), "scale of row 5 group 1");
+    /* each place that must keep its poison, changed */
+    const size_t places[] = {0 * (N + 24) + N,      /* row 0's byte past N */
+                             4 * (N + 24) + 7,      /* the unwritten row's column 7 */
+                             4 * (N + 24) + N + 23}; /* and its last padding byte */
+    for (size_t i = 0; i < 3; ++i) {
+        d[places[i]] = 0;
+        CHECK(qgtk_fp8_out_untouched(&o) == 1, "byte %zu changed: counted %lld", places[i],
+              (long long)qgtk_fp8_out_untouched(&o));
+        d[places[i]] = 0xFF;
+    }
+    const int64_t sf_places[] = {(1 * 2 + 1) * o.sfd_ld + 1, /* the unwritten row's scale, group 1 */
+                                 (0 * 2 + 0) * o.sfd_ld + M}; /* group 0's scale row past M */
+    for (size_t i = 0; i < 2; ++i) {
+        s[sf_places[i]] = 1.0f;
+        CHECK(qgtk_fp8_out_untouched(&o) == 1, "scale %lld changed: counted %lld",
+              (long long)sf_places[i], (long long)qgtk_fp8_out_untouched(&o));
+        memset(&s[sf_places[i]], 0xFF, 4);
+    }
+    PASS();
+}
