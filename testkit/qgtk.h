@@ -410,6 +410,15 @@ qg_status qgtk_time_interleaved_us(qg_context *ctx, CUstream stream, qgtk_l2_flu
  * library's JIT (qg__context_compile_source). NULL for an unknown name. */
 const char *qgtk_kernel_source(const char *name);
 
+/* ---- scratch device buffers (testkit/harness.c) ---------------------------- */
+
+/* bytes + 16 bytes of device memory in ctx (the 16: room for an overrun to land
+ * in poison), all 0xFF; 0 when it cannot be allocated or set. */
+CUdeviceptr qgtk_device_poisoned(qg_context *ctx, size_t bytes);
+/* bytes + 16 bytes of device memory in ctx, the first `bytes` copied from host;
+ * 0 on failure. Free either with the driver's cuMemFree. */
+CUdeviceptr qgtk_device_upload(qg_context *ctx, const void *host, size_t bytes);
+
 /* ---- memory figures (testkit/harness.c) ------------------------------------ */
 
 /* Resident set size of this process in bytes (/proc/self/statm), 0 when it

@@ -321,20 +321,6 @@ static uint64_t rng;
 static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static float urand(void) { return (float)((rnd() >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f; }
 
-static CUdeviceptr upload(const qg_driver *drv, const float *x, size_t n) {
-    CUdeviceptr d = 0;
-    if (drv->cuMemAlloc(&d, n * 4 + 16) != CUDA_SUCCESS) return 0;
-    drv->cuMemcpyHtoD(d, x, n * 4);
-    return d;
-}
-
-static CUdeviceptr poisoned(const qg_driver *drv, size_t bytes) {
-    CUdeviceptr d = 0;
-    if (drv->cuMemAlloc(&d, bytes + 16) != CUDA_SUCCESS) return 0;
-    drv->cuMemsetD8(d, 0xFF, bytes + 16);
-    return d;
-}
-
 /* The casts through the testkit's case (testkit/cast_case.c), the same
  * function `qgemm check --family cast` runs. */
 static int run_cast_case(qg_context *ctx, CUstream stream, const qgtk_cast_case *c, char *why,
@@ -435,7 +421,8 @@ static int run_layout_case(qg_context *ctx, CUstream stream, int kind, int G, in
     }
     int64_t st[3] = {(int64_t)MN * SFK, SFK, 1};
     if (transposed) st[1] = 1, st[2] = MN;
-    CUdeviceptr din = upload(drv, in, in_n), dout = poisoned(drv, out_n * 4);
+    CUdeviceptr din = qgtk_device_upload(ctx, in, in_n * 4),
+                dout = qgtk_device_poisoned(ctx, out_n * 4);
     uint32_t *out = malloc(out_n * 4 + 4);
     int ok = 0;
     qg_sf_layout_args a;
@@ -496,7 +483,8 @@ static int run_kgrouped_case(qg_context *ctx, CUstream stream, const int *ks, in
     }
     float *in = malloc((size_t)sf_k * MN * 4 + 4);
     for (int64_t i = 0; i < (int64_t)sf_k * MN; ++i) in[i] = ldexpf(1.0f, (int)(rnd() % 60) - 30);
-    CUdeviceptr din = upload(drv, in, (size_t)sf_k * MN), dout = poisoned(drv, (size_t)packed * MN * 4);
+    CUdeviceptr din = qgtk_device_upload(ctx, in, (size_t)sf_k * MN * 4),
+                dout = qgtk_device_poisoned(ctx, (size_t)packed * MN * 4);
     CUdeviceptr dks = 0;
     drv->cuMemAlloc(&dks, 64);
     drv->cuMemcpyHtoD(dks, layout, (size_t)G * 4);
