@@ -158,29 +158,14 @@ static float *fill(qgtk_rng *rng, int64_t rows, int64_t cols, int64_t ld, int bf
     return x;
 }
 
-static CUdeviceptr upload(const qg_driver *drv, const float *x, size_t n, int bf16) {
-    CUdeviceptr d = 0;
-    const size_t bytes = n * (bf16 ? 2 : 4);
-    if (drv->cuMemAlloc(&d, bytes + 16) != CUDA_SUCCESS) return 0;
-    if (bf16) {
-        uint16_t *h = malloc(bytes + 2);
-        if (!h) {
-            drv->cuMemFree(d);
-            return 0;
-        }
-        for (size_t i = 0; i < n; ++i) h[i] = (uint16_t)(fbits(x[i]) >> 16);
-        drv->cuMemcpyHtoD(d, h, bytes);
-        free(h);
-    } else {
-        drv->cuMemcpyHtoD(d, x, bytes);
-    }
-    return d;
-}
-
-static CUdeviceptr poisoned(const qg_driver *drv, size_t bytes) {
-    CUdeviceptr d = 0;
-    if (drv->cuMemAlloc(&d, bytes + 16) != CUDA_SUCCESS) return 0;
-    drv->cuMemsetD8(d, 0xFF, bytes + 16);
+/* n values of x, as bf16 (x holds bf16 values) or floats (qgtk_device_upload). */
+static CUdeviceptr upload(qg_context *ctx, const float *x, size_t n, int bf16) {
+    if (!bf16) return qgtk_device_upload(ctx, x, n * 4);
+    uint16_t *h = malloc(n * 2 + 2);
+    if (!h) return 0;
+    for (size_t i = 0; i < n; ++i) h[i] = (uint16_t)(fbits(x[i]) >> 16);
+    const CUdeviceptr d = qgtk_device_upload(ctx, h, n * 2);
+    free(h);
     return d;
 }
 
@@ -295,11 +280,10 @@ bool qgtk_cast_case_run(qg_context *ctx, CUstream stream, const qgtk_cast_case *
         snprintf(why, len, "out of host memory");
         goto done;
     }
-    dx = upload(drv, x, (size_t)(rows * ld_x), !c->f32);
-    dq = poisoned(drv, (size_t)(rows * ld_out));
-    dsf = poisoned(drv, sf_n * 4);
-    if (aux && drv->cuMemAlloc(&daux, aux_n * 4) == CUDA_SUCCESS)
-        drv->cuMemcpyHtoD(daux, aux, aux_n * 4);
+    dx = upload(ctx, x, (size_t)(rows * ld_x), !c->f32);
+    dq = qgtk_device_poisoned(ctx, (size_t)(rows * ld_out));
+    dsf = qgtk_device_poisoned(ctx, sf_n * 4);
+    if (aux) daux = qgtk_device_upload(ctx, aux, aux_n * 4);
     if (!dx || !dq || !dsf || (aux && !daux)) {
         snprintf(why, len, "cuMemAlloc failed");
         goto done;

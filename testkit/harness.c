@@ -1253,6 +1253,36 @@ static int remove_one(const char *path, const struct stat *st, int type, struct 
 void qgtk_remove_tree(const char *dir) { nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* ------------------------------------------------------------------------ */
+/* Scratch device buffers                                                    */
+/* ------------------------------------------------------------------------ */
+
+CUdeviceptr qgtk_device_poisoned(qg_context *ctx, size_t bytes) {
+    if (ctx_push(ctx) != QG_SUCCESS) return 0;
+    const qg_driver *drv = drv_of(ctx);
+    CUdeviceptr d = 0;
+    if (drv->cuMemAlloc(&d, bytes + 16) == CUDA_SUCCESS &&
+        drv->cuMemsetD8(d, 0xFF, bytes + 16) != CUDA_SUCCESS) {
+        drv->cuMemFree(d);
+        d = 0;
+    }
+    ctx_pop(ctx);
+    return d;
+}
+
+CUdeviceptr qgtk_device_upload(qg_context *ctx, const void *host, size_t bytes) {
+    if (ctx_push(ctx) != QG_SUCCESS) return 0;
+    const qg_driver *drv = drv_of(ctx);
+    CUdeviceptr d = 0;
+    if (drv->cuMemAlloc(&d, bytes + 16) == CUDA_SUCCESS &&
+        drv->cuMemcpyHtoD(d, host, bytes) != CUDA_SUCCESS) {
+        drv->cuMemFree(d);
+        d = 0;
+    }
+    ctx_pop(ctx);
+    return d;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Memory figures                                                            */
 /* ------------------------------------------------------------------------ */
 

@@ -18,7 +18,8 @@
  *  - a problem's host arrays are the truth; the device copies are uploaded
  *    from them and refreshed by qgtk_problem_update_indices();
  *  - failures return a qg_status with a message (qg_last_error()), as in the
- *    library; nothing here prints.
+ *    library; nothing here prints but the compile sweeps' progress and verdict
+ *    lines (qgtk_compile_many, qgtk_compile_verdict).
  *
  * Typical use (a test):
  *     qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = 257, .n = 576, .k = 400,
@@ -320,6 +321,49 @@ qg_status qgtk_reference_gemm_device(qg_context *ctx, qg_gemm_kind kind,
 int qgtk_compile_many(qg_context *ctx, const qg_problem *problems, const qg_config *cfgs,
                      int count, qg_status *statuses);
 
+/* ---- offline compile sweeps (testkit/compile_sweep.c) ----------------------- */
+
+/* The PTX features (qg_kernel_info's ptx_has_*) a sweep asks of a variant. */
+enum {
+    QGTK_PTX_WGMMA = 1u << 0,
+    QGTK_PTX_TMA_LOAD = 1u << 1,
+    QGTK_PTX_TMA_STORE = 1u << 2,
+    QGTK_PTX_SETMAXNREG = 1u << 3,
+    QGTK_PTX_STMATRIX = 1u << 4,
+    QGTK_PTX_MULTICAST = 1u << 5,
+};
+
+/* One CPU test compiling many kernel variants through the library's JIT on
+ * an offline context (sm_90a, no GPU) with a scratch kernel cache, so that
+ * each variant is compiled, not found. */
+typedef struct {
+    qg_context *ctx;       /* the offline context */
+    char cache_dir[64];    /* its kernel cache (QGEMM_CACHE_DIR), removed by close */
+    int progress_every;    /* a progress line per this many variants (0: none) */
+    int verbose;           /* 1: a line for every clean variant too (its registers) */
+    unsigned warnings_seen; /* NVRTC warnings counted so far (qg__jit_warnings) */
+    int checked, compiled, failures;
+    double start_s;
+} qgtk_compile_sweep;
+
+/* Create the scratch cache directory, point QGEMM_CACHE_DIR at it (left set
+ * after close), create s->ctx. On failure nothing is left behind. */
+qg_status qgtk_compile_sweep_open(qgtk_compile_sweep *s, int progress_every, int verbose);
+/* Destroy s->ctx and remove the cache directory. */
+void qgtk_compile_sweep_close(qgtk_compile_sweep *s);
+/* The verdict on one variant (`what` names it) whose compile returned st
+ * and, on success, reported *info: clean when it compiled, ptxas reports no
+ * spill stores or loads, no stack frame and registers > 0, the PTX has every
+ * feature of need_ptx and none of refuse_ptx (QGTK_PTX_*), and NVRTC logged
+ * no warning since the sweep's previous variant. Counts the variant in s and
+ * prints (stdout, as the tests' own lines) one line per finding:
+ * "    <what>: <status>: <message>", "    <what>: regs R spills S/L stack F;
+ * PTX lacks ...; PTX has ...", "    <what>: the compile logged a warning
+ * (...)"; a progress line per s->progress_every variants.
+ * @return 1 clean, 0 not. */
+int qgtk_compile_verdict(qgtk_compile_sweep *s, const char *what, qg_status st,
+                         const qg_kernel_info *info, unsigned need_ptx, unsigned refuse_ptx);
+
 /* ---- timing (testkit/harness.c) --------------------------------------------- */
 
 /* A device buffer of 2x the L2 size; writing it evicts L2.
@@ -365,6 +409,15 @@ qg_status qgtk_time_interleaved_us(qg_context *ctx, CUstream stream, qgtk_l2_flu
  * "pdl_probe.cuh"): a self-contained CUDA source, compiled through the
  * library's JIT (qg__context_compile_source). NULL for an unknown name. */
 const char *qgtk_kernel_source(const char *name);
+
+/* ---- scratch device buffers (testkit/harness.c) ---------------------------- */
+
+/* bytes + 16 bytes of device memory in ctx (the 16: room for an overrun to land
+ * in poison), all 0xFF; 0 when it cannot be allocated or set. */
+CUdeviceptr qgtk_device_poisoned(qg_context *ctx, size_t bytes);
+/* bytes + 16 bytes of device memory in ctx, the first `bytes` copied from host;
+ * 0 on failure. Free either with the driver's cuMemFree. */
+CUdeviceptr qgtk_device_upload(qg_context *ctx, const void *host, size_t bytes);
 
 /* ---- memory figures (testkit/harness.c) ------------------------------------ */
 

@@ -68,6 +68,44 @@ float qgtk_fp8_group_check(qgtk_fp8_tally *t, const double *ref, const uint8_t *
  * reference's own + 1e-6 (the two relative squared errors in *q_got, *q_want). */
 bool qgtk_fp8_tally_ok(const qgtk_fp8_tally *t, double *q_got, double *q_want);
 
+/* The e4m3 output of one FP8-output call on problem p (testkit/fp8_out.c; the
+ * scaffolding tests/test_fp8out.c and tests/test_swiglu.c share): D [p->rows][ldd]
+ * bytes, the first `cols` of each row the output; the scales [G][nb][sfd_ld] floats
+ * (G the masked groups, else 1; nb = ceil(cols / 128); sfd_ld = qg_sfa_ld(p->m) + 4,
+ * so that rows past m exist). Device copies in p->ctx, poisoned (0xFF bytes), and
+ * host copies filled by qgtk_fp8_out_download. */
+typedef struct {
+    const qgtk_problem_data *p;
+    int64_t cols, ldd, nb, sfd_ld, sf_groups;
+    size_t d_bytes, sf_count;
+    CUdeviceptr d, sfd;
+    uint8_t *hd; /* [p->rows][ldd] */
+    float *hs;   /* [G][nb][sfd_ld] */
+} qgtk_fp8_out_buffers;
+
+/* Allocate and poison; ldd must leave at least 16 bytes past cols (they must stay
+ * poisoned). On failure nothing is left allocated. */
+qg_status qgtk_fp8_out_create(qgtk_fp8_out_buffers *b, const qgtk_problem_data *p, int64_t cols,
+                              int64_t ldd);
+/* p's arguments with D = b's (d, ldd); the caller adds its qg_fp8_out / qg_swiglu_out
+ * with sfd = b->sfd, sfd_ld = b->sfd_ld. */
+qg_gemm_args qgtk_fp8_out_args(const qgtk_fp8_out_buffers *b);
+/* Synchronize the call's stream, then copy D and the scales to hd, hs. */
+qg_status qgtk_fp8_out_download(qgtk_fp8_out_buffers *b, CUstream stream);
+/* Whether the call must write row r (p->ref's row is not NaN; p->ref must be computed). */
+bool qgtk_fp8_out_row_written(const qgtk_fp8_out_buffers *b, int64_t row);
+/* The bits of row r's scale of column group kb, as downloaded. */
+uint32_t qgtk_fp8_out_sf_bits(const qgtk_fp8_out_buffers *b, int64_t row, int64_t kb);
+/* The poison the call changed where it must not write: bytes past cols, every byte and
+ * scale of a row not written, scale rows past m. Needs p->ref. */
+int64_t qgtk_fp8_out_untouched(const qgtk_fp8_out_buffers *b);
+/* The tally's one-line figures (elements, mismatch, steps, scales, quantization
+ * errors, unwritten) and the untouched count, as the FP8-output tests print them. */
+void qgtk_fp8_out_text(char *out, size_t len, const qgtk_fp8_tally *t, double q_got,
+                       double q_want, int64_t untouched);
+/* Free device (in p->ctx) and host memory. */
+void qgtk_fp8_out_destroy(qgtk_fp8_out_buffers *b);
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -256,51 +256,29 @@ static qg_bf16_gemm_args variant_args(const bf16_variant *v, int32_t *ks) {
     return a;
 }
 
+/* What every BF16 GEMM kernel's PTX holds (the batch sums ask their own). */
+#define BF16_PTX (QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD | QGTK_PTX_TMA_STORE | QGTK_PTX_SETMAXNREG)
+
 TEST(bf16_compile_every_variant) {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
-    CHECK(mkdtemp(dir), "mkdtemp");
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 64, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     static bf16_variant v[512];
     const int count = bf16_variants(v);
-    int failures = 0, compiled = 0;
-    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     for (int i = 0; i < count; ++i) {
         int32_t ks[16];
         qg_bf16_gemm_args a = variant_args(&v[i], ks);
         qg_kernel_info info;
-        qg_status st = qg_bf16_compile(ctx, v[i].kind, &a, &info);
-        char first[512];
-        const unsigned warnings = qg__jit_warnings(first, sizeof first);
-        const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
-                        info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
-                        info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
-                        info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
-                        warnings == warnings_seen;
-        if (!ok) {
-            failures++;
-            printf("    kind %d %dx%dx%d G %d majors %d%d %s%s: %s %s regs %d spills %d/%d stack %d"
-                   "%s%s\n", (int)v[i].kind, v[i].m, v[i].n, v[i].k, v[i].groups,
-                   (int)v[i].a_major, (int)v[i].b_major, v[i].d_fp32 ? "f32" : "bf16",
-                   v[i].with_c ? "+C" : "", qg_status_string(st),
-                   st ? qg_last_error() : "", info.registers, info.spill_store_bytes,
-                   info.spill_load_bytes, info.stack_frame_bytes,
-                   warnings != warnings_seen ? "; warning: " : "",
-                   warnings != warnings_seen ? first : "");
-            warnings_seen = warnings;
-        }
-        compiled += st == QG_SUCCESS;
-        if ((i + 1) % 64 == 0) {
-            printf("    ... %d of %d variants\n", i + 1, count);
-            fflush(stdout);
-        }
+        qg_status st = qg_bf16_compile(sw.ctx, v[i].kind, &a, &info);
+        char what[96];
+        snprintf(what, sizeof what, "kind %d %dx%dx%d G %d majors %d%d %s%s", (int)v[i].kind,
+                 v[i].m, v[i].n, v[i].k, v[i].groups, (int)v[i].a_major, (int)v[i].b_major,
+                 v[i].d_fp32 ? "f32" : "bf16", v[i].with_c ? "+C" : "");
+        qgtk_compile_verdict(&sw, what, st, &info, BF16_PTX, 0);
     }
-    printf("    %d BF16 variants, %d compiled, %d failures\n", count, compiled, failures);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
-    qgtk_remove_tree(dir);
+    printf("    %d BF16 variants, %d compiled, %d failures\n", count, sw.compiled, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -533,12 +511,9 @@ TEST(bf16_batched_validation) {
  * n = d, k = r, batches h; 'bhd,hdr->bhr': NN, n = r, k = d), FP32 D and
  * MN-major A too: every one compiles offline without spills or warnings. */
 TEST(bf16_batched_compile_every_variant) {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
-    CHECK(mkdtemp(dir), "mkdtemp");
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     static const int HRD[][3] = {{128, 512, 128}, {8, 4096, 1024}};
     static const int Bs[] = {4, 128, 4096};
     bf16_variant v[64];
@@ -557,36 +532,20 @@ TEST(bf16_batched_compile_every_variant) {
                         QG_MAJOR_MN, 0, 0);
     count = add_variant(v, count, QG_GEMM_BF16_BATCHED, 1, 576, 448, 3, 0, QG_MAJOR_MN,
                         QG_MAJOR_K, 1, 0);
-    int failures = 0;
-    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     for (int i = 0; i < count; ++i) {
         int32_t ks[16];
         qg_bf16_gemm_args a = variant_args(&v[i], ks);
         qg_kernel_info info;
-        qg_status st = qg_bf16_compile(ctx, v[i].kind, &a, &info);
-        char first[512];
-        const unsigned warnings = qg__jit_warnings(first, sizeof first);
-        const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
-                        info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
-                        info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
-                        info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
-                        warnings == warnings_seen;
-        if (!ok) {
-            failures++;
-            printf("    batched %dx%dx%d G %d majors %d%d %s: %s %s regs %d spills %d/%d stack %d"
-                   "%s%s\n", v[i].m, v[i].n, v[i].k, v[i].groups, (int)v[i].a_major,
-                   (int)v[i].b_major, v[i].d_fp32 ? "f32" : "bf16", qg_status_string(st),
-                   st ? qg_last_error() : "", info.registers, info.spill_store_bytes,
-                   info.spill_load_bytes, info.stack_frame_bytes,
-                   warnings != warnings_seen ? "; warning: " : "",
-                   warnings != warnings_seen ? first : "");
-            warnings_seen = warnings;
-        }
+        qg_status st = qg_bf16_compile(sw.ctx, v[i].kind, &a, &info);
+        char what[96];
+        snprintf(what, sizeof what, "batched %dx%dx%d G %d majors %d%d %s", v[i].m, v[i].n,
+                 v[i].k, v[i].groups, (int)v[i].a_major, (int)v[i].b_major,
+                 v[i].d_fp32 ? "f32" : "bf16");
+        qgtk_compile_verdict(&sw, what, st, &info, BF16_PTX, 0);
     }
-    printf("    %d batched BF16 variants, %d failures\n", count, failures);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
-    qgtk_remove_tree(dir);
+    printf("    %d batched BF16 variants, %d failures\n", count, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -784,16 +743,11 @@ TEST(bf16_batch_sums_validation) {
  * with Python's split choice (python/qgemm/einsum.py bmk_splits): compiled
  * offline without spills or warnings. */
 TEST(bf16_batch_sums_compile_every_variant) {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
-    CHECK(mkdtemp(dir), "mkdtemp");
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     static const int S[] = {129, 4096, 8192};
     static const int MNK[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384}, {200, 136, 64}};
-    int failures = 0, count = 0;
-    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
         for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j) {
             const int m = MNK[j][0], n = MNK[j][1], k = MNK[j][2], s = S[i];
@@ -807,28 +761,15 @@ TEST(bf16_batch_sums_compile_every_variant) {
             a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
             a.lda = k, a.ldb = k, a.ldd = n, a.d_fp32 = 1;
             qg_kernel_info info;
-            qg_status st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUMS, &a, &info);
-            char first[512];
-            const unsigned warnings = qg__jit_warnings(first, sizeof first);
-            const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
-                            info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
-                            info.ptx_has_wgmma && info.ptx_has_tma_load && info.ptx_has_tma_store &&
-                            warnings == warnings_seen;
-            count++;
-            if (!ok) {
-                failures++;
-                printf("    batch sums b %d %dx%dx%d splits %d: %s %s regs %d spills %d/%d%s%s\n", s,
-                       m, n, k, splits, qg_status_string(st), st ? qg_last_error() : "",
-                       info.registers, info.spill_store_bytes, info.spill_load_bytes,
-                       warnings != warnings_seen ? "; warning: " : "",
-                       warnings != warnings_seen ? first : "");
-                warnings_seen = warnings;
-            }
+            qg_status st = qg_bf16_compile(sw.ctx, QG_GEMM_BF16_BATCH_SUMS, &a, &info);
+            char what[96];
+            snprintf(what, sizeof what, "batch sums b %d %dx%dx%d splits %d", s, m, n, k, splits);
+            qgtk_compile_verdict(&sw, what, st, &info,
+                                 QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD | QGTK_PTX_TMA_STORE, 0);
         }
-    printf("    %d batch-sum variants, %d failures\n", count, failures);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
-    qgtk_remove_tree(dir);
+    printf("    %d batch-sum variants, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -1081,17 +1022,12 @@ TEST(bf16_batch_sum_validation) {
  * shapes off the tiles: compiled offline without spills, stack or warnings,
  * under DeepGEMM's kernel name, with no TMA store (the tree writes D). */
 TEST(bf16_batch_sum_compile_every_variant) {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
-    CHECK(mkdtemp(dir), "mkdtemp");
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     static const int S[] = {129, 4096, 8192};
     static const int MNK[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384}, {200, 136, 64}};
     static const int SPLITS[] = {1, 3, 16, 44, 132};
-    int failures = 0, count = 0;
-    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     /* the trees of radix 4 and 8 (QGEMM_BMK_RADIX): 44 splits, and 16 at b 129, FP32 D + C
      * and bf16 D; rv 3: the atomic reduction (QGEMM_BMK_REDUCE=atomic, the default) in every
      * shape, split count and mode */
@@ -1118,32 +1054,19 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     a.c = mode == 0 ? FAKE(0x1000) : NULL, a.ldc = n;
                     qg_kernel_info info;
                     memset(&info, 0, sizeof info);
-                    qg_status st = qg_bf16_compile(ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
-                    char first[512];
-                    const unsigned warnings = qg__jit_warnings(first, sizeof first);
-                    const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
-                                    info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
-                                    info.ptx_has_wgmma && info.ptx_has_tma_load &&
-                                    !info.ptx_has_tma_store && warnings == warnings_seen;
-                    count++;
-                    if (!ok) {
-                        failures++;
-                        printf("    batch sum b %d %dx%dx%d splits %d %s %d mode %d: %s %s "
-                               "regs %d spills %d/%d stack %d%s%s\n", s, m, n, k, splits,
-                               rv < 3 ? "radix" : "atomic", radix, mode,
-                               qg_status_string(st), st ? qg_last_error() : "", info.registers,
-                               info.spill_store_bytes, info.spill_load_bytes,
-                               info.stack_frame_bytes, warnings != warnings_seen ? "; warning: " : "",
-                               warnings != warnings_seen ? first : "");
-                        warnings_seen = warnings;
-                    }
+                    qg_status st = qg_bf16_compile(sw.ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
+                    char what[112];
+                    snprintf(what, sizeof what, "batch sum b %d %dx%dx%d splits %d %s %d mode %d", s,
+                             m, n, k, splits, rv < 3 ? "radix" : "atomic", radix, mode);
+                    /* no TMA store: the tree writes D */
+                    qgtk_compile_verdict(&sw, what, st, &info, QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD,
+                                         QGTK_PTX_TMA_STORE);
                 }
     unsetenv("QGEMM_BMK_RADIX");
     unsetenv("QGEMM_BMK_REDUCE");
-    printf("    %d reduced batch-sum variants, %d failures\n", count, failures);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
-    qgtk_remove_tree(dir);
+    printf("    %d reduced batch-sum variants, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 

@@ -251,39 +251,19 @@ TEST(cast_plan) {
 
 /* ---- every variant through the library's JIT -------------------------------- */
 
-static unsigned warnings_seen;
-
-static int compile_one(qg_context *ctx, qg_cast_kind kind, const qg_cast_args *c,
+/* The casts are plain CUDA kernels: no PTX feature is asked of them. */
+static int compile_one(qgtk_compile_sweep *sw, qg_cast_kind kind, const qg_cast_args *c,
                        const qg_sf_layout_args *l, const char *what) {
     qg_kernel_info info;
     memset(&info, 0, sizeof info);
-    qg_status st = qg_cast_compile(ctx, kind, c, l, &info);
-    if (st != QG_SUCCESS) {
-        printf("    %s: %s: %s\n", what, qg_status_string(st), qg_last_error());
-        return 0;
-    }
-    char first[512];
-    const unsigned warnings = qg__jit_warnings(first, sizeof first);
-    if (warnings != warnings_seen) {
-        printf("    %s: the compile logged a warning (%u so far; the first: %s)\n", what, warnings,
-               first);
-        warnings_seen = warnings;
-        return 0;
-    }
-    if (info.spill_store_bytes || info.spill_load_bytes || info.stack_frame_bytes ||
-        info.registers <= 0) {
-        printf("    %s: regs %d spills %d/%d stack %d\n", what, info.registers,
-               info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes);
-        return 0;
-    }
-    return 1;
+    const qg_status st = qg_cast_compile(sw->ctx, kind, c, l, &info);
+    return qgtk_compile_verdict(sw, what, st, &info, 0, 0);
 }
 
 TEST(cast_compile_every_variant) {
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
-    warnings_seen = qg__jit_warnings(NULL, 0);
-    int total = 0, ok = 0;
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     char what[160];
     /* quantizing kinds: type x UE8M0 x scale layout / row mask x aligned or not */
     for (int kind = 1; kind <= 4; ++kind)
@@ -304,22 +284,19 @@ TEST(cast_compile_every_variant) {
                     if (kind == 3) a.m = 256;
                     snprintf(what, sizeof what, "kind %d %s ue8m0 %d variant %d", kind,
                              f32 ? "f32" : "bf16", ue, variant);
-                    total++;
-                    ok += compile_one(ctx, (qg_cast_kind)kind, &a, NULL, what);
+                    compile_one(&sw, (qg_cast_kind)kind, &a, NULL, what);
                 }
     /* per-token small M (the unroll follows the rows) */
     for (int m = 1; m <= 4096; m *= 64) {
         qg_cast_args a = good_cast();
         a.m = m, a.k = 7168, a.ld_x = a.ld_out = 7168;
         snprintf(what, sizeof what, "per-token m %d", m);
-        total++;
-        ok += compile_one(ctx, QG_CAST_KIND_PER_TOKEN, &a, NULL, what);
+        compile_one(&sw, QG_CAST_KIND_PER_TOKEN, &a, NULL, what);
     }
     for (int kind = 5; kind <= 6; ++kind) {
         qg_sf_layout_args l = good_layout(0);
         snprintf(what, sizeof what, "layout kind %d", kind);
-        total++;
-        ok += compile_one(ctx, (qg_cast_kind)kind, NULL, &l, what);
+        compile_one(&sw, (qg_cast_kind)kind, NULL, &l, what);
     }
     for (int psum = 0; psum < 2; ++psum)
         for (int gran = 32; gran <= 128; gran *= 4)
@@ -327,12 +304,11 @@ TEST(cast_compile_every_variant) {
                 qg_sf_layout_args l = good_layout(1);
                 l.psum = psum, l.gran_k = gran, l.num_groups = groups;
                 snprintf(what, sizeof what, "k-grouped psum %d gran %d groups %d", psum, gran, groups);
-                total++;
-                ok += compile_one(ctx, QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED, NULL, &l, what);
+                compile_one(&sw, QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED, NULL, &l, what);
             }
-    printf("    %d of %d cast kernels compiled clean\n", ok, total);
-    qg_context_destroy(ctx);
-    CHECK(ok == total, "%d of %d variants failed", total - ok, total);
+    printf("    %d of %d cast kernels compiled clean\n", sw.checked - sw.failures, sw.checked);
+    qgtk_compile_sweep_close(&sw);
+    CHECK(sw.failures == 0, "%d of %d variants failed", sw.failures, sw.checked);
     PASS();
 }
 
@@ -344,20 +320,6 @@ static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static uint64_t rng;
 static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static float urand(void) { return (float)((rnd() >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f; }
-
-static CUdeviceptr upload(const qg_driver *drv, const float *x, size_t n) {
-    CUdeviceptr d = 0;
-    if (drv->cuMemAlloc(&d, n * 4 + 16) != CUDA_SUCCESS) return 0;
-    drv->cuMemcpyHtoD(d, x, n * 4);
-    return d;
-}
-
-static CUdeviceptr poisoned(const qg_driver *drv, size_t bytes) {
-    CUdeviceptr d = 0;
-    if (drv->cuMemAlloc(&d, bytes + 16) != CUDA_SUCCESS) return 0;
-    drv->cuMemsetD8(d, 0xFF, bytes + 16);
-    return d;
-}
 
 /* The casts through the testkit's case (testkit/cast_case.c), the same
  * function `qgemm check --family cast` runs. */
@@ -459,7 +421,8 @@ static int run_layout_case(qg_context *ctx, CUstream stream, int kind, int G, in
     }
     int64_t st[3] = {(int64_t)MN * SFK, SFK, 1};
     if (transposed) st[1] = 1, st[2] = MN;
-    CUdeviceptr din = upload(drv, in, in_n), dout = poisoned(drv, out_n * 4);
+    CUdeviceptr din = qgtk_device_upload(ctx, in, in_n * 4),
+                dout = qgtk_device_poisoned(ctx, out_n * 4);
     uint32_t *out = malloc(out_n * 4 + 4);
     int ok = 0;
     qg_sf_layout_args a;
@@ -520,7 +483,8 @@ static int run_kgrouped_case(qg_context *ctx, CUstream stream, const int *ks, in
     }
     float *in = malloc((size_t)sf_k * MN * 4 + 4);
     for (int64_t i = 0; i < (int64_t)sf_k * MN; ++i) in[i] = ldexpf(1.0f, (int)(rnd() % 60) - 30);
-    CUdeviceptr din = upload(drv, in, (size_t)sf_k * MN), dout = poisoned(drv, (size_t)packed * MN * 4);
+    CUdeviceptr din = qgtk_device_upload(ctx, in, (size_t)sf_k * MN * 4),
+                dout = qgtk_device_poisoned(ctx, (size_t)packed * MN * 4);
     CUdeviceptr dks = 0;
     drv->cuMemAlloc(&dks, 64);
     drv->cuMemcpyHtoD(dks, layout, (size_t)G * 4);

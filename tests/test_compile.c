@@ -4,7 +4,8 @@
  * split-K) once, plus every configuration the heuristic picks for a sweep of shapes
  * (the DeepSeek-V3 table included). Each must have no spills, no stack
  * frame, no compiler warning (src/jit.c counts them: a new one fails the
- * sweep), and the Hopper instructions the design calls for in its PTX.
+ * sweep), and the Hopper instructions the design calls for in its PTX: the
+ * testkit's qgtk_compile_verdict, which every family's compile sweep uses.
  */
 #include "internal.h"
 #include "qg_test.h"
@@ -15,38 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-static int checked_kernels;
-/* NVRTC logs with a warning seen so far (qg__jit_warnings): the kernels
- * compile without any, so every new one fails the variant that logged it. */
-static unsigned warnings_seen;
-
-/* Progress of the long sweeps (NVRTC takes seconds per kernel on a small
- * machine): a line per PROGRESS_EVERY kernels checked, with the time since
- * the sweep's first kernel and the kernel just checked. */
-#define PROGRESS_EVERY 20
-static struct timespec sweep_start;
-
-static void progress(const char *what) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (checked_kernels == 1) sweep_start = now;
-    if (checked_kernels % PROGRESS_EVERY) return;
-    printf("    ... %d kernels checked, %.0f s (last: %s)\n", checked_kernels,
-           (double)(now.tv_sec - sweep_start.tv_sec) + (now.tv_nsec - sweep_start.tv_nsec) * 1e-9,
-           what);
-    fflush(stdout);
-}
 
 /* Compile p with cfg (NULL: the heuristic's choice, compiled as a forced
  * configuration, so that a refusal fails here instead of falling back to
- * the next choice as qg_compile would) and check the ptxas report. */
+ * the next choice as qg_compile would) and give the testkit's verdict (no
+ * spill, no stack, no warning) with the Hopper instructions the design calls
+ * for: wgmma, TMA loads and stores, setmaxnreg, stmatrix, multicast as cfg asks. */
 /* d_fp8: 0 the bf16 (FP32) kernels, 1 / 2 the e4m3-D ones (ue8m0 0 / 1);
  * | QG_D_SWIGLU: the SwiGLU ones. */
-static int check_kernel_out(qg_context *ctx, const qg_problem *p, int d_fp8, const qg_config *cfg,
-                            const char *what) {
+static int check_kernel_out(qgtk_compile_sweep *sw, const qg_problem *p, int d_fp8,
+                            const qg_config *cfg, const char *what) {
+    qg_context *ctx = sw->ctx;
     qg_kernel_info info;
     qg_config chosen;
     qg_status st = QG_SUCCESS;
@@ -60,60 +41,69 @@ static int check_kernel_out(qg_context *ctx, const qg_problem *p, int d_fp8, con
         st = swiglu  ? qg_compile_swiglu(ctx, p, ue, cfg, &info)
              : d_fp8 ? qg_compile_fp8out(ctx, p, ue, cfg, &info)
                      : qg_compile(ctx, p, cfg, &info);
-    if (st != QG_SUCCESS) {
-        printf("    %s: %s: %s\n", what, qg_status_string(st), qg_last_error());
-        return 0;
-    }
     const int multicast = cfg ? cfg->multicast != QG_MULTICAST_NONE : -1;
-    const int ok = info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
-                   info.stack_frame_bytes == 0 && info.registers > 0 && info.ptx_has_wgmma &&
-                   info.ptx_has_tma_load && info.ptx_has_tma_store && info.ptx_has_setmaxnreg &&
-                   /* FP32 D (weight gradient) and e4m3 D leave through plain shared stores */
-                   (info.ptx_has_stmatrix || p->kind == QG_GEMM_WGRAD || d_fp8 ||
-                    p->kind == QG_GEMM_K_GROUPED) && (multicast < 0 || info.ptx_has_multicast == multicast);
-    if (!ok)
-        printf("    %s: regs %d spills %d/%d stack %d wgmma %d tma %d/%d setmaxnreg %d stmatrix %d "
-               "multicast %d\n", what, info.registers, info.spill_store_bytes,
-               info.spill_load_bytes, info.stack_frame_bytes, info.ptx_has_wgmma,
-               info.ptx_has_tma_load, info.ptx_has_tma_store, info.ptx_has_setmaxnreg,
-               info.ptx_has_stmatrix, info.ptx_has_multicast);
-    char first[512];
-    const unsigned warnings = qg__jit_warnings(first, sizeof first);
-    if (warnings != warnings_seen) {
-        printf("    %s: the compile logged a warning (%u so far; the first: %s)\n", what,
-               warnings, first);
-        warnings_seen = warnings;
-        checked_kernels++;
-        return 0;
-    }
-    checked_kernels++;
-    progress(what);
-    return ok;
+    /* FP32 D (weight gradient) and e4m3 D leave through plain shared stores */
+    const bool stmatrix = !(p->kind == QG_GEMM_WGRAD || d_fp8 || p->kind == QG_GEMM_K_GROUPED);
+    const unsigned need = QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD | QGTK_PTX_TMA_STORE |
+                          QGTK_PTX_SETMAXNREG | (stmatrix ? QGTK_PTX_STMATRIX : 0) |
+                          (multicast == 1 ? QGTK_PTX_MULTICAST : 0);
+    return qgtk_compile_verdict(sw, what, st, &info, need, multicast == 0 ? QGTK_PTX_MULTICAST : 0);
 }
 
-static int check_kernel(qg_context *ctx, const qg_problem *p, const qg_config *cfg, const char *what) {
-    return check_kernel_out(ctx, p, 0, cfg, what);
+static int check_kernel(qgtk_compile_sweep *sw, const qg_problem *p, const qg_config *cfg,
+                        const char *what) {
+    return check_kernel_out(sw, p, 0, cfg, what);
 }
 
-static qg_context *offline_ctx_with_temp_cache(char *dir, size_t cap) {
-    snprintf(dir, cap, "/tmp/qgemm-test-cache-XXXXXX");
-    if (!mkdtemp(dir)) return NULL;
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = NULL;
-    return qg_context_create_offline(&ctx, NULL) == QG_SUCCESS ? ctx : NULL;
+/* The sweeps' progress: a line per PROGRESS_EVERY kernels (NVRTC takes
+ * seconds per kernel on a small machine). */
+#define PROGRESS_EVERY 20
+
+/* The verdict itself (no compile): each finding fails the variant and is
+ * counted, a clean report passes. */
+TEST(compile_verdict_rules) {
+    qgtk_compile_sweep sw;
+    memset(&sw, 0, sizeof sw);
+    sw.warnings_seen = qg__jit_warnings(NULL, 0);
+    qg_kernel_info clean;
+    memset(&clean, 0, sizeof clean);
+    clean.registers = 128, clean.ptx_has_wgmma = 1, clean.ptx_has_tma_load = 1;
+    const unsigned need = QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD;
+    CHECK(qgtk_compile_verdict(&sw, "clean", QG_SUCCESS, &clean, need, QGTK_PTX_MULTICAST),
+          "a clean report failed");
+    qg_kernel_info bad[6];
+    for (int i = 0; i < 6; ++i) bad[i] = clean;
+    bad[0].spill_store_bytes = 4, bad[1].spill_load_bytes = 4, bad[2].stack_frame_bytes = 16;
+    bad[3].registers = 0, bad[4].ptx_has_tma_load = 0, bad[5].ptx_has_multicast = 1;
+    printf("    (six findings expected below)\n");
+    for (int i = 0; i < 6; ++i)
+        CHECK(!qgtk_compile_verdict(&sw, "expected finding", QG_SUCCESS, &bad[i], need,
+                                    QGTK_PTX_MULTICAST),
+              "finding %d passed", i);
+    qg__fail(QG_ERROR_COMPILE, "expected refusal");
+    CHECK(!qgtk_compile_verdict(&sw, "expected refusal", QG_ERROR_COMPILE, NULL, 0, 0),
+          "a failed compile passed");
+    sw.warnings_seen++; /* as if NVRTC had logged a warning since the last variant */
+    CHECK(!qgtk_compile_verdict(&sw, "expected warning", QG_SUCCESS, &clean, need, 0),
+          "a new warning passed");
+    CHECK(qgtk_compile_verdict(&sw, "clean again", QG_SUCCESS, &clean, need, 0),
+          "the warning was blamed twice");
+    CHECK(sw.checked == 10 && sw.compiled == 9 && sw.failures == 8, "counted %d / %d / %d",
+          sw.checked, sw.compiled, sw.failures);
+    PASS();
 }
 
 TEST(compile_every_variant) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
     /* the weight-gradient kinds twice: D = A B^T and D += A B^T */
     const qg_gemm_kind kinds[] = {QG_GEMM_DENSE, QG_GEMM_GROUPED_CONTIGUOUS, QG_GEMM_GROUPED_MASKED,
                                   QG_GEMM_GROUPED_PSUM, QG_GEMM_WGRAD, QG_GEMM_WGRAD,
                                   QG_GEMM_K_GROUPED, QG_GEMM_K_GROUPED};
     const int bms[] = {64, 128, 256};
-    int failures = 0, refused = 0;
-    checked_kernels = 0;
+    int refused = 0;
     for (int ki = 0; ki < 8; ++ki)
         for (int bi = 0; bi < 3; ++bi)
             /* the weight gradient's FP32 D takes block_n in steps of 8 */
@@ -136,13 +126,13 @@ TEST(compile_every_variant) {
                     snprintf(what, sizeof what, "kind %d%s block %dx%d multicast %d split-K %d",
                              (int)kinds[ki], accumulate ? " accumulate" : "", bms[bi], bn,
                              (int)cfg.multicast, cfg.split_k);
-                    failures += !check_kernel(ctx, &p, &cfg, what);
+                    check_kernel(&sw, &p, &cfg, what);
                 }
     printf("    %d kernels compiled, %d configurations refused as illegal, %d failures\n",
-           checked_kernels, refused, failures);
-    CHECK(checked_kernels >= 150, "too few variants compiled: %d", checked_kernels);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
+           sw.compiled, refused, sw.failures);
+    CHECK(sw.compiled >= 150, "too few variants compiled: %d", sw.compiled);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -155,12 +145,12 @@ TEST(compile_every_variant) {
  * block_n is refused with the reason, the heuristic picks only such tiles,
  * and what it picks for the DeepSeek shapes compiles clean. */
 TEST(compile_fp8out_every_variant) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
     const int bms[] = {64, 128, 256}, ns[] = {0, 2112, 1160};
-    int failures = 0, refused = 0;
-    checked_kernels = 0;
+    int refused = 0;
     for (int kind = 0; kind <= 3; ++kind)
         for (int bi = 0; bi < 3; ++bi)
             for (int bn = 32; bn <= 256; bn *= 2)
@@ -184,11 +174,11 @@ TEST(compile_fp8out_every_variant) {
                                      "e4m3 D%s kind %d N %d block %dx%d multicast %d split-K %d",
                                      ue ? " ue8m0" : "", kind, p.n, bms[bi], bn, (int)cfg.multicast,
                                      cfg.split_k);
-                            failures += !check_kernel_out(ctx, &p, 1 + ue, &cfg, what);
+                            check_kernel_out(&sw, &p, 1 + ue, &cfg, what);
                         }
     printf("    %d e4m3-D kernels compiled, %d configurations refused as illegal, %d failures\n",
-           checked_kernels, refused, failures);
-    CHECK(checked_kernels >= 30, "too few variants compiled: %d", checked_kernels);
+           sw.compiled, refused, sw.failures);
+    CHECK(sw.compiled >= 30, "too few variants compiled: %d", sw.compiled);
 
     /* a tile of part of a scale group that no cluster splits is refused, saying why */
     qg_problem p = {QG_GEMM_DENSE, 64, 2112, 7168, 1, 0, 0};
@@ -217,7 +207,7 @@ TEST(compile_fp8out_every_variant) {
             char what[96];
             snprintf(what, sizeof what, "e4m3 D heuristic %dx%dx%d -> %dx%d split-K %d", q.m, q.n,
                      q.k, c.block_m, c.block_n, c.split_k);
-            failures += !check_kernel_out(ctx, &q, 1, &c, what);
+            check_kernel_out(&sw, &q, 1, &c, what);
         }
     static const qg_problem grouped[] = {{QG_GEMM_GROUPED_CONTIGUOUS, 8192, 4096, 7168, 8, 0, 0},
                                          {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 32, 192, 0},
@@ -231,10 +221,10 @@ TEST(compile_fp8out_every_variant) {
         char what[96];
         snprintf(what, sizeof what, "e4m3 D ue8m0 heuristic kind %d %dx%dx%d -> %dx%d",
                  (int)grouped[i].kind, grouped[i].m, grouped[i].n, grouped[i].k, c.block_m, c.block_n);
-        failures += !check_kernel_out(ctx, &grouped[i], 2, &c, what);
+        check_kernel_out(&sw, &grouped[i], 2, &c, what);
     }
-    CHECK(failures == 0, "%d e4m3-D variants failed", failures);
-    qg_context_destroy(ctx);
+    CHECK(sw.failures == 0, "%d e4m3-D variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -244,12 +234,12 @@ TEST(compile_fp8out_every_variant) {
  * pair; the heuristic's choice on the DeepSeek MoE shapes; every other
  * block_n, split-K and N off 256 refused with the reason. */
 TEST(compile_swiglu_every_variant) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
     static const int ns[] = {4096, 3072, 256};
-    int failures = 0, refused = 0;
-    checked_kernels = 0;
+    int refused = 0;
     for (int kind = 0; kind <= 2; ++kind)
         for (int mc = 0; mc < 3; ++mc)
             for (int ni = 0; ni < 3; ++ni)
@@ -267,11 +257,11 @@ TEST(compile_swiglu_every_variant) {
                     snprintf(what, sizeof what, "SwiGLU%s kind %d N %d block %dx%d multicast %d stages %d",
                              ue ? " ue8m0" : "", kind, p.n, cfg.block_m, cfg.block_n,
                              (int)cfg.multicast, cfg.num_stages);
-                    failures += !check_kernel_out(ctx, &p, (1 + ue) | QG_D_SWIGLU, &cfg, what);
+                    check_kernel_out(&sw, &p, (1 + ue) | QG_D_SWIGLU, &cfg, what);
                 }
     printf("    %d SwiGLU kernels compiled, %d configurations refused as illegal, %d failures\n",
-           checked_kernels, refused, failures);
-    CHECK(checked_kernels >= 12, "too few variants compiled: %d", checked_kernels);
+           sw.compiled, refused, sw.failures);
+    CHECK(sw.compiled >= 12, "too few variants compiled: %d", sw.compiled);
 
     /* refusals, each saying why */
     qg_problem p = {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 8, 128, 0};
@@ -309,53 +299,51 @@ TEST(compile_swiglu_every_variant) {
             char what[112];
             snprintf(what, sizeof what, "SwiGLU heuristic masked %dx%dx%dx7168 -> %dx%d mc %d stages %d",
                      q.num_groups, q.m, q.n, c.block_m, c.block_n, (int)c.multicast, c.num_stages);
-            failures += !check_kernel_out(ctx, &q, (1 + i % 2) | QG_D_SWIGLU, &c, what);
+            check_kernel_out(&sw, &q, (1 + i % 2) | QG_D_SWIGLU, &c, what);
         }
         qg_problem q = {QG_GEMM_GROUPED_CONTIGUOUS, 4096, moe_n[ni], 7168, 8, 0, 0};
         CHECK(qg_select_config_swiglu(ctx, &q, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
         char what[112];
         snprintf(what, sizeof what, "SwiGLU heuristic contiguous 4096x%dx7168 -> %dx%d mc %d stages %d",
                  q.n, c.block_m, c.block_n, (int)c.multicast, c.num_stages);
-        failures += !check_kernel_out(ctx, &q, 1 | QG_D_SWIGLU, &c, what);
+        check_kernel_out(&sw, &q, 1 | QG_D_SWIGLU, &c, what);
     }
-    CHECK(failures == 0, "%d SwiGLU variants failed", failures);
-    qg_context_destroy(ctx);
+    CHECK(sw.failures == 0, "%d SwiGLU variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
 /* Every configuration the GPU's forced sweep runs (tests/forced.h). */
 TEST(compile_forced_sweep) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
     static qg_config cfgs[QG_FORCED_MAX];
     static qg_problem probs[QG_FORCED_MAX];
     int first[QG_FORCED_NSHAPES + 1], unsupported[QG_FORCED_NSHAPES];
     const int total = qg_forced_configs(ctx, probs, cfgs, first, unsupported);
     CHECK(total > 0, "enumerating the forced configurations: %s", qg_last_error());
     qgtk_compile_many(ctx, probs, cfgs, total, NULL); /* in parallel; checked below */
-    int failures = 0;
-    checked_kernels = 0;
     for (int i = 0; i < total; i++) {
         char what[96];
         snprintf(what, sizeof what, "%dx%dx%d block %dx%d stages %d multicast %d split-K %d",
                  probs[i].m, probs[i].n, probs[i].k, cfgs[i].block_m, cfgs[i].block_n,
                  cfgs[i].num_stages, (int)cfgs[i].multicast, cfgs[i].split_k);
-        failures += !check_kernel(ctx, &probs[i], &cfgs[i], what);
+        check_kernel(&sw, &probs[i], &cfgs[i], what);
     }
-    printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
-    CHECK(failures == 0, "%d forced configurations failed", failures);
-    qg_context_destroy(ctx);
+    printf("    %d kernels checked, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d forced configurations failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
 /* The split-K edge cases the GPU runs (tests/forced.h). */
 TEST(compile_split_k_edges) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
-    int failures = 0;
-    checked_kernels = 0;
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
     for (int i = 0; i < QG_SPLIT_EDGES; i++) {
         const qg_split_edge *e = &qg_split_edges[i];
         const qg_problem p = {QG_GEMM_DENSE, e->m, e->n, e->k, 1, 0, 0};
@@ -365,32 +353,30 @@ TEST(compile_split_k_edges) {
                  cfg.block_m, cfg.block_n, cfg.num_stages);
         if (qg_complete_config(ctx, &p, &cfg) != QG_SUCCESS || cfg.split_k != 2) {
             printf("    %s: refused: %s\n", what, qg_last_error());
-            failures++;
+            sw.failures++; /* a failure of the sweep, not of a compile */
             continue;
         }
-        failures += !check_kernel(ctx, &p, &cfg, what);
+        check_kernel(&sw, &p, &cfg, what);
     }
-    printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
-    CHECK(failures == 0, "%d split-K edge cases failed", failures);
-    qg_context_destroy(ctx);
+    printf("    %d kernels checked, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d split-K edge cases failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
 TEST(compile_heuristic_choices) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     const int ns_ks[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384},
                             {4096, 7168}, {7168, 2048},  {576, 400},   {8, 16},   {112, 112}};
     const int ms[] = {1, 7, 64, 100, 128, 257, 1000, 4096};
-    int failures = 0;
-    checked_kernels = 0;
     for (size_t j = 0; j < sizeof ns_ks / sizeof ns_ks[0]; ++j)
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i) {
             qg_problem p = {QG_GEMM_DENSE, ms[i], ns_ks[j][0], ns_ks[j][1], 1, 0, 0};
             char what[64];
             snprintf(what, sizeof what, "dense %dx%dx%d", ms[i], ns_ks[j][0], ns_ks[j][1]);
-            failures += !check_kernel(ctx, &p, NULL, what);
+            check_kernel(&sw, &p, NULL, what);
         }
     /* Grouped layouts as the MoE benchmarks use them, then other tests' shapes. */
     const qg_problem more[] = {
@@ -439,11 +425,11 @@ TEST(compile_heuristic_choices) {
         char what[96];
         snprintf(what, sizeof what, "kind %d %dx%dx%d G=%d", (int)more[i].kind, more[i].m,
                  more[i].n, more[i].k, more[i].num_groups);
-        failures += !check_kernel(ctx, &more[i], NULL, what);
+        check_kernel(&sw, &more[i], NULL, what);
     }
-    printf("    %d kernels checked, %d failures\n", checked_kernels, failures);
-    CHECK(failures == 0, "%d heuristic choices failed", failures);
-    qg_context_destroy(ctx);
+    printf("    %d kernels checked, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d heuristic choices failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -496,9 +482,10 @@ TEST(compile_cubin_resources_match_ptxas) {
  * Whether a given NVRTC spills there or not, the kernel qg_compile returns
  * has no spill. */
 TEST(compile_spilling_k_falls_back) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
     static const qg_problem problems[] = {
         {QG_GEMM_DENSE, 4096, 4096, 1152, 1, 0, 0},
         {QG_GEMM_GROUPED_MASKED, 4096, 4096, 1152, 32, 230, 0},
@@ -522,7 +509,7 @@ TEST(compile_spilling_k_falls_back) {
                p->k, chosen.block_m, chosen.block_n, (int)chosen.multicast,
                first_spills ? " refused (spills): fell back to the next tile" : " compiled clean");
     }
-    qg_context_destroy(ctx);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -532,9 +519,10 @@ TEST(compile_spilling_k_falls_back) {
  * configuration is the caller's, and its refusal is returned.
  * The testkit's fault (qgtk_refuse_tile) stands in for a kernel that spills. */
 TEST(compile_falls_back_when_refused) {
-    char dir[64];
-    qg_context *ctx = offline_ctx_with_temp_cache(dir, sizeof dir);
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
     const qg_problem p = {QG_GEMM_DENSE, 4096, 7168, 2048, 1, 0, 0};
     qg_config first, next;
     qg_kernel_plan plan;
@@ -564,6 +552,6 @@ TEST(compile_falls_back_when_refused) {
     CHECK(forced_st == QG_ERROR_COMPILE && strstr(forced_error, refuse) &&
               strstr(forced_error, "refused"),
           "forced %s: %s", refuse, forced_error);
-    qg_context_destroy(ctx);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }

@@ -51,37 +51,20 @@ static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 
 #define SF_TOL 4.5e-3 /* sqrt(2e-5): the library's FP8 accuracy gate as a relative error */
 
-/* One call: fresh D and sfd poisoned, the GEMM, the check against p->ref. */
+/* One call: fresh D and sfd poisoned (the testkit's qgtk_fp8_out_buffers),
+ * the GEMM, the check against p->ref. */
 static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int ue,
                      const qg_config *cfg, const char *label) {
-    const qg_driver *drv;
-    CUcontext cu;
-    if (!qg__context_cuda(ctx, &drv, &cu, NULL)) {
-        printf("    FAIL %s: no driver\n", label);
+    const int64_t n = p->n;
+    qgtk_fp8_out_buffers o;
+    /* 16 bytes past N, rounded to TMA's 16, that must stay poisoned */
+    if (qgtk_fp8_out_create(&o, p, n, (n + 15) / 16 * 16 + 16) != QG_SUCCESS) {
+        printf("    FAIL %s: %s\n", label, qg_last_error());
         return false;
     }
-    const bool masked = p->kind == QG_GEMM_GROUPED_MASKED;
-    const int64_t rows = p->rows, n = p->n, m = p->m, nb = (n + 127) / 128;
-    const int64_t ldd = (n + 15) / 16 * 16 + 16; /* bytes past N that must stay poisoned */
-    const int64_t sfd_ld = qg_sfa_ld(m) + 4;     /* and scale rows past m */
-    const int64_t g_sf = masked ? p->num_groups : 1;
-    const size_t d_bytes = (size_t)(rows * ldd), sf_count = (size_t)(g_sf * nb * sfd_ld);
-    uint8_t *hd = malloc(d_bytes);
-    float *hs = malloc(sf_count * 4);
-    CUdeviceptr dd = 0, ds = 0;
     bool ok = false;
-    qgtk_fp8_tally t = {0};
-    int64_t untouched_bad = 0; /* bytes and scales that had to stay poisoned */
-    if (!hd || !hs || drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&ds, sf_count * 4)) {
-        printf("    FAIL %s: allocation\n", label);
-        goto done;
-    }
-    drv->cuMemsetD8(dd, 0xFF, d_bytes);
-    drv->cuMemsetD8(ds, 0xFF, sf_count * 4);
-    qg_gemm_args args = qgtk_problem_args(p);
-    args.d = (void *)(uintptr_t)dd;
-    args.ldd = ldd;
-    qg_fp8_out out = {(float *)(uintptr_t)ds, sfd_ld, ue};
+    qg_gemm_args args = qgtk_fp8_out_args(&o);
+    qg_fp8_out out = {(float *)(uintptr_t)o.sfd, o.sfd_ld, ue};
     qg_status st;
     switch (p->kind) {
     case QG_GEMM_DENSE: st = qg_fp8_gemm_nt_fp8out(ctx, &args, &out, cfg, stream); break;
@@ -97,51 +80,36 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
         printf("    FAIL %s: status %d: %s\n", label, (int)st, qg_last_error());
         goto done;
     }
-    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS ||
-        drv->cuMemcpyDtoH(hd, dd, d_bytes) != CUDA_SUCCESS ||
-        drv->cuMemcpyDtoH(hs, ds, sf_count * 4) != CUDA_SUCCESS) {
-        printf("    FAIL %s: kernel or copy failed\n", label);
+    if (qgtk_fp8_out_download(&o, stream) != QG_SUCCESS) {
+        printf("    FAIL %s: kernel or copy failed: %s\n", label, qg_last_error());
         goto done;
     }
     if (!p->ref && qgtk_problem_reference(ctx, p, QGTK_REF_AUTO) != QG_SUCCESS) {
         printf("    FAIL %s: reference: %s\n", label, qg_last_error());
         goto done;
     }
-    for (int64_t r = 0; r < rows; ++r) {
+    qgtk_fp8_tally t = {0};
+    for (int64_t r = 0; r < p->rows; ++r) {
+        if (!qgtk_fp8_out_row_written(&o, r)) continue; /* its poison: qgtk_fp8_out_untouched */
         const double *ref = p->ref + r * n;
-        const uint8_t *d = hd + r * ldd;
-        const int64_t g = masked ? r / m : 0, mr = masked ? r - g * m : r;
-        const bool write = !isnan(ref[0]);
-        for (int64_t c = n; c < ldd; ++c) untouched_bad += d[c] != 0xFF;
-        for (int64_t kb = 0; kb < nb; ++kb) {
-            const uint32_t got_sf = fbits(hs[(g * nb + kb) * sfd_ld + mr]);
+        const uint8_t *d = o.hd + r * o.ldd;
+        for (int64_t kb = 0; kb < o.nb; ++kb) {
             const int64_t c0 = kb * 128, c1 = c0 + 128 < n ? c0 + 128 : n;
-            if (!write) {
-                for (int64_t c = c0; c < c1; ++c) untouched_bad += d[c] != 0xFF;
-                untouched_bad += got_sf != 0xFFFFFFFFu;
-                continue;
-            }
-            qgtk_fp8_group_check(&t, ref + c0, d + c0, c1 - c0, got_sf, ue, SF_TOL);
+            qgtk_fp8_group_check(&t, ref + c0, d + c0, c1 - c0, qgtk_fp8_out_sf_bits(&o, r, kb), ue,
+                                 SF_TOL);
         }
     }
-    /* scale rows past m (and masked groups' rows past M_max) stay poisoned */
-    for (int64_t gk = 0; gk < g_sf * nb; ++gk)
-        for (int64_t r = m; r < sfd_ld; ++r) untouched_bad += fbits(hs[gk * sfd_ld + r]) != 0xFFFFFFFFu;
+    /* bytes and scales that had to stay poisoned */
+    const int64_t untouched_bad = qgtk_fp8_out_untouched(&o);
     /* q_got, q_want: relative squared errors of the dequantized output and of the
      * reference's own quantization */
     double q_got, q_want;
     ok = qgtk_fp8_tally_ok(&t, &q_got, &q_want) && untouched_bad == 0;
-    printf("    %s %s: %lld elements, mismatch %.2e, max steps %d (far %lld), scale rel %.2e, bad "
-           "scales %lld, quant err %.3e (ref's own %.3e), unwritten %lld, touched %lld\n",
-           ok ? "ok  " : "FAIL", label, (long long)t.elems,
-           t.elems ? (double)t.mismatch / (double)t.elems : 0.0, t.max_steps, (long long)t.far,
-           t.sf_rel_max, (long long)t.sf_bad, q_got, q_want, (long long)t.unwritten,
-           (long long)untouched_bad);
+    char text[320];
+    qgtk_fp8_out_text(text, sizeof text, &t, q_got, q_want, untouched_bad);
+    printf("    %s %s: %s\n", ok ? "ok  " : "FAIL", label, text);
 done:
-    if (dd) drv->cuMemFree(dd);
-    if (ds) drv->cuMemFree(ds);
-    free(hd);
-    free(hs);
+    qgtk_fp8_out_destroy(&o);
     return ok;
 }
 
@@ -515,5 +483,59 @@ TEST(fp8out_plans) {
             }
     CHECK(chosen > 50, "%d choices checked", chosen);
     qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The output buffers' poison rule on host copies (no device: the struct filled
+ * by hand as qgtk_fp8_out_create would, masked G 2 x M 3, 200 columns): all
+ * poison kept is clean, and each place that must stay poisoned is found when
+ * it is not; the scale of (row, group) is read where the kernel writes it. */
+TEST(fp8out_untouched_rule) {
+    enum { G = 2, M = 3, N = 200 };
+    double ref[G * M * N];
+    for (int i = 0; i < G * M * N; ++i) ref[i] = 1.0;
+    for (int c = 0; c < N; ++c) ref[4 * N + c] = NAN; /* group 1's row 1 is not written */
+    qgtk_problem_data p;
+    memset(&p, 0, sizeof p);
+    p.kind = QG_GEMM_GROUPED_MASKED, p.m = M, p.n = N, p.num_groups = G, p.rows = G * M;
+    p.ref = ref;
+    qgtk_fp8_out_buffers o;
+    memset(&o, 0, sizeof o);
+    o.p = &p, o.cols = N, o.ldd = N + 24, o.nb = 2, o.sfd_ld = qg_sfa_ld(M) + 4, o.sf_groups = G;
+    uint8_t d[G * M * (N + 24)];
+    float s[G * 2 * 8];
+    CHECK(o.sfd_ld <= 8, "sfd_ld %lld", (long long)o.sfd_ld); /* (8: qg_sfa_ld(3) + 4) */
+    o.hd = d, o.hs = s;
+    /* what a correct call leaves: written rows' columns and scales, the rest poisoned */
+    memset(d, 0xFF, sizeof d);
+    memset(s, 0xFF, sizeof s);
+    for (int r = 0; r < G * M; ++r) {
+        if (r == 4) continue;
+        memset(d + r * o.ldd, 0x38, N);
+        for (int kb = 0; kb < 2; ++kb)
+            s[((r / M) * 2 + kb) * o.sfd_ld + r % M] = (float)(100 * r + kb);
+    }
+    CHECK(qgtk_fp8_out_untouched(&o) == 0, "a clean output counted %lld",
+          (long long)qgtk_fp8_out_untouched(&o));
+    CHECK(qgtk_fp8_out_row_written(&o, 3) && !qgtk_fp8_out_row_written(&o, 4), "rows written");
+    CHECK(qgtk_fp8_out_sf_bits(&o, 5, 1) == fbits(501.0f), "scale of row 5 group 1");
+    /* each place that must keep its poison, changed */
+    const size_t places[] = {0 * (N + 24) + N,      /* row 0's byte past N */
+                             4 * (N + 24) + 7,      /* the unwritten row's column 7 */
+                             4 * (N + 24) + N + 23}; /* and its last padding byte */
+    for (size_t i = 0; i < 3; ++i) {
+        d[places[i]] = 0;
+        CHECK(qgtk_fp8_out_untouched(&o) == 1, "byte %zu changed: counted %lld", places[i],
+              (long long)qgtk_fp8_out_untouched(&o));
+        d[places[i]] = 0xFF;
+    }
+    const int64_t sf_places[] = {(1 * 2 + 1) * o.sfd_ld + 1, /* the unwritten row's scale, group 1 */
+                                 (0 * 2 + 0) * o.sfd_ld + M}; /* group 0's scale row past M */
+    for (size_t i = 0; i < 2; ++i) {
+        s[sf_places[i]] = 1.0f;
+        CHECK(qgtk_fp8_out_untouched(&o) == 1, "scale %lld changed: counted %lld",
+              (long long)sf_places[i], (long long)qgtk_fp8_out_untouched(&o));
+        memset(&s[sf_places[i]], 0xFF, 4);
+    }
     PASS();
 }

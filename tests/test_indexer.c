@@ -342,50 +342,29 @@ static int idx_variants(idx_variant *v) {
     return count;
 }
 
+/* What the indexer's and HC's tensor-core kernels' PTX holds. */
+#define INDEXER_PTX (QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD)
+
 TEST(indexer_compile_every_variant) {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
-    CHECK(mkdtemp(dir), "mkdtemp");
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 16, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     static idx_variant v[128];
     const int count = idx_variants(v);
-    int failures = 0;
-    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     for (int i = 0; i < count; ++i) {
         const void *args = v[i].kind == QG_INDEXER_MQA_LOGITS   ? (const void *)&v[i].mqa
                            : v[i].kind == QG_INDEXER_HC_PRENORM ? (const void *)&v[i].hc
                                                                 : (const void *)&v[i].paged;
         qg_kernel_info info;
         memset(&info, 0, sizeof info);
-        qg_status st = qg_indexer_compile(ctx, v[i].kind, args, &info);
-        char first[512];
-        const unsigned warnings = qg__jit_warnings(first, sizeof first);
+        qg_status st = qg_indexer_compile(sw.ctx, v[i].kind, args, &info);
+        /* the paged schedule is a plain kernel: no wgmma, no TMA */
         const bool tma = v[i].kind != QG_INDEXER_PAGED_SCHEDULE;
-        const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
-                        info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
-                        info.registers > 0 && (!tma || (info.ptx_has_wgmma && info.ptx_has_tma_load)) &&
-                        warnings == warnings_seen;
-        if (!ok) {
-            failures++;
-            printf("    %s: %s %s regs %d spills %d/%d stack %d wgmma %d tma %d%s%s\n", v[i].what,
-                   qg_status_string(st), st ? qg_last_error() : "", info.registers,
-                   info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes,
-                   info.ptx_has_wgmma, info.ptx_has_tma_load,
-                   warnings != warnings_seen ? "; warning: " : "",
-                   warnings != warnings_seen ? first : "");
-            warnings_seen = warnings;
-        }
-        if ((i + 1) % 16 == 0) {
-            printf("    ... %d of %d variants\n", i + 1, count);
-            fflush(stdout);
-        }
+        qgtk_compile_verdict(&sw, v[i].what, st, &info, tma ? INDEXER_PTX : 0, 0);
     }
-    printf("    %d indexer / HC variants, %d failures\n", count, failures);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
-    qgtk_remove_tree(dir);
+    printf("    %d indexer / HC variants, %d failures\n", count, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -407,18 +386,13 @@ TEST(pmqa_compile_every_variant) {
                   !qg__pmqa_variant_name(2) && qg__pmqa_plan_variant(&pl, 2) == -1,
               "variant names / count");
     }
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
-    CHECK(mkdtemp(dir), "mkdtemp");
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     static const char *const variants[] = {"shared2", "shared4"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
-    int failures = 0, count = 0;
-    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);
         for (size_t i = 0; i < sizeof P / sizeof P[0]; ++i) {
@@ -427,30 +401,18 @@ TEST(pmqa_compile_every_variant) {
             a.clean = P[i][3], a.logits_bf16 = P[i][4];
             qg_kernel_info info;
             memset(&info, 0, sizeof info);
-            qg_status st = qg_indexer_compile(ctx, QG_INDEXER_PAGED_MQA_LOGITS, &a, &info);
-            char first[512];
-            const unsigned warnings = qg__jit_warnings(first, sizeof first);
-            const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
-                            info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
-                            info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
-                            warnings == warnings_seen;
-            printf("    %s paged %s next_n %d H %d D %d%s %s: %s regs %d spills %d/%d stack %d%s%s\n",
-                   ok ? "ok  " : "FAIL", variants[vi], a.next_n, a.heads, a.head_dim,
-                   a.clean ? " clean" : "", a.logits_bf16 ? "bf16" : "fp32", qg_status_string(st),
-                   info.registers, info.spill_store_bytes, info.spill_load_bytes,
-                   info.stack_frame_bytes, warnings != warnings_seen ? "; warning: " : "",
-                   warnings != warnings_seen ? first : "");
-            fflush(stdout);
-            warnings_seen = warnings;
-            failures += !ok;
-            ++count;
+            qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_PAGED_MQA_LOGITS, &a, &info);
+            char what[96];
+            snprintf(what, sizeof what, "paged %s next_n %d H %d D %d%s %s", variants[vi],
+                     a.next_n, a.heads, a.head_dim, a.clean ? " clean" : "",
+                     a.logits_bf16 ? "bf16" : "fp32");
+            qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
         }
     }
     unsetenv("QGEMM_PMQA_VARIANT");
-    printf("    %d paged variants, %d failures\n", count, failures);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
-    qgtk_remove_tree(dir);
+    printf("    %d paged variants, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 
@@ -459,18 +421,13 @@ TEST(pmqa_compile_every_variant) {
  * 2 math warpgroups, clusters): compiled offline, no spill, no stack, no
  * warning, wgmma and TMA in the PTX; registers printed for each. */
 TEST(hc_compile_every_mode) {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/qgemm-test-cache-XXXXXX");
-    CHECK(mkdtemp(dir), "mkdtemp");
-    setenv("QGEMM_CACHE_DIR", dir, 1);
-    qg_context *ctx = offline();
-    CHECK(ctx, "offline context: %s", qg_last_error());
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
     static const char *const modes[] = {"inplace", "rounder", "rounder:2", "split", "split:2",
                                         "split:3", "trunc"};
     static const int HC[][4] = {{8192, 24, 28672, 1}, {8192, 24, 28672, 16}, {13, 32, 7168, 16},
                                 {137, 24, 7680, 1},   {4096, 8, 640, 3},     {77, 16, 64, 1}};
-    int failures = 0, count = 0;
-    unsigned warnings_seen = qg__jit_warnings(NULL, 0);
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
         setenv("QGEMM_HC_MODE", modes[mi], 1);
         for (size_t i = 0; i < sizeof HC / sizeof HC[0]; ++i) {
@@ -479,30 +436,17 @@ TEST(hc_compile_every_mode) {
             h.lda = h.k, h.ldb = h.k, h.ldd = h.n;
             qg_kernel_info info;
             memset(&info, 0, sizeof info);
-            qg_status st = qg_indexer_compile(ctx, QG_INDEXER_HC_PRENORM, &h, &info);
-            char first[512];
-            const unsigned warnings = qg__jit_warnings(first, sizeof first);
-            const bool ok = st == QG_SUCCESS && info.spill_store_bytes == 0 &&
-                            info.spill_load_bytes == 0 && info.stack_frame_bytes == 0 &&
-                            info.registers > 0 && info.ptx_has_wgmma && info.ptx_has_tma_load &&
-                            warnings == warnings_seen;
-            printf("    %s hc %s %dx%dx%d splits %d: %s regs %d spills %d/%d stack %d%s%s\n",
-                   ok ? "ok  " : "FAIL", modes[mi], h.m, h.n, h.k, h.num_splits,
-                   qg_status_string(st), info.registers, info.spill_store_bytes,
-                   info.spill_load_bytes, info.stack_frame_bytes,
-                   warnings != warnings_seen ? "; warning: " : "",
-                   warnings != warnings_seen ? first : "");
-            fflush(stdout);
-            warnings_seen = warnings;
-            failures += !ok;
-            ++count;
+            qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_HC_PRENORM, &h, &info);
+            char what[96];
+            snprintf(what, sizeof what, "hc %s %dx%dx%d splits %d", modes[mi], h.m, h.n, h.k,
+                     h.num_splits);
+            qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
         }
     }
     unsetenv("QGEMM_HC_MODE");
-    printf("    %d HC mode variants, %d failures\n", count, failures);
-    CHECK(failures == 0, "%d variants failed", failures);
-    qg_context_destroy(ctx);
-    qgtk_remove_tree(dir);
+    printf("    %d HC mode variants, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
     PASS();
 }
 

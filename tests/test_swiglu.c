@@ -42,8 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
-
 #define SF_TOL 9e-3
 
 /* y of one output element in fp64 (the reference) and in float32 (the
@@ -121,35 +119,26 @@ static float *fp32_sums(qg_context *ctx, CUstream stream, const qgtk_problem_dat
     return h;
 }
 
-/* One call: fresh D and sfd poisoned, the fused GEMM, the checks. */
+/* One call: fresh D and sfd poisoned (the testkit's qgtk_fp8_out_buffers), the
+ * fused GEMM, the checks. */
 static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, const float *h32,
                      int ue, float limit, const float *w_host, CUdeviceptr w_dev,
                      const qg_config *cfg, const char *label) {
-    const qg_driver *drv;
-    CUcontext cu;
-    if (!qg__context_cuda(ctx, &drv, &cu, NULL)) return false;
     const bool masked = p->kind == QG_GEMM_GROUPED_MASKED;
-    const int64_t rows = p->rows, n = p->n, no = n / 2, m = p->m, nb = no / 128;
-    const int64_t ldd = no + 16, sfd_ld = qg_sfa_ld(m) + 4;
-    const int64_t g_sf = masked ? p->num_groups : 1;
-    const size_t d_bytes = (size_t)(rows * ldd), sf_count = (size_t)(g_sf * nb * sfd_ld);
-    uint8_t *hd = malloc(d_bytes);
-    float *hs = malloc(sf_count * 4);
-    CUdeviceptr dd = 0, ds = 0;
+    const int64_t rows = p->rows, n = p->n, no = n / 2;
+    qgtk_fp8_out_buffers o;
+    /* D: n / 2 columns and 16 bytes past them that must stay poisoned */
+    if (qgtk_fp8_out_create(&o, p, no, no + 16) != QG_SUCCESS) {
+        printf("    FAIL %s: %s\n", label, qg_last_error());
+        return false;
+    }
+    const int64_t nb = o.nb;
     bool ok = false;
     qgtk_fp8_tally t = {0};
-    int64_t untouched_bad = 0, f32_mismatch = 0; /* poison changed; bytes off the FP32 sums' */
+    int64_t f32_mismatch = 0; /* bytes off the FP32 sums' */
     int f32_max_steps = 0;
-    if (!hd || !hs || drv->cuMemAlloc(&dd, d_bytes) || drv->cuMemAlloc(&ds, sf_count * 4)) {
-        printf("    FAIL %s: allocation\n", label);
-        goto done;
-    }
-    drv->cuMemsetD8(dd, 0xFF, d_bytes);
-    drv->cuMemsetD8(ds, 0xFF, sf_count * 4);
-    qg_gemm_args args = qgtk_problem_args(p);
-    args.d = (void *)(uintptr_t)dd;
-    args.ldd = ldd;
-    qg_swiglu_out out = {(float *)(uintptr_t)ds, sfd_ld, ue, limit,
+    qg_gemm_args args = qgtk_fp8_out_args(&o);
+    qg_swiglu_out out = {(float *)(uintptr_t)o.sfd, o.sfd_ld, ue, limit,
                          w_host ? (const float *)(uintptr_t)w_dev : NULL};
     qg_status st = p->kind == QG_GEMM_DENSE ? qg_fp8_gemm_nt_swiglu(ctx, &args, &out, cfg, stream)
                    : masked ? qg_m_grouped_fp8_gemm_nt_masked_swiglu(ctx, &args, &out, cfg, stream)
@@ -158,28 +147,19 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
         printf("    FAIL %s: status %d: %s\n", label, (int)st, qg_last_error());
         goto done;
     }
-    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS ||
-        drv->cuMemcpyDtoH(hd, dd, d_bytes) != CUDA_SUCCESS ||
-        drv->cuMemcpyDtoH(hs, ds, sf_count * 4) != CUDA_SUCCESS) {
-        printf("    FAIL %s: kernel or copy failed\n", label);
+    if (qgtk_fp8_out_download(&o, stream) != QG_SUCCESS) {
+        printf("    FAIL %s: kernel or copy failed: %s\n", label, qg_last_error());
         goto done;
     }
     double y[128];
     float y32[128];
     for (int64_t r = 0; r < rows; ++r) {
+        if (!qgtk_fp8_out_row_written(&o, r)) continue; /* its poison: qgtk_fp8_out_untouched */
         const double *ref = p->ref + r * n;
-        const uint8_t *d = hd + r * ldd;
-        const int64_t g = masked ? r / m : 0, mr = masked ? r - g * m : r;
-        const bool write = !isnan(ref[0]);
+        const uint8_t *d = o.hd + r * o.ldd;
         const double w = w_host ? w_host[r] : 1.0;
-        for (int64_t c = no; c < ldd; ++c) untouched_bad += d[c] != 0xFF;
         for (int64_t kb = 0; kb < nb; ++kb) {
-            const uint32_t got_sf = fbits(hs[(g * nb + kb) * sfd_ld + mr]);
-            if (!write) {
-                for (int64_t c = kb * 128; c < kb * 128 + 128; ++c) untouched_bad += d[c] != 0xFF;
-                untouched_bad += got_sf != 0xFFFFFFFFu;
-                continue;
-            }
+            const uint32_t got_sf = qgtk_fp8_out_sf_bits(&o, r, kb);
             float amax32 = 0;
             for (int c = 0; c < 128; ++c) {
                 y[c] = swiglu_f64(ref[kb * 256 + c], ref[kb * 256 + 128 + c], limit, w);
@@ -201,24 +181,17 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
             }
         }
     }
-    for (int64_t gk = 0; gk < g_sf * nb; ++gk)
-        for (int64_t r = m; r < sfd_ld; ++r) untouched_bad += fbits(hs[gk * sfd_ld + r]) != 0xFFFFFFFFu;
+    const int64_t untouched_bad = qgtk_fp8_out_untouched(&o); /* poison changed */
     double q_got, q_want;
     const bool ref_ok = qgtk_fp8_tally_ok(&t, &q_got, &q_want);
     const double f32_frac = t.elems ? (double)f32_mismatch / (double)t.elems : 0;
     ok = ref_ok && untouched_bad == 0 && (!h32 || (f32_frac <= 5e-3 && f32_max_steps <= 1));
-    printf("    %s %s: %lld elements, mismatch %.2e, max steps %d (far %lld), scale rel %.2e, bad "
-           "scales %lld, quant err %.3e (ref's own %.3e), unwritten %lld, touched %lld; fp32 "
-           "mismatch %s%.2e max steps %d\n",
-           ok ? "ok  " : "FAIL", label, (long long)t.elems,
-           t.elems ? (double)t.mismatch / (double)t.elems : 0.0, t.max_steps, (long long)t.far,
-           t.sf_rel_max, (long long)t.sf_bad, q_got, q_want, (long long)t.unwritten,
-           (long long)untouched_bad, h32 ? "" : "(n/a) ", f32_frac, f32_max_steps);
+    char text[320];
+    qgtk_fp8_out_text(text, sizeof text, &t, q_got, q_want, untouched_bad);
+    printf("    %s %s: %s; fp32 mismatch %s%.2e max steps %d\n", ok ? "ok  " : "FAIL", label, text,
+           h32 ? "" : "(n/a) ", f32_frac, f32_max_steps);
 done:
-    if (dd) drv->cuMemFree(dd);
-    if (ds) drv->cuMemFree(ds);
-    free(hd);
-    free(hs);
+    qgtk_fp8_out_destroy(&o);
     return ok;
 }
 

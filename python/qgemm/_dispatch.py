@@ -38,8 +38,9 @@ Adding a kernel family (bf16.py, indexer.py, cast.py, ...):
      for DeepGEMM's), add them to ``__all__``, run ``make docs``.
 Modules import downward only: __init__ and deep_gemm import the families; a
 family imports _dispatch, _runtime, _deepgemm, _layout, _torch_helpers;
-_dispatch imports _C and (once torch is imported) _torch_ops; nothing imports
-the package's __init__ (tests/python/test_package.py checks it).
+_dispatch imports _C, _torch_helpers (which imports nothing of the package) and
+(once torch is imported) _torch_ops, which imports _C and _torch_helpers; nothing
+imports the package's __init__ (tests/python/test_package.py checks it).
 
 What every op gets here: the arguments checked (``as_int``, ``pair``,
 ``config_tuple``, ``device_ordinal``; one exception type, ValueError, for a bad
@@ -60,6 +61,7 @@ import threading
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _C
+from ._torch_helpers import fp8_as_bytes
 
 Tensor = Any
 """Any DLPack producer: torch.Tensor, jax.Array, cupy.ndarray, numpy.ndarray."""
@@ -282,20 +284,15 @@ def torch_fp8_as_bytes(tensors: List[Any]) -> int:
     torch = torch_module()
     if torch is None:
         return 0
-    mask = 0
-    for slot in _E4M3_SLOTS:
-        t = tensors[slot]
-        if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
-            if TORCH_FP8_DLPACK is None:
-                try:
-                    torch.empty(1, dtype=torch.float8_e4m3fn).__dlpack__()
-                    TORCH_FP8_DLPACK = True
-                except Exception:
-                    TORCH_FP8_DLPACK = False
-            if not TORCH_FP8_DLPACK:
-                tensors[slot] = t.view(torch.uint8)
-                mask |= 1 << slot
-    return mask
+    if TORCH_FP8_DLPACK is None and any(
+            isinstance(tensors[s], torch.Tensor) and tensors[s].dtype == torch.float8_e4m3fn
+            for s in _E4M3_SLOTS):
+        try:  # (asked once, on the first float8 tensor)
+            torch.empty(1, dtype=torch.float8_e4m3fn).__dlpack__()
+            TORCH_FP8_DLPACK = True
+        except Exception:
+            TORCH_FP8_DLPACK = False
+    return 0 if TORCH_FP8_DLPACK else fp8_as_bytes(torch, tensors, _E4M3_SLOTS)
 
 
 def stream_handle(stream: StreamLike) -> int:

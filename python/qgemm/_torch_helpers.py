@@ -8,7 +8,7 @@ zero-padded for the scale computation only.
 """
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, List, Sequence, Tuple
 
 FP8_E4M3_MAX = 448.0
 _AMAX_FLOOR = 1e-4  # all-zero blocks get a finite scale instead of 0 / 0
@@ -32,6 +32,20 @@ def _check_tensor(torch: Any, x: Any, name: str, min_dim: int) -> None:
     if x.dim() < min_dim:
         raise ValueError(f"qgemm: {name} must have at least {min_dim} dimensions, "
                          f"got shape {list(x.shape)}")
+
+
+def fp8_as_bytes(torch: Any, tensors: List[Any], slots: Sequence[int]) -> int:
+    """The float8_e4m3fn torch tensors at ``slots`` of ``tensors`` as their bytes (uint8
+    views), in place: torch < 2.8 exports no float8 through DLPack. Returns the mask of
+    the slots so replaced (bit ``slot``), which _C reads as e4m3. ``torch`` is the
+    caller's module (code that torch.compile traces must not look it up here)."""
+    mask = 0
+    for slot in slots:
+        t = tensors[slot]
+        if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
+            tensors[slot] = t.view(torch.uint8)
+            mask |= 1 << slot
+    return mask
 
 
 def ceil_to_ue8m0(x: Any) -> Any:

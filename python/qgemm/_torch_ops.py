@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 
 from . import _C
+from ._torch_helpers import fp8_as_bytes
 
 Tensor = torch.Tensor
 _launch: Optional[Callable[..., None]] = None  # qgemm._dispatch.launch_torch, set by register()
@@ -174,11 +175,7 @@ def _define_ops() -> None:
                swiglu_limit: float, config: Optional[List[int]] = None) -> None:
         """qgemm.*_swiglu (kind dense, contiguous or masked) on torch's current stream."""
         tensors = [a, sfa, b, sfb, d, sfd, idx, row_weight]
-        e4m3 = 0
-        for slot in (0, 2, 4):  # (float8 as its bytes: older torch exports no float8 by DLPack)
-            if tensors[slot].dtype == torch.float8_e4m3fn:
-                tensors[slot] = tensors[slot].view(torch.uint8)
-                e4m3 |= 1 << slot
+        e4m3 = fp8_as_bytes(torch, tensors, (0, 2, 4))  # a, b, d
         dev = d.device.index if d.device.index is not None else torch.cuda.current_device()
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         handle = raw(dev) if raw is not None else _current_stream_handle(dev)

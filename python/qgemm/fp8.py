@@ -24,6 +24,7 @@ from . import _C
 from . import _deepgemm as _dg
 from . import _dispatch as _d
 from ._dispatch import Config, Pair, StreamLike, Tensor, as_int, gemm, pair
+from ._torch_helpers import fp8_as_bytes
 
 _STRICT = [False]
 _KIND_DENSE, _KIND_CONTIGUOUS, _KIND_MASKED = _C.KIND_DENSE, _C.KIND_CONTIGUOUS, _C.KIND_MASKED
@@ -396,21 +397,14 @@ fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_fp4_gemm_nt_masked  # DeepGEMM's le
 # ---- FP8 output (issue 51): e4m3 D and its 1x128 scales, ready as the next GEMM's A --------
 
 _FP8OUT_NAMES = ("a", "sfa", "b", "sfb", "d", "sfd", "idx")
+_E4M3_OUT_SLOTS = (0, 2, 4)  # a, b, d in _C.gemm_fp8out's and _C.gemm_swiglu's order
 
 
 def _e4m3_as_bytes(tensors: List[Any]) -> int:
-    """The e4m3-D calls' float8 torch tensors (a, b, d: slots 0, 2, 4) as their bytes, in
-    place (torch < 2.8 exports no float8 through DLPack); the mask of the slots so
-    replaced, which _C reads as e4m3."""
-    e4m3 = 0
+    """The e4m3-D calls' float8 torch tensors (a, b, d: slots 0, 2, 4) as their bytes
+    (_torch_helpers.fp8_as_bytes); the mask of the slots so replaced."""
     torch = _d.torch_module()
-    if torch is not None:
-        for slot in (0, 2, 4):
-            t = tensors[slot]
-            if isinstance(t, torch.Tensor) and t.dtype == torch.float8_e4m3fn:
-                tensors[slot] = t.view(torch.uint8)
-                e4m3 |= 1 << slot
-    return e4m3
+    return 0 if torch is None else fp8_as_bytes(torch, tensors, _E4M3_OUT_SLOTS)
 
 
 def _fp8out(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expected_m: int,
