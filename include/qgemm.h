@@ -576,7 +576,8 @@ QG_API qg_status qg_interleave_gate_up(qg_context *ctx, const qg_interleave_args
 /** @return the row alignment each expert segment needs in the contiguous layout (128). */
 QG_API int qg_m_alignment_for_contiguous_layout(void);
 
-/** @return the smallest legal sfa_ld for m rows: m rounded up to a multiple of 4 (0 if m < 0). */
+/** @return the smallest legal sfa_ld for m rows: m rounded up to a multiple of 4 (0 if m < 0,
+ *  or m > INT64_MAX - 3, where the rounded value does not fit an int64_t). */
 QG_API int64_t qg_sfa_ld(int64_t m);
 
 /* ------------------------------------------------------------------------ */
