@@ -253,8 +253,9 @@ sanitize:
 	$(SAN_ENV) bash tests/cli.sh $(SAN_BUILD)
 	@echo "make sanitize: no ASan/UBSan/LSan report"
 
-# Fuzzing (docs/SANITIZE.md): fuzz/run.sh builds the three targets (public
-# argument validation, the CLI parsers, the cache-file reader) with ASan +
+# Fuzzing (docs/SANITIZE.md): fuzz/run.sh builds the four targets (public
+# argument validation: the FP8 GEMMs and casts, and every other family; the
+# CLI parsers, the cache-file reader) with ASan +
 # UBSan into build-fuzz/ -- libFuzzer with clang, else a deterministic driver
 # -- and runs each FUZZ_SECONDS from the seed corpus fuzz/corpus/.
 FUZZ_SECONDS ?= 20

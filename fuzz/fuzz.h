@@ -1,5 +1,5 @@
 /*
- * fuzz.h -- what the fuzz targets (fuzz/fuzz_args.c, fuzz_cli.c, fuzz_cache.c) share: the libFuzzer entry
+ * fuzz.h -- what the fuzz targets (fuzz/fuzz_args.c, fuzz_family.c, fuzz_cli.c, fuzz_cache.c) share: the libFuzzer entry
  * points, and the figures each target prints at exit (cases tried, clean
  * errors, accepted inputs; a crash never reaches the exit: libFuzzer or the
  * sanitizer stops the run and `make fuzz` fails).
@@ -7,6 +7,7 @@
 #ifndef QG_FUZZ_H
 #define QG_FUZZ_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,33 @@ static inline uint64_t fuzz_take(fuzz_input *in, int n) {
         v |= (uint64_t)b << (8 * i);
     }
     return v;
+}
+
+/* The argument targets' (fuzz_args.c, fuzz_family.c) values. */
+/* An int: one of the interesting values, or small, or raw. */
+static inline int pick_int(fuzz_input *in) {
+    static const int special[] = {0, 1, -1, 8, 16, 64, 100, 128, 256, 576, 4096, 7168,
+                                  1 << 20, 1 << 30, (1 << 30) + 1, INT_MAX, INT_MIN, INT_MAX - 7,
+                                  INT_MAX - 15, 4095, 4097, 133, 132};
+    const unsigned sel = (unsigned)fuzz_take(in, 1);
+    if (sel < 128) return special[sel % (sizeof special / sizeof special[0])];
+    if (sel < 192) return (int)(fuzz_take(in, 2) & 0xfff0);
+    return (int)fuzz_take(in, 4);
+}
+
+static inline int64_t pick_i64(fuzz_input *in, int64_t near) {
+    static const int64_t special[] = {0, -1, INT64_MAX, INT64_MIN, (1ll << 36), (1ll << 36) + 1,
+                                      (1ll << 62) + 1, INT64_MAX - 3, INT64_MAX - 2, 16, 4};
+    const unsigned sel = (unsigned)fuzz_take(in, 1);
+    if (sel < 96) return special[sel % (sizeof special / sizeof special[0])];
+    if (sel < 224) return near + (int64_t)(fuzz_take(in, 1) & 0x3f) - 8;
+    return (int64_t)fuzz_take(in, 8);
+}
+
+static inline void *pick_ptr(fuzz_input *in) {
+    static const uintptr_t special[] = {0, 0x10000, 0x10001, 0x10004, 0x10008, UINTPTR_MAX,
+                                        UINTPTR_MAX - 15, 0x7f0000000000};
+    return (void *)special[fuzz_take(in, 1) % (sizeof special / sizeof special[0])];
 }
 
 #endif

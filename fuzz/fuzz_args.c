@@ -6,7 +6,9 @@
  * (an offline context can launch nothing); selection may succeed, and then
  * its configuration must be complete. Never a crash, a sanitizer report or a
  * hang. Values are drawn so that both extremes (INT_MIN, INT64_MAX, 2^36 +
- * 1, ...) and legal shapes are likely.
+ * 1, ...) and legal shapes are likely (pick_int, pick_i64, pick_ptr: fuzz.h).
+ * Every other public entry point (BF16, indexer, FP8 / SwiGLU output, psum,
+ * wgrad, k-grouped, the compiles, contexts, helpers) is fuzz_family.c's.
  */
 #include "fuzz.h"
 #include "qgemm.h"
@@ -22,32 +24,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (qg_context_create_offline(&ctx, NULL) != QG_SUCCESS) abort();
     atexit(fuzz_print_figures);
     return 0;
-}
-
-/* An int: one of the interesting values, or small, or raw. */
-static int pick_int(fuzz_input *in) {
-    static const int special[] = {0, 1, -1, 8, 16, 64, 100, 128, 256, 576, 4096, 7168,
-                                  1 << 20, 1 << 30, (1 << 30) + 1, INT_MAX, INT_MIN, INT_MAX - 7,
-                                  INT_MAX - 15, 4095, 4097, 133, 132};
-    const unsigned sel = (unsigned)fuzz_take(in, 1);
-    if (sel < 128) return special[sel % (sizeof special / sizeof special[0])];
-    if (sel < 192) return (int)(fuzz_take(in, 2) & 0xfff0);
-    return (int)fuzz_take(in, 4);
-}
-
-static int64_t pick_i64(fuzz_input *in, int64_t near) {
-    static const int64_t special[] = {0, -1, INT64_MAX, INT64_MIN, (1ll << 36), (1ll << 36) + 1,
-                                      (1ll << 62) + 1, INT64_MAX - 3, INT64_MAX - 2, 16, 4};
-    const unsigned sel = (unsigned)fuzz_take(in, 1);
-    if (sel < 96) return special[sel % (sizeof special / sizeof special[0])];
-    if (sel < 224) return near + (int64_t)(fuzz_take(in, 1) & 0x3f) - 8;
-    return (int64_t)fuzz_take(in, 8);
-}
-
-static void *pick_ptr(fuzz_input *in) {
-    static const uintptr_t special[] = {0, 0x10000, 0x10001, 0x10004, 0x10008, UINTPTR_MAX,
-                                        UINTPTR_MAX - 15, 0x7f0000000000};
-    return (void *)special[fuzz_take(in, 1) % (sizeof special / sizeof special[0])];
 }
 
 static void check_error(qg_status st) {

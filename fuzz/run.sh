@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# fuzz/run.sh [SECONDS_PER_TARGET] -- `make fuzz`: build the three fuzz
-# targets (fuzz/fuzz_args.c, fuzz_cli.c, fuzz_cache.c) with ASan + UBSan into
+# fuzz/run.sh [SECONDS_PER_TARGET] -- `make fuzz`: build the four fuzz
+# targets (fuzz/fuzz_args.c, fuzz_family.c, fuzz_cli.c, fuzz_cache.c) with ASan + UBSan into
 # build-fuzz/ and run each for SECONDS_PER_TARGET (default 20) from the
 # committed seed corpus fuzz/corpus/<target>/ (new inputs go to
 # build-fuzz/<mode>/corpus/<target>/, never into the committed one).
@@ -41,7 +41,13 @@ cflags="-std=c11 -O1 -g -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -Ite
 libs="-ldl -lpthread -lm"
 tools="$out/tools/cli.o $out/tools/bench.o $out/tools/cmd_check.o $out/tools/cublaslt.o $out/tools/cmd_compile.o $out/tools/cmd_info.o"
 tools="$tools $out/tools/families.o $out/tools/cmd_check_families.o $out/tools/bench_families.o $out/tools/compile_families.o"
-for t in args cli cache; do
+# fuzz_family's compile calls load a fake NVRTC (fuzz/fake_nvrtc.c: every
+# compile fails at once) from QGEMM_NVRTC_DIR, the first place src/nvrtc.c
+# looks, so a valid request never compiles for seconds.
+mkdir -p "$out/fake-nvrtc"
+$cc -shared -fPIC -O1 -Wall -Wextra -Werror fuzz/fake_nvrtc.c -o "$out/fake-nvrtc/libnvrtc.so.13"
+
+for t in args family cli cache; do
     extra=""
     [ "$t" = cli ] && extra="$tools"
     if [ "$mode" = libfuzzer ]; then
@@ -55,8 +61,9 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export QGEMM_CACHE_DIR="$PWD/$out/cache" # the offline contexts never compile here; kept out of ~
+export QGEMM_NVRTC_DIR="$PWD/$out/fake-nvrtc"
 status=0
-for t in args cli cache; do
+for t in args family cli cache; do
     mkdir -p "$out/corpus/$t"
     log="$out/fuzz_$t.log"
     start=$(date +%s)

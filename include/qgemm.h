@@ -576,7 +576,8 @@ QG_API qg_status qg_interleave_gate_up(qg_context *ctx, const qg_interleave_args
 /** @return the row alignment each expert segment needs in the contiguous layout (128). */
 QG_API int qg_m_alignment_for_contiguous_layout(void);
 
-/** @return the smallest legal sfa_ld for m rows: m rounded up to a multiple of 4 (0 if m < 0). */
+/** @return the smallest legal sfa_ld for m rows: m rounded up to a multiple of 4 (0 if m < 0,
+ *  or m > INT64_MAX - 3, where the rounded value does not fit an int64_t). */
 QG_API int64_t qg_sfa_ld(int64_t m);
 
 /* ------------------------------------------------------------------------ */
@@ -1081,7 +1082,8 @@ QG_API qg_status qg_fp8_paged_mqa_logits(qg_context *ctx, const qg_paged_mqa_log
  *  a        bf16 [m][lda] (lda >= k, lda * 2 a multiple of 16), 16-byte aligned
  *  b        fp32 [n][ldb] (ldb >= k, ldb * 4 a multiple of 16), 16-byte aligned
  *  d        fp32 [S][m][ldd] (ldd >= n, even), parts d_split_ld elements apart
- *           (0: m * ldd), 8-byte aligned
+ *           (0: m * ldd), 8-byte aligned; m * ldd and d_split_ld at most 2^40
+ *           (QG_ERROR_UNSUPPORTED beyond)
  *  sqr_sum  fp32 [S][m], dense, 4-byte aligned
  * n 8, 16, 24 or 32; k a positive multiple of 64; m >= 0; num_splits S in
  * [1, 65536] (0 means 1: d [m][ldd], sqr_sum [m]). d overlaps no input.

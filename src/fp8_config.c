@@ -141,6 +141,9 @@ static int num_n_blocks(const qg_problem *p, int block_n) { return ceil_div(p->n
  * whole groups leave most of them idle (64x2112x7168: 17 tiles of 64x128,
  * 68 of 64x32 in clusters of 4; bench/fp8out_configs.txt). */
 static bool fp8_d_tile(int d_fp8, int block_n) {
+    /* 0 and negative widths pass the modulo tests below (and 128 / block_n
+     * would divide by zero: found by make fuzz, a forced block_n 0). */
+    if (block_n <= 0) return false;
     /* SwiGLU (d_fp8 | QG_D_SWIGLU): whole 128-row gate | up block pairs, each
      * pair one 128-column group of D: block_n 256 (the widest tile), never a
      * split tile (its two halves would sit in different CTAs). */

@@ -394,7 +394,8 @@ out:
 /* ---- fp8_paged_mqa_logits and its schedule ---------------------------------------- */
 
 size_t qg_paged_mqa_schedule_size(int num_sms) {
-    return num_sms < 1 ? 0 : (size_t)(num_sms + 1) * 2 * sizeof(int32_t);
+    /* In size_t before the + 1: num_sms = INT_MAX must not overflow an int. */
+    return num_sms < 1 ? 0 : ((size_t)num_sms + 1) * 2 * sizeof(int32_t);
 }
 
 /* The schedule's fields (schedule_only) or all of them. */
@@ -583,6 +584,15 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
         (st = check_plain_ld(a->ldd, a->n, fn, "ldd", "n")))
         return st;
     if (a->ldd % 2) return BAD("%s: args->ldd must be even (8-byte rows of d), got %lld", fn, (long long)a->ldd);
+    /* m <= 2^30 and ldd <= 2^36 here: their product could pass 2^63 (found
+     * by make fuzz), and the planes' extent below must not wrap either. */
+    if (a->m > 0 && a->ldd > (1ll << 40) / a->m)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "%s: a plane of d, args->m * args->ldd = %d x %lld elements, exceeds 2^40",
+                        fn, a->m, (long long)a->ldd);
+    if (a->d_split_ld > (1ll << 40))
+        return qg__fail(QG_ERROR_UNSUPPORTED, "%s: args->d_split_ld = %lld exceeds 2^40", fn,
+                        (long long)a->d_split_ld);
     const int64_t min_split = (int64_t)a->m * a->ldd;
     if (splits > 1 && a->d_split_ld != 0 && (a->d_split_ld < min_split || a->d_split_ld % 2))
         return BAD("%s: args->d_split_ld must be 0 or an even number >= m * ldd (%lld), got %lld",

@@ -260,6 +260,9 @@ TEST(fp8out_argument_validation) {
         {"block_n 32 split-K", QG_ERROR_UNSUPPORTED, "cluster of 4 CTAs; it needs split_k 0 or 1, got 2"},
         {"block_n 32 swizzle 6", QG_ERROR_UNSUPPORTED, "swizzle_group must be a multiple of 4, got 6"},
         {"block_n 48", QG_ERROR_UNSUPPORTED, "or 64 or 32 (a cluster of 2 or 4 CTAs splits a group), got 48"},
+        /* make fuzz (fuzz_family): 0 and -128 passed the tile test, then 128 / 0 */
+        {"block_n 0", QG_ERROR_UNSUPPORTED, "FP8 output needs block_n 128 or 256 (a tile row covers whole 1x128 scale groups), or 64 or 32 (a cluster of 2 or 4 CTAs splits a group), got 0"},
+        {"block_n -128", QG_ERROR_UNSUPPORTED, "got -128"},
         /* legal: past the configuration, the offline context */
         {"block_n 64", QG_ERROR_NO_DEVICE, "offline"},
         {"block_n 32", QG_ERROR_NO_DEVICE, "offline"},
@@ -286,6 +289,8 @@ TEST(fp8out_argument_validation) {
         else if (!strcmp(w, "d over sfa")) a.d = FAKE(0x2000000 - 1024);
         else if (!strcmp(w, "block_n 96")) cfg.block_m = 64, cfg.block_n = 96, forced = &cfg;
         else if (!strcmp(w, "block_n 48")) cfg.block_m = 64, cfg.block_n = 48, forced = &cfg;
+        else if (!strcmp(w, "block_n 0")) cfg.block_m = 128, cfg.block_n = 0, forced = &cfg;
+        else if (!strcmp(w, "block_n -128")) cfg.block_m = 128, cfg.block_n = -128, forced = &cfg;
         else if (!strcmp(w, "block_n 64")) cfg.block_m = 64, cfg.block_n = 64, forced = &cfg;
         else if (!strcmp(w, "block_n 32")) cfg.block_m = 128, cfg.block_n = 32, forced = &cfg;
         else if (!strcmp(w, "block_n 64 mc A"))

@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -109,6 +110,10 @@ TEST(indexer_validation) {
         CHECK(s == INV && strstr(qg_last_error(), "args is NULL"), "%s", qg_last_error());
         CHECK(qg_paged_mqa_schedule_size(132) == 133 * 8, "schedule size");
         CHECK(qg_paged_mqa_schedule_size(0) == 0, "schedule size of 0");
+        /* fuzz_family: INT_MAX + 1 overflowed the int (UBSan; a wrong size) */
+        CHECK(qg_paged_mqa_schedule_size(INT_MAX) == ((size_t)INT_MAX + 1) * 8,
+              "schedule size of INT_MAX: %zu", qg_paged_mqa_schedule_size(INT_MAX));
+        CHECK(qg_paged_mqa_schedule_size(INT_MIN) == 0, "schedule size of INT_MIN");
     }
 #define M(edit, text, st) CASE(qg_mqa_logits_args, good_mqa, qg_fp8_mqa_logits, edit, text, st)
     M(x.seq_len = -1, "args->seq_len must be >= 0", INV);
@@ -187,6 +192,10 @@ TEST(indexer_validation) {
     H(x.ldd = 16, "args->ldd must be >= n", INV);
     H(x.ldd = 25, "args->ldd must be even", INV);
     H((x.num_splits = 4, x.d_split_ld = 100), "args->d_split_ld must be 0 or an even number", INV);
+    /* make fuzz (fuzz_family): m * ldd overflowed int64 (UBSan), and huge
+     * plane strides wrapped d's extent in the overlap check */
+    H((x.m = 1 << 30, x.ldd = 1ll << 36), "a plane of d, args->m * args->ldd = 1073741824 x 68719476736 elements, exceeds 2^40", UNS);
+    H((x.num_splits = 4, x.d_split_ld = INT64_MAX - 1), "args->d_split_ld = 9223372036854775806 exceeds 2^40", UNS);
     H(x.a = NULL, "a", INV);
     H(x.b = FAKE(0x2000004), "b", INV);
     H(x.d = FAKE(0x3000004), "d", INV);

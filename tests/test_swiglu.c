@@ -360,6 +360,9 @@ TEST(swiglu_argument_validation) {
         {"sfd over d", QG_ERROR_INVALID_ARGUMENT, "overlaps args->d"},
         {"d over b", QG_ERROR_INVALID_ARGUMENT, "overlaps args->b"},
         {"block_n 128", QG_ERROR_UNSUPPORTED, "SwiGLU epilogue needs block_n 256"},
+        /* make fuzz (fuzz_family): 0 and -256 passed the tile test (0 % 256 == 0) */
+        {"block_n 0", QG_ERROR_UNSUPPORTED, "SwiGLU epilogue needs block_n 256 (a tile holds one 128-row gate block and its 128-row up block, and writes one whole 1x128 scale group of D), got 0"},
+        {"block_n -256", QG_ERROR_UNSUPPORTED, "got -256"},
         {"split-K", QG_ERROR_UNSUPPORTED, "SwiGLU epilogue runs without split-K"},
         /* D is 256 bytes a row (n / 2): the scales right after its 25600 bytes do not overlap */
         {"sfd after d", QG_ERROR_NO_DEVICE, "offline"},
@@ -390,6 +393,8 @@ TEST(swiglu_argument_validation) {
         else if (!strcmp(w, "sfd over d")) o.sfd = FAKE(0x5000000 + 1024);
         else if (!strcmp(w, "d over b")) a.d = FAKE(0x3000000 + 1024);
         else if (!strcmp(w, "block_n 128")) cfg.block_m = 128, cfg.block_n = 128, forced = &cfg;
+        else if (!strcmp(w, "block_n 0")) cfg.block_m = 128, cfg.block_n = 0, forced = &cfg;
+        else if (!strcmp(w, "block_n -256")) cfg.block_m = 128, cfg.block_n = -256, forced = &cfg;
         else if (!strcmp(w, "split-K")) cfg.block_m = 128, cfg.block_n = 256, cfg.split_k = 2, forced = &cfg;
         else if (!strcmp(w, "sfd after d")) o.sfd = FAKE(0x5000000 + 25600);
         else if (!strcmp(w, "weight")) o.row_weight = FAKE(0x9000000);
