@@ -58,9 +58,17 @@ static int parse_config(PyObject *obj, qg_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     if (obj == Py_None)
         return 0;
+    /* PyArg_ParseTuple on anything but a tuple is a SystemError ("new style
+     * getargs format but argument is not a tuple"), found by
+     * tests/python/test_fuzz_extension.py: say what was given instead. */
+    if (!PyTuple_Check(obj))
+        return qgpy_errorf(PyExc_TypeError,
+                           "qgemm: config must be None or a tuple (block_m, block_n, "
+                           "num_stages, multicast, swizzle_group, split_k), got %s",
+                           Py_TYPE(obj)->tp_name);
     int multicast;
     if (!PyArg_ParseTuple(obj,
-                          "iiiiii;config must be (block_m, block_n, num_stages, "
+                          "iiiiii;qgemm: config must be (block_m, block_n, num_stages, "
                           "multicast, swizzle_group, split_k)",
                           &cfg->block_m, &cfg->block_n, &cfg->num_stages, &multicast,
                           &cfg->swizzle_group, &cfg->split_k))

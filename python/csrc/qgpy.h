@@ -63,6 +63,10 @@ long long qgpy_dlpack_stream(uint64_t handle);
  * e4m3 data but cannot export that dtype through DLPack (PyTorch < 2.8);
  * the caller vouches for the contents. Other dtypes are left as they are. */
 void qgpy_tensor_bytes_are_e4m3(qgpy_tensor *t);
+/* The first dimension of shape[ndim] that is negative, or past which the
+ * product of the non-zero dimensions exceeds INT64_MAX; -1 when none (every
+ * borrowed tensor is checked so: its sizes and their products fit in int64). */
+int qgpy_shape_invalid(const int64_t *shape, int ndim);
 /* Call the deleter (if any) and empty the slot. Keeps a pending exception. */
 void qgpy_tensor_release(qgpy_tensor *t);
 

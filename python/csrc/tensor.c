@@ -231,7 +231,34 @@ int qgpy_tensor_import(PyObject *obj, const char *name, long long dlpack_stream,
         qgpy_tensor_release(out);
         return -1;
     }
+    /* Sizes every check after this may multiply (found by
+     * tests/python/test_fuzz_extension.py: sf_layout took out [-2^63, 16] as
+     * an empty tensor, its element count wrapping to 0). */
+    int bad = rc == 0 ? qgpy_shape_invalid(out->t->shape, out->t->ndim) : -1;
+    if (bad >= 0) {
+        char buf[160];
+        if (out->t->shape[bad] < 0)
+            qgpy_errorf(PyExc_ValueError, "qgemm: %s has shape %s: dimension %d is negative", name,
+                        qgpy_shape_str(out, buf, sizeof buf), bad);
+        else
+            qgpy_errorf(PyExc_ValueError, "qgemm: %s has shape %s: more than 2^63 elements", name,
+                        qgpy_shape_str(out, buf, sizeof buf));
+        qgpy_tensor_release(out);
+        return -1;
+    }
     return rc;
+}
+
+int qgpy_shape_invalid(const int64_t *shape, int ndim)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0)
+            return i;
+    for (int i = 0; i < ndim; i++) /* zero dimensions left out: their partial products too */
+        if (shape[i] > 0 && __builtin_mul_overflow(n, shape[i], &n))
+            return i;
+    return -1;
 }
 
 void qgpy_tensor_bytes_are_e4m3(qgpy_tensor *t)

@@ -146,7 +146,8 @@ static int describe(PyObject *obj, qgpy_tensor *out)
 
     PyObject *shape = PyObject_GetAttr(obj, s_shape);
     const Py_ssize_t ndim = shape && PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : -1;
-    int ok = ndim >= 0 && ndim <= QGPY_MAX_NDIM && int64_tuple(shape, (int)ndim, out->own_shape);
+    int ok = ndim >= 0 && ndim <= QGPY_MAX_NDIM && int64_tuple(shape, (int)ndim, out->own_shape) &&
+             qgpy_shape_invalid(out->own_shape, (int)ndim) < 0; /* (the DLPack path words it) */
     Py_XDECREF(shape);
     if (!ok)
         return 0;

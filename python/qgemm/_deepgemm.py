@@ -116,9 +116,10 @@ def check_contiguous_args(func: str, use_psum_layout: Any, ensure_zero_padding: 
     if expected_m_for_psum_layout is None:
         return 0
     if isinstance(expected_m_for_psum_layout, bool) or \
-            not isinstance(expected_m_for_psum_layout, int) or expected_m_for_psum_layout < 0:
-        raise ValueError(f"qgemm: {func}: expected_m_for_psum_layout must be an int >= 0, "
-                         f"got {expected_m_for_psum_layout!r}")
+            not isinstance(expected_m_for_psum_layout, int) or \
+            not 0 <= expected_m_for_psum_layout <= 2**31 - 1:  # (the C side's int)
+        raise ValueError(f"qgemm: {func}: expected_m_for_psum_layout must be an int in "
+                         f"0..2147483647, got {expected_m_for_psum_layout!r}")
     return expected_m_for_psum_layout
 
 

@@ -141,6 +141,8 @@ def k_grouped_bf16_gemm_tn_contiguous(a: Tensor, b: Tensor, d: Tensor, ks_cpu: S
                                   "pass ks_cpu with use_psum_layout=False")
     if ks_cpu is None:
         raise ValueError("qgemm: ks_cpu (the host list of group K sizes) is required")
+    if not hasattr(ks_cpu, "__iter__"):
+        raise TypeError(f"qgemm: ks_cpu must be a sequence of ints, got {type(ks_cpu).__name__}")
     ks = [as_int(k, f"ks_cpu[{i}]", lo=0) for i, k in enumerate(ks_cpu)]
     _d.launch_bf16(_K["k_grouped"], a, b, d, c, None, 0, ks, stream)
 

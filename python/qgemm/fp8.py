@@ -343,6 +343,9 @@ def k_grouped_fp8_gemm_nt_contiguous(a: Pair, b: Pair, d: Tensor, ks_cpu: Option
     if use_psum_layout:
         raise _dg.unsupported(name, "use_psum_layout", use_psum_layout,
                               "the psum form of the k-grouped GEMM is SM100's (DeepGEMM too)")
+    if ks_cpu is not None and not hasattr(ks_cpu, "__len__"):
+        raise TypeError(f"qgemm: {name}: ks_cpu must be a sequence of ints, got "
+                        f"{type(ks_cpu).__name__}")
     if ks_cpu is None or len(ks_cpu) == 0:  # (a numpy array has no truth value)
         raise ValueError(f"qgemm: {name}: ks_cpu (the K of each group, on the host) is required")
     a_, sfa = pair(a, "a")

@@ -72,10 +72,11 @@ def test_tma_aligned_size_refuses_negative_and_bad_sizes(x, size):
 
 def test_huge_dimensions_do_not_overflow_the_layout_checks():
     # K = 2^63 - 1 used to overflow ceil(K/128) (K + 127): the message asked for a
-    # negative scale dimension
+    # negative scale dimension. (One row each: a [256, K] holds more than 2^63 elements, refused as it is
+    # borrowed, test_shapes_past_int64_are_refused_at_import.)
     k = 2**63 - 1
-    ops = dense_operands(256, 512, 384, a=FakeTensor([256, k], strides=[k, 1]),
-                         b=FakeTensor([512, k], strides=[k, 1]))
+    ops = dense_operands(1, 512, 384, a=FakeTensor([1, k], strides=[k, 1]),
+                         b=FakeTensor([1, k], strides=[k, 1]))
     with pytest.raises(ValueError) as info:
         _gemm(ops)
     assert "must be 72057594037927936 (ceil(K/128)" in str(info.value), str(info.value)
@@ -90,3 +91,55 @@ def test_huge_strides_are_refused_by_the_layout_check(name, strides):
     ops = dense_operands(256, 512, 384, **{name: FakeTensor(shape, dtype, strides=strides)})
     with pytest.raises(ValueError, match=r"exceeds 2\^36"):
         _gemm(ops)
+
+
+# ---- found by test_fuzz_extension.py (each failed before its fix) -------------------------
+
+@pytest.mark.parametrize("config", [1.5, [128, 128, 4, 0, 1, 1], "config"])
+def test_config_that_is_not_a_tuple_is_a_type_error(config):
+    # PyArg_ParseTuple on a non-tuple raised SystemError ("new style getargs format but
+    # argument is not a tuple") from every entry that takes a config
+    with pytest.raises(TypeError, match=r"^qgemm: config must be None or a tuple \(block_m, "
+                                        r".*got (float|list|str)$"):
+        qgemm._C.select_config(0, 256, 512, 384, 1, 0, qgemm._C.OFFLINE, config)
+
+
+def test_config_tuple_of_the_wrong_length_names_qgemm():
+    with pytest.raises(TypeError, match=r"^qgemm: config must be \(block_m"):
+        qgemm._C.select_config(0, 256, 512, 384, 1, 0, qgemm._C.OFFLINE, (128, 128))
+
+
+@pytest.mark.parametrize("out_shape,message", [
+    ([-2**63, 16], r"qgemm: out has shape \[-9223372036854775808, 16\]: dimension 0 is negative"),
+    ([2**62, 4], r"qgemm: out has shape \[4611686018427387904, 4\]: more than 2\^63 elements"),
+])
+def test_shapes_past_int64_are_refused_at_import(out_shape, message):
+    # sf_layout's element count of out wrapped to 0 (-2^63 x 16, 2^62 x 4): the call
+    # answered None, an empty problem done, for a tensor of no sensible shape
+    sf, out, ks = FakeTensor([1, 16], "float32"), FakeTensor(out_shape, "int32"), \
+        FakeTensor([3], "int32")
+    with pytest.raises(ValueError, match="^" + message + "$"):
+        qgemm._C.sf_layout(qgemm._C.CAST_SF_PACK_UE8M0_K_GROUPED, sf, out, ks, 0, 128, 128, 0,
+                           0, 0)
+    assert out.consumed_correctly() and sf.consumed_correctly()
+
+
+def test_psum_hint_past_int32_is_a_value_error():
+    # the public psum GEMM let 2^32 through to the extension's int: OverflowError
+    ops = dense_operands(256, 512, 384)
+    with pytest.raises(ValueError, match=r"^qgemm: m_grouped_fp8_gemm_nt_contiguous: "
+                                         r"expected_m_for_psum_layout must be an int in"):
+        qgemm.m_grouped_fp8_gemm_nt_contiguous((ops["a"], ops["sfa"]), (ops["b"], ops["sfb"]),
+                                               ops["d"], FakeTensor([1], "int32"),
+                                               use_psum_layout=True,
+                                               expected_m_for_psum_layout=2**32)
+
+
+def test_k_grouped_ks_cpu_that_is_not_a_sequence():
+    a, b = FakeTensor([128, 64], "bfloat16"), FakeTensor([128, 32], "bfloat16")
+    d = FakeTensor([2, 64, 32], "float32")
+    with pytest.raises(TypeError, match=r"^qgemm: ks_cpu must be a sequence of ints, got int$"):
+        qgemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, 2)
+    with pytest.raises(TypeError, match=r"^qgemm: k_grouped_fp8_gemm_nt_contiguous: ks_cpu must "
+                                        r"be a sequence of ints, got int$"):
+        qgemm.k_grouped_fp8_gemm_nt_contiguous((a, a), (b, b), d, 2, None)
