@@ -50,6 +50,40 @@ static int major_of(const qgpy_tensor *t, int i, int j, qg_major *major, int64_t
                        qgpy_strides_str(t, buf, sizeof buf));
 }
 
+/* Dimension i of t as the library's int size, or ValueError: a size past
+ * 2^31 - 1 was cut by the cast and then compared with the other tensors as
+ * the cut value ("d's dimension 0 must be 256 (M (a)), got 4294967552" for an
+ * a of 2^32 + 256 rows; the batch sums' splits 2^32 + 1 read as 1). Found by
+ * tests/python/test_fuzz_extension.py. */
+static int int_dim(const qgpy_tensor *t, int i, const char *what, int *out)
+{
+    const int64_t v = qgpy_dim(t, i); /* >= 0: qgpy_tensor_import refuses negative sizes */
+    if (v > INT_MAX)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s = %lld (%s's dimension %d) exceeds 2^31 - 1", what,
+                           (long long)v, t->name, i < 0 ? i + (int)t->t->ndim : i);
+    *out = (int)v;
+    return 0;
+}
+
+/* ValueError unless t's groups are packed: stride(0) == rows x ld. The product
+ * is checked for overflow (a hostile ld near 2^63: UBSan, found by
+ * tests/python/test_fuzz_extension.py); one past 2^63 matches no stride. */
+static int check_packed(const qgpy_tensor *t, int64_t rows, int64_t ld, const char *what)
+{
+    int64_t want;
+    const int overflow = __builtin_mul_overflow(rows, ld, &want);
+    if (!overflow && qgpy_stride(t, 0) == want)
+        return 0;
+    if (overflow)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: %s's groups must be packed (stride(0) = "
+                           "%s), but %lld x %lld is past 2^63", t->name, what, (long long)rows,
+                           (long long)ld);
+    return qgpy_errorf(PyExc_ValueError, "qgemm: %s's groups must be packed (stride(0) = %s "
+                       "= %lld), got %lld", t->name, what, (long long)want,
+                       (long long)qgpy_stride(t, 0));
+}
+
 static int parse_ks(PyObject *obj, int32_t **ks, int *count)
 {
     *ks = NULL;
@@ -117,9 +151,9 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
             qgpy_check_ndim(&t[B_D], 3, "[G, M, N]") < 0)
             return -1;
         groups = qgpy_dim(&t[B_D], 0);
-        ga->m = (int)qgpy_dim(&t[B_A], 1);
-        ga->n = (int)qgpy_dim(&t[B_B], 1);
-        ga->k = (int)qgpy_dim(&t[B_A], 0);
+        if (int_dim(&t[B_A], 1, "M", &ga->m) < 0 || int_dim(&t[B_B], 1, "N", &ga->n) < 0 ||
+            int_dim(&t[B_A], 0, "sum K", &ga->k) < 0)
+            return -1;
         if (qgpy_check_dim(&t[B_B], 0, ga->k, "sum K (a.shape[0])") < 0 ||
             qgpy_check_dim(&t[B_D], 1, ga->m, "M (a.shape[1])") < 0 ||
             qgpy_check_dim(&t[B_D], 2, ga->n, "N (b.shape[1])") < 0)
@@ -148,11 +182,14 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
             qgpy_check_ndim(&t[B_B], b_nd, b_nd == 3 ? "[G, N, K]" : "[N, K]") < 0 ||
             qgpy_check_ndim(&t[B_D], out_nd, out_nd == 3 ? "[G, M, N]" : "[M, N]") < 0)
             return -1;
-        if (b_nd == 3)
-            groups = qgpy_dim(&t[B_B], 0);
-        ga->m = (int)qgpy_dim(&t[B_A], a_nd - 2);
-        ga->k = (int)qgpy_dim(&t[B_A], a_nd - 1);
-        ga->n = (int)qgpy_dim(&t[B_B], b_nd - 2);
+        int g32 = 1;
+        if (b_nd == 3 && int_dim(&t[B_B], 0, "G", &g32) < 0)
+            return -1;
+        groups = g32;
+        if (int_dim(&t[B_A], a_nd - 2, "M", &ga->m) < 0 ||
+            int_dim(&t[B_A], a_nd - 1, "K", &ga->k) < 0 ||
+            int_dim(&t[B_B], b_nd - 2, "N", &ga->n) < 0)
+            return -1;
         if (qgpy_check_dim(&t[B_B], b_nd - 1, ga->k, "K (a's last dimension)") < 0 ||
             qgpy_check_dim(&t[B_D], out_nd - 2, ga->m, "M (a)") < 0 ||
             qgpy_check_dim(&t[B_D], out_nd - 1, ga->n, "N (b)") < 0)
@@ -165,17 +202,12 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
             return -1;
         /* groups packed: each operand's group stride is its rows x ld */
         if (masked && !batched && qgpy_dim(&t[B_A], 0) > 1 &&
-            qgpy_stride(&t[B_A], 0) != (int64_t)ga->m * ga->lda)
-            return qgpy_errorf(PyExc_ValueError, "qgemm: a's groups must be packed (stride(0) = "
-                               "M x stride(1) = %lld), got %lld", (long long)ga->m * ga->lda,
-                               (long long)qgpy_stride(&t[B_A], 0));
-        if (b_nd == 3 && groups > 1 && !batched) {
-            const int64_t rows = ga->b_major == QG_MAJOR_K ? ga->n : ga->k;
-            if (qgpy_stride(&t[B_B], 0) != rows * ga->ldb)
-                return qgpy_errorf(PyExc_ValueError, "qgemm: b's groups must be packed (stride(0) "
-                                   "= %lld), got %lld", (long long)(rows * ga->ldb),
-                                   (long long)qgpy_stride(&t[B_B], 0));
-        }
+            check_packed(&t[B_A], ga->m, ga->lda, "M x stride(1)") < 0)
+            return -1;
+        if (b_nd == 3 && groups > 1 && !batched &&
+            check_packed(&t[B_B], ga->b_major == QG_MAJOR_K ? ga->n : ga->k, ga->ldb,
+                         "rows x row stride") < 0)
+            return -1;
     }
     /* D: rows along N, packed groups */
     const int d_nd = (kg || masked) && !sum1 ? 3 : 2;
@@ -183,9 +215,8 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
         return qgpy_errorf(PyExc_ValueError, "qgemm: d must be row-major (unit last stride)");
     ga->ldd = qgpy_dim(&t[B_D], d_nd - 2) > 1 ? qgpy_stride(&t[B_D], d_nd - 2) : ga->n;
     if (d_nd == 3 && (!batched || sums) && qgpy_dim(&t[B_D], 0) > 1 &&
-        qgpy_stride(&t[B_D], 0) != (int64_t)ga->m * ga->ldd)
-        return qgpy_errorf(PyExc_ValueError, "qgemm: d's groups must be packed (stride(0) = "
-                           "M x stride(1))");
+        check_packed(&t[B_D], ga->m, ga->ldd, "M x stride(1)") < 0)
+        return -1;
     ga->d_fp32 = d_fp32;
     if (t[B_C].t) {
         if (qgpy_check_ndim(&t[B_C], d_nd, d_nd == 3 ? "[G, M, N]" : "[M, N]") < 0)
@@ -301,7 +332,9 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     size_t ws_bytes = 0;
     if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, bs, &device, &ws, &ws_bytes) < 0)
         goto done;
-    const int splits = kind == (int)QG_GEMM_BF16_BATCH_SUMS ? (int)qgpy_dim(&t[B_D], 0) : 0;
+    int splits = 0;
+    if (kind == (int)QG_GEMM_BF16_BATCH_SUMS && int_dim(&t[B_D], 0, "splits", &splits) < 0)
+        goto done;
     if (ga.m == 0 || ga.n == 0) {
         Py_INCREF(Py_None);
         result = Py_None;

@@ -32,6 +32,27 @@ static const char *const cast_names[C_SLOTS] = {"x", "out", "sf", "aux"};
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* a * b * c for sizes >= 0, or -1 past INT64_MAX (a sf_ld or out_ld near 2^31
+ * times the other sizes overflowed: UBSan, tests/python/test_fuzz_extension.py). */
+static int64_t mul3(int64_t a, int64_t b, int64_t c)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r))
+        return -1;
+    return r;
+}
+
+/* Dimension i of t as an int (ValueError past 2^31 - 1: the cast would cut it). */
+static int int_dim(const qgpy_tensor *t, int i, const char *what, int *out)
+{
+    const int64_t v = qgpy_dim(t, i); /* >= 0: qgpy_tensor_import refuses negative sizes */
+    if (v > INT32_MAX)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: %s = %lld (%s's dimension %d) exceeds "
+                           "2^31 - 1", what, (long long)v, t->name, i);
+    *out = (int)v;
+    return 0;
+}
+
 static int64_t numel(const qgpy_tensor *t)
 {
     int64_t n = 1;
@@ -135,10 +156,14 @@ static int cast_args(int kind, qgpy_tensor t[C_SLOTS], int m, int groups, int sf
     const int64_t kb = cdiv(k, 128);
     int64_t want;
     switch (kind) {
-    case QG_CAST_KIND_PER_BLOCK: want = (int64_t)groups * cdiv(m, 128) * kb; break;
+    case QG_CAST_KIND_PER_BLOCK: want = mul3(groups, cdiv(m, 128), kb); break;
     case QG_CAST_KIND_PER_CHANNEL: want = (int64_t)(m / 128) * k; break;
-    default: want = sf_mn_major ? (int64_t)groups * kb * sf_ld : rows * kb;
+    default: want = sf_mn_major ? (sf_ld < 0 ? -1 : mul3(groups, kb, sf_ld)) : rows * kb;
     }
+    if (want < 0)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: the scales of %lld rows x %lld columns "
+                           "(groups %d, sf_ld %d) are not a tensor size", (long long)rows,
+                           (long long)k, groups, sf_ld);
     if (check_contiguous(&t[C_SF]) < 0)
         return -1;
     if (numel(&t[C_SF]) != want)
@@ -291,7 +316,12 @@ PyObject *qgpy_sf_layout(PyObject *self, PyObject *args)
         for (int i = 0; i < 3; i++)
             a.sf_stride[i] = qgpy_dim(&t[L_SF], i) > 1 ? qgpy_stride(&t[L_SF], i) : 0;
         a.out_ld = out_ld;
-        want_out = g * (kind == QG_CAST_KIND_SF_MN_MAJOR ? sfk : cdiv(sfk, 4)) * out_ld;
+        want_out = mul3(g, kind == QG_CAST_KIND_SF_MN_MAJOR ? sfk : cdiv(sfk, 4), out_ld);
+        if (want_out < 0) {
+            qgpy_errorf(PyExc_ValueError, "qgemm: sf [G, MN, SF_K] with out_ld %d needs more "
+                        "than 2^63 values in out", out_ld);
+            goto done;
+        }
     } else {
         if (qgpy_check_ndim(&t[L_SF], 2, "[SF_K, MN]") < 0 || check_contiguous(&t[L_SF]) < 0 ||
             qgpy_check_ndim(&t[L_OUT], 2, "[packed SF_K, MN]") < 0 ||
@@ -299,11 +329,14 @@ PyObject *qgpy_sf_layout(PyObject *self, PyObject *args)
             check_contiguous(&t[L_KS]) < 0 ||
             qgpy_check_dim(&t[L_OUT], 1, qgpy_dim(&t[L_SF], 1), "MN (sf.shape[1])") < 0)
             goto done;
-        a.sf_k = (int)qgpy_dim(&t[L_SF], 0), a.mn = (int)qgpy_dim(&t[L_SF], 1);
-        a.num_groups = (int)qgpy_dim(&t[L_KS], 0);
+        /* (each size past 2^31 - 1 was cut by its cast and read as another:
+         * ks [2^32 + 1] as one group; tests/python/test_fuzz_extension.py) */
+        if (int_dim(&t[L_SF], 0, "SF_K", &a.sf_k) < 0 || int_dim(&t[L_SF], 1, "MN", &a.mn) < 0 ||
+            int_dim(&t[L_KS], 0, "G", &a.num_groups) < 0 ||
+            int_dim(&t[L_OUT], 0, "packed SF_K", &a.packed_sf_k) < 0)
+            goto done;
         a.ks = qgpy_address(&t[L_KS]);
         a.gran_k = gran_k, a.k_alignment = k_alignment, a.psum = psum;
-        a.packed_sf_k = (int)qgpy_dim(&t[L_OUT], 0);
         want_out = numel(&t[L_OUT]);
     }
     if (numel(&t[L_OUT]) != want_out) {

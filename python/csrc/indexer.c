@@ -318,7 +318,7 @@ PyObject *qgpy_paged_mqa_logits(PyObject *self, PyObject *args)
         qgpy_check_dim(&t[Q], 1, a.next_n, "next_n (context_lens.shape[1])") < 0 ||
         qgpy_check_dim(&t[KV], 1, 64, "block_kv 64 (SM90)") < 0 ||
         qgpy_check_dim(&t[KV], 2, 1, "1") < 0 ||
-        qgpy_check_dim(&t[KV], 3, a.head_dim + 4, "head_dim + 4 (q.shape[3] + 4)") < 0 ||
+        qgpy_check_dim(&t[KV], 3, (int64_t)a.head_dim + 4, "head_dim + 4 (q.shape[3] + 4)") < 0 ||
         qgpy_check_dim(&t[W], 0, rows, "batch_size * next_n") < 0 ||
         qgpy_check_dim(&t[W], 1, a.heads, "num_heads (q.shape[2])") < 0 ||
         qgpy_check_dim(&t[BT], 0, a.batch, "batch_size (context_lens.shape[0])") < 0 ||
@@ -327,12 +327,21 @@ PyObject *qgpy_paged_mqa_logits(PyObject *self, PyObject *args)
         goto done;
     /* the cache: blocks of 64 * (head_dim + 4) contiguous bytes, a stride apart */
     if (qgpy_dim(&t[KV], 0) > 0 &&
-        (qgpy_stride(&t[KV], 3) != 1 || qgpy_stride(&t[KV], 1) != a.head_dim + 4)) {
+        (qgpy_stride(&t[KV], 3) != 1 || qgpy_stride(&t[KV], 1) != (int64_t)a.head_dim + 4)) {
         qgpy_errorf(PyExc_ValueError, "qgemm: kv_cache's blocks must be contiguous "
                     "([num_blocks, 64, 1, head_dim + 4] with only the block stride free)");
         goto done;
     }
     a.block_stride = qgpy_dim(&t[KV], 0) > 1 ? qgpy_stride(&t[KV], 0) : 0;
+    /* The library reads block_stride 0 as "packed" (64 * (head_dim + 4)): blocks
+     * of a cache at stride 0 (one block's memory, expanded) would be read past
+     * the tensor's bytes. Any other stride is the library's to check. */
+    if (qgpy_dim(&t[KV], 0) > 1 && a.block_stride == 0) {
+        qgpy_errorf(PyExc_ValueError, "qgemm: kv_cache's blocks must not alias one another: "
+                    "stride(0) = 0 with %lld blocks (pass a cache with a block stride of at "
+                    "least 64 * (head_dim + 4) bytes)", (long long)qgpy_dim(&t[KV], 0));
+        goto done;
+    }
     if (check_contiguous(&t[Q]) < 0 || row_stride(&t[W], 0, a.heads, &a.ld_weights) < 0 ||
         row_stride(&t[BT], 0, qgpy_dim(&t[BT], 1), &a.block_table_ld) < 0)
         goto done;
@@ -413,8 +422,21 @@ PyObject *qgpy_hc_prenorm(PyObject *self, PyObject *args)
     if (row_stride(&t[A], 0, h.k, &h.lda) < 0 || row_stride(&t[B], 0, h.k, &h.ldb) < 0 ||
         row_stride(&t[D], split, h.n, &h.ldd) < 0 || check_contiguous(&t[S]) < 0)
         goto done;
-    if (split && num_splits > 1)
-        h.d_split_ld = qgpy_stride(&t[D], 0) >= (int64_t)h.m * h.ldd ? qgpy_stride(&t[D], 0) : 0;
+    /* The splits' stride as it is: the library reads d_split_ld 0 as "packed"
+     * (m * ldd) and checks any other value (>= m * ldd, even, <= 2^40). It used
+     * to be passed as 0 whenever it was below m * ldd, so splits at stride 0
+     * (one plane's memory, expanded) were written m * ldd elements apart, past
+     * d's bytes; and m * ldd overflowed for a hostile ldd (UBSan,
+     * tests/python/test_fuzz_extension.py). */
+    if (split && num_splits > 1 && qgpy_dim(&t[D], 1) > 0) {
+        h.d_split_ld = qgpy_stride(&t[D], 0);
+        if (h.d_split_ld == 0) {
+            qgpy_errorf(PyExc_ValueError, "qgemm: d's %d splits must not alias one another: "
+                        "stride(0) = 0 (pass d [num_splits, m, n] with stride(0) >= m * "
+                        "stride(1))", num_splits);
+            goto done;
+        }
+    }
     if (qgpy_check_writable(&t[D]) < 0 || qgpy_check_writable(&t[S]) < 0 ||
         qgpy_check_no_overlap(&t[D], &t[A]) < 0 || qgpy_check_no_overlap(&t[D], &t[B]) < 0 ||
         qgpy_check_no_overlap(&t[S], &t[A]) < 0 || qgpy_check_no_overlap(&t[S], &t[B]) < 0 ||

@@ -397,6 +397,8 @@ static PyObject *py_gemm_torch(PyObject *self, PyObject *const *args, Py_ssize_t
     if (expected_m < INT_MIN || expected_m > INT_MAX)
         return PyErr_Format(PyExc_ValueError, "qgemm: expected_m = %ld is out of range",
                             expected_m);
+    if (kind < INT_MIN || kind > INT_MAX) /* (the cast below read 2^32 as the dense kind) */
+        return PyErr_Format(PyExc_ValueError, "qgemm: unknown GEMM kind %ld", kind);
     qg_config cfg;
     int forced;
     if (check_kind((int)kind) < 0 || (forced = parse_config(args[8], &cfg)) < 0)

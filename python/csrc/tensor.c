@@ -314,7 +314,11 @@ int64_t qgpy_stride(const qgpy_tensor *t, int i)
 
 void *qgpy_address(const qgpy_tensor *t)
 {
-    return (char *)t->t->data + t->t->byte_offset;
+    /* In integers: a producer's byte_offset may take the sum past the top of
+     * the address space, which pointer arithmetic may not (UBSan, found by
+     * tests/python/test_fuzz_extension.py); the library's pointer checks
+     * refuse whatever address results. */
+    return (void *)((uintptr_t)t->t->data + (uintptr_t)t->t->byte_offset);
 }
 
 static const char *join(const qgpy_tensor *t, int strides, char open, char close, char *buf,

@@ -146,7 +146,7 @@ def _problem_call(fn: Any, m: int, n: int, k: int, kind: str, num_groups: int, e
                   device: Any, offline: bool, config: Optional[Config],
                   accumulate: bool = False) -> Dict[str, Any]:
     """fn (_C.select_config or _C.compile) of the problem, arguments checked."""
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:  # (a list is not hashable)
         raise ValueError(f"qgemm: kind must be one of {sorted(KINDS)}, got {kind!r}")
     ordinal = _C.OFFLINE if offline else device_ordinal(device)
     return fn(KINDS[kind], as_int(m, "m"), as_int(n, "n"), as_int(k, "k"),

@@ -143,3 +143,59 @@ def test_k_grouped_ks_cpu_that_is_not_a_sequence():
     with pytest.raises(TypeError, match=r"^qgemm: k_grouped_fp8_gemm_nt_contiguous: ks_cpu must "
                                         r"be a sequence of ints, got int$"):
         qgemm.k_grouped_fp8_gemm_nt_contiguous((a, a), (b, b), d, 2, None)
+
+
+def _raises(exc, pattern, fn, *args):
+    with pytest.raises(exc, match=pattern):
+        fn(*args)
+    for x in args:
+        if isinstance(x, FakeTensor):
+            assert x.consumed_correctly()
+
+
+def test_sizes_past_int32_are_not_cut():
+    # bf16_gemm and sf_layout cast sizes to int unchecked: an a of 2^32 + 256 rows was
+    # compared with d as 256 rows; ks [2^32 + 1] was read as one group, the call went on
+    C = qgemm._C
+    m = 2**32 + 256
+    _raises(ValueError, r"^qgemm: M = 4294967552 \(a's dimension 0\) exceeds 2\^31 - 1$",
+            C.bf16_gemm, 0, FakeTensor([m, 64], "bfloat16"), FakeTensor([32, 64], "bfloat16"),
+            FakeTensor([m, 32], "bfloat16"), None, None, 0, None, 0, 0)
+    _raises(ValueError, r"^qgemm: splits = 4294967297 \(d's dimension 0\) exceeds 2\^31 - 1$",
+            C.bf16_gemm, C.KIND_BF16_BATCH_SUMS, FakeTensor([2, 64, 64], "bfloat16"),
+            FakeTensor([2, 32, 64], "bfloat16"),
+            FakeTensor([2**32 + 1, 64, 32], "float32"), None, None, 0, None,
+            0, 0)
+    _raises(ValueError, r"^qgemm: G = 4294967297 \(ks's dimension 0\) exceeds 2\^31 - 1$",
+            C.sf_layout, C.CAST_SF_PACK_UE8M0_K_GROUPED, FakeTensor([16, 8], "float32"),
+            FakeTensor([5, 8], "int32"), FakeTensor([2**32 + 1], "int32"), 0, 128, 128, 0, 0, 0)
+    # gemm_torch read kind 2^32 as 0 (dense), 2^32 + 1 as contiguous
+    _raises(ValueError, r"^qgemm: unknown GEMM kind 4294967296$", C.gemm_torch, 2**32,
+            None, None, None, None, None, None, 0, None)
+
+
+def test_hc_prenorm_splits_at_stride_0_are_refused(no_gpu):
+    # d [2, m, n] at strides (0, n, 1) holds one plane: its stride was passed as 0, which
+    # the library reads as m * n, so split 1 was written past d's memory
+    m, n, k = 64, 32, 128
+    _raises(ValueError, r"^qgemm: d's 2 splits must not alias one another: stride\(0\) = 0",
+            qgemm._C.hc_prenorm, FakeTensor([m, k], "bfloat16"), FakeTensor([n, k], "float32"),
+            FakeTensor([2, m, n], "float32", strides=[0, n, 1]), FakeTensor([2, m], "float32"),
+            2, 0, 0)
+
+
+def test_paged_kv_cache_blocks_at_stride_0_are_refused(no_gpu):
+    # the same for the paged cache's block stride (0: packed, for the library): the blocks
+    # of an expanded cache were read past its memory
+    _raises(ValueError, r"^qgemm: kv_cache's blocks must not alias one another: stride\(0\) = 0 "
+            r"with 2 blocks", qgemm._C.paged_mqa_logits, FakeTensor([1, 1, 32, 128]),
+            FakeTensor([2, 64, 1, 132], "uint8", strides=[0, 132, 132, 1]),
+            FakeTensor([1, 32], "float32"), FakeTensor([1, 1], "int32"),
+            FakeTensor([1, 2], "int32"), FakeTensor([133, 2], "int32"),
+            FakeTensor([1, 128], "float32"), 128, 0, 0, 0)
+
+
+def test_select_config_kind_that_is_not_hashable():
+    # `kind not in KINDS` on a list raised "unhashable type: 'list'"
+    with pytest.raises(ValueError, match=r"^qgemm: kind must be one of .* got \[1\]$"):
+        qgemm.select_config(256, 512, 384, kind=[1], offline=True)
