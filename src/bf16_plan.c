@@ -6,6 +6,7 @@
  */
 #include "bf16_plan.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -199,8 +200,12 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     const long long tiles = (long long)ceil_div(rows, pl->block_m) * ceil_div(p->n, pl->block_n) *
                             planned_groups(p);
     const int grid = pl->grid;
-    *waves = ceil_div(tiles, grid);
-    *last = (int)(tiles - (long long)(*waves - 1) * grid);
+    /* in 64 bits: hostile shapes (m, n near 2^31, many groups) make more
+     * waves than an int holds (found by make fuzz: ceil_div's int result
+     * wrapped to INT_MIN); the count saturates, the last wave stays exact */
+    const long long waves_ll = (tiles + grid - 1) / grid;
+    *waves = waves_ll > INT_MAX ? INT_MAX : (int)waves_ll;
+    *last = (int)(tiles - (waves_ll - 1) * grid);
     const double k = (p->k > 0 ? p->k : 64) *
                      (is_sum_kind(p->kind) ? (double)split_batches(p) : 1.0);
     const double mma = (double)pl->block_m * pl->block_n / 2048.0;

@@ -279,3 +279,23 @@ TEST(bf16_plan_multicast_tiebreak) {
     printf("    %d of the grid's plans share B where v1 shared A\n", swapped);
     PASS();
 }
+
+/* Shapes whose waves do not fit an int (m, n near 2^31, several groups): the
+ * estimate counted ceil(tiles / grid) in an int, which wrapped to INT_MIN
+ * and overflowed (UBSan; found by make fuzz through qg_bf16_compile). The
+ * plan must still be legal and its estimate finite and positive. */
+TEST(bf16_plan_huge_shapes) {
+    static const int dims[][3] = {{2147483647, 2147483640, 64}, {2147483647, 16, 64},
+                                  {64, 2147483640, 2147483584}};
+    for (int i = 0; i < 3; i++)
+        for (int kind = QG_BF16_DENSE; kind <= QG_BF16_MASKED; kind++) {
+            qg_bf16_problem p = problem(dims[i][0], dims[i][1], dims[i][2], QG_BF16_NT,
+                                        (qg_bf16_kind)kind);
+            p.num_groups = kind == QG_BF16_DENSE ? 1 : 1024;
+            qg_bf16_plan pl;
+            CHECK(qg__bf16_select(&p, &pl) == 0, "no plan: kind %d %dx%dx%d", kind, p.m, p.n, p.k);
+            CHECK(pl.est_cost > 0.0 && pl.est_cost < 1e300, "estimate %g: kind %d %dx%dx%d",
+                  pl.est_cost, kind, p.m, p.n, p.k);
+        }
+    PASS();
+}
