@@ -167,13 +167,9 @@ def call_traced(name: str, stream: Optional[StreamLike], *args: Any) -> None:
     """torch.ops.qgemm.<name>(*args): a family's call under torch.compile (or with
     fake_tensors); the op runs on torch's current stream, so no stream may be given."""
     ops = torch_ops()
-    if ops is None or ops.OPS_ERROR is not None:
-        raise RuntimeError(f"qgemm: cannot trace {name}: "
-                           f"{getattr(ops, 'OPS_ERROR', None) or 'torch ops are unavailable'}")
-    if stream is not None:
-        raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs on "
-                         "torch's current stream (use `with torch.cuda.stream(s):` instead)")
-    getattr(torch_module().ops.qgemm, name)(*args)
+    if ops is None:
+        raise RuntimeError(f"qgemm: cannot trace {name}: torch ops are unavailable ({TORCH_ERROR})")
+    ops.call_family(name, stream, *args)
 
 
 def torch_ops() -> Any:
@@ -526,9 +522,14 @@ BF16_KINDS = {"dense": _C.KIND_DENSE, "contiguous": _C.KIND_CONTIGUOUS, "masked"
               "batched": _C.KIND_BF16_BATCHED, "batch_sums": _C.KIND_BF16_BATCH_SUMS}
 
 
+FAKE = object()
+"""What launch_family(decline_fake=True) answers for fake or meta tensors: nothing was done,
+the caller runs its custom op."""
+
+
 def launch_family(fn: Callable[..., Any], names: Sequence[str], tensors: Sequence[Any],
                   before: Sequence[Any] = (), after: Sequence[Any] = (),
-                  stream: Optional[StreamLike] = None) -> Any:
+                  stream: Optional[StreamLike] = None, decline_fake: bool = False) -> Any:
     """The launch every family beyond the FP8 GEMMs shares:
     ``fn(*before, *tensors, *after, stream_handle, no_sync)`` with the tensors
     (detached; None entries are absent ones) through DLPack on the stream
@@ -543,11 +544,15 @@ def launch_family(fn: Callable[..., Any], names: Sequence[str], tensors: Sequenc
     all checks in C; it answers NotImplemented, having done nothing, for
     anything else (CPU, meta or subclass tensors, other frameworks), which
     then takes the way below (issues 49-51: this is most of a family call's
-    host cost)."""
+    host cost). With ``decline_fake``, tensors the torch mode declined that are fake or
+    meta (fake_tensors) are not launched: the answer is FAKE, and the caller runs its
+    custom op."""
     if stream is None:
         r = fn(*before, *tensors, *after, 0, TORCH_MODE)
         if r is not NotImplemented:
             return r
+        if decline_fake and fake_tensors(tensors):
+            return FAKE
     tensors = [None if t is None else detach(t) for t in tensors]
     handle = None if stream is None else stream_handle(stream)
     torch = torch_module()
@@ -582,30 +587,18 @@ def launch_bf16(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m:
     torch.ops.qgemm.bf16_gemm (c is d, the in-place accumulation, passed as
     accumulate=True so that no input aliases the mutated d); else
     launch_bf16_eager."""
-    if COMPILING():
-        _bf16_op(kind, a, b, d, c, idx, expected_m, ks, stream)
-        return
-    if stream is None:
-        tensors = (a, b, d, c, idx)
-        if _C.bf16_gemm(kind, *tensors, expected_m, ks, 0, TORCH_MODE) is not NotImplemented:
-            return  # the torch mode (launch_family's docstring): launched, or raised
-        if fake_tensors(tensors):
-            _bf16_op(kind, a, b, d, c, idx, expected_m, ks, stream)
-            return
-    launch_bf16_eager(kind, a, b, d, c, idx, expected_m, ks, stream)
-
-
-def _bf16_op(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
-             ks: Optional[Sequence[int]], stream: Optional[StreamLike]) -> None:
-    call_traced("bf16_gemm", stream, kind, a, b, d, None if c is d else c, idx, expected_m,
-                None if ks is None else [int(k) for k in ks], c is not None and c is d)
+    if COMPILING() or launch_bf16_eager(kind, a, b, d, c, idx, expected_m, ks, stream,
+                                        decline_fake=True) is FAKE:
+        call_traced("bf16_gemm", stream, kind, a, b, d, None if c is d else c, idx, expected_m,
+                    None if ks is None else [int(k) for k in ks], c is not None and c is d)
 
 
 def launch_bf16_eager(kind: int, a: Any, b: Any, d: Any, c: Any, idx: Any, expected_m: int,
-                      ks: Optional[Sequence[int]], stream: Optional[StreamLike] = None) -> None:
+                      ks: Optional[Sequence[int]], stream: Optional[StreamLike] = None,
+                      decline_fake: bool = False) -> Any:
     """launch_bf16 without the custom op (what the op itself runs): launch_family."""
-    launch_family(_C.bf16_gemm, ("a", "b", "d", "c", "idx"), (a, b, d, c, idx), (kind,),
-                  (expected_m, ks), stream)
+    return launch_family(_C.bf16_gemm, ("a", "b", "d", "c", "idx"), (a, b, d, c, idx), (kind,),
+                         (expected_m, ks), stream, decline_fake)
 
 
 EAGER_OPS["bf16_gemm"] = launch_bf16_eager

@@ -233,14 +233,27 @@ def _indexer(func: str, tensors: List[Any], scalars: Any, stream: Any) -> None:
     _launch_indexer(func, tensors, scalars, stream)
 
 
-def call_indexer(func: str, tensors: List[Any], scalars: Any, stream: Any) -> None:
-    """Run the indexer / HC custom op `func` (qgemm._dispatch.launch_indexer's
-    arguments) under torch.compile or with tensor subclasses."""
+def check_traceable(what: str, stream: Any) -> None:
+    """What every custom-op call checks first: the ops exist, and no stream is given (an
+    op runs on torch's current stream). `what` names the call in the message."""
     if OPS_ERROR is not None:
-        raise RuntimeError(f"qgemm: cannot trace an indexer / HC op: {OPS_ERROR}")
+        raise RuntimeError(f"qgemm: cannot trace {what}: {OPS_ERROR}")
     if stream is not None:
         raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs on "
                          "torch's current stream (use `with torch.cuda.stream(s):` instead)")
+
+
+def call_family(name: str, stream: Any, *args: Any) -> None:
+    """torch.ops.qgemm.<name>(*args), a family op of its own signature (what
+    qgemm._dispatch.call_traced runs)."""
+    check_traceable(name, stream)
+    getattr(torch.ops.qgemm, name)(*args)
+
+
+def call_indexer(func: str, tensors: List[Any], scalars: Any, stream: Any) -> None:
+    """Run the indexer / HC custom op `func` (qgemm._dispatch.launch_indexer's
+    arguments) under torch.compile or with tensor subclasses."""
+    check_traceable("an indexer / HC op", stream)
     getattr(torch.ops.qgemm, func)(*tensors, *scalars)
 
 
@@ -248,11 +261,7 @@ def call_op(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, idx: Any, exp
             stream: Any, config: Any) -> None:
     """Run the custom op of `kind` (what the public functions do under torch.compile
     or with tensor subclasses such as FakeTensor)."""
-    if OPS_ERROR is not None:
-        raise RuntimeError(f"qgemm: cannot trace a GEMM: {OPS_ERROR}")
-    if stream is not None:
-        raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs on "
-                         "torch's current stream (use `with torch.cuda.stream(s):` instead)")
+    check_traceable("a GEMM", stream)
     cfg = None if config is None else list(config)
     ops = torch.ops.qgemm
     if kind == _C.KIND_DENSE:

@@ -418,30 +418,20 @@ def _fp8out(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expec
     (a_, sfa), (b_, sfb) = _convert(a, b, _strict(strict))
     ue8m0, cfg = int(bool(use_ue8m0)), _d.config_tuple(config)
     args = (kind, a_, sfa, b_, sfb, d, sfd, idx, expected_m, ue8m0, cfg)
-    if not _d.COMPILING():
-        if _fp8out_eager(*args, stream, fake_op=True):
-            return
-    # traced, or fake / meta tensors: the custom op (its body: _fp8out_eager)
-    _d.call_traced("fp8_gemm_fp8out", stream, *args[:-1], None if cfg is None else list(cfg))
+    if _d.COMPILING() or _fp8out_eager(*args, stream, decline_fake=True) is _d.FAKE:
+        # traced, or fake / meta tensors: the custom op (its body: _fp8out_eager)
+        _d.call_traced("fp8_gemm_fp8out", stream, *args[:-1], None if cfg is None else list(cfg))
 
 
 def _fp8out_eager(kind: int, a: Any, sfa: Any, b: Any, sfb: Any, d: Any, sfd: Any, idx: Any,
                   expected_m: int, ue8m0: int, cfg: Any, stream: Optional[StreamLike] = None,
-                  fake_op: bool = False) -> bool:
-    """_C.gemm_fp8out through launch_family (torch's current stream for torch tensors):
-    True when launched (or raised). With `fake_op`, False, nothing done, for fake or meta
-    tensors (checked only after the extension's torch mode declined them), which the
-    custom op takes."""
+                  decline_fake: bool = False) -> Any:
+    """_C.gemm_fp8out through launch_family (torch's current stream for torch tensors;
+    decline_fake: launch_family's)."""
     tensors = [_d.detach(t) for t in (a, sfa, b, sfb, d, sfd, idx)]
     e4m3 = _e4m3_as_bytes(tensors)
-    after = (expected_m, ue8m0, cfg, e4m3)
-    if stream is None:
-        if _C.gemm_fp8out(kind, *tensors, *after, 0, _d.TORCH_MODE) is not NotImplemented:
-            return True
-        if fake_op and _d.fake_tensors((a, sfa, b, sfb, d, sfd, idx)):
-            return False
-    _d.launch_family(_C.gemm_fp8out, _FP8OUT_NAMES, tensors, (kind,), after, stream)
-    return True
+    return _d.launch_family(_C.gemm_fp8out, _FP8OUT_NAMES, tensors, (kind,),
+                            (expected_m, ue8m0, cfg, e4m3), stream, decline_fake)
 
 
 _d.EAGER_OPS["fp8_gemm_fp8out"] = _fp8out_eager
@@ -550,17 +540,9 @@ def _swiglu(kind: int, a: Pair, b: Pair, d: Tensor, sfd: Tensor, idx: Any, expec
             _d.COMPILING() or type(d) not in (torch.Tensor, torch.nn.Parameter) or
             d.device.type == "meta"):
         # traced (torch.compile), a tensor subclass or meta tensors: the custom op
-        ops = _d.torch_ops()
-        if ops is None or ops.OPS_ERROR is not None:
-            raise RuntimeError("qgemm: cannot trace the SwiGLU GEMM: "
-                               f"{getattr(ops, 'OPS_ERROR', 'torch ops unavailable')}")
-        if stream is not None:
-            raise ValueError("qgemm: stream= is not supported under torch.compile: the op runs "
-                             "on torch's current stream (use `with torch.cuda.stream(s):`)")
         cfg = _d.config_tuple(config)
-        torch.ops.qgemm.fp8_gemm_swiglu(kind, a_, sfa, b_, sfb, d, sfd, idx, row_weight,
-                                        expected_m, ue8m0, limit,
-                                        None if cfg is None else list(cfg))
+        _d.call_traced("fp8_gemm_swiglu", stream, kind, a_, sfa, b_, sfb, d, sfd, idx,
+                       row_weight, expected_m, ue8m0, limit, None if cfg is None else list(cfg))
         return
     _swiglu_eager(kind, a_, sfa, b_, sfb, d, sfd, idx, row_weight, expected_m, ue8m0, limit,
                   config, stream)
