@@ -21,8 +21,10 @@
  *   256-row tiles store only their group's rows);
  *   the weight gradient: wgrad_tile.
  *   multicast A: the pair shares an m-block, so the n-block count and the
- *   swizzle group must be even; multicast B (dense and weight gradient):
- *   the m-block count and the swizzle group must be even.
+ *   swizzle group must be even; multicast B, dense and weight gradient:
+ *   the m-block count and the swizzle group must be even; contiguous,
+ *   masked, psum (bf16 D): any count, the kernel pairs tiles per tile
+ *   (kernels/qg_scheduler.cuh QG_PAIR_TILES).
  * The shared-memory formula mirrors QG_SMEM_TOTAL in kernels/qg_fp8_gemm.cuh
  * (the kernel static_asserts that the two agree).
  */
@@ -189,19 +191,32 @@ static int default_swizzle(const qg_problem *p, qg_multicast mc) {
                                                                               : QG_DEFAULT_SWIZZLE;
 }
 
+/* The m-grouped layouts, whose B multicast pairs tiles per tile: a pair's
+ * two m-blocks come from device data (masked_m, group ends, m_indices), so
+ * the kernel multicasts B where both tiles are real tiles of one group and
+ * n-block, loads B whole in each CTA elsewhere, and runs a dummy tile beside
+ * a peer's tile where a CTA has none (kernels/qg_scheduler.cuh
+ * QG_PAIR_TILES); any m-block count and swizzle group will do. */
+static bool b_pairs_per_tile(qg_gemm_kind kind) {
+    return kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_MASKED ||
+           kind == QG_GEMM_GROUPED_PSUM;
+}
+
 /* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
- * tiles along N (even n-block count), B along M (the dense scheduler only:
- * grouped pairs could straddle groups; even m-block count; each CTA loads
- * block_n / 2 rows of B, whose 128-byte-swizzled half must start 1024-byte
- * aligned: block_n a multiple of 16); both need an even swizzle group so that
- * no pair straddles a group boundary. */
+ * tiles along N (even n-block count), B along M (dense and weight gradient:
+ * an even m-block count; the m-grouped layouts per tile, b_pairs_per_tile;
+ * each CTA loads block_n / 2 rows of B, whose 128-byte-swizzled half must
+ * start 1024-byte aligned: block_n a multiple of 16); the fixed pairs need
+ * an even swizzle group so that no pair straddles a group boundary. */
 static bool b_pairs(qg_gemm_kind kind, int bn) {
-    return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD) && bn % 16 == 0;
+    return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD || b_pairs_per_tile(kind)) &&
+           bn % 16 == 0;
 }
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
     if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
     if (mc == QG_MULTICAST_B)
-        return b_pairs(p->kind, bn) && ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0;
+        return b_pairs(p->kind, bn) &&
+               (b_pairs_per_tile(p->kind) || (ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0));
     return true;
 }
 
@@ -419,18 +434,23 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             p->n, bn, num_n_blocks(p, bn), swizzle);
         break;
     case QG_MULTICAST_B:
-        if (p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_WGRAD)
+        /* (the k-grouped kind was refused above: its pairs could hold tiles
+         * of two groups' maps) */
+        if (b_pairs_per_tile(p->kind) && d_fp8)
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: multicast B is for dense and weight-gradient GEMMs (grouped "
-                            "tiles of a pair may belong to different groups)");
+                            "config: multicast B in the contiguous, masked and psum kinds is for "
+                            "bf16 D (its per-tile pairs are not built for the %s epilogue yet), "
+                            "got %s D", swiglu ? "SwiGLU" : "e4m3",
+                            swiglu ? "SwiGLU" : "e4m3");
         if (!b_pairs(p->kind, bn))
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: multicast B splits B's block_n rows between the pair at a "
                             "1024-byte boundary: needs block_n a multiple of 16, got %d", bn);
         if (!multicast_pairs(p, bm, bn, swizzle, QG_MULTICAST_B))
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: multicast B pairs tiles along M: needs an even number of "
-                            "m-blocks (M %d / block_m %d gives %d) and an even swizzle group (%d)",
+                            "config: multicast B pairs tiles along M in %s GEMMs: needs an even "
+                            "number of m-blocks (M %d / block_m %d gives %d) and an even swizzle "
+                            "group (%d)", p->kind == QG_GEMM_DENSE ? "dense" : "weight-gradient",
                             p->m, bm, ceil_div(p->m, bm), swizzle);
         break;
     default:
@@ -940,6 +960,9 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 if (is_contiguous(p->kind) && bm > 128 &&
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
+                /* (the m-grouped layouts' per-tile B multicast: forced
+                 * configurations only, until it is measured) */
+                if (c.multicast == QG_MULTICAST_B && b_pairs_per_tile(p->kind)) continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles =
                     (long long)ceil_div(rows, bm) * sched_n_blocks(p, d_fp8, bn) * groups;
