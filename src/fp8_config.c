@@ -212,6 +212,20 @@ static bool b_pairs(qg_gemm_kind kind, int bn) {
     return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD || b_pairs_per_tile(kind)) &&
            bn % 16 == 0;
 }
+/*
+ * Whether the heuristic may pick B multicast in the m-grouped layouts
+ * (QGEMM_FP8_GROUPED_MCB, a flag read per call; off by default until the
+ * H200 has timed it: issue 52). DeepGEMM runs 128x192 with B shared along M
+ * on nearly every contiguous and masked test row (bench/dg_heuristic.py):
+ * a CTA then pulls 128 + 96 operand rows a K block through L2 instead of
+ * 128 + 192 (none) or 64 + 192 (A), and at ~1,435 TFLOPS the unshared tile
+ * is L2-bound (masked 1 x 1024 rows, 6144x7168: 0.72 of DeepGEMM as 128x192
+ * none). bf16 D only (forced configurations refuse e4m3 / SwiGLU D).
+ */
+bool qg__fp8_grouped_mcb(qg_gemm_kind kind, int d_fp8) {
+    return b_pairs_per_tile(kind) && !d_fp8 && qg__env_flag("QGEMM_FP8_GROUPED_MCB");
+}
+
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
     if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
     if (mc == QG_MULTICAST_B)
@@ -713,6 +727,18 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
     return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.80) : 0.98);
 }
 
+/* Its rating (QGEMM_FP8_GROUPED_MCB): 128x192 with B above every tile the
+ * m-grouped kinds rate now (128x192 A 1.12 masked, 256x128 A 1.13 in the
+ * walked layouts' tall groups), so that it takes the rows where DeepGEMM
+ * takes it and saves waves x area or ties; the other tiles with B just
+ * below the same tile with A (not measured: B shares half as much of a tile
+ * whose block_n is below block_m). A guess to be replaced by the H200's
+ * numbers. */
+static double grouped_b_efficiency(qg_gemm_kind kind, int bm, int bn) {
+    if (bm == 128 && bn == 192) return 1.14;
+    return 0.99 * tile_efficiency(kind, bm, bn, QG_MULTICAST_A);
+}
+
 /*
  * The walked layouts' (masked, psum) groups of ~1024 rows and more: 256x128
  * with A multicast, which skips the m64 tiles past a group's end
@@ -932,6 +958,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     const qg_gemm_kind rate_kind =
         p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
+    const bool grouped_mcb = qg__fp8_grouped_mcb(p->kind, d_fp8);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;
@@ -961,8 +988,9 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
                 /* (the m-grouped layouts' per-tile B multicast: forced
-                 * configurations only, until it is measured) */
-                if (c.multicast == QG_MULTICAST_B && b_pairs_per_tile(p->kind)) continue;
+                 * configurations only, unless QGEMM_FP8_GROUPED_MCB) */
+                const bool grouped_b = c.multicast == QG_MULTICAST_B && b_pairs_per_tile(p->kind);
+                if (grouped_b && !grouped_mcb) continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles =
                     (long long)ceil_div(rows, bm) * sched_n_blocks(p, d_fp8, bn) * groups;
@@ -981,6 +1009,9 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                  * one and two waves there too (1024x4096x7168: 52.5 us
                  * against 56.0 for 128x128). */
                 const bool few_waves = 2 * tiles < 5ll * num_sms;
+                /* (grouped B, as DeepGEMM: from two waves on; one wave only
+                 * shares what L2 already serves) */
+                if (grouped_b && waves <= 1) continue;
                 /* (psum: a group of at most 256 rows, but many groups
                  * make a large problem, and 256-row tiles do not exist
                  * there: 32 x ~192 rows, N 6144, K 7168 ran 582.6 us as
@@ -994,6 +1025,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 const double eff = qg__one_d(p->kind)
                                        ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn),
                                                           c.multicast)
+                                   : grouped_b ? grouped_b_efficiency(rate_kind, bm, bn)
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
                                    : tall_walked_tile(p, rows, bm, bn, c.multicast)
