@@ -41,7 +41,8 @@
  *   QG_SHAPE_N/K       problem N and K (baked in); M arrives at run time
  *   QG_NUM_GROUPS      G (1 for dense)
  *   QG_BLOCK_M/N       tile; QG_NUM_STAGES pipeline depth
- *   QG_MULTICAST       0 none, 1 A, 2 B; QG_CLUSTER 1 or 2
+ *   QG_MULTICAST       0 none, 1 A, 2 B (dense: pairs along M; contiguous,
+ *                      masked, psum: per tile, QG_PAIR_TILES); QG_CLUSTER 1 or 2
  *   QG_SPLIT_K         1, or 2 (dense, no multicast): the QG_CLUSTER = 2 CTAs
  *                      of a cluster share one tile, each summing half of K;
  *                      CTA 1 sends its FP32 sums to CTA 0 through distributed
@@ -72,7 +73,9 @@
  * completes when the stage's TMA bytes have landed (one producer arrival +
  * transaction bytes); empty[s] completes when
  * every math warp of every CTA of the cluster has finished reading stage s
- * (multicast writes into both CTAs, so both must have released it). The
+ * (multicast writes into both CTAs, so both must have released it; the two
+ * CTAs run the same number of tiles of the same K blocks, in the grouped
+ * kinds' B multicast by dummy tiles: QG_PAIR_TILES). The
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
  * barrier.
  *
@@ -151,6 +154,21 @@
 #define QG_FP8_SPLIT (128 / QG_BLOCK_N)
 #else
 #define QG_FP8_SPLIT 1
+#endif
+
+/* B multicast in the contiguous, masked and psum kinds: a pair's two m-blocks
+ * come from device data (masked_m, group ends, m_indices), so whether the
+ * pair shares its B tile is decided per tile, and a CTA without work beside
+ * its peer's tile runs a dummy tile (qg_scheduler.cuh QG_PAIR_TILES, as the
+ * BF16 kernel's). A dummy tile (rows 0) loads nothing (its producer arrives
+ * on each stage without bytes), its math warps wait for and release every
+ * stage (both CTAs' empty barriers count both CTAs' releases of each use of a
+ * stage), its SFB is not copied and its epilogue is skipped. Every other
+ * variant compiles as before (QG_PAIR_TILES 0). */
+#if QG_MULTICAST == 2 && (QG_KIND == 1 || QG_KIND == 2 || QG_KIND == 3)
+#define QG_PAIR_TILES 1
+#else
+#define QG_PAIR_TILES 0
 #endif
 
 #include "qg_ptx.cuh"
@@ -783,7 +801,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const uint32_t rank = QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0;
             while (qg_scheduler_next(sched, tile)) {
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
+#if QG_PAIR_TILES
+                /* (a tile that does not multicast loads B whole from its first row) */
+                const int b_row = qg_b_load_row(tile, tile.b_multicast ? rank : 0);
+#else
                 const int b_row = qg_b_load_row(tile, rank);
+#endif
                 int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
 #if QG_KIND == 4
                 /* the group's own A and B, its K blocks of the shared scales */
@@ -805,6 +828,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     qg_pin(load_end);
                 for (int kb = kb_begin; kb < (int)load_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
+#if QG_PAIR_TILES
+                    /* a dummy tile: the stage completes on the arrival alone
+                     * (the peer's tile does not multicast into it:
+                     * b_multicast needs both tiles real) */
+                    if (tile.rows == 0) {
+                        qg_mbarrier_arrive(&full[s]);
+                        continue;
+                    }
+#endif
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
                     unsigned char *b_dst = smem_b + s * QG_SMEM_B;
@@ -815,7 +847,21 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #else
                     qg_tma_load_2d(a_dst, map_a, &full[s], kb * QG_BLOCK_K, a_row);
 #endif
-#if QG_MULTICAST == 2
+#if QG_MULTICAST == 2 && QG_PAIR_TILES
+                    /* per tile: this CTA's half of B into both CTAs, or both
+                     * halves into this one (b_row: the tile's first row
+                     * then; the map's box is half a tile; the stage's bytes
+                     * are the same either way) */
+                    if (tile.b_multicast) {
+                        qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, map_b,
+                                                 &full[s], kb * QG_BLOCK_K, b_row, 0x3);
+                    } else {
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+                            qg_tma_load_2d(b_dst + h * QG_B_LOAD_ROWS * QG_BLOCK_K, map_b, &full[s],
+                                           kb * QG_BLOCK_K, b_row + h * QG_B_LOAD_ROWS);
+                    }
+#elif QG_MULTICAST == 2
                     qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, map_b,
                                              &full[s], kb * QG_BLOCK_K, b_row, 0x3);
 #else
@@ -841,7 +887,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             do {
                 more = qg_scheduler_next(sched, tile);
                 qg_mbarrier_wait(&sfb_empty[b], b_phase ^ 1);
+#if QG_PAIR_TILES
+                /* (a dummy tile's scales are never read) */
+                if (more && tile.rows > 0) qg_sfb_copy(smem_sfb + b * QG_SFB_BUF_FLOATS, sfb, tile, lane);
+#else
                 if (more && !QG_SFB_COLS) qg_sfb_copy(smem_sfb + b * QG_SFB_BUF_FLOATS, sfb, tile, lane);
+#endif
                 if (lane == 0) qg_st_shared_s32x4(tile_slots + b * 16, more ? qg_tile_pack(tile) : qg_tile_end());
                 qg_mbarrier_arrive(&sfb_full[b]);
                 b ^= 1;
@@ -1066,7 +1117,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * and the other kinds, which rarely have such tiles, compute
              * every row of a tile, as before. */
             const int wg_rows = QG_SKIP_ROWS ? qg_tile_rows(tile_head) - (int)wg * QG_WG_ROWS : QG_WG_ROWS;
+            /* (QG_PAIR_TILES: a dummy tile, rows 0, is passed through by
+             * every warpgroup the same way, in every kind) */
+#if QG_PAIR_TILES
+            if ((QG_SKIP_ROWS && wg_rows <= 0) || qg_tile_rows(tile_head) == 0) {
+#else
             if (QG_SKIP_ROWS && wg_rows <= 0) {
+#endif
                 for (int kb = kb_begin; kb < tile_kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&full[s], phase);
                     qg_release_stage(empty, s, lane);
@@ -1086,6 +1143,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int d_n_begin = tile.n_block * QG_D_COLS; /* the tile's first column of D */
             qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
             ++tile_iter;
+#if QG_PAIR_TILES
+            if (tile.rows == 0) continue; /* a dummy tile stores nothing */
+#endif
 
 #if QG_SPLIT_K > 1
             /* ---- split-K: the partners' sums into CTA 0 (slots: qg_red_index) */

@@ -14,8 +14,9 @@
  * sizes and block counts are even when multicast is on), except under
  * QG_PAIR_TILES (below).
  *
- * QG_PAIR_TILES (the BF16 kernel's B multicast in the contiguous, masked and
- * psum kinds; 0 by default, so no other kernel's text changes): pairs along
+ * QG_PAIR_TILES (the BF16 and FP8 kernels' B multicast in the contiguous,
+ * masked and psum kinds; 0 by default, so no other variant's text changes):
+ * pairs along
  * M whose two m-blocks come from device data (masked_m, group ends,
  * m_indices), so neither the host nor the kernel can align them. The two
  * CTAs of a cluster must still run the same number of tiles of the same

@@ -21,8 +21,10 @@
  *   256-row tiles store only their group's rows);
  *   the weight gradient: wgrad_tile.
  *   multicast A: the pair shares an m-block, so the n-block count and the
- *   swizzle group must be even; multicast B (dense and weight gradient):
- *   the m-block count and the swizzle group must be even.
+ *   swizzle group must be even; multicast B, dense and weight gradient:
+ *   the m-block count and the swizzle group must be even; contiguous,
+ *   masked, psum (bf16 D): any count, the kernel pairs tiles per tile
+ *   (kernels/qg_scheduler.cuh QG_PAIR_TILES).
  * The shared-memory formula mirrors QG_SMEM_TOTAL in kernels/qg_fp8_gemm.cuh
  * (the kernel static_asserts that the two agree).
  */
@@ -189,19 +191,46 @@ static int default_swizzle(const qg_problem *p, qg_multicast mc) {
                                                                               : QG_DEFAULT_SWIZZLE;
 }
 
-/* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
- * tiles along N (even n-block count), B along M (the dense scheduler only:
- * grouped pairs could straddle groups; even m-block count; each CTA loads
- * block_n / 2 rows of B, whose 128-byte-swizzled half must start 1024-byte
- * aligned: block_n a multiple of 16); both need an even swizzle group so that
- * no pair straddles a group boundary. */
-static bool b_pairs(qg_gemm_kind kind, int bn) {
-    return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD) && bn % 16 == 0;
+/* The m-grouped layouts, whose B multicast pairs tiles per tile: a pair's
+ * two m-blocks come from device data (masked_m, group ends, m_indices), so
+ * the kernel multicasts B where both tiles are real tiles of one group and
+ * n-block, loads B whole in each CTA elsewhere, and runs a dummy tile beside
+ * a peer's tile where a CTA has none (kernels/qg_scheduler.cuh
+ * QG_PAIR_TILES); any m-block count and swizzle group will do. */
+static bool b_pairs_per_tile(qg_gemm_kind kind) {
+    return kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_MASKED ||
+           kind == QG_GEMM_GROUPED_PSUM;
 }
+
+/* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
+ * tiles along N (even n-block count), B along M (dense and weight gradient:
+ * an even m-block count; the m-grouped layouts per tile, b_pairs_per_tile;
+ * each CTA loads block_n / 2 rows of B, whose 128-byte-swizzled half must
+ * start 1024-byte aligned: block_n a multiple of 16); the fixed pairs need
+ * an even swizzle group so that no pair straddles a group boundary. */
+static bool b_pairs(qg_gemm_kind kind, int bn) {
+    return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD || b_pairs_per_tile(kind)) &&
+           bn % 16 == 0;
+}
+/*
+ * Whether the heuristic may pick B multicast in the m-grouped layouts
+ * (QGEMM_FP8_GROUPED_MCB, a flag read per call; off by default until the
+ * H200 has timed it: issue 52). DeepGEMM runs 128x192 with B shared along M
+ * on nearly every contiguous and masked test row (bench/dg_heuristic.py):
+ * a CTA then pulls 128 + 96 operand rows a K block through L2 instead of
+ * 128 + 192 (none) or 64 + 192 (A), and at ~1,435 TFLOPS the unshared tile
+ * is L2-bound (masked 1 x 1024 rows, 6144x7168: 0.72 of DeepGEMM as 128x192
+ * none). bf16 D only (forced configurations refuse e4m3 / SwiGLU D).
+ */
+bool qg__fp8_grouped_mcb(qg_gemm_kind kind, int d_fp8) {
+    return b_pairs_per_tile(kind) && !d_fp8 && qg__env_flag("QGEMM_FP8_GROUPED_MCB");
+}
+
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
     if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
     if (mc == QG_MULTICAST_B)
-        return b_pairs(p->kind, bn) && ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0;
+        return b_pairs(p->kind, bn) &&
+               (b_pairs_per_tile(p->kind) || (ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0));
     return true;
 }
 
@@ -419,18 +448,23 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             p->n, bn, num_n_blocks(p, bn), swizzle);
         break;
     case QG_MULTICAST_B:
-        if (p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_WGRAD)
+        /* (the k-grouped kind was refused above: its pairs could hold tiles
+         * of two groups' maps) */
+        if (b_pairs_per_tile(p->kind) && d_fp8)
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: multicast B is for dense and weight-gradient GEMMs (grouped "
-                            "tiles of a pair may belong to different groups)");
+                            "config: multicast B in the contiguous, masked and psum kinds is for "
+                            "bf16 D (its per-tile pairs are not built for the %s epilogue yet), "
+                            "got %s D", swiglu ? "SwiGLU" : "e4m3",
+                            swiglu ? "SwiGLU" : "e4m3");
         if (!b_pairs(p->kind, bn))
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: multicast B splits B's block_n rows between the pair at a "
                             "1024-byte boundary: needs block_n a multiple of 16, got %d", bn);
         if (!multicast_pairs(p, bm, bn, swizzle, QG_MULTICAST_B))
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: multicast B pairs tiles along M: needs an even number of "
-                            "m-blocks (M %d / block_m %d gives %d) and an even swizzle group (%d)",
+                            "config: multicast B pairs tiles along M in %s GEMMs: needs an even "
+                            "number of m-blocks (M %d / block_m %d gives %d) and an even swizzle "
+                            "group (%d)", p->kind == QG_GEMM_DENSE ? "dense" : "weight-gradient",
                             p->m, bm, ceil_div(p->m, bm), swizzle);
         break;
     default:
@@ -693,6 +727,18 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
     return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.80) : 0.98);
 }
 
+/* Its rating (QGEMM_FP8_GROUPED_MCB): 128x192 with B above every tile the
+ * m-grouped kinds rate now (128x192 A 1.12 masked, 256x128 A 1.13 in the
+ * walked layouts' tall groups), so that it takes the rows where DeepGEMM
+ * takes it and saves waves x area or ties; the other tiles with B just
+ * below the same tile with A (not measured: B shares half as much of a tile
+ * whose block_n is below block_m). A guess to be replaced by the H200's
+ * numbers. */
+static double grouped_b_efficiency(qg_gemm_kind kind, int bm, int bn) {
+    if (bm == 128 && bn == 192) return 1.14;
+    return 0.99 * tile_efficiency(kind, bm, bn, QG_MULTICAST_A);
+}
+
 /*
  * The walked layouts' (masked, psum) groups of ~1024 rows and more: 256x128
  * with A multicast, which skips the m64 tiles past a group's end
@@ -912,6 +958,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     const qg_gemm_kind rate_kind =
         p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
+    const bool grouped_mcb = qg__fp8_grouped_mcb(p->kind, d_fp8);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;
@@ -940,6 +987,10 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 if (is_contiguous(p->kind) && bm > 128 &&
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
+                /* (the m-grouped layouts' per-tile B multicast: forced
+                 * configurations only, unless QGEMM_FP8_GROUPED_MCB) */
+                const bool grouped_b = c.multicast == QG_MULTICAST_B && b_pairs_per_tile(p->kind);
+                if (grouped_b && !grouped_mcb) continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles =
                     (long long)ceil_div(rows, bm) * sched_n_blocks(p, d_fp8, bn) * groups;
@@ -958,6 +1009,9 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                  * one and two waves there too (1024x4096x7168: 52.5 us
                  * against 56.0 for 128x128). */
                 const bool few_waves = 2 * tiles < 5ll * num_sms;
+                /* (grouped B, as DeepGEMM: from two waves on; one wave only
+                 * shares what L2 already serves) */
+                if (grouped_b && waves <= 1) continue;
                 /* (psum: a group of at most 256 rows, but many groups
                  * make a large problem, and 256-row tiles do not exist
                  * there: 32 x ~192 rows, N 6144, K 7168 ran 582.6 us as
@@ -971,6 +1025,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 const double eff = qg__one_d(p->kind)
                                        ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn),
                                                           c.multicast)
+                                   : grouped_b ? grouped_b_efficiency(rate_kind, bm, bn)
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
                                    : tall_walked_tile(p, rows, bm, bn, c.multicast)

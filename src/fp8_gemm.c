@@ -200,6 +200,7 @@ static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_prob
 typedef struct {
     qg_problem problem;
     int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales (| QG_D_SWIGLU) */
+    int grouped_mcb; /* the heuristic's: QGEMM_FP8_GROUPED_MCB for this kind (qg__fp8_grouped_mcb) */
     int forced;
     int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
 } fp8_key;
@@ -239,6 +240,7 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     memset(&key, 0, sizeof key);
     key.problem = *p;
     key.d_fp8 = d_fp8;
+    key.grouped_mcb = !forced && qg__fp8_grouped_mcb(p->kind, d_fp8);
     if (forced) {
         key.forced = 1;
         key.block_m = forced->block_m;

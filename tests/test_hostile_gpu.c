@@ -64,13 +64,18 @@ static double now_s(void) {
 /* ---- the kernels the out-of-range tests run --------------------------------- */
 
 /* Shapes and forced tiles: the heuristic's choice plus tiles it would not
- * pick here (64-row, multicast A, the masked 256-row wide tile); a tile a
+ * pick here (64-row, multicast A, the masked 256-row wide tile, multicast
+ * B); a tile a
  * shape does not allow is skipped by qg_complete_config. */
 enum { HN = 512, HK = 640 }; /* N: 4 n-blocks of 128; K: 5 K blocks */
 static const qg_config hostile_cfgs[] = {
     {.block_m = 64, .block_n = 96},
     {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
     {.block_m = 256, .block_n = 128},
+    /* B multicast, paired per tile from the device's (hostile) row data:
+     * 3 n-blocks of 192 (dummy slots), 8 of 64 */
+    {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B},
+    {.block_m = 64, .block_n = 64, .multicast = QG_MULTICAST_B},
 };
 #define NUM_HOSTILE_CFGS ((int)(sizeof hostile_cfgs / sizeof hostile_cfgs[0]))
 
