@@ -591,6 +591,40 @@ def test_gpu_fp8_einsum(batch):
     assert calc_diff(z, ref) < 1e-5
 
 
+@pytest.mark.parametrize("batch,h,r,dd", [(1, 8, 512, 128), (4, 16, 512, 128), (130, 8, 640, 200),
+                                          (300, 4, 128, 512)])
+def test_gpu_fp8_einsum_batched_matches_per_head(monkeypatch, batch, h, r, dd):
+    """QGEMM_FP8_EINSUM=batched (one launch of qg_batched_fp8_gemm_nt) against the default
+    per-head loop: the same kernel arithmetic per head (tiles chosen from the same problem
+    shape), so the same bytes; both against the fp64 reference; d's padding columns between
+    the heads (a d view of a wider buffer) left as they were."""
+    t = _gpu()
+    x = t.randn((batch, h, r), device="cuda", dtype=t.bfloat16)
+    y = t.randn((h, dd, r), device="cuda", dtype=t.bfloat16)
+    xq, sx = qgemm.per_token_cast_to_fp8(x.view(-1, r), use_ue8m0=False)
+    xq, sx = xq.view(batch, h, r), sx.view(batch, h, -1)
+    yq = t.empty_like(y, dtype=t.float8_e4m3fn)
+    sy = t.empty((h, -(-dd // 128), -(-r // 128)), device="cuda", dtype=t.float)
+    for i in range(h):
+        yq[i], sy[i] = qgemm.per_block_cast_to_fp8(y[i], use_ue8m0=False)
+    ref = t.einsum("bhr,hdr->bhd", dequant_a(xq, sx), dequant_b(yq, sy))
+    outs = {}
+    for mode in ("loop", "batched"):
+        if mode == "batched":
+            monkeypatch.setenv("QGEMM_FP8_EINSUM", "batched")
+        else:
+            monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
+        wide = t.full((batch, h, dd + 8), -1234.0, device="cuda", dtype=t.bfloat16)
+        z = wide[:, :, :dd]
+        qdg.fp8_einsum("bhr,hdr->bhd", (xq, sx), (yq, sy), z)
+        t.cuda.synchronize()
+        assert (wide[:, :, dd:] == -1234.0).all(), f"{mode}: padding between heads written"
+        assert calc_diff(z, ref) < 1e-5, mode
+        outs[mode] = z.clone()
+    assert t.equal(outs["loop"].view(t.int16), outs["batched"].view(t.int16)), \
+        f"batched and per-head bytes differ: calc_diff {calc_diff(outs['loop'], outs['batched'])}"
+
+
 @pytest.mark.parametrize("m", [128, 300])
 @pytest.mark.parametrize("n,k", [(8192, 512), (2048, 512)])
 def test_gpu_skip_head_mid(m, n, k):
