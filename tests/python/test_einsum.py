@@ -824,3 +824,25 @@ def test_bmk_bnk_mn_uses_the_split_env(monkeypatch):
     d16 = t.zeros(m, n, dtype=t.bfloat16)
     qdg.einsum("bmk,bnk->mn", a, b, d16)
     assert fake.calls[1][6] == 4 and fake.calls[1][5] is not None  # bf16 d: W
+
+
+def test_fp8_einsum_batched_cpu_refusals(monkeypatch):
+    """QGEMM_FP8_EINSUM=batched on CPU tensors: refused as the per-head loop refuses them
+    (same message); _C.fp8_bmm names the operand and its expected shape."""
+    t = _torch()
+    if not hasattr(t, "float8_e4m3fn"):
+        pytest.skip("torch without float8_e4m3fn")
+    from qgemm import _C
+    x = t.zeros(4, 8, 256).to(t.float8_e4m3fn)
+    y = t.zeros(8, 128, 256).to(t.float8_e4m3fn)
+    sx, sy = t.ones(4, 8, 2), t.ones(8, 1, 2)
+    d = t.zeros(4, 8, 128, dtype=t.bfloat16)
+    msgs = []
+    for mode in ("loop", "batched"):
+        monkeypatch.setenv("QGEMM_FP8_EINSUM", mode)
+        with pytest.raises(ValueError) as e:
+            qgemm.fp8_einsum("bhr,hdr->bhd", (x, sx), (y, sy), d)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "CUDA device memory" in msgs[0]
+    with pytest.raises(ValueError, match=r"\[G, M, K\]"):
+        _C.fp8_bmm(x[0].view(t.uint8), sx, y.view(t.uint8), sy, d, None, 5, 0, 0)
