@@ -525,7 +525,8 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     # (One launch for all heads needs group strides the FP8 grouped GEMMs do not take: their
     # groups are packed.)
     sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
-    if os.environ.get("QGEMM_FP8_EINSUM") == "batched" and not _d.COMPILING():
+    # (R = 0: the loop's K = 0 handling zeroes d)
+    if os.environ.get("QGEMM_FP8_EINSUM") == "batched" and r > 0 and not _d.COMPILING():
         _fp8_bmm(torch, x.permute(1, 0, 2), sfa.transpose(1, 2), y,
                  sfy if sfy.is_contiguous() else sfy.contiguous(), d.permute(1, 0, 2))
         return
