@@ -72,9 +72,10 @@
  *                 qg_kgroups) has the same M x N tiles; the linear index runs
  *                 group after group. t.group is the launch's group slot (its
  *                 tensor maps, K blocks and D slice are the kernel's).
- *   5 batched     (the BF16 kernel's) G = run_groups independent GEMMs of
- *                 shape_m x N tiles each, walked as the k-grouped kind: the
- *                 linear index runs batch after batch.
+ *   5 batched     (the BF16 kernel's, and the FP8 kernel's since 0.6.0) G =
+ *                 run_groups independent GEMMs of shape_m x N tiles each,
+ *                 walked as the k-grouped kind: the linear index runs batch
+ *                 after batch.
  *   6 batch sums  (the BF16 kernel's) as 5, a group being a split of the
  *                 batches (its D slice sums them).
  * The producer's TMA lane and its SFB warp run identical schedulers, so they

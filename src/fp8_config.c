@@ -300,11 +300,11 @@ static int sfb_floats(const qg_problem *p, int bn) {
 
 qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: problem is NULL", fn);
-    if (p->kind < QG_GEMM_DENSE || p->kind > QG_GEMM_K_GROUPED)
+    if (p->kind < QG_GEMM_DENSE || p->kind > QG_GEMM_FP8_BATCHED)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: problem->kind must be QG_GEMM_DENSE (0), _GROUPED_CONTIGUOUS (1), "
-                        "_GROUPED_MASKED (2), _GROUPED_PSUM (3), _WGRAD (4) or _K_GROUPED (5), "
-                        "got %d", fn, (int)p->kind);
+                        "_GROUPED_MASKED (2), _GROUPED_PSUM (3), _WGRAD (4), _K_GROUPED (5) or "
+                        "_FP8_BATCHED (6), got %d", fn, (int)p->kind);
     if (p->accumulate != 0 && (!qg__one_d(p->kind) || p->accumulate != 1))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: problem->accumulate must be 0%s, got %d", fn,
@@ -332,7 +332,8 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if (p->num_groups < 1 || p->num_groups > 4096)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be in [1, 4096], got %d", fn,
                         p->num_groups);
-    const bool group_rows = p->kind == QG_GEMM_GROUPED_MASKED || p->kind == QG_GEMM_K_GROUPED;
+    const bool group_rows = p->kind == QG_GEMM_GROUPED_MASKED || p->kind == QG_GEMM_K_GROUPED ||
+                            p->kind == QG_GEMM_FP8_BATCHED;
     if ((long long)p->num_groups * p->n > (1ll << 31) - 1 ||
         (group_rows && (long long)p->num_groups * p->m > (1ll << 31) - 1))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: num_groups * rows exceeds 2^31 - 1", fn);
@@ -350,8 +351,27 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     return QG_SUCCESS;
 }
 
+/* The batched FP8 GEMM (QG_GEMM_FP8_BATCHED) is planned and selected as
+ * the masked layout with every group full (expected_m = m): the kernel's
+ * batched mode (QG_KIND 5) has the masked kind's tiles, shared memory,
+ * SFA / SFB layouts and pair rule (multicast A: pairs along N inside one
+ * group; never B), only its operands' maps are rank 3. bf16 D only. */
+static bool batched_view(const qg_problem *p, int d_fp8, qg_problem *q, qg_status *st) {
+    if (p->kind != QG_GEMM_FP8_BATCHED) return false;
+    *st = d_fp8 ? qg__fail(QG_ERROR_INTERNAL, "config: FP8 D %d for kind %d", d_fp8, (int)p->kind)
+                : QG_SUCCESS;
+    *q = *p;
+    q->kind = QG_GEMM_GROUPED_MASKED;
+    q->expected_m = p->m;
+    return true;
+}
+
 qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_fp8,
                        const qg_config *cfg, qg_kernel_plan *out) {
+    qg_problem batched;
+    qg_status batched_st;
+    if (batched_view(p, d_fp8, &batched, &batched_st))
+        return batched_st ? batched_st : qg__plan_out(props, &batched, d_fp8, cfg, out);
     const int bm = cfg->block_m, bn = cfg->block_n;
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
     if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES)) ||
@@ -943,6 +963,11 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
 qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_problem *p, int d_fp8,
                          const qg_config *avoid, int num_avoid, qg_config *out,
                          qg_kernel_plan *plan) {
+    qg_problem batched;
+    qg_status batched_st;
+    if (batched_view(p, d_fp8, &batched, &batched_st))
+        return batched_st ? batched_st
+                          : qg__select_out(props, num_sms, &batched, d_fp8, avoid, num_avoid, out, plan);
     /* psum: rows per group from the hint, else the average (M_total / G). */
     const int rows = walks_groups(p->kind) && p->expected_m > 0 ? p->expected_m
                      : p->kind == QG_GEMM_GROUPED_PSUM ? ceil_div(p->m, p->num_groups)

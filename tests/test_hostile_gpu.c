@@ -464,6 +464,7 @@ static bool setup_kind(gpu_side *g, kind_setup *k, qg_gemm_kind kind) {
     case QG_GEMM_GROUPED_PSUM: k->name = "psum"; spec.num_groups = 2; spec.group_m = sizes; break;
     case QG_GEMM_WGRAD: k->name = "weight gradient"; return setup_wgrad(g, k);
     case QG_GEMM_K_GROUPED: return false; /* not in this test's list: tests/test_hostile.c */
+    case QG_GEMM_FP8_BATCHED: return false; /* its own entry point: tests/test_fp8_batched.c */
     }
     if (qgtk_problem_create(&k->p, g->ctx, &spec) != QG_SUCCESS) {
         printf("    %s: %s\n", k->name, qg_last_error());

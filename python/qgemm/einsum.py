@@ -471,6 +471,15 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     only and ``c`` None (qgemm's SM90 FP8 GEMM writes bf16 D). The scales are
     made M-major once for all heads (a copy of B x H x R/128 floats), then one
     FP8 GEMM a head on strided views of x and d.
+
+    With the environment variable ``QGEMM_FP8_EINSUM=batched`` (read at each
+    call) the heads run instead in ONE launch of the batched FP8 GEMM
+    (``qg_batched_fp8_gemm_nt``, H batches of the same strided views, as
+    DeepGEMM's fp8_bmm): the same kernel arithmetic per head. Not yet the
+    default: its GPU tests (tests/test_fp8_batched.c gpu_fp8_batched,
+    tests/python/test_fp8_einsum_batched.py) have not run on a GPU yet; the
+    per-head loop stays the default until they pass. (Not while traced by
+    torch.compile: the loop's custom ops are used there.)
     """
     canon = _canon(expr)
     if canon != BHR_HDR_BHD:
@@ -516,6 +525,11 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     # (One launch for all heads needs group strides the FP8 grouped GEMMs do not take: their
     # groups are packed.)
     sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
+    # (R = 0: the loop's K = 0 handling zeroes d)
+    if os.environ.get("QGEMM_FP8_EINSUM") == "batched" and r > 0 and not _d.COMPILING():
+        _fp8_bmm(torch, x.permute(1, 0, 2), sfa.transpose(1, 2), y,
+                 sfy if sfy.is_contiguous() else sfy.contiguous(), d.permute(1, 0, 2))
+        return
     xs, ds, ys, sfas = x.unbind(1), d.unbind(1), y.unbind(0), sfa.unbind(0)
     sfbs = sfy.unbind(0) if sfy.is_contiguous() else [_dg.block_sf(s_) for s_ in sfy.unbind(0)]
     fast = None if _d.COMPILING() else _d.FAST_GEMM
@@ -523,6 +537,27 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
         if fast is None or fast(_DENSE, xs[i], sfas[i], ys[i], sfbs[i], ds[i], None, 0,
                                 None) is not None:
             _d.gemm(_DENSE, (xs[i], sfas[i]), (ys[i], sfbs[i]), ds[i], None, 0, None, None)
+
+
+def _fp8_bmm(torch: Any, a: Any, sfa: Any, b: Any, sfb: Any, d: Any) -> None:
+    """One launch of the batched FP8 GEMM (_C.fp8_bmm) on torch's current stream of the
+    tensors' device: a [G, M, K], sfa [G, K/128, M] (M-major), b [G, N, K], sfb [G, N/128,
+    K/128], d [G, M, N], any batch and row strides (the extension and the library check
+    them)."""
+    tensors = [_d.detach(t) for t in (a, sfa, b, sfb, d)]
+    device = d.device
+    if device.type == "cuda" and device.index != torch.cuda.current_device():
+        with torch.cuda.device(device):  # (DLPack exports on the current device only)
+            _fp8_bmm_export(tensors)
+        return
+    _fp8_bmm_export(tensors)
+
+
+def _fp8_bmm_export(tensors: List[Any]) -> None:
+    handle, no_sync = _d.current_stream(tensors)
+    e4m3_bytes = _d.torch_fp8_as_bytes(tensors)  # (replaces a and b by uint8 views in place)
+    a, sfa, b, sfb, d = tensors
+    _C.fp8_bmm(a, sfa, b, sfb, d, None, e4m3_bytes, handle, no_sync)
 
 
 def _head_splits(func: str, head_splits: Any) -> Tuple[int, int, int]:
