@@ -591,6 +591,8 @@ def main() -> int:
                         "before branch bf16h; the default) or v2 (before branch gmc: no B multicast in "
                         "the m-grouped layouts), columns v1/qg and dg/v1 (named after the plan)")
     p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
+    p.add_argument("--where", default="", help="keep only the rows whose fields match every field=value pair, "
+                   "'|'-separated (e.g. 'expr=fp8 bhr,hdr->bhd'); values compared as text")
     args = p.parse_args()
     global OLD_PLAN
     if args.old_plan:
@@ -613,6 +615,12 @@ def main() -> int:
     random.seed(0)
     kinds = [k for k in args.kinds.split(",") if k]
     cases = [c for c in bf16_cases(gen, torch) + family_cases() if c["kind"] in kinds]
+    if args.where:
+        pairs = [w.split("=", 1) for w in args.where.split("|") if w]
+        bad = [w for w in pairs if len(w) != 2]
+        if bad:
+            p.error(f"--where: expected field=value pairs separated by '|', got {args.where!r}")
+        cases = [c for c in cases if all(str(c.get(k)) == v for k, v in pairs)]
     if args.max_rows:  # evenly spread over each kind's list (its first and last kept)
         kept = []
         for kind in kinds:
