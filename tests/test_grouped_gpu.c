@@ -8,6 +8,7 @@
  *
  * Pass rule: every group's diff < 1e-5 against the exact reference, no NaN,
  * every valid row written, every other row still poisoned.
+ * QG_TEST_PROGRESS=1 prints each case (with a monotonic clock) before it runs.
  */
 #include "qg_test.h"
 #include "qgtk.h"
@@ -15,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DIFF_BOUND 1e-5
 #define MAX_REPORTED 12
@@ -33,6 +35,13 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
                      const char *label, range *r) {
     qgtk_check_result res;
     char desc[256];
+    if (getenv("QG_TEST_PROGRESS")) { /* which case a slow or hung run was in, and when */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        printf("    .. %.1f s: %s%s\n", (double)now.tv_sec + now.tv_nsec * 1e-9, label,
+               cfg ? "" : ", heuristic");
+        fflush(stdout);
+    }
     qg_status st = qgtk_problem_run_check(ctx, p, cfg, stream, &res);
     bool ok = st == QG_SUCCESS && qgtk_check_passed(&res, DIFF_BOUND);
     r->cases++;
