@@ -214,16 +214,24 @@ static bool b_pairs(qg_gemm_kind kind, int bn) {
 }
 /*
  * Whether the heuristic may pick B multicast in the m-grouped layouts
- * (QGEMM_FP8_GROUPED_MCB, a flag read per call; off by default until the
- * H200 has timed it: issue 52). DeepGEMM runs 128x192 with B shared along M
+ * (QGEMM_FP8_GROUPED_MCB, a flag read per call; unset: on for HBM3e-class
+ * devices, dram_gbps >= QG_HBM3E_MIN_GBPS, where it was timed, off on the
+ * H100, where it was not: issue 52). On the H200 (2026-11-28,
+ * bench/results/2026-11-28-h200-26-t1 grouped-mcb0/1, kineto) it lifted the
+ * worst contiguous row 0.952 -> 0.991 of DeepGEMM (8 x 4096, 6144x7168), the
+ * worst psum row 0.910 -> 0.973, masked 1 x 1024 6144x7168 0.961 -> 0.972,
+ * the 36 grouped rows' geomean unchanged (1.009). DeepGEMM runs 128x192 with B shared along M
  * on nearly every contiguous and masked test row (bench/dg_heuristic.py):
  * a CTA then pulls 128 + 96 operand rows a K block through L2 instead of
  * 128 + 192 (none) or 64 + 192 (A), and at ~1,435 TFLOPS the unshared tile
  * is L2-bound (masked 1 x 1024 rows, 6144x7168: 0.72 of DeepGEMM as 128x192
  * none). bf16 D only (forced configurations refuse e4m3 / SwiGLU D).
  */
-bool qg__fp8_grouped_mcb(qg_gemm_kind kind, int d_fp8) {
-    return b_pairs_per_tile(kind) && !d_fp8 && qg__env_flag("QGEMM_FP8_GROUPED_MCB");
+#define QG_HBM3E_MIN_GBPS 4500 /* an H200's 4,800; an H100 SXM's 3,352 */
+bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8) {
+    if (!b_pairs_per_tile(kind) || d_fp8) return false;
+    return qg__env_string("QGEMM_FP8_GROUPED_MCB") ? qg__env_flag("QGEMM_FP8_GROUPED_MCB")
+                                                   : props->dram_gbps >= QG_HBM3E_MIN_GBPS;
 }
 
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
@@ -928,7 +936,6 @@ static double stream_us(const qg_device_props *props, const qg_problem *p, int b
  * other masked test row (bench/dg_heuristic.py). The H100 keeps the fill:
  * its masked rows were tuned with it and these rows were not timed there.
  */
-#define QG_HBM3E_MIN_GBPS 4500
 static bool masked_whole_waves(const qg_device_props *props, const qg_problem *p) {
     return p->kind == QG_GEMM_GROUPED_MASKED && props->dram_gbps >= QG_HBM3E_MIN_GBPS;
 }
@@ -983,7 +990,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     const qg_gemm_kind rate_kind =
         p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
-    const bool grouped_mcb = qg__fp8_grouped_mcb(p->kind, d_fp8);
+    const bool grouped_mcb = qg__fp8_grouped_mcb(props, p->kind, d_fp8);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;

@@ -241,7 +241,7 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     memset(&key, 0, sizeof key);
     key.problem = *p;
     key.d_fp8 = d_fp8;
-    key.grouped_mcb = !forced && qg__fp8_grouped_mcb(p->kind, d_fp8);
+    key.grouped_mcb = !forced && qg__fp8_grouped_mcb(&ctx->props, p->kind, d_fp8);
     if (forced) {
         key.forced = 1;
         key.block_m = forced->block_m;
