@@ -316,9 +316,11 @@ static double dram_floor(const qg_bf16_problem *p) {
 
 /* The estimate of a split plan, in estimate()'s units: waves of resident
  * clusters, each tile's time at its longest rank's K blocks, plus the
- * reduction (the partners' st.async of their sums and rank 0's pass over
- * (S - 1) slots at ~64 bytes a clock, after a cluster-scope barrier round
- * trip of ~1500 clocks). */
+ * reduction: the partners' (S - 1) FP32 tiles all land in rank 0 through the
+ * SM-to-SM network, counted at ~32 bytes a clock into one SM (unmeasured
+ * here: the SM-to-SM links are shared, and 64 would make 6- and 8-CTA
+ * splits look cheaper than they may be), after a cluster-scope barrier round
+ * trip of ~1500 clocks. */
 static double estimate_split(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     const int rows = planned_rows(p);
     const long long tiles = (long long)ceil_div(rows, pl->block_m) * ceil_div(p->n, pl->block_n);
@@ -332,7 +334,7 @@ static double estimate_split(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     const double feed = (a_real + pl->block_n * 2.0) / 46.0;
     const double tile_f32 = (double)pl->block_m * pl->block_n * 4;
     const double t = k * (mma > feed ? mma : feed) + 700.0 + 1500.0 +
-                     (pl->split_k - 1) * tile_f32 / 64.0 +
+                     (pl->split_k - 1) * tile_f32 / 32.0 +
                      (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) /
                          64.0;
     return t * (double)waves;
