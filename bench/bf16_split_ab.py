@@ -2,7 +2,7 @@
 """bench/bf16_split_ab.py -- dense BF16 split-K A/B on the decode shapes (GPU).
 
 qgemm's dense NT GEMM under QGEMM_BF16_SPLIT_K=off (the default plan), on (the planner decides)
-and forced splits, beside cuBLAS (torch.matmul) and, with --deepgemm (when `import deep_gemm` works), DeepGEMM, on
+and forced splits (":rs": the reduce-scatter reduction), beside cuBLAS (torch.matmul) and, with --deepgemm (when `import deep_gemm` works), DeepGEMM, on
 DeepGEMM's test_bf16 forward shapes at M = 1 and 128 (N x K: 2112x7168, 576x7168, 24576x1536,
 32768x512, 7168x16384, 4096x7168, 7168x2048 with a bf16 D; 256x7168 and 129280x7168 with an FP32
 D). Every variant is checked against an fp64 product first (calc_diff < 1e-5, the D poisoned
@@ -13,7 +13,7 @@ Prints one line a shape (us per variant, cuBLAS / qgemm ratios) and one summary 
 geomean cuBLAS / variant and DeepGEMM / variant, worst row, geomean off / variant, accuracy
 PASS/FAIL. Writes DIR/bf16-split-ab.json (--out, default $OUT or .).
 
-Usage: python3 bench/bf16_split_ab.py [--splits off,on,2,4,8] [--iters 10] [--m 1,128] [--deepgemm] [--out DIR]
+Usage: python3 bench/bf16_split_ab.py [--splits off,on,on:rs,2,4,8,4:rs,8:rs] [--iters 10] [--m 1,128] [--deepgemm] [--out DIR]
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def geomean(xs: List[float]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--splits", default="off,on,2,4,8")
+    ap.add_argument("--splits", default="off,on,on:rs,2,4,8,4:rs,8:rs")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--m", default="1,128")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))

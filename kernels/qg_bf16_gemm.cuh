@@ -63,6 +63,9 @@
  *                      K blocks [r nk / S, (r + 1) nk / S), and the partial
  *                      sums are added in rank 0's shared memory (below,
  *                      "Split-K"); no workspace, bitwise deterministic
+ *   QG_SPLIT_RS        with QG_SPLIT_K > 1: 1 = reduce-scatter (each rank
+ *                      sums and stores its share of the tile, below), 0 =
+ *                      every partner's sums into rank 0 (the default)
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (128, 64 or 32 bytes)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
@@ -125,6 +128,22 @@
  * math thread i at (v * threads + i) * 16 bytes (qg_bf16_red_index): each
  * warp's 16-byte stores and loads are contiguous.
  *
+ * Split-K reduce-scatter (QG_SPLIT_RS): rank 0 alone would receive (S - 1)
+ * whole FP32 tiles through the SM-to-SM network; instead float4 v of every
+ * math thread's sums (qg_bf16_red_index numbering) belongs to rank v % S.
+ * Every rank waits for its red_empty (each partner has read what this rank
+ * sent it for the previous tile: (S - 1) x math warps arrivals), sends each
+ * float4 it does not own to its owner's slot for this sender (slot q' = q or
+ * q - 1, after the owner's own rank), completing bytes on the owner's
+ * red_full, then expects its own share's bytes from the S - 1 partners,
+ * waits, sums each owned float4 over the ranks in rank order 0 .. S - 1 (its
+ * own in its place: the same additions in the same order as rank 0's sum
+ * above), releases every partner's red_empty, and stores its owned values
+ * into D with plain global stores (rows and columns predicated; with C, D
+ * holds C, copied by the host, and each value is added to it: one thread
+ * owns each element). No TMA epilogue and no output tile in shared memory
+ * run for a split tile.
+ *
  * Epilogue invariants: each math warpgroup writes its own rows of the shared
  * output tile and stores them (named barrier 2 + wg over its 128 threads);
  * before rewriting them its first thread waits until its previous TMA store
@@ -162,6 +181,9 @@
 /* 1: every CTA its own tiles (qg_scheduler.cuh); S > 1: split-K over a
  * cluster of S CTAs (header comment, "Split-K") */
 #define QG_SPLIT_K 1
+#endif
+#ifndef QG_SPLIT_RS
+#define QG_SPLIT_RS 0 /* split-K: 0 sums into rank 0, 1 reduce-scatter */
 #endif
 #ifndef QG_WG_SKIP
 /* masked / psum: a math warpgroup with no valid row of a tile skips it (0:
@@ -230,7 +252,14 @@ struct qg_bf16_kgroups {
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K * 2)
 /* split-K: rank 0's slots for the partners' FP32 sums (a multiple of 4096
  * bytes, so the stages stay 1024-byte aligned), and its two barriers */
+#define QG_RED_V (QG_WG_TILES * QG_ACC / 4) /* float4s of a math thread's sums */
+#define QG_RED_SHARE ((QG_RED_V + QG_SPLIT_K - 1) / QG_SPLIT_K) /* the most a rank owns */
+#if QG_SPLIT_RS
+/* reduce-scatter: every rank's slots for its share from each partner */
+#define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_RED_SHARE * QG_NUM_MATH_THREADS * 16)
+#else
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
+#endif
 #define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 ? 16 : 0)
 #define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + \
                        QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16 + \
@@ -277,6 +306,8 @@ static_assert(QG_SPLIT_K == 1 ||
                    QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
               "split-K: dense, no multicast, one cluster of 2..8 CTAs, a K block each");
 static_assert(QG_SMEM_RED < (1 << 20), "split-K: the slots' bytes fit one mbarrier's tx-count");
+static_assert(!QG_SPLIT_RS || QG_SPLIT_K > 1, "reduce-scatter: split-K only");
+static_assert(QG_SMEM_RED % 1024 == 0, "split-K slots keep the stages 1024-byte aligned");
 static_assert(QG_MULTICAST != 1 || (QG_A_MN_MAJOR ? QG_BLOCK_M % 128 == 0 : QG_A_LOAD_ROWS % 8 == 0),
               "A multicast halves: whole atoms / 8-row groups");
 static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
@@ -661,8 +692,9 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
         }
 #if QG_SPLIT_K > 1
-        qg_mbarrier_init(red_full, 1); /* rank 0's expect_tx; the bytes from st.async */
-        qg_mbarrier_init(red_empty, QG_NUM_MATH_THREADS / 32); /* rank 0's math warps */
+        qg_mbarrier_init(red_full, 1); /* the receiver's expect_tx; the bytes from st.async */
+        /* the receivers' math warps: rank 0's, or (reduce-scatter) every partner's */
+        qg_mbarrier_init(red_empty, (QG_SPLIT_RS ? QG_SPLIT_K - 1 : 1) * QG_NUM_MATH_THREADS / 32);
 #endif
         qg_fence_proxy_async_shared();
         qg_fence_mbarrier_init();
@@ -900,7 +932,84 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             qg_bf16_fence_acc(acc);
             if (num_kb > 0) qg_bf16_release(empty, prev_s, lane);
 
-#if QG_SPLIT_K > 1
+#if QG_SPLIT_K > 1 && QG_SPLIT_RS
+            /* ---- split-K reduce-scatter (header comment) ------------------- */
+            {
+                qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);
+#pragma unroll
+                for (int v = 0; v < QG_RED_V; ++v) {
+                    const int owner = v % QG_SPLIT_K;
+                    if (owner == split_rank) continue;
+                    const int t = v * 4 / QG_ACC, i = v * 4 % QG_ACC;
+                    const int q = split_rank < owner ? split_rank : split_rank - 1;
+                    const uint32_t at =
+                        ((q * QG_RED_SHARE + v / QG_SPLIT_K) * QG_NUM_MATH_THREADS + threadIdx.x) * 16;
+                    qg_st_async_v4(qg_map_cluster(smem_red + at, (uint32_t)owner), acc[t][i],
+                                   acc[t][i + 1], acc[t][i + 2], acc[t][i + 3],
+                                   qg_map_cluster(red_full, (uint32_t)owner));
+                }
+                /* this rank's share: float4s split_rank, split_rank + S, .. */
+                const int owned = (QG_RED_V - split_rank + QG_SPLIT_K - 1) / QG_SPLIT_K;
+                if (threadIdx.x == 0)
+                    qg_mbarrier_arrive_expect_tx(red_full, (uint32_t)((QG_SPLIT_K - 1) * owned *
+                                                                      QG_NUM_MATH_THREADS * 16));
+                qg_mbarrier_wait_acquire_cluster(red_full, red_phase);
+                const int n_begin = tile.n_block * QG_BLOCK_N;
+#pragma unroll
+                for (int v = 0; v < QG_RED_V; ++v) {
+                    if (v % QG_SPLIT_K != split_rank) continue;
+                    const int t = v * 4 / QG_ACC, i = v * 4 % QG_ACC;
+                    /* ranks 0 .. S - 1 in order, this rank's own sums in place */
+                    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 1
+                    for (int r = 0; r < QG_SPLIT_K; ++r) {
+                        float4 x;
+                        if (r == split_rank) {
+                            x = make_float4(acc[t][i], acc[t][i + 1], acc[t][i + 2], acc[t][i + 3]);
+                        } else {
+                            const int q = r < split_rank ? r : r - 1;
+                            x = *(const float4 *)(smem_red +
+                                                  ((q * QG_RED_SHARE + v / QG_SPLIT_K) *
+                                                       QG_NUM_MATH_THREADS + threadIdx.x) * 16);
+                        }
+                        if (r == 0) sum = x;
+                        else sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
+                    }
+                    /* acc[t][i..i+3] = n8 piece i / 4, rows r and r + 8 (the wgmma
+                     * D layout), two columns each: D (+)= them */
+                    const int col = n_begin + (i / 4) * 8 + (int)(lane % 4) * 2;
+                    if (col >= QG_SHAPE_N) continue;
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                        if (row >= shape_m) continue;
+                        float x = half ? sum.z : sum.x, y = half ? sum.w : sum.y;
+                        const int64_t at = (int64_t)row * ldd + col;
+#if QG_D_F32
+                        float2 *dst = (float2 *)(d + at * 4);
+                        if (QG_WITH_C) {
+                            const float2 c = *dst;
+                            x += c.x, y += c.y;
+                        }
+                        *dst = make_float2(x, y);
+#else
+                        uint32_t *dst = (uint32_t *)(d + at * 2);
+                        if (QG_WITH_C) {
+                            const uint32_t c = *dst;
+                            x += __uint_as_float(c << 16), y += __uint_as_float(c & 0xFFFF0000u);
+                        }
+                        *dst = qg_pack_bf16x2(x, y);
+#endif
+                    }
+                }
+                __syncwarp(); /* the warp's reads of the slots come before its releases */
+                for (int r = 0; r < QG_SPLIT_K; ++r)
+                    if (lane == 0 && r != split_rank)
+                        qg_mbarrier_arrive_release_cluster(red_empty, (uint32_t)r);
+                red_phase ^= 1;
+                continue; /* stored: no TMA epilogue */
+            }
+#elif QG_SPLIT_K > 1
             /* ---- split-K: the partners' sums into rank 0 (header comment) -- */
             if (split_rank != 0) {
                 qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);

@@ -25,10 +25,19 @@ int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_
     return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */);
 }
 
+int qg__bf16_split_slot_bytes(int block_m, int block_n, int split_k, int split_rs) {
+    if (split_k <= 1) return 0;
+    if (!split_rs) return (split_k - 1) * block_m * block_n * 4;
+    const int wgs = block_m == 64 ? 1 : 2;
+    const int v = block_m / 64 / wgs * (block_n / 8); /* kernel: QG_RED_V */
+    return (split_k - 1) * ((v + split_k - 1) / split_k) * 128 * wgs * 16;
+}
+
 int qg__bf16_smem_bytes_split(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
-                              int d_f32, int split_k) {
+                              int d_f32, int split_k, int split_rs) {
     const int base = qg__bf16_smem_bytes_of(kind, block_m, block_n, num_stages, d_f32);
-    return split_k > 1 ? base + (split_k - 1) * block_m * block_n * 4 + 16 : base;
+    return split_k > 1 ? base + qg__bf16_split_slot_bytes(block_m, block_n, split_k, split_rs) + 16
+                       : base;
 }
 
 int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
@@ -131,7 +140,7 @@ static int split_legal(const qg_bf16_problem *p, int bm, int bn, int mc, int spl
     if (split == 1) return 1;
     return p->kind == QG_BF16_DENSE && !mc && split >= 2 && split <= 8 &&
            ceil_div(p->k, BF16_BLOCK_K) >= split && p->num_sms >= split &&
-           (long long)(split - 1) * bm * bn * 4 < (1 << 20);
+           qg__bf16_split_slot_bytes(bm, bn, split, p->split_rs) < (1 << 20);
 }
 
 int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_plan *out) {
@@ -143,7 +152,8 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
     if (!qg__bf16_legal(p, bm, bn, mc, NULL) || !split_legal(p, bm, bn, mc, split)) return -1;
     int stages = 0;
     for (int s = BF16_MAX_STAGES; s >= 1; --s)
-        if (qg__bf16_smem_bytes_split(p->kind, bm, bn, s, p->d_f32, split) <= p->smem_limit) {
+        if (qg__bf16_smem_bytes_split(p->kind, bm, bn, s, p->d_f32, split, p->split_rs) <=
+            p->smem_limit) {
             stages = s;
             break;
         }
@@ -158,12 +168,13 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
     pl.multicast = mc;
     pl.cluster = mc ? 2 : split;
     pl.split_k = split;
+    pl.split_rs = split > 1 && p->split_rs;
     /* Small dense problems without multicast: groups of 1, so the m-blocks
      * of one n-block run on neighbouring CTAs (qg_fp8_gemm's rule). */
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
     if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
     else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg__bf16_smem_bytes_split(p->kind, bm, bn, stages, p->d_f32, split);
+    pl.smem_bytes = qg__bf16_smem_bytes_split(p->kind, bm, bn, stages, p->d_f32, split, p->split_rs);
     pl.num_math_wgs = bm == 64 ? 1 : 2;
     pl.num_threads = 128 * (pl.num_math_wgs + 1);
     /* 128 x 40 + 256 x 232 = 64512 registers <= 64 K; one math warpgroup
@@ -333,8 +344,13 @@ static double estimate_split(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     const double a_real = rows < pl->block_m ? a_bytes * rows / pl->block_m : a_bytes;
     const double feed = (a_real + pl->block_n * 2.0) / 46.0;
     const double tile_f32 = (double)pl->block_m * pl->block_n * 4;
-    const double t = k * (mma > feed ? mma : feed) + 700.0 + 1500.0 +
-                     (pl->split_k - 1) * tile_f32 / 32.0 +
+    /* reduce-scatter: each rank receives its share, ~1 / S of each
+     * partner's tile, and stores it with plain stores (counted as the
+     * epilogue's bytes) */
+    const double received =
+        pl->split_rs ? (double)qg__bf16_split_slot_bytes(pl->block_m, pl->block_n, pl->split_k, 1)
+                     : (pl->split_k - 1) * tile_f32;
+    const double t = k * (mma > feed ? mma : feed) + 700.0 + 1500.0 + received / 32.0 +
                      (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) /
                          64.0;
     return t * (double)waves;
@@ -497,7 +513,8 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     if (n < cap && reduce && p->sum_atomic) /* (only here: the tree's text unchanged) */
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_ATOMIC 1");
     if (n < cap && pl->split_k > 1) /* (only here: other plans' text unchanged) */
-        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SPLIT_K %d", pl->split_k);
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SPLIT_K %d%s", pl->split_k,
+                              pl->split_rs ? "\n#define QG_SPLIT_RS 1" : "");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

@@ -86,6 +86,9 @@ typedef struct {
     int split_k;      /* dense split-K over a cluster (QGEMM_BF16_SPLIT_K): 0 never (off,
                          the default), -1 where the estimate says it wins (on), 2..8
                          that split wherever it is legal (tests, A/B timing) */
+    int split_rs;     /* with split_k != 0: 1 = the reduce-scatter reduction (each rank
+                         sums and stores its share; QGEMM_BF16_SPLIT_K=...:rs), 0 = into
+                         rank 0 */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
 } qg_bf16_problem;
@@ -96,6 +99,7 @@ typedef struct {
     int multicast;      /* 0 none, 1 A (pairs along N), 2 B (pairs along M) */
     int cluster;        /* 1, 2 (multicast) or split_k */
     int split_k;        /* 1, or 2..8: CTAs of a cluster sharing a tile's K (dense) */
+    int split_rs;       /* split_k > 1: 1 reduce-scatter, 0 sums into rank 0 */
     int swizzle_group;  /* scheduler swizzle group (blocks) */
     int store_cols;     /* columns of one TMA store chunk of D */
     int smem_bytes;     /* dynamic shared memory of the launch */
@@ -127,9 +131,10 @@ typedef struct {
 int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32);
 int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32);
 /* ... with split-K over `split_k` CTAs (1: none): rank 0's slots for the
- * partners' FP32 sums and two barriers more. */
+ * partners' FP32 sums (reduce-scatter, split_rs: every rank's slots for its
+ * share) and two barriers more. */
 int qg__bf16_smem_bytes_split(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
-                              int d_f32, int split_k);
+                              int d_f32, int split_k, int split_rs);
 
 /* Whether (block_m, block_n, multicast) is legal for p (non-zero) and, when
  * not, why (a static string) in *why if why is not NULL. */
@@ -145,6 +150,10 @@ int qg__bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int mu
  * no multicast, 2..8 CTAs, at least a K block each. */
 int qg__bf16_complete_split(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
                             int split_k, qg_bf16_plan *out);
+/* Reduction slots of a split tile in bytes (0 for split_k 1): (S - 1) FP32
+ * tiles into rank 0, or with split_rs (S - 1) shares of ceil(V / S) float4s
+ * per math thread (V = float4s of a thread's sums). */
+int qg__bf16_split_slot_bytes(int block_m, int block_n, int split_k, int split_rs);
 
 /* The heuristic: the legal configuration of least estimated time (fewest
  * waves of the fullest last wave, operand bytes per SM, most stages).

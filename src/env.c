@@ -51,8 +51,10 @@
  *   QGEMM_BF16_SPLIT_K  off                  dense BF16 split-K over a cluster (A/B
  *                                            measurements, tests): off (never), on (where
  *                                            the planner's estimate says it wins) or 2..8
- *                                            (that split wherever it is legal); another
- *                                            value fails the call with a message naming it
+ *                                            (that split wherever it is legal), "on" or a
+ *                                            split optionally ending in ":rs" (each rank
+ *                                            sums and stores its share: reduce-scatter);
+ *                                            another value fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
@@ -105,7 +107,8 @@ const qg_env_knob qg__env_knobs[] = {
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
     {"QGEMM_BF16_SPLIT_K", "dense BF16 split-K over a 2..8-CTA cluster (deterministic): off, on "
-     "(the planner decides) or a split 2..8 forced where legal", "off"},
+     "(the planner decides) or a split 2..8 forced where legal; on / a split + ':rs': the "
+     "reduce-scatter reduction", "off"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "

@@ -166,14 +166,15 @@ TEST(bf16_validation) {
     }
     /* QGEMM_BF16_SPLIT_K: off, on or 2..8; anything else refused, naming it */
     unsetenv("QGEMM_BF16_PLAN");
-    static const char *split_ok[] = {"off", "on", "2", "5", "8"};
+    static const char *split_ok[] = {"off", "on", "2", "5", "8", "on:rs", "3:rs", "8:rs"};
     for (size_t i = 0; i < sizeof split_ok / sizeof split_ok[0]; ++i) {
         setenv("QGEMM_BF16_SPLIT_K", split_ok[i], 1);
         st = qg_bf16_gemm(ctx, &a, NULL);
         CHECK(st == QG_ERROR_NO_DEVICE, "QGEMM_BF16_SPLIT_K=%s: %s (%s)", split_ok[i],
               qg_status_string(st), qg_last_error());
     }
-    static const char *split_bad[] = {"1", "9", "0", "16", "yes", "2x", "-1"};
+    static const char *split_bad[] = {"1", "9", "0", "16", "yes", "2x", "-1", ":rs", "rs",
+                                      "off:rs", "1:rs", "4:r", "4:rsx", "on:"};
     for (size_t i = 0; i < sizeof split_bad / sizeof split_bad[0]; ++i) {
         setenv("QGEMM_BF16_SPLIT_K", split_bad[i], 1);
         st = qg_bf16_gemm(ctx, &a, NULL);
@@ -387,7 +388,8 @@ TEST(gpu_bf16_accuracy) {
 }
 
 /* Dense split-K (QGEMM_BF16_SPLIT_K; kernels/qg_bf16_gemm.cuh QG_SPLIT_K):
- * forced splits 2..8 and the heuristic's ("on") over shapes off the tiles
+ * forced splits 2..8 and the heuristic's ("on"), each with the reduction into
+ * rank 0 and the reduce-scatter (":rs"), over shapes off the tiles
  * (M, N, K not multiples of block_m, block_n, 64 x split), every layout, D
  * bf16 and FP32, no C / C / in place, poisoned D, fp64 reference
  * (calc_diff < 1e-5, the testkit's bound). tests/test_bf16_plan.c
@@ -403,7 +405,8 @@ TEST(gpu_bf16_split_k_accuracy) {
     /* m, n, k, rows the reference samples (0: all; the poison check covers every row) */
     static const int shapes[][4] = {{129, 264, 3200, 40}, {1, 576, 7168, 0}, {200, 520, 1000, 40},
                                     {7, 136, 1544, 0}, {128, 576, 7168, 24}};
-    static const char *splits[] = {"2", "3", "4", "5", "6", "7", "8", "on"};
+    static const char *splits[] = {"2", "3:rs", "4", "5:rs", "6", "7:rs", "8", "on",
+                                   "2:rs", "3", "4:rs", "5", "6:rs", "7", "8:rs", "on:rs"};
     const int num_splits = (int)(sizeof splits / sizeof splits[0]);
     unsetenv("QGEMM_BF16_PLAN");
     int failures = 0, count = 0;

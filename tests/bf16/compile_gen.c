@@ -47,9 +47,10 @@ static int emit(const char *dir, FILE *list, const qg_bf16_problem *p, const qg_
         return -1;
     }
     fprintf(list, "v%016llx.cu layout %d kind %d m %d n %d k %d d_f32 %d with_c %d block %dx%d "
-                  "stages %d multicast %d smem %d radix %d split %d\n",
+                  "stages %d multicast %d smem %d radix %d split %d rs %d\n",
             h, (int)p->layout, (int)p->kind, p->m, p->n, p->k, p->d_f32, p->with_c, pl->block_m,
-            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix, pl->split_k);
+            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix, pl->split_k,
+            pl->split_rs);
     return 0;
 }
 
@@ -82,9 +83,11 @@ int main(int argc, char **argv) {
     for (size_t si = 0; si < sizeof split_mnk / sizeof split_mnk[0]; ++si)
         for (int layout = 0; layout < 4; ++layout)
             for (int mode = 0; mode < 3; ++mode)
-                for (int split = -1; split <= 8; ++split) {
+                for (int split = -1; split <= 8; ++split)
+                for (int rs = 0; rs < 2; ++rs) {
                     if (split == 0 || split == 1) continue;
                     qg_bf16_problem p = {0};
+                    p.split_rs = rs;
                     p.m = split_mnk[si][0], p.n = split_mnk[si][1], p.k = split_mnk[si][2];
                     p.layout = (qg_bf16_layout)layout;
                     p.kind = QG_BF16_DENSE;
