@@ -184,12 +184,12 @@ def dg_choice(s: Dict[str, Any], sms: int = 132) -> Dict[str, Any]:
 class Problem(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int) for f in ("m", "n", "k", "layout", "kind", "num_groups", "expected_m",
                                             "d_f32", "with_c", "sum_batches", "sum_radix", "legacy",
-                                            "sum_atomic", "split_k", "num_sms", "smem_limit")]
+                                            "sum_atomic", "split_k", "split_rs", "num_sms", "smem_limit")]
 
 
 class Plan(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int) for f in ("block_m", "block_n", "block_k", "num_stages", "multicast",
-                                            "cluster", "split_k", "swizzle_group", "store_cols", "smem_bytes",
+                                            "cluster", "split_k", "split_rs", "swizzle_group", "store_cols", "smem_bytes",
                                             "producer_regs", "math_regs", "num_math_wgs", "num_threads",
                                             "a_box_rows", "b_box_rows", "d_box_rows", "grid")] + \
                [("est_cost", ctypes.c_double)]
