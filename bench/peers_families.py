@@ -58,8 +58,10 @@ from typing import Any, Callable, Dict, List, Optional
 KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "mqa", "paged-mqa", "hc", "cast")
 NEW_KINDS = ("einsum", "mqa", "paged-mqa", "hc")  # built here, not by DeepGEMM's generators
 LIBS = ("deepgemm", "cublas", "qgemm", "qgemm-v1")  # qgemm-v1: --old-plan (v1, or the plan named)
-# the QGEMM_BF16_PLAN value the qgemm-v1 column runs under (--old-plan [v1|v2])
+# the QGEMM_BF16_PLAN value the qgemm-v1 column runs under (--old-plan [v1|v2]), or with
+# --split-k VALUE the QGEMM_BF16_SPLIT_K value (ALT_VAR names the variable set)
 OLD_PLAN = "v1"
+ALT_VAR = "QGEMM_BF16_PLAN"
 
 
 def log(*a: Any) -> None:
@@ -401,11 +403,11 @@ def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer,
     if "qgemm-v1" in fns:
         def with_v1(f: Callable[[], Any]) -> Callable[[], Any]:
             def call() -> Any:
-                os.environ["QGEMM_BF16_PLAN"] = OLD_PLAN
+                os.environ[ALT_VAR] = OLD_PLAN
                 try:
                     return f()
                 finally:
-                    os.environ.pop("QGEMM_BF16_PLAN", None)
+                    os.environ.pop(ALT_VAR, None)
             return call
         fns["qgemm-v1"] = with_v1(fns["qgemm-v1"])
     # checked call of each library (from the reset state), accuracy
@@ -574,9 +576,12 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
                 dg1 = geomean([r.get(f"deepgemm_over_qgemm-v1_{t}") for r in rs])
                 cb1 = geomean([r.get(f"cublas_over_qgemm-v1_{t}") for r in rs])
                 w1 = min((r.get(f"deepgemm_over_qgemm-v1_{t}") or 9e9 for r in rs), default=None)
-                out.append(f"{'':16} {'':6}  QGEMM_BF16_PLAN={OLD_PLAN}: DeepGEMM/qgemm geomean "
+                d1 = [r.get("qgemm-v1_diff") for r in rs if r.get("qgemm-v1_diff") is not None]
+                e1 = sum(1 for r in rs if "qgemm-v1" in r.get("errors", {}))
+                out.append(f"{'':16} {'':6}  {ALT_VAR}={OLD_PLAN}: DeepGEMM/qgemm geomean "
                            f"{f'{dg1:.3f}' if dg1 else '-'} (worst {f'{w1:.3f}' if w1 and w1 < 9e9 else '-'}), "
-                           f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}")
+                           f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}, diff max "
+                           f"{f'{max(d1):.1e}' if d1 else '-'}" + (f", {e1} errors" if e1 else ""))
     return "\n".join(out) + "\n"
 
 
@@ -590,13 +595,19 @@ def main() -> int:
                    help="BF16 kinds: also time qgemm under QGEMM_BF16_PLAN=v1 (the heuristic and kernels "
                         "before branch bf16h; the default) or v2 (before branch gmc: no B multicast in "
                         "the m-grouped layouts), columns v1/qg and dg/v1 (named after the plan)")
+    p.add_argument("--split-k", default=None, metavar="VALUE",
+                   help="BF16 kinds: the extra column (as --old-plan's) times qgemm under "
+                        "QGEMM_BF16_SPLIT_K=VALUE (on, or a split 2..8) instead of an old plan")
     p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
     p.add_argument("--where", default="", help="keep only the rows whose fields match every field=value pair, "
                    "'|'-separated (e.g. 'expr=fp8 bhr,hdr->bhd'); values compared as text")
     args = p.parse_args()
-    global OLD_PLAN
+    global OLD_PLAN, ALT_VAR
     if args.old_plan:
         OLD_PLAN = args.old_plan
+    if args.split_k:
+        OLD_PLAN, ALT_VAR = args.split_k, "QGEMM_BF16_SPLIT_K"
+        args.old_plan = args.old_plan or args.split_k
     import torch
     sys.path.insert(0, os.path.join(args.deepgemm_src, "tests"))
     import qgemm.deep_gemm as qdg

@@ -48,6 +48,13 @@
  *                                            DeepGEMM; not bitwise deterministic) or tree
  *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
  *                                            another value fails the call, naming it
+ *   QGEMM_BF16_SPLIT_K  off                  dense BF16 split-K over a cluster (A/B
+ *                                            measurements, tests): off (never), on (where
+ *                                            the planner's estimate says it wins) or 2..8
+ *                                            (that split wherever it is legal), "on" or a
+ *                                            split optionally ending in ":rs" (each rank
+ *                                            sums and stores its share: reduce-scatter);
+ *                                            another value fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
@@ -104,6 +111,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
+    {"QGEMM_BF16_SPLIT_K", "dense BF16 split-K over a 2..8-CTA cluster (deterministic): off, on "
+     "(the planner decides) or a split 2..8 forced where legal; on / a split + ':rs': the "
+     "reduce-scatter reduction", "off"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "

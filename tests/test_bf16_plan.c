@@ -57,6 +57,71 @@ TEST(bf16_plan_every_deepseek_shape) {
     PASS();
 }
 
+/* Dense split-K (problem.split_k, QGEMM_BF16_SPLIT_K): off by default (the
+ * plans of split_k 0 are those of before); a forced split gets that split
+ * on the GPU test's shapes (tests/test_bf16.c gpu_bf16_split_k_accuracy)
+ * with a legal, fitting plan whose shared memory counts rank 0's slots; "on"
+ * (-1) splits the decode shape 128 x 576 x 7168 (5-72 plain tiles) and
+ * leaves the large ones alone; grouped kinds never split. */
+TEST(bf16_plan_split_k) {
+    static const int shapes[][3] = {{129, 264, 3200}, {1, 576, 7168}, {200, 1000, 1000},
+                                    {7, 136, 1544}, {128, 576, 7168}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+        for (int l = 0; l < 4; ++l)
+            for (int f32 = 0; f32 < 2; ++f32)
+                for (int split = 2; split <= 8; ++split)
+                for (int rs = 0; rs < 2; ++rs) {
+                    qg_bf16_problem p = problem(shapes[i][0], shapes[i][1], shapes[i][2],
+                                                (qg_bf16_layout)l, QG_BF16_DENSE);
+                    p.d_f32 = f32;
+                    p.with_c = f32;
+                    p.split_rs = rs;
+                    qg_bf16_plan plain, pl;
+                    CHECK(qg__bf16_select(&p, &plain) == 0 && plain.split_k == 1, "plain plan");
+                    p.split_k = split;
+                    CHECK(qg__bf16_select(&p, &pl) == 0, "no plan");
+                    CHECK(pl.split_k == split && pl.cluster == split && pl.multicast == 0 &&
+                              pl.split_rs == rs,
+                          "%dx%dx%d layout %d: forced split %d got split %d cluster %d mc %d",
+                          p.m, p.n, p.k, l, split, pl.split_k, pl.cluster, pl.multicast);
+                    CHECK(pl.smem_bytes <= p.smem_limit && pl.num_stages >= 3 &&
+                              pl.smem_bytes == qg__bf16_smem_bytes_split(QG_BF16_DENSE, pl.block_m,
+                                                                         pl.block_n, pl.num_stages,
+                                                                         p.d_f32, split, rs),
+                          "smem %d stages %d", pl.smem_bytes, pl.num_stages);
+                    CHECK(pl.grid % split == 0 && pl.grid <= p.num_sms, "grid %d", pl.grid);
+                    static char src[16384];
+                    CHECK(qg__bf16_kernel_source(src, sizeof src, &p, &pl) > 0 &&
+                              strstr(src, "#define QG_SPLIT_K") &&
+                              !strstr(src, "#define QG_SPLIT_RS 1") == !rs,
+                          "source without QG_SPLIT_K / QG_SPLIT_RS");
+                    /* the reduce-scatter's slots: (S - 1) shares, never more than a tile each */
+                    if (rs)
+                        CHECK(qg__bf16_split_slot_bytes(pl.block_m, pl.block_n, split, 1) <=
+                                  qg__bf16_split_slot_bytes(pl.block_m, pl.block_n, split, 0),
+                              "rs slots");
+                }
+    /* the heuristic */
+    qg_bf16_problem p = problem(128, 576, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    qg_bf16_plan pl;
+    p.split_k = -1;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.split_k > 1, "128x576x7168 on: split %d", pl.split_k);
+    p = problem(4096, 7168, 16384, QG_BF16_NT, QG_BF16_DENSE);
+    p.split_k = -1;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.split_k == 1, "4096x7168x16384 on: split %d",
+          pl.split_k);
+    /* K of one block: no split of 2 */
+    p = problem(128, 576, 64, QG_BF16_NT, QG_BF16_DENSE);
+    p.split_k = 2;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.split_k == 1, "K 64 split %d", pl.split_k);
+    /* grouped kinds: never */
+    p = problem(1024, 576, 7168, QG_BF16_NT, QG_BF16_MASKED);
+    p.expected_m = 32;
+    p.split_k = 4;
+    CHECK(qg__bf16_select(&p, &pl) == 0 && pl.split_k == 1, "masked split %d", pl.split_k);
+    PASS();
+}
+
 TEST(bf16_plan_legality) {
     qg_bf16_problem p = problem(4096, 4096, 7168, QG_BF16_NN, QG_BF16_DENSE);
     const char *why = NULL;
