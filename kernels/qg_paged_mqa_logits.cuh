@@ -139,6 +139,16 @@ static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpg
 #endif
 static_assert(QG_PMQA_PIPE == 0 || (QG_PMQA_PIPE == 1 && QG_PMQA_MATH_WGS == 2),
               "the pipelined organisation has 2 math warpgroups");
+/* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
+ * 2r + p takes the units of range r with index = p mod 2, so the schedule
+ * (one range per SM) and its contract stay as they are, and each SM runs
+ * two independent producer / kv ring / math pipelines: twice the TMA
+ * issuers and the units in flight of the 1-CTA form). */
+#ifndef QG_PMQA_CTAS
+#define QG_PMQA_CTAS 1
+#endif
+static_assert(QG_PMQA_CTAS == 1 || (QG_PMQA_CTAS == 2 && QG_PMQA_MATH_WGS == 2 && !QG_PMQA_PIPE),
+              "two CTAs per SM: the 2-warpgroup organisation without QG_PMQA_PIPE");
 static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQA_MATH_WGS,
               "stages a multiple of the math warpgroups (unit u -> warpgroup u % W)");
 
@@ -217,12 +227,16 @@ struct qg_pmqa_walk {
     QG_DEVICE void init(const int *schedule, const int *c, int max_context_len, int batch) {
         ctx = c;
         max_len = max_context_len;
-        b = min(max(schedule[2 * blockIdx.x], 0), batch);
-        k = max(schedule[2 * blockIdx.x + 1], 0);
-        end_b = min(max(schedule[2 * blockIdx.x + 2], 0), batch);
-        end_k = max(schedule[2 * blockIdx.x + 3], 0);
+        const unsigned r = blockIdx.x / QG_PMQA_CTAS; /* the schedule's range */
+        b = min(max(schedule[2 * r], 0), batch);
+        k = max(schedule[2 * r + 1], 0);
+        end_b = min(max(schedule[2 * r + 2], 0), batch);
+        end_k = max(schedule[2 * r + 3], 0);
         nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
         skip(batch);
+#if QG_PMQA_CTAS == 2
+        if ((blockIdx.x & 1) && !done()) step(batch); /* the odd units */
+#endif
     }
     QG_DEVICE bool done() const { return b > end_b || (b == end_b && k >= end_k); }
     QG_DEVICE void skip(int batch) {
@@ -233,9 +247,16 @@ struct qg_pmqa_walk {
         }
         if (b >= batch) b = end_b = batch, k = end_k = 0;
     }
-    QG_DEVICE void next(int batch) {
+    QG_DEVICE void step(int batch) {
         ++k;
         skip(batch);
+    }
+    /* the CTA's next unit (QG_PMQA_CTAS 2: every other unit of the range) */
+    QG_DEVICE void next(int batch) {
+        step(batch);
+#if QG_PMQA_CTAS == 2
+        if (!done()) step(batch);
+#endif
     }
 };
 
@@ -460,7 +481,7 @@ QG_DEVICE void qg_pmqa_math_pipe(qg_pmqa_walk &wk, const float *smem_sc, uint64_
 /* tmap_q: u8 D x batch*N, box D x N; tmap_kv: u8 D x 64 x blocks (strides D,
  * block_stride), box D x 64 x 1; tmap_sc: f32 64 x blocks at cache + 64 D
  * (stride block_stride), box 64 x 1 (src/indexer_plan.h) */
-extern "C" __global__ void __launch_bounds__(QG_PMQA_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_PMQA_THREADS, QG_PMQA_CTAS)
 qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                            const __grid_constant__ qg_tensor_map tmap_kv,
                            const __grid_constant__ qg_tensor_map tmap_sc,
