@@ -149,6 +149,8 @@ static_assert(QG_PMQA_PIPE == 0 || (QG_PMQA_PIPE == 1 && QG_PMQA_MATH_WGS == 2),
 #endif
 static_assert(QG_PMQA_CTAS == 1 || (QG_PMQA_CTAS == 2 && QG_PMQA_MATH_WGS == 2 && !QG_PMQA_PIPE),
               "two CTAs per SM: the 2-warpgroup organisation without QG_PMQA_PIPE");
+/* the producer reads the block table a window ahead (the new organisations) */
+#define QG_PMQA_BT_AHEAD (QG_PMQA_PIPE || QG_PMQA_CTAS == 2)
 static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQA_MATH_WGS,
               "stages a multiple of the math warpgroups (unit u -> warpgroup u % W)");
 
@@ -540,7 +542,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         wk.init(schedule, context_lens, max_context_len, batch);
         int u = 0, g = 0, seg_b = -1, win_k = -1;
         int win = 0;
-#if QG_PMQA_PIPE
+#if QG_PMQA_BT_AHEAD
         int win_next = 0; /* entries win_k + 32 .. + 63, loaded a window ahead */
 #endif
         while (!wk.done()) {
@@ -556,18 +558,19 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 }
                 ++g;
             }
-#if QG_PMQA_PIPE
+#if QG_PMQA_BT_AHEAD
             /* the block table a window (32 entries) ahead of the TMA issue:
              * its load latency stays off the kv ring's critical path except
-             * at a segment's start (the windows are contiguous: wk.k steps
-             * by 1 inside a segment) */
+             * at a segment's start (inside a segment wk.k steps by 1, or 2
+             * with QG_PMQA_CTAS 2 from a start of the same parity, so it
+             * meets win_k + 32 exactly; anything else reloads) */
             if (win_k < 0 || wk.k >= win_k + 32) {
                 const int *row = block_table + (int64_t)wk.b * block_table_ld;
-                if (win_k < 0) {
+                if (win_k >= 0 && wk.k == win_k + 32) {
+                    win = win_next;
+                } else {
                     const int kk = wk.k + lane;
                     win = kk < wk.nb ? __ldg(row + kk) : 0;
-                } else {
-                    win = win_next;
                 }
                 win_k = wk.k;
                 const int kn = win_k + 32 + lane;
