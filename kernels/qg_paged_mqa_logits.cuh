@@ -26,7 +26,10 @@
  * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
  * instead; QG_PMQA_MATH_WGS (2 or 4, default 2: the 2026-11-28 path; 4 is
  * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
- * wgmma -> epilogue round hidden behind three others). 128 x (W + 1)
+ * wgmma -> epilogue round hidden behind three others); QG_PMQA_PIPE (0 or 1:
+ * two accumulator sets a math warpgroup, qg_pmqa_math_pipe) and QG_PMQA_CTAS
+ * (1 or 2 CTAs an SM, below: the organisations pipe2 and dual2 of
+ * src/indexer_plan.h). 128 x (W + 1)
  * threads: math warpgroups 0 .. W - 1 take the CTA's units in turn (unit u ->
  * warpgroup u % W, stage u % QG_PMQA_STAGES), warpgroup W's
  * first warp loads (TMA: q once per batch segment, per unit the kv block
@@ -149,6 +152,15 @@ static_assert(QG_PMQA_PIPE == 0 || (QG_PMQA_PIPE == 1 && QG_PMQA_MATH_WGS == 2),
 #endif
 static_assert(QG_PMQA_CTAS == 1 || (QG_PMQA_CTAS == 2 && QG_PMQA_MATH_WGS == 2 && !QG_PMQA_PIPE),
               "two CTAs per SM: the 2-warpgroup organisation without QG_PMQA_PIPE");
+/* QG_PMQA_NSPLIT (QG_PMQA_CTAS 2 at N = 128, i.e. next_n 2, H 64): a unit
+ * runs as two wgmma.m64n64 passes, one per query n (32 accumulators, the
+ * weights read from L1 where used), so the math fits the 80 registers of
+ * two CTAs an SM; the sums and their order are those of the one-pass form. */
+#if QG_PMQA_CTAS == 2 && QG_PMQA_NEXT_N * QG_PMQA_H == 128
+#define QG_PMQA_NSPLIT 1
+#else
+#define QG_PMQA_NSPLIT 0
+#endif
 /* the producer reads the block table a window ahead (the new organisations) */
 #define QG_PMQA_BT_AHEAD (QG_PMQA_PIPE || QG_PMQA_CTAS == 2)
 static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQA_MATH_WGS,
@@ -156,6 +168,12 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 
 #define QG_PMQA_N (QG_PMQA_NEXT_N * QG_PMQA_H) /* 32, 64 or 128 columns */
 #define QG_PMQA_ACC (QG_PMQA_N / 2)
+/* the accumulators of one unit's wgmma pass */
+#if QG_PMQA_NSPLIT
+#define QG_PMQA_UACC 32
+#else
+#define QG_PMQA_UACC QG_PMQA_ACC
+#endif
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
 #if QG_PMQA_MATH_WGS == 4
@@ -360,13 +378,69 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
     qg_pmqa_finish(acc, wt, empty, sc0, sc1, my_n, my_half, key0, dst, lim_ctx, lim_max);
 }
 
+#if QG_PMQA_NSPLIT
+/* qg_pmqa_unit_at in two passes (QG_PMQA_NSPLIT): query n's 64 columns
+ * (q rows 64n .. 64n + 63, 64 D bytes each: whole swizzle atoms) into the
+ * 32 accumulators, reduced exactly as the one-pass form reduces its
+ * columns 64n .. 64n + 63; the stage is released after the second pass. */
+template <typename Weight>
+QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_t *full,
+                                     uint64_t *empty, uint32_t parity, const float *sc,
+                                     uint32_t q_lo, uint32_t kv_lo, int my_n, int my_half,
+                                     int key0, qg_plogit_t *dst, int lim_ctx, int lim_max) {
+    qg_mbarrier_wait(full, parity);
+    float sc0 = 0.0f, sc1 = 0.0f, v = 0.0f;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) qg_fence_operand(acc[i]);
+        qg_wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < QG_PMQA_D / 32; ++k)
+            qg_wgmma_m64n64k32_e4m3_ss(acc, (kv_lo + k * 2) | (1u << 16),
+                                       (q_lo + n * (64 * QG_PMQA_D >> 4) + k * 2) | (1u << 16),
+                                       QG_PMQA_DESC_HI, k);
+        qg_wgmma_commit();
+#pragma unroll
+        for (int i = 0; i < 32; ++i) qg_fence_operand(acc[i]);
+        if (n == 0) sc0 = sc[0], sc1 = sc[8]; /* the scales while the tensor core runs */
+        qg_wgmma_wait0();
+        if (n == 1) qg_mbarrier_arrive(empty);
+        float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            a0 = fmaf(fmaxf(acc[4 * j + 0], 0.0f), wt(8 * n + j, 0), a0);
+            a0 = fmaf(fmaxf(acc[4 * j + 1], 0.0f), wt(8 * n + j, 1), a0);
+            a1 = fmaf(fmaxf(acc[4 * j + 2], 0.0f), wt(8 * n + j, 0), a1);
+            a1 = fmaf(fmaxf(acc[4 * j + 3], 0.0f), wt(8 * n + j, 1), a1);
+        }
+        a0 += __shfl_xor_sync(0xffffffffu, a0, 1);
+        a1 += __shfl_xor_sync(0xffffffffu, a1, 1);
+        a0 += __shfl_xor_sync(0xffffffffu, a0, 2);
+        a1 += __shfl_xor_sync(0xffffffffu, a1, 2);
+        if (n == my_n) v = my_half ? a1 * sc1 : a0 * sc0;
+    }
+#if QG_PMQA_CLEAN
+    if (key0 < lim_max) qg_pmqa_store(dst + key0, key0 < lim_ctx ? v : -__int_as_float(0x7f800000));
+#else
+    (void)lim_max;
+    if (key0 < lim_ctx) qg_pmqa_store(dst + key0, v);
+#endif
+}
+#endif
+
 /* The same from the row `out`, row0 and the context length. */
 template <typename Weight>
-QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
+QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_UACC], const Weight &wt, uint64_t *full,
                             uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
                             uint32_t kv_lo, int row0, int my_n, int my_half, int key0, int my_ctx,
                             int max_context_len, qg_plogit_t *out) {
-    qg_pmqa_unit_at(acc, wt, full, empty, parity, sc + row0, q_lo, kv_lo, my_n, my_half, key0,
+#if QG_PMQA_NSPLIT
+#define QG_PMQA_UNIT_AT qg_pmqa_unit_split_at
+#else
+#define QG_PMQA_UNIT_AT qg_pmqa_unit_at
+#endif
+    QG_PMQA_UNIT_AT(acc, wt, full, empty, parity, sc + row0, q_lo, kv_lo, my_n, my_half, key0,
                     out + row0 + 8 * my_half,
                     my_half < 2 ? my_ctx - row0 - 8 * my_half : -0x7fffffff,
                     my_half < 2 ? max_context_len - row0 - 8 * my_half : -0x7fffffff);
@@ -630,7 +704,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                           wg, t, row0, my_n, my_half);
 #else
         int u = 0, g = -1, seg_b = -1;
-#if QG_PMQA_MATH_WGS == 4
+#if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
          * accumulators stay, the weights are read (L1 hits) where used, from
          * this lane's first column of the segment's row n: wrow[n] + 8j' + e */
@@ -642,7 +716,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         float w[QG_PMQA_N / 4] = {}; /* set at the first segment */
         const auto wt = [&](int j, int e) { return w[2 * j + e]; };
 #endif
-        float acc[QG_PMQA_ACC];
+        float acc[QG_PMQA_UACC];
         int my_ctx = 0;
         qg_plogit_t *out = logits;
         while (!wk.done()) {
@@ -652,7 +726,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 ++g;
                 /* weights of this lane's columns c = 8j + 2t + e: row
                  * b * NEXT_N + c / H, head c % H */
-#if QG_PMQA_MATH_WGS == 4
+#if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
 #pragma unroll
                 for (int n = 0; n < QG_PMQA_NEXT_N; ++n)
                     wrow[n] = weights + (int64_t)(seg_b * QG_PMQA_NEXT_N + n) * ld_weights + 2 * t;

@@ -239,19 +239,18 @@ int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     const int math_wgs = variant == QG_PMQA_VARIANT_SHARED4 ? 4 : 2;
     const int n_cols = p->next_n * p->heads;
     const int pipe = variant == QG_PMQA_VARIANT_PIPE2;
-    /* DUAL2: two CTAs per SM where the math fits 80 registers (N <= 64) */
-    const int ctas = variant == QG_PMQA_VARIANT_DUAL2 && n_cols <= 64 ? 2 : 1;
+    /* DUAL2: two CTAs per SM (80 registers: N = 128 runs two N = 64 wgmma
+     * passes a unit, QG_PMQA_NSPLIT) */
+    const int ctas = variant == QG_PMQA_VARIANT_DUAL2 ? 2 : 1;
     const size_t budget = ctas == 2 ? QG_IDX_SMEM_MAX / 2 - 1024 : QG_IDX_SMEM_MAX;
     /* one ring: a multiple of the warpgroups (unit u -> warpgroup u % W,
-     * stage u % stages), as many as fit, <= 24; SHARED2 (and DUAL2 at one
-     * CTA an SM) <= 16 (its 2026-11-28 plan); PIPE2 all that fit (more
-     * bytes in flight per SM); DUAL2 all that fit in half an SM */
+     * stage u % stages), as many as fit, <= 24; SHARED2 <= 16 (its
+     * 2026-11-28 plan); PIPE2 all that fit (more bytes in flight per SM);
+     * DUAL2 all that fit in half an SM */
     int stages = 24 / math_wgs * math_wgs;
     while (stages > math_wgs && pmqa_smem(n_cols, p->head_dim, stages) > budget)
         stages -= math_wgs;
-    if ((variant == QG_PMQA_VARIANT_SHARED2 || (variant == QG_PMQA_VARIANT_DUAL2 && ctas == 1)) &&
-        stages > 16)
-        stages = 16;
+    if (variant == QG_PMQA_VARIANT_SHARED2 && stages > 16) stages = 16;
     p->variant = variant;
     p->math_wgs = math_wgs;
     p->pipe = pipe;

@@ -149,8 +149,8 @@ typedef struct {
  * unit's wgmma issued before the current epilogue), as many kv stages as
  * fit (<= 24) and the block table read a window ahead. DUAL2: SHARED2 at
  * two CTAs per SM (each half of an SM: every other unit of the schedule's
- * range, half the shared memory, <= 80 registers), where N = next_n * H <=
- * 64; N = 128 does not fit 80 registers and runs SHARED2. The split
+ * range, half the shared memory, <= 80 registers; N = next_n * H = 128 as
+ * two N = 64 wgmma passes a unit, QG_PMQA_NSPLIT). The split
  * organisations (a producer warp and ring per math warpgroup) hung on the
  * H200 and were removed: git tag exp/pmqa-split-2026-11-28. */
 enum {

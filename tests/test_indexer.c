@@ -384,7 +384,7 @@ TEST(indexer_compile_every_variant) {
 TEST(pmqa_compile_every_variant) {
     { /* the planner's default is SHARED2 (2 math warpgroups, 384 threads);
        * PIPE2 is SHARED2 with two accumulator sets (pipe 1) and every kv
-       * stage that fits; DUAL2 is SHARED2 at 2 CTAs an SM where N <= 64;
+       * stage that fits; DUAL2 is SHARED2 at 2 CTAs an SM;
        * nothing past it (the split organisations were removed) */
         qg_pmqa_plan pl;
         const char *why = "";
@@ -405,13 +405,15 @@ TEST(pmqa_compile_every_variant) {
                   pp.smem_bytes <= QG_IDX_SMEM_MAX,
               "pipe2: pipe %d, %d math wgs, %d threads, %d stages, %zu bytes", pp.pipe,
               pp.math_wgs, pp.block_x, pp.stages, pp.smem_bytes);
-        /* dual2: N = 128 stays at one CTA (SHARED2's plan); N = 32 takes two
-         * CTAs an SM, each within half its shared memory; re-planning the
-         * same plan does not compound the grid */
+        /* dual2: two CTAs an SM, each within half its shared memory (N = 128
+         * D 128: 8 stages; N = 32: 12); re-planning the same plan does not
+         * compound the grid; the schedule keeps one range an SM */
         qg_pmqa_plan pd = pl;
-        CHECK(qg__pmqa_plan_variant(&pd, QG_PMQA_VARIANT_DUAL2) == 0 && pd.ctas == 1 &&
-                  pd.grid_x == 132 && pd.stages == 16 && pd.pipe == 0,
-              "dual2 N 128: %d ctas, grid %d, %d stages", pd.ctas, pd.grid_x, pd.stages);
+        CHECK(qg__pmqa_plan_variant(&pd, QG_PMQA_VARIANT_DUAL2) == 0 && pd.ctas == 2 &&
+                  pd.grid_x == 264 && pd.stages == 8 && pd.pipe == 0 &&
+                  2 * (pd.smem_bytes + 1024) <= 233472 && pd.schedule_bytes == 133 * 8,
+              "dual2 N 128: %d ctas, grid %d, %d stages, %zu bytes", pd.ctas, pd.grid_x,
+              pd.stages, pd.smem_bytes);
         CHECK(qg__pmqa_plan(64, 1, 32, 128, 0, 0, 132, &pd, &why) == 0 &&
                   qg__pmqa_plan_variant(&pd, QG_PMQA_VARIANT_DUAL2) == 0 &&
                   qg__pmqa_plan_variant(&pd, QG_PMQA_VARIANT_DUAL2) == 0 && pd.ctas == 2 &&
