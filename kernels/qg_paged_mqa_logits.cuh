@@ -26,7 +26,10 @@
  * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
  * instead; QG_PMQA_MATH_WGS (2 or 4, default 2: the 2026-11-28 path; 4 is
  * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
- * wgmma -> epilogue round hidden behind three others). 128 x (W + 1)
+ * wgmma -> epilogue round hidden behind three others); QG_PMQA_PIPE (0 or 1:
+ * two accumulator sets a math warpgroup, qg_pmqa_math_pipe) and QG_PMQA_CTAS
+ * (1 or 2 CTAs an SM, below: the organisations pipe2 and dual2 of
+ * src/indexer_plan.h). 128 x (W + 1)
  * threads: math warpgroups 0 .. W - 1 take the CTA's units in turn (unit u ->
  * warpgroup u % W, stage u % QG_PMQA_STAGES), warpgroup W's
  * first warp loads (TMA: q once per batch segment, per unit the kv block
@@ -134,11 +137,43 @@ static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
 #define QG_PMQA_MATH_WGS 2
 #endif
 static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpgroups");
+#ifndef QG_PMQA_PIPE
+#define QG_PMQA_PIPE 0
+#endif
+static_assert(QG_PMQA_PIPE == 0 || (QG_PMQA_PIPE == 1 && QG_PMQA_MATH_WGS == 2),
+              "the pipelined organisation has 2 math warpgroups");
+/* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
+ * 2r + p takes the units of range r with index = p mod 2, so the schedule
+ * (one range per SM) and its contract stay as they are, and each SM runs
+ * two independent producer / kv ring / math pipelines: twice the TMA
+ * issuers and the units in flight of the 1-CTA form). */
+#ifndef QG_PMQA_CTAS
+#define QG_PMQA_CTAS 1
+#endif
+static_assert(QG_PMQA_CTAS == 1 || (QG_PMQA_CTAS == 2 && QG_PMQA_MATH_WGS == 2 && !QG_PMQA_PIPE),
+              "two CTAs per SM: the 2-warpgroup organisation without QG_PMQA_PIPE");
+/* QG_PMQA_NSPLIT (QG_PMQA_CTAS 2 at N = 128, i.e. next_n 2, H 64): a unit
+ * runs as two wgmma.m64n64 passes, one per query n (32 accumulators, the
+ * weights read from L1 where used), so the math fits the 80 registers of
+ * two CTAs an SM; the sums and their order are those of the one-pass form. */
+#if QG_PMQA_CTAS == 2 && QG_PMQA_NEXT_N * QG_PMQA_H == 128
+#define QG_PMQA_NSPLIT 1
+#else
+#define QG_PMQA_NSPLIT 0
+#endif
+/* the producer reads the block table a window ahead (the new organisations) */
+#define QG_PMQA_BT_AHEAD (QG_PMQA_PIPE || QG_PMQA_CTAS == 2)
 static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQA_MATH_WGS,
               "stages a multiple of the math warpgroups (unit u -> warpgroup u % W)");
 
 #define QG_PMQA_N (QG_PMQA_NEXT_N * QG_PMQA_H) /* 32, 64 or 128 columns */
 #define QG_PMQA_ACC (QG_PMQA_N / 2)
+/* the accumulators of one unit's wgmma pass */
+#if QG_PMQA_NSPLIT
+#define QG_PMQA_UACC 32
+#else
+#define QG_PMQA_UACC QG_PMQA_ACC
+#endif
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
 #if QG_PMQA_MATH_WGS == 4
@@ -146,6 +181,13 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
  * accumulators + 32 weights + addressing need more than 112) */
 #define QG_PMQA_PRODUCER_REGS 24
 #define QG_PMQA_MATH_REGS 120
+#endif
+#if QG_PMQA_PIPE && QG_PMQA_NEXT_N * QG_PMQA_H == 128
+/* 384 threads: 128 x 40 + 256 x 232 <= 64K registers (two sets of 64
+ * accumulators + 32 weights + addressing need more than the 168 of an even
+ * split) */
+#define QG_PMQA_PRODUCER_REGS 40
+#define QG_PMQA_MATH_REGS 232
 #endif
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
@@ -205,12 +247,16 @@ struct qg_pmqa_walk {
     QG_DEVICE void init(const int *schedule, const int *c, int max_context_len, int batch) {
         ctx = c;
         max_len = max_context_len;
-        b = min(max(schedule[2 * blockIdx.x], 0), batch);
-        k = max(schedule[2 * blockIdx.x + 1], 0);
-        end_b = min(max(schedule[2 * blockIdx.x + 2], 0), batch);
-        end_k = max(schedule[2 * blockIdx.x + 3], 0);
+        const unsigned r = blockIdx.x / QG_PMQA_CTAS; /* the schedule's range */
+        b = min(max(schedule[2 * r], 0), batch);
+        k = max(schedule[2 * r + 1], 0);
+        end_b = min(max(schedule[2 * r + 2], 0), batch);
+        end_k = max(schedule[2 * r + 3], 0);
         nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
         skip(batch);
+#if QG_PMQA_CTAS == 2
+        if ((blockIdx.x & 1) && !done()) step(batch); /* the odd units */
+#endif
     }
     QG_DEVICE bool done() const { return b > end_b || (b == end_b && k >= end_k); }
     QG_DEVICE void skip(int batch) {
@@ -221,9 +267,16 @@ struct qg_pmqa_walk {
         }
         if (b >= batch) b = end_b = batch, k = end_k = 0;
     }
-    QG_DEVICE void next(int batch) {
+    QG_DEVICE void step(int batch) {
         ++k;
         skip(batch);
+    }
+    /* the CTA's next unit (QG_PMQA_CTAS 2: every other unit of the range) */
+    QG_DEVICE void next(int batch) {
+        step(batch);
+#if QG_PMQA_CTAS == 2
+        if (!done()) step(batch);
+#endif
     }
 };
 
@@ -254,21 +307,20 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
     }
 }
 
-/* One unit of a math warpgroup: keys key0 .. key0 + 63 of the row `out`
- * (this thread's query n), their codes and scales in the kv stage behind
- * `full` / `kv_lo` / `sc`. One wgmma.m64nNk32 per 32 of D, the stage
- * released, then relu * weight summed over heads (in-thread, then the quad's
- * shfl_xor 1, 2: a fixed order, bitwise reproducible) times the key's scale.
+/* One unit of a math warpgroup, in two halves (QG_PMQA_PIPE runs the first
+ * of the next unit between them). qg_pmqa_issue: wait for the kv stage
+ * behind `full`, one wgmma.m64nNk32 per 32 of D into acc, committed as one
+ * group. qg_pmqa_finish (the group has completed, sc0 / sc1 read from the
+ * stage): release the stage, then relu * weight summed over heads
+ * (in-thread, then the quad's shfl_xor 1, 2: a fixed order, bitwise
+ * reproducible; every variant the same) times the key's scale, stored.
  * wt(j, e): the weight of this lane's column 8j + 2t + e. This thread's
  * offsets come folded in (fewer live registers in the loop): sc = the
  * stage's scales + row0, dst = its row + row0 + 8 half; it stores key key0
  * of dst if key0 < lim_ctx (the clean form: -inf if not, while key0 <
  * lim_max); a thread that stores nothing has both below any key0. */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
-                               uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
-                               uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
-                               int lim_ctx, int lim_max) {
+QG_DEVICE void qg_pmqa_issue(float (&acc)[QG_PMQA_ACC], uint64_t *full, uint32_t parity,
+                             uint32_t q_lo, uint32_t kv_lo) {
     qg_mbarrier_wait(full, parity);
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
@@ -280,9 +332,12 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
     qg_wgmma_commit();
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
-    /* the scales while the tensor core runs */
-    const float sc0 = sc[0], sc1 = sc[8];
-    qg_wgmma_wait0();
+}
+
+template <typename Weight>
+QG_DEVICE void qg_pmqa_finish(const float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *empty,
+                              float sc0, float sc1, int my_n, int my_half, int key0,
+                              qg_plogit_t *dst, int lim_ctx, int lim_max) {
     qg_mbarrier_arrive(empty);
 
     float v = 0.0f;
@@ -310,22 +365,199 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
 #endif
 }
 
+/* Both halves back to back (the organisations without QG_PMQA_PIPE). */
+template <typename Weight>
+QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
+                               uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
+                               uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
+                               int lim_ctx, int lim_max) {
+    qg_pmqa_issue(acc, full, parity, q_lo, kv_lo);
+    /* the scales while the tensor core runs */
+    const float sc0 = sc[0], sc1 = sc[8];
+    qg_wgmma_wait0();
+    qg_pmqa_finish(acc, wt, empty, sc0, sc1, my_n, my_half, key0, dst, lim_ctx, lim_max);
+}
+
+#if QG_PMQA_NSPLIT
+/* qg_pmqa_unit_at in two passes (QG_PMQA_NSPLIT): query n's 64 columns
+ * (q rows 64n .. 64n + 63, 64 D bytes each: whole swizzle atoms) into the
+ * 32 accumulators, reduced exactly as the one-pass form reduces its
+ * columns 64n .. 64n + 63; the stage is released after the second pass. */
+template <typename Weight>
+QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_t *full,
+                                     uint64_t *empty, uint32_t parity, const float *sc,
+                                     uint32_t q_lo, uint32_t kv_lo, int my_n, int my_half,
+                                     int key0, qg_plogit_t *dst, int lim_ctx, int lim_max) {
+    qg_mbarrier_wait(full, parity);
+    float sc0 = 0.0f, sc1 = 0.0f, v = 0.0f;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) qg_fence_operand(acc[i]);
+        qg_wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < QG_PMQA_D / 32; ++k)
+            qg_wgmma_m64n64k32_e4m3_ss(acc, (kv_lo + k * 2) | (1u << 16),
+                                       (q_lo + n * (64 * QG_PMQA_D >> 4) + k * 2) | (1u << 16),
+                                       QG_PMQA_DESC_HI, k);
+        qg_wgmma_commit();
+#pragma unroll
+        for (int i = 0; i < 32; ++i) qg_fence_operand(acc[i]);
+        if (n == 0) sc0 = sc[0], sc1 = sc[8]; /* the scales while the tensor core runs */
+        qg_wgmma_wait0();
+        if (n == 1) qg_mbarrier_arrive(empty);
+        float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            a0 = fmaf(fmaxf(acc[4 * j + 0], 0.0f), wt(8 * n + j, 0), a0);
+            a0 = fmaf(fmaxf(acc[4 * j + 1], 0.0f), wt(8 * n + j, 1), a0);
+            a1 = fmaf(fmaxf(acc[4 * j + 2], 0.0f), wt(8 * n + j, 0), a1);
+            a1 = fmaf(fmaxf(acc[4 * j + 3], 0.0f), wt(8 * n + j, 1), a1);
+        }
+        a0 += __shfl_xor_sync(0xffffffffu, a0, 1);
+        a1 += __shfl_xor_sync(0xffffffffu, a1, 1);
+        a0 += __shfl_xor_sync(0xffffffffu, a0, 2);
+        a1 += __shfl_xor_sync(0xffffffffu, a1, 2);
+        if (n == my_n) v = my_half ? a1 * sc1 : a0 * sc0;
+    }
+#if QG_PMQA_CLEAN
+    if (key0 < lim_max) qg_pmqa_store(dst + key0, key0 < lim_ctx ? v : -__int_as_float(0x7f800000));
+#else
+    (void)lim_max;
+    if (key0 < lim_ctx) qg_pmqa_store(dst + key0, v);
+#endif
+}
+#endif
+
 /* The same from the row `out`, row0 and the context length. */
 template <typename Weight>
-QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
+QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_UACC], const Weight &wt, uint64_t *full,
                             uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
                             uint32_t kv_lo, int row0, int my_n, int my_half, int key0, int my_ctx,
                             int max_context_len, qg_plogit_t *out) {
-    qg_pmqa_unit_at(acc, wt, full, empty, parity, sc + row0, q_lo, kv_lo, my_n, my_half, key0,
+#if QG_PMQA_NSPLIT
+#define QG_PMQA_UNIT_AT qg_pmqa_unit_split_at
+#else
+#define QG_PMQA_UNIT_AT qg_pmqa_unit_at
+#endif
+    QG_PMQA_UNIT_AT(acc, wt, full, empty, parity, sc + row0, q_lo, kv_lo, my_n, my_half, key0,
                     out + row0 + 8 * my_half,
                     my_half < 2 ? my_ctx - row0 - 8 * my_half : -0x7fffffff,
                     my_half < 2 ? max_context_len - row0 - 8 * my_half : -0x7fffffff);
 }
 
+#if QG_PMQA_PIPE
+/* The math warpgroups of QG_PMQA_PIPE 1: two accumulator sets a warpgroup.
+ * Inside a batch segment the warpgroup's units are k = kb + off, + 2, ...
+ * (CTA unit u = u_base + off + 2i: warpgroup u % 2, stage u % STAGES, the
+ * same numbering as the producer's); the wgmma of its next unit is issued
+ * before the epilogue of the current one (wgmma.wait_group 1), so the
+ * tensor core and the other warpgroup's work cover each epilogue and each
+ * kv wait. A segment drains (wait_group 0) before its q stage is released
+ * and the next segment's weights replace these. */
+QG_DEVICE void qg_pmqa_math_pipe(qg_pmqa_walk &wk, const float *smem_sc, uint64_t *q_full,
+                                 uint64_t *q_empty, uint64_t *kv_full, uint64_t *kv_empty,
+                                 const float *__restrict__ weights, int64_t ld_weights,
+                                 const int *__restrict__ context_lens,
+                                 qg_plogit_t *__restrict__ logits, int64_t ld_logits, int batch,
+                                 int max_context_len, uint32_t q_lo0, uint32_t kv_lo0, int wg,
+                                 int t, int row0, int my_n, int my_half) {
+    float acc_a[QG_PMQA_ACC], acc_b[QG_PMQA_ACC];
+    float w[QG_PMQA_N / 4] = {}; /* set at each segment */
+    const auto wt = [&](int j, int e) { return w[2 * j + e]; };
+    const float *sc_row = smem_sc + row0;
+    int u_base = 0, g = 0;
+    while (!wk.done()) {
+        const int b = wk.b, kb = wk.k;
+        const int ke = b == wk.end_b ? min(wk.end_k, wk.nb) : wk.nb; /* kb < ke */
+        /* weights of this lane's columns c = 8j + 2t + e: row b * NEXT_N +
+         * c / H, head c % H (their loads run under the q wait and the first
+         * wgmma) */
+#pragma unroll
+        for (int j = 0; j < QG_PMQA_N / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int c = 8 * j + 2 * t + e;
+                w[2 * j + e] = __ldg(weights + (int64_t)(b * QG_PMQA_NEXT_N + c / QG_PMQA_H) * ld_weights +
+                                     c % QG_PMQA_H);
+            }
+        const int my_ctx = qg_pmqa_ctx(context_lens, b, my_n, max_context_len);
+        const int lane_key = row0 + 8 * my_half;
+        const int lim_ctx = my_half < 2 ? my_ctx - lane_key : -0x7fffffff;
+        const int lim_max = my_half < 2 ? max_context_len - lane_key : -0x7fffffff;
+        qg_plogit_t *dst = logits + (int64_t)(b * QG_PMQA_NEXT_N + my_n) * ld_logits + lane_key;
+        const int qs = g & 1;
+        qg_mbarrier_wait(&q_full[qs], (g >> 1) & 1);
+        const uint32_t q_lo = q_lo0 + qs * (QG_PMQA_SMEM_Q >> 4);
+        const int off = (wg - u_base) & 1;
+        const int n = ke - kb > off ? (ke - kb - off + 1) / 2 : 0; /* this warpgroup's units */
+        const int k0 = kb + off, u0 = u_base + off;
+        /* unit i of the warpgroup into `acc`; returns its stage */
+        auto issue = [&](float (&acc)[QG_PMQA_ACC], int i) {
+            const int u = u0 + 2 * i, s = u % QG_PMQA_STAGES;
+            qg_pmqa_issue(acc, &kv_full[s], (u / QG_PMQA_STAGES) & 1, q_lo,
+                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4));
+            return s;
+        };
+        /* unit i (stage s) has completed in `acc` */
+        auto finish = [&](const float (&acc)[QG_PMQA_ACC], int s, int i, float sc0, float sc1) {
+            qg_pmqa_finish(acc, wt, &kv_empty[s], sc0, sc1, my_n, my_half,
+                           (k0 + 2 * i) * QG_PMQA_BLOCK, dst, lim_ctx, lim_max);
+        };
+        /* The issues are unconditional inside the loop (an accumulator set
+         * in flight on one path and not on another makes ptxas serialize
+         * the wgmmas: qg_mqa_logits.cuh); the last one or two units drain
+         * after it. The scales are read before the wait (under the wgmma). */
+        if (n > 0) {
+            int sa = issue(acc_a, 0), sb, i = 0;
+            for (; i + 2 < n; i += 2) {
+                sb = issue(acc_b, i + 1);
+                float s0 = sc_row[sa * QG_PMQA_BLOCK], s1 = sc_row[sa * QG_PMQA_BLOCK + 8];
+                qg_wgmma_wait1();
+#pragma unroll
+                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_a[r]);
+                finish(acc_a, sa, i, s0, s1);
+                sa = issue(acc_a, i + 2);
+                s0 = sc_row[sb * QG_PMQA_BLOCK], s1 = sc_row[sb * QG_PMQA_BLOCK + 8];
+                qg_wgmma_wait1();
+#pragma unroll
+                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_b[r]);
+                finish(acc_b, sb, i + 1, s0, s1);
+            }
+            if (i + 1 < n) {
+                sb = issue(acc_b, i + 1);
+                float s0 = sc_row[sa * QG_PMQA_BLOCK], s1 = sc_row[sa * QG_PMQA_BLOCK + 8];
+                qg_wgmma_wait1();
+#pragma unroll
+                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_a[r]);
+                finish(acc_a, sa, i, s0, s1);
+                s0 = sc_row[sb * QG_PMQA_BLOCK], s1 = sc_row[sb * QG_PMQA_BLOCK + 8];
+                qg_wgmma_wait0();
+#pragma unroll
+                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_b[r]);
+                finish(acc_b, sb, i + 1, s0, s1);
+            } else {
+                const float s0 = sc_row[sa * QG_PMQA_BLOCK], s1 = sc_row[sa * QG_PMQA_BLOCK + 8];
+                qg_wgmma_wait0();
+#pragma unroll
+                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_a[r]);
+                finish(acc_a, sa, i, s0, s1);
+            }
+        }
+        /* every wgmma that read q stage qs has completed */
+        qg_mbarrier_arrive(&q_empty[qs]);
+        ++g;
+        u_base += ke - kb;
+        wk.k = ke - 1; /* past the segment: the next one, or done */
+        wk.next(batch);
+    }
+}
+#endif
+
 /* tmap_q: u8 D x batch*N, box D x N; tmap_kv: u8 D x 64 x blocks (strides D,
  * block_stride), box D x 64 x 1; tmap_sc: f32 64 x blocks at cache + 64 D
  * (stride block_stride), box 64 x 1 (src/indexer_plan.h) */
-extern "C" __global__ void __launch_bounds__(QG_PMQA_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_PMQA_THREADS, QG_PMQA_CTAS)
 qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                            const __grid_constant__ qg_tensor_map tmap_kv,
                            const __grid_constant__ qg_tensor_map tmap_sc,
@@ -364,7 +596,17 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 
     /* one producer warp feeds the math warpgroups through one kv ring */
     const int wg = warp / 4, t = lane % 4;
+    /* QG_PMQA_PIPE: setmaxnreg inside each role's branch (the whole
+     * producer warpgroup, then each math warpgroup), so that ptxas allocates
+     * the math branch to its 232 (qg_mqa_logits.cuh does the same). SHARED4
+     * keeps it before the branches: ptxas then compiles every role to 96,
+     * and its clean warps do not spill under the producers' 24. */
+#if QG_PMQA_PIPE
+    if (warp >= QG_PMQA_PRODUCER_WARP) {
 #ifdef QG_PMQA_PRODUCER_REGS
+    qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
+#endif
+#elif defined(QG_PMQA_PRODUCER_REGS)
     if (warp >= QG_PMQA_PRODUCER_WARP) qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
     else qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
 #endif
@@ -374,6 +616,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         wk.init(schedule, context_lens, max_context_len, batch);
         int u = 0, g = 0, seg_b = -1, win_k = -1;
         int win = 0;
+#if QG_PMQA_BT_AHEAD
+        int win_next = 0; /* entries win_k + 32 .. + 63, loaded a window ahead */
+#endif
         while (!wk.done()) {
             if (wk.b != seg_b) { /* a new batch segment: its q */
                 seg_b = wk.b;
@@ -387,11 +632,31 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 }
                 ++g;
             }
+#if QG_PMQA_BT_AHEAD
+            /* the block table a window (32 entries) ahead of the TMA issue:
+             * its load latency stays off the kv ring's critical path except
+             * at a segment's start (inside a segment wk.k steps by 1, or 2
+             * with QG_PMQA_CTAS 2 from a start of the same parity, so it
+             * meets win_k + 32 exactly; anything else reloads) */
+            if (win_k < 0 || wk.k >= win_k + 32) {
+                const int *row = block_table + (int64_t)wk.b * block_table_ld;
+                if (win_k >= 0 && wk.k == win_k + 32) {
+                    win = win_next;
+                } else {
+                    const int kk = wk.k + lane;
+                    win = kk < wk.nb ? __ldg(row + kk) : 0;
+                }
+                win_k = wk.k;
+                const int kn = win_k + 32 + lane;
+                win_next = kn < wk.nb ? __ldg(row + kn) : 0;
+            }
+#else
             if (win_k < 0 || wk.k >= win_k + 32) { /* the next 32 block-table entries */
                 win_k = wk.k;
                 const int kk = win_k + lane;
                 win = kk < wk.nb ? __ldg(block_table + (int64_t)wk.b * block_table_ld + kk) : 0;
             }
+#endif
             const int phys = __shfl_sync(0xffffffffu, win, wk.k - win_k);
             const int s = u % QG_PMQA_STAGES;
             if (lane == 0) {
@@ -404,12 +669,24 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             ++u;
             wk.next(batch);
         }
+#if QG_PMQA_PIPE
+    } else {
+#else
     } else if (warp > QG_PMQA_PRODUCER_WARP) {
+#endif
 #if QG_PMQA_CLEAN
         qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
                            (int)threadIdx.x - (128 * QG_PMQA_MATH_WGS + 32), 96);
 #endif
+    }
+#if QG_PMQA_PIPE
     } else {
+#ifdef QG_PMQA_MATH_REGS
+        qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
+#endif
+#else
+    else {
+#endif
         /* ---- math warpgroups 0 .. QG_PMQA_MATH_WGS - 1 ---- */
         const int row0 = (warp % 4) * 16 + lane / 4; /* key row in the block; and row0 + 8 */
 #if QG_PMQA_NEXT_N == 2
@@ -421,8 +698,13 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         const uint32_t kv_lo0 = qg_smem_addr(smem_kv) >> 4;
         qg_pmqa_walk wk;
         wk.init(schedule, context_lens, max_context_len, batch);
+#if QG_PMQA_PIPE
+        qg_pmqa_math_pipe(wk, smem_sc, q_full, q_empty, kv_full, kv_empty, weights, ld_weights,
+                          context_lens, logits, ld_logits, batch, max_context_len, q_lo0, kv_lo0,
+                          wg, t, row0, my_n, my_half);
+#else
         int u = 0, g = -1, seg_b = -1;
-#if QG_PMQA_MATH_WGS == 4
+#if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
          * accumulators stay, the weights are read (L1 hits) where used, from
          * this lane's first column of the segment's row n: wrow[n] + 8j' + e */
@@ -434,7 +716,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         float w[QG_PMQA_N / 4] = {}; /* set at the first segment */
         const auto wt = [&](int j, int e) { return w[2 * j + e]; };
 #endif
-        float acc[QG_PMQA_ACC];
+        float acc[QG_PMQA_UACC];
         int my_ctx = 0;
         qg_plogit_t *out = logits;
         while (!wk.done()) {
@@ -444,7 +726,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 ++g;
                 /* weights of this lane's columns c = 8j + 2t + e: row
                  * b * NEXT_N + c / H, head c % H */
-#if QG_PMQA_MATH_WGS == 4
+#if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
 #pragma unroll
                 for (int n = 0; n < QG_PMQA_NEXT_N; ++n)
                     wrow[n] = weights + (int64_t)(seg_b * QG_PMQA_NEXT_N + n) * ld_weights + 2 * t;
@@ -474,6 +756,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             wk.next(batch);
         }
         if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
+#endif /* QG_PMQA_PIPE */
     }
     qg_launch_dependents();
 }

@@ -30,7 +30,9 @@
  *                                            value fails the call with a message naming it
  *   QGEMM_PMQA_VARIANT  (unset: shared2)     the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
- *                                            kv ring) or shared4 (4); another value fails
+ *                                            kv ring), shared4 (4), pipe2 (2, two
+ *                                            accumulator sets each) or dual2 (shared2 at
+ *                                            2 CTAs an SM); another value fails
  *                                            the call with a message naming it
  *   QGEMM_BMK_RADIX     2                    the radix of the reduced batch sum's tree
  *                                            (qg_bf16_gemm_batch_sum, einsum 'bmk,bnk->mn';
@@ -102,7 +104,7 @@ const qg_env_knob qg__env_knobs[] = {
      "(0/false/off/no: off; other values refused)", "off"},
     {"QGEMM_HC_MODE", "tf32_hc_prenorm_gemm's B rounding: inplace, rounder, split or trunc "
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
-    {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 or shared4",
+    {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, pipe2 or dual2",
      "shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},

@@ -133,6 +133,9 @@ typedef struct {
     int clean, logits_bf16;
     int stages;                /* the kv ring's stages */
     int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
+    int pipe;                  /* QG_PMQA_PIPE: 1 = two accumulator sets a math warpgroup */
+    int ctas;                  /* QG_PMQA_CTAS: CTAs per SM (grid_x = ctas * num_sms) */
+    int num_sms;               /* the schedule's ranges (one per SM) */
     int variant;               /* QG_PMQA_VARIANT_* */
     int grid_x, block_x;       /* logits kernel */
     size_t smem_bytes;
@@ -142,17 +145,28 @@ typedef struct {
 
 /* The organisations of the paged kernel (QGEMM_PMQA_VARIANT): 2 or 4 math
  * warpgroups fed by one producer warp through one kv ring (SHARED2: the
- * default). The split organisations (a producer warp and ring per math
- * warpgroup) hung on the H200 and were removed: git tag
- * exp/pmqa-split-2026-11-28. */
-enum { QG_PMQA_VARIANT_SHARED2 = 0, QG_PMQA_VARIANT_SHARED4 = 1, QG_PMQA_VARIANT_COUNT = 2 };
+ * default); PIPE2: SHARED2 with two accumulator sets a warpgroup (the next
+ * unit's wgmma issued before the current epilogue), as many kv stages as
+ * fit (<= 24) and the block table read a window ahead. DUAL2: SHARED2 at
+ * two CTAs per SM (each half of an SM: every other unit of the schedule's
+ * range, half the shared memory, <= 80 registers; N = next_n * H = 128 as
+ * two N = 64 wgmma passes a unit, QG_PMQA_NSPLIT). The split
+ * organisations (a producer warp and ring per math warpgroup) hung on the
+ * H200 and were removed: git tag exp/pmqa-split-2026-11-28. */
+enum {
+    QG_PMQA_VARIANT_SHARED2 = 0,
+    QG_PMQA_VARIANT_SHARED4 = 1,
+    QG_PMQA_VARIANT_PIPE2 = 2,
+    QG_PMQA_VARIANT_DUAL2 = 3,
+    QG_PMQA_VARIANT_COUNT = 4
+};
 #define QG_PMQA_VARIANT_DEFAULT QG_PMQA_VARIANT_SHARED2
 
 int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
                   int num_sms, qg_pmqa_plan *out, const char **why);
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
-/* The variant's name ("shared2", "shared4"), or NULL. */
+/* The variant's name ("shared2", "shared4", "pipe2", "dual2"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

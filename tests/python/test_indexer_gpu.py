@@ -121,7 +121,11 @@ def ref_paged(q8, kv_deq, weights, lens, block_table, max_len):
                                                   (8, 2, 64, 64, 2000), (128, 1, 32, 32, 90)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("clean", [False, True])
-def test_paged_mqa_logits_and_graph_replay(batch, next_n, h, d, avg, dtype, clean):
+@pytest.mark.parametrize("variant", [None, "pipe2", "dual2", "shared4"])
+def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg, dtype, clean,
+                                           variant):
+    """variant: QGEMM_PMQA_VARIANT (None: the default, shared2); every organisation
+    computes the same sums in the same order, so each also equals the default bitwise."""
     torch.manual_seed(batch * 7 + next_n + h + d)
     q8, cache, kv_deq, weights, bt, max_len, lens1 = paged_inputs(batch, next_n, h, d, avg)
     lens = draw_lens(lens1, next_n)
@@ -132,10 +136,18 @@ def test_paged_mqa_logits_and_graph_replay(batch, next_n, h, d, avg, dtype, clea
         return deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens_buf, bt, sched,
                                                   max_len, clean, dtype)
 
+    if variant is not None:
+        monkeypatch.delenv("QGEMM_PMQA_VARIANT", raising=False)
+        default = step(lens)
+        monkeypatch.setenv("QGEMM_PMQA_VARIANT", variant)
     logits = step(lens)
     ref, mask = ref_paged(q8, kv_deq, weights, lens, bt, max_len)
     assert logits.shape == (batch * next_n, max_len) and logits.dtype == dtype
     masked = logits.float().masked_fill(~mask, 0)
+    if variant is not None:
+        assert torch.equal(masked, default.float().masked_fill(~mask, 0))
+        if clean:
+            assert torch.equal(logits, default)
     for _ in range(20):
         assert torch.equal(step(lens).float().masked_fill(~mask, 0), masked)
     if clean:
