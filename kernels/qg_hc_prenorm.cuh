@@ -212,6 +212,14 @@ static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG
 #ifndef QG_HC_MATH_WGS
 #define QG_HC_MATH_WGS 1
 #endif
+/* Accumulator sets of a math warpgroup (modes 0, 1, 3): 1 = one set, the
+ * K blocks' wgmmas in one chain; 2 = one set per K-block parity (block j+1
+ * issued while block j runs); 4 = also alternating within a block. */
+#ifndef QG_HC_ACCS
+#define QG_HC_ACCS 1
+#endif
+static_assert(QG_HC_ACCS == 1 || ((QG_HC_ACCS == 2 || QG_HC_ACCS == 4) && QG_HC_MODE != 2),
+              "1 accumulator set, or 2 or 4 outside mode 2");
 static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpgroups");
 #define QG_HC_BLOCK_M (64 * QG_HC_MATH_WGS)
 #define QG_HC_MATH_THREADS (128 * QG_HC_MATH_WGS)
@@ -522,6 +530,101 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
         sq0 += sq1;
         sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
         sq1 = 0.0f;
+#elif QG_HC_ACCS > 1
+        /* ---- math warpgroup, several accumulator sets (QG_HC_ACCS 2 or 4) ----
+         * K block j's wgmmas accumulate into set (j & 1) (and with 4 sets,
+         * wgmma i of the block into set 2 (j & 1) + (i & 1)), so the tensor
+         * pipe always has independent chains: at N <= 32 one m64nNk8 wgmma
+         * is a few cycles of work against a much longer accumulate
+         * latency, and the one-set loop waits for all 8 of block j before
+         * it issues block j + 1. Here block j + 1 issues while block j
+         * runs: wait_group 1 at the top of iteration j + 1 only waits for
+         * block j - 1 (the last reader of frag[(j + 1) & 1] and of the
+         * sets block j + 1 writes), which also releases its stage. The
+         * sets are added in a fixed order at the end (bitwise reproducible). */
+        const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4; /* warp 4..7: rows 64.. */
+        const uint32_t a0 = qg_smem_addr(smem_a);
+        const uint32_t b_lo0 = qg_wgmma_desc_sw128_lo(smem_b);
+        constexpr int SETS_PER_BLOCK = QG_HC_ACCS / 2;
+        uint32_t frag[2][32];
+        float accs[QG_HC_ACCS][QG_HC_ACC];
+#pragma unroll
+        for (int q = 0; q < QG_HC_ACCS; ++q)
+#pragma unroll
+            for (int j = 0; j < QG_HC_ACC; ++j) {
+                accs[q][j] = 0.0f;
+                /* pinned here: a zero sunk into the loop would define a
+                 * set while the other set's wgmmas run (ptxas then
+                 * serializes every wgmma) */
+                qg_fence_operand(accs[q][j]);
+            }
+        int s = 0;
+        uint32_t phase = 0;
+        int prev_s = 0, prev2_s = 0;
+        for (int i = 0; i < kb_count; i += 2) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                if (i + h < kb_count) {
+                    /* K block i+h-2 done (i+h-1 may still run): frag[h] and
+                     * sets of parity h are free, its stage is released
+                     * (before waiting on full: with 2 stages, s is its stage). */
+                    qg_wgmma_wait1();
+                    if (i + h >= 2) qg_mbarrier_arrive(&empty[prev2_s]);
+                    qg_mbarrier_wait(&full[s], phase);
+#if QG_HC_MODE == 0
+                    { /* as in the one-set loop below */
+                        uint32_t *bw = (uint32_t *)(smem_b + s * QG_HC_SMEM_B);
+                        for (int e = (int)threadIdx.x; e < QG_HC_SMEM_B / 4; e += QG_HC_MATH_THREADS)
+                            bw[e] = qg_cvt_rna_tf32(__uint_as_float(bw[e]));
+                        qg_fence_proxy_async_shared();
+                        qg_named_barrier(1, QG_HC_MATH_THREADS);
+                    }
+#endif
+                    qg_hc_load_frag(frag[h], a0 + s * QG_HC_SMEM_A, row0, t, sq0, sq1);
+#pragma unroll
+                    for (int q = 0; q < SETS_PER_BLOCK; ++q)
+#pragma unroll
+                        for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(accs[h * SETS_PER_BLOCK + q][j]);
+                    qg_wgmma_fence();
+                    const uint32_t b_lo = b_lo0 + (s * QG_HC_SMEM_B >> 4);
+#pragma unroll
+                    for (uint32_t w = 0; w < 8; ++w) {
+                        const uint32_t desc = b_lo + ((w / 4) * QG_HC_SMEM_BHALF >> 4) + ((w % 4) * 32 >> 4);
+                        qg_wgmma_m64k8_tf32_rs(accs[h * SETS_PER_BLOCK + (w % SETS_PER_BLOCK)],
+                                               frag[h][4 * w], frag[h][4 * w + 1],
+                                               frag[h][4 * w + 2], frag[h][4 * w + 3], desc, 1);
+                    }
+                    qg_wgmma_commit();
+#pragma unroll
+                    for (int q = 0; q < SETS_PER_BLOCK; ++q)
+#pragma unroll
+                        for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(accs[h * SETS_PER_BLOCK + q][j]);
+                    prev2_s = prev_s;
+                    prev_s = s;
+                    if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
+                }
+            }
+        }
+        qg_wgmma_wait0();
+#pragma unroll
+        for (int q = 0; q < QG_HC_ACCS; ++q)
+#pragma unroll
+            for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(accs[q][j]);
+        if (kb_count > 1) qg_mbarrier_arrive(&empty[prev2_s]);
+        if (kb_count > 0) qg_mbarrier_arrive(&empty[prev_s]);
+        /* fixed order: (set 0 + set 1) [+ (set 2 + set 3)] */
+#pragma unroll
+        for (int j = 0; j < QG_HC_ACC; ++j) {
+#if QG_HC_ACCS == 4
+            acc[j] = (accs[0][j] + accs[1][j]) + (accs[2][j] + accs[3][j]);
+#else
+            acc[j] = accs[0][j] + accs[1][j];
+#endif
+        }
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 2);
 #else
         /* ---- math warpgroup ---- */
         const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4; /* warp 4..7: rows 64.. */

@@ -28,6 +28,11 @@
  *                                            (trunc: no rounding, fails DeepGEMM's 1e-8),
  *                                            optionally ":N" converter warps (1-3); another
  *                                            value fails the call with a message naming it
+ *   QGEMM_HC_VARIANT    (unset: default)     tf32_hc_prenorm_gemm's planner options (A/B
+ *                                            measurements): '+'-separated acc2 / acc4
+ *                                            (accumulator sets), fit (clusters that fit one
+ *                                            wave), w1 / w2 (math warpgroups); another token
+ *                                            fails the call with a message naming it
  *   QGEMM_PMQA_VARIANT  (unset: shared2)     the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring) or shared4 (4); another value fails
@@ -90,6 +95,8 @@ const qg_env_knob qg__env_knobs[] = {
      "(0/false/off/no: off; other values refused)", "off"},
     {"QGEMM_HC_MODE", "tf32_hc_prenorm_gemm's B rounding: inplace, rounder, split or trunc "
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
+    {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated acc2, acc4 "
+     "(accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups)", "(unset)"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 or shared4",
      "shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",

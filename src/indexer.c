@@ -60,8 +60,30 @@ typedef struct {
 /* HC: the plan for the call's m is made before the lookup (pure, cheap);
  * the key is its compile-time part. */
 typedef struct {
-    int n, k, num_splits, math_wgs, cluster, stages, mode, cvt_warps;
+    int n, k, num_splits, math_wgs, cluster, stages, mode, cvt_warps, accs;
 } hc_key;
+
+/* QGEMM_HC_VARIANT (src/env.c), A/B runs of the planner options: unset or
+ * empty -> the default plan; else '+'- or ','-separated tokens: acc2, acc4
+ * (accumulator sets), fit (clusters that fit one wave), w1, w2 (math
+ * warpgroups). Returns false for any other token. */
+static bool hc_env_variant(qg_hc_opts *o) {
+    memset(o, 0, sizeof *o);
+    const char *v = qg__env_string("QGEMM_HC_VARIANT");
+    if (!v) return true;
+    while (*v) {
+        size_t l = strcspn(v, "+,");
+        if (l == 4 && !strncmp(v, "acc2", 4)) o->accs = 2;
+        else if (l == 4 && !strncmp(v, "acc4", 4)) o->accs = 4;
+        else if (l == 3 && !strncmp(v, "fit", 3)) o->fit = 1;
+        else if (l == 2 && !strncmp(v, "w1", 2)) o->wgs = 1;
+        else if (l == 2 && !strncmp(v, "w2", 2)) o->wgs = 2;
+        else if (l > 0) return false;
+        v += l;
+        if (*v) ++v;
+    }
+    return true;
+}
 
 /* QGEMM_HC_MODE (src/env.c): unset -> mode -1 (the planner's default);
  * "inplace" / "rounder" / "split" / "trunc", optionally ":1".."3" converter
@@ -604,7 +626,12 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
         return BAD("%s: QGEMM_HC_MODE='%.64s' is not inplace, rounder, split or trunc (rounder and "
                    "split optionally :1, :2 or :3 converter warps)",
                    fn, qg__env_string("QGEMM_HC_MODE"));
-    if (qg__hc_plan_variant(a->m, a->n, a->k, splits, sms_of(ctx), 0, mode, cvt_warps, plan, &why))
+    qg_hc_opts opts;
+    if (!hc_env_variant(&opts))
+        return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of acc2, acc4, fit, "
+                   "w1, w2",
+                   fn, qg__env_string("QGEMM_HC_VARIANT"));
+    if (qg__hc_plan_opts(a->m, a->n, a->k, splits, sms_of(ctx), mode, cvt_warps, &opts, plan, &why))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",
                         fn, a->m, a->n, a->k, splits, why);
     memset(key, 0, sizeof *key);
@@ -616,6 +643,7 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
     key->stages = plan->stages;
     key->mode = plan->mode;
     key->cvt_warps = plan->cvt_warps;
+    key->accs = plan->accs;
     if (!pointers || a->m == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 8, "d"},
                               {a->sqr_sum, 4, "sqr_sum"}};

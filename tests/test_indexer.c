@@ -236,6 +236,36 @@ TEST(indexer_validation) {
         }
         unsetenv("QGEMM_HC_MODE");
     }
+    { /* QGEMM_HC_VARIANT: token lists pass the checks (acc sets with split
+       * fail as unsupported); any other token fails the call, naming it */
+        qg_hc_prenorm_args h = good_hc();
+        static const char *const good[] = {"", "acc2", "acc4", "fit", "w1", "w2", "acc2+fit",
+                                           "acc4,fit,w2"};
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
+            setenv("QGEMM_HC_VARIANT", good[i], 1);
+            qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_HC_VARIANT=%s: %s (%s)", good[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *const bad[] = {"acc3", "fast", "acc2+", "fit+w3", "acc22"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            setenv("QGEMM_HC_VARIANT", bad[i], 1);
+            qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+            /* "acc2+" is acc2 and an empty token: accepted */
+            const bool want_ok = !strcmp(bad[i], "acc2+");
+            CHECK(want_ok ? s == QG_ERROR_NO_DEVICE
+                          : s == INV && strstr(qg_last_error(), "QGEMM_HC_VARIANT") &&
+                                strstr(qg_last_error(), bad[i]),
+                  "QGEMM_HC_VARIANT=%s: %s (%s)", bad[i], qg_status_string(s), qg_last_error());
+        }
+        setenv("QGEMM_HC_VARIANT", "acc2", 1);
+        setenv("QGEMM_HC_MODE", "split", 1);
+        qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+        CHECK(s == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "split"),
+              "acc2 with split: %s (%s)", qg_status_string(s), qg_last_error());
+        unsetenv("QGEMM_HC_MODE");
+        unsetenv("QGEMM_HC_VARIANT");
+    }
     { /* QGEMM_PMQA_VARIANT: the two names pass the checks; any other value
        * (the removed split4 / split2 too) fails the logits call (not the
        * schedule's), naming the variable and the value */
@@ -453,6 +483,29 @@ TEST(hc_compile_every_mode) {
         }
     }
     unsetenv("QGEMM_HC_MODE");
+    /* the planner options (QGEMM_HC_VARIANT) with the TF32 modes */
+    static const char *const variants[][2] = {{"rounder", "acc2"},       {"rounder", "acc4"},
+                                              {"rounder:2", "acc4+fit"}, {"trunc", "acc4"},
+                                              {"inplace", "acc2"},       {"rounder", "fit"},
+                                              {"rounder", "acc4+fit+w2"}};
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        setenv("QGEMM_HC_MODE", variants[vi][0], 1);
+        setenv("QGEMM_HC_VARIANT", variants[vi][1], 1);
+        for (size_t i = 0; i < sizeof HC / sizeof HC[0]; ++i) {
+            qg_hc_prenorm_args h = good_hc();
+            h.m = HC[i][0], h.n = HC[i][1], h.k = HC[i][2], h.num_splits = HC[i][3];
+            h.lda = h.k, h.ldb = h.k, h.ldd = h.n;
+            qg_kernel_info info;
+            memset(&info, 0, sizeof info);
+            qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_HC_PRENORM, &h, &info);
+            char what[112];
+            snprintf(what, sizeof what, "hc %s/%s %dx%dx%d splits %d", variants[vi][0],
+                     variants[vi][1], h.m, h.n, h.k, h.num_splits);
+            qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
+        }
+    }
+    unsetenv("QGEMM_HC_MODE");
+    unsetenv("QGEMM_HC_VARIANT");
     printf("    %d HC mode variants, %d failures\n", sw.checked, sw.failures);
     CHECK(sw.failures == 0, "%d variants failed", sw.failures);
     qgtk_compile_sweep_close(&sw);
@@ -539,16 +592,29 @@ TEST(gpu_hc_prenorm) {
     gpu_ctx_push(ctx);
     static const qgtk_hc_case cases[] = {{1, 24, 7168, 1},  {13, 32, 1024, 16}, {77, 16, 64, 1},
                                          {300, 8, 640, 3},  {1025, 24, 4096, 1}, {129, 32, 2048, 4},
-                                         {512, 24, 28672, 0}};
+                                         {512, 24, 28672, 0}, {4096, 24, 2048, 1}};
     int failures = 0;
     /* every rounding scheme that meets DeepGEMM's criterion (QGEMM_HC_MODE;
      * unset = the default), each case held to the TF32-rounded reference */
-    static const char *const modes[] = {NULL, "inplace", "rounder:2", "split", "split:2"};
+    /* and the planner options (QGEMM_HC_VARIANT, "mode/variant") */
+    static const char *const modes[] = {NULL,           "inplace",        "rounder:2",
+                                        "split",        "split:2",        "rounder/acc2",
+                                        "rounder/acc4", "rounder:2/acc4+fit", "inplace/acc4",
+                                        "rounder/fit",  "rounder/acc2+fit+w2"};
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
-        if (modes[mi])
-            setenv("QGEMM_HC_MODE", modes[mi], 1);
-        else
+        unsetenv("QGEMM_HC_VARIANT");
+        if (modes[mi]) {
+            char mode[32];
+            snprintf(mode, sizeof mode, "%s", modes[mi]);
+            char *slash = strchr(mode, '/');
+            if (slash) {
+                *slash = '\0';
+                setenv("QGEMM_HC_VARIANT", slash + 1, 1);
+            }
+            setenv("QGEMM_HC_MODE", mode, 1);
+        } else {
             unsetenv("QGEMM_HC_MODE");
+        }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             const qgtk_hc_case *c = &cases[i];
             const qgtk_case_opts opts = {.seed = 52 + i};
@@ -561,6 +627,7 @@ TEST(gpu_hc_prenorm) {
         }
     }
     unsetenv("QGEMM_HC_MODE");
+    unsetenv("QGEMM_HC_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d HC cases failed", failures);
