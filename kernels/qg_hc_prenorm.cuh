@@ -218,6 +218,11 @@ static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG
 #ifndef QG_HC_ACCS
 #define QG_HC_ACCS 1
 #endif
+/* CTAs an SM that the registers must allow (the planner's 2 for a grid of
+ * several waves of one-warpgroup CTAs, each with half the shared memory) */
+#ifndef QG_HC_MIN_CTAS
+#define QG_HC_MIN_CTAS 1
+#endif
 static_assert(QG_HC_ACCS == 1 || ((QG_HC_ACCS == 2 || QG_HC_ACCS == 4) && QG_HC_MODE != 2),
               "1 accumulator set, or 2 or 4 outside mode 2");
 static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpgroups");
@@ -372,7 +377,7 @@ QG_DEVICE void qg_hc_sqr_chunk(uint32_t row_addr, uint32_t sw, uint32_t hf, floa
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, QG_HC_MIN_CTAS)
 qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x block_m, SW128 */
                      const __grid_constant__ qg_tensor_map tmap_b, /* fp32 K x N, box 32 x N, SW128 */
                      float *__restrict__ d, int64_t ldd, int64_t d_split_ld,

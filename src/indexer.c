@@ -60,7 +60,7 @@ typedef struct {
 /* HC: the plan for the call's m is made before the lookup (pure, cheap);
  * the key is its compile-time part. */
 typedef struct {
-    int n, k, num_splits, math_wgs, cluster, stages, mode, cvt_warps, accs;
+    int n, k, num_splits, math_wgs, cluster, stages, mode, cvt_warps, accs, min_ctas;
 } hc_key;
 
 /* QGEMM_HC_VARIANT (src/env.c), A/B runs of the planner options: unset or
@@ -644,6 +644,7 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
     key->mode = plan->mode;
     key->cvt_warps = plan->cvt_warps;
     key->accs = plan->accs;
+    key->min_ctas = plan->min_ctas;
     if (!pointers || a->m == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 8, "d"},
                               {a->sqr_sum, 4, "sqr_sum"}};

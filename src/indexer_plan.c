@@ -98,7 +98,18 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
      * waves -> two CTAs per SM, so one's prologue and tail hide behind the
      * other's stream. Never more than a CTA's K blocks. */
     const int per_cta = (per_split + cluster - 1) / cluster;
-    const size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
+    /* With fit, the two CTAs an SM are made real: two math warpgroups (320+
+     * threads at ~126 registers) never fit twice in 64K registers, so such a
+     * CTA takes the whole shared memory instead of half of it and idling the
+     * rest; one warpgroup asks ptxas for two CTAs' registers (min_ctas 2). */
+    int min_ctas = 1;
+    size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
+    if (opts->fit && ctas > num_sms) {
+        if (wgs == 2)
+            budget = QG_IDX_SMEM_MAX;
+        else
+            min_ctas = 2;
+    }
     int stages = 16;
     if (stages > per_cta) stages = per_cta > 2 ? per_cta : 2;
     while (stages > 2 && hc_smem(n, wgs, stages, cluster, mode) > budget) --stages;
@@ -115,6 +126,7 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     out->mode = mode;
     out->cvt_warps = cvt_warps;
     out->accs = accs;
+    out->min_ctas = min_ctas;
     out->grid_x = (int)ctas;
     out->block_x = 128 * wgs + 32 * (1 + cvt_warps);
     out->smem_bytes = hc_smem(n, wgs, stages, cluster, mode);
@@ -134,8 +146,10 @@ int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *ou
 int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
     /* QG_HC_ACCS only where it is not 1: the default kernels' sources (and
      * so their cache keys) stay as they were */
-    char accs[32] = "";
-    if (p->accs > 1) snprintf(accs, sizeof accs, "#define QG_HC_ACCS %d\n", p->accs);
+    char accs[96] = "";
+    if (p->accs > 1 || p->min_ctas > 1)
+        snprintf(accs, sizeof accs, "#define QG_HC_ACCS %d\n#define QG_HC_MIN_CTAS %d\n",
+                 p->accs > 1 ? p->accs : 1, p->min_ctas > 1 ? p->min_ctas : 1);
     const int len = snprintf(buf, cap,
                              "// qgemm hc prenorm: N %d, K %d, splits %d, %d math wgs, cluster %d, "
                              "%d stages, mode %d, %d converter warps\n"

@@ -487,7 +487,8 @@ TEST(hc_compile_every_mode) {
     static const char *const variants[][2] = {{"rounder", "acc2"},       {"rounder", "acc4"},
                                               {"rounder:2", "acc4+fit"}, {"trunc", "acc4"},
                                               {"inplace", "acc2"},       {"rounder", "fit"},
-                                              {"rounder", "acc4+fit+w2"}};
+                                              {"rounder", "acc4+fit+w2"}, {"rounder", "acc4+fit+w1"},
+                                              {"trunc", "fit+w1"}};
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         setenv("QGEMM_HC_MODE", variants[vi][0], 1);
         setenv("QGEMM_HC_VARIANT", variants[vi][1], 1);
@@ -592,7 +593,8 @@ TEST(gpu_hc_prenorm) {
     gpu_ctx_push(ctx);
     static const qgtk_hc_case cases[] = {{1, 24, 7168, 1},  {13, 32, 1024, 16}, {77, 16, 64, 1},
                                          {300, 8, 640, 3},  {1025, 24, 4096, 1}, {129, 32, 2048, 4},
-                                         {512, 24, 28672, 0}, {4096, 24, 2048, 1}};
+                                         {512, 24, 28672, 0}, {4096, 24, 2048, 1},
+                                         {200, 16, 8192, 64}};
     int failures = 0;
     /* every rounding scheme that meets DeepGEMM's criterion (QGEMM_HC_MODE;
      * unset = the default), each case held to the TF32-rounded reference */
@@ -600,7 +602,8 @@ TEST(gpu_hc_prenorm) {
     static const char *const modes[] = {NULL,           "inplace",        "rounder:2",
                                         "split",        "split:2",        "rounder/acc2",
                                         "rounder/acc4", "rounder:2/acc4+fit", "inplace/acc4",
-                                        "rounder/fit",  "rounder/acc2+fit+w2"};
+                                        "rounder/fit",  "rounder/acc2+fit+w2",
+                                        "rounder/acc4+fit+w1"};
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
         unsetenv("QGEMM_HC_VARIANT");
         if (modes[mi]) {
