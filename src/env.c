@@ -33,6 +33,10 @@
  *                                            (accumulator sets), fit (clusters that fit one
  *                                            wave), w1 / w2 (math warpgroups); another token
  *                                            fails the call with a message naming it
+ *   QGEMM_MQA_VARIANT   (unset: pipe)        fp8_mqa_logits' organisation (A/B measurements):
+ *                                            pipe (2 math warpgroups, two accumulator sets),
+ *                                            lockstep2, lockstep4 (DeepGEMM's four); another
+ *                                            value fails the call with a message naming it
  *   QGEMM_PMQA_VARIANT  (unset: shared2)     the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring) or shared4 (4); another value fails
@@ -97,6 +101,7 @@ const qg_env_knob qg__env_knobs[] = {
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
     {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated acc2, acc4 "
      "(accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups)", "(unset)"},
+    {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe, lockstep2 or lockstep4", "pipe"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 or shared4",
      "shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
