@@ -214,7 +214,8 @@ static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG
 #endif
 /* Accumulator sets of a math warpgroup (modes 0, 1, 3): 1 = one set, the
  * K blocks' wgmmas in one chain; 2 = one set per K-block parity (block j+1
- * issued while block j runs); 4 = also alternating within a block. */
+ * issued while block j runs); 4 / 8 = also 2 / 4 sets alternating within a
+ * block (8: the planner gives it one math warpgroup only, for registers). */
 #ifndef QG_HC_ACCS
 #define QG_HC_ACCS 1
 #endif
@@ -223,8 +224,9 @@ static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG
 #ifndef QG_HC_MIN_CTAS
 #define QG_HC_MIN_CTAS 1
 #endif
-static_assert(QG_HC_ACCS == 1 || ((QG_HC_ACCS == 2 || QG_HC_ACCS == 4) && QG_HC_MODE != 2),
-              "1 accumulator set, or 2 or 4 outside mode 2");
+static_assert(QG_HC_ACCS == 1 ||
+                  ((QG_HC_ACCS == 2 || QG_HC_ACCS == 4 || QG_HC_ACCS == 8) && QG_HC_MODE != 2),
+              "1 accumulator set, or 2, 4 or 8 outside mode 2");
 static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpgroups");
 #define QG_HC_BLOCK_M (64 * QG_HC_MATH_WGS)
 #define QG_HC_MATH_THREADS (128 * QG_HC_MATH_WGS)
@@ -299,6 +301,17 @@ QG_DEVICE void qg_hc_issue(float (&acc)[QG_HC_ACC], const uint32_t (&f)[32], uin
                                i == 0 ? scale_first : 1);
     }
 }
+
+#if QG_HC_ACCS > 1
+/* accumulator sets q < W += sets q + W (the several-set loop's final sum) */
+template <int W>
+QG_DEVICE void qg_hc_fold(float (&a)[QG_HC_ACCS][QG_HC_ACC]) {
+#pragma unroll
+    for (int q = 0; q < W; ++q)
+#pragma unroll
+        for (int j = 0; j < QG_HC_ACC; ++j) a[q][j] += a[q + W][j];
+}
+#endif
 
 #if QG_HC_MODE == 1
 /* Converter lane g (of 32 * CVT_WARPS) rounds 16-byte chunks g, g + G, ...
@@ -536,9 +549,10 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
         sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
         sq1 = 0.0f;
 #elif QG_HC_ACCS > 1
-        /* ---- math warpgroup, several accumulator sets (QG_HC_ACCS 2 or 4) ----
-         * K block j's wgmmas accumulate into set (j & 1) (and with 4 sets,
-         * wgmma i of the block into set 2 (j & 1) + (i & 1)), so the tensor
+        /* ---- math warpgroup, several accumulator sets (QG_HC_ACCS 2, 4, 8) ----
+         * K block j's wgmmas accumulate into set (j & 1) (and with P =
+         * ACCS / 2 > 1 sets a block, wgmma i of the block into set
+         * P (j & 1) + i % P), so the tensor
          * pipe always has independent chains: at N <= 32 one m64nNk8 wgmma
          * is a few cycles of work against a much longer accumulate
          * latency, and the one-set loop waits for all 8 of block j before
@@ -617,15 +631,17 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
             for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(accs[q][j]);
         if (kb_count > 1) qg_mbarrier_arrive(&empty[prev2_s]);
         if (kb_count > 0) qg_mbarrier_arrive(&empty[prev_s]);
-        /* fixed order: (set 0 + set 1) [+ (set 2 + set 3)] */
-#pragma unroll
-        for (int j = 0; j < QG_HC_ACC; ++j) {
-#if QG_HC_ACCS == 4
-            acc[j] = (accs[0][j] + accs[1][j]) + (accs[2][j] + accs[3][j]);
-#else
-            acc[j] = accs[0][j] + accs[1][j];
+        /* a fixed pairwise tree: set q += set q + W, W = ACCS / 2 .. 1
+         * (constant widths: a loop over W left accs in local memory) */
+#if QG_HC_ACCS >= 8
+        qg_hc_fold<4>(accs);
 #endif
-        }
+#if QG_HC_ACCS >= 4
+        qg_hc_fold<2>(accs);
+#endif
+        qg_hc_fold<1>(accs);
+#pragma unroll
+        for (int j = 0; j < QG_HC_ACC; ++j) acc[j] = accs[0][j];
         sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
         sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
         sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);

@@ -29,8 +29,8 @@
  *                                            optionally ":N" converter warps (1-3); another
  *                                            value fails the call with a message naming it
  *   QGEMM_HC_VARIANT    (unset: default)     tf32_hc_prenorm_gemm's planner options (A/B
- *                                            measurements): '+'-separated acc2 / acc4
- *                                            (accumulator sets), fit (clusters that fit one
+ *                                            measurements): '+'-separated acc2 / acc4 /
+ *                                            acc8 (accumulator sets), fit (clusters that fit one
  *                                            wave), w1 / w2 (math warpgroups); another token
  *                                            fails the call with a message naming it
  *   QGEMM_MQA_VARIANT   (unset: pipe)        fp8_mqa_logits' organisation (A/B measurements):
@@ -99,8 +99,8 @@ const qg_env_knob qg__env_knobs[] = {
      "(0/false/off/no: off; other values refused)", "off"},
     {"QGEMM_HC_MODE", "tf32_hc_prenorm_gemm's B rounding: inplace, rounder, split or trunc "
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
-    {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated acc2, acc4 "
-     "(accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups)", "(unset)"},
+    {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated acc2, acc4, "
+     "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups)", "(unset)"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe, lockstep2 or lockstep4", "pipe"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 or shared4",
      "shared2"},

@@ -86,9 +86,10 @@ typedef struct {
 } hc_key;
 
 /* QGEMM_HC_VARIANT (src/env.c), A/B runs of the planner options: unset or
- * empty -> the default plan; else '+'- or ','-separated tokens: acc2, acc4
- * (accumulator sets), fit (clusters that fit one wave), w1, w2 (math
- * warpgroups). Returns false for any other token. */
+ * empty -> the default plan; else '+'- or ','-separated tokens: acc2, acc4,
+ * acc8 (accumulator sets; 8 with one math warpgroup, else 4), fit (clusters
+ * that fit one wave), w1, w2 (math warpgroups). Returns false for any other
+ * token. */
 static bool hc_env_variant(qg_hc_opts *o) {
     memset(o, 0, sizeof *o);
     const char *v = qg__env_string("QGEMM_HC_VARIANT");
@@ -97,6 +98,7 @@ static bool hc_env_variant(qg_hc_opts *o) {
         size_t l = strcspn(v, "+,");
         if (l == 4 && !strncmp(v, "acc2", 4)) o->accs = 2;
         else if (l == 4 && !strncmp(v, "acc4", 4)) o->accs = 4;
+        else if (l == 4 && !strncmp(v, "acc8", 4)) o->accs = 8;
         else if (l == 3 && !strncmp(v, "fit", 3)) o->fit = 1;
         else if (l == 2 && !strncmp(v, "w1", 2)) o->wgs = 1;
         else if (l == 2 && !strncmp(v, "w2", 2)) o->wgs = 2;
@@ -655,8 +657,8 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
                    fn, qg__env_string("QGEMM_HC_MODE"));
     qg_hc_opts opts;
     if (!hc_env_variant(&opts))
-        return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of acc2, acc4, fit, "
-                   "w1, w2",
+        return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of acc2, acc4, acc8, "
+                   "fit, w1, w2",
                    fn, qg__env_string("QGEMM_HC_VARIANT"));
     if (qg__hc_plan_opts(a->m, a->n, a->k, splits, sms_of(ctx), mode, cvt_warps, &opts, plan, &why))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",

@@ -69,8 +69,9 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     const int has_cvt = mode == QG_HC_MODE_ROUNDER || mode == QG_HC_MODE_SPLIT;
     if (cvt_warps < 0 || cvt_warps > 3) return fail(why, "converter warps must be 0 (default) to 3");
     cvt_warps = has_cvt ? (cvt_warps ? cvt_warps : 1) : 0;
-    const int accs = opts->accs ? opts->accs : 1;
-    if (accs != 1 && accs != 2 && accs != 4) return fail(why, "accumulator sets must be 1, 2 or 4");
+    int accs = opts->accs ? opts->accs : 1;
+    if (accs != 1 && accs != 2 && accs != 4 && accs != 8)
+        return fail(why, "accumulator sets must be 1, 2, 4 or 8");
     if (accs > 1 && mode == QG_HC_MODE_SPLIT)
         return fail(why, "several accumulator sets need a TF32 mode (inplace, rounder or trunc), not split");
     const int nkb = k / 64, per_split = nkb / num_splits;
@@ -86,6 +87,9 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
         const long c1 = b1 * hc_cluster(b1, per_split, num_sms, 1);
         if (c2 < num_sms && c1 <= num_sms && c1 > c2) wgs = 1;
     }
+    /* 8 sets (96-128 registers beside the 64 of the A fragments) fit one
+     * math warpgroup's threads only; two get 4 */
+    if (accs == 8 && wgs == 2) accs = 4;
     const int block_m = 64 * wgs;
     const int m_blocks = m > 0 ? (m + block_m - 1) / block_m : 1;
     const long base = (long)m_blocks * num_splits;
@@ -101,14 +105,21 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     /* With fit, the two CTAs an SM are made real: two math warpgroups (320+
      * threads at ~126 registers) never fit twice in 64K registers, so such a
      * CTA takes the whole shared memory instead of half of it and idling the
-     * rest; one warpgroup asks ptxas for two CTAs' registers (min_ctas 2). */
+     * rest; one warpgroup asks ptxas for two CTAs' registers (min_ctas 2)
+     * where its sets leave room, else takes the whole shared memory too. */
     int min_ctas = 1;
     size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
     if (opts->fit && ctas > num_sms) {
-        if (wgs == 2)
-            budget = QG_IDX_SMEM_MAX;
-        else
+        /* registers of two CTAs an SM against an estimate of the kernel's:
+         * 64 A-fragment words, the sets, ~46 more (ptxas, 2026-11-28: acc4
+         * N 32 154, N 24 140; acc1 ~126; capped at 144, acc4 N 24 had its
+         * wgmmas serialized) */
+        const int threads = 128 * wgs + 32 * (1 + cvt_warps);
+        const int regs_two = (65536 / (2 * threads)) & ~7;
+        if (wgs == 1 && 64 + accs * n / 2 + 46 <= regs_two)
             min_ctas = 2;
+        else
+            budget = QG_IDX_SMEM_MAX;
     }
     int stages = 16;
     if (stages > per_cta) stages = per_cta > 2 ? per_cta : 2;

@@ -53,7 +53,7 @@ typedef struct {
     int stages;
     int mode;                  /* QG_HC_MODE_*: how B is rounded to TF32 (qg_hc_prenorm.cuh) */
     int cvt_warps;             /* converter warps (modes rounder and split), else 0 */
-    int accs;                  /* accumulator sets a math warpgroup: 1, 2 or 4 (QG_HC_ACCS) */
+    int accs;                  /* accumulator sets a math warpgroup: 1, 2, 4 or 8 (QG_HC_ACCS) */
     int min_ctas;              /* CTAs an SM the registers must allow (QG_HC_MIN_CTAS) */
     int grid_x, block_x;       /* grid (grid_x, 1, 1), cluster (cluster, 1, 1) */
     size_t smem_bytes;         /* dynamic shared memory (cuFuncSetAttribute) */
@@ -61,7 +61,8 @@ typedef struct {
 
 /* Planner options beyond the rounding mode (QGEMM_HC_VARIANT, A/B runs;
  * all zero = the default plan):
- *   accs  0 or 1 = one accumulator set; 2 or 4 sets (modes other than split)
+ *   accs  0 or 1 = one accumulator set; 2, 4 or 8 sets (modes other than
+ *         split; 8 with one math warpgroup, else 4)
  *   fit   1 = clusters only where they fit one wave (GPCs of 14-18 SMs leave
  *         SMs out of clusters of 4 and 8), one math warpgroup where two
  *         would leave SMs idle, and for grids of several waves either the
