@@ -49,6 +49,11 @@
  *                      diff ~1.4e-7 > 1e-8 against torch's TF32 reference);
  *                      for timing comparisons only, never planned by default
  *   QG_HC_CVT_WARPS  converter warps (modes 1 and 2; 0 otherwise)
+ *   QG_HC_ACCS       accumulator sets a math warpgroup (modes 0, 1, 3; default
+ *                    1, the planner's unless QGEMM_HC_VARIANT asks): 2, 4, 8
+ *                    keep several wgmma chains in flight (the math loop's
+ *                    comment below)
+ *   QG_HC_MIN_CTAS   __launch_bounds__' CTAs an SM (default 1)
  *   QG_HC_SMEM_BYTES the host's shared-memory plan (checked below)
  * M arrives at run time; grid.x = C * ceil(M / block_m) * S (cluster dims C x 1 x 1),
  * 128 * QG_HC_MATH_WGS + 32 * (1 + QG_HC_CVT_WARPS) threads: the math
