@@ -39,6 +39,9 @@ that device (through qg_context_create_offline + qg_select_config), the
 measured DeepGEMM / qgemm kineto ratio of 2026-11-28 on the H200 where known.
 --table-h100 FILE / --compare FILE: write / check qgemm's choices (every shape,
 both devices) to prove that a planner change leaves a device's table alone.
+--grouped-mcb: qgemm's choices with QGEMM_FP8_GROUPED_MCB=1 (the heuristic may
+pick B multicast in the contiguous, masked and psum kinds; the library reads
+the variable per call, so setting it in the environment does the same).
 """
 from __future__ import annotations
 
@@ -321,10 +324,15 @@ def main() -> int:
     ap.add_argument("--all", action="store_true",
                     help="print the training kinds and the grid too (qgemm only past the test "
                          "shapes)")
+    ap.add_argument("--grouped-mcb", action="store_true",
+                    help="set QGEMM_FP8_GROUPED_MCB=1: the heuristic may pick B multicast in the "
+                         "m-grouped kinds")
     ap.add_argument("--compare", metavar="FILE",
                     help="a --dump of another tree: print old -> new per row, and exit 1 if any "
                          "H100 choice differs")
     args = ap.parse_args()
+    if args.grouped_mcb:
+        os.environ["QGEMM_FP8_GROUPED_MCB"] = "1"
     if args.dump:
         with open(args.dump, "w") as f:
             json.dump({d: table(d, args.lib) for d in sorted(DEVICES)}, f, indent=1, sort_keys=True)

@@ -310,6 +310,16 @@ def table_specs(align: int, seed: int) -> List[Dict[str, Any]]:
     for g, mm in DG_MASKED:
         for n, k in DG_GROUPED_NK:
             add(masked_psum_spec(g, mm, n, k, DG_MASKED_MAX_M, align, seed))
+    # issue 52 (set "issue52", after the rows above): the grouped rows of
+    # /work/shared/peers/measured-2026-11-28-h200/grouped.txt that DeepGEMM's lists lack, where
+    # it runs 128x192 with B multicast (bench/dg_heuristic.py): masked 1 x 1024 rows exactly
+    # (max_m = expected_m = 1024), masked 4 x ~256, contiguous 32 x ~256
+    for n, k in DG_GROUPED_NK:
+        one = masked_spec(1, 1024, n, k, 1024, seed, "issue52")
+        one.update(ms=[1024], expected_m=1024, valid_m=1024)
+        add(one)
+        add(masked_spec(4, 256, n, k, DG_MASKED_MAX_M, seed, "issue52"))
+        add(contiguous_spec(32, 256, n, k, align, seed, "issue52"))
     return specs
 
 

@@ -602,6 +602,8 @@ def main() -> int:
                    help="every kind: also time qgemm with NAME=VALUE set around each call (a per-call "
                         "env knob, e.g. QGEMM_HC_VARIANT=acc4+fit or QGEMM_MQA_VARIANT=lockstep4), in the "
                         "columns --old-plan uses")
+    p.add_argument("--where", default="", help="keep only the rows whose fields match every field=value pair, "
+                   "'|'-separated (e.g. 'expr=fp8 bhr,hdr->bhd'); values compared as text")
     args = p.parse_args()
     global OLD_PLAN, ALT_ENV
     if args.old_plan:
@@ -631,6 +633,12 @@ def main() -> int:
     random.seed(0)
     kinds = [k for k in args.kinds.split(",") if k]
     cases = [c for c in bf16_cases(gen, torch) + family_cases() if c["kind"] in kinds]
+    if args.where:
+        pairs = [w.split("=", 1) for w in args.where.split("|") if w]
+        bad = [w for w in pairs if len(w) != 2]
+        if bad:
+            p.error(f"--where: expected field=value pairs separated by '|', got {args.where!r}")
+        cases = [c for c in cases if all(str(c.get(k)) == v for k, v in pairs)]
     if args.max_rows:  # evenly spread over each kind's list (its first and last kept)
         kept = []
         for kind in kinds:

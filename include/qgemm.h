@@ -193,8 +193,10 @@ typedef enum {
     QG_GEMM_GROUPED_PSUM = 3,       /* contiguous rows, group_ends per group (since 0.4.0) */
     QG_GEMM_WGRAD = 4,              /* weight gradient: A and B scaled per 1x128, FP32 D,
                                        optionally D = C + A B^T (since 0.4.0) */
-    QG_GEMM_K_GROUPED = 5           /* the experts' weight gradients, groups splitting K:
+    QG_GEMM_K_GROUPED = 5,          /* the experts' weight gradients, groups splitting K:
                                        D[g] = (C[g] +) A_g B_g^T, FP32 (since 0.4.0) */
+    QG_GEMM_FP8_BATCHED = 6         /* G independent GEMMs in one launch, any batch strides:
+                                       qg_batched_fp8_gemm_nt (since 0.6.0) */
 } qg_gemm_kind;
 
 /* How the two CTAs of a cluster share operand tiles (qg_config.multicast). */
@@ -213,6 +215,7 @@ typedef enum {
  *  wgrad:      m = M, num_groups = 1, accumulate = 1 for D = C + A B^T
  *  k-grouped:  m = M, k = the sum of the groups' K, num_groups = G, accumulate
  *              as wgrad (the heuristic takes k / G as a group's K)
+ *  batched:    m = M (rows of every batch), num_groups = G (1..4096)
  */
 typedef struct {
     qg_gemm_kind kind;
@@ -406,6 +409,33 @@ QG_API qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args,
 QG_API qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
                                                      const qg_config *cfg,
                                                      struct CUstream_st *stream);
+
+/**
+ * Batched FP8 GEMM in one launch (DeepGEMM's fp8_bmm, recipe (1, 128, 128)):
+ * for every batch g < args->num_groups (1..4096), bf16
+ * D_g = (A_g*SFA_g) (B_g*SFB_g)^T, each batch as the dense GEMM (m, n, k
+ * common; lda, ldb, ldd the row strides of every batch), where A_g starts
+ * batch_stride_a elements (bytes) after A_{g-1}, B_g batch_stride_b
+ * elements after B_{g-1} and D_g batch_stride_d elements (2 bytes each)
+ * after D_{g-1}; sfa [G][ceil(k/128)][sfa_ld] and sfb [G][ceil(n/128)]
+ * [ceil(k/128)] packed, as the masked layout's (qg_gemm_args). The batch
+ * strides are any values >= 0 whose bytes are multiples of 16 (< 2^40
+ * bytes): e.g. DeepGEMM's einsum 'bhr,hdr->bhd' as H batches of
+ * x [B][H][R] (batch stride R, lda H * R), y [H][D][R] (batch stride D * R,
+ * ldb R) and z [B][H][D] (batch stride D, ldd H * D): no copy of x or z.
+ * Only the m x n elements of each D_g are written (the columns between
+ * batches of an interleaved D are left untouched); batches of D must not
+ * overlap one another (not checked); D may overlap no input (refused).
+ * m_indices, masked_m, group_ends, c and ks must be NULL, expected_m 0.
+ * k must be a positive multiple of 16, as the dense GEMM's; m = 0 returns
+ * at once. A forced `cfg` has the masked layout's tiles; multicast A only
+ * (a pair shares its m-block and batch), no split-K. Since 0.6.0.
+ * @return as qg_fp8_gemm_nt.
+ */
+QG_API qg_status qg_batched_fp8_gemm_nt(qg_context *ctx, const qg_gemm_args *args,
+                                        int64_t batch_stride_a, int64_t batch_stride_b,
+                                        int64_t batch_stride_d, const qg_config *cfg,
+                                        struct CUstream_st *stream);
 
 /*
  * FP8 output (since 0.6.0): the same GEMMs (dense, contiguous, psum, masked)

@@ -9,6 +9,17 @@
  *                      4 k-grouped (qg_scheduler.cuh; 4: QG_SFB_COLS, no
  *                      multicast, and the groups' A and B maps, K blocks and D
  *                      slices in the kgroups parameter, qg_kgroups)
+ *                      5 batched (since 0.6.0): G independent GEMMs of
+ *                      shape_m x N, one launch (DeepGEMM's fp8_bmm, the
+ *                      einsum 'bhr,hdr->bhd'): A, B and D are rank-3 maps
+ *                      with the batch as the third coordinate (any batch
+ *                      strides, so A_h may be the column slice x[:, h, :]),
+ *                      SFA per batch as the masked kind's ([G][K/128][sfa_ld]),
+ *                      SFB as the grouped kinds' ([G][N/128][K/128]); the
+ *                      maps' M extent is shape_m, so loads past a batch's
+ *                      rows read zeros and TMA stores clip there: no tile
+ *                      reaches the next batch. bf16 D only, no split-K, no
+ *                      B multicast (a pair shares its m-block and batch)
  *   QG_SFB_COLS        1: the weight-gradient ("1D1D") mode: B is scaled per
  *                      column per 128 of K like A per row (SFB [K/128][sfb_ld],
  *                      N-major), each stage brings its block_n scales by TMA
@@ -41,7 +52,8 @@
  *   QG_SHAPE_N/K       problem N and K (baked in); M arrives at run time
  *   QG_NUM_GROUPS      G (1 for dense)
  *   QG_BLOCK_M/N       tile; QG_NUM_STAGES pipeline depth
- *   QG_MULTICAST       0 none, 1 A, 2 B; QG_CLUSTER 1 or 2
+ *   QG_MULTICAST       0 none, 1 A, 2 B (dense: pairs along M; contiguous,
+ *                      masked, psum: per tile, QG_PAIR_TILES); QG_CLUSTER 1 or 2
  *   QG_SPLIT_K         1, or 2 (dense, no multicast): the QG_CLUSTER = 2 CTAs
  *                      of a cluster share one tile, each summing half of K;
  *                      CTA 1 sends its FP32 sums to CTA 0 through distributed
@@ -72,7 +84,9 @@
  * completes when the stage's TMA bytes have landed (one producer arrival +
  * transaction bytes); empty[s] completes when
  * every math warp of every CTA of the cluster has finished reading stage s
- * (multicast writes into both CTAs, so both must have released it). The
+ * (multicast writes into both CTAs, so both must have released it; the two
+ * CTAs run the same number of tiles of the same K blocks, in the grouped
+ * kinds' B multicast by dummy tiles: QG_PAIR_TILES). The
  * producer's first wait on empty[s] uses parity 1, which passes on a fresh
  * barrier.
  *
@@ -153,6 +167,21 @@
 #define QG_FP8_SPLIT 1
 #endif
 
+/* B multicast in the contiguous, masked and psum kinds: a pair's two m-blocks
+ * come from device data (masked_m, group ends, m_indices), so whether the
+ * pair shares its B tile is decided per tile, and a CTA without work beside
+ * its peer's tile runs a dummy tile (qg_scheduler.cuh QG_PAIR_TILES, as the
+ * BF16 kernel's). A dummy tile (rows 0) loads nothing (its producer arrives
+ * on each stage without bytes), its math warps wait for and release every
+ * stage (both CTAs' empty barriers count both CTAs' releases of each use of a
+ * stage), its SFB is not copied and its epilogue is skipped. Every other
+ * variant compiles as before (QG_PAIR_TILES 0). */
+#if QG_MULTICAST == 2 && (QG_KIND == 1 || QG_KIND == 2 || QG_KIND == 3)
+#define QG_PAIR_TILES 1
+#else
+#define QG_PAIR_TILES 0
+#endif
+
 #include "qg_ptx.cuh"
 #include "qg_scheduler.cuh"
 
@@ -231,7 +260,7 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 #define QG_EPI_ROWS (QG_EPI_PER_WG ? QG_WG_ROWS : QG_BLOCK_M)
 #define QG_EPI_THREADS (QG_EPI_PER_WG ? 128 : QG_NUM_MATH_THREADS)
 /* masked, and psum's 256-row tiles: m64 tiles past a group's end are skipped */
-#define QG_SKIP_ROWS (QG_KIND == 2 || (QG_KIND == 3 && QG_BLOCK_M == 256))
+#define QG_SKIP_ROWS (QG_KIND == 2 || QG_KIND == 5 || (QG_KIND == 3 && QG_BLOCK_M == 256))
 #define QG_OUT (QG_BLOCK_N / 2)                         /* FP32 sums per thread per m64 tile */
 /* A warpgroup's share of a K block is QG_UNITS WGMMA units of m64 x
  * QG_WGMMA_N: its m64 tiles times the QG_N_PARTS parts of block_n. The units
@@ -367,6 +396,8 @@ static_assert(!QG_SFB_COLS || ((QG_KIND == 0 || QG_KIND == 4) && QG_SPLIT_K == 1
               "1D1D mode: dense or k-grouped scheduler, no split-K, one-set loop, block_m <= 128");
 static_assert(QG_KIND != 4 || (QG_SFB_COLS && QG_D_F32 && QG_MULTICAST == 0),
               "k-grouped: 1D1D mode, FP32 D, no multicast");
+static_assert(QG_KIND != 5 || (!QG_SFB_COLS && !QG_D_FP8 && QG_SPLIT_K == 1 && QG_MULTICAST != 2),
+              "batched: 1D2D, bf16 D, no split-K, no B multicast");
 static_assert((!QG_D_F32 || QG_SFB_COLS) && (!QG_D_REDUCE || QG_D_F32),
               "FP32 D: 1D1D mode; reduce-add: FP32 D");
 /* FP8 D: each tile row covers whole 128-column scale groups, so a group's
@@ -398,8 +429,8 @@ static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAS
  * the tile's first row, or under B multicast the first row of the CTA's half,
  * which it multicasts to both CTAs of its pair. */
 QG_DEVICE int qg_b_load_row(const qg_tile &t, uint32_t rank) {
-#if QG_KIND == 4
-    (void)rank; /* each group's B has its own map */
+#if QG_KIND == 4 || QG_KIND == 5
+    (void)rank; /* 4: each group's B has its own map; 5: the batch is B's third coordinate */
     return t.n_block * QG_BLOCK_N;
 #elif QG_MULTICAST == 2
     return t.group * QG_SHAPE_N + t.n_block * QG_BLOCK_N + (int)rank * QG_B_LOAD_ROWS;
@@ -783,8 +814,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const uint32_t rank = QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0;
             while (qg_scheduler_next(sched, tile)) {
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
+#if QG_PAIR_TILES
+                /* (a tile that does not multicast loads B whole from its first row) */
+                const int b_row = qg_b_load_row(tile, tile.b_multicast ? rank : 0);
+#else
                 const int b_row = qg_b_load_row(tile, rank);
-                int sfa_row = QG_KIND == 2 ? tile.group * QG_NUM_K_BLOCKS : 0;
+#endif
+                int sfa_row = QG_KIND == 2 || QG_KIND == 5 ? tile.group * QG_NUM_K_BLOCKS : 0;
 #if QG_KIND == 4
                 /* the group's own A and B, its K blocks of the shared scales */
                 const qg_tensor_map *map_a = &kgroups.a[tile.group], *map_b = &kgroups.b[tile.group];
@@ -805,9 +841,29 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     qg_pin(load_end);
                 for (int kb = kb_begin; kb < (int)load_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
+#if QG_PAIR_TILES
+                    /* a dummy tile: the stage completes on the arrival alone
+                     * (the peer's tile does not multicast into it:
+                     * b_multicast needs both tiles real) */
+                    if (tile.rows == 0) {
+                        qg_mbarrier_arrive(&full[s]);
+                        continue;
+                    }
+#endif
                     qg_mbarrier_arrive_expect_tx(&full[s], QG_STAGE_TX_BYTES);
                     unsigned char *a_dst = smem_a + s * QG_SMEM_A;
                     unsigned char *b_dst = smem_b + s * QG_SMEM_B;
+#if QG_KIND == 5
+                    /* batched: A and B rank 3, the batch the third coordinate */
+#if QG_MULTICAST == 1
+                    qg_tma_load_3d_multicast(a_dst + rank * QG_A_LOAD_ROWS * QG_BLOCK_K, map_a,
+                                             &full[s], kb * QG_BLOCK_K,
+                                             a_row + rank * QG_A_LOAD_ROWS, tile.group, 0x3);
+#else
+                    qg_tma_load_3d(a_dst, map_a, &full[s], kb * QG_BLOCK_K, a_row, tile.group);
+#endif
+                    qg_tma_load_3d(b_dst, map_b, &full[s], kb * QG_BLOCK_K, b_row, tile.group);
+#else
 #if QG_MULTICAST == 1
                     qg_tma_load_2d_multicast(a_dst + rank * QG_A_LOAD_ROWS * QG_BLOCK_K, map_a,
                                              &full[s], kb * QG_BLOCK_K,
@@ -815,12 +871,27 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #else
                     qg_tma_load_2d(a_dst, map_a, &full[s], kb * QG_BLOCK_K, a_row);
 #endif
-#if QG_MULTICAST == 2
+#if QG_MULTICAST == 2 && QG_PAIR_TILES
+                    /* per tile: this CTA's half of B into both CTAs, or both
+                     * halves into this one (b_row: the tile's first row
+                     * then; the map's box is half a tile; the stage's bytes
+                     * are the same either way) */
+                    if (tile.b_multicast) {
+                        qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, map_b,
+                                                 &full[s], kb * QG_BLOCK_K, b_row, 0x3);
+                    } else {
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+                            qg_tma_load_2d(b_dst + h * QG_B_LOAD_ROWS * QG_BLOCK_K, map_b, &full[s],
+                                           kb * QG_BLOCK_K, b_row + h * QG_B_LOAD_ROWS);
+                    }
+#elif QG_MULTICAST == 2
                     qg_tma_load_2d_multicast(b_dst + rank * QG_B_LOAD_ROWS * QG_BLOCK_K, map_b,
                                              &full[s], kb * QG_BLOCK_K, b_row, 0x3);
 #else
                     qg_tma_load_2d(b_dst, map_b, &full[s], kb * QG_BLOCK_K, b_row);
 #endif
+#endif /* QG_KIND == 5 */
                     qg_tma_load_2d(smem_sfa + s * QG_BLOCK_M, &tmap_sfa, &full[s], tile.m_begin,
                                    sfa_row + kb);
 #if QG_SFB_COLS
@@ -841,7 +912,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             do {
                 more = qg_scheduler_next(sched, tile);
                 qg_mbarrier_wait(&sfb_empty[b], b_phase ^ 1);
+#if QG_PAIR_TILES
+                /* (a dummy tile's scales are never read) */
+                if (more && tile.rows > 0) qg_sfb_copy(smem_sfb + b * QG_SFB_BUF_FLOATS, sfb, tile, lane);
+#else
                 if (more && !QG_SFB_COLS) qg_sfb_copy(smem_sfb + b * QG_SFB_BUF_FLOATS, sfb, tile, lane);
+#endif
                 if (lane == 0) qg_st_shared_s32x4(tile_slots + b * 16, more ? qg_tile_pack(tile) : qg_tile_end());
                 qg_mbarrier_arrive(&sfb_full[b]);
                 b ^= 1;
@@ -1066,7 +1142,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * and the other kinds, which rarely have such tiles, compute
              * every row of a tile, as before. */
             const int wg_rows = QG_SKIP_ROWS ? qg_tile_rows(tile_head) - (int)wg * QG_WG_ROWS : QG_WG_ROWS;
+            /* (QG_PAIR_TILES: a dummy tile, rows 0, is passed through by
+             * every warpgroup the same way, in every kind) */
+#if QG_PAIR_TILES
+            if ((QG_SKIP_ROWS && wg_rows <= 0) || qg_tile_rows(tile_head) == 0) {
+#else
             if (QG_SKIP_ROWS && wg_rows <= 0) {
+#endif
                 for (int kb = kb_begin; kb < tile_kb_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&full[s], phase);
                     qg_release_stage(empty, s, lane);
@@ -1086,6 +1168,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             const int d_n_begin = tile.n_block * QG_D_COLS; /* the tile's first column of D */
             qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
             ++tile_iter;
+#if QG_PAIR_TILES
+            if (tile.rows == 0) continue; /* a dummy tile stores nothing */
+#endif
 
 #if QG_SPLIT_K > 1
             /* ---- split-K: the partners' sums into CTA 0 (slots: qg_red_index) */
@@ -1387,7 +1472,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #endif
             /* the masked and psum layouts' last tile of a group: a warpgroup
              * whose rows are all in the group still stores by TMA */
-            if (!tail_n && (tile.tma_store || tile.rows >= epi_row0 + QG_EPI_ROWS)) {
+            /* (batched: always by TMA, the rank-3 map clipping rows past
+             * shape_m; the predicated stores below know no batch stride) */
+            if (!tail_n && (QG_KIND == 5 || tile.tma_store || tile.rows >= epi_row0 + QG_EPI_ROWS)) {
                 if (epi_thread == 0 && epi_row0 < tile.rows) {
                     for (int i = 0; i < QG_D_COLS / QG_STORE_COLS &&
                                     d_n_begin + i * QG_STORE_COLS < QG_OUT_N; ++i) {
@@ -1402,6 +1489,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         else
                             qg_tma_store_3d(&tmap_d, chunk, d_n_begin + i * QG_STORE_COLS, d_row,
                                             d_group);
+#elif QG_KIND == 5
+                        /* the batch's rank-3 D: rows past shape_m are clipped */
+                        qg_tma_store_3d(&tmap_d, chunk, d_n_begin + i * QG_STORE_COLS, d_row,
+                                        tile.group);
 #else
                         if (QG_D_REDUCE)
                             qg_tma_reduce_add_2d(&tmap_d, chunk, d_n_begin + i * QG_STORE_COLS, d_row);

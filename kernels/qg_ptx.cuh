@@ -613,4 +613,17 @@ QG_DEVICE void qg_tma_load_3d(void *dst, const qg_tensor_map *map, uint64_t *bar
                  "r"(c1), "r"(c2) : "memory");
 }
 
+/* The rank-3 form of qg_tma_load_2d_multicast (PTX ISA 9.7.9.25,
+ * cp.async.bulk.tensor, .multicast::cluster): the box lands at the same
+ * shared offset of every CTA in cta_mask, each CTA's barrier at bar's offset
+ * receiving the bytes (the FP8 batched GEMM's A, the batch the third
+ * coordinate). */
+QG_DEVICE void qg_tma_load_3d_multicast(void *dst, const qg_tensor_map *map, uint64_t *bar,
+                                        int32_t c0, int32_t c1, int32_t c2, uint16_t cta_mask) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;"
+                 ::"r"(qg_smem_addr(dst)), "l"((uint64_t)map), "r"(qg_smem_addr(bar)), "r"(c0),
+                 "r"(c1), "r"(c2), "h"(cta_mask) : "memory");
+}
+
 #endif /* QG_PTX_CUH */

@@ -14,8 +14,9 @@
  * sizes and block counts are even when multicast is on), except under
  * QG_PAIR_TILES (below).
  *
- * QG_PAIR_TILES (the BF16 kernel's B multicast in the contiguous, masked and
- * psum kinds; 0 by default, so no other kernel's text changes): pairs along
+ * QG_PAIR_TILES (the BF16 and FP8 kernels' B multicast in the contiguous,
+ * masked and psum kinds; 0 by default, so no other variant's text changes):
+ * pairs along
  * M whose two m-blocks come from device data (masked_m, group ends,
  * m_indices), so neither the host nor the kernel can align them. The two
  * CTAs of a cluster must still run the same number of tiles of the same
@@ -71,9 +72,10 @@
  *                 qg_kgroups) has the same M x N tiles; the linear index runs
  *                 group after group. t.group is the launch's group slot (its
  *                 tensor maps, K blocks and D slice are the kernel's).
- *   5 batched     (the BF16 kernel's) G = run_groups independent GEMMs of
- *                 shape_m x N tiles each, walked as the k-grouped kind: the
- *                 linear index runs batch after batch.
+ *   5 batched     (the BF16 kernel's, and the FP8 kernel's since 0.6.0) G =
+ *                 run_groups independent GEMMs of shape_m x N tiles each,
+ *                 walked as the k-grouped kind: the linear index runs batch
+ *                 after batch.
  *   6 batch sums  (the BF16 kernel's) as 5, a group being a split of the
  *                 batches (its D slice sums them).
  * The producer's TMA lane and its SFB warp run identical schedulers, so they

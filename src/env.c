@@ -59,6 +59,11 @@
  *                                            another value fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
+ *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
+ *                                            in the contiguous, masked and psum kinds
+ *                                            (bf16 D; issue 52): a flag; unset, on for
+ *                                            HBM3e-class devices (H200: timed there), off
+ *                                            on the H100 (not timed there)
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
  *                                            when NVRTC is loaded (src/nvrtc.c)
@@ -113,6 +118,8 @@ const qg_env_knob qg__env_knobs[] = {
      "atomic"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
+    {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
+     "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

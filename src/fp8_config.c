@@ -21,8 +21,10 @@
  *   256-row tiles store only their group's rows);
  *   the weight gradient: wgrad_tile.
  *   multicast A: the pair shares an m-block, so the n-block count and the
- *   swizzle group must be even; multicast B (dense and weight gradient):
- *   the m-block count and the swizzle group must be even.
+ *   swizzle group must be even; multicast B, dense and weight gradient:
+ *   the m-block count and the swizzle group must be even; contiguous,
+ *   masked, psum (bf16 D): any count, the kernel pairs tiles per tile
+ *   (kernels/qg_scheduler.cuh QG_PAIR_TILES).
  * The shared-memory formula mirrors QG_SMEM_TOTAL in kernels/qg_fp8_gemm.cuh
  * (the kernel static_asserts that the two agree).
  */
@@ -189,19 +191,54 @@ static int default_swizzle(const qg_problem *p, qg_multicast mc) {
                                                                               : QG_DEFAULT_SWIZZLE;
 }
 
-/* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
- * tiles along N (even n-block count), B along M (the dense scheduler only:
- * grouped pairs could straddle groups; even m-block count; each CTA loads
- * block_n / 2 rows of B, whose 128-byte-swizzled half must start 1024-byte
- * aligned: block_n a multiple of 16); both need an even swizzle group so that
- * no pair straddles a group boundary. */
-static bool b_pairs(qg_gemm_kind kind, int bn) {
-    return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD) && bn % 16 == 0;
+/* The m-grouped layouts, whose B multicast pairs tiles per tile: a pair's
+ * two m-blocks come from device data (masked_m, group ends, m_indices), so
+ * the kernel multicasts B where both tiles are real tiles of one group and
+ * n-block, loads B whole in each CTA elsewhere, and runs a dummy tile beside
+ * a peer's tile where a CTA has none (kernels/qg_scheduler.cuh
+ * QG_PAIR_TILES); any m-block count and swizzle group will do. */
+static bool b_pairs_per_tile(qg_gemm_kind kind) {
+    return kind == QG_GEMM_GROUPED_CONTIGUOUS || kind == QG_GEMM_GROUPED_MASKED ||
+           kind == QG_GEMM_GROUPED_PSUM;
 }
+
+/* Whether the scheduler can pair the two CTAs of a cluster for `mc`: A pairs
+ * tiles along N (even n-block count), B along M (dense and weight gradient:
+ * an even m-block count; the m-grouped layouts per tile, b_pairs_per_tile;
+ * each CTA loads block_n / 2 rows of B, whose 128-byte-swizzled half must
+ * start 1024-byte aligned: block_n a multiple of 16); the fixed pairs need
+ * an even swizzle group so that no pair straddles a group boundary. */
+static bool b_pairs(qg_gemm_kind kind, int bn) {
+    return (kind == QG_GEMM_DENSE || kind == QG_GEMM_WGRAD || b_pairs_per_tile(kind)) &&
+           bn % 16 == 0;
+}
+/*
+ * Whether the heuristic may pick B multicast in the m-grouped layouts
+ * (QGEMM_FP8_GROUPED_MCB, a flag read per call; unset: on for HBM3e-class
+ * devices, dram_gbps >= QG_HBM3E_MIN_GBPS, where it was timed, off on the
+ * H100, where it was not: issue 52). On the H200 (2026-11-28,
+ * bench/results/2026-11-28-h200-26-t1 grouped-mcb0/1, kineto) it lifted the
+ * worst contiguous row 0.952 -> 0.991 of DeepGEMM (8 x 4096, 6144x7168), the
+ * worst psum row 0.910 -> 0.973, masked 1 x 1024 6144x7168 0.961 -> 0.972,
+ * the 36 grouped rows' geomean unchanged (1.009). DeepGEMM runs 128x192 with B shared along M
+ * on nearly every contiguous and masked test row (bench/dg_heuristic.py):
+ * a CTA then pulls 128 + 96 operand rows a K block through L2 instead of
+ * 128 + 192 (none) or 64 + 192 (A), and at ~1,435 TFLOPS the unshared tile
+ * is L2-bound (masked 1 x 1024 rows, 6144x7168: 0.72 of DeepGEMM as 128x192
+ * none). bf16 D only (forced configurations refuse e4m3 / SwiGLU D).
+ */
+#define QG_HBM3E_MIN_GBPS 4500 /* an H200's 4,800; an H100 SXM's 3,352 */
+bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8) {
+    if (!b_pairs_per_tile(kind) || d_fp8) return false;
+    return qg__env_string("QGEMM_FP8_GROUPED_MCB") ? qg__env_flag("QGEMM_FP8_GROUPED_MCB")
+                                                   : props->dram_gbps >= QG_HBM3E_MIN_GBPS;
+}
+
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
     if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
     if (mc == QG_MULTICAST_B)
-        return b_pairs(p->kind, bn) && ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0;
+        return b_pairs(p->kind, bn) &&
+               (b_pairs_per_tile(p->kind) || (ceil_div(p->m, bm) % 2 == 0 && swizzle % 2 == 0));
     return true;
 }
 
@@ -271,11 +308,11 @@ static int sfb_floats(const qg_problem *p, int bn) {
 
 qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if (!p) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: problem is NULL", fn);
-    if (p->kind < QG_GEMM_DENSE || p->kind > QG_GEMM_K_GROUPED)
+    if (p->kind < QG_GEMM_DENSE || p->kind > QG_GEMM_FP8_BATCHED)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: problem->kind must be QG_GEMM_DENSE (0), _GROUPED_CONTIGUOUS (1), "
-                        "_GROUPED_MASKED (2), _GROUPED_PSUM (3), _WGRAD (4) or _K_GROUPED (5), "
-                        "got %d", fn, (int)p->kind);
+                        "_GROUPED_MASKED (2), _GROUPED_PSUM (3), _WGRAD (4), _K_GROUPED (5) or "
+                        "_FP8_BATCHED (6), got %d", fn, (int)p->kind);
     if (p->accumulate != 0 && (!qg__one_d(p->kind) || p->accumulate != 1))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: problem->accumulate must be 0%s, got %d", fn,
@@ -303,7 +340,8 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     if (p->num_groups < 1 || p->num_groups > 4096)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: num_groups must be in [1, 4096], got %d", fn,
                         p->num_groups);
-    const bool group_rows = p->kind == QG_GEMM_GROUPED_MASKED || p->kind == QG_GEMM_K_GROUPED;
+    const bool group_rows = p->kind == QG_GEMM_GROUPED_MASKED || p->kind == QG_GEMM_K_GROUPED ||
+                            p->kind == QG_GEMM_FP8_BATCHED;
     if ((long long)p->num_groups * p->n > (1ll << 31) - 1 ||
         (group_rows && (long long)p->num_groups * p->m > (1ll << 31) - 1))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: num_groups * rows exceeds 2^31 - 1", fn);
@@ -321,8 +359,27 @@ qg_status qg__check_problem(const qg_problem *p, const char *fn) {
     return QG_SUCCESS;
 }
 
+/* The batched FP8 GEMM (QG_GEMM_FP8_BATCHED) is planned and selected as
+ * the masked layout with every group full (expected_m = m): the kernel's
+ * batched mode (QG_KIND 5) has the masked kind's tiles, shared memory,
+ * SFA / SFB layouts and pair rule (multicast A: pairs along N inside one
+ * group; never B), only its operands' maps are rank 3. bf16 D only. */
+static bool batched_view(const qg_problem *p, int d_fp8, qg_problem *q, qg_status *st) {
+    if (p->kind != QG_GEMM_FP8_BATCHED) return false;
+    *st = d_fp8 ? qg__fail(QG_ERROR_INTERNAL, "config: FP8 D %d for kind %d", d_fp8, (int)p->kind)
+                : QG_SUCCESS;
+    *q = *p;
+    q->kind = QG_GEMM_GROUPED_MASKED;
+    q->expected_m = p->m;
+    return true;
+}
+
 qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_fp8,
                        const qg_config *cfg, qg_kernel_plan *out) {
+    qg_problem batched;
+    qg_status batched_st;
+    if (batched_view(p, d_fp8, &batched, &batched_st))
+        return batched_st ? batched_st : qg__plan_out(props, &batched, d_fp8, cfg, out);
     const int bm = cfg->block_m, bn = cfg->block_n;
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
     if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES)) ||
@@ -419,18 +476,23 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             p->n, bn, num_n_blocks(p, bn), swizzle);
         break;
     case QG_MULTICAST_B:
-        if (p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_WGRAD)
+        /* (the k-grouped kind was refused above: its pairs could hold tiles
+         * of two groups' maps) */
+        if (b_pairs_per_tile(p->kind) && d_fp8)
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: multicast B is for dense and weight-gradient GEMMs (grouped "
-                            "tiles of a pair may belong to different groups)");
+                            "config: multicast B in the contiguous, masked and psum kinds is for "
+                            "bf16 D (its per-tile pairs are not built for the %s epilogue yet), "
+                            "got %s D", swiglu ? "SwiGLU" : "e4m3",
+                            swiglu ? "SwiGLU" : "e4m3");
         if (!b_pairs(p->kind, bn))
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: multicast B splits B's block_n rows between the pair at a "
                             "1024-byte boundary: needs block_n a multiple of 16, got %d", bn);
         if (!multicast_pairs(p, bm, bn, swizzle, QG_MULTICAST_B))
             return qg__fail(QG_ERROR_UNSUPPORTED,
-                            "config: multicast B pairs tiles along M: needs an even number of "
-                            "m-blocks (M %d / block_m %d gives %d) and an even swizzle group (%d)",
+                            "config: multicast B pairs tiles along M in %s GEMMs: needs an even "
+                            "number of m-blocks (M %d / block_m %d gives %d) and an even swizzle "
+                            "group (%d)", p->kind == QG_GEMM_DENSE ? "dense" : "weight-gradient",
                             p->m, bm, ceil_div(p->m, bm), swizzle);
         break;
     default:
@@ -693,6 +755,18 @@ static double tile_efficiency(qg_gemm_kind kind, int bm, int bn, qg_multicast mc
     return e * (a ? 1.0 : b ? (bm == 256 ? 0.70 : 0.80) : 0.98);
 }
 
+/* Its rating (QGEMM_FP8_GROUPED_MCB): 128x192 with B above every tile the
+ * m-grouped kinds rate now (128x192 A 1.12 masked, 256x128 A 1.13 in the
+ * walked layouts' tall groups), so that it takes the rows where DeepGEMM
+ * takes it and saves waves x area or ties; the other tiles with B just
+ * below the same tile with A (not measured: B shares half as much of a tile
+ * whose block_n is below block_m). A guess to be replaced by the H200's
+ * numbers. */
+static double grouped_b_efficiency(qg_gemm_kind kind, int bm, int bn) {
+    if (bm == 128 && bn == 192) return 1.14;
+    return 0.99 * tile_efficiency(kind, bm, bn, QG_MULTICAST_A);
+}
+
 /*
  * The walked layouts' (masked, psum) groups of ~1024 rows and more: 256x128
  * with A multicast, which skips the m64 tiles past a group's end
@@ -862,7 +936,6 @@ static double stream_us(const qg_device_props *props, const qg_problem *p, int b
  * other masked test row (bench/dg_heuristic.py). The H100 keeps the fill:
  * its masked rows were tuned with it and these rows were not timed there.
  */
-#define QG_HBM3E_MIN_GBPS 4500
 static bool masked_whole_waves(const qg_device_props *props, const qg_problem *p) {
     return p->kind == QG_GEMM_GROUPED_MASKED && props->dram_gbps >= QG_HBM3E_MIN_GBPS;
 }
@@ -897,6 +970,11 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
 qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_problem *p, int d_fp8,
                          const qg_config *avoid, int num_avoid, qg_config *out,
                          qg_kernel_plan *plan) {
+    qg_problem batched;
+    qg_status batched_st;
+    if (batched_view(p, d_fp8, &batched, &batched_st))
+        return batched_st ? batched_st
+                          : qg__select_out(props, num_sms, &batched, d_fp8, avoid, num_avoid, out, plan);
     /* psum: rows per group from the hint, else the average (M_total / G). */
     const int rows = walks_groups(p->kind) && p->expected_m > 0 ? p->expected_m
                      : p->kind == QG_GEMM_GROUPED_PSUM ? ceil_div(p->m, p->num_groups)
@@ -912,6 +990,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     const qg_gemm_kind rate_kind =
         p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
+    const bool grouped_mcb = qg__fp8_grouped_mcb(props, p->kind, d_fp8);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;
@@ -940,6 +1019,10 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 if (is_contiguous(p->kind) && bm > 128 &&
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
+                /* (the m-grouped layouts' per-tile B multicast: forced
+                 * configurations only, unless QGEMM_FP8_GROUPED_MCB) */
+                const bool grouped_b = c.multicast == QG_MULTICAST_B && b_pairs_per_tile(p->kind);
+                if (grouped_b && !grouped_mcb) continue;
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles =
                     (long long)ceil_div(rows, bm) * sched_n_blocks(p, d_fp8, bn) * groups;
@@ -958,6 +1041,9 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                  * one and two waves there too (1024x4096x7168: 52.5 us
                  * against 56.0 for 128x128). */
                 const bool few_waves = 2 * tiles < 5ll * num_sms;
+                /* (grouped B, as DeepGEMM: from two waves on; one wave only
+                 * shares what L2 already serves) */
+                if (grouped_b && waves <= 1) continue;
                 /* (psum: a group of at most 256 rows, but many groups
                  * make a large problem, and 256-row tiles do not exist
                  * there: 32 x ~192 rows, N 6144, K 7168 ran 582.6 us as
@@ -971,6 +1057,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 const double eff = qg__one_d(p->kind)
                                        ? wgrad_efficiency(bm, bn, group_k, d_rows_major(p, bn),
                                                           c.multicast)
+                                   : grouped_b ? grouped_b_efficiency(rate_kind, bm, bn)
                                    : mc && few_waves
                                        ? 0.95 * tile_efficiency(rate_kind, bm, bn, QG_MULTICAST_NONE)
                                    : tall_walked_tile(p, rows, bm, bn, c.multicast)

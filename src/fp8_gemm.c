@@ -66,9 +66,10 @@ int qg__pdl_prefetch_kb(const qg_problem *p, const qg_config *cfg, const qg_kern
  * wgmma operand list for N = wgmma_n, then the kernel. */
 /* The kernel's scheduler mode (QG_KIND): the weight-gradient GEMM runs the
  * dense scheduler in the 1D1D mode (QG_SFB_COLS), the k-grouped one its own
- * (4) in that mode. */
+ * (4) in that mode, the batched one its rank-3 mode (5). */
 static int kernel_kind(qg_gemm_kind kind) {
-    return kind == QG_GEMM_WGRAD ? 0 : kind == QG_GEMM_K_GROUPED ? 4 : (int)kind;
+    return kind == QG_GEMM_WGRAD ? 0 : kind == QG_GEMM_K_GROUPED ? 4
+           : kind == QG_GEMM_FP8_BATCHED ? 5 : (int)kind;
 }
 
 /* K as baked into the kernel: the 1D1D kernel takes K at run time (one
@@ -200,6 +201,7 @@ static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_prob
 typedef struct {
     qg_problem problem;
     int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales (| QG_D_SWIGLU) */
+    int grouped_mcb; /* the heuristic's: QGEMM_FP8_GROUPED_MCB for this kind (qg__fp8_grouped_mcb) */
     int forced;
     int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
 } fp8_key;
@@ -239,6 +241,7 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     memset(&key, 0, sizeof key);
     key.problem = *p;
     key.d_fp8 = d_fp8;
+    key.grouped_mcb = !forced && qg__fp8_grouped_mcb(&ctx->props, p->kind, d_fp8);
     if (forced) {
         key.forced = 1;
         key.block_m = forced->block_m;
@@ -336,9 +339,74 @@ static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw) {
     return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : 0) : 0;
 }
 
+/* The batched GEMM's batch strides (elements = bytes of A and B; elements
+ * of D, 2 bytes). */
+typedef struct {
+    int64_t a, b, d;
+} batch_strides;
+
+/* A batch stride: >= 0, whole 16-byte units, below TMA's 2^40 bytes. */
+static qg_status check_batch_stride(int64_t stride, int elem_bytes, const char *fn,
+                                    const char *name) {
+    if (stride < 0 || stride >= ((int64_t)1 << 40) / elem_bytes || (stride * elem_bytes) % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: %s must be >= 0, a multiple of 16 bytes (%d elements) and below "
+                        "2^40 bytes, got %lld", fn, name, 16 / elem_bytes, (long long)stride);
+    return QG_SUCCESS;
+}
+
+/* The bytes a batched operand spans: batch 0's matrix, extended by the
+ * strides of the batches after it (saturating at the address space). */
+static qg_byte_range batched_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
+                                   uint64_t ld, uint64_t elem_bytes, uint64_t batches,
+                                   int64_t stride) {
+    qg_byte_range r = qg__matrix_range(name, ptr, rows, cols, ld, elem_bytes);
+    if (r.end > r.begin && batches > 1) {
+        const uint64_t extra = (batches - 1) * (uint64_t)stride * elem_bytes; /* < 2^52 */
+        r.end = extra > (uint64_t)(UINTPTR_MAX - r.end) ? UINTPTR_MAX : r.end + (uintptr_t)extra;
+    }
+    return r;
+}
+
+/* The batched GEMM: the layout's own rules (its strides, the fields it does
+ * not take) and D's extent over all batches against every input's. */
+static qg_status check_batched(const qg_gemm_args *a, const batch_strides *bs, const char *fn) {
+    qg_status st;
+    if ((st = check_batch_stride(bs->a, 1, fn, "batch_stride_a")) ||
+        (st = check_batch_stride(bs->b, 1, fn, "batch_stride_b")) ||
+        (st = check_batch_stride(bs->d, 2, fn, "batch_stride_d")))
+        return st;
+    const char *extra = a->m_indices ? "m_indices" : a->masked_m ? "masked_m"
+                        : a->group_ends ? "group_ends" : a->c ? "c" : a->ks ? "ks" : NULL;
+    if (extra)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->%s must be NULL (the batched GEMM has no %s)", fn, extra,
+                        a->c ? "C: D = A B^T" : "index array");
+    if (a->expected_m != 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: args->expected_m must be 0 (every batch has m rows), got %d", fn,
+                        a->expected_m);
+    return QG_SUCCESS;
+}
+
+static qg_status check_batched_overlap(const qg_gemm_args *a, const batch_strides *bs,
+                                       const char *fn) {
+    if (a->m <= 0 || a->n <= 0) return QG_SUCCESS; /* nothing is written */
+    const uint64_t g = (uint64_t)a->num_groups, m = (uint64_t)a->m, n = (uint64_t)a->n;
+    const uint64_t k = (uint64_t)a->k, kb = (k + 127) / 128, nb = (n + 127) / 128;
+    const qg_byte_range d = batched_range("d", a->d, m, n, (uint64_t)a->ldd, 2, g, bs->d);
+    const qg_byte_range in[4] = {
+        batched_range("a", a->a, m, k, (uint64_t)a->lda, 1, g, bs->a),
+        batched_range("b", a->b, n, k, (uint64_t)a->ldb, 1, g, bs->b),
+        qg__matrix_range("sfa", a->sfa, g * kb, m, (uint64_t)a->sfa_ld, 4),
+        qg__matrix_range("sfb", a->sfb, 1, g * nb * kb, g * nb * kb, 4),
+    };
+    return qg__check_no_overlap(fn, &d, in, 4);
+}
+
 static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                          const qg_fp8_out *fo, const qg_swiglu_out *sw, const qg_config *forced,
-                          const char *fn, qg_problem *p) {
+                          const qg_fp8_out *fo, const qg_swiglu_out *sw, const batch_strides *bs,
+                          const qg_config *forced, const char *fn, qg_problem *p) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
@@ -362,6 +430,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     p->expected_m = a->expected_m;
     p->accumulate = wgrad && a->c != NULL;
     qg_status st;
+    const bool batched = kind == QG_GEMM_FP8_BATCHED;
+    if (batched && (st = check_batched(a, bs, fn))) return st;
     if (kgrouped) {
         /* The groups' K: each a multiple of 128 (0 = empty), k their sum.
          * All empty: k 0 is checked as one K block (gemm() then only
@@ -439,9 +509,10 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     for (int i = 0; i < num_ptrs; ++i)
         if ((st = qg__check_ptr(ptrs[i].ptr, ptrs[i].align, fn, ptrs[i].name))) return st;
     /* D written over an input would be read back half-overwritten (issue 53). */
-    if ((st = fo ? qg__check_gemm_fp8_d_no_overlap(fn, kind, a, d_cols, fo->sfd, fo->sfd_ld,
-                                                   sw ? sw->row_weight : NULL)
-                 : qg__check_gemm_no_overlap(fn, kind, a)))
+    if ((st = batched ? check_batched_overlap(a, bs, fn)
+              : fo    ? qg__check_gemm_fp8_d_no_overlap(fn, kind, a, d_cols, fo->sfd, fo->sfd_ld,
+                                                        sw ? sw->row_weight : NULL)
+                      : qg__check_gemm_no_overlap(fn, kind, a)))
         return st;
     /* A forced configuration is checked here where no launch follows to
      * check it (resolve_launch does, once per cached entry): on an offline
@@ -597,8 +668,9 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
 /* A validated call with m > 0, ctx's CUDA context current: resolve, encode
  * the tensor maps, launch. */
 static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                     const qg_fp8_out *fo, const qg_swiglu_out *sw, const qg_problem *problem,
-                     const qg_config *forced, CUstream stream, const char *fn) {
+                     const qg_fp8_out *fo, const qg_swiglu_out *sw, const batch_strides *bs,
+                     const qg_problem *problem, const qg_config *forced, CUstream stream,
+                     const char *fn) {
     const qg_problem p = *problem;
     qg_status st = QG_SUCCESS;
     const bool wgrad = qg__one_d(kind); /* FP32 D, optionally from C */
@@ -627,18 +699,43 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     const qg_config *cfg = &fp->cfg;
     const qg_kernel_plan *plan = &fp->plan;
     const int groups = p.num_groups;
+    const bool batched = kind == QG_GEMM_FP8_BATCHED;
     const uint64_t a_rows = kind == QG_GEMM_GROUPED_MASKED ? (uint64_t)groups * a->m : (uint64_t)a->m;
     const int d_bytes = wgrad ? 4 : fo ? 1 : 2; /* FP32, e4m3 or bf16 D */
     const int cluster = plan->cluster_size;
     const uint32_t a_box = (uint32_t)plan->a_box_rows; /* (a multicast pair: each its half) */
     const uint32_t b_box = b_box_rows(cfg, plan);
-    const uint64_t sfa_rows = (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED ? groups : 1);
+    const uint64_t sfa_rows =
+        (uint64_t)plan->num_k_blocks * (kind == QG_GEMM_GROUPED_MASKED || batched ? groups : 1);
 
     /* SFB needs no tensor map: the kernel copies each tile's scales into
      * shared memory with plain loads (kernels/qg_fp8_gemm.cuh, "SFB
      * invariants"). */
     CUtensorMap map_a, map_b, map_sfa, map_d, map_sfb;
-    if ((st = qg__encode_tiled(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
+    /* Batched: A {K, M, G}, B {K, N, G} and D {N, M, G}, the batch strides
+     * the third dimension's (kernel: QG_KIND 5). Each batch's map extent is
+     * M (N) rows, so a tile's rows past M load zeros and are not stored:
+     * nothing of another batch is read into a tile or written. */
+    if (batched) {
+        if ((st = qg__encode_map(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k,
+                                 (uint64_t)a->m, (uint64_t)groups, (uint64_t)a->lda,
+                                 (uint64_t)bs->a, 128, a_box, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 "tensor map of A")) ||
+            (st = qg__encode_map(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
+                                 (uint64_t)a->n, (uint64_t)groups, (uint64_t)a->ldb,
+                                 (uint64_t)bs->b, 128, b_box, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 "tensor map of B")) ||
+            (st = qg__encode_map(ctx, &map_d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a->d, (uint64_t)a->n,
+                                 (uint64_t)a->m, (uint64_t)groups, (uint64_t)a->ldd * 2,
+                                 (uint64_t)bs->d * 2, (uint32_t)plan->store_cols,
+                                 d_box_rows(cfg, plan, false), d_swizzle(plan, false),
+                                 "tensor map of D")) ||
+            (st = qg__encode_tiled(ctx, &map_sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a->sfa,
+                                   (uint64_t)a->m, sfa_rows, (uint64_t)a->sfa_ld * 4,
+                                   cfg->multicast == QG_MULTICAST_A ? (uint32_t)cfg->block_m : a_box,
+                                   1, CU_TENSOR_MAP_SWIZZLE_NONE, "tensor map of SFA")))
+            return st;
+    } else if ((st = qg__encode_tiled(ctx, &map_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->a, (uint64_t)a->k, a_rows,
                         (uint64_t)a->lda, 128, a_box, CU_TENSOR_MAP_SWIZZLE_128B, "tensor map of A")) ||
         (st = qg__encode_tiled(ctx, &map_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, a->b, (uint64_t)a->k,
                         (uint64_t)groups * a->n, (uint64_t)a->ldb, 128, b_box,
@@ -676,8 +773,8 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
         const long long n_blocks = fo && cfg->block_n < 128
                                        ? ((long long)a->n + 127) / 128 * (128 / cfg->block_n)
                                        : ((long long)a->n + cfg->block_n - 1) / cfg->block_n;
-        const long long tiles =
-            (((long long)a->m + cfg->block_m - 1) / cfg->block_m) * n_blocks * plan->split_k;
+        const long long tiles = (((long long)a->m + cfg->block_m - 1) / cfg->block_m) * n_blocks *
+                                plan->split_k * (batched ? groups : 1);
         const long long tiles_rounded = (tiles + cluster - 1) / cluster * cluster;
         if (tiles_rounded < grid) grid = (int)tiles_rounded;
     }
@@ -705,22 +802,22 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
 }
 
 static qg_status gemm_out(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
-                          const qg_fp8_out *fo, const qg_swiglu_out *sw, const qg_config *forced,
-                          CUstream stream, const char *fn) {
+                          const qg_fp8_out *fo, const qg_swiglu_out *sw, const batch_strides *bs,
+                          const qg_config *forced, CUstream stream, const char *fn) {
     qg__clear_error();
     qg_problem p;
-    qg_status st = validate(ctx, kind, a, fo, sw, forced, fn, &p);
+    qg_status st = validate(ctx, kind, a, fo, sw, bs, forced, fn, &p);
     if (st != QG_SUCCESS) return st;
     if (a->m == 0) return QG_SUCCESS;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
-    st = run(ctx, kind, a, fo, sw, &p, forced, stream, fn);
+    st = run(ctx, kind, a, fo, sw, bs, &p, forced, stream, fn);
     qg__leave(ctx);
     return st;
 }
 
 static qg_status gemm(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                       const qg_config *forced, CUstream stream, const char *fn) {
-    return gemm_out(ctx, kind, a, NULL, NULL, forced, stream, fn);
+    return gemm_out(ctx, kind, a, NULL, NULL, NULL, forced, stream, fn);
 }
 
 /* The e4m3-D calls: `out` checked first (present, ue8m0 0 or 1), then as
@@ -733,7 +830,7 @@ static qg_status gemm_fp8out(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_a
     if (out->ue8m0 != 0 && out->ue8m0 != 1)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: out->ue8m0 must be 0 or 1, got %d", fn,
                         out->ue8m0);
-    return gemm_out(ctx, kind, a, out, NULL, forced, stream, fn);
+    return gemm_out(ctx, kind, a, out, NULL, NULL, forced, stream, fn);
 }
 
 /* The SwiGLU calls: `out` checked first (present, ue8m0 0 or 1), then as the
@@ -749,7 +846,7 @@ static qg_status gemm_swiglu(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_a
         return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: out->ue8m0 must be 0 or 1, got %d", fn,
                         out->ue8m0);
     const qg_fp8_out fo = {out->sfd, out->sfd_ld, out->ue8m0};
-    return gemm_out(ctx, kind, a, &fo, out, forced, stream, fn);
+    return gemm_out(ctx, kind, a, &fo, out, NULL, forced, stream, fn);
 }
 
 qg_status qg_fp8_gemm_nt_swiglu(qg_context *ctx, const qg_gemm_args *args, const qg_swiglu_out *out,
@@ -826,6 +923,14 @@ qg_status qg_fp8_gemm_nt_wgrad(qg_context *ctx, const qg_gemm_args *args, const 
 qg_status qg_k_grouped_fp8_gemm_nt_contiguous(qg_context *ctx, const qg_gemm_args *args,
                                               const qg_config *cfg, struct CUstream_st *stream) {
     return gemm(ctx, QG_GEMM_K_GROUPED, args, cfg, stream, "qg_k_grouped_fp8_gemm_nt_contiguous");
+}
+
+qg_status qg_batched_fp8_gemm_nt(qg_context *ctx, const qg_gemm_args *args, int64_t batch_stride_a,
+                                 int64_t batch_stride_b, int64_t batch_stride_d,
+                                 const qg_config *cfg, struct CUstream_st *stream) {
+    const batch_strides bs = {batch_stride_a, batch_stride_b, batch_stride_d};
+    return gemm_out(ctx, QG_GEMM_FP8_BATCHED, args, NULL, NULL, &bs, cfg, stream,
+                    "qg_batched_fp8_gemm_nt");
 }
 
 /* ---- configuration calls ---------------------------------------------- */

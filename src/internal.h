@@ -158,6 +158,11 @@ qg_status qg__complete_config_out(const qg_device_props *props, int num_sms, con
 qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_problem *p, int d_fp8,
                          const qg_config *avoid, int num_avoid, qg_config *out,
                          qg_kernel_plan *plan);
+/* Whether the heuristic may pick B multicast for this m-grouped kind and D
+ * (QGEMM_FP8_GROUPED_MCB, read now; unset: on for HBM3e-class devices,
+ * props->dram_gbps >= 4500; false for the other kinds and e4m3 D): part of
+ * the launch cache's key, as it changes the heuristic's choice. */
+bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8);
 /* K blocks of its first B tile each CTA prefetches into L2 before
  * griddepcontrol.wait when the GEMM is launched with PDL (kernel argument
  * prefetch_kb; 0: none). Dense problems of one m-block without split-K only:

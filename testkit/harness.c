@@ -822,6 +822,7 @@ qg_status qgtk_gemm_launch(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_arg
     case QG_GEMM_GROUPED_PSUM: return qg_m_grouped_fp8_gemm_nt_psum(ctx, args, cfg, stream);
     case QG_GEMM_WGRAD: return qg_fp8_gemm_nt_wgrad(ctx, args, cfg, stream);
     case QG_GEMM_K_GROUPED: return qg_k_grouped_fp8_gemm_nt_contiguous(ctx, args, cfg, stream);
+    case QG_GEMM_FP8_BATCHED: break; /* batch strides: qg_batched_fp8_gemm_nt itself */
     }
     return qg__fail(QG_ERROR_INVALID_ARGUMENT, "kind: expected 0..5, got %d", (int)kind);
 }

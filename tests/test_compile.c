@@ -338,6 +338,61 @@ TEST(compile_forced_sweep) {
     PASS();
 }
 
+/* B multicast in the contiguous, masked and psum kinds (per-tile pairs and
+ * dummy tiles, kernels/qg_scheduler.cuh QG_PAIR_TILES): every legal tile
+ * with the stages the planner gives it at K 7168 and, where that is more
+ * than 6 for a two-warpgroup tile, with 4 (the 56-register producer instead
+ * of 72), plus the 128 x 160..256 and 256x128 tiles at K 1536 (the short K
+ * loop whose unrolling spilled a 40-register producer before, qg_pin). N =
+ * 3 block_n: an odd n-block count, off-128 column offsets. */
+TEST(compile_grouped_multicast_b) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
+    static qg_config cfgs[512];
+    static qg_problem probs[512];
+    const qg_gemm_kind kinds[] = {QG_GEMM_GROUPED_CONTIGUOUS, QG_GEMM_GROUPED_MASKED,
+                                  QG_GEMM_GROUPED_PSUM};
+    const int bms[] = {64, 128, 256};
+    int total = 0, refused = 0;
+    for (int ki = 0; ki < 3; ++ki)
+        for (int bi = 0; bi < 3; ++bi)
+            for (int bn = 16; bn <= 256; bn += 16)
+                for (int v = 0; v < 3; ++v) { /* K 7168; K 7168 at 4 stages; K 1536 */
+                    const int bm = bms[bi];
+                    if (v == 2 && !((bm == 128 && bn >= 160) || (bm == 256 && bn == 128))) continue;
+                    qg_problem p = {kinds[ki], 2048, 3 * bn, v == 2 ? 1536 : 7168, 4,
+                                    kinds[ki] == QG_GEMM_GROUPED_MASKED ? 1000 : 0, 0};
+                    qg_config cfg = {.block_m = bm, .block_n = bn, .multicast = QG_MULTICAST_B};
+                    if (qg_complete_config(ctx, &p, &cfg) != QG_SUCCESS) {
+                        refused += v == 0;
+                        continue;
+                    }
+                    if (v == 1) {
+                        if (bm == 64 || cfg.num_stages <= 6) continue;
+                        cfg.num_stages = 4;
+                        if (qg_complete_config(ctx, &p, &cfg) != QG_SUCCESS) continue;
+                    }
+                    CHECK(total < 512, "too many variants");
+                    probs[total] = p, cfgs[total++] = cfg;
+                }
+    qgtk_compile_many(ctx, probs, cfgs, total, NULL); /* in parallel; checked below */
+    for (int i = 0; i < total; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "kind %d %dx%dx%d block %dx%d stages %d multicast B",
+                 (int)probs[i].kind, probs[i].m, probs[i].n, probs[i].k, cfgs[i].block_m,
+                 cfgs[i].block_n, cfgs[i].num_stages);
+        check_kernel(&sw, &probs[i], &cfgs[i], what);
+    }
+    printf("    %d kernels checked (%d tiles refused as illegal), %d failures\n", sw.checked,
+           refused, sw.failures);
+    CHECK(sw.checked >= 90, "too few variants: %d", sw.checked);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
 /* The split-K edge cases the GPU runs (tests/forced.h). */
 TEST(compile_split_k_edges) {
     qgtk_compile_sweep sw;

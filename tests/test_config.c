@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static qg_context *h100(void) {
     qg_context *ctx = NULL;
@@ -114,10 +115,7 @@ TEST(config_multicast_rules) {
     qg_config c = {.block_m = 128, .block_n = 16, .multicast = QG_MULTICAST_A};
     CHECK(qg_complete_config(ctx, &odd, &c) == QG_ERROR_UNSUPPORTED, "odd n-blocks accepted");
     CHECK(strstr(qg_last_error(), "n-blocks"), "message: %s", qg_last_error());
-    /* Multicast B is dense-only. */
-    qg_problem grouped = {QG_GEMM_GROUPED_MASKED, 256, 4096, 512, 4, 256, 0};
-    c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
-    CHECK(qg_complete_config(ctx, &grouped, &c) == QG_ERROR_UNSUPPORTED, "grouped B multicast");
+    /* Multicast B in the grouped kinds: see config_grouped_multicast_b. */
 
     /* The weight gradient runs the dense scheduler: B multicast is legal when
      * half of block_n rows of B start 1024-byte aligned (block_n % 16 == 0);
@@ -140,6 +138,117 @@ TEST(config_multicast_rules) {
     /* bf16 D keeps block_n a multiple of 16 */
     c = (qg_config){.block_m = 128, .block_n = 152};
     CHECK(qg_complete_config(ctx, &big, &c) == QG_ERROR_UNSUPPORTED, "dense 128x152 accepted");
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* B multicast in the contiguous, masked and psum kinds (per-tile pairs,
+ * kernels/qg_scheduler.cuh QG_PAIR_TILES): accepted when forced with bf16 D,
+ * whatever the m-block count and swizzle group; refused with e4m3 or SwiGLU
+ * D and in the k-grouped kind, naming why; dense keeps its even-m-block rule.
+ * The heuristic picks it with QGEMM_FP8_GROUPED_MCB on (read per call; unset:
+ * on for the H200, dram_gbps >= 4500, off for the H100), and then takes
+ * 128x192 B where DeepGEMM does on the rows below (bench/dg_heuristic.py
+ * --grouped-mcb), never at one wave, never for e4m3 D. */
+TEST(config_grouped_multicast_b) {
+    qg_context *ctx = h100();
+    CHECK(ctx, "offline context");
+    qg_device_props props = {.sm_count = 132, .cc_major = 9, .cc_minor = 0,
+                             .smem_optin_bytes = 232448, .l2_bytes = 50u << 20, .dram_gbps = 4915};
+    qg_context *h200 = NULL;
+    CHECK(qg_context_create_offline(&h200, &props) == QG_SUCCESS, "%s", qg_last_error());
+    const char *saved_env = getenv("QGEMM_FP8_GROUPED_MCB");
+    char *saved = saved_env ? strdup(saved_env) : NULL;
+    unsetenv("QGEMM_FP8_GROUPED_MCB");
+
+    /* forced: odd m-block counts, an odd swizzle group, every grouped kind */
+    const qg_problem forced[] = {
+        {QG_GEMM_GROUPED_MASKED, 384, 576, 7168, 5, 200, 0},   /* 3 m-blocks of 128 a group */
+        {QG_GEMM_GROUPED_CONTIGUOUS, 1152, 576, 400, 4, 0, 0}, /* 9 m-blocks */
+        {QG_GEMM_GROUPED_PSUM, 1000, 4096, 7168, 3, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
+        qg_config c = {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B, .swizzle_group = 3};
+        CHECK(qg_complete_config(ctx, &forced[i], &c) == QG_SUCCESS, "kind %d 128x192 B: %s",
+              (int)forced[i].kind, qg_last_error());
+        CHECK(c.multicast == QG_MULTICAST_B && c.swizzle_group == 3 && c.num_sms % 2 == 0,
+              "kind %d: multicast %d swizzle %d grid %d", (int)forced[i].kind, (int)c.multicast,
+              c.swizzle_group, c.num_sms);
+        c = (qg_config){.block_m = 64, .block_n = 96, .multicast = QG_MULTICAST_B};
+        CHECK(qg_complete_config(ctx, &forced[i], &c) == QG_SUCCESS, "kind %d 64x96 B: %s",
+              (int)forced[i].kind, qg_last_error());
+        /* e4m3 and SwiGLU D: refused, naming the output (bf16 D only) */
+        c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
+        qg_config out;
+        CHECK(qg_select_config_fp8out(ctx, &forced[i], 0, &out) == QG_SUCCESS, "%s", qg_last_error());
+        qg_kernel_info info;
+        CHECK(qg_compile_fp8out(ctx, &forced[i], 0, &c, &info) == QG_ERROR_UNSUPPORTED,
+              "kind %d e4m3 D with B multicast accepted", (int)forced[i].kind);
+        CHECK(strstr(qg_last_error(), "multicast B in the contiguous, masked and psum kinds is for "
+                                      "bf16 D") && strstr(qg_last_error(), "got e4m3 D"),
+              "message: %s", qg_last_error());
+    }
+    qg_problem sw = {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 4, 256, 0};
+    qg_config c = {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_B};
+    CHECK(qg_compile_swiglu(ctx, &sw, 0, &c, NULL) == QG_ERROR_UNSUPPORTED, "SwiGLU B accepted");
+    CHECK(strstr(qg_last_error(), "got SwiGLU D"), "message: %s", qg_last_error());
+    /* k-grouped: no multicast at all */
+    qg_problem kg = {QG_GEMM_K_GROUPED, 4096, 7168, 4 * 2048, 4, 0, 1};
+    c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
+    CHECK(qg_complete_config(ctx, &kg, &c) == QG_ERROR_UNSUPPORTED, "k-grouped B accepted");
+    CHECK(strstr(qg_last_error(), "k-grouped kernel runs without multicast"), "message: %s",
+          qg_last_error());
+    /* dense keeps its rule: an odd m-block count is refused, naming it */
+    qg_problem dense = {QG_GEMM_DENSE, 384, 4096, 7168, 1, 0, 0};
+    c = (qg_config){.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B};
+    CHECK(qg_complete_config(ctx, &dense, &c) == QG_ERROR_UNSUPPORTED, "dense odd m-blocks B");
+    CHECK(strstr(qg_last_error(), "in dense GEMMs: needs an even number of m-blocks (M 384 / "
+                                  "block_m 128 gives 3)"), "message: %s", qg_last_error());
+
+    /* The heuristic: DeepGEMM's B rows (bench/dg_heuristic.py; contiguous
+     * M as peers.py draws it does not matter here: every row's total) */
+    const qg_problem rows[] = {
+        {QG_GEMM_GROUPED_MASKED, 1024, 6144, 7168, 1, 1024, 0},
+        {QG_GEMM_GROUPED_MASKED, 4096, 4096, 4096, 4, 307, 0},
+        {QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 4, 307, 0},
+        {QG_GEMM_GROUPED_MASKED, 4096, 4096, 2048, 6, 1228, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 4096, 4096, 4, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 6144, 7168, 8, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 8192, 4096, 2048, 32, 0, 0},
+    };
+    static const char *const modes[3] = {NULL, "1", "0"}; /* unset: the device's default */
+    for (int mode = 0; mode < 3; ++mode) {
+        if (modes[mode]) setenv("QGEMM_FP8_GROUPED_MCB", modes[mode], 1);
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (int dev = 0; dev < 2; ++dev) {
+                qg_config cfg;
+                CHECK(qg_select_config(dev ? h200 : ctx, &rows[i], &cfg) == QG_SUCCESS, "%s",
+                      qg_last_error());
+                const bool want_b = mode == 1 || (mode == 0 && dev == 1);
+                CHECK((cfg.multicast == QG_MULTICAST_B) == want_b &&
+                          (!want_b || (cfg.block_m == 128 && cfg.block_n == 192)),
+                      "%s, QGEMM_FP8_GROUPED_MCB %s: kind %d %d x %d (M %d) N %d K %d chose %dx%d "
+                      "multicast %d", dev ? "H200" : "H100", modes[mode] ? modes[mode] : "unset",
+                      (int)rows[i].kind, rows[i].num_groups, rows[i].expected_m, rows[i].m,
+                      rows[i].n, rows[i].k, cfg.block_m, cfg.block_n, (int)cfg.multicast);
+                /* e4m3 D: never B in these kinds */
+                CHECK(qg_select_config_fp8out(dev ? h200 : ctx, &rows[i], 0, &cfg) == QG_SUCCESS,
+                      "%s", qg_last_error());
+                CHECK(cfg.multicast != QG_MULTICAST_B, "e4m3 D picked B multicast (kind %d)",
+                      (int)rows[i].kind);
+            }
+        /* one wave or less: never multicast (1 group of 256 rows, N 4096:
+         * 2 x 16 tiles) */
+        qg_problem one_wave = {QG_GEMM_GROUPED_MASKED, 512, 4096, 7168, 1, 300, 0};
+        qg_config cfg;
+        CHECK(qg_select_config(h200, &one_wave, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(cfg.multicast != QG_MULTICAST_B, "one wave: picked B (%dx%d)", cfg.block_m,
+              cfg.block_n);
+    }
+    if (saved) setenv("QGEMM_FP8_GROUPED_MCB", saved, 1);
+    else unsetenv("QGEMM_FP8_GROUPED_MCB");
+    free(saved);
+    qg_context_destroy(h200);
     qg_context_destroy(ctx);
     PASS();
 }
@@ -736,8 +845,13 @@ TEST(config_split_k) {
  * H200 (measured-2026-11-28-h200 grouped.txt, DeepGEMM's time / qgemm's):
  * 1 x 1024 rows 6144x7168 as 128x256 0.72, 4 x ~256 rows 4096x4096 0.85 and
  * 4096x2048 0.92 as 128x256, 6 x ~1024 rows 4096x4096 as 256x128 A 0.96; the
- * masked test rows qgemm won there keep their tiles on both devices. */
+ * masked test rows qgemm won there keep their tiles on both devices. B
+ * multicast (QGEMM_FP8_GROUPED_MCB, on by default on the H200) is held off
+ * here: config_grouped_multicast_b checks it. */
 TEST(config_h200_masked_whole_waves) {
+    const char *saved_env = getenv("QGEMM_FP8_GROUPED_MCB");
+    char *saved = saved_env ? strdup(saved_env) : NULL;
+    setenv("QGEMM_FP8_GROUPED_MCB", "0", 1);
     qg_context *h100_ctx = h100();
     CHECK(h100_ctx, "offline context: %s", qg_last_error());
     qg_device_props props = {.sm_count = 132, .cc_major = 9, .cc_minor = 0,
@@ -791,6 +905,9 @@ TEST(config_h200_masked_whole_waves) {
     qg_context_destroy(unknown);
     qg_context_destroy(h200);
     qg_context_destroy(h100_ctx);
+    if (saved) setenv("QGEMM_FP8_GROUPED_MCB", saved, 1);
+    else unsetenv("QGEMM_FP8_GROUPED_MCB");
+    free(saved);
     PASS();
 }
 

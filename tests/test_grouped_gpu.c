@@ -8,6 +8,7 @@
  *
  * Pass rule: every group's diff < 1e-5 against the exact reference, no NaN,
  * every valid row written, every other row still poisoned.
+ * QG_TEST_PROGRESS=1 prints each case (with a monotonic clock) before it runs.
  */
 #include "qg_test.h"
 #include "qgtk.h"
@@ -15,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DIFF_BOUND 1e-5
 #define MAX_REPORTED 12
@@ -33,6 +35,13 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
                      const char *label, range *r) {
     qgtk_check_result res;
     char desc[256];
+    if (getenv("QG_TEST_PROGRESS")) { /* which case a slow or hung run was in, and when */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        printf("    .. %.1f s: %s%s\n", (double)now.tv_sec + now.tv_nsec * 1e-9, label,
+               cfg ? "" : ", heuristic");
+        fflush(stdout);
+    }
     qg_status st = qgtk_problem_run_check(ctx, p, cfg, stream, &res);
     bool ok = st == QG_SUCCESS && qgtk_check_passed(&res, DIFF_BOUND);
     r->cases++;
@@ -50,7 +59,10 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
 
 /* The heuristic's choice, then forced configurations that it may not pick
  * for these shapes (the wide tiles, multicast, one math warpgroup, 256-row
- * tiles); those a shape does not allow are skipped. */
+ * tiles; B multicast, whose pairs the kernel forms per tile from the
+ * device's row counts: QG_PAIR_TILES, with dummy tiles beside a lone tile
+ * and both halves of B loaded where a pair's tiles differ); those a shape
+ * does not allow are skipped. */
 static void run_case_and_forced(qg_context *ctx, CUstream stream, qgtk_problem_data *p,
                                 const char *label, range *r) {
     static const qg_config forced[] = {
@@ -63,6 +75,10 @@ static void run_case_and_forced(qg_context *ctx, CUstream stream, qgtk_problem_d
         {.block_m = 128, .block_n = 224, .multicast = QG_MULTICAST_A},
         {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A},
         {.block_m = 256, .block_n = 96, .multicast = QG_MULTICAST_NONE},
+        {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B},
+        {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B},
+        {.block_m = 64, .block_n = 96, .multicast = QG_MULTICAST_B},
+        {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_B},
     };
     run_case(ctx, stream, p, NULL, label, r);
     qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
@@ -132,6 +148,23 @@ TEST(gpu_grouped_masked) {
             run_case_and_forced(ctx, stream, p, label, &r);
             qgtk_problem_free(p);
         }
+    /* Row counts chosen for B multicast's pairs (per tile, QG_PAIR_TILES):
+     * N 576 is 3 n-blocks of 192 (odd: each group's last slot is a dummy);
+     * 384 rows = 3 m-blocks of 128 (pairs that straddle n-blocks load B
+     * whole), 0 rows (no slot), 1 row (one m-block: no pair of the group
+     * shares its B, every tile loads it whole, its last slot a dummy), 129
+     * and 257 rows (a tail m-block of 1 row). */
+    {
+        static int counts[] = {384, 0, 1, 129, 257};
+        qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = 384, .n = 576, .k = 400,
+                                  .num_groups = 5, .expected_m = 200, .seed = 590,
+                                  .scale_spread = 3, .masked_m = counts};
+        qgtk_problem_data *p = NULL;
+        CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+        run_case_and_forced(ctx, stream, p, "masked 5 x 384, masked_m 384 0 1 129 257, N 576, K 400",
+                            &r);
+        qgtk_problem_free(p);
+    }
     printf("    grouped masked: %d cases, %d failed, worst-group diff max %.2g min %.2g\n", r.cases,
            r.failures, r.hi, r.lo);
     qgtk_gpu_session_close(ctx, stream);

@@ -64,13 +64,18 @@ static double now_s(void) {
 /* ---- the kernels the out-of-range tests run --------------------------------- */
 
 /* Shapes and forced tiles: the heuristic's choice plus tiles it would not
- * pick here (64-row, multicast A, the masked 256-row wide tile); a tile a
+ * pick here (64-row, multicast A, the masked 256-row wide tile, multicast
+ * B); a tile a
  * shape does not allow is skipped by qg_complete_config. */
 enum { HN = 512, HK = 640 }; /* N: 4 n-blocks of 128; K: 5 K blocks */
 static const qg_config hostile_cfgs[] = {
     {.block_m = 64, .block_n = 96},
     {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
     {.block_m = 256, .block_n = 128},
+    /* B multicast, paired per tile from the device's (hostile) row data:
+     * 3 n-blocks of 192 (dummy slots), 8 of 64 */
+    {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B},
+    {.block_m = 64, .block_n = 64, .multicast = QG_MULTICAST_B},
 };
 #define NUM_HOSTILE_CFGS ((int)(sizeof hostile_cfgs / sizeof hostile_cfgs[0]))
 
@@ -459,6 +464,7 @@ static bool setup_kind(gpu_side *g, kind_setup *k, qg_gemm_kind kind) {
     case QG_GEMM_GROUPED_PSUM: k->name = "psum"; spec.num_groups = 2; spec.group_m = sizes; break;
     case QG_GEMM_WGRAD: k->name = "weight gradient"; return setup_wgrad(g, k);
     case QG_GEMM_K_GROUPED: return false; /* not in this test's list: tests/test_hostile.c */
+    case QG_GEMM_FP8_BATCHED: return false; /* its own entry point: tests/test_fp8_batched.c */
     }
     if (qgtk_problem_create(&k->p, g->ctx, &spec) != QG_SUCCESS) {
         printf("    %s: %s\n", k->name, qg_last_error());

@@ -562,6 +562,7 @@ static gemm_entry entry_of(qg_gemm_kind kind) {
     case QG_GEMM_GROUPED_PSUM: return qg_m_grouped_fp8_gemm_nt_psum;
     case QG_GEMM_WGRAD: return qg_fp8_gemm_nt_wgrad;
     case QG_GEMM_K_GROUPED: return qg_k_grouped_fp8_gemm_nt_contiguous;
+    case QG_GEMM_FP8_BATCHED: return NULL; /* batch strides: not this table's signature */
     }
     return NULL;
 }

@@ -282,6 +282,7 @@ const char *cli_kind_name(qg_gemm_kind kind) {
     case QG_GEMM_GROUPED_PSUM: return "psum";
     case QG_GEMM_WGRAD: return "wgrad";
     case QG_GEMM_K_GROUPED: return "k-grouped";
+    case QG_GEMM_FP8_BATCHED: return "batched";
     }
     return "?";
 }

@@ -50,22 +50,6 @@ static int major_of(const qgpy_tensor *t, int i, int j, qg_major *major, int64_t
                        qgpy_strides_str(t, buf, sizeof buf));
 }
 
-/* Dimension i of t as the library's int size, or ValueError: a size past
- * 2^31 - 1 was cut by the cast and then compared with the other tensors as
- * the cut value ("d's dimension 0 must be 256 (M (a)), got 4294967552" for an
- * a of 2^32 + 256 rows; the batch sums' splits 2^32 + 1 read as 1). Found by
- * tests/python/test_fuzz_extension.py. */
-static int int_dim(const qgpy_tensor *t, int i, const char *what, int *out)
-{
-    const int64_t v = qgpy_dim(t, i); /* >= 0: qgpy_tensor_import refuses negative sizes */
-    if (v > INT_MAX)
-        return qgpy_errorf(PyExc_ValueError,
-                           "qgemm: %s = %lld (%s's dimension %d) exceeds 2^31 - 1", what,
-                           (long long)v, t->name, i < 0 ? i + (int)t->t->ndim : i);
-    *out = (int)v;
-    return 0;
-}
-
 /* ValueError unless t's groups are packed: stride(0) == rows x ld. The product
  * is checked for overflow (a hostile ld near 2^63: UBSan, found by
  * tests/python/test_fuzz_extension.py); one past 2^63 matches no stride. */
@@ -151,8 +135,9 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
             qgpy_check_ndim(&t[B_D], 3, "[G, M, N]") < 0)
             return -1;
         groups = qgpy_dim(&t[B_D], 0);
-        if (int_dim(&t[B_A], 1, "M", &ga->m) < 0 || int_dim(&t[B_B], 1, "N", &ga->n) < 0 ||
-            int_dim(&t[B_A], 0, "sum K", &ga->k) < 0)
+        if (qgpy_int_dim(&t[B_A], 1, "M", &ga->m) < 0 ||
+            qgpy_int_dim(&t[B_B], 1, "N", &ga->n) < 0 ||
+            qgpy_int_dim(&t[B_A], 0, "sum K", &ga->k) < 0)
             return -1;
         if (qgpy_check_dim(&t[B_B], 0, ga->k, "sum K (a.shape[0])") < 0 ||
             qgpy_check_dim(&t[B_D], 1, ga->m, "M (a.shape[1])") < 0 ||
@@ -183,12 +168,12 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
             qgpy_check_ndim(&t[B_D], out_nd, out_nd == 3 ? "[G, M, N]" : "[M, N]") < 0)
             return -1;
         int g32 = 1;
-        if (b_nd == 3 && int_dim(&t[B_B], 0, "G", &g32) < 0)
+        if (b_nd == 3 && qgpy_int_dim(&t[B_B], 0, "G", &g32) < 0)
             return -1;
         groups = g32;
-        if (int_dim(&t[B_A], a_nd - 2, "M", &ga->m) < 0 ||
-            int_dim(&t[B_A], a_nd - 1, "K", &ga->k) < 0 ||
-            int_dim(&t[B_B], b_nd - 2, "N", &ga->n) < 0)
+        if (qgpy_int_dim(&t[B_A], a_nd - 2, "M", &ga->m) < 0 ||
+            qgpy_int_dim(&t[B_A], a_nd - 1, "K", &ga->k) < 0 ||
+            qgpy_int_dim(&t[B_B], b_nd - 2, "N", &ga->n) < 0)
             return -1;
         if (qgpy_check_dim(&t[B_B], b_nd - 1, ga->k, "K (a's last dimension)") < 0 ||
             qgpy_check_dim(&t[B_D], out_nd - 2, ga->m, "M (a)") < 0 ||
@@ -333,7 +318,7 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
     if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, bs, &device, &ws, &ws_bytes) < 0)
         goto done;
     int splits = 0;
-    if (kind == (int)QG_GEMM_BF16_BATCH_SUMS && int_dim(&t[B_D], 0, "splits", &splits) < 0)
+    if (kind == (int)QG_GEMM_BF16_BATCH_SUMS && qgpy_int_dim(&t[B_D], 0, "splits", &splits) < 0)
         goto done;
     if (ga.m == 0 || ga.n == 0) {
         Py_INCREF(Py_None);

@@ -42,17 +42,6 @@ static int64_t mul3(int64_t a, int64_t b, int64_t c)
     return r;
 }
 
-/* Dimension i of t as an int (ValueError past 2^31 - 1: the cast would cut it). */
-static int int_dim(const qgpy_tensor *t, int i, const char *what, int *out)
-{
-    const int64_t v = qgpy_dim(t, i); /* >= 0: qgpy_tensor_import refuses negative sizes */
-    if (v > INT32_MAX)
-        return qgpy_errorf(PyExc_ValueError, "qgemm: %s = %lld (%s's dimension %d) exceeds "
-                           "2^31 - 1", what, (long long)v, t->name, i);
-    *out = (int)v;
-    return 0;
-}
-
 static int64_t numel(const qgpy_tensor *t)
 {
     int64_t n = 1;
@@ -331,9 +320,10 @@ PyObject *qgpy_sf_layout(PyObject *self, PyObject *args)
             goto done;
         /* (each size past 2^31 - 1 was cut by its cast and read as another:
          * ks [2^32 + 1] as one group; tests/python/test_fuzz_extension.py) */
-        if (int_dim(&t[L_SF], 0, "SF_K", &a.sf_k) < 0 || int_dim(&t[L_SF], 1, "MN", &a.mn) < 0 ||
-            int_dim(&t[L_KS], 0, "G", &a.num_groups) < 0 ||
-            int_dim(&t[L_OUT], 0, "packed SF_K", &a.packed_sf_k) < 0)
+        if (qgpy_int_dim(&t[L_SF], 0, "SF_K", &a.sf_k) < 0 ||
+            qgpy_int_dim(&t[L_SF], 1, "MN", &a.mn) < 0 ||
+            qgpy_int_dim(&t[L_KS], 0, "G", &a.num_groups) < 0 ||
+            qgpy_int_dim(&t[L_OUT], 0, "packed SF_K", &a.packed_sf_k) < 0)
             goto done;
         a.ks = qgpy_address(&t[L_KS]);
         a.gran_k = gran_k, a.k_alignment = k_alignment, a.psum = psum;

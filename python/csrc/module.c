@@ -363,6 +363,118 @@ static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
     return fp8out_call(kind, obj, 0, expected_m, ue8m0, 0.0f, cfg_obj, e4m3_bytes, stream, no_sync);
 }
 
+/* fp8_bmm(a, sfa, b, sfb, d, config, e4m3_bytes, stream, no_sync): the
+ * batched FP8 GEMM (qg_batched_fp8_gemm_nt) through DLPack: a [G, M, K] e4m3,
+ * sfa [G, ceil(K/128), M] float32 (M-major: unit stride over M, rows sfa_ld
+ * apart, batches packed kb * sfa_ld apart: mn_major's [G, M, kb] transposed), b [G, N, K]
+ * e4m3, sfb [G, ceil(N/128), ceil(K/128)] float32 contiguous, d [G, M, N]
+ * bfloat16; a, b and d with unit inner stride and any others (their dim-0
+ * stride is the batch stride, dim 1 the row stride: the einsum's
+ * x.permute(1, 0, 2) views need no copy). e4m3_bytes / no_sync: bits 0..4
+ * as gemm_fp8out's; no_sync's QGPY_TORCH_MODE bit: the families' torch mode
+ * (qgpy.h; stream and e4m3_bytes ignored, NotImplemented for tensors it does
+ * not take). The library checks every size, stride and overlap. */
+static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[5], *cfg_obj;
+    unsigned long long stream;
+    unsigned e4m3_bytes, no_sync;
+    if (!PyArg_ParseTuple(args, "OOOOOOIKI:fp8_bmm", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4],
+                          &cfg_obj, &e4m3_bytes, &stream, &no_sync))
+        return NULL;
+    qg_config cfg;
+    int forced;
+    if ((forced = parse_config(cfg_obj, &cfg)) < 0)
+        return NULL;
+    static const char *const names[5] = {"a", "sfa", "b", "sfb", "d"};
+    static const qgpy_dtype types[5] = {QGPY_E4M3, QGPY_F32, QGPY_E4M3, QGPY_F32, QGPY_BF16};
+    static const char *const dims[5] = {"[G, M, K]", "[G, ceil(K/128), M]", "[G, N, K]",
+                                        "[G, ceil(N/128), ceil(K/128)]", "[G, M, N]"};
+    qgpy_tensor t[5] = {{0}};
+    PyObject *result = NULL;
+    int device = -1;
+    if (no_sync & QGPY_TORCH_MODE) { /* qgpy.h: torch tensors on torch's current stream */
+        const int taken = qgpy_torch_take_all(obj, names, 5, 0, &stream, t);
+        if (taken == 0) {
+            Py_INCREF(Py_NotImplemented);
+            result = Py_NotImplemented;
+        }
+        if (taken <= 0)
+            goto done;
+    }
+    for (int i = 0; i < 5; i++) {
+        if (!(no_sync & QGPY_TORCH_MODE)) {
+            long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
+            if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
+                goto done;
+            if (e4m3_bytes & (1u << i))
+                qgpy_tensor_bytes_are_e4m3(&t[i]);
+        }
+        if (qgpy_check_dtype(&t[i], types[i]) < 0 || qgpy_check_ndim(&t[i], 3, dims[i]) < 0 ||
+            qgpy_check_device(&t[i], &device) < 0)
+            goto done;
+        if (qgpy_dim(&t[i], 2) > 1 && qgpy_stride(&t[i], 2) != 1) {
+            PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: %s must have a unit stride in its last "
+                         "dimension, got stride %lld", names[i], (long long)qgpy_stride(&t[i], 2));
+            goto done;
+        }
+    }
+    if (qgpy_check_writable(&t[4]) < 0)
+        goto done;
+    const int64_t g = qgpy_dim(&t[0], 0), m = qgpy_dim(&t[0], 1), k = qgpy_dim(&t[0], 2);
+    const int64_t n = qgpy_dim(&t[2], 1), kb = (k + 127) / 128, nb = (n + 127) / 128;
+    if (qgpy_check_dim(&t[2], 0, g, "a's G") < 0 || qgpy_check_dim(&t[2], 2, k, "a's K") < 0 ||
+        qgpy_check_dim(&t[4], 0, g, "a's G") < 0 || qgpy_check_dim(&t[4], 1, m, "a's M") < 0 ||
+        qgpy_check_dim(&t[4], 2, n, "b's N") < 0 || qgpy_check_dim(&t[1], 0, g, "a's G") < 0 ||
+        qgpy_check_dim(&t[1], 1, kb, "ceil(K/128)") < 0 || qgpy_check_dim(&t[1], 2, m, "a's M") < 0 || qgpy_check_dim(&t[3], 0, g, "a's G") < 0 ||
+        qgpy_check_dim(&t[3], 1, nb, "ceil(N/128)") < 0 || qgpy_check_dim(&t[3], 2, kb, "ceil(K/128)") < 0)
+        goto done;
+    if (g > INT32_MAX || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: sizes must be below 2^31");
+        goto done;
+    }
+    /* the scales packed: sfa [G][kb][sfa_ld] (rows sfa_ld apart), sfb contiguous */
+    const int64_t sfa_ld = kb > 1 ? qgpy_stride(&t[1], 1) : g > 1 ? qgpy_stride(&t[1], 0) : qg_sfa_ld(m);
+    if ((g > 1 && qgpy_stride(&t[1], 0) != kb * sfa_ld) ||
+        (nb * kb > 1 && (qgpy_stride(&t[3], 2) != 1 || (nb > 1 && qgpy_stride(&t[3], 1) != kb))) ||
+        (g > 1 && qgpy_stride(&t[3], 0) != nb * kb)) {
+        PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: sfa must be M-major [G, ceil(K/128), M] "
+                     "with batches ceil(K/128) x sfa_ld apart, and sfb a contiguous "
+                     "[G, ceil(N/128), ceil(K/128)] tensor");
+        goto done;
+    }
+    if (g == 0 || m == 0 || n == 0) { /* nothing to write */
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    qg_gemm_args ga;
+    memset(&ga, 0, sizeof ga);
+    ga.m = (int)m, ga.n = (int)n, ga.k = (int)k, ga.num_groups = (int)g;
+    ga.a = qgpy_address(&t[0]), ga.lda = qgpy_stride(&t[0], 1);
+    ga.sfa = qgpy_address(&t[1]), ga.sfa_ld = sfa_ld;
+    ga.b = qgpy_address(&t[2]), ga.ldb = qgpy_stride(&t[2], 1);
+    ga.sfb = qgpy_address(&t[3]);
+    ga.d = qgpy_address(&t[4]), ga.ldd = qgpy_stride(&t[4], 1);
+    const int64_t sa = g > 1 ? qgpy_stride(&t[0], 0) : 0, sb = g > 1 ? qgpy_stride(&t[2], 0) : 0;
+    const int64_t sd = g > 1 ? qgpy_stride(&t[4], 0) : 0;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        goto done;
+    qg_status st;
+    struct CUstream_st *cs = (struct CUstream_st *)(uintptr_t)stream;
+    const qg_config *c = forced ? &cfg : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = qg_batched_fp8_gemm_nt(ctx, &ga, sa, sb, sd, c, cs);
+    Py_END_ALLOW_THREADS
+    result = status_result(st);
+done:
+    for (int i = 0; i < 5; i++)
+        qgpy_tensor_release(&t[i]);
+    return result;
+}
+
 /* gemm_swiglu(kind, a, sfa, b, sfb, d, sfd, idx_or_None, row_weight_or_None,
  *             expected_m, ue8m0, swiglu_limit, config, e4m3_bytes, stream,
  *             no_sync): the SwiGLU GEMMs (qg_swiglu_out), as gemm_fp8out. */
@@ -705,6 +817,8 @@ static PyMethodDef methods[] = {
      "hc_prenorm(a, b, d, sqr_sum, num_splits, stream, no_sync)"},
     {"gemm", py_gemm, METH_VARARGS,
      "gemm(kind, a, sfa, b, sfb, d, idx, expected_m, stream, config, e4m3_bytes, no_sync)"},
+    {"fp8_bmm", py_fp8_bmm, METH_VARARGS,
+     "fp8_bmm(a, sfa, b, sfb, d, config, e4m3_bytes, stream, no_sync): qg_batched_fp8_gemm_nt"},
     {"gemm_fp8out", py_gemm_fp8out, METH_VARARGS,
      "gemm_fp8out(kind, a, sfa, b, sfb, d, sfd, idx, expected_m, ue8m0, config, e4m3_bytes, "
      "stream, no_sync)"},

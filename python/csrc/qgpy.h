@@ -80,6 +80,11 @@ int qgpy_check_dtype(const qgpy_tensor *t, qgpy_dtype want);
 int qgpy_check_ndim(const qgpy_tensor *t, int ndim, const char *dims);
 /* ValueError unless dimension i has size `want`; `what` says where want came from. */
 int qgpy_check_dim(const qgpy_tensor *t, int i, int64_t want, const char *what);
+/* Dimension i of t as the library's int size in *out, or ValueError naming
+ * `what`, t and i: a size past 2^31 - 1 would be cut by the cast and then
+ * compared with the other tensors as the cut value (found by
+ * tests/python/test_fuzz_extension.py). 0 or -1. */
+int qgpy_int_dim(const qgpy_tensor *t, int i, const char *what, int *out);
 /* ValueError unless the output `d` may be written: not READ_ONLY, and not a
  * copy the producer made for the export (IS_COPIED: the result would be lost). */
 int qgpy_check_writable(const qgpy_tensor *d);

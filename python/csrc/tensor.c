@@ -470,6 +470,17 @@ int qgpy_check_dim(const qgpy_tensor *t, int i, int64_t want, const char *what)
         qgpy_shape_str(t, buf, sizeof buf), i < 0 ? i + t->t->ndim : i, want, what, qgpy_dim(t, i));
 }
 
+int qgpy_int_dim(const qgpy_tensor *t, int i, const char *what, int *out)
+{
+    const int64_t v = qgpy_dim(t, i); /* >= 0: qgpy_tensor_import refuses negative sizes */
+    if (v > INT32_MAX)
+        return qgpy_errorf(PyExc_ValueError,
+                           "qgemm: %s = %lld (%s's dimension %d) exceeds 2^31 - 1", what,
+                           (long long)v, t->name, i < 0 ? i + (int)t->t->ndim : i);
+    *out = (int)v;
+    return 0;
+}
+
 int qgpy_check_aligned(const qgpy_tensor *t)
 {
     uintptr_t p = (uintptr_t)qgpy_address(t);

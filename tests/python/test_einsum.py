@@ -304,7 +304,9 @@ def _fp8_inputs(batch, h, r, dd):
 
 @pytest.mark.parametrize("batch,h,r,dd", [(3, 2, 256, 128), (1, 3, 384, 256), (130, 2, 128, 64)])
 def test_fp8_einsum_decomposition(monkeypatch, batch, h, r, dd):
+    """QGEMM_FP8_EINSUM=loop: one FP8 GEMM a head on strided views of x, y and d."""
     t = _torch()
+    monkeypatch.setenv("QGEMM_FP8_EINSUM", "loop")
     fake = FakeFP8()
     monkeypatch.setattr(_dispatch, "gemm", fake)
     x, sfx, y, sfy = _fp8_inputs(batch, h, r, dd)
@@ -591,6 +593,42 @@ def test_gpu_fp8_einsum(batch):
     assert calc_diff(z, ref) < 1e-5
 
 
+@pytest.mark.parametrize("batch,h,r,dd", [(1, 8, 512, 128), (4, 16, 512, 128), (130, 8, 640, 200),
+                                          (300, 4, 128, 512)])
+def test_gpu_fp8_einsum_batched_matches_per_head(monkeypatch, batch, h, r, dd):
+    """The default fp8_einsum (one launch of qg_batched_fp8_gemm_nt) against
+    QGEMM_FP8_EINSUM=loop (one GEMM a head): the same kernel arithmetic per head (tiles
+    chosen from the same problem shape), so the same bytes; both against the fp64 reference;
+    d's padding columns between the heads (a d view of a wider buffer) left as they were.
+    D = 200, R = 640: each head's sfb is 2 x 5 floats, 40 bytes, so the loop's per-head
+    views of it are not 16-byte aligned (the loop copies them to aligned rows)."""
+    t = _gpu()
+    x = t.randn((batch, h, r), device="cuda", dtype=t.bfloat16)
+    y = t.randn((h, dd, r), device="cuda", dtype=t.bfloat16)
+    xq, sx = qgemm.per_token_cast_to_fp8(x.view(-1, r), use_ue8m0=False)
+    xq, sx = xq.view(batch, h, r), sx.view(batch, h, -1)
+    yq = t.empty_like(y, dtype=t.float8_e4m3fn)
+    sy = t.empty((h, -(-dd // 128), -(-r // 128)), device="cuda", dtype=t.float)
+    for i in range(h):
+        yq[i], sy[i] = qgemm.per_block_cast_to_fp8(y[i], use_ue8m0=False)
+    ref = t.einsum("bhr,hdr->bhd", dequant_a(xq, sx), dequant_b(yq, sy))
+    outs = {}
+    for mode in ("loop", "batched"):
+        if mode == "batched":
+            monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
+        else:
+            monkeypatch.setenv("QGEMM_FP8_EINSUM", "loop")
+        wide = t.full((batch, h, dd + 8), -1234.0, device="cuda", dtype=t.bfloat16)
+        z = wide[:, :, :dd]
+        qdg.fp8_einsum("bhr,hdr->bhd", (xq, sx), (yq, sy), z)
+        t.cuda.synchronize()
+        assert (wide[:, :, dd:] == -1234.0).all(), f"{mode}: padding between heads written"
+        assert calc_diff(z, ref) < 1e-5, mode
+        outs[mode] = z.clone()
+    assert t.equal(outs["loop"].view(t.int16), outs["batched"].view(t.int16)), \
+        f"batched and per-head bytes differ: calc_diff {calc_diff(outs['loop'], outs['batched'])}"
+
+
 @pytest.mark.parametrize("m", [128, 300])
 @pytest.mark.parametrize("n,k", [(8192, 512), (2048, 512)])
 def test_gpu_skip_head_mid(m, n, k):
@@ -790,3 +828,30 @@ def test_bmk_bnk_mn_uses_the_split_env(monkeypatch):
     d16 = t.zeros(m, n, dtype=t.bfloat16)
     qdg.einsum("bmk,bnk->mn", a, b, d16)
     assert fake.calls[1][6] == 4 and fake.calls[1][5] is not None  # bf16 d: W
+
+
+def test_fp8_einsum_batched_cpu_refusals(monkeypatch):
+    """The batched default on CPU tensors: refused as the per-head loop refuses them
+    (same message); _C.fp8_bmm names the operand and its expected shape."""
+    t = _torch()
+    if not hasattr(t, "float8_e4m3fn"):
+        pytest.skip("torch without float8_e4m3fn")
+    from qgemm import _C
+    x = t.zeros(4, 8, 256).to(t.float8_e4m3fn)
+    y = t.zeros(8, 128, 256).to(t.float8_e4m3fn)
+    sx, sy = t.ones(4, 8, 2), t.ones(8, 1, 2)
+    d = t.zeros(4, 8, 128, dtype=t.bfloat16)
+    msgs = []
+    for mode in ("loop", "batched"):
+        monkeypatch.setenv("QGEMM_FP8_EINSUM", mode)  # ("batched": not "loop", the default)
+        with pytest.raises(ValueError) as e:
+            qgemm.fp8_einsum("bhr,hdr->bhd", (x, sx), (y, sy), d)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "CUDA device memory" in msgs[0]
+    with pytest.raises(ValueError, match=r"\[G, M, K\]"):
+        _C.fp8_bmm(x[0].view(t.uint8), sx, y.view(t.uint8), sy, d, None, 5, 0, 0)
+    # the torch mode (no_sync bit 31) takes CUDA torch tensors only: anything else is
+    # NotImplemented, having checked nothing (the DLPack path then decides)
+    from qgemm import _dispatch as dsp
+    assert _C.fp8_bmm(x, sx.view(4, 8, 2), y, sy, d, None, 0, 0, dsp.TORCH_MODE) is NotImplemented
+    assert _C.fp8_bmm(x[0], sx, y, sy, d, None, 0, 0, dsp.TORCH_MODE) is NotImplemented

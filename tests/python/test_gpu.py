@@ -342,7 +342,9 @@ UNROLLED = [
     ("dense", {"block_m": 128, "block_n": 256, "multicast": "none"}),
     ("contiguous", {"block_m": 128, "block_n": 192, "multicast": "a"}),
     ("contiguous", {"block_m": 128, "block_n": 256, "multicast": "none"}),
+    ("contiguous", {"block_m": 128, "block_n": 192, "multicast": "b"}),
     ("masked", {"block_m": 256, "block_n": 128, "multicast": "a"}),
+    ("masked", {"block_m": 128, "block_n": 192, "multicast": "b"}),
     ("masked", {"block_m": 128, "block_n": 256, "multicast": "a"}),
 ]
 
