@@ -20,7 +20,7 @@ export QGEMM_CACHE_DIR=${QGEMM_CACHE_DIR:-/tmp/qc} DG_JIT_CACHE_DIR=${DG_JIT_CAC
 export PYTHONUNBUFFERED=1
 [ -f .peers/env.sh ] && source .peers/env.sh
 export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH}
-MODES=${MODES:-rounder,rounder/acc2,rounder/acc4,rounder/acc8,rounder/fit,rounder/acc4+fit,rounder/acc4+fit+w1,rounder:2/acc4+fit,rounder:2/acc8+fit}
+MODES=${MODES:-rounder,rounder/acc2,rounder/acc4,rounder/acc8,rounder/fit,rounder/acc4+fit,rounder/acc4+fit+w1,rounder:2/acc4+fit,rounder:2/acc8+fit,rounder/acc8+fit+k2}
 HC_ALT=${HC_ALT:-QGEMM_HC_VARIANT=acc4+fit}
 MQA_ALT=${MQA_ALT:-QGEMM_MQA_VARIANT=lockstep4}
 T0=$SECONDS

@@ -31,7 +31,8 @@
  *   QGEMM_HC_VARIANT    (unset: default)     tf32_hc_prenorm_gemm's planner options (A/B
  *                                            measurements): '+'-separated acc2 / acc4 /
  *                                            acc8 (accumulator sets), fit (clusters that fit one
- *                                            wave), w1 / w2 (math warpgroups); another token
+ *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
+ *                                            blocks a clustered CTA keeps); another token
  *                                            fails the call with a message naming it
  *   QGEMM_MQA_VARIANT   (unset: pipe)        fp8_mqa_logits' organisation (A/B measurements):
  *                                            pipe (2 math warpgroups, two accumulator sets),
@@ -105,7 +106,8 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_HC_MODE", "tf32_hc_prenorm_gemm's B rounding: inplace, rounder, split or trunc "
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
     {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated acc2, acc4, "
-     "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups)", "(unset)"},
+     "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
+     "K blocks a clustered CTA keeps)", "(unset)"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe, lockstep2 or lockstep4", "pipe"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 or shared4",
      "shared2"},

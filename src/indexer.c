@@ -88,8 +88,8 @@ typedef struct {
 /* QGEMM_HC_VARIANT (src/env.c), A/B runs of the planner options: unset or
  * empty -> the default plan; else '+'- or ','-separated tokens: acc2, acc4,
  * acc8 (accumulator sets; 8 with one math warpgroup, else 4), fit (clusters
- * that fit one wave), w1, w2 (math warpgroups). Returns false for any other
- * token. */
+ * that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest K blocks
+ * a clustered CTA keeps; default 8). Returns false for any other token. */
 static bool hc_env_variant(qg_hc_opts *o) {
     memset(o, 0, sizeof *o);
     const char *v = qg__env_string("QGEMM_HC_VARIANT");
@@ -102,6 +102,8 @@ static bool hc_env_variant(qg_hc_opts *o) {
         else if (l == 3 && !strncmp(v, "fit", 3)) o->fit = 1;
         else if (l == 2 && !strncmp(v, "w1", 2)) o->wgs = 1;
         else if (l == 2 && !strncmp(v, "w2", 2)) o->wgs = 2;
+        else if (l == 2 && !strncmp(v, "k2", 2)) o->kmin = 2;
+        else if (l == 2 && !strncmp(v, "k4", 2)) o->kmin = 4;
         else if (l > 0) return false;
         v += l;
         if (*v) ++v;
@@ -658,7 +660,7 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
     qg_hc_opts opts;
     if (!hc_env_variant(&opts))
         return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of acc2, acc4, acc8, "
-                   "fit, w1, w2",
+                   "fit, w1, w2, k2, k4",
                    fn, qg__env_string("QGEMM_HC_VARIANT"));
     if (qg__hc_plan_opts(a->m, a->n, a->k, splits, sms_of(ctx), mode, cvt_warps, &opts, plan, &why))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",

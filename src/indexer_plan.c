@@ -35,9 +35,9 @@ static long hc_cluster_room(int c, int num_sms) {
 }
 
 /* Clusters for `base` (m-block, split) pairs of per_split K blocks. */
-static int hc_cluster(long base, int per_split, int num_sms, int fit) {
+static int hc_cluster(long base, int per_split, int num_sms, int fit, int kmin) {
     int cluster = 1;
-    while (cluster < 8 && per_split / (cluster * 2) >= 8 &&
+    while (cluster < 8 && per_split / (cluster * 2) >= kmin &&
            base * cluster * 2 <= (fit ? hc_cluster_room(cluster * 2, num_sms) : num_sms))
         cluster *= 2;
     return cluster;
@@ -48,13 +48,13 @@ static int hc_cluster(long base, int per_split, int num_sms, int fit) {
  * them (measurements and A/B runs choose others) */
 int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int force_wgs, int mode,
                         int cvt_warps, qg_hc_plan *out, const char **why) {
-    const qg_hc_opts o = {.accs = 0, .fit = 0, .wgs = force_wgs};
+    const qg_hc_opts o = {.accs = 0, .fit = 0, .wgs = force_wgs, .kmin = 0};
     return qg__hc_plan_opts(m, n, k, num_splits, num_sms, mode, cvt_warps, &o, out, why);
 }
 
 int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode, int cvt_warps,
                      const qg_hc_opts *opts, qg_hc_plan *out, const char **why) {
-    static const qg_hc_opts none = {0, 0, 0};
+    static const qg_hc_opts none = {0, 0, 0, 0};
     if (!opts) opts = &none;
     const int force_wgs = opts->wgs;
     if (!out) return fail(why, "no plan to fill");
@@ -75,6 +75,8 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     if (accs > 1 && mode == QG_HC_MODE_SPLIT)
         return fail(why, "several accumulator sets need a TF32 mode (inplace, rounder or trunc), not split");
     const int nkb = k / 64, per_split = nkb / num_splits;
+    const int kmin = opts->kmin ? opts->kmin : 8;
+    if (kmin < 1 || kmin > 8) return fail(why, "the fewest K blocks a clustered CTA keeps must be 1 to 8");
     /* Two math warpgroups (128 rows a CTA) once M can still fill the SMs
      * through the K clusters: every CTA reads B (N x 64 fp32 a K block) from
      * L2, so 128 rows a stage halve that traffic beside A's stream. With
@@ -83,8 +85,8 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     int wgs = force_wgs ? force_wgs : m >= 1024 ? 2 : 1;
     if (!force_wgs && opts->fit && wgs == 2) {
         const long b2 = (long)((m + 127) / 128) * num_splits, b1 = (long)((m + 63) / 64) * num_splits;
-        const long c2 = b2 * hc_cluster(b2, per_split, num_sms, 1);
-        const long c1 = b1 * hc_cluster(b1, per_split, num_sms, 1);
+        const long c2 = b2 * hc_cluster(b2, per_split, num_sms, 1, kmin);
+        const long c1 = b1 * hc_cluster(b1, per_split, num_sms, 1, kmin);
         if (c2 < num_sms && c1 <= num_sms && c1 > c2) wgs = 1;
     }
     /* 8 sets (96-128 registers beside the 64 of the A fragments) fit one
@@ -96,7 +98,7 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     /* Cluster: split each (m-block, split) along K over up to 8 CTAs while
      * the CTAs still fit one wave and each keeps >= 8 K blocks (the
      * reduction through rank 0 costs about one K block). */
-    const int cluster = hc_cluster(base, per_split, num_sms, opts->fit);
+    const int cluster = hc_cluster(base, per_split, num_sms, opts->fit, kmin);
     const long ctas = base * cluster;
     /* Stages: one wave -> as many as fit (bytes in flight per SM); several
      * waves -> two CTAs per SM, so one's prologue and tail hide behind the

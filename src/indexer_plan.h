@@ -68,9 +68,11 @@ typedef struct {
  *         would leave SMs idle, and for grids of several waves either the
  *         whole shared memory (two warpgroups) or registers for two CTAs an
  *         SM (one)
- *   wgs   0 = choose, 1 or 2 forced */
+ *   wgs   0 = choose, 1 or 2 forced
+ *   kmin  0 = 8: the fewest K blocks a CTA of a cluster keeps (2 or 4: more
+ *         CTAs on the latency-bound small-M rows) */
 typedef struct {
-    int accs, fit, wgs;
+    int accs, fit, wgs, kmin;
 } qg_hc_opts;
 
 int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,

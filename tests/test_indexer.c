@@ -239,15 +239,15 @@ TEST(indexer_validation) {
     { /* QGEMM_HC_VARIANT: token lists pass the checks (acc sets with split
        * fail as unsupported); any other token fails the call, naming it */
         qg_hc_prenorm_args h = good_hc();
-        static const char *const good[] = {"", "acc2", "acc4", "acc8", "fit", "w1", "w2",
-                                           "acc2+fit", "acc4,fit,w2"};
+        static const char *const good[] = {"", "acc2", "acc4", "acc8", "fit", "w1", "w2", "k2",
+                                           "k4", "acc2+fit", "acc4,fit,w2,k2"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_HC_VARIANT", good[i], 1);
             qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_HC_VARIANT=%s: %s (%s)", good[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *const bad[] = {"acc3", "fast", "acc2+", "fit+w3", "acc22"};
+        static const char *const bad[] = {"acc3", "fast", "acc2+", "fit+w3", "acc22", "k3"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_HC_VARIANT", bad[i], 1);
             qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
@@ -543,7 +543,8 @@ TEST(hc_compile_every_mode) {
                                               {"rounder", "acc4+fit+w2"}, {"rounder", "acc4+fit+w1"},
                                               {"trunc", "fit+w1"},       {"rounder", "acc8"},
                                               {"rounder:3", "acc8+fit"}, {"rounder:2", "acc4+fit+w1"},
-                                              {"rounder", "acc8+fit+w1"}};
+                                              {"rounder", "acc8+fit+w1"}, {"rounder", "acc8+fit+k2"},
+                                              {"rounder", "k4"}};
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         setenv("QGEMM_HC_MODE", variants[vi][0], 1);
         setenv("QGEMM_HC_VARIANT", variants[vi][1], 1);
@@ -668,7 +669,8 @@ TEST(gpu_hc_prenorm) {
                                         "split",        "split:2",        "rounder/acc2",
                                         "rounder/acc4", "rounder:2/acc4+fit", "inplace/acc4",
                                         "rounder/fit",  "rounder/acc2+fit+w2",
-                                        "rounder/acc4+fit+w1", "rounder:2/acc8+fit"};
+                                        "rounder/acc4+fit+w1", "rounder:2/acc8+fit",
+                                        "rounder/acc8+fit+k2"};
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
         unsetenv("QGEMM_HC_VARIANT");
         if (modes[mi]) {
