@@ -47,14 +47,19 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--no-deepgemm", action="store_true")
     ap.add_argument("--shapes", default="all", help="all, or 'big' (m >= 4096 only)")
+    ap.add_argument("--max-rows", type=int, default=0, help="only the first N shapes (0: all)")
     args = ap.parse_args()
 
     import qgemm
     libs = {}
     modes = [m for m in args.modes.split(",") if m]
     for mode in modes:
-        def qg_call(a, b, d, s, ns, mode=mode):
-            os.environ["QGEMM_HC_MODE"] = mode  # read at every call (src/env.c)
+        # "mode/variant": QGEMM_HC_MODE=mode, QGEMM_HC_VARIANT=variant ('+'-separated)
+        hc_mode, _, hc_variant = mode.partition("/")
+
+        def qg_call(a, b, d, s, ns, hc_mode=hc_mode, hc_variant=hc_variant):
+            os.environ["QGEMM_HC_MODE"] = hc_mode  # both read at every call (src/env.c)
+            os.environ["QGEMM_HC_VARIANT"] = hc_variant
             qgemm.tf32_hc_prenorm_gemm(a, b, d, s, num_splits=ns)
         libs[f"qg:{mode}"] = qg_call
     if not args.no_deepgemm:
@@ -77,6 +82,8 @@ def main() -> int:
         for n, k in ((24, 28672), (24, 7680), (24, 7168)):
             for ns in (None, 16):
                 shapes.append((m, n, k, ns))
+    if args.max_rows > 0:
+        shapes = shapes[:args.max_rows]
 
     names = list(libs)
     table = []
@@ -160,6 +167,22 @@ def main() -> int:
         worst = {nm: min((row["deepgemm"]["us"] / row[nm]["us"]) for row in table
                          if "us" in row.get(nm, {}) and "us" in row.get("deepgemm", {})) for nm in names}
         print(f"{'worst vs DeepGEMM':>20} " + " ".join(f"{worst[nm]:12.3f} " for nm in names))
+        below = {nm: sum(1 for row in table if "us" in row.get(nm, {}) and "us" in row.get("deepgemm", {})
+                         and row["deepgemm"]["us"] / row[nm]["us"] < 0.95) for nm in names}
+        print(f"{'rows < 0.95x':>20} " + " ".join(f"{below[nm]:12d} " for nm in names))
+        # one line per column: geomean, worst row (name), accuracy verdict
+        for nm in names:
+            if nm == "deepgemm":
+                continue
+            rs = [(row["deepgemm"]["us"] / row[nm]["us"], row["shape"]) for row in table
+                  if "us" in row.get(nm, {}) and "us" in row.get("deepgemm", {})]
+            if not rs:
+                continue
+            w = min(rs)
+            acc = all(row.get(nm, {}).get("ok", False) for row in table)
+            print(f"SUMMARY {nm}: DeepGEMM/qgemm geomean {gm['deepgemm'] / gm[nm]:.3f}, worst {w[0]:.3f} "
+                  f"({w[1]}), rows < 0.95: {below[nm]}, accuracy+repeat "
+                  f"{'PASS' if acc else ('FAIL' if 'trunc' not in nm else 'FAIL (trunc: expected)')}")
     bad = [(row["shape"], nm) for row in table for nm in names
            if nm.startswith("qg:") and "trunc" not in nm and not row.get(nm, {}).get("ok", False)]
     print(f"\nqgemm (rounding modes) accuracy/determinism failures: {len(bad)} {bad[:8]}")

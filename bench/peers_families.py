@@ -59,9 +59,11 @@ KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "
 NEW_KINDS = ("einsum", "mqa", "paged-mqa", "hc")  # built here, not by DeepGEMM's generators
 LIBS = ("deepgemm", "cublas", "qgemm", "qgemm-v1")  # qgemm-v1: --old-plan (v1, or the plan named)
 # the QGEMM_BF16_PLAN value the qgemm-v1 column runs under (--old-plan [v1|v2]), or with
-# --split-k VALUE the QGEMM_BF16_SPLIT_K value (ALT_VAR names the variable set)
+# --split-k VALUE the QGEMM_BF16_SPLIT_K value (ALT_ENV names the variable set)
 OLD_PLAN = "v1"
-ALT_VAR = "QGEMM_BF16_PLAN"
+# the variable and value the qgemm-v1 column runs under: QGEMM_BF16_PLAN=OLD_PLAN (--old-plan, BF16
+# kinds), or any NAME=VALUE for every kind (--alt-env, e.g. QGEMM_HC_VARIANT=acc4+fit)
+ALT_ENV = ("QGEMM_BF16_PLAN", None)
 
 
 def log(*a: Any) -> None:
@@ -402,12 +404,14 @@ def run_case(case: Dict[str, Any], gen: Any, libs: Dict[str, Any], timer: Timer,
     # call, so the variable is set around each call only)
     if "qgemm-v1" in fns:
         def with_v1(f: Callable[[], Any]) -> Callable[[], Any]:
+            name, value = ALT_ENV[0], ALT_ENV[1] if ALT_ENV[1] is not None else OLD_PLAN
+
             def call() -> Any:
-                os.environ[ALT_VAR] = OLD_PLAN
+                os.environ[name] = value
                 try:
                     return f()
                 finally:
-                    os.environ.pop(ALT_VAR, None)
+                    os.environ.pop(name, None)
             return call
         fns["qgemm-v1"] = with_v1(fns["qgemm-v1"])
     # checked call of each library (from the reset state), accuracy
@@ -545,9 +549,10 @@ def _rate(r: Dict[str, Any]) -> str:
 def render(rows: List[Dict[str, Any]], device: str) -> str:
     out = [f"# peers-families on {device}: time ratios peer / qgemm (> 1: qgemm faster)", ""]
     v1 = any(r.get("qgemm-v1_kineto_us") for r in rows)
+    alt = OLD_PLAN if ALT_ENV[1] is None else ALT_ENV[1][:8]
     out.append(f"{'kind':16} {'shape':24} {'lay':3} {'D':5} {'acc':3} {'qg us':>8} {'dg/qg kin':>9} "
                f"{'dg/qg ev':>8} {'cb/qg kin':>9} {'qg diff':>9} {'rate':>10}"
-               + (f" {OLD_PLAN + '/qg kin':>9} {'dg/' + OLD_PLAN + ' kin':>9}" if v1 else "") + "  errors")
+               + (f" {alt + '/qg kin':>9} {'dg/' + alt + ' kin':>9}" if v1 else "") + "  errors")
     rows = [r for r in rows if r.get("kind") != "cast"]  # (render_casts)
     for r in rows:
         f = lambda x, p=2: "-" if x is None else f"{x:.{p}f}"  # noqa: E731
@@ -578,7 +583,8 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
                 w1 = min((r.get(f"deepgemm_over_qgemm-v1_{t}") or 9e9 for r in rs), default=None)
                 d1 = [r.get("qgemm-v1_diff") for r in rs if r.get("qgemm-v1_diff") is not None]
                 e1 = sum(1 for r in rs if "qgemm-v1" in r.get("errors", {}))
-                out.append(f"{'':16} {'':6}  {ALT_VAR}={OLD_PLAN}: DeepGEMM/qgemm geomean "
+                alt_name = f"{ALT_ENV[0]}={OLD_PLAN if ALT_ENV[1] is None else ALT_ENV[1]}"
+                out.append(f"{'':16} {'':6}  {alt_name}: DeepGEMM/qgemm geomean "
                            f"{f'{dg1:.3f}' if dg1 else '-'} (worst {f'{w1:.3f}' if w1 and w1 < 9e9 else '-'}), "
                            f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}, diff max "
                            f"{f'{max(d1):.1e}' if d1 else '-'}" + (f", {e1} errors" if e1 else ""))
@@ -599,15 +605,28 @@ def main() -> int:
                    help="BF16 kinds: the extra column (as --old-plan's) times qgemm under "
                         "QGEMM_BF16_SPLIT_K=VALUE (on, or a split 2..8) instead of an old plan")
     p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
+    p.add_argument("--alt-env", default=None, metavar="NAME=VALUE",
+                   help="every kind: also time qgemm with NAME=VALUE set around each call (a per-call "
+                        "env knob, e.g. QGEMM_HC_VARIANT=acc4+fit or QGEMM_MQA_VARIANT=lockstep4), in the "
+                        "columns --old-plan uses")
     p.add_argument("--where", default="", help="keep only the rows whose fields match every field=value pair, "
                    "'|'-separated (e.g. 'expr=fp8 bhr,hdr->bhd'); values compared as text")
     args = p.parse_args()
-    global OLD_PLAN, ALT_VAR
+    global OLD_PLAN, ALT_ENV
     if args.old_plan:
         OLD_PLAN = args.old_plan
+    if args.alt_env:
+        name, eq, value = args.alt_env.partition("=")
+        if not eq or not name:
+            p.error(f"--alt-env wants NAME=VALUE, got {args.alt_env!r}")
+        if args.old_plan or args.split_k:
+            p.error("--alt-env, --old-plan and --split-k share the qgemm-v1 columns: one of them")
+        ALT_ENV = (name, value)
     if args.split_k:
-        OLD_PLAN, ALT_VAR = args.split_k, "QGEMM_BF16_SPLIT_K"
-        args.old_plan = args.old_plan or args.split_k
+        if args.old_plan:
+            p.error("--split-k and --old-plan share the qgemm-v1 columns: one of them")
+        ALT_ENV = ("QGEMM_BF16_SPLIT_K", args.split_k)
+        args.old_plan = args.split_k
     import torch
     sys.path.insert(0, os.path.join(args.deepgemm_src, "tests"))
     import qgemm.deep_gemm as qdg
@@ -648,7 +667,7 @@ def main() -> int:
         torch.manual_seed(i)
         random.seed(i)
         libs_row = {k: v for k, v in libs.items() if not (k == "cublas" and case["kind"] not in ("bf16", "einsum"))}
-        if args.old_plan and case["kind"].startswith("bf16"):
+        if (args.old_plan and case["kind"].startswith("bf16")) or args.alt_env:
             libs_row["qgemm-v1"] = qdg
         try:
             row = run_case(case, gen, libs_row, timer, torch)

@@ -49,6 +49,11 @@
  *                      diff ~1.4e-7 > 1e-8 against torch's TF32 reference);
  *                      for timing comparisons only, never planned by default
  *   QG_HC_CVT_WARPS  converter warps (modes 1 and 2; 0 otherwise)
+ *   QG_HC_ACCS       accumulator sets a math warpgroup (modes 0, 1, 3; default
+ *                    1, the planner's unless QGEMM_HC_VARIANT asks): 2, 4, 8
+ *                    keep several wgmma chains in flight (the math loop's
+ *                    comment below)
+ *   QG_HC_MIN_CTAS   __launch_bounds__' CTAs an SM (default 1)
  *   QG_HC_SMEM_BYTES the host's shared-memory plan (checked below)
  * M arrives at run time; grid.x = C * ceil(M / block_m) * S (cluster dims C x 1 x 1),
  * 128 * QG_HC_MATH_WGS + 32 * (1 + QG_HC_CVT_WARPS) threads: the math
@@ -212,6 +217,21 @@ static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG
 #ifndef QG_HC_MATH_WGS
 #define QG_HC_MATH_WGS 1
 #endif
+/* Accumulator sets of a math warpgroup (modes 0, 1, 3): 1 = one set, the
+ * K blocks' wgmmas in one chain; 2 = one set per K-block parity (block j+1
+ * issued while block j runs); 4 / 8 = also 2 / 4 sets alternating within a
+ * block (8: the planner gives it one math warpgroup only, for registers). */
+#ifndef QG_HC_ACCS
+#define QG_HC_ACCS 1
+#endif
+/* CTAs an SM that the registers must allow (the planner's 2 for a grid of
+ * several waves of one-warpgroup CTAs, each with half the shared memory) */
+#ifndef QG_HC_MIN_CTAS
+#define QG_HC_MIN_CTAS 1
+#endif
+static_assert(QG_HC_ACCS == 1 ||
+                  ((QG_HC_ACCS == 2 || QG_HC_ACCS == 4 || QG_HC_ACCS == 8) && QG_HC_MODE != 2),
+              "1 accumulator set, or 2, 4 or 8 outside mode 2");
 static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpgroups");
 #define QG_HC_BLOCK_M (64 * QG_HC_MATH_WGS)
 #define QG_HC_MATH_THREADS (128 * QG_HC_MATH_WGS)
@@ -286,6 +306,17 @@ QG_DEVICE void qg_hc_issue(float (&acc)[QG_HC_ACC], const uint32_t (&f)[32], uin
                                i == 0 ? scale_first : 1);
     }
 }
+
+#if QG_HC_ACCS > 1
+/* accumulator sets q < W += sets q + W (the several-set loop's final sum) */
+template <int W>
+QG_DEVICE void qg_hc_fold(float (&a)[QG_HC_ACCS][QG_HC_ACC]) {
+#pragma unroll
+    for (int q = 0; q < W; ++q)
+#pragma unroll
+        for (int j = 0; j < QG_HC_ACC; ++j) a[q][j] += a[q + W][j];
+}
+#endif
 
 #if QG_HC_MODE == 1
 /* Converter lane g (of 32 * CVT_WARPS) rounds 16-byte chunks g, g + G, ...
@@ -364,7 +395,7 @@ QG_DEVICE void qg_hc_sqr_chunk(uint32_t row_addr, uint32_t sw, uint32_t hf, floa
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(QG_HC_THREADS, QG_HC_MIN_CTAS)
 qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* bf16 K x M, box 64 x block_m, SW128 */
                      const __grid_constant__ qg_tensor_map tmap_b, /* fp32 K x N, box 32 x N, SW128 */
                      float *__restrict__ d, int64_t ldd, int64_t d_split_ld,
@@ -522,6 +553,104 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
         sq0 += sq1;
         sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
         sq1 = 0.0f;
+#elif QG_HC_ACCS > 1
+        /* ---- math warpgroup, several accumulator sets (QG_HC_ACCS 2, 4, 8) ----
+         * K block j's wgmmas accumulate into set (j & 1) (and with P =
+         * ACCS / 2 > 1 sets a block, wgmma i of the block into set
+         * P (j & 1) + i % P), so the tensor
+         * pipe always has independent chains: at N <= 32 one m64nNk8 wgmma
+         * is a few cycles of work against a much longer accumulate
+         * latency, and the one-set loop waits for all 8 of block j before
+         * it issues block j + 1. Here block j + 1 issues while block j
+         * runs: wait_group 1 at the top of iteration j + 1 only waits for
+         * block j - 1 (the last reader of frag[(j + 1) & 1] and of the
+         * sets block j + 1 writes), which also releases its stage. The
+         * sets are added in a fixed order at the end (bitwise reproducible). */
+        const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4; /* warp 4..7: rows 64.. */
+        const uint32_t a0 = qg_smem_addr(smem_a);
+        const uint32_t b_lo0 = qg_wgmma_desc_sw128_lo(smem_b);
+        constexpr int SETS_PER_BLOCK = QG_HC_ACCS / 2;
+        uint32_t frag[2][32];
+        float accs[QG_HC_ACCS][QG_HC_ACC];
+#pragma unroll
+        for (int q = 0; q < QG_HC_ACCS; ++q)
+#pragma unroll
+            for (int j = 0; j < QG_HC_ACC; ++j) {
+                accs[q][j] = 0.0f;
+                /* pinned here: a zero sunk into the loop would define a
+                 * set while the other set's wgmmas run (ptxas then
+                 * serializes every wgmma) */
+                qg_fence_operand(accs[q][j]);
+            }
+        int s = 0;
+        uint32_t phase = 0;
+        int prev_s = 0, prev2_s = 0;
+        for (int i = 0; i < kb_count; i += 2) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                if (i + h < kb_count) {
+                    /* K block i+h-2 done (i+h-1 may still run): frag[h] and
+                     * sets of parity h are free, its stage is released
+                     * (before waiting on full: with 2 stages, s is its stage). */
+                    qg_wgmma_wait1();
+                    if (i + h >= 2) qg_mbarrier_arrive(&empty[prev2_s]);
+                    qg_mbarrier_wait(&full[s], phase);
+#if QG_HC_MODE == 0
+                    { /* as in the one-set loop below */
+                        uint32_t *bw = (uint32_t *)(smem_b + s * QG_HC_SMEM_B);
+                        for (int e = (int)threadIdx.x; e < QG_HC_SMEM_B / 4; e += QG_HC_MATH_THREADS)
+                            bw[e] = qg_cvt_rna_tf32(__uint_as_float(bw[e]));
+                        qg_fence_proxy_async_shared();
+                        qg_named_barrier(1, QG_HC_MATH_THREADS);
+                    }
+#endif
+                    qg_hc_load_frag(frag[h], a0 + s * QG_HC_SMEM_A, row0, t, sq0, sq1);
+#pragma unroll
+                    for (int q = 0; q < SETS_PER_BLOCK; ++q)
+#pragma unroll
+                        for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(accs[h * SETS_PER_BLOCK + q][j]);
+                    qg_wgmma_fence();
+                    const uint32_t b_lo = b_lo0 + (s * QG_HC_SMEM_B >> 4);
+#pragma unroll
+                    for (uint32_t w = 0; w < 8; ++w) {
+                        const uint32_t desc = b_lo + ((w / 4) * QG_HC_SMEM_BHALF >> 4) + ((w % 4) * 32 >> 4);
+                        qg_wgmma_m64k8_tf32_rs(accs[h * SETS_PER_BLOCK + (w % SETS_PER_BLOCK)],
+                                               frag[h][4 * w], frag[h][4 * w + 1],
+                                               frag[h][4 * w + 2], frag[h][4 * w + 3], desc, 1);
+                    }
+                    qg_wgmma_commit();
+#pragma unroll
+                    for (int q = 0; q < SETS_PER_BLOCK; ++q)
+#pragma unroll
+                        for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(accs[h * SETS_PER_BLOCK + q][j]);
+                    prev2_s = prev_s;
+                    prev_s = s;
+                    if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
+                }
+            }
+        }
+        qg_wgmma_wait0();
+#pragma unroll
+        for (int q = 0; q < QG_HC_ACCS; ++q)
+#pragma unroll
+            for (int j = 0; j < QG_HC_ACC; ++j) qg_fence_operand(accs[q][j]);
+        if (kb_count > 1) qg_mbarrier_arrive(&empty[prev2_s]);
+        if (kb_count > 0) qg_mbarrier_arrive(&empty[prev_s]);
+        /* a fixed pairwise tree: set q += set q + W, W = ACCS / 2 .. 1
+         * (constant widths: a loop over W left accs in local memory) */
+#if QG_HC_ACCS >= 8
+        qg_hc_fold<4>(accs);
+#endif
+#if QG_HC_ACCS >= 4
+        qg_hc_fold<2>(accs);
+#endif
+        qg_hc_fold<1>(accs);
+#pragma unroll
+        for (int j = 0; j < QG_HC_ACC; ++j) acc[j] = accs[0][j];
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 2);
 #else
         /* ---- math warpgroup ---- */
         const uint32_t row0 = warp * 16 + lane / 4, t = lane % 4; /* warp 4..7: rows 64.. */

@@ -28,6 +28,16 @@
  *                                            (trunc: no rounding, fails DeepGEMM's 1e-8),
  *                                            optionally ":N" converter warps (1-3); another
  *                                            value fails the call with a message naming it
+ *   QGEMM_HC_VARIANT    (unset: default)     tf32_hc_prenorm_gemm's planner options (A/B
+ *                                            measurements): '+'-separated acc2 / acc4 /
+ *                                            acc8 (accumulator sets), fit (clusters that fit one
+ *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
+ *                                            blocks a clustered CTA keeps); another token
+ *                                            fails the call with a message naming it
+ *   QGEMM_MQA_VARIANT   (unset: pipe)        fp8_mqa_logits' organisation (A/B measurements):
+ *                                            pipe (2 math warpgroups, two accumulator sets),
+ *                                            lockstep2, lockstep4 (DeepGEMM's four); another
+ *                                            value fails the call with a message naming it
  *   QGEMM_PMQA_VARIANT  (unset: shared2)     the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring), shared4 (4), pipe2 (2, two
@@ -104,6 +114,10 @@ const qg_env_knob qg__env_knobs[] = {
      "(0/false/off/no: off; other values refused)", "off"},
     {"QGEMM_HC_MODE", "tf32_hc_prenorm_gemm's B rounding: inplace, rounder, split or trunc "
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
+    {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated acc2, acc4, "
+     "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
+     "K blocks a clustered CTA keeps)", "(unset)"},
+    {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe, lockstep2 or lockstep4", "pipe"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, pipe2 or dual2",
      "shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",

@@ -30,7 +30,29 @@
  * source does not depend on them); the grid is computed per call. */
 typedef struct {
     int heads, head_dim, compressed, clean, logits_bf16, num_sms;
+    int variant; /* -1: the planner's; else QG_MQA_VARIANT_* (QGEMM_MQA_VARIANT) */
 } mqa_key;
+
+/* QGEMM_MQA_VARIANT (src/env.c), A/B runs: unset -> -1 (the planner's
+ * organisation, pipe); "pipe", "lockstep2" or "lockstep4" (DeepGEMM's four
+ * math warpgroups). Returns false for any other value. */
+static bool mqa_env_variant(int *variant) {
+    *variant = -1;
+    const char *v = qg__env_string("QGEMM_MQA_VARIANT");
+    if (!v) return true;
+    static const struct {
+        const char *name;
+        int variant;
+    } names[] = {{"pipe", QG_MQA_VARIANT_PIPE},
+                 {"lockstep2", QG_MQA_VARIANT_LOCKSTEP2},
+                 {"lockstep4", QG_MQA_VARIANT_LOCKSTEP4}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+        if (!strcmp(v, names[i].name)) {
+            *variant = names[i].variant;
+            return true;
+        }
+    return false;
+}
 
 /* Paged MQA logits: the SM count is the schedule's CTA count; variant:
  * QG_PMQA_VARIANT_* (QGEMM_PMQA_VARIANT). */
@@ -60,8 +82,34 @@ typedef struct {
 /* HC: the plan for the call's m is made before the lookup (pure, cheap);
  * the key is its compile-time part. */
 typedef struct {
-    int n, k, num_splits, math_wgs, cluster, stages, mode, cvt_warps;
+    int n, k, num_splits, math_wgs, cluster, stages, mode, cvt_warps, accs, min_ctas;
 } hc_key;
+
+/* QGEMM_HC_VARIANT (src/env.c), A/B runs of the planner options: unset or
+ * empty -> the default plan; else '+'- or ','-separated tokens: acc2, acc4,
+ * acc8 (accumulator sets; 8 with one math warpgroup, else 4), fit (clusters
+ * that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest K blocks
+ * a clustered CTA keeps; default 8). Returns false for any other token. */
+static bool hc_env_variant(qg_hc_opts *o) {
+    memset(o, 0, sizeof *o);
+    const char *v = qg__env_string("QGEMM_HC_VARIANT");
+    if (!v) return true;
+    while (*v) {
+        size_t l = strcspn(v, "+,");
+        if (l == 4 && !strncmp(v, "acc2", 4)) o->accs = 2;
+        else if (l == 4 && !strncmp(v, "acc4", 4)) o->accs = 4;
+        else if (l == 4 && !strncmp(v, "acc8", 4)) o->accs = 8;
+        else if (l == 3 && !strncmp(v, "fit", 3)) o->fit = 1;
+        else if (l == 2 && !strncmp(v, "w1", 2)) o->wgs = 1;
+        else if (l == 2 && !strncmp(v, "w2", 2)) o->wgs = 2;
+        else if (l == 2 && !strncmp(v, "k2", 2)) o->kmin = 2;
+        else if (l == 2 && !strncmp(v, "k4", 2)) o->kmin = 4;
+        else if (l > 0) return false;
+        v += l;
+        if (*v) ++v;
+    }
+    return true;
+}
 
 /* QGEMM_HC_MODE (src/env.c): unset -> mode -1 (the planner's default);
  * "inplace" / "rounder" / "split" / "trunc", optionally ":1".."3" converter
@@ -100,6 +148,8 @@ static qg_status mqa_plan_of(const mqa_key *k, qg_mqa_plan *plan) {
                      k->num_sms, plan, &why) != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED, "no MQA logits kernel for %d heads of dim %d: %s",
                         k->heads, k->head_dim, why);
+    if (k->variant >= 0 && qg__mqa_plan_variant(plan, k->variant) != 0)
+        return qg__fail(QG_ERROR_INTERNAL, "MQA logits variant %d unknown", k->variant);
     return QG_SUCCESS;
 }
 
@@ -325,6 +375,9 @@ static qg_status mqa_check(const qg_context *ctx, const qg_mqa_logits_args *a, b
     key->clean = a->clean;
     key->logits_bf16 = a->logits_bf16;
     key->num_sms = sms_of(ctx);
+    if (!mqa_env_variant(&key->variant))
+        return BAD("%s: QGEMM_MQA_VARIANT='%.64s' is not pipe, lockstep2 or lockstep4", fn,
+                   qg__env_string("QGEMM_MQA_VARIANT"));
     if (!pointers || a->seq_len == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->q, 16, "q"},           {a->kv, 16, "kv"},
                               {a->kv_scales, 16, "kv_scales"}, {a->weights, 4, "weights"},
@@ -604,7 +657,12 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
         return BAD("%s: QGEMM_HC_MODE='%.64s' is not inplace, rounder, split or trunc (rounder and "
                    "split optionally :1, :2 or :3 converter warps)",
                    fn, qg__env_string("QGEMM_HC_MODE"));
-    if (qg__hc_plan_variant(a->m, a->n, a->k, splits, sms_of(ctx), 0, mode, cvt_warps, plan, &why))
+    qg_hc_opts opts;
+    if (!hc_env_variant(&opts))
+        return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of acc2, acc4, acc8, "
+                   "fit, w1, w2, k2, k4",
+                   fn, qg__env_string("QGEMM_HC_VARIANT"));
+    if (qg__hc_plan_opts(a->m, a->n, a->k, splits, sms_of(ctx), mode, cvt_warps, &opts, plan, &why))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",
                         fn, a->m, a->n, a->k, splits, why);
     memset(key, 0, sizeof *key);
@@ -616,6 +674,8 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
     key->stages = plan->stages;
     key->mode = plan->mode;
     key->cvt_warps = plan->cvt_warps;
+    key->accs = plan->accs;
+    key->min_ctas = plan->min_ctas;
     if (!pointers || a->m == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->a, 16, "a"}, {a->b, 16, "b"}, {a->d, 8, "d"},
                               {a->sqr_sum, 4, "sqr_sum"}};

@@ -22,11 +22,41 @@ static size_t hc_smem(int n, int wgs, int stages, int cluster, int mode) {
     return 1024 + (size_t)stages * stage + slots + (size_t)stages * bars * 8;
 }
 
+/* CTAs that clusters of c CTAs can hold at once on num_sms SMs. A cluster
+ * lives in one GPC; Hopper's GPCs hold 14 to 18 SMs, so clusters of 4 and 8
+ * leave some out: cuOccupancyMaxActiveClusters gave 30 clusters of 4 on the
+ * H200's 132 SMs (ncu, 2026-11-28-h200-22-probe: a 128-CTA grid of clusters
+ * of 4 ran 8 CTAs as a second wave, 41 us against DeepGEMM's 31). Clusters
+ * of 8 assumed 14 (112 CTAs). Pairs fill every TPC. */
+static long hc_cluster_room(int c, int num_sms) {
+    if (c <= 2) return num_sms;
+    if (c == 4) return (long)num_sms * 30 / 33 / 4 * 4;
+    return (long)num_sms * 28 / 33 / 8 * 8;
+}
+
+/* Clusters for `base` (m-block, split) pairs of per_split K blocks. */
+static int hc_cluster(long base, int per_split, int num_sms, int fit, int kmin) {
+    int cluster = 1;
+    while (cluster < 8 && per_split / (cluster * 2) >= kmin &&
+           base * cluster * 2 <= (fit ? hc_cluster_room(cluster * 2, num_sms) : num_sms))
+        cluster *= 2;
+    return cluster;
+}
+
 /* force_wgs: 0 = choose; 1 or 2 = that many math warpgroups. mode: < 0 =
  * QG_HC_MODE_DEFAULT. cvt_warps: 0 = 1 converter warp where the mode has
  * them (measurements and A/B runs choose others) */
 int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int force_wgs, int mode,
                         int cvt_warps, qg_hc_plan *out, const char **why) {
+    const qg_hc_opts o = {.accs = 0, .fit = 0, .wgs = force_wgs, .kmin = 0};
+    return qg__hc_plan_opts(m, n, k, num_splits, num_sms, mode, cvt_warps, &o, out, why);
+}
+
+int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode, int cvt_warps,
+                     const qg_hc_opts *opts, qg_hc_plan *out, const char **why) {
+    static const qg_hc_opts none = {0, 0, 0, 0};
+    if (!opts) opts = &none;
+    const int force_wgs = opts->wgs;
     if (!out) return fail(why, "no plan to fill");
     if (m < 0) return fail(why, "m must be >= 0");
     if (n <= 0 || n > 32 || n % 8) return fail(why, "n must be 8, 16, 24 or 32");
@@ -39,26 +69,60 @@ int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int fo
     const int has_cvt = mode == QG_HC_MODE_ROUNDER || mode == QG_HC_MODE_SPLIT;
     if (cvt_warps < 0 || cvt_warps > 3) return fail(why, "converter warps must be 0 (default) to 3");
     cvt_warps = has_cvt ? (cvt_warps ? cvt_warps : 1) : 0;
+    int accs = opts->accs ? opts->accs : 1;
+    if (accs != 1 && accs != 2 && accs != 4 && accs != 8)
+        return fail(why, "accumulator sets must be 1, 2, 4 or 8");
+    if (accs > 1 && mode == QG_HC_MODE_SPLIT)
+        return fail(why, "several accumulator sets need a TF32 mode (inplace, rounder or trunc), not split");
+    const int nkb = k / 64, per_split = nkb / num_splits;
+    const int kmin = opts->kmin ? opts->kmin : 8;
+    if (kmin < 1 || kmin > 8) return fail(why, "the fewest K blocks a clustered CTA keeps must be 1 to 8");
     /* Two math warpgroups (128 rows a CTA) once M can still fill the SMs
      * through the K clusters: every CTA reads B (N x 64 fp32 a K block) from
-     * L2, so 128 rows a stage halve that traffic beside A's stream. */
-    const int wgs = force_wgs ? force_wgs : m >= 1024 ? 2 : 1;
+     * L2, so 128 rows a stage halve that traffic beside A's stream. With
+     * fit, one warpgroup where it puts more CTAs on the SMs in one wave
+     * (4096 rows unsplit: 64 CTAs of 128 rows in pairs against 128 of 64). */
+    int wgs = force_wgs ? force_wgs : m >= 1024 ? 2 : 1;
+    if (!force_wgs && opts->fit && wgs == 2) {
+        const long b2 = (long)((m + 127) / 128) * num_splits, b1 = (long)((m + 63) / 64) * num_splits;
+        const long c2 = b2 * hc_cluster(b2, per_split, num_sms, 1, kmin);
+        const long c1 = b1 * hc_cluster(b1, per_split, num_sms, 1, kmin);
+        if (c2 < num_sms && c1 <= num_sms && c1 > c2) wgs = 1;
+    }
+    /* 8 sets (96-128 registers beside the 64 of the A fragments) fit one
+     * math warpgroup's threads only; two get 4 */
+    if (accs == 8 && wgs == 2) accs = 4;
     const int block_m = 64 * wgs;
     const int m_blocks = m > 0 ? (m + block_m - 1) / block_m : 1;
     const long base = (long)m_blocks * num_splits;
-    const int nkb = k / 64, per_split = nkb / num_splits;
     /* Cluster: split each (m-block, split) along K over up to 8 CTAs while
      * the CTAs still fit one wave and each keeps >= 8 K blocks (the
      * reduction through rank 0 costs about one K block). */
-    int cluster = 1;
-    while (cluster < 8 && base * cluster * 2 <= num_sms && per_split / (cluster * 2) >= 8)
-        cluster *= 2;
+    const int cluster = hc_cluster(base, per_split, num_sms, opts->fit, kmin);
     const long ctas = base * cluster;
     /* Stages: one wave -> as many as fit (bytes in flight per SM); several
      * waves -> two CTAs per SM, so one's prologue and tail hide behind the
      * other's stream. Never more than a CTA's K blocks. */
     const int per_cta = (per_split + cluster - 1) / cluster;
-    const size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
+    /* With fit, the two CTAs an SM are made real: two math warpgroups (320+
+     * threads at ~126 registers) never fit twice in 64K registers, so such a
+     * CTA takes the whole shared memory instead of half of it and idling the
+     * rest; one warpgroup asks ptxas for two CTAs' registers (min_ctas 2)
+     * where its sets leave room, else takes the whole shared memory too. */
+    int min_ctas = 1;
+    size_t budget = ctas <= num_sms ? QG_IDX_SMEM_MAX : QG_IDX_SMEM_MAX / 2 - 1024;
+    if (opts->fit && ctas > num_sms) {
+        /* registers of two CTAs an SM against an estimate of the kernel's:
+         * 64 A-fragment words, the sets, ~46 more (ptxas, 2026-11-28: acc4
+         * N 32 154, N 24 140; acc1 ~126; capped at 144, acc4 N 24 had its
+         * wgmmas serialized) */
+        const int threads = 128 * wgs + 32 * (1 + cvt_warps);
+        const int regs_two = (65536 / (2 * threads)) & ~7;
+        if (wgs == 1 && 64 + accs * n / 2 + 46 <= regs_two)
+            min_ctas = 2;
+        else
+            budget = QG_IDX_SMEM_MAX;
+    }
     int stages = 16;
     if (stages > per_cta) stages = per_cta > 2 ? per_cta : 2;
     while (stages > 2 && hc_smem(n, wgs, stages, cluster, mode) > budget) --stages;
@@ -74,6 +138,8 @@ int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int fo
     out->stages = stages;
     out->mode = mode;
     out->cvt_warps = cvt_warps;
+    out->accs = accs;
+    out->min_ctas = min_ctas;
     out->grid_x = (int)ctas;
     out->block_x = 128 * wgs + 32 * (1 + cvt_warps);
     out->smem_bytes = hc_smem(n, wgs, stages, cluster, mode);
@@ -91,6 +157,12 @@ int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *ou
 }
 
 int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
+    /* QG_HC_ACCS only where it is not 1: the default kernels' sources (and
+     * so their cache keys) stay as they were */
+    char accs[96] = "";
+    if (p->accs > 1 || p->min_ctas > 1)
+        snprintf(accs, sizeof accs, "#define QG_HC_ACCS %d\n#define QG_HC_MIN_CTAS %d\n",
+                 p->accs > 1 ? p->accs : 1, p->min_ctas > 1 ? p->min_ctas : 1);
     const int len = snprintf(buf, cap,
                              "// qgemm hc prenorm: N %d, K %d, splits %d, %d math wgs, cluster %d, "
                              "%d stages, mode %d, %d converter warps\n"
@@ -98,10 +170,10 @@ int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
                              "#define QG_HC_MATH_WGS %d\n#define QG_HC_CLUSTER %d\n"
                              "#define QG_HC_STAGES %d\n#define QG_HC_MODE %d\n"
                              "#define QG_HC_CVT_WARPS %d\n#define QG_HC_SMEM_BYTES %zu\n"
-                             "#include \"qg_hc_prenorm.cuh\"\n",
+                             "%s#include \"qg_hc_prenorm.cuh\"\n",
                              p->n, p->k, p->num_splits, p->math_wgs, p->cluster, p->stages, p->mode,
                              p->cvt_warps, p->n, p->k, p->num_splits, p->math_wgs, p->cluster,
-                             p->stages, p->mode, p->cvt_warps, p->smem_bytes);
+                             p->stages, p->mode, p->cvt_warps, p->smem_bytes, accs);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

@@ -53,9 +53,27 @@ typedef struct {
     int stages;
     int mode;                  /* QG_HC_MODE_*: how B is rounded to TF32 (qg_hc_prenorm.cuh) */
     int cvt_warps;             /* converter warps (modes rounder and split), else 0 */
+    int accs;                  /* accumulator sets a math warpgroup: 1, 2, 4 or 8 (QG_HC_ACCS) */
+    int min_ctas;              /* CTAs an SM the registers must allow (QG_HC_MIN_CTAS) */
     int grid_x, block_x;       /* grid (grid_x, 1, 1), cluster (cluster, 1, 1) */
     size_t smem_bytes;         /* dynamic shared memory (cuFuncSetAttribute) */
 } qg_hc_plan;
+
+/* Planner options beyond the rounding mode (QGEMM_HC_VARIANT, A/B runs;
+ * all zero = the default plan):
+ *   accs  0 or 1 = one accumulator set; 2, 4 or 8 sets (modes other than
+ *         split; 8 with one math warpgroup, else 4)
+ *   fit   1 = clusters only where they fit one wave (GPCs of 14-18 SMs leave
+ *         SMs out of clusters of 4 and 8), one math warpgroup where two
+ *         would leave SMs idle, and for grids of several waves either the
+ *         whole shared memory (two warpgroups) or registers for two CTAs an
+ *         SM (one)
+ *   wgs   0 = choose, 1 or 2 forced
+ *   kmin  0 = 8: the fewest K blocks a CTA of a cluster keeps (2 or 4: more
+ *         CTAs on the latency-bound small-M rows) */
+typedef struct {
+    int accs, fit, wgs, kmin;
+} qg_hc_opts;
 
 int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
                 const char **why);
@@ -64,6 +82,9 @@ int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *ou
  * the default (1 where the mode has converter warps), else 1 to 3. */
 int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int force_wgs, int mode,
                         int cvt_warps, qg_hc_plan *out, const char **why);
+/* The same with the options (NULL = all zero). */
+int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode, int cvt_warps,
+                     const qg_hc_opts *opts, qg_hc_plan *out, const char **why);
 /* Writes the JIT source; returns its length, or -1 if cap is too small. */
 int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *plan);
 

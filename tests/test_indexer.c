@@ -236,6 +236,55 @@ TEST(indexer_validation) {
         }
         unsetenv("QGEMM_HC_MODE");
     }
+    { /* QGEMM_HC_VARIANT: token lists pass the checks (acc sets with split
+       * fail as unsupported); any other token fails the call, naming it */
+        qg_hc_prenorm_args h = good_hc();
+        static const char *const good[] = {"", "acc2", "acc4", "acc8", "fit", "w1", "w2", "k2",
+                                           "k4", "acc2+fit", "acc4,fit,w2,k2"};
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
+            setenv("QGEMM_HC_VARIANT", good[i], 1);
+            qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_HC_VARIANT=%s: %s (%s)", good[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *const bad[] = {"acc3", "fast", "acc2+", "fit+w3", "acc22", "k3"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            setenv("QGEMM_HC_VARIANT", bad[i], 1);
+            qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+            /* "acc2+" is acc2 and an empty token: accepted */
+            const bool want_ok = !strcmp(bad[i], "acc2+");
+            CHECK(want_ok ? s == QG_ERROR_NO_DEVICE
+                          : s == INV && strstr(qg_last_error(), "QGEMM_HC_VARIANT") &&
+                                strstr(qg_last_error(), bad[i]),
+                  "QGEMM_HC_VARIANT=%s: %s (%s)", bad[i], qg_status_string(s), qg_last_error());
+        }
+        setenv("QGEMM_HC_VARIANT", "acc2", 1);
+        setenv("QGEMM_HC_MODE", "split", 1);
+        qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+        CHECK(s == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "split"),
+              "acc2 with split: %s (%s)", qg_status_string(s), qg_last_error());
+        unsetenv("QGEMM_HC_MODE");
+        unsetenv("QGEMM_HC_VARIANT");
+    }
+    { /* QGEMM_MQA_VARIANT: the three names pass the checks; any other value
+       * fails the call, naming the variable and the value */
+        qg_mqa_logits_args m = good_mqa();
+        static const char *const good[] = {"pipe", "lockstep2", "lockstep4"};
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
+            setenv("QGEMM_MQA_VARIANT", good[i], 1);
+            qg_status s = qg_fp8_mqa_logits(ctx, &m, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_MQA_VARIANT=%s: %s (%s)", good[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *const bad[] = {"lockstep3", "PIPE", "pipe2"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            setenv("QGEMM_MQA_VARIANT", bad[i], 1);
+            qg_status s = qg_fp8_mqa_logits(ctx, &m, NULL);
+            CHECK(s == INV && strstr(qg_last_error(), "QGEMM_MQA_VARIANT"),
+                  "QGEMM_MQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s), qg_last_error());
+        }
+        unsetenv("QGEMM_MQA_VARIANT");
+    }
     { /* QGEMM_PMQA_VARIANT: the four names pass the checks; any other value
        * (the removed split4 / split2 too) fails the logits call (not the
        * schedule's), naming the variable and the value */
@@ -452,6 +501,40 @@ TEST(pmqa_compile_every_variant) {
     PASS();
 }
 
+/* Every MQA logits organisation selectable by QGEMM_MQA_VARIANT (the
+ * default, pipe, is in indexer_compile_every_variant): no spill, no stack,
+ * no warning, wgmma and TMA in the PTX; registers printed for each. */
+TEST(mqa_compile_every_variant) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    static const char *const variants[] = {"lockstep2", "lockstep4"};
+    static const int M[][5] = {/* H, D, clean, compressed, bf16 */
+                               {64, 128, 1, 0, 0}, {64, 64, 0, 0, 0}, {64, 32, 0, 1, 1},
+                               {32, 128, 1, 0, 1}, {32, 64, 0, 0, 0}, {64, 64, 1, 0, 1}};
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
+        for (size_t i = 0; i < sizeof M / sizeof M[0]; ++i) {
+            qg_mqa_logits_args a = good_mqa();
+            a.heads = M[i][0], a.head_dim = M[i][1], a.ld_kv = M[i][1], a.ld_weights = M[i][0];
+            a.clean = M[i][2], a.max_seqlen_k = M[i][3] ? 512 : 0, a.logits_bf16 = M[i][4];
+            qg_kernel_info info;
+            memset(&info, 0, sizeof info);
+            qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_MQA_LOGITS, &a, &info);
+            char what[96];
+            snprintf(what, sizeof what, "mqa %s H %d D %d%s%s %s", variants[vi], a.heads,
+                     a.head_dim, a.clean ? " clean" : "", M[i][3] ? " compressed" : "",
+                     a.logits_bf16 ? "bf16" : "fp32");
+            qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
+        }
+    }
+    unsetenv("QGEMM_MQA_VARIANT");
+    printf("    %d MQA variants, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
 /* Every HC rounding scheme (QGEMM_HC_MODE) on the shapes whose plans
  * differ most (DeepGEMM's headline, its split form, every N, short K, 1 and
  * 2 math warpgroups, clusters): compiled offline, no spill, no stack, no
@@ -480,6 +563,33 @@ TEST(hc_compile_every_mode) {
         }
     }
     unsetenv("QGEMM_HC_MODE");
+    /* the planner options (QGEMM_HC_VARIANT) with the TF32 modes */
+    static const char *const variants[][2] = {{"rounder", "acc2"},       {"rounder", "acc4"},
+                                              {"rounder:2", "acc4+fit"}, {"trunc", "acc4"},
+                                              {"inplace", "acc2"},       {"rounder", "fit"},
+                                              {"rounder", "acc4+fit+w2"}, {"rounder", "acc4+fit+w1"},
+                                              {"trunc", "fit+w1"},       {"rounder", "acc8"},
+                                              {"rounder:3", "acc8+fit"}, {"rounder:2", "acc4+fit+w1"},
+                                              {"rounder", "acc8+fit+w1"}, {"rounder", "acc8+fit+k2"},
+                                              {"rounder", "k4"}};
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        setenv("QGEMM_HC_MODE", variants[vi][0], 1);
+        setenv("QGEMM_HC_VARIANT", variants[vi][1], 1);
+        for (size_t i = 0; i < sizeof HC / sizeof HC[0]; ++i) {
+            qg_hc_prenorm_args h = good_hc();
+            h.m = HC[i][0], h.n = HC[i][1], h.k = HC[i][2], h.num_splits = HC[i][3];
+            h.lda = h.k, h.ldb = h.k, h.ldd = h.n;
+            qg_kernel_info info;
+            memset(&info, 0, sizeof info);
+            qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_HC_PRENORM, &h, &info);
+            char what[112];
+            snprintf(what, sizeof what, "hc %s/%s %dx%dx%d splits %d", variants[vi][0],
+                     variants[vi][1], h.m, h.n, h.k, h.num_splits);
+            qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
+        }
+    }
+    unsetenv("QGEMM_HC_MODE");
+    unsetenv("QGEMM_HC_VARIANT");
     printf("    %d HC mode variants, %d failures\n", sw.checked, sw.failures);
     CHECK(sw.failures == 0, "%d variants failed", sw.failures);
     qgtk_compile_sweep_close(&sw);
@@ -502,17 +612,27 @@ TEST(gpu_mqa_logits) {
         {256, 2048, 64, 32, 1, 1, 0}, {3, 129, 64, 64, 1, 2, 0},     {1, 1, 32, 128, 0, 1, 0},
         {300, 513, 64, 128, 0, 2, 0}, {64, 2048, 32, 128, 1, 1, 0},  {99, 257, 64, 64, 0, 0, 0}};
     int failures = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        const qgtk_mqa_case *c = &cases[i];
-        const qgtk_case_opts opts = {.seed = 50 + i};
-        qgtk_case_result res;
-        const bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
-        printf("    %s mqa sq %d skv %d H %d D %d %s %s: diff %.2g %s\n", ok ? "ok  " : "FAIL",
-               c->seq_len, c->seq_len_kv, c->heads, c->head_dim, c->bf16 ? "bf16" : "fp32",
-               c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", res.diff,
-               ok ? "" : res.why);
-        failures += !ok;
+    /* every organisation (QGEMM_MQA_VARIANT; unset = the default, pipe) */
+    static const char *const variants[] = {NULL, "lockstep2", "lockstep4"};
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        if (variants[vi])
+            setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
+        else
+            unsetenv("QGEMM_MQA_VARIANT");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            const qgtk_mqa_case *c = &cases[i];
+            const qgtk_case_opts opts = {.seed = 50 + i};
+            qgtk_case_result res;
+            const bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
+            printf("    %s mqa [%s] sq %d skv %d H %d D %d %s %s: diff %.2g %s\n", ok ? "ok  " : "FAIL",
+                   variants[vi] ? variants[vi] : "default", c->seq_len, c->seq_len_kv, c->heads,
+                   c->head_dim, c->bf16 ? "bf16" : "fp32",
+                   c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", res.diff,
+                   ok ? "" : res.why);
+            failures += !ok;
+        }
     }
+    unsetenv("QGEMM_MQA_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d MQA cases failed", failures);
@@ -566,16 +686,32 @@ TEST(gpu_hc_prenorm) {
     gpu_ctx_push(ctx);
     static const qgtk_hc_case cases[] = {{1, 24, 7168, 1},  {13, 32, 1024, 16}, {77, 16, 64, 1},
                                          {300, 8, 640, 3},  {1025, 24, 4096, 1}, {129, 32, 2048, 4},
-                                         {512, 24, 28672, 0}};
+                                         {512, 24, 28672, 0}, {4096, 24, 2048, 1},
+                                         {200, 16, 8192, 64}};
     int failures = 0;
     /* every rounding scheme that meets DeepGEMM's criterion (QGEMM_HC_MODE;
      * unset = the default), each case held to the TF32-rounded reference */
-    static const char *const modes[] = {NULL, "inplace", "rounder:2", "split", "split:2"};
+    /* and the planner options (QGEMM_HC_VARIANT, "mode/variant") */
+    static const char *const modes[] = {NULL,           "inplace",        "rounder:2",
+                                        "split",        "split:2",        "rounder/acc2",
+                                        "rounder/acc4", "rounder:2/acc4+fit", "inplace/acc4",
+                                        "rounder/fit",  "rounder/acc2+fit+w2",
+                                        "rounder/acc4+fit+w1", "rounder:2/acc8+fit",
+                                        "rounder/acc8+fit+k2"};
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
-        if (modes[mi])
-            setenv("QGEMM_HC_MODE", modes[mi], 1);
-        else
+        unsetenv("QGEMM_HC_VARIANT");
+        if (modes[mi]) {
+            char mode[32];
+            snprintf(mode, sizeof mode, "%s", modes[mi]);
+            char *slash = strchr(mode, '/');
+            if (slash) {
+                *slash = '\0';
+                setenv("QGEMM_HC_VARIANT", slash + 1, 1);
+            }
+            setenv("QGEMM_HC_MODE", mode, 1);
+        } else {
             unsetenv("QGEMM_HC_MODE");
+        }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             const qgtk_hc_case *c = &cases[i];
             const qgtk_case_opts opts = {.seed = 52 + i};
@@ -588,6 +724,7 @@ TEST(gpu_hc_prenorm) {
         }
     }
     unsetenv("QGEMM_HC_MODE");
+    unsetenv("QGEMM_HC_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d HC cases failed", failures);
