@@ -40,6 +40,9 @@
  *                      zero between calls, whose last arrival per region
  *                      converts it into D and zeroes it again (see "The
  *                      batch sum's atomic reduction")
+ *   QG_SUM_EPI_BATCHED with QG_SUM_ATOMIC and a bf16 D (QGEMM_BMK_VARIANT=v2):
+ *                      the last arrival issues all its loads of W before any
+ *                      store (one L2 round trip, not one per n8 piece)
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -125,6 +128,9 @@
 #endif
 #ifndef QG_SUM_ATOMIC
 #define QG_SUM_ATOMIC 0
+#endif
+#ifndef QG_SUM_EPI_BATCHED
+#define QG_SUM_EPI_BATCHED 0
 #endif
 /* The kernel's entry name: the batch sum's is named by the JIT
  * (src/bf16_plan.c) after DeepGEMM's kernel, which DeepGEMM's tests and
@@ -259,6 +265,8 @@ static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4 || (QG_KIND == 6 && QG_
 static_assert(!QG_SUM_REDUCE || QG_KIND == 6, "QG_SUM_REDUCE: the batch sums only");
 static_assert(!QG_SUM_ATOMIC || (QG_SUM_REDUCE && !QG_WITH_C && QG_NUM_GROUPS > 1),
               "the atomic batch sum: more than one split, C already in D (the host's)");
+static_assert(!QG_SUM_EPI_BATCHED || (QG_SUM_ATOMIC && !QG_D_F32),
+              "QG_SUM_EPI_BATCHED: the atomic batch sum into a bf16 D");
 static_assert(QG_SUM_RADIX == 2 || QG_SUM_RADIX == 4 || QG_SUM_RADIX == 8,
               "the batch sum's tree: radix 2, 4 or 8 (a power of two: the counter index "
               "below is unique)");
@@ -869,6 +877,30 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                     *arrival = qg_bf16_tree_arrive(counter, (uint32_t)(QG_NUM_GROUPS - 1));
                 qg_named_barrier(epi_bar, 128);
                 if (*arrival == (uint32_t)(QG_NUM_GROUPS - 1)) {
+#if QG_SUM_EPI_BATCHED
+                    /* v2: every load first, into the accumulators (dead after
+                     * the reductions), then the stores. The loads and stores
+                     * are volatile asm with memory clobbers, kept in program
+                     * order: v1's load, store, load, ... put one L2 round
+                     * trip per n8 piece on the path (32 for a 128x128 tile,
+                     * ~10 us); here the loads share one. */
+#pragma unroll
+                    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                            if (n_begin + j * 8 >= QG_SHAPE_N) break;
+                            const int col = n_begin + j * 8 + (int)(lane % 4) * 2;
+#pragma unroll
+                            for (int half = 0; half < 2; ++half) {
+                                const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                                if (row >= shape_m) continue;
+                                const float2 v =
+                                    qg_bf16_ld_relaxed_f32x2(target + (int64_t)row * ldt + col);
+                                acc[t][j * 4 + half * 2] = v.x;
+                                acc[t][j * 4 + half * 2 + 1] = v.y;
+                            }
+                        }
+#endif
 #pragma unroll
                     for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -880,7 +912,12 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                                 const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
                                 if (row >= shape_m) continue;
                                 float *w = target + (int64_t)row * ldt + col;
+#if QG_SUM_EPI_BATCHED
+                                const float2 v =
+                                    make_float2(acc[t][j * 4 + half * 2], acc[t][j * 4 + half * 2 + 1]);
+#else
                                 const float2 v = qg_bf16_ld_relaxed_f32x2(w);
+#endif
                                 qg_bf16_st_cg_zero2(w);
                                 *(uint32_t *)(d + ((int64_t)row * ldd + col) * 2) =
                                     qg_pack_bf16x2(v.x, v.y);

@@ -36,6 +36,7 @@ typedef struct {
     int legacy;      /* QGEMM_BF16_PLAN=v1 (1) or v2 (2): an earlier heuristic (qg_bf16_problem) */
     int force_bm, force_bn, force_mc; /* QGEMM_BF16_PLAN=BMxBN[:a|b]: a forced tile (0: none) */
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
+    int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -84,6 +85,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_radix = k->sum_radix;
     p->legacy = k->legacy;
     p->sum_atomic = k->sum_atomic;
+    p->sum_variant = k->sum_variant;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (k->force_bm) {
@@ -195,6 +197,19 @@ static int bmk_atomic(void) {
     const char *v = qg__env_string("QGEMM_BMK_REDUCE");
     if (!v || !v[0] || !strcmp(v, "atomic")) return 1;
     if (!strcmp(v, "tree")) return 0;
+    return -1;
+}
+
+/* QGEMM_BMK_VARIANT (src/env.c): the reduced batch sum's organisation, so
+ * that one process times both (bench/bmk_variants.py): unset, "" or "v1" as
+ * it was (0); "v2" (1): a bf16 D's last arrival issues every load of its
+ * region's FP32 sums before any store (v1 took one L2 round trip per n8
+ * piece: 32 in a row for a 128x128 tile, ~10 us of a 20 us call), and the
+ * planner counts that epilogue as one round trip. -1 for anything else. */
+static int bmk_variant(void) {
+    const char *v = qg__env_string("QGEMM_BMK_VARIANT");
+    if (!v || !strcmp(v, "v1")) return 0;
+    if (!strcmp(v, "v2")) return 1;
     return -1;
 }
 
@@ -329,6 +344,11 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: QGEMM_BMK_REDUCE='%.64s' is not atomic or tree (how the batch sum "
                         "adds its splits)", fn, qg__env_string("QGEMM_BMK_REDUCE"));
+    int variant = 0;
+    if (sum1 && (variant = bmk_variant()) < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1 or v2 (the batch sum's "
+                        "organisation)", fn, qg__env_string("QGEMM_BMK_VARIANT"));
     if (split_sum) {
         splits = bs ? bs->splits : a->expected_m; /* (qg_bf16_compile: expected_m) */
         const long long per = splits >= 1 ? ((long long)groups + splits - 1) / splits : 1;
@@ -402,6 +422,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
      * unused */
     key->sum_atomic = sum1 && atomic && splits > 1;
     key->sum_radix = sum1 && !key->sum_atomic ? radix : 0;
+    /* (only where it changes the kernel or its plan: the atomic reduction into a bf16 D) */
+    key->sum_variant = key->sum_atomic && !a->d_fp32 ? variant : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;

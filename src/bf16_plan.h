@@ -83,6 +83,9 @@ typedef struct {
                          2: those rules without B multicast in the m-grouped
                          layouts (QGEMM_BF16_PLAN=v2, the heuristic of branch bf16h) */
     int sum_atomic;   /* the reduced batch sum: 1 = atomic reduction (QG_SUM_ATOMIC), no tree */
+    int sum_variant;  /* the reduced batch sum's organisation (QGEMM_BMK_VARIANT): 0 = v1, as
+                         it was; 1 = v2: a bf16 D's last arrival loads its region's sums at
+                         once (QG_SUM_EPI_BATCHED), its cost planned as one round trip */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
 } qg_bf16_problem;

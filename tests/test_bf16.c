@@ -947,6 +947,24 @@ TEST(bf16_batch_sum_validation) {
                   "QGEMM_BMK_REDUCE='%s': %s (%s)", reduce_bad[i], qg_status_string(s),
                   qg_last_error());
         }
+        unsetenv("QGEMM_BMK_REDUCE");
+        /* QGEMM_BMK_VARIANT: v1 and v2 taken, anything else refused, naming it */
+        static const char *variant_ok[] = {"v1", "v2"};
+        for (int i = 0; i < 2; ++i) {
+            setenv("QGEMM_BMK_VARIANT", variant_ok[i], 1);
+            s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_BMK_VARIANT=%s: %s (%s)", variant_ok[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *variant_bad[] = {"v3", "V2", "2", "v2 "};
+        for (int i = 0; i < 4; ++i) {
+            setenv("QGEMM_BMK_VARIANT", variant_bad[i], 1);
+            s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
+            CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BMK_VARIANT"),
+                  "QGEMM_BMK_VARIANT='%s': %s (%s)", variant_bad[i], qg_status_string(s),
+                  qg_last_error());
+        }
+        unsetenv("QGEMM_BMK_VARIANT");
     }
     /* the tree: every case below */
     setenv("QGEMM_BMK_REDUCE", "tree", 1);
@@ -1030,8 +1048,9 @@ TEST(bf16_batch_sum_compile_every_variant) {
     static const int SPLITS[] = {1, 3, 16, 44, 132};
     /* the trees of radix 4 and 8 (QGEMM_BMK_RADIX): 44 splits, and 16 at b 129, FP32 D + C
      * and bf16 D; rv 3: the atomic reduction (QGEMM_BMK_REDUCE=atomic, the default) in every
-     * shape, split count and mode */
-    for (int rv = 0; rv < 4; ++rv)
+     * shape, split count and mode; rv 4: the atomic reduction's v2 (QGEMM_BMK_VARIANT=v2,
+     * which changes only a bf16 D's kernel and plan) in every shape and split count, bf16 D */
+    for (int rv = 0; rv < 5; ++rv)
     for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
         for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
             for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
@@ -1044,9 +1063,11 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     const int radix = rv < 3 ? 2 << rv : 2;
                     if (radix != 2 && (mode == 1 || !(sp == 3 || (i == 0 && sp == 2))))
                         continue;
+                    if (rv == 4 && mode != 2) continue;
                     char radix_text[2] = {(char)('0' + radix), 0};
                     setenv("QGEMM_BMK_RADIX", radix_text, 1);
                     setenv("QGEMM_BMK_REDUCE", rv < 3 ? "tree" : "atomic", 1);
+                    setenv("QGEMM_BMK_VARIANT", rv == 4 ? "v2" : "v1", 1);
                     qg_bf16_gemm_args a;
                     memset(&a, 0, sizeof a);
                     a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
@@ -1057,13 +1078,15 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     qg_status st = qg_bf16_compile(sw.ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
                     char what[112];
                     snprintf(what, sizeof what, "batch sum b %d %dx%dx%d splits %d %s %d mode %d", s,
-                             m, n, k, splits, rv < 3 ? "radix" : "atomic", radix, mode);
+                             m, n, k, splits, rv < 3 ? "radix" : rv == 3 ? "atomic" : "atomic v2",
+                             radix, mode);
                     /* no TMA store: the tree writes D */
                     qgtk_compile_verdict(&sw, what, st, &info, QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD,
                                          QGTK_PTX_TMA_STORE);
                 }
     unsetenv("QGEMM_BMK_RADIX");
     unsetenv("QGEMM_BMK_REDUCE");
+    unsetenv("QGEMM_BMK_VARIANT");
     printf("    %d reduced batch-sum variants, %d failures\n", sw.checked, sw.failures);
     CHECK(sw.failures == 0, "%d variants failed", sw.failures);
     qgtk_compile_sweep_close(&sw);
@@ -1115,7 +1138,8 @@ static double sum_check(const float *got, int m, int n, int64_t ldd, int mode, c
  * (QGEMM_BMK_REDUCE=atomic): its zero area (counters and the FP32 W of a
  * bf16 D) zeroed once, zero again after every call; no bitwise check (the
  * atomics' order varies): each of the five calls checked for accuracy
- * instead. Every upload and poison is done (gpu_legacy_done) before the call
+ * instead; then the same under QGEMM_BMK_VARIANT=v2 (the bf16 D's batched
+ * last-arrival loads). Every upload and poison is done (gpu_legacy_done) before the call
  * on the session's non-blocking stream. */
 TEST(gpu_bf16_batch_sum_accuracy) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
@@ -1180,12 +1204,13 @@ TEST(gpu_bf16_batch_sum_accuracy) {
         }
         /* every tree radix (QGEMM_BMK_RADIX): 65 splits of radix 8 leave a
          * node of one child (it goes up without storing) */
-        for (int rm = 0; rm < 16 && !why[0]; ++rm) {
-            const bool atomic = rm >= 12;
+        for (int rm = 0; rm < 20 && !why[0]; ++rm) {
+            const bool atomic = rm >= 12, v2 = rm >= 16; /* v2: QGEMM_BMK_VARIANT */
             const int radix = atomic ? 2 : 2 << (rm / 4), mode = rm % 4;
             char radix_text[2] = {(char)('0' + radix), 0};
             setenv("QGEMM_BMK_RADIX", radix_text, 1);
             setenv("QGEMM_BMK_REDUCE", atomic ? "atomic" : "tree", 1);
+            setenv("QGEMM_BMK_VARIANT", v2 ? "v2" : "v1", 1);
             const size_t zero_bytes = atomic ? atomic_zero : counter_bytes;
             if (rm == 12 && atomic_zero) /* the trees left their slots in W's bytes */
                 drv->cuMemsetD8(dw, 0, atomic_zero);
@@ -1245,13 +1270,14 @@ TEST(gpu_bf16_batch_sum_accuracy) {
             }
             if (why[0]) {
                 snprintf(why + strlen(why), sizeof why - strlen(why), " (%s, %s %d)",
-                         mode_names[mode], atomic ? "atomic" : "radix", radix);
+                         mode_names[mode], v2 ? "atomic v2" : atomic ? "atomic" : "radix", radix);
                 break;
             }
             count++;
         }
         unsetenv("QGEMM_BMK_RADIX");
         unsetenv("QGEMM_BMK_REDUCE");
+        unsetenv("QGEMM_BMK_VARIANT");
         if (why[0]) {
             failures++;
             printf("    FAIL batch sum S %d %dx%dx%d splits %d: %s\n", S, m, n, k, splits, why);
