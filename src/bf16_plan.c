@@ -68,7 +68,9 @@ static int problem_ok(const qg_bf16_problem *p) {
         return 0; /* the tree's radix (kernels/qg_bf16_gemm.cuh QG_SUM_RADIX) */
     if (p->sum_atomic && (p->kind != QG_BF16_BATCH_SUM || p->num_groups < 2 || p->with_c))
         return 0; /* the atomic reduction: splits > 1, C put into D by the host */
-    if (p->sum_variant && !p->sum_atomic) return 0; /* v2: the atomic reduction's */
+    if ((p->sum_variant || p->sum_max_stages) && !p->sum_atomic)
+        return 0; /* QGEMM_BMK_VARIANT: the atomic reduction's */
+    if (p->sum_max_stages < 0 || p->sum_max_stages > BF16_MAX_STAGES) return 0;
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -122,7 +124,11 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
 int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_plan *out) {
     if (!qg__bf16_legal(p, bm, bn, mc, NULL)) return -1;
     int stages = 0;
-    for (int s = BF16_MAX_STAGES; s >= 1; --s)
+    /* QGEMM_BMK_VARIANT's :sN: fewer stages (fewer bytes in flight per SM) */
+    const int max_stages = p->sum_max_stages > 0 && p->sum_max_stages < BF16_MAX_STAGES
+                               ? p->sum_max_stages
+                               : BF16_MAX_STAGES;
+    for (int s = max_stages; s >= 1; --s)
         if (qg__bf16_smem_bytes_of(p->kind, bm, bn, s, p->d_f32) <= p->smem_limit) {
             stages = s;
             break;

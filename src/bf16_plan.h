@@ -86,6 +86,8 @@ typedef struct {
     int sum_variant;  /* the reduced batch sum's organisation (QGEMM_BMK_VARIANT): 0 = v1, as
                          it was; 1 = v2: a bf16 D's last arrival loads its region's sums at
                          once (QG_SUM_EPI_BATCHED), its cost planned as one round trip */
+    int sum_max_stages; /* the atomic reduced batch sum: at most this many pipeline stages
+                         (QGEMM_BMK_VARIANT's :sN; 0: no cap) */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
 } qg_bf16_problem;

@@ -50,8 +50,10 @@
  *                                            another value fails the call, naming it
  *   QGEMM_BMK_VARIANT   v1                   the reduced batch sum's organisation (A/B
  *                                            measurements): v1 or v2 (a bf16 D's last
- *                                            arrival loads its region's sums at once);
- *                                            another value fails the call, naming it
+ *                                            arrival loads its region's sums at once),
+ *                                            optionally :sN (the atomic reduction's
+ *                                            stages capped at N, 4..16); another value
+ *                                            fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
@@ -104,7 +106,8 @@ const qg_env_knob qg__env_knobs[] = {
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
     {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1 or "
-     "v2 (a bf16 D's last arrival loads its region's sums at once)", "v1"},
+     "v2 (a bf16 D's last arrival loads its region's sums at once), optionally :sN (the atomic "
+     "reduction's stages capped at N, 4..16)", "v1"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
