@@ -13,12 +13,13 @@ For DeepGEMM's test_bmk_bnk_mn shapes (b in 129 / 4096 / 8192; (m, n, k) in (128
       FLAG    fill: also allocate and zero a fresh workspace before each call, as einsum did
               up to commit 41cdebf (its separate torch fill launch);
               v2: QGEMM_BMK_VARIANT=v2 (a bf16 D's last arrival loads its sums at once;
-              its plan as an FP32 D's); without it QGEMM_BMK_VARIANT=v1;
+              its plan as an FP32 D's); v3: QGEMM_BMK_VARIANT=v3 (v2 and 16-byte
+              reductions, half as many); without them QGEMM_BMK_VARIANT=v1;
               sN (N 4..16): QGEMM_BMK_VARIANT's :sN, at most N pipeline stages (DeepGEMM: 4)
 
 default variants: atomic=atomic:auto:2 (the default path), v2=atomic:auto:2:v2,
-v2-tiles=atomic:tiles:2:v2, v2-wide=atomic:wide:2:v2 (the wide tiles at one CTA per SM),
-v2-s4=atomic:auto:2:v2+s4 (DeepGEMM's 4 stages), v2-wide-s4=atomic:wide:2:v2+s4
+v3=atomic:auto:2:v3, v3-tiles=atomic:tiles:2:v3, v3-wide=atomic:wide:2:v3 (the wide tiles
+at one CTA per SM), v3-s4=atomic:auto:2:v3+s4 (DeepGEMM's 4 stages)
 
 beside DeepGEMM's own einsum when ``deep_gemm`` imports, two ways:
   kineto  every GPU kernel of the call (DeepGEMM's bf16 path: its memset, kernel and copy;
@@ -57,9 +58,9 @@ import qgemm  # noqa: F401  (the extension)
 E = sys.modules["qgemm.einsum"]
 SHAPES = [(s, m, n, k) for s in (129, 4096, 8192)
           for m, n, k in ((128, 384, 128), (256, 256, 256), (384, 128, 384))]
-DEFAULT_VARIANTS = ("atomic=atomic:auto:2,v2=atomic:auto:2:v2,v2-tiles=atomic:tiles:2:v2,"
-                    "v2-wide=atomic:wide:2:v2,v2-s4=atomic:auto:2:v2+s4,"
-                    "v2-wide-s4=atomic:wide:2:v2+s4")
+DEFAULT_VARIANTS = ("atomic=atomic:auto:2,v2=atomic:auto:2:v2,v3=atomic:auto:2:v3,"
+                    "v3-tiles=atomic:tiles:2:v3,v3-wide=atomic:wide:2:v3,"
+                    "v3-s4=atomic:auto:2:v3+s4")
 VARIANT_ENV = "QGEMM_BMK_VARIANT"
 FLUSH_KERNEL = "bitwise_not"
 
@@ -72,10 +73,12 @@ def parse_variants(text: str):
         flags = set(parts[3].split("+")) if len(parts) == 4 else set()
         stages = [f for f in flags if f[:1] == "s" and f[1:].isdigit() and 4 <= int(f[1:]) <= 16]
         if len(parts) not in (3, 4) or parts[0] not in ("atomic", "tree") or \
-                flags - {"fill", "v2"} - set(stages) or len(stages) > 1:
+                flags - {"fill", "v2", "v3"} - set(stages) or len(stages) > 1 or \
+                {"v2", "v3"} <= flags:
             raise SystemExit(f"bad variant {item!r}: NAME=atomic|tree:RULE:RADIX[:FLAG[+FLAG]] "
-                             "(FLAG fill, v2 or sN)")
-        variant = ("v2" if "v2" in flags else "v1") + (f":{stages[0]}" if stages else "")
+                             "(FLAG fill, v2, v3 or sN)")
+        variant = ("v3" if "v3" in flags else "v2" if "v2" in flags else "v1") + \
+            (f":{stages[0]}" if stages else "")
         out.append({"name": name, "reduce": parts[0], "rule": parts[1], "radix": int(parts[2]),
                     "fill": "fill" in flags, "variant": variant})
     return out

@@ -36,7 +36,7 @@ typedef struct {
     int legacy;      /* QGEMM_BF16_PLAN=v1 (1) or v2 (2): an earlier heuristic (qg_bf16_problem) */
     int force_bm, force_bn, force_mc; /* QGEMM_BF16_PLAN=BMxBN[:a|b]: a forced tile (0: none) */
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
-    int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2) */
+    int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3) */
     int sum_max_stages; /* and its :sN stage cap (0: none) */
 } bf16_key;
 
@@ -207,8 +207,9 @@ static int bmk_atomic(void) {
  * "" or "v1" as it was (0); "v2" (1): a bf16 D's last arrival issues every
  * load of its region's FP32 sums before any store (v1 took one L2 round
  * trip per n8 piece: 32 in a row for a 128x128 tile, ~10 us of a 20 us
- * call), and the planner counts that epilogue as one round trip. Either
- * may end in ":sN", N in 4..16 (4: the fewest the planner's small tiles
+ * call), and the planner counts that epilogue as one round trip; "v3" (2):
+ * v2 and 16-byte reductions (red.global.add.v4.f32), half as many as the
+ * 8-byte ones (DeepGEMM's). Each may end in ":sN", N in 4..16 (4: the fewest the planner's small tiles
  * take): the atomic reduction's pipeline at most N stages deep
  * (*max_stages; else 0: as many as fit, 7 for 128x128, where DeepGEMM's
  * kernel runs 4). -1 for anything else. */
@@ -219,6 +220,7 @@ static int bmk_variant(int *max_stages) {
     int variant = -1;
     if (!strncmp(v, "v1", 2)) variant = 0;
     else if (!strncmp(v, "v2", 2)) variant = 1;
+    else if (!strncmp(v, "v3", 2)) variant = 2;
     else return -1;
     if (v[2] == '\0') return variant;
     /* ":s" and one or two digits, nothing after */
@@ -364,7 +366,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     int variant = 0, max_stages = 0;
     if (sum1 && (variant = bmk_variant(&max_stages)) < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1 or v2, optionally with :sN "
+                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2 or v3, optionally with :sN "
                         "(N = 4..16 stages; the batch sum's organisation)", fn,
                         qg__env_string("QGEMM_BMK_VARIANT"));
     if (split_sum) {
@@ -440,8 +442,9 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
      * unused */
     key->sum_atomic = sum1 && atomic && splits > 1;
     key->sum_radix = sum1 && !key->sum_atomic ? radix : 0;
-    /* (only where it changes the kernel or its plan: the atomic reduction into a bf16 D) */
-    key->sum_variant = key->sum_atomic && !a->d_fp32 ? variant : 0;
+    /* (only where it changes the kernel or its plan: v2 the atomic reduction into a bf16 D,
+     * v3 the atomic reduction) */
+    key->sum_variant = !key->sum_atomic || (variant == 1 && a->d_fp32) ? 0 : variant;
     key->sum_max_stages = key->sum_atomic ? max_stages : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))

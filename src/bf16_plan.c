@@ -70,6 +70,7 @@ static int problem_ok(const qg_bf16_problem *p) {
         return 0; /* the atomic reduction: splits > 1, C put into D by the host */
     if ((p->sum_variant || p->sum_max_stages) && !p->sum_atomic)
         return 0; /* QGEMM_BMK_VARIANT: the atomic reduction's */
+    if (p->sum_variant < 0 || p->sum_variant > 2) return 0;
     if (p->sum_max_stages < 0 || p->sum_max_stages > BF16_MAX_STAGES) return 0;
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
@@ -222,7 +223,8 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     const double a_real = rows < pl->block_m ? a_bytes * rows / pl->block_m : a_bytes;
     const double feed = (a_real + b_bytes) / 46.0;
     /* v2's atomic batch sum into a bf16 D is planned as into an FP32 D (below) */
-    const int v2_bf16 = p->kind == QG_BF16_BATCH_SUM && p->sum_atomic && p->sum_variant && !p->d_f32;
+    const int v2_bf16 =
+        p->kind == QG_BF16_BATCH_SUM && p->sum_atomic && p->sum_variant >= 1 && !p->d_f32;
     const int d_f32 = p->d_f32 || v2_bf16;
     double t = k * (mma > feed ? mma : feed) + 700.0 +
                (double)pl->block_m * pl->block_n * (d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) / 64.0;
@@ -389,8 +391,11 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_ATOMIC 1");
     /* v2 (QGEMM_BMK_VARIANT): the bf16 D's last arrival loads its sums at once
      * (only here: v1's text unchanged) */
-    if (n < cap && reduce && p->sum_atomic && p->sum_variant && !p->d_f32)
+    if (n < cap && reduce && p->sum_atomic && p->sum_variant >= 1 && !p->d_f32)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_EPI_BATCHED 1");
+    /* v3: and 16-byte reductions, half as many */
+    if (n < cap && reduce && p->sum_atomic && p->sum_variant >= 2)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_RED_V4 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

@@ -49,8 +49,9 @@
  *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
  *                                            another value fails the call, naming it
  *   QGEMM_BMK_VARIANT   v1                   the reduced batch sum's organisation (A/B
- *                                            measurements): v1 or v2 (a bf16 D's last
- *                                            arrival loads its region's sums at once),
+ *                                            measurements): v1, v2 (a bf16 D's last
+ *                                            arrival loads its region's sums at once) or
+ *                                            v3 (and 16-byte reductions),
  *                                            optionally :sN (the atomic reduction's
  *                                            stages capped at N, 4..16); another value
  *                                            fails the call, naming it
@@ -105,8 +106,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
-    {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1 or "
-     "v2 (a bf16 D's last arrival loads its region's sums at once), optionally :sN (the atomic "
+    {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1, "
+     "v2 (a bf16 D's last arrival loads its region's sums at once) or v3 (and 16-byte "
+     "reductions), optionally :sN (the atomic "
      "reduction's stages capped at N, 4..16)", "v1"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},

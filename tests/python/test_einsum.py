@@ -490,15 +490,16 @@ def _gpu():
                                       for m, n, k in ((128, 384, 128), (256, 256, 256),
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
-@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v2", "atomic-v2-wide"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide"])
 def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
-    """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v2:
-    QGEMM_BMK_VARIANT=v2 (a bf16 d's batched last-arrival loads, its plan as an FP32 d's);
-    atomic-v2-wide: and QGEMM_BMK_SPLITS=wide (the wider tiles: 128x192, 128x256)."""
+    """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v3:
+    QGEMM_BMK_VARIANT=v3 (16-byte reductions; a bf16 d's batched last-arrival loads, its
+    plan as an FP32 d's: v2's); atomic-v3-wide: and QGEMM_BMK_SPLITS=wide (the wider
+    tiles: 128x192, 128x256)."""
     t = _gpu()
     if reduce.endswith("-wide") and s == 1:
         pytest.skip("one batch: one split, no reduction")
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v2" if "-v2" in reduce else "v1")
+    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce else "v1")
     if reduce.endswith("-wide"):
         monkeypatch.setenv("QGEMM_BMK_SPLITS", "wide")
     reduce = reduce.split("-")[0]
@@ -531,16 +532,14 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
 @pytest.mark.parametrize("s,splits", [(1, 1), (2, 2), (3, 3), (3, 2), (129, 43), (129, 129),
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
-@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v2"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3"])
 def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
-    values before each), columns past N untouched (d a view of a wider buffer). atomic-v2:
-    QGEMM_BMK_VARIANT=v2 (it changes only a bf16 d's kernel)."""
+    values before each), columns past N untouched (d a view of a wider buffer). atomic-v3:
+    QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads)."""
     t = _gpu()
-    if reduce == "atomic-v2" and mode != "bf16":
-        pytest.skip("v2 changes only the bf16 d's kernel")
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v2" if reduce == "atomic-v2" else "v1")
+    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if reduce == "atomic-v3" else "v1")
     reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
