@@ -267,6 +267,26 @@ def main() -> int:
             hit = gm >= 1.0 and worst >= 0.95
             parts.append(f"{how} {gm:.3f} (worst {worst:.3f}) {'MET' if hit else 'missed'}")
         print(f"  {nm:>12}: " + "; ".join(parts))
+    # A default may pick its split rule by the batch count (E.DG_RULE_MIN_BATCHES, as "auto"
+    # does): the best pairs of variants of one kernel organisation (QGEMM_BMK_VARIANT), the
+    # rows below that many batches from the first, the rest from the second.
+    small = [r["b"] < E.DG_RULE_MIN_BATCHES for r in rows]
+    combos = []
+    for lo in variants:
+        for hi in variants:
+            if lo["variant"] != hi["variant"] or lo["reduce"] != hi["reduce"] or lo is hi:
+                continue
+            stats = []
+            for how in ("kineto", "events"):
+                lg = [logs[lo["name"] if sm else hi["name"]][how][i] for i, sm in enumerate(small)]
+                stats.append((math.exp(sum(lg) / len(lg)), math.exp(min(lg))))
+            combos.append((stats[0][0], lo["name"], hi["name"], stats))
+    if combos:
+        print(f"split rule by batch count (b < {E.DG_RULE_MIN_BATCHES}: first, else second), "
+              "best 3 by kineto geomean:")
+        for _, lo, hi, st in sorted(combos, reverse=True)[:3]:
+            print(f"  {lo + ' / ' + hi:>24}: kineto {st[0][0]:.3f} (worst {st[0][1]:.3f}); "
+                  f"events {st[1][0]:.3f} (worst {st[1][1]:.3f})")
     print(f"checks: {'PASS' if not failed else f'FAIL ({failed})'} "
           "(calc_diff < 1e-5 vs float64 over 3 calls; tree variants bitwise equal); "
           f"total {time.time() - t0:.1f} s")
