@@ -5,17 +5,21 @@ For DeepGEMM's test_bmk_bnk_mn shapes (b in 129 / 4096 / 8192; (m, n, k) in (128
 (256, 256, 256), (384, 128, 384)), each with an FP32 d += (c = d) and a bf16 d (18 rows,
 --no-fp32 / --no-bf16 to drop some), times qgemm's call for each variant
 
-    NAME=REDUCE:RULE:RADIX[:fill]
+    NAME=REDUCE:RULE:RADIX[:FLAG[+FLAG...]]
       REDUCE  QGEMM_BMK_REDUCE: atomic (the default: one level of FP32 atomics) or tree
               (the deterministic tree of radix RADIX, QGEMM_BMK_RADIX)
-      RULE    QGEMM_BMK_SPLITS: auto (atomic: bmk_splits_dg; tree: bmk_splits below
-              E.DG_RULE_MIN_BATCHES batches, bmk_splits_dg from there), tiles, dg, or a count
-      fill    also allocate and zero a fresh workspace before each call, as einsum did up to
-              commit 41cdebf (its separate torch fill launch): "old" below is that path
+      RULE    QGEMM_BMK_SPLITS: auto (bmk_splits below E.DG_RULE_MIN_BATCHES batches,
+              bmk_splits_dg from there), tiles, dg, wide (bmk_splits_wide), or a count
+      FLAG    fill: also allocate and zero a fresh workspace before each call, as einsum did
+              up to commit 41cdebf (its separate torch fill launch);
+              v2: QGEMM_BMK_VARIANT=v2 (a bf16 D's last arrival loads its sums at once;
+              its plan as an FP32 D's); v3: QGEMM_BMK_VARIANT=v3 (v2 and 16-byte
+              reductions, half as many); without them QGEMM_BMK_VARIANT=v1;
+              sN (N 4..16): QGEMM_BMK_VARIANT's :sN, at most N pipeline stages (DeepGEMM: 4)
 
-default variants: old=tree:auto:2:fill (the path measured 2026-11-28), tree=tree:auto:2
-(the tree without the per-call fill), atomic=atomic:auto:2 (the new default),
-atomic-tiles=atomic:tiles:2
+default variants: atomic=atomic:auto:2 (the default path), v2=atomic:auto:2:v2,
+v3=atomic:auto:2:v3, v3-tiles=atomic:tiles:2:v3, v3-wide=atomic:wide:2:v3 (the wide tiles
+at one CTA per SM), v3-s4=atomic:auto:2:v3+s4 (DeepGEMM's 4 stages)
 
 beside DeepGEMM's own einsum when ``deep_gemm`` imports, two ways:
   kineto  every GPU kernel of the call (DeepGEMM's bf16 path: its memset, kernel and copy;
@@ -54,7 +58,10 @@ import qgemm  # noqa: F401  (the extension)
 E = sys.modules["qgemm.einsum"]
 SHAPES = [(s, m, n, k) for s in (129, 4096, 8192)
           for m, n, k in ((128, 384, 128), (256, 256, 256), (384, 128, 384))]
-DEFAULT_VARIANTS = "old=tree:auto:2:fill,tree=tree:auto:2,atomic=atomic:auto:2,atomic-tiles=atomic:tiles:2"
+DEFAULT_VARIANTS = ("atomic=atomic:auto:2,v2=atomic:auto:2:v2,v3=atomic:auto:2:v3,"
+                    "v3-tiles=atomic:tiles:2:v3,v3-wide=atomic:wide:2:v3,"
+                    "v3-s4=atomic:auto:2:v3+s4")
+VARIANT_ENV = "QGEMM_BMK_VARIANT"
 FLUSH_KERNEL = "bitwise_not"
 
 
@@ -63,10 +70,17 @@ def parse_variants(text: str):
     for item in text.split(","):
         name, _, spec = item.partition("=")
         parts = spec.split(":")
-        if len(parts) not in (3, 4) or parts[0] not in ("atomic", "tree"):
-            raise SystemExit(f"bad variant {item!r}: NAME=atomic|tree:RULE:RADIX[:fill]")
+        flags = set(parts[3].split("+")) if len(parts) == 4 else set()
+        stages = [f for f in flags if f[:1] == "s" and f[1:].isdigit() and 4 <= int(f[1:]) <= 16]
+        if len(parts) not in (3, 4) or parts[0] not in ("atomic", "tree") or \
+                flags - {"fill", "v2", "v3"} - set(stages) or len(stages) > 1 or \
+                {"v2", "v3"} <= flags:
+            raise SystemExit(f"bad variant {item!r}: NAME=atomic|tree:RULE:RADIX[:FLAG[+FLAG]] "
+                             "(FLAG fill, v2, v3 or sN)")
+        variant = ("v3" if "v3" in flags else "v2" if "v2" in flags else "v1") + \
+            (f":{stages[0]}" if stages else "")
         out.append({"name": name, "reduce": parts[0], "rule": parts[1], "radix": int(parts[2]),
-                    "fill": len(parts) == 4 and parts[3] == "fill"})
+                    "fill": "fill" in flags, "variant": variant})
     return out
 
 
@@ -81,6 +95,7 @@ def splits_of(v, m: int, n: int, s: int, k: int) -> int:
 def call(v, a, b, d, c, splits: int) -> None:
     os.environ["QGEMM_BMK_REDUCE"] = v["reduce"]
     os.environ["QGEMM_BMK_RADIX"] = str(v["radix"])
+    os.environ[VARIANT_ENV] = v["variant"]
     if v["fill"]:  # the old per-call workspace: a fresh buffer, its counters zeroed (a fill)
         m, n = d.shape
         total, counters = qgemm._C.batch_sum_workspace_bytes(m, n, splits)
@@ -239,7 +254,7 @@ def main() -> int:
               " | ".join(f"{'':>12} {res[nm]['splits']:3d} {res[nm]['kineto']:6.1f} "
                          f"{res[nm]['events']:6.1f}" for nm in names), flush=True)
         rows.append({"b": s, "m": m, "n": n, "k": k, "d": tag, "deepgemm": dg, "variants": res})
-    for var in ("QGEMM_BMK_REDUCE", "QGEMM_BMK_RADIX"):
+    for var in ("QGEMM_BMK_REDUCE", "QGEMM_BMK_RADIX", VARIANT_ENV):
         os.environ.pop(var, None)
     what = "DeepGEMM / qgemm" if deep_gemm is not None else f"{names[0]} / variant"
     print(f"{what} time (> 1: qgemm faster), over {len(rows)} rows; target geomean >= 1.00, "
@@ -252,6 +267,26 @@ def main() -> int:
             hit = gm >= 1.0 and worst >= 0.95
             parts.append(f"{how} {gm:.3f} (worst {worst:.3f}) {'MET' if hit else 'missed'}")
         print(f"  {nm:>12}: " + "; ".join(parts))
+    # A default may pick its split rule by the batch count (E.DG_RULE_MIN_BATCHES, as "auto"
+    # does): the best pairs of variants of one kernel organisation (QGEMM_BMK_VARIANT), the
+    # rows below that many batches from the first, the rest from the second.
+    small = [r["b"] < E.DG_RULE_MIN_BATCHES for r in rows]
+    combos = []
+    for lo in variants:
+        for hi in variants:
+            if lo["variant"] != hi["variant"] or lo["reduce"] != hi["reduce"] or lo is hi:
+                continue
+            stats = []
+            for how in ("kineto", "events"):
+                lg = [logs[lo["name"] if sm else hi["name"]][how][i] for i, sm in enumerate(small)]
+                stats.append((math.exp(sum(lg) / len(lg)), math.exp(min(lg))))
+            combos.append((stats[0][0], lo["name"], hi["name"], stats))
+    if combos:
+        print(f"split rule by batch count (b < {E.DG_RULE_MIN_BATCHES}: first, else second), "
+              "best 3 by kineto geomean:")
+        for _, lo, hi, st in sorted(combos, reverse=True)[:3]:
+            print(f"  {lo + ' / ' + hi:>24}: kineto {st[0][0]:.3f} (worst {st[0][1]:.3f}); "
+                  f"events {st[1][0]:.3f} (worst {st[1][1]:.3f})")
     print(f"checks: {'PASS' if not failed else f'FAIL ({failed})'} "
           "(calc_diff < 1e-5 vs float64 over 3 calls; tree variants bitwise equal); "
           f"total {time.time() - t0:.1f} s")

@@ -184,7 +184,8 @@ def dg_choice(s: Dict[str, Any], sms: int = 132) -> Dict[str, Any]:
 class Problem(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int) for f in ("m", "n", "k", "layout", "kind", "num_groups", "expected_m",
                                             "d_f32", "with_c", "sum_batches", "sum_radix", "legacy",
-                                            "sum_atomic", "split_k", "split_rs", "num_sms", "smem_limit")]
+                                            "sum_atomic", "split_k", "split_rs", "sum_variant", "sum_max_stages",
+                                            "num_sms", "smem_limit")]
 
 
 class Plan(ctypes.Structure):

@@ -40,6 +40,12 @@
  *                      zero between calls, whose last arrival per region
  *                      converts it into D and zeroes it again (see "The
  *                      batch sum's atomic reduction")
+ *   QG_SUM_EPI_BATCHED with QG_SUM_ATOMIC and a bf16 D (QGEMM_BMK_VARIANT=v2):
+ *                      the last arrival issues all its loads of W before any
+ *                      store (one L2 round trip, not one per n8 piece)
+ *   QG_SUM_RED_V4      with QG_SUM_ATOMIC (QGEMM_BMK_VARIANT=v3): 16-byte
+ *                      reductions (red.global.add.v4.f32, lane pairs exchange
+ *                      two values first), half as many as v1's 8-byte ones
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -169,6 +175,12 @@
 #endif
 #ifndef QG_SUM_ATOMIC
 #define QG_SUM_ATOMIC 0
+#endif
+#ifndef QG_SUM_EPI_BATCHED
+#define QG_SUM_EPI_BATCHED 0
+#endif
+#ifndef QG_SUM_RED_V4
+#define QG_SUM_RED_V4 0
 #endif
 /* The kernel's entry name: the batch sum's is named by the JIT
  * (src/bf16_plan.c) after DeepGEMM's kernel, which DeepGEMM's tests and
@@ -330,6 +342,9 @@ static_assert(!QG_WITH_C || QG_KIND == 0 || QG_KIND == 4 || (QG_KIND == 6 && QG_
 static_assert(!QG_SUM_REDUCE || QG_KIND == 6, "QG_SUM_REDUCE: the batch sums only");
 static_assert(!QG_SUM_ATOMIC || (QG_SUM_REDUCE && !QG_WITH_C && QG_NUM_GROUPS > 1),
               "the atomic batch sum: more than one split, C already in D (the host's)");
+static_assert(!QG_SUM_EPI_BATCHED || (QG_SUM_ATOMIC && !QG_D_F32),
+              "QG_SUM_EPI_BATCHED: the atomic batch sum into a bf16 D");
+static_assert(!QG_SUM_RED_V4 || QG_SUM_ATOMIC, "QG_SUM_RED_V4: the atomic batch sum");
 static_assert(QG_SUM_RADIX == 2 || QG_SUM_RADIX == 4 || QG_SUM_RADIX == 8,
               "the batch sum's tree: radix 2, 4 or 8 (a power of two: the counter index "
               "below is unique)");
@@ -616,6 +631,13 @@ QG_DEVICE void qg_bf16_tree_add(float (&acc)[QG_WG_TILES][QG_ACC], const float *
  */
 QG_DEVICE void qg_bf16_red_add_f32x2(float *p, float x, float y) {
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
+}
+
+/* (v3, QG_SUM_RED_V4: one 16-byte reduction; PTX ISA 8.1+, sm_90) */
+QG_DEVICE void qg_bf16_red_add_f32x4(float *p, float x, float y, float z, float w) {
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y),
+                 "f"(z), "f"(w)
+                 : "memory");
 }
 
 QG_DEVICE float2 qg_bf16_ld_relaxed_f32x2(const float *p) {
@@ -1063,6 +1085,33 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                 float *target = sum_ws;
                 constexpr int64_t ldt = QG_SHAPE_N;
 #endif
+#if QG_SUM_RED_V4
+                /* v3: 16-byte reductions, half as many. Lanes 2i and 2i + 1
+                 * (lane % 4 = 0, 1 or 2, 3) hold columns 0-1 and 2-3 of four
+                 * adjacent ones, rows r and r + 8; one exchange of two values
+                 * gives the even lane row r's four, the odd lane row r + 8's
+                 * (every lane shuffles: the row checks come after). The
+                 * target's rows are 16-byte aligned (ldd * 4 and N * 4 are
+                 * multiples of 16, D and W 16-byte aligned: the host's). */
+                const bool odd = (lane & 1) != 0;
+                const int col4 = (int)(lane % 4 / 2) * 4;
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                        if (n_begin + j * 8 >= QG_SHAPE_N) break;
+                        const float a0 = acc[t][j * 4 + 0], a1 = acc[t][j * 4 + 1];
+                        const float a2 = acc[t][j * 4 + 2], a3 = acc[t][j * 4 + 3];
+                        /* the even lane sends its row r + 8 pair, the odd its row r pair */
+                        const float r0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : a2, 1);
+                        const float r1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : a3, 1);
+                        const int row = tile.m_begin + (int)wg_row + t * 64 + (odd ? 8 : 0);
+                        if (row >= shape_m) continue;
+                        float *p = target + (int64_t)row * ldt + n_begin + j * 8 + col4;
+                        qg_bf16_red_add_f32x4(p, odd ? r0 : a0, odd ? r1 : a1, odd ? a2 : r0,
+                                              odd ? a3 : r1);
+                    }
+#else
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1078,6 +1127,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                                                   acc[t][j * 4 + half * 2 + 1]);
                         }
                     }
+#endif
 #if !QG_D_F32
                 /* the region's last arrival: W -> bf16 D, W zeroed again */
                 uint32_t *counter =
@@ -1088,6 +1138,30 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                     *arrival = qg_bf16_tree_arrive(counter, (uint32_t)(QG_NUM_GROUPS - 1));
                 qg_named_barrier(epi_bar, 128);
                 if (*arrival == (uint32_t)(QG_NUM_GROUPS - 1)) {
+#if QG_SUM_EPI_BATCHED
+                    /* v2: every load first, into the accumulators (dead after
+                     * the reductions), then the stores. The loads and stores
+                     * are volatile asm with memory clobbers, kept in program
+                     * order: v1's load, store, load, ... put one L2 round
+                     * trip per n8 piece on the path (32 for a 128x128 tile,
+                     * ~10 us); here the loads share one. */
+#pragma unroll
+                    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                            if (n_begin + j * 8 >= QG_SHAPE_N) break;
+                            const int col = n_begin + j * 8 + (int)(lane % 4) * 2;
+#pragma unroll
+                            for (int half = 0; half < 2; ++half) {
+                                const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                                if (row >= shape_m) continue;
+                                const float2 v =
+                                    qg_bf16_ld_relaxed_f32x2(target + (int64_t)row * ldt + col);
+                                acc[t][j * 4 + half * 2] = v.x;
+                                acc[t][j * 4 + half * 2 + 1] = v.y;
+                            }
+                        }
+#endif
 #pragma unroll
                     for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1099,7 +1173,12 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                                 const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
                                 if (row >= shape_m) continue;
                                 float *w = target + (int64_t)row * ldt + col;
+#if QG_SUM_EPI_BATCHED
+                                const float2 v =
+                                    make_float2(acc[t][j * 4 + half * 2], acc[t][j * 4 + half * 2 + 1]);
+#else
                                 const float2 v = qg_bf16_ld_relaxed_f32x2(w);
+#endif
                                 qg_bf16_st_cg_zero2(w);
                                 *(uint32_t *)(d + ((int64_t)row * ldd + col) * 2) =
                                     qg_pack_bf16x2(v.x, v.y);

@@ -38,6 +38,8 @@ typedef struct {
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
     int split_k;     /* dense: QGEMM_BF16_SPLIT_K (qg_bf16_problem.split_k; 0 off) */
     int split_rs;    /* ... with the ":rs" suffix: the reduce-scatter reduction */
+    int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3) */
+    int sum_max_stages; /* and its :sN stage cap (0: none) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -88,6 +90,8 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_atomic = k->sum_atomic;
     p->split_k = k->split_k;
     p->split_rs = k->split_rs;
+    p->sum_variant = k->sum_variant;
+    p->sum_max_stages = k->sum_max_stages;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (k->force_bm) {
@@ -220,6 +224,36 @@ static int bmk_atomic(void) {
     if (!v || !v[0] || !strcmp(v, "atomic")) return 1;
     if (!strcmp(v, "tree")) return 0;
     return -1;
+}
+
+/* QGEMM_BMK_VARIANT (src/env.c): the reduced batch sum's organisation, so
+ * that one process times the alternatives (bench/bmk_variants.py): unset,
+ * "" or "v1" as it was (0); "v2" (1): a bf16 D's last arrival issues every
+ * load of its region's FP32 sums before any store (v1 took one L2 round
+ * trip per n8 piece: 32 in a row for a 128x128 tile, ~10 us of a 20 us
+ * call), and the planner counts that epilogue as one round trip; "v3" (2):
+ * v2 and 16-byte reductions (red.global.add.v4.f32), half as many as the
+ * 8-byte ones (DeepGEMM's). Each may end in ":sN", N in 4..16 (4: the fewest the planner's small tiles
+ * take): the atomic reduction's pipeline at most N stages deep
+ * (*max_stages; else 0: as many as fit, 7 for 128x128, where DeepGEMM's
+ * kernel runs 4). -1 for anything else. */
+static int bmk_variant(int *max_stages) {
+    const char *v = qg__env_string("QGEMM_BMK_VARIANT");
+    *max_stages = 0;
+    if (!v) return 0;
+    int variant = -1;
+    if (!strncmp(v, "v1", 2)) variant = 0;
+    else if (!strncmp(v, "v2", 2)) variant = 1;
+    else if (!strncmp(v, "v3", 2)) variant = 2;
+    else return -1;
+    if (v[2] == '\0') return variant;
+    /* ":s" and one or two digits, nothing after */
+    if (v[2] != ':' || v[3] != 's' || v[4] < '0' || v[4] > '9') return -1;
+    int stages = v[4] - '0', at = 5;
+    if (v[at] >= '0' && v[at] <= '9') stages = stages * 10 + (v[at++] - '0');
+    if (v[at] != '\0' || stages < 4 || stages > 16) return -1;
+    *max_stages = stages;
+    return variant;
 }
 
 /* The batch sum's workspace for a reduction mode: total bytes, and in
@@ -360,6 +394,12 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: QGEMM_BMK_REDUCE='%.64s' is not atomic or tree (how the batch sum "
                         "adds its splits)", fn, qg__env_string("QGEMM_BMK_REDUCE"));
+    int variant = 0, max_stages = 0;
+    if (sum1 && (variant = bmk_variant(&max_stages)) < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2 or v3, optionally with :sN "
+                        "(N = 4..16 stages; the batch sum's organisation)", fn,
+                        qg__env_string("QGEMM_BMK_VARIANT"));
     if (split_sum) {
         splits = bs ? bs->splits : a->expected_m; /* (qg_bf16_compile: expected_m) */
         const long long per = splits >= 1 ? ((long long)groups + splits - 1) / splits : 1;
@@ -437,6 +477,10 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
      * unused */
     key->sum_atomic = sum1 && atomic && splits > 1;
     key->sum_radix = sum1 && !key->sum_atomic ? radix : 0;
+    /* (only where it changes the kernel or its plan: v2 the atomic reduction into a bf16 D,
+     * v3 the atomic reduction) */
+    key->sum_variant = !key->sum_atomic || (variant == 1 && a->d_fp32) ? 0 : variant;
+    key->sum_max_stages = key->sum_atomic ? max_stages : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;

@@ -83,6 +83,10 @@ static int problem_ok(const qg_bf16_problem *p) {
         return 0; /* the tree's radix (kernels/qg_bf16_gemm.cuh QG_SUM_RADIX) */
     if (p->sum_atomic && (p->kind != QG_BF16_BATCH_SUM || p->num_groups < 2 || p->with_c))
         return 0; /* the atomic reduction: splits > 1, C put into D by the host */
+    if ((p->sum_variant || p->sum_max_stages) && !p->sum_atomic)
+        return 0; /* QGEMM_BMK_VARIANT: the atomic reduction's */
+    if (p->sum_variant < 0 || p->sum_variant > 2) return 0;
+    if (p->sum_max_stages < 0 || p->sum_max_stages > BF16_MAX_STAGES) return 0;
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -151,7 +155,11 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
                             qg_bf16_plan *out) {
     if (!qg__bf16_legal(p, bm, bn, mc, NULL) || !split_legal(p, bm, bn, mc, split)) return -1;
     int stages = 0;
-    for (int s = BF16_MAX_STAGES; s >= 1; --s)
+    /* QGEMM_BMK_VARIANT's :sN: fewer stages (fewer bytes in flight per SM) */
+    const int max_stages = p->sum_max_stages > 0 && p->sum_max_stages < BF16_MAX_STAGES
+                               ? p->sum_max_stages
+                               : BF16_MAX_STAGES;
+    for (int s = max_stages; s >= 1; --s)
         if (qg__bf16_smem_bytes_split(p->kind, bm, bn, s, p->d_f32, split, p->split_rs) <=
             p->smem_limit) {
             stages = s;
@@ -247,17 +255,26 @@ static double estimate(const qg_bf16_problem *p, const qg_bf16_plan *pl, int *wa
     /* decode-sized M: the rows of A past M are zero-filled by TMA, not read */
     const double a_real = rows < pl->block_m ? a_bytes * rows / pl->block_m : a_bytes;
     const double feed = (a_real + b_bytes) / 46.0;
+    /* v2's atomic batch sum into a bf16 D is planned as into an FP32 D (below) */
+    const int v2_bf16 =
+        p->kind == QG_BF16_BATCH_SUM && p->sum_atomic && p->sum_variant >= 1 && !p->d_f32;
+    const int d_f32 = p->d_f32 || v2_bf16;
     double t = k * (mma > feed ? mma : feed) + 700.0 +
-               (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) / 64.0;
+               (double)pl->block_m * pl->block_n * (d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) / 64.0;
     double cost = t * *waves;
     if (p->kind == QG_BF16_BATCH_SUM && p->sum_atomic) {
         /* the atomic reduction: the fragment's reductions (8 bytes each,
          * fire-and-forget) in place of the epilogue counted in t; a bf16 D
          * adds the last arrival's round trip, its load of the FP32 sums, and
-         * its stores of zeros and of D */
+         * its stores of zeros and of D. v2 (QGEMM_BMK_VARIANT): all of those
+         * loads in flight at once, the stores fire-and-forget like the
+         * reductions: one round trip, the tile chosen as for an FP32 D (v1's
+         * bytes term, added once for a tile-sized epilogue, made the 129-batch
+         * 128x384 call pick 260 CTAs of 128x96 over 130 of 128x192) */
         const double frag = (double)pl->block_m * pl->block_n * 4;
-        cost += frag / 64.0 - (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) / 64.0;
-        if (!p->d_f32) cost += 2000.0 + (frag * 2 + frag / 2) / 64.0;
+        cost += frag / 64.0 - (double)pl->block_m * pl->block_n * (d_f32 ? 4 : 2) / 64.0;
+        if (v2_bf16) cost += 2000.0;
+        else if (!p->d_f32) cost += 2000.0 + (frag * 2 + frag / 2) / 64.0;
     } else if (p->kind == QG_BF16_BATCH_SUM) {
         /* the tree's critical path: ceil(log2 splits) levels, each a store,
          * an arrival round trip and a load of the tile's FP32 fragment
@@ -515,6 +532,13 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     if (n < cap && pl->split_k > 1) /* (only here: other plans' text unchanged) */
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SPLIT_K %d%s", pl->split_k,
                               pl->split_rs ? "\n#define QG_SPLIT_RS 1" : "");
+    /* v2 (QGEMM_BMK_VARIANT): the bf16 D's last arrival loads its sums at once
+     * (only here: v1's text unchanged) */
+    if (n < cap && reduce && p->sum_atomic && p->sum_variant >= 1 && !p->d_f32)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_EPI_BATCHED 1");
+    /* v3: and 16-byte reductions, half as many */
+    if (n < cap && reduce && p->sum_atomic && p->sum_variant >= 2)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_RED_V4 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

@@ -89,6 +89,12 @@ typedef struct {
     int split_rs;     /* with split_k != 0: 1 = the reduce-scatter reduction (each rank
                          sums and stores its share; QGEMM_BF16_SPLIT_K=...:rs), 0 = into
                          rank 0 */
+    int sum_variant;  /* the reduced batch sum's organisation (QGEMM_BMK_VARIANT): 0 = v1, as
+                         it was; 1 = v2: a bf16 D's last arrival loads its region's sums at
+                         once (QG_SUM_EPI_BATCHED), its cost planned as one round trip;
+                         2 = v3: v2 and 16-byte reductions (QG_SUM_RED_V4) */
+    int sum_max_stages; /* the atomic reduced batch sum: at most this many pipeline stages
+                         (QGEMM_BMK_VARIANT's :sN; 0: no cap) */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
 } qg_bf16_problem;

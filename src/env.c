@@ -67,6 +67,13 @@
  *                                            split optionally ending in ":rs" (each rank
  *                                            sums and stores its share: reduce-scatter);
  *                                            another value fails the call, naming it
+ *   QGEMM_BMK_VARIANT   v1                   the reduced batch sum's organisation (A/B
+ *                                            measurements): v1, v2 (a bf16 D's last
+ *                                            arrival loads its region's sums at once) or
+ *                                            v3 (and 16-byte reductions),
+ *                                            optionally :sN (the atomic reduction's
+ *                                            stages capped at N, 4..16); another value
+ *                                            fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
@@ -130,6 +137,10 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BF16_SPLIT_K", "dense BF16 split-K over a 2..8-CTA cluster (deterministic): off, on "
      "(the planner decides) or a split 2..8 forced where legal; on / a split + ':rs': the "
      "reduce-scatter reduction", "off"},
+    {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1, "
+     "v2 (a bf16 D's last arrival loads its region's sums at once) or v3 (and 16-byte "
+     "reductions), optionally :sN (the atomic "
+     "reduction's stages capped at N, 4..16)", "v1"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "

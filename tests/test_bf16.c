@@ -1031,6 +1031,25 @@ TEST(bf16_batch_sum_validation) {
                   "QGEMM_BMK_REDUCE='%s': %s (%s)", reduce_bad[i], qg_status_string(s),
                   qg_last_error());
         }
+        unsetenv("QGEMM_BMK_REDUCE");
+        /* QGEMM_BMK_VARIANT: v1 and v2 taken, anything else refused, naming it */
+        static const char *variant_ok[] = {"v1", "v2", "v3", "v1:s4", "v2:s4", "v3:s16"};
+        for (int i = 0; i < 6; ++i) {
+            setenv("QGEMM_BMK_VARIANT", variant_ok[i], 1);
+            s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_BMK_VARIANT=%s: %s (%s)", variant_ok[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *variant_bad[] = {"v4", "V2", "2", "v2 ", "v2:s3", "v2:s17", "v2:4",
+                                            "v2:s", "v2:s4x", "v2:s-4", "v2:s+4", "v2:s160"};
+        for (int i = 0; i < 12; ++i) {
+            setenv("QGEMM_BMK_VARIANT", variant_bad[i], 1);
+            s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
+            CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BMK_VARIANT"),
+                  "QGEMM_BMK_VARIANT='%s': %s (%s)", variant_bad[i], qg_status_string(s),
+                  qg_last_error());
+        }
+        unsetenv("QGEMM_BMK_VARIANT");
     }
     /* the tree: every case below */
     setenv("QGEMM_BMK_REDUCE", "tree", 1);
@@ -1111,11 +1130,16 @@ TEST(bf16_batch_sum_compile_every_variant) {
           qg_last_error());
     static const int S[] = {129, 4096, 8192};
     static const int MNK[][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384}, {200, 136, 64}};
-    static const int SPLITS[] = {1, 3, 16, 44, 132};
+    /* (66: QGEMM_BMK_SPLITS=wide's count, at which the planner picks 128x192, 128x256 and
+     * 256x128: the atomic reductions only) */
+    static const int SPLITS[] = {1, 3, 16, 44, 132, 66};
     /* the trees of radix 4 and 8 (QGEMM_BMK_RADIX): 44 splits, and 16 at b 129, FP32 D + C
      * and bf16 D; rv 3: the atomic reduction (QGEMM_BMK_REDUCE=atomic, the default) in every
-     * shape, split count and mode */
-    for (int rv = 0; rv < 4; ++rv)
+     * shape, split count and mode; rv 4: the atomic reduction's v2 (QGEMM_BMK_VARIANT=v2,
+     * which changes only a bf16 D's kernel and plan) in every shape and split count, bf16 D;
+     * rv 5: v3:s4 (4 stages at most) at 44 and 66 splits, FP32 D and bf16 D; rv 6: v3
+     * (16-byte reductions, and v2) at 16, 44 and 66 splits, FP32 D and bf16 D */
+    for (int rv = 0; rv < 7; ++rv)
     for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
         for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
             for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
@@ -1128,9 +1152,15 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     const int radix = rv < 3 ? 2 << rv : 2;
                     if (radix != 2 && (mode == 1 || !(sp == 3 || (i == 0 && sp == 2))))
                         continue;
+                    if (rv == 4 && mode != 2) continue;
+                    if (rv == 5 && (mode == 0 || sp < 3 || sp == 4)) continue;
+                    if (rv == 6 && (mode == 0 || sp < 2 || sp == 4)) continue;
+                    if (sp == 5 && rv < 3) continue;
                     char radix_text[2] = {(char)('0' + radix), 0};
                     setenv("QGEMM_BMK_RADIX", radix_text, 1);
                     setenv("QGEMM_BMK_REDUCE", rv < 3 ? "tree" : "atomic", 1);
+                    setenv("QGEMM_BMK_VARIANT",
+                           rv == 4 ? "v2" : rv == 5 ? "v3:s4" : rv == 6 ? "v3" : "v1", 1);
                     qg_bf16_gemm_args a;
                     memset(&a, 0, sizeof a);
                     a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
@@ -1141,13 +1171,17 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     qg_status st = qg_bf16_compile(sw.ctx, QG_GEMM_BF16_BATCH_SUM, &a, &info);
                     char what[112];
                     snprintf(what, sizeof what, "batch sum b %d %dx%dx%d splits %d %s %d mode %d", s,
-                             m, n, k, splits, rv < 3 ? "radix" : "atomic", radix, mode);
+                             m, n, k, splits,
+                             rv < 3 ? "radix" : rv == 3 ? "atomic" : rv == 4 ? "atomic v2"
+                                    : rv == 5 ? "v3:s4" : "atomic v3",
+                             radix, mode);
                     /* no TMA store: the tree writes D */
                     qgtk_compile_verdict(&sw, what, st, &info, QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD,
                                          QGTK_PTX_TMA_STORE);
                 }
     unsetenv("QGEMM_BMK_RADIX");
     unsetenv("QGEMM_BMK_REDUCE");
+    unsetenv("QGEMM_BMK_VARIANT");
     printf("    %d reduced batch-sum variants, %d failures\n", sw.checked, sw.failures);
     CHECK(sw.failures == 0, "%d variants failed", sw.failures);
     qgtk_compile_sweep_close(&sw);
@@ -1199,7 +1233,12 @@ static double sum_check(const float *got, int m, int n, int64_t ldd, int mode, c
  * (QGEMM_BMK_REDUCE=atomic): its zero area (counters and the FP32 W of a
  * bf16 D) zeroed once, zero again after every call; no bitwise check (the
  * atomics' order varies): each of the five calls checked for accuracy
- * instead. Every upload and poison is done (gpu_legacy_done) before the call
+ * instead; then the same under QGEMM_BMK_VARIANT=v2 (the bf16 D's batched
+ * last-arrival loads) and v3 (and 16-byte reductions after a lane-pair
+ * exchange; :sN only changes the stage count: compile-checked,
+ * and checked against float64 by bench/bmk_variants.py). The last two
+ * cases (QGEMM_BMK_SPLITS=wide's 256x128 and 128x192 tiles) run the atomic
+ * reductions only (each kernel compiled costs GPU-machine time). Every upload and poison is done (gpu_legacy_done) before the call
  * on the session's non-blocking stream. */
 TEST(gpu_bf16_batch_sum_accuracy) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
@@ -1214,7 +1253,11 @@ TEST(gpu_bf16_batch_sum_accuracy) {
                                    {3, 200, 136, 64, 3},     {3, 200, 136, 64, 2},
                                    {129, 128, 384, 128, 43}, {129, 72, 48, 64, 129},
                                    {37, 64, 64, 320, 5},     {129, 256, 256, 64, 16},
-                                   {65, 64, 48, 64, 65}};
+                                   {65, 64, 48, 64, 65},
+                                   /* QGEMM_BMK_SPLITS=wide's tiles, off the tiles: 256x128
+                                    * (the second m-block's second warpgroup past M) and
+                                    * 128x192 (FP32 D and v2's bf16 D) */
+                                   {129, 360, 120, 64, 65},  {129, 120, 360, 64, 65}};
     static const char *mode_names[] = {"FP32 D += (C = D)", "FP32 D = C +", "FP32 D", "bf16 D"};
     int failures = 0, count = 0;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
@@ -1264,12 +1307,16 @@ TEST(gpu_bf16_batch_sum_accuracy) {
         }
         /* every tree radix (QGEMM_BMK_RADIX): 65 splits of radix 8 leave a
          * node of one child (it goes up without storing) */
-        for (int rm = 0; rm < 16 && !why[0]; ++rm) {
-            const bool atomic = rm >= 12;
+        /* (the wide-tile cases, the last two: the atomic reductions only) */
+        const bool atomic_only = ci + 2 >= sizeof cases / sizeof cases[0];
+        for (int rm = atomic_only ? 12 : 0; rm < 24 && !why[0]; ++rm) {
+            const bool atomic = rm >= 12; /* QGEMM_BMK_VARIANT v2 from 16, v3 from 20 */
+            const char *variant = rm >= 20 ? "v3" : rm >= 16 ? "v2" : "v1";
             const int radix = atomic ? 2 : 2 << (rm / 4), mode = rm % 4;
             char radix_text[2] = {(char)('0' + radix), 0};
             setenv("QGEMM_BMK_RADIX", radix_text, 1);
             setenv("QGEMM_BMK_REDUCE", atomic ? "atomic" : "tree", 1);
+            setenv("QGEMM_BMK_VARIANT", variant, 1);
             const size_t zero_bytes = atomic ? atomic_zero : counter_bytes;
             if (rm == 12 && atomic_zero) /* the trees left their slots in W's bytes */
                 drv->cuMemsetD8(dw, 0, atomic_zero);
@@ -1330,12 +1377,15 @@ TEST(gpu_bf16_batch_sum_accuracy) {
             if (why[0]) {
                 snprintf(why + strlen(why), sizeof why - strlen(why), " (%s, %s %d)",
                          mode_names[mode], atomic ? "atomic" : "radix", radix);
+                snprintf(why + strlen(why), sizeof why - strlen(why), " QGEMM_BMK_VARIANT=%s",
+                         variant);
                 break;
             }
             count++;
         }
         unsetenv("QGEMM_BMK_RADIX");
         unsetenv("QGEMM_BMK_REDUCE");
+        unsetenv("QGEMM_BMK_VARIANT");
         if (why[0]) {
             failures++;
             printf("    FAIL batch sum S %d %dx%dx%d splits %d: %s\n", S, m, n, k, splits, why);

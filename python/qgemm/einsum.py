@@ -271,6 +271,8 @@ def _kernel_writable(t: Any) -> bool:
 # QGEMM_BMK_REDUCE (read by the library at every call, and here for the split rule and the
 # workspace): "atomic" (unset: the default) adds the splits with FP32 atomics in one level,
 # "tree" with the deterministic tree (QGEMM_BMK_RADIX). Another value: the library's error.
+# (QGEMM_BMK_VARIANT, v1 or v2[:sN], is the library's alone: the kernel's organisation, no
+# change here.)
 REDUCE_ENV = "QGEMM_BMK_REDUCE"
 
 
@@ -353,7 +355,7 @@ def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
 
 # QGEMM_BMK_SPLITS: which split rule einsum('bmk,bnk->mn') uses (A/B measurements,
 # bench/bmk_variants.py): unset or "auto" the default below, "tiles" bmk_splits, "dg"
-# bmk_splits_dg, or a number (the nearest split count with no empty range, at most
+# bmk_splits_dg, "wide" bmk_splits_wide, or a number (the nearest split count with no empty range, at most
 # min(batches, 1024)). Read at every call.
 SPLITS_ENV = "QGEMM_BMK_SPLITS"
 # The default, under either reduction: bmk_splits below DG_RULE_MIN_BATCHES batches,
@@ -385,10 +387,13 @@ def _splits_of_env(m: int, n: int, batches: int, k: int, device: Any = None,
     if v == "dg":
         from ._runtime import get_num_sms
         return bmk_splits_dg(m, n, batches, k, get_num_sms(device))
+    if v == "wide":
+        from ._runtime import get_num_sms
+        return bmk_splits_wide(m, n, batches, k, get_num_sms(device))
     if v.isdigit() and int(v) >= 1:
         return _whole_splits(batches, min(int(v), batches, MAX_BATCHES))
-    raise ValueError(f"qgemm: einsum('bmk,bnk->mn'): {SPLITS_ENV}={v!r} must be auto, tiles, dg or a "
-                     "split count >= 1")
+    raise ValueError(f"qgemm: einsum('bmk,bnk->mn'): {SPLITS_ENV}={v!r} must be auto, tiles, dg, "
+                     "wide or a split count >= 1")
 
 
 def _whole_splits(batches: int, want: int) -> int:
@@ -408,6 +413,26 @@ def bmk_splits_dg(m: int, n: int, batches: int, k: int, num_sms: int) -> int:
     kb = max(1, -(-k // 64))  # k-blocks of one batch
     per_cta = -(-(batches * kb) // max(num_sms // tiles, 1))
     per = max(-(-per_cta // kb), -(-2 // kb), 1)  # batches per split
+    want = min(-(-batches // per), MAX_BATCHES)
+    return _whole_splits(batches, want)
+
+
+def bmk_splits_wide(m: int, n: int, batches: int, k: int, num_sms: int) -> int:
+    """A candidate split rule (QGEMM_BMK_SPLITS=wide): bmk_splits_dg's, the tiles counted as
+    128 x 256 (or 256 x 128 for M > N) instead of 128 x 128, so that about one CTA per SM
+    runs the wider tile the planner then picks (at 2 tiles a split: 128x192 for M 128 x N 384,
+    256x128 for 384 x 128, 128x256 for 256 x 256). The batches are memory-bound from a few
+    hundred on: a wider tile pulls fewer operand bytes through L2 per product (128 x 256:
+    384 rows a K element for 32K products, 128 x 128: 512), and at 4096 batches 128x256 ran
+    the 256x256x256 row at DeepGEMM's time where 128x128 ran 14% slower
+    (bench/results/2026-11-28-h200-24-int2, "atomic" vs "atomic-tiles")."""
+    if n >= m:
+        tiles = -(-m // 128) * -(-n // 256)
+    else:
+        tiles = -(-m // 256) * -(-n // 128)
+    kb = max(1, -(-k // 64))
+    per_cta = -(-(batches * kb) // max(num_sms // tiles, 1))
+    per = max(-(-per_cta // kb), -(-2 // kb), 1)
     want = min(-(-batches // per), MAX_BATCHES)
     return _whole_splits(batches, want)
 

@@ -492,9 +492,19 @@ def _gpu():
                                       for m, n, k in ((128, 384, 128), (256, 256, 256),
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
-@pytest.mark.parametrize("reduce", ["atomic", "tree"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide"])
 def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
+    """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v3:
+    QGEMM_BMK_VARIANT=v3 (16-byte reductions; a bf16 d's batched last-arrival loads, its
+    plan as an FP32 d's: v2's); atomic-v3-wide: and QGEMM_BMK_SPLITS=wide (the wider
+    tiles: 128x192, 128x256)."""
     t = _gpu()
+    if reduce.endswith("-wide") and s == 1:
+        pytest.skip("one batch: one split, no reduction")
+    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce else "v1")
+    if reduce.endswith("-wide"):
+        monkeypatch.setenv("QGEMM_BMK_SPLITS", "wide")
+    reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     a = t.randn((s, m, k), dtype=t.bfloat16, device="cuda")
     b = t.randn((s, n, k), dtype=t.bfloat16, device="cuda")
@@ -524,12 +534,15 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
 @pytest.mark.parametrize("s,splits", [(1, 1), (2, 2), (3, 3), (3, 2), (129, 43), (129, 129),
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
-@pytest.mark.parametrize("reduce", ["atomic", "tree"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3"])
 def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
-    values before each), columns past N untouched (d a view of a wider buffer)."""
+    values before each), columns past N untouched (d a view of a wider buffer). atomic-v3:
+    QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads)."""
     t = _gpu()
+    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if reduce == "atomic-v3" else "v1")
+    reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
     a = t.randn((s, m, k), dtype=t.bfloat16, device="cuda")
@@ -786,6 +799,20 @@ def test_bmk_splits_dg(m, n, s, k, sms, want):
     assert (splits - 1) * per < s <= splits * per  # no empty range (the C API's rule)
 
 
+@pytest.mark.parametrize("m,n,s,k,sms,want", [
+    (128, 384, 129, 128, 132, 65),    # 128x256 tiles: 2, 66 CTAs a tile, 4 k-blocks = 2 batches
+    (256, 256, 4096, 256, 132, 66),   # 2 tiles: 66 a tile, 249 k-blocks -> 63 batches -> 66
+    (384, 128, 8192, 384, 132, 66),   # 256x128 tiles: 2 (M > N), 745 k-blocks -> 125 batches
+    (128, 128, 3, 64, 132, 2),        # at least 2 k-blocks a split
+    (4096, 4096, 8, 1024, 132, 1),    # 256 wide tiles: one range
+])
+def test_bmk_splits_wide(m, n, s, k, sms, want):
+    splits = E.bmk_splits_wide(m, n, s, k, sms)
+    assert splits == want
+    per = -(-s // splits)
+    assert (splits - 1) * per < s <= splits * per  # no empty range (the C API's rule)
+
+
 def test_bmk_splits_env(monkeypatch):
     """QGEMM_BMK_SPLITS: auto (bmk_splits below DG_RULE_MIN_BATCHES batches, bmk_splits_dg
     from there), tiles (bmk_splits), dg (bmk_splits_dg) or a count (made whole)."""
@@ -810,6 +837,9 @@ def test_bmk_splits_env(monkeypatch):
         assert E._splits_of_env(128, 384, big, 128, atomic=True) == ("dg", 77)
     monkeypatch.setenv(E.SPLITS_ENV, "tiles")
     assert E._splits_of_env(128, 384, 129, 128, atomic=True) == 15
+    monkeypatch.setattr(E, "bmk_splits_wide", lambda m, n, s, k, sms: ("wide", sms))
+    monkeypatch.setenv(E.SPLITS_ENV, "wide")
+    assert E._splits_of_env(128, 384, 129, 128) == ("wide", 77)
 
 
 def test_bmk_bnk_mn_uses_the_split_env(monkeypatch):
