@@ -42,6 +42,7 @@
 #include "qgtk.h"
 #include "qgtk_cases.h"
 #include "internal.h"
+#include "seam.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -488,6 +489,121 @@ TEST(fp8out_plans) {
             }
     CHECK(chosen > 50, "%d choices checked", chosen);
     qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The fixup variant (QGEMM_FP8OUT_VARIANT=fixup): plans (no cluster for the
+ * split group, store of the whole group, the bf16-D heuristic's tile) and,
+ * with NVRTC, its kernels compiled clean (no spill, no stack). */
+TEST(fp8out_fixup_plans) {
+    char *saved = getenv("QGEMM_FP8OUT_VARIANT") ? strdup(getenv("QGEMM_FP8OUT_VARIANT")) : NULL;
+    setenv("QGEMM_FP8OUT_VARIANT", "fixup", 1);
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
+    const int fx = 1 | QG_D_FP8_FIXUP;
+    /* plans: cluster = split-K's, 128-column store, smem = bf16's - its D + the
+     * group's e4m3 D + the words */
+    static const int tiles[][3] = {{64, 16, 2}, {64, 32, 1}, {64, 32, 2}, {64, 64, 1}, {128, 32, 1},
+                                   {128, 64, 1}};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; ++i) {
+        qg_problem p = {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0, 0};
+        qg_config c8 = {.block_m = tiles[i][0], .block_n = tiles[i][1], .split_k = tiles[i][2]},
+                  c16 = c8;
+        qg_kernel_plan p8, p16;
+        CHECK(qg__plan_out(&ctx->props, &p, fx, &c8, &p8) == QG_SUCCESS, "%s", qg_last_error());
+        c16.num_stages = p8.num_stages;
+        CHECK(qg__plan(&ctx->props, &p, &c16, &p16) == QG_SUCCESS, "%s", qg_last_error());
+        const size_t d16 = ((size_t)tiles[i][0] * tiles[i][1] * 2 + 1023) / 1024 * 1024;
+        const size_t d8 = (size_t)tiles[i][0] * 128;
+        CHECK(p8.d_fp8 == fx && p8.cluster_size == tiles[i][2] && p8.split_k == tiles[i][2] &&
+                  p8.store_cols == 128 && p8.swizzle_group == p16.swizzle_group &&
+                  p8.smem_bytes == p16.smem_bytes - d16 + d8 + 16,
+              "fixup tile %zu: d_fp8 %d cluster %d store %d swizzle %d smem %zu (bf16 %zu)", i,
+              p8.d_fp8, p8.cluster_size, p8.store_cols, p8.swizzle_group, p8.smem_bytes,
+              p16.smem_bytes);
+    }
+    /* whole-group tiles and the other kinds keep the plain plan (no fixup bit) */
+    {
+        qg_problem p = {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0, 0};
+        qg_config c = {.block_m = 64, .block_n = 128};
+        qg_kernel_plan plan;
+        CHECK(qg__plan_out(&ctx->props, &p, fx, &c, &plan) == QG_SUCCESS && plan.d_fp8 == 1,
+              "64x128: d_fp8 %d", plan.d_fp8);
+        qg_problem g = {QG_GEMM_GROUPED_CONTIGUOUS, 1200, 2112, 7168, 4, 0, 0};
+        qg_config c32 = {.block_m = 64, .block_n = 32};
+        CHECK(qg__plan_out(&ctx->props, &g, fx, &c32, &plan) == QG_SUCCESS && plan.d_fp8 == 1 &&
+                  plan.cluster_size == 4,
+              "contiguous 64x32: d_fp8 %d cluster %d", plan.d_fp8, plan.cluster_size);
+        c32.block_n = 16;
+        CHECK(qg__plan_out(&ctx->props, &g, fx, &c32, &plan) == QG_ERROR_UNSUPPORTED,
+              "contiguous 64x16 must be refused");
+    }
+    /* the heuristic: the bf16-D pick wherever e4m3 D can take it (H200) */
+    {
+        qg_device_props h200;
+        memset(&h200, 0, sizeof h200);
+        h200.sm_count = 132, h200.cc_major = 9, h200.smem_optin_bytes = 232448;
+        h200.dram_gbps = 4915;
+        static const int nk[][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512},
+                                    {7168, 16384}, {4096, 7168}, {7168, 2048}};
+        int same = 0;
+        for (int mi = 0; mi < 3; ++mi)
+            for (size_t i = 0; i < sizeof nk / sizeof nk[0]; ++i) {
+                qg_problem p = {QG_GEMM_DENSE, 64 << mi, nk[i][0], nk[i][1], 1, 0, 0};
+                qg_config c8, c16;
+                qg_kernel_plan p8, p16;
+                CHECK(qg__select_out(&h200, 132, &p, fx, NULL, 0, &c8, &p8) == QG_SUCCESS &&
+                          qg__select_out(&h200, 132, &p, 0, NULL, 0, &c16, &p16) == QG_SUCCESS,
+                      "%s", qg_last_error());
+                const bool legal = c16.block_n % 128 == 0 || 128 % c16.block_n == 0;
+                if (legal) {
+                    CHECK(c8.block_m == c16.block_m && c8.block_n == c16.block_n &&
+                              c8.split_k == c16.split_k && c8.multicast == c16.multicast &&
+                              c8.swizzle_group == c16.swizzle_group &&
+                              p8.cluster_size == p16.cluster_size,
+                          "%dx%dx%d: fixup %dx%d sk %d cl %d, bf16 %dx%d sk %d cl %d", p.m, p.n,
+                          p.k, c8.block_m, c8.block_n, c8.split_k, p8.cluster_size, c16.block_m,
+                          c16.block_n, c16.split_k, p16.cluster_size);
+                    same++;
+                }
+                CHECK((p8.d_fp8 & QG_D_FP8_FIXUP) == (c8.block_n < 128 ? QG_D_FP8_FIXUP : 0),
+                      "%dx%dx%d: d_fp8 %d for block_n %d", p.m, p.n, p.k, p8.d_fp8, c8.block_n);
+            }
+        CHECK(same >= 12, "only %d rows take the bf16-D tile", same);
+        /* the workspace of 64x2112 in 64x32 tiles: 1 x 17 counters, 66 images of 8 KiB */
+        size_t cnt = 0;
+        const size_t ws = qg__fp8_fixup_bytes(64, 2112, 64, 32, &cnt);
+        CHECK(cnt == 256 && ws == 256 + 66 * 64 * 32 * 4, "workspace %zu (counters %zu)", ws, cnt);
+    }
+    /* the kernels, on NVRTC (skipped without it): N and M off the tiles */
+    const qg_nvrtc *nvrtc = NULL;
+    if (qg__nvrtc_load(&nvrtc) == QG_SUCCESS) {
+        const unsigned warnings = qg__jit_warnings(NULL, 0);
+        static const struct { int m, n, k, bm, bn, sk, ue; } cases[] = {
+            {64, 576, 7168, 64, 16, 2, 0}, {100, 2112, 7168, 64, 32, 2, 0},
+            {100, 1160, 1536, 64, 32, 1, 1}, {200, 4096, 2048, 64, 64, 1, 0},
+            {200, 1160, 1536, 128, 32, 1, 0}, {257, 576, 512, 128, 64, 1, 1}};
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            qg_problem p = {QG_GEMM_DENSE, cases[i].m, cases[i].n, cases[i].k, 1, 0, 0};
+            qg_config c = {.block_m = cases[i].bm, .block_n = cases[i].bn, .split_k = cases[i].sk};
+            qg_kernel_info info;
+            CHECK(qg_compile_fp8out(ctx, &p, cases[i].ue, &c, &info) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            printf("    fixup %dx%dx%d %dx%d sk %d ue %d: %d registers, spills %d/%d, stack %d\n",
+                   p.m, p.n, p.k, c.block_m, c.block_n, cases[i].sk, cases[i].ue, info.registers,
+                   info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes);
+            CHECK(info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
+                      info.stack_frame_bytes == 0 && info.ptx_has_wgmma && info.ptx_has_tma_store,
+                  "case %zu: spills or stack", i);
+        }
+        char first[256] = "";
+        CHECK(qg__jit_warnings(first, sizeof first) == warnings, "a compile warned: %s", first);
+    } else {
+        printf("    (kernels not compiled: no NVRTC)\n");
+    }
+    qg_context_destroy(ctx);
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", saved, 1), free(saved);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
     PASS();
 }
 
