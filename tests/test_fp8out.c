@@ -228,6 +228,134 @@ TEST(gpu_fp8out) {
     PASS();
 }
 
+/* The fixup variant (QGEMM_FP8OUT_VARIANT=fixup) on the GPU: the heuristic's
+ * tile and forced split tiles (16, 32, 64 columns; split-K; 128-row tiles),
+ * M and N off the tiles (N 1160: a last group of 8 columns, split over one
+ * tile, rows ending mid 16-byte unit; 2112: a last group of 64 columns, so
+ * fewer tiles than the split; M 65 and 257: a nearly empty last m-block),
+ * several tiles per CTA (180 tiles of 64x16 at 257x576), and each case twice
+ * on the stream (the counters must be back at 0 after a launch). Then the
+ * same forced 64x32 / 64x64 / 128x32 tile under both variants: the bytes and
+ * scales must be bitwise equal (the same FP32 sums, the same rule). */
+static bool same_output(qg_context *ctx, CUstream stream, qgtk_problem_data *p, const qg_config *cfg,
+                        const char *label) {
+    const char *variants[2] = {"old", "fixup"};
+    uint8_t *d[2] = {NULL, NULL};
+    float *sf[2] = {NULL, NULL};
+    size_t d_bytes = 0, sf_count = 0;
+    int64_t ldd = 0;
+    bool ok = true;
+    for (int v = 0; v < 2 && ok; ++v) {
+        setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);
+        qgtk_fp8_out_buffers o;
+        if (qgtk_fp8_out_create(&o, p, p->n, (p->n + 15) / 16 * 16 + 16) != QG_SUCCESS) {
+            printf("    FAIL %s: %s\n", label, qg_last_error());
+            ok = false;
+            break;
+        }
+        qg_gemm_args args = qgtk_fp8_out_args(&o);
+        qg_fp8_out out = {(float *)(uintptr_t)o.sfd, o.sfd_ld, 0};
+        qg_status st = qg_fp8_gemm_nt_fp8out(ctx, &args, &out, cfg, stream);
+        if (st != QG_SUCCESS || qgtk_fp8_out_download(&o, stream) != QG_SUCCESS) {
+            printf("    FAIL %s (%s): %s\n", label, variants[v], qg_last_error());
+            ok = false;
+        } else {
+            d_bytes = o.d_bytes;
+            sf_count = o.sf_count;
+            ldd = o.ldd;
+            d[v] = malloc(d_bytes);
+            sf[v] = malloc(sf_count * 4);
+            if (d[v] && sf[v]) {
+                memcpy(d[v], o.hd, d_bytes);
+                memcpy(sf[v], o.hs, sf_count * 4);
+            } else {
+                ok = false;
+            }
+        }
+        qgtk_fp8_out_destroy(&o);
+    }
+    if (ok) {
+        size_t bad_d = 0, bad_sf = 0;
+        for (int64_t r = 0; r < p->rows; ++r)
+            for (int64_t c = 0; c < p->n; ++c) bad_d += d[0][r * ldd + c] != d[1][r * ldd + c];
+        for (size_t i = 0; i < sf_count; ++i) bad_sf += fbits(sf[0][i]) != fbits(sf[1][i]);
+        ok = bad_d == 0 && bad_sf == 0;
+        printf("    %s %s: old and fixup: %zu bytes of D and %zu scales differ\n", ok ? "ok  " : "FAIL",
+               label, bad_d, bad_sf);
+    }
+    for (int v = 0; v < 2; ++v) free(d[v]), free(sf[v]);
+    return ok;
+}
+
+TEST(gpu_fp8out_fixup) {
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
+    char *saved = getenv("QGEMM_FP8OUT_VARIANT") ? strdup(getenv("QGEMM_FP8OUT_VARIANT")) : NULL;
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    int failures = 0, cases = 0, fixups = 0;
+    static const qg_config forced[] = {
+        {.block_m = 0},
+        {.block_m = 64, .block_n = 16},
+        {.block_m = 64, .block_n = 16, .split_k = 2},
+        {.block_m = 64, .block_n = 32, .split_k = 2},
+        {.block_m = 64, .block_n = 64},
+        {.block_m = 128, .block_n = 32},
+        {.block_m = 128, .block_n = 64},
+    };
+    static const int dense[][3] = {{100, 1160, 1536}, {65, 2112, 2048}, {257, 576, 512}};
+    for (size_t i = 0; i < sizeof dense / sizeof dense[0]; ++i) {
+        qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = dense[i][0], .n = dense[i][1],
+                                  .k = dense[i][2], .num_groups = 1, .seed = 751 + i,
+                                  .lda_pad = i % 2 ? 16 : 0, .scale_spread = 3};
+        qgtk_problem_data *p = make(ctx, &spec, true);
+        CHECK(p, "problem: %s", qg_last_error());
+        setenv("QGEMM_FP8OUT_VARIANT", "fixup", 1);
+        for (size_t f = 0; f < sizeof forced / sizeof forced[0]; ++f)
+            for (int ue = 0; ue < 2; ++ue) {
+                if (ue && f != 0 && f != 3) continue; /* UE8M0: the heuristic's and 64x32 split-K */
+                const qg_config *cfg = forced[f].block_m ? &forced[f] : NULL;
+                qg_problem prob = {QG_GEMM_DENSE, p->m, p->n, p->k, 1, 0, 0};
+                qg_config c = forced[f];
+                qg_kernel_plan plan;
+                const int fx = (1 + ue) | QG_D_FP8_FIXUP;
+                if (cfg ? qg__complete_config_out(&ctx->props, ctx->num_sms, &prob, fx, &c, &plan)
+                        : qg__select_out(&ctx->props, ctx->num_sms, &prob, fx, NULL, 0, &c, &plan))
+                    continue; /* not for this shape */
+                fixups += (plan.d_fp8 & QG_D_FP8_FIXUP) != 0;
+                for (int rep = 0; rep < 2; ++rep) {
+                    char label[160];
+                    snprintf(label, sizeof label, "fixup dense %dx%dx%d %s%dx%d split-K %d%s%s%s",
+                             p->m, p->n, p->k, cfg ? "forced " : "", c.block_m, c.block_n,
+                             c.split_k, (plan.d_fp8 & QG_D_FP8_FIXUP) ? "" : " (no split)",
+                             ue ? " ue8m0" : "", rep ? " again" : "");
+                    cases++;
+                    failures += !run_case(ctx, stream, p, ue, cfg, label);
+                }
+            }
+        /* bitwise: the cluster exchange and the fixup on the same tile */
+        static const qg_config same[] = {{.block_m = 64, .block_n = 32}, {.block_m = 64, .block_n = 64},
+                                         {.block_m = 128, .block_n = 32}};
+        for (size_t f = 0; f < sizeof same / sizeof same[0]; ++f) {
+            char label[128];
+            snprintf(label, sizeof label, "dense %dx%dx%d forced %dx%d", p->m, p->n, p->k,
+                     same[f].block_m, same[f].block_n);
+            cases++;
+            failures += !same_output(ctx, stream, p, &same[f], label);
+        }
+        qgtk_problem_free(p);
+    }
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", saved, 1), free(saved);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
+    printf("    %d cases (%d fixup configurations), %d failures\n", cases, fixups, failures);
+    CHECK(cases >= 30 && fixups >= 12, "too few cases ran: %d (%d fixup)", cases, fixups);
+    CHECK(failures == 0, "%d of %d fixup cases failed", failures, cases);
+    PASS();
+}
+
 /* ---- on the CPU: argument checks and plans ------------------------------ */
 
 #include "fake_args.h"
