@@ -233,9 +233,9 @@ TEST(gpu_fp8out) {
  * M and N off the tiles (N 1160: a last group of 8 columns, split over one
  * tile, rows ending mid 16-byte unit; 2112: a last group of 64 columns, so
  * fewer tiles than the split; M 65 and 257: a nearly empty last m-block),
- * several tiles per CTA (180 tiles of 64x16 at 257x576), and each case twice
+ * several tiles per CTA (180 tiles of 64x16, split-K, at 257x576), and each case twice
  * on the stream (the counters must be back at 0 after a launch). Then the
- * same forced 64x32 / 64x64 / 128x32 tile under both variants: the bytes and
+ * same forced 64x32 / 128x32 tile under both variants: the bytes and
  * scales must be bitwise equal (the same FP32 sums, the same rule). */
 static bool same_output(qg_context *ctx, CUstream stream, qgtk_problem_data *p, const qg_config *cfg,
                         const char *label) {
@@ -295,14 +295,13 @@ TEST(gpu_fp8out_fixup) {
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
     gpu_ctx_push(ctx);
     int failures = 0, cases = 0, fixups = 0;
+    /* (few kernels: each (shape, tile) is a compile of its own) */
     static const qg_config forced[] = {
         {.block_m = 0},
-        {.block_m = 64, .block_n = 16},
         {.block_m = 64, .block_n = 16, .split_k = 2},
         {.block_m = 64, .block_n = 32, .split_k = 2},
         {.block_m = 64, .block_n = 64},
         {.block_m = 128, .block_n = 32},
-        {.block_m = 128, .block_n = 64},
     };
     static const int dense[][3] = {{100, 1160, 1536}, {65, 2112, 2048}, {257, 576, 512}};
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; ++i) {
@@ -314,7 +313,7 @@ TEST(gpu_fp8out_fixup) {
         setenv("QGEMM_FP8OUT_VARIANT", "fixup", 1);
         for (size_t f = 0; f < sizeof forced / sizeof forced[0]; ++f)
             for (int ue = 0; ue < 2; ++ue) {
-                if (ue && f != 0 && f != 3) continue; /* UE8M0: the heuristic's and 64x32 split-K */
+                if (ue && f != 0 && f != 2) continue; /* UE8M0: the heuristic's and 64x32 split-K */
                 const qg_config *cfg = forced[f].block_m ? &forced[f] : NULL;
                 qg_problem prob = {QG_GEMM_DENSE, p->m, p->n, p->k, 1, 0, 0};
                 qg_config c = forced[f];
@@ -335,8 +334,7 @@ TEST(gpu_fp8out_fixup) {
                 }
             }
         /* bitwise: the cluster exchange and the fixup on the same tile */
-        static const qg_config same[] = {{.block_m = 64, .block_n = 32}, {.block_m = 64, .block_n = 64},
-                                         {.block_m = 128, .block_n = 32}};
+        static const qg_config same[] = {{.block_m = 64, .block_n = 32}, {.block_m = 128, .block_n = 32}};
         for (size_t f = 0; f < sizeof same / sizeof same[0]; ++f) {
             char label[128];
             snprintf(label, sizeof label, "dense %dx%dx%d forced %dx%d", p->m, p->n, p->k,
@@ -351,7 +349,7 @@ TEST(gpu_fp8out_fixup) {
     if (saved) setenv("QGEMM_FP8OUT_VARIANT", saved, 1), free(saved);
     else unsetenv("QGEMM_FP8OUT_VARIANT");
     printf("    %d cases (%d fixup configurations), %d failures\n", cases, fixups, failures);
-    CHECK(cases >= 30 && fixups >= 12, "too few cases ran: %d (%d fixup)", cases, fixups);
+    CHECK(cases >= 30 && fixups >= 10, "too few cases ran: %d (%d fixup)", cases, fixups);
     CHECK(failures == 0, "%d of %d fixup cases failed", failures, cases);
     PASS();
 }
