@@ -42,6 +42,7 @@
 #include "qgtk.h"
 #include "qgtk_cases.h"
 #include "internal.h"
+#include "seam.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -224,6 +225,132 @@ TEST(gpu_fp8out) {
     printf("    %d cases, %d failures\n", cases, failures);
     CHECK(cases >= 30, "too few cases ran: %d", cases);
     CHECK(failures == 0, "%d of %d e4m3-D cases failed", failures, cases);
+    PASS();
+}
+
+/* The fixup variant (QGEMM_FP8OUT_VARIANT=fixup) on the GPU: the heuristic's
+ * tile and forced split tiles (16, 32, 64 columns; split-K; 128-row tiles),
+ * M and N off the tiles (N 1160: a last group of 8 columns, split over one
+ * tile, rows ending mid 16-byte unit; 2112: a last group of 64 columns, so
+ * fewer tiles than the split; M 65 and 257: a nearly empty last m-block),
+ * several tiles per CTA (180 tiles of 64x16, split-K, at 257x576), and each case twice
+ * on the stream (the counters must be back at 0 after a launch). Then the
+ * same forced 64x32 / 128x32 tile under both variants: the bytes and
+ * scales must be bitwise equal (the same FP32 sums, the same rule). */
+static bool same_output(qg_context *ctx, CUstream stream, qgtk_problem_data *p, const qg_config *cfg,
+                        const char *label) {
+    const char *variants[2] = {"old", "fixup"};
+    uint8_t *d[2] = {NULL, NULL};
+    float *sf[2] = {NULL, NULL};
+    size_t d_bytes = 0, sf_count = 0;
+    int64_t ldd = 0;
+    bool ok = true;
+    for (int v = 0; v < 2 && ok; ++v) {
+        setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);
+        qgtk_fp8_out_buffers o;
+        if (qgtk_fp8_out_create(&o, p, p->n, (p->n + 15) / 16 * 16 + 16) != QG_SUCCESS) {
+            printf("    FAIL %s: %s\n", label, qg_last_error());
+            ok = false;
+            break;
+        }
+        qg_gemm_args args = qgtk_fp8_out_args(&o);
+        qg_fp8_out out = {(float *)(uintptr_t)o.sfd, o.sfd_ld, 0};
+        qg_status st = qg_fp8_gemm_nt_fp8out(ctx, &args, &out, cfg, stream);
+        if (st != QG_SUCCESS || qgtk_fp8_out_download(&o, stream) != QG_SUCCESS) {
+            printf("    FAIL %s (%s): %s\n", label, variants[v], qg_last_error());
+            ok = false;
+        } else {
+            d_bytes = o.d_bytes;
+            sf_count = o.sf_count;
+            ldd = o.ldd;
+            d[v] = malloc(d_bytes);
+            sf[v] = malloc(sf_count * 4);
+            if (d[v] && sf[v]) {
+                memcpy(d[v], o.hd, d_bytes);
+                memcpy(sf[v], o.hs, sf_count * 4);
+            } else {
+                ok = false;
+            }
+        }
+        qgtk_fp8_out_destroy(&o);
+    }
+    if (ok) {
+        size_t bad_d = 0, bad_sf = 0;
+        for (int64_t r = 0; r < p->rows; ++r)
+            for (int64_t c = 0; c < p->n; ++c) bad_d += d[0][r * ldd + c] != d[1][r * ldd + c];
+        for (size_t i = 0; i < sf_count; ++i) bad_sf += fbits(sf[0][i]) != fbits(sf[1][i]);
+        ok = bad_d == 0 && bad_sf == 0;
+        printf("    %s %s: old and fixup: %zu bytes of D and %zu scales differ\n", ok ? "ok  " : "FAIL",
+               label, bad_d, bad_sf);
+    }
+    for (int v = 0; v < 2; ++v) free(d[v]), free(sf[v]);
+    return ok;
+}
+
+TEST(gpu_fp8out_fixup) {
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
+    char *saved = getenv("QGEMM_FP8OUT_VARIANT") ? strdup(getenv("QGEMM_FP8OUT_VARIANT")) : NULL;
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    int failures = 0, cases = 0, fixups = 0;
+    /* (few kernels: each (shape, tile) is a compile of its own) */
+    static const qg_config forced[] = {
+        {.block_m = 0},
+        {.block_m = 64, .block_n = 16, .split_k = 2},
+        {.block_m = 64, .block_n = 32, .split_k = 2},
+        {.block_m = 64, .block_n = 64},
+        {.block_m = 128, .block_n = 32},
+    };
+    static const int dense[][3] = {{100, 1160, 1536}, {65, 2112, 2048}, {257, 576, 512}};
+    for (size_t i = 0; i < sizeof dense / sizeof dense[0]; ++i) {
+        qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = dense[i][0], .n = dense[i][1],
+                                  .k = dense[i][2], .num_groups = 1, .seed = 751 + i,
+                                  .lda_pad = i % 2 ? 16 : 0, .scale_spread = 3};
+        qgtk_problem_data *p = make(ctx, &spec, true);
+        CHECK(p, "problem: %s", qg_last_error());
+        setenv("QGEMM_FP8OUT_VARIANT", "fixup", 1);
+        for (size_t f = 0; f < sizeof forced / sizeof forced[0]; ++f)
+            for (int ue = 0; ue < 2; ++ue) {
+                if (ue && f != 0 && f != 2) continue; /* UE8M0: the heuristic's and 64x32 split-K */
+                const qg_config *cfg = forced[f].block_m ? &forced[f] : NULL;
+                qg_problem prob = {QG_GEMM_DENSE, p->m, p->n, p->k, 1, 0, 0};
+                qg_config c = forced[f];
+                qg_kernel_plan plan;
+                const int fx = (1 + ue) | QG_D_FP8_FIXUP;
+                if (cfg ? qg__complete_config_out(&ctx->props, ctx->num_sms, &prob, fx, &c, &plan)
+                        : qg__select_out(&ctx->props, ctx->num_sms, &prob, fx, NULL, 0, &c, &plan))
+                    continue; /* not for this shape */
+                fixups += (plan.d_fp8 & QG_D_FP8_FIXUP) != 0;
+                for (int rep = 0; rep < 2; ++rep) {
+                    char label[160];
+                    snprintf(label, sizeof label, "fixup dense %dx%dx%d %s%dx%d split-K %d%s%s%s",
+                             p->m, p->n, p->k, cfg ? "forced " : "", c.block_m, c.block_n,
+                             c.split_k, (plan.d_fp8 & QG_D_FP8_FIXUP) ? "" : " (no split)",
+                             ue ? " ue8m0" : "", rep ? " again" : "");
+                    cases++;
+                    failures += !run_case(ctx, stream, p, ue, cfg, label);
+                }
+            }
+        /* bitwise: the cluster exchange and the fixup on the same tile */
+        static const qg_config same[] = {{.block_m = 64, .block_n = 32}, {.block_m = 128, .block_n = 32}};
+        for (size_t f = 0; f < sizeof same / sizeof same[0]; ++f) {
+            char label[128];
+            snprintf(label, sizeof label, "dense %dx%dx%d forced %dx%d", p->m, p->n, p->k,
+                     same[f].block_m, same[f].block_n);
+            cases++;
+            failures += !same_output(ctx, stream, p, &same[f], label);
+        }
+        qgtk_problem_free(p);
+    }
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", saved, 1), free(saved);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
+    printf("    %d cases (%d fixup configurations), %d failures\n", cases, fixups, failures);
+    CHECK(cases >= 30 && fixups >= 10, "too few cases ran: %d (%d fixup)", cases, fixups);
+    CHECK(failures == 0, "%d of %d fixup cases failed", failures, cases);
     PASS();
 }
 
@@ -488,6 +615,121 @@ TEST(fp8out_plans) {
             }
     CHECK(chosen > 50, "%d choices checked", chosen);
     qg_context_destroy(ctx);
+    PASS();
+}
+
+/* The fixup variant (QGEMM_FP8OUT_VARIANT=fixup): plans (no cluster for the
+ * split group, store of the whole group, the bf16-D heuristic's tile) and,
+ * with NVRTC, its kernels compiled clean (no spill, no stack). */
+TEST(fp8out_fixup_plans) {
+    char *saved = getenv("QGEMM_FP8OUT_VARIANT") ? strdup(getenv("QGEMM_FP8OUT_VARIANT")) : NULL;
+    setenv("QGEMM_FP8OUT_VARIANT", "fixup", 1);
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
+    const int fx = 1 | QG_D_FP8_FIXUP;
+    /* plans: cluster = split-K's, 128-column store, smem = bf16's - its D + the
+     * group's e4m3 D + the words */
+    static const int tiles[][3] = {{64, 16, 2}, {64, 32, 1}, {64, 32, 2}, {64, 64, 1}, {128, 32, 1},
+                                   {128, 64, 1}};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; ++i) {
+        qg_problem p = {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0, 0};
+        qg_config c8 = {.block_m = tiles[i][0], .block_n = tiles[i][1], .split_k = tiles[i][2]},
+                  c16 = c8;
+        qg_kernel_plan p8, p16;
+        CHECK(qg__plan_out(&ctx->props, &p, fx, &c8, &p8) == QG_SUCCESS, "%s", qg_last_error());
+        c16.num_stages = p8.num_stages;
+        CHECK(qg__plan(&ctx->props, &p, &c16, &p16) == QG_SUCCESS, "%s", qg_last_error());
+        const size_t d16 = ((size_t)tiles[i][0] * tiles[i][1] * 2 + 1023) / 1024 * 1024;
+        const size_t d8 = (size_t)tiles[i][0] * 128;
+        CHECK(p8.d_fp8 == fx && p8.cluster_size == tiles[i][2] && p8.split_k == tiles[i][2] &&
+                  p8.store_cols == 128 && p8.swizzle_group == p16.swizzle_group &&
+                  p8.smem_bytes == p16.smem_bytes - d16 + d8 + 16,
+              "fixup tile %zu: d_fp8 %d cluster %d store %d swizzle %d smem %zu (bf16 %zu)", i,
+              p8.d_fp8, p8.cluster_size, p8.store_cols, p8.swizzle_group, p8.smem_bytes,
+              p16.smem_bytes);
+    }
+    /* whole-group tiles and the other kinds keep the plain plan (no fixup bit) */
+    {
+        qg_problem p = {QG_GEMM_DENSE, 200, 2112, 7168, 1, 0, 0};
+        qg_config c = {.block_m = 64, .block_n = 128};
+        qg_kernel_plan plan;
+        CHECK(qg__plan_out(&ctx->props, &p, fx, &c, &plan) == QG_SUCCESS && plan.d_fp8 == 1,
+              "64x128: d_fp8 %d", plan.d_fp8);
+        qg_problem g = {QG_GEMM_GROUPED_CONTIGUOUS, 1200, 2112, 7168, 4, 0, 0};
+        qg_config c32 = {.block_m = 64, .block_n = 32};
+        CHECK(qg__plan_out(&ctx->props, &g, fx, &c32, &plan) == QG_SUCCESS && plan.d_fp8 == 1 &&
+                  plan.cluster_size == 4,
+              "contiguous 64x32: d_fp8 %d cluster %d", plan.d_fp8, plan.cluster_size);
+        c32.block_n = 16;
+        CHECK(qg__plan_out(&ctx->props, &g, fx, &c32, &plan) == QG_ERROR_UNSUPPORTED,
+              "contiguous 64x16 must be refused");
+    }
+    /* the heuristic: the bf16-D pick wherever e4m3 D can take it (H200) */
+    {
+        qg_device_props h200;
+        memset(&h200, 0, sizeof h200);
+        h200.sm_count = 132, h200.cc_major = 9, h200.smem_optin_bytes = 232448;
+        h200.dram_gbps = 4915;
+        static const int nk[][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512},
+                                    {7168, 16384}, {4096, 7168}, {7168, 2048}};
+        int same = 0;
+        for (int mi = 0; mi < 3; ++mi)
+            for (size_t i = 0; i < sizeof nk / sizeof nk[0]; ++i) {
+                qg_problem p = {QG_GEMM_DENSE, 64 << mi, nk[i][0], nk[i][1], 1, 0, 0};
+                qg_config c8, c16;
+                qg_kernel_plan p8, p16;
+                CHECK(qg__select_out(&h200, 132, &p, fx, NULL, 0, &c8, &p8) == QG_SUCCESS &&
+                          qg__select_out(&h200, 132, &p, 0, NULL, 0, &c16, &p16) == QG_SUCCESS,
+                      "%s", qg_last_error());
+                const bool legal = c16.block_n % 128 == 0 || 128 % c16.block_n == 0;
+                if (legal) {
+                    CHECK(c8.block_m == c16.block_m && c8.block_n == c16.block_n &&
+                              c8.split_k == c16.split_k && c8.multicast == c16.multicast &&
+                              c8.swizzle_group == c16.swizzle_group &&
+                              p8.cluster_size == p16.cluster_size,
+                          "%dx%dx%d: fixup %dx%d sk %d cl %d, bf16 %dx%d sk %d cl %d", p.m, p.n,
+                          p.k, c8.block_m, c8.block_n, c8.split_k, p8.cluster_size, c16.block_m,
+                          c16.block_n, c16.split_k, p16.cluster_size);
+                    same++;
+                }
+                CHECK((p8.d_fp8 & QG_D_FP8_FIXUP) == (c8.block_n < 128 ? QG_D_FP8_FIXUP : 0),
+                      "%dx%dx%d: d_fp8 %d for block_n %d", p.m, p.n, p.k, p8.d_fp8, c8.block_n);
+            }
+        CHECK(same >= 12, "only %d rows take the bf16-D tile", same);
+        /* the workspace of 64x2112 in 64x32 tiles: 1 x 17 counters, 66 images of 8 KiB */
+        size_t cnt = 0;
+        const size_t ws = qg__fp8_fixup_bytes(64, 2112, 64, 32, &cnt);
+        CHECK(cnt == 256 && ws == 256 + 66 * 64 * 32 * 4, "workspace %zu (counters %zu)", ws, cnt);
+    }
+    /* the kernels, on NVRTC (skipped without it): N and M off the tiles */
+    const qg_nvrtc *nvrtc = NULL;
+    if (qg__nvrtc_load(&nvrtc) == QG_SUCCESS) {
+        const unsigned warnings = qg__jit_warnings(NULL, 0);
+        static const struct { int m, n, k, bm, bn, sk, ue; } cases[] = {
+            {64, 576, 7168, 64, 16, 2, 0}, {100, 2112, 7168, 64, 32, 2, 0},
+            {100, 1160, 1536, 64, 32, 1, 1}, {200, 4096, 2048, 64, 64, 1, 0},
+            {200, 1160, 1536, 128, 32, 1, 0}, {257, 576, 512, 128, 64, 1, 1}};
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            qg_problem p = {QG_GEMM_DENSE, cases[i].m, cases[i].n, cases[i].k, 1, 0, 0};
+            qg_config c = {.block_m = cases[i].bm, .block_n = cases[i].bn, .split_k = cases[i].sk};
+            qg_kernel_info info;
+            CHECK(qg_compile_fp8out(ctx, &p, cases[i].ue, &c, &info) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            printf("    fixup %dx%dx%d %dx%d sk %d ue %d: %d registers, spills %d/%d, stack %d\n",
+                   p.m, p.n, p.k, c.block_m, c.block_n, cases[i].sk, cases[i].ue, info.registers,
+                   info.spill_store_bytes, info.spill_load_bytes, info.stack_frame_bytes);
+            CHECK(info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
+                      info.stack_frame_bytes == 0 && info.ptx_has_wgmma && info.ptx_has_tma_store,
+                  "case %zu: spills or stack", i);
+        }
+        char first[256] = "";
+        CHECK(qg__jit_warnings(first, sizeof first) == warnings, "a compile warned: %s", first);
+    } else {
+        printf("    (kernels not compiled: no NVRTC)\n");
+    }
+    qg_context_destroy(ctx);
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", saved, 1), free(saved);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
     PASS();
 }
 
