@@ -13,7 +13,6 @@
 #include <qgemm.h>
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const int MS[] = {64, 128, 256, 4096};
@@ -26,22 +25,16 @@ static int cdiv(long long a, long long b) { return (int)((a + b - 1) / b); }
  * an FP8-output tile narrower than 128 columns is one of the 128 / block_n
  * CTAs of a cluster that split a scale group. */
 static int ctas_per_tile(const qg_config *c) { return c->split_k == 2 ? 2 : 1; }
-/* QGEMM_FP8OUT_VARIANT=fixup: split groups meet in global memory (no
- * cluster, no padding of N). */
-static int fixup(void) {
-    const char *v = getenv("QGEMM_FP8OUT_VARIANT");
-    return v && (!strcmp(v, "fixup") || !strcmp(v, "new"));
-}
 static int cluster_of(const qg_config *c, int fp8) {
     if (c->split_k == 2 || c->multicast != QG_MULTICAST_NONE) return 2;
-    return fp8 && c->block_n < 128 && !fixup() ? 128 / c->block_n : 1;
+    return fp8 && c->block_n < 128 ? 128 / c->block_n : 1;
 }
 
 /* Tiles (the n-block count padded to whole scale groups where a cluster
  * splits them). */
 static long long busy_ctas(const qg_problem *p, const qg_config *c, int fp8) {
     int nb = cdiv(p->n, c->block_n);
-    if (fp8 && c->block_n < 128 && !fixup()) nb = cdiv(p->n, 128) * (128 / c->block_n);
+    if (fp8 && c->block_n < 128) nb = cdiv(p->n, 128) * (128 / c->block_n);
     return (long long)cdiv(p->m, c->block_m) * nb * ctas_per_tile(c);
 }
 

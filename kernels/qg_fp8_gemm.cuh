@@ -143,22 +143,6 @@
  * for (acquire) before they send the next tile's values. Both barriers
  * (red_full / red_empty: split-K and the split are exclusive) flip once a
  * tile. The CTA of the group's first columns stores the scale.
- *
- * FP8 D fixup invariants (QG_FP8_FIXUP, dense only, block_n 16, 32 or 64,
- * block_m 64 or 128, no multicast; split-K allowed: its CTA 0 takes part):
- * no cluster holds the group and no CTA ever waits for another (so neither
- * co-residency nor any tile order is assumed: the bf16-D tile, cluster and
- * swizzle run unchanged). N counts in block_n tiles (no padding). Per tile
- * and math warpgroup, every thread writes its FP32 sums to the tile's image
- * (fixup_img: [m-block][n-block][wg][QG_OUT / 4 float4][128 threads]),
- * fences, the warpgroup meets at its named barrier, and its first thread
- * adds 1 to the counter of (m-block, warpgroup, scale group) (fixup_cnt:
- * u32 [m_blocks][math wgs][ceil(N / 128)], zero between launches). The warpgroup that brings the group's last tile (old value =
- * the group's tiles - 1) resets the counter to 0, fences, reads the other
- * tiles' images (ld.global.cg) beside its own registers and quantizes and
- * stores the whole 128-column group as the whole-group epilogue does; the
- * others store nothing. Bytes equal the whole-group rule's (the same FP32
- * sums, max and formula); the counter's order only picks which CTA writes.
  */
 #ifndef QG_SFB_COLS
 #define QG_SFB_COLS 0
@@ -182,13 +166,6 @@
 #else
 #define QG_FP8_SPLIT 1
 #endif
-/* 1: the split group meets through global memory instead of a cluster (see
- * "FP8 D fixup invariants" above; the host's QGEMM_FP8OUT_VARIANT=fixup). */
-#ifndef QG_FP8_FIXUP
-#define QG_FP8_FIXUP 0
-#endif
-/* the cluster exchange of the split tiles (the fixup has none) */
-#define QG_FP8_XCHG (QG_FP8_SPLIT > 1 && !QG_FP8_FIXUP)
 
 /* B multicast in the contiguous, masked and psum kinds: a pair's two m-blocks
  * come from device data (masked_m, group ends, m_indices), so whether the
@@ -237,13 +214,6 @@ struct qg_kgroups {
 #define QG_FP8_D_PARAM                                                               \
     , float *__restrict__ sfd, int64_t sfd_ld, float swiglu_limit,                   \
         const float *__restrict__ row_weight
-#elif QG_D_FP8 && QG_FP8_FIXUP
-/* (the fixup workspace follows the SwiGLU parameters, unused here, so that
- * one host parameter list serves every kernel) */
-#define QG_FP8_D_PARAM                                                               \
-    , float *__restrict__ sfd, int64_t sfd_ld, float swiglu_limit_unused,            \
-        const float *row_weight_unused, uint32_t *__restrict__ fixup_cnt,                \
-        float4 *__restrict__ fixup_img
 #elif QG_D_FP8
 #define QG_FP8_D_PARAM , float *__restrict__ sfd, int64_t sfd_ld
 #else
@@ -360,10 +330,7 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 /* Shared-memory plan (bytes); src/config.c computes the same numbers. */
 #define QG_ROUND_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 #define QG_D_BYTES (QG_D_F32 ? 4 : QG_D_FP8 ? 1 : 2)
-/* D's columns in shared memory and per store: the tile's, or under the
- * fixup the whole 128-column group its last tile stores */
-#define QG_D_SMEM_COLS (QG_FP8_FIXUP && QG_FP8_SPLIT > 1 ? 128 : QG_D_COLS)
-#define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_D_SMEM_COLS * QG_D_BYTES, 1024))
+#define QG_SMEM_D (QG_ROUND_UP(QG_BLOCK_M * QG_D_COLS * QG_D_BYTES, 1024))
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K)
 #define QG_SMEM_SFA (QG_BLOCK_M * 4)
@@ -380,10 +347,10 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
-#define QG_SMEM_RED_BARRIERS ((QG_SPLIT_K > 1 || QG_FP8_XCHG ? 16 : 0) + (QG_FP8_FIXUP ? 16 : 0))
+#define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 || QG_FP8_SPLIT > 1 ? 16 : 0)
 /* FP8 D split: QG_FP8_SPLIT slots of block_m partial amax words (1 KiB
  * multiples: the stages stay 1024-byte aligned). */
-#define QG_SMEM_XCHG (QG_FP8_XCHG ? QG_ROUND_UP(QG_FP8_SPLIT * QG_BLOCK_M * 4, 1024) : 0)
+#define QG_SMEM_XCHG (QG_FP8_SPLIT > 1 ? QG_ROUND_UP(QG_FP8_SPLIT * QG_BLOCK_M * 4, 1024) : 0)
 #define QG_SMEM_TOTAL                                                                  \
     (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + QG_SMEM_XCHG + QG_NUM_STAGES * (QG_SMEM_A + \
      QG_SMEM_B + QG_SMEM_SFA) + QG_SMEM_SFB + QG_NUM_STAGES * 16 + 32 /* SFB buffers' barriers */ + QG_SMEM_RED_BARRIERS + \
@@ -415,7 +382,7 @@ static_assert(QG_WGMMA_N % 8 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS 
 static_assert(QG_KPIPE ? QG_UNITS == 1 && QG_ACC_SETS == 2 : QG_UNITS % QG_ACC_SETS == 0,
               "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
-static_assert(QG_CLUSTER == 1 || QG_CLUSTER == 2 || (QG_CLUSTER == 4 && QG_FP8_XCHG && QG_FP8_SPLIT == 4),
+static_assert(QG_CLUSTER == 1 || QG_CLUSTER == 2 || (QG_CLUSTER == 4 && QG_FP8_SPLIT == 4),
               "clusters of 1 or 2 CTAs (4: FP8 D split over 32-column tiles)");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
 static_assert(QG_A_BOX_ROWS % 8 == 0 && QG_A_BOX_ROWS <= QG_A_LOAD_ROWS &&
@@ -438,16 +405,11 @@ static_assert((!QG_D_F32 || QG_SFB_COLS) && (!QG_D_REDUCE || QG_D_F32),
  * of 64 or 32 columns, its group split over the cluster (QG_FP8_SPLIT), one
  * store chunk of its width (bf16-free e4m3 D only: never SwiGLU). */
 static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS &&
-                            (QG_BLOCK_N % 128 == 0 || QG_BLOCK_N == 64 || QG_BLOCK_N == 32 ||
-                             (QG_FP8_FIXUP && QG_BLOCK_N == 16)) &&
-                            QG_STORE_COLS == (QG_FP8_XCHG ? QG_BLOCK_N : 128)),
+                            (QG_BLOCK_N % 128 == 0 || QG_BLOCK_N == 64 || QG_BLOCK_N == 32) &&
+                            QG_STORE_COLS == (QG_BLOCK_N < 128 ? QG_BLOCK_N : 128)),
               "FP8 D: the 1D2D kinds, block_n a multiple of 128 (or 64, 32: split), "
               "128-column store chunks (or block_n)");
-static_assert(!QG_FP8_FIXUP || (QG_D_FP8 && QG_FP8_SPLIT > 1 && QG_KIND == 0 && QG_MULTICAST == 0 &&
-                                 QG_CLUSTER == QG_SPLIT_K && QG_WG_TILES == 1 && !QG_SWIGLU),
-              "FP8 D fixup: dense split tiles, no multicast, clusters only for split-K, "
-              "one m64 tile per warpgroup");
-static_assert(!QG_FP8_XCHG || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
+static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
                                     QG_SPLIT_K == 1 && QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
                                     !QG_SWIGLU),
               "FP8 D split: a cluster of 128 / block_n CTAs, no multicast, no split-K, "
@@ -671,7 +633,7 @@ QG_DEVICE void qg_promote_cols(float *o, const float (&acc)[QG_ACC], const qg_sc
 #define QG_STORE_UNITS (QG_STORE_BYTES / 16)
 static_assert(QG_D_ROWS || QG_STORE_BYTES == 32 || QG_STORE_BYTES == 64 || QG_STORE_BYTES == 128,
               "store chunk");
-static_assert(QG_D_SMEM_COLS % QG_STORE_COLS == 0, "store chunks tile D's columns");
+static_assert(QG_D_COLS % QG_STORE_COLS == 0, "store chunks tile D's columns");
 /* Byte offset in the output tile of 16-byte unit `unit16` of tile row `row`
  * (unit16: the tile's columns 16 bytes at a time, chunk after chunk). */
 QG_DEVICE uint32_t qg_smem_d_offset(uint32_t row, uint32_t unit16) {
@@ -796,7 +758,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_mbarrier_init(red_full, 1);                     /* CTA 0's expect_tx; bytes from st.async */
         qg_mbarrier_init(red_empty, QG_NUM_MATH_THREADS / 32); /* CTA 0's math warps */
 #endif
-#if QG_FP8_XCHG
+#if QG_FP8_SPLIT > 1
         qg_mbarrier_init(red_full, 1); /* xchg_full: thread 0's expect_tx; bytes from st.async */
         qg_mbarrier_init(red_empty, QG_FP8_SPLIT * QG_NUM_MATH_THREADS / 32); /* xchg_empty: every
                                                                             CTA's math warps */
@@ -999,7 +961,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #if QG_SPLIT_K > 1
         uint32_t red_phase = 0; /* parity of the reduction barriers' current phase */
 #endif
-#if QG_FP8_XCHG
+#if QG_FP8_SPLIT > 1
         uint32_t xchg_phase = 0; /* parity of the amax exchange barriers' current phase */
 #endif
 
@@ -1203,7 +1165,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * free the buffer for the SFB warp. */
             qg_tile_unpack(qg_ld_shared_s32x4(slot), tile);
             [[maybe_unused]] const int n_begin = tile.n_block * QG_BLOCK_N;
-            int d_n_begin = tile.n_block * QG_D_COLS; /* the tile's first column of D (fixup: its group's) */
+            const int d_n_begin = tile.n_block * QG_D_COLS; /* the tile's first column of D */
             qg_mbarrier_arrive(&sfb_empty[tile_iter & 1]);
             ++tile_iter;
 #if QG_PAIR_TILES
@@ -1348,91 +1310,6 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             if (lane % 4 == 0 && row_in) sfd[sf_row0 + c * sfd_ld + row] = sf;
                         }
                     }
-            }
-#elif QG_D_FP8 && QG_FP8_FIXUP
-            /* FP8 D, the scale group split over tiles that meet in global
-             * memory ("FP8 D fixup invariants" at the top) */
-            {
-                const uint32_t tid = threadIdx.x % 128;
-                const int group = tile.n_block / QG_FP8_SPLIT;
-                const int m_block = tile.m_begin / QG_BLOCK_M;
-                uint32_t *cnt = fixup_cnt + ((size_t)m_block * QG_NUM_MATH_WGS + wg) * QG_NUM_SFB_N + group;
-                float4 *images = fixup_img;
-                /* the image of n-block nb of this m-block, this warpgroup's rows */
-#define QG_FIXUP_IMAGE(nb) \
-    (images + (((size_t)m_block * QG_NUM_N_BLOCKS + (nb)) * QG_NUM_MATH_WGS + wg) * (QG_OUT / 4) * 128)
-                float4 *mine = QG_FIXUP_IMAGE(tile.n_block);
-#pragma unroll
-                for (int i = 0; i < QG_OUT; i += 4)
-                    __stcg(mine + (i / 4) * 128 + tid,
-                           make_float4(out[0][i], out[0][i + 1], out[0][i + 2], out[0][i + 3]));
-                __threadfence(); /* this thread's image before the warpgroup's arrival */
-                qg_named_barrier(epi_bar, QG_EPI_THREADS);
-                /* (the last 16 bytes of the barrier region: a word per warpgroup) */
-                volatile uint32_t *last_flag =
-                    (volatile uint32_t *)((unsigned char *)(sfb_empty + 2) + QG_SMEM_RED_BARRIERS - 16) + wg;
-                if (epi_thread == 0) {
-                    const int tiles = min(QG_FP8_SPLIT, QG_NUM_N_BLOCKS - group * QG_FP8_SPLIT);
-                    const uint32_t old = atomicAdd(cnt, 1u);
-                    const bool last = old == (uint32_t)tiles - 1;
-                    if (last) *(volatile uint32_t *)cnt = 0; /* no other tile of the launch touches it */
-                    *last_flag = last;
-                }
-                qg_named_barrier(epi_bar, QG_EPI_THREADS);
-                if (!*last_flag) continue; /* the group's last tile stores it */
-                __threadfence(); /* the other tiles' images after their arrivals */
-                /* the group's sums as a 128-column tile's thread holds them */
-                float full[64];
-                const int my_q = tile.n_block % QG_FP8_SPLIT;
-#pragma unroll
-                for (int q = 0; q < QG_FP8_SPLIT; ++q) {
-                    const int nb = group * QG_FP8_SPLIT + q;
-                    if (q == my_q) {
-#pragma unroll
-                        for (int i = 0; i < QG_OUT; ++i) full[q * QG_OUT + i] = out[0][i];
-                    } else if (nb < QG_NUM_N_BLOCKS) {
-                        const float4 *img = QG_FIXUP_IMAGE(nb);
-#pragma unroll
-                        for (int i = 0; i < QG_OUT; i += 4) {
-                            const float4 v = __ldcg(img + (i / 4) * 128 + tid);
-                            full[q * QG_OUT + i] = v.x;
-                            full[q * QG_OUT + i + 1] = v.y;
-                            full[q * QG_OUT + i + 2] = v.z;
-                            full[q * QG_OUT + i + 3] = v.w;
-                        }
-                    } else {
-#pragma unroll
-                        for (int i = 0; i < QG_OUT; ++i) full[q * QG_OUT + i] = 0.0f; /* past N: masked below */
-                    }
-                }
-#undef QG_FIXUP_IMAGE
-                d_n_begin = group * 128;
-                const uint32_t d_base = qg_smem_addr(smem_d);
-                [[maybe_unused]] const int cols_left = QG_SHAPE_N - d_n_begin;
-                const int64_t sf_row0 = (int64_t)group * sfd_ld + tile.m_begin;
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const uint32_t row = wg_row + half * 8;
-                    uint32_t amax = 0;
-#pragma unroll
-                    for (int j = 0; j < 16; ++j) {
-                        uint32_t m2 = max(__float_as_uint(full[j * 4 + half * 2]) & 0x7FFFFFFFu,
-                                          __float_as_uint(full[j * 4 + half * 2 + 1]) & 0x7FFFFFFFu);
-                        if (QG_SHAPE_N % 128 != 0 && j * 8 >= cols_left) m2 = 0;
-                        amax = max(amax, m2);
-                    }
-                    amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-                    amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-                    float sf, mult;
-                    qg_fp8_d_scale(amax, sf, mult);
-                    const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= 464.0f;
-#pragma unroll
-                    for (int j = 0; j < 16; ++j)
-                        qg_st_shared_b16(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
-                                         qg_fp8_d_pack2(full[j * 4 + half * 2], full[j * 4 + half * 2 + 1],
-                                                        mult, exact));
-                    if (lane % 4 == 0 && (int)row < tile.rows) sfd[sf_row0 + row] = sf;
-                }
             }
 #elif QG_D_FP8 && QG_FP8_SPLIT > 1
             /* FP8 D, the scale group split over the cluster (see "FP8 D split
@@ -1589,7 +1466,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * (H200, bench/results/2026-11-28-h200-20-families c-gpu.log),
              * so the tiles holding the last columns take the predicated
              * stores, which end at N */
-            const bool tail_n = d_n_begin + QG_D_SMEM_COLS > QG_OUT_N;
+            const bool tail_n = d_n_begin + QG_D_COLS > QG_OUT_N;
 #else
             const bool tail_n = false;
 #endif
@@ -1599,7 +1476,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * shape_m; the predicated stores below know no batch stride) */
             if (!tail_n && (QG_KIND == 5 || tile.tma_store || tile.rows >= epi_row0 + QG_EPI_ROWS)) {
                 if (epi_thread == 0 && epi_row0 < tile.rows) {
-                    for (int i = 0; i < QG_D_SMEM_COLS / QG_STORE_COLS &&
+                    for (int i = 0; i < QG_D_COLS / QG_STORE_COLS &&
                                     d_n_begin + i * QG_STORE_COLS < QG_OUT_N; ++i) {
                         const unsigned char *chunk =
                             (const unsigned char *)smem_d +
@@ -1632,8 +1509,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #if QG_D_FP8
                 /* (e4m3: 16 columns a unit; N a multiple of 8 only, so the
                  * last unit of a row may hold 8) */
-                for (int c = epi_thread; c < QG_EPI_ROWS * QG_D_SMEM_COLS / 16; c += QG_EPI_THREADS) {
-                    const int row = c / (QG_D_SMEM_COLS / 16), unit = c % (QG_D_SMEM_COLS / 16);
+                for (int c = epi_thread; c < QG_EPI_ROWS * QG_D_COLS / 16; c += QG_EPI_THREADS) {
+                    const int row = c / (QG_D_COLS / 16), unit = c % (QG_D_COLS / 16);
                     const int col = d_n_begin + unit * 16;
                     if (epi_row0 + row < tile.rows && col < QG_OUT_N) {
                         const uint4 v = *(const uint4 *)((const unsigned char *)smem_d +

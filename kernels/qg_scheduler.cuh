@@ -85,10 +85,9 @@
 #ifndef QG_SCHEDULER_CUH
 #define QG_SCHEDULER_CUH
 
-/* (FP8 D split over a cluster, QG_FP8_XCHG of the FP8 kernel: N counted in
- * whole 128-column groups, so that a cluster's tiles are one group's; the
- * fixup's tiles meet in global memory and need no padding) */
-#if defined(QG_FP8_XCHG) && QG_FP8_XCHG
+/* (FP8 D split over a cluster, QG_FP8_SPLIT of the FP8 kernel: N counted in
+ * whole 128-column groups, so that a cluster's tiles are one group's) */
+#if defined(QG_FP8_SPLIT) && QG_FP8_SPLIT > 1
 #define QG_NUM_N_BLOCKS ((QG_SHAPE_N + 127) / 128 * QG_FP8_SPLIT)
 #else
 #define QG_NUM_N_BLOCKS ((QG_SHAPE_N + QG_BLOCK_N - 1) / QG_BLOCK_N)

@@ -148,7 +148,6 @@ void qg_context_destroy(qg_context *ctx) {
     if (ctx->cu_context) {
         CUcontext prev;
         ctx->drv->cuCtxPushCurrent(ctx->cu_context);
-        qg__fp8_fixup_destroy(ctx);
         qg__launch_cache_destroy(ctx);
         ctx->drv->cuCtxPopCurrent(&prev);
         ctx->drv->cuDevicePrimaryCtxRelease(ctx->cu_device);

@@ -60,7 +60,6 @@ static const struct {
     QG_ENTRY(cuPointerGetAttribute),
     QG_ENTRY(cuStreamGetCtx),
     QG_ENTRY(cuMemsetD2D32Async),
-    QG_ENTRY(cuStreamIsCapturing),
     QG_ENTRY(cuMemAlloc),
     QG_ENTRY(cuMemFree),
     QG_ENTRY(cuMemGetInfo),

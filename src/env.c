@@ -145,11 +145,6 @@ const qg_env_knob qg__env_knobs[] = {
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
-    {"QGEMM_FP8OUT_VARIANT", "how an e4m3-D tile narrower than a 1x128 scale group meets the "
-     "group's other tiles: old (a cluster exchanges the amax through distributed shared memory) "
-     "or fixup (= new: through a global workspace, the last tile quantizes the group; dense, so "
-     "that e4m3 D takes the bf16-D tile, cluster and split-K; QGEMM_FP8OUT_SPLIT then does not "
-     "apply)", "old"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

@@ -150,8 +150,6 @@ static bool fp8_d_tile(int d_fp8, int block_n) {
      * pair one 128-column group of D: block_n 256 (the widest tile), never a
      * split tile (its two halves would sit in different CTAs). */
     if (d_fp8 & QG_D_SWIGLU) return block_n % 256 == 0;
-    /* (the fixup: any tile that divides a group; 16 splits it over 8) */
-    if (d_fp8 & QG_D_FP8_FIXUP) return block_n % 128 == 0 || 128 % block_n == 0;
     return !d_fp8 || block_n % 128 == 0 || block_n == 64 || block_n == 32;
 }
 /* CTAs of a cluster that split a scale group (1: none; never under SwiGLU). */
@@ -166,33 +164,11 @@ static bool split_tiles_allowed(void) {
 static int fp8_split(int d_fp8, int block_n) {
     return d_fp8 && !(d_fp8 & QG_D_SWIGLU) && block_n < 128 ? 128 / block_n : 1;
 }
-/* The fixup variant (QG_D_FP8_FIXUP): the split group's tiles meet in a
- * global workspace (kernels/qg_fp8_gemm.cuh, "FP8 D fixup invariants"), so
- * they need no cluster of their own, no padding of N and no tile order: the
- * bf16-D heuristic's tile, split-K and swizzle apply. Dense, block_m <= 128
- * (one m64 tile per math warpgroup), no multicast. */
-bool qg__fp8out_fixup_requested(void) {
-    const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
-    return v && (!strcmp(v, "fixup") || !strcmp(v, "new"));
-}
-static bool fp8_fixup(int d_fp8, int block_n) {
-    return (d_fp8 & QG_D_FP8_FIXUP) && fp8_split(d_fp8, block_n) > 1;
-}
-/* CTAs of a cluster that exchange a split group's amax (1: none) */
-static int fp8_xchg(int d_fp8, int block_n) {
-    return fp8_fixup(d_fp8, block_n) ? 1 : fp8_split(d_fp8, block_n);
-}
-size_t qg__fp8_fixup_bytes(int m, int n, int block_m, int block_n, size_t *counter_bytes) {
-    const size_t m_blocks = (size_t)ceil_div(m, block_m);
-    const size_t counters = round_up(m_blocks * (block_m == 64 ? 1 : 2) * (size_t)ceil_div(n, 128) * 4, 256);
-    if (counter_bytes) *counter_bytes = counters;
-    return counters + m_blocks * (size_t)ceil_div(n, block_n) * (size_t)block_m * block_n * 4;
-}
 /* Tiles along N as the kernel's scheduler counts them: split groups in whole
  * 128-column groups (in the last group of an N that is not a multiple of
  * 128, tiles past N take part in the exchange only). */
 static int sched_n_blocks(const qg_problem *p, int d_fp8, int block_n) {
-    const int split = fp8_xchg(d_fp8, block_n);
+    const int split = fp8_split(d_fp8, block_n);
     return split > 1 ? ceil_div(p->n, 128) * split : num_n_blocks(p, block_n);
 }
 
@@ -291,10 +267,6 @@ static bool k_pipelined(qg_gemm_kind kind, int bm, int bn, qg_multicast mc, int 
 static size_t smem_bytes_dc(int block_m, int block_n, int d_cols, int stages, int split_k,
                             int sfb_floats, int d_bytes, int xchg) {
     const bool cols = sfb_floats < 0;
-    /* xchg 0: the fixup (its last tile stages the whole 128-column group;
-     * a word per warpgroup after the barriers) */
-    const bool fixup = xchg == 0;
-    if (fixup) d_cols = 128;
     return 1024 + round_up((size_t)block_m * d_cols * (size_t)d_bytes, 1024) +
            (size_t)(split_k - 1) * block_m * block_n * 4 /* partners' FP32 sums */ +
            (xchg > 1 ? round_up((size_t)xchg * block_m * 4, 1024) : 0) /* exchanged amax */ +
@@ -303,13 +275,7 @@ static size_t smem_bytes_dc(int block_m, int block_n, int d_cols, int stages, in
                  : 2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */) +
            (size_t)stages * 16 + 32 /* SFB buffers' */ +
            (split_k > 1 || xchg > 1 ? 16 : 0) /* reduction or exchange barriers */ +
-           (fixup ? 16 : 0) /* the fixup's last-tile words */ +
            32 /* tile slots */;
-}
-
-/* xchg of a plan: the exchanging cluster's CTAs, or 0 for the fixup */
-static int smem_xchg(int d_fp8, int block_n) {
-    return fp8_fixup(d_fp8, block_n) ? 0 : fp8_split(d_fp8, block_n);
 }
 
 static size_t smem_bytes_d(int block_m, int block_n, int stages, int split_k, int sfb_floats,
@@ -416,18 +382,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
         return batched_st ? batched_st : qg__plan_out(props, &batched, d_fp8, cfg, out);
     const int bm = cfg->block_m, bn = cfg->block_n;
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
-    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_FIXUP)) ||
-        ((d_fp8 & QG_D_FP8_FIXUP) && (swiglu || !(d_fp8 & QG_D_FP8_SCALES))))
-        return qg__fail(QG_ERROR_INTERNAL, "config: FP8 D %d for kind %d", d_fp8, (int)p->kind);
-    /* The fixup serves dense tiles of one m64 tile per math warpgroup
-     * without multicast; elsewhere (and on tiles that split no group) the
-     * request falls back to the cluster rule. */
-    if ((d_fp8 & QG_D_FP8_FIXUP) &&
-        (p->kind != QG_GEMM_DENSE || bm > 128 || cfg->multicast != QG_MULTICAST_NONE ||
-         fp8_split(d_fp8, bn) == 1))
-        d_fp8 &= ~QG_D_FP8_FIXUP;
-    const bool fixup = fp8_fixup(d_fp8, bn);
-    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_FIXUP)) ||
+    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES)) ||
         (d_fp8 & QG_D_FP8_SCALES) == 3 || (swiglu && !(d_fp8 & QG_D_FP8_SCALES)) ||
         (d_fp8 && qg__one_d(p->kind)) ||
         (swiglu && p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
@@ -450,7 +405,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: FP8 output needs block_n 128 or 256 (a tile row covers whole "
                         "1x128 scale groups), or 64 or 32 (a cluster of 2 or 4 CTAs splits a "
-                        "group), got %d (QGEMM_FP8OUT_VARIANT=fixup: 16 too, dense)", bn);
+                        "group), got %d", bn);
     const int split = fp8_split(d_fp8, bn);
     if (bm != 64 && bm != 128 && bm != 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: block_m must be 64, 128 or 256, got %d", bm);
@@ -489,12 +444,12 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
      * the default 1 becomes the cluster size) */
     const int def_swizzle = default_swizzle(p, cfg->multicast);
     const int swizzle = cfg->swizzle_group ? cfg->swizzle_group
-                        : split > 1 && !fixup && def_swizzle % split ? split
-                                                                     : def_swizzle;
+                        : split > 1 && def_swizzle % split ? split
+                                                           : def_swizzle;
     if (swizzle < 1 || swizzle > 256)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: swizzle_group must be in [0, 256], got %d",
                         cfg->swizzle_group);
-    if (split > 1 && !fixup) {
+    if (split > 1) {
         if (cfg->multicast != QG_MULTICAST_NONE)
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: FP8 output with block_n %d splits each scale group over a "
@@ -565,9 +520,8 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
             return qg__fail(QG_ERROR_UNSUPPORTED, "config: split_k %d needs at least %d SMs",
                             split_k, split_k);
     }
-    const int cluster = split > 1 && !fixup ? split
-                        : cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
-    if (split > 1 && !fixup && props->sm_count < split)
+    const int cluster = split > 1 ? split : cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
+    if (split > 1 && props->sm_count < split)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: FP8 output with block_n %d runs clusters of %d CTAs: needs at "
                         "least %d SMs", bn, split, split);
@@ -580,7 +534,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
     int stages = cfg->num_stages;
     if (stages == 0) {
         for (stages = QG_MAX_STAGES; stages > 0; --stages)
-            if (smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes, smem_xchg(d_fp8, bn)) <=
+            if (smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes, split) <=
                 props->smem_optin_bytes)
                 break;
         if (stages == 0) {
@@ -599,8 +553,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             props->smem_optin_bytes, k_part);
         }
     }
-    const size_t smem = smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes,
-                                      smem_xchg(d_fp8, bn));
+    const size_t smem = smem_bytes_dc(bm, bn, d_cols, stages, split_k, sfb_floats(p, bn), d_bytes, split);
     if (smem > props->smem_optin_bytes)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block %dx%d with %d stages needs %zu bytes of shared memory; the "
@@ -666,7 +619,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
     /* e4m3 D: one 128-byte chunk per scale group (a split group's tile: one
      * chunk of its width) */
     out->d_fp8 = d_fp8;
-    if (d_fp8) out->store_cols = bn < 128 && !fixup ? bn : 128;
+    if (d_fp8) out->store_cols = bn < 128 ? bn : 128;
     /* A dense M below block_m: the A and SFA boxes hold round_up(M, 8) rows
      * instead of block_m, so that a decode GEMM (M = 1..32) does not ask
      * TMA for up to 63 rows out of bounds every K block (DeepGEMM takes
@@ -1030,37 +983,6 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     /* k-grouped: k is the groups' sum; a group's K, on average */
     const int group_k = one_d_group_k(p);
     const bool large = rows > 256;
-    /* The fixup (QG_D_FP8_FIXUP) for the small dense problems only: its
-     * workspace holds every tile's FP32 sums (M x N x 4 bytes), and the large
-     * problems' tiles cover whole groups anyway. */
-    if (p->kind != QG_GEMM_DENSE || large) d_fp8 &= ~QG_D_FP8_FIXUP;
-    /* The fixup's point: the bf16-D heuristic's own tile, split-K, cluster
-     * and swizzle, where e4m3 D can take it (a tile that divides or covers
-     * whole groups; block_n 48, 96, 112, 144, 176, 192 straddle them and fall
-     * to the e4m3-D heuristic below). */
-    if (d_fp8 & QG_D_FP8_FIXUP) {
-        qg_config b;
-        qg_kernel_plan bp;
-        if (qg__select_out(props, num_sms, p, 0, avoid, num_avoid, &b, &bp) == QG_SUCCESS &&
-            fp8_d_tile(d_fp8, b.block_n) &&
-            (b.block_n % 128 == 0 || (b.block_m <= 128 && b.multicast == QG_MULTICAST_NONE))) {
-            qg_config cfg;
-            memset(&cfg, 0, sizeof cfg);
-            cfg.block_m = b.block_m, cfg.block_n = b.block_n, cfg.multicast = b.multicast;
-            cfg.split_k = b.split_k;
-            if (qg__complete_config_out(props, num_sms, p, d_fp8, &cfg, plan) == QG_SUCCESS) {
-                *out = cfg;
-                if (qg__env_flag("QGEMM_PRINT_CONFIG"))
-                    fprintf(stderr,
-                            "qgemm: kind %d (FP8 D, fixup) m %d n %d k %d -> the bf16-D block %dx%d "
-                            "stages %d multicast %d split-K %d swizzle %d\n",
-                            (int)p->kind, p->m, p->n, p->k, cfg.block_m, cfg.block_n,
-                            cfg.num_stages, (int)cfg.multicast, cfg.split_k, cfg.swizzle_group);
-                return QG_SUCCESS;
-            }
-        }
-        qg__clear_error();
-    }
     /* psum groups of 1024 rows and more tile like the contiguous layout's
      * (H200, 2026-11-25 f, explore-g.log: 4 x 8192, 6144x7168 128x192 0.972
      * of DeepGEMM against 0.946-0.959 as 128x256 A); smaller ones keep the
@@ -1090,10 +1012,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                 if (mc && num_sms % 2) continue;
                 /* (a split group's cluster is taken: no multicast there) */
                 const int split = fp8_split(d_fp8, bn);
-                const bool fixup = fp8_fixup(d_fp8, bn);
-                if (split > 1 && !fixup && (mc || num_sms < split || !split_tiles_allowed()))
-                    continue;
-                if (fixup && (mc || bm > 128)) continue;
+                if (split > 1 && (mc || num_sms < split || !split_tiles_allowed())) continue;
                 if (avoided(avoid, num_avoid, bm, bn)) continue;
                 /* (the contiguous layouts: no 256-row tiles but psum's tall
                  * ones, and those below for groups of 129..256 rows) */
@@ -1111,7 +1030,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                  * only 4 of them: an H100 / H200's 132 SMs are taken as 128
                  * (a guess from the GPC layout, not queried here: the launch
                  * lowers the grid to cuOccupancyMaxActiveClusters). */
-                const int sms = split == 4 && !fixup && num_sms > 8 ? num_sms - num_sms % 4 - 4 : num_sms;
+                const int sms = split == 4 && num_sms > 8 ? num_sms - num_sms % 4 - 4 : num_sms;
                 const int waves = (int)((tiles + sms - 1) / sms);
                 const int last = (int)(tiles - (long long)(waves - 1) * sms);
                 /* Multicast pays off only over several waves: at one or two
@@ -1165,10 +1084,8 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
                  * CTA streams per K block (~0.1 us a row at 56 K blocks:
                  * see stream_us), so ~550 / K blocks rows: it decides only
                  * between tiles of equal waves. */
-                /* (the fixup: no wait, a few L2 round trips at the end; not
-                 * counted, so that it takes the bf16-D tile) */
                 const long long xchg =
-                    split > 1 && !fixup ? (long long)waves * ceil_div(550, ceil_div(p->k, 128)) : 0;
+                    split > 1 ? (long long)waves * ceil_div(550, ceil_div(p->k, 128)) : 0;
                 const double cost =
                     large ? fill * bm * bn / eff
                           : (double)(small_tile_cost(rows, bm, bn, waves, b_once) + xchg);
@@ -1242,10 +1159,9 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
         for (int bn = 16; bn <= max_plain_block_n(bm); bn += 16) {
             /* (FP8 D: whole groups only; a split group's cluster is taken) */
             if (avoided(avoid, num_avoid, bm, bn) || !fp8_d_tile(d_fp8, bn) ||
-                (fp8_split(d_fp8, bn) > 1 && !fp8_fixup(d_fp8, bn)))
+                fp8_split(d_fp8, bn) > 1)
                 continue;
-            if (smem_bytes_d(bm, bn, 1, 2, sfb_floats(p, bn), d_fp8 ? 1 : 2, smem_xchg(d_fp8, bn)) >
-                props->smem_optin_bytes)
+            if (smem_bytes_d(bm, bn, 1, 2, sfb_floats(p, bn), d_fp8 ? 1 : 2, 1) > props->smem_optin_bytes)
                 continue;
             const long long ctas = 2ll * ceil_div(rows, bm) * num_n_blocks(p, bn);
             if (ctas > num_sms - num_sms % 2) continue;

@@ -123,8 +123,6 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_D_FP8 %d", plan->d_fp8 & QG_D_FP8_SCALES);
     if (n < cap && (plan->d_fp8 & QG_D_SWIGLU))
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SWIGLU 1");
-    if (n < cap && (plan->d_fp8 & QG_D_FP8_FIXUP))
-        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_FIXUP 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_fp8_gemm.cuh\"\n");
     if (n >= cap) return qg__fail(QG_ERROR_INTERNAL, "kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;
@@ -281,9 +279,7 @@ qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m
                         "qg_compile_fp8out: problem->kind must be QG_GEMM_DENSE (0), "
                         "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3) (the "
                         "kinds with e4m3 D), got %d", (int)problem->kind);
-    return compile_call(ctx, problem,
-                        (1 + ue8m0) | (qg__fp8out_fixup_requested() ? QG_D_FP8_FIXUP : 0), cfg,
-                        info, "qg_compile_fp8out");
+    return compile_call(ctx, problem, 1 + ue8m0, cfg, info, "qg_compile_fp8out");
 }
 
 /* The SwiGLU kernel's kinds (qg_swiglu_out). */
@@ -332,75 +328,6 @@ static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_
     return st;
 }
 
-/* ---- the fixup's workspaces (QGEMM_FP8OUT_VARIANT=fixup) --------------- */
-
-/* The stream's fixup workspace, grown to a launch of m x n in block_m x
- * block_n tiles (qg__fp8_fixup_bytes); ctx->lock held, ctx current. New
- * counters are zeroed on the stream, ahead of the launch. Nothing is
- * allocated while the stream captures a graph (an allocation there would
- * invalidate the capture). @return false where no workspace can be had: the
- * caller takes the cluster rule's kernel (the message is cleared). */
-static bool fixup_workspace(qg_context *ctx, CUstream stream, int m, int n, int block_m,
-                            int block_n, CUdeviceptr *cnt, CUdeviceptr *img) {
-    size_t cnt_bytes = 0;
-    const size_t total = qg__fp8_fixup_bytes(m, n, block_m, block_n, &cnt_bytes);
-    const size_t img_bytes = total - cnt_bytes;
-    int i = 0;
-    while (i < ctx->num_fixup_ws && ctx->fixup_ws[i].stream != stream) ++i;
-    if (i == ctx->num_fixup_ws) {
-        if (i == (int)(sizeof ctx->fixup_ws / sizeof ctx->fixup_ws[0])) return false;
-        memset(&ctx->fixup_ws[i], 0, sizeof ctx->fixup_ws[i]);
-        ctx->fixup_ws[i].stream = stream;
-        ctx->num_fixup_ws++;
-    }
-    qg_fixup_ws *w = &ctx->fixup_ws[i];
-    const bool grow_cnt = w->cnt_bytes < cnt_bytes, grow_img = w->img_bytes < img_bytes;
-    if (grow_cnt || grow_img) {
-        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-        if (ctx->drv->cuStreamIsCapturing(stream, &cs) != CUDA_SUCCESS ||
-            cs != CU_STREAM_CAPTURE_STATUS_NONE)
-            return false;
-        const int retire = (grow_cnt && w->cnt) + (grow_img && w->img);
-        if (ctx->num_fixup_retired + retire > (int)(sizeof ctx->fixup_retired / sizeof ctx->fixup_retired[0]))
-            return false;
-        /* (doubling: a few allocations over a run) */
-        const size_t new_cnt = grow_cnt ? (cnt_bytes > 2 * w->cnt_bytes ? cnt_bytes : 2 * w->cnt_bytes) : 0;
-        const size_t new_img = grow_img ? (img_bytes > 2 * w->img_bytes ? img_bytes : 2 * w->img_bytes) : 0;
-        CUdeviceptr c = 0, g = 0;
-        if (grow_cnt && ctx->drv->cuMemAlloc(&c, new_cnt) != CUDA_SUCCESS) return false;
-        if (grow_img && ctx->drv->cuMemAlloc(&g, new_img) != CUDA_SUCCESS) {
-            if (c) ctx->drv->cuMemFree(c);
-            return false;
-        }
-        if (grow_cnt && ctx->drv->cuMemsetD8Async(c, 0, new_cnt, stream) != CUDA_SUCCESS) {
-            ctx->drv->cuMemFree(c);
-            if (g) ctx->drv->cuMemFree(g);
-            return false;
-        }
-        if (grow_cnt) {
-            if (w->cnt) ctx->fixup_retired[ctx->num_fixup_retired++] = w->cnt;
-            w->cnt = c, w->cnt_bytes = new_cnt;
-        }
-        if (grow_img) {
-            if (w->img) ctx->fixup_retired[ctx->num_fixup_retired++] = w->img;
-            w->img = g, w->img_bytes = new_img;
-        }
-    }
-    *cnt = w->cnt;
-    *img = w->img;
-    return true;
-}
-
-void qg__fp8_fixup_destroy(qg_context *ctx) {
-    if (!ctx->drv) return;
-    for (int i = 0; i < ctx->num_fixup_ws; ++i) {
-        if (ctx->fixup_ws[i].cnt) ctx->drv->cuMemFree(ctx->fixup_ws[i].cnt);
-        if (ctx->fixup_ws[i].img) ctx->drv->cuMemFree(ctx->fixup_ws[i].img);
-    }
-    for (int i = 0; i < ctx->num_fixup_retired; ++i) ctx->drv->cuMemFree(ctx->fixup_retired[i]);
-    ctx->num_fixup_ws = ctx->num_fixup_retired = 0;
-}
-
 /* ---- argument validation ------------------------------------------------ */
 
 /* Check args: first everything that needs no device (shape, strides,
@@ -409,9 +336,7 @@ void qg__fp8_fixup_destroy(qg_context *ctx) {
 /* fo: the e4m3-D calls' scales (NULL: bf16 or FP32 D); sw: the SwiGLU
  * calls' whole output spec (NULL: none; fo then holds its first fields). */
 static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw) {
-    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU
-                                          : qg__fp8out_fixup_requested() ? QG_D_FP8_FIXUP : 0)
-              : 0;
+    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : 0) : 0;
 }
 
 /* The batched GEMM's batch strides (elements = bytes of A and B; elements
@@ -761,18 +686,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     }
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e = NULL;
-    const int d_fp8 = d_fp8_of(fo, sw);
-    st = resolve_launch(ctx, &p, d_fp8, forced, &e);
-    /* The fixup's workspace; where there is none (capturing a graph before
-     * any launch on this stream allocated it, or no memory), the cluster
-     * rule's kernel instead. */
-    CUdeviceptr fixup_cnt = 0, fixup_img = 0;
-    if (st == QG_SUCCESS && (((const fp8_plan *)qg__launch_plan(e))->plan.d_fp8 & QG_D_FP8_FIXUP)) {
-        const fp8_plan *f = qg__launch_plan(e);
-        if (!fixup_workspace(ctx, stream, a->m, a->n, f->cfg.block_m, f->cfg.block_n, &fixup_cnt,
-                             &fixup_img))
-            st = resolve_launch(ctx, &p, d_fp8 & ~QG_D_FP8_FIXUP, forced, &e);
-    }
+    st = resolve_launch(ctx, &p, d_fp8_of(fo, sw), forced, &e);
     const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
@@ -856,7 +770,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     if (kind != QG_GEMM_GROUPED_MASKED && kind != QG_GEMM_GROUPED_PSUM) {
         /* (e4m3 D split over a cluster: N in whole 128-column groups, as the
          * kernel's scheduler counts it) */
-        const long long n_blocks = fo && cfg->block_n < 128 && !(plan->d_fp8 & QG_D_FP8_FIXUP)
+        const long long n_blocks = fo && cfg->block_n < 128
                                        ? ((long long)a->n + 127) / 128 * (128 / cfg->block_n)
                                        : ((long long)a->n + cfg->block_n - 1) / cfg->block_n;
         const long long tiles = (((long long)a->m + cfg->block_m - 1) / cfg->block_m) * n_blocks *
@@ -881,10 +795,9 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
      * whose parameter lists end before them) */
     float swiglu_limit = sw ? sw->swiglu_limit : 0.0f;
     CUdeviceptr row_weight = sw ? (CUdeviceptr)(uintptr_t)sw->row_weight : 0;
-    /* (the fixup's counters and images follow, read by its kernels only) */
     void *params[] = {&map_a, &map_b, &map_sfa, &map_d, &map_sfb, &sfb, &d, &ldd,
                       &m_indices, &masked_m, &shape_m, &prefetch_kb, &num_k_blocks, &sfd, &sfd_ld,
-                      &swiglu_limit, &row_weight, &fixup_cnt, &fixup_img};
+                      &swiglu_limit, &row_weight};
     return qg__launch(ctx, e, grid, params, stream, pdl, "GEMM");
 }
 
@@ -1054,9 +967,8 @@ qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *probl
                         "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3), got %d",
                         (int)problem->kind);
     qg_kernel_plan plan;
-    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem,
-                        (1 + ue8m0) | (qg__fp8out_fixup_requested() ? QG_D_FP8_FIXUP : 0), NULL, 0,
-                        out, &plan);
+    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem, 1 + ue8m0, NULL, 0, out,
+                        &plan);
     if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config_fp8out: %s", qg_last_error());
     return QG_SUCCESS;
 }

@@ -117,9 +117,7 @@ typedef struct {
                                block_m, or round_up(M, 8) for a dense M below block_m */
     int d_fp8;              /* 0: bf16 (or the 1D1D kinds' FP32) D; 1: e4m3 D with FP32 1x128
                                scales; 2: the same, scales UE8M0 (the kernel's QG_D_FP8); plus
-                               QG_D_SWIGLU: the SwiGLU epilogue (the kernel's QG_SWIGLU), or
-                               QG_D_FP8_FIXUP: a split tile's group meets in global memory
-                               (the kernel's QG_FP8_FIXUP; only on split tiles) */
+                               QG_D_SWIGLU: the SwiGLU epilogue (the kernel's QG_SWIGLU) */
 } qg_kernel_plan;
 
 /* d_fp8's flag for the SwiGLU epilogue (qg_*_swiglu): B's gate and up rows
@@ -127,18 +125,6 @@ typedef struct {
  * d_fp8 & QG_D_FP8_SCALES is the scale mode (1 FP32, 2 UE8M0). */
 #define QG_D_SWIGLU 4
 #define QG_D_FP8_SCALES 3
-/* d_fp8's flag for the fixup variant of the split tiles (QGEMM_FP8OUT_VARIANT
- * = fixup; kernel QG_FP8_FIXUP): a split group's tiles meet through a global
- * workspace instead of a cluster, so e4m3 D can take the bf16-D tile,
- * cluster and split-K. Plans keep it only where a tile splits a group. */
-#define QG_D_FP8_FIXUP 8
-/* Whether this call asks for the fixup variant (QGEMM_FP8OUT_VARIANT: "old",
- * the default, or "fixup"; read per call). */
-bool qg__fp8out_fixup_requested(void);
-/* Bytes of the fixup workspace a dense e4m3-D launch of m x n with this
- * tile needs: the zeroed counters (the first *counter_bytes) and the
- * tiles' FP32 images (kernels/qg_fp8_gemm.cuh, "FP8 D fixup invariants"). */
-size_t qg__fp8_fixup_bytes(int m, int n, int block_m, int block_n, size_t *counter_bytes);
 
 /* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
  * the weight gradient and the k-grouped weight gradient. */
@@ -194,13 +180,6 @@ size_t qg__smem_bytes(int block_m, int block_n, int stages, int split_k, int sfb
 typedef struct qg_launch_entry qg_launch_entry;
 typedef struct qg_module qg_module;
 
-/* One stream's e4m3-D fixup workspace (see qg_context). */
-typedef struct {
-    CUstream stream;
-    CUdeviceptr cnt, img;
-    size_t cnt_bytes, img_bytes;
-} qg_fixup_ws;
-
 struct qg_context {
     int device;             /* -1 for offline */
     bool offline;
@@ -214,18 +193,7 @@ struct qg_context {
     pthread_mutex_t lock;   /* guards num_sms, pdl and the launch cache */
     qg_launch_entry *launches[256]; /* hash buckets: (family, key) -> kernel (src/launch.c) */
     qg_module *modules;     /* loaded modules, by JIT key */
-    /* The e4m3-D fixup's workspaces (QGEMM_FP8OUT_VARIANT=fixup; src/fp8_gemm.c,
-     * guarded by lock): one per stream, since launches on one stream never
-     * overlap; counters zeroed when allocated (every launch leaves them 0),
-     * images written before they are read. A grown workspace retires the old
-     * buffers (kernels in flight may still use them) until the context goes. */
-    qg_fixup_ws fixup_ws[8];
-    int num_fixup_ws;
-    CUdeviceptr fixup_retired[32];
-    int num_fixup_retired;
 };
-/* Frees the fixup workspaces (the context current). */
-void qg__fp8_fixup_destroy(qg_context *ctx);
 
 /* ---- output vs inputs (src/overlap.c, issue 53) ------------------------- */
 

@@ -60,7 +60,6 @@ typedef struct {
     CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
     CUresult (*cuStreamGetCtx)(CUstream, CUcontext *);
     CUresult (*cuMemsetD2D32Async)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
-    CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
     /* not called by the library itself: the testkit's memory, copies, events
      * and graphs (one loader for the process: see the top of this file) */
     CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);

@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 cxx=${CXX:-g++}
 fails=0
 build() { # kind split n swizzle groups
-    "$cxx" -std=c++17 -O1 -w -I"$root/kernels" -DQG_KIND="$1" -DQG_FP8_SPLIT="$2" -DQG_FP8_XCHG=1 \
+    "$cxx" -std=c++17 -O1 -w -I"$root/kernels" -DQG_KIND="$1" -DQG_FP8_SPLIT="$2" \
         -DQG_BLOCK_N=$((128 / $2)) -DQG_BLOCK_M=64 -DQG_SHAPE_N="$3" -DQG_NUM_GROUPS="$5" \
         -DQG_CLUSTER="$2" -DQG_SPLIT_K=1 -DQG_MULTICAST=0 -DQG_SWIZZLE_GROUP="$4" -DGRID=128 \
         -DSHAPE_M=1000 "$root/tools/fp8_split_sched_check.cpp" -o "$work/sim"

@@ -19,7 +19,6 @@
 #include "qgpy.h"
 
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* A Python int -> a device ordinal (QGPY_OFFLINE allowed); range checked
@@ -684,13 +683,8 @@ static PyObject *py_select_config_fp8out(PyObject *self, PyObject *args)
     if (st != QG_SUCCESS)
         return qgpy_raise_status(st);
     PyObject *d = config_dict(&cfg);
-    /* (QGEMM_FP8OUT_VARIANT=fixup: a dense split tile of block_m <= 128 meets
-     * its group through a workspace, no cluster) */
-    const char *variant = getenv("QGEMM_FP8OUT_VARIANT");
-    const int fixup = variant && (!strcmp(variant, "fixup") || !strcmp(variant, "new")) &&
-                      p.kind == QG_GEMM_DENSE && cfg.block_m <= 128;
     const int cluster = cfg.split_k == 2 || cfg.multicast != QG_MULTICAST_NONE ? 2
-                        : cfg.block_n < 128 && !fixup                           ? 128 / cfg.block_n
+                        : cfg.block_n < 128                                     ? 128 / cfg.block_n
                                                                                 : 1;
     PyObject *c = d ? PyLong_FromLong(cluster) : NULL;
     if (!c || PyDict_SetItemString(d, "cluster", c) < 0) {
