@@ -184,13 +184,13 @@ def dg_choice(s: Dict[str, Any], sms: int = 132) -> Dict[str, Any]:
 class Problem(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int) for f in ("m", "n", "k", "layout", "kind", "num_groups", "expected_m",
                                             "d_f32", "with_c", "sum_batches", "sum_radix", "legacy",
-                                            "sum_atomic", "split_k", "split_rs", "sum_variant", "sum_max_stages",
+                                            "sum_atomic", "sum_variant", "sum_max_stages",
                                             "num_sms", "smem_limit")]
 
 
 class Plan(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int) for f in ("block_m", "block_n", "block_k", "num_stages", "multicast",
-                                            "cluster", "split_k", "split_rs", "swizzle_group", "store_cols", "smem_bytes",
+                                            "cluster", "swizzle_group", "store_cols", "smem_bytes",
                                             "producer_regs", "math_regs", "num_math_wgs", "num_threads",
                                             "a_box_rows", "b_box_rows", "d_box_rows", "grid")] + \
                [("est_cost", ctypes.c_double)]
@@ -204,8 +204,8 @@ def planner_lib() -> ctypes.CDLL:
     return ctypes.CDLL(out)
 
 
-def qg_choice(lib: ctypes.CDLL, s: Dict[str, Any], legacy: int, sms: int = 132, split_k: int = 0) -> Dict[str, Any]:
-    p = Problem(split_k=split_k if s["kind"] == "dense" else 0, m=s["m"], n=s["n"], k=s["k"], layout=LAYOUTS[s.get("layout", "NT")], kind=KIND[s["kind"]],
+def qg_choice(lib: ctypes.CDLL, s: Dict[str, Any], legacy: int, sms: int = 132) -> Dict[str, Any]:
+    p = Problem(m=s["m"], n=s["n"], k=s["k"], layout=LAYOUTS[s.get("layout", "NT")], kind=KIND[s["kind"]],
                 num_groups=s["g"], expected_m=s.get("expected_m", 0), d_f32=int(s.get("d32", False)),
                 with_c=int(s.get("acc", False)), legacy=legacy, num_sms=sms, smem_limit=SMEM)
     pl = Plan()
@@ -216,7 +216,7 @@ def qg_choice(lib: ctypes.CDLL, s: Dict[str, Any], legacy: int, sms: int = 132, 
     tiles = cdiv(rows, pl.block_m) * cdiv(s["n"], pl.block_n) * g
     return {"block_m": pl.block_m, "block_n": pl.block_n, "multicast": {0: "none", 1: "A", 2: "B"}[pl.multicast],
             "num_stages": pl.num_stages, "swizzle_group": pl.swizzle_group, "grid": pl.grid,
-            "waves": cdiv(tiles, pl.grid), "blocks": tiles, "split_k": pl.split_k}
+            "waves": cdiv(tiles, pl.grid), "blocks": tiles}
 
 
 def tile(c: Dict[str, Any]) -> str:
@@ -231,22 +231,20 @@ def main() -> int:
     lib = planner_lib()
     lines = [f"# BF16 tile choices, {args.sms} SMs, {SMEM} B shared memory: DG = DeepGEMM's SM90 rules "
              "(bench/dg_bf16_heuristic.py), qg v1 = qgemm's planner before branch bf16h (QGEMM_BF16_PLAN=v1), "
-             "qg = qgemm's planner now, split on = its choice under QGEMM_BF16_SPLIT_K=on (tile /split, - none); tile bm x bn multicast, st stages, sw scheduler group, "
+             "qg = qgemm's planner now; tile bm x bn multicast, st stages, sw scheduler group, "
              "bl blocks/waves; meas = DG/qg kineto H200 2026-11-28",
              f"{'shape':<34} {'DG tile':<12} {'st':>2} {'sw':>2} {'bl/w':>9} | {'qg v1 tile':<12} {'st':>2} "
-             f"{'bl/w':>9} | {'qg tile':<12} {'st':>2} {'sw':>2} {'bl/w':>9} | {'split on':<14} | meas"]
+             f"{'bl/w':>9} | {'qg tile':<12} {'st':>2} {'sw':>2} {'bl/w':>9} | meas"]
     for s in shapes():
         dg = dg_choice(s, args.sms)
         old = qg_choice(lib, s, 1, args.sms)
         new = qg_choice(lib, s, 0, args.sms)
-        sk = qg_choice(lib, s, 0, args.sms, -1)  # QGEMM_BF16_SPLIT_K=on
-        sk_text = f"{tile(sk)} /{sk['split_k']}" if sk["split_k"] > 1 else "-"
         same = "" if tile(new) != tile(old) else "="
         lines.append(f"{s['name']:<34} {tile(dg):<12} {dg['num_stages']:>2} {dg['swizzle_group']:>2} "
                      f"{str(dg['blocks']) + '/' + str(dg['waves']):>9} | {tile(old):<12} {old['num_stages']:>2} "
                      f"{str(old['blocks']) + '/' + str(old['waves']):>9} | {tile(new) + same:<12} "
                      f"{new['num_stages']:>2} {new['swizzle_group']:>2} "
-                     f"{str(new['blocks']) + '/' + str(new['waves']):>9} | {sk_text:<14} | {MEASURED.get(s['name'], '')}")
+                     f"{str(new['blocks']) + '/' + str(new['waves']):>9} | {MEASURED.get(s['name'], '')}")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:

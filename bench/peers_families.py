@@ -58,8 +58,7 @@ from typing import Any, Callable, Dict, List, Optional
 KINDS = ("bf16", "bf16-contiguous", "bf16-masked", "bf16-k-grouped", "einsum", "mqa", "paged-mqa", "hc", "cast")
 NEW_KINDS = ("einsum", "mqa", "paged-mqa", "hc")  # built here, not by DeepGEMM's generators
 LIBS = ("deepgemm", "cublas", "qgemm", "qgemm-v1")  # qgemm-v1: --old-plan (v1, or the plan named)
-# the QGEMM_BF16_PLAN value the qgemm-v1 column runs under (--old-plan [v1|v2]), or with
-# --split-k VALUE the QGEMM_BF16_SPLIT_K value (ALT_ENV names the variable set)
+# the QGEMM_BF16_PLAN value the qgemm-v1 column runs under (--old-plan [v1|v2])
 OLD_PLAN = "v1"
 # the variable and value the qgemm-v1 column runs under: QGEMM_BF16_PLAN=OLD_PLAN (--old-plan, BF16
 # kinds), or any NAME=VALUE for every kind (--alt-env, e.g. QGEMM_HC_VARIANT=acc4+fit)
@@ -586,8 +585,7 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
                 alt_name = f"{ALT_ENV[0]}={OLD_PLAN if ALT_ENV[1] is None else ALT_ENV[1]}"
                 out.append(f"{'':16} {'':6}  {alt_name}: DeepGEMM/qgemm geomean "
                            f"{f'{dg1:.3f}' if dg1 else '-'} (worst {f'{w1:.3f}' if w1 and w1 < 9e9 else '-'}), "
-                           f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}, diff max "
-                           f"{f'{max(d1):.1e}' if d1 else '-'}" + (f", {e1} errors" if e1 else ""))
+                           f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}")
     return "\n".join(out) + "\n"
 
 
@@ -601,9 +599,6 @@ def main() -> int:
                    help="BF16 kinds: also time qgemm under QGEMM_BF16_PLAN=v1 (the heuristic and kernels "
                         "before branch bf16h; the default) or v2 (before branch gmc: no B multicast in "
                         "the m-grouped layouts), columns v1/qg and dg/v1 (named after the plan)")
-    p.add_argument("--split-k", default=None, metavar="VALUE",
-                   help="BF16 kinds: the extra column (as --old-plan's) times qgemm under "
-                        "QGEMM_BF16_SPLIT_K=VALUE (on, or a split 2..8) instead of an old plan")
     p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
     p.add_argument("--alt-env", default=None, metavar="NAME=VALUE",
                    help="every kind: also time qgemm with NAME=VALUE set around each call (a per-call "
@@ -619,14 +614,9 @@ def main() -> int:
         name, eq, value = args.alt_env.partition("=")
         if not eq or not name:
             p.error(f"--alt-env wants NAME=VALUE, got {args.alt_env!r}")
-        if args.old_plan or args.split_k:
-            p.error("--alt-env, --old-plan and --split-k share the qgemm-v1 columns: one of them")
-        ALT_ENV = (name, value)
-    if args.split_k:
         if args.old_plan:
-            p.error("--split-k and --old-plan share the qgemm-v1 columns: one of them")
-        ALT_ENV = ("QGEMM_BF16_SPLIT_K", args.split_k)
-        args.old_plan = args.split_k
+            p.error("--alt-env and --old-plan share the qgemm-v1 columns: one of them")
+        ALT_ENV = (name, value)
     import torch
     sys.path.insert(0, os.path.join(args.deepgemm_src, "tests"))
     import qgemm.deep_gemm as qdg

@@ -64,14 +64,6 @@
  *   QG_MULTICAST       0 none, 1 A (pairs along N), 2 B (pairs along M:
  *                      dense, or per tile in the contiguous, masked and psum
  *                      kinds, QG_PAIR_TILES); QG_CLUSTER 1 or 2
- *   QG_SPLIT_K         1, or S in 2..8 (dense, no multicast, QG_CLUSTER = S):
- *                      the S CTAs of a cluster share one tile, rank r runs
- *                      K blocks [r nk / S, (r + 1) nk / S), and the partial
- *                      sums are added in rank 0's shared memory (below,
- *                      "Split-K"); no workspace, bitwise deterministic
- *   QG_SPLIT_RS        with QG_SPLIT_K > 1: 1 = reduce-scatter (each rank
- *                      sums and stores its share of the tile, below), 0 =
- *                      every partner's sums into rank 0 (the default)
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (128, 64 or 32 bytes)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
@@ -114,42 +106,6 @@
  * multicast: dummy tiles keep them in step, QG_PAIR_TILES), so each empty[s]
  * counts both CTAs' releases of the same use of stage s.
  *
- * Split-K invariants (QG_SPLIT_K = S > 1; decode-sized dense problems whose
- * few tiles would leave most SMs idle, src/bf16_plan.c): every CTA of a
- * cluster gets the cluster's tile (qg_scheduler.cuh), each its own pipeline
- * over its rank's K blocks (no stage is shared: QG_LOAD_CLUSTER stays 1).
- * After its main loop each CTA r > 0 waits for its red_empty (rank 0 has
- * read its previous tile's sums), then sends its FP32 accumulators into slot
- * r - 1 of rank 0's reduction buffer with st.async, every store completing
- * its bytes on rank 0's red_full, and takes its next tile (it stores
- * nothing). Rank 0's thread 0 expects the (S - 1) slots' bytes (the one
- * arrival of red_full); its math threads wait for the phase (acquire at
- * cluster scope), add slots 1 .. S - 1 in rank order onto their own sums (the
- * order never depends on timing: bitwise reproducible), and each of its math
- * warps then arrives on every partner's red_empty (release at cluster
- * scope) before the ordinary epilogue stores D (+ C). Both barriers flip
- * once a tile, so a partner's next sums can never land in a slot rank 0 is
- * still reading; the final cluster barrier keeps every CTA alive until its
- * partners are done with its barriers and buffer. A slot holds float4 v of
- * math thread i at (v * threads + i) * 16 bytes (qg_bf16_red_index): each
- * warp's 16-byte stores and loads are contiguous.
- *
- * Split-K reduce-scatter (QG_SPLIT_RS): rank 0 alone would receive (S - 1)
- * whole FP32 tiles through the SM-to-SM network; instead float4 v of every
- * math thread's sums (qg_bf16_red_index numbering) belongs to rank v % S.
- * Every rank waits for its red_empty (each partner has read what this rank
- * sent it for the previous tile: (S - 1) x math warps arrivals), sends each
- * float4 it does not own to its owner's slot for this sender (slot q' = q or
- * q - 1, after the owner's own rank), completing bytes on the owner's
- * red_full, then expects its own share's bytes from the S - 1 partners,
- * waits, sums each owned float4 over the ranks in rank order 0 .. S - 1 (its
- * own in its place: the same additions in the same order as rank 0's sum
- * above), releases every partner's red_empty, and stores its owned values
- * into D with plain global stores (rows and columns predicated; with C, D
- * holds C, copied by the host, and each value is added to it: one thread
- * owns each element). No TMA epilogue and no output tile in shared memory
- * run for a split tile.
- *
  * Epilogue invariants: each math warpgroup writes its own rows of the shared
  * output tile and stores them (named barrier 2 + wg over its 128 threads);
  * before rewriting them its first thread waits until its previous TMA store
@@ -189,14 +145,7 @@
 #ifndef QG_BF16_ENTRY
 #define QG_BF16_ENTRY qg_bf16_gemm_kernel
 #endif
-#ifndef QG_SPLIT_K
-/* 1: every CTA its own tiles (qg_scheduler.cuh); S > 1: split-K over a
- * cluster of S CTAs (header comment, "Split-K") */
-#define QG_SPLIT_K 1
-#endif
-#ifndef QG_SPLIT_RS
-#define QG_SPLIT_RS 0 /* split-K: 0 sums into rank 0, 1 reduce-scatter */
-#endif
+#define QG_SPLIT_K 1 /* qg_scheduler.cuh: every CTA its own tiles */
 #ifndef QG_WG_SKIP
 /* masked / psum: a math warpgroup with no valid row of a tile skips it (0:
  * QGEMM_BF16_PLAN=v1, every warpgroup runs every tile) */
@@ -262,20 +211,8 @@ struct qg_bf16_kgroups {
 #endif
 #define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K * 2)
 #define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K * 2)
-/* split-K: rank 0's slots for the partners' FP32 sums (a multiple of 4096
- * bytes, so the stages stay 1024-byte aligned), and its two barriers */
-#define QG_RED_V (QG_WG_TILES * QG_ACC / 4) /* float4s of a math thread's sums */
-#define QG_RED_SHARE ((QG_RED_V + QG_SPLIT_K - 1) / QG_SPLIT_K) /* the most a rank owns */
-#if QG_SPLIT_RS
-/* reduce-scatter: every rank's slots for its share from each partner */
-#define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_RED_SHARE * QG_NUM_MATH_THREADS * 16)
-#else
-#define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
-#endif
-#define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 ? 16 : 0)
-#define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + QG_SMEM_RED + \
-                       QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16 + \
-                       QG_SMEM_RED_BARRIERS)
+#define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + \
+                       QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16)
 /* Rows of A a stage brings: block_m (both halves under A multicast), or the
  * host's QG_A_BOX_ROWS = round_up(M, 8) for a dense K-major M below block_m
  * (decode): the stage's other A rows are never loaded, and feed only
@@ -311,15 +248,7 @@ static_assert(!QG_A_MN_MAJOR || (QG_KIND == 0 || QG_KIND == 4 || QG_KIND == 5),
               "MN-major A: dense, k-grouped or batched");
 static_assert(!QG_B_MN_MAJOR || QG_BLOCK_N % 64 == 0, "MN-major B: whole 64-column atoms");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
-static_assert(QG_CLUSTER == 1 || QG_MULTICAST != 0 || QG_SPLIT_K == QG_CLUSTER,
-              "a cluster only for multicast or split-K");
-static_assert(QG_SPLIT_K == 1 ||
-                  (QG_SPLIT_K >= 2 && QG_SPLIT_K <= 8 && QG_KIND == 0 && QG_MULTICAST == 0 &&
-                   QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
-              "split-K: dense, no multicast, one cluster of 2..8 CTAs, a K block each");
-static_assert(QG_SMEM_RED < (1 << 20), "split-K: the slots' bytes fit one mbarrier's tx-count");
-static_assert(!QG_SPLIT_RS || QG_SPLIT_K > 1, "reduce-scatter: split-K only");
-static_assert(QG_SMEM_RED % 1024 == 0, "split-K slots keep the stages 1024-byte aligned");
+static_assert(QG_CLUSTER == 1 || QG_MULTICAST != 0, "a cluster only for multicast");
 static_assert(QG_MULTICAST != 1 || (QG_A_MN_MAJOR ? QG_BLOCK_M % 128 == 0 : QG_A_LOAD_ROWS % 8 == 0),
               "A multicast halves: whole atoms / 8-row groups");
 static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
@@ -401,14 +330,6 @@ QG_DEVICE void qg_bf16_release(uint64_t *empty, uint32_t s, uint32_t lane) {
     if (lane < QG_LOAD_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
 #endif
 }
-
-#if QG_SPLIT_K > 1
-/* Split-K: float4 number (t * QG_ACC + i) / 4 of a math thread's sums in a
- * reduction slot, in float4s (header comment, "Split-K"). */
-QG_DEVICE uint32_t qg_bf16_red_index(int t, int i) {
-    return (uint32_t)((t * QG_ACC + i) / 4) * QG_NUM_MATH_THREADS + threadIdx.x;
-}
-#endif
 
 QG_DEVICE void qg_bf16_fence_acc(float (&acc)[QG_WG_TILES][QG_ACC]) {
 #pragma unroll
@@ -687,22 +608,12 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
     extern __shared__ __align__(1024) unsigned char qg_smem_raw[];
     unsigned char *smem = qg_smem_raw + ((1024 - (qg_smem_addr(qg_smem_raw) & 1023)) & 1023);
     [[maybe_unused]] unsigned char *smem_d = smem; /* (unused by the atomic FP32-D batch sum) */
-    [[maybe_unused]] unsigned char *smem_red = smem + QG_SMEM_D; /* split-K slots */
-    unsigned char *smem_a = smem + QG_SMEM_D + QG_SMEM_RED;
+    unsigned char *smem_a = smem + QG_SMEM_D;
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     uint64_t *full = (uint64_t *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
     uint64_t *empty = full + QG_NUM_STAGES;
-    [[maybe_unused]] uint64_t *red_full = empty + QG_NUM_STAGES; /* split-K only */
-    [[maybe_unused]] uint64_t *red_empty = red_full + 1;
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    /* This CTA's K blocks of the cluster's tile (split-K; else all):
-     * [kb_first, kb_first + kb_count) */
-#if QG_SPLIT_K > 1
-    const int split_rank = (int)qg_cluster_ctarank();
-    const int kb_first = split_rank * QG_NUM_K_BLOCKS / QG_SPLIT_K;
-    const int kb_count = (split_rank + 1) * QG_NUM_K_BLOCKS / QG_SPLIT_K - kb_first;
-#endif
 
     /* ---- barrier init ---------------------------------------------------- */
     if (threadIdx.x == QG_NUM_MATH_THREADS) {
@@ -713,11 +624,6 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             qg_mbarrier_init(&full[s], 1); /* the TMA lane's expect_tx */
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
         }
-#if QG_SPLIT_K > 1
-        qg_mbarrier_init(red_full, 1); /* the receiver's expect_tx; the bytes from st.async */
-        /* the receivers' math warps: rank 0's, or (reduce-scatter) every partner's */
-        qg_mbarrier_init(red_empty, (QG_SPLIT_RS ? QG_SPLIT_K - 1 : 1) * QG_NUM_MATH_THREADS / 32);
-#endif
         qg_fence_proxy_async_shared();
         qg_fence_mbarrier_init();
     }
@@ -758,10 +664,6 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                 const int batch0 = tile.group * QG_SPLIT_BATCHES;
                 const int num_kb = min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - batch0) * QG_NUM_K_BLOCKS;
                 const int k0 = 0, b_k0 = 0;
-#elif QG_SPLIT_K > 1
-                /* this rank's K blocks (dense: group 0) */
-                const int k0 = kb_first * QG_BLOCK_K, num_kb = kb_count;
-                const int b_k0 = k0;
 #else
                 const int k0 = 0, num_kb = QG_NUM_K_BLOCKS;
                 const int b_k0 = QG_B_MN_MAJOR ? tile.group * QG_SHAPE_K : 0;
@@ -862,9 +764,6 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
         const uint32_t epi_bar = 2 + wg;
         const uint32_t epi_thread = threadIdx.x % 128;
         const int epi_row0 = (int)wg * QG_WG_ROWS; /* the warpgroup's first tile row */
-#if QG_SPLIT_K > 1
-        uint32_t red_phase = 0; /* parity of the reduction barriers' current phase */
-#endif
 
         while (qg_scheduler_next(sched, tile)) {
 #if QG_KIND == 4
@@ -873,8 +772,6 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             const int num_kb =
                 min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - tile.group * QG_SPLIT_BATCHES) *
                 QG_NUM_K_BLOCKS;
-#elif QG_SPLIT_K > 1
-            const int num_kb = kb_count;
 #else
             const int num_kb = QG_NUM_K_BLOCKS;
 #endif
@@ -953,122 +850,6 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             qg_wgmma_wait0();
             qg_bf16_fence_acc(acc);
             if (num_kb > 0) qg_bf16_release(empty, prev_s, lane);
-
-#if QG_SPLIT_K > 1 && QG_SPLIT_RS
-            /* ---- split-K reduce-scatter (header comment) ------------------- */
-            {
-                qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);
-#pragma unroll
-                for (int v = 0; v < QG_RED_V; ++v) {
-                    const int owner = v % QG_SPLIT_K;
-                    if (owner == split_rank) continue;
-                    const int t = v * 4 / QG_ACC, i = v * 4 % QG_ACC;
-                    const int q = split_rank < owner ? split_rank : split_rank - 1;
-                    const uint32_t at =
-                        ((q * QG_RED_SHARE + v / QG_SPLIT_K) * QG_NUM_MATH_THREADS + threadIdx.x) * 16;
-                    qg_st_async_v4(qg_map_cluster(smem_red + at, (uint32_t)owner), acc[t][i],
-                                   acc[t][i + 1], acc[t][i + 2], acc[t][i + 3],
-                                   qg_map_cluster(red_full, (uint32_t)owner));
-                }
-                /* this rank's share: float4s split_rank, split_rank + S, .. */
-                const int owned = (QG_RED_V - split_rank + QG_SPLIT_K - 1) / QG_SPLIT_K;
-                if (threadIdx.x == 0)
-                    qg_mbarrier_arrive_expect_tx(red_full, (uint32_t)((QG_SPLIT_K - 1) * owned *
-                                                                      QG_NUM_MATH_THREADS * 16));
-                qg_mbarrier_wait_acquire_cluster(red_full, red_phase);
-                const int n_begin = tile.n_block * QG_BLOCK_N;
-#pragma unroll
-                for (int v = 0; v < QG_RED_V; ++v) {
-                    if (v % QG_SPLIT_K != split_rank) continue;
-                    const int t = v * 4 / QG_ACC, i = v * 4 % QG_ACC;
-                    /* ranks 0 .. S - 1 in order, this rank's own sums in place */
-                    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 1
-                    for (int r = 0; r < QG_SPLIT_K; ++r) {
-                        float4 x;
-                        if (r == split_rank) {
-                            x = make_float4(acc[t][i], acc[t][i + 1], acc[t][i + 2], acc[t][i + 3]);
-                        } else {
-                            const int q = r < split_rank ? r : r - 1;
-                            x = *(const float4 *)(smem_red +
-                                                  ((q * QG_RED_SHARE + v / QG_SPLIT_K) *
-                                                       QG_NUM_MATH_THREADS + threadIdx.x) * 16);
-                        }
-                        if (r == 0) sum = x;
-                        else sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
-                    }
-                    /* acc[t][i..i+3] = n8 piece i / 4, rows r and r + 8 (the wgmma
-                     * D layout), two columns each: D (+)= them */
-                    const int col = n_begin + (i / 4) * 8 + (int)(lane % 4) * 2;
-                    if (col >= QG_SHAPE_N) continue;
-#pragma unroll
-                    for (int half = 0; half < 2; ++half) {
-                        const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
-                        if (row >= shape_m) continue;
-                        float x = half ? sum.z : sum.x, y = half ? sum.w : sum.y;
-                        const int64_t at = (int64_t)row * ldd + col;
-#if QG_D_F32
-                        float2 *dst = (float2 *)(d + at * 4);
-                        if (QG_WITH_C) {
-                            const float2 c = *dst;
-                            x += c.x, y += c.y;
-                        }
-                        *dst = make_float2(x, y);
-#else
-                        uint32_t *dst = (uint32_t *)(d + at * 2);
-                        if (QG_WITH_C) {
-                            const uint32_t c = *dst;
-                            x += __uint_as_float(c << 16), y += __uint_as_float(c & 0xFFFF0000u);
-                        }
-                        *dst = qg_pack_bf16x2(x, y);
-#endif
-                    }
-                }
-                __syncwarp(); /* the warp's reads of the slots come before its releases */
-                for (int r = 0; r < QG_SPLIT_K; ++r)
-                    if (lane == 0 && r != split_rank)
-                        qg_mbarrier_arrive_release_cluster(red_empty, (uint32_t)r);
-                red_phase ^= 1;
-                continue; /* stored: no TMA epilogue */
-            }
-#elif QG_SPLIT_K > 1
-            /* ---- split-K: the partners' sums into rank 0 (header comment) -- */
-            if (split_rank != 0) {
-                qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);
-                const uint32_t slot =
-                    qg_map_cluster(smem_red + (split_rank - 1) * (QG_BLOCK_M * QG_BLOCK_N * 4), 0);
-                const uint32_t bar = qg_map_cluster(red_full, 0);
-#pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t)
-#pragma unroll
-                    for (int i = 0; i < QG_ACC; i += 4)
-                        qg_st_async_v4(slot + qg_bf16_red_index(t, i) * 16, acc[t][i],
-                                       acc[t][i + 1], acc[t][i + 2], acc[t][i + 3], bar);
-                red_phase ^= 1;
-                continue; /* rank 0 stores the tile */
-            }
-            if (threadIdx.x == 0) qg_mbarrier_arrive_expect_tx(red_full, QG_SMEM_RED);
-            qg_mbarrier_wait_acquire_cluster(red_full, red_phase);
-#pragma unroll 1
-            for (int r = 1; r < QG_SPLIT_K; ++r) {
-                const float4 *slot =
-                    (const float4 *)(smem_red + (r - 1) * (QG_BLOCK_M * QG_BLOCK_N * 4));
-#pragma unroll
-                for (int t = 0; t < QG_WG_TILES; ++t)
-#pragma unroll
-                    for (int i = 0; i < QG_ACC; i += 4) {
-                        const float4 v = slot[qg_bf16_red_index(t, i)];
-                        acc[t][i] += v.x;
-                        acc[t][i + 1] += v.y;
-                        acc[t][i + 2] += v.z;
-                        acc[t][i + 3] += v.w;
-                    }
-            }
-            __syncwarp(); /* the warp's reads of the slots come before its release */
-            for (int r = 1; r < QG_SPLIT_K; ++r)
-                if (lane == 0) qg_mbarrier_arrive_release_cluster(red_empty, (uint32_t)r);
-            red_phase ^= 1;
-#endif
 
 #if QG_SUM_REDUCE
             /* ---- the batch sum's tree (header comment above the helpers) -- */
@@ -1363,7 +1144,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 
 #if QG_CLUSTER > 1
     /* Neither CTA may exit while its partner can still multicast into it or
-     * arrive on its barriers (split-K: send sums into it, release its slots). */
+     * arrive on its barriers. */
     qg_cluster_sync();
 #endif
 }

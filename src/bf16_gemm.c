@@ -36,8 +36,6 @@ typedef struct {
     int legacy;      /* QGEMM_BF16_PLAN=v1 (1) or v2 (2): an earlier heuristic (qg_bf16_problem) */
     int force_bm, force_bn, force_mc; /* QGEMM_BF16_PLAN=BMxBN[:a|b]: a forced tile (0: none) */
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
-    int split_k;     /* dense: QGEMM_BF16_SPLIT_K (qg_bf16_problem.split_k; 0 off) */
-    int split_rs;    /* ... with the ":rs" suffix: the reduce-scatter reduction */
     int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3) */
     int sum_max_stages; /* and its :sN stage cap (0: none) */
 } bf16_key;
@@ -88,8 +86,6 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_radix = k->sum_radix;
     p->legacy = k->legacy;
     p->sum_atomic = k->sum_atomic;
-    p->split_k = k->split_k;
-    p->split_rs = k->split_rs;
     p->sum_variant = k->sum_variant;
     p->sum_max_stages = k->sum_max_stages;
     p->num_sms = num_sms;
@@ -193,26 +189,6 @@ static int bf16_plan_override(int *legacy, int *bm, int *bn, int *mc) {
         else return -1;
     }
     return 0;
-}
-
-/* QGEMM_BF16_SPLIT_K (src/env.c): dense split-K over a cluster
- * (kernels/qg_bf16_gemm.cuh QG_SPLIT_K): unset or "off" 0 (never: the
- * default until the H200 A/B says otherwise), "on" -1 (the planner's
- * estimate decides), "2".."8" that split wherever legal (tests); "on" or a
- * split may end in ":rs" (*rs = 1: the reduce-scatter reduction,
- * QG_SPLIT_RS). Returns -2 for anything else. */
-static int bf16_split_k(int *rs) {
-    const char *v = qg__env_string("QGEMM_BF16_SPLIT_K");
-    *rs = 0;
-    if (!v || !strcmp(v, "off")) return 0;
-    size_t len = strlen(v);
-    if (len > 3 && !strcmp(v + len - 3, ":rs")) {
-        *rs = 1;
-        len -= 3;
-    }
-    if (len == 2 && !strncmp(v, "on", 2)) return -1;
-    if (len == 1 && v[0] >= '2' && v[0] <= '8') return v[0] - '0';
-    return -2;
 }
 
 /* QGEMM_BMK_REDUCE (src/env.c): how the reduced batch sum adds its splits:
@@ -378,13 +354,6 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: QGEMM_BF16_PLAN='%.64s' is not v1, v2, v3 or a tile BMxBN[:a|:b] "
                         "(the BF16 configuration)", fn, qg__env_string("QGEMM_BF16_PLAN"));
-    int split_rs;
-    const int split_k = bf16_split_k(&split_rs);
-    if (split_k == -2)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BF16_SPLIT_K='%.64s' is not off, on or a split 2..8, the last "
-                        "two optionally with ':rs' (dense split-K)", fn,
-                        qg__env_string("QGEMM_BF16_SPLIT_K"));
     int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
@@ -468,10 +437,6 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->sum_batches = split_sum ? groups : 0;
     key->legacy = legacy;
     key->force_bm = force_bm, key->force_bn = force_bn, key->force_mc = force_mc;
-    /* (dense only, and not under a forced tile or legacy plan: those keys
-     * stay as they were) */
-    key->split_k = dense && !force_bm && !legacy ? split_k : 0;
-    key->split_rs = key->split_k ? split_rs : 0;
     /* the atomic reduction: over more than one split (one split writes D
      * directly); C is put into D by the host (key without C), the radix
      * unused */
@@ -699,12 +664,8 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
     if (!kgrouped) {
         int grid = shape->grid;
         if (kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS || batched) {
-            /* split-K: every tile takes a whole cluster (pl->split_k CTAs) */
             const long long tiles =
-                pl->split_k > 1
-                    ? tiles_per_group * pl->split_k
-                    : (tiles_per_group * (batched ? (long long)g : 1) + cluster - 1) / cluster *
-                          cluster;
+                (tiles_per_group * (batched ? (long long)g : 1) + cluster - 1) / cluster * cluster;
             if (tiles < grid) grid = (int)tiles;
         }
         if (sum1) {

@@ -25,21 +25,6 @@ int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_
     return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */);
 }
 
-int qg__bf16_split_slot_bytes(int block_m, int block_n, int split_k, int split_rs) {
-    if (split_k <= 1) return 0;
-    if (!split_rs) return (split_k - 1) * block_m * block_n * 4;
-    const int wgs = block_m == 64 ? 1 : 2;
-    const int v = block_m / 64 / wgs * (block_n / 8); /* kernel: QG_RED_V */
-    return (split_k - 1) * ((v + split_k - 1) / split_k) * 128 * wgs * 16;
-}
-
-int qg__bf16_smem_bytes_split(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
-                              int d_f32, int split_k, int split_rs) {
-    const int base = qg__bf16_smem_bytes_of(kind, block_m, block_n, num_stages, d_f32);
-    return split_k > 1 ? base + qg__bf16_split_slot_bytes(block_m, block_n, split_k, split_rs) + 16
-                       : base;
-}
-
 int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
     return qg__bf16_smem_bytes_of(QG_BF16_DENSE, block_m, block_n, num_stages, d_f32);
 }
@@ -137,31 +122,15 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
     return w == NULL;
 }
 
-/* Split-K over `split` CTAs of a cluster (kernels/qg_bf16_gemm.cuh
- * QG_SPLIT_K): dense, no multicast, 2..8 CTAs (a portable cluster), at least
- * one K block each, rank 0's slots within one mbarrier's tx-count. */
-static int split_legal(const qg_bf16_problem *p, int bm, int bn, int mc, int split) {
-    if (split == 1) return 1;
-    return p->kind == QG_BF16_DENSE && !mc && split >= 2 && split <= 8 &&
-           ceil_div(p->k, BF16_BLOCK_K) >= split && p->num_sms >= split &&
-           qg__bf16_split_slot_bytes(bm, bn, split, p->split_rs) < (1 << 20);
-}
-
 int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_plan *out) {
-    return qg__bf16_complete_split(p, bm, bn, mc, 1, out);
-}
-
-int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, int split,
-                            qg_bf16_plan *out) {
-    if (!qg__bf16_legal(p, bm, bn, mc, NULL) || !split_legal(p, bm, bn, mc, split)) return -1;
+    if (!qg__bf16_legal(p, bm, bn, mc, NULL)) return -1;
     int stages = 0;
     /* QGEMM_BMK_VARIANT's :sN: fewer stages (fewer bytes in flight per SM) */
     const int max_stages = p->sum_max_stages > 0 && p->sum_max_stages < BF16_MAX_STAGES
                                ? p->sum_max_stages
                                : BF16_MAX_STAGES;
     for (int s = max_stages; s >= 1; --s)
-        if (qg__bf16_smem_bytes_split(p->kind, bm, bn, s, p->d_f32, split, p->split_rs) <=
-            p->smem_limit) {
+        if (qg__bf16_smem_bytes_of(p->kind, bm, bn, s, p->d_f32) <= p->smem_limit) {
             stages = s;
             break;
         }
@@ -174,15 +143,13 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
     pl.block_k = BF16_BLOCK_K;
     pl.num_stages = stages;
     pl.multicast = mc;
-    pl.cluster = mc ? 2 : split;
-    pl.split_k = split;
-    pl.split_rs = split > 1 && p->split_rs;
+    pl.cluster = mc ? 2 : 1;
     /* Small dense problems without multicast: groups of 1, so the m-blocks
      * of one n-block run on neighbouring CTAs (qg_fp8_gemm's rule). */
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
     if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
     else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg__bf16_smem_bytes_split(p->kind, bm, bn, stages, p->d_f32, split, p->split_rs);
+    pl.smem_bytes = qg__bf16_smem_bytes_of(p->kind, bm, bn, stages, p->d_f32);
     pl.num_math_wgs = bm == 64 ? 1 : 2;
     pl.num_threads = 128 * (pl.num_math_wgs + 1);
     /* 128 x 40 + 256 x 232 = 64512 registers <= 64 K; one math warpgroup
@@ -305,109 +272,6 @@ static double l2_rows(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     return pl->block_m / (pl->multicast == 1 ? 2 : 1) + pl->block_n * (1.0 - 0.5 * b_share(p, pl));
 }
 
-/*
- * Split-K (QGEMM_BF16_SPLIT_K; kernels/qg_bf16_gemm.cuh QG_SPLIT_K). A
- * decode-sized dense GEMM with a long K (128 x 576 x 7168: 5-10 tiles) leaves
- * most SMs idle and each busy one pulling its whole K range alone; S CTAs a
- * tile cut each CTA's K to 1/S for one extra pass over the tile's FP32 sums in
- * rank 0's shared memory.
- *
- * Clusters live inside one GPC: a cluster of S > 2 fits floor(SMs of the GPC
- * / S) times into each. The H100 SXM's 132 SMs hold 30 clusters of 4
- * (cudaOccupancyMaxActiveClusters, bench/results cluster-probe.log), which
- * GPCs of 18, 18, 18, 18, 16, 16, 14 and 14 SMs explain (14 clusters of 8,
- * 16 of 7); other SM counts are modelled as GPCs of 16. A tile count past the
- * resident clusters costs a whole second wave (the launch lowers the grid to
- * cuOccupancyMaxActiveClusters), so the estimate must not count on more.
- */
-static int resident_clusters(int num_sms, int split) {
-    if (split <= 2) return num_sms / split;
-    static const int h100_gpcs[] = {18, 18, 18, 18, 16, 16, 14, 14};
-    int clusters = 0;
-    if (num_sms == 132) {
-        for (int i = 0; i < 8; ++i) clusters += h100_gpcs[i] / split;
-    } else {
-        const int gpcs = num_sms / 16 > 0 ? num_sms / 16 : 1;
-        clusters = gpcs * ((num_sms / gpcs) / split);
-    }
-    return clusters > 0 ? clusters : 1;
-}
-
-/* DRAM floor (clocks at the estimate's 1.83 GHz): every byte of A, B and D
- * once at ~4.8 TB/s (2620 bytes a clock), which neither plan can beat; the
- * per-SM feed model alone would let 132 split CTAs pull 6 KB a clock. */
-static double dram_floor(const qg_bf16_problem *p) {
-    const double bytes = ((double)p->m * p->k + (double)p->n * p->k) * 2.0 +
-                         (double)p->m * p->n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1);
-    return bytes / 2620.0;
-}
-
-/* The estimate of a split plan, in estimate()'s units: waves of resident
- * clusters, each tile's time at its longest rank's K blocks, plus the
- * reduction: the partners' (S - 1) FP32 tiles all land in rank 0 through the
- * SM-to-SM network, counted at ~32 bytes a clock into one SM (unmeasured
- * here: the SM-to-SM links are shared, and 64 would make 6- and 8-CTA
- * splits look cheaper than they may be), after a cluster-scope barrier round
- * trip of ~1500 clocks. */
-static double estimate_split(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
-    const int rows = planned_rows(p);
-    const long long tiles = (long long)ceil_div(rows, pl->block_m) * ceil_div(p->n, pl->block_n);
-    const int clusters = resident_clusters(p->num_sms, pl->split_k);
-    const long long waves = (tiles + clusters - 1) / clusters;
-    const int kb = ceil_div(ceil_div(p->k, BF16_BLOCK_K), pl->split_k);
-    const double k = (double)kb * BF16_BLOCK_K;
-    const double mma = (double)pl->block_m * pl->block_n / 2048.0;
-    const double a_bytes = pl->block_m * 2.0;
-    const double a_real = rows < pl->block_m ? a_bytes * rows / pl->block_m : a_bytes;
-    const double feed = (a_real + pl->block_n * 2.0) / 46.0;
-    const double tile_f32 = (double)pl->block_m * pl->block_n * 4;
-    /* reduce-scatter: each rank receives its share, ~1 / S of each
-     * partner's tile, and stores it with plain stores (counted as the
-     * epilogue's bytes) */
-    const double received =
-        pl->split_rs ? (double)qg__bf16_split_slot_bytes(pl->block_m, pl->block_n, pl->split_k, 1)
-                     : (pl->split_k - 1) * tile_f32;
-    const double t = k * (mma > feed ? mma : feed) + 700.0 + 1500.0 + received / 32.0 +
-                     (double)pl->block_m * pl->block_n * (p->d_f32 ? 4 : 2) * (p->with_c ? 2 : 1) /
-                         64.0;
-    return t * (double)waves;
-}
-
-/* The best split plan for p, compared with the plan `plain` the search
- * chose without split-K: 1 and *out when p forces a split (p->split_k 2..8:
- * the best tile of that split, if any is legal) or, under the heuristic
- * (-1), when the best split's estimate beats plain's by 10% with the DRAM
- * floor under both (a memory-bound shape keeps its plain plan). */
-static int select_split(const qg_bf16_problem *p, const qg_bf16_plan *plain, qg_bf16_plan *out) {
-    const int lo = p->split_k > 0 ? p->split_k : 2, hi = p->split_k > 0 ? p->split_k : 8;
-    int found = 0;
-    double best_cost = 0.0;
-    for (int split = lo; split <= hi; ++split)
-        for (int bm = 64; bm <= 128; bm *= 2)
-            for (int bn = 16; bn <= 256; bn += 16) {
-                qg_bf16_plan pl;
-                if (bm > 64 && planned_rows(p) <= bm / 2) continue;
-                if (qg__bf16_complete_split(p, bm, bn, 0, split, &pl)) continue;
-                pl.est_cost = estimate_split(p, &pl);
-                /* ties (within 1%): the larger tile, then the smaller split */
-                const int better =
-                    !found || pl.est_cost < best_cost * 0.99 ||
-                    (pl.est_cost <= best_cost * 1.01 &&
-                     bm * bn > out->block_m * out->block_n);
-                if (better) {
-                    *out = pl;
-                    best_cost = pl.est_cost;
-                    found = 1;
-                }
-            }
-    if (!found) return 0;
-    if (p->split_k > 0) return 1;
-    const double floor = dram_floor(p);
-    const double split_cost = best_cost > floor ? best_cost : floor;
-    const double plain_cost = plain->est_cost > floor ? plain->est_cost : floor;
-    return split_cost < plain_cost * 0.9;
-}
-
 int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
     if (!problem_ok(p)) return -1;
     int found = 0, best_waves = 0, best_last = 0;
@@ -464,10 +328,6 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
             if (pl.est_cost <= best.est_cost * 1.01 && l2_rows(p, &pl) < l2_rows(p, &best))
                 best = pl;
         }
-    }
-    if (p->split_k != 0 && p->kind == QG_BF16_DENSE && !p->legacy) {
-        qg_bf16_plan split;
-        if (select_split(p, &best, &split)) best = split;
     }
     *out = best;
     return 0;
@@ -529,9 +389,6 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_WG_SKIP 0");
     if (n < cap && reduce && p->sum_atomic) /* (only here: the tree's text unchanged) */
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_ATOMIC 1");
-    if (n < cap && pl->split_k > 1) /* (only here: other plans' text unchanged) */
-        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SPLIT_K %d%s", pl->split_k,
-                              pl->split_rs ? "\n#define QG_SPLIT_RS 1" : "");
     /* v2 (QGEMM_BMK_VARIANT): the bf16 D's last arrival loads its sums at once
      * (only here: v1's text unchanged) */
     if (n < cap && reduce && p->sum_atomic && p->sum_variant >= 1 && !p->d_f32)

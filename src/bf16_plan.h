@@ -5,7 +5,7 @@
  *
  * Host side of a launch of a plan p (for the launch path to wire in):
  *   grid      num_sms rounded down to a multiple of p->cluster (persistent),
- *             cluster dimension p->cluster (1, 2, or split-K's 2..8), block p->num_threads,
+ *             cluster dimension p->cluster (1 or 2), block p->num_threads,
  *             dynamic shared memory p->smem_bytes (opt-in attribute).
  *   kernel    "qg_bf16_gemm_kernel"(tmap_a, tmap_b, tmap_d, d, ldd,
  *             m_indices, masked_m, shape_m [, qg_bf16_kgroups by value when
@@ -83,12 +83,6 @@ typedef struct {
                          2: those rules without B multicast in the m-grouped
                          layouts (QGEMM_BF16_PLAN=v2, the heuristic of branch bf16h) */
     int sum_atomic;   /* the reduced batch sum: 1 = atomic reduction (QG_SUM_ATOMIC), no tree */
-    int split_k;      /* dense split-K over a cluster (QGEMM_BF16_SPLIT_K): 0 never (off,
-                         the default), -1 where the estimate says it wins (on), 2..8
-                         that split wherever it is legal (tests, A/B timing) */
-    int split_rs;     /* with split_k != 0: 1 = the reduce-scatter reduction (each rank
-                         sums and stores its share; QGEMM_BF16_SPLIT_K=...:rs), 0 = into
-                         rank 0 */
     int sum_variant;  /* the reduced batch sum's organisation (QGEMM_BMK_VARIANT): 0 = v1, as
                          it was; 1 = v2: a bf16 D's last arrival loads its region's sums at
                          once (QG_SUM_EPI_BATCHED), its cost planned as one round trip;
@@ -103,9 +97,7 @@ typedef struct {
     int block_m, block_n, block_k; /* block_k 64 */
     int num_stages;
     int multicast;      /* 0 none, 1 A (pairs along N), 2 B (pairs along M) */
-    int cluster;        /* 1, 2 (multicast) or split_k */
-    int split_k;        /* 1, or 2..8: CTAs of a cluster sharing a tile's K (dense) */
-    int split_rs;       /* split_k > 1: 1 reduce-scatter, 0 sums into rank 0 */
+    int cluster;        /* 1 or 2 */
     int swizzle_group;  /* scheduler swizzle group (blocks) */
     int store_cols;     /* columns of one TMA store chunk of D */
     int smem_bytes;     /* dynamic shared memory of the launch */
@@ -136,11 +128,6 @@ typedef struct {
  * qg__bf16_smem_bytes_of(kind, ...). */
 int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32);
 int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32);
-/* ... with split-K over `split_k` CTAs (1: none): rank 0's slots for the
- * partners' FP32 sums (reduce-scatter, split_rs: every rank's slots for its
- * share) and two barriers more. */
-int qg__bf16_smem_bytes_split(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
-                              int d_f32, int split_k, int split_rs);
 
 /* Whether (block_m, block_n, multicast) is legal for p (non-zero) and, when
  * not, why (a static string) in *why if why is not NULL. */
@@ -152,14 +139,6 @@ int qg__bf16_legal(const qg_bf16_problem *p, int block_m, int block_n, int multi
  * Returns 0, or -1 when it is not legal or does not fit (nothing written). */
 int qg__bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
                      qg_bf16_plan *out);
-/* The same with split-K over split_k CTAs (1: qg__bf16_complete): dense,
- * no multicast, 2..8 CTAs, at least a K block each. */
-int qg__bf16_complete_split(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
-                            int split_k, qg_bf16_plan *out);
-/* Reduction slots of a split tile in bytes (0 for split_k 1): (S - 1) FP32
- * tiles into rank 0, or with split_rs (S - 1) shares of ceil(V / S) float4s
- * per math thread (V = float4s of a thread's sums). */
-int qg__bf16_split_slot_bytes(int block_m, int block_n, int split_k, int split_rs);
 
 /* The heuristic: the legal configuration of least estimated time (fewest
  * waves of the fullest last wave, operand bytes per SM, most stages).

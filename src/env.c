@@ -60,13 +60,6 @@
  *                                            DeepGEMM; not bitwise deterministic) or tree
  *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
  *                                            another value fails the call, naming it
- *   QGEMM_BF16_SPLIT_K  off                  dense BF16 split-K over a cluster (A/B
- *                                            measurements, tests): off (never), on (where
- *                                            the planner's estimate says it wins) or 2..8
- *                                            (that split wherever it is legal), "on" or a
- *                                            split optionally ending in ":rs" (each rank
- *                                            sums and stores its share: reduce-scatter);
- *                                            another value fails the call, naming it
  *   QGEMM_BMK_VARIANT   v1                   the reduced batch sum's organisation (A/B
  *                                            measurements): v1, v2 (a bf16 D's last
  *                                            arrival loads its region's sums at once) or
@@ -134,9 +127,6 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
-    {"QGEMM_BF16_SPLIT_K", "dense BF16 split-K over a 2..8-CTA cluster (deterministic): off, on "
-     "(the planner decides) or a split 2..8 forced where legal; on / a split + ':rs': the "
-     "reduce-scatter reduction", "off"},
     {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1, "
      "v2 (a bf16 D's last arrival loads its region's sums at once) or v3 (and 16-byte "
      "reductions), optionally :sN (the atomic "

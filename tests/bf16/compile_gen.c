@@ -47,10 +47,9 @@ static int emit(const char *dir, FILE *list, const qg_bf16_problem *p, const qg_
         return -1;
     }
     fprintf(list, "v%016llx.cu layout %d kind %d m %d n %d k %d d_f32 %d with_c %d block %dx%d "
-                  "stages %d multicast %d smem %d radix %d split %d rs %d\n",
+                  "stages %d multicast %d smem %d radix %d\n",
             h, (int)p->layout, (int)p->kind, p->m, p->n, p->k, p->d_f32, p->with_c, pl->block_m,
-            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix, pl->split_k,
-            pl->split_rs);
+            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix);
     return 0;
 }
 
@@ -62,8 +61,6 @@ int main(int argc, char **argv) {
     const char *dir = argv[1];
     const int num_sms = argc > 2 ? atoi(argv[2]) : 132;
     const int smem = argc > 3 ? atoi(argv[3]) : 232448;
-    /* "split": only the dense split-K plans (QGEMM_BF16_SPLIT_K), a quick check */
-    const int split_only = argc > 4 && !strcmp(argv[4], "split");
     char lpath[1024];
     snprintf(lpath, sizeof lpath, "%s/list.txt", dir);
     FILE *list = fopen(lpath, "w");
@@ -75,37 +72,7 @@ int main(int argc, char **argv) {
     static const int nk[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512},
                                 {7168, 16384}, {4096, 7168}, {7168, 2048}};
     int planned = 0, failed = 0;
-    /* Dense split-K (kernels/qg_bf16_gemm.cuh QG_SPLIT_K): the heuristic's
-     * choice ("on") and every forced split 2..8 at its best tile, over the
-     * decode shapes it is for, every layout, D type and C mode. */
-    static const int split_mnk[][3] = {{1, 2112, 7168}, {128, 576, 7168}, {64, 7168, 2048},
-                                       {129, 264, 3200}, {1, 576, 7168}, {128, 4096, 512}};
-    for (size_t si = 0; si < sizeof split_mnk / sizeof split_mnk[0]; ++si)
-        for (int layout = 0; layout < 4; ++layout)
-            for (int mode = 0; mode < 3; ++mode)
-                for (int split = -1; split <= 8; ++split)
-                for (int rs = 0; rs < 2; ++rs) {
-                    if (split == 0 || split == 1) continue;
-                    qg_bf16_problem p = {0};
-                    p.split_rs = rs;
-                    p.m = split_mnk[si][0], p.n = split_mnk[si][1], p.k = split_mnk[si][2];
-                    p.layout = (qg_bf16_layout)layout;
-                    p.kind = QG_BF16_DENSE;
-                    p.num_groups = 1;
-                    p.d_f32 = mode > 0;
-                    p.with_c = mode == 2;
-                    p.split_k = split;
-                    p.num_sms = num_sms;
-                    p.smem_limit = smem;
-                    qg_bf16_plan pl;
-                    ++planned;
-                    if (qg__bf16_select(&p, &pl)) {
-                        ++failed;
-                        continue;
-                    }
-                    if (pl.split_k > 1 && emit(dir, list, &p, &pl)) return 1;
-                }
-    for (int layout = 0; layout < 4 && !split_only; ++layout)
+    for (int layout = 0; layout < 4; ++layout)
         for (int kind = 0; kind <= 4; ++kind)
             for (int d_f32 = 0; d_f32 < 2; ++d_f32)
                 for (int with_c = 0; with_c < 2; ++with_c)
@@ -161,7 +128,7 @@ int main(int argc, char **argv) {
                                      {200, 136, 64}};
     /* (15, 26, 43, 88: the heuristic's at DeepGEMM's shapes; 33, 43, 44: the "dg" rule's) */
     static const int sum_splits[] = {1, 3, 8, 15, 16, 26, 33, 43, 44, 66, 88, 132};
-    for (int radix = 2; radix <= 8 && !split_only; radix *= 2)
+    for (int radix = 2; radix <= 8; radix *= 2)
     for (size_t si = 0; si < sizeof sum_s / sizeof sum_s[0]; ++si)
         for (size_t mi = 0; mi < sizeof sum_mnk / sizeof sum_mnk[0]; ++mi)
             for (size_t pi = 0; pi < sizeof sum_splits / sizeof sum_splits[0]; ++pi)
