@@ -28,8 +28,9 @@
  *                                            (trunc: no rounding, fails DeepGEMM's 1e-8),
  *                                            optionally ":N" converter warps (1-3); another
  *                                            value fails the call with a message naming it
- *   QGEMM_HC_VARIANT    (unset: default)     tf32_hc_prenorm_gemm's planner options (A/B
- *                                            measurements): '+'-separated acc2 / acc4 /
+ *   QGEMM_HC_VARIANT    acc4+fit             tf32_hc_prenorm_gemm's planner options (A/B
+ *                                            measurements): '+'-separated base (none: the
+ *                                            plan before 2026-11-28), acc2 / acc4 /
  *                                            acc8 (accumulator sets), fit (clusters that fit one
  *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
  *                                            blocks a clustered CTA keeps); another token
@@ -38,7 +39,8 @@
  *                                            pipe (2 math warpgroups, two accumulator sets),
  *                                            lockstep2, lockstep4 (DeepGEMM's four); another
  *                                            value fails the call with a message naming it
- *   QGEMM_PMQA_VARIANT  (unset: shared2)     the paged MQA logits kernel's organisation (A/B
+ *   QGEMM_PMQA_VARIANT  (unset: dual2 below  the paged MQA logits kernel's organisation (A/B
+ *                       128 columns, else shared2)
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring), shared4 (4), pipe2 (2, two
  *                                            accumulator sets each) or dual2 (shared2 at
@@ -60,8 +62,8 @@
  *                                            DeepGEMM; not bitwise deterministic) or tree
  *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
  *                                            another value fails the call, naming it
- *   QGEMM_BMK_VARIANT   v1                   the reduced batch sum's organisation (A/B
- *                                            measurements): v1, v2 (a bf16 D's last
+ *   QGEMM_BMK_VARIANT   v3:s4                the reduced batch sum's organisation (A/B
+ *                                            measurements): v1 (before 2026-11-28), v2 (a bf16 D's last
  *                                            arrival loads its region's sums at once) or
  *                                            v3 (and 16-byte reductions),
  *                                            optionally :sN (the atomic reduction's
@@ -114,12 +116,12 @@ const qg_env_knob qg__env_knobs[] = {
      "(0/false/off/no: off; other values refused)", "off"},
     {"QGEMM_HC_MODE", "tf32_hc_prenorm_gemm's B rounding: inplace, rounder, split or trunc "
      "(no rounding: fails DeepGEMM's 1e-8), optionally :1..:3 converter warps", "rounder"},
-    {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated acc2, acc4, "
+    {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated base (none), acc2, acc4, "
      "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
-     "K blocks a clustered CTA keeps)", "(unset)"},
+     "K blocks a clustered CTA keeps)", "acc4+fit (split mode: fit)"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe, lockstep2 or lockstep4", "pipe"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, pipe2 or dual2",
-     "shared2"},
+     "dual2 below next_n x heads = 128, else shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "
@@ -130,7 +132,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1, "
      "v2 (a bf16 D's last arrival loads its region's sums at once) or v3 (and 16-byte "
      "reductions), optionally :sN (the atomic "
-     "reduction's stages capped at N, 4..16)", "v1"},
+     "reduction's stages capped at N, 4..16)", "v3:s4"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "

@@ -60,10 +60,11 @@ typedef struct {
     int next_n, heads, head_dim, clean, logits_bf16, num_sms, variant;
 } pmqa_key;
 
-/* QGEMM_PMQA_VARIANT (src/env.c): unset -> the planner's default; else one
- * of qg__pmqa_variant_name's names. Returns false for any other value. */
-static bool pmqa_env_variant(int *variant) {
-    *variant = QG_PMQA_VARIANT_DEFAULT;
+/* QGEMM_PMQA_VARIANT (src/env.c): unset -> the planner's default for the
+ * shape (qg__pmqa_default_variant); else one of qg__pmqa_variant_name's
+ * names. Returns false for any other value. */
+static bool pmqa_env_variant(int next_n, int heads, int *variant) {
+    *variant = qg__pmqa_default_variant(next_n, heads);
     const char *v = qg__env_string("QGEMM_PMQA_VARIANT");
     if (!v) return true;
     for (int i = 0; i < QG_PMQA_VARIANT_COUNT; ++i)
@@ -86,17 +87,27 @@ typedef struct {
 } hc_key;
 
 /* QGEMM_HC_VARIANT (src/env.c), A/B runs of the planner options: unset or
- * empty -> the default plan; else '+'- or ','-separated tokens: acc2, acc4,
- * acc8 (accumulator sets; 8 with one math warpgroup, else 4), fit (clusters
- * that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest K blocks
- * a clustered CTA keeps; default 8). Returns false for any other token. */
-static bool hc_env_variant(qg_hc_opts *o) {
+ * empty -> the default, acc4+fit (H200, 2026-11-28,
+ * bench/results/2026-11-28-h200-28-t3: kineto 1.253x DeepGEMM geomean over
+ * the 8 test rows, worst 0.884, against the plain plan's 1.223 and 0.740;
+ * with QGEMM_HC_MODE=split, which takes one accumulator set, fit alone);
+ * else '+'- or ','-separated tokens: base (no option: the plan before
+ * 2026-11-28), acc2, acc4, acc8 (accumulator sets; 8 with one math
+ * warpgroup, else 4), fit (clusters that fit one wave), w1, w2 (math
+ * warpgroups), k2, k4 (the fewest K blocks a clustered CTA keeps; default
+ * 8). Returns false for any other token. */
+static bool hc_env_variant(qg_hc_opts *o, int mode) {
     memset(o, 0, sizeof *o);
     const char *v = qg__env_string("QGEMM_HC_VARIANT");
-    if (!v) return true;
+    if (!v) {
+        o->accs = mode == QG_HC_MODE_SPLIT ? 0 : 4;
+        o->fit = 1;
+        return true;
+    }
     while (*v) {
         size_t l = strcspn(v, "+,");
-        if (l == 4 && !strncmp(v, "acc2", 4)) o->accs = 2;
+        if (l == 4 && !strncmp(v, "base", 4)) {
+        } else if (l == 4 && !strncmp(v, "acc2", 4)) o->accs = 2;
         else if (l == 4 && !strncmp(v, "acc4", 4)) o->accs = 4;
         else if (l == 4 && !strncmp(v, "acc8", 4)) o->accs = 8;
         else if (l == 3 && !strncmp(v, "fit", 3)) o->fit = 1;
@@ -496,7 +507,7 @@ static qg_status pmqa_check(const qg_context *ctx, const qg_paged_mqa_logits_arg
         key->head_dim = a->head_dim;
         key->clean = a->clean;
         key->logits_bf16 = a->logits_bf16;
-        if (!pmqa_env_variant(&key->variant))
+        if (!pmqa_env_variant(key->next_n, key->heads, &key->variant))
             return BAD("%s: QGEMM_PMQA_VARIANT='%.64s' is not shared2, shared4, pipe2 or dual2",
                        fn, qg__env_string("QGEMM_PMQA_VARIANT"));
     }
@@ -658,9 +669,9 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
                    "split optionally :1, :2 or :3 converter warps)",
                    fn, qg__env_string("QGEMM_HC_MODE"));
     qg_hc_opts opts;
-    if (!hc_env_variant(&opts))
-        return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of acc2, acc4, acc8, "
-                   "fit, w1, w2, k2, k4",
+    if (!hc_env_variant(&opts, mode < 0 ? QG_HC_MODE_DEFAULT : mode))
+        return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of base, acc2, acc4, "
+                   "acc8, fit, w1, w2, k2, k4",
                    fn, qg__env_string("QGEMM_HC_VARIANT"));
     if (qg__hc_plan_opts(a->m, a->n, a->k, splits, sms_of(ctx), mode, cvt_warps, &opts, plan, &why))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",

@@ -181,7 +181,12 @@ enum {
     QG_PMQA_VARIANT_DUAL2 = 3,
     QG_PMQA_VARIANT_COUNT = 4
 };
-#define QG_PMQA_VARIANT_DEFAULT QG_PMQA_VARIANT_SHARED2
+/* The default organisation for next_n x heads = N columns: DUAL2 below N =
+ * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
+ * paged-dual2: dual2 ran 10-17% faster than shared2 on the six rows of N 32
+ * and 64, 15-17% slower on the two of N 128, whose two N = 64 passes read the
+ * weights from L1). */
+int qg__pmqa_default_variant(int next_n, int heads);
 
 int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int logits_bf16,
                   int num_sms, qg_pmqa_plan *out, const char **why);

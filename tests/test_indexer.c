@@ -239,8 +239,8 @@ TEST(indexer_validation) {
     { /* QGEMM_HC_VARIANT: token lists pass the checks (acc sets with split
        * fail as unsupported); any other token fails the call, naming it */
         qg_hc_prenorm_args h = good_hc();
-        static const char *const good[] = {"", "acc2", "acc4", "acc8", "fit", "w1", "w2", "k2",
-                                           "k4", "acc2+fit", "acc4,fit,w2,k2"};
+        static const char *const good[] = {"", "base", "base+fit", "acc2", "acc4", "acc8", "fit",
+                                           "w1", "w2", "k2", "k4", "acc2+fit", "acc4,fit,w2,k2"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_HC_VARIANT", good[i], 1);
             qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
@@ -263,6 +263,11 @@ TEST(indexer_validation) {
         qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
         CHECK(s == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "split"),
               "acc2 with split: %s (%s)", qg_status_string(s), qg_last_error());
+        /* the default (acc4+fit) takes split as fit alone: not refused */
+        unsetenv("QGEMM_HC_VARIANT");
+        s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
+        CHECK(s == QG_ERROR_NO_DEVICE, "default variant with split: %s (%s)", qg_status_string(s),
+              qg_last_error());
         unsetenv("QGEMM_HC_MODE");
         unsetenv("QGEMM_HC_VARIANT");
     }
@@ -431,7 +436,7 @@ TEST(indexer_compile_every_variant) {
  * the most registers) and the narrowest shapes, clean and not, fp32 and
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
 TEST(pmqa_compile_every_variant) {
-    { /* the planner's default is SHARED2 (2 math warpgroups, 384 threads);
+    { /* the planner's default at next_n x H = 128 is SHARED2 (2 math warpgroups, 384 threads);
        * PIPE2 is SHARED2 with two accumulator sets (pipe 1) and every kv
        * stage that fits; DUAL2 is SHARED2 at 2 CTAs an SM;
        * nothing past it (the split organisations were removed) */
@@ -442,6 +447,15 @@ TEST(pmqa_compile_every_variant) {
                   pl.pipe == 0 && pl.stages == 16 && pl.ctas == 1 && pl.grid_x == 132,
               "default: variant %d, %d math wgs, %d threads, pipe %d, %d stages, %d ctas",
               pl.variant, pl.math_wgs, pl.block_x, pl.pipe, pl.stages, pl.ctas);
+        /* below 128 columns the default is DUAL2 (qg__pmqa_default_variant) */
+        qg_pmqa_plan pn;
+        CHECK(qg__pmqa_plan(64, 1, 64, 128, 0, 0, 132, &pn, &why) == 0 &&
+                  pn.variant == QG_PMQA_VARIANT_DUAL2 && pn.ctas == 2 &&
+                  qg__pmqa_plan(64, 2, 32, 64, 1, 1, 132, &pn, &why) == 0 &&
+                  pn.variant == QG_PMQA_VARIANT_DUAL2 &&
+                  qg__pmqa_default_variant(2, 64) == QG_PMQA_VARIANT_SHARED2 &&
+                  qg__pmqa_default_variant(1, 32) == QG_PMQA_VARIANT_DUAL2,
+              "default below N 128: variant %d", pn.variant);
         CHECK(!strcmp(qg__pmqa_variant_name(pl.variant), "shared2") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4), "shared4") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_PIPE2), "pipe2") &&
@@ -651,7 +665,8 @@ TEST(gpu_paged_mqa_logits) {
         {16, 2, 32, 32, 1, 1, 500, 0},  {300, 1, 64, 128, 0, 1, 64, 1}, {5, 2, 64, 64, 0, 1, 2000, 0},
         {32, 2, 64, 128, 1, 1, 1000, 1}};
     int failures = 0;
-    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, shared2) */
+    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default: dual2 below 128 columns,
+     * shared2 at 128) */
     static const char *const variants[] = {NULL, "shared4", "pipe2", "dual2"};
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         if (variants[vi])
