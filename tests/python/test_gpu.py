@@ -417,23 +417,31 @@ def test_grouped_masked(expected_m):
 
 @pytest.mark.parametrize("k,expected_m,tile", [(512, 1000, (128, 192, 1)),
                                                 (3072, 1024, (256, 128, 1))])
-def test_grouped_masked_groups_of_1024_rows(k, expected_m, tile):
-    # the heuristic's tiles for masked groups of ~1024 rows (src/config.c: 128x192 with A
-    # multicast; 256x128 with A multicast, skipping the m64 tiles past a group's end, from
-    # K 3072 and 1024 expected rows), one group empty and one full, against the float64
-    # reference
+def test_grouped_masked_groups_of_1024_rows(monkeypatch, k, expected_m, tile):
+    # the heuristic's tiles for masked groups of ~1024 rows without B multicast
+    # (QGEMM_FP8_GROUPED_MCB=0; src/fp8_config.c: 128x192 with A multicast; 256x128 with A
+    # multicast, skipping the m64 tiles past a group's end, from K 3072 and 1024 expected
+    # rows), one group empty and one full, against the float64 reference; then the default
+    # choice (on HBM3e devices such as the H200 B multicast may be picked: 128x192 B, per-tile
+    # pairs), the same check
     seed = random.randrange(2 ** 31)
     m_max, n = 1024, 4096
     counts, a, sfa, b, sfb, masked_m, reference = masked_problem(
         seed, m_max=m_max, n=n, k=k,
         counts=[1000, 0, 1024, random.Random(seed).randrange(129, 1024), 640, 1])
-    cfg = qgemm.select_config(m_max, n, k, kind="masked", num_groups=len(counts),
-                              expected_m=expected_m)
-    assert (cfg["block_m"], cfg["block_n"], cfg["multicast"]) == tile, cfg
-    d = torch.full((len(counts), m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
-    qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, expected_m)
-    torch.cuda.synchronize()
-    assert_masked(d, counts, reference, a, sfa, seed)
+    for mcb in ("0", None):
+        if mcb is None:
+            monkeypatch.delenv("QGEMM_FP8_GROUPED_MCB", raising=False)
+        else:
+            monkeypatch.setenv("QGEMM_FP8_GROUPED_MCB", mcb)
+        cfg = qgemm.select_config(m_max, n, k, kind="masked", num_groups=len(counts),
+                                  expected_m=expected_m)
+        if mcb == "0":
+            assert (cfg["block_m"], cfg["block_n"], cfg["multicast"]) == tile, cfg
+        d = torch.full((len(counts), m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+        qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, expected_m)
+        torch.cuda.synchronize()
+        assert_masked(d, counts, reference, a, sfa, seed, f", QGEMM_FP8_GROUPED_MCB {mcb}, {cfg}")
 
 
 # ---- rejected calls write nothing -------------------------------------------------------
