@@ -3,16 +3,17 @@
 #   bash bench/issue50_hc.sh        (repository root; build/qgemm_tests, the Python extension and
 #                                    .peers built; OUT=dir for the logs)
 # Phase 1 (parallel, <= 55 s): the C GPU tests of every new variant (gpu_hc_prenorm: 13 HC modes /
-#   QGEMM_HC_VARIANT options x 10 cases against fp64; gpu_mqa_logits: pipe / lockstep2 / lockstep4
-#   x 9 cases), while discarded one-iteration passes of the timing scripts fill the JIT caches
+#   QGEMM_HC_VARIANT options x 10 cases against fp64), while discarded one-iteration passes of the timing scripts fill the JIT caches
 #   (qgemm's and DeepGEMM's) so that phase 2 compiles nothing.
 # Phase 2 (alone, <= 60 s; ~30 s with warm caches): the times.
 #   hc_ab.py: the HC variants beside DeepGEMM on its 24 test shapes (CUDA events, 2 x L2 flushed),
 #     one "SUMMARY <column>: DeepGEMM/qgemm geomean .., worst .. (row), rows < 0.95 .., accuracy
 #     PASS|FAIL" line per column;
-#   peers_families.py --kinds hc / mqa with --alt-env: kineto (the issue's numbers), the default
-#     beside one variant ("QGEMM_..=..: DeepGEMM/qgemm geomean .. (worst ..)" lines).
-# HC_ALT / MQA_ALT pick the variants of the kineto passes (defaults below).
+#   peers_families.py --kinds hc with --alt-env: kineto (the issue's numbers), the default
+#     (acc4+fit since 2026-11-28) beside one variant ("QGEMM_..=..: DeepGEMM/qgemm geomean ..
+#     (worst ..)" lines; default: base, the plan before).
+# HC_ALT picks the variant of the kineto pass. (The MQA logits variants this script timed were
+# removed before they ran on a GPU: tag exp/hc-mqa-variants-2026-11-28.)
 set -u
 OUT=${OUT:-/tmp/issue50-hc}
 mkdir -p "$OUT/warm"
@@ -20,12 +21,11 @@ export QGEMM_CACHE_DIR=${QGEMM_CACHE_DIR:-/tmp/qc} DG_JIT_CACHE_DIR=${DG_JIT_CAC
 export PYTHONUNBUFFERED=1
 [ -f .peers/env.sh ] && source .peers/env.sh
 export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH}
-MODES=${MODES:-rounder,rounder/acc2,rounder/acc4,rounder/acc8,rounder/fit,rounder/acc4+fit,rounder/acc4+fit+w1,rounder:2/acc4+fit,rounder:2/acc8+fit,rounder/acc8+fit+k2}
-HC_ALT=${HC_ALT:-QGEMM_HC_VARIANT=acc4+fit}
-MQA_ALT=${MQA_ALT:-QGEMM_MQA_VARIANT=lockstep4}
+MODES=${MODES:-rounder/base,rounder,rounder/acc2,rounder/acc4,rounder/acc8,rounder/fit,rounder/acc4+fit,rounder/acc4+fit+w1,rounder:2/acc4+fit,rounder:2/acc8+fit,rounder/acc8+fit+k2}
+HC_ALT=${HC_ALT:-QGEMM_HC_VARIANT=base}
 T0=$SECONDS
 # ---- phase 1
-( timeout 55 build/qgemm_tests gpu_hc_prenorm gpu_mqa_logits > "$OUT/c-gpu.log" 2>&1
+( timeout 55 build/qgemm_tests gpu_hc_prenorm > "$OUT/c-gpu.log" 2>&1
   echo "c rc=$? t=$((SECONDS - T0))" >> "$OUT/c-gpu.log" ) &
 # the qgemm columns' kernels in two processes (NVRTC is serial in one); DeepGEMM's hc kernels
 # (nvcc) come from the peers_families warm pass
@@ -38,8 +38,6 @@ M1=$(IFS=,; echo "${M[*]:0:$H}"); M2=$(IFS=,; echo "${M[*]:$H}")
 ( timeout 55 python3 bench/peers_families.py --kinds hc --max-rows 8 --iters 1 --alt-env "$HC_ALT" \
     --out "$OUT/warm/hc" > "$OUT/warm/hc.log" 2>&1
   timeout 10 python3 bench/hc_ab.py --modes rounder --iters 1 > "$OUT/warm/hc_ab_dg.log" 2>&1 ) &
-( timeout 55 python3 bench/peers_families.py --kinds mqa --max-rows 8 --iters 1 --alt-env "$MQA_ALT" \
-    --out "$OUT/warm/mqa" > "$OUT/warm/mqa.log" 2>&1 ) &
 wait
 echo "== C GPU tests (t=$((SECONDS - T0)) s)"
 grep -E "^\[ (PASS|FAIL|SKIP)|passed|c rc" "$OUT/c-gpu.log"
@@ -55,9 +53,4 @@ timeout 15 python3 bench/peers_families.py --kinds hc --max-rows 8 --iters 10 --
     --out "$OUT/hc" > "$OUT/hc.log" 2>&1
 echo "rc=$?"; grep -E "^hc " "$OUT/hc/peers-families.txt" 2>/dev/null | cut -c1-170
 grep -A1 "^hc  *kineto" "$OUT/hc/peers-families.txt" 2>/dev/null
-echo "== peers_families mqa, $MQA_ALT (t=$((SECONDS - T0)) s)"
-timeout 20 python3 bench/peers_families.py --kinds mqa --max-rows 8 --iters 10 --alt-env "$MQA_ALT" \
-    --out "$OUT/mqa" > "$OUT/mqa.log" 2>&1
-echo "rc=$?"; grep -E "^mqa " "$OUT/mqa/peers-families.txt" 2>/dev/null | cut -c1-170
-grep -A1 "^mqa  *kineto" "$OUT/mqa/peers-families.txt" 2>/dev/null
 echo "done t=$((SECONDS - T0)) s; logs in $OUT"

@@ -602,7 +602,7 @@ def main() -> int:
     p.add_argument("--max-rows", type=int, default=0, help="at most this many rows per kind, evenly spread over its list (0: all)")
     p.add_argument("--alt-env", default=None, metavar="NAME=VALUE",
                    help="every kind: also time qgemm with NAME=VALUE set around each call (a per-call "
-                        "env knob, e.g. QGEMM_HC_VARIANT=acc4+fit or QGEMM_MQA_VARIANT=lockstep4), in the "
+                        "env knob, e.g. QGEMM_HC_VARIANT=acc4+fit or QGEMM_PMQA_VARIANT=dual2), in the "
                         "columns --old-plan uses")
     p.add_argument("--where", default="", help="keep only the rows whose fields match every field=value pair, "
                    "'|'-separated (e.g. 'expr=fp8 bhr,hdr->bhd'); values compared as text")

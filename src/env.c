@@ -35,10 +35,6 @@
  *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
  *                                            blocks a clustered CTA keeps); another token
  *                                            fails the call with a message naming it
- *   QGEMM_MQA_VARIANT   (unset: pipe)        fp8_mqa_logits' organisation (A/B measurements):
- *                                            pipe (2 math warpgroups, two accumulator sets),
- *                                            lockstep2, lockstep4 (DeepGEMM's four); another
- *                                            value fails the call with a message naming it
  *   QGEMM_PMQA_VARIANT  (unset: dual2 below  the paged MQA logits kernel's organisation (A/B
  *                       128 columns, else shared2)
  *                                            measurements): shared2 (2 math warpgroups, one
@@ -119,7 +115,6 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated base (none), acc2, acc4, "
      "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
      "K blocks a clustered CTA keeps)", "acc4+fit (split mode: fit)"},
-    {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe, lockstep2 or lockstep4", "pipe"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, pipe2 or dual2",
      "dual2 below next_n x heads = 128, else shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",

@@ -30,29 +30,7 @@
  * source does not depend on them); the grid is computed per call. */
 typedef struct {
     int heads, head_dim, compressed, clean, logits_bf16, num_sms;
-    int variant; /* -1: the planner's; else QG_MQA_VARIANT_* (QGEMM_MQA_VARIANT) */
 } mqa_key;
-
-/* QGEMM_MQA_VARIANT (src/env.c), A/B runs: unset -> -1 (the planner's
- * organisation, pipe); "pipe", "lockstep2" or "lockstep4" (DeepGEMM's four
- * math warpgroups). Returns false for any other value. */
-static bool mqa_env_variant(int *variant) {
-    *variant = -1;
-    const char *v = qg__env_string("QGEMM_MQA_VARIANT");
-    if (!v) return true;
-    static const struct {
-        const char *name;
-        int variant;
-    } names[] = {{"pipe", QG_MQA_VARIANT_PIPE},
-                 {"lockstep2", QG_MQA_VARIANT_LOCKSTEP2},
-                 {"lockstep4", QG_MQA_VARIANT_LOCKSTEP4}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
-        if (!strcmp(v, names[i].name)) {
-            *variant = names[i].variant;
-            return true;
-        }
-    return false;
-}
 
 /* Paged MQA logits: the SM count is the schedule's CTA count; variant:
  * QG_PMQA_VARIANT_* (QGEMM_PMQA_VARIANT). */
@@ -159,8 +137,6 @@ static qg_status mqa_plan_of(const mqa_key *k, qg_mqa_plan *plan) {
                      k->num_sms, plan, &why) != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED, "no MQA logits kernel for %d heads of dim %d: %s",
                         k->heads, k->head_dim, why);
-    if (k->variant >= 0 && qg__mqa_plan_variant(plan, k->variant) != 0)
-        return qg__fail(QG_ERROR_INTERNAL, "MQA logits variant %d unknown", k->variant);
     return QG_SUCCESS;
 }
 
@@ -386,9 +362,6 @@ static qg_status mqa_check(const qg_context *ctx, const qg_mqa_logits_args *a, b
     key->clean = a->clean;
     key->logits_bf16 = a->logits_bf16;
     key->num_sms = sms_of(ctx);
-    if (!mqa_env_variant(&key->variant))
-        return BAD("%s: QGEMM_MQA_VARIANT='%.64s' is not pipe, lockstep2 or lockstep4", fn,
-                   qg__env_string("QGEMM_MQA_VARIANT"));
     if (!pointers || a->seq_len == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->q, 16, "q"},           {a->kv, 16, "kv"},
                               {a->kv_scales, 16, "kv_scales"}, {a->weights, 4, "weights"},

@@ -271,25 +271,6 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_MODE");
         unsetenv("QGEMM_HC_VARIANT");
     }
-    { /* QGEMM_MQA_VARIANT: the three names pass the checks; any other value
-       * fails the call, naming the variable and the value */
-        qg_mqa_logits_args m = good_mqa();
-        static const char *const good[] = {"pipe", "lockstep2", "lockstep4"};
-        for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
-            setenv("QGEMM_MQA_VARIANT", good[i], 1);
-            qg_status s = qg_fp8_mqa_logits(ctx, &m, NULL);
-            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_MQA_VARIANT=%s: %s (%s)", good[i],
-                  qg_status_string(s), qg_last_error());
-        }
-        static const char *const bad[] = {"lockstep3", "PIPE", "pipe2"};
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
-            setenv("QGEMM_MQA_VARIANT", bad[i], 1);
-            qg_status s = qg_fp8_mqa_logits(ctx, &m, NULL);
-            CHECK(s == INV && strstr(qg_last_error(), "QGEMM_MQA_VARIANT"),
-                  "QGEMM_MQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s), qg_last_error());
-        }
-        unsetenv("QGEMM_MQA_VARIANT");
-    }
     { /* QGEMM_PMQA_VARIANT: the four names pass the checks; any other value
        * (the removed split4 / split2 too) fails the logits call (not the
        * schedule's), naming the variable and the value */
@@ -515,40 +496,6 @@ TEST(pmqa_compile_every_variant) {
     PASS();
 }
 
-/* Every MQA logits organisation selectable by QGEMM_MQA_VARIANT (the
- * default, pipe, is in indexer_compile_every_variant): no spill, no stack,
- * no warning, wgmma and TMA in the PTX; registers printed for each. */
-TEST(mqa_compile_every_variant) {
-    qgtk_compile_sweep sw;
-    CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
-          qg_last_error());
-    static const char *const variants[] = {"lockstep2", "lockstep4"};
-    static const int M[][5] = {/* H, D, clean, compressed, bf16 */
-                               {64, 128, 1, 0, 0}, {64, 64, 0, 0, 0}, {64, 32, 0, 1, 1},
-                               {32, 128, 1, 0, 1}, {32, 64, 0, 0, 0}, {64, 64, 1, 0, 1}};
-    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
-        setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
-        for (size_t i = 0; i < sizeof M / sizeof M[0]; ++i) {
-            qg_mqa_logits_args a = good_mqa();
-            a.heads = M[i][0], a.head_dim = M[i][1], a.ld_kv = M[i][1], a.ld_weights = M[i][0];
-            a.clean = M[i][2], a.max_seqlen_k = M[i][3] ? 512 : 0, a.logits_bf16 = M[i][4];
-            qg_kernel_info info;
-            memset(&info, 0, sizeof info);
-            qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_MQA_LOGITS, &a, &info);
-            char what[96];
-            snprintf(what, sizeof what, "mqa %s H %d D %d%s%s %s", variants[vi], a.heads,
-                     a.head_dim, a.clean ? " clean" : "", M[i][3] ? " compressed" : "",
-                     a.logits_bf16 ? "bf16" : "fp32");
-            qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
-        }
-    }
-    unsetenv("QGEMM_MQA_VARIANT");
-    printf("    %d MQA variants, %d failures\n", sw.checked, sw.failures);
-    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
-    qgtk_compile_sweep_close(&sw);
-    PASS();
-}
-
 /* Every HC rounding scheme (QGEMM_HC_MODE) on the shapes whose plans
  * differ most (DeepGEMM's headline, its split form, every N, short K, 1 and
  * 2 math warpgroups, clusters): compiled offline, no spill, no stack, no
@@ -626,27 +573,17 @@ TEST(gpu_mqa_logits) {
         {256, 2048, 64, 32, 1, 1, 0}, {3, 129, 64, 64, 1, 2, 0},     {1, 1, 32, 128, 0, 1, 0},
         {300, 513, 64, 128, 0, 2, 0}, {64, 2048, 32, 128, 1, 1, 0},  {99, 257, 64, 64, 0, 0, 0}};
     int failures = 0;
-    /* every organisation (QGEMM_MQA_VARIANT; unset = the default, pipe) */
-    static const char *const variants[] = {NULL, "lockstep2", "lockstep4"};
-    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
-        if (variants[vi])
-            setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
-        else
-            unsetenv("QGEMM_MQA_VARIANT");
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-            const qgtk_mqa_case *c = &cases[i];
-            const qgtk_case_opts opts = {.seed = 50 + i};
-            qgtk_case_result res;
-            const bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
-            printf("    %s mqa [%s] sq %d skv %d H %d D %d %s %s: diff %.2g %s\n", ok ? "ok  " : "FAIL",
-                   variants[vi] ? variants[vi] : "default", c->seq_len, c->seq_len_kv, c->heads,
-                   c->head_dim, c->bf16 ? "bf16" : "fp32",
-                   c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", res.diff,
-                   ok ? "" : res.why);
-            failures += !ok;
-        }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        const qgtk_mqa_case *c = &cases[i];
+        const qgtk_case_opts opts = {.seed = 50 + i};
+        qgtk_case_result res;
+        const bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
+        printf("    %s mqa sq %d skv %d H %d D %d %s %s: diff %.2g %s\n", ok ? "ok  " : "FAIL",
+               c->seq_len, c->seq_len_kv, c->heads, c->head_dim, c->bf16 ? "bf16" : "fp32",
+               c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", res.diff,
+               ok ? "" : res.why);
+        failures += !ok;
     }
-    unsetenv("QGEMM_MQA_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d MQA cases failed", failures);
