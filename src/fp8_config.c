@@ -378,6 +378,13 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                        const qg_config *cfg, qg_kernel_plan *out) {
     qg_problem batched;
     qg_status batched_st;
+    /* (the batched kernel, QG_KIND 5, pairs tiles along N only: its masked
+     * view would accept the m-grouped layouts' per-tile B pairs) */
+    if (p->kind == QG_GEMM_FP8_BATCHED && cfg->multicast == QG_MULTICAST_B)
+        return qg__fail(QG_ERROR_UNSUPPORTED,
+                        "config: multicast B is for the dense, weight-gradient, contiguous, masked "
+                        "and psum GEMMs, not the batched one (its kernel pairs tiles along N "
+                        "only: multicast A)");
     if (batched_view(p, d_fp8, &batched, &batched_st))
         return batched_st ? batched_st : qg__plan_out(props, &batched, d_fp8, cfg, out);
     const int bm = cfg->block_m, bn = cfg->block_n;
@@ -967,6 +974,10 @@ qg_status qg__select_avoiding(const qg_device_props *props, int num_sms, const q
  * candidates: whole 128-column groups (split-K too), and 64 or 32 columns
  * whose group a cluster splits (no multicast, no split-K), counted in the
  * scheduler's padded n-blocks (sched_n_blocks). */
+static qg_status select_out(const qg_device_props *props, int num_sms, const qg_problem *p,
+                            int d_fp8, const qg_config *avoid, int num_avoid, qg_config *out,
+                            qg_kernel_plan *plan, bool batched_kernel);
+
 qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_problem *p, int d_fp8,
                          const qg_config *avoid, int num_avoid, qg_config *out,
                          qg_kernel_plan *plan) {
@@ -974,7 +985,16 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     qg_status batched_st;
     if (batched_view(p, d_fp8, &batched, &batched_st))
         return batched_st ? batched_st
-                          : qg__select_out(props, num_sms, &batched, d_fp8, avoid, num_avoid, out, plan);
+                          : select_out(props, num_sms, &batched, d_fp8, avoid, num_avoid, out, plan,
+                                       true);
+    return select_out(props, num_sms, p, d_fp8, avoid, num_avoid, out, plan, false);
+}
+
+/* batched_kernel: p is the batched GEMM's masked view (batched_view), whose
+ * kernel has no B pairs: B multicast is never a candidate. */
+static qg_status select_out(const qg_device_props *props, int num_sms, const qg_problem *p,
+                            int d_fp8, const qg_config *avoid, int num_avoid, qg_config *out,
+                            qg_kernel_plan *plan, bool batched_kernel) {
     /* psum: rows per group from the hint, else the average (M_total / G). */
     const int rows = walks_groups(p->kind) && p->expected_m > 0 ? p->expected_m
                      : p->kind == QG_GEMM_GROUPED_PSUM ? ceil_div(p->m, p->num_groups)
@@ -990,7 +1010,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
     const qg_gemm_kind rate_kind =
         p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
-    const bool grouped_mcb = qg__fp8_grouped_mcb(props, p->kind, d_fp8);
+    const bool grouped_mcb = !batched_kernel && qg__fp8_grouped_mcb(props, p->kind, d_fp8);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;

@@ -144,6 +144,30 @@ TEST(fp8_batched_argument_validation) {
     REFUSED(ctx, c, &cfg, QG_ERROR_NO_DEVICE, "forced configuration", "legal");
     cfg = (qg_config){.block_m = 128, .block_n = 64, .multicast = QG_MULTICAST_B};
     REFUSED(ctx, c, &cfg, QG_ERROR_UNSUPPORTED, "multicast B", "dense");
+    { /* the heuristic plans the batched GEMM as the masked layout, where B
+       * multicast is on by default on an H200 (QGEMM_FP8_GROUPED_MCB): the
+       * batched kernel has no B pairs, so it never picks it (the fp8_einsum
+       * shapes of DeepGEMM's tests and DeepSeek's 128 heads) */
+        qg_device_props props = {.sm_count = 132, .cc_major = 9, .cc_minor = 0,
+                                 .smem_optin_bytes = 232448, .l2_bytes = 50u << 20,
+                                 .dram_gbps = 4915};
+        qg_context *h200 = NULL;
+        CHECK(qg_context_create_offline(&h200, &props) == QG_SUCCESS, "%s", qg_last_error());
+        static const int shapes[][4] = {/* G, M, N, K */
+                                        {8, 4096, 1024, 4096}, {8, 8192, 1024, 4096},
+                                        {128, 4096, 512, 128},  {8, 128, 1024, 4096},
+                                        {16, 1024, 7168, 2048}};
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
+            const qg_problem bp = {QG_GEMM_FP8_BATCHED, shapes[i][1], shapes[i][2], shapes[i][3],
+                                   shapes[i][0], 0, 0};
+            qg_config pick;
+            CHECK(qg_select_config(h200, &bp, &pick) == QG_SUCCESS, "%s", qg_last_error());
+            CHECK(pick.multicast != QG_MULTICAST_B, "batched %d x %dx%dx%d picked %dx%d B",
+                  shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], pick.block_m,
+                  pick.block_n);
+        }
+        qg_context_destroy(h200);
+    }
     cfg = (qg_config){.block_m = 128, .block_n = 64, .split_k = 2};
     REFUSED(ctx, c, &cfg, QG_ERROR_UNSUPPORTED, "split_k", "dense");
     /* the kind has no e4m3-D or SwiGLU kernel */
