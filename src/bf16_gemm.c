@@ -272,26 +272,6 @@ typedef struct {
     size_t ws_bytes;
 } batch_strides;
 
-/* A batch stride: >= 0, whole 16-byte units, below TMA's 2^40 bytes. */
-static qg_status check_batch_stride(int64_t stride, int elem_bytes, const char *fn,
-                                    const char *name) {
-    if (stride < 0 || stride > ((int64_t)1 << 40) / elem_bytes || (stride * elem_bytes) % 16)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: %s must be >= 0, a multiple of 16 bytes (%d elements) and below "
-                        "2^40 bytes, got %lld", fn, name, 16 / elem_bytes, (long long)stride);
-    return QG_SUCCESS;
-}
-
-/* The bytes a batched operand spans: batch 0's matrix, extended by the
- * strides of the batches after it. */
-static qg_byte_range batched_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
-                                   uint64_t ld, uint64_t elem_bytes, uint64_t batches,
-                                   int64_t stride) {
-    qg_byte_range r = qg__matrix_range(name, ptr, rows, cols, ld, elem_bytes);
-    if (r.end > r.begin && batches > 1) r.end += (uintptr_t)((batches - 1) * (uint64_t)stride * elem_bytes);
-    return r;
-}
-
 static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args *a,
                             bool pointers, const char *fn, const batch_strides *bs,
                             bf16_key *key) {
@@ -417,9 +397,9 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const int d_bytes = a->d_fp32 ? 4 : 2;
     qg_status st;
     if (batched && bs &&
-        ((st = check_batch_stride(bs->a, 2, fn, "batch_stride_a")) ||
-         (st = check_batch_stride(bs->b, 2, fn, "batch_stride_b")) ||
-         (!split_sum && (st = check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d")))))
+        ((st = qg__check_batch_stride(bs->a, 2, fn, "batch_stride_a")) ||
+         (st = qg__check_batch_stride(bs->b, 2, fn, "batch_stride_b")) ||
+         (!split_sum && (st = qg__check_batch_stride(bs->d, d_bytes, fn, "batch_stride_d")))))
         return st;
     if ((st = qg__check_ld(a->lda, a_mn ? a->m : a->k, 2, fn, "lda", a_mn ? "m" : "k")) ||
         (st = qg__check_ld(a->ldb, b_mn ? a->n : a->k, 2, fn, "ldb", b_mn ? "n" : "k")) ||
@@ -505,15 +485,15 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     }
     if (!empty) {
         const uint64_t nb = batched ? g : 1;
-        qg_byte_range d_range = batched_range("d", a->d, d_rows, (uint64_t)a->n, (uint64_t)a->ldd,
-                                              (uint64_t)d_bytes, split_sum ? 1 : nb,
-                                              batched && !split_sum ? bs->d : 0);
+        qg_byte_range d_range =
+            qg__batched_range("d", a->d, d_rows, (uint64_t)a->n, (uint64_t)a->ldd,
+                              (uint64_t)d_bytes, split_sum ? 1 : nb, batched && !split_sum ? bs->d : 0);
         qg_byte_range in[5];
         int n_in = 0;
-        in[n_in++] = batched_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2, nb,
-                                   batched ? bs->a : 0);
-        in[n_in++] = batched_range("b", a->b, b_rows, b_cols, (uint64_t)a->ldb, 2, nb,
-                                   batched ? bs->b : 0);
+        in[n_in++] = qg__batched_range("a", a->a, a_rows, a_cols, (uint64_t)a->lda, 2, nb,
+                                       batched ? bs->a : 0);
+        in[n_in++] = qg__batched_range("b", a->b, b_rows, b_cols, (uint64_t)a->ldb, 2, nb,
+                                       batched ? bs->b : 0);
         if (kind == QG_GEMM_GROUPED_CONTIGUOUS)
             in[n_in++] = qg__matrix_range("m_indices", a->m_indices, 1, (uint64_t)a->m, (uint64_t)a->m, 4);
         if (masked) in[n_in++] = qg__matrix_range("masked_m", a->masked_m, 1, g, g, 4);

@@ -345,36 +345,13 @@ typedef struct {
     int64_t a, b, d;
 } batch_strides;
 
-/* A batch stride: >= 0, whole 16-byte units, below TMA's 2^40 bytes. */
-static qg_status check_batch_stride(int64_t stride, int elem_bytes, const char *fn,
-                                    const char *name) {
-    if (stride < 0 || stride >= ((int64_t)1 << 40) / elem_bytes || (stride * elem_bytes) % 16)
-        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: %s must be >= 0, a multiple of 16 bytes (%d elements) and below "
-                        "2^40 bytes, got %lld", fn, name, 16 / elem_bytes, (long long)stride);
-    return QG_SUCCESS;
-}
-
-/* The bytes a batched operand spans: batch 0's matrix, extended by the
- * strides of the batches after it (saturating at the address space). */
-static qg_byte_range batched_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
-                                   uint64_t ld, uint64_t elem_bytes, uint64_t batches,
-                                   int64_t stride) {
-    qg_byte_range r = qg__matrix_range(name, ptr, rows, cols, ld, elem_bytes);
-    if (r.end > r.begin && batches > 1) {
-        const uint64_t extra = (batches - 1) * (uint64_t)stride * elem_bytes; /* < 2^52 */
-        r.end = extra > (uint64_t)(UINTPTR_MAX - r.end) ? UINTPTR_MAX : r.end + (uintptr_t)extra;
-    }
-    return r;
-}
-
 /* The batched GEMM: the layout's own rules (its strides, the fields it does
  * not take) and D's extent over all batches against every input's. */
 static qg_status check_batched(const qg_gemm_args *a, const batch_strides *bs, const char *fn) {
     qg_status st;
-    if ((st = check_batch_stride(bs->a, 1, fn, "batch_stride_a")) ||
-        (st = check_batch_stride(bs->b, 1, fn, "batch_stride_b")) ||
-        (st = check_batch_stride(bs->d, 2, fn, "batch_stride_d")))
+    if ((st = qg__check_batch_stride(bs->a, 1, fn, "batch_stride_a")) ||
+        (st = qg__check_batch_stride(bs->b, 1, fn, "batch_stride_b")) ||
+        (st = qg__check_batch_stride(bs->d, 2, fn, "batch_stride_d")))
         return st;
     const char *extra = a->m_indices ? "m_indices" : a->masked_m ? "masked_m"
                         : a->group_ends ? "group_ends" : a->c ? "c" : a->ks ? "ks" : NULL;
@@ -394,10 +371,10 @@ static qg_status check_batched_overlap(const qg_gemm_args *a, const batch_stride
     if (a->m <= 0 || a->n <= 0) return QG_SUCCESS; /* nothing is written */
     const uint64_t g = (uint64_t)a->num_groups, m = (uint64_t)a->m, n = (uint64_t)a->n;
     const uint64_t k = (uint64_t)a->k, kb = (k + 127) / 128, nb = (n + 127) / 128;
-    const qg_byte_range d = batched_range("d", a->d, m, n, (uint64_t)a->ldd, 2, g, bs->d);
+    const qg_byte_range d = qg__batched_range("d", a->d, m, n, (uint64_t)a->ldd, 2, g, bs->d);
     const qg_byte_range in[4] = {
-        batched_range("a", a->a, m, k, (uint64_t)a->lda, 1, g, bs->a),
-        batched_range("b", a->b, n, k, (uint64_t)a->ldb, 1, g, bs->b),
+        qg__batched_range("a", a->a, m, k, (uint64_t)a->lda, 1, g, bs->a),
+        qg__batched_range("b", a->b, n, k, (uint64_t)a->ldb, 1, g, bs->b),
         qg__matrix_range("sfa", a->sfa, g * kb, m, (uint64_t)a->sfa_ld, 4),
         qg__matrix_range("sfb", a->sfb, 1, g * nb * kb, g * nb * kb, 4),
     };

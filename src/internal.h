@@ -207,6 +207,15 @@ typedef struct {
  * (saturated); empty for a NULL ptr or no rows or columns. */
 qg_byte_range qg__matrix_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
                                uint64_t ld, uint64_t elem_bytes);
+/* The bytes a batched operand spans: batch 0's matrix (qg__matrix_range),
+ * extended by the `stride` elements of each of the batches after it
+ * (saturating at the address space; stride checked by qg__check_batch_stride). */
+qg_byte_range qg__batched_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
+                                uint64_t ld, uint64_t elem_bytes, uint64_t batches, int64_t stride);
+/* A batch stride in elements of elem_bytes: >= 0, whole 16-byte units (TMA),
+ * below 2^40 bytes. @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT naming
+ * `name` and `fn`. */
+qg_status qg__check_batch_stride(int64_t stride, int elem_bytes, const char *fn, const char *name);
 /* QG_ERROR_INVALID_ARGUMENT, naming both arguments and `fn`, when the output
  * range `out` overlaps any of inputs[0..num_inputs); empty ranges overlap
  * nothing, and inputs may overlap each other. @return QG_SUCCESS otherwise. */

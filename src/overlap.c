@@ -29,6 +29,24 @@ static uint64_t mul_add_sat(uint64_t a, uint64_t b, uint64_t c) {
     return p > UINT64_MAX - c ? UINT64_MAX : p + c;
 }
 
+qg_status qg__check_batch_stride(int64_t stride, int elem_bytes, const char *fn, const char *name) {
+    if (stride < 0 || stride >= ((int64_t)1 << 40) / elem_bytes || (stride * elem_bytes) % 16)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: %s must be >= 0, a multiple of 16 bytes (%d elements) and below "
+                        "2^40 bytes, got %lld", fn, name, 16 / elem_bytes, (long long)stride);
+    return QG_SUCCESS;
+}
+
+qg_byte_range qg__batched_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
+                                uint64_t ld, uint64_t elem_bytes, uint64_t batches, int64_t stride) {
+    qg_byte_range r = qg__matrix_range(name, ptr, rows, cols, ld, elem_bytes);
+    if (r.end > r.begin && batches > 1) {
+        const uint64_t extra = (batches - 1) * (uint64_t)stride * elem_bytes; /* < 2^52 */
+        r.end = extra > (uint64_t)(UINTPTR_MAX - r.end) ? UINTPTR_MAX : r.end + (uintptr_t)extra;
+    }
+    return r;
+}
+
 qg_byte_range qg__matrix_range(const char *name, const void *ptr, uint64_t rows, uint64_t cols,
                                uint64_t ld, uint64_t elem_bytes) {
     qg_byte_range r = {name, (uintptr_t)ptr, (uintptr_t)ptr};
