@@ -1,18 +1,19 @@
 #!/bin/bash
-# bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT: shared2, the
-# default; pipe2; dual2; shared4) checked and timed beside DeepGEMM in one GPU run. Checks first
+# bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT: shared2;
+# dual2; shared4; unset: dual2 below next_n x H = 128, shared2 at 128; pipe2 was removed, tag
+# exp/pmqa-pipe2-2026-11-28) checked and timed beside DeepGEMM in one GPU run. Checks first
 # (each bounded by timeout: a hung variant costs its limit, not the run): the C GPU test (every
 # variant, bitwise repeats, graph replay with new context_lens), then pytest -k paged restricted
 # to PYK (each new variant also compared bitwise with the default); then
 # bench/peers_families.py --kinds paged-mqa under each of VARIANTS.
 #   usage (repository root, H200): bash bench/pmqa_variants.sh   [OUT=dir] [ROWS=8] [ITERS=10]
-#     [VARIANTS="shared2 pipe2 dual2"] [PYK="paged and (pipe2 or dual2) and (700 or 2000)"; PYK= skips pytest] [BUILD=1]
+#     [VARIANTS="shared2 dual2"] [PYK="paged and (shared2 or dual2) and (700 or 2000)"; PYK= skips pytest] [BUILD=1]
 set -u
 OUT=${OUT:-/tmp/pmqa-variants}
 ROWS=${ROWS:-8}
 ITERS=${ITERS:-10}
-VARIANTS=${VARIANTS:-"shared2 pipe2 dual2"}
-PYK=${PYK-"paged and (pipe2 or dual2) and (700 or 2000)"}
+VARIANTS=${VARIANTS:-"shared2 dual2"}
+PYK=${PYK-"paged and (shared2 or dual2) and (700 or 2000)"}
 mkdir -p "$OUT"
 export QGEMM_CACHE_DIR=${QGEMM_CACHE_DIR:-/tmp/qc} DG_JIT_CACHE_DIR=${DG_JIT_CACHE_DIR:-/tmp/dgc}
 export PYTHONUNBUFFERED=1

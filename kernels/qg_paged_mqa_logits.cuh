@@ -26,10 +26,11 @@
  * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
  * instead; QG_PMQA_MATH_WGS (2 or 4, default 2: the 2026-11-28 path; 4 is
  * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
- * wgmma -> epilogue round hidden behind three others); QG_PMQA_PIPE (0 or 1:
- * two accumulator sets a math warpgroup, qg_pmqa_math_pipe) and QG_PMQA_CTAS
- * (1 or 2 CTAs an SM, below: the organisations pipe2 and dual2 of
- * src/indexer_plan.h). 128 x (W + 1)
+ * wgmma -> epilogue round hidden behind three others); QG_PMQA_CTAS (1 or 2
+ * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h). The
+ * organisation with two accumulator sets a math warpgroup (pipe2,
+ * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
+ * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
  * threads: math warpgroups 0 .. W - 1 take the CTA's units in turn (unit u ->
  * warpgroup u % W, stage u % QG_PMQA_STAGES), warpgroup W's
  * first warp loads (TMA: q once per batch segment, per unit the kv block
@@ -137,11 +138,6 @@ static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
 #define QG_PMQA_MATH_WGS 2
 #endif
 static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpgroups");
-#ifndef QG_PMQA_PIPE
-#define QG_PMQA_PIPE 0
-#endif
-static_assert(QG_PMQA_PIPE == 0 || (QG_PMQA_PIPE == 1 && QG_PMQA_MATH_WGS == 2),
-              "the pipelined organisation has 2 math warpgroups");
 /* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
  * 2r + p takes the units of range r with index = p mod 2, so the schedule
  * (one range per SM) and its contract stay as they are, and each SM runs
@@ -150,8 +146,8 @@ static_assert(QG_PMQA_PIPE == 0 || (QG_PMQA_PIPE == 1 && QG_PMQA_MATH_WGS == 2),
 #ifndef QG_PMQA_CTAS
 #define QG_PMQA_CTAS 1
 #endif
-static_assert(QG_PMQA_CTAS == 1 || (QG_PMQA_CTAS == 2 && QG_PMQA_MATH_WGS == 2 && !QG_PMQA_PIPE),
-              "two CTAs per SM: the 2-warpgroup organisation without QG_PMQA_PIPE");
+static_assert(QG_PMQA_CTAS == 1 || (QG_PMQA_CTAS == 2 && QG_PMQA_MATH_WGS == 2),
+              "two CTAs per SM: the 2-warpgroup organisation");
 /* QG_PMQA_NSPLIT (QG_PMQA_CTAS 2 at N = 128, i.e. next_n 2, H 64): a unit
  * runs as two wgmma.m64n64 passes, one per query n (32 accumulators, the
  * weights read from L1 where used), so the math fits the 80 registers of
@@ -161,8 +157,8 @@ static_assert(QG_PMQA_CTAS == 1 || (QG_PMQA_CTAS == 2 && QG_PMQA_MATH_WGS == 2 &
 #else
 #define QG_PMQA_NSPLIT 0
 #endif
-/* the producer reads the block table a window ahead (the new organisations) */
-#define QG_PMQA_BT_AHEAD (QG_PMQA_PIPE || QG_PMQA_CTAS == 2)
+/* the producer reads the block table a window ahead (dual2) */
+#define QG_PMQA_BT_AHEAD (QG_PMQA_CTAS == 2)
 static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQA_MATH_WGS,
               "stages a multiple of the math warpgroups (unit u -> warpgroup u % W)");
 
@@ -181,13 +177,6 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
  * accumulators + 32 weights + addressing need more than 112) */
 #define QG_PMQA_PRODUCER_REGS 24
 #define QG_PMQA_MATH_REGS 120
-#endif
-#if QG_PMQA_PIPE && QG_PMQA_NEXT_N * QG_PMQA_H == 128
-/* 384 threads: 128 x 40 + 256 x 232 <= 64K registers (two sets of 64
- * accumulators + 32 weights + addressing need more than the 168 of an even
- * split) */
-#define QG_PMQA_PRODUCER_REGS 40
-#define QG_PMQA_MATH_REGS 232
 #endif
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
@@ -307,20 +296,22 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
     }
 }
 
-/* One unit of a math warpgroup, in two halves (QG_PMQA_PIPE runs the first
- * of the next unit between them). qg_pmqa_issue: wait for the kv stage
- * behind `full`, one wgmma.m64nNk32 per 32 of D into acc, committed as one
- * group. qg_pmqa_finish (the group has completed, sc0 / sc1 read from the
- * stage): release the stage, then relu * weight summed over heads
- * (in-thread, then the quad's shfl_xor 1, 2: a fixed order, bitwise
- * reproducible; every variant the same) times the key's scale, stored.
- * wt(j, e): the weight of this lane's column 8j + 2t + e. This thread's
- * offsets come folded in (fewer live registers in the loop): sc = the
- * stage's scales + row0, dst = its row + row0 + 8 half; it stores key key0
- * of dst if key0 < lim_ctx (the clean form: -inf if not, while key0 <
- * lim_max); a thread that stores nothing has both below any key0. */
-QG_DEVICE void qg_pmqa_issue(float (&acc)[QG_PMQA_ACC], uint64_t *full, uint32_t parity,
-                             uint32_t q_lo, uint32_t kv_lo) {
+/* One unit of a math warpgroup: wait for the kv stage behind `full`, one
+ * wgmma.m64nNk32 per 32 of D into acc, committed as one group and waited
+ * for (sc0 / sc1 read from the stage meanwhile); release the stage, then
+ * relu * weight summed over heads (in-thread, then the quad's shfl_xor 1,
+ * 2: a fixed order, bitwise reproducible; every variant the same) times the
+ * key's scale, stored. wt(j, e): the weight of this lane's column 8j + 2t +
+ * e. This thread's offsets come folded in (fewer live registers in the
+ * loop): sc = the stage's scales + row0, dst = its row + row0 + 8 half; it
+ * stores key key0 of dst if key0 < lim_ctx (the clean form: -inf if not,
+ * while key0 < lim_max); a thread that stores nothing has both below any
+ * key0. */
+template <typename Weight>
+QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
+                               uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
+                               uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
+                               int lim_ctx, int lim_max) {
     qg_mbarrier_wait(full, parity);
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
@@ -332,12 +323,9 @@ QG_DEVICE void qg_pmqa_issue(float (&acc)[QG_PMQA_ACC], uint64_t *full, uint32_t
     qg_wgmma_commit();
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
-}
-
-template <typename Weight>
-QG_DEVICE void qg_pmqa_finish(const float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *empty,
-                              float sc0, float sc1, int my_n, int my_half, int key0,
-                              qg_plogit_t *dst, int lim_ctx, int lim_max) {
+    /* the scales while the tensor core runs */
+    const float sc0 = sc[0], sc1 = sc[8];
+    qg_wgmma_wait0();
     qg_mbarrier_arrive(empty);
 
     float v = 0.0f;
@@ -363,19 +351,6 @@ QG_DEVICE void qg_pmqa_finish(const float (&acc)[QG_PMQA_ACC], const Weight &wt,
     (void)lim_max;
     if (key0 < lim_ctx) qg_pmqa_store(dst + key0, v);
 #endif
-}
-
-/* Both halves back to back (the organisations without QG_PMQA_PIPE). */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
-                               uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
-                               uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
-                               int lim_ctx, int lim_max) {
-    qg_pmqa_issue(acc, full, parity, q_lo, kv_lo);
-    /* the scales while the tensor core runs */
-    const float sc0 = sc[0], sc1 = sc[8];
-    qg_wgmma_wait0();
-    qg_pmqa_finish(acc, wt, empty, sc0, sc1, my_n, my_half, key0, dst, lim_ctx, lim_max);
 }
 
 #if QG_PMQA_NSPLIT
@@ -446,114 +421,6 @@ QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_UACC], const Weight &wt, uint64
                     my_half < 2 ? max_context_len - row0 - 8 * my_half : -0x7fffffff);
 }
 
-#if QG_PMQA_PIPE
-/* The math warpgroups of QG_PMQA_PIPE 1: two accumulator sets a warpgroup.
- * Inside a batch segment the warpgroup's units are k = kb + off, + 2, ...
- * (CTA unit u = u_base + off + 2i: warpgroup u % 2, stage u % STAGES, the
- * same numbering as the producer's); the wgmma of its next unit is issued
- * before the epilogue of the current one (wgmma.wait_group 1), so the
- * tensor core and the other warpgroup's work cover each epilogue and each
- * kv wait. A segment drains (wait_group 0) before its q stage is released
- * and the next segment's weights replace these. */
-QG_DEVICE void qg_pmqa_math_pipe(qg_pmqa_walk &wk, const float *smem_sc, uint64_t *q_full,
-                                 uint64_t *q_empty, uint64_t *kv_full, uint64_t *kv_empty,
-                                 const float *__restrict__ weights, int64_t ld_weights,
-                                 const int *__restrict__ context_lens,
-                                 qg_plogit_t *__restrict__ logits, int64_t ld_logits, int batch,
-                                 int max_context_len, uint32_t q_lo0, uint32_t kv_lo0, int wg,
-                                 int t, int row0, int my_n, int my_half) {
-    float acc_a[QG_PMQA_ACC], acc_b[QG_PMQA_ACC];
-    float w[QG_PMQA_N / 4] = {}; /* set at each segment */
-    const auto wt = [&](int j, int e) { return w[2 * j + e]; };
-    const float *sc_row = smem_sc + row0;
-    int u_base = 0, g = 0;
-    while (!wk.done()) {
-        const int b = wk.b, kb = wk.k;
-        const int ke = b == wk.end_b ? min(wk.end_k, wk.nb) : wk.nb; /* kb < ke */
-        /* weights of this lane's columns c = 8j + 2t + e: row b * NEXT_N +
-         * c / H, head c % H (their loads run under the q wait and the first
-         * wgmma) */
-#pragma unroll
-        for (int j = 0; j < QG_PMQA_N / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int c = 8 * j + 2 * t + e;
-                w[2 * j + e] = __ldg(weights + (int64_t)(b * QG_PMQA_NEXT_N + c / QG_PMQA_H) * ld_weights +
-                                     c % QG_PMQA_H);
-            }
-        const int my_ctx = qg_pmqa_ctx(context_lens, b, my_n, max_context_len);
-        const int lane_key = row0 + 8 * my_half;
-        const int lim_ctx = my_half < 2 ? my_ctx - lane_key : -0x7fffffff;
-        const int lim_max = my_half < 2 ? max_context_len - lane_key : -0x7fffffff;
-        qg_plogit_t *dst = logits + (int64_t)(b * QG_PMQA_NEXT_N + my_n) * ld_logits + lane_key;
-        const int qs = g & 1;
-        qg_mbarrier_wait(&q_full[qs], (g >> 1) & 1);
-        const uint32_t q_lo = q_lo0 + qs * (QG_PMQA_SMEM_Q >> 4);
-        const int off = (wg - u_base) & 1;
-        const int n = ke - kb > off ? (ke - kb - off + 1) / 2 : 0; /* this warpgroup's units */
-        const int k0 = kb + off, u0 = u_base + off;
-        /* unit i of the warpgroup into `acc`; returns its stage */
-        auto issue = [&](float (&acc)[QG_PMQA_ACC], int i) {
-            const int u = u0 + 2 * i, s = u % QG_PMQA_STAGES;
-            qg_pmqa_issue(acc, &kv_full[s], (u / QG_PMQA_STAGES) & 1, q_lo,
-                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4));
-            return s;
-        };
-        /* unit i (stage s) has completed in `acc` */
-        auto finish = [&](const float (&acc)[QG_PMQA_ACC], int s, int i, float sc0, float sc1) {
-            qg_pmqa_finish(acc, wt, &kv_empty[s], sc0, sc1, my_n, my_half,
-                           (k0 + 2 * i) * QG_PMQA_BLOCK, dst, lim_ctx, lim_max);
-        };
-        /* The issues are unconditional inside the loop (an accumulator set
-         * in flight on one path and not on another makes ptxas serialize
-         * the wgmmas: qg_mqa_logits.cuh); the last one or two units drain
-         * after it. The scales are read before the wait (under the wgmma). */
-        if (n > 0) {
-            int sa = issue(acc_a, 0), sb, i = 0;
-            for (; i + 2 < n; i += 2) {
-                sb = issue(acc_b, i + 1);
-                float s0 = sc_row[sa * QG_PMQA_BLOCK], s1 = sc_row[sa * QG_PMQA_BLOCK + 8];
-                qg_wgmma_wait1();
-#pragma unroll
-                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_a[r]);
-                finish(acc_a, sa, i, s0, s1);
-                sa = issue(acc_a, i + 2);
-                s0 = sc_row[sb * QG_PMQA_BLOCK], s1 = sc_row[sb * QG_PMQA_BLOCK + 8];
-                qg_wgmma_wait1();
-#pragma unroll
-                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_b[r]);
-                finish(acc_b, sb, i + 1, s0, s1);
-            }
-            if (i + 1 < n) {
-                sb = issue(acc_b, i + 1);
-                float s0 = sc_row[sa * QG_PMQA_BLOCK], s1 = sc_row[sa * QG_PMQA_BLOCK + 8];
-                qg_wgmma_wait1();
-#pragma unroll
-                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_a[r]);
-                finish(acc_a, sa, i, s0, s1);
-                s0 = sc_row[sb * QG_PMQA_BLOCK], s1 = sc_row[sb * QG_PMQA_BLOCK + 8];
-                qg_wgmma_wait0();
-#pragma unroll
-                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_b[r]);
-                finish(acc_b, sb, i + 1, s0, s1);
-            } else {
-                const float s0 = sc_row[sa * QG_PMQA_BLOCK], s1 = sc_row[sa * QG_PMQA_BLOCK + 8];
-                qg_wgmma_wait0();
-#pragma unroll
-                for (int r = 0; r < QG_PMQA_ACC; ++r) qg_fence_operand(acc_a[r]);
-                finish(acc_a, sa, i, s0, s1);
-            }
-        }
-        /* every wgmma that read q stage qs has completed */
-        qg_mbarrier_arrive(&q_empty[qs]);
-        ++g;
-        u_base += ke - kb;
-        wk.k = ke - 1; /* past the segment: the next one, or done */
-        wk.next(batch);
-    }
-}
-#endif
-
 /* tmap_q: u8 D x batch*N, box D x N; tmap_kv: u8 D x 64 x blocks (strides D,
  * block_stride), box D x 64 x 1; tmap_sc: f32 64 x blocks at cache + 64 D
  * (stride block_stride), box 64 x 1 (src/indexer_plan.h) */
@@ -596,17 +463,10 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 
     /* one producer warp feeds the math warpgroups through one kv ring */
     const int wg = warp / 4, t = lane % 4;
-    /* QG_PMQA_PIPE: setmaxnreg inside each role's branch (the whole
-     * producer warpgroup, then each math warpgroup), so that ptxas allocates
-     * the math branch to its 232 (qg_mqa_logits.cuh does the same). SHARED4
-     * keeps it before the branches: ptxas then compiles every role to 96,
-     * and its clean warps do not spill under the producers' 24. */
-#if QG_PMQA_PIPE
-    if (warp >= QG_PMQA_PRODUCER_WARP) {
-#ifdef QG_PMQA_PRODUCER_REGS
-    qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
-#endif
-#elif defined(QG_PMQA_PRODUCER_REGS)
+    /* SHARED4: setmaxnreg before the role branches: ptxas then compiles
+     * every role to 96, and its clean warps do not spill under the
+     * producers' 24. */
+#if defined(QG_PMQA_PRODUCER_REGS)
     if (warp >= QG_PMQA_PRODUCER_WARP) qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
     else qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
 #endif
@@ -635,9 +495,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #if QG_PMQA_BT_AHEAD
             /* the block table a window (32 entries) ahead of the TMA issue:
              * its load latency stays off the kv ring's critical path except
-             * at a segment's start (inside a segment wk.k steps by 1, or 2
-             * with QG_PMQA_CTAS 2 from a start of the same parity, so it
-             * meets win_k + 32 exactly; anything else reloads) */
+             * at a segment's start (inside a segment wk.k steps by 2 from a
+             * start of the CTA's parity, so it meets win_k + 32 exactly;
+             * anything else reloads) */
             if (win_k < 0 || wk.k >= win_k + 32) {
                 const int *row = block_table + (int64_t)wk.b * block_table_ld;
                 if (win_k >= 0 && wk.k == win_k + 32) {
@@ -669,24 +529,13 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             ++u;
             wk.next(batch);
         }
-#if QG_PMQA_PIPE
-    } else {
-#else
     } else if (warp > QG_PMQA_PRODUCER_WARP) {
-#endif
 #if QG_PMQA_CLEAN
         qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
                            (int)threadIdx.x - (128 * QG_PMQA_MATH_WGS + 32), 96);
 #endif
     }
-#if QG_PMQA_PIPE
-    } else {
-#ifdef QG_PMQA_MATH_REGS
-        qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
-#endif
-#else
     else {
-#endif
         /* ---- math warpgroups 0 .. QG_PMQA_MATH_WGS - 1 ---- */
         const int row0 = (warp % 4) * 16 + lane / 4; /* key row in the block; and row0 + 8 */
 #if QG_PMQA_NEXT_N == 2
@@ -698,11 +547,6 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         const uint32_t kv_lo0 = qg_smem_addr(smem_kv) >> 4;
         qg_pmqa_walk wk;
         wk.init(schedule, context_lens, max_context_len, batch);
-#if QG_PMQA_PIPE
-        qg_pmqa_math_pipe(wk, smem_sc, q_full, q_empty, kv_full, kv_empty, weights, ld_weights,
-                          context_lens, logits, ld_logits, batch, max_context_len, q_lo0, kv_lo0,
-                          wg, t, row0, my_n, my_half);
-#else
         int u = 0, g = -1, seg_b = -1;
 #if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
@@ -756,7 +600,6 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             wk.next(batch);
         }
         if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
-#endif /* QG_PMQA_PIPE */
     }
     qg_launch_dependents();
 }

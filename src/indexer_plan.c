@@ -307,8 +307,7 @@ int qg__pmqa_default_variant(int next_n, int heads) {
 }
 
 const char *qg__pmqa_variant_name(int variant) {
-    static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "shared4", "pipe2",
-                                                                "dual2"};
+    static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "shared4", "dual2"};
     return variant >= 0 && variant < QG_PMQA_VARIANT_COUNT ? names[variant] : NULL;
 }
 
@@ -316,22 +315,19 @@ int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     if (!p || variant < 0 || variant >= QG_PMQA_VARIANT_COUNT) return -1;
     const int math_wgs = variant == QG_PMQA_VARIANT_SHARED4 ? 4 : 2;
     const int n_cols = p->next_n * p->heads;
-    const int pipe = variant == QG_PMQA_VARIANT_PIPE2;
     /* DUAL2: two CTAs per SM (80 registers: N = 128 runs two N = 64 wgmma
      * passes a unit, QG_PMQA_NSPLIT) */
     const int ctas = variant == QG_PMQA_VARIANT_DUAL2 ? 2 : 1;
     const size_t budget = ctas == 2 ? QG_IDX_SMEM_MAX / 2 - 1024 : QG_IDX_SMEM_MAX;
     /* one ring: a multiple of the warpgroups (unit u -> warpgroup u % W,
      * stage u % stages), as many as fit, <= 24; SHARED2 <= 16 (its
-     * 2026-11-28 plan); PIPE2 all that fit (more bytes in flight per SM);
-     * DUAL2 all that fit in half an SM */
+     * 2026-11-28 plan); DUAL2 all that fit in half an SM */
     int stages = 24 / math_wgs * math_wgs;
     while (stages > math_wgs && pmqa_smem(n_cols, p->head_dim, stages) > budget)
         stages -= math_wgs;
     if (variant == QG_PMQA_VARIANT_SHARED2 && stages > 16) stages = 16;
     p->variant = variant;
     p->math_wgs = math_wgs;
-    p->pipe = pipe;
     p->ctas = ctas;
     p->grid_x = ctas * p->num_sms;
     p->stages = stages;
@@ -344,16 +340,16 @@ int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
     const int len = snprintf(
         buf, cap,
         "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages, "
-        "%d math wgs, pipe %d, %d ctas an SM\n"
+        "%d math wgs, %d ctas an SM\n"
         "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
         "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
-        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n#define QG_PMQA_PIPE %d\n"
+        "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n"
         "#define QG_PMQA_CTAS %d\n"
         "#define QG_PMQA_SMEM_BYTES %zu\n"
         "#include \"qg_paged_mqa_logits.cuh\"\n",
         p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
-        p->pipe, p->ctas, p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages,
-        p->math_wgs, p->pipe, p->ctas, p->smem_bytes);
+        p->ctas, p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages,
+        p->math_wgs, p->ctas, p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

@@ -154,7 +154,6 @@ typedef struct {
     int clean, logits_bf16;
     int stages;                /* the kv ring's stages */
     int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
-    int pipe;                  /* QG_PMQA_PIPE: 1 = two accumulator sets a math warpgroup */
     int ctas;                  /* QG_PMQA_CTAS: CTAs per SM (grid_x = ctas * num_sms) */
     int num_sms;               /* the schedule's ranges (one per SM) */
     int variant;               /* QG_PMQA_VARIANT_* */
@@ -165,21 +164,21 @@ typedef struct {
 } qg_pmqa_plan;
 
 /* The organisations of the paged kernel (QGEMM_PMQA_VARIANT): 2 or 4 math
- * warpgroups fed by one producer warp through one kv ring (SHARED2: the
- * default); PIPE2: SHARED2 with two accumulator sets a warpgroup (the next
- * unit's wgmma issued before the current epilogue), as many kv stages as
- * fit (<= 24) and the block table read a window ahead. DUAL2: SHARED2 at
- * two CTAs per SM (each half of an SM: every other unit of the schedule's
- * range, half the shared memory, <= 80 registers; N = next_n * H = 128 as
- * two N = 64 wgmma passes a unit, QG_PMQA_NSPLIT). The split
- * organisations (a producer warp and ring per math warpgroup) hung on the
- * H200 and were removed: git tag exp/pmqa-split-2026-11-28. */
+ * warpgroups fed by one producer warp through one kv ring (SHARED2, SHARED4);
+ * DUAL2: SHARED2 at two CTAs per SM (each half of an SM: every other unit of
+ * the schedule's range, half the shared memory, <= 80 registers; N = next_n
+ * * H = 128 as two N = 64 wgmma passes a unit, QG_PMQA_NSPLIT; the block
+ * table read a window ahead). Removed: the split organisations (a producer
+ * warp and ring per math warpgroup; they hung on the H200), git tag
+ * exp/pmqa-split-2026-11-28; PIPE2 (SHARED2 with two accumulator sets a
+ * warpgroup: no faster than SHARED2 on the H200, 0.750 against 0.752 of
+ * DeepGEMM), git tag exp/pmqa-pipe2-2026-11-28. The values are dense
+ * (names and loops index by them); they live only inside the process. */
 enum {
     QG_PMQA_VARIANT_SHARED2 = 0,
     QG_PMQA_VARIANT_SHARED4 = 1,
-    QG_PMQA_VARIANT_PIPE2 = 2,
-    QG_PMQA_VARIANT_DUAL2 = 3,
-    QG_PMQA_VARIANT_COUNT = 4
+    QG_PMQA_VARIANT_DUAL2 = 2,
+    QG_PMQA_VARIANT_COUNT = 3
 };
 /* The default organisation for next_n x heads = N columns: DUAL2 below N =
  * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
@@ -192,7 +191,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
                   int num_sms, qg_pmqa_plan *out, const char **why);
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
-/* The variant's name ("shared2", "shared4", "pipe2", "dual2"), or NULL. */
+/* The variant's name ("shared2", "shared4", "dual2"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

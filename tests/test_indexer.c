@@ -271,11 +271,11 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_MODE");
         unsetenv("QGEMM_HC_VARIANT");
     }
-    { /* QGEMM_PMQA_VARIANT: the four names pass the checks; any other value
-       * (the removed split4 / split2 too) fails the logits call (not the
-       * schedule's), naming the variable and the value */
+    { /* QGEMM_PMQA_VARIANT: the three names pass the checks; any other value
+       * (the removed split4 / split2 / pipe2 too) fails the logits call (not
+       * the schedule's), naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
-        static const char *const good[] = {"shared2", "shared4", "pipe2", "dual2"};
+        static const char *const good[] = {"shared2", "shared4", "dual2"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -283,14 +283,15 @@ TEST(indexer_validation) {
                   qg_status_string(s), qg_last_error());
         }
         static const char *const bad[] = {"split4", "split2", "SHARED2", "shared", "shared2 ",
-                                          "4", "pipe", "pipe4", "dual"};
+                                          "4", "pipe", "pipe2", "pipe4", "dual"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
             char quoted[32];
             snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
-                      strstr(qg_last_error(), quoted),
+                      strstr(qg_last_error(), quoted) &&
+                      strstr(qg_last_error(), "shared2, shared4 or dual2"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -418,16 +419,15 @@ TEST(indexer_compile_every_variant) {
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
 TEST(pmqa_compile_every_variant) {
     { /* the planner's default at next_n x H = 128 is SHARED2 (2 math warpgroups, 384 threads);
-       * PIPE2 is SHARED2 with two accumulator sets (pipe 1) and every kv
-       * stage that fits; DUAL2 is SHARED2 at 2 CTAs an SM;
-       * nothing past it (the split organisations were removed) */
+       * DUAL2 is SHARED2 at 2 CTAs an SM; nothing past it (the split
+       * organisations and PIPE2 were removed) */
         qg_pmqa_plan pl;
         const char *why = "";
         CHECK(qg__pmqa_plan(64, 2, 64, 128, 0, 0, 132, &pl, &why) == 0, "plan: %s", why);
         CHECK(pl.variant == QG_PMQA_VARIANT_SHARED2 && pl.math_wgs == 2 && pl.block_x == 384 &&
-                  pl.pipe == 0 && pl.stages == 16 && pl.ctas == 1 && pl.grid_x == 132,
-              "default: variant %d, %d math wgs, %d threads, pipe %d, %d stages, %d ctas",
-              pl.variant, pl.math_wgs, pl.block_x, pl.pipe, pl.stages, pl.ctas);
+                  pl.stages == 16 && pl.ctas == 1 && pl.grid_x == 132,
+              "default: variant %d, %d math wgs, %d threads, %d stages, %d ctas",
+              pl.variant, pl.math_wgs, pl.block_x, pl.stages, pl.ctas);
         /* below 128 columns the default is DUAL2 (qg__pmqa_default_variant) */
         qg_pmqa_plan pn;
         CHECK(qg__pmqa_plan(64, 1, 64, 128, 0, 0, 132, &pn, &why) == 0 &&
@@ -439,22 +439,23 @@ TEST(pmqa_compile_every_variant) {
               "default below N 128: variant %d", pn.variant);
         CHECK(!strcmp(qg__pmqa_variant_name(pl.variant), "shared2") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4), "shared4") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_PIPE2), "pipe2") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2), "dual2") &&
-                  !qg__pmqa_variant_name(4) && qg__pmqa_plan_variant(&pl, 4) == -1,
+                  QG_PMQA_VARIANT_COUNT == 3 && !qg__pmqa_variant_name(3) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 3) == -1,
               "variant names / count");
-        qg_pmqa_plan pp = pl;
-        CHECK(qg__pmqa_plan_variant(&pp, QG_PMQA_VARIANT_PIPE2) == 0 && pp.pipe == 1 &&
-                  pp.math_wgs == 2 && pp.block_x == 384 && pp.stages == 22 &&
-                  pp.smem_bytes <= QG_IDX_SMEM_MAX,
-              "pipe2: pipe %d, %d math wgs, %d threads, %d stages, %zu bytes", pp.pipe,
-              pp.math_wgs, pp.block_x, pp.stages, pp.smem_bytes);
+        /* SHARED4: 4 math warpgroups (640 threads), one ring of a multiple of 4 stages */
+        qg_pmqa_plan p4 = pl;
+        CHECK(qg__pmqa_plan_variant(&p4, QG_PMQA_VARIANT_SHARED4) == 0 && p4.math_wgs == 4 &&
+                  p4.block_x == 640 && p4.ctas == 1 && p4.stages % 4 == 0 &&
+                  p4.smem_bytes <= QG_IDX_SMEM_MAX,
+              "shared4: %d math wgs, %d threads, %d ctas, %d stages, %zu bytes", p4.math_wgs,
+              p4.block_x, p4.ctas, p4.stages, p4.smem_bytes);
         /* dual2: two CTAs an SM, each within half its shared memory (N = 128
          * D 128: 8 stages; N = 32: 12); re-planning the same plan does not
          * compound the grid; the schedule keeps one range an SM */
         qg_pmqa_plan pd = pl;
         CHECK(qg__pmqa_plan_variant(&pd, QG_PMQA_VARIANT_DUAL2) == 0 && pd.ctas == 2 &&
-                  pd.grid_x == 264 && pd.stages == 8 && pd.pipe == 0 &&
+                  pd.grid_x == 264 && pd.stages == 8 &&
                   2 * (pd.smem_bytes + 1024) <= 233472 && pd.schedule_bytes == 133 * 8,
               "dual2 N 128: %d ctas, grid %d, %d stages, %zu bytes", pd.ctas, pd.grid_x,
               pd.stages, pd.smem_bytes);
@@ -469,7 +470,7 @@ TEST(pmqa_compile_every_variant) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
-    static const char *const variants[] = {"shared2", "shared4", "pipe2", "dual2"};
+    static const char *const variants[] = {"shared2", "shared4", "dual2"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -603,8 +604,8 @@ TEST(gpu_paged_mqa_logits) {
         {32, 2, 64, 128, 1, 1, 1000, 1}};
     int failures = 0;
     /* every organisation (QGEMM_PMQA_VARIANT; unset = the default: dual2 below 128 columns,
-     * shared2 at 128) */
-    static const char *const variants[] = {NULL, "shared4", "pipe2", "dual2"};
+     * shared2 at 128; shared2 named: also below 128) */
+    static const char *const variants[] = {NULL, "shared2", "shared4", "dual2"};
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         if (variants[vi])
             setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);

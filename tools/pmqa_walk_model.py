@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # tools/pmqa_walk_model.py -- CPU model of kernels/qg_paged_mqa_logits.cuh's schedule, unit walk,
-# producer block-table windows and math-side unit assignment (shared2 / shared4 / pipe2 / dual2).
+# producer block-table windows and math-side unit assignment (shared2 / shared4 / dual2;
+# pipe2 was removed: tag exp/pmqa-pipe2-2026-11-28).
 # Checks on random context lengths: every unit exactly once over the CTAs, the producer and each
 # math warpgroup agree on the segments and on unit index -> (batch, block), the producer's
 # block-table entries are right. Keep it in step with the kernel when the walk changes.
@@ -87,21 +88,6 @@ def math_shared(args, cta, ctas, W, wg):
         u += 1; w.next()
     return out, segs
 
-def math_pipe(args, cta, wg):
-    w = Walk(*args, cta, 1)
-    out = []; u_base = 0; segs = []
-    while not w.done():
-        b, kb = w.b, w.k
-        ke = min(w.end_k, w.nb) if b == w.end_b else w.nb
-        assert kb < ke
-        segs.append(b)
-        off = (wg - u_base) & 1
-        n = (ke - kb - off + 1)//2 if ke - kb > off else 0
-        for i in range(n): out.append((u_base + off + 2*i, b, kb + off + 2*i))
-        u_base += ke - kb
-        w.k = ke - 1; w.next()
-    return out, segs
-
 random.seed(1)
 for trial in range(3000):
     batch = random.choice([0, 1, 2, 3, 5, 7, 16, 33, 64])
@@ -117,15 +103,15 @@ for trial in range(3000):
     sched = schedule(ctx, batch, next_n, max_len, num_sms)
     args = (sched, ctx, max_len, batch, next_n)
     allu = [(b, k) for b in range(batch) for k in range(nb_of(ctx, b, next_n, max_len))]
-    for ctas, variants in ((1, ("shared2", "pipe2", "shared4")), (2, ("dual2",))):
+    for ctas, variants in ((1, ("shared2", "shared4")), (2, ("dual2",))):
         for var in variants:
             seen = []
             for cta in range(num_sms*ctas):
-                prod, psegs = producer(args, cta, ctas, bt, var in ("pipe2", "dual2"))
+                prod, psegs = producer(args, cta, ctas, bt, var == "dual2")
                 W = 4 if var == "shared4" else 2
                 got = []
                 for wg in range(W):
-                    m, msegs = math_pipe(args, cta, wg) if var == "pipe2" else math_shared(args, cta, ctas, W, wg)
+                    m, msegs = math_shared(args, cta, ctas, W, wg)
                     assert msegs == psegs, (var, msegs, psegs)
                     assert [x for x in prod if x[0] % W == wg] == m, (var, cta, wg)
                     got += m
