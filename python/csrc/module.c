@@ -372,8 +372,7 @@ static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
  * stride is the batch stride, dim 1 the row stride: the einsum's
  * x.permute(1, 0, 2) views need no copy). e4m3_bytes / no_sync: bits 0..4
  * as gemm_fp8out's; no_sync's QGPY_TORCH_MODE bit: the families' torch mode
- * (qgpy.h; stream and e4m3_bytes ignored, NotImplemented for tensors it does
- * not take). The library checks every size, stride and overlap. */
+ * (qgpy.h; stream ignored, NotImplemented for tensors it does not take). The library checks every size, stride and overlap. */
 static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -408,9 +407,9 @@ static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
             long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
             if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
                 goto done;
-            if (e4m3_bytes & (1u << i))
-                qgpy_tensor_bytes_are_e4m3(&t[i]);
         }
+        if (e4m3_bytes & (1u << i))
+            qgpy_tensor_bytes_are_e4m3(&t[i]);
         if (qgpy_check_dtype(&t[i], types[i]) < 0 || qgpy_check_ndim(&t[i], 3, dims[i]) < 0 ||
             qgpy_check_device(&t[i], &device) < 0)
             goto done;

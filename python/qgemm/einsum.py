@@ -271,7 +271,7 @@ def _kernel_writable(t: Any) -> bool:
 # QGEMM_BMK_REDUCE (read by the library at every call, and here for the split rule and the
 # workspace): "atomic" (unset: the default) adds the splits with FP32 atomics in one level,
 # "tree" with the deterministic tree (QGEMM_BMK_RADIX). Another value: the library's error.
-# (QGEMM_BMK_VARIANT, v1 or v2[:sN], is the library's alone: the kernel's organisation, no
+# (QGEMM_BMK_VARIANT, v1, v2 or v3[:sN], is the library's alone: the kernel's organisation, no
 # change here.)
 REDUCE_ENV = "QGEMM_BMK_REDUCE"
 
@@ -545,12 +545,10 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     # The heads' views by one unbind a tensor (8 selects cost ~4x one unbind of 8 on the host),
     # each GEMM straight to the torch fast path (_C.gemm_torch) while not traced; what it does
     # not take (NotImplemented, or K = 0's ZERO_K) goes the whole way, which asks it again.
-    # (One launch for all heads needs group strides the FP8 grouped GEMMs do not take: their
-    # groups are packed.)
     sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
     # (R = 0: the loop's K = 0 handling zeroes d)
     if os.environ.get("QGEMM_FP8_EINSUM") != "loop" and r > 0 and not _d.COMPILING() and \
-            _fp8_bmm(torch, x.permute(1, 0, 2), sfa.transpose(1, 2), y,
+            _fp8_bmm(x.permute(1, 0, 2), sfa.transpose(1, 2), y,
                      sfy if sfy.is_contiguous() else sfy.contiguous(), d.permute(1, 0, 2)):
         return
     xs, ds, ys, sfas = x.unbind(1), d.unbind(1), y.unbind(0), sfa.unbind(0)
@@ -568,32 +566,19 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
             _d.gemm(_DENSE, (xs[i], sfas[i]), (ys[i], sfbs[i]), ds[i], None, 0, None, None)
 
 
-def _fp8_bmm(torch: Any, a: Any, sfa: Any, b: Any, sfb: Any, d: Any) -> bool:
-    """One launch of the batched FP8 GEMM (_C.fp8_bmm) on torch's current stream of the
-    tensors' device: a [G, M, K], sfa [G, K/128, M] (M-major), b [G, N, K], sfb [G, N/128,
-    K/128], d [G, M, N], any batch and row strides (the extension and the library check
-    them). The extension's torch mode first (no DLPack export: most of a call's host
-    cost), then DLPack for what it does not take. False, having done nothing, for fake or
+_BMM_NAMES = ("a", "sfa", "b", "sfb", "d")
+
+
+def _fp8_bmm(a: Any, sfa: Any, b: Any, sfb: Any, d: Any) -> bool:
+    """One launch of the batched FP8 GEMM (_C.fp8_bmm) through launch_family (torch's
+    current stream of the tensors' device; its torch mode first): a [G, M, K], sfa [G, K/128,
+    M] (M-major), b [G, N, K], sfb [G, N/128, K/128], d [G, M, N], any batch and row strides
+    (the extension and the library check them). False, having done nothing, for fake or
     meta tensors: the per-head loop's custom ops then run their fake implementations."""
-    if _C.fp8_bmm(a, sfa, b, sfb, d, None, 0, 0, _d.TORCH_MODE) is not NotImplemented:
-        return True
-    if _d.fake_tensors((a, sfa, b, sfb, d)):
-        return False
-    tensors = [_d.detach(t) for t in (a, sfa, b, sfb, d)]
-    device = d.device
-    if device.type == "cuda" and device.index != torch.cuda.current_device():
-        with torch.cuda.device(device):  # (DLPack exports on the current device only)
-            _fp8_bmm_export(tensors)
-        return True
-    _fp8_bmm_export(tensors)
-    return True
-
-
-def _fp8_bmm_export(tensors: List[Any]) -> None:
-    handle, no_sync = _d.current_stream(tensors)
+    tensors = [a, sfa, b, sfb, d]
     e4m3_bytes = _d.torch_fp8_as_bytes(tensors)  # (replaces a and b by uint8 views in place)
-    a, sfa, b, sfb, d = tensors
-    _C.fp8_bmm(a, sfa, b, sfb, d, None, e4m3_bytes, handle, no_sync)
+    return _d.launch_family(_C.fp8_bmm, _BMM_NAMES, tensors, (), (None, e4m3_bytes), None,
+                            decline_fake=True) is not _d.FAKE
 
 
 def _head_splits(func: str, head_splits: Any) -> Tuple[int, int, int]:
