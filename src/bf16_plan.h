@@ -89,20 +89,20 @@ typedef struct {
                          2 = v3: v2 and 16-byte reductions (QG_SUM_RED_V4) */
     int sum_max_stages; /* the atomic reduced batch sum: at most this many pipeline stages
                          (QGEMM_BMK_VARIANT's :sN; 0: no cap) */
+    int num_sms;      /* the device's SM count */
+    int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
     int merge;        /* merged K stages (QGEMM_BF16_MERGE; kernels/qg_bf16_gemm.cuh
                          QG_BF16_MERGE): 0 off (every stage one 64-K block, as before),
                          -1 auto (DeepGEMM's rule: a one-warpgroup tile with >= 10 stages
                          merges stages / 5 of them), n > 0 n sub-blocks per stage; only
                          dense NT takes a merged plan (else ignored), capped so that >= 3
                          stages remain and at the 64-K blocks of K */
-    int num_sms;      /* the device's SM count */
-    int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
+                      /* (last: bench/dg_bf16_heuristic.py mirrors the fields above) */
 } qg_bf16_problem;
 
 typedef struct {
     int block_m, block_n, block_k; /* block_k 64 */
     int num_stages;     /* pipeline stages (merged: of merge x 64 K each) */
-    int merge;          /* 64-K sub-blocks per stage (1: not merged) */
     int multicast;      /* 0 none, 1 A (pairs along N), 2 B (pairs along M) */
     int cluster;        /* 1 or 2 */
     int swizzle_group;  /* scheduler swizzle group (blocks) */
@@ -114,6 +114,8 @@ typedef struct {
     int d_box_rows;               /* rows of D's TMA box: one math warpgroup's */
     int grid;                     /* persistent grid: num_sms rounded to the cluster */
     double est_cost;              /* the heuristic's estimate (relative) */
+    int merge;                    /* 64-K sub-blocks per pipeline stage (1: not merged;
+                                     last: bench/dg_bf16_heuristic.py mirrors the fields) */
 } qg_bf16_plan;
 
 /* The k-grouped kernel's last parameter, by value (the kernel's
