@@ -307,6 +307,47 @@ TEST(bf16_compile_every_variant) {
     PASS();
 }
 
+/* Merged K stages (QGEMM_BF16_MERGE): DeepGEMM's forward NT shapes at M 1 and
+ * 128 and off-tile ones (K tails), bf16 D, FP32 D and FP32 D + C, at auto
+ * and forced 2 and 5, through the library's own JIT: no spill, no stack
+ * frame, no warning (no serialized wgmma). tools/bf16_compile_check.sh
+ * compiles the larger set of tests/bf16/compile_gen.c. */
+TEST(bf16_compile_merged_variants) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 64, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    static const int MNK[][3] = {{1, 2112, 7168}, {1, 576, 7168}, {1, 4096, 7168}, {1, 7168, 2048},
+                                 {128, 576, 7168}, {128, 2112, 7168}, {128, 4096, 7168},
+                                 {129, 264, 320}, {200, 136, 200}, {300, 1000, 1000},
+                                 {4096, 512, 256}};
+    static const char *merges[] = {"auto", "2", "5"};
+    int count = 0;
+    unsetenv("QGEMM_BF16_PLAN");
+    for (size_t g = 0; g < sizeof merges / sizeof merges[0]; ++g) {
+        setenv("QGEMM_BF16_MERGE", merges[g], 1);
+        for (size_t i = 0; i < sizeof MNK / sizeof MNK[0]; ++i)
+            for (int mode = 0; mode < 3; ++mode) {
+                const bf16_variant v = {QG_GEMM_DENSE, MNK[i][0], MNK[i][1], MNK[i][2], 1, 0,
+                                        QG_MAJOR_K, QG_MAJOR_K, mode > 0, mode == 2};
+                int32_t ks[1];
+                qg_bf16_gemm_args a = variant_args(&v, ks);
+                qg_kernel_info info;
+                qg_status st = qg_bf16_compile(sw.ctx, v.kind, &a, &info);
+                char what[96];
+                snprintf(what, sizeof what, "merge %s %dx%dx%d %s%s", merges[g], v.m, v.n, v.k,
+                         v.d_fp32 ? "f32" : "bf16", v.with_c ? "+C" : "");
+                qgtk_compile_verdict(&sw, what, st, &info, BF16_PTX, 0);
+                ++count;
+            }
+    }
+    unsetenv("QGEMM_BF16_MERGE");
+    printf("    %d merged-stage variants, %d compiled, %d failures\n", count, sw.compiled,
+           sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
 /* ---- accuracy on the GPU ------------------------------------------------------- */
 
 /* The batched case's inputs and checks (the other cases' are the testkit's,
