@@ -61,6 +61,12 @@
  *   QG_BLOCK_M/N       tile (block_m 64 / 128 / 256; block_n a multiple of 16,
  *                      FP32 D of 8, up to 256; MN-major B: of 64)
  *   QG_NUM_STAGES      pipeline depth
+ *   QG_BF16_MERGE      64-K sub-blocks per pipeline stage (default 1;
+ *                      QGEMM_BF16_MERGE): a stage holds QG_BF16_MERGE
+ *                      consecutive [rows][64 K] swizzle tiles of A and of B,
+ *                      one full and one empty barrier, one expect_tx for all
+ *                      its boxes, all its wgmmas issued before one wait.
+ *                      Dense NT only (K-major A and B; see "Merged stages")
  *   QG_MULTICAST       0 none, 1 A (pairs along N), 2 B (pairs along M:
  *                      dense, or per tile in the contiguous, masked and psum
  *                      kinds, QG_PAIR_TILES); QG_CLUSTER 1 or 2
@@ -190,7 +196,31 @@ struct qg_bf16_kgroups {
 #endif
 
 #define QG_BLOCK_K 64
+#ifndef QG_BF16_MERGE
+#define QG_BF16_MERGE 1
+#endif
+/* Merged stages (QG_BF16_MERGE > 1). The ncu profile of the decode-sized
+ * dense rows (128x576x7168, 64x16 tiles, H200) showed the per-64-K
+ * bookkeeping (two barrier waits, the wgmma wait, the release) as the top
+ * stalls of a latency-bound loop; DeepGEMM merges stages there. A merged
+ * stage is QG_BF16_MERGE sub-blocks, sub-block j the same [rows][64 K] tile
+ * (128B swizzle) as an unmerged stage, at j * QG_SUB_A (QG_SUB_B) in the
+ * stage: descriptors and wgmmas are the unmerged ones at an offset. The
+ * K steps of a tile are ceil(K64 / merge) (K64 = the 64-K blocks); the last
+ * holds QG_MERGE_TAIL sub-blocks (compile time: K is baked in): the producer
+ * loads and counts only those (a box wholly past K is never issued; the last
+ * sub-block's columns past K are zero-filled by TMA, which counts the whole
+ * box, as in the unmerged kernel), and the math warps issue only their
+ * wgmmas. So the wgmma sequence of a tile (64-K block by block, k16 step by
+ * step, m64 tile by m64 tile) is the unmerged one instruction for
+ * instruction on the same shared-memory data: the FP32 accumulation order
+ * and so D are bitwise the unmerged kernel's; only the commit groups, the
+ * waits and the barriers between them differ. */
 #define QG_NUM_K_BLOCKS ((QG_SHAPE_K + QG_BLOCK_K - 1) / QG_BLOCK_K)
+#if QG_BF16_MERGE > 1
+#define QG_NUM_K_STEPS ((QG_NUM_K_BLOCKS + QG_BF16_MERGE - 1) / QG_BF16_MERGE)
+#define QG_MERGE_TAIL (QG_NUM_K_BLOCKS - (QG_NUM_K_STEPS - 1) * QG_BF16_MERGE)
+#endif
 #define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
 #define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
 #define QG_NUM_THREADS (QG_NUM_MATH_THREADS + 128)
@@ -209,8 +239,10 @@ struct qg_bf16_kgroups {
 #else
 #define QG_SMEM_D QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024)
 #endif
-#define QG_SMEM_A (QG_BLOCK_M * QG_BLOCK_K * 2)
-#define QG_SMEM_B (QG_BLOCK_N * QG_BLOCK_K * 2)
+#define QG_SUB_A (QG_BLOCK_M * QG_BLOCK_K * 2) /* one 64-K sub-block of a stage */
+#define QG_SUB_B (QG_BLOCK_N * QG_BLOCK_K * 2)
+#define QG_SMEM_A (QG_SUB_A * QG_BF16_MERGE)   /* one stage */
+#define QG_SMEM_B (QG_SUB_B * QG_BF16_MERGE)
 #define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + \
                        QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16)
 /* Rows of A a stage brings: block_m (both halves under A multicast), or the
@@ -220,7 +252,8 @@ struct qg_bf16_kgroups {
 #ifndef QG_A_BOX_ROWS
 #define QG_A_BOX_ROWS QG_BLOCK_M
 #endif
-#define QG_STAGE_TX_BYTES (QG_A_BOX_ROWS * QG_BLOCK_K * 2 + QG_SMEM_B)
+/* (merged stages: per 64-K sub-block) */
+#define QG_STAGE_TX_BYTES (QG_A_BOX_ROWS * QG_BLOCK_K * 2 + QG_SUB_B)
 #define QG_ATOM_BYTES (64 * QG_BLOCK_K * 2) /* one MN-major atom: 64 MN x 64 K */
 /* Load units of the multicast operand: K-major rows, MN-major atoms. Each
  * CTA of a pair loads half of them and multicasts them to both. */
@@ -283,6 +316,12 @@ static_assert(QG_A_BOX_ROWS == QG_BLOCK_M ||
               "a short A box: dense, K-major, without A multicast");
 static_assert(QG_SMEM_TOTAL == QG_SMEM_BYTES, "host and kernel disagree on shared memory");
 static_assert(QG_SMEM_A % 1024 == 0 && QG_SMEM_B % 1024 == 0, "stages 1024-byte aligned");
+static_assert(QG_BF16_MERGE >= 1 && QG_BF16_MERGE <= 16, "merged stages: 1..16 sub-blocks");
+static_assert(QG_BF16_MERGE == 1 || (QG_KIND == 0 && !QG_A_MN_MAJOR && !QG_B_MN_MAJOR),
+              "merged stages: dense, K-major A and B (NT) only");
+#if QG_BF16_MERGE > 1
+static_assert(QG_MERGE_TAIL >= 1 && QG_MERGE_TAIL <= QG_BF16_MERGE, "merged stages: the tail");
+#endif
 
 /* The output tile in shared memory: QG_BLOCK_N / QG_STORE_COLS chunks of
  * QG_STORE_COLS columns, each [QG_BLOCK_M rows][QG_STORE_BYTES] in the TMA
@@ -337,6 +376,36 @@ QG_DEVICE void qg_bf16_fence_acc(float (&acc)[QG_WG_TILES][QG_ACC]) {
 #pragma unroll
         for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
 }
+
+#if QG_BF16_MERGE > 1
+/* One merged K step of the math warps (the unmerged loop body, its wgmmas
+ * those of kSubs 64-K sub-blocks): wait for stage s, issue, keep this step's
+ * wgmmas in flight (wait_group 1) and release the previous step's stage. */
+template <int kSubs>
+QG_DEVICE void qg_bf16_merged_step(float (&acc)[QG_WG_TILES][QG_ACC], uint64_t *full,
+                                   uint64_t *empty, uint32_t &s, uint32_t &phase,
+                                   uint32_t &prev_s, bool release_prev, uint32_t desc_a0,
+                                   uint32_t desc_b0, uint32_t lane) {
+    qg_mbarrier_wait(&full[s], phase);
+    qg_bf16_fence_acc(acc);
+    qg_wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < kSubs; ++j)
+#pragma unroll
+        for (int kk = 0; kk < QG_BLOCK_K / 16; ++kk)
+#pragma unroll
+            for (int t = 0; t < QG_WG_TILES; ++t)
+                qg_wgmma_m64k16_bf16(
+                    acc[t], desc_a0 + (s * QG_SMEM_A + j * QG_SUB_A + t * 8192 + kk * QG_A_K16_BYTES) / 16,
+                    desc_b0 + (s * QG_SMEM_B + j * QG_SUB_B + kk * QG_B_K16_BYTES) / 16, 1);
+    qg_wgmma_commit();
+    qg_bf16_fence_acc(acc);
+    qg_wgmma_wait1();
+    if (release_prev) qg_bf16_release(empty, prev_s, lane);
+    prev_s = s;
+    qg_bf16_advance(s, phase);
+}
+#endif
 
 /* The producer's loads of one operand tile for K block kb (global K row /
  * column k): K-major, one box of `rows` rows at (k, row0) into dst; MN-major,
@@ -664,6 +733,8 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                 const int batch0 = tile.group * QG_SPLIT_BATCHES;
                 const int num_kb = min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - batch0) * QG_NUM_K_BLOCKS;
                 const int k0 = 0, b_k0 = 0;
+#elif QG_BF16_MERGE > 1
+                const int k0 = 0, num_kb = QG_NUM_K_STEPS, b_k0 = 0;
 #else
                 const int k0 = 0, num_kb = QG_NUM_K_BLOCKS;
                 const int b_k0 = QG_B_MN_MAJOR ? tile.group * QG_SHAPE_K : 0;
@@ -683,6 +754,37 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                      * both tiles real) */
                     if (tile.rows == 0) {
                         qg_mbarrier_arrive(&full[s]);
+                        continue;
+                    }
+#endif
+#if QG_BF16_MERGE > 1
+                    /* a merged stage (dense NT): its sub-blocks inside K, all
+                     * counted by one expect_tx (header: "Merged stages") */
+                    {
+                        const int subs = kb == num_kb - 1 ? QG_MERGE_TAIL : QG_BF16_MERGE;
+                        qg_mbarrier_arrive_expect_tx(&full[s], (uint32_t)subs * QG_STAGE_TX_BYTES);
+#pragma unroll
+                        for (int j = 0; j < QG_BF16_MERGE; ++j) {
+                            if (j >= subs) break;
+                            unsigned char *a_dst = smem_a + s * QG_SMEM_A + j * QG_SUB_A;
+                            unsigned char *b_dst = smem_b + s * QG_SMEM_B + j * QG_SUB_B;
+                            const int kx = (kb * QG_BF16_MERGE + j) * QG_BLOCK_K;
+#if QG_MULTICAST == 1
+                            const int a_half = rank * QG_A_LOAD_ROWS;
+                            qg_bf16_load<false, QG_A_LOAD_ROWS, true>(a_dst + a_half * 128, &tmap_a,
+                                                                     &full[s], kx, a_mn + a_half);
+#else
+                            qg_bf16_load<false, QG_BLOCK_M, false>(a_dst, &tmap_a, &full[s], kx, a_mn);
+#endif
+#if QG_MULTICAST == 2
+                            const int b_half = rank * QG_B_LOAD_ROWS;
+                            qg_bf16_load<false, QG_B_LOAD_ROWS, true>(b_dst + b_half * 128, &tmap_b,
+                                                                     &full[s], kx, b_mn + b_half);
+#else
+                            qg_bf16_load<false, QG_BLOCK_N, false>(b_dst, &tmap_b, &full[s], kx, b_mn);
+#endif
+                        }
+                        (void)k0, (void)b_k0, (void)rank;
                         continue;
                     }
 #endif
@@ -772,6 +874,8 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             const int num_kb =
                 min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - tile.group * QG_SPLIT_BATCHES) *
                 QG_NUM_K_BLOCKS;
+#elif QG_BF16_MERGE > 1
+            const int num_kb = QG_NUM_K_STEPS;
 #else
             const int num_kb = QG_NUM_K_BLOCKS;
 #endif
@@ -829,6 +933,16 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             /* K block kb is issued before kb - 1 is waited for (wait_group
              * 1), and kb - 1's stage is released then. */
             uint32_t prev_s = 0;
+#if QG_BF16_MERGE > 1
+            /* merged stages: the full steps, then the tail step (its
+             * sub-block count known at compile time: no wgmma under a
+             * run-time condition) */
+            for (int kb = 0; kb < num_kb - 1; ++kb)
+                qg_bf16_merged_step<QG_BF16_MERGE>(acc, full, empty, s, phase, prev_s, kb > 0,
+                                                   desc_a0, desc_b0, lane);
+            qg_bf16_merged_step<QG_MERGE_TAIL>(acc, full, empty, s, phase, prev_s, num_kb > 1,
+                                               desc_a0, desc_b0, lane);
+#else
             for (int kb = 0; kb < num_kb; ++kb) {
                 qg_mbarrier_wait(&full[s], phase);
                 qg_bf16_fence_acc(acc);
@@ -847,6 +961,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                 prev_s = s;
                 qg_bf16_advance(s, phase);
             }
+#endif
             qg_wgmma_wait0();
             qg_bf16_fence_acc(acc);
             if (num_kb > 0) qg_bf16_release(empty, prev_s, lane);

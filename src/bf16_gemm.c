@@ -38,6 +38,7 @@ typedef struct {
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
     int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3) */
     int sum_max_stages; /* and its :sN stage cap (0: none) */
+    int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -88,6 +89,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_atomic = k->sum_atomic;
     p->sum_variant = k->sum_variant;
     p->sum_max_stages = k->sum_max_stages;
+    p->merge = k->merge;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (k->force_bm) {
@@ -188,6 +190,26 @@ static int bf16_plan_override(int *legacy, int *bm, int *bn, int *mc) {
         else if (!strcmp(tail, "b")) *mc = 2;
         else return -1;
     }
+    return 0;
+}
+
+/* QGEMM_BF16_MERGE (src/env.c): merged K stages in the dense NT GEMM
+ * (src/bf16_plan.c qg__bf16_merge_of): unset, "" or "off" 0; "auto" -1
+ * (DeepGEMM's rule); "1".."16" that many 64-K blocks a stage. Stores the
+ * value in *merge and returns 0, or -1 for anything else. */
+static int bf16_merge_knob(int *merge) {
+    const char *v = qg__env_string("QGEMM_BF16_MERGE");
+    *merge = 0;
+    if (!v || !v[0] || !strcmp(v, "off")) return 0;
+    if (!strcmp(v, "auto")) {
+        *merge = -1;
+        return 0;
+    }
+    int n = 0, used = 0;
+    if (v[0] < '0' || v[0] > '9' || sscanf(v, "%d%n", &n, &used) != 1 || v[used] != '\0' ||
+        n < 1 || n > 16)
+        return -1;
+    *merge = n == 1 ? 0 : n; /* one block a stage: the unmerged kernel */
     return 0;
 }
 
@@ -339,6 +361,12 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "%s: QGEMM_BF16_PLAN='%.64s' is not v1, v2, v3 or a tile BMxBN[:a|:b] "
                         "(the BF16 configuration)", fn, qg__env_string("QGEMM_BF16_PLAN"));
+    int merge = 0;
+    if (bf16_merge_knob(&merge) != 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BF16_MERGE='%.64s' is not off, auto or a number 1..16 (64-K "
+                        "blocks per pipeline stage of the dense NT GEMM)", fn,
+                        qg__env_string("QGEMM_BF16_MERGE"));
     int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
@@ -431,6 +459,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
      * v3 the atomic reduction) */
     key->sum_variant = !key->sum_atomic || (variant == 1 && a->d_fp32) ? 0 : variant;
     key->sum_max_stages = key->sum_atomic ? max_stages : 0;
+    /* (only where it can change the plan: other calls keep one cache entry) */
+    key->merge = key->kind == QG_BF16_DENSE && key->layout == QG_BF16_NT ? merge : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;

@@ -16,13 +16,47 @@
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 static int round_up(int x, int a) { return (x + a - 1) / a * a; }
 
-int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
-                           int d_f32) {
+int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
+                               int d_f32, int merge) {
     /* the reduced batch sum: one broadcast word per math warpgroup, padded */
     const int smem_d = kind == QG_BF16_BATCH_SUM ? 1024
                                                  : round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
-    const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2;
+    const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2 * merge;
     return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */);
+}
+
+int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
+                           int d_f32) {
+    return qg__bf16_smem_bytes_merged(kind, block_m, block_n, num_stages, d_f32, 1);
+}
+
+/*
+ * Merged K stages (kernels/qg_bf16_gemm.cuh "Merged stages"). Every 64-K
+ * stage costs the math warps two barrier operations, a wgmma commit and wait
+ * and a release; on a row whose tile is small (64x16: 16 wgmmas of n16 per
+ * 64 K) that bookkeeping, not the tensor cores, paces the loop (ncu, H200,
+ * 128x576x7168: qgemm 1.98 M warp instructions against DeepGEMM's 1.06 M,
+ * `wait` and barrier lines its top stalls). auto is DeepGEMM's rule
+ * (sm90_bf16_gemm.cuh): a tile of one math warpgroup (block_m 64) whose
+ * pipeline has >= 10 stages merges stages / 5 of them, leaving >= 5 stages
+ * of the same bytes in flight (64x16, 16 stages: 3 x 64 K per stage, 5
+ * stages; 15 of the 16 stages' bytes). Larger tiles keep one 64-K block per
+ * stage: their wgmmas per stage already cover the bookkeeping, and their
+ * stage counts are below 10 anyway. Only dense NT (K-major A and B): the
+ * kernel merges nothing else (its static_assert). A merge is capped at the
+ * K's 64-K blocks (a longer stage would hold nothing more) and so that >= 3
+ * stages remain (a forced n: QGEMM_BF16_MERGE=n).
+ */
+int qg__bf16_merge_of(const qg_bf16_problem *p, int bm, int stages) {
+    if (!p || p->merge == 0 || p->kind != QG_BF16_DENSE || p->layout != QG_BF16_NT) return 1;
+    int m;
+    if (p->merge < 0) m = bm == 64 && stages >= 10 ? stages / 5 : 1;
+    else m = p->merge;
+    const int k_blocks = ceil_div(p->k > 0 ? p->k : 64, BF16_BLOCK_K);
+    if (m > k_blocks) m = k_blocks;
+    if (m > stages / 3) m = stages / 3;
+    if (m > 16) m = 16;
+    return m > 1 ? m : 1;
 }
 
 int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
@@ -72,6 +106,7 @@ static int problem_ok(const qg_bf16_problem *p) {
         return 0; /* QGEMM_BMK_VARIANT: the atomic reduction's */
     if (p->sum_variant < 0 || p->sum_variant > 2) return 0;
     if (p->sum_max_stages < 0 || p->sum_max_stages > BF16_MAX_STAGES) return 0;
+    if (p->merge < -1 || p->merge > 16) return 0; /* QGEMM_BF16_MERGE: auto, off or 1..16 */
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -141,6 +176,9 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     pl.block_m = bm;
     pl.block_n = bn;
     pl.block_k = BF16_BLOCK_K;
+    /* merged stages: the same shared memory in fewer, longer stages */
+    pl.merge = qg__bf16_merge_of(p, bm, stages);
+    stages /= pl.merge;
     pl.num_stages = stages;
     pl.multicast = mc;
     pl.cluster = mc ? 2 : 1;
@@ -149,7 +187,7 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
     if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
     else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg__bf16_smem_bytes_of(p->kind, bm, bn, stages, p->d_f32);
+    pl.smem_bytes = qg__bf16_smem_bytes_merged(p->kind, bm, bn, stages, p->d_f32, pl.merge);
     pl.num_math_wgs = bm == 64 ? 1 : 2;
     pl.num_threads = 128 * (pl.num_math_wgs + 1);
     /* 128 x 40 + 256 x 232 = 64512 registers <= 64 K; one math warpgroup
@@ -272,8 +310,7 @@ static double l2_rows(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     return pl->block_m / (pl->multicast == 1 ? 2 : 1) + pl->block_n * (1.0 - 0.5 * b_share(p, pl));
 }
 
-int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
-    if (!problem_ok(p)) return -1;
+static int select_unmerged(const qg_bf16_problem *p, qg_bf16_plan *out) {
     int found = 0, best_waves = 0, best_last = 0;
     qg_bf16_plan best;
     memset(&best, 0, sizeof best);
@@ -327,6 +364,26 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
             pl.est_cost = estimate(p, &pl, &waves, &last);
             if (pl.est_cost <= best.est_cost * 1.01 && l2_rows(p, &pl) < l2_rows(p, &best))
                 best = pl;
+        }
+    }
+    *out = best;
+    return 0;
+}
+
+/* The tile is chosen as without merged stages (QGEMM_BF16_MERGE changes the
+ * stages of the chosen tile, never which tile: the stage-count tie-break
+ * would otherwise see the merged, fewer stages), then completed with them. */
+int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
+    if (!problem_ok(p)) return -1;
+    qg_bf16_problem q = *p;
+    q.merge = 0;
+    qg_bf16_plan best;
+    if (select_unmerged(&q, &best) != 0) return -1;
+    if (p->merge) {
+        qg_bf16_plan pl;
+        if (qg__bf16_complete(p, best.block_m, best.block_n, best.multicast, &pl) == 0) {
+            pl.est_cost = best.est_cost;
+            best = pl;
         }
     }
     *out = best;
@@ -396,6 +453,9 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     /* v3: and 16-byte reductions, half as many */
     if (n < cap && reduce && p->sum_atomic && p->sum_variant >= 2)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_RED_V4 1");
+    /* merged stages (QGEMM_BF16_MERGE; only here: unmerged text unchanged) */
+    if (n < cap && pl->merge > 1)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_BF16_MERGE %d", pl->merge);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

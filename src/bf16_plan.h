@@ -91,11 +91,18 @@ typedef struct {
                          (QGEMM_BMK_VARIANT's :sN; 0: no cap) */
     int num_sms;      /* the device's SM count */
     int smem_limit;   /* the device's opt-in shared memory per block (232448 on H100/H200) */
+    int merge;        /* merged K stages (QGEMM_BF16_MERGE; kernels/qg_bf16_gemm.cuh
+                         QG_BF16_MERGE): 0 off (every stage one 64-K block, as before),
+                         -1 auto (DeepGEMM's rule: a one-warpgroup tile with >= 10 stages
+                         merges stages / 5 of them), n > 0 n sub-blocks per stage; only
+                         dense NT takes a merged plan (else ignored), capped so that >= 3
+                         stages remain and at the 64-K blocks of K */
+                      /* (last: bench/dg_bf16_heuristic.py mirrors the fields above) */
 } qg_bf16_problem;
 
 typedef struct {
     int block_m, block_n, block_k; /* block_k 64 */
-    int num_stages;
+    int num_stages;     /* pipeline stages (merged: of merge x 64 K each) */
     int multicast;      /* 0 none, 1 A (pairs along N), 2 B (pairs along M) */
     int cluster;        /* 1 or 2 */
     int swizzle_group;  /* scheduler swizzle group (blocks) */
@@ -107,6 +114,8 @@ typedef struct {
     int d_box_rows;               /* rows of D's TMA box: one math warpgroup's */
     int grid;                     /* persistent grid: num_sms rounded to the cluster */
     double est_cost;              /* the heuristic's estimate (relative) */
+    int merge;                    /* 64-K sub-blocks per pipeline stage (1: not merged;
+                                     last: bench/dg_bf16_heuristic.py mirrors the fields) */
 } qg_bf16_plan;
 
 /* The k-grouped kernel's last parameter, by value (the kernel's
@@ -128,6 +137,13 @@ typedef struct {
  * qg__bf16_smem_bytes_of(kind, ...). */
 int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32);
 int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32);
+/* ... with stages of `merge` 64-K sub-blocks each */
+int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
+                               int d_f32, int merge);
+
+/* The sub-blocks per stage a plan of this problem gets (1: not merged) for a
+ * tile of block_m rows whose unmerged pipeline has `stages` stages. */
+int qg__bf16_merge_of(const qg_bf16_problem *p, int block_m, int stages);
 
 /* Whether (block_m, block_n, multicast) is legal for p (non-zero) and, when
  * not, why (a static string) in *why if why is not NULL. */

@@ -140,6 +140,9 @@ typedef struct {
     qgtk_timing t;
     double flops;       /* the call's useful work (0 for the casts) */
     double bytes;       /* bytes it must move at least: inputs read and outputs written once */
+    uint64_t d_hash;    /* BF16 cases: FNV-1a of D's bytes (all of D's rows x ldd, padding
+                           included) after the checked call, so a test can compare two
+                           kernels bit for bit; 0 elsewhere */
 } qgtk_case_result;
 
 /* An index spread: true for `sample` indices of [0, total) spread evenly, or

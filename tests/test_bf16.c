@@ -10,6 +10,7 @@
  * element written, every element the call must not write still poisoned.
  */
 #include "internal.h"
+#include "bf16_plan.h"
 #include "gpu_ctx.h"
 #include "qg_test.h"
 #include "qgtk.h"
@@ -177,6 +178,30 @@ TEST(bf16_validation) {
     CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "even m-block count"),
           "forced 128x64:b, one m-block: %s (%s)", qg_status_string(st), qg_last_error());
     unsetenv("QGEMM_BF16_PLAN");
+    /* QGEMM_BF16_MERGE: off, auto or 1..16; anything else refused, naming it.
+     * A merged plan compiles offline (the good args: NT 100x576x400; a
+     * forced 64x16 tile has 16 stages: auto merges 3) */
+    static const char *merge_ok[] = {"", "off", "auto", "1", "2", "6", "16"};
+    for (size_t i = 0; i < sizeof merge_ok / sizeof merge_ok[0]; ++i) {
+        setenv("QGEMM_BF16_MERGE", merge_ok[i], 1);
+        st = qg_bf16_gemm(ctx, &a, NULL);
+        CHECK(st == QG_ERROR_NO_DEVICE, "QGEMM_BF16_MERGE=%s: %s (%s)", merge_ok[i],
+              qg_status_string(st), qg_last_error());
+    }
+    static const char *merge_bad[] = {"0", "17", "-1", "on", "3x", "auto2", " 3"};
+    for (size_t i = 0; i < sizeof merge_bad / sizeof merge_bad[0]; ++i) {
+        setenv("QGEMM_BF16_MERGE", merge_bad[i], 1);
+        st = qg_bf16_gemm(ctx, &a, NULL);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BF16_MERGE") &&
+                  strstr(qg_last_error(), merge_bad[i]),
+              "QGEMM_BF16_MERGE=%s: %s (%s)", merge_bad[i], qg_status_string(st), qg_last_error());
+    }
+    setenv("QGEMM_BF16_MERGE", "auto", 1);
+    setenv("QGEMM_BF16_PLAN", "64x16", 1);
+    st = qg_bf16_compile(ctx, QG_GEMM_DENSE, &a, NULL);
+    CHECK(st == QG_SUCCESS, "merged 64x16: %s (%s)", qg_status_string(st), qg_last_error());
+    unsetenv("QGEMM_BF16_PLAN");
+    unsetenv("QGEMM_BF16_MERGE");
     st = qg_bf16_compile(ctx, QG_GEMM_WGRAD, &a, NULL);
     CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "kind must be"),
           "compile of the wgrad kind: %s (%s)", qg_status_string(st), qg_last_error());
@@ -282,6 +307,47 @@ TEST(bf16_compile_every_variant) {
     PASS();
 }
 
+/* Merged K stages (QGEMM_BF16_MERGE): DeepGEMM's forward NT shapes at M 1 and
+ * 128 and off-tile ones (K tails), bf16 D, FP32 D and FP32 D + C, at auto
+ * and forced 2 and 5, through the library's own JIT: no spill, no stack
+ * frame, no warning (no serialized wgmma). tools/bf16_compile_check.sh
+ * compiles the larger set of tests/bf16/compile_gen.c. */
+TEST(bf16_compile_merged_variants) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 64, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    static const int MNK[][3] = {{1, 2112, 7168}, {1, 576, 7168}, {1, 4096, 7168}, {1, 7168, 2048},
+                                 {128, 576, 7168}, {128, 2112, 7168}, {128, 4096, 7168},
+                                 {129, 264, 320}, {200, 136, 200}, {300, 1000, 1000},
+                                 {4096, 512, 256}};
+    static const char *merges[] = {"auto", "2", "5"};
+    int count = 0;
+    unsetenv("QGEMM_BF16_PLAN");
+    for (size_t g = 0; g < sizeof merges / sizeof merges[0]; ++g) {
+        setenv("QGEMM_BF16_MERGE", merges[g], 1);
+        for (size_t i = 0; i < sizeof MNK / sizeof MNK[0]; ++i)
+            for (int mode = 0; mode < 3; ++mode) {
+                const bf16_variant v = {QG_GEMM_DENSE, MNK[i][0], MNK[i][1], MNK[i][2], 1, 0,
+                                        QG_MAJOR_K, QG_MAJOR_K, mode > 0, mode == 2};
+                int32_t ks[1];
+                qg_bf16_gemm_args a = variant_args(&v, ks);
+                qg_kernel_info info;
+                qg_status st = qg_bf16_compile(sw.ctx, v.kind, &a, &info);
+                char what[96];
+                snprintf(what, sizeof what, "merge %s %dx%dx%d %s%s", merges[g], v.m, v.n, v.k,
+                         v.d_fp32 ? "f32" : "bf16", v.with_c ? "+C" : "");
+                qgtk_compile_verdict(&sw, what, st, &info, BF16_PTX, 0);
+                ++count;
+            }
+    }
+    unsetenv("QGEMM_BF16_MERGE");
+    printf("    %d merged-stage variants, %d compiled, %d failures\n", count, sw.compiled,
+           sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
 /* ---- accuracy on the GPU ------------------------------------------------------- */
 
 /* The batched case's inputs and checks (the other cases' are the testkit's,
@@ -365,6 +431,82 @@ TEST(gpu_bf16_accuracy) {
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d cases failed", failures, count);
+    PASS();
+}
+
+/* Merged K stages (QGEMM_BF16_MERGE, dense NT; kernels/qg_bf16_gemm.cuh
+ * "Merged stages"): every case through the testkit's checks (fp64
+ * reference, D poisoned, shapes off the tiles, K tails: K a multiple of
+ * 64 x merge or not, a partial last 64-K block) with the knob off, then on
+ * (auto and forced merges): each merged run must pass and leave D bitwise
+ * equal to the unmerged run's (the same inputs: the same seed; the same
+ * wgmma sequence). The planner (H200's 132 SMs and 232448 bytes) says which
+ * cases merge: the test fails unless most do, so it cannot pass vacuously. */
+TEST(gpu_bf16_merged_accuracy) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    unsetenv("QGEMM_BF16_PLAN");
+    /* (m, n, k): the ncu row of issue 49 (64x16, 16 stages: auto 3 x 5, K tail
+     * 112 = 37 x 3 + 1 blocks), decode rows, K of 1000 (15.6 blocks), 200
+     * (3.1), 448 (7), 320 (5), off-tile M and N */
+    static const int shapes[][3] = {{128, 576, 7168}, {1, 576, 7168}, {129, 264, 320},
+                                    {300, 1000, 1000}, {64, 7168, 448}, {200, 136, 200},
+                                    {4096, 512, 256}, {64, 2112, 7168}};
+    /* every shape with bf16 D and no C at auto (64x16: 3 blocks a stage) and
+     * forced 2, 4 and 5; the FP32 D and C modes at auto on the shapes marked
+     * (K tails of 2 and 1 blocks, a partial last block, 2 math warpgroups
+     * with B multicast: 4096x512x256 at merge 2) */
+    static const char *merges[] = {"auto", "2", "4", "5"};
+    static const bool all_modes[] = {true, false, true, false, false, true, true, false};
+    int failures = 0, runs = 0, merged = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+        for (int mode = 0; mode < 6; ++mode) { /* D bf16 / FP32, x no C / C / in place */
+            if (mode > 0 && !all_modes[i]) continue;
+            const qgtk_bf16_case c = {QG_GEMM_DENSE, shapes[i][0], shapes[i][1], shapes[i][2], 1,
+                                      QG_MAJOR_K, QG_MAJOR_K, mode % 2, mode / 2};
+            /* the reference on 64 rows (the bitwise comparison covers all of D;
+             * the poison checks every element) */
+            qgtk_case_opts opts = {.seed = 777u + (unsigned)i * 31u + (unsigned)mode, .sample = 64};
+            qgtk_case_result base, res;
+            unsetenv("QGEMM_BF16_MERGE");
+            const bool ok0 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &base);
+            /* (the FP32 D and C modes: auto, forced 2 on the 128x128 tile auto leaves) */
+            const size_t g0 = mode > 0 && c.m == 4096 ? 1 : 0;
+            for (size_t g = g0; g < sizeof merges / sizeof merges[0]; ++g) {
+                if (mode > 0 && g > g0) break;
+                setenv("QGEMM_BF16_MERGE", merges[g], 1);
+                const bool ok1 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &res);
+                unsetenv("QGEMM_BF16_MERGE");
+                qg_bf16_problem p;
+                memset(&p, 0, sizeof p);
+                p.m = c.m, p.n = c.n, p.k = c.k, p.layout = QG_BF16_NT, p.kind = QG_BF16_DENSE;
+                p.num_groups = 1, p.d_f32 = c.d_fp32, p.with_c = c.c_mode > 0;
+                p.merge = strcmp(merges[g], "auto") ? atoi(merges[g]) : -1;
+                p.num_sms = 132, p.smem_limit = 232448;
+                qg_bf16_plan pl;
+                const int m = qg__bf16_select(&p, &pl) == 0 ? pl.merge : 0;
+                merged += m > 1;
+                ++runs;
+                if (!ok0 || !ok1 || base.d_hash != res.d_hash) {
+                    failures++;
+                    printf("    FAIL %dx%dx%d %s c %d merge %s (plan: %d): %s%s%s\n", c.m, c.n, c.k,
+                           c.d_fp32 ? "f32" : "bf16", c.c_mode, merges[g], m, ok0 ? "" : base.why,
+                           ok1 ? "" : res.why, ok0 && ok1 ? "D differs from the unmerged kernel's" : "");
+                } else if (m > 1) {
+                    printf("    ok %dx%dx%d %s c %d merge %s: %d x 64 K a stage, diff %.2g, D bitwise "
+                           "the unmerged D\n", c.m, c.n, c.k, c.d_fp32 ? "f32" : "bf16", c.c_mode,
+                           merges[g], m, res.diff);
+                }
+            }
+        }
+    printf("    %d merged-stage runs (%d merged on an H200), %d failed\n", runs, merged, failures);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d runs failed", failures, runs);
+    CHECK(merged * 2 > runs, "only %d of %d runs merged", merged, runs);
     PASS();
 }
 

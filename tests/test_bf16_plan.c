@@ -299,3 +299,93 @@ TEST(bf16_plan_huge_shapes) {
         }
     PASS();
 }
+
+/* Merged K stages (QGEMM_BF16_MERGE; qg_bf16_problem.merge): off changes
+ * nothing; auto merges as DeepGEMM (a one-warpgroup tile with >= 10 stages
+ * merges stages / 5: 64x16's 16 stages become 5 of 3 x 64 K); only dense NT;
+ * the tile is the unmerged plan's whatever the knob; the merged plan fits
+ * shared memory with >= 3 stages; its source says QG_BF16_MERGE, the
+ * unmerged source never does. */
+TEST(bf16_plan_merged_stages) {
+    /* the issue-49 ncu row: 128x576x7168 NT, 64x16, 16 stages -> 3 x 5 */
+    qg_bf16_problem p = problem(128, 576, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    qg_bf16_plan off, on;
+    CHECK(qg__bf16_select(&p, &off) == 0 && off.merge == 1, "off: merge %d", off.merge);
+    p.merge = -1;
+    CHECK(qg__bf16_select(&p, &on) == 0, "auto: no plan");
+    CHECK(on.block_m == off.block_m && on.block_n == off.block_n && on.multicast == off.multicast,
+          "auto changed the tile: %dx%d mc %d vs %dx%d mc %d", on.block_m, on.block_n,
+          on.multicast, off.block_m, off.block_n, off.multicast);
+    CHECK(off.block_m == 64 && off.block_n == 16 && off.num_stages == 16,
+          "the row's unmerged plan: %dx%d, %d stages", off.block_m, off.block_n, off.num_stages);
+    CHECK(on.merge == 3 && on.num_stages == 5, "auto: merge %d, %d stages", on.merge, on.num_stages);
+    CHECK(on.smem_bytes == qg__bf16_smem_bytes_merged(QG_BF16_DENSE, 64, 16, 5, 0, 3) &&
+              on.smem_bytes <= p.smem_limit && on.smem_bytes < off.smem_bytes,
+          "auto smem %d (unmerged %d)", on.smem_bytes, off.smem_bytes);
+    static char src[16384];
+    CHECK(qg__bf16_kernel_source(src, sizeof src, &p, &on) > 0 &&
+              strstr(src, "#define QG_BF16_MERGE 3\n") && strstr(src, "#define QG_NUM_STAGES 5\n"),
+          "merged source: %s", src);
+    p.merge = 0;
+    CHECK(qg__bf16_kernel_source(src, sizeof src, &p, &off) > 0 && !strstr(src, "QG_BF16_MERGE"),
+          "unmerged source names QG_BF16_MERGE");
+    /* every other layout and kind: ignored; and every dense NT shape: the same tile,
+     * a merge within the rules */
+    static const int ms[] = {1, 64, 128, 129, 4096};
+    static const int nk[][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {7168, 16384},
+                                {4096, 7168}, {7168, 2048}, {256, 200}, {136, 1000}};
+    int merged = 0;
+    for (int l = 0; l < 4; ++l)
+        for (int kind = 0; kind <= 4; ++kind)
+            for (int knob = -1; knob <= 16; ++knob)
+                for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i)
+                    for (size_t j = 0; j < sizeof nk / sizeof nk[0]; ++j) {
+                        if (knob > 6 && knob != 16) continue;
+                        if (qg__bf16_a_mn_major((qg_bf16_layout)l) && kind != 0 && kind != 4) continue;
+                        qg_bf16_problem q = problem(ms[i], nk[j][0], nk[j][1], (qg_bf16_layout)l,
+                                                    (qg_bf16_kind)kind);
+                        q.d_f32 = kind == 4;
+                        qg_bf16_plan a, b;
+                        if (qg__bf16_select(&q, &a) != 0) continue; /* (not this test's) */
+                        q.merge = knob;
+                        CHECK(qg__bf16_select(&q, &b) == 0, "no plan with merge %d", knob);
+                        CHECK(a.block_m == b.block_m && a.block_n == b.block_n &&
+                                  a.multicast == b.multicast,
+                              "merge %d changed the tile", knob);
+                        const int k_blocks = (q.k + 63) / 64;
+                        if (l != QG_BF16_NT || kind != QG_BF16_DENSE || knob == 0 || knob == 1) {
+                            CHECK(b.merge == 1 && b.num_stages == a.num_stages &&
+                                      b.smem_bytes == a.smem_bytes,
+                                  "layout %d kind %d knob %d merged (%d)", l, kind, knob, b.merge);
+                            continue;
+                        }
+                        const int want_auto = a.block_m == 64 && a.num_stages >= 10 ? a.num_stages / 5 : 1;
+                        int want = knob < 0 ? want_auto : knob;
+                        if (want > k_blocks) want = k_blocks;
+                        if (want > a.num_stages / 3) want = a.num_stages / 3;
+                        if (want < 1) want = 1;
+                        CHECK(b.merge == want, "%dx%dx%d knob %d: merge %d, want %d", q.m, q.n, q.k,
+                              knob, b.merge, want);
+                        CHECK(b.num_stages == a.num_stages / b.merge && b.num_stages >= 3 &&
+                                  b.smem_bytes == qg__bf16_smem_bytes_merged(
+                                                      QG_BF16_DENSE, b.block_m, b.block_n,
+                                                      b.num_stages, q.d_f32, b.merge) &&
+                                  b.smem_bytes <= q.smem_limit,
+                              "%dx%dx%d knob %d: %d stages, smem %d", q.m, q.n, q.k, knob,
+                              b.num_stages, b.smem_bytes);
+                        merged += b.merge > 1;
+                    }
+    CHECK(merged > 100, "only %d merged plans", merged);
+    /* a forced tile (QGEMM_BF16_PLAN) merges the same way: qg__bf16_complete */
+    p.merge = 4;
+    qg_bf16_plan forced;
+    CHECK(qg__bf16_complete(&p, 64, 32, 0, &forced) == 0 && forced.merge == 4 &&
+              forced.num_stages >= 3,
+          "forced 64x32 merge 4: merge %d, %d stages", forced.merge, forced.num_stages);
+    /* out of range: not a problem */
+    p.merge = 17;
+    CHECK(qg__bf16_select(&p, &on) == -1, "merge 17 accepted");
+    p.merge = -2;
+    CHECK(qg__bf16_select(&p, &on) == -1, "merge -2 accepted");
+    PASS();
+}

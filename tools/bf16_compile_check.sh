@@ -9,7 +9,9 @@
 #   tools/bf16_compile_check.sh [num_sms] [smem_limit]     (default 132 232448)
 #
 # Environment: CUDA_HOME (default /usr/local/cuda), JOBS (parallel compiles,
-# default 2), KEEP=1 keeps the work directory.
+# default 2), KEEP=1 keeps the work directory, QG_GEN_MERGED_ONLY=1 compiles
+# only the merged-K-stage variants (QGEMM_BF16_MERGE: ~800 kernels, ~2 min on
+# 2 cores; tests/bf16/compile_gen.c).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cuda=${CUDA_HOME:-/usr/local/cuda}

@@ -47,9 +47,10 @@ static int emit(const char *dir, FILE *list, const qg_bf16_problem *p, const qg_
         return -1;
     }
     fprintf(list, "v%016llx.cu layout %d kind %d m %d n %d k %d d_f32 %d with_c %d block %dx%d "
-                  "stages %d multicast %d smem %d radix %d\n",
+                  "stages %d multicast %d smem %d radix %d merge %d\n",
             h, (int)p->layout, (int)p->kind, p->m, p->n, p->k, p->d_f32, p->with_c, pl->block_m,
-            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix);
+            pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix,
+            pl->merge);
     return 0;
 }
 
@@ -72,7 +73,10 @@ int main(int argc, char **argv) {
     static const int nk[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512},
                                 {7168, 16384}, {4096, 7168}, {7168, 2048}};
     int planned = 0, failed = 0;
-    for (int layout = 0; layout < 4; ++layout)
+    /* QG_GEN_MERGED_ONLY=1: only the merged variants (below; a quick check) */
+    const char *only = getenv("QG_GEN_MERGED_ONLY");
+    const int merged_only = only && only[0] == '1';
+    for (int layout = 0; layout < 4 && !merged_only; ++layout)
         for (int kind = 0; kind <= 4; ++kind)
             for (int d_f32 = 0; d_f32 < 2; ++d_f32)
                 for (int with_c = 0; with_c < 2; ++with_c)
@@ -128,7 +132,7 @@ int main(int argc, char **argv) {
                                      {200, 136, 64}};
     /* (15, 26, 43, 88: the heuristic's at DeepGEMM's shapes; 33, 43, 44: the "dg" rule's) */
     static const int sum_splits[] = {1, 3, 8, 15, 16, 26, 33, 43, 44, 66, 88, 132};
-    for (int radix = 2; radix <= 8; radix *= 2)
+    for (int radix = 2; radix <= 8 && !merged_only; radix *= 2)
     for (size_t si = 0; si < sizeof sum_s / sizeof sum_s[0]; ++si)
         for (size_t mi = 0; mi < sizeof sum_mnk / sizeof sum_mnk[0]; ++mi)
             for (size_t pi = 0; pi < sizeof sum_splits / sizeof sum_splits[0]; ++pi)
@@ -157,6 +161,45 @@ int main(int argc, char **argv) {
                     }
                     if (emit(dir, list, &p, &pl)) return 1;
                 }
+    /* merged K stages (QGEMM_BF16_MERGE, dense NT): auto at DeepGEMM's test_bf16 NT shapes
+     * and the DeepSeek shapes above, and forced 2..6 at K with every kind of tail (K a
+     * multiple of 64 x merge, a partial last stage, a partial last 64-K block), bf16 / FP32
+     * D, with and without C, each tile in its legal multicast modes */
+    static const int mg_m[] = {1, 64, 128, 256, 4096};
+    static const int mg_nk[][2] = {{2112, 7168}, {576, 7168}, {7168, 2048}, {4096, 7168},
+                                   {2048, 7168}, {7168, 16384}, {24576, 1536}, {256, 200},
+                                   {136, 1000}, {512, 448}};
+    static const int mg_merge[] = {-1, 2, 3, 4, 6};
+    for (size_t gi = 0; gi < sizeof mg_merge / sizeof mg_merge[0]; ++gi)
+        for (int d_f32 = 0; d_f32 < 2; ++d_f32)
+            for (int with_c = 0; with_c < 2; ++with_c)
+                for (size_t mi = 0; mi < sizeof mg_m / sizeof mg_m[0]; ++mi)
+                    for (size_t si = 0; si < sizeof mg_nk / sizeof mg_nk[0]; ++si) {
+                        qg_bf16_problem p = {0};
+                        p.m = mg_m[mi], p.n = mg_nk[si][0], p.k = mg_nk[si][1];
+                        p.layout = QG_BF16_NT;
+                        p.kind = QG_BF16_DENSE;
+                        p.num_groups = 1;
+                        p.d_f32 = d_f32;
+                        p.with_c = with_c;
+                        p.merge = mg_merge[gi];
+                        p.num_sms = num_sms;
+                        p.smem_limit = smem;
+                        qg_bf16_plan pl;
+                        ++planned;
+                        if (qg__bf16_select(&p, &pl)) {
+                            fprintf(stderr, "no plan: merged m %d n %d k %d\n", p.m, p.n, p.k);
+                            ++failed;
+                            continue;
+                        }
+                        for (int mc = -1; mc <= 2; ++mc) {
+                            qg_bf16_plan alt = pl;
+                            if (mc >= 0 && (mc == pl.multicast ||
+                                            qg__bf16_complete(&p, pl.block_m, pl.block_n, mc, &alt)))
+                                continue;
+                            if (alt.merge > 1 && emit(dir, list, &p, &alt)) return 1;
+                        }
+                    }
     fclose(list);
     printf("%d problems planned, %d without a plan, %d distinct kernels\n", planned, failed, num_seen);
     return failed ? 1 : 0;
