@@ -24,9 +24,14 @@
  * The JIT defines: QG_PMQA_H (32, 64), QG_PMQA_D (32, 64, 128), QG_PMQA_NEXT_N
  * (1, 2), QG_PMQA_BF16, QG_PMQA_CLEAN, QG_PMQA_STAGES (even),
  * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
- * instead; QG_PMQA_MATH_WGS (2 or 4, default 2: the 2026-11-28 path; 4 is
+ * instead; QG_PMQA_MATH_WGS (2, 3 or 4, default 2: the 2026-11-28 path; 4 is
  * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
- * wgmma -> epilogue round hidden behind three others); QG_PMQA_CTAS (1 or 2
+ * wgmma -> epilogue round hidden behind three others, its weights read from
+ * L1; 3 (shared3, 2026-11-29): 50% more warps than 2 to hide that round,
+ * weights still in registers, setmaxnreg 40 / 152); QG_PMQA_STRIDE_WALK
+ * (the math warpgroups walk their own units only, qg_pmqa_swalk; the
+ * ncu of 2026-11-29 counted the unit walk at 2x the units, ~20% more
+ * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
  * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h). The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
@@ -43,8 +48,10 @@
  * scale.
  *
  * Pipeline invariants: unit u's kv stage is u % STAGES with phase
- * (u / STAGES) & 1 on both sides (the producer and the warpgroup u % 2 walk
- * the same schedule); kv_empty counts the 128 threads of the one warpgroup
+ * (u / STAGES) & 1 on both sides (the producer and the warpgroup u % W walk
+ * the same schedule; the strided walk reaches the same u, (b, k) and
+ * segments: tools/pmqa_walk_check.sh runs the walks' code on the CPU
+ * against each other); kv_empty counts the 128 threads of the one warpgroup
  * that read the stage. A batch segment (the CTA's units of one batch entry)
  * takes q stage g % 2, phase (g / 2) & 1 for the CTA's g-th segment;
  * q_empty counts all 128 W math threads (each warpgroup arrives once per
@@ -137,7 +144,18 @@ static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
 #ifndef QG_PMQA_MATH_WGS
 #define QG_PMQA_MATH_WGS 2
 #endif
-static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpgroups");
+static_assert(QG_PMQA_MATH_WGS >= 2 && QG_PMQA_MATH_WGS <= 4, "2, 3 or 4 math warpgroups");
+/* QG_PMQA_STRIDE_WALK 1: each math warpgroup walks its own units only
+ * (qg_pmqa_swalk: a jump of W units, W = CTAS x MATH_WGS in the range, over
+ * batch entries by the remainder) instead of stepping through every unit of
+ * the CTA (qg_pmqa_walk, the other warpgroups' units too). The producer
+ * keeps qg_pmqa_walk; both give each unit the same (b, k), stage and
+ * parity, and every warpgroup the same segments in the same order
+ * (tools/pmqa_walk_check.sh runs both on the CPU). */
+#ifndef QG_PMQA_STRIDE_WALK
+#define QG_PMQA_STRIDE_WALK 0
+#endif
+static_assert(QG_PMQA_MATH_WGS != 3 || QG_PMQA_STRIDE_WALK, "shared3 walks by strides");
 /* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
  * 2r + p takes the units of range r with index = p mod 2, so the schedule
  * (one range per SM) and its contract stay as they are, and each SM runs
@@ -177,6 +195,12 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
  * accumulators + 32 weights + addressing need more than 112) */
 #define QG_PMQA_PRODUCER_REGS 24
 #define QG_PMQA_MATH_REGS 120
+#elif QG_PMQA_MATH_WGS == 3
+/* 512 threads (launch: 128 a thread): 3 x 128 x 152 + 128 x 40 = 63488 <=
+ * 64K registers; the math keeps its 64 accumulators and 32 weights in
+ * registers (shared2's form) */
+#define QG_PMQA_PRODUCER_REGS 40
+#define QG_PMQA_MATH_REGS 152
 #endif
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
@@ -216,6 +240,7 @@ QG_DEVICE void qg_pmqa_store(qg_plogit_t *p, float v) {
 #endif
 }
 
+/* ---- the walks (tools/pmqa_walk_check.sh compiles this part on the host) ---- */
 QG_DEVICE int qg_pmqa_ctx(const int *ctx, int b, int n, int max_context_len) {
     return min(max(__ldg(ctx + b * QG_PMQA_NEXT_N + n), 0), max_context_len);
 }
@@ -268,6 +293,57 @@ struct qg_pmqa_walk {
 #endif
     }
 };
+
+#if QG_PMQA_STRIDE_WALK
+/* A math warpgroup's walk over its own units: those of range index i = p +
+ * CTAS (wg + W j), j = 0, 1, ... (p = blockIdx.x mod CTAS, W math
+ * warpgroups; the CTA's unit u = wg + W j: stage u % STAGES, the same unit
+ * qg_pmqa_walk gives the CTA's u-th step). (b, k): the target unit, k its
+ * index in batch entry b, possibly >= nb(b) until settle() carries the
+ * excess over the following entries. A segment (an entry holding a unit of
+ * the CTA, which the producer loads a q for) is reported whether or not it
+ * holds a unit of this warpgroup: the q ring's barriers count every math
+ * thread once per segment. */
+struct qg_pmqa_swalk {
+    int b, k, nb, end_b, end_k;
+    /* the start of the range as qg_pmqa_walk has it (entries with no unit
+     * skipped), then the first target `first` units on; returns settle()'s
+     * value, or 1 when the start's entry holds a unit of the CTA */
+    QG_DEVICE int init(const int *schedule, const int *ctx, int max_len, int batch, int first) {
+        const unsigned r = blockIdx.x / QG_PMQA_CTAS;
+        b = min(max(schedule[2 * r], 0), batch);
+        k = max(schedule[2 * r + 1], 0);
+        end_b = min(max(schedule[2 * r + 2], 0), batch);
+        end_k = max(schedule[2 * r + 3], 0);
+        nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
+        while (b < batch && k >= nb && !done()) {
+            ++b;
+            k = 0;
+            nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
+        }
+        if (b >= batch) return -1;
+        const int c = k + (int)(blockIdx.x % QG_PMQA_CTAS); /* the CTA's first unit */
+        k += first;
+        return c < nb && !done_at(b, c) ? 1 : settle(ctx, max_len, batch);
+    }
+    QG_DEVICE bool done_at(int bb, int kk) const { return bb > end_b || (bb == end_b && kk >= end_k); }
+    QG_DEVICE bool done() const { return done_at(b, k); }
+    /* -1: done; 0: at the target (k < nb); 1: entered batch entry b, a
+     * segment of the CTA (call again after it) */
+    QG_DEVICE int settle(const int *ctx, int max_len, int batch) {
+        for (;;) {
+            if (done()) return -1;
+            if (k < nb) return 0;
+            k -= nb;
+            if (++b >= batch) return -1;
+            nb = qg_pmqa_nb(ctx, b, max_len);
+            const int c = k % QG_PMQA_CTAS; /* the CTA's first unit in b */
+            if (c < nb && !done_at(b, c)) return 1;
+        }
+    }
+};
+#endif
+/* ---- end of the walks ---- */
 
 /* -inf into row[a, b) by `nthreads` threads: scalar head and tail, 16-byte
  * streaming stores between. */
@@ -545,9 +621,14 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
         const uint32_t q_lo0 = qg_smem_addr(smem_q) >> 4;
         const uint32_t kv_lo0 = qg_smem_addr(smem_kv) >> 4;
+#if QG_PMQA_STRIDE_WALK
+        qg_pmqa_swalk wk;
+#else
         qg_pmqa_walk wk;
         wk.init(schedule, context_lens, max_context_len, batch);
-        int u = 0, g = -1, seg_b = -1;
+        int u = 0;
+#endif
+        int g = -1, seg_b = -1;
 #if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
          * accumulators stay, the weights are read (L1 hits) where used, from
@@ -563,8 +644,20 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         float acc[QG_PMQA_UACC];
         int my_ctx = 0;
         qg_plogit_t *out = logits;
+#if QG_PMQA_STRIDE_WALK
+        /* this warpgroup's units only: unit u = wg + W j of the CTA, stage
+         * s = u % STAGES (STAGES a multiple of W: s steps by W and wraps),
+         * parity ph = (u / STAGES) & 1 */
+        int s = wg;
+        uint32_t ph = 0;
+        for (int ev = wk.init(schedule, context_lens, max_context_len, batch,
+                              (int)(blockIdx.x % QG_PMQA_CTAS) + QG_PMQA_CTAS * wg);
+             ev >= 0;) {
+            if (ev > 0) {
+#else
         while (!wk.done()) {
             if (wk.b != seg_b) {
+#endif
                 if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
                 seg_b = wk.b;
                 ++g;
@@ -588,7 +681,21 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 my_ctx = qg_pmqa_ctx(context_lens, seg_b, my_n, max_context_len);
                 out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits;
                 qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);
+#if QG_PMQA_STRIDE_WALK
+                ev = wk.settle(context_lens, max_context_len, batch);
+                continue;
+#endif
             }
+#if QG_PMQA_STRIDE_WALK
+            qg_pmqa_unit(acc, wt, &kv_full[s], &kv_empty[s], ph, smem_sc + s * QG_PMQA_BLOCK,
+                         q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
+                         kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
+                         wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
+            s += QG_PMQA_MATH_WGS;
+            if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
+            wk.k += QG_PMQA_CTAS * QG_PMQA_MATH_WGS;
+            ev = wk.settle(context_lens, max_context_len, batch);
+#else
             if (u % QG_PMQA_MATH_WGS == wg) {
                 const int s = u % QG_PMQA_STAGES;
                 qg_pmqa_unit(acc, wt, &kv_full[s], &kv_empty[s], (u / QG_PMQA_STAGES) & 1,
@@ -598,6 +705,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             }
             ++u;
             wk.next(batch);
+#endif
         }
         if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
     }
