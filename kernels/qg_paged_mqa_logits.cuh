@@ -156,6 +156,48 @@ static_assert(QG_PMQA_MATH_WGS >= 2 && QG_PMQA_MATH_WGS <= 4, "2, 3 or 4 math wa
 #define QG_PMQA_STRIDE_WALK 0
 #endif
 static_assert(QG_PMQA_MATH_WGS != 3 || QG_PMQA_STRIDE_WALK, "shared3 walks by strides");
+/* QG_PMQA_SPLIT 1 (split4, 2026-11-29): DeepGEMM's organisation: warp i of
+ * the producer warpgroup feeds math warpgroup i alone. The stages stay one
+ * array of STAGES = W x S: warpgroup i's m-th unit takes stage i + W (m mod
+ * S), parity (m / S) & 1 -- exactly the stage and parity shared4s gives it
+ * (unit u = i + W m: u mod W S, u / (W S)), so the math side is shared4s'
+ * code unchanged; producer warp i walks the same strided walk as warpgroup i
+ * (qg_pmqa_swalk, first unit i) and fills only those stages. Producer warp
+ * 0 also loads q at each segment of its walk (every walk reports every
+ * segment of the CTA; the clean form's -inf tail runs on the 4 producer
+ * warps after their walks).
+ *
+ * Why it cannot deadlock (the split organisation of 2026-11-28 hung on the
+ * H200, cause unknown; its q ring was the suspect). The waits:
+ *   (a) math warpgroup i, unit m: kv_full of its stage, phase (m / S) & 1;
+ *       only producer warp i arrives on it, when it issues unit m;
+ *   (b) producer warp i, unit m: kv_empty of that stage, for unit m - S;
+ *       only warpgroup i arrives on it, after unit m - S's wgmma;
+ *   (c) math warpgroup i at segment g: q_full[g & 1], phase (g >> 1) & 1;
+ *       producer warp 0 arrives (TMA) at its segment event g;
+ *   (d) producer warp 0 at segment event g: q_empty[g & 1] for segment g - 2;
+ *       every math thread arrives once at its event g - 1 (before its wait
+ *       (c) for g - 1), or at its end.
+ * Order the events of each agent by its walk; all agents walk the same
+ * segment sequence (tools/pmqa_walk_check.sh checks the walks' code).
+ * Induction on g: suppose q segments < g are loaded. Warpgroup i's units
+ * in segments < g need only (a), fed by producer warp i, which needs only
+ * (b) for earlier units of the same pair (producer i != 0 never waits on
+ * q; producer 0's q waits for segments <= g - 1 are (d) on segments <= g -
+ * 3, completed by the same induction), so every warpgroup reaches its event
+ * g - 1 and arrives for g - 2 there; then (d) for g holds, producer 0
+ * loads q g (after issuing warpgroup 0's units before it, which only need
+ * (b)), and (c) for g holds. No wait depends on a later event of another
+ * agent: no cycle. The ring sizes do not matter (S >= 1); the arrive for
+ * g - 2 precedes the wait for g - 1 in each math thread, and no thread
+ * arrives twice on one q_empty phase (it arrives for g only after waiting
+ * q_full of g + 1, which producer 0 loaded after q_empty's phase of g - 1
+ * completed). */
+#ifndef QG_PMQA_SPLIT
+#define QG_PMQA_SPLIT 0
+#endif
+static_assert(!QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 4 && QG_PMQA_CTAS == 1 && QG_PMQA_STRIDE_WALK),
+              "split4: 4 math warpgroups, one CTA an SM, the strided walk");
 /* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
  * 2r + p takes the units of range r with index = p mod 2, so the schedule
  * (one range per SM) and its contract stay as they are, and each SM runs
@@ -190,7 +232,13 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #endif
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
-#if QG_PMQA_MATH_WGS == 4
+#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
+/* split4: 4 x 128 x 112 + 128 x 48 = 63488 <= 64K registers: the producer
+ * warps walk and then run the clean form's tail (it spills under 24, 32
+ * and 40 at next_n 2); the math reads its weights from L1 as shared4 does */
+#define QG_PMQA_PRODUCER_REGS 48
+#define QG_PMQA_MATH_REGS 112
+#elif QG_PMQA_MATH_WGS == 4
 /* 640 threads: 4 x 128 x 120 + 128 x 24 <= 64K registers (N = 128: 64
  * accumulators + 32 weights + addressing need more than 112) */
 #define QG_PMQA_PRODUCER_REGS 24
@@ -546,6 +594,53 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     if (warp >= QG_PMQA_PRODUCER_WARP) qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
     else qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
 #endif
+#if QG_PMQA_SPLIT
+    if (warp >= QG_PMQA_PRODUCER_WARP) {
+        /* ---- producer warp pi feeds math warpgroup pi (and warp 0 loads q) ---- */
+        const int pi = warp - QG_PMQA_PRODUCER_WARP;
+        qg_pmqa_swalk wk;
+        int g = 0, s = pi, win_b = -1, win_k = 0, win = 0;
+        uint32_t ph = 0;
+        for (int ev = wk.init(schedule, context_lens, max_context_len, batch, pi); ev >= 0;) {
+            if (ev > 0) { /* the CTA's g-th segment: its q (warp 0) */
+                if (pi == 0 && lane == 0) {
+                    const int qs = g & 1;
+                    qg_mbarrier_wait(&q_empty[qs], ((g >> 1) & 1) ^ 1);
+                    qg_mbarrier_arrive_expect_tx(&q_full[qs], QG_PMQA_N * QG_PMQA_D);
+                    qg_tma_load_2d(smem_q + qs * QG_PMQA_SMEM_Q, &tmap_q, &q_full[qs], 0,
+                                   wk.b * QG_PMQA_N);
+                }
+                __syncwarp();
+                ++g;
+                ev = wk.settle(context_lens, max_context_len, batch);
+                continue;
+            }
+            /* the block table: lane l holds this warp's unit win_k + W l of entry win_b */
+            if (wk.b != win_b || wk.k >= win_k + 32 * QG_PMQA_MATH_WGS) {
+                win_b = wk.b;
+                win_k = wk.k;
+                const int kk = win_k + QG_PMQA_MATH_WGS * lane;
+                win = kk < wk.nb ? __ldg(block_table + (int64_t)wk.b * block_table_ld + kk) : 0;
+            }
+            const int phys = __shfl_sync(0xffffffffu, win, (wk.k - win_k) / QG_PMQA_MATH_WGS);
+            if (lane == 0) {
+                qg_mbarrier_wait(&kv_empty[s], ph ^ 1u);
+                qg_mbarrier_arrive_expect_tx(&kv_full[s], QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4);
+                qg_tma_load_3d(smem_kv + s * QG_PMQA_SMEM_KV, &tmap_kv, &kv_full[s], 0, 0, phys);
+                qg_tma_load_2d(smem_sc + s * QG_PMQA_BLOCK, &tmap_sc, &kv_full[s], 0, phys);
+            }
+            __syncwarp();
+            s += QG_PMQA_MATH_WGS;
+            if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
+            wk.k += QG_PMQA_MATH_WGS;
+            ev = wk.settle(context_lens, max_context_len, batch);
+        }
+#if QG_PMQA_CLEAN
+        qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
+                           (int)threadIdx.x - 128 * QG_PMQA_MATH_WGS, 128);
+#endif
+    }
+#else
     if (warp == QG_PMQA_PRODUCER_WARP) {
         /* ---- producer: the whole warp walks (block-table window), one lane issues ---- */
         qg_pmqa_walk wk;
@@ -611,6 +706,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                            (int)threadIdx.x - (128 * QG_PMQA_MATH_WGS + 32), 96);
 #endif
     }
+#endif
     else {
         /* ---- math warpgroups 0 .. QG_PMQA_MATH_WGS - 1 ---- */
         const int row0 = (warp % 4) * 16 + lane / 4; /* key row in the block; and row0 + 8 */

@@ -43,6 +43,8 @@
  *                                            the same with the strided walk (a math
  *                                            warpgroup steps over its own units only);
  *                                            shared3 (3 math warpgroups, strided walk);
+ *                                            split4 (shared4s, a producer warp and
+ *                                            its stages a math warpgroup);
  *                                            another value (pipe2 too:
  *                                            removed) fails the call with a message
  *                                            naming it
@@ -120,7 +122,8 @@ const qg_env_knob qg__env_knobs[] = {
      "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
      "K blocks a clustered CTA keeps)", "acc4+fit (split mode: fit)"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, dual2, their "
-     "strided-walk forms shared2s, shared4s, dual2s, or shared3 (3 math warpgroups)",
+     "strided-walk forms shared2s, shared4s, dual2s, shared3 (3 math warpgroups) or split4 (a producer "
+     "warp a math warpgroup)",
      "dual2 below next_n x heads = 128, else shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},

@@ -272,20 +272,20 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_VARIANT");
     }
     { /* QGEMM_PMQA_VARIANT: the three names pass the checks; any other value
-       * (the removed split4 / split2 / pipe2 too) fails the logits call (not
+       * (the removed split2 / pipe2 too) fails the logits call (not
        * the schedule's), naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
         static const char *const good[] = {"shared2", "shared4", "dual2", "shared2s",
-                                           "shared4s", "dual2s", "shared3"};
+                                           "shared4s", "dual2s", "shared3", "split4"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_PMQA_VARIANT=%s: %s (%s)", good[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *const bad[] = {"split4", "split2", "SHARED2", "shared", "shared2 ",
+        static const char *const bad[] = {"split", "split2", "SHARED2", "shared", "shared2 ",
                                           "4", "pipe", "pipe2", "pipe4", "dual",
-                                          "shared3s", "split4", "shared2S"};
+                                          "shared3s", "split4s", "shared2S"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -294,7 +294,7 @@ TEST(indexer_validation) {
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
                       strstr(qg_last_error(), "shared2, shared4, dual2, shared2s, shared4s, "
-                                              "dual2s or shared3"),
+                                              "dual2s, shared3 or split4"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -448,9 +448,10 @@ TEST(pmqa_compile_every_variant) {
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4S), "shared4s") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2S), "dual2s") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED3), "shared3") &&
-                  QG_PMQA_VARIANT_COUNT == 7 && !qg__pmqa_variant_name(7) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 7) == -1 &&
-                  pl.stride_walk == 0,
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4), "split4") &&
+                  QG_PMQA_VARIANT_COUNT == 8 && !qg__pmqa_variant_name(8) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 8) == -1 &&
+                  pl.stride_walk == 0 && pl.split == 0,
               "variant names / count");
         /* the strided forms: the same plan as their unit-walk form but the walk */
         static const int pairs[][2] = {{QG_PMQA_VARIANT_SHARED2, QG_PMQA_VARIANT_SHARED2S},
@@ -474,6 +475,16 @@ TEST(pmqa_compile_every_variant) {
                   p3.smem_bytes <= QG_IDX_SMEM_MAX,
               "shared3: %d math wgs, %d threads, %d ctas, %d stages, %zu bytes", p3.math_wgs,
               p3.block_x, p3.ctas, p3.stages, p3.smem_bytes);
+        /* SPLIT4: shared4s' plan (the same stages: warpgroup i's are i + 4 j) with a
+         * producer warp a math warpgroup */
+        qg_pmqa_plan ps = pl, p4s = pl;
+        CHECK(qg__pmqa_plan_variant(&ps, QG_PMQA_VARIANT_SPLIT4) == 0 &&
+                  qg__pmqa_plan_variant(&p4s, QG_PMQA_VARIANT_SHARED4S) == 0 && ps.split == 1 &&
+                  p4s.split == 0 && ps.math_wgs == 4 && ps.stride_walk == 1 && ps.ctas == 1 &&
+                  ps.block_x == 640 && ps.stages == p4s.stages && ps.stages % 4 == 0 &&
+                  ps.smem_bytes == p4s.smem_bytes,
+              "split4: %d math wgs, %d threads, %d stages (shared4s %d)", ps.math_wgs, ps.block_x,
+              ps.stages, p4s.stages);
         /* SHARED4: 4 math warpgroups (640 threads), one ring of a multiple of 4 stages */
         qg_pmqa_plan p4 = pl;
         CHECK(qg__pmqa_plan_variant(&p4, QG_PMQA_VARIANT_SHARED4) == 0 && p4.math_wgs == 4 &&
@@ -501,8 +512,8 @@ TEST(pmqa_compile_every_variant) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
-    static const char *const variants[] = {"shared2",  "shared4", "dual2",  "shared2s",
-                                           "shared4s", "dual2s",  "shared3"};
+    static const char *const variants[] = {"shared2",  "shared4", "dual2",   "shared2s",
+                                           "shared4s", "dual2s",  "shared3", "split4"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -640,7 +651,8 @@ TEST(gpu_paged_mqa_logits) {
      * order: each case's accuracy figure (the fp64 sum over every logit, same inputs: a
      * fingerprint of the output) must equal the default's bit for bit. */
     static const char *const variants[] = {NULL,       "shared2",  "shared4", "dual2",
-                                           "shared2s", "shared4s", "dual2s",  "shared3"};
+                                           "shared2s", "shared4s", "dual2s",  "shared3",
+                                           "split4"};
     double first_diff[sizeof cases / sizeof cases[0]];
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         if (variants[vi])

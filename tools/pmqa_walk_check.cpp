@@ -5,7 +5,8 @@
 // (qg_pmqa_swalk, the loop of the kernel's math branch re-stated here): the same segments in
 // the same order (the q ring's barrier counts), unit u = wg + W j of the CTA with the
 // producer's (b, k), stage u % STAGES and parity (u / STAGES) & 1; and for consistent
-// schedules every unit exactly once over the CTAs. QG_PMQA_CTAS 1 or 2, W 2, 3, 4.
+// schedules every unit exactly once over the CTAs. QG_PMQA_CTAS 1 or 2, W 2, 3, 4. split4's
+// producer warp i runs warpgroup i's walk (first unit i): its block-table window is checked too.
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -86,7 +87,7 @@ int main() {
                     qg_pmqa_swalk wk;
                     std::vector<Unit> mine;
                     std::vector<int> msegs;
-                    int s = wg, ph = 0, j = 0, guard = 0;
+                    int s = wg, ph = 0, j = 0, guard = 0, win_b = -1, win_k = 0;
                     for (int ev = wk.init(sched.data(), ctx.data(), max_len, batch,
                                           (int)(blockIdx.x % QG_PMQA_CTAS) + QG_PMQA_CTAS * wg);
                          ev >= 0 && ++guard < 1000000;) {
@@ -94,6 +95,16 @@ int main() {
                         const int u = wg + W * j++;
                         if (s != u % STAGES || ph != (u / STAGES) % 2) { printf("stage/parity of u %d\n", u); ++bad; }
                         mine.push_back({u, wk.b, wk.k * 1});
+                        /* split4's producer warp (the same walk, first unit wg): its block-table
+                         * window, lane l holding entry win_k + W l of entry win_b (as the kernel) */
+                        if (QG_PMQA_CTAS == 1) {
+                            if (wk.b != win_b || wk.k >= win_k + 32 * W) win_b = wk.b, win_k = wk.k;
+                            const int d = wk.k - win_k, lane = d / W;
+                            if (d % W || lane < 0 || lane >= 32 || win_k + W * lane != wk.k) {
+                                printf("split window: b %d k %d win_k %d\n", wk.b, wk.k, win_k);
+                                ++bad;
+                            }
+                        }
                         s += W;
                         if (s >= STAGES) s -= STAGES, ph ^= 1;
                         wk.k += QG_PMQA_CTAS * W;

@@ -122,7 +122,7 @@ def ref_paged(q8, kv_deq, weights, lens, block_table, max_len):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("clean", [False, True])
 @pytest.mark.parametrize("variant", [None, "shared2", "dual2", "shared4", "shared2s", "dual2s",
-                                     "shared4s", "shared3"])
+                                     "shared4s", "shared3", "split4"])
 def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg, dtype, clean,
                                            variant):
     """variant: QGEMM_PMQA_VARIANT (None: the default, dual2 below next_n x h = 128, shared2
