@@ -28,7 +28,7 @@
  * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
  * wgmma -> epilogue round hidden behind three others, its weights read from
  * L1; 3 (shared3, 2026-11-29): 50% more warps than 2 to hide that round,
- * weights still in registers, setmaxnreg 40 / 152); QG_PMQA_STRIDE_WALK
+ * weights still in registers, setmaxnreg 40 / 144); QG_PMQA_STRIDE_WALK
  * (the math warpgroups walk their own units only, qg_pmqa_swalk; the
  * ncu of 2026-11-29 counted the unit walk at 2x the units, ~20% more
  * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
@@ -233,22 +233,31 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
 #if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
-/* split4: 4 x 128 x 112 + 128 x 48 = 63488 <= 64K registers: the producer
- * warps walk and then run the clean form's tail (it spills under 24, 32
- * and 40 at next_n 2); the math reads its weights from L1 as shared4 does */
+/* split4: launched at 96 a thread (640 threads); the producer warpgroup's
+ * setmaxnreg.dec to 48 frees 128 x 48 = 6144 registers, the math's .inc to
+ * 104 takes 512 x 8 = 4096: the increase never needs registers that no
+ * warpgroup released (DeepGEMM's 64 / 104 balance exactly). The split form
+ * of 2026-11-28 took 32 / 120: its .inc needed 4096 more than the .dec
+ * freed, every register of the SM -- a hang at the first launch if the
+ * pool is short (an unproven guess at its cause). The producer warps walk
+ * and then run the clean form's tail (spills under 24, 32 and 40 at next_n
+ * 2); the math reads its weights from L1 as shared4 does. */
 #define QG_PMQA_PRODUCER_REGS 48
-#define QG_PMQA_MATH_REGS 112
+#define QG_PMQA_MATH_REGS 104
 #elif QG_PMQA_MATH_WGS == 4
 /* 640 threads: 4 x 128 x 120 + 128 x 24 <= 64K registers (N = 128: 64
  * accumulators + 32 weights + addressing need more than 112) */
 #define QG_PMQA_PRODUCER_REGS 24
 #define QG_PMQA_MATH_REGS 120
 #elif QG_PMQA_MATH_WGS == 3
-/* 512 threads (launch: 128 a thread): 3 x 128 x 152 + 128 x 40 = 63488 <=
- * 64K registers; the math keeps its 64 accumulators and 32 weights in
- * registers (shared2's form) */
+/* 512 threads (launch: ptxas' ~121, allocated as 128 a thread): the
+ * producer warpgroup's .dec to 40 frees >= 128 x 81 = 10368 registers, the
+ * math's .inc to 144 takes <= 384 x 23 = 8832 (from 121: no register that
+ * no warpgroup released is needed; 3 x 128 x 144 + 128 x 40 = 60416); the
+ * math keeps its 64 accumulators and 32 weights in registers (shared2's
+ * form, ~121 needed) */
 #define QG_PMQA_PRODUCER_REGS 40
-#define QG_PMQA_MATH_REGS 152
+#define QG_PMQA_MATH_REGS 144
 #endif
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)

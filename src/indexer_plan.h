@@ -180,7 +180,7 @@ typedef struct {
  * walk (QG_PMQA_STRIDE_WALK: each math warpgroup steps over its own units
  * only, not over every unit of the CTA; the same units, stages, segments
  * and sums: bitwise the same logits); SHARED3: 3 math warpgroups (512
- * threads, setmaxnreg 40 / 152, weights in registers) on one ring of a
+ * threads, setmaxnreg 40 / 144, weights in registers) on one ring of a
  * multiple of 3 stages, strided walk; SPLIT4: shared4s with a producer warp
  * per math warpgroup (DeepGEMM's organisation, QG_PMQA_SPLIT: the old split
  * form's name, a new kernel path with a written no-deadlock argument). */
