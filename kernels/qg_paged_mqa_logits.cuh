@@ -429,6 +429,30 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
     }
 }
 
+/* A kv barrier operand of a unit: a generic pointer (the unit walk's forms:
+ * their PTX as before) or the barrier's shared address itself (the strided
+ * forms: computed once before the loop; the ncu of 2026-11-29 counted the
+ * generic -> shared conversion, an S2R SR_CgaCtaId and the LEA waiting on
+ * it, once a unit on the path to the kv wait). */
+QG_DEVICE void qg_pmqa_bar_wait(uint64_t *bar, uint32_t parity) { qg_mbarrier_wait(bar, parity); }
+QG_DEVICE void qg_pmqa_bar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(bar), "r"(parity) : "memory");
+}
+/* x, opaque to the compiler: a shared address computed once stays in its
+ * register (NVVM otherwise re-derives it from the qg_smem_raw symbol at
+ * each use in the loop, which ptxas lowers to the S2R above). Not at two
+ * CTAs an SM (dual2s): its 80 registers spill with 4 more live ones. */
+QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
+#if QG_PMQA_CTAS == 1
+    asm volatile("" : "+r"(x));
+#endif
+    return x;
+}
+QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
+QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
 /* One unit of a math warpgroup: wait for the kv stage behind `full`, one
  * wgmma.m64nNk32 per 32 of D into acc, committed as one group and waited
  * for (sc0 / sc1 read from the stage meanwhile); release the stage, then
@@ -440,12 +464,12 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
  * stores key key0 of dst if key0 < lim_ctx (the clean form: -inf if not,
  * while key0 < lim_max); a thread that stores nothing has both below any
  * key0. */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
-                               uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
+template <typename Weight, typename Bar>
+QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar full,
+                               Bar empty, uint32_t parity, const float *sc, uint32_t q_lo,
                                uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
                                int lim_ctx, int lim_max) {
-    qg_mbarrier_wait(full, parity);
+    qg_pmqa_bar_wait(full, parity);
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
     qg_wgmma_fence();
@@ -459,7 +483,7 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
     /* the scales while the tensor core runs */
     const float sc0 = sc[0], sc1 = sc[8];
     qg_wgmma_wait0();
-    qg_mbarrier_arrive(empty);
+    qg_pmqa_bar_arrive(empty);
 
     float v = 0.0f;
 #pragma unroll
@@ -491,12 +515,12 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
  * (q rows 64n .. 64n + 63, 64 D bytes each: whole swizzle atoms) into the
  * 32 accumulators, reduced exactly as the one-pass form reduces its
  * columns 64n .. 64n + 63; the stage is released after the second pass. */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_t *full,
-                                     uint64_t *empty, uint32_t parity, const float *sc,
+template <typename Weight, typename Bar>
+QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, Bar full,
+                                     Bar empty, uint32_t parity, const float *sc,
                                      uint32_t q_lo, uint32_t kv_lo, int my_n, int my_half,
                                      int key0, qg_plogit_t *dst, int lim_ctx, int lim_max) {
-    qg_mbarrier_wait(full, parity);
+    qg_pmqa_bar_wait(full, parity);
     float sc0 = 0.0f, sc1 = 0.0f, v = 0.0f;
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
@@ -513,7 +537,7 @@ QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_
         for (int i = 0; i < 32; ++i) qg_fence_operand(acc[i]);
         if (n == 0) sc0 = sc[0], sc1 = sc[8]; /* the scales while the tensor core runs */
         qg_wgmma_wait0();
-        if (n == 1) qg_mbarrier_arrive(empty);
+        if (n == 1) qg_pmqa_bar_arrive(empty);
         float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
@@ -538,9 +562,9 @@ QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_
 #endif
 
 /* The same from the row `out`, row0 and the context length. */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_UACC], const Weight &wt, uint64_t *full,
-                            uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
+template <typename Weight, typename Bar>
+QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_UACC], const Weight &wt, Bar full,
+                            Bar empty, uint32_t parity, const float *sc, uint32_t q_lo,
                             uint32_t kv_lo, int row0, int my_n, int my_half, int key0, int my_ctx,
                             int max_context_len, qg_plogit_t *out) {
 #if QG_PMQA_NSPLIT
@@ -724,8 +748,13 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #else
         const int my_n = 0, my_half = t;
 #endif
+#if QG_PMQA_STRIDE_WALK
+        const uint32_t q_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_q) >> 4);
+        const uint32_t kv_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_kv) >> 4);
+#else
         const uint32_t q_lo0 = qg_smem_addr(smem_q) >> 4;
         const uint32_t kv_lo0 = qg_smem_addr(smem_kv) >> 4;
+#endif
 #if QG_PMQA_STRIDE_WALK
         qg_pmqa_swalk wk;
 #else
@@ -755,6 +784,8 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
          * parity ph = (u / STAGES) & 1 */
         int s = wg;
         uint32_t ph = 0;
+        const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
+        const uint32_t kv_empty_a = qg_pmqa_opaque(qg_smem_addr(kv_empty));
         for (int ev = wk.init(schedule, context_lens, max_context_len, batch,
                               (int)(blockIdx.x % QG_PMQA_CTAS) + QG_PMQA_CTAS * wg);
              ev >= 0;) {
@@ -792,7 +823,8 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
             }
 #if QG_PMQA_STRIDE_WALK
-            qg_pmqa_unit(acc, wt, &kv_full[s], &kv_empty[s], ph, smem_sc + s * QG_PMQA_BLOCK,
+            qg_pmqa_unit(acc, wt, kv_full_a + 8 * s, kv_empty_a + 8 * s, ph,
+                         smem_sc + s * QG_PMQA_BLOCK,
                          q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
                          wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
