@@ -93,6 +93,8 @@ int main() {
                          ev >= 0 && ++guard < 1000000;) {
                         if (ev > 0) { msegs.push_back(wk.b); ev = wk.settle(ctx.data(), max_len, batch); continue; }
                         const int u = wg + W * j++;
+                        /* the unit's entry is the last segment reported (its q, weights, row) */
+                        if (msegs.empty() || msegs.back() != wk.b) { printf("unit before its segment\n"); ++bad; }
                         if (s != u % STAGES || ph != (u / STAGES) % 2) { printf("stage/parity of u %d\n", u); ++bad; }
                         mine.push_back({u, wk.b, wk.k * 1});
                         /* split4's producer warp (the same walk, first unit wg): its block-table
