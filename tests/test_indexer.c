@@ -654,7 +654,15 @@ TEST(gpu_paged_mqa_logits) {
                                            "shared2s", "shared4s", "dual2s",  "shared3",
                                            "split4"};
     double first_diff[sizeof cases / sizeof cases[0]];
+    /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
+    const char *only = getenv("QG_TEST_PMQA_VARIANTS");
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        if (vi && only) {
+            char pat[40], list[256];
+            snprintf(pat, sizeof pat, ",%s,", variants[vi]);
+            snprintf(list, sizeof list, ",%s,", only);
+            if (!strstr(list, pat)) continue;
+        }
         if (variants[vi])
             setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);
         else
