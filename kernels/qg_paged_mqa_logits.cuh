@@ -24,9 +24,14 @@
  * The JIT defines: QG_PMQA_H (32, 64), QG_PMQA_D (32, 64, 128), QG_PMQA_NEXT_N
  * (1, 2), QG_PMQA_BF16, QG_PMQA_CLEAN, QG_PMQA_STAGES (even),
  * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
- * instead; QG_PMQA_MATH_WGS (2 or 4, default 2: the 2026-11-28 path; 4 is
+ * instead; QG_PMQA_MATH_WGS (2, 3 or 4, default 2: the 2026-11-28 path; 4 is
  * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
- * wgmma -> epilogue round hidden behind three others); QG_PMQA_CTAS (1 or 2
+ * wgmma -> epilogue round hidden behind three others, its weights read from
+ * L1; 3 (shared3, 2026-11-29): 50% more warps than 2 to hide that round,
+ * weights still in registers, setmaxnreg 40 / 144); QG_PMQA_STRIDE_WALK
+ * (the math warpgroups walk their own units only, qg_pmqa_swalk; the
+ * ncu of 2026-11-29 counted the unit walk at 2x the units, ~20% more
+ * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
  * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h). The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
@@ -43,8 +48,10 @@
  * scale.
  *
  * Pipeline invariants: unit u's kv stage is u % STAGES with phase
- * (u / STAGES) & 1 on both sides (the producer and the warpgroup u % 2 walk
- * the same schedule); kv_empty counts the 128 threads of the one warpgroup
+ * (u / STAGES) & 1 on both sides (the producer and the warpgroup u % W walk
+ * the same schedule; the strided walk reaches the same u, (b, k) and
+ * segments: tools/pmqa_walk_check.sh runs the walks' code on the CPU
+ * against each other); kv_empty counts the 128 threads of the one warpgroup
  * that read the stage. A batch segment (the CTA's units of one batch entry)
  * takes q stage g % 2, phase (g / 2) & 1 for the CTA's g-th segment;
  * q_empty counts all 128 W math threads (each warpgroup arrives once per
@@ -137,7 +144,60 @@ static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
 #ifndef QG_PMQA_MATH_WGS
 #define QG_PMQA_MATH_WGS 2
 #endif
-static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpgroups");
+static_assert(QG_PMQA_MATH_WGS >= 2 && QG_PMQA_MATH_WGS <= 4, "2, 3 or 4 math warpgroups");
+/* QG_PMQA_STRIDE_WALK 1: each math warpgroup walks its own units only
+ * (qg_pmqa_swalk: a jump of W units, W = CTAS x MATH_WGS in the range, over
+ * batch entries by the remainder) instead of stepping through every unit of
+ * the CTA (qg_pmqa_walk, the other warpgroups' units too). The producer
+ * keeps qg_pmqa_walk; both give each unit the same (b, k), stage and
+ * parity, and every warpgroup the same segments in the same order
+ * (tools/pmqa_walk_check.sh runs both on the CPU). */
+#ifndef QG_PMQA_STRIDE_WALK
+#define QG_PMQA_STRIDE_WALK 0
+#endif
+static_assert(QG_PMQA_MATH_WGS != 3 || QG_PMQA_STRIDE_WALK, "shared3 walks by strides");
+/* QG_PMQA_SPLIT 1 (split4, 2026-11-29): DeepGEMM's organisation: warp i of
+ * the producer warpgroup feeds math warpgroup i alone. The stages stay one
+ * array of STAGES = W x S: warpgroup i's m-th unit takes stage i + W (m mod
+ * S), parity (m / S) & 1 -- exactly the stage and parity shared4s gives it
+ * (unit u = i + W m: u mod W S, u / (W S)), so the math side is shared4s'
+ * code unchanged; producer warp i walks the same strided walk as warpgroup i
+ * (qg_pmqa_swalk, first unit i) and fills only those stages. Producer warp
+ * 0 also loads q at each segment of its walk (every walk reports every
+ * segment of the CTA; the clean form's -inf tail runs on the 4 producer
+ * warps after their walks).
+ *
+ * Why it cannot deadlock (the split organisation of 2026-11-28 hung on the
+ * H200, cause unknown; its q ring was the suspect). The waits:
+ *   (a) math warpgroup i, unit m: kv_full of its stage, phase (m / S) & 1;
+ *       only producer warp i arrives on it, when it issues unit m;
+ *   (b) producer warp i, unit m: kv_empty of that stage, for unit m - S;
+ *       only warpgroup i arrives on it, after unit m - S's wgmma;
+ *   (c) math warpgroup i at segment g: q_full[g & 1], phase (g >> 1) & 1;
+ *       producer warp 0 arrives (TMA) at its segment event g;
+ *   (d) producer warp 0 at segment event g: q_empty[g & 1] for segment g - 2;
+ *       every math thread arrives once at its event g - 1 (before its wait
+ *       (c) for g - 1), or at its end.
+ * Order the events of each agent by its walk; all agents walk the same
+ * segment sequence (tools/pmqa_walk_check.sh checks the walks' code).
+ * Induction on g: suppose q segments < g are loaded. Warpgroup i's units
+ * in segments < g need only (a), fed by producer warp i, which needs only
+ * (b) for earlier units of the same pair (producer i != 0 never waits on
+ * q; producer 0's q waits for segments <= g - 1 are (d) on segments <= g -
+ * 3, completed by the same induction), so every warpgroup reaches its event
+ * g - 1 and arrives for g - 2 there; then (d) for g holds, producer 0
+ * loads q g (after issuing warpgroup 0's units before it, which only need
+ * (b)), and (c) for g holds. No wait depends on a later event of another
+ * agent: no cycle. The ring sizes do not matter (S >= 1); the arrive for
+ * g - 2 precedes the wait for g - 1 in each math thread, and no thread
+ * arrives twice on one q_empty phase (it arrives for g only after waiting
+ * q_full of g + 1, which producer 0 loaded after q_empty's phase of g - 1
+ * completed). */
+#ifndef QG_PMQA_SPLIT
+#define QG_PMQA_SPLIT 0
+#endif
+static_assert(!QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 4 && QG_PMQA_CTAS == 1 && QG_PMQA_STRIDE_WALK),
+              "split4: 4 math warpgroups, one CTA an SM, the strided walk");
 /* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
  * 2r + p takes the units of range r with index = p mod 2, so the schedule
  * (one range per SM) and its contract stay as they are, and each SM runs
@@ -172,11 +232,32 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #endif
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
-#if QG_PMQA_MATH_WGS == 4
+#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
+/* split4: launched at 96 a thread (640 threads); the producer warpgroup's
+ * setmaxnreg.dec to 48 frees 128 x 48 = 6144 registers, the math's .inc to
+ * 104 takes 512 x 8 = 4096: the increase never needs registers that no
+ * warpgroup released (DeepGEMM's 64 / 104 balance exactly). The split form
+ * of 2026-11-28 took 32 / 120: its .inc needed 4096 more than the .dec
+ * freed, every register of the SM -- a hang at the first launch if the
+ * pool is short (an unproven guess at its cause). The producer warps walk
+ * and then run the clean form's tail (spills under 24, 32 and 40 at next_n
+ * 2); the math reads its weights from L1 as shared4 does. */
+#define QG_PMQA_PRODUCER_REGS 48
+#define QG_PMQA_MATH_REGS 104
+#elif QG_PMQA_MATH_WGS == 4
 /* 640 threads: 4 x 128 x 120 + 128 x 24 <= 64K registers (N = 128: 64
  * accumulators + 32 weights + addressing need more than 112) */
 #define QG_PMQA_PRODUCER_REGS 24
 #define QG_PMQA_MATH_REGS 120
+#elif QG_PMQA_MATH_WGS == 3
+/* 512 threads (launch: ptxas' ~121, allocated as 128 a thread): the
+ * producer warpgroup's .dec to 40 frees >= 128 x 81 = 10368 registers, the
+ * math's .inc to 144 takes <= 384 x 23 = 8832 (from 121: no register that
+ * no warpgroup released is needed; 3 x 128 x 144 + 128 x 40 = 60416); the
+ * math keeps its 64 accumulators and 32 weights in registers (shared2's
+ * form, ~121 needed) */
+#define QG_PMQA_PRODUCER_REGS 40
+#define QG_PMQA_MATH_REGS 144
 #endif
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
@@ -216,6 +297,7 @@ QG_DEVICE void qg_pmqa_store(qg_plogit_t *p, float v) {
 #endif
 }
 
+/* ---- the walks (tools/pmqa_walk_check.sh compiles this part on the host) ---- */
 QG_DEVICE int qg_pmqa_ctx(const int *ctx, int b, int n, int max_context_len) {
     return min(max(__ldg(ctx + b * QG_PMQA_NEXT_N + n), 0), max_context_len);
 }
@@ -269,6 +351,57 @@ struct qg_pmqa_walk {
     }
 };
 
+#if QG_PMQA_STRIDE_WALK
+/* A math warpgroup's walk over its own units: those of range index i = p +
+ * CTAS (wg + W j), j = 0, 1, ... (p = blockIdx.x mod CTAS, W math
+ * warpgroups; the CTA's unit u = wg + W j: stage u % STAGES, the same unit
+ * qg_pmqa_walk gives the CTA's u-th step). (b, k): the target unit, k its
+ * index in batch entry b, possibly >= nb(b) until settle() carries the
+ * excess over the following entries. A segment (an entry holding a unit of
+ * the CTA, which the producer loads a q for) is reported whether or not it
+ * holds a unit of this warpgroup: the q ring's barriers count every math
+ * thread once per segment. */
+struct qg_pmqa_swalk {
+    int b, k, nb, end_b, end_k;
+    /* the start of the range as qg_pmqa_walk has it (entries with no unit
+     * skipped), then the first target `first` units on; returns settle()'s
+     * value, or 1 when the start's entry holds a unit of the CTA */
+    QG_DEVICE int init(const int *schedule, const int *ctx, int max_len, int batch, int first) {
+        const unsigned r = blockIdx.x / QG_PMQA_CTAS;
+        b = min(max(schedule[2 * r], 0), batch);
+        k = max(schedule[2 * r + 1], 0);
+        end_b = min(max(schedule[2 * r + 2], 0), batch);
+        end_k = max(schedule[2 * r + 3], 0);
+        nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
+        while (b < batch && k >= nb && !done()) {
+            ++b;
+            k = 0;
+            nb = b < batch ? qg_pmqa_nb(ctx, b, max_len) : 0;
+        }
+        if (b >= batch) return -1;
+        const int c = k + (int)(blockIdx.x % QG_PMQA_CTAS); /* the CTA's first unit */
+        k += first;
+        return c < nb && !done_at(b, c) ? 1 : settle(ctx, max_len, batch);
+    }
+    QG_DEVICE bool done_at(int bb, int kk) const { return bb > end_b || (bb == end_b && kk >= end_k); }
+    QG_DEVICE bool done() const { return done_at(b, k); }
+    /* -1: done; 0: at the target (k < nb); 1: entered batch entry b, a
+     * segment of the CTA (call again after it) */
+    QG_DEVICE int settle(const int *ctx, int max_len, int batch) {
+        for (;;) {
+            if (done()) return -1;
+            if (k < nb) return 0;
+            k -= nb;
+            if (++b >= batch) return -1;
+            nb = qg_pmqa_nb(ctx, b, max_len);
+            const int c = k % QG_PMQA_CTAS; /* the CTA's first unit in b */
+            if (c < nb && !done_at(b, c)) return 1;
+        }
+    }
+};
+#endif
+/* ---- end of the walks ---- */
+
 /* -inf into row[a, b) by `nthreads` threads: scalar head and tail, 16-byte
  * streaming stores between. */
 QG_DEVICE void qg_pmqa_fill(qg_plogit_t *row, int a, int b, int tid, int nthreads) {
@@ -296,6 +429,30 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
     }
 }
 
+/* A kv barrier operand of a unit: a generic pointer (the unit walk's forms:
+ * their PTX as before) or the barrier's shared address itself (the strided
+ * forms: computed once before the loop; the ncu of 2026-11-29 counted the
+ * generic -> shared conversion, an S2R SR_CgaCtaId and the LEA waiting on
+ * it, once a unit on the path to the kv wait). */
+QG_DEVICE void qg_pmqa_bar_wait(uint64_t *bar, uint32_t parity) { qg_mbarrier_wait(bar, parity); }
+QG_DEVICE void qg_pmqa_bar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(bar), "r"(parity) : "memory");
+}
+/* x, opaque to the compiler: a shared address computed once stays in its
+ * register (NVVM otherwise re-derives it from the qg_smem_raw symbol at
+ * each use in the loop, which ptxas lowers to the S2R above). Not at two
+ * CTAs an SM (dual2s): its 80 registers spill with 4 more live ones. */
+QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
+#if QG_PMQA_CTAS == 1
+    asm volatile("" : "+r"(x));
+#endif
+    return x;
+}
+QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
+QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
 /* One unit of a math warpgroup: wait for the kv stage behind `full`, one
  * wgmma.m64nNk32 per 32 of D into acc, committed as one group and waited
  * for (sc0 / sc1 read from the stage meanwhile); release the stage, then
@@ -307,12 +464,12 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
  * stores key key0 of dst if key0 < lim_ctx (the clean form: -inf if not,
  * while key0 < lim_max); a thread that stores nothing has both below any
  * key0. */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint64_t *full,
-                               uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
+template <typename Weight, typename Bar>
+QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar full,
+                               Bar empty, uint32_t parity, const float *sc, uint32_t q_lo,
                                uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
                                int lim_ctx, int lim_max) {
-    qg_mbarrier_wait(full, parity);
+    qg_pmqa_bar_wait(full, parity);
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
     qg_wgmma_fence();
@@ -326,7 +483,7 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
     /* the scales while the tensor core runs */
     const float sc0 = sc[0], sc1 = sc[8];
     qg_wgmma_wait0();
-    qg_mbarrier_arrive(empty);
+    qg_pmqa_bar_arrive(empty);
 
     float v = 0.0f;
 #pragma unroll
@@ -358,12 +515,12 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, uint
  * (q rows 64n .. 64n + 63, 64 D bytes each: whole swizzle atoms) into the
  * 32 accumulators, reduced exactly as the one-pass form reduces its
  * columns 64n .. 64n + 63; the stage is released after the second pass. */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_t *full,
-                                     uint64_t *empty, uint32_t parity, const float *sc,
+template <typename Weight, typename Bar>
+QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, Bar full,
+                                     Bar empty, uint32_t parity, const float *sc,
                                      uint32_t q_lo, uint32_t kv_lo, int my_n, int my_half,
                                      int key0, qg_plogit_t *dst, int lim_ctx, int lim_max) {
-    qg_mbarrier_wait(full, parity);
+    qg_pmqa_bar_wait(full, parity);
     float sc0 = 0.0f, sc1 = 0.0f, v = 0.0f;
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
@@ -380,7 +537,7 @@ QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_
         for (int i = 0; i < 32; ++i) qg_fence_operand(acc[i]);
         if (n == 0) sc0 = sc[0], sc1 = sc[8]; /* the scales while the tensor core runs */
         qg_wgmma_wait0();
-        if (n == 1) qg_mbarrier_arrive(empty);
+        if (n == 1) qg_pmqa_bar_arrive(empty);
         float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
@@ -405,9 +562,9 @@ QG_DEVICE void qg_pmqa_unit_split_at(float (&acc)[32], const Weight &wt, uint64_
 #endif
 
 /* The same from the row `out`, row0 and the context length. */
-template <typename Weight>
-QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_UACC], const Weight &wt, uint64_t *full,
-                            uint64_t *empty, uint32_t parity, const float *sc, uint32_t q_lo,
+template <typename Weight, typename Bar>
+QG_DEVICE void qg_pmqa_unit(float (&acc)[QG_PMQA_UACC], const Weight &wt, Bar full,
+                            Bar empty, uint32_t parity, const float *sc, uint32_t q_lo,
                             uint32_t kv_lo, int row0, int my_n, int my_half, int key0, int my_ctx,
                             int max_context_len, qg_plogit_t *out) {
 #if QG_PMQA_NSPLIT
@@ -470,6 +627,53 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     if (warp >= QG_PMQA_PRODUCER_WARP) qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
     else qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
 #endif
+#if QG_PMQA_SPLIT
+    if (warp >= QG_PMQA_PRODUCER_WARP) {
+        /* ---- producer warp pi feeds math warpgroup pi (and warp 0 loads q) ---- */
+        const int pi = warp - QG_PMQA_PRODUCER_WARP;
+        qg_pmqa_swalk wk;
+        int g = 0, s = pi, win_b = -1, win_k = 0, win = 0;
+        uint32_t ph = 0;
+        for (int ev = wk.init(schedule, context_lens, max_context_len, batch, pi); ev >= 0;) {
+            if (ev > 0) { /* the CTA's g-th segment: its q (warp 0) */
+                if (pi == 0 && lane == 0) {
+                    const int qs = g & 1;
+                    qg_mbarrier_wait(&q_empty[qs], ((g >> 1) & 1) ^ 1);
+                    qg_mbarrier_arrive_expect_tx(&q_full[qs], QG_PMQA_N * QG_PMQA_D);
+                    qg_tma_load_2d(smem_q + qs * QG_PMQA_SMEM_Q, &tmap_q, &q_full[qs], 0,
+                                   wk.b * QG_PMQA_N);
+                }
+                __syncwarp();
+                ++g;
+                ev = wk.settle(context_lens, max_context_len, batch);
+                continue;
+            }
+            /* the block table: lane l holds this warp's unit win_k + W l of entry win_b */
+            if (wk.b != win_b || wk.k >= win_k + 32 * QG_PMQA_MATH_WGS) {
+                win_b = wk.b;
+                win_k = wk.k;
+                const int kk = win_k + QG_PMQA_MATH_WGS * lane;
+                win = kk < wk.nb ? __ldg(block_table + (int64_t)wk.b * block_table_ld + kk) : 0;
+            }
+            const int phys = __shfl_sync(0xffffffffu, win, (wk.k - win_k) / QG_PMQA_MATH_WGS);
+            if (lane == 0) {
+                qg_mbarrier_wait(&kv_empty[s], ph ^ 1u);
+                qg_mbarrier_arrive_expect_tx(&kv_full[s], QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4);
+                qg_tma_load_3d(smem_kv + s * QG_PMQA_SMEM_KV, &tmap_kv, &kv_full[s], 0, 0, phys);
+                qg_tma_load_2d(smem_sc + s * QG_PMQA_BLOCK, &tmap_sc, &kv_full[s], 0, phys);
+            }
+            __syncwarp();
+            s += QG_PMQA_MATH_WGS;
+            if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
+            wk.k += QG_PMQA_MATH_WGS;
+            ev = wk.settle(context_lens, max_context_len, batch);
+        }
+#if QG_PMQA_CLEAN
+        qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
+                           (int)threadIdx.x - 128 * QG_PMQA_MATH_WGS, 128);
+#endif
+    }
+#else
     if (warp == QG_PMQA_PRODUCER_WARP) {
         /* ---- producer: the whole warp walks (block-table window), one lane issues ---- */
         qg_pmqa_walk wk;
@@ -535,6 +739,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                            (int)threadIdx.x - (128 * QG_PMQA_MATH_WGS + 32), 96);
 #endif
     }
+#endif
     else {
         /* ---- math warpgroups 0 .. QG_PMQA_MATH_WGS - 1 ---- */
         const int row0 = (warp % 4) * 16 + lane / 4; /* key row in the block; and row0 + 8 */
@@ -543,11 +748,21 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #else
         const int my_n = 0, my_half = t;
 #endif
+#if QG_PMQA_STRIDE_WALK
+        const uint32_t q_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_q) >> 4);
+        const uint32_t kv_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_kv) >> 4);
+#else
         const uint32_t q_lo0 = qg_smem_addr(smem_q) >> 4;
         const uint32_t kv_lo0 = qg_smem_addr(smem_kv) >> 4;
+#endif
+#if QG_PMQA_STRIDE_WALK
+        qg_pmqa_swalk wk;
+#else
         qg_pmqa_walk wk;
         wk.init(schedule, context_lens, max_context_len, batch);
-        int u = 0, g = -1, seg_b = -1;
+        int u = 0;
+#endif
+        int g = -1, seg_b = -1;
 #if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
          * accumulators stay, the weights are read (L1 hits) where used, from
@@ -563,8 +778,22 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         float acc[QG_PMQA_UACC];
         int my_ctx = 0;
         qg_plogit_t *out = logits;
+#if QG_PMQA_STRIDE_WALK
+        /* this warpgroup's units only: unit u = wg + W j of the CTA, stage
+         * s = u % STAGES (STAGES a multiple of W: s steps by W and wraps),
+         * parity ph = (u / STAGES) & 1 */
+        int s = wg;
+        uint32_t ph = 0;
+        const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
+        const uint32_t kv_empty_a = qg_pmqa_opaque(qg_smem_addr(kv_empty));
+        for (int ev = wk.init(schedule, context_lens, max_context_len, batch,
+                              (int)(blockIdx.x % QG_PMQA_CTAS) + QG_PMQA_CTAS * wg);
+             ev >= 0;) {
+            if (ev > 0) {
+#else
         while (!wk.done()) {
             if (wk.b != seg_b) {
+#endif
                 if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
                 seg_b = wk.b;
                 ++g;
@@ -588,7 +817,22 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 my_ctx = qg_pmqa_ctx(context_lens, seg_b, my_n, max_context_len);
                 out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits;
                 qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);
+#if QG_PMQA_STRIDE_WALK
+                ev = wk.settle(context_lens, max_context_len, batch);
+                continue;
+#endif
             }
+#if QG_PMQA_STRIDE_WALK
+            qg_pmqa_unit(acc, wt, kv_full_a + 8 * s, kv_empty_a + 8 * s, ph,
+                         smem_sc + s * QG_PMQA_BLOCK,
+                         q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
+                         kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
+                         wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
+            s += QG_PMQA_MATH_WGS;
+            if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
+            wk.k += QG_PMQA_CTAS * QG_PMQA_MATH_WGS;
+            ev = wk.settle(context_lens, max_context_len, batch);
+#else
             if (u % QG_PMQA_MATH_WGS == wg) {
                 const int s = u % QG_PMQA_STAGES;
                 qg_pmqa_unit(acc, wt, &kv_full[s], &kv_empty[s], (u / QG_PMQA_STAGES) & 1,
@@ -598,6 +842,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             }
             ++u;
             wk.next(batch);
+#endif
         }
         if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
     }

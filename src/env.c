@@ -39,7 +39,13 @@
  *                       128 columns, else shared2)
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring), shared4 (4) or dual2 (shared2 at
- *                                            2 CTAs an SM); another value (pipe2 too:
+ *                                            2 CTAs an SM); shared2s, shared4s, dual2s:
+ *                                            the same with the strided walk (a math
+ *                                            warpgroup steps over its own units only);
+ *                                            shared3 (3 math warpgroups, strided walk);
+ *                                            split4 (shared4s, a producer warp and
+ *                                            its stages a math warpgroup);
+ *                                            another value (pipe2 too:
  *                                            removed) fails the call with a message
  *                                            naming it
  *   QGEMM_BMK_RADIX     2                    the radix of the reduced batch sum's tree
@@ -124,7 +130,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated base (none), acc2, acc4, "
      "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
      "K blocks a clustered CTA keeps)", "acc4+fit (split mode: fit)"},
-    {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4 or dual2",
+    {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, dual2, their "
+     "strided-walk forms shared2s, shared4s, dual2s, shared3 (3 math warpgroups) or split4 (a producer "
+     "warp a math warpgroup)",
      "dual2 below next_n x heads = 128, else shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},

@@ -307,27 +307,37 @@ int qg__pmqa_default_variant(int next_n, int heads) {
 }
 
 const char *qg__pmqa_variant_name(int variant) {
-    static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "shared4", "dual2"};
+    static const char *const names[QG_PMQA_VARIANT_COUNT] = {
+        "shared2", "shared4", "dual2", "shared2s", "shared4s", "dual2s", "shared3", "split4"};
     return variant >= 0 && variant < QG_PMQA_VARIANT_COUNT ? names[variant] : NULL;
 }
 
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     if (!p || variant < 0 || variant >= QG_PMQA_VARIANT_COUNT) return -1;
-    const int math_wgs = variant == QG_PMQA_VARIANT_SHARED4 ? 4 : 2;
+    const int math_wgs = variant == QG_PMQA_VARIANT_SHARED4 || variant == QG_PMQA_VARIANT_SHARED4S ||
+                                 variant == QG_PMQA_VARIANT_SPLIT4
+                             ? 4
+                             : variant == QG_PMQA_VARIANT_SHARED3 ? 3 : 2;
     const int n_cols = p->next_n * p->heads;
     /* DUAL2: two CTAs per SM (80 registers: N = 128 runs two N = 64 wgmma
      * passes a unit, QG_PMQA_NSPLIT) */
-    const int ctas = variant == QG_PMQA_VARIANT_DUAL2 ? 2 : 1;
+    const int ctas = variant == QG_PMQA_VARIANT_DUAL2 || variant == QG_PMQA_VARIANT_DUAL2S ? 2 : 1;
+    /* the strided walk: the *S forms and SHARED3 */
+    const int stride_walk = variant >= QG_PMQA_VARIANT_SHARED2S;
     const size_t budget = ctas == 2 ? QG_IDX_SMEM_MAX / 2 - 1024 : QG_IDX_SMEM_MAX;
     /* one ring: a multiple of the warpgroups (unit u -> warpgroup u % W,
-     * stage u % stages), as many as fit, <= 24; SHARED2 <= 16 (its
-     * 2026-11-28 plan); DUAL2 all that fit in half an SM */
+     * stage u % stages), as many as fit, <= 24; SHARED2 (and SHARED2S,
+     * the same ring) <= 16 (its 2026-11-28 plan); DUAL2 all that fit in
+     * half an SM; SHARED3 a multiple of 3 (21 at N 128, D 128) */
     int stages = 24 / math_wgs * math_wgs;
     while (stages > math_wgs && pmqa_smem(n_cols, p->head_dim, stages) > budget)
         stages -= math_wgs;
-    if (variant == QG_PMQA_VARIANT_SHARED2 && stages > 16) stages = 16;
+    if ((variant == QG_PMQA_VARIANT_SHARED2 || variant == QG_PMQA_VARIANT_SHARED2S) && stages > 16)
+        stages = 16;
     p->variant = variant;
     p->math_wgs = math_wgs;
+    p->stride_walk = stride_walk;
+    p->split = variant == QG_PMQA_VARIANT_SPLIT4;
     p->ctas = ctas;
     p->grid_x = ctas * p->num_sms;
     p->stages = stages;
@@ -340,16 +350,21 @@ int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
     const int len = snprintf(
         buf, cap,
         "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages, "
-        "%d math wgs, %d ctas an SM\n"
+        "%d math wgs, %d ctas an SM%s%s\n"
         "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
         "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
         "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n"
         "#define QG_PMQA_CTAS %d\n"
+        "%s%s"
         "#define QG_PMQA_SMEM_BYTES %zu\n"
         "#include \"qg_paged_mqa_logits.cuh\"\n",
         p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
-        p->ctas, p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages,
-        p->math_wgs, p->ctas, p->smem_bytes);
+        p->ctas, p->stride_walk ? ", strided walk" : "", p->split ? ", a producer warp a warpgroup" : "",
+        p->heads, p->head_dim, p->next_n,
+        p->clean, p->logits_bf16, p->stages, p->math_wgs, p->ctas,
+        /* only the strided forms name it: the older variants' sources stay byte for byte */
+        p->stride_walk ? "#define QG_PMQA_STRIDE_WALK 1\n" : "",
+        p->split ? "#define QG_PMQA_SPLIT 1\n" : "", p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

@@ -153,7 +153,9 @@ typedef struct {
     int batch, next_n, heads, head_dim;
     int clean, logits_bf16;
     int stages;                /* the kv ring's stages */
-    int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
+    int math_wgs;              /* QG_PMQA_MATH_WGS: 2, 3 or 4 (block_x = 128 (math_wgs + 1)) */
+    int stride_walk;           /* QG_PMQA_STRIDE_WALK: a math warpgroup walks its own units only */
+    int split;                 /* QG_PMQA_SPLIT: a producer warp per math warpgroup (split4) */
     int ctas;                  /* QG_PMQA_CTAS: CTAs per SM (grid_x = ctas * num_sms) */
     int num_sms;               /* the schedule's ranges (one per SM) */
     int variant;               /* QG_PMQA_VARIANT_* */
@@ -173,12 +175,25 @@ typedef struct {
  * exp/pmqa-split-2026-11-28; PIPE2 (SHARED2 with two accumulator sets a
  * warpgroup: no faster than SHARED2 on the H200, 0.750 against 0.752 of
  * DeepGEMM), git tag exp/pmqa-pipe2-2026-11-28. The values are dense
- * (names and loops index by them); they live only inside the process. */
+ * (names and loops index by them); they live only inside the process.
+ * The *S forms (2026-11-29) are the same organisations with the strided
+ * walk (QG_PMQA_STRIDE_WALK: each math warpgroup steps over its own units
+ * only, not over every unit of the CTA; the same units, stages, segments
+ * and sums: bitwise the same logits); SHARED3: 3 math warpgroups (512
+ * threads, setmaxnreg 40 / 144, weights in registers) on one ring of a
+ * multiple of 3 stages, strided walk; SPLIT4: shared4s with a producer warp
+ * per math warpgroup (DeepGEMM's organisation, QG_PMQA_SPLIT: the old split
+ * form's name, a new kernel path with a written no-deadlock argument). */
 enum {
     QG_PMQA_VARIANT_SHARED2 = 0,
     QG_PMQA_VARIANT_SHARED4 = 1,
     QG_PMQA_VARIANT_DUAL2 = 2,
-    QG_PMQA_VARIANT_COUNT = 3
+    QG_PMQA_VARIANT_SHARED2S = 3,
+    QG_PMQA_VARIANT_SHARED4S = 4,
+    QG_PMQA_VARIANT_DUAL2S = 5,
+    QG_PMQA_VARIANT_SHARED3 = 6,
+    QG_PMQA_VARIANT_SPLIT4 = 7,
+    QG_PMQA_VARIANT_COUNT = 8
 };
 /* The default organisation for next_n x heads = N columns: DUAL2 below N =
  * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
@@ -191,7 +206,8 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
                   int num_sms, qg_pmqa_plan *out, const char **why);
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
-/* The variant's name ("shared2", "shared4", "dual2"), or NULL. */
+/* The variant's name ("shared2", "shared4", "dual2", "shared2s", "shared4s",
+ * "dual2s", "shared3", "split4"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

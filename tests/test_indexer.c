@@ -272,18 +272,20 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_VARIANT");
     }
     { /* QGEMM_PMQA_VARIANT: the three names pass the checks; any other value
-       * (the removed split4 / split2 / pipe2 too) fails the logits call (not
+       * (the removed split2 / pipe2 too) fails the logits call (not
        * the schedule's), naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
-        static const char *const good[] = {"shared2", "shared4", "dual2"};
+        static const char *const good[] = {"shared2", "shared4", "dual2", "shared2s",
+                                           "shared4s", "dual2s", "shared3", "split4"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_PMQA_VARIANT=%s: %s (%s)", good[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *const bad[] = {"split4", "split2", "SHARED2", "shared", "shared2 ",
-                                          "4", "pipe", "pipe2", "pipe4", "dual"};
+        static const char *const bad[] = {"split", "split2", "SHARED2", "shared", "shared2 ",
+                                          "4", "pipe", "pipe2", "pipe4", "dual",
+                                          "shared3s", "split4s", "shared2S"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -291,7 +293,8 @@ TEST(indexer_validation) {
             snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
-                      strstr(qg_last_error(), "shared2, shared4 or dual2"),
+                      strstr(qg_last_error(), "shared2, shared4, dual2, shared2s, shared4s, "
+                                              "dual2s, shared3 or split4"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -413,7 +416,8 @@ TEST(indexer_compile_every_variant) {
     PASS();
 }
 
-/* Every paged MQA organisation (QGEMM_PMQA_VARIANT; the default is also
+/* Every paged MQA organisation (QGEMM_PMQA_VARIANT, the strided-walk forms
+ * and shared3 too; the default is also
  * in indexer_compile_every_variant) on the widest (next_n 2, H 64, D 128:
  * the most registers) and the narrowest shapes, clean and not, fp32 and
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
@@ -440,9 +444,47 @@ TEST(pmqa_compile_every_variant) {
         CHECK(!strcmp(qg__pmqa_variant_name(pl.variant), "shared2") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4), "shared4") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2), "dual2") &&
-                  QG_PMQA_VARIANT_COUNT == 3 && !qg__pmqa_variant_name(3) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 3) == -1,
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED2S), "shared2s") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4S), "shared4s") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2S), "dual2s") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED3), "shared3") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4), "split4") &&
+                  QG_PMQA_VARIANT_COUNT == 8 && !qg__pmqa_variant_name(8) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 8) == -1 &&
+                  pl.stride_walk == 0 && pl.split == 0,
               "variant names / count");
+        /* the strided forms: the same plan as their unit-walk form but the walk */
+        static const int pairs[][2] = {{QG_PMQA_VARIANT_SHARED2, QG_PMQA_VARIANT_SHARED2S},
+                                       {QG_PMQA_VARIANT_SHARED4, QG_PMQA_VARIANT_SHARED4S},
+                                       {QG_PMQA_VARIANT_DUAL2, QG_PMQA_VARIANT_DUAL2S}};
+        for (int i = 0; i < 3; ++i) {
+            qg_pmqa_plan a = pl, b = pl;
+            CHECK(qg__pmqa_plan_variant(&a, pairs[i][0]) == 0 &&
+                      qg__pmqa_plan_variant(&b, pairs[i][1]) == 0 && a.stride_walk == 0 &&
+                      b.stride_walk == 1 && a.math_wgs == b.math_wgs && a.ctas == b.ctas &&
+                      a.stages == b.stages && a.grid_x == b.grid_x && a.block_x == b.block_x &&
+                      a.smem_bytes == b.smem_bytes,
+                  "%s / %s plans differ past the walk", qg__pmqa_variant_name(pairs[i][0]),
+                  qg__pmqa_variant_name(pairs[i][1]));
+        }
+        /* SHARED3: 3 math warpgroups (512 threads), one ring of a multiple
+         * of 3 stages (21 at N 128, D 128), strided walk */
+        qg_pmqa_plan p3 = pl;
+        CHECK(qg__pmqa_plan_variant(&p3, QG_PMQA_VARIANT_SHARED3) == 0 && p3.math_wgs == 3 &&
+                  p3.block_x == 512 && p3.ctas == 1 && p3.stages == 21 && p3.stride_walk == 1 &&
+                  p3.smem_bytes <= QG_IDX_SMEM_MAX,
+              "shared3: %d math wgs, %d threads, %d ctas, %d stages, %zu bytes", p3.math_wgs,
+              p3.block_x, p3.ctas, p3.stages, p3.smem_bytes);
+        /* SPLIT4: shared4s' plan (the same stages: warpgroup i's are i + 4 j) with a
+         * producer warp a math warpgroup */
+        qg_pmqa_plan ps = pl, p4s = pl;
+        CHECK(qg__pmqa_plan_variant(&ps, QG_PMQA_VARIANT_SPLIT4) == 0 &&
+                  qg__pmqa_plan_variant(&p4s, QG_PMQA_VARIANT_SHARED4S) == 0 && ps.split == 1 &&
+                  p4s.split == 0 && ps.math_wgs == 4 && ps.stride_walk == 1 && ps.ctas == 1 &&
+                  ps.block_x == 640 && ps.stages == p4s.stages && ps.stages % 4 == 0 &&
+                  ps.smem_bytes == p4s.smem_bytes,
+              "split4: %d math wgs, %d threads, %d stages (shared4s %d)", ps.math_wgs, ps.block_x,
+              ps.stages, p4s.stages);
         /* SHARED4: 4 math warpgroups (640 threads), one ring of a multiple of 4 stages */
         qg_pmqa_plan p4 = pl;
         CHECK(qg__pmqa_plan_variant(&p4, QG_PMQA_VARIANT_SHARED4) == 0 && p4.math_wgs == 4 &&
@@ -470,7 +512,8 @@ TEST(pmqa_compile_every_variant) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
-    static const char *const variants[] = {"shared2", "shared4", "dual2"};
+    static const char *const variants[] = {"shared2",  "shared4", "dual2",   "shared2s",
+                                           "shared4s", "dual2s",  "shared3", "split4"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -604,9 +647,22 @@ TEST(gpu_paged_mqa_logits) {
         {32, 2, 64, 128, 1, 1, 1000, 1}};
     int failures = 0;
     /* every organisation (QGEMM_PMQA_VARIANT; unset = the default: dual2 below 128 columns,
-     * shared2 at 128; shared2 named: also below 128) */
-    static const char *const variants[] = {NULL, "shared2", "shared4", "dual2"};
+     * shared2 at 128; shared2 named: also below 128). All compute the same sums in the same
+     * order: each case's accuracy figure (the fp64 sum over every logit, same inputs: a
+     * fingerprint of the output) must equal the default's bit for bit. */
+    static const char *const variants[] = {NULL,       "shared2",  "shared4", "dual2",
+                                           "shared2s", "shared4s", "dual2s",  "shared3",
+                                           "split4"};
+    double first_diff[sizeof cases / sizeof cases[0]];
+    /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
+    const char *only = getenv("QG_TEST_PMQA_VARIANTS");
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        if (vi && only) {
+            char pat[40], list[256];
+            snprintf(pat, sizeof pat, ",%s,", variants[vi]);
+            snprintf(list, sizeof list, ",%s,", only);
+            if (!strstr(list, pat)) continue;
+        }
         if (variants[vi])
             setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);
         else
@@ -615,7 +671,13 @@ TEST(gpu_paged_mqa_logits) {
             const qgtk_paged_case *c = &cases[i];
             const qgtk_case_opts opts = {.seed = 51 + i};
             qgtk_case_result res;
-            const bool ok = qgtk_paged_case_run(ctx, stream, c, &opts, &res);
+            bool ok = qgtk_paged_case_run(ctx, stream, c, &opts, &res);
+            if (vi == 0) first_diff[i] = res.diff;
+            else if (ok && memcmp(&res.diff, &first_diff[i], sizeof res.diff)) {
+                ok = false;
+                snprintf(res.why, sizeof res.why, "not bitwise the default's (diff %.17g vs %.17g)",
+                         res.diff, first_diff[i]);
+            }
             printf("    %s paged [%s] bsz %d next_n %d H %d D %d L %d %s%s%s: diff %.2g %s\n",
                    ok ? "ok  " : "FAIL", variants[vi] ? variants[vi] : "default", c->batch,
                    c->next_n, c->heads, c->head_dim, c->avg_len, c->bf16 ? "bf16" : "fp32",

@@ -14,7 +14,7 @@ if [ "${1:-}" = "-j" ]; then JOBS=$2; shift 2; fi
 FILTER=${1:-.}
 NVCC=${NVCC:-nvcc}
 WORK=$(mktemp -d /tmp/qg-idx-check.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
 
 cat > "$WORK/gen.c" <<'CEOF'
 #include "indexer_plan.h"

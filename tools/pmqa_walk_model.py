@@ -5,6 +5,8 @@
 # Checks on random context lengths: every unit exactly once over the CTAs, the producer and each
 # math warpgroup agree on the segments and on unit index -> (batch, block), the producer's
 # block-table entries are right. Keep it in step with the kernel when the walk changes.
+# The strided math walk (QG_PMQA_STRIDE_WALK: shared2s / shared4s / dual2s / shared3) is checked
+# on the kernel's own code by tools/pmqa_walk_check.sh.
 #   usage: python3 tools/pmqa_walk_model.py
 import random
 BLOCK = 64
