@@ -194,13 +194,15 @@ static int bf16_plan_override(int *legacy, int *bm, int *bn, int *mc) {
 }
 
 /* QGEMM_BF16_MERGE (src/env.c): merged K stages in the dense NT GEMM
- * (src/bf16_plan.c qg__bf16_merge_of): unset, "" or "off" 0; "auto" -1
- * (DeepGEMM's rule); "1".."16" that many 64-K blocks a stage. Stores the
+ * (src/bf16_plan.c qg__bf16_merge_of): "off" 0; unset, "" or "auto" -1
+ * (DeepGEMM's rule on grids of few tiles); "1".."16" that many 64-K blocks a stage. Stores the
  * value in *merge and returns 0, or -1 for anything else. */
 static int bf16_merge_knob(int *merge) {
     const char *v = qg__env_string("QGEMM_BF16_MERGE");
+    *merge = -1; /* unset or "": auto, the default since 2026-11-29 (h200-02-u2) */
+    if (!v || !v[0]) return 0;
     *merge = 0;
-    if (!v || !v[0] || !strcmp(v, "off")) return 0;
+    if (!strcmp(v, "off")) return 0;
     if (!strcmp(v, "auto")) {
         *merge = -1;
         return 0;

@@ -47,11 +47,21 @@ int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_
  * K's 64-K blocks (a longer stage would hold nothing more) and so that >= 3
  * stages remain (a forced n: QGEMM_BF16_MERGE=n).
  */
-int qg__bf16_merge_of(const qg_bf16_problem *p, int bm, int stages) {
+int qg__bf16_merge_of(const qg_bf16_problem *p, int bm, int bn, int stages) {
     if (!p || p->merge == 0 || p->kind != QG_BF16_DENSE || p->layout != QG_BF16_NT) return 1;
     int m;
-    if (p->merge < 0) m = bm == 64 && stages >= 10 ? stages / 5 : 1;
-    else m = p->merge;
+    if (p->merge < 0) {
+        /* auto merges only grids of few tiles (<= 0.6 of the SMs): on the H200
+         * (2026-11-29-h200-02-u2) merging took 1x576x7168 from 13.9 to 10.9 us
+         * (36 tiles) and 128x576x7168 from 14.2 to 12.2 (72), but lost 3-8% on
+         * the rows of 128-132 tiles (1x2112, 128x2112, 128x4096 x 7168): there
+         * every SM streams its own tile and the longer stages only delay the
+         * first wgmma. */
+        const long long tiles = (long long)ceil_div(p->m, bm) * ceil_div(p->n, bn > 0 ? bn : 1);
+        m = bm == 64 && stages >= 10 && tiles * 5 <= 3ll * p->num_sms ? stages / 5 : 1;
+    } else {
+        m = p->merge;
+    }
     const int k_blocks = ceil_div(p->k > 0 ? p->k : 64, BF16_BLOCK_K);
     if (m > k_blocks) m = k_blocks;
     if (m > stages / 3) m = stages / 3;
@@ -177,7 +187,7 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     pl.block_n = bn;
     pl.block_k = BF16_BLOCK_K;
     /* merged stages: the same shared memory in fewer, longer stages */
-    pl.merge = qg__bf16_merge_of(p, bm, stages);
+    pl.merge = qg__bf16_merge_of(p, bm, bn, stages);
     stages /= pl.merge;
     pl.num_stages = stages;
     pl.multicast = mc;

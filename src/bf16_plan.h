@@ -143,7 +143,7 @@ int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int 
 
 /* The sub-blocks per stage a plan of this problem gets (1: not merged) for a
  * tile of block_m rows whose unmerged pipeline has `stages` stages. */
-int qg__bf16_merge_of(const qg_bf16_problem *p, int block_m, int stages);
+int qg__bf16_merge_of(const qg_bf16_problem *p, int block_m, int block_n, int stages);
 
 /* Whether (block_m, block_n, multicast) is legal for p (non-zero) and, when
  * not, why (a static string) in *why if why is not NULL. */

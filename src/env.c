@@ -59,7 +59,7 @@
  *                                            forced tile BMxBN[:a|:b]; another value, or a
  *                                            tile the call cannot take, fails the call with
  *                                            a message naming it
- *   QGEMM_BF16_MERGE    off                  merged K stages in the dense NT BF16 GEMM (A/B
+ *   QGEMM_BF16_MERGE    auto                 merged K stages in the dense NT BF16 GEMM (A/B
  *                                            measurements, tests): off (one 64-K block per
  *                                            stage), auto (DeepGEMM's rule: a tile of one
  *                                            math warpgroup with >= 10 stages merges
@@ -139,8 +139,8 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "
      "gmc), v1 (before branch bf16h) or a forced tile BMxBN[:a|:b]", "v3"},
     {"QGEMM_BF16_MERGE", "merged K stages in the dense NT BF16 GEMM: off (one 64-K block per "
-     "stage), auto (DeepGEMM's rule: one-warpgroup tiles with >= 10 stages merge stages / 5) or "
-     "n (1..16 64-K blocks per stage where valid)", "off"},
+     "stage), auto (DeepGEMM's rule, on grids of <= 0.6 x the SMs' tiles: one-warpgroup tiles with "
+     ">= 10 stages merge stages / 5) or n (1..16 64-K blocks per stage where valid)", "auto"},
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},

@@ -359,7 +359,14 @@ TEST(bf16_plan_merged_stages) {
                                   "layout %d kind %d knob %d merged (%d)", l, kind, knob, b.merge);
                             continue;
                         }
-                        const int want_auto = a.block_m == 64 && a.num_stages >= 10 ? a.num_stages / 5 : 1;
+                        /* auto: one-warpgroup tiles of >= 10 stages, on grids of at most
+                         * 0.6 x the SMs' tiles (qg__bf16_merge_of) */
+                        const long long tiles = (long long)((q.m + a.block_m - 1) / a.block_m) *
+                                                ((q.n + a.block_n - 1) / a.block_n);
+                        const int want_auto = a.block_m == 64 && a.num_stages >= 10 &&
+                                                      tiles * 5 <= 3ll * q.num_sms
+                                                  ? a.num_stages / 5
+                                                  : 1;
                         int want = knob < 0 ? want_auto : knob;
                         if (want > k_blocks) want = k_blocks;
                         if (want > a.num_stages / 3) want = a.num_stages / 3;
