@@ -362,6 +362,18 @@ QG_DEVICE void qg_cluster_sync(void) {
                  "barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+/* The cluster barrier's two halves (9.7.12.3), for a CTA that needs its
+ * partners only later: arrive (relaxed: a fence orders what the partners
+ * must see, e.g. fence.mbarrier_init for barrier inits) now, wait (acquire)
+ * before the first access to a partner's shared memory. Not .aligned: the
+ * wait may sit in code the compiler cannot prove warp-converged. */
+QG_DEVICE void qg_cluster_arrive_relaxed(void) {
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+QG_DEVICE void qg_cluster_wait(void) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
 /* ---- epilogue helpers ---------------------------------------------------- */
 
 /* Two floats -> packed bf16x2 (lo in the low half), round to nearest even. */

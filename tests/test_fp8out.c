@@ -467,6 +467,56 @@ TEST(fp8out_plans) {
                   "%dx%dx%d: %dx%d cluster %d, want %dx%d cluster %d", p.m, p.n, p.k, c.block_m,
                   c.block_n, plan.cluster_size, want[i].bm, want[i].bn, want[i].cluster);
         }
+        /* QGEMM_FP8OUT_VARIANT room (QG_D_FP8_ROOM): 30 clusters of 4 on 132 SMs, so
+         * 64x4096x7168's 128 tiles of 64x32 would run two rounds: 64x64 in clusters
+         * of 2 (one round of 64 tiles) instead; every other row as before (the 14
+         * DeepSeek rows at M 64 / 128 and M 256: bench/peers_fp8out.py) */
+        static const struct { int m, n, k, bm, bn, cluster; } room[] = {
+            {64, 4096, 7168, 64, 64, 2},  {64, 2112, 7168, 64, 32, 4}, {64, 576, 7168, 64, 32, 4},
+            {128, 576, 7168, 64, 32, 4},  {256, 576, 7168, 64, 32, 4}, {128, 4096, 7168, 64, 64, 2},
+            {128, 2112, 7168, 64, 64, 2}, {64, 7168, 2048, 64, 64, 2}};
+        for (size_t i = 0; i < sizeof room / sizeof room[0]; ++i) {
+            qg_problem p = {QG_GEMM_DENSE, room[i].m, room[i].n, room[i].k, 1, 0, 0};
+            qg_config c;
+            qg_kernel_plan plan;
+            CHECK(qg__select_out(&h200, 132, &p, 1 | QG_D_FP8_ROOM, NULL, 0, &c, &plan) ==
+                      QG_SUCCESS, "%s", qg_last_error());
+            CHECK(c.block_m == room[i].bm && c.block_n == room[i].bn &&
+                      plan.cluster_size == room[i].cluster && (plan.d_fp8 & QG_D_FP8_ROOM),
+                  "room %dx%dx%d: %dx%d cluster %d, want %dx%d cluster %d", p.m, p.n, p.k,
+                  c.block_m, c.block_n, plan.cluster_size, room[i].bm, room[i].bn,
+                  room[i].cluster);
+        }
+        /* the flags are e4m3 D's alone: never with SwiGLU */
+        qg_problem p = {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0, 0};
+        qg_config c = {.block_m = 128, .block_n = 256};
+        qg_kernel_plan plan;
+        CHECK(qg__plan_out(&h200, &p, 1 | QG_D_SWIGLU | QG_D_FP8_EARLY, &c, &plan) ==
+                  QG_ERROR_INTERNAL, "SwiGLU with a variant flag: %s", qg_last_error());
+    }
+    /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
+    {
+        static const struct { const char *v; int flags; } vars[] = {
+            {NULL, 0}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
+            {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY},
+            {"old+early", QG_D_FP8_EARLY}, {"fast", -1}, {"room+", -1}, {"room,early", -1}};
+        const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+        char keep[64] = "";
+        if (saved) snprintf(keep, sizeof keep, "%s", saved);
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
+            if (vars[i].v) setenv("QGEMM_FP8OUT_VARIANT", vars[i].v, 1);
+            else unsetenv("QGEMM_FP8OUT_VARIANT");
+            CHECK(qg__fp8out_variant() == vars[i].flags, "QGEMM_FP8OUT_VARIANT=%s: %d, want %d",
+                  vars[i].v ? vars[i].v : "(unset)", qg__fp8out_variant(), vars[i].flags);
+        }
+        setenv("QGEMM_FP8OUT_VARIANT", "fast", 1);
+        qg_problem p = {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0, 0};
+        qg_config c;
+        CHECK(qg_select_config_fp8out(ctx, &p, 0, &c) == QG_ERROR_INVALID_ARGUMENT &&
+                  strstr(qg_last_error(), "QGEMM_FP8OUT_VARIANT='fast'"),
+              "a bad variant: %s", qg_last_error());
+        if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+        else unsetenv("QGEMM_FP8OUT_VARIANT");
     }
     int chosen = 0;
     for (int kind = 0; kind <= 3; ++kind)
