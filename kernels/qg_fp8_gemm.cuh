@@ -160,6 +160,17 @@
 #ifndef QG_FP8_EARLY
 #define QG_FP8_EARLY 0
 #endif
+/* QG_FP8_SFB_PF (with QG_D_FP8; QGEMM_FP8OUT_VARIANT sfbpf): the TMA lane
+ * asks L2 for its first tile's SFB lines before its first stage's loads. The
+ * math warps start a tile only once the SFB warp has copied its SFB (global
+ * loads issued beside the producer's first 13-odd stages of every CTA, all
+ * queued at DRAM at once): ncu (2026-11-29, 128x4096x7168 64x64) had the
+ * math warps' wait for the first tile at ~9 K cycles in the e4m3-D kernel,
+ * ~4 K in bf16 D's, most of the 6 K cycles between them. A hint: nothing
+ * waits for it, nothing else changes (the same bytes and scales). */
+#ifndef QG_FP8_SFB_PF
+#define QG_FP8_SFB_PF 0
+#endif
 #ifndef QG_SFB_COLS
 #define QG_SFB_COLS 0
 #endif
@@ -425,6 +436,7 @@ static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS &&
                             QG_STORE_COLS == (QG_BLOCK_N < 128 ? QG_BLOCK_N : 128)),
               "FP8 D: the 1D2D kinds, block_n a multiple of 128 (or 64, 32: split), "
               "128-column store chunks (or block_n)");
+static_assert(!QG_FP8_SFB_PF || (QG_D_FP8 && !QG_SFB_COLS), "QG_FP8_SFB_PF: e4m3 D (1D2D) only");
 static_assert(!QG_FP8_EARLY || QG_FP8_SPLIT > 1,
               "QG_FP8_EARLY: the split tiles' cluster only (no multicast, no split-K)");
 static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
@@ -835,6 +847,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
          * single lane and wraps no TMA in a per-lane loop. */
         if (warp == QG_NUM_MATH_THREADS / 32 && qg_elect_one()) {
             const uint32_t rank = QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0;
+            [[maybe_unused]] bool first_tile = true;
             while (qg_scheduler_next(sched, tile)) {
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
 #if QG_PAIR_TILES
@@ -862,6 +875,18 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 uint32_t load_end = (uint32_t)tile_kb_end;
                 if (QG_BLOCK_M == 128 && QG_BLOCK_N > 160 && QG_WGMMA_N == QG_BLOCK_N)
                     qg_pin(load_end);
+#if QG_FP8_SFB_PF
+                /* (first tile only: the SFB warp copies the later ones a
+                 * whole main loop ahead) */
+                if (first_tile) {
+                    first_tile = false;
+                    const int rows = min(QG_SFB_ROWS, QG_NUM_SFB_N - qg_sfb_block0(tile));
+                    const char *src = (const char *)(sfb + (size_t)qg_sfb_row(tile) * QG_NUM_K_BLOCKS);
+                    const char *end = src + (size_t)rows * QG_NUM_K_BLOCKS * 4;
+                    for (const char *l = (const char *)((uint64_t)src & ~(uint64_t)127); l < end; l += 128)
+                        qg_prefetch_l2(l);
+                }
+#endif
                 for (int kb = kb_begin; kb < (int)load_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
 #if QG_PAIR_TILES

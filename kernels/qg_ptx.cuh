@@ -113,6 +113,12 @@ QG_DEVICE void qg_tma_prefetch_descriptor(const qg_tensor_map *map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
 }
 
+/* One line of global memory into L2 (prefetch.global.L2: a hint, no
+ * register written, nothing waited for). */
+QG_DEVICE void qg_prefetch_l2(const void *p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"((uint64_t)p) : "memory");
+}
+
 /* Global -> L2 only (cp.async.bulk.prefetch.tensor): a hint that writes no
  * shared memory and orders nothing. L2 is the device's point of coherence,
  * so a line it holds early is still current after any later write to it:

@@ -164,7 +164,8 @@ static bool split_tiles_allowed(void) {
 /* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
  * over the bf16-output one), A/B runs of the split tiles: unset or empty ->
  * 0, the default (old); a '+'-separated list of old, room (QG_D_FP8_ROOM),
- * early (QG_D_FP8_EARLY) and new (both) -> those flags; anything else -1. */
+ * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF) and new (all three) -> those
+ * flags; anything else -1. */
 int qg__fp8out_variant(void) {
     const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
     if (!v) return 0;
@@ -177,8 +178,10 @@ int qg__fp8out_variant(void) {
             flags |= QG_D_FP8_ROOM;
         } else if (len == 5 && !strncmp(v, "early", 5)) {
             flags |= QG_D_FP8_EARLY;
+        } else if (len == 5 && !strncmp(v, "sfbpf", 5)) {
+            flags |= QG_D_FP8_SFBPF;
         } else if (len == 3 && !strncmp(v, "new", 3)) {
-            flags |= QG_D_FP8_ROOM | QG_D_FP8_EARLY;
+            flags |= QG_D_FP8_VARIANT;
         } else {
             return -1;
         }

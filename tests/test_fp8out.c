@@ -498,7 +498,8 @@ TEST(fp8out_plans) {
     {
         static const struct { const char *v; int flags; } vars[] = {
             {NULL, 0}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
-            {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY},
+            {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
+            {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
             {"old+early", QG_D_FP8_EARLY}, {"fast", -1}, {"room+", -1}, {"room,early", -1}};
         const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
         char keep[64] = "";
