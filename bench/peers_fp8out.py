@@ -40,6 +40,16 @@ e.g. the whole-group tile the split replaced:
 
     PYTHONPATH=python python3 bench/peers_fp8out.py --rows 64x2112x7168 --fused-config 64x128:sk2
 
+--variants A,B,...: the fused path under each QGEMM_FP8OUT_VARIANT value (src/env.c: old,
+room, early, sfbpf, new and '+'-lists), side by side in one process: per row a
+``variants`` dict (configuration, kineto time, fused / bf16-out, accuracy against the
+unfused path, ``same_as_first``: bytes and scales bitwise equal to the first variant's,
+required where the tile is the same), then one ``fp8out-variant`` line per variant
+(geomean fused / bf16-out, worst row, accuracy PASS / FAIL); the first variant is also
+the row's plain columns:
+
+    PYTHONPATH=python python3 bench/peers_fp8out.py --rows 64,128 --calls 20 --variants old,room+early,new
+
 --kind swiglu: the fused SwiGLU up-projection (issue 51 item 2), rows of kind
 ``swiglu`` with ``shape`` G x M x N x K (N = 2I, the gate | up rows), on the
 DeepSeek MoE shapes (masked G 8/16/32 x M 64/128/256 with every row valid,
@@ -160,7 +170,7 @@ def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, s
         set_variant(v)
         try:
             cfg = cfg_of()
-            q.fill_(0)
+            q.view(torch.uint8).fill_(0xFF)  # (e4m3 NaN: a byte left unwritten shows)
             sf.fill_(-1.0)
             fused()
             torch.cuda.synchronize()
@@ -176,7 +186,10 @@ def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, s
                             torch.equal(got[1].view(torch.int32), first[0][1].view(torch.int32)))
                 r["same_as_first"] = same
                 r["same_tile"] = cfg.get("tile") == first[1].get("tile")
-            us, _, _ = peers.time_kineto(fused, flusher, calls)
+            if first[1] is cfg and "qgemm_us" in row:  # (the row's own timing ran under it)
+                us = row["qgemm_us"]
+            else:
+                us, _, _ = peers.time_kineto(fused, flusher, calls)
             r["qgemm_us"] = round(us, 2)
             r["fused_over_bf16out"] = round(us / row["bf16out_us"], 4)
         except Exception as e:  # a failing variant is recorded, the others still run
