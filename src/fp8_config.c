@@ -433,7 +433,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
     const int bm = cfg->block_m, bn = cfg->block_n;
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
     if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_VARIANT)) ||
-        (swiglu && (d_fp8 & QG_D_FP8_VARIANT)) ||
+        ((d_fp8 & QG_D_FP8_VARIANT) && (swiglu || !(d_fp8 & QG_D_FP8_SCALES))) ||
         (d_fp8 & QG_D_FP8_SCALES) == 3 || (swiglu && !(d_fp8 & QG_D_FP8_SCALES)) ||
         (d_fp8 && qg__one_d(p->kind)) ||
         (swiglu && p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&

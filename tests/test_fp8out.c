@@ -617,6 +617,9 @@ TEST(fp8out_plans) {
         qg_kernel_plan plan;
         CHECK(qg__plan_out(&h200, &p, 1 | QG_D_SWIGLU | QG_D_FP8_EARLY, &c, &plan) ==
                   QG_ERROR_INTERNAL, "SwiGLU with a variant flag: %s", qg_last_error());
+        c.block_n = 128;
+        CHECK(qg__plan_out(&h200, &p, QG_D_FP8_ROOM, &c, &plan) == QG_ERROR_INTERNAL,
+              "a variant flag without e4m3 D: %s", qg_last_error());
     }
     /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
     {
