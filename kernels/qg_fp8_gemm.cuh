@@ -151,11 +151,14 @@
  * initialized (__syncthreads), and the producer starts loading at once; the
  * math threads wait on it only before their first st.async to a partner
  * (xchg_ready), every other thread (and a math thread that ran no tile)
- * before the exit's cluster barrier. What it removes: the partners' launch
- * skew and the release fence's cost ahead of the first TMA load (ncu,
- * 2026-11-29, 128x4096x7168 64x64: the first full-barrier wait drew 298
- * samples against bf16 D's 154). The math is the same code: bytes and scales
- * equal the default's.
+ * before it exits. And no exit cluster barrier: the math threads wait
+ * instead until every partner's release of their last tile's slots has
+ * landed (xchg_empty), the last DSMEM operation aimed at their CTA. What it
+ * removes: the partners' launch skew and the release fence (MEMBAR.ALL.GPU)
+ * ahead of the first TMA load and at the exit, where it waits for the sfd
+ * stores (ncu, 2026-11-29, 128x4096x7168 64x64: 65 samples at the exit's
+ * arrive, 376 at its wait; the first tile's wait drew 298 against bf16 D's
+ * 154). The math is the same code: bytes and scales equal the default's.
  */
 #ifndef QG_FP8_EARLY
 #define QG_FP8_EARLY 0
@@ -1588,12 +1591,24 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
         }
         if (threadIdx.x % QG_EPI_THREADS == 0) qg_bulk_wait_group0(); /* each unit's stores */
+#if QG_FP8_EARLY
+        /* (no exit cluster barrier, below) every partner's release of the
+         * last tile's slots has landed on this CTA's xchg_empty: no DSMEM
+         * operation still targets this CTA's shared memory */
+        if (xchg_ready) qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
+#endif
     }
 
 #if QG_FP8_EARLY
-    if (!xchg_ready) qg_cluster_wait(); /* the start-up phase, not yet waited for here */
-#endif
-#if QG_CLUSTER > 1
+    /* The start-up phase, not yet waited for here (the producer, a math
+     * thread that ran no tile). No exit barrier: the split tiles' DSMEM
+     * operations are the exchange's st.async, which their target waits for
+     * (xchg_full) before it goes on, and the release arrivals, which their
+     * target waits for above; so a CTA may exit once its own are in, and
+     * its sfd stores need no release fence (arrive.release: MEMBAR.ALL.GPU,
+     * ncu 2026-11-29: 65 samples at the exit's arrive). */
+    if (!xchg_ready) qg_cluster_wait();
+#elif QG_CLUSTER > 1
     /* Neither CTA may exit while its partner can still multicast into it or
      * arrive on its barriers. */
     qg_cluster_sync();

@@ -71,7 +71,7 @@
  *                                            issue 51): a '+'-separated list of old,
  *                                            room (the heuristic counts the clusters of 4
  *                                            the launch finds resident), early (the
- *                                            producer starts before the cluster barrier),
+ *                                            producer starts before the cluster barrier, no exit barrier),
  *                                            sfbpf (the TMA lane prefetches its first
  *                                            tile's SFB into L2 first) or new (all
  *                                            three); another value fails

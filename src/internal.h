@@ -130,7 +130,7 @@ typedef struct {
  * counts the clusters of 4 the launch will find resident (30 on 132 SMs) instead
  * of 128 CTAs; QG_D_FP8_EARLY: the split tiles' kernel starts its producer
  * before the cluster barrier, which it waits for only before the first amax
- * exchange (the kernel's QG_FP8_EARLY); QG_D_FP8_SFBPF: every e4m3-D kernel's
+ * exchange, and exits without a cluster barrier (the kernel's QG_FP8_EARLY); QG_D_FP8_SFBPF: every e4m3-D kernel's
  * TMA lane prefetches its first tile's SFB into L2 before its first loads
  * (the kernel's QG_FP8_SFB_PF). */
 #define QG_D_FP8_ROOM 8
