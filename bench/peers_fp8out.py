@@ -40,6 +40,16 @@ e.g. the whole-group tile the split replaced:
 
     PYTHONPATH=python python3 bench/peers_fp8out.py --rows 64x2112x7168 --fused-config 64x128:sk2
 
+--variants A,B,...: the fused path under each QGEMM_FP8OUT_VARIANT value (src/env.c: old,
+room, early, sfbpf, new and '+'-lists), side by side in one process: per row a
+``variants`` dict (configuration, kineto time, fused / bf16-out, accuracy against the
+unfused path, ``same_as_first``: bytes and scales bitwise equal to the first variant's,
+required where the tile is the same), then one ``fp8out-variant`` line per variant
+(geomean fused / bf16-out, worst row, accuracy PASS / FAIL); the first variant is also
+the row's plain columns:
+
+    PYTHONPATH=python python3 bench/peers_fp8out.py --rows 64,128 --calls 20 --variants old,room+early,new
+
 --kind swiglu: the fused SwiGLU up-projection (issue 51 item 2), rows of kind
 ``swiglu`` with ``shape`` G x M x N x K (N = 2I, the gate | up rows), on the
 DeepSeek MoE shapes (masked G 8/16/32 x M 64/128/256 with every row valid,
@@ -137,8 +147,60 @@ def cfg_summary(cfg: Dict[str, Any], fp8out: bool) -> Dict[str, Any]:
             "stages": cfg["num_stages"]}
 
 
+VARIANT_ENV = "QGEMM_FP8OUT_VARIANT"
+
+
+def set_variant(v: Optional[str]) -> None:
+    """The library reads QGEMM_FP8OUT_VARIANT at every call (its launch cache keys on it)."""
+    if v is None or v == "default":
+        os.environ.pop(VARIANT_ENV, None)
+    else:
+        os.environ[VARIANT_ENV] = v
+
+
+def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, sf: Any,
+                 q_ref: Any, sf_ref: Any, flusher: Any, calls: int, cfg_of: Any) -> None:
+    """--variants: the fused path under each QGEMM_FP8OUT_VARIANT value: its configuration,
+    its bytes and scales against the first variant's (``same_as_first``: bitwise equal; the
+    same math on the same tile must give the same bits) and against the unfused path's, and
+    its kineto time over bf16-out. The first variant's are the row's plain fields too."""
+    import torch
+    first = None
+    for v in variants:
+        set_variant(v)
+        try:
+            cfg = cfg_of()
+            q.view(torch.uint8).fill_(0xFF)  # (e4m3 NaN: a byte left unwritten shows)
+            sf.fill_(-1.0)
+            fused()
+            torch.cuda.synchronize()
+            got = (q.view(torch.uint8).clone(), sf.clone())
+            steps = e4m3_steps(q, q_ref)
+            r: Dict[str, Any] = {"cfg": cfg, "mismatch": float((steps != 0).float().mean()),
+                                 "max_steps": int(steps.max()),
+                                 "sf_rel_max": float(((sf - sf_ref).abs() / sf_ref).max())}
+            if first is None:
+                first = (got, cfg)
+            else:
+                same = bool(torch.equal(got[0], first[0][0]) and
+                            torch.equal(got[1].view(torch.int32), first[0][1].view(torch.int32)))
+                r["same_as_first"] = same
+                r["same_tile"] = cfg.get("tile") == first[1].get("tile")
+            if first[1] is cfg and "qgemm_us" in row:  # (the row's own timing ran under it)
+                us = row["qgemm_us"]
+            else:
+                us, _, _ = peers.time_kineto(fused, flusher, calls)
+            r["qgemm_us"] = round(us, 2)
+            r["fused_over_bf16out"] = round(us / row["bf16out_us"], 4)
+        except Exception as e:  # a failing variant is recorded, the others still run
+            r = {"error": peers.short_err(e)}
+        row.setdefault("variants", {})[v] = r
+    set_variant(variants[0])
+
+
 def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool,
-              fused_config: Optional[Dict[str, int]] = None) -> Dict[str, Any]:
+              fused_config: Optional[Dict[str, int]] = None,
+              variants: Optional[List[str]] = None) -> Dict[str, Any]:
     import torch
     import qgemm
     g = torch.Generator(device="cuda").manual_seed(m * 1000003 + n * 101 + k)
@@ -168,7 +230,17 @@ def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool,
     else:
         row["fused_cfg"] = cfg_summary(qgemm.select_config_fp8out(m, n, k, use_ue8m0=ue8m0), True)
     row["bf16out_cfg"] = cfg_summary(qgemm.select_config(m, n, k), False)
-    return check_and_time(row, fused, bf16out, unfused, d8, sfd, flusher, calls)
+    row = check_and_time(row, fused, bf16out, unfused, d8, sfd, flusher, calls)
+    if variants:
+        _, q_ref, sf_ref = row.pop("_ref")
+
+        def cfg_of() -> Dict[str, Any]:
+            if fused_config:
+                return dict(fused_config, forced=True)
+            return cfg_summary(qgemm.select_config_fp8out(m, n, k, use_ue8m0=ue8m0), True)
+        run_variants(row, variants, fused, d8, sfd, q_ref, sf_ref, flusher, calls, cfg_of)
+    row.pop("_ref", None)
+    return row
 
 
 def check_and_time(row: Dict[str, Any], fused: Any, bf16out: Any, unfused: Any, q: Any, sf: Any,
@@ -189,6 +261,7 @@ def check_and_time(row: Dict[str, Any], fused: Any, bf16out: Any, unfused: Any, 
         row[name.replace("_us", "_kernels")] = kernels
     row["fused_over_bf16out"] = round(row["qgemm_us"] / row["bf16out_us"], 4)
     row["unfused_over_fused"] = round(row["unfused_us"] / row["qgemm_us"], 4)
+    row["_ref"] = (None, q_ref, sf_ref)  # (for --variants; run_shape drops it)
     return row
 
 
@@ -245,7 +318,9 @@ def run_swiglu(layout: str, g: int, m: int, n: int, k: int, flusher: Any, calls:
                                                 sf_mn_major=True)
     row: Dict[str, Any] = {"kind": "swiglu", "layout": layout, "shape": f"{g}x{m}x{n}x{k}",
                            "ue8m0": ue8m0}
-    return check_and_time(row, fused, bf16out, unfused, y, sy, flusher, calls)
+    row = check_and_time(row, fused, bf16out, unfused, y, sy, flusher, calls)
+    row.pop("_ref", None)
+    return row
 
 
 def main_swiglu(args: Any, flusher: Any) -> int:
@@ -297,6 +372,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--fused-config", help="force the fused path's config: BMxBN, BMxBN:sk2 "
                     "(split-K) or BMxBN:swzN (swizzle group)")
     ap.add_argument("--out", help="also append the JSON rows to this file")
+    ap.add_argument("--variants", help="comma-separated QGEMM_FP8OUT_VARIANT values to time "
+                    "the fused path under, side by side (e.g. old,room+early,new; 'default': "
+                    "unset); the first is the row's plain columns; one summary line each")
     ap.add_argument("--kind", choices=("fp8out", "swiglu"), default="fp8out",
                     help="fp8out (default) or swiglu rows")
     args = ap.parse_args(argv)
@@ -313,11 +391,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.rows:
         shapes = parse_rows(args.rows)
     fused_config = parse_config(args.fused_config)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    if variants:
+        set_variant(variants[0])
     rows = []
     out = open(args.out, "a") if args.out else None
     for m, n, k in shapes:
         try:
-            r = run_shape(m, n, k, flusher, args.calls, args.ue8m0, fused_config)
+            r = run_shape(m, n, k, flusher, args.calls, args.ue8m0, fused_config, variants)
         except Exception as e:  # a failing shape is a row with its error
             r = {"kind": "fp8out", "shape": f"{m}x{n}x{k}", "error": peers.short_err(e)}
         rows.append(r)
@@ -346,8 +427,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(line)
     if out:
         out.write(line + "\n")
+    bad = variant_summaries(ok, variants or [], out)
+    if out:
         out.close()
-    return 0 if not summary["errors"] else 1
+    return 0 if not summary["errors"] and not bad else 1
+
+
+def variant_summaries(ok: List[Dict[str, Any]], variants: List[str], out: Any) -> int:
+    """One line a variant: geomean fused / bf16-out over the rows, the worst row, the rows
+    whose bytes or scales differ from the first variant's on the same tile (must be none:
+    the variants change no math), accuracy against the unfused path. Returns the failures."""
+    bad = 0
+    for v in variants:
+        rs = [(r["shape"], r["variants"][v]) for r in ok if v in r.get("variants", {})]
+        good = [(s, x) for s, x in rs if "error" not in x]
+        worst = max(good, key=lambda sx: sx[1]["fused_over_bf16out"], default=None)
+        differ = [s for s, x in good if x.get("same_tile") and not x.get("same_as_first", True)]
+        acc_ok = all(x["max_steps"] <= 1 and x["mismatch"] < 0.05 for _, x in good)
+        line = {"kind": "fp8out-variant", "variant": v, "rows": len(rs),
+                "errors": len(rs) - len(good),
+                "fused_over_bf16out_geomean": geomean([x["fused_over_bf16out"] for _, x in good]),
+                "worst": {"shape": worst[0], "fused_over_bf16out": worst[1]["fused_over_bf16out"],
+                          "cfg": worst[1]["cfg"]} if worst else None,
+                "tiles_changed": [s for s, x in good if x.get("same_tile") is False],
+                "bitwise_differs_on_same_tile": differ,
+                "accuracy": "PASS" if acc_ok and not differ and len(good) == len(rs) else "FAIL"}
+        bad += line["accuracy"] != "PASS"
+        text = json.dumps(line)
+        print(text)
+        if out:
+            out.write(text + "\n")
+    return bad
 
 
 if __name__ == "__main__":

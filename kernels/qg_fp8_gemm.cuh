@@ -143,7 +143,37 @@
  * for (acquire) before they send the next tile's values. Both barriers
  * (red_full / red_empty: split-K and the split are exclusive) flip once a
  * tile. The CTA of the group's first columns stores the scale.
+ *
+ * QG_FP8_EARLY (with QG_FP8_SPLIT > 1; QGEMM_FP8OUT_VARIANT early): the
+ * cluster exists for the exchange alone (no multicast, no split-K), so its
+ * start-up barrier is split: every thread arrives (relaxed; the barrier
+ * inits are ordered by fence.mbarrier_init) once the CTA's own barriers are
+ * initialized (__syncthreads), and the producer starts loading at once; the
+ * math threads wait on it only before their first st.async to a partner
+ * (xchg_ready), every other thread (and a math thread that ran no tile)
+ * before it exits. And no exit cluster barrier: the math threads wait
+ * instead until every partner's release of their last tile's slots has
+ * landed (xchg_empty), the last DSMEM operation aimed at their CTA. What it
+ * removes: the partners' launch skew and the release fence (MEMBAR.ALL.GPU)
+ * ahead of the first TMA load and at the exit, where it waits for the sfd
+ * stores (ncu, 2026-11-29, 128x4096x7168 64x64: 65 samples at the exit's
+ * arrive, 376 at its wait; the first tile's wait drew 298 against bf16 D's
+ * 154). The math is the same code: bytes and scales equal the default's.
  */
+#ifndef QG_FP8_EARLY
+#define QG_FP8_EARLY 0
+#endif
+/* QG_FP8_SFB_PF (with QG_D_FP8; QGEMM_FP8OUT_VARIANT sfbpf): the TMA lane
+ * asks L2 for its first tile's SFB lines before its first stage's loads. The
+ * math warps start a tile only once the SFB warp has copied its SFB (global
+ * loads issued beside the producer's first 13-odd stages of every CTA, all
+ * queued at DRAM at once): ncu (2026-11-29, 128x4096x7168 64x64) had the
+ * math warps' wait for the first tile at ~9 K cycles in the e4m3-D kernel,
+ * ~4 K in bf16 D's, most of the 6 K cycles between them. A hint: nothing
+ * waits for it, nothing else changes (the same bytes and scales). */
+#ifndef QG_FP8_SFB_PF
+#define QG_FP8_SFB_PF 0
+#endif
 #ifndef QG_SFB_COLS
 #define QG_SFB_COLS 0
 #endif
@@ -409,6 +439,9 @@ static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS &&
                             QG_STORE_COLS == (QG_BLOCK_N < 128 ? QG_BLOCK_N : 128)),
               "FP8 D: the 1D2D kinds, block_n a multiple of 128 (or 64, 32: split), "
               "128-column store chunks (or block_n)");
+static_assert(!QG_FP8_SFB_PF || (QG_D_FP8 && !QG_SFB_COLS), "QG_FP8_SFB_PF: e4m3 D (1D2D) only");
+static_assert(!QG_FP8_EARLY || QG_FP8_SPLIT > 1,
+              "QG_FP8_EARLY: the split tiles' cluster only (no multicast, no split-K)");
 static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
                                     QG_SPLIT_K == 1 && QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
                                     !QG_SWIGLU),
@@ -784,7 +817,12 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         }
 #endif
     }
-#if QG_CLUSTER > 1
+#if QG_FP8_EARLY
+    __syncthreads(); /* this CTA's barriers, initialized */
+    qg_cluster_arrive_relaxed();
+    /* whether this thread has waited for the cluster barrier's first phase */
+    [[maybe_unused]] bool xchg_ready = false;
+#elif QG_CLUSTER > 1
     qg_cluster_sync();
 #else
     __syncthreads();
@@ -812,6 +850,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
          * single lane and wraps no TMA in a per-lane loop. */
         if (warp == QG_NUM_MATH_THREADS / 32 && qg_elect_one()) {
             const uint32_t rank = QG_CLUSTER > 1 ? qg_cluster_ctarank() : 0;
+            [[maybe_unused]] bool first_tile = true;
             while (qg_scheduler_next(sched, tile)) {
                 const int a_row = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
 #if QG_PAIR_TILES
@@ -839,6 +878,18 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 uint32_t load_end = (uint32_t)tile_kb_end;
                 if (QG_BLOCK_M == 128 && QG_BLOCK_N > 160 && QG_WGMMA_N == QG_BLOCK_N)
                     qg_pin(load_end);
+#if QG_FP8_SFB_PF
+                /* (first tile only: the SFB warp copies the later ones a
+                 * whole main loop ahead) */
+                if (first_tile) {
+                    first_tile = false;
+                    const int rows = min(QG_SFB_ROWS, QG_NUM_SFB_N - qg_sfb_block0(tile));
+                    const char *src = (const char *)(sfb + (size_t)qg_sfb_row(tile) * QG_NUM_K_BLOCKS);
+                    const char *end = src + (size_t)rows * QG_NUM_K_BLOCKS * 4;
+                    for (const char *l = (const char *)((uint64_t)src & ~(uint64_t)127); l < end; l += 128)
+                        qg_prefetch_l2(l);
+                }
+#endif
                 for (int kb = kb_begin; kb < (int)load_end; ++kb, qg_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
 #if QG_PAIR_TILES
@@ -1341,6 +1392,13 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                  * win the max, as fmaxf would not guarantee) */
                 if (threadIdx.x == 0)
                     qg_mbarrier_arrive_expect_tx(red_full, QG_FP8_SPLIT * QG_BLOCK_M * 4);
+#if QG_FP8_EARLY
+                /* every partner's barriers are initialized (the first tile) */
+                if (!xchg_ready) {
+                    qg_cluster_wait();
+                    xchg_ready = true;
+                }
+#endif
                 /* every CTA has read the previous tile's values from its slots */
                 qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
                 if (lane % 4 == 0) {
@@ -1533,9 +1591,24 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             }
         }
         if (threadIdx.x % QG_EPI_THREADS == 0) qg_bulk_wait_group0(); /* each unit's stores */
+#if QG_FP8_EARLY
+        /* (no exit cluster barrier, below) every partner's release of the
+         * last tile's slots has landed on this CTA's xchg_empty: no DSMEM
+         * operation still targets this CTA's shared memory */
+        if (xchg_ready) qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
+#endif
     }
 
-#if QG_CLUSTER > 1
+#if QG_FP8_EARLY
+    /* The start-up phase, not yet waited for here (the producer, a math
+     * thread that ran no tile). No exit barrier: the split tiles' DSMEM
+     * operations are the exchange's st.async, which their target waits for
+     * (xchg_full) before it goes on, and the release arrivals, which their
+     * target waits for above; so a CTA may exit once its own are in, and
+     * its sfd stores need no release fence (arrive.release: MEMBAR.ALL.GPU,
+     * ncu 2026-11-29: 65 samples at the exit's arrive). */
+    if (!xchg_ready) qg_cluster_wait();
+#elif QG_CLUSTER > 1
     /* Neither CTA may exit while its partner can still multicast into it or
      * arrive on its barriers. */
     qg_cluster_sync();

@@ -113,6 +113,12 @@ QG_DEVICE void qg_tma_prefetch_descriptor(const qg_tensor_map *map) {
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map) : "memory");
 }
 
+/* One line of global memory into L2 (prefetch.global.L2: a hint, no
+ * register written, nothing waited for). */
+QG_DEVICE void qg_prefetch_l2(const void *p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"((uint64_t)p) : "memory");
+}
+
 /* Global -> L2 only (cp.async.bulk.prefetch.tensor): a hint that writes no
  * shared memory and orders nothing. L2 is the device's point of coherence,
  * so a line it holds early is still current after any later write to it:
@@ -360,6 +366,18 @@ QG_DEVICE void qg_launch_dependents(void) {
 QG_DEVICE void qg_cluster_sync(void) {
     asm volatile("barrier.cluster.arrive.release.aligned;\n"
                  "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+/* The cluster barrier's two halves (9.7.12.3), for a CTA that needs its
+ * partners only later: arrive (relaxed: a fence orders what the partners
+ * must see, e.g. fence.mbarrier_init for barrier inits) now, wait (acquire)
+ * before the first access to a partner's shared memory. Not .aligned: the
+ * wait may sit in code the compiler cannot prove warp-converged. */
+QG_DEVICE void qg_cluster_arrive_relaxed(void) {
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+QG_DEVICE void qg_cluster_wait(void) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
 }
 
 /* ---- epilogue helpers ---------------------------------------------------- */

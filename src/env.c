@@ -82,6 +82,15 @@
  *                                            fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
+ *   QGEMM_FP8OUT_VARIANT (unset: old)       the e4m3-D split tiles' organisation (A/B runs,
+ *                                            issue 51): a '+'-separated list of old,
+ *                                            room (the heuristic counts the clusters of 4
+ *                                            the launch finds resident), early (the
+ *                                            producer starts before the cluster barrier, no exit barrier),
+ *                                            sfbpf (the TMA lane prefetches its first
+ *                                            tile's SFB into L2 first) or new (all
+ *                                            three); another value fails
+ *                                            the call, naming it
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
  *                                            in the contiguous, masked and psum kinds
  *                                            (bf16 D; issue 52): a flag; unset, on for
@@ -150,6 +159,10 @@ const qg_env_knob qg__env_knobs[] = {
      "reduction's stages capped at N, 4..16)", "v3:s4"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
+    {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "
+     "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
+     "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads) "
+     "or new (all three)", "old"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "

@@ -161,6 +161,49 @@ static bool split_tiles_allowed(void) {
                                                  : QG_FP8OUT_SPLIT_DEFAULT;
 }
 
+/* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
+ * over the bf16-output one), A/B runs of the split tiles: unset or empty ->
+ * 0, the default (old); a '+'-separated list of old, room (QG_D_FP8_ROOM),
+ * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF) and new (all three) -> those
+ * flags; anything else -1. */
+int qg__fp8out_variant(void) {
+    const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
+    if (!v) return 0;
+    int flags = 0;
+    for (;;) { /* (an empty word, as in "room+", is no word) */
+        const char *end = strchr(v, '+');
+        const size_t len = end ? (size_t)(end - v) : strlen(v);
+        if (len == 3 && !strncmp(v, "old", 3)) {
+        } else if (len == 4 && !strncmp(v, "room", 4)) {
+            flags |= QG_D_FP8_ROOM;
+        } else if (len == 5 && !strncmp(v, "early", 5)) {
+            flags |= QG_D_FP8_EARLY;
+        } else if (len == 5 && !strncmp(v, "sfbpf", 5)) {
+            flags |= QG_D_FP8_SFBPF;
+        } else if (len == 3 && !strncmp(v, "new", 3)) {
+            flags |= QG_D_FP8_VARIANT;
+        } else {
+            return -1;
+        }
+        if (!end) return flags;
+        v = end + 1;
+    }
+}
+
+/* CTAs of clusters of `split` the launch finds resident on num_sms SMs
+ * (cuOccupancyMaxActiveClusters; src/launch.c lower_grid_to_resident).
+ * Clusters of 4 stay within a GPC, and GPCs of 18 SMs hold only 4 of them.
+ * The default takes an H100 / H200's 132 SMs as 128 (a guess from the GPC
+ * layout); QG_D_FP8_ROOM as the H200 reports them: 30 clusters of 4 on 132
+ * SMs (ncu, 2026-11-29: 64x4096x7168 as 64x32 ran 120 CTAs for 128 tiles,
+ * two rounds, 20.3 us against bf16 D's 11.8), the proportion
+ * src/indexer_plan.c's hc_cluster_room uses. */
+static int split_room(int d_fp8, int split, int num_sms) {
+    if (split != 4 || num_sms <= 8) return num_sms;
+    if (d_fp8 & QG_D_FP8_ROOM) return (int)((long)num_sms * 30 / 33 / 4 * 4);
+    return num_sms - num_sms % 4 - 4;
+}
+
 static int fp8_split(int d_fp8, int block_n) {
     return d_fp8 && !(d_fp8 & QG_D_SWIGLU) && block_n < 128 ? 128 / block_n : 1;
 }
@@ -389,7 +432,8 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
         return batched_st ? batched_st : qg__plan_out(props, &batched, d_fp8, cfg, out);
     const int bm = cfg->block_m, bn = cfg->block_n;
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
-    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES)) ||
+    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_VARIANT)) ||
+        ((d_fp8 & QG_D_FP8_VARIANT) && (swiglu || !(d_fp8 & QG_D_FP8_SCALES))) ||
         (d_fp8 & QG_D_FP8_SCALES) == 3 || (swiglu && !(d_fp8 & QG_D_FP8_SCALES)) ||
         (d_fp8 && qg__one_d(p->kind)) ||
         (swiglu && p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
@@ -1046,11 +1090,10 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
                 if (!multicast_pairs(p, bm, bn, QG_DEFAULT_SWIZZLE, c.multicast)) continue;
                 const long long tiles =
                     (long long)ceil_div(rows, bm) * sched_n_blocks(p, d_fp8, bn) * groups;
-                /* Clusters of 4 stay within a GPC, and GPCs of 18 SMs hold
-                 * only 4 of them: an H100 / H200's 132 SMs are taken as 128
-                 * (a guess from the GPC layout, not queried here: the launch
-                 * lowers the grid to cuOccupancyMaxActiveClusters). */
-                const int sms = split == 4 && num_sms > 8 ? num_sms - num_sms % 4 - 4 : num_sms;
+                /* Clusters of 4: the CTAs resident (split_room; not
+                 * queried here: the launch lowers the grid to
+                 * cuOccupancyMaxActiveClusters). */
+                const int sms = split_room(d_fp8, split, num_sms);
                 const int waves = (int)((tiles + sms - 1) / sms);
                 const int last = (int)(tiles - (long long)(waves - 1) * sms);
                 /* Multicast pays off only over several waves: at one or two

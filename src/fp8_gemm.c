@@ -123,6 +123,12 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_D_FP8 %d", plan->d_fp8 & QG_D_FP8_SCALES);
     if (n < cap && (plan->d_fp8 & QG_D_SWIGLU))
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SWIGLU 1");
+    /* (QGEMM_FP8OUT_VARIANT early: the split tiles only, whose cluster serves
+     * the amax exchange alone) */
+    if (n < cap && (plan->d_fp8 & QG_D_FP8_EARLY) && cfg->block_n < 128 && plan->cluster_size > 1)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_EARLY 1");
+    if (n < cap && (plan->d_fp8 & QG_D_FP8_SFBPF))
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_SFB_PF 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_fp8_gemm.cuh\"\n");
     if (n >= cap) return qg__fail(QG_ERROR_INTERNAL, "kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;
@@ -254,6 +260,14 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     return qg__launch_resolve(ctx, &fp8_family, &key, sizeof key, forced, out);
 }
 
+/* QGEMM_FP8OUT_VARIANT's value, refused where it is not one. */
+static qg_status check_fp8out_variant(const char *fn) {
+    if (qg__fp8out_variant() >= 0) return QG_SUCCESS;
+    return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                    "%s: QGEMM_FP8OUT_VARIANT='%.64s' is not a '+'-separated list of old, room, "
+                    "early, sfbpf, new", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
+}
+
 /* The 1D2D kinds, which have an e4m3-D kernel. */
 static bool has_fp8_d(qg_gemm_kind kind) {
     return kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS ||
@@ -279,7 +293,10 @@ qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m
                         "qg_compile_fp8out: problem->kind must be QG_GEMM_DENSE (0), "
                         "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3) (the "
                         "kinds with e4m3 D), got %d", (int)problem->kind);
-    return compile_call(ctx, problem, 1 + ue8m0, cfg, info, "qg_compile_fp8out");
+    qg_status st = check_fp8out_variant("qg_compile_fp8out");
+    if (st != QG_SUCCESS) return st;
+    return compile_call(ctx, problem, (1 + ue8m0) | qg__fp8out_variant(), cfg, info,
+                        "qg_compile_fp8out");
 }
 
 /* The SwiGLU kernel's kinds (qg_swiglu_out). */
@@ -335,9 +352,14 @@ static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_
  * that every pointer is memory of the context's device. */
 /* fo: the e4m3-D calls' scales (NULL: bf16 or FP32 D); sw: the SwiGLU
  * calls' whole output spec (NULL: none; fo then holds its first fields). */
+/* (plus QGEMM_FP8OUT_VARIANT's flags for e4m3 D without SwiGLU; validate
+ * has refused a bad value) */
 static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw) {
-    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : 0) : 0;
+    const int variant = fo && !sw ? qg__fp8out_variant() : 0;
+    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : variant > 0 ? variant : 0) : 0;
 }
+
+
 
 /* The batched GEMM's batch strides (elements = bytes of A and B; elements
  * of D, 2 bytes). */
@@ -386,6 +408,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
                           const qg_config *forced, const char *fn, qg_problem *p) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    qg_status vst;
+    if (fo && !sw && (vst = check_fp8out_variant(fn))) return vst;
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
     if (a->n < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->n must be >= 0, got %d", fn, a->n);
     if (a->k < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->k must be >= 0, got %d", fn, a->k);
@@ -943,9 +967,10 @@ qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *probl
                         "qg_select_config_fp8out: problem->kind must be QG_GEMM_DENSE (0), "
                         "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3), got %d",
                         (int)problem->kind);
+    if ((st = check_fp8out_variant("qg_select_config_fp8out")) != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem, 1 + ue8m0, NULL, 0, out,
-                        &plan);
+    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem,
+                        (1 + ue8m0) | qg__fp8out_variant(), NULL, 0, out, &plan);
     if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config_fp8out: %s", qg_last_error());
     return QG_SUCCESS;
 }

@@ -125,6 +125,18 @@ typedef struct {
  * d_fp8 & QG_D_FP8_SCALES is the scale mode (1 FP32, 2 UE8M0). */
 #define QG_D_SWIGLU 4
 #define QG_D_FP8_SCALES 3
+/* d_fp8's flags of QGEMM_FP8OUT_VARIANT (A/B runs; e4m3 D without SwiGLU
+ * only; src/fp8_config.c qg__fp8out_variant): QG_D_FP8_ROOM: the heuristic
+ * counts the clusters of 4 the launch will find resident (30 on 132 SMs) instead
+ * of 128 CTAs; QG_D_FP8_EARLY: the split tiles' kernel starts its producer
+ * before the cluster barrier, which it waits for only before the first amax
+ * exchange, and exits without a cluster barrier (the kernel's QG_FP8_EARLY); QG_D_FP8_SFBPF: every e4m3-D kernel's
+ * TMA lane prefetches its first tile's SFB into L2 before its first loads
+ * (the kernel's QG_FP8_SFB_PF). */
+#define QG_D_FP8_ROOM 8
+#define QG_D_FP8_EARLY 16
+#define QG_D_FP8_SFBPF 32
+#define QG_D_FP8_VARIANT (QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF)
 
 /* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
  * the weight gradient and the k-grouped weight gradient. */
@@ -163,6 +175,10 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
  * props->dram_gbps >= 4500; false for the other kinds and e4m3 D): part of
  * the launch cache's key, as it changes the heuristic's choice. */
 bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8);
+/* QGEMM_FP8OUT_VARIANT as d_fp8 flags (QG_D_FP8_VARIANT's): 0 unset (the
+ * default); -1 a value that is not a '+'-separated list of old, room, early,
+ * sfbpf, new (= room+early+sfbpf): the caller fails, naming it. */
+int qg__fp8out_variant(void);
 /* K blocks of its first B tile each CTA prefetches into L2 before
  * griddepcontrol.wait when the GEMM is launched with PDL (kernel argument
  * prefetch_kb; 0: none). Dense problems of one m-block without split-K only:

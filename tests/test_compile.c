@@ -59,6 +59,67 @@ static int check_kernel(qgtk_compile_sweep *sw, const qg_problem *p, const qg_co
  * seconds per kernel on a small machine). */
 #define PROGRESS_EVERY 20
 
+/* QGEMM_FP8OUT_VARIANT's kernel switches: early (QG_FP8_EARLY: the split
+ * tiles' producer starts before the cluster barrier) and sfbpf
+ * (QG_FP8_SFB_PF: the first tile's SFB prefetched into L2). Each compiles
+ * clean on split tiles (64x32 and 128x32 in clusters of 4, 64x64 and 128x64
+ * in clusters of 2) and a tile of whole groups, in the kinds 0, 2, 3, into a
+ * kernel other than the default's where the switch applies (its key
+ * differs: the switch is in the source) and into the default's own where it
+ * does not (early on a tile of whole groups: no cluster); then the
+ * heuristic's pick under new on the row room changes. */
+TEST(compile_fp8out_variant) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
+    const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    static const struct { int kind, m, n, k, bm, bn, ue; } cases[] = {
+        {0, 257, 2112, 7168, 64, 32, 0}, {0, 257, 2112, 7168, 128, 64, 0},
+        {2, 300, 1160, 1536, 64, 64, 1}, {3, 1200, 4096, 2048, 128, 32, 0},
+        {0, 257, 2112, 7168, 64, 128, 0}};
+    static const char *const variants[] = {"early", "sfbpf"};
+    for (size_t v = 0; v < 2; ++v)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            if (v == 1 && i % 2) continue; /* (sfbpf: a split tile of 4 and 2, whole groups) */
+            qg_problem p = {(qg_gemm_kind)cases[i].kind, cases[i].m, cases[i].n, cases[i].k,
+                            cases[i].kind ? 4 : 1, cases[i].kind == 2 ? 300 : 0, 0};
+            qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn};
+            qg_kernel_info base, alt;
+            unsetenv("QGEMM_FP8OUT_VARIANT");
+            CHECK(qg_compile_fp8out(ctx, &p, cases[i].ue, &cfg, &base) == QG_SUCCESS,
+                  "default %zu: %s", i, qg_last_error());
+            setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);
+            char what[112];
+            snprintf(what, sizeof what, "e4m3 D %s kind %d %dx%dx%d block %dx%d%s", variants[v],
+                     cases[i].kind, p.m, p.n, p.k, cfg.block_m, cfg.block_n,
+                     cases[i].ue ? " ue8m0" : "");
+            check_kernel_out(&sw, &p, 1 + cases[i].ue, &cfg, what);
+            CHECK(qg_compile_fp8out(ctx, &p, cases[i].ue, &cfg, &alt) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            const bool applies = v == 1 || cases[i].bn < 128;
+            CHECK((strcmp(base.key, alt.key) != 0) == applies,
+                  "%s: key %s the default's (want %s)", what, applies ? "equals" : "differs from",
+                  applies ? "another kernel" : "the same kernel");
+        }
+    setenv("QGEMM_FP8OUT_VARIANT", "new", 1);
+    {
+        qg_problem q = {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0, 0};
+        qg_config c;
+        CHECK(qg_select_config_fp8out(ctx, &q, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(c.block_n == 64, "new 64x4096x7168: block_n %d, want 64", c.block_n);
+        check_kernel_out(&sw, &q, 1, &c, "e4m3 D new heuristic 64x4096x7168");
+    }
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
+    printf("    %d kernels compiled, %d failures\n", sw.compiled, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
 /* The verdict itself (no compile): each finding fails the variant and is
  * counted, a clean report passes. */
 TEST(compile_verdict_rules) {

@@ -51,10 +51,24 @@ static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 
 #define SF_TOL 4.5e-3 /* sqrt(2e-5): the library's FP8 accuracy gate as a relative error */
 
+/* A call's output kept for a bitwise comparison (run_case's keep). */
+typedef struct {
+    uint8_t *d;
+    float *s;
+    size_t d_bytes, sf_count;
+} kept_out;
+
+static void kept_free(kept_out *k) {
+    free(k->d);
+    free(k->s);
+    memset(k, 0, sizeof *k);
+}
+
 /* One call: fresh D and sfd poisoned (the testkit's qgtk_fp8_out_buffers),
- * the GEMM, the check against p->ref. */
-static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int ue,
-                     const qg_config *cfg, const char *label) {
+ * the GEMM, the check against p->ref; keep (or NULL): a copy of the bytes
+ * and scales the call left (poison included). */
+static bool run_case_keep(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int ue,
+                          const qg_config *cfg, const char *label, kept_out *keep) {
     const int64_t n = p->n;
     qgtk_fp8_out_buffers o;
     /* 16 bytes past N, rounded to TMA's 16, that must stay poisoned */
@@ -108,9 +122,26 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int
     char text[320];
     qgtk_fp8_out_text(text, sizeof text, &t, q_got, q_want, untouched_bad);
     printf("    %s %s: %s\n", ok ? "ok  " : "FAIL", label, text);
+    if (keep) {
+        keep->d = malloc(o.d_bytes);
+        keep->s = malloc(o.sf_count * sizeof(float));
+        keep->d_bytes = o.d_bytes, keep->sf_count = o.sf_count;
+        if (keep->d && keep->s) {
+            memcpy(keep->d, o.hd, o.d_bytes);
+            memcpy(keep->s, o.hs, o.sf_count * sizeof(float));
+        } else {
+            printf("    FAIL %s: out of host memory for the copy\n", label);
+            ok = false;
+        }
+    }
 done:
     qgtk_fp8_out_destroy(&o);
     return ok;
+}
+
+static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, int ue,
+                     const qg_config *cfg, const char *label) {
+    return run_case_keep(ctx, stream, p, ue, cfg, label, NULL);
 }
 
 /* A problem with the rows listed in zero_rows given all-zero A scales (their
@@ -224,6 +255,99 @@ TEST(gpu_fp8out) {
     printf("    %d cases, %d failures\n", cases, failures);
     CHECK(cases >= 30, "too few cases ran: %d", cases);
     CHECK(failures == 0, "%d of %d e4m3-D cases failed", failures, cases);
+    PASS();
+}
+
+/* QGEMM_FP8OUT_VARIANT (issue 51's A/B runs): every variant's kernels pass
+ * the same checks as the default's (fp64 reference, poison), and where the
+ * variant runs the default's tile its bytes and scales (poison included) are
+ * bitwise the default's: the variants change when things start and what is
+ * prefetched, never the math. The split tiles (64x32, 128x32 in clusters of
+ * 4; 64x64, 128x64 in clusters of 2), a tile of whole groups, the
+ * heuristic's (new: 64x4096x7168 changes its tile, so accuracy only), UE8M0
+ * once, the grouped kinds. */
+TEST(gpu_fp8out_variants) {
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    static const char *const variants[] = {"early", "sfbpf", "new"};
+    static const struct { int kind, m, n, k, g, bm, bn, ue; } cases[] = {
+        {0, 257, 576, 512, 1, 64, 32, 0},     {0, 257, 576, 512, 1, 128, 64, 0},
+        {0, 1000, 4096, 2048, 1, 64, 64, 0},  {0, 1000, 4096, 2048, 1, 128, 32, 1},
+        {0, 64, 2112, 7168, 1, 0, 0, 0},      {0, 64, 4096, 7168, 1, 0, 0, 0},
+        {0, 100, 1160, 1536, 1, 64, 64, 0},   {0, 100, 1160, 1536, 1, 64, 128, 0},
+        {2, 300, 1160, 1536, 4, 64, 32, 0},   {1, 1200, 4096, 2048, 4, 128, 64, 0},
+        {3, 1200, 1160, 1536, 4, 64, 64, 0}};
+    int failures = 0, cases_run = 0, compared = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        qgtk_problem_spec spec = {.kind = (qg_gemm_kind)cases[i].kind, .m = cases[i].m,
+                                  .n = cases[i].n, .k = cases[i].k, .num_groups = cases[i].g,
+                                  .seed = 951 + i, .scale_spread = 3,
+                                  .expected_m = cases[i].kind ? 300 : 0,
+                                  .masked_extremes = cases[i].kind != 0,
+                                  .padding_blocks = cases[i].kind != 0};
+        qgtk_problem_data *p = make(ctx, &spec, cases[i].kind == 0);
+        CHECK(p, "problem: %s", qg_last_error());
+        const qg_config forced = {.block_m = cases[i].bm, .block_n = cases[i].bn};
+        const qg_config *cfg = cases[i].bm ? &forced : NULL;
+        qg_problem prob = {(qg_gemm_kind)cases[i].kind, p->m, p->n, p->k, p->num_groups,
+                           cases[i].kind ? p->expected_m : 0, 0};
+        qg_config legal = forced;
+        qg_kernel_plan plan;
+        CHECK(!cfg || qg__complete_config_out(&ctx->props, ctx->num_sms, &prob, 1 + cases[i].ue,
+                                              &legal, &plan) == QG_SUCCESS,
+              "case %zu: %s", i, qg_last_error());
+        kept_out base = {0};
+        qg_config base_cfg;
+        unsetenv("QGEMM_FP8OUT_VARIANT");
+        CHECK(qg_select_config_fp8out(ctx, &prob, cases[i].ue, &base_cfg) == QG_SUCCESS, "%s",
+              qg_last_error());
+        if (cfg) base_cfg = forced;
+        char label[160];
+        snprintf(label, sizeof label, "kind %d %dx%dx%d G %d %s%dx%d%s default", cases[i].kind,
+                 p->m, p->n, p->k, p->num_groups, cfg ? "forced " : "", base_cfg.block_m,
+                 base_cfg.block_n, cases[i].ue ? " ue8m0" : "");
+        cases_run++;
+        failures += !run_case_keep(ctx, stream, p, cases[i].ue, cfg, label, &base);
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v) {
+            setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);
+            qg_config c;
+            CHECK(qg_select_config_fp8out(ctx, &prob, cases[i].ue, &c) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            if (cfg) c = forced;
+            snprintf(label, sizeof label, "kind %d %dx%dx%d G %d %s%dx%d%s %s", cases[i].kind,
+                     p->m, p->n, p->k, p->num_groups, cfg ? "forced " : "", c.block_m, c.block_n,
+                     cases[i].ue ? " ue8m0" : "", variants[v]);
+            kept_out alt = {0};
+            cases_run++;
+            bool ok = run_case_keep(ctx, stream, p, cases[i].ue, cfg, label, &alt);
+            if (ok && base.d && c.block_m == base_cfg.block_m && c.block_n == base_cfg.block_n) {
+                compared++;
+                const bool same = alt.d_bytes == base.d_bytes && alt.sf_count == base.sf_count &&
+                                  !memcmp(alt.d, base.d, base.d_bytes) &&
+                                  !memcmp(alt.s, base.s, base.sf_count * sizeof(float));
+                if (!same) printf("    FAIL %s: bytes or scales differ from the default's\n", label);
+                ok = same;
+            }
+            failures += !ok;
+            kept_free(&alt);
+        }
+        kept_free(&base);
+        qgtk_problem_free(p);
+    }
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    printf("    %d cases, %d bitwise comparisons with the default, %d failures\n", cases_run,
+           compared, failures);
+    CHECK(compared >= 25, "too few bitwise comparisons: %d", compared);
+    CHECK(failures == 0, "%d of %d variant cases failed", failures, cases_run);
     PASS();
 }
 
@@ -467,6 +591,60 @@ TEST(fp8out_plans) {
                   "%dx%dx%d: %dx%d cluster %d, want %dx%d cluster %d", p.m, p.n, p.k, c.block_m,
                   c.block_n, plan.cluster_size, want[i].bm, want[i].bn, want[i].cluster);
         }
+        /* QGEMM_FP8OUT_VARIANT room (QG_D_FP8_ROOM): 30 clusters of 4 on 132 SMs, so
+         * 64x4096x7168's 128 tiles of 64x32 would run two rounds: 64x64 in clusters
+         * of 2 (one round of 64 tiles) instead; every other row as before (the 14
+         * DeepSeek rows at M 64 / 128 and M 256: bench/peers_fp8out.py) */
+        static const struct { int m, n, k, bm, bn, cluster; } room[] = {
+            {64, 4096, 7168, 64, 64, 2},  {64, 2112, 7168, 64, 32, 4}, {64, 576, 7168, 64, 32, 4},
+            {128, 576, 7168, 64, 32, 4},  {256, 576, 7168, 64, 32, 4}, {128, 4096, 7168, 64, 64, 2},
+            {128, 2112, 7168, 64, 64, 2}, {64, 7168, 2048, 64, 64, 2}};
+        for (size_t i = 0; i < sizeof room / sizeof room[0]; ++i) {
+            qg_problem p = {QG_GEMM_DENSE, room[i].m, room[i].n, room[i].k, 1, 0, 0};
+            qg_config c;
+            qg_kernel_plan plan;
+            CHECK(qg__select_out(&h200, 132, &p, 1 | QG_D_FP8_ROOM, NULL, 0, &c, &plan) ==
+                      QG_SUCCESS, "%s", qg_last_error());
+            CHECK(c.block_m == room[i].bm && c.block_n == room[i].bn &&
+                      plan.cluster_size == room[i].cluster && (plan.d_fp8 & QG_D_FP8_ROOM),
+                  "room %dx%dx%d: %dx%d cluster %d, want %dx%d cluster %d", p.m, p.n, p.k,
+                  c.block_m, c.block_n, plan.cluster_size, room[i].bm, room[i].bn,
+                  room[i].cluster);
+        }
+        /* the flags are e4m3 D's alone: never with SwiGLU */
+        qg_problem p = {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0, 0};
+        qg_config c = {.block_m = 128, .block_n = 256};
+        qg_kernel_plan plan;
+        CHECK(qg__plan_out(&h200, &p, 1 | QG_D_SWIGLU | QG_D_FP8_EARLY, &c, &plan) ==
+                  QG_ERROR_INTERNAL, "SwiGLU with a variant flag: %s", qg_last_error());
+        c.block_n = 128;
+        CHECK(qg__plan_out(&h200, &p, QG_D_FP8_ROOM, &c, &plan) == QG_ERROR_INTERNAL,
+              "a variant flag without e4m3 D: %s", qg_last_error());
+    }
+    /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
+    {
+        static const struct { const char *v; int flags; } vars[] = {
+            {NULL, 0}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
+            {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
+            {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
+            {"old+early", QG_D_FP8_EARLY}, {"fast", -1}, {"room+", -1}, {"room,early", -1}};
+        const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+        char keep[64] = "";
+        if (saved) snprintf(keep, sizeof keep, "%s", saved);
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
+            if (vars[i].v) setenv("QGEMM_FP8OUT_VARIANT", vars[i].v, 1);
+            else unsetenv("QGEMM_FP8OUT_VARIANT");
+            CHECK(qg__fp8out_variant() == vars[i].flags, "QGEMM_FP8OUT_VARIANT=%s: %d, want %d",
+                  vars[i].v ? vars[i].v : "(unset)", qg__fp8out_variant(), vars[i].flags);
+        }
+        setenv("QGEMM_FP8OUT_VARIANT", "fast", 1);
+        qg_problem p = {QG_GEMM_DENSE, 64, 4096, 7168, 1, 0, 0};
+        qg_config c;
+        CHECK(qg_select_config_fp8out(ctx, &p, 0, &c) == QG_ERROR_INVALID_ARGUMENT &&
+                  strstr(qg_last_error(), "QGEMM_FP8OUT_VARIANT='fast'"),
+              "a bad variant: %s", qg_last_error());
+        if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+        else unsetenv("QGEMM_FP8OUT_VARIANT");
     }
     int chosen = 0;
     for (int kind = 0; kind <= 3; ++kind)

@@ -1,7 +1,9 @@
 """The FP8-output GEMMs' Python entry points (qgemm.fp8_gemm_nt_fp8out and the
 grouped ones): argument errors raised on the CPU before any device is needed,
 and empty_fp8out's layout (the next GEMM's sfa layout). The GPU accuracy test
-is the C suite's gpu_fp8out (tests/test_fp8out.c)."""
+is the C suite's gpu_fp8out (tests/test_fp8out.c); QGEMM_FP8OUT_VARIANT: the heuristic
+offline, and on the GPU each variant bitwise against the default (the C suite's
+gpu_fp8out_variants checks them against the fp64 reference)."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -70,3 +72,68 @@ def test_grouped_argument_errors():
         qgemm.m_grouped_fp8_gemm_nt_contiguous_fp8out(
             a2, (b, sfb), torch.empty(256, N, dtype=torch.bfloat16), sfd2,
             torch.zeros(256, dtype=torch.int32))
+
+
+# ---- QGEMM_FP8OUT_VARIANT (issue 51's A/B runs; src/env.c) ----------------------------------
+
+def test_variant_heuristic_offline(monkeypatch):
+    """room (in new) counts 30 clusters of 4 on 132 SMs: 64x4096x7168's 128 tiles of 64x32
+    would run two rounds, so it takes 64x64 in clusters of 2; rows that fit keep their tile."""
+    monkeypatch.delenv("QGEMM_FP8OUT_VARIANT", raising=False)
+    old = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
+    keep = qgemm.select_config_fp8out(64, 2112, 7168, offline=True)
+    assert (old["block_n"], old["cluster"]) == (32, 4)
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new")
+    new = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
+    assert (new["block_n"], new["cluster"]) == (64, 2)
+    assert qgemm.select_config_fp8out(64, 2112, 7168, offline=True) == keep
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "early+sfbpf")  # kernel switches only
+    assert qgemm.select_config_fp8out(64, 4096, 7168, offline=True) == old
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "fast")
+    with pytest.raises(Exception, match="QGEMM_FP8OUT_VARIANT='fast'"):
+        qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
+
+
+def _gpu_operands(m, n, k, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(m, k, device="cuda", generator=g)
+    w = torch.randn(n, k, device="cuda", generator=g)
+    xa = x.view(m, -1, 128).abs().amax(-1).clamp_min(1e-4)
+    a = (x.view(m, -1, 128) * (448.0 / xa)[..., None]).view(m, k).to(torch.float8_e4m3fn)
+    sfa = qgemm.get_mn_major_tma_aligned_tensor((xa / 448.0).contiguous())
+    wb = w.view(n // 128, 128, k // 128, 128).abs().amax((1, 3)).clamp_min(1e-4)
+    b = (w.view(n // 128, 128, k // 128, 128) * (448.0 / wb)[:, None, :, None]).view(n, k)
+    return (a, sfa), (b.to(torch.float8_e4m3fn), (wb / 448.0).contiguous())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+@pytest.mark.parametrize("variant", ["early", "sfbpf", "new"])
+@pytest.mark.parametrize("m,n,k,tile", [(64, 4096, 7168, None), (100, 2048, 1536, (64, 32)),
+                                        (257, 640, 512, (128, 64)), (100, 1024, 1536, (64, 128))])
+def test_variant_bitwise_default(monkeypatch, variant, m, n, k, tile):
+    """Each variant's fused output (bytes and scales) on the default's tile is bitwise the
+    default's (the variants change no math), and close to bf16 D + the per-token cast."""
+    a, b = _gpu_operands(m, n, k, m * 7 + n + k)
+    config = {"block_m": tile[0], "block_n": tile[1]} if tile else None
+    outs = {}
+    for v in (None, variant):
+        if v is None:
+            monkeypatch.delenv("QGEMM_FP8OUT_VARIANT", raising=False)
+        else:
+            monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", v)
+        d, sfd = qgemm.empty_fp8out(m, n, device="cuda")
+        d.view(torch.uint8).fill_(0xFF)
+        sfd.fill_(float("nan"))
+        qgemm.fp8_gemm_nt_fp8out(a, b, d, sfd, config=config)
+        cfg = config or qgemm.select_config_fp8out(m, n, k)
+        outs[v] = (d.view(torch.uint8).clone(), sfd.clone(), (cfg["block_m"], cfg["block_n"]))
+    (d0, s0, t0), (d1, s1, t1) = outs[None], outs[variant]
+    if t0 == t1:
+        assert torch.equal(d0, d1), f"{variant}: bytes differ from the default's on {t0}"
+        assert torch.equal(s0.view(torch.int32), s1.view(torch.int32)), f"{variant}: scales differ"
+    ref = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    qgemm.fp8_gemm_nt(a, b, ref)
+    q_ref, sf_ref = qgemm.per_token_cast_to_fp8(ref)
+    diff = (d1 != q_ref.view(torch.uint8)).float().mean().item()
+    assert diff < 0.05, f"{variant}: {diff:.3%} of the bytes differ from bf16 D + cast"
+    assert torch.isfinite(s1).all(), f"{variant}: a scale left unwritten"
