@@ -198,6 +198,20 @@ static_assert(QG_PMQA_MATH_WGS != 3 || QG_PMQA_STRIDE_WALK, "shared3 walks by st
 #endif
 static_assert(!QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 4 && QG_PMQA_CTAS == 1 && QG_PMQA_STRIDE_WALK),
               "split4: 4 math warpgroups, one CTA an SM, the strided walk");
+/* QG_PMQA_WREG w > 0 (split4r, 2026-11-29): split4 with w of each math
+ * thread's N / 4 weights in registers (DeepGEMM keeps all N / 4, loaded
+ * once a batch segment, as shared2 does), the rest read from L1 in every
+ * epilogue as split4 does. The math warpgroups' 104 registers (setmaxnreg
+ * as split4) hold all of them below N = 128; at N = 128 the 64
+ * accumulators and the unit loop leave room for 16 (8 in the clean form)
+ * without a spill (ptxas -v; 24 spilled 80 bytes, 32 128), with the unit's
+ * offsets folded once a segment. The epilogue multiplies the same values
+ * in the same order (wt(j, e) is the same weight in every form): bitwise
+ * the logits of split4 and the default. */
+#ifndef QG_PMQA_WREG
+#define QG_PMQA_WREG 0
+#endif
+static_assert(!QG_PMQA_WREG || QG_PMQA_SPLIT, "weights in registers: the split4 form only");
 /* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
  * 2r + p takes the units of range r with index = p mod 2, so the schedule
  * (one range per SM) and its contract stay as they are, and each SM runs
@@ -763,7 +777,21 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         int u = 0;
 #endif
         int g = -1, seg_b = -1;
-#if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
+#if QG_PMQA_WREG
+        /* split4r: QG_PMQA_WREG of this lane's N / 4 weights live in
+         * registers (w, read once a segment), the others are read (L1 hits)
+         * where used, as split4 reads them all; both from this lane's first
+         * column of the segment's row n: wrow[n] + 8j' + e. The index is a
+         * constant after unrolling: a register or a load. */
+        static_assert(QG_PMQA_WREG % 2 == 0 && QG_PMQA_WREG <= QG_PMQA_N / 4, "whole column pairs");
+        const float *wrow[QG_PMQA_NEXT_N] = {}; /* set at the first segment */
+        float w[QG_PMQA_WREG] = {};
+        const auto wt = [&](int j, int e) {
+            return 2 * j + e < QG_PMQA_WREG
+                       ? w[min(2 * j + e, QG_PMQA_WREG - 1)]
+                       : __ldg(wrow[(8 * j) / QG_PMQA_H] + (8 * j) % QG_PMQA_H + e);
+        };
+#elif QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
          * accumulators stay, the weights are read (L1 hits) where used, from
          * this lane's first column of the segment's row n: wrow[n] + 8j' + e */
@@ -778,6 +806,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         float acc[QG_PMQA_UACC];
         int my_ctx = 0;
         qg_plogit_t *out = logits;
+#if QG_PMQA_WREG
+        int lim_ctx = -0x7fffffff, lim_max = -0x7fffffff;
+        /* this thread's column of row my_n of batch entry 0 */
+        qg_plogit_t *const logits_me = logits + my_n * ld_logits + row0 + 8 * my_half;
+#endif
 #if QG_PMQA_STRIDE_WALK
         /* this warpgroup's units only: unit u = wg + W j of the CTA, stage
          * s = u % STAGES (STAGES a multiple of W: s steps by W and wraps),
@@ -785,7 +818,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         int s = wg;
         uint32_t ph = 0;
         const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
+#if !QG_PMQA_WREG
         const uint32_t kv_empty_a = qg_pmqa_opaque(qg_smem_addr(kv_empty));
+#endif
         for (int ev = wk.init(schedule, context_lens, max_context_len, batch,
                               (int)(blockIdx.x % QG_PMQA_CTAS) + QG_PMQA_CTAS * wg);
              ev >= 0;) {
@@ -803,6 +838,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #pragma unroll
                 for (int n = 0; n < QG_PMQA_NEXT_N; ++n)
                     wrow[n] = weights + (int64_t)(seg_b * QG_PMQA_NEXT_N + n) * ld_weights + 2 * t;
+#if QG_PMQA_WREG
+#pragma unroll
+                for (int i = 0; i < QG_PMQA_WREG; ++i) /* column 8 (i / 2) + 2t + i % 2 */
+                    w[i] = __ldg(wrow[(8 * (i >> 1)) / QG_PMQA_H] + (8 * (i >> 1)) % QG_PMQA_H + (i & 1));
+#endif
 #else
 #pragma unroll
                 for (int j = 0; j < QG_PMQA_N / 8; ++j)
@@ -815,7 +855,16 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                     }
 #endif
                 my_ctx = qg_pmqa_ctx(context_lens, seg_b, my_n, max_context_len);
+#if QG_PMQA_WREG
+                /* qg_pmqa_unit's per-unit offsets, folded once a segment
+                 * (the same dst and limits): fewer live registers in the
+                 * unit loop beside the weights */
+                out = logits_me + (int64_t)seg_b * (QG_PMQA_NEXT_N * ld_logits);
+                lim_ctx = my_half < 2 ? my_ctx - row0 - 8 * my_half : -0x7fffffff;
+                lim_max = my_half < 2 ? max_context_len - row0 - 8 * my_half : -0x7fffffff;
+#else
                 out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits;
+#endif
                 qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);
 #if QG_PMQA_STRIDE_WALK
                 ev = wk.settle(context_lens, max_context_len, batch);
@@ -823,11 +872,20 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
             }
 #if QG_PMQA_STRIDE_WALK
+#if QG_PMQA_WREG
+            /* kv_empty = kv_full + STAGES: one barrier address register */
+            qg_pmqa_unit_at(acc, wt, kv_full_a + 8 * s, kv_full_a + 8 * (s + QG_PMQA_STAGES), ph,
+                            smem_sc + s * QG_PMQA_BLOCK + row0,
+                            q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
+                            kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), my_n, my_half,
+                            wk.k * QG_PMQA_BLOCK, out, lim_ctx, lim_max);
+#else
             qg_pmqa_unit(acc, wt, kv_full_a + 8 * s, kv_empty_a + 8 * s, ph,
                          smem_sc + s * QG_PMQA_BLOCK,
                          q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
                          wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
+#endif
             s += QG_PMQA_MATH_WGS;
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
             wk.k += QG_PMQA_CTAS * QG_PMQA_MATH_WGS;
