@@ -246,7 +246,21 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #endif
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
-#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
+#ifndef QG_PMQA_MATH112
+#define QG_PMQA_MATH112 0
+#endif
+static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && !QG_PMQA_CLEAN),
+              "112 math registers: split4r112, the form without the clean tail");
+#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT && QG_PMQA_MATH112
+/* split4r112: the producer warps' .dec to 32 frees 128 x 64 = 8192
+ * registers, the math's .inc to 112 takes 512 x 16 = 8192: balanced
+ * exactly, as DeepGEMM's 64 / 104 are (no register that no warpgroup
+ * released). The producer walk alone fits 32 (no clean tail: the clean
+ * form keeps split4r's 48 / 104); the math's 8 more registers hold 24 of
+ * the 32 weights at N = 128 (ptxas -v: 0 spills; 32 spilled 36 bytes). */
+#define QG_PMQA_PRODUCER_REGS 32
+#define QG_PMQA_MATH_REGS 112
+#elif QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
 /* split4: launched at 96 a thread (640 threads); the producer warpgroup's
  * setmaxnreg.dec to 48 frees 128 x 48 = 6144 registers, the math's .inc to
  * 104 takes 512 x 8 = 4096: the increase never needs registers that no
