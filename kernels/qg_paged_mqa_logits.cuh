@@ -204,8 +204,9 @@ static_assert(!QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 4 && QG_PMQA_CTAS == 1 && Q
  * epilogue as split4 does. The math warpgroups' 104 registers (setmaxnreg
  * as split4) hold all of them below N = 128; at N = 128 the 64
  * accumulators and the unit loop leave room for 16 (8 in the clean form)
- * without a spill (ptxas -v; 24 spilled 80 bytes, 32 128), with the unit's
- * offsets folded once a segment. The epilogue multiplies the same values
+ * without a spill (ptxas -v; 24 spilled 60 bytes, 32 92), with the unit's
+ * offsets folded once a segment and every shared address (q, kv, scales,
+ * kv barriers) from one base register plus constants. The epilogue multiplies the same values
  * in the same order (wt(j, e) is the same weight in every form): bitwise
  * the logits of split4 and the default. */
 #ifndef QG_PMQA_WREG
@@ -492,9 +493,16 @@ QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
  * stores key key0 of dst if key0 < lim_ctx (the clean form: -inf if not,
  * while key0 < lim_max); a thread that stores nothing has both below any
  * key0. */
-template <typename Weight, typename Bar>
+/* a key scale: from a pointer, or (split4r) from a shared address */
+QG_DEVICE float qg_pmqa_ld_sc(const float *sc, int i) { return sc[i]; }
+QG_DEVICE float qg_pmqa_ld_sc(uint32_t sc, int i) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(sc + 4 * i));
+    return v;
+}
+template <typename Weight, typename Bar, typename Sc>
 QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar full,
-                               Bar empty, uint32_t parity, const float *sc, uint32_t q_lo,
+                               Bar empty, uint32_t parity, Sc sc, uint32_t q_lo,
                                uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
                                int lim_ctx, int lim_max) {
     qg_pmqa_bar_wait(full, parity);
@@ -509,7 +517,7 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar 
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
     /* the scales while the tensor core runs */
-    const float sc0 = sc[0], sc1 = sc[8];
+    const float sc0 = qg_pmqa_ld_sc(sc, 0), sc1 = qg_pmqa_ld_sc(sc, 8);
     qg_wgmma_wait0();
     qg_pmqa_bar_arrive(empty);
 
@@ -776,7 +784,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #else
         const int my_n = 0, my_half = t;
 #endif
-#if QG_PMQA_STRIDE_WALK
+#if QG_PMQA_WREG
+        /* split4r: one shared address (base_a, below) */
+#elif QG_PMQA_STRIDE_WALK
         const uint32_t q_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_q) >> 4);
         const uint32_t kv_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_kv) >> 4);
 #else
@@ -822,8 +832,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         qg_plogit_t *out = logits;
 #if QG_PMQA_WREG
         int lim_ctx = -0x7fffffff, lim_max = -0x7fffffff;
-        /* this thread's column of row my_n of batch entry 0 */
-        qg_plogit_t *const logits_me = logits + my_n * ld_logits + row0 + 8 * my_half;
+        /* one shared address for the q and kv stages, scales and kv
+         * barriers (their offsets are constants) */
+        const uint32_t base_a = qg_pmqa_opaque(qg_smem_addr(smem));
 #endif
 #if QG_PMQA_STRIDE_WALK
         /* this warpgroup's units only: unit u = wg + W j of the CTA, stage
@@ -831,7 +842,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
          * parity ph = (u / STAGES) & 1 */
         int s = wg;
         uint32_t ph = 0;
+#if !QG_PMQA_WREG
         const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
+#endif
 #if !QG_PMQA_WREG
         const uint32_t kv_empty_a = qg_pmqa_opaque(qg_smem_addr(kv_empty));
 #endif
@@ -873,7 +886,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 /* qg_pmqa_unit's per-unit offsets, folded once a segment
                  * (the same dst and limits): fewer live registers in the
                  * unit loop beside the weights */
-                out = logits_me + (int64_t)seg_b * (QG_PMQA_NEXT_N * ld_logits);
+                out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits + row0 + 8 * my_half;
                 lim_ctx = my_half < 2 ? my_ctx - row0 - 8 * my_half : -0x7fffffff;
                 lim_max = my_half < 2 ? max_context_len - row0 - 8 * my_half : -0x7fffffff;
 #else
@@ -888,11 +901,17 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #if QG_PMQA_STRIDE_WALK
 #if QG_PMQA_WREG
             /* kv_empty = kv_full + STAGES: one barrier address register */
-            qg_pmqa_unit_at(acc, wt, kv_full_a + 8 * s, kv_full_a + 8 * (s + QG_PMQA_STAGES), ph,
-                            smem_sc + s * QG_PMQA_BLOCK + row0,
-                            q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
-                            kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), my_n, my_half,
-                            wk.k * QG_PMQA_BLOCK, out, lim_ctx, lim_max);
+            {
+                constexpr uint32_t kv_off = 2 * QG_PMQA_SMEM_Q;
+                constexpr uint32_t sc_off = kv_off + QG_PMQA_STAGES * QG_PMQA_SMEM_KV;
+                constexpr uint32_t bar_off = sc_off + QG_PMQA_STAGES * QG_PMQA_BLOCK * 4 + 4 * 8;
+                qg_pmqa_unit_at(acc, wt, base_a + bar_off + 8 * s,
+                                base_a + bar_off + 8 * (s + QG_PMQA_STAGES), ph,
+                                base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row0),
+                                (base_a + (g & 1) * QG_PMQA_SMEM_Q) >> 4,
+                                (base_a + kv_off + s * QG_PMQA_SMEM_KV) >> 4, my_n, my_half,
+                                wk.k * QG_PMQA_BLOCK, out, lim_ctx, lim_max);
+            }
 #else
             qg_pmqa_unit(acc, wt, kv_full_a + 8 * s, kv_empty_a + 8 * s, ph,
                          smem_sc + s * QG_PMQA_BLOCK,
