@@ -3,7 +3,8 @@
 DeepGEMM, in one process, inputs built once a row.
 
     PYTHONPATH=python[:.peers/DeepGEMM] python3 bench/pmqa_ab.py
-        [--variants default,shared2s,shared3,dual2s] [--rows N128|all|B,NN,H,L,f32;...]
+        [--variants default,shared2s,shared3,dual2s]
+        [--rows N128|all|families[:N]|B,NN,H,L,f32;...]
         [--iters 10] [--no-deepgemm]
 
 Rows: bench/peers_families.py's paged-mqa inputs (context lengths uniform in
@@ -11,7 +12,8 @@ Rows: bench/peers_families.py's paged-mqa inputs (context lengths uniform in
 block permutation, D 128, DeepGEMM's fused cache); the default set is the
 rows that move at next_n x H = 128 (B4096 x N2 x H64 x L8192 fp32 and bf16,
 B256 x N2 x H64 x L65536 fp32) and one at 32 columns (B4096 x N1 x H32 x
-L8192, dual2's home). Per row and variant:
+L8192, dual2's home); --rows families[:N]: the first N (8) paged-mqa rows of
+bench/peers_families.py (its --kinds paged-mqa --max-rows N). Per row and variant:
   * bitwise: the logits (inside each row's length) equal the default's
     (QGEMM_PMQA_VARIANT unset) bit for bit: every organisation computes the
     same sums in the same order; diff against DeepGEMM (calc_diff) < 1e-5;
@@ -96,7 +98,8 @@ def main() -> int:
     ap.add_argument("--variants", default="default,shared2s,shared3,dual2s",
                     help="QGEMM_PMQA_VARIANT values, 'default' = unset (the reference for bitwise)")
     ap.add_argument("--rows", default="N128",
-                    help="N128 (the default set), all (+ B4096 N1 H64, B4096 N2 H32), or "
+                    help="N128 (the default set), all (+ B4096 N1 H64, B4096 N2 H32), "
+                         "families[:N] (peers_families.py's first N paged-mqa rows, 8 if no N), or "
                          "'B,NN,H,L,f32;...' (f32 1 or 0)")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--no-deepgemm", action="store_true")
@@ -116,6 +119,12 @@ def main() -> int:
     rows = [(4096, 2, 64, 8192, 1), (4096, 2, 64, 8192, 0), (256, 2, 64, 65536, 1), (4096, 1, 32, 8192, 1)]
     if args.rows == "all":
         rows += [(4096, 1, 64, 8192, 1), (4096, 2, 32, 8192, 1)]
+    elif args.rows.split(":")[0] == "families":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import peers_families
+        n = int(args.rows.split(":")[1]) if ":" in args.rows else 8
+        rows = [(c["bsz"], c["next_n"], c["h"], c["avg_kv"], int(c["f32"]))
+                for c in peers_families.family_cases() if c["kind"] == "paged-mqa"][:n]
     elif args.rows != "N128":
         rows = [tuple(int(x) for x in r.split(",")) for r in args.rows.split(";") if r]
     big = torch.empty(int(8e9) // 4, dtype=torch.int32, device="cuda")

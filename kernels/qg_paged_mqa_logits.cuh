@@ -32,7 +32,9 @@
  * (the math warpgroups walk their own units only, qg_pmqa_swalk; the
  * ncu of 2026-11-29 counted the unit walk at 2x the units, ~20% more
  * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
- * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h). The
+ * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h);
+ * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r: weights in registers) and
+ * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), at their definitions. The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
@@ -198,6 +200,21 @@ static_assert(QG_PMQA_MATH_WGS != 3 || QG_PMQA_STRIDE_WALK, "shared3 walks by st
 #endif
 static_assert(!QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 4 && QG_PMQA_CTAS == 1 && QG_PMQA_STRIDE_WALK),
               "split4: 4 math warpgroups, one CTA an SM, the strided walk");
+/* QG_PMQA_WREG w > 0 (split4r, 2026-11-29): split4 with w of each math
+ * thread's N / 4 weights in registers (DeepGEMM keeps all N / 4, loaded
+ * once a batch segment, as shared2 does), the rest read from L1 in every
+ * epilogue as split4 does. The math warpgroups' 104 registers (setmaxnreg
+ * as split4) hold all of them below N = 128; at N = 128 the 64
+ * accumulators and the unit loop leave room for 16 (8 in the clean form)
+ * without a spill (ptxas -v; 24 spilled 60 bytes, 32 92), with the unit's
+ * offsets folded once a segment and every shared address (q, kv, scales,
+ * kv barriers) from one base register plus constants. The epilogue multiplies the same values
+ * in the same order (wt(j, e) is the same weight in every form): bitwise
+ * the logits of split4 and the default. */
+#ifndef QG_PMQA_WREG
+#define QG_PMQA_WREG 0
+#endif
+static_assert(!QG_PMQA_WREG || QG_PMQA_SPLIT, "weights in registers: the split4 form only");
 /* QG_PMQA_CTAS: CTAs per SM (1, or 2: grid 2 x the schedule's ranges; CTA
  * 2r + p takes the units of range r with index = p mod 2, so the schedule
  * (one range per SM) and its contract stay as they are, and each SM runs
@@ -232,7 +249,21 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #endif
 #define QG_PMQA_THREADS (128 * (QG_PMQA_MATH_WGS + 1))
 #define QG_PMQA_PRODUCER_WARP (4 * QG_PMQA_MATH_WGS)
-#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
+#ifndef QG_PMQA_MATH112
+#define QG_PMQA_MATH112 0
+#endif
+static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && !QG_PMQA_CLEAN),
+              "112 math registers: split4r112, the form without the clean tail");
+#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT && QG_PMQA_MATH112
+/* split4r112: the producer warps' .dec to 32 frees 128 x 64 = 8192
+ * registers, the math's .inc to 112 takes 512 x 16 = 8192: balanced
+ * exactly, as DeepGEMM's 64 / 104 are (no register that no warpgroup
+ * released). The producer walk alone fits 32 (no clean tail: the clean
+ * form keeps split4r's 48 / 104); the math's 8 more registers hold 24 of
+ * the 32 weights at N = 128 (ptxas -v: 0 spills; 32 spilled 36 bytes). */
+#define QG_PMQA_PRODUCER_REGS 32
+#define QG_PMQA_MATH_REGS 112
+#elif QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
 /* split4: launched at 96 a thread (640 threads); the producer warpgroup's
  * setmaxnreg.dec to 48 frees 128 x 48 = 6144 registers, the math's .inc to
  * 104 takes 512 x 8 = 4096: the increase never needs registers that no
@@ -464,9 +495,16 @@ QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
  * stores key key0 of dst if key0 < lim_ctx (the clean form: -inf if not,
  * while key0 < lim_max); a thread that stores nothing has both below any
  * key0. */
-template <typename Weight, typename Bar>
+/* a key scale: from a pointer, or (split4r) from a shared address */
+QG_DEVICE float qg_pmqa_ld_sc(const float *sc, int i) { return sc[i]; }
+QG_DEVICE float qg_pmqa_ld_sc(uint32_t sc, int i) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(sc + 4 * i));
+    return v;
+}
+template <typename Weight, typename Bar, typename Sc>
 QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar full,
-                               Bar empty, uint32_t parity, const float *sc, uint32_t q_lo,
+                               Bar empty, uint32_t parity, Sc sc, uint32_t q_lo,
                                uint32_t kv_lo, int my_n, int my_half, int key0, qg_plogit_t *dst,
                                int lim_ctx, int lim_max) {
     qg_pmqa_bar_wait(full, parity);
@@ -481,7 +519,7 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar 
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
     /* the scales while the tensor core runs */
-    const float sc0 = sc[0], sc1 = sc[8];
+    const float sc0 = qg_pmqa_ld_sc(sc, 0), sc1 = qg_pmqa_ld_sc(sc, 8);
     qg_wgmma_wait0();
     qg_pmqa_bar_arrive(empty);
 
@@ -748,7 +786,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #else
         const int my_n = 0, my_half = t;
 #endif
-#if QG_PMQA_STRIDE_WALK
+#if QG_PMQA_WREG
+        /* split4r: one shared address (base_a, below) */
+#elif QG_PMQA_STRIDE_WALK
         const uint32_t q_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_q) >> 4);
         const uint32_t kv_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_kv) >> 4);
 #else
@@ -763,7 +803,21 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         int u = 0;
 #endif
         int g = -1, seg_b = -1;
-#if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
+#if QG_PMQA_WREG
+        /* split4r: QG_PMQA_WREG of this lane's N / 4 weights live in
+         * registers (w, read once a segment), the others are read (L1 hits)
+         * where used, as split4 reads them all; both from this lane's first
+         * column of the segment's row n: wrow[n] + 8j' + e. The index is a
+         * constant after unrolling: a register or a load. */
+        static_assert(QG_PMQA_WREG % 2 == 0 && QG_PMQA_WREG <= QG_PMQA_N / 4, "whole column pairs");
+        const float *wrow[QG_PMQA_NEXT_N] = {}; /* set at the first segment */
+        float w[QG_PMQA_WREG] = {};
+        const auto wt = [&](int j, int e) {
+            return 2 * j + e < QG_PMQA_WREG
+                       ? w[min(2 * j + e, QG_PMQA_WREG - 1)]
+                       : __ldg(wrow[(8 * j) / QG_PMQA_H] + (8 * j) % QG_PMQA_H + e);
+        };
+#elif QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
          * accumulators stay, the weights are read (L1 hits) where used, from
          * this lane's first column of the segment's row n: wrow[n] + 8j' + e */
@@ -778,14 +832,24 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         float acc[QG_PMQA_UACC];
         int my_ctx = 0;
         qg_plogit_t *out = logits;
+#if QG_PMQA_WREG
+        int lim_ctx = -0x7fffffff, lim_max = -0x7fffffff;
+        /* one shared address for the q and kv stages, scales and kv
+         * barriers (their offsets are constants) */
+        const uint32_t base_a = qg_pmqa_opaque(qg_smem_addr(smem));
+#endif
 #if QG_PMQA_STRIDE_WALK
         /* this warpgroup's units only: unit u = wg + W j of the CTA, stage
          * s = u % STAGES (STAGES a multiple of W: s steps by W and wraps),
          * parity ph = (u / STAGES) & 1 */
         int s = wg;
         uint32_t ph = 0;
+#if !QG_PMQA_WREG
         const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
+#endif
+#if !QG_PMQA_WREG
         const uint32_t kv_empty_a = qg_pmqa_opaque(qg_smem_addr(kv_empty));
+#endif
         for (int ev = wk.init(schedule, context_lens, max_context_len, batch,
                               (int)(blockIdx.x % QG_PMQA_CTAS) + QG_PMQA_CTAS * wg);
              ev >= 0;) {
@@ -803,6 +867,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #pragma unroll
                 for (int n = 0; n < QG_PMQA_NEXT_N; ++n)
                     wrow[n] = weights + (int64_t)(seg_b * QG_PMQA_NEXT_N + n) * ld_weights + 2 * t;
+#if QG_PMQA_WREG
+#pragma unroll
+                for (int i = 0; i < QG_PMQA_WREG; ++i) /* column 8 (i / 2) + 2t + i % 2 */
+                    w[i] = __ldg(wrow[(8 * (i >> 1)) / QG_PMQA_H] + (8 * (i >> 1)) % QG_PMQA_H + (i & 1));
+#endif
 #else
 #pragma unroll
                 for (int j = 0; j < QG_PMQA_N / 8; ++j)
@@ -815,7 +884,16 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                     }
 #endif
                 my_ctx = qg_pmqa_ctx(context_lens, seg_b, my_n, max_context_len);
+#if QG_PMQA_WREG
+                /* qg_pmqa_unit's per-unit offsets, folded once a segment
+                 * (the same dst and limits): fewer live registers in the
+                 * unit loop beside the weights */
+                out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits + row0 + 8 * my_half;
+                lim_ctx = my_half < 2 ? my_ctx - row0 - 8 * my_half : -0x7fffffff;
+                lim_max = my_half < 2 ? max_context_len - row0 - 8 * my_half : -0x7fffffff;
+#else
                 out = logits + (int64_t)(seg_b * QG_PMQA_NEXT_N + my_n) * ld_logits;
+#endif
                 qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);
 #if QG_PMQA_STRIDE_WALK
                 ev = wk.settle(context_lens, max_context_len, batch);
@@ -823,11 +901,26 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
             }
 #if QG_PMQA_STRIDE_WALK
+#if QG_PMQA_WREG
+            /* kv_empty = kv_full + STAGES: one barrier address register */
+            {
+                constexpr uint32_t kv_off = 2 * QG_PMQA_SMEM_Q;
+                constexpr uint32_t sc_off = kv_off + QG_PMQA_STAGES * QG_PMQA_SMEM_KV;
+                constexpr uint32_t bar_off = sc_off + QG_PMQA_STAGES * QG_PMQA_BLOCK * 4 + 4 * 8;
+                qg_pmqa_unit_at(acc, wt, base_a + bar_off + 8 * s,
+                                base_a + bar_off + 8 * (s + QG_PMQA_STAGES), ph,
+                                base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row0),
+                                (base_a + (g & 1) * QG_PMQA_SMEM_Q) >> 4,
+                                (base_a + kv_off + s * QG_PMQA_SMEM_KV) >> 4, my_n, my_half,
+                                wk.k * QG_PMQA_BLOCK, out, lim_ctx, lim_max);
+            }
+#else
             qg_pmqa_unit(acc, wt, kv_full_a + 8 * s, kv_empty_a + 8 * s, ph,
                          smem_sc + s * QG_PMQA_BLOCK,
                          q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
                          wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
+#endif
             s += QG_PMQA_MATH_WGS;
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
             wk.k += QG_PMQA_CTAS * QG_PMQA_MATH_WGS;

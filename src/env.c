@@ -45,6 +45,12 @@
  *                                            shared3 (3 math warpgroups, strided walk);
  *                                            split4 (shared4s, a producer warp and
  *                                            its stages a math warpgroup);
+ *                                            split4r (split4, the weights in
+ *                                            registers: all below 128 columns,
+ *                                            16 of 32 at 128, 8 clean);
+ *                                            split4r112 (split4r at setmaxnreg
+ *                                            32 / 112 at 128 columns without
+ *                                            clean: 24 of the 32 weights);
  *                                            another value (pipe2 too:
  *                                            removed) fails the call with a message
  *                                            naming it
@@ -140,8 +146,9 @@ const qg_env_knob qg__env_knobs[] = {
      "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
      "K blocks a clustered CTA keeps)", "acc4+fit (split mode: fit)"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, dual2, their "
-     "strided-walk forms shared2s, shared4s, dual2s, shared3 (3 math warpgroups) or split4 (a producer "
-     "warp a math warpgroup)",
+     "strided-walk forms shared2s, shared4s, dual2s, shared3 (3 math warpgroups), split4 (a producer "
+     "warp a math warpgroup), split4r (split4, weights in registers) or split4r112 (split4r at "
+     "setmaxnreg 32 / 112: 24 of 32 weights in registers at 128 columns without clean)",
      "dual2 below next_n x heads = 128, else shared2"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},

@@ -156,6 +156,8 @@ typedef struct {
     int math_wgs;              /* QG_PMQA_MATH_WGS: 2, 3 or 4 (block_x = 128 (math_wgs + 1)) */
     int stride_walk;           /* QG_PMQA_STRIDE_WALK: a math warpgroup walks its own units only */
     int split;                 /* QG_PMQA_SPLIT: a producer warp per math warpgroup (split4) */
+    int math112;               /* QG_PMQA_MATH112: split4r112's setmaxnreg 32 / 112 */
+    int wreg;                  /* QG_PMQA_WREG: split4r: how many of a thread's N / 4 weights are registers */
     int ctas;                  /* QG_PMQA_CTAS: CTAs per SM (grid_x = ctas * num_sms) */
     int num_sms;               /* the schedule's ranges (one per SM) */
     int variant;               /* QG_PMQA_VARIANT_* */
@@ -183,7 +185,11 @@ typedef struct {
  * threads, setmaxnreg 40 / 144, weights in registers) on one ring of a
  * multiple of 3 stages, strided walk; SPLIT4: shared4s with a producer warp
  * per math warpgroup (DeepGEMM's organisation, QG_PMQA_SPLIT: the old split
- * form's name, a new kernel path with a written no-deadlock argument). */
+ * form's name, a new kernel path with a written no-deadlock argument);
+ * SPLIT4R: split4 with the weights in registers (QG_PMQA_WREG); SPLIT4R112:
+ * split4r at setmaxnreg 32 / 112 (QG_PMQA_MATH112) where the producer needs
+ * no clean tail and N = 128: 24 of the 32 weights in registers (else
+ * split4r's plan). */
 enum {
     QG_PMQA_VARIANT_SHARED2 = 0,
     QG_PMQA_VARIANT_SHARED4 = 1,
@@ -193,7 +199,9 @@ enum {
     QG_PMQA_VARIANT_DUAL2S = 5,
     QG_PMQA_VARIANT_SHARED3 = 6,
     QG_PMQA_VARIANT_SPLIT4 = 7,
-    QG_PMQA_VARIANT_COUNT = 8
+    QG_PMQA_VARIANT_SPLIT4R = 8,
+    QG_PMQA_VARIANT_SPLIT4R112 = 9,
+    QG_PMQA_VARIANT_COUNT = 10
 };
 /* The default organisation for next_n x heads = N columns: DUAL2 below N =
  * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
@@ -207,7 +215,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
 /* The variant's name ("shared2", "shared4", "dual2", "shared2s", "shared4s",
- * "dual2s", "shared3", "split4"), or NULL. */
+ * "dual2s", "shared3", "split4", "split4r", "split4r112"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

@@ -276,7 +276,8 @@ TEST(indexer_validation) {
        * the schedule's), naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
         static const char *const good[] = {"shared2", "shared4", "dual2", "shared2s",
-                                           "shared4s", "dual2s", "shared3", "split4"};
+                                           "shared4s", "dual2s", "shared3", "split4",
+                                           "split4r", "split4r112"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -285,7 +286,8 @@ TEST(indexer_validation) {
         }
         static const char *const bad[] = {"split", "split2", "SHARED2", "shared", "shared2 ",
                                           "4", "pipe", "pipe2", "pipe4", "dual",
-                                          "shared3s", "split4s", "shared2S"};
+                                          "shared3s", "split4s", "shared2S", "split4R",
+                                          "split4rr", "split4w", "split4r104"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -294,7 +296,7 @@ TEST(indexer_validation) {
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
                       strstr(qg_last_error(), "shared2, shared4, dual2, shared2s, shared4s, "
-                                              "dual2s, shared3 or split4"),
+                                              "dual2s, shared3, split4, split4r or split4r112"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -449,9 +451,11 @@ TEST(pmqa_compile_every_variant) {
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2S), "dual2s") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED3), "shared3") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4), "split4") &&
-                  QG_PMQA_VARIANT_COUNT == 8 && !qg__pmqa_variant_name(8) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 8) == -1 &&
-                  pl.stride_walk == 0 && pl.split == 0,
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R), "split4r") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112), "split4r112") &&
+                  QG_PMQA_VARIANT_COUNT == 10 && !qg__pmqa_variant_name(10) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 10) == -1 &&
+                  pl.stride_walk == 0 && pl.split == 0 && pl.wreg == 0 && pl.math112 == 0,
               "variant names / count");
         /* the strided forms: the same plan as their unit-walk form but the walk */
         static const int pairs[][2] = {{QG_PMQA_VARIANT_SHARED2, QG_PMQA_VARIANT_SHARED2S},
@@ -485,6 +489,45 @@ TEST(pmqa_compile_every_variant) {
                   ps.smem_bytes == p4s.smem_bytes,
               "split4: %d math wgs, %d threads, %d stages (shared4s %d)", ps.math_wgs, ps.block_x,
               ps.stages, p4s.stages);
+        /* SPLIT4R: split4's plan with weights in registers: 16 of N / 4 = 32 at
+         * N 128 (8 clean), all N / 4 below; none in every other variant */
+        {
+            qg_pmqa_plan pr = pl, pc, p64, p32;
+            CHECK(qg__pmqa_plan_variant(&pr, QG_PMQA_VARIANT_SPLIT4R) == 0 &&
+                      qg__pmqa_plan(64, 2, 64, 128, 1, 0, 132, &pc, &why) == 0 &&
+                      qg__pmqa_plan_variant(&pc, QG_PMQA_VARIANT_SPLIT4R) == 0 &&
+                      qg__pmqa_plan(64, 1, 64, 64, 1, 1, 132, &p64, &why) == 0 &&
+                      qg__pmqa_plan_variant(&p64, QG_PMQA_VARIANT_SPLIT4R) == 0 &&
+                      qg__pmqa_plan(64, 1, 32, 128, 0, 0, 132, &p32, &why) == 0 &&
+                      qg__pmqa_plan_variant(&p32, QG_PMQA_VARIANT_SPLIT4R) == 0 && pr.split == 1 &&
+                      pr.math_wgs == 4 && pr.stride_walk == 1 && pr.ctas == 1 &&
+                      pr.block_x == 640 && pr.stages == ps.stages &&
+                      pr.smem_bytes == ps.smem_bytes && ps.wreg == 0 && p4s.wreg == 0 &&
+                      pr.wreg == 16 && pc.wreg == 8 && p64.wreg == 16 && p32.wreg == 8 &&
+                      !pr.math112 && !pc.math112 && !p64.math112 && !ps.math112,
+                  "split4r: split %d, %d stages (split4 %d), wreg %d / %d / %d / %d", pr.split,
+                  pr.stages, ps.stages, pr.wreg, pc.wreg, p64.wreg, p32.wreg);
+            /* SPLIT4R112: 32 / 112 and 24 weights at N 128 without the clean
+             * tail; split4r's plan elsewhere */
+            qg_pmqa_plan qr = pl, qc = pc, q64 = p64;
+            CHECK(qg__pmqa_plan_variant(&qr, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
+                      qg__pmqa_plan_variant(&qc, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
+                      qg__pmqa_plan_variant(&q64, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
+                      qr.math112 == 1 && qr.wreg == 24 && qr.split == 1 && qr.stages == ps.stages &&
+                      qr.block_x == 640 && qc.math112 == 0 && qc.wreg == 8 && q64.math112 == 0 &&
+                      q64.wreg == 16,
+                  "split4r112: math112 %d / %d / %d, wreg %d / %d / %d", qr.math112, qc.math112,
+                  q64.math112, qr.wreg, qc.wreg, q64.wreg);
+            char src112[2048];
+            CHECK(qg__pmqa_source(src112, sizeof src112, &qr) > 0 &&
+                      strstr(src112, "#define QG_PMQA_WREG 24\n#define QG_PMQA_MATH112 1\n"),
+                  "split4r112 source: %s", src112);
+            char src[2048];
+            CHECK(qg__pmqa_source(src, sizeof src, &pr) > 0 &&
+                      strstr(src, "#define QG_PMQA_SPLIT 1\n#define QG_PMQA_WREG 16\n") &&
+                      qg__pmqa_source(src, sizeof src, &ps) > 0 && !strstr(src, "QG_PMQA_WREG"),
+                  "split4r source: %s", src);
+        }
         /* SHARED4: 4 math warpgroups (640 threads), one ring of a multiple of 4 stages */
         qg_pmqa_plan p4 = pl;
         CHECK(qg__pmqa_plan_variant(&p4, QG_PMQA_VARIANT_SHARED4) == 0 && p4.math_wgs == 4 &&
@@ -513,7 +556,8 @@ TEST(pmqa_compile_every_variant) {
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
     static const char *const variants[] = {"shared2",  "shared4", "dual2",   "shared2s",
-                                           "shared4s", "dual2s",  "shared3", "split4"};
+                                           "shared4s", "dual2s",  "shared3", "split4",
+                                           "split4r", "split4r112"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -644,7 +688,7 @@ TEST(gpu_paged_mqa_logits) {
     static const qgtk_paged_case cases[] = {
         {1, 1, 32, 128, 0, 1, 100, 1},  {7, 2, 64, 128, 1, 0, 300, 0},  {33, 1, 64, 64, 0, 0, 70, 1},
         {16, 2, 32, 32, 1, 1, 500, 0},  {300, 1, 64, 128, 0, 1, 64, 1}, {5, 2, 64, 64, 0, 1, 2000, 0},
-        {32, 2, 64, 128, 1, 1, 1000, 1}};
+        {32, 2, 64, 128, 1, 1, 1000, 1}, {64, 2, 64, 128, 0, 0, 900, 0}};
     int failures = 0;
     /* every organisation (QGEMM_PMQA_VARIANT; unset = the default: dual2 below 128 columns,
      * shared2 at 128; shared2 named: also below 128). All compute the same sums in the same
@@ -652,7 +696,7 @@ TEST(gpu_paged_mqa_logits) {
      * fingerprint of the output) must equal the default's bit for bit. */
     static const char *const variants[] = {NULL,       "shared2",  "shared4", "dual2",
                                            "shared2s", "shared4s", "dual2s",  "shared3",
-                                           "split4"};
+                                           "split4",   "split4r",  "split4r112"};
     double first_diff[sizeof cases / sizeof cases[0]];
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");
