@@ -35,8 +35,7 @@
  *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
  *                                            blocks a clustered CTA keeps); another token
  *                                            fails the call with a message naming it
- *   QGEMM_PMQA_VARIANT  (unset: dual2 below  the paged MQA logits kernel's organisation (A/B
- *                       128 columns, else shared2)
+ *   QGEMM_PMQA_VARIANT  (unset: split4)      the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring), shared4 (4) or dual2 (shared2 at
  *                                            2 CTAs an SM); shared2s, shared4s, dual2s:
@@ -88,7 +87,7 @@
  *                                            fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
- *   QGEMM_FP8OUT_VARIANT (unset: old)       the e4m3-D split tiles' organisation (A/B runs,
+ *   QGEMM_FP8OUT_VARIANT (unset: new)       the e4m3-D split tiles' organisation (A/B runs,
  *                                            issue 51): a '+'-separated list of old,
  *                                            room (the heuristic counts the clusters of 4
  *                                            the launch finds resident), early (the
@@ -149,7 +148,7 @@ const qg_env_knob qg__env_knobs[] = {
      "strided-walk forms shared2s, shared4s, dual2s, shared3 (3 math warpgroups), split4 (a producer "
      "warp a math warpgroup), split4r (split4, weights in registers) or split4r112 (split4r at "
      "setmaxnreg 32 / 112: 24 of 32 weights in registers at 128 columns without clean)",
-     "dual2 below next_n x heads = 128, else shared2"},
+     "split4"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "
@@ -169,7 +168,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "
      "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads) "
-     "or new (all three)", "old"},
+     "or new (all three)", "new"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "

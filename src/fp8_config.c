@@ -163,12 +163,13 @@ static bool split_tiles_allowed(void) {
 
 /* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
  * over the bf16-output one), A/B runs of the split tiles: unset or empty ->
- * 0, the default (old); a '+'-separated list of old, room (QG_D_FP8_ROOM),
+ * new (room + early + sfbpf: fused / bf16-output 1.186 -> 1.142 over the 14
+ * rows of M 64 and 128, bench/results/2026-11-29-h200-03-u3); a '+'-separated list of old, room (QG_D_FP8_ROOM),
  * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF) and new (all three) -> those
  * flags; anything else -1. */
 int qg__fp8out_variant(void) {
     const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
-    if (!v) return 0;
+    if (!v) return QG_D_FP8_VARIANT; /* new, the default since 2026-11-29-h200-03-u3 */
     int flags = 0;
     for (;;) { /* (an empty word, as in "room+", is no word) */
         const char *end = strchr(v, '+');

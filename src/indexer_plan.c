@@ -290,20 +290,23 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->grid_x = num_sms;
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
-    /* The default (qg__pmqa_default_variant): DUAL2 (SHARED2 at two CTAs
-     * an SM) below 128 columns, SHARED2 at 128. SHARED2: two math warpgroups
-     * fed through one kv ring. SHARED4 (4
-     * warpgroups, DeepGEMM's count) ran 4-12% slower on the H200 (its weights
-     * are read from L1 in every epilogue) and stays a variant for
-     * measurements (QGEMM_PMQA_VARIANT). A split organisation (a producer
-     * warp and ring per math warpgroup, 4 or 2 of them) hung on the H200 on
-     * the first row of bench/peers_families.py --kinds paged-mqa and was
-     * removed (git tag exp/pmqa-split-2026-11-28; bench/HISTORY.md). */
+    /* The default (qg__pmqa_default_variant): SPLIT4, DeepGEMM's organisation
+     * (a producer warp and kv ring per math warpgroup, 4 of them): 0.943x
+     * DeepGEMM over 24 rows on the H200 against 0.829 for the former default
+     * (DUAL2 below 128 columns, SHARED2 at 128), 2026-11-29-h200-03-u3. The
+     * old organisations stay selectable (QGEMM_PMQA_VARIANT) for A/B runs.
+     * (The split form of 2026-11-28 that hung took more registers at the
+     * setmaxnreg increase than the producers released; tag
+     * exp/pmqa-split-2026-11-28.) */
     return qg__pmqa_plan_variant(out, qg__pmqa_default_variant(next_n, heads));
 }
 
 int qg__pmqa_default_variant(int next_n, int heads) {
-    return next_n * heads < 128 ? QG_PMQA_VARIANT_DUAL2 : QG_PMQA_VARIANT_SHARED2;
+    /* split4 at every width since 2026-11-29 (h200-03-u3: DeepGEMM/qgemm 0.829 -> 0.943
+     * over the 24 rows of bench/peers_families.py --kinds paged-mqa, worst 0.692 -> 0.858) */
+    (void)next_n;
+    (void)heads;
+    return QG_PMQA_VARIANT_SPLIT4;
 }
 
 const char *qg__pmqa_variant_name(int variant) {

@@ -304,12 +304,12 @@ TEST(gpu_fp8out_variants) {
               "case %zu: %s", i, qg_last_error());
         kept_out base = {0};
         qg_config base_cfg;
-        unsetenv("QGEMM_FP8OUT_VARIANT");
+        setenv("QGEMM_FP8OUT_VARIANT", "old", 1); /* (the default is new) */
         CHECK(qg_select_config_fp8out(ctx, &prob, cases[i].ue, &base_cfg) == QG_SUCCESS, "%s",
               qg_last_error());
         if (cfg) base_cfg = forced;
         char label[160];
-        snprintf(label, sizeof label, "kind %d %dx%dx%d G %d %s%dx%d%s default", cases[i].kind,
+        snprintf(label, sizeof label, "kind %d %dx%dx%d G %d %s%dx%d%s old", cases[i].kind,
                  p->m, p->n, p->k, p->num_groups, cfg ? "forced " : "", base_cfg.block_m,
                  base_cfg.block_n, cases[i].ue ? " ue8m0" : "");
         cases_run++;
@@ -624,7 +624,7 @@ TEST(fp8out_plans) {
     /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
     {
         static const struct { const char *v; int flags; } vars[] = {
-            {NULL, 0}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
+            {NULL, QG_D_FP8_VARIANT}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
             {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
             {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
             {"old+early", QG_D_FP8_EARLY}, {"fast", -1}, {"room+", -1}, {"room,early", -1}};

@@ -424,25 +424,28 @@ TEST(indexer_compile_every_variant) {
  * the most registers) and the narrowest shapes, clean and not, fp32 and
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
 TEST(pmqa_compile_every_variant) {
-    { /* the planner's default at next_n x H = 128 is SHARED2 (2 math warpgroups, 384 threads);
-       * DUAL2 is SHARED2 at 2 CTAs an SM; nothing past it (the split
-       * organisations and PIPE2 were removed) */
+    { /* the planner's default is SPLIT4 at every width (4 math warpgroups, each with its
+       * own producer warp and kv ring: 640 threads, one CTA an SM); SHARED2 and DUAL2,
+       * the former defaults, stay selectable */
         qg_pmqa_plan pl;
         const char *why = "";
         CHECK(qg__pmqa_plan(64, 2, 64, 128, 0, 0, 132, &pl, &why) == 0, "plan: %s", why);
-        CHECK(pl.variant == QG_PMQA_VARIANT_SHARED2 && pl.math_wgs == 2 && pl.block_x == 384 &&
-                  pl.stages == 16 && pl.ctas == 1 && pl.grid_x == 132,
+        CHECK(pl.variant == QG_PMQA_VARIANT_SPLIT4 && pl.math_wgs == 4 && pl.block_x == 640 &&
+                  pl.ctas == 1 && pl.grid_x == 132 && pl.split == 1,
               "default: variant %d, %d math wgs, %d threads, %d stages, %d ctas",
               pl.variant, pl.math_wgs, pl.block_x, pl.stages, pl.ctas);
-        /* below 128 columns the default is DUAL2 (qg__pmqa_default_variant) */
         qg_pmqa_plan pn;
         CHECK(qg__pmqa_plan(64, 1, 64, 128, 0, 0, 132, &pn, &why) == 0 &&
-                  pn.variant == QG_PMQA_VARIANT_DUAL2 && pn.ctas == 2 &&
+                  pn.variant == QG_PMQA_VARIANT_SPLIT4 &&
                   qg__pmqa_plan(64, 2, 32, 64, 1, 1, 132, &pn, &why) == 0 &&
-                  pn.variant == QG_PMQA_VARIANT_DUAL2 &&
-                  qg__pmqa_default_variant(2, 64) == QG_PMQA_VARIANT_SHARED2 &&
-                  qg__pmqa_default_variant(1, 32) == QG_PMQA_VARIANT_DUAL2,
+                  pn.variant == QG_PMQA_VARIANT_SPLIT4 &&
+                  qg__pmqa_default_variant(2, 64) == QG_PMQA_VARIANT_SPLIT4 &&
+                  qg__pmqa_default_variant(1, 32) == QG_PMQA_VARIANT_SPLIT4,
               "default below N 128: variant %d", pn.variant);
+        /* the former default at 128 columns, re-planned */
+        CHECK(qg__pmqa_plan_variant(&pl, QG_PMQA_VARIANT_SHARED2) == 0 && pl.math_wgs == 2 &&
+                  pl.block_x == 384 && pl.stages == 16 && pl.ctas == 1,
+              "shared2: %d math wgs, %d threads, %d stages", pl.math_wgs, pl.block_x, pl.stages);
         CHECK(!strcmp(qg__pmqa_variant_name(pl.variant), "shared2") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4), "shared4") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2), "dual2") &&
@@ -690,8 +693,8 @@ TEST(gpu_paged_mqa_logits) {
         {16, 2, 32, 32, 1, 1, 500, 0},  {300, 1, 64, 128, 0, 1, 64, 1}, {5, 2, 64, 64, 0, 1, 2000, 0},
         {32, 2, 64, 128, 1, 1, 1000, 1}, {64, 2, 64, 128, 0, 0, 900, 0}};
     int failures = 0;
-    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default: dual2 below 128 columns,
-     * shared2 at 128; shared2 named: also below 128). All compute the same sums in the same
+    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, split4;
+     * dual2 and shared2 named: every width). All compute the same sums in the same
      * order: each case's accuracy figure (the fp64 sum over every logit, same inputs: a
      * fingerprint of the output) must equal the default's bit for bit. */
     static const char *const variants[] = {NULL,       "shared2",  "shared4", "dual2",

@@ -79,13 +79,17 @@ def test_grouped_argument_errors():
 def test_variant_heuristic_offline(monkeypatch):
     """room (in new) counts 30 clusters of 4 on 132 SMs: 64x4096x7168's 128 tiles of 64x32
     would run two rounds, so it takes 64x64 in clusters of 2; rows that fit keep their tile."""
-    monkeypatch.delenv("QGEMM_FP8OUT_VARIANT", raising=False)
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "old")
     old = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
     keep = qgemm.select_config_fp8out(64, 2112, 7168, offline=True)
     assert (old["block_n"], old["cluster"]) == (32, 4)
-    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new")
-    new = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
-    assert (new["block_n"], new["cluster"]) == (64, 2)
+    for v in ("new", None):  # new is the default (unset)
+        if v is None:
+            monkeypatch.delenv("QGEMM_FP8OUT_VARIANT", raising=False)
+        else:
+            monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", v)
+        new = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
+        assert (new["block_n"], new["cluster"]) == (64, 2)
     assert qgemm.select_config_fp8out(64, 2112, 7168, offline=True) == keep
     monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "early+sfbpf")  # kernel switches only
     assert qgemm.select_config_fp8out(64, 4096, 7168, offline=True) == old
@@ -111,12 +115,12 @@ def _gpu_operands(m, n, k, seed):
 @pytest.mark.parametrize("m,n,k,tile", [(64, 4096, 7168, None), (100, 2048, 1536, (64, 32)),
                                         (257, 640, 512, (128, 64)), (100, 1024, 1536, (64, 128))])
 def test_variant_bitwise_default(monkeypatch, variant, m, n, k, tile):
-    """Each variant's fused output (bytes and scales) on the default's tile is bitwise the
-    default's (the variants change no math), and close to bf16 D + the per-token cast."""
+    """Each variant's fused output (bytes and scales) on old's tile is bitwise old's (the
+    variants change no math), and close to bf16 D + the per-token cast."""
     a, b = _gpu_operands(m, n, k, m * 7 + n + k)
     config = {"block_m": tile[0], "block_n": tile[1]} if tile else None
     outs = {}
-    for v in (None, variant):
+    for v in ("old", variant):
         if v is None:
             monkeypatch.delenv("QGEMM_FP8OUT_VARIANT", raising=False)
         else:
@@ -127,7 +131,7 @@ def test_variant_bitwise_default(monkeypatch, variant, m, n, k, tile):
         qgemm.fp8_gemm_nt_fp8out(a, b, d, sfd, config=config)
         cfg = config or qgemm.select_config_fp8out(m, n, k)
         outs[v] = (d.view(torch.uint8).clone(), sfd.clone(), (cfg["block_m"], cfg["block_n"]))
-    (d0, s0, t0), (d1, s1, t1) = outs[None], outs[variant]
+    (d0, s0, t0), (d1, s1, t1) = outs["old"], outs[variant]
     if t0 == t1:
         assert torch.equal(d0, d1), f"{variant}: bytes differ from the default's on {t0}"
         assert torch.equal(s0.view(torch.int32), s1.view(torch.int32)), f"{variant}: scales differ"
