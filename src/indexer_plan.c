@@ -290,10 +290,11 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->grid_x = num_sms;
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
-    /* The default (qg__pmqa_default_variant): SPLIT4, DeepGEMM's organisation
-     * (a producer warp and kv ring per math warpgroup, 4 of them): 0.943x
-     * DeepGEMM over 24 rows on the H200 against 0.829 for the former default
-     * (DUAL2 below 128 columns, SHARED2 at 128), 2026-11-29-h200-03-u3. The
+    /* The default (qg__pmqa_default_variant): SPLIT4R112, DeepGEMM's organisation
+     * (a producer warp and kv ring per math warpgroup, 4 of them) with the
+     * weights in registers: split4 alone was 0.943x DeepGEMM over 24 rows on
+     * the H200 against 0.829 for the former default (DUAL2 below 128 columns,
+     * SHARED2 at 128), 2026-11-29-h200-03-u3; the registers add 2-5%. The
      * old organisations stay selectable (QGEMM_PMQA_VARIANT) for A/B runs.
      * (The split form of 2026-11-28 that hung took more registers at the
      * setmaxnreg increase than the producers released; tag
@@ -302,11 +303,14 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
 }
 
 int qg__pmqa_default_variant(int next_n, int heads) {
-    /* split4 at every width since 2026-11-29 (h200-03-u3: DeepGEMM/qgemm 0.829 -> 0.943
-     * over the 24 rows of bench/peers_families.py --kinds paged-mqa, worst 0.692 -> 0.858) */
+    /* split4r112 at every width since 2026-11-29: split4 (a producer warp and kv ring per
+     * math warpgroup) took DeepGEMM/qgemm 0.829 -> 0.943 over the 24 rows of
+     * bench/peers_families.py --kinds paged-mqa (h200-03-u3); its weights in registers
+     * (split4r, at setmaxnreg 32 / 112 where 128 columns run without the clean tail) 0.894 ->
+     * 0.937 on the 128-column rows and 0.941 -> 0.966 on 8 others (h200-04-u4) */
     (void)next_n;
     (void)heads;
-    return QG_PMQA_VARIANT_SPLIT4;
+    return QG_PMQA_VARIANT_SPLIT4R112;
 }
 
 const char *qg__pmqa_variant_name(int variant) {

@@ -125,7 +125,7 @@ def ref_paged(q8, kv_deq, weights, lens, block_table, max_len):
                                      "shared4s", "shared3", "split4", "split4r", "split4r112"])
 def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg, dtype, clean,
                                            variant):
-    """variant: QGEMM_PMQA_VARIANT (None: the default, split4; the *s forms: the strided walk; shared3: 3 math warpgroups; split4r / split4r112:
+    """variant: QGEMM_PMQA_VARIANT (None: the default, split4r112; the *s forms: the strided walk; shared3: 3 math warpgroups; split4r / split4r112:
     split4 with weights in registers); every organisation computes the same sums in the same order, so each also
     equals the default bitwise."""
     torch.manual_seed(batch * 7 + next_n + h + d)
