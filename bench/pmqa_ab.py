@@ -34,36 +34,10 @@ import torch
 BLK = 64
 
 
-def calc_diff(x: torch.Tensor, y: torch.Tensor) -> float:
-    x, y = x.double(), y.double()
-    denom = (x * x + y * y).sum()
-    return float(1 - 2 * (x * y).sum() / denom) if denom != 0 else 0.0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers_families  # noqa: E402  (calc_diff, the kineto Timer, the FP8 key rows)
 
-
-def kineto_us(fn, iters: int, big: torch.Tensor) -> float:
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            big.zero_()
-            fn()
-        torch.cuda.synchronize()
-    total = 0.0
-    for e in prof.events():
-        if e.device_type.name != "CUDA":
-            continue
-        name = e.name.lower()
-        if "fill" in name or "memset" in name or "zero" in name or "memcpy" in name:
-            continue
-        total += e.time_range.elapsed_us()
-    return total / iters
-
-
-def fp8_rows(x: torch.Tensor):
-    amax = x.abs().float().amax(dim=-1, keepdim=True).clamp(1e-4)
-    s = amax / 448.0
-    return (x.float() / s).to(torch.float8_e4m3fn), s.squeeze(-1)
+calc_diff = peers_families.calc_diff
 
 
 def inputs(bsz: int, nn: int, h: int, avg: int, dim: int = 128):
@@ -82,7 +56,8 @@ def inputs(bsz: int, nn: int, h: int, avg: int, dim: int = 128):
     step = 1 << 16  # blocks a chunk: bounded temporaries
     for b0 in range(0, total, step):
         b1 = min(total, b0 + step)
-        kvq, kvs = fp8_rows(torch.randn((b1 - b0, BLK, dim), device="cuda", dtype=torch.bfloat16))
+        keys = torch.randn((b1 - b0, BLK, dim), device="cuda", dtype=torch.bfloat16)
+        kvq, kvs = peers_families._fp8_rows(torch, keys)
         cache[b0:b1, :BLK * dim] = kvq.view(b1 - b0, BLK * dim).view(torch.uint8)
         cache[b0:b1, BLK * dim:] = kvs.contiguous().view(b1 - b0, BLK).view(torch.uint8)
     cache = cache.view(total, BLK, 1, dim + 4)
@@ -120,14 +95,12 @@ def main() -> int:
     if args.rows == "all":
         rows += [(4096, 1, 64, 8192, 1), (4096, 2, 32, 8192, 1)]
     elif args.rows.split(":")[0] == "families":
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import peers_families
         n = int(args.rows.split(":")[1]) if ":" in args.rows else 8
         rows = [(c["bsz"], c["next_n"], c["h"], c["avg_kv"], int(c["f32"]))
                 for c in peers_families.family_cases() if c["kind"] == "paged-mqa"][:n]
     elif args.rows != "N128":
         rows = [tuple(int(x) for x in r.split(",")) for r in args.rows.split(";") if r]
-    big = torch.empty(int(8e9) // 4, dtype=torch.int32, device="cuda")
+    timer = peers_families.Timer(torch, args.iters)  # kineto after 8 GB zeroed, each call
     env0 = os.environ.pop("QGEMM_PMQA_VARIANT", None)
     ratios = {v: [] for v in variants}
     ok = {v: True for v in variants}
@@ -152,7 +125,7 @@ def main() -> int:
         t_dg, out_dg = None, None
         if dg is not None:
             fn, res = caller(dg)
-            t_dg = kineto_us(fn, args.iters, big)
+            t_dg = timer.kineto_us(fn)
             out_dg = res["x"].float().masked_fill(~inside, 0)
             print(f"{name:32s} deepgemm  {t_dg:9.1f} us {nbytes / t_dg / 1e6:5.2f} TB/s", flush=True)
         fn, res = caller(qdg)
@@ -163,7 +136,7 @@ def main() -> int:
             else:
                 os.environ["QGEMM_PMQA_VARIANT"] = v
             try:
-                t = kineto_us(fn, args.iters, big)
+                t = timer.kineto_us(fn)
                 out = res["x"].float().masked_fill(~inside, 0)
                 torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001
