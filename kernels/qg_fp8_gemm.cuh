@@ -181,11 +181,13 @@
  * e4m3 pairs, a BSSY / BRA / BSYNC and a 0xffff mask for the per-pair
  * non-finite fix-up (`exact` is per row, so ptxas branches per pair): ~4
  * instructions of 7 a pair are overhead. Here: the amax is max.NaN of |x|
- * (one FMNMX a sum, abs folded; a NaN gives the canonical NaN, whose scale
- * and bytes equal the default's: the scale's multiply canonicalizes any NaN
- * there too), and the pairs of a row group take one warp-uniform branch
- * (vote.all of exact, false only for inf / NaN sums): the fast loop is
- * FMUL, FMUL, F2FP, STS.U16 a pair, the slow loop the default's. */
+ * (one FMNMX a sum, abs folded, as a tree: depth 5, not a chain of 16; a
+ * NaN gives the canonical NaN, whose scale and bytes equal the default's:
+ * the sums are FFMA results, so any NaN among them is canonical already),
+ * and the pairs of a row group take one warp-uniform branch (vote.all of
+ * exact, false only for inf / NaN sums): the fast loop is FMUL, FMUL, F2FP,
+ * STS.U16 a pair, its addresses one LOP3 a 16-byte unit (qg_fp8_d_pair_addr),
+ * the slow loop the default's. */
 #ifndef QG_FP8_EPI
 #define QG_FP8_EPI 0
 #endif
@@ -743,15 +745,43 @@ QG_DEVICE uint32_t qg_fp8_d_pack2(float a, float b, float mult, bool exact) {
     return v;
 }
 #if QG_FP8_EPI
-/* max(m, |a|, |b|), a NaN anywhere -> the canonical NaN (max.NaN; ptxas
- * folds the |.| into FMNMX's operands) */
-QG_DEVICE float qg_fp8_absmax3(float m, float a, float b) {
+/* max.NaN of a and b (a NaN -> the canonical NaN); of |a| and |b| below
+ * (ptxas folds the |.| into FMNMX's operands) */
+QG_DEVICE float qg_fmax_nan(float a, float b) {
     float r;
-    asm("{\n\t.reg .f32 t;\n\t"
-        "max.NaN.f32 t, %2, %3;\n\t"
-        "max.NaN.f32 %0, %1, t;\n\t}"
-        : "=f"(r) : "f"(m), "f"(fabsf(a)), "f"(fabsf(b)));
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
     return r;
+}
+/* The amax (as bits) of this thread's J column pairs j0.. of row half
+ * `half` of m64 tile `t` (columns past N: 8 j >= cols_left, left out), as a
+ * tree: depth log2(2 J) instead of the default's chain of J. */
+template <int J, typename Out>
+QG_DEVICE uint32_t qg_fp8_d_amax(const Out &o, int j0, int half, int cols_left) {
+    float m[J];
+#pragma unroll
+    for (int jj = 0; jj < J; ++jj) {
+        const int j = j0 + jj;
+        m[jj] = qg_fmax_nan(fabsf(o[j * 4 + half * 2]), fabsf(o[j * 4 + half * 2 + 1]));
+        if (QG_SHAPE_N % 128 != 0 && j * 8 >= cols_left) m[jj] = 0.0f;
+    }
+#pragma unroll
+    for (int w = 1; w < J; w *= 2)
+#pragma unroll
+        for (int jj = 0; jj < J; jj += 2 * w) m[jj] = qg_fmax_nan(m[jj], m[jj + w]);
+    return __float_as_uint(m[0]);
+}
+/* The shared address of this thread's e4m3 pair of column pair j of tile row
+ * `row`: qg_smem_d_offset's, as (rowbase ^ unit * 16) + constants. The XOR
+ * touches bits 4.. log2(QG_STORE_BYTES) - 1 only, which in rowbase are the
+ * row's swizzle (d_base is 1024-aligned, row * QG_STORE_BYTES has them 0):
+ * one LOP3 a 16-byte unit, the rest immediate offsets. */
+QG_DEVICE uint32_t qg_fp8_d_rowbase(uint32_t d_base, uint32_t row, uint32_t lane) {
+    const uint32_t swz = (row * QG_STORE_BYTES >> 7) & (QG_STORE_UNITS - 1);
+    return d_base + row * QG_STORE_BYTES + swz * 16 + (lane % 4) * 2;
+}
+QG_DEVICE uint32_t qg_fp8_d_pair_addr(uint32_t rowbase, int j) {
+    const uint32_t unit16 = (uint32_t)j / 2, chunk = unit16 / QG_STORE_UNITS, unit = unit16 % QG_STORE_UNITS;
+    return (rowbase ^ (unit * 16)) + chunk * QG_BLOCK_M * QG_STORE_BYTES + (j % 2) * 8;
 }
 /* Two sums -> two e4m3 bytes at addr (a in the low byte): qg_fp8_d_pack2
  * with exact true, the conversion's b16 stored as it is (no widening). */
@@ -1414,12 +1444,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                     for (int half = 0; half < 2; ++half) {
 #if QG_FP8_EPI
-                        float af = 0.0f;
-#pragma unroll
-                        for (int j = 0; j < QG_BLOCK_N / 8; ++j)
-                            if (QG_SHAPE_N % 128 == 0 || j * 8 < cols_left)
-                                af = qg_fp8_absmax3(af, out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1]);
-                        uint32_t a = __float_as_uint(af);
+                        uint32_t a = qg_fp8_d_amax<QG_BLOCK_N / 8>(out[t], 0, half, cols_left);
 #else
                         uint32_t a = 0;
 #pragma unroll
@@ -1489,10 +1514,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         const bool exact = __fmul_rn(__uint_as_float(amax[t][half]), mult) <= 464.0f;
 #if QG_FP8_EPI
                         if (__all_sync(0xffffffffu, exact)) {
+                            const uint32_t rowbase = qg_fp8_d_rowbase(d_base, row, lane);
 #pragma unroll
                             for (int j = 0; j < QG_BLOCK_N / 8; ++j)
-                                qg_fp8_d_store2(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
-                                                out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1], mult);
+                                qg_fp8_d_store2(qg_fp8_d_pair_addr(rowbase, j), out[t][j * 4 + half * 2],
+                                                out[t][j * 4 + half * 2 + 1], mult);
                         } else
 #endif
 #pragma unroll
@@ -1529,12 +1555,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
 #pragma unroll
                         for (int c = 0; c < QG_BLOCK_N / 128; ++c) {
 #if QG_FP8_EPI
-                            float af = 0.0f;
-#pragma unroll
-                            for (int j = c * 16; j < c * 16 + 16; ++j)
-                                if (QG_SHAPE_N % 128 == 0 || j * 8 < cols_left)
-                                    af = qg_fp8_absmax3(af, out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1]);
-                            uint32_t amax = __float_as_uint(af);
+                            uint32_t amax = qg_fp8_d_amax<16>(out[t], c * 16, half, cols_left);
 #else
                             uint32_t amax = 0;
 #pragma unroll
@@ -1552,10 +1573,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= 464.0f;
 #if QG_FP8_EPI
                             if (__all_sync(0xffffffffu, exact)) {
+                                const uint32_t rowbase = qg_fp8_d_rowbase(d_base, row, lane);
 #pragma unroll
                                 for (int j = c * 16; j < c * 16 + 16; ++j)
-                                    qg_fp8_d_store2(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
-                                                    out[t][j * 4 + half * 2], out[t][j * 4 + half * 2 + 1], mult);
+                                    qg_fp8_d_store2(qg_fp8_d_pair_addr(rowbase, j), out[t][j * 4 + half * 2],
+                                                    out[t][j * 4 + half * 2 + 1], mult);
                             } else
 #endif
 #pragma unroll
