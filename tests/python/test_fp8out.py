@@ -175,5 +175,5 @@ def test_variant_epi_nonfinite(monkeypatch, variant, tile):
     assert torch.equal(d0, d1), f"{variant} {tile}: bytes differ from old's"
     assert torch.equal(s0.view(torch.int32), s1.view(torch.int32)), f"{variant} {tile}: scales differ"
     # (the slow loop was reached: the rows' scales are those of inf / NaN sums)
-    assert torch.isinf(s1[5]).all() and torch.isnan(s1[17]).all(), "non-finite rows' scales"
+    assert not torch.isfinite(s1[5]).any() and torch.isnan(s1[17]).all(), "non-finite rows' scales"
     assert torch.isfinite(s1[0]).all() and torch.isfinite(s1[99]).all(), "finite rows' scales"
