@@ -174,6 +174,23 @@
 #ifndef QG_FP8_SFB_PF
 #define QG_FP8_SFB_PF 0
 #endif
+/* QG_FP8_EPI (with QG_D_FP8, not SwiGLU; QGEMM_FP8OUT_VARIANT epi): a
+ * cheaper e4m3 epilogue, the same bytes and scales. The default's SASS
+ * (64x128, NVRTC 13, 2026-11-29) spends per row group of 128 columns ~48
+ * instructions on the amax (LOP3 |x| + VIMNMX3) and, around each of its 16
+ * e4m3 pairs, a BSSY / BRA / BSYNC and a 0xffff mask for the per-pair
+ * non-finite fix-up (`exact` is per row, so ptxas branches per pair): ~4
+ * instructions of 7 a pair are overhead. Here: the amax is max.NaN of |x|
+ * (one FMNMX a sum, abs folded, as a tree: depth 5, not a chain of 16; a
+ * NaN gives the canonical NaN, whose scale and bytes equal the default's:
+ * the sums are FFMA results, so any NaN among them is canonical already),
+ * and the pairs of a row group take one warp-uniform branch (vote.all of
+ * exact, false only for inf / NaN sums): the fast loop is FMUL, FMUL, F2FP,
+ * STS.U16 a pair, its addresses one LOP3 a 16-byte unit (qg_fp8_d_pair_addr),
+ * the slow loop the default's. */
+#ifndef QG_FP8_EPI
+#define QG_FP8_EPI 0
+#endif
 #ifndef QG_SFB_COLS
 #define QG_SFB_COLS 0
 #endif
@@ -440,6 +457,7 @@ static_assert(!QG_D_FP8 || (QG_KIND <= 3 && !QG_SFB_COLS &&
               "FP8 D: the 1D2D kinds, block_n a multiple of 128 (or 64, 32: split), "
               "128-column store chunks (or block_n)");
 static_assert(!QG_FP8_SFB_PF || (QG_D_FP8 && !QG_SFB_COLS), "QG_FP8_SFB_PF: e4m3 D (1D2D) only");
+static_assert(!QG_FP8_EPI || (QG_D_FP8 && !QG_SWIGLU), "QG_FP8_EPI: e4m3 D without SwiGLU only");
 static_assert(!QG_FP8_EARLY || QG_FP8_SPLIT > 1,
               "QG_FP8_EARLY: the split tiles' cluster only (no multicast, no split-K)");
 static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
@@ -726,6 +744,55 @@ QG_DEVICE uint32_t qg_fp8_d_pack2(float a, float b, float mult, bool exact) {
     }
     return v;
 }
+#if QG_FP8_EPI
+/* max.NaN of a and b (a NaN -> the canonical NaN); of |a| and |b| below
+ * (ptxas folds the |.| into FMNMX's operands) */
+QG_DEVICE float qg_fmax_nan(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+/* The amax (as bits) of this thread's J column pairs j0.. of row half
+ * `half` of m64 tile `t` (columns past N: 8 j >= cols_left, left out), as a
+ * tree: depth log2(2 J) instead of the default's chain of J. */
+template <int J, typename Out>
+QG_DEVICE uint32_t qg_fp8_d_amax(const Out &o, int j0, int half, int cols_left) {
+    float m[J];
+#pragma unroll
+    for (int jj = 0; jj < J; ++jj) {
+        const int j = j0 + jj;
+        m[jj] = qg_fmax_nan(fabsf(o[j * 4 + half * 2]), fabsf(o[j * 4 + half * 2 + 1]));
+        if (QG_SHAPE_N % 128 != 0 && j * 8 >= cols_left) m[jj] = 0.0f;
+    }
+#pragma unroll
+    for (int w = 1; w < J; w *= 2)
+#pragma unroll
+        for (int jj = 0; jj < J; jj += 2 * w) m[jj] = qg_fmax_nan(m[jj], m[jj + w]);
+    return __float_as_uint(m[0]);
+}
+/* The shared address of this thread's e4m3 pair of column pair j of tile row
+ * `row`: qg_smem_d_offset's, as (rowbase ^ unit * 16) + constants. The XOR
+ * touches bits 4.. log2(QG_STORE_BYTES) - 1 only, which in rowbase are the
+ * row's swizzle (d_base is 1024-aligned, row * QG_STORE_BYTES has them 0):
+ * one LOP3 a 16-byte unit, the rest immediate offsets. */
+QG_DEVICE uint32_t qg_fp8_d_rowbase(uint32_t d_base, uint32_t row, uint32_t lane) {
+    const uint32_t swz = (row * QG_STORE_BYTES >> 7) & (QG_STORE_UNITS - 1);
+    return d_base + row * QG_STORE_BYTES + swz * 16 + (lane % 4) * 2;
+}
+QG_DEVICE uint32_t qg_fp8_d_pair_addr(uint32_t rowbase, int j) {
+    const uint32_t unit16 = (uint32_t)j / 2, chunk = unit16 / QG_STORE_UNITS, unit = unit16 % QG_STORE_UNITS;
+    return (rowbase ^ (unit * 16)) + chunk * QG_BLOCK_M * QG_STORE_BYTES + (j % 2) * 8;
+}
+/* Two sums -> two e4m3 bytes at addr (a in the low byte): qg_fp8_d_pack2
+ * with exact true, the conversion's b16 stored as it is (no widening). */
+QG_DEVICE void qg_fp8_d_store2(uint32_t addr, float a, float b, float mult) {
+    asm volatile("{\n\t.reg .b16 t;\n\t"
+                 "cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n\t"
+                 "st.shared.b16 [%0], t;\n\t}" ::"r"(addr),
+                 "f"(__fmul_rn(b, mult)), "f"(__fmul_rn(a, mult))
+                 : "memory");
+}
+#endif
 #endif
 
 extern "C" __global__ void __launch_bounds__(QG_NUM_THREADS, 1)
@@ -1376,6 +1443,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                     for (int half = 0; half < 2; ++half) {
+#if QG_FP8_EPI
+                        uint32_t a = qg_fp8_d_amax<QG_BLOCK_N / 8>(out[t], 0, half, cols_left);
+#else
                         uint32_t a = 0;
 #pragma unroll
                         for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
@@ -1384,6 +1454,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             if (QG_SHAPE_N % 128 != 0 && j * 8 >= cols_left) m2 = 0;
                             a = max(a, m2);
                         }
+#endif
                         a = max(a, __shfl_xor_sync(0xffffffffu, a, 1));
                         a = max(a, __shfl_xor_sync(0xffffffffu, a, 2));
                         amax[t][half] = a;
@@ -1441,6 +1512,15 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         float sf, mult;
                         qg_fp8_d_scale(amax[t][half], sf, mult);
                         const bool exact = __fmul_rn(__uint_as_float(amax[t][half]), mult) <= 464.0f;
+#if QG_FP8_EPI
+                        if (__all_sync(0xffffffffu, exact)) {
+                            const uint32_t rowbase = qg_fp8_d_rowbase(d_base, row, lane);
+#pragma unroll
+                            for (int j = 0; j < QG_BLOCK_N / 8; ++j)
+                                qg_fp8_d_store2(qg_fp8_d_pair_addr(rowbase, j), out[t][j * 4 + half * 2],
+                                                out[t][j * 4 + half * 2 + 1], mult);
+                        } else
+#endif
 #pragma unroll
                         for (int j = 0; j < QG_BLOCK_N / 8; ++j)
                             qg_st_shared_b16(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
@@ -1474,6 +1554,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                         const uint32_t row = wg_row + t * 64 + half * 8;
 #pragma unroll
                         for (int c = 0; c < QG_BLOCK_N / 128; ++c) {
+#if QG_FP8_EPI
+                            uint32_t amax = qg_fp8_d_amax<16>(out[t], c * 16, half, cols_left);
+#else
                             uint32_t amax = 0;
 #pragma unroll
                             for (int j = c * 16; j < c * 16 + 16; ++j) {
@@ -1482,11 +1565,21 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                                 if (QG_SHAPE_N % 128 != 0 && j * 8 >= cols_left) m2 = 0;
                                 amax = max(amax, m2);
                             }
+#endif
                             amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
                             amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
                             float sf, mult;
                             qg_fp8_d_scale(amax, sf, mult);
                             const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= 464.0f;
+#if QG_FP8_EPI
+                            if (__all_sync(0xffffffffu, exact)) {
+                                const uint32_t rowbase = qg_fp8_d_rowbase(d_base, row, lane);
+#pragma unroll
+                                for (int j = c * 16; j < c * 16 + 16; ++j)
+                                    qg_fp8_d_store2(qg_fp8_d_pair_addr(rowbase, j), out[t][j * 4 + half * 2],
+                                                    out[t][j * 4 + half * 2 + 1], mult);
+                            } else
+#endif
 #pragma unroll
                             for (int j = c * 16; j < c * 16 + 16; ++j)
                                 qg_st_shared_b16(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,

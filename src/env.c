@@ -93,8 +93,9 @@
  *                                            the launch finds resident), early (the
  *                                            producer starts before the cluster barrier, no exit barrier),
  *                                            sfbpf (the TMA lane prefetches its first
- *                                            tile's SFB into L2 first) or new (all
- *                                            three); another value fails
+ *                                            tile's SFB into L2 first), new (all
+ *                                            three) or epi (the cheaper e4m3 epilogue:
+ *                                            the same bytes, not in new); another value fails
  *                                            the call, naming it
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
  *                                            in the contiguous, masked and psum kinds
@@ -167,8 +168,8 @@ const qg_env_knob qg__env_knobs[] = {
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "
      "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
-     "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads) "
-     "or new (all three)", "new"},
+     "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
+     "new (all three) or epi (the cheaper e4m3 epilogue, not in new)", "new"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "

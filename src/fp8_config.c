@@ -165,8 +165,9 @@ static bool split_tiles_allowed(void) {
  * over the bf16-output one), A/B runs of the split tiles: unset or empty ->
  * new (room + early + sfbpf: fused / bf16-output 1.186 -> 1.142 over the 14
  * rows of M 64 and 128, bench/results/2026-11-29-h200-03-u3); a '+'-separated list of old, room (QG_D_FP8_ROOM),
- * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF) and new (all three) -> those
- * flags; anything else -1. */
+ * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three) and epi
+ * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) -> those flags;
+ * anything else -1. */
 int qg__fp8out_variant(void) {
     const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
     if (!v) return QG_D_FP8_VARIANT; /* new, the default since 2026-11-29-h200-03-u3 */
@@ -183,6 +184,8 @@ int qg__fp8out_variant(void) {
             flags |= QG_D_FP8_SFBPF;
         } else if (len == 3 && !strncmp(v, "new", 3)) {
             flags |= QG_D_FP8_VARIANT;
+        } else if (len == 3 && !strncmp(v, "epi", 3)) {
+            flags |= QG_D_FP8_EPI; /* (not in new: A/B against it, new+epi) */
         } else {
             return -1;
         }
@@ -433,8 +436,8 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
         return batched_st ? batched_st : qg__plan_out(props, &batched, d_fp8, cfg, out);
     const int bm = cfg->block_m, bn = cfg->block_n;
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
-    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_VARIANT)) ||
-        ((d_fp8 & QG_D_FP8_VARIANT) && (swiglu || !(d_fp8 & QG_D_FP8_SCALES))) ||
+    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_FLAGS)) ||
+        ((d_fp8 & QG_D_FP8_FLAGS) && (swiglu || !(d_fp8 & QG_D_FP8_SCALES))) ||
         (d_fp8 & QG_D_FP8_SCALES) == 3 || (swiglu && !(d_fp8 & QG_D_FP8_SCALES)) ||
         (d_fp8 && qg__one_d(p->kind)) ||
         (swiglu && p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&

@@ -129,6 +129,8 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_EARLY 1");
     if (n < cap && (plan->d_fp8 & QG_D_FP8_SFBPF))
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_SFB_PF 1");
+    if (n < cap && (plan->d_fp8 & QG_D_FP8_EPI))
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_EPI 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_fp8_gemm.cuh\"\n");
     if (n >= cap) return qg__fail(QG_ERROR_INTERNAL, "kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;
@@ -265,7 +267,7 @@ static qg_status check_fp8out_variant(const char *fn) {
     if (qg__fp8out_variant() >= 0) return QG_SUCCESS;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                     "%s: QGEMM_FP8OUT_VARIANT='%.64s' is not a '+'-separated list of old, room, "
-                    "early, sfbpf, new", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
+                    "early, sfbpf, new, epi", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
 }
 
 /* The 1D2D kinds, which have an e4m3-D kernel. */

@@ -137,6 +137,11 @@ typedef struct {
 #define QG_D_FP8_EARLY 16
 #define QG_D_FP8_SFBPF 32
 #define QG_D_FP8_VARIANT (QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF)
+/* QG_D_FP8_EPI (QGEMM_FP8OUT_VARIANT epi, not in new): the cheaper e4m3
+ * epilogue (the kernel's QG_FP8_EPI: max.NaN amax, one branch a row group
+ * for the non-finite fix-up), the same bytes and scales. */
+#define QG_D_FP8_EPI 64
+#define QG_D_FP8_FLAGS (QG_D_FP8_VARIANT | QG_D_FP8_EPI)
 
 /* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
  * the weight gradient and the k-grouped weight gradient. */
@@ -177,7 +182,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
 bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8);
 /* QGEMM_FP8OUT_VARIANT as d_fp8 flags (QG_D_FP8_VARIANT's): 0 unset (the
  * default); -1 a value that is not a '+'-separated list of old, room, early,
- * sfbpf, new (= room+early+sfbpf): the caller fails, naming it. */
+ * sfbpf, new (= room+early+sfbpf), epi: the caller fails, naming it. */
 int qg__fp8out_variant(void);
 /* K blocks of its first B tile each CTA prefetches into L2 before
  * griddepcontrol.wait when the GEMM is launched with PDL (kernel argument

@@ -275,7 +275,8 @@ TEST(gpu_fp8out_variants) {
     const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
     char keep[64] = "";
     if (saved) snprintf(keep, sizeof keep, "%s", saved);
-    static const char *const variants[] = {"early", "sfbpf", "new"};
+    /* (epi, new+epi: the cheaper e4m3 epilogue, QG_FP8_EPI) */
+    static const char *const variants[] = {"early", "sfbpf", "new", "epi", "new+epi"};
     static const struct { int kind, m, n, k, g, bm, bn, ue; } cases[] = {
         {0, 257, 576, 512, 1, 64, 32, 0},     {0, 257, 576, 512, 1, 128, 64, 0},
         {0, 1000, 4096, 2048, 1, 64, 64, 0},  {0, 1000, 4096, 2048, 1, 128, 32, 1},
@@ -346,7 +347,7 @@ TEST(gpu_fp8out_variants) {
     qgtk_gpu_session_close(ctx, stream);
     printf("    %d cases, %d bitwise comparisons with the default, %d failures\n", cases_run,
            compared, failures);
-    CHECK(compared >= 25, "too few bitwise comparisons: %d", compared);
+    CHECK(compared >= 45, "too few bitwise comparisons: %d", compared);
     CHECK(failures == 0, "%d of %d variant cases failed", failures, cases_run);
     PASS();
 }
@@ -627,7 +628,9 @@ TEST(fp8out_plans) {
             {NULL, QG_D_FP8_VARIANT}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
             {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
             {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
-            {"old+early", QG_D_FP8_EARLY}, {"fast", -1}, {"room+", -1}, {"room,early", -1}};
+            {"old+early", QG_D_FP8_EARLY}, {"epi", QG_D_FP8_EPI},
+            {"new+epi", QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"fast", -1}, {"room+", -1},
+            {"room,early", -1}, {"epis", -1}};
         const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
         char keep[64] = "";
         if (saved) snprintf(keep, sizeof keep, "%s", saved);

@@ -93,6 +93,11 @@ def test_variant_heuristic_offline(monkeypatch):
     assert qgemm.select_config_fp8out(64, 2112, 7168, offline=True) == keep
     monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "early+sfbpf")  # kernel switches only
     assert qgemm.select_config_fp8out(64, 4096, 7168, offline=True) == old
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "epi")  # the epilogue: a kernel switch only
+    assert qgemm.select_config_fp8out(64, 4096, 7168, offline=True) == old
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new+epi")
+    new = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
+    assert (new["block_n"], new["cluster"]) == (64, 2)
     monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "fast")
     with pytest.raises(Exception, match="QGEMM_FP8OUT_VARIANT='fast'"):
         qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
@@ -111,7 +116,7 @@ def _gpu_operands(m, n, k, seed):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
-@pytest.mark.parametrize("variant", ["early", "sfbpf", "new"])
+@pytest.mark.parametrize("variant", ["early", "sfbpf", "new", "epi", "new+epi"])
 @pytest.mark.parametrize("m,n,k,tile", [(64, 4096, 7168, None), (100, 2048, 1536, (64, 32)),
                                         (257, 640, 512, (128, 64)), (100, 1024, 1536, (64, 128))])
 def test_variant_bitwise_default(monkeypatch, variant, m, n, k, tile):
@@ -141,3 +146,34 @@ def test_variant_bitwise_default(monkeypatch, variant, m, n, k, tile):
     diff = (d1 != q_ref.view(torch.uint8)).float().mean().item()
     assert diff < 0.05, f"{variant}: {diff:.3%} of the bytes differ from bf16 D + cast"
     assert torch.isfinite(s1).all(), f"{variant}: a scale left unwritten"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+@pytest.mark.parametrize("variant", ["epi", "new+epi"])
+@pytest.mark.parametrize("tile", [(64, 128), (64, 32), (128, 64)])
+def test_variant_epi_nonfinite(monkeypatch, variant, tile):
+    """epi's row groups take the default's slow loop where a sum is inf / NaN (vote.all of
+    exact): rows 5 (sfa inf: +-inf sums), 17 (sfa NaN) and 40 (sfa 3e38 on one K block: some
+    sums overflow, the rest are finite) beside finite rows in the same warps and tiles; bytes
+    and scales bitwise old's on the same tile (whole groups, split over 4 and over 2)."""
+    m, n, k = 100, 1024, 512
+    a, b = _gpu_operands(m, n, k, 4242)
+    sfa = a[1]
+    sfa[5, 0] = float("inf")
+    sfa[17, 1] = float("nan")
+    sfa[40, 2] = 3e38
+    config = {"block_m": tile[0], "block_n": tile[1]}
+    outs = {}
+    for v in ("old", variant):
+        monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", v)
+        d, sfd = qgemm.empty_fp8out(m, n, device="cuda")
+        d.view(torch.uint8).fill_(0xA5)
+        sfd.fill_(-1.0)
+        qgemm.fp8_gemm_nt_fp8out((a[0], sfa), b, d, sfd, config=config)
+        outs[v] = (d.view(torch.uint8).clone(), sfd.clone())
+    (d0, s0), (d1, s1) = outs["old"], outs[variant]
+    assert torch.equal(d0, d1), f"{variant} {tile}: bytes differ from old's"
+    assert torch.equal(s0.view(torch.int32), s1.view(torch.int32)), f"{variant} {tile}: scales differ"
+    # (the slow loop was reached: the rows' scales are those of inf / NaN sums)
+    assert not torch.isfinite(s1[5]).any() and torch.isnan(s1[17]).all(), "non-finite rows' scales"
+    assert torch.isfinite(s1[0]).all() and torch.isfinite(s1[99]).all(), "finite rows' scales"
