@@ -34,7 +34,8 @@
  * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
  * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h);
  * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r: weights in registers) and
- * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), at their definitions. The
+ * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112) and QG_PMQA_MATH_TAIL
+ * (split4r112m: the clean tail on the math warps), at their definitions. The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
@@ -42,7 +43,8 @@
  * warpgroup u % W, stage u % QG_PMQA_STAGES), warpgroup W's
  * first warp loads (TMA: q once per batch segment, per unit the kv block
  * and its scales through rank-3 / rank-2 maps over the cache), its other
- * warps write the -inf of the clean form past each row's last block.
+ * warps write the -inf of the clean form past each row's last block (split4:
+ * all 4 producer warps after their walks; QG_PMQA_MATH_TAIL: the math warps).
  *
  * One wgmma.m64nNk32 e4m3 per 32 of D: 64 keys x N = NEXT_N * H (query,
  * head) columns; relu, weights, sum over heads (in-thread, then the quad's
@@ -252,8 +254,20 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #ifndef QG_PMQA_MATH112
 #define QG_PMQA_MATH112 0
 #endif
-static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && !QG_PMQA_CLEAN),
-              "112 math registers: split4r112, the form without the clean tail");
+/* QG_PMQA_MATH_TAIL 1 (split4r112m, the clean form): the math warps write
+ * the -inf past each row's last block (qg_pmqa_clean_tail, 512 threads)
+ * after their last unit instead of the producer warps after their walks:
+ * the producers then need only the walk, which fits 32 registers (the tail
+ * spilled under 24, 32 and 40 at next_n 2), so the clean form can run
+ * split4r112's 32 / 112 and its weights in registers. The tail's columns
+ * (>= 64 nb(b)) are disjoint from every unit's; the values are the same:
+ * bitwise the logits of the producers' tail. */
+#ifndef QG_PMQA_MATH_TAIL
+#define QG_PMQA_MATH_TAIL 0
+#endif
+static_assert(!QG_PMQA_MATH_TAIL || (QG_PMQA_SPLIT && QG_PMQA_CLEAN), "the math tail: split4's clean form");
+static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MATH_TAIL)),
+              "112 math registers: split4r112, no clean tail on the producers");
 #if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT && QG_PMQA_MATH112
 /* split4r112: the producer warps' .dec to 32 frees 128 x 64 = 8192
  * registers, the math's .inc to 112 takes 512 x 16 = 8192: balanced
@@ -706,7 +720,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             wk.k += QG_PMQA_MATH_WGS;
             ev = wk.settle(context_lens, max_context_len, batch);
         }
-#if QG_PMQA_CLEAN
+#if QG_PMQA_CLEAN && !QG_PMQA_MATH_TAIL
         qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
                            (int)threadIdx.x - 128 * QG_PMQA_MATH_WGS, 128);
 #endif
@@ -938,6 +952,10 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
         }
         if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
+#if QG_PMQA_MATH_TAIL
+        qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
+                           (int)threadIdx.x, 128 * QG_PMQA_MATH_WGS);
+#endif
     }
     qg_launch_dependents();
 }
