@@ -265,6 +265,15 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #ifndef QG_PMQA_MATH_TAIL
 #define QG_PMQA_MATH_TAIL 0
 #endif
+/* QG_PMQA_LEAN 1 (split4r112w): split4r112 with fewer live registers in the
+ * math's unit loop, for more weights in registers at N = 128: the stage and
+ * its parity in one register (x = s + STAGES ph), one key scale a thread
+ * (its half's, the address folded once a segment) instead of both halves'.
+ * The same products in the same order: bitwise split4r112's logits. */
+#ifndef QG_PMQA_LEAN
+#define QG_PMQA_LEAN 0
+#endif
+static_assert(!QG_PMQA_LEAN || QG_PMQA_MATH112, "the lean unit loop: split4r112's form");
 static_assert(!QG_PMQA_MATH_TAIL || (QG_PMQA_SPLIT && QG_PMQA_CLEAN), "the math tail: split4's clean form");
 static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MATH_TAIL)),
               "112 math registers: split4r112, no clean tail on the producers");
@@ -533,7 +542,13 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar 
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
     /* the scales while the tensor core runs */
+#if QG_PMQA_LEAN
+    /* QG_PMQA_LEAN: sc comes with this thread's half folded in (row0 + 8
+     * my_half): one scale, one register */
+    const float scv = qg_pmqa_ld_sc(sc, 0);
+#else
     const float sc0 = qg_pmqa_ld_sc(sc, 0), sc1 = qg_pmqa_ld_sc(sc, 8);
+#endif
     qg_wgmma_wait0();
     qg_pmqa_bar_arrive(empty);
 
@@ -552,7 +567,11 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar 
         a1 += __shfl_xor_sync(0xffffffffu, a1, 1);
         a0 += __shfl_xor_sync(0xffffffffu, a0, 2);
         a1 += __shfl_xor_sync(0xffffffffu, a1, 2);
+#if QG_PMQA_LEAN
+        if (n == my_n) v = (my_half ? a1 : a0) * scv; /* the same product */
+#else
         if (n == my_n) v = my_half ? a1 * sc1 : a0 * sc0;
+#endif
     }
 #if QG_PMQA_CLEAN
     if (key0 < lim_max) qg_pmqa_store(dst + key0, key0 < lim_ctx ? v : -__int_as_float(0x7f800000));
@@ -856,8 +875,12 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         /* this warpgroup's units only: unit u = wg + W j of the CTA, stage
          * s = u % STAGES (STAGES a multiple of W: s steps by W and wraps),
          * parity ph = (u / STAGES) & 1 */
+#if QG_PMQA_LEAN
+        int x = wg; /* s + STAGES ph: one register */
+#else
         int s = wg;
         uint32_t ph = 0;
+#endif
 #if !QG_PMQA_WREG
         const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
 #endif
@@ -918,12 +941,19 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #if QG_PMQA_WREG
             /* kv_empty = kv_full + STAGES: one barrier address register */
             {
+#if QG_PMQA_LEAN
+                const int s = x < QG_PMQA_STAGES ? x : x - QG_PMQA_STAGES;
+                const uint32_t ph = x >= QG_PMQA_STAGES;
+                const int row_sc = row0 + 8 * min(my_half, 1); /* this thread's scale */
+#else
+                const int row_sc = row0;
+#endif
                 constexpr uint32_t kv_off = 2 * QG_PMQA_SMEM_Q;
                 constexpr uint32_t sc_off = kv_off + QG_PMQA_STAGES * QG_PMQA_SMEM_KV;
                 constexpr uint32_t bar_off = sc_off + QG_PMQA_STAGES * QG_PMQA_BLOCK * 4 + 4 * 8;
                 qg_pmqa_unit_at(acc, wt, base_a + bar_off + 8 * s,
                                 base_a + bar_off + 8 * (s + QG_PMQA_STAGES), ph,
-                                base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row0),
+                                base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row_sc),
                                 (base_a + (g & 1) * QG_PMQA_SMEM_Q) >> 4,
                                 (base_a + kv_off + s * QG_PMQA_SMEM_KV) >> 4, my_n, my_half,
                                 wk.k * QG_PMQA_BLOCK, out, lim_ctx, lim_max);
@@ -935,8 +965,13 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
                          wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
 #endif
+#if QG_PMQA_LEAN
+            x += QG_PMQA_MATH_WGS;
+            if (x >= 2 * QG_PMQA_STAGES) x -= 2 * QG_PMQA_STAGES;
+#else
             s += QG_PMQA_MATH_WGS;
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
+#endif
             wk.k += QG_PMQA_CTAS * QG_PMQA_MATH_WGS;
             ev = wk.settle(context_lens, max_context_len, batch);
 #else

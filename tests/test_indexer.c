@@ -277,7 +277,8 @@ TEST(indexer_validation) {
         qg_paged_mqa_logits_args p = good_paged();
         static const char *const good[] = {"shared2", "shared4", "dual2", "shared2s",
                                            "shared4s", "dual2s", "shared3", "split4",
-                                           "split4r", "split4r112", "split4r112m"};
+                                           "split4r", "split4r112", "split4r112m",
+                                           "split4r112w"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -288,7 +289,8 @@ TEST(indexer_validation) {
                                           "4", "pipe", "pipe2", "pipe4", "dual",
                                           "shared3s", "split4s", "shared2S", "split4R",
                                           "split4rr", "split4w", "split4r104",
-                                          "split4r120", "split4r112M", "split4r112mm"};
+                                          "split4r120", "split4r112M", "split4r112mm",
+                                          "split4r112mw", "split4r112W"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -297,7 +299,8 @@ TEST(indexer_validation) {
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
                       strstr(qg_last_error(), "shared2, shared4, dual2, shared2s, shared4s, "
-                                              "dual2s, shared3, split4, split4r, split4r112 or split4r112m"),
+                                              "dual2s, shared3, split4, split4r, split4r112, split4r112m or "
+                                              "split4r112w"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -460,10 +463,11 @@ TEST(pmqa_compile_every_variant) {
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R), "split4r") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112), "split4r112") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112M), "split4r112m") &&
-                  QG_PMQA_VARIANT_COUNT == 11 && !qg__pmqa_variant_name(11) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 11) == -1 &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112W), "split4r112w") &&
+                  QG_PMQA_VARIANT_COUNT == 12 && !qg__pmqa_variant_name(12) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 12) == -1 &&
                   pl.stride_walk == 0 && pl.split == 0 && pl.wreg == 0 && pl.math112 == 0 &&
-                  pl.math_tail == 0,
+                  pl.math_tail == 0 && pl.lean == 0,
               "variant names / count");
         /* the strided forms: the same plan as their unit-walk form but the walk */
         static const int pairs[][2] = {{QG_PMQA_VARIANT_SHARED2, QG_PMQA_VARIANT_SHARED2S},
@@ -549,6 +553,27 @@ TEST(pmqa_compile_every_variant) {
                     CHECK(qg__pmqa_source(sa, sizeof sa, same[i][0]) > 0 &&
                               qg__pmqa_source(sb, sizeof sb, same[i][1]) > 0 && !strcmp(sa, sb),
                           "split4r112m source %d differs from split4r112's: %s", i, sa);
+                /* SPLIT4R112W: split4r112m with the lean loop and all 32
+                 * weights at N 128, clean or not; below 128 split4r112's source */
+                qg_pmqa_plan wr = pl, wc = pc, w64 = p64;
+                CHECK(qg__pmqa_plan_variant(&wr, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                          qg__pmqa_plan_variant(&wc, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                          qg__pmqa_plan_variant(&w64, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                          wr.lean == 1 && wr.wreg == 32 && wr.math112 == 1 && wr.math_tail == 0 &&
+                          wc.lean == 1 && wc.wreg == 32 && wc.math112 == 1 && wc.math_tail == 1 &&
+                          w64.lean == 0 && mr.lean == 0 && mc.lean == 0 && qr.lean == 0 &&
+                          wr.stages == qr.stages && wr.block_x == 640,
+                      "split4r112w: lean %d / %d / %d, wreg %d / %d / %d", wr.lean, wc.lean, w64.lean,
+                      wr.wreg, wc.wreg, w64.wreg);
+                CHECK(qg__pmqa_source(sa, sizeof sa, &w64) > 0 &&
+                          qg__pmqa_source(sb, sizeof sb, &q64) > 0 && !strcmp(sa, sb) &&
+                          qg__pmqa_source(sa, sizeof sa, &wc) > 0 &&
+                          strstr(sa, "#define QG_PMQA_WREG 32\n#define QG_PMQA_MATH112 1\n"
+                                     "#define QG_PMQA_MATH_TAIL 1\n#define QG_PMQA_LEAN 1\n") &&
+                          qg__pmqa_source(sb, sizeof sb, &wr) > 0 &&
+                          strstr(sb, "#define QG_PMQA_WREG 32\n#define QG_PMQA_MATH112 1\n"
+                                     "#define QG_PMQA_LEAN 1\n") && !strstr(sb, "MATH_TAIL"),
+                      "split4r112w sources: %s / %s", sa, sb);
                 CHECK(qg__pmqa_source(sa, sizeof sa, &mc) > 0 &&
                           strstr(sa, "#define QG_PMQA_WREG 24\n#define QG_PMQA_MATH112 1\n"
                                      "#define QG_PMQA_MATH_TAIL 1\n") &&
@@ -594,7 +619,8 @@ TEST(pmqa_compile_every_variant) {
           qg_last_error());
     static const char *const variants[] = {"shared2",  "shared4", "dual2",   "shared2s",
                                            "shared4s", "dual2s",  "shared3", "split4",
-                                           "split4r", "split4r112", "split4r112m"};
+                                           "split4r", "split4r112", "split4r112m",
+                                           "split4r112w"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -734,7 +760,7 @@ TEST(gpu_paged_mqa_logits) {
     static const char *const variants[] = {NULL,       "shared2",  "shared4", "dual2",
                                            "shared2s", "shared4s", "dual2s",  "shared3",
                                            "split4",   "split4r",  "split4r112",
-                                           "split4r112m"};
+                                           "split4r112m", "split4r112w"};
     double first_diff[sizeof cases / sizeof cases[0]];
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");
