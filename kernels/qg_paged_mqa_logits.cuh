@@ -283,7 +283,15 @@ static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MA
  * exactly, as DeepGEMM's 64 / 104 are (no register that no warpgroup
  * released). The producer walk alone fits 32 (no clean tail: the clean
  * form keeps split4r's 48 / 104); the math's 8 more registers hold 24 of
- * the 32 weights at N = 128 (ptxas -v: 0 spills; 32 spilled 36 bytes). */
+ * the 32 weights at N = 128 (ptxas -v: 0 spills; 32 spilled 36 bytes;
+ * QG_PMQA_LEAN: all 32). 112 is the most the math can reach: the CTA's
+ * register pool (PTX ISA, setmaxnreg: per CTA; .inc blocks until the pool
+ * has enough) is its launch allocation, 640 x 96 = 61440 (104 x 640 would
+ * exceed the SM's 65536), and the producers can give at most 128 x (96 -
+ * 24) = 9216 of it: 512 x 18 more a math thread, 112 in steps of 8. 4 x 128
+ * x 120 = 61440 would leave the producer warpgroup nothing (32 / 120 asks
+ * 4096 registers the pool never holds: a .inc that never returns, the likely
+ * cause of the 2026-11-28 split form's hang). */
 #define QG_PMQA_PRODUCER_REGS 32
 #define QG_PMQA_MATH_REGS 112
 #elif QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
