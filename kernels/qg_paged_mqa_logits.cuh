@@ -34,8 +34,9 @@
  * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
  * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h);
  * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r: weights in registers) and
- * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112) and QG_PMQA_MATH_TAIL
- * (split4r112m: the clean tail on the math warps), at their definitions. The
+ * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), QG_PMQA_MATH_TAIL
+ * (split4r112m: the clean tail on the math warps) and QG_PMQA_LEAN
+ * (split4r112w: all 32 weights at 112), at their definitions. The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
