@@ -34,7 +34,9 @@
  * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
  * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h);
  * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r: weights in registers) and
- * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), at their definitions. The
+ * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), QG_PMQA_MATH_TAIL
+ * (split4r112m: the clean tail on the math warps) and QG_PMQA_LEAN
+ * (split4r112w: all 32 weights at 112), at their definitions. The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
@@ -42,7 +44,8 @@
  * warpgroup u % W, stage u % QG_PMQA_STAGES), warpgroup W's
  * first warp loads (TMA: q once per batch segment, per unit the kv block
  * and its scales through rank-3 / rank-2 maps over the cache), its other
- * warps write the -inf of the clean form past each row's last block.
+ * warps write the -inf of the clean form past each row's last block (split4:
+ * all 4 producer warps after their walks; QG_PMQA_MATH_TAIL: the math warps).
  *
  * One wgmma.m64nNk32 e4m3 per 32 of D: 64 keys x N = NEXT_N * H (query,
  * head) columns; relu, weights, sum over heads (in-thread, then the quad's
@@ -252,15 +255,44 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #ifndef QG_PMQA_MATH112
 #define QG_PMQA_MATH112 0
 #endif
-static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && !QG_PMQA_CLEAN),
-              "112 math registers: split4r112, the form without the clean tail");
+/* QG_PMQA_MATH_TAIL 1 (split4r112m, the clean form): the math warps write
+ * the -inf past each row's last block (qg_pmqa_clean_tail, 512 threads)
+ * after their last unit instead of the producer warps after their walks:
+ * the producers then need only the walk, which fits 32 registers (the tail
+ * spilled under 24, 32 and 40 at next_n 2), so the clean form can run
+ * split4r112's 32 / 112 and its weights in registers. The tail's columns
+ * (>= 64 nb(b)) are disjoint from every unit's; the values are the same:
+ * bitwise the logits of the producers' tail. */
+#ifndef QG_PMQA_MATH_TAIL
+#define QG_PMQA_MATH_TAIL 0
+#endif
+/* QG_PMQA_LEAN 1 (split4r112w): split4r112 with fewer live registers in the
+ * math's unit loop, for more weights in registers at N = 128: the stage and
+ * its parity in one register (x = s + STAGES ph), one key scale a thread
+ * (its half's, the address folded once a segment) instead of both halves'.
+ * The same products in the same order: bitwise split4r112's logits. */
+#ifndef QG_PMQA_LEAN
+#define QG_PMQA_LEAN 0
+#endif
+static_assert(!QG_PMQA_LEAN || QG_PMQA_MATH112, "the lean unit loop: split4r112's form");
+static_assert(!QG_PMQA_MATH_TAIL || (QG_PMQA_SPLIT && QG_PMQA_CLEAN), "the math tail: split4's clean form");
+static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MATH_TAIL)),
+              "112 math registers: split4r112, no clean tail on the producers");
 #if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT && QG_PMQA_MATH112
 /* split4r112: the producer warps' .dec to 32 frees 128 x 64 = 8192
  * registers, the math's .inc to 112 takes 512 x 16 = 8192: balanced
  * exactly, as DeepGEMM's 64 / 104 are (no register that no warpgroup
  * released). The producer walk alone fits 32 (no clean tail: the clean
  * form keeps split4r's 48 / 104); the math's 8 more registers hold 24 of
- * the 32 weights at N = 128 (ptxas -v: 0 spills; 32 spilled 36 bytes). */
+ * the 32 weights at N = 128 (ptxas -v: 0 spills; 32 spilled 36 bytes;
+ * QG_PMQA_LEAN: all 32). 112 is the most the math can reach: the CTA's
+ * register pool (PTX ISA, setmaxnreg: per CTA; .inc blocks until the pool
+ * has enough) is its launch allocation, 640 x 96 = 61440 (104 x 640 would
+ * exceed the SM's 65536), and the producers can give at most 128 x (96 -
+ * 24) = 9216 of it: 512 x 18 more a math thread, 112 in steps of 8. 4 x 128
+ * x 120 = 61440 would leave the producer warpgroup nothing (32 / 120 asks
+ * 4096 registers the pool never holds: a .inc that never returns, the likely
+ * cause of the 2026-11-28 split form's hang). */
 #define QG_PMQA_PRODUCER_REGS 32
 #define QG_PMQA_MATH_REGS 112
 #elif QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
@@ -519,7 +551,13 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar 
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
     /* the scales while the tensor core runs */
+#if QG_PMQA_LEAN
+    /* QG_PMQA_LEAN: sc comes with this thread's half folded in (row0 + 8
+     * my_half): one scale, one register */
+    const float scv = qg_pmqa_ld_sc(sc, 0);
+#else
     const float sc0 = qg_pmqa_ld_sc(sc, 0), sc1 = qg_pmqa_ld_sc(sc, 8);
+#endif
     qg_wgmma_wait0();
     qg_pmqa_bar_arrive(empty);
 
@@ -538,7 +576,11 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar 
         a1 += __shfl_xor_sync(0xffffffffu, a1, 1);
         a0 += __shfl_xor_sync(0xffffffffu, a0, 2);
         a1 += __shfl_xor_sync(0xffffffffu, a1, 2);
+#if QG_PMQA_LEAN
+        if (n == my_n) v = (my_half ? a1 : a0) * scv; /* the same product */
+#else
         if (n == my_n) v = my_half ? a1 * sc1 : a0 * sc0;
+#endif
     }
 #if QG_PMQA_CLEAN
     if (key0 < lim_max) qg_pmqa_store(dst + key0, key0 < lim_ctx ? v : -__int_as_float(0x7f800000));
@@ -706,7 +748,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             wk.k += QG_PMQA_MATH_WGS;
             ev = wk.settle(context_lens, max_context_len, batch);
         }
-#if QG_PMQA_CLEAN
+#if QG_PMQA_CLEAN && !QG_PMQA_MATH_TAIL
         qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
                            (int)threadIdx.x - 128 * QG_PMQA_MATH_WGS, 128);
 #endif
@@ -842,8 +884,12 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         /* this warpgroup's units only: unit u = wg + W j of the CTA, stage
          * s = u % STAGES (STAGES a multiple of W: s steps by W and wraps),
          * parity ph = (u / STAGES) & 1 */
+#if QG_PMQA_LEAN
+        int x = wg; /* s + STAGES ph: one register */
+#else
         int s = wg;
         uint32_t ph = 0;
+#endif
 #if !QG_PMQA_WREG
         const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
 #endif
@@ -904,12 +950,19 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #if QG_PMQA_WREG
             /* kv_empty = kv_full + STAGES: one barrier address register */
             {
+#if QG_PMQA_LEAN
+                const int s = x < QG_PMQA_STAGES ? x : x - QG_PMQA_STAGES;
+                const uint32_t ph = x >= QG_PMQA_STAGES;
+                const int row_sc = row0 + 8 * min(my_half, 1); /* this thread's scale */
+#else
+                const int row_sc = row0;
+#endif
                 constexpr uint32_t kv_off = 2 * QG_PMQA_SMEM_Q;
                 constexpr uint32_t sc_off = kv_off + QG_PMQA_STAGES * QG_PMQA_SMEM_KV;
                 constexpr uint32_t bar_off = sc_off + QG_PMQA_STAGES * QG_PMQA_BLOCK * 4 + 4 * 8;
                 qg_pmqa_unit_at(acc, wt, base_a + bar_off + 8 * s,
                                 base_a + bar_off + 8 * (s + QG_PMQA_STAGES), ph,
-                                base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row0),
+                                base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row_sc),
                                 (base_a + (g & 1) * QG_PMQA_SMEM_Q) >> 4,
                                 (base_a + kv_off + s * QG_PMQA_SMEM_KV) >> 4, my_n, my_half,
                                 wk.k * QG_PMQA_BLOCK, out, lim_ctx, lim_max);
@@ -921,8 +974,13 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
                          wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
 #endif
+#if QG_PMQA_LEAN
+            x += QG_PMQA_MATH_WGS;
+            if (x >= 2 * QG_PMQA_STAGES) x -= 2 * QG_PMQA_STAGES;
+#else
             s += QG_PMQA_MATH_WGS;
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
+#endif
             wk.k += QG_PMQA_CTAS * QG_PMQA_MATH_WGS;
             ev = wk.settle(context_lens, max_context_len, batch);
 #else
@@ -938,6 +996,10 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
         }
         if (g >= 0) qg_mbarrier_arrive(&q_empty[g & 1]);
+#if QG_PMQA_MATH_TAIL
+        qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
+                           (int)threadIdx.x, 128 * QG_PMQA_MATH_WGS);
+#endif
     }
     qg_launch_dependents();
 }

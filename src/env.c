@@ -50,6 +50,13 @@
  *                                            split4r112 (split4r at setmaxnreg
  *                                            32 / 112 at 128 columns without
  *                                            clean: 24 of the 32 weights);
+ *                                            split4r112m (split4r112, its
+ *                                            clean form at 128 columns too:
+ *                                            the -inf tail written by the
+ *                                            math warps); split4r112w
+ *                                            (split4r112m with all 32
+ *                                            weights in registers at 128
+ *                                            columns: a leaner unit loop);
  *                                            another value (pipe2 too:
  *                                            removed) fails the call with a message
  *                                            naming it
@@ -148,7 +155,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, dual2, their "
      "strided-walk forms shared2s, shared4s, dual2s, shared3 (3 math warpgroups), split4 (a producer "
      "warp a math warpgroup), split4r (split4, weights in registers) or split4r112 (split4r at "
-     "setmaxnreg 32 / 112: 24 of 32 weights in registers at 128 columns without clean)",
+     "setmaxnreg 32 / 112: 24 of 32 weights in registers at 128 columns without clean) or split4r112m "
+     "(split4r112, the clean form too: its -inf tail written by the math warps) or split4r112w "
+     "(split4r112m, all 32 weights in registers at 128 columns)",
      "split4r112"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},

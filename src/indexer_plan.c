@@ -316,7 +316,7 @@ int qg__pmqa_default_variant(int next_n, int heads) {
 const char *qg__pmqa_variant_name(int variant) {
     static const char *const names[QG_PMQA_VARIANT_COUNT] = {
         "shared2", "shared4", "dual2", "shared2s", "shared4s", "dual2s", "shared3", "split4", "split4r",
-        "split4r112"};
+        "split4r112", "split4r112m", "split4r112w"};
     return variant >= 0 && variant < QG_PMQA_VARIANT_COUNT ? names[variant] : NULL;
 }
 
@@ -324,7 +324,9 @@ int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     if (!p || variant < 0 || variant >= QG_PMQA_VARIANT_COUNT) return -1;
     const int math_wgs = variant == QG_PMQA_VARIANT_SHARED4 || variant == QG_PMQA_VARIANT_SHARED4S ||
                                  variant == QG_PMQA_VARIANT_SPLIT4 || variant == QG_PMQA_VARIANT_SPLIT4R ||
-                                 variant == QG_PMQA_VARIANT_SPLIT4R112
+                                 variant == QG_PMQA_VARIANT_SPLIT4R112 ||
+                                 variant == QG_PMQA_VARIANT_SPLIT4R112M ||
+                                 variant == QG_PMQA_VARIANT_SPLIT4R112W
                              ? 4
                              : variant == QG_PMQA_VARIANT_SHARED3 ? 3 : 2;
     const int n_cols = p->next_n * p->heads;
@@ -346,15 +348,30 @@ int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     p->variant = variant;
     p->math_wgs = math_wgs;
     p->stride_walk = stride_walk;
-    const int r = variant == QG_PMQA_VARIANT_SPLIT4R || variant == QG_PMQA_VARIANT_SPLIT4R112;
+    const int r112w = variant == QG_PMQA_VARIANT_SPLIT4R112W;
+    const int r112m = variant == QG_PMQA_VARIANT_SPLIT4R112M || r112w;
+    const int r = variant == QG_PMQA_VARIANT_SPLIT4R || variant == QG_PMQA_VARIANT_SPLIT4R112 || r112m;
     p->split = variant == QG_PMQA_VARIANT_SPLIT4 || r;
-    /* SPLIT4R112: 32 / 112 at N = 128 without the clean tail, 24 weights */
-    p->math112 = variant == QG_PMQA_VARIANT_SPLIT4R112 && n_cols == 128 && !p->clean;
+    /* SPLIT4R112M: at N = 128 in the clean form the math warps write the
+     * -inf tail after their last unit, so the producers need only the walk
+     * and fit 32 registers there too; elsewhere split4r112's plan */
+    p->math_tail = r112m && n_cols == 128 && p->clean;
+    /* SPLIT4R112: 32 / 112 at N = 128 without the clean tail, 24 weights
+     * (SPLIT4R112M: with it too, the tail on the math warps) */
+    p->math112 = (variant == QG_PMQA_VARIANT_SPLIT4R112 || r112m) && n_cols == 128 &&
+                 (!p->clean || p->math_tail);
     /* SPLIT4R: the weights in registers, as many as fit the math's 104
      * registers without a spill (ptxas, 2026-11-29): all N / 4 below 128
      * columns; at 128 (64 accumulators) 16 of 32, 8 in the clean form (its
      * lim_max: 16 spilled 4 bytes), the rest read from L1 as split4 does */
-    p->wreg = !r ? 0 : n_cols < 128 ? n_cols / 4 : p->math112 ? 24 : p->clean ? 8 : 16;
+    /* SPLIT4R112W: split4r112m with the lean unit loop at N = 128, where all
+     * 32 weights then fit 112 registers, clean or not, except the clean
+     * form at D 64: 28 (ptxas -v, 2026-11-29, D 32 / 64 / 128 x clean x bf16:
+     * 0 spills; there 32 spilled 4 bytes, 30 12; without the lean loop 28
+     * fit, 24 in the clean form) */
+    p->lean = r112w && n_cols == 128;
+    const int wlean = p->clean && p->head_dim == 64 ? 28 : 32;
+    p->wreg = !r ? 0 : n_cols < 128 ? n_cols / 4 : p->lean ? wlean : p->math112 ? 24 : p->clean ? 8 : 16;
     p->ctas = ctas;
     p->grid_x = ctas * p->num_sms;
     p->stages = stages;
@@ -369,23 +386,27 @@ int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
     const int len = snprintf(
         buf, cap,
         "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages, "
-        "%d math wgs, %d ctas an SM%s%s%s%s\n"
+        "%d math wgs, %d ctas an SM%s%s%s%s%s%s\n"
         "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
         "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
         "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n"
         "#define QG_PMQA_CTAS %d\n"
-        "%s%s%s%s%s"
+        "%s%s%s%s%s%s%s"
         "#define QG_PMQA_SMEM_BYTES %zu\n"
         "#include \"qg_paged_mqa_logits.cuh\"\n",
         p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
         p->ctas, p->stride_walk ? ", strided walk" : "", p->split ? ", a producer warp a warpgroup" : "",
         p->wreg ? ", weights in registers" : "", p->math112 ? ", setmaxnreg 32 / 112" : "",
+        p->math_tail ? ", the clean tail on the math warps" : "", p->lean ? ", lean unit loop" : "",
         p->heads, p->head_dim, p->next_n,
         p->clean, p->logits_bf16, p->stages, p->math_wgs, p->ctas,
         /* only the strided forms name it: the older variants' sources stay byte for byte */
         p->stride_walk ? "#define QG_PMQA_STRIDE_WALK 1\n" : "",
         p->split ? "#define QG_PMQA_SPLIT 1\n" : "", p->wreg ? "#define QG_PMQA_WREG " : "", p->wreg ? wreg : "",
         p->math112 ? "#define QG_PMQA_MATH112 1\n" : "",
+        /* only split4r112m's clean form at N = 128 names it */
+        p->math_tail ? "#define QG_PMQA_MATH_TAIL 1\n" : "",
+        p->lean ? "#define QG_PMQA_LEAN 1\n" : "",
         p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }

@@ -157,6 +157,8 @@ typedef struct {
     int stride_walk;           /* QG_PMQA_STRIDE_WALK: a math warpgroup walks its own units only */
     int split;                 /* QG_PMQA_SPLIT: a producer warp per math warpgroup (split4) */
     int math112;               /* QG_PMQA_MATH112: split4r112's setmaxnreg 32 / 112 */
+    int math_tail;             /* QG_PMQA_MATH_TAIL: the math warps write the clean tail (split4r112m) */
+    int lean;                  /* QG_PMQA_LEAN: split4r112w's unit loop (all 32 weights at N 128) */
     int wreg;                  /* QG_PMQA_WREG: split4r: how many of a thread's N / 4 weights are registers */
     int ctas;                  /* QG_PMQA_CTAS: CTAs per SM (grid_x = ctas * num_sms) */
     int num_sms;               /* the schedule's ranges (one per SM) */
@@ -189,7 +191,13 @@ typedef struct {
  * SPLIT4R: split4 with the weights in registers (QG_PMQA_WREG); SPLIT4R112:
  * split4r at setmaxnreg 32 / 112 (QG_PMQA_MATH112) where the producer needs
  * no clean tail and N = 128: 24 of the 32 weights in registers (else
- * split4r's plan). */
+ * split4r's plan); SPLIT4R112M: split4r112 whose clean form at N = 128
+ * writes the -inf tail from the math warps after their last unit
+ * (QG_PMQA_MATH_TAIL), so the producers fit 32 there too and the clean form
+ * runs 32 / 112 as well (else split4r112's plan, byte for byte);
+ * SPLIT4R112W: split4r112m at N = 128 with the lean unit loop
+ * (QG_PMQA_LEAN: stage and parity in one register, one key scale a thread)
+ * and all 32 weights in registers, clean or not (else split4r112's plan). */
 enum {
     QG_PMQA_VARIANT_SHARED2 = 0,
     QG_PMQA_VARIANT_SHARED4 = 1,
@@ -201,7 +209,9 @@ enum {
     QG_PMQA_VARIANT_SPLIT4 = 7,
     QG_PMQA_VARIANT_SPLIT4R = 8,
     QG_PMQA_VARIANT_SPLIT4R112 = 9,
-    QG_PMQA_VARIANT_COUNT = 10
+    QG_PMQA_VARIANT_SPLIT4R112M = 10,
+    QG_PMQA_VARIANT_SPLIT4R112W = 11,
+    QG_PMQA_VARIANT_COUNT = 12
 };
 /* The default organisation for next_n x heads = N columns: DUAL2 below N =
  * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
@@ -215,7 +225,8 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
 /* The variant's name ("shared2", "shared4", "dual2", "shared2s", "shared4s",
- * "dual2s", "shared3", "split4", "split4r", "split4r112"), or NULL. */
+ * "dual2s", "shared3", "split4", "split4r", "split4r112", "split4r112m",
+ * "split4r112w"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

@@ -277,7 +277,8 @@ TEST(indexer_validation) {
         qg_paged_mqa_logits_args p = good_paged();
         static const char *const good[] = {"shared2", "shared4", "dual2", "shared2s",
                                            "shared4s", "dual2s", "shared3", "split4",
-                                           "split4r", "split4r112"};
+                                           "split4r", "split4r112", "split4r112m",
+                                           "split4r112w"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -287,7 +288,9 @@ TEST(indexer_validation) {
         static const char *const bad[] = {"split", "split2", "SHARED2", "shared", "shared2 ",
                                           "4", "pipe", "pipe2", "pipe4", "dual",
                                           "shared3s", "split4s", "shared2S", "split4R",
-                                          "split4rr", "split4w", "split4r104"};
+                                          "split4rr", "split4w", "split4r104",
+                                          "split4r120", "split4r112M", "split4r112mm",
+                                          "split4r112mw", "split4r112W"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -296,7 +299,8 @@ TEST(indexer_validation) {
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
                       strstr(qg_last_error(), "shared2, shared4, dual2, shared2s, shared4s, "
-                                              "dual2s, shared3, split4, split4r or split4r112"),
+                                              "dual2s, shared3, split4, split4r, split4r112, split4r112m or "
+                                              "split4r112w"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -458,9 +462,12 @@ TEST(pmqa_compile_every_variant) {
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4), "split4") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R), "split4r") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112), "split4r112") &&
-                  QG_PMQA_VARIANT_COUNT == 10 && !qg__pmqa_variant_name(10) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 10) == -1 &&
-                  pl.stride_walk == 0 && pl.split == 0 && pl.wreg == 0 && pl.math112 == 0,
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112M), "split4r112m") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112W), "split4r112w") &&
+                  QG_PMQA_VARIANT_COUNT == 12 && !qg__pmqa_variant_name(12) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 12) == -1 &&
+                  pl.stride_walk == 0 && pl.split == 0 && pl.wreg == 0 && pl.math112 == 0 &&
+                  pl.math_tail == 0 && pl.lean == 0,
               "variant names / count");
         /* the strided forms: the same plan as their unit-walk form but the walk */
         static const int pairs[][2] = {{QG_PMQA_VARIANT_SHARED2, QG_PMQA_VARIANT_SHARED2S},
@@ -523,6 +530,56 @@ TEST(pmqa_compile_every_variant) {
                       q64.wreg == 16,
                   "split4r112: math112 %d / %d / %d, wreg %d / %d / %d", qr.math112, qc.math112,
                   q64.math112, qr.wreg, qc.wreg, q64.wreg);
+            /* SPLIT4R112M: split4r112, and its clean form at N 128 too (the
+             * tail on the math warps: QG_PMQA_MATH_TAIL, 32 / 112, 24
+             * weights); elsewhere split4r112's source byte for byte */
+            qg_pmqa_plan mr = pl, mc = pc, m64 = p64, m32 = p32, r32 = p32;
+            CHECK(qg__pmqa_plan_variant(&mr, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
+                      qg__pmqa_plan_variant(&mc, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
+                      qg__pmqa_plan_variant(&m64, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
+                      qg__pmqa_plan_variant(&m32, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
+                      qg__pmqa_plan_variant(&r32, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
+                      mr.math112 == 1 && mr.math_tail == 0 && mr.wreg == 24 && mc.math112 == 1 &&
+                      mc.math_tail == 1 && mc.wreg == 24 && mc.stages == qc.stages &&
+                      mc.block_x == 640 && m64.math112 == 0 && m64.math_tail == 0 &&
+                      m64.wreg == 16 && qr.math_tail == 0 && qc.math_tail == 0,
+                  "split4r112m: math112 %d / %d / %d, tail %d / %d / %d, wreg %d / %d / %d",
+                  mr.math112, mc.math112, m64.math112, mr.math_tail, mc.math_tail, m64.math_tail,
+                  mr.wreg, mc.wreg, m64.wreg);
+            {
+                char sa[2048], sb[2048];
+                const qg_pmqa_plan *same[][2] = {{&mr, &qr}, {&m64, &q64}, {&m32, &r32}};
+                for (int i = 0; i < 3; ++i)
+                    CHECK(qg__pmqa_source(sa, sizeof sa, same[i][0]) > 0 &&
+                              qg__pmqa_source(sb, sizeof sb, same[i][1]) > 0 && !strcmp(sa, sb),
+                          "split4r112m source %d differs from split4r112's: %s", i, sa);
+                /* SPLIT4R112W: split4r112m with the lean loop and all 32
+                 * weights at N 128, clean or not; below 128 split4r112's source */
+                qg_pmqa_plan wr = pl, wc = pc, w64 = p64;
+                CHECK(qg__pmqa_plan_variant(&wr, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                          qg__pmqa_plan_variant(&wc, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                          qg__pmqa_plan_variant(&w64, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                          wr.lean == 1 && wr.wreg == 32 && wr.math112 == 1 && wr.math_tail == 0 &&
+                          wc.lean == 1 && wc.wreg == 32 && wc.math112 == 1 && wc.math_tail == 1 &&
+                          w64.lean == 0 && mr.lean == 0 && mc.lean == 0 && qr.lean == 0 &&
+                          wr.stages == qr.stages && wr.block_x == 640,
+                      "split4r112w: lean %d / %d / %d, wreg %d / %d / %d", wr.lean, wc.lean, w64.lean,
+                      wr.wreg, wc.wreg, w64.wreg);
+                CHECK(qg__pmqa_source(sa, sizeof sa, &w64) > 0 &&
+                          qg__pmqa_source(sb, sizeof sb, &q64) > 0 && !strcmp(sa, sb) &&
+                          qg__pmqa_source(sa, sizeof sa, &wc) > 0 &&
+                          strstr(sa, "#define QG_PMQA_WREG 32\n#define QG_PMQA_MATH112 1\n"
+                                     "#define QG_PMQA_MATH_TAIL 1\n#define QG_PMQA_LEAN 1\n") &&
+                          qg__pmqa_source(sb, sizeof sb, &wr) > 0 &&
+                          strstr(sb, "#define QG_PMQA_WREG 32\n#define QG_PMQA_MATH112 1\n"
+                                     "#define QG_PMQA_LEAN 1\n") && !strstr(sb, "MATH_TAIL"),
+                      "split4r112w sources: %s / %s", sa, sb);
+                CHECK(qg__pmqa_source(sa, sizeof sa, &mc) > 0 &&
+                          strstr(sa, "#define QG_PMQA_WREG 24\n#define QG_PMQA_MATH112 1\n"
+                                     "#define QG_PMQA_MATH_TAIL 1\n") &&
+                          qg__pmqa_source(sb, sizeof sb, &qc) > 0 && !strstr(sb, "MATH_TAIL"),
+                      "split4r112m clean source: %s", sa);
+            }
             char src112[2048];
             CHECK(qg__pmqa_source(src112, sizeof src112, &qr) > 0 &&
                       strstr(src112, "#define QG_PMQA_WREG 24\n#define QG_PMQA_MATH112 1\n"),
@@ -562,7 +619,8 @@ TEST(pmqa_compile_every_variant) {
           qg_last_error());
     static const char *const variants[] = {"shared2",  "shared4", "dual2",   "shared2s",
                                            "shared4s", "dual2s",  "shared3", "split4",
-                                           "split4r", "split4r112"};
+                                           "split4r", "split4r112", "split4r112m",
+                                           "split4r112w"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -701,7 +759,8 @@ TEST(gpu_paged_mqa_logits) {
      * fingerprint of the output) must equal the default's bit for bit. */
     static const char *const variants[] = {NULL,       "shared2",  "shared4", "dual2",
                                            "shared2s", "shared4s", "dual2s",  "shared3",
-                                           "split4",   "split4r",  "split4r112"};
+                                           "split4",   "split4r",  "split4r112",
+                                           "split4r112m", "split4r112w"};
     double first_diff[sizeof cases / sizeof cases[0]];
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");
