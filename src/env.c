@@ -35,7 +35,7 @@
  *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
  *                                            blocks a clustered CTA keeps); another token
  *                                            fails the call with a message naming it
- *   QGEMM_PMQA_VARIANT  (unset: split4r112)  the paged MQA logits kernel's organisation (A/B
+ *   QGEMM_PMQA_VARIANT  (unset: split4r112w) the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring), shared4 (4) or dual2 (shared2 at
  *                                            2 CTAs an SM); shared2s, shared4s, dual2s:
@@ -158,7 +158,7 @@ const qg_env_knob qg__env_knobs[] = {
      "setmaxnreg 32 / 112: 24 of 32 weights in registers at 128 columns without clean) or split4r112m "
      "(split4r112, the clean form too: its -inf tail written by the math warps) or split4r112w "
      "(split4r112m, all 32 weights in registers at 128 columns)",
-     "split4r112"},
+     "split4r112w"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "

@@ -290,7 +290,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->grid_x = num_sms;
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
-    /* The default (qg__pmqa_default_variant): SPLIT4R112, DeepGEMM's organisation
+    /* The default (qg__pmqa_default_variant): SPLIT4R112W, DeepGEMM's organisation
      * (a producer warp and kv ring per math warpgroup, 4 of them) with the
      * weights in registers: split4 alone was 0.943x DeepGEMM over 24 rows on
      * the H200 against 0.829 for the former default (DUAL2 below 128 columns,
@@ -303,14 +303,16 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
 }
 
 int qg__pmqa_default_variant(int next_n, int heads) {
-    /* split4r112 at every width since 2026-11-29: split4 (a producer warp and kv ring per
+    /* split4r112w at every width since 2026-11-29: split4 (a producer warp and kv ring per
      * math warpgroup) took DeepGEMM/qgemm 0.829 -> 0.943 over the 24 rows of
-     * bench/peers_families.py --kinds paged-mqa (h200-03-u3); its weights in registers
-     * (split4r, at setmaxnreg 32 / 112 where 128 columns run without the clean tail) 0.894 ->
-     * 0.937 on the 128-column rows and 0.941 -> 0.966 on 8 others (h200-04-u4) */
+     * bench/peers_families.py --kinds paged-mqa (h200-03-u3); its weights in registers at
+     * setmaxnreg 32 / 112 (split4r112) 0.941 -> 0.966 on 8 of them (h200-04-u4) and 0.970 over
+     * the 24; all 32 weights in registers at 128 columns (split4r112w, the lean unit loop)
+     * 0.978 over the 24, worst 0.910 -> 0.935, and 0.941 -> 0.966 on the 128-column rows
+     * (h200-05-u5) */
     (void)next_n;
     (void)heads;
-    return QG_PMQA_VARIANT_SPLIT4R112;
+    return QG_PMQA_VARIANT_SPLIT4R112W;
 }
 
 const char *qg__pmqa_variant_name(int variant) {

@@ -126,7 +126,7 @@ def ref_paged(q8, kv_deq, weights, lens, block_table, max_len):
                                      "split4r112m", "split4r112w"])
 def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg, dtype, clean,
                                            variant):
-    """variant: QGEMM_PMQA_VARIANT (None: the default, split4r112; the *s forms: the strided walk; shared3: 3 math warpgroups; split4r / split4r112:
+    """variant: QGEMM_PMQA_VARIANT (None: the default, split4r112w; the *s forms: the strided walk; shared3: 3 math warpgroups; split4r / split4r112:
     split4 with weights in registers; split4r112m: split4r112 with the clean tail on the math warps;
     split4r112w: split4r112m with all 32 weights in registers at 128 columns); every organisation computes the same sums in the same order, so each also
     equals the default bitwise."""
