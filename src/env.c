@@ -94,7 +94,7 @@
  *                                            fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
- *   QGEMM_FP8OUT_VARIANT (unset: new)       the e4m3-D split tiles' organisation (A/B runs,
+ *   QGEMM_FP8OUT_VARIANT (unset: new+epi)   the e4m3-D split tiles' organisation (A/B runs,
  *                                            issue 51): a '+'-separated list of old,
  *                                            room (the heuristic counts the clusters of 4
  *                                            the launch finds resident), early (the
@@ -178,7 +178,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "
      "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
-     "new (all three) or epi (the cheaper e4m3 epilogue, not in new)", "new"},
+     "new (all three) or epi (the cheaper e4m3 epilogue, not in new)", "new+epi"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "

@@ -170,7 +170,9 @@ static bool split_tiles_allowed(void) {
  * anything else -1. */
 int qg__fp8out_variant(void) {
     const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
-    if (!v) return QG_D_FP8_VARIANT; /* new, the default since 2026-11-29-h200-03-u3 */
+    /* unset: new+epi, the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
+     * 1.147 over the 14 rows of M 64 and 128, h200-03-u3; epi: -> 1.116, h200-05-u5) */
+    if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI;
     int flags = 0;
     for (;;) { /* (an empty word, as in "room+", is no word) */
         const char *end = strchr(v, '+');

@@ -180,8 +180,8 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
  * props->dram_gbps >= 4500; false for the other kinds and e4m3 D): part of
  * the launch cache's key, as it changes the heuristic's choice. */
 bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8);
-/* QGEMM_FP8OUT_VARIANT as d_fp8 flags (QG_D_FP8_VARIANT's): 0 unset (the
- * default); -1 a value that is not a '+'-separated list of old, room, early,
+/* QGEMM_FP8OUT_VARIANT as d_fp8 flags (QG_D_FP8_VARIANT's): unset the
+ * default, new+epi (QG_D_FP8_VARIANT | QG_D_FP8_EPI); -1 a value that is not a '+'-separated list of old, room, early,
  * sfbpf, new (= room+early+sfbpf), epi: the caller fails, naming it. */
 int qg__fp8out_variant(void);
 /* K blocks of its first B tile each CTA prefetches into L2 before

@@ -625,7 +625,7 @@ TEST(fp8out_plans) {
     /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
     {
         static const struct { const char *v; int flags; } vars[] = {
-            {NULL, QG_D_FP8_VARIANT}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
+            {NULL, QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
             {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
             {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
             {"old+early", QG_D_FP8_EARLY}, {"epi", QG_D_FP8_EPI},
