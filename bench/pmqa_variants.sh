@@ -1,7 +1,8 @@
 #!/bin/bash
-# bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT: shared2;
-# dual2; shared4; unset: dual2 below next_n x H = 128, shared2 at 128; pipe2 was removed, tag
-# exp/pmqa-pipe2-2026-11-28) checked and timed beside DeepGEMM in one GPU run. Checks first
+# bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT values, e.g.
+# shared2, dual2, split4; unset: split4r112w, the default since 2026-11-29; pipe2 was removed, tag
+# exp/pmqa-pipe2-2026-11-28) checked and timed beside DeepGEMM in one GPU run (bench/pmqa_ab.py
+# times several organisations on inputs built once a row instead). Checks first
 # (each bounded by timeout: a hung variant costs its limit, not the run): the C GPU test (every
 # variant, bitwise repeats, graph replay with new context_lens), then pytest -k paged restricted
 # to PYK (each new variant also compared bitwise with the default); then
