@@ -3,7 +3,7 @@
 DeepGEMM, in one process, inputs built once a row.
 
     PYTHONPATH=python[:.peers/DeepGEMM] python3 bench/pmqa_ab.py
-        [--variants default,shared2s,shared3,dual2s]
+        [--variants default,split4,shared2]
         [--rows N128|all|families[:N]|B,NN,H,L,f32;...]
         [--iters 10] [--no-deepgemm] [--clean]
 
@@ -73,7 +73,7 @@ def inputs(bsz: int, nn: int, h: int, avg: int, dim: int = 128):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--variants", default="default,shared2s,shared3,dual2s",
+    ap.add_argument("--variants", default="default,split4,shared2",
                     help="QGEMM_PMQA_VARIANT values, 'default' = unset (the reference for bitwise)")
     ap.add_argument("--rows", default="N128",
                     help="N128 (the default set), all (+ B4096 N1 H64, B4096 N2 H32), "

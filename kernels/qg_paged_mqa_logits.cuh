@@ -36,7 +36,13 @@
  * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r: weights in registers) and
  * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), QG_PMQA_MATH_TAIL
  * (split4r112m: the clean tail on the math warps) and QG_PMQA_LEAN
- * (split4r112w: all 32 weights at 112), at their definitions. The
+ * (split4r112w: all 32 weights at 112), at their definitions. Since the
+ * H200 A/B of 2026-11-29 the planner (src/indexer_plan.c) builds four of
+ * these combinations only: shared2 (2), dual2 (2, CTAS 2), split4 (4,
+ * STRIDE_WALK, SPLIT) and split4r112w (split4 + WREG, at N = 128 MATH112,
+ * LEAN and, clean, MATH_TAIL); MATH_WGS 3 and 4 without SPLIT, STRIDE_WALK
+ * at 2, and WREG without LEAN at N = 128 are no longer planned nor
+ * compile-tested, and leave the source next session (bench/HISTORY.md). The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)

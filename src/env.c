@@ -37,29 +37,15 @@
  *                                            fails the call with a message naming it
  *   QGEMM_PMQA_VARIANT  (unset: split4r112w) the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
- *                                            kv ring), shared4 (4) or dual2 (shared2 at
- *                                            2 CTAs an SM); shared2s, shared4s, dual2s:
- *                                            the same with the strided walk (a math
- *                                            warpgroup steps over its own units only);
- *                                            shared3 (3 math warpgroups, strided walk);
- *                                            split4 (shared4s, a producer warp and
- *                                            its stages a math warpgroup);
- *                                            split4r (split4, the weights in
- *                                            registers: all below 128 columns,
- *                                            16 of 32 at 128, 8 clean);
- *                                            split4r112 (split4r at setmaxnreg
- *                                            32 / 112 at 128 columns without
- *                                            clean: 24 of the 32 weights);
- *                                            split4r112m (split4r112, its
- *                                            clean form at 128 columns too:
- *                                            the -inf tail written by the
- *                                            math warps); split4r112w
- *                                            (split4r112m with all 32
- *                                            weights in registers at 128
- *                                            columns: a leaner unit loop);
- *                                            another value (pipe2 too:
- *                                            removed) fails the call with a message
- *                                            naming it
+ *                                            kv ring), dual2 (shared2 at 2 CTAs an SM),
+ *                                            split4 (4 math warpgroups, a producer warp
+ *                                            and kv ring each, weights from L1) or
+ *                                            split4r112w (split4, all weights in
+ *                                            registers at setmaxnreg 32 / 112); another
+ *                                            value (the removed shared4, shared2s,
+ *                                            shared4s, dual2s, shared3, split4r,
+ *                                            split4r112, split4r112m, pipe2 too) fails the
+ *                                            call with a message naming it
  *   QGEMM_BMK_RADIX     2                    the radix of the reduced batch sum's tree
  *                                            (qg_bf16_gemm_batch_sum, einsum 'bmk,bnk->mn';
  *                                            A/B measurements): 2, 4 or 8; another value
@@ -152,13 +138,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated base (none), acc2, acc4, "
      "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
      "K blocks a clustered CTA keeps)", "acc4+fit (split mode: fit)"},
-    {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2, shared4, dual2, their "
-     "strided-walk forms shared2s, shared4s, dual2s, shared3 (3 math warpgroups), split4 (a producer "
-     "warp a math warpgroup), split4r (split4, weights in registers) or split4r112 (split4r at "
-     "setmaxnreg 32 / 112: 24 of 32 weights in registers at 128 columns without clean) or split4r112m "
-     "(split4r112, the clean form too: its -inf tail written by the math warps) or split4r112w "
-     "(split4r112m, all 32 weights in registers at 128 columns)",
-     "split4r112w"},
+    {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 (2 math warpgroups, one kv "
+     "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
+     "each) or split4r112w (split4 with the weights in registers)", "split4r112w"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "

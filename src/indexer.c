@@ -481,8 +481,7 @@ static qg_status pmqa_check(const qg_context *ctx, const qg_paged_mqa_logits_arg
         key->clean = a->clean;
         key->logits_bf16 = a->logits_bf16;
         if (!pmqa_env_variant(key->next_n, key->heads, &key->variant))
-            return BAD("%s: QGEMM_PMQA_VARIANT='%.64s' is not shared2, shared4, dual2, shared2s, "
-                       "shared4s, dual2s, shared3, split4, split4r, split4r112, split4r112m or "
+            return BAD("%s: QGEMM_PMQA_VARIANT='%.64s' is not shared2, dual2, split4 or "
                        "split4r112w",
                        fn, qg__env_string("QGEMM_PMQA_VARIANT"));
     }

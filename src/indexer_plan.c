@@ -316,64 +316,46 @@ int qg__pmqa_default_variant(int next_n, int heads) {
 }
 
 const char *qg__pmqa_variant_name(int variant) {
-    static const char *const names[QG_PMQA_VARIANT_COUNT] = {
-        "shared2", "shared4", "dual2", "shared2s", "shared4s", "dual2s", "shared3", "split4", "split4r",
-        "split4r112", "split4r112m", "split4r112w"};
+    static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "dual2", "split4",
+                                                             "split4r112w"};
     return variant >= 0 && variant < QG_PMQA_VARIANT_COUNT ? names[variant] : NULL;
 }
 
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     if (!p || variant < 0 || variant >= QG_PMQA_VARIANT_COUNT) return -1;
-    const int math_wgs = variant == QG_PMQA_VARIANT_SHARED4 || variant == QG_PMQA_VARIANT_SHARED4S ||
-                                 variant == QG_PMQA_VARIANT_SPLIT4 || variant == QG_PMQA_VARIANT_SPLIT4R ||
-                                 variant == QG_PMQA_VARIANT_SPLIT4R112 ||
-                                 variant == QG_PMQA_VARIANT_SPLIT4R112M ||
-                                 variant == QG_PMQA_VARIANT_SPLIT4R112W
-                             ? 4
-                             : variant == QG_PMQA_VARIANT_SHARED3 ? 3 : 2;
+    const int split = variant == QG_PMQA_VARIANT_SPLIT4 || variant == QG_PMQA_VARIANT_SPLIT4R112W;
+    const int math_wgs = split ? 4 : 2;
     const int n_cols = p->next_n * p->heads;
     /* DUAL2: two CTAs per SM (80 registers: N = 128 runs two N = 64 wgmma
      * passes a unit, QG_PMQA_NSPLIT) */
-    const int ctas = variant == QG_PMQA_VARIANT_DUAL2 || variant == QG_PMQA_VARIANT_DUAL2S ? 2 : 1;
-    /* the strided walk: the *S forms and SHARED3 */
-    const int stride_walk = variant >= QG_PMQA_VARIANT_SHARED2S;
+    const int ctas = variant == QG_PMQA_VARIANT_DUAL2 ? 2 : 1;
     const size_t budget = ctas == 2 ? QG_IDX_SMEM_MAX / 2 - 1024 : QG_IDX_SMEM_MAX;
-    /* one ring: a multiple of the warpgroups (unit u -> warpgroup u % W,
-     * stage u % stages), as many as fit, <= 24; SHARED2 (and SHARED2S,
-     * the same ring) <= 16 (its 2026-11-28 plan); DUAL2 all that fit in
-     * half an SM; SHARED3 a multiple of 3 (21 at N 128, D 128) */
+    /* one ring (SHARED2, DUAL2) or one a math warpgroup (SPLIT4*: warpgroup
+     * i's stages are i + 4 j): a multiple of the warpgroups (unit u ->
+     * warpgroup u % W, stage u % stages), as many as fit, <= 24; SHARED2 <= 16
+     * (its 2026-11-28 plan); DUAL2 all that fit in half an SM */
     int stages = 24 / math_wgs * math_wgs;
     while (stages > math_wgs && pmqa_smem(n_cols, p->head_dim, stages) > budget)
         stages -= math_wgs;
-    if ((variant == QG_PMQA_VARIANT_SHARED2 || variant == QG_PMQA_VARIANT_SHARED2S) && stages > 16)
-        stages = 16;
+    if (variant == QG_PMQA_VARIANT_SHARED2 && stages > 16) stages = 16;
     p->variant = variant;
     p->math_wgs = math_wgs;
-    p->stride_walk = stride_walk;
+    /* the split organisations walk strided (each math warpgroup its own units) */
+    p->stride_walk = split;
+    p->split = split;
     const int r112w = variant == QG_PMQA_VARIANT_SPLIT4R112W;
-    const int r112m = variant == QG_PMQA_VARIANT_SPLIT4R112M || r112w;
-    const int r = variant == QG_PMQA_VARIANT_SPLIT4R || variant == QG_PMQA_VARIANT_SPLIT4R112 || r112m;
-    p->split = variant == QG_PMQA_VARIANT_SPLIT4 || r;
-    /* SPLIT4R112M: at N = 128 in the clean form the math warps write the
-     * -inf tail after their last unit, so the producers need only the walk
-     * and fit 32 registers there too; elsewhere split4r112's plan */
-    p->math_tail = r112m && n_cols == 128 && p->clean;
-    /* SPLIT4R112: 32 / 112 at N = 128 without the clean tail, 24 weights
-     * (SPLIT4R112M: with it too, the tail on the math warps) */
-    p->math112 = (variant == QG_PMQA_VARIANT_SPLIT4R112 || r112m) && n_cols == 128 &&
-                 (!p->clean || p->math_tail);
-    /* SPLIT4R: the weights in registers, as many as fit the math's 104
-     * registers without a spill (ptxas, 2026-11-29): all N / 4 below 128
-     * columns; at 128 (64 accumulators) 16 of 32, 8 in the clean form (its
-     * lim_max: 16 spilled 4 bytes), the rest read from L1 as split4 does */
-    /* SPLIT4R112W: split4r112m with the lean unit loop at N = 128, where all
-     * 32 weights then fit 112 registers, clean or not, except the clean
-     * form at D 64: 28 (ptxas -v, 2026-11-29, D 32 / 64 / 128 x clean x bf16:
-     * 0 spills; there 32 spilled 4 bytes, 30 12; without the lean loop 28
-     * fit, 24 in the clean form) */
+    /* SPLIT4R112W at N = 128: the math warps write the clean form's -inf tail
+     * after their last unit (the producers then need only the walk and fit
+     * 32 registers), setmaxnreg 32 / 112 (the most a 640-thread CTA's launch
+     * pool lets the math take), the lean unit loop, and all 32 weights in
+     * registers, clean or not, except the clean form at D 64: 28 (ptxas -v,
+     * 2026-11-29: 0 spills; there 32 spilled 4 bytes). Below 128 columns all
+     * N / 4 weights in registers at 48 / 104. */
+    p->math_tail = r112w && n_cols == 128 && p->clean;
+    p->math112 = r112w && n_cols == 128;
     p->lean = r112w && n_cols == 128;
     const int wlean = p->clean && p->head_dim == 64 ? 28 : 32;
-    p->wreg = !r ? 0 : n_cols < 128 ? n_cols / 4 : p->lean ? wlean : p->math112 ? 24 : p->clean ? 8 : 16;
+    p->wreg = !r112w ? 0 : n_cols < 128 ? n_cols / 4 : wlean;
     p->ctas = ctas;
     p->grid_x = ctas * p->num_sms;
     p->stages = stages;
@@ -406,7 +388,7 @@ int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
         p->stride_walk ? "#define QG_PMQA_STRIDE_WALK 1\n" : "",
         p->split ? "#define QG_PMQA_SPLIT 1\n" : "", p->wreg ? "#define QG_PMQA_WREG " : "", p->wreg ? wreg : "",
         p->math112 ? "#define QG_PMQA_MATH112 1\n" : "",
-        /* only split4r112m's clean form at N = 128 names it */
+        /* only split4r112w's clean form at N = 128 names it */
         p->math_tail ? "#define QG_PMQA_MATH_TAIL 1\n" : "",
         p->lean ? "#define QG_PMQA_LEAN 1\n" : "",
         p->smem_bytes);

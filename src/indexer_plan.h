@@ -153,13 +153,13 @@ typedef struct {
     int batch, next_n, heads, head_dim;
     int clean, logits_bf16;
     int stages;                /* the kv ring's stages */
-    int math_wgs;              /* QG_PMQA_MATH_WGS: 2, 3 or 4 (block_x = 128 (math_wgs + 1)) */
+    int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
     int stride_walk;           /* QG_PMQA_STRIDE_WALK: a math warpgroup walks its own units only */
     int split;                 /* QG_PMQA_SPLIT: a producer warp per math warpgroup (split4) */
-    int math112;               /* QG_PMQA_MATH112: split4r112's setmaxnreg 32 / 112 */
-    int math_tail;             /* QG_PMQA_MATH_TAIL: the math warps write the clean tail (split4r112m) */
+    int math112;               /* QG_PMQA_MATH112: setmaxnreg 32 / 112 (split4r112w, N 128) */
+    int math_tail;             /* QG_PMQA_MATH_TAIL: the math warps write the clean tail (split4r112w, N 128) */
     int lean;                  /* QG_PMQA_LEAN: split4r112w's unit loop (all 32 weights at N 128) */
-    int wreg;                  /* QG_PMQA_WREG: split4r: how many of a thread's N / 4 weights are registers */
+    int wreg;                  /* QG_PMQA_WREG: how many of a thread's N / 4 weights are registers (split4r112w) */
     int ctas;                  /* QG_PMQA_CTAS: CTAs per SM (grid_x = ctas * num_sms) */
     int num_sms;               /* the schedule's ranges (one per SM) */
     int variant;               /* QG_PMQA_VARIANT_* */
@@ -169,49 +169,31 @@ typedef struct {
     size_t schedule_bytes;     /* the schedule buffer the caller provides */
 } qg_pmqa_plan;
 
-/* The organisations of the paged kernel (QGEMM_PMQA_VARIANT): 2 or 4 math
- * warpgroups fed by one producer warp through one kv ring (SHARED2, SHARED4);
- * DUAL2: SHARED2 at two CTAs per SM (each half of an SM: every other unit of
- * the schedule's range, half the shared memory, <= 80 registers; N = next_n
- * * H = 128 as two N = 64 wgmma passes a unit, QG_PMQA_NSPLIT; the block
- * table read a window ahead). Removed: the split organisations (a producer
- * warp and ring per math warpgroup; they hung on the H200), git tag
- * exp/pmqa-split-2026-11-28; PIPE2 (SHARED2 with two accumulator sets a
- * warpgroup: no faster than SHARED2 on the H200, 0.750 against 0.752 of
- * DeepGEMM), git tag exp/pmqa-pipe2-2026-11-28. The values are dense
- * (names and loops index by them); they live only inside the process.
- * The *S forms (2026-11-29) are the same organisations with the strided
- * walk (QG_PMQA_STRIDE_WALK: each math warpgroup steps over its own units
- * only, not over every unit of the CTA; the same units, stages, segments
- * and sums: bitwise the same logits); SHARED3: 3 math warpgroups (512
- * threads, setmaxnreg 40 / 144, weights in registers) on one ring of a
- * multiple of 3 stages, strided walk; SPLIT4: shared4s with a producer warp
- * per math warpgroup (DeepGEMM's organisation, QG_PMQA_SPLIT: the old split
- * form's name, a new kernel path with a written no-deadlock argument);
- * SPLIT4R: split4 with the weights in registers (QG_PMQA_WREG); SPLIT4R112:
- * split4r at setmaxnreg 32 / 112 (QG_PMQA_MATH112) where the producer needs
- * no clean tail and N = 128: 24 of the 32 weights in registers (else
- * split4r's plan); SPLIT4R112M: split4r112 whose clean form at N = 128
- * writes the -inf tail from the math warps after their last unit
- * (QG_PMQA_MATH_TAIL), so the producers fit 32 there too and the clean form
- * runs 32 / 112 as well (else split4r112's plan, byte for byte);
- * SPLIT4R112W: split4r112m at N = 128 with the lean unit loop
- * (QG_PMQA_LEAN: stage and parity in one register, one key scale a thread)
- * and all 32 weights in registers, clean or not (else split4r112's plan). */
+/* The organisations of the paged kernel (QGEMM_PMQA_VARIANT). SHARED2: 2
+ * math warpgroups fed by one producer warp through one kv ring (the
+ * 2026-11-28 default at 128 columns); DUAL2: SHARED2 at two CTAs per SM
+ * (each half of an SM: every other unit of the schedule's range, half the
+ * shared memory, <= 80 registers; N = next_n x H = 128 as two N = 64 wgmma
+ * passes, QG_PMQA_NSPLIT; the 2026-11-28 default below 128 columns); SPLIT4:
+ * DeepGEMM's organisation, 4 math warpgroups each fed by its own producer
+ * warp and kv ring (QG_PMQA_SPLIT, the strided walk QG_PMQA_STRIDE_WALK: a
+ * math warpgroup steps over its own units only; weights read from L1);
+ * SPLIT4R112W (the default since 2026-11-29): split4 with the weights in
+ * registers (QG_PMQA_WREG), at N = 128 setmaxnreg 32 / 112
+ * (QG_PMQA_MATH112), the clean form's -inf tail written by the math warps
+ * (QG_PMQA_MATH_TAIL) and the lean unit loop (QG_PMQA_LEAN) so all 32
+ * weights fit. Every organisation computes the same sums in the same order:
+ * bitwise the same logits. Removed after the H200 A/B of 2026-11-29
+ * (bench/HISTORY.md; tag exp/pmqa-organisations-2026-11-29): shared4,
+ * shared2s, shared4s, dual2s, shared3, split4r, split4r112, split4r112m; and
+ * pipe2 (tag exp/pmqa-pipe2-2026-11-28). The values are dense (names and
+ * loops index by them); they live only inside the process. */
 enum {
     QG_PMQA_VARIANT_SHARED2 = 0,
-    QG_PMQA_VARIANT_SHARED4 = 1,
-    QG_PMQA_VARIANT_DUAL2 = 2,
-    QG_PMQA_VARIANT_SHARED2S = 3,
-    QG_PMQA_VARIANT_SHARED4S = 4,
-    QG_PMQA_VARIANT_DUAL2S = 5,
-    QG_PMQA_VARIANT_SHARED3 = 6,
-    QG_PMQA_VARIANT_SPLIT4 = 7,
-    QG_PMQA_VARIANT_SPLIT4R = 8,
-    QG_PMQA_VARIANT_SPLIT4R112 = 9,
-    QG_PMQA_VARIANT_SPLIT4R112M = 10,
-    QG_PMQA_VARIANT_SPLIT4R112W = 11,
-    QG_PMQA_VARIANT_COUNT = 12
+    QG_PMQA_VARIANT_DUAL2 = 1,
+    QG_PMQA_VARIANT_SPLIT4 = 2,
+    QG_PMQA_VARIANT_SPLIT4R112W = 3,
+    QG_PMQA_VARIANT_COUNT = 4
 };
 /* The default organisation for next_n x heads = N columns: DUAL2 below N =
  * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
@@ -224,9 +206,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
                   int num_sms, qg_pmqa_plan *out, const char **why);
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
-/* The variant's name ("shared2", "shared4", "dual2", "shared2s", "shared4s",
- * "dual2s", "shared3", "split4", "split4r", "split4r112", "split4r112m",
- * "split4r112w"), or NULL. */
+/* The variant's name ("shared2", "dual2", "split4", "split4r112w"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

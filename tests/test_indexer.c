@@ -271,14 +271,12 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_MODE");
         unsetenv("QGEMM_HC_VARIANT");
     }
-    { /* QGEMM_PMQA_VARIANT: the three names pass the checks; any other value
-       * (the removed split2 / pipe2 too) fails the logits call (not
-       * the schedule's), naming the variable, the value and the valid names */
+    { /* QGEMM_PMQA_VARIANT: the four names pass the checks; any other value
+       * (the removed split2 / pipe2 / shared4 / shared3 / the *s forms / split4r /
+       * split4r112 / split4r112m too) fails the logits call (not the schedule's),
+       * naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
-        static const char *const good[] = {"shared2", "shared4", "dual2", "shared2s",
-                                           "shared4s", "dual2s", "shared3", "split4",
-                                           "split4r", "split4r112", "split4r112m",
-                                           "split4r112w"};
+        static const char *const good[] = {"shared2", "dual2", "split4", "split4r112w"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -287,6 +285,8 @@ TEST(indexer_validation) {
         }
         static const char *const bad[] = {"split", "split2", "SHARED2", "shared", "shared2 ",
                                           "4", "pipe", "pipe2", "pipe4", "dual",
+                                          "shared4", "shared2s", "shared4s", "dual2s", "shared3",
+                                          "split4r", "split4r112", "split4r112m",
                                           "shared3s", "split4s", "shared2S", "split4R",
                                           "split4rr", "split4w", "split4r104",
                                           "split4r120", "split4r112M", "split4r112mm",
@@ -298,9 +298,7 @@ TEST(indexer_validation) {
             snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
-                      strstr(qg_last_error(), "shared2, shared4, dual2, shared2s, shared4s, "
-                                              "dual2s, shared3, split4, split4r, split4r112, split4r112m or "
-                                              "split4r112w"),
+                      strstr(qg_last_error(), "shared2, dual2, split4 or split4r112w"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -422,8 +420,7 @@ TEST(indexer_compile_every_variant) {
     PASS();
 }
 
-/* Every paged MQA organisation (QGEMM_PMQA_VARIANT, the strided-walk forms
- * and shared3 too; the default is also
+/* Every paged MQA organisation (QGEMM_PMQA_VARIANT; the default is also
  * in indexer_compile_every_variant) on the widest (next_n 2, H 64, D 128:
  * the most registers) and the narrowest shapes, clean and not, fp32 and
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
@@ -453,150 +450,63 @@ TEST(pmqa_compile_every_variant) {
                   pl.block_x == 384 && pl.stages == 16 && pl.ctas == 1,
               "shared2: %d math wgs, %d threads, %d stages", pl.math_wgs, pl.block_x, pl.stages);
         CHECK(!strcmp(qg__pmqa_variant_name(pl.variant), "shared2") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4), "shared4") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2), "dual2") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED2S), "shared2s") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED4S), "shared4s") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2S), "dual2s") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SHARED3), "shared3") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4), "split4") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R), "split4r") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112), "split4r112") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112M), "split4r112m") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112W), "split4r112w") &&
-                  QG_PMQA_VARIANT_COUNT == 12 && !qg__pmqa_variant_name(12) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 12) == -1 &&
+                  QG_PMQA_VARIANT_COUNT == 4 && !qg__pmqa_variant_name(4) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 4) == -1 &&
                   pl.stride_walk == 0 && pl.split == 0 && pl.wreg == 0 && pl.math112 == 0 &&
                   pl.math_tail == 0 && pl.lean == 0,
               "variant names / count");
-        /* the strided forms: the same plan as their unit-walk form but the walk */
-        static const int pairs[][2] = {{QG_PMQA_VARIANT_SHARED2, QG_PMQA_VARIANT_SHARED2S},
-                                       {QG_PMQA_VARIANT_SHARED4, QG_PMQA_VARIANT_SHARED4S},
-                                       {QG_PMQA_VARIANT_DUAL2, QG_PMQA_VARIANT_DUAL2S}};
-        for (int i = 0; i < 3; ++i) {
-            qg_pmqa_plan a = pl, b = pl;
-            CHECK(qg__pmqa_plan_variant(&a, pairs[i][0]) == 0 &&
-                      qg__pmqa_plan_variant(&b, pairs[i][1]) == 0 && a.stride_walk == 0 &&
-                      b.stride_walk == 1 && a.math_wgs == b.math_wgs && a.ctas == b.ctas &&
-                      a.stages == b.stages && a.grid_x == b.grid_x && a.block_x == b.block_x &&
-                      a.smem_bytes == b.smem_bytes,
-                  "%s / %s plans differ past the walk", qg__pmqa_variant_name(pairs[i][0]),
-                  qg__pmqa_variant_name(pairs[i][1]));
-        }
-        /* SHARED3: 3 math warpgroups (512 threads), one ring of a multiple
-         * of 3 stages (21 at N 128, D 128), strided walk */
-        qg_pmqa_plan p3 = pl;
-        CHECK(qg__pmqa_plan_variant(&p3, QG_PMQA_VARIANT_SHARED3) == 0 && p3.math_wgs == 3 &&
-                  p3.block_x == 512 && p3.ctas == 1 && p3.stages == 21 && p3.stride_walk == 1 &&
-                  p3.smem_bytes <= QG_IDX_SMEM_MAX,
-              "shared3: %d math wgs, %d threads, %d ctas, %d stages, %zu bytes", p3.math_wgs,
-              p3.block_x, p3.ctas, p3.stages, p3.smem_bytes);
-        /* SPLIT4: shared4s' plan (the same stages: warpgroup i's are i + 4 j) with a
-         * producer warp a math warpgroup */
-        qg_pmqa_plan ps = pl, p4s = pl;
-        CHECK(qg__pmqa_plan_variant(&ps, QG_PMQA_VARIANT_SPLIT4) == 0 &&
-                  qg__pmqa_plan_variant(&p4s, QG_PMQA_VARIANT_SHARED4S) == 0 && ps.split == 1 &&
-                  p4s.split == 0 && ps.math_wgs == 4 && ps.stride_walk == 1 && ps.ctas == 1 &&
-                  ps.block_x == 640 && ps.stages == p4s.stages && ps.stages % 4 == 0 &&
-                  ps.smem_bytes == p4s.smem_bytes,
-              "split4: %d math wgs, %d threads, %d stages (shared4s %d)", ps.math_wgs, ps.block_x,
-              ps.stages, p4s.stages);
-        /* SPLIT4R: split4's plan with weights in registers: 16 of N / 4 = 32 at
-         * N 128 (8 clean), all N / 4 below; none in every other variant */
+        /* SPLIT4: 4 math warpgroups, a producer warp and ring each (warpgroup i's
+         * stages are i + 4 j), the strided walk, weights from L1 */
+        qg_pmqa_plan ps = pl;
+        CHECK(qg__pmqa_plan_variant(&ps, QG_PMQA_VARIANT_SPLIT4) == 0 && ps.split == 1 &&
+                  ps.math_wgs == 4 && ps.stride_walk == 1 && ps.ctas == 1 && ps.block_x == 640 &&
+                  ps.stages % 4 == 0 && ps.stages >= 8 && ps.smem_bytes <= QG_IDX_SMEM_MAX &&
+                  ps.wreg == 0 && ps.math112 == 0 && ps.lean == 0 && ps.math_tail == 0,
+              "split4: %d math wgs, %d threads, %d stages", ps.math_wgs, ps.block_x, ps.stages);
+        /* SPLIT4R112W: split4's plan with the weights in registers; at N 128
+         * setmaxnreg 32 / 112, the lean loop, all 32 weights (28 clean at D 64),
+         * the clean tail on the math warps; below 128 all N / 4 weights at 48 / 104 */
         {
-            qg_pmqa_plan pr = pl, pc, p64, p32;
-            CHECK(qg__pmqa_plan_variant(&pr, QG_PMQA_VARIANT_SPLIT4R) == 0 &&
-                      qg__pmqa_plan(64, 2, 64, 128, 1, 0, 132, &pc, &why) == 0 &&
-                      qg__pmqa_plan_variant(&pc, QG_PMQA_VARIANT_SPLIT4R) == 0 &&
-                      qg__pmqa_plan(64, 1, 64, 64, 1, 1, 132, &p64, &why) == 0 &&
-                      qg__pmqa_plan_variant(&p64, QG_PMQA_VARIANT_SPLIT4R) == 0 &&
-                      qg__pmqa_plan(64, 1, 32, 128, 0, 0, 132, &p32, &why) == 0 &&
-                      qg__pmqa_plan_variant(&p32, QG_PMQA_VARIANT_SPLIT4R) == 0 && pr.split == 1 &&
-                      pr.math_wgs == 4 && pr.stride_walk == 1 && pr.ctas == 1 &&
-                      pr.block_x == 640 && pr.stages == ps.stages &&
-                      pr.smem_bytes == ps.smem_bytes && ps.wreg == 0 && p4s.wreg == 0 &&
-                      pr.wreg == 16 && pc.wreg == 8 && p64.wreg == 16 && p32.wreg == 8 &&
-                      !pr.math112 && !pc.math112 && !p64.math112 && !ps.math112,
-                  "split4r: split %d, %d stages (split4 %d), wreg %d / %d / %d / %d", pr.split,
-                  pr.stages, ps.stages, pr.wreg, pc.wreg, p64.wreg, p32.wreg);
-            /* SPLIT4R112: 32 / 112 and 24 weights at N 128 without the clean
-             * tail; split4r's plan elsewhere */
-            qg_pmqa_plan qr = pl, qc = pc, q64 = p64;
-            CHECK(qg__pmqa_plan_variant(&qr, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
-                      qg__pmqa_plan_variant(&qc, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
-                      qg__pmqa_plan_variant(&q64, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
-                      qr.math112 == 1 && qr.wreg == 24 && qr.split == 1 && qr.stages == ps.stages &&
-                      qr.block_x == 640 && qc.math112 == 0 && qc.wreg == 8 && q64.math112 == 0 &&
-                      q64.wreg == 16,
-                  "split4r112: math112 %d / %d / %d, wreg %d / %d / %d", qr.math112, qc.math112,
-                  q64.math112, qr.wreg, qc.wreg, q64.wreg);
-            /* SPLIT4R112M: split4r112, and its clean form at N 128 too (the
-             * tail on the math warps: QG_PMQA_MATH_TAIL, 32 / 112, 24
-             * weights); elsewhere split4r112's source byte for byte */
-            qg_pmqa_plan mr = pl, mc = pc, m64 = p64, m32 = p32, r32 = p32;
-            CHECK(qg__pmqa_plan_variant(&mr, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
-                      qg__pmqa_plan_variant(&mc, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
-                      qg__pmqa_plan_variant(&m64, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
-                      qg__pmqa_plan_variant(&m32, QG_PMQA_VARIANT_SPLIT4R112M) == 0 &&
-                      qg__pmqa_plan_variant(&r32, QG_PMQA_VARIANT_SPLIT4R112) == 0 &&
-                      mr.math112 == 1 && mr.math_tail == 0 && mr.wreg == 24 && mc.math112 == 1 &&
-                      mc.math_tail == 1 && mc.wreg == 24 && mc.stages == qc.stages &&
-                      mc.block_x == 640 && m64.math112 == 0 && m64.math_tail == 0 &&
-                      m64.wreg == 16 && qr.math_tail == 0 && qc.math_tail == 0,
-                  "split4r112m: math112 %d / %d / %d, tail %d / %d / %d, wreg %d / %d / %d",
-                  mr.math112, mc.math112, m64.math112, mr.math_tail, mc.math_tail, m64.math_tail,
-                  mr.wreg, mc.wreg, m64.wreg);
-            {
-                char sa[2048], sb[2048];
-                const qg_pmqa_plan *same[][2] = {{&mr, &qr}, {&m64, &q64}, {&m32, &r32}};
-                for (int i = 0; i < 3; ++i)
-                    CHECK(qg__pmqa_source(sa, sizeof sa, same[i][0]) > 0 &&
-                              qg__pmqa_source(sb, sizeof sb, same[i][1]) > 0 && !strcmp(sa, sb),
-                          "split4r112m source %d differs from split4r112's: %s", i, sa);
-                /* SPLIT4R112W: split4r112m with the lean loop and all 32
-                 * weights at N 128, clean or not; below 128 split4r112's source */
-                qg_pmqa_plan wr = pl, wc = pc, w64 = p64;
-                CHECK(qg__pmqa_plan_variant(&wr, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
-                          qg__pmqa_plan_variant(&wc, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
-                          qg__pmqa_plan_variant(&w64, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
-                          wr.lean == 1 && wr.wreg == 32 && wr.math112 == 1 && wr.math_tail == 0 &&
-                          wc.lean == 1 && wc.wreg == 32 && wc.math112 == 1 && wc.math_tail == 1 &&
-                          w64.lean == 0 && mr.lean == 0 && mc.lean == 0 && qr.lean == 0 &&
-                          wr.stages == qr.stages && wr.block_x == 640,
-                      "split4r112w: lean %d / %d / %d, wreg %d / %d / %d", wr.lean, wc.lean, w64.lean,
-                      wr.wreg, wc.wreg, w64.wreg);
-                CHECK(qg__pmqa_source(sa, sizeof sa, &w64) > 0 &&
-                          qg__pmqa_source(sb, sizeof sb, &q64) > 0 && !strcmp(sa, sb) &&
-                          qg__pmqa_source(sa, sizeof sa, &wc) > 0 &&
-                          strstr(sa, "#define QG_PMQA_WREG 32\n#define QG_PMQA_MATH112 1\n"
-                                     "#define QG_PMQA_MATH_TAIL 1\n#define QG_PMQA_LEAN 1\n") &&
-                          qg__pmqa_source(sb, sizeof sb, &wr) > 0 &&
-                          strstr(sb, "#define QG_PMQA_WREG 32\n#define QG_PMQA_MATH112 1\n"
-                                     "#define QG_PMQA_LEAN 1\n") && !strstr(sb, "MATH_TAIL"),
-                      "split4r112w sources: %s / %s", sa, sb);
-                CHECK(qg__pmqa_source(sa, sizeof sa, &mc) > 0 &&
-                          strstr(sa, "#define QG_PMQA_WREG 24\n#define QG_PMQA_MATH112 1\n"
-                                     "#define QG_PMQA_MATH_TAIL 1\n") &&
-                          qg__pmqa_source(sb, sizeof sb, &qc) > 0 && !strstr(sb, "MATH_TAIL"),
-                      "split4r112m clean source: %s", sa);
-            }
-            char src112[2048];
-            CHECK(qg__pmqa_source(src112, sizeof src112, &qr) > 0 &&
-                      strstr(src112, "#define QG_PMQA_WREG 24\n#define QG_PMQA_MATH112 1\n"),
-                  "split4r112 source: %s", src112);
+            qg_pmqa_plan wr = pl, wc, w64, w32, wd64;
+            CHECK(qg__pmqa_plan_variant(&wr, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                      qg__pmqa_plan(64, 2, 64, 128, 1, 0, 132, &wc, &why) == 0 &&
+                      qg__pmqa_plan_variant(&wc, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                      qg__pmqa_plan(64, 1, 64, 64, 1, 1, 132, &w64, &why) == 0 &&
+                      qg__pmqa_plan_variant(&w64, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                      qg__pmqa_plan(64, 1, 32, 128, 0, 0, 132, &w32, &why) == 0 &&
+                      qg__pmqa_plan_variant(&w32, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                      qg__pmqa_plan(64, 2, 64, 64, 1, 0, 132, &wd64, &why) == 0 &&
+                      qg__pmqa_plan_variant(&wd64, QG_PMQA_VARIANT_SPLIT4R112W) == 0 &&
+                      wr.split == 1 && wr.math_wgs == 4 && wr.stride_walk == 1 &&
+                      wr.stages == ps.stages && wr.smem_bytes == ps.smem_bytes &&
+                      wr.block_x == 640 && wr.lean == 1 && wr.wreg == 32 && wr.math112 == 1 &&
+                      wr.math_tail == 0 && wc.lean == 1 && wc.wreg == 32 && wc.math112 == 1 &&
+                      wc.math_tail == 1 && wd64.wreg == 28 && wd64.math_tail == 1 &&
+                      w64.lean == 0 && w64.math112 == 0 && w64.math_tail == 0 && w64.wreg == 16 &&
+                      w32.wreg == 8 && w32.math112 == 0,
+                  "split4r112w: lean %d / %d / %d, wreg %d / %d / %d / %d / %d", wr.lean, wc.lean,
+                  w64.lean, wr.wreg, wc.wreg, w64.wreg, w32.wreg, wd64.wreg);
             char src[2048];
-            CHECK(qg__pmqa_source(src, sizeof src, &pr) > 0 &&
+            CHECK(qg__pmqa_source(src, sizeof src, &wc) > 0 &&
+                      strstr(src, "#define QG_PMQA_SPLIT 1\n#define QG_PMQA_WREG 32\n"
+                                  "#define QG_PMQA_MATH112 1\n#define QG_PMQA_MATH_TAIL 1\n"
+                                  "#define QG_PMQA_LEAN 1\n"),
+                  "split4r112w clean N 128 source: %s", src);
+            CHECK(qg__pmqa_source(src, sizeof src, &wr) > 0 &&
+                      strstr(src, "#define QG_PMQA_WREG 32\n#define QG_PMQA_MATH112 1\n"
+                                  "#define QG_PMQA_LEAN 1\n") && !strstr(src, "MATH_TAIL"),
+                  "split4r112w N 128 source: %s", src);
+            CHECK(qg__pmqa_source(src, sizeof src, &w64) > 0 &&
                       strstr(src, "#define QG_PMQA_SPLIT 1\n#define QG_PMQA_WREG 16\n") &&
-                      qg__pmqa_source(src, sizeof src, &ps) > 0 && !strstr(src, "QG_PMQA_WREG"),
-                  "split4r source: %s", src);
+                      !strstr(src, "MATH112") && !strstr(src, "QG_PMQA_LEAN"),
+                  "split4r112w N 64 source: %s", src);
+            CHECK(qg__pmqa_source(src, sizeof src, &ps) > 0 && !strstr(src, "QG_PMQA_WREG") &&
+                      strstr(src, "#define QG_PMQA_STRIDE_WALK 1\n#define QG_PMQA_SPLIT 1\n"),
+                  "split4 source: %s", src);
         }
-        /* SHARED4: 4 math warpgroups (640 threads), one ring of a multiple of 4 stages */
-        qg_pmqa_plan p4 = pl;
-        CHECK(qg__pmqa_plan_variant(&p4, QG_PMQA_VARIANT_SHARED4) == 0 && p4.math_wgs == 4 &&
-                  p4.block_x == 640 && p4.ctas == 1 && p4.stages % 4 == 0 &&
-                  p4.smem_bytes <= QG_IDX_SMEM_MAX,
-              "shared4: %d math wgs, %d threads, %d ctas, %d stages, %zu bytes", p4.math_wgs,
-              p4.block_x, p4.ctas, p4.stages, p4.smem_bytes);
         /* dual2: two CTAs an SM, each within half its shared memory (N = 128
          * D 128: 8 stages; N = 32: 12); re-planning the same plan does not
          * compound the grid; the schedule keeps one range an SM */
@@ -617,10 +527,7 @@ TEST(pmqa_compile_every_variant) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
-    static const char *const variants[] = {"shared2",  "shared4", "dual2",   "shared2s",
-                                           "shared4s", "dual2s",  "shared3", "split4",
-                                           "split4r", "split4r112", "split4r112m",
-                                           "split4r112w"};
+    static const char *const variants[] = {"shared2", "dual2", "split4", "split4r112w"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -757,10 +664,7 @@ TEST(gpu_paged_mqa_logits) {
      * dual2 and shared2 named: every width). All compute the same sums in the same
      * order: each case's accuracy figure (the fp64 sum over every logit, same inputs: a
      * fingerprint of the output) must equal the default's bit for bit. */
-    static const char *const variants[] = {NULL,       "shared2",  "shared4", "dual2",
-                                           "shared2s", "shared4s", "dual2s",  "shared3",
-                                           "split4",   "split4r",  "split4r112",
-                                           "split4r112m", "split4r112w"};
+    static const char *const variants[] = {NULL, "shared2", "dual2", "split4", "split4r112w"};
     double first_diff[sizeof cases / sizeof cases[0]];
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");
