@@ -24,14 +24,12 @@
  * The JIT defines: QG_PMQA_H (32, 64), QG_PMQA_D (32, 64, 128), QG_PMQA_NEXT_N
  * (1, 2), QG_PMQA_BF16, QG_PMQA_CLEAN, QG_PMQA_STAGES (even),
  * QG_PMQA_SMEM_BYTES (checked); QG_PMQA_SCHEDULE 1 compiles the schedule kernel
- * instead; QG_PMQA_MATH_WGS (2, 3 or 4, default 2: the 2026-11-28 path; 4 is
+ * instead; QG_PMQA_MATH_WGS (2, default: the 2026-11-28 path; or 4, split4's,
  * DeepGEMM's count: twice the units in flight, each warpgroup's wait ->
- * wgmma -> epilogue round hidden behind three others, its weights read from
- * L1; 3 (shared3, 2026-11-29): 50% more warps than 2 to hide that round,
- * weights still in registers, setmaxnreg 40 / 144); QG_PMQA_STRIDE_WALK
+ * wgmma -> epilogue round hidden behind three others); QG_PMQA_STRIDE_WALK
  * (the math warpgroups walk their own units only, qg_pmqa_swalk; the
  * ncu of 2026-11-29 counted the unit walk at 2x the units, ~20% more
- * instructions than DeepGEMM's; 3 warpgroups need it); QG_PMQA_CTAS (1 or 2
+ * instructions than DeepGEMM's); QG_PMQA_CTAS (1 or 2
  * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h);
  * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r: weights in registers) and
  * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), QG_PMQA_MATH_TAIL
@@ -40,9 +38,9 @@
  * H200 A/B of 2026-11-29 the planner (src/indexer_plan.c) builds four of
  * these combinations only: shared2 (2), dual2 (2, CTAS 2), split4 (4,
  * STRIDE_WALK, SPLIT) and split4r112w (split4 + WREG, at N = 128 MATH112,
- * LEAN and, clean, MATH_TAIL); MATH_WGS 3 and 4 without SPLIT, STRIDE_WALK
- * at 2, and WREG without LEAN at N = 128 are no longer planned nor
- * compile-tested, and leave the source next session (bench/HISTORY.md). The
+ * LEAN and, clean, MATH_TAIL); the shared3 / shared4 forms (3 or 4 math
+ * warpgroups on one ring, the strided walk at 2) left with their planner
+ * entries (tag exp/pmqa-organisations-2026-11-29). The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
@@ -155,7 +153,7 @@ static_assert(QG_PMQA_NEXT_N == 1 || QG_PMQA_NEXT_N == 2, "next_n 1 or 2");
 #ifndef QG_PMQA_MATH_WGS
 #define QG_PMQA_MATH_WGS 2
 #endif
-static_assert(QG_PMQA_MATH_WGS >= 2 && QG_PMQA_MATH_WGS <= 4, "2, 3 or 4 math warpgroups");
+static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpgroups");
 /* QG_PMQA_STRIDE_WALK 1: each math warpgroup walks its own units only
  * (qg_pmqa_swalk: a jump of W units, W = CTAS x MATH_WGS in the range, over
  * batch entries by the remainder) instead of stepping through every unit of
@@ -166,7 +164,6 @@ static_assert(QG_PMQA_MATH_WGS >= 2 && QG_PMQA_MATH_WGS <= 4, "2, 3 or 4 math wa
 #ifndef QG_PMQA_STRIDE_WALK
 #define QG_PMQA_STRIDE_WALK 0
 #endif
-static_assert(QG_PMQA_MATH_WGS != 3 || QG_PMQA_STRIDE_WALK, "shared3 walks by strides");
 /* QG_PMQA_SPLIT 1 (split4, 2026-11-29): DeepGEMM's organisation: warp i of
  * the producer warpgroup feeds math warpgroup i alone. The stages stay one
  * array of STAGES = W x S: warpgroup i's m-th unit takes stage i + W (m mod
@@ -209,6 +206,10 @@ static_assert(QG_PMQA_MATH_WGS != 3 || QG_PMQA_STRIDE_WALK, "shared3 walks by st
 #endif
 static_assert(!QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 4 && QG_PMQA_CTAS == 1 && QG_PMQA_STRIDE_WALK),
               "split4: 4 math warpgroups, one CTA an SM, the strided walk");
+/* the organisations the planner builds (src/indexer_plan.c): 4 math
+ * warpgroups and the strided walk are split4's alone */
+static_assert(QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 2 && !QG_PMQA_STRIDE_WALK),
+              "shared2 / dual2: 2 math warpgroups, the unit walk");
 /* QG_PMQA_WREG w > 0 (split4r, 2026-11-29): split4 with w of each math
  * thread's N / 4 weights in registers (DeepGEMM keeps all N / 4, loaded
  * once a batch segment, as shared2 does), the rest read from L1 in every
@@ -313,20 +314,6 @@ static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MA
  * 2); the math reads its weights from L1 as shared4 does. */
 #define QG_PMQA_PRODUCER_REGS 48
 #define QG_PMQA_MATH_REGS 104
-#elif QG_PMQA_MATH_WGS == 4
-/* 640 threads: 4 x 128 x 120 + 128 x 24 <= 64K registers (N = 128: 64
- * accumulators + 32 weights + addressing need more than 112) */
-#define QG_PMQA_PRODUCER_REGS 24
-#define QG_PMQA_MATH_REGS 120
-#elif QG_PMQA_MATH_WGS == 3
-/* 512 threads (launch: ptxas' ~121, allocated as 128 a thread): the
- * producer warpgroup's .dec to 40 frees >= 128 x 81 = 10368 registers, the
- * math's .inc to 144 takes <= 384 x 23 = 8832 (from 121: no register that
- * no warpgroup released is needed; 3 x 128 x 144 + 128 x 40 = 60416); the
- * math keeps its 64 accumulators and 32 weights in registers (shared2's
- * form, ~121 needed) */
-#define QG_PMQA_PRODUCER_REGS 40
-#define QG_PMQA_MATH_REGS 144
 #endif
 #define QG_PMQA_SMEM_Q QG_ROUND_UP_1K(QG_PMQA_N * QG_PMQA_D)
 #define QG_ROUND_UP_1K(x) (((x) + 1023) / 1024 * 1024)
@@ -509,12 +496,9 @@ QG_DEVICE void qg_pmqa_bar_wait(uint32_t bar, uint32_t parity) {
 }
 /* x, opaque to the compiler: a shared address computed once stays in its
  * register (NVVM otherwise re-derives it from the qg_smem_raw symbol at
- * each use in the loop, which ptxas lowers to the S2R above). Not at two
- * CTAs an SM (dual2s): its 80 registers spill with 4 more live ones. */
+ * each use in the loop, which ptxas lowers to the S2R above). */
 QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
-#if QG_PMQA_CTAS == 1
     asm volatile("" : "+r"(x));
-#endif
     return x;
 }
 QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
@@ -706,9 +690,8 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 
     /* one producer warp feeds the math warpgroups through one kv ring */
     const int wg = warp / 4, t = lane % 4;
-    /* SHARED4: setmaxnreg before the role branches: ptxas then compiles
-     * every role to 96, and its clean warps do not spill under the
-     * producers' 24. */
+    /* split4: setmaxnreg before the role branches (ptxas then compiles every
+     * role to the launch's 96, which the clean tail needs). */
 #if defined(QG_PMQA_PRODUCER_REGS)
     if (warp >= QG_PMQA_PRODUCER_WARP) qg_setmaxnreg_dec<QG_PMQA_PRODUCER_REGS>();
     else qg_setmaxnreg_inc<QG_PMQA_MATH_REGS>();
