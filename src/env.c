@@ -59,7 +59,8 @@
  *                                            a message naming it
  *   QGEMM_BF16_MERGE    auto                 merged K stages in the dense NT BF16 GEMM (A/B
  *                                            measurements, tests): off (one 64-K block per
- *                                            stage), auto (DeepGEMM's rule: a tile of one
+ *                                            stage), auto (DeepGEMM's rule, on grids of
+ *                                            <= 0.6 x the SMs' tiles: a tile of one
  *                                            math warpgroup with >= 10 stages merges
  *                                            stages / 5 of them) or n in 1..16 (n 64-K
  *                                            blocks a stage, capped to leave >= 3 stages);

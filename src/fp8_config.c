@@ -162,9 +162,8 @@ static bool split_tiles_allowed(void) {
 }
 
 /* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
- * over the bf16-output one), A/B runs of the split tiles: unset or empty ->
- * new (room + early + sfbpf: fused / bf16-output 1.186 -> 1.142 over the 14
- * rows of M 64 and 128, bench/results/2026-11-29-h200-03-u3); a '+'-separated list of old, room (QG_D_FP8_ROOM),
+ * over the bf16-output one), A/B runs: unset or empty -> new+epi (below); a
+ * '+'-separated list of old, room (QG_D_FP8_ROOM),
  * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three) and epi
  * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) -> those flags;
  * anything else -1. */

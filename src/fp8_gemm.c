@@ -361,8 +361,6 @@ static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw) {
     return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : variant > 0 ? variant : 0) : 0;
 }
 
-
-
 /* The batched GEMM's batch strides (elements = bytes of A and B; elements
  * of D, 2 bytes). */
 typedef struct {
