@@ -282,6 +282,67 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
                                                    : props->dram_gbps >= QG_HBM3E_MIN_GBPS;
 }
 
+/*
+ * QGEMM_FP8_HEUR (src/env.c; issue 52), A/B runs of alternatives to the
+ * heuristic's choice, for the H200 rows where qgemm trails DeepGEMM (N x K
+ * 6144 x 7168 in every grouped kind; bench/results/2026-11-29-cpu-heur-table).
+ * Unset or empty: 0, the heuristic as it is. A '+'-separated list of
+ *   base     no alternative (the default, named);
+ *   notall   the masked and psum kinds take no tall 256x128 A tile
+ *            (tall_walked_tile) where grouped B multicast is allowed: 128x192 B,
+ *            DeepGEMM's tile there, takes those rows (psum 8 x 4096 rows,
+ *            6144x7168: 256x128 A ran at 0.910 of DeepGEMM, 128x192 B at 0.973,
+ *            h200-26-t1 grouped-mcb0/1, kineto; masked 6 x 1024 rows runs 256x128 A
+ *            at 0.974 with no B measurement);
+ *   swN      the heuristic's large problems (those whose default swizzle group
+ *            is 16) take a swizzle group of N in {2, 4, 8, 32, 64}: the rows
+ *            that lose share the longest K, whose wave's operand footprint
+ *            (16 m-blocks x 128 rows + ~8 n-blocks x 192 rows of 7168 bytes: 26 MB
+ *            at 6144x7168 against 11-15 MB at the other N x K) is past half the
+ *            50 MB L2; a group of N m-blocks (n-blocks without B multicast) trades
+ *            A's footprint for B's. Tile order only: results are bitwise the
+ *            default swizzle's;
+ *   nomcb    the heuristic takes no grouped B multicast for groups of at most
+ *            512 expected rows (masked 4 x ~256, psum of small groups), where the
+ *            H200 timed B below A / none on 3 of 4 masked 4 x 256 rows (0.969-0.997
+ *            against 0.986-1.019, h200-26-t1), against QGEMM_FP8_GROUPED_MCB=0 that
+ *            also drops it from the contiguous and tall rows where it won.
+ * -> QG_HEUR_* flags | (swizzle N << QG_HEUR_SW_SHIFT); anything else -1 (the
+ * heuristic's callers fail, naming the value). Part of the FP8 launch cache's
+ * key (it changes the choice). Forced configurations ignore it.
+ */
+#define QG_HEUR_NOTALL 1
+#define QG_HEUR_NOMCB_SMALL 2
+#define QG_HEUR_SW_SHIFT 8
+#define QG_HEUR_SMALL_ROWS 512
+int qg__fp8_heur(void) {
+    const char *v = qg__env_string("QGEMM_FP8_HEUR");
+    if (!v) return 0;
+    int flags = 0;
+    for (;;) { /* (an empty word, as in "notall+", is no word) */
+        const char *end = strchr(v, '+');
+        const size_t len = end ? (size_t)(end - v) : strlen(v);
+        if (len == 0 || (len == 4 && !strncmp(v, "base", 4))) {
+        } else if (len == 6 && !strncmp(v, "notall", 6)) {
+            flags |= QG_HEUR_NOTALL;
+        } else if (len == 5 && !strncmp(v, "nomcb", 5)) {
+            flags |= QG_HEUR_NOMCB_SMALL;
+        } else if (len >= 3 && len <= 4 && !strncmp(v, "sw", 2)) {
+            int n = 0;
+            for (size_t i = 2; i < len; i++) {
+                if (v[i] < '0' || v[i] > '9') return -1;
+                n = n * 10 + (v[i] - '0');
+            }
+            if (n != 2 && n != 4 && n != 8 && n != 32 && n != 64) return -1;
+            flags = (flags & ((1 << QG_HEUR_SW_SHIFT) - 1)) | n << QG_HEUR_SW_SHIFT;
+        } else {
+            return -1;
+        }
+        if (!end) return flags;
+        v = end + 1;
+    }
+}
+
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
     if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
     if (mc == QG_MULTICAST_B)
@@ -1059,7 +1120,16 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
     const qg_gemm_kind rate_kind =
         p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
-    const bool grouped_mcb = !batched_kernel && qg__fp8_grouped_mcb(props, p->kind, d_fp8);
+    const int heur = qg__fp8_heur();
+    if (heur < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "config: QGEMM_FP8_HEUR='%.64s' is not a '+'-separated list of base, "
+                        "notall, nomcb, sw2, sw4, sw8, sw32, sw64",
+                        qg__env_string("QGEMM_FP8_HEUR"));
+    /* (nomcb: groups of at most QG_HEUR_SMALL_ROWS expected rows keep no B) */
+    const bool grouped_mcb = !batched_kernel && qg__fp8_grouped_mcb(props, p->kind, d_fp8) &&
+                             !((heur & QG_HEUR_NOMCB_SMALL) && walks_groups(p->kind) &&
+                               rows <= QG_HEUR_SMALL_ROWS);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;
@@ -1087,6 +1157,10 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
                  * ones, and those below for groups of 129..256 rows) */
                 if (is_contiguous(p->kind) && bm > 128 &&
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
+                    continue;
+                /* (notall: 128x192 B, not the tall tile, where grouped B may be taken) */
+                if ((heur & QG_HEUR_NOTALL) && grouped_mcb &&
+                    tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
                 /* (the m-grouped layouts' per-tile B multicast: forced
                  * configurations only, unless QGEMM_FP8_GROUPED_MCB) */
@@ -1242,6 +1316,12 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
         if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
     }
     qg_config cfg = best;
+    /* swN: the large problems' swizzle group (default_swizzle's 16; not a
+     * split group's cluster, whose swizzle is a multiple of its size) */
+    const int heur_sw = heur >> QG_HEUR_SW_SHIFT;
+    if (heur_sw && fp8_split(d_fp8, cfg.block_n) == 1 && cfg.split_k <= 1 &&
+        default_swizzle(p, cfg.multicast) == QG_DEFAULT_SWIZZLE)
+        cfg.swizzle_group = heur_sw;
     qg_status st = qg__complete_config_out(props, num_sms, p, d_fp8, &cfg, plan);
     if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
         cfg.multicast = QG_MULTICAST_NONE;
