@@ -284,29 +284,32 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
 
 /*
  * QGEMM_FP8_HEUR (src/env.c; issue 52), A/B runs of alternatives to the
- * heuristic's choice, for the H200 rows where qgemm trails DeepGEMM (N x K
- * 6144 x 7168 in every grouped kind; bench/results/2026-11-29-cpu-heur-table).
- * Unset or empty: 0, the heuristic as it is. A '+'-separated list of
+ * heuristic's choice, for the H200 rows where qgemm trails DeepGEMM. Those
+ * share the longest K: at N x K 6144 x 7168 qgemm runs DeepGEMM's own
+ * configuration (128x192, B multicast, 4 stages, swizzle group 16, the same
+ * waves) on the contiguous, psum, masked 1 x 1024 and 4 x 256 rows and trails
+ * by 1-3% (kineto), where at K <= 4096 the same configuration runs level or
+ * ahead (bench/results/2026-11-29-cpu-heur-table). The alternatives are what
+ * the heuristic can still move there; QG_HEUR_LONG_K draws the line between
+ * the measured K (4096: the tall tile and the unshared small tiles won, 7168:
+ * they lost). Unset or empty: 0, the heuristic as it is. A '+'-separated list of
  *   base     no alternative (the default, named);
- *   notall   the masked and psum kinds take no tall 256x128 A tile
- *            (tall_walked_tile) where grouped B multicast is allowed: 128x192 B,
- *            DeepGEMM's tile there, takes those rows (psum 8 x 4096 rows,
- *            6144x7168: 256x128 A ran at 0.910 of DeepGEMM, 128x192 B at 0.973,
- *            h200-26-t1 grouped-mcb0/1, kineto; masked 6 x 1024 rows runs 256x128 A
- *            at 0.974 with no B measurement);
- *   swN      the heuristic's large problems (those whose default swizzle group
- *            is 16) take a swizzle group of N in {2, 4, 8, 32, 64}: the rows
- *            that lose share the longest K, whose wave's operand footprint
- *            (16 m-blocks x 128 rows + ~8 n-blocks x 192 rows of 7168 bytes: 26 MB
- *            at 6144x7168 against 11-15 MB at the other N x K) is past half the
- *            50 MB L2; a group of N m-blocks (n-blocks without B multicast) trades
- *            A's footprint for B's. Tile order only: results are bitwise the
- *            default swizzle's;
- *   nomcb    the heuristic takes no grouped B multicast for groups of at most
- *            512 expected rows (masked 4 x ~256, psum of small groups), where the
- *            H200 timed B below A / none on 3 of 4 masked 4 x 256 rows (0.969-0.997
- *            against 0.986-1.019, h200-26-t1), against QGEMM_FP8_GROUPED_MCB=0 that
- *            also drops it from the contiguous and tall rows where it won.
+ *   notall   masked and psum groups at K >= QG_HEUR_LONG_K take no tall 256x128 A
+ *            tile (tall_walked_tile) where grouped B multicast is allowed:
+ *            128x192 B, DeepGEMM's tile, takes them (psum 8 x ~4096 rows,
+ *            6144x7168: 256x128 A ran at 0.910 of DeepGEMM, 128x192 B at 0.973;
+ *            psum at K <= 4096 won as 256x128 A, 1.007-1.024: h200-26-t1
+ *            grouped-mcb0/1, kineto); the masked row it moves is 6 x ~1024,
+ *            6144x7168 (0.974 as 256x128 A, B never timed there);
+ *   nomcb    masked and psum groups of at most QG_HEUR_SMALL_ROWS expected rows at
+ *            K < QG_HEUR_LONG_K take no grouped B multicast (masked 4 x ~256 rows:
+ *            B 0.969-0.997 against A / none 0.986-1.019 at 7168x3072, 4096x4096 and
+ *            4096x2048; at 6144x7168 B won, 0.979 against 0.960);
+ *   swN      problems at K >= QG_HEUR_LONG_K whose default swizzle group is 16 take
+ *            N in {2, 4, 8, 32, 64}: a probe of L2 reuse at the long K (a wave's
+ *            distinct operand rows, 16 m-blocks x 128 + ~8 n-blocks x 192 of 7168
+ *            bytes, are 26 MB at 6144x7168 against 11-15 MB at the other N x K).
+ *            Tile order only: results are bitwise the default's.
  * -> QG_HEUR_* flags | (swizzle N << QG_HEUR_SW_SHIFT); anything else -1 (the
  * heuristic's callers fail, naming the value). Part of the FP8 launch cache's
  * key (it changes the choice). Forced configurations ignore it.
@@ -315,6 +318,7 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
 #define QG_HEUR_NOMCB_SMALL 2
 #define QG_HEUR_SW_SHIFT 8
 #define QG_HEUR_SMALL_ROWS 512
+#define QG_HEUR_LONG_K 6144
 int qg__fp8_heur(void) {
     const char *v = qg__env_string("QGEMM_FP8_HEUR");
     if (!v) return 0;
@@ -1126,10 +1130,11 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
                         "config: QGEMM_FP8_HEUR='%.64s' is not a '+'-separated list of base, "
                         "notall, nomcb, sw2, sw4, sw8, sw32, sw64",
                         qg__env_string("QGEMM_FP8_HEUR"));
-    /* (nomcb: groups of at most QG_HEUR_SMALL_ROWS expected rows keep no B) */
+    /* (nomcb: groups of at most QG_HEUR_SMALL_ROWS expected rows at short K keep no B) */
+    const bool long_k = p->k >= QG_HEUR_LONG_K;
     const bool grouped_mcb = !batched_kernel && qg__fp8_grouped_mcb(props, p->kind, d_fp8) &&
                              !((heur & QG_HEUR_NOMCB_SMALL) && walks_groups(p->kind) &&
-                               rows <= QG_HEUR_SMALL_ROWS);
+                               rows <= QG_HEUR_SMALL_ROWS && !long_k);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;
@@ -1158,8 +1163,8 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
                 if (is_contiguous(p->kind) && bm > 128 &&
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
-                /* (notall: 128x192 B, not the tall tile, where grouped B may be taken) */
-                if ((heur & QG_HEUR_NOTALL) && grouped_mcb &&
+                /* (notall: 128x192 B, not the tall tile, where grouped B may be taken at long K) */
+                if ((heur & QG_HEUR_NOTALL) && grouped_mcb && long_k &&
                     tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
                 /* (the m-grouped layouts' per-tile B multicast: forced
@@ -1316,9 +1321,9 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
         if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
     }
     qg_config cfg = best;
-    /* swN: the large problems' swizzle group (default_swizzle's 16; not a
+    /* swN: the long-K problems' swizzle group (default_swizzle's 16; not a
      * split group's cluster, whose swizzle is a multiple of its size) */
-    const int heur_sw = heur >> QG_HEUR_SW_SHIFT;
+    const int heur_sw = long_k ? heur >> QG_HEUR_SW_SHIFT : 0;
     if (heur_sw && fp8_split(d_fp8, cfg.block_n) == 1 && cfg.split_k <= 1 &&
         default_swizzle(p, cfg.multicast) == QG_DEFAULT_SWIZZLE)
         cfg.swizzle_group = heur_sw;

@@ -913,12 +913,12 @@ TEST(config_h200_masked_whole_waves) {
 
 /* QGEMM_FP8_HEUR (issue 52; src/fp8_config.c qg__fp8_heur), read per call:
  * unset / base leave every choice alone; notall moves the masked and psum tall
- * groups from 256x128 A to DeepGEMM's 128x192 B where grouped B is allowed
- * (H200 default, or QGEMM_FP8_GROUPED_MCB=1), and nothing where it is not;
- * nomcb drops grouped B for groups of <= 512 expected rows only; swN sets the
- * large problems' swizzle group and leaves the tile, the small dense
- * problems' order 1 and forced configurations alone; other words fail the
- * heuristic's callers, naming the variable. */
+ * groups at K >= 6144 from 256x128 A to DeepGEMM's 128x192 B where grouped B
+ * is allowed (H200 default, or QGEMM_FP8_GROUPED_MCB=1), and nothing where it
+ * is not; nomcb drops grouped B for groups of <= 512 expected rows at K < 6144
+ * only; swN sets the swizzle group at K >= 6144 and leaves the tile, the
+ * small dense problems' order 1 and forced configurations alone; other words
+ * fail the heuristic's callers, naming the variable. */
 TEST(config_fp8_heur) {
     const char *names[2] = {"QGEMM_FP8_HEUR", "QGEMM_FP8_GROUPED_MCB"};
     char *saved[2];
@@ -939,9 +939,14 @@ TEST(config_fp8_heur) {
     const qg_problem contig = {QG_GEMM_GROUPED_CONTIGUOUS, 33920, 6144, 7168, 4, 0, 0};
     const qg_problem dense = {QG_GEMM_DENSE, 4096, 4096, 7168, 1, 0, 0};
     const qg_problem dense_small = {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0};
-    const qg_problem *all[] = {&tall, &tall_psum, &small, &contig, &dense, &dense_small};
+    /* (past the line, QG_HEUR_LONG_K 6144: a small group at long K keeps B under
+     * nomcb, a tall group at short K keeps 256x128 A under notall, swN leaves K 4096) */
+    const qg_problem small_long = {QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 4, 307, 0};
+    const qg_problem tall_short = {QG_GEMM_GROUPED_MASKED, 4096, 7168, 3072, 6, 1228, 0};
+    const qg_problem *all[] = {&tall, &tall_psum, &small, &contig, &dense, &dense_small,
+                               &small_long, &tall_short};
     const int num = (int)(sizeof all / sizeof all[0]);
-    qg_config base[2][6], cfg;
+    qg_config base[2][8], cfg;
     for (int dev = 0; dev < 2; dev++)
         for (int i = 0; i < num; i++)
             CHECK(qg_select_config(dev ? h100_ctx : h200, all[i], &base[dev][i]) == QG_SUCCESS,
@@ -953,6 +958,10 @@ TEST(config_fp8_heur) {
           base[0][2].block_m, base[0][2].block_n, (int)base[0][2].multicast);
     CHECK(base[0][4].swizzle_group == 16 && base[0][5].swizzle_group == 1, "swizzle %d %d",
           base[0][4].swizzle_group, base[0][5].swizzle_group);
+    CHECK(base[0][6].multicast == QG_MULTICAST_B && base[0][7].block_m == 256 &&
+              base[0][7].multicast == QG_MULTICAST_A, "small_long mc %d, tall_short %dx%d mc %d",
+          (int)base[0][6].multicast, base[0][7].block_m, base[0][7].block_n,
+          (int)base[0][7].multicast);
 
     static const char *const values[] = {"", "base", "notall", "nomcb", "sw8", "sw32", "sw2",
                                          "notall+nomcb+sw64", "base+"};
@@ -977,7 +986,7 @@ TEST(config_fp8_heur) {
                       "QGEMM_FP8_HEUR '%s', %s, problem %d: %dx%d mc %d, expected %dx%d mc %d%s",
                       values[v], dev ? "H100" : "H200", i, cfg.block_m, cfg.block_n,
                       (int)cfg.multicast, bm, bn, (int)mc, moved_small ? " (any but B)" : "");
-                const int want_sw = i == 5 ? 1 : swz ? swz : 16;
+                const int want_sw = i == 5 ? 1 : swz && all[i]->k >= 6144 ? swz : 16;
                 CHECK(cfg.swizzle_group == want_sw, "QGEMM_FP8_HEUR '%s', %s, problem %d: "
                       "swizzle %d, expected %d", values[v], dev ? "H100" : "H200", i,
                       cfg.swizzle_group, want_sw);

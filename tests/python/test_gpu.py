@@ -361,7 +361,7 @@ def test_unrolled_tiles(kind, config):
         torch.cuda.synchronize()
         assert_matches(d, ref, seed, what)
     elif kind == "contiguous":
-        sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=1536, k=1280)
+        sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=1536, k=6144)
         d = torch.full((a.shape[0], b.shape[1]), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
         qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices, config=config)
         torch.cuda.synchronize()
@@ -447,9 +447,10 @@ def test_grouped_masked_groups_of_1024_rows(monkeypatch, k, expected_m, tile):
 # QGEMM_FP8_HEUR's alternatives to the heuristic's choice (issue 52; src/fp8_config.c
 # qg__fp8_heur), read per call: each must compute the same product. With grouped B multicast
 # on (QGEMM_FP8_GROUPED_MCB=1, as the H200's default) the masked problem of 4 x ~1228 expected
-# rows, 4096 x 3072, takes the tall 256x128 A by default and 128x192 B under notall, on H100 and
-# H200 alike (bench/heur_table.py); 4 x ~300 rows take 128x192 B by default and no B under
-# nomcb. swN changes only the tiles' order: bitwise the default's result.
+# rows, 4096 x 6144, takes the tall 256x128 A by default and 128x192 B under notall (K >= 6144),
+# on H100 and H200 alike (bench/heur_table.py); 4 x ~300 rows at K 1536 take 128x192 B by
+# default and no B under nomcb. swN (K >= 6144) changes only the tiles' order: bitwise the
+# default's result.
 HEURS = ["notall", "nomcb", "sw2", "sw8", "sw32", "sw64", "notall+nomcb+sw8"]
 
 
@@ -464,7 +465,7 @@ def test_fp8_heur_alternatives(monkeypatch, heur):
     rng = random.Random(seed)
     sw = next((int(t[2:]) for t in heur.split("+") if t.startswith("sw")), None)
 
-    def both(run, cfg_of):
+    def both(run, cfg_of, k):
         """(default result, alternative result, default config, alternative config)"""
         out = []
         for h in (None, heur):
@@ -474,7 +475,7 @@ def test_fp8_heur_alternatives(monkeypatch, heur):
                 monkeypatch.setenv("QGEMM_FP8_HEUR", h)
             out.append((run(), cfg_of()))
         (d0, c0), (d1, c1) = out
-        if sw is not None:
+        if sw is not None and k >= 6144:
             assert c1["swizzle_group"] == sw, f"seed {seed}, {heur}: {c1}"
         if _tile(c0) == _tile(c1):
             assert torch.equal(bits(d0), bits(d1)), \
@@ -483,7 +484,7 @@ def test_fp8_heur_alternatives(monkeypatch, heur):
 
     # masked: the tall groups (notall) and the small ones (nomcb)
     for m_max, n, k, em, counts in [
-            (1280, 4096, 3072, 1228, [1280, 0, rng.randrange(129, 1280), 1000]),
+            (1280, 4096, 6144, 1228, [1280, 0, rng.randrange(129, 1280), 1000]),
             (384, 4096, 1536, 300, [384, 0, rng.randrange(1, 384), 300])]:
         counts_, a, sfa, b, sfb, masked_m, reference = masked_problem(
             seed, m_max=m_max, n=n, k=k, counts=counts)
@@ -497,7 +498,7 @@ def test_fp8_heur_alternatives(monkeypatch, heur):
         def cfg():
             return qgemm.select_config(m_max, n, k, kind="masked", num_groups=len(counts),
                                        expected_m=em)
-        d0, d1, c0, c1 = both(run, cfg)
+        d0, d1, c0, c1 = both(run, cfg, k)
         what = f", QGEMM_FP8_HEUR {heur}, {c1} (default {c0})"
         assert_masked(d1, counts, reference, a, sfa, seed, what)
         if "notall" in heur and em > 1024:
@@ -514,18 +515,18 @@ def test_fp8_heur_alternatives(monkeypatch, heur):
         torch.cuda.synchronize()
         return d
     _, d1, _, c1 = both(run_c, lambda: qgemm.select_config(
-        a.shape[0], b.shape[1], 1280, kind="contiguous", num_groups=b.shape[0]))
+        a.shape[0], b.shape[1], 6144, kind="contiguous", num_groups=b.shape[0]), 6144)
     assert_matches(d1[valid], ref, seed, f", contiguous, QGEMM_FP8_HEUR {heur}, {c1}")
     assert (d1[~valid] == BF16_PATTERN).all(), f"seed {seed}, {heur}: padding rows written"
 
-    dseed, a, sfa, b, sfb, ref = dense_problem(1000, 2112, 1536)
+    dseed, a, sfa, b, sfb, ref = dense_problem(1000, 2112, 6144)
 
     def run_d():
         d = torch.full(ref.shape, BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
         qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
         torch.cuda.synchronize()
         return d
-    _, d1, _, c1 = both(run_d, lambda: qgemm.select_config(1000, 2112, 1536))
+    _, d1, _, c1 = both(run_d, lambda: qgemm.select_config(1000, 2112, 6144), 6144)
     assert_matches(d1, ref, dseed, f", dense, QGEMM_FP8_HEUR {heur}, {c1}")
 
 
