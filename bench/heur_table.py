@@ -6,13 +6,16 @@ measured table has it), its 36 grouped rows (contiguous 4 x 8192, 8 x 4096, 32 x
 32 x ~192, 6 x ~1024, 32 x ~20, 6 x ~20, 1 x 1024, 4 x ~256; each at the four N x K) and, for
 context, the 8 contiguous-psum rows, as bench/peers.py draws them (seed 0), one line each:
 
-  DG ran      the configuration DeepGEMM 54e2261 ran on the H200 (its kernel's template
-              arguments, read from a peers.json of the kind column; '-' where none was
-              recorded), its stages, shared memory (its formula), swizzle group
-              (get_num_1d_blocks_per_group: 8 or 16 blocks along M, or N under A multicast),
-              and waves / last-wave CTAs over the rows it really runs;
+  DG ran      the configuration DeepGEMM 54e2261 chose on the H200: its own printed line
+              (DG_PRINT_CONFIGS=1 under bench/peers.py, 2026-11-29: --dg-configs, condensed in
+              bench/results/2026-11-29-cpu-heur-table/dg-configs-printed.txt), else its kernel's
+              template arguments in a peers.json ("(k)"), else the model ("(model)"); its
+              stages, shared memory (its formula), swizzle group (get_num_1d_blocks_per_group:
+              8 or 16 blocks along M, or N under A multicast), and waves / last-wave CTAs over
+              the rows it really runs;
   model       '=' where bench/dg_heuristic.py's restatement of its heuristic picks the same
-              block and multicast, else what it picks (a stale-model check);
+              block and multicast, else what it picks (a stale-model check; '-': psum, not
+              modelled);
   qg          qgemm's choice on H200 properties (qg_context_create_offline +
               qg_select_config: this checkout's build/libqgemm.so, QGEMM_FP8_GROUPED_MCB
               unset, i.e. on for the H200), the same columns (waves over the real rows: the
@@ -80,6 +83,47 @@ def dg_ran(paths: List[str]) -> Dict[Tuple[str, str], Dict[str, Any]]:
     return out
 
 
+PRINTED = os.path.join(HERE, "results", "2026-11-29-cpu-heur-table", "dg-configs-printed.txt")
+PRINTED_KEYS = ("gemm_type", "m", "n", "k", "num_groups", "expected_m", "expected_num_groups",
+                "block_m", "block_n", "cluster_m", "cluster_n", "smem_size", "num_stages",
+                "num_waves", "last_wave_util", "num_cycles")
+
+
+def dg_printed(path: str) -> Dict[Tuple[str, str], Dict[str, int]]:
+    """(kind, shape) -> DeepGEMM's own printed choice (DG_PRINT_CONFIGS=1 under bench/peers.py:
+    a GemmDesc(...): GemmConfig(...), LayoutInfo(...) line before the row's "[i/N] kind shape"
+    line), or the condensed "kind shape | key=value ..." lines of --condense."""
+    out: Dict[Tuple[str, str], Dict[str, int]] = {}
+    if not os.path.exists(path):
+        return out
+    pending = None
+    with open(path) as f:
+        for line in f:
+            fields = {k: int(v) for k, v in re.findall(r"\b(\w+)=(-?\d+)\b", line) if k in PRINTED_KEYS}
+            if line.startswith("GemmDesc("):
+                pending = fields
+                continue
+            m = re.match(r"\[\d+/\d+\] (\S+)\s+(\S+)", line)
+            if m and pending:
+                out[(m.group(1), m.group(2))] = pending
+                pending = None
+                continue
+            m = re.match(r"(\S+) (\S+) \|", line)
+            if m and "block_m" in fields:
+                out[(m.group(1), m.group(2))] = fields
+    return out
+
+
+def condense(src: str, dst: str) -> None:
+    rows = dg_printed(src)
+    with open(dst, "w") as f:
+        f.write(f"# DeepGEMM 54e2261's printed choices (DG_PRINT_CONFIGS=1) under bench/peers.py on the "
+                f"H200, condensed from {src}\n")
+        for (kind, shape), d in rows.items():
+            f.write(f"{kind} {shape} | " + " ".join(f"{k}={d[k]}" for k in PRINTED_KEYS if k in d) + "\n")
+    print(f"wrote {dst}: {len(rows)} rows")
+
+
 def measured(path: str) -> Dict[Tuple[str, str], float]:
     out: Dict[Tuple[str, str], float] = {}
     if os.path.exists(path):
@@ -144,11 +188,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", default=dgh.default_lib())
     ap.add_argument("--out", help="write DIR/table.txt and DIR/table.json")
+    ap.add_argument("--dg-configs", default=PRINTED,
+                    help="DeepGEMM's printed choices: a peers.py log run with DG_PRINT_CONFIGS=1, or "
+                         "the condensed file (default: %(default)s)")
+    ap.add_argument("--condense", nargs=2, metavar=("LOG", "OUT"),
+                    help="write the condensed form of a DG_PRINT_CONFIGS=1 log and exit")
     args = ap.parse_args()
+    if args.condense:
+        condense(*args.condense)
+        return 0
     for v in ("QGEMM_FP8_HEUR", "QGEMM_FP8_GROUPED_MCB"):
         os.environ.pop(v, None)
     pl = dgh.Planner(args.lib, "h200")
     ran = dg_ran([GROUPED_JSON, DENSE_JSON])
+    printed = dg_printed(args.dg_configs)
+    for key, d in printed.items():  # DeepGEMM's own word first
+        ran[key] = {"block_m": d["block_m"], "block_n": d["block_n"], "num_stages": d["num_stages"],
+                    "multicast": "A" if d["cluster_n"] == 2 else "B" if d["cluster_m"] == 2 else "none",
+                    "printed": d}
     meas = measured(GROUPED_JSON)
     meas0 = measured(GROUPED_MCB0_JSON)
     specs = [s for s in peers.table_specs(128, 0)
@@ -167,6 +224,7 @@ def main() -> int:
            f"{'meas':>5} {'mcb0':>5} | alternatives (QGEMM_FP8_HEUR=..., mcb0 = QGEMM_FP8_GROUPED_MCB=0)")
     lines.append(hdr)
     sets: Dict[str, List[float]] = {}
+    by_k: Dict[int, List[Tuple[float, str]]] = {}
     for s in specs:
         kind, shape = s["kind"], s["shape"]
         prob = problem(s)
@@ -195,6 +253,8 @@ def main() -> int:
                 dg["block_m"], dg["block_n"], dg["multicast"]) else fmt_cfg(model)
             if dg.get("ran") is False:
                 mod = "(model)"
+            elif "printed" not in dg:
+                mod += " (k)"  # from its kernel's name, not its printed line
             dgs = (f"{fmt_cfg(dg):<9} {dg['num_stages']:>2} {smem:>6} "
                    f"{dg_swizzle(dg['block_m'], dg['block_n'], dg['multicast']):>2} "
                    f"{waves(dg_tiles):>7} {mod:<9}")
@@ -211,6 +271,10 @@ def main() -> int:
         group = "dense" if kind == "dense" else "grouped" if kind in ("contiguous", "masked") else kind
         if m:
             sets.setdefault(group, []).append(m)
+            same = dg and (dg["block_m"], dg["block_n"], dg["multicast"]) == (
+                qg["block_m"], qg["block_n"], qg["multicast"]) and dg["num_stages"] == qg["num_stages"]
+            if same and (kind != "dense" or s["m"] >= 4096):
+                by_k.setdefault((kind == "dense", s["n"], s["k"]), []).append((m, f"{kind} {shape}"))
         rows_json.append({"kind": kind, "shape": shape, "deepgemm": dg, "deepgemm_model": model,
                           "qgemm": qg, "qgemm_tiles": qg_tiles, "measured": m, "measured_mcb0": m0,
                           "alternatives": alts})
@@ -218,6 +282,15 @@ def main() -> int:
     for g, xs in sets.items():
         lines.append(f"geomean meas {g}: {math.exp(sum(map(math.log, xs)) / len(xs)):.4f} over "
                      f"{len(xs)} rows (worst {min(xs):.3f})")
+    lines.append("")
+    lines.append("rows where qgemm runs DeepGEMM's tile, multicast and stages (dense: M 4096), "
+                 "DeepGEMM / qgemm kineto by N x K:")
+    for k in sorted(by_k):
+        xs = [x for x, _ in by_k[k]]
+        w = min(by_k[k])
+        lines.append(f"  {'dense' if k[0] else 'grouped':<7} {k[1]:>5} x {k[2]:<5}: geomean "
+                     f"{math.exp(sum(map(math.log, xs)) / len(xs)):.4f} over "
+                     f"{len(xs):>2} rows, range {w[0]:.3f} ({w[1]}) .. {max(xs):.3f}")
     text = "\n".join(lines)
     print(text)
     if args.out:
