@@ -305,6 +305,13 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
  *            K < QG_HEUR_LONG_K take no grouped B multicast (masked 4 x ~256 rows:
  *            B 0.969-0.997 against A / none 0.986-1.019 at 7168x3072, 4096x4096 and
  *            4096x2048; at 6144x7168 B won, 0.979 against 0.960);
+ *   nomcbc   the contiguous kind takes no grouped B multicast where its groups
+ *            average at most QG_HEUR_SMALL_ROWS rows (M / num_groups): its B pairs
+ *            are two m-blocks of one n-block, which share B only where both are
+ *            the same expert's, and experts of ~256 rows hold 2-3 m-blocks, so
+ *            about half the pairs load B whole; A pairs (two n-blocks of one
+ *            m-block) always share (contiguous 32 x ~256 rows, A / B: 0.997 / 0.981
+ *            at 6144x7168, 0.977 / 0.991 at 7168x3072, h200-26-t1);
  *   swN      problems at K >= QG_HEUR_LONG_K whose default swizzle group is 16 take
  *            N in {2, 4, 8, 32, 64}: a probe of L2 reuse at the long K (a wave's
  *            distinct operand rows, 16 m-blocks x 128 + ~8 n-blocks x 192 of 7168
@@ -316,6 +323,7 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
  */
 #define QG_HEUR_NOTALL 1
 #define QG_HEUR_NOMCB_SMALL 2
+#define QG_HEUR_NOMCB_CONTIG 4
 #define QG_HEUR_SW_SHIFT 8
 #define QG_HEUR_SMALL_ROWS 512
 #define QG_HEUR_LONG_K 6144
@@ -331,6 +339,8 @@ int qg__fp8_heur(void) {
             flags |= QG_HEUR_NOTALL;
         } else if (len == 5 && !strncmp(v, "nomcb", 5)) {
             flags |= QG_HEUR_NOMCB_SMALL;
+        } else if (len == 6 && !strncmp(v, "nomcbc", 6)) {
+            flags |= QG_HEUR_NOMCB_CONTIG;
         } else if (len >= 3 && len <= 4 && !strncmp(v, "sw", 2)) {
             int n = 0;
             for (size_t i = 2; i < len; i++) {
@@ -1128,13 +1138,16 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
     if (heur < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "config: QGEMM_FP8_HEUR='%.64s' is not a '+'-separated list of base, "
-                        "notall, nomcb, sw2, sw4, sw8, sw32, sw64",
+                        "notall, nomcb, nomcbc, sw2, sw4, sw8, sw32, sw64",
                         qg__env_string("QGEMM_FP8_HEUR"));
     /* (nomcb: groups of at most QG_HEUR_SMALL_ROWS expected rows at short K keep no B) */
     const bool long_k = p->k >= QG_HEUR_LONG_K;
     const bool grouped_mcb = !batched_kernel && qg__fp8_grouped_mcb(props, p->kind, d_fp8) &&
                              !((heur & QG_HEUR_NOMCB_SMALL) && walks_groups(p->kind) &&
-                               rows <= QG_HEUR_SMALL_ROWS && !long_k);
+                               rows <= QG_HEUR_SMALL_ROWS && !long_k) &&
+                             !((heur & QG_HEUR_NOMCB_CONTIG) &&
+                               p->kind == QG_GEMM_GROUPED_CONTIGUOUS &&
+                               p->m <= (long long)QG_HEUR_SMALL_ROWS * p->num_groups);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;

@@ -916,7 +916,7 @@ TEST(config_h200_masked_whole_waves) {
  * groups at K >= 6144 from 256x128 A to DeepGEMM's 128x192 B where grouped B
  * is allowed (H200 default, or QGEMM_FP8_GROUPED_MCB=1), and nothing where it
  * is not; nomcb drops grouped B for groups of <= 512 expected rows at K < 6144
- * only; swN sets the swizzle group at K >= 6144 and leaves the tile, the
+ * only, nomcbc for contiguous experts averaging <= 512 rows only; swN sets the swizzle group at K >= 6144 and leaves the tile, the
  * small dense problems' order 1 and forced configurations alone; other words
  * fail the heuristic's callers, naming the variable. */
 TEST(config_fp8_heur) {
@@ -943,10 +943,12 @@ TEST(config_fp8_heur) {
      * nomcb, a tall group at short K keeps 256x128 A under notall, swN leaves K 4096) */
     const qg_problem small_long = {QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 4, 307, 0};
     const qg_problem tall_short = {QG_GEMM_GROUPED_MASKED, 4096, 7168, 3072, 6, 1228, 0};
+    /* (contiguous experts of ~308 rows: B under the H200 default, not under nomcbc) */
+    const qg_problem contig_small = {QG_GEMM_GROUPED_CONTIGUOUS, 9856, 6144, 7168, 32, 0, 0};
     const qg_problem *all[] = {&tall, &tall_psum, &small, &contig, &dense, &dense_small,
-                               &small_long, &tall_short};
+                               &small_long, &tall_short, &contig_small};
     const int num = (int)(sizeof all / sizeof all[0]);
-    qg_config base[2][8], cfg;
+    qg_config base[2][9], cfg;
     for (int dev = 0; dev < 2; dev++)
         for (int i = 0; i < num; i++)
             CHECK(qg_select_config(dev ? h100_ctx : h200, all[i], &base[dev][i]) == QG_SUCCESS,
@@ -963,12 +965,15 @@ TEST(config_fp8_heur) {
           (int)base[0][6].multicast, base[0][7].block_m, base[0][7].block_n,
           (int)base[0][7].multicast);
 
-    static const char *const values[] = {"", "base", "notall", "nomcb", "sw8", "sw32", "sw2",
-                                         "notall+nomcb+sw64", "base+"};
+    CHECK(base[0][8].multicast == QG_MULTICAST_B, "contig_small mc %d", (int)base[0][8].multicast);
+    static const char *const values[] = {"", "base", "notall", "nomcb", "nomcbc", "sw8", "sw32",
+                                         "sw2", "notall+nomcb+nomcbc+sw64", "base+"};
     for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
         setenv("QGEMM_FP8_HEUR", values[v], 1);
         const bool notall = strstr(values[v], "notall") != NULL;
-        const bool nomcb = strstr(values[v], "nomcb") != NULL;
+        const bool nomcb = strstr(values[v], "nomcb+") != NULL ||
+                           (strstr(values[v], "nomcb") && !strstr(values[v], "nomcbc"));
+        const bool nomcbc = strstr(values[v], "nomcbc") != NULL;
         const char *sw = strstr(values[v], "sw");
         const int swz = sw ? atoi(sw + 2) : 0;
         for (int dev = 0; dev < 2; dev++)
@@ -980,7 +985,8 @@ TEST(config_fp8_heur) {
                 int bm = b->block_m, bn = b->block_n;
                 qg_multicast mc = b->multicast;
                 if (notall && h200_grouped_b && i < 2) bm = 128, bn = 192, mc = QG_MULTICAST_B;
-                const bool moved_small = nomcb && dev == 0 && i == 2;
+                const bool moved_small = (nomcb && dev == 0 && i == 2) ||
+                                         (nomcbc && dev == 0 && i == 8);
                 CHECK(cfg.block_m == bm && cfg.block_n == bn &&
                           (moved_small ? cfg.multicast != QG_MULTICAST_B : cfg.multicast == mc),
                       "QGEMM_FP8_HEUR '%s', %s, problem %d: %dx%d mc %d, expected %dx%d mc %d%s",
@@ -1004,7 +1010,8 @@ TEST(config_fp8_heur) {
     CHECK(cfg.block_m == 256 && cfg.multicast == QG_MULTICAST_A, "notall without B: %dx%d %d",
           cfg.block_m, cfg.block_n, (int)cfg.multicast);
     unsetenv("QGEMM_FP8_GROUPED_MCB");
-    static const char *const bad[] = {"sw16", "sw", "sw8x", "notall+tall", "NOTALL", "sw128"};
+    static const char *const bad[] = {"sw16", "sw", "sw8x", "notall+tall", "NOTALL", "sw128",
+                                      "nomcbcc"};
     for (size_t v = 0; v < sizeof bad / sizeof bad[0]; v++) {
         setenv("QGEMM_FP8_HEUR", bad[v], 1);
         CHECK(qg_select_config(h200, &dense, &cfg) == QG_ERROR_INVALID_ARGUMENT,

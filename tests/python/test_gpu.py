@@ -285,7 +285,7 @@ def test_threads_share_one_context():
 # ---- grouped GEMMs -------------------------------------------------------------------
 
 
-def contiguous_problem(seed, g=4, n=576, k=1024):
+def contiguous_problem(seed, g=4, n=576, k=1024, sizes=None):
     """Inputs of a contiguous grouped GEMM with uneven experts (one empty) and
     an all-padding segment, and reference(a, sfa) -> (float64 product of the
     rows the GEMM writes, their mask). Every row of a 128-row segment whose
@@ -293,7 +293,9 @@ def contiguous_problem(seed, g=4, n=576, k=1024):
     (as DeepGEMM); segments that start with -1 are not."""
     align = qgemm.get_m_alignment_for_contiguous_layout()
     rng = random.Random(seed)
-    sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)][:g]
+    if sizes is None:
+        sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)][:g]
+    g = len(sizes)
     starts, m = [], 0
     for e, size in enumerate(sizes):
         if e == 1:
@@ -361,7 +363,7 @@ def test_unrolled_tiles(kind, config):
         torch.cuda.synchronize()
         assert_matches(d, ref, seed, what)
     elif kind == "contiguous":
-        sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=1536, k=6144)
+        sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=1536, k=1280)
         d = torch.full((a.shape[0], b.shape[1]), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
         qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices, config=config)
         torch.cuda.synchronize()
@@ -451,7 +453,7 @@ def test_grouped_masked_groups_of_1024_rows(monkeypatch, k, expected_m, tile):
 # on H100 and H200 alike (bench/heur_table.py); 4 x ~300 rows at K 1536 take 128x192 B by
 # default and no B under nomcb. swN (K >= 6144) changes only the tiles' order: bitwise the
 # default's result.
-HEURS = ["notall", "nomcb", "sw2", "sw8", "sw32", "sw64", "notall+nomcb+sw8"]
+HEURS = ["notall", "nomcb", "nomcbc", "sw2", "sw8", "sw32", "sw64", "notall+nomcb+nomcbc+sw8"]
 
 
 def _tile(cfg):
@@ -463,7 +465,8 @@ def test_fp8_heur_alternatives(monkeypatch, heur):
     monkeypatch.setenv("QGEMM_FP8_GROUPED_MCB", "1")
     seed = random.randrange(2 ** 31)
     rng = random.Random(seed)
-    sw = next((int(t[2:]) for t in heur.split("+") if t.startswith("sw")), None)
+    toks = heur.split("+")
+    sw = next((int(t[2:]) for t in toks if t.startswith("sw")), None)
 
     def both(run, cfg_of, k):
         """(default result, alternative result, default config, alternative config)"""
@@ -501,24 +504,31 @@ def test_fp8_heur_alternatives(monkeypatch, heur):
         d0, d1, c0, c1 = both(run, cfg, k)
         what = f", QGEMM_FP8_HEUR {heur}, {c1} (default {c0})"
         assert_masked(d1, counts, reference, a, sfa, seed, what)
-        if "notall" in heur and em > 1024:
+        if "notall" in toks and em > 1024:
             assert _tile(c0) == (256, 128, 1) and _tile(c1) == (128, 192, 2), what
-        if "nomcb" in heur and em <= 512:
+        if "nomcb" in toks and em <= 512:
             assert c0["multicast"] == 2 and c1["multicast"] != 2, what
 
-    # contiguous and dense: the swizzle group
-    sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=1536, k=1280)
+    # contiguous: the swizzle group; 16 experts of 129..384 rows, 4096 x 6144: 128x192 B by
+    # default, 128x192 A under nomcbc (experts averaging <= 512 rows)
+    for n, sizes in [(1536, None), (4096, [rng.randrange(129, 385) for _ in range(16)])]:
+        sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=n, k=6144,
+                                                                              sizes=sizes)
 
-    def run_c():
-        d = torch.full((a.shape[0], b.shape[1]), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
-        qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices)
-        torch.cuda.synchronize()
-        return d
-    _, d1, _, c1 = both(run_c, lambda: qgemm.select_config(
-        a.shape[0], b.shape[1], 6144, kind="contiguous", num_groups=b.shape[0]), 6144)
-    assert_matches(d1[valid], ref, seed, f", contiguous, QGEMM_FP8_HEUR {heur}, {c1}")
-    assert (d1[~valid] == BF16_PATTERN).all(), f"seed {seed}, {heur}: padding rows written"
+        def run_c():
+            d = torch.full((a.shape[0], b.shape[1]), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+            qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices)
+            torch.cuda.synchronize()
+            return d
+        _, d1, c0, c1 = both(run_c, lambda: qgemm.select_config(
+            a.shape[0], b.shape[1], 6144, kind="contiguous", num_groups=b.shape[0]), 6144)
+        what = f", contiguous, QGEMM_FP8_HEUR {heur}, {c1} (default {c0}), sizes {sizes}"
+        assert_matches(d1[valid], ref, seed, what)
+        assert (d1[~valid] == BF16_PATTERN).all(), f"seed {seed}{what}: padding rows written"
+        if "nomcbc" in toks and n == 4096:
+            assert c0["multicast"] == 2 and c1["multicast"] != 2, what
 
+    # dense: the swizzle group
     dseed, a, sfa, b, sfb, ref = dense_problem(1000, 2112, 6144)
 
     def run_d():
