@@ -238,6 +238,8 @@ def main() -> int:
                                           flusher, args.iters, errs)
                     if "deepgemm" in e and "qgemm" in e:
                         re = e["deepgemm"] / e["qgemm"]
+                if name == "default":
+                    base_cell = (r, re)
                 if r:
                     kin[name].append(r)
                     if name not in worst or r < worst[name][0]:
