@@ -132,6 +132,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--flush-gb", type=float, default=8.0)
     ap.add_argument("--max-diff", type=float, default=1e-5)
+    ap.add_argument("--budget", type=float, default=0.0,
+                    help="seconds from the start after which no new row is begun (0: none); the "
+                         "summary then covers the rows done (SIGTERM, as from timeout, ends the same way)")
     ap.add_argument("--dry-run", action="store_true", help="list the rows and variants (no GPU)")
     args = ap.parse_args()
     variants = [parse_variant(v) for v in (args.variant or DEFAULT_VARIANTS)]
@@ -179,83 +182,97 @@ def main() -> int:
     names = [n for n, _ in variants]
     print(f"{'kind':<15} {'shape':<18} {'DG us':>8} | " + " | ".join(
         f"{n + ' kin/ev':<22} {'tile':<15}" for n in names), flush=True)
-    for si, spec in enumerate(specs):
-        key = f"{spec['kind']} {spec['shape']}"
-        t_row = time.time()
-        set_env({})
-        try:
-            row = peers.Row(spec, libs, args.seed)
-            dg = row.call("deepgemm") if libs.dg is not None else None
-            if dg is not None:
-                dg()
-                torch.cuda.synchronize()
-            ref = row.reference()
-            dg_us = peers.time_kineto(dg, flusher, args.iters)[0] if dg is not None else None
-        except Exception as e:
-            print(f"{key}: setup failed: {peers.short_err(e)}", flush=True)
-            fails.append(f"{key}: setup {peers.short_err(e)}")
-            continue
-        cells = []
-        base_out = None
-        base_tile = None
-        base_cell: Tuple[Optional[float], Optional[float]] = (None, None)
-        for name, env in variants:
-            if name != "default" and tiles[name][si] == tiles["default"][si]:
-                r, re = base_cell
-                if r:
-                    kin[name].append(r)
-                    if name not in worst or r < worst[name][0]:
-                        worst[name] = (r, key)
-                if re:
-                    evs[name].append(re)
-                cells.append(f"{'=':<38}")
-                continue
-            set_env(env)
+    import signal
+
+    class Stop(BaseException):  # (not caught by the per-row handlers)
+        pass
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise Stop()
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        for si, spec in enumerate(specs):
+            if args.budget and time.time() - t0 > args.budget:
+                print(f"budget: {args.budget:.0f} s spent; {len(specs) - si} rows not run", flush=True)
+                break
+            key = f"{spec['kind']} {spec['shape']}"
+            t_row = time.time()
+            set_env({})
             try:
-                fn = row.call("qgemm")
-                if row.c is None:  # poisoned: a valid element left unwritten fails the check
-                    row.d["qgemm"].fill_(float("nan"))
-                row.reset("qgemm")
-                fn()
-                torch.cuda.synchronize()
-                out = row.valid("qgemm").clone()
-                diff = peers.calc_diff(out, ref)
-                tile = qgemm_config(libs.qgemm, spec)
-                ok = diff is not None and diff < args.max_diff
-                if name == "default":
-                    base_out, base_tile = out, tile
-                elif tile.split("/")[0] == (base_tile or "").split("/")[0] and base_out is not None:
-                    ok = ok and bool(torch.equal(out.view(torch.int16) if out.dtype == torch.bfloat16 else out,
-                                                 base_out.view(torch.int16) if base_out.dtype == torch.bfloat16 else base_out))
-                if not ok:
-                    fails.append(f"{key} {name}: diff {diff} (tile {tile}, default {base_tile})")
-                us = peers.time_kineto(fn, flusher, args.iters)[0]
-                r = dg_us / us if dg_us else None
-                re = None
-                if not args.no_events and dg is not None:
-                    errs: Dict[str, str] = {}
-                    e = peers.time_events({"deepgemm": dg, "qgemm": fn}, ["deepgemm", "qgemm"],
-                                          flusher, args.iters, errs)
-                    if "deepgemm" in e and "qgemm" in e:
-                        re = e["deepgemm"] / e["qgemm"]
-                if name == "default":
-                    base_cell = (r, re)
+                row = peers.Row(spec, libs, args.seed)
+                dg = row.call("deepgemm") if libs.dg is not None else None
+                if dg is not None:
+                    dg()
+                    torch.cuda.synchronize()
+                ref = row.reference()
+                dg_us = peers.time_kineto(dg, flusher, args.iters)[0] if dg is not None else None
+            except Exception as e:
+                print(f"{key}: setup failed: {peers.short_err(e)}", flush=True)
+                fails.append(f"{key}: setup {peers.short_err(e)}")
+                continue
+            cells = []
+            base_out = None
+            base_tile = None
+            base_cell: Tuple[Optional[float], Optional[float]] = (None, None)
+            pending: List[Tuple[str, Optional[float], Optional[float]]] = []  # (counted once the row is whole)
+            for name, env in variants:
+                if name != "default" and tiles[name][si] == tiles["default"][si]:
+                    r, re = base_cell
+                    pending.append((name, r, re))
+                    cells.append(f"{'=':<38}")
+                    continue
+                set_env(env)
+                try:
+                    fn = row.call("qgemm")
+                    if row.c is None:  # poisoned: a valid element left unwritten fails the check
+                        row.d["qgemm"].fill_(float("nan"))
+                    row.reset("qgemm")
+                    fn()
+                    torch.cuda.synchronize()
+                    out = row.valid("qgemm").clone()
+                    diff = peers.calc_diff(out, ref)
+                    tile = qgemm_config(libs.qgemm, spec)
+                    ok = diff is not None and diff < args.max_diff
+                    if name == "default":
+                        base_out, base_tile = out, tile
+                    elif tile.split("/")[0] == (base_tile or "").split("/")[0] and base_out is not None:
+                        ok = ok and bool(torch.equal(out.view(torch.int16) if out.dtype == torch.bfloat16 else out,
+                                                     base_out.view(torch.int16) if base_out.dtype == torch.bfloat16 else base_out))
+                    if not ok:
+                        fails.append(f"{key} {name}: diff {diff} (tile {tile}, default {base_tile})")
+                    us = peers.time_kineto(fn, flusher, args.iters)[0]
+                    r = dg_us / us if dg_us else None
+                    re = None
+                    if not args.no_events and dg is not None:
+                        errs: Dict[str, str] = {}
+                        e = peers.time_events({"deepgemm": dg, "qgemm": fn}, ["deepgemm", "qgemm"],
+                                              flusher, args.iters, errs)
+                        if "deepgemm" in e and "qgemm" in e:
+                            re = e["deepgemm"] / e["qgemm"]
+                    if name == "default":
+                        base_cell = (r, re)
+                    pending.append((name, r, re))
+                    cells.append(f"{(format(r, '.3f') if r else '-'):>5} {(format(re, '.3f') if re else '-'):>5} "
+                                 f"{us:>9.1f}us {'ok' if ok else 'FAIL':<4} {tile:<15}")
+                except Exception as e:
+                    fails.append(f"{key} {name}: {peers.short_err(e)}")
+                    cells.append(f"{'error: ' + peers.short_err(e)[:30]:<38}")
+            set_env({})
+            print(f"{spec['kind']:<15} {spec['shape']:<18} {(format(dg_us, '.1f') if dg_us else '-'):>8} | "
+                  + " | ".join(cells) + f"  ({time.time() - t_row:.1f} s)", flush=True)
+            for name, r, re in pending:
                 if r:
                     kin[name].append(r)
                     if name not in worst or r < worst[name][0]:
                         worst[name] = (r, key)
                 if re:
                     evs[name].append(re)
-                cells.append(f"{(format(r, '.3f') if r else '-'):>5} {(format(re, '.3f') if re else '-'):>5} "
-                             f"{us:>9.1f}us {'ok' if ok else 'FAIL':<4} {tile:<15}")
-            except Exception as e:
-                fails.append(f"{key} {name}: {peers.short_err(e)}")
-                cells.append(f"{'error: ' + peers.short_err(e)[:30]:<38}")
-        set_env({})
-        print(f"{spec['kind']:<15} {spec['shape']:<18} {(format(dg_us, '.1f') if dg_us else '-'):>8} | "
-              + " | ".join(cells) + f"  ({time.time() - t_row:.1f} s)", flush=True)
-        del row
-        torch.cuda.empty_cache()
+            del row
+            torch.cuda.empty_cache()
+    except Stop:
+        print("SIGTERM: stopped; the summary covers the rows printed", flush=True)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    set_env({})
     print()
     for name, env in variants:
         g, ge = geomean(kin[name]), geomean(evs[name])
