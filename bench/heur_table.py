@@ -298,7 +298,7 @@ def main() -> int:
         with open(os.path.join(args.out, "table.txt"), "w") as f:
             f.write(text + "\n")
         with open(os.path.join(args.out, "table.json"), "w") as f:
-            json.dump(rows_json, f, indent=1)
+            json.dump(rows_json, f, separators=(",", ":"))
     return 0
 
 
