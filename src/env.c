@@ -96,6 +96,17 @@
  *                                            (bf16 D; issue 52): a flag; unset, on for
  *                                            HBM3e-class devices (H200: timed there), off
  *                                            on the H100 (not timed there)
+ *   QGEMM_FP8_HEUR      (unset: base)        alternatives to the FP8 heuristic's choice (A/B
+ *                                            runs, issue 52): a '+'-separated list of base,
+ *                                            notall (masked / psum at K >= 6144: 128x192 B
+ *                                            instead of the tall 256x128 A where grouped
+ *                                            B is allowed), nomcb (no grouped B for groups
+ *                                            of <= 512 expected rows at K < 6144), nomcbc
+ *                                            (no grouped B in the contiguous kind where
+ *                                            groups average <= 512 rows), swN
+ *                                            (K >= 6144: swizzle group N, 2, 4, 8, 32 or
+ *                                            64, instead of 16); forced configurations ignore it;
+ *                                            another value fails the call, naming it
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
  *                                            when NVRTC is loaded (src/nvrtc.c)
@@ -164,6 +175,12 @@ const qg_env_knob qg__env_knobs[] = {
      "new (all three) or epi (the cheaper e4m3 epilogue, not in new)", "new+epi"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
+    {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated base, "
+     "notall (masked / psum at K >= 6144: 128x192 B, not the tall 256x128 A), nomcb (no grouped B "
+     "for groups of <= 512 expected rows at K < 6144), nomcbc (contiguous groups averaging <= 512 rows: "
+     "no grouped B), sw2 / sw4 / sw8 / sw32 / sw64 (the swizzle "
+     "group at K >= 6144)",
+     "base"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

@@ -282,6 +282,81 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
                                                    : props->dram_gbps >= QG_HBM3E_MIN_GBPS;
 }
 
+/*
+ * QGEMM_FP8_HEUR (src/env.c; issue 52), A/B runs of alternatives to the
+ * heuristic's choice, for the H200 rows where qgemm trails DeepGEMM. Those
+ * share the longest K: at N x K 6144 x 7168 qgemm runs DeepGEMM's own
+ * configuration (128x192, B multicast, 4 stages, swizzle group 16, the same
+ * waves) on the contiguous, psum, masked 1 x 1024 and 4 x 256 rows and trails
+ * by 1-3% (kineto), where at K <= 4096 the same configuration runs level or
+ * ahead (bench/results/2026-11-29-cpu-heur-table). The alternatives are what
+ * the heuristic can still move there; QG_HEUR_LONG_K draws the line between
+ * the measured K (4096: the tall tile and the unshared small tiles won, 7168:
+ * they lost). Unset or empty: 0, the heuristic as it is. A '+'-separated list of
+ *   base     no alternative (the default, named);
+ *   notall   masked and psum groups at K >= QG_HEUR_LONG_K take no tall 256x128 A
+ *            tile (tall_walked_tile) where grouped B multicast is allowed:
+ *            128x192 B, DeepGEMM's tile, takes them (psum 8 x ~4096 rows,
+ *            6144x7168: 256x128 A ran at 0.910 of DeepGEMM, 128x192 B at 0.973;
+ *            psum at K <= 4096 won as 256x128 A, 1.007-1.024: h200-26-t1
+ *            grouped-mcb0/1, kineto); the masked row it moves is 6 x ~1024,
+ *            6144x7168 (0.974 as 256x128 A, B never timed there);
+ *   nomcb    masked and psum groups of at most QG_HEUR_SMALL_ROWS expected rows at
+ *            K < QG_HEUR_LONG_K take no grouped B multicast (masked 4 x ~256 rows:
+ *            B 0.969-0.997 against A / none 0.986-1.019 at 7168x3072, 4096x4096 and
+ *            4096x2048; at 6144x7168 B won, 0.979 against 0.960);
+ *   nomcbc   the contiguous kind takes no grouped B multicast where its groups
+ *            average at most QG_HEUR_SMALL_ROWS rows (M / num_groups): its B pairs
+ *            are two m-blocks of one n-block, which share B only where both are
+ *            the same expert's, and experts of ~256 rows hold 2-3 m-blocks, so
+ *            about half the pairs load B whole; A pairs (two n-blocks of one
+ *            m-block) always share (contiguous 32 x ~256 rows, A / B: 0.997 / 0.981
+ *            at 6144x7168, 0.977 / 0.991 at 7168x3072, h200-26-t1);
+ *   swN      problems at K >= QG_HEUR_LONG_K whose default swizzle group is 16 take
+ *            N in {2, 4, 8, 32, 64}: a probe of L2 reuse at the long K (a wave's
+ *            distinct operand rows, 16 m-blocks x 128 + ~8 n-blocks x 192 of 7168
+ *            bytes, are 26 MB at 6144x7168 against 11-15 MB at the other N x K).
+ *            Tile order only: results are bitwise the default's.
+ * -> QG_HEUR_* flags | (swizzle N << QG_HEUR_SW_SHIFT); anything else -1 (the
+ * heuristic's callers fail, naming the value). Part of the FP8 launch cache's
+ * key (it changes the choice). Forced configurations ignore it.
+ */
+#define QG_HEUR_NOTALL 1
+#define QG_HEUR_NOMCB_SMALL 2
+#define QG_HEUR_NOMCB_CONTIG 4
+#define QG_HEUR_SW_SHIFT 8
+#define QG_HEUR_SMALL_ROWS 512
+#define QG_HEUR_LONG_K 6144
+int qg__fp8_heur(void) {
+    const char *v = qg__env_string("QGEMM_FP8_HEUR");
+    if (!v) return 0;
+    int flags = 0;
+    for (;;) { /* (an empty word, as in "notall+", is no word) */
+        const char *end = strchr(v, '+');
+        const size_t len = end ? (size_t)(end - v) : strlen(v);
+        if (len == 0 || (len == 4 && !strncmp(v, "base", 4))) {
+        } else if (len == 6 && !strncmp(v, "notall", 6)) {
+            flags |= QG_HEUR_NOTALL;
+        } else if (len == 5 && !strncmp(v, "nomcb", 5)) {
+            flags |= QG_HEUR_NOMCB_SMALL;
+        } else if (len == 6 && !strncmp(v, "nomcbc", 6)) {
+            flags |= QG_HEUR_NOMCB_CONTIG;
+        } else if (len >= 3 && len <= 4 && !strncmp(v, "sw", 2)) {
+            int n = 0;
+            for (size_t i = 2; i < len; i++) {
+                if (v[i] < '0' || v[i] > '9') return -1;
+                n = n * 10 + (v[i] - '0');
+            }
+            if (n != 2 && n != 4 && n != 8 && n != 32 && n != 64) return -1;
+            flags = (flags & ((1 << QG_HEUR_SW_SHIFT) - 1)) | n << QG_HEUR_SW_SHIFT;
+        } else {
+            return -1;
+        }
+        if (!end) return flags;
+        v = end + 1;
+    }
+}
+
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {
     if (mc == QG_MULTICAST_A) return num_n_blocks(p, bn) % 2 == 0 && swizzle % 2 == 0;
     if (mc == QG_MULTICAST_B)
@@ -1059,7 +1134,20 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
     const qg_gemm_kind rate_kind =
         p->kind == QG_GEMM_GROUPED_PSUM && rows >= 1024 ? QG_GEMM_GROUPED_CONTIGUOUS : p->kind;
     static const int block_ms[] = {64, 128, 256};
-    const bool grouped_mcb = !batched_kernel && qg__fp8_grouped_mcb(props, p->kind, d_fp8);
+    const int heur = qg__fp8_heur();
+    if (heur < 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "config: QGEMM_FP8_HEUR='%.64s' is not a '+'-separated list of base, "
+                        "notall, nomcb, nomcbc, sw2, sw4, sw8, sw32, sw64",
+                        qg__env_string("QGEMM_FP8_HEUR"));
+    /* (nomcb: groups of at most QG_HEUR_SMALL_ROWS expected rows at short K keep no B) */
+    const bool long_k = p->k >= QG_HEUR_LONG_K;
+    const bool grouped_mcb = !batched_kernel && qg__fp8_grouped_mcb(props, p->kind, d_fp8) &&
+                             !((heur & QG_HEUR_NOMCB_SMALL) && walks_groups(p->kind) &&
+                               rows <= QG_HEUR_SMALL_ROWS && !long_k) &&
+                             !((heur & QG_HEUR_NOMCB_CONTIG) &&
+                               p->kind == QG_GEMM_GROUPED_CONTIGUOUS &&
+                               p->m <= (long long)QG_HEUR_SMALL_ROWS * p->num_groups);
     qg_config best;
     memset(&best, 0, sizeof best);
     int best_waves = 0, best_last = 0;
@@ -1087,6 +1175,10 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
                  * ones, and those below for groups of 129..256 rows) */
                 if (is_contiguous(p->kind) && bm > 128 &&
                     !tall_walked_tile(p, rows, bm, bn, c.multicast))
+                    continue;
+                /* (notall: 128x192 B, not the tall tile, where grouped B may be taken at long K) */
+                if ((heur & QG_HEUR_NOTALL) && grouped_mcb && long_k &&
+                    tall_walked_tile(p, rows, bm, bn, c.multicast))
                     continue;
                 /* (the m-grouped layouts' per-tile B multicast: forced
                  * configurations only, unless QGEMM_FP8_GROUPED_MCB) */
@@ -1242,6 +1334,12 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
         if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
     }
     qg_config cfg = best;
+    /* swN: the long-K problems' swizzle group (default_swizzle's 16; not a
+     * split group's cluster, whose swizzle is a multiple of its size) */
+    const int heur_sw = long_k ? heur >> QG_HEUR_SW_SHIFT : 0;
+    if (heur_sw && fp8_split(d_fp8, cfg.block_n) == 1 && cfg.split_k <= 1 &&
+        default_swizzle(p, cfg.multicast) == QG_DEFAULT_SWIZZLE)
+        cfg.swizzle_group = heur_sw;
     qg_status st = qg__complete_config_out(props, num_sms, p, d_fp8, &cfg, plan);
     if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
         cfg.multicast = QG_MULTICAST_NONE;

@@ -210,6 +210,7 @@ typedef struct {
     qg_problem problem;
     int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales (| QG_D_SWIGLU) */
     int grouped_mcb; /* the heuristic's: QGEMM_FP8_GROUPED_MCB for this kind (qg__fp8_grouped_mcb) */
+    int heur; /* the heuristic's: QGEMM_FP8_HEUR's flags (qg__fp8_heur; -1 fails the build) */
     int forced;
     int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
 } fp8_key;
@@ -250,6 +251,7 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     key.problem = *p;
     key.d_fp8 = d_fp8;
     key.grouped_mcb = !forced && qg__fp8_grouped_mcb(&ctx->props, p->kind, d_fp8);
+    key.heur = forced ? 0 : qg__fp8_heur();
     if (forced) {
         key.forced = 1;
         key.block_m = forced->block_m;

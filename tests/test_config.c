@@ -911,6 +911,126 @@ TEST(config_h200_masked_whole_waves) {
     PASS();
 }
 
+/* QGEMM_FP8_HEUR (issue 52; src/fp8_config.c qg__fp8_heur), read per call:
+ * unset / base leave every choice alone; notall moves the masked and psum tall
+ * groups at K >= 6144 from 256x128 A to DeepGEMM's 128x192 B where grouped B
+ * is allowed (H200 default, or QGEMM_FP8_GROUPED_MCB=1), and nothing where it
+ * is not; nomcb drops grouped B for groups of <= 512 expected rows at K < 6144
+ * only, nomcbc for contiguous experts averaging <= 512 rows only; swN sets the swizzle group at K >= 6144 and leaves the tile, the
+ * small dense problems' order 1 and forced configurations alone; other words
+ * fail the heuristic's callers, naming the variable. */
+TEST(config_fp8_heur) {
+    const char *names[2] = {"QGEMM_FP8_HEUR", "QGEMM_FP8_GROUPED_MCB"};
+    char *saved[2];
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(names[i]);
+    }
+    qg_context *h100_ctx = h100();
+    CHECK(h100_ctx, "offline context: %s", qg_last_error());
+    qg_device_props props = {.sm_count = 132, .cc_major = 9, .cc_minor = 0,
+                             .smem_optin_bytes = 232448, .l2_bytes = 50u << 20, .dram_gbps = 4915};
+    qg_context *h200 = NULL;
+    CHECK(qg_context_create_offline(&h200, &props) == QG_SUCCESS, "%s", qg_last_error());
+    const qg_problem tall = {QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 6, 1228, 0};
+    const qg_problem tall_psum = {QG_GEMM_GROUPED_PSUM, 8 * 4224, 6144, 7168, 8, 4096, 0};
+    const qg_problem small = {QG_GEMM_GROUPED_MASKED, 4096, 4096, 4096, 4, 307, 0};
+    const qg_problem contig = {QG_GEMM_GROUPED_CONTIGUOUS, 33920, 6144, 7168, 4, 0, 0};
+    const qg_problem dense = {QG_GEMM_DENSE, 4096, 4096, 7168, 1, 0, 0};
+    const qg_problem dense_small = {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0};
+    /* (past the line, QG_HEUR_LONG_K 6144: a small group at long K keeps B under
+     * nomcb, a tall group at short K keeps 256x128 A under notall, swN leaves K 4096) */
+    const qg_problem small_long = {QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 4, 307, 0};
+    const qg_problem tall_short = {QG_GEMM_GROUPED_MASKED, 4096, 7168, 3072, 6, 1228, 0};
+    /* (contiguous experts of ~308 rows: B under the H200 default, not under nomcbc) */
+    const qg_problem contig_small = {QG_GEMM_GROUPED_CONTIGUOUS, 9856, 6144, 7168, 32, 0, 0};
+    const qg_problem *all[] = {&tall, &tall_psum, &small, &contig, &dense, &dense_small,
+                               &small_long, &tall_short, &contig_small};
+    const int num = (int)(sizeof all / sizeof all[0]);
+    qg_config base[2][9], cfg;
+    for (int dev = 0; dev < 2; dev++)
+        for (int i = 0; i < num; i++)
+            CHECK(qg_select_config(dev ? h100_ctx : h200, all[i], &base[dev][i]) == QG_SUCCESS,
+                  "%s", qg_last_error());
+    /* (the defaults these checks rest on: tall groups 256x128 A, small 128x192 B on the H200) */
+    CHECK(base[0][0].block_m == 256 && base[0][0].multicast == QG_MULTICAST_A, "tall %dx%d",
+          base[0][0].block_m, base[0][0].block_n);
+    CHECK(base[0][2].block_n == 192 && base[0][2].multicast == QG_MULTICAST_B, "small %dx%d %d",
+          base[0][2].block_m, base[0][2].block_n, (int)base[0][2].multicast);
+    CHECK(base[0][4].swizzle_group == 16 && base[0][5].swizzle_group == 1, "swizzle %d %d",
+          base[0][4].swizzle_group, base[0][5].swizzle_group);
+    CHECK(base[0][6].multicast == QG_MULTICAST_B && base[0][7].block_m == 256 &&
+              base[0][7].multicast == QG_MULTICAST_A, "small_long mc %d, tall_short %dx%d mc %d",
+          (int)base[0][6].multicast, base[0][7].block_m, base[0][7].block_n,
+          (int)base[0][7].multicast);
+
+    CHECK(base[0][8].multicast == QG_MULTICAST_B, "contig_small mc %d", (int)base[0][8].multicast);
+    static const char *const values[] = {"", "base", "notall", "nomcb", "nomcbc", "sw8", "sw32",
+                                         "sw2", "notall+nomcb+nomcbc+sw64", "base+"};
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+        setenv("QGEMM_FP8_HEUR", values[v], 1);
+        const bool notall = strstr(values[v], "notall") != NULL;
+        const bool nomcb = strstr(values[v], "nomcb+") != NULL ||
+                           (strstr(values[v], "nomcb") && !strstr(values[v], "nomcbc"));
+        const bool nomcbc = strstr(values[v], "nomcbc") != NULL;
+        const char *sw = strstr(values[v], "sw");
+        const int swz = sw ? atoi(sw + 2) : 0;
+        for (int dev = 0; dev < 2; dev++)
+            for (int i = 0; i < num; i++) {
+                CHECK(qg_select_config(dev ? h100_ctx : h200, all[i], &cfg) == QG_SUCCESS,
+                      "QGEMM_FP8_HEUR %s: %s", values[v], qg_last_error());
+                const qg_config *b = &base[dev][i];
+                const bool h200_grouped_b = dev == 0 && all[i]->kind != QG_GEMM_DENSE;
+                int bm = b->block_m, bn = b->block_n;
+                qg_multicast mc = b->multicast;
+                if (notall && h200_grouped_b && i < 2) bm = 128, bn = 192, mc = QG_MULTICAST_B;
+                const bool moved_small = (nomcb && dev == 0 && i == 2) ||
+                                         (nomcbc && dev == 0 && i == 8);
+                CHECK(cfg.block_m == bm && cfg.block_n == bn &&
+                          (moved_small ? cfg.multicast != QG_MULTICAST_B : cfg.multicast == mc),
+                      "QGEMM_FP8_HEUR '%s', %s, problem %d: %dx%d mc %d, expected %dx%d mc %d%s",
+                      values[v], dev ? "H100" : "H200", i, cfg.block_m, cfg.block_n,
+                      (int)cfg.multicast, bm, bn, (int)mc, moved_small ? " (any but B)" : "");
+                const int want_sw = i == 5 ? 1 : swz && all[i]->k >= 6144 ? swz : 16;
+                CHECK(cfg.swizzle_group == want_sw, "QGEMM_FP8_HEUR '%s', %s, problem %d: "
+                      "swizzle %d, expected %d", values[v], dev ? "H100" : "H200", i,
+                      cfg.swizzle_group, want_sw);
+            }
+        /* a forced configuration keeps the default swizzle */
+        qg_config forced = {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B};
+        CHECK(qg_complete_config(h200, &contig, &forced) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(forced.swizzle_group == 16, "forced: swizzle %d under '%s'", forced.swizzle_group,
+              values[v]);
+    }
+    /* grouped B off: notall changes nothing (no B tile to take the rows) */
+    setenv("QGEMM_FP8_GROUPED_MCB", "0", 1);
+    setenv("QGEMM_FP8_HEUR", "notall", 1);
+    CHECK(qg_select_config(h200, &tall, &cfg) == QG_SUCCESS, "%s", qg_last_error());
+    CHECK(cfg.block_m == 256 && cfg.multicast == QG_MULTICAST_A, "notall without B: %dx%d %d",
+          cfg.block_m, cfg.block_n, (int)cfg.multicast);
+    unsetenv("QGEMM_FP8_GROUPED_MCB");
+    static const char *const bad[] = {"sw16", "sw", "sw8x", "notall+tall", "NOTALL", "sw128",
+                                      "nomcbcc"};
+    for (size_t v = 0; v < sizeof bad / sizeof bad[0]; v++) {
+        setenv("QGEMM_FP8_HEUR", bad[v], 1);
+        CHECK(qg_select_config(h200, &dense, &cfg) == QG_ERROR_INVALID_ARGUMENT,
+              "QGEMM_FP8_HEUR '%s' accepted", bad[v]);
+        CHECK(strstr(qg_last_error(), "QGEMM_FP8_HEUR") && strstr(qg_last_error(), bad[v]),
+              "message: %s", qg_last_error());
+        CHECK(qg_select_config_fp8out(h200, &dense, 0, &cfg) == QG_ERROR_INVALID_ARGUMENT,
+              "QGEMM_FP8_HEUR '%s' accepted (e4m3 D)", bad[v]);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
+        free(saved[i]);
+    }
+    qg_context_destroy(h200);
+    qg_context_destroy(h100_ctx);
+    PASS();
+}
+
 /* The B prefetch under PDL (qg__pdl_prefetch_kb): dense problems of one
  * m-block without split-K only, 1 to 4 K blocks a CTA, about 6 MiB of B over
  * the grid, never more K blocks than K has. */

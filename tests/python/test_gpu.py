@@ -285,7 +285,7 @@ def test_threads_share_one_context():
 # ---- grouped GEMMs -------------------------------------------------------------------
 
 
-def contiguous_problem(seed, g=4, n=576, k=1024):
+def contiguous_problem(seed, g=4, n=576, k=1024, sizes=None):
     """Inputs of a contiguous grouped GEMM with uneven experts (one empty) and
     an all-padding segment, and reference(a, sfa) -> (float64 product of the
     rows the GEMM writes, their mask). Every row of a 128-row segment whose
@@ -293,7 +293,9 @@ def contiguous_problem(seed, g=4, n=576, k=1024):
     (as DeepGEMM); segments that start with -1 are not."""
     align = qgemm.get_m_alignment_for_contiguous_layout()
     rng = random.Random(seed)
-    sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)][:g]
+    if sizes is None:
+        sizes = [rng.randrange(1, 3 * align), 0, align, rng.randrange(1, align)][:g]
+    g = len(sizes)
     starts, m = [], 0
     for e, size in enumerate(sizes):
         if e == 1:
@@ -442,6 +444,111 @@ def test_grouped_masked_groups_of_1024_rows(monkeypatch, k, expected_m, tile):
         qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, expected_m)
         torch.cuda.synchronize()
         assert_masked(d, counts, reference, a, sfa, seed, f", QGEMM_FP8_GROUPED_MCB {mcb}, {cfg}")
+
+
+# QGEMM_FP8_HEUR's alternatives to the heuristic's choice (issue 52; src/fp8_config.c
+# qg__fp8_heur), read per call: each must compute the same product. With grouped B multicast
+# on (QGEMM_FP8_GROUPED_MCB=1, as the H200's default) the masked problem of 4 x ~1228 expected
+# rows, 4096 x 6144, takes the tall 256x128 A by default and 128x192 B under notall (K >= 6144),
+# on H100 and H200 alike (bench/heur_table.py); 4 x ~300 rows at K 1536 take 128x192 B by
+# default and no B under nomcb. swN (K >= 6144) changes only the tiles' order: bitwise the
+# default's result.
+HEURS = ["notall", "nomcb", "nomcbc", "sw2", "sw8", "sw32", "sw64", "notall+nomcb+nomcbc+sw8"]
+
+
+def _tile(cfg):
+    return cfg["block_m"], cfg["block_n"], cfg["multicast"]
+
+
+@pytest.mark.parametrize("heur", HEURS)
+def test_fp8_heur_alternatives(monkeypatch, heur):
+    monkeypatch.setenv("QGEMM_FP8_GROUPED_MCB", "1")
+    seed = random.randrange(2 ** 31)
+    rng = random.Random(seed)
+    toks = heur.split("+")
+    sw = next((int(t[2:]) for t in toks if t.startswith("sw")), None)
+
+    def both(run, cfg_of, k):
+        """(default result, alternative result, default config, alternative config)"""
+        out = []
+        for h in (None, heur):
+            if h is None:
+                monkeypatch.delenv("QGEMM_FP8_HEUR", raising=False)
+            else:
+                monkeypatch.setenv("QGEMM_FP8_HEUR", h)
+            out.append((run(), cfg_of()))
+        (d0, c0), (d1, c1) = out
+        if sw is not None and k >= 6144:
+            assert c1["swizzle_group"] == sw, f"seed {seed}, {heur}: {c1}"
+        if _tile(c0) == _tile(c1):
+            assert torch.equal(bits(d0), bits(d1)), \
+                f"seed {seed}, {heur}: same tile {c1}, different bits from the default's {c0}"
+        return d0, d1, c0, c1
+
+    # masked: the tall groups (notall) and the small ones (nomcb)
+    for m_max, n, k, em, counts in [
+            (1280, 4096, 6144, 1228, [1280, 0, rng.randrange(129, 1280), 1000]),
+            (384, 4096, 1536, 300, [384, 0, rng.randrange(1, 384), 300])]:
+        counts_, a, sfa, b, sfb, masked_m, reference = masked_problem(
+            seed, m_max=m_max, n=n, k=k, counts=counts)
+
+        def run():
+            d = torch.full((len(counts), m_max, n), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+            qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), d, masked_m, em)
+            torch.cuda.synchronize()
+            return d
+
+        def cfg():
+            return qgemm.select_config(m_max, n, k, kind="masked", num_groups=len(counts),
+                                       expected_m=em)
+        d0, d1, c0, c1 = both(run, cfg, k)
+        what = f", QGEMM_FP8_HEUR {heur}, {c1} (default {c0})"
+        assert_masked(d1, counts, reference, a, sfa, seed, what)
+        if "notall" in toks and em > 1024:
+            assert _tile(c0) == (256, 128, 1) and _tile(c1) == (128, 192, 2), what
+        if "nomcb" in toks and em <= 512:
+            assert c0["multicast"] == 2 and c1["multicast"] != 2, what
+
+    # contiguous: the swizzle group; 16 experts of 129..384 rows, 4096 x 6144: 128x192 B by
+    # default, 128x192 A under nomcbc (experts averaging <= 512 rows)
+    for n, sizes in [(1536, None), (4096, [rng.randrange(129, 385) for _ in range(16)])]:
+        sizes, a, sfa, b, sfb, m_indices, valid, ref, _ = contiguous_problem(seed, n=n, k=6144,
+                                                                              sizes=sizes)
+
+        def run_c():
+            d = torch.full((a.shape[0], b.shape[1]), BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+            qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, m_indices)
+            torch.cuda.synchronize()
+            return d
+        _, d1, c0, c1 = both(run_c, lambda: qgemm.select_config(
+            a.shape[0], b.shape[1], 6144, kind="contiguous", num_groups=b.shape[0]), 6144)
+        what = f", contiguous, QGEMM_FP8_HEUR {heur}, {c1} (default {c0}), sizes {sizes}"
+        assert_matches(d1[valid], ref, seed, what)
+        assert (d1[~valid] == BF16_PATTERN).all(), f"seed {seed}{what}: padding rows written"
+        if "nomcbc" in toks and n == 4096:
+            assert c0["multicast"] == 2 and c1["multicast"] != 2, what
+
+    # dense: the swizzle group
+    dseed, a, sfa, b, sfb, ref = dense_problem(1000, 2112, 6144)
+
+    def run_d():
+        d = torch.full(ref.shape, BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+        qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+        torch.cuda.synchronize()
+        return d
+    _, d1, _, c1 = both(run_d, lambda: qgemm.select_config(1000, 2112, 6144), 6144)
+    assert_matches(d1, ref, dseed, f", dense, QGEMM_FP8_HEUR {heur}, {c1}")
+
+
+def test_fp8_heur_refuses_unknown_words(monkeypatch):
+    seed, a, sfa, b, sfb, ref = dense_problem(1000, 2112, 1536)
+    d = torch.full(ref.shape, BF16_PATTERN, dtype=torch.bfloat16, device=DEV)
+    for bad in ("sw16", "sw", "notall+tall", "NOTALL"):
+        monkeypatch.setenv("QGEMM_FP8_HEUR", bad)
+        with pytest.raises(Exception, match="QGEMM_FP8_HEUR"):
+            qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
+        torch.cuda.synchronize()
+        assert (d == BF16_PATTERN).all(), f"QGEMM_FP8_HEUR={bad}: a refused call wrote D"
 
 
 # ---- rejected calls write nothing -------------------------------------------------------
