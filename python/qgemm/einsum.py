@@ -187,7 +187,11 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     Letters may be renamed and spaces are ignored; other expressions raise
     NotImplementedError. As DeepGEMM: empty M, N (or B, H) return at once.
     """
-    canon = _canon(expr)
+    canon = _CANON.get(expr) if type(expr) is str else None
+    if canon is None:
+        canon = _canon(expr)
+    if canon == BMK_BNK_MN and use_cublaslt is False and _bmk_fast(a, b, d, c):
+        return
     if canon not in _NAMES:
         raise NotImplementedError(
             f"qgemm: einsum: expression {expr!r} is not supported; qgemm (as DeepGEMM) "
@@ -245,6 +249,69 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: Any = None) 
     _bmk_eager(a, b, d, c, splits)
 
 
+# os.environ's own bytes mapping where the platform has one (POSIX): a lookup there costs
+# ~0.03 us where os.environ.get costs ~0.6 us (it encodes the key and decodes the value) on
+# the CPU development machine; os.environ's setters and deleters keep it current. None
+# elsewhere: os.environ.get then.
+_ENV_BYTES: Any = getattr(os.environ, "_data", None) if os.name == "posix" else None
+if _ENV_BYTES is not None and not isinstance(next(iter(_ENV_BYTES), b""), bytes):
+    _ENV_BYTES = None
+
+
+def _env(name: str, bname: bytes) -> str:
+    """os.environ.get(name, ""), read now (every call), the cheap way where there is one."""
+    if _ENV_BYTES is not None:
+        v = _ENV_BYTES.get(bname)
+        return "" if v is None else os.fsdecode(v)
+    return os.environ.get(name, "")
+
+
+def _bmk_fast(a: Any, b: Any, d: Any, c: Any) -> bool:
+    """einsum('bmk,bnk->mn') for the plain call, the same launch as _bmk_bnk_mn's whole way
+    with fewer Python steps (its host cost is most of a call's at DeepGEMM's B = 129 rows,
+    issue 49's CUDA-event times): plain torch tensors (not traced, no subclass), bfloat16
+    a [B, M, K] and b [B, N, K] with unit last strides, d [M, N] float32 (c None or d
+    itself) or bfloat16 (c None) that the kernel addresses in place, M, N, B > 0, and the
+    extension's torch mode takes them (CUDA tensors). False, having done nothing, for
+    anything else: the whole way then checks, words any error and launches."""
+    torch = _d.TORCH
+    if torch is None:
+        return False
+    T = torch.Tensor
+    if type(a) is not T or type(b) is not T or type(d) is not T or \
+            (c is not None and c is not d) or _d.COMPILING():
+        return False
+    bf = torch.bfloat16
+    if a.dtype is not bf or b.dtype is not bf or a.dim() != 3 or b.dim() != 3 or d.dim() != 2:
+        return False
+    s, m, k = a.shape
+    s_, n, k_ = b.shape
+    f32 = d.dtype is torch.float32
+    if s_ != s or k_ != k or not s or not m or not n or d.shape[0] != m or d.shape[1] != n or \
+            not (f32 or (d.dtype is bf and c is None)) or a.stride(2) != 1 or b.stride(2) != 1:
+        return False
+    # _kernel_writable(d)
+    if (n > 1 and d.stride(1) != 1) or (m > 1 and d.stride(0) * (4 if f32 else 2) % 16) or \
+            d.data_ptr() % 16:
+        return False
+    if a.is_meta or b.is_meta or d.is_meta:
+        return False
+    reduce = _env(REDUCE_ENV, _REDUCE_ENV_B)
+    atomic = reduce in ("", "atomic")
+    v = _env(SPLITS_ENV, _SPLITS_ENV_B)
+    if v or s >= DG_RULE_MIN_BATCHES:
+        splits = _splits_of_env(m, n, s, k, d.device, atomic)
+    else:
+        splits = bmk_splits(m, n, s, k)
+    ws = None
+    if not (atomic and f32) and splits > 1:  # (one split: no workspace, _batch_sum's rule)
+        total, zero = _C.batch_sum_workspace_bytes(m, n, splits)
+        if total:
+            ws = _workspace(torch, d.device, total, zero)
+    return _C.bf16_gemm(_BATCH_SUM, a, b, d, c, ws, splits, None, 0,
+                        _d.TORCH_MODE) is not NotImplemented
+
+
 def _bmk_eager(a: Any, b: Any, d: Any, c: Any, splits: Any = None) -> None:
     """bmk,bnk->mn on checked, non-empty arguments (m, n, batches > 0): the batch sum."""
     torch = _d.torch_module()
@@ -274,6 +341,7 @@ def _kernel_writable(t: Any) -> bool:
 # (QGEMM_BMK_VARIANT, v1, v2 or v3[:sN], is the library's alone: the kernel's organisation, no
 # change here.)
 REDUCE_ENV = "QGEMM_BMK_REDUCE"
+_REDUCE_ENV_B = REDUCE_ENV.encode()
 
 
 def _reduce_is_atomic() -> bool:
@@ -358,6 +426,7 @@ def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
 # bmk_splits_dg, "wide" bmk_splits_wide, or a number (the nearest split count with no empty range, at most
 # min(batches, 1024)). Read at every call.
 SPLITS_ENV = "QGEMM_BMK_SPLITS"
+_SPLITS_ENV_B = SPLITS_ENV.encode()
 # The default, under either reduction: bmk_splits below DG_RULE_MIN_BATCHES batches,
 # bmk_splits_dg from there. Under the atomic reduction on the H200
 # (bench/results/2026-11-28-h200-24-int2/bmk-variants.log, "atomic" = dg everywhere,
@@ -504,7 +573,12 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     selects one FP8 GEMM a head instead (the path under torch.compile, whose
     custom ops are the per-head GEMMs).
     """
-    canon = _canon(expr)
+    canon = _CANON.get(expr) if type(expr) is str else None
+    if canon is None:
+        canon = _canon(expr)
+    if canon == BHR_HDR_BHD and c is None and type(recipe) is tuple and \
+            recipe == _dg.SUPPORTED_RECIPE and _fp8_fast(a, b, d):
+        return
     if canon != BHR_HDR_BHD:
         raise NotImplementedError(
             f"qgemm: fp8_einsum: expression {expr!r} is not supported; on SM90 qgemm (as "
@@ -545,6 +619,7 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     # The heads' views by one unbind a tensor (8 selects cost ~4x one unbind of 8 on the host),
     # each GEMM straight to the torch fast path (_C.gemm_torch) while not traced; what it does
     # not take (NotImplemented, or K = 0's ZERO_K) goes the whole way, which asks it again.
+    _einsum_variant()  # (a bad QGEMM_EINSUM_VARIANT refused here too, as on the fast path)
     sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
     # (R = 0: the loop's K = 0 handling zeroes d)
     if os.environ.get("QGEMM_FP8_EINSUM") != "loop" and r > 0 and not _d.COMPILING() and \
@@ -567,6 +642,79 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
 
 
 _BMM_NAMES = ("a", "sfa", "b", "sfb", "d")
+
+# QGEMM_EINSUM_VARIANT (read at every call): how fp8_einsum makes x's scales M-major for the
+# batched FP8 GEMM. Unset (or "old"): torch's copy (one elementwise kernel; its host cost is a
+# TensorIterator set-up, several us). "new": qgemm's scale transpose kernel
+# (qg_sf_transpose_mn_major, the one get_mn_major_tma_aligned_tensor runs) straight through
+# the extension's torch mode: the same values, one C call. Another value: ValueError.
+EINSUM_VARIANT_ENV = "QGEMM_EINSUM_VARIANT"
+_EINSUM_VARIANT_ENV_B = EINSUM_VARIANT_ENV.encode()
+_FP8_EINSUM_ENV_B = b"QGEMM_FP8_EINSUM"
+
+
+def _einsum_variant() -> bool:
+    """True for QGEMM_EINSUM_VARIANT=new, False for unset or old; ValueError otherwise."""
+    v = _env(EINSUM_VARIANT_ENV, _EINSUM_VARIANT_ENV_B)
+    if v in ("", "old"):
+        return False
+    if v == "new":
+        return True
+    raise ValueError(f"qgemm: fp8_einsum: {EINSUM_VARIANT_ENV}={v!r} must be old or new")
+
+
+def _sfa_mn_major(torch: Any, sfx: Any, h: int, kb: int, batch: int) -> Any:
+    """x's scales sfx [B, H, kb] as the batched GEMM's sfa [H, kb, B] (M-major, rows of
+    ld = B rounded up to 4 floats, 16-byte aligned: a fresh [H, kb, ld] tensor), copied by
+    torch (the default) or by qgemm's transpose kernel (QGEMM_EINSUM_VARIANT=new)."""
+    ld = (batch + 3) // 4 * 4
+    storage = sfx.new_empty((h, kb, ld))
+    sfa = storage if ld == batch else storage[:, :, :batch]
+    if not (_einsum_variant() and _C.sf_layout(_C.CAST_SF_MN_MAJOR, sfx.permute(1, 0, 2), storage,
+                                               None, ld, 0, 0, 0, 0, _d.TORCH_MODE)
+            is not NotImplemented):
+        sfa.copy_(sfx.permute(1, 2, 0))
+    return sfa
+
+
+def _fp8_fast(a: Any, b: Any, d: Any) -> bool:
+    """fp8_einsum('bhr,hdr->bhd') for the plain call, the same launches as the whole way with
+    fewer Python steps (issue 49: qgemm's host path cost 38 us a call where DeepGEMM's cost
+    22 on the H200, most of the B <= 128 rows' CUDA-event time): (x, sfx) and (y, sfy)
+    tuples of plain torch tensors (not traced), every dtype and shape as fp8_einsum
+    wants them, B, H, D, R > 0, unit last strides, sfy contiguous, the batched GEMM
+    (QGEMM_FP8_EINSUM not loop), a torch that exports float8 through DLPack and the
+    extension's torch mode taking the tensors (CUDA ones). False, having touched no output,
+    for anything else: the whole way then checks and words."""
+    torch = _d.TORCH
+    if torch is None or type(a) is not tuple or type(b) is not tuple or len(a) != 2 or \
+            len(b) != 2 or _d.TORCH_FP8_DLPACK is not True:
+        return False
+    x, sfx = a
+    y, sfy = b
+    T = torch.Tensor
+    if type(x) is not T or type(sfx) is not T or type(y) is not T or type(sfy) is not T or \
+            type(d) is not T or _d.COMPILING():
+        return False
+    e4, f32 = torch.float8_e4m3fn, torch.float32
+    if x.dtype is not e4 or y.dtype is not e4 or sfx.dtype is not f32 or \
+            sfy.dtype is not f32 or d.dtype is not torch.bfloat16 or x.dim() != 3 or \
+            y.dim() != 3 or d.dim() != 3 or sfx.dim() != 3 or sfy.dim() != 3:
+        return False
+    batch, h, r = x.shape
+    h_, n, r_ = y.shape
+    if h_ != h or r_ != r or not batch or not h or not n or not r:
+        return False
+    kb, nb = (r + 127) // 128, (n + 127) // 128
+    if sfx.shape != (batch, h, kb) or sfy.shape != (h, nb, kb) or d.shape != (batch, h, n) or \
+            (r > 1 and (x.stride(2) != 1 or y.stride(2) != 1)) or (n > 1 and d.stride(2) != 1) \
+            or not sfy.is_contiguous():
+        return False
+    if _env("QGEMM_FP8_EINSUM", _FP8_EINSUM_ENV_B) == "loop":
+        return False
+    sfa = _sfa_mn_major(torch, sfx, h, kb, batch)
+    return _C.fp8_bmm(x.permute(1, 0, 2), sfa, y, sfy, d.permute(1, 0, 2), None, 0, 0,
+                      _d.TORCH_MODE) is not NotImplemented
 
 
 def _fp8_bmm(a: Any, sfa: Any, b: Any, sfb: Any, d: Any) -> bool:

@@ -885,3 +885,157 @@ def test_fp8_einsum_batched_cpu_refusals(monkeypatch):
     from qgemm import _dispatch as dsp
     assert _C.fp8_bmm(x, sx.view(4, 8, 2), y, sy, d, None, 0, 0, dsp.TORCH_MODE) is NotImplemented
     assert _C.fp8_bmm(x[0], sx, y, sy, d, None, 0, 0, dsp.TORCH_MODE) is NotImplemented
+
+
+# ---- the plain calls' fast paths (issue 49: host cost) --------------------------------------
+
+
+class _Recorder:
+    """A stand-in for an extension entry point: records its arguments, answers `answer`."""
+
+    def __init__(self, answer=None, action=None):
+        self.calls, self.answer, self.action = [], answer, action
+
+    def __call__(self, *args):
+        self.calls.append(args)
+        if self.action is not None:
+            self.action(*args)
+        return self.answer
+
+
+@pytest.mark.parametrize("d_dtype,c_mode", [("float32", None), ("float32", "d"), ("bfloat16", None)])
+@pytest.mark.parametrize("reduce", ["", "tree", "atomic"])
+@pytest.mark.parametrize("splits_env", ["", "3", "dg"])
+@pytest.mark.parametrize("s", [1, 6, 1100])
+def test_bmk_fast_path_launches_what_the_whole_way_launches(monkeypatch, d_dtype, c_mode,
+                                                            reduce, splits_env, s):
+    """einsum('bmk,bnk->mn')'s fast path (_bmk_fast) hands _C.bf16_gemm exactly what the whole
+    way hands launch_bf16 (kind, the tensors themselves, the same kept workspace, the split
+    count under QGEMM_BMK_REDUCE / QGEMM_BMK_SPLITS), in the extension's torch mode."""
+    t = _torch()
+    import qgemm._runtime as runtime
+    monkeypatch.setattr(runtime, "get_num_sms", lambda device=None: 132)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", 16)  # several splits at these small shapes
+    for name, v in ((E.REDUCE_ENV, reduce), (E.SPLITS_ENV, splits_env)):
+        if v:
+            monkeypatch.setenv(name, v)
+        else:
+            monkeypatch.delenv(name, raising=False)
+    m, n, k = 24, 16, 8
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    d = t.zeros(m, n, dtype=getattr(t, d_dtype))
+    c = d if c_mode == "d" else None
+    # the whole way: on CPU tensors the extension's torch mode declines, launch_bf16 runs
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    (kind, a1, b1, d1, c1, ws1, splits1), = fake.calls
+    # the fast path: the extension (stubbed) takes the call
+    rec = _Recorder()
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert len(fake.calls) == 1, "the fast path went the whole way"
+    (args,) = rec.calls
+    assert args[0] == kind and args[1] is a1 and args[2] is b1 and args[3] is d1
+    assert args[4] is c1 and args[5] is ws1 and args[6] == splits1
+    assert args[7:] == (None, 0, _dispatch.TORCH_MODE)
+
+
+def test_bmk_fast_path_declines(monkeypatch):
+    """What the fast path leaves to the whole way (which copies, words or refuses): a d the
+    kernel cannot write in place, operands with a non-unit last stride, a c that is not d,
+    use_cublaslt, other dtypes and shapes, and the extension's NotImplemented."""
+    t = _torch()
+    rec = _Recorder(answer=NotImplemented)
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    a, b = _rand(3, 16, 8), _rand(3, 24, 8)
+    d = t.zeros(16, 24)
+    bad = [(a, b, t.zeros(24, 16).T, None),            # d not addressable: the copy
+           (_rand(3, 8, 16).mT, b, d, None),             # a's last stride 16: the copy
+           (a, b, d, t.zeros(16, 24)),                   # c another tensor
+           (a, b, t.zeros(16, 24, dtype=t.float16), None)]  # d half: the whole way's error
+    for aa, bb, dd, cc in bad:
+        try:
+            qdg.einsum("bmk,bnk->mn", aa, bb, dd, c=cc)
+        except ValueError as e:
+            assert "float32 or bfloat16" in str(e)
+    assert rec.calls == []  # none of them reached the fast path's launch
+    assert len(fake.calls) == 3
+    with pytest.raises(ValueError, match="no cuBLASLt path"):
+        qdg.einsum("bmk,bnk->mn", a, b, d, use_cublaslt=True)
+    qdg.einsum("bmk,bnk->mn", a, b, d)  # the extension declines: the whole way
+    assert len(rec.calls) == 1 and len(fake.calls) == 4
+
+
+@pytest.mark.parametrize("variant", ["", "old", "new"])
+@pytest.mark.parametrize("batch,h,r,dd", [(3, 2, 256, 128), (1, 3, 384, 256), (130, 2, 128, 64),
+                                          (4, 8, 640, 200)])
+def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, variant, batch,
+                                                                   h, r, dd):
+    """fp8_einsum's fast path (_fp8_fast) hands _C.fp8_bmm what the whole way hands it: x and
+    d viewed [H, B, .], y and sfy as they are, and x's scales M-major with the same values and
+    layout ([H, kb, B] rows of B rounded up to 4 floats, 16-byte aligned), made by torch's
+    copy or, QGEMM_EINSUM_VARIANT=new, by the scale transpose kernel (_C.sf_layout, stubbed
+    here by the same copy) in the extension's torch mode."""
+    t = _torch()
+    if variant:
+        monkeypatch.setenv(E.EINSUM_VARIANT_ENV, variant)
+    else:
+        monkeypatch.delenv(E.EINSUM_VARIANT_ENV, raising=False)
+    monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
+    monkeypatch.setattr(_dispatch, "TORCH_FP8_DLPACK", True)
+    x, sfx, y, sfy = _fp8_inputs(batch, h, r, dd)
+    z = t.full((batch, h, dd), 7.0, dtype=t.bfloat16)
+    kb = -(-r // 128)
+
+    def transpose(kind, sf, out, ks, ld, *rest):  # what the kernel writes
+        out[:, :, :sf.shape[1]].copy_(sf.transpose(1, 2))
+
+    lay = _Recorder(action=transpose)
+    monkeypatch.setattr(qgemm._C, "sf_layout", lay)
+    rec = _Recorder()
+    monkeypatch.setattr(qgemm._C, "fp8_bmm", rec)
+    fast, taken = E._fp8_fast, []
+    monkeypatch.setattr(E, "_fp8_fast", lambda *args: taken.append(fast(*args)) or taken[-1])
+    qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)  # the fast path
+    assert taken == [True]
+    monkeypatch.setattr(E, "_fp8_fast", lambda *args: False)
+    qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)  # the whole way
+    assert len(rec.calls) == 2
+    (xa, sfa, yb, sfb, d, cfg, e4, stream, no_sync), whole = rec.calls
+    assert (cfg, e4, stream, no_sync) == whole[5:]
+    assert yb is y and sfb is sfy
+    for got, want in ((xa, whole[0]), (d, whole[4])):
+        assert got.data_ptr() == want.data_ptr() and got.shape == want.shape
+        assert got.stride() == want.stride()
+    ld = (batch + 3) // 4 * 4
+    assert sfa.shape == whole[1].shape == (h, kb, batch)
+    assert sfa.stride() == whole[1].stride() == (kb * ld, ld, 1)
+    assert sfa.data_ptr() % 16 == 0
+    assert t.equal(sfa, whole[1]) and t.equal(sfa, sfx.permute(1, 2, 0))
+    if variant == "new":
+        (kind, sf, out, ks, ld_, *rest), = lay.calls
+        assert kind == qgemm._C.CAST_SF_MN_MAJOR and ks is None and ld_ == ld
+        assert tuple(rest) == (0, 0, 0, 0, _dispatch.TORCH_MODE)
+        assert sf.data_ptr() == sfx.data_ptr() and sf.shape == (h, batch, kb)
+        assert out.shape == (h, kb, ld) and out.is_contiguous()
+    else:
+        assert lay.calls == []
+    assert (z == 7.0).all()  # (the stubbed GEMM wrote nothing)
+
+
+def test_fp8_einsum_variant_env_is_checked(monkeypatch):
+    t = _torch()
+    monkeypatch.setattr(_dispatch, "TORCH_FP8_DLPACK", True)
+    monkeypatch.setattr(qgemm._C, "fp8_bmm", _Recorder())
+    x, sfx, y, sfy = _fp8_inputs(4, 2, 256, 128)
+    z = t.zeros(4, 2, 128, dtype=t.bfloat16)
+    monkeypatch.setenv(E.EINSUM_VARIANT_ENV, "newer")
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(E, "_fp8_fast", lambda *args: False)
+        with pytest.raises(ValueError, match="QGEMM_EINSUM_VARIANT='newer' must be old or new"):
+            qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)
+    assert (z == 0).all()
