@@ -266,6 +266,68 @@ def _env(name: str, bname: bytes) -> str:
     return os.environ.get(name, "")
 
 
+# QGEMM_EINSUM_VARIANT (read at every call; A/B runs, issue 49): "old" (unset: the default)
+# or "new" (every option below), or a '+'-separated list of the options:
+#   sfkernel  fp8_einsum makes x's scales M-major with qgemm's scale transpose kernel
+#             (qg_sf_transpose_mn_major, what get_mn_major_tma_aligned_tensor runs) through
+#             the extension's torch mode instead of torch's copy: the same values, one C call
+#             where torch's TensorIterator copy costs several us of host time;
+#   bf16cast  einsum('bmk,bnk->mn') with a bfloat16 d and more than one split (the atomic
+#             reduction) runs as DeepGEMM's does: the FP32 batch sum into an FP32 scratch
+#             [M, N] (zeroed by the library's memset first), then torch's cast into d. The
+#             kernel's own bf16 epilogue (the last arrival of each tile converting the
+#             workspace) ran 0.81-0.89x DeepGEMM's kineto time at B = 129 where the FP32 D
+#             rows ran 0.97-1.15x (bench/results/2026-11-28-h200-29-t4). Same sums; the bf16
+#             rounding of the FP32 total as before (not bitwise: the atomics' order is free).
+# Another value: ValueError (where a call reads it: fp8_einsum, and bmk,bnk->mn with a
+# bfloat16 d and more than one split).
+EINSUM_VARIANT_ENV = "QGEMM_EINSUM_VARIANT"
+_EINSUM_VARIANT_ENV_B = EINSUM_VARIANT_ENV.encode()
+VARIANT_SFKERNEL, VARIANT_BF16CAST = 1, 2
+_FP8_EINSUM_ENV_B = b"QGEMM_FP8_EINSUM"
+_VARIANT_BITS = {"": 0, "old": 0, "new": VARIANT_SFKERNEL | VARIANT_BF16CAST,
+                 "sfkernel": VARIANT_SFKERNEL, "bf16cast": VARIANT_BF16CAST}
+_VARIANTS: dict = {}  # value -> bits, for the values met (bounded: a handful)
+
+
+def _einsum_variant() -> int:
+    """QGEMM_EINSUM_VARIANT's option bits (VARIANT_*): 0 unset or old; ValueError for a
+    value that is not old, new or a '+'-list of sfkernel and bf16cast."""
+    v = _env(EINSUM_VARIANT_ENV, _EINSUM_VARIANT_ENV_B)
+    bits = _VARIANTS.get(v)
+    if bits is None:
+        bits = 0
+        for tok in v.split("+"):
+            if tok not in _VARIANT_BITS or (tok in ("", "old") and v != tok):
+                raise ValueError(f"qgemm: einsum: {EINSUM_VARIANT_ENV}={v!r} must be old, new or "
+                                 "a '+'-separated list of sfkernel and bf16cast")
+            bits |= _VARIANT_BITS[tok]
+        if len(_VARIANTS) < 64:
+            _VARIANTS[v] = bits
+    return bits
+
+
+# The FP32 scratch of the bf16cast variant, by (device, stream): float32 tensors of at least
+# M x N values, reused call after call on one stream (its calls run in order; the library
+# zeroes the part it uses first). A CUDA graph capture gets its own from the graph's pool.
+_SCRATCH: dict = {}
+
+
+def _f32_scratch(torch: Any, device: Any, m: int, n: int) -> Any:
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return torch.empty((m, n), dtype=torch.float32, device=device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        key: Any = (index, torch._C._cuda_getCurrentRawStream(index))
+    else:  # (CPU tensors: the tests' stand-in launches)
+        key = (str(device), 0)
+    buf = _SCRATCH.get(key)
+    if buf is None or buf.numel() < m * n:
+        buf = torch.empty(max(m * n, 1 << 16), dtype=torch.float32, device=device)
+        _SCRATCH[key] = buf
+    return buf[: m * n].view(m, n)
+
+
 def _bmk_fast(a: Any, b: Any, d: Any, c: Any) -> bool:
     """einsum('bmk,bnk->mn') for the plain call, the same launch as _bmk_bnk_mn's whole way
     with fewer Python steps (its host cost is most of a call's at DeepGEMM's B = 129 rows,
@@ -304,6 +366,14 @@ def _bmk_fast(a: Any, b: Any, d: Any, c: Any) -> bool:
     else:
         splits = bmk_splits(m, n, s, k)
     ws = None
+    if not f32 and atomic and splits > 1 and _einsum_variant() & VARIANT_BF16CAST:
+        # the FP32 sum into the scratch (the library zeroes it: c None), then torch's cast
+        w = _f32_scratch(torch, d.device, m, n)
+        if _C.bf16_gemm(_BATCH_SUM, a, b, w, None, None, splits, None, 0,
+                        _d.TORCH_MODE) is NotImplemented:
+            return False
+        d.copy_(w)
+        return True
     if not (atomic and f32) and splits > 1:  # (one split: no workspace, _batch_sum's rule)
         total, zero = _C.batch_sum_workspace_bytes(m, n, splits)
         if total:
@@ -386,6 +456,13 @@ def _batch_sum(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: int,
     c that is not d) the kernel cannot address in place (strides, alignment) goes through a
     contiguous copy."""
     m, n = d.shape
+    if atomic and splits > 1 and d.dtype == torch.bfloat16 and \
+            _einsum_variant() & VARIANT_BF16CAST:
+        # QGEMM_EINSUM_VARIANT=bf16cast: the FP32 sum into the scratch, then torch's cast
+        w = _f32_scratch(torch, d.device, m, n)
+        _d.launch_bf16(_BATCH_SUM, a, b, w, None, None, splits, None, None)
+        d.copy_(w)
+        return
     ws = None
     if not (atomic and d.dtype == torch.float32):  # an FP32 d is the atomics' own target
         total, zero = _C.batch_sum_workspace_bytes(m, n, splits)
@@ -643,36 +720,16 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
 
 _BMM_NAMES = ("a", "sfa", "b", "sfb", "d")
 
-# QGEMM_EINSUM_VARIANT (read at every call): how fp8_einsum makes x's scales M-major for the
-# batched FP8 GEMM. Unset (or "old"): torch's copy (one elementwise kernel; its host cost is a
-# TensorIterator set-up, several us). "new": qgemm's scale transpose kernel
-# (qg_sf_transpose_mn_major, the one get_mn_major_tma_aligned_tensor runs) straight through
-# the extension's torch mode: the same values, one C call. Another value: ValueError.
-EINSUM_VARIANT_ENV = "QGEMM_EINSUM_VARIANT"
-_EINSUM_VARIANT_ENV_B = EINSUM_VARIANT_ENV.encode()
-_FP8_EINSUM_ENV_B = b"QGEMM_FP8_EINSUM"
-
-
-def _einsum_variant() -> bool:
-    """True for QGEMM_EINSUM_VARIANT=new, False for unset or old; ValueError otherwise."""
-    v = _env(EINSUM_VARIANT_ENV, _EINSUM_VARIANT_ENV_B)
-    if v in ("", "old"):
-        return False
-    if v == "new":
-        return True
-    raise ValueError(f"qgemm: fp8_einsum: {EINSUM_VARIANT_ENV}={v!r} must be old or new")
-
-
 def _sfa_mn_major(torch: Any, sfx: Any, h: int, kb: int, batch: int) -> Any:
     """x's scales sfx [B, H, kb] as the batched GEMM's sfa [H, kb, B] (M-major, rows of
     ld = B rounded up to 4 floats, 16-byte aligned: a fresh [H, kb, ld] tensor), copied by
-    torch (the default) or by qgemm's transpose kernel (QGEMM_EINSUM_VARIANT=new)."""
+    torch (the default) or by qgemm's transpose kernel (QGEMM_EINSUM_VARIANT=sfkernel)."""
     ld = (batch + 3) // 4 * 4
     storage = sfx.new_empty((h, kb, ld))
     sfa = storage if ld == batch else storage[:, :, :batch]
-    if not (_einsum_variant() and _C.sf_layout(_C.CAST_SF_MN_MAJOR, sfx.permute(1, 0, 2), storage,
-                                               None, ld, 0, 0, 0, 0, _d.TORCH_MODE)
-            is not NotImplemented):
+    if not (_einsum_variant() & VARIANT_SFKERNEL and
+            _C.sf_layout(_C.CAST_SF_MN_MAJOR, sfx.permute(1, 0, 2), storage, None, ld, 0, 0, 0,
+                         0, _d.TORCH_MODE) is not NotImplemented):
         sfa.copy_(sfx.permute(1, 2, 0))
     return sfa
 

@@ -492,16 +492,24 @@ def _gpu():
                                       for m, n, k in ((128, 384, 128), (256, 256, 256),
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
-@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide",
+                                    "atomic-bf16cast"])
 def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v3:
     QGEMM_BMK_VARIANT=v3 (16-byte reductions; a bf16 d's batched last-arrival loads, its
     plan as an FP32 d's: v2's); atomic-v3-wide: and QGEMM_BMK_SPLITS=wide (the wider
-    tiles: 128x192, 128x256)."""
+    tiles: 128x192, 128x256); atomic-bf16cast: QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d
+    as DeepGEMM's: the FP32 sum into a kept scratch, then torch's cast), the default
+    QGEMM_BMK_VARIANT."""
     t = _gpu()
     if reduce.endswith("-wide") and s == 1:
         pytest.skip("one batch: one split, no reduction")
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce else "v1")
+    if reduce.endswith("-bf16cast"):
+        monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "bf16cast")
+        monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
+    else:
+        monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
+        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce else "v1")
     if reduce.endswith("-wide"):
         monkeypatch.setenv("QGEMM_BMK_SPLITS", "wide")
     reduce = reduce.split("-")[0]
@@ -534,14 +542,20 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
 @pytest.mark.parametrize("s,splits", [(1, 1), (2, 2), (3, 3), (3, 2), (129, 43), (129, 129),
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
-@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-bf16cast"])
 def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
     values before each), columns past N untouched (d a view of a wider buffer). atomic-v3:
-    QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads)."""
+    QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads); atomic-bf16cast:
+    QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d through the FP32 scratch and torch's cast)."""
     t = _gpu()
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if reduce == "atomic-v3" else "v1")
+    if reduce == "atomic-bf16cast":
+        monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "bf16cast")
+        monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
+    else:
+        monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
+        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if reduce == "atomic-v3" else "v1")
     reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
@@ -626,20 +640,29 @@ def test_gpu_fp8_einsum_batched_matches_per_head(monkeypatch, batch, h, r, dd):
         yq[i], sy[i] = qgemm.per_block_cast_to_fp8(y[i], use_ue8m0=False)
     ref = t.einsum("bhr,hdr->bhd", dequant_a(xq, sx), dequant_b(yq, sy))
     outs = {}
-    for mode in ("loop", "batched"):
-        if mode == "batched":
+    for mode in ("loop", "batched", "batched-sfkernel"):
+        if mode.startswith("batched"):
             monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
         else:
             monkeypatch.setenv("QGEMM_FP8_EINSUM", "loop")
+        # QGEMM_EINSUM_VARIANT=sfkernel: x's scales transposed by qgemm's kernel, same bytes
+        monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "sfkernel" if mode.endswith("sfkernel")
+                           else "old")
         wide = t.full((batch, h, dd + 8), -1234.0, device="cuda", dtype=t.bfloat16)
         z = wide[:, :, :dd]
-        qdg.fp8_einsum("bhr,hdr->bhd", (xq, sx), (yq, sy), z)
+        sxx = sx
+        if mode == "batched-sfkernel":  # (and x's scales a strided view: the kernel's strides)
+            kb = sx.shape[2]
+            sxx = t.full((batch, h, kb + 3), float("nan"), device="cuda")[:, :, :kb]
+            sxx.copy_(sx)
+        qdg.fp8_einsum("bhr,hdr->bhd", (xq, sxx), (yq, sy), z)
         t.cuda.synchronize()
         assert (wide[:, :, dd:] == -1234.0).all(), f"{mode}: padding between heads written"
         assert calc_diff(z, ref) < 1e-5, mode
         outs[mode] = z.clone()
-    assert t.equal(outs["loop"].view(t.int16), outs["batched"].view(t.int16)), \
-        f"batched and per-head bytes differ: calc_diff {calc_diff(outs['loop'], outs['batched'])}"
+    for mode in ("batched", "batched-sfkernel"):
+        assert t.equal(outs["loop"].view(t.int16), outs[mode].view(t.int16)), \
+            f"{mode} and per-head bytes differ: calc_diff {calc_diff(outs['loop'], outs[mode])}"
 
 
 @pytest.mark.parametrize("m", [128, 300])
@@ -969,7 +992,7 @@ def test_bmk_fast_path_declines(monkeypatch):
     assert len(rec.calls) == 1 and len(fake.calls) == 4
 
 
-@pytest.mark.parametrize("variant", ["", "old", "new"])
+@pytest.mark.parametrize("variant", ["", "old", "new", "sfkernel", "bf16cast"])
 @pytest.mark.parametrize("batch,h,r,dd", [(3, 2, 256, 128), (1, 3, 384, 256), (130, 2, 128, 64),
                                           (4, 8, 640, 200)])
 def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, variant, batch,
@@ -1015,7 +1038,7 @@ def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, 
     assert sfa.stride() == whole[1].stride() == (kb * ld, ld, 1)
     assert sfa.data_ptr() % 16 == 0
     assert t.equal(sfa, whole[1]) and t.equal(sfa, sfx.permute(1, 2, 0))
-    if variant == "new":
+    if variant in ("new", "sfkernel"):
         (kind, sf, out, ks, ld_, *rest), = lay.calls
         assert kind == qgemm._C.CAST_SF_MN_MAJOR and ks is None and ld_ == ld
         assert tuple(rest) == (0, 0, 0, 0, _dispatch.TORCH_MODE)
@@ -1036,6 +1059,50 @@ def test_fp8_einsum_variant_env_is_checked(monkeypatch):
     for fast in (True, False):
         if not fast:
             monkeypatch.setattr(E, "_fp8_fast", lambda *args: False)
-        with pytest.raises(ValueError, match="QGEMM_EINSUM_VARIANT='newer' must be old or new"):
+        with pytest.raises(ValueError, match="QGEMM_EINSUM_VARIANT='newer' must be old, new or"):
             qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)
     assert (z == 0).all()
+
+
+@pytest.mark.parametrize("variant", ["bf16cast", "new", "sfkernel+bf16cast"])
+@pytest.mark.parametrize("s", [1, 6, 40])
+def test_bmk_bf16cast_variant(monkeypatch, variant, s):
+    """QGEMM_EINSUM_VARIANT=bf16cast (or new): a bfloat16 d with more than one split under
+    the atomic reduction is DeepGEMM's composition: the FP32 batch sum into a kept FP32
+    scratch (c None: the library zeroes it), then torch's cast into d; the whole way and
+    the fast path launch the same; one split (or the tree) is the default's launch."""
+    t = _torch()
+    monkeypatch.setenv(E.EINSUM_VARIANT_ENV, variant)
+    monkeypatch.delenv(E.REDUCE_ENV, raising=False)
+    monkeypatch.delenv(E.SPLITS_ENV, raising=False)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", 16)
+    m, n, k = 24, 16, 8
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    ref = (a.double() @ b.double().mT).sum(0)
+    splits = E.bmk_splits(m, n, s, k)
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    d = t.full((m, n), 3.0, dtype=t.bfloat16)
+    qdg.einsum("bmk,bnk->mn", a, b, d)  # (CPU tensors: the whole way)
+    assert calc_diff(d, ref) < 1e-5
+    (kind, _, _, w, c, ws, sp), = fake.calls
+    assert sp == splits and c is None and ws is None
+    if splits > 1:
+        assert w is not d and w.dtype == t.float32 and w.shape == (m, n) and w.is_contiguous()
+        assert t.equal(d, w.to(t.bfloat16))
+    else:
+        assert w is d
+    rec = _Recorder(action=lambda kind, a_, b_, d_, c_, *rest: fake(kind, a_, b_, d_, c_, rest[0],
+                                                                     rest[1], None, None))
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    d2 = t.full((m, n), 3.0, dtype=t.bfloat16)
+    qdg.einsum("bmk,bnk->mn", a, b, d2)  # the fast path, the stub computing as the fake
+    assert len(rec.calls) == 1 and t.equal(d2, d)
+    got = rec.calls[0]
+    assert got[0] == kind and got[4] is None and got[5] is None and got[6] == splits
+    assert (got[3] is d2) == (splits == 1)
+    if splits > 1:
+        assert got[3].data_ptr() == w.data_ptr()  # the kept scratch
+    monkeypatch.setenv(E.REDUCE_ENV, "tree")  # the tree: the default's launch
+    qdg.einsum("bmk,bnk->mn", a, b, d2)
+    assert rec.calls[-1][3] is d2
