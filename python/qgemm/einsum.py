@@ -190,7 +190,10 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     canon = _CANON.get(expr) if type(expr) is str else None
     if canon is None:
         canon = _canon(expr)
-    if canon == BMK_BNK_MN and use_cublaslt is False and _bmk_fast(a, b, d, c):
+    if use_cublaslt is False and c is None and canon in _PER_HEAD_FLAGS:
+        if _per_head_fast(_PER_HEAD_FLAGS[canon], a, b, d):
+            return
+    elif canon == BMK_BNK_MN and use_cublaslt is False and _bmk_fast(a, b, d, c):
         return
     if canon not in _NAMES:
         raise NotImplementedError(
@@ -581,6 +584,41 @@ def bmk_splits_wide(m: int, n: int, batches: int, k: int, num_sms: int) -> int:
     per = max(-(-per_cta // kb), -(-2 // kb), 1)
     want = min(-(-batches // per), MAX_BATCHES)
     return _whole_splits(batches, want)
+
+
+# the batched kind's view flags of each per-head expression (_per_head: bit 0 a and d read
+# [H, B, .], bit 1 b's last two dimensions swapped)
+_PER_HEAD_FLAGS = {BHR_HDR_BHD: 1, BHD_HDR_BHR: 3}
+
+
+def _per_head_fast(flags: int, a: Any, b: Any, d: Any) -> bool:
+    """The per-head expressions' plain call, the same launch as _per_head's with fewer Python
+    steps (issue 49: at B = 4-128 a call's host cost is most of its CUDA-event time): plain
+    torch tensors (not traced), bfloat16, a [B, H, R] (resp. [B, H, D]), b [H, D, R] and d as
+    _per_head wants them, unit last strides, B, H, N > 0, H <= MAX_BATCHES, and the
+    extension's torch mode taking them (CUDA tensors). False, nothing done, otherwise."""
+    torch = _d.TORCH
+    if torch is None:
+        return False
+    T = torch.Tensor
+    if type(a) is not T or type(b) is not T or type(d) is not T or _d.COMPILING():
+        return False
+    bf = torch.bfloat16
+    if a.dtype is not bf or b.dtype is not bf or d.dtype is not bf or a.dim() != 3 or \
+            b.dim() != 3 or d.dim() != 3:
+        return False
+    batch, h, r = a.shape
+    if flags == 1:  # bhr,hdr->bhd: b [H, N, R]
+        h_, n, r_ = b.shape
+    else:  # bhd,hdr->bhr: b [H, R, N] (R here the contracted D)
+        h_, r_, n = b.shape
+    if h_ != h or r_ != r or d.shape[0] != batch or d.shape[1] != h or d.shape[2] != n or \
+            not batch or not h or not n or h > MAX_BATCHES or \
+            (r > 1 and a.stride(2) != 1) or (b.shape[2] > 1 and b.stride(2) != 1) or \
+            (n > 1 and d.stride(2) != 1):
+        return False
+    return _C.bf16_gemm(_BATCHED, a, b, d, None, None, flags, None, 0,
+                        _d.TORCH_MODE) is not NotImplemented
 
 
 def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool) -> None:

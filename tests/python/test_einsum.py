@@ -1106,3 +1106,45 @@ def test_bmk_bf16cast_variant(monkeypatch, variant, s):
     monkeypatch.setenv(E.REDUCE_ENV, "tree")  # the tree: the default's launch
     qdg.einsum("bmk,bnk->mn", a, b, d2)
     assert rec.calls[-1][3] is d2
+
+
+@pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr", "xyz, ywz -> xyw"])
+@pytest.mark.parametrize("batch,h", [(4, 2), (1, 1), (3, 5)])
+def test_per_head_fast_path_launches_what_the_whole_way_launches(monkeypatch, expr, batch, h):
+    """The per-head expressions' fast path (_per_head_fast) hands _C.bf16_gemm what the whole
+    way hands launch_bf16: the batched kind, a, b and d themselves (b a [:, :, :r] view), the
+    view flags (1: bhr,hdr->bhd, 3: bhd,hdr->bhr), in the extension's torch mode; what it
+    does not take (a c, use_cublaslt, a bad shape, the extension's NotImplemented) goes the
+    whole way."""
+    t = _torch()
+    nt = parse_expr(expr)[0] == BHR_HDR_BHD
+    r, dd = 16, 8
+    x = _rand(batch, h, r if nt else dd)
+    fy = _rand(h, dd, r + 8)
+    y = fy[:, :, :r] if nt else _rand(h, dd, r)
+    z = t.zeros(batch, h, dd if nt else r, dtype=t.bfloat16)
+    fake, raw = FakeBF16(), []
+    monkeypatch.setattr(_dispatch, "launch_bf16",
+                        lambda *args: raw.append(args[:7]) or fake(*args))
+    qgemm.einsum(expr, x, y, z)  # CPU tensors: the extension declines, the whole way
+    assert calc_diff(z, t.einsum("bhr,hdr->bhd" if nt else "bhd,hdr->bhr", x.double(),
+                                 y.double())) < 1e-5
+    (kind, a1, b1, d1, c1, idx1, flags1), = raw
+    rec = _Recorder()
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    qgemm.einsum(expr, x, y, z)
+    assert len(raw) == 1, "the fast path went the whole way"
+    (args,) = rec.calls
+    assert args[0] == kind == qgemm._C.KIND_BF16_BATCHED and args[6] == flags1 == (1 if nt else 3)
+    assert args[1] is a1 is x and args[2] is b1 is y and args[3] is d1 is z
+    assert args[4] is None is c1 and args[5] is None is idx1
+    assert args[7:] == (None, 0, _dispatch.TORCH_MODE)
+    with pytest.raises(ValueError, match="takes no c"):
+        qgemm.einsum(expr, x, y, z, c=z)
+    with pytest.raises(ValueError):
+        qgemm.einsum(expr, x, y, z[:, :, :-1])
+    qgemm.einsum(expr, x, y, z, use_cublaslt=True)
+    assert len(rec.calls) == 1 and len(raw) == 1
+    rec.answer = NotImplemented
+    qgemm.einsum(expr, x, y, z)
+    assert len(rec.calls) == 2 and len(raw) == 2
