@@ -1148,3 +1148,43 @@ def test_per_head_fast_path_launches_what_the_whole_way_launches(monkeypatch, ex
     rec.answer = NotImplemented
     qgemm.einsum(expr, x, y, z)
     assert len(rec.calls) == 2 and len(raw) == 2
+
+
+@pytest.mark.parametrize("variant", ["old", "bf16cast"])
+@pytest.mark.parametrize("fp32", [True, False])
+def test_gpu_bmk_graph_replay(monkeypatch, variant, fp32):
+    """einsum('bmk,bnk->mn') captured in a CUDA graph (the fast path's workspace, or the
+    bf16cast variant's FP32 scratch, from the graph's pool) and replayed on new values in
+    the same buffers, with an eager call on the same stream between the replays (its kept
+    workspace / scratch must not be the graph's): each against float64."""
+    t = _gpu()
+    monkeypatch.setenv("QGEMM_EINSUM_VARIANT", variant)
+    monkeypatch.delenv("QGEMM_BMK_REDUCE", raising=False)
+    s, m, n, k = 129, 200, 136, 64
+    dt = t.float32 if fp32 else t.bfloat16
+
+    def make():
+        return (t.randn((s, m, k), dtype=t.bfloat16, device="cuda"),
+                t.randn((s, n, k), dtype=t.bfloat16, device="cuda"))
+
+    a, b = make()
+    d = t.full((m, n), float("nan"), dtype=dt, device="cuda")
+    if fp32:
+        d.zero_()
+    qdg.einsum("bmk,bnk->mn", a, b, d)  # warm-up: the JIT outside the graph
+    t.cuda.synchronize()
+    graph = t.cuda.CUDAGraph()
+    with t.cuda.graph(graph):
+        qdg.einsum("bmk,bnk->mn", a, b, d)
+    for _ in range(2):
+        na, nb = make()
+        a.copy_(na)
+        b.copy_(nb)
+        d.fill_(float("nan"))
+        graph.replay()
+        a2, b2 = make()
+        d2 = t.full((m, n), float("nan"), dtype=dt, device="cuda")
+        qdg.einsum("bmk,bnk->mn", a2, b2, d2)  # eager, between the replays
+        t.cuda.synchronize()
+        assert calc_diff(d, t.bmm(a.double(), b.double().mT).sum(0)) < 1e-5
+        assert calc_diff(d2, t.bmm(a2.double(), b2.double().mT).sum(0)) < 1e-5
