@@ -808,7 +808,8 @@ def _fp8_fast(a: Any, b: Any, d: Any) -> bool:
     if _env("QGEMM_FP8_EINSUM", _FP8_EINSUM_ENV_B) == "loop":
         return False
     sfa = _sfa_mn_major(torch, sfx, h, kb, batch)
-    return _C.fp8_bmm(x.permute(1, 0, 2), sfa, y, sfy, d.permute(1, 0, 2), None, 0, 0,
+    # (x and d as they are: the extension reads them [H, B, .], FP8_BMM_EINSUM_VIEWS)
+    return _C.fp8_bmm(x, sfa, y, sfy, d, None, _C.FP8_BMM_EINSUM_VIEWS, 0,
                       _d.TORCH_MODE) is not NotImplemented
 
 

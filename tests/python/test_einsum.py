@@ -998,7 +998,8 @@ def test_bmk_fast_path_declines(monkeypatch):
 def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, variant, batch,
                                                                    h, r, dd):
     """fp8_einsum's fast path (_fp8_fast) hands _C.fp8_bmm what the whole way hands it: x and
-    d viewed [H, B, .], y and sfy as they are, and x's scales M-major with the same values and
+    d (as they are, with the flag that has the extension read them [H, B, .], where the whole
+    way passes torch's permuted views), y and sfy as they are, and x's scales M-major with the same values and
     layout ([H, kb, B] rows of B rounded up to 4 floats, 16-byte aligned), made by torch's
     copy or, QGEMM_EINSUM_VARIANT=new, by the scale transpose kernel (_C.sf_layout, stubbed
     here by the same copy) in the extension's torch mode."""
@@ -1028,9 +1029,12 @@ def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, 
     qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)  # the whole way
     assert len(rec.calls) == 2
     (xa, sfa, yb, sfb, d, cfg, e4, stream, no_sync), whole = rec.calls
-    assert (cfg, e4, stream, no_sync) == whole[5:]
-    assert yb is y and sfb is sfy
+    # x and d themselves, the extension making their [H, B, .] views (FP8_BMM_EINSUM_VIEWS)
+    assert e4 == qgemm._C.FP8_BMM_EINSUM_VIEWS and whole[6] == 0
+    assert (cfg, stream, no_sync) == (whole[5],) + whole[7:]
+    assert xa is x and d is z and yb is y and sfb is sfy
     for got, want in ((xa, whole[0]), (d, whole[4])):
+        got = got.permute(1, 0, 2)
         assert got.data_ptr() == want.data_ptr() and got.shape == want.shape
         assert got.stride() == want.stride()
     ld = (batch + 3) // 4 * 4
