@@ -176,6 +176,9 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     as DeepGEMM's, straight into an FP32 d, through a workspace kept zero
     between calls for a bf16 d; QGEMM_BMK_REDUCE=tree: a fixed tree instead,
     bitwise deterministic, slower). No fill or copy kernel of its own.
+    ``QGEMM_EINSUM_VARIANT=bf16cast`` (or ``new``; A/B runs): a bf16 d with more
+    than one split as DeepGEMM's: the FP32 sum into a kept FP32 scratch (zeroed
+    by the library's memset), then torch's cast into d.
 
     ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
     a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
@@ -686,7 +689,9 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
 
     The environment variable ``QGEMM_FP8_EINSUM=loop`` (read at each call)
     selects one FP8 GEMM a head instead (the path under torch.compile, whose
-    custom ops are the per-head GEMMs).
+    custom ops are the per-head GEMMs). ``QGEMM_EINSUM_VARIANT=sfkernel`` (or
+    ``new``; A/B runs) copies the scales with qgemm's scale transpose kernel
+    instead of torch's copy (the same values).
     """
     canon = _CANON.get(expr) if type(expr) is str else None
     if canon is None:
