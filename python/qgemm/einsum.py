@@ -763,6 +763,7 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
 
 _BMM_NAMES = ("a", "sfa", "b", "sfb", "d")
 
+
 def _sfa_mn_major(torch: Any, sfx: Any, h: int, kb: int, batch: int) -> Any:
     """x's scales sfx [B, H, kb] as the batched GEMM's sfa [H, kb, B] (M-major, rows of
     ld = B rounded up to 4 floats, 16-byte aligned: a fresh [H, kb, ld] tensor), copied by

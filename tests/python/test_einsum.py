@@ -999,10 +999,10 @@ def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, 
                                                                    h, r, dd):
     """fp8_einsum's fast path (_fp8_fast) hands _C.fp8_bmm what the whole way hands it: x and
     d (as they are, with the flag that has the extension read them [H, B, .], where the whole
-    way passes torch's permuted views), y and sfy as they are, and x's scales M-major with the same values and
-    layout ([H, kb, B] rows of B rounded up to 4 floats, 16-byte aligned), made by torch's
-    copy or, QGEMM_EINSUM_VARIANT=new, by the scale transpose kernel (_C.sf_layout, stubbed
-    here by the same copy) in the extension's torch mode."""
+    way passes torch's permuted views), y and sfy as they are, and x's scales M-major with
+    the same values and layout ([H, kb, B] rows of B rounded up to 4 floats, 16-byte
+    aligned), made by torch's copy or, QGEMM_EINSUM_VARIANT=new / sfkernel, by the scale
+    transpose kernel (_C.sf_layout, stubbed here by the same copy) in the torch mode."""
     t = _torch()
     if variant:
         monkeypatch.setenv(E.EINSUM_VARIANT_ENV, variant)
