@@ -38,7 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # the extension's launching entry points and the argument counts they take
 STUBS = {"bf16_gemm": 10, "cast": 13, "sf_layout": 10, "mqa_logits": 11, "paged_mqa_schedule": 5,
-         "paged_mqa_logits": 11, "hc_prenorm": 7, "gemm_torch": 9, "gemm": 12}
+         "paged_mqa_logits": 11, "hc_prenorm": 7, "gemm_torch": 9, "gemm": 12,
+         "fp8_bmm": 9}
 
 
 def make_stub(name, nargs):

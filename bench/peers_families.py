@@ -210,7 +210,7 @@ def family_case(case: Dict[str, Any], row: Dict[str, Any], libs: Dict[str, Any],
         d0 = torch.randn((m, n), dtype=dt, device="cuda")
         ref = torch.einsum("bmk,bnk->mn", a.double(), bb.double()) + (d0.double() if case["f32"] else 0)
         row.update(shape=f"{b_}x{m}x{n}x{k}", d="fp32" if case["f32"] else "bf16", accumulate=case["f32"],
-                   flops=2.0 * b_ * m * n * k)
+                   flops=2.0 * b_ * m * n * k, expr=case["expr"])
         for lib, mod in peers.items():
             dl = d0.clone()
             fns[lib] = (lambda mod=mod, dl=dl: mod.einsum("bmk,bnk->mn", a, bb, dl, c=dl if case["f32"] else None))
@@ -220,7 +220,7 @@ def family_case(case: Dict[str, Any], row: Dict[str, Any], libs: Dict[str, Any],
         b_, h, r, dd_ = case["b"], case["h"], case["r"], case["d"]
         fp8 = case["expr"].startswith("fp8")
         expr = case["expr"].split()[-1]
-        row.update(shape=f"{b_}x{h}x{r}x{dd_}", flops=2.0 * b_ * h * r * dd_)
+        row.update(shape=f"{b_}x{h}x{r}x{dd_}", flops=2.0 * b_ * h * r * dd_, expr=case["expr"])
         if expr == "bhr,hdr->bhd":
             x = torch.randn((b_, h, r), device="cuda", dtype=torch.bfloat16)
             y = torch.randn((h, dd_, r + (0 if fp8 else 128)), device="cuda", dtype=torch.bfloat16)[:, :, :r]
@@ -604,8 +604,10 @@ def main() -> int:
                    help="every kind: also time qgemm with NAME=VALUE set around each call (a per-call "
                         "env knob, e.g. QGEMM_HC_VARIANT=acc4+fit or QGEMM_PMQA_VARIANT=dual2), in the "
                         "columns --old-plan uses")
-    p.add_argument("--where", default="", help="keep only the rows whose fields match every field=value pair, "
-                   "'|'-separated (e.g. 'expr=fp8 bhr,hdr->bhd'); values compared as text")
+    p.add_argument("--where", action="append", default=[],
+                   help="keep only the rows whose fields match every field=value pair, "
+                   "'|'-separated (e.g. 'expr=fp8 bhr,hdr->bhd'); values compared as text; given "
+                   "more than once, the rows any of them keeps")
     args = p.parse_args()
     global OLD_PLAN, ALT_ENV
     if args.old_plan:
@@ -636,11 +638,14 @@ def main() -> int:
     kinds = [k for k in args.kinds.split(",") if k]
     cases = [c for c in bf16_cases(gen, torch) + family_cases() if c["kind"] in kinds]
     if args.where:
-        pairs = [w.split("=", 1) for w in args.where.split("|") if w]
-        bad = [w for w in pairs if len(w) != 2]
-        if bad:
-            p.error(f"--where: expected field=value pairs separated by '|', got {args.where!r}")
-        cases = [c for c in cases if all(str(c.get(k)) == v for k, v in pairs)]
+        groups = []
+        for where in args.where:
+            pairs = [w.split("=", 1) for w in where.split("|") if w]
+            if any(len(w) != 2 for w in pairs):
+                p.error(f"--where: expected field=value pairs separated by '|', got {where!r}")
+            groups.append(pairs)
+        cases = [c for c in cases if any(all(str(c.get(k)) == v for k, v in pairs)
+                                         for pairs in groups)]
     if args.max_rows:  # evenly spread over each kind's list (its first and last kept)
         kept = []
         for kind in kinds:

@@ -79,6 +79,15 @@
  *                                            optionally :sN (the atomic reduction's
  *                                            stages capped at N, 4..16); another value
  *                                            fails the call, naming it
+ *   QGEMM_EINSUM_VARIANT old                 read by the Python package (qgemm.einsum,
+ *                                            fp8_einsum), not by the library (A/B runs,
+ *                                            issue 49): old, new (both options) or a
+ *                                            '+'-list of sfkernel (fp8_einsum's x scales
+ *                                            made M-major by qgemm's transpose kernel,
+ *                                            not torch's copy) and bf16cast (bmk,bnk->mn
+ *                                            with a bf16 d: the FP32 sum into a scratch,
+ *                                            then torch's cast, as DeepGEMM); another
+ *                                            value raises ValueError
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_FP8OUT_VARIANT (unset: new+epi)   the e4m3-D split tiles' organisation (A/B runs,
@@ -167,6 +176,10 @@ const qg_env_knob qg__env_knobs[] = {
      "v2 (a bf16 D's last arrival loads its region's sums at once) or v3 (and 16-byte "
      "reductions), optionally :sN (the atomic "
      "reduction's stages capped at N, 4..16)", "v3:s4"},
+    {"QGEMM_EINSUM_VARIANT", "(the Python package's einsum / fp8_einsum) old, new (both options) "
+     "or a '+'-list of sfkernel (fp8_einsum's x scales made M-major by qgemm's transpose kernel, "
+     "not torch's copy) and bf16cast (bmk,bnk->mn with a bf16 d: the FP32 sum into a scratch, "
+     "then torch's cast, as DeepGEMM)", "old"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "

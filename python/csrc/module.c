@@ -371,8 +371,13 @@ static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
  * bfloat16; a, b and d with unit inner stride and any others (their dim-0
  * stride is the batch stride, dim 1 the row stride: the einsum's
  * x.permute(1, 0, 2) views need no copy). e4m3_bytes / no_sync: bits 0..4
- * as gemm_fp8out's; no_sync's QGPY_TORCH_MODE bit: the families' torch mode
- * (qgpy.h; stream ignored, NotImplemented for tensors it does not take). The library checks every size, stride and overlap. */
+ * as gemm_fp8out's; e4m3_bytes' bit 8 (FP8_BMM_EINSUM_VIEWS): a and d are
+ * given [M, G, .] (fp8_einsum's x [B, H, R] and d [B, H, D] themselves) and
+ * read as their [G, M, .] transposes, the views made here instead of by
+ * torch's permute (~1 us of host time each); no_sync's QGPY_TORCH_MODE bit:
+ * the families' torch mode (qgpy.h; stream ignored, NotImplemented for
+ * tensors it does not take). The library checks every size, stride and overlap. */
+#define FP8_BMM_EINSUM_VIEWS (1u << 8)
 static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -419,6 +424,15 @@ static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
             goto done;
         }
     }
+    if (e4m3_bytes & ~(0x1fu | FP8_BMM_EINSUM_VIEWS)) {
+        PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: e4m3_bytes 0x%x has bits other than 0..4 "
+                     "and 8", e4m3_bytes);
+        goto done;
+    }
+    /* (every check above holds for the transposes too: dims 0 and 1 only trade places) */
+    if ((e4m3_bytes & FP8_BMM_EINSUM_VIEWS) &&
+        (qgpy_tensor_swap_dims(&t[0], 0, 1) < 0 || qgpy_tensor_swap_dims(&t[4], 0, 1) < 0))
+        goto done;
     if (qgpy_check_writable(&t[4]) < 0)
         goto done;
     const int64_t g = qgpy_dim(&t[0], 0), m = qgpy_dim(&t[0], 1), k = qgpy_dim(&t[0], 2);
@@ -877,6 +891,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "CAST_PER_CHANNEL", QG_CAST_KIND_PER_CHANNEL) < 0 ||
         PyModule_AddIntConstant(m, "CAST_SILU_MUL", QG_CAST_KIND_SILU_MUL) < 0 ||
         PyModule_AddIntConstant(m, "CAST_SF_MN_MAJOR", QG_CAST_KIND_SF_MN_MAJOR) < 0 ||
+        PyModule_AddIntConstant(m, "FP8_BMM_EINSUM_VIEWS", (int)FP8_BMM_EINSUM_VIEWS) < 0 ||
         PyModule_AddIntConstant(m, "CAST_SF_PACK_UE8M0", QG_CAST_KIND_SF_PACK_UE8M0) < 0 ||
         PyModule_AddIntConstant(m, "CAST_SF_PACK_UE8M0_K_GROUPED",
                                 QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED) < 0 ||

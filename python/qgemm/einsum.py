@@ -176,6 +176,9 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     as DeepGEMM's, straight into an FP32 d, through a workspace kept zero
     between calls for a bf16 d; QGEMM_BMK_REDUCE=tree: a fixed tree instead,
     bitwise deterministic, slower). No fill or copy kernel of its own.
+    ``QGEMM_EINSUM_VARIANT=bf16cast`` (or ``new``; A/B runs): a bf16 d with more
+    than one split as DeepGEMM's: the FP32 sum into a kept FP32 scratch (zeroed
+    by the library's memset), then torch's cast into d.
 
     ``bhr,hdr->bhd``: a [B, H, R], b [H, D, R], d [B, H, D]; ``bhd,hdr->bhr``:
     a [B, H, D], b [H, D, R], d [B, H, R]; all bfloat16 with a unit last stride
@@ -187,7 +190,14 @@ def einsum(expr: str, a: Tensor, b: Tensor, d: Tensor, c: Any = None,
     Letters may be renamed and spaces are ignored; other expressions raise
     NotImplementedError. As DeepGEMM: empty M, N (or B, H) return at once.
     """
-    canon = _canon(expr)
+    canon = _CANON.get(expr) if type(expr) is str else None
+    if canon is None:
+        canon = _canon(expr)
+    if use_cublaslt is False and c is None and canon in _PER_HEAD_FLAGS:
+        if _per_head_fast(_PER_HEAD_FLAGS[canon], a, b, d):
+            return
+    elif canon == BMK_BNK_MN and use_cublaslt is False and _bmk_fast(a, b, d, c):
+        return
     if canon not in _NAMES:
         raise NotImplementedError(
             f"qgemm: einsum: expression {expr!r} is not supported; qgemm (as DeepGEMM) "
@@ -245,6 +255,139 @@ def _bmk_bnk_mn(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: Any = None) 
     _bmk_eager(a, b, d, c, splits)
 
 
+# os.environ's own bytes mapping where the platform has one (POSIX): a lookup there costs
+# ~0.03 us where os.environ.get costs ~0.6 us (it encodes the key and decodes the value) on
+# the CPU development machine; os.environ's setters and deleters keep it current. None
+# elsewhere: os.environ.get then.
+_ENV_BYTES: Any = getattr(os.environ, "_data", None) if os.name == "posix" else None
+if _ENV_BYTES is not None and not isinstance(next(iter(_ENV_BYTES), b""), bytes):
+    _ENV_BYTES = None
+
+
+def _env(name: str, bname: bytes) -> str:
+    """os.environ.get(name, ""), read now (every call), the cheap way where there is one."""
+    if _ENV_BYTES is not None:
+        v = _ENV_BYTES.get(bname)
+        return "" if v is None else os.fsdecode(v)
+    return os.environ.get(name, "")
+
+
+# QGEMM_EINSUM_VARIANT (read at every call; A/B runs, issue 49): "old" (unset: the default)
+# or "new" (every option below), or a '+'-separated list of the options:
+#   sfkernel  fp8_einsum makes x's scales M-major with qgemm's scale transpose kernel
+#             (qg_sf_transpose_mn_major, what get_mn_major_tma_aligned_tensor runs) through
+#             the extension's torch mode instead of torch's copy: the same values, one C call
+#             where torch's TensorIterator copy costs several us of host time;
+#   bf16cast  einsum('bmk,bnk->mn') with a bfloat16 d and more than one split (the atomic
+#             reduction) runs as DeepGEMM's does: the FP32 batch sum into an FP32 scratch
+#             [M, N] (zeroed by the library's memset first), then torch's cast into d. The
+#             kernel's own bf16 epilogue (the last arrival of each tile converting the
+#             workspace) ran 0.81-0.89x DeepGEMM's kineto time at B = 129 where the FP32 D
+#             rows ran 0.97-1.15x (bench/results/2026-11-28-h200-29-t4). Same sums; the bf16
+#             rounding of the FP32 total as before (not bitwise: the atomics' order is free).
+# Another value: ValueError (where a call reads it: fp8_einsum, and bmk,bnk->mn with a
+# bfloat16 d and more than one split).
+EINSUM_VARIANT_ENV = "QGEMM_EINSUM_VARIANT"
+_EINSUM_VARIANT_ENV_B = EINSUM_VARIANT_ENV.encode()
+VARIANT_SFKERNEL, VARIANT_BF16CAST = 1, 2
+_FP8_EINSUM_ENV_B = b"QGEMM_FP8_EINSUM"
+_VARIANT_BITS = {"": 0, "old": 0, "new": VARIANT_SFKERNEL | VARIANT_BF16CAST,
+                 "sfkernel": VARIANT_SFKERNEL, "bf16cast": VARIANT_BF16CAST}
+_VARIANTS: dict = {}  # value -> bits, for the values met (bounded: a handful)
+
+
+def _einsum_variant() -> int:
+    """QGEMM_EINSUM_VARIANT's option bits (VARIANT_*): 0 unset or old; ValueError for a
+    value that is not old, new or a '+'-list of sfkernel and bf16cast."""
+    v = _env(EINSUM_VARIANT_ENV, _EINSUM_VARIANT_ENV_B)
+    bits = _VARIANTS.get(v)
+    if bits is None:
+        bits = 0
+        for tok in v.split("+"):
+            if tok not in _VARIANT_BITS or (tok in ("", "old") and v != tok):
+                raise ValueError(f"qgemm: einsum: {EINSUM_VARIANT_ENV}={v!r} must be old, new or "
+                                 "a '+'-separated list of sfkernel and bf16cast")
+            bits |= _VARIANT_BITS[tok]
+        if len(_VARIANTS) < 64:
+            _VARIANTS[v] = bits
+    return bits
+
+
+# The FP32 scratch of the bf16cast variant, by (device, stream): float32 tensors of at least
+# M x N values, reused call after call on one stream (its calls run in order; the library
+# zeroes the part it uses first). A CUDA graph capture gets its own from the graph's pool.
+_SCRATCH: dict = {}
+
+
+def _f32_scratch(torch: Any, device: Any, m: int, n: int) -> Any:
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return torch.empty((m, n), dtype=torch.float32, device=device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        key: Any = (index, torch._C._cuda_getCurrentRawStream(index))
+    else:  # (CPU tensors: the tests' stand-in launches)
+        key = (str(device), 0)
+    buf = _SCRATCH.get(key)
+    if buf is None or buf.numel() < m * n:
+        buf = torch.empty(max(m * n, 1 << 16), dtype=torch.float32, device=device)
+        _SCRATCH[key] = buf
+    return buf[: m * n].view(m, n)
+
+
+def _bmk_fast(a: Any, b: Any, d: Any, c: Any) -> bool:
+    """einsum('bmk,bnk->mn') for the plain call, the same launch as _bmk_bnk_mn's whole way
+    with fewer Python steps (its host cost is most of a call's at DeepGEMM's B = 129 rows,
+    issue 49's CUDA-event times): plain torch tensors (not traced, no subclass), bfloat16
+    a [B, M, K] and b [B, N, K] with unit last strides, d [M, N] float32 (c None or d
+    itself) or bfloat16 (c None) that the kernel addresses in place, M, N, B > 0, and the
+    extension's torch mode takes them (CUDA tensors). False, having done nothing, for
+    anything else: the whole way then checks, words any error and launches."""
+    torch = _d.TORCH
+    if torch is None:
+        return False
+    T = torch.Tensor
+    if type(a) is not T or type(b) is not T or type(d) is not T or \
+            (c is not None and c is not d) or _d.COMPILING():
+        return False
+    bf = torch.bfloat16
+    if a.dtype is not bf or b.dtype is not bf or a.dim() != 3 or b.dim() != 3 or d.dim() != 2:
+        return False
+    s, m, k = a.shape
+    s_, n, k_ = b.shape
+    f32 = d.dtype is torch.float32
+    if s_ != s or k_ != k or not s or not m or not n or d.shape[0] != m or d.shape[1] != n or \
+            not (f32 or (d.dtype is bf and c is None)) or a.stride(2) != 1 or b.stride(2) != 1:
+        return False
+    # _kernel_writable(d)
+    if (n > 1 and d.stride(1) != 1) or (m > 1 and d.stride(0) * (4 if f32 else 2) % 16) or \
+            d.data_ptr() % 16:
+        return False
+    if a.is_meta or b.is_meta or d.is_meta:
+        return False
+    reduce = _env(REDUCE_ENV, _REDUCE_ENV_B)
+    atomic = reduce in ("", "atomic")
+    v = _env(SPLITS_ENV, _SPLITS_ENV_B)
+    if v or s >= DG_RULE_MIN_BATCHES:
+        splits = _splits_of_env(m, n, s, k, d.device, atomic)
+    else:
+        splits = bmk_splits(m, n, s, k)
+    ws = None
+    if not f32 and atomic and splits > 1 and _einsum_variant() & VARIANT_BF16CAST:
+        # the FP32 sum into the scratch (the library zeroes it: c None), then torch's cast
+        w = _f32_scratch(torch, d.device, m, n)
+        if _C.bf16_gemm(_BATCH_SUM, a, b, w, None, None, splits, None, 0,
+                        _d.TORCH_MODE) is NotImplemented:
+            return False
+        d.copy_(w)
+        return True
+    if not (atomic and f32) and splits > 1:  # (one split: no workspace, _batch_sum's rule)
+        total, zero = _C.batch_sum_workspace_bytes(m, n, splits)
+        if total:
+            ws = _workspace(torch, d.device, total, zero)
+    return _C.bf16_gemm(_BATCH_SUM, a, b, d, c, ws, splits, None, 0,
+                        _d.TORCH_MODE) is not NotImplemented
+
+
 def _bmk_eager(a: Any, b: Any, d: Any, c: Any, splits: Any = None) -> None:
     """bmk,bnk->mn on checked, non-empty arguments (m, n, batches > 0): the batch sum."""
     torch = _d.torch_module()
@@ -274,6 +417,7 @@ def _kernel_writable(t: Any) -> bool:
 # (QGEMM_BMK_VARIANT, v1, v2 or v3[:sN], is the library's alone: the kernel's organisation, no
 # change here.)
 REDUCE_ENV = "QGEMM_BMK_REDUCE"
+_REDUCE_ENV_B = REDUCE_ENV.encode()
 
 
 def _reduce_is_atomic() -> bool:
@@ -318,6 +462,13 @@ def _batch_sum(torch: Any, a: Any, b: Any, d: Any, c: Any, splits: int,
     c that is not d) the kernel cannot address in place (strides, alignment) goes through a
     contiguous copy."""
     m, n = d.shape
+    if atomic and splits > 1 and d.dtype == torch.bfloat16 and \
+            _einsum_variant() & VARIANT_BF16CAST:
+        # QGEMM_EINSUM_VARIANT=bf16cast: the FP32 sum into the scratch, then torch's cast
+        w = _f32_scratch(torch, d.device, m, n)
+        _d.launch_bf16(_BATCH_SUM, a, b, w, None, None, splits, None, None)
+        d.copy_(w)
+        return
     ws = None
     if not (atomic and d.dtype == torch.float32):  # an FP32 d is the atomics' own target
         total, zero = _C.batch_sum_workspace_bytes(m, n, splits)
@@ -358,6 +509,7 @@ def bmk_splits(m: int, n: int, batches: int, k: int) -> int:
 # bmk_splits_dg, "wide" bmk_splits_wide, or a number (the nearest split count with no empty range, at most
 # min(batches, 1024)). Read at every call.
 SPLITS_ENV = "QGEMM_BMK_SPLITS"
+_SPLITS_ENV_B = SPLITS_ENV.encode()
 # The default, under either reduction: bmk_splits below DG_RULE_MIN_BATCHES batches,
 # bmk_splits_dg from there. Under the atomic reduction on the H200
 # (bench/results/2026-11-28-h200-24-int2/bmk-variants.log, "atomic" = dg everywhere,
@@ -437,6 +589,41 @@ def bmk_splits_wide(m: int, n: int, batches: int, k: int, num_sms: int) -> int:
     return _whole_splits(batches, want)
 
 
+# the batched kind's view flags of each per-head expression (_per_head: bit 0 a and d read
+# [H, B, .], bit 1 b's last two dimensions swapped)
+_PER_HEAD_FLAGS = {BHR_HDR_BHD: 1, BHD_HDR_BHR: 3}
+
+
+def _per_head_fast(flags: int, a: Any, b: Any, d: Any) -> bool:
+    """The per-head expressions' plain call, the same launch as _per_head's with fewer Python
+    steps (issue 49: at B = 4-128 a call's host cost is most of its CUDA-event time): plain
+    torch tensors (not traced), bfloat16, a [B, H, R] (resp. [B, H, D]), b [H, D, R] and d as
+    _per_head wants them, unit last strides, B, H, N > 0, H <= MAX_BATCHES, and the
+    extension's torch mode taking them (CUDA tensors). False, nothing done, otherwise."""
+    torch = _d.TORCH
+    if torch is None:
+        return False
+    T = torch.Tensor
+    if type(a) is not T or type(b) is not T or type(d) is not T or _d.COMPILING():
+        return False
+    bf = torch.bfloat16
+    if a.dtype is not bf or b.dtype is not bf or d.dtype is not bf or a.dim() != 3 or \
+            b.dim() != 3 or d.dim() != 3:
+        return False
+    batch, h, r = a.shape
+    if flags == 1:  # bhr,hdr->bhd: b [H, N, R]
+        h_, n, r_ = b.shape
+    else:  # bhd,hdr->bhr: b [H, R, N] (R here the contracted D)
+        h_, r_, n = b.shape
+    if h_ != h or r_ != r or d.shape[0] != batch or d.shape[1] != h or d.shape[2] != n or \
+            not batch or not h or not n or h > MAX_BATCHES or \
+            (r > 1 and a.stride(2) != 1) or (b.shape[2] > 1 and b.stride(2) != 1) or \
+            (n > 1 and d.stride(2) != 1):
+        return False
+    return _C.bf16_gemm(_BATCHED, a, b, d, None, None, flags, None, 0,
+                        _d.TORCH_MODE) is not NotImplemented
+
+
 def _per_head(torch: Any, canon: str, a: Any, b: Any, d: Any, use_cublaslt: bool) -> None:
     nt = canon == BHR_HDR_BHD
     func = f"einsum({_NAMES[canon]!r})"
@@ -502,9 +689,16 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
 
     The environment variable ``QGEMM_FP8_EINSUM=loop`` (read at each call)
     selects one FP8 GEMM a head instead (the path under torch.compile, whose
-    custom ops are the per-head GEMMs).
+    custom ops are the per-head GEMMs). ``QGEMM_EINSUM_VARIANT=sfkernel`` (or
+    ``new``; A/B runs) copies the scales with qgemm's scale transpose kernel
+    instead of torch's copy (the same values).
     """
-    canon = _canon(expr)
+    canon = _CANON.get(expr) if type(expr) is str else None
+    if canon is None:
+        canon = _canon(expr)
+    if canon == BHR_HDR_BHD and c is None and type(recipe) is tuple and \
+            recipe == _dg.SUPPORTED_RECIPE and _fp8_fast(a, b, d):
+        return
     if canon != BHR_HDR_BHD:
         raise NotImplementedError(
             f"qgemm: fp8_einsum: expression {expr!r} is not supported; on SM90 qgemm (as "
@@ -545,6 +739,7 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
     # The heads' views by one unbind a tensor (8 selects cost ~4x one unbind of 8 on the host),
     # each GEMM straight to the torch fast path (_C.gemm_torch) while not traced; what it does
     # not take (NotImplemented, or K = 0's ZERO_K) goes the whole way, which asks it again.
+    _einsum_variant()  # (a bad QGEMM_EINSUM_VARIANT refused here too, as on the fast path)
     sfa = mn_major(torch, sfx.permute(1, 0, 2), False)
     # (R = 0: the loop's K = 0 handling zeroes d)
     if os.environ.get("QGEMM_FP8_EINSUM") != "loop" and r > 0 and not _d.COMPILING() and \
@@ -567,6 +762,61 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
 
 
 _BMM_NAMES = ("a", "sfa", "b", "sfb", "d")
+
+
+def _sfa_mn_major(torch: Any, sfx: Any, h: int, kb: int, batch: int) -> Any:
+    """x's scales sfx [B, H, kb] as the batched GEMM's sfa [H, kb, B] (M-major, rows of
+    ld = B rounded up to 4 floats, 16-byte aligned: a fresh [H, kb, ld] tensor), copied by
+    torch (the default) or by qgemm's transpose kernel (QGEMM_EINSUM_VARIANT=sfkernel)."""
+    ld = (batch + 3) // 4 * 4
+    storage = sfx.new_empty((h, kb, ld))
+    sfa = storage if ld == batch else storage[:, :, :batch]
+    if not (_einsum_variant() & VARIANT_SFKERNEL and
+            _C.sf_layout(_C.CAST_SF_MN_MAJOR, sfx.permute(1, 0, 2), storage, None, ld, 0, 0, 0,
+                         0, _d.TORCH_MODE) is not NotImplemented):
+        sfa.copy_(sfx.permute(1, 2, 0))
+    return sfa
+
+
+def _fp8_fast(a: Any, b: Any, d: Any) -> bool:
+    """fp8_einsum('bhr,hdr->bhd') for the plain call, the same launches as the whole way with
+    fewer Python steps (issue 49: qgemm's host path cost 38 us a call where DeepGEMM's cost
+    22 on the H200, most of the B <= 128 rows' CUDA-event time): (x, sfx) and (y, sfy)
+    tuples of plain torch tensors (not traced), every dtype and shape as fp8_einsum
+    wants them, B, H, D, R > 0, unit last strides, sfy contiguous, the batched GEMM
+    (QGEMM_FP8_EINSUM not loop), a torch that exports float8 through DLPack and the
+    extension's torch mode taking the tensors (CUDA ones). False, having touched no output,
+    for anything else: the whole way then checks and words."""
+    torch = _d.TORCH
+    if torch is None or type(a) is not tuple or type(b) is not tuple or len(a) != 2 or \
+            len(b) != 2 or _d.TORCH_FP8_DLPACK is not True:
+        return False
+    x, sfx = a
+    y, sfy = b
+    T = torch.Tensor
+    if type(x) is not T or type(sfx) is not T or type(y) is not T or type(sfy) is not T or \
+            type(d) is not T or _d.COMPILING():
+        return False
+    e4, f32 = torch.float8_e4m3fn, torch.float32
+    if x.dtype is not e4 or y.dtype is not e4 or sfx.dtype is not f32 or \
+            sfy.dtype is not f32 or d.dtype is not torch.bfloat16 or x.dim() != 3 or \
+            y.dim() != 3 or d.dim() != 3 or sfx.dim() != 3 or sfy.dim() != 3:
+        return False
+    batch, h, r = x.shape
+    h_, n, r_ = y.shape
+    if h_ != h or r_ != r or not batch or not h or not n or not r:
+        return False
+    kb, nb = (r + 127) // 128, (n + 127) // 128
+    if sfx.shape != (batch, h, kb) or sfy.shape != (h, nb, kb) or d.shape != (batch, h, n) or \
+            (r > 1 and (x.stride(2) != 1 or y.stride(2) != 1)) or (n > 1 and d.stride(2) != 1) \
+            or not sfy.is_contiguous():
+        return False
+    if _env("QGEMM_FP8_EINSUM", _FP8_EINSUM_ENV_B) == "loop":
+        return False
+    sfa = _sfa_mn_major(torch, sfx, h, kb, batch)
+    # (x and d as they are: the extension reads them [H, B, .], FP8_BMM_EINSUM_VIEWS)
+    return _C.fp8_bmm(x, sfa, y, sfy, d, None, _C.FP8_BMM_EINSUM_VIEWS, 0,
+                      _d.TORCH_MODE) is not NotImplemented
 
 
 def _fp8_bmm(a: Any, sfa: Any, b: Any, sfb: Any, d: Any) -> bool:

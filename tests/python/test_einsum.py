@@ -492,16 +492,24 @@ def _gpu():
                                       for m, n, k in ((128, 384, 128), (256, 256, 256),
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
-@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide",
+                                    "atomic-bf16cast"])
 def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v3:
     QGEMM_BMK_VARIANT=v3 (16-byte reductions; a bf16 d's batched last-arrival loads, its
     plan as an FP32 d's: v2's); atomic-v3-wide: and QGEMM_BMK_SPLITS=wide (the wider
-    tiles: 128x192, 128x256)."""
+    tiles: 128x192, 128x256); atomic-bf16cast: QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d
+    as DeepGEMM's: the FP32 sum into a kept scratch, then torch's cast), the default
+    QGEMM_BMK_VARIANT."""
     t = _gpu()
     if reduce.endswith("-wide") and s == 1:
         pytest.skip("one batch: one split, no reduction")
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce else "v1")
+    if reduce.endswith("-bf16cast"):
+        monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "bf16cast")
+        monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
+    else:
+        monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
+        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce else "v1")
     if reduce.endswith("-wide"):
         monkeypatch.setenv("QGEMM_BMK_SPLITS", "wide")
     reduce = reduce.split("-")[0]
@@ -534,14 +542,20 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
 @pytest.mark.parametrize("s,splits", [(1, 1), (2, 2), (3, 3), (3, 2), (129, 43), (129, 129),
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
-@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-bf16cast"])
 def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
     values before each), columns past N untouched (d a view of a wider buffer). atomic-v3:
-    QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads)."""
+    QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads); atomic-bf16cast:
+    QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d through the FP32 scratch and torch's cast)."""
     t = _gpu()
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if reduce == "atomic-v3" else "v1")
+    if reduce == "atomic-bf16cast":
+        monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "bf16cast")
+        monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
+    else:
+        monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
+        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if reduce == "atomic-v3" else "v1")
     reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
@@ -626,20 +640,29 @@ def test_gpu_fp8_einsum_batched_matches_per_head(monkeypatch, batch, h, r, dd):
         yq[i], sy[i] = qgemm.per_block_cast_to_fp8(y[i], use_ue8m0=False)
     ref = t.einsum("bhr,hdr->bhd", dequant_a(xq, sx), dequant_b(yq, sy))
     outs = {}
-    for mode in ("loop", "batched"):
-        if mode == "batched":
+    for mode in ("loop", "batched", "batched-sfkernel"):
+        if mode.startswith("batched"):
             monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
         else:
             monkeypatch.setenv("QGEMM_FP8_EINSUM", "loop")
+        # QGEMM_EINSUM_VARIANT=sfkernel: x's scales transposed by qgemm's kernel, same bytes
+        monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "sfkernel" if mode.endswith("sfkernel")
+                           else "old")
         wide = t.full((batch, h, dd + 8), -1234.0, device="cuda", dtype=t.bfloat16)
         z = wide[:, :, :dd]
-        qdg.fp8_einsum("bhr,hdr->bhd", (xq, sx), (yq, sy), z)
+        sxx = sx
+        if mode == "batched-sfkernel":  # (and x's scales a strided view: the kernel's strides)
+            kb = sx.shape[2]
+            sxx = t.full((batch, h, kb + 3), float("nan"), device="cuda")[:, :, :kb]
+            sxx.copy_(sx)
+        qdg.fp8_einsum("bhr,hdr->bhd", (xq, sxx), (yq, sy), z)
         t.cuda.synchronize()
         assert (wide[:, :, dd:] == -1234.0).all(), f"{mode}: padding between heads written"
         assert calc_diff(z, ref) < 1e-5, mode
         outs[mode] = z.clone()
-    assert t.equal(outs["loop"].view(t.int16), outs["batched"].view(t.int16)), \
-        f"batched and per-head bytes differ: calc_diff {calc_diff(outs['loop'], outs['batched'])}"
+    for mode in ("batched", "batched-sfkernel"):
+        assert t.equal(outs["loop"].view(t.int16), outs[mode].view(t.int16)), \
+            f"{mode} and per-head bytes differ: calc_diff {calc_diff(outs['loop'], outs[mode])}"
 
 
 @pytest.mark.parametrize("m", [128, 300])
@@ -885,3 +908,287 @@ def test_fp8_einsum_batched_cpu_refusals(monkeypatch):
     from qgemm import _dispatch as dsp
     assert _C.fp8_bmm(x, sx.view(4, 8, 2), y, sy, d, None, 0, 0, dsp.TORCH_MODE) is NotImplemented
     assert _C.fp8_bmm(x[0], sx, y, sy, d, None, 0, 0, dsp.TORCH_MODE) is NotImplemented
+
+
+# ---- the plain calls' fast paths (issue 49: host cost) --------------------------------------
+
+
+class _Recorder:
+    """A stand-in for an extension entry point: records its arguments, answers `answer`."""
+
+    def __init__(self, answer=None, action=None):
+        self.calls, self.answer, self.action = [], answer, action
+
+    def __call__(self, *args):
+        self.calls.append(args)
+        if self.action is not None:
+            self.action(*args)
+        return self.answer
+
+
+@pytest.mark.parametrize("d_dtype,c_mode", [("float32", None), ("float32", "d"), ("bfloat16", None)])
+@pytest.mark.parametrize("reduce", ["", "tree", "atomic"])
+@pytest.mark.parametrize("splits_env", ["", "3", "dg"])
+@pytest.mark.parametrize("s", [1, 6, 1100])
+def test_bmk_fast_path_launches_what_the_whole_way_launches(monkeypatch, d_dtype, c_mode,
+                                                            reduce, splits_env, s):
+    """einsum('bmk,bnk->mn')'s fast path (_bmk_fast) hands _C.bf16_gemm exactly what the whole
+    way hands launch_bf16 (kind, the tensors themselves, the same kept workspace, the split
+    count under QGEMM_BMK_REDUCE / QGEMM_BMK_SPLITS), in the extension's torch mode."""
+    t = _torch()
+    import qgemm._runtime as runtime
+    monkeypatch.setattr(runtime, "get_num_sms", lambda device=None: 132)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", 16)  # several splits at these small shapes
+    for name, v in ((E.REDUCE_ENV, reduce), (E.SPLITS_ENV, splits_env)):
+        if v:
+            monkeypatch.setenv(name, v)
+        else:
+            monkeypatch.delenv(name, raising=False)
+    m, n, k = 24, 16, 8
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    d = t.zeros(m, n, dtype=getattr(t, d_dtype))
+    c = d if c_mode == "d" else None
+    # the whole way: on CPU tensors the extension's torch mode declines, launch_bf16 runs
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    (kind, a1, b1, d1, c1, ws1, splits1), = fake.calls
+    # the fast path: the extension (stubbed) takes the call
+    rec = _Recorder()
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert len(fake.calls) == 1, "the fast path went the whole way"
+    (args,) = rec.calls
+    assert args[0] == kind and args[1] is a1 and args[2] is b1 and args[3] is d1
+    assert args[4] is c1 and args[5] is ws1 and args[6] == splits1
+    assert args[7:] == (None, 0, _dispatch.TORCH_MODE)
+
+
+def test_bmk_fast_path_declines(monkeypatch):
+    """What the fast path leaves to the whole way (which copies, words or refuses): a d the
+    kernel cannot write in place, operands with a non-unit last stride, a c that is not d,
+    use_cublaslt, other dtypes and shapes, and the extension's NotImplemented."""
+    t = _torch()
+    rec = _Recorder(answer=NotImplemented)
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    a, b = _rand(3, 16, 8), _rand(3, 24, 8)
+    d = t.zeros(16, 24)
+    bad = [(a, b, t.zeros(24, 16).T, None),            # d not addressable: the copy
+           (_rand(3, 8, 16).mT, b, d, None),             # a's last stride 16: the copy
+           (a, b, d, t.zeros(16, 24)),                   # c another tensor
+           (a, b, t.zeros(16, 24, dtype=t.float16), None)]  # d half: the whole way's error
+    for aa, bb, dd, cc in bad:
+        try:
+            qdg.einsum("bmk,bnk->mn", aa, bb, dd, c=cc)
+        except ValueError as e:
+            assert "float32 or bfloat16" in str(e)
+    assert rec.calls == []  # none of them reached the fast path's launch
+    assert len(fake.calls) == 3
+    with pytest.raises(ValueError, match="no cuBLASLt path"):
+        qdg.einsum("bmk,bnk->mn", a, b, d, use_cublaslt=True)
+    qdg.einsum("bmk,bnk->mn", a, b, d)  # the extension declines: the whole way
+    assert len(rec.calls) == 1 and len(fake.calls) == 4
+
+
+@pytest.mark.parametrize("variant", ["", "old", "new", "sfkernel", "bf16cast"])
+@pytest.mark.parametrize("batch,h,r,dd", [(3, 2, 256, 128), (1, 3, 384, 256), (130, 2, 128, 64),
+                                          (4, 8, 640, 200)])
+def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, variant, batch,
+                                                                   h, r, dd):
+    """fp8_einsum's fast path (_fp8_fast) hands _C.fp8_bmm what the whole way hands it: x and
+    d (as they are, with the flag that has the extension read them [H, B, .], where the whole
+    way passes torch's permuted views), y and sfy as they are, and x's scales M-major with
+    the same values and layout ([H, kb, B] rows of B rounded up to 4 floats, 16-byte
+    aligned), made by torch's copy or, QGEMM_EINSUM_VARIANT=new / sfkernel, by the scale
+    transpose kernel (_C.sf_layout, stubbed here by the same copy) in the torch mode."""
+    t = _torch()
+    if variant:
+        monkeypatch.setenv(E.EINSUM_VARIANT_ENV, variant)
+    else:
+        monkeypatch.delenv(E.EINSUM_VARIANT_ENV, raising=False)
+    monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
+    monkeypatch.setattr(_dispatch, "TORCH_FP8_DLPACK", True)
+    x, sfx, y, sfy = _fp8_inputs(batch, h, r, dd)
+    z = t.full((batch, h, dd), 7.0, dtype=t.bfloat16)
+    kb = -(-r // 128)
+
+    def transpose(kind, sf, out, ks, ld, *rest):  # what the kernel writes
+        out[:, :, :sf.shape[1]].copy_(sf.transpose(1, 2))
+
+    lay = _Recorder(action=transpose)
+    monkeypatch.setattr(qgemm._C, "sf_layout", lay)
+    rec = _Recorder()
+    monkeypatch.setattr(qgemm._C, "fp8_bmm", rec)
+    fast, taken = E._fp8_fast, []
+    monkeypatch.setattr(E, "_fp8_fast", lambda *args: taken.append(fast(*args)) or taken[-1])
+    qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)  # the fast path
+    assert taken == [True]
+    monkeypatch.setattr(E, "_fp8_fast", lambda *args: False)
+    qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)  # the whole way
+    assert len(rec.calls) == 2
+    (xa, sfa, yb, sfb, d, cfg, e4, stream, no_sync), whole = rec.calls
+    # x and d themselves, the extension making their [H, B, .] views (FP8_BMM_EINSUM_VIEWS)
+    assert e4 == qgemm._C.FP8_BMM_EINSUM_VIEWS and whole[6] == 0
+    assert (cfg, stream, no_sync) == (whole[5],) + whole[7:]
+    assert xa is x and d is z and yb is y and sfb is sfy
+    for got, want in ((xa, whole[0]), (d, whole[4])):
+        got = got.permute(1, 0, 2)
+        assert got.data_ptr() == want.data_ptr() and got.shape == want.shape
+        assert got.stride() == want.stride()
+    ld = (batch + 3) // 4 * 4
+    assert sfa.shape == whole[1].shape == (h, kb, batch)
+    assert sfa.stride() == whole[1].stride() == (kb * ld, ld, 1)
+    assert sfa.data_ptr() % 16 == 0
+    assert t.equal(sfa, whole[1]) and t.equal(sfa, sfx.permute(1, 2, 0))
+    if variant in ("new", "sfkernel"):
+        (kind, sf, out, ks, ld_, *rest), = lay.calls
+        assert kind == qgemm._C.CAST_SF_MN_MAJOR and ks is None and ld_ == ld
+        assert tuple(rest) == (0, 0, 0, 0, _dispatch.TORCH_MODE)
+        assert sf.data_ptr() == sfx.data_ptr() and sf.shape == (h, batch, kb)
+        assert out.shape == (h, kb, ld) and out.is_contiguous()
+    else:
+        assert lay.calls == []
+    assert (z == 7.0).all()  # (the stubbed GEMM wrote nothing)
+
+
+def test_fp8_einsum_variant_env_is_checked(monkeypatch):
+    t = _torch()
+    monkeypatch.setattr(_dispatch, "TORCH_FP8_DLPACK", True)
+    monkeypatch.setattr(qgemm._C, "fp8_bmm", _Recorder())
+    x, sfx, y, sfy = _fp8_inputs(4, 2, 256, 128)
+    z = t.zeros(4, 2, 128, dtype=t.bfloat16)
+    monkeypatch.setenv(E.EINSUM_VARIANT_ENV, "newer")
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(E, "_fp8_fast", lambda *args: False)
+        with pytest.raises(ValueError, match="QGEMM_EINSUM_VARIANT='newer' must be old, new or"):
+            qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)
+    assert (z == 0).all()
+
+
+@pytest.mark.parametrize("variant", ["bf16cast", "new", "sfkernel+bf16cast"])
+@pytest.mark.parametrize("s", [1, 6, 40])
+def test_bmk_bf16cast_variant(monkeypatch, variant, s):
+    """QGEMM_EINSUM_VARIANT=bf16cast (or new): a bfloat16 d with more than one split under
+    the atomic reduction is DeepGEMM's composition: the FP32 batch sum into a kept FP32
+    scratch (c None: the library zeroes it), then torch's cast into d; the whole way and
+    the fast path launch the same; one split (or the tree) is the default's launch."""
+    t = _torch()
+    monkeypatch.setenv(E.EINSUM_VARIANT_ENV, variant)
+    monkeypatch.delenv(E.REDUCE_ENV, raising=False)
+    monkeypatch.delenv(E.SPLITS_ENV, raising=False)
+    monkeypatch.setattr(E, "SPLIT_MIN_K", 16)
+    m, n, k = 24, 16, 8
+    a, b = _rand(s, m, k), _rand(s, n, k)
+    ref = (a.double() @ b.double().mT).sum(0)
+    splits = E.bmk_splits(m, n, s, k)
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    d = t.full((m, n), 3.0, dtype=t.bfloat16)
+    qdg.einsum("bmk,bnk->mn", a, b, d)  # (CPU tensors: the whole way)
+    assert calc_diff(d, ref) < 1e-5
+    (kind, _, _, w, c, ws, sp), = fake.calls
+    assert sp == splits and c is None and ws is None
+    if splits > 1:
+        assert w is not d and w.dtype == t.float32 and w.shape == (m, n) and w.is_contiguous()
+        assert t.equal(d, w.to(t.bfloat16))
+    else:
+        assert w is d
+    rec = _Recorder(action=lambda kind, a_, b_, d_, c_, *rest: fake(kind, a_, b_, d_, c_, rest[0],
+                                                                     rest[1], None, None))
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    d2 = t.full((m, n), 3.0, dtype=t.bfloat16)
+    qdg.einsum("bmk,bnk->mn", a, b, d2)  # the fast path, the stub computing as the fake
+    assert len(rec.calls) == 1 and t.equal(d2, d)
+    got = rec.calls[0]
+    assert got[0] == kind and got[4] is None and got[5] is None and got[6] == splits
+    assert (got[3] is d2) == (splits == 1)
+    if splits > 1:
+        assert got[3].data_ptr() == w.data_ptr()  # the kept scratch
+    monkeypatch.setenv(E.REDUCE_ENV, "tree")  # the tree: the default's launch
+    qdg.einsum("bmk,bnk->mn", a, b, d2)
+    assert rec.calls[-1][3] is d2
+
+
+@pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr", "xyz, ywz -> xyw"])
+@pytest.mark.parametrize("batch,h", [(4, 2), (1, 1), (3, 5)])
+def test_per_head_fast_path_launches_what_the_whole_way_launches(monkeypatch, expr, batch, h):
+    """The per-head expressions' fast path (_per_head_fast) hands _C.bf16_gemm what the whole
+    way hands launch_bf16: the batched kind, a, b and d themselves (b a [:, :, :r] view), the
+    view flags (1: bhr,hdr->bhd, 3: bhd,hdr->bhr), in the extension's torch mode; what it
+    does not take (a c, use_cublaslt, a bad shape, the extension's NotImplemented) goes the
+    whole way."""
+    t = _torch()
+    nt = parse_expr(expr)[0] == BHR_HDR_BHD
+    r, dd = 16, 8
+    x = _rand(batch, h, r if nt else dd)
+    fy = _rand(h, dd, r + 8)
+    y = fy[:, :, :r] if nt else _rand(h, dd, r)
+    z = t.zeros(batch, h, dd if nt else r, dtype=t.bfloat16)
+    fake, raw = FakeBF16(), []
+    monkeypatch.setattr(_dispatch, "launch_bf16",
+                        lambda *args: raw.append(args[:7]) or fake(*args))
+    qgemm.einsum(expr, x, y, z)  # CPU tensors: the extension declines, the whole way
+    assert calc_diff(z, t.einsum("bhr,hdr->bhd" if nt else "bhd,hdr->bhr", x.double(),
+                                 y.double())) < 1e-5
+    (kind, a1, b1, d1, c1, idx1, flags1), = raw
+    rec = _Recorder()
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", rec)
+    qgemm.einsum(expr, x, y, z)
+    assert len(raw) == 1, "the fast path went the whole way"
+    (args,) = rec.calls
+    assert args[0] == kind == qgemm._C.KIND_BF16_BATCHED and args[6] == flags1 == (1 if nt else 3)
+    assert args[1] is a1 is x and args[2] is b1 is y and args[3] is d1 is z
+    assert args[4] is None is c1 and args[5] is None is idx1
+    assert args[7:] == (None, 0, _dispatch.TORCH_MODE)
+    with pytest.raises(ValueError, match="takes no c"):
+        qgemm.einsum(expr, x, y, z, c=z)
+    with pytest.raises(ValueError):
+        qgemm.einsum(expr, x, y, z[:, :, :-1])
+    qgemm.einsum(expr, x, y, z, use_cublaslt=True)
+    assert len(rec.calls) == 1 and len(raw) == 1
+    rec.answer = NotImplemented
+    qgemm.einsum(expr, x, y, z)
+    assert len(rec.calls) == 2 and len(raw) == 2
+
+
+@pytest.mark.parametrize("variant", ["old", "bf16cast"])
+@pytest.mark.parametrize("fp32", [True, False])
+def test_gpu_bmk_graph_replay(monkeypatch, variant, fp32):
+    """einsum('bmk,bnk->mn') captured in a CUDA graph (the fast path's workspace, or the
+    bf16cast variant's FP32 scratch, from the graph's pool) and replayed on new values in
+    the same buffers, with an eager call on the same stream between the replays (its kept
+    workspace / scratch must not be the graph's): each against float64."""
+    t = _gpu()
+    monkeypatch.setenv("QGEMM_EINSUM_VARIANT", variant)
+    monkeypatch.delenv("QGEMM_BMK_REDUCE", raising=False)
+    s, m, n, k = 129, 200, 136, 64
+    dt = t.float32 if fp32 else t.bfloat16
+
+    def make():
+        return (t.randn((s, m, k), dtype=t.bfloat16, device="cuda"),
+                t.randn((s, n, k), dtype=t.bfloat16, device="cuda"))
+
+    a, b = make()
+    d = t.full((m, n), float("nan"), dtype=dt, device="cuda")
+    if fp32:
+        d.zero_()
+    qdg.einsum("bmk,bnk->mn", a, b, d)  # warm-up: the JIT outside the graph
+    t.cuda.synchronize()
+    graph = t.cuda.CUDAGraph()
+    with t.cuda.graph(graph):
+        qdg.einsum("bmk,bnk->mn", a, b, d)
+    for _ in range(2):
+        na, nb = make()
+        a.copy_(na)
+        b.copy_(nb)
+        d.fill_(float("nan"))
+        graph.replay()
+        a2, b2 = make()
+        d2 = t.full((m, n), float("nan"), dtype=dt, device="cuda")
+        qdg.einsum("bmk,bnk->mn", a2, b2, d2)  # eager, between the replays
+        t.cuda.synchronize()
+        assert calc_diff(d, t.bmm(a.double(), b.double().mT).sum(0)) < 1e-5
+        assert calc_diff(d2, t.bmm(a2.double(), b2.double().mT).sum(0)) < 1e-5
