@@ -31,16 +31,18 @@
  * ncu of 2026-11-29 counted the unit walk at 2x the units, ~20% more
  * instructions than DeepGEMM's); QG_PMQA_CTAS (1 or 2
  * CTAs an SM, below: the organisation dual2 of src/indexer_plan.h);
- * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r: weights in registers) and
- * QG_PMQA_MATH112 (split4r112: setmaxnreg 32 / 112), QG_PMQA_MATH_TAIL
- * (split4r112m: the clean tail on the math warps) and QG_PMQA_LEAN
- * (split4r112w: all 32 weights at 112), at their definitions. Since the
- * H200 A/B of 2026-11-29 the planner (src/indexer_plan.c) builds four of
- * these combinations only: shared2 (2), dual2 (2, CTAS 2), split4 (4,
- * STRIDE_WALK, SPLIT) and split4r112w (split4 + WREG, at N = 128 MATH112,
- * LEAN and, clean, MATH_TAIL); the shared3 / shared4 forms (3 or 4 math
- * warpgroups on one ring, the strided walk at 2) left with their planner
- * entries (tag exp/pmqa-organisations-2026-11-29). The
+ * QG_PMQA_SPLIT (split4), QG_PMQA_WREG (split4r112w: weights in registers),
+ * QG_PMQA_MATH112 (setmaxnreg 32 / 112), QG_PMQA_MATH_TAIL (the clean tail
+ * on the math warps) and QG_PMQA_LEAN (the lean unit loop), at their
+ * definitions. Since the H200 A/B of 2026-11-29 the planner
+ * (src/indexer_plan.c) builds four of these combinations only, and the
+ * static_asserts below admit no other: shared2 (2), dual2 (2, CTAS 2),
+ * split4 (4, STRIDE_WALK, SPLIT) and split4r112w (split4 + WREG: below N =
+ * 128 all N / 4 weights; at N = 128 MATH112, LEAN, 32 weights (28 clean at
+ * D 64) and, clean, MATH_TAIL); the shared3 / shared4 forms (3 or 4 math
+ * warpgroups on one ring, the strided walk at 2) and split4r / split4r112 /
+ * split4r112m (WREG without MATH112 at N = 128, MATH112 without LEAN) left
+ * with their planner entries (tag exp/pmqa-organisations-2026-11-29). The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
@@ -157,19 +159,20 @@ static_assert(QG_PMQA_MATH_WGS == 2 || QG_PMQA_MATH_WGS == 4, "2 or 4 math warpg
 /* QG_PMQA_STRIDE_WALK 1: each math warpgroup walks its own units only
  * (qg_pmqa_swalk: a jump of W units, W = CTAS x MATH_WGS in the range, over
  * batch entries by the remainder) instead of stepping through every unit of
- * the CTA (qg_pmqa_walk, the other warpgroups' units too). The producer
- * keeps qg_pmqa_walk; both give each unit the same (b, k), stage and
- * parity, and every warpgroup the same segments in the same order
- * (tools/pmqa_walk_check.sh runs both on the CPU). */
+ * the CTA (qg_pmqa_walk, the other warpgroups' units too). split4's
+ * producer warp i walks warpgroup i's strided walk; the struct stays
+ * general in CTAS (tools/pmqa_walk_check.sh checks it at 1 and 2 CTAs an
+ * SM) but the kernel strides at one CTA an SM only (asserted below). Both
+ * walks give each unit the same (b, k), stage and parity, and every
+ * warpgroup the same segments in the same order (the same check). */
 #ifndef QG_PMQA_STRIDE_WALK
 #define QG_PMQA_STRIDE_WALK 0
 #endif
 /* QG_PMQA_SPLIT 1 (split4, 2026-11-29): DeepGEMM's organisation: warp i of
  * the producer warpgroup feeds math warpgroup i alone. The stages stay one
  * array of STAGES = W x S: warpgroup i's m-th unit takes stage i + W (m mod
- * S), parity (m / S) & 1 -- exactly the stage and parity shared4s gives it
- * (unit u = i + W m: u mod W S, u / (W S)), so the math side is shared4s'
- * code unchanged; producer warp i walks the same strided walk as warpgroup i
+ * S), parity (m / S) & 1 -- exactly the stage and parity the unit walk gives
+ * the CTA's unit u = i + W m (u mod W S, u / (W S)); producer warp i walks the same strided walk as warpgroup i
  * (qg_pmqa_swalk, first unit i) and fills only those stages. Producer warp
  * 0 also loads q at each segment of its walk (every walk reports every
  * segment of the CTA; the clean form's -inf tail runs on the 4 producer
@@ -210,17 +213,18 @@ static_assert(!QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 4 && QG_PMQA_CTAS == 1 && Q
  * warpgroups and the strided walk are split4's alone */
 static_assert(QG_PMQA_SPLIT || (QG_PMQA_MATH_WGS == 2 && !QG_PMQA_STRIDE_WALK),
               "shared2 / dual2: 2 math warpgroups, the unit walk");
-/* QG_PMQA_WREG w > 0 (split4r, 2026-11-29): split4 with w of each math
+/* QG_PMQA_WREG w > 0 (split4r112w, 2026-11-29): split4 with w of each math
  * thread's N / 4 weights in registers (DeepGEMM keeps all N / 4, loaded
  * once a batch segment, as shared2 does), the rest read from L1 in every
- * epilogue as split4 does. The math warpgroups' 104 registers (setmaxnreg
- * as split4) hold all of them below N = 128; at N = 128 the 64
- * accumulators and the unit loop leave room for 16 (8 in the clean form)
- * without a spill (ptxas -v; 24 spilled 60 bytes, 32 92), with the unit's
- * offsets folded once a segment and every shared address (q, kv, scales,
- * kv barriers) from one base register plus constants. The epilogue multiplies the same values
- * in the same order (wt(j, e) is the same weight in every form): bitwise
- * the logits of split4 and the default. */
+ * epilogue as split4 does. Below N = 128 the math warpgroups' 104
+ * registers (setmaxnreg as split4) hold all N / 4; at N = 128 the 64
+ * accumulators leave room for them only with setmaxnreg 112 and the lean
+ * unit loop (QG_PMQA_MATH112, QG_PMQA_LEAN): 32, or 28 in the clean form at
+ * D 64 (ptxas -v: 0 spills; 104 registers held 16, 8 clean). The unit's
+ * offsets are folded once a segment and every shared address (q, kv,
+ * scales, kv barriers) comes from one base register plus constants. The
+ * epilogue multiplies the same values in the same order (wt(j, e) is the
+ * same weight in every form): bitwise the logits of split4 and shared2. */
 #ifndef QG_PMQA_WREG
 #define QG_PMQA_WREG 0
 #endif
@@ -262,37 +266,44 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #ifndef QG_PMQA_MATH112
 #define QG_PMQA_MATH112 0
 #endif
-/* QG_PMQA_MATH_TAIL 1 (split4r112m, the clean form): the math warps write
+/* QG_PMQA_MATH_TAIL 1 (split4r112w's clean form at N = 128): the math warps write
  * the -inf past each row's last block (qg_pmqa_clean_tail, 512 threads)
  * after their last unit instead of the producer warps after their walks:
  * the producers then need only the walk, which fits 32 registers (the tail
  * spilled under 24, 32 and 40 at next_n 2), so the clean form can run
- * split4r112's 32 / 112 and its weights in registers. The tail's columns
+ * 32 / 112 and its weights in registers. The tail's columns
  * (>= 64 nb(b)) are disjoint from every unit's; the values are the same:
  * bitwise the logits of the producers' tail. */
 #ifndef QG_PMQA_MATH_TAIL
 #define QG_PMQA_MATH_TAIL 0
 #endif
-/* QG_PMQA_LEAN 1 (split4r112w): split4r112 with fewer live registers in the
- * math's unit loop, for more weights in registers at N = 128: the stage and
- * its parity in one register (x = s + STAGES ph), one key scale a thread
- * (its half's, the address folded once a segment) instead of both halves'.
- * The same products in the same order: bitwise split4r112's logits. */
+/* QG_PMQA_LEAN 1 (split4r112w at N = 128, with QG_PMQA_MATH112): fewer live
+ * registers in the math's unit loop, for more weights in registers: the
+ * stage and its parity in one register (x = s + STAGES ph), one key scale a
+ * thread (its half's, the address folded once a segment) instead of both
+ * halves'. The same products in the same order: bitwise the logits of the
+ * loop without it. */
 #ifndef QG_PMQA_LEAN
 #define QG_PMQA_LEAN 0
 #endif
-static_assert(!QG_PMQA_LEAN || QG_PMQA_MATH112, "the lean unit loop: split4r112's form");
-static_assert(!QG_PMQA_MATH_TAIL || (QG_PMQA_SPLIT && QG_PMQA_CLEAN), "the math tail: split4's clean form");
-static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MATH_TAIL)),
-              "112 math registers: split4r112, no clean tail on the producers");
-#if QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT && QG_PMQA_MATH112
-/* split4r112: the producer warps' .dec to 32 frees 128 x 64 = 8192
+/* split4r112w's forms, as the planner builds them: 112 math registers with
+ * the lean loop, at N = 128 only, always with weights in registers (all N /
+ * 4 without them), the clean tail on the math warps exactly then */
+static_assert(QG_PMQA_LEAN == QG_PMQA_MATH112, "the lean unit loop: with setmaxnreg 32 / 112 alone");
+static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && QG_PMQA_N == 128),
+              "112 math registers: weights in registers at N = 128");
+static_assert(QG_PMQA_MATH112 || QG_PMQA_WREG == 0 || QG_PMQA_WREG == QG_PMQA_N / 4,
+              "weights in registers without 112: all N / 4 of them");
+static_assert(QG_PMQA_MATH_TAIL == (QG_PMQA_MATH112 && QG_PMQA_CLEAN),
+              "the math tail: the clean form at 112 math registers, where the producers have 32");
+#if QG_PMQA_MATH112
+/* split4r112w at N = 128: the producer warps' .dec to 32 frees 128 x 64 = 8192
  * registers, the math's .inc to 112 takes 512 x 16 = 8192: balanced
  * exactly, as DeepGEMM's 64 / 104 are (no register that no warpgroup
  * released). The producer walk alone fits 32 (no clean tail: the clean
- * form keeps split4r's 48 / 104); the math's 8 more registers hold 24 of
- * the 32 weights at N = 128 (ptxas -v: 0 spills; 32 spilled 36 bytes;
- * QG_PMQA_LEAN: all 32). 112 is the most the math can reach: the CTA's
+ * tail moves to the math warps: QG_PMQA_MATH_TAIL); the math's 8 more
+ * registers and the lean loop hold all 32 weights at N = 128 (28 clean at
+ * D 64; ptxas -v: 0 spills). 112 is the most the math can reach: the CTA's
  * register pool (PTX ISA, setmaxnreg: per CTA; .inc blocks until the pool
  * has enough) is its launch allocation, 640 x 96 = 61440 (104 x 640 would
  * exceed the SM's 65536), and the producers can give at most 128 x (96 -
@@ -302,8 +313,8 @@ static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MA
  * cause of the 2026-11-28 split form's hang). */
 #define QG_PMQA_PRODUCER_REGS 32
 #define QG_PMQA_MATH_REGS 112
-#elif QG_PMQA_MATH_WGS == 4 && QG_PMQA_SPLIT
-/* split4: launched at 96 a thread (640 threads); the producer warpgroup's
+#elif QG_PMQA_SPLIT
+/* split4 (and split4r112w below N = 128): launched at 96 a thread (640 threads); the producer warpgroup's
  * setmaxnreg.dec to 48 frees 128 x 48 = 6144 registers, the math's .inc to
  * 104 takes 512 x 8 = 4096: the increase never needs registers that no
  * warpgroup released (DeepGEMM's 64 / 104 balance exactly). The split form
@@ -311,7 +322,8 @@ static_assert(!QG_PMQA_MATH112 || (QG_PMQA_WREG && (!QG_PMQA_CLEAN || QG_PMQA_MA
  * freed, every register of the SM -- a hang at the first launch if the
  * pool is short (an unproven guess at its cause). The producer warps walk
  * and then run the clean form's tail (spills under 24, 32 and 40 at next_n
- * 2); the math reads its weights from L1 as shared4 does. */
+ * 2); the math reads its weights from L1 (split4r112w: all N / 4 in
+ * registers). */
 #define QG_PMQA_PRODUCER_REGS 48
 #define QG_PMQA_MATH_REGS 104
 #endif
@@ -517,7 +529,7 @@ QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
  * stores key key0 of dst if key0 < lim_ctx (the clean form: -inf if not,
  * while key0 < lim_max); a thread that stores nothing has both below any
  * key0. */
-/* a key scale: from a pointer, or (split4r) from a shared address */
+/* a key scale: from a pointer, or (QG_PMQA_WREG) from a shared address */
 QG_DEVICE float qg_pmqa_ld_sc(const float *sc, int i) { return sc[i]; }
 QG_DEVICE float qg_pmqa_ld_sc(uint32_t sc, int i) {
     float v;
@@ -818,7 +830,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         const int my_n = 0, my_half = t;
 #endif
 #if QG_PMQA_WREG
-        /* split4r: one shared address (base_a, below) */
+        /* QG_PMQA_WREG: one shared address (base_a, below) */
 #elif QG_PMQA_STRIDE_WALK
         const uint32_t q_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_q) >> 4);
         const uint32_t kv_lo0 = qg_pmqa_opaque(qg_smem_addr(smem_kv) >> 4);
@@ -835,7 +847,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
         int g = -1, seg_b = -1;
 #if QG_PMQA_WREG
-        /* split4r: QG_PMQA_WREG of this lane's N / 4 weights live in
+        /* QG_PMQA_WREG of this lane's N / 4 weights live in
          * registers (w, read once a segment), the others are read (L1 hits)
          * where used, as split4 reads them all; both from this lane's first
          * column of the segment's row n: wrow[n] + 8j' + e. The index is a
@@ -848,7 +860,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                        ? w[min(2 * j + e, QG_PMQA_WREG - 1)]
                        : __ldg(wrow[(8 * j) / QG_PMQA_H] + (8 * j) % QG_PMQA_H + e);
         };
-#elif QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
+#elif QG_PMQA_SPLIT || QG_PMQA_NSPLIT
         /* 4 warpgroups leave 96 registers a thread at launch: the 64
          * accumulators stay, the weights are read (L1 hits) where used, from
          * this lane's first column of the segment's row n: wrow[n] + 8j' + e */
@@ -881,13 +893,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
 #if !QG_PMQA_WREG
         const uint32_t kv_full_a = qg_pmqa_opaque(qg_smem_addr(kv_full));
-#endif
-#if !QG_PMQA_WREG
         const uint32_t kv_empty_a = qg_pmqa_opaque(qg_smem_addr(kv_empty));
 #endif
-        for (int ev = wk.init(schedule, context_lens, max_context_len, batch,
-                              (int)(blockIdx.x % QG_PMQA_CTAS) + QG_PMQA_CTAS * wg);
-             ev >= 0;) {
+        /* one CTA an SM (split4, asserted): the CTA's units are the range's,
+         * this warpgroup's first is unit wg, then every W-th */
+        for (int ev = wk.init(schedule, context_lens, max_context_len, batch, wg); ev >= 0;) {
             if (ev > 0) {
 #else
         while (!wk.done()) {
@@ -898,7 +908,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 ++g;
                 /* weights of this lane's columns c = 8j + 2t + e: row
                  * b * NEXT_N + c / H, head c % H */
-#if QG_PMQA_MATH_WGS == 4 || QG_PMQA_NSPLIT
+#if QG_PMQA_SPLIT || QG_PMQA_NSPLIT
 #pragma unroll
                 for (int n = 0; n < QG_PMQA_NEXT_N; ++n)
                     wrow[n] = weights + (int64_t)(seg_b * QG_PMQA_NEXT_N + n) * ld_weights + 2 * t;
@@ -970,7 +980,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             s += QG_PMQA_MATH_WGS;
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
 #endif
-            wk.k += QG_PMQA_CTAS * QG_PMQA_MATH_WGS;
+            wk.k += QG_PMQA_MATH_WGS;
             ev = wk.settle(context_lens, max_context_len, batch);
 #else
             if (u % QG_PMQA_MATH_WGS == wg) {

@@ -209,6 +209,20 @@ const char *qg__env_string(const char *name) {
     return v && v[0] ? v : NULL;
 }
 
+int qg__env_next_word(const char **v, const char *seps, bool skip_empty,
+                      const char *const names[], int n) {
+    while (*v) {
+        const char *w = *v;
+        const size_t len = strcspn(w, seps);
+        *v = w[len] ? w + len + 1 : NULL; /* a separator: a word follows, empty or not */
+        if (len == 0 && skip_empty) continue;
+        for (int i = 0; i < n; ++i)
+            if (strlen(names[i]) == len && !strncmp(w, names[i], len)) return i;
+        return -2;
+    }
+    return -1;
+}
+
 /* 1 for an "on" word, 0 for an "off" word, -1 for anything else. */
 static int flag_word(const char *v) {
     static const char *const on[] = {"1", "true", "on", "yes"};

@@ -166,33 +166,20 @@ static bool split_tiles_allowed(void) {
  * '+'-separated list of old, room (QG_D_FP8_ROOM),
  * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three) and epi
  * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) -> those flags;
- * anything else -1. */
+ * anything else -1: an empty word ("room+") or ',' (QGEMM_HC_VARIANT's
+ * separator too) included. */
 int qg__fp8out_variant(void) {
     const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
     /* unset: new+epi, the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
      * 1.147 over the 14 rows of M 64 and 128, h200-03-u3; epi: -> 1.116, h200-05-u5) */
     if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI;
-    int flags = 0;
-    for (;;) { /* (an empty word, as in "room+", is no word) */
-        const char *end = strchr(v, '+');
-        const size_t len = end ? (size_t)(end - v) : strlen(v);
-        if (len == 3 && !strncmp(v, "old", 3)) {
-        } else if (len == 4 && !strncmp(v, "room", 4)) {
-            flags |= QG_D_FP8_ROOM;
-        } else if (len == 5 && !strncmp(v, "early", 5)) {
-            flags |= QG_D_FP8_EARLY;
-        } else if (len == 5 && !strncmp(v, "sfbpf", 5)) {
-            flags |= QG_D_FP8_SFBPF;
-        } else if (len == 3 && !strncmp(v, "new", 3)) {
-            flags |= QG_D_FP8_VARIANT;
-        } else if (len == 3 && !strncmp(v, "epi", 3)) {
-            flags |= QG_D_FP8_EPI; /* (not in new: A/B against it, new+epi) */
-        } else {
-            return -1;
-        }
-        if (!end) return flags;
-        v = end + 1;
-    }
+    static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi"};
+    /* epi is not in new: A/B against it, new+epi */
+    static const int word_flags[] = {0, QG_D_FP8_ROOM, QG_D_FP8_EARLY, QG_D_FP8_SFBPF,
+                                     QG_D_FP8_VARIANT, QG_D_FP8_EPI};
+    int flags = 0, i;
+    while ((i = qg__env_next_word(&v, "+", false, names, 6)) >= 0) flags |= word_flags[i];
+    return i == -1 ? flags : -1;
 }
 
 /* CTAs of clusters of `split` the launch finds resident on num_sms SMs

@@ -82,22 +82,19 @@ static bool hc_env_variant(qg_hc_opts *o, int mode) {
         o->fit = 1;
         return true;
     }
-    while (*v) {
-        size_t l = strcspn(v, "+,");
-        if (l == 4 && !strncmp(v, "base", 4)) {
-        } else if (l == 4 && !strncmp(v, "acc2", 4)) o->accs = 2;
-        else if (l == 4 && !strncmp(v, "acc4", 4)) o->accs = 4;
-        else if (l == 4 && !strncmp(v, "acc8", 4)) o->accs = 8;
-        else if (l == 3 && !strncmp(v, "fit", 3)) o->fit = 1;
-        else if (l == 2 && !strncmp(v, "w1", 2)) o->wgs = 1;
-        else if (l == 2 && !strncmp(v, "w2", 2)) o->wgs = 2;
-        else if (l == 2 && !strncmp(v, "k2", 2)) o->kmin = 2;
-        else if (l == 2 && !strncmp(v, "k4", 2)) o->kmin = 4;
-        else if (l > 0) return false;
-        v += l;
-        if (*v) ++v;
+    static const char *const names[] = {"base", "acc2", "acc4", "acc8", "fit",
+                                        "w1",   "w2",   "k2",   "k4"};
+    int i;
+    /* empty words ("acc2+", "fit,,w2") are skipped; a later word overrides an earlier one */
+    while ((i = qg__env_next_word(&v, "+,", true, names, 9)) >= 0) {
+        static const int value[] = {0, 2, 4, 8, 1, 1, 2, 2, 4};
+        if (i >= 1 && i <= 3) o->accs = value[i];
+        else if (i == 4) o->fit = 1;
+        else if (i == 5 || i == 6) o->wgs = value[i];
+        else if (i >= 7) o->kmin = value[i];
+        /* (base, 0: no option) */
     }
-    return true;
+    return i == -1;
 }
 
 /* QGEMM_HC_MODE (src/env.c): unset -> mode -1 (the planner's default);

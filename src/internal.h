@@ -28,6 +28,14 @@ extern const int qg__num_env_knobs;
 bool qg__env_flag(const char *name);
 /* The variable's value, or NULL when unset or empty. */
 const char *qg__env_string(const char *name);
+/* The A/B variables' word lists (QGEMM_FP8OUT_VARIANT, QGEMM_HC_VARIANT): *v at
+ * the next word of a list whose words end at any character of seps (start
+ * with the value; NULL after the last word). Returns the word's index in
+ * names[0 .. n) and steps *v past it and its separator; -1 when the list is
+ * done; -2 for a word not in names. An empty word ("a++b", "a+") is skipped
+ * when skip_empty, else it is a word not in names. */
+int qg__env_next_word(const char **v, const char *seps, bool skip_empty,
+                      const char *const names[], int n);
 /* "qgemm jit: <message>" on stderr when QGEMM_JIT_DEBUG is on (jit.c, cache.c). */
 void qg__jit_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -194,6 +194,32 @@ TEST(env_reads_only_the_table) {
     PASS();
 }
 
+/* The A/B variables' word lists (qg__env_next_word, QGEMM_FP8OUT_VARIANT's
+ * and QGEMM_HC_VARIANT's parser): the words' indices in order, each
+ * separator of the set, empty words skipped or refused as asked. */
+TEST(env_word_lists) {
+    static const char *const names[] = {"ab", "a", "abc"};
+    static const struct { const char *v, *seps; bool skip; int want[6]; } cases[] = {
+        {"a", "+", false, {1, -1}},          {"abc+a+ab", "+", false, {2, 1, 0, -1}},
+        {"a+", "+", false, {1, -2}},         {"a+", "+", true, {1, -1}},
+        {"+a", "+", false, {-2}},            {"+a,,ab", "+,", true, {1, 0, -1}},
+        {"a,ab", "+", false, {-2}},          {"a,ab", "+,", false, {1, 0, -1}},
+        {"abcd", "+", true, {-2}},           {"a+b+ab", "+", true, {1, -2}},
+        {"ab+a+", ",+", true, {0, 1, -1}},   {"", "+", true, {-1}}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        const char *v = cases[c].v;
+        int got = 0;
+        for (int k = 0; k < 6; ++k) {
+            got = qg__env_next_word(&v, cases[c].seps, cases[c].skip, names, 3);
+            CHECK(got == cases[c].want[k], "\"%s\" (seps \"%s\", skip %d): word %d is %d, want %d",
+                  cases[c].v, cases[c].seps, (int)cases[c].skip, k, got, cases[c].want[k]);
+            if (got < 0) break;
+        }
+        CHECK(got < 0, "\"%s\": no end", cases[c].v);
+    }
+    PASS();
+}
+
 /* The disk cache's directory: QGEMM_CACHE_DIR, else $XDG_CACHE_HOME/qgemm (an
  * absolute XDG_CACHE_HOME only), else $HOME/.cache/qgemm, else none. */
 TEST(env_cache_dir_honours_xdg) {
