@@ -97,6 +97,11 @@ typedef struct {
                          merges stages / 5 of them), n > 0 n sub-blocks per stage; only
                          dense NT takes a merged plan (else ignored), capped so that >= 3
                          stages remain and at the 64-K blocks of K */
+    int splitk;       /* split-K across a cluster (QGEMM_BF16_SPLITK; kernels/qg_bf16_gemm.cuh
+                         QG_BF16_SPLITK): 0 off, -1 auto (few tiles, long K: the split and
+                         tile of least estimated time, qg__bf16_select), n in {2, 4, 8} that
+                         split of the chosen tile (halved until K and shared memory take it);
+                         dense only, without multicast (else ignored) */
                       /* (last: bench/dg_bf16_heuristic.py mirrors the fields above) */
 } qg_bf16_problem;
 
@@ -114,8 +119,10 @@ typedef struct {
     int d_box_rows;               /* rows of D's TMA box: one math warpgroup's */
     int grid;                     /* persistent grid: num_sms rounded to the cluster */
     double est_cost;              /* the heuristic's estimate (relative) */
-    int merge;                    /* 64-K sub-blocks per pipeline stage (1: not merged;
-                                     last: bench/dg_bf16_heuristic.py mirrors the fields) */
+    int merge;                    /* 64-K sub-blocks per pipeline stage (1: not merged) */
+    int splitk;                   /* CTAs of a cluster that split one tile's K (1: none;
+                                     then cluster == splitk, multicast 0; last:
+                                     bench/dg_bf16_heuristic.py mirrors the fields) */
 } qg_bf16_plan;
 
 /* The k-grouped kernel's last parameter, by value (the kernel's
@@ -141,6 +148,10 @@ int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_
 int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
                                int d_f32, int merge);
 
+/* ... and split-K's barriers (splitk > 1: QG_BF16_SPLITK) */
+int qg__bf16_smem_bytes_sk(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32,
+                           int merge, int splitk);
+
 /* The sub-blocks per stage a plan of this problem gets (1: not merged) for a
  * tile of block_m rows whose unmerged pipeline has `stages` stages. */
 int qg__bf16_merge_of(const qg_bf16_problem *p, int block_m, int block_n, int stages);
@@ -155,6 +166,18 @@ int qg__bf16_legal(const qg_bf16_problem *p, int block_m, int block_n, int multi
  * Returns 0, or -1 when it is not legal or does not fit (nothing written). */
 int qg__bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
                      qg_bf16_plan *out);
+
+/* qg__bf16_complete with the tile's K split over a cluster of `splitk` CTAs
+ * (2, 4 or 8; 1: qg__bf16_complete): dense, no multicast, every CTA at
+ * least one K step, the partners' partial sums fitting the stages.
+ * Returns 0, or -1 (nothing written). */
+int qg__bf16_complete_split(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
+                            int splitk, qg_bf16_plan *out);
+
+/* A forced split (p->splitk > 0) of a completed plan: *pl split by p->splitk,
+ * halved until it fits (qg__bf16_complete_split); unchanged when none does
+ * or p->splitk <= 0. */
+void qg__bf16_force_split(const qg_bf16_problem *p, qg_bf16_plan *pl);
 
 /* The heuristic: the legal configuration of least estimated time (fewest
  * waves of the fullest last wave, operand bytes per SM, most stages).
