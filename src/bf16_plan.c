@@ -248,7 +248,8 @@ void qg__bf16_force_split(const qg_bf16_problem *p, qg_bf16_plan *pl) {
     if (!p || !pl || p->splitk <= 0) return;
     for (int s = p->splitk >= 8 ? 8 : p->splitk >= 4 ? 4 : 2; s >= 2; s /= 2) {
         qg_bf16_plan sp;
-        if (qg__bf16_complete_split(p, pl->block_m, pl->block_n, pl->multicast, s, &sp) == 0) {
+        /* (the cluster is the split's: the tile without its multicast) */
+        if (qg__bf16_complete_split(p, pl->block_m, pl->block_n, 0, s, &sp) == 0) {
             sp.est_cost = pl->est_cost;
             *pl = sp;
             return;

@@ -174,9 +174,9 @@ int qg__bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int mu
 int qg__bf16_complete_split(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
                             int splitk, qg_bf16_plan *out);
 
-/* A forced split (p->splitk > 0) of a completed plan: *pl split by p->splitk,
- * halved until it fits (qg__bf16_complete_split); unchanged when none does
- * or p->splitk <= 0. */
+/* A forced split (p->splitk > 0) of a completed plan: *pl's tile, without
+ * multicast, split by p->splitk, halved until it fits
+ * (qg__bf16_complete_split); unchanged when none does or p->splitk <= 0. */
 void qg__bf16_force_split(const qg_bf16_problem *p, qg_bf16_plan *pl);
 
 /* The heuristic: the legal configuration of least estimated time (fewest

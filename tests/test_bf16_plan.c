@@ -403,8 +403,9 @@ TEST(bf16_plan_merged_stages) {
  * M 4096) alone; a split plan is dense, without multicast, a cluster of S CTAs
  * with a grid of whole clusters, every rank at least one K step, its shared
  * memory the kernel's (split-K's barriers included) and within the limit, its
- * partners' partial sums within its stages; a forced split halves until the K
- * takes it; other kinds never split; the split source says QG_BF16_SPLITK, the
+ * partners' partial sums within its stages; a forced split keeps the chosen
+ * tile (dropping its multicast) and halves until the K takes it; other kinds
+ * never split; the split source says QG_BF16_SPLITK, the
  * unsplit one never does. */
 TEST(bf16_plan_splitk) {
     qg_bf16_problem p = problem(1, 576, 7168, QG_BF16_NT, QG_BF16_DENSE);
@@ -469,7 +470,7 @@ TEST(bf16_plan_splitk) {
                         if (knobs[g] > 0) { /* forced: the chosen tile, S halved until it fits */
                             CHECK(b.block_m == a.block_m && b.block_n == a.block_n,
                                   "forced %d changed the tile", knobs[g]);
-                            if (!a.multicast && k_steps >= 2)
+                            if (k_steps >= 2)
                                 CHECK(b.splitk > 1 && b.splitk <= knobs[g],
                                       "%dx%dx%d forced %d: split %d", q.m, q.n, q.k, knobs[g],
                                       b.splitk);
