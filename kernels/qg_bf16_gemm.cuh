@@ -256,7 +256,7 @@ struct qg_bf16_kgroups {
 #define QG_SUB_B (QG_BLOCK_N * QG_BLOCK_K * 2)
 #define QG_SMEM_A (QG_SUB_A * QG_BF16_MERGE)   /* one stage */
 #define QG_SMEM_B (QG_SUB_B * QG_BF16_MERGE)
-/* split-K: three more barriers (ready, full, done), padded to 32 bytes */
+/* split-K: four more barriers (ready x 2, full, done) */
 #define QG_SMEM_SPLITK_BARS (QG_BF16_SPLITK > 1 ? 32 : 0)
 #define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + \
                        QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16 + \
@@ -462,11 +462,14 @@ QG_DEVICE void qg_bf16_merged_step(float (&acc)[QG_WG_TILES][QG_ACC], uint64_t *
  * partner's wgmmas are done reading its stages: acquire, cluster scope). The
  * producer does not load a CTA's next tile before its math warps are done
  * reading the received partials (`done`, arrived after a proxy fence: the
- * generic reads precede the next TMA writes). So every barrier completes one
- * phase per tile, `ready` on (S - 1) x the math warps' arrivals, `full` on
- * thread 0's arrival and the bytes, `done` on the math warps' arrivals, and
- * a tile's partials can reach a CTA only after its `ready` arrival for that
- * tile, which follows its reads of the previous tile's. The CTAs of a
+ * generic reads precede the next TMA writes). `full` and `done` complete one
+ * phase per tile, `full` on thread 0's arrival and the bytes, `done` on the
+ * math warps' arrivals; `ready` is two barriers, tile t's arrivals on ready[t
+ * % 2] ((S - 1) x the math warps' each), so that a fast partner's arrival
+ * for the next tile never counts toward this one's, whatever the order the
+ * arrivals travel in. A tile's partials can reach a CTA only after its
+ * `ready` arrival for that tile, which follows its reads of the previous
+ * tile's. The CTAs of a
  * cluster run the same tiles (the same scheduler index), so every exchange
  * has all S parties; no CTA waits for another cluster.
  */
@@ -498,13 +501,14 @@ QG_DEVICE float4 qg_sk_ld_shared_f32x4(uint32_t addr) {
     return v;
 }
 
-/* The reduce-scatter of one tile (header above): on return, the units this
- * rank owns hold the sum of the S partials, the others are stale. bars:
- * ready, full, done; phase: their parity for this tile. */
+/* The reduce-scatter of a CTA's tile number `tile` (header above): on
+ * return, the units this rank owns hold the sum of the S partials, the
+ * others are stale. bars: ready[2], full, done. */
 QG_DEVICE void qg_bf16_splitk_reduce(float (&acc)[QG_WG_TILES][QG_ACC], unsigned char *xbuf,
-                                     uint64_t *bars, int rank, uint32_t phase, uint32_t lane,
+                                     uint64_t *bars, int rank, uint32_t tile, uint32_t lane,
                                      uint32_t thread) {
-    uint64_t *ready = bars, *full = bars + 1, *done = bars + 2;
+    uint64_t *ready = bars + (tile & 1), *full = bars + 2, *done = bars + 3;
+    const uint32_t phase = tile & 1, ready_phase = (tile >> 1) & 1;
     /* this warp's wgmmas are complete (wait_group 0): its reads of the stages
      * are done; tell every partner */
     __syncwarp();
@@ -513,7 +517,7 @@ QG_DEVICE void qg_bf16_splitk_reduce(float (&acc)[QG_WG_TILES][QG_ACC], unsigned
         qg_mbarrier_arrive_expect_tx(full, (uint32_t)((QG_BF16_SPLITK - 1) *
                                                       (qg_sk_first(rank + 1) - qg_sk_first(rank)) *
                                                       QG_NUM_MATH_THREADS * 16));
-    qg_mbarrier_wait_acquire_cluster(ready, phase);
+    qg_mbarrier_wait_acquire_cluster(ready, ready_phase);
 #pragma unroll
     for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -839,7 +843,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     uint64_t *full = (uint64_t *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
     uint64_t *empty = full + QG_NUM_STAGES;
-    [[maybe_unused]] uint64_t *sk_bars = empty + QG_NUM_STAGES; /* split-K: ready, full, done */
+    [[maybe_unused]] uint64_t *sk_bars = empty + QG_NUM_STAGES; /* split-K: ready x 2, full, done */
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #if QG_BF16_SPLITK > 1
@@ -860,8 +864,9 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
         }
 #if QG_BF16_SPLITK > 1
         qg_mbarrier_init(&sk_bars[0], (QG_BF16_SPLITK - 1) * QG_NUM_MATH_THREADS / 32); /* ready */
-        qg_mbarrier_init(&sk_bars[1], 1); /* full: thread 0's expect_tx, bytes from st.async */
-        qg_mbarrier_init(&sk_bars[2], QG_NUM_MATH_THREADS / 32); /* done */
+        qg_mbarrier_init(&sk_bars[1], (QG_BF16_SPLITK - 1) * QG_NUM_MATH_THREADS / 32);
+        qg_mbarrier_init(&sk_bars[2], 1); /* full: thread 0's expect_tx, bytes from st.async */
+        qg_mbarrier_init(&sk_bars[3], QG_NUM_MATH_THREADS / 32); /* done */
 #endif
         qg_fence_proxy_async_shared();
         qg_fence_mbarrier_init();
@@ -896,7 +901,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                 /* the stages held the previous tile's received partials:
                  * refill them once the math warps have read those */
                 if (!first_tile) {
-                    qg_mbarrier_wait(&sk_bars[2], done_phase);
+                    qg_mbarrier_wait(&sk_bars[3], done_phase);
                     done_phase ^= 1;
                 }
                 first_tile = false;
@@ -1059,7 +1064,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
         const uint32_t epi_thread = threadIdx.x % 128;
         const int epi_row0 = (int)wg * QG_WG_ROWS; /* the warpgroup's first tile row */
 #if QG_BF16_SPLITK > 1
-        uint32_t sk_phase = 0; /* parity of the split-K barriers' phase for this tile */
+        uint32_t sk_tile = 0; /* this CTA's tiles so far (the split-K barriers' phases) */
 #endif
 
         while (qg_scheduler_next(sched, tile)) {
@@ -1176,8 +1181,8 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 #if QG_BF16_SPLITK > 1
             /* ---- split-K: reduce-scatter, then this rank's units into D
              * (header: "Split-K") ----------------------------------------- */
-            qg_bf16_splitk_reduce(acc, smem_a, sk_bars, sk_rank, sk_phase, lane, threadIdx.x);
-            sk_phase ^= 1;
+            qg_bf16_splitk_reduce(acc, smem_a, sk_bars, sk_rank, sk_tile, lane, threadIdx.x);
+            ++sk_tile;
             (void)epi_bar, (void)epi_row0; /* (no shared output tile) */
             {
                 const int n_begin = tile.n_block * QG_BLOCK_N;

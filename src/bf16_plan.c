@@ -23,7 +23,7 @@ int qg__bf16_smem_bytes_sk(qg_bf16_kind kind, int block_m, int block_n, int num_
                                                  : round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
     const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2 * merge;
     return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */) +
-           (splitk > 1 ? 32 : 0) /* split-K's ready, full and done barriers */;
+           (splitk > 1 ? 32 : 0) /* split-K's barriers: ready x 2, full, done */;
 }
 
 int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
