@@ -4,8 +4,9 @@
  * query; the SM count and the shared-memory limit are data.
  *
  * Host side of a launch of a plan p (for the launch path to wire in):
- *   grid      num_sms rounded down to a multiple of p->cluster (persistent),
- *             cluster dimension p->cluster (1 or 2), block p->num_threads,
+ *   grid      num_sms rounded down to a multiple of p->cluster (persistent;
+ *             split-K: tiles x p->splitk CTAs at most, a cluster a tile),
+ *             cluster dimension p->cluster (1, 2; split-K 2, 4 or 8), block p->num_threads,
  *             dynamic shared memory p->smem_bytes (opt-in attribute).
  *   kernel    "qg_bf16_gemm_kernel"(tmap_a, tmap_b, tmap_d, d, ldd,
  *             m_indices, masked_m, shape_m [, qg_bf16_kgroups by value when
@@ -33,7 +34,8 @@
  *                map of D (a zeroed map is passed): the kernel
  *                "qg_bf16_bmn_bnk_mn_gemm_impl" takes after shape_m the
  *                workspace's slots and counters, C and ldc
- *   with_c     the kernel adds into D by TMA reduce-add: D = C + A B with
+ *   with_c     the kernel adds into D by TMA reduce-add (split-K: each
+ *              element's owner reads D, adds, stores): D = C + A B with
  *              C != D needs C copied into D before the launch.
  */
 #ifndef QG_BF16_PLAN_H
