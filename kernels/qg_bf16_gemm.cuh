@@ -249,6 +249,10 @@ struct qg_bf16_kgroups {
 /* no output tile: one word per math warpgroup (the tree's arrival
  * broadcast), padded to keep the stages 1024-byte aligned */
 #define QG_SMEM_D 1024
+#elif QG_BF16_SPLITK > 1
+/* split-K: no output tile (the owners store D from registers); its bytes go
+ * to the pipeline's stages */
+#define QG_SMEM_D 0
 #else
 #define QG_SMEM_D QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024)
 #endif

@@ -18,8 +18,10 @@ static int round_up(int x, int a) { return (x + a - 1) / a * a; }
 
 int qg__bf16_smem_bytes_sk(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32,
                            int merge, int splitk) {
-    /* the reduced batch sum: one broadcast word per math warpgroup, padded */
+    /* the reduced batch sum: one broadcast word per math warpgroup, padded;
+     * split-K: none (its owners store D from registers) */
     const int smem_d = kind == QG_BF16_BATCH_SUM ? 1024
+                       : splitk > 1              ? 0
                                                  : round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
     const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2 * merge;
     return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */) +
