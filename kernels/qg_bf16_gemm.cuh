@@ -70,6 +70,11 @@
  *   QG_MULTICAST       0 none, 1 A (pairs along N), 2 B (pairs along M:
  *                      dense, or per tile in the contiguous, masked and psum
  *                      kinds, QG_PAIR_TILES); QG_CLUSTER 1 or 2
+ *   QG_BF16_SPLITK     S = 1 (default), 2, 4 or 8 (QGEMM_BF16_SPLITK): split
+ *                      K across a cluster of QG_CLUSTER = S CTAs that share
+ *                      one output tile, the partial sums reduced through
+ *                      distributed shared memory. Dense, no multicast; with
+ *                      or without merged stages (see "Split-K")
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (128, 64 or 32 bytes)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
@@ -151,7 +156,12 @@
 #ifndef QG_BF16_ENTRY
 #define QG_BF16_ENTRY qg_bf16_gemm_kernel
 #endif
-#define QG_SPLIT_K 1 /* qg_scheduler.cuh: every CTA its own tiles */
+#ifndef QG_BF16_SPLITK
+#define QG_BF16_SPLITK 1
+#endif
+/* qg_scheduler.cuh: 1, every CTA its own tiles; S > 1, the S CTAs of a
+ * cluster share one */
+#define QG_SPLIT_K QG_BF16_SPLITK
 #ifndef QG_WG_SKIP
 /* masked / psum: a math warpgroup with no valid row of a tile skips it (0:
  * QGEMM_BF16_PLAN=v1, every warpgroup runs every tile) */
@@ -220,6 +230,9 @@ struct qg_bf16_kgroups {
 #if QG_BF16_MERGE > 1
 #define QG_NUM_K_STEPS ((QG_NUM_K_BLOCKS + QG_BF16_MERGE - 1) / QG_BF16_MERGE)
 #define QG_MERGE_TAIL (QG_NUM_K_BLOCKS - (QG_NUM_K_STEPS - 1) * QG_BF16_MERGE)
+#define QG_BF16_K_UNITS QG_NUM_K_STEPS /* pipeline steps of a tile's K */
+#else
+#define QG_BF16_K_UNITS QG_NUM_K_BLOCKS
 #endif
 #define QG_NUM_MATH_WGS (QG_BLOCK_M == 64 ? 1 : 2)
 #define QG_NUM_MATH_THREADS (128 * QG_NUM_MATH_WGS)
@@ -236,6 +249,10 @@ struct qg_bf16_kgroups {
 /* no output tile: one word per math warpgroup (the tree's arrival
  * broadcast), padded to keep the stages 1024-byte aligned */
 #define QG_SMEM_D 1024
+#elif QG_BF16_SPLITK > 1
+/* split-K: no output tile (the owners store D from registers); its bytes go
+ * to the pipeline's stages */
+#define QG_SMEM_D 0
 #else
 #define QG_SMEM_D QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024)
 #endif
@@ -243,8 +260,11 @@ struct qg_bf16_kgroups {
 #define QG_SUB_B (QG_BLOCK_N * QG_BLOCK_K * 2)
 #define QG_SMEM_A (QG_SUB_A * QG_BF16_MERGE)   /* one stage */
 #define QG_SMEM_B (QG_SUB_B * QG_BF16_MERGE)
+/* split-K: four more barriers (ready x 2, full, done) */
+#define QG_SMEM_SPLITK_BARS (QG_BF16_SPLITK > 1 ? 32 : 0)
 #define QG_SMEM_TOTAL (1024 /* alignment slack */ + QG_SMEM_D + \
-                       QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16)
+                       QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B) + QG_NUM_STAGES * 16 + \
+                       QG_SMEM_SPLITK_BARS)
 /* Rows of A a stage brings: block_m (both halves under A multicast), or the
  * host's QG_A_BOX_ROWS = round_up(M, 8) for a dense K-major M below block_m
  * (decode): the stage's other A rows are never loaded, and feed only
@@ -281,7 +301,12 @@ static_assert(!QG_A_MN_MAJOR || (QG_KIND == 0 || QG_KIND == 4 || QG_KIND == 5),
               "MN-major A: dense, k-grouped or batched");
 static_assert(!QG_B_MN_MAJOR || QG_BLOCK_N % 64 == 0, "MN-major B: whole 64-column atoms");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
-static_assert(QG_CLUSTER == 1 || QG_MULTICAST != 0, "a cluster only for multicast");
+static_assert(QG_CLUSTER == 1 || QG_MULTICAST != 0 || QG_CLUSTER == QG_BF16_SPLITK,
+              "a cluster only for multicast or split-K");
+static_assert(QG_BF16_SPLITK == 1 ||
+                  ((QG_BF16_SPLITK == 2 || QG_BF16_SPLITK == 4 || QG_BF16_SPLITK == 8) &&
+                   QG_KIND == 0 && QG_MULTICAST == 0 && QG_CLUSTER == QG_BF16_SPLITK),
+              "split-K: 2, 4 or 8 CTAs a cluster, dense, no multicast");
 static_assert(QG_MULTICAST != 1 || (QG_A_MN_MAJOR ? QG_BLOCK_M % 128 == 0 : QG_A_LOAD_ROWS % 8 == 0),
               "A multicast halves: whole atoms / 8-row groups");
 static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
@@ -406,6 +431,147 @@ QG_DEVICE void qg_bf16_merged_step(float (&acc)[QG_WG_TILES][QG_ACC], uint64_t *
     qg_bf16_advance(s, phase);
 }
 #endif
+
+#if QG_BF16_SPLITK > 1
+/*
+ * Split-K (QG_BF16_SPLITK = S > 1). The decode-sized dense rows (M <= 128,
+ * N of a few hundred, K 7168) have a few dozen tiles for 132 SMs, each CTA
+ * streaming all of K alone; here the S CTAs of a cluster share one output
+ * tile (qg_scheduler.cuh: the cluster's tile, not one per CTA), and CTA r
+ * runs K steps [r T / S, (r + 1) T / S) of the T = QG_SK_STEPS (64-K blocks,
+ * or merged steps: the last, short, merged step is always the last rank's),
+ * each with its own pipeline (no stage is shared: QG_LOAD_CLUSTER 1).
+ *
+ * The reduction is a reduce-scatter through distributed shared memory. A
+ * math thread's fragment is QG_SK_UNITS float4 units, unit u = (m64 tile t,
+ * n8 piece j), u = t (QG_BLOCK_N / 8) + j: rows r, r + 8 by two columns.
+ * Rank o owns units [first(o), first(o + 1)), first(o) = o U / S (an empty
+ * range when U < S). For every unit it does not own, each thread st.asyncs
+ * its partial (16 bytes) into the owner's receive buffer, slot [source
+ * index][unit - first(owner)][thread] (source index: the sender's rank,
+ * minus one past the owner's), completing 16 bytes on the owner's `full`
+ * barrier; the owner's thread 0 expects (S - 1) x its units x threads x 16
+ * bytes. The owner's thread then sums the S partials of each unit it owns
+ * in rank order 0, 1, .., S - 1 (its own from registers at its rank's
+ * place): a fixed order, so D is bitwise the same run to run and whichever
+ * rank owns a unit. The owner stores its units into D from registers
+ * (row- and column-predicated 4- or 8-byte stores; + C read from D first
+ * with QG_WITH_C: one thread owns each element, so the accumulation is one
+ * ordinary add), no shared output tile, no TMA store.
+ *
+ * The receive buffer is the CTA's own pipeline stages (QG_SK_BYTES fit in
+ * them: static_assert below): after its main loop (wgmma wait_group 0) every
+ * math warp arrives (release, cluster scope) on each partner's `ready`
+ * barrier; a thread sends only after its own `ready` phase completed (every
+ * partner's wgmmas are done reading its stages: acquire, cluster scope). The
+ * producer does not load a CTA's next tile before its math warps are done
+ * reading the received partials (`done`, arrived after a proxy fence: the
+ * generic reads precede the next TMA writes). `full` and `done` complete one
+ * phase per tile, `full` on thread 0's arrival and the bytes, `done` on the
+ * math warps' arrivals; `ready` is two barriers, tile t's arrivals on ready[t
+ * % 2] ((S - 1) x the math warps' each), so that a fast partner's arrival
+ * for the next tile never counts toward this one's, whatever the order the
+ * arrivals travel in. A tile's partials can reach a CTA only after its
+ * `ready` arrival for that tile, which follows its reads of the previous
+ * tile's. The CTAs of a
+ * cluster run the same tiles (the same scheduler index), so every exchange
+ * has all S parties; no CTA waits for another cluster.
+ */
+#define QG_SK_STEPS QG_BF16_K_UNITS
+#define QG_SK_UNITS (QG_WG_TILES * QG_BLOCK_N / 8)
+#define QG_SK_UMAX ((QG_SK_UNITS + QG_BF16_SPLITK - 1) / QG_BF16_SPLITK)
+#define QG_SK_BYTES ((QG_BF16_SPLITK - 1) * QG_SK_UMAX * QG_NUM_MATH_THREADS * 16)
+static_assert(QG_SK_BYTES <= QG_NUM_STAGES * (QG_SMEM_A + QG_SMEM_B),
+              "split-K: the partners' partial sums fit the pipeline stages");
+static_assert(QG_SK_STEPS >= QG_BF16_SPLITK, "split-K: every rank has a K step");
+
+/* First unit of rank r (r = S: the end). */
+QG_DEVICE constexpr int qg_sk_first(int r) { return r * QG_SK_UNITS / QG_BF16_SPLITK; }
+/* The rank that owns unit u: the least r with u < first(r + 1). */
+QG_DEVICE constexpr int qg_sk_owner(int u) {
+    return ((u + 1) * QG_BF16_SPLITK - 1) / QG_SK_UNITS;
+}
+/* Byte offset of (source index, owner-local unit, thread) in a receive buffer. */
+QG_DEVICE constexpr uint32_t qg_sk_slot(int src, int unit, uint32_t thread) {
+    return ((uint32_t)(src * QG_SK_UMAX + unit) * QG_NUM_MATH_THREADS + thread) * 16;
+}
+
+QG_DEVICE float4 qg_sk_ld_shared_f32x4(uint32_t addr) {
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+/* The reduce-scatter of a CTA's tile number `tile` (header above): on
+ * return, the units this rank owns hold the sum of the S partials, the
+ * others are stale. bars: ready[2], full, done. */
+QG_DEVICE void qg_bf16_splitk_reduce(float (&acc)[QG_WG_TILES][QG_ACC], unsigned char *xbuf,
+                                     uint64_t *bars, int rank, uint32_t tile, uint32_t lane,
+                                     uint32_t thread) {
+    uint64_t *ready = bars + (tile & 1), *full = bars + 2, *done = bars + 3;
+    const uint32_t phase = tile & 1, ready_phase = (tile >> 1) & 1;
+    /* this warp's wgmmas are complete (wait_group 0): its reads of the stages
+     * are done; tell every partner */
+    __syncwarp();
+    if (lane < QG_BF16_SPLITK && (int)lane != rank) qg_mbarrier_arrive_release_cluster(ready, lane);
+    if (thread == 0)
+        qg_mbarrier_arrive_expect_tx(full, (uint32_t)((QG_BF16_SPLITK - 1) *
+                                                      (qg_sk_first(rank + 1) - qg_sk_first(rank)) *
+                                                      QG_NUM_MATH_THREADS * 16));
+    qg_mbarrier_wait_acquire_cluster(ready, ready_phase);
+#pragma unroll
+    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+            const int u = t * (QG_BLOCK_N / 8) + j, owner = qg_sk_owner(u);
+            if (owner == rank) continue;
+            const int src = rank < owner ? rank : rank - 1;
+            qg_st_async_v4(qg_map_cluster(xbuf + qg_sk_slot(src, u - qg_sk_first(owner), thread),
+                                          (uint32_t)owner),
+                           acc[t][j * 4 + 0], acc[t][j * 4 + 1], acc[t][j * 4 + 2],
+                           acc[t][j * 4 + 3], qg_map_cluster(full, (uint32_t)owner));
+        }
+    qg_mbarrier_wait_acquire_cluster(full, phase);
+    const uint32_t base = qg_smem_addr(xbuf);
+#pragma unroll
+    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+        for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+            const int u = t * (QG_BLOCK_N / 8) + j;
+            if (qg_sk_owner(u) != rank) continue;
+            float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int r = 0; r < QG_BF16_SPLITK; ++r) {
+                const float4 v =
+                    r == rank ? make_float4(acc[t][j * 4 + 0], acc[t][j * 4 + 1], acc[t][j * 4 + 2],
+                                            acc[t][j * 4 + 3])
+                              : qg_sk_ld_shared_f32x4(
+                                    base + qg_sk_slot(r < rank ? r : r - 1, u - qg_sk_first(rank),
+                                                      thread));
+                if (r == 0) {
+                    sum = v;
+                } else {
+                    sum.x += v.x;
+                    sum.y += v.y;
+                    sum.z += v.z;
+                    sum.w += v.w;
+                }
+            }
+            acc[t][j * 4 + 0] = sum.x;
+            acc[t][j * 4 + 1] = sum.y;
+            acc[t][j * 4 + 2] = sum.z;
+            acc[t][j * 4 + 3] = sum.w;
+        }
+    /* the received partials are read: the producer may refill the stages
+     * (generic reads before the async proxy's writes) */
+    qg_fence_proxy_async_shared();
+    __syncwarp();
+    if (lane == 0) qg_mbarrier_arrive(done);
+}
+#endif /* QG_BF16_SPLITK > 1 */
 
 /* The producer's loads of one operand tile for K block kb (global K row /
  * column k): K-major, one box of `rows` rows at (k, row0) into dst; MN-major,
@@ -681,8 +847,15 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
     unsigned char *smem_b = smem_a + QG_NUM_STAGES * QG_SMEM_A;
     uint64_t *full = (uint64_t *)(smem_b + QG_NUM_STAGES * QG_SMEM_B);
     uint64_t *empty = full + QG_NUM_STAGES;
+    [[maybe_unused]] uint64_t *sk_bars = empty + QG_NUM_STAGES; /* split-K: ready x 2, full, done */
 
     const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#if QG_BF16_SPLITK > 1
+    /* this CTA's K steps of the cluster's tile (header: "Split-K") */
+    const int sk_rank = (int)qg_cluster_ctarank();
+    const int sk_begin = sk_rank * QG_SK_STEPS / QG_BF16_SPLITK;
+    const int sk_end = (sk_rank + 1) * QG_SK_STEPS / QG_BF16_SPLITK;
+#endif
 
     /* ---- barrier init ---------------------------------------------------- */
     if (threadIdx.x == QG_NUM_MATH_THREADS) {
@@ -693,6 +866,12 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             qg_mbarrier_init(&full[s], 1); /* the TMA lane's expect_tx */
             qg_mbarrier_init(&empty[s], QG_LOAD_CLUSTER * QG_NUM_MATH_THREADS / 32);
         }
+#if QG_BF16_SPLITK > 1
+        qg_mbarrier_init(&sk_bars[0], (QG_BF16_SPLITK - 1) * QG_NUM_MATH_THREADS / 32); /* ready */
+        qg_mbarrier_init(&sk_bars[1], (QG_BF16_SPLITK - 1) * QG_NUM_MATH_THREADS / 32);
+        qg_mbarrier_init(&sk_bars[2], 1); /* full: thread 0's expect_tx, bytes from st.async */
+        qg_mbarrier_init(&sk_bars[3], QG_NUM_MATH_THREADS / 32); /* done */
+#endif
         qg_fence_proxy_async_shared();
         qg_fence_mbarrier_init();
     }
@@ -717,7 +896,20 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
         qg_setmaxnreg_dec<QG_PRODUCER_REGS>();
         if (warp == QG_NUM_MATH_THREADS / 32 && qg_elect_one()) {
             const int rank = QG_CLUSTER > 1 ? (int)qg_cluster_ctarank() : 0;
+#if QG_BF16_SPLITK > 1
+            uint32_t done_phase = 0;
+            bool first_tile = true;
+#endif
             while (qg_scheduler_next(sched, tile)) {
+#if QG_BF16_SPLITK > 1
+                /* the stages held the previous tile's received partials:
+                 * refill them once the math warps have read those */
+                if (!first_tile) {
+                    qg_mbarrier_wait(&sk_bars[3], done_phase);
+                    done_phase ^= 1;
+                }
+                first_tile = false;
+#endif
                 /* A's first row (masked: in the flat [G * M_max] rows) */
                 const int a_mn = (QG_KIND == 2 ? tile.group * shape_m : 0) + tile.m_begin;
                 /* B's first row / column: K-major in the flat [G * N] rows;
@@ -733,11 +925,20 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                 const int batch0 = tile.group * QG_SPLIT_BATCHES;
                 const int num_kb = min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - batch0) * QG_NUM_K_BLOCKS;
                 const int k0 = 0, b_k0 = 0;
+#elif QG_BF16_SPLITK > 1
+                /* this rank's steps [sk_begin, sk_end) of the tile (global
+                 * step indices: the merged tail is the last step's) */
+                const int k0 = 0, num_kb = sk_end, b_k0 = 0;
 #elif QG_BF16_MERGE > 1
                 const int k0 = 0, num_kb = QG_NUM_K_STEPS, b_k0 = 0;
 #else
                 const int k0 = 0, num_kb = QG_NUM_K_BLOCKS;
                 const int b_k0 = QG_B_MN_MAJOR ? tile.group * QG_SHAPE_K : 0;
+#endif
+#if QG_BF16_SPLITK > 1
+                const int kb_first = sk_begin;
+#else
+                constexpr int kb_first = 0;
 #endif
                 /* The loop's end is hidden from the compiler: with a short K
                  * of compile-time length it unrolled the loop whole, and at
@@ -746,7 +947,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                 uint32_t load_end = (uint32_t)num_kb;
                 qg_pin(load_end);
 #pragma unroll 1
-                for (int kb = 0; kb < (int)load_end; ++kb, qg_bf16_advance(s, phase)) {
+                for (int kb = kb_first; kb < (int)load_end; ++kb, qg_bf16_advance(s, phase)) {
                     qg_mbarrier_wait(&empty[s], phase ^ 1);
 #if QG_PAIR_TILES
                     /* a dummy tile: the stage completes on the arrival alone
@@ -761,7 +962,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                     /* a merged stage (dense NT): its sub-blocks inside K, all
                      * counted by one expect_tx (header: "Merged stages") */
                     {
-                        const int subs = kb == num_kb - 1 ? QG_MERGE_TAIL : QG_BF16_MERGE;
+                        const int subs = kb == QG_NUM_K_STEPS - 1 ? QG_MERGE_TAIL : QG_BF16_MERGE;
                         qg_mbarrier_arrive_expect_tx(&full[s], (uint32_t)subs * QG_STAGE_TX_BYTES);
 #pragma unroll
                         for (int j = 0; j < QG_BF16_MERGE; ++j) {
@@ -866,6 +1067,9 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
         const uint32_t epi_bar = 2 + wg;
         const uint32_t epi_thread = threadIdx.x % 128;
         const int epi_row0 = (int)wg * QG_WG_ROWS; /* the warpgroup's first tile row */
+#if QG_BF16_SPLITK > 1
+        uint32_t sk_tile = 0; /* this CTA's tiles so far (the split-K barriers' phases) */
+#endif
 
         while (qg_scheduler_next(sched, tile)) {
 #if QG_KIND == 4
@@ -874,6 +1078,8 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             const int num_kb =
                 min(QG_SPLIT_BATCHES, QG_SUM_BATCHES - tile.group * QG_SPLIT_BATCHES) *
                 QG_NUM_K_BLOCKS;
+#elif QG_BF16_SPLITK > 1
+            const int num_kb = sk_end - sk_begin; /* >= 1 (static_assert) */
 #elif QG_BF16_MERGE > 1
             const int num_kb = QG_NUM_K_STEPS;
 #else
@@ -940,8 +1146,18 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             for (int kb = 0; kb < num_kb - 1; ++kb)
                 qg_bf16_merged_step<QG_BF16_MERGE>(acc, full, empty, s, phase, prev_s, kb > 0,
                                                    desc_a0, desc_b0, lane);
+#if QG_BF16_SPLITK > 1 && QG_MERGE_TAIL != QG_BF16_MERGE
+            /* the tail step is the last rank's; the others end on a full one */
+            if (sk_end == QG_NUM_K_STEPS)
+                qg_bf16_merged_step<QG_MERGE_TAIL>(acc, full, empty, s, phase, prev_s, num_kb > 1,
+                                                   desc_a0, desc_b0, lane);
+            else
+                qg_bf16_merged_step<QG_BF16_MERGE>(acc, full, empty, s, phase, prev_s, num_kb > 1,
+                                                   desc_a0, desc_b0, lane);
+#else
             qg_bf16_merged_step<QG_MERGE_TAIL>(acc, full, empty, s, phase, prev_s, num_kb > 1,
                                                desc_a0, desc_b0, lane);
+#endif
 #else
             for (int kb = 0; kb < num_kb; ++kb) {
                 qg_mbarrier_wait(&full[s], phase);
@@ -966,7 +1182,48 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             qg_bf16_fence_acc(acc);
             if (num_kb > 0) qg_bf16_release(empty, prev_s, lane);
 
-#if QG_SUM_REDUCE
+#if QG_BF16_SPLITK > 1
+            /* ---- split-K: reduce-scatter, then this rank's units into D
+             * (header: "Split-K") ----------------------------------------- */
+            qg_bf16_splitk_reduce(acc, smem_a, sk_bars, sk_rank, sk_tile, lane, threadIdx.x);
+            ++sk_tile;
+            (void)epi_bar, (void)epi_row0; /* (no shared output tile) */
+            {
+                const int n_begin = tile.n_block * QG_BLOCK_N;
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 8; ++j) {
+                        if (qg_sk_owner(t * (QG_BLOCK_N / 8) + j) != sk_rank) continue;
+                        if (n_begin + j * 8 >= QG_SHAPE_N) continue; /* N: a multiple of 8 */
+                        const int col = n_begin + j * 8 + (int)(lane % 4) * 2;
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const int row = tile.m_begin + (int)wg_row + t * 64 + half * 8;
+                            if (row >= shape_m) continue;
+                            float x = acc[t][j * 4 + half * 2], y = acc[t][j * 4 + half * 2 + 1];
+                            const int64_t at = (int64_t)row * ldd + col;
+#if QG_D_F32
+                            float2 *p = (float2 *)(d + at * 4);
+#if QG_WITH_C
+                            const float2 c = *p; /* D holds C (the host's copy) */
+                            x = c.x + x;
+                            y = c.y + y;
+#endif
+                            *p = make_float2(x, y);
+#else
+                            uint32_t *p = (uint32_t *)(d + at * 2);
+#if QG_WITH_C
+                            const uint32_t c = *p;
+                            x = __uint_as_float(c << 16) + x;
+                            y = __uint_as_float(c & 0xffff0000u) + y;
+#endif
+                            *p = qg_pack_bf16x2(x, y);
+#endif
+                        }
+                    }
+            }
+#elif QG_SUM_REDUCE
             /* ---- the batch sum's tree (header comment above the helpers) -- */
             const int wg_m0 = tile.m_begin + epi_row0;
             if (wg_m0 >= shape_m) continue; /* no row of D: no node in any split */
@@ -1252,7 +1509,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                             *(const uint4 *)(smem_d + qg_bf16_d_offset(epi_row0 + row, u));
                 }
             }
-#endif /* QG_SUM_REDUCE */
+#endif /* QG_BF16_SPLITK / QG_SUM_REDUCE */
         }
         if (epi_thread == 0) qg_bulk_wait_group0(); /* the warpgroup's stores */
     }

@@ -39,6 +39,7 @@ typedef struct {
     int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3) */
     int sum_max_stages; /* and its :sN stage cap (0: none) */
     int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
+    int splitk;      /* QGEMM_BF16_SPLITK: 0 off, -1 auto, 2 / 4 / 8 (dense only: else 0) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -90,6 +91,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_variant = k->sum_variant;
     p->sum_max_stages = k->sum_max_stages;
     p->merge = k->merge;
+    p->splitk = k->splitk;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (k->force_bm) {
@@ -103,6 +105,9 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "QGEMM_BF16_PLAN forces the tile %dx%d, whose stages do not fit %d bytes "
                             "of shared memory", k->force_bm, k->force_bn, p->smem_limit);
+        /* a forced split of the forced tile (QGEMM_BF16_SPLITK=n; auto
+         * chooses its own tile, so it leaves a forced one alone) */
+        qg__bf16_force_split(p, &out->plan);
     } else if (qg__bf16_select(p, &out->plan) != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "no BF16 kernel configuration fits %s %dx%dx%d (%d groups, %s D%s) in "
@@ -213,6 +218,26 @@ static int bf16_merge_knob(int *merge) {
         return -1;
     *merge = n == 1 ? 0 : n; /* one block a stage: the unmerged kernel */
     return 0;
+}
+
+/* QGEMM_BF16_SPLITK (src/env.c): split-K across a cluster in the dense GEMM
+ * (src/bf16_plan.c, kernels/qg_bf16_gemm.cuh "Split-K"): unset, "" or "off"
+ * 0; "auto" -1 (the planner's rule); "2", "4" or "8" that split (of the
+ * chosen tile, halved until it fits). Stores the value in *splitk and
+ * returns 0, or -1 for anything else. */
+static int bf16_splitk_knob(int *splitk) {
+    const char *v = qg__env_string("QGEMM_BF16_SPLITK");
+    *splitk = 0;
+    if (!v || !v[0] || !strcmp(v, "off")) return 0;
+    if (!strcmp(v, "auto")) {
+        *splitk = -1;
+        return 0;
+    }
+    if (!strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")) {
+        *splitk = v[0] - '0';
+        return 0;
+    }
+    return -1;
 }
 
 /* QGEMM_BMK_REDUCE (src/env.c): how the reduced batch sum adds its splits:
@@ -369,6 +394,12 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
                         "%s: QGEMM_BF16_MERGE='%.64s' is not off, auto or a number 1..16 (64-K "
                         "blocks per pipeline stage of the dense NT GEMM)", fn,
                         qg__env_string("QGEMM_BF16_MERGE"));
+    int splitk = 0;
+    if (bf16_splitk_knob(&splitk) != 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BF16_SPLITK='%.64s' is not off, auto, 2, 4 or 8 (CTAs of a "
+                        "cluster that split the dense GEMM's K)", fn,
+                        qg__env_string("QGEMM_BF16_SPLITK"));
     int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
@@ -463,6 +494,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->sum_max_stages = key->sum_atomic ? max_stages : 0;
     /* (only where it can change the plan: other calls keep one cache entry) */
     key->merge = key->kind == QG_BF16_DENSE && key->layout == QG_BF16_NT ? merge : 0;
+    key->splitk = key->kind == QG_BF16_DENSE ? splitk : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;
@@ -681,8 +713,10 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
     if (!kgrouped) {
         int grid = shape->grid;
         if (kind == QG_GEMM_DENSE || kind == QG_GEMM_GROUPED_CONTIGUOUS || batched) {
+            /* (split-K: a cluster of pl->splitk CTAs a tile) */
             const long long tiles =
-                (tiles_per_group * (batched ? (long long)g : 1) + cluster - 1) / cluster * cluster;
+                (tiles_per_group * (batched ? (long long)g : 1) * (pl->splitk > 1 ? pl->splitk : 1) +
+                 cluster - 1) / cluster * cluster;
             if (tiles < grid) grid = (int)tiles;
         }
         if (sum1) {

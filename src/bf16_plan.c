@@ -16,13 +16,21 @@
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 static int round_up(int x, int a) { return (x + a - 1) / a * a; }
 
-int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
-                               int d_f32, int merge) {
-    /* the reduced batch sum: one broadcast word per math warpgroup, padded */
+int qg__bf16_smem_bytes_sk(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32,
+                           int merge, int splitk) {
+    /* the reduced batch sum: one broadcast word per math warpgroup, padded;
+     * split-K: none (its owners store D from registers) */
     const int smem_d = kind == QG_BF16_BATCH_SUM ? 1024
+                       : splitk > 1              ? 0
                                                  : round_up(block_m * block_n * (d_f32 ? 4 : 2), 1024);
     const int per_stage = (block_m + block_n) * BF16_BLOCK_K * 2 * merge;
-    return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */);
+    return 1024 /* alignment slack */ + smem_d + num_stages * (per_stage + 16 /* barriers */) +
+           (splitk > 1 ? 32 : 0) /* split-K's barriers: ready x 2, full, done */;
+}
+
+int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
+                               int d_f32, int merge) {
+    return qg__bf16_smem_bytes_sk(kind, block_m, block_n, num_stages, d_f32, merge, 1);
 }
 
 int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
@@ -117,6 +125,8 @@ static int problem_ok(const qg_bf16_problem *p) {
     if (p->sum_variant < 0 || p->sum_variant > 2) return 0;
     if (p->sum_max_stages < 0 || p->sum_max_stages > BF16_MAX_STAGES) return 0;
     if (p->merge < -1 || p->merge > 16) return 0; /* QGEMM_BF16_MERGE: auto, off or 1..16 */
+    if (p->splitk != 0 && p->splitk != -1 && p->splitk != 2 && p->splitk != 4 && p->splitk != 8)
+        return 0; /* QGEMM_BF16_SPLITK: off, auto, 2, 4 or 8 */
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -168,14 +178,21 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
 }
 
 int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_plan *out) {
+    return qg__bf16_complete_split(p, bm, bn, mc, 1, out);
+}
+
+int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, int splitk,
+                            qg_bf16_plan *out) {
     if (!qg__bf16_legal(p, bm, bn, mc, NULL)) return -1;
+    if (splitk != 1 && (p->kind != QG_BF16_DENSE || mc || (splitk != 2 && splitk != 4 && splitk != 8)))
+        return -1; /* split-K: dense, no multicast (the cluster is the split's) */
     int stages = 0;
     /* QGEMM_BMK_VARIANT's :sN: fewer stages (fewer bytes in flight per SM) */
     const int max_stages = p->sum_max_stages > 0 && p->sum_max_stages < BF16_MAX_STAGES
                                ? p->sum_max_stages
                                : BF16_MAX_STAGES;
     for (int s = max_stages; s >= 1; --s)
-        if (qg__bf16_smem_bytes_of(p->kind, bm, bn, s, p->d_f32) <= p->smem_limit) {
+        if (qg__bf16_smem_bytes_sk(p->kind, bm, bn, s, p->d_f32, 1, splitk) <= p->smem_limit) {
             stages = s;
             break;
         }
@@ -197,8 +214,21 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
     if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
     else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg__bf16_smem_bytes_merged(p->kind, bm, bn, stages, p->d_f32, pl.merge);
+    pl.smem_bytes = qg__bf16_smem_bytes_sk(p->kind, bm, bn, stages, p->d_f32, pl.merge, splitk);
     pl.num_math_wgs = bm == 64 ? 1 : 2;
+    pl.splitk = splitk;
+    if (splitk > 1) {
+        /* every rank at least one K step (64-K blocks, or merged steps) */
+        const int k_blocks = ceil_div(p->k, BF16_BLOCK_K);
+        if (ceil_div(k_blocks, pl.merge) < splitk) return -1;
+        /* the partners' partial sums land in the stages (the kernel's
+         * QG_SK_BYTES): (S - 1) x ceil(units / S) x math threads x 16 */
+        const int units = bm / 64 / pl.num_math_wgs * bn / 8;
+        const int sk_bytes = (splitk - 1) * ceil_div(units, splitk) * 128 * pl.num_math_wgs * 16;
+        if (sk_bytes > stages * (bm + bn) * BF16_BLOCK_K * 2 * pl.merge) return -1;
+        pl.cluster = splitk;
+        pl.swizzle_group = 1;
+    }
     pl.num_threads = 128 * (pl.num_math_wgs + 1);
     /* 128 x 40 + 256 x 232 = 64512 registers <= 64 K; one math warpgroup
      * the same (the entry allocation of 256 threads holds more). */
@@ -211,8 +241,22 @@ int qg__bf16_complete(const qg_bf16_problem *p, int bm, int bn, int mc, qg_bf16_
     pl.b_box_rows = qg__bf16_b_mn_major(p->layout) ? 64 : (mc == 2 ? bn / 2 : bn);
     pl.d_box_rows = bm / pl.num_math_wgs;
     pl.grid = p->num_sms / pl.cluster * pl.cluster;
+    if (pl.grid < pl.cluster) return -1; /* fewer SMs than a cluster */
     *out = pl;
     return 0;
+}
+
+void qg__bf16_force_split(const qg_bf16_problem *p, qg_bf16_plan *pl) {
+    if (!p || !pl || p->splitk <= 0) return;
+    for (int s = p->splitk >= 8 ? 8 : p->splitk >= 4 ? 4 : 2; s >= 2; s /= 2) {
+        qg_bf16_plan sp;
+        /* (the cluster is the split's: the tile without its multicast) */
+        if (qg__bf16_complete_split(p, pl->block_m, pl->block_n, 0, s, &sp) == 0) {
+            sp.est_cost = pl->est_cost;
+            *pl = sp;
+            return;
+        }
+    }
 }
 
 /*
@@ -380,6 +424,86 @@ static int select_unmerged(const qg_bf16_problem *p, qg_bf16_plan *out) {
     return 0;
 }
 
+/*
+ * Split-K's choice (QGEMM_BF16_SPLITK=auto; kernels/qg_bf16_gemm.cuh
+ * "Split-K"). On the rows it is for (M <= 128, N of a few hundred, K 7168:
+ * a few dozen tiles for 132 SMs) a CTA's time is not the tensor cores' but
+ * the latency-bound stream of its operands: measured on the H200
+ * (2026-11-29-h200-05-u5), 1x576x7168 (36 CTAs of 64x16, 3 x 5 merged
+ * stages, ~45 KB in flight) fed each SM ~12 bytes a clock, 128x576x7168
+ * (72 of 64x32, ~180 KB in flight) ~64. So this model: a CTA streams its
+ * operand bytes (the real A rows, B) over its K at min(46, bytes in flight /
+ * 2800) bytes a clock after a first latency of 2800 clocks (both fit the two
+ * rows within ~20%), at least its tensor-core time; waves of CTAs; at least
+ * the unique operand bytes at HBM speed (~2600 bytes a clock); plus, split,
+ * the exchange: ~1500 clocks of barriers and the (S - 1) / S of the FP32
+ * tile through distributed shared memory at 32 bytes a clock. A first rule,
+ * to be checked against the GPU's times (bench/peers_families.py --alt-env
+ * QGEMM_BF16_SPLITK=auto).
+ */
+static double stream_time(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
+    const double lat = 2800.0;
+    const int k_blocks = ceil_div(p->k > 0 ? p->k : 64, BF16_BLOCK_K);
+    const int steps = ceil_div(k_blocks, pl->merge);
+    const int s = pl->splitk > 1 ? pl->splitk : 1;
+    const double rank_k = (double)ceil_div(steps, s) * pl->merge * BF16_BLOCK_K;
+    const int a_rows = qg__bf16_a_mn_major(p->layout) ? pl->block_m : pl->a_box_rows;
+    const double row_bytes = (double)(a_rows + pl->block_n) * 2.0; /* per K element */
+    const double in_flight = (double)pl->num_stages * pl->merge * BF16_BLOCK_K * row_bytes;
+    double rate = in_flight / lat;
+    if (rate > 46.0) rate = 46.0;
+    double t = lat + rank_k * row_bytes / rate;
+    const double mma = lat + rank_k * pl->block_m * pl->block_n / 2048.0;
+    if (mma > t) t = mma;
+    const long long ctas =
+        (long long)ceil_div(p->m, pl->block_m) * ceil_div(p->n, pl->block_n) * s;
+    t *= (double)((ctas + pl->grid - 1) / pl->grid);
+    const double hbm = ((double)p->n + p->m) * (p->k > 0 ? p->k : 64) * 2.0 / 2600.0;
+    if (hbm > t) t = hbm;
+    if (s > 1) t += 1500.0 + (double)(s - 1) / s * pl->block_m * pl->block_n * 4.0 / 32.0;
+    return t;
+}
+
+/* QGEMM_BF16_SPLITK=auto: dense, a grid of few tiles (<= 0.6 of the SMs, as
+ * merged stages' auto) in one wave, K of >= 16 blocks: the split and tile of
+ * least stream_time among the splits whose clusters fit one resident wave,
+ * taken when it is below 0.85 of the unsplit plan's (ties: the smaller
+ * split). */
+static void auto_split(const qg_bf16_problem *p, qg_bf16_plan *best) {
+    if (p->kind != QG_BF16_DENSE || best->multicast || p->k < 16 * BF16_BLOCK_K) return;
+    const long long tiles = (long long)ceil_div(p->m, best->block_m) * ceil_div(p->n, best->block_n);
+    if (tiles * 5 > 3ll * p->num_sms) return;
+    const double base = stream_time(p, best);
+    qg_bf16_plan chosen;
+    memset(&chosen, 0, sizeof chosen);
+    double chosen_t = 0.0;
+    int found = 0;
+    for (int s = 2; s <= 8; s *= 2)
+        for (int bm = 64; bm <= 256; bm *= 2)
+            for (int bn = 16; bn <= 256; bn += 16) {
+                if (bm > 64 && p->m <= bm / 2) continue; /* as select_unmerged */
+                qg_bf16_plan pl;
+                if (qg__bf16_complete_split(p, bm, bn, 0, s, &pl) != 0) continue;
+                /* one wave of the clusters that can be resident: GPCs host
+                 * fewer clusters than SMs / S (cuOccupancyMaxActiveClusters
+                 * gave 30 clusters of 4 on the H200, src/indexer_plan.c;
+                 * src/launch.c lowers the grid to them) */
+                const long long ctas = (long long)ceil_div(p->m, bm) * ceil_div(p->n, bn) * s;
+                const int resident = (int)(p->num_sms * (s == 2 ? 0.96 : 0.9)) / s * s;
+                if (ctas > resident) continue;
+                const double t = stream_time(p, &pl);
+                if (!found || t < chosen_t * 0.99) {
+                    chosen = pl;
+                    chosen_t = t;
+                    found = 1;
+                }
+            }
+    if (found && chosen_t < 0.85 * base) {
+        chosen.est_cost = best->est_cost;
+        *best = chosen;
+    }
+}
+
 /* The tile is chosen as without merged stages (QGEMM_BF16_MERGE changes the
  * stages of the chosen tile, never which tile: the stage-count tie-break
  * would otherwise see the merged, fewer stages), then completed with them. */
@@ -396,6 +520,9 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
             best = pl;
         }
     }
+    /* split-K (QGEMM_BF16_SPLITK): auto, or the chosen tile's forced split */
+    if (p->splitk < 0) auto_split(p, &best);
+    else if (p->splitk > 0) qg__bf16_force_split(p, &best);
     *out = best;
     return 0;
 }
@@ -466,6 +593,9 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     /* merged stages (QGEMM_BF16_MERGE; only here: unmerged text unchanged) */
     if (n < cap && pl->merge > 1)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_BF16_MERGE %d", pl->merge);
+    /* split-K (QGEMM_BF16_SPLITK; only here: unsplit text unchanged) */
+    if (n < cap && pl->splitk > 1)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_BF16_SPLITK %d", pl->splitk);
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

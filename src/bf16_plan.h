@@ -4,8 +4,9 @@
  * query; the SM count and the shared-memory limit are data.
  *
  * Host side of a launch of a plan p (for the launch path to wire in):
- *   grid      num_sms rounded down to a multiple of p->cluster (persistent),
- *             cluster dimension p->cluster (1 or 2), block p->num_threads,
+ *   grid      num_sms rounded down to a multiple of p->cluster (persistent;
+ *             split-K: tiles x p->splitk CTAs at most, a cluster a tile),
+ *             cluster dimension p->cluster (1, 2; split-K 2, 4 or 8), block p->num_threads,
  *             dynamic shared memory p->smem_bytes (opt-in attribute).
  *   kernel    "qg_bf16_gemm_kernel"(tmap_a, tmap_b, tmap_d, d, ldd,
  *             m_indices, masked_m, shape_m [, qg_bf16_kgroups by value when
@@ -33,7 +34,8 @@
  *                map of D (a zeroed map is passed): the kernel
  *                "qg_bf16_bmn_bnk_mn_gemm_impl" takes after shape_m the
  *                workspace's slots and counters, C and ldc
- *   with_c     the kernel adds into D by TMA reduce-add: D = C + A B with
+ *   with_c     the kernel adds into D by TMA reduce-add (split-K: each
+ *              element's owner reads D, adds, stores): D = C + A B with
  *              C != D needs C copied into D before the launch.
  */
 #ifndef QG_BF16_PLAN_H
@@ -97,6 +99,11 @@ typedef struct {
                          merges stages / 5 of them), n > 0 n sub-blocks per stage; only
                          dense NT takes a merged plan (else ignored), capped so that >= 3
                          stages remain and at the 64-K blocks of K */
+    int splitk;       /* split-K across a cluster (QGEMM_BF16_SPLITK; kernels/qg_bf16_gemm.cuh
+                         QG_BF16_SPLITK): 0 off, -1 auto (few tiles, long K: the split and
+                         tile of least estimated time, qg__bf16_select), n in {2, 4, 8} that
+                         split of the chosen tile (halved until K and shared memory take it);
+                         dense only, without multicast (else ignored) */
                       /* (last: bench/dg_bf16_heuristic.py mirrors the fields above) */
 } qg_bf16_problem;
 
@@ -114,8 +121,10 @@ typedef struct {
     int d_box_rows;               /* rows of D's TMA box: one math warpgroup's */
     int grid;                     /* persistent grid: num_sms rounded to the cluster */
     double est_cost;              /* the heuristic's estimate (relative) */
-    int merge;                    /* 64-K sub-blocks per pipeline stage (1: not merged;
-                                     last: bench/dg_bf16_heuristic.py mirrors the fields) */
+    int merge;                    /* 64-K sub-blocks per pipeline stage (1: not merged) */
+    int splitk;                   /* CTAs of a cluster that split one tile's K (1: none;
+                                     then cluster == splitk, multicast 0; last:
+                                     bench/dg_bf16_heuristic.py mirrors the fields) */
 } qg_bf16_plan;
 
 /* The k-grouped kernel's last parameter, by value (the kernel's
@@ -141,6 +150,10 @@ int qg__bf16_smem_bytes_of(qg_bf16_kind kind, int block_m, int block_n, int num_
 int qg__bf16_smem_bytes_merged(qg_bf16_kind kind, int block_m, int block_n, int num_stages,
                                int d_f32, int merge);
 
+/* ... and split-K's barriers (splitk > 1: QG_BF16_SPLITK) */
+int qg__bf16_smem_bytes_sk(qg_bf16_kind kind, int block_m, int block_n, int num_stages, int d_f32,
+                           int merge, int splitk);
+
 /* The sub-blocks per stage a plan of this problem gets (1: not merged) for a
  * tile of block_m rows whose unmerged pipeline has `stages` stages. */
 int qg__bf16_merge_of(const qg_bf16_problem *p, int block_m, int block_n, int stages);
@@ -155,6 +168,18 @@ int qg__bf16_legal(const qg_bf16_problem *p, int block_m, int block_n, int multi
  * Returns 0, or -1 when it is not legal or does not fit (nothing written). */
 int qg__bf16_complete(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
                      qg_bf16_plan *out);
+
+/* qg__bf16_complete with the tile's K split over a cluster of `splitk` CTAs
+ * (2, 4 or 8; 1: qg__bf16_complete): dense, no multicast, every CTA at
+ * least one K step, the partners' partial sums fitting the stages.
+ * Returns 0, or -1 (nothing written). */
+int qg__bf16_complete_split(const qg_bf16_problem *p, int block_m, int block_n, int multicast,
+                            int splitk, qg_bf16_plan *out);
+
+/* A forced split (p->splitk > 0) of a completed plan: *pl's tile, without
+ * multicast, split by p->splitk, halved until it fits
+ * (qg__bf16_complete_split); unchanged when none does or p->splitk <= 0. */
+void qg__bf16_force_split(const qg_bf16_problem *p, qg_bf16_plan *pl);
 
 /* The heuristic: the legal configuration of least estimated time (fewest
  * waves of the fullest last wave, operand bytes per SM, most stages).

@@ -202,6 +202,34 @@ TEST(bf16_validation) {
     CHECK(st == QG_SUCCESS, "merged 64x16: %s (%s)", qg_status_string(st), qg_last_error());
     unsetenv("QGEMM_BF16_PLAN");
     unsetenv("QGEMM_BF16_MERGE");
+    /* QGEMM_BF16_SPLITK: off, auto, 2, 4 or 8; anything else refused, naming
+     * it. A split plan compiles offline (a forced split of the chosen tile,
+     * and of a forced tile, merged or not) */
+    static const char *splitk_ok[] = {"", "off", "auto", "2", "4", "8"};
+    for (size_t i = 0; i < sizeof splitk_ok / sizeof splitk_ok[0]; ++i) {
+        setenv("QGEMM_BF16_SPLITK", splitk_ok[i], 1);
+        st = qg_bf16_gemm(ctx, &a, NULL);
+        CHECK(st == QG_ERROR_NO_DEVICE, "QGEMM_BF16_SPLITK=%s: %s (%s)", splitk_ok[i],
+              qg_status_string(st), qg_last_error());
+    }
+    static const char *splitk_bad[] = {"0", "1", "3", "16", "-1", "on", "8x", " 2", "auto2"};
+    for (size_t i = 0; i < sizeof splitk_bad / sizeof splitk_bad[0]; ++i) {
+        setenv("QGEMM_BF16_SPLITK", splitk_bad[i], 1);
+        st = qg_bf16_gemm(ctx, &a, NULL);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BF16_SPLITK") &&
+                  strstr(qg_last_error(), splitk_bad[i]),
+              "QGEMM_BF16_SPLITK=%s: %s (%s)", splitk_bad[i], qg_status_string(st), qg_last_error());
+    }
+    for (int f = 0; f < 2; ++f) {
+        setenv("QGEMM_BF16_SPLITK", "8", 1);
+        if (f) setenv("QGEMM_BF16_PLAN", "64x32", 1);
+        qg_kernel_info info;
+        st = qg_bf16_compile(ctx, QG_GEMM_DENSE, &a, &info);
+        CHECK(st == QG_SUCCESS, "split%s: %s (%s)", f ? " 64x32" : "", qg_status_string(st),
+              qg_last_error());
+        unsetenv("QGEMM_BF16_PLAN");
+    }
+    unsetenv("QGEMM_BF16_SPLITK");
     st = qg_bf16_compile(ctx, QG_GEMM_WGRAD, &a, NULL);
     CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "kind must be"),
           "compile of the wgrad kind: %s (%s)", qg_status_string(st), qg_last_error());
@@ -303,6 +331,66 @@ TEST(bf16_compile_every_variant) {
     }
     printf("    %d BF16 variants, %d compiled, %d failures\n", count, sw.compiled, sw.failures);
     CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
+/* Split-K (QGEMM_BF16_SPLITK): the dense variants at auto and every forced
+ * split, every layout, D type and C mode, compiled through the library (no
+ * TMA store in a split kernel: its owners store D directly), 0 spills and 0
+ * warnings (qgtk_compile_verdict); the planner (132 SMs) says which split: the
+ * test fails unless most do. */
+TEST(bf16_splitk_compile_every_variant) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 64, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    static const int ms[] = {1, 128, 129};
+    static const int nk[][2] = {{576, 7168}, {2112, 7168}, {264, 320}, {4096, 448}, {136, 200}};
+    static const char *knobs[] = {"auto", "2", "4", "8"};
+    int count = 0, split = 0;
+    for (size_t g = 0; g < sizeof knobs / sizeof knobs[0]; ++g)
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i)
+            for (size_t j = 0; j < sizeof nk / sizeof nk[0]; ++j)
+                for (int layout = 0; layout < 4; ++layout)
+                    for (int mode = 0; mode < 3; ++mode) { /* bf16 D, FP32 D, FP32 D + C */
+                        /* auto and 8 everywhere; 2 and 4 in NT */
+                        if (g != 0 && g != 3 && layout != 0) continue;
+                        bf16_variant v;
+                        add_variant(&v, 0, QG_GEMM_DENSE, ms[i], nk[j][0], nk[j][1], 1, 0,
+                                    layout >= 2 ? QG_MAJOR_MN : QG_MAJOR_K,
+                                    layout % 2 ? QG_MAJOR_MN : QG_MAJOR_K, mode > 0, mode == 2);
+                        qg_bf16_problem p;
+                        memset(&p, 0, sizeof p);
+                        p.m = v.m, p.n = v.n, p.k = v.k, p.kind = QG_BF16_DENSE, p.num_groups = 1;
+                        p.layout = (qg_bf16_layout)(layout == 0 ? QG_BF16_NT : layout == 1 ? QG_BF16_NN
+                                                    : layout == 2 ? QG_BF16_TN : QG_BF16_TT);
+                        p.d_f32 = v.d_fp32, p.with_c = v.with_c;
+                        p.merge = p.layout == QG_BF16_NT ? -1 : 0;
+                        p.splitk = g == 0 ? -1 : atoi(knobs[g]);
+                        p.num_sms = 132, p.smem_limit = 232448;
+                        qg_bf16_plan pl;
+                        const int s = qg__bf16_select(&p, &pl) == 0 ? pl.splitk : 0;
+                        if (s <= 1) continue; /* the unsplit kernels: bf16_compile_every_variant */
+                        ++split;
+                        int32_t ks[16];
+                        qg_bf16_gemm_args a = variant_args(&v, ks);
+                        qg_kernel_info info;
+                        setenv("QGEMM_BF16_SPLITK", knobs[g], 1);
+                        qg_status st = qg_bf16_compile(sw.ctx, QG_GEMM_DENSE, &a, &info);
+                        unsetenv("QGEMM_BF16_SPLITK");
+                        char what[112];
+                        snprintf(what, sizeof what, "split %s (%d) %dx%dx%d majors %d%d %s%s",
+                                 knobs[g], s, v.m, v.n, v.k, (int)v.a_major, (int)v.b_major,
+                                 v.d_fp32 ? "f32" : "bf16", v.with_c ? "+C" : "");
+                        qgtk_compile_verdict(&sw, what, st, &info,
+                                             QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD | QGTK_PTX_SETMAXNREG,
+                                             QGTK_PTX_TMA_STORE);
+                        ++count;
+                    }
+    printf("    %d split-K BF16 variants, %d compiled, %d failures\n", count, sw.compiled,
+           sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    CHECK(split > 100, "only %d split plans", split);
     qgtk_compile_sweep_close(&sw);
     PASS();
 }
@@ -507,6 +595,83 @@ TEST(gpu_bf16_merged_accuracy) {
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d runs failed", failures, runs);
     CHECK(merged * 2 > runs, "only %d of %d runs merged", merged, runs);
+    PASS();
+}
+
+/* Split-K across a cluster (QGEMM_BF16_SPLITK, dense; kernels/qg_bf16_gemm.cuh
+ * "Split-K"): every case through the testkit's checks (fp64 reference,
+ * calc_diff < 1e-5, D poisoned, shapes off the tiles) with the split forced
+ * (2, 4, 8) or auto: the decode rows auto splits (1x576x7168, 128x576x7168:
+ * merged stages with a short tail step), K not a multiple of S x 64 (1000:
+ * 15.6 blocks; 320: 5, S 8 halved to 4; 200: a partial last block), a grid of
+ * more tiles than clusters (each CTA several tiles, the stages refilled after
+ * each exchange: 512x1024x512 at 8), D bf16 / FP32 x no C / C /
+ * C in place, merged stages on (auto) and off. Each case runs twice from the same seed: D must
+ * be bitwise the same (the fixed reduction order). The planner (H200's 132
+ * SMs) says which cases split: the test fails unless most do. */
+TEST(gpu_bf16_splitk_accuracy) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    unsetenv("QGEMM_BF16_PLAN");
+    static const int shapes[][3] = {{1, 576, 7168}, {128, 576, 7168}, {300, 1000, 1000},
+                                    {129, 264, 320}, {200, 136, 200}, {512, 1024, 512}};
+    static const char *knobs[] = {"auto", "2", "4", "8"};
+    int failures = 0, runs = 0, split = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+        for (int mode = 0; mode < 6; ++mode) /* D bf16 / FP32, x no C / C / in place */
+            for (size_t g = 0; g < sizeof knobs / sizeof knobs[0]; ++g)
+                for (int merge = 0; merge < 2; ++merge) {
+                    /* bf16 D without C at every split merged, at 2 and 8 unmerged
+                     * too; FP32 D at auto and 8, FP32 D + C at auto and 2, bf16 D
+                     * + C in place at auto and 4 (merged; ~60 kernels in all) */
+                    static const int want[6][4] = {{1, 1, 1, 1}, {1, 0, 0, 1}, {0, 0, 0, 0},
+                                                   {1, 1, 0, 0}, {1, 0, 1, 0}, {0, 0, 0, 0}};
+                    if (!want[mode][g] || (!merge && (mode > 0 || g == 0 || g == 2))) continue;
+                    const qgtk_bf16_case c = {QG_GEMM_DENSE, shapes[i][0], shapes[i][1],
+                                              shapes[i][2], 1, QG_MAJOR_K, QG_MAJOR_K, mode % 2,
+                                              mode / 2};
+                    qgtk_case_opts opts = {.seed = 4242u + (unsigned)i * 17u + (unsigned)mode};
+                    qg_bf16_problem p;
+                    memset(&p, 0, sizeof p);
+                    p.m = c.m, p.n = c.n, p.k = c.k, p.layout = QG_BF16_NT, p.kind = QG_BF16_DENSE;
+                    p.num_groups = 1, p.d_f32 = c.d_fp32, p.with_c = c.c_mode > 0;
+                    p.merge = merge ? -1 : 0;
+                    p.splitk = g == 0 ? -1 : atoi(knobs[g]);
+                    p.num_sms = 132, p.smem_limit = 232448;
+                    qg_bf16_plan pl;
+                    const int s = qg__bf16_select(&p, &pl) == 0 ? pl.splitk : 0;
+                    if (g == 0 && s <= 1) continue; /* auto leaves it unsplit: not this test's */
+                    qgtk_case_result r1, r2;
+                    setenv("QGEMM_BF16_SPLITK", knobs[g], 1);
+                    setenv("QGEMM_BF16_MERGE", merge ? "auto" : "off", 1);
+                    const bool ok1 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &r1);
+                    const bool ok2 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &r2);
+                    unsetenv("QGEMM_BF16_SPLITK");
+                    unsetenv("QGEMM_BF16_MERGE");
+                    split += s > 1;
+                    ++runs;
+                    if (!ok1 || !ok2 || r1.d_hash != r2.d_hash) {
+                        failures++;
+                        printf("    FAIL %dx%dx%d %s c %d split %s (plan: %d, %dx%d, merge %d): "
+                               "%s%s%s\n", c.m, c.n, c.k, c.d_fp32 ? "f32" : "bf16", c.c_mode,
+                               knobs[g], s, pl.block_m, pl.block_n, pl.merge, ok1 ? "" : r1.why,
+                               ok2 ? "" : r2.why,
+                               ok1 && ok2 ? "D differs between two runs" : "");
+                    } else {
+                        printf("    ok %dx%dx%d %s c %d split %s: %d x %dx%d, merge %d, diff "
+                               "%.2g, two runs bitwise equal\n", c.m, c.n, c.k,
+                               c.d_fp32 ? "f32" : "bf16", c.c_mode, knobs[g], s, pl.block_m,
+                               pl.block_n, pl.merge, r1.diff);
+                    }
+                }
+    printf("    %d split-K runs (%d split on an H200), %d failed\n", runs, split, failures);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d runs failed", failures, runs);
+    CHECK(split * 4 > runs * 3, "only %d of %d runs split", split, runs);
     PASS();
 }
 

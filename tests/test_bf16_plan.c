@@ -396,3 +396,107 @@ TEST(bf16_plan_merged_stages) {
     CHECK(qg__bf16_select(&p, &on) == -1, "merge -2 accepted");
     PASS();
 }
+
+/* Split-K (QGEMM_BF16_SPLITK; qg_bf16_problem.splitk; kernels/qg_bf16_gemm.cuh
+ * "Split-K"): off changes nothing; auto splits the decode-sized K 7168 rows of
+ * few tiles (1x576, 128x576) and leaves the full grids (the 2112 and 4096 rows,
+ * M 4096) alone; a split plan is dense, without multicast, a cluster of S CTAs
+ * with a grid of whole clusters, every rank at least one K step, its shared
+ * memory the kernel's (split-K's barriers included) and within the limit, its
+ * partners' partial sums within its stages; a forced split keeps the chosen
+ * tile (dropping its multicast) and halves until the K takes it; other kinds
+ * never split; the split source says QG_BF16_SPLITK, the
+ * unsplit one never does. */
+TEST(bf16_plan_splitk) {
+    qg_bf16_problem p = problem(1, 576, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    p.merge = -1;
+    qg_bf16_plan off, on;
+    CHECK(qg__bf16_select(&p, &off) == 0 && off.splitk == 1 && off.cluster == 1,
+          "off: split %d cluster %d", off.splitk, off.cluster);
+    static char src[16384];
+    CHECK(qg__bf16_kernel_source(src, sizeof src, &p, &off) > 0 && !strstr(src, "QG_BF16_SPLITK"),
+          "unsplit source names QG_BF16_SPLITK");
+    static const int auto_rows[][3] = {{1, 576, 7168}, {128, 576, 7168}};
+    for (size_t i = 0; i < 2; ++i) {
+        p = problem(auto_rows[i][0], auto_rows[i][1], auto_rows[i][2], QG_BF16_NT, QG_BF16_DENSE);
+        p.merge = -1;
+        p.splitk = -1;
+        CHECK(qg__bf16_select(&p, &on) == 0 && on.splitk > 1, "auto did not split %dx%dx%d",
+              p.m, p.n, p.k);
+        const long long ctas = (long long)((p.m + on.block_m - 1) / on.block_m) *
+                               ((p.n + on.block_n - 1) / on.block_n) * on.splitk;
+        CHECK(ctas <= on.grid && ctas > 66, "%dx%dx%d auto: %lld CTAs, grid %d", p.m, p.n, p.k,
+              ctas, on.grid);
+        CHECK(qg__bf16_kernel_source(src, sizeof src, &p, &on) > 0, "source");
+        char want[64];
+        snprintf(want, sizeof want, "#define QG_BF16_SPLITK %d\n", on.splitk);
+        CHECK(strstr(src, want) != NULL, "split source: %s", src);
+        snprintf(want, sizeof want, "#define QG_CLUSTER %d\n", on.splitk);
+        CHECK(strstr(src, want) != NULL, "split source's cluster: %s", src);
+    }
+    static const int big_rows[][3] = {{1, 2112, 7168}, {128, 4096, 7168}, {4096, 576, 7168},
+                                      {4096, 4096, 7168}, {1, 576, 512}};
+    for (size_t i = 0; i < sizeof big_rows / sizeof big_rows[0]; ++i) {
+        p = problem(big_rows[i][0], big_rows[i][1], big_rows[i][2], QG_BF16_NT, QG_BF16_DENSE);
+        p.splitk = -1;
+        CHECK(qg__bf16_select(&p, &on) == 0 && on.splitk == 1, "auto split %dx%dx%d by %d",
+              p.m, p.n, p.k, on.splitk);
+    }
+    /* every forced split and auto over shapes, layouts and kinds: the invariants */
+    static const int ms[] = {1, 64, 128, 129, 4096};
+    static const int nk[][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {4096, 7168},
+                                {7168, 2048}, {256, 200}, {136, 1000}, {264, 128}, {512, 64}};
+    static const int knobs[] = {-1, 2, 4, 8};
+    int split = 0;
+    for (int l = 0; l < 4; ++l)
+        for (int kind = 0; kind <= 4; ++kind)
+            for (size_t g = 0; g < 4; ++g)
+                for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i)
+                    for (size_t j = 0; j < sizeof nk / sizeof nk[0]; ++j) {
+                        if (qg__bf16_a_mn_major((qg_bf16_layout)l) && kind != 0 && kind != 4) continue;
+                        qg_bf16_problem q = problem(ms[i], nk[j][0], nk[j][1], (qg_bf16_layout)l,
+                                                    (qg_bf16_kind)kind);
+                        q.d_f32 = kind == 4;
+                        q.merge = -1;
+                        qg_bf16_plan a, b;
+                        if (qg__bf16_select(&q, &a) != 0) continue; /* (not this test's) */
+                        q.splitk = knobs[g];
+                        CHECK(qg__bf16_select(&q, &b) == 0, "no plan with split %d", knobs[g]);
+                        const int k_steps = ((q.k + 63) / 64 + b.merge - 1) / b.merge;
+                        if (kind != QG_BF16_DENSE) {
+                            CHECK(b.splitk == 1 && b.cluster == a.cluster, "kind %d split", kind);
+                            continue;
+                        }
+                        if (knobs[g] > 0) { /* forced: the chosen tile, S halved until it fits */
+                            CHECK(b.block_m == a.block_m && b.block_n == a.block_n,
+                                  "forced %d changed the tile", knobs[g]);
+                            if (k_steps >= 2)
+                                CHECK(b.splitk > 1 && b.splitk <= knobs[g],
+                                      "%dx%dx%d forced %d: split %d", q.m, q.n, q.k, knobs[g],
+                                      b.splitk);
+                        }
+                        if (b.splitk == 1) continue;
+                        ++split;
+                        CHECK(b.multicast == 0 && b.cluster == b.splitk && b.grid % b.splitk == 0 &&
+                                  k_steps >= b.splitk,
+                              "%dx%dx%d split %d: mc %d cluster %d grid %d, %d K steps", q.m, q.n,
+                              q.k, b.splitk, b.multicast, b.cluster, b.grid, k_steps);
+                        const int units = b.block_m / 64 / b.num_math_wgs * b.block_n / 8;
+                        const int xbytes = (b.splitk - 1) * ((units + b.splitk - 1) / b.splitk) *
+                                           b.num_math_wgs * 128 * 16;
+                        CHECK(b.smem_bytes == qg__bf16_smem_bytes_sk(QG_BF16_DENSE, b.block_m,
+                                                                     b.block_n, b.num_stages,
+                                                                     q.d_f32, b.merge, b.splitk) &&
+                                  b.smem_bytes <= q.smem_limit &&
+                                  xbytes <= b.num_stages * b.merge * (b.block_m + b.block_n) * 128,
+                              "%dx%dx%d split %d: smem %d, exchange %d", q.m, q.n, q.k, b.splitk,
+                              b.smem_bytes, xbytes);
+                    }
+    CHECK(split > 100, "only %d split plans", split);
+    /* out of range: not a problem */
+    p.splitk = 3;
+    CHECK(qg__bf16_select(&p, &on) == -1, "split 3 accepted");
+    p.splitk = 16;
+    CHECK(qg__bf16_select(&p, &on) == -1, "split 16 accepted");
+    PASS();
+}

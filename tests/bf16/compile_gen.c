@@ -47,10 +47,10 @@ static int emit(const char *dir, FILE *list, const qg_bf16_problem *p, const qg_
         return -1;
     }
     fprintf(list, "v%016llx.cu layout %d kind %d m %d n %d k %d d_f32 %d with_c %d block %dx%d "
-                  "stages %d multicast %d smem %d radix %d merge %d\n",
+                  "stages %d multicast %d smem %d radix %d merge %d splitk %d\n",
             h, (int)p->layout, (int)p->kind, p->m, p->n, p->k, p->d_f32, p->with_c, pl->block_m,
             pl->block_n, pl->num_stages, pl->multicast, pl->smem_bytes, p->sum_radix,
-            pl->merge);
+            pl->merge, pl->splitk);
     return 0;
 }
 
@@ -73,9 +73,13 @@ int main(int argc, char **argv) {
     static const int nk[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512},
                                 {7168, 16384}, {4096, 7168}, {7168, 2048}};
     int planned = 0, failed = 0;
-    /* QG_GEN_MERGED_ONLY=1: only the merged variants (below; a quick check) */
+    /* QG_GEN_MERGED_ONLY=1: only the merged variants (below; a quick check);
+     * QG_GEN_SPLITK_ONLY=1: only the split-K variants */
     const char *only = getenv("QG_GEN_MERGED_ONLY");
-    const int merged_only = only && only[0] == '1';
+    const char *sk_only_env = getenv("QG_GEN_SPLITK_ONLY");
+    const int splitk_only = sk_only_env && sk_only_env[0] == '1';
+    const int only_merged = only && only[0] == '1';
+    const int merged_only = only_merged || splitk_only;
     for (int layout = 0; layout < 4 && !merged_only; ++layout)
         for (int kind = 0; kind <= 4; ++kind)
             for (int d_f32 = 0; d_f32 < 2; ++d_f32)
@@ -170,7 +174,7 @@ int main(int argc, char **argv) {
                                    {2048, 7168}, {7168, 16384}, {24576, 1536}, {256, 200},
                                    {136, 1000}, {512, 448}};
     static const int mg_merge[] = {-1, 2, 3, 4, 6};
-    for (size_t gi = 0; gi < sizeof mg_merge / sizeof mg_merge[0]; ++gi)
+    for (size_t gi = 0; gi < sizeof mg_merge / sizeof mg_merge[0] && !splitk_only; ++gi)
         for (int d_f32 = 0; d_f32 < 2; ++d_f32)
             for (int with_c = 0; with_c < 2; ++with_c)
                 for (size_t mi = 0; mi < sizeof mg_m / sizeof mg_m[0]; ++mi)
@@ -200,6 +204,42 @@ int main(int argc, char **argv) {
                             if (alt.merge > 1 && emit(dir, list, &p, &alt)) return 1;
                         }
                     }
+    /* split-K (QGEMM_BF16_SPLITK, dense): auto at the decode rows it is for,
+     * forced 2 / 4 / 8 at K with every kind of tail (K a multiple of S x 64,
+     * not, a partial last 64-K block), merged (auto) and unmerged stages,
+     * bf16 / FP32 D, with and without C, NT and NN (the split is layout-blind) */
+    static const int sk_m[] = {1, 128};
+    static const int sk_nk[][2] = {{576, 7168}, {2112, 7168}, {1536, 7168}, {264, 1000},
+                                   {4096, 448}, {136, 200}};
+    static const int sk_split[] = {-1, 2, 4, 8};
+    for (size_t gi = 0; gi < sizeof sk_split / sizeof sk_split[0] && !only_merged; ++gi)
+        for (int layout = 0; layout < 2; ++layout)
+            for (int merge = 0; merge < 2; ++merge)
+                for (int d_f32 = 0; d_f32 < 2; ++d_f32)
+                    for (int with_c = 0; with_c < 2; ++with_c)
+                        for (size_t mi = 0; mi < sizeof sk_m / sizeof sk_m[0]; ++mi)
+                            for (size_t si = 0; si < sizeof sk_nk / sizeof sk_nk[0]; ++si) {
+                                qg_bf16_problem p = {0};
+                                p.m = sk_m[mi], p.n = sk_nk[si][0], p.k = sk_nk[si][1];
+                                p.layout = (qg_bf16_layout)layout;
+                                p.kind = QG_BF16_DENSE;
+                                p.num_groups = 1;
+                                p.d_f32 = d_f32;
+                                p.with_c = with_c;
+                                p.merge = merge ? -1 : 0;
+                                p.splitk = sk_split[gi];
+                                p.num_sms = num_sms;
+                                p.smem_limit = smem;
+                                qg_bf16_plan pl;
+                                ++planned;
+                                if (qg__bf16_select(&p, &pl)) {
+                                    fprintf(stderr, "no plan: split m %d n %d k %d\n", p.m, p.n,
+                                            p.k);
+                                    ++failed;
+                                    continue;
+                                }
+                                if (pl.splitk > 1 && emit(dir, list, &p, &pl)) return 1;
+                            }
     fclose(list);
     printf("%d problems planned, %d without a plan, %d distinct kernels\n", planned, failed, num_seen);
     return failed ? 1 : 0;

@@ -776,3 +776,50 @@ def test_fast_path_and_dlpack_path_word_errors_alike():
                 qgemm.fp8_gemm_nt(lhs, rhs, out, stream=stream, strict=True)
             messages.append(str(e.value))
         assert messages[0] == messages[1]
+
+
+# ---- BF16 split-K across a cluster (QGEMM_BF16_SPLITK; kernels/qg_bf16_gemm.cuh "Split-K") ----
+
+
+@pytest.mark.parametrize("m,n,k,knob,layout,out,c_mode", [
+    (1, 576, 7168, "auto", "nt", "bf16", None),       # the decode rows auto splits (S 8)
+    (128, 576, 7168, "auto", "nt", "bf16", "other"),
+    (128, 576, 7168, "auto", "nt", "f32", "inplace"),
+    (1, 576, 7168, "8", "nt", "f32", None),
+    (129, 264, 320, "8", "nt", "bf16", None),        # 5 K blocks: S 8 halved
+    (200, 136, 200, "4", "nt", "f32", "other"),      # a partial last 64-K block
+    (300, 1000, 1000, "2", "nt", "bf16", "inplace"),  # K 15.6 blocks
+    (512, 1024, 512, "8", "nt", "bf16", None),       # more tiles than clusters
+    (64, 2112, 7168, "4", "nn", "bf16", None),       # MN-major B
+])
+def test_bf16_splitk(monkeypatch, m, n, k, knob, layout, out, c_mode):
+    """D (+)= A B^T with the K split over a cluster: diff < 1e-5 against float64, D's
+    padding columns untouched, and two runs bitwise equal (the fixed reduction order)."""
+    monkeypatch.setenv("QGEMM_BF16_SPLITK", knob)
+    seed = random.randrange(2 ** 31)
+    g = _gen(seed)
+    a = torch.randn(m, k, device=DEV, generator=g).bfloat16()
+    b = torch.randn(n, k, device=DEV, generator=g).bfloat16()
+    dt = torch.bfloat16 if out == "bf16" else torch.float32
+    c = torch.randn(m, n, device=DEV, generator=g).to(dt) if c_mode else None
+    ref = a.double() @ b.double().T + (c.double() if c is not None else 0.0)
+    results = []
+    for _ in range(2):
+        buf = torch.full((m, n + 16), BF16_PATTERN, device=DEV, dtype=dt)
+        d = buf[:, :n]
+        if c_mode == "inplace":
+            d.copy_(c)
+        if c_mode is None:
+            d.fill_(float("nan"))
+        cc = d if c_mode == "inplace" else c
+        if layout == "nt":
+            qgemm.bf16_gemm_nt(a, b, d, cc)
+        else:
+            qgemm.bf16_gemm_nn(a, b.T.contiguous(), d, cc)
+        torch.cuda.synchronize()
+        assert not d.isnan().any(), f"seed {seed}: unwritten elements"
+        assert (buf[:, n:] == BF16_PATTERN).all(), f"seed {seed}: padding written"
+        diff = calc_diff(d, ref)
+        assert diff < 1e-5, f"seed {seed}: diff {diff}"
+        results.append(d.clone())
+    assert torch.equal(results[0], results[1]), f"seed {seed}: two runs differ"
