@@ -47,7 +47,15 @@
  *   0: one accumulator set; every warpgroup waits for its wgmma, then runs
  *      the epilogue. All warpgroups read the same stage, so they run in
  *      lockstep and the tensor core idles during every epilogue (the path
- *      measured 2026-11-28: 636-768 TFLOPS at D 128).
+ *      measured 2026-11-28: 636-768 TFLOPS at D 128). With
+ *      QG_MQA_MATH_WGS 4 (DeepGEMM's organisation, QGEMM_MQA_VARIANT=
+ *      deep4: 640 threads, setmaxnreg 32 / 112, one producer and one ring
+ *      of 256-key stages for all four warpgroups; the warpgroups drift
+ *      apart on the tensor core's queue, so one's epilogue runs under the
+ *      others' wgmma) each block ends with the pipe path's epilogue (four
+ *      partial head sums, the 3 / 6-shuffle reduce-scatter): the same
+ *      products and sums in the same order as QG_MQA_PIPE 1, so bitwise
+ *      its logits.
  *   1: two accumulator sets (2 math warpgroups, 232 registers through
  *      setmaxnreg): the wgmma of key block i + 1 is issued before the
  *      epilogue of block i, so the tensor core works on the next block while
@@ -114,7 +122,15 @@ static_assert(QG_MQA_SMEM_Q % 1024 == 0 && QG_MQA_SMEM_KV % 1024 == 0, "tiles 10
 #define QG_MQA_DESC_HI QG_WGMMA_DESC_SW32_HI
 #endif
 #if QG_MQA_MATH_WGS == 4
-#define QG_MQA_PRODUCER_REGS 40
+/* deep4 (DeepGEMM's 32 / 112): launched at 96 a thread (640 threads under
+ * __launch_bounds__(640, 1)), so the CTA's register pool (PTX ISA,
+ * setmaxnreg: the launch allocation; .inc blocks until the pool holds
+ * enough) is 640 x 96 = 61440; the producer warpgroup's .dec to 32 frees
+ * 128 x 64 = 8192, the math's .inc to 112 takes 512 x 16 = 8192: balanced
+ * exactly. The former 40 / 112 asked 1024 registers the pool never held (a
+ * .inc that never returns: the likely reason the 2026-11-28 lockstep4 GPU
+ * run never finished). */
+#define QG_MQA_PRODUCER_REGS 32
 #define QG_MQA_MATH_REGS 112
 #elif QG_MQA_PIPE
 /* 128 accumulators + 32 weights + addressing: 2 x 128 x 232 + 128 x 40 <= 64K */
@@ -191,7 +207,9 @@ QG_DEVICE void qg_mqa_issue(float (&acc)[64], uint32_t kv_lo, uint32_t q_lo) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);
 }
+#endif
 
+#if QG_MQA_PIPE || QG_MQA_MATH_WGS == 4
 /* relu, weight, sum over heads of one finished block, then the quad's
  * reduce-scatter: this lane ends with the sum of query my_q (rows r0 and
  * r0 + 8 for H 32; row r0 + 8 * my_half for H 64) and stores it. Per row and
@@ -269,6 +287,9 @@ QG_DEVICE void qg_mqa_epilogue(const float (&acc)[64], const float (&w)[32], flo
     }
 }
 
+#endif
+
+#if QG_MQA_PIPE
 /* The math warpgroups of QG_MQA_PIPE 1 (see the top of the file). */
 QG_DEVICE void qg_mqa_math_pipe(unsigned char *smem_q, unsigned char *smem_kv, float *smem_scale,
                                 uint64_t *q_full, uint64_t *q_empty, uint64_t *kv_full,
@@ -475,7 +496,15 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         const int wg = warp / 4, t = lane % 4;
         const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4; /* key row in the block; +8 */
         /* the query of the quad this lane stores, and which of its two rows */
+#if QG_MQA_MATH_WGS == 4
+        /* qg_mqa_epilogue's reduce-scatter (as the pipe path): this lane
+         * ends with query t >> 1 (H 64) or t (H 32) */
 #if QG_MQA_BLOCK_Q == 2
+        const int my_q = t >> 1;
+#else
+        const int my_q = t;
+#endif
+#elif QG_MQA_BLOCK_Q == 2
         const int my_q = t & 1, my_half = t >> 1;
 #else
         const int my_q = t; /* and both rows */
@@ -530,7 +559,13 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 qg_wgmma_wait0();
                 qg_mbarrier_arrive(&kv_empty[kvs]);
                 if (++kvs == QG_MQA_KV_STAGES) { kvs = 0; kv_phase ^= 1; }
-
+#if QG_MQA_MATH_WGS == 4
+                /* four partial head sums and a 3 / 6-shuffle reduce-scatter
+                 * (the pipe path's epilogue) instead of the 8 / 16 shuffles
+                 * below: the four warpgroups are issue-bound in their
+                 * epilogues (ncu, DeepGEMM's organisation: IPC 2.66) */
+                qg_mqa_epilogue(acc, w, sc0, sc1, t, kv + row0, row_ok, my_ks, my_ke, out, seq_len_kv);
+#else
                 /* relu, weight, sum over heads: s[q][row] */
                 float s[QG_MQA_BLOCK_Q][2];
 #pragma unroll
@@ -573,6 +608,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
                     }
                 }
+#endif /* QG_MQA_MATH_WGS == 4 */
             }
             qg_mbarrier_arrive(&q_empty[qs]);
             if (++qs == 2) { qs = 0; q_phase ^= 1; }

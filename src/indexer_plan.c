@@ -203,7 +203,8 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
      * while it reduces the current one (kernels/qg_mqa_logits.cuh,
      * QG_MQA_PIPE). The 2026-11-28 path (one set: the tensor core idles
      * through every epilogue) and a four-warpgroup one stay selectable
-     * through qg__mqa_plan_variant for measurements. */
+     * through qg__mqa_plan_variant (QGEMM_MQA_VARIANT) for measurements, and
+     * DEEP4, DeepGEMM's four math warpgroups at setmaxnreg 32 / 112. */
     out->variant = QG_MQA_VARIANT_PIPE;
     out->pipe = 1;
     const int math_wgs = 2;
@@ -226,12 +227,17 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     return 0;
 }
 
+const char *qg__mqa_variant_name(int variant) {
+    static const char *const names[QG_MQA_VARIANT_COUNT] = {"lockstep2", "deep4", "pipe"};
+    return variant >= 0 && variant < QG_MQA_VARIANT_COUNT ? names[variant] : NULL;
+}
+
 int qg__mqa_plan_variant(qg_mqa_plan *p, int variant) {
     if (!p) return -1;
     int wgs, pipe;
     switch (variant) {
     case QG_MQA_VARIANT_LOCKSTEP2: wgs = 2, pipe = 0; break;
-    case QG_MQA_VARIANT_LOCKSTEP4: wgs = 4, pipe = 0; break;
+    case QG_MQA_VARIANT_DEEP4: wgs = 4, pipe = 0; break;
     case QG_MQA_VARIANT_PIPE: wgs = 2, pipe = 1; break;
     default: return -1;
     }

@@ -117,11 +117,22 @@ typedef struct {
     size_t smem_bytes;
 } qg_mqa_plan;
 
-/* The kernel organisations, for A/B measurements (the planner picks PIPE):
+/* The kernel organisations, for A/B measurements (QGEMM_MQA_VARIANT; the
+ * planner picks PIPE):
  *   LOCKSTEP2: 2 math warpgroups, one accumulator set (the 2026-11-28 path)
- *   LOCKSTEP4: 4 math warpgroups, one set (DeepGEMM's organisation)
+ *   DEEP4:     4 math warpgroups, one set each, one producer and one ring of
+ *              256-key stages shared by all four (DeepGEMM's organisation),
+ *              setmaxnreg 32 / 112, PIPE's epilogue: bitwise PIPE's logits
+ *              (the former LOCKSTEP4, whose 40 / 112 overdrew the register pool)
  *   PIPE:      2 math warpgroups, two sets (next block's wgmma under the epilogue) */
-enum { QG_MQA_VARIANT_LOCKSTEP2 = 0, QG_MQA_VARIANT_LOCKSTEP4 = 1, QG_MQA_VARIANT_PIPE = 2 };
+enum {
+    QG_MQA_VARIANT_LOCKSTEP2 = 0,
+    QG_MQA_VARIANT_DEEP4 = 1,
+    QG_MQA_VARIANT_PIPE = 2,
+    QG_MQA_VARIANT_COUNT = 3
+};
+/* "lockstep2", "deep4", "pipe"; NULL for another value */
+const char *qg__mqa_variant_name(int variant);
 
 int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
                  int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why);
