@@ -380,7 +380,7 @@ static qg_status mqa_check(const qg_context *ctx, const qg_mqa_logits_args *a, b
     key->logits_bf16 = a->logits_bf16;
     key->num_sms = sms_of(ctx);
     if (!mqa_env_variant(&key->variant))
-        return BAD("%s: QGEMM_MQA_VARIANT='%.64s' is not lockstep2, deep4 or pipe", fn,
+        return BAD("%s: QGEMM_MQA_VARIANT='%.64s' is not pipe, deep4, deep4l or lockstep2", fn,
                    qg__env_string("QGEMM_MQA_VARIANT"));
     if (!pointers || a->seq_len == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->q, 16, "q"},           {a->kv, 16, "kv"},

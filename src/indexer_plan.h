@@ -112,6 +112,7 @@ typedef struct {
     int block_kv;
     int kv_stages;
     int pipe;                  /* QG_MQA_PIPE: 1 = two accumulator sets a warpgroup */
+    int stage_w;               /* QG_MQA_STAGE_W: 1 = the producer warp stages q's weights / ranges */
     int variant;               /* QG_MQA_VARIANT_* */
     int grid_x, block_x;
     size_t smem_bytes;
@@ -123,15 +124,20 @@ typedef struct {
  *   DEEP4:     4 math warpgroups, one set each, one producer and one ring of
  *              256-key stages shared by all four (DeepGEMM's organisation),
  *              setmaxnreg 32 / 112, PIPE's epilogue: bitwise PIPE's logits
- *              (the former LOCKSTEP4, whose 40 / 112 overdrew the register pool)
- *   PIPE:      2 math warpgroups, two sets (next block's wgmma under the epilogue) */
+ *              (the former LOCKSTEP4, whose 40 / 112 overdrew the register
+ *              pool); each q block's weights and key ranges staged in shared
+ *              memory by the producer warp (QG_MQA_STAGE_W)
+ *   PIPE:      2 math warpgroups, two sets (next block's wgmma under the epilogue)
+ *   DEEP4L:    DEEP4 with the math loading weights and ranges from global
+ *              memory at each q block itself (as PIPE does) */
 enum {
     QG_MQA_VARIANT_LOCKSTEP2 = 0,
     QG_MQA_VARIANT_DEEP4 = 1,
     QG_MQA_VARIANT_PIPE = 2,
-    QG_MQA_VARIANT_COUNT = 3
+    QG_MQA_VARIANT_DEEP4L = 3,
+    QG_MQA_VARIANT_COUNT = 4
 };
-/* "lockstep2", "deep4", "pipe"; NULL for another value */
+/* "lockstep2", "deep4", "pipe", "deep4l"; NULL for another value */
 const char *qg__mqa_variant_name(int variant);
 
 int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
