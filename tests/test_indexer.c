@@ -731,7 +731,10 @@ TEST(gpu_mqa_logits) {
     static const qgtk_mqa_case cases[] = {
         {37, 300, 32, 64, 0, 1, 0},   {128, 1000, 64, 128, 1, 0, 0}, {5, 77, 32, 32, 0, 2, 0},
         {256, 2048, 64, 32, 1, 1, 0}, {3, 129, 64, 64, 1, 2, 0},     {1, 1, 32, 128, 0, 1, 0},
-        {300, 513, 64, 128, 0, 2, 0}, {64, 2048, 32, 128, 1, 1, 0},  {99, 257, 64, 64, 0, 0, 0}};
+        {300, 513, 64, 128, 0, 2, 0}, {64, 2048, 32, 128, 1, 1, 0},  {99, 257, 64, 64, 0, 0, 0},
+        /* many q blocks a CTA (600 and 500 on <= 132 SMs): the q ring's stages and phases wrap
+         * several times (deep4 stages each q block's weights and ranges in it) */
+        {1200, 200, 64, 32, 0, 1, 0}, {2000, 150, 32, 64, 1, 2, 0}};
     int failures = 0;
     /* every organisation (QGEMM_MQA_VARIANT; unset = the default, pipe). pipe,
      * deep4 and deep4l compute the same sums in the same order: each case's accuracy figure

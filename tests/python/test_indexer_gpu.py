@@ -35,7 +35,9 @@ def ref_mqa(q, kv, weights, ks, ke):
     return logits.masked_fill(~mask, float("-inf"))
 
 
-@pytest.mark.parametrize("s,skv,h,d", [(128, 1024, 64, 128), (37, 300, 32, 64), (256, 2048, 32, 32)])
+# (1200, 200, 64, 32): 600 q blocks, several a CTA (the q ring wraps)
+@pytest.mark.parametrize("s,skv,h,d", [(128, 1024, 64, 128), (37, 300, 32, 64), (256, 2048, 32, 32),
+                                       (1200, 200, 64, 32)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("compressed", [False, True])
 @pytest.mark.parametrize("variant", [None, "deep4"])
