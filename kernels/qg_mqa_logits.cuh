@@ -47,7 +47,15 @@
  *   0: one accumulator set; every warpgroup waits for its wgmma, then runs
  *      the epilogue. All warpgroups read the same stage, so they run in
  *      lockstep and the tensor core idles during every epilogue (the path
- *      measured 2026-11-28: 636-768 TFLOPS at D 128).
+ *      measured 2026-11-28: 636-768 TFLOPS at D 128). With
+ *      QG_MQA_MATH_WGS 4 (DeepGEMM's organisation, QGEMM_MQA_VARIANT=
+ *      deep4: 640 threads, setmaxnreg 32 / 112, one producer and one ring
+ *      of 256-key stages for all four warpgroups; the warpgroups drift
+ *      apart on the tensor core's queue, so one's epilogue runs under the
+ *      others' wgmma) each block ends with the pipe path's epilogue (four
+ *      partial head sums, the 3 / 6-shuffle reduce-scatter): the same
+ *      products and sums in the same order as QG_MQA_PIPE 1, so bitwise
+ *      its logits.
  *   1: two accumulator sets (2 math warpgroups, 232 registers through
  *      setmaxnreg): the wgmma of key block i + 1 is issued before the
  *      epilogue of block i, so the tensor core works on the next block while
@@ -101,9 +109,24 @@ static_assert(QG_MQA_PIPE == 0 || (QG_MQA_PIPE == 1 && QG_MQA_MATH_WGS == 2),
  * H200, 2026-11-28), so the block's scales sit at offset kv % 4. */
 #define QG_MQA_SCALE_FLOATS (2 * QG_MQA_BLOCK_KV)
 #define QG_MQA_SMEM_SCALE (QG_MQA_SCALE_FLOATS * 4)
+/* QG_MQA_STAGE_W 1 (deep4): the producer warp stages each q block's
+ * parameters beside its q tile -- the 128 weights (query c / H, head c % H
+ * at c) and the block's key range lo, hi and its queries' ks, ke (ints
+ * 0..1, 2 + 2i, 3 + 2i) -- and every lane of that warp arrives on q_full
+ * after its shared stores (mbarrier.arrive releases them, the math's wait
+ * acquires them). The math then reads them from shared memory after the q
+ * wait instead of 32 + 2 + 2 x BLOCK_Q global loads at the start of every q
+ * block (a latency bubble each time: 31 q blocks a CTA at 8192 x 8192, ~16
+ * key blocks each). The same values: bitwise the logits of QG_MQA_STAGE_W 0. */
+#ifndef QG_MQA_STAGE_W
+#define QG_MQA_STAGE_W 0
+#endif
+static_assert(!QG_MQA_STAGE_W || (QG_MQA_MATH_WGS == 4 && !QG_MQA_PIPE), "staged q parameters: deep4");
+#define QG_MQA_QP_FLOATS (128 + 16) /* weights, then the ints */
+#define QG_MQA_SMEM_QP (QG_MQA_STAGE_W ? 2 * QG_MQA_QP_FLOATS * 4 : 0)
 #define QG_MQA_SMEM_PLAN                                                              \
     (1024 + 2 * QG_MQA_SMEM_Q + QG_MQA_KV_STAGES * (QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE) + \
-     (2 * 2 + 2 * QG_MQA_KV_STAGES) * 8)
+     QG_MQA_SMEM_QP + (2 * 2 + 2 * QG_MQA_KV_STAGES) * 8)
 static_assert(QG_MQA_SMEM_PLAN == QG_MQA_SMEM_BYTES, "host and kernel shared-memory plans differ");
 static_assert(QG_MQA_SMEM_Q % 1024 == 0 && QG_MQA_SMEM_KV % 1024 == 0, "tiles 1024-byte aligned");
 #if QG_MQA_D == 128
@@ -114,7 +137,15 @@ static_assert(QG_MQA_SMEM_Q % 1024 == 0 && QG_MQA_SMEM_KV % 1024 == 0, "tiles 10
 #define QG_MQA_DESC_HI QG_WGMMA_DESC_SW32_HI
 #endif
 #if QG_MQA_MATH_WGS == 4
-#define QG_MQA_PRODUCER_REGS 40
+/* deep4 (DeepGEMM's 32 / 112): launched at 96 a thread (640 threads under
+ * __launch_bounds__(640, 1)), so the CTA's register pool (PTX ISA,
+ * setmaxnreg: the launch allocation; .inc blocks until the pool holds
+ * enough) is 640 x 96 = 61440; the producer warpgroup's .dec to 32 frees
+ * 128 x 64 = 8192, the math's .inc to 112 takes 512 x 16 = 8192: balanced
+ * exactly. The former 40 / 112 asked 1024 registers the pool never held (a
+ * .inc that never returns: the likely reason the 2026-11-28 lockstep4 GPU
+ * run never finished). */
+#define QG_MQA_PRODUCER_REGS 32
 #define QG_MQA_MATH_REGS 112
 #elif QG_MQA_PIPE
 /* 128 accumulators + 32 weights + addressing: 2 x 128 x 232 + 128 x 40 <= 64K */
@@ -191,7 +222,9 @@ QG_DEVICE void qg_mqa_issue(float (&acc)[64], uint32_t kv_lo, uint32_t q_lo) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);
 }
+#endif
 
+#if QG_MQA_PIPE || QG_MQA_MATH_WGS == 4
 /* relu, weight, sum over heads of one finished block, then the quad's
  * reduce-scatter: this lane ends with the sum of query my_q (rows r0 and
  * r0 + 8 for H 32; row r0 + 8 * my_half for H 64) and stores it. Per row and
@@ -269,6 +302,9 @@ QG_DEVICE void qg_mqa_epilogue(const float (&acc)[64], const float (&w)[32], flo
     }
 }
 
+#endif
+
+#if QG_MQA_PIPE
 /* The math warpgroups of QG_MQA_PIPE 1 (see the top of the file). */
 QG_DEVICE void qg_mqa_math_pipe(unsigned char *smem_q, unsigned char *smem_kv, float *smem_scale,
                                 uint64_t *q_full, uint64_t *q_empty, uint64_t *kv_full,
@@ -385,7 +421,13 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
     unsigned char *smem_q = smem;
     unsigned char *smem_kv = smem_q + 2 * QG_MQA_SMEM_Q;
     float *smem_scale = (float *)(smem_kv + QG_MQA_KV_STAGES * QG_MQA_SMEM_KV);
+#if QG_MQA_STAGE_W
+    /* each q stage's weights and key ranges (2 x QG_MQA_QP_FLOATS) */
+    float *smem_qp = smem_scale + QG_MQA_KV_STAGES * QG_MQA_SCALE_FLOATS;
+    uint64_t *q_full = (uint64_t *)(smem_qp + 2 * QG_MQA_QP_FLOATS);
+#else
     uint64_t *q_full = (uint64_t *)(smem_scale + QG_MQA_KV_STAGES * QG_MQA_SCALE_FLOATS);
+#endif
     uint64_t *q_empty = q_full + 2;
     uint64_t *kv_full = q_empty + 2;
     uint64_t *kv_empty = kv_full + QG_MQA_KV_STAGES;
@@ -398,7 +440,8 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         qg_tma_prefetch_descriptor(&tmap_kv);
         qg_tma_prefetch_descriptor(&tmap_scale);
         for (int i = 0; i < 2; ++i) {
-            qg_mbarrier_init(&q_full[i], 1);
+            /* STAGE_W: the 32 lanes of the producer warp (one with the q bytes) */
+            qg_mbarrier_init(&q_full[i], QG_MQA_STAGE_W ? 32 : 1);
             qg_mbarrier_init(&q_empty[i], QG_MQA_MATH_THREADS);
         }
         for (int i = 0; i < QG_MQA_KV_STAGES; ++i) {
@@ -416,6 +459,61 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
         if (warp == QG_MQA_MATH_WGS * 4) {
             /* ---- TMA producer ---- */
+#if QG_MQA_STAGE_W
+            /* the whole warp walks (converged: every lane waits every
+             * barrier); lane 0 issues the TMA, every lane stages 4 weights */
+            {
+                int qs = 0, kvs = 0;
+                uint32_t q_phase = 0, kv_phase = 0;
+                for (int qb = blockIdx.x; qb < num_q_blocks; qb += gridDim.x) {
+                    int lo, hi;
+                    qg_mqa_range(ks, ke, qb, seq_len, seq_len_kv, lo, hi);
+                    float wv[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const int c = lane + 32 * i;
+                        const int q = qb * QG_MQA_BLOCK_Q + c / QG_MQA_H;
+                        wv[i] = q < seq_len ? __ldg(weights + (int64_t)q * ld_weights + c % QG_MQA_H)
+                                            : 0.0f;
+                    }
+                    int kse = 0;
+                    if (lane < 2 * QG_MQA_BLOCK_Q) {
+                        const int q = qb * QG_MQA_BLOCK_Q + (lane >> 1);
+                        kse = q < seq_len ? __ldg((lane & 1 ? ke : ks) + q) : 0;
+                    }
+                    qg_mbarrier_wait(&q_empty[qs], q_phase ^ 1);
+                    float *qp = smem_qp + qs * QG_MQA_QP_FLOATS;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) qp[lane + 32 * i] = wv[i];
+                    int *qpi = (int *)(qp + 128);
+                    if (lane < 2 * QG_MQA_BLOCK_Q) qpi[2 + lane] = kse;
+                    if (lane == 0) qpi[0] = lo, qpi[1] = hi;
+                    if (lane == 0) {
+                        qg_mbarrier_arrive_expect_tx(&q_full[qs], QG_MQA_SMEM_Q);
+                        qg_tma_load_2d(smem_q + qs * QG_MQA_SMEM_Q, &tmap_q, &q_full[qs], 0, qb * 128);
+                    } else {
+                        qg_mbarrier_arrive(&q_full[qs]);
+                    }
+                    if (++qs == 2) { qs = 0; q_phase ^= 1; }
+                    for (int kv = lo; kv < hi; kv += QG_MQA_BLOCK_KV) {
+                        qg_mbarrier_wait(&kv_empty[kvs], kv_phase ^ 1);
+                        if (lane == 0) {
+                            qg_mbarrier_arrive_expect_tx(&kv_full[kvs],
+                                                         QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE);
+                            qg_tma_load_2d(smem_kv + kvs * QG_MQA_SMEM_KV, &tmap_kv, &kv_full[kvs],
+                                           0, kv);
+                            const int kv_a = kv & ~3; /* 16-byte aligned first scale */
+                            qg_tma_load_1d(smem_scale + kvs * QG_MQA_SCALE_FLOATS, &tmap_scale,
+                                           &kv_full[kvs], kv_a);
+                            qg_tma_load_1d(smem_scale + kvs * QG_MQA_SCALE_FLOATS + QG_MQA_BLOCK_KV,
+                                           &tmap_scale, &kv_full[kvs], kv_a + QG_MQA_BLOCK_KV);
+                        }
+                        __syncwarp();
+                        if (++kvs == QG_MQA_KV_STAGES) { kvs = 0; kv_phase ^= 1; }
+                    }
+                }
+            }
+#else
             if (qg_elect_one()) {
                 int qs = 0, kvs = 0;
                 uint32_t q_phase = 0, kv_phase = 0;
@@ -440,6 +538,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                     }
                 }
             }
+#endif
             __syncwarp();
         }
 #if QG_MQA_CLEAN
@@ -475,7 +574,15 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         const int wg = warp / 4, t = lane % 4;
         const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4; /* key row in the block; +8 */
         /* the query of the quad this lane stores, and which of its two rows */
+#if QG_MQA_MATH_WGS == 4
+        /* qg_mqa_epilogue's reduce-scatter (as the pipe path): this lane
+         * ends with query t >> 1 (H 64) or t (H 32) */
 #if QG_MQA_BLOCK_Q == 2
+        const int my_q = t >> 1;
+#else
+        const int my_q = t;
+#endif
+#elif QG_MQA_BLOCK_Q == 2
         const int my_q = t & 1, my_half = t >> 1;
 #else
         const int my_q = t; /* and both rows */
@@ -486,6 +593,22 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         uint32_t q_phase = 0, kv_phase = 0;
         float acc[64];
         for (int qb = blockIdx.x; qb < num_q_blocks; qb += gridDim.x) {
+#if QG_MQA_STAGE_W
+            /* the producer warp's staged copies (see QG_MQA_STAGE_W) */
+            qg_mbarrier_wait(&q_full[qs], q_phase);
+            const float *qp = smem_qp + qs * QG_MQA_QP_FLOATS;
+            const int *qpi = (const int *)(qp + 128);
+            const int lo = qpi[0], hi = qpi[1];
+            float w[32];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                const float2 v = *(const float2 *)(qp + 8 * j + 2 * t);
+                w[2 * j] = v.x, w[2 * j + 1] = v.y;
+            }
+            const int my_row = qb * QG_MQA_BLOCK_Q + my_q;
+            const bool row_ok = my_row < seq_len;
+            const int my_ks = qpi[2 + 2 * my_q], my_ke = qpi[3 + 2 * my_q]; /* 0 past seq_len */
+#else
             int lo, hi;
             qg_mqa_range(ks, ke, qb, seq_len, seq_len_kv, lo, hi);
             /* weights of this lane's columns c = 8j + 2t + e: query c / H, head c % H */
@@ -505,11 +628,14 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             const bool row_ok = my_row < seq_len;
             const int my_ks = row_ok ? __ldg(ks + my_row) : 0;
             const int my_ke = row_ok ? __ldg(ke + my_row) : 0;
+#endif
             qg_logit_t *out = logits + (int64_t)(row_ok ? my_row : 0) * ld_logits;
 #if QG_MQA_COMPRESSED
             out -= my_ks;
 #endif
+#if !QG_MQA_STAGE_W
             qg_mbarrier_wait(&q_full[qs], q_phase);
+#endif
             const uint32_t q_lo = q_lo0 + qs * (QG_MQA_SMEM_Q >> 4);
             for (int kv = lo; kv < hi; kv += QG_MQA_BLOCK_KV) {
                 qg_mbarrier_wait(&kv_full[kvs], kv_phase);
@@ -530,7 +656,13 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 qg_wgmma_wait0();
                 qg_mbarrier_arrive(&kv_empty[kvs]);
                 if (++kvs == QG_MQA_KV_STAGES) { kvs = 0; kv_phase ^= 1; }
-
+#if QG_MQA_MATH_WGS == 4
+                /* four partial head sums and a 3 / 6-shuffle reduce-scatter
+                 * (the pipe path's epilogue) instead of the 8 / 16 shuffles
+                 * below: the four warpgroups are issue-bound in their
+                 * epilogues (ncu, DeepGEMM's organisation: IPC 2.66) */
+                qg_mqa_epilogue(acc, w, sc0, sc1, t, kv + row0, row_ok, my_ks, my_ke, out, seq_len_kv);
+#else
                 /* relu, weight, sum over heads: s[q][row] */
                 float s[QG_MQA_BLOCK_Q][2];
 #pragma unroll
@@ -573,6 +705,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
                     }
                 }
+#endif /* QG_MQA_MATH_WGS == 4 */
             }
             qg_mbarrier_arrive(&q_empty[qs]);
             if (++qs == 2) { qs = 0; q_phase ^= 1; }

@@ -46,6 +46,15 @@
  *                                            shared4s, dual2s, shared3, split4r,
  *                                            split4r112, split4r112m, pipe2 too) fails the
  *                                            call with a message naming it
+ *   QGEMM_MQA_VARIANT   (unset: pipe)        the ragged MQA logits kernel's organisation (A/B
+ *                                            measurements): pipe (2 math warpgroups, two
+ *                                            accumulator sets), deep4 (DeepGEMM's 4 math
+ *                                            warpgroups at setmaxnreg 32 / 112, each q
+ *                                            block's weights and ranges staged in shared
+ *                                            memory by the producer warp: bitwise pipe's
+ *                                            logits), deep4l (deep4, the math loading them
+ *                                            itself) or lockstep2 (the 2026-11-28 path);
+ *                                            another value fails the call naming it
  *   QGEMM_BMK_RADIX     2                    the radix of the reduced batch sum's tree
  *                                            (qg_bf16_gemm_batch_sum, einsum 'bmk,bnk->mn';
  *                                            A/B measurements): 2, 4 or 8; another value
@@ -173,6 +182,10 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 (2 math warpgroups, one kv "
      "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
      "each) or split4r112w (split4 with the weights in registers)", "split4r112w"},
+    {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
+     "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "
+     "weights staged by the producer), deep4l (deep4, weights loaded by the math) or lockstep2 (2 "
+     "math warpgroups, one set)", "pipe"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "

@@ -29,8 +29,23 @@
 /* Ragged MQA logits: the plan is made for seq_len = seq_len_kv = 1 (the
  * source does not depend on them); the grid is computed per call. */
 typedef struct {
-    int heads, head_dim, compressed, clean, logits_bf16, num_sms;
+    int heads, head_dim, compressed, clean, logits_bf16, num_sms, variant;
 } mqa_key;
+
+/* QGEMM_MQA_VARIANT (src/env.c): unset -> the planner's default (pipe);
+ * else one of qg__mqa_variant_name's names. Returns false for any other
+ * value. */
+static bool mqa_env_variant(int *variant) {
+    *variant = QG_MQA_VARIANT_PIPE;
+    const char *v = qg__env_string("QGEMM_MQA_VARIANT");
+    if (!v) return true;
+    for (int i = 0; i < QG_MQA_VARIANT_COUNT; ++i)
+        if (!strcmp(v, qg__mqa_variant_name(i))) {
+            *variant = i;
+            return true;
+        }
+    return false;
+}
 
 /* Paged MQA logits: the SM count is the schedule's CTA count; variant:
  * QG_PMQA_VARIANT_* (QGEMM_PMQA_VARIANT). */
@@ -130,8 +145,10 @@ static qg_status compile_source(qg_context *ctx, const char *src, int len, size_
 
 static qg_status mqa_plan_of(const mqa_key *k, qg_mqa_plan *plan) {
     const char *why = "";
-    if (qg__mqa_plan(1, 1, k->heads, k->head_dim, k->compressed, k->clean, k->logits_bf16,
-                     k->num_sms, plan, &why) != 0)
+    int rc = qg__mqa_plan(1, 1, k->heads, k->head_dim, k->compressed, k->clean, k->logits_bf16,
+                          k->num_sms, plan, &why);
+    if (rc == 0 && qg__mqa_plan_variant(plan, k->variant) != 0) rc = -1, why = "unknown variant";
+    if (rc != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED, "no MQA logits kernel for %d heads of dim %d: %s",
                         k->heads, k->head_dim, why);
     return QG_SUCCESS;
@@ -359,6 +376,9 @@ static qg_status mqa_check(const qg_context *ctx, const qg_mqa_logits_args *a, b
     key->clean = a->clean;
     key->logits_bf16 = a->logits_bf16;
     key->num_sms = sms_of(ctx);
+    if (!mqa_env_variant(&key->variant))
+        return BAD("%s: QGEMM_MQA_VARIANT='%.64s' is not pipe, deep4, deep4l or lockstep2", fn,
+                   qg__env_string("QGEMM_MQA_VARIANT"));
     if (!pointers || a->seq_len == 0) return QG_SUCCESS;
     const named_ptr ptrs[] = {{a->q, 16, "q"},           {a->kv, 16, "kv"},
                               {a->kv_scales, 16, "kv_scales"}, {a->weights, 4, "weights"},

@@ -179,12 +179,13 @@ int qg__hc_source(char *buf, size_t cap, const qg_hc_plan *p) {
 
 /* ---- fp8_mqa_logits ------------------------------------------------------ */
 
-static size_t mqa_smem(int d, int math_wgs, int stages) {
+static size_t mqa_smem(int d, int math_wgs, int stages, int stage_w) {
     const size_t block_kv = 64 * (size_t)math_wgs;
     /* per stage: the key tile and two boxes of block_kv scales (the kernel's
-     * QG_MQA_SMEM_SCALE: the first from a 16-byte aligned key) */
+     * QG_MQA_SMEM_SCALE: the first from a 16-byte aligned key); with
+     * stage_w, per q stage 128 weights and 16 ints (QG_MQA_SMEM_QP) */
     return 1024 + 2 * 128 * (size_t)d + (size_t)stages * (block_kv * (size_t)d + 2 * block_kv * 4) +
-           (size_t)(4 + 2 * stages) * 8;
+           (stage_w ? 2 * (128 + 16) * 4 : 0) + (size_t)(4 + 2 * stages) * 8;
 }
 
 int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
@@ -203,12 +204,13 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
      * while it reduces the current one (kernels/qg_mqa_logits.cuh,
      * QG_MQA_PIPE). The 2026-11-28 path (one set: the tensor core idles
      * through every epilogue) and a four-warpgroup one stay selectable
-     * through qg__mqa_plan_variant for measurements. */
+     * through qg__mqa_plan_variant (QGEMM_MQA_VARIANT) for measurements, and
+     * DEEP4, DeepGEMM's four math warpgroups at setmaxnreg 32 / 112. */
     out->variant = QG_MQA_VARIANT_PIPE;
     out->pipe = 1;
     const int math_wgs = 2;
     int stages = 8;
-    while (stages > 2 && mqa_smem(head_dim, math_wgs, stages) > QG_IDX_SMEM_MAX) --stages;
+    while (stages > 2 && mqa_smem(head_dim, math_wgs, stages, 0) > QG_IDX_SMEM_MAX) --stages;
     out->seq_len = seq_len;
     out->seq_len_kv = seq_len_kv;
     out->heads = heads;
@@ -222,28 +224,36 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     out->kv_stages = stages;
     out->grid_x = q_blocks < num_sms ? (q_blocks > 0 ? q_blocks : 1) : num_sms;
     out->block_x = 128 * (math_wgs + 1);
-    out->smem_bytes = mqa_smem(head_dim, math_wgs, stages);
+    out->stage_w = 0;
+    out->smem_bytes = mqa_smem(head_dim, math_wgs, stages, 0);
     return 0;
+}
+
+const char *qg__mqa_variant_name(int variant) {
+    static const char *const names[QG_MQA_VARIANT_COUNT] = {"lockstep2", "deep4", "pipe", "deep4l"};
+    return variant >= 0 && variant < QG_MQA_VARIANT_COUNT ? names[variant] : NULL;
 }
 
 int qg__mqa_plan_variant(qg_mqa_plan *p, int variant) {
     if (!p) return -1;
-    int wgs, pipe;
+    int wgs, pipe, stage_w = 0;
     switch (variant) {
     case QG_MQA_VARIANT_LOCKSTEP2: wgs = 2, pipe = 0; break;
-    case QG_MQA_VARIANT_LOCKSTEP4: wgs = 4, pipe = 0; break;
+    case QG_MQA_VARIANT_DEEP4: wgs = 4, pipe = 0, stage_w = 1; break;
     case QG_MQA_VARIANT_PIPE: wgs = 2, pipe = 1; break;
+    case QG_MQA_VARIANT_DEEP4L: wgs = 4, pipe = 0; break;
     default: return -1;
     }
     int stages = 8;
-    while (stages > 2 && mqa_smem(p->head_dim, wgs, stages) > QG_IDX_SMEM_MAX) --stages;
+    while (stages > 2 && mqa_smem(p->head_dim, wgs, stages, stage_w) > QG_IDX_SMEM_MAX) --stages;
     p->variant = variant;
     p->math_wgs = wgs;
     p->pipe = pipe;
+    p->stage_w = stage_w;
     p->block_kv = 64 * wgs;
     p->kv_stages = stages;
     p->block_x = 128 * (wgs + 1);
-    p->smem_bytes = mqa_smem(p->head_dim, wgs, stages);
+    p->smem_bytes = mqa_smem(p->head_dim, wgs, stages, stage_w);
     return 0;
 }
 
@@ -254,11 +264,13 @@ int qg__mqa_source(char *buf, size_t cap, const qg_mqa_plan *p) {
         "pipe %d\n"
         "#define QG_MQA_H %d\n#define QG_MQA_D %d\n#define QG_MQA_COMPRESSED %d\n"
         "#define QG_MQA_CLEAN %d\n#define QG_MQA_BF16 %d\n#define QG_MQA_MATH_WGS %d\n"
-        "#define QG_MQA_KV_STAGES %d\n#define QG_MQA_PIPE %d\n#define QG_MQA_SMEM_BYTES %zu\n"
+        "#define QG_MQA_KV_STAGES %d\n#define QG_MQA_PIPE %d\n%s#define QG_MQA_SMEM_BYTES %zu\n"
         "#include \"qg_mqa_logits.cuh\"\n",
         p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs, p->kv_stages,
         p->pipe, p->heads, p->head_dim, p->compressed, p->clean, p->logits_bf16, p->math_wgs,
-        p->kv_stages, p->pipe, p->smem_bytes);
+        p->kv_stages, p->pipe,
+        /* only deep4 names it: the other variants' sources stay byte for byte */
+        p->stage_w ? "#define QG_MQA_STAGE_W 1\n" : "", p->smem_bytes);
     return len < 0 || (size_t)len >= cap ? -1 : len;
 }
 

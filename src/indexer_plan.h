@@ -112,16 +112,33 @@ typedef struct {
     int block_kv;
     int kv_stages;
     int pipe;                  /* QG_MQA_PIPE: 1 = two accumulator sets a warpgroup */
+    int stage_w;               /* QG_MQA_STAGE_W: 1 = the producer warp stages q's weights / ranges */
     int variant;               /* QG_MQA_VARIANT_* */
     int grid_x, block_x;
     size_t smem_bytes;
 } qg_mqa_plan;
 
-/* The kernel organisations, for A/B measurements (the planner picks PIPE):
+/* The kernel organisations, for A/B measurements (QGEMM_MQA_VARIANT; the
+ * planner picks PIPE):
  *   LOCKSTEP2: 2 math warpgroups, one accumulator set (the 2026-11-28 path)
- *   LOCKSTEP4: 4 math warpgroups, one set (DeepGEMM's organisation)
- *   PIPE:      2 math warpgroups, two sets (next block's wgmma under the epilogue) */
-enum { QG_MQA_VARIANT_LOCKSTEP2 = 0, QG_MQA_VARIANT_LOCKSTEP4 = 1, QG_MQA_VARIANT_PIPE = 2 };
+ *   DEEP4:     4 math warpgroups, one set each, one producer and one ring of
+ *              256-key stages shared by all four (DeepGEMM's organisation),
+ *              setmaxnreg 32 / 112, PIPE's epilogue: bitwise PIPE's logits
+ *              (the former LOCKSTEP4, whose 40 / 112 overdrew the register
+ *              pool); each q block's weights and key ranges staged in shared
+ *              memory by the producer warp (QG_MQA_STAGE_W)
+ *   PIPE:      2 math warpgroups, two sets (next block's wgmma under the epilogue)
+ *   DEEP4L:    DEEP4 with the math loading weights and ranges from global
+ *              memory at each q block itself (as PIPE does) */
+enum {
+    QG_MQA_VARIANT_LOCKSTEP2 = 0,
+    QG_MQA_VARIANT_DEEP4 = 1,
+    QG_MQA_VARIANT_PIPE = 2,
+    QG_MQA_VARIANT_DEEP4L = 3,
+    QG_MQA_VARIANT_COUNT = 4
+};
+/* "lockstep2", "deep4", "pipe", "deep4l"; NULL for another value */
+const char *qg__mqa_variant_name(int variant);
 
 int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
                  int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why);

@@ -307,6 +307,33 @@ TEST(indexer_validation) {
         }
         unsetenv("QGEMM_PMQA_VARIANT");
     }
+    { /* QGEMM_MQA_VARIANT: the four names pass the checks; any other value
+       * (lockstep4, the former name of deep4, too) fails the call naming the
+       * variable, the value and the valid names, before any device work */
+        qg_mqa_logits_args m = good_mqa();
+        static const char *const good[] = {"pipe", "deep4", "deep4l", "lockstep2"};
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
+            setenv("QGEMM_MQA_VARIANT", good[i], 1);
+            qg_status s = qg_fp8_mqa_logits(ctx, &m, NULL);
+            CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_MQA_VARIANT=%s: %s (%s)", good[i],
+                  qg_status_string(s), qg_last_error());
+        }
+        static const char *const bad[] = {"lockstep4", "deep", "deep2", "DEEP4", "pipe ",
+                                          "split4", "4", "lockstep", "pipe2", "deep4x",
+                                          "deep4L", "deep4s"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            setenv("QGEMM_MQA_VARIANT", bad[i], 1);
+            qg_status s = qg_fp8_mqa_logits(ctx, &m, NULL);
+            char quoted[32];
+            snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
+            CHECK(s == INV && strstr(qg_last_error(), "QGEMM_MQA_VARIANT") &&
+                      strstr(qg_last_error(), quoted) &&
+                      strstr(qg_last_error(), "pipe, deep4, deep4l or lockstep2"),
+                  "QGEMM_MQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
+                  qg_last_error());
+        }
+        unsetenv("QGEMM_MQA_VARIANT");
+    }
     { /* qg_indexer_compile: a bad kind, bad shapes */
         qg_hc_prenorm_args h = good_hc();
         qg_status s = qg_indexer_compile(ctx, (qg_indexer_kind)9, &h, NULL);
@@ -615,6 +642,81 @@ TEST(hc_compile_every_mode) {
     PASS();
 }
 
+/* The ragged MQA organisations (QGEMM_MQA_VARIANT) besides the default
+ * (indexer_compile_every_variant sweeps that): deep4 (DeepGEMM's 4 math
+ * warpgroups at setmaxnreg 32 / 112, q's weights and ranges staged by the
+ * producer warp) and deep4l (the math loads them) over every (H, D, plain /
+ * clean / compressed, fp32 / bf16), lockstep2 over a few; 0 spills, no
+ * stack, no warning, no serialized wgmma, wgmma and TMA in the PTX. */
+TEST(mqa_compile_every_variant) {
+    { /* the plans: the default is pipe; deep4 is 640 threads, 256 keys a stage */
+        qg_mqa_plan p;
+        const char *why = "";
+        CHECK(qg__mqa_plan(2048, 65536, 64, 64, 0, 1, 0, 132, &p, &why) == 0 &&
+                  p.variant == QG_MQA_VARIANT_PIPE && p.pipe == 1 && p.math_wgs == 2 &&
+                  p.block_x == 384,
+              "default plan: variant %d, %d wgs, %d threads (%s)", p.variant, p.math_wgs,
+              p.block_x, why);
+        CHECK(qg__mqa_plan_variant(&p, QG_MQA_VARIANT_DEEP4) == 0 && p.math_wgs == 4 &&
+                  p.pipe == 0 && p.block_kv == 256 && p.block_x == 640 && p.kv_stages >= 3 &&
+                  p.stage_w == 1 && p.smem_bytes <= QG_IDX_SMEM_MAX,
+              "deep4: %d wgs, block_kv %d, %d threads, %d stages, %zu bytes", p.math_wgs,
+              p.block_kv, p.block_x, p.kv_stages, p.smem_bytes);
+        qg_mqa_plan l = p;
+        CHECK(qg__mqa_plan_variant(&l, QG_MQA_VARIANT_DEEP4L) == 0 && l.math_wgs == 4 &&
+                  l.stage_w == 0 && l.kv_stages == p.kv_stages &&
+                  l.smem_bytes + 2 * 144 * 4 == p.smem_bytes,
+              "deep4l: %d stages, %zu bytes", l.kv_stages, l.smem_bytes);
+        for (int d = 32; d <= 128; d *= 2) { /* D 128: 5 stages of 256 keys fit with the staging */
+            qg_mqa_plan q;
+            CHECK(qg__mqa_plan(2048, 65536, 32, d, 1, 0, 1, 132, &q, &why) == 0 &&
+                      qg__mqa_plan_variant(&q, QG_MQA_VARIANT_DEEP4) == 0 &&
+                      q.kv_stages == (d == 128 ? 5 : 8) && q.smem_bytes <= QG_IDX_SMEM_MAX,
+                  "deep4 D %d: %d stages, %zu bytes", d, q.kv_stages, q.smem_bytes);
+        }
+        CHECK(!strcmp(qg__mqa_variant_name(QG_MQA_VARIANT_DEEP4), "deep4") &&
+                  !strcmp(qg__mqa_variant_name(QG_MQA_VARIANT_PIPE), "pipe") &&
+                  !strcmp(qg__mqa_variant_name(QG_MQA_VARIANT_LOCKSTEP2), "lockstep2") &&
+                  !strcmp(qg__mqa_variant_name(QG_MQA_VARIANT_DEEP4L), "deep4l") &&
+                  QG_MQA_VARIANT_COUNT == 4 &&
+                  !qg__mqa_variant_name(QG_MQA_VARIANT_COUNT) && !qg__mqa_variant_name(-1) &&
+                  qg__mqa_plan_variant(&p, QG_MQA_VARIANT_COUNT) == -1,
+              "variant names");
+    }
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    static const char *const variants[] = {"deep4", "deep4l", "lockstep2"};
+    static const int Hs[] = {32, 64}, Ds[] = {32, 64, 128};
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
+        for (int h = 0; h < 2; ++h)
+            for (int d = 0; d < 3; ++d)
+                for (int mode = 0; mode < 3; ++mode) /* plain, clean, compressed */
+                    for (int bf = 0; bf < 2; ++bf) {
+                        /* lockstep2 (the 2026-11-28 path): H 64 D 128 and H 32 D 32 */
+                        if (vi == 2 && !((h == 1 && d == 2) || (h == 0 && d == 0))) continue;
+                        qg_mqa_logits_args a = good_mqa();
+                        a.heads = Hs[h], a.head_dim = Ds[d], a.ld_kv = Ds[d], a.ld_weights = Hs[h];
+                        a.clean = mode == 1, a.max_seqlen_k = mode == 2 ? 512 : 0;
+                        a.logits_bf16 = bf;
+                        qg_kernel_info info;
+                        memset(&info, 0, sizeof info);
+                        qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_MQA_LOGITS, &a, &info);
+                        char what[96];
+                        snprintf(what, sizeof what, "mqa %s H %d D %d %s %s", variants[vi], Hs[h],
+                                 Ds[d], mode == 0 ? "plain" : mode == 1 ? "clean" : "compressed",
+                                 bf ? "bf16" : "fp32");
+                        qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
+                    }
+    }
+    unsetenv("QGEMM_MQA_VARIANT");
+    printf("    %d MQA variants, %d failures\n", sw.checked, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
 /* ---- on the GPU ------------------------------------------------------------------ */
 
 /* The cases are the testkit's (testkit/indexer_case.c), the same functions
@@ -629,19 +731,51 @@ TEST(gpu_mqa_logits) {
     static const qgtk_mqa_case cases[] = {
         {37, 300, 32, 64, 0, 1, 0},   {128, 1000, 64, 128, 1, 0, 0}, {5, 77, 32, 32, 0, 2, 0},
         {256, 2048, 64, 32, 1, 1, 0}, {3, 129, 64, 64, 1, 2, 0},     {1, 1, 32, 128, 0, 1, 0},
-        {300, 513, 64, 128, 0, 2, 0}, {64, 2048, 32, 128, 1, 1, 0},  {99, 257, 64, 64, 0, 0, 0}};
+        {300, 513, 64, 128, 0, 2, 0}, {64, 2048, 32, 128, 1, 1, 0},  {99, 257, 64, 64, 0, 0, 0},
+        /* many q blocks a CTA (600 and 500 on <= 132 SMs): the q ring's stages and phases wrap
+         * several times (deep4 stages each q block's weights and ranges in it) */
+        {1200, 200, 64, 32, 0, 1, 0}, {2000, 150, 32, 64, 1, 2, 0}};
     int failures = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        const qgtk_mqa_case *c = &cases[i];
-        const qgtk_case_opts opts = {.seed = 50 + i};
-        qgtk_case_result res;
-        const bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
-        printf("    %s mqa sq %d skv %d H %d D %d %s %s: diff %.2g %s\n", ok ? "ok  " : "FAIL",
-               c->seq_len, c->seq_len_kv, c->heads, c->head_dim, c->bf16 ? "bf16" : "fp32",
-               c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", res.diff,
-               ok ? "" : res.why);
-        failures += !ok;
+    /* every organisation (QGEMM_MQA_VARIANT; unset = the default, pipe). pipe,
+     * deep4 and deep4l compute the same sums in the same order: each case's accuracy figure
+     * (an fp64 fingerprint of the output, same inputs) must equal the default's bit
+     * for bit; lockstep2 (another head-sum order) is checked against the reference
+     * only. QG_TEST_MQA_VARIANTS="a,b": the default and these only (a short GPU run). */
+    static const char *const variants[] = {NULL, "deep4", "deep4l", "lockstep2"};
+    static const bool bitwise[] = {true, true, true, false};
+    double first_diff[sizeof cases / sizeof cases[0]];
+    const char *only = getenv("QG_TEST_MQA_VARIANTS");
+    for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
+        if (vi && only) {
+            char pat[40], list[256];
+            snprintf(pat, sizeof pat, ",%s,", variants[vi]);
+            snprintf(list, sizeof list, ",%s,", only);
+            if (!strstr(list, pat)) continue;
+        }
+        if (variants[vi])
+            setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
+        else
+            unsetenv("QGEMM_MQA_VARIANT");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+            const qgtk_mqa_case *c = &cases[i];
+            const qgtk_case_opts opts = {.seed = 50 + i};
+            qgtk_case_result res;
+            bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
+            if (vi == 0) first_diff[i] = res.diff;
+            else if (ok && bitwise[vi] && memcmp(&res.diff, &first_diff[i], sizeof res.diff)) {
+                ok = false;
+                snprintf(res.why, sizeof res.why, "not bitwise the default's (diff %.17g vs %.17g)",
+                         res.diff, first_diff[i]);
+            }
+            printf("    %s mqa [%s] sq %d skv %d H %d D %d %s %s: diff %.2g %s\n",
+                   ok ? "ok  " : "FAIL", variants[vi] ? variants[vi] : "default", c->seq_len,
+                   c->seq_len_kv, c->heads, c->head_dim, c->bf16 ? "bf16" : "fp32",
+                   c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", res.diff,
+                   ok ? "" : res.why);
+            failures += !ok;
+        }
     }
+    unsetenv("QGEMM_MQA_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d MQA cases failed", failures);

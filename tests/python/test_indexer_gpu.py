@@ -35,10 +35,15 @@ def ref_mqa(q, kv, weights, ks, ke):
     return logits.masked_fill(~mask, float("-inf"))
 
 
-@pytest.mark.parametrize("s,skv,h,d", [(128, 1024, 64, 128), (37, 300, 32, 64), (256, 2048, 32, 32)])
+# (1200, 200, 64, 32): 600 q blocks, several a CTA (the q ring wraps)
+@pytest.mark.parametrize("s,skv,h,d", [(128, 1024, 64, 128), (37, 300, 32, 64), (256, 2048, 32, 32),
+                                       (1200, 200, 64, 32)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("compressed", [False, True])
-def test_mqa_logits(s, skv, h, d, dtype, compressed):
+@pytest.mark.parametrize("variant", [None, "deep4"])
+def test_mqa_logits(monkeypatch, s, skv, h, d, dtype, compressed, variant):
+    """variant: QGEMM_MQA_VARIANT (None: the default, pipe; deep4: DeepGEMM's four math
+    warpgroups, the same sums in the same order, so it must also equal the default bitwise)."""
     torch.manual_seed(s + skv + h + d)
     q = torch.randn(s, h, d, device=DEV, dtype=torch.bfloat16)
     kv = torch.randn(skv, d, device=DEV, dtype=torch.bfloat16)
@@ -54,6 +59,10 @@ def test_mqa_logits(s, skv, h, d, dtype, compressed):
               logits_dtype=dtype)
     if compressed:
         kw["max_seqlen_k"] = max(int((ke - ks).max().item()), 1)
+    if variant is not None:
+        monkeypatch.delenv("QGEMM_MQA_VARIANT", raising=False)
+        default = deep_gemm.fp8_fp4_mqa_logits(**kw)
+        monkeypatch.setenv("QGEMM_MQA_VARIANT", variant)
     logits = deep_gemm.fp8_fp4_mqa_logits(**kw)
     assert logits.dtype == dtype
     if compressed:
@@ -63,6 +72,9 @@ def test_mqa_logits(s, skv, h, d, dtype, compressed):
     else:
         assert logits.shape == (s, skv)
         masked = logits
+    if variant is not None:
+        default = default.masked_fill(~self_mask, 0) if compressed else default
+        assert torch.equal(masked, default)  # bitwise the default's
     for _ in range(20):
         again = deep_gemm.fp8_fp4_mqa_logits(**kw)
         if compressed:
