@@ -89,6 +89,22 @@ QG_DEVICE void qg_mbarrier_wait(uint64_t *bar, uint32_t parity) {
     asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(qg_smem_addr(bar)), "r"(parity) : "memory");
 }
 
+/* The same wait on a barrier given by its shared-window address (a caller
+ * that keeps one base address and adds stage * 8 itself). */
+QG_DEVICE void qg_mbarrier_wait_at(uint32_t bar, uint32_t parity) {
+    asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(bar), "r"(parity) : "memory");
+}
+
+/* qg_mbarrier_arrive / qg_mbarrier_arrive_cluster by shared-window address. */
+QG_DEVICE void qg_mbarrier_arrive_at(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+QG_DEVICE void qg_mbarrier_arrive_cluster_at(uint32_t bar, uint32_t cta_rank) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(cta_rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
 /* Whether the phase with parity `parity` has completed, without waiting
  * (mbarrier.test_wait: acquire at CTA scope when it returns true). */
 QG_DEVICE bool qg_mbarrier_test(uint64_t *bar, uint32_t parity) {

@@ -120,6 +120,12 @@
  *                                            three) or epi (the cheaper e4m3 epilogue:
  *                                            the same bytes, not in new); another value fails
  *                                            the call, naming it
+ *   QGEMM_FP8_KLOOP     old                  the FP8 GEMM kernels' K loop (A/B runs, issue 52):
+ *                                            old, or new (each stage's barrier, descriptor
+ *                                            and scale addresses one shift-add from a pinned
+ *                                            base: the same wgmmas, scales and FFMAs, fewer
+ *                                            instructions a K block); another value fails
+ *                                            the call, naming it
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
  *                                            in the contiguous, masked and psum kinds
  *                                            (bf16 D; issue 52): a flag; unset, on for
@@ -213,6 +219,8 @@ const qg_env_knob qg__env_knobs[] = {
      "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
      "new (all three) or epi (the cheaper e4m3 epilogue, not in new)", "new+epi"},
+    {"QGEMM_FP8_KLOOP", "the FP8 GEMM kernels' K loop: old, or new (stage addresses one shift-add "
+     "from a pinned base: the same results, fewer instructions a K block)", "old"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated base, "
