@@ -464,13 +464,16 @@ static double stream_time(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     return t;
 }
 
-/* QGEMM_BF16_SPLITK=auto: dense, a grid of few tiles (<= 0.6 of the SMs, as
+/* QGEMM_BF16_SPLITK=auto: dense NT, a grid of few tiles (<= 0.6 of the SMs, as
  * merged stages' auto) in one wave, K of >= 16 blocks: the split and tile of
  * least stream_time among the splits whose clusters fit one resident wave,
  * taken when it is below 0.85 of the unsplit plan's (ties: the smaller
  * split). */
 static void auto_split(const qg_bf16_problem *p, qg_bf16_plan *best) {
-    if (p->kind != QG_BF16_DENSE || best->multicast || p->k < 16 * BF16_BLOCK_K) return;
+    /* (NT only: the rows measured; a forced split takes every layout) */
+    if (p->kind != QG_BF16_DENSE || p->layout != QG_BF16_NT || best->multicast ||
+        p->k < 16 * BF16_BLOCK_K)
+        return;
     const long long tiles = (long long)ceil_div(p->m, best->block_m) * ceil_div(p->n, best->block_n);
     if (tiles * 5 > 3ll * p->num_sms) return;
     const double base = stream_time(p, best);

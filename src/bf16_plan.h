@@ -100,7 +100,7 @@ typedef struct {
                          dense NT takes a merged plan (else ignored), capped so that >= 3
                          stages remain and at the 64-K blocks of K */
     int splitk;       /* split-K across a cluster (QGEMM_BF16_SPLITK; kernels/qg_bf16_gemm.cuh
-                         QG_BF16_SPLITK): 0 off, -1 auto (few tiles, long K: the split and
+                         QG_BF16_SPLITK): 0 off, -1 auto (NT, few tiles, long K: the split and
                          tile of least estimated time, qg__bf16_select), n in {2, 4, 8} that
                          split of the chosen tile (halved until K and shared memory take it);
                          dense only, without multicast (else ignored) */

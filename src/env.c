@@ -78,7 +78,7 @@
  *                                            fails the call, naming it
  *   QGEMM_BF16_SPLITK   off                  split-K across a thread-block cluster in the
  *                                            dense BF16 GEMM (A/B measurements, tests): off,
- *                                            auto (grids of <= 0.6 x the SMs' tiles, K >=
+ *                                            auto (NT, grids of <= 0.6 x the SMs' tiles, K >=
  *                                            1024: the split 2 / 4 / 8 and tile of least
  *                                            estimated time, if below 0.85 x the unsplit
  *                                            plan's) or 2, 4 or 8 (that split of the
@@ -200,7 +200,7 @@ const qg_env_knob qg__env_knobs[] = {
      "stage), auto (DeepGEMM's rule, on grids of <= 0.6 x the SMs' tiles: one-warpgroup tiles with "
      ">= 10 stages merge stages / 5) or n (1..16 64-K blocks per stage where valid)", "auto"},
     {"QGEMM_BF16_SPLITK", "split-K across a thread-block cluster in the dense BF16 GEMM: off, "
-     "auto (few tiles, long K: the planner's split and tile) or 2, 4 or 8 (that split of the "
+     "auto (NT, few tiles, long K: the planner's split and tile) or 2, 4 or 8 (that split of the "
      "chosen tile)", "off"},
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
