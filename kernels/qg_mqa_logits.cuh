@@ -571,8 +571,20 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                          ld_weights, ks, ke, logits, ld_logits, seq_len, seq_len_kv, warp, lane,
                          num_q_blocks);
 #else
+#if QG_MQA_STAGE_W
+        /* the warp index through a shuffle: ptxas then knows it is warp-uniform
+         * and keeps the descriptors and the scale rows' warp part in uniform
+         * registers, which the 112 vector registers (64 accumulators, 32
+         * weights) cannot spare: without it the kv loop rebuilt them from
+         * threadIdx every block (230 instructions a block at H 64 D 64 clean
+         * against DeepGEMM's 212, which has no bounds checks) */
+        const int uwarp = __shfl_sync(0xffffffffu, warp, 0);
+        const int wg = uwarp / 4, t = lane % 4;
+        const int row0 = wg * 64 + (uwarp % 4) * 16 + lane / 4; /* key row in the block; +8 */
+#else
         const int wg = warp / 4, t = lane % 4;
         const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4; /* key row in the block; +8 */
+#endif
         /* the query of the quad this lane stores, and which of its two rows */
 #if QG_MQA_MATH_WGS == 4
         /* qg_mqa_epilogue's reduce-scatter (as the pipe path): this lane
