@@ -123,8 +123,8 @@ static_assert(QG_MQA_PIPE == 0 || (QG_MQA_PIPE == 1 && QG_MQA_MATH_WGS == 2),
 #endif
 static_assert(!QG_MQA_STAGE_W || (QG_MQA_MATH_WGS == 4 && !QG_MQA_PIPE), "staged q parameters: deep4");
 #define QG_MQA_QP_FLOATS (128 + 32) /* weights, then the ints */
-/* deep4 at H 64 (one row a lane): the lean store, see the math loop */
-#define QG_MQA_LEAN_STORE (QG_MQA_STAGE_W && QG_MQA_BLOCK_Q == 2)
+/* deep4: the lean store, see the math loop */
+#define QG_MQA_LEAN_STORE QG_MQA_STAGE_W
 #define QG_MQA_SMEM_QP (QG_MQA_STAGE_W ? 2 * QG_MQA_QP_FLOATS * 4 : 0)
 #define QG_MQA_SMEM_PLAN                                                              \
     (1024 + 2 * QG_MQA_SMEM_Q + QG_MQA_KV_STAGES * (QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE) + \
@@ -676,16 +676,17 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             out -= my_ks;
 #endif
 #else
-            /* the lean store (deep4, H 64): this lane's one key row jrow = r0 +
-             * 8 (t & 1) and one key scale; its query's row offset, store limit
-             * and [ks, ke) staged by the producer (QG_MQA_STAGE_W) and loaded
-             * in each block, instead of the row address rebuilt from the query
-             * index there (the registers are all taken: ptxas rematerialized
-             * it): the kv loop at H 64 D 64 clean 212 -> 204 instructions a
-             * block (nvdisasm). The same values stored where qg_mqa_epilogue
-             * stores them. At H 32 (two rows a lane) a first form made the
-             * loop longer (228 -> 245): not used there. */
-            const int jrow = row0 + 8 * (t & 1);
+            /* the lean store (deep4): this lane's first key row jrow (H 64:
+             * its one row r0 + 8 (t & 1) and one key scale; H 32: r0 and r0 +
+             * 8); its query's row offset, store limit and [ks, ke) staged by
+             * the producer (QG_MQA_STAGE_W) and loaded in each block, instead
+             * of the row address rebuilt from the query index there (the
+             * registers are all taken: ptxas rematerialized it): the kv loop
+             * at D 64 clean 212 -> 204 instructions a block at H 64, 228 ->
+             * 220 at H 32 (nvdisasm). The same values stored where
+             * qg_mqa_epilogue stores them. (A first form that kept the row
+             * address in registers made the H 32 loop longer, 228 -> 245.) */
+            const int jrow = row0 + (QG_MQA_BLOCK_Q == 2 ? 8 * (t & 1) : 0);
             (void)row_ok, (void)my_ks, (void)my_ke; /* read from the q stage per block */
 #endif
 #if !QG_MQA_STAGE_W
@@ -696,7 +697,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 qg_mbarrier_wait(&kv_full[kvs], kv_phase);
                 const float *scale = smem_scale + kvs * QG_MQA_SCALE_FLOATS + (kv & 3);
 #if QG_MQA_LEAN_STORE
-                const float sc0 = scale[jrow], sc1 = 0.0f;
+                const float sc0 = scale[jrow], sc1 = QG_MQA_BLOCK_Q == 4 ? scale[jrow + 8] : 0.0f;
 #else
                 const float sc0 = scale[row0];
                 const float sc1 = scale[row0 + 8];
@@ -724,18 +725,18 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 {
                     float o[2];
                     qg_mqa_head_sums(acc, w, t, o);
-                    (void)sc1;
-                    {
+#pragma unroll
+                    for (int r = 0; r < (QG_MQA_BLOCK_Q == 4 ? 2 : 1); ++r) {
                         /* the row's address, limit and range from the q stage
                          * (loads: the mbarrier waits' memory clobbers keep
                          * them in the loop, where registers are short) */
-                        const int j = kv + jrow;
+                        const int j = kv + jrow + 8 * r;
                         /* an offset from the kernel's own logits pointer: a global store */
                         qg_logit_t *const p = logits + (*(const int64_t *)(qpi + 16 + 2 * my_q) + j);
                         const int lim = qpi[10 + my_q];
                         const int rks = qpi[2 + 2 * my_q], rke = qpi[3 + 2 * my_q];
                         (void)lim, (void)rks, (void)rke;
-                        const float val = o[0] * sc0;
+                        const float val = o[r] * (r ? sc1 : sc0);
 #if QG_MQA_COMPRESSED
                         /* my_ks = my_ke = 0 past seq_len (staged so): nothing stored */
                         if (rks <= j && j < rke) qg_mqa_store(p, val);
