@@ -682,8 +682,8 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
              * the producer (QG_MQA_STAGE_W) and loaded in each block, instead
              * of the row address rebuilt from the query index there (the
              * registers are all taken: ptxas rematerialized it): the kv loop
-             * at D 64 clean 212 -> 204 instructions a block at H 64, 228 ->
-             * 220 at H 32 (nvdisasm). The same values stored where
+             * clean 212 -> 204 instructions a block at H 64 D 64, 235 -> 227
+             * at H 32 D 64 (nvdisasm). The same values stored where
              * qg_mqa_epilogue stores them. (A first form that kept the row
              * address in registers made the H 32 loop longer, 228 -> 245.) */
             const int jrow = row0 + (QG_MQA_BLOCK_Q == 2 ? 8 * (t & 1) : 0);
