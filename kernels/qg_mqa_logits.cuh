@@ -685,7 +685,7 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
              * clean 212 -> 204 instructions a block at H 64 D 64, 235 -> 227
              * at H 32 D 64 (nvdisasm). The same values stored where
              * qg_mqa_epilogue stores them. (A first form that kept the row
-             * address in registers made the H 32 loop longer, 228 -> 245.) */
+             * address in registers made the H 32 D 32 loop longer, 228 -> 245.) */
             const int jrow = row0 + (QG_MQA_BLOCK_Q == 2 ? 8 * (t & 1) : 0);
             (void)row_ok, (void)my_ks, (void)my_ke; /* read from the q stage per block */
 #endif
