@@ -122,7 +122,9 @@ static_assert(QG_MQA_PIPE == 0 || (QG_MQA_PIPE == 1 && QG_MQA_MATH_WGS == 2),
 #define QG_MQA_STAGE_W 0
 #endif
 static_assert(!QG_MQA_STAGE_W || (QG_MQA_MATH_WGS == 4 && !QG_MQA_PIPE), "staged q parameters: deep4");
-#define QG_MQA_QP_FLOATS (128 + 16) /* weights, then the ints */
+#define QG_MQA_QP_FLOATS (128 + 32) /* weights, then the ints */
+/* deep4: the lean store, see the math loop */
+#define QG_MQA_LEAN_STORE QG_MQA_STAGE_W
 #define QG_MQA_SMEM_QP (QG_MQA_STAGE_W ? 2 * QG_MQA_QP_FLOATS * 4 : 0)
 #define QG_MQA_SMEM_PLAN                                                              \
     (1024 + 2 * QG_MQA_SMEM_Q + QG_MQA_KV_STAGES * (QG_MQA_SMEM_KV + QG_MQA_SMEM_SCALE) + \
@@ -231,9 +233,10 @@ QG_DEVICE void qg_mqa_issue(float (&acc)[64], uint32_t kv_lo, uint32_t q_lo) {
  * query: four partial sums over the lane's heads (chains of H / 8), then
  * shfl_xor 2 and 1 -- each exchange halves what a lane keeps (H 32: 4 + 2
  * shuffles for 8 sums, H 64: 2 + 1 for 4), a fixed order. */
-QG_DEVICE void qg_mqa_epilogue(const float (&acc)[64], const float (&w)[32], float sc0, float sc1,
-                               int t, int j0, bool row_ok, int my_ks, int my_ke,
-                               qg_logit_t *out, int seq_len_kv) {
+/* The head sums of qg_mqa_epilogue: o[0] (and o[1] for H 32) as that
+ * function stores them (row r0 + 8 * (t & 1) for H 64; rows r0, r0 + 8 for
+ * H 32), before the key scale. */
+QG_DEVICE void qg_mqa_head_sums(const float (&acc)[64], const float (&w)[32], int t, float (&o)[2]) {
     float v[QG_MQA_BLOCK_Q][2];
 #pragma unroll
     for (int qq = 0; qq < QG_MQA_BLOCK_Q; ++qq) {
@@ -260,18 +263,12 @@ QG_DEVICE void qg_mqa_epilogue(const float (&acc)[64], const float (&w)[32], flo
             const float send = hi2 ? v[ql][r] : v[2 + ql][r];
             k[ql][r] = keep + __shfl_xor_sync(0xffffffffu, send, 2);
         }
-    float o[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const float keep = hi1 ? k[1][r] : k[0][r];
         const float send = hi1 ? k[0][r] : k[1][r];
         o[r] = keep + __shfl_xor_sync(0xffffffffu, send, 1);
     }
-    if (row_ok) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int j = j0 + 8 * r;
-            const float val = o[r] * (r ? sc1 : sc0);
 #else
     /* xor 2: keep query t >> 1; xor 1: keep row half t & 1 */
     float k[2];
@@ -283,11 +280,30 @@ QG_DEVICE void qg_mqa_epilogue(const float (&acc)[64], const float (&w)[32], flo
     }
     const float keep = hi1 ? k[1] : k[0];
     const float send = hi1 ? k[0] : k[1];
-    const float o = keep + __shfl_xor_sync(0xffffffffu, send, 1);
+    o[0] = keep + __shfl_xor_sync(0xffffffffu, send, 1);
+    o[1] = 0.0f;
+#endif
+}
+
+/* relu, weight, sum over heads of one finished block (qg_mqa_head_sums),
+ * times the key scale, stored: query my_q, rows r0 and r0 + 8 (H 32) or row
+ * r0 + 8 * (t & 1) (H 64). */
+QG_DEVICE void qg_mqa_epilogue(const float (&acc)[64], const float (&w)[32], float sc0, float sc1,
+                               int t, int j0, bool row_ok, int my_ks, int my_ke,
+                               qg_logit_t *out, int seq_len_kv) {
+    float o[2];
+    qg_mqa_head_sums(acc, w, t, o);
     if (row_ok) {
+#if QG_MQA_BLOCK_Q == 4
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int j = j0 + 8 * r;
+            const float val = o[r] * (r ? sc1 : sc0);
+#else
         {
+            const bool hi1 = (t & 1) != 0;
             const int j = j0 + 8 * (int)hi1;
-            const float val = o * (hi1 ? sc1 : sc0);
+            const float val = o[0] * (hi1 ? sc1 : sc0);
 #endif
 #if QG_MQA_COMPRESSED
             if (my_ks <= j && j < my_ke) qg_mqa_store(out + j, val);
@@ -488,6 +504,19 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                     int *qpi = (int *)(qp + 128);
                     if (lane < 2 * QG_MQA_BLOCK_Q) qpi[2 + lane] = kse;
                     if (lane == 0) qpi[0] = lo, qpi[1] = hi;
+                    if (lane < QG_MQA_BLOCK_Q) {
+                        /* query lane's store limit (0 past seq_len) and row
+                         * offset in logits (less its ks when compressed), for
+                         * the lean store (QG_MQA_LEAN_STORE) */
+                        const int q = qb * QG_MQA_BLOCK_Q + lane;
+                        const bool ok = q < seq_len;
+                        int64_t ro = (int64_t)(ok ? q : 0) * ld_logits;
+#if QG_MQA_COMPRESSED
+                        ro -= ok ? __ldg(ks + q) : 0;
+#endif
+                        qpi[10 + lane] = ok ? seq_len_kv : 0;
+                        *(int64_t *)(qpi + 16 + 2 * lane) = ro;
+                    }
                     if (lane == 0) {
                         qg_mbarrier_arrive_expect_tx(&q_full[qs], QG_MQA_SMEM_Q);
                         qg_tma_load_2d(smem_q + qs * QG_MQA_SMEM_Q, &tmap_q, &q_full[qs], 0, qb * 128);
@@ -571,8 +600,20 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                          ld_weights, ks, ke, logits, ld_logits, seq_len, seq_len_kv, warp, lane,
                          num_q_blocks);
 #else
+#if QG_MQA_STAGE_W
+        /* the warp index through a shuffle: ptxas then knows it is warp-uniform
+         * and keeps the descriptors and the scale rows' warp part in uniform
+         * registers, which the 112 vector registers (64 accumulators, 32
+         * weights) cannot spare: without it the kv loop rebuilt them from
+         * threadIdx every block (230 instructions a block at H 64 D 64 clean
+         * against DeepGEMM's 212, which has no bounds checks) */
+        const int uwarp = __shfl_sync(0xffffffffu, warp, 0);
+        const int wg = uwarp / 4, t = lane % 4;
+        const int row0 = wg * 64 + (uwarp % 4) * 16 + lane / 4; /* key row in the block; +8 */
+#else
         const int wg = warp / 4, t = lane % 4;
         const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4; /* key row in the block; +8 */
+#endif
         /* the query of the quad this lane stores, and which of its two rows */
 #if QG_MQA_MATH_WGS == 4
         /* qg_mqa_epilogue's reduce-scatter (as the pipe path): this lane
@@ -629,9 +670,24 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             const int my_ks = row_ok ? __ldg(ks + my_row) : 0;
             const int my_ke = row_ok ? __ldg(ke + my_row) : 0;
 #endif
+#if !QG_MQA_LEAN_STORE
             qg_logit_t *out = logits + (int64_t)(row_ok ? my_row : 0) * ld_logits;
 #if QG_MQA_COMPRESSED
             out -= my_ks;
+#endif
+#else
+            /* the lean store (deep4): this lane's first key row jrow (H 64:
+             * its one row r0 + 8 (t & 1) and one key scale; H 32: r0 and r0 +
+             * 8); its query's row offset, store limit and [ks, ke) staged by
+             * the producer (QG_MQA_STAGE_W) and loaded in each block, instead
+             * of the row address rebuilt from the query index there (the
+             * registers are all taken: ptxas rematerialized it): the kv loop
+             * clean 212 -> 204 instructions a block at H 64 D 64, 235 -> 227
+             * at H 32 D 64 (nvdisasm). The same values stored where
+             * qg_mqa_epilogue stores them. (A first form that kept the row
+             * address in registers made the H 32 D 32 loop longer, 228 -> 245.) */
+            const int jrow = row0 + (QG_MQA_BLOCK_Q == 2 ? 8 * (t & 1) : 0);
+            (void)row_ok, (void)my_ks, (void)my_ke; /* read from the q stage per block */
 #endif
 #if !QG_MQA_STAGE_W
             qg_mbarrier_wait(&q_full[qs], q_phase);
@@ -640,8 +696,12 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             for (int kv = lo; kv < hi; kv += QG_MQA_BLOCK_KV) {
                 qg_mbarrier_wait(&kv_full[kvs], kv_phase);
                 const float *scale = smem_scale + kvs * QG_MQA_SCALE_FLOATS + (kv & 3);
+#if QG_MQA_LEAN_STORE
+                const float sc0 = scale[jrow], sc1 = QG_MQA_BLOCK_Q == 4 ? scale[jrow + 8] : 0.0f;
+#else
                 const float sc0 = scale[row0];
                 const float sc1 = scale[row0 + 8];
+#endif
                 const uint32_t kv_lo = kv_lo0 + kvs * (QG_MQA_SMEM_KV >> 4);
 #pragma unroll
                 for (int i = 0; i < 64; ++i) qg_fence_operand(acc[i]);
@@ -661,7 +721,36 @@ qg_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                  * (the pipe path's epilogue) instead of the 8 / 16 shuffles
                  * below: the four warpgroups are issue-bound in their
                  * epilogues (ncu, DeepGEMM's organisation: IPC 2.66) */
+#if QG_MQA_LEAN_STORE
+                {
+                    float o[2];
+                    qg_mqa_head_sums(acc, w, t, o);
+#pragma unroll
+                    for (int r = 0; r < (QG_MQA_BLOCK_Q == 4 ? 2 : 1); ++r) {
+                        /* the row's address, limit and range from the q stage
+                         * (loads: the mbarrier waits' memory clobbers keep
+                         * them in the loop, where registers are short) */
+                        const int j = kv + jrow + 8 * r;
+                        /* an offset from the kernel's own logits pointer: a global store */
+                        qg_logit_t *const p = logits + (*(const int64_t *)(qpi + 16 + 2 * my_q) + j);
+                        const int lim = qpi[10 + my_q];
+                        const int rks = qpi[2 + 2 * my_q], rke = qpi[3 + 2 * my_q];
+                        (void)lim, (void)rks, (void)rke;
+                        const float val = o[r] * (r ? sc1 : sc0);
+#if QG_MQA_COMPRESSED
+                        /* my_ks = my_ke = 0 past seq_len (staged so): nothing stored */
+                        if (rks <= j && j < rke) qg_mqa_store(p, val);
+#elif QG_MQA_CLEAN
+                        if (j < lim)
+                            qg_mqa_store(p, rks <= j && j < rke ? val : -__int_as_float(0x7f800000));
+#else
+                        if (j < lim) qg_mqa_store(p, val);
+#endif
+                    }
+                }
+#else
                 qg_mqa_epilogue(acc, w, sc0, sc1, t, kv + row0, row_ok, my_ks, my_ke, out, seq_len_kv);
+#endif
 #else
                 /* relu, weight, sum over heads: s[q][row] */
                 float s[QG_MQA_BLOCK_Q][2];

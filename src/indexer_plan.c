@@ -183,9 +183,9 @@ static size_t mqa_smem(int d, int math_wgs, int stages, int stage_w) {
     const size_t block_kv = 64 * (size_t)math_wgs;
     /* per stage: the key tile and two boxes of block_kv scales (the kernel's
      * QG_MQA_SMEM_SCALE: the first from a 16-byte aligned key); with
-     * stage_w, per q stage 128 weights and 16 ints (QG_MQA_SMEM_QP) */
+     * stage_w, per q stage 128 weights and 32 ints (QG_MQA_SMEM_QP) */
     return 1024 + 2 * 128 * (size_t)d + (size_t)stages * (block_kv * (size_t)d + 2 * block_kv * 4) +
-           (stage_w ? 2 * (128 + 16) * 4 : 0) + (size_t)(4 + 2 * stages) * 8;
+           (stage_w ? 2 * (128 + 32) * 4 : 0) + (size_t)(4 + 2 * stages) * 8;
 }
 
 int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,

@@ -665,7 +665,7 @@ TEST(mqa_compile_every_variant) {
         qg_mqa_plan l = p;
         CHECK(qg__mqa_plan_variant(&l, QG_MQA_VARIANT_DEEP4L) == 0 && l.math_wgs == 4 &&
                   l.stage_w == 0 && l.kv_stages == p.kv_stages &&
-                  l.smem_bytes + 2 * 144 * 4 == p.smem_bytes,
+                  l.smem_bytes + 2 * 160 * 4 == p.smem_bytes,
               "deep4l: %d stages, %zu bytes", l.kv_stages, l.smem_bytes);
         for (int d = 32; d <= 128; d *= 2) { /* D 128: 5 stages of 256 keys fit with the staging */
             qg_mqa_plan q;

@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
         for (int d = 0; d < 3; ++d)
             for (int mode = 0; mode < 3; ++mode) /* clean, compressed, neither */
                 for (int bf = 0; bf < 2; ++bf)
-                    for (int v = 0; v < 3; ++v) { /* QG_MQA_VARIANT_*: every organisation */
+                    for (int v = 0; v < QG_MQA_VARIANT_COUNT; ++v) { /* every organisation */
                         qg_mqa_plan p;
                         if (qg__mqa_plan(2048, 65536, hs[h], ds[d], mode == 1, mode == 0, bf, 132,
                                          &p, &why) ||
@@ -72,9 +72,9 @@ int main(int argc, char **argv) {
                             return 1;
                         }
                         char name[128];
-                        snprintf(name, sizeof name, "mqa_h%d_d%d_cmp%d_cln%d_bf%d_wg%d_st%d_p%d",
+                        snprintf(name, sizeof name, "mqa_h%d_d%d_cmp%d_cln%d_bf%d_%s_wg%d_st%d_p%d",
                                  p.heads, p.head_dim, p.compressed, p.clean, p.logits_bf16,
-                                 p.math_wgs, p.kv_stages, p.pipe);
+                                 qg__mqa_variant_name(v), p.math_wgs, p.kv_stages, p.pipe);
                         emit(dir, name, qg__mqa_source(buf, sizeof buf, &p));
                     }
 #endif
