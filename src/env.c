@@ -46,7 +46,7 @@
  *                                            shared4s, dual2s, shared3, split4r,
  *                                            split4r112, split4r112m, pipe2 too) fails the
  *                                            call with a message naming it
- *   QGEMM_MQA_VARIANT   (unset: pipe)        the ragged MQA logits kernel's organisation (A/B
+ *   QGEMM_MQA_VARIANT   (unset: deep4)       the ragged MQA logits kernel's organisation (A/B
  *                                            measurements): pipe (2 math warpgroups, two
  *                                            accumulator sets), deep4 (DeepGEMM's 4 math
  *                                            warpgroups at setmaxnreg 32 / 112, each q
@@ -191,7 +191,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
      "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "
      "weights staged by the producer), deep4l (deep4, weights loaded by the math) or lockstep2 (2 "
-     "math warpgroups, one set)", "pipe"},
+     "math warpgroups, one set)", "deep4"},
     {"QGEMM_BMK_RADIX", "the reduced batch sum's tree radix (qg_bf16_gemm_batch_sum): 2, 4 or 8",
      "2"},
     {"QGEMM_BF16_PLAN", "the BF16 GEMMs' configuration: v3 (current heuristic), v2 (before branch "

@@ -199,7 +199,7 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     if (num_sms < 1) return fail(why, "num_sms must be >= 1");
     const int block_q = 128 / heads;
     const int q_blocks = (seq_len + block_q - 1) / block_q;
-    /* Variant QG_MQA_VARIANT_PIPE: two math warpgroups (128 keys a block),
+    /* Variant QG_MQA_VARIANT_PIPE (the default until 2026-11-29; see the end): two math warpgroups (128 keys a block),
      * each with two accumulator sets, so its wgmma of the next key block runs
      * while it reduces the current one (kernels/qg_mqa_logits.cuh,
      * QG_MQA_PIPE). The 2026-11-28 path (one set: the tensor core idles
@@ -226,7 +226,10 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     out->block_x = 128 * (math_wgs + 1);
     out->stage_w = 0;
     out->smem_bytes = mqa_smem(head_dim, math_wgs, stages, 0);
-    return 0;
+    /* The default since 2026-11-29 is DEEP4 (H200, 24 rows beside DeepGEMM:
+     * 1.013 -> 1.080 geomean, bench/results/2026-11-29-h200-08-v2); the
+     * fields above are PIPE's, which qg__mqa_plan_variant rewrites. */
+    return qg__mqa_plan_variant(out, QG_MQA_VARIANT_DEEP4) == 0 ? 0 : fail(why, "deep4 plan");
 }
 
 const char *qg__mqa_variant_name(int variant) {

@@ -642,21 +642,24 @@ TEST(hc_compile_every_mode) {
     PASS();
 }
 
-/* The ragged MQA organisations (QGEMM_MQA_VARIANT) besides the default
- * (indexer_compile_every_variant sweeps that): deep4 (DeepGEMM's 4 math
- * warpgroups at setmaxnreg 32 / 112, q's weights and ranges staged by the
- * producer warp) and deep4l (the math loads them) over every (H, D, plain /
- * clean / compressed, fp32 / bf16), lockstep2 over a few; 0 spills, no
+/* The ragged MQA organisations (QGEMM_MQA_VARIANT) besides the default,
+ * deep4 (DeepGEMM's 4 math warpgroups at setmaxnreg 32 / 112, q's weights and
+ * ranges staged by the producer warp; indexer_compile_every_variant sweeps
+ * it): pipe (the default until 2026-11-29) and deep4l (the math loads them)
+ * over every (H, D, plain / clean / compressed, fp32 / bf16), lockstep2 over a few; 0 spills, no
  * stack, no warning, no serialized wgmma, wgmma and TMA in the PTX. */
 TEST(mqa_compile_every_variant) {
-    { /* the plans: the default is pipe; deep4 is 640 threads, 256 keys a stage */
+    { /* the plans: the default is deep4, 640 threads, 256 keys a stage; pipe 384 */
         qg_mqa_plan p;
         const char *why = "";
         CHECK(qg__mqa_plan(2048, 65536, 64, 64, 0, 1, 0, 132, &p, &why) == 0 &&
-                  p.variant == QG_MQA_VARIANT_PIPE && p.pipe == 1 && p.math_wgs == 2 &&
-                  p.block_x == 384,
+                  p.variant == QG_MQA_VARIANT_DEEP4 && p.math_wgs == 4 && p.block_x == 640,
               "default plan: variant %d, %d wgs, %d threads (%s)", p.variant, p.math_wgs,
               p.block_x, why);
+        qg_mqa_plan pp = p;
+        CHECK(qg__mqa_plan_variant(&pp, QG_MQA_VARIANT_PIPE) == 0 && pp.pipe == 1 &&
+                  pp.math_wgs == 2 && pp.block_x == 384 && pp.block_kv == 128 && pp.stage_w == 0,
+              "pipe: %d wgs, %d threads", pp.math_wgs, pp.block_x);
         CHECK(qg__mqa_plan_variant(&p, QG_MQA_VARIANT_DEEP4) == 0 && p.math_wgs == 4 &&
                   p.pipe == 0 && p.block_kv == 256 && p.block_x == 640 && p.kv_stages >= 3 &&
                   p.stage_w == 1 && p.smem_bytes <= QG_IDX_SMEM_MAX,
@@ -686,7 +689,7 @@ TEST(mqa_compile_every_variant) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
-    static const char *const variants[] = {"deep4", "deep4l", "lockstep2"};
+    static const char *const variants[] = {"pipe", "deep4l", "lockstep2"};
     static const int Hs[] = {32, 64}, Ds[] = {32, 64, 128};
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
@@ -736,12 +739,12 @@ TEST(gpu_mqa_logits) {
          * several times (deep4 stages each q block's weights and ranges in it) */
         {1200, 200, 64, 32, 0, 1, 0}, {2000, 150, 32, 64, 1, 2, 0}};
     int failures = 0;
-    /* every organisation (QGEMM_MQA_VARIANT; unset = the default, pipe). pipe,
+    /* every organisation (QGEMM_MQA_VARIANT; unset = the default, deep4). pipe,
      * deep4 and deep4l compute the same sums in the same order: each case's accuracy figure
      * (an fp64 fingerprint of the output, same inputs) must equal the default's bit
      * for bit; lockstep2 (another head-sum order) is checked against the reference
      * only. QG_TEST_MQA_VARIANTS="a,b": the default and these only (a short GPU run). */
-    static const char *const variants[] = {NULL, "deep4", "deep4l", "lockstep2"};
+    static const char *const variants[] = {NULL, "pipe", "deep4l", "lockstep2"};
     static const bool bitwise[] = {true, true, true, false};
     double first_diff[sizeof cases / sizeof cases[0]];
     const char *only = getenv("QG_TEST_MQA_VARIANTS");

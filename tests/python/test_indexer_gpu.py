@@ -40,10 +40,11 @@ def ref_mqa(q, kv, weights, ks, ke):
                                        (1200, 200, 64, 32)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("compressed", [False, True])
-@pytest.mark.parametrize("variant", [None, "deep4"])
+@pytest.mark.parametrize("variant", [None, "pipe"])
 def test_mqa_logits(monkeypatch, s, skv, h, d, dtype, compressed, variant):
-    """variant: QGEMM_MQA_VARIANT (None: the default, pipe; deep4: DeepGEMM's four math
-    warpgroups, the same sums in the same order, so it must also equal the default bitwise)."""
+    """variant: QGEMM_MQA_VARIANT (None: the default, deep4, DeepGEMM's four math warpgroups;
+    pipe: two warpgroups, the same sums in the same order, so it must also equal the default
+    bitwise)."""
     torch.manual_seed(s + skv + h + d)
     q = torch.randn(s, h, d, device=DEV, dtype=torch.bfloat16)
     kv = torch.randn(skv, d, device=DEV, dtype=torch.bfloat16)
