@@ -76,13 +76,16 @@
  *                                            other layouts and kinds ignore it; results are
  *                                            bitwise the unmerged kernel's; another value
  *                                            fails the call, naming it
- *   QGEMM_BF16_SPLITK   off                  split-K across a thread-block cluster in the
- *                                            dense BF16 GEMM (A/B measurements, tests): off,
- *                                            auto (NT, grids of <= 0.6 x the SMs' tiles, K >=
- *                                            1024: the split 2 / 4 / 8 and tile of least
- *                                            estimated time, if below 0.85 x the unsplit
- *                                            plan's) or 2, 4 or 8 (that split of the
- *                                            chosen tile, halved until it fits); partial
+ *   QGEMM_BF16_SPLITK   auto                 split-K across a thread-block cluster in the
+ *                                            dense BF16 GEMM (A/B measurements, tests): off
+ *                                            (the unsplit kernel, the default before
+ *                                            2026-11-29), auto (NT, grids of <= 0.6 x the SMs'
+ *                                            tiles, K >= 1024: the split 2 / 4 / 8 and tile
+ *                                            of least estimated time, if below 0.85 x the
+ *                                            unsplit plan's; H200 2026-11-29: 9 rows at K
+ *                                            7168, cuBLAS/qgemm 0.928 -> 0.996) or 2, 4
+ *                                            or 8 (that split of the chosen tile, halved
+ *                                            until it fits); partial
  *                                            sums reduced through distributed shared
  *                                            memory in a fixed order (bitwise
  *                                            reproducible); another value fails the call,
@@ -199,9 +202,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BF16_MERGE", "merged K stages in the dense NT BF16 GEMM: off (one 64-K block per "
      "stage), auto (DeepGEMM's rule, on grids of <= 0.6 x the SMs' tiles: one-warpgroup tiles with "
      ">= 10 stages merge stages / 5) or n (1..16 64-K blocks per stage where valid)", "auto"},
-    {"QGEMM_BF16_SPLITK", "split-K across a thread-block cluster in the dense BF16 GEMM: off, "
-     "auto (NT, few tiles, long K: the planner's split and tile) or 2, 4 or 8 (that split of the "
-     "chosen tile)", "off"},
+    {"QGEMM_BF16_SPLITK", "split-K across a thread-block cluster in the dense BF16 GEMM: off (the "
+     "unsplit kernel), auto (NT, few tiles, long K: the planner's split and tile) or 2, 4 or 8 "
+     "(that split of the chosen tile)", "auto"},
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},

@@ -782,6 +782,9 @@ def test_fast_path_and_dlpack_path_word_errors_alike():
 
 
 @pytest.mark.parametrize("m,n,k,knob,layout,out,c_mode", [
+    (1, 576, 7168, None, "nt", "bf16", None),         # unset: the default, auto (bitwise auto's)
+    (1, 576, 7168, "off", "nt", "bf16", None),        # the unsplit kernel
+    (128, 576, 7168, "off", "nt", "f32", "inplace"),
     (1, 576, 7168, "auto", "nt", "bf16", None),       # the decode rows auto splits (S 8)
     (128, 576, 7168, "auto", "nt", "bf16", "other"),
     (128, 576, 7168, "auto", "nt", "f32", "inplace"),
@@ -794,8 +797,12 @@ def test_fast_path_and_dlpack_path_word_errors_alike():
 ])
 def test_bf16_splitk(monkeypatch, m, n, k, knob, layout, out, c_mode):
     """D (+)= A B^T with the K split over a cluster: diff < 1e-5 against float64, D's
-    padding columns untouched, and two runs bitwise equal (the fixed reduction order)."""
-    monkeypatch.setenv("QGEMM_BF16_SPLITK", knob)
+    padding columns untouched, and two runs bitwise equal (the fixed reduction order). off
+    the unsplit kernel; None (unset) the default, auto since 2026-11-29: bitwise auto's D."""
+    if knob is None:
+        monkeypatch.delenv("QGEMM_BF16_SPLITK", raising=False)
+    else:
+        monkeypatch.setenv("QGEMM_BF16_SPLITK", knob)
     seed = random.randrange(2 ** 31)
     g = _gen(seed)
     a = torch.randn(m, k, device=DEV, generator=g).bfloat16()
@@ -804,7 +811,9 @@ def test_bf16_splitk(monkeypatch, m, n, k, knob, layout, out, c_mode):
     c = torch.randn(m, n, device=DEV, generator=g).to(dt) if c_mode else None
     ref = a.double() @ b.double().T + (c.double() if c is not None else 0.0)
     results = []
-    for _ in range(2):
+    for run in range(3 if knob is None else 2):
+        if run == 2:
+            monkeypatch.setenv("QGEMM_BF16_SPLITK", "auto")
         buf = torch.full((m, n + 16), BF16_PATTERN, device=DEV, dtype=dt)
         d = buf[:, :n]
         if c_mode == "inplace":
@@ -823,3 +832,5 @@ def test_bf16_splitk(monkeypatch, m, n, k, knob, layout, out, c_mode):
         assert diff < 1e-5, f"seed {seed}: diff {diff}"
         results.append(d.clone())
     assert torch.equal(results[0], results[1]), f"seed {seed}: two runs differ"
+    if knob is None:
+        assert torch.equal(results[0], results[2]), f"seed {seed}: the default differs from auto"
