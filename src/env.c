@@ -134,10 +134,12 @@
  *                                            (bf16 D; issue 52): a flag; unset, on for
  *                                            HBM3e-class devices (H200: timed there), off
  *                                            on the H100 (not timed there)
- *   QGEMM_FP8_HEUR      (unset: base)        alternatives to the FP8 heuristic's choice (A/B
- *                                            runs, issue 52): a '+'-separated list of base,
- *                                            notall (masked / psum at K >= 6144: 128x192 B
- *                                            instead of the tall 256x128 A where grouped
+ *   QGEMM_FP8_HEUR      notall+nomcb         alternatives to the FP8 heuristic's choice (A/B
+ *                                            runs, issue 52): a '+'-separated list of none
+ *                                            (or base: the heuristic before notall and nomcb
+ *                                            became the default, H200 2026-11-29), default
+ *                                            (notall+nomcb), notall (masked / psum at K >=
+ *                                            6144: 128x192 B instead of the tall 256x128 A where grouped
  *                                            B is allowed), nomcb (no grouped B for groups
  *                                            of <= 512 expected rows at K < 6144), nomcbc
  *                                            (no grouped B in the contiguous kind where
@@ -226,12 +228,12 @@ const qg_env_knob qg__env_knobs[] = {
      "from a pinned base: the same results, fewer instructions a K block)", "old"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
-    {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated base, "
-     "notall (masked / psum at K >= 6144: 128x192 B, not the tall 256x128 A), nomcb (no grouped B "
-     "for groups of <= 512 expected rows at K < 6144), nomcbc (contiguous groups averaging <= 512 rows: "
-     "no grouped B), sw2 / sw4 / sw8 / sw32 / sw64 (the swizzle "
-     "group at K >= 6144)",
-     "base"},
+    {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "
+     "(or base: no alternative, the heuristic before 2026-11-29), default (notall+nomcb), notall "
+     "(masked / psum at K >= 6144: 128x192 B, not the tall 256x128 A), nomcb (no grouped B for "
+     "groups of <= 512 expected rows at K < 6144), nomcbc (contiguous groups averaging <= 512 "
+     "rows: no grouped B), sw2 / sw4 / sw8 / sw32 / sw64 (the swizzle group at K >= 6144)",
+     "notall+nomcb"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",
