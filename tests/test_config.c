@@ -942,13 +942,15 @@ static void heur_words(const char *v, bool *notall, bool *nomcb, bool *nomcbc, i
 
 /* QGEMM_FP8_HEUR (issue 52; src/fp8_config.c qg__fp8_heur), read per call:
  * none / base leave every choice alone (the heuristic before 2026-11-29);
- * unset, "" and default are notall+nomcb (the H200's winners); notall moves the masked and psum tall
- * groups at K >= 6144 from 256x128 A to DeepGEMM's 128x192 B where grouped B
- * is allowed (H200 default, or QGEMM_FP8_GROUPED_MCB=1), and nothing where it
- * is not; nomcb drops grouped B for groups of <= 512 expected rows at K < 6144
- * only, nomcbc for contiguous experts averaging <= 512 rows only; swN sets the swizzle group at K >= 6144 and leaves the tile, the
- * small dense problems' order 1 and forced configurations alone; other words
- * fail the heuristic's callers, naming the variable. */
+ * unset, "" and default are notall+nomcb (the H200's winners); notall moves
+ * the masked and psum tall groups at K >= 6144 from 256x128 A to DeepGEMM's
+ * 128x192 B where grouped B is allowed (H200 default, or
+ * QGEMM_FP8_GROUPED_MCB=1), and nothing where it is not; nomcb drops grouped
+ * B for groups of <= 512 expected rows at K < 6144 only, nomcbc for
+ * contiguous experts averaging <= 512 rows only; swN sets the swizzle group
+ * at K >= 6144 and leaves the tile, the small dense problems' order 1 and
+ * forced configurations alone; other words fail the heuristic's callers,
+ * naming the variable. */
 TEST(config_fp8_heur) {
     const char *names[2] = {"QGEMM_FP8_HEUR", "QGEMM_FP8_GROUPED_MCB"};
     char *saved[2];
