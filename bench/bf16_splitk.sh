@@ -7,8 +7,9 @@
 #      (calc_diff < 1e-5), poisoned D, K tails, more tiles than clusters, D bf16 / FP32 x
 #      C modes, merged stages on / off, two runs bitwise equal. PASS / FAIL line.
 #   2. pytest tests/python/test_gpu.py -k splitk (the same through torch, NT and NN).
-#   3. the 9 dense NT K 7168 rows beside DeepGEMM and cuBLAS (kineto), default (split off)
-#      and QGEMM_BF16_SPLITK=${ALT:-auto}: the summary lines (cuBLAS/qgemm geomean both).
+#   3. the 9 dense NT K 7168 rows beside DeepGEMM and cuBLAS (kineto), default (auto since
+#      2026-11-29) and QGEMM_BF16_SPLITK=${ALT:-off} (the unsplit kernel): the summary lines
+#      (cuBLAS/qgemm geomean both).
 # GPU time ~60-90 s cold (the split kernels' JIT, DeepGEMM's).
 set -u
 OUT=${OUT:-/tmp/bf16-splitk}
@@ -26,9 +27,9 @@ timeout 40 python3 -m pytest -q -p no:cacheprovider tests/python/test_gpu.py -k 
     > "$OUT/py.log" 2>&1
 echo "rc=$? t=$((SECONDS - T0)) s"
 grep -E "passed|failed|^(FAILED|ERROR) " "$OUT/py.log" | tail -6 | cut -c1-220
-echo "== 3. peers_families bf16, QGEMM_BF16_SPLITK=${ALT:-auto}"
+echo "== 3. peers_families bf16, QGEMM_BF16_SPLITK=${ALT:-off}"
 timeout 90 python3 bench/peers_families.py --deepgemm-src .peers/DeepGEMM --kinds bf16 --iters 10 \
-    --alt-env "QGEMM_BF16_SPLITK=${ALT:-auto}" \
+    --alt-env "QGEMM_BF16_SPLITK=${ALT:-off}" \
     --where 'k=7168|accumulate=False|out_dtype=torch.bfloat16|major_a=MajorTypeAB.KMajor|major_b=MajorTypeAB.KMajor' \
     --out "$OUT" > "$OUT/bench.log" 2>&1
 echo "rc=$? t=$((SECONDS - T0)) s"

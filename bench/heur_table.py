@@ -20,7 +20,8 @@ context, the 8 contiguous-psum rows, as bench/peers.py draws them (seed 0), one 
               qg_select_config: this checkout's build/libqgemm.so, QGEMM_FP8_GROUPED_MCB
               unset, i.e. on for the H200), the same columns (waves over the real rows: the
               m-grouped pairs of B multicast round each group's tiles up to even);
-  meas        DeepGEMM time / qgemm time, kineto, on the H200 with that default
+  meas        DeepGEMM time / qgemm time, kineto, on the H200 with the default of then
+              (QGEMM_FP8_HEUR=none's choice since notall+nomcb became the default, 2026-11-29)
               (grouped: bench/results/2026-11-28-h200-26-t1/grouped-mcb1; dense:
               /work/shared/peers/measured-2026-11-28-h200/dense-deepgemm-shapes.txt);
   alternatives  qgemm's choice under each QGEMM_FP8_HEUR value (src/fp8_config.c
@@ -53,7 +54,7 @@ DENSE_JSON = os.path.join(HERE, "results", "2026-11-25-h200-14", "peers.json")
 # DeepGEMM time / qgemm time, kineto, H200, qgemm ff337ef (the dense rows' configurations are
 # unchanged since: bench/dg_heuristic.py), /work/shared/peers/measured-2026-11-28-h200
 DENSE_MEASURED = {k.split(" ", 1)[1]: v for k, v in dgh.MEASURED.items() if k.startswith("dense ")}
-ALTS = ["notall", "nomcb", "nomcbc", "sw8", "sw32"]
+ALTS = ["none", "notall", "nomcb", "default+nomcbc", "default+sw8", "default+sw32"]
 
 
 def dg_ran(paths: List[str]) -> Dict[Tuple[str, str], Dict[str, Any]]:

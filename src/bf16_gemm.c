@@ -221,16 +221,18 @@ static int bf16_merge_knob(int *merge) {
 }
 
 /* QGEMM_BF16_SPLITK (src/env.c): split-K across a cluster in the dense GEMM
- * (src/bf16_plan.c, kernels/qg_bf16_gemm.cuh "Split-K"): unset, "" or "off"
- * 0; "auto" -1 (the planner's rule); "2", "4" or "8" that split (of the
- * chosen tile, halved until it fits). Stores the value in *splitk and
- * returns 0, or -1 for anything else. */
+ * (src/bf16_plan.c, kernels/qg_bf16_gemm.cuh "Split-K"): "off" 0; unset, ""
+ * or "auto" -1 (the planner's rule: the default since the H200 measured it,
+ * 2026-11-29-h200-08-v2: 9 dense NT rows at K 7168, cuBLAS/qgemm 0.928 ->
+ * 0.996, DeepGEMM/qgemm 0.998 -> 1.071, bitwise reproducible); "2", "4" or
+ * "8" that split (of the chosen tile, halved until it fits). Stores the value
+ * in *splitk and returns 0, or -1 for anything else. */
 static int bf16_splitk_knob(int *splitk) {
     const char *v = qg__env_string("QGEMM_BF16_SPLITK");
-    *splitk = 0;
-    if (!v || !v[0] || !strcmp(v, "off")) return 0;
-    if (!strcmp(v, "auto")) {
-        *splitk = -1;
+    *splitk = -1;
+    if (!v || !v[0] || !strcmp(v, "auto")) return 0;
+    if (!strcmp(v, "off")) {
+        *splitk = 0;
         return 0;
     }
     if (!strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")) {

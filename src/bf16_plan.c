@@ -437,9 +437,11 @@ static int select_unmerged(const qg_bf16_problem *p, qg_bf16_plan *out) {
  * rows within ~20%), at least its tensor-core time; waves of CTAs; at least
  * the unique operand bytes at HBM speed (~2600 bytes a clock); plus, split,
  * the exchange: ~1500 clocks of barriers and the (S - 1) / S of the FP32
- * tile through distributed shared memory at 32 bytes a clock. A first rule,
- * to be checked against the GPU's times (bench/peers_families.py --alt-env
- * QGEMM_BF16_SPLITK=auto).
+ * tile through distributed shared memory at 32 bytes a clock. Checked
+ * against the H200's times (2026-11-29-h200-08-v2: of the 9 dense NT rows at
+ * K 7168 it split 1x576x7168 and 128x576x7168 8 ways, 1.50x and 1.20x the
+ * unsplit kernel, and left the other 7): the default since (QGEMM_BF16_SPLITK
+ * unset = auto; bench/bf16_splitk.sh times it against off).
  */
 static double stream_time(const qg_bf16_problem *p, const qg_bf16_plan *pl) {
     const double lat = 2800.0;

@@ -76,13 +76,16 @@
  *                                            other layouts and kinds ignore it; results are
  *                                            bitwise the unmerged kernel's; another value
  *                                            fails the call, naming it
- *   QGEMM_BF16_SPLITK   off                  split-K across a thread-block cluster in the
- *                                            dense BF16 GEMM (A/B measurements, tests): off,
- *                                            auto (NT, grids of <= 0.6 x the SMs' tiles, K >=
- *                                            1024: the split 2 / 4 / 8 and tile of least
- *                                            estimated time, if below 0.85 x the unsplit
- *                                            plan's) or 2, 4 or 8 (that split of the
- *                                            chosen tile, halved until it fits); partial
+ *   QGEMM_BF16_SPLITK   auto                 split-K across a thread-block cluster in the
+ *                                            dense BF16 GEMM (A/B measurements, tests): off
+ *                                            (the unsplit kernel, the default before
+ *                                            2026-11-29), auto (NT, grids of <= 0.6 x the SMs'
+ *                                            tiles, K >= 1024: the split 2 / 4 / 8 and tile
+ *                                            of least estimated time, if below 0.85 x the
+ *                                            unsplit plan's; H200 2026-11-29: 9 rows at K
+ *                                            7168, cuBLAS/qgemm 0.928 -> 0.996) or 2, 4
+ *                                            or 8 (that split of the chosen tile, halved
+ *                                            until it fits); partial
  *                                            sums reduced through distributed shared
  *                                            memory in a fixed order (bitwise
  *                                            reproducible); another value fails the call,
@@ -131,10 +134,12 @@
  *                                            (bf16 D; issue 52): a flag; unset, on for
  *                                            HBM3e-class devices (H200: timed there), off
  *                                            on the H100 (not timed there)
- *   QGEMM_FP8_HEUR      (unset: base)        alternatives to the FP8 heuristic's choice (A/B
- *                                            runs, issue 52): a '+'-separated list of base,
- *                                            notall (masked / psum at K >= 6144: 128x192 B
- *                                            instead of the tall 256x128 A where grouped
+ *   QGEMM_FP8_HEUR      notall+nomcb         alternatives to the FP8 heuristic's choice (A/B
+ *                                            runs, issue 52): a '+'-separated list of none
+ *                                            (or base: the heuristic before notall and nomcb
+ *                                            became the default, H200 2026-11-29), default
+ *                                            (notall+nomcb), notall (masked / psum at K >=
+ *                                            6144: 128x192 B instead of the tall 256x128 A where grouped
  *                                            B is allowed), nomcb (no grouped B for groups
  *                                            of <= 512 expected rows at K < 6144), nomcbc
  *                                            (no grouped B in the contiguous kind where
@@ -199,9 +204,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BF16_MERGE", "merged K stages in the dense NT BF16 GEMM: off (one 64-K block per "
      "stage), auto (DeepGEMM's rule, on grids of <= 0.6 x the SMs' tiles: one-warpgroup tiles with "
      ">= 10 stages merge stages / 5) or n (1..16 64-K blocks per stage where valid)", "auto"},
-    {"QGEMM_BF16_SPLITK", "split-K across a thread-block cluster in the dense BF16 GEMM: off, "
-     "auto (NT, few tiles, long K: the planner's split and tile) or 2, 4 or 8 (that split of the "
-     "chosen tile)", "off"},
+    {"QGEMM_BF16_SPLITK", "split-K across a thread-block cluster in the dense BF16 GEMM: off (the "
+     "unsplit kernel), auto (NT, few tiles, long K: the planner's split and tile) or 2, 4 or 8 "
+     "(that split of the chosen tile)", "auto"},
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
@@ -223,12 +228,12 @@ const qg_env_knob qg__env_knobs[] = {
      "from a pinned base: the same results, fewer instructions a K block)", "old"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
-    {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated base, "
-     "notall (masked / psum at K >= 6144: 128x192 B, not the tall 256x128 A), nomcb (no grouped B "
-     "for groups of <= 512 expected rows at K < 6144), nomcbc (contiguous groups averaging <= 512 rows: "
-     "no grouped B), sw2 / sw4 / sw8 / sw32 / sw64 (the swizzle "
-     "group at K >= 6144)",
-     "base"},
+    {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "
+     "(or base: no alternative, the heuristic before 2026-11-29), default (notall+nomcb), notall "
+     "(masked / psum at K >= 6144: 128x192 B, not the tall 256x128 A), nomcb (no grouped B for "
+     "groups of <= 512 expected rows at K < 6144), nomcbc (contiguous groups averaging <= 512 "
+     "rows: no grouped B), sw2 / sw4 / sw8 / sw32 / sw64 (the swizzle group at K >= 6144)",
+     "notall+nomcb"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},
     {"CUDA_HOME", "NVRTC is looked for in $CUDA_HOME/lib64 before the system loader",

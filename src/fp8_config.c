@@ -279,8 +279,14 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
  * ahead (bench/results/2026-11-29-cpu-heur-table). The alternatives are what
  * the heuristic can still move there; QG_HEUR_LONG_K draws the line between
  * the measured K (4096: the tall tile and the unshared small tiles won, 7168:
- * they lost). Unset or empty: 0, the heuristic as it is. A '+'-separated list of
- *   base     no alternative (the default, named);
+ * they lost). notall and nomcb won on the H200 (2026-11-29-h200-08-v2: masked
+ * 6 x 1024, 6144x7168 1.032 -> 1.064 of DeepGEMM; masked 4 x 256 +0.4..+3.1%)
+ * and are the default since; nomcbc (mixed, noise-sized) and swN stay A/B
+ * choices. Unset or empty: QG_HEUR_DEFAULT (notall+nomcb). A '+'-separated
+ * list (only its words: "nomcbc" alone is nomcbc without notall or nomcb) of
+ *   none     no alternative: the heuristic as it was before that measurement
+ *            (base: the same, its older name);
+ *   default  notall+nomcb (so default+nomcbc adds nomcbc to the default);
  *   notall   masked and psum groups at K >= QG_HEUR_LONG_K take no tall 256x128 A
  *            tile (tall_walked_tile) where grouped B multicast is allowed:
  *            128x192 B, DeepGEMM's tile, takes them (psum 8 x ~4096 rows,
@@ -306,22 +312,27 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
  *            Tile order only: results are bitwise the default's.
  * -> QG_HEUR_* flags | (swizzle N << QG_HEUR_SW_SHIFT); anything else -1 (the
  * heuristic's callers fail, naming the value). Part of the FP8 launch cache's
- * key (it changes the choice). Forced configurations ignore it.
+ * key (it changes the choice: none is 0, the default QG_HEUR_DEFAULT, so the
+ * two never share an entry). Forced configurations ignore it.
  */
 #define QG_HEUR_NOTALL 1
 #define QG_HEUR_NOMCB_SMALL 2
 #define QG_HEUR_NOMCB_CONTIG 4
 #define QG_HEUR_SW_SHIFT 8
+#define QG_HEUR_DEFAULT (QG_HEUR_NOTALL | QG_HEUR_NOMCB_SMALL)
 #define QG_HEUR_SMALL_ROWS 512
 #define QG_HEUR_LONG_K 6144
 int qg__fp8_heur(void) {
     const char *v = qg__env_string("QGEMM_FP8_HEUR");
-    if (!v) return 0;
-    int flags = 0;
+    if (!v) return QG_HEUR_DEFAULT;
+    int flags = 0, words = 0;
     for (;;) { /* (an empty word, as in "notall+", is no word) */
         const char *end = strchr(v, '+');
         const size_t len = end ? (size_t)(end - v) : strlen(v);
-        if (len == 0 || (len == 4 && !strncmp(v, "base", 4))) {
+        words += len > 0;
+        if (len == 0 || (len == 4 && (!strncmp(v, "none", 4) || !strncmp(v, "base", 4)))) {
+        } else if (len == 7 && !strncmp(v, "default", 7)) {
+            flags |= QG_HEUR_DEFAULT;
         } else if (len == 6 && !strncmp(v, "notall", 6)) {
             flags |= QG_HEUR_NOTALL;
         } else if (len == 5 && !strncmp(v, "nomcb", 5)) {
@@ -339,7 +350,7 @@ int qg__fp8_heur(void) {
         } else {
             return -1;
         }
-        if (!end) return flags;
+        if (!end) return words ? flags : QG_HEUR_DEFAULT; /* ("+": no word, as unset) */
         v = end + 1;
     }
 }
@@ -1124,8 +1135,8 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
     const int heur = qg__fp8_heur();
     if (heur < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "config: QGEMM_FP8_HEUR='%.64s' is not a '+'-separated list of base, "
-                        "notall, nomcb, nomcbc, sw2, sw4, sw8, sw32, sw64",
+                        "config: QGEMM_FP8_HEUR='%.64s' is not a '+'-separated list of none, "
+                        "default, notall, nomcb, nomcbc, sw2, sw4, sw8, sw32, sw64",
                         qg__env_string("QGEMM_FP8_HEUR"));
     /* (nomcb: groups of at most QG_HEUR_SMALL_ROWS expected rows at short K keep no B) */
     const bool long_k = p->k >= QG_HEUR_LONG_K;

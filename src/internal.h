@@ -193,8 +193,9 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
  * sfbpf, new (= room+early+sfbpf), epi: the caller fails, naming it. */
 int qg__fp8out_variant(void);
 /* QGEMM_FP8_HEUR (src/fp8_config.c): alternatives to the FP8 heuristic's
- * choice for A/B runs (issue 52); 0 unset, -1 a value it does not take (the
- * heuristic fails, naming it); part of the launch cache's key. */
+ * choice (issue 52) as flags; unset the default (notall+nomcb), 0 "none" (the
+ * heuristic before them), -1 a value it does not take (the heuristic fails,
+ * naming it); part of the launch cache's key. */
 int qg__fp8_heur(void);
 /* K blocks of its first B tile each CTA prefetches into L2 before
  * griddepcontrol.wait when the GEMM is launched with PDL (kernel argument

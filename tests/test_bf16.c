@@ -318,6 +318,9 @@ TEST(bf16_compile_every_variant) {
           qg_last_error());
     static bf16_variant v[512];
     const int count = bf16_variants(v);
+    /* the unsplit kernels (a TMA store of D; the default, auto, splits some
+     * dense NT rows: bf16_splitk_compile_every_variant compiles those) */
+    setenv("QGEMM_BF16_SPLITK", "off", 1);
     for (int i = 0; i < count; ++i) {
         int32_t ks[16];
         qg_bf16_gemm_args a = variant_args(&v[i], ks);
@@ -329,6 +332,7 @@ TEST(bf16_compile_every_variant) {
                  v[i].d_fp32 ? "f32" : "bf16", v[i].with_c ? "+C" : "");
         qgtk_compile_verdict(&sw, what, st, &info, BF16_PTX, 0);
     }
+    unsetenv("QGEMM_BF16_SPLITK");
     printf("    %d BF16 variants, %d compiled, %d failures\n", count, sw.compiled, sw.failures);
     CHECK(sw.failures == 0, "%d variants failed", sw.failures);
     qgtk_compile_sweep_close(&sw);
@@ -411,6 +415,8 @@ TEST(bf16_compile_merged_variants) {
     static const char *merges[] = {"auto", "2", "5"};
     int count = 0;
     unsetenv("QGEMM_BF16_PLAN");
+    /* (unsplit: split-K's own sweep compiles the merged split kernels) */
+    setenv("QGEMM_BF16_SPLITK", "off", 1);
     for (size_t g = 0; g < sizeof merges / sizeof merges[0]; ++g) {
         setenv("QGEMM_BF16_MERGE", merges[g], 1);
         for (size_t i = 0; i < sizeof MNK / sizeof MNK[0]; ++i)
@@ -429,6 +435,7 @@ TEST(bf16_compile_merged_variants) {
             }
     }
     unsetenv("QGEMM_BF16_MERGE");
+    unsetenv("QGEMM_BF16_SPLITK");
     printf("    %d merged-stage variants, %d compiled, %d failures\n", count, sw.compiled,
            sw.failures);
     CHECK(sw.failures == 0, "%d variants failed", sw.failures);
@@ -550,6 +557,10 @@ TEST(gpu_bf16_merged_accuracy) {
     static const char *merges[] = {"auto", "2", "4", "5"};
     static const bool all_modes[] = {true, false, true, false, false, true, true, false};
     int failures = 0, runs = 0, merged = 0;
+    /* unsplit (QGEMM_BF16_SPLITK=off; the default, auto, would split some rows
+     * with a split and tile of its own per merge setting: another summation
+     * order, so not bitwise; gpu_bf16_splitk_accuracy tests those) */
+    setenv("QGEMM_BF16_SPLITK", "off", 1);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
         for (int mode = 0; mode < 6; ++mode) { /* D bf16 / FP32, x no C / C / in place */
             if (mode > 0 && !all_modes[i]) continue;
@@ -590,6 +601,7 @@ TEST(gpu_bf16_merged_accuracy) {
                 }
             }
         }
+    unsetenv("QGEMM_BF16_SPLITK");
     printf("    %d merged-stage runs (%d merged on an H200), %d failed\n", runs, merged, failures);
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
@@ -607,7 +619,9 @@ TEST(gpu_bf16_merged_accuracy) {
  * more tiles than clusters (each CTA several tiles, the stages refilled after
  * each exchange: 512x1024x512 at 8), D bf16 / FP32 x no C / C /
  * C in place, merged stages on (auto) and off. Each case runs twice from the same seed: D must
- * be bitwise the same (the fixed reduction order). The planner (H200's 132
+ * be bitwise the same (the fixed reduction order); auto's cases a third time
+ * with the variable unset (the default since 2026-11-29): bitwise auto's D. The
+ * unsplit kernel (off) is gpu_bf16_merged_accuracy's. The planner (H200's 132
  * SMs) says which cases split: the test fails unless most do. */
 TEST(gpu_bf16_splitk_accuracy) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
@@ -650,16 +664,23 @@ TEST(gpu_bf16_splitk_accuracy) {
                     const bool ok1 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &r1);
                     const bool ok2 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &r2);
                     unsetenv("QGEMM_BF16_SPLITK");
+                    /* auto is the default: unset runs its kernel (one cache entry) */
+                    qgtk_case_result r3 = r1;
+                    const bool ok3 = g != 0 || qgtk_bf16_case_run(ctx, stream, &c, &opts, &r3);
                     unsetenv("QGEMM_BF16_MERGE");
                     split += s > 1;
                     ++runs;
-                    if (!ok1 || !ok2 || r1.d_hash != r2.d_hash) {
+                    if (!ok1 || !ok2 || !ok3 || r1.d_hash != r2.d_hash || r1.d_hash != r3.d_hash) {
                         failures++;
+                        const char *more = !(ok1 && ok2) ? ""
+                                           : !ok3        ? r3.why
+                                           : r1.d_hash != r2.d_hash
+                                               ? "D differs between two runs"
+                                               : "the default (unset) differs from auto";
                         printf("    FAIL %dx%dx%d %s c %d split %s (plan: %d, %dx%d, merge %d): "
                                "%s%s%s\n", c.m, c.n, c.k, c.d_fp32 ? "f32" : "bf16", c.c_mode,
                                knobs[g], s, pl.block_m, pl.block_n, pl.merge, ok1 ? "" : r1.why,
-                               ok2 ? "" : r2.why,
-                               ok1 && ok2 ? "D differs between two runs" : "");
+                               ok2 ? "" : r2.why, more);
                     } else {
                         printf("    ok %dx%dx%d %s c %d split %s: %d x %dx%d, merge %d, diff "
                                "%.2g, two runs bitwise equal\n", c.m, c.n, c.k,

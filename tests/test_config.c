@@ -160,6 +160,12 @@ TEST(config_grouped_multicast_b) {
     const char *saved_env = getenv("QGEMM_FP8_GROUPED_MCB");
     char *saved = saved_env ? strdup(saved_env) : NULL;
     unsetenv("QGEMM_FP8_GROUPED_MCB");
+    /* the rule itself, DeepGEMM's rows: the heuristic without QGEMM_FP8_HEUR's
+     * alternatives (none; the default's nomcb drops B on the 4 x 307 rows at
+     * K 4096: config_fp8_heur) */
+    const char *saved_heur_env = getenv("QGEMM_FP8_HEUR");
+    char *saved_heur = saved_heur_env ? strdup(saved_heur_env) : NULL;
+    setenv("QGEMM_FP8_HEUR", "none", 1);
 
     /* forced: odd m-block counts, an odd swizzle group, every grouped kind */
     const qg_problem forced[] = {
@@ -248,6 +254,9 @@ TEST(config_grouped_multicast_b) {
     if (saved) setenv("QGEMM_FP8_GROUPED_MCB", saved, 1);
     else unsetenv("QGEMM_FP8_GROUPED_MCB");
     free(saved);
+    if (saved_heur) setenv("QGEMM_FP8_HEUR", saved_heur, 1);
+    else unsetenv("QGEMM_FP8_HEUR");
+    free(saved_heur);
     qg_context_destroy(h200);
     qg_context_destroy(ctx);
     PASS();
@@ -911,14 +920,37 @@ TEST(config_h200_masked_whole_waves) {
     PASS();
 }
 
+/* The words of a QGEMM_FP8_HEUR value as the test reads them (its own
+ * parser, not the library's): notall / nomcb / nomcbc / swN flags; unset, ""
+ * and a list of no words (only '+') the default, notall+nomcb. */
+static void heur_words(const char *v, bool *notall, bool *nomcb, bool *nomcbc, int *sw) {
+    *notall = *nomcb = *nomcbc = false;
+    *sw = 0;
+    int words = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", v ? v : "");
+    for (char *save = NULL, *w = strtok_r(buf, "+", &save); w; w = strtok_r(NULL, "+", &save)) {
+        ++words;
+        if (!strcmp(w, "default")) *notall = *nomcb = true;
+        else if (!strcmp(w, "notall")) *notall = true;
+        else if (!strcmp(w, "nomcb")) *nomcb = true;
+        else if (!strcmp(w, "nomcbc")) *nomcbc = true;
+        else if (!strncmp(w, "sw", 2)) *sw = atoi(w + 2);
+    }
+    if (!words) *notall = *nomcb = true;
+}
+
 /* QGEMM_FP8_HEUR (issue 52; src/fp8_config.c qg__fp8_heur), read per call:
- * unset / base leave every choice alone; notall moves the masked and psum tall
- * groups at K >= 6144 from 256x128 A to DeepGEMM's 128x192 B where grouped B
- * is allowed (H200 default, or QGEMM_FP8_GROUPED_MCB=1), and nothing where it
- * is not; nomcb drops grouped B for groups of <= 512 expected rows at K < 6144
- * only, nomcbc for contiguous experts averaging <= 512 rows only; swN sets the swizzle group at K >= 6144 and leaves the tile, the
- * small dense problems' order 1 and forced configurations alone; other words
- * fail the heuristic's callers, naming the variable. */
+ * none / base leave every choice alone (the heuristic before 2026-11-29);
+ * unset, "" and default are notall+nomcb (the H200's winners); notall moves
+ * the masked and psum tall groups at K >= 6144 from 256x128 A to DeepGEMM's
+ * 128x192 B where grouped B is allowed (H200 default, or
+ * QGEMM_FP8_GROUPED_MCB=1), and nothing where it is not; nomcb drops grouped
+ * B for groups of <= 512 expected rows at K < 6144 only, nomcbc for
+ * contiguous experts averaging <= 512 rows only; swN sets the swizzle group
+ * at K >= 6144 and leaves the tile, the small dense problems' order 1 and
+ * forced configurations alone; other words fail the heuristic's callers,
+ * naming the variable. */
 TEST(config_fp8_heur) {
     const char *names[2] = {"QGEMM_FP8_HEUR", "QGEMM_FP8_GROUPED_MCB"};
     char *saved[2];
@@ -948,11 +980,14 @@ TEST(config_fp8_heur) {
     const qg_problem *all[] = {&tall, &tall_psum, &small, &contig, &dense, &dense_small,
                                &small_long, &tall_short, &contig_small};
     const int num = (int)(sizeof all / sizeof all[0]);
+    /* base: the heuristic without alternatives (none) */
+    setenv("QGEMM_FP8_HEUR", "none", 1);
     qg_config base[2][9], cfg;
     for (int dev = 0; dev < 2; dev++)
         for (int i = 0; i < num; i++)
             CHECK(qg_select_config(dev ? h100_ctx : h200, all[i], &base[dev][i]) == QG_SUCCESS,
                   "%s", qg_last_error());
+    unsetenv("QGEMM_FP8_HEUR");
     /* (the defaults these checks rest on: tall groups 256x128 A, small 128x192 B on the H200) */
     CHECK(base[0][0].block_m == 256 && base[0][0].multicast == QG_MULTICAST_A, "tall %dx%d",
           base[0][0].block_m, base[0][0].block_n);
@@ -966,20 +1001,21 @@ TEST(config_fp8_heur) {
           (int)base[0][7].multicast);
 
     CHECK(base[0][8].multicast == QG_MULTICAST_B, "contig_small mc %d", (int)base[0][8].multicast);
-    static const char *const values[] = {"", "base", "notall", "nomcb", "nomcbc", "sw8", "sw32",
-                                         "sw2", "notall+nomcb+nomcbc+sw64", "base+"};
+    /* (NULL: unset, the default) */
+    static const char *const values[] = {NULL, "", "none", "base", "default", "notall", "nomcb",
+                                         "nomcbc", "sw8", "sw32", "sw2", "notall+nomcb+nomcbc+sw64",
+                                         "base+", "+", "default+nomcbc", "none+sw8", "nomcb+notall"};
     for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
-        setenv("QGEMM_FP8_HEUR", values[v], 1);
-        const bool notall = strstr(values[v], "notall") != NULL;
-        const bool nomcb = strstr(values[v], "nomcb+") != NULL ||
-                           (strstr(values[v], "nomcb") && !strstr(values[v], "nomcbc"));
-        const bool nomcbc = strstr(values[v], "nomcbc") != NULL;
-        const char *sw = strstr(values[v], "sw");
-        const int swz = sw ? atoi(sw + 2) : 0;
+        if (values[v]) setenv("QGEMM_FP8_HEUR", values[v], 1);
+        else unsetenv("QGEMM_FP8_HEUR");
+        bool notall, nomcb, nomcbc;
+        int swz;
+        heur_words(values[v], &notall, &nomcb, &nomcbc, &swz);
+        const char *name = values[v] ? values[v] : "(unset)";
         for (int dev = 0; dev < 2; dev++)
             for (int i = 0; i < num; i++) {
                 CHECK(qg_select_config(dev ? h100_ctx : h200, all[i], &cfg) == QG_SUCCESS,
-                      "QGEMM_FP8_HEUR %s: %s", values[v], qg_last_error());
+                      "QGEMM_FP8_HEUR %s: %s", name, qg_last_error());
                 const qg_config *b = &base[dev][i];
                 const bool h200_grouped_b = dev == 0 && all[i]->kind != QG_GEMM_DENSE;
                 int bm = b->block_m, bn = b->block_n;
@@ -990,18 +1026,18 @@ TEST(config_fp8_heur) {
                 CHECK(cfg.block_m == bm && cfg.block_n == bn &&
                           (moved_small ? cfg.multicast != QG_MULTICAST_B : cfg.multicast == mc),
                       "QGEMM_FP8_HEUR '%s', %s, problem %d: %dx%d mc %d, expected %dx%d mc %d%s",
-                      values[v], dev ? "H100" : "H200", i, cfg.block_m, cfg.block_n,
+                      name, dev ? "H100" : "H200", i, cfg.block_m, cfg.block_n,
                       (int)cfg.multicast, bm, bn, (int)mc, moved_small ? " (any but B)" : "");
                 const int want_sw = i == 5 ? 1 : swz && all[i]->k >= 6144 ? swz : 16;
                 CHECK(cfg.swizzle_group == want_sw, "QGEMM_FP8_HEUR '%s', %s, problem %d: "
-                      "swizzle %d, expected %d", values[v], dev ? "H100" : "H200", i,
+                      "swizzle %d, expected %d", name, dev ? "H100" : "H200", i,
                       cfg.swizzle_group, want_sw);
             }
         /* a forced configuration keeps the default swizzle */
         qg_config forced = {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B};
         CHECK(qg_complete_config(h200, &contig, &forced) == QG_SUCCESS, "%s", qg_last_error());
         CHECK(forced.swizzle_group == 16, "forced: swizzle %d under '%s'", forced.swizzle_group,
-              values[v]);
+              name);
     }
     /* grouped B off: notall changes nothing (no B tile to take the rows) */
     setenv("QGEMM_FP8_GROUPED_MCB", "0", 1);
@@ -1011,7 +1047,7 @@ TEST(config_fp8_heur) {
           cfg.block_m, cfg.block_n, (int)cfg.multicast);
     unsetenv("QGEMM_FP8_GROUPED_MCB");
     static const char *const bad[] = {"sw16", "sw", "sw8x", "notall+tall", "NOTALL", "sw128",
-                                      "nomcbcc"};
+                                      "nomcbcc", "defaults", "nones", "Default", "none+x"};
     for (size_t v = 0; v < sizeof bad / sizeof bad[0]; v++) {
         setenv("QGEMM_FP8_HEUR", bad[v], 1);
         CHECK(qg_select_config(h200, &dense, &cfg) == QG_ERROR_INVALID_ARGUMENT,

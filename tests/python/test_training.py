@@ -182,13 +182,18 @@ def test_psum(counts, n, k):
     check_psum(counts, n, k, f"counts {counts}", expected_m_for_psum_layout=max(counts))
 
 
-@pytest.mark.parametrize("heur", ["notall", "nomcb", "sw8", "sw32"])
+@pytest.mark.parametrize("heur", [None, "none", "notall", "nomcb", "sw8", "sw32"],
+                         ids=lambda h: h or "default")
 def test_psum_fp8_heur(monkeypatch, heur):
     """QGEMM_FP8_HEUR's alternatives (src/fp8_config.c qg__fp8_heur) in the psum layout, grouped
-    B multicast on: groups of ~1024 rows at 4096 x 6144 (the tall 256x128 A by default, 128x192
-    B under notall) and of ~300 rows at K 1536 (128x192 B by default, none under nomcb)."""
+    B multicast on: groups of ~1024 rows at 4096 x 6144 (the tall 256x128 A under none, 128x192
+    B under notall and the default, notall+nomcb) and of ~300 rows at K 1536 (128x192 B under
+    none, no B under nomcb and the default; None: the variable unset, the default)."""
     monkeypatch.setenv("QGEMM_FP8_GROUPED_MCB", "1")
-    monkeypatch.setenv("QGEMM_FP8_HEUR", heur)
+    if heur is None:
+        monkeypatch.delenv("QGEMM_FP8_HEUR", raising=False)
+    else:
+        monkeypatch.setenv("QGEMM_FP8_HEUR", heur)
     check_psum([1024, 0, 1100, 900, 1024, 1000], 4096, 6144, f"QGEMM_FP8_HEUR {heur}",
                expected_m_for_psum_layout=1024)
     check_psum([300, 1, 290, 257], 4096, 1536, f"QGEMM_FP8_HEUR {heur}",
