@@ -234,15 +234,19 @@ int qgpy_tensor_import(PyObject *obj, const char *name, long long dlpack_stream,
     /* Sizes every check after this may multiply (found by
      * tests/python/test_fuzz_extension.py: sf_layout took out [-2^63, 16] as
      * an empty tensor, its element count wrapping to 0). */
+    /* The messages name the dimension, never the values: this check reads
+     * all ndim entries before any caller has checked the rank, and a
+     * producer whose ndim overstates its shape array hands us words of its
+     * heap there (tests/python/test_edges.py, item 6). */
     int bad = rc == 0 ? qgpy_shape_invalid(out->t->shape, out->t->ndim) : -1;
     if (bad >= 0) {
-        char buf[160];
         if (out->t->shape[bad] < 0)
-            qgpy_errorf(PyExc_ValueError, "qgemm: %s has shape %s: dimension %d is negative", name,
-                        qgpy_shape_str(out, buf, sizeof buf), bad);
+            qgpy_errorf(PyExc_ValueError, "qgemm: %s has a negative dimension (dimension %d of %d)",
+                        name, bad, (int)out->t->ndim);
         else
-            qgpy_errorf(PyExc_ValueError, "qgemm: %s has shape %s: more than 2^63 elements", name,
-                        qgpy_shape_str(out, buf, sizeof buf));
+            qgpy_errorf(PyExc_ValueError,
+                        "qgemm: %s has more than 2^63 elements (at dimension %d of %d)", name, bad,
+                        (int)out->t->ndim);
         qgpy_tensor_release(out);
         return -1;
     }
