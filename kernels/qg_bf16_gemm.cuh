@@ -134,7 +134,7 @@
  * CTA's release of its reductions, its counter round trip and its loads sit
  * on the call's critical path after the reductions drain; here only this
  * small grid's loads do, spread over many CTAs (H200, 2026-11-29-h200-08-v2:
- * the one-launch bf16 rows ran 1.16-1.27x the FP32-D rows' time).
+ * the one-launch bf16 rows ran 1.21-1.27x the FP32-D rows' time).
  * One thread: 4 adjacent FP32 sums (16 bytes; N % 8 == 0, W 16-byte aligned,
  * D rows 16-byte aligned: the host's checks) -> 8 bytes of D. W is read from
  * L2 (ld.global.cg: the reductions were performed there, in the previous

@@ -310,7 +310,7 @@ static int bmk_atomic(void) {
  * (the FP32-D kernel, its plan, into the workspace's W: no counters, no last
  * arrival), then a second launch converts W into D and zeroes W (kernels/
  * qg_bf16_gemm.cuh QG_SUM_CONVERT; H200 2026-11-29-h200-08-v2: the one-launch
- * bf16 rows at B = 129 ran 1.16-1.27x the FP32 rows' time, 0.80-0.96x
+ * bf16 rows at B = 129 ran 1.21-1.27x the FP32 rows' time, 0.80-0.96x
  * DeepGEMM); an FP32 D runs as under v3. -1 for anything else. */
 static int bmk_variant(int *max_stages) {
     const char *v = qg__env_string("QGEMM_BMK_VARIANT");
