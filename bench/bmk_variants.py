@@ -14,7 +14,9 @@ For DeepGEMM's test_bmk_bnk_mn shapes (b in 129 / 4096 / 8192; (m, n, k) in (128
               up to commit 41cdebf (its separate torch fill launch);
               v2: QGEMM_BMK_VARIANT=v2 (a bf16 D's last arrival loads its sums at once;
               its plan as an FP32 D's); v3: QGEMM_BMK_VARIANT=v3 (v2 and 16-byte
-              reductions, half as many); without them QGEMM_BMK_VARIANT=v1;
+              reductions, half as many); v4: QGEMM_BMK_VARIANT=v4 (v3; a bf16 D summed by
+              the FP32-D kernel into the workspace, then a conversion launch); without them
+              QGEMM_BMK_VARIANT=v1;
               sN (N 4..16): QGEMM_BMK_VARIANT's :sN, at most N pipeline stages (DeepGEMM: 4)
 
 default variants: atomic=atomic:auto:2 (the default path), v2=atomic:auto:2:v2,
@@ -73,11 +75,12 @@ def parse_variants(text: str):
         flags = set(parts[3].split("+")) if len(parts) == 4 else set()
         stages = [f for f in flags if f[:1] == "s" and f[1:].isdigit() and 4 <= int(f[1:]) <= 16]
         if len(parts) not in (3, 4) or parts[0] not in ("atomic", "tree") or \
-                flags - {"fill", "v2", "v3"} - set(stages) or len(stages) > 1 or \
-                {"v2", "v3"} <= flags:
+                flags - {"fill", "v2", "v3", "v4"} - set(stages) or len(stages) > 1 or \
+                len(flags & {"v2", "v3", "v4"}) > 1:
             raise SystemExit(f"bad variant {item!r}: NAME=atomic|tree:RULE:RADIX[:FLAG[+FLAG]] "
-                             "(FLAG fill, v2, v3 or sN)")
-        variant = ("v3" if "v3" in flags else "v2" if "v2" in flags else "v1") + \
+                             "(FLAG fill, v2, v3, v4 or sN)")
+        variant = ("v4" if "v4" in flags else "v3" if "v3" in flags else
+                   "v2" if "v2" in flags else "v1") + \
             (f":{stages[0]}" if stages else "")
         out.append({"name": name, "reduce": parts[0], "rule": parts[1], "radix": int(parts[2]),
                     "fill": "fill" in flags, "variant": variant})

@@ -585,7 +585,10 @@ def render(rows: List[Dict[str, Any]], device: str) -> str:
                 alt_name = f"{ALT_ENV[0]}={OLD_PLAN if ALT_ENV[1] is None else ALT_ENV[1]}"
                 out.append(f"{'':16} {'':6}  {alt_name}: DeepGEMM/qgemm geomean "
                            f"{f'{dg1:.3f}' if dg1 else '-'} (worst {f'{w1:.3f}' if w1 and w1 < 9e9 else '-'}), "
-                           f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}")
+                           f"cuBLAS/qgemm geomean {f'{cb1:.3f}' if cb1 else '-'}"
+                           # (its accuracy: the largest calc_diff against float64, and errors)
+                           f"; max diff {f'{max(d1):.1e}' if d1 else '-'}, {e1} errors"
+                           f" ({'PASS' if d1 and max(d1) < 1e-5 and not e1 else 'CHECK'})")
     return "\n".join(out) + "\n"
 
 

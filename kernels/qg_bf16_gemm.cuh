@@ -122,6 +122,54 @@
  * before rewriting them its first thread waits until its previous TMA store
  * has read them (cp.async.bulk.wait_group.read 0).
  */
+#if defined(QG_SUM_CONVERT) && QG_SUM_CONVERT
+/*
+ * The batch sum's conversion pass (QG_SUM_CONVERT; QGEMM_BMK_VARIANT=v4): a
+ * bf16 D's atomic batch sum runs as the FP32-D kernel with the workspace's
+ * FP32 matrix W [ceil(M / 64) * 64][N] as its D (no counters, no arrivals:
+ * every CTA fires its reductions and exits, as for an FP32 D); this second
+ * launch then writes D = bf16(W) and stores zeros over W, so W is zero again
+ * for the next call (the host's contract). Why two launches: in the
+ * one-launch form (the last arrival of each region converts it) the last
+ * CTA's release of its reductions, its counter round trip and its loads sit
+ * on the call's critical path after the reductions drain; here only this
+ * small grid's loads do, spread over many CTAs (H200, 2026-11-29-h200-08-v2:
+ * the one-launch bf16 rows ran 1.21-1.27x the FP32-D rows' time).
+ * One thread: 4 adjacent FP32 sums (16 bytes; N % 8 == 0, W 16-byte aligned,
+ * D rows 16-byte aligned: the host's checks) -> 8 bytes of D. W is read from
+ * L2 (ld.global.cg: the reductions were performed there, in the previous
+ * grid). Launched with programmatic stream serialization when the context
+ * asks for it: griddepcontrol.wait then holds every load until the previous
+ * grid (the FP32-D kernel) has completed and its reductions are visible; a
+ * plain launch is ordered by the stream and the wait returns at once.
+ * Rounding: cvt.rn.bf16x2.f32, the one-launch epilogue's.
+ */
+/* qg_ptx.cuh's FP8 wgmma wrapper names the GEMM's operand macros; this
+ * kernel never calls it, so any well-formed list does (as qg_cast.cuh). */
+#define QG_WGMMA_N 8
+#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
+#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define QG_WGMMA_OP_DESC_A 4
+#define QG_WGMMA_OP_DESC_B 5
+#define QG_WGMMA_OP_SCALE_D 6
+#define QG_WGMMA_OP_DESC_HI 7
+#include "qg_ptx.cuh"
+extern "C" __global__ void __launch_bounds__(256)
+qg_bf16_bmn_bnk_mn_gemm_impl_convert(float *__restrict__ w, unsigned char *__restrict__ d,
+                                     int64_t ldd, int shape_m, int shape_n) {
+    qg_grid_dependency_wait();
+    const int64_t quads = (int64_t)shape_n / 4, total = (int64_t)shape_m * quads;
+    for (int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * 256) {
+        const int64_t row = i / quads, q = i - row * quads;
+        float4 *p = (float4 *)(w + row * shape_n) + q;
+        const float4 v = __ldcg(p);
+        __stcg(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        *(uint2 *)(d + (row * ldd + q * 4) * 2) =
+            make_uint2(qg_pack_bf16x2(v.x, v.y), qg_pack_bf16x2(v.z, v.w));
+    }
+}
+#else /* the GEMM kernel: the rest of this file */
 #ifndef QG_A_MN_MAJOR
 #define QG_A_MN_MAJOR 0
 #endif
@@ -1520,3 +1568,4 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
     qg_cluster_sync();
 #endif
 }
+#endif /* QG_SUM_CONVERT */

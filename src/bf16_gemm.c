@@ -38,6 +38,8 @@ typedef struct {
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
     int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3) */
     int sum_max_stages; /* and its :sN stage cap (0: none) */
+    int sum_convert; /* QGEMM_BMK_VARIANT=v4 into a bf16 D: the FP32-D kernel into W, then the
+                        conversion launch (sum_variant then 2: v3's kernel) */
     int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
     int splitk;      /* QGEMM_BF16_SPLITK: 0 off, -1 auto, 2 / 4 / 8 (dense only: else 0) */
 } bf16_key;
@@ -153,6 +155,47 @@ static const qg_launch_family bf16_sum_family = {
     .build = bf16_build,
 };
 
+/* The batch sum's conversion pass (QGEMM_BMK_VARIANT=v4, kernels/qg_bf16_gemm.cuh
+ * QG_SUM_CONVERT): W -> bf16 D, W zeroed. One kernel for every shape (M, N
+ * and ldd are arguments): its key is a constant. Its name carries DeepGEMM's
+ * substring as the GEMM's does, so that kineto name filters count it too. */
+typedef struct {
+    int convert; /* 1 */
+} bf16_convert_key;
+
+#define QG_BF16_CONVERT_THREADS 256
+
+static qg_status bf16_convert_build(qg_context *ctx, const void *key, const void *arg, void *plan,
+                                    qg_launch_shape *shape, qg_jit_result *res) {
+    (void)key, (void)arg, (void)plan;
+    static const char src[] = "// qgemm bf16 batch sum: FP32 workspace -> bf16 D\n"
+                              "#define QG_SUM_CONVERT 1\n#include \"qg_bf16_gemm.cuh\"\n";
+    qg_status st = qg__jit_compile(ctx->jit, src, res);
+    if (st != QG_SUCCESS) return st;
+    shape->num_threads = QG_BF16_CONVERT_THREADS;
+    shape->smem_bytes = 0;
+    shape->cluster_size = 1;
+    shape->grid = ctx->num_sms * 8; /* (the launch takes fewer for small D) */
+    return QG_SUCCESS;
+}
+
+static const qg_launch_family bf16_convert_family = {
+    .kernel = "qg_bf16_bmn_bnk_mn_gemm_impl_convert",
+    .plan_size = sizeof(int),
+    .build = bf16_convert_build,
+};
+
+/* The key of the GEMM kernel a call launches: v4 into a bf16 D runs the
+ * FP32-D kernel (the same entry as an FP32-D call of the shape: no second
+ * GEMM compile) into the workspace. */
+static const bf16_key *gemm_key_of(const bf16_key *k, bf16_key *scratch) {
+    if (!k->sum_convert) return k;
+    *scratch = *k;
+    scratch->d_f32 = 1;
+    scratch->sum_convert = 0;
+    return scratch;
+}
+
 static const qg_launch_family *family_of(const bf16_key *k) {
     return k->kind == QG_BF16_BATCH_SUM ? &bf16_sum_family : &bf16_family;
 }
@@ -265,7 +308,12 @@ static int bmk_atomic(void) {
  * 8-byte ones (DeepGEMM's). Each may end in ":sN", N in 4..16 (4: the fewest the planner's small tiles
  * take): the atomic reduction's pipeline at most N stages deep
  * (*max_stages; else 0: as many as fit, 7 for 128x128, where DeepGEMM's
- * kernel runs 4). -1 for anything else. */
+ * kernel runs 4). "v4" (3): v3's reductions; a bf16 D's sum as an FP32 D's
+ * (the FP32-D kernel, its plan, into the workspace's W: no counters, no last
+ * arrival), then a second launch converts W into D and zeroes W (kernels/
+ * qg_bf16_gemm.cuh QG_SUM_CONVERT; H200 2026-11-29-h200-08-v2: the one-launch
+ * bf16 rows at B = 129 ran 1.21-1.27x the FP32 rows' time, 0.80-0.96x
+ * DeepGEMM); an FP32 D runs as under v3. -1 for anything else. */
 static int bmk_variant(int *max_stages) {
     const char *v = qg__env_string("QGEMM_BMK_VARIANT");
     *max_stages = 0;
@@ -277,6 +325,7 @@ static int bmk_variant(int *max_stages) {
     if (!strncmp(v, "v1", 2)) variant = 0;
     else if (!strncmp(v, "v2", 2)) variant = 1;
     else if (!strncmp(v, "v3", 2)) variant = 2;
+    else if (!strncmp(v, "v4", 2)) variant = 3;
     else return -1;
     if (v[2] == '\0') return variant;
     /* ":s" and one or two digits, nothing after */
@@ -414,7 +463,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     int variant = 0, max_stages = 0;
     if (sum1 && (variant = bmk_variant(&max_stages)) < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2 or v3, optionally with :sN "
+                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2, v3 or v4, optionally with :sN "
                         "(N = 4..16 stages; the batch sum's organisation)", fn,
                         qg__env_string("QGEMM_BMK_VARIANT"));
     if (split_sum) {
@@ -492,7 +541,10 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->sum_radix = sum1 && !key->sum_atomic ? radix : 0;
     /* (only where it changes the kernel or its plan: v2 the atomic reduction into a bf16 D,
      * v3 the atomic reduction) */
-    key->sum_variant = !key->sum_atomic || (variant == 1 && a->d_fp32) ? 0 : variant;
+    key->sum_variant = !key->sum_atomic || (variant == 1 && a->d_fp32) ? 0
+                       : variant == 3                               ? 2 /* v4: v3's kernel */
+                                                                    : variant;
+    key->sum_convert = key->sum_atomic && variant == 3 && !a->d_fp32;
     key->sum_max_stages = key->sum_atomic ? max_stages : 0;
     /* (only where it can change the plan: other calls keep one cache entry) */
     key->merge = key->kind == QG_BF16_DENSE && key->layout == QG_BF16_NT ? merge : 0;
@@ -634,8 +686,14 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
     if (a->k == 0) return empty_k(ctx, a, d_rows, stream);
 
     pthread_mutex_lock(&ctx->lock);
-    const qg_launch_entry *e = NULL;
-    qg_status st = qg__launch_resolve(ctx, family_of(key), key, sizeof *key, NULL, &e);
+    const qg_launch_entry *e = NULL, *e_convert = NULL;
+    bf16_key gk;
+    const bf16_key *rk = gemm_key_of(key, &gk);
+    qg_status st = qg__launch_resolve(ctx, family_of(rk), rk, sizeof *rk, NULL, &e);
+    if (st == QG_SUCCESS && key->sum_convert) {
+        const bf16_convert_key ck = {1};
+        st = qg__launch_resolve(ctx, &bf16_convert_family, &ck, sizeof ck, NULL, &e_convert);
+    }
     const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
@@ -740,9 +798,26 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
             }
             CUdeviceptr c = (CUdeviceptr)(uintptr_t)a->c;
             int64_t ldc = a->c == a->d || a->ldc == 0 ? a->ldd : a->ldc;
+            if (key->sum_convert) {
+                /* v4 into a bf16 D: the FP32-D kernel's target is W [rows][N] */
+                d = slots;
+                ldd = a->n;
+            }
             void *sum_params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m,
                                   &shape_m, &slots, &counters, &c, &ldc};
-            return qg__launch(ctx, e, grid, sum_params, stream, pdl, "BF16 batch sum");
+            st = qg__launch(ctx, e, grid, sum_params, stream, pdl, "BF16 batch sum");
+            if (st != QG_SUCCESS || !key->sum_convert) return st;
+            /* then W -> bf16 D, W zeroed: a thread per 4 sums */
+            CUdeviceptr w = slots, dd = (CUdeviceptr)(uintptr_t)a->d;
+            int64_t ld_out = a->ldd;
+            int shape_n = a->n;
+            const long long threads = (long long)a->m * (a->n / 4);
+            long long cgrid = (threads + QG_BF16_CONVERT_THREADS - 1) / QG_BF16_CONVERT_THREADS;
+            const int cmax = qg__launch_shape(e_convert)->grid;
+            if (cgrid > cmax) cgrid = cmax;
+            void *cvt_params[] = {&w, &dd, &ld_out, &shape_m, &shape_n};
+            return qg__launch(ctx, e_convert, (int)cgrid, cvt_params, stream, pdl,
+                              "BF16 batch sum conversion");
         }
         void *params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m, &shape_m};
         return qg__launch(ctx, e, grid, params, stream, pdl, "BF16 GEMM");
@@ -871,7 +946,9 @@ qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm
     if (st != QG_SUCCESS) return st;
     bf16_entry_plan plan;
     qg_jit_result res;
-    if ((st = plan_and_compile(ctx, &key, qg_context_get_num_sms(ctx), &plan, &res)) != QG_SUCCESS)
+    bf16_key gk;
+    const bf16_key *rk = gemm_key_of(&key, &gk); /* (v4: the conversion kernel below) */
+    if ((st = plan_and_compile(ctx, rk, qg_context_get_num_sms(ctx), &plan, &res)) != QG_SUCCESS)
         return qg__fail(st, "%s: %s", fn, qg_last_error());
     if (info) *info = res.info;
     if (ctx->offline) return QG_SUCCESS;
@@ -880,7 +957,11 @@ qg_status qg_bf16_compile(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm
     if ((st = qg__enter(ctx, NULL, fn)) != QG_SUCCESS) return st;
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e;
-    st = qg__launch_resolve(ctx, family_of(&key), &key, sizeof key, NULL, &e);
+    st = qg__launch_resolve(ctx, family_of(rk), rk, sizeof *rk, NULL, &e);
+    if (st == QG_SUCCESS && key.sum_convert) {
+        const bf16_convert_key ck = {1};
+        st = qg__launch_resolve(ctx, &bf16_convert_family, &ck, sizeof ck, NULL, &e);
+    }
     pthread_mutex_unlock(&ctx->lock);
     qg__leave(ctx);
     return st;

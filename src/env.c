@@ -98,7 +98,9 @@
  *   QGEMM_BMK_VARIANT   v3:s4                the reduced batch sum's organisation (A/B
  *                                            measurements): v1 (before 2026-11-28), v2 (a bf16 D's last
  *                                            arrival loads its region's sums at once) or
- *                                            v3 (and 16-byte reductions),
+ *                                            v3 (and 16-byte reductions) or v4 (v3; a
+ *                                            bf16 D summed as an FP32 D into the workspace,
+ *                                            then a second launch converts it),
  *                                            optionally :sN (the atomic reduction's
  *                                            stages capped at N, 4..16); another value
  *                                            fails the call, naming it
@@ -211,8 +213,9 @@ const qg_env_knob qg__env_knobs[] = {
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},
     {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1, "
-     "v2 (a bf16 D's last arrival loads its region's sums at once) or v3 (and 16-byte "
-     "reductions), optionally :sN (the atomic "
+     "v2 (a bf16 D's last arrival loads its region's sums at once), v3 (and 16-byte "
+     "reductions) or v4 (v3; a bf16 D summed as an FP32 D into the workspace, then converted "
+     "by a second launch), optionally :sN (the atomic "
      "reduction's stages capped at N, 4..16)", "v3:s4"},
     {"QGEMM_EINSUM_VARIANT", "(the Python package's einsum / fp8_einsum) old, new (both options) "
      "or a '+'-list of sfkernel (fp8_einsum's x scales made M-major by qgemm's transpose kernel, "

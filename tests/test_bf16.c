@@ -1276,15 +1276,15 @@ TEST(bf16_batch_sum_validation) {
                   qg_last_error());
         }
         unsetenv("QGEMM_BMK_REDUCE");
-        /* QGEMM_BMK_VARIANT: v1 and v2 taken, anything else refused, naming it */
-        static const char *variant_ok[] = {"v1", "v2", "v3", "v1:s4", "v2:s4", "v3:s16"};
-        for (int i = 0; i < 6; ++i) {
+        /* QGEMM_BMK_VARIANT: v1 .. v4 taken, anything else refused, naming it */
+        static const char *variant_ok[] = {"v1", "v2", "v3", "v1:s4", "v2:s4", "v3:s16", "v4", "v4:s4"};
+        for (int i = 0; i < 8; ++i) {
             setenv("QGEMM_BMK_VARIANT", variant_ok[i], 1);
             s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_BMK_VARIANT=%s: %s (%s)", variant_ok[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *variant_bad[] = {"v4", "V2", "2", "v2 ", "v2:s3", "v2:s17", "v2:4",
+        static const char *variant_bad[] = {"v5", "V2", "2", "v2 ", "v2:s3", "v2:s17", "v2:4",
                                             "v2:s", "v2:s4x", "v2:s-4", "v2:s+4", "v2:s160"};
         for (int i = 0; i < 12; ++i) {
             setenv("QGEMM_BMK_VARIANT", variant_bad[i], 1);
@@ -1478,8 +1478,9 @@ static double sum_check(const float *got, int m, int n, int64_t ldd, int mode, c
  * bf16 D) zeroed once, zero again after every call; no bitwise check (the
  * atomics' order varies): each of the five calls checked for accuracy
  * instead; then the same under QGEMM_BMK_VARIANT=v2 (the bf16 D's batched
- * last-arrival loads) and v3 (and 16-byte reductions after a lane-pair
- * exchange; :sN only changes the stage count: compile-checked,
+ * last-arrival loads), v3 (and 16-byte reductions after a lane-pair
+ * exchange) and, for a bf16 D, v4 (the FP32-D kernel into W, then the
+ * conversion launch: D from W, W zeroed again; :sN only changes the stage count: compile-checked,
  * and checked against float64 by bench/bmk_variants.py). The last two
  * cases (QGEMM_BMK_SPLITS=wide's 256x128 and 128x192 tiles) run the atomic
  * reductions only (each kernel compiled costs GPU-machine time). Every upload and poison is done (gpu_legacy_done) before the call
@@ -1553,9 +1554,11 @@ TEST(gpu_bf16_batch_sum_accuracy) {
          * node of one child (it goes up without storing) */
         /* (the wide-tile cases, the last two: the atomic reductions only) */
         const bool atomic_only = ci + 2 >= sizeof cases / sizeof cases[0];
-        for (int rm = atomic_only ? 12 : 0; rm < 24 && !why[0]; ++rm) {
-            const bool atomic = rm >= 12; /* QGEMM_BMK_VARIANT v2 from 16, v3 from 20 */
-            const char *variant = rm >= 20 ? "v3" : rm >= 16 ? "v2" : "v1";
+        for (int rm = atomic_only ? 12 : 0; rm < 28 && !why[0]; ++rm) {
+            const bool atomic = rm >= 12; /* QGEMM_BMK_VARIANT v2 from 16, v3 from 20, v4 from 24 */
+            const char *variant = rm >= 24 ? "v4" : rm >= 20 ? "v3" : rm >= 16 ? "v2" : "v1";
+            /* v4 changes only a bf16 D's call (an FP32 D runs v3's): that mode alone */
+            if (rm >= 24 && rm % 4 != 3) continue;
             const int radix = atomic ? 2 : 2 << (rm / 4), mode = rm % 4;
             char radix_text[2] = {(char)('0' + radix), 0};
             setenv("QGEMM_BMK_RADIX", radix_text, 1);

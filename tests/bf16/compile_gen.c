@@ -240,6 +240,22 @@ int main(int argc, char **argv) {
                                 }
                                 if (pl.splitk > 1 && emit(dir, list, &p, &pl)) return 1;
                             }
+    /* the batch sum's conversion pass (QGEMM_BMK_VARIANT=v4; src/bf16_gemm.c writes the same
+     * text): one kernel for every shape, in the full sweep */
+    if (!merged_only && !splitk_only) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/vbmkconvert.cu", dir);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs("// qgemm bf16 batch sum: FP32 workspace -> bf16 D\n"
+                        "#define QG_SUM_CONVERT 1\n#include \"qg_bf16_gemm.cuh\"\n", f) < 0 ||
+            fclose(f)) {
+            perror(path);
+            return 1;
+        }
+        fprintf(list, "vbmkconvert.cu layout 0 kind 7 m 0 n 0 k 0 d_f32 0 with_c 0 block 0x0 "
+                      "stages 0 multicast 0 smem 0 radix 0 merge 0 splitk 0\n");
+        ++num_seen;
+    }
     fclose(list);
     printf("%d problems planned, %d without a plan, %d distinct kernels\n", planned, failed, num_seen);
     return failed ? 1 : 0;

@@ -493,14 +493,15 @@ def _gpu():
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
 @pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide",
-                                    "atomic-bf16cast"])
+                                    "atomic-bf16cast", "atomic-v4"])
 def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v3:
     QGEMM_BMK_VARIANT=v3 (16-byte reductions; a bf16 d's batched last-arrival loads, its
     plan as an FP32 d's: v2's); atomic-v3-wide: and QGEMM_BMK_SPLITS=wide (the wider
     tiles: 128x192, 128x256); atomic-bf16cast: QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d
     as DeepGEMM's: the FP32 sum into a kept scratch, then torch's cast), the default
-    QGEMM_BMK_VARIANT."""
+    QGEMM_BMK_VARIANT; atomic-v4: QGEMM_BMK_VARIANT=v4 (a bf16 d summed by the FP32-d
+    kernel into the workspace, then the library's conversion launch; an FP32 d as v3)."""
     t = _gpu()
     if reduce.endswith("-wide") and s == 1:
         pytest.skip("one batch: one split, no reduction")
@@ -509,7 +510,8 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
         monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
     else:
         monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
-        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce else "v1")
+        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce
+                           else "v4" if "-v4" in reduce else "v1")
     if reduce.endswith("-wide"):
         monkeypatch.setenv("QGEMM_BMK_SPLITS", "wide")
     reduce = reduce.split("-")[0]
@@ -542,20 +544,23 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
 @pytest.mark.parametrize("s,splits", [(1, 1), (2, 2), (3, 3), (3, 2), (129, 43), (129, 129),
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
-@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-bf16cast"])
+@pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-bf16cast",
+                                    "atomic-v4"])
 def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
     values before each), columns past N untouched (d a view of a wider buffer). atomic-v3:
     QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads); atomic-bf16cast:
-    QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d through the FP32 scratch and torch's cast)."""
+    QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d through the FP32 scratch and torch's cast);
+    atomic-v4: QGEMM_BMK_VARIANT=v4 (a bf16 d: the FP32-d kernel into the workspace, then
+    the conversion launch)."""
     t = _gpu()
     if reduce == "atomic-bf16cast":
         monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "bf16cast")
         monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
     else:
         monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
-        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if reduce == "atomic-v3" else "v1")
+        monkeypatch.setenv("QGEMM_BMK_VARIANT", {"atomic-v3": "v3", "atomic-v4": "v4"}.get(reduce, "v1"))
     reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
