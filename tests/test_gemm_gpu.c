@@ -485,21 +485,37 @@ TEST(gpu_fp8_kloop_same_bits) {
         {QG_GEMM_GROUPED_MASKED, 512, 4096, 7168, 4, 256, 128, 1, 0},
         {QG_GEMM_GROUPED_PSUM, 0, 4096, 2048, 4, 128, 256, 0, 0},
     };
-    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    enum { NCASES = sizeof cases / sizeof cases[0] };
     const char *saved = getenv("QGEMM_FP8_KLOOP");
     char keep[64] = "";
     if (saved) snprintf(keep, sizeof keep, "%s", saved);
-    int failures = 0, run = 0;
-    double hi = 0;
-    for (int i = 0; i < ncases; i++) {
+    /* the problems first, then both variants' kernels on the worker threads
+     * (one at a time on first use would take most of a minute) */
+    static qgtk_problem_data *probs[NCASES];
+    static qg_problem qp[NCASES];
+    static qg_config cfgs[NCASES];
+    for (int i = 0; i < NCASES; i++) {
         qgtk_problem_spec spec = {.kind = cases[i].kind, .m = cases[i].m, .n = cases[i].n,
                                   .k = cases[i].k, .num_groups = cases[i].groups,
                                   .seed = 900 + (uint64_t)i, .scale_spread = 3,
                                   .expected_m = cases[i].kind == QG_GEMM_GROUPED_MASKED ? 0 : 600};
-        qgtk_problem_data *p = NULL;
-        CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
-        qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn,
-                         .multicast = (qg_multicast)cases[i].mc, .split_k = cases[i].split_k};
+        CHECK(qgtk_problem_create(&probs[i], ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+        qp[i] = (qg_problem){cases[i].kind, probs[i]->m, probs[i]->n, probs[i]->k, cases[i].groups,
+                             probs[i]->expected_m, 0};
+        cfgs[i] = (qg_config){.block_m = cases[i].bm, .block_n = cases[i].bn,
+                              .multicast = (qg_multicast)cases[i].mc, .split_k = cases[i].split_k};
+    }
+    int compile_failures = 0;
+    for (int v = 0; v < 2; v++) {
+        setenv("QGEMM_FP8_KLOOP", v ? "new" : "old", 1);
+        compile_failures += qgtk_compile_many(ctx, qp, cfgs, NCASES, NULL);
+    }
+    printf("    compiled %d kernels (%d failed)\n", 2 * NCASES, compile_failures);
+    int failures = 0, run = 0;
+    double hi = 0;
+    for (int i = 0; i < NCASES; i++) {
+        qgtk_problem_data *p = probs[i];
+        const qg_config cfg = cfgs[i];
         uint64_t hash[2] = {0, 0};
         char label[128];
         snprintf(label, sizeof label, "kind %d %dx%dx%d G %d block %dx%d multicast %d split-K %d",
