@@ -73,8 +73,13 @@ def warm(specs: List[Dict[str, Any]], libs: Any) -> None:
     for v in VARIANTS:
         set_knob(v)
         todo = [a for a in map(compile_args, specs) if a is not None]
+        def one(a: Dict[str, Any]) -> None:
+            try:
+                libs.qgemm.compile(**a)
+            except Exception as e:  # (the row reports it again when it runs)
+                print(f"warm {v}: {a}: {peers.short_err(e)}", flush=True)
         with ThreadPoolExecutor(max_workers=max(1, len(todo))) as ex:
-            list(ex.map(lambda a: libs.qgemm.compile(**a), todo))
+            list(ex.map(one, todo))
     set_knob("old")
     if dg_thread is not None:
         dg_thread.join()
