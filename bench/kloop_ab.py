@@ -133,7 +133,7 @@ def main() -> int:
     speed: List[float] = []
     fails: List[str] = []
     print(f"{'kind':<12} {'shape':<20} {'DG us':>8} | {'old us':>8} {'kin':>5} {'ev':>5} | "
-          f"{'new us':>8} {'kin':>5} {'ev':>5} | new/old {'kin':>6} {'ev':>6} | diff     bits", flush=True)
+          f"{'new us':>8} {'kin':>5} {'ev':>5} | old/new time {'kin':>6} {'ev':>6} | diff     bits", flush=True)
     for spec in specs:
         key = f"{spec['kind']} {spec['shape']}"
         t_row = time.time()
@@ -193,7 +193,7 @@ def main() -> int:
         sp_e = ev["old"] / ev["new"] if "old" in ev and "new" in ev else None
         speed.append(sp_k)
         print(f"{spec['kind']:<12} {spec['shape']:<20} {fmt(dg_us, '.1f'):>8} | " + " | ".join(cells)
-              + f" | old/new {sp_k:>6.4f} {fmt(sp_e, '.4f'):>6} | {fmt(diffs['new'], '.1e')} "
+              + f" | old/new time {sp_k:>6.4f} {fmt(sp_e, '.4f'):>6} | {fmt(diffs['new'], '.1e')} "
               f"{'same' if same else 'DIFFER'}  ({time.time() - t_row:.1f} s)", flush=True)
         del row
         torch.cuda.empty_cache()
