@@ -227,8 +227,8 @@ typedef struct {
     qg_problem problem;
     int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales (| QG_D_SWIGLU) */
     int grouped_mcb; /* the heuristic's: QGEMM_FP8_GROUPED_MCB for this kind (qg__fp8_grouped_mcb) */
+    int kloop;       /* QGEMM_FP8_KLOOP (fp8_kloop; validated by the caller) */
     int forced;
-    int kloop; /* QGEMM_FP8_KLOOP (fp8_kloop; validated by the caller) */
     int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
 } fp8_key;
 
@@ -268,6 +268,7 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     key.problem = *p;
     key.d_fp8 = d_fp8;
     key.grouped_mcb = !forced && qg__fp8_grouped_mcb(&ctx->props, p->kind, d_fp8);
+    key.kloop = fp8_kloop();
     if (forced) {
         key.forced = 1;
         key.block_m = forced->block_m;
@@ -277,7 +278,6 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
         key.swizzle_group = forced->swizzle_group;
         key.split_k = forced->split_k ? forced->split_k : 1;
     }
-    key.kloop = fp8_kloop();
     return qg__launch_resolve(ctx, &fp8_family, &key, sizeof key, forced, out);
 }
 
@@ -431,10 +431,10 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     qg_status vst;
     if (fo && !sw && (vst = check_fp8out_variant(fn))) return vst;
+    if ((vst = check_kloop(fn)) != QG_SUCCESS) return vst;
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
     if (a->n < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->n must be >= 0, got %d", fn, a->n);
     if (a->k < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->k must be >= 0, got %d", fn, a->k);
-    if ((vst = check_kloop(fn)) != QG_SUCCESS) return vst;
     /* (before m == 0 becomes 1 below: the message names the m given) */
     if ((kind == QG_GEMM_GROUPED_MASKED || kind == QG_GEMM_GROUPED_PSUM) &&
         (a->expected_m < 0 || a->expected_m > a->m))
