@@ -71,6 +71,8 @@
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
  *                      kb - 1 is waited for and promoted
  *   QG_WGMMA_*         the wgmma operand list for N = QG_WGMMA_N
+ *   QG_KLOOP           1: the K loop's stage addresses one shift-add each
+ *                      (QGEMM_FP8_KLOOP new; see below)
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
  * role split with register reconfiguration -> producer (one elected lane
@@ -191,10 +193,14 @@
 #ifndef QG_FP8_EPI
 #define QG_FP8_EPI 0
 #endif
-/* QG_KLOOP (QGEMM_FP8_KLOOP new; issue 52): the one-set K loop's bookkeeping
- * as DeepGEMM's SASS has it (dense 256x128 A, NVRTC 13: 195.75 instructions
- * a K block a math warp against DeepGEMM's 191.75): see qg_issue_unit and
- * the main loop. The same wgmmas, scales and FFMAs in the same order. */
+/* QG_KLOOP (QGEMM_FP8_KLOOP new; issue 52): the K loop addresses its stage
+ * as DeepGEMM's SASS does, one shift-add an address: the wgmma descriptors
+ * (qg_issue_unit) and full[s] / empty[s] from full[0]'s pinned address (the
+ * one-set loop). Where the unrolled body does not know s at compile time,
+ * ptxas otherwise shifted, masked and added for each descriptor (dense
+ * 256x128 A, NVRTC 13: 195.75 -> 190.75 instructions a K block a math warp;
+ * DeepGEMM 191.75; bench/results/2026-11-29-cpu-kloop). The same wgmmas,
+ * scales and FFMAs in the same order: the same bits. */
 #ifndef QG_KLOOP
 #define QG_KLOOP 0
 #endif

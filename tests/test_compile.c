@@ -121,6 +121,77 @@ TEST(compile_fp8out_variant) {
     PASS();
 }
 
+/* QGEMM_FP8_KLOOP=new (QG_KLOOP: the K loop's stage addresses, issue 52)
+ * compiles clean (no spill, no stack, no warning) into a kernel other than
+ * the default's on the tiles whose loop is unrolled (256x128 by 8 and by 4,
+ * 128x192, 128x256), a rolled one, split-K, the grouped kinds with B
+ * multicast, the 1D1D kinds and e4m3 D; the GPU test gpu_fp8_kloop_same_bits
+ * runs the first ten and compares the bits. Another value is refused,
+ * naming the variable. compile_every_variant under QGEMM_FP8_KLOOP=new
+ * covers every tile. */
+TEST(compile_fp8_kloop) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    qg_context *ctx = sw.ctx;
+    const char *saved = getenv("QGEMM_FP8_KLOOP");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    static const struct {
+        qg_gemm_kind kind;
+        int m, n, k, groups, bm, bn, mc, split_k, d_fp8;
+    } cases[] = {
+        {QG_GEMM_DENSE, 1000, 4096, 7168, 1, 256, 128, 1, 0, 0},
+        {QG_GEMM_DENSE, 1000, 4096, 16384, 1, 256, 128, 1, 0, 0},
+        {QG_GEMM_DENSE, 257, 2112, 1536, 1, 256, 128, 0, 0, 0},
+        {QG_GEMM_DENSE, 1000, 1152, 7168, 1, 128, 192, 2, 0, 0},
+        {QG_GEMM_DENSE, 300, 4096, 2944, 1, 128, 256, 0, 0, 0},
+        {QG_GEMM_DENSE, 100, 2112, 1280, 1, 64, 96, 0, 0, 0},
+        {QG_GEMM_DENSE, 128, 2112, 7168, 1, 128, 64, 0, 2, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 2560, 1536, 7168, 4, 128, 192, 2, 0, 0},
+        {QG_GEMM_GROUPED_MASKED, 512, 4096, 7168, 4, 256, 128, 1, 0, 0},
+        {QG_GEMM_GROUPED_PSUM, 2560, 4096, 2048, 4, 128, 256, 0, 0, 0},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 32768, 6144, 7168, 4, 128, 192, 2, 0, 0},
+        {QG_GEMM_WGRAD, 2112, 4096, 7168, 1, 128, 136, 0, 0, 0},
+        {QG_GEMM_WGRAD, 4096, 7168, 8192, 1, 128, 160, 0, 0, 0},
+        {QG_GEMM_K_GROUPED, 4096, 7168, 4 * 2048, 4, 128, 128, 0, 0, 0},
+        {QG_GEMM_DENSE, 128, 4096, 7168, 1, 64, 128, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        qg_problem p = {cases[i].kind, cases[i].m, cases[i].n, cases[i].k, cases[i].groups, 0, 0};
+        qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn,
+                         .multicast = (qg_multicast)cases[i].mc, .split_k = cases[i].split_k};
+        char what[128];
+        snprintf(what, sizeof what, "QGEMM_FP8_KLOOP=new kind %d %dx%dx%d block %dx%d multicast %d "
+                 "split-K %d%s", (int)p.kind, p.m, p.n, p.k, cfg.block_m, cfg.block_n,
+                 cases[i].mc, cases[i].split_k, cases[i].d_fp8 ? " e4m3 D" : "");
+        qg_kernel_info base, alt;
+        unsetenv("QGEMM_FP8_KLOOP");
+        qg_status st = cases[i].d_fp8 ? qg_compile_fp8out(ctx, &p, 0, &cfg, &base)
+                                      : qg_compile(ctx, &p, &cfg, &base);
+        CHECK(st == QG_SUCCESS, "%s, default: %s", what, qg_last_error());
+        setenv("QGEMM_FP8_KLOOP", "new", 1);
+        check_kernel_out(&sw, &p, cases[i].d_fp8, &cfg, what);
+        st = cases[i].d_fp8 ? qg_compile_fp8out(ctx, &p, 0, &cfg, &alt) : qg_compile(ctx, &p, &cfg, &alt);
+        CHECK(st == QG_SUCCESS, "%s: %s", what, qg_last_error());
+        CHECK(strcmp(base.key, alt.key) != 0, "%s: the default's key", what);
+    }
+    setenv("QGEMM_FP8_KLOOP", "newer", 1);
+    {
+        qg_problem p = {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0};
+        qg_kernel_info info;
+        const qg_status st = qg_compile(ctx, &p, NULL, &info);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_FP8_KLOOP='newer'"),
+              "QGEMM_FP8_KLOOP=newer: status %d, %s", (int)st, qg_last_error());
+    }
+    if (saved) setenv("QGEMM_FP8_KLOOP", keep, 1);
+    else unsetenv("QGEMM_FP8_KLOOP");
+    printf("    %d kernels compiled, %d failures\n", sw.compiled, sw.failures);
+    CHECK(sw.failures == 0, "%d variants failed", sw.failures);
+    qgtk_compile_sweep_close(&sw);
+    PASS();
+}
+
 /* The verdict itself (no compile): each finding fails the variant and is
  * counted, a clean report passes. */
 TEST(compile_verdict_rules) {

@@ -455,3 +455,101 @@ TEST(gpu_reference_matches_cpu) {
     qgtk_gpu_session_close(ctx, stream);
     PASS();
 }
+
+/* ---- QGEMM_FP8_KLOOP: the new K loop gives the old one's bits ------------ */
+
+/* QGEMM_FP8_KLOOP=new (the kernel's QG_KLOOP, issue 52) changes only how
+ * the K loop addresses its stages: the same wgmmas, scales and FFMAs in the
+ * same order. So on fresh random inputs each case must pass the reference
+ * under both values and give the same bits. The cases take the tiles whose
+ * loop is unrolled (256x128 by 8 and by 4, 128x192, 128x256; the stage
+ * index then a run-time value), the n_off dispatch (128x192 at N = 6 x 192),
+ * a rolled small tile, split-K and the grouped kinds with B multicast. */
+TEST(gpu_fp8_kloop_same_bits) {
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    static const struct {
+        qg_gemm_kind kind;
+        int m, n, k, groups, bm, bn, mc, split_k;
+    } cases[] = {
+        {QG_GEMM_DENSE, 1000, 4096, 7168, 1, 256, 128, 1, 0},  /* by 8 (56 K blocks) */
+        {QG_GEMM_DENSE, 1000, 4096, 16384, 1, 256, 128, 1, 0}, /* by 8, long K */
+        {QG_GEMM_DENSE, 257, 2112, 1536, 1, 256, 128, 0, 0},   /* by 4 (12 K blocks) */
+        {QG_GEMM_DENSE, 1000, 1152, 7168, 1, 128, 192, 2, 0},  /* n_off 0 and 64 */
+        {QG_GEMM_DENSE, 300, 4096, 2944, 1, 128, 256, 0, 0},   /* by 8, 23 K blocks */
+        {QG_GEMM_DENSE, 100, 2112, 1280, 1, 64, 96, 0, 0},     /* rolled */
+        {QG_GEMM_DENSE, 128, 2112, 7168, 1, 128, 64, 0, 2},    /* split-K 2 */
+        {QG_GEMM_GROUPED_CONTIGUOUS, 0, 1536, 7168, 4, 128, 192, 2, 0},
+        {QG_GEMM_GROUPED_MASKED, 512, 4096, 7168, 4, 256, 128, 1, 0},
+        {QG_GEMM_GROUPED_PSUM, 0, 4096, 2048, 4, 128, 256, 0, 0},
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    const char *saved = getenv("QGEMM_FP8_KLOOP");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    /* the problems first, then both variants' kernels on the worker threads
+     * (one at a time on first use would take most of a minute) */
+    static qgtk_problem_data *probs[NCASES];
+    static qg_problem qp[NCASES];
+    static qg_config cfgs[NCASES];
+    for (int i = 0; i < NCASES; i++) {
+        qgtk_problem_spec spec = {.kind = cases[i].kind, .m = cases[i].m, .n = cases[i].n,
+                                  .k = cases[i].k, .num_groups = cases[i].groups,
+                                  .seed = 900 + (uint64_t)i, .scale_spread = 3,
+                                  .expected_m = cases[i].kind == QG_GEMM_GROUPED_MASKED ? 0 : 600};
+        CHECK(qgtk_problem_create(&probs[i], ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
+        qp[i] = (qg_problem){cases[i].kind, probs[i]->m, probs[i]->n, probs[i]->k, cases[i].groups,
+                             probs[i]->expected_m, 0};
+        cfgs[i] = (qg_config){.block_m = cases[i].bm, .block_n = cases[i].bn,
+                              .multicast = (qg_multicast)cases[i].mc, .split_k = cases[i].split_k};
+    }
+    int compile_failures = 0;
+    for (int v = 0; v < 2; v++) {
+        setenv("QGEMM_FP8_KLOOP", v ? "new" : "old", 1);
+        compile_failures += qgtk_compile_many(ctx, qp, cfgs, NCASES, NULL);
+    }
+    printf("    compiled %d kernels (%d failed)\n", 2 * NCASES, compile_failures);
+    int failures = 0, run = 0;
+    double hi = 0;
+    for (int i = 0; i < NCASES; i++) {
+        qgtk_problem_data *p = probs[i];
+        const qg_config cfg = cfgs[i];
+        uint64_t hash[2] = {0, 0};
+        char label[128];
+        snprintf(label, sizeof label, "kind %d %dx%dx%d G %d block %dx%d multicast %d split-K %d",
+                 (int)cases[i].kind, p->m, p->n, p->k, cases[i].groups, cases[i].bm, cases[i].bn,
+                 cases[i].mc, cases[i].split_k);
+        bool ok = true;
+        for (int v = 0; v < 2 && ok; v++) {
+            setenv("QGEMM_FP8_KLOOP", v ? "new" : "old", 1);
+            qgtk_check_result res;
+            char desc[256];
+            qg_status st = qgtk_problem_run_check(ctx, p, &cfg, stream, &res);
+            if (st != QG_SUCCESS || !qgtk_check_passed(&res, DIFF_BOUND)) {
+                printf("    FAIL %s, QGEMM_FP8_KLOOP=%s: %s\n", label, v ? "new" : "old",
+                       st != QG_SUCCESS ? qg_last_error() : qgtk_check_describe(&res, desc, sizeof desc));
+                ok = false;
+                break;
+            }
+            hash[v] = res.hash;
+            if (res.diff > hi) hi = res.diff;
+        }
+        if (ok && hash[0] != hash[1]) {
+            printf("    FAIL %s: QGEMM_FP8_KLOOP=new differs bitwise from old (hash %016llx vs "
+                   "%016llx)\n", label, (unsigned long long)hash[1], (unsigned long long)hash[0]);
+            ok = false;
+        }
+        failures += !ok;
+        run++;
+        qgtk_problem_free(p);
+    }
+    if (saved) setenv("QGEMM_FP8_KLOOP", keep, 1);
+    else unsetenv("QGEMM_FP8_KLOOP");
+    printf("    QGEMM_FP8_KLOOP old / new: %d cases, %d failed, same bits in the others, diff max %.2g\n",
+           run, failures, hi);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d failing cases", failures);
+    PASS();
+}
