@@ -101,16 +101,9 @@ static int parse(int argc, char **argv, fam_opts *o) {
             if (!cli_family_parse_shape("bench", o->family, next, o->shapes[o->num_shapes++]))
                 return CLI_EXIT_USAGE;
             i++;
-        } else if (!strcmp(a, "--runs")) {
-            if (!cli_parse_int(next, CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, &v))
-                return cli_usage_error("bench: --runs wants an integer in [%d, %d], got '%s'",
-                                       CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, next);
-            o->runs = (int)v, i++;
-        } else if (!strcmp(a, "--warmup")) {
-            if (!cli_parse_int(next, CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, &v))
-                return cli_usage_error("bench: --warmup wants an integer in [%d, %d], got '%s'",
-                                       CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, next);
-            o->warmup = (int)v, i++;
+        } else if (!strcmp(a, "--runs") || !strcmp(a, "--warmup")) {
+            if (cli_bench_count(a, next, &o->runs, &o->warmup)) return CLI_EXIT_USAGE;
+            i++;
         } else if (!strcmp(a, "--flush")) {
             if (!strcmp(next, "clean")) o->flush = QGTK_L2_FLUSH_CLEAN;
             else if (!strcmp(next, "write")) o->flush = QGTK_L2_FLUSH_WRITE;

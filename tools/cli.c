@@ -50,6 +50,18 @@ bool cli_parse_int_field(const char *text, size_t len, long lo, long hi, long *o
     return cli_parse_int(buf, lo, hi, out);
 }
 
+int cli_bench_count(const char *opt, const char *next, int *runs, int *warmup) {
+    const bool r = !strcmp(opt, "--runs");
+    const long lo = r ? CLI_BENCH_MIN_RUNS : CLI_BENCH_MIN_WARMUP;
+    const long hi = r ? CLI_BENCH_MAX_RUNS : CLI_BENCH_MAX_WARMUP;
+    long v;
+    if (!cli_parse_int(next, lo, hi, &v))
+        return cli_usage_error("bench: %s wants an integer in [%ld, %ld], got '%s'", r ? "--runs" : "--warmup",
+                               lo, hi, next);
+    *(r ? runs : warmup) = (int)v;
+    return 0;
+}
+
 bool cli_parse_shape(const char *text, cli_shape *out) {
     long v[3];
     const char *p = text;

@@ -59,6 +59,9 @@ typedef struct {
 #define CLI_BENCH_MIN_WARMUP 3
 #define CLI_BENCH_MAX_WARMUP 100000
 #define CLI_NUM_DEEPSEEK_SHAPES 18
+/* `bench`'s --runs (`opt`, into *runs) or --warmup (into *warmup) with its
+ * value `next`, in the bounds above. @return 0, or cli_usage_error's 2. */
+int cli_bench_count(const char *opt, const char *next, int *runs, int *warmup);
 
 /* The DeepSeek-V3 table: M in {64, 128, 4096} x the six (N, K) pairs. */
 void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]);
