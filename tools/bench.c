@@ -163,13 +163,8 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
-        for (size_t j = 0; next && j < sizeof single / sizeof single[0]; j++) {
-            if (strcmp(a, single[j])) continue;
-            if (given[j])
-                return cli_usage_error("bench: %s given twice ('%s', then '%s')", a, given[j],
-                                       next);
-            given[j] = next;
-        }
+        if (cli_single_value("bench", a, next, single, given, sizeof single / sizeof single[0]))
+            return CLI_EXIT_USAGE;
         if (!strcmp(a, "--csv") || !strcmp(a, "--json")) {
             out_format format = !strcmp(a, "--csv") ? OUT_CSV : OUT_JSON;
             if (o->format != OUT_TABLE && o->format != format)

@@ -80,12 +80,8 @@ static int parse(int argc, char **argv, fam_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
-        for (size_t j = 0; next && j < sizeof single / sizeof single[0]; j++) {
-            if (strcmp(a, single[j])) continue;
-            if (given[j])
-                return cli_usage_error("bench: %s given twice ('%s', then '%s')", a, given[j], next);
-            given[j] = next;
-        }
+        if (cli_single_value("bench", a, next, single, given, sizeof single / sizeof single[0]))
+            return CLI_EXIT_USAGE;
         bool fits;
         const char *fams = option_families(a, o->family, &fits);
         if (!fits) return cli_usage_error("bench: %s is for --family %s, not %s", a, fams, fam);
