@@ -175,10 +175,7 @@ def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, s
             fused()
             torch.cuda.synchronize()
             got = (q.view(torch.uint8).clone(), sf.clone())
-            steps = e4m3_steps(q, q_ref)
-            r: Dict[str, Any] = {"cfg": cfg, "mismatch": float((steps != 0).float().mean()),
-                                 "max_steps": int(steps.max()),
-                                 "sf_rel_max": float(((sf - sf_ref).abs() / sf_ref).max())}
+            r: Dict[str, Any] = {"cfg": cfg, **agreement(q, sf, q_ref, sf_ref)}
             if first is None:
                 first = (got, cfg)
             else:
@@ -243,6 +240,15 @@ def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool,
     return row
 
 
+def agreement(q: Any, sf: Any, q_ref: Any, sf_ref: Any) -> Dict[str, Any]:
+    """The fused bytes q and scales sf against the unfused path's: ``mismatch`` (the fraction
+    of bytes that differ), ``max_steps`` (the largest distance in e4m3 codes), ``sf_rel_max``
+    (the largest relative difference of the scales)."""
+    steps = e4m3_steps(q, q_ref)
+    return {"mismatch": float((steps != 0).float().mean()), "max_steps": int(steps.max()),
+            "sf_rel_max": float(((sf - sf_ref).abs() / sf_ref).max())}
+
+
 def check_and_time(row: Dict[str, Any], fused: Any, bf16out: Any, unfused: Any, q: Any, sf: Any,
                    flusher: Any, calls: int) -> Dict[str, Any]:
     """One row's accuracy (the fused path's bytes q and scales sf, written by fused(), against
@@ -251,10 +257,7 @@ def check_and_time(row: Dict[str, Any], fused: Any, bf16out: Any, unfused: Any, 
     fused()
     q_ref, sf_ref = unfused()
     torch.cuda.synchronize()
-    steps = e4m3_steps(q, q_ref)
-    row["mismatch"] = float((steps != 0).float().mean())
-    row["max_steps"] = int(steps.max())
-    row["sf_rel_max"] = float(((sf - sf_ref).abs() / sf_ref).max())
+    row.update(agreement(q, sf, q_ref, sf_ref))
     for name, fn in (("qgemm_us", fused), ("bf16out_us", bf16out), ("unfused_us", unfused)):
         us, kernels, names = peers.time_kineto(fn, flusher, calls)
         row[name] = round(us, 2)

@@ -389,12 +389,25 @@ static qg_status run(qg_context *ctx, const qg_cast_problem *p, const qg_cast_pa
     return qg__launch(ctx, e, (int)plan.grid, args, stream, pdl, qg__cast_op_name(p->op));
 }
 
+/* A checked call before its launch: the planner's own checks (a non-empty
+ * call; before the device is touched), then an offline context refused. */
+static qg_status plan_online(const qg_context *ctx, const qg_cast_problem *p, bool empty,
+                             const char *fn) {
+    if (!empty) {
+        qg_cast_plan plan;
+        qg_status st = qg__cast_plan(p, qg_context_get_num_sms(ctx), &plan);
+        if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
+    }
+    if (ctx->offline)
+        return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
+    return QG_SUCCESS;
+}
+
+/* An online, non-empty call (plan_online): its pointers on the device, then the launch. */
 static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const void *ptrs[],
                                 const char *const names[], int n, uint64_t in, uint64_t out,
                                 uint64_t sf, uint64_t aux, CUstream stream, const char *fn) {
     qg_status st;
-    if (ctx->offline)
-        return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
     for (int i = 0; i < n; ++i)
         if (ptrs[i] && (st = qg__check_device_ptr(ctx, ptrs[i], fn, names[i]))) return st;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
@@ -412,15 +425,7 @@ static qg_status cast(qg_context *ctx, qg_cast_op op, const qg_cast_args *a, CUs
     bool empty;
     qg_status st = check_cast(ctx, op, a, true, fn, &p, &empty);
     if (st != QG_SUCCESS) return st;
-    if (!empty) {
-        /* the planner's own checks, before the device is touched */
-        qg_cast_plan plan;
-        if ((st = qg__cast_plan(&p, qg_context_get_num_sms(ctx), &plan)) != QG_SUCCESS)
-            return qg__fail(st, "%s: %s", fn, qg_last_error());
-    }
-    if (ctx->offline)
-        return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
-    if (empty) return QG_SUCCESS;
+    if ((st = plan_online(ctx, &p, empty, fn)) != QG_SUCCESS || empty) return st;
     const void *ptrs[] = {a->x, a->out, a->sf, a->masked_m ? (const void *)a->masked_m
                                                            : (const void *)a->m_indices};
     static const char *const names[] = {"x", "out", "sf", "masked_m / m_indices"};
@@ -438,14 +443,7 @@ static qg_status layout(qg_context *ctx, qg_cast_op op, const qg_sf_layout_args 
     bool empty;
     qg_status st = check_layout(ctx, op, a, true, fn, &p, &empty);
     if (st != QG_SUCCESS) return st;
-    if (!empty) {
-        qg_cast_plan plan;
-        if ((st = qg__cast_plan(&p, qg_context_get_num_sms(ctx), &plan)) != QG_SUCCESS)
-            return qg__fail(st, "%s: %s", fn, qg_last_error());
-    }
-    if (ctx->offline)
-        return qg__fail(QG_ERROR_NO_DEVICE, "%s: the context is offline (compile-only)", fn);
-    if (empty) return QG_SUCCESS;
+    if ((st = plan_online(ctx, &p, empty, fn)) != QG_SUCCESS || empty) return st;
     const void *ptrs[] = {a->mn ? (const void *)a->sf : NULL, a->out, a->ks};
     static const char *const names[] = {"sf", "out", "ks"};
     return launch_checked(ctx, &p, ptrs, names, 3, (uint64_t)(uintptr_t)a->sf,

@@ -283,9 +283,10 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     return qg__launch_resolve(ctx, &fp8_family, &key, sizeof key, forced, out);
 }
 
-/* QGEMM_FP8OUT_VARIANT's value, refused where it is not one. */
-static qg_status check_fp8out_variant(const char *fn) {
-    if (qg__fp8out_variant() >= 0) return QG_SUCCESS;
+/* QGEMM_FP8OUT_VARIANT's flags into *flags, read once a call (the value
+ * checked is the value used); refused where it is not a variant. */
+static qg_status fp8out_variant(const char *fn, int *flags) {
+    if ((*flags = qg__fp8out_variant()) >= 0) return QG_SUCCESS;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                     "%s: QGEMM_FP8OUT_VARIANT='%.64s' is not a '+'-separated list of old, room, "
                     "early, sfbpf, new, epi", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
@@ -316,10 +317,10 @@ qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m
                         "qg_compile_fp8out: problem->kind must be QG_GEMM_DENSE (0), "
                         "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3) (the "
                         "kinds with e4m3 D), got %d", (int)problem->kind);
-    qg_status st = check_fp8out_variant("qg_compile_fp8out");
+    int variant;
+    qg_status st = fp8out_variant("qg_compile_fp8out", &variant);
     if (st != QG_SUCCESS) return st;
-    return compile_call(ctx, problem, (1 + ue8m0) | qg__fp8out_variant(), cfg, info,
-                        "qg_compile_fp8out");
+    return compile_call(ctx, problem, (1 + ue8m0) | variant, cfg, info, "qg_compile_fp8out");
 }
 
 /* The SwiGLU kernel's kinds (qg_swiglu_out). */
@@ -377,11 +378,11 @@ static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_
  * that every pointer is memory of the context's device. */
 /* fo: the e4m3-D calls' scales (NULL: bf16 or FP32 D); sw: the SwiGLU
  * calls' whole output spec (NULL: none; fo then holds its first fields). */
-/* (plus QGEMM_FP8OUT_VARIANT's flags for e4m3 D without SwiGLU; validate
- * has refused a bad value) */
-static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw) {
-    const int variant = fo && !sw ? qg__fp8out_variant() : 0;
-    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : variant > 0 ? variant : 0) : 0;
+/* The kernels' d_fp8 (src/internal.h): 0 for bf16 / FP32 D, else 1 + ue8m0
+ * with QG_D_SWIGLU or, e4m3 D without SwiGLU, QGEMM_FP8OUT_VARIANT's flags
+ * (`variant`, >= 0: validate read and checked them). */
+static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw, int variant) {
+    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : variant) : 0;
 }
 
 /* The batched GEMM's batch strides (elements = bytes of A and B; elements
@@ -428,12 +429,14 @@ static qg_status check_batched_overlap(const qg_gemm_args *a, const batch_stride
 
 static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                           const qg_fp8_out *fo, const qg_swiglu_out *sw, const batch_strides *bs,
-                          const qg_config *forced, const char *fn, qg_problem *p) {
+                          const qg_config *forced, const char *fn, qg_problem *p, int *d_fp8) {
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     qg_status vst;
-    if (fo && !sw && (vst = check_fp8out_variant(fn))) return vst;
+    int variant = 0;
+    if (fo && !sw && (vst = fp8out_variant(fn, &variant))) return vst;
     if ((vst = check_kloop(fn)) != QG_SUCCESS) return vst;
+    *d_fp8 = d_fp8_of(fo, sw, variant);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
     if (a->n < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->n must be >= 0, got %d", fn, a->n);
     if (a->k < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->k must be >= 0, got %d", fn, a->k);
@@ -549,8 +552,8 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (forced && no_launch) {
         c = *forced;
         qg_kernel_plan plan;
-        if ((st = qg__complete_config_out(&ctx->props, qg_context_get_num_sms(ctx), p, d_fp8_of(fo, sw),
-                                          &c, &plan)))
+        if ((st = qg__complete_config_out(&ctx->props, qg_context_get_num_sms(ctx), p, *d_fp8, &c,
+                                          &plan)))
             return qg__fail(st, "%s: %s", fn, qg_last_error());
     }
     if (ctx->offline) {
@@ -694,8 +697,8 @@ static qg_status k_grouped_launches(qg_context *ctx, const qg_launch_entry *e,
  * the tensor maps, launch. */
 static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
                      const qg_fp8_out *fo, const qg_swiglu_out *sw, const batch_strides *bs,
-                     const qg_problem *problem, const qg_config *forced, CUstream stream,
-                     const char *fn) {
+                     const qg_problem *problem, int d_fp8, const qg_config *forced,
+                     CUstream stream, const char *fn) {
     const qg_problem p = *problem;
     qg_status st = QG_SUCCESS;
     const bool wgrad = qg__one_d(kind); /* FP32 D, optionally from C */
@@ -711,7 +714,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args *a,
     }
     pthread_mutex_lock(&ctx->lock);
     const qg_launch_entry *e = NULL;
-    st = resolve_launch(ctx, &p, d_fp8_of(fo, sw), forced, &e);
+    st = resolve_launch(ctx, &p, d_fp8, forced, &e);
     const bool pdl = ctx->pdl;
     pthread_mutex_unlock(&ctx->lock);
     if (st != QG_SUCCESS) return qg__fail(st, "%s: %s", fn, qg_last_error());
@@ -831,11 +834,12 @@ static qg_status gemm_out(qg_context *ctx, qg_gemm_kind kind, const qg_gemm_args
                           const qg_config *forced, CUstream stream, const char *fn) {
     qg__clear_error();
     qg_problem p;
-    qg_status st = validate(ctx, kind, a, fo, sw, bs, forced, fn, &p);
+    int d_fp8;
+    qg_status st = validate(ctx, kind, a, fo, sw, bs, forced, fn, &p, &d_fp8);
     if (st != QG_SUCCESS) return st;
     if (a->m == 0) return QG_SUCCESS;
     if ((st = qg__enter(ctx, stream, fn)) != QG_SUCCESS) return st;
-    st = run(ctx, kind, a, fo, sw, bs, &p, forced, stream, fn);
+    st = run(ctx, kind, a, fo, sw, bs, &p, d_fp8, forced, stream, fn);
     qg__leave(ctx);
     return st;
 }
@@ -991,10 +995,11 @@ qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *probl
                         "qg_select_config_fp8out: problem->kind must be QG_GEMM_DENSE (0), "
                         "_GROUPED_CONTIGUOUS (1), _GROUPED_MASKED (2) or _GROUPED_PSUM (3), got %d",
                         (int)problem->kind);
-    if ((st = check_fp8out_variant("qg_select_config_fp8out")) != QG_SUCCESS) return st;
+    int variant;
+    if ((st = fp8out_variant("qg_select_config_fp8out", &variant)) != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem,
-                        (1 + ue8m0) | qg__fp8out_variant(), NULL, 0, out, &plan);
+    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem, (1 + ue8m0) | variant,
+                        NULL, 0, out, &plan);
     if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config_fp8out: %s", qg_last_error());
     return QG_SUCCESS;
 }

@@ -163,13 +163,8 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
-        for (size_t j = 0; next && j < sizeof single / sizeof single[0]; j++) {
-            if (strcmp(a, single[j])) continue;
-            if (given[j])
-                return cli_usage_error("bench: %s given twice ('%s', then '%s')", a, given[j],
-                                       next);
-            given[j] = next;
-        }
+        if (cli_single_value("bench", a, next, single, given, sizeof single / sizeof single[0]))
+            return CLI_EXIT_USAGE;
         if (!strcmp(a, "--csv") || !strcmp(a, "--json")) {
             out_format format = !strcmp(a, "--csv") ? OUT_CSV : OUT_JSON;
             if (o->format != OUT_TABLE && o->format != format)
@@ -186,16 +181,9 @@ static int parse_options(int argc, char **argv, bench_opts *o) {
             if (!cli_parse_shape(next, &o->shapes[o->num_shapes++]))
                 return cli_usage_error("bench: --shape wants MxNxK, got '%s'", next);
             i++;
-        } else if (!strcmp(a, "--runs")) {
-            if (!cli_parse_int(next, CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, &v))
-                return cli_usage_error("bench: --runs wants an integer in [%d, %d], got '%s'",
-                                       CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, next);
-            o->runs = (int)v, i++;
-        } else if (!strcmp(a, "--warmup")) {
-            if (!cli_parse_int(next, CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, &v))
-                return cli_usage_error("bench: --warmup wants an integer in [%d, %d], got '%s'",
-                                       CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, next);
-            o->warmup = (int)v, o->warmup_set = true, i++;
+        } else if (!strcmp(a, "--runs") || !strcmp(a, "--warmup")) {
+            if (cli_bench_count(a, next, &o->runs, &o->warmup)) return CLI_EXIT_USAGE;
+            o->warmup_set |= !strcmp(a, "--warmup"), i++;
         } else if (!strcmp(a, "--config")) {
             if (!cli_parse_config(next, &o->cfg))
                 return cli_usage_error("bench: --config wants bm,bn,stages,mc (mc: none|a|b|k2), "

@@ -80,12 +80,8 @@ static int parse(int argc, char **argv, fam_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         long v;
-        for (size_t j = 0; next && j < sizeof single / sizeof single[0]; j++) {
-            if (strcmp(a, single[j])) continue;
-            if (given[j])
-                return cli_usage_error("bench: %s given twice ('%s', then '%s')", a, given[j], next);
-            given[j] = next;
-        }
+        if (cli_single_value("bench", a, next, single, given, sizeof single / sizeof single[0]))
+            return CLI_EXIT_USAGE;
         bool fits;
         const char *fams = option_families(a, o->family, &fits);
         if (!fits) return cli_usage_error("bench: %s is for --family %s, not %s", a, fams, fam);
@@ -101,16 +97,9 @@ static int parse(int argc, char **argv, fam_opts *o) {
             if (!cli_family_parse_shape("bench", o->family, next, o->shapes[o->num_shapes++]))
                 return CLI_EXIT_USAGE;
             i++;
-        } else if (!strcmp(a, "--runs")) {
-            if (!cli_parse_int(next, CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, &v))
-                return cli_usage_error("bench: --runs wants an integer in [%d, %d], got '%s'",
-                                       CLI_BENCH_MIN_RUNS, CLI_BENCH_MAX_RUNS, next);
-            o->runs = (int)v, i++;
-        } else if (!strcmp(a, "--warmup")) {
-            if (!cli_parse_int(next, CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, &v))
-                return cli_usage_error("bench: --warmup wants an integer in [%d, %d], got '%s'",
-                                       CLI_BENCH_MIN_WARMUP, CLI_BENCH_MAX_WARMUP, next);
-            o->warmup = (int)v, i++;
+        } else if (!strcmp(a, "--runs") || !strcmp(a, "--warmup")) {
+            if (cli_bench_count(a, next, &o->runs, &o->warmup)) return CLI_EXIT_USAGE;
+            i++;
         } else if (!strcmp(a, "--flush")) {
             if (!strcmp(next, "clean")) o->flush = QGTK_L2_FLUSH_CLEAN;
             else if (!strcmp(next, "write")) o->flush = QGTK_L2_FLUSH_WRITE;

@@ -50,6 +50,51 @@ bool cli_parse_int_field(const char *text, size_t len, long lo, long hi, long *o
     return cli_parse_int(buf, lo, hi, out);
 }
 
+int cli_bench_count(const char *opt, const char *next, int *runs, int *warmup) {
+    const bool r = !strcmp(opt, "--runs");
+    const long lo = r ? CLI_BENCH_MIN_RUNS : CLI_BENCH_MIN_WARMUP;
+    const long hi = r ? CLI_BENCH_MAX_RUNS : CLI_BENCH_MAX_WARMUP;
+    long v;
+    if (!cli_parse_int(next, lo, hi, &v))
+        return cli_usage_error("bench: %s wants an integer in [%ld, %ld], got '%s'", r ? "--runs" : "--warmup",
+                               lo, hi, next);
+    *(r ? runs : warmup) = (int)v;
+    return 0;
+}
+
+int cli_single_value(const char *cmd, const char *opt, const char *next,
+                     const char *const single[], const char *given[], size_t n) {
+    for (size_t j = 0; next && j < n; j++) {
+        if (strcmp(opt, single[j])) continue;
+        if (given[j])
+            return cli_usage_error("%s: %s given twice ('%s', then '%s')", cmd, opt, given[j], next);
+        given[j] = next;
+    }
+    return 0;
+}
+
+bool cli_compile_context_open(cli_compile_context *c, bool offline) {
+    *c = (cli_compile_context){0};
+    CUcontext cu_context = NULL;
+    if (!offline && qgtk_gpu_available() && qg_context_create(&c->ctx, qgtk_gpu_device()) == QG_SUCCESS)
+        c->pushed = qg__context_cuda(c->ctx, &c->drv, &cu_context, NULL) &&
+                    c->drv->cuCtxPushCurrent(cu_context) == CUDA_SUCCESS;
+    c->on_device = c->ctx != NULL;
+    if (!c->ctx && qg_context_create_offline(&c->ctx, NULL) != QG_SUCCESS) {
+        fprintf(stderr, "qgemm: compile: cannot create an offline context: %s\n", qg_last_error());
+        return false;
+    }
+    return true;
+}
+
+void cli_compile_context_close(cli_compile_context *c) {
+    if (c->pushed) {
+        CUcontext popped;
+        c->drv->cuCtxPopCurrent(&popped);
+    }
+    qg_context_destroy(c->ctx);
+}
+
 bool cli_parse_shape(const char *text, cli_shape *out) {
     long v[3];
     const char *p = text;

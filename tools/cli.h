@@ -59,6 +59,28 @@ typedef struct {
 #define CLI_BENCH_MIN_WARMUP 3
 #define CLI_BENCH_MAX_WARMUP 100000
 #define CLI_NUM_DEEPSEEK_SHAPES 18
+/* `bench`'s --runs (`opt`, into *runs) or --warmup (into *warmup) with its
+ * value `next`, in the bounds above. @return 0, or cli_usage_error's 2. */
+int cli_bench_count(const char *opt, const char *next, int *runs, int *warmup);
+/* `compile`'s context: the real device's when there is one and not
+ * `offline` (its CUDA context pushed current: the cache then holds what
+ * this machine will run), else an offline one (an H100). */
+typedef struct {
+    qg_context *ctx;
+    const qg_driver *drv;
+    bool pushed, on_device;
+} cli_compile_context;
+/* @return false after one line on stderr when not even an offline context
+ * could be made (nothing to close). */
+bool cli_compile_context_open(cli_compile_context *c, bool offline);
+/* Pop what open pushed; destroy the context. */
+void cli_compile_context_close(cli_compile_context *c);
+/* Options that hold one value (single[0 .. n)): when `opt` is one of them and
+ * has a value `next`, records it in given[] (n entries, NULL at first); a
+ * second value is refused, both named ("<cmd>: --x given twice ('a', then
+ * 'b')"). @return 0, or cli_usage_error's 2. */
+int cli_single_value(const char *cmd, const char *opt, const char *next,
+                     const char *const single[], const char *given[], size_t n);
 
 /* The DeepSeek-V3 table: M in {64, 128, 4096} x the six (N, K) pairs. */
 void cli_deepseek_shapes(cli_shape out[CLI_NUM_DEEPSEEK_SHAPES]);

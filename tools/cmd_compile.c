@@ -224,21 +224,10 @@ int cli_compile(int argc, char **argv) {
 
     /* The real device when there is one (so the cache holds what this
      * machine will run), otherwise an offline H100. */
-    qg_context *ctx = NULL;
-    const qg_driver *drv = NULL;
-    CUcontext cu_context = NULL;
-    bool pushed = false;
-    if (!offline && qgtk_gpu_available() && qg_context_create(&ctx, qgtk_gpu_device()) == QG_SUCCESS)
-        pushed = qg__context_cuda(ctx, &drv, &cu_context, NULL) &&
-                 drv->cuCtxPushCurrent(cu_context) == CUDA_SUCCESS;
-    const bool on_device = ctx != NULL;
-    if (!ctx) {
-        qg_status s = qg_context_create_offline(&ctx, NULL);
-        if (s != QG_SUCCESS) {
-            fprintf(stderr, "qgemm: compile: cannot create an offline context: %s\n", qg_last_error());
-            return CLI_EXIT_FAIL;
-        }
-    }
+    cli_compile_context cc;
+    if (!cli_compile_context_open(&cc, offline)) return CLI_EXIT_FAIL;
+    qg_context *ctx = cc.ctx;
+    const bool on_device = cc.on_device;
     qg_device_props props;
     qg_context_get_props(ctx, &props);
     char dir[4096];
@@ -320,10 +309,6 @@ int cli_compile(int argc, char **argv) {
         printf("\n  ],\n  \"total\": %d,\n  \"failed\": %d\n}\n", total, failed);
     else
         printf("qgemm compile: %d kernels, %d failed\n", total, failed);
-    if (pushed) {
-        CUcontext popped;
-        drv->cuCtxPopCurrent(&popped);
-    }
-    qg_context_destroy(ctx);
+    cli_compile_context_close(&cc);
     return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

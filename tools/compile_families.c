@@ -212,18 +212,10 @@ int cli_compile_family(int argc, char **argv) {
     const long (*list)[CLI_FAMILY_MAX_DIMS] = shapes;
     const int count = num_shapes ? num_shapes : cli_family_default_shapes(family, &list);
 
-    qg_context *ctx = NULL;
-    const qg_driver *drv = NULL;
-    CUcontext cu_context = NULL;
-    bool pushed = false;
-    if (!offline && qgtk_gpu_available() && qg_context_create(&ctx, qgtk_gpu_device()) == QG_SUCCESS)
-        pushed = qg__context_cuda(ctx, &drv, &cu_context, NULL) &&
-                 drv->cuCtxPushCurrent(cu_context) == CUDA_SUCCESS;
-    const bool on_device = ctx != NULL;
-    if (!ctx && qg_context_create_offline(&ctx, NULL) != QG_SUCCESS) {
-        fprintf(stderr, "qgemm: compile: cannot create an offline context: %s\n", qg_last_error());
-        return CLI_EXIT_FAIL;
-    }
+    cli_compile_context cc;
+    if (!cli_compile_context_open(&cc, offline)) return CLI_EXIT_FAIL;
+    qg_context *ctx = cc.ctx;
+    const bool on_device = cc.on_device;
     qg_device_props props;
     qg_context_get_props(ctx, &props);
     char dir[4096];
@@ -253,10 +245,6 @@ int cli_compile_family(int argc, char **argv) {
     }
     if (json) printf("\n  ],\n  \"total\": %d,\n  \"failed\": %d\n}\n", r.done, r.failed);
     else printf("qgemm compile: %d kernels, %d failed\n", r.done, r.failed);
-    if (pushed) {
-        CUcontext popped;
-        drv->cuCtxPopCurrent(&popped);
-    }
-    qg_context_destroy(ctx);
+    cli_compile_context_close(&cc);
     return r.failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
