@@ -300,6 +300,18 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #define QG_PMQA_RUN 0
 #endif
 static_assert(!QG_PMQA_RUN || QG_PMQA_SPLIT, "the run loop: the split forms' strided walk");
+/* QG_PMQA_SLEEP 1 (split4r112y, issue 50): split4r112x with the producer warps'
+ * kv_empty wait suspended in the barrier (mbarrier.try_wait's suspend-time
+ * hint: the thread sleeps until the phase completes or the hint's time
+ * passes) instead of re-polling: the ncu of h200-08-v2 counted that wait at
+ * ~12 polls a unit (19 M instructions, issue slots the math warps of the same
+ * SM sub-partition compete for); DeepGEMM's producer sleeps there
+ * (NANOSLEEP.SYNCS in its SASS). Timing only: the same loads, the same
+ * logits. */
+#ifndef QG_PMQA_SLEEP
+#define QG_PMQA_SLEEP 0
+#endif
+static_assert(!QG_PMQA_SLEEP || QG_PMQA_RUN, "the sleeping producer wait: split4r112y (with the run loop)");
 /* split4r112w's forms, as the planner builds them: 112 math registers with
  * the lean loop, at N = 128 only, always with weights in registers (all N /
  * 4 without them), the clean tail on the math warps exactly then */
@@ -533,6 +545,21 @@ QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
     return x;
 }
 QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
+#if QG_PMQA_SLEEP
+/* the wait with a suspend-time hint (PTX ISA, mbarrier.try_wait: suspendTimeHint,
+ * ns; 10 ms, CUTLASS's ClusterBarrier value): the thread is woken by the
+ * phase's completion, the hint only bounds one try */
+QG_DEVICE void qg_pmqa_bar_wait_sleep(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
+                 "@!done bra WAIT_%=;\n"
+                 "}\n" ::"r"(bar),
+                 "r"(parity), "r"(0x989680u)
+                 : "memory");
+}
+#endif
 /* a load the compiler cannot merge with an earlier one of the same address (a
  * value re-read rather than kept in a register across a loop) */
 QG_DEVICE int qg_pmqa_ld_keep(const int *p) {
@@ -768,7 +795,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             }
             const int phys = __shfl_sync(0xffffffffu, win, (wk.k - win_k) / QG_PMQA_MATH_WGS);
             if (lane == 0) {
+#if QG_PMQA_SLEEP
+                qg_pmqa_bar_wait_sleep(qg_smem_addr(&kv_empty[s]), ph ^ 1u);
+#else
                 qg_mbarrier_wait(&kv_empty[s], ph ^ 1u);
+#endif
                 qg_mbarrier_arrive_expect_tx(&kv_full[s], QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4);
                 qg_tma_load_3d(smem_kv + s * QG_PMQA_SMEM_KV, &tmap_kv, &kv_full[s], 0, 0, phys);
                 qg_tma_load_2d(smem_sc + s * QG_PMQA_BLOCK, &tmap_sc, &kv_full[s], 0, phys);
