@@ -564,7 +564,7 @@ QG_DEVICE void qg_pmqa_bar_wait_sleep(uint32_t bar, uint32_t parity) {
  * value re-read rather than kept in a register across a loop) */
 QG_DEVICE int qg_pmqa_ld_keep(const int *p) {
     int v;
-    asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    asm volatile("ld.global.b32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
 QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
