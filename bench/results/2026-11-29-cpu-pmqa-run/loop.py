@@ -1,3 +1,4 @@
+"""loop.py <cuobjdump -sass file> [v]: the loops around the first QGMMA (instructions, opcode mix)."""
 import re,sys,collections
 ins=[]
 for l in open(sys.argv[1]):

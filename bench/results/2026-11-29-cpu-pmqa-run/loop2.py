@@ -1,3 +1,4 @@
+"""loop2.py <sass> MARK [v]: loops under 400 instructions holding MARK (e.g. UTMALDG)."""
 import re,sys,collections
 ins=[]
 for l in open(sys.argv[1]):

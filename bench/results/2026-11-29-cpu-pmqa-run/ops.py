@@ -1,5 +1,15 @@
 import csv, sys, collections
-exec(open('/work/u1/sass.py').read().split('ks = load')[0])
+"""ops.py <ncu sass csv>: warp instructions per opcode for the two kernels, the difference."""
+
+
+def load(path):
+    ks = {}; cur = None; hdr = None
+    for row in csv.reader(open(path)):
+        if not row: continue
+        if row[0] == "Kernel Name": cur = "%d:%s" % (len(ks), row[1]); ks[cur] = []; hdr = None; continue
+        if row[0] == "Address": hdr = row; continue
+        if hdr: ks[cur].append(dict(zip(hdr, row)))
+    return ks
 ks = load(sys.argv[1])
 names=list(ks)
 def opc(r):
