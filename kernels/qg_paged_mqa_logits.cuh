@@ -286,6 +286,32 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #ifndef QG_PMQA_LEAN
 #define QG_PMQA_LEAN 0
 #endif
+/* QG_PMQA_RUN 1 (split4r112x, issue 50): the split forms' unit loops (math
+ * warpgroups and producer warps) walk a run of units of one batch entry with
+ * one compare a unit (k < qg_pmqa_swalk::run_end(), taken once a run)
+ * instead of settle()'s done() / k < nb test a unit: the ncu of
+ * 2026-11-29 (h200-08-v2) counted that test at ~20 instructions a unit and
+ * warp (bools materialised with PRMT / SEL, a BSSY region), ~45 M of the
+ * 48 M instructions qgemm ran more than DeepGEMM at B 4096 N 2 H 64. The
+ * same units in the same order (tools/pmqa_walk_check.sh checks that every
+ * unit the run passes is one settle() would have returned): bitwise the
+ * logits of the loop without it. */
+#ifndef QG_PMQA_RUN
+#define QG_PMQA_RUN 0
+#endif
+static_assert(!QG_PMQA_RUN || QG_PMQA_SPLIT, "the run loop: the split forms' strided walk");
+/* QG_PMQA_SLEEP 1 (split4r112y, issue 50): split4r112x with the producer warps'
+ * kv_empty wait suspended in the barrier (mbarrier.try_wait's suspend-time
+ * hint: the thread sleeps until the phase completes or the hint's time
+ * passes) instead of re-polling: the ncu of h200-08-v2 counted that wait at
+ * ~12 polls a unit (19 M instructions, issue slots the math warps of the same
+ * SM sub-partition compete for); DeepGEMM's producer sleeps there
+ * (NANOSLEEP.SYNCS in its SASS). Timing only: the same loads, the same
+ * logits. */
+#ifndef QG_PMQA_SLEEP
+#define QG_PMQA_SLEEP 0
+#endif
+static_assert(!QG_PMQA_SLEEP || QG_PMQA_RUN, "the sleeping producer wait: split4r112y (with the run loop)");
 /* split4r112w's forms, as the planner builds them: 112 math registers with
  * the lean loop, at N = 128 only, always with weights in registers (all N /
  * 4 without them), the clean tail on the math warps exactly then */
@@ -453,6 +479,11 @@ struct qg_pmqa_swalk {
     }
     QG_DEVICE bool done_at(int bb, int kk) const { return bb > end_b || (bb == end_b && kk >= end_k); }
     QG_DEVICE bool done() const { return done_at(b, k); }
+    /* QG_PMQA_RUN: the end of the run of units in entry b at a target (settle()
+     * returned 0): every k' < run_end() with k' >= k is a target too (k' < nb,
+     * not done_at(b, k')), so the loops step k over it without settle() and
+     * call settle() once a run, where it leaves entry b or ends */
+    QG_DEVICE int run_end() const { return b == end_b ? min(nb, end_k) : nb; }
     /* -1: done; 0: at the target (k < nb); 1: entered batch entry b, a
      * segment of the CTA (call again after it) */
     QG_DEVICE int settle(const int *ctx, int max_len, int batch) {
@@ -514,6 +545,28 @@ QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
     return x;
 }
 QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
+#if QG_PMQA_SLEEP
+/* the wait with a suspend-time hint (PTX ISA, mbarrier.try_wait: suspendTimeHint,
+ * ns; 10 ms, CUTLASS's ClusterBarrier value): the thread is woken by the
+ * phase's completion, the hint only bounds one try */
+QG_DEVICE void qg_pmqa_bar_wait_sleep(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
+                 "@!done bra WAIT_%=;\n"
+                 "}\n" ::"r"(bar),
+                 "r"(parity), "r"(0x989680u)
+                 : "memory");
+}
+#endif
+/* a load the compiler cannot merge with an earlier one of the same address (a
+ * value re-read rather than kept in a register across a loop) */
+QG_DEVICE int qg_pmqa_ld_keep(const int *p) {
+    int v;
+    asm volatile("ld.global.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
 QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
@@ -729,6 +782,10 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 ev = wk.settle(context_lens, max_context_len, batch);
                 continue;
             }
+#if QG_PMQA_RUN
+            const int k_end = wk.run_end();
+            do {
+#endif
             /* the block table: lane l holds this warp's unit win_k + W l of entry win_b */
             if (wk.b != win_b || wk.k >= win_k + 32 * QG_PMQA_MATH_WGS) {
                 win_b = wk.b;
@@ -738,7 +795,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             }
             const int phys = __shfl_sync(0xffffffffu, win, (wk.k - win_k) / QG_PMQA_MATH_WGS);
             if (lane == 0) {
+#if QG_PMQA_SLEEP
+                qg_pmqa_bar_wait_sleep(qg_smem_addr(&kv_empty[s]), ph ^ 1u);
+#else
                 qg_mbarrier_wait(&kv_empty[s], ph ^ 1u);
+#endif
                 qg_mbarrier_arrive_expect_tx(&kv_full[s], QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4);
                 qg_tma_load_3d(smem_kv + s * QG_PMQA_SMEM_KV, &tmap_kv, &kv_full[s], 0, 0, phys);
                 qg_tma_load_2d(smem_sc + s * QG_PMQA_BLOCK, &tmap_sc, &kv_full[s], 0, phys);
@@ -747,6 +808,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             s += QG_PMQA_MATH_WGS;
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
             wk.k += QG_PMQA_MATH_WGS;
+#if QG_PMQA_RUN
+            } while (wk.k < k_end);
+#endif
             ev = wk.settle(context_lens, max_context_len, batch);
         }
 #if QG_PMQA_CLEAN && !QG_PMQA_MATH_TAIL
@@ -946,12 +1010,33 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
             }
 #if QG_PMQA_STRIDE_WALK
+#if QG_PMQA_RUN && QG_PMQA_LEAN
+            /* the run with k and the stage x packed in one register, kx = 64 k + x
+             * (x < 2 STAGES <= 48, asserted): the lean loop's registers plus the
+             * run's end (k_end alone spilled 4 bytes at 112); 64 k = kx & ~63, and
+             * k < k_end iff kx < 64 k_end; max_context_len <= 2^30 (checked) keeps
+             * 64 k_end + 64 W far from int overflow */
+            static_assert(2 * QG_PMQA_STAGES + QG_PMQA_MATH_WGS <= 64, "the stage in kx's 6 low bits");
+            int kx = wk.k * 64 + x;
+            const int kx_end = wk.run_end() * 64;
+            do {
+                const int xu = kx & 63, key0u = kx & ~63;
+#define QG_PMQA_UX xu
+#define QG_PMQA_UKEY0 key0u
+#else
+#if QG_PMQA_RUN
+            const int k_end = wk.run_end();
+            do {
+#endif
+#define QG_PMQA_UX x
+#define QG_PMQA_UKEY0 (wk.k * QG_PMQA_BLOCK)
+#endif
 #if QG_PMQA_WREG
             /* kv_empty = kv_full + STAGES: one barrier address register */
             {
 #if QG_PMQA_LEAN
-                const int s = x < QG_PMQA_STAGES ? x : x - QG_PMQA_STAGES;
-                const uint32_t ph = x >= QG_PMQA_STAGES;
+                const int s = QG_PMQA_UX < QG_PMQA_STAGES ? QG_PMQA_UX : QG_PMQA_UX - QG_PMQA_STAGES;
+                const uint32_t ph = QG_PMQA_UX >= QG_PMQA_STAGES;
                 const int row_sc = row0 + 8 * min(my_half, 1); /* this thread's scale */
 #else
                 const int row_sc = row0;
@@ -964,15 +1049,27 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                                 base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row_sc),
                                 (base_a + (g & 1) * QG_PMQA_SMEM_Q) >> 4,
                                 (base_a + kv_off + s * QG_PMQA_SMEM_KV) >> 4, my_n, my_half,
-                                wk.k * QG_PMQA_BLOCK, out, lim_ctx, lim_max);
+                                QG_PMQA_UKEY0, out, lim_ctx, lim_max);
             }
 #else
             qg_pmqa_unit(acc, wt, kv_full_a + 8 * s, kv_empty_a + 8 * s, ph,
                          smem_sc + s * QG_PMQA_BLOCK,
                          q_lo0 + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
-                         wk.k * QG_PMQA_BLOCK, my_ctx, max_context_len, out);
+                         QG_PMQA_UKEY0, my_ctx, max_context_len, out);
 #endif
+#if QG_PMQA_RUN && QG_PMQA_LEAN
+                kx += QG_PMQA_MATH_WGS * 65; /* k += W, x += W */
+                if ((kx & 63) >= 2 * QG_PMQA_STAGES) kx -= 2 * QG_PMQA_STAGES;
+            } while (kx < kx_end);
+            wk.k = kx >> 6;
+            x = kx & 63;
+            /* the range's end again, as init() read it (the schedule does not change
+             * in the kernel): not held in two registers through the run (with them
+             * live the run spilled 4 bytes at 112) */
+            wk.end_b = min(max(qg_pmqa_ld_keep(schedule + 2 * (blockIdx.x / QG_PMQA_CTAS) + 2), 0), batch);
+            wk.end_k = max(qg_pmqa_ld_keep(schedule + 2 * (blockIdx.x / QG_PMQA_CTAS) + 3), 0);
+#else
 #if QG_PMQA_LEAN
             x += QG_PMQA_MATH_WGS;
             if (x >= 2 * QG_PMQA_STAGES) x -= 2 * QG_PMQA_STAGES;
@@ -981,6 +1078,12 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
 #endif
             wk.k += QG_PMQA_MATH_WGS;
+#if QG_PMQA_RUN
+            } while (wk.k < k_end);
+#endif
+#endif
+#undef QG_PMQA_UX
+#undef QG_PMQA_UKEY0
             ev = wk.settle(context_lens, max_context_len, batch);
 #else
             if (u % QG_PMQA_MATH_WGS == wg) {

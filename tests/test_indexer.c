@@ -271,12 +271,13 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_MODE");
         unsetenv("QGEMM_HC_VARIANT");
     }
-    { /* QGEMM_PMQA_VARIANT: the four names pass the checks; any other value
+    { /* QGEMM_PMQA_VARIANT: the six names pass the checks; any other value
        * (the removed split2 / pipe2 / shared4 / shared3 / the *s forms / split4r /
        * split4r112 / split4r112m too) fails the logits call (not the schedule's),
        * naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
-        static const char *const good[] = {"shared2", "dual2", "split4", "split4r112w"};
+        static const char *const good[] = {"shared2", "dual2", "split4", "split4r112w", "split4r112x",
+                                           "split4r112y"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -290,7 +291,8 @@ TEST(indexer_validation) {
                                           "shared3s", "split4s", "shared2S", "split4R",
                                           "split4rr", "split4w", "split4r104",
                                           "split4r120", "split4r112M", "split4r112mm",
-                                          "split4r112mw", "split4r112W"};
+                                          "split4r112mw", "split4r112W", "split4r112X",
+                                          "split4r112xx", "split4r112Y", "split4r112z"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -298,7 +300,7 @@ TEST(indexer_validation) {
             snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
-                      strstr(qg_last_error(), "shared2, dual2, split4 or split4r112w"),
+                      strstr(qg_last_error(), "shared2, dual2, split4, split4r112w, split4r112x or split4r112y"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
             s = qg_paged_mqa_logits_schedule(ctx, &p, NULL);
@@ -480,8 +482,11 @@ TEST(pmqa_compile_every_variant) {
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_DUAL2), "dual2") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4), "split4") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112W), "split4r112w") &&
-                  QG_PMQA_VARIANT_COUNT == 4 && !qg__pmqa_variant_name(4) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 4) == -1 &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112X), "split4r112x") &&
+                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112Y), "split4r112y") &&
+                  QG_PMQA_VARIANT_COUNT == 6 && !qg__pmqa_variant_name(6) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 6) == -1 &&
+                  pl.run == 0 && pl.sleep == 0 &&
                   pl.stride_walk == 0 && pl.split == 0 && pl.wreg == 0 && pl.math112 == 0 &&
                   pl.math_tail == 0 && pl.lean == 0,
               "variant names / count");
@@ -530,6 +535,36 @@ TEST(pmqa_compile_every_variant) {
                       strstr(src, "#define QG_PMQA_SPLIT 1\n#define QG_PMQA_WREG 16\n") &&
                       !strstr(src, "MATH112") && !strstr(src, "QG_PMQA_LEAN"),
                   "split4r112w N 64 source: %s", src);
+            /* SPLIT4R112X (issue 50): split4r112w's plan at every width, the run loop
+             * added; only its source names QG_PMQA_RUN (split4r112w's stays as it was) */
+            qg_pmqa_plan xr = wr, xc = wc, x64 = w64, x32 = w32, xd64 = wd64;
+            qg_pmqa_plan *xs[] = {&xr, &xc, &x64, &x32, &xd64};
+            const qg_pmqa_plan *ws[] = {&wr, &wc, &w64, &w32, &wd64};
+            for (int i = 0; i < 5; ++i) {
+                qg_pmqa_plan *x = xs[i];
+                CHECK(qg__pmqa_plan_variant(x, QG_PMQA_VARIANT_SPLIT4R112X) == 0 && x->run == 1 &&
+                          ws[i]->run == 0 && x->split == 1 && x->wreg == ws[i]->wreg &&
+                          x->lean == ws[i]->lean && x->math112 == ws[i]->math112 &&
+                          x->math_tail == ws[i]->math_tail && x->stages == ws[i]->stages &&
+                          x->smem_bytes == ws[i]->smem_bytes && x->block_x == 640,
+                      "split4r112x plan %d: run %d wreg %d / %d", i, x->run, x->wreg, ws[i]->wreg);
+                char sw[2048];
+                CHECK(qg__pmqa_source(src, sizeof src, x) > 0 &&
+                          qg__pmqa_source(sw, sizeof sw, ws[i]) > 0 &&
+                          strstr(src, "#define QG_PMQA_RUN 1\n") && !strstr(sw, "QG_PMQA_RUN"),
+                      "split4r112x source %d: %s", i, src);
+                /* SPLIT4R112Y: split4r112x's plan, the sleeping producer wait added */
+                qg_pmqa_plan y = *x;
+                char sx[2048];
+                memcpy(sx, src, sizeof sx);
+                CHECK(x->sleep == 0 && qg__pmqa_plan_variant(&y, QG_PMQA_VARIANT_SPLIT4R112Y) == 0 &&
+                          y.run == 1 && y.sleep == 1 && y.wreg == x->wreg && y.lean == x->lean &&
+                          y.math_tail == x->math_tail && y.stages == x->stages &&
+                          qg__pmqa_source(src, sizeof src, &y) > 0 &&
+                          strstr(src, "#define QG_PMQA_RUN 1\n#define QG_PMQA_SLEEP 1\n") &&
+                          !strstr(sx, "QG_PMQA_SLEEP"),
+                      "split4r112y plan / source %d: %s", i, src);
+            }
             CHECK(qg__pmqa_source(src, sizeof src, &ps) > 0 && !strstr(src, "QG_PMQA_WREG") &&
                       strstr(src, "#define QG_PMQA_STRIDE_WALK 1\n#define QG_PMQA_SPLIT 1\n"),
                   "split4 source: %s", src);
@@ -554,7 +589,8 @@ TEST(pmqa_compile_every_variant) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
-    static const char *const variants[] = {"shared2", "dual2", "split4", "split4r112w"};
+    static const char *const variants[] = {"shared2", "dual2", "split4", "split4r112w", "split4r112x",
+                                           "split4r112y"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -801,7 +837,8 @@ TEST(gpu_paged_mqa_logits) {
      * dual2 and shared2 named: every width). All compute the same sums in the same
      * order: each case's accuracy figure (the fp64 sum over every logit, same inputs: a
      * fingerprint of the output) must equal the default's bit for bit. */
-    static const char *const variants[] = {NULL, "shared2", "dual2", "split4", "split4r112w"};
+    static const char *const variants[] = {NULL, "shared2", "dual2", "split4", "split4r112w",
+                                           "split4r112x", "split4r112y"};
     double first_diff[sizeof cases / sizeof cases[0]];
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");

@@ -110,7 +110,13 @@ int main() {
                         s += W;
                         if (s >= STAGES) s -= STAGES, ph ^= 1;
                         wk.k += QG_PMQA_CTAS * W;
+                        /* QG_PMQA_RUN: a unit before run_end() (taken at the run's start: the
+                         * same entry b) is one settle() returns at once */
+                        const int run_end = wk.run_end(), rk = wk.k;
                         ev = wk.settle(ctx.data(), max_len, batch);
+                        if (rk < run_end && ev != 0) {
+                            if (bad++ < 5) printf("run_end: b %d k %d run_end %d, settle %d\n", wk.b, rk, run_end, ev);
+                        }
                     }
                     std::vector<Unit> want;
                     for (auto &x : prod) if (x.u % W == wg) want.push_back(x);

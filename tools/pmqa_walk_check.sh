@@ -22,4 +22,11 @@ mkdir -p "$work/neg" && cp "$work/neg.inc" "$work/neg/pmqa_walks.inc"
 "$cxx" -std=c++17 -O1 -w -I"$work/neg" -DQG_PMQA_CTAS=2 "$root/tools/pmqa_walk_check.cpp" -o "$work/negsim"
 if "$work/negsim" > "$work/neg.out"; then echo "FAIL: the negative control passed"; fails=$((fails + 1))
 else echo "negative control failed as it must: $(tail -1 "$work/neg.out")"; fi
+# negative control: the run's end without the range's end (a run past the CTA's last unit)
+sed 's/return b == end_b ? min(nb, end_k) : nb;/return nb;/' "$work/pmqa_walks.inc" > "$work/neg2.inc"
+cmp -s "$work/neg2.inc" "$work/pmqa_walks.inc" && { echo "FAIL: run_end not found"; fails=$((fails + 1)); }
+mkdir -p "$work/neg2" && cp "$work/neg2.inc" "$work/neg2/pmqa_walks.inc"
+"$cxx" -std=c++17 -O1 -w -I"$work/neg2" -DQG_PMQA_CTAS=1 "$root/tools/pmqa_walk_check.cpp" -o "$work/negsim2"
+if "$work/negsim2" > "$work/neg2.out"; then echo "FAIL: the run_end negative control passed"; fails=$((fails + 1))
+else echo "run_end negative control failed as it must: $(tail -1 "$work/neg2.out")"; fi
 [ $fails = 0 ] && echo "pmqa walk check: PASS" || { echo "pmqa walk check: $fails FAIL"; exit 1; }
