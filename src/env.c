@@ -35,7 +35,7 @@
  *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
  *                                            blocks a clustered CTA keeps); another token
  *                                            fails the call with a message naming it
- *   QGEMM_PMQA_VARIANT  (unset: split4r112w) the paged MQA logits kernel's organisation (A/B
+ *   QGEMM_PMQA_VARIANT  (unset: split4r112x) the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring), dual2 (shared2 at 2 CTAs an SM),
  *                                            split4 (4 math warpgroups, a producer warp
@@ -199,7 +199,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 (2 math warpgroups, one kv "
      "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
      "each), split4r112w (split4 with the weights in registers) or split4r112x (split4r112w with the "
-     "run loop) or split4r112y (split4r112x, the producers' kv_empty wait sleeping)", "split4r112w"},
+     "run loop) or split4r112y (split4r112x, the producers' kv_empty wait sleeping)", "split4r112x"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
      "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "
      "weights staged by the producer), deep4l (deep4, weights loaded by the math) or lockstep2 (2 "

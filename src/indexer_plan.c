@@ -325,9 +325,13 @@ int qg__pmqa_default_variant(int next_n, int heads) {
      * the 24; all 32 weights in registers at 128 columns (split4r112w, the lean unit loop)
      * 0.978 over the 24, worst 0.910 -> 0.935, and 0.941 -> 0.966 on the 128-column rows
      * (h200-05-u5) */
+    /* split4r112x since 2026-11-29 (the run loop: split4r112w's walk bookkeeping once a run
+     * of units instead of once a unit): 4 rows of bench/pmqa_ab.py (the three at 128
+     * columns and B4096 N1 H32) 0.962 -> 0.976, worst 0.947 -> 0.962, bitwise the same
+     * logits (h200-10-v4) */
     (void)next_n;
     (void)heads;
-    return QG_PMQA_VARIANT_SPLIT4R112W;
+    return QG_PMQA_VARIANT_SPLIT4R112X;
 }
 
 const char *qg__pmqa_variant_name(int variant) {
