@@ -311,6 +311,20 @@ static_assert(!QG_PMQA_RUN || QG_PMQA_SPLIT, "the run loop: the split forms' str
 #ifndef QG_PMQA_SLEEP
 #define QG_PMQA_SLEEP 0
 #endif
+/* QG_PMQA_PADDR 1 (split4r112p, issue 50): split4r112x whose producer warps
+ * issue a unit from shared-window addresses made from one base register
+ * (computed once, opaque to the compiler) plus constants: the kv barriers,
+ * the stage's kv and scale destinations; the generic pointers of the other
+ * forms cost an S2R SR_CgaCtaId, a MOV and a LEA a unit (the SASS of
+ * split4r112x's producer run loop, 80 instructions a unit) and a generic ->
+ * shared conversion per operand. The block-table lane index as an unsigned
+ * quotient (k >= win_k: a shift, not the signed division's fix-up). The same
+ * loads into the same stages: timing only, the same logits. */
+#ifndef QG_PMQA_PADDR
+#define QG_PMQA_PADDR 0
+#endif
+static_assert(!QG_PMQA_PADDR || (QG_PMQA_RUN && !QG_PMQA_SLEEP),
+              "the producer's shared addresses: split4r112p (split4r112x's run loop)");
 static_assert(!QG_PMQA_SLEEP || QG_PMQA_RUN, "the sleeping producer wait: split4r112y (with the run loop)");
 /* split4r112w's forms, as the planner builds them: 112 math registers with
  * the lean loop, at N = 128 only, always with weights in registers (all N /
@@ -570,6 +584,24 @@ QG_DEVICE int qg_pmqa_ld_keep(const int *p) {
 QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
+#if QG_PMQA_PADDR
+/* a unit's kv block and scales (QG_PMQA_PADDR): expect the bytes on the
+ * stage's full barrier, then the two TMA loads, every shared operand a
+ * shared-window address (the generic forms of qg_ptx.cuh convert each) */
+QG_DEVICE void qg_pmqa_issue_kv_at(uint32_t full, uint32_t kv_dst, uint32_t sc_dst,
+                                   const qg_tensor_map *tmap_kv, const qg_tensor_map *tmap_sc,
+                                   int phys) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%2], [%3, {%6, %6, %5}], [%0];\n"
+                 "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%4], [%7, {%6, %5}], [%0];"
+                 ::"r"(full), "n"(QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4), "r"(kv_dst),
+                 "l"((uint64_t)tmap_kv), "r"(sc_dst), "r"(phys), "r"(0),
+                 "l"((uint64_t)tmap_sc)
+                 : "memory");
+}
+#endif
 
 /* One unit of a math warpgroup: wait for the kv stage behind `full`, one
  * wgmma.m64nNk32 per 32 of D into acc, committed as one group and waited
@@ -768,6 +800,11 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         qg_pmqa_swalk wk;
         int g = 0, s = pi, win_b = -1, win_k = 0, win = 0;
         uint32_t ph = 0;
+#if QG_PMQA_PADDR
+        /* every shared operand of a unit from this one register (smem is
+         * kv_full's, the stages' and the scales' base: offsets constant) */
+        const uint32_t pbase = qg_pmqa_opaque(qg_smem_addr(smem));
+#endif
         for (int ev = wk.init(schedule, context_lens, max_context_len, batch, pi); ev >= 0;) {
             if (ev > 0) { /* the CTA's g-th segment: its q (warp 0) */
                 if (pi == 0 && lane == 0) {
@@ -793,6 +830,21 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 const int kk = win_k + QG_PMQA_MATH_WGS * lane;
                 win = kk < wk.nb ? __ldg(block_table + (int64_t)wk.b * block_table_ld + kk) : 0;
             }
+#if QG_PMQA_PADDR
+            /* wk.k >= win_k here: the unsigned quotient is a shift */
+            const int phys = __shfl_sync(0xffffffffu, win,
+                                         (int)((unsigned)(wk.k - win_k) / QG_PMQA_MATH_WGS));
+            if (lane == 0) {
+                constexpr uint32_t kv_off = 2 * QG_PMQA_SMEM_Q;
+                constexpr uint32_t sc_off = kv_off + QG_PMQA_STAGES * QG_PMQA_SMEM_KV;
+                constexpr uint32_t bar_off = sc_off + QG_PMQA_STAGES * QG_PMQA_BLOCK * 4 + 4 * 8;
+                const uint32_t full = pbase + bar_off + 8 * s;
+                qg_pmqa_bar_wait(full + 8 * QG_PMQA_STAGES, ph ^ 1u); /* kv_empty[s] */
+                qg_pmqa_issue_kv_at(full, pbase + kv_off + s * QG_PMQA_SMEM_KV,
+                                    pbase + sc_off + s * (QG_PMQA_BLOCK * 4), &tmap_kv, &tmap_sc,
+                                    phys);
+            }
+#else
             const int phys = __shfl_sync(0xffffffffu, win, (wk.k - win_k) / QG_PMQA_MATH_WGS);
             if (lane == 0) {
 #if QG_PMQA_SLEEP
@@ -804,6 +856,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 qg_tma_load_3d(smem_kv + s * QG_PMQA_SMEM_KV, &tmap_kv, &kv_full[s], 0, 0, phys);
                 qg_tma_load_2d(smem_sc + s * QG_PMQA_BLOCK, &tmap_sc, &kv_full[s], 0, phys);
             }
+#endif
             __syncwarp();
             s += QG_PMQA_MATH_WGS;
             if (s >= QG_PMQA_STAGES) s -= QG_PMQA_STAGES, ph ^= 1u;
