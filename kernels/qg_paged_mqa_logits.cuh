@@ -325,6 +325,31 @@ static_assert(!QG_PMQA_RUN || QG_PMQA_SPLIT, "the run loop: the split forms' str
 #endif
 static_assert(!QG_PMQA_PADDR || (QG_PMQA_RUN && !QG_PMQA_SLEEP),
               "the producer's shared addresses: split4r112p (split4r112x's run loop)");
+/* QG_PMQA_UNI 1 (split4r112u, issue 50): split4r112p whose walk values that
+ * steer control flow (settle()'s event, the run's first k and end, the
+ * warpgroup's first stage) are broadcast from lane 0 (__shfl_sync; every
+ * lane of a warp computes the same walk, so the values are the same): ptxas
+ * then sees the branches as warp-uniform and keeps the stage, its parity,
+ * the wgmma descriptors and the barrier addresses in uniform registers (U
+ * ops, as DeepGEMM's SASS has them) instead of building each descriptor in
+ * vector registers and moving it over (16 R2UR and their arithmetic a unit
+ * and math warp in split4r112x's SASS). A value computed inside a loop whose
+ * exit is per-thread is per-thread after it (threads may leave at different
+ * trips), which is why the stage, carried from run to run, stayed in vector
+ * registers without the broadcasts. The math's run keeps k and the stage in
+ * two registers (the stage a uniform one) instead of split4r112x's packed
+ * kx, and the descriptors' | (1 << 16) is folded into one add (see the
+ * call). The same units, stages and descriptors: the same logits. */
+#ifndef QG_PMQA_UNI
+#define QG_PMQA_UNI 0
+#endif
+static_assert(!QG_PMQA_UNI || (QG_PMQA_PADDR && QG_PMQA_WREG),
+              "the uniform walk: split4r112u (split4r112p's, weights in registers)");
+#if QG_PMQA_UNI
+#define QG_PMQA_BCAST(v) __shfl_sync(0xffffffffu, (v), 0)
+#else
+#define QG_PMQA_BCAST(v) (v)
+#endif
 static_assert(!QG_PMQA_SLEEP || QG_PMQA_RUN, "the sleeping producer wait: split4r112y (with the run loop)");
 /* split4r112w's forms, as the planner builds them: 112 math registers with
  * the lean loop, at N = 128 only, always with weights in registers (all N /
@@ -632,8 +657,14 @@ QG_DEVICE void qg_pmqa_unit_at(float (&acc)[QG_PMQA_ACC], const Weight &wt, Bar 
     qg_wgmma_fence();
 #pragma unroll
     for (int k = 0; k < QG_PMQA_D / 32; ++k)
+#if QG_PMQA_UNI
+        /* kv_lo / q_lo come with the descriptors' bit 16 (LBO 1) added (the
+         * caller's lo_a): + 2k cannot carry into it */
+        QG_PMQA_WGMMA(acc, kv_lo + k * 2, q_lo + k * 2, QG_PMQA_DESC_HI, k);
+#else
         QG_PMQA_WGMMA(acc, (kv_lo + k * 2) | (1u << 16), (q_lo + k * 2) | (1u << 16),
                       QG_PMQA_DESC_HI, k);
+#endif
     qg_wgmma_commit();
 #pragma unroll
     for (int i = 0; i < QG_PMQA_ACC; ++i) qg_fence_operand(acc[i]);
@@ -798,14 +829,15 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
         /* ---- producer warp pi feeds math warpgroup pi (and warp 0 loads q) ---- */
         const int pi = warp - QG_PMQA_PRODUCER_WARP;
         qg_pmqa_swalk wk;
-        int g = 0, s = pi, win_b = -1, win_k = 0, win = 0;
+        int g = 0, s = QG_PMQA_BCAST(pi), win_b = -1, win_k = 0, win = 0;
         uint32_t ph = 0;
 #if QG_PMQA_PADDR
         /* every shared operand of a unit from this one register (smem is
          * kv_full's, the stages' and the scales' base: offsets constant) */
         const uint32_t pbase = qg_pmqa_opaque(qg_smem_addr(smem));
 #endif
-        for (int ev = wk.init(schedule, context_lens, max_context_len, batch, pi); ev >= 0;) {
+        for (int ev = QG_PMQA_BCAST(wk.init(schedule, context_lens, max_context_len, batch, pi));
+             ev >= 0;) {
             if (ev > 0) { /* the CTA's g-th segment: its q (warp 0) */
                 if (pi == 0 && lane == 0) {
                     const int qs = g & 1;
@@ -816,11 +848,14 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 }
                 __syncwarp();
                 ++g;
-                ev = wk.settle(context_lens, max_context_len, batch);
+                ev = QG_PMQA_BCAST(wk.settle(context_lens, max_context_len, batch));
                 continue;
             }
 #if QG_PMQA_RUN
-            const int k_end = wk.run_end();
+#if QG_PMQA_UNI
+            wk.k = QG_PMQA_BCAST(wk.k);
+#endif
+            const int k_end = QG_PMQA_BCAST(wk.run_end());
             do {
 #endif
             /* the block table: lane l holds this warp's unit win_k + W l of entry win_b */
@@ -864,7 +899,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #if QG_PMQA_RUN
             } while (wk.k < k_end);
 #endif
-            ev = wk.settle(context_lens, max_context_len, batch);
+            ev = QG_PMQA_BCAST(wk.settle(context_lens, max_context_len, batch));
         }
 #if QG_PMQA_CLEAN && !QG_PMQA_MATH_TAIL
         qg_pmqa_clean_tail(logits, ld_logits, context_lens, batch, max_context_len,
@@ -1003,9 +1038,9 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
          * s = u % STAGES (STAGES a multiple of W: s steps by W and wraps),
          * parity ph = (u / STAGES) & 1 */
 #if QG_PMQA_LEAN
-        int x = wg; /* s + STAGES ph: one register */
+        int x = QG_PMQA_BCAST(wg); /* s + STAGES ph: one register */
 #else
-        int s = wg;
+        int s = QG_PMQA_BCAST(wg);
         uint32_t ph = 0;
 #endif
 #if !QG_PMQA_WREG
@@ -1014,7 +1049,8 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
         /* one CTA an SM (split4, asserted): the CTA's units are the range's,
          * this warpgroup's first is unit wg, then every W-th */
-        for (int ev = wk.init(schedule, context_lens, max_context_len, batch, wg); ev >= 0;) {
+        for (int ev = QG_PMQA_BCAST(wk.init(schedule, context_lens, max_context_len, batch, wg));
+             ev >= 0;) {
             if (ev > 0) {
 #else
         while (!wk.done()) {
@@ -1058,12 +1094,19 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
                 qg_mbarrier_wait(&q_full[g & 1], (g >> 1) & 1);
 #if QG_PMQA_STRIDE_WALK
-                ev = wk.settle(context_lens, max_context_len, batch);
+                ev = QG_PMQA_BCAST(wk.settle(context_lens, max_context_len, batch));
                 continue;
 #endif
             }
 #if QG_PMQA_STRIDE_WALK
-#if QG_PMQA_RUN && QG_PMQA_LEAN
+#if QG_PMQA_UNI && QG_PMQA_LEAN
+            /* the run's k and end from lane 0 (QG_PMQA_UNI): a warp-uniform exit */
+            int ku = QG_PMQA_BCAST(wk.k);
+            const int k_end = QG_PMQA_BCAST(wk.run_end());
+            do {
+#define QG_PMQA_UX x
+#define QG_PMQA_UKEY0 (ku * QG_PMQA_BLOCK)
+#elif QG_PMQA_RUN && QG_PMQA_LEAN
             /* the run with k and the stage x packed in one register, kx = 64 k + x
              * (x < 2 STAGES <= 48, asserted): the lean loop's registers plus the
              * run's end (k_end alone spilled 4 bytes at 112); 64 k = kx & ~63, and
@@ -1078,7 +1121,8 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #define QG_PMQA_UKEY0 key0u
 #else
 #if QG_PMQA_RUN
-            const int k_end = wk.run_end();
+            wk.k = QG_PMQA_BCAST(wk.k);
+            const int k_end = QG_PMQA_BCAST(wk.run_end());
             do {
 #endif
 #define QG_PMQA_UX x
@@ -1097,12 +1141,29 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                 constexpr uint32_t kv_off = 2 * QG_PMQA_SMEM_Q;
                 constexpr uint32_t sc_off = kv_off + QG_PMQA_STAGES * QG_PMQA_SMEM_KV;
                 constexpr uint32_t bar_off = sc_off + QG_PMQA_STAGES * QG_PMQA_BLOCK * 4 + 4 * 8;
+#if QG_PMQA_UNI
+                /* the descriptors' low words as sums of uniform terms: base_a is
+                 * 1024-aligned, so (base_a + o) >> 4 = (base_a >> 4) + (o >> 4)
+                 * for the 16-aligned offsets o, and a shared-window address
+                 * (< 2^18) >> 4 has bit 16 clear, so | (1 << 16) is + (1 << 16):
+                 * the same descriptors with the OR of every wgmma folded into
+                 * one add; the scale address's lane part kept apart from the
+                 * stage's (the stage's part uniform) */
+                const uint32_t lo_a = (base_a >> 4) + (1u << 16);
+                qg_pmqa_unit_at(acc, wt, base_a + bar_off + 8 * s,
+                                base_a + bar_off + 8 * (s + QG_PMQA_STAGES), ph,
+                                (base_a + sc_off + 4 * row_sc) + 4 * (s * QG_PMQA_BLOCK),
+                                lo_a + (g & 1) * (QG_PMQA_SMEM_Q >> 4),
+                                lo_a + (kv_off >> 4) + s * (QG_PMQA_SMEM_KV >> 4), my_n, my_half,
+                                QG_PMQA_UKEY0, out, lim_ctx, lim_max);
+#else
                 qg_pmqa_unit_at(acc, wt, base_a + bar_off + 8 * s,
                                 base_a + bar_off + 8 * (s + QG_PMQA_STAGES), ph,
                                 base_a + sc_off + 4 * (s * QG_PMQA_BLOCK + row_sc),
                                 (base_a + (g & 1) * QG_PMQA_SMEM_Q) >> 4,
                                 (base_a + kv_off + s * QG_PMQA_SMEM_KV) >> 4, my_n, my_half,
                                 QG_PMQA_UKEY0, out, lim_ctx, lim_max);
+#endif
             }
 #else
             qg_pmqa_unit(acc, wt, kv_full_a + 8 * s, kv_empty_a + 8 * s, ph,
@@ -1111,7 +1172,16 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
                          kv_lo0 + s * (QG_PMQA_SMEM_KV >> 4), row0, my_n, my_half,
                          QG_PMQA_UKEY0, my_ctx, max_context_len, out);
 #endif
-#if QG_PMQA_RUN && QG_PMQA_LEAN
+#if QG_PMQA_UNI && QG_PMQA_LEAN
+                x += QG_PMQA_MATH_WGS;
+                if (x >= 2 * QG_PMQA_STAGES) x -= 2 * QG_PMQA_STAGES;
+                ku += QG_PMQA_MATH_WGS;
+            } while (ku < k_end);
+            wk.k = ku;
+            /* the range's end re-read as split4r112x does (fewer live registers) */
+            wk.end_b = min(max(qg_pmqa_ld_keep(schedule + 2 * (blockIdx.x / QG_PMQA_CTAS) + 2), 0), batch);
+            wk.end_k = max(qg_pmqa_ld_keep(schedule + 2 * (blockIdx.x / QG_PMQA_CTAS) + 3), 0);
+#elif QG_PMQA_RUN && QG_PMQA_LEAN
                 kx += QG_PMQA_MATH_WGS * 65; /* k += W, x += W */
                 if ((kx & 63) >= 2 * QG_PMQA_STAGES) kx -= 2 * QG_PMQA_STAGES;
             } while (kx < kx_end);
@@ -1137,7 +1207,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #endif
 #undef QG_PMQA_UX
 #undef QG_PMQA_UKEY0
-            ev = wk.settle(context_lens, max_context_len, batch);
+            ev = QG_PMQA_BCAST(wk.settle(context_lens, max_context_len, batch));
 #else
             if (u % QG_PMQA_MATH_WGS == wg) {
                 const int s = u % QG_PMQA_STAGES;

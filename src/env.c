@@ -47,7 +47,10 @@
  *                                            split4r112y (split4r112x, the producers'
  *                                            kv_empty wait sleeping) or
  *                                            split4r112p (split4r112x, the producers'
- *                                            unit from one shared base); another
+ *                                            unit from one shared base) or
+ *                                            split4r112u (split4r112p, the walk's
+ *                                            control values from lane 0: uniform
+ *                                            stage and descriptors); another
  *                                            value (the removed shared4, shared2s,
  *                                            shared4s, dual2s, shared3, split4r,
  *                                            split4r112, split4r112m, pipe2 too) fails the
@@ -202,7 +205,8 @@ const qg_env_knob qg__env_knobs[] = {
      "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
      "each), split4r112w (split4 with the weights in registers) or split4r112x (split4r112w with the "
      "run loop), split4r112y (split4r112x, the producers' kv_empty wait sleeping) or split4r112p "
-     "(split4r112x, the producers' unit from one shared base)", "split4r112x"},
+     "(split4r112x, the producers' unit from one shared base) or split4r112u (split4r112p, the walk "
+     "broadcast from lane 0: uniform stage and descriptors)", "split4r112x"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
      "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "
      "weights staged by the producer), deep4l (deep4, weights loaded by the math) or lockstep2 (2 "

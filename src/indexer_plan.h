@@ -179,6 +179,7 @@ typedef struct {
     int run;                   /* QG_PMQA_RUN: the run loop (split4r112x, split4r112y) */
     int sleep;                 /* QG_PMQA_SLEEP: the producers' kv_empty wait sleeps (split4r112y) */
     int paddr;                 /* QG_PMQA_PADDR: the producers' shared addresses from one base (split4r112p) */
+    int uni;                   /* QG_PMQA_UNI: the walk's control values broadcast from lane 0 (split4r112u) */
     int wreg;                  /* QG_PMQA_WREG: how many of a thread's N / 4 weights are registers (split4r112w) */
     int ctas;                  /* QG_PMQA_CTAS: CTAs per SM (grid_x = ctas * num_sms) */
     int num_sms;               /* the schedule's ranges (one per SM) */
@@ -206,7 +207,10 @@ typedef struct {
  * (QG_PMQA_RUN: one compare a unit instead of the walk's settle()); SPLIT4R112Y:
  * split4r112x with the producer warps' kv_empty wait sleeping in the barrier
  * (QG_PMQA_SLEEP); SPLIT4R112P: split4r112x with the producer warps' unit
- * issued from one shared base register (QG_PMQA_PADDR). Every organisation computes the same sums in the same order:
+ * issued from one shared base register (QG_PMQA_PADDR); SPLIT4R112U:
+ * split4r112p with the walk's control values broadcast from lane 0, so the
+ * stage, descriptors and barrier addresses are uniform-register values
+ * (QG_PMQA_UNI). Every organisation computes the same sums in the same order:
  * bitwise the same logits. Removed after the H200 A/B of 2026-11-29
  * (bench/HISTORY.md; tag exp/pmqa-organisations-2026-11-29): shared4,
  * shared2s, shared4s, dual2s, shared3, split4r, split4r112, split4r112m; and
@@ -220,7 +224,8 @@ enum {
     QG_PMQA_VARIANT_SPLIT4R112X = 4,
     QG_PMQA_VARIANT_SPLIT4R112Y = 5,
     QG_PMQA_VARIANT_SPLIT4R112P = 6,
-    QG_PMQA_VARIANT_COUNT = 7
+    QG_PMQA_VARIANT_SPLIT4R112U = 7,
+    QG_PMQA_VARIANT_COUNT = 8
 };
 /* The default organisation for next_n x heads = N columns: DUAL2 below N =
  * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
@@ -234,7 +239,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
 /* The variant's name ("shared2", "dual2", "split4", "split4r112w", "split4r112x",
- * "split4r112y", "split4r112p"), or NULL. */
+ * "split4r112y", "split4r112p", "split4r112u"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);
