@@ -305,12 +305,14 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->grid_x = num_sms;
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
-    /* The default (qg__pmqa_default_variant): SPLIT4R112W, DeepGEMM's organisation
+    /* The default (qg__pmqa_default_variant): SPLIT4R112X, DeepGEMM's organisation
      * (a producer warp and kv ring per math warpgroup, 4 of them) with the
-     * weights in registers: split4 alone was 0.943x DeepGEMM over 24 rows on
-     * the H200 against 0.829 for the former default (DUAL2 below 128 columns,
-     * SHARED2 at 128), 2026-11-29-h200-03-u3; the registers add 2-5%. The
-     * old organisations stay selectable (QGEMM_PMQA_VARIANT) for A/B runs.
+     * weights in registers and the run loop: split4 alone was 0.943x DeepGEMM
+     * over 24 rows on the H200 against 0.829 for the former default (DUAL2
+     * below 128 columns, SHARED2 at 128), 2026-11-29-h200-03-u3; the registers
+     * add 2-5% (split4r112w), the run loop 0.962 -> 0.976 on 4 rows
+     * (2026-11-29-h200-10-v4). The old organisations stay selectable
+     * (QGEMM_PMQA_VARIANT) for A/B runs.
      * (The split form of 2026-11-28 that hung took more registers at the
      * setmaxnreg increase than the producers released; tag
      * exp/pmqa-split-2026-11-28.) */
