@@ -536,9 +536,7 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
  * generic -> shared conversion, an S2R SR_CgaCtaId and the LEA waiting on
  * it, once a unit on the path to the kv wait). */
 QG_DEVICE void qg_pmqa_bar_wait(uint64_t *bar, uint32_t parity) { qg_mbarrier_wait(bar, parity); }
-QG_DEVICE void qg_pmqa_bar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(bar), "r"(parity) : "memory");
-}
+QG_DEVICE void qg_pmqa_bar_wait(uint32_t bar, uint32_t parity) { qg_mbarrier_wait_at(bar, parity); }
 /* x, opaque to the compiler: a shared address computed once stays in its
  * register (NVVM otherwise re-derives it from the qg_smem_raw symbol at
  * each use in the loop, which ptxas lowers to the S2R above). */
@@ -547,6 +545,7 @@ QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
     return x;
 }
 QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
+QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) { qg_mbarrier_arrive_at(bar); }
 #if QG_PMQA_SLEEP
 /* the wait with a suspend-time hint (PTX ISA, mbarrier.try_wait: suspendTimeHint,
  * ns; 10 ms, CUTLASS's ClusterBarrier value): the thread is woken by the
@@ -568,9 +567,6 @@ QG_DEVICE int qg_pmqa_ld_keep(const int *p) {
     int v;
     asm volatile("ld.global.b32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
-}
-QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
 /* One unit of a math warpgroup: wait for the kv stage behind `full`, one
