@@ -226,10 +226,16 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     out->block_x = 128 * (math_wgs + 1);
     out->stage_w = 0;
     out->smem_bytes = mqa_smem(head_dim, math_wgs, stages, 0);
-    /* The default since 2026-11-29 is DEEP4 (H200, 24 rows beside DeepGEMM:
-     * 1.013 -> 1.080 geomean, bench/results/2026-11-29-h200-08-v2); the
-     * fields above are PIPE's, which qg__mqa_plan_variant rewrites. */
-    return qg__mqa_plan_variant(out, QG_MQA_VARIANT_DEEP4) == 0 ? 0 : fail(why, "deep4 plan");
+    /* The fields above are PIPE's, which qg__mqa_plan_variant rewrites for
+     * the default (qg__mqa_default_variant). */
+    return qg__mqa_plan_variant(out, qg__mqa_default_variant()) == 0 ? 0 : fail(why, "default plan");
+}
+
+int qg__mqa_default_variant(void) {
+    /* DEEP4 since 2026-11-29 (H200, the 24 rows of bench/peers_families.py beside
+     * DeepGEMM: PIPE 1.013 -> 1.080 geomean, -08-v2; with the staged row offsets
+     * and uniform descriptors 1.200, worst 1.085, against PIPE's 1.014, -09-v3) */
+    return QG_MQA_VARIANT_DEEP4;
 }
 
 const char *qg__mqa_variant_name(int variant) {
