@@ -16,7 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # §9 rows that are not the library's (the Python package, setup.py, the driver):
 # env.c's table lists what the C library reads, plus QGEMM_EINSUM_VARIANT.
-NOT_THE_LIBRARY = {"QGEMM_BMK_SPLITS", "QGEMM_ROOT", "QGEMM_WERROR", "CUDA_CACHE_PATH"}
+NOT_THE_LIBRARY = {"QGEMM_BMK_SPLITS", "QGEMM_FP8_EINSUM", "QGEMM_ROOT", "QGEMM_WERROR",
+                    "CUDA_CACHE_PATH"}
 
 
 def env_c_knobs() -> dict:
@@ -99,3 +100,17 @@ def test_env_c_header_comment_matches_its_table():
         if word not in lines[name]:
             bad.append(f"{name}: table {fallback!r}, header {lines[name][:60]!r}")
     assert bad == [], "\n".join(bad)
+
+
+def test_every_variable_read_has_a_row():
+    """Every QGEMM_* name the library, the extension, the package or setup.py spells as a
+    string literal (what getenv / os.environ are given) has a row in DESIGN §9 (the
+    Python-only QGEMM_FP8_EINSUM had none before 2026-11-29's review)."""
+    rows = design_rows()
+    files = list((ROOT / "src").glob("*.[ch]")) + list((ROOT / "python" / "csrc").glob("*.[ch]"))
+    files += list((ROOT / "python" / "qgemm").glob("*.py")) + [ROOT / "python" / "setup.py"]
+    names = set()
+    for f in files:
+        names |= set(re.findall(r'"(QGEMM_[A-Z0-9_]+)"', f.read_text()))
+    assert len(names) >= 20, sorted(names)
+    assert sorted(names - set(rows)) == [], "variables read without a row in DESIGN §9"
