@@ -39,7 +39,10 @@
  * static_asserts below admit no other: shared2 (2), dual2 (2, CTAS 2),
  * split4 (4, STRIDE_WALK, SPLIT) and split4r112w (split4 + WREG: below N =
  * 128 all N / 4 weights; at N = 128 MATH112, LEAN, 32 weights (28 clean at
- * D 64) and, clean, MATH_TAIL); the shared3 / shared4 forms (3 or 4 math
+ * D 64) and, clean, MATH_TAIL), the last with the run loop (QG_PMQA_RUN:
+ * split4r112x, the default), the sleeping producer wait (QG_PMQA_SLEEP:
+ * split4r112y), the producers' shared base (QG_PMQA_PADDR: split4r112p) and
+ * the uniform walk (QG_PMQA_UNI with PADDR: split4r112u) as options; the shared3 / shared4 forms (3 or 4 math
  * warpgroups on one ring, the strided walk at 2) and split4r / split4r112 /
  * split4r112m (WREG without MATH112 at N = 128, MATH112 without LEAN) left
  * with their planner entries (tag exp/pmqa-organisations-2026-11-29). The
@@ -573,9 +576,7 @@ QG_DEVICE void qg_pmqa_clean_tail(qg_plogit_t *logits, int64_t ld_logits, const 
  * generic -> shared conversion, an S2R SR_CgaCtaId and the LEA waiting on
  * it, once a unit on the path to the kv wait). */
 QG_DEVICE void qg_pmqa_bar_wait(uint64_t *bar, uint32_t parity) { qg_mbarrier_wait(bar, parity); }
-QG_DEVICE void qg_pmqa_bar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(bar), "r"(parity) : "memory");
-}
+QG_DEVICE void qg_pmqa_bar_wait(uint32_t bar, uint32_t parity) { qg_mbarrier_wait_at(bar, parity); }
 /* x, opaque to the compiler: a shared address computed once stays in its
  * register (NVVM otherwise re-derives it from the qg_smem_raw symbol at
  * each use in the loop, which ptxas lowers to the S2R above). */
@@ -584,6 +585,7 @@ QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
     return x;
 }
 QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
+QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) { qg_mbarrier_arrive_at(bar); }
 #if QG_PMQA_SLEEP
 /* the wait with a suspend-time hint (PTX ISA, mbarrier.try_wait: suspendTimeHint,
  * ns; 10 ms, CUTLASS's ClusterBarrier value): the thread is woken by the
@@ -605,9 +607,6 @@ QG_DEVICE int qg_pmqa_ld_keep(const int *p) {
     int v;
     asm volatile("ld.global.b32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
-}
-QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 #if QG_PMQA_PADDR
 /* a unit's kv block and scales (QG_PMQA_PADDR): expect the bytes on the

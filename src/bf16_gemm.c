@@ -168,9 +168,7 @@ typedef struct {
 static qg_status bf16_convert_build(qg_context *ctx, const void *key, const void *arg, void *plan,
                                     qg_launch_shape *shape, qg_jit_result *res) {
     (void)key, (void)arg, (void)plan;
-    static const char src[] = "// qgemm bf16 batch sum: FP32 workspace -> bf16 D\n"
-                              "#define QG_SUM_CONVERT 1\n#include \"qg_bf16_gemm.cuh\"\n";
-    qg_status st = qg__jit_compile(ctx->jit, src, res);
+    qg_status st = qg__jit_compile(ctx->jit, qg__bf16_convert_source(), res);
     if (st != QG_SUCCESS) return st;
     shape->num_threads = QG_BF16_CONVERT_THREADS;
     shape->smem_bytes = 0;

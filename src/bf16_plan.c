@@ -605,3 +605,8 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     if (n >= cap) return -1;
     return (int)n;
 }
+
+const char *qg__bf16_convert_source(void) {
+    return "// qgemm bf16 batch sum: FP32 workspace -> bf16 D\n"
+           "#define QG_SUM_CONVERT 1\n#include \"qg_bf16_gemm.cuh\"\n";
+}

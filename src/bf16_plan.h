@@ -191,4 +191,9 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out);
  * #include "qg_bf16_gemm.cuh". Returns the length, or -1 when it does not fit. */
 int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, const qg_bf16_plan *pl);
 
+/* The batch sum's conversion pass (QGEMM_BMK_VARIANT=v4; kernels/qg_bf16_gemm.cuh
+ * QG_SUM_CONVERT): its JIT source, one text for every shape (src/bf16_gemm.c
+ * compiles it; tests/bf16/compile_gen.c checks it). */
+const char *qg__bf16_convert_source(void);
+
 #endif /* QG_BF16_PLAN_H */

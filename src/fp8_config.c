@@ -325,34 +325,20 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
 int qg__fp8_heur(void) {
     const char *v = qg__env_string("QGEMM_FP8_HEUR");
     if (!v) return QG_HEUR_DEFAULT;
-    int flags = 0, words = 0;
-    for (;;) { /* (an empty word, as in "notall+", is no word) */
-        const char *end = strchr(v, '+');
-        const size_t len = end ? (size_t)(end - v) : strlen(v);
-        words += len > 0;
-        if (len == 0 || (len == 4 && (!strncmp(v, "none", 4) || !strncmp(v, "base", 4)))) {
-        } else if (len == 7 && !strncmp(v, "default", 7)) {
-            flags |= QG_HEUR_DEFAULT;
-        } else if (len == 6 && !strncmp(v, "notall", 6)) {
-            flags |= QG_HEUR_NOTALL;
-        } else if (len == 5 && !strncmp(v, "nomcb", 5)) {
-            flags |= QG_HEUR_NOMCB_SMALL;
-        } else if (len == 6 && !strncmp(v, "nomcbc", 6)) {
-            flags |= QG_HEUR_NOMCB_CONTIG;
-        } else if (len >= 3 && len <= 4 && !strncmp(v, "sw", 2)) {
-            int n = 0;
-            for (size_t i = 2; i < len; i++) {
-                if (v[i] < '0' || v[i] > '9') return -1;
-                n = n * 10 + (v[i] - '0');
-            }
-            if (n != 2 && n != 4 && n != 8 && n != 32 && n != 64) return -1;
-            flags = (flags & ((1 << QG_HEUR_SW_SHIFT) - 1)) | n << QG_HEUR_SW_SHIFT;
-        } else {
-            return -1;
-        }
-        if (!end) return words ? flags : QG_HEUR_DEFAULT; /* ("+": no word, as unset) */
-        v = end + 1;
+    static const char *const names[] = {"none",   "base", "default", "notall", "nomcb", "nomcbc",
+                                        "sw2",    "sw4",  "sw8",     "sw32",   "sw64"};
+    static const int word_flags[] = {0, 0, QG_HEUR_DEFAULT, QG_HEUR_NOTALL, QG_HEUR_NOMCB_SMALL,
+                                     QG_HEUR_NOMCB_CONTIG};
+    static const int sw[] = {2, 4, 8, 32, 64};
+    int flags = 0, words = 0, i;
+    /* (an empty word, as in "notall+", is no word; the last swN counts) */
+    while ((i = qg__env_next_word(&v, "+", true, names, 11)) >= 0) {
+        ++words;
+        if (i < 6) flags |= word_flags[i];
+        else flags = (flags & ((1 << QG_HEUR_SW_SHIFT) - 1)) | sw[i - 6] << QG_HEUR_SW_SHIFT;
     }
+    if (i != -1) return -1;
+    return words ? flags : QG_HEUR_DEFAULT; /* ("+": no word, as unset) */
 }
 
 static bool multicast_pairs(const qg_problem *p, int bm, int bn, int swizzle, qg_multicast mc) {

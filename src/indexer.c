@@ -32,11 +32,11 @@ typedef struct {
     int heads, head_dim, compressed, clean, logits_bf16, num_sms, variant;
 } mqa_key;
 
-/* QGEMM_MQA_VARIANT (src/env.c): unset -> the planner's default (deep4);
- * else one of qg__mqa_variant_name's names. Returns false for any other
- * value. */
+/* QGEMM_MQA_VARIANT (src/env.c): unset -> the planner's default
+ * (qg__mqa_default_variant: deep4); else one of qg__mqa_variant_name's
+ * names. Returns false for any other value. */
 static bool mqa_env_variant(int *variant) {
-    *variant = QG_MQA_VARIANT_DEEP4;
+    *variant = qg__mqa_default_variant();
     const char *v = qg__env_string("QGEMM_MQA_VARIANT");
     if (!v) return true;
     for (int i = 0; i < QG_MQA_VARIANT_COUNT; ++i)

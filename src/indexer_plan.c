@@ -226,10 +226,16 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     out->block_x = 128 * (math_wgs + 1);
     out->stage_w = 0;
     out->smem_bytes = mqa_smem(head_dim, math_wgs, stages, 0);
-    /* The default since 2026-11-29 is DEEP4 (H200, 24 rows beside DeepGEMM:
-     * 1.013 -> 1.080 geomean, bench/results/2026-11-29-h200-08-v2); the
-     * fields above are PIPE's, which qg__mqa_plan_variant rewrites. */
-    return qg__mqa_plan_variant(out, QG_MQA_VARIANT_DEEP4) == 0 ? 0 : fail(why, "deep4 plan");
+    /* The fields above are PIPE's, which qg__mqa_plan_variant rewrites for
+     * the default (qg__mqa_default_variant). */
+    return qg__mqa_plan_variant(out, qg__mqa_default_variant()) == 0 ? 0 : fail(why, "default plan");
+}
+
+int qg__mqa_default_variant(void) {
+    /* DEEP4 since 2026-11-29 (H200, the 24 rows of bench/peers_families.py beside
+     * DeepGEMM: PIPE 1.013 -> 1.080 geomean, -08-v2; with the staged row offsets
+     * and uniform descriptors 1.200, worst 1.085, against PIPE's 1.014, -09-v3) */
+    return QG_MQA_VARIANT_DEEP4;
 }
 
 const char *qg__mqa_variant_name(int variant) {
@@ -305,12 +311,14 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
     out->grid_x = num_sms;
     out->sched_block_x = 1024;
     out->schedule_bytes = (size_t)(num_sms + 1) * 2 * 4;
-    /* The default (qg__pmqa_default_variant): SPLIT4R112W, DeepGEMM's organisation
+    /* The default (qg__pmqa_default_variant): SPLIT4R112X, DeepGEMM's organisation
      * (a producer warp and kv ring per math warpgroup, 4 of them) with the
-     * weights in registers: split4 alone was 0.943x DeepGEMM over 24 rows on
-     * the H200 against 0.829 for the former default (DUAL2 below 128 columns,
-     * SHARED2 at 128), 2026-11-29-h200-03-u3; the registers add 2-5%. The
-     * old organisations stay selectable (QGEMM_PMQA_VARIANT) for A/B runs.
+     * weights in registers and the run loop: split4 alone was 0.943x DeepGEMM
+     * over 24 rows on the H200 against 0.829 for the former default (DUAL2
+     * below 128 columns, SHARED2 at 128), 2026-11-29-h200-03-u3; the registers
+     * add 2-5% (split4r112w), the run loop 0.962 -> 0.976 on 4 rows
+     * (2026-11-29-h200-10-v4). The old organisations stay selectable
+     * (QGEMM_PMQA_VARIANT) for A/B runs.
      * (The split form of 2026-11-28 that hung took more registers at the
      * setmaxnreg increase than the producers released; tag
      * exp/pmqa-split-2026-11-28.) */

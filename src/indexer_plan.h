@@ -119,7 +119,8 @@ typedef struct {
 } qg_mqa_plan;
 
 /* The kernel organisations, for A/B measurements (QGEMM_MQA_VARIANT; the
- * planner picks PIPE):
+ * planner picks qg__mqa_default_variant's, DEEP4 since 2026-11-29; PIPE
+ * before):
  *   LOCKSTEP2: 2 math warpgroups, one accumulator set (the 2026-11-28 path)
  *   DEEP4:     4 math warpgroups, one set each, one producer and one ring of
  *              256-key stages shared by all four (DeepGEMM's organisation),
@@ -139,6 +140,10 @@ enum {
 };
 /* "lockstep2", "deep4", "pipe", "deep4l"; NULL for another value */
 const char *qg__mqa_variant_name(int variant);
+
+/* The organisation qg__mqa_plan plans and QGEMM_MQA_VARIANT unset selects
+ * (one place to change the default). */
+int qg__mqa_default_variant(void);
 
 int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compressed, int clean,
                  int logits_bf16, int num_sms, qg_mqa_plan *out, const char **why);

@@ -1047,7 +1047,8 @@ TEST(config_fp8_heur) {
           cfg.block_m, cfg.block_n, (int)cfg.multicast);
     unsetenv("QGEMM_FP8_GROUPED_MCB");
     static const char *const bad[] = {"sw16", "sw", "sw8x", "notall+tall", "NOTALL", "sw128",
-                                      "nomcbcc", "defaults", "nones", "Default", "none+x"};
+                                      "nomcbcc", "defaults", "nones", "Default", "none+x",
+                                      "sw08", "sw02", "notall,nomcb", "sw 8"};
     for (size_t v = 0; v < sizeof bad / sizeof bad[0]; v++) {
         setenv("QGEMM_FP8_HEUR", bad[v], 1);
         CHECK(qg_select_config(h200, &dense, &cfg) == QG_ERROR_INVALID_ARGUMENT,

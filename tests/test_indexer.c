@@ -457,7 +457,8 @@ TEST(indexer_compile_every_variant) {
  * the most registers) and the narrowest shapes, clean and not, fp32 and
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
 TEST(pmqa_compile_every_variant) {
-    { /* the planner's default is SPLIT4R112X at every width (split4r112w's plan, the run loop) (4 math warpgroups, each with its
+    { /* the planner's default is SPLIT4R112X at every width (split4r112w's plan and the run
+       * loop: 4 math warpgroups, each with its
        * own producer warp and kv ring: 640 threads, one CTA an SM; weights in registers,
        * setmaxnreg 32 / 112 and all 32 weights at 128 columns); SHARED2 and DUAL2,
        * the former defaults, stay selectable */
@@ -717,7 +718,8 @@ TEST(mqa_compile_every_variant) {
         qg_mqa_plan p;
         const char *why = "";
         CHECK(qg__mqa_plan(2048, 65536, 64, 64, 0, 1, 0, 132, &p, &why) == 0 &&
-                  p.variant == QG_MQA_VARIANT_DEEP4 && p.math_wgs == 4 && p.block_x == 640,
+                  p.variant == QG_MQA_VARIANT_DEEP4 && p.math_wgs == 4 && p.block_x == 640 &&
+                  qg__mqa_default_variant() == QG_MQA_VARIANT_DEEP4,
               "default plan: variant %d, %d wgs, %d threads (%s)", p.variant, p.math_wgs,
               p.block_x, why);
         qg_mqa_plan pp = p;

@@ -240,14 +240,13 @@ int main(int argc, char **argv) {
                                 }
                                 if (pl.splitk > 1 && emit(dir, list, &p, &pl)) return 1;
                             }
-    /* the batch sum's conversion pass (QGEMM_BMK_VARIANT=v4; src/bf16_gemm.c writes the same
-     * text): one kernel for every shape, in the full sweep */
+    /* the batch sum's conversion pass (QGEMM_BMK_VARIANT=v4; qg__bf16_convert_source, the
+     * text src/bf16_gemm.c compiles): one kernel for every shape, in the full sweep */
     if (!merged_only && !splitk_only) {
         char path[1024];
         snprintf(path, sizeof path, "%s/vbmkconvert.cu", dir);
         FILE *f = fopen(path, "w");
-        if (!f || fputs("// qgemm bf16 batch sum: FP32 workspace -> bf16 D\n"
-                        "#define QG_SUM_CONVERT 1\n#include \"qg_bf16_gemm.cuh\"\n", f) < 0 ||
+        if (!f || fputs(qg__bf16_convert_source(), f) < 0 ||
             fclose(f)) {
             perror(path);
             return 1;
