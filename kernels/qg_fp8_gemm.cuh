@@ -71,8 +71,6 @@
  *                      QG_ACC_SETS = 2): K block kb is issued before K block
  *                      kb - 1 is waited for and promoted
  *   QG_WGMMA_*         the wgmma operand list for N = QG_WGMMA_N
- *   QG_KLOOP           1: the K loop's stage addresses one shift-add each
- *                      (QGEMM_FP8_KLOOP new; see below)
  *
  * Anatomy: compile-time checks -> shared-memory plan -> barrier init ->
  * role split with register reconfiguration -> producer (one elected lane
@@ -192,17 +190,6 @@
  * the slow loop the default's. */
 #ifndef QG_FP8_EPI
 #define QG_FP8_EPI 0
-#endif
-/* QG_KLOOP (QGEMM_FP8_KLOOP new; issue 52): the K loop addresses its stage
- * as DeepGEMM's SASS does, one shift-add an address: the wgmma descriptors
- * (qg_issue_unit) and full[s] / empty[s] from full[0]'s pinned address (the
- * one-set loop). Where the unrolled body does not know s at compile time,
- * ptxas otherwise shifted, masked and added for each descriptor (dense
- * 256x128 A, NVRTC 13: 195.75 -> 190.75 instructions a K block a math warp;
- * DeepGEMM 191.75; bench/results/2026-11-29-cpu-kloop). The same wgmmas,
- * scales and FFMAs in the same order: the same bits. */
-#ifndef QG_KLOOP
-#define QG_KLOOP 0
 #endif
 #ifndef QG_SFB_COLS
 #define QG_SFB_COLS 0
@@ -598,15 +585,8 @@ QG_DEVICE void qg_fence_acc(float (&acc)[QG_ACC]) {
  * 4 x k32 (the first overwrites acc). */
 QG_DEVICE void qg_issue_unit(float (&acc)[QG_ACC], uint32_t desc_a0, uint32_t desc_b0, uint32_t s,
                              int t, int h) {
-#if QG_KLOOP
-    /* (the same values: the stage's offset in 16-byte units times s, so the
-     * compiler needs no mask for a product that could wrap) */
-    const uint32_t desc_a = desc_a0 + s * (QG_SMEM_A / 16) + t * 64 * QG_BLOCK_K / 16;
-    const uint32_t desc_b = desc_b0 + s * (QG_SMEM_B / 16) + h * QG_WGMMA_N * QG_BLOCK_K / 16;
-#else
     const uint32_t desc_a = desc_a0 + (s * QG_SMEM_A + t * 64 * QG_BLOCK_K) / 16;
     const uint32_t desc_b = desc_b0 + (s * QG_SMEM_B + h * QG_WGMMA_N * QG_BLOCK_K) / 16;
-#endif
 #pragma unroll
     for (int kk = 0; kk < QG_BLOCK_K / 32; ++kk)
         qg_wgmma_m64k32_e4m3(acc, desc_a + kk * 32 / 16, desc_b + kk * 32 / 16, kk > 0);
@@ -629,16 +609,6 @@ QG_DEVICE void qg_release_stage(uint64_t *empty, uint32_t s, uint32_t lane) {
     if (lane == 0) qg_mbarrier_arrive(&empty[s]);
 #else
     if (lane < QG_LOAD_CLUSTER) qg_mbarrier_arrive_cluster(&empty[s], lane);
-#endif
-}
-
-/* qg_release_stage by the address of empty[s] (QG_KLOOP). */
-QG_DEVICE void qg_release_stage_at(uint32_t empty_s, uint32_t lane) {
-    __syncwarp();
-#if QG_LOAD_CLUSTER == 1
-    if (lane == 0) qg_mbarrier_arrive_at(empty_s);
-#else
-    if (lane < QG_LOAD_CLUSTER) qg_mbarrier_arrive_cluster_at(empty_s, lane);
 #endif
 }
 
@@ -1098,18 +1068,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         /* 1D1D: this thread's first column scale of stage 0 */
         const uint32_t sfb_cols_addr = qg_smem_addr(smem_sfb) + (lane % 4) * 2 * 4;
         (void)sfb_cols_addr;
-#if QG_KLOOP
-        /* full[0]'s address: full[s] and empty[s] are one shift-add from it
-         * (the pointer forms took two, and three for the release) */
-        uint32_t full_addr = qg_smem_addr(full);
-#endif
 #if QG_K_UNROLL > 1
         qg_pin(desc_a0);
         qg_pin(desc_b0);
         qg_pin(sfa_addr);
-#if QG_KLOOP
-        qg_pin(full_addr);
-#endif
 #endif
 
         float acc[QG_ACC_SETS][QG_ACC];
@@ -1232,11 +1194,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             QG_UNROLL(QG_K_UNROLL)
             for (int kb = kb_begin; kb < tile_kb_end; ++kb, qg_advance(s, phase)) {
                 qg_scales sc;
-#if QG_KLOOP
-                if (!QG_TEST_AHEAD || !next_ready) qg_mbarrier_wait_at(full_addr + s * 8, phase);
-#else
                 if (!QG_TEST_AHEAD || !next_ready) qg_mbarrier_wait(&full[s], phase);
-#endif
                 qg_read_scales(sc, sfa_addr, sfb_addr, s, kb);
 #if QG_SFB_COLS
                 qg_col_scales cs;
@@ -1267,11 +1225,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     /* (every scale of the stage is in registers by now,
                      * but the wide 1D1D tiles' column scales) */
                     if (p == QG_PASSES - 1 && (!QG_SFB_COLS || QG_COLS_EARLY)) {
-#if QG_KLOOP
-                        qg_release_stage_at(full_addr + (QG_NUM_STAGES + s) * 8, lane);
-#else
                         qg_release_stage(empty, s, lane);
-#endif
                         if (QG_TEST_AHEAD) {
                             uint32_t ns = s, np = phase;
                             qg_advance(ns, np);

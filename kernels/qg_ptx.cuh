@@ -95,14 +95,9 @@ QG_DEVICE void qg_mbarrier_wait_at(uint32_t bar, uint32_t parity) {
     asm volatile(QG_MBARRIER_WAIT_ASM("") ::"r"(bar), "r"(parity) : "memory");
 }
 
-/* qg_mbarrier_arrive / qg_mbarrier_arrive_cluster by shared-window address. */
+/* qg_mbarrier_arrive by shared-window address. */
 QG_DEVICE void qg_mbarrier_arrive_at(uint32_t bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-QG_DEVICE void qg_mbarrier_arrive_cluster_at(uint32_t bar, uint32_t cta_rank) {
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(cta_rank));
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 /* Whether the phase with parity `parity` has completed, without waiting

@@ -44,8 +44,6 @@
  *                                            registers at setmaxnreg 32 / 112),
  *                                            split4r112x (split4r112w with the run loop:
  *                                            one compare a unit, issue 50),
- *                                            split4r112y (split4r112x, the producers'
- *                                            kv_empty wait sleeping) or
  *                                            split4r112p (split4r112x, the producers'
  *                                            unit from one shared base) or
  *                                            split4r112u (split4r112p, the walk's
@@ -53,7 +51,8 @@
  *                                            stage and descriptors); another
  *                                            value (the removed shared4, shared2s,
  *                                            shared4s, dual2s, shared3, split4r,
- *                                            split4r112, split4r112m, pipe2 too) fails the
+ *                                            split4r112, split4r112m, split4r112y,
+ *                                            pipe2 too) fails the
  *                                            call with a message naming it
  *   QGEMM_MQA_VARIANT   (unset: deep4)       the ragged MQA logits kernel's organisation (A/B
  *                                            measurements): pipe (2 math warpgroups, two
@@ -134,12 +133,6 @@
  *                                            three) or epi (the cheaper e4m3 epilogue:
  *                                            the same bytes, not in new); another value fails
  *                                            the call, naming it
- *   QGEMM_FP8_KLOOP     old                  the FP8 GEMM kernels' K loop (A/B runs, issue 52):
- *                                            old, or new (each stage's barrier, descriptor
- *                                            and scale addresses one shift-add from a pinned
- *                                            base: the same wgmmas, scales and FFMAs, fewer
- *                                            instructions a K block); another value fails
- *                                            the call, naming it
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
  *                                            in the contiguous, masked and psum kinds
  *                                            (bf16 D; issue 52): a flag; unset, on for
@@ -154,9 +147,8 @@
  *                                            B is allowed), nomcb (no grouped B for groups
  *                                            of <= 512 expected rows at K < 6144), nomcbc
  *                                            (no grouped B in the contiguous kind where
- *                                            groups average <= 512 rows), swN
- *                                            (K >= 6144: swizzle group N, 2, 4, 8, 32 or
- *                                            64, instead of 16); forced configurations ignore it;
+ *                                            groups average <= 512 rows); forced
+ *                                            configurations ignore it;
  *                                            another value fails the call, naming it
  *   QGEMM_NVRTC_DIR     (unset)              a directory holding libnvrtc.so.* (e.g. the pip
  *                                            package nvidia-cuda-nvrtc's lib/), tried first
@@ -204,8 +196,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 (2 math warpgroups, one kv "
      "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
      "each), split4r112w (split4 with the weights in registers) or split4r112x (split4r112w with the "
-     "run loop), split4r112y (split4r112x, the producers' kv_empty wait sleeping) or split4r112p "
-     "(split4r112x, the producers' unit from one shared base) or split4r112u (split4r112p, the walk "
+     "run loop) or split4r112p (split4r112x, the producers' unit from one shared base) or split4r112u (split4r112p, the walk "
      "broadcast from lane 0: uniform stage and descriptors)", "split4r112x"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
      "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "
@@ -239,15 +230,13 @@ const qg_env_knob qg__env_knobs[] = {
      "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
      "new (all three) or epi (the cheaper e4m3 epilogue, not in new)", "new+epi"},
-    {"QGEMM_FP8_KLOOP", "the FP8 GEMM kernels' K loop: old, or new (stage addresses one shift-add "
-     "from a pinned base: the same results, fewer instructions a K block)", "old"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "
      "(or base: no alternative, the heuristic before 2026-11-29), default (notall+nomcb), notall "
      "(masked / psum at K >= 6144: 128x192 B, not the tall 256x128 A), nomcb (no grouped B for "
      "groups of <= 512 expected rows at K < 6144), nomcbc (contiguous groups averaging <= 512 "
-     "rows: no grouped B), sw2 / sw4 / sw8 / sw32 / sw64 (the swizzle group at K >= 6144)",
+     "rows: no grouped B)",
      "notall+nomcb"},
     {"QGEMM_NVRTC_DIR", "a directory holding libnvrtc.so.* (e.g. the pip package's lib/), tried "
      "first", "(unset)"},

@@ -83,24 +83,8 @@ static int kernel_groups(const qg_problem *p) {
     return p->kind == QG_GEMM_K_GROUPED ? 1 : p->num_groups;
 }
 
-/* QGEMM_FP8_KLOOP (src/env.c; issue 52): unset or "old" 0, "new" 1 (the
- * kernel's QG_KLOOP: the K loop's stage addresses as one shift-add each),
- * anything else -1. */
-static int fp8_kloop(void) {
-    const char *v = qg__env_string("QGEMM_FP8_KLOOP");
-    return !v || !strcmp(v, "old") ? 0 : !strcmp(v, "new") ? 1 : -1;
-}
-
-static qg_status check_kloop(const char *fn) {
-    if (fp8_kloop() >= 0) return QG_SUCCESS;
-    return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: QGEMM_FP8_KLOOP='%.64s' is not old or new", fn,
-                    qg__env_string("QGEMM_FP8_KLOOP"));
-}
-
-/* kloop: fp8_kloop()'s 1 adds QG_KLOOP (only then: the default's sources,
- * so its cache keys and PTX, are those of before) */
 static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const qg_config *cfg,
-                               const qg_kernel_plan *plan, int kloop) {
+                               const qg_kernel_plan *plan) {
     const int acc = plan->wgmma_n / 2;
     const int wgrad = qg__one_d(p->kind); /* the 1D1D mode */
     size_t n = (size_t)snprintf(
@@ -147,7 +131,6 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_SFB_PF 1");
     if (n < cap && (plan->d_fp8 & QG_D_FP8_EPI))
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_EPI 1");
-    if (n < cap && kloop == 1) n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_KLOOP 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_fp8_gemm.cuh\"\n");
     if (n >= cap) return qg__fail(QG_ERROR_INTERNAL, "kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;
@@ -166,9 +149,9 @@ void qg__refuse_tile(int block_m, int block_n) {
 }
 
 static qg_status compile_kernel(qg_context *ctx, const qg_problem *p, const qg_config *cfg,
-                                const qg_kernel_plan *plan, int kloop, qg_jit_result *res) {
+                                const qg_kernel_plan *plan, qg_jit_result *res) {
     char src[8192];
-    qg_status st = kernel_source(src, sizeof src, p, cfg, plan, kloop);
+    qg_status st = kernel_source(src, sizeof src, p, cfg, plan);
     if (st != QG_SUCCESS) return st;
     const int refused = atomic_load(&refused_tile);
     if (refused && refused == tile_code(cfg->block_m, cfg->block_n))
@@ -199,8 +182,8 @@ static qg_problem launch_key(qg_problem p) {
  * caller's, and its refusal is returned. */
 #define QG_FALLBACKS 3
 static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_problem *p, int d_fp8,
-                                     int kloop, const qg_config *forced, qg_config *cfg,
-                                     qg_kernel_plan *plan, qg_jit_result *res) {
+                                     const qg_config *forced, qg_config *cfg, qg_kernel_plan *plan,
+                                     qg_jit_result *res) {
     qg_config refused[QG_FALLBACKS];
     for (int n = 0;; ++n) {
         qg_status st;
@@ -211,7 +194,7 @@ static qg_status resolve_and_compile(qg_context *ctx, int num_sms, const qg_prob
             st = qg__select_out(&ctx->props, num_sms, p, d_fp8, refused, n, cfg, plan);
         }
         if (st != QG_SUCCESS) return st;
-        st = compile_kernel(ctx, p, cfg, plan, kloop, res);
+        st = compile_kernel(ctx, p, cfg, plan, res);
         if (st == QG_SUCCESS && n > 0) qg__clear_error(); /* the refusal was handled */
         if (st != QG_ERROR_COMPILE || forced || n == QG_FALLBACKS) return st;
         refused[n] = *cfg;
@@ -228,7 +211,6 @@ typedef struct {
     int d_fp8; /* the plan's d_fp8: 0 bf16 / FP32 D, 1 e4m3, 2 e4m3 with UE8M0 scales (| QG_D_SWIGLU) */
     int grouped_mcb; /* the heuristic's: QGEMM_FP8_GROUPED_MCB for this kind (qg__fp8_grouped_mcb) */
     int heur; /* the heuristic's: QGEMM_FP8_HEUR's flags (qg__fp8_heur; -1 fails the build) */
-    int kloop;       /* QGEMM_FP8_KLOOP (fp8_kloop; validated by the caller) */
     int forced;
     int block_m, block_n, num_stages, multicast, swizzle_group, split_k;
 } fp8_key;
@@ -245,8 +227,8 @@ static qg_status fp8_build(qg_context *ctx, const void *key, const void *arg, vo
                            qg_launch_shape *shape, qg_jit_result *res) {
     const fp8_key *k = key;
     fp8_plan *fp = plan;
-    qg_status st = resolve_and_compile(ctx, ctx->num_sms, &k->problem, k->d_fp8, k->kloop, arg,
-                                       &fp->cfg, &fp->plan, res);
+    qg_status st = resolve_and_compile(ctx, ctx->num_sms, &k->problem, k->d_fp8, arg, &fp->cfg,
+                                       &fp->plan, res);
     if (st != QG_SUCCESS) return st;
     shape->num_threads = (unsigned)fp->plan.num_threads;
     shape->smem_bytes = fp->plan.smem_bytes;
@@ -270,7 +252,6 @@ static qg_status resolve_launch(qg_context *ctx, const qg_problem *p, int d_fp8,
     key.d_fp8 = d_fp8;
     key.grouped_mcb = !forced && qg__fp8_grouped_mcb(&ctx->props, p->kind, d_fp8);
     key.heur = forced ? 0 : qg__fp8_heur();
-    key.kloop = fp8_kloop();
     if (forced) {
         key.forced = 1;
         key.block_m = forced->block_m;
@@ -348,13 +329,11 @@ static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_
     if (!ctx) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     qg_status st = qg__check_problem(problem, fn);
     if (st != QG_SUCCESS) return st;
-    if ((st = check_kloop(fn)) != QG_SUCCESS) return st;
     const int num_sms = qg_context_get_num_sms(ctx);
     qg_config c;
     qg_kernel_plan plan;
     qg_jit_result res;
-    if ((st = resolve_and_compile(ctx, num_sms, problem, d_fp8, fp8_kloop(), cfg, &c, &plan, &res)) !=
-        QG_SUCCESS)
+    if ((st = resolve_and_compile(ctx, num_sms, problem, d_fp8, cfg, &c, &plan, &res)) != QG_SUCCESS)
         return qg__fail(st, "%s: %s", fn, qg_last_error());
     if (info) *info = res.info;
     if (ctx->offline) return QG_SUCCESS;
@@ -435,7 +414,6 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     qg_status vst;
     int variant = 0;
     if (fo && !sw && (vst = fp8out_variant(fn, &variant))) return vst;
-    if ((vst = check_kloop(fn)) != QG_SUCCESS) return vst;
     *d_fp8 = d_fp8_of(fo, sw, variant);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
     if (a->n < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->n must be >= 0, got %d", fn, a->n);
