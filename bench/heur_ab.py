@@ -11,9 +11,9 @@ DeepGEMM and the variant taking turns call by call after a 2x-L2 flush).
 
   python3 bench/heur_ab.py --filter RE [--variant NAME=ENV[,ENV...]]... [--iters N] [--warm-jobs N]
 
-A variant is `default` (nothing set) or NAME=VAR=VALUE[;VAR=VALUE] (e.g. sw8=QGEMM_FP8_HEUR=sw8,
+A variant is `default` (nothing set) or NAME=VAR=VALUE[;VAR=VALUE] (e.g. nomcbc=QGEMM_FP8_HEUR=nomcbc,
 mcb0=QGEMM_FP8_GROUPED_MCB=0); without --variant: default (notall+nomcb since 2026-11-29), none
-(the heuristic before), nomcbc (default+nomcbc), sw8 (default+sw8). A variant
+(the heuristic before), nomcbc (default+nomcbc). A variant
 whose tile and swizzle group are the default's on a row runs the default's kernel: not timed
 again there ("="), the default's ratio counted in its geomean.
 Prints one line per row (DeepGEMM/qgemm per variant, the variant's tile) and per variant the
@@ -32,8 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import peers  # noqa: E402
 
-DEFAULT_VARIANTS = ["default", "none=QGEMM_FP8_HEUR=none", "nomcbc=QGEMM_FP8_HEUR=default+nomcbc",
-                    "sw8=QGEMM_FP8_HEUR=default+sw8"]
+DEFAULT_VARIANTS = ["default", "none=QGEMM_FP8_HEUR=none", "nomcbc=QGEMM_FP8_HEUR=default+nomcbc"]
 KNOBS = ("QGEMM_FP8_HEUR", "QGEMM_FP8_GROUPED_MCB")
 
 

@@ -54,7 +54,7 @@ DENSE_JSON = os.path.join(HERE, "results", "2026-11-25-h200-14", "peers.json")
 # DeepGEMM time / qgemm time, kineto, H200, qgemm ff337ef (the dense rows' configurations are
 # unchanged since: bench/dg_heuristic.py), /work/shared/peers/measured-2026-11-28-h200
 DENSE_MEASURED = {k.split(" ", 1)[1]: v for k, v in dgh.MEASURED.items() if k.startswith("dense ")}
-ALTS = ["none", "notall", "nomcb", "default+nomcbc", "default+sw8", "default+sw32"]
+ALTS = ["none", "notall", "nomcb", "default+nomcbc"]  # (swN left the tree on 2026-11-29)
 
 
 def dg_ran(paths: List[str]) -> Dict[Tuple[str, str], Dict[str, Any]]:

@@ -281,8 +281,9 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
  * the measured K (4096: the tall tile and the unshared small tiles won, 7168:
  * they lost). notall and nomcb won on the H200 (2026-11-29-h200-08-v2: masked
  * 6 x 1024, 6144x7168 1.032 -> 1.064 of DeepGEMM; masked 4 x 256 +0.4..+3.1%)
- * and are the default since; nomcbc (mixed, noise-sized) and swN stay A/B
- * choices. Unset or empty: QG_HEUR_DEFAULT (notall+nomcb). A '+'-separated
+ * and are the default since; nomcbc (mixed, noise-sized) stays an A/B
+ * choice; swN (the long-K swizzle group 2..64) lost (sw8 -0.1%, -09-v3) and
+ * left the tree (tag exp/session-v-unpaid-2026-11-29). Unset or empty: QG_HEUR_DEFAULT (notall+nomcb). A '+'-separated
  * list (only its words: "nomcbc" alone is nomcbc without notall or nomcb) of
  *   none     no alternative: the heuristic as it was before that measurement
  *            (base: the same, its older name);
@@ -305,12 +306,7 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
  *            about half the pairs load B whole; A pairs (two n-blocks of one
  *            m-block) always share (contiguous 32 x ~256 rows, A / B: 0.997 / 0.981
  *            at 6144x7168, 0.977 / 0.991 at 7168x3072, h200-26-t1);
- *   swN      problems at K >= QG_HEUR_LONG_K whose default swizzle group is 16 take
- *            N in {2, 4, 8, 32, 64}: a probe of L2 reuse at the long K (a wave's
- *            distinct operand rows, 16 m-blocks x 128 + ~8 n-blocks x 192 of 7168
- *            bytes, are 26 MB at 6144x7168 against 11-15 MB at the other N x K).
- *            Tile order only: results are bitwise the default's.
- * -> QG_HEUR_* flags | (swizzle N << QG_HEUR_SW_SHIFT); anything else -1 (the
+ * -> QG_HEUR_* flags; anything else -1 (the
  * heuristic's callers fail, naming the value). Part of the FP8 launch cache's
  * key (it changes the choice: none is 0, the default QG_HEUR_DEFAULT, so the
  * two never share an entry). Forced configurations ignore it.
@@ -318,24 +314,20 @@ bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_
 #define QG_HEUR_NOTALL 1
 #define QG_HEUR_NOMCB_SMALL 2
 #define QG_HEUR_NOMCB_CONTIG 4
-#define QG_HEUR_SW_SHIFT 8
 #define QG_HEUR_DEFAULT (QG_HEUR_NOTALL | QG_HEUR_NOMCB_SMALL)
 #define QG_HEUR_SMALL_ROWS 512
 #define QG_HEUR_LONG_K 6144
 int qg__fp8_heur(void) {
     const char *v = qg__env_string("QGEMM_FP8_HEUR");
     if (!v) return QG_HEUR_DEFAULT;
-    static const char *const names[] = {"none",   "base", "default", "notall", "nomcb", "nomcbc",
-                                        "sw2",    "sw4",  "sw8",     "sw32",   "sw64"};
+    static const char *const names[] = {"none", "base", "default", "notall", "nomcb", "nomcbc"};
     static const int word_flags[] = {0, 0, QG_HEUR_DEFAULT, QG_HEUR_NOTALL, QG_HEUR_NOMCB_SMALL,
                                      QG_HEUR_NOMCB_CONTIG};
-    static const int sw[] = {2, 4, 8, 32, 64};
     int flags = 0, words = 0, i;
-    /* (an empty word, as in "notall+", is no word; the last swN counts) */
-    while ((i = qg__env_next_word(&v, "+", true, names, 11)) >= 0) {
+    /* (an empty word, as in "notall+", is no word) */
+    while ((i = qg__env_next_word(&v, "+", true, names, 6)) >= 0) {
         ++words;
-        if (i < 6) flags |= word_flags[i];
-        else flags = (flags & ((1 << QG_HEUR_SW_SHIFT) - 1)) | sw[i - 6] << QG_HEUR_SW_SHIFT;
+        flags |= word_flags[i];
     }
     if (i != -1) return -1;
     return words ? flags : QG_HEUR_DEFAULT; /* ("+": no word, as unset) */
@@ -1122,7 +1114,7 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
     if (heur < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "config: QGEMM_FP8_HEUR='%.64s' is not a '+'-separated list of none, "
-                        "default, notall, nomcb, nomcbc, sw2, sw4, sw8, sw32, sw64",
+                        "default, notall, nomcb, nomcbc",
                         qg__env_string("QGEMM_FP8_HEUR"));
     /* (nomcb: groups of at most QG_HEUR_SMALL_ROWS expected rows at short K keep no B) */
     const bool long_k = p->k >= QG_HEUR_LONG_K;
@@ -1318,12 +1310,6 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
         if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
     }
     qg_config cfg = best;
-    /* swN: the long-K problems' swizzle group (default_swizzle's 16; not a
-     * split group's cluster, whose swizzle is a multiple of its size) */
-    const int heur_sw = long_k ? heur >> QG_HEUR_SW_SHIFT : 0;
-    if (heur_sw && fp8_split(d_fp8, cfg.block_n) == 1 && cfg.split_k <= 1 &&
-        default_swizzle(p, cfg.multicast) == QG_DEFAULT_SWIZZLE)
-        cfg.swizzle_group = heur_sw;
     qg_status st = qg__complete_config_out(props, num_sms, p, d_fp8, &cfg, plan);
     if (st != QG_SUCCESS && cfg.multicast != QG_MULTICAST_NONE) {
         cfg.multicast = QG_MULTICAST_NONE;

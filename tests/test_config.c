@@ -921,11 +921,10 @@ TEST(config_h200_masked_whole_waves) {
 }
 
 /* The words of a QGEMM_FP8_HEUR value as the test reads them (its own
- * parser, not the library's): notall / nomcb / nomcbc / swN flags; unset, ""
+ * parser, not the library's): notall / nomcb / nomcbc flags; unset, ""
  * and a list of no words (only '+') the default, notall+nomcb. */
-static void heur_words(const char *v, bool *notall, bool *nomcb, bool *nomcbc, int *sw) {
+static void heur_words(const char *v, bool *notall, bool *nomcb, bool *nomcbc) {
     *notall = *nomcb = *nomcbc = false;
-    *sw = 0;
     int words = 0;
     char buf[64];
     snprintf(buf, sizeof buf, "%s", v ? v : "");
@@ -935,7 +934,6 @@ static void heur_words(const char *v, bool *notall, bool *nomcb, bool *nomcbc, i
         else if (!strcmp(w, "notall")) *notall = true;
         else if (!strcmp(w, "nomcb")) *nomcb = true;
         else if (!strcmp(w, "nomcbc")) *nomcbc = true;
-        else if (!strncmp(w, "sw", 2)) *sw = atoi(w + 2);
     }
     if (!words) *notall = *nomcb = true;
 }
@@ -947,10 +945,10 @@ static void heur_words(const char *v, bool *notall, bool *nomcb, bool *nomcbc, i
  * 128x192 B where grouped B is allowed (H200 default, or
  * QGEMM_FP8_GROUPED_MCB=1), and nothing where it is not; nomcb drops grouped
  * B for groups of <= 512 expected rows at K < 6144 only, nomcbc for
- * contiguous experts averaging <= 512 rows only; swN sets the swizzle group
- * at K >= 6144 and leaves the tile, the small dense problems' order 1 and
- * forced configurations alone; other words fail the heuristic's callers,
- * naming the variable. */
+ * contiguous experts averaging <= 512 rows only; none of them touches the
+ * swizzle group (16, the small dense problems' 1) or forced configurations;
+ * other words (swN too: the long-K swizzle probe left the tree on
+ * 2026-11-29) fail the heuristic's callers, naming the variable. */
 TEST(config_fp8_heur) {
     const char *names[2] = {"QGEMM_FP8_HEUR", "QGEMM_FP8_GROUPED_MCB"};
     char *saved[2];
@@ -972,7 +970,7 @@ TEST(config_fp8_heur) {
     const qg_problem dense = {QG_GEMM_DENSE, 4096, 4096, 7168, 1, 0, 0};
     const qg_problem dense_small = {QG_GEMM_DENSE, 128, 4096, 7168, 1, 0, 0};
     /* (past the line, QG_HEUR_LONG_K 6144: a small group at long K keeps B under
-     * nomcb, a tall group at short K keeps 256x128 A under notall, swN leaves K 4096) */
+     * nomcb, a tall group at short K keeps 256x128 A under notall) */
     const qg_problem small_long = {QG_GEMM_GROUPED_MASKED, 4096, 6144, 7168, 4, 307, 0};
     const qg_problem tall_short = {QG_GEMM_GROUPED_MASKED, 4096, 7168, 3072, 6, 1228, 0};
     /* (contiguous experts of ~308 rows: B under the H200 default, not under nomcbc) */
@@ -1003,14 +1001,13 @@ TEST(config_fp8_heur) {
     CHECK(base[0][8].multicast == QG_MULTICAST_B, "contig_small mc %d", (int)base[0][8].multicast);
     /* (NULL: unset, the default) */
     static const char *const values[] = {NULL, "", "none", "base", "default", "notall", "nomcb",
-                                         "nomcbc", "sw8", "sw32", "sw2", "notall+nomcb+nomcbc+sw64",
-                                         "base+", "+", "default+nomcbc", "none+sw8", "nomcb+notall"};
+                                         "nomcbc", "notall+nomcb+nomcbc", "base+", "+",
+                                         "default+nomcbc", "none+nomcbc", "nomcb+notall"};
     for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
         if (values[v]) setenv("QGEMM_FP8_HEUR", values[v], 1);
         else unsetenv("QGEMM_FP8_HEUR");
         bool notall, nomcb, nomcbc;
-        int swz;
-        heur_words(values[v], &notall, &nomcb, &nomcbc, &swz);
+        heur_words(values[v], &notall, &nomcb, &nomcbc);
         const char *name = values[v] ? values[v] : "(unset)";
         for (int dev = 0; dev < 2; dev++)
             for (int i = 0; i < num; i++) {
@@ -1028,7 +1025,7 @@ TEST(config_fp8_heur) {
                       "QGEMM_FP8_HEUR '%s', %s, problem %d: %dx%d mc %d, expected %dx%d mc %d%s",
                       name, dev ? "H100" : "H200", i, cfg.block_m, cfg.block_n,
                       (int)cfg.multicast, bm, bn, (int)mc, moved_small ? " (any but B)" : "");
-                const int want_sw = i == 5 ? 1 : swz && all[i]->k >= 6144 ? swz : 16;
+                const int want_sw = i == 5 ? 1 : 16;
                 CHECK(cfg.swizzle_group == want_sw, "QGEMM_FP8_HEUR '%s', %s, problem %d: "
                       "swizzle %d, expected %d", name, dev ? "H100" : "H200", i,
                       cfg.swizzle_group, want_sw);
@@ -1046,9 +1043,11 @@ TEST(config_fp8_heur) {
     CHECK(cfg.block_m == 256 && cfg.multicast == QG_MULTICAST_A, "notall without B: %dx%d %d",
           cfg.block_m, cfg.block_n, (int)cfg.multicast);
     unsetenv("QGEMM_FP8_GROUPED_MCB");
-    static const char *const bad[] = {"sw16", "sw", "sw8x", "notall+tall", "NOTALL", "sw128",
+    /* (sw2 .. sw64: the removed swizzle probe) */
+    static const char *const bad[] = {"sw2",  "sw4",     "sw8",   "sw32",    "sw64",   "notall+sw8",
+                                      "sw16", "sw",      "sw8x",  "notall+tall", "NOTALL",
                                       "nomcbcc", "defaults", "nones", "Default", "none+x",
-                                      "sw08", "sw02", "notall,nomcb", "sw 8"};
+                                      "notall,nomcb", "sw 8"};
     for (size_t v = 0; v < sizeof bad / sizeof bad[0]; v++) {
         setenv("QGEMM_FP8_HEUR", bad[v], 1);
         CHECK(qg_select_config(h200, &dense, &cfg) == QG_ERROR_INVALID_ARGUMENT,

@@ -182,7 +182,7 @@ def test_psum(counts, n, k):
     check_psum(counts, n, k, f"counts {counts}", expected_m_for_psum_layout=max(counts))
 
 
-@pytest.mark.parametrize("heur", [None, "none", "notall", "nomcb", "sw8", "sw32"],
+@pytest.mark.parametrize("heur", [None, "none", "notall", "nomcb", "nomcbc"],
                          ids=lambda h: h or "default")
 def test_psum_fp8_heur(monkeypatch, heur):
     """QGEMM_FP8_HEUR's alternatives (src/fp8_config.c qg__fp8_heur) in the psum layout, grouped
