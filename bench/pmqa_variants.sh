@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT values, e.g.
-# shared2, dual2, split4, split4r112w, split4r112y; unset: split4r112x, the default since 2026-11-29
+# shared2, dual2, split4, split4r112w, split4r112p; unset: split4r112x, the default since 2026-11-29
 # (split4r112w before h200-10-v4); pipe2 was removed, tag
 # exp/pmqa-pipe2-2026-11-28) checked and timed beside DeepGEMM in one GPU run (bench/pmqa_ab.py
 # times several organisations on inputs built once a row instead). Checks first

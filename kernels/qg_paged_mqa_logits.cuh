@@ -40,12 +40,13 @@
  * split4 (4, STRIDE_WALK, SPLIT) and split4r112w (split4 + WREG: below N =
  * 128 all N / 4 weights; at N = 128 MATH112, LEAN, 32 weights (28 clean at
  * D 64) and, clean, MATH_TAIL), the last with the run loop (QG_PMQA_RUN:
- * split4r112x, the default), the sleeping producer wait (QG_PMQA_SLEEP:
- * split4r112y), the producers' shared base (QG_PMQA_PADDR: split4r112p) and
+ * split4r112x, the default), the producers' shared base (QG_PMQA_PADDR: split4r112p) and
  * the uniform walk (QG_PMQA_UNI with PADDR: split4r112u) as options; the shared3 / shared4 forms (3 or 4 math
  * warpgroups on one ring, the strided walk at 2) and split4r / split4r112 /
  * split4r112m (WREG without MATH112 at N = 128, MATH112 without LEAN) left
- * with their planner entries (tag exp/pmqa-organisations-2026-11-29). The
+ * with their planner entries (tag exp/pmqa-organisations-2026-11-29), and
+ * split4r112y (the producers' kv_empty wait sleeping, QG_PMQA_SLEEP: no
+ * faster than split4r112x; tag exp/session-v-unpaid-2026-11-29). The
  * organisation with two accumulator sets a math warpgroup (pipe2,
  * QG_PMQA_PIPE) was no faster than shared2 on the H200 and was removed: git
  * tag exp/pmqa-pipe2-2026-11-28. 128 x (W + 1)
@@ -303,17 +304,6 @@ static_assert(QG_PMQA_STAGES % QG_PMQA_MATH_WGS == 0 && QG_PMQA_STAGES >= QG_PMQ
 #define QG_PMQA_RUN 0
 #endif
 static_assert(!QG_PMQA_RUN || QG_PMQA_SPLIT, "the run loop: the split forms' strided walk");
-/* QG_PMQA_SLEEP 1 (split4r112y, issue 50): split4r112x with the producer warps'
- * kv_empty wait suspended in the barrier (mbarrier.try_wait's suspend-time
- * hint: the thread sleeps until the phase completes or the hint's time
- * passes) instead of re-polling: the ncu of h200-08-v2 counted that wait at
- * ~12 polls a unit (19 M instructions, issue slots the math warps of the same
- * SM sub-partition compete for); DeepGEMM's producer sleeps there
- * (NANOSLEEP.SYNCS in its SASS). Timing only: the same loads, the same
- * logits. */
-#ifndef QG_PMQA_SLEEP
-#define QG_PMQA_SLEEP 0
-#endif
 /* QG_PMQA_PADDR 1 (split4r112p, issue 50): split4r112x whose producer warps
  * issue a unit from shared-window addresses made from one base register
  * (computed once, opaque to the compiler) plus constants: the kv barriers,
@@ -326,7 +316,7 @@ static_assert(!QG_PMQA_RUN || QG_PMQA_SPLIT, "the run loop: the split forms' str
 #ifndef QG_PMQA_PADDR
 #define QG_PMQA_PADDR 0
 #endif
-static_assert(!QG_PMQA_PADDR || (QG_PMQA_RUN && !QG_PMQA_SLEEP),
+static_assert(!QG_PMQA_PADDR || QG_PMQA_RUN,
               "the producer's shared addresses: split4r112p (split4r112x's run loop)");
 /* QG_PMQA_UNI 1 (split4r112u, issue 50): split4r112p whose walk values that
  * steer control flow (settle()'s event, the run's first k and end, the
@@ -353,7 +343,6 @@ static_assert(!QG_PMQA_UNI || (QG_PMQA_PADDR && QG_PMQA_WREG),
 #else
 #define QG_PMQA_BCAST(v) (v)
 #endif
-static_assert(!QG_PMQA_SLEEP || QG_PMQA_RUN, "the sleeping producer wait: split4r112y (with the run loop)");
 /* split4r112w's forms, as the planner builds them: 112 math registers with
  * the lean loop, at N = 128 only, always with weights in registers (all N /
  * 4 without them), the clean tail on the math warps exactly then */
@@ -586,21 +575,6 @@ QG_DEVICE uint32_t qg_pmqa_opaque(uint32_t x) {
 }
 QG_DEVICE void qg_pmqa_bar_arrive(uint64_t *bar) { qg_mbarrier_arrive(bar); }
 QG_DEVICE void qg_pmqa_bar_arrive(uint32_t bar) { qg_mbarrier_arrive_at(bar); }
-#if QG_PMQA_SLEEP
-/* the wait with a suspend-time hint (PTX ISA, mbarrier.try_wait: suspendTimeHint,
- * ns; 10 ms, CUTLASS's ClusterBarrier value): the thread is woken by the
- * phase's completion, the hint only bounds one try */
-QG_DEVICE void qg_pmqa_bar_wait_sleep(uint32_t bar, uint32_t parity) {
-    asm volatile("{\n"
-                 ".reg .pred done;\n"
-                 "WAIT_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
-                 "@!done bra WAIT_%=;\n"
-                 "}\n" ::"r"(bar),
-                 "r"(parity), "r"(0x989680u)
-                 : "memory");
-}
-#endif
 /* a load the compiler cannot merge with an earlier one of the same address (a
  * value re-read rather than kept in a register across a loop) */
 QG_DEVICE int qg_pmqa_ld_keep(const int *p) {
@@ -881,11 +855,7 @@ qg_paged_mqa_logits_kernel(const __grid_constant__ qg_tensor_map tmap_q,
 #else
             const int phys = __shfl_sync(0xffffffffu, win, (wk.k - win_k) / QG_PMQA_MATH_WGS);
             if (lane == 0) {
-#if QG_PMQA_SLEEP
-                qg_pmqa_bar_wait_sleep(qg_smem_addr(&kv_empty[s]), ph ^ 1u);
-#else
                 qg_mbarrier_wait(&kv_empty[s], ph ^ 1u);
-#endif
                 qg_mbarrier_arrive_expect_tx(&kv_full[s], QG_PMQA_SMEM_KV + QG_PMQA_BLOCK * 4);
                 qg_tma_load_3d(smem_kv + s * QG_PMQA_SMEM_KV, &tmap_kv, &kv_full[s], 0, 0, phys);
                 qg_tma_load_2d(smem_sc + s * QG_PMQA_BLOCK, &tmap_sc, &kv_full[s], 0, phys);

@@ -196,8 +196,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 (2 math warpgroups, one kv "
      "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
      "each), split4r112w (split4 with the weights in registers) or split4r112x (split4r112w with the "
-     "run loop) or split4r112p (split4r112x, the producers' unit from one shared base) or split4r112u (split4r112p, the walk "
-     "broadcast from lane 0: uniform stage and descriptors)", "split4r112x"},
+     "run loop) or split4r112p (split4r112x, the producers' unit from one shared base) or "
+     "split4r112u (split4r112p, the walk broadcast from lane 0: uniform stage and descriptors)",
+     "split4r112x"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
      "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "
      "weights staged by the producer), deep4l (deep4, weights loaded by the math) or lockstep2 (2 "

@@ -499,7 +499,7 @@ static qg_status pmqa_check(const qg_context *ctx, const qg_paged_mqa_logits_arg
         key->logits_bf16 = a->logits_bf16;
         if (!pmqa_env_variant(key->next_n, key->heads, &key->variant))
             return BAD("%s: QGEMM_PMQA_VARIANT='%.64s' is not shared2, dual2, split4, "
-                       "split4r112w, split4r112x, split4r112y, split4r112p or split4r112u",
+                       "split4r112w, split4r112x, split4r112p or split4r112u",
                        fn, qg__env_string("QGEMM_PMQA_VARIANT"));
     }
     if (!pointers || a->batch == 0) return QG_SUCCESS;

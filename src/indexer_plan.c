@@ -344,16 +344,16 @@ int qg__pmqa_default_variant(int next_n, int heads) {
 
 const char *qg__pmqa_variant_name(int variant) {
     static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "dual2", "split4",
-                                                             "split4r112w", "split4r112x", "split4r112y",
-                                                             "split4r112p", "split4r112u"};
+                                                             "split4r112w", "split4r112x", "split4r112p",
+                                                             "split4r112u"};
     return variant >= 0 && variant < QG_PMQA_VARIANT_COUNT ? names[variant] : NULL;
 }
 
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     if (!p || variant < 0 || variant >= QG_PMQA_VARIANT_COUNT) return -1;
     const int split = variant == QG_PMQA_VARIANT_SPLIT4 || variant == QG_PMQA_VARIANT_SPLIT4R112W ||
-                      variant == QG_PMQA_VARIANT_SPLIT4R112X || variant == QG_PMQA_VARIANT_SPLIT4R112Y ||
-                      variant == QG_PMQA_VARIANT_SPLIT4R112P || variant == QG_PMQA_VARIANT_SPLIT4R112U;
+                      variant == QG_PMQA_VARIANT_SPLIT4R112X || variant == QG_PMQA_VARIANT_SPLIT4R112P ||
+                      variant == QG_PMQA_VARIANT_SPLIT4R112U;
     const int math_wgs = split ? 4 : 2;
     const int n_cols = p->next_n * p->heads;
     /* DUAL2: two CTAs per SM (80 registers: N = 128 runs two N = 64 wgmma
@@ -373,15 +373,12 @@ int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     /* the split organisations walk strided (each math warpgroup its own units) */
     p->stride_walk = split;
     p->split = split;
-    /* SPLIT4R112X: split4r112w's plan, the run loop added (QG_PMQA_RUN); SPLIT4R112Y:
-     * split4r112x's, the producers' sleeping kv_empty wait added (QG_PMQA_SLEEP);
+    /* SPLIT4R112X: split4r112w's plan, the run loop added (QG_PMQA_RUN);
      * SPLIT4R112P: split4r112x's, the producers' unit from one shared base (QG_PMQA_PADDR);
      * SPLIT4R112U: split4r112p's, the walk's control values from lane 0 (QG_PMQA_UNI) */
     const int pu = variant == QG_PMQA_VARIANT_SPLIT4R112P || variant == QG_PMQA_VARIANT_SPLIT4R112U;
-    const int r112w = variant == QG_PMQA_VARIANT_SPLIT4R112W || variant == QG_PMQA_VARIANT_SPLIT4R112X ||
-                      variant == QG_PMQA_VARIANT_SPLIT4R112Y || pu;
-    p->run = variant == QG_PMQA_VARIANT_SPLIT4R112X || variant == QG_PMQA_VARIANT_SPLIT4R112Y || pu;
-    p->sleep = variant == QG_PMQA_VARIANT_SPLIT4R112Y;
+    const int r112w = variant == QG_PMQA_VARIANT_SPLIT4R112W || variant == QG_PMQA_VARIANT_SPLIT4R112X || pu;
+    p->run = variant == QG_PMQA_VARIANT_SPLIT4R112X || pu;
     p->paddr = pu;
     p->uni = variant == QG_PMQA_VARIANT_SPLIT4R112U;
     /* SPLIT4R112W at N = 128: the math warps write the clean form's -inf tail
@@ -410,19 +407,19 @@ int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
     const int len = snprintf(
         buf, cap,
         "// qgemm paged mqa logits: H %d, D %d, next_n %d, clean %d, bf16 %d, %d stages, "
-        "%d math wgs, %d ctas an SM%s%s%s%s%s%s%s%s%s%s\n"
+        "%d math wgs, %d ctas an SM%s%s%s%s%s%s%s%s%s\n"
         "#define QG_PMQA_SCHEDULE 0\n#define QG_PMQA_H %d\n#define QG_PMQA_D %d\n"
         "#define QG_PMQA_NEXT_N %d\n#define QG_PMQA_CLEAN %d\n#define QG_PMQA_BF16 %d\n"
         "#define QG_PMQA_STAGES %d\n#define QG_PMQA_MATH_WGS %d\n"
         "#define QG_PMQA_CTAS %d\n"
-        "%s%s%s%s%s%s%s%s%s%s%s"
+        "%s%s%s%s%s%s%s%s%s%s"
         "#define QG_PMQA_SMEM_BYTES %zu\n"
         "#include \"qg_paged_mqa_logits.cuh\"\n",
         p->heads, p->head_dim, p->next_n, p->clean, p->logits_bf16, p->stages, p->math_wgs,
         p->ctas, p->stride_walk ? ", strided walk" : "", p->split ? ", a producer warp a warpgroup" : "",
         p->wreg ? ", weights in registers" : "", p->math112 ? ", setmaxnreg 32 / 112" : "",
         p->math_tail ? ", the clean tail on the math warps" : "", p->lean ? ", lean unit loop" : "",
-        p->run ? ", run loop" : "", p->sleep ? ", sleeping producer wait" : "",
+        p->run ? ", run loop" : "",
         p->paddr ? ", producer shared base" : "", p->uni ? ", uniform walk" : "", p->heads, p->head_dim, p->next_n,
         p->clean, p->logits_bf16, p->stages, p->math_wgs, p->ctas,
         /* only the strided forms name it: the older variants' sources stay byte for byte */
@@ -432,9 +429,8 @@ int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *p) {
         /* only split4r112w's clean form at N = 128 names it */
         p->math_tail ? "#define QG_PMQA_MATH_TAIL 1\n" : "",
         p->lean ? "#define QG_PMQA_LEAN 1\n" : "",
-        /* only split4r112x / y name them: split4r112w's source stays byte for byte */
+        /* only split4r112x / p / u name it: split4r112w's source stays byte for byte */
         p->run ? "#define QG_PMQA_RUN 1\n" : "",
-        p->sleep ? "#define QG_PMQA_SLEEP 1\n" : "",
         p->paddr ? "#define QG_PMQA_PADDR 1\n" : "",
         p->uni ? "#define QG_PMQA_UNI 1\n" : "",
         p->smem_bytes);

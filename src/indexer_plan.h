@@ -181,8 +181,7 @@ typedef struct {
     int math112;               /* QG_PMQA_MATH112: setmaxnreg 32 / 112 (split4r112w, N 128) */
     int math_tail;             /* QG_PMQA_MATH_TAIL: the math warps write the clean tail (split4r112w, N 128) */
     int lean;                  /* QG_PMQA_LEAN: split4r112w's unit loop (all 32 weights at N 128) */
-    int run;                   /* QG_PMQA_RUN: the run loop (split4r112x, split4r112y) */
-    int sleep;                 /* QG_PMQA_SLEEP: the producers' kv_empty wait sleeps (split4r112y) */
+    int run;                   /* QG_PMQA_RUN: the run loop (split4r112x, p, u) */
     int paddr;                 /* QG_PMQA_PADDR: the producers' shared addresses from one base (split4r112p) */
     int uni;                   /* QG_PMQA_UNI: the walk's control values broadcast from lane 0 (split4r112u) */
     int wreg;                  /* QG_PMQA_WREG: how many of a thread's N / 4 weights are registers (split4r112w) */
@@ -209,17 +208,15 @@ typedef struct {
  * (QG_PMQA_MATH112), the clean form's -inf tail written by the math warps
  * (QG_PMQA_MATH_TAIL) and the lean unit loop (QG_PMQA_LEAN) so all 32
  * weights fit; SPLIT4R112X (issue 50, A/B): split4r112w with the run loop
- * (QG_PMQA_RUN: one compare a unit instead of the walk's settle()); SPLIT4R112Y:
- * split4r112x with the producer warps' kv_empty wait sleeping in the barrier
- * (QG_PMQA_SLEEP); SPLIT4R112P: split4r112x with the producer warps' unit
+ * (QG_PMQA_RUN: one compare a unit instead of the walk's settle()); SPLIT4R112P: split4r112x with the producer warps' unit
  * issued from one shared base register (QG_PMQA_PADDR); SPLIT4R112U:
  * split4r112p with the walk's control values broadcast from lane 0, so the
  * stage, descriptors and barrier addresses are uniform-register values
  * (QG_PMQA_UNI). Every organisation computes the same sums in the same order:
  * bitwise the same logits. Removed after the H200 A/B of 2026-11-29
  * (bench/HISTORY.md; tag exp/pmqa-organisations-2026-11-29): shared4,
- * shared2s, shared4s, dual2s, shared3, split4r, split4r112, split4r112m; and
- * pipe2 (tag exp/pmqa-pipe2-2026-11-28). The values are dense (names and
+ * shared2s, shared4s, dual2s, shared3, split4r, split4r112, split4r112m; split4r112y
+ * (tag exp/session-v-unpaid-2026-11-29); and pipe2 (tag exp/pmqa-pipe2-2026-11-28). The values are dense (names and
  * loops index by them); they live only inside the process. */
 enum {
     QG_PMQA_VARIANT_SHARED2 = 0,
@@ -227,10 +224,9 @@ enum {
     QG_PMQA_VARIANT_SPLIT4 = 2,
     QG_PMQA_VARIANT_SPLIT4R112W = 3,
     QG_PMQA_VARIANT_SPLIT4R112X = 4,
-    QG_PMQA_VARIANT_SPLIT4R112Y = 5,
-    QG_PMQA_VARIANT_SPLIT4R112P = 6,
-    QG_PMQA_VARIANT_SPLIT4R112U = 7,
-    QG_PMQA_VARIANT_COUNT = 8
+    QG_PMQA_VARIANT_SPLIT4R112P = 5,
+    QG_PMQA_VARIANT_SPLIT4R112U = 6,
+    QG_PMQA_VARIANT_COUNT = 7
 };
 /* The default organisation for next_n x heads = N columns: DUAL2 below N =
  * 128, SHARED2 at 128 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
@@ -244,7 +240,7 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
 /* The variant's name ("shared2", "dual2", "split4", "split4r112w", "split4r112x",
- * "split4r112y", "split4r112p", "split4r112u"), or NULL. */
+ * "split4r112p", "split4r112u"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);
 int qg__pmqa_source(char *buf, size_t cap, const qg_pmqa_plan *plan);
 int qg__pmqa_schedule_source(char *buf, size_t cap);

@@ -271,13 +271,13 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_MODE");
         unsetenv("QGEMM_HC_VARIANT");
     }
-    { /* QGEMM_PMQA_VARIANT: the eight names pass the checks; any other value
+    { /* QGEMM_PMQA_VARIANT: the seven names pass the checks; any other value
        * (the removed split2 / pipe2 / shared4 / shared3 / the *s forms / split4r /
-       * split4r112 / split4r112m too) fails the logits call (not the schedule's),
+       * split4r112 / split4r112m / split4r112y too) fails the logits call (not the schedule's),
        * naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
         static const char *const good[] = {"shared2", "dual2", "split4", "split4r112w", "split4r112x",
-                                           "split4r112y", "split4r112p", "split4r112u"};
+                                           "split4r112p", "split4r112u"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -287,7 +287,7 @@ TEST(indexer_validation) {
         static const char *const bad[] = {"split", "split2", "SHARED2", "shared", "shared2 ",
                                           "4", "pipe", "pipe2", "pipe4", "dual",
                                           "shared4", "shared2s", "shared4s", "dual2s", "shared3",
-                                          "split4r", "split4r112", "split4r112m",
+                                          "split4r", "split4r112", "split4r112m", "split4r112y",
                                           "shared3s", "split4s", "shared2S", "split4R",
                                           "split4rr", "split4w", "split4r104",
                                           "split4r120", "split4r112M", "split4r112mm",
@@ -302,7 +302,7 @@ TEST(indexer_validation) {
             snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
             CHECK(s == INV && strstr(qg_last_error(), "QGEMM_PMQA_VARIANT") &&
                       strstr(qg_last_error(), quoted) &&
-                      strstr(qg_last_error(), "shared2, dual2, split4, split4r112w, split4r112x, split4r112y, split4r112p or "
+                      strstr(qg_last_error(), "shared2, dual2, split4, split4r112w, split4r112x, split4r112p or "
                              "split4r112u"),
                   "QGEMM_PMQA_VARIANT='%s': %s (%s)", bad[i], qg_status_string(s),
                   qg_last_error());
@@ -487,12 +487,11 @@ TEST(pmqa_compile_every_variant) {
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4), "split4") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112W), "split4r112w") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112X), "split4r112x") &&
-                  !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112Y), "split4r112y") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112P), "split4r112p") &&
                   !strcmp(qg__pmqa_variant_name(QG_PMQA_VARIANT_SPLIT4R112U), "split4r112u") &&
-                  QG_PMQA_VARIANT_COUNT == 8 && !qg__pmqa_variant_name(8) &&
-                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 8) == -1 &&
-                  pl.run == 0 && pl.sleep == 0 && pl.paddr == 0 && pl.uni == 0 &&
+                  QG_PMQA_VARIANT_COUNT == 7 && !qg__pmqa_variant_name(7) &&
+                  !qg__pmqa_variant_name(-1) && qg__pmqa_plan_variant(&pl, 7) == -1 &&
+                  pl.run == 0 && pl.paddr == 0 && pl.uni == 0 &&
                   pl.stride_walk == 0 && pl.split == 0 && pl.wreg == 0 && pl.math112 == 0 &&
                   pl.math_tail == 0 && pl.lean == 0,
               "variant names / count");
@@ -559,33 +558,24 @@ TEST(pmqa_compile_every_variant) {
                           qg__pmqa_source(sw, sizeof sw, ws[i]) > 0 &&
                           strstr(src, "#define QG_PMQA_RUN 1\n") && !strstr(sw, "QG_PMQA_RUN"),
                       "split4r112x source %d: %s", i, src);
-                /* SPLIT4R112Y: split4r112x's plan, the sleeping producer wait added */
-                qg_pmqa_plan y = *x;
                 char sx[2048];
                 memcpy(sx, src, sizeof sx);
-                CHECK(x->sleep == 0 && qg__pmqa_plan_variant(&y, QG_PMQA_VARIANT_SPLIT4R112Y) == 0 &&
-                          y.run == 1 && y.sleep == 1 && y.wreg == x->wreg && y.lean == x->lean &&
-                          y.math_tail == x->math_tail && y.stages == x->stages &&
-                          qg__pmqa_source(src, sizeof src, &y) > 0 &&
-                          strstr(src, "#define QG_PMQA_RUN 1\n#define QG_PMQA_SLEEP 1\n") &&
-                          !strstr(sx, "QG_PMQA_SLEEP"),
-                      "split4r112y plan / source %d: %s", i, src);
                 /* SPLIT4R112P: split4r112x's plan, the producers' shared base added */
                 qg_pmqa_plan pp = *x;
-                CHECK(x->paddr == 0 && y.paddr == 0 && !strstr(src, "QG_PMQA_PADDR") &&
+                CHECK(x->paddr == 0 && !strstr(src, "QG_PMQA_PADDR") &&
                           qg__pmqa_plan_variant(&pp, QG_PMQA_VARIANT_SPLIT4R112P) == 0 &&
-                          pp.run == 1 && pp.sleep == 0 && pp.paddr == 1 && pp.wreg == x->wreg &&
+                          pp.run == 1 && pp.paddr == 1 && pp.wreg == x->wreg &&
                           pp.lean == x->lean && pp.math_tail == x->math_tail &&
                           pp.stages == x->stages && pp.smem_bytes == x->smem_bytes &&
                           qg__pmqa_source(src, sizeof src, &pp) > 0 &&
                           strstr(src, "#define QG_PMQA_RUN 1\n#define QG_PMQA_PADDR 1\n") &&
-                          !strstr(src, "QG_PMQA_SLEEP") && !strstr(sx, "QG_PMQA_PADDR"),
+                          !strstr(sx, "QG_PMQA_PADDR"),
                       "split4r112p plan / source %d: %s", i, src);
                 /* SPLIT4R112U: split4r112p's plan, the uniform walk added */
                 qg_pmqa_plan pu = *x;
                 CHECK(pp.uni == 0 && !strstr(src, "QG_PMQA_UNI") &&
                           qg__pmqa_plan_variant(&pu, QG_PMQA_VARIANT_SPLIT4R112U) == 0 &&
-                          pu.run == 1 && pu.sleep == 0 && pu.paddr == 1 && pu.uni == 1 &&
+                          pu.run == 1 && pu.paddr == 1 && pu.uni == 1 &&
                           pu.wreg == x->wreg && pu.lean == x->lean && pu.math_tail == x->math_tail &&
                           pu.stages == x->stages && pu.smem_bytes == x->smem_bytes &&
                           qg__pmqa_source(src, sizeof src, &pu) > 0 &&
@@ -619,7 +609,7 @@ TEST(pmqa_compile_every_variant) {
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
     static const char *const variants[] = {"shared2", "dual2", "split4", "split4r112w", "split4r112x",
-                                           "split4r112y", "split4r112p", "split4r112u"};
+                                           "split4r112p", "split4r112u"};
     static const int P[][5] = {/* next_n, H, D, clean, bf16 */
                                {2, 64, 128, 0, 0}, {2, 64, 128, 1, 1}, {2, 64, 64, 1, 0},
                                {1, 32, 32, 0, 1},  {1, 64, 128, 1, 0}, {2, 32, 32, 1, 1}};
@@ -868,8 +858,7 @@ TEST(gpu_paged_mqa_logits) {
      * order: each case's accuracy figure (the fp64 sum over every logit, same inputs: a
      * fingerprint of the output) must equal the default's bit for bit. */
     static const char *const variants[] = {NULL, "shared2", "dual2", "split4", "split4r112w",
-                                           "split4r112x", "split4r112y", "split4r112p",
-                                           "split4r112u"};
+                                           "split4r112x", "split4r112p", "split4r112u"};
     double first_diff[sizeof cases / sizeof cases[0]];
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");

@@ -135,13 +135,11 @@ def ref_paged(q8, kv_deq, weights, lens, block_table, max_len):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("clean", [False, True])
 @pytest.mark.parametrize("variant", [None, "shared2", "dual2", "split4", "split4r112w", "split4r112x",
-                                     "split4r112y", "split4r112p",
-                                     "split4r112u"])
+                                     "split4r112p", "split4r112u"])
 def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg, dtype, clean,
                                            variant):
     """variant: QGEMM_PMQA_VARIANT (None: the default, split4r112x; split4r112w: split4 with the weights in
     registers; split4r112x: split4r112w with the run loop, issue 50;
-    split4r112y: split4r112x with the producers' kv_empty wait sleeping;
     split4r112p: split4r112x with the producers' unit from one shared base;
     split4r112u: split4r112p with the walk broadcast from lane 0 (uniform stage / descriptors); split4: DeepGEMM's organisation, a producer warp and ring per math warpgroup;
     shared2 / dual2: the 2026-11-28 defaults); every organisation computes the same sums in the
