@@ -199,18 +199,6 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     if (num_sms < 1) return fail(why, "num_sms must be >= 1");
     const int block_q = 128 / heads;
     const int q_blocks = (seq_len + block_q - 1) / block_q;
-    /* Variant QG_MQA_VARIANT_PIPE (the default until 2026-11-29; see the end): two math warpgroups (128 keys a block),
-     * each with two accumulator sets, so its wgmma of the next key block runs
-     * while it reduces the current one (kernels/qg_mqa_logits.cuh,
-     * QG_MQA_PIPE). The 2026-11-28 path (one set: the tensor core idles
-     * through every epilogue) and a four-warpgroup one stay selectable
-     * through qg__mqa_plan_variant (QGEMM_MQA_VARIANT) for measurements, and
-     * DEEP4, DeepGEMM's four math warpgroups at setmaxnreg 32 / 112. */
-    out->variant = QG_MQA_VARIANT_PIPE;
-    out->pipe = 1;
-    const int math_wgs = 2;
-    int stages = 8;
-    while (stages > 2 && mqa_smem(head_dim, math_wgs, stages, 0) > QG_IDX_SMEM_MAX) --stages;
     out->seq_len = seq_len;
     out->seq_len_kv = seq_len_kv;
     out->heads = heads;
@@ -219,15 +207,14 @@ int qg__mqa_plan(int seq_len, int seq_len_kv, int heads, int head_dim, int compr
     out->clean = clean ? 1 : 0;
     out->logits_bf16 = logits_bf16 ? 1 : 0;
     out->block_q = block_q;
-    out->math_wgs = math_wgs;
-    out->block_kv = 64 * math_wgs;
-    out->kv_stages = stages;
     out->grid_x = q_blocks < num_sms ? (q_blocks > 0 ? q_blocks : 1) : num_sms;
-    out->block_x = 128 * (math_wgs + 1);
-    out->stage_w = 0;
-    out->smem_bytes = mqa_smem(head_dim, math_wgs, stages, 0);
-    /* The fields above are PIPE's, which qg__mqa_plan_variant rewrites for
-     * the default (qg__mqa_default_variant). */
+    /* The organisation's fields (warpgroups, stages, threads, shared memory)
+     * are qg__mqa_plan_variant's, for the default (qg__mqa_default_variant) or
+     * the one QGEMM_MQA_VARIANT names: PIPE, two math warpgroups of two
+     * accumulator sets (the next key block's wgmma under the epilogue,
+     * QG_MQA_PIPE; the default until 2026-11-29), LOCKSTEP2 (the 2026-11-28
+     * path, one set), DEEP4 / DEEP4L (DeepGEMM's four math warpgroups at
+     * setmaxnreg 32 / 112). */
     return qg__mqa_plan_variant(out, qg__mqa_default_variant()) == 0 ? 0 : fail(why, "default plan");
 }
 
