@@ -32,19 +32,26 @@ typedef struct {
     int heads, head_dim, compressed, clean, logits_bf16, num_sms, variant;
 } mqa_key;
 
-/* QGEMM_MQA_VARIANT (src/env.c): unset -> the planner's default
- * (qg__mqa_default_variant: deep4); else one of qg__mqa_variant_name's
- * names. Returns false for any other value. */
-static bool mqa_env_variant(int *variant) {
-    *variant = qg__mqa_default_variant();
-    const char *v = qg__env_string("QGEMM_MQA_VARIANT");
+/* An organisation knob (QGEMM_MQA_VARIANT, QGEMM_PMQA_VARIANT; src/env.c):
+ * unset -> fallback (the planner's default); else the index of the name
+ * name_of gives among its count. Returns false for any other value. */
+static bool env_variant(const char *knob, const char *(*name_of)(int), int count, int fallback,
+                        int *variant) {
+    *variant = fallback;
+    const char *v = qg__env_string(knob);
     if (!v) return true;
-    for (int i = 0; i < QG_MQA_VARIANT_COUNT; ++i)
-        if (!strcmp(v, qg__mqa_variant_name(i))) {
+    for (int i = 0; i < count; ++i)
+        if (!strcmp(v, name_of(i))) {
             *variant = i;
             return true;
         }
     return false;
+}
+
+/* QGEMM_MQA_VARIANT: unset -> qg__mqa_default_variant (deep4). */
+static bool mqa_env_variant(int *variant) {
+    return env_variant("QGEMM_MQA_VARIANT", qg__mqa_variant_name, QG_MQA_VARIANT_COUNT,
+                       qg__mqa_default_variant(), variant);
 }
 
 /* Paged MQA logits: the SM count is the schedule's CTA count; variant:
@@ -53,19 +60,11 @@ typedef struct {
     int next_n, heads, head_dim, clean, logits_bf16, num_sms, variant;
 } pmqa_key;
 
-/* QGEMM_PMQA_VARIANT (src/env.c): unset -> the planner's default for the
- * shape (qg__pmqa_default_variant); else one of qg__pmqa_variant_name's
- * names. Returns false for any other value. */
+/* QGEMM_PMQA_VARIANT: unset -> the planner's default for the shape
+ * (qg__pmqa_default_variant). */
 static bool pmqa_env_variant(int next_n, int heads, int *variant) {
-    *variant = qg__pmqa_default_variant(next_n, heads);
-    const char *v = qg__env_string("QGEMM_PMQA_VARIANT");
-    if (!v) return true;
-    for (int i = 0; i < QG_PMQA_VARIANT_COUNT; ++i)
-        if (!strcmp(v, qg__pmqa_variant_name(i))) {
-            *variant = i;
-            return true;
-        }
-    return false;
+    return env_variant("QGEMM_PMQA_VARIANT", qg__pmqa_variant_name, QG_PMQA_VARIANT_COUNT,
+                       qg__pmqa_default_variant(next_n, heads), variant);
 }
 
 /* The schedule kernel has one variant. */
