@@ -781,6 +781,35 @@ TEST(mqa_compile_every_variant) {
 /* The cases are the testkit's (testkit/indexer_case.c), the same functions
  * `qgemm check --family mqa|paged-mqa|hc` runs. */
 
+/* The GPU tests' organisation loops (QGEMM_MQA_VARIANT, QGEMM_PMQA_VARIANT). */
+
+/* QG_TEST_*_VARIANTS="a,b" (only): whether name is in the list; no list: every name. */
+static bool variant_listed(const char *only, const char *name) {
+    if (!only) return true;
+    char pat[40], list[256];
+    snprintf(pat, sizeof pat, ",%s,", name);
+    snprintf(list, sizeof list, ",%s,", only);
+    return strstr(list, pat) != NULL;
+}
+
+/* knob = value, or unset for NULL (the default organisation). */
+static void set_knob(const char *knob, const char *value) {
+    if (value)
+        setenv(knob, value, 1);
+    else
+        unsetenv(knob);
+}
+
+/* A case's accuracy figure (an fp64 fingerprint of the output, same inputs)
+ * against the default organisation's: false, with the reason in res->why,
+ * unless bit for bit the same. */
+static bool same_as_default(qgtk_case_result *res, double default_diff) {
+    if (!memcmp(&res->diff, &default_diff, sizeof res->diff)) return true;
+    snprintf(res->why, sizeof res->why, "not bitwise the default's (diff %.17g vs %.17g)",
+             res->diff, default_diff);
+    return false;
+}
+
 TEST(gpu_mqa_logits) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
     qg_context *ctx;
@@ -805,27 +834,15 @@ TEST(gpu_mqa_logits) {
     double first_diff[sizeof cases / sizeof cases[0]];
     const char *only = getenv("QG_TEST_MQA_VARIANTS");
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
-        if (vi && only) {
-            char pat[40], list[256];
-            snprintf(pat, sizeof pat, ",%s,", variants[vi]);
-            snprintf(list, sizeof list, ",%s,", only);
-            if (!strstr(list, pat)) continue;
-        }
-        if (variants[vi])
-            setenv("QGEMM_MQA_VARIANT", variants[vi], 1);
-        else
-            unsetenv("QGEMM_MQA_VARIANT");
+        if (vi && !variant_listed(only, variants[vi])) continue;
+        set_knob("QGEMM_MQA_VARIANT", variants[vi]);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             const qgtk_mqa_case *c = &cases[i];
             const qgtk_case_opts opts = {.seed = 50 + i};
             qgtk_case_result res;
             bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
             if (vi == 0) first_diff[i] = res.diff;
-            else if (ok && bitwise[vi] && memcmp(&res.diff, &first_diff[i], sizeof res.diff)) {
-                ok = false;
-                snprintf(res.why, sizeof res.why, "not bitwise the default's (diff %.17g vs %.17g)",
-                         res.diff, first_diff[i]);
-            }
+            else if (ok && bitwise[vi]) ok = same_as_default(&res, first_diff[i]);
             printf("    %s mqa [%s] sq %d skv %d H %d D %d %s %s: diff %.2g %s\n",
                    ok ? "ok  " : "FAIL", variants[vi] ? variants[vi] : "default", c->seq_len,
                    c->seq_len_kv, c->heads, c->head_dim, c->bf16 ? "bf16" : "fp32",
@@ -863,27 +880,15 @@ TEST(gpu_paged_mqa_logits) {
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
-        if (vi && only) {
-            char pat[40], list[256];
-            snprintf(pat, sizeof pat, ",%s,", variants[vi]);
-            snprintf(list, sizeof list, ",%s,", only);
-            if (!strstr(list, pat)) continue;
-        }
-        if (variants[vi])
-            setenv("QGEMM_PMQA_VARIANT", variants[vi], 1);
-        else
-            unsetenv("QGEMM_PMQA_VARIANT");
+        if (vi && !variant_listed(only, variants[vi])) continue;
+        set_knob("QGEMM_PMQA_VARIANT", variants[vi]);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             const qgtk_paged_case *c = &cases[i];
             const qgtk_case_opts opts = {.seed = 51 + i};
             qgtk_case_result res;
             bool ok = qgtk_paged_case_run(ctx, stream, c, &opts, &res);
             if (vi == 0) first_diff[i] = res.diff;
-            else if (ok && memcmp(&res.diff, &first_diff[i], sizeof res.diff)) {
-                ok = false;
-                snprintf(res.why, sizeof res.why, "not bitwise the default's (diff %.17g vs %.17g)",
-                         res.diff, first_diff[i]);
-            }
+            else if (ok) ok = same_as_default(&res, first_diff[i]);
             printf("    %s paged [%s] bsz %d next_n %d H %d D %d L %d %s%s%s: diff %.2g %s\n",
                    ok ? "ok  " : "FAIL", variants[vi] ? variants[vi] : "default", c->batch,
                    c->next_n, c->heads, c->head_dim, c->avg_len, c->bf16 ? "bf16" : "fp32",
