@@ -35,7 +35,7 @@
  *                                            wave), w1 / w2 (math warpgroups), k2 / k4 (K
  *                                            blocks a clustered CTA keeps); another token
  *                                            fails the call with a message naming it
- *   QGEMM_PMQA_VARIANT  (unset: split4r112x) the paged MQA logits kernel's organisation (A/B
+ *   QGEMM_PMQA_VARIANT  (unset: split4r112u) the paged MQA logits kernel's organisation (A/B
  *                                            measurements): shared2 (2 math warpgroups, one
  *                                            kv ring), dual2 (shared2 at 2 CTAs an SM),
  *                                            split4 (4 math warpgroups, a producer warp
@@ -198,7 +198,7 @@ const qg_env_knob qg__env_knobs[] = {
      "each), split4r112w (split4 with the weights in registers) or split4r112x (split4r112w with the "
      "run loop) or split4r112p (split4r112x, the producers' unit from one shared base) or "
      "split4r112u (split4r112p, the walk broadcast from lane 0: uniform stage and descriptors)",
-     "split4r112x"},
+     "split4r112u"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
      "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "
      "weights staged by the producer), deep4l (deep4, weights loaded by the math) or lockstep2 (2 "

@@ -324,9 +324,13 @@ int qg__pmqa_default_variant(int next_n, int heads) {
      * of units instead of once a unit): 4 rows of bench/pmqa_ab.py (the three at 128
      * columns and B4096 N1 H32) 0.962 -> 0.976, worst 0.947 -> 0.962, bitwise the same
      * logits (h200-10-v4) */
+    /* split4r112u since 2026-11-29 (session w: split4r112x's run loop, the producers' unit from
+     * one shared base and the walk's control values broadcast from lane 0, so the stage,
+     * descriptors and barrier addresses live in uniform registers): the same 4 rows 0.976 ->
+     * 1.008, worst 0.959 -> 0.999 (h200-11-w1); split4r112p alone 0.977 */
     (void)next_n;
     (void)heads;
-    return QG_PMQA_VARIANT_SPLIT4R112X;
+    return QG_PMQA_VARIANT_SPLIT4R112U;
 }
 
 const char *qg__pmqa_variant_name(int variant) {

@@ -457,26 +457,26 @@ TEST(indexer_compile_every_variant) {
  * the most registers) and the narrowest shapes, clean and not, fp32 and
  * bf16: compiled offline, no spill, no stack, no warning, wgmma and TMA. */
 TEST(pmqa_compile_every_variant) {
-    { /* the planner's default is SPLIT4R112X at every width (split4r112w's plan and the run
-       * loop: 4 math warpgroups, each with its
+    { /* the planner's default is SPLIT4R112U at every width (split4r112w's plan, the run
+       * loop, the producers' shared base and the uniform walk: 4 math warpgroups, each with its
        * own producer warp and kv ring: 640 threads, one CTA an SM; weights in registers,
        * setmaxnreg 32 / 112 and all 32 weights at 128 columns); SHARED2 and DUAL2,
        * the former defaults, stay selectable */
         qg_pmqa_plan pl;
         const char *why = "";
         CHECK(qg__pmqa_plan(64, 2, 64, 128, 0, 0, 132, &pl, &why) == 0, "plan: %s", why);
-        CHECK(pl.variant == QG_PMQA_VARIANT_SPLIT4R112X && pl.run == 1 && pl.math_wgs == 4 && pl.block_x == 640 &&
+        CHECK(pl.variant == QG_PMQA_VARIANT_SPLIT4R112U && pl.run == 1 && pl.math_wgs == 4 && pl.block_x == 640 &&
                   pl.ctas == 1 && pl.grid_x == 132 && pl.split == 1 && pl.math112 == 1 &&
                   pl.wreg == 32 && pl.lean == 1,
               "default: variant %d, %d math wgs, %d threads, %d stages, %d ctas",
               pl.variant, pl.math_wgs, pl.block_x, pl.stages, pl.ctas);
         qg_pmqa_plan pn;
         CHECK(qg__pmqa_plan(64, 1, 64, 128, 0, 0, 132, &pn, &why) == 0 &&
-                  pn.variant == QG_PMQA_VARIANT_SPLIT4R112X && pn.math112 == 0 &&
+                  pn.variant == QG_PMQA_VARIANT_SPLIT4R112U && pn.math112 == 0 &&
                   qg__pmqa_plan(64, 2, 32, 64, 1, 1, 132, &pn, &why) == 0 &&
-                  pn.variant == QG_PMQA_VARIANT_SPLIT4R112X &&
-                  qg__pmqa_default_variant(2, 64) == QG_PMQA_VARIANT_SPLIT4R112X &&
-                  qg__pmqa_default_variant(1, 32) == QG_PMQA_VARIANT_SPLIT4R112X,
+                  pn.variant == QG_PMQA_VARIANT_SPLIT4R112U &&
+                  qg__pmqa_default_variant(2, 64) == QG_PMQA_VARIANT_SPLIT4R112U &&
+                  qg__pmqa_default_variant(1, 32) == QG_PMQA_VARIANT_SPLIT4R112U,
               "default below N 128: variant %d", pn.variant);
         /* the former default at 128 columns, re-planned */
         CHECK(qg__pmqa_plan_variant(&pl, QG_PMQA_VARIANT_SHARED2) == 0 && pl.math_wgs == 2 &&

@@ -71,7 +71,7 @@ def test_design_defaults_match_env_c():
 def test_session_v_defaults():
     """The defaults flipped on 2026-11-29, as env.c's table and DESIGN §9 state them."""
     knobs, rows = env_c_knobs(), design_rows()
-    for name, value in (("QGEMM_MQA_VARIANT", "deep4"), ("QGEMM_PMQA_VARIANT", "split4r112x"),
+    for name, value in (("QGEMM_MQA_VARIANT", "deep4"), ("QGEMM_PMQA_VARIANT", "split4r112u"),
                         ("QGEMM_BF16_SPLITK", "auto"), ("QGEMM_FP8_HEUR", "notall+nomcb")):
         assert knobs[name] == value, (name, knobs[name])
         assert rows[name][-1].split(" (")[0].strip("`") in (value, "unset"), (name, rows[name][-1])

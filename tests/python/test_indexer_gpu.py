@@ -138,7 +138,7 @@ def ref_paged(q8, kv_deq, weights, lens, block_table, max_len):
                                      "split4r112p", "split4r112u"])
 def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg, dtype, clean,
                                            variant):
-    """variant: QGEMM_PMQA_VARIANT (None: the default, split4r112x; split4r112w: split4 with the weights in
+    """variant: QGEMM_PMQA_VARIANT (None: the default, split4r112u; split4r112w: split4 with the weights in
     registers; split4r112x: split4r112w with the run loop, issue 50;
     split4r112p: split4r112x with the producers' unit from one shared base;
     split4r112u: split4r112p with the walk broadcast from lane 0 (uniform stage / descriptors); split4: DeepGEMM's organisation, a producer warp and ring per math warpgroup;
