@@ -418,6 +418,17 @@ static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const
     return st;
 }
 
+/* QGEMM_CAST_GRID (A/B runs, issue 51): persistent (unset, the default: the grid-stride
+ * grids capped at what the SMs hold) or all (a CTA per unit of work). @return 0 or 1, or
+ * QG_ERROR_INVALID_ARGUMENT naming another value. */
+static qg_status cast_grid_mode(const char *fn, int *one_pass) {
+    const char *v = qg__env_string("QGEMM_CAST_GRID");
+    if (!v || !*v || !strcmp(v, "persistent")) return *one_pass = 0, QG_SUCCESS;
+    if (!strcmp(v, "all")) return *one_pass = 1, QG_SUCCESS;
+    return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                    "%s: QGEMM_CAST_GRID = \"%s\" is neither persistent nor all", fn, v);
+}
+
 static qg_status cast(qg_context *ctx, qg_cast_op op, const qg_cast_args *a, CUstream stream) {
     qg__clear_error();
     const char *fn = cast_fn(op);
@@ -425,6 +436,7 @@ static qg_status cast(qg_context *ctx, qg_cast_op op, const qg_cast_args *a, CUs
     bool empty;
     qg_status st = check_cast(ctx, op, a, true, fn, &p, &empty);
     if (st != QG_SUCCESS) return st;
+    if ((st = cast_grid_mode(fn, &p.one_pass)) != QG_SUCCESS) return st;
     if ((st = plan_online(ctx, &p, empty, fn)) != QG_SUCCESS || empty) return st;
     const void *ptrs[] = {a->x, a->out, a->sf, a->masked_m ? (const void *)a->masked_m
                                                            : (const void *)a->m_indices};

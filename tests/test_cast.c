@@ -81,6 +81,21 @@ TEST(cast_validation) {
         a.m = 0; /* a no-op, but offline still says so */
         st = fns[f](ctx, &a, NULL);
         CHECK(st == QG_ERROR_NO_DEVICE, "%s m = 0 offline: %s", fn_names[f], qg_status_string(st));
+        /* QGEMM_CAST_GRID: persistent and all accepted (offline: the device refusal), another
+         * value refused by name before the device is asked */
+        static const char *const grids[] = {"persistent", "all", "", "al", "ALL", "persistent+all"};
+        for (int g = 0; g < 6; ++g) {
+            a = good_cast();
+            setenv("QGEMM_CAST_GRID", grids[g], 1);
+            st = fns[f](ctx, &a, NULL);
+            const bool good = g < 3;
+            CHECK(good ? st == QG_ERROR_NO_DEVICE
+                       : st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_CAST_GRID") &&
+                             strstr(qg_last_error(), grids[g]) && strstr(qg_last_error(), fn_names[f]),
+                  "%s QGEMM_CAST_GRID=%s: %s (%s)", fn_names[f], grids[g], qg_status_string(st),
+                  qg_last_error());
+        }
+        unsetenv("QGEMM_CAST_GRID");
     }
 #define CASE(fn, edit_stmt, want_text, want_status)                                                 \
     do {                                                                                            \
@@ -216,6 +231,10 @@ TEST(cast_plan) {
     CHECK(qg__cast_plan(&p, 7, &a) == QG_SUCCESS && a.grid == 21, "per-block on 7 SMs: %u", a.grid);
     p.groups = 1, p.n = 100, p.k = 100;
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid == 1, "one block: %u", a.grid);
+    /* one_pass (QGEMM_CAST_GRID=all): a CTA per block, the SM count no cap; the same kernel */
+    p.groups = 8, p.n = 4096, p.k = 7168, p.one_pass = 1;
+    CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid == 8u * 32 * 56 && b.min_ctas == 3 &&
+              b.vec == 8, "per-block one pass: grid %u min_ctas %d", b.grid, b.min_ctas);
     /* per-channel needs rows % 128 */
     memset(&p, 0, sizeof p);
     p.op = QG_CAST_PER_CHANNEL, p.rows = 200, p.k = 64, p.ld_in = p.ld_out = 64;
@@ -225,6 +244,21 @@ TEST(cast_plan) {
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.min_ctas == 2 && a.vec == 8, "per-channel");
     p.ld_in = 65; /* narrow bf16 accesses: one CTA per SM */
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.min_ctas == 1 && a.vec == 1, "narrow");
+    /* 4096 x 7168: 32 x 28 tiles of 128 x 256, 264 resident; one_pass launches all 896 */
+    p.rows = 4096, p.k = 7168, p.ld_in = p.ld_out = 7168;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid == 264, "per-channel grid %u", a.grid);
+    p.one_pass = 1;
+    CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid == 896 && b.vec == a.vec &&
+              b.min_ctas == a.min_ctas, "per-channel one pass: grid %u", b.grid);
+    /* per-token 4096 x 7168: the grid-stride grid <= 4 a SM, one pass past it, same unroll */
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_PER_TOKEN, p.rows = 4096, p.m = 4096, p.groups = 1, p.k = 7168;
+    p.ld_in = p.ld_out = 7168, p.in_align = p.out_align = 16;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS, "%s", qg_last_error());
+    p.one_pass = 1;
+    CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid > 132u * 4 && a.grid == 132u * 4 &&
+              b.unroll == a.unroll && b.work == a.work, "per-token one pass: grid %u / %u unroll %d / %d",
+          a.grid, b.grid, a.unroll, b.unroll);
     /* layouts */
     memset(&p, 0, sizeof p);
     p.op = QG_CAST_SF_MN_MAJOR, p.m = 4096, p.k = 56, p.groups = 1, p.sf_ld = 4095;
@@ -389,21 +423,24 @@ TEST(gpu_cast_sms_and_graph) {
     const int n = (int)(sizeof cases / sizeof cases[0]);
     int failures = 0;
     char why[256];
-    for (int pass = 0; pass < 3; ++pass) {
+    for (int pass = 0; pass < 4; ++pass) {
         if (pass == 1) CHECK(qg_context_set_num_sms(ctx, 3) == QG_SUCCESS, "%s", qg_last_error());
+        if (pass == 3) setenv("QGEMM_CAST_GRID", "all", 1); /* a CTA per unit, 3 SMs' plan */
         for (int i = 0; i < n; ++i) {
             qgtk_cast_case c = cases[i];
             c.graph = pass == 2;
             if (!run_cast_case(ctx, stream, &c, why, sizeof why)) {
                 failures++;
                 printf("    FAIL pass %d (%s) case %d: %s\n", pass,
-                       pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : "CUDA graph", i, why);
+                       pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : pass == 2 ? "CUDA graph"
+                                                                           : "QGEMM_CAST_GRID=all", i, why);
             }
         }
     }
+    unsetenv("QGEMM_CAST_GRID");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
-    CHECK(failures == 0, "%d of %d cases failed", failures, 3 * n);
+    CHECK(failures == 0, "%d of %d cases failed", failures, 4 * n);
     PASS();
 }
 
