@@ -11,8 +11,9 @@
  *   per-block            one CTA per 128x128 block, 3 (bf16) / 2 (float) per SM;
  *   per-channel          one CTA per 128 rows x 256 (bf16) / 128 (float) columns, 2 per SM;
  *   scale layouts        one thread per output column and 8 output rows.
- * QGEMM_CAST_GRID=all (qg_cast_problem.one_pass; A/B runs) lifts the quantizing ops'
- * cap: one CTA per unit of work, the hardware scheduling CTAs as others retire.
+ * QGEMM_CAST_VARIANT=all (qg_cast_problem.one_pass; A/B runs) lifts the quantizing ops'
+ * cap: one CTA per unit of work, the hardware scheduling CTAs as others retire;
+ * QGEMM_CAST_VARIANT=lean (qg_cast_problem.lean) compiles QG_CAST_LEAN kernels.
  */
 #include "cast_plan.h"
 #include "internal.h"
@@ -223,12 +224,14 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         "#define QG_CAST_N %d\n#define QG_CAST_VEC %d\n#define QG_CAST_THREADS %d\n"
         "#define QG_CAST_UNROLL %d\n#define QG_CAST_GROUPS %d\n#define QG_CAST_GRAN_K %d\n"
         "#define QG_CAST_K_ALIGN %d\n#define QG_CAST_PSUM %d\n#define QG_CAST_MIN_CTAS %d\n"
-        "#define QG_CAST_PARAMS_BYTES %zu\n#include \"qg_cast.cuh\"\n",
+        "#define QG_CAST_PARAMS_BYTES %zu\n%s#include \"qg_cast.cuh\"\n",
         qg__cast_op_name(p->op), (int)p->op, q ? p->in_f32 : 0, q ? p->ue8m0 : 0,
         (p->op == QG_CAST_PER_TOKEN || p->op == QG_CAST_SILU_MUL) ? p->sf_mn_major : 0,
         p->op == QG_CAST_SILU_MUL ? (int)p->rows_mask : 0, p->k, p->op == QG_CAST_PER_BLOCK ? p->n : 0,
         plan->vec, plan->threads, plan->unroll, kg ? p->groups : 1, kg ? p->gran_k : 128,
-        kg ? p->k_alignment : 128, kg ? p->psum : 0, plan->min_ctas, sizeof(qg_cast_params));
+        kg ? p->k_alignment : 128, kg ? p->psum : 0, plan->min_ctas, sizeof(qg_cast_params),
+        /* absent unless asked: the default kernels' source (and cache key) as before */
+        q && p->lean ? "#define QG_CAST_LEAN 1\n" : "");
     if (n < 0 || (size_t)n >= cap)
         return qg__fail(QG_ERROR_INTERNAL, "cast kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;
