@@ -23,6 +23,13 @@
  *   QG_CAST_THREADS, QG_CAST_UNROLL   block size, items per thread per round (op 1, 4)
  *   QG_CAST_MIN_CTAS the CTAs per SM the planner's grid assumes resident, as the
  *                    launch bounds' minimum (a register cap; 1 = none)
+ *   QG_CAST_LEAN     1: fewer instructions an element, the same bytes (ops 1-4; A/B runs,
+ *                    QGEMM_CAST_VARIANT=lean; absent = 0): the e4m3 fix-up of values past
+ *                    464 taken only by warps holding such a group (a warp vote, not a
+ *                    select on every element), bf16 amax on packed pairs (max.u16x2), and
+ *                    the per-channel quotient by a reciprocal and an fma correction
+ *                    (bf16 input; the IEEE quotient's e4m3 byte on every (x, amax) pair
+ *                    of bf16 values, checked exhaustively: bench/results/2026-11-29-cpu-cast-lean)
  *   QG_CAST_GROUPS, QG_CAST_GRAN_K, QG_CAST_K_ALIGN, QG_CAST_PSUM   op 7 only
  *   QG_CAST_PARAMS_BYTES  sizeof the host's qg_cast_params (checked)
  *
@@ -97,6 +104,9 @@ static_assert(sizeof(qg_cast_params) == QG_CAST_PARAMS_BYTES, "host and kernel d
 #define QG_CAST_OP_SF_MN 5
 #define QG_CAST_OP_SF_PACK 6
 #define QG_CAST_OP_SF_PACK_KGROUPED 7
+#ifndef QG_CAST_LEAN
+#define QG_CAST_LEAN 0
+#endif
 
 #if QG_CAST_OP <= QG_CAST_OP_SILU
 /* ---- the quantizing kernels: common parts -------------------------------- */
@@ -170,6 +180,20 @@ QG_DEVICE uint32_t qg_cast_abs_max(const float (&v)[QG_CAST_EPT], uint32_t a) {
     return a;
 }
 
+#if QG_CAST_LEAN && !QG_CAST_IN_F32
+/* qg_cast_abs_max of the decoded values, from the raw bf16 pairs: |bf16| as an
+ * unsigned 16-bit number orders the values as |float| bits do (a float's bits are
+ * the bf16's shifted left 16; NaN above inf), so one and + one max.u16x2 (PTX ISA
+ * 9.7.3, sm_90) a pair replace a decode, an and and a max an element. */
+QG_DEVICE uint32_t qg_cast_abs_max_raw(const qg_cast_raw &r, uint32_t a) {
+    uint32_t m = r.w[0] & 0x7FFF7FFFu;
+#pragma unroll
+    for (int i = 1; i < 4; ++i)
+        asm("max.u16x2 %0, %0, %1;" : "+r"(m) : "r"(r.w[i] & 0x7FFF7FFFu));
+    return max(a, max(m << 16, m & 0xFFFF0000u));
+}
+#endif
+
 /* torch's ceil_to_ue8m0 of a (positive) scale. */
 QG_DEVICE float qg_cast_ceil_ue8m0(float s) {
     const uint32_t bits = __float_as_uint(s) & 0x7FFFFFFFu;
@@ -233,6 +257,13 @@ QG_DEVICE void qg_cast_store(char *row, int col, int limit, const qg_cast_bytes 
 #endif
     }
 }
+
+#if QG_CAST_LEAN
+/* A warp-uniform choice between the plain conversion (every group of the warp
+ * within +-464 after scaling: cvt is c10's conversion there) and the exact one,
+ * so the common case carries no per-element fix-up. Call with the whole warp. */
+#define QG_CAST_WARP_EXACT(e) __all_sync(0xFFFFFFFFu, (e))
+#endif
 
 /* x * mult for the thread's values, packed. */
 QG_DEVICE void qg_cast_quantize(const float (&v)[QG_CAST_EPT], float mult, bool exact,
@@ -325,16 +356,34 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
                 for (int i = 0; i < QG_CAST_EPT; ++i) v[i] = qg_cast_silu_mul(v[i], up[i]);
             }
 #endif
+#if QG_CAST_LEAN && !QG_CAST_IN_F32 && QG_CAST_OP == QG_CAST_OP_TOKEN
+            uint32_t amax = qg_cast_abs_max_raw(raw[u], 0u);
+#else
             uint32_t amax = qg_cast_abs_max(v, 0u);
+#endif
 #pragma unroll
             for (int off = QG_CAST_TPG / 2; off > 0; off >>= 1)
                 amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+#if QG_CAST_LEAN
+            float scale, mult;
+            qg_cast_scale(amax, scale, mult);
+            /* the vote before the dead lanes leave: every lane of the warp takes part */
+            const bool exact = QG_CAST_WARP_EXACT(
+                !live[u] || __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT);
+            if (!live[u]) continue;
+            qg_cast_bytes o;
+            if (exact)
+                qg_cast_quantize(v, mult, true, o);
+            else
+                qg_cast_quantize(v, mult, false, o);
+#else
             if (!live[u]) continue;
             float scale, mult;
             qg_cast_scale(amax, scale, mult);
             const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT;
             qg_cast_bytes o;
             qg_cast_quantize(v, mult, exact, o);
+#endif
             qg_cast_store(out + row[u] * p.ld_out, kb[u] * 128 + sub * QG_CAST_EPT, QG_CAST_K, o);
             if (sub == 0) {
 #if QG_CAST_SF_MN
@@ -389,9 +438,13 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
         uint32_t amax = 0;
 #pragma unroll
         for (int s = 0; s < QG_CAST_STEPS; ++s) {
+#if QG_CAST_LEAN && !QG_CAST_IN_F32
+            amax = qg_cast_abs_max_raw(raw[s], amax);
+#else
             float v[QG_CAST_EPT];
             qg_cast_decode(raw[s], v);
             amax = qg_cast_abs_max(v, amax);
+#endif
         }
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1)
@@ -406,6 +459,24 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
         qg_cast_scale(amax, scale, mult);
         const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT;
         if (tid == 0) sf[b] = scale;
+#if QG_CAST_LEAN && QG_CAST_CHUNK_BYTES == 16
+        /* exact is the block's (one amax): the branch is uniform, the fix-up compiled only
+         * into the loop of blocks holding inf / NaN. (Full-width accesses only: the two
+         * loops of narrow float accesses spill at the three-CTA register cap.) */
+        if (exact) {
+#pragma unroll
+            for (int s = 0; s < QG_CAST_STEPS; ++s) {
+                const int n = nb * 128 + s * QG_CAST_RPS + r0;
+                if (n >= QG_CAST_N) continue;
+                float v[QG_CAST_EPT];
+                qg_cast_decode(raw[s], v);
+                qg_cast_bytes o;
+                qg_cast_quantize(v, mult, true, o);
+                qg_cast_store(out + (g * QG_CAST_N + n) * p.ld_out, col, QG_CAST_K, o);
+            }
+            continue;
+        }
+#endif
 #pragma unroll
         for (int s = 0; s < QG_CAST_STEPS; ++s) {
             const int n = nb * 128 + s * QG_CAST_RPS + r0;
@@ -430,6 +501,24 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
  * tensor here: IEEE division, not a reciprocal multiply). */
 #define QG_CAST_WARPS (QG_CAST_THREADS / 32)
 #define QG_CAST_RPW (128 / QG_CAST_WARPS)
+#define QG_CAST_LEAN_DIV (QG_CAST_LEAN && !QG_CAST_IN_F32 && !QG_CAST_UE8M0)
+
+#if QG_CAST_LEAN_DIV
+/* x / sf for the e4m3 conversion, for a bf16 x of a column whose amax is finite
+ * (|x| <= amax, sf = max(amax, 1e-4) / 448 > 0): y = RN(1 / sf), q0 = RN(x * y) and
+ * one correction q1 = RN(q0 + RN(x - sf * q0) * y) (the remainder one fma), x's
+ * sign bit ORed in (sf > 0: the quotient has x's sign; the correction would turn
+ * -0 into +0). On every such pair of bf16 values q1 rounds to the same e4m3 byte
+ * as the IEEE quotient; its fp32 bits differ only where both quotients are below
+ * 2^-11 (subnormal x), i.e. both bytes are the signed zero
+ * (bench/results/2026-11-29-cpu-cast-lean, exhaustive). 1 mul + 2 fma + 1 or
+ * against div.rn's ~9 instructions and slow-path branch. */
+QG_DEVICE float qg_cast_div_lean(float x, float sf, float y) {
+    const float q0 = __fmul_rn(x, y);
+    const float q1 = __fmaf_rn(__fmaf_rn(-sf, q0, x), y, q0);
+    return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(x) & 0x80000000u));
+}
+#endif
 #define QG_CAST_COLS (32 * QG_CAST_EPT)
 #define QG_CAST_CB ((QG_CAST_K + QG_CAST_COLS - 1) / QG_CAST_COLS)
 static_assert(128 % QG_CAST_WARPS == 0, "warps must divide 128 rows");
@@ -452,6 +541,20 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
         for (int i = 0; i < QG_CAST_RPW; ++i)
             qg_cast_load(raw[i], in + (row0 + i) * p.ld_in * QG_CAST_IN_BYTES, col, QG_CAST_K, true);
         uint32_t amax[QG_CAST_EPT];
+#if QG_CAST_LEAN && !QG_CAST_IN_F32
+        { /* column pairs as packed |bf16| (qg_cast_abs_max_raw's order argument) */
+            uint32_t m[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) m[k] = raw[0].w[k] & 0x7FFF7FFFu;
+#pragma unroll
+            for (int i = 1; i < QG_CAST_RPW; ++i)
+#pragma unroll
+                for (int k = 0; k < 4; ++k)
+                    asm("max.u16x2 %0, %0, %1;" : "+r"(m[k]) : "r"(raw[i].w[k] & 0x7FFF7FFFu));
+#pragma unroll
+            for (int k = 0; k < 4; ++k) amax[2 * k] = m[k] << 16, amax[2 * k + 1] = m[k] & 0xFFFF0000u;
+        }
+#else
 #pragma unroll
         for (int j = 0; j < QG_CAST_EPT; ++j) amax[j] = 0;
 #pragma unroll
@@ -462,6 +565,7 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
             for (int j = 0; j < QG_CAST_EPT; ++j)
                 amax[j] = max(amax[j], __float_as_uint(v[j]) & 0x7FFFFFFFu);
         }
+#endif
 #pragma unroll
         for (int j = 0; j < QG_CAST_EPT; ++j) partial[warp][lane * QG_CAST_EPT + j] = amax[j];
         __syncthreads();
@@ -490,6 +594,37 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
             for (int j = 0; j < QG_CAST_EPT; ++j)
                 if (col + j < QG_CAST_K) sf[mb * QG_CAST_K + col + j] = scale[j];
         }
+#if QG_CAST_LEAN
+        /* the warp's columns all finite and within +-464 after scaling (the common
+         * case): no per-element fix-up, and (bf16) the quotient without div.rn */
+        if (QG_CAST_WARP_EXACT(exact)) {
+#if QG_CAST_LEAN_DIV
+            float recip[QG_CAST_EPT];
+#pragma unroll
+            for (int j = 0; j < QG_CAST_EPT; ++j) recip[j] = __frcp_rn(scale[j]);
+#endif
+#pragma unroll
+            for (int i = 0; i < QG_CAST_RPW; ++i) {
+                float v[QG_CAST_EPT], q[QG_CAST_EPT];
+                qg_cast_decode(raw[i], v);
+#pragma unroll
+                for (int j = 0; j < QG_CAST_EPT; ++j)
+#if QG_CAST_UE8M0
+                    q[j] = __fmul_rn(v[j], mult[j]);
+#elif QG_CAST_LEAN_DIV
+                    q[j] = qg_cast_div_lean(v[j], scale[j], recip[j]);
+#else
+                    q[j] = __fdiv_rn(v[j], scale[j]);
+#endif
+                qg_cast_bytes o;
+#pragma unroll
+                for (int j = 0; j < QG_CAST_EPT / 4; ++j)
+                    o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], true);
+                qg_cast_store(out + (row0 + i) * p.ld_out, col, QG_CAST_K, o);
+            }
+            continue;
+        }
+#endif
 #pragma unroll
         for (int i = 0; i < QG_CAST_RPW; ++i) {
             float v[QG_CAST_EPT], q[QG_CAST_EPT];

@@ -33,6 +33,7 @@ typedef struct {
     int op, in_f32, ue8m0, sf_mn, rows_mask, k, n;
     int vec, threads, unroll, min_ctas;
     int kg_groups, gran_k, k_alignment, psum;
+    int lean; /* QG_CAST_LEAN (ops 1-4) */
 } cast_key;
 
 typedef struct {
@@ -58,6 +59,7 @@ static void fill_key(const qg_cast_problem *p, const qg_cast_plan *plan, cast_ke
     k->n = p->op == QG_CAST_PER_BLOCK ? p->n : 0;
     k->vec = plan->vec, k->threads = plan->threads, k->unroll = plan->unroll;
     k->min_ctas = plan->min_ctas;
+    k->lean = q ? p->lean : 0;
     if (kg) k->kg_groups = p->groups, k->gran_k = p->gran_k, k->k_alignment = p->k_alignment,
             k->psum = p->psum;
 }
@@ -418,6 +420,26 @@ static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const
     return st;
 }
 
+/* QGEMM_CAST_VARIANT (A/B runs, issue 51): unset or base, the default (grid-stride
+ * grids capped at what the SMs hold, the plain kernels), or a '+'-list of all (a CTA
+ * per unit of work: p->one_pass) and lean (the QG_CAST_LEAN kernels: p->lean).
+ * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT naming another value. */
+static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
+    const char *const all = qg__env_string("QGEMM_CAST_VARIANT");
+    static const char *const names[] = {"base", "all", "lean"};
+    const char *v = all;
+    int i;
+    p->one_pass = p->lean = 0;
+    while ((i = qg__env_next_word(&v, "+", true, names, 3)) >= 0) {
+        if (i == 1) p->one_pass = 1;
+        if (i == 2) p->lean = 1;
+    }
+    if (i == -1) return QG_SUCCESS;
+    p->one_pass = p->lean = 0;
+    return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                    "%s: QGEMM_CAST_VARIANT = \"%s\" is not a '+'-list of base, all and lean", fn, all);
+}
+
 static qg_status cast(qg_context *ctx, qg_cast_op op, const qg_cast_args *a, CUstream stream) {
     qg__clear_error();
     const char *fn = cast_fn(op);
@@ -425,6 +447,7 @@ static qg_status cast(qg_context *ctx, qg_cast_op op, const qg_cast_args *a, CUs
     bool empty;
     qg_status st = check_cast(ctx, op, a, true, fn, &p, &empty);
     if (st != QG_SUCCESS) return st;
+    if ((st = cast_env_variant(fn, &p)) != QG_SUCCESS) return st;
     if ((st = plan_online(ctx, &p, empty, fn)) != QG_SUCCESS || empty) return st;
     const void *ptrs[] = {a->x, a->out, a->sf, a->masked_m ? (const void *)a->masked_m
                                                            : (const void *)a->m_indices};
@@ -495,6 +518,8 @@ qg_status qg_cast_compile(qg_context *ctx, qg_cast_kind kind, const qg_cast_args
     qg_status st = op <= QG_CAST_SILU_MUL ? check_cast(ctx, op, cast_args, false, fn, &p, &empty)
                                           : check_layout(ctx, op, layout_args, false, fn, &p, &empty);
     if (st != QG_SUCCESS) return st;
+    /* the kernel a call would run now: QGEMM_CAST_VARIANT's lean kernels included */
+    if (op <= QG_CAST_SILU_MUL && (st = cast_env_variant(fn, &p)) != QG_SUCCESS) return st;
     if (empty) return QG_SUCCESS;
     qg_cast_plan plan;
     if ((st = qg__cast_plan(&p, qg_context_get_num_sms(ctx), &plan)) != QG_SUCCESS)

@@ -11,6 +11,9 @@
  *   per-block            one CTA per 128x128 block, 3 (bf16) / 2 (float) per SM;
  *   per-channel          one CTA per 128 rows x 256 (bf16) / 128 (float) columns, 2 per SM;
  *   scale layouts        one thread per output column and 8 output rows.
+ * QGEMM_CAST_VARIANT=all (qg_cast_problem.one_pass; A/B runs) lifts the quantizing ops'
+ * cap: one CTA per unit of work, the hardware scheduling CTAs as others retire;
+ * QGEMM_CAST_VARIANT=lean (qg_cast_problem.lean) compiles QG_CAST_LEAN kernels.
  */
 #include "cast_plan.h"
 #include "internal.h"
@@ -114,6 +117,12 @@ static unsigned grid_of(int64_t ctas, int64_t cap) {
     return (unsigned)(ctas <= 0 ? 0 : min64(ctas, cap));
 }
 
+/* The quantizing ops' grid cap: what the SMs hold at once (the grid-stride default),
+ * or, under one_pass, the launch's limit (a CTA per unit; the kernels' loops run once). */
+static int64_t quant_cap(const qg_cast_problem *p, int64_t resident) {
+    return p->one_pass ? (int64_t)0x7FFFFFFF : resident;
+}
+
 qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out) {
     if (!p || !out) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "cast plan: NULL problem or plan");
     if (num_sms < 1 || num_sms > 4096)
@@ -135,7 +144,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
         for (plan.unroll = max_unroll; plan.unroll > 1; plan.unroll /= 2)
             if (ceil_div64(plan.work, (int64_t)ipw * plan.unroll * warps) >= 2 * (int64_t)num_sms) break;
         plan.grid = grid_of(ceil_div64(plan.work, (int64_t)ipw * plan.unroll * warps),
-                            (int64_t)num_sms * QG_CAST_CTAS_TOKEN);
+                            quant_cap(p, (int64_t)num_sms * QG_CAST_CTAS_TOKEN));
         break;
     }
     case QG_CAST_PER_BLOCK:
@@ -147,7 +156,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
         /* three CTAs (85 registers) only for aligned bf16: narrower accesses need more */
         plan.min_ctas = !p->in_f32 && plan.vec == elems_per_thread(p) ? QG_CAST_CTAS_BLOCK_BF16
                                                                        : QG_CAST_CTAS_BLOCK_F32;
-        plan.grid = grid_of(plan.work, (int64_t)num_sms * plan.min_ctas);
+        plan.grid = grid_of(plan.work, quant_cap(p, (int64_t)num_sms * plan.min_ctas));
         break;
     case QG_CAST_PER_CHANNEL:
         if (p->rows < 0 || p->rows % 128 != 0)
@@ -158,7 +167,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
         /* narrow bf16 accesses (vec < 8) hold more registers: one CTA per SM
          * (NVRTC spilled at the two-CTA cap of 128 registers) */
         plan.min_ctas = !p->in_f32 && plan.vec < elems_per_thread(p) ? 1 : QG_CAST_CTAS_CHANNEL;
-        plan.grid = grid_of(plan.work, plan.min_ctas * (int64_t)num_sms);
+        plan.grid = grid_of(plan.work, quant_cap(p, plan.min_ctas * (int64_t)num_sms));
         break;
     case QG_CAST_SF_MN_MAJOR:
     case QG_CAST_SF_PACK_UE8M0: {
@@ -215,12 +224,14 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         "#define QG_CAST_N %d\n#define QG_CAST_VEC %d\n#define QG_CAST_THREADS %d\n"
         "#define QG_CAST_UNROLL %d\n#define QG_CAST_GROUPS %d\n#define QG_CAST_GRAN_K %d\n"
         "#define QG_CAST_K_ALIGN %d\n#define QG_CAST_PSUM %d\n#define QG_CAST_MIN_CTAS %d\n"
-        "#define QG_CAST_PARAMS_BYTES %zu\n#include \"qg_cast.cuh\"\n",
+        "#define QG_CAST_PARAMS_BYTES %zu\n%s#include \"qg_cast.cuh\"\n",
         qg__cast_op_name(p->op), (int)p->op, q ? p->in_f32 : 0, q ? p->ue8m0 : 0,
         (p->op == QG_CAST_PER_TOKEN || p->op == QG_CAST_SILU_MUL) ? p->sf_mn_major : 0,
         p->op == QG_CAST_SILU_MUL ? (int)p->rows_mask : 0, p->k, p->op == QG_CAST_PER_BLOCK ? p->n : 0,
         plan->vec, plan->threads, plan->unroll, kg ? p->groups : 1, kg ? p->gran_k : 128,
-        kg ? p->k_alignment : 128, kg ? p->psum : 0, plan->min_ctas, sizeof(qg_cast_params));
+        kg ? p->k_alignment : 128, kg ? p->psum : 0, plan->min_ctas, sizeof(qg_cast_params),
+        /* absent unless asked: the default kernels' source (and cache key) as before */
+        q && p->lean ? "#define QG_CAST_LEAN 1\n" : "");
     if (n < 0 || (size_t)n >= cap)
         return qg__fail(QG_ERROR_INTERNAL, "cast kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;

@@ -57,6 +57,10 @@ typedef struct {
     int64_t in_stride[3];  /* ops 5, 6: strides of g, mn, k of the input scales */
     int in_align, out_align; /* ops 1-4: the largest power of two (<= 16) dividing the x / output addresses */
     int gran_k, k_alignment, psum, packed_sf_k; /* op 7 (DeepGEMM's arguments) */
+    int one_pass;          /* ops 1-4: QGEMM_CAST_VARIANT all: a CTA per unit of work, the grid
+                              not capped at what the SMs hold at once (A/B runs, issue 51) */
+    int lean;              /* ops 1-4: QGEMM_CAST_VARIANT lean: QG_CAST_LEAN kernels (the same
+                              bytes, fewer instructions an element) */
 } qg_cast_problem;
 
 typedef struct {

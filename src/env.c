@@ -121,6 +121,13 @@
  *                                            with a bf16 d: the FP32 sum into a scratch,
  *                                            then torch's cast, as DeepGEMM); another
  *                                            value raises ValueError
+ *   QGEMM_CAST_VARIANT  base                 the quantizing casts (A/B runs, issue 51): base
+ *                                            (grid-stride grids capped at what the SMs
+ *                                            hold at once, the plain kernels) or a
+ *                                            '+'-list of all (a CTA per unit of work) and
+ *                                            lean (QG_CAST_LEAN: the same bytes, fewer
+ *                                            instructions an element); another value
+ *                                            fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_FP8OUT_VARIANT (unset: new+epi)   the e4m3-D split tiles' organisation (A/B runs,
@@ -225,6 +232,9 @@ const qg_env_knob qg__env_knobs[] = {
      "or a '+'-list of sfkernel (fp8_einsum's x scales made M-major by qgemm's transpose kernel, "
      "not torch's copy) and bf16cast (bmk,bnk->mn with a bf16 d: the FP32 sum into a scratch, "
      "then torch's cast, as DeepGEMM)", "old"},
+    {"QGEMM_CAST_VARIANT", "the quantizing casts: base (grid-stride grids capped at what the SMs "
+     "hold at once, the plain kernels) or a '+'-list of all (a CTA per unit of work) and lean "
+     "(the same bytes, fewer instructions an element)", "base"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "

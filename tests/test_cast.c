@@ -81,6 +81,22 @@ TEST(cast_validation) {
         a.m = 0; /* a no-op, but offline still says so */
         st = fns[f](ctx, &a, NULL);
         CHECK(st == QG_ERROR_NO_DEVICE, "%s m = 0 offline: %s", fn_names[f], qg_status_string(st));
+        /* QGEMM_CAST_VARIANT: '+'-lists of base, all, lean accepted (offline: the device
+         * refusal), another value refused by name before the device is asked */
+        static const char *const variants[] = {"base", "all", "lean", "all+lean", "lean+", "",
+                                               "al",   "ALL", "persistent", "all,lean", "lean+x"};
+        for (int g = 0; g < 11; ++g) {
+            a = good_cast();
+            setenv("QGEMM_CAST_VARIANT", variants[g], 1);
+            st = fns[f](ctx, &a, NULL);
+            const bool good = g < 6;
+            CHECK(good ? st == QG_ERROR_NO_DEVICE
+                       : st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_CAST_VARIANT") &&
+                             strstr(qg_last_error(), variants[g]) && strstr(qg_last_error(), fn_names[f]),
+                  "%s QGEMM_CAST_VARIANT=%s: %s (%s)", fn_names[f], variants[g], qg_status_string(st),
+                  qg_last_error());
+        }
+        unsetenv("QGEMM_CAST_VARIANT");
     }
 #define CASE(fn, edit_stmt, want_text, want_status)                                                 \
     do {                                                                                            \
@@ -216,6 +232,10 @@ TEST(cast_plan) {
     CHECK(qg__cast_plan(&p, 7, &a) == QG_SUCCESS && a.grid == 21, "per-block on 7 SMs: %u", a.grid);
     p.groups = 1, p.n = 100, p.k = 100;
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid == 1, "one block: %u", a.grid);
+    /* one_pass (QGEMM_CAST_VARIANT=all): a CTA per block, the SM count no cap; the same kernel */
+    p.groups = 8, p.n = 4096, p.k = 7168, p.one_pass = 1;
+    CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid == 8u * 32 * 56 && b.min_ctas == 3 &&
+              b.vec == 8, "per-block one pass: grid %u min_ctas %d", b.grid, b.min_ctas);
     /* per-channel needs rows % 128 */
     memset(&p, 0, sizeof p);
     p.op = QG_CAST_PER_CHANNEL, p.rows = 200, p.k = 64, p.ld_in = p.ld_out = 64;
@@ -225,6 +245,21 @@ TEST(cast_plan) {
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.min_ctas == 2 && a.vec == 8, "per-channel");
     p.ld_in = 65; /* narrow bf16 accesses: one CTA per SM */
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.min_ctas == 1 && a.vec == 1, "narrow");
+    /* 4096 x 7168: 32 x 28 tiles of 128 x 256, 264 resident; one_pass launches all 896 */
+    p.rows = 4096, p.k = 7168, p.ld_in = p.ld_out = 7168;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.grid == 264, "per-channel grid %u", a.grid);
+    p.one_pass = 1;
+    CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid == 896 && b.vec == a.vec &&
+              b.min_ctas == a.min_ctas, "per-channel one pass: grid %u", b.grid);
+    /* per-token 4096 x 7168: the grid-stride grid <= 4 a SM, one pass past it, same unroll */
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_PER_TOKEN, p.rows = 4096, p.m = 4096, p.groups = 1, p.k = 7168;
+    p.ld_in = p.ld_out = 7168, p.in_align = p.out_align = 16;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS, "%s", qg_last_error());
+    p.one_pass = 1;
+    CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid > 132u * 4 && a.grid == 132u * 4 &&
+              b.unroll == a.unroll && b.work == a.work, "per-token one pass: grid %u / %u unroll %d / %d",
+          a.grid, b.grid, a.unroll, b.unroll);
     /* layouts */
     memset(&p, 0, sizeof p);
     p.op = QG_CAST_SF_MN_MAJOR, p.m = 4096, p.k = 56, p.groups = 1, p.sf_ld = 4095;
@@ -265,7 +300,10 @@ TEST(cast_compile_every_variant) {
     CHECK(qgtk_compile_sweep_open(&sw, 0, 0) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
     char what[160];
-    /* quantizing kinds: type x UE8M0 x scale layout / row mask x aligned or not */
+    /* quantizing kinds: type x UE8M0 x scale layout / row mask x aligned or not, the
+     * default kernels and QGEMM_CAST_VARIANT=lean's */
+    for (int lean = 0; lean < 2; ++lean) {
+    if (lean) setenv("QGEMM_CAST_VARIANT", "lean", 1);
     for (int kind = 1; kind <= 4; ++kind)
         for (int f32 = 0; f32 < 2; ++f32)
             for (int ue = 0; ue < 2; ++ue)
@@ -282,10 +320,12 @@ TEST(cast_compile_every_variant) {
                         if (variant / 2 == 1) a.sf_mn_major = 1;
                     }
                     if (kind == 3) a.m = 256;
-                    snprintf(what, sizeof what, "kind %d %s ue8m0 %d variant %d", kind,
-                             f32 ? "f32" : "bf16", ue, variant);
+                    snprintf(what, sizeof what, "kind %d %s ue8m0 %d variant %d%s", kind,
+                             f32 ? "f32" : "bf16", ue, variant, lean ? " lean" : "");
                     compile_one(&sw, (qg_cast_kind)kind, &a, NULL, what);
                 }
+    unsetenv("QGEMM_CAST_VARIANT");
+    }
     /* per-token small M (the unroll follows the rows) */
     for (int m = 1; m <= 4096; m *= 64) {
         qg_cast_args a = good_cast();
@@ -332,11 +372,17 @@ static int run_cast_case(qg_context *ctx, CUstream stream, const qgtk_cast_case 
     return ok;
 }
 
-TEST(gpu_cast_bitwise) {
-    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+/* Every cast kind x input type x scale form x layout against the host's bits, under
+ * QGEMM_CAST_VARIANT = variant (NULL: unset, the default). @return failures. */
+static int cast_bitwise_cases(const char *variant) {
     qg_context *ctx;
     CUstream stream;
-    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    if (qgtk_gpu_session_open(&ctx, &stream) != QG_SUCCESS) {
+        printf("    FAIL session: %s\n", qg_last_error());
+        return 1;
+    }
+    if (variant) setenv("QGEMM_CAST_VARIANT", variant, 1);
+    else unsetenv("QGEMM_CAST_VARIANT");
     gpu_ctx_push(ctx);
     rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
     qgtk_cast_case cases[160];
@@ -360,15 +406,32 @@ TEST(gpu_cast_bitwise) {
         char why[256] = "";
         if (!run_cast_case(ctx, stream, &cases[i], why, sizeof why)) {
             failures++;
-            printf("    FAIL kind %d %s ue8m0 %d mn %d mask %d %dx%dx%d pad %d: %s\n", cases[i].kind,
-                   cases[i].f32 ? "f32" : "bf16", cases[i].ue, cases[i].mn, cases[i].rows_mask,
-                   cases[i].groups, cases[i].m, cases[i].k, cases[i].pad, why);
+            printf("    FAIL %s kind %d %s ue8m0 %d mn %d mask %d %dx%dx%d pad %d: %s\n",
+                   variant ? variant : "default", cases[i].kind, cases[i].f32 ? "f32" : "bf16",
+                   cases[i].ue, cases[i].mn, cases[i].rows_mask, cases[i].groups, cases[i].m, cases[i].k,
+                   cases[i].pad, why);
         }
     }
-    printf("    %d cast cases, %d failed\n", n, failures);
+    printf("    %s: %d cast cases, %d failed\n", variant ? variant : "default", n, failures);
+    unsetenv("QGEMM_CAST_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
-    CHECK(failures == 0, "%d of %d cast cases failed", failures, n);
+    return failures;
+}
+
+TEST(gpu_cast_bitwise) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    const int failures = cast_bitwise_cases(NULL);
+    CHECK(failures == 0, "%d cast cases failed", failures);
+    PASS();
+}
+
+/* The same cases under QGEMM_CAST_VARIANT lean and all+lean (issue 51's A/B kernels:
+ * the same bytes are their contract). */
+TEST(gpu_cast_lean_bitwise) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    const int failures = cast_bitwise_cases("lean") + cast_bitwise_cases("all+lean");
+    CHECK(failures == 0, "%d cast cases failed under lean / all+lean", failures);
     PASS();
 }
 
@@ -389,21 +452,24 @@ TEST(gpu_cast_sms_and_graph) {
     const int n = (int)(sizeof cases / sizeof cases[0]);
     int failures = 0;
     char why[256];
-    for (int pass = 0; pass < 3; ++pass) {
+    for (int pass = 0; pass < 4; ++pass) {
         if (pass == 1) CHECK(qg_context_set_num_sms(ctx, 3) == QG_SUCCESS, "%s", qg_last_error());
+        if (pass == 3) setenv("QGEMM_CAST_VARIANT", "all", 1); /* a CTA per unit, 3 SMs' plan */
         for (int i = 0; i < n; ++i) {
             qgtk_cast_case c = cases[i];
             c.graph = pass == 2;
             if (!run_cast_case(ctx, stream, &c, why, sizeof why)) {
                 failures++;
                 printf("    FAIL pass %d (%s) case %d: %s\n", pass,
-                       pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : "CUDA graph", i, why);
+                       pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : pass == 2 ? "CUDA graph"
+                                                                           : "QGEMM_CAST_VARIANT=all", i, why);
             }
         }
     }
+    unsetenv("QGEMM_CAST_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
-    CHECK(failures == 0, "%d of %d cases failed", failures, 3 * n);
+    CHECK(failures == 0, "%d of %d cases failed", failures, 4 * n);
     PASS();
 }
 
