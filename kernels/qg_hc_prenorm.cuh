@@ -48,7 +48,7 @@
  *                    3 "trunc": no rounding (DeepGEMM's SM90 kernel does this:
  *                      diff ~1.4e-7 > 1e-8 against torch's TF32 reference);
  *                      for timing comparisons only, never planned by default
- *   QG_HC_CVT_WARPS  converter warps (modes 1 and 2; 0 otherwise)
+ *   QG_HC_CVT_WARPS  converter warps (modes 1 and 2: 1 to 4; 0 otherwise)
  *   QG_HC_ACCS       accumulator sets a math warpgroup (modes 0, 1, 3; default
  *                    1, the planner's unless QGEMM_HC_VARIANT asks): 2, 4, 8
  *                    keep several wgmma chains in flight (the math loop's
@@ -210,9 +210,9 @@ static_assert(QG_HC_SPLITS >= 1, "splits");
 static_assert(QG_HC_CLUSTER == 1 || QG_HC_CLUSTER == 2 || QG_HC_CLUSTER == 4 ||
                   QG_HC_CLUSTER == 8, "cluster of 1, 2, 4 or 8 CTAs");
 static_assert(QG_HC_MODE >= 0 && QG_HC_MODE <= 3, "mode 0 (inplace), 1 (rounder), 2 (split), 3 (trunc)");
-static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG_HC_CVT_WARPS <= 3)
+static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG_HC_CVT_WARPS <= 4)
                                                    : QG_HC_CVT_WARPS == 0,
-              "1 to 3 converter warps in modes 1 and 2, none otherwise");
+              "1 to 4 converter warps in modes 1 and 2, none otherwise");
 
 #ifndef QG_HC_MATH_WGS
 #define QG_HC_MATH_WGS 1
@@ -323,6 +323,31 @@ QG_DEVICE void qg_hc_fold(float (&a)[QG_HC_ACCS][QG_HC_ACC]) {
  * of the stage's fp32 B (both boxes) to TF32 in place (the layout does not
  * matter: element-wise). */
 QG_DEVICE void qg_hc_round_stage(uint32_t b_stage, uint32_t g) {
+#if QG_HC_CVT_WARPS >= 3
+    /* Three or four converter warps (QGEMM_HC_VARIANT cw3 / cw4; four: one
+     * per SM sub-partition beside the math warps): a lane's few chunks (3 or
+     * 4 at N 24) all loaded before any is rounded and stored, so a stage
+     * costs about one shared load's latency plus its ALU work. One warp
+     * rounds 12 chunks a lane in three dependent rounds of four; the H200's
+     * trunc-vs-rounder timings (2026-11-28-h200-20-families hc_ab) point at
+     * that as the K block's critical path at small M and where one CTA
+     * streams A alone. */
+    constexpr uint32_t kChunks = QG_HC_SMEM_B / 16, kLanes = 32 * QG_HC_CVT_WARPS;
+    constexpr uint32_t kIter = (kChunks + kLanes - 1) / kLanes;
+    int4 v[kIter];
+#pragma unroll
+    for (uint32_t i = 0; i < kIter; ++i)
+        if (g + i * kLanes < kChunks) v[i] = qg_ld_shared_s32x4(b_stage + (g + i * kLanes) * 16);
+#pragma unroll
+    for (uint32_t i = 0; i < kIter; ++i)
+        if (g + i * kLanes < kChunks) {
+            v[i].x = (int)qg_cvt_rna_tf32(__int_as_float(v[i].x));
+            v[i].y = (int)qg_cvt_rna_tf32(__int_as_float(v[i].y));
+            v[i].z = (int)qg_cvt_rna_tf32(__int_as_float(v[i].z));
+            v[i].w = (int)qg_cvt_rna_tf32(__int_as_float(v[i].w));
+            qg_st_shared_s32x4(b_stage + (g + i * kLanes) * 16, v[i]);
+        }
+#else
 #pragma unroll 4
     for (uint32_t c = g; c < QG_HC_SMEM_B / 16; c += 32 * QG_HC_CVT_WARPS) {
         int4 v = qg_ld_shared_s32x4(b_stage + c * 16);
@@ -332,6 +357,7 @@ QG_DEVICE void qg_hc_round_stage(uint32_t b_stage, uint32_t g) {
         v.w = (int)qg_cvt_rna_tf32(__int_as_float(v.w));
         qg_st_shared_s32x4(b_stage + c * 16, v);
     }
+#endif
 }
 #endif
 
