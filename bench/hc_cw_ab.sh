@@ -8,7 +8,7 @@
 #                                built; OUT=dir for the logs; HC_ALT=NAME=VALUE another variant)
 # Phase 1 (parallel, <= 35 s): gpu_hc_prenorm on the default and rounder/acc4+fit+cw4 only (9 cases
 #   each against fp64, the cw4 output asserted bit for bit the default's), while one-iteration passes
-#   of the timing rows fill qgemm's and DeepGEMM's JIT caches (two processes: NVRTC is serial in one).
+#   of the timing rows fill qgemm's and DeepGEMM's JIT caches (one process per K: NVRTC is serial in one).
 # Phase 2 (alone, <= 40 s): peers_families.py --kinds hc --iters 10 --alt-env, kineto and events:
 #   its "hc kineto/events" lines (default) and the "QGEMM_HC_VARIANT=...: ... (PASS|CHECK)" lines
 #   (the variant), then one SUMMARY line per column and timing: geomean, worst row, rows < 0.95.
@@ -32,8 +32,11 @@ T0=$SECONDS
 # ---- phase 1
 ( timeout 35 env QG_TEST_HC_VARIANTS=rounder/acc4+fit+cw4 build/qgemm_tests gpu_hc_prenorm \
     > "$OUT/c-gpu.log" 2>&1; echo "c rc=$? t=$((SECONDS - T0))" >> "$OUT/c-gpu.log" ) &
-( timeout 35 "${PF[@]}" "${SMALL[@]}" --iters 1 --out "$OUT/warm/s" > "$OUT/warm/s.log" 2>&1 ) &
-( timeout 35 "${PF[@]}" "${LARGE[@]}" --iters 1 --out "$OUT/warm/l" > "$OUT/warm/l.log" 2>&1 ) &
+# one warm process per K (DeepGEMM's kernels are keyed by K and splits, its JIT is nvcc)
+for K in 28672 7680 7168; do
+    W=(); for w in "${SMALL[@]}" "${LARGE[@]}"; do [ "$w" = --where ] && W+=(--where) || W+=("$w|k=$K"); done
+    ( timeout 35 "${PF[@]}" "${W[@]}" --iters 1 --out "$OUT/warm/k$K" > "$OUT/warm/k$K.log" 2>&1 ) &
+done
 wait
 echo "== gpu_hc_prenorm, default + rounder/acc4+fit+cw4 (t=$((SECONDS - T0)) s)"
 grep -E "^\[ (PASS|FAIL|SKIP)|passed|c rc" "$OUT/c-gpu.log"
