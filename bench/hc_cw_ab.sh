@@ -9,9 +9,11 @@
 # Phase 1 (parallel, <= 35 s): gpu_hc_prenorm on the default and rounder/acc4+fit+cw4 only (9 cases
 #   each against fp64, the cw4 output asserted bit for bit the default's), while one-iteration passes
 #   of the timing rows fill qgemm's and DeepGEMM's JIT caches (one process per K: NVRTC is serial in one).
-# Phase 2 (alone, <= 40 s): peers_families.py --kinds hc --iters 10 --alt-env, kineto and events:
+# Phase 2 (alone, <= 35 s): peers_families.py --kinds hc --iters 10 --alt-env, kineto and events:
 #   its "hc kineto/events" lines (default) and the "QGEMM_HC_VARIANT=...: ... (PASS|CHECK)" lines
 #   (the variant), then one SUMMARY line per column and timing: geomean, worst row, rows < 0.95.
+# Phase 2b (alone, <= 10 s): the one row that k4 changes (13x24x28672/16, clusters of 4 instead
+#   of 2) under acc4+fit+cw4+k4, in the table's alt columns.
 set -u
 OUT=${OUT:-/tmp/hc-cw}
 mkdir -p "$OUT/warm"
@@ -28,6 +30,8 @@ if [ "${HC_ROWS:-}" = all ]; then
     LARGE=(--where 'kind=hc|m=4096' --where 'kind=hc|m=8192')
 fi
 PF=(python3 bench/peers_families.py --deepgemm-src .peers/DeepGEMM --kinds hc --alt-env "$HC_ALT")
+PF2=(python3 bench/peers_families.py --deepgemm-src .peers/DeepGEMM --kinds hc
+     --alt-env QGEMM_HC_VARIANT=acc4+fit+cw4+k4 --where 'kind=hc|m=13|k=28672|splits=16')
 T0=$SECONDS
 # ---- phase 1
 ( timeout 35 env QG_TEST_HC_VARIANTS=rounder/acc4+fit+cw4 build/qgemm_tests gpu_hc_prenorm \
@@ -37,6 +41,8 @@ for K in 28672 7680 7168; do
     W=(); for w in "${SMALL[@]}" "${LARGE[@]}"; do [ "$w" = --where ] && W+=(--where) || W+=("$w|k=$K"); done
     ( timeout 35 "${PF[@]}" "${W[@]}" --iters 1 --out "$OUT/warm/k$K" > "$OUT/warm/k$K.log" 2>&1 ) &
 done
+# (phase 2b's variant: cw4 + k4, which only changes 13x24x28672/16: clusters of 4, 64 CTAs)
+( timeout 35 "${PF2[@]}" --iters 1 --out "$OUT/warm/k4" > "$OUT/warm/k4.log" 2>&1 ) &
 wait
 echo "== gpu_hc_prenorm, default + rounder/acc4+fit+cw4 (t=$((SECONDS - T0)) s)"
 grep -E "^\[ (PASS|FAIL|SKIP)|passed|c rc" "$OUT/c-gpu.log"
@@ -44,7 +50,7 @@ echo "cases: $(grep -c '^    ok' "$OUT/c-gpu.log") ok, $(grep -c '^    FAIL' "$O
 grep -E "^    FAIL" "$OUT/c-gpu.log" | head -6 | cut -c1-200
 # ---- phase 2
 echo "== peers_families hc, default vs $HC_ALT (t=$((SECONDS - T0)) s)"
-timeout 40 "${PF[@]}" "${SMALL[@]}" "${LARGE[@]}" --iters 10 --out "$OUT/hc" > "$OUT/hc.log" 2>&1
+timeout 35 "${PF[@]}" "${SMALL[@]}" "${LARGE[@]}" --iters 10 --out "$OUT/hc" > "$OUT/hc.log" 2>&1
 echo "rc=$?"
 grep -E "^hc " "$OUT/hc/peers-families.txt" 2>/dev/null | cut -c1-190
 python3 - "$OUT/hc/peers-families.json" "$HC_ALT" <<'EOF'
@@ -68,4 +74,7 @@ for col, name in (("qgemm", "default acc4+fit"), ("qgemm-v1", sys.argv[2])):
               f"({w[1]}), rows < 0.95: {len(low)} {low}; max diff vs fp64 "
               f"{max(d) if d else float('nan'):.1e}, errors {err}")
 EOF
+echo "== 2b: 13x24x28672/16, default vs acc4+fit+cw4+k4 (t=$((SECONDS - T0)) s)"
+timeout 10 "${PF2[@]}" --iters 10 --out "$OUT/hc-k4" > "$OUT/hc-k4.log" 2>&1
+echo "rc=$?"; grep -E "^hc " "$OUT/hc-k4/peers-families.txt" 2>/dev/null | cut -c1-190
 echo "done t=$((SECONDS - T0)) s; logs in $OUT"
