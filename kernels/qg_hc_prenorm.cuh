@@ -73,7 +73,8 @@
  * full[s]: one producer arrival + the stage's bytes (A block_m x 64 bf16 +
  * two B boxes of N x 32 fp32). Modes 1 and 2: bfull[s]: one producer
  * arrival + B's bytes; full[s]: one producer arrival + A's bytes + one
- * arrival per converter lane, each after its rounded / split B writes and a
+ * arrival per converter lane (per converter warp with 3-4 warps, after a
+ * __syncwarp), each after its rounded / split B writes and a
  * proxy fence (the wgmmas read them through the async proxy). empty[s]: one
  * arrival per math thread, each after the wgmma that read stage s has
  * completed (wait_group 0 of the next K block, or of the last; mode 2:
@@ -248,6 +249,9 @@ static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpg
  * bytes, 128-byte swizzle, as TMA would write them), 1024-aligned (N % 8 == 0) */
 #define QG_HC_SMEM_BS (QG_HC_MODE == 2 ? 2 * QG_HC_N * 128 : 0)
 #define QG_HC_STAGE_BYTES (QG_HC_SMEM_A + QG_HC_SMEM_B)
+/* Converter arrivals on full[s] a stage: one per lane, or with 3-4 warps one
+ * per warp (QGEMM_HC_VARIANT cw3 / cw4: 4 arrivals instead of 128). */
+#define QG_HC_CVT_ARRIVALS (QG_HC_CVT_WARPS >= 3 ? QG_HC_CVT_WARPS : 32 * QG_HC_CVT_WARPS)
 /* Barriers a stage: full, empty, and in modes 1 and 2 bfull (B's TMA alone). */
 #define QG_HC_BARS (QG_HC_CVT_WARPS ? 3 : 2)
 /* Partner slots in rank 0: per partner, (ACC + 2) floats per math thread,
@@ -453,7 +457,7 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
         qg_tma_prefetch_descriptor(&tmap_b);
         for (int s = 0; s < QG_HC_STAGES; ++s) {
             /* full: the producer's arrival (+ bytes), and each converter lane's */
-            qg_mbarrier_init(&full[s], 1 + 32 * QG_HC_CVT_WARPS);
+            qg_mbarrier_init(&full[s], 1 + QG_HC_CVT_ARRIVALS);
             qg_mbarrier_init(&empty[s], QG_HC_MATH_THREADS);
 #if QG_HC_CVT_WARPS
             qg_mbarrier_init(&bfull[s], 1);
@@ -524,7 +528,15 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
             qg_hc_split_stage(b0 + s * QG_HC_SMEM_B, bs0 + s * QG_HC_SMEM_BS, g);
 #endif
             qg_fence_proxy_async_shared();
+#if QG_HC_CVT_WARPS >= 3
+            /* each lane's writes fenced to the async proxy, the warp's
+             * lanes ordered by __syncwarp, then one release arrival a warp
+             * (as a TMA store follows a fence and a barrier) */
+            __syncwarp();
+            if (lane == 0) qg_mbarrier_arrive(&full[s]);
+#else
             qg_mbarrier_arrive(&full[s]);
+#endif
             if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
         }
     }
