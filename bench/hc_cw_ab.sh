@@ -8,7 +8,7 @@
 #                                built; OUT=dir for the logs; HC_ALT=NAME=VALUE another variant)
 # Phase 1 (parallel, <= 35 s): gpu_hc_prenorm on the default and rounder/acc4+fit+cw4 only (9 cases
 #   each against fp64, the cw4 output asserted bit for bit the default's), while one-iteration passes
-#   of the timing rows fill qgemm's and DeepGEMM's JIT caches (one process per K: NVRTC is serial in one).
+#   of the timing rows fill qgemm's and DeepGEMM's JIT caches (five processes: NVRTC is serial in one).
 # Phase 2 (alone, <= 35 s): peers_families.py --kinds hc --iters 10 --alt-env, kineto and events:
 #   its "hc kineto/events" lines (default) and the "QGEMM_HC_VARIANT=...: ... (PASS|CHECK)" lines
 #   (the variant), then one SUMMARY line per column and timing: geomean, worst row, rows < 0.95.
@@ -36,10 +36,14 @@ T0=$SECONDS
 # ---- phase 1
 ( timeout 35 env QG_TEST_HC_VARIANTS=rounder/acc4+fit+cw4 build/qgemm_tests gpu_hc_prenorm \
     > "$OUT/c-gpu.log" 2>&1; echo "c rc=$? t=$((SECONDS - T0))" >> "$OUT/c-gpu.log" ) &
-# one warm process per K (DeepGEMM's kernels are keyed by K and splits, its JIT is nvcc)
-for K in 28672 7680 7168; do
-    W=(); for w in "${SMALL[@]}" "${LARGE[@]}"; do [ "$w" = --where ] && W+=(--where) || W+=("$w|k=$K"); done
-    ( timeout 35 "${PF[@]}" "${W[@]}" --iters 1 --out "$OUT/warm/k$K" > "$OUT/warm/k$K.log" 2>&1 ) &
+# one warm process per K (DeepGEMM's kernels are keyed by K and splits, its JIT is nvcc), two for
+# K 28672 (small and large M: 6 rows)
+for KG in 28672:S 28672:L 7680:SL 7168:SL; do
+    K=${KG%:*} G=${KG#*:} W=() R=()
+    [[ $G == *S* ]] && R+=("${SMALL[@]}")
+    [[ $G == *L* ]] && R+=("${LARGE[@]}")
+    for w in "${R[@]}"; do [ "$w" = --where ] && W+=(--where) || W+=("$w|k=$K"); done
+    ( timeout 35 "${PF[@]}" "${W[@]}" --iters 1 --out "$OUT/warm/k$K$G" > "$OUT/warm/k$K$G.log" 2>&1 ) &
 done
 # (phase 2b's variant: cw4 + k4, which only changes 13x24x28672/16: clusters of 4, 64 CTAs)
 ( timeout 35 "${PF2[@]}" --iters 1 --out "$OUT/warm/k4" > "$OUT/warm/k4.log" 2>&1 ) &
