@@ -48,7 +48,7 @@
  *                    3 "trunc": no rounding (DeepGEMM's SM90 kernel does this:
  *                      diff ~1.4e-7 > 1e-8 against torch's TF32 reference);
  *                      for timing comparisons only, never planned by default
- *   QG_HC_CVT_WARPS  converter warps (modes 1 and 2; 0 otherwise)
+ *   QG_HC_CVT_WARPS  converter warps (modes 1 and 2: 1 to 4; 0 otherwise)
  *   QG_HC_ACCS       accumulator sets a math warpgroup (modes 0, 1, 3; default
  *                    1, the planner's unless QGEMM_HC_VARIANT asks): 2, 4, 8
  *                    keep several wgmma chains in flight (the math loop's
@@ -73,7 +73,8 @@
  * full[s]: one producer arrival + the stage's bytes (A block_m x 64 bf16 +
  * two B boxes of N x 32 fp32). Modes 1 and 2: bfull[s]: one producer
  * arrival + B's bytes; full[s]: one producer arrival + A's bytes + one
- * arrival per converter lane, each after its rounded / split B writes and a
+ * arrival per converter lane (per converter warp with 3-4 warps, after a
+ * __syncwarp), each after its rounded / split B writes and a
  * proxy fence (the wgmmas read them through the async proxy). empty[s]: one
  * arrival per math thread, each after the wgmma that read stage s has
  * completed (wait_group 0 of the next K block, or of the last; mode 2:
@@ -210,9 +211,9 @@ static_assert(QG_HC_SPLITS >= 1, "splits");
 static_assert(QG_HC_CLUSTER == 1 || QG_HC_CLUSTER == 2 || QG_HC_CLUSTER == 4 ||
                   QG_HC_CLUSTER == 8, "cluster of 1, 2, 4 or 8 CTAs");
 static_assert(QG_HC_MODE >= 0 && QG_HC_MODE <= 3, "mode 0 (inplace), 1 (rounder), 2 (split), 3 (trunc)");
-static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG_HC_CVT_WARPS <= 3)
+static_assert((QG_HC_MODE == 1 || QG_HC_MODE == 2) ? (QG_HC_CVT_WARPS >= 1 && QG_HC_CVT_WARPS <= 4)
                                                    : QG_HC_CVT_WARPS == 0,
-              "1 to 3 converter warps in modes 1 and 2, none otherwise");
+              "1 to 4 converter warps in modes 1 and 2, none otherwise");
 
 #ifndef QG_HC_MATH_WGS
 #define QG_HC_MATH_WGS 1
@@ -248,6 +249,9 @@ static_assert(QG_HC_MATH_WGS == 1 || QG_HC_MATH_WGS == 2, "one or two math warpg
  * bytes, 128-byte swizzle, as TMA would write them), 1024-aligned (N % 8 == 0) */
 #define QG_HC_SMEM_BS (QG_HC_MODE == 2 ? 2 * QG_HC_N * 128 : 0)
 #define QG_HC_STAGE_BYTES (QG_HC_SMEM_A + QG_HC_SMEM_B)
+/* Converter arrivals on full[s] a stage: one per lane, or with 3-4 warps one
+ * per warp (QGEMM_HC_VARIANT cw3 / cw4: 4 arrivals instead of 128). */
+#define QG_HC_CVT_ARRIVALS (QG_HC_CVT_WARPS >= 3 ? QG_HC_CVT_WARPS : 32 * QG_HC_CVT_WARPS)
 /* Barriers a stage: full, empty, and in modes 1 and 2 bfull (B's TMA alone). */
 #define QG_HC_BARS (QG_HC_CVT_WARPS ? 3 : 2)
 /* Partner slots in rank 0: per partner, (ACC + 2) floats per math thread,
@@ -323,6 +327,31 @@ QG_DEVICE void qg_hc_fold(float (&a)[QG_HC_ACCS][QG_HC_ACC]) {
  * of the stage's fp32 B (both boxes) to TF32 in place (the layout does not
  * matter: element-wise). */
 QG_DEVICE void qg_hc_round_stage(uint32_t b_stage, uint32_t g) {
+#if QG_HC_CVT_WARPS >= 3
+    /* Three or four converter warps (QGEMM_HC_VARIANT cw3 / cw4; four: one
+     * per SM sub-partition beside the math warps): a lane's few chunks (3 or
+     * 4 at N 24) all loaded before any is rounded and stored, so a stage
+     * costs about one shared load's latency plus its ALU work. One warp
+     * rounds 12 chunks a lane in three dependent rounds of four; the H200's
+     * trunc-vs-rounder timings (2026-11-28-h200-20-families hc_ab) point at
+     * that as the K block's critical path at small M and where one CTA
+     * streams A alone. */
+    constexpr uint32_t kChunks = QG_HC_SMEM_B / 16, kLanes = 32 * QG_HC_CVT_WARPS;
+    constexpr uint32_t kIter = (kChunks + kLanes - 1) / kLanes;
+    int4 v[kIter];
+#pragma unroll
+    for (uint32_t i = 0; i < kIter; ++i)
+        if (g + i * kLanes < kChunks) v[i] = qg_ld_shared_s32x4(b_stage + (g + i * kLanes) * 16);
+#pragma unroll
+    for (uint32_t i = 0; i < kIter; ++i)
+        if (g + i * kLanes < kChunks) {
+            v[i].x = (int)qg_cvt_rna_tf32(__int_as_float(v[i].x));
+            v[i].y = (int)qg_cvt_rna_tf32(__int_as_float(v[i].y));
+            v[i].z = (int)qg_cvt_rna_tf32(__int_as_float(v[i].z));
+            v[i].w = (int)qg_cvt_rna_tf32(__int_as_float(v[i].w));
+            qg_st_shared_s32x4(b_stage + (g + i * kLanes) * 16, v[i]);
+        }
+#else
 #pragma unroll 4
     for (uint32_t c = g; c < QG_HC_SMEM_B / 16; c += 32 * QG_HC_CVT_WARPS) {
         int4 v = qg_ld_shared_s32x4(b_stage + c * 16);
@@ -332,6 +361,7 @@ QG_DEVICE void qg_hc_round_stage(uint32_t b_stage, uint32_t g) {
         v.w = (int)qg_cvt_rna_tf32(__int_as_float(v.w));
         qg_st_shared_s32x4(b_stage + c * 16, v);
     }
+#endif
 }
 #endif
 
@@ -427,7 +457,7 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
         qg_tma_prefetch_descriptor(&tmap_b);
         for (int s = 0; s < QG_HC_STAGES; ++s) {
             /* full: the producer's arrival (+ bytes), and each converter lane's */
-            qg_mbarrier_init(&full[s], 1 + 32 * QG_HC_CVT_WARPS);
+            qg_mbarrier_init(&full[s], 1 + QG_HC_CVT_ARRIVALS);
             qg_mbarrier_init(&empty[s], QG_HC_MATH_THREADS);
 #if QG_HC_CVT_WARPS
             qg_mbarrier_init(&bfull[s], 1);
@@ -498,7 +528,15 @@ qg_tf32_hc_prenorm_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a, /* 
             qg_hc_split_stage(b0 + s * QG_HC_SMEM_B, bs0 + s * QG_HC_SMEM_BS, g);
 #endif
             qg_fence_proxy_async_shared();
+#if QG_HC_CVT_WARPS >= 3
+            /* each lane's writes fenced to the async proxy, the warp's
+             * lanes ordered by __syncwarp, then one release arrival a warp
+             * (as a TMA store follows a fence and a barrier) */
+            __syncwarp();
+            if (lane == 0) qg_mbarrier_arrive(&full[s]);
+#else
             qg_mbarrier_arrive(&full[s]);
+#endif
             if (++s == QG_HC_STAGES) { s = 0; phase ^= 1; }
         }
     }

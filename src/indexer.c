@@ -87,7 +87,9 @@ typedef struct {
  * 2026-11-28), acc2, acc4, acc8 (accumulator sets; 8 with one math
  * warpgroup, else 4), fit (clusters that fit one wave), w1, w2 (math
  * warpgroups), k2, k4 (the fewest K blocks a clustered CTA keeps; default
- * 8). Returns false for any other token. */
+ * 8), cw2, cw3, cw4 (converter warps rounding B in the rounder and split
+ * modes, over QGEMM_HC_MODE's :N; cw4 is 3 beside two math warpgroups).
+ * Returns false for any other token. */
 static bool hc_env_variant(qg_hc_opts *o, int mode) {
     memset(o, 0, sizeof *o);
     const char *v = qg__env_string("QGEMM_HC_VARIANT");
@@ -96,16 +98,17 @@ static bool hc_env_variant(qg_hc_opts *o, int mode) {
         o->fit = 1;
         return true;
     }
-    static const char *const names[] = {"base", "acc2", "acc4", "acc8", "fit",
-                                        "w1",   "w2",   "k2",   "k4"};
+    static const char *const names[] = {"base", "acc2", "acc4", "acc8", "fit", "w1",
+                                        "w2",   "k2",   "k4",   "cw2",  "cw3", "cw4"};
     int i;
     /* empty words ("acc2+", "fit,,w2") are skipped; a later word overrides an earlier one */
-    while ((i = qg__env_next_word(&v, "+,", true, names, 9)) >= 0) {
-        static const int value[] = {0, 2, 4, 8, 1, 1, 2, 2, 4};
+    while ((i = qg__env_next_word(&v, "+,", true, names, 12)) >= 0) {
+        static const int value[] = {0, 2, 4, 8, 1, 1, 2, 2, 4, 2, 3, 4};
         if (i >= 1 && i <= 3) o->accs = value[i];
         else if (i == 4) o->fit = 1;
         else if (i == 5 || i == 6) o->wgs = value[i];
-        else if (i >= 7) o->kmin = value[i];
+        else if (i == 7 || i == 8) o->kmin = value[i];
+        else if (i >= 9) o->cvt = value[i];
         /* (base, 0: no option) */
     }
     return i == -1;
@@ -661,7 +664,7 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
     qg_hc_opts opts;
     if (!hc_env_variant(&opts, mode < 0 ? QG_HC_MODE_DEFAULT : mode))
         return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of base, acc2, acc4, "
-                   "acc8, fit, w1, w2, k2, k4",
+                   "acc8, fit, w1, w2, k2, k4, cw2, cw3, cw4",
                    fn, qg__env_string("QGEMM_HC_VARIANT"));
     if (qg__hc_plan_opts(a->m, a->n, a->k, splits, sms_of(ctx), mode, cvt_warps, &opts, plan, &why))
         return qg__fail(QG_ERROR_UNSUPPORTED, "%s: no HC prenorm kernel for %dx%dx%d in %d splits: %s",

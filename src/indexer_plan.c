@@ -48,13 +48,13 @@ static int hc_cluster(long base, int per_split, int num_sms, int fit, int kmin) 
  * them (measurements and A/B runs choose others) */
 int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int force_wgs, int mode,
                         int cvt_warps, qg_hc_plan *out, const char **why) {
-    const qg_hc_opts o = {.accs = 0, .fit = 0, .wgs = force_wgs, .kmin = 0};
+    const qg_hc_opts o = {.accs = 0, .fit = 0, .wgs = force_wgs, .kmin = 0, .cvt = 0};
     return qg__hc_plan_opts(m, n, k, num_splits, num_sms, mode, cvt_warps, &o, out, why);
 }
 
 int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode, int cvt_warps,
                      const qg_hc_opts *opts, qg_hc_plan *out, const char **why) {
-    static const qg_hc_opts none = {0, 0, 0, 0};
+    static const qg_hc_opts none = {0, 0, 0, 0, 0};
     if (!opts) opts = &none;
     const int force_wgs = opts->wgs;
     if (!out) return fail(why, "no plan to fill");
@@ -67,7 +67,9 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     if (mode < 0) mode = QG_HC_MODE_DEFAULT;
     if (mode > QG_HC_MODE_TRUNC) return fail(why, "mode must be 0 (inplace), 1 (rounder), 2 (split) or 3 (trunc)");
     const int has_cvt = mode == QG_HC_MODE_ROUNDER || mode == QG_HC_MODE_SPLIT;
-    if (cvt_warps < 0 || cvt_warps > 3) return fail(why, "converter warps must be 0 (default) to 3");
+    if (cvt_warps < 0 || cvt_warps > 4) return fail(why, "converter warps must be 0 (default) to 4");
+    if (opts->cvt != 0 && (opts->cvt < 2 || opts->cvt > 4))
+        return fail(why, "the converter-warp option must be 0 (the mode's), 2, 3 or 4");
     cvt_warps = has_cvt ? (cvt_warps ? cvt_warps : 1) : 0;
     int accs = opts->accs ? opts->accs : 1;
     if (accs != 1 && accs != 2 && accs != 4 && accs != 8)
@@ -92,6 +94,12 @@ int qg__hc_plan_opts(int m, int n, int k, int num_splits, int num_sms, int mode,
     /* 8 sets (96-128 registers beside the 64 of the A fragments) fit one
      * math warpgroup's threads only; two get 4 */
     if (accs == 8 && wgs == 2) accs = 4;
+    /* cw2..cw4: B's TF32 rounding spread over more converter warps (the one
+     * warp rounds N x 64 fp32 a K block alone: H200 2026-11-28, the same
+     * plans without rounding (trunc) ran 1.2-1.4x faster at M 13 with 16
+     * splits and at M 4096 / 8192 unsplit). Four only beside one math
+     * warpgroup: 128 * 2 + 32 * 5 = 416 threads leave 152 registers. */
+    if (has_cvt && opts->cvt) cvt_warps = opts->cvt == 4 && wgs == 2 ? 3 : opts->cvt;
     const int block_m = 64 * wgs;
     const int m_blocks = m > 0 ? (m + block_m - 1) / block_m : 1;
     const long base = (long)m_blocks * num_splits;

@@ -70,16 +70,20 @@ typedef struct {
  *         SM (one)
  *   wgs   0 = choose, 1 or 2 forced
  *   kmin  0 = 8: the fewest K blocks a CTA of a cluster keeps (2 or 4: more
- *         CTAs on the latency-bound small-M rows) */
+ *         CTAs on the latency-bound small-M rows)
+ *   cvt   0 = the mode's converter warps (QGEMM_HC_MODE's :N, else 1); 2, 3
+ *         or 4 = that many in the modes that have them (rounder, split): 4
+ *         where the CTA has one math warpgroup, 3 with two (416 threads
+ *         would cap the registers at 152, below acc4's need at N 32) */
 typedef struct {
-    int accs, fit, wgs, kmin;
+    int accs, fit, wgs, kmin, cvt;
 } qg_hc_opts;
 
 int qg__hc_plan(int m, int n, int k, int num_splits, int num_sms, qg_hc_plan *out,
                 const char **why);
 /* The same with a variant forced (A/B measurements, QGEMM_HC_MODE):
  * force_wgs 0 (choose), 1 or 2; mode < 0 for the default; cvt_warps 0 for
- * the default (1 where the mode has converter warps), else 1 to 3. */
+ * the default (1 where the mode has converter warps), else 1 to 4. */
 int qg__hc_plan_variant(int m, int n, int k, int num_splits, int num_sms, int force_wgs, int mode,
                         int cvt_warps, qg_hc_plan *out, const char **why);
 /* The same with the options (NULL = all zero). */

@@ -240,14 +240,16 @@ TEST(indexer_validation) {
        * fail as unsupported); any other token fails the call, naming it */
         qg_hc_prenorm_args h = good_hc();
         static const char *const good[] = {"", "base", "base+fit", "acc2", "acc4", "acc8", "fit",
-                                           "w1", "w2", "k2", "k4", "acc2+fit", "acc4,fit,w2,k2"};
+                                           "w1", "w2", "k2", "k4", "acc2+fit", "acc4,fit,w2,k2",
+                                           "cw2", "cw3", "cw4", "acc4+fit+cw4"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_HC_VARIANT", good[i], 1);
             qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_HC_VARIANT=%s: %s (%s)", good[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *const bad[] = {"acc3", "fast", "acc2+", "fit+w3", "acc22", "k3"};
+        static const char *const bad[] = {"acc3", "fast", "acc2+", "fit+w3", "acc22", "k3", "cw1",
+                                          "cw5"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_HC_VARIANT", bad[i], 1);
             qg_status s = qg_tf32_hc_prenorm_gemm(ctx, &h, NULL);
@@ -672,7 +674,8 @@ TEST(hc_compile_every_mode) {
                                               {"trunc", "fit+w1"},       {"rounder", "acc8"},
                                               {"rounder:3", "acc8+fit"}, {"rounder:2", "acc4+fit+w1"},
                                               {"rounder", "acc8+fit+w1"}, {"rounder", "acc8+fit+k2"},
-                                              {"rounder", "k4"}};
+                                              {"rounder", "k4"}, {"rounder", "acc4+fit+cw4"},
+                                              {"rounder", "acc4+fit+cw3"}, {"split", "fit+cw4"}};
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         setenv("QGEMM_HC_MODE", variants[vi][0], 1);
         setenv("QGEMM_HC_VARIANT", variants[vi][1], 1);
@@ -923,8 +926,18 @@ TEST(gpu_hc_prenorm) {
                                         "rounder/acc4", "rounder:2/acc4+fit", "inplace/acc4",
                                         "rounder/fit",  "rounder/acc2+fit+w2",
                                         "rounder/acc4+fit+w1", "rounder:2/acc8+fit",
-                                        "rounder/acc8+fit+k2"};
+                                        "rounder/acc8+fit+k2", "rounder/acc4+fit+cw4",
+                                        "rounder/acc4+fit+cw3", "split/fit+cw4"};
+    /* The converter-warp options (cw2..cw4) only spread B's rounding over
+     * more warps: the plan's sums are the default plan's, so the default's
+     * cases (acc4+fit, rounder) must come out bit for bit the same through
+     * rounder/acc4+fit+cwN. QG_TEST_HC_VARIANTS="a,b": the default and these
+     * modes only (a short GPU run). */
+    double first_diff[sizeof cases / sizeof cases[0]];
+    const char *only = getenv("QG_TEST_HC_VARIANTS");
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
+        if (mi && !variant_listed(only, modes[mi])) continue;
+        const bool bitwise = mi && !strncmp(modes[mi], "rounder/acc4+fit+cw", 19);
         unsetenv("QGEMM_HC_VARIANT");
         if (modes[mi]) {
             char mode[32];
@@ -942,7 +955,9 @@ TEST(gpu_hc_prenorm) {
             const qgtk_hc_case *c = &cases[i];
             const qgtk_case_opts opts = {.seed = 52 + i};
             qgtk_case_result res;
-            const bool ok = qgtk_hc_case_run(ctx, stream, c, &opts, &res);
+            bool ok = qgtk_hc_case_run(ctx, stream, c, &opts, &res);
+            if (mi == 0) first_diff[i] = res.diff;
+            else if (ok && bitwise) ok = same_as_default(&res, first_diff[i]);
             printf("    %s hc %dx%dx%d splits %d [%s]: diff %.2g %s\n", ok ? "ok  " : "FAIL", c->m,
                    c->n, c->k, c->splits, modes[mi] ? modes[mi] : "default", res.diff,
                    ok ? "" : res.why);

@@ -195,14 +195,27 @@ def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg
 @pytest.mark.parametrize("m", [13, 137, 1024])
 @pytest.mark.parametrize("n,k", [(24, 7168), (24, 1280), (32, 640)])
 @pytest.mark.parametrize("num_splits", [None, 16])
-def test_hc_prenorm_gemm(m, n, k, num_splits):
+@pytest.mark.parametrize("variant", [None, "acc4+fit+cw4"])
+def test_hc_prenorm_gemm(monkeypatch, m, n, k, num_splits, variant):
+    """variant: QGEMM_HC_VARIANT (None: the default, acc4+fit; acc4+fit+cw4: B rounded by
+    four converter warps, three beside two math warpgroups, the same sums: equal to the
+    default bitwise)."""
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.manual_seed(m + n + k)
     a = torch.randn(m, k, dtype=torch.bfloat16, device=DEV)
     b = torch.randn(n, k, dtype=torch.float, device=DEV)
     d = torch.empty((m, n) if num_splits is None else (num_splits, m, n), device=DEV)
     s = torch.empty((m,) if num_splits is None else (num_splits, m), device=DEV)
+    if variant is not None:
+        monkeypatch.delenv("QGEMM_HC_VARIANT", raising=False)
+        deep_gemm.tf32_hc_prenorm_gemm(a, b, d, s, num_splits=num_splits)
+        d_default, s_default = d.clone(), s.clone()
+        d.fill_(float("nan"))
+        s.fill_(float("nan"))
+        monkeypatch.setenv("QGEMM_HC_VARIANT", variant)
     deep_gemm.tf32_hc_prenorm_gemm(a, b, d, s, num_splits=num_splits)
+    if variant is not None:
+        assert torch.equal(d, d_default) and torch.equal(s, s_default)
     final_d = d if num_splits is None else d.sum(0)
     final_s = s if num_splits is None else s.sum(0)
     ref_d = a.float() @ b.T
