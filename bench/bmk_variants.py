@@ -151,12 +151,18 @@ class Timer:
                 fn()
             torch.cuda.synchronize()
         total = 0.0
+        parts: dict = {}  # kernel (or memset) name -> [us, count] over the runs
         for e in prof.events():
             if e.device_type.name != "CUDA" or FLUSH_KERNEL in e.name.lower():
                 continue
             if "memcpy" in e.name.lower():  # (the profiler's own copies, none of the calls')
                 continue
             total += e.time_range.elapsed_us()
+            part = parts.setdefault(e.name, [0.0, 0])
+            part[0] += e.time_range.elapsed_us()
+            part[1] += 1
+        # what one call launched and what each cost (--kernels): name, us per call, per call
+        self.last_parts = [(nm, us / self.runs, n / self.runs) for nm, (us, n) in parts.items()]
         return total / self.runs
 
     def events_us(self, fn) -> float:
@@ -174,6 +180,20 @@ class Timer:
         return statistics.median(times)
 
 
+def short_name(name: str) -> str:
+    """A kernel's name, short: the function's name without template arguments or parameters
+    (torch's elementwise kernels: 'elementwise_kernel'), memsets as 'memset'."""
+    if "memset" in name.lower():
+        return "memset"
+    base = name.split("(")[0].split("<")[0].strip()
+    return (base.split("::")[-1] or name)[:40]
+
+
+def parts_text(parts) -> str:
+    return ", ".join(f"{short_name(nm)} {us:.1f}" + (f" x{n:.0f}" if round(n) != 1 else "")
+                     for nm, us, n in sorted(parts, key=lambda p: -p[1]))
+
+
 def calc_diff(x, y) -> float:
     x, y = x.double(), y.double()
     denom = (x * x + y * y).sum()
@@ -187,6 +207,9 @@ def main() -> int:
     ap.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--batches", default="", help="only these batch counts (e.g. 129)")
+    ap.add_argument("--kernels", action="store_true",
+                    help="after each row, what each call launched (kineto: us per call per "
+                         "kernel or memset)")
     ap.add_argument("--jobs", type=int, default=8, help="compile workers (0: compile inline)")
     ap.add_argument("--out", default="")
     ap.add_argument("--warm", default="", help=argparse.SUPPRESS)  # "i/n": a compile worker
@@ -233,7 +256,8 @@ def main() -> int:
         dg = {"kineto": float("nan"), "events": float("nan")}
         if deep_gemm is not None:
             fn = (lambda: deep_gemm.einsum("bmk,bnk->mn", a, b, d, c=c))
-            dg = {"kineto": timer.kineto_us(fn), "events": timer.events_us(fn)}
+            dg = {"kineto": timer.kineto_us(fn), "events": 0.0, "parts": timer.last_parts}
+            dg["events"] = timer.events_us(fn)
         res = {}
         for v in variants:
             sp = splits_of(v, m, n, s, k)
@@ -252,7 +276,8 @@ def main() -> int:
                       f"splits {sp}: {check}")
             fn = (lambda v=v, sp=sp: call(v, a, b, d, c, sp))
             res[v["name"]] = {"splits": sp, "kineto": timer.kineto_us(fn),
-                              "events": timer.events_us(fn), "check": check}
+                              "parts": timer.last_parts}
+            res[v["name"]].update(events=timer.events_us(fn), check=check)
         base = dg if deep_gemm is not None else res[names[0]]
         for nm in names:
             for how in ("kineto", "events"):
@@ -261,6 +286,11 @@ def main() -> int:
         print(f"{s:5d} {m:4d} {n:4d} {k:4d} {tag:>4} | {dg['kineto']:7.1f} {dg['events']:7.1f} | " +
               " | ".join(f"{'':>12} {res[nm]['splits']:3d} {res[nm]['kineto']:6.1f} "
                          f"{res[nm]['events']:6.1f}" for nm in names), flush=True)
+        if args.kernels:  # what each call launched, kineto us per call
+            if deep_gemm is not None:
+                print(f"    {'DeepGEMM':>12}: {parts_text(dg['parts'])}")
+            for nm in names:
+                print(f"    {nm:>12}: {parts_text(res[nm]['parts'])}", flush=True)
         rows.append({"b": s, "m": m, "n": n, "k": k, "d": tag, "deepgemm": dg, "variants": res})
     for var in ("QGEMM_BMK_REDUCE", "QGEMM_BMK_RADIX", VARIANT_ENV):
         os.environ.pop(var, None)
