@@ -15,8 +15,9 @@ For DeepGEMM's test_bmk_bnk_mn shapes (b in 129 / 4096 / 8192; (m, n, k) in (128
               v2: QGEMM_BMK_VARIANT=v2 (a bf16 D's last arrival loads its sums at once;
               its plan as an FP32 D's); v3: QGEMM_BMK_VARIANT=v3 (v2 and 16-byte
               reductions, half as many); v4: QGEMM_BMK_VARIANT=v4 (v3; a bf16 D summed by
-              the FP32-D kernel into the workspace, then a conversion launch); without them
-              QGEMM_BMK_VARIANT=v1;
+              the FP32-D kernel into the workspace, then a conversion launch); v5, v6:
+              QGEMM_BMK_VARIANT=v5 (v4 with the reductions' target prefetched into L2) or
+              v6 (v3 with that prefetch); without them QGEMM_BMK_VARIANT=v1;
               sN (N 4..16): QGEMM_BMK_VARIANT's :sN, at most N pipeline stages (DeepGEMM: 4)
 
 default variants: atomic=atomic:auto:2 (the default path), v2=atomic:auto:2:v2,
@@ -37,7 +38,7 @@ below 0.95). Exit status 1 on a failed check (not on a missed target).
 
     source .peers/env.sh    # DeepGEMM (after bash .peers/build.sh)
     PYTHONPATH=python python3 bench/bmk_variants.py [--variants V,V,...] [--runs 30]
-        [--no-fp32] [--no-bf16] [--jobs 8] [--out FILE.json]
+        [--no-fp32] [--no-bf16] [--batches 129[,4096,...]] [--jobs 8] [--out FILE.json]
 
 Needs a Hopper GPU, torch, and qgemm built (PYTHONPATH=python).
 """
@@ -74,13 +75,13 @@ def parse_variants(text: str):
         parts = spec.split(":")
         flags = set(parts[3].split("+")) if len(parts) == 4 else set()
         stages = [f for f in flags if f[:1] == "s" and f[1:].isdigit() and 4 <= int(f[1:]) <= 16]
+        organisations = {"v2", "v3", "v4", "v5", "v6"}
         if len(parts) not in (3, 4) or parts[0] not in ("atomic", "tree") or \
-                flags - {"fill", "v2", "v3", "v4"} - set(stages) or len(stages) > 1 or \
-                len(flags & {"v2", "v3", "v4"}) > 1:
+                flags - {"fill"} - organisations - set(stages) or len(stages) > 1 or \
+                len(flags & organisations) > 1:
             raise SystemExit(f"bad variant {item!r}: NAME=atomic|tree:RULE:RADIX[:FLAG[+FLAG]] "
-                             "(FLAG fill, v2, v3, v4 or sN)")
-        variant = ("v4" if "v4" in flags else "v3" if "v3" in flags else
-                   "v2" if "v2" in flags else "v1") + \
+                             "(FLAG fill, v2 .. v6 or sN)")
+        variant = (min(flags & organisations) if flags & organisations else "v1") + \
             (f":{stages[0]}" if stages else "")
         out.append({"name": name, "reduce": parts[0], "rule": parts[1], "radix": int(parts[2]),
                     "fill": "fill" in flags, "variant": variant})
@@ -110,7 +111,9 @@ def call(v, a, b, d, c, splits: int) -> None:
 
 def rows_of(args):
     dts = ([True] if args.fp32 else []) + ([False] if args.bf16 else [])
-    return [(s, m, n, k, fp32) for s, m, n, k in SHAPES for fp32 in dts]
+    batches = {int(b) for b in args.batches.split(",")} if args.batches else None
+    return [(s, m, n, k, fp32) for s, m, n, k in SHAPES for fp32 in dts
+            if batches is None or s in batches]
 
 
 def warm(args, part: int, parts: int) -> int:
@@ -148,12 +151,18 @@ class Timer:
                 fn()
             torch.cuda.synchronize()
         total = 0.0
+        parts: dict = {}  # kernel (or memset) name -> [us, count] over the runs
         for e in prof.events():
             if e.device_type.name != "CUDA" or FLUSH_KERNEL in e.name.lower():
                 continue
             if "memcpy" in e.name.lower():  # (the profiler's own copies, none of the calls')
                 continue
             total += e.time_range.elapsed_us()
+            part = parts.setdefault(e.name, [0.0, 0])
+            part[0] += e.time_range.elapsed_us()
+            part[1] += 1
+        # what one call launched and what each cost (--kernels): name, us per call, per call
+        self.last_parts = [(nm, us / self.runs, n / self.runs) for nm, (us, n) in parts.items()]
         return total / self.runs
 
     def events_us(self, fn) -> float:
@@ -171,6 +180,20 @@ class Timer:
         return statistics.median(times)
 
 
+def short_name(name: str) -> str:
+    """A kernel's name, short: the function's name without template arguments or parameters
+    (torch's elementwise kernels: 'elementwise_kernel'), memsets as 'memset'."""
+    if "memset" in name.lower():
+        return "memset"
+    base = name.split("(")[0].split("<")[0].strip()
+    return (base.split("::")[-1] or name)[:40]
+
+
+def parts_text(parts) -> str:
+    return ", ".join(f"{short_name(nm)} {us:.1f}" + (f" x{n:.0f}" if round(n) != 1 else "")
+                     for nm, us, n in sorted(parts, key=lambda p: -p[1]))
+
+
 def calc_diff(x, y) -> float:
     x, y = x.double(), y.double()
     denom = (x * x + y * y).sum()
@@ -183,6 +206,10 @@ def main() -> int:
     ap.add_argument("--fp32", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--batches", default="", help="only these batch counts (e.g. 129)")
+    ap.add_argument("--kernels", action="store_true",
+                    help="after each row, what each call launched (kineto: us per call per "
+                         "kernel or memset)")
     ap.add_argument("--jobs", type=int, default=8, help="compile workers (0: compile inline)")
     ap.add_argument("--out", default="")
     ap.add_argument("--warm", default="", help=argparse.SUPPRESS)  # "i/n": a compile worker
@@ -197,7 +224,8 @@ def main() -> int:
         os.environ["QGEMM_CACHE_DIR"] = tempfile.mkdtemp(prefix="qgemm-bmk-")  # a disk cache
     if args.jobs > 0:
         argv = [sys.executable, os.path.abspath(__file__), "--variants", args.variants,
-                "--fp32" if args.fp32 else "--no-fp32", "--bf16" if args.bf16 else "--no-bf16"]
+                "--fp32" if args.fp32 else "--no-fp32", "--bf16" if args.bf16 else "--no-bf16",
+                "--batches", args.batches]
         procs = [subprocess.Popen(argv + ["--warm", f"{i}/{args.jobs}"]) for i in range(args.jobs)]
         bad = [p.wait() for p in procs]
         if any(bad):
@@ -228,7 +256,8 @@ def main() -> int:
         dg = {"kineto": float("nan"), "events": float("nan")}
         if deep_gemm is not None:
             fn = (lambda: deep_gemm.einsum("bmk,bnk->mn", a, b, d, c=c))
-            dg = {"kineto": timer.kineto_us(fn), "events": timer.events_us(fn)}
+            dg = {"kineto": timer.kineto_us(fn), "events": 0.0, "parts": timer.last_parts}
+            dg["events"] = timer.events_us(fn)
         res = {}
         for v in variants:
             sp = splits_of(v, m, n, s, k)
@@ -247,7 +276,8 @@ def main() -> int:
                       f"splits {sp}: {check}")
             fn = (lambda v=v, sp=sp: call(v, a, b, d, c, sp))
             res[v["name"]] = {"splits": sp, "kineto": timer.kineto_us(fn),
-                              "events": timer.events_us(fn), "check": check}
+                              "parts": timer.last_parts}
+            res[v["name"]].update(events=timer.events_us(fn), check=check)
         base = dg if deep_gemm is not None else res[names[0]]
         for nm in names:
             for how in ("kineto", "events"):
@@ -256,6 +286,11 @@ def main() -> int:
         print(f"{s:5d} {m:4d} {n:4d} {k:4d} {tag:>4} | {dg['kineto']:7.1f} {dg['events']:7.1f} | " +
               " | ".join(f"{'':>12} {res[nm]['splits']:3d} {res[nm]['kineto']:6.1f} "
                          f"{res[nm]['events']:6.1f}" for nm in names), flush=True)
+        if args.kernels:  # what each call launched, kineto us per call
+            if deep_gemm is not None:
+                print(f"    {'DeepGEMM':>12}: {parts_text(dg['parts'])}")
+            for nm in names:
+                print(f"    {nm:>12}: {parts_text(res[nm]['parts'])}", flush=True)
         rows.append({"b": s, "m": m, "n": n, "k": k, "d": tag, "deepgemm": dg, "variants": res})
     for var in ("QGEMM_BMK_REDUCE", "QGEMM_BMK_RADIX", VARIANT_ENV):
         os.environ.pop(var, None)

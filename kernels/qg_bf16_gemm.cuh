@@ -46,6 +46,10 @@
  *   QG_SUM_RED_V4      with QG_SUM_ATOMIC (QGEMM_BMK_VARIANT=v3): 16-byte
  *                      reductions (red.global.add.v4.f32, lane pairs exchange
  *                      two values first), half as many as v1's 8-byte ones
+ *   QG_SUM_PREFETCH    with QG_SUM_RED_V4 (QGEMM_BMK_VARIANT=v5, v6): once a
+ *                      tile's loads are issued, the producer lane prefetches the
+ *                      tile's region of the reductions' target into L2 (see
+ *                      "The batch sum's L2 prefetch")
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -196,6 +200,9 @@ qg_bf16_bmn_bnk_mn_gemm_impl_convert(float *__restrict__ w, unsigned char *__res
 #endif
 #ifndef QG_SUM_RED_V4
 #define QG_SUM_RED_V4 0
+#endif
+#ifndef QG_SUM_PREFETCH
+#define QG_SUM_PREFETCH 0
 #endif
 /* The kernel's entry name: the batch sum's is named by the JIT
  * (src/bf16_plan.c) after DeepGEMM's kernel, which DeepGEMM's tests and
@@ -380,6 +387,7 @@ static_assert(!QG_SUM_ATOMIC || (QG_SUM_REDUCE && !QG_WITH_C && QG_NUM_GROUPS > 
 static_assert(!QG_SUM_EPI_BATCHED || (QG_SUM_ATOMIC && !QG_D_F32),
               "QG_SUM_EPI_BATCHED: the atomic batch sum into a bf16 D");
 static_assert(!QG_SUM_RED_V4 || QG_SUM_ATOMIC, "QG_SUM_RED_V4: the atomic batch sum");
+static_assert(!QG_SUM_PREFETCH || QG_SUM_RED_V4, "QG_SUM_PREFETCH: the atomic batch sum, v3's");
 static_assert(QG_SUM_RADIX == 2 || QG_SUM_RADIX == 4 || QG_SUM_RADIX == 8,
               "the batch sum's tree: radix 2, 4 or 8 (a power of two: the counter index "
               "below is unique)");
@@ -856,6 +864,28 @@ QG_DEVICE float2 qg_bf16_ld_relaxed_f32x2(const float *p) {
 QG_DEVICE void qg_bf16_st_cg_zero2(float *p) {
     asm volatile("st.global.cg.v2.f32 [%0], {%1, %1};" ::"l"(p), "f"(0.0f) : "memory");
 }
+
+/*
+ * The batch sum's L2 prefetch (QG_SUM_PREFETCH; QGEMM_BMK_VARIANT=v5, v6).
+ * The reductions' target (an FP32 D, which holds C, or the workspace's W) has
+ * normally left L2 between calls; an L2 reduction on a line that is not
+ * there first waits for the line from DRAM, and every split's reductions
+ * into that line queue behind the fill, at the tile's end, on the call's
+ * critical path. So the producer lane, right after issuing a tile's last
+ * loads (the math warps then still have up to QG_NUM_STAGES K blocks to
+ * run, microseconds at these shapes), asks L2 for the tile's region of the
+ * target with bulk prefetches (cp.async.bulk.prefetch.L2: a hint that moves
+ * no data into the SM, writes nothing, and cannot fault the kernel's
+ * results): one per row of the region, or one for the whole region where its
+ * rows are contiguous (the tile spans the target's rows). Every split of the
+ * tile asks; L2 serves all but the first from the line it already holds.
+ * Addresses: the target and its rows 16-byte aligned, the tile's first
+ * column a multiple of 8 FP32 values, N a multiple of 8 (the host's checks):
+ * every prefetch starts 16-byte aligned and spans a multiple of 16 bytes.
+ */
+QG_DEVICE void qg_bf16_prefetch_l2_bulk(const void *p, uint32_t bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 #define QG_SUM_PARAMS                                                                           \
     , float *__restrict__ sum_ws, uint32_t *__restrict__ sum_counters, const float *sum_c,      \
         int64_t ldc
@@ -1094,6 +1124,31 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 #endif /* QG_KIND == 5 / 6 */
                     (void)rank;
                 }
+#if QG_SUM_PREFETCH
+                /* the tile's region of the reductions' target into L2
+                 * (comment above qg_bf16_prefetch_l2_bulk) */
+                {
+#if QG_D_F32
+                    const unsigned char *target = d; /* FP32 D, or v5's W (the host's d) */
+                    const int64_t ld_bytes = ldd * 4;
+#else
+                    const unsigned char *target = (const unsigned char *)sum_ws;
+                    constexpr int64_t ld_bytes = (int64_t)QG_SHAPE_N * 4;
+#endif
+                    const int n_begin = tile.n_block * QG_BLOCK_N;
+                    const uint32_t bytes = (uint32_t)min(QG_BLOCK_N, QG_SHAPE_N - n_begin) * 4u;
+                    const int rows = min(QG_BLOCK_M, shape_m - tile.m_begin);
+                    const unsigned char *first =
+                        target + (int64_t)tile.m_begin * ld_bytes + (int64_t)n_begin * 4;
+                    if (ld_bytes == (int64_t)bytes) {
+                        if (rows > 0) qg_bf16_prefetch_l2_bulk(first, bytes * (uint32_t)rows);
+                    } else {
+#pragma unroll 1
+                        for (int r = 0; r < rows; ++r)
+                            qg_bf16_prefetch_l2_bulk(first + (int64_t)r * ld_bytes, bytes);
+                    }
+                }
+#endif
             }
         }
     } else {

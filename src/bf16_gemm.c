@@ -36,10 +36,11 @@ typedef struct {
     int legacy;      /* QGEMM_BF16_PLAN=v1 (1) or v2 (2): an earlier heuristic (qg_bf16_problem) */
     int force_bm, force_bn, force_mc; /* QGEMM_BF16_PLAN=BMxBN[:a|b]: a forced tile (0: none) */
     int sum_atomic;  /* the reduced batch sum over splits > 1: 1 = atomic (QGEMM_BMK_REDUCE) */
-    int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3) */
+    int sum_variant; /* the reduced batch sum: QGEMM_BMK_VARIANT (0 v1, 1 v2, 2 v3, 3 v3 + the
+                        L2 prefetch of the reductions' target: v5, v6) */
     int sum_max_stages; /* and its :sN stage cap (0: none) */
-    int sum_convert; /* QGEMM_BMK_VARIANT=v4 into a bf16 D: the FP32-D kernel into W, then the
-                        conversion launch (sum_variant then 2: v3's kernel) */
+    int sum_convert; /* QGEMM_BMK_VARIANT=v4 or v5 into a bf16 D: the FP32-D kernel into W, then
+                        the conversion launch (sum_variant then 2 or 3: v3's kernel) */
     int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
     int splitk;      /* QGEMM_BF16_SPLITK: 0 off, -1 auto, 2 / 4 / 8 (dense only: else 0) */
 } bf16_key;
@@ -311,7 +312,15 @@ static int bmk_atomic(void) {
  * arrival), then a second launch converts W into D and zeroes W (kernels/
  * qg_bf16_gemm.cuh QG_SUM_CONVERT; H200 2026-11-29-h200-08-v2: the one-launch
  * bf16 rows at B = 129 ran 1.21-1.27x the FP32 rows' time, 0.80-0.96x
- * DeepGEMM); an FP32 D runs as under v3. -1 for anything else. */
+ * DeepGEMM); an FP32 D runs as under v3. "v5" (4): v4 with the reductions'
+ * target prefetched into L2 (kernels/qg_bf16_gemm.cuh QG_SUM_PREFETCH: the
+ * producer, once a tile's loads are issued, pulls the tile's region of the
+ * FP32 D, or of W, into L2, so that the reductions at the tile's end find
+ * their lines there and do not each wait for a DRAM fill: a caller's D, or
+ * the kept W, has left L2 between calls; DeepGEMM's bf16 path gets it from
+ * its memset just before its kernel). "v6" (5): v3 (one launch) with that
+ * prefetch. An FP32 D runs v3's kernel with the prefetch under both. -1 for
+ * anything else. */
 static int bmk_variant(int *max_stages) {
     const char *v = qg__env_string("QGEMM_BMK_VARIANT");
     *max_stages = 0;
@@ -324,6 +333,8 @@ static int bmk_variant(int *max_stages) {
     else if (!strncmp(v, "v2", 2)) variant = 1;
     else if (!strncmp(v, "v3", 2)) variant = 2;
     else if (!strncmp(v, "v4", 2)) variant = 3;
+    else if (!strncmp(v, "v5", 2)) variant = 4;
+    else if (!strncmp(v, "v6", 2)) variant = 5;
     else return -1;
     if (v[2] == '\0') return variant;
     /* ":s" and one or two digits, nothing after */
@@ -461,7 +472,8 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     int variant = 0, max_stages = 0;
     if (sum1 && (variant = bmk_variant(&max_stages)) < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2, v3 or v4, optionally with :sN "
+                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2, v3, v4, v5 or v6, optionally "
+                        "with :sN "
                         "(N = 4..16 stages; the batch sum's organisation)", fn,
                         qg__env_string("QGEMM_BMK_VARIANT"));
     if (split_sum) {
@@ -538,11 +550,12 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     key->sum_atomic = sum1 && atomic && splits > 1;
     key->sum_radix = sum1 && !key->sum_atomic ? radix : 0;
     /* (only where it changes the kernel or its plan: v2 the atomic reduction into a bf16 D,
-     * v3 the atomic reduction) */
+     * v3 the atomic reduction; v5 and v6 v3's with the prefetch, one entry for an FP32 D) */
     key->sum_variant = !key->sum_atomic || (variant == 1 && a->d_fp32) ? 0
                        : variant == 3                               ? 2 /* v4: v3's kernel */
+                       : variant >= 4                               ? 3 /* v5, v6 */
                                                                     : variant;
-    key->sum_convert = key->sum_atomic && variant == 3 && !a->d_fp32;
+    key->sum_convert = key->sum_atomic && (variant == 3 || variant == 4) && !a->d_fp32;
     key->sum_max_stages = key->sum_atomic ? max_stages : 0;
     /* (only where it can change the plan: other calls keep one cache entry) */
     key->merge = key->kind == QG_BF16_DENSE && key->layout == QG_BF16_NT ? merge : 0;

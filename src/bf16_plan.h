@@ -88,7 +88,9 @@ typedef struct {
     int sum_variant;  /* the reduced batch sum's organisation (QGEMM_BMK_VARIANT): 0 = v1, as
                          it was; 1 = v2: a bf16 D's last arrival loads its region's sums at
                          once (QG_SUM_EPI_BATCHED), its cost planned as one round trip;
-                         2 = v3: v2 and 16-byte reductions (QG_SUM_RED_V4) */
+                         2 = v3: v2 and 16-byte reductions (QG_SUM_RED_V4); 3 = v3 and
+                         the reductions' target prefetched into L2 (QG_SUM_PREFETCH;
+                         QGEMM_BMK_VARIANT=v5 or v6) */
     int sum_max_stages; /* the atomic reduced batch sum: at most this many pipeline stages
                          (QGEMM_BMK_VARIANT's :sN; 0: no cap) */
     int num_sms;      /* the device's SM count */

@@ -1276,17 +1276,19 @@ TEST(bf16_batch_sum_validation) {
                   qg_last_error());
         }
         unsetenv("QGEMM_BMK_REDUCE");
-        /* QGEMM_BMK_VARIANT: v1 .. v4 taken, anything else refused, naming it */
-        static const char *variant_ok[] = {"v1", "v2", "v3", "v1:s4", "v2:s4", "v3:s16", "v4", "v4:s4"};
-        for (int i = 0; i < 8; ++i) {
+        /* QGEMM_BMK_VARIANT: v1 .. v6 taken, anything else refused, naming it */
+        static const char *variant_ok[] = {"v1", "v2", "v3", "v1:s4", "v2:s4", "v3:s16", "v4", "v4:s4",
+                                           "v5", "v5:s4", "v6", "v6:s16"};
+        for (int i = 0; i < 12; ++i) {
             setenv("QGEMM_BMK_VARIANT", variant_ok[i], 1);
             s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_BMK_VARIANT=%s: %s (%s)", variant_ok[i],
                   qg_status_string(s), qg_last_error());
         }
-        static const char *variant_bad[] = {"v5", "V2", "2", "v2 ", "v2:s3", "v2:s17", "v2:4",
-                                            "v2:s", "v2:s4x", "v2:s-4", "v2:s+4", "v2:s160"};
-        for (int i = 0; i < 12; ++i) {
+        static const char *variant_bad[] = {"v7", "V2", "2", "v2 ", "v2:s3", "v2:s17", "v2:4",
+                                            "v2:s", "v2:s4x", "v2:s-4", "v2:s+4", "v2:s160",
+                                            "v0", "v5 ", "v6:s3"};
+        for (int i = 0; i < 15; ++i) {
             setenv("QGEMM_BMK_VARIANT", variant_bad[i], 1);
             s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
             CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BMK_VARIANT"),
@@ -1382,8 +1384,11 @@ TEST(bf16_batch_sum_compile_every_variant) {
      * shape, split count and mode; rv 4: the atomic reduction's v2 (QGEMM_BMK_VARIANT=v2,
      * which changes only a bf16 D's kernel and plan) in every shape and split count, bf16 D;
      * rv 5: v3:s4 (4 stages at most) at 44 and 66 splits, FP32 D and bf16 D; rv 6: v3
-     * (16-byte reductions, and v2) at 16, 44 and 66 splits, FP32 D and bf16 D */
-    for (int rv = 0; rv < 7; ++rv)
+     * (16-byte reductions, and v2) at 16, 44 and 66 splits, FP32 D and bf16 D; rv 7: v6:s4
+     * (v3 and the L2 prefetch of the reductions' target, QG_SUM_PREFETCH) at 16 and 44
+     * splits, FP32 D and bf16 D; rv 8: v5 (a bf16 D: the FP32-D kernel with the prefetch
+     * into W) at 16 and 44 splits, bf16 D */
+    for (int rv = 0; rv < 9; ++rv)
     for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
         for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
             for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
@@ -1399,12 +1404,15 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     if (rv == 4 && mode != 2) continue;
                     if (rv == 5 && (mode == 0 || sp < 3 || sp == 4)) continue;
                     if (rv == 6 && (mode == 0 || sp < 2 || sp == 4)) continue;
+                    if (rv == 7 && (mode == 0 || (sp != 2 && sp != 3))) continue;
+                    if (rv == 8 && (mode != 2 || (sp != 2 && sp != 3))) continue;
                     if (sp == 5 && rv < 3) continue;
                     char radix_text[2] = {(char)('0' + radix), 0};
                     setenv("QGEMM_BMK_RADIX", radix_text, 1);
                     setenv("QGEMM_BMK_REDUCE", rv < 3 ? "tree" : "atomic", 1);
                     setenv("QGEMM_BMK_VARIANT",
-                           rv == 4 ? "v2" : rv == 5 ? "v3:s4" : rv == 6 ? "v3" : "v1", 1);
+                           rv == 4 ? "v2" : rv == 5 ? "v3:s4" : rv == 6 ? "v3" : rv == 7 ? "v6:s4"
+                           : rv == 8 ? "v5" : "v1", 1);
                     qg_bf16_gemm_args a;
                     memset(&a, 0, sizeof a);
                     a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
@@ -1417,7 +1425,8 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     snprintf(what, sizeof what, "batch sum b %d %dx%dx%d splits %d %s %d mode %d", s,
                              m, n, k, splits,
                              rv < 3 ? "radix" : rv == 3 ? "atomic" : rv == 4 ? "atomic v2"
-                                    : rv == 5 ? "v3:s4" : "atomic v3",
+                                    : rv == 5 ? "v3:s4" : rv == 6 ? "atomic v3"
+                                    : rv == 7 ? "v6:s4" : "v5",
                              radix, mode);
                     /* no TMA store: the tree writes D */
                     qgtk_compile_verdict(&sw, what, st, &info, QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD,
@@ -1480,7 +1489,9 @@ static double sum_check(const float *got, int m, int n, int64_t ldd, int mode, c
  * instead; then the same under QGEMM_BMK_VARIANT=v2 (the bf16 D's batched
  * last-arrival loads), v3 (and 16-byte reductions after a lane-pair
  * exchange) and, for a bf16 D, v4 (the FP32-D kernel into W, then the
- * conversion launch: D from W, W zeroed again; :sN only changes the stage count: compile-checked,
+ * conversion launch: D from W, W zeroed again), v6 (v3 with the L2 prefetch
+ * of the reductions' target, every mode) and, for a bf16 D, v5 (v4 with that
+ * prefetch) (:sN only changes the stage count: compile-checked,
  * and checked against float64 by bench/bmk_variants.py). The last two
  * cases (QGEMM_BMK_SPLITS=wide's 256x128 and 128x192 tiles) run the atomic
  * reductions only (each kernel compiled costs GPU-machine time). Every upload and poison is done (gpu_legacy_done) before the call
@@ -1554,11 +1565,14 @@ TEST(gpu_bf16_batch_sum_accuracy) {
          * node of one child (it goes up without storing) */
         /* (the wide-tile cases, the last two: the atomic reductions only) */
         const bool atomic_only = ci + 2 >= sizeof cases / sizeof cases[0];
-        for (int rm = atomic_only ? 12 : 0; rm < 28 && !why[0]; ++rm) {
-            const bool atomic = rm >= 12; /* QGEMM_BMK_VARIANT v2 from 16, v3 from 20, v4 from 24 */
-            const char *variant = rm >= 24 ? "v4" : rm >= 20 ? "v3" : rm >= 16 ? "v2" : "v1";
-            /* v4 changes only a bf16 D's call (an FP32 D runs v3's): that mode alone */
-            if (rm >= 24 && rm % 4 != 3) continue;
+        for (int rm = atomic_only ? 12 : 0; rm < 36 && !why[0]; ++rm) {
+            /* QGEMM_BMK_VARIANT v2 from 16, v3 from 20, v4 from 24, v6 from 28, v5 from 32 */
+            const bool atomic = rm >= 12;
+            const char *variant = rm >= 32 ? "v5" : rm >= 28 ? "v6" : rm >= 24 ? "v4"
+                                  : rm >= 20 ? "v3" : rm >= 16 ? "v2" : "v1";
+            /* v4 and v5 change only a bf16 D's call (an FP32 D runs v3's, v5's v6's): that
+             * mode alone */
+            if ((rm >= 32 || (rm >= 24 && rm < 28)) && rm % 4 != 3) continue;
             const int radix = atomic ? 2 : 2 << (rm / 4), mode = rm % 4;
             char radix_text[2] = {(char)('0' + radix), 0};
             setenv("QGEMM_BMK_RADIX", radix_text, 1);

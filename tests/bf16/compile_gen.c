@@ -79,6 +79,49 @@ int main(int argc, char **argv) {
     const char *sk_only_env = getenv("QG_GEN_SPLITK_ONLY");
     const int splitk_only = sk_only_env && sk_only_env[0] == '1';
     const int only_merged = only && only[0] == '1';
+    /* QG_GEN_BMK_ONLY=1: only the atomic batch sums with the L2 prefetch (QGEMM_BMK_VARIANT=v5,
+     * v6; below) */
+    const char *bmk_only_env = getenv("QG_GEN_BMK_ONLY");
+    const int bmk_only = bmk_only_env && bmk_only_env[0] == '1';
+    if (bmk_only) {
+        /* at the splits einsum picks (bmk_splits at B = 129, bmk_splits_dg at 4096), bf16 D
+         * (v6's one launch) and FP32 D (v5's W, an FP32 D's call), with and without the
+         * default's 4-stage cap (:s4) */
+        static const int bk[][5] = {{129, 128, 384, 128, 15}, {129, 256, 256, 256, 26},
+                                    {129, 384, 128, 384, 43}, {4096, 128, 384, 128, 44},
+                                    {4096, 256, 256, 256, 33}, {4096, 384, 128, 384, 44},
+                                    {129, 200, 136, 64, 8}};
+        for (size_t i = 0; i < sizeof bk / sizeof bk[0]; ++i)
+            for (int d_f32 = 0; d_f32 < 2; ++d_f32)
+                for (int cap = 0; cap <= 4; cap += 4) {
+                    qg_bf16_problem p = {0};
+                    p.m = bk[i][1], p.n = bk[i][2], p.k = bk[i][3];
+                    p.layout = QG_BF16_NT;
+                    p.kind = QG_BF16_BATCH_SUM;
+                    p.sum_batches = bk[i][0];
+                    const int per = (bk[i][0] + bk[i][4] - 1) / bk[i][4];
+                    p.num_groups = (bk[i][0] + per - 1) / per;
+                    p.d_f32 = d_f32;
+                    p.sum_atomic = 1;
+                    p.sum_variant = 3;
+                    p.sum_max_stages = cap;
+                    p.num_sms = num_sms;
+                    p.smem_limit = smem;
+                    qg_bf16_plan pl;
+                    ++planned;
+                    if (qg__bf16_select(&p, &pl)) {
+                        fprintf(stderr, "no plan: bmk s %d m %d n %d k %d\n", p.sum_batches, p.m,
+                                p.n, p.k);
+                        ++failed;
+                        continue;
+                    }
+                    if (emit(dir, list, &p, &pl)) return 1;
+                }
+        fclose(list);
+        printf("%d problems planned, %d without a plan, %d distinct kernels\n", planned, failed,
+               num_seen);
+        return failed ? 1 : 0;
+    }
     const int merged_only = only_merged || splitk_only;
     for (int layout = 0; layout < 4 && !merged_only; ++layout)
         for (int kind = 0; kind <= 4; ++kind)

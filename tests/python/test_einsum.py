@@ -493,7 +493,7 @@ def _gpu():
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
 @pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide",
-                                    "atomic-bf16cast", "atomic-v4"])
+                                    "atomic-bf16cast", "atomic-v4", "atomic-v5", "atomic-v6"])
 def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v3:
     QGEMM_BMK_VARIANT=v3 (16-byte reductions; a bf16 d's batched last-arrival loads, its
@@ -501,7 +501,9 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     tiles: 128x192, 128x256); atomic-bf16cast: QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d
     as DeepGEMM's: the FP32 sum into a kept scratch, then torch's cast), the default
     QGEMM_BMK_VARIANT; atomic-v4: QGEMM_BMK_VARIANT=v4 (a bf16 d summed by the FP32-d
-    kernel into the workspace, then the library's conversion launch; an FP32 d as v3)."""
+    kernel into the workspace, then the library's conversion launch; an FP32 d as v3);
+    atomic-v5 / atomic-v6: QGEMM_BMK_VARIANT=v5 / v6 (v4 / v3 with the reductions' target
+    prefetched into L2; an FP32 d: v3 with the prefetch)."""
     t = _gpu()
     if reduce.endswith("-wide") and s == 1:
         pytest.skip("one batch: one split, no reduction")
@@ -511,7 +513,7 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     else:
         monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
         monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce
-                           else "v4" if "-v4" in reduce else "v1")
+                           else reduce[-2:] if reduce[-3:] in ("-v4", "-v5", "-v6") else "v1")
     if reduce.endswith("-wide"):
         monkeypatch.setenv("QGEMM_BMK_SPLITS", "wide")
     reduce = reduce.split("-")[0]
@@ -545,7 +547,7 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
 @pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-bf16cast",
-                                    "atomic-v4"])
+                                    "atomic-v4", "atomic-v5", "atomic-v6"])
 def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
@@ -553,14 +555,17 @@ def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     QGEMM_BMK_VARIANT=v3 (16-byte reductions, a bf16 d's batched loads); atomic-bf16cast:
     QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d through the FP32 scratch and torch's cast);
     atomic-v4: QGEMM_BMK_VARIANT=v4 (a bf16 d: the FP32-d kernel into the workspace, then
-    the conversion launch)."""
+    the conversion launch); atomic-v5 / atomic-v6: v4 / v3 with the reductions' target
+    prefetched into L2."""
     t = _gpu()
     if reduce == "atomic-bf16cast":
         monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "bf16cast")
         monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
     else:
         monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
-        monkeypatch.setenv("QGEMM_BMK_VARIANT", {"atomic-v3": "v3", "atomic-v4": "v4"}.get(reduce, "v1"))
+        monkeypatch.setenv("QGEMM_BMK_VARIANT", {"atomic-v3": "v3", "atomic-v4": "v4",
+                                                 "atomic-v5": "v5", "atomic-v6": "v6"}.get(reduce,
+                                                                                           "v1"))
     reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
