@@ -74,6 +74,8 @@ def main() -> int:
     rows = []
     for name, fq, ft in ops:
         for m, k in shapes:
+            if name == "per_channel" and m % 128:
+                continue  # (per_channel_cast_to_fp8 takes M a multiple of 128 only)
             x = torch.randn((m, k), dtype=torch.bfloat16, device="cuda")
             x[0, :7] = torch.tensor([0.0, -0.0, 1e-39, -3e-38, 65504.0, -1e-30, 2.5], dtype=torch.bfloat16)
             want = ft(x)

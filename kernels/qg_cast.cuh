@@ -459,10 +459,10 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
         qg_cast_scale(amax, scale, mult);
         const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT;
         if (tid == 0) sf[b] = scale;
-#if QG_CAST_LEAN && QG_CAST_CHUNK_BYTES == 16
+#if QG_CAST_LEAN && QG_CAST_CHUNK_BYTES == 16 && !QG_CAST_IN_F32
         /* exact is the block's (one amax): the branch is uniform, the fix-up compiled only
-         * into the loop of blocks holding inf / NaN. (Full-width accesses only: the two
-         * loops of narrow float accesses spill at the three-CTA register cap.) */
+         * into the loop of blocks holding inf / NaN. (bf16 with full-width accesses only:
+         * float input's two loops spilled at the two-CTA register cap, H200 2026-11-29.) */
         if (exact) {
 #pragma unroll
             for (int s = 0; s < QG_CAST_STEPS; ++s) {
