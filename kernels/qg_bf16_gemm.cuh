@@ -76,6 +76,11 @@
  *                      distributed shared memory. Dense, no multicast; with
  *                      or without merged stages (see "Split-K")
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
+ *   QG_RASTER_M        1: the k-grouped kind walks its tiles in groups of
+ *                      QG_SWIZZLE_GROUP m-blocks (DeepGEMM's order) without
+ *                      multicast (QGEMM_BF16_KGROUPED; default 0: groups of
+ *                      n-blocks); with QG_MULTICAST 2 the k-grouped kind
+ *                      shares B over pairs of m-blocks (see the static_asserts)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (128, 64 or 32 bytes)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
@@ -357,11 +362,24 @@ static_assert(QG_BF16_SPLITK == 1 ||
               "split-K: 2, 4 or 8 CTAs a cluster, dense, no multicast");
 static_assert(QG_MULTICAST != 1 || (QG_A_MN_MAJOR ? QG_BLOCK_M % 128 == 0 : QG_A_LOAD_ROWS % 8 == 0),
               "A multicast halves: whole atoms / 8-row groups");
-static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
+static_assert(QG_MULTICAST != 2 || QG_KIND == 4 ||
+                  (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
               "B multicast halves: whole atoms / 8-row groups");
-static_assert(QG_MULTICAST != 2 || QG_KIND <= 3,
-              "B multicast: dense, contiguous, masked or psum (pairs along M)");
-static_assert(QG_KIND != 4 || QG_MULTICAST == 0, "k-grouped: no multicast (a pair could straddle groups)");
+static_assert(QG_MULTICAST != 2 || QG_KIND <= 4,
+              "B multicast: dense, contiguous, masked, psum or k-grouped (pairs along M)");
+/* k-grouped B multicast (QGEMM_BF16_KGROUPED=mc / dg): the host plans it only
+ * for an even m-block count, so every group's tiles are even in number and a
+ * pair (two consecutive slots, QG_MULTICAST 2's walk: m-blocks m, m + 1 of
+ * one n-block) never straddles two groups: both CTAs run the same K blocks.
+ * B is MN-major there (the TT layout): the pair's CTAs load alternate
+ * 64-column atoms, each multicast into both (any atom count: block_n 192's
+ * three atoms split 2 + 1). */
+static_assert(QG_KIND != 4 || QG_MULTICAST == 0 || (QG_MULTICAST == 2 && QG_B_MN_MAJOR),
+              "k-grouped: no multicast, or B multicast of an MN-major B");
+/* QG_RASTER_M (k-grouped, QGEMM_BF16_KGROUPED): the walk in groups of
+ * m-blocks without multicast (qg_scheduler.cuh qg_swizzle) */
+static_assert(!QG_RASTER_M || (QG_KIND == 4 && QG_MULTICAST != 1),
+              "QG_RASTER_M: the k-grouped kind, without A multicast");
 static_assert(QG_KIND != 5 || QG_MULTICAST == 0, "batched: no multicast (a pair could straddle batches)");
 #if QG_KIND == 6
 static_assert(QG_MULTICAST == 0 && !QG_A_MN_MAJOR && !QG_B_MN_MAJOR && (QG_D_F32 || QG_SUM_REDUCE),
@@ -1083,6 +1101,13 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                                 b_dst + h * QG_B_LOAD_ROWS * 128, &tmap_b, &full[s],
                                 b_k0 + kb * QG_BLOCK_K, b_mn + h * QG_B_LOAD_ROWS);
                     }
+#elif QG_MULTICAST == 2 && QG_KIND == 4
+                    /* k-grouped: alternate 64-column atoms of B (header above) */
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 64; ++j)
+                        if (j % 2 == rank)
+                            qg_tma_load_2d_multicast(b_dst + j * QG_ATOM_BYTES, &tmap_b, &full[s],
+                                                     b_mn + 64 * j, b_k0 + kb * QG_BLOCK_K, 0x3);
 #elif QG_MULTICAST == 2
                     const int b_half = rank * QG_B_LOAD_ROWS;
                     qg_bf16_load<QG_B_MN_MAJOR, QG_B_LOAD_ROWS, true>(

@@ -42,6 +42,7 @@ typedef struct {
                         conversion launch (sum_variant then 2: v3's kernel) */
     int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
     int splitk;      /* QGEMM_BF16_SPLITK: 0 off, -1 auto, 2 / 4 / 8 (dense only: else 0) */
+    int kgrouped;    /* QGEMM_BF16_KGROUPED: 0 default, 1 m, 2 mc, 3 dg (k-grouped only: else 0) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -94,6 +95,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_max_stages = k->sum_max_stages;
     p->merge = k->merge;
     p->splitk = k->splitk;
+    p->kgrouped = k->kgrouped;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (k->force_bm) {
@@ -283,6 +285,25 @@ static int bf16_splitk_knob(int *splitk) {
     return -1;
 }
 
+/* QGEMM_BF16_KGROUPED (src/env.c): the k-grouped GEMM's organisation
+ * (src/bf16_plan.h qg_bf16_problem.kgrouped; issue 49: DeepGEMM 0.91x on the
+ * 4096x7168 rows): unset, "" or "default" 0 (as before); "m" 1 (DeepGEMM's
+ * walk, groups of m-blocks); "mc" 2 (and B multicast where the m-block count
+ * is even); "dg" 3 (DeepGEMM's rule: mc at <= 4 groups, else m). The same
+ * tile, the same wgmmas per tile and one add into D per element in every
+ * mode: D is bitwise the default's. Stores it in *mode and returns 0, or -1
+ * for anything else. */
+static int bf16_kgrouped_knob(int *mode) {
+    const char *v = qg__env_string("QGEMM_BF16_KGROUPED");
+    *mode = 0;
+    if (!v || !v[0] || !strcmp(v, "default")) return 0;
+    if (!strcmp(v, "m")) *mode = 1;
+    else if (!strcmp(v, "mc")) *mode = 2;
+    else if (!strcmp(v, "dg")) *mode = 3;
+    else return -1;
+    return 0;
+}
+
 /* QGEMM_BMK_REDUCE (src/env.c): how the reduced batch sum adds its splits:
  * unset, "" or "atomic" the atomic reduction (1: one level of FP32 vector
  * reductions, DeepGEMM's scheme, not bitwise deterministic), "tree" the fixed
@@ -449,6 +470,11 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
                         "%s: QGEMM_BF16_SPLITK='%.64s' is not off, auto, 2, 4 or 8 (CTAs of a "
                         "cluster that split the dense GEMM's K)", fn,
                         qg__env_string("QGEMM_BF16_SPLITK"));
+    int kg_mode = 0;
+    if (kgrouped && bf16_kgrouped_knob(&kg_mode) != 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BF16_KGROUPED='%.64s' is not default, m, mc or dg (the k-grouped "
+                        "GEMM's tile walk and B multicast)", fn, qg__env_string("QGEMM_BF16_KGROUPED"));
     int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
@@ -547,6 +573,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     /* (only where it can change the plan: other calls keep one cache entry) */
     key->merge = key->kind == QG_BF16_DENSE && key->layout == QG_BF16_NT ? merge : 0;
     key->splitk = key->kind == QG_BF16_DENSE ? splitk : 0;
+    key->kgrouped = kgrouped ? kg_mode : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;
