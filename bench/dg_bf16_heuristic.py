@@ -194,7 +194,7 @@ class Plan(ctypes.Structure):
                                             "producer_regs", "math_regs", "num_math_wgs", "num_threads",
                                             "a_box_rows", "b_box_rows", "d_box_rows", "grid")] + \
                [("est_cost", ctypes.c_double), ("merge", ctypes.c_int), ("splitk", ctypes.c_int),
-                ("raster_m", ctypes.c_int)]
+                ("raster_m", ctypes.c_int), ("d_half", ctypes.c_int)]
 
 
 def planner_lib() -> ctypes.CDLL:

@@ -3,7 +3,7 @@
 (QGEMM_BF16_KGROUPED) beside DeepGEMM, in one process, inputs built once a row.
 
     PYTHONPATH=python[:.peers/DeepGEMM] python3 bench/kgrp_ab.py
-        [--deepgemm-src .peers/DeepGEMM] [--variants default,m,mc,dg]
+        [--deepgemm-src .peers/DeepGEMM] [--variants default,m,mc,dg,d2,mc+d2]
         [--iters 5] [--out DIR] [--no-deepgemm]
 
 Rows: bench/peers_families.py's bf16-k-grouped rows (DeepGEMM's test_bf16 k-grouped
@@ -12,7 +12,9 @@ group drawn around the mean, 128-aligned), the weight gradient accumulated in pl
 (c = d, FP32). Variants (src/bf16_plan.h qg_bf16_problem.kgrouped): default (unset: tiles
 walked in groups of 16 n-blocks, no multicast), m (DeepGEMM's walk, groups of m-blocks),
 mc (m and B multicast over pairs of m-blocks), dg (DeepGEMM's rule: mc at <= 4 groups,
-else m). Per row and variant:
+else m), each optionally +d2 (the FP32 output tile in shared memory halved: two epilogue
+rounds, the freed bytes one more pipeline stage; d2 alone: the default walk). Per row and
+variant:
   * accuracy: one call from C: calc_diff against the fp64 reference < 1e-5, and D bitwise
     the default's (the same tile and wgmmas per tile, one add into D per element);
   * time: kineto (8 GB zeroed before each call) and CUDA events (2x L2 zeroed), both as
@@ -46,7 +48,7 @@ def geomean(xs):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--deepgemm-src", default=os.environ.get("QG_DEEPGEMM_SRC", ".peers/DeepGEMM"))
-    ap.add_argument("--variants", default="default,m,mc,dg",
+    ap.add_argument("--variants", default="default,m,mc,dg,d2,mc+d2",
                     help=f"{KNOB} values, 'default' = unset (the reference for bitwise)")
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--out", default=None)

@@ -42,7 +42,8 @@ typedef struct {
                         conversion launch (sum_variant then 2: v3's kernel) */
     int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
     int splitk;      /* QGEMM_BF16_SPLITK: 0 off, -1 auto, 2 / 4 / 8 (dense only: else 0) */
-    int kgrouped;    /* QGEMM_BF16_KGROUPED: 0 default, 1 m, 2 mc, 3 dg (k-grouped only: else 0) */
+    int kgrouped;    /* QGEMM_BF16_KGROUPED: walk 0 default, 1 m, 2 mc, 3 dg, + 4 d2 (k-grouped
+                        only: else 0) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -287,20 +288,37 @@ static int bf16_splitk_knob(int *splitk) {
 
 /* QGEMM_BF16_KGROUPED (src/env.c): the k-grouped GEMM's organisation
  * (src/bf16_plan.h qg_bf16_problem.kgrouped; issue 49: DeepGEMM 0.91x on the
- * 4096x7168 rows): unset, "" or "default" 0 (as before); "m" 1 (DeepGEMM's
- * walk, groups of m-blocks); "mc" 2 (and B multicast where the m-block count
- * is even); "dg" 3 (DeepGEMM's rule: mc at <= 4 groups, else m). The same
- * tile, the same wgmmas per tile and one add into D per element in every
- * mode: D is bitwise the default's. Stores it in *mode and returns 0, or -1
- * for anything else. */
+ * 4096x7168 rows): a '+'-list of at most one walk and "d2". Walks: unset, ""
+ * or "default" 0 (as before); "m" 1 (DeepGEMM's walk, groups of m-blocks);
+ * "mc" 2 (and B multicast where the m-block count is even); "dg" 3
+ * (DeepGEMM's rule: mc at <= 4 groups, else m). "d2" adds 4: the FP32
+ * output tile in shared memory halved (two epilogue rounds), its bytes to
+ * the stages. The same tile, the same wgmmas per tile and one add into D per
+ * element in every mode: D is bitwise the default's. Stores it in *mode and
+ * returns 0, or -1 for anything else. */
 static int bf16_kgrouped_knob(int *mode) {
     const char *v = qg__env_string("QGEMM_BF16_KGROUPED");
     *mode = 0;
-    if (!v || !v[0] || !strcmp(v, "default")) return 0;
-    if (!strcmp(v, "m")) *mode = 1;
-    else if (!strcmp(v, "mc")) *mode = 2;
-    else if (!strcmp(v, "dg")) *mode = 3;
-    else return -1;
+    if (!v || !v[0]) return 0;
+    int walk = -1, d2 = 0;
+    for (const char *t = v;;) {
+        const char *e = strchr(t, '+');
+        const size_t len = e ? (size_t)(e - t) : strlen(t);
+        int w = -1;
+        if (len == 7 && !strncmp(t, "default", 7)) w = 0;
+        else if (len == 1 && t[0] == 'm') w = 1;
+        else if (len == 2 && !strncmp(t, "mc", 2)) w = 2;
+        else if (len == 2 && !strncmp(t, "dg", 2)) w = 3;
+        else if (len == 2 && !strncmp(t, "d2", 2) && !d2) d2 = 1;
+        else return -1;
+        if (w >= 0) {
+            if (walk >= 0) return -1; /* one walk */
+            walk = w;
+        }
+        if (!e) break;
+        t = e + 1;
+    }
+    *mode = (walk > 0 ? walk : 0) | (d2 ? 4 : 0);
     return 0;
 }
 
@@ -473,8 +491,9 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     int kg_mode = 0;
     if (kgrouped && bf16_kgrouped_knob(&kg_mode) != 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BF16_KGROUPED='%.64s' is not default, m, mc or dg (the k-grouped "
-                        "GEMM's tile walk and B multicast)", fn, qg__env_string("QGEMM_BF16_KGROUPED"));
+                        "%s: QGEMM_BF16_KGROUPED='%.64s' is not default, m, mc or dg, optionally "
+                        "+d2 (the k-grouped GEMM's tile walk, B multicast and output tile)", fn,
+                        qg__env_string("QGEMM_BF16_KGROUPED"));
     int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,

@@ -83,6 +83,16 @@ int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
 
 static int is_sum_kind(qg_bf16_kind k) { return k == QG_BF16_BATCH_SUMS || k == QG_BF16_BATCH_SUM; }
 
+/* QGEMM_BF16_KGROUPED (qg_bf16_problem.kgrouped): the k-grouped walk (0 the
+ * default, 1 m, 2 mc, 3 dg; other kinds 0) and the half-tile FP32 epilogue
+ * (d2: bit 2) */
+static int kg_walk(const qg_bf16_problem *p) {
+    return p->kind == QG_BF16_K_GROUPED ? (p->kgrouped & 3) : 0;
+}
+static int kg_d2(const qg_bf16_problem *p) {
+    return p->kind == QG_BF16_K_GROUPED && (p->kgrouped & 4);
+}
+
 /* Rows per group the heuristic plans for. */
 static int planned_rows(const qg_bf16_problem *p) {
     if (p->kind == QG_BF16_MASKED)
@@ -127,7 +137,7 @@ static int problem_ok(const qg_bf16_problem *p) {
     if (p->merge < -1 || p->merge > 16) return 0; /* QGEMM_BF16_MERGE: auto, off or 1..16 */
     if (p->splitk != 0 && p->splitk != -1 && p->splitk != 2 && p->splitk != 4 && p->splitk != 8)
         return 0; /* QGEMM_BF16_SPLITK: off, auto, 2, 4 or 8 */
-    if (p->kgrouped < 0 || p->kgrouped > 3) return 0; /* QGEMM_BF16_KGROUPED: 0..3 */
+    if (p->kgrouped < 0 || p->kgrouped > 7) return 0; /* QGEMM_BF16_KGROUPED: walk | d2 */
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -161,7 +171,7 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
     /* k-grouped B multicast (QGEMM_BF16_KGROUPED=mc / dg): the pairs are two
      * m-blocks of one n-block of one group; an even m-block count keeps every
      * pair inside its group (each group's tiles are then even in number) */
-    else if (mc && p->kind == QG_BF16_K_GROUPED && (mc != 2 || p->kgrouped < 2))
+    else if (mc && p->kind == QG_BF16_K_GROUPED && (mc != 2 || kg_walk(p) < 2))
         w = "k-grouped: no multicast (B with QGEMM_BF16_KGROUPED=mc or dg)";
     else if (mc && p->kind == QG_BF16_K_GROUPED && m_blocks % 2)
         w = "k-grouped B multicast: an even m-block count";
@@ -201,8 +211,17 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
     const int max_stages = p->sum_max_stages > 0 && p->sum_max_stages < BF16_MAX_STAGES
                                ? p->sum_max_stages
                                : BF16_MAX_STAGES;
+    /* d2 (QGEMM_BF16_KGROUPED, the k-grouped FP32 D): the output tile holds half
+     * of block_n at a time (two rounds of the epilogue), where the halves are
+     * whole store chunks; its other half goes to the stages */
+    const int store_cols = p->d_f32 ? (bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8)
+                                    : (bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16);
+    const int d_half = kg_d2(p) && p->d_f32 && splitk == 1 && (bn / 2) % store_cols == 0;
+    const int d_saved =
+        d_half ? round_up(bm * bn * 4, 1024) - round_up(bm * bn * 2, 1024) : 0;
     for (int s = max_stages; s >= 1; --s)
-        if (qg__bf16_smem_bytes_sk(p->kind, bm, bn, s, p->d_f32, 1, splitk) <= p->smem_limit) {
+        if (qg__bf16_smem_bytes_sk(p->kind, bm, bn, s, p->d_f32, 1, splitk) - d_saved <=
+            p->smem_limit) {
             stages = s;
             break;
         }
@@ -222,7 +241,7 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
     /* Small dense problems without multicast: groups of 1, so the m-blocks
      * of one n-block run on neighbouring CTAs (qg_fp8_gemm's rule). */
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
-    if (p->kind == QG_BF16_K_GROUPED && p->kgrouped) {
+    if (kg_walk(p)) {
         /* QGEMM_BF16_KGROUPED: DeepGEMM's walk, groups of m-blocks whatever
          * the multicast, of 8 or 16 blocks, whichever spans fewer operand
          * rows in one wave of the grid (its get_num_1d_blocks_per_group:
@@ -233,9 +252,10 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
         const long long u16 = 16ll * bm + (long long)ceil_div(grid, 16) * bn;
         pl.swizzle_group = u16 < u8 ? 16 : 8;
     }
-    if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
-    else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg__bf16_smem_bytes_sk(p->kind, bm, bn, stages, p->d_f32, pl.merge, splitk);
+    pl.store_cols = store_cols;
+    pl.smem_bytes =
+        qg__bf16_smem_bytes_sk(p->kind, bm, bn, stages, p->d_f32, pl.merge, splitk) - d_saved;
+    pl.d_half = d_half;
     pl.num_math_wgs = bm == 64 ? 1 : 2;
     pl.splitk = splitk;
     if (splitk > 1) {
@@ -538,15 +558,24 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
     if (!problem_ok(p)) return -1;
     qg_bf16_problem q = *p;
     q.merge = 0;
+    q.kgrouped = p->kgrouped & 3; /* (the tile as without d2's stages) */
     qg_bf16_plan best;
     if (select_unmerged(&q, &best) != 0) return -1;
     /* QGEMM_BF16_KGROUPED=mc (or dg at <= 4 groups, DeepGEMM's rule): the
      * k-grouped tile chosen as without it, with B shared by pairs of m-blocks
      * where that is legal (an even m-block count); only the walk otherwise */
     if (p->kind == QG_BF16_K_GROUPED &&
-        (p->kgrouped == 2 || (p->kgrouped == 3 && p->num_groups <= 4))) {
+        (kg_walk(p) == 2 || (kg_walk(p) == 3 && p->num_groups <= 4))) {
         qg_bf16_plan pl;
         if (qg__bf16_complete(&q, best.block_m, best.block_n, 2, &pl) == 0) {
+            pl.est_cost = best.est_cost;
+            best = pl;
+        }
+    }
+    /* d2: the same tile and multicast, the stages the halved output tile frees */
+    if (kg_d2(p)) {
+        qg_bf16_plan pl;
+        if (qg__bf16_complete(p, best.block_m, best.block_n, best.multicast, &pl) == 0) {
             pl.est_cost = best.est_cost;
             best = pl;
         }
@@ -637,6 +666,8 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     /* the k-grouped walk (QGEMM_BF16_KGROUPED; only here: the default's text unchanged) */
     if (n < cap && pl->raster_m)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_RASTER_M 1");
+    if (n < cap && pl->d_half)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_D_HALF 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

@@ -105,8 +105,12 @@
  *                                            16 m-blocks), mc (m and B multicast over pairs
  *                                            of m-blocks where the m-block count is even)
  *                                            or dg (DeepGEMM's rule: mc at <= 4 groups,
- *                                            else m); the same tile and D bitwise in every
- *                                            mode; another value fails the call, naming it
+ *                                            else m), each optionally +d2 (the FP32 output
+ *                                            tile in shared memory halved, two epilogue
+ *                                            rounds, its bytes to the stages; d2 alone: the
+ *                                            default walk); the same tile and D bitwise in
+ *                                            every mode; another value fails the call,
+ *                                            naming it
  *   QGEMM_BMK_REDUCE    atomic               how the reduced batch sum adds its splits:
  *                                            atomic (FP32 vector reductions, one level, as
  *                                            DeepGEMM; not bitwise deterministic) or tree
@@ -224,7 +228,8 @@ const qg_env_knob qg__env_knobs[] = {
      "(that split of the chosen tile)", "auto"},
     {"QGEMM_BF16_KGROUPED", "the k-grouped BF16 GEMM's organisation: default (tiles walked in "
      "groups of n-blocks, no multicast), m (DeepGEMM's walk, groups of m-blocks), mc (m and B "
-     "multicast over pairs of m-blocks where legal) or dg (mc at <= 4 groups, else m)", "default"},
+     "multicast over pairs of m-blocks where legal) or dg (mc at <= 4 groups, else m), each "
+     "optionally +d2 (the FP32 output tile halved, its bytes to the pipeline's stages)", "default"},
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},

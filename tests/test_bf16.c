@@ -230,13 +230,16 @@ TEST(bf16_validation) {
         unsetenv("QGEMM_BF16_PLAN");
     }
     unsetenv("QGEMM_BF16_SPLITK");
-    /* QGEMM_BF16_KGROUPED: default, m, mc or dg; anything else refused by the
-     * k-grouped GEMM, naming it (other kinds do not read it). Each mode
+    /* QGEMM_BF16_KGROUPED: default, m, mc or dg, each optionally +d2 (in
+     * either order); anything else refused by the k-grouped GEMM, naming it
+     * (other kinds do not read it). Each mode
      * compiles offline; mc's kernel multicasts (100 rows: two m-blocks of 64,
      * B shared by the pair), m's and the default's do not, and all are clean
      * (no spill, no stack) */
     kg.a_major = QG_MAJOR_MN, kg.lda = 104; /* (the good k-grouped call again) */
-    static const char *kgrp_ok[] = {"", "default", "m", "mc", "dg"};
+    static const char *kgrp_ok[] = {"", "default", "m", "mc", "dg", "d2", "m+d2", "d2+mc",
+                                    "default+d2", "dg+d2"};
+    static const int kgrp_mc[] = {0, 0, 0, 1, 1, 0, 0, 1, 0, 1};
     for (size_t i = 0; i < sizeof kgrp_ok / sizeof kgrp_ok[0]; ++i) {
         setenv("QGEMM_BF16_KGROUPED", kgrp_ok[i], 1);
         st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
@@ -249,10 +252,11 @@ TEST(bf16_validation) {
               "compile under QGEMM_BF16_KGROUPED=%s: %s (%s), spills %d/%d, stack %d", kgrp_ok[i],
               qg_status_string(st), qg_last_error(), info.spill_store_bytes,
               info.spill_load_bytes, info.stack_frame_bytes);
-        CHECK(info.ptx_has_multicast == (i >= 3), "QGEMM_BF16_KGROUPED=%s: multicast in the PTX %d",
+        CHECK(info.ptx_has_multicast == kgrp_mc[i], "QGEMM_BF16_KGROUPED=%s: multicast in the PTX %d",
               kgrp_ok[i], info.ptx_has_multicast);
     }
-    static const char *kgrp_bad[] = {"M", "mc2", "1", "on", " m", "dgx"};
+    static const char *kgrp_bad[] = {"M", "mc2", "1", "on", " m", "dgx", "m+mc", "d2+d2", "+d2",
+                                     "m+", "mc+d3", "d2 "};
     for (size_t i = 0; i < sizeof kgrp_bad / sizeof kgrp_bad[0]; ++i) {
         setenv("QGEMM_BF16_KGROUPED", kgrp_bad[i], 1);
         st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
@@ -730,19 +734,19 @@ TEST(gpu_bf16_splitk_accuracy) {
     PASS();
 }
 
-/* The k-grouped organisations (QGEMM_BF16_KGROUPED: m, mc, dg; src/bf16_plan.h
+/* The k-grouped organisations (QGEMM_BF16_KGROUPED: m, mc, dg, d2, mc+d2; src/bf16_plan.h
  * qg_bf16_problem.kgrouped): every case through the testkit's checks (fp64
  * reference, calc_diff < 1e-5, D poisoned, an empty group, groups of 64-320
  * K, shapes off the tiles) under the default, then under each mode: each must
  * pass and leave D bitwise equal to the default's (the same tile, the same
- * wgmmas per tile, one add into D per element; only the walk and the loads of
- * B differ). D = A B, D = C + A B and D += A B in place. The shapes: even
+ * wgmmas per tile, one add into D per element; only the walk, the loads of
+ * B and the epilogue's rounds differ). D = A B, D = C + A B and D += A B in place. The shapes: even
  * m-block counts (mc shares B; dg too at <= 4 groups), odd ones (mc falls
  * back to the walk), 64- and 128-row tiles, 1 to 3 atoms of B (block_n 64 to
  * 192), more tiles than SMs (several tiles a CTA), and 128 groups (the
  * testkit's most; one launch). The planner (H200's 132 SMs and 232448 bytes) says
  * which runs multicast: the test fails unless some do.
- * QG_TEST_KGROUPED_VARIANTS="m,mc": the default and these only. */
+ * QG_TEST_KGROUPED_VARIANTS="m,mc+d2": the default and these only. */
 TEST(gpu_bf16_kgrouped_variants) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
     qg_context *ctx;
@@ -754,7 +758,8 @@ TEST(gpu_bf16_kgrouped_variants) {
     static const int shapes[][3] = {{200, 264, 5}, {256, 384, 4}, {264, 200, 3}, {1000, 520, 4},
                                     {2048, 1536, 4}, {2048, 1536, 9}, {4096, 7168, 2},
                                     {7168, 2048, 3}, {136, 128, 128}};
-    static const char *modes[] = {"m", "mc", "dg"};
+    static const char *modes[] = {"m", "mc", "dg", "d2", "mc+d2"};
+    static const int mode_bits[] = {1, 2, 3, 4, 6}; /* (qg_bf16_problem.kgrouped) */
     const char *only = getenv("QG_TEST_KGROUPED_VARIANTS");
     int failures = 0, runs = 0, shared = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
@@ -795,7 +800,7 @@ TEST(gpu_bf16_kgrouped_variants) {
                 p.m = c.m, p.n = c.n, p.k = max_k;
                 p.layout = QG_BF16_TT, p.kind = QG_BF16_K_GROUPED;
                 p.num_groups = c.groups, p.d_f32 = 1, p.with_c = cm > 0;
-                p.kgrouped = (int)v + 1, p.num_sms = 132, p.smem_limit = 232448;
+                p.kgrouped = mode_bits[v], p.num_sms = 132, p.smem_limit = 232448;
                 qg_bf16_plan pl;
                 const int mc = qg__bf16_select(&p, &pl) == 0 ? pl.multicast : -1;
                 shared += mc == 2;

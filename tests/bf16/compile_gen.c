@@ -178,13 +178,14 @@ int main(int argc, char **argv) {
                                    {2048, 7168}, {7168, 16384}, {24576, 1536}, {256, 200},
                                    {136, 1000}, {512, 448}};
     static const int mg_merge[] = {-1, 2, 3, 4, 6};
-    /* the k-grouped organisations (QGEMM_BF16_KGROUPED m, mc, dg): DeepGEMM's six
+    /* the k-grouped organisations (QGEMM_BF16_KGROUPED m, mc, dg, each with and without
+     * +d2, and d2 alone: modes 1..7): DeepGEMM's six
      * k-grouped rows (the largest group's K ~1.25 x the mean) and shapes off the tiles
      * (an odd m-block count: mc falls back to the walk alone), FP32 D with and without C */
     static const int kg_mn[][2] = {{4096, 7168}, {7168, 2048}, {200, 264}, {264, 200},
                                    {4000, 4104}, {384, 512}};
     static const int kg_g[] = {4, 8, 16};
-    for (int mode = 1; mode <= 3 && (kgrouped_only || !merged_only); ++mode)
+    for (int mode = 1; mode <= 7 && (kgrouped_only || !merged_only); ++mode)
         for (int with_c = 0; with_c < 2; ++with_c)
             for (size_t si = 0; si < sizeof kg_mn / sizeof kg_mn[0]; ++si)
                 for (size_t gi = 0; gi < sizeof kg_g / sizeof kg_g[0]; ++gi) {
