@@ -12,7 +12,8 @@
 # default 2), KEEP=1 keeps the work directory, QG_GEN_MERGED_ONLY=1 compiles
 # only the merged-K-stage variants (QGEMM_BF16_MERGE: ~800 kernels, ~2 min on
 # 2 cores; tests/bf16/compile_gen.c), QG_GEN_SPLITK_ONLY=1 only the split-K
-# variants (QGEMM_BF16_SPLITK: ~340 kernels, ~2 min).
+# variants (QGEMM_BF16_SPLITK: ~340 kernels, ~2 min), QG_GEN_KGROUPED_ONLY=1 only
+# the k-grouped organisations (QGEMM_BF16_KGROUPED: 94 kernels, ~1 min).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cuda=${CUDA_HOME:-/usr/local/cuda}
