@@ -185,7 +185,7 @@ class Problem(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int) for f in ("m", "n", "k", "layout", "kind", "num_groups", "expected_m",
                                             "d_f32", "with_c", "sum_batches", "sum_radix", "legacy",
                                             "sum_atomic", "sum_variant", "sum_max_stages",
-                                            "num_sms", "smem_limit", "merge", "splitk")]
+                                            "num_sms", "smem_limit", "merge", "splitk", "kgrouped")]
 
 
 class Plan(ctypes.Structure):
@@ -193,7 +193,8 @@ class Plan(ctypes.Structure):
                                             "cluster", "swizzle_group", "store_cols", "smem_bytes",
                                             "producer_regs", "math_regs", "num_math_wgs", "num_threads",
                                             "a_box_rows", "b_box_rows", "d_box_rows", "grid")] + \
-               [("est_cost", ctypes.c_double), ("merge", ctypes.c_int), ("splitk", ctypes.c_int)]
+               [("est_cost", ctypes.c_double), ("merge", ctypes.c_int), ("splitk", ctypes.c_int),
+                ("raster_m", ctypes.c_int), ("d_half", ctypes.c_int)]
 
 
 def planner_lib() -> ctypes.CDLL:

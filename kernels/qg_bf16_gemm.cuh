@@ -80,6 +80,11 @@
  *                      distributed shared memory. Dense, no multicast; with
  *                      or without merged stages (see "Split-K")
  *   QG_SWIZZLE_GROUP   scheduler group size (blocks)
+ *   QG_RASTER_M        1: the k-grouped kind walks its tiles in groups of
+ *                      QG_SWIZZLE_GROUP m-blocks (DeepGEMM's order) without
+ *                      multicast (QGEMM_BF16_KGROUPED; default 0: groups of
+ *                      n-blocks); with QG_MULTICAST 2 the k-grouped kind
+ *                      shares B over pairs of m-blocks (see the static_asserts)
  *   QG_STORE_COLS      columns of one TMA store chunk of D (128, 64 or 32 bytes)
  *   QG_SMEM_BYTES      the host's shared-memory plan (checked below)
  *   QG_PRODUCER_REGS / QG_MATH_REGS   the setmaxnreg register split
@@ -214,6 +219,9 @@ qg_bf16_bmn_bnk_mn_gemm_impl_convert(float *__restrict__ w, unsigned char *__res
 #ifndef QG_BF16_SPLITK
 #define QG_BF16_SPLITK 1
 #endif
+#ifndef QG_D_HALF
+#define QG_D_HALF 0
+#endif
 /* qg_scheduler.cuh: 1, every CTA its own tiles; S > 1, the S CTAs of a
  * cluster share one */
 #define QG_SPLIT_K QG_BF16_SPLITK
@@ -308,6 +316,9 @@ struct qg_bf16_kgroups {
 /* split-K: no output tile (the owners store D from registers); its bytes go
  * to the pipeline's stages */
 #define QG_SMEM_D 0
+#elif QG_D_HALF
+/* the k-grouped FP32 D's half tile (QG_D_HALF): block_n / 2 columns a round */
+#define QG_SMEM_D QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES / 2, 1024)
 #else
 #define QG_SMEM_D QG_ROUND_UP(QG_BLOCK_M * QG_BLOCK_N * QG_D_BYTES, 1024)
 #endif
@@ -364,11 +375,33 @@ static_assert(QG_BF16_SPLITK == 1 ||
               "split-K: 2, 4 or 8 CTAs a cluster, dense, no multicast");
 static_assert(QG_MULTICAST != 1 || (QG_A_MN_MAJOR ? QG_BLOCK_M % 128 == 0 : QG_A_LOAD_ROWS % 8 == 0),
               "A multicast halves: whole atoms / 8-row groups");
-static_assert(QG_MULTICAST != 2 || (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
+static_assert(QG_MULTICAST != 2 || QG_KIND == 4 ||
+                  (QG_B_MN_MAJOR ? QG_BLOCK_N % 128 == 0 : QG_B_LOAD_ROWS % 8 == 0),
               "B multicast halves: whole atoms / 8-row groups");
-static_assert(QG_MULTICAST != 2 || QG_KIND <= 3,
-              "B multicast: dense, contiguous, masked or psum (pairs along M)");
-static_assert(QG_KIND != 4 || QG_MULTICAST == 0, "k-grouped: no multicast (a pair could straddle groups)");
+static_assert(QG_MULTICAST != 2 || QG_KIND <= 4,
+              "B multicast: dense, contiguous, masked, psum or k-grouped (pairs along M)");
+/* k-grouped B multicast (QGEMM_BF16_KGROUPED=mc / dg): the host plans it only
+ * for an even m-block count, so every group's tiles are even in number and a
+ * pair (two consecutive slots, QG_MULTICAST 2's walk: m-blocks m, m + 1 of
+ * one n-block) never straddles two groups: both CTAs run the same K blocks.
+ * B is MN-major there (the TT layout): the pair's CTAs load alternate
+ * 64-column atoms, each multicast into both (any atom count: block_n 192's
+ * three atoms split 2 + 1). */
+static_assert(QG_KIND != 4 || QG_MULTICAST == 0 || (QG_MULTICAST == 2 && QG_B_MN_MAJOR),
+              "k-grouped: no multicast, or B multicast of an MN-major B");
+/* QG_RASTER_M (k-grouped, QGEMM_BF16_KGROUPED): the walk in groups of
+ * m-blocks without multicast (qg_scheduler.cuh qg_swizzle) */
+static_assert(!QG_RASTER_M || (QG_KIND == 4 && QG_MULTICAST != 1),
+              "QG_RASTER_M: the k-grouped kind, without A multicast");
+/* QG_D_HALF (k-grouped FP32 D, QGEMM_BF16_KGROUPED's d2): the output tile in
+ * shared memory holds block_n / 2 columns, whole store chunks; the epilogue
+ * runs in two rounds (columns [0, block_n / 2), then the rest), the second
+ * writing the buffer once the first round's TMA stores have read it. Each
+ * element is still stored (or added) once, from the same accumulator: D is
+ * the one-round epilogue's bit for bit. */
+static_assert(!QG_D_HALF || (QG_KIND == 4 && QG_D_F32 && QG_BF16_SPLITK == 1 &&
+                             (QG_BLOCK_N / 2) % QG_STORE_COLS == 0),
+              "QG_D_HALF: the k-grouped FP32 D, halves of whole store chunks");
 static_assert(QG_KIND != 5 || QG_MULTICAST == 0, "batched: no multicast (a pair could straddle batches)");
 #if QG_KIND == 6
 static_assert(QG_MULTICAST == 0 && !QG_A_MN_MAJOR && !QG_B_MN_MAJOR && (QG_D_F32 || QG_SUM_REDUCE),
@@ -457,6 +490,44 @@ QG_DEVICE void qg_bf16_fence_acc(float (&acc)[QG_WG_TILES][QG_ACC]) {
 #pragma unroll
         for (int i = 0; i < QG_ACC; ++i) qg_fence_operand(acc[t][i]);
 }
+
+#if QG_D_HALF
+/* QG_D_HALF's rounds (header above): round kH puts accumulator columns
+ * [kH * block_n / 2, (kH + 1) * block_n / 2) of this thread's fragment into
+ * the half tile (the one-round epilogue's layout, chunk by chunk), and its
+ * warpgroup's first thread issues that half's TMA stores (or reduce-adds)
+ * as one bulk group. */
+template <int kH>
+QG_DEVICE void qg_bf16_d_half_put(const float (&acc)[QG_WG_TILES][QG_ACC], uint32_t d_base,
+                                  uint32_t wg_row, uint32_t lane) {
+    constexpr int kHalfCols = QG_BLOCK_N / 2;
+#pragma unroll
+    for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+        for (int jj = 0; jj < kHalfCols / 8; ++jj)
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const int j = kH * kHalfCols / 8 + jj;
+                const uint32_t row = wg_row + t * 64 + half * 8;
+                const uint32_t col = jj * 8 + (lane % 4) * 2; /* within the half */
+                qg_st_shared_f32x2(d_base + qg_bf16_d_offset(row, col / 4) + (col % 4) * 4,
+                                   acc[t][j * 4 + half * 2], acc[t][j * 4 + half * 2 + 1]);
+            }
+}
+
+QG_DEVICE void qg_bf16_d_half_store(const qg_tensor_map *tmap_d, const unsigned char *smem_d, int h,
+                                    int n_begin, int d_row, int d_group, int epi_row0) {
+    constexpr int kHalfCols = QG_BLOCK_N / 2;
+    for (int i = 0; i < kHalfCols / QG_STORE_COLS; ++i) {
+        const int col0 = n_begin + h * kHalfCols + i * QG_STORE_COLS;
+        if (col0 >= QG_SHAPE_N) break;
+        const unsigned char *chunk = smem_d + (i * QG_BLOCK_M + epi_row0) * QG_STORE_BYTES;
+        if (QG_WITH_C) qg_tma_reduce_add_3d(tmap_d, chunk, col0, d_row, d_group);
+        else qg_tma_store_3d(tmap_d, chunk, col0, d_row, d_group);
+    }
+    qg_bulk_commit_group();
+}
+#endif
 
 #if QG_BF16_MERGE > 1
 /* One merged K step of the math warps (the unmerged loop body, its wgmmas
@@ -1113,6 +1184,13 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                                 b_dst + h * QG_B_LOAD_ROWS * 128, &tmap_b, &full[s],
                                 b_k0 + kb * QG_BLOCK_K, b_mn + h * QG_B_LOAD_ROWS);
                     }
+#elif QG_MULTICAST == 2 && QG_KIND == 4
+                    /* k-grouped: alternate 64-column atoms of B (header above) */
+#pragma unroll
+                    for (int j = 0; j < QG_BLOCK_N / 64; ++j)
+                        if (j % 2 == rank)
+                            qg_tma_load_2d_multicast(b_dst + j * QG_ATOM_BYTES, &tmap_b, &full[s],
+                                                     b_mn + 64 * j, b_k0 + kb * QG_BLOCK_K, 0x3);
 #elif QG_MULTICAST == 2
                     const int b_half = rank * QG_B_LOAD_ROWS;
                     qg_bf16_load<QG_B_MN_MAJOR, QG_B_LOAD_ROWS, true>(
@@ -1534,6 +1612,32 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
 #endif /* QG_SUM_ATOMIC */
 #else
             /* ---- epilogue: accumulators -> smem_d -> TMA ------------------- */
+#if QG_D_HALF
+            /* two rounds of block_n / 2 columns through the half tile (header:
+             * QG_D_HALF); the k-grouped tile is stored whole (the rank-3 map
+             * clips rows past M), so every round is TMA. The rounds are
+             * written out (compile-time halves: the accumulators stay in
+             * registers, no wgmma serialization) */
+            {
+                const int n_begin = tile.n_block * QG_BLOCK_N;
+                const int d_row = tile.m_begin + epi_row0;
+                const int d_group = kgroups.first_group + tile.group;
+                const uint32_t d_base = qg_smem_addr(smem_d);
+                const bool issuer = epi_thread == 0 && epi_row0 < tile.rows;
+                if (epi_thread == 0) qg_bulk_wait_group_read0();
+                qg_named_barrier(epi_bar, 128);
+                qg_bf16_d_half_put<0>(acc, d_base, wg_row, lane);
+                qg_fence_proxy_async_shared();
+                qg_named_barrier(epi_bar, 128);
+                if (issuer) qg_bf16_d_half_store(&tmap_d, smem_d, 0, n_begin, d_row, d_group, epi_row0);
+                if (epi_thread == 0) qg_bulk_wait_group_read0();
+                qg_named_barrier(epi_bar, 128);
+                qg_bf16_d_half_put<1>(acc, d_base, wg_row, lane);
+                qg_fence_proxy_async_shared();
+                qg_named_barrier(epi_bar, 128);
+                if (issuer) qg_bf16_d_half_store(&tmap_d, smem_d, 1, n_begin, d_row, d_group, epi_row0);
+            }
+#else
             if (epi_thread == 0) qg_bulk_wait_group_read0();
             qg_named_barrier(epi_bar, 128);
 #if QG_D_F32
@@ -1612,6 +1716,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                             *(const uint4 *)(smem_d + qg_bf16_d_offset(epi_row0 + row, u));
                 }
             }
+#endif /* QG_D_HALF */
 #endif /* QG_BF16_SPLITK / QG_SUM_REDUCE */
         }
         if (epi_thread == 0) qg_bulk_wait_group0(); /* the warpgroup's stores */

@@ -95,6 +95,12 @@
 #ifndef QG_PAIR_TILES
 #define QG_PAIR_TILES 0
 #endif
+/* 1: tiles walked in groups of QG_SWIZZLE_GROUP m-blocks, as B multicast walks
+ * them, without multicast (the BF16 k-grouped kind under QGEMM_BF16_KGROUPED:
+ * DeepGEMM's order); 0: groups of n-blocks */
+#ifndef QG_RASTER_M
+#define QG_RASTER_M 0
+#endif
 
 struct qg_tile {
     int group;     /* expert / group index (0 for dense) */
@@ -173,7 +179,7 @@ QG_DEVICE void qg_scheduler_init(qg_scheduler &s, int shape_m, const int *m_indi
 
 /* Swizzle a linear index inside one group of num_m_blocks x QG_NUM_N_BLOCKS tiles. */
 QG_DEVICE void qg_swizzle(int idx, int num_m_blocks, int &m_block, int &n_block) {
-#if QG_MULTICAST == 2
+#if QG_MULTICAST == 2 || QG_RASTER_M
     const int per_group = QG_SWIZZLE_GROUP * QG_NUM_N_BLOCKS;
     const int first_m = (idx / per_group) * QG_SWIZZLE_GROUP;
     const int in_group = idx % per_group;

@@ -43,6 +43,8 @@ typedef struct {
                         the conversion launch (sum_variant then 2 or 3: v3's kernel) */
     int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
     int splitk;      /* QGEMM_BF16_SPLITK: 0 off, -1 auto, 2 / 4 / 8 (dense only: else 0) */
+    int kgrouped;    /* QGEMM_BF16_KGROUPED: walk 0 default, 1 m, 2 mc, 3 dg, + 4 d2 (k-grouped
+                        only: else 0) */
 } bf16_key;
 
 /* What an entry keeps. */
@@ -95,6 +97,7 @@ static qg_status plan_and_compile(qg_context *ctx, const bf16_key *k, int num_sm
     p->sum_max_stages = k->sum_max_stages;
     p->merge = k->merge;
     p->splitk = k->splitk;
+    p->kgrouped = k->kgrouped;
     p->num_sms = num_sms;
     p->smem_limit = (int)ctx->props.smem_optin_bytes;
     if (k->force_bm) {
@@ -284,6 +287,42 @@ static int bf16_splitk_knob(int *splitk) {
     return -1;
 }
 
+/* QGEMM_BF16_KGROUPED (src/env.c): the k-grouped GEMM's organisation
+ * (src/bf16_plan.h qg_bf16_problem.kgrouped; issue 49: DeepGEMM 0.91x on the
+ * 4096x7168 rows): a '+'-list of at most one walk and "d2". Walks: unset, ""
+ * or "default" 0 (as before); "m" 1 (DeepGEMM's walk, groups of m-blocks);
+ * "mc" 2 (and B multicast where the m-block count is even); "dg" 3
+ * (DeepGEMM's rule: mc at <= 4 groups, else m). "d2" adds 4: the FP32
+ * output tile in shared memory halved (two epilogue rounds), its bytes to
+ * the stages. The same tile, the same wgmmas per tile and one add into D per
+ * element in every mode: D is bitwise the default's. Stores it in *mode and
+ * returns 0, or -1 for anything else. */
+static int bf16_kgrouped_knob(int *mode) {
+    const char *v = qg__env_string("QGEMM_BF16_KGROUPED");
+    *mode = 0;
+    if (!v || !v[0]) return 0;
+    int walk = -1, d2 = 0;
+    for (const char *t = v;;) {
+        const char *e = strchr(t, '+');
+        const size_t len = e ? (size_t)(e - t) : strlen(t);
+        int w = -1;
+        if (len == 7 && !strncmp(t, "default", 7)) w = 0;
+        else if (len == 1 && t[0] == 'm') w = 1;
+        else if (len == 2 && !strncmp(t, "mc", 2)) w = 2;
+        else if (len == 2 && !strncmp(t, "dg", 2)) w = 3;
+        else if (len == 2 && !strncmp(t, "d2", 2) && !d2) d2 = 1;
+        else return -1;
+        if (w >= 0) {
+            if (walk >= 0) return -1; /* one walk */
+            walk = w;
+        }
+        if (!e) break;
+        t = e + 1;
+    }
+    *mode = (walk > 0 ? walk : 0) | (d2 ? 4 : 0);
+    return 0;
+}
+
 /* QGEMM_BMK_REDUCE (src/env.c): how the reduced batch sum adds its splits:
  * unset, "" or "atomic" the atomic reduction (1: one level of FP32 vector
  * reductions, DeepGEMM's scheme, not bitwise deterministic), "tree" the fixed
@@ -460,6 +499,12 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
                         "%s: QGEMM_BF16_SPLITK='%.64s' is not off, auto, 2, 4 or 8 (CTAs of a "
                         "cluster that split the dense GEMM's K)", fn,
                         qg__env_string("QGEMM_BF16_SPLITK"));
+    int kg_mode = 0;
+    if (kgrouped && bf16_kgrouped_knob(&kg_mode) != 0)
+        return qg__fail(QG_ERROR_INVALID_ARGUMENT,
+                        "%s: QGEMM_BF16_KGROUPED='%.64s' is not default, m, mc or dg, optionally "
+                        "+d2 (the k-grouped GEMM's tile walk, B multicast and output tile)", fn,
+                        qg__env_string("QGEMM_BF16_KGROUPED"));
     int splits = 1, radix = 0, atomic = 0;
     if (sum1 && !(radix = bmk_radix()))
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
@@ -560,6 +605,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     /* (only where it can change the plan: other calls keep one cache entry) */
     key->merge = key->kind == QG_BF16_DENSE && key->layout == QG_BF16_NT ? merge : 0;
     key->splitk = key->kind == QG_BF16_DENSE ? splitk : 0;
+    key->kgrouped = kgrouped ? kg_mode : 0;
     key->expected_m = masked || kind == QG_GEMM_GROUPED_PSUM
                           ? (a->expected_m ? a->expected_m : (masked ? key->m : 0))
                           : 0;

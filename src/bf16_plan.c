@@ -83,6 +83,16 @@ int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
 
 static int is_sum_kind(qg_bf16_kind k) { return k == QG_BF16_BATCH_SUMS || k == QG_BF16_BATCH_SUM; }
 
+/* QGEMM_BF16_KGROUPED (qg_bf16_problem.kgrouped): the k-grouped walk (0 the
+ * default, 1 m, 2 mc, 3 dg; other kinds 0) and the half-tile FP32 epilogue
+ * (d2: bit 2) */
+static int kg_walk(const qg_bf16_problem *p) {
+    return p->kind == QG_BF16_K_GROUPED ? (p->kgrouped & 3) : 0;
+}
+static int kg_d2(const qg_bf16_problem *p) {
+    return p->kind == QG_BF16_K_GROUPED && (p->kgrouped & 4);
+}
+
 /* Rows per group the heuristic plans for. */
 static int planned_rows(const qg_bf16_problem *p) {
     if (p->kind == QG_BF16_MASKED)
@@ -127,6 +137,7 @@ static int problem_ok(const qg_bf16_problem *p) {
     if (p->merge < -1 || p->merge > 16) return 0; /* QGEMM_BF16_MERGE: auto, off or 1..16 */
     if (p->splitk != 0 && p->splitk != -1 && p->splitk != 2 && p->splitk != 4 && p->splitk != 8)
         return 0; /* QGEMM_BF16_SPLITK: off, auto, 2, 4 or 8 */
+    if (p->kgrouped < 0 || p->kgrouped > 7) return 0; /* QGEMM_BF16_KGROUPED: walk | d2 */
     /* the masked and psum layouts' row-predicated stores write 16 bytes at a time */
     if ((p->kind == QG_BF16_MASKED || p->kind == QG_BF16_PSUM) && p->n % 8) return 0;
     return 1;
@@ -157,7 +168,13 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
         w = "C: dense, k-grouped, or the batch sum into an FP32 D";
     else if (mc < 0 || mc > 2) w = "multicast 0, 1 (A) or 2 (B)";
     else if (mc && p->num_sms % 2) w = "multicast: an even SM count";
-    else if (mc && p->kind == QG_BF16_K_GROUPED) w = "k-grouped: no multicast";
+    /* k-grouped B multicast (QGEMM_BF16_KGROUPED=mc / dg): the pairs are two
+     * m-blocks of one n-block of one group; an even m-block count keeps every
+     * pair inside its group (each group's tiles are then even in number) */
+    else if (mc && p->kind == QG_BF16_K_GROUPED && (mc != 2 || kg_walk(p) < 2))
+        w = "k-grouped: no multicast (B with QGEMM_BF16_KGROUPED=mc or dg)";
+    else if (mc && p->kind == QG_BF16_K_GROUPED && m_blocks % 2)
+        w = "k-grouped B multicast: an even m-block count";
     else if (mc && p->kind == QG_BF16_BATCHED) w = "batched: no multicast";
     else if (p->kind == QG_BF16_BATCH_SUMS && (a_mn || b_mn || !p->d_f32 || p->with_c || mc))
         w = "batch sums: K-major A and B, FP32 D, no C, no multicast";
@@ -166,13 +183,16 @@ int qg__bf16_legal(const qg_bf16_problem *p, int bm, int bn, int mc, const char 
     else if (mc == 1 && n_blocks % 2) w = "A multicast: an even n-block count";
     else if (mc == 1 && a_mn && bm % 128) w = "A multicast, MN-major: block_m 128 or 256";
     else if (mc == 2 && p->kind != QG_BF16_DENSE && p->kind != QG_BF16_CONTIGUOUS &&
-             p->kind != QG_BF16_MASKED && p->kind != QG_BF16_PSUM)
-        w = "B multicast: dense, contiguous, masked or psum";
+             p->kind != QG_BF16_MASKED && p->kind != QG_BF16_PSUM && p->kind != QG_BF16_K_GROUPED)
+        w = "B multicast: dense, contiguous, masked, psum or k-grouped";
     /* (the m-grouped layouts' pairs come from device data: the kernel decides
      * per tile, kernels/qg_scheduler.cuh QG_PAIR_TILES) */
     else if (mc == 2 && p->kind == QG_BF16_DENSE && m_blocks % 2)
         w = "B multicast: an even m-block count";
-    else if (mc == 2 && b_mn && bn % 128) w = "B multicast, MN-major: block_n 128 or 256";
+    /* (k-grouped: the pair's CTAs load alternate 64-column atoms of B, any
+     * count of them; kernels/qg_bf16_gemm.cuh) */
+    else if (mc == 2 && b_mn && bn % 128 && p->kind != QG_BF16_K_GROUPED)
+        w = "B multicast, MN-major: block_n 128 or 256";
     if (why) *why = w;
     return w == NULL;
 }
@@ -191,8 +211,17 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
     const int max_stages = p->sum_max_stages > 0 && p->sum_max_stages < BF16_MAX_STAGES
                                ? p->sum_max_stages
                                : BF16_MAX_STAGES;
+    /* d2 (QGEMM_BF16_KGROUPED, the k-grouped FP32 D): the output tile holds half
+     * of block_n at a time (two rounds of the epilogue), where the halves are
+     * whole store chunks; its other half goes to the stages */
+    const int store_cols = p->d_f32 ? (bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8)
+                                    : (bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16);
+    const int d_half = kg_d2(p) && p->d_f32 && splitk == 1 && (bn / 2) % store_cols == 0;
+    const int d_saved =
+        d_half ? round_up(bm * bn * 4, 1024) - round_up(bm * bn * 2, 1024) : 0;
     for (int s = max_stages; s >= 1; --s)
-        if (qg__bf16_smem_bytes_sk(p->kind, bm, bn, s, p->d_f32, 1, splitk) <= p->smem_limit) {
+        if (qg__bf16_smem_bytes_sk(p->kind, bm, bn, s, p->d_f32, 1, splitk) - d_saved <=
+            p->smem_limit) {
             stages = s;
             break;
         }
@@ -212,9 +241,21 @@ int qg__bf16_complete_split(const qg_bf16_problem *p, int bm, int bn, int mc, in
     /* Small dense problems without multicast: groups of 1, so the m-blocks
      * of one n-block run on neighbouring CTAs (qg_fp8_gemm's rule). */
     pl.swizzle_group = (p->kind == QG_BF16_DENSE && !mc && p->m <= 256) ? 1 : 16;
-    if (p->d_f32) pl.store_cols = bn % 32 == 0 ? 32 : bn % 16 == 0 ? 16 : 8;
-    else pl.store_cols = bn % 64 == 0 ? 64 : bn % 32 == 0 ? 32 : 16;
-    pl.smem_bytes = qg__bf16_smem_bytes_sk(p->kind, bm, bn, stages, p->d_f32, pl.merge, splitk);
+    if (kg_walk(p)) {
+        /* QGEMM_BF16_KGROUPED: DeepGEMM's walk, groups of m-blocks whatever
+         * the multicast, of 8 or 16 blocks, whichever spans fewer operand
+         * rows in one wave of the grid (its get_num_1d_blocks_per_group:
+         * 8 bm + ceil(SMs / 8) bn against the same for 16; ties: 8) */
+        pl.raster_m = 1;
+        const int grid = p->num_sms / pl.cluster * pl.cluster;
+        const long long u8 = 8ll * bm + (long long)ceil_div(grid, 8) * bn;
+        const long long u16 = 16ll * bm + (long long)ceil_div(grid, 16) * bn;
+        pl.swizzle_group = u16 < u8 ? 16 : 8;
+    }
+    pl.store_cols = store_cols;
+    pl.smem_bytes =
+        qg__bf16_smem_bytes_sk(p->kind, bm, bn, stages, p->d_f32, pl.merge, splitk) - d_saved;
+    pl.d_half = d_half;
     pl.num_math_wgs = bm == 64 ? 1 : 2;
     pl.splitk = splitk;
     if (splitk > 1) {
@@ -375,7 +416,8 @@ static int select_unmerged(const qg_bf16_problem *p, qg_bf16_plan *out) {
                 /* no tile with half its rows or more past the (planned) rows:
                  * the wgmmas of those m64 tiles still run */
                 if (bm > 64 && planned_rows(p) <= bm / 2) continue;
-                /* m-grouped B multicast: only the swap below */
+                /* m-grouped and k-grouped B multicast: only the swaps below
+                 * and in qg__bf16_select */
                 if (mc == 2 && p->kind != QG_BF16_DENSE) continue;
                 if (qg__bf16_complete(p, bm, bn, mc, &pl)) continue;
                 int waves, last;
@@ -516,8 +558,28 @@ int qg__bf16_select(const qg_bf16_problem *p, qg_bf16_plan *out) {
     if (!problem_ok(p)) return -1;
     qg_bf16_problem q = *p;
     q.merge = 0;
+    q.kgrouped = p->kgrouped & 3; /* (the tile as without d2's stages) */
     qg_bf16_plan best;
     if (select_unmerged(&q, &best) != 0) return -1;
+    /* QGEMM_BF16_KGROUPED=mc (or dg at <= 4 groups, DeepGEMM's rule): the
+     * k-grouped tile chosen as without it, with B shared by pairs of m-blocks
+     * where that is legal (an even m-block count); only the walk otherwise */
+    if (p->kind == QG_BF16_K_GROUPED &&
+        (kg_walk(p) == 2 || (kg_walk(p) == 3 && p->num_groups <= 4))) {
+        qg_bf16_plan pl;
+        if (qg__bf16_complete(&q, best.block_m, best.block_n, 2, &pl) == 0) {
+            pl.est_cost = best.est_cost;
+            best = pl;
+        }
+    }
+    /* d2: the same tile and multicast, the stages the halved output tile frees */
+    if (kg_d2(p)) {
+        qg_bf16_plan pl;
+        if (qg__bf16_complete(p, best.block_m, best.block_n, best.multicast, &pl) == 0) {
+            pl.est_cost = best.est_cost;
+            best = pl;
+        }
+    }
     if (p->merge) {
         qg_bf16_plan pl;
         if (qg__bf16_complete(p, best.block_m, best.block_n, best.multicast, &pl) == 0) {
@@ -604,6 +666,11 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     /* split-K (QGEMM_BF16_SPLITK; only here: unsplit text unchanged) */
     if (n < cap && pl->splitk > 1)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_BF16_SPLITK %d", pl->splitk);
+    /* the k-grouped walk (QGEMM_BF16_KGROUPED; only here: the default's text unchanged) */
+    if (n < cap && pl->raster_m)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_RASTER_M 1");
+    if (n < cap && pl->d_half)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_D_HALF 1");
     if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "\n#include \"qg_bf16_gemm.cuh\"\n");
     if (n >= cap) return -1;
     return (int)n;

@@ -106,6 +106,15 @@ typedef struct {
                          tile of least estimated time, qg__bf16_select), n in {2, 4, 8} that
                          split of the chosen tile (halved until K and shared memory take it);
                          dense only, without multicast (else ignored) */
+    int kgrouped;     /* the k-grouped GEMM's organisation (QGEMM_BF16_KGROUPED; issue 49):
+                         0 as it was (tiles walked in groups of n-blocks, no multicast);
+                         1 "m": DeepGEMM's walk, groups of m-blocks (QG_RASTER_M, the
+                         group size by DeepGEMM's L2 rule); 2 "mc": that walk and B
+                         multicast over pairs of m-blocks where the m-block count is
+                         even; 3 "dg": DeepGEMM's rule, mc at <= 4 groups, else m; plus
+                         4 ("+d2"): the FP32 output tile in shared memory halved (two
+                         epilogue rounds; QG_D_HALF), its bytes to the stages. The tile
+                         is the default's in every mode; other kinds ignore it */
                       /* (last: bench/dg_bf16_heuristic.py mirrors the fields above) */
 } qg_bf16_problem;
 
@@ -127,6 +136,13 @@ typedef struct {
     int splitk;                   /* CTAs of a cluster that split one tile's K (1: none;
                                      then cluster == splitk, multicast 0; last:
                                      bench/dg_bf16_heuristic.py mirrors the fields) */
+    int raster_m;                 /* 1: tiles walked in groups of m-blocks without multicast
+                                     (QG_RASTER_M; k-grouped under QGEMM_BF16_KGROUPED);
+                                     0: as before (B multicast walks so anyway) */
+    int d_half;                   /* 1: the FP32 output tile in shared memory holds half of
+                                     block_n, stored in two rounds (QG_D_HALF; k-grouped
+                                     under QGEMM_BF16_KGROUPED's d2): its other half's bytes
+                                     go to the pipeline's stages */
 } qg_bf16_plan;
 
 /* The k-grouped kernel's last parameter, by value (the kernel's

@@ -230,6 +230,44 @@ TEST(bf16_validation) {
         unsetenv("QGEMM_BF16_PLAN");
     }
     unsetenv("QGEMM_BF16_SPLITK");
+    /* QGEMM_BF16_KGROUPED: default, m, mc or dg, each optionally +d2 (in
+     * either order); anything else refused by the k-grouped GEMM, naming it
+     * (other kinds do not read it). Each mode
+     * compiles offline; mc's kernel multicasts (100 rows: two m-blocks of 64,
+     * B shared by the pair), m's and the default's do not, and all are clean
+     * (no spill, no stack) */
+    kg.a_major = QG_MAJOR_MN, kg.lda = 104; /* (the good k-grouped call again) */
+    static const char *kgrp_ok[] = {"", "default", "m", "mc", "dg", "d2", "m+d2", "d2+mc",
+                                    "default+d2", "dg+d2"};
+    static const int kgrp_mc[] = {0, 0, 0, 1, 1, 0, 0, 1, 0, 1};
+    for (size_t i = 0; i < sizeof kgrp_ok / sizeof kgrp_ok[0]; ++i) {
+        setenv("QGEMM_BF16_KGROUPED", kgrp_ok[i], 1);
+        st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
+        CHECK(st == QG_ERROR_NO_DEVICE, "QGEMM_BF16_KGROUPED=%s: %s (%s)", kgrp_ok[i],
+              qg_status_string(st), qg_last_error());
+        qg_kernel_info info;
+        st = qg_bf16_compile(ctx, QG_GEMM_K_GROUPED, &kg, &info);
+        CHECK(st == QG_SUCCESS && info.spill_store_bytes == 0 && info.spill_load_bytes == 0 &&
+                  info.stack_frame_bytes == 0,
+              "compile under QGEMM_BF16_KGROUPED=%s: %s (%s), spills %d/%d, stack %d", kgrp_ok[i],
+              qg_status_string(st), qg_last_error(), info.spill_store_bytes,
+              info.spill_load_bytes, info.stack_frame_bytes);
+        CHECK(info.ptx_has_multicast == kgrp_mc[i], "QGEMM_BF16_KGROUPED=%s: multicast in the PTX %d",
+              kgrp_ok[i], info.ptx_has_multicast);
+    }
+    static const char *kgrp_bad[] = {"M", "mc2", "1", "on", " m", "dgx", "m+mc", "d2+d2", "+d2",
+                                     "m+", "mc+d3", "d2 "};
+    for (size_t i = 0; i < sizeof kgrp_bad / sizeof kgrp_bad[0]; ++i) {
+        setenv("QGEMM_BF16_KGROUPED", kgrp_bad[i], 1);
+        st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
+        CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BF16_KGROUPED") &&
+                  strstr(qg_last_error(), kgrp_bad[i]),
+              "QGEMM_BF16_KGROUPED=%s: %s (%s)", kgrp_bad[i], qg_status_string(st), qg_last_error());
+        st = qg_bf16_gemm(ctx, &a, NULL); /* (the dense GEMM ignores it) */
+        CHECK(st == QG_ERROR_NO_DEVICE, "dense under QGEMM_BF16_KGROUPED=%s: %s (%s)", kgrp_bad[i],
+              qg_status_string(st), qg_last_error());
+    }
+    unsetenv("QGEMM_BF16_KGROUPED");
     st = qg_bf16_compile(ctx, QG_GEMM_WGRAD, &a, NULL);
     CHECK(st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "kind must be"),
           "compile of the wgrad kind: %s (%s)", qg_status_string(st), qg_last_error());
@@ -693,6 +731,99 @@ TEST(gpu_bf16_splitk_accuracy) {
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d runs failed", failures, runs);
     CHECK(split * 4 > runs * 3, "only %d of %d runs split", split, runs);
+    PASS();
+}
+
+/* The k-grouped organisations (QGEMM_BF16_KGROUPED: m, mc, dg, d2, mc+d2; src/bf16_plan.h
+ * qg_bf16_problem.kgrouped): every case through the testkit's checks (fp64
+ * reference, calc_diff < 1e-5, D poisoned, an empty group, groups of 64-320
+ * K, shapes off the tiles) under the default, then under each mode: each must
+ * pass and leave D bitwise equal to the default's (the same tile, the same
+ * wgmmas per tile, one add into D per element; only the walk, the loads of
+ * B and the epilogue's rounds differ). D = A B, D = C + A B and D += A B in place. The shapes: even
+ * m-block counts (mc shares B; dg too at <= 4 groups), odd ones (mc falls
+ * back to the walk), 64- and 128-row tiles, 1 to 3 atoms of B (block_n 64 to
+ * 192), more tiles than SMs (several tiles a CTA), and 128 groups (the
+ * testkit's most; one launch). The planner (H200's 132 SMs and 232448 bytes) says
+ * which runs multicast: the test fails unless some do.
+ * QG_TEST_KGROUPED_VARIANTS="m,mc+d2": the default and these only. */
+TEST(gpu_bf16_kgrouped_variants) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    unsetenv("QGEMM_BF16_PLAN");
+    /* (m, n, groups) */
+    static const int shapes[][3] = {{200, 264, 5}, {256, 384, 4}, {264, 200, 3}, {1000, 520, 4},
+                                    {2048, 1536, 4}, {2048, 1536, 9}, {4096, 7168, 2},
+                                    {7168, 2048, 3}, {136, 128, 128}};
+    static const char *modes[] = {"m", "mc", "dg", "d2", "mc+d2"};
+    static const int mode_bits[] = {1, 2, 3, 4, 6}; /* (qg_bf16_problem.kgrouped) */
+    const char *only = getenv("QG_TEST_KGROUPED_VARIANTS");
+    int failures = 0, runs = 0, shared = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+        for (int cm = 0; cm < 3; ++cm) {
+            if (cm > 0 && shapes[i][0] * (long long)shapes[i][1] > 4000000) continue;
+            const qgtk_bf16_case c = {QG_GEMM_K_GROUPED, shapes[i][0], shapes[i][1], 0,
+                                      shapes[i][2], QG_MAJOR_MN, QG_MAJOR_MN, 1, cm};
+            /* the reference on 64 rows of each group (the bitwise comparison
+             * covers all of D; the poison checks every element) */
+            qgtk_case_opts opts = {.seed = 4242u + (unsigned)i * 13u + (unsigned)cm, .sample = 64};
+            qgtk_case_result base, res;
+            unsetenv("QGEMM_BF16_KGROUPED");
+            const bool ok0 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &base);
+            if (!ok0) {
+                failures++;
+                printf("    FAIL %dx%d G %d c %d default: %s\n", c.m, c.n, c.groups, cm, base.why);
+                continue;
+            }
+            for (size_t v = 0; v < sizeof modes / sizeof modes[0]; ++v) {
+                if (only) {
+                    char pat[16], list[256];
+                    snprintf(pat, sizeof pat, ",%s,", modes[v]);
+                    snprintf(list, sizeof list, ",%s,", only);
+                    if (!strstr(list, pat)) continue;
+                }
+                setenv("QGEMM_BF16_KGROUPED", modes[v], 1);
+                const bool ok1 = qgtk_bf16_case_run(ctx, stream, &c, &opts, &res);
+                unsetenv("QGEMM_BF16_KGROUPED");
+                /* the plan this run got (the testkit's ks: group 1 empty, the
+                 * others 64 x (1 + (3g + 1) % 5), at most 320) */
+                qg_bf16_problem p;
+                memset(&p, 0, sizeof p);
+                int max_k = 0;
+                for (int g = 0; g < c.groups && g < 128; ++g) {
+                    const int kg = g == 1 ? 0 : 64 * (1 + (g * 3 + 1) % 5);
+                    if (kg > max_k) max_k = kg;
+                }
+                p.m = c.m, p.n = c.n, p.k = max_k;
+                p.layout = QG_BF16_TT, p.kind = QG_BF16_K_GROUPED;
+                p.num_groups = c.groups, p.d_f32 = 1, p.with_c = cm > 0;
+                p.kgrouped = mode_bits[v], p.num_sms = 132, p.smem_limit = 232448;
+                qg_bf16_plan pl;
+                const int mc = qg__bf16_select(&p, &pl) == 0 ? pl.multicast : -1;
+                shared += mc == 2;
+                ++runs;
+                if (!ok1 || base.d_hash != res.d_hash) {
+                    failures++;
+                    printf("    FAIL %dx%d G %d c %d QGEMM_BF16_KGROUPED=%s (plan multicast %d): %s%s\n",
+                           c.m, c.n, c.groups, cm, modes[v], mc, ok1 ? "" : res.why,
+                           ok1 ? "D differs from the default's" : "");
+                } else {
+                    printf("    ok %dx%d G %d c %d %s: multicast %d, diff %.2g, D bitwise the "
+                           "default's\n", c.m, c.n, c.groups, cm, modes[v], mc, res.diff);
+                }
+            }
+        }
+    unsetenv("QGEMM_BF16_KGROUPED");
+    printf("    %d k-grouped variant runs (%d with B multicast on an H200), %d failed\n", runs,
+           shared, failures);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d runs failed", failures, runs);
+    CHECK(runs > 0 && (shared > 0 || (only && !strstr(only, "mc") && !strstr(only, "dg"))),
+          "%d runs, %d with B multicast", runs, shared);
     PASS();
 }
 

@@ -500,3 +500,121 @@ TEST(bf16_plan_splitk) {
     CHECK(qg__bf16_select(&p, &on) == -1, "split 16 accepted");
     PASS();
 }
+
+/* The k-grouped organisations (QGEMM_BF16_KGROUPED; qg_bf16_problem.kgrouped):
+ * the default plan and source are as before (no QG_RASTER_M, no multicast,
+ * the walk's group of 16); every mode keeps the default's tile and stages;
+ * m walks along M (QG_RASTER_M) with DeepGEMM's group size and no multicast;
+ * mc shares B (multicast 2, a cluster of 2, an even grid) exactly where the
+ * m-block count is even, else it is m; dg is mc at <= 4 groups and m above;
+ * the legality rules refuse k-grouped multicast without the knob, A
+ * multicast with it, and B multicast over an odd m-block count; +d2 (4)
+ * halves the FP32 output tile where its halves are whole store chunks and
+ * gives the bytes to the stages (128x192: 4 instead of 3), the tile unchanged;
+ * other kinds ignore the knob. DeepGEMM's six k-grouped rows (4096x7168, 7168x2048 at 4,
+ * 8, 16 groups) all take 128x192 and, under mc, B multicast. */
+TEST(bf16_plan_kgrouped_modes) {
+    static const int mn[][2] = {{4096, 7168}, {7168, 2048}, {200, 264}, {264, 200},
+                                {4000, 4104}, {384, 512}, {1, 8}, {4096, 512}};
+    static const int gs[] = {1, 4, 5, 8, 16, 128};
+    static char src[16384];
+    int shared = 0, odd = 0, halved = 0, more = 0;
+    for (size_t i = 0; i < sizeof mn / sizeof mn[0]; ++i)
+        for (size_t g = 0; g < sizeof gs / sizeof gs[0]; ++g)
+            for (int with_c = 0; with_c < 2; ++with_c) {
+                qg_bf16_problem p = problem(mn[i][0], mn[i][1], 8192 / gs[g] + 64, QG_BF16_TT,
+                                            QG_BF16_K_GROUPED);
+                p.num_groups = gs[g];
+                p.d_f32 = 1;
+                p.with_c = with_c;
+                qg_bf16_plan base, pl;
+                CHECK(qg__bf16_select(&p, &base) == 0, "no default plan %dx%d", p.m, p.n);
+                CHECK(base.raster_m == 0 && base.multicast == 0 && base.swizzle_group == 16,
+                      "default: raster %d multicast %d group %d", base.raster_m, base.multicast,
+                      base.swizzle_group);
+                CHECK(qg__bf16_kernel_source(src, sizeof src, &p, &base) > 0 &&
+                          !strstr(src, "QG_RASTER_M"),
+                      "the default source names QG_RASTER_M");
+                CHECK(!qg__bf16_legal(&p, base.block_m, base.block_n, 2, NULL) &&
+                          !qg__bf16_legal(&p, base.block_m, base.block_n, 1, NULL),
+                      "k-grouped multicast legal without the knob");
+                const int m_blocks = (p.m + base.block_m - 1) / base.block_m;
+                for (int mode = 1; mode <= 7; ++mode) {
+                    const int walk = mode & 3, d2 = mode >> 2;
+                    p.kgrouped = mode;
+                    CHECK(qg__bf16_select(&p, &pl) == 0, "no plan, mode %d", mode);
+                    CHECK(pl.block_m == base.block_m && pl.block_n == base.block_n,
+                          "mode %d changed the tile: %dx%d against %dx%d", mode, pl.block_m,
+                          pl.block_n, base.block_m, base.block_n);
+                    /* d2: the output tile halved where the halves are whole store
+                     * chunks, its bytes to the stages; else the default's stages */
+                    const int d_half = d2 && (pl.block_n / 2) % pl.store_cols == 0;
+                    const int saved = d_half ? (pl.block_m * pl.block_n * 4 + 1023) / 1024 * 1024 -
+                                                   (pl.block_m * pl.block_n * 2 + 1023) / 1024 * 1024
+                                             : 0;
+                    CHECK(pl.d_half == d_half && base.d_half == 0, "mode %d: d_half %d", mode,
+                          pl.d_half);
+                    CHECK(pl.smem_bytes == qg__bf16_smem_bytes(pl.block_m, pl.block_n,
+                                                               pl.num_stages, 1) - saved &&
+                              pl.smem_bytes <= p.smem_limit,
+                          "mode %d: smem %d", mode, pl.smem_bytes);
+                    CHECK(d_half ? pl.num_stages >= base.num_stages &&
+                                       (qg__bf16_smem_bytes(pl.block_m, pl.block_n,
+                                                            pl.num_stages + 1, 1) - saved > p.smem_limit
+                                        || pl.num_stages == 16)
+                                 : pl.num_stages == base.num_stages,
+                          "mode %d: %d stages, default %d", mode, pl.num_stages, base.num_stages);
+                    halved += d_half;
+                    more += pl.num_stages > base.num_stages;
+                    CHECK(pl.raster_m == (walk != 0), "mode %d: raster %d", mode, pl.raster_m);
+                    if (!walk) {
+                        CHECK(pl.multicast == 0 && pl.swizzle_group == 16, "d2 alone: mc %d group %d",
+                              pl.multicast, pl.swizzle_group);
+                        continue;
+                    }
+                    const int grid = p.num_sms / pl.cluster * pl.cluster;
+                    const long long u8 = 8ll * pl.block_m + (grid + 7) / 8 * pl.block_n;
+                    const long long u16 = 16ll * pl.block_m + (grid + 15) / 16 * pl.block_n;
+                    CHECK(pl.swizzle_group == (u16 < u8 ? 16 : 8), "group %d", pl.swizzle_group);
+                    const int want_mc = (walk == 2 || (walk == 3 && gs[g] <= 4)) && m_blocks % 2 == 0;
+                    CHECK(pl.multicast == (want_mc ? 2 : 0), "%dx%d G %d mode %d: multicast %d",
+                          p.m, p.n, gs[g], mode, pl.multicast);
+                    CHECK(pl.cluster == (want_mc ? 2 : 1) && pl.grid % pl.cluster == 0 &&
+                              pl.grid <= p.num_sms,
+                          "cluster %d grid %d", pl.cluster, pl.grid);
+                    CHECK(!qg__bf16_legal(&p, pl.block_m, pl.block_n, 1, NULL), "A multicast legal");
+                    if (walk >= 2)
+                        CHECK(qg__bf16_legal(&p, pl.block_m, pl.block_n, 2, NULL) == (m_blocks % 2 == 0),
+                              "B multicast legality at %d m-blocks", m_blocks);
+                    CHECK(qg__bf16_kernel_source(src, sizeof src, &p, &pl) > 0 &&
+                              strstr(src, "#define QG_RASTER_M 1\n"),
+                          "mode %d source: %s", mode, src);
+                    shared += pl.multicast == 2;
+                    odd += walk == 2 && m_blocks % 2;
+                    if (mn[i][0] >= 4096 && mn[i][1] >= 2048 && gs[g] >= 4 && gs[g] <= 16 &&
+                        mn[i][1] != 512)
+                        CHECK(pl.block_m == 128 && pl.block_n == 192 &&
+                                  pl.multicast == (walk == 2 || (walk == 3 && gs[g] <= 4) ? 2 : 0) &&
+                                  pl.num_stages == (d2 ? 4 : 3),
+                              "DeepGEMM's row %dx%d G %d mode %d: %dx%d mc %d", p.m, p.n, gs[g],
+                              mode, pl.block_m, pl.block_n, pl.multicast);
+                }
+            }
+    CHECK(shared > 50 && odd > 4, "B multicast in %d plans, %d odd-count fallbacks", shared, odd);
+    CHECK(halved > 100 && more > 50, "d2: %d halved output tiles, %d with more stages", halved, more);
+    /* other kinds ignore the knob */
+    qg_bf16_problem d = problem(4096, 7168, 7168, QG_BF16_NT, QG_BF16_DENSE);
+    qg_bf16_plan a, b;
+    CHECK(qg__bf16_select(&d, &a) == 0, "dense");
+    d.kgrouped = 2;
+    CHECK(qg__bf16_select(&d, &b) == 0 && b.raster_m == 0 && b.block_m == a.block_m &&
+              b.block_n == a.block_n && b.multicast == a.multicast,
+          "dense under the k-grouped knob");
+    d.kgrouped = 6;
+    CHECK(qg__bf16_select(&d, &b) == 0 && b.d_half == 0 && b.raster_m == 0 &&
+              b.num_stages == a.num_stages,
+          "dense under the k-grouped knob's d2");
+    d.kgrouped = 8;
+    CHECK(qg__bf16_select(&d, &b) == -1, "kgrouped 8 accepted");
+    PASS();
+}

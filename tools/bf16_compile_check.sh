@@ -13,7 +13,9 @@
 # only the merged-K-stage variants (QGEMM_BF16_MERGE: ~800 kernels, ~2 min on
 # 2 cores; tests/bf16/compile_gen.c), QG_GEN_SPLITK_ONLY=1 only the split-K
 # variants (QGEMM_BF16_SPLITK: ~340 kernels, ~2 min), QG_GEN_BMK_ONLY=1 only the
-# atomic batch sums with the L2 prefetch (QGEMM_BMK_VARIANT=v5 / v6: 28 problems).
+# atomic batch sums with the L2 prefetch (QGEMM_BMK_VARIANT=v5 / v6: 28 problems),
+# QG_GEN_KGROUPED_ONLY=1 only the k-grouped organisations (QGEMM_BF16_KGROUPED: 94
+# kernels, ~1 min).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cuda=${CUDA_HOME:-/usr/local/cuda}

@@ -78,6 +78,10 @@ int main(int argc, char **argv) {
     const char *only = getenv("QG_GEN_MERGED_ONLY");
     const char *sk_only_env = getenv("QG_GEN_SPLITK_ONLY");
     const int splitk_only = sk_only_env && sk_only_env[0] == '1';
+    /* QG_GEN_KGROUPED_ONLY=1: only the k-grouped organisations (QGEMM_BF16_KGROUPED) */
+    const char *kg_only_env = getenv("QG_GEN_KGROUPED_ONLY");
+    const int kgrouped_only = kg_only_env && kg_only_env[0] == '1';
+    if (kgrouped_only) only = "1"; /* (every other section off: below, then return) */
     const int only_merged = only && only[0] == '1';
     /* QG_GEN_BMK_ONLY=1: only the atomic batch sums with the L2 prefetch (QGEMM_BMK_VARIANT=v5,
      * v6; below) */
@@ -217,6 +221,43 @@ int main(int argc, char **argv) {
                                    {2048, 7168}, {7168, 16384}, {24576, 1536}, {256, 200},
                                    {136, 1000}, {512, 448}};
     static const int mg_merge[] = {-1, 2, 3, 4, 6};
+    /* the k-grouped organisations (QGEMM_BF16_KGROUPED m, mc, dg, each with and without
+     * +d2, and d2 alone: modes 1..7): DeepGEMM's six
+     * k-grouped rows (the largest group's K ~1.25 x the mean) and shapes off the tiles
+     * (an odd m-block count: mc falls back to the walk alone), FP32 D with and without C */
+    static const int kg_mn[][2] = {{4096, 7168}, {7168, 2048}, {200, 264}, {264, 200},
+                                   {4000, 4104}, {384, 512}};
+    static const int kg_g[] = {4, 8, 16};
+    for (int mode = 1; mode <= 7 && (kgrouped_only || !merged_only); ++mode)
+        for (int with_c = 0; with_c < 2; ++with_c)
+            for (size_t si = 0; si < sizeof kg_mn / sizeof kg_mn[0]; ++si)
+                for (size_t gi = 0; gi < sizeof kg_g / sizeof kg_g[0]; ++gi) {
+                    qg_bf16_problem p = {0};
+                    p.m = kg_mn[si][0], p.n = kg_mn[si][1];
+                    p.k = kg_g[gi] == 4 ? 10240 : kg_g[gi] == 8 ? 5120 : 2560;
+                    p.layout = QG_BF16_TT;
+                    p.kind = QG_BF16_K_GROUPED;
+                    p.num_groups = kg_g[gi];
+                    p.d_f32 = 1;
+                    p.with_c = with_c;
+                    p.kgrouped = mode;
+                    p.num_sms = num_sms;
+                    p.smem_limit = smem;
+                    qg_bf16_plan pl;
+                    ++planned;
+                    if (qg__bf16_select(&p, &pl)) {
+                        fprintf(stderr, "no plan: k-grouped mode %d m %d n %d\n", mode, p.m, p.n);
+                        ++failed;
+                        continue;
+                    }
+                    if (emit(dir, list, &p, &pl)) return 1;
+                }
+    if (kgrouped_only) {
+        fclose(list);
+        printf("%d problems planned, %d without a plan, %d distinct kernels\n", planned, failed,
+               num_seen);
+        return failed ? 1 : 0;
+    }
     for (size_t gi = 0; gi < sizeof mg_merge / sizeof mg_merge[0] && !splitk_only; ++gi)
         for (int d_f32 = 0; d_f32 < 2; ++d_f32)
             for (int with_c = 0; with_c < 2; ++with_c)

@@ -847,3 +847,47 @@ def test_bf16_splitk(monkeypatch, m, n, k, knob, layout, out, c_mode):
     assert torch.equal(results[0], results[1]), f"seed {seed}: two runs differ"
     if knob is None:
         assert torch.equal(results[0], results[2]), f"seed {seed}: the default differs from auto"
+
+
+# ---- BF16 k-grouped organisations (QGEMM_BF16_KGROUPED: m, mc, dg, d2; src/bf16_plan.h) ----
+
+
+@pytest.mark.parametrize("g,m,n,c_mode", [
+    (4, 256, 384, "inplace"),    # 64-row tiles, 4 m-blocks: mc and dg share B (one atom: rank 0's)
+    (5, 200, 264, None),         # dg: > 4 groups, the walk alone; mc: B shared
+    (3, 264, 200, "other"),      # 5 m-blocks: mc falls back to the walk
+    (4, 1000, 520, "inplace"),   # 128 x 192: three atoms of B, split 2 + 1
+    (4, 4096, 7168, "inplace"),  # DeepGEMM's row (shorter K): 38 n-blocks, several tiles a CTA
+])
+def test_bf16_k_grouped_modes(monkeypatch, g, m, n, c_mode):
+    """k_grouped_bf16_gemm_tn_contiguous under QGEMM_BF16_KGROUPED=m, mc, dg, d2 and mc+d2: diff < 1e-5
+    against float64 (empty group included, C in place or another tensor), and D bitwise the
+    default's (the same tile and wgmmas per tile, one add into D per element)."""
+    seed = random.randrange(2 ** 31)
+    gen = _gen(seed)
+    ks = [64 * (1 + (i * 3 + 1) % 5) if i != 1 else 0 for i in range(g)]
+    total = sum(ks)
+    a = torch.randn(total, m, device=DEV, generator=gen).bfloat16()
+    b = torch.randn(total, n, device=DEV, generator=gen).bfloat16()
+    c = torch.randn(g, m, n, device=DEV, generator=gen) if c_mode else None
+    starts = [sum(ks[:i]) for i in range(g)]
+    ref = torch.stack([a[s:s + k].double().T @ b[s:s + k].double() for s, k in zip(starts, ks)])
+    if c is not None:
+        ref = ref + c.double()
+    results = {}
+    for mode in (None, "m", "mc", "dg", "d2", "mc+d2"):
+        if mode is None:
+            monkeypatch.delenv("QGEMM_BF16_KGROUPED", raising=False)
+        else:
+            monkeypatch.setenv("QGEMM_BF16_KGROUPED", mode)
+        d = torch.full((g, m, n), float("nan"), device=DEV)
+        if c_mode == "inplace":
+            d.copy_(c)
+        qgemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, None, d if c_mode == "inplace" else c)
+        torch.cuda.synchronize()
+        assert not d.isnan().any(), f"seed {seed} mode {mode}: unwritten elements"
+        diff = calc_diff(d, ref)
+        assert diff < 1e-5, f"seed {seed} mode {mode}: diff {diff}"
+        results[mode] = d
+    for mode in ("m", "mc", "dg", "d2", "mc+d2"):
+        assert torch.equal(results[mode], results[None]), f"seed {seed}: {mode} differs from the default"
