@@ -29,7 +29,7 @@
  *                                            optionally ":N" converter warps (1-3; the
  *                                            variant's cwN overrides it); another
  *                                            value fails the call with a message naming it
- *   QGEMM_HC_VARIANT    acc4+fit             tf32_hc_prenorm_gemm's planner options (A/B
+ *   QGEMM_HC_VARIANT    acc4+fit+cw4         tf32_hc_prenorm_gemm's planner options (A/B
  *                                            measurements): '+'-separated base (none: the
  *                                            plan before 2026-11-28), acc2 / acc4 /
  *                                            acc8 (accumulator sets), fit (clusters that fit one
@@ -218,7 +218,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_HC_VARIANT", "tf32_hc_prenorm_gemm's planner options: '+'-separated base (none), acc2, acc4, "
      "acc8 (accumulator sets), fit (clusters that fit one wave), w1, w2 (math warpgroups), k2, k4 (the fewest "
      "K blocks a clustered CTA keeps), cw2, cw3, cw4 (converter warps rounding B; cw4 is 3 beside two math "
-     "warpgroups)", "acc4+fit (split mode: fit)"},
+     "warpgroups)", "acc4+fit+cw4 (split mode: fit+cw4; QGEMM_HC_MODE's :N: no cw word)"},
     {"QGEMM_PMQA_VARIANT", "fp8_paged_mqa_logits' organisation: shared2 (2 math warpgroups, one kv "
      "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
      "each), split4r112w (split4 with the weights in registers) or split4r112x (split4r112w with the "

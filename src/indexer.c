@@ -79,10 +79,12 @@ typedef struct {
 } hc_key;
 
 /* QGEMM_HC_VARIANT (src/env.c), A/B runs of the planner options: unset or
- * empty -> the default, acc4+fit (H200, 2026-11-28,
- * bench/results/2026-11-28-h200-28-t3: kineto 1.253x DeepGEMM geomean over
- * the 8 test rows, worst 0.884, against the plain plan's 1.223 and 0.740;
- * with QGEMM_HC_MODE=split, which takes one accumulator set, fit alone);
+ * empty -> the default, acc4+fit+cw4 (H200, 2026-11-29,
+ * bench/results/2026-11-29-h200-12-w2: kineto 0.877 -> 1.119x DeepGEMM over
+ * the 14 rows below 0.95, worst 0.690 -> 0.934, every row faster; acc4+fit
+ * before it, 2026-11-28-h200-28-t3: 1.253x over 8 rows against the plain
+ * plan's 1.223; with QGEMM_HC_MODE=split, which takes one accumulator set,
+ * fit+cw4; where QGEMM_HC_MODE names converter warps (:N), no cw word: its N);
  * else '+'- or ','-separated tokens: base (no option: the plan before
  * 2026-11-28), acc2, acc4, acc8 (accumulator sets; 8 with one math
  * warpgroup, else 4), fit (clusters that fit one wave), w1, w2 (math
@@ -90,12 +92,13 @@ typedef struct {
  * 8), cw2, cw3, cw4 (converter warps rounding B in the rounder and split
  * modes, over QGEMM_HC_MODE's :N; cw4 is 3 beside two math warpgroups).
  * Returns false for any other token. */
-static bool hc_env_variant(qg_hc_opts *o, int mode) {
+static bool hc_env_variant(qg_hc_opts *o, int mode, int mode_cvt_warps) {
     memset(o, 0, sizeof *o);
     const char *v = qg__env_string("QGEMM_HC_VARIANT");
     if (!v) {
         o->accs = mode == QG_HC_MODE_SPLIT ? 0 : 4;
         o->fit = 1;
+        o->cvt = mode_cvt_warps ? 0 : 4;
         return true;
     }
     static const char *const names[] = {"base", "acc2", "acc4", "acc8", "fit", "w1",
@@ -662,7 +665,7 @@ static qg_status hc_check(const qg_context *ctx, const qg_hc_prenorm_args *a, bo
                    "split optionally :1, :2 or :3 converter warps)",
                    fn, qg__env_string("QGEMM_HC_MODE"));
     qg_hc_opts opts;
-    if (!hc_env_variant(&opts, mode < 0 ? QG_HC_MODE_DEFAULT : mode))
+    if (!hc_env_variant(&opts, mode < 0 ? QG_HC_MODE_DEFAULT : mode, cvt_warps))
         return BAD("%s: QGEMM_HC_VARIANT='%.64s' is not a '+'-separated list of base, acc2, acc4, "
                    "acc8, fit, w1, w2, k2, k4, cw2, cw3, cw4",
                    fn, qg__env_string("QGEMM_HC_VARIANT"));

@@ -69,12 +69,22 @@ def test_design_defaults_match_env_c():
 
 
 def test_session_v_defaults():
-    """The defaults flipped on 2026-11-29, as env.c's table and DESIGN §9 state them."""
+    """The defaults session v flipped on 2026-11-29 that stand, as env.c's table and DESIGN §9
+    state them (its paged split4r112x: test_session_w_defaults)."""
     knobs, rows = env_c_knobs(), design_rows()
-    for name, value in (("QGEMM_MQA_VARIANT", "deep4"), ("QGEMM_PMQA_VARIANT", "split4r112u"),
+    for name, value in (("QGEMM_MQA_VARIANT", "deep4"),
                         ("QGEMM_BF16_SPLITK", "auto"), ("QGEMM_FP8_HEUR", "notall+nomcb")):
         assert knobs[name] == value, (name, knobs[name])
         assert rows[name][-1].split(" (")[0].strip("`") in (value, "unset"), (name, rows[name][-1])
+        assert f"`{value}`" in rows[name][-1], (name, rows[name][-1])
+
+
+def test_session_w_defaults():
+    """The defaults flipped in session w (2026-11-29): the paged kernel split4r112u and the HC
+    planner's acc4+fit+cw4, as env.c's table and DESIGN §9 state them."""
+    knobs, rows = env_c_knobs(), design_rows()
+    for name, value in (("QGEMM_PMQA_VARIANT", "split4r112u"), ("QGEMM_HC_VARIANT", "acc4+fit+cw4")):
+        assert knobs[name].split(" (")[0] == value, (name, knobs[name])
         assert f"`{value}`" in rows[name][-1], (name, rows[name][-1])
 
 

@@ -195,11 +195,11 @@ def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg
 @pytest.mark.parametrize("m", [13, 137, 1024])
 @pytest.mark.parametrize("n,k", [(24, 7168), (24, 1280), (32, 640)])
 @pytest.mark.parametrize("num_splits", [None, 16])
-@pytest.mark.parametrize("variant", [None, "acc4+fit+cw4"])
+@pytest.mark.parametrize("variant", [None, "acc4+fit"])
 def test_hc_prenorm_gemm(monkeypatch, m, n, k, num_splits, variant):
-    """variant: QGEMM_HC_VARIANT (None: the default, acc4+fit; acc4+fit+cw4: B rounded by
-    four converter warps, three beside two math warpgroups, the same sums: equal to the
-    default bitwise)."""
+    """variant: QGEMM_HC_VARIANT (None: the default, acc4+fit+cw4: B rounded by four
+    converter warps, three beside two math warpgroups; acc4+fit: one converter warp, the
+    default before 2026-11-29, the same sums: equal to the default bitwise)."""
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.manual_seed(m + n + k)
     a = torch.randn(m, k, dtype=torch.bfloat16, device=DEV)
