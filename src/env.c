@@ -139,7 +139,7 @@
  *                                            with a bf16 d: the FP32 sum into a scratch,
  *                                            then torch's cast, as DeepGEMM); another
  *                                            value raises ValueError
- *   QGEMM_CAST_VARIANT  base                 the quantizing casts (A/B runs, issue 51): base
+ *   QGEMM_CAST_VARIANT  all+lean             the quantizing casts (A/B runs, issue 51): base
  *                                            (grid-stride grids capped at what the SMs
  *                                            hold at once, the plain kernels) or a
  *                                            '+'-list of all (a CTA per unit of work) and
@@ -258,7 +258,7 @@ const qg_env_knob qg__env_knobs[] = {
      "then torch's cast, as DeepGEMM)", "old"},
     {"QGEMM_CAST_VARIANT", "the quantizing casts: base (grid-stride grids capped at what the SMs "
      "hold at once, the plain kernels) or a '+'-list of all (a CTA per unit of work) and lean "
-     "(the same bytes, fewer instructions an element)", "base"},
+     "(the same bytes, fewer instructions an element)", "all+lean"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "
