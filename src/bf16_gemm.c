@@ -289,8 +289,11 @@ static int bf16_splitk_knob(int *splitk) {
 
 /* QGEMM_BF16_KGROUPED (src/env.c): the k-grouped GEMM's organisation
  * (src/bf16_plan.h qg_bf16_problem.kgrouped; issue 49: DeepGEMM 0.91x on the
- * 4096x7168 rows): a '+'-list of at most one walk and "d2". Walks: unset, ""
- * or "default" 0 (as before); "m" 1 (DeepGEMM's walk, groups of m-blocks);
+ * 4096x7168 rows): a '+'-list of at most one walk and "d2". Unset or "": m+d2,
+ * the default since 2026-11-29 (H200, bench/results/2026-11-29-h200-13-w3: kineto
+ * 0.953 -> 1.060x DeepGEMM over the 6 rows, worst 0.889 -> 1.026; events 0.983 ->
+ * 1.043). Walks: "n" 0 (tiles walked in groups of n-blocks, no multicast: the
+ * organisation before); "m" 1 (DeepGEMM's walk, groups of m-blocks);
  * "mc" 2 (and B multicast where the m-block count is even); "dg" 3
  * (DeepGEMM's rule: mc at <= 4 groups, else m). "d2" adds 4: the FP32
  * output tile in shared memory halved (two epilogue rounds), its bytes to
@@ -299,14 +302,15 @@ static int bf16_splitk_knob(int *splitk) {
  * returns 0, or -1 for anything else. */
 static int bf16_kgrouped_knob(int *mode) {
     const char *v = qg__env_string("QGEMM_BF16_KGROUPED");
-    *mode = 0;
+    *mode = 1 | 4; /* m+d2 */
     if (!v || !v[0]) return 0;
+    *mode = 0;
     int walk = -1, d2 = 0;
     for (const char *t = v;;) {
         const char *e = strchr(t, '+');
         const size_t len = e ? (size_t)(e - t) : strlen(t);
         int w = -1;
-        if (len == 7 && !strncmp(t, "default", 7)) w = 0;
+        if (len == 1 && t[0] == 'n') w = 0;
         else if (len == 1 && t[0] == 'm') w = 1;
         else if (len == 2 && !strncmp(t, "mc", 2)) w = 2;
         else if (len == 2 && !strncmp(t, "dg", 2)) w = 3;
@@ -502,7 +506,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     int kg_mode = 0;
     if (kgrouped && bf16_kgrouped_knob(&kg_mode) != 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BF16_KGROUPED='%.64s' is not default, m, mc or dg, optionally "
+                        "%s: QGEMM_BF16_KGROUPED='%.64s' is not n, m, mc or dg, optionally "
                         "+d2 (the k-grouped GEMM's tile walk, B multicast and output tile)", fn,
                         qg__env_string("QGEMM_BF16_KGROUPED"));
     int splits = 1, radix = 0, atomic = 0;

@@ -101,10 +101,10 @@
  *                                            memory in a fixed order (bitwise
  *                                            reproducible); another value fails the call,
  *                                            naming it
- *   QGEMM_BF16_KGROUPED default              the k-grouped BF16 GEMM's organisation (A/B
- *                                            measurements, tests; issue 49): default (as
- *                                            before: tiles walked in groups of n-blocks, no
- *                                            multicast), m (DeepGEMM's walk, groups of 8 or
+ *   QGEMM_BF16_KGROUPED m+d2                 the k-grouped BF16 GEMM's organisation (A/B
+ *                                            measurements, tests; issue 49): n (before
+ *                                            2026-11-29: tiles walked in groups of n-blocks,
+ *                                            no multicast), m (DeepGEMM's walk, groups of 8 or
  *                                            16 m-blocks), mc (m and B multicast over pairs
  *                                            of m-blocks where the m-block count is even)
  *                                            or dg (DeepGEMM's rule: mc at <= 4 groups,
@@ -239,10 +239,10 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BF16_SPLITK", "split-K across a thread-block cluster in the dense BF16 GEMM: off (the "
      "unsplit kernel), auto (NT, few tiles, long K: the planner's split and tile) or 2, 4 or 8 "
      "(that split of the chosen tile)", "auto"},
-    {"QGEMM_BF16_KGROUPED", "the k-grouped BF16 GEMM's organisation: default (tiles walked in "
+    {"QGEMM_BF16_KGROUPED", "the k-grouped BF16 GEMM's organisation: n (tiles walked in "
      "groups of n-blocks, no multicast), m (DeepGEMM's walk, groups of m-blocks), mc (m and B "
      "multicast over pairs of m-blocks where legal) or dg (mc at <= 4 groups, else m), each "
-     "optionally +d2 (the FP32 output tile halved, its bytes to the pipeline's stages)", "default"},
+     "optionally +d2 (the FP32 output tile halved, its bytes to the pipeline's stages)", "m+d2"},
     {"QGEMM_BMK_REDUCE", "how the reduced batch sum adds its splits (qg_bf16_gemm_batch_sum): "
      "atomic (one level of FP32 atomics, not bitwise deterministic) or tree (deterministic)",
      "atomic"},

@@ -230,15 +230,15 @@ TEST(bf16_validation) {
         unsetenv("QGEMM_BF16_PLAN");
     }
     unsetenv("QGEMM_BF16_SPLITK");
-    /* QGEMM_BF16_KGROUPED: default, m, mc or dg, each optionally +d2 (in
+    /* QGEMM_BF16_KGROUPED: n, m, mc or dg, each optionally +d2 (in
      * either order); anything else refused by the k-grouped GEMM, naming it
      * (other kinds do not read it). Each mode
      * compiles offline; mc's kernel multicasts (100 rows: two m-blocks of 64,
-     * B shared by the pair), m's and the default's do not, and all are clean
-     * (no spill, no stack) */
+     * B shared by the pair), m's, n's and the default's (m+d2) do not, and all
+     * are clean (no spill, no stack); "default" is no word (unset is) */
     kg.a_major = QG_MAJOR_MN, kg.lda = 104; /* (the good k-grouped call again) */
-    static const char *kgrp_ok[] = {"", "default", "m", "mc", "dg", "d2", "m+d2", "d2+mc",
-                                    "default+d2", "dg+d2"};
+    static const char *kgrp_ok[] = {"", "n", "m", "mc", "dg", "d2", "m+d2", "d2+mc",
+                                    "n+d2", "dg+d2"};
     static const int kgrp_mc[] = {0, 0, 0, 1, 1, 0, 0, 1, 0, 1};
     for (size_t i = 0; i < sizeof kgrp_ok / sizeof kgrp_ok[0]; ++i) {
         setenv("QGEMM_BF16_KGROUPED", kgrp_ok[i], 1);
@@ -256,7 +256,7 @@ TEST(bf16_validation) {
               kgrp_ok[i], info.ptx_has_multicast);
     }
     static const char *kgrp_bad[] = {"M", "mc2", "1", "on", " m", "dgx", "m+mc", "d2+d2", "+d2",
-                                     "m+", "mc+d3", "d2 "};
+                                     "m+", "mc+d3", "d2 ", "default", "n+m"};
     for (size_t i = 0; i < sizeof kgrp_bad / sizeof kgrp_bad[0]; ++i) {
         setenv("QGEMM_BF16_KGROUPED", kgrp_bad[i], 1);
         st = qg_k_grouped_bf16_gemm(ctx, &kg, NULL);
@@ -734,7 +734,7 @@ TEST(gpu_bf16_splitk_accuracy) {
     PASS();
 }
 
-/* The k-grouped organisations (QGEMM_BF16_KGROUPED: m, mc, dg, d2, mc+d2; src/bf16_plan.h
+/* The k-grouped organisations (QGEMM_BF16_KGROUPED: n, m, mc, dg, d2, mc+d2; the default m+d2; src/bf16_plan.h
  * qg_bf16_problem.kgrouped): every case through the testkit's checks (fp64
  * reference, calc_diff < 1e-5, D poisoned, an empty group, groups of 64-320
  * K, shapes off the tiles) under the default, then under each mode: each must
@@ -758,8 +758,8 @@ TEST(gpu_bf16_kgrouped_variants) {
     static const int shapes[][3] = {{200, 264, 5}, {256, 384, 4}, {264, 200, 3}, {1000, 520, 4},
                                     {2048, 1536, 4}, {2048, 1536, 9}, {4096, 7168, 2},
                                     {7168, 2048, 3}, {136, 128, 128}};
-    static const char *modes[] = {"m", "mc", "dg", "d2", "mc+d2"};
-    static const int mode_bits[] = {1, 2, 3, 4, 6}; /* (qg_bf16_problem.kgrouped) */
+    static const char *modes[] = {"n", "m", "mc", "dg", "d2", "mc+d2"};
+    static const int mode_bits[] = {0, 1, 2, 3, 4, 6}; /* (qg_bf16_problem.kgrouped) */
     const char *only = getenv("QG_TEST_KGROUPED_VARIANTS");
     int failures = 0, runs = 0, shared = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)

@@ -860,7 +860,7 @@ def test_bf16_splitk(monkeypatch, m, n, k, knob, layout, out, c_mode):
     (4, 4096, 7168, "inplace"),  # DeepGEMM's row (shorter K): 38 n-blocks, several tiles a CTA
 ])
 def test_bf16_k_grouped_modes(monkeypatch, g, m, n, c_mode):
-    """k_grouped_bf16_gemm_tn_contiguous under QGEMM_BF16_KGROUPED=m, mc, dg, d2 and mc+d2: diff < 1e-5
+    """k_grouped_bf16_gemm_tn_contiguous under QGEMM_BF16_KGROUPED unset (m+d2), n, m, mc, dg, d2 and mc+d2: diff < 1e-5
     against float64 (empty group included, C in place or another tensor), and D bitwise the
     default's (the same tile and wgmmas per tile, one add into D per element)."""
     seed = random.randrange(2 ** 31)
@@ -875,7 +875,7 @@ def test_bf16_k_grouped_modes(monkeypatch, g, m, n, c_mode):
     if c is not None:
         ref = ref + c.double()
     results = {}
-    for mode in (None, "m", "mc", "dg", "d2", "mc+d2"):
+    for mode in (None, "n", "m", "mc", "dg", "d2", "mc+d2"):
         if mode is None:
             monkeypatch.delenv("QGEMM_BF16_KGROUPED", raising=False)
         else:
@@ -889,5 +889,5 @@ def test_bf16_k_grouped_modes(monkeypatch, g, m, n, c_mode):
         diff = calc_diff(d, ref)
         assert diff < 1e-5, f"seed {seed} mode {mode}: diff {diff}"
         results[mode] = d
-    for mode in ("m", "mc", "dg", "d2", "mc+d2"):
+    for mode in ("n", "m", "mc", "dg", "d2", "mc+d2"):
         assert torch.equal(results[mode], results[None]), f"seed {seed}: {mode} differs from the default"
