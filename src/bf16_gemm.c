@@ -340,9 +340,12 @@ static int bmk_atomic(void) {
 
 /* QGEMM_BMK_VARIANT (src/env.c): the reduced batch sum's organisation, so
  * that one process times the alternatives (bench/bmk_variants.py): unset or
- * "" the default, v3:s4 (H200, 2026-11-28, bench/results/2026-11-28-h200-28-t3
- * bmk.log: kineto 0.999x DeepGEMM geomean over test_bmk_bnk_mn's 18 rows
- * against v1's 0.891, worst 0.828 against 0.624); "v1" as it was before (0); "v2" (1): a bf16 D's last arrival issues every
+ * "" the default, v5:s4 since 2026-11-29 (H200, bench/results/2026-11-29-h200-13-w3:
+ * kineto 0.988 -> 1.001x DeepGEMM over test_bmk_bnk_mn's 18 rows, worst 0.799 ->
+ * 0.905, events 0.994 -> 1.013; -12-w2 bmk.log, B 129 with DeepGEMM's memset counted:
+ * kineto 0.972 -> 1.014, events 0.823 -> 1.030); v3:s4 before it (2026-11-28-h200-28-t3
+ * bmk.log: kineto 0.999x over the 18 rows against v1's 0.891, worst 0.828 against
+ * 0.624); "v1" as it was before (0); "v2" (1): a bf16 D's last arrival issues every
  * load of its region's FP32 sums before any store (v1 took one L2 round
  * trip per n8 piece: 32 in a row for a 128x128 tile, ~10 us of a 20 us
  * call), and the planner counts that epilogue as one round trip; "v3" (2):
@@ -369,7 +372,7 @@ static int bmk_variant(int *max_stages) {
     *max_stages = 0;
     if (!v) {
         *max_stages = 4;
-        return 2;
+        return 4; /* v5:s4 */
     }
     int variant = -1;
     if (!strncmp(v, "v1", 2)) variant = 0;

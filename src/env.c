@@ -119,7 +119,7 @@
  *                                            DeepGEMM; not bitwise deterministic) or tree
  *                                            (QGEMM_BMK_RADIX's fixed tree: deterministic);
  *                                            another value fails the call, naming it
- *   QGEMM_BMK_VARIANT   v3:s4                the reduced batch sum's organisation (A/B
+ *   QGEMM_BMK_VARIANT   v5:s4                the reduced batch sum's organisation (A/B
  *                                            measurements): v1 (before 2026-11-28), v2 (a bf16 D's last
  *                                            arrival loads its region's sums at once) or
  *                                            v3 (and 16-byte reductions) or v4 (v3; a
@@ -251,7 +251,7 @@ const qg_env_knob qg__env_knobs[] = {
      "reductions) or v4 (v3; a bf16 D summed as an FP32 D into the workspace, then converted "
      "by a second launch), v5 (v4 and the reductions' target prefetched into L2) or v6 (v3 "
      "and that prefetch), optionally :sN (the atomic "
-     "reduction's stages capped at N, 4..16)", "v3:s4"},
+     "reduction's stages capped at N, 4..16)", "v5:s4"},
     {"QGEMM_EINSUM_VARIANT", "(the Python package's einsum / fp8_einsum) old, new (both options) "
      "or a '+'-list of sfkernel (fp8_einsum's x scales made M-major by qgemm's transpose kernel, "
      "not torch's copy) and bf16cast (bmk,bnk->mn with a bf16 d: the FP32 sum into a scratch, "
