@@ -163,6 +163,27 @@
 #ifndef QG_FP8_EARLY
 #define QG_FP8_EARLY 0
 #endif
+/* QG_FP8_LAST (with QG_FP8_EARLY; QGEMM_FP8OUT_VARIANT last): the
+ * exchange's release leaves the critical path. Under QG_FP8_EARLY each math
+ * warp releases its CTA's slots (mbarrier.arrive.release.cluster on every
+ * partner's xchg_empty: MEMBAR.ALL.GPU + CGAERRBAR in the SASS, ptxas 13,
+ * 64x64 split) between reading the group's amax and quantizing, and before
+ * it exits waits for every partner's release of the last tile. Here a warp
+ * releases at the end of a tile (after D's shared stores and the TMA store's
+ * issue; its scale stores after the release, so that the fence does not
+ * wait for them), and only where the SFB warp has handed over another tile
+ * (its next slot, filled one tile ahead: qg_mbarrier_wait on that buffer's
+ * sfb_full is the wait the next iteration makes anyway): the last tile's
+ * slots are never reused, so no release and no exit wait. Safe: a CTA's
+ * shared memory is a DSMEM target only of its partners' st.async (all
+ * landed once its xchg_full completes) and of their releases, every one of
+ * which it waited for before it sent the tile after it (xchg_empty); every
+ * CTA of a cluster runs the same tiles, so all agree on the last. The same
+ * math: bytes and scales equal the default's. Most CTAs of the small-M rows
+ * run one tile, so there the exchange is: st.async, the wait, nothing else. */
+#ifndef QG_FP8_LAST
+#define QG_FP8_LAST 0
+#endif
 /* QG_FP8_SFB_PF (with QG_D_FP8; QGEMM_FP8OUT_VARIANT sfbpf): the TMA lane
  * asks L2 for its first tile's SFB lines before its first stage's loads. The
  * math warps start a tile only once the SFB warp has copied its SFB (global
@@ -460,6 +481,7 @@ static_assert(!QG_FP8_SFB_PF || (QG_D_FP8 && !QG_SFB_COLS), "QG_FP8_SFB_PF: e4m3
 static_assert(!QG_FP8_EPI || (QG_D_FP8 && !QG_SWIGLU), "QG_FP8_EPI: e4m3 D without SwiGLU only");
 static_assert(!QG_FP8_EARLY || QG_FP8_SPLIT > 1,
               "QG_FP8_EARLY: the split tiles' cluster only (no multicast, no split-K)");
+static_assert(!QG_FP8_LAST || QG_FP8_EARLY, "QG_FP8_LAST: with QG_FP8_EARLY (its exit)");
 static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
                                     QG_SPLIT_K == 1 && QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
                                     !QG_SWIGLU),
@@ -1434,6 +1456,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * invariants" at the top): this CTA's partial amax of each row
              * over its block_n columns (those < N), the exchange, then the
              * group's scale quantizes this CTA's columns as below. */
+#if QG_FP8_LAST
+            float xchg_sf[QG_WG_TILES][2]; /* the rows' scales, stored after the release */
+            int64_t xchg_sf_row0 = 0;
+            bool xchg_sf_first = false;
+#endif
             {
                 const uint32_t d_base = qg_smem_addr(smem_d);
                 [[maybe_unused]] const int cols_left = QG_SHAPE_N - n_begin;
@@ -1499,8 +1526,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             a = max(a, qg_ld_shared_u32(qg_smem_addr(smem_xchg + q * QG_BLOCK_M + row)));
                         amax[t][half] = a;
                     }
+#if !QG_FP8_LAST /* (QG_FP8_LAST: at the end of the tile, below) */
                 __syncwarp(); /* the warp's reads of the slots come before its release */
                 if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(red_empty, lane);
+#endif
                 xchg_phase ^= 1;
                 const int64_t sf_row0 = (QG_KIND == 2 ? (int64_t)tile.group * QG_NUM_SFB_N * sfd_ld : 0) +
                                         (n_begin / 128) * sfd_ld + tile.m_begin;
@@ -1526,10 +1555,19 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             qg_st_shared_b16(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
                                              qg_fp8_d_pack2(out[t][j * 4 + half * 2],
                                                             out[t][j * 4 + half * 2 + 1], mult, exact));
-                        /* the group's first CTA stores its scale */
+                        /* the group's first CTA stores its scale (QG_FP8_LAST: after
+                         * the release at the end of the tile) */
+#if QG_FP8_LAST
+                        xchg_sf[t][half] = sf;
+#else
                         if (slot_of_cta == 0 && lane % 4 == 0 && (int)row < tile.rows)
                             sfd[sf_row0 + row] = sf;
+#endif
                     }
+#if QG_FP8_LAST
+                xchg_sf_row0 = sf_row0;
+                xchg_sf_first = slot_of_cta == 0;
+#endif
             }
 #elif QG_D_FP8
             /* FP8 D. A thread holds columns 8j + 2 (lane % 4) and the next
@@ -1682,9 +1720,28 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
 #endif
             }
+#if QG_FP8_LAST
+            /* (see QG_FP8_LAST) D is on its way: release this tile's slots
+             * where another tile follows (the SFB warp's next slot, which the
+             * next iteration waits for anyway), then the scales */
+            qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
+            if (qg_ld_shared_s32x4(tile_slots + (tile_iter & 1) * 16).x >= 0) {
+                __syncwarp(); /* the warp's reads of the slots come before its release */
+                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(red_empty, lane);
+            }
+            if (xchg_sf_first && lane % 4 == 0) {
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const uint32_t row = wg_row + t * 64 + half * 8;
+                        if ((int)row < tile.rows) sfd[xchg_sf_row0 + row] = xchg_sf[t][half];
+                    }
+            }
+#endif
         }
         if (threadIdx.x % QG_EPI_THREADS == 0) qg_bulk_wait_group0(); /* each unit's stores */
-#if QG_FP8_EARLY
+#if QG_FP8_EARLY && !QG_FP8_LAST
         /* (no exit cluster barrier, below) every partner's release of the
          * last tile's slots has landed on this CTA's xchg_empty: no DSMEM
          * operation still targets this CTA's shared memory */

@@ -164,8 +164,10 @@ static bool split_tiles_allowed(void) {
 /* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
  * over the bf16-output one), A/B runs: unset or empty -> new+epi (below); a
  * '+'-separated list of old, room (QG_D_FP8_ROOM),
- * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three) and epi
- * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) -> those flags;
+ * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three), epi
+ * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) and last
+ * (QG_D_FP8_LAST: the exchange's release off the critical path, with early;
+ * not in new) -> those flags;
  * anything else -1: an empty word ("room+") or ',' (QGEMM_HC_VARIANT's
  * separator too) included. */
 int qg__fp8out_variant(void) {
@@ -173,12 +175,12 @@ int qg__fp8out_variant(void) {
     /* unset: new+epi, the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
      * 1.147 over the 14 rows of M 64 and 128, h200-03-u3; epi: -> 1.116, h200-05-u5) */
     if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI;
-    static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi"};
+    static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi", "last"};
     /* epi is not in new: A/B against it, new+epi */
     static const int word_flags[] = {0, QG_D_FP8_ROOM, QG_D_FP8_EARLY, QG_D_FP8_SFBPF,
-                                     QG_D_FP8_VARIANT, QG_D_FP8_EPI};
+                                     QG_D_FP8_VARIANT, QG_D_FP8_EPI, QG_D_FP8_LAST};
     int flags = 0, i;
-    while ((i = qg__env_next_word(&v, "+", false, names, 6)) >= 0) flags |= word_flags[i];
+    while ((i = qg__env_next_word(&v, "+", false, names, 7)) >= 0) flags |= word_flags[i];
     return i == -1 ? flags : -1;
 }
 

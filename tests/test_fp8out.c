@@ -275,8 +275,10 @@ TEST(gpu_fp8out_variants) {
     const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
     char keep[64] = "";
     if (saved) snprintf(keep, sizeof keep, "%s", saved);
-    /* (epi, new+epi: the cheaper e4m3 epilogue, QG_FP8_EPI) */
-    static const char *const variants[] = {"early", "sfbpf", "new", "epi", "new+epi"};
+    /* (epi, new+epi: the cheaper e4m3 epilogue, QG_FP8_EPI; new+epi+last: the
+     * exchange's release at a tile's end, none on the last, QG_FP8_LAST: the
+     * split cases of M 1000 and the grouped kinds run several tiles a CTA) */
+    static const char *const variants[] = {"early", "sfbpf", "new", "epi", "new+epi", "new+epi+last"};
     static const struct { int kind, m, n, k, g, bm, bn, ue; } cases[] = {
         {0, 257, 576, 512, 1, 64, 32, 0},     {0, 257, 576, 512, 1, 128, 64, 0},
         {0, 1000, 4096, 2048, 1, 64, 64, 0},  {0, 1000, 4096, 2048, 1, 128, 32, 1},
@@ -629,7 +631,9 @@ TEST(fp8out_plans) {
             {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
             {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
             {"old+early", QG_D_FP8_EARLY}, {"epi", QG_D_FP8_EPI},
-            {"new+epi", QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"fast", -1}, {"room+", -1},
+            {"new+epi", QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"last", QG_D_FP8_LAST},
+            {"new+epi+last", QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST},
+            {"lasts", -1}, {"fast", -1}, {"room+", -1},
             {"room,early", -1}, {"epis", -1}};
         const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
         char keep[64] = "";
