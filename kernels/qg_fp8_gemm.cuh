@@ -174,13 +174,16 @@
  * wait for them), and only where the SFB warp has handed over another tile
  * (its next slot, filled one tile ahead: qg_mbarrier_wait on that buffer's
  * sfb_full is the wait the next iteration makes anyway): the last tile's
- * slots are never reused, so no release and no exit wait. Safe: a CTA's
- * shared memory is a DSMEM target only of its partners' st.async (all
- * landed once its xchg_full completes) and of their releases, every one of
- * which it waited for before it sent the tile after it (xchg_empty); every
- * CTA of a cluster runs the same tiles, so all agree on the last. The same
+ * slots are never reused, so no release and no wait for the partners'
+ * releases at exit: the CTAs exit together on the cluster barrier's second
+ * phase instead, arrived at relaxed (no MEMBAR). Safe: a CTA's shared
+ * memory is a DSMEM target only of its partners' st.async (all landed once
+ * its xchg_full completes) and of their releases, every one of which it
+ * waited for before it sent the tile after it (xchg_empty); every CTA of a
+ * cluster runs the same tiles, so all agree on the last. The same
  * math: bytes and scales equal the default's. Most CTAs of the small-M rows
- * run one tile, so there the exchange is: st.async, the wait, nothing else. */
+ * run one tile, so there the exchange is: st.async, the wait, nothing else
+ * on the way to D's store. */
 #ifndef QG_FP8_LAST
 #define QG_FP8_LAST 0
 #endif
@@ -1758,6 +1761,16 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
      * its sfd stores need no release fence (arrive.release: MEMBAR.ALL.GPU,
      * ncu 2026-11-29: 65 samples at the exit's arrive). */
     if (!xchg_ready) qg_cluster_wait();
+#if QG_FP8_LAST
+    /* (QG_FP8_LAST) The CTAs of a cluster exit together, on the cluster
+     * barrier's second phase, arrived at relaxed (no fence): a CTA's last
+     * st.async to its partners has landed once they are here (each waited
+     * for its xchg_full), whatever the rules for a DSMEM store whose source
+     * has exited; the wait only keeps a CTA resident until its partners are
+     * done, which does not move the kernel's end. */
+    qg_cluster_arrive_relaxed();
+    qg_cluster_wait();
+#endif
 #elif QG_CLUSTER > 1
     /* Neither CTA may exit while its partner can still multicast into it or
      * arrive on its barriers. */
