@@ -258,6 +258,15 @@ TEST(gpu_fp8out) {
     PASS();
 }
 
+/* QG_TEST_FP8OUT_VARIANTS="a,b" (only): whether name is in the list; no list: every name. */
+static bool fp8out_variant_listed(const char *only, const char *name) {
+    if (!only) return true;
+    char pat[40], list[256];
+    snprintf(pat, sizeof pat, ",%s,", name);
+    snprintf(list, sizeof list, ",%s,", only);
+    return strstr(list, pat) != NULL;
+}
+
 /* QGEMM_FP8OUT_VARIANT (issue 51's A/B runs): every variant's kernels pass
  * the same checks as the default's (fp64 reference, poison), and where the
  * variant runs the default's tile its bytes and scales (poison included) are
@@ -279,6 +288,11 @@ TEST(gpu_fp8out_variants) {
      * exchange's release at a tile's end, none on the last, QG_FP8_LAST: the
      * split cases of M 1000 and the grouped kinds run several tiles a CTA) */
     static const char *const variants[] = {"early", "sfbpf", "new", "epi", "new+epi", "new+epi+last"};
+    /* QG_TEST_FP8OUT_VARIANTS="a,b": old and these only (a short GPU run) */
+    const char *only = getenv("QG_TEST_FP8OUT_VARIANTS");
+    int listed = 0;
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v)
+        listed += fp8out_variant_listed(only, variants[v]);
     static const struct { int kind, m, n, k, g, bm, bn, ue; } cases[] = {
         {0, 257, 576, 512, 1, 64, 32, 0},     {0, 257, 576, 512, 1, 128, 64, 0},
         {0, 1000, 4096, 2048, 1, 64, 64, 0},  {0, 1000, 4096, 2048, 1, 128, 32, 1},
@@ -318,6 +332,7 @@ TEST(gpu_fp8out_variants) {
         cases_run++;
         failures += !run_case_keep(ctx, stream, p, cases[i].ue, cfg, label, &base);
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v) {
+            if (!fp8out_variant_listed(only, variants[v])) continue;
             setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);
             qg_config c;
             CHECK(qg_select_config_fp8out(ctx, &prob, cases[i].ue, &c) == QG_SUCCESS, "%s",
@@ -349,7 +364,9 @@ TEST(gpu_fp8out_variants) {
     qgtk_gpu_session_close(ctx, stream);
     printf("    %d cases, %d bitwise comparisons with the default, %d failures\n", cases_run,
            compared, failures);
-    CHECK(compared >= 45, "too few bitwise comparisons: %d", compared);
+    /* (~9 of the 11 cases run old's tile under each variant) */
+    CHECK(listed > 0, "QG_TEST_FP8OUT_VARIANTS='%s' names no variant", only ? only : "");
+    CHECK(compared >= (only ? 8 * listed : 45), "too few bitwise comparisons: %d", compared);
     CHECK(failures == 0, "%d of %d variant cases failed", failures, cases_run);
     PASS();
 }
