@@ -418,7 +418,7 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
-#define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 || QG_FP8_SPLIT > 1 ? 16 : 0)
+#define QG_SMEM_RED_BARRIERS ((QG_SPLIT_K > 1) * 16 + (QG_FP8_SPLIT > 1) * 16)
 /* FP8 D split: QG_FP8_SPLIT slots of block_m partial amax words (1 KiB
  * multiples: the stages stay 1024-byte aligned). */
 #define QG_SMEM_XCHG (QG_FP8_SPLIT > 1 ? QG_ROUND_UP(QG_FP8_SPLIT * QG_BLOCK_M * 4, 1024) : 0)
@@ -453,8 +453,10 @@ static_assert(QG_WGMMA_N % 8 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS 
 static_assert(QG_KPIPE ? QG_UNITS == 1 && QG_ACC_SETS == 2 : QG_UNITS % QG_ACC_SETS == 0,
               "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
-static_assert(QG_CLUSTER == 1 || QG_CLUSTER == 2 || (QG_CLUSTER == 4 && QG_FP8_SPLIT == 4),
-              "clusters of 1 or 2 CTAs (4: FP8 D split over 32-column tiles)");
+static_assert(QG_CLUSTER == 1 || QG_CLUSTER == 2 ||
+                  (QG_CLUSTER == QG_FP8_SPLIT * QG_SPLIT_K && QG_FP8_SPLIT > 1),
+              "clusters of 1 or 2 CTAs (4, 8: FP8 D split over 32-column tiles, or split "
+              "and split-K)");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
 static_assert(QG_A_BOX_ROWS % 8 == 0 && QG_A_BOX_ROWS <= QG_A_LOAD_ROWS &&
                   (QG_A_BOX_ROWS == QG_A_LOAD_ROWS || (QG_KIND == 0 && !QG_SFB_COLS && QG_MULTICAST != 1)),
@@ -485,8 +487,8 @@ static_assert(!QG_FP8_EPI || (QG_D_FP8 && !QG_SWIGLU), "QG_FP8_EPI: e4m3 D witho
 static_assert(!QG_FP8_EARLY || QG_FP8_SPLIT > 1,
               "QG_FP8_EARLY: the split tiles' cluster only (no multicast, no split-K)");
 static_assert(!QG_FP8_LAST || QG_FP8_EARLY, "QG_FP8_LAST: with QG_FP8_EARLY (its exit)");
-static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
-                                    QG_SPLIT_K == 1 && QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
+static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT * QG_SPLIT_K && QG_MULTICAST == 0 &&
+                                    QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
                                     !QG_SWIGLU),
               "FP8 D split: a cluster of 128 / block_n CTAs, no multicast, no split-K, "
               "swizzle group a multiple of the cluster, not SwiGLU (whole 256-column tiles)");
@@ -498,7 +500,8 @@ static_assert(!QG_SWIGLU || (QG_D_FP8 && QG_KIND <= 2 && QG_BLOCK_N % 256 == 0 &
               "SwiGLU: e4m3 D, dense / contiguous / masked, block_n and N multiples of 256, "
               "no split tiles");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
-                                  QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
+                                  QG_CLUSTER == QG_SPLIT_K * QG_FP8_SPLIT &&
+                                  QG_NUM_K_BLOCKS >= QG_SPLIT_K && !QG_FP8_EARLY),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
 
 /* The first row of B (in the flat [G * N][K] view) this CTA loads for tile t:
@@ -846,6 +849,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     uint64_t *sfb_full = empty + QG_NUM_STAGES, *sfb_empty = sfb_full + 2; /* per SFB buffer */
     uint64_t *red_full = sfb_empty + 2; /* split-K and FP8 D split only */
     [[maybe_unused]] uint64_t *red_empty = red_full + 1;
+    /* the FP8 D split's exchange barriers: after split-K's where both run */
+    [[maybe_unused]] uint64_t *xchg_full = red_full + (QG_SPLIT_K > 1 ? 2 : 0);
+    [[maybe_unused]] uint64_t *xchg_empty = xchg_full + 1;
     /* The tile of each SFB buffer (qg_tile_pack), 16-byte aligned: every
      * region above is a multiple of 16 bytes. */
     const uint32_t tile_slots =
@@ -856,7 +862,18 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
      * tile (rank 0 takes the odd one out). */
 #if QG_SPLIT_K > 1
 #define QG_KB_RANK0 ((QG_NUM_K_BLOCKS + 1) / 2)
+    /* (with an FP8 D split, QG_FP8_SPLIT > 1: cluster rank = K rank x
+     * QG_FP8_SPLIT + column slot; the scheduler gives a slot's K ranks one
+     * tile, and a K rank's slots one scale group) */
+#if QG_FP8_SPLIT > 1
+    const uint32_t split_cta = qg_cluster_ctarank();
+    const uint32_t split_rank = split_cta / QG_FP8_SPLIT;
+    /* the CTA of K rank 0 in this CTA's column slot: the partial sums' target */
+    const uint32_t split_peer0 = split_cta % QG_FP8_SPLIT;
+#else
     const uint32_t split_rank = qg_cluster_ctarank();
+    constexpr uint32_t split_peer0 = 0;
+#endif
     const int kb_begin = split_rank ? QG_KB_RANK0 : 0;
     const int kb_end = split_rank ? QG_NUM_K_BLOCKS : QG_KB_RANK0;
 #else
@@ -884,8 +901,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_mbarrier_init(red_empty, QG_NUM_MATH_THREADS / 32); /* CTA 0's math warps */
 #endif
 #if QG_FP8_SPLIT > 1
-        qg_mbarrier_init(red_full, 1); /* xchg_full: thread 0's expect_tx; bytes from st.async */
-        qg_mbarrier_init(red_empty, QG_FP8_SPLIT * QG_NUM_MATH_THREADS / 32); /* xchg_empty: every
+        qg_mbarrier_init(xchg_full, 1); /* xchg_full: thread 0's expect_tx; bytes from st.async */
+        qg_mbarrier_init(xchg_empty, QG_FP8_SPLIT * QG_NUM_MATH_THREADS / 32); /* xchg_empty: every
                                                                             CTA's math warps */
 #endif
         qg_fence_proxy_async_shared();
@@ -1320,8 +1337,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             if (split_rank != 0) {
                 qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);
                 const uint32_t slot = qg_map_cluster(
-                    smem_red + (split_rank - 1) * QG_BLOCK_M * QG_BLOCK_N, 0);
-                const uint32_t bar = qg_map_cluster(red_full, 0);
+                    smem_red + (split_rank - 1) * QG_BLOCK_M * QG_BLOCK_N, split_peer0);
+                const uint32_t bar = qg_map_cluster(red_full, split_peer0);
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1351,7 +1368,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             __syncwarp(); /* the warp's reads of the slots come before its release */
 #pragma unroll
             for (int r = 1; r < QG_SPLIT_K; ++r)
-                if (lane == 0) qg_mbarrier_arrive_release_cluster(red_empty, r);
+                if (lane == 0) qg_mbarrier_arrive_release_cluster(red_empty, r * QG_FP8_SPLIT + split_peer0);
             red_phase ^= 1;
 #endif
 
@@ -1492,7 +1509,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 /* (|x| as bits orders like |x|; a NaN's bits exceed inf's and
                  * win the max, as fmaxf would not guarantee) */
                 if (threadIdx.x == 0)
-                    qg_mbarrier_arrive_expect_tx(red_full, QG_FP8_SPLIT * QG_BLOCK_M * 4);
+                    qg_mbarrier_arrive_expect_tx(xchg_full, QG_FP8_SPLIT * QG_BLOCK_M * 4);
 #if QG_FP8_EARLY
                 /* every partner's barriers are initialized (the first tile) */
                 if (!xchg_ready) {
@@ -1501,11 +1518,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
 #endif
                 /* every CTA has read the previous tile's values from its slots */
-                qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
+                qg_mbarrier_wait_acquire_cluster(xchg_empty, xchg_phase ^ 1);
                 if (lane % 4 == 0) {
 #pragma unroll
                     for (int q = 0; q < QG_FP8_SPLIT; ++q) {
-                        const uint32_t bar = qg_map_cluster(red_full, (uint32_t)q);
+                        const uint32_t bar = qg_map_cluster(xchg_full, (uint32_t)q);
 #pragma unroll
                         for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1517,7 +1534,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             }
                     }
                 }
-                qg_mbarrier_wait_acquire_cluster(red_full, xchg_phase);
+                qg_mbarrier_wait_acquire_cluster(xchg_full, xchg_phase);
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1531,7 +1548,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                     }
 #if !QG_FP8_LAST /* (QG_FP8_LAST: at the end of the tile, below) */
                 __syncwarp(); /* the warp's reads of the slots come before its release */
-                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(red_empty, lane);
+                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(xchg_empty, lane);
 #endif
                 xchg_phase ^= 1;
                 const int64_t sf_row0 = (QG_KIND == 2 ? (int64_t)tile.group * QG_NUM_SFB_N * sfd_ld : 0) +
@@ -1730,7 +1747,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
             if (qg_ld_shared_s32x4(tile_slots + (tile_iter & 1) * 16).x >= 0) {
                 __syncwarp(); /* the warp's reads of the slots come before its release */
-                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(red_empty, lane);
+                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(xchg_empty, lane);
             }
             if (xchg_sf_first && lane % 4 == 0) {
 #pragma unroll
@@ -1748,7 +1765,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         /* (no exit cluster barrier, below) every partner's release of the
          * last tile's slots has landed on this CTA's xchg_empty: no DSMEM
          * operation still targets this CTA's shared memory */
-        if (xchg_ready) qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
+        if (xchg_ready) qg_mbarrier_wait_acquire_cluster(xchg_empty, xchg_phase ^ 1);
 #endif
     }
 

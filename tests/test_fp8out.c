@@ -641,6 +641,55 @@ TEST(fp8out_plans) {
         CHECK(qg__plan_out(&h200, &p, QG_D_FP8_ROOM, &c, &plan) == QG_ERROR_INTERNAL,
               "a variant flag without e4m3 D: %s", qg_last_error());
     }
+    /* nk (QG_D_FP8_NK): a split tile with split-K 2 plans a cluster of split x 2 with
+     * the partner's sums beside the exchange (and both barrier pairs), only under
+     * the flag and in the dense kind; the heuristic on an H200 takes it at N 576
+     * alone among DeepGEMM's 14 small rows' (N, K) */
+    {
+        qg_device_props h200;
+        memset(&h200, 0, sizeof h200);
+        h200.sm_count = 132, h200.cc_major = 9, h200.smem_optin_bytes = 232448;
+        h200.dram_gbps = 4915;
+        qg_problem p = {QG_GEMM_DENSE, 300, 2112, 7168, 1, 0, 0};
+        static const int tiles[][2] = {{64, 32}, {64, 64}, {128, 32}};
+        for (size_t i = 0; i < 3; ++i) {
+            qg_config c1 = {.block_m = tiles[i][0], .block_n = tiles[i][1]}, c2 = c1;
+            c2.split_k = 2;
+            qg_kernel_plan p1, p2;
+            CHECK(qg__plan_out(&h200, &p, 1, &c2, &p2) == QG_ERROR_UNSUPPORTED,
+                  "split tile with split-K without nk: %s", qg_last_error());
+            CHECK(qg__plan_out(&h200, &p, 1 | QG_D_FP8_NK, &c2, &p2) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            c1.num_stages = p2.num_stages;
+            CHECK(qg__plan_out(&h200, &p, 1, &c1, &p1) == QG_SUCCESS, "%s", qg_last_error());
+            const int split = 128 / tiles[i][1];
+            CHECK(p2.cluster_size == 2 * split && p2.split_k == 2 &&
+                      p2.smem_bytes == p1.smem_bytes + (size_t)tiles[i][0] * tiles[i][1] * 4 + 16,
+                  "nk %dx%d: cluster %d split_k %d smem %zu against %zu", tiles[i][0],
+                  tiles[i][1], p2.cluster_size, p2.split_k, p2.smem_bytes, p1.smem_bytes);
+            qg_problem g = {QG_GEMM_GROUPED_MASKED, 300, 2112, 7168, 4, 300, 0};
+            CHECK(qg__plan_out(&h200, &g, 1 | QG_D_FP8_NK, &c2, &p2) == QG_ERROR_UNSUPPORTED,
+                  "nk in the masked kind: %s", qg_last_error());
+        }
+        static const struct { int m, n, k, bn, split_k, cluster; } nk[] = {
+            {64, 576, 7168, 32, 2, 8},    {128, 576, 7168, 32, 2, 8},
+            {64, 2112, 7168, 32, 1, 4},   {128, 2112, 7168, 64, 1, 2},
+            {128, 4096, 7168, 64, 1, 2},  {64, 7168, 2048, 64, 1, 2},
+            {64, 32768, 512, 128, 1, 1}};
+        const int flags = 1 | QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_NK;
+        for (size_t i = 0; i < sizeof nk / sizeof nk[0]; ++i) {
+            qg_problem q = {QG_GEMM_DENSE, nk[i].m, nk[i].n, nk[i].k, 1, 0, 0};
+            qg_config c;
+            qg_kernel_plan plan;
+            CHECK(qg__select_out(&h200, 132, &q, flags, NULL, 0, &c, &plan) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            CHECK(c.block_m == 64 && c.block_n == nk[i].bn && plan.split_k == nk[i].split_k &&
+                      plan.cluster_size == nk[i].cluster,
+                  "nk %dx%dx%d: %dx%d split_k %d cluster %d, want 64x%d split_k %d cluster %d",
+                  q.m, q.n, q.k, c.block_m, c.block_n, plan.split_k, plan.cluster_size, nk[i].bn,
+                  nk[i].split_k, nk[i].cluster);
+        }
+    }
     /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
     {
         static const struct { const char *v; int flags; } vars[] = {
@@ -650,6 +699,7 @@ TEST(fp8out_plans) {
             {"old+early", QG_D_FP8_EARLY}, {"epi", QG_D_FP8_EPI},
             {"new+epi", QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"last", QG_D_FP8_LAST},
             {"new+epi+last", QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST},
+            {"nk", QG_D_FP8_NK}, {"new+epi+nk", QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_NK},
             {"lasts", -1}, {"fast", -1}, {"room+", -1},
             {"room,early", -1}, {"epis", -1}};
         const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
