@@ -41,7 +41,7 @@ e.g. the whole-group tile the split replaced:
     PYTHONPATH=python python3 bench/peers_fp8out.py --rows 64x2112x7168 --fused-config 64x128:sk2
 
 --variants A,B,...: the fused path under each QGEMM_FP8OUT_VARIANT value (src/env.c: old,
-room, early, sfbpf, new, epi, last and '+'-lists), side by side in one process: per row a
+room, early, sfbpf, new, epi, last, nk and '+'-lists), side by side in one process: per row a
 ``variants`` dict (configuration, kineto time, fused / bf16-out, accuracy against the
 unfused path, ``same_as_first``: bytes and scales bitwise equal to the first variant's,
 required where the tile is the same), then one ``fp8out-variant`` line per variant

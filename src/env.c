@@ -133,7 +133,9 @@
  *                                            three), epi (the cheaper e4m3 epilogue:
  *                                            the same bytes, not in new) or last (with
  *                                            early: the exchange's release at a tile's
- *                                            end, none on the last; not in new); another value fails
+ *                                            end, none on the last; not in new), nk (dense
+ *                                            split tiles with split-K 2 too, clusters of 8
+ *                                            or 4: N 576; not in new); another value fails
  *                                            the call, naming it
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
  *                                            in the contiguous, masked and psum kinds
@@ -233,7 +235,8 @@ const qg_env_knob qg__env_knobs[] = {
      "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
      "new (all three), epi (the cheaper e4m3 epilogue, not in new) or last (with early: the "
-     "exchange's release at a tile's end, none on a CTA's last tile; not in new)", "new+epi"},
+     "exchange's release at a tile's end, none on a CTA's last tile; not in new) or nk (dense split "
+     "tiles with split-K 2 too, in clusters of 8 or 4; not in new)", "new+epi"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "

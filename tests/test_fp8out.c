@@ -371,6 +371,60 @@ TEST(gpu_fp8out_variants) {
     PASS();
 }
 
+/* QGEMM_FP8OUT_VARIANT nk (QG_D_FP8_NK): split tiles with split-K 2 (clusters of 8
+ * and 4), against the fp64 reference with poison, not bitwise (the K halves' sums
+ * round differently): the heuristic's picks at N 576 (one tile a CTA), forced
+ * 64x32 / 64x64 / 128x32 with split-K on several tiles a CTA (M 1000), a last
+ * group of 8 columns (N 1160), UE8M0 once. */
+TEST(gpu_fp8out_nk) {
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    setenv("QGEMM_FP8OUT_VARIANT", "new+epi+nk", 1);
+    static const struct { int m, n, k, bm, bn, ue; } cases[] = {
+        {64, 576, 7168, 0, 0, 0},      {128, 576, 7168, 0, 0, 1},   {1000, 576, 2048, 64, 32, 0},
+        {1000, 576, 2048, 64, 64, 0},  {100, 1160, 1536, 64, 32, 0}, {100, 1160, 1536, 64, 64, 1},
+        {257, 2112, 7168, 128, 32, 0}, {300, 4096, 1024, 128, 64, 0}};
+    int failures = 0, cases_run = 0, split_k_runs = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = cases[i].m, .n = cases[i].n,
+                                  .k = cases[i].k, .num_groups = 1, .seed = 5151 + i,
+                                  .scale_spread = 3};
+        qgtk_problem_data *p = make(ctx, &spec, true);
+        CHECK(p, "problem: %s", qg_last_error());
+        const qg_config forced = {.block_m = cases[i].bm, .block_n = cases[i].bn, .split_k = 2};
+        const qg_config *cfg = cases[i].bm ? &forced : NULL;
+        qg_problem prob = {QG_GEMM_DENSE, p->m, p->n, p->k, 1, 0, 0};
+        qg_config c;
+        CHECK(qg_select_config_fp8out(ctx, &prob, cases[i].ue, &c) == QG_SUCCESS, "%s",
+              qg_last_error());
+        if (cfg) c = forced;
+        split_k_runs += c.split_k == 2 && c.block_n < 128;
+        char label[128];
+        snprintf(label, sizeof label, "nk %dx%dx%d %s%dx%d split-K %d%s", p->m, p->n, p->k,
+                 cfg ? "forced " : "", c.block_m, c.block_n, c.split_k, cases[i].ue ? " ue8m0" : "");
+        kept_out out = {0};
+        cases_run++;
+        failures += !run_case_keep(ctx, stream, p, cases[i].ue, cfg, label, &out);
+        kept_free(&out);
+        qgtk_problem_free(p);
+    }
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    printf("    %d cases (%d split tiles with split-K), %d failures\n", cases_run, split_k_runs,
+           failures);
+    CHECK(split_k_runs >= 7, "the heuristic did not pick split-K at N 576: %d runs", split_k_runs);
+    CHECK(failures == 0, "%d of %d nk cases failed", failures, cases_run);
+    PASS();
+}
+
 /* ---- on the CPU: argument checks and plans ------------------------------ */
 
 #include "fake_args.h"

@@ -103,6 +103,11 @@ def test_variant_heuristic_offline(monkeypatch):
     monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new+epi+last")
     new = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
     assert (new["block_n"], new["cluster"]) == (64, 2)
+    # nk: split tiles with split-K 2 where the split leaves most SMs idle (N 576)
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new+epi+nk")
+    nk = qgemm.select_config_fp8out(64, 576, 7168, offline=True)
+    assert (nk["block_n"], nk["split_k"], nk["cluster"]) == (32, 2, 8)
+    assert qgemm.select_config_fp8out(64, 4096, 7168, offline=True) == new
     monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "fast")
     with pytest.raises(Exception, match="QGEMM_FP8OUT_VARIANT='fast'"):
         qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
