@@ -128,7 +128,7 @@
  * barriers flip once a tile.
  *
  * FP8 D split invariants (QG_FP8_SPLIT = 128 / block_n CTAs a cluster, block_n
- * 64 or 32, no multicast, no split-K): the scheduler counts N in whole
+ * 64 or 32, no multicast, no split-K but under nk, below): the scheduler counts N in whole
  * 128-column groups (QG_NUM_N_BLOCKS padded to a multiple of QG_FP8_SPLIT, the
  * swizzle group a multiple of it), so the CTAs of a cluster always hold the
  * QG_FP8_SPLIT tiles of one m-block and one scale group (a tile past N, in the
@@ -141,8 +141,14 @@
  * xchg_full, takes the max of the slots, and each math warp then arrives on
  * every CTA's xchg_empty (release, cluster scope), which a CTA's writers wait
  * for (acquire) before they send the next tile's values. Both barriers
- * (red_full / red_empty: split-K and the split are exclusive) flip once a
- * tile. The CTA of the group's first columns stores the scale.
+ * flip once a tile. The CTA of the group's first columns stores the scale.
+ * With split-K as well (QGEMM_FP8OUT_VARIANT nk: dense, QG_SPLIT_K 2, a
+ * cluster of QG_FP8_SPLIT x 2, no QG_FP8_EARLY): cluster rank = K rank x
+ * QG_FP8_SPLIT + column slot; both K ranks of a slot get the same tile (the
+ * scheduler numbers tiles by slot), K rank 1 sends its sums to K rank 0 of
+ * its slot as in split-K (red_full / red_empty) and goes on, and the K-rank-0
+ * CTAs (ranks 0 .. QG_FP8_SPLIT - 1) exchange the amax as above on their own
+ * barrier pair (xchg_full / xchg_empty, after split-K's).
  *
  * QG_FP8_EARLY (with QG_FP8_SPLIT > 1; QGEMM_FP8OUT_VARIANT early): the
  * cluster exists for the exchange alone (no multicast, no split-K), so its
@@ -490,8 +496,8 @@ static_assert(!QG_FP8_LAST || QG_FP8_EARLY, "QG_FP8_LAST: with QG_FP8_EARLY (its
 static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT * QG_SPLIT_K && QG_MULTICAST == 0 &&
                                     QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
                                     !QG_SWIGLU),
-              "FP8 D split: a cluster of 128 / block_n CTAs, no multicast, no split-K, "
-              "swizzle group a multiple of the cluster, not SwiGLU (whole 256-column tiles)");
+              "FP8 D split: a cluster of 128 / block_n CTAs (x 2 with split-K), no multicast, "
+              "swizzle group a multiple of the split, not SwiGLU (whole 256-column tiles)");
 /* SwiGLU: whole gate | up block pairs per tile (the host plans 256), N of
  * whole pairs, no split-K (its partial sums meet only before the epilogue,
  * which would work, but no plan asks for it); so never a split tile. */
