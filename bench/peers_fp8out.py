@@ -182,7 +182,10 @@ def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, s
                 same = bool(torch.equal(got[0], first[0][0]) and
                             torch.equal(got[1].view(torch.int32), first[0][1].view(torch.int32)))
                 r["same_as_first"] = same
-                r["same_tile"] = cfg.get("tile") == first[1].get("tile")
+                # (the same tile and split-K: nk's split-K on a split tile sums K in two
+                # halves, so its bytes may differ by FP32 rounding; it counts as a change)
+                r["same_tile"] = (cfg.get("tile") == first[1].get("tile") and
+                                  cfg.get("split_k") == first[1].get("split_k"))
             if first[1] is cfg and "qgemm_us" in row:  # (the row's own timing ran under it)
                 us = row["qgemm_us"]
             else:
