@@ -41,7 +41,7 @@ e.g. the whole-group tile the split replaced:
     PYTHONPATH=python python3 bench/peers_fp8out.py --rows 64x2112x7168 --fused-config 64x128:sk2
 
 --variants A,B,...: the fused path under each QGEMM_FP8OUT_VARIANT value (src/env.c: old,
-room, early, sfbpf, new and '+'-lists), side by side in one process: per row a
+room, early, sfbpf, new, epi, last, nk and '+'-lists), side by side in one process: per row a
 ``variants`` dict (configuration, kineto time, fused / bf16-out, accuracy against the
 unfused path, ``same_as_first``: bytes and scales bitwise equal to the first variant's,
 required where the tile is the same), then one ``fp8out-variant`` line per variant
@@ -182,7 +182,10 @@ def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, s
                 same = bool(torch.equal(got[0], first[0][0]) and
                             torch.equal(got[1].view(torch.int32), first[0][1].view(torch.int32)))
                 r["same_as_first"] = same
-                r["same_tile"] = cfg.get("tile") == first[1].get("tile")
+                # (the same tile and split-K: nk's split-K on a split tile sums K in two
+                # halves, so its bytes may differ by FP32 rounding; it counts as a change)
+                r["same_tile"] = (cfg.get("tile") == first[1].get("tile") and
+                                  cfg.get("split_k") == first[1].get("split_k"))
             if first[1] is cfg and "qgemm_us" in row:  # (the row's own timing ran under it)
                 us = row["qgemm_us"]
             else:
@@ -195,9 +198,33 @@ def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, s
     set_variant(variants[0])
 
 
+def run_diag(row: Dict[str, Any], a: Any, sfa: Any, b: Any, sfb: Any, d16: Any, flusher: Any,
+             calls: int) -> None:
+    """--diag: where the fused path's time over bf16-out goes. The bf16-out GEMM forced to the
+    fused path's tile (block_m x block_n, no cluster, no split-K), ``bf16_fused_tile_us``:
+    ``tile_cost`` = that / bf16out_us (what the tile the 1x128 groups force costs a bf16
+    GEMM), ``epi_cost`` = qgemm_us / that (the e4m3 epilogue, and on split tiles the
+    cluster and the amax exchange, on the same tile); fused / bf16-out = their product."""
+    import qgemm
+    tile = row["fused_cfg"].get("tile")
+    if not tile:
+        return
+    bm, bn = (int(v) for v in tile.split("x"))
+
+    def bf16_tile() -> None:
+        qgemm.fp8_gemm_nt((a, sfa), (b, sfb), d16, config={"block_m": bm, "block_n": bn})
+    try:
+        us, _, _ = peers.time_kineto(bf16_tile, flusher, calls)
+        row["diag"] = {"bf16_fused_tile_us": round(us, 2),
+                       "tile_cost": round(us / row["bf16out_us"], 4),
+                       "epi_cost": round(row["qgemm_us"] / us, 4)}
+    except Exception as e:  # (a tile the bf16 path refuses: recorded, the row goes on)
+        row["diag"] = {"error": peers.short_err(e)}
+
+
 def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool,
               fused_config: Optional[Dict[str, int]] = None,
-              variants: Optional[List[str]] = None) -> Dict[str, Any]:
+              variants: Optional[List[str]] = None, diag: bool = False) -> Dict[str, Any]:
     import torch
     import qgemm
     g = torch.Generator(device="cuda").manual_seed(m * 1000003 + n * 101 + k)
@@ -228,6 +255,8 @@ def run_shape(m: int, n: int, k: int, flusher: Any, calls: int, ue8m0: bool,
         row["fused_cfg"] = cfg_summary(qgemm.select_config_fp8out(m, n, k, use_ue8m0=ue8m0), True)
     row["bf16out_cfg"] = cfg_summary(qgemm.select_config(m, n, k), False)
     row = check_and_time(row, fused, bf16out, unfused, d8, sfd, flusher, calls)
+    if diag:
+        run_diag(row, a, sfa, b, sfb, d16, flusher, calls)
     if variants:
         _, q_ref, sf_ref = row.pop("_ref")
 
@@ -378,6 +407,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--variants", help="comma-separated QGEMM_FP8OUT_VARIANT values to time "
                     "the fused path under, side by side (e.g. old,room+early,new; 'default': "
                     "unset); the first is the row's plain columns; one summary line each")
+    ap.add_argument("--diag", action="store_true", help="also time the bf16-out GEMM on the "
+                    "fused path's tile: per row tile_cost and epi_cost (their product is "
+                    "fused / bf16-out), geomeans in the summary")
     ap.add_argument("--kind", choices=("fp8out", "swiglu"), default="fp8out",
                     help="fp8out (default) or swiglu rows")
     args = ap.parse_args(argv)
@@ -401,7 +433,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = open(args.out, "a") if args.out else None
     for m, n, k in shapes:
         try:
-            r = run_shape(m, n, k, flusher, args.calls, args.ue8m0, fused_config, variants)
+            r = run_shape(m, n, k, flusher, args.calls, args.ue8m0, fused_config, variants,
+                          args.diag)
         except Exception as e:  # a failing shape is a row with its error
             r = {"kind": "fp8out", "shape": f"{m}x{n}x{k}", "error": peers.short_err(e)}
         rows.append(r)
@@ -426,6 +459,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         "targets": "fused/bf16out <= 1.03; unfused/fused >= 1.2 (M <= 256), >= 1.05 (M >= 4096)",
         "fused_config": args.fused_config,
     }
+    diags = [r["diag"] for r in ok if "tile_cost" in r.get("diag", {})]
+    if diags:
+        summary["diag_tile_cost_geomean"] = geomean([d["tile_cost"] for d in diags])
+        summary["diag_epi_cost_geomean"] = geomean([d["epi_cost"] for d in diags])
     line = json.dumps(summary)
     print(line)
     if out:

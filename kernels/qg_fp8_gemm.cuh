@@ -128,7 +128,7 @@
  * barriers flip once a tile.
  *
  * FP8 D split invariants (QG_FP8_SPLIT = 128 / block_n CTAs a cluster, block_n
- * 64 or 32, no multicast, no split-K): the scheduler counts N in whole
+ * 64 or 32, no multicast, no split-K but under nk, below): the scheduler counts N in whole
  * 128-column groups (QG_NUM_N_BLOCKS padded to a multiple of QG_FP8_SPLIT, the
  * swizzle group a multiple of it), so the CTAs of a cluster always hold the
  * QG_FP8_SPLIT tiles of one m-block and one scale group (a tile past N, in the
@@ -141,8 +141,14 @@
  * xchg_full, takes the max of the slots, and each math warp then arrives on
  * every CTA's xchg_empty (release, cluster scope), which a CTA's writers wait
  * for (acquire) before they send the next tile's values. Both barriers
- * (red_full / red_empty: split-K and the split are exclusive) flip once a
- * tile. The CTA of the group's first columns stores the scale.
+ * flip once a tile. The CTA of the group's first columns stores the scale.
+ * With split-K as well (QGEMM_FP8OUT_VARIANT nk: dense, QG_SPLIT_K 2, a
+ * cluster of QG_FP8_SPLIT x 2, no QG_FP8_EARLY): cluster rank = K rank x
+ * QG_FP8_SPLIT + column slot; both K ranks of a slot get the same tile (the
+ * scheduler numbers tiles by slot), K rank 1 sends its sums to K rank 0 of
+ * its slot as in split-K (red_full / red_empty) and goes on, and the K-rank-0
+ * CTAs (ranks 0 .. QG_FP8_SPLIT - 1) exchange the amax as above on their own
+ * barrier pair (xchg_full / xchg_empty, after split-K's).
  *
  * QG_FP8_EARLY (with QG_FP8_SPLIT > 1; QGEMM_FP8OUT_VARIANT early): the
  * cluster exists for the exchange alone (no multicast, no split-K), so its
@@ -162,6 +168,30 @@
  */
 #ifndef QG_FP8_EARLY
 #define QG_FP8_EARLY 0
+#endif
+/* QG_FP8_LAST (with QG_FP8_EARLY; QGEMM_FP8OUT_VARIANT last): the
+ * exchange's release leaves the critical path. Under QG_FP8_EARLY each math
+ * warp releases its CTA's slots (mbarrier.arrive.release.cluster on every
+ * partner's xchg_empty: MEMBAR.ALL.GPU + CGAERRBAR in the SASS, ptxas 13,
+ * 64x64 split) between reading the group's amax and quantizing, and before
+ * it exits waits for every partner's release of the last tile. Here a warp
+ * releases at the end of a tile (after D's shared stores and the TMA store's
+ * issue; its scale stores after the release, so that the fence does not
+ * wait for them), and only where the SFB warp has handed over another tile
+ * (its next slot, filled one tile ahead: qg_mbarrier_wait on that buffer's
+ * sfb_full is the wait the next iteration makes anyway): the last tile's
+ * slots are never reused, so no release and no wait for the partners'
+ * releases at exit: the CTAs exit together on the cluster barrier's second
+ * phase instead, arrived at relaxed (no MEMBAR). Safe: a CTA's shared
+ * memory is a DSMEM target only of its partners' st.async (all landed once
+ * its xchg_full completes) and of their releases, every one of which it
+ * waited for before it sent the tile after it (xchg_empty); every CTA of a
+ * cluster runs the same tiles, so all agree on the last. The same
+ * math: bytes and scales equal the default's. Most CTAs of the small-M rows
+ * run one tile, so there the exchange is: st.async, the wait, nothing else
+ * on the way to D's store. */
+#ifndef QG_FP8_LAST
+#define QG_FP8_LAST 0
 #endif
 /* QG_FP8_SFB_PF (with QG_D_FP8; QGEMM_FP8OUT_VARIANT sfbpf): the TMA lane
  * asks L2 for its first tile's SFB lines before its first stage's loads. The
@@ -394,7 +424,7 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 /* Split-K: CTA 0's slots for its partners' FP32 sums (a multiple of 4 KiB,
  * so the stages stay 1024-byte aligned), and the two reduction barriers. */
 #define QG_SMEM_RED ((QG_SPLIT_K - 1) * QG_BLOCK_M * QG_BLOCK_N * 4)
-#define QG_SMEM_RED_BARRIERS (QG_SPLIT_K > 1 || QG_FP8_SPLIT > 1 ? 16 : 0)
+#define QG_SMEM_RED_BARRIERS ((QG_SPLIT_K > 1) * 16 + (QG_FP8_SPLIT > 1) * 16)
 /* FP8 D split: QG_FP8_SPLIT slots of block_m partial amax words (1 KiB
  * multiples: the stages stay 1024-byte aligned). */
 #define QG_SMEM_XCHG (QG_FP8_SPLIT > 1 ? QG_ROUND_UP(QG_FP8_SPLIT * QG_BLOCK_M * 4, 1024) : 0)
@@ -429,8 +459,10 @@ static_assert(QG_WGMMA_N % 8 == 0 && QG_BLOCK_N % QG_WGMMA_N == 0 && QG_N_PARTS 
 static_assert(QG_KPIPE ? QG_UNITS == 1 && QG_ACC_SETS == 2 : QG_UNITS % QG_ACC_SETS == 0,
               "accumulator sets");
 static_assert(QG_MULTICAST == 0 || QG_CLUSTER == 2, "multicast needs a 2-CTA cluster");
-static_assert(QG_CLUSTER == 1 || QG_CLUSTER == 2 || (QG_CLUSTER == 4 && QG_FP8_SPLIT == 4),
-              "clusters of 1 or 2 CTAs (4: FP8 D split over 32-column tiles)");
+static_assert(QG_CLUSTER == 1 || QG_CLUSTER == 2 ||
+                  (QG_CLUSTER == QG_FP8_SPLIT * QG_SPLIT_K && QG_FP8_SPLIT > 1),
+              "clusters of 1 or 2 CTAs (4, 8: FP8 D split over 32-column tiles, or split "
+              "and split-K)");
 static_assert(QG_A_LOAD_ROWS % 8 == 0 && QG_B_LOAD_ROWS % 8 == 0, "1024-byte aligned halves");
 static_assert(QG_A_BOX_ROWS % 8 == 0 && QG_A_BOX_ROWS <= QG_A_LOAD_ROWS &&
                   (QG_A_BOX_ROWS == QG_A_LOAD_ROWS || (QG_KIND == 0 && !QG_SFB_COLS && QG_MULTICAST != 1)),
@@ -460,11 +492,12 @@ static_assert(!QG_FP8_SFB_PF || (QG_D_FP8 && !QG_SFB_COLS), "QG_FP8_SFB_PF: e4m3
 static_assert(!QG_FP8_EPI || (QG_D_FP8 && !QG_SWIGLU), "QG_FP8_EPI: e4m3 D without SwiGLU only");
 static_assert(!QG_FP8_EARLY || QG_FP8_SPLIT > 1,
               "QG_FP8_EARLY: the split tiles' cluster only (no multicast, no split-K)");
-static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT && QG_MULTICAST == 0 &&
-                                    QG_SPLIT_K == 1 && QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
+static_assert(!QG_FP8_LAST || QG_FP8_EARLY, "QG_FP8_LAST: with QG_FP8_EARLY (its exit)");
+static_assert(QG_FP8_SPLIT == 1 || (QG_CLUSTER == QG_FP8_SPLIT * QG_SPLIT_K && QG_MULTICAST == 0 &&
+                                    QG_SWIZZLE_GROUP % QG_FP8_SPLIT == 0 &&
                                     !QG_SWIGLU),
-              "FP8 D split: a cluster of 128 / block_n CTAs, no multicast, no split-K, "
-              "swizzle group a multiple of the cluster, not SwiGLU (whole 256-column tiles)");
+              "FP8 D split: a cluster of 128 / block_n CTAs (x 2 with split-K), no multicast, "
+              "swizzle group a multiple of the split, not SwiGLU (whole 256-column tiles)");
 /* SwiGLU: whole gate | up block pairs per tile (the host plans 256), N of
  * whole pairs, no split-K (its partial sums meet only before the epilogue,
  * which would work, but no plan asks for it); so never a split tile. */
@@ -473,7 +506,8 @@ static_assert(!QG_SWIGLU || (QG_D_FP8 && QG_KIND <= 2 && QG_BLOCK_N % 256 == 0 &
               "SwiGLU: e4m3 D, dense / contiguous / masked, block_n and N multiples of 256, "
               "no split tiles");
 static_assert(QG_SPLIT_K == 1 || (QG_SPLIT_K == 2 && QG_KIND == 0 && QG_MULTICAST == 0 &&
-                                  QG_CLUSTER == QG_SPLIT_K && QG_NUM_K_BLOCKS >= QG_SPLIT_K),
+                                  QG_CLUSTER == QG_SPLIT_K * QG_FP8_SPLIT &&
+                                  QG_NUM_K_BLOCKS >= QG_SPLIT_K && !QG_FP8_EARLY),
               "split-K: dense, no multicast, one cluster of QG_SPLIT_K CTAs, a K block each");
 
 /* The first row of B (in the flat [G * N][K] view) this CTA loads for tile t:
@@ -821,6 +855,9 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
     uint64_t *sfb_full = empty + QG_NUM_STAGES, *sfb_empty = sfb_full + 2; /* per SFB buffer */
     uint64_t *red_full = sfb_empty + 2; /* split-K and FP8 D split only */
     [[maybe_unused]] uint64_t *red_empty = red_full + 1;
+    /* the FP8 D split's exchange barriers: after split-K's where both run */
+    [[maybe_unused]] uint64_t *xchg_full = red_full + (QG_SPLIT_K > 1 ? 2 : 0);
+    [[maybe_unused]] uint64_t *xchg_empty = xchg_full + 1;
     /* The tile of each SFB buffer (qg_tile_pack), 16-byte aligned: every
      * region above is a multiple of 16 bytes. */
     const uint32_t tile_slots =
@@ -831,7 +868,18 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
      * tile (rank 0 takes the odd one out). */
 #if QG_SPLIT_K > 1
 #define QG_KB_RANK0 ((QG_NUM_K_BLOCKS + 1) / 2)
+    /* (with an FP8 D split, QG_FP8_SPLIT > 1: cluster rank = K rank x
+     * QG_FP8_SPLIT + column slot; the scheduler gives a slot's K ranks one
+     * tile, and a K rank's slots one scale group) */
+#if QG_FP8_SPLIT > 1
+    const uint32_t split_cta = qg_cluster_ctarank();
+    const uint32_t split_rank = split_cta / QG_FP8_SPLIT;
+    /* the CTA of K rank 0 in this CTA's column slot: the partial sums' target */
+    const uint32_t split_peer0 = split_cta % QG_FP8_SPLIT;
+#else
     const uint32_t split_rank = qg_cluster_ctarank();
+    constexpr uint32_t split_peer0 = 0;
+#endif
     const int kb_begin = split_rank ? QG_KB_RANK0 : 0;
     const int kb_end = split_rank ? QG_NUM_K_BLOCKS : QG_KB_RANK0;
 #else
@@ -859,8 +907,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
         qg_mbarrier_init(red_empty, QG_NUM_MATH_THREADS / 32); /* CTA 0's math warps */
 #endif
 #if QG_FP8_SPLIT > 1
-        qg_mbarrier_init(red_full, 1); /* xchg_full: thread 0's expect_tx; bytes from st.async */
-        qg_mbarrier_init(red_empty, QG_FP8_SPLIT * QG_NUM_MATH_THREADS / 32); /* xchg_empty: every
+        qg_mbarrier_init(xchg_full, 1); /* xchg_full: thread 0's expect_tx; bytes from st.async */
+        qg_mbarrier_init(xchg_empty, QG_FP8_SPLIT * QG_NUM_MATH_THREADS / 32); /* xchg_empty: every
                                                                             CTA's math warps */
 #endif
         qg_fence_proxy_async_shared();
@@ -1295,8 +1343,8 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             if (split_rank != 0) {
                 qg_mbarrier_wait_acquire_cluster(red_empty, red_phase ^ 1);
                 const uint32_t slot = qg_map_cluster(
-                    smem_red + (split_rank - 1) * QG_BLOCK_M * QG_BLOCK_N, 0);
-                const uint32_t bar = qg_map_cluster(red_full, 0);
+                    smem_red + (split_rank - 1) * QG_BLOCK_M * QG_BLOCK_N, split_peer0);
+                const uint32_t bar = qg_map_cluster(red_full, split_peer0);
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1326,7 +1374,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
             __syncwarp(); /* the warp's reads of the slots come before its release */
 #pragma unroll
             for (int r = 1; r < QG_SPLIT_K; ++r)
-                if (lane == 0) qg_mbarrier_arrive_release_cluster(red_empty, r);
+                if (lane == 0) qg_mbarrier_arrive_release_cluster(red_empty, r * QG_FP8_SPLIT + split_peer0);
             red_phase ^= 1;
 #endif
 
@@ -1434,6 +1482,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
              * invariants" at the top): this CTA's partial amax of each row
              * over its block_n columns (those < N), the exchange, then the
              * group's scale quantizes this CTA's columns as below. */
+#if QG_FP8_LAST
+            float xchg_sf[QG_WG_TILES][2]; /* the rows' scales, stored after the release */
+            int64_t xchg_sf_row0 = 0;
+            bool xchg_sf_first = false;
+#endif
             {
                 const uint32_t d_base = qg_smem_addr(smem_d);
                 [[maybe_unused]] const int cols_left = QG_SHAPE_N - n_begin;
@@ -1462,7 +1515,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 /* (|x| as bits orders like |x|; a NaN's bits exceed inf's and
                  * win the max, as fmaxf would not guarantee) */
                 if (threadIdx.x == 0)
-                    qg_mbarrier_arrive_expect_tx(red_full, QG_FP8_SPLIT * QG_BLOCK_M * 4);
+                    qg_mbarrier_arrive_expect_tx(xchg_full, QG_FP8_SPLIT * QG_BLOCK_M * 4);
 #if QG_FP8_EARLY
                 /* every partner's barriers are initialized (the first tile) */
                 if (!xchg_ready) {
@@ -1471,11 +1524,11 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
 #endif
                 /* every CTA has read the previous tile's values from its slots */
-                qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
+                qg_mbarrier_wait_acquire_cluster(xchg_empty, xchg_phase ^ 1);
                 if (lane % 4 == 0) {
 #pragma unroll
                     for (int q = 0; q < QG_FP8_SPLIT; ++q) {
-                        const uint32_t bar = qg_map_cluster(red_full, (uint32_t)q);
+                        const uint32_t bar = qg_map_cluster(xchg_full, (uint32_t)q);
 #pragma unroll
                         for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1487,7 +1540,7 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             }
                     }
                 }
-                qg_mbarrier_wait_acquire_cluster(red_full, xchg_phase);
+                qg_mbarrier_wait_acquire_cluster(xchg_full, xchg_phase);
 #pragma unroll
                 for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
@@ -1499,8 +1552,10 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             a = max(a, qg_ld_shared_u32(qg_smem_addr(smem_xchg + q * QG_BLOCK_M + row)));
                         amax[t][half] = a;
                     }
+#if !QG_FP8_LAST /* (QG_FP8_LAST: at the end of the tile, below) */
                 __syncwarp(); /* the warp's reads of the slots come before its release */
-                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(red_empty, lane);
+                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(xchg_empty, lane);
+#endif
                 xchg_phase ^= 1;
                 const int64_t sf_row0 = (QG_KIND == 2 ? (int64_t)tile.group * QG_NUM_SFB_N * sfd_ld : 0) +
                                         (n_begin / 128) * sfd_ld + tile.m_begin;
@@ -1526,10 +1581,19 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                             qg_st_shared_b16(d_base + qg_smem_d_offset(row, j / 2) + (j % 2) * 8 + (lane % 4) * 2,
                                              qg_fp8_d_pack2(out[t][j * 4 + half * 2],
                                                             out[t][j * 4 + half * 2 + 1], mult, exact));
-                        /* the group's first CTA stores its scale */
+                        /* the group's first CTA stores its scale (QG_FP8_LAST: after
+                         * the release at the end of the tile) */
+#if QG_FP8_LAST
+                        xchg_sf[t][half] = sf;
+#else
                         if (slot_of_cta == 0 && lane % 4 == 0 && (int)row < tile.rows)
                             sfd[sf_row0 + row] = sf;
+#endif
                     }
+#if QG_FP8_LAST
+                xchg_sf_row0 = sf_row0;
+                xchg_sf_first = slot_of_cta == 0;
+#endif
             }
 #elif QG_D_FP8
             /* FP8 D. A thread holds columns 8j + 2 (lane % 4) and the next
@@ -1682,13 +1746,32 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
                 }
 #endif
             }
+#if QG_FP8_LAST
+            /* (see QG_FP8_LAST) D is on its way: release this tile's slots
+             * where another tile follows (the SFB warp's next slot, which the
+             * next iteration waits for anyway), then the scales */
+            qg_mbarrier_wait(&sfb_full[tile_iter & 1], (tile_iter >> 1) & 1);
+            if (qg_ld_shared_s32x4(tile_slots + (tile_iter & 1) * 16).x >= 0) {
+                __syncwarp(); /* the warp's reads of the slots come before its release */
+                if (lane < QG_FP8_SPLIT) qg_mbarrier_arrive_release_cluster(xchg_empty, lane);
+            }
+            if (xchg_sf_first && lane % 4 == 0) {
+#pragma unroll
+                for (int t = 0; t < QG_WG_TILES; ++t)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const uint32_t row = wg_row + t * 64 + half * 8;
+                        if ((int)row < tile.rows) sfd[xchg_sf_row0 + row] = xchg_sf[t][half];
+                    }
+            }
+#endif
         }
         if (threadIdx.x % QG_EPI_THREADS == 0) qg_bulk_wait_group0(); /* each unit's stores */
-#if QG_FP8_EARLY
+#if QG_FP8_EARLY && !QG_FP8_LAST
         /* (no exit cluster barrier, below) every partner's release of the
          * last tile's slots has landed on this CTA's xchg_empty: no DSMEM
          * operation still targets this CTA's shared memory */
-        if (xchg_ready) qg_mbarrier_wait_acquire_cluster(red_empty, xchg_phase ^ 1);
+        if (xchg_ready) qg_mbarrier_wait_acquire_cluster(xchg_empty, xchg_phase ^ 1);
 #endif
     }
 
@@ -1701,6 +1784,16 @@ qg_fp8_gemm_kernel(const __grid_constant__ qg_tensor_map tmap_a,
      * its sfd stores need no release fence (arrive.release: MEMBAR.ALL.GPU,
      * ncu 2026-11-29: 65 samples at the exit's arrive). */
     if (!xchg_ready) qg_cluster_wait();
+#if QG_FP8_LAST
+    /* (QG_FP8_LAST) The CTAs of a cluster exit together, on the cluster
+     * barrier's second phase, arrived at relaxed (no fence): a CTA's last
+     * st.async to its partners has landed once they are here (each waited
+     * for its xchg_full), whatever the rules for a DSMEM store whose source
+     * has exited; the wait only keeps a CTA resident until its partners are
+     * done, which does not move the kernel's end. */
+    qg_cluster_arrive_relaxed();
+    qg_cluster_wait();
+#endif
 #elif QG_CLUSTER > 1
     /* Neither CTA may exit while its partner can still multicast into it or
      * arrive on its barriers. */

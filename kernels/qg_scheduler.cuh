@@ -87,6 +87,12 @@
 
 /* (FP8 D split over a cluster, QG_FP8_SPLIT of the FP8 kernel: N counted in
  * whole 128-column groups, so that a cluster's tiles are one group's) */
+/* (the split's CTAs of one K rank in a split-K cluster: 1 where none) */
+#if defined(QG_FP8_SPLIT)
+#define QG_SCHED_FP8_SPLIT QG_FP8_SPLIT
+#else
+#define QG_SCHED_FP8_SPLIT 1
+#endif
 #if defined(QG_FP8_SPLIT) && QG_FP8_SPLIT > 1
 #define QG_NUM_N_BLOCKS ((QG_SHAPE_N + 127) / 128 * QG_FP8_SPLIT)
 #else
@@ -204,8 +210,11 @@ QG_DEVICE bool qg_scheduler_next(qg_scheduler &s, qg_tile &t) {
     const int rank = blockIdx.x % QG_CLUSTER;
     for (;;) {
 #if QG_SPLIT_K > 1
-        (void)rank; /* the CTAs of a split-K cluster share its tile */
-        const int idx = cluster_id + s.iter * num_clusters;
+        /* the CTAs of a split-K cluster share its tile; with an FP8 D split
+         * (QG_FP8_SPLIT > 1) each K rank's QG_FP8_SPLIT CTAs (rank % split)
+         * hold one scale group's tiles */
+        const int idx = (cluster_id + s.iter * num_clusters) * QG_SCHED_FP8_SPLIT +
+                        rank % QG_SCHED_FP8_SPLIT;
 #else
         const int idx = (cluster_id + s.iter * num_clusters) * QG_CLUSTER + rank;
 #endif

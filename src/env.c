@@ -155,8 +155,12 @@
  *                                            producer starts before the cluster barrier, no exit barrier),
  *                                            sfbpf (the TMA lane prefetches its first
  *                                            tile's SFB into L2 first), new (all
- *                                            three) or epi (the cheaper e4m3 epilogue:
- *                                            the same bytes, not in new); another value fails
+ *                                            three), epi (the cheaper e4m3 epilogue:
+ *                                            the same bytes, not in new) or last (with
+ *                                            early: the exchange's release at a tile's
+ *                                            end, none on the last; not in new), nk (dense
+ *                                            split tiles with split-K 2 too, clusters of 8
+ *                                            or 4: N 576; not in new); another value fails
  *                                            the call, naming it
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
  *                                            in the contiguous, masked and psum kinds
@@ -264,7 +268,9 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "
      "heuristic counts the clusters of 4 the launch finds resident), early (the producer starts "
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
-     "new (all three) or epi (the cheaper e4m3 epilogue, not in new)", "new+epi"},
+     "new (all three), epi (the cheaper e4m3 epilogue, not in new) or last (with early: the "
+     "exchange's release at a tile's end, none on a CTA's last tile; not in new) or nk (dense split "
+     "tiles with split-K 2 too, in clusters of 8 or 4; not in new)", "new+epi"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "

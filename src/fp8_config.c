@@ -164,8 +164,11 @@ static bool split_tiles_allowed(void) {
 /* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
  * over the bf16-output one), A/B runs: unset or empty -> new+epi (below); a
  * '+'-separated list of old, room (QG_D_FP8_ROOM),
- * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three) and epi
- * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) -> those flags;
+ * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three), epi
+ * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) and last
+ * (QG_D_FP8_LAST: the exchange's release off the critical path, with early;
+ * not in new) and nk (QG_D_FP8_NK: split tiles with split-K 2 in the
+ * heuristic and forced configurations; not in new) -> those flags;
  * anything else -1: an empty word ("room+") or ',' (QGEMM_HC_VARIANT's
  * separator too) included. */
 int qg__fp8out_variant(void) {
@@ -173,12 +176,12 @@ int qg__fp8out_variant(void) {
     /* unset: new+epi, the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
      * 1.147 over the 14 rows of M 64 and 128, h200-03-u3; epi: -> 1.116, h200-05-u5) */
     if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI;
-    static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi"};
+    static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi", "last", "nk"};
     /* epi is not in new: A/B against it, new+epi */
     static const int word_flags[] = {0, QG_D_FP8_ROOM, QG_D_FP8_EARLY, QG_D_FP8_SFBPF,
-                                     QG_D_FP8_VARIANT, QG_D_FP8_EPI};
+                                     QG_D_FP8_VARIANT, QG_D_FP8_EPI, QG_D_FP8_LAST, QG_D_FP8_NK};
     int flags = 0, i;
-    while ((i = qg__env_next_word(&v, "+", false, names, 6)) >= 0) flags |= word_flags[i];
+    while ((i = qg__env_next_word(&v, "+", false, names, 8)) >= 0) flags |= word_flags[i];
     return i == -1 ? flags : -1;
 }
 
@@ -373,7 +376,7 @@ static size_t smem_bytes_dc(int block_m, int block_n, int d_cols, int stages, in
            (cols ? (size_t)stages * round_up((size_t)block_n, 32) * 4 /* column scales, 128-byte aligned */
                  : 2 * round_up((size_t)sfb_floats, 4) * 4 /* two tiles' SFB buffers */) +
            (size_t)stages * 16 + 32 /* SFB buffers' */ +
-           (split_k > 1 || xchg > 1 ? 16 : 0) /* reduction or exchange barriers */ +
+           (split_k > 1 ? 16 : 0) + (xchg > 1 ? 16 : 0) /* reduction, exchange barriers */ +
            32 /* tile slots */;
 }
 
@@ -562,7 +565,9 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
                             "config: FP8 output with block_n %d splits each scale group over a "
                             "cluster of %d CTAs; it needs multicast none, got multicast %d", bn,
                             split, (int)cfg->multicast);
-        if (cfg->split_k > 1)
+        /* (QGEMM_FP8OUT_VARIANT nk: split-K 2 beside the split, dense only,
+         * a cluster of split x 2, its K-rank-0 CTAs exchanging the amax) */
+        if (cfg->split_k > 1 && !((d_fp8 & QG_D_FP8_NK) && p->kind == QG_GEMM_DENSE))
             return qg__fail(QG_ERROR_UNSUPPORTED,
                             "config: FP8 output with block_n %d splits each scale group over a "
                             "cluster of %d CTAs; it needs split_k 0 or 1, got %d", bn, split,
@@ -627,7 +632,8 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
             return qg__fail(QG_ERROR_UNSUPPORTED, "config: split_k %d needs at least %d SMs",
                             split_k, split_k);
     }
-    const int cluster = split > 1 ? split : cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
+    const int cluster = split > 1 ? split * split_k
+                        : cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
     if (split > 1 && props->sm_count < split)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: FP8 output with block_n %d runs clusters of %d CTAs: needs at "
@@ -1308,6 +1314,35 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
             }
         }
         if (split.block_m) best = split, best_waves = 1, best_last = split_ctas;
+    }
+    /* QGEMM_FP8OUT_VARIANT nk (QG_D_FP8_NK): where the choice is a split tile
+     * (64x32 in clusters of 4 at N 576: 20 CTAs at M 64, each streaming all
+     * of K, against bf16 D's 72 of 64x16 with split-K), the same split with
+     * split-K 2 as well (clusters of 8 or 4) where the model above saves
+     * 10% and one round of clusters holds it: clusters of 8 taken as 3/4 of
+     * the SMs (two a GPC of 16-18), of 4 as split_room's. Not measured. */
+    if ((d_fp8 & QG_D_FP8_NK) && !swiglu && p->kind == QG_GEMM_DENSE && !large && num_sms >= 8 &&
+        ceil_div(p->k, 128) >= 8 && split_tiles_allowed() && best.split_k <= 1 &&
+        fp8_split(d_fp8, best.block_n) > 1) {
+        double best_t = 0.9 * best_waves * stream_us(props, p, best.block_m, best.block_n, 1);
+        qg_config nk;
+        memset(&nk, 0, sizeof nk);
+        long long nk_ctas = 0;
+        for (int bn = 32; bn <= 64; bn *= 2) {
+            const int split = fp8_split(d_fp8, bn);
+            if (avoided(avoid, num_avoid, 64, bn) ||
+                smem_bytes_d(64, bn, 1, 2, sfb_floats(p, bn), 1, split) > props->smem_optin_bytes)
+                continue;
+            const long long ctas = 2ll * ceil_div(rows, 64) * sched_n_blocks(p, d_fp8, bn);
+            const int room = split == 4 ? num_sms * 3 / 4 / 8 * 8 : split_room(d_fp8, 4, num_sms);
+            if (ctas > room) continue;
+            const double t = stream_us(props, p, 64, bn, 2);
+            if (t < best_t) {
+                nk.block_m = 64, nk.block_n = bn, nk.split_k = 2;
+                best_t = t, nk_ctas = ctas;
+            }
+        }
+        if (nk.block_m) best = nk, best_waves = 1, best_last = (int)nk_ctas;
     }
     qg_config cfg = best;
     qg_status st = qg__complete_config_out(props, num_sms, p, d_fp8, &cfg, plan);

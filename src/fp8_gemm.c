@@ -125,8 +125,15 @@ static qg_status kernel_source(char *buf, size_t cap, const qg_problem *p, const
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SWIGLU 1");
     /* (QGEMM_FP8OUT_VARIANT early: the split tiles only, whose cluster serves
      * the amax exchange alone) */
-    if (n < cap && (plan->d_fp8 & QG_D_FP8_EARLY) && cfg->block_n < 128 && plan->cluster_size > 1)
+    /* (not beside split-K: its partial sums' st.async come before the
+     * exchange, so the cluster barrier stays whole) */
+    if (n < cap && (plan->d_fp8 & QG_D_FP8_EARLY) && cfg->block_n < 128 && plan->cluster_size > 1 &&
+        plan->split_k == 1)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_EARLY 1");
+    /* (last: where early applies, whose exit it changes) */
+    if (n < cap && (plan->d_fp8 & QG_D_FP8_LAST) && (plan->d_fp8 & QG_D_FP8_EARLY) &&
+        cfg->block_n < 128 && plan->cluster_size > 1 && plan->split_k == 1)
+        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_LAST 1");
     if (n < cap && (plan->d_fp8 & QG_D_FP8_SFBPF))
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_FP8_SFB_PF 1");
     if (n < cap && (plan->d_fp8 & QG_D_FP8_EPI))
@@ -270,7 +277,7 @@ static qg_status fp8out_variant(const char *fn, int *flags) {
     if ((*flags = qg__fp8out_variant()) >= 0) return QG_SUCCESS;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                     "%s: QGEMM_FP8OUT_VARIANT='%.64s' is not a '+'-separated list of old, room, "
-                    "early, sfbpf, new, epi", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
+                    "early, sfbpf, new, epi, last, nk", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
 }
 
 /* The 1D2D kinds, which have an e4m3-D kernel. */

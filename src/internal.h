@@ -149,7 +149,19 @@ typedef struct {
  * epilogue (the kernel's QG_FP8_EPI: max.NaN amax, one branch a row group
  * for the non-finite fix-up), the same bytes and scales. */
 #define QG_D_FP8_EPI 64
-#define QG_D_FP8_FLAGS (QG_D_FP8_VARIANT | QG_D_FP8_EPI)
+/* QG_D_FP8_LAST (QGEMM_FP8OUT_VARIANT last, not in new): with QG_D_FP8_EARLY,
+ * the split tiles' exchange releases its slots at the end of a tile and not
+ * at all on a CTA's last one, with no exit wait (the kernel's QG_FP8_LAST),
+ * the same bytes and scales. */
+#define QG_D_FP8_LAST 128
+/* QG_D_FP8_NK (QGEMM_FP8OUT_VARIANT nk, not in new): dense split tiles may run
+ * split-K 2 too (a cluster of 128 / block_n x 2 CTAs: each K rank's CTAs hold
+ * one scale group, K rank 1 sends its sums to K rank 0 of its column slot,
+ * the K-rank-0 CTAs exchange the amax), in forced configurations and, for
+ * small dense problems whose split tiles leave most SMs idle (N 576), in the
+ * heuristic. Its bytes differ from the unsplit K's in FP32 rounding only. */
+#define QG_D_FP8_NK 256
+#define QG_D_FP8_FLAGS (QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK)
 
 /* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
  * the weight gradient and the k-grouped weight gradient. */
@@ -190,7 +202,7 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
 bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8);
 /* QGEMM_FP8OUT_VARIANT as d_fp8 flags (QG_D_FP8_VARIANT's): unset the
  * default, new+epi (QG_D_FP8_VARIANT | QG_D_FP8_EPI); -1 a value that is not a '+'-separated list of old, room, early,
- * sfbpf, new (= room+early+sfbpf), epi: the caller fails, naming it. */
+ * sfbpf, new (= room+early+sfbpf), epi, last, nk: the caller fails, naming it. */
 int qg__fp8out_variant(void);
 /* QGEMM_FP8_HEUR (src/fp8_config.c): alternatives to the FP8 heuristic's
  * choice (issue 52) as flags; unset the default (notall+nomcb), 0 "none" (the

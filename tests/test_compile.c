@@ -81,8 +81,10 @@ TEST(compile_fp8out_variant) {
         {0, 257, 2112, 7168, 64, 32, 0}, {0, 257, 2112, 7168, 128, 64, 0},
         {2, 300, 1160, 1536, 64, 64, 1}, {3, 1200, 4096, 2048, 128, 32, 0},
         {0, 257, 2112, 7168, 64, 128, 0}};
-    static const char *const variants[] = {"early", "sfbpf", "epi"};
-    for (size_t v = 0; v < 3; ++v)
+    /* (early+last: QG_FP8_LAST, the split tiles' release at a tile's end,
+     * where early applies) */
+    static const char *const variants[] = {"early", "sfbpf", "epi", "early+last"};
+    for (size_t v = 0; v < 4; ++v)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             if (v == 1 && i % 2) continue; /* (sfbpf: a split tile of 4 and 2, whole groups) */
             qg_problem p = {(qg_gemm_kind)cases[i].kind, cases[i].m, cases[i].n, cases[i].k,
@@ -100,7 +102,7 @@ TEST(compile_fp8out_variant) {
             check_kernel_out(&sw, &p, 1 + cases[i].ue, &cfg, what);
             CHECK(qg_compile_fp8out(ctx, &p, cases[i].ue, &cfg, &alt) == QG_SUCCESS, "%s",
                   qg_last_error());
-            const bool applies = v >= 1 || cases[i].bn < 128;
+            const bool applies = v == 1 || v == 2 || cases[i].bn < 128;
             CHECK((strcmp(base.key, alt.key) != 0) == applies,
                   "%s: key %s the default's (want %s)", what, applies ? "equals" : "differs from",
                   applies ? "another kernel" : "the same kernel");
@@ -112,6 +114,26 @@ TEST(compile_fp8out_variant) {
         CHECK(qg_select_config_fp8out(ctx, &q, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
         CHECK(c.block_n == 64, "new 64x4096x7168: block_n %d, want 64", c.block_n);
         check_kernel_out(&sw, &q, 1, &c, "e4m3 D new heuristic 64x4096x7168");
+    }
+    /* nk (QG_D_FP8_NK): split tiles with split-K 2, clusters of 8 (64x32, 128x32) and
+     * 4 (128x64): the heuristic's pick at N 576, forced ones */
+    setenv("QGEMM_FP8OUT_VARIANT", "new+epi+nk", 1);
+    {
+        qg_problem q = {QG_GEMM_DENSE, 64, 576, 7168, 1, 0, 0};
+        qg_config c;
+        CHECK(qg_select_config_fp8out(ctx, &q, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(c.block_n == 32 && c.split_k == 2, "nk 64x576x7168: 64x%d split_k %d, want 64x32 2",
+              c.block_n, c.split_k);
+        check_kernel_out(&sw, &q, 1, &c, "e4m3 D nk heuristic 64x576x7168");
+        static const int forced[][5] = {{257, 2112, 7168, 128, 32}, {300, 4096, 1024, 128, 64}};
+        for (int i = 0; i < 2; ++i) {
+            qg_problem f = {QG_GEMM_DENSE, forced[i][0], forced[i][1], forced[i][2], 1, 0, 0};
+            qg_config fc = {.block_m = forced[i][3], .block_n = forced[i][4], .split_k = 2};
+            char what[96];
+            snprintf(what, sizeof what, "e4m3 D nk %dx%dx%d block %dx%d split-K 2", f.m, f.n, f.k,
+                     fc.block_m, fc.block_n);
+            check_kernel_out(&sw, &f, 2 - i, &fc, what);
+        }
     }
     if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
     else unsetenv("QGEMM_FP8OUT_VARIANT");

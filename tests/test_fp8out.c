@@ -258,6 +258,15 @@ TEST(gpu_fp8out) {
     PASS();
 }
 
+/* QG_TEST_FP8OUT_VARIANTS="a,b" (only): whether name is in the list; no list: every name. */
+static bool fp8out_variant_listed(const char *only, const char *name) {
+    if (!only) return true;
+    char pat[40], list[256];
+    snprintf(pat, sizeof pat, ",%s,", name);
+    snprintf(list, sizeof list, ",%s,", only);
+    return strstr(list, pat) != NULL;
+}
+
 /* QGEMM_FP8OUT_VARIANT (issue 51's A/B runs): every variant's kernels pass
  * the same checks as the default's (fp64 reference, poison), and where the
  * variant runs the default's tile its bytes and scales (poison included) are
@@ -275,8 +284,15 @@ TEST(gpu_fp8out_variants) {
     const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
     char keep[64] = "";
     if (saved) snprintf(keep, sizeof keep, "%s", saved);
-    /* (epi, new+epi: the cheaper e4m3 epilogue, QG_FP8_EPI) */
-    static const char *const variants[] = {"early", "sfbpf", "new", "epi", "new+epi"};
+    /* (epi, new+epi: the cheaper e4m3 epilogue, QG_FP8_EPI; new+epi+last: the
+     * exchange's release at a tile's end, none on the last, QG_FP8_LAST: the
+     * split cases of M 1000 and the grouped kinds run several tiles a CTA) */
+    static const char *const variants[] = {"early", "sfbpf", "new", "epi", "new+epi", "new+epi+last"};
+    /* QG_TEST_FP8OUT_VARIANTS="a,b": old and these only (a short GPU run) */
+    const char *only = getenv("QG_TEST_FP8OUT_VARIANTS");
+    int listed = 0;
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v)
+        listed += fp8out_variant_listed(only, variants[v]);
     static const struct { int kind, m, n, k, g, bm, bn, ue; } cases[] = {
         {0, 257, 576, 512, 1, 64, 32, 0},     {0, 257, 576, 512, 1, 128, 64, 0},
         {0, 1000, 4096, 2048, 1, 64, 64, 0},  {0, 1000, 4096, 2048, 1, 128, 32, 1},
@@ -316,6 +332,7 @@ TEST(gpu_fp8out_variants) {
         cases_run++;
         failures += !run_case_keep(ctx, stream, p, cases[i].ue, cfg, label, &base);
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v) {
+            if (!fp8out_variant_listed(only, variants[v])) continue;
             setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);
             qg_config c;
             CHECK(qg_select_config_fp8out(ctx, &prob, cases[i].ue, &c) == QG_SUCCESS, "%s",
@@ -347,8 +364,64 @@ TEST(gpu_fp8out_variants) {
     qgtk_gpu_session_close(ctx, stream);
     printf("    %d cases, %d bitwise comparisons with the default, %d failures\n", cases_run,
            compared, failures);
-    CHECK(compared >= 45, "too few bitwise comparisons: %d", compared);
+    /* (~9 of the 11 cases run old's tile under each variant) */
+    CHECK(listed > 0, "QG_TEST_FP8OUT_VARIANTS='%s' names no variant", only ? only : "");
+    CHECK(compared >= (only ? 8 * listed : 45), "too few bitwise comparisons: %d", compared);
     CHECK(failures == 0, "%d of %d variant cases failed", failures, cases_run);
+    PASS();
+}
+
+/* QGEMM_FP8OUT_VARIANT nk (QG_D_FP8_NK): split tiles with split-K 2 (clusters of 8
+ * and 4), against the fp64 reference with poison, not bitwise (the K halves' sums
+ * round differently): the heuristic's picks at N 576 (one tile a CTA), forced
+ * 64x32 / 64x64 / 128x32 with split-K on several tiles a CTA (M 1000), a last
+ * group of 8 columns (N 1160), UE8M0 once. */
+TEST(gpu_fp8out_nk) {
+    if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    setenv("QGEMM_FP8OUT_VARIANT", "new+epi+nk", 1);
+    static const struct { int m, n, k, bm, bn, ue; } cases[] = {
+        {64, 576, 7168, 0, 0, 0},      {128, 576, 7168, 0, 0, 1},   {1000, 576, 2048, 64, 32, 0},
+        {1000, 576, 2048, 64, 64, 0},  {100, 1160, 1536, 64, 32, 0}, {100, 1160, 1536, 64, 64, 1},
+        {257, 2112, 7168, 128, 32, 0}, {300, 4096, 1024, 128, 64, 0}};
+    int failures = 0, cases_run = 0, split_k_runs = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = cases[i].m, .n = cases[i].n,
+                                  .k = cases[i].k, .num_groups = 1, .seed = 5151 + i,
+                                  .scale_spread = 3};
+        qgtk_problem_data *p = make(ctx, &spec, true);
+        CHECK(p, "problem: %s", qg_last_error());
+        const qg_config forced = {.block_m = cases[i].bm, .block_n = cases[i].bn, .split_k = 2};
+        const qg_config *cfg = cases[i].bm ? &forced : NULL;
+        qg_problem prob = {QG_GEMM_DENSE, p->m, p->n, p->k, 1, 0, 0};
+        qg_config c;
+        CHECK(qg_select_config_fp8out(ctx, &prob, cases[i].ue, &c) == QG_SUCCESS, "%s",
+              qg_last_error());
+        if (cfg) c = forced;
+        split_k_runs += c.split_k == 2 && c.block_n < 128;
+        char label[128];
+        snprintf(label, sizeof label, "nk %dx%dx%d %s%dx%d split-K %d%s", p->m, p->n, p->k,
+                 cfg ? "forced " : "", c.block_m, c.block_n, c.split_k, cases[i].ue ? " ue8m0" : "");
+        kept_out out = {0};
+        cases_run++;
+        failures += !run_case_keep(ctx, stream, p, cases[i].ue, cfg, label, &out);
+        kept_free(&out);
+        qgtk_problem_free(p);
+    }
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    printf("    %d cases (%d split tiles with split-K), %d failures\n", cases_run, split_k_runs,
+           failures);
+    CHECK(split_k_runs >= 7, "the heuristic did not pick split-K at N 576: %d runs", split_k_runs);
+    CHECK(failures == 0, "%d of %d nk cases failed", failures, cases_run);
     PASS();
 }
 
@@ -622,6 +695,55 @@ TEST(fp8out_plans) {
         CHECK(qg__plan_out(&h200, &p, QG_D_FP8_ROOM, &c, &plan) == QG_ERROR_INTERNAL,
               "a variant flag without e4m3 D: %s", qg_last_error());
     }
+    /* nk (QG_D_FP8_NK): a split tile with split-K 2 plans a cluster of split x 2 with
+     * the partner's sums beside the exchange (and both barrier pairs), only under
+     * the flag and in the dense kind; the heuristic on an H200 takes it at N 576
+     * alone among DeepGEMM's 14 small rows' (N, K) */
+    {
+        qg_device_props h200;
+        memset(&h200, 0, sizeof h200);
+        h200.sm_count = 132, h200.cc_major = 9, h200.smem_optin_bytes = 232448;
+        h200.dram_gbps = 4915;
+        qg_problem p = {QG_GEMM_DENSE, 300, 2112, 7168, 1, 0, 0};
+        static const int tiles[][2] = {{64, 32}, {64, 64}, {128, 32}};
+        for (size_t i = 0; i < 3; ++i) {
+            qg_config c1 = {.block_m = tiles[i][0], .block_n = tiles[i][1]}, c2 = c1;
+            c2.split_k = 2;
+            qg_kernel_plan p1, p2;
+            CHECK(qg__plan_out(&h200, &p, 1, &c2, &p2) == QG_ERROR_UNSUPPORTED,
+                  "split tile with split-K without nk: %s", qg_last_error());
+            CHECK(qg__plan_out(&h200, &p, 1 | QG_D_FP8_NK, &c2, &p2) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            c1.num_stages = p2.num_stages;
+            CHECK(qg__plan_out(&h200, &p, 1, &c1, &p1) == QG_SUCCESS, "%s", qg_last_error());
+            const int split = 128 / tiles[i][1];
+            CHECK(p2.cluster_size == 2 * split && p2.split_k == 2 &&
+                      p2.smem_bytes == p1.smem_bytes + (size_t)tiles[i][0] * tiles[i][1] * 4 + 16,
+                  "nk %dx%d: cluster %d split_k %d smem %zu against %zu", tiles[i][0],
+                  tiles[i][1], p2.cluster_size, p2.split_k, p2.smem_bytes, p1.smem_bytes);
+            qg_problem g = {QG_GEMM_GROUPED_MASKED, 300, 2112, 7168, 4, 300, 0};
+            CHECK(qg__plan_out(&h200, &g, 1 | QG_D_FP8_NK, &c2, &p2) == QG_ERROR_UNSUPPORTED,
+                  "nk in the masked kind: %s", qg_last_error());
+        }
+        static const struct { int m, n, k, bn, split_k, cluster; } nk[] = {
+            {64, 576, 7168, 32, 2, 8},    {128, 576, 7168, 32, 2, 8},
+            {64, 2112, 7168, 32, 1, 4},   {128, 2112, 7168, 64, 1, 2},
+            {128, 4096, 7168, 64, 1, 2},  {64, 7168, 2048, 64, 1, 2},
+            {64, 32768, 512, 128, 1, 1}};
+        const int flags = 1 | QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_NK;
+        for (size_t i = 0; i < sizeof nk / sizeof nk[0]; ++i) {
+            qg_problem q = {QG_GEMM_DENSE, nk[i].m, nk[i].n, nk[i].k, 1, 0, 0};
+            qg_config c;
+            qg_kernel_plan plan;
+            CHECK(qg__select_out(&h200, 132, &q, flags, NULL, 0, &c, &plan) == QG_SUCCESS, "%s",
+                  qg_last_error());
+            CHECK(c.block_m == 64 && c.block_n == nk[i].bn && plan.split_k == nk[i].split_k &&
+                      plan.cluster_size == nk[i].cluster,
+                  "nk %dx%dx%d: %dx%d split_k %d cluster %d, want 64x%d split_k %d cluster %d",
+                  q.m, q.n, q.k, c.block_m, c.block_n, plan.split_k, plan.cluster_size, nk[i].bn,
+                  nk[i].split_k, nk[i].cluster);
+        }
+    }
     /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
     {
         static const struct { const char *v; int flags; } vars[] = {
@@ -629,7 +751,10 @@ TEST(fp8out_plans) {
             {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
             {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
             {"old+early", QG_D_FP8_EARLY}, {"epi", QG_D_FP8_EPI},
-            {"new+epi", QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"fast", -1}, {"room+", -1},
+            {"new+epi", QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"last", QG_D_FP8_LAST},
+            {"new+epi+last", QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST},
+            {"nk", QG_D_FP8_NK}, {"new+epi+nk", QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_NK},
+            {"lasts", -1}, {"fast", -1}, {"room+", -1},
             {"room,early", -1}, {"epis", -1}};
         const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
         char keep[64] = "";

@@ -676,7 +676,7 @@ static PyObject *py_select_config(PyObject *self, PyObject *args)
 /* select_config_fp8out: (kind, m, n, k, num_groups, expected_m, device, ue8m0)
  * -> the configuration dict of the e4m3-D kernel, with "cluster": the CTAs
  * of a cluster (split-K or multicast 2; a tile of 64 or 32 columns 128 /
- * block_n, the CTAs that split its scale group). */
+ * block_n, the CTAs that split its scale group, times 2 with split-K). */
 static PyObject *py_select_config_fp8out(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -696,9 +696,9 @@ static PyObject *py_select_config_fp8out(PyObject *self, PyObject *args)
     if (st != QG_SUCCESS)
         return qgpy_raise_status(st);
     PyObject *d = config_dict(&cfg);
-    const int cluster = cfg.split_k == 2 || cfg.multicast != QG_MULTICAST_NONE ? 2
-                        : cfg.block_n < 128                                     ? 128 / cfg.block_n
-                                                                                : 1;
+    /* (QGEMM_FP8OUT_VARIANT nk: a split tile with split-K, 128 / block_n x 2) */
+    const int cluster = cfg.multicast != QG_MULTICAST_NONE ? 2
+                        : (cfg.block_n < 128 ? 128 / cfg.block_n : 1) * (cfg.split_k == 2 ? 2 : 1);
     PyObject *c = d ? PyLong_FromLong(cluster) : NULL;
     if (!c || PyDict_SetItemString(d, "cluster", c) < 0) {
         Py_XDECREF(c);

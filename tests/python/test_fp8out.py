@@ -98,6 +98,16 @@ def test_variant_heuristic_offline(monkeypatch):
     monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new+epi")
     new = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
     assert (new["block_n"], new["cluster"]) == (64, 2)
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "early+last")  # kernel switches only
+    assert qgemm.select_config_fp8out(64, 4096, 7168, offline=True) == old
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new+epi+last")
+    new = qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
+    assert (new["block_n"], new["cluster"]) == (64, 2)
+    # nk: split tiles with split-K 2 where the split leaves most SMs idle (N 576)
+    monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "new+epi+nk")
+    nk = qgemm.select_config_fp8out(64, 576, 7168, offline=True)
+    assert (nk["block_n"], nk["split_k"], nk["cluster"]) == (32, 2, 8)
+    assert qgemm.select_config_fp8out(64, 4096, 7168, offline=True) == new
     monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", "fast")
     with pytest.raises(Exception, match="QGEMM_FP8OUT_VARIANT='fast'"):
         qgemm.select_config_fp8out(64, 4096, 7168, offline=True)
@@ -116,7 +126,8 @@ def _gpu_operands(m, n, k, seed):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
-@pytest.mark.parametrize("variant", ["early", "sfbpf", "new", "epi", "new+epi"])
+@pytest.mark.parametrize("variant", ["early", "sfbpf", "new", "epi", "new+epi",
+                                     "new+epi+last"])
 @pytest.mark.parametrize("m,n,k,tile", [(64, 4096, 7168, None), (100, 2048, 1536, (64, 32)),
                                         (257, 640, 512, (128, 64)), (100, 1024, 1536, (64, 128))])
 def test_variant_bitwise_default(monkeypatch, variant, m, n, k, tile):
