@@ -153,15 +153,7 @@
  * plain launch is ordered by the stream and the wait returns at once.
  * Rounding: cvt.rn.bf16x2.f32, the one-launch epilogue's.
  */
-/* qg_ptx.cuh's FP8 wgmma wrapper names the GEMM's operand macros; this
- * kernel never calls it, so any well-formed list does (as qg_cast.cuh). */
-#define QG_WGMMA_N 8
-#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
-#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#define QG_WGMMA_OP_DESC_A 4
-#define QG_WGMMA_OP_DESC_B 5
-#define QG_WGMMA_OP_SCALE_D 6
-#define QG_WGMMA_OP_DESC_HI 7
+#include "qg_wgmma_placeholder.cuh" /* (this kernel calls no wgmma) */
 #include "qg_ptx.cuh"
 extern "C" __global__ void __launch_bounds__(256)
 qg_bf16_bmn_bnk_mn_gemm_impl_convert(float *__restrict__ w, unsigned char *__restrict__ d,

@@ -64,17 +64,7 @@
 #error "qg_cast.cuh: the JIT defines QG_CAST_OP and the shape first"
 #endif
 
-/* qg_ptx.cuh's wgmma wrapper names the GEMM's operand macros; a cast kernel
- * never calls it, so any well-formed list does. */
-#ifndef QG_WGMMA_N
-#define QG_WGMMA_N 8
-#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
-#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#define QG_WGMMA_OP_DESC_A 4
-#define QG_WGMMA_OP_DESC_B 5
-#define QG_WGMMA_OP_SCALE_D 6
-#define QG_WGMMA_OP_DESC_HI 7
-#endif
+#include "qg_wgmma_placeholder.cuh" /* (a cast calls no wgmma) */
 #include "qg_ptx.cuh"
 
 /* The kernel's one parameter, by value; the host's twin is src/cast_plan.h's

@@ -142,16 +142,8 @@
 #endif
 #endif /* QG_HC_MODE == 2 */
 
-/* Otherwise qg_ptx.cuh's FP8 wgmma wrapper needs an N; this kernel does not use it. */
-#ifndef QG_WGMMA_N
-#define QG_WGMMA_N 8
-#define QG_WGMMA_OP_DESC_A 4
-#define QG_WGMMA_OP_DESC_B 5
-#define QG_WGMMA_OP_SCALE_D 6
-#define QG_WGMMA_OP_DESC_HI 7
-#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
-#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#endif
+/* Otherwise the generic wgmma wrappers are not called: the placeholder list. */
+#include "qg_wgmma_placeholder.cuh"
 
 /* The TF32 wgmma's operand list for N = QG_HC_N (qg_wgmma_m64k8_tf32_rs). */
 #define QG_TF32_N QG_HC_N

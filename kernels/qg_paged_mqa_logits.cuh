@@ -75,15 +75,7 @@
 #ifndef QG_PAGED_MQA_LOGITS_CUH
 #define QG_PAGED_MQA_LOGITS_CUH
 
-#ifndef QG_WGMMA_N
-#define QG_WGMMA_N 8
-#define QG_WGMMA_OP_DESC_A 4
-#define QG_WGMMA_OP_DESC_B 5
-#define QG_WGMMA_OP_SCALE_D 6
-#define QG_WGMMA_OP_DESC_HI 7
-#define QG_WGMMA_ACC_LIST "{%0, %1, %2, %3}"
-#define QG_WGMMA_ACC_ARGS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#endif
+#include "qg_wgmma_placeholder.cuh" /* (the m64n128 wrapper, not the generic ones) */
 
 #include "qg_ptx.cuh"
 

@@ -880,8 +880,19 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
             const int cmax = qg__launch_shape(e_convert)->grid;
             if (cgrid > cmax) cgrid = cmax;
             void *cvt_params[] = {&w, &dd, &ld_out, &shape_m, &shape_n};
-            return qg__launch(ctx, e_convert, (int)cgrid, cvt_params, stream, pdl,
-                              "BF16 batch sum conversion");
+            st = qg__launch(ctx, e_convert, (int)cgrid, cvt_params, stream, pdl,
+                            "BF16 batch sum conversion");
+            if (st == QG_SUCCESS) return st;
+            /* The sum is enqueued and will add into W, which only this launch
+             * would have zeroed again: the caller must know the workspace's
+             * contract is broken (W [ceil(m / 64) * 64][n] FP32 after the counters). */
+            const uint64_t w_bytes = (uint64_t)(a->m + 63) / 64 * 64 * (uint64_t)a->n * 4;
+            return qg__fail(st, "%s: %s; the batch sum's launch before it ran: the workspace's FP32 "
+                            "sum matrix (bytes [%llu, %llu) of workspace) will hold its sums, not "
+                            "zeros, and D is not written: zero those bytes (or the whole workspace, "
+                            "after the stream's work) before the workspace serves another call",
+                            fn, qg_last_error(), (unsigned long long)counter_bytes,
+                            (unsigned long long)(counter_bytes + w_bytes));
         }
         void *params[] = {&map_a, &map_b, &map_d, &d, &ldd, &m_indices, &masked_m, &shape_m};
         return qg__launch(ctx, e, grid, params, stream, pdl, "BF16 GEMM");

@@ -96,7 +96,13 @@
  *                                            unsplit plan's; H200 2026-11-29: 9 rows at K
  *                                            7168, cuBLAS/qgemm 0.928 -> 0.996) or 2, 4
  *                                            or 8 (that split of the chosen tile, halved
- *                                            until it fits); partial
+ *                                            until it fits: every CTA of the cluster needs
+ *                                            at least one 64-K step, and the partners' sums
+ *                                            room in the stages; where even 2 does not fit,
+ *                                            e.g. K <= 64, the call runs the unsplit kernel
+ *                                            and succeeds (the library prints nothing; a
+ *                                            split kernel's QGEMM_JIT_DUMP source defines
+ *                                            QG_BF16_SPLITK); partial
  *                                            sums reduced through distributed shared
  *                                            memory in a fixed order (bitwise
  *                                            reproducible); another value fails the call,
@@ -242,7 +248,8 @@ const qg_env_knob qg__env_knobs[] = {
      ">= 10 stages merge stages / 5) or n (1..16 64-K blocks per stage where valid)", "auto"},
     {"QGEMM_BF16_SPLITK", "split-K across a thread-block cluster in the dense BF16 GEMM: off (the "
      "unsplit kernel), auto (NT, few tiles, long K: the planner's split and tile) or 2, 4 or 8 "
-     "(that split of the chosen tile)", "auto"},
+     "(that split of the chosen tile, halved until it fits; a K too short for a split of 2, e.g. "
+     "K <= 64, runs the unsplit kernel without notice)", "auto"},
     {"QGEMM_BF16_KGROUPED", "the k-grouped BF16 GEMM's organisation: n (tiles walked in "
      "groups of n-blocks, no multicast), m (DeepGEMM's walk, groups of m-blocks), mc (m and B "
      "multicast over pairs of m-blocks where legal) or dg (mc at <= 4 groups, else m), each "

@@ -111,6 +111,28 @@ static void time_call(qg_context *ctx, CUstream stream, const qgtk_case_opts *op
     res->timed = true;
 }
 
+/* opts->keep_output: a copy of the checked output into res (false, with the
+ * reason, when out of host memory). */
+static bool keep_output(const qgtk_case_opts *opts, const void *out, size_t bytes, int esz,
+                        qgtk_case_result *res) {
+    if (!opts->keep_output) return true;
+    res->output = malloc(bytes);
+    if (!res->output) {
+        snprintf(res->why, sizeof res->why, "out of host memory for the output's copy");
+        return false;
+    }
+    memcpy(res->output, out, bytes);
+    res->output_bytes = bytes, res->output_esz = esz;
+    return true;
+}
+
+/* An element of the kept output whose value the contract leaves open: set to
+ * the poison bytes, so that a byte comparison holds two organisations to what
+ * they must write. */
+static void open_element(qgtk_case_result *res, size_t idx) {
+    memset((uint8_t *)res->output + idx * (size_t)res->output_esz, 0xFF, (size_t)res->output_esz);
+}
+
 /* ---- MQA logits over ragged ranges ------------------------------------------------ */
 
 typedef struct {
@@ -263,6 +285,11 @@ bool qgtk_mqa_case_run(qg_context *ctx, CUstream stream, const qgtk_mqa_case *c,
         snprintf(res->why, sizeof res->why, "diff %.3g", res->diff);
         goto done;
     }
+    if (!keep_output(opts, first, out_bytes, esz, res)) goto done;
+    if (res->output && c->mode == 0) /* plain: a key outside its row's range holds any value */
+        for (int i = 0; i < S; ++i)
+            for (int col = 0; col < SK; ++col)
+                if (col < ks[i] || col >= ke[i]) open_element(res, (size_t)i * ld + col);
     time_call(ctx, stream, opts, run_mqa, &call, res);
 done:
     dfree(&m);
@@ -491,6 +518,9 @@ bool qgtk_paged_case_run(qg_context *ctx, CUstream stream, const qgtk_paged_case
         }
     }
     if (!check_paged(&host, first, lens, why, wl, &res->diff)) goto done;
+    if (!keep_output(opts, first, out_bytes, esz, res)) goto done;
+    for (int r = 0; res->output && !c->clean && r < rows; ++r) /* past a row's length: poison or -inf */
+        for (int j = lens[r] < 0 ? 0 : lens[r]; j < max_len; ++j) open_element(res, (size_t)r * ld + j);
     if (c->graph) {
         /* capture schedule + logits, replay with the second lengths: equal to
          * eager calls with them, bitwise (and right against the reference) */
@@ -675,6 +705,19 @@ bool qgtk_hc_case_run(qg_context *ctx, CUstream stream, const qgtk_hc_case *c,
             snprintf(why, wl, "diff d %.3g (tf32 b) / %.3g (exact b), sqr_sum %.3g", d_tf32,
                      d_exact, dsq);
             goto done;
+        }
+        /* opts->keep_output: d's bytes then sqr_sum's (poison and sentinels included) */
+        if (opts->keep_output) {
+            uint8_t *both = malloc(d_elems * 4 + s_elems * 4);
+            const bool kept = both && (memcpy(both, d0, d_elems * 4),
+                                       memcpy(both + d_elems * 4, sq0, s_elems * 4),
+                                       keep_output(opts, both, d_elems * 4 + s_elems * 4, 4, res));
+            free(both);
+            if (!kept) {
+                if (!both) snprintf(why, wl, "out of host memory for the output's copy");
+                res->passed = false;
+                goto done;
+            }
         }
     }
     idx_call call = {ctx, &x};

@@ -130,6 +130,13 @@ typedef struct {
      * runs of odd lengths with -1 padding runs of odd and even lengths, a
      * partial last segment. */
     int group_pattern;
+    /* MQA and paged MQA logits: hand a host copy of the checked call's output
+     * (all of it, poison included, as downloaded) to res->output, so that a
+     * test can compare two organisations byte for byte. The elements whose value
+     * the contract leaves open (MQA plain: keys outside a row's range; paged
+     * without clean: columns past a row's length, poison or -inf) are set to the
+     * poison bytes (0xFF) in the copy. */
+    bool keep_output;
 } qgtk_case_opts;
 
 typedef struct {
@@ -143,6 +150,12 @@ typedef struct {
     uint64_t d_hash;    /* BF16 cases: FNV-1a of D's bytes (all of D's rows x ldd, padding
                            included) after the checked call, so a test can compare two
                            kernels bit for bit; 0 elsewhere */
+    void *output;        /* opts->keep_output and the accuracy check passed: the output's bytes
+                           (paged with a graph: the first lengths' eager call), kept even when a
+                           later step (graph replay, timing) fails: the caller free()s it when
+                           non-NULL. NULL otherwise */
+    size_t output_bytes;
+    int output_esz;      /* bytes an element: 2 (bf16 logits) or 4 (fp32) */
 } qgtk_case_result;
 
 /* An index spread: true for `sample` indices of [0, total) spread evenly, or

@@ -1795,3 +1795,113 @@ TEST(gpu_bf16_batch_sum_accuracy) {
     CHECK(failures == 0, "%d cases failed", failures);
     PASS();
 }
+
+/* A launch that fails: the fail_launch-th through the driver table since
+ * launch_count was reset (gpu_bf16_batch_sum_v4_conversion_fails). */
+static int launch_count, fail_launch;
+static CUresult (*real_launch)(const CUlaunchConfig *, CUfunction, void **, void **);
+static CUresult failing_launch(const CUlaunchConfig *c, CUfunction f, void **p, void **e) {
+    if (++launch_count == fail_launch) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    return real_launch(c, f, p, e);
+}
+
+/* QGEMM_BMK_VARIANT=v4 into a bf16 D, the conversion launch (the call's
+ * second) made to fail after the sum's: the call fails, and its message's
+ * two claims hold: the workspace's W (the byte range it names) holds the
+ * sums, not zeros, and D is not written (still poisoned). Then W zeroed as
+ * the message asks: the next call passes against the fp64 reference. */
+TEST(gpu_bf16_batch_sum_v4_conversion_fails) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    const qg_driver *drv;
+    qg__context_cuda(ctx, &drv, NULL, NULL);
+    enum { S = 4, M = 100, N = 256, K = 64, SPLITS = 2 };
+    unsetenv("QGEMM_BMK_REDUCE"); /* the atomic reduction, v4's */
+    setenv("QGEMM_BMK_VARIANT", "v4", 1);
+    size_t zero_bytes = 0; /* (atomic: the whole workspace, counters then W) */
+    const size_t ws_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(M, N, SPLITS, &zero_bytes);
+    const size_t w_bytes = (size_t)(M + 63) / 64 * 64 * N * 4, d_bytes = (size_t)M * N * 2;
+    const size_t counter_bytes = ws_bytes - w_bytes;
+    static uint16_t ha[S * M * K], hb[S * N * K], hd[M * N];
+    static float hw[(M + 63) / 64 * 64 * N];
+    static double ref[M * N];
+    unsigned s = 777u;
+    for (size_t i = 0; i < sizeof ha / 2; ++i) ha[i] = qg_bf16_encode((float)rnd_unit(&s));
+    for (size_t i = 0; i < sizeof hb / 2; ++i) hb[i] = qg_bf16_encode((float)rnd_unit(&s));
+    for (int r = 0; r < M; ++r)
+        for (int c = 0; c < N; ++c) {
+            double y = 0;
+            for (int b = 0; b < S; ++b)
+                for (int kk = 0; kk < K; ++kk)
+                    y += bf(ha[(b * M + r) * K + kk]) * bf(hb[(b * N + c) * K + kk]);
+            ref[r * N + c] = y;
+        }
+    CUdeviceptr da = 0, db = 0, dd = 0, dw = 0;
+    CHECK(zero_bytes == ws_bytes && ws_bytes > w_bytes && !drv->cuMemAlloc(&da, sizeof ha) &&
+              !drv->cuMemAlloc(&db, sizeof hb) && !drv->cuMemAlloc(&dd, d_bytes) &&
+              !drv->cuMemAlloc(&dw, ws_bytes),
+          "workspace %zu bytes (%zu to zero; W %zu), or cuMemAlloc failed", ws_bytes, zero_bytes,
+          w_bytes);
+    drv->cuMemcpyHtoD(da, ha, sizeof ha);
+    drv->cuMemcpyHtoD(db, hb, sizeof hb);
+    drv->cuMemsetD8(dw, 0, ws_bytes);
+    qg_bf16_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = M, a.n = N, a.k = K, a.num_groups = S;
+    a.a = (void *)(uintptr_t)da, a.lda = K, a.b = (void *)(uintptr_t)db, a.ldb = K;
+    a.d = (void *)(uintptr_t)dd, a.ldd = N;
+    char why[480] = "";
+    for (int call = 0; call < 3 && !why[0]; ++call) {
+        drv->cuMemsetD8(dd, 0xFF, d_bytes);
+        if (gpu_legacy_done(ctx)) { snprintf(why, sizeof why, "cuCtxSynchronize failed"); break; }
+        /* call 0 compiles and loads both kernels; call 1 fails the second launch */
+        qg_driver *mut = (qg_driver *)drv; /* (the library's table: a static, not const) */
+        if (call == 1) real_launch = mut->cuLaunchKernelEx, mut->cuLaunchKernelEx = failing_launch;
+        launch_count = 0, fail_launch = 2;
+        const qg_status st = qg_bf16_gemm_batch_sum(ctx, &a, (int64_t)M * K, (int64_t)N * K, SPLITS,
+                                                    (void *)(uintptr_t)dw, ws_bytes, stream);
+        if (call == 1) mut->cuLaunchKernelEx = real_launch;
+        const CUresult sync = drv->cuStreamSynchronize(stream);
+        drv->cuMemcpyDtoH(hd, dd, d_bytes);
+        drv->cuMemcpyDtoH(hw, dw + counter_bytes, w_bytes);
+        int64_t w_nonzero = 0, d_written = 0;
+        for (size_t i = 0; i < sizeof hw / 4; ++i) w_nonzero += hw[i] != 0.0f;
+        for (size_t i = 0; i < sizeof hd / 2; ++i) d_written += hd[i] != 0xFFFF;
+        if (sync != CUDA_SUCCESS) {
+            snprintf(why, sizeof why, "call %d: the kernels faulted", call);
+        } else if (call != 1) { /* passes; W zero again */
+            qgtk_diff_acc acc;
+            memset(&acc, 0, sizeof acc);
+            for (int i = 0; i < M * N; ++i) {
+                const double x = bf(hd[i]);
+                qgtk_diff_add(&acc, &x, &ref[i], 1);
+            }
+            const double diff = qgtk_diff_result(&acc);
+            if (st != QG_SUCCESS || w_nonzero || !(diff < 1e-5))
+                snprintf(why, sizeof why, "call %d: %s (%s), W %lld non-zero, diff %.3g", call,
+                         qg_status_string(st), st ? qg_last_error() : "", (long long)w_nonzero, diff);
+        } else {
+            char range[128];
+            snprintf(range, sizeof range, "(bytes [%zu, %zu) of workspace) will hold its sums",
+                     counter_bytes, counter_bytes + w_bytes);
+            if (st == QG_SUCCESS || launch_count != 2 || !strstr(qg_last_error(), range) ||
+                !strstr(qg_last_error(), "D is not written") || !w_nonzero || d_written)
+                snprintf(why, sizeof why, "failed conversion: %s, %d launches, W %lld non-zero, D "
+                         "%lld written: %.300s", qg_status_string(st), launch_count,
+                         (long long)w_nonzero, (long long)d_written, qg_last_error());
+            else
+                printf("    conversion failed as made to: W %lld of %zu sums non-zero, D untouched:"
+                       " %.200s\n", (long long)w_nonzero, sizeof hw / 4, qg_last_error());
+            drv->cuMemsetD8(dw + counter_bytes, 0, w_bytes); /* as the message asks */
+        }
+    }
+    unsetenv("QGEMM_BMK_VARIANT");
+    drv->cuMemFree(da), drv->cuMemFree(db), drv->cuMemFree(dd), drv->cuMemFree(dw);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(!why[0], "%s", why);
+    PASS();
+}

@@ -57,32 +57,38 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
     return ok;
 }
 
-/* The heuristic's choice, then forced configurations that it may not pick
- * for these shapes (the wide tiles, multicast, one math warpgroup, 256-row
- * tiles; B multicast, whose pairs the kernel forms per tile from the
+/* The forced configurations run after the heuristic's choice: ones it may
+ * not pick for these shapes (the wide tiles, multicast, one math warpgroup,
+ * 256-row tiles; B multicast, whose pairs the kernel forms per tile from the
  * device's row counts: QG_PAIR_TILES, with dummy tiles beside a lone tile
  * and both halves of B loaded where a pair's tiles differ); those a shape
  * does not allow are skipped. */
+static const qg_config forced[] = {
+    {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_NONE},
+    {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_A},
+    {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
+    {.block_m = 64, .block_n = 176, .multicast = QG_MULTICAST_NONE},
+    {.block_m = 256, .block_n = 80, .multicast = QG_MULTICAST_A},
+    {.block_m = 128, .block_n = 176, .multicast = QG_MULTICAST_NONE},
+    {.block_m = 128, .block_n = 224, .multicast = QG_MULTICAST_A},
+    {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A},
+    {.block_m = 256, .block_n = 96, .multicast = QG_MULTICAST_NONE},
+    {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B},
+    {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B},
+    {.block_m = 64, .block_n = 96, .multicast = QG_MULTICAST_B},
+    {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_B},
+};
+#define NUM_FORCED ((int)(sizeof forced / sizeof forced[0]))
+
+static qg_problem problem_of(const qgtk_problem_data *p) {
+    return (qg_problem){p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
+}
+
 static void run_case_and_forced(qg_context *ctx, CUstream stream, qgtk_problem_data *p,
                                 const char *label, range *r) {
-    static const qg_config forced[] = {
-        {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_NONE},
-        {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_A},
-        {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_A},
-        {.block_m = 64, .block_n = 176, .multicast = QG_MULTICAST_NONE},
-        {.block_m = 256, .block_n = 80, .multicast = QG_MULTICAST_A},
-        {.block_m = 128, .block_n = 176, .multicast = QG_MULTICAST_NONE},
-        {.block_m = 128, .block_n = 224, .multicast = QG_MULTICAST_A},
-        {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_A},
-        {.block_m = 256, .block_n = 96, .multicast = QG_MULTICAST_NONE},
-        {.block_m = 128, .block_n = 192, .multicast = QG_MULTICAST_B},
-        {.block_m = 128, .block_n = 128, .multicast = QG_MULTICAST_B},
-        {.block_m = 64, .block_n = 96, .multicast = QG_MULTICAST_B},
-        {.block_m = 256, .block_n = 128, .multicast = QG_MULTICAST_B},
-    };
     run_case(ctx, stream, p, NULL, label, r);
-    qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
-    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
+    const qg_problem prob = problem_of(p);
+    for (int i = 0; i < NUM_FORCED; i++) {
         qg_config cfg = forced[i];
         if (qg_complete_config(ctx, &prob, &cfg) != QG_SUCCESS) continue;
         char what[200];
@@ -92,83 +98,212 @@ static void run_case_and_forced(qg_context *ctx, CUstream stream, qgtk_problem_d
     }
 }
 
+static bool same_config(const qg_config *a, const qg_config *b) {
+    return a->block_m == b->block_m && a->block_n == b->block_n &&
+           a->num_stages == b->num_stages && a->multicast == b->multicast &&
+           a->swizzle_group == b->swizzle_group && a->split_k == b->split_k;
+}
+
+/* The distinct kernels run_case_and_forced runs for ps[0..count) (the
+ * heuristic's choice, then each legal forced configuration it does not
+ * repeat) into probs / cfgs, which hold count * (1 + NUM_FORCED); returns how
+ * many. Every problem's (G, N, K) is its own kernel key, so only a forced
+ * configuration equal to the heuristic's is a repeat. */
+static int distinct_kernels(const qg_context *ctx, qgtk_problem_data *const *ps, int count,
+                            qg_problem *probs, qg_config *cfgs) {
+    int total = 0;
+    for (int c = 0; c < count; c++) {
+        const qg_problem prob = problem_of(ps[c]);
+        const int first = total;
+        for (int i = -1; i < NUM_FORCED; i++) {
+            qg_config cfg = i < 0 ? (qg_config){0} : forced[i];
+            if ((i < 0 ? qg_select_config(ctx, &prob, &cfg) : qg_complete_config(ctx, &prob, &cfg)) !=
+                QG_SUCCESS)
+                continue; /* the run reports a failing selection; forced: not for this shape */
+            bool seen = false;
+            for (int t = first; t < total && !seen; t++) seen = same_config(&cfgs[t], &cfg);
+            if (!seen) probs[total] = prob, cfgs[total++] = cfg;
+        }
+    }
+    return total;
+}
+
+/* A part of a grouped test: its problems created, their kernels compiled
+ * ahead on qgtk_num_workers() threads (one at a time, ~2 s each on an H200
+ * host's core, gpu_grouped_masked's ~150 kernels outlasted 170 s), then each
+ * problem run with the heuristic's and the forced configurations. The
+ * labels are made after creation (masked_m, expected_m are drawn). */
+typedef void (*label_fn)(const qgtk_problem_data *p, const qgtk_problem_spec *spec, char *out,
+                         size_t cap);
+
+static bool run_part(qg_context *ctx, CUstream stream, const qgtk_problem_spec *specs, int count,
+                     label_fn label_of, range *r) {
+    qgtk_problem_data *ps[16] = {0};
+    qg_problem probs[16 * (1 + NUM_FORCED)];
+    qg_config cfgs[16 * (1 + NUM_FORCED)];
+    bool ok = count <= 16;
+    for (int c = 0; ok && c < count; c++) {
+        ok = qgtk_problem_create(&ps[c], ctx, &specs[c]) == QG_SUCCESS;
+        if (!ok) printf("    FAIL problem %d: %s\n", c, qg_last_error());
+    }
+    if (ok) {
+        const int total = distinct_kernels(ctx, ps, count, probs, cfgs);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        const int refused = qgtk_compile_many(ctx, probs, cfgs, total, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("    compiled %d kernels ahead in %.1f s on %d threads (%d refused: their runs say why)\n",
+               total, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9,
+               qgtk_num_workers(), refused);
+        fflush(stdout);
+        for (int c = 0; c < count; c++) {
+            char label[128];
+            label_of(ps[c], &specs[c], label, sizeof label);
+            run_case_and_forced(ctx, stream, ps[c], label, r);
+        }
+    }
+    for (int c = 0; c < count; c++) qgtk_problem_free(ps[c]);
+    return ok;
+}
+
+/* Mean real rows per expert; drawn +-30%, so segments sit below, at and
+ * above the 128-row alignment. */
+static const int contiguous_groups[] = {4, 8, 32}, contiguous_expected[] = {600, 256, 100};
+
+static void contiguous_label(const qgtk_problem_data *p, const qgtk_problem_spec *spec, char *out,
+                             size_t cap) {
+    snprintf(out, cap, "contiguous %d experts, M_total %d, N %d, K %d%s", p->num_groups, p->m, p->n,
+             p->k, spec->padding_blocks ? ", padding blocks" : "");
+}
+
 TEST(gpu_grouped_contiguous) {
     if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
-    /* Mean real rows per expert; drawn +-30%, so segments sit below, at
-     * and above the 128-row alignment. */
-    static const int groups[] = {4, 8, 32}, expected[] = {600, 256, 100};
-    range r = {0};
+    qgtk_problem_spec specs[3 * NUM_NK];
+    int count = 0;
     for (int gi = 0; gi < 3; gi++)
-        for (int j = 0; j < NUM_NK; j++) {
-            qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = nk_pairs[j][0],
-                                    .k = nk_pairs[j][1], .num_groups = groups[gi],
-                                    .expected_m = expected[gi], .seed = 300 + (uint64_t)(gi * 8 + j),
-                                    .scale_spread = 3, .ldd_pad = j == 2 ? 8 : 0,
-                                    .padding_blocks = j == 1};
-            qgtk_problem_data *p = NULL;
-            CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
-            char label[128];
-            snprintf(label, sizeof label, "contiguous %d experts, M_total %d, N %d, K %d%s",
-                     groups[gi], p->m, p->n, p->k, spec.padding_blocks ? ", padding blocks" : "");
-            run_case_and_forced(ctx, stream, p, label, &r);
-            qgtk_problem_free(p);
-        }
+        for (int j = 0; j < NUM_NK; j++)
+            specs[count++] = (qgtk_problem_spec){
+                .kind = QG_GEMM_GROUPED_CONTIGUOUS, .n = nk_pairs[j][0], .k = nk_pairs[j][1],
+                .num_groups = contiguous_groups[gi], .expected_m = contiguous_expected[gi],
+                .seed = 300 + (uint64_t)(gi * 8 + j), .scale_spread = 3, .ldd_pad = j == 2 ? 8 : 0,
+                .padding_blocks = j == 1};
+    range r = {0};
+    const bool made = run_part(ctx, stream, specs, count, contiguous_label, &r);
     printf("    grouped contiguous: %d cases, %d failed, worst-group diff max %.2g min %.2g\n",
            r.cases, r.failures, r.hi, r.lo);
     qgtk_gpu_session_close(ctx, stream);
+    CHECK(made, "creating the problems failed");
     CHECK(r.failures == 0, "%d failing cases", r.failures);
     PASS();
 }
 
-TEST(gpu_grouped_masked) {
+/* gpu_grouped_masked's problems, in parts of about 50 kernels each (a part
+ * runs in one process; the parts can run side by side): G x M_max of
+ * masked_shapes by the N, K of nk_pairs; a G of 1 cycles masked_m random, 0,
+ * M_max (one group cannot hold both extremes), larger G hold both. */
+static const int masked_shapes[][2] = {{1, 1024}, {4, 256}, {32, 192}, {6, 1024}}; /* G, M_max */
+
+static qgtk_problem_spec masked_spec(int s, int j) {
+    const int G = masked_shapes[s][0], M = masked_shapes[s][1];
+    static int single[4][NUM_NK];
+    single[s][j] = j == 0 ? -1 : j == 1 ? 0 : M;
+    return (qgtk_problem_spec){.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = nk_pairs[j][0],
+                               .k = nk_pairs[j][1], .num_groups = G,
+                               .seed = 500 + (uint64_t)(s * 8 + j), .scale_spread = 3,
+                               .masked_extremes = true,
+                               .masked_m = G == 1 && j > 0 ? &single[s][j] : NULL};
+}
+
+/* Row counts chosen for B multicast's pairs (per tile, QG_PAIR_TILES):
+ * N 576 is 3 n-blocks of 192 (odd: each group's last slot is a dummy);
+ * 384 rows = 3 m-blocks of 128 (pairs that straddle n-blocks load B whole),
+ * 0 rows (no slot), 1 row (one m-block: no pair of the group shares its B,
+ * every tile loads it whole, its last slot a dummy), 129 and 257 rows (a
+ * tail m-block of 1 row). */
+static int pair_counts[] = {384, 0, 1, 129, 257};
+static const qgtk_problem_spec pair_spec = {
+    .kind = QG_GEMM_GROUPED_MASKED, .m = 384, .n = 576, .k = 400, .num_groups = 5,
+    .expected_m = 200, .seed = 590, .scale_spread = 3, .masked_m = pair_counts};
+
+static void masked_label(const qgtk_problem_data *p, const qgtk_problem_spec *spec, char *out,
+                         size_t cap) {
+    if (spec->masked_m == pair_counts)
+        snprintf(out, cap, "masked 5 x 384, masked_m 384 0 1 129 257, N 576, K 400");
+    else
+        snprintf(out, cap, "masked %d x %d (masked_m[0] %d, expected_m %d), N %d, K %d",
+                 p->num_groups, p->m, p->masked_m[0], p->expected_m, p->n, p->k);
+}
+
+/* Part `part` of the masked problems: 0 the shapes G 1 and 4, 1 the shapes
+ * G 32 and 6, 2 the B multicast pairs. Fills specs (room for 2 * NUM_NK). */
+static int masked_part_specs(int part, qgtk_problem_spec *specs) {
+    if (part == 2) {
+        specs[0] = pair_spec;
+        return 1;
+    }
+    int count = 0;
+    for (int s = 2 * part; s < 2 * part + 2; s++)
+        for (int j = 0; j < NUM_NK; j++) specs[count++] = masked_spec(s, j);
+    return count;
+}
+
+static qg_test_result masked_part(int part) {
     if (!qgtk_gpu_available()) SKIP("%s", qgtk_gpu_status_line());
     qg_context *ctx;
     CUstream stream;
     CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
-    static const int shapes[][2] = {{1, 1024}, {4, 256}, {32, 192}, {6, 1024}}; /* G, M_max */
+    qgtk_problem_spec specs[2 * NUM_NK];
+    const int count = masked_part_specs(part, specs);
     range r = {0};
-    for (int s = 0; s < 4; s++)
-        for (int j = 0; j < NUM_NK; j++) {
-            const int G = shapes[s][0], M = shapes[s][1];
-            /* One group cannot hold both extremes: cycle random, 0, M_max. */
-            int single = j == 0 ? -1 : j == 1 ? 0 : M;
-            qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = M, .n = nk_pairs[j][0],
-                                    .k = nk_pairs[j][1], .num_groups = G,
-                                    .seed = 500 + (uint64_t)(s * 8 + j), .scale_spread = 3,
-                                    .masked_extremes = true,
-                                    .masked_m = G == 1 && single >= 0 ? &single : NULL};
-            qgtk_problem_data *p = NULL;
-            CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
-            char label[128];
-            snprintf(label, sizeof label, "masked %d x %d (masked_m[0] %d, expected_m %d), N %d, K %d",
-                     G, M, p->masked_m[0], p->expected_m, p->n, p->k);
-            run_case_and_forced(ctx, stream, p, label, &r);
-            qgtk_problem_free(p);
-        }
-    /* Row counts chosen for B multicast's pairs (per tile, QG_PAIR_TILES):
-     * N 576 is 3 n-blocks of 192 (odd: each group's last slot is a dummy);
-     * 384 rows = 3 m-blocks of 128 (pairs that straddle n-blocks load B
-     * whole), 0 rows (no slot), 1 row (one m-block: no pair of the group
-     * shares its B, every tile loads it whole, its last slot a dummy), 129
-     * and 257 rows (a tail m-block of 1 row). */
-    {
-        static int counts[] = {384, 0, 1, 129, 257};
-        qgtk_problem_spec spec = {.kind = QG_GEMM_GROUPED_MASKED, .m = 384, .n = 576, .k = 400,
-                                  .num_groups = 5, .expected_m = 200, .seed = 590,
-                                  .scale_spread = 3, .masked_m = counts};
-        qgtk_problem_data *p = NULL;
-        CHECK(qgtk_problem_create(&p, ctx, &spec) == QG_SUCCESS, "%s", qg_last_error());
-        run_case_and_forced(ctx, stream, p, "masked 5 x 384, masked_m 384 0 1 129 257, N 576, K 400",
-                            &r);
-        qgtk_problem_free(p);
-    }
-    printf("    grouped masked: %d cases, %d failed, worst-group diff max %.2g min %.2g\n", r.cases,
-           r.failures, r.hi, r.lo);
+    const bool made = run_part(ctx, stream, specs, count, masked_label, &r);
+    printf("    grouped masked part %c: %d cases, %d failed, worst-group diff max %.2g min %.2g\n",
+           'a' + part, r.cases, r.failures, r.hi, r.lo);
     qgtk_gpu_session_close(ctx, stream);
+    CHECK(made, "creating the problems failed");
     CHECK(r.failures == 0, "%d failing cases", r.failures);
+    PASS();
+}
+
+/* The masked layout in three parts (one process each; they may run side by
+ * side): a: G 1 x 1024 and G 4 x 256 by the three N, K; b: G 32 x 192 and
+ * G 6 x 1024 by the three N, K; c: B multicast's pairs, 5 x 384. */
+TEST(gpu_grouped_masked_a) { return masked_part(0); }
+TEST(gpu_grouped_masked_b) { return masked_part(1); }
+TEST(gpu_grouped_masked_c) { return masked_part(2); }
+
+/* On the CPU: how many distinct kernels each masked part compiles (an
+ * offline context, the problems made on the host: the same masked_m and
+ * expected_m as on the GPU), so a part stays within one cold-cache minute of
+ * a 16-core host (at ~2 s a kernel a core: <= 120 kernels; the parts hold
+ * about 50). */
+TEST(grouped_masked_parts_kernels) {
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(&ctx, NULL) == QG_SUCCESS, "%s", qg_last_error());
+    int sum = 0;
+    for (int part = 0; part < 3; part++) {
+        qgtk_problem_spec specs[2 * NUM_NK];
+        const int count = masked_part_specs(part, specs);
+        qgtk_problem_data *ps[2 * NUM_NK] = {0};
+        qg_problem probs[2 * NUM_NK * (1 + NUM_FORCED)];
+        qg_config cfgs[2 * NUM_NK * (1 + NUM_FORCED)];
+        bool made = true;
+        for (int c = 0; c < count; c++) made &= qgtk_problem_create_host(&ps[c], &specs[c]) == QG_SUCCESS;
+        const int total = made ? distinct_kernels(ctx, ps, count, probs, cfgs) : -1;
+        for (int c = 0; c < count; c++) qgtk_problem_free(ps[c]);
+        printf("    gpu_grouped_masked_%c: %d problems, %d distinct kernels\n", 'a' + part, count,
+               total);
+        if (!made || total <= 0 || total > 120) {
+            qg_context_destroy(ctx);
+            CHECK(made, "part %d: creating the problems: %s", part, qg_last_error());
+            CHECK(total > 0 && total <= 120, "part %d: %d kernels, expected 1 .. 120", part, total);
+        }
+        sum += total;
+    }
+    qg_context_destroy(ctx);
+    printf("    %d distinct kernels in all\n", sum);
     PASS();
 }
 

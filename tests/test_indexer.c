@@ -803,14 +803,70 @@ static void set_knob(const char *knob, const char *value) {
         unsetenv(knob);
 }
 
-/* A case's accuracy figure (an fp64 fingerprint of the output, same inputs)
- * against the default organisation's: false, with the reason in res->why,
- * unless bit for bit the same. */
-static bool same_as_default(qgtk_case_result *res, double default_diff) {
-    if (!memcmp(&res->diff, &default_diff, sizeof res->diff)) return true;
-    snprintf(res->why, sizeof res->why, "not bitwise the default's (diff %.17g vs %.17g)",
-             res->diff, default_diff);
+/* One element of a kept output (res->output_esz: 2 bf16, 4 fp32) as a float. */
+static float kept_value(const void *out, size_t idx, int esz) {
+    uint32_t bits = 0;
+    if (esz == 2) {
+        uint16_t h;
+        memcpy(&h, (const uint8_t *)out + idx * 2, 2);
+        bits = (uint32_t)h << 16;
+    } else {
+        memcpy(&bits, (const uint8_t *)out + idx * 4, 4);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* A case's output (opts.keep_output) against the default organisation's,
+ * same inputs, byte for byte: false, with the first differing element (its
+ * index in the output, both values and their bits) in res->why, unless equal. */
+static bool same_as_default(qgtk_case_result *res, const qgtk_case_result *def) {
+    if (!def->output) {
+        snprintf(res->why, sizeof res->why, "no default output to compare with (its case failed)");
+        return false;
+    }
+    if (!res->output || res->output_bytes != def->output_bytes || res->output_esz != def->output_esz) {
+        snprintf(res->why, sizeof res->why, "output of %zu bytes (%d a value), the default's %zu (%d)",
+                 res->output ? res->output_bytes : 0, res->output_esz, def->output_bytes,
+                 def->output_esz);
+        return false;
+    }
+    if (!memcmp(res->output, def->output, res->output_bytes)) return true;
+    const int esz = res->output_esz;
+    const uint8_t *g = res->output, *w = def->output;
+    size_t i = 0;
+    while (!memcmp(g + i * esz, w + i * esz, (size_t)esz)) i++; /* the buffers differ: it stops */
+    const float got = kept_value(res->output, i, esz), want = kept_value(def->output, i, esz);
+    uint32_t gb = 0, wb = 0;
+    memcpy(&gb, g + i * esz, (size_t)esz); /* (little-endian: the element's bits) */
+    memcpy(&wb, w + i * esz, (size_t)esz);
+    snprintf(res->why, sizeof res->why,
+             "not bitwise the default's: element %zu of %zu is %.9g (0x%0*x), the default's %.9g "
+             "(0x%0*x)", i, res->output_bytes / (size_t)esz, got, 2 * esz, gb, want, 2 * esz, wb);
     return false;
+}
+
+/* The GPU tests' byte comparison on the CPU: equal outputs pass, a differing
+ * element is named with both values, a missing default fails. */
+TEST(indexer_same_as_default) {
+    uint16_t a[5] = {0x3f80, 0x4000, 0xffff, 0xc040, 0x0000}, b[5];
+    memcpy(b, a, sizeof a);
+    qgtk_case_result def = {.output = a, .output_bytes = sizeof a, .output_esz = 2}, res = def;
+    res.output = b;
+    CHECK(same_as_default(&res, &def), "equal outputs: %s", res.why);
+    b[3] = 0xc041;
+    CHECK(!same_as_default(&res, &def), "a differing element passed");
+    CHECK(strstr(res.why, "element 3 of 5 is -3.015625 (0xc041), the default's -3 (0xc040)"), "%s",
+          res.why);
+    float f[2] = {1.0f, 2.0f}, g[2] = {1.0f, 2.5f};
+    qgtk_case_result fd = {.output = f, .output_bytes = sizeof f, .output_esz = 4}, fr = fd;
+    fr.output = g;
+    CHECK(!same_as_default(&fr, &fd) && strstr(fr.why, "element 1 of 2 is 2.5 (0x40200000), the "
+                                                        "default's 2 (0x40000000)"), "%s", fr.why);
+    qgtk_case_result none = {0};
+    CHECK(!same_as_default(&res, &none) && strstr(res.why, "no default output"), "%s", res.why);
+    PASS();
 }
 
 TEST(gpu_mqa_logits) {
@@ -828,32 +884,34 @@ TEST(gpu_mqa_logits) {
         {1200, 200, 64, 32, 0, 1, 0}, {2000, 150, 32, 64, 1, 2, 0}};
     int failures = 0;
     /* every organisation (QGEMM_MQA_VARIANT; unset = the default, deep4). pipe,
-     * deep4 and deep4l compute the same sums in the same order: each case's accuracy figure
-     * (an fp64 fingerprint of the output, same inputs) must equal the default's bit
-     * for bit; lockstep2 (another head-sum order) is checked against the reference
+     * deep4 and deep4l compute the same sums in the same order: each case's output (all its
+     * bytes, poison included, same inputs; opts.keep_output) must equal the default's byte
+     * for byte; lockstep2 (another head-sum order) is checked against the reference
      * only. QG_TEST_MQA_VARIANTS="a,b": the default and these only (a short GPU run). */
     static const char *const variants[] = {NULL, "pipe", "deep4l", "lockstep2"};
     static const bool bitwise[] = {true, true, true, false};
-    double first_diff[sizeof cases / sizeof cases[0]];
+    static qgtk_case_result defaults[sizeof cases / sizeof cases[0]]; /* (their outputs) */
     const char *only = getenv("QG_TEST_MQA_VARIANTS");
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
         if (vi && !variant_listed(only, variants[vi])) continue;
         set_knob("QGEMM_MQA_VARIANT", variants[vi]);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             const qgtk_mqa_case *c = &cases[i];
-            const qgtk_case_opts opts = {.seed = 50 + i};
+            const qgtk_case_opts opts = {.seed = 50 + i, .keep_output = bitwise[vi]};
             qgtk_case_result res;
             bool ok = qgtk_mqa_case_run(ctx, stream, c, &opts, &res);
-            if (vi == 0) first_diff[i] = res.diff;
-            else if (ok && bitwise[vi]) ok = same_as_default(&res, first_diff[i]);
+            if (ok && vi && bitwise[vi]) ok = same_as_default(&res, &defaults[i]);
             printf("    %s mqa [%s] sq %d skv %d H %d D %d %s %s: diff %.2g %s\n",
                    ok ? "ok  " : "FAIL", variants[vi] ? variants[vi] : "default", c->seq_len,
                    c->seq_len_kv, c->heads, c->head_dim, c->bf16 ? "bf16" : "fp32",
                    c->mode == 0 ? "plain" : c->mode == 1 ? "clean" : "compressed", res.diff,
                    ok ? "" : res.why);
             failures += !ok;
+            if (vi == 0) defaults[i] = res; /* keeps its output */
+            else free(res.output);
         }
     }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) free(defaults[i].output);
     unsetenv("QGEMM_MQA_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
@@ -875,11 +933,11 @@ TEST(gpu_paged_mqa_logits) {
     int failures = 0;
     /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, split4r112x;
      * dual2 and shared2 named: every width). All compute the same sums in the same
-     * order: each case's accuracy figure (the fp64 sum over every logit, same inputs: a
-     * fingerprint of the output) must equal the default's bit for bit. */
+     * order: each case's output (all its bytes, poison included, same inputs;
+     * opts.keep_output) must equal the default's byte for byte. */
     static const char *const variants[] = {NULL, "shared2", "dual2", "split4", "split4r112w",
                                            "split4r112x", "split4r112p", "split4r112u"};
-    double first_diff[sizeof cases / sizeof cases[0]];
+    static qgtk_case_result defaults[sizeof cases / sizeof cases[0]]; /* (their outputs) */
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");
     for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi) {
@@ -887,19 +945,21 @@ TEST(gpu_paged_mqa_logits) {
         set_knob("QGEMM_PMQA_VARIANT", variants[vi]);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             const qgtk_paged_case *c = &cases[i];
-            const qgtk_case_opts opts = {.seed = 51 + i};
+            const qgtk_case_opts opts = {.seed = 51 + i, .keep_output = true};
             qgtk_case_result res;
             bool ok = qgtk_paged_case_run(ctx, stream, c, &opts, &res);
-            if (vi == 0) first_diff[i] = res.diff;
-            else if (ok) ok = same_as_default(&res, first_diff[i]);
+            if (ok && vi) ok = same_as_default(&res, &defaults[i]);
             printf("    %s paged [%s] bsz %d next_n %d H %d D %d L %d %s%s%s: diff %.2g %s\n",
                    ok ? "ok  " : "FAIL", variants[vi] ? variants[vi] : "default", c->batch,
                    c->next_n, c->heads, c->head_dim, c->avg_len, c->bf16 ? "bf16" : "fp32",
                    c->clean ? " clean" : "", c->graph ? " +graph" : "", res.diff,
                    ok ? "" : res.why);
             failures += !ok;
+            if (vi == 0) defaults[i] = res; /* keeps its output */
+            else free(res.output);
         }
     }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) free(defaults[i].output);
     unsetenv("QGEMM_PMQA_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
@@ -934,7 +994,7 @@ TEST(gpu_hc_prenorm) {
      * rounder/acc4+fit+cwN and through rounder/acc4+fit (one converter warp,
      * the default before 2026-11-29). QG_TEST_HC_VARIANTS="a,b": the default
      * and these modes only (a short GPU run). */
-    double first_diff[sizeof cases / sizeof cases[0]];
+    static qgtk_case_result defaults[sizeof cases / sizeof cases[0]]; /* (their d and sqr_sum bytes) */
     const char *only = getenv("QG_TEST_HC_VARIANTS");
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
         if (mi && !variant_listed(only, modes[mi])) continue;
@@ -955,17 +1015,19 @@ TEST(gpu_hc_prenorm) {
         }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
             const qgtk_hc_case *c = &cases[i];
-            const qgtk_case_opts opts = {.seed = 52 + i};
+            const qgtk_case_opts opts = {.seed = 52 + i, .keep_output = mi == 0 || bitwise};
             qgtk_case_result res;
             bool ok = qgtk_hc_case_run(ctx, stream, c, &opts, &res);
-            if (mi == 0) first_diff[i] = res.diff;
-            else if (ok && bitwise) ok = same_as_default(&res, first_diff[i]);
+            if (ok && bitwise) ok = same_as_default(&res, &defaults[i]);
             printf("    %s hc %dx%dx%d splits %d [%s]: diff %.2g %s\n", ok ? "ok  " : "FAIL", c->m,
                    c->n, c->k, c->splits, modes[mi] ? modes[mi] : "default", res.diff,
                    ok ? "" : res.why);
             failures += !ok;
+            if (mi == 0) defaults[i] = res; /* keeps its output */
+            else free(res.output);
         }
     }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) free(defaults[i].output);
     unsetenv("QGEMM_HC_MODE");
     unsetenv("QGEMM_HC_VARIANT");
     gpu_ctx_pop(ctx);

@@ -31,8 +31,9 @@ static char *slurp(const char *path) {
 }
 
 static const char *header_names[] = {"qg_ptx.cuh", "qg_scheduler.cuh", "qg_bf16_gemm.cuh",
+                                     "qg_wgmma_placeholder.cuh",
                                      "qg_fp8_gemm.cuh"};
-#define NUM_HEADERS 4
+#define NUM_HEADERS 5
 
 int main(int argc, char **argv) {
     if (argc < 3) {

@@ -3,7 +3,7 @@ grouped ones): argument errors raised on the CPU before any device is needed,
 and empty_fp8out's layout (the next GEMM's sfa layout). The GPU accuracy test
 is the C suite's gpu_fp8out (tests/test_fp8out.c); QGEMM_FP8OUT_VARIANT: the heuristic
 offline, and on the GPU each variant bitwise against the default (the C suite's
-gpu_fp8out_variants checks them against the fp64 reference)."""
+gpu_variants_fp8out_a and _b check them against the fp64 reference)."""
 import pytest
 
 torch = pytest.importorskip("torch")
