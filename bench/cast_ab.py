@@ -1,5 +1,6 @@
 """bench/cast_ab.py -- qgemm's quantizing casts under QGEMM_CAST_VARIANT values, side by side
-(issue 51 item 3: >= 80% of the card's copy bandwidth for tensors >= 32 MB).
+(issue 51 item 3: >= 80% of the card's copy bandwidth for tensors >= 32 MB). 'default' times the
+library's default (the knob unset); any other value is set as QGEMM_CAST_VARIANT around each call.
 
 For each cast and shape: kineto (bench/peers_families.Timer: 8 GB zeroed before each call) and
 CUDA-events time of each variant, GB/s (bytes read + written / kineto time) and its share of a
@@ -21,7 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variants", default="base,lean,all,all+lean")
+    ap.add_argument("--variants", default="base,lean,all,all+lean",
+                    help="QGEMM_CAST_VARIANT values, comma-separated; 'default': unset (all+lean since "
+                         "2026-11-29); the first is the ratios' reference")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--shapes", default="64x7168,4096x7168,16384x7168,4096x2048")
     ap.add_argument("--out")
@@ -57,7 +60,7 @@ def main() -> int:
 
     def under(v, fn):
         def call():
-            if v == "base":
+            if v == "default":
                 os.environ.pop("QGEMM_CAST_VARIANT", None)
             else:
                 os.environ["QGEMM_CAST_VARIANT"] = v
