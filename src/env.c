@@ -154,7 +154,7 @@
  *                                            fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
- *   QGEMM_FP8OUT_VARIANT (unset: new+epi)   the e4m3-D split tiles' organisation (A/B runs,
+ *   QGEMM_FP8OUT_VARIANT (unset: new+epi+last+nk) the e4m3-D split tiles' organisation (A/B runs,
  *                                            issue 51): a '+'-separated list of old,
  *                                            room (the heuristic counts the clusters of 4
  *                                            the launch finds resident), early (the
@@ -277,7 +277,7 @@ const qg_env_knob qg__env_knobs[] = {
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
      "new (all three), epi (the cheaper e4m3 epilogue, not in new) or last (with early: the "
      "exchange's release at a tile's end, none on a CTA's last tile; not in new) or nk (dense split "
-     "tiles with split-K 2 too, in clusters of 8 or 4; not in new)", "new+epi"},
+     "tiles with split-K 2 too, in clusters of 8 or 4; not in new)", "new+epi+last+nk"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "

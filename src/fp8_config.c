@@ -162,7 +162,7 @@ static bool split_tiles_allowed(void) {
 }
 
 /* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
- * over the bf16-output one), A/B runs: unset or empty -> new+epi (below); a
+ * over the bf16-output one), A/B runs: unset or empty -> new+epi+last+nk (below); a
  * '+'-separated list of old, room (QG_D_FP8_ROOM),
  * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three), epi
  * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) and last
@@ -173,9 +173,11 @@ static bool split_tiles_allowed(void) {
  * separator too) included. */
 int qg__fp8out_variant(void) {
     const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
-    /* unset: new+epi, the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
-     * 1.147 over the 14 rows of M 64 and 128, h200-03-u3; epi: -> 1.116, h200-05-u5) */
-    if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI;
+    /* unset: new+epi+last+nk, the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
+     * 1.147 over the 14 rows of M 64 and 128, h200-03-u3; epi: -> 1.116, h200-05-u5; last
+     * and nk: 1.110 -> 1.098 -> 1.075, the N 576 rows 1.37 / 1.29 -> 1.12 / 1.08,
+     * h200-14-w4) */
+    if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK;
     static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi", "last", "nk"};
     /* epi is not in new: A/B against it, new+epi */
     static const int word_flags[] = {0, QG_D_FP8_ROOM, QG_D_FP8_EARLY, QG_D_FP8_SFBPF,

@@ -573,7 +573,11 @@ TEST(fp8out_argument_validation) {
             cfg.block_m = 64, cfg.block_n = 32, cfg.swizzle_group = 6, forced = &cfg;
         else if (!strcmp(w, "block_n 192")) cfg.block_m = 128, cfg.block_n = 192, forced = &cfg;
         else if (!strcmp(w, "sfd after d")) o.sfd = FAKE(0x5000000 + 57600);
+        /* a split tile with split-K: refused without nk (the default has it since 2026-11-29) */
+        const bool no_nk = !strcmp(w, "block_n 32 split-K");
+        if (no_nk) setenv("QGEMM_FP8OUT_VARIANT", "new+epi+last", 1);
         qg_status st = qg_fp8_gemm_nt_fp8out(ctx, &a, out, forced, NULL);
+        if (no_nk) unsetenv("QGEMM_FP8OUT_VARIANT");
         CHECK(st == cases[i].want && strstr(qg_last_error(), cases[i].msg) &&
                   strstr(qg_last_error(), "qg_fp8_gemm_nt_fp8out"),
               "%s: got %s (%s), want %s with \"%s\"", w, qg_status_string(st), qg_last_error(),
@@ -821,7 +825,7 @@ TEST(fp8out_plans) {
     /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
     {
         static const struct { const char *v; int flags; } vars[] = {
-            {NULL, QG_D_FP8_VARIANT | QG_D_FP8_EPI}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
+            {NULL, QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
             {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
             {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
             {"old+early", QG_D_FP8_EARLY}, {"epi", QG_D_FP8_EPI},
