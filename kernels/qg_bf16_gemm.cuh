@@ -156,8 +156,8 @@
 #include "qg_wgmma_placeholder.cuh" /* (this kernel calls no wgmma) */
 #include "qg_ptx.cuh"
 extern "C" __global__ void __launch_bounds__(256)
-qg_bf16_bmn_bnk_mn_gemm_impl_convert(float *__restrict__ w, unsigned char *__restrict__ d,
-                                     int64_t ldd, int shape_m, int shape_n) {
+qg_bf16_batch_sum_convert(float *__restrict__ w, unsigned char *__restrict__ d, int64_t ldd,
+                          int shape_m, int shape_n) {
     qg_grid_dependency_wait();
     const int64_t quads = (int64_t)shape_n / 4, total = (int64_t)shape_m * quads;
     for (int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x; i < total;
