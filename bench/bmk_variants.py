@@ -20,7 +20,8 @@ For DeepGEMM's test_bmk_bnk_mn shapes (b in 129 / 4096 / 8192; (m, n, k) in (128
               v6 (v3 with that prefetch); without them QGEMM_BMK_VARIANT=v1;
               sN (N 4..16): QGEMM_BMK_VARIANT's :sN, at most N pipeline stages (DeepGEMM: 4)
 
-default variants: atomic=atomic:auto:2 (the default path), v2=atomic:auto:2:v2,
+default variants: atomic=atomic:auto:2 (QGEMM_BMK_VARIANT=v1, the first atomic path; the
+library's default is v5:s4 since 2026-11-29: v5-s4), v2=atomic:auto:2:v2,
 v3=atomic:auto:2:v3, v3-tiles=atomic:tiles:2:v3, v3-wide=atomic:wide:2:v3 (the wide tiles
 at one CTA per SM), v3-s4=atomic:auto:2:v3+s4 (DeepGEMM's 4 stages)
 
@@ -63,7 +64,7 @@ SHAPES = [(s, m, n, k) for s in (129, 4096, 8192)
           for m, n, k in ((128, 384, 128), (256, 256, 256), (384, 128, 384))]
 DEFAULT_VARIANTS = ("atomic=atomic:auto:2,v2=atomic:auto:2:v2,v3=atomic:auto:2:v3,"
                     "v3-tiles=atomic:tiles:2:v3,v3-wide=atomic:wide:2:v3,"
-                    "v3-s4=atomic:auto:2:v3+s4")
+                    "v3-s4=atomic:auto:2:v3+s4,v5-s4=atomic:auto:2:v5+s4")
 VARIANT_ENV = "QGEMM_BMK_VARIANT"
 FLUSH_KERNEL = "bitwise_not"
 

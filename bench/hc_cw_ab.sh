@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/hc_cw_ab.sh -- issue 50, session w (helper hc): QGEMM_HC_VARIANT=acc4+fit+cw4 (B's TF32
-# rounding over 4 converter warps, 3 beside two math warpgroups) against the default acc4+fit
-# (one converter warp) beside DeepGEMM, on the HC rows that were below 0.95x on the H200
+# rounding over 4 converter warps, 3 beside two math warpgroups) against acc4+fit (one converter
+# warp) beside DeepGEMM (run as bench/results/2026-11-29-h200-12-w2 when acc4+fit was the default;
+# since then cw4 is, and the alt column, HC_ALT, is the former default acc4+fit), on the HC rows that were below 0.95x on the H200
 # (2026-11-29-h200-11-w1: M 13 / 137 with 16 splits, M 4096 / 8192 unsplit, K 28672 with 16
 # splits: 14 rows; HC_ROWS=all for the 24). About 60 s once built:
 #   bash bench/hc_cw_ab.sh      (repository root; build/qgemm_tests, the Python extension and .peers
@@ -21,7 +22,7 @@ export QGEMM_CACHE_DIR=${QGEMM_CACHE_DIR:-/tmp/qc} DG_JIT_CACHE_DIR=${DG_JIT_CAC
 export PYTHONUNBUFFERED=1
 [ -f .peers/env.sh ] && source .peers/env.sh
 export PYTHONPATH=$PWD/python:$PWD/bench${PYTHONPATH:+:$PYTHONPATH}
-HC_ALT=${HC_ALT:-QGEMM_HC_VARIANT=acc4+fit+cw4}
+HC_ALT=${HC_ALT:-QGEMM_HC_VARIANT=acc4+fit}
 SMALL=(--where 'kind=hc|m=13|splits=16' --where 'kind=hc|m=137|splits=16')
 LARGE=(--where 'kind=hc|m=4096|splits=None' --where 'kind=hc|m=8192|splits=None'
        --where 'kind=hc|m=4096|k=28672' --where 'kind=hc|m=8192|k=28672')
@@ -63,7 +64,7 @@ try:
     rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r.get("kind") == "hc"]
 except Exception as e:  # noqa: BLE001
     sys.exit(f"no rows: {e}")
-for col, name in (("qgemm", "default acc4+fit"), ("qgemm-v1", sys.argv[2])):
+for col, name in (("qgemm", "default (acc4+fit+cw4 since 2026-11-29)"), ("qgemm-v1", sys.argv[2])):
     for t in ("kineto", "events"):
         v = [(r[f"deepgemm_{t}_us"] / r[f"{col}_{t}_us"], r["shape"]) for r in rows
              if r.get(f"deepgemm_{t}_us") and r.get(f"{col}_{t}_us")]

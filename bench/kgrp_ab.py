@@ -9,11 +9,12 @@
 Rows: bench/peers_families.py's bf16-k-grouped rows (DeepGEMM's test_bf16 k-grouped
 shapes through its own generators: 4, 8, 16 groups x 4096x7168 and 7168x2048, K per
 group drawn around the mean, 128-aligned), the weight gradient accumulated in place
-(c = d, FP32). Variants (src/bf16_plan.h qg_bf16_problem.kgrouped): default (unset: tiles
-walked in groups of 16 n-blocks, no multicast), m (DeepGEMM's walk, groups of m-blocks),
+(c = d, FP32). Variants (src/bf16_plan.h qg_bf16_problem.kgrouped): default (unset: m+d2 since
+2026-11-29), n (tiles walked in groups of 16 n-blocks, no multicast: the former default), m
+(DeepGEMM's walk, groups of m-blocks),
 mc (m and B multicast over pairs of m-blocks), dg (DeepGEMM's rule: mc at <= 4 groups,
 else m), each optionally +d2 (the FP32 output tile in shared memory halved: two epilogue
-rounds, the freed bytes one more pipeline stage; d2 alone: the default walk). Per row and
+rounds, the freed bytes one more pipeline stage; d2 alone: the n walk). Per row and
 variant:
   * accuracy: one call from C: calc_diff against the fp64 reference < 1e-5, and D bitwise
     the default's (the same tile and wgmmas per tile, one add into D per element);

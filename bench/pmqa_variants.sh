@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/pmqa_variants.sh -- the paged MQA logits organisations (QGEMM_PMQA_VARIANT values, e.g.
-# shared2, dual2, split4, split4r112w, split4r112p; unset: split4r112x, the default since 2026-11-29
-# (split4r112w before h200-10-v4); pipe2 was removed, tag
+# shared2, dual2, split4, split4r112w, split4r112x, split4r112p; unset: split4r112u, the default since
+# session w, 2026-11-29 (split4r112x before h200-11-w1, split4r112w before h200-10-v4); pipe2 was removed, tag
 # exp/pmqa-pipe2-2026-11-28) checked and timed beside DeepGEMM in one GPU run (bench/pmqa_ab.py
 # times several organisations on inputs built once a row instead). Checks first
 # (each bounded by timeout: a hung variant costs its limit, not the run): the C GPU test (every

@@ -40,8 +40,8 @@
  * split4 (4, STRIDE_WALK, SPLIT) and split4r112w (split4 + WREG: below N =
  * 128 all N / 4 weights; at N = 128 MATH112, LEAN, 32 weights (28 clean at
  * D 64) and, clean, MATH_TAIL), the last with the run loop (QG_PMQA_RUN:
- * split4r112x, the default), the producers' shared base (QG_PMQA_PADDR: split4r112p) and
- * the uniform walk (QG_PMQA_UNI with PADDR: split4r112u) as options; the shared3 / shared4 forms (3 or 4 math
+ * split4r112x), the producers' shared base (QG_PMQA_PADDR: split4r112p) and
+ * the uniform walk (QG_PMQA_UNI with PADDR: split4r112u, the default since 2026-11-29); the shared3 / shared4 forms (3 or 4 math
  * warpgroups on one ring, the strided walk at 2) and split4r / split4r112 /
  * split4r112m (WREG without MATH112 at N = 128, MATH112 without LEAN) left
  * with their planner entries (tag exp/pmqa-organisations-2026-11-29), and

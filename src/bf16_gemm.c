@@ -43,8 +43,8 @@ typedef struct {
                         the conversion launch (sum_variant then 2 or 3: v3's kernel) */
     int merge;       /* QGEMM_BF16_MERGE: 0 off, -1 auto, n (dense NT only: else 0) */
     int splitk;      /* QGEMM_BF16_SPLITK: 0 off, -1 auto, 2 / 4 / 8 (dense only: else 0) */
-    int kgrouped;    /* QGEMM_BF16_KGROUPED: walk 0 default, 1 m, 2 mc, 3 dg, + 4 d2 (k-grouped
-                        only: else 0) */
+    int kgrouped;    /* QGEMM_BF16_KGROUPED: walk 0 n, 1 m, 2 mc, 3 dg, + 4 d2 (k-grouped only:
+                        else 0; the knob's default m+d2 is 5) */
 } bf16_key;
 
 /* What an entry keeps. */

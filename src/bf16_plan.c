@@ -83,9 +83,9 @@ int qg__bf16_smem_bytes(int block_m, int block_n, int num_stages, int d_f32) {
 
 static int is_sum_kind(qg_bf16_kind k) { return k == QG_BF16_BATCH_SUMS || k == QG_BF16_BATCH_SUM; }
 
-/* QGEMM_BF16_KGROUPED (qg_bf16_problem.kgrouped): the k-grouped walk (0 the
- * default, 1 m, 2 mc, 3 dg; other kinds 0) and the half-tile FP32 epilogue
- * (d2: bit 2) */
+/* QGEMM_BF16_KGROUPED (qg_bf16_problem.kgrouped): the k-grouped walk (0 n,
+ * 1 m, 2 mc, 3 dg; other kinds 0) and the half-tile FP32 epilogue (d2: bit 2);
+ * the knob's default, m+d2, is 5 */
 static int kg_walk(const qg_bf16_problem *p) {
     return p->kind == QG_BF16_K_GROUPED ? (p->kgrouped & 3) : 0;
 }
@@ -666,7 +666,7 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     /* split-K (QGEMM_BF16_SPLITK; only here: unsplit text unchanged) */
     if (n < cap && pl->splitk > 1)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_BF16_SPLITK %d", pl->splitk);
-    /* the k-grouped walk (QGEMM_BF16_KGROUPED; only here: the default's text unchanged) */
+    /* the k-grouped walk (QGEMM_BF16_KGROUPED; only here: the n walk's text as before) */
     if (n < cap && pl->raster_m)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_RASTER_M 1");
     if (n < cap && pl->d_half)

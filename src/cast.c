@@ -421,7 +421,7 @@ static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const
 }
 
 /* QGEMM_CAST_VARIANT (A/B runs, issue 51): a '+'-list of all (a CTA per unit of work:
- * p->one_pass) and lean (the QG_CAST_LEAN kernels: p->lean), or base alone (neither:
+ * p->one_pass) and lean (the QG_CAST_LEAN kernels: p->lean), no empty word, or base alone (neither:
  * grid-stride grids capped at what the SMs hold, the plain kernels). Unset: all+lean
  * since 2026-11-29 (H200, bench/results/2026-11-29-h200-13-w3: kineto 1.100x base over
  * 19 rows, per-channel 43 -> 63% of the copy bandwidth at 4096x7168, per-token 77 -> 82%,
@@ -437,14 +437,17 @@ static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
         p->one_pass = p->lean = 1;
         return QG_SUCCESS;
     }
-    while ((i = qg__env_next_word(&v, "+", true, names, 3)) >= 0) {
+    int words = 0, base = 0;
+    while ((i = qg__env_next_word(&v, "+", false, names, 3)) >= 0) {
+        words++, base |= i == 0;
         if (i == 1) p->one_pass = 1;
         if (i == 2) p->lean = 1;
     }
-    if (i == -1) return QG_SUCCESS;
+    if (i == -1 && !(base && words > 1)) return QG_SUCCESS;
     p->one_pass = p->lean = 0;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                    "%s: QGEMM_CAST_VARIANT = \"%s\" is not a '+'-list of base, all and lean", fn, all);
+                    "%s: QGEMM_CAST_VARIANT = \"%.64s\" is not base alone or a '+'-list of all and lean",
+                    fn, all);
 }
 
 static qg_status cast(qg_context *ctx, qg_cast_op op, const qg_cast_args *a, CUstream stream) {

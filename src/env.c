@@ -117,7 +117,7 @@
  *                                            else m), each optionally +d2 (the FP32 output
  *                                            tile in shared memory halved, two epilogue
  *                                            rounds, its bytes to the stages; d2 alone: the
- *                                            default walk); the same tile and D bitwise in
+ *                                            n walk); the same tile and D bitwise in
  *                                            every mode; another value fails the call,
  *                                            naming it
  *   QGEMM_BMK_REDUCE    atomic               how the reduced batch sum adds its splits:
@@ -333,10 +333,10 @@ bool qg__env_flag(const char *name) {
     if (w >= 0) return w == 1;
     /* Refused: off, said once per variable and value (read at every call). */
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static char said[16][128];
+    static char said[64][128]; /* (one a knob of the table: 64 > qg__num_env_knobs, checked) */
     int i = 0;
     while (i < qg__num_env_knobs && strcmp(qg__env_knobs[i].name, name) != 0) ++i;
-    if (i >= 16) return false;
+    if (i >= (int)(sizeof said / sizeof said[0])) return false;
     pthread_mutex_lock(&lock);
     const bool first = strncmp(said[i], v, sizeof said[i] - 1) != 0;
     if (first) snprintf(said[i], sizeof said[i], "%s", v);

@@ -636,10 +636,10 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
     }
     const int cluster = split > 1 ? split * split_k
                         : cfg->multicast == QG_MULTICAST_NONE ? split_k : 2;
-    if (split > 1 && props->sm_count < split)
+    if (split > 1 && props->sm_count < cluster)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: FP8 output with block_n %d runs clusters of %d CTAs: needs at "
-                        "least %d SMs", bn, split, split);
+                        "least %d SMs", bn, cluster, cluster);
     if (cluster == 2 && props->sm_count < 2)
         return qg__fail(QG_ERROR_UNSUPPORTED, "config: multicast needs at least 2 SMs");
 

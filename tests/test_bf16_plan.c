@@ -502,8 +502,8 @@ TEST(bf16_plan_splitk) {
 }
 
 /* The k-grouped organisations (QGEMM_BF16_KGROUPED; qg_bf16_problem.kgrouped):
- * the default plan and source are as before (no QG_RASTER_M, no multicast,
- * the walk's group of 16); every mode keeps the default's tile and stages;
+ * kgrouped 0 (n, the default before 2026-11-29) plans and writes as before (no
+ * QG_RASTER_M, no multicast, the walk's group of 16); every mode keeps its tile and stages;
  * m walks along M (QG_RASTER_M) with DeepGEMM's group size and no multicast;
  * mc shares B (multicast 2, a cluster of 2, an even grid) exactly where the
  * m-block count is even, else it is m; dg is mc at <= 4 groups and m above;

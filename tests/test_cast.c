@@ -83,12 +83,14 @@ TEST(cast_validation) {
         CHECK(st == QG_ERROR_NO_DEVICE, "%s m = 0 offline: %s", fn_names[f], qg_status_string(st));
         /* QGEMM_CAST_VARIANT: '+'-lists of base, all, lean accepted (offline: the device
          * refusal), another value refused by name before the device is asked */
-        static const char *const variants[] = {"base", "all", "lean", "all+lean", "lean+", "",
-                                               "al",   "ALL", "persistent", "all,lean", "lean+x"};
-        for (int g = 0; g < 11; ++g) {
+        static const char *const variants[] = {"base", "all", "lean", "all+lean", "lean+all", "",
+                                               "al",   "ALL", "persistent", "all,lean", "lean+x",
+                                               "lean+", "+",  "base+lean", "all++lean"};
+        for (int g = 0; g < 15; ++g) {
             a = good_cast();
             setenv("QGEMM_CAST_VARIANT", variants[g], 1);
             st = fns[f](ctx, &a, NULL);
+            unsetenv("QGEMM_CAST_VARIANT"); /* (before a CHECK can leave the test) */
             const bool good = g < 6;
             CHECK(good ? st == QG_ERROR_NO_DEVICE
                        : st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_CAST_VARIANT") &&
@@ -96,7 +98,6 @@ TEST(cast_validation) {
                   "%s QGEMM_CAST_VARIANT=%s: %s (%s)", fn_names[f], variants[g], qg_status_string(st),
                   qg_last_error());
         }
-        unsetenv("QGEMM_CAST_VARIANT");
     }
 #define CASE(fn, edit_stmt, want_text, want_status)                                                 \
     do {                                                                                            \
@@ -438,8 +439,10 @@ TEST(gpu_cast_variants_bitwise) {
     PASS();
 }
 
-/* The grid follows qg_context_set_num_sms (as data: a few SMs, the same bits),
- * and a captured launch replays in a CUDA graph. */
+/* The grid-stride loops (QGEMM_CAST_VARIANT lean: the lean kernels, the grid capped
+ * by qg_context_set_num_sms; base: the plain ones) over many units a CTA on 3 SMs, the
+ * same bits; a captured launch replays in a CUDA graph; the default (all+lean: a CTA a
+ * unit, the SM count no cap) on all SMs. */
 TEST(gpu_cast_sms_and_graph) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
     qg_context *ctx;
@@ -455,17 +458,18 @@ TEST(gpu_cast_sms_and_graph) {
     const int n = (int)(sizeof cases / sizeof cases[0]);
     int failures = 0;
     char why[256];
+    static const char *const pass_name[] = {"default, all SMs", "lean, 3 SMs", "lean, 3 SMs, CUDA graph",
+                                            "base, 3 SMs"};
     for (int pass = 0; pass < 4; ++pass) {
         if (pass == 1) CHECK(qg_context_set_num_sms(ctx, 3) == QG_SUCCESS, "%s", qg_last_error());
-        if (pass == 3) setenv("QGEMM_CAST_VARIANT", "all", 1); /* a CTA per unit, 3 SMs' plan */
+        if (pass == 1) setenv("QGEMM_CAST_VARIANT", "lean", 1); /* grid-stride: several units a CTA */
+        if (pass == 3) setenv("QGEMM_CAST_VARIANT", "base", 1);
         for (int i = 0; i < n; ++i) {
             qgtk_cast_case c = cases[i];
             c.graph = pass == 2;
             if (!run_cast_case(ctx, stream, &c, why, sizeof why)) {
                 failures++;
-                printf("    FAIL pass %d (%s) case %d: %s\n", pass,
-                       pass == 0 ? "all SMs" : pass == 1 ? "3 SMs" : pass == 2 ? "CUDA graph"
-                                                                           : "QGEMM_CAST_VARIANT=all", i, why);
+                printf("    FAIL pass %d (%s) case %d: %s\n", pass, pass_name[pass], i, why);
             }
         }
     }

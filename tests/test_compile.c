@@ -91,7 +91,7 @@ TEST(compile_fp8out_variant) {
                             cases[i].kind ? 4 : 1, cases[i].kind == 2 ? 300 : 0, 0};
             qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn};
             qg_kernel_info base, alt;
-            setenv("QGEMM_FP8OUT_VARIANT", "old", 1); /* (the default is new) */
+            setenv("QGEMM_FP8OUT_VARIANT", "old", 1); /* (the default is new+epi+last+nk) */
             CHECK(qg_compile_fp8out(ctx, &p, cases[i].ue, &cfg, &base) == QG_SUCCESS,
                   "default %zu: %s", i, qg_last_error());
             setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);

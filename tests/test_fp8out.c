@@ -269,10 +269,11 @@ static bool fp8out_variant_listed(const char *only, const char *name) {
 }
 
 /* QGEMM_FP8OUT_VARIANT (issue 51's A/B runs): every variant's kernels pass
- * the same checks as the default's (fp64 reference, poison), and where the
- * variant runs the default's tile its bytes and scales (poison included) are
- * bitwise the default's: the variants change when things start and what is
- * prefetched, never the math. The split tiles (64x32, 128x32 in clusters of
+ * the same checks as old's (fp64 reference, poison; old: the organisation
+ * before the variants, the reference here, not the default), and where the
+ * variant runs old's tile its bytes and scales (poison included) are bitwise
+ * old's: the variants change when things start and what is prefetched, never
+ * the math (nk, which splits K, is gpu_nk_fp8out's). The split tiles (64x32, 128x32 in clusters of
  * 4; 64x64, 128x64 in clusters of 2), a tile of whole groups, the
  * heuristic's (new: 64x4096x7168 changes its tile, so accuracy only), UE8M0
  * once, the grouped kinds. In two parts (one process each; they may run side
@@ -389,7 +390,7 @@ static qg_test_result variants_part(size_t first, size_t last) {
         qgtk_problem_data *p = ps[c];
         kept_out base = {0};
         qg_config base_cfg;
-        setenv("QGEMM_FP8OUT_VARIANT", variants[0], 1); /* old (the default is new+epi) */
+        setenv("QGEMM_FP8OUT_VARIANT", variants[0], 1); /* old (the default is new+epi+last+nk) */
         CHECK(qg_select_config_fp8out(ctx, &probs[c], ue[c], &base_cfg) == QG_SUCCESS, "%s",
               qg_last_error());
         if (cfgs[c]) base_cfg = forced[c];
@@ -417,7 +418,7 @@ static qg_test_result variants_part(size_t first, size_t last) {
                 const bool same = alt.d_bytes == base.d_bytes && alt.sf_count == base.sf_count &&
                                   !memcmp(alt.d, base.d, base.d_bytes) &&
                                   !memcmp(alt.s, base.s, base.sf_count * sizeof(float));
-                if (!same) printf("    FAIL %s: bytes or scales differ from the default's\n", label);
+                if (!same) printf("    FAIL %s: bytes or scales differ from old's\n", label);
                 ok = same;
             }
             failures += !ok;
@@ -430,7 +431,7 @@ static qg_test_result variants_part(size_t first, size_t last) {
     else unsetenv("QGEMM_FP8OUT_VARIANT");
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
-    printf("    %d cases, %d bitwise comparisons with the default, %d failures\n", cases_run,
+    printf("    %d cases, %d bitwise comparisons with old, %d failures\n", cases_run,
            compared, failures);
     CHECK(listed > 0, "QG_TEST_FP8OUT_VARIANTS='%s' names no variant", only ? only : "");
     CHECK(made, "making the part's problems failed");
@@ -464,7 +465,7 @@ TEST(gpu_nk_fp8out) {
         {64, 576, 7168, 0, 0, 0},      {128, 576, 7168, 0, 0, 1},   {1000, 576, 2048, 64, 32, 0},
         {1000, 576, 2048, 64, 64, 0},  {100, 1160, 1536, 64, 32, 0}, {100, 1160, 1536, 64, 64, 1},
         {257, 2112, 7168, 128, 32, 0}, {300, 4096, 1024, 128, 64, 0}};
-    int failures = 0, cases_run = 0, split_k_runs = 0;
+    int failures = 0, cases_run = 0, split_k_runs = 0, heuristic_split_k = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         qgtk_problem_spec spec = {.kind = QG_GEMM_DENSE, .m = cases[i].m, .n = cases[i].n,
                                   .k = cases[i].k, .num_groups = 1, .seed = 5151 + i,
@@ -479,6 +480,7 @@ TEST(gpu_nk_fp8out) {
               qg_last_error());
         if (cfg) c = forced;
         split_k_runs += c.split_k == 2 && c.block_n < 128;
+        heuristic_split_k += !cfg && c.split_k == 2 && c.block_n < 128; /* the N 576 rows */
         char label[128];
         snprintf(label, sizeof label, "nk %dx%dx%d %s%dx%d split-K %d%s", p->m, p->n, p->k,
                  cfg ? "forced " : "", c.block_m, c.block_n, c.split_k, cases[i].ue ? " ue8m0" : "");
@@ -494,7 +496,9 @@ TEST(gpu_nk_fp8out) {
     qgtk_gpu_session_close(ctx, stream);
     printf("    %d cases (%d split tiles with split-K), %d failures\n", cases_run, split_k_runs,
            failures);
-    CHECK(split_k_runs >= 7, "the heuristic did not pick split-K at N 576: %d runs", split_k_runs);
+    CHECK(heuristic_split_k == 2 && split_k_runs == 8,
+          "split tiles with split-K: the heuristic's %d of its 2 N 576 rows, %d of 8 runs", heuristic_split_k,
+          split_k_runs);
     CHECK(failures == 0, "%d of %d nk cases failed", failures, cases_run);
     PASS();
 }

@@ -646,8 +646,8 @@ TEST(hc_compile_every_mode) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 1) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
-    static const char *const modes[] = {"inplace", "rounder", "rounder:2", "split", "split:2",
-                                        "split:3", "trunc"};
+    static const char *const modes[] = {"inplace", "rounder", "rounder:2", "split", "split:1",
+                                        "split:2", "split:3", "trunc"};
     static const int HC[][4] = {{8192, 24, 28672, 1}, {8192, 24, 28672, 16}, {13, 32, 7168, 16},
                                 {137, 24, 7680, 1},   {4096, 8, 640, 3},     {77, 16, 64, 1}};
     for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
@@ -931,7 +931,7 @@ TEST(gpu_paged_mqa_logits) {
         {16, 2, 32, 32, 1, 1, 500, 0},  {300, 1, 64, 128, 0, 1, 64, 1}, {5, 2, 64, 64, 0, 1, 2000, 0},
         {32, 2, 64, 128, 1, 1, 1000, 1}, {64, 2, 64, 128, 0, 0, 900, 0}};
     int failures = 0;
-    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, split4r112x;
+    /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, split4r112u;
      * dual2 and shared2 named: every width). All compute the same sums in the same
      * order: each case's output (all its bytes, poison included, same inputs;
      * opts.keep_output) must equal the default's byte for byte. */
@@ -987,7 +987,8 @@ TEST(gpu_hc_prenorm) {
                                         "rounder/fit",  "rounder/acc2+fit+w2",
                                         "rounder/acc4+fit+w1", "rounder:2/acc8+fit",
                                         "rounder/acc8+fit+k2", "rounder/acc4+fit+cw4",
-                                        "rounder/acc4+fit+cw3", "split/fit+cw4", "rounder/acc4+fit"};
+                                        "rounder/acc4+fit+cw3", "split/fit+cw4", "rounder/acc4+fit",
+                                        "split:1"};
     /* The converter-warp options (cw2..cw4) only spread B's rounding over
      * more warps: the plan's sums are the same, so the default's cases
      * (acc4+fit+cw4, rounder) must come out bit for bit the same through
