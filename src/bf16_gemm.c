@@ -307,26 +307,20 @@ static int bf16_splitk_knob(int *splitk) {
 static int bf16_kgrouped_knob(int *mode) {
     const char *v = qg__env_string("QGEMM_BF16_KGROUPED");
     *mode = 1 | 4; /* m+d2 */
-    if (!v || !v[0]) return 0;
+    if (!v) return 0; /* (unset or "") */
     *mode = 0;
-    int walk = -1, d2 = 0;
-    for (const char *t = v;;) {
-        const char *e = strchr(t, '+');
-        const size_t len = e ? (size_t)(e - t) : strlen(t);
-        int w = -1;
-        if (len == 1 && t[0] == 'n') w = 0;
-        else if (len == 1 && t[0] == 'm') w = 1;
-        else if (len == 2 && !strncmp(t, "mc", 2)) w = 2;
-        else if (len == 2 && !strncmp(t, "dg", 2)) w = 3;
-        else if (len == 2 && !strncmp(t, "d2", 2) && !d2) d2 = 1;
-        else return -1;
-        if (w >= 0) {
+    static const char *const names[] = {"n", "m", "mc", "dg", "d2"}; /* walks 0-3, then d2 */
+    int walk = -1, d2 = 0, i;
+    /* (no empty word: "+d2", "m+" are refused like any unknown word) */
+    while ((i = qg__env_next_word(&v, "+", false, names, 5)) >= 0) {
+        if (i == 4) {
+            if (d2++) return -1; /* d2 once */
+        } else {
             if (walk >= 0) return -1; /* one walk */
-            walk = w;
+            walk = i;
         }
-        if (!e) break;
-        t = e + 1;
     }
+    if (i != -1) return -1;
     *mode = (walk > 0 ? walk : 0) | (d2 ? 4 : 0);
     return 0;
 }

@@ -230,7 +230,7 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         p->op == QG_CAST_SILU_MUL ? (int)p->rows_mask : 0, p->k, p->op == QG_CAST_PER_BLOCK ? p->n : 0,
         plan->vec, plan->threads, plan->unroll, kg ? p->groups : 1, kg ? p->gran_k : 128,
         kg ? p->k_alignment : 128, kg ? p->psum : 0, plan->min_ctas, sizeof(qg_cast_params),
-        /* absent unless asked: the default kernels' source (and cache key) as before */
+        /* (absent for base: the plain kernels' source and cache key as before the knob) */
         q && p->lean ? "#define QG_CAST_LEAN 1\n" : "");
     if (n < 0 || (size_t)n >= cap)
         return qg__fail(QG_ERROR_INTERNAL, "cast kernel source exceeds %zu bytes", cap);

@@ -28,7 +28,8 @@ extern const int qg__num_env_knobs;
 bool qg__env_flag(const char *name);
 /* The variable's value, or NULL when unset or empty. */
 const char *qg__env_string(const char *name);
-/* The A/B variables' word lists (QGEMM_FP8OUT_VARIANT, QGEMM_HC_VARIANT): *v at
+/* The A/B variables' word lists (QGEMM_FP8OUT_VARIANT, QGEMM_HC_VARIANT,
+ * QGEMM_CAST_VARIANT, QGEMM_BF16_KGROUPED): *v at
  * the next word of a list whose words end at any character of seps (start
  * with the value; NULL after the last word). Returns the word's index in
  * names[0 .. n) and steps *v past it and its separator; -1 when the list is
