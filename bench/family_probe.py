@@ -7,6 +7,14 @@ single profiled call for ncu.
       per case and library: CPU us per call (perf_counter_ns around the call, median of
       --calls, the stream drained every 16 calls outside the timing), then qgemm's calls
       under torch.profiler (CPU ops, self time) and cProfile (Python functions).
+  python3 bench/family_probe.py --events [--cases SPEC;SPEC...] [--out DIR]
+      where a call's CUDA-events time goes (issue 50: the paged rows' events ratio trails
+      their kineto ratio): per case and library, interleaved call by call, the kineto mean
+      (8 GB zeroed before each call, as peers_families), and the median events time after
+      zeroing 2x L2 (peers_families' events), after zeroing 1 GiB (the call's host time
+      hidden behind a longer GPU queue) and of the call replayed from a CUDA graph (no host
+      time at all) after 2x L2, each with the CPU time of the call itself (perf_counter
+      around it: what the GPU waits for when the flush ends first) -> family-events.json.
   python3 bench/family_probe.py --ncu --cases SPEC --lib qgemm|deepgemm
       warms the call up, then runs it once between cudaProfilerStart/Stop
       (ncu --profile-from-start off).
@@ -88,11 +96,55 @@ def host_us(fn: Callable[[], Any], torch: Any, calls: int) -> float:
     return statistics.median(ts)
 
 
+def events_probe(fns: Dict[str, Callable[[], Any]], torch: Any, pf: Any, iters: int) -> Dict[str, Any]:
+    """--events: kineto, events after 2x L2 / 1 GiB zeroed, graph-replayed events (see the docstring)."""
+    timer = pf.Timer(torch, iters=iters)
+    big = torch.empty((1 << 30) // 4, dtype=torch.int32, device="cuda")
+    out: Dict[str, Any] = {}
+    graphs: Dict[str, Any] = {}
+    for lib, f in fns.items():
+        out[f"{lib}_kineto_us"] = timer.kineto_us(f)
+        try:  # the call captured once (its allocations come from the graph's pool)
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                f()
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                f()
+            graphs[lib] = g
+        except Exception as e:  # noqa: BLE001
+            out[f"{lib}_graph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    times: Dict[str, List[float]] = {}
+    for _ in range(iters):
+        for lib, f in fns.items():
+            for mode, flush, call in (("events_l2", timer.small, f), ("events_1g", big, f),
+                                      ("graph_l2", timer.small, graphs[lib].replay if lib in graphs else None)):
+                if call is None:
+                    continue
+                flush.zero_()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                t0 = time.perf_counter_ns()
+                call()
+                t1 = time.perf_counter_ns()
+                end.record()
+                end.synchronize()
+                times.setdefault(f"{lib}_{mode}_us", []).append(start.elapsed_time(end) * 1e3)
+                times.setdefault(f"{lib}_{mode}_host_us", []).append((t1 - t0) / 1e3)
+    out.update({k: statistics.median(v) for k, v in times.items()})
+    del big
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default=DEFAULT)
     p.add_argument("--host", action="store_true")
     p.add_argument("--ncu", action="store_true")
+    p.add_argument("--events", action="store_true")
+    p.add_argument("--iters", type=int, default=30)
     p.add_argument("--lib", default="qgemm")
     p.add_argument("--calls", type=int, default=400)
     p.add_argument("--deepgemm-src", default=os.environ.get("QG_DEEPGEMM_SRC", ".peers/DeepGEMM"))
@@ -120,6 +172,17 @@ def main() -> int:
         f()
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
+        return 0
+    if args.events:
+        rows = []
+        for spec in specs:
+            fns = build(spec, libs, torch, pf)
+            row = {"case": spec, **events_probe(fns, torch, pf, args.iters)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "family-events.json"), "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "rows": rows}, f, indent=1, default=str)
         return 0
     rows = []
     for spec in specs:

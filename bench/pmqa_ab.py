@@ -19,6 +19,11 @@ bench/peers_families.py (its --kinds paged-mqa --max-rows N). Per row and varian
     same sums in the same order; diff against DeepGEMM (calc_diff) < 1e-5;
   * time: kineto, 8 GB zeroed before each call (cold L2), mean of --iters (us),
     TB/s of the bytes it must move, DeepGEMM's time over it (> 1: faster).
+--flush read: the kineto loop reads the 8 GB (a sum) instead of zeroing it, so
+each call starts with an L2 of clean lines, not the memset's dirty ones (the
+session-x question: under ncu, whose flush leaves L2 clean, qgemm's kernel ran
+at DeepGEMM's time, in the kineto loop 2-4% slower); only the kernels named
+*paged_mqa_logits* are summed then.
 --clean: both libraries write -inf past each row's length (clean_logits=True;
 split4r112m differs from split4r112 only there); the bytes then count every
 logit of the [B x NN, max_len] output.
@@ -71,6 +76,22 @@ def inputs(bsz: int, nn: int, h: int, avg: int, dim: int = 128):
     return q, cache, w, ctx, ctx2.contiguous(), table, max_len
 
 
+def kineto_read_flush(timer, fn) -> float:
+    """--flush read: Timer.kineto_us with the 8 GB read (summed), not zeroed, before each
+    call; the mean time of the kernels named *paged_mqa_logits*."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(timer.iters):
+            timer.big.sum()
+            fn()
+        torch.cuda.synchronize()
+    total = sum(e.time_range.elapsed_us() for e in prof.events()
+                if e.device_type.name == "CUDA" and "paged_mqa_logits" in e.name)
+    return total / timer.iters
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", default="default,split4,shared2",
@@ -82,6 +103,8 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--no-deepgemm", action="store_true")
     ap.add_argument("--clean", action="store_true", help="clean_logits=True on both sides")
+    ap.add_argument("--flush", choices=("zero", "read"), default="zero",
+                    help="before each timed call: zero 8 GB (default) or read them (clean L2)")
     args = ap.parse_args()
 
     import qgemm.deep_gemm as qdg
@@ -105,6 +128,8 @@ def main() -> int:
     elif args.rows != "N128":
         rows = [tuple(int(x) for x in r.split(",")) for r in args.rows.split(";") if r]
     timer = peers_families.Timer(torch, args.iters)  # kineto after 8 GB zeroed, each call
+    if args.flush == "read":
+        timer.kineto_us = lambda fn: kineto_read_flush(timer, fn)
     env0 = os.environ.pop("QGEMM_PMQA_VARIANT", None)
     ratios = {v: [] for v in variants}
     ok = {v: True for v in variants}

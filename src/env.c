@@ -51,7 +51,11 @@
  *                                            unit from one shared base) or
  *                                            split4r112u (split4r112p, the walk's
  *                                            control values from lane 0: uniform
- *                                            stage and descriptors); another
+ *                                            stage and descriptors), each optionally
+ *                                            followed by ":sS" (S kv stages, the ring's
+ *                                            depth: at most what fits, 24, an even
+ *                                            multiple of the math warpgroups; split4r112u
+ *                                            plans 12, the others all that fit); another
  *                                            value (the removed shared4, shared2s,
  *                                            shared4s, dual2s, shared3, split4r,
  *                                            split4r112, split4r112m, split4r112y,
@@ -233,7 +237,8 @@ const qg_env_knob qg__env_knobs[] = {
      "ring), dual2 (shared2 at 2 CTAs an SM), split4 (4 math warpgroups, a producer warp and ring "
      "each), split4r112w (split4 with the weights in registers) or split4r112x (split4r112w with the "
      "run loop) or split4r112p (split4r112x, the producers' unit from one shared base) or "
-     "split4r112u (split4r112p, the walk broadcast from lane 0: uniform stage and descriptors)",
+     "split4r112u (split4r112p, the walk broadcast from lane 0: uniform stage and descriptors); each "
+     "optionally :sS (S kv stages, at most 24; split4r112u plans 12)",
      "split4r112u"},
     {"QGEMM_MQA_VARIANT", "fp8_mqa_logits' organisation: pipe (2 math warpgroups, two accumulator "
      "sets), deep4 (DeepGEMM's 4 math warpgroups, one shared kv ring, setmaxnreg 32 / 112, q's "

@@ -58,13 +58,34 @@ static bool mqa_env_variant(int *variant) {
  * QG_PMQA_VARIANT_* (QGEMM_PMQA_VARIANT). */
 typedef struct {
     int next_n, heads, head_dim, clean, logits_bf16, num_sms, variant;
+    int stages; /* 0: the plan's; else QGEMM_PMQA_VARIANT's ":sS" */
 } pmqa_key;
 
 /* QGEMM_PMQA_VARIANT: unset -> the planner's default for the shape
- * (qg__pmqa_default_variant). */
-static bool pmqa_env_variant(int next_n, int heads, int *variant) {
-    return env_variant("QGEMM_PMQA_VARIANT", qg__pmqa_variant_name, QG_PMQA_VARIANT_COUNT,
-                       qg__pmqa_default_variant(next_n, heads), variant);
+ * (qg__pmqa_default_variant); NAME, or NAME:sS with S kv stages (1..64 here;
+ * the planner refuses what the organisation cannot take). */
+static bool pmqa_env_variant(int next_n, int heads, int *variant, int *stages) {
+    *stages = 0;
+    const char *v = qg__env_string("QGEMM_PMQA_VARIANT");
+    const char *colon = v ? strchr(v, ':') : NULL;
+    if (!colon)
+        return env_variant("QGEMM_PMQA_VARIANT", qg__pmqa_variant_name, QG_PMQA_VARIANT_COUNT,
+                           qg__pmqa_default_variant(next_n, heads), variant);
+    int s = 0;
+    for (const char *c = colon + 2; colon[1] == 's' && *c >= '0' && *c <= '9' && s <= 64; ++c)
+        s = 10 * s + (*c - '0');
+    const char *end = colon + 2;
+    while (*end >= '0' && *end <= '9') ++end;
+    if (colon[1] != 's' || end == colon + 2 || *end || s < 1 || s > 64) return false;
+    for (int i = 0; i < QG_PMQA_VARIANT_COUNT; ++i) {
+        const char *name = qg__pmqa_variant_name(i);
+        if (strlen(name) == (size_t)(colon - v) && !strncmp(v, name, (size_t)(colon - v))) {
+            *variant = i;
+            *stages = s;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* The schedule kernel has one variant. */
@@ -182,6 +203,9 @@ static qg_status pmqa_plan_of(const pmqa_key *k, qg_pmqa_plan *plan) {
                            k->num_sms, plan, &why);
     if (rc == 0 && qg__pmqa_plan_variant(plan, k->variant) != 0)
         rc = -1, why = "unknown variant";
+    if (rc == 0 && qg__pmqa_plan_stages(plan, k->stages) != 0)
+        rc = -1, why = "QGEMM_PMQA_VARIANT's stages (':sS'): more than fit in shared memory, "
+                       "or not an even multiple of the organisation's math warpgroups";
     if (rc != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "no paged MQA logits kernel for next_n %d, %d heads of dim %d: %s",
@@ -502,9 +526,10 @@ static qg_status pmqa_check(const qg_context *ctx, const qg_paged_mqa_logits_arg
         key->head_dim = a->head_dim;
         key->clean = a->clean;
         key->logits_bf16 = a->logits_bf16;
-        if (!pmqa_env_variant(key->next_n, key->heads, &key->variant))
+        if (!pmqa_env_variant(key->next_n, key->heads, &key->variant, &key->stages))
             return BAD("%s: QGEMM_PMQA_VARIANT='%.64s' is not shared2, dual2, split4, "
-                       "split4r112w, split4r112x, split4r112p or split4r112u",
+                       "split4r112w, split4r112x, split4r112p or split4r112u, optionally "
+                       "followed by :sS (S kv stages, 1..64)",
                        fn, qg__env_string("QGEMM_PMQA_VARIANT"));
     }
     if (!pointers || a->batch == 0) return QG_SUCCESS;

@@ -341,6 +341,15 @@ int qg__pmqa_default_variant(int next_n, int heads) {
     return QG_PMQA_VARIANT_SPLIT4R112U;
 }
 
+int qg__pmqa_plan_stages(qg_pmqa_plan *p, int stages) {
+    if (!p) return -1;
+    if (stages == 0) return 0;
+    if (stages < p->math_wgs || stages > p->max_stages || stages % p->math_wgs || stages % 2) return -1;
+    p->stages = stages;
+    p->smem_bytes = pmqa_smem(p->next_n * p->heads, p->head_dim, stages);
+    return 0;
+}
+
 const char *qg__pmqa_variant_name(int variant) {
     static const char *const names[QG_PMQA_VARIANT_COUNT] = {"shared2", "dual2", "split4",
                                                              "split4r112w", "split4r112x", "split4r112p",
@@ -367,6 +376,13 @@ int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant) {
     while (stages > math_wgs && pmqa_smem(n_cols, p->head_dim, stages) > budget)
         stages -= math_wgs;
     if (variant == QG_PMQA_VARIANT_SHARED2 && stages > 16) stages = 16;
+    p->max_stages = stages;
+    /* SPLIT4R112U: 12 stages (3 a warpgroup's ring), not the 24 that fit: on the H200 the
+     * shallower ring ran faster, 24 -> 20 -> 16 -> 12 stages 0.983 -> 0.989 -> 0.996 -> 1.003 of
+     * DeepGEMM's time on 10 rows (8 of them B256 L8192, where 24 trailed most), and over the 24
+     * rows of bench/peers_families.py 0.996 -> 1.005, worst 0.968 -> 0.990 (2026-11-29-h200-18-x3;
+     * the same with an L2 of clean lines before each call, so not the flush's write-backs) */
+    if (variant == QG_PMQA_VARIANT_SPLIT4R112U && stages > 12) stages = 12;
     p->variant = variant;
     p->math_wgs = math_wgs;
     /* the split organisations walk strided (each math warpgroup its own units) */

@@ -179,6 +179,7 @@ typedef struct {
     int batch, next_n, heads, head_dim;
     int clean, logits_bf16;
     int stages;                /* the kv ring's stages */
+    int max_stages;            /* the most that fit (QGEMM_PMQA_VARIANT's :sS, up to 24) */
     int math_wgs;              /* QG_PMQA_MATH_WGS: 2 or 4 (block_x = 128 (math_wgs + 1)) */
     int stride_walk;           /* QG_PMQA_STRIDE_WALK: a math warpgroup walks its own units only */
     int split;                 /* QG_PMQA_SPLIT: a producer warp per math warpgroup (split4) */
@@ -243,6 +244,10 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
                   int num_sms, qg_pmqa_plan *out, const char **why);
 /* Re-plans *p (from qg__pmqa_plan) as QG_PMQA_VARIANT_* `variant`; 0, or -1. */
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
+/* Re-plans *p (from qg__pmqa_plan_variant) with `stages` kv stages (A/B of the
+ * ring's depth, QGEMM_PMQA_VARIANT's ":sS"): 0 keeps the plan's; else at most
+ * max_stages, a multiple of its math warpgroups and even. 0, or -1. */
+int qg__pmqa_plan_stages(qg_pmqa_plan *p, int stages);
 /* The variant's name ("shared2", "dual2", "split4", "split4r112w", "split4r112x",
  * "split4r112p", "split4r112u"), or NULL. */
 const char *qg__pmqa_variant_name(int variant);

@@ -273,13 +273,14 @@ TEST(indexer_validation) {
         unsetenv("QGEMM_HC_MODE");
         unsetenv("QGEMM_HC_VARIANT");
     }
-    { /* QGEMM_PMQA_VARIANT: the seven names pass the checks; any other value
+    { /* QGEMM_PMQA_VARIANT: the seven names (and NAME:sS, S 1..64) pass the checks; any other value
        * (the removed split2 / pipe2 / shared4 / shared3 / the *s forms / split4r /
        * split4r112 / split4r112m / split4r112y too) fails the logits call (not the schedule's),
        * naming the variable, the value and the valid names */
         qg_paged_mqa_logits_args p = good_paged();
         static const char *const good[] = {"shared2", "dual2", "split4", "split4r112w", "split4r112x",
-                                           "split4r112p", "split4r112u"};
+                                           "split4r112p", "split4r112u", "split4r112u:s16",
+                                           "shared2:s8", "split4:s64"};
         for (size_t i = 0; i < sizeof good / sizeof good[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", good[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -296,7 +297,11 @@ TEST(indexer_validation) {
                                           "split4r112mw", "split4r112W", "split4r112X",
                                           "split4r112xx", "split4r112Y", "split4r112z",
                                           "split4r112P", "split4r112pp", "split4r112",
-                                          "split4r112U", "split4r112up"};
+                                          "split4r112U", "split4r112up", "split4r112u:",
+                                          "split4r112u:s", "split4r112u:s0", "split4r112u:s65",
+                                          "split4r112u:16", "split4r112u:s16x", "nope:s16",
+                                          ":s16", "split4r112u:S16", "split4r112u:s-4",
+                                          "split4r112u:s16:s8", "split4r112u:s99999999999"};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
             setenv("QGEMM_PMQA_VARIANT", bad[i], 1);
             qg_status s = qg_fp8_paged_mqa_logits(ctx, &p, NULL);
@@ -573,13 +578,15 @@ TEST(pmqa_compile_every_variant) {
                           strstr(src, "#define QG_PMQA_RUN 1\n#define QG_PMQA_PADDR 1\n") &&
                           !strstr(sx, "QG_PMQA_PADDR"),
                       "split4r112p plan / source %d: %s", i, src);
-                /* SPLIT4R112U: split4r112p's plan, the uniform walk added */
+                /* SPLIT4R112U: split4r112p's plan, the uniform walk added, and a ring of
+                 * 12 stages (3 a warpgroup; the others take all that fit, max_stages) */
                 qg_pmqa_plan pu = *x;
                 CHECK(pp.uni == 0 && !strstr(src, "QG_PMQA_UNI") &&
                           qg__pmqa_plan_variant(&pu, QG_PMQA_VARIANT_SPLIT4R112U) == 0 &&
                           pu.run == 1 && pu.paddr == 1 && pu.uni == 1 &&
                           pu.wreg == x->wreg && pu.lean == x->lean && pu.math_tail == x->math_tail &&
-                          pu.stages == x->stages && pu.smem_bytes == x->smem_bytes &&
+                          x->stages > 12 && pu.stages == 12 && pu.max_stages == x->stages &&
+                          x->max_stages == x->stages && pu.smem_bytes < x->smem_bytes &&
                           qg__pmqa_source(src, sizeof src, &pu) > 0 &&
                           strstr(src, "#define QG_PMQA_RUN 1\n#define QG_PMQA_PADDR 1\n"
                                       "#define QG_PMQA_UNI 1\n") &&
@@ -630,6 +637,38 @@ TEST(pmqa_compile_every_variant) {
                      a.logits_bf16 ? "bf16" : "fp32");
             qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
         }
+    }
+    /* a shallower ring (":sS", the A/B of the ring's depth, issue 50): compiles clean at the
+     * widest and the narrowest shape; deeper than the plan, or not a multiple of the math
+     * warpgroups, is refused by the planner, naming the stages */
+    static const char *const staged[] = {"split4r112u:s20", "split4r112u:s8"};
+    for (size_t vi = 0; vi < sizeof staged / sizeof staged[0]; ++vi) {
+        setenv("QGEMM_PMQA_VARIANT", staged[vi], 1);
+        for (size_t i = 0; i < 4; i += 3) {
+            qg_paged_mqa_logits_args a = good_paged();
+            a.next_n = P[i][0], a.heads = P[i][1], a.head_dim = P[i][2], a.ld_weights = P[i][1];
+            a.clean = P[i][3], a.logits_bf16 = P[i][4];
+            qg_kernel_info info;
+            memset(&info, 0, sizeof info);
+            qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_PAGED_MQA_LOGITS, &a, &info);
+            char what[96];
+            snprintf(what, sizeof what, "paged %s next_n %d H %d D %d", staged[vi], a.next_n,
+                     a.heads, a.head_dim);
+            qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
+        }
+    }
+    static const char *const too_deep[] = {"split4r112u:s6", "split4r112u:s28", "split4r112u:s2",
+                                           "shared2:s18"};
+    for (size_t vi = 0; vi < sizeof too_deep / sizeof too_deep[0]; ++vi) {
+        setenv("QGEMM_PMQA_VARIANT", too_deep[vi], 1);
+        qg_paged_mqa_logits_args a = good_paged();
+        a.next_n = 2, a.heads = 64, a.head_dim = 128, a.ld_weights = 64;
+        qg_kernel_info info;
+        memset(&info, 0, sizeof info);
+        qg_status st = qg_indexer_compile(sw.ctx, QG_INDEXER_PAGED_MQA_LOGITS, &a, &info);
+        CHECK(st == QG_ERROR_UNSUPPORTED && strstr(qg_last_error(), "stages"),
+              "QGEMM_PMQA_VARIANT=%s: %s (%s)", too_deep[vi], qg_status_string(st),
+              qg_last_error());
     }
     unsetenv("QGEMM_PMQA_VARIANT");
     printf("    %d paged variants, %d failures\n", sw.checked, sw.failures);
@@ -932,11 +971,12 @@ TEST(gpu_paged_mqa_logits) {
         {32, 2, 64, 128, 1, 1, 1000, 1}, {64, 2, 64, 128, 0, 0, 900, 0}};
     int failures = 0;
     /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, split4r112u;
-     * dual2 and shared2 named: every width). All compute the same sums in the same
+     * dual2 and shared2 named: every width; the default's ring at 16 and 12 stages too). All compute the same sums in the same
      * order: each case's output (all its bytes, poison included, same inputs;
      * opts.keep_output) must equal the default's byte for byte. */
     static const char *const variants[] = {NULL, "shared2", "dual2", "split4", "split4r112w",
-                                           "split4r112x", "split4r112p", "split4r112u"};
+                                           "split4r112x", "split4r112p", "split4r112u",
+                                           "split4r112u:s20", "split4r112u:s8"};
     static qgtk_case_result defaults[sizeof cases / sizeof cases[0]]; /* (their outputs) */
     /* QG_TEST_PMQA_VARIANTS="a,b": the default and these only (a short GPU run) */
     const char *only = getenv("QG_TEST_PMQA_VARIANTS");

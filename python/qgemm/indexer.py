@@ -180,6 +180,26 @@ def fp8_fp4_paged_mqa_logits(q: Any, kv_cache: Tensor, weights: Tensor, context_
     max_context_len]: key j of row (b, t) for j < context_lens[b, t]; the other
     columns -inf with ``clean_logits``, else undefined.
     """
+    # The fast path (the decode step's CPU time, issue 50: after a synchronize the GPU waits
+    # for it): an int max_context_len, no stream, not traced, q 4-D -> the padded logits and
+    # one call of the extension in its torch mode, which makes every check; anything it does
+    # not take (NotImplemented) or any other argument goes the checked way below.
+    q_fp = q[0] if type(q) is tuple and len(q) == 2 and q[1] is None else q
+    torch = _d.torch_module()
+    if (stream is None and indices is None and type(max_context_len) is int and max_context_len > 0
+            and torch is not None and type(q_fp) is torch.Tensor and q_fp.dim() == 4
+            and not _d.COMPILING()):
+        shape = q_fp.shape
+        dtype = torch.float32 if logits_dtype is None else logits_dtype
+        if dtype is torch.float32 or dtype is torch.bfloat16:
+            rows = shape[0] * shape[1]
+            ld = max(256, (max_context_len + 255) // 256 * 256)
+            out = torch.empty((rows, ld), dtype=dtype, device=q_fp.device).as_strided(
+                (rows, max_context_len), (ld, 1))
+            if _d._C.paged_mqa_logits(q_fp, kv_cache, weights, context_lens, block_table,
+                                      schedule_meta, out, max_context_len, int(bool(clean_logits)),
+                                      0, _d.TORCH_MODE) is not NotImplemented:
+                return out
     if isinstance(q, (tuple, list)):
         q_fp, q_sf = _pair("q", q)
         if q_sf is not None:

@@ -135,13 +135,14 @@ def ref_paged(q8, kv_deq, weights, lens, block_table, max_len):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("clean", [False, True])
 @pytest.mark.parametrize("variant", [None, "shared2", "dual2", "split4", "split4r112w", "split4r112x",
-                                     "split4r112p", "split4r112u"])
+                                     "split4r112p", "split4r112u", "split4r112u:s20", "split4r112u:s8"])
 def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg, dtype, clean,
                                            variant):
     """variant: QGEMM_PMQA_VARIANT (None: the default, split4r112u; split4r112w: split4 with the weights in
     registers; split4r112x: split4r112w with the run loop, issue 50;
     split4r112p: split4r112x with the producers' unit from one shared base;
-    split4r112u: split4r112p with the walk broadcast from lane 0 (uniform stage / descriptors); split4: DeepGEMM's organisation, a producer warp and ring per math warpgroup;
+    split4r112u: split4r112p with the walk broadcast from lane 0 (uniform stage / descriptors), a ring of
+    12 stages (:s20 and :s8: of 20 and 8, the ring's depth); split4: DeepGEMM's organisation, a producer warp and ring per math warpgroup;
     shared2 / dual2: the 2026-11-28 defaults); every organisation computes the same sums in the
     same order, so each also equals the default bitwise."""
     torch.manual_seed(batch * 7 + next_n + h + d)
@@ -190,6 +191,32 @@ def test_paged_mqa_logits_and_graph_replay(monkeypatch, batch, next_n, h, d, avg
     eager = step(new_lens)
     _, new_mask = ref_paged(q8, kv_deq, weights, new_lens, bt, max_len)
     assert torch.equal(out.float().masked_fill(~new_mask, 0), eager.float().masked_fill(~new_mask, 0))
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float32, torch.bfloat16])
+def test_paged_fast_path_is_the_checked_path(dtype):
+    """fp8_fp4_paged_mqa_logits without stream= takes its fast path (the padded logits and one
+    call of the extension's torch mode, issue 50's decode-step CPU time); with stream= the
+    checked path (Python's checks, DLPack). Both write the same logits bit for bit, and what
+    the extension refuses on the fast path raises as the checked path would: a ValueError
+    naming the argument."""
+    torch.manual_seed(5)
+    q8, cache, kv_deq, weights, bt, max_len, lens1 = paged_inputs(16, 2, 64, 128, 500)
+    lens = draw_lens(lens1, 2)
+    sched = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, deep_gemm.get_num_sms())
+    fast = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched, max_len,
+                                              True, dtype)
+    checked = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched, max_len,
+                                                 True, dtype, stream=torch.cuda.current_stream())
+    torch.cuda.synchronize()
+    assert fast.dtype == (torch.float32 if dtype is None else dtype) and fast.shape == (32, max_len)
+    assert fast.stride() == checked.stride() and torch.equal(fast, checked)
+    for bad, name in ((weights.half(), "weights"), (lens.long(), "context_lens"),
+                      (bt.to(torch.int16), "block_table")):
+        args = [(q8, None), cache, weights, lens, bt, sched, max_len, True, dtype]
+        args[{"weights": 2, "context_lens": 3, "block_table": 4}[name]] = bad
+        with pytest.raises((ValueError, TypeError), match=name):
+            deep_gemm.fp8_fp4_paged_mqa_logits(*args)
 
 
 @pytest.mark.parametrize("m", [13, 137, 1024])
