@@ -1,5 +1,11 @@
-/* main.c -- runs the registered tests; see qg_test.h. */
+/* main.c -- runs the registered tests; see qg_test.h.
+ *
+ * Every variable the library reads (src/env.c's table) is as the run began
+ * when each test starts: a test that sets a knob and fails a CHECK before
+ * its unsetenv (CHECK returns) would otherwise run the tests after it under
+ * that knob. A test that changed one and passed is named on stdout. */
 #include "qg_test.h"
+#include "internal.h"
 #include <stdlib.h>
 
 #define QG_MAX_TESTS 1024
@@ -35,14 +41,40 @@ static int selected(const char *name, int argc, char **argv) {
     return !any_word || want;
 }
 
+/* The knobs' values at the start (NULL: unset), and their restoration after
+ * a test: returns how many the test had changed. */
+static char **env_snapshot(void) {
+    char **v = calloc((size_t)qg__num_env_knobs, sizeof *v);
+    for (int i = 0; v && i < qg__num_env_knobs; i++) {
+        const char *cur = getenv(qg__env_knobs[i].name);
+        v[i] = cur ? strdup(cur) : NULL;
+    }
+    return v;
+}
+
+static int env_restore(char *const *v, const char *test) {
+    int changed = 0;
+    for (int i = 0; v && i < qg__num_env_knobs; i++) {
+        const char *name = qg__env_knobs[i].name, *cur = getenv(name);
+        if (cur == NULL ? v[i] == NULL : v[i] != NULL && strcmp(cur, v[i]) == 0) continue;
+        printf("    note: %s left %s=%s; restored\n", test, name, cur ? cur : "(unset)");
+        if (v[i]) setenv(name, v[i], 1);
+        else unsetenv(name);
+        changed++;
+    }
+    return changed;
+}
+
 int main(int argc, char **argv) {
     qsort(tests, (size_t)num_tests, sizeof tests[0], by_name);
     int passed = 0, failed = 0, skipped = 0;
+    char **env = env_snapshot();
     for (int i = 0; i < num_tests; i++) {
         if (!selected(tests[i].name, argc, argv)) continue;
         printf("[ RUN  ] %s\n", tests[i].name);
         fflush(stdout);
         qg_test_result r = tests[i].fn();
+        env_restore(env, tests[i].name);
         const char *word = r == QG_T_PASS ? "PASS" : r == QG_T_FAIL ? "FAIL" : "SKIP";
         printf("[ %s ] %s\n", word, tests[i].name);
         fflush(stdout);
@@ -50,6 +82,8 @@ int main(int argc, char **argv) {
         failed += r == QG_T_FAIL;
         skipped += r == QG_T_SKIP;
     }
+    for (int i = 0; env && i < qg__num_env_knobs; i++) free(env[i]);
+    free(env);
     if (num_tests > QG_MAX_TESTS) failed++;
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
