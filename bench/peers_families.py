@@ -87,14 +87,18 @@ class Timer:
         l2 = torch.cuda.get_device_properties(0).L2_cache_size
         self.small = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda")
 
-    def kineto_us(self, fn: Callable[[], None]) -> float:
+    def kineto_us(self, fn: Callable[[], None], flush: Optional[Callable[[], Any]] = None,
+                  only: Optional[str] = None) -> float:
+        """Mean kineto time of fn's kernels, `flush` (default: the 8 GB zeroed) before each
+        call; `only`: sum the kernels whose name holds it (a flush that is not a fill)."""
         torch = self.torch
         from torch.profiler import ProfilerActivity, profile
+        flush = flush or self.big.zero_
         fn()
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(self.iters):
-                self.big.zero_()
+                flush()
                 fn()
             torch.cuda.synchronize()
         total = 0.0
@@ -102,6 +106,10 @@ class Timer:
             if e.device_type.name != "CUDA":
                 continue
             name = e.name.lower()
+            if only is not None:
+                if only in name:
+                    total += e.time_range.elapsed_us()
+                continue
             if "fill" in name or "memset" in name or "zero" in name or "memcpy" in name:
                 continue
             total += e.time_range.elapsed_us()

@@ -76,22 +76,6 @@ def inputs(bsz: int, nn: int, h: int, avg: int, dim: int = 128):
     return q, cache, w, ctx, ctx2.contiguous(), table, max_len
 
 
-def kineto_read_flush(timer, fn) -> float:
-    """--flush read: Timer.kineto_us with the 8 GB read (summed), not zeroed, before each
-    call; the mean time of the kernels named *paged_mqa_logits*."""
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(timer.iters):
-            timer.big.sum()
-            fn()
-        torch.cuda.synchronize()
-    total = sum(e.time_range.elapsed_us() for e in prof.events()
-                if e.device_type.name == "CUDA" and "paged_mqa_logits" in e.name)
-    return total / timer.iters
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", default="default,split4,shared2",
@@ -128,8 +112,9 @@ def main() -> int:
     elif args.rows != "N128":
         rows = [tuple(int(x) for x in r.split(",")) for r in args.rows.split(";") if r]
     timer = peers_families.Timer(torch, args.iters)  # kineto after 8 GB zeroed, each call
-    if args.flush == "read":
-        timer.kineto_us = lambda fn: kineto_read_flush(timer, fn)
+    if args.flush == "read":  # the 8 GB summed, not zeroed; only the logits kernels summed
+        kineto = timer.kineto_us
+        timer.kineto_us = lambda fn: kineto(fn, flush=timer.big.sum, only="paged_mqa_logits")
     env0 = os.environ.pop("QGEMM_PMQA_VARIANT", None)
     ratios = {v: [] for v in variants}
     ok = {v: True for v in variants}
