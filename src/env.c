@@ -53,8 +53,8 @@
  *                                            control values from lane 0: uniform
  *                                            stage and descriptors), each optionally
  *                                            followed by ":sS" (S kv stages, the ring's
- *                                            depth: at most what fits, 24, an even
- *                                            multiple of the math warpgroups; split4r112u
+ *                                            depth: at most what fits, 24, a multiple
+ *                                            of the math warpgroups; split4r112u
  *                                            plans 12, the others all that fit); another
  *                                            value (the removed shared4, shared2s,
  *                                            shared4s, dual2s, shared3, split4r,

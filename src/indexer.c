@@ -71,12 +71,12 @@ static bool pmqa_env_variant(int next_n, int heads, int *variant, int *stages) {
     if (!colon)
         return env_variant("QGEMM_PMQA_VARIANT", qg__pmqa_variant_name, QG_PMQA_VARIANT_COUNT,
                            qg__pmqa_default_variant(next_n, heads), variant);
+    if (colon[1] != 's') return false; /* (before reading past it: "NAME:" ends at colon[1]) */
     int s = 0;
-    for (const char *c = colon + 2; colon[1] == 's' && *c >= '0' && *c <= '9' && s <= 64; ++c)
-        s = 10 * s + (*c - '0');
     const char *end = colon + 2;
-    while (*end >= '0' && *end <= '9') ++end;
-    if (colon[1] != 's' || end == colon + 2 || *end || s < 1 || s > 64) return false;
+    for (; *end >= '0' && *end <= '9'; ++end)
+        if (s <= 64) s = 10 * s + (*end - '0'); /* (past 64 only "too many" matters) */
+    if (end == colon + 2 || *end || s < 1 || s > 64) return false;
     for (int i = 0; i < QG_PMQA_VARIANT_COUNT; ++i) {
         const char *name = qg__pmqa_variant_name(i);
         if (strlen(name) == (size_t)(colon - v) && !strncmp(v, name, (size_t)(colon - v))) {
@@ -205,7 +205,7 @@ static qg_status pmqa_plan_of(const pmqa_key *k, qg_pmqa_plan *plan) {
         rc = -1, why = "unknown variant";
     if (rc == 0 && qg__pmqa_plan_stages(plan, k->stages) != 0)
         rc = -1, why = "QGEMM_PMQA_VARIANT's stages (':sS'): more than fit in shared memory, "
-                       "or not an even multiple of the organisation's math warpgroups";
+                       "or not a multiple of the organisation's math warpgroups";
     if (rc != 0)
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "no paged MQA logits kernel for next_n %d, %d heads of dim %d: %s",

@@ -344,7 +344,7 @@ int qg__pmqa_default_variant(int next_n, int heads) {
 int qg__pmqa_plan_stages(qg_pmqa_plan *p, int stages) {
     if (!p) return -1;
     if (stages == 0) return 0;
-    if (stages < p->math_wgs || stages > p->max_stages || stages % p->math_wgs || stages % 2) return -1;
+    if (stages < p->math_wgs || stages > p->max_stages || stages % p->math_wgs) return -1;
     p->stages = stages;
     p->smem_bytes = pmqa_smem(p->next_n * p->heads, p->head_dim, stages);
     return 0;

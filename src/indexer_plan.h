@@ -246,7 +246,8 @@ int qg__pmqa_plan(int batch, int next_n, int heads, int head_dim, int clean, int
 int qg__pmqa_plan_variant(qg_pmqa_plan *p, int variant);
 /* Re-plans *p (from qg__pmqa_plan_variant) with `stages` kv stages (A/B of the
  * ring's depth, QGEMM_PMQA_VARIANT's ":sS"): 0 keeps the plan's; else at most
- * max_stages, a multiple of its math warpgroups and even. 0, or -1. */
+ * max_stages, a multiple of its math warpgroups (2 or 4: even, as the kernel
+ * asks). 0, or -1. */
 int qg__pmqa_plan_stages(qg_pmqa_plan *p, int stages);
 /* The variant's name ("shared2", "dual2", "split4", "split4r112w", "split4r112x",
  * "split4r112p", "split4r112u"), or NULL. */

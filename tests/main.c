@@ -3,7 +3,8 @@
  * Every variable the library reads (src/env.c's table) is as the run began
  * when each test starts: a test that sets a knob and fails a CHECK before
  * its unsetenv (CHECK returns) would otherwise run the tests after it under
- * that knob. A test that changed one and passed is named on stdout. */
+ * that knob (and the compile sweeps leave QGEMM_CACHE_DIR at their removed
+ * scratch directory, testkit/qgtk.h). Restored silently. */
 #include "qg_test.h"
 #include "internal.h"
 #include <stdlib.h>
@@ -41,28 +42,28 @@ static int selected(const char *name, int argc, char **argv) {
     return !any_word || want;
 }
 
-/* The knobs' values at the start (NULL: unset), and their restoration after
- * a test: returns how many the test had changed. */
+/* The knobs' values at the start (NULL: unset; a strdup that fails leaves
+ * the run without the restoration), and their restoration after a test. */
 static char **env_snapshot(void) {
     char **v = calloc((size_t)qg__num_env_knobs, sizeof *v);
     for (int i = 0; v && i < qg__num_env_knobs; i++) {
         const char *cur = getenv(qg__env_knobs[i].name);
-        v[i] = cur ? strdup(cur) : NULL;
+        if (cur && !(v[i] = strdup(cur))) {
+            while (i--) free(v[i]);
+            free(v);
+            return NULL;
+        }
     }
     return v;
 }
 
-static int env_restore(char *const *v, const char *test) {
-    int changed = 0;
+static void env_restore(char *const *v) {
     for (int i = 0; v && i < qg__num_env_knobs; i++) {
         const char *name = qg__env_knobs[i].name, *cur = getenv(name);
         if (cur == NULL ? v[i] == NULL : v[i] != NULL && strcmp(cur, v[i]) == 0) continue;
-        printf("    note: %s left %s=%s; restored\n", test, name, cur ? cur : "(unset)");
         if (v[i]) setenv(name, v[i], 1);
         else unsetenv(name);
-        changed++;
     }
-    return changed;
 }
 
 int main(int argc, char **argv) {
@@ -74,7 +75,7 @@ int main(int argc, char **argv) {
         printf("[ RUN  ] %s\n", tests[i].name);
         fflush(stdout);
         qg_test_result r = tests[i].fn();
-        env_restore(env, tests[i].name);
+        env_restore(env);
         const char *word = r == QG_T_PASS ? "PASS" : r == QG_T_FAIL ? "FAIL" : "SKIP";
         printf("[ %s ] %s\n", word, tests[i].name);
         fflush(stdout);

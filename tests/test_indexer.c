@@ -477,6 +477,22 @@ TEST(pmqa_compile_every_variant) {
                   pl.wreg == 32 && pl.lean == 1,
               "default: variant %d, %d math wgs, %d threads, %d stages, %d ctas",
               pl.variant, pl.math_wgs, pl.block_x, pl.stages, pl.ctas);
+        { /* the default's ring: 12 stages of the 20 that fit here; ":s12" is the same kernel,
+           * ":s20" the plan before session x, ":s8" shallower; 24, 10 and 0 are refused (0:
+           * the plan's own, kept) */
+            char s0[2048], s12[2048];
+            qg_pmqa_plan p12 = pl, p20 = pl, p8 = pl, bad = pl, keep = pl;
+            CHECK(pl.stages == 12 && pl.max_stages == 20 && qg__pmqa_plan_stages(&p12, 12) == 0 &&
+                      qg__pmqa_source(s0, sizeof s0, &pl) > 0 &&
+                      qg__pmqa_source(s12, sizeof s12, &p12) > 0 && !strcmp(s0, s12) &&
+                      qg__pmqa_plan_stages(&p20, 20) == 0 && p20.smem_bytes > pl.smem_bytes &&
+                      qg__pmqa_plan_stages(&p8, 8) == 0 && p8.smem_bytes < pl.smem_bytes &&
+                      qg__pmqa_plan_stages(&bad, 24) == -1 && qg__pmqa_plan_stages(&bad, 10) == -1 &&
+                      bad.stages == 12 && qg__pmqa_plan_stages(&keep, 0) == 0 && keep.stages == 12,
+                  "default ring: %d of %d stages; s12 same source %d; s20 %zu / s8 %zu / %zu bytes",
+                  pl.stages, pl.max_stages, !strcmp(s0, s12), p20.smem_bytes, p8.smem_bytes,
+                  pl.smem_bytes);
+        }
         qg_pmqa_plan pn;
         CHECK(qg__pmqa_plan(64, 1, 64, 128, 0, 0, 132, &pn, &why) == 0 &&
                   pn.variant == QG_PMQA_VARIANT_SPLIT4R112U && pn.math112 == 0 &&
@@ -641,7 +657,7 @@ TEST(pmqa_compile_every_variant) {
             qgtk_compile_verdict(&sw, what, st, &info, INDEXER_PTX, 0);
         }
     }
-    /* a ring deeper than fits, or not an even multiple of the math warpgroups, is refused by
+    /* a ring deeper than fits, or not a multiple of the math warpgroups, is refused by
      * the planner, naming the stages */
     static const char *const too_deep[] = {"split4r112u:s6", "split4r112u:s28", "split4r112u:s2",
                                            "shared2:s18"};
@@ -957,7 +973,7 @@ TEST(gpu_paged_mqa_logits) {
         {32, 2, 64, 128, 1, 1, 1000, 1}, {64, 2, 64, 128, 0, 0, 900, 0}};
     int failures = 0;
     /* every organisation (QGEMM_PMQA_VARIANT; unset = the default, split4r112u;
-     * dual2 and shared2 named: every width; the default's ring at 16 and 12 stages too). All compute the same sums in the same
+     * dual2 and shared2 named: every width; the default's ring at 20 and 8 stages too). All compute the same sums in the same
      * order: each case's output (all its bytes, poison included, same inputs;
      * opts.keep_output) must equal the default's byte for byte. */
     static const char *const variants[] = {NULL, "shared2", "dual2", "split4", "split4r112w",

@@ -59,8 +59,7 @@ def _logits_dtype(torch: Any, dtype: Any) -> Any:
 def _padded(torch: Any, rows: int, cols: int, dtype: Any, device: Any) -> Any:
     """The [rows, ld] buffer of [rows, cols] logits, rows 256 elements (>= 512
     bytes) apart, as DeepGEMM pads them (the result is its [:, :cols] view)."""
-    ld = max(256, (cols + 255) // 256 * 256)
-    return torch.empty((rows, ld), dtype=dtype, device=device)
+    return torch.empty((rows, max(256, (cols + 255) // 256 * 256)), dtype=dtype, device=device)
 
 
 def _pair(name: str, x: Any) -> Tuple[Any, Any]:
@@ -186,16 +185,15 @@ def fp8_fp4_paged_mqa_logits(q: Any, kv_cache: Tensor, weights: Tensor, context_
     # not take (NotImplemented) or any other argument goes the checked way below.
     q_fp = q[0] if type(q) is tuple and len(q) == 2 and q[1] is None else q
     torch = _d.torch_module()
-    if (stream is None and indices is None and type(max_context_len) is int and max_context_len > 0
-            and torch is not None and type(q_fp) is torch.Tensor and q_fp.dim() == 4
-            and not _d.COMPILING()):
+    if (stream is None and indices is None and type(max_context_len) is int
+            and 0 < max_context_len <= _CONTEXT_LEN_MAX and torch is not None
+            and type(q_fp) is torch.Tensor and q_fp.dim() == 4 and not _d.COMPILING()):
         shape = q_fp.shape
         dtype = torch.float32 if logits_dtype is None else logits_dtype
         if dtype is torch.float32 or dtype is torch.bfloat16:
             rows = shape[0] * shape[1]
-            ld = max(256, (max_context_len + 255) // 256 * 256)
-            out = torch.empty((rows, ld), dtype=dtype, device=q_fp.device).as_strided(
-                (rows, max_context_len), (ld, 1))
+            buf = _padded(torch, rows, max_context_len, dtype, q_fp.device)
+            out = buf.as_strided((rows, max_context_len), (buf.shape[1], 1))
             if _d._C.paged_mqa_logits(q_fp, kv_cache, weights, context_lens, block_table,
                                       schedule_meta, out, max_context_len, int(bool(clean_logits)),
                                       0, _d.TORCH_MODE) is not NotImplemented:
