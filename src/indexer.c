@@ -35,17 +35,24 @@ typedef struct {
 /* An organisation knob (QGEMM_MQA_VARIANT, QGEMM_PMQA_VARIANT; src/env.c):
  * unset -> fallback (the planner's default); else the index of the name
  * name_of gives among its count. Returns false for any other value. */
+/* The index among name_of's count of the name equal to v[0 .. len), or -1. */
+static int variant_named(const char *(*name_of)(int), int count, const char *v, size_t len) {
+    for (int i = 0; i < count; ++i) {
+        const char *name = name_of(i);
+        if (strlen(name) == len && !strncmp(v, name, len)) return i;
+    }
+    return -1;
+}
+
 static bool env_variant(const char *knob, const char *(*name_of)(int), int count, int fallback,
                         int *variant) {
     *variant = fallback;
     const char *v = qg__env_string(knob);
     if (!v) return true;
-    for (int i = 0; i < count; ++i)
-        if (!strcmp(v, name_of(i))) {
-            *variant = i;
-            return true;
-        }
-    return false;
+    const int i = variant_named(name_of, count, v, strlen(v));
+    if (i < 0) return false;
+    *variant = i;
+    return true;
 }
 
 /* QGEMM_MQA_VARIANT: unset -> qg__mqa_default_variant (deep4). */
@@ -65,27 +72,25 @@ typedef struct {
  * (qg__pmqa_default_variant); NAME, or NAME:sS with S kv stages (1..64 here;
  * the planner refuses what the organisation cannot take). */
 static bool pmqa_env_variant(int next_n, int heads, int *variant, int *stages) {
+    *variant = qg__pmqa_default_variant(next_n, heads);
     *stages = 0;
     const char *v = qg__env_string("QGEMM_PMQA_VARIANT");
-    const char *colon = v ? strchr(v, ':') : NULL;
-    if (!colon)
-        return env_variant("QGEMM_PMQA_VARIANT", qg__pmqa_variant_name, QG_PMQA_VARIANT_COUNT,
-                           qg__pmqa_default_variant(next_n, heads), variant);
-    if (colon[1] != 's') return false; /* (before reading past it: "NAME:" ends at colon[1]) */
+    if (!v) return true;
+    const char *colon = strchr(v, ':');
+    const int i = variant_named(qg__pmqa_variant_name, QG_PMQA_VARIANT_COUNT, v,
+                                colon ? (size_t)(colon - v) : strlen(v));
+    if (i < 0) return false;
     int s = 0;
-    const char *end = colon + 2;
-    for (; *end >= '0' && *end <= '9'; ++end)
-        if (s <= 64) s = 10 * s + (*end - '0'); /* (past 64 only "too many" matters) */
-    if (end == colon + 2 || *end || s < 1 || s > 64) return false;
-    for (int i = 0; i < QG_PMQA_VARIANT_COUNT; ++i) {
-        const char *name = qg__pmqa_variant_name(i);
-        if (strlen(name) == (size_t)(colon - v) && !strncmp(v, name, (size_t)(colon - v))) {
-            *variant = i;
-            *stages = s;
-            return true;
-        }
+    if (colon) {
+        if (colon[1] != 's') return false; /* (before reading past it: "NAME:" ends at colon[1]) */
+        const char *end = colon + 2;
+        for (; *end >= '0' && *end <= '9'; ++end)
+            if (s <= 64) s = 10 * s + (*end - '0'); /* (past 64 only "too many" matters) */
+        if (end == colon + 2 || *end || s < 1 || s > 64) return false;
     }
-    return false;
+    *variant = i;
+    *stages = s;
+    return true;
 }
 
 /* The schedule kernel has one variant. */
