@@ -322,9 +322,20 @@ PyObject *qgpy_paged_mqa_logits(PyObject *self, PyObject *args)
         qgpy_check_dim(&t[W], 0, rows, "batch_size * next_n") < 0 ||
         qgpy_check_dim(&t[W], 1, a.heads, "num_heads (q.shape[2])") < 0 ||
         qgpy_check_dim(&t[BT], 0, a.batch, "batch_size (context_lens.shape[0])") < 0 ||
-        qgpy_check_dim(&t[L], 0, rows, "batch_size * next_n") < 0 ||
-        qgpy_check_dim(&t[L], 1, max_context_len, "max_context_len") < 0)
+        qgpy_check_dim(&t[L], 0, rows, "batch_size * next_n") < 0)
         goto done;
+    /* logits: [rows, max_context_len], or the padded buffer it is a view of (the
+     * package's fast path passes the buffer and makes the view after the launch,
+     * where its CPU time hides behind the kernel's); columns past max_context_len
+     * are the buffer's, never read as results */
+    if (qgpy_dim(&t[L], 1) < max_context_len) {
+        char buf[160];
+        qgpy_errorf(PyExc_ValueError, "qgemm: logits has shape %s: its dimension 1 must be at "
+                    "least max_context_len (%d), got %lld",
+                    qgpy_shape_str(&t[L], buf, sizeof buf), max_context_len,
+                    (long long)qgpy_dim(&t[L], 1));
+        goto done;
+    }
     /* the cache: blocks of 64 * (head_dim + 4) contiguous bytes, a stride apart */
     if (qgpy_dim(&t[KV], 0) > 0 &&
         (qgpy_stride(&t[KV], 3) != 1 || qgpy_stride(&t[KV], 1) != (int64_t)a.head_dim + 4)) {

@@ -191,13 +191,14 @@ def fp8_fp4_paged_mqa_logits(q: Any, kv_cache: Tensor, weights: Tensor, context_
         shape = q_fp.shape
         dtype = torch.float32 if logits_dtype is None else logits_dtype
         if dtype is torch.float32 or dtype is torch.bfloat16:
-            rows = shape[0] * shape[1]
-            buf = _padded(torch, rows, max_context_len, dtype, q_fp.device)
-            out = buf.as_strided((rows, max_context_len), (buf.shape[1], 1))
+            buf = _padded(torch, shape[0] * shape[1], max_context_len, dtype, q_fp.device)
+            # the padded buffer itself goes to the extension; its [:, :max_context_len]
+            # view is made after the launch (CPU time the kernel hides), and not at all
+            # where no column is padding
             if _d._C.paged_mqa_logits(q_fp, kv_cache, weights, context_lens, block_table,
-                                      schedule_meta, out, max_context_len, int(bool(clean_logits)),
+                                      schedule_meta, buf, max_context_len, int(bool(clean_logits)),
                                       0, _d.TORCH_MODE) is not NotImplemented:
-                return out
+                return buf if buf.shape[1] == max_context_len else buf[:, :max_context_len]
     if isinstance(q, (tuple, list)):
         q_fp, q_sf = _pair("q", q)
         if q_sf is not None:

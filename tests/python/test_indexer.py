@@ -231,6 +231,12 @@ def test_paged_extension_checks(no_gpu):
     with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE.pattern):
         call_paged(ops)
     consumed(ops)
+    # the padded buffer itself (the package's fast path passes [rows, ld] and makes the
+    # [:, :max_context_len] view after the launch): wider than max_context_len is taken
+    ops = paged_ops(l=FakeTensor([16, 1280], "float32"))
+    with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE.pattern):
+        call_paged(ops)
+    consumed(ops)
     ops = paged_ops()
     with pytest.raises(RuntimeError, match=NO_GPU_MESSAGE.pattern):
         _C.paged_mqa_schedule(ops["lens"], ops["sched"], 1 << 30, 0, 0)
@@ -244,7 +250,7 @@ def test_paged_extension_checks(no_gpu):
         (paged_ops(sched=FakeTensor([1, 2], "int32")), "num_sms \\+ 1 rows"),
         (paged_ops(w=FakeTensor([16, 32], "float32")), "num_heads"),
         (paged_ops(bt=FakeTensor([7, 16], "int32")), "batch_size"),
-        (paged_ops(l=FakeTensor([16, 1000], "float32")), "max_context_len"),
+        (paged_ops(l=FakeTensor([16, 1000], "float32")), "at least max_context_len \\(1024\\)"),
     ]
     for ops, pattern in bad:
         with pytest.raises(ValueError, match=pattern):

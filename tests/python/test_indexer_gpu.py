@@ -204,13 +204,19 @@ def test_paged_fast_path_is_the_checked_path(dtype):
     q8, cache, kv_deq, weights, bt, max_len, lens1 = paged_inputs(16, 2, 64, 128, 500)
     lens = draw_lens(lens1, 2)
     sched = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, deep_gemm.get_num_sms())
-    fast = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched, max_len,
-                                              True, dtype)
-    checked = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched, max_len,
-                                                 True, dtype, stream=torch.cuda.current_stream())
-    torch.cuda.synchronize()
-    assert fast.dtype == (torch.float32 if dtype is None else dtype) and fast.shape == (32, max_len)
-    assert fast.stride() == checked.stride() and torch.equal(fast, checked)
+    # max_context_len a multiple of the 256-column padding (the fast path returns its buffer)
+    # and one that is not (it returns the buffer's [:, :max_context_len] view)
+    exact = (max_len + 255) // 256 * 256
+    for cols in (exact, exact + 64):
+        fast = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched,
+                                                  cols, True, dtype)
+        checked = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched,
+                                                     cols, True, dtype,
+                                                     stream=torch.cuda.current_stream())
+        torch.cuda.synchronize()
+        assert fast.dtype == (torch.float32 if dtype is None else dtype)
+        assert fast.shape == (32, cols) and fast.stride() == checked.stride()
+        assert torch.equal(fast, checked)
     for bad, name in ((weights.half(), "weights"), (lens.long(), "context_lens"),
                       (bt.to(torch.int16), "block_table")):
         args = [(q8, None), cache, weights, lens, bt, sched, max_len, True, dtype]
