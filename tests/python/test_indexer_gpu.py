@@ -206,11 +206,14 @@ def test_paged_fast_path_is_the_checked_path(dtype):
     sched = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, deep_gemm.get_num_sms())
     # max_context_len a multiple of the 256-column padding (the fast path returns its buffer)
     # and one that is not (it returns the buffer's [:, :max_context_len] view)
+    # (a block table wide enough for both: ceil(max_context_len / 64) columns at least)
     exact = (max_len + 255) // 256 * 256
+    wide = torch.zeros((bt.shape[0], (exact + 64) // 64), dtype=bt.dtype, device=bt.device)
+    wide[:, :bt.shape[1]] = bt
     for cols in (exact, exact + 64):
-        fast = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched,
+        fast = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, wide, sched,
                                                   cols, True, dtype)
-        checked = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, bt, sched,
+        checked = deep_gemm.fp8_fp4_paged_mqa_logits((q8, None), cache, weights, lens, wide, sched,
                                                      cols, True, dtype,
                                                      stream=torch.cuda.current_stream())
         torch.cuda.synchronize()
