@@ -1966,24 +1966,35 @@ TEST(gpu_bf16_batch_sum_v4_conversion_fails) {
  * into the same buffers, an eager v7 call on the same stream and workspace
  * after each replay: each exact, the zero area zero after each (the kernel
  * resets its own counters). */
-static void exact_inputs(uint16_t *x, size_t n, unsigned *s) {
+static void exact_inputs(uint16_t *x, int8_t *xi, size_t n, unsigned *s) {
     for (size_t i = 0; i < n; ++i) {
         *s = *s * 1664525u + 1013904223u;
-        x[i] = qg_bf16_encode((float)((int)((*s >> 16) % 7) - 3));
+        xi[i] = (int8_t)((int)((*s >> 16) % 7) - 3);
+        x[i] = qg_bf16_encode((float)xi[i]);
     }
 }
 
-static void exact_reference(const uint16_t *ha, const uint16_t *hb, int S, int m, int n, int k,
+/* the integer reference (the inputs' values as int8: exact), rounded to bf16 */
+static void exact_reference(const int8_t *ia, const int8_t *ib, int S, int m, int n, int k,
                             uint16_t *want) {
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            long long y = 0;
-            for (int b = 0; b < S; ++b)
-                for (int kk = 0; kk < k; ++kk)
-                    y += (long long)bf(ha[((size_t)b * m + r) * k + kk]) *
-                         (long long)bf(hb[((size_t)b * n + c) * k + kk]);
-            want[(size_t)r * n + c] = qg_bf16_encode((float)y); /* exact: |y| < 2^24 */
+    int32_t *acc = calloc((size_t)m * n, sizeof *acc);
+    if (!acc) {
+        memset(want, 0, (size_t)m * n * 2); /* (the check then fails) */
+        return;
+    }
+    for (int b = 0; b < S; ++b)
+        for (int r = 0; r < m; ++r) {
+            const int8_t *x = ia + ((size_t)b * m + r) * k;
+            for (int c = 0; c < n; ++c) {
+                const int8_t *y = ib + ((size_t)b * n + c) * k;
+                int32_t dot = 0;
+                for (int kk = 0; kk < k; ++kk) dot += x[kk] * y[kk];
+                acc[(size_t)r * n + c] += dot;
+            }
         }
+    for (size_t i = 0; i < (size_t)m * n; ++i)
+        want[i] = qg_bf16_encode((float)acc[i]); /* exact: |acc| <= S k 9 < 2^24 */
+    free(acc);
 }
 
 /* D [m][n + 8] against want: the first mismatch's text, or "" */
@@ -2041,20 +2052,21 @@ TEST(gpu_bf16_batch_sum_v7_exact_and_graph) {
         const size_t d_el = (size_t)m * (n + 8);
         uint16_t *ha = malloc(a_el * 2), *hb = malloc(b_el * 2), *got = malloc(d_el * 2);
         uint16_t *want = malloc((size_t)m * n * 2);
+        int8_t *ia = malloc(a_el), *ib = malloc(b_el);
         CUdeviceptr da = 0, db = 0, dd = 0, dd2 = 0, dw = 0;
         CUgraph graph = NULL;
         CUgraphExec exec = NULL;
         unsigned seed = 9100u + (unsigned)ci;
-        if (!ha || !hb || !got || !want || zero != ws_bytes || drv->cuMemAlloc(&da, a_el * 2) ||
+        if (!ha || !hb || !got || !want || !ia || !ib || zero != ws_bytes || drv->cuMemAlloc(&da, a_el * 2) ||
             drv->cuMemAlloc(&db, b_el * 2) || drv->cuMemAlloc(&dd, d_el * 2) ||
             drv->cuMemAlloc(&dd2, d_el * 2) || drv->cuMemAlloc(&dw, ws_bytes)) {
             snprintf(why, sizeof why, "S %d %dx%dx%d: allocation failed (workspace %zu, zero %zu)",
                      S, m, n, k, ws_bytes, zero);
         } else {
             drv->cuMemsetD8(dw, 0, ws_bytes);
-            exact_inputs(ha, a_el, &seed);
-            exact_inputs(hb, b_el, &seed);
-            exact_reference(ha, hb, S, m, n, k, want);
+            exact_inputs(ha, ia, a_el, &seed);
+            exact_inputs(hb, ib, b_el, &seed);
+            exact_reference(ia, ib, S, m, n, k, want);
             drv->cuMemcpyHtoD(da, ha, a_el * 2);
             drv->cuMemcpyHtoD(db, hb, b_el * 2);
         }
@@ -2107,9 +2119,9 @@ TEST(gpu_bf16_batch_sum_v7_exact_and_graph) {
                          k, qg_status_string(st), st ? qg_last_error() : "", (int)cr);
         }
         for (int replay = 0; replay < 3 && !why[0]; ++replay) {
-            exact_inputs(ha, a_el, &seed);
-            exact_inputs(hb, b_el, &seed);
-            exact_reference(ha, hb, S, m, n, k, want);
+            exact_inputs(ha, ia, a_el, &seed);
+            exact_inputs(hb, ib, b_el, &seed);
+            exact_reference(ia, ib, S, m, n, k, want);
             drv->cuMemcpyHtoD(da, ha, a_el * 2);
             drv->cuMemcpyHtoD(db, hb, b_el * 2);
             drv->cuMemsetD8(dd, 0xFF, d_el * 2);
@@ -2157,7 +2169,7 @@ TEST(gpu_bf16_batch_sum_v7_exact_and_graph) {
         if (dd) drv->cuMemFree(dd);
         if (dd2) drv->cuMemFree(dd2);
         if (dw) drv->cuMemFree(dw);
-        free(ha), free(hb), free(got), free(want);
+        free(ha), free(hb), free(got), free(want), free(ia), free(ib);
     }
     unsetenv("QGEMM_BMK_VARIANT");
     printf("    %d exact v5 / v7 calls and v7 graph replays checked bitwise\n", checked);
