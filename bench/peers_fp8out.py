@@ -66,6 +66,14 @@ contiguous 8 experts x 512 = 4096 rows; N 4096 and 3072, K 7168):
 Targets: unfused / fused >= 1.2 at M <= 256, >= 1.05 at 4096 rows:
 
     PYTHONPATH=python python3 bench/peers_fp8out.py --kind swiglu --out swiglu.jsonl
+
+--kind swiglu --variants A,B,...: the fused path under each QGEMM_FP8OUT_VARIANT value (its
+SwiGLU words swm64, swmca, swmcac move the heuristic's tile, never the math: every variant's
+bytes and scales must equal the first's), per row a ``variants`` dict and one
+``swiglu-variant`` line a variant (unfused / fused geomeans at M <= 256 and 4096 rows,
+fused / bf16-out, per-row us, bitwise agreement, accuracy PASS / FAIL):
+
+    PYTHONPATH=python python3 bench/peers_fp8out.py --kind swiglu --variants default,swm64+swmca+swmcac
 """
 from __future__ import annotations
 
@@ -192,6 +200,7 @@ def run_variants(row: Dict[str, Any], variants: List[str], fused: Any, q: Any, s
                 us, _, _ = peers.time_kineto(fused, flusher, calls)
             r["qgemm_us"] = round(us, 2)
             r["fused_over_bf16out"] = round(us / row["bf16out_us"], 4)
+            r["unfused_over_fused"] = round(row["unfused_us"] / us, 4)
         except Exception as e:  # a failing variant is recorded, the others still run
             r = {"error": peers.short_err(e)}
         row.setdefault("variants", {})[v] = r
@@ -302,7 +311,7 @@ SWIGLU_MASKED = [(8, 64), (16, 128), (32, 256)]
 
 
 def run_swiglu(layout: str, g: int, m: int, n: int, k: int, flusher: Any, calls: int,
-               ue8m0: bool) -> Dict[str, Any]:
+               ue8m0: bool, variants: Optional[List[str]] = None) -> Dict[str, Any]:
     """One swiglu row: masked G x M (every row valid) or contiguous G experts x M rows."""
     import torch
     import qgemm
@@ -351,8 +360,43 @@ def run_swiglu(layout: str, g: int, m: int, n: int, k: int, flusher: Any, calls:
     row: Dict[str, Any] = {"kind": "swiglu", "layout": layout, "shape": f"{g}x{m}x{n}x{k}",
                            "ue8m0": ue8m0}
     row = check_and_time(row, fused, bf16out, unfused, y, sy, flusher, calls)
+    if variants:
+        # (the SwiGLU words change the tile only, never the math: every variant's bytes and
+        # scales must equal the first's, so all count as one tile for same_as_first; the tile
+        # each word picks is the C suite's swiglu_variant_words)
+        _, q_ref, sf_ref = row.pop("_ref")
+        run_variants(row, variants, fused, y, sy, q_ref, sf_ref, flusher, calls, lambda: {})
     row.pop("_ref", None)
     return row
+
+
+def swiglu_variant_summaries(ok: List[Dict[str, Any]], variants: List[str], out: Any) -> int:
+    """--kind swiglu --variants: one ``swiglu-variant`` line a variant: geomean unfused / fused
+    at M <= 256 (masked) and at 4096 rows (contiguous), geomean fused / bf16-out, the rows
+    whose bytes or scales differ from the first variant's (must be none), accuracy against the
+    unfused path. Returns the failures."""
+    bad = 0
+    for v in variants:
+        rs = [(r, r["variants"][v]) for r in ok if v in r.get("variants", {})]
+        good = [(r, x) for r, x in rs if "error" not in x]
+        differ = [r["shape"] for r, x in good if not x.get("same_as_first", True)]
+        acc_ok = all(x["max_steps"] <= 1 and x["mismatch"] < 0.05 for _, x in good)
+        line = {"kind": "swiglu-variant", "variant": v, "rows": len(rs),
+                "errors": len(rs) - len(good),
+                "unfused_over_fused_geomean_m_le_256": geomean(
+                    [x["unfused_over_fused"] for r, x in good if r["layout"] == "masked"]),
+                "unfused_over_fused_geomean_m_ge_4096": geomean(
+                    [x["unfused_over_fused"] for r, x in good if r["layout"] == "contiguous"]),
+                "fused_over_bf16out_geomean": geomean([x["fused_over_bf16out"] for _, x in good]),
+                "per_row_us": {r["layout"][0] + ":" + r["shape"]: x["qgemm_us"] for r, x in good},
+                "bitwise_differs_from_first": differ,
+                "accuracy": "PASS" if acc_ok and not differ and len(good) == len(rs) else "FAIL"}
+        bad += line["accuracy"] != "PASS"
+        text = json.dumps(line)
+        print(text)
+        if out:
+            out.write(text + "\n")
+    return bad
 
 
 def main_swiglu(args: Any, flusher: Any) -> int:
@@ -360,11 +404,14 @@ def main_swiglu(args: Any, flusher: Any) -> int:
     cases += [("contiguous", 8, 512, n, k) for (n, k) in SWIGLU_NK]
     if args.quick:
         cases = [("masked", 8, 64, 4096, 7168), ("contiguous", 8, 512, 4096, 7168)]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    if variants:
+        set_variant(variants[0])
     rows = []
     out = open(args.out, "a") if args.out else None
     for layout, g, m, n, k in cases:
         try:
-            r = run_swiglu(layout, g, m, n, k, flusher, args.calls, args.ue8m0)
+            r = run_swiglu(layout, g, m, n, k, flusher, args.calls, args.ue8m0, variants)
         except Exception as e:  # a failing shape is a row with its error
             r = {"kind": "swiglu", "layout": layout, "shape": f"{g}x{m}x{n}x{k}",
                  "error": peers.short_err(e)}
@@ -389,8 +436,10 @@ def main_swiglu(args: Any, flusher: Any) -> int:
     print(line)
     if out:
         out.write(line + "\n")
+    bad = swiglu_variant_summaries(ok, variants or [], out)
+    if out:
         out.close()
-    return 0 if not summary["errors"] else 1
+    return 0 if not summary["errors"] and not bad else 1
 
 
 def main(argv: Optional[List[str]] = None) -> int:

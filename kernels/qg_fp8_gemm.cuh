@@ -359,7 +359,8 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
  * peers-unroll.txt, kineto beside DeepGEMM): 128x192 by 4 (4096x1536x24576
  * 0.940 -> 0.961-0.965 of DeepGEMM, 4096x2112x7168 0.964 -> 0.987; by 8 it
  * lost 1.5% of that at K = 24576); 128x256 by 8 (contiguous 4 x 8192,
- * 6144x7168: 2238.4 us rolled, 2196.8 by 4, 2163.5 by 8); 256x128 by 8
+ * 6144x7168: 2238.4 us rolled, 2196.8 by 4, 2163.5 by 8), and SwiGLU's
+ * 64x256 (whose one warpgroup runs the loop of each of 128x256's) alike; 256x128 by 8
  * from 32 K blocks, by 4 below (2026-11-25 i, explore-b.log: by 8 against
  * by 4, of DeepGEMM: 4096x16384x7168 0.965-0.967 -> 0.979, 4096x7168x16384
  * 0.969-0.971 -> 0.977, 4096x4096x7168 0.971-0.974 -> 0.979; but
@@ -389,7 +390,7 @@ static_assert(!QG_D_ROWS || (QG_D_F32 && QG_STORE_COLS == QG_BLOCK_N && QG_BLOCK
 #define QG_ROWS_136_UNROLLED (QG_SFB_COLS && QG_KIND == 0 && QG_D_ROWS && QG_BLOCK_N == 136)
 #define QG_K_UNROLL                                                        \
     (QG_SFB_COLS ? (QG_BLOCK_N == 136 && !QG_ROWS_136_UNROLLED ? 1 : 4)    \
-     : QG_BLOCK_M == 128 && QG_BLOCK_N == 256 ? 8                          \
+     : QG_BLOCK_M <= 128 && QG_BLOCK_N == 256 ? 8                          \
      : QG_BLOCK_M == 256 && QG_BLOCK_N == 128 ? (QG_NUM_K_BLOCKS >= 32 ? 8 : 4) \
      : QG_BLOCK_M == 128 && QG_BLOCK_N == 192 ? 4                          \
                                               : 1)

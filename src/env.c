@@ -174,7 +174,15 @@
  *                                            early: the exchange's release at a tile's
  *                                            end, none on the last; not in new), nk (dense
  *                                            split tiles with split-K 2 too, clusters of 8
- *                                            or 4: N 576; not in new); another value fails
+ *                                            or 4: N 576; not in new); and the SwiGLU
+ *                                            calls' heuristic words (not in the default; a
+ *                                            list replaces the default, so
+ *                                            new+epi+last+nk+swm64 keeps the e4m3 calls'):
+ *                                            swm64 (64x256 for masked groups of <= 64
+ *                                            rows), swmca (masked 128x256 with A
+ *                                            multicast from 2.5 waves), swmcac (the same,
+ *                                            contiguous); the e4m3 calls ignore them, the
+ *                                            SwiGLU calls the others; another value fails
  *                                            the call, naming it
  *   QGEMM_FP8_GROUPED_MCB (device)           whether the FP8 heuristic may pick B multicast
  *                                            in the contiguous, masked and psum kinds
@@ -287,7 +295,9 @@ const qg_env_knob qg__env_knobs[] = {
      "before the cluster barrier), sfbpf (the first tile's SFB prefetched into L2 before the first loads), "
      "new (all three), epi (the cheaper e4m3 epilogue, not in new) or last (with early: the "
      "exchange's release at a tile's end, none on a CTA's last tile; not in new) or nk (dense split "
-     "tiles with split-K 2 too, in clusters of 8 or 4; not in new)", "new+epi+last+nk"},
+     "tiles with split-K 2 too, in clusters of 8 or 4; not in new); the SwiGLU calls' swm64 "
+     "(64x256 for masked groups of <= 64 rows), swmca (masked 128x256 with A multicast from 2.5 "
+     "waves), swmcac (the same, contiguous), none in the default", "new+epi+last+nk"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "

@@ -111,6 +111,17 @@ static bool is_wide(qg_gemm_kind kind, int block_m, int block_n) {
     return block_m == 128 && ((block_n >= 208 && block_n <= 224) || block_n == 256);
 }
 
+/* SwiGLU's 64-row tile (forced configurations, and the heuristic under
+ * QGEMM_FP8OUT_VARIANT swm64, QG_D_SWIGLU_M64): 64 x 256, one math
+ * warpgroup whose two n-parts of 128 columns (a gate block and its up
+ * block) take turns in one accumulator set, as each warpgroup of 128x256
+ * runs them: the same wgmma units, promotion and epilogue a row, so the same
+ * bytes. A thread holds 128 sums and 64 accumulators (256 registers: one math
+ * warpgroup). */
+static bool swiglu_m64_tile(int d_fp8, int block_m, int block_n) {
+    return (d_fp8 & QG_D_SWIGLU) && block_m == 64 && block_n == 256;
+}
+
 int qg__max_block_n(qg_gemm_kind kind, int block_m) {
     if (qg__one_d(kind)) return QG_WGRAD_MAX_BN;
     if (is_wide(kind, block_m, 256)) return 256;
@@ -147,8 +158,9 @@ static bool fp8_d_tile(int d_fp8, int block_n) {
      * would divide by zero: found by make fuzz, a forced block_n 0). */
     if (block_n <= 0) return false;
     /* SwiGLU (d_fp8 | QG_D_SWIGLU): whole 128-row gate | up block pairs, each
-     * pair one 128-column group of D: block_n 256 (the widest tile), never a
-     * split tile (its two halves would sit in different CTAs). */
+     * pair one 128-column group of D: block_n 256 (the widest tile; block_m
+     * 128, or 64: swiglu_m64_tile), never a split tile (its two halves would
+     * sit in different CTAs). */
     if (d_fp8 & QG_D_SWIGLU) return block_n % 256 == 0;
     return !d_fp8 || block_n % 128 == 0 || block_n == 64 || block_n == 32;
 }
@@ -168,7 +180,10 @@ static bool split_tiles_allowed(void) {
  * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) and last
  * (QG_D_FP8_LAST: the exchange's release off the critical path, with early;
  * not in new) and nk (QG_D_FP8_NK: split tiles with split-K 2 in the
- * heuristic and forced configurations; not in new) -> those flags;
+ * heuristic and forced configurations; not in new), and the SwiGLU
+ * heuristic's swm64 (QG_D_SWIGLU_M64), swmca (QG_D_SWIGLU_MCA) and swmcac
+ * (QG_D_SWIGLU_MCAC), none in the default (a list replaces the default:
+ * new+epi+last+nk+swm64 keeps the e4m3 calls' default beside swm64) -> those flags;
  * anything else -1: an empty word ("room+") or ',' (QGEMM_HC_VARIANT's
  * separator too) included. */
 int qg__fp8out_variant(void) {
@@ -178,12 +193,16 @@ int qg__fp8out_variant(void) {
      * and nk: 1.110 -> 1.098 -> 1.075, the N 576 rows 1.37 / 1.29 -> 1.12 / 1.08,
      * h200-14-w4) */
     if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK;
-    static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi", "last", "nk"};
+    /* (swm64, swmca, swmcac: the SwiGLU calls' heuristic only, QG_D_SWIGLU_FLAGS;
+     * the e4m3-D calls ignore them, the SwiGLU calls ignore the others) */
+    static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi", "last", "nk",
+                                        "swm64", "swmca", "swmcac"};
     /* epi is not in new: A/B against it, new+epi */
     static const int word_flags[] = {0, QG_D_FP8_ROOM, QG_D_FP8_EARLY, QG_D_FP8_SFBPF,
-                                     QG_D_FP8_VARIANT, QG_D_FP8_EPI, QG_D_FP8_LAST, QG_D_FP8_NK};
+                                     QG_D_FP8_VARIANT, QG_D_FP8_EPI, QG_D_FP8_LAST, QG_D_FP8_NK,
+                                     QG_D_SWIGLU_M64, QG_D_SWIGLU_MCA, QG_D_SWIGLU_MCAC};
     int flags = 0, i;
-    while ((i = qg__env_next_word(&v, "+", false, names, 8)) >= 0) flags |= word_flags[i];
+    while ((i = qg__env_next_word(&v, "+", false, names, 11)) >= 0) flags |= word_flags[i];
     return i == -1 ? flags : -1;
 }
 
@@ -493,8 +512,9 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
         return batched_st ? batched_st : qg__plan_out(props, &batched, d_fp8, cfg, out);
     const int bm = cfg->block_m, bn = cfg->block_n;
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
-    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_FLAGS)) ||
+    if (d_fp8 < 0 || (d_fp8 & ~(QG_D_SWIGLU | QG_D_FP8_SCALES | QG_D_FP8_FLAGS | QG_D_SWIGLU_FLAGS)) ||
         ((d_fp8 & QG_D_FP8_FLAGS) && (swiglu || !(d_fp8 & QG_D_FP8_SCALES))) ||
+        ((d_fp8 & QG_D_SWIGLU_FLAGS) && !swiglu) ||
         (d_fp8 & QG_D_FP8_SCALES) == 3 || (swiglu && !(d_fp8 & QG_D_FP8_SCALES)) ||
         (d_fp8 && qg__one_d(p->kind)) ||
         (swiglu && p->kind != QG_GEMM_DENSE && p->kind != QG_GEMM_GROUPED_CONTIGUOUS &&
@@ -539,7 +559,7 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: block_n 176 with block_m 128 is for dense GEMMs (its K loop "
                         "spills in the grouped kinds), got kind %d", (int)p->kind);
-    if (!block_n_legal(p->kind, bm, bn)) {
+    if (!block_n_legal(p->kind, bm, bn) && !swiglu_m64_tile(d_fp8, bm, bn)) {
         const char *wide = is_wide(p->kind, bm, 256)   ? " or 208..224 or 256"
                            : is_wide(p->kind, bm, 128) ? " or 128"
                                                        : "";
@@ -710,7 +730,9 @@ qg_status qg__plan_out(const qg_device_props *props, const qg_problem *p, int d_
     /* A wide 128-row tile splits N in two parts (a thread cannot hold that
      * many columns of both accumulator levels); the wide tiles' units take
      * turns in one accumulator set. */
-    const bool wide = is_wide(p->kind, bm, bn), n_split = wide && bm == 128;
+    /* (SwiGLU's 64x256 splits N alike: swiglu_m64_tile) */
+    const bool sw64 = swiglu_m64_tile(d_fp8, bm, bn);
+    const bool wide = is_wide(p->kind, bm, bn) || sw64, n_split = (wide && bm == 128) || sw64;
     out->wgmma_n = n_split ? bn / 2 : bn;
     const int units = (bm == 256 ? 2 : 1) * (bn / out->wgmma_n);
     out->kpipe = k_pipelined(p->kind, bm, bn, cfg->multicast, units, wide, stages);
@@ -1137,16 +1159,22 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
     int best_waves = 0, best_last = 0;
     double best_cost = 0;
     /* SwiGLU: 128x256 is its one tile (fp8_d_tile), small problems too; the
-     * masked kind skips the m64 tiles past a group's end (QG_SKIP_ROWS). */
+     * masked kind skips the m64 tiles past a group's end (QG_SKIP_ROWS).
+     * Under swm64 64x256 as well (swiglu_m64_tile): at <= 64 rows a group
+     * the same tiles and waves, fewer rows of A a tile (small_tile_cost). */
     const bool swiglu = (d_fp8 & QG_D_SWIGLU) != 0;
     for (int i = 0; i < 3; ++i) {
         const int bm = block_ms[i];
         if (bm > 64 && rows <= 64 && !swiglu) continue; /* a half-empty tile wastes the MMA */
         if (bm == 256 && !large) continue;
         /* (the 1D1D kinds' block_n steps by 8: 128x136 saves waves there) */
-        for (int bn = 16; bn <= qg__max_block_n(p->kind, bm); bn += qg__one_d(p->kind) ? 8 : 16)
+        /* (swm64: SwiGLU's 64x256 too, past the plain 64-row maximum) */
+        const bool m64 = swiglu && (d_fp8 & QG_D_SWIGLU_M64) && bm == 64;
+        for (int bn = 16; bn <= (m64 ? 256 : qg__max_block_n(p->kind, bm)); bn += qg__one_d(p->kind) ? 8 : 16)
             for (int mc = 0; mc < (large ? 3 : 1); ++mc) {
-                if (!block_n_legal(p->kind, bm, bn) || !fp8_d_tile(d_fp8, bn)) continue;
+                if ((!block_n_legal(p->kind, bm, bn) && !(m64 && swiglu_m64_tile(d_fp8, bm, bn))) ||
+                    !fp8_d_tile(d_fp8, bn))
+                    continue;
                 qg_config c;
                 memset(&c, 0, sizeof c);
                 c.block_m = bm, c.block_n = bn, c.multicast = (qg_multicast)mc;
@@ -1291,6 +1319,21 @@ static qg_status select_out(const qg_device_props *props, int num_sms, const qg_
         return qg__fail(QG_ERROR_UNSUPPORTED,
                         "config: no tile left for m %d n %d k %d after %d refused by the compiler",
                         p->m, p->n, p->k, num_avoid);
+    /* QGEMM_FP8OUT_VARIANT swmca / swmcac (QG_D_SWIGLU_MCA, _MCAC): SwiGLU's
+     * 128x256 with A multicast in the masked (contiguous) kind over 2.5 waves
+     * of tiles and more (the large-problem rule's few_waves; the small path
+     * never tries multicast). At masked 32 x 256 rows, N 4096, K 7168 (1024
+     * tiles, ~7.75 waves) the unshared tile moves 48 KB a stage a CTA from
+     * L2 (2.75 GB in 444 us, ~6.2 TB/s: H200 2026-11-29-h200-16-x1) where
+     * the bf16-output GEMM's 256x128 A moves 32 KB (373 us); A pairs make it
+     * 40 KB. Not measured. */
+    if (swiglu && best.block_m == 128 && best.block_n == 256 && best.multicast == QG_MULTICAST_NONE &&
+        ((p->kind == QG_GEMM_GROUPED_MASKED && (d_fp8 & QG_D_SWIGLU_MCA)) ||
+         (p->kind == QG_GEMM_GROUPED_CONTIGUOUS && (d_fp8 & QG_D_SWIGLU_MCAC))) &&
+        num_sms % 2 == 0 && multicast_pairs(p, 128, 256, QG_DEFAULT_SWIZZLE, QG_MULTICAST_A)) {
+        const long long tiles = (long long)ceil_div(rows, 128) * num_n_blocks(p, 256) * groups;
+        if (2 * tiles >= 5ll * num_sms) best.multicast = QG_MULTICAST_A;
+    }
     /* Split-K (see stream_us): one wave of clusters, plain tiles that fit
      * shared memory beside the partner's sums, and at least a 10% gain in the
      * model over the tile chosen above. */

@@ -277,7 +277,7 @@ static qg_status fp8out_variant(const char *fn, int *flags) {
     if ((*flags = qg__fp8out_variant()) >= 0) return QG_SUCCESS;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                     "%s: QGEMM_FP8OUT_VARIANT='%.64s' is not a '+'-separated list of old, room, "
-                    "early, sfbpf, new, epi, last, nk", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
+                    "early, sfbpf, new, epi, last, nk, swm64, swmca, swmcac", fn, qg__env_string("QGEMM_FP8OUT_VARIANT"));
 }
 
 /* The 1D2D kinds, which have an e4m3-D kernel. */
@@ -308,7 +308,8 @@ qg_status qg_compile_fp8out(qg_context *ctx, const qg_problem *problem, int ue8m
     int variant;
     qg_status st = fp8out_variant("qg_compile_fp8out", &variant);
     if (st != QG_SUCCESS) return st;
-    return compile_call(ctx, problem, (1 + ue8m0) | variant, cfg, info, "qg_compile_fp8out");
+    return compile_call(ctx, problem, (1 + ue8m0) | (variant & QG_D_FP8_FLAGS), cfg, info,
+                        "qg_compile_fp8out");
 }
 
 /* The SwiGLU kernel's kinds (qg_swiglu_out). */
@@ -327,7 +328,12 @@ qg_status qg_compile_swiglu(qg_context *ctx, const qg_problem *problem, int ue8m
                         "qg_compile_swiglu: problem->kind must be QG_GEMM_DENSE (0), "
                         "_GROUPED_CONTIGUOUS (1) or _GROUPED_MASKED (2) (the kinds with the SwiGLU "
                         "epilogue), got %d", (int)problem->kind);
-    return compile_call(ctx, problem, (1 + ue8m0) | QG_D_SWIGLU, cfg, info, "qg_compile_swiglu");
+    /* (QGEMM_FP8OUT_VARIANT's SwiGLU words: the heuristic's choice, cfg NULL) */
+    int variant;
+    qg_status st = fp8out_variant("qg_compile_swiglu", &variant);
+    if (st != QG_SUCCESS) return st;
+    return compile_call(ctx, problem, (1 + ue8m0) | QG_D_SWIGLU | (variant & QG_D_SWIGLU_FLAGS), cfg,
+                        info, "qg_compile_swiglu");
 }
 
 static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_fp8,
@@ -365,10 +371,12 @@ static qg_status compile_call(qg_context *ctx, const qg_problem *problem, int d_
 /* fo: the e4m3-D calls' scales (NULL: bf16 or FP32 D); sw: the SwiGLU
  * calls' whole output spec (NULL: none; fo then holds its first fields). */
 /* The kernels' d_fp8 (src/internal.h): 0 for bf16 / FP32 D, else 1 + ue8m0
- * with QG_D_SWIGLU or, e4m3 D without SwiGLU, QGEMM_FP8OUT_VARIANT's flags
- * (`variant`, >= 0: validate read and checked them). */
+ * with QGEMM_FP8OUT_VARIANT's flags of the call (`variant`, >= 0: validate
+ * read and checked them): QG_D_SWIGLU and its SwiGLU words, or e4m3 D's. */
 static int d_fp8_of(const qg_fp8_out *fo, const qg_swiglu_out *sw, int variant) {
-    return fo ? (1 + (fo->ue8m0 != 0)) | (sw ? QG_D_SWIGLU : variant) : 0;
+    if (!fo) return 0;
+    return (1 + (fo->ue8m0 != 0)) |
+           (sw ? QG_D_SWIGLU | (variant & QG_D_SWIGLU_FLAGS) : variant & QG_D_FP8_FLAGS);
 }
 
 /* The batched GEMM's batch strides (elements = bytes of A and B; elements
@@ -420,7 +428,7 @@ static qg_status validate(const qg_context *ctx, qg_gemm_kind kind, const qg_gem
     if (!a) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args is NULL", fn);
     qg_status vst;
     int variant = 0;
-    if (fo && !sw && (vst = fp8out_variant(fn, &variant))) return vst;
+    if (fo && (vst = fp8out_variant(fn, &variant))) return vst;
     *d_fp8 = d_fp8_of(fo, sw, variant);
     if (a->m < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->m must be >= 0, got %d", fn, a->m);
     if (a->n < 0) return qg__fail(QG_ERROR_INVALID_ARGUMENT, "%s: args->n must be >= 0, got %d", fn, a->n);
@@ -983,8 +991,8 @@ qg_status qg_select_config_fp8out(const qg_context *ctx, const qg_problem *probl
     int variant;
     if ((st = fp8out_variant("qg_select_config_fp8out", &variant)) != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem, (1 + ue8m0) | variant,
-                        NULL, 0, out, &plan);
+    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem,
+                        (1 + ue8m0) | (variant & QG_D_FP8_FLAGS), NULL, 0, out, &plan);
     if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config_fp8out: %s", qg_last_error());
     return QG_SUCCESS;
 }
@@ -1000,9 +1008,12 @@ qg_status qg_select_config_swiglu(const qg_context *ctx, const qg_problem *probl
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                         "qg_select_config_swiglu: problem->kind must be QG_GEMM_DENSE (0), "
                         "_GROUPED_CONTIGUOUS (1) or _GROUPED_MASKED (2), got %d", (int)problem->kind);
+    int variant;
+    if ((st = fp8out_variant("qg_select_config_swiglu", &variant)) != QG_SUCCESS) return st;
     qg_kernel_plan plan;
-    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem, (1 + ue8m0) | QG_D_SWIGLU,
-                        NULL, 0, out, &plan);
+    st = qg__select_out(&ctx->props, qg_context_get_num_sms(ctx), problem,
+                        (1 + ue8m0) | QG_D_SWIGLU | (variant & QG_D_SWIGLU_FLAGS), NULL, 0, out,
+                        &plan);
     if (st != QG_SUCCESS) return qg__fail(st, "qg_select_config_swiglu: %s", qg_last_error());
     return QG_SUCCESS;
 }

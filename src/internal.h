@@ -163,6 +163,22 @@ typedef struct {
  * heuristic. Its bytes differ from the unsplit K's in FP32 rounding only. */
 #define QG_D_FP8_NK 256
 #define QG_D_FP8_FLAGS (QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK)
+/* d_fp8's SwiGLU flags of QGEMM_FP8OUT_VARIANT (with QG_D_SWIGLU only; none in
+ * the default; each changes the heuristic's choice alone, never a kernel's
+ * source, so a tile's bytes are the default's):
+ * QG_D_SWIGLU_M64 (swm64): the SwiGLU heuristic may take 64x256 (one math
+ * warpgroup; two n-parts of 128, gate and up, in one accumulator set): a
+ * masked group of <= 64 rows then loads no rows of A it does not use, and
+ * its stages are 41 KB instead of 49 KB (5 of them fit instead of 4);
+ * QG_D_SWIGLU_MCA (swmca): the masked kind's 128x256 takes A multicast over
+ * 2.5 waves of tiles and more (groups of 129..256 rows: a CTA pair shares its
+ * A tile, L2 serves 40 KB a stage a CTA instead of 48 KB);
+ * QG_D_SWIGLU_MCAC (swmcac): the same in the contiguous kind (its A-multicast
+ * tile is rated above the unshared one there). */
+#define QG_D_SWIGLU_M64 512
+#define QG_D_SWIGLU_MCA 1024
+#define QG_D_SWIGLU_MCAC 2048
+#define QG_D_SWIGLU_FLAGS (QG_D_SWIGLU_M64 | QG_D_SWIGLU_MCA | QG_D_SWIGLU_MCAC)
 
 /* The kinds of the 1D1D kernel (B scaled per column per 128 of K, FP32 D):
  * the weight gradient and the k-grouped weight gradient. */

@@ -312,11 +312,14 @@ TEST(compile_fp8out_every_variant) {
     PASS();
 }
 
-/* The SwiGLU kernels (qg_swiglu_out): the one tile, 128x256, in the dense,
+/* The SwiGLU kernels (qg_swiglu_out): the default tile, 128x256, in the dense,
  * contiguous and masked kinds, without and with multicast (B: dense only),
  * FP32 and UE8M0 scales, N = 2I of the DeepSeek MoE shapes and of one 128-row
- * pair; the heuristic's choice on the DeepSeek MoE shapes; every other
- * block_n, split-K and N off 256 refused with the reason. */
+ * pair; 64x256 (QGEMM_FP8OUT_VARIANT swm64's tile) likewise without
+ * multicast; the heuristic's choice on the DeepSeek MoE shapes by default and
+ * under swm64+swmca+swmcac (64x256 for the masked groups of 64 rows, 128x256
+ * A for 256 rows and the contiguous 4096); every other block_n, split-K and N
+ * off 256 refused with the reason. */
 TEST(compile_swiglu_every_variant) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, PROGRESS_EVERY, 0) == QG_SUCCESS, "offline context: %s",
@@ -324,13 +327,15 @@ TEST(compile_swiglu_every_variant) {
     qg_context *ctx = sw.ctx;
     static const int ns[] = {4096, 3072, 256};
     int refused = 0;
+    for (int bm = 128; bm >= 64; bm -= 64)
     for (int kind = 0; kind <= 2; ++kind)
         for (int mc = 0; mc < 3; ++mc)
             for (int ni = 0; ni < 3; ++ni)
                 for (int ue = 0; ue < 2; ++ue) {
                     if ((ue || ni) && mc) continue; /* (those lines run without multicast) */
+                    if (bm == 64 && mc) continue;   /* (64x256: never multicast by the heuristic) */
                     qg_problem p = {(qg_gemm_kind)kind, 2048, ns[ni], 7168, kind ? 8 : 1, 0, 0};
-                    qg_config cfg = {.block_m = 128, .block_n = 256, .multicast = (qg_multicast)mc};
+                    qg_config cfg = {.block_m = bm, .block_n = 256, .multicast = (qg_multicast)mc};
                     qg_kernel_plan plan;
                     if (qg__complete_config_out(&ctx->props, ctx->num_sms, &p, (1 + ue) | QG_D_SWIGLU,
                                                 &cfg, &plan) != QG_SUCCESS) {
@@ -345,7 +350,7 @@ TEST(compile_swiglu_every_variant) {
                 }
     printf("    %d SwiGLU kernels compiled, %d configurations refused as illegal, %d failures\n",
            sw.compiled, refused, sw.failures);
-    CHECK(sw.compiled >= 12, "too few variants compiled: %d", sw.compiled);
+    CHECK(sw.compiled >= 30, "too few variants compiled: %d", sw.compiled);
 
     /* refusals, each saying why */
     qg_problem p = {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 8, 128, 0};
@@ -371,27 +376,46 @@ TEST(compile_swiglu_every_variant) {
     CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_ERROR_INVALID_ARGUMENT &&
               strstr(qg_last_error(), "qg_select_config_swiglu: problem->kind"), "%s", qg_last_error());
 
-    /* the heuristic on the DeepSeek MoE shapes: masked G x M, contiguous 4096 rows */
+    /* the heuristic on the DeepSeek MoE shapes: masked G x M, contiguous 4096 rows,
+     * by default and under the SwiGLU words (the e4m3 ones' default kept) */
     static const int moe_n[] = {4096, 3072};
     static const int masked[][2] = {{8, 64}, {16, 128}, {32, 256}};
+    const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    for (int words = 0; words < 2; ++words) {
+    if (words) setenv("QGEMM_FP8OUT_VARIANT", "new+epi+last+nk+swm64+swmca+swmcac", 1);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
     for (int ni = 0; ni < 2; ++ni) {
         for (int i = 0; i < 3; ++i) {
             qg_problem q = {QG_GEMM_GROUPED_MASKED, masked[i][1], moe_n[ni], 7168, masked[i][0],
                             masked[i][1], 0};
             CHECK(qg_select_config_swiglu(ctx, &q, i % 2, &c) == QG_SUCCESS, "%s", qg_last_error());
             CHECK(c.block_n == 256 && c.split_k <= 1, "masked %d: block %dx%d", i, c.block_m, c.block_n);
-            char what[112];
-            snprintf(what, sizeof what, "SwiGLU heuristic masked %dx%dx%dx7168 -> %dx%d mc %d stages %d",
-                     q.num_groups, q.m, q.n, c.block_m, c.block_n, (int)c.multicast, c.num_stages);
+            /* swm64: 64 rows a group -> 64x256; swmca: 256 rows (1024 / 768 tiles) -> A */
+            const int want_bm = words && i == 0 ? 64 : 128, want_mc = words && i == 2;
+            CHECK(c.block_m == want_bm && (int)c.multicast == want_mc,
+                  "masked %dx%dx%d words %d: block %dx%d mc %d, want %dx256 mc %d", q.num_groups, q.m,
+                  q.n, words, c.block_m, c.block_n, (int)c.multicast, want_bm, want_mc);
+            char what[128];
+            snprintf(what, sizeof what, "SwiGLU heuristic%s masked %dx%dx%dx7168 -> %dx%d mc %d stages %d",
+                     words ? " (sw words)" : "", q.num_groups, q.m, q.n, c.block_m, c.block_n,
+                     (int)c.multicast, c.num_stages);
             check_kernel_out(&sw, &q, (1 + i % 2) | QG_D_SWIGLU, &c, what);
         }
         qg_problem q = {QG_GEMM_GROUPED_CONTIGUOUS, 4096, moe_n[ni], 7168, 8, 0, 0};
         CHECK(qg_select_config_swiglu(ctx, &q, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
-        char what[112];
-        snprintf(what, sizeof what, "SwiGLU heuristic contiguous 4096x%dx7168 -> %dx%d mc %d stages %d",
-                 q.n, c.block_m, c.block_n, (int)c.multicast, c.num_stages);
+        CHECK(c.block_m == 128 && c.block_n == 256 && (int)c.multicast == words,
+              "contiguous 4096x%d words %d: block %dx%d mc %d", q.n, words, c.block_m, c.block_n,
+              (int)c.multicast);
+        char what[128];
+        snprintf(what, sizeof what, "SwiGLU heuristic%s contiguous 4096x%dx7168 -> %dx%d mc %d stages %d",
+                 words ? " (sw words)" : "", q.n, c.block_m, c.block_n, (int)c.multicast, c.num_stages);
         check_kernel_out(&sw, &q, 1 | QG_D_SWIGLU, &c, what);
     }
+    }
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+    else unsetenv("QGEMM_FP8OUT_VARIANT");
     CHECK(sw.failures == 0, "%d SwiGLU variants failed", sw.failures);
     qgtk_compile_sweep_close(&sw);
     PASS();

@@ -5,7 +5,11 @@
  * nothing written), and on the GPU (skipped without one): dense, contiguous
  * (with -1 padding blocks) and masked (empty and full groups, M_max off the
  * tiles), FP32 and UE8M0 scales, the clamp and the row weights each on and
- * off, the heuristic's tile and 128x256 with A multicast.
+ * off, the heuristic's tile and, for each option set, forced 128x256 with A
+ * multicast, forced 64x256 and the heuristic under QGEMM_FP8OUT_VARIANT's
+ * SwiGLU words (swm64+swmca+swmcac), each checked as below and bitwise equal
+ * (D and scales) to the heuristic's tile of the same options: the tiles run
+ * the same wgmma units, promotion and epilogue a row.
  *
  * B is the random problem's, read as already interleaved: output column o
  * takes gate column 256 (o / 128) + o % 128 and up column that + 128 of the
@@ -119,11 +123,25 @@ static float *fp32_sums(qg_context *ctx, CUstream stream, const qgtk_problem_dat
     return h;
 }
 
+/* One call's downloaded D and scales (poison included), to compare bitwise. */
+typedef struct {
+    uint8_t *d;
+    float *s;
+    size_t d_bytes, s_count;
+} swiglu_snap;
+static void snap_free(swiglu_snap *s) {
+    free(s->d);
+    free(s->s);
+    memset(s, 0, sizeof *s);
+}
+
 /* One call: fresh D and sfd poisoned (the testkit's qgtk_fp8_out_buffers), the
- * fused GEMM, the checks. */
+ * fused GEMM, the checks; `save`: keep D and the scales; `same`: they must equal
+ * these bitwise. */
 static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, const float *h32,
                      int ue, float limit, const float *w_host, CUdeviceptr w_dev,
-                     const qg_config *cfg, const char *label) {
+                     const qg_config *cfg, const char *label, swiglu_snap *save,
+                     const swiglu_snap *same) {
     const bool masked = p->kind == QG_GEMM_GROUPED_MASKED;
     const int64_t rows = p->rows, n = p->n, no = n / 2;
     qgtk_fp8_out_buffers o;
@@ -185,11 +203,32 @@ static bool run_case(qg_context *ctx, CUstream stream, qgtk_problem_data *p, con
     double q_got, q_want;
     const bool ref_ok = qgtk_fp8_tally_ok(&t, &q_got, &q_want);
     const double f32_frac = t.elems ? (double)f32_mismatch / (double)t.elems : 0;
-    ok = ref_ok && untouched_bad == 0 && (!h32 || (f32_frac <= 5e-3 && f32_max_steps <= 1));
+    /* bytes and scales against the heuristic's tile of the same options (-1: not compared) */
+    int64_t differ = -1;
+    if (same) {
+        const bool comparable = same->d && same->d_bytes == o.d_bytes && same->s_count == o.sf_count;
+        differ = comparable ? 0 : INT64_MAX;
+        for (size_t e = 0; comparable && e < o.d_bytes; ++e) differ += same->d[e] != o.hd[e];
+        for (size_t e = 0; comparable && e < o.sf_count; ++e) differ += memcmp(&same->s[e], &o.hs[e], 4) != 0;
+    }
+    ok = ref_ok && untouched_bad == 0 && (!h32 || (f32_frac <= 5e-3 && f32_max_steps <= 1)) &&
+         differ <= 0;
     char text[320];
     qgtk_fp8_out_text(text, sizeof text, &t, q_got, q_want, untouched_bad);
-    printf("    %s %s: %s; fp32 mismatch %s%.2e max steps %d\n", ok ? "ok  " : "FAIL", label, text,
-           h32 ? "" : "(n/a) ", f32_frac, f32_max_steps);
+    printf("    %s %s: %s; fp32 mismatch %s%.2e max steps %d%s", ok ? "ok  " : "FAIL", label, text,
+           h32 ? "" : "(n/a) ", f32_frac, f32_max_steps,
+           differ < 0 ? "\n" : differ == 0 ? "; bitwise the heuristic's tile's\n" : "");
+    if (differ > 0) printf("; %lld bytes / scales DIFFER from the heuristic's tile's\n", (long long)differ);
+    if (save) {
+        save->d = malloc(o.d_bytes), save->s = malloc(o.sf_count * 4);
+        save->d_bytes = o.d_bytes, save->s_count = o.sf_count;
+        if (save->d && save->s) {
+            memcpy(save->d, o.hd, o.d_bytes);
+            memcpy(save->s, o.hs, o.sf_count * 4);
+        } else {
+            snap_free(save); /* (a later comparison then fails: no reference bytes) */
+        }
+    }
 done:
     qgtk_fp8_out_destroy(&o);
     return ok;
@@ -241,28 +280,43 @@ TEST(gpu_swiglu) {
         }
         CHECK(!drv->cuMemcpyHtoD(dw, w, (size_t)p->rows * 4), "weights upload");
         float *h32 = fp32_sums(ctx, stream, p);
-        static const struct { int ue, clamp, weight, forced; } opts[] = {
-            {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {1, 1, 1, 0}, {0, 1, 1, 1},
+        static const struct { int ue, clamp, weight; } opts[] = {
+            {0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 1},
         };
+        /* each option set: the heuristic's tile (its bytes kept), then forced
+         * 128x256 A, forced 64x256, the heuristic under the SwiGLU words */
+        static const char *const runs[] = {"", " forced 128x256 A", " forced 64x256",
+                                           " swm64+swmca+swmcac"};
+        const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+        char keep[64] = "";
+        if (saved) snprintf(keep, sizeof keep, "%s", saved);
         for (size_t o = 0; o < sizeof opts / sizeof opts[0]; ++o) {
-            qg_config c = {.block_m = 128, .block_n = 256, .multicast = QG_MULTICAST_A};
-            const qg_config *cfg = NULL;
-            if (opts[o].forced) {
-                qg_kernel_plan plan;
-                qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
-                if (qg__complete_config_out(&ctx->props, ctx->num_sms, &prob, 1 | QG_D_SWIGLU, &c,
-                                            &plan) != QG_SUCCESS)
-                    continue; /* (an odd n-block count: no A pairs) */
-                cfg = &c;
+            swiglu_snap first = {0};
+            for (int r = 0; r < 4; ++r) {
+                qg_config c = {.block_m = r == 2 ? 64 : 128, .block_n = 256,
+                               .multicast = r == 1 ? QG_MULTICAST_A : QG_MULTICAST_NONE};
+                const qg_config *cfg = NULL;
+                if (r == 1 || r == 2) {
+                    qg_kernel_plan plan;
+                    qg_problem prob = {p->kind, p->m, p->n, p->k, p->num_groups, p->expected_m, 0};
+                    if (qg__complete_config_out(&ctx->props, ctx->num_sms, &prob, 1 | QG_D_SWIGLU, &c,
+                                                &plan) != QG_SUCCESS)
+                        continue; /* (an odd n-block count: no A pairs) */
+                    cfg = &c;
+                }
+                if (r == 3) setenv("QGEMM_FP8OUT_VARIANT", "swm64+swmca+swmcac", 1);
+                char label[192];
+                snprintf(label, sizeof label, "kind %d G %d m %d N %d K %d%s%s%s%s", (int)p->kind,
+                         p->num_groups, p->m, p->n, p->k, opts[o].ue ? " ue8m0" : "",
+                         opts[o].clamp ? " clamp" : "", opts[o].weight ? " weights" : "", runs[r]);
+                cases++;
+                failures += !run_case(ctx, stream, p, h32, opts[o].ue, opts[o].clamp ? limit : 0.0f,
+                                      opts[o].weight ? w : NULL, dw, cfg, label, r ? NULL : &first,
+                                      r ? &first : NULL);
+                if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
+                else unsetenv("QGEMM_FP8OUT_VARIANT");
             }
-            char label[160];
-            snprintf(label, sizeof label, "kind %d G %d m %d N %d K %d%s%s%s%s", (int)p->kind,
-                     p->num_groups, p->m, p->n, p->k, opts[o].ue ? " ue8m0" : "",
-                     opts[o].clamp ? " clamp" : "", opts[o].weight ? " weights" : "",
-                     cfg ? " forced 128x256 A" : "");
-            cases++;
-            failures += !run_case(ctx, stream, p, h32, opts[o].ue, opts[o].clamp ? limit : 0.0f,
-                                  opts[o].weight ? w : NULL, dw, cfg, label);
+            snap_free(&first);
         }
         free(h32);
         free(w);
@@ -272,7 +326,7 @@ TEST(gpu_swiglu) {
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     printf("    %d cases, %d failures\n", cases, failures);
-    CHECK(cases >= 20, "too few cases ran: %d", cases);
+    CHECK(cases >= 60, "too few cases ran: %d", cases);
     CHECK(failures == 0, "%d of %d SwiGLU cases failed", failures, cases);
     PASS();
 }
@@ -498,6 +552,125 @@ TEST(swiglu_interleave_argument_validation) {
               "%s: got %s (%s), want %s with \"%s\"", w, qg_status_string(st), qg_last_error(),
               qg_status_string(cases[i].want), cases[i].msg);
     }
+    qg_context_destroy(ctx);
+    PASS();
+}
+
+/* QGEMM_FP8OUT_VARIANT's SwiGLU words (swm64, swmca, swmcac): parsed, each
+ * moving only the SwiGLU heuristic's choice and only on its rows (offline
+ * H200: masked 8 x 64 rows -> 64x256, 32 x 256 -> 128x256 A, contiguous 8 x
+ * 512 -> 128x256 A; 16 x 128 keeps 128x256), the e4m3-D heuristic deaf to
+ * them and the SwiGLU one deaf to the e4m3 words; swmca needs an even SM
+ * count (pairs); the 64x256 plan (forced: legal whatever the words) is one
+ * math warpgroup of two 128-column n-parts in one accumulator set, 5 stages. */
+TEST(swiglu_variant_words) {
+    qg_device_props props;
+    memset(&props, 0, sizeof props);
+    props.sm_count = 132, props.cc_major = 9, props.smem_optin_bytes = 232448;
+    props.l2_bytes = 60u << 20, props.dram_gbps = 4915;
+    snprintf(props.name, sizeof props.name, "offline H200");
+    qg_context *ctx = NULL;
+    CHECK(qg_context_create_offline(&ctx, &props) == QG_SUCCESS, "%s", qg_last_error());
+    const char *saved = getenv("QGEMM_FP8OUT_VARIANT");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    static const struct { qg_gemm_kind kind; int g, m, n; int bm[4], mc[4]; } rows[] = {
+        /* picks: unset, swm64, swmca, swmcac */
+        {QG_GEMM_GROUPED_MASKED, 8, 64, 4096, {128, 64, 128, 128}, {0, 0, 0, 0}},
+        {QG_GEMM_GROUPED_MASKED, 8, 64, 3072, {128, 64, 128, 128}, {0, 0, 0, 0}},
+        {QG_GEMM_GROUPED_MASKED, 16, 128, 4096, {128, 128, 128, 128}, {0, 0, 0, 0}},
+        {QG_GEMM_GROUPED_MASKED, 32, 256, 4096, {128, 128, 128, 128}, {0, 0, 1, 0}},
+        {QG_GEMM_GROUPED_MASKED, 32, 256, 3072, {128, 128, 128, 128}, {0, 0, 1, 0}},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 8, 4096, 4096, {128, 128, 128, 128}, {0, 0, 0, 1}},
+        {QG_GEMM_GROUPED_CONTIGUOUS, 8, 4096, 3072, {128, 128, 128, 128}, {0, 0, 0, 1}},
+    };
+    static const char *const words[] = {NULL, "swm64", "swmca", "swmcac"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; ++i)
+        for (int w = 0; w < 4; ++w) {
+            if (words[w]) setenv("QGEMM_FP8OUT_VARIANT", words[w], 1);
+            else unsetenv("QGEMM_FP8OUT_VARIANT");
+            const bool masked = rows[i].kind == QG_GEMM_GROUPED_MASKED;
+            qg_problem p = {rows[i].kind, rows[i].m, rows[i].n, 7168, rows[i].g, masked ? rows[i].m : 0, 0};
+            qg_config c;
+            CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_SUCCESS, "%s", qg_last_error());
+            CHECK(c.block_m == rows[i].bm[w] && c.block_n == 256 && (int)c.multicast == rows[i].mc[w],
+                  "kind %d %dx%dx%d under %s: %dx%d mc %d, want %dx256 mc %d", (int)p.kind, p.num_groups,
+                  p.m, p.n, words[w] ? words[w] : "(unset)", c.block_m, c.block_n, (int)c.multicast,
+                  rows[i].bm[w], rows[i].mc[w]);
+            /* the stages the plan gives it: 64x256 five, 128x256 four */
+            CHECK(c.num_stages == (c.block_m == 64 ? 5 : 4), "stages %d for %dx256", c.num_stages, c.block_m);
+        }
+    /* swmca on an odd SM count: no pairs, the unshared tile */
+    setenv("QGEMM_FP8OUT_VARIANT", "swmca", 1);
+    CHECK(qg_context_set_num_sms(ctx, 131) == QG_SUCCESS, "%s", qg_last_error());
+    qg_problem p = {QG_GEMM_GROUPED_MASKED, 256, 4096, 7168, 32, 256, 0};
+    qg_config c;
+    CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_SUCCESS && c.multicast == QG_MULTICAST_NONE,
+          "131 SMs: mc %d (%s)", (int)c.multicast, qg_last_error());
+    CHECK(qg_context_set_num_sms(ctx, 132) == QG_SUCCESS, "%s", qg_last_error());
+    /* the e4m3-D heuristic ignores the SwiGLU words; the SwiGLU one the e4m3 words */
+    static const int e4m3_rows[][3] = {{64, 4096, 7168}, {128, 2112, 7168}, {4096, 7168, 2048}, {64, 576, 7168}};
+    for (size_t i = 0; i < sizeof e4m3_rows / sizeof e4m3_rows[0]; ++i) {
+        qg_problem q = {QG_GEMM_DENSE, e4m3_rows[i][0], e4m3_rows[i][1], e4m3_rows[i][2], 1, 0, 0};
+        qg_config a, b;
+        setenv("QGEMM_FP8OUT_VARIANT", "new+epi+last+nk", 1);
+        CHECK(qg_select_config_fp8out(ctx, &q, 0, &a) == QG_SUCCESS, "%s", qg_last_error());
+        setenv("QGEMM_FP8OUT_VARIANT", "new+epi+last+nk+swm64+swmca+swmcac", 1);
+        CHECK(qg_select_config_fp8out(ctx, &q, 0, &b) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(!memcmp(&a, &b, sizeof a), "e4m3 %dx%dx%d moved by the SwiGLU words: %dx%d -> %dx%d",
+              q.m, q.n, q.k, a.block_m, a.block_n, b.block_m, b.block_n);
+    }
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; ++i) {
+        const bool masked = rows[i].kind == QG_GEMM_GROUPED_MASKED;
+        qg_problem q = {rows[i].kind, rows[i].m, rows[i].n, 7168, rows[i].g, masked ? rows[i].m : 0, 0};
+        qg_config a, b;
+        unsetenv("QGEMM_FP8OUT_VARIANT");
+        CHECK(qg_select_config_swiglu(ctx, &q, 1, &a) == QG_SUCCESS, "%s", qg_last_error());
+        setenv("QGEMM_FP8OUT_VARIANT", "old", 1);
+        CHECK(qg_select_config_swiglu(ctx, &q, 1, &b) == QG_SUCCESS, "%s", qg_last_error());
+        CHECK(!memcmp(&a, &b, sizeof a), "SwiGLU row %zu moved by the e4m3 words", i);
+    }
+    /* a word that is not one: refused by the SwiGLU calls, naming the value and the words */
+    setenv("QGEMM_FP8OUT_VARIANT", "swm65", 1);
+    CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "QGEMM_FP8OUT_VARIANT='swm65'") &&
+              strstr(qg_last_error(), "swm64, swmca, swmcac"),
+          "%s", qg_last_error());
+    qg_gemm_args ga = fake_good_args();
+    ga.n = 512, ga.ldd = 256;
+    const qg_swiglu_out o = {FAKE(0x8000000), 128, 0, 0.0f, NULL};
+    CHECK(qg_fp8_gemm_nt_swiglu(ctx, &ga, &o, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "qg_fp8_gemm_nt_swiglu: QGEMM_FP8OUT_VARIANT='swm65'"),
+          "%s", qg_last_error());
+    CHECK(qg_compile_swiglu(ctx, &p, 0, NULL, NULL) == QG_ERROR_INVALID_ARGUMENT &&
+              strstr(qg_last_error(), "qg_compile_swiglu: QGEMM_FP8OUT_VARIANT='swm65'"),
+          "%s", qg_last_error());
+    /* the 64x256 plan, forced, with no word set: legal in the three kinds */
+    unsetenv("QGEMM_FP8OUT_VARIANT");
+    for (int kind = 0; kind <= 2; ++kind) {
+        qg_problem q = {(qg_gemm_kind)kind, 1000, 4096, 7168, kind ? 8 : 1, kind == 2 ? 64 : 0, 0};
+        qg_config f = {.block_m = 64, .block_n = 256};
+        qg_kernel_plan plan;
+        CHECK(qg__complete_config_out(&ctx->props, ctx->num_sms, &q, 1 | QG_D_SWIGLU, &f, &plan) == QG_SUCCESS,
+              "kind %d 64x256: %s", kind, qg_last_error());
+        CHECK(plan.num_math_wgs == 1 && plan.wgmma_n == 128 && plan.acc_sets == 1 && !plan.kpipe &&
+                  plan.num_stages == 5 && plan.math_regs == 256 && plan.store_cols == 128,
+              "kind %d 64x256 plan: wgs %d wgmma_n %d sets %d kpipe %d stages %d regs %d store %d", kind,
+              plan.num_math_wgs, plan.wgmma_n, plan.acc_sets, (int)plan.kpipe, plan.num_stages,
+              plan.math_regs, plan.store_cols);
+        /* (not a tile of e4m3 D without SwiGLU, nor of bf16 D) */
+        f.num_stages = 0;
+        CHECK(qg__complete_config_out(&ctx->props, ctx->num_sms, &q, 1, &f, &plan) == QG_ERROR_UNSUPPORTED,
+              "kind %d 64x256 e4m3 D accepted", kind);
+        f.num_stages = 0;
+        CHECK(qg__complete_config_out(&ctx->props, ctx->num_sms, &q, 0, &f, &plan) == QG_ERROR_UNSUPPORTED,
+              "kind %d 64x256 bf16 D accepted", kind);
+        /* 256x256 stays refused under SwiGLU */
+        qg_config t = {.block_m = 256, .block_n = 256};
+        CHECK(qg__complete_config_out(&ctx->props, ctx->num_sms, &q, 1 | QG_D_SWIGLU, &t, &plan) == QG_ERROR_UNSUPPORTED,
+              "kind %d 256x256 SwiGLU accepted", kind);
+    }
+    if (saved) setenv("QGEMM_FP8OUT_VARIANT", keep, 1);
     qg_context_destroy(ctx);
     PASS();
 }

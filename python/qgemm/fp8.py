@@ -604,7 +604,8 @@ def fp8_gemm_nt_swiglu(a: Pair, b: Pair, d: Tensor, sfd: Tensor, *,
     ``[M, ceil(I/128)]`` float32 M-major TMA-aligned (``empty_swiglu``) by the
     fp8out formula: the down-projection's ``a`` pair as it is. Equals
     ``silu_and_mul_fp8_quant`` of the bf16 GEMM's output but for that bf16
-    rounding. One tile, 128x256 (a forced ``config`` needs block_n 256)."""
+    rounding. Tile 128x256, or 64x256 (forced, or the heuristic's for masked groups of <= 64
+    rows under QGEMM_FP8OUT_VARIANT swm64): a forced ``config`` needs block_n 256."""
     _swiglu(_C.KIND_DENSE, a, b, d, sfd, None, 0, row_weight, swiglu_limit, use_ue8m0, stream,
             config, strict)
 

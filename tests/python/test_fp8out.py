@@ -188,3 +188,79 @@ def test_variant_epi_nonfinite(monkeypatch, variant, tile):
     # (the slow loop was reached: the rows' scales are those of inf / NaN sums)
     assert not torch.isfinite(s1[5]).any() and torch.isnan(s1[17]).all(), "non-finite rows' scales"
     assert torch.isfinite(s1[0]).all() and torch.isfinite(s1[99]).all(), "finite rows' scales"
+
+
+# ---- QGEMM_FP8OUT_VARIANT's SwiGLU words (swm64, swmca, swmcac) ----------------------------
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+@pytest.mark.parametrize("layout,g,m,n", [("masked", 8, 64, 4096), ("masked", 32, 256, 3072),
+                                          ("contiguous", 8, 512, 4096)])
+@pytest.mark.parametrize("run", ["swm64+swmca+swmcac", "swm64", "swmca+swmcac",
+                                 {"block_m": 64, "block_n": 256},
+                                 {"block_m": 128, "block_n": 256, "multicast": "a"}])
+def test_swiglu_variant_bitwise_default(monkeypatch, layout, g, m, n, run):
+    """The SwiGLU words move the heuristic's tile only (64x256 for masked groups of <= 64
+    rows, 128x256 with A multicast for 256-row groups and the contiguous 4096): the fused
+    bytes and scales under each, and on the forced 64x256 and 128x256 A tiles, are bitwise
+    the default's (the same wgmma units, promotion and epilogue a row), rows weighted and
+    clamped; and close to the unfused path (bf16 GEMM + silu_and_mul_fp8_quant)."""
+    k = 512
+    rows = g * m
+    (a, sfa), (b, sfb) = _gpu_operands(rows, g * n, k, g * 31 + m + n)
+    b, sfb = b.view(g, n, k), sfb.view(g, n // 128, k // 128)
+    bi, sfbi = qgemm.interleave_gate_up(b, sfb)
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    w = torch.rand(rows, device="cuda", generator=gen) + 0.05
+    if layout == "masked":
+        a = a.view(g, m, k)
+        sfa = qgemm.get_mn_major_tma_aligned_tensor(sfa.contiguous().view(g, m, -1))
+        idx = torch.full((g,), m, dtype=torch.int32, device="cuda")
+        idx[1] = m - 3  # a group not full: its last rows stay untouched
+    else:
+        idx = torch.arange(g, dtype=torch.int32, device="cuda").repeat_interleave(m)
+    config = run if isinstance(run, dict) else None
+    outs = {}
+    for key in ("default", "run"):
+        if key == "run" and config is None:
+            monkeypatch.setenv("QGEMM_FP8OUT_VARIANT", run)
+        else:
+            monkeypatch.delenv("QGEMM_FP8OUT_VARIANT", raising=False)
+        if layout == "masked":
+            y, sy = qgemm.empty_swiglu(m, n // 2, num_groups=g, device="cuda")
+        else:
+            y, sy = qgemm.empty_swiglu(rows, n // 2, device="cuda")
+        y.view(torch.uint8).fill_(0xA5)
+        sy.fill_(-1.0)
+        cfg = config if key == "run" else None
+        if layout == "masked":
+            qgemm.m_grouped_fp8_gemm_nt_masked_swiglu((a, sfa), (bi, sfbi), y, sy, idx, m,
+                                                      row_weight=w.view(g, m), swiglu_limit=6.0,
+                                                      config=cfg)
+        else:
+            qgemm.m_grouped_fp8_gemm_nt_contiguous_swiglu((a, sfa), (bi, sfbi), y, sy, idx,
+                                                          row_weight=w, swiglu_limit=6.0,
+                                                          config=cfg)
+        torch.cuda.synchronize()
+        outs[key] = (y.view(torch.uint8).clone(), sy.clone())
+    (d0, s0), (d1, s1) = outs["default"], outs["run"]
+    assert torch.equal(d0, d1), f"{run}: bytes differ from the default's"
+    assert torch.equal(s0.view(torch.int32), s1.view(torch.int32)), f"{run}: scales differ"
+    # (the default itself against the unfused path, rows unweighted: one check of the math)
+    monkeypatch.delenv("QGEMM_FP8OUT_VARIANT", raising=False)
+    h = torch.empty(*(a.shape[:-1]), n, device="cuda", dtype=torch.bfloat16)
+    if layout == "masked":
+        y, sy = qgemm.empty_swiglu(m, n // 2, num_groups=g, device="cuda")
+        qgemm.m_grouped_fp8_gemm_nt_masked_swiglu((a, sfa), (bi, sfbi), y, sy, idx, m)
+        qgemm.m_grouped_fp8_gemm_nt_masked((a, sfa), (b, sfb), h, idx, m)
+        q_ref, _ = qgemm.silu_and_mul_fp8_quant(h, masked_m=idx, sf_mn_major=True)
+        sel = torch.arange(m, device="cuda")[None, :] < idx[:, None]
+        got, want = y.view(torch.uint8)[sel], q_ref.view(torch.uint8)[sel]
+    else:
+        y, sy = qgemm.empty_swiglu(rows, n // 2, device="cuda")
+        qgemm.m_grouped_fp8_gemm_nt_contiguous_swiglu((a, sfa), (bi, sfbi), y, sy, idx)
+        qgemm.m_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), h, idx)
+        q_ref, _ = qgemm.silu_and_mul_fp8_quant(h, m_indices=idx, sf_mn_major=True)
+        got, want = y.view(torch.uint8), q_ref.view(torch.uint8)
+    diff = (got != want).float().mean().item()
+    assert diff < 0.05, f"{diff:.3%} of the bytes differ from the unfused path"
