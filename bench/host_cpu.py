@@ -101,6 +101,9 @@ def cases(torch, qgemm):
     ed = torch.zeros(128, 384, dtype=torch.float32)
     out["einsum bmk,bnk->mn 129x128x384x128 +C"] = \
         lambda: qgemm.einsum("bmk,bnk->mn", ea, eb, ed, c=ed)
+    ed16 = torch.zeros(128, 384, dtype=bf)  # (15 splits: the kept workspace)
+    out["einsum bmk,bnk->mn 129x128x384x128 bf16"] = \
+        lambda: qgemm.einsum("bmk,bnk->mn", ea, eb, ed16)
     # einsum bhr,hdr->bhd 4x128x512x128 (y a [:, :, :r] view, as family_probe)
     x = torch.randn(4, 128, 512, dtype=bf)
     y = torch.randn(128, 128, 640, dtype=bf)[:, :, :512]

@@ -342,22 +342,6 @@ def _bmk_fast(a: Any, b: Any, d: Any, c: Any) -> bool:
     unset); what it declines (NotImplemented, nothing done) the Python fast path below, then
     the whole way. Issue 49: the Python steps of a call were most of its host cost (DeepGEMM
     21.6 vs 11.4 us on the H200 host at B = 129, bench/results/2026-11-29-h200-16-x1)."""
-    if (c is not None and c is not d) or _d.COMPILING():
-        return False
-    if _C.einsum_bmk_torch(a, b, d, c is d, SPLIT_TILES, SPLIT_MIN_K, MAX_BATCHES,
-                           DG_RULE_MIN_BATCHES) is not NotImplemented:
-        return True
-    return _bmk_fast_py(a, b, d, c)
-
-
-def _bmk_fast_py(a: Any, b: Any, d: Any, c: Any) -> bool:
-    """einsum('bmk,bnk->mn') for the plain call, the same launch as _bmk_bnk_mn's whole way
-    with fewer Python steps (its host cost is most of a call's at DeepGEMM's B = 129 rows,
-    issue 49's CUDA-event times): plain torch tensors (not traced, no subclass), bfloat16
-    a [B, M, K] and b [B, N, K] with unit last strides, d [M, N] float32 (c None or d
-    itself) or bfloat16 (c None) that the kernel addresses in place, M, N, B > 0, and the
-    extension's torch mode takes them (CUDA tensors). False, having done nothing, for
-    anything else: the whole way then checks, words any error and launches."""
     torch = _d.TORCH
     if torch is None:
         return False
@@ -365,6 +349,24 @@ def _bmk_fast_py(a: Any, b: Any, d: Any, c: Any) -> bool:
     if type(a) is not T or type(b) is not T or type(d) is not T or \
             (c is not None and c is not d) or _d.COMPILING():
         return False
+    # (a bfloat16 d: straight to the Python fast path, which keeps the workspace that d's
+    # several splits need -- the extension would decline after describing the tensors)
+    if d.dtype is torch.float32 and \
+            _C.einsum_bmk_torch(a, b, d, c is d, SPLIT_TILES, SPLIT_MIN_K, MAX_BATCHES,
+                                DG_RULE_MIN_BATCHES) is not NotImplemented:
+        return True
+    return _bmk_fast_py(torch, a, b, d, c)
+
+
+def _bmk_fast_py(torch: Any, a: Any, b: Any, d: Any, c: Any) -> bool:
+    """einsum('bmk,bnk->mn') for the plain call, the same launch as _bmk_bnk_mn's whole way
+    with fewer Python steps (its host cost is most of a call's at DeepGEMM's B = 129 rows,
+    issue 49's CUDA-event times), on what _bmk_fast let through (plain torch tensors, not
+    traced, c None or d): bfloat16 a [B, M, K] and b [B, N, K] with unit last strides, d
+    [M, N] float32 (c None or d itself) or bfloat16 (c None) that the kernel addresses in
+    place, M, N, B > 0, and the extension's torch mode takes them (CUDA tensors). False,
+    having done nothing, for anything else: the whole way then checks, words any error and
+    launches."""
     bf = torch.bfloat16
     if a.dtype is not bf or b.dtype is not bf or a.dim() != 3 or b.dim() != 3 or d.dim() != 2:
         return False

@@ -1100,9 +1100,12 @@ def test_bmk_fast_path_is_one_extension_call(monkeypatch):
     monkeypatch.setattr(_dispatch, "launch_bf16", fake)
     qdg.einsum("bmk,bnk->mn", a, b, d, c=t.zeros(16, 24))  # c another tensor: not here
     assert len(rec.calls) == 2 and len(fake.calls) == 1
+    d16 = t.zeros(16, 24, dtype=t.bfloat16)  # a bf16 d: straight to the Python fast path
+    qdg.einsum("bmk,bnk->mn", a, b, d16)
+    assert len(rec.calls) == 2 and len(py.calls) == 1 and py.calls[0][3] is d16
     rec.answer = NotImplemented
     qdg.einsum("bmk,bnk->mn", a, b, d)  # declined: the Python fast path, then the whole way
-    assert len(rec.calls) == 3 and len(py.calls) == 1 and len(fake.calls) == 2
+    assert len(rec.calls) == 3 and len(py.calls) == 2 and len(fake.calls) == 3
 
 
 def _python_default_splits(m, n, s, k, sms):
