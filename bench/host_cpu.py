@@ -184,8 +184,8 @@ def main():
     if args.whole:
         lib = os.path.abspath(args.whole)
         if os.environ.get("LD_LIBRARY_PATH", "").split(":")[0] != lib:
-            env = dict(os.environ, LD_LIBRARY_PATH=lib + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
-                       FAKE_CUDA_ANY_POINTER="1")
+            path = lib + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+            env = dict(os.environ, LD_LIBRARY_PATH=path, FAKE_CUDA_ANY_POINTER="1")
             env.setdefault("QGEMM_CACHE_DIR", os.path.join(lib, "cache"))
             os.execve(sys.executable, [sys.executable] + sys.argv, env)
     torch, qgemm = setup(os.path.abspath(args.tree), bool(args.whole))

@@ -408,19 +408,23 @@ static int fp8_bmm_args(qgpy_tensor t[5], qg_gemm_args *ga, int64_t bs[3], int *
     if (qgpy_check_dim(&t[2], 0, g, "a's G") < 0 || qgpy_check_dim(&t[2], 2, k, "a's K") < 0 ||
         qgpy_check_dim(&t[4], 0, g, "a's G") < 0 || qgpy_check_dim(&t[4], 1, m, "a's M") < 0 ||
         qgpy_check_dim(&t[4], 2, n, "b's N") < 0 || qgpy_check_dim(&t[1], 0, g, "a's G") < 0 ||
-        qgpy_check_dim(&t[1], 1, kb, "ceil(K/128)") < 0 || qgpy_check_dim(&t[1], 2, m, "a's M") < 0 || qgpy_check_dim(&t[3], 0, g, "a's G") < 0 ||
-        qgpy_check_dim(&t[3], 1, nb, "ceil(N/128)") < 0 || qgpy_check_dim(&t[3], 2, kb, "ceil(K/128)") < 0)
+        qgpy_check_dim(&t[1], 1, kb, "ceil(K/128)") < 0 ||
+        qgpy_check_dim(&t[1], 2, m, "a's M") < 0 || qgpy_check_dim(&t[3], 0, g, "a's G") < 0 ||
+        qgpy_check_dim(&t[3], 1, nb, "ceil(N/128)") < 0 ||
+        qgpy_check_dim(&t[3], 2, kb, "ceil(K/128)") < 0)
         return -1;
     if (g > INT32_MAX || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
         return qgpy_errorf(PyExc_ValueError, "qgemm: fp8_bmm: sizes must be below 2^31");
     /* the scales packed: sfa [G][kb][sfa_ld] (rows sfa_ld apart), sfb contiguous */
-    const int64_t sfa_ld = kb > 1 ? qgpy_stride(&t[1], 1) : g > 1 ? qgpy_stride(&t[1], 0) : qg_sfa_ld(m);
+    const int64_t sfa_ld = kb > 1  ? qgpy_stride(&t[1], 1)
+                           : g > 1 ? qgpy_stride(&t[1], 0)
+                                   : qg_sfa_ld(m);
     if ((g > 1 && qgpy_stride(&t[1], 0) != kb * sfa_ld) ||
         (nb * kb > 1 && (qgpy_stride(&t[3], 2) != 1 || (nb > 1 && qgpy_stride(&t[3], 1) != kb))) ||
         (g > 1 && qgpy_stride(&t[3], 0) != nb * kb))
-        return qgpy_errorf(PyExc_ValueError, "qgemm: fp8_bmm: sfa must be M-major [G, ceil(K/128), M] "
-                           "with batches ceil(K/128) x sfa_ld apart, and sfb a contiguous "
-                           "[G, ceil(N/128), ceil(K/128)] tensor");
+        return qgpy_errorf(PyExc_ValueError, "qgemm: fp8_bmm: sfa must be M-major "
+                           "[G, ceil(K/128), M] with batches ceil(K/128) x sfa_ld apart, and sfb "
+                           "a contiguous [G, ceil(N/128), ceil(K/128)] tensor");
     *empty = g == 0 || m == 0 || n == 0;
     memset(ga, 0, sizeof *ga);
     ga->m = (int)m, ga->n = (int)n, ga->k = (int)k, ga->num_groups = (int)g;

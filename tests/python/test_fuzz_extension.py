@@ -8,8 +8,9 @@ What it calls (each case one call; EVERY function of _C.pyi):
     psum, wgrad), gemm_fp8out, gemm_swiglu, gemm_torch, k_grouped_torch, bf16_gemm (every
     kind: dense, contiguous, psum, masked, k-grouped, batched, batch sums, batch sum), cast
     (4 kinds), sf_layout (3 kinds), mqa_logits, paged_mqa_schedule, paged_mqa_logits,
-    hc_prenorm, the einsum fast paths' einsum_bmk_torch and fp8_einsum_torch; with no_sync's bit 31 (QGPY_TORCH_MODE) and without, and per-slot no_sync
-    bits (the torch borrow of qgpy_tensor_take);
+    hc_prenorm, the einsum fast paths' einsum_bmk_torch and fp8_einsum_torch; with no_sync's
+    bit 31 (QGPY_TORCH_MODE) and without, and per-slot no_sync bits (the torch borrow of
+    qgpy_tensor_take);
   - the rest: select_config, select_config_fp8out, compile (a fake NVRTC built from
     fuzz/fake_nvrtc.c when a C compiler is here, so a valid request fails at once; without
     one compile() only sees invalid requests), device_props, set_num_sms, get_num_sms,
