@@ -56,6 +56,11 @@ static CUresult f_ptrattr(void *out, int attr, uintptr_t p) {
     if (p >= allocs[i].p && p < allocs[i].p + allocs[i].n + 1) {
       *(int *)out = allocs[i].dev; pthread_mutex_unlock(&lock); return 0; }
   pthread_mutex_unlock(&lock);
+  /* FAKE_CUDA_ANY_POINTER=1: any other address is device 0's (host memory passed off as
+   * device memory: bench/host_cpu.py --whole, CPU torch tensors posing as CUDA ones) */
+  static int any = -1;
+  if (any < 0) { const char *v = getenv("FAKE_CUDA_ANY_POINTER"); any = v && *v == '1'; }
+  if (any) { *(int *)out = 0; return 0; }
   return 1; }
 static CUresult f_htod(uintptr_t d, const void *s, size_t n) { memcpy((void *)d, s, n); return 0; }
 static CUresult f_dtoh(void *d, uintptr_t s, size_t n) { memcpy(d, (void *)s, n); return 0; }
@@ -85,6 +90,9 @@ CUresult cuGetProcAddress_v2(const char *sym, void **fn, int ver, unsigned long 
     {"cuModuleGetFunction", (void *)f_getfn}, {"cuFuncSetAttribute", (void *)ok},
     {"cuOccupancyMaxActiveClusters", (void *)f_occ}, {"cuLaunchKernelEx", (void *)f_launch},
     {"cuTensorMapEncodeTiled", (void *)ok}, {"cuDriverGetVersion", (void *)ok},
+    /* the stream-ordered 2-D fill and copy (D = 0, D = C) are enqueued work: return at once,
+     * as launches do */
+    {"cuMemsetD2D32Async", (void *)ok}, {"cuMemcpy2DAsync", (void *)ok},
   };
   void *f = (void *)unsupported;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) if (!strcmp(sym, t[i].n)) f = t[i].f;

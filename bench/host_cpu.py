@@ -19,6 +19,16 @@ free-list pop); sizes do not change the Python path.
 
     PYTHONPATH=python python3 bench/host_cpu.py [--tree DIR] [--calls N] [--repeat R] [--json F]
 
+--whole DIR: the whole call instead, the extension's C side (describing the tensors, its checks)
+and the library's host work (its checks, the plan, the parameter block) included, only the
+driver taken out: DIR holds bench/fake_libcuda.c built as libcuda.so.1 (`cc -O2 -shared -fPIC
+-o DIR/libcuda.so.1 bench/fake_libcuda.c -lpthread`), whose launches, fills and tensor-map
+encodes return at once and which, under FAKE_CUDA_ANY_POINTER=1 (set here), takes any address
+for device 0's; torch.Tensor.get_device is patched to answer 0 as well (a Python lambda: the
+torch tensors' description costs a little more than on CUDA tensors). The kernels compile
+once (NVRTC, this machine) into DIR/cache unless QGEMM_CACHE_DIR says otherwise. Rows that
+fail (a path that needs the real driver) print the error.
+
 --tree: the directory holding the qgemm package to time (default: this checkout's python/),
 e.g. an export of an older commit with its extension built or copied in. Prints one row per
 call: the least, over --repeat runs, of the mean us per call over --calls calls (the
@@ -39,7 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # the extension's launching entry points and the argument counts they take
 STUBS = {"bf16_gemm": 10, "cast": 13, "sf_layout": 10, "mqa_logits": 11, "paged_mqa_schedule": 5,
          "paged_mqa_logits": 11, "hc_prenorm": 7, "gemm_torch": 9, "gemm": 12,
-         "fp8_bmm": 9}
+         "fp8_bmm": 9, "einsum_bmk_torch": 8, "fp8_einsum_torch": 7}
 
 
 def make_stub(name, nargs):
@@ -50,14 +60,20 @@ def make_stub(name, nargs):
     return stub
 
 
-def setup(tree):
+def setup(tree, whole=False):
     sys.path.insert(0, tree)
     import torch
+    if whole:  # before qgemm registers torch: its C side keeps the stream function it is given
+        torch.Tensor.is_cuda = property(lambda self: True)
+        torch.Tensor.get_device = lambda self: 0
+        torch._C._cuda_getCurrentRawStream = lambda device: 0
     import qgemm
     from qgemm import _C, _dispatch as _d
     qgemm.register_torch_ops()
     torch.Tensor.is_cuda = property(lambda self: True)
     torch._C._cuda_getCurrentRawStream = lambda device: 0
+    if whole:
+        return torch, qgemm
     for name, n in STUBS.items():
         setattr(_C, name, make_stub(name, n))
     if getattr(_d, "FAST_GEMM", None) is not None:
@@ -85,6 +101,9 @@ def cases(torch, qgemm):
     ed = torch.zeros(128, 384, dtype=torch.float32)
     out["einsum bmk,bnk->mn 129x128x384x128 +C"] = \
         lambda: qgemm.einsum("bmk,bnk->mn", ea, eb, ed, c=ed)
+    ed16 = torch.zeros(128, 384, dtype=bf)  # (15 splits: the kept workspace)
+    out["einsum bmk,bnk->mn 129x128x384x128 bf16"] = \
+        lambda: qgemm.einsum("bmk,bnk->mn", ea, eb, ed16)
     # einsum bhr,hdr->bhd 4x128x512x128 (y a [:, :, :r] view, as family_probe)
     x = torch.randn(4, 128, 512, dtype=bf)
     y = torch.randn(128, 128, 640, dtype=bf)[:, :, :512]
@@ -156,14 +175,32 @@ def main():
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--json")
+    p.add_argument("--whole", metavar="DIR",
+                   help="time the whole call, the extension's C side and the library included: "
+                        "DIR holds bench/fake_libcuda.c built as libcuda.so.1 (re-executes with "
+                        "LD_LIBRARY_PATH=DIR and FAKE_CUDA_ANY_POINTER=1)")
+    p.add_argument("--only", help="the rows whose name contains this text")
     args = p.parse_args()
-    torch, qgemm = setup(os.path.abspath(args.tree))
+    if args.whole:
+        lib = os.path.abspath(args.whole)
+        if os.environ.get("LD_LIBRARY_PATH", "").split(":")[0] != lib:
+            path = lib + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+            env = dict(os.environ, LD_LIBRARY_PATH=path, FAKE_CUDA_ANY_POINTER="1")
+            env.setdefault("QGEMM_CACHE_DIR", os.path.join(lib, "cache"))
+            os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    torch, qgemm = setup(os.path.abspath(args.tree), bool(args.whole))
     torch.set_num_threads(1)
     print(f"# python {platform.python_version()}, torch {torch.__version__}, "
           f"{platform.machine()}, qgemm from {os.path.dirname(qgemm.__file__)}")
     rows = {}
     for name, fn in cases(torch, qgemm).items():
-        us = time_us(fn, args.calls, args.repeat)
+        if args.only and args.only not in name:
+            continue
+        try:
+            us = time_us(fn, args.calls, args.repeat)
+        except Exception as e:  # noqa: BLE001 (--whole: a path the fake driver cannot take)
+            print(f"{name:42s} {type(e).__name__}: {str(e)[:120]}", flush=True)
+            continue
         rows[name] = us
         print(f"{name:42s} {us:8.2f} us", flush=True)
     if args.json:

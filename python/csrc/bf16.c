@@ -246,6 +246,51 @@ static int bf16_args(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int
     return 0;
 }
 
+/* Check the borrowed tensors of a `kind` call (bf16_args) and launch it; None, or NULL
+ * with a Python error. torch_stream: `stream` is ignored and torch's current stream of
+ * the tensors' device is read after the context is had (einsum_bmk_torch: every check
+ * comes first, then the device layer). */
+static PyObject *bf16_launch(int kind, qgpy_tensor t[B_SLOTS], int expected_m, const int32_t *ks,
+                             int num_ks, unsigned long long stream, int torch_stream)
+{
+    qg_bf16_gemm_args ga;
+    int64_t bs[3] = {0, 0, 0};
+    int device = 0;
+    void *ws = NULL;
+    size_t ws_bytes = 0;
+    if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, bs, &device, &ws, &ws_bytes) < 0)
+        return NULL;
+    int splits = 0;
+    if (kind == (int)QG_GEMM_BF16_BATCH_SUMS && qgpy_int_dim(&t[B_D], 0, "splits", &splits) < 0)
+        return NULL;
+    if (ga.m == 0 || ga.n == 0)
+        Py_RETURN_NONE;
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx || (torch_stream && qgpy_torch_current_stream(device, &stream) < 0))
+        return NULL;
+    qg_status st;
+    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
+    Py_BEGIN_ALLOW_THREADS
+    switch (kind) {
+    case QG_GEMM_DENSE: st = qg_bf16_gemm(ctx, &ga, s); break;
+    case QG_GEMM_GROUPED_CONTIGUOUS: st = qg_m_grouped_bf16_gemm_contiguous(ctx, &ga, s); break;
+    case QG_GEMM_GROUPED_PSUM: st = qg_m_grouped_bf16_gemm_psum(ctx, &ga, s); break;
+    case QG_GEMM_GROUPED_MASKED: st = qg_m_grouped_bf16_gemm_masked(ctx, &ga, s); break;
+    case QG_GEMM_K_GROUPED: st = qg_k_grouped_bf16_gemm(ctx, &ga, s); break;
+    case (int)QG_GEMM_BF16_BATCH_SUMS:
+        st = qg_bf16_gemm_batch_sums(ctx, &ga, bs[0], bs[1], splits, s);
+        break;
+    case (int)QG_GEMM_BF16_BATCH_SUM:
+        st = qg_bf16_gemm_batch_sum(ctx, &ga, bs[0], bs[1], expected_m, ws, ws_bytes, s);
+        break;
+    default: st = qg_batched_bf16_gemm(ctx, &ga, bs[0], bs[1], bs[2], s); break;
+    }
+    Py_END_ALLOW_THREADS
+    if (st != QG_SUCCESS)
+        return qgpy_raise_status(st);
+    Py_RETURN_NONE;
+}
+
 /* bf16_gemm(kind, a, b, d, c_or_None, idx_or_None, expected_m, ks_or_None,
  *           stream, no_sync): bit i of no_sync set = slot i's producer is told
  *           not to synchronize (stream=-1): `stream` is already its current
@@ -310,51 +355,181 @@ PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args)
             goto done;
         expected_m = 0;
     }
-    qg_bf16_gemm_args ga;
-    int64_t bs[3] = {0, 0, 0};
-    int device = 0;
-    void *ws = NULL;
-    size_t ws_bytes = 0;
-    if (bf16_args(kind, t, expected_m, ks, num_ks, &ga, bs, &device, &ws, &ws_bytes) < 0)
-        goto done;
-    int splits = 0;
-    if (kind == (int)QG_GEMM_BF16_BATCH_SUMS && qgpy_int_dim(&t[B_D], 0, "splits", &splits) < 0)
-        goto done;
-    if (ga.m == 0 || ga.n == 0) {
-        Py_INCREF(Py_None);
-        result = Py_None;
-        goto done;
-    }
-    qg_context *ctx = qgpy_context(device);
-    if (!ctx)
-        goto done;
-    qg_status st;
-    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
-    Py_BEGIN_ALLOW_THREADS
-    switch (kind) {
-    case QG_GEMM_DENSE: st = qg_bf16_gemm(ctx, &ga, s); break;
-    case QG_GEMM_GROUPED_CONTIGUOUS: st = qg_m_grouped_bf16_gemm_contiguous(ctx, &ga, s); break;
-    case QG_GEMM_GROUPED_PSUM: st = qg_m_grouped_bf16_gemm_psum(ctx, &ga, s); break;
-    case QG_GEMM_GROUPED_MASKED: st = qg_m_grouped_bf16_gemm_masked(ctx, &ga, s); break;
-    case QG_GEMM_K_GROUPED: st = qg_k_grouped_bf16_gemm(ctx, &ga, s); break;
-    case (int)QG_GEMM_BF16_BATCH_SUMS:
-        st = qg_bf16_gemm_batch_sums(ctx, &ga, bs[0], bs[1], splits, s);
-        break;
-    case (int)QG_GEMM_BF16_BATCH_SUM:
-        st = qg_bf16_gemm_batch_sum(ctx, &ga, bs[0], bs[1], expected_m, ws, ws_bytes, s);
-        break;
-    default: st = qg_batched_bf16_gemm(ctx, &ga, bs[0], bs[1], bs[2], s); break;
-    }
-    Py_END_ALLOW_THREADS
-    if (st != QG_SUCCESS)
-        qgpy_raise_status(st);
-    else {
-        Py_INCREF(Py_None);
-        result = Py_None;
-    }
+    result = bf16_launch(kind, t, expected_m, ks, num_ks, stream, 0);
 done:
     for (int i = 0; i < B_SLOTS; i++)
         qgpy_tensor_release(&t[i]);
     PyMem_Free(ks);
+    return result;
+}
+
+/* ---- einsum('bmk,bnk->mn')'s plain call in one C call (issue 49: host cost) ---------- */
+
+static int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Ranges of ceil(batches / want) batches: the count, none empty (qgemm.einsum._whole_splits). */
+static int64_t whole_splits(int64_t batches, int64_t want)
+{
+    if (want <= 1)
+        return 1;
+    return cdiv64(batches, cdiv64(batches, want));
+}
+
+/* The split count of QGEMM_BMK_SPLITS unset (python/qgemm/einsum.py, _splits_of_env's
+ * "auto"): below dg_min_batches batches bmk_splits (enough 128x128-tile CTAs for
+ * split_tiles, at least split_min_k of B*K a split), from there bmk_splits_dg (about
+ * one CTA per SM). The same integer arithmetic as those Python functions (positive sizes;
+ * tests/python/test_einsum.py compares the two over a grid); sizes below 2^31. */
+static int64_t bmk_default_splits(int64_t m, int64_t n, int64_t batches, int64_t k, int64_t num_sms,
+                                  int64_t split_tiles, int64_t split_min_k, int64_t max_batches,
+                                  int64_t dg_min_batches)
+{
+    const int64_t tiles = cdiv64(m, 128) * cdiv64(n, 128);
+    if (batches < dg_min_batches) {
+        const int64_t want = min64(min64(cdiv64(split_tiles, tiles), batches),
+                                   min64(batches * k / split_min_k, max_batches));
+        return whole_splits(batches, want);
+    }
+    const int64_t kb = max64(1, cdiv64(k, 64));
+    const int64_t per_cta = cdiv64(batches * kb, max64(num_sms / tiles, 1));
+    const int64_t per = max64(max64(cdiv64(per_cta, kb), cdiv64(2, kb)), 1);
+    return whole_splits(batches, min64(cdiv64(batches, per), max_batches));
+}
+
+/* Positional int64 arguments; -1 with a Python error. */
+static int int64_args(PyObject *const *args, int n, int64_t *out)
+{
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(args[i]);
+        if (out[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+/* bmk_default_splits(m, n, batches, k, num_sms, split_tiles, split_min_k, max_batches,
+ * dg_min_batches) -> int: the rule einsum_bmk_torch applies (tests). Positive values
+ * below 2^31 only (ValueError otherwise). */
+PyObject *qgpy_bmk_default_splits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    int64_t v[9];
+    if (nargs != 9)
+        return PyErr_Format(PyExc_TypeError, "bmk_default_splits() takes 9 arguments (%zd given)",
+                            nargs);
+    if (int64_args(args, 9, v) < 0)
+        return NULL;
+    for (int i = 0; i < 9; i++)
+        if (v[i] < (i == 3 ? 0 : 1) || v[i] > INT32_MAX)
+            return PyErr_Format(PyExc_ValueError, "qgemm: bmk_default_splits: argument %d = %lld "
+                                "out of range", i, (long long)v[i]);
+    return PyLong_FromLongLong(bmk_default_splits(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
+                                                  v[8]));
+}
+
+/* An environment variable unset or set to one of the words (NULL-terminated). */
+static int env_is(const char *name, const char *const *words)
+{
+    const char *v = getenv(name);
+    if (!v)
+        return 1;
+    for (; *words; words++)
+        if (!strcmp(v, *words))
+            return 1;
+    return 0;
+}
+
+/* einsum_bmk_torch(a, b, d, c_is_d, split_tiles, split_min_k, max_batches, dg_min_batches)
+ * -> None or NotImplemented: the plain call of einsum('bmk,bnk->mn') (python/qgemm/einsum.py,
+ * _bmk_fast) in ONE call, the split rule and every check here: a [B, M, K] and b [B, N, K]
+ * bfloat16 with unit last strides, d [M, N] float32 (c None, or d itself: c_is_d) or
+ * bfloat16 (c None) that the kernel addresses in place (unit last stride, 16-byte rows and
+ * start), B, M, N > 0, plain CUDA torch tensors of one device (torch.c), QGEMM_BMK_SPLITS
+ * unset or empty, and no workspace needed: the atomic reduction (QGEMM_BMK_REDUCE unset,
+ * empty or atomic) into a float32 d, or one split. Then qg_bf16_gemm_batch_sum with the
+ * default split count (bmk_default_splits; the SMs of the context from dg_min_batches
+ * batches) on torch's current stream. Anything else -- another dtype, shape or layout, a
+ * workspace to keep, a tensor it does not take -- is NotImplemented, nothing checked aloud
+ * and nothing launched: the package's ways then decide (its kept workspaces are Python's),
+ * so the ways raise the same errors. The library's own refusals raise as there. */
+PyObject *qgpy_einsum_bmk_torch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 8)
+        return PyErr_Format(PyExc_TypeError, "einsum_bmk_torch() takes 8 arguments (%zd given)",
+                            nargs);
+    int64_t rule[4];
+    if (int64_args(args + 4, 4, rule) < 0)
+        return NULL;
+    for (int i = 0; i < 4; i++)
+        if (rule[i] < 1 || rule[i] > INT32_MAX)
+            return PyErr_Format(PyExc_ValueError, "qgemm: einsum_bmk_torch: split rule constant "
+                                "%d = %lld out of range", i, (long long)rule[i]);
+    if (!PyLong_Check(args[3])) /* (a bool is an int; anything else's truth is its own) */
+        return PyErr_Format(PyExc_TypeError, "qgemm: einsum_bmk_torch: c_is_d must be a bool, "
+                            "got %s", Py_TYPE(args[3])->tp_name);
+    const int c_is_d = PyObject_IsTrue(args[3]);
+    if (c_is_d < 0)
+        return NULL;
+    qgpy_tensor t[B_SLOTS];
+    memset(t, 0, sizeof t);
+    PyObject *result = Py_NotImplemented;
+    for (int i = 0; i < 3; i++)
+        if (qgpy_torch_borrow(args[i], names[i], &t[i]) != 1)
+            goto done;
+    const qgpy_tensor *a = &t[B_A], *b = &t[B_B], *d = &t[B_D];
+    const int device = a->t->device.device_id;
+    if (b->t->device.device_id != device || d->t->device.device_id != device ||
+        a->t->ndim != 3 || b->t->ndim != 3 || d->t->ndim != 2)
+        goto done;
+    const DLDataType bf = {kDLBfloat, 16, 1}, f32 = {kDLFloat, 32, 1};
+#define SAME_TYPE(x, y) ((x).code == (y).code && (x).bits == (y).bits && (x).lanes == (y).lanes)
+    const int d_f32 = SAME_TYPE(d->t->dtype, f32);
+    if (!SAME_TYPE(a->t->dtype, bf) || !SAME_TYPE(b->t->dtype, bf) ||
+        !(d_f32 || (SAME_TYPE(d->t->dtype, bf) && !c_is_d)))
+        goto done;
+#undef SAME_TYPE
+    const int64_t s = qgpy_dim(a, 0), m = qgpy_dim(a, 1), k = qgpy_dim(a, 2), n = qgpy_dim(b, 1);
+    const int64_t es = d_f32 ? 4 : 2;
+    if (qgpy_dim(b, 0) != s || qgpy_dim(b, 2) != k || qgpy_dim(d, 0) != m ||
+        qgpy_dim(d, 1) != n || !s || !m || !n || s > INT32_MAX || m > INT32_MAX ||
+        n > INT32_MAX || k > INT32_MAX || qgpy_stride(a, 2) != 1 || qgpy_stride(b, 2) != 1 ||
+        (n > 1 && qgpy_stride(d, 1) != 1) || (m > 1 && qgpy_stride(d, 0) * es % 16) ||
+        (uintptr_t)qgpy_address(d) % 16)
+        goto done;
+    const char *const unset[] = {"", NULL}, *const atomic_words[] = {"", "atomic", NULL};
+    if (!env_is("QGEMM_BMK_SPLITS", unset))
+        goto done;
+    const int atomic = env_is("QGEMM_BMK_REDUCE", atomic_words);
+    int64_t num_sms = 1;
+    qg_context *ctx = NULL;
+    if (s >= rule[3]) { /* bmk_splits_dg: the SMs kernels use there (_runtime.get_num_sms) */
+        result = NULL;  /* (a device error raises: the other ways would meet it too) */
+        if (!(ctx = qgpy_context(device)))
+            goto done;
+        num_sms = qg_context_get_num_sms(ctx);
+        result = Py_NotImplemented;
+        if (num_sms < 1)
+            goto done;
+    }
+    const int64_t splits = bmk_default_splits(m, n, s, k, num_sms, rule[0], rule[1], rule[2],
+                                              rule[3]);
+    if (splits > 1 && !(atomic && d_f32)) /* a workspace to keep: the package's */
+        goto done;
+    if (c_is_d) { /* c: d's description (a borrowed one points into its own slot) */
+        t[B_C] = t[B_D];
+        t[B_C].name = names[B_C];
+        t[B_C].t = &t[B_C].own;
+        t[B_C].own.shape = t[B_C].own_shape;
+        t[B_C].own.strides = t[B_C].own_strides;
+    }
+    result = bf16_launch(QG_GEMM_BF16_BATCH_SUM, t, (int)splits, NULL, 0, 0, 1);
+done:
+    if (result == Py_NotImplemented)
+        Py_INCREF(result);
+    for (int i = 0; i < B_SLOTS; i++)
+        qgpy_tensor_release(&t[i]);
     return result;
 }

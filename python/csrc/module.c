@@ -378,6 +378,67 @@ static PyObject *py_gemm_fp8out(PyObject *self, PyObject *args)
  * the families' torch mode (qgpy.h; stream ignored, NotImplemented for
  * tensors it does not take). The library checks every size, stride and overlap. */
 #define FP8_BMM_EINSUM_VIEWS (1u << 8)
+
+static const char *const bmm_names[5] = {"a", "sfa", "b", "sfb", "d"};
+
+/* The checks of a batched FP8 GEMM on borrowed tensors a, sfa, b, sfb, d (their
+ * [G, .] views made, e4m3 relabelling done) and the library's arguments: *ga, the
+ * batch strides bs[3] of a, b and d, *device; *empty = 1 when there is nothing to
+ * write (G, M or N zero). 0, or -1 with a Python error. */
+static int fp8_bmm_args(qgpy_tensor t[5], qg_gemm_args *ga, int64_t bs[3], int *device,
+                        int *empty)
+{
+    static const qgpy_dtype types[5] = {QGPY_E4M3, QGPY_F32, QGPY_E4M3, QGPY_F32, QGPY_BF16};
+    static const char *const dims[5] = {"[G, M, K]", "[G, ceil(K/128), M]", "[G, N, K]",
+                                        "[G, ceil(N/128), ceil(K/128)]", "[G, M, N]"};
+    *device = -1;
+    for (int i = 0; i < 5; i++) {
+        if (qgpy_check_dtype(&t[i], types[i]) < 0 || qgpy_check_ndim(&t[i], 3, dims[i]) < 0 ||
+            qgpy_check_device(&t[i], device) < 0)
+            return -1;
+        if (qgpy_dim(&t[i], 2) > 1 && qgpy_stride(&t[i], 2) != 1)
+            return qgpy_errorf(PyExc_ValueError, "qgemm: fp8_bmm: %s must have a unit stride in "
+                               "its last dimension, got stride %lld", bmm_names[i],
+                               (long long)qgpy_stride(&t[i], 2));
+    }
+    if (qgpy_check_writable(&t[4]) < 0)
+        return -1;
+    const int64_t g = qgpy_dim(&t[0], 0), m = qgpy_dim(&t[0], 1), k = qgpy_dim(&t[0], 2);
+    const int64_t n = qgpy_dim(&t[2], 1), kb = (k + 127) / 128, nb = (n + 127) / 128;
+    if (qgpy_check_dim(&t[2], 0, g, "a's G") < 0 || qgpy_check_dim(&t[2], 2, k, "a's K") < 0 ||
+        qgpy_check_dim(&t[4], 0, g, "a's G") < 0 || qgpy_check_dim(&t[4], 1, m, "a's M") < 0 ||
+        qgpy_check_dim(&t[4], 2, n, "b's N") < 0 || qgpy_check_dim(&t[1], 0, g, "a's G") < 0 ||
+        qgpy_check_dim(&t[1], 1, kb, "ceil(K/128)") < 0 ||
+        qgpy_check_dim(&t[1], 2, m, "a's M") < 0 || qgpy_check_dim(&t[3], 0, g, "a's G") < 0 ||
+        qgpy_check_dim(&t[3], 1, nb, "ceil(N/128)") < 0 ||
+        qgpy_check_dim(&t[3], 2, kb, "ceil(K/128)") < 0)
+        return -1;
+    if (g > INT32_MAX || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+        return qgpy_errorf(PyExc_ValueError, "qgemm: fp8_bmm: sizes must be below 2^31");
+    /* the scales packed: sfa [G][kb][sfa_ld] (rows sfa_ld apart), sfb contiguous */
+    const int64_t sfa_ld = kb > 1  ? qgpy_stride(&t[1], 1)
+                           : g > 1 ? qgpy_stride(&t[1], 0)
+                                   : qg_sfa_ld(m);
+    if ((g > 1 && qgpy_stride(&t[1], 0) != kb * sfa_ld) ||
+        (nb * kb > 1 && (qgpy_stride(&t[3], 2) != 1 || (nb > 1 && qgpy_stride(&t[3], 1) != kb))) ||
+        (g > 1 && qgpy_stride(&t[3], 0) != nb * kb))
+        return qgpy_errorf(PyExc_ValueError, "qgemm: fp8_bmm: sfa must be M-major "
+                           "[G, ceil(K/128), M] with batches ceil(K/128) x sfa_ld apart, and sfb "
+                           "a contiguous [G, ceil(N/128), ceil(K/128)] tensor");
+    *empty = g == 0 || m == 0 || n == 0;
+    memset(ga, 0, sizeof *ga);
+    ga->m = (int)m, ga->n = (int)n, ga->k = (int)k, ga->num_groups = (int)g;
+    ga->a = qgpy_address(&t[0]), ga->lda = qgpy_stride(&t[0], 1);
+    ga->sfa = qgpy_address(&t[1]), ga->sfa_ld = sfa_ld;
+    ga->b = qgpy_address(&t[2]), ga->ldb = qgpy_stride(&t[2], 1);
+    ga->sfb = qgpy_address(&t[3]);
+    ga->d = qgpy_address(&t[4]), ga->ldd = qgpy_stride(&t[4], 1);
+    bs[0] = g > 1 ? qgpy_stride(&t[0], 0) : 0;
+    bs[1] = g > 1 ? qgpy_stride(&t[2], 0) : 0;
+    bs[2] = g > 1 ? qgpy_stride(&t[4], 0) : 0;
+    return 0;
+}
+
 static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -391,15 +452,10 @@ static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
     int forced;
     if ((forced = parse_config(cfg_obj, &cfg)) < 0)
         return NULL;
-    static const char *const names[5] = {"a", "sfa", "b", "sfb", "d"};
-    static const qgpy_dtype types[5] = {QGPY_E4M3, QGPY_F32, QGPY_E4M3, QGPY_F32, QGPY_BF16};
-    static const char *const dims[5] = {"[G, M, K]", "[G, ceil(K/128), M]", "[G, N, K]",
-                                        "[G, ceil(N/128), ceil(K/128)]", "[G, M, N]"};
     qgpy_tensor t[5] = {{0}};
     PyObject *result = NULL;
-    int device = -1;
     if (no_sync & QGPY_TORCH_MODE) { /* qgpy.h: torch tensors on torch's current stream */
-        const int taken = qgpy_torch_take_all(obj, names, 5, 0, &stream, t);
+        const int taken = qgpy_torch_take_all(obj, bmm_names, 5, 0, &stream, t);
         if (taken == 0) {
             Py_INCREF(Py_NotImplemented);
             result = Py_NotImplemented;
@@ -410,68 +466,32 @@ static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
     for (int i = 0; i < 5; i++) {
         if (!(no_sync & QGPY_TORCH_MODE)) {
             long long dlpack_stream = (no_sync & (1u << i)) ? -1 : qgpy_dlpack_stream(stream);
-            if (qgpy_tensor_import(obj[i], names[i], dlpack_stream, &t[i]) < 0)
+            if (qgpy_tensor_import(obj[i], bmm_names[i], dlpack_stream, &t[i]) < 0)
                 goto done;
         }
         if (e4m3_bytes & (1u << i))
             qgpy_tensor_bytes_are_e4m3(&t[i]);
-        if (qgpy_check_dtype(&t[i], types[i]) < 0 || qgpy_check_ndim(&t[i], 3, dims[i]) < 0 ||
-            qgpy_check_device(&t[i], &device) < 0)
-            goto done;
-        if (qgpy_dim(&t[i], 2) > 1 && qgpy_stride(&t[i], 2) != 1) {
-            PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: %s must have a unit stride in its last "
-                         "dimension, got stride %lld", names[i], (long long)qgpy_stride(&t[i], 2));
-            goto done;
-        }
     }
     if (e4m3_bytes & ~(0x1fu | FP8_BMM_EINSUM_VIEWS)) {
         PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: e4m3_bytes 0x%x has bits other than 0..4 "
                      "and 8", e4m3_bytes);
         goto done;
     }
-    /* (every check above holds for the transposes too: dims 0 and 1 only trade places) */
+    /* (every check holds for the transposes too: dims 0 and 1 only trade places; a tensor
+     * of fewer than 2 dimensions is refused by the swap, as by the ndim check) */
     if ((e4m3_bytes & FP8_BMM_EINSUM_VIEWS) &&
         (qgpy_tensor_swap_dims(&t[0], 0, 1) < 0 || qgpy_tensor_swap_dims(&t[4], 0, 1) < 0))
         goto done;
-    if (qgpy_check_writable(&t[4]) < 0)
+    qg_gemm_args ga;
+    int64_t bs[3];
+    int device = -1, empty = 0;
+    if (fp8_bmm_args(t, &ga, bs, &device, &empty) < 0)
         goto done;
-    const int64_t g = qgpy_dim(&t[0], 0), m = qgpy_dim(&t[0], 1), k = qgpy_dim(&t[0], 2);
-    const int64_t n = qgpy_dim(&t[2], 1), kb = (k + 127) / 128, nb = (n + 127) / 128;
-    if (qgpy_check_dim(&t[2], 0, g, "a's G") < 0 || qgpy_check_dim(&t[2], 2, k, "a's K") < 0 ||
-        qgpy_check_dim(&t[4], 0, g, "a's G") < 0 || qgpy_check_dim(&t[4], 1, m, "a's M") < 0 ||
-        qgpy_check_dim(&t[4], 2, n, "b's N") < 0 || qgpy_check_dim(&t[1], 0, g, "a's G") < 0 ||
-        qgpy_check_dim(&t[1], 1, kb, "ceil(K/128)") < 0 || qgpy_check_dim(&t[1], 2, m, "a's M") < 0 || qgpy_check_dim(&t[3], 0, g, "a's G") < 0 ||
-        qgpy_check_dim(&t[3], 1, nb, "ceil(N/128)") < 0 || qgpy_check_dim(&t[3], 2, kb, "ceil(K/128)") < 0)
-        goto done;
-    if (g > INT32_MAX || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: sizes must be below 2^31");
-        goto done;
-    }
-    /* the scales packed: sfa [G][kb][sfa_ld] (rows sfa_ld apart), sfb contiguous */
-    const int64_t sfa_ld = kb > 1 ? qgpy_stride(&t[1], 1) : g > 1 ? qgpy_stride(&t[1], 0) : qg_sfa_ld(m);
-    if ((g > 1 && qgpy_stride(&t[1], 0) != kb * sfa_ld) ||
-        (nb * kb > 1 && (qgpy_stride(&t[3], 2) != 1 || (nb > 1 && qgpy_stride(&t[3], 1) != kb))) ||
-        (g > 1 && qgpy_stride(&t[3], 0) != nb * kb)) {
-        PyErr_Format(PyExc_ValueError, "qgemm: fp8_bmm: sfa must be M-major [G, ceil(K/128), M] "
-                     "with batches ceil(K/128) x sfa_ld apart, and sfb a contiguous "
-                     "[G, ceil(N/128), ceil(K/128)] tensor");
-        goto done;
-    }
-    if (g == 0 || m == 0 || n == 0) { /* nothing to write */
+    if (empty) { /* nothing to write */
         Py_INCREF(Py_None);
         result = Py_None;
         goto done;
     }
-    qg_gemm_args ga;
-    memset(&ga, 0, sizeof ga);
-    ga.m = (int)m, ga.n = (int)n, ga.k = (int)k, ga.num_groups = (int)g;
-    ga.a = qgpy_address(&t[0]), ga.lda = qgpy_stride(&t[0], 1);
-    ga.sfa = qgpy_address(&t[1]), ga.sfa_ld = sfa_ld;
-    ga.b = qgpy_address(&t[2]), ga.ldb = qgpy_stride(&t[2], 1);
-    ga.sfb = qgpy_address(&t[3]);
-    ga.d = qgpy_address(&t[4]), ga.ldd = qgpy_stride(&t[4], 1);
-    const int64_t sa = g > 1 ? qgpy_stride(&t[0], 0) : 0, sb = g > 1 ? qgpy_stride(&t[2], 0) : 0;
-    const int64_t sd = g > 1 ? qgpy_stride(&t[4], 0) : 0;
     qg_context *ctx = qgpy_context(device);
     if (!ctx)
         goto done;
@@ -479,11 +499,157 @@ static PyObject *py_fp8_bmm(PyObject *self, PyObject *args)
     struct CUstream_st *cs = (struct CUstream_st *)(uintptr_t)stream;
     const qg_config *c = forced ? &cfg : NULL;
     Py_BEGIN_ALLOW_THREADS
-    st = qg_batched_fp8_gemm_nt(ctx, &ga, sa, sb, sd, c, cs);
+    st = qg_batched_fp8_gemm_nt(ctx, &ga, bs[0], bs[1], bs[2], c, cs);
     Py_END_ALLOW_THREADS
     result = status_result(st);
 done:
     for (int i = 0; i < 5; i++)
+        qgpy_tensor_release(&t[i]);
+    return result;
+}
+
+/* torch's is_contiguous() of a described tensor: strides of the dimensions of
+ * size > 1 those of the packed row-major layout. */
+static int torch_contiguous(const qgpy_tensor *t)
+{
+    int64_t want = 1;
+    for (int i = t->t->ndim - 1; i >= 0; i--) {
+        const int64_t n = qgpy_dim(t, i);
+        if (n != 1 && qgpy_stride(t, i) != want)
+            return 0;
+        want *= n;
+    }
+    return 1;
+}
+
+static int dtype_is(const qgpy_tensor *t, uint8_t code, uint8_t bits)
+{
+    return t->t->dtype.code == code && t->t->dtype.bits == bits && t->t->dtype.lanes == 1;
+}
+
+/* fp8_einsum_torch(x, sfx, y, sfy, d, sfa, flags) -> None or NotImplemented: the plain
+ * call of fp8_einsum('bhr,hdr->bhd') (python/qgemm/einsum.py, _fp8_fast) in ONE call,
+ * issue 49's host cost: x [B, H, R] e4m3, sfx [B, H, kb] float32 (kb = ceil(R/128)), y
+ * [H, D, R] e4m3, sfy [H, ceil(D/128), kb] float32 contiguous, d [B, H, D] bfloat16,
+ * B, H, R, D > 0, unit last strides (where the size is > 1), all plain CUDA torch tensors
+ * of one device (torch.c), and sfa the scales' M-major storage the package allocated
+ * (ld = B rounded up to 4 floats):
+ *   flags 0                        sfa [B, H, kb] with strides (1, kb*ld, ld), x's scales
+ *                                  already copied there by torch: read as [H, kb, B];
+ *   FP8_EINSUM_SF_TRANSPOSE (1)    sfa [H, kb, ld] contiguous, filled here by qgemm's
+ *                                  scale transpose kernel (qg_sf_transpose_mn_major, the
+ *                                  padding columns zeroed) before the GEMM is launched.
+ * Then the batched FP8 GEMM (qg_batched_fp8_gemm_nt) of every head, x and d read as their
+ * [H, B, .] transposes, on torch's current stream. Anything else -- another dtype, shape,
+ * stride or layout, a tensor it does not take -- is NotImplemented, nothing checked aloud
+ * and nothing launched: the package's checked way then decides and words every refusal,
+ * so the two ways raise the same errors. What both ways would refuse only here (the
+ * library's own checks) raises as there. */
+#define FP8_EINSUM_SF_TRANSPOSE 1
+static PyObject *py_fp8_einsum_torch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "fp8_einsum_torch() takes 7 arguments (%zd given)",
+                            nargs);
+    const long flags = PyLong_AsLong(args[6]);
+    if (flags == -1 && PyErr_Occurred())
+        return NULL;
+    if (flags & ~(long)FP8_EINSUM_SF_TRANSPOSE)
+        return PyErr_Format(PyExc_ValueError, "qgemm: fp8_einsum_torch: flags %ld (bit 0 only)",
+                            flags);
+    static const char *const names[6] = {"a[0]", "a[1]", "b[0]", "b[1]", "d", "sfa"};
+    enum { X, SFX, Y, SFY, D, SFA };
+    qgpy_tensor t[6];
+    int taken = 0;
+    PyObject *result = Py_NotImplemented;
+    for (; taken < 6; taken++)
+        if (qgpy_torch_borrow(args[taken], names[taken], &t[taken]) != 1)
+            goto done;
+    const int device = t[X].t->device.device_id;
+    for (int i = 0; i < 6; i++)
+        if (t[i].t->ndim != 3 || t[i].t->device.device_id != device)
+            goto done;
+    if (!dtype_is(&t[X], kDLFloat8_e4m3fn, 8) || !dtype_is(&t[Y], kDLFloat8_e4m3fn, 8) ||
+        !dtype_is(&t[SFX], kDLFloat, 32) || !dtype_is(&t[SFY], kDLFloat, 32) ||
+        !dtype_is(&t[SFA], kDLFloat, 32) || !dtype_is(&t[D], kDLBfloat, 16))
+        goto done;
+    const int64_t batch = qgpy_dim(&t[X], 0), h = qgpy_dim(&t[X], 1), r = qgpy_dim(&t[X], 2);
+    const int64_t n = qgpy_dim(&t[Y], 1), kb = (r + 127) / 128, nb = (n + 127) / 128;
+    const int64_t ld = (batch + 3) / 4 * 4;
+    if (!batch || !h || !r || !n || qgpy_dim(&t[Y], 0) != h || qgpy_dim(&t[Y], 2) != r ||
+        qgpy_dim(&t[SFX], 0) != batch || qgpy_dim(&t[SFX], 1) != h || qgpy_dim(&t[SFX], 2) != kb ||
+        qgpy_dim(&t[SFY], 0) != h || qgpy_dim(&t[SFY], 1) != nb || qgpy_dim(&t[SFY], 2) != kb ||
+        qgpy_dim(&t[D], 0) != batch || qgpy_dim(&t[D], 1) != h || qgpy_dim(&t[D], 2) != n ||
+        (r > 1 && (qgpy_stride(&t[X], 2) != 1 || qgpy_stride(&t[Y], 2) != 1)) ||
+        (n > 1 && qgpy_stride(&t[D], 2) != 1) || !torch_contiguous(&t[SFY]))
+        goto done;
+    if (flags & FP8_EINSUM_SF_TRANSPOSE) {
+        if (qgpy_dim(&t[SFA], 0) != h || qgpy_dim(&t[SFA], 1) != kb ||
+            qgpy_dim(&t[SFA], 2) != ld || !torch_contiguous(&t[SFA]))
+            goto done;
+    } else if (qgpy_dim(&t[SFA], 0) != batch || qgpy_dim(&t[SFA], 1) != h ||
+               qgpy_dim(&t[SFA], 2) != kb || qgpy_stride(&t[SFA], 0) != 1 ||
+               qgpy_stride(&t[SFA], 1) != kb * ld || qgpy_stride(&t[SFA], 2) != ld) {
+        goto done;
+    }
+    /* taken: from here on the call is this function's (errors raise, as the checked way's) */
+    result = NULL;
+    qg_sf_layout_args lay;
+    memset(&lay, 0, sizeof lay);
+    if (flags & FP8_EINSUM_SF_TRANSPOSE) {
+        /* sfx read [H, B, kb] (as the checked way's sf_layout call: its strides, 0 for a
+         * dimension of size 1) into sfa [H][kb][ld]; then sfa viewed [H, kb, B] */
+        if (h > INT32_MAX || batch > INT32_MAX || kb > INT32_MAX || ld > INT32_MAX) {
+            qgpy_errorf(PyExc_ValueError, "qgemm: fp8_einsum: sizes must be below 2^31");
+            goto done;
+        }
+        lay.mn = (int)batch, lay.sf_k = (int)kb, lay.num_groups = (int)h;
+        lay.sf = qgpy_address(&t[SFX]);
+        lay.sf_stride[0] = h > 1 ? qgpy_stride(&t[SFX], 1) : 0;
+        lay.sf_stride[1] = batch > 1 ? qgpy_stride(&t[SFX], 0) : 0;
+        lay.sf_stride[2] = kb > 1 ? qgpy_stride(&t[SFX], 2) : 0;
+        lay.out = qgpy_address(&t[SFA]);
+        lay.out_ld = (int)ld;
+        if (qgpy_check_no_overlap(&t[SFA], &t[SFX]) < 0)
+            goto done;
+        t[SFA].own_shape[2] = batch;
+    } else if (qgpy_tensor_swap_dims(&t[SFA], 0, 1) < 0 || /* [H, B, kb] */
+               qgpy_tensor_swap_dims(&t[SFA], 1, 2) < 0) { /* [H, kb, B] */
+        goto done;
+    }
+    /* the GEMM's operands: x and d as [H, B, .], sfa [H, kb, B], y and sfy as they are */
+    if (qgpy_tensor_swap_dims(&t[X], 0, 1) < 0 || qgpy_tensor_swap_dims(&t[D], 0, 1) < 0)
+        goto done;
+    qgpy_tensor g5[5] = {t[X], t[SFA], t[Y], t[SFY], t[D]};
+    for (int i = 0; i < 5; i++) { /* (a borrowed description points into its own slot) */
+        g5[i].t = &g5[i].own;
+        g5[i].own.shape = g5[i].own_shape;
+        g5[i].own.strides = g5[i].own_strides;
+    }
+    qg_gemm_args ga;
+    int64_t bs[3];
+    int dev = -1, empty = 0;
+    if (fp8_bmm_args(g5, &ga, bs, &dev, &empty) < 0)
+        goto done;
+    qg_context *ctx = qgpy_context(device);
+    unsigned long long stream = 0;
+    if (!ctx || qgpy_torch_current_stream(device, &stream) < 0)
+        goto done;
+    qg_status st = QG_SUCCESS;
+    struct CUstream_st *cs = (struct CUstream_st *)(uintptr_t)stream;
+    Py_BEGIN_ALLOW_THREADS
+    if (flags & FP8_EINSUM_SF_TRANSPOSE)
+        st = qg_sf_transpose_mn_major(ctx, &lay, cs);
+    if (st == QG_SUCCESS)
+        st = qg_batched_fp8_gemm_nt(ctx, &ga, bs[0], bs[1], bs[2], NULL, cs);
+    Py_END_ALLOW_THREADS
+    result = status_result(st);
+    (void)empty; /* (B, H, D > 0: never empty) */
+done:
+    if (result == Py_NotImplemented)
+        Py_INCREF(result);
+    for (int i = 0; i < taken; i++) /* (borrowed descriptions owe nothing; kept for symmetry) */
         qgpy_tensor_release(&t[i]);
     return result;
 }
@@ -832,6 +998,14 @@ static PyMethodDef methods[] = {
      "gemm(kind, a, sfa, b, sfb, d, idx, expected_m, stream, config, e4m3_bytes, no_sync)"},
     {"fp8_bmm", py_fp8_bmm, METH_VARARGS,
      "fp8_bmm(a, sfa, b, sfb, d, config, e4m3_bytes, stream, no_sync): qg_batched_fp8_gemm_nt"},
+    {"fp8_einsum_torch", (PyCFunction)(void (*)(void))py_fp8_einsum_torch, METH_FASTCALL,
+     "fp8_einsum_torch(x, sfx, y, sfy, d, sfa, flags) -> None or NotImplemented"},
+    {"einsum_bmk_torch", (PyCFunction)(void (*)(void))qgpy_einsum_bmk_torch, METH_FASTCALL,
+     "einsum_bmk_torch(a, b, d, c_is_d, split_tiles, split_min_k, max_batches, "
+     "dg_min_batches) -> None or NotImplemented"},
+    {"bmk_default_splits", (PyCFunction)(void (*)(void))qgpy_bmk_default_splits, METH_FASTCALL,
+     "bmk_default_splits(m, n, batches, k, num_sms, split_tiles, split_min_k, max_batches, "
+     "dg_min_batches) -> int (einsum_bmk_torch's split rule)"},
     {"gemm_fp8out", py_gemm_fp8out, METH_VARARGS,
      "gemm_fp8out(kind, a, sfa, b, sfb, d, sfd, idx, expected_m, ue8m0, config, e4m3_bytes, "
      "stream, no_sync)"},
@@ -892,6 +1066,7 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "CAST_SILU_MUL", QG_CAST_KIND_SILU_MUL) < 0 ||
         PyModule_AddIntConstant(m, "CAST_SF_MN_MAJOR", QG_CAST_KIND_SF_MN_MAJOR) < 0 ||
         PyModule_AddIntConstant(m, "FP8_BMM_EINSUM_VIEWS", (int)FP8_BMM_EINSUM_VIEWS) < 0 ||
+        PyModule_AddIntConstant(m, "FP8_EINSUM_SF_TRANSPOSE", FP8_EINSUM_SF_TRANSPOSE) < 0 ||
         PyModule_AddIntConstant(m, "CAST_SF_PACK_UE8M0", QG_CAST_KIND_SF_PACK_UE8M0) < 0 ||
         PyModule_AddIntConstant(m, "CAST_SF_PACK_UE8M0_K_GROUPED",
                                 QG_CAST_KIND_SF_PACK_UE8M0_K_GROUPED) < 0 ||

@@ -187,6 +187,9 @@ int qgpy_k_grouped_args(const qgpy_tensor t[QGPY_SLOTS], const int32_t *ks, int 
 /* bf16_gemm(kind, a, b, d, c, idx, expected_m, ks, stream, no_sync): the
  * module function (see bf16.c). */
 PyObject *qgpy_bf16_gemm(PyObject *self, PyObject *args);
+/* einsum('bmk,bnk->mn')'s plain call in one C call, and its split rule (bf16.c) */
+PyObject *qgpy_einsum_bmk_torch(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *qgpy_bmk_default_splits(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* ---- the cast family (cast.c) ---------------------------------------------- */
 

@@ -275,9 +275,10 @@ def _env(name: str, bname: bytes) -> str:
 # QGEMM_EINSUM_VARIANT (read at every call; A/B runs, issue 49): "old" (unset: the default)
 # or "new" (every option below), or a '+'-separated list of the options:
 #   sfkernel  fp8_einsum makes x's scales M-major with qgemm's scale transpose kernel
-#             (qg_sf_transpose_mn_major, what get_mn_major_tma_aligned_tensor runs) through
-#             the extension's torch mode instead of torch's copy: the same values, one C call
-#             where torch's TensorIterator copy costs several us of host time;
+#             (qg_sf_transpose_mn_major, what get_mn_major_tma_aligned_tensor runs), launched
+#             by the same extension call as the GEMM (_C.fp8_einsum_torch) instead of
+#             torch's copy before it: the same values, no torch op but the storage's
+#             allocation, where torch's TensorIterator copy costs several us of host time;
 #   bf16cast  einsum('bmk,bnk->mn') with a bfloat16 d and more than one split (the atomic
 #             reduction) runs as DeepGEMM's does: the FP32 batch sum into an FP32 scratch
 #             [M, N] (zeroed by the library's memset first), then torch's cast into d. The
@@ -335,13 +336,12 @@ def _f32_scratch(torch: Any, device: Any, m: int, n: int) -> Any:
 
 
 def _bmk_fast(a: Any, b: Any, d: Any, c: Any) -> bool:
-    """einsum('bmk,bnk->mn') for the plain call, the same launch as _bmk_bnk_mn's whole way
-    with fewer Python steps (its host cost is most of a call's at DeepGEMM's B = 129 rows,
-    issue 49's CUDA-event times): plain torch tensors (not traced, no subclass), bfloat16
-    a [B, M, K] and b [B, N, K] with unit last strides, d [M, N] float32 (c None or d
-    itself) or bfloat16 (c None) that the kernel addresses in place, M, N, B > 0, and the
-    extension's torch mode takes them (CUDA tensors). False, having done nothing, for
-    anything else: the whole way then checks, words any error and launches."""
+    """einsum('bmk,bnk->mn')'s plain call: first ONE extension call that checks, picks the
+    default split count and launches (_C.einsum_bmk_torch: plain CUDA torch tensors, no
+    workspace to keep: an FP32 d under the atomic reduction or one split, QGEMM_BMK_SPLITS
+    unset); what it declines (NotImplemented, nothing done) the Python fast path below, then
+    the whole way. Issue 49: the Python steps of a call were most of its host cost (DeepGEMM
+    21.6 vs 11.4 us on the H200 host at B = 129, bench/results/2026-11-29-h200-16-x1)."""
     torch = _d.TORCH
     if torch is None:
         return False
@@ -349,6 +349,24 @@ def _bmk_fast(a: Any, b: Any, d: Any, c: Any) -> bool:
     if type(a) is not T or type(b) is not T or type(d) is not T or \
             (c is not None and c is not d) or _d.COMPILING():
         return False
+    # (a bfloat16 d: straight to the Python fast path, which keeps the workspace that d's
+    # several splits need -- the extension would decline after describing the tensors)
+    if d.dtype is torch.float32 and \
+            _C.einsum_bmk_torch(a, b, d, c is d, SPLIT_TILES, SPLIT_MIN_K, MAX_BATCHES,
+                                DG_RULE_MIN_BATCHES) is not NotImplemented:
+        return True
+    return _bmk_fast_py(torch, a, b, d, c)
+
+
+def _bmk_fast_py(torch: Any, a: Any, b: Any, d: Any, c: Any) -> bool:
+    """einsum('bmk,bnk->mn') for the plain call, the same launch as _bmk_bnk_mn's whole way
+    with fewer Python steps (its host cost is most of a call's at DeepGEMM's B = 129 rows,
+    issue 49's CUDA-event times), on what _bmk_fast let through (plain torch tensors, not
+    traced, c None or d): bfloat16 a [B, M, K] and b [B, N, K] with unit last strides, d
+    [M, N] float32 (c None or d itself) or bfloat16 (c None) that the kernel addresses in
+    place, M, N, B > 0, and the extension's torch mode takes them (CUDA tensors). False,
+    having done nothing, for anything else: the whole way then checks, words any error and
+    launches."""
     bf = torch.bfloat16
     if a.dtype is not bf or b.dtype is not bf or a.dim() != 3 or b.dim() != 3 or d.dim() != 2:
         return False
@@ -765,59 +783,52 @@ def fp8_einsum(expr: str, a: Pair, b: Pair, d: Tensor, c: Any = None,
 _BMM_NAMES = ("a", "sfa", "b", "sfb", "d")
 
 
-def _sfa_mn_major(torch: Any, sfx: Any, h: int, kb: int, batch: int) -> Any:
-    """x's scales sfx [B, H, kb] as the batched GEMM's sfa [H, kb, B] (M-major, rows of
-    ld = B rounded up to 4 floats, 16-byte aligned: a fresh [H, kb, ld] tensor), copied by
-    torch (the default) or by qgemm's transpose kernel (QGEMM_EINSUM_VARIANT=sfkernel)."""
-    ld = (batch + 3) // 4 * 4
-    storage = sfx.new_empty((h, kb, ld))
-    sfa = storage if ld == batch else storage[:, :, :batch]
-    if not (_einsum_variant() & VARIANT_SFKERNEL and
-            _C.sf_layout(_C.CAST_SF_MN_MAJOR, sfx.permute(1, 0, 2), storage, None, ld, 0, 0, 0,
-                         0, _d.TORCH_MODE) is not NotImplemented):
-        sfa.copy_(sfx.permute(1, 2, 0))
-    return sfa
-
-
 def _fp8_fast(a: Any, b: Any, d: Any) -> bool:
-    """fp8_einsum('bhr,hdr->bhd') for the plain call, the same launches as the whole way with
-    fewer Python steps (issue 49: qgemm's host path cost 38 us a call where DeepGEMM's cost
-    22 on the H200, most of the B <= 128 rows' CUDA-event time): (x, sfx) and (y, sfy)
-    tuples of plain torch tensors (not traced), every dtype and shape as fp8_einsum
-    wants them, B, H, D, R > 0, unit last strides, sfy contiguous, the batched GEMM
-    (QGEMM_FP8_EINSUM not loop), a torch that exports float8 through DLPack and the
-    extension's torch mode taking the tensors (CUDA ones). False, having touched no output,
-    for anything else: the whole way then checks and words."""
-    torch = _d.TORCH
-    if torch is None or type(a) is not tuple or type(b) is not tuple or len(a) != 2 or \
-            len(b) != 2 or _d.TORCH_FP8_DLPACK is not True:
+    """fp8_einsum('bhr,hdr->bhd') for the plain call in ONE extension call (issue 49: qgemm's
+    host path cost 45.9 us a call where DeepGEMM's cost 28.9 on the H200 host,
+    bench/results/2026-11-29-h200-16-x1): the M-major storage of x's scales allocated here
+    (one torch op), then _C.fp8_einsum_torch, which checks every tensor, makes the [H, B, .]
+    views of x and d and the [H, kb, B] view of the scales, and launches the batched FP8
+    GEMM. The scales are copied there by torch's copy before the call (the default), or
+    under QGEMM_EINSUM_VARIANT=sfkernel by qgemm's scale transpose kernel that the same C
+    call launches first. (x, sfx) and (y, sfy) tuples, the batched GEMM (QGEMM_FP8_EINSUM
+    not loop), not traced, a torch that exports float8 through DLPack (what the whole way
+    needs: its first call finds out); anything the extension declines (NotImplemented:
+    another dtype, shape, stride, device, a tensor it does not take) returns False having
+    written no output (at most the fresh scale storage): the whole way then checks, words
+    and launches."""
+    if type(a) is not tuple or type(b) is not tuple or len(a) != 2 or len(b) != 2 or \
+            _d.TORCH_FP8_DLPACK is not True or _d.COMPILING():
         return False
     x, sfx = a
+    T = _d.TORCH.Tensor
+    if type(x) is not T or type(sfx) is not T:
+        return False
+    shape = x.shape
+    if len(shape) != 3:
+        return False
+    batch, h, r = shape
+    if not batch or not h or not r or \
+            _env("QGEMM_FP8_EINSUM", _FP8_EINSUM_ENV_B) == "loop":
+        return False
+    kb, ld = (r + 127) >> 7, (batch + 3) & ~3
+    if _einsum_variant() & VARIANT_SFKERNEL:
+        # [H, kb, ld], written whole (the padding columns zeroed) by the C call's kernel
+        sfa, flags = sfx.new_empty((h, kb, ld)), _C.FP8_EINSUM_SF_TRANSPOSE
+    else:
+        # [H, kb, ld] storage allocated as its [ld, H, kb] transpose, so that its first B
+        # rows are a view shaped like sfx (torch's copy needs no permuted view of sfx); the
+        # extension reads it [H, kb, B]. (sfx's dtype and shape checked first: copy_ would
+        # convert or broadcast what the whole way refuses.)
+        if sfx.dtype is not _d.TORCH.float32 or sfx.shape != (batch, h, kb):
+            return False
+        sfa = sfx.new_empty_strided((ld, h, kb), (1, kb * ld, ld))
+        if ld != batch:
+            sfa = sfa[:batch]
+        sfa.copy_(sfx)
+        flags = 0
     y, sfy = b
-    T = torch.Tensor
-    if type(x) is not T or type(sfx) is not T or type(y) is not T or type(sfy) is not T or \
-            type(d) is not T or _d.COMPILING():
-        return False
-    e4, f32 = torch.float8_e4m3fn, torch.float32
-    if x.dtype is not e4 or y.dtype is not e4 or sfx.dtype is not f32 or \
-            sfy.dtype is not f32 or d.dtype is not torch.bfloat16 or x.dim() != 3 or \
-            y.dim() != 3 or d.dim() != 3 or sfx.dim() != 3 or sfy.dim() != 3:
-        return False
-    batch, h, r = x.shape
-    h_, n, r_ = y.shape
-    if h_ != h or r_ != r or not batch or not h or not n or not r:
-        return False
-    kb, nb = (r + 127) // 128, (n + 127) // 128
-    if sfx.shape != (batch, h, kb) or sfy.shape != (h, nb, kb) or d.shape != (batch, h, n) or \
-            (r > 1 and (x.stride(2) != 1 or y.stride(2) != 1)) or (n > 1 and d.stride(2) != 1) \
-            or not sfy.is_contiguous():
-        return False
-    if _env("QGEMM_FP8_EINSUM", _FP8_EINSUM_ENV_B) == "loop":
-        return False
-    sfa = _sfa_mn_major(torch, sfx, h, kb, batch)
-    # (x and d as they are: the extension reads them [H, B, .], FP8_BMM_EINSUM_VIEWS)
-    return _C.fp8_bmm(x, sfa, y, sfy, d, None, _C.FP8_BMM_EINSUM_VIEWS, 0,
-                      _d.TORCH_MODE) is not NotImplemented
+    return _C.fp8_einsum_torch(x, sfx, y, sfy, d, sfa, flags) is not NotImplemented
 
 
 def _fp8_bmm(a: Any, sfa: Any, b: Any, sfb: Any, d: Any) -> bool:

@@ -1023,12 +1023,14 @@ def test_bmk_fast_path_declines(monkeypatch):
                                           (4, 8, 640, 200)])
 def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, variant, batch,
                                                                    h, r, dd):
-    """fp8_einsum's fast path (_fp8_fast) hands _C.fp8_bmm what the whole way hands it: x and
-    d (as they are, with the flag that has the extension read them [H, B, .], where the whole
-    way passes torch's permuted views), y and sfy as they are, and x's scales M-major with
-    the same values and layout ([H, kb, B] rows of B rounded up to 4 floats, 16-byte
-    aligned), made by torch's copy or, QGEMM_EINSUM_VARIANT=new / sfkernel, by the scale
-    transpose kernel (_C.sf_layout, stubbed here by the same copy) in the torch mode."""
+    """fp8_einsum's fast path (_fp8_fast) makes ONE extension call, _C.fp8_einsum_torch, with
+    x, sfx, y, sfy and d themselves and the M-major storage of x's scales: by default a
+    [B, H, kb] tensor holding sfx's values with strides (1, kb * ld, ld) (ld = B rounded up to
+    4), whose [H, kb, B] view (what the extension reads) has the shape, strides and values of
+    the sfa the whole way hands _C.fp8_bmm; under QGEMM_EINSUM_VARIANT=new / sfkernel a
+    contiguous [H, kb, ld] tensor for the C call's transpose kernel to fill (flag
+    FP8_EINSUM_SF_TRANSPOSE). The whole way's x and d are the [H, B, .] views the extension
+    makes itself on the fast path (FP8_BMM_EINSUM_VIEWS there)."""
     t = _torch()
     if variant:
         monkeypatch.setenv(E.EINSUM_VARIANT_ENV, variant)
@@ -1038,45 +1040,399 @@ def test_fp8_einsum_fast_path_launches_what_the_whole_way_launches(monkeypatch, 
     monkeypatch.setattr(_dispatch, "TORCH_FP8_DLPACK", True)
     x, sfx, y, sfy = _fp8_inputs(batch, h, r, dd)
     z = t.full((batch, h, dd), 7.0, dtype=t.bfloat16)
-    kb = -(-r // 128)
-
-    def transpose(kind, sf, out, ks, ld, *rest):  # what the kernel writes
-        out[:, :, :sf.shape[1]].copy_(sf.transpose(1, 2))
-
-    lay = _Recorder(action=transpose)
-    monkeypatch.setattr(qgemm._C, "sf_layout", lay)
-    rec = _Recorder()
-    monkeypatch.setattr(qgemm._C, "fp8_bmm", rec)
-    fast, taken = E._fp8_fast, []
-    monkeypatch.setattr(E, "_fp8_fast", lambda *args: taken.append(fast(*args)) or taken[-1])
-    qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)  # the fast path
-    assert taken == [True]
-    monkeypatch.setattr(E, "_fp8_fast", lambda *args: False)
-    qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z)  # the whole way
-    assert len(rec.calls) == 2
-    (xa, sfa, yb, sfb, d, cfg, e4, stream, no_sync), whole = rec.calls
-    # x and d themselves, the extension making their [H, B, .] views (FP8_BMM_EINSUM_VIEWS)
-    assert e4 == qgemm._C.FP8_BMM_EINSUM_VIEWS and whole[6] == 0
-    assert (cfg, stream, no_sync) == (whole[5],) + whole[7:]
-    assert xa is x and d is z and yb is y and sfb is sfy
-    for got, want in ((xa, whole[0]), (d, whole[4])):
-        got = got.permute(1, 0, 2)
-        assert got.data_ptr() == want.data_ptr() and got.shape == want.shape
-        assert got.stride() == want.stride()
-    ld = (batch + 3) // 4 * 4
-    assert sfa.shape == whole[1].shape == (h, kb, batch)
-    assert sfa.stride() == whole[1].stride() == (kb * ld, ld, 1)
-    assert sfa.data_ptr() % 16 == 0
-    assert t.equal(sfa, whole[1]) and t.equal(sfa, sfx.permute(1, 2, 0))
+    kb, ld = -(-r // 128), (batch + 3) // 4 * 4
+    fast = _Recorder()
+    monkeypatch.setattr(qgemm._C, "fp8_einsum_torch", fast)
+    bmm = _Recorder()
+    monkeypatch.setattr(qgemm._C, "fp8_bmm", bmm)
+    assert qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z) is None  # the fast path
+    assert bmm.calls == []
+    (xa, sxa, yb, syb, d, sfa, flags), = fast.calls
+    assert xa is x and sxa is sfx and yb is y and syb is sfy and d is z
+    fast.answer = NotImplemented  # the extension declines: the whole way
+    assert qdg.fp8_einsum("bhr,hdr->bhd", (x, sfx), (y, sfy), z) is None
+    assert len(fast.calls) == 2
+    (wx, wsfa, wy, wsfb, wd, cfg, e4, stream, no_sync), = bmm.calls
+    assert wy is y and wsfb is sfy and e4 == 0 and no_sync == _dispatch.TORCH_MODE
+    for mine, whole in ((x, wx), (z, wd)):  # the views the extension makes on the fast path
+        mine = mine.permute(1, 0, 2)
+        assert (mine.data_ptr(), mine.shape, mine.stride()) == \
+            (whole.data_ptr(), whole.shape, whole.stride())
+    assert wsfa.shape == (h, kb, batch) and wsfa.stride() == (kb * ld, ld, 1)
+    assert t.equal(wsfa, sfx.permute(1, 2, 0))
     if variant in ("new", "sfkernel"):
-        (kind, sf, out, ks, ld_, *rest), = lay.calls
-        assert kind == qgemm._C.CAST_SF_MN_MAJOR and ks is None and ld_ == ld
-        assert tuple(rest) == (0, 0, 0, 0, _dispatch.TORCH_MODE)
-        assert sf.data_ptr() == sfx.data_ptr() and sf.shape == (h, batch, kb)
-        assert out.shape == (h, kb, ld) and out.is_contiguous()
+        assert flags == qgemm._C.FP8_EINSUM_SF_TRANSPOSE
+        assert sfa.shape == (h, kb, ld) and sfa.is_contiguous() and sfa.dtype == t.float32
+        view = sfa[:, :, :batch]  # what the extension reads once its kernel wrote sfa
     else:
-        assert lay.calls == []
-    assert (z == 7.0).all()  # (the stubbed GEMM wrote nothing)
+        assert flags == 0
+        assert sfa.shape == (batch, h, kb) and sfa.stride() == (1, kb * ld, ld)
+        assert sfa.dtype == t.float32 and t.equal(sfa, sfx)
+        assert sfa.untyped_storage().nbytes() >= h * kb * ld * 4  # the whole [H, kb, ld]
+        view = sfa.permute(1, 2, 0)
+    assert view.shape == wsfa.shape and view.stride() == wsfa.stride()
+    assert sfa.data_ptr() % 16 == 0
+    assert (z == 7.0).all()  # (the stubbed GEMMs wrote nothing)
+
+
+def test_fp8_einsum_fast_path_declines(monkeypatch):
+    """What _fp8_fast leaves to the whole way before any extension call: a list for a pair,
+    sfx of another dtype or shape (torch's copy would convert or broadcast it), x not 3-D,
+    an empty B, H or R, QGEMM_FP8_EINSUM=loop; the whole way's errors are its own."""
+    t = _torch()
+    monkeypatch.setattr(_dispatch, "TORCH_FP8_DLPACK", True)
+    monkeypatch.delenv(E.EINSUM_VARIANT_ENV, raising=False)
+    fast = _Recorder()
+    monkeypatch.setattr(qgemm._C, "fp8_einsum_torch", fast)
+    x, sfx, y, sfy = _fp8_inputs(4, 2, 256, 128)
+    z = t.zeros(4, 2, 128, dtype=t.bfloat16)
+    assert E._fp8_fast([x, sfx], (y, sfy), z) is False
+    assert E._fp8_fast((x, sfx.double()), (y, sfy), z) is False
+    assert E._fp8_fast((x, sfx[:, :, :1]), (y, sfy), z) is False
+    assert E._fp8_fast((x[0], sfx), (y, sfy), z) is False
+    assert E._fp8_fast((x[:0], sfx[:0]), (y, sfy), z[:0]) is False
+    monkeypatch.setenv("QGEMM_FP8_EINSUM", "loop")
+    assert E._fp8_fast((x, sfx), (y, sfy), z) is False
+    assert fast.calls == []
+
+
+def test_bmk_fast_path_is_one_extension_call(monkeypatch):
+    """einsum('bmk,bnk->mn')'s plain call is ONE call of _C.einsum_bmk_torch (a, b, d
+    themselves, whether c is d, the split rule's constants) when it takes it; c another
+    tensor or use_cublaslt never reach it; its NotImplemented falls to the Python fast path."""
+    t = _torch()
+    rec = _Recorder()
+    monkeypatch.setattr(qgemm._C, "einsum_bmk_torch", rec)
+    py = _Recorder(answer=NotImplemented)
+    monkeypatch.setattr(qgemm._C, "bf16_gemm", py)
+    a, b = _rand(3, 16, 8), _rand(3, 24, 8)
+    d = t.full((16, 24), 5.0)
+    assert qdg.einsum("bmk,bnk->mn", a, b, d) is None
+    assert qdg.einsum("bmk,bnk->mn", a, b, d, c=d) is None
+    rule = (E.SPLIT_TILES, E.SPLIT_MIN_K, E.MAX_BATCHES, E.DG_RULE_MIN_BATCHES)
+    assert rec.calls == [(a, b, d, False) + rule, (a, b, d, True) + rule]
+    assert py.calls == [] and (d == 5.0).all()
+    fake = FakeBF16()
+    monkeypatch.setattr(_dispatch, "launch_bf16", fake)
+    qdg.einsum("bmk,bnk->mn", a, b, d, c=t.zeros(16, 24))  # c another tensor: not here
+    assert len(rec.calls) == 2 and len(fake.calls) == 1
+    d16 = t.zeros(16, 24, dtype=t.bfloat16)  # a bf16 d: straight to the Python fast path
+    qdg.einsum("bmk,bnk->mn", a, b, d16)
+    assert len(rec.calls) == 2 and len(py.calls) == 1 and py.calls[0][3] is d16
+    rec.answer = NotImplemented
+    qdg.einsum("bmk,bnk->mn", a, b, d)  # declined: the Python fast path, then the whole way
+    assert len(rec.calls) == 3 and len(py.calls) == 2 and len(fake.calls) == 3
+
+
+def _python_default_splits(m, n, s, k, sms):
+    if s < E.DG_RULE_MIN_BATCHES:
+        return E.bmk_splits(m, n, s, k)
+    return E.bmk_splits_dg(m, n, s, k, sms)
+
+
+def test_bmk_default_splits_match_the_python_rules(monkeypatch):
+    """The split rule einsum_bmk_torch applies in C (_C.bmk_default_splits) gives the count
+    the Python rules give (bmk_splits below DG_RULE_MIN_BATCHES batches, bmk_splits_dg from
+    there) over a grid of shapes, SM counts and constants (the fast path hands C the
+    module's constants, which tests change)."""
+    import itertools
+    import random
+    rng = random.Random(49)
+    sizes = [1, 2, 63, 64, 127, 128, 129, 200, 384, 1000, 4096, 7168, 65536, 2**31 - 1]
+    batches = [1, 2, 3, 8, 129, 1000, 1023, 1024, 1025, 4096, 8192, 100000, 2**31 - 1]
+    ks = [0, 1, 8, 64, 65, 128, 129, 512, 7168, 2**31 - 1]
+    cases = [(rng.choice(sizes), rng.choice(sizes), rng.choice(batches), rng.choice(ks),
+              rng.choice([1, 78, 132, 144])) for _ in range(4000)]
+    cases += list(itertools.product([128, 256], [384, 128], [129, 1024, 4096], [128, 256], [132]))
+    for consts in ((264, 1024, 1024, 1024), (264, 16, 1024, 1024), (7, 3, 5, 2)):
+        for name, v in zip(("SPLIT_TILES", "SPLIT_MIN_K", "MAX_BATCHES", "DG_RULE_MIN_BATCHES"),
+                           consts):
+            monkeypatch.setattr(E, name, v)
+        for m, n, s, k, sms in cases:
+            want = _python_default_splits(m, n, s, k, sms)
+            got = qgemm._C.bmk_default_splits(m, n, s, k, sms, *consts)
+            assert got == want, (m, n, s, k, sms, consts)
+    with pytest.raises(ValueError):
+        qgemm._C.bmk_default_splits(0, 1, 1, 1, 132, 264, 1024, 1024, 1024)
+    with pytest.raises(ValueError):
+        qgemm._C.bmk_default_splits(1, 1, 2**31, 1, 132, 264, 1024, 1024, 1024)
+
+
+@pytest.fixture
+def cuda_posing(monkeypatch):
+    """CPU torch tensors the extension's torch mode takes for CUDA ones of device 0
+    (torch.c reads is_cuda and get_device()), so that the fast entries' own checks run
+    here: a call they take reaches the device layer (no GPU: the library's RuntimeError,
+    before any stream or launch), one they decline answers NotImplemented."""
+    t = _torch()
+    _dispatch.register_torch()
+    monkeypatch.setattr(t.Tensor, "is_cuda", property(lambda self: True))
+    monkeypatch.setattr(t.Tensor, "get_device", lambda self: 0)
+    return t
+
+
+def _aligned(t, *shape, dtype):
+    """A fresh tensor whose data starts 16-byte aligned (torch's CPU allocations are 64)."""
+    x = t.zeros(*shape, dtype=dtype)
+    assert x.data_ptr() % 16 == 0
+    return x
+
+
+def test_einsum_bmk_torch_takes_and_declines(monkeypatch, no_gpu, cuda_posing):
+    t = cuda_posing
+    bf, f32 = t.bfloat16, t.float32
+    rule = (E.SPLIT_TILES, E.SPLIT_MIN_K, E.MAX_BATCHES, E.DG_RULE_MIN_BATCHES)
+    for name in ("QGEMM_BMK_SPLITS", "QGEMM_BMK_REDUCE"):
+        monkeypatch.delenv(name, raising=False)
+
+    def call(a, b, d, c_is_d=False):
+        return qgemm._C.einsum_bmk_torch(a, b, d, c_is_d, *rule)
+
+    def taken(*args):
+        with pytest.raises(RuntimeError) as info:
+            call(*args)
+        assert str(info.value) == no_gpu  # every check passed: the device layer refused
+
+    a, b = _aligned(t, 129, 128, 128, dtype=bf), _aligned(t, 129, 384, 128, dtype=bf)
+    d32, d16 = _aligned(t, 128, 384, dtype=f32), _aligned(t, 128, 384, dtype=bf)
+    taken(a, b, d32)
+    taken(a, b, d32, True)
+    taken(a[:2, :, :8], b[:2, :, :8], d16)  # a bf16 d with one split: no workspace
+    big_a, big_b = _aligned(t, 1100, 8, 64, dtype=bf), _aligned(t, 1100, 8, 64, dtype=bf)
+    taken(big_a, big_b, _aligned(t, 8, 8, dtype=f32))  # bmk_splits_dg: the context's SMs
+    declined = [
+        (a, b, d16),                                  # bf16 d, 15 splits: a workspace to keep
+        (a, b, d16, True),                            # c = d with a bf16 d
+        (a, b, d32.half()),                           # d half
+        (a.float(), b, d32),                          # a float32
+        (a, b[:128], d32),                            # b's B
+        (a, b[:, :, :64], d32),                       # b's K
+        (a, b, d32[:, :383]),                         # d's N
+        (a[:0], b[:0], d32),                          # B = 0
+        (a[:, :0], b, d32[:0]),                       # M = 0
+        (a.transpose(1, 2).contiguous().transpose(1, 2), b, d32),  # a's last stride 128
+        (a[:, :, :127], b[:, :, :127], d32),          # (fine strides, K 127: taken below)
+        (a, b[:, :3], _aligned(t, 128, 3, dtype=f32)),          # d rows of 12 bytes
+        (a, b[:, :383], _aligned(t, 128, 384, dtype=f32)[:, 1:]),  # d starts 4 bytes in
+        (a[0], b, d32),                               # a 2-D
+        (a, b, d32.unsqueeze(0)),                     # d 3-D
+        (None, b, d32), ([1], b, d32),                # not tensors
+    ]
+    for i, args in enumerate(declined):
+        if i == 10:
+            taken(*args)
+            continue
+        assert call(*args) is NotImplemented, i
+    monkeypatch.setenv("QGEMM_BMK_SPLITS", "4")       # another split rule: Python's
+    assert call(a, b, d32) is NotImplemented
+    monkeypatch.setenv("QGEMM_BMK_SPLITS", "")
+    taken(a, b, d32)
+    monkeypatch.setenv("QGEMM_BMK_REDUCE", "tree")    # the tree's workspace: Python's
+    assert call(a, b, d32) is NotImplemented
+    taken(a[:2, :, :8], b[:2, :, :8], d32)            # (one split: none)
+    monkeypatch.setenv("QGEMM_BMK_REDUCE", "atomic")
+    taken(a, b, d32)
+    with pytest.raises(ValueError, match="split rule"):
+        qgemm._C.einsum_bmk_torch(a, b, d32, False, 0, 1, 1, 1)
+
+
+def test_fp8_einsum_torch_takes_and_declines(no_gpu, cuda_posing):
+    t = cuda_posing
+    e4, f32, bf = t.float8_e4m3fn, t.float32, t.bfloat16
+    flag = qgemm._C.FP8_EINSUM_SF_TRANSPOSE
+
+    def ops(batch=3, h=2, r=256, dd=128):
+        kb, ld = -(-r // 128), (batch + 3) // 4 * 4
+        x, sfx = _aligned(t, batch, h, r, dtype=e4), _aligned(t, batch, h, kb, dtype=f32)
+        y, sfy = _aligned(t, h, dd, r, dtype=e4), _aligned(t, h, -(-dd // 128), kb, dtype=f32)
+        z = _aligned(t, batch, h, dd, dtype=bf)
+        strided = t.empty_strided((ld, h, kb), (1, kb * ld, ld))[:batch]
+        storage = _aligned(t, h, kb, ld, dtype=f32)
+        return x, sfx, y, sfy, z, strided, storage
+
+    def taken(*args):
+        with pytest.raises(RuntimeError) as info:
+            qgemm._C.fp8_einsum_torch(*args)
+        assert str(info.value) == no_gpu
+
+    for shape in ((3, 2, 256, 128), (4, 8, 640, 200), (1, 1, 128, 64)):
+        x, sfx, y, sfy, z, strided, storage = ops(*shape)
+        taken(x, sfx, y, sfy, z, strided, 0)
+        taken(x, sfx, y, sfy, z, storage, flag)
+        taken(x, sfx.transpose(0, 1).contiguous().transpose(0, 1), y, sfy, z, storage, flag)
+    x, sfx, y, sfy, z, strided, storage = ops()
+    bad = [
+        (x.view(t.uint8), sfx, y, sfy, z, strided, 0),      # x not e4m3
+        (x, sfx.double(), y, sfy, z, strided, 0),           # sfx float64
+        (x, sfx, y, sfy, z.float(), strided, 0),            # d float32
+        (x, sfx[:, :, :1], y, sfy, z, strided, 0),          # sfx's kb
+        (x, sfx, y[:1], sfy[:1], z[:, :1], strided, 0),     # y's H
+        (x, sfx, y, sfy[:, :, :1], z, strided, 0),          # sfy's kb
+        (x, sfx, y, _aligned(t, 2, 1, 3, dtype=f32)[:, :, :2], z, strided, 0),  # sfy strided
+        (x, sfx, y, sfy, z[:, :, :127], strided, 0),        # d's D
+        (x, sfx, y, sfy, z.transpose(0, 1).contiguous().transpose(0, 1)[:, :, :], strided, 0),
+        (x, sfx, y, sfy, z, storage, 0),                    # the storage without the flag
+        (x, sfx, y, sfy, z, strided, flag),                 # the view with the flag
+        (x, sfx, y, sfy, z, storage[:, :, :3], flag),       # storage rows not ld
+        (x, sfx, y, sfy, z, strided.contiguous(), 0),       # the scales not transposed
+        (x[:0], sfx[:0], y, sfy, z[:0], strided[:0], 0),    # B = 0
+        (x, sfx, y[:, :0], sfy[:, :0], z[:, :, :0], strided, 0),  # D = 0
+        (x, sfx, y, sfy, None, strided, 0),                 # not a tensor
+    ]
+    for i, args in enumerate(bad):
+        if i == 8:  # d [B, H, D] with other strides: taken (only the last stride matters)
+            taken(*args)
+            continue
+        assert qgemm._C.fp8_einsum_torch(*args) is NotImplemented, i
+    with pytest.raises(ValueError, match="flags"):
+        qgemm._C.fp8_einsum_torch(x, sfx, y, sfy, z, strided, 2)
+
+
+def _same_error(call_fast, call_checked):
+    """Both calls raise, the same exception type and message."""
+    errs = []
+    for call in (call_fast, call_checked):
+        with pytest.raises(Exception) as info:
+            call()
+        errs.append((type(info.value), str(info.value)))
+    assert errs[0] == errs[1]
+    return errs[0]
+
+
+def test_fast_and_checked_ways_raise_the_same_errors(monkeypatch, cuda_posing):
+    """Bad arguments of the plain calls on tensors the fast entries take (CUDA-posing CPU
+    tensors): the fast path declines them, so the checked way words the error: the same
+    exception and message as with the fast paths disabled, d never written."""
+    t = cuda_posing
+    bf, f32, e4 = t.bfloat16, t.float32, t.float8_e4m3fn
+    monkeypatch.setattr(_dispatch, "TORCH_FP8_DLPACK", True)
+    monkeypatch.delenv(E.EINSUM_VARIANT_ENV, raising=False)
+    monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
+    a, b = _aligned(t, 5, 16, 64, dtype=bf), _aligned(t, 5, 24, 64, dtype=bf)
+    d = t.full((16, 24), 3.0)
+    bmk_bad = [(a, b, d.half(), None), (a.float(), b, d, None), (a, b[:4], d, None),
+               (a, b[:, :, :32], d, None), (a, b, d[:, :23], None), (a[0], b, d, None),
+               (a, b, d.to(bf), d.to(bf))]
+    for aa, bb, dd, cc in bmk_bad:
+        fast = (lambda: qdg.einsum("bmk,bnk->mn", aa, bb, dd, c=cc))
+        with monkeypatch.context() as m:
+            m.setattr(E, "_bmk_fast", lambda *args: False)
+            checked_err = None
+            try:
+                qdg.einsum("bmk,bnk->mn", aa, bb, dd, c=cc)
+            except Exception as e:  # noqa: BLE001
+                checked_err = (type(e), str(e))
+        with pytest.raises(Exception) as info:
+            fast()
+        assert checked_err == (type(info.value), str(info.value))
+    assert (d == 3.0).all()
+    x, sfx = _aligned(t, 4, 2, 256, dtype=e4), _aligned(t, 4, 2, 2, dtype=f32)
+    y, sfy = _aligned(t, 2, 128, 256, dtype=e4), _aligned(t, 2, 1, 2, dtype=f32)
+    z = t.full((4, 2, 128), 3.0, dtype=bf)
+    fp8_bad = [((x, sfx.double()), (y, sfy), z), ((x, sfx[:, :, :1]), (y, sfy), z),
+               ((x, sfx), (y[:1], sfy[:1]), z), ((x, sfx), (y, sfy[:, :, :1]), z),
+               ((x, sfx), (y, sfy), z[:, :, :100]), ((x, sfx), (y, sfy), z.float()),
+               ((x.to(bf), sfx), (y, sfy), z), ((x, sfx), (y, sfy), z[:, :1])]
+    for variant in ("old", "sfkernel"):
+        monkeypatch.setenv(E.EINSUM_VARIANT_ENV, variant)
+        for aa, bb, zz in fp8_bad:
+            with monkeypatch.context() as m:
+                m.setattr(E, "_fp8_fast", lambda *args: False)
+                with pytest.raises(Exception) as info:
+                    qdg.fp8_einsum("bhr,hdr->bhd", aa, bb, zz)
+                checked_err = (type(info.value), str(info.value))
+            with pytest.raises(Exception) as info:
+                qdg.fp8_einsum("bhr,hdr->bhd", aa, bb, zz)
+            assert checked_err == (type(info.value), str(info.value))
+    assert (z == 3.0).all()
+
+
+@pytest.mark.parametrize("s,m,n,k,fp32,c_is_d", [
+    (129, 128, 384, 128, True, True),     # DeepGEMM's b=129 row: 15 splits, atomics into d
+    (129, 128, 384, 128, True, False),
+    (4, 200, 136, 64, True, True),        # one split: bitwise
+    (4, 200, 136, 64, False, False),      # a bf16 d (one split): the Python fast path
+    (129, 200, 136, 64, False, False),    # a bf16 d with splits: the Python fast path
+    (2048, 256, 256, 64, True, True),     # from DG_RULE_MIN_BATCHES: the SM-count rule in C
+])
+def test_gpu_bmk_fast_matches_checked(monkeypatch, s, m, n, k, fp32, c_is_d):
+    """einsum('bmk,bnk->mn')'s fast path against the checked way on the GPU: the same split
+    count and kernel, so bitwise the same d where the sum is deterministic (one split, or
+    the tree), and within the atomics' reordering (calc_diff < 1e-9) where the splits meet in
+    FP32 atomics; both against float64; the C entry took the FP32 ones (a bf16 d never
+    reaches it: the Python fast path keeps its workspace)."""
+    t = _gpu()
+    for name in ("QGEMM_BMK_SPLITS", "QGEMM_BMK_REDUCE", "QGEMM_EINSUM_VARIANT"):
+        monkeypatch.delenv(name, raising=False)
+    a = t.randn((s, m, k), dtype=t.bfloat16, device="cuda")
+    b = t.randn((s, n, k), dtype=t.bfloat16, device="cuda")
+    dt = t.float32 if fp32 else t.bfloat16
+    d0 = t.randn((m, n), dtype=dt, device="cuda") if c_is_d else \
+        t.full((m, n), float("nan"), dtype=dt, device="cuda")
+    ref = t.einsum("bmk,bnk->mn", a.double(), b.double()) + (d0.double() if c_is_d else 0)
+    taken = []
+    real = qgemm._C.einsum_bmk_torch
+    monkeypatch.setattr(qgemm._C, "einsum_bmk_torch",
+                        lambda *args: taken.append(real(*args)) or taken[-1])
+    outs = []
+    for fast in (True, False):
+        with monkeypatch.context() as mp:
+            if not fast:
+                mp.setattr(E, "_bmk_fast", lambda *args: False)
+            d = d0.clone()
+            assert qdg.einsum("bmk,bnk->mn", a, b, d, c=d if c_is_d else None) is None
+            t.cuda.synchronize()
+            assert calc_diff(d, ref) < 1e-5
+            outs.append(d)
+    splits = qgemm._C.bmk_default_splits(m, n, s, k, qgemm.get_num_sms(), E.SPLIT_TILES,
+                                         E.SPLIT_MIN_K, E.MAX_BATCHES, E.DG_RULE_MIN_BATCHES)
+    assert taken == ([None] if fp32 else []), taken
+    if splits == 1:
+        assert t.equal(outs[0].view(t.int16 if not fp32 else t.int32),
+                       outs[1].view(t.int16 if not fp32 else t.int32))
+    else:
+        assert calc_diff(outs[0], outs[1]) < 1e-9
+
+
+@pytest.mark.parametrize("variant", ["old", "sfkernel"])
+@pytest.mark.parametrize("batch,h,r,dd", [(4, 8, 4096, 1024), (3, 8, 640, 200), (130, 2, 128, 512)])
+def test_gpu_fp8_einsum_fast_matches_checked(monkeypatch, variant, batch, h, r, dd):
+    """fp8_einsum's fast path (one extension call: torch's scale copy before it, or the
+    transpose kernel inside it) against the checked way: bitwise the same d (the same
+    batched GEMM on the same scale values), d's padding between heads untouched, the C entry
+    taking the call; B = 3 and 130: ld != B (the storage's padding rows)."""
+    t = _gpu()
+    monkeypatch.setenv("QGEMM_EINSUM_VARIANT", variant)
+    monkeypatch.delenv("QGEMM_FP8_EINSUM", raising=False)
+    x = t.randn((batch, h, r), device="cuda", dtype=t.bfloat16)
+    y = t.randn((h, dd, r), device="cuda", dtype=t.bfloat16)
+    xq, sx = qgemm.per_token_cast_to_fp8(x.view(-1, r), use_ue8m0=False)
+    xq, sx = xq.view(batch, h, r), sx.view(batch, h, -1)
+    yq = t.empty_like(y, dtype=t.float8_e4m3fn)
+    sy = t.empty((h, -(-dd // 128), -(-r // 128)), device="cuda", dtype=t.float)
+    for i in range(h):
+        yq[i], sy[i] = qgemm.per_block_cast_to_fp8(y[i], use_ue8m0=False)
+    ref = t.einsum("bhr,hdr->bhd", dequant_a(xq, sx), dequant_b(yq, sy))
+    qdg.fp8_einsum("bhr,hdr->bhd", (xq, sx), (yq, sy), t.empty((batch, h, dd), device="cuda",
+                                                               dtype=t.bfloat16))  # (warm)
+    taken = []
+    real = qgemm._C.fp8_einsum_torch
+    monkeypatch.setattr(qgemm._C, "fp8_einsum_torch",
+                        lambda *args: taken.append(real(*args)) or taken[-1])
+    outs = []
+    for fast in (True, False):
+        with monkeypatch.context() as mp:
+            if not fast:
+                mp.setattr(E, "_fp8_fast", lambda *args: False)
+            wide = t.full((batch, h, dd + 8), -1234.0, device="cuda", dtype=t.bfloat16)
+            z = wide[:, :, :dd]
+            assert qdg.fp8_einsum("bhr,hdr->bhd", (xq, sx), (yq, sy), z) is None
+            t.cuda.synchronize()
+            assert (wide[:, :, dd:] == -1234.0).all()
+            assert calc_diff(z, ref) < 1e-5
+            outs.append(z.clone())
+    assert taken == [None]
+    assert t.equal(outs[0].view(t.int16), outs[1].view(t.int16))
 
 
 def test_fp8_einsum_variant_env_is_checked(monkeypatch):

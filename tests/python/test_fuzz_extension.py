@@ -8,12 +8,14 @@ What it calls (each case one call; EVERY function of _C.pyi):
     psum, wgrad), gemm_fp8out, gemm_swiglu, gemm_torch, k_grouped_torch, bf16_gemm (every
     kind: dense, contiguous, psum, masked, k-grouped, batched, batch sums, batch sum), cast
     (4 kinds), sf_layout (3 kinds), mqa_logits, paged_mqa_schedule, paged_mqa_logits,
-    hc_prenorm; with no_sync's bit 31 (QGPY_TORCH_MODE) and without, and per-slot no_sync
-    bits (the torch borrow of qgpy_tensor_take);
+    hc_prenorm, the einsum fast paths' einsum_bmk_torch and fp8_einsum_torch; with no_sync's
+    bit 31 (QGPY_TORCH_MODE) and without, and per-slot no_sync bits (the torch borrow of
+    qgpy_tensor_take);
   - the rest: select_config, select_config_fp8out, compile (a fake NVRTC built from
     fuzz/fake_nvrtc.c when a C compiler is here, so a valid request fails at once; without
     one compile() only sees invalid requests), device_props, set_num_sms, get_num_sms,
     num_sms_setting, set_pdl, pdl_setting, context_pdl, sfa_ld, batch_sum_workspace_bytes,
+    bmk_default_splits,
     version, m_alignment, torch_init (hostile modules first, then the fake torch).
 
 With what: a well-formed call of the entry (random small and odd sizes), then 0..4
@@ -587,6 +589,27 @@ def gen_hc(c: Case) -> Tuple[str, List[Any]]:
     return "hc_prenorm", [a, b, d, s, splits, 0, pick_no_sync(rng)]
 
 
+def gen_einsum_fast(c: Case) -> Tuple[str, List[Any]]:
+    """The einsum fast paths' torch-mode entries: einsum_bmk_torch, fp8_einsum_torch."""
+    rng = c.rng
+    if rng.random() < 0.5:
+        s, m, n, k = rng.choice([0, 1, 2, 129, 1100]), small(rng), small(rng), mult(rng, 8, 40)
+        a, b = c.t([s, m, k], "bfloat16"), c.t([s, n, k], "bfloat16")
+        d = c.t([m, n], rng.choice(["float32", "bfloat16"]))
+        rule = [264, 1024, 1024, 1024] if rng.random() < 0.8 else \
+            [rng.choice(INTS) for _ in range(4)]
+        return "einsum_bmk_torch", [a, b, d, rng.choice([True, False, 0, 1, None, d])] + rule
+    batch, h, r, dd = small(rng), rng.choice([1, 2, 3]), rng.choice([64, 128, 256, 640]), small(rng)
+    kb, nb, ld = cdiv(r, 128), cdiv(dd, 128), sf_ld(batch)
+    x, sfx = c.t([batch, h, r], "e4m3"), c.t([batch, h, kb], "float32")
+    y, sfy = c.t([h, dd, r], "e4m3"), c.t([h, nb, kb], "float32")
+    z = c.t([batch, h, dd], "bfloat16")
+    flags = rng.choice([0, 0, 1, 1, 2, -1, 2**40])
+    sfa = c.t([h, kb, ld], "float32") if flags == 1 else \
+        c.t([batch, h, kb], "float32", strides=[1, kb * ld, ld])
+    return "fp8_einsum_torch", [x, sfx, y, sfy, z, sfa, flags]
+
+
 def gen_problem(c: Case, name: str) -> Tuple[str, List[Any]]:
     rng = c.rng
     kind = rng.choice([0, 1, 2, 3, 4, 5, 6, -1, 16])
@@ -605,11 +628,14 @@ def gen_misc(c: Case) -> Tuple[str, List[Any]]:
     rng = c.rng
     name = rng.choice(["device_props", "set_num_sms", "get_num_sms", "num_sms_setting",
                        "set_pdl", "pdl_setting", "context_pdl", "sfa_ld",
-                       "batch_sum_workspace_bytes", "version", "m_alignment"])
+                       "batch_sum_workspace_bytes", "version", "m_alignment",
+                       "bmk_default_splits"])
     if name in ("num_sms_setting", "pdl_setting", "version", "m_alignment"):
         return name, []
     if name == "batch_sum_workspace_bytes":
         return name, [rng.choice(INTS) for _ in range(3)]
+    if name == "bmk_default_splits":
+        return name, [rng.choice(INTS + [132, 264, 1024]) for _ in range(9)]
     if name == "set_pdl":
         return name, [rng.choice([True, False, 0, 1, None])]
     if name == "set_num_sms":
@@ -630,6 +656,7 @@ GENERATORS: List[Tuple[float, Callable[[Case], Tuple[str, List[Any]]]]] = [
     (1, gen_paged_schedule),
     (1.5, gen_paged_logits),
     (1.5, gen_hc),
+    (1.5, gen_einsum_fast),
     (0.5, lambda c: gen_problem(c, "select_config")),
     (0.3, lambda c: gen_problem(c, "select_config_fp8out")),
     (0.3, lambda c: gen_problem(c, "compile")),
@@ -637,8 +664,8 @@ GENERATORS: List[Tuple[float, Callable[[Case], Tuple[str, List[Any]]]]] = [
 ]
 TENSOR_ENTRIES = {"gemm", "gemm_torch", "gemm_fp8out", "gemm_swiglu", "k_grouped_torch",
                   "bf16_gemm", "cast", "sf_layout", "mqa_logits", "paged_mqa_schedule",
-                  "paged_mqa_logits", "hc_prenorm"}
-ALWAYS_TORCH = {"gemm_torch", "k_grouped_torch"}
+                  "paged_mqa_logits", "hc_prenorm", "einsum_bmk_torch", "fp8_einsum_torch"}
+ALWAYS_TORCH = {"gemm_torch", "k_grouped_torch", "einsum_bmk_torch", "fp8_einsum_torch"}
 
 
 # ---- mutations ---------------------------------------------------------------------------
