@@ -9,6 +9,9 @@
  *
  *   cc -O2 -shared -fPIC -o /tmp/fakecuda/libcuda.so.1 bench/fake_libcuda.c -lpthread
  *   LD_LIBRARY_PATH=/tmp/fakecuda build/qgemm bench --host --shape 128x2112x7168
+ *
+ * FAKE_CUDA_ANY_POINTER=1: cuPointerGetAttribute answers device 0 for addresses it did not
+ * allocate too (bench/host_cpu.py --fake-driver: CPU torch tensors posing as CUDA ones).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -56,6 +59,10 @@ static CUresult f_ptrattr(void *out, int attr, uintptr_t p) {
     if (p >= allocs[i].p && p < allocs[i].p + allocs[i].n + 1) {
       *(int *)out = allocs[i].dev; pthread_mutex_unlock(&lock); return 0; }
   pthread_mutex_unlock(&lock);
+  /* FAKE_CUDA_ANY_POINTER=1: any other address is device 0's (host memory posing as CUDA
+   * memory: bench/host_cpu.py --fake-driver runs the extension on CPU torch tensors) */
+  const char *any = getenv("FAKE_CUDA_ANY_POINTER");
+  if (any && any[0] == '1') { *(int *)out = 0; return 0; }
   return 1; }
 static CUresult f_htod(uintptr_t d, const void *s, size_t n) { memcpy((void *)d, s, n); return 0; }
 static CUresult f_dtoh(void *d, uintptr_t s, size_t n) { memcpy(d, (void *)s, n); return 0; }
