@@ -19,6 +19,14 @@ single profiled call for ncu.
       warms the call up, then runs it once between cudaProfilerStart/Stop
       (ncu --profile-from-start off).
 
+Cast rows: "kind=cast|name=per_token|m=64|k=7168" (names per_token, per_block, per_channel,
+silu, silu_masked: x [8, m, k] with masked_m and M-major scales), optionally "|env=WORDS": the
+row runs with QGEMM_CAST_VARIANT=WORDS ("checked": the package's checked path; "twoalloc": the
+fast path's outputs as two tensors), so one run compares the host paths. "kind=floor": the
+launch floor, torch.empty(16 floats) + zero_() on the GPU (one tiny kernel through torch's
+dispatcher, allocator and launch), timed as every row is; "kind=floor|what=zero": zero_()
+alone on a tensor made once.
+
 SPEC selects rows of peers_families.family_cases() by field=value pairs, e.g.
 "kind=paged-mqa|bsz=4096|next_n=2|h=64|f32=True" (the first matching row), or
 "kind=bf16|m=128|n=4096|k=7168" (a plain NT bf16_gemm_nt; not in family_cases()).
@@ -71,12 +79,23 @@ def build(spec: Dict[str, Any], libs: Dict[str, Any], torch: Any, pf: Any):
             d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
             fns[lib] = (lambda mod=mod, d=d: mod.bf16_gemm_nt(a, b, d))
         return fns
+    if spec["kind"] == "floor":  # the launch floor (the casts' host cost is measured above it)
+        if spec.get("what") == "zero":
+            z = torch.empty(16, device="cuda")
+            return {"torch": lambda: z.zero_()}
+        return {"torch": lambda: torch.empty(16, device="cuda").zero_()}
     if spec["kind"] == "cast":  # qgemm only: DeepGEMM's casts are torch formulas
         import qgemm
         x = torch.randn(spec["m"], spec["k"], dtype=torch.bfloat16, device="cuda")
+        if spec["name"] == "silu_masked":
+            x = torch.randn(8, spec["m"], spec["k"], dtype=torch.bfloat16, device="cuda")
+            mm = torch.full((8,), spec["m"] * 5 // 8, dtype=torch.int32, device="cuda")
         f = {"per_token": lambda: qgemm.per_token_cast_to_fp8(x),
              "per_block": lambda: qgemm.per_block_cast_to_fp8(x),
-             "silu": lambda: qgemm.silu_and_mul_fp8_quant(x)}[spec["name"]]
+             "per_channel": lambda: qgemm.per_channel_cast_to_fp8(x),
+             "silu": lambda: qgemm.silu_and_mul_fp8_quant(x),
+             "silu_masked": lambda: qgemm.silu_and_mul_fp8_quant(x, masked_m=mm,
+                                                                   sf_mn_major=True)}[spec["name"]]
         return {"qgemm": f}
     case = next(c for c in pf.family_cases() if all(c.get(k) == v for k, v in spec.items()))
     row: Dict[str, Any] = {"errors": {}}
@@ -192,6 +211,9 @@ def main() -> int:
             print(f"{spec}: setup failed: {type(e).__name__}: {e}")
             continue
         row: Dict[str, Any] = {"case": spec}
+        prev_variant = os.environ.get("QGEMM_CAST_VARIANT")
+        if "env" in spec:  # the casts' host path under QGEMM_CAST_VARIANT=env (this row only)
+            os.environ["QGEMM_CAST_VARIANT"] = str(spec["env"])
         for lib, f in fns.items():
             try:
                 for _ in range(5):
@@ -215,6 +237,10 @@ def main() -> int:
             s = io.StringIO()
             pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(14)
             row["cprofile"] = s.getvalue()
+        if prev_variant is None:
+            os.environ.pop("QGEMM_CAST_VARIANT", None)
+        else:
+            os.environ["QGEMM_CAST_VARIANT"] = prev_variant
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k not in ("torch_profile", "cprofile")}), flush=True)
     os.makedirs(args.out, exist_ok=True)

@@ -18,6 +18,21 @@ are smaller (a CPU torch.empty of tens of MB is an mmap, not the CUDA caching al
 free-list pop); sizes do not change the Python path.
 
     PYTHONPATH=python python3 bench/host_cpu.py [--tree DIR] [--calls N] [--repeat R] [--json F]
+    python3 bench/host_cpu.py --fake-driver DIR [--tree DIR] [--variants checked,,twoalloc] ...
+
+--fake-driver DIR: the casts' whole call instead, the extension's C included: DIR holds
+bench/fake_libcuda.c built as libcuda.so.1 (cc -O2 -shared -fPIC -o DIR/libcuda.so.1
+bench/fake_libcuda.c -lpthread); the script re-runs itself with LD_LIBRARY_PATH=DIR and
+FAKE_CUDA_ANY_POINTER=1, patches torch.Tensor.get_device to answer 0 (so the extension
+describes the CPU tensors as device 0's), and times the cast rows and the launch floor
+(torch.empty of 16 floats + zero_(), the floor family_probe.py --host times on the GPU) only:
+the package's Python, the extension's C (tensor descriptions, outputs, the library's checks,
+its launch-cache lookup) and torch's CPU-side cost of the allocations and views, with the
+driver's launch (~3 us on the H200 host) and the CUDA caching allocator taken out (a CPU
+allocation stands in). Each cast row is timed under each QGEMM_CAST_VARIANT of --variants
+(comma-separated; an empty item = unset), set between rows in the same process; before
+timing, the rows' outputs are compared across variants (shape, strides, dtype, storage
+offset: the fake launch writes no bytes).
 
 --whole DIR: the whole call instead, the extension's C side (describing the tensors, its checks)
 and the library's host work (its checks, the plan, the parameter block) included, only the
@@ -60,19 +75,18 @@ def make_stub(name, nargs):
     return stub
 
 
-def setup(tree, whole=False):
+def setup(tree, fake=False):
     sys.path.insert(0, tree)
     import torch
-    if whole:  # before qgemm registers torch: its C side keeps the stream function it is given
+    if fake:  # before qgemm registers torch: its C side keeps the stream function it is given
         torch.Tensor.is_cuda = property(lambda self: True)
         torch.Tensor.get_device = lambda self: 0
-        torch._C._cuda_getCurrentRawStream = lambda device: 0
+    torch._C._cuda_getCurrentRawStream = lambda device: 0
     import qgemm
     from qgemm import _C, _dispatch as _d
     qgemm.register_torch_ops()
     torch.Tensor.is_cuda = property(lambda self: True)
-    torch._C._cuda_getCurrentRawStream = lambda device: 0
-    if whole:
+    if fake:  # the extension runs, on "device 0" (the fake driver's)
         return torch, qgemm
     for name, n in STUBS.items():
         setattr(_C, name, make_stub(name, n))
@@ -158,6 +172,56 @@ def cases(torch, qgemm):
     return out
 
 
+def cast_cases(torch, qgemm):
+    """The casts' rows of --fake-driver (family_probe.py --host's cast cases)."""
+    bf = torch.bfloat16
+    out = {}
+    cx = torch.randn(64, 7168, dtype=bf)
+    out["per_token_cast_to_fp8 64x7168"] = lambda: qgemm.per_token_cast_to_fp8(cx)
+    bx = torch.randn(512, 7168, dtype=bf)
+    out["per_block_cast_to_fp8 512x7168"] = lambda: qgemm.per_block_cast_to_fp8(bx)
+    px = torch.randn(256, 2048, dtype=bf)
+    out["per_channel_cast_to_fp8 256x2048"] = lambda: qgemm.per_channel_cast_to_fp8(px)
+    sx = torch.randn(64, 4096, dtype=bf)
+    out["silu_and_mul_fp8_quant 64x4096"] = lambda: qgemm.silu_and_mul_fp8_quant(sx)
+    mx = torch.randn(8, 64, 4096, dtype=bf)
+    mm = torch.full((8,), 40, dtype=torch.int32)
+    out["silu_and_mul_fp8_quant masked 8x64x4096 mn"] = \
+        lambda: qgemm.silu_and_mul_fp8_quant(mx, masked_m=mm, sf_mn_major=True)
+    return out
+
+
+def floor_case(torch):
+    """The launch floor: one tiny torch kernel (a fill), timed as the casts are."""
+    return lambda: torch.empty(16, device="cpu").zero_()
+
+
+def fake_main(args, torch, qgemm):
+    variants = args.variants.split(",")
+    rows = {}
+    us = time_us(floor_case(torch), args.calls, args.repeat)
+    rows["floor: torch.empty(16) + zero_()"] = us
+    print(f"{'floor: torch.empty(16) + zero_()':46s} {'':10s} {us:8.2f} us", flush=True)
+    for name, fn in cast_cases(torch, qgemm).items():
+        metas = {}
+        for v in variants:
+            if v:
+                os.environ["QGEMM_CAST_VARIANT"] = v
+            else:
+                os.environ.pop("QGEMM_CAST_VARIANT", None)
+            q, sf = fn()
+            metas[v] = [(tuple(t.shape), t.stride(), str(t.dtype)) for t in (q, sf)]
+            us = time_us(fn, args.calls, args.repeat)
+            rows[f"{name} [{v or 'default'}]"] = us
+            print(f"{name:46s} {v or 'default':10s} {us:8.2f} us", flush=True)
+        os.environ.pop("QGEMM_CAST_VARIANT", None)
+        first = next(iter(metas.values()))
+        if any(m != first for m in metas.values()):
+            print(f"MISMATCH {name}: {metas}", flush=True)
+            rows[f"{name} mismatch"] = str(metas)
+    return rows
+
+
 def time_us(fn, calls, repeat):
     fn()  # warm (first-call caches, lazy imports)
     runs = []
@@ -179,19 +243,30 @@ def main():
                    help="time the whole call, the extension's C side and the library included: "
                         "DIR holds bench/fake_libcuda.c built as libcuda.so.1 (re-executes with "
                         "LD_LIBRARY_PATH=DIR and FAKE_CUDA_ANY_POINTER=1)")
+    p.add_argument("--fake-driver", metavar="DIR",
+                   help="--whole for the casts' rows and the launch floor, under each of --variants")
+    p.add_argument("--variants", default="checked,,twoalloc")
     p.add_argument("--only", help="the rows whose name contains this text")
     args = p.parse_args()
-    if args.whole:
-        lib = os.path.abspath(args.whole)
+    fake_dir = args.whole or args.fake_driver
+    if fake_dir:
+        lib = os.path.abspath(fake_dir)
         if os.environ.get("LD_LIBRARY_PATH", "").split(":")[0] != lib:
             path = lib + ":" + os.environ.get("LD_LIBRARY_PATH", "")
             env = dict(os.environ, LD_LIBRARY_PATH=path, FAKE_CUDA_ANY_POINTER="1")
             env.setdefault("QGEMM_CACHE_DIR", os.path.join(lib, "cache"))
             os.execve(sys.executable, [sys.executable] + sys.argv, env)
-    torch, qgemm = setup(os.path.abspath(args.tree), bool(args.whole))
+    torch, qgemm = setup(os.path.abspath(args.tree), bool(fake_dir))
     torch.set_num_threads(1)
     print(f"# python {platform.python_version()}, torch {torch.__version__}, "
-          f"{platform.machine()}, qgemm from {os.path.dirname(qgemm.__file__)}")
+          f"{platform.machine()}, qgemm from {os.path.dirname(qgemm.__file__)}"
+          f"{', fake driver ' + args.fake_driver if args.fake_driver else ''}")
+    if args.fake_driver:
+        rows = fake_main(args, torch, qgemm)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return
     rows = {}
     for name, fn in cases(torch, qgemm).items():
         if args.only and args.only not in name:

@@ -425,11 +425,15 @@ static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const
  * grid-stride grids capped at what the SMs hold, the plain kernels). Unset: all+lean
  * since 2026-11-29 (H200, bench/results/2026-11-29-h200-13-w3: kineto 1.100x base over
  * 19 rows, per-channel 43 -> 63% of the copy bandwidth at 4096x7168, per-token 77 -> 82%,
- * per-block 79 -> 85%, silu 60 -> 70%; the same bytes).
+ * per-block 79 -> 85%, silu 60 -> 70%; the same bytes). The words checked and twoalloc
+ * (the Python casts' host path: python/csrc/cast.c, cast_new) may be added to either form and
+ * change nothing here; given alone, the kernels are the default's (all+lean).
  * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT naming another value. */
 static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
     const char *const all = qg__env_string("QGEMM_CAST_VARIANT");
-    static const char *const names[] = {"base", "all", "lean"};
+    /* checked, twoalloc: the Python extension's words (python/csrc/cast.c, cast_new), no
+     * effect here: they may follow base or the kernel words */
+    static const char *const names[] = {"base", "all", "lean", "checked", "twoalloc"};
     const char *v = all;
     int i;
     p->one_pass = p->lean = 0;
@@ -438,15 +442,17 @@ static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
         return QG_SUCCESS;
     }
     int words = 0, base = 0;
-    while ((i = qg__env_next_word(&v, "+", false, names, 3)) >= 0) {
-        words++, base |= i == 0;
+    while ((i = qg__env_next_word(&v, "+", false, names, 5)) >= 0) {
+        words += i <= 2, base |= i == 0;
         if (i == 1) p->one_pass = 1;
         if (i == 2) p->lean = 1;
     }
+    if (i == -1 && words == 0) p->one_pass = p->lean = 1; /* host words alone: the default kernels */
     if (i == -1 && !(base && words > 1)) return QG_SUCCESS;
     p->one_pass = p->lean = 0;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                    "%s: QGEMM_CAST_VARIANT = \"%.64s\" is not base alone or a '+'-list of all and lean",
+                    "%s: QGEMM_CAST_VARIANT = \"%.64s\" is not base or a '+'-list of all and lean "
+                    "(either optionally with checked, twoalloc)",
                     fn, all);
 }
 

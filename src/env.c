@@ -158,8 +158,15 @@
  *                                            hold at once, the plain kernels) or a
  *                                            '+'-list of all (a CTA per unit of work) and
  *                                            lean (QG_CAST_LEAN: the same bytes, fewer
- *                                            instructions an element); another value
- *                                            fails the call, naming it
+ *                                            instructions an element), either optionally
+ *                                            with the Python extension's host words
+ *                                            checked (no fast path: the casts take
+ *                                            python/qgemm/cast.py's checked path) and
+ *                                            twoalloc (the fast path's q and sf as two
+ *                                            torch tensors, not one buffer's views;
+ *                                            python/csrc/cast.c); host words alone keep
+ *                                            the default kernels; another value fails
+ *                                            the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
  *   QGEMM_FP8OUT_VARIANT (unset: new+epi+last+nk) the e4m3-D split tiles' organisation (A/B runs,
@@ -287,7 +294,9 @@ const qg_env_knob qg__env_knobs[] = {
      "then torch's cast, as DeepGEMM)", "old"},
     {"QGEMM_CAST_VARIANT", "the quantizing casts: base (grid-stride grids capped at what the SMs "
      "hold at once, the plain kernels) or a '+'-list of all (a CTA per unit of work) and lean "
-     "(the same bytes, fewer instructions an element)", "all+lean"},
+     "(the same bytes, fewer instructions an element), either optionally with the Python "
+     "casts' host words checked (the checked path, no fast path) and twoalloc (the fast path's "
+     "outputs as two tensors, not one buffer's views)", "all+lean"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "

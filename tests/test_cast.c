@@ -82,16 +82,20 @@ TEST(cast_validation) {
         st = fns[f](ctx, &a, NULL);
         CHECK(st == QG_ERROR_NO_DEVICE, "%s m = 0 offline: %s", fn_names[f], qg_status_string(st));
         /* QGEMM_CAST_VARIANT: '+'-lists of base, all, lean accepted (offline: the device
-         * refusal), another value refused by name before the device is asked */
-        static const char *const variants[] = {"base", "all", "lean", "all+lean", "lean+all", "",
-                                               "al",   "ALL", "persistent", "all,lean", "lean+x",
-                                               "lean+", "+",  "base+lean", "all++lean"};
-        for (int g = 0; g < 15; ++g) {
+         * refusal), optionally with the extension's host words checked and twoalloc; another
+         * value refused by name before the device is asked */
+        static const char *const variants[] = {
+            "base", "all", "lean", "all+lean", "lean+all", "", "checked", "twoalloc",
+            "base+checked", "all+lean+checked+twoalloc", "twoalloc+lean",
+            "al", "ALL", "persistent", "all,lean", "lean+x", "lean+", "+", "base+lean",
+            "all++lean", "checked+", "check", "base+all+checked", "checked,twoalloc"};
+        const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+        for (int g = 0; g < n_variants; ++g) {
             a = good_cast();
             setenv("QGEMM_CAST_VARIANT", variants[g], 1);
             st = fns[f](ctx, &a, NULL);
             unsetenv("QGEMM_CAST_VARIANT"); /* (before a CHECK can leave the test) */
-            const bool good = g < 6;
+            const bool good = g < 11;
             CHECK(good ? st == QG_ERROR_NO_DEVICE
                        : st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_CAST_VARIANT") &&
                              strstr(qg_last_error(), variants[g]) && strstr(qg_last_error(), fn_names[f]),
@@ -294,6 +298,48 @@ static int compile_one(qgtk_compile_sweep *sw, qg_cast_kind kind, const qg_cast_
     memset(&info, 0, sizeof info);
     const qg_status st = qg_cast_compile(sw->ctx, kind, c, l, &info);
     return qgtk_compile_verdict(sw, what, st, &info, 0, 0);
+}
+
+/* The host words (checked, twoalloc: python/csrc/cast.c) change no kernel: given alone, the
+ * default's kernels (all+lean); with kernel words, those words' kernels. Compared by the
+ * kernels' cache keys (their source and options). */
+TEST(cast_variant_host_words) {
+    qgtk_compile_sweep sw;
+    CHECK(qgtk_compile_sweep_open(&sw, 0, 0) == QG_SUCCESS, "offline context: %s",
+          qg_last_error());
+    static const char *const same[][2] = {
+        {NULL, "checked"}, {NULL, "twoalloc"}, {NULL, "all+lean+checked+twoalloc"},
+        {"base", "base+checked"}, {"lean", "twoalloc+lean"}, {"all", "checked+all"}};
+    char key[2][65];
+    for (int kind = 1; kind <= 4; kind += 3)
+        for (int c = 0; c < 6; ++c) {
+            for (int j = 0; j < 2; ++j) {
+                qg_cast_args a = good_cast();
+                if (same[c][j]) setenv("QGEMM_CAST_VARIANT", same[c][j], 1);
+                qg_kernel_info info;
+                memset(&info, 0, sizeof info);
+                const qg_status st = qg_cast_compile(sw.ctx, (qg_cast_kind)kind, &a, NULL, &info);
+                unsetenv("QGEMM_CAST_VARIANT");
+                CHECK(st == QG_SUCCESS, "kind %d QGEMM_CAST_VARIANT=%s: %s", kind,
+                      same[c][j] ? same[c][j] : "(unset)", qg_last_error());
+                memcpy(key[j], info.key, sizeof key[j]);
+            }
+            CHECK(key[0][0] && !strcmp(key[0], key[1]), "kind %d: %s and %s compile different "
+                  "kernels (%s, %s)", kind, same[c][0] ? same[c][0] : "(unset)", same[c][1],
+                  key[0], key[1]);
+        }
+    /* and the kernel words still matter: base's kernel is not the default's */
+    qg_cast_args a = good_cast();
+    qg_kernel_info info[2];
+    memset(info, 0, sizeof info);
+    setenv("QGEMM_CAST_VARIANT", "base+checked", 1);
+    qg_status st = qg_cast_compile(sw.ctx, QG_CAST_KIND_PER_TOKEN, &a, NULL, &info[0]);
+    unsetenv("QGEMM_CAST_VARIANT");
+    CHECK(st == QG_SUCCESS && qg_cast_compile(sw.ctx, QG_CAST_KIND_PER_TOKEN, &a, NULL, &info[1]) ==
+          QG_SUCCESS && strcmp(info[0].key, info[1].key), "base+checked vs unset: %s / %s (%s)",
+          info[0].key, info[1].key, qg_last_error());
+    qgtk_compile_sweep_close(&sw);
+    PASS();
 }
 
 TEST(cast_compile_every_variant) {

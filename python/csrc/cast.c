@@ -361,3 +361,277 @@ done:
     release_all(t, L_SLOTS);
     return result;
 }
+
+/* ---- the fast path: cast_new ------------------------------------------------------------ */
+
+#define CAST_SIZE_MAX (INT64_C(1) << 30) /* the package's limit on rows and columns (cast.py) */
+
+/* QGEMM_CAST_VARIANT's host words (the library accepts and ignores them, src/cast.c): checked
+ * (cast_new answers NotImplemented: every call takes the package's checked path) and twoalloc
+ * (the outputs as two new tensors, not one buffer carved into two views). Read at every call,
+ * as the library reads the knob, so an A/B run may switch it between calls. 1 = checked. */
+static int host_words(int *twoalloc)
+{
+    const char *v = getenv("QGEMM_CAST_VARIANT");
+    int checked = 0;
+    *twoalloc = 0;
+    while (v && *v) {
+        const size_t len = strcspn(v, "+");
+        if (len == 7 && !strncmp(v, "checked", 7))
+            checked = 1;
+        else if (len == 8 && !strncmp(v, "twoalloc", 8))
+            *twoalloc = 1;
+        v = v[len] ? v + len + 1 : NULL;
+    }
+    return checked;
+}
+
+/* x [..., cols] described as [rows, cols]: rows ld elements apart, unit last stride. 1 where
+ * its leading dimensions merge into one (x.reshape(rows, cols) is then a view) with ld >= cols,
+ * as cast.py's _rows takes x without a copy; else 0 (the checked path copies it). */
+static int as_rows(qgpy_tensor *x, int64_t rows, int64_t cols)
+{
+    const DLTensor *t = x->t;
+    const int nd = t->ndim;
+    if (cols > 1 && t->strides[nd - 1] != 1)
+        return 0;
+    int64_t ld = -1, want = 0;
+    for (int i = nd - 2; i >= 0; i--) {
+        if (t->shape[i] == 1)
+            continue;
+        if (ld < 0)
+            ld = want = t->strides[i];
+        else if (t->strides[i] != want)
+            return 0;
+        if (__builtin_mul_overflow(want, t->shape[i], &want))
+            return 0;
+    }
+    if (ld < 0)
+        ld = cols;
+    if (rows > 1 && ld < cols)
+        return 0;
+    x->own.ndim = 2;
+    x->own_shape[0] = rows, x->own_shape[1] = cols;
+    x->own_strides[0] = ld, x->own_strides[1] = 1;
+    return 1;
+}
+
+/* strides of a contiguous tensor of shape[nd] (all sizes >= 1 here) */
+static void contiguous_strides(const int64_t *shape, int nd, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i];
+    }
+}
+
+/* a borrowed description of `bytes` of a new tensor at `data` on `device`: 2-D [rows, cols] */
+static void describe_new(qgpy_tensor *t, const char *name, uintptr_t data, int device, int f32,
+                         int64_t rows, int64_t cols)
+{
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->own.data = (void *)data;
+    t->own.device.device_type = kDLCUDA;
+    t->own.device.device_id = device;
+    t->own.ndim = 2;
+    t->own.dtype.code = f32 ? kDLFloat : kDLFloat8_e4m3fn;
+    t->own.dtype.bits = f32 ? 32 : 8;
+    t->own.dtype.lanes = 1;
+    t->own_shape[0] = rows, t->own_shape[1] = cols;
+    t->own_strides[0] = cols, t->own_strides[1] = 1;
+    t->own.shape = t->own_shape;
+    t->own.strides = t->own_strides;
+    t->t = &t->own;
+    t->dtype = t->own.dtype;
+}
+
+/* masked_m / m_indices as the kernel takes it without a word from the checked path: a plain
+ * CUDA int32 tensor [len], contiguous, on x's device. 1 taken, 0 not. */
+static int take_aux(PyObject *obj, int64_t len, int device, qgpy_tensor *t)
+{
+    return qgpy_torch_borrow(obj, cast_names[C_AUX], t) == 1 && t->t->dtype.code == kDLInt &&
+           t->t->dtype.bits == 32 && t->t->ndim == 1 && t->t->shape[0] == len &&
+           (len <= 1 || t->t->strides[0] == 1) && t->t->device.device_id == device;
+}
+
+/*
+ * cast_new(kind, x, ue8m0, sf_mn_major, masked_m, m_indices) -> (q, sf) or NotImplemented
+ *
+ * The casts' common case in one call (issue 51: a cast's host cost next to a launch's): x a
+ * plain CUDA torch tensor that the kernels take as it is, ue8m0 and sf_mn_major bools,
+ * masked_m / m_indices None or plain CUDA int32 tensors. The outputs are allocated here (one
+ * float8_e4m3fn buffer: q's bytes, then sf's at a 256-byte boundary), the library checks and
+ * launches on torch's current stream, and only then are q and sf carved out of the buffer as
+ * views (torch's work after the launch overlaps the kernel). q and sf have the shapes,
+ * strides and dtypes of cast.py's checked path, and the same bytes (the same kernel on the
+ * same values). Anything else -- another type, dtype, layout or size, a bad argument, the
+ * knob's "checked" -- answers NotImplemented having done nothing, and the package's checked
+ * path decides, with its own messages. Errors raised here: the library's refusals and torch's
+ * (out of memory), as the checked path raises them.
+ */
+PyObject *qgpy_cast_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "cast_new() takes 6 arguments (%zd given)", nargs);
+    const long kind = PyLong_AsLong(args[0]);
+    if (kind == -1 && PyErr_Occurred())
+        return NULL;
+    if (kind < QG_CAST_KIND_PER_TOKEN || kind > QG_CAST_KIND_SILU_MUL)
+        return PyErr_Format(PyExc_ValueError, "qgemm: unknown cast kind %ld", kind);
+    PyObject *const ue = args[2], *const mn = args[3], *const masked = args[4],
+                    *const indices = args[5];
+    const int silu = kind == QG_CAST_KIND_SILU_MUL;
+    int twoalloc;
+    if ((ue != Py_True && ue != Py_False) || (mn != Py_True && mn != Py_False) ||
+        (!silu && (mn == Py_True || masked != Py_None || indices != Py_None)) ||
+        (masked != Py_None && indices != Py_None) || !qgpy_torch_outputs_ready() ||
+        host_words(&twoalloc))
+        Py_RETURN_NOTIMPLEMENTED;
+    const int ue8m0 = ue == Py_True, sf_mn_major = mn == Py_True;
+    const int rows_mask = masked != Py_None ? 1 : indices != Py_None ? 2 : 0;
+
+    qgpy_tensor t[C_SLOTS];
+    memset(t, 0, sizeof t);
+    if (qgpy_torch_borrow(args[1], cast_names[C_X], &t[C_X]) != 1)
+        Py_RETURN_NOTIMPLEMENTED; /* (borrowed descriptions owe nothing) */
+    const DLTensor *x = t[C_X].t;
+    if (!((x->dtype.code == kDLBfloat && x->dtype.bits == 16) ||
+          (x->dtype.code == kDLFloat && x->dtype.bits == 32)))
+        Py_RETURN_NOTIMPLEMENTED;
+    const int nd = x->ndim, device = x->device.device_id;
+    int64_t sh[QGPY_MAX_NDIM], numel = 1;
+    for (int i = 0; i < nd; i++)
+        numel *= (sh[i] = x->shape[i]); /* (qgpy_shape_invalid: no overflow) */
+
+    /* the checked path's conditions (cast.py): where it raises or takes torch's formulas,
+     * NotImplemented. q is contiguous, of qnd dims; sf's view sfnd dims at sf_strides (in
+     * the buffer's first sf_count floats) */
+    int64_t rows, cols, m, groups, k;
+    int64_t qsh[QGPY_MAX_NDIM], sfsh[QGPY_MAX_NDIM], sfst[QGPY_MAX_NDIM];
+    int qnd = nd, sfnd = nd, sf_ld = 0;
+    for (int i = 0; i < nd; i++)
+        qsh[i] = sfsh[i] = sh[i];
+    switch (kind) {
+    case QG_CAST_KIND_PER_TOKEN:
+        if (nd < 1 || (cols = sh[nd - 1]) == 0 || (rows = numel / cols) == 0 ||
+            rows > CAST_SIZE_MAX || cols > CAST_SIZE_MAX)
+            Py_RETURN_NOTIMPLEMENTED;
+        m = rows, groups = 1, k = cols;
+        sfsh[nd - 1] = cdiv(k, 128);
+        break;
+    case QG_CAST_KIND_PER_BLOCK:
+        if (nd < 2 || numel == 0)
+            Py_RETURN_NOTIMPLEMENTED;
+        m = sh[nd - 2], k = cols = sh[nd - 1], groups = numel / (m * k);
+        if (m > CAST_SIZE_MAX || k > CAST_SIZE_MAX || groups > INT32_MAX / 2)
+            Py_RETURN_NOTIMPLEMENTED;
+        rows = groups * m;
+        sfsh[nd - 2] = cdiv(m, 128), sfsh[nd - 1] = cdiv(k, 128);
+        break;
+    case QG_CAST_KIND_PER_CHANNEL:
+        if (nd != 2 || numel == 0 || sh[0] % 128 || sh[0] > CAST_SIZE_MAX ||
+            sh[1] > CAST_SIZE_MAX)
+            Py_RETURN_NOTIMPLEMENTED;
+        m = rows = sh[0], k = cols = sh[1], groups = 1;
+        sfsh[0] = m / 128;
+        break;
+    default: /* silu_and_mul_fp8_quant */
+        if (nd < 1 || (cols = sh[nd - 1]) % 2 || (rows_mask == 1 && nd != 3) ||
+            (rows_mask == 2 && nd != 2) || (sf_mn_major && nd != 2 && nd != 3))
+            Py_RETURN_NOTIMPLEMENTED;
+        k = cols / 2, m = nd >= 2 ? sh[nd - 2] : 1;
+        rows = cols ? numel / cols : 0, groups = m ? rows / m : 0;
+        if (rows == 0 || k == 0 || m > CAST_SIZE_MAX || k > CAST_SIZE_MAX || groups > INT32_MAX)
+            Py_RETURN_NOTIMPLEMENTED;
+        if (rows_mask && !take_aux(rows_mask == 1 ? masked : indices, sh[0], device, &t[C_AUX]))
+            Py_RETURN_NOTIMPLEMENTED;
+        qsh[nd - 1] = k, sfsh[nd - 1] = cdiv(k, 128);
+        break;
+    }
+    if (!as_rows(&t[C_X], rows, cols))
+        Py_RETURN_NOTIMPLEMENTED;
+    const int64_t kb = cdiv(k, 128);
+    int64_t sf_count, sf_store[3]; /* sf_store: the M-major storage [groups, kb, sf_ld] */
+    if (sf_mn_major) {
+        sf_ld = (int)((m + 3) / 4 * 4);
+        sf_store[0] = groups, sf_store[1] = kb, sf_store[2] = sf_ld;
+        sf_count = groups * kb * sf_ld;
+        /* storage.transpose(1, 2)[:, :m, :], squeezed for x [M, 2N] (cast.py) */
+        sfnd = nd;
+        const int64_t v_sh[3] = {groups, m, kb}, v_st[3] = {kb * sf_ld, 1, sf_ld};
+        for (int i = 0; i < nd; i++)
+            sfsh[i] = v_sh[3 - nd + i], sfst[i] = v_st[3 - nd + i];
+    } else {
+        sf_count = 1;
+        for (int i = 0; i < sfnd; i++)
+            sf_count *= sfsh[i];
+        contiguous_strides(sfsh, sfnd, sfst);
+    }
+    const int64_t q_bytes = rows * k, sf_offset = (q_bytes + 255) / 256 * 256;
+
+    /* the outputs: one buffer (q's bytes, sf's from sf_offset) or, under twoalloc, two */
+    PyObject *result = NULL, *buf = NULL, *q = NULL, *sf = NULL, *sf_buf = NULL;
+    uintptr_t q_addr = 0, sf_addr = 0;
+    if (!twoalloc) {
+        const int64_t bytes = sf_offset + 4 * sf_count;
+        if (!(buf = qgpy_torch_empty(args[1], &bytes, 1, 0)) || qgpy_torch_data_ptr(buf, &q_addr) < 0)
+            goto done;
+        sf_addr = q_addr + (uintptr_t)sf_offset;
+    } else {
+        if (!(q = qgpy_torch_empty(args[1], qsh, qnd, 0)) ||
+            !(sf_buf = sf_mn_major ? qgpy_torch_empty(args[1], sf_store, 3, 1)
+                                   : qgpy_torch_empty(args[1], sfsh, sfnd, 1)) ||
+            qgpy_torch_data_ptr(q, &q_addr) < 0 || qgpy_torch_data_ptr(sf_buf, &sf_addr) < 0)
+            goto done;
+    }
+    describe_new(&t[C_OUT], cast_names[C_OUT], q_addr, device, 0, rows, k);
+    describe_new(&t[C_SF], cast_names[C_SF], sf_addr, device, 1, 1, sf_count);
+    qg_cast_args a;
+    int dev = -1;
+    unsigned long long stream = 0;
+    if (cast_args((int)kind, t, (int)m, (int)groups, sf_mn_major, sf_ld, ue8m0, rows_mask, &a,
+                  &dev) < 0 ||
+        qgpy_torch_current_stream(dev, &stream) < 0)
+        goto done;
+    qg_context *ctx = qgpy_context(dev);
+    if (!ctx)
+        goto done;
+    qg_status st;
+    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
+    Py_BEGIN_ALLOW_THREADS
+    switch (kind) {
+    case QG_CAST_KIND_PER_TOKEN: st = qg_per_token_cast(ctx, &a, s); break;
+    case QG_CAST_KIND_PER_BLOCK: st = qg_per_block_cast(ctx, &a, s); break;
+    case QG_CAST_KIND_PER_CHANNEL: st = qg_per_channel_cast(ctx, &a, s); break;
+    default: st = qg_silu_mul_cast(ctx, &a, s); break;
+    }
+    Py_END_ALLOW_THREADS
+    if (st != QG_SUCCESS) {
+        qgpy_raise_status(st);
+        goto done;
+    }
+    /* after the launch: the views */
+    if (!twoalloc) {
+        int64_t qst[QGPY_MAX_NDIM];
+        contiguous_strides(qsh, qnd, qst);
+        if (!(q = qgpy_torch_carve(buf, 0, qsh, qst, qnd, 0)) ||
+            !(sf = qgpy_torch_carve(buf, 1, sfsh, sfst, sfnd, sf_offset / 4)))
+            goto done;
+    } else if (sf_mn_major) {
+        if (!(sf = qgpy_torch_carve(sf_buf, 0, sfsh, sfst, sfnd, 0)))
+            goto done;
+    } else {
+        sf = sf_buf;
+        sf_buf = NULL;
+    }
+    result = PyTuple_Pack(2, q, sf);
+done:
+    Py_XDECREF(buf);
+    Py_XDECREF(q);
+    Py_XDECREF(sf);
+    Py_XDECREF(sf_buf);
+    return result;
+}

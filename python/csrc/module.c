@@ -983,6 +983,8 @@ static PyMethodDef methods[] = {
     {"cast", qgpy_cast, METH_VARARGS,
      "cast(kind, x, out, sf, aux, m, groups, sf_mn_major, sf_ld, ue8m0, rows_mask, stream, "
      "no_sync)"},
+    {"cast_new", (PyCFunction)(void (*)(void))qgpy_cast_new, METH_FASTCALL,
+     "cast_new(kind, x, ue8m0, sf_mn_major, masked_m, m_indices) -> (q, sf) or NotImplemented"},
     {"sf_layout", qgpy_sf_layout, METH_VARARGS,
      "sf_layout(kind, sf, out, ks, out_ld, gran_k, k_alignment, psum, stream, no_sync)"},
     {"mqa_logits", qgpy_mqa_logits, METH_VARARGS,

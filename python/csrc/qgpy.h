@@ -152,6 +152,21 @@ int qgpy_tensor_take(PyObject *obj, const char *name, unsigned long long stream,
 #define QGPY_TORCH_MODE (1u << 31)
 int qgpy_torch_take_all(PyObject *const *objs, const char *const *names, int n, int none_ok,
                         unsigned long long *stream, qgpy_tensor *t);
+/*
+ * New torch tensors for the casts' fast path (cast.c, cast_new): made by the
+ * extension so that a cast costs one Python-to-C call. qgpy_torch_outputs_ready:
+ * torch has float8_e4m3fn and qgpy_torch_init ran. qgpy_torch_empty:
+ * like.new_empty(shape, dtype=float8_e4m3fn or float32) on like's device (no
+ * torch.device object made). qgpy_torch_carve: buf.as_strided(shape, strides,
+ * offset), or with f32 = 1 buf.view(torch.float32).as_strided(...) (offset in
+ * elements of the viewed dtype). qgpy_torch_data_ptr:
+ * t.data_ptr(). New references / 0, or NULL / -1 with torch's exception.
+ */
+int qgpy_torch_outputs_ready(void);
+PyObject *qgpy_torch_empty(PyObject *like, const int64_t *shape, int ndim, int f32);
+PyObject *qgpy_torch_carve(PyObject *buf, int f32, const int64_t *shape, const int64_t *strides,
+                           int ndim, int64_t offset);
+int qgpy_torch_data_ptr(PyObject *t, uintptr_t *ptr);
 
 /* ---- one GEMM call's tensors -> library arguments (layout.c) ------------- */
 
@@ -198,6 +213,9 @@ PyObject *qgpy_bmk_default_splits(PyObject *self, PyObject *const *args, Py_ssiz
  * k_alignment, psum, stream, no_sync): the module functions (see cast.c). */
 PyObject *qgpy_cast(PyObject *self, PyObject *args);
 PyObject *qgpy_sf_layout(PyObject *self, PyObject *args);
+/* cast_new(kind, x, ue8m0, sf_mn_major, masked_m, m_indices) -> (q, sf) or
+ * NotImplemented: the casts' fast path (METH_FASTCALL, see cast.c). */
+PyObject *qgpy_cast_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ---- the indexer / HC family (indexer.c) ------------------------------------ */
 
 /* mqa_logits, paged_mqa_schedule, paged_mqa_logits, hc_prenorm: the module

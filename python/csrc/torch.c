@@ -25,6 +25,9 @@ static PyTypeObject *g_tensor_type, *g_parameter_type;
 static PyObject *g_current_stream; /* device index -> raw CUstream handle */
 static PyObject *g_dtypes;         /* torch.dtype -> (code | bits << 8) */
 static PyObject *s_dtype, *s_shape, *s_is_cuda, *s_stride, *s_data_ptr, *s_get_device;
+/* the casts' outputs (qgpy_torch_empty, qgpy_torch_carve): torch.float8_e4m3fn and
+ * torch.float32, the method names and new_empty's keyword names ("dtype",) */
+static PyObject *g_e4m3, *g_f32, *s_new_empty, *s_view, *s_as_strided, *g_dtype_kw;
 
 static const struct {
     const char *name; /* attribute of the torch module */
@@ -85,7 +88,15 @@ int qgpy_torch_init(PyObject *torch, PyObject *current_stream)
     }
     if (!(s_dtype = intern("dtype")) || !(s_shape = intern("shape")) ||
         !(s_is_cuda = intern("is_cuda")) || !(s_stride = intern("stride")) ||
-        !(s_data_ptr = intern("data_ptr")) || !(s_get_device = intern("get_device")))
+        !(s_data_ptr = intern("data_ptr")) || !(s_get_device = intern("get_device")) ||
+        !(s_new_empty = intern("new_empty")) || !(s_view = intern("view")) ||
+        !(s_as_strided = intern("as_strided")) || !(g_dtype_kw = PyTuple_Pack(1, s_dtype)))
+        goto fail;
+    /* (an older torch without float8_e4m3fn: the casts' fast path stays off) */
+    g_e4m3 = PyObject_GetAttrString(torch, "float8_e4m3fn");
+    if (!g_e4m3)
+        PyErr_Clear();
+    if (!(g_f32 = PyObject_GetAttrString(torch, "float32")))
         goto fail;
     g_tensor_type = (PyTypeObject *)tensor;
     g_parameter_type = (PyTypeObject *)parameter;
@@ -244,4 +255,75 @@ int qgpy_torch_take_all(PyObject *const *objs, const char *const *names, int n, 
     if (device < 0) /* no tensor at all: let the whole path say what is missing */
         return 0;
     return qgpy_torch_current_stream(device, stream) < 0 ? -1 : 1;
+}
+
+int qgpy_torch_outputs_ready(void)
+{
+    return g_dtypes != NULL && g_e4m3 != NULL;
+}
+
+static PyObject *int64s(const int64_t *v, int n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (!x) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+PyObject *qgpy_torch_empty(PyObject *like, const int64_t *shape, int ndim, int f32)
+{
+    PyObject *size = int64s(shape, ndim);
+    if (!size)
+        return NULL;
+    /* like.new_empty(size, dtype=...): like's device without a torch.device object */
+    PyObject *args[3] = {like, size, f32 ? g_f32 : g_e4m3};
+    PyObject *r = PyObject_VectorcallMethod(s_new_empty, args, 2,
+                                            g_dtype_kw);
+    Py_DECREF(size);
+    return r;
+}
+
+PyObject *qgpy_torch_carve(PyObject *buf, int f32, const int64_t *shape, const int64_t *strides,
+                           int ndim, int64_t offset)
+{
+    PyObject *size = int64s(shape, ndim), *stride = size ? int64s(strides, ndim) : NULL;
+    PyObject *off = stride ? PyLong_FromLongLong(offset) : NULL;
+    PyObject *base = NULL, *r = NULL;
+    if (off) {
+        if (f32) {
+            PyObject *vargs[2] = {buf, g_f32};
+            base = PyObject_VectorcallMethod(s_view, vargs, 2, NULL);
+        } else {
+            Py_INCREF(buf);
+            base = buf;
+        }
+    }
+    if (base) {
+        PyObject *aargs[4] = {base, size, stride, off};
+        r = PyObject_VectorcallMethod(s_as_strided, aargs, 4, NULL);
+    }
+    Py_XDECREF(base);
+    Py_XDECREF(off);
+    Py_XDECREF(stride);
+    Py_XDECREF(size);
+    return r;
+}
+
+int qgpy_torch_data_ptr(PyObject *t, uintptr_t *ptr)
+{
+    PyObject *p = call_method(t, s_data_ptr);
+    if (!p)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(p);
+    Py_DECREF(p);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *ptr = (uintptr_t)v;
+    return 0;
 }

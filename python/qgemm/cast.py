@@ -30,6 +30,18 @@ from ._torch_helpers import _check_cast_args, _check_tensor, _torch
 _INT_MAX = 2**31 - 1
 _ROWS_MAX = 2**30  # the library's limit on rows (m) and columns (k)
 
+# The fast path (issue 51: a small cast's host cost next to a kernel launch's): not traced
+# and DeepGEMM's granularity -> one call of _C.cast_new, which takes a plain CUDA torch x
+# that the kernels read as it is, allocates the outputs (one buffer, carved into q and sf
+# after the launch), launches on torch's current stream and returns them, with the
+# shapes, strides, dtypes and bytes of the checked path below; anything else it answers
+# NotImplemented having done nothing, and the checked path decides (its messages, its
+# torch fallbacks). QGEMM_CAST_VARIANT's word "checked" turns it off (A/B runs).
+_FAST_PER_TOKEN = _C.CAST_PER_TOKEN
+_FAST_PER_BLOCK = _C.CAST_PER_BLOCK
+_FAST_PER_CHANNEL = _C.CAST_PER_CHANNEL
+_FAST_SILU_MUL = _C.CAST_SILU_MUL
+
 
 def _compiling(torch: Any) -> bool:
     return bool(getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)())
@@ -111,6 +123,10 @@ def per_token_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128,
     formulas otherwise, bit for bit the same. ``gran_k`` must be 128 and
     ``use_packed_ue8m0`` False (else NotImplementedError).
     """
+    if gran_k == 128 and use_packed_ue8m0 is False and not _d.COMPILING():
+        r = _C.cast_new(_FAST_PER_TOKEN, x, use_ue8m0, False, None, None)
+        if r is not NotImplemented:
+            return r
     torch = _torch()
     _check_cast_args("per_token_cast_to_fp8", use_ue8m0, gran_k, use_packed_ue8m0)
     _check_tensor(torch, x, "x", 1)
@@ -136,6 +152,10 @@ def per_block_cast_to_fp8(x: Any, use_ue8m0: bool = False, gran_k: int = 128) ->
     formulas otherwise, bit for bit the same. ``use_ue8m0``/``gran_k`` as in
     per_token_cast_to_fp8.
     """
+    if gran_k == 128 and not _d.COMPILING():
+        r = _C.cast_new(_FAST_PER_BLOCK, x, use_ue8m0, False, None, None)
+        if r is not NotImplemented:
+            return r
     torch = _torch()
     _check_cast_args("per_block_cast_to_fp8", use_ue8m0, gran_k)
     _check_tensor(torch, x, "x", 2)
@@ -162,6 +182,10 @@ def per_channel_cast_to_fp8(x: Any, use_ue8m0: bool = False,
     [M, N], scales [M/128, N] float32)``, ``x_fp8 = x / scale``. One GPU kernel
     for a CUDA bfloat16/float32 ``x`` (``qg_per_channel_cast_kernel``), the
     torch formulas otherwise, bit for bit the same."""
+    if gran_k == 128 and not _d.COMPILING():
+        r = _C.cast_new(_FAST_PER_CHANNEL, x, use_ue8m0, False, None, None)
+        if r is not NotImplemented:
+            return r
     torch = _torch()
     _check_cast_args("per_channel_cast_to_fp8", use_ue8m0, gran_k)
     _check_tensor(torch, x, "x", 2)
@@ -198,6 +222,10 @@ def silu_and_mul_fp8_quant(x: Any, use_ue8m0: bool = False, masked_m: Any = None
     skipped. Both are read by the kernel only (CUDA-graph capturable). A CPU
     ``x`` (or another dtype) takes the torch formulas and computes every row.
     """
+    if not _d.COMPILING():
+        r = _C.cast_new(_FAST_SILU_MUL, x, use_ue8m0, sf_mn_major, masked_m, m_indices)
+        if r is not NotImplemented:
+            return r
     torch = _torch()
     func = "silu_and_mul_fp8_quant"
     if not isinstance(use_ue8m0, (bool, int)):
