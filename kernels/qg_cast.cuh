@@ -30,6 +30,14 @@
  *                    the per-channel quotient by a reciprocal and an fma correction
  *                    (bf16 input; the IEEE quotient's e4m3 byte on every (x, amax) pair
  *                    of bf16 values, checked exhaustively: bench/results/2026-11-29-cpu-cast-lean)
+ *   QG_CAST_RING     op 3 only (QGEMM_CAST_VARIANT word ring; absent = 0): the stages of a
+ *                    shared-memory ring that cp.async.bulk fills with 128-row tiles while the
+ *                    CTA reduces and quantizes an earlier one (persistent CTAs; 16-byte
+ *                    accesses only, QG_CAST_VEC = 16 bytes); the same bytes as the plain kernel
+ *   QG_CAST_LUT      op 4 with bf16 input only (word lut; absent = 0): silu of the gate read
+ *                    from a shared-memory table of every bf16 gate in [2^-24, 2^8) that the
+ *                    CTA computes first with the same expression (persistent CTAs, the next
+ *                    round's loads issued before this round's math); the same bytes
  *   QG_CAST_GROUPS, QG_CAST_GRAN_K, QG_CAST_K_ALIGN, QG_CAST_PSUM   op 7 only
  *   QG_CAST_PARAMS_BYTES  sizeof the host's qg_cast_params (checked)
  *
@@ -97,6 +105,12 @@ static_assert(sizeof(qg_cast_params) == QG_CAST_PARAMS_BYTES, "host and kernel d
 #ifndef QG_CAST_LEAN
 #define QG_CAST_LEAN 0
 #endif
+#ifndef QG_CAST_RING
+#define QG_CAST_RING 0
+#endif
+#ifndef QG_CAST_LUT
+#define QG_CAST_LUT 0
+#endif
 
 #if QG_CAST_OP <= QG_CAST_OP_SILU
 /* ---- the quantizing kernels: common parts -------------------------------- */
@@ -147,6 +161,28 @@ QG_DEVICE void qg_cast_load(qg_cast_raw &r, const char *row, int col, int limit,
 #endif
     }
 }
+
+#if QG_CAST_LUT
+/* qg_cast_load, the chunks past `limit` (or all, !live) holding `fill` in each 32-bit
+ * word instead of zero (the silu table's padding gate: qg_cast_lut_index2). */
+QG_DEVICE void qg_cast_load_fill(qg_cast_raw &r, const char *row, int col, int limit, bool live,
+                                 uint32_t fill) {
+#pragma unroll
+    for (int c = 0; c < QG_CAST_CHUNKS; ++c) {
+        const bool ok = live && col + c * QG_CAST_VEC < limit;
+        const char *p = row + (int64_t)(col + c * QG_CAST_VEC) * QG_CAST_IN_BYTES;
+#if QG_CAST_CHUNK_BYTES == 16
+        r.q = ok ? qg_ld_stream_v4(p) : make_uint4(fill, fill, fill, fill);
+#elif QG_CAST_CHUNK_BYTES == 8
+        r.d[c] = ok ? qg_ld_stream_v2(p) : make_uint2(fill, fill);
+#elif QG_CAST_CHUNK_BYTES == 4
+        r.w[c] = ok ? qg_ld_stream_b32(p) : fill;
+#else
+        r.h[c] = ok ? qg_ld_stream_b16(p) : (uint16_t)fill;
+#endif
+    }
+}
+#endif
 
 /* The thread's EPT values as floats (bf16 -> float is exact). */
 QG_DEVICE void qg_cast_decode(const qg_cast_raw &r, float (&v)[QG_CAST_EPT]) {
@@ -286,11 +322,10 @@ QG_DEVICE void qg_cast_quantize(const float (&v)[QG_CAST_EPT], float mult, bool 
  * `1 +` fuse into one fma, and torch's bits are those of the fused form (an
  * __fadd_rn here would round twice and differ). The product with u is a
  * separate torch kernel: one rounding. */
-QG_DEVICE float qg_cast_silu_mul(float g, float u) {
-    const float silu = g / (1.0f + expf(-g));
-    return __fmul_rn(silu, u);
-}
+QG_DEVICE float qg_cast_silu(float g) { return g / (1.0f + expf(-g)); }
+QG_DEVICE float qg_cast_silu_mul(float g, float u) { return __fmul_rn(qg_cast_silu(g), u); }
 
+#if !QG_CAST_LUT
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
@@ -386,6 +421,186 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
         }
     }
 }
+#else /* QG_CAST_LUT */
+/* ---- silu(gate) * up from a table (op 4, QG_CAST_LUT; bf16 input) --------------
+ *
+ * A bf16 gate takes one of 2^16 values, so silu(gate) does too. Each CTA first
+ * computes it (qg_cast_silu: the same expression, so the same bits) for every gate
+ * whose biased exponent lies in [QG_CAST_LUT_E0, QG_CAST_LUT_E0 + 32) -- |g| in
+ * [2^-24, 2^8), both signs: 2 x 32 binades x 128 mantissas = 8192 floats, 32 KB of
+ * shared memory -- and every element then reads it there: about 5 integer operations
+ * and a shared load a gate in place of expf's expansion and an IEEE division (~22
+ * instructions, two of them MUFU), which kept the plain kernel's warps busy computing
+ * while HBM idled (H200: 70-78% of the copy bandwidth). A thread whose 8 gates are
+ * not all in the table (zeros, subnormals, |g| >= 256, inf, NaN) computes its 8 with
+ * qg_cast_silu_mul as the plain kernel does. The CTAs are persistent (one table
+ * each, built while the first round's loads are in flight) and walk the items
+ * grid-stride as op 1, each round's successor loaded before its math. */
+#define QG_CAST_LUT_E0 103 /* the table's lowest biased exponent: 2^-24 */
+#define QG_CAST_LUT_HALF 4096 /* entries per sign: 32 binades x 128 mantissas */
+#define QG_CAST_LUT_P0 (QG_CAST_LUT_E0 << 7) /* the bf16 bits of 2^-24 */
+static_assert(!QG_CAST_IN_F32 && QG_CAST_OP == QG_CAST_OP_SILU, "the silu table takes bf16 gates");
+
+/* Two table indices from a pair of bf16 gates w (element 2i in the low half):
+ * d = |g| bits - P0 per half is the entry within the sign's 4096 when < 4096;
+ * `bad` collects bits 12-15 of each half, set when a gate is outside the table
+ * (below P0 the half borrows: 0x10000 - P0 + .. >= 0x1000; the high half's borrow
+ * sets bits 28-31). The sign goes to bit 12 (13-bit index [sign][d]); the low
+ * index is the low 16 bits, the high one bits 16-31 -- both < 8192 when bad is 0. */
+QG_DEVICE uint32_t qg_cast_lut_index2(uint32_t w, uint32_t &bad) {
+    const uint32_t d = (w & 0x7FFF7FFFu) - (uint32_t)QG_CAST_LUT_P0 * 0x10001u;
+    bad |= d & 0xF000F000u;
+    return d | ((w >> 3) & 0x10001000u);
+}
+
+/* One round of a thread's items: the raw gate and up chunks and where they go. */
+struct qg_cast_lut_round {
+    qg_cast_raw gate[QG_CAST_UNROLL], up[QG_CAST_UNROLL];
+    int64_t row[QG_CAST_UNROLL];
+    int kb[QG_CAST_UNROLL];
+    bool live[QG_CAST_UNROLL];
+};
+
+/* Item item of each slot as (row, kb) once; later rounds advance it by the grid's
+ * stride (qg_cast_lut_advance) instead of dividing 64-bit numbers again. */
+QG_DEVICE void qg_cast_lut_first(qg_cast_lut_round &r, int64_t base, int lane) {
+#pragma unroll
+    for (int u = 0; u < QG_CAST_UNROLL; ++u) {
+        const int64_t item = base + u * QG_CAST_IPW + lane / QG_CAST_TPG;
+        r.row[u] = item / QG_CAST_KB;
+        r.kb[u] = (int)(item - r.row[u] * QG_CAST_KB);
+    }
+}
+
+QG_DEVICE void qg_cast_lut_advance(qg_cast_lut_round &r, const qg_cast_lut_round &from,
+                                   int64_t drow, int dkb) {
+#pragma unroll
+    for (int u = 0; u < QG_CAST_UNROLL; ++u) {
+        int kb = from.kb[u] + dkb;
+        const bool carry = kb >= QG_CAST_KB;
+        r.kb[u] = carry ? kb - QG_CAST_KB : kb;
+        r.row[u] = from.row[u] + drow + carry;
+    }
+}
+
+/* The loads of a round whose (row, kb) are set (op 1's items; rows past the end
+ * and dead rows load nothing). Padding gates hold 2^-24 (in the table; its silu
+ * times the zero up is +0, as silu(0) * 0 in the plain kernel), so they never leave
+ * the table path. */
+QG_DEVICE void qg_cast_lut_load(qg_cast_lut_round &r, const qg_cast_params &p, int sub) {
+    const char *in = (const char *)p.in;
+#pragma unroll
+    for (int u = 0; u < QG_CAST_UNROLL; ++u) {
+        r.live[u] = r.row[u] < p.rows;
+#if QG_CAST_ROW_MASK == 1
+        if (r.live[u]) {
+            const int64_t g = r.row[u] / p.m;
+            r.live[u] = r.row[u] - g * p.m < (int64_t)__ldg(p.aux + g); /* masked_m; negative: 0 */
+        }
+#elif QG_CAST_ROW_MASK == 2
+        if (r.live[u]) r.live[u] = __ldg(p.aux + r.row[u]) >= 0;
+#endif
+        const char *row = in + r.row[u] * p.ld_in * QG_CAST_IN_BYTES;
+        const int col = r.kb[u] * 128 + sub * QG_CAST_EPT;
+        qg_cast_load_fill(r.gate[u], row, col, QG_CAST_K, r.live[u], (uint32_t)QG_CAST_LUT_P0 * 0x10001u);
+        qg_cast_load(r.up[u], row + (int64_t)QG_CAST_K * QG_CAST_IN_BYTES, col, QG_CAST_K, r.live[u]);
+    }
+}
+
+/* silu(gate) * up of a loaded round, then op 1's per-token cast of each item. */
+QG_DEVICE void qg_cast_lut_round_cast(const qg_cast_lut_round &cur, const float *lut,
+                                      const qg_cast_params &p, int sub) {
+    char *out = (char *)p.out;
+    float *sf = (float *)p.sf;
+#pragma unroll
+    for (int u = 0; u < QG_CAST_UNROLL; ++u) {
+        float v[QG_CAST_EPT], up[QG_CAST_EPT];
+        qg_cast_decode(cur.up[u], up);
+        uint32_t bad = 0, idx[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) idx[i] = qg_cast_lut_index2(cur.gate[u].w[i], bad);
+        if (bad == 0) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                v[2 * i] = __fmul_rn(lut[idx[i] & 0xFFFFu], up[2 * i]);
+                v[2 * i + 1] = __fmul_rn(lut[idx[i] >> 16], up[2 * i + 1]);
+            }
+        } else { /* a gate outside the table: the plain kernel's arithmetic */
+            float g[QG_CAST_EPT];
+            qg_cast_decode(cur.gate[u], g);
+#pragma unroll
+            for (int i = 0; i < QG_CAST_EPT; ++i) v[i] = qg_cast_silu_mul(g[i], up[i]);
+        }
+        const bool live = cur.live[u];
+        uint32_t amax = qg_cast_abs_max(v, 0u);
+#pragma unroll
+        for (int off = QG_CAST_TPG / 2; off > 0; off >>= 1)
+            amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+        float scale, mult;
+        qg_cast_scale(amax, scale, mult);
+        qg_cast_bytes o;
+#if QG_CAST_LEAN
+        /* the vote before the dead lanes leave: every lane of the warp takes part */
+        const bool exact = QG_CAST_WARP_EXACT(
+            !live || __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT);
+        if (!live) continue;
+        if (exact)
+            qg_cast_quantize(v, mult, true, o);
+        else
+            qg_cast_quantize(v, mult, false, o);
+#else
+        if (!live) continue;
+        const bool exact = __fmul_rn(__uint_as_float(amax), mult) <= QG_CAST_E4M3_EXACT_LIMIT;
+        qg_cast_quantize(v, mult, exact, o);
+#endif
+        qg_cast_store(out + cur.row[u] * p.ld_out, cur.kb[u] * 128 + sub * QG_CAST_EPT, QG_CAST_K, o);
+        if (sub == 0) {
+#if QG_CAST_SF_MN
+            const int64_t g = cur.row[u] / p.m;
+            sf[(g * QG_CAST_KB + cur.kb[u]) * p.sf_ld + (cur.row[u] - g * p.m)] = scale;
+#else
+            sf[cur.row[u] * QG_CAST_KB + cur.kb[u]] = scale;
+#endif
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
+QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
+    __shared__ float lut[2 * QG_CAST_LUT_HALF];
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
+    const int lane = (int)(threadIdx.x & 31u);
+    const int sub = lane % QG_CAST_TPG;
+    const int64_t total = p.rows * QG_CAST_KB;
+    const int64_t warp = ((int64_t)blockIdx.x * QG_CAST_THREADS + threadIdx.x) / 32;
+    const int64_t num_warps = (int64_t)gridDim.x * (QG_CAST_THREADS / 32);
+    const int64_t round_items = (int64_t)QG_CAST_IPW * QG_CAST_UNROLL;
+    const int64_t stride = num_warps * round_items;
+    const int64_t drow = stride / QG_CAST_KB;
+    const int dkb = (int)(stride - drow * QG_CAST_KB);
+
+    /* two rounds in registers: one cast while the next one's loads are in flight */
+    qg_cast_lut_round a, b;
+    int64_t base = warp * round_items;
+    qg_cast_lut_first(a, base, lane);
+    qg_cast_lut_load(a, p, sub); /* in flight during the build */
+    for (int i = (int)threadIdx.x; i < 2 * QG_CAST_LUT_HALF; i += QG_CAST_THREADS) {
+        const uint32_t bits = (uint32_t)(i / QG_CAST_LUT_HALF) << 15 | (uint32_t)(QG_CAST_LUT_P0 + i % QG_CAST_LUT_HALF);
+        lut[i] = qg_cast_silu(__uint_as_float(bits << 16));
+    }
+    __syncthreads();
+    while (base < total) {
+        qg_cast_lut_advance(b, a, drow, dkb);
+        qg_cast_lut_load(b, p, sub);
+        qg_cast_lut_round_cast(a, lut, p, sub);
+        if ((base += stride) >= total) break;
+        qg_cast_lut_advance(a, b, drow, dkb);
+        qg_cast_lut_load(a, p, sub);
+        qg_cast_lut_round_cast(b, lut, p, sub);
+        base += stride;
+    }
+}
+#endif /* QG_CAST_LUT */
 #endif /* ops 1, 4 */
 
 #if QG_CAST_OP == QG_CAST_OP_BLOCK
@@ -481,7 +696,7 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
 }
 #endif /* op 2 */
 
-#if QG_CAST_OP == QG_CAST_OP_CHANNEL
+#if QG_CAST_OP == QG_CAST_OP_CHANNEL && !QG_CAST_RING
 /* ---- per-channel 128x1 (op 3) ---------------------------------------------
  *
  * x [M][K columns], M a multiple of 128; scales [M/128][K]. A CTA tile is 128
@@ -635,6 +850,225 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     }
 }
 #endif /* op 3 */
+#if QG_CAST_OP == QG_CAST_OP_CHANNEL && QG_CAST_RING
+/* ---- per-channel 128x1 through a shared-memory ring (op 3, QG_CAST_RING) --------
+ *
+ * The plain kernel holds its 128 x 256 tile in registers (128 a thread, so 2 CTAs
+ * a SM): a CTA loads, waits, reduces, syncs, then quantizes and stores with no load
+ * in flight, and the SM's other CTA is all that overlaps it (H200: 62-75% of the
+ * copy bandwidth; 896 tiles over 264 slots at 4096 x 7168 leave a 0.39 wave). Here
+ * a persistent CTA keeps QG_CAST_RING tiles of 128 rows x 256 bytes (128 bf16 / 64
+ * float columns) in flight: the CTA refills a stage with one cp.async.bulk a row
+ * (completing the stage's mbarrier) as soon as it has read it, so HBM streams
+ * while the CTA does the column reductions and the quotients of earlier tiles.
+ *
+ * Thread t owns column group cg = t % 16 (16 bytes of a row: EPT columns) of rows
+ * t / 16 + 32 i (i < 4): a warp's shared loads are two whole 256-byte rows. Column
+ * maxima: packed |bf16| pairs (max.u16x2) or |float| bits, the warp's two row lanes
+ * by a shuffle, the 16 warps through `partial`; thread c < TILE_COLS then reduces
+ * column c, writes its scale (global, and for the CTA with its multiplier or
+ * reciprocal), and __syncthreads_and gives the tile's `exact` (every column finite
+ * and within 464 after scaling: the lean quotient's domain, no e4m3 fix-up). The
+ * quotients and bytes are the plain kernel's, element for element. */
+#define QG_CAST_TILE_COLS (256 / QG_CAST_IN_BYTES)
+#define QG_CAST_CGROUPS 16
+#define QG_CAST_ROW_LANES (QG_CAST_THREADS / QG_CAST_CGROUPS)
+#define QG_CAST_ROWS_PT (128 / QG_CAST_ROW_LANES)
+#define QG_CAST_STAGE_BYTES (128 * 256)
+#define QG_CAST_CB ((QG_CAST_K + QG_CAST_TILE_COLS - 1) / QG_CAST_TILE_COLS)
+#define QG_CAST_WARPS (QG_CAST_THREADS / 32)
+#define QG_CAST_LEAN_DIV (QG_CAST_LEAN && !QG_CAST_IN_F32 && !QG_CAST_UE8M0)
+static_assert(QG_CAST_CHUNK_BYTES == 16, "the ring copies 16-byte aligned rows only");
+static_assert(QG_CAST_THREADS == 512 && QG_CAST_ROWS_PT * QG_CAST_ROW_LANES == 128 && 128 % QG_CAST_WARPS == 0 &&
+                  128 / QG_CAST_WARPS <= 32, "ring shape");
+
+#if QG_CAST_LEAN_DIV
+/* (the plain kernel's qg_cast_div_lean: see there) */
+QG_DEVICE float qg_cast_div_lean(float x, float sf, float y) {
+    const float q0 = __fmul_rn(x, y);
+    const float q1 = __fmaf_rn(__fmaf_rn(-sf, q0, x), y, q0);
+    return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(x) & 0x80000000u));
+}
+#endif
+
+/* max.u16x2 (PTX ISA 9.7.3): the larger of each 16-bit half, unsigned. */
+#ifndef QG_CAST_HOST_MAX_U16X2
+QG_DEVICE uint32_t qg_cast_max_u16x2(uint32_t a, uint32_t b) {
+    uint32_t m;
+    asm("max.u16x2 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(b));
+    return m;
+}
+#endif
+
+/* Tile `tile` into `stage`, called by the whole CTA: thread 0 arms `bar` with the
+ * tile's bytes, lanes 0-7 of each warp copy one row each (a bulk copy takes uniform
+ * operands, so one warp's lanes issue one after another: spread over the 16 warps,
+ * 8 a warp). A copy may complete before the arming (the tx-count goes negative,
+ * PTX ISA 9.7.13.15.1; the pending arrival holds the phase). A last column tile
+ * copies K's remaining columns only (a multiple of 16 bytes: QG_CAST_VEC). */
+QG_DEVICE void qg_cast_ring_issue(const qg_cast_params &p, int64_t tile, unsigned char *stage,
+                                  uint64_t *bar, int tid) {
+    const int64_t mb = tile / QG_CAST_CB;
+    const int col0 = (int)(tile - mb * QG_CAST_CB) * QG_CAST_TILE_COLS;
+    const uint32_t row_bytes =
+        (uint32_t)(QG_CAST_K - col0 < QG_CAST_TILE_COLS ? QG_CAST_K - col0 : QG_CAST_TILE_COLS) *
+        QG_CAST_IN_BYTES;
+    if (tid == 0) qg_mbarrier_arrive_expect_tx(bar, row_bytes * 128u);
+    const int lane = tid & 31, r = (tid / 32) * (128 / QG_CAST_WARPS) + lane;
+    if (lane < 128 / QG_CAST_WARPS) {
+        const char *src = (const char *)p.in + ((mb * 128 + r) * p.ld_in + col0) * QG_CAST_IN_BYTES;
+        qg_bulk_load(stage + r * 256, src, row_bytes, bar);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
+QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
+    extern __shared__ __align__(128) unsigned char ring[]; /* QG_CAST_RING x 32 KB */
+    __shared__ uint64_t full[QG_CAST_RING];
+    __shared__ uint4 partial[QG_CAST_WARPS][QG_CAST_CGROUPS];
+#if !QG_CAST_UE8M0
+    __shared__ float col_scale[QG_CAST_TILE_COLS];
+#endif
+#if QG_CAST_UE8M0 || QG_CAST_LEAN_DIV
+    __shared__ float col_mult[QG_CAST_TILE_COLS]; /* 1 / sf (a power of two), or RN(1 / sf) */
+#endif
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid / 32;
+    const int cg = tid % QG_CAST_CGROUPS, rl = tid / QG_CAST_CGROUPS;
+    const int64_t tiles = p.rows / 128 * QG_CAST_CB;
+    char *out = (char *)p.out;
+    float *sf = (float *)p.sf;
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < QG_CAST_RING; ++s) qg_mbarrier_init(&full[s], 1);
+        qg_fence_mbarrier_init();
+    }
+    __syncthreads();
+    qg_grid_dependency_wait(); /* launched with PDL: the producer's writes are visible */
+#pragma unroll
+    for (int s = 0; s < QG_CAST_RING; ++s) {
+        const int64_t t = blockIdx.x + (int64_t)s * gridDim.x;
+        if (t < tiles) qg_cast_ring_issue(p, t, ring + s * QG_CAST_STAGE_BYTES, &full[s], tid);
+    }
+    int s = 0;
+    uint32_t phase = 0;
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int64_t mb = tile / QG_CAST_CB;
+        const int col0 = (int)(tile - mb * QG_CAST_CB) * QG_CAST_TILE_COLS;
+        unsigned char *stage = ring + s * QG_CAST_STAGE_BYTES;
+        qg_mbarrier_wait(&full[s], phase);
+        qg_cast_raw raw[QG_CAST_ROWS_PT];
+#pragma unroll
+        for (int i = 0; i < QG_CAST_ROWS_PT; ++i)
+            raw[i].q = *(const uint4 *)(stage + (rl + i * QG_CAST_ROW_LANES) * 256 + cg * 16);
+        uint32_t m[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+#if QG_CAST_IN_F32
+            m[k] = raw[0].w[k] & 0x7FFFFFFFu;
+#pragma unroll
+            for (int i = 1; i < QG_CAST_ROWS_PT; ++i) m[k] = max(m[k], raw[i].w[k] & 0x7FFFFFFFu);
+            m[k] = max(m[k], __shfl_xor_sync(0xFFFFFFFFu, m[k], 16));
+#else /* |bf16| as unsigned 16-bit numbers order as the values (qg_cast_abs_max_raw) */
+            m[k] = raw[0].w[k] & 0x7FFF7FFFu;
+#pragma unroll
+            for (int i = 1; i < QG_CAST_ROWS_PT; ++i) m[k] = qg_cast_max_u16x2(m[k], raw[i].w[k] & 0x7FFF7FFFu);
+            m[k] = qg_cast_max_u16x2(m[k], __shfl_xor_sync(0xFFFFFFFFu, m[k], 16));
+#endif
+        }
+        if (lane < 16) partial[warp][cg] = make_uint4(m[0], m[1], m[2], m[3]);
+        __syncthreads(); /* the stage is in registers, the partial maxima written */
+        {
+            const int64_t next = tile + (int64_t)QG_CAST_RING * gridDim.x;
+            if (next < tiles) qg_cast_ring_issue(p, next, stage, &full[s], tid);
+        }
+        bool exact = true;
+        if (tid < QG_CAST_TILE_COLS) {
+            uint32_t amax = 0;
+#pragma unroll
+            for (int w = 0; w < QG_CAST_WARPS; ++w)
+#if QG_CAST_IN_F32
+                amax = max(amax, ((const uint32_t *)partial[w])[tid]);
+#else
+                amax = max(amax, (uint32_t)((const uint16_t *)partial[w])[tid] << 16);
+#endif
+            float a = __uint_as_float(amax);
+            if (a < QG_CAST_AMAX_FLOOR) a = QG_CAST_AMAX_FLOOR; /* NaN compares false: kept */
+            float scale = __fmul_rn(a, QG_CAST_INV448);
+#if QG_CAST_UE8M0
+            scale = qg_cast_ceil_ue8m0(scale);
+            col_mult[tid] = __fdiv_rn(1.0f, scale); /* a power of two: exact */
+#elif QG_CAST_LEAN_DIV
+            col_mult[tid] = __frcp_rn(scale);
+#endif
+#if !QG_CAST_UE8M0
+            col_scale[tid] = scale;
+#endif
+            const bool in = col0 + tid < QG_CAST_K;
+            exact = !in || __fdiv_rn(__uint_as_float(amax), scale) <= QG_CAST_E4M3_EXACT_LIMIT;
+            if (in) sf[mb * QG_CAST_K + col0 + tid] = scale;
+        }
+        /* the tile's columns all exact: the same branch in every warp */
+        const bool all_exact = __syncthreads_and(exact) != 0;
+#if !QG_CAST_UE8M0 /* (UE8M0: x * mult, exact) */
+        float scale[QG_CAST_EPT];
+#endif
+#if QG_CAST_UE8M0 || QG_CAST_LEAN_DIV
+        float mult[QG_CAST_EPT];
+#endif
+#pragma unroll
+        for (int j = 0; j < QG_CAST_EPT; ++j) {
+#if !QG_CAST_UE8M0
+            scale[j] = col_scale[cg * QG_CAST_EPT + j];
+#endif
+#if QG_CAST_UE8M0 || QG_CAST_LEAN_DIV
+            mult[j] = col_mult[cg * QG_CAST_EPT + j];
+#endif
+        }
+        const int col = col0 + cg * QG_CAST_EPT;
+        if (all_exact) {
+#pragma unroll
+            for (int i = 0; i < QG_CAST_ROWS_PT; ++i) {
+                float v[QG_CAST_EPT], q[QG_CAST_EPT];
+                qg_cast_decode(raw[i], v);
+#pragma unroll
+                for (int j = 0; j < QG_CAST_EPT; ++j)
+#if QG_CAST_UE8M0
+                    q[j] = __fmul_rn(v[j], mult[j]);
+#elif QG_CAST_LEAN_DIV
+                    q[j] = qg_cast_div_lean(v[j], scale[j], mult[j]);
+#else
+                    q[j] = __fdiv_rn(v[j], scale[j]);
+#endif
+                qg_cast_bytes o;
+#pragma unroll
+                for (int j = 0; j < QG_CAST_EPT / 4; ++j)
+                    o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], true);
+                qg_cast_store(out + (mb * 128 + rl + i * QG_CAST_ROW_LANES) * p.ld_out, col, QG_CAST_K, o);
+            }
+        } else { /* inf / NaN in the tile: IEEE quotients, the exact e4m3 conversion */
+#pragma unroll
+            for (int i = 0; i < QG_CAST_ROWS_PT; ++i) {
+                float v[QG_CAST_EPT], q[QG_CAST_EPT];
+                qg_cast_decode(raw[i], v);
+#pragma unroll
+                for (int j = 0; j < QG_CAST_EPT; ++j)
+#if QG_CAST_UE8M0
+                    q[j] = __fmul_rn(v[j], mult[j]);
+#else
+                    q[j] = __fdiv_rn(v[j], scale[j]);
+#endif
+                qg_cast_bytes o;
+#pragma unroll
+                for (int j = 0; j < QG_CAST_EPT / 4; ++j)
+                    o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], false);
+                qg_cast_store(out + (mb * 128 + rl + i * QG_CAST_ROW_LANES) * p.ld_out, col, QG_CAST_K, o);
+            }
+        }
+        if (++s == QG_CAST_RING) s = 0, phase ^= 1;
+    }
+}
+#endif /* op 3, QG_CAST_RING */
+
 
 #if QG_CAST_OP == QG_CAST_OP_SF_MN || QG_CAST_OP == QG_CAST_OP_SF_PACK
 /* ---- scale layouts (ops 5, 6) ---------------------------------------------

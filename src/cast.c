@@ -34,6 +34,7 @@ typedef struct {
     int vec, threads, unroll, min_ctas;
     int kg_groups, gran_k, k_alignment, psum;
     int lean; /* QG_CAST_LEAN (ops 1-4) */
+    int ring, lut, smem; /* QG_CAST_RING (op 3), QG_CAST_LUT (op 4), dynamic shared memory */
 } cast_key;
 
 typedef struct {
@@ -60,6 +61,7 @@ static void fill_key(const qg_cast_problem *p, const qg_cast_plan *plan, cast_ke
     k->vec = plan->vec, k->threads = plan->threads, k->unroll = plan->unroll;
     k->min_ctas = plan->min_ctas;
     k->lean = q ? p->lean : 0;
+    k->ring = plan->ring, k->lut = plan->lut, k->smem = plan->smem;
     if (kg) k->kg_groups = p->groups, k->gran_k = p->gran_k, k->k_alignment = p->k_alignment,
             k->psum = p->psum;
 }
@@ -90,7 +92,7 @@ static qg_status cast_build(qg_context *ctx, const void *key, const void *arg, v
                         qg__cast_op_name(p->op));
     if ((st = compile_kernel(ctx, p, &cp->plan, res)) != QG_SUCCESS) return st;
     shape->num_threads = (unsigned)cp->plan.threads;
-    shape->smem_bytes = 0;
+    shape->smem_bytes = (size_t)cp->plan.smem;
     shape->cluster_size = 1;
     shape->grid = (int)cp->plan.grid;
     return QG_SUCCESS;
@@ -421,38 +423,44 @@ static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const
 }
 
 /* QGEMM_CAST_VARIANT (A/B runs, issue 51): a '+'-list of all (a CTA per unit of work:
- * p->one_pass) and lean (the QG_CAST_LEAN kernels: p->lean), no empty word, or base alone (neither:
- * grid-stride grids capped at what the SMs hold, the plain kernels). Unset: all+lean
- * since 2026-11-29 (H200, bench/results/2026-11-29-h200-13-w3: kineto 1.100x base over
- * 19 rows, per-channel 43 -> 63% of the copy bandwidth at 4096x7168, per-token 77 -> 82%,
- * per-block 79 -> 85%, silu 60 -> 70%; the same bytes). The words checked and twoalloc
- * (the Python casts' host path: python/csrc/cast.c, cast_new) may be added to either form and
- * change nothing here; given alone, the kernels are the default's (all+lean).
+ * p->one_pass), lean (the QG_CAST_LEAN kernels: p->lean), ring (per-channel through a
+ * shared-memory ring of bulk copies: p->ring) and lut (silu_mul's silu from a
+ * shared-memory table: p->lut), no empty word, or base alone (none: grid-stride grids
+ * capped at what the SMs hold, the plain kernels). Unset: all+lean since 2026-11-29 (H200,
+ * bench/results/2026-11-29-h200-13-w3: kineto 1.100x base over 19 rows, per-channel
+ * 43 -> 63% of the copy bandwidth at 4096x7168, per-token 77 -> 82%, per-block 79 -> 85%,
+ * silu 60 -> 70%; the same bytes). ring and lut (2026-11-29, branch castbw): the same
+ * bytes as the default. The words checked and twoalloc (the Python casts' host path:
+ * python/csrc/cast.c, cast_new) may be added to either form and change nothing here;
+ * given alone, the kernels are the default's (all+lean).
  * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT naming another value. */
 static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
     const char *const all = qg__env_string("QGEMM_CAST_VARIANT");
     /* checked, twoalloc: the Python extension's words (python/csrc/cast.c, cast_new), no
      * effect here: they may follow base or the kernel words */
-    static const char *const names[] = {"base", "all", "lean", "checked", "twoalloc"};
+    static const char *const names[] = {"base", "all", "lean", "ring", "lut", "checked",
+                                        "twoalloc"};
     const char *v = all;
     int i;
-    p->one_pass = p->lean = 0;
+    p->one_pass = p->lean = p->ring = p->lut = 0;
     if (!all) {
         p->one_pass = p->lean = 1;
         return QG_SUCCESS;
     }
     int words = 0, base = 0;
-    while ((i = qg__env_next_word(&v, "+", false, names, 5)) >= 0) {
-        words += i <= 2, base |= i == 0;
+    while ((i = qg__env_next_word(&v, "+", false, names, 7)) >= 0) {
+        words += i <= 4, base |= i == 0;
         if (i == 1) p->one_pass = 1;
         if (i == 2) p->lean = 1;
+        if (i == 3) p->ring = 1;
+        if (i == 4) p->lut = 1;
     }
     if (i == -1 && words == 0) p->one_pass = p->lean = 1; /* host words alone: the default kernels */
     if (i == -1 && !(base && words > 1)) return QG_SUCCESS;
-    p->one_pass = p->lean = 0;
+    p->one_pass = p->lean = p->ring = p->lut = 0;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                    "%s: QGEMM_CAST_VARIANT = \"%.64s\" is not base or a '+'-list of all and lean "
-                    "(either optionally with checked, twoalloc)",
+                    "%s: QGEMM_CAST_VARIANT = \"%.64s\" is not base alone or a '+'-list of all, lean, "
+                    "ring and lut (either optionally with checked, twoalloc)",
                     fn, all);
 }
 

@@ -14,6 +14,15 @@
  * QGEMM_CAST_VARIANT=all (qg_cast_problem.one_pass; A/B runs) lifts the quantizing ops'
  * cap: one CTA per unit of work, the hardware scheduling CTAs as others retire;
  * QGEMM_CAST_VARIANT=lean (qg_cast_problem.lean) compiles QG_CAST_LEAN kernels.
+ * QGEMM_CAST_VARIANT word ring (qg_cast_problem.ring): per-channel with 16-byte rows
+ * (vec = 8 bf16 / 4 float) runs the ring kernel: 512 threads, 2 CTAs per SM, persistent
+ * (grid <= 2 per SM), tiles of 128 rows x 256 bytes, QG_CAST_RING_STAGES of them in
+ * flight a CTA (dynamic shared memory); narrower rows keep the plain kernel.
+ * Word lut (qg_cast_problem.lut): silu_mul of bf16 input with at least
+ * QG_CAST_LUT_ROUNDS rounds a CTA runs the table kernel: 768 threads (80 registers:
+ * two rounds live), one CTA per SM (one 32 KB table each, built while the first loads
+ * are in flight), unroll 2; float input, 2-byte accesses (vec 1: NVRTC spilled) and
+ * smaller calls keep the plain kernel (the table costs ~1 us a CTA).
  */
 #include "cast_plan.h"
 #include "internal.h"
@@ -33,6 +42,17 @@
 #define QG_CAST_CTAS_BLOCK_F32 2
 #define QG_CAST_CTAS_CHANNEL 2
 #define QG_CAST_CTAS_LAYOUT 4
+/* ring: 3 stages of 32 KB + ~5 KB static a CTA, 2 CTAs in 228 KB; 64 registers a
+ * thread at 2 x 512 threads */
+#define QG_CAST_RING_STAGES 3
+#define QG_CAST_RING_THREADS 512
+#define QG_CAST_RING_CTAS 2
+#define QG_CAST_RING_STAGE_BYTES (128 * 256)
+/* lut: a CTA of 768 threads per SM (80 registers), 96 items a round; the table only
+ * when every CTA runs at least this many rounds (4096 x 3584: 9 on 132 SMs) */
+#define QG_CAST_LUT_THREADS 768
+#define QG_CAST_LUT_UNROLL 2
+#define QG_CAST_LUT_ROUNDS 4
 
 const char *qg__cast_op_name(qg_cast_op op) {
     switch (op) {
@@ -46,6 +66,9 @@ const char *qg__cast_op_name(qg_cast_op op) {
     }
     return "unknown";
 }
+
+#define QG_CAST_STR_(x) #x
+#define QG_CAST_STR(x) QG_CAST_STR_(x)
 
 static int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t align4(int64_t x) { return (x + 3) / 4 * 4; }
@@ -145,6 +168,15 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
             if (ceil_div64(plan.work, (int64_t)ipw * plan.unroll * warps) >= 2 * (int64_t)num_sms) break;
         plan.grid = grid_of(ceil_div64(plan.work, (int64_t)ipw * plan.unroll * warps),
                             quant_cap(p, (int64_t)num_sms * QG_CAST_CTAS_TOKEN));
+        const int64_t lut_round = (int64_t)ipw * QG_CAST_LUT_UNROLL * (QG_CAST_LUT_THREADS / 32);
+        if (p->op == QG_CAST_SILU_MUL && p->lut && !p->in_f32 && plan.vec >= 2 &&
+            plan.work >= (int64_t)QG_CAST_LUT_ROUNDS * num_sms * lut_round) {
+            plan.lut = 1;
+            plan.threads = QG_CAST_LUT_THREADS;
+            plan.unroll = QG_CAST_LUT_UNROLL;
+            plan.min_ctas = 1;
+            plan.grid = grid_of(ceil_div64(plan.work, lut_round), num_sms);
+        }
         break;
     }
     case QG_CAST_PER_BLOCK:
@@ -168,6 +200,15 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
          * (NVRTC spilled at the two-CTA cap of 128 registers) */
         plan.min_ctas = !p->in_f32 && plan.vec < elems_per_thread(p) ? 1 : QG_CAST_CTAS_CHANNEL;
         plan.grid = grid_of(plan.work, quant_cap(p, plan.min_ctas * (int64_t)num_sms));
+        if (p->ring && plan.vec == elems_per_thread(p)) {
+            /* tiles of 128 rows x 256 bytes: 128 bf16 / 64 float columns */
+            plan.ring = QG_CAST_RING_STAGES;
+            plan.threads = QG_CAST_RING_THREADS;
+            plan.min_ctas = QG_CAST_RING_CTAS;
+            plan.work = p->rows / 128 * ceil_div64(p->k, 256 / (p->in_f32 ? 4 : 2));
+            plan.grid = grid_of(plan.work, (int64_t)QG_CAST_RING_CTAS * num_sms);
+            plan.smem = QG_CAST_RING_STAGES * QG_CAST_RING_STAGE_BYTES;
+        }
         break;
     case QG_CAST_SF_MN_MAJOR:
     case QG_CAST_SF_PACK_UE8M0: {
@@ -224,14 +265,17 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         "#define QG_CAST_N %d\n#define QG_CAST_VEC %d\n#define QG_CAST_THREADS %d\n"
         "#define QG_CAST_UNROLL %d\n#define QG_CAST_GROUPS %d\n#define QG_CAST_GRAN_K %d\n"
         "#define QG_CAST_K_ALIGN %d\n#define QG_CAST_PSUM %d\n#define QG_CAST_MIN_CTAS %d\n"
-        "#define QG_CAST_PARAMS_BYTES %zu\n%s#include \"qg_cast.cuh\"\n",
+        "#define QG_CAST_PARAMS_BYTES %zu\n%s%s%s#include \"qg_cast.cuh\"\n",
         qg__cast_op_name(p->op), (int)p->op, q ? p->in_f32 : 0, q ? p->ue8m0 : 0,
         (p->op == QG_CAST_PER_TOKEN || p->op == QG_CAST_SILU_MUL) ? p->sf_mn_major : 0,
         p->op == QG_CAST_SILU_MUL ? (int)p->rows_mask : 0, p->k, p->op == QG_CAST_PER_BLOCK ? p->n : 0,
         plan->vec, plan->threads, plan->unroll, kg ? p->groups : 1, kg ? p->gran_k : 128,
         kg ? p->k_alignment : 128, kg ? p->psum : 0, plan->min_ctas, sizeof(qg_cast_params),
         /* (absent for base: the plain kernels' source and cache key as before the knob) */
-        q && p->lean ? "#define QG_CAST_LEAN 1\n" : "");
+        q && p->lean ? "#define QG_CAST_LEAN 1\n" : "",
+        /* (absent unless the plan takes them: the other kernels' sources as before) */
+        plan->ring ? "#define QG_CAST_RING " QG_CAST_STR(QG_CAST_RING_STAGES) "\n" : "",
+        plan->lut ? "#define QG_CAST_LUT 1\n" : "");
     if (n < 0 || (size_t)n >= cap)
         return qg__fail(QG_ERROR_INTERNAL, "cast kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;

@@ -61,6 +61,10 @@ typedef struct {
                               not capped at what the SMs hold at once (A/B runs, issue 51) */
     int lean;              /* ops 1-4: QGEMM_CAST_VARIANT lean: QG_CAST_LEAN kernels (the same
                               bytes, fewer instructions an element) */
+    int ring;              /* op 3: QGEMM_CAST_VARIANT ring: the shared-memory ring kernel
+                              (QG_CAST_RING) where the rows allow 16-byte bulk copies */
+    int lut;               /* op 4: QGEMM_CAST_VARIANT lut: silu from a shared-memory table
+                              (QG_CAST_LUT), bf16 input with enough rows to amortise the table */
 } qg_cast_problem;
 
 typedef struct {
@@ -70,6 +74,9 @@ typedef struct {
     int min_ctas;     /* CTAs per SM the kernel is compiled to fit (launch bounds; 1 = no cap) */
     unsigned grid;    /* CTAs; 0: nothing to do, launch nothing */
     int64_t work;     /* items (ops 1, 4), blocks (2), tiles (3), threads (5-7) */
+    int ring;         /* op 3: QG_CAST_RING stages (0: the plain kernel) */
+    int lut;          /* op 4: QG_CAST_LUT (0: the plain kernel) */
+    int smem;         /* dynamic shared memory bytes of a CTA */
 } qg_cast_plan;
 
 /* The kernel's parameter (kernels/qg_cast.cuh's twin; device addresses). */

@@ -156,12 +156,14 @@
  *   QGEMM_CAST_VARIANT  all+lean             the quantizing casts (A/B runs, issue 51): base
  *                                            (grid-stride grids capped at what the SMs
  *                                            hold at once, the plain kernels) or a
- *                                            '+'-list of all (a CTA per unit of work) and
+ *                                            '+'-list of all (a CTA per unit of work),
  *                                            lean (QG_CAST_LEAN: the same bytes, fewer
- *                                            instructions an element), either optionally
- *                                            with the Python extension's host words
- *                                            checked (no fast path: the casts take
- *                                            python/qgemm/cast.py's checked path) and
+ *                                            instructions an element), ring (per-channel
+ *                                            through a shared-memory ring of bulk copies)
+ *                                            and lut (silu_mul's silu from a shared-memory
+ *                                            table), optionally with the Python extension's
+ *                                            host words checked (no fast path: the casts
+ *                                            take python/qgemm/cast.py's checked path) and
  *                                            twoalloc (the fast path's q and sf as two
  *                                            torch tensors, not one buffer's views;
  *                                            python/csrc/cast.c); host words alone keep
@@ -293,10 +295,11 @@ const qg_env_knob qg__env_knobs[] = {
      "not torch's copy) and bf16cast (bmk,bnk->mn with a bf16 d: the FP32 sum into a scratch, "
      "then torch's cast, as DeepGEMM)", "old"},
     {"QGEMM_CAST_VARIANT", "the quantizing casts: base (grid-stride grids capped at what the SMs "
-     "hold at once, the plain kernels) or a '+'-list of all (a CTA per unit of work) and lean "
-     "(the same bytes, fewer instructions an element), either optionally with the Python "
-     "casts' host words checked (the checked path, no fast path) and twoalloc (the fast path's "
-     "outputs as two tensors, not one buffer's views)", "all+lean"},
+     "hold at once, the plain kernels) or a '+'-list of all (a CTA per unit of work), lean "
+     "(the same bytes, fewer instructions an element), ring (per-channel through a shared-memory "
+     "ring of bulk copies) and lut (silu_mul's silu of bf16 gates from a shared-memory table), "
+     "optionally with the Python casts' host words checked (the checked path, no fast path) and "
+     "twoalloc (the fast path's outputs as two tensors, not one buffer's views)", "all+lean"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "

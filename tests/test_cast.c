@@ -82,20 +82,23 @@ TEST(cast_validation) {
         st = fns[f](ctx, &a, NULL);
         CHECK(st == QG_ERROR_NO_DEVICE, "%s m = 0 offline: %s", fn_names[f], qg_status_string(st));
         /* QGEMM_CAST_VARIANT: '+'-lists of base, all, lean accepted (offline: the device
-         * refusal), optionally with the extension's host words checked and twoalloc; another
-         * value refused by name before the device is asked */
+         * refusal), optionally with the extension's host words checked and twoalloc, and the
+         * kernel words ring and lut; another value refused by name before the device is asked */
         static const char *const variants[] = {
             "base", "all", "lean", "all+lean", "lean+all", "", "checked", "twoalloc",
             "base+checked", "all+lean+checked+twoalloc", "twoalloc+lean",
+            "ring", "lut", "all+lean+ring+lut", "lut+ring", "all+lean+ring+twoalloc",
+            /* refused from here */
             "al", "ALL", "persistent", "all,lean", "lean+x", "lean+", "+", "base+lean",
-            "all++lean", "checked+", "check", "base+all+checked", "checked,twoalloc"};
+            "all++lean", "checked+", "check", "base+all+checked", "checked,twoalloc",
+            "rings", "base+ring", "lut+"};
         const int n_variants = (int)(sizeof variants / sizeof variants[0]);
         for (int g = 0; g < n_variants; ++g) {
             a = good_cast();
             setenv("QGEMM_CAST_VARIANT", variants[g], 1);
             st = fns[f](ctx, &a, NULL);
             unsetenv("QGEMM_CAST_VARIANT"); /* (before a CHECK can leave the test) */
-            const bool good = g < 11;
+            const bool good = g < 16;
             CHECK(good ? st == QG_ERROR_NO_DEVICE
                        : st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_CAST_VARIANT") &&
                              strstr(qg_last_error(), variants[g]) && strstr(qg_last_error(), fn_names[f]),
@@ -256,6 +259,21 @@ TEST(cast_plan) {
     p.one_pass = 1;
     CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid == 896 && b.vec == a.vec &&
               b.min_ctas == a.min_ctas, "per-channel one pass: grid %u", b.grid);
+    /* ring (QGEMM_CAST_VARIANT word ring): 16-byte rows only; tiles of 128 rows x 256
+     * bytes (4096 x 7168 bf16: 32 x 56), persistent (2 CTAs a SM), 3 stages of 32 KB */
+    p.one_pass = 0, p.ring = 1;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring == 3 && a.threads == 512 &&
+              a.min_ctas == 2 && a.work == 32 * 56 && a.grid == 264 && a.smem == 3 * 32768 && !a.lut,
+          "ring: ring %d threads %d min_ctas %d work %lld grid %u smem %d", a.ring, a.threads, a.min_ctas,
+          (long long)a.work, a.grid, a.smem);
+    p.in_f32 = 1; /* 64 float columns a tile; 1000 columns: 16 tiles a row block, the last partial */
+    p.k = p.ld_in = p.ld_out = 1000, p.rows = 256;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring == 3 && a.work == 2 * 16 && a.grid == 32,
+          "ring f32: ring %d work %lld grid %u", a.ring, (long long)a.work, a.grid);
+    p.in_f32 = 0, p.k = p.ld_in = p.ld_out = 1001; /* narrower rows: the plain kernel */
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring == 0 && a.smem == 0 && a.threads == 256,
+          "ring, odd k: ring %d smem %d", a.ring, a.smem);
+    p.ring = 0;
     /* per-token 4096 x 7168: the grid-stride grid <= 4 a SM, one pass past it, same unroll */
     memset(&p, 0, sizeof p);
     p.op = QG_CAST_PER_TOKEN, p.rows = 4096, p.m = 4096, p.groups = 1, p.k = 7168;
@@ -265,6 +283,31 @@ TEST(cast_plan) {
     CHECK(qg__cast_plan(&p, 132, &b) == QG_SUCCESS && b.grid > 132u * 4 && a.grid == 132u * 4 &&
               b.unroll == a.unroll && b.work == a.work, "per-token one pass: grid %u / %u unroll %d / %d",
           a.grid, b.grid, a.unroll, b.unroll);
+    /* lut (word lut): silu_mul of bf16 with 2-byte or wider accesses and >= 4 rounds of
+     * 96 items a CTA (768 threads, one CTA a SM, unroll 2); else the plain kernel */
+    memset(&p, 0, sizeof p);
+    p.op = QG_CAST_SILU_MUL, p.rows = 4096, p.m = 4096, p.groups = 1, p.k = 3584, p.ld_in = 7168;
+    p.ld_out = 3584, p.in_align = p.out_align = 16, p.lut = 1, p.one_pass = 1;
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.lut == 1 && a.threads == 768 && a.min_ctas == 1 &&
+              a.unroll == 2 && a.grid == 132 && a.work == 4096 * 28 && a.smem == 0 && !a.ring,
+          "lut: lut %d threads %d grid %u unroll %d", a.lut, a.threads, a.grid, a.unroll);
+    p.rows = p.m = 64; /* 1792 items: under 4 rounds on 132 SMs, over on 3 */
+    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.lut == 0 && a.threads == 256, "lut, 64 rows");
+    CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && a.lut == 1 && a.grid == 3, "lut, 64 rows, 3 SMs");
+    p.in_f32 = 1;
+    CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && a.lut == 0, "lut, float input");
+    p.in_f32 = 0, p.k = 3583, p.ld_in = 7166, p.ld_out = 3583; /* vec 1 */
+    CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && a.lut == 0 && a.vec == 1, "lut, vec 1");
+    p.k = 3582, p.ld_in = 7164, p.ld_out = 3582; /* vec 2 */
+    CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && a.lut == 1 && a.vec == 2, "lut, vec 2");
+    p.op = QG_CAST_PER_TOKEN, p.ld_in = 3582; /* the words are per-channel's and silu_mul's only */
+    p.ring = 1;
+    CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && a.lut == 0 && a.ring == 0 && a.threads == 256,
+          "per-token under ring+lut");
+    char lsrc[2048];
+    p.op = QG_CAST_SILU_MUL, p.ld_in = 7164;
+    CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && qg__cast_source(&p, &a, lsrc, sizeof lsrc) == QG_SUCCESS &&
+              strstr(lsrc, "#define QG_CAST_LUT 1") && !strstr(lsrc, "QG_CAST_RING"), "lut source:\n%s", lsrc);
     /* layouts */
     memset(&p, 0, sizeof p);
     p.op = QG_CAST_SF_MN_MAJOR, p.m = 4096, p.k = 56, p.groups = 1, p.sf_ld = 4095;
@@ -348,9 +391,12 @@ TEST(cast_compile_every_variant) {
           qg_last_error());
     char what[160];
     /* quantizing kinds: type x UE8M0 x scale layout / row mask x aligned or not, the
-     * default kernels and QGEMM_CAST_VARIANT=lean's */
-    for (int lean = 0; lean < 2; ++lean) {
-    setenv("QGEMM_CAST_VARIANT", lean ? "lean" : "base", 1);
+     * default kernels, QGEMM_CAST_VARIANT=lean's, and the ring / table kernels with and
+     * without lean (ring: per-channel with 16-byte rows; lut: silu_mul of bf16 with
+     * enough rows, below) */
+    static const char *const sweep_variants[] = {"base", "lean", "ring+lut", "all+lean+ring+lut"};
+    for (int lean = 0; lean < 4; ++lean) {
+    setenv("QGEMM_CAST_VARIANT", sweep_variants[lean], 1);
     for (int kind = 1; kind <= 4; ++kind)
         for (int f32 = 0; f32 < 2; ++f32)
             for (int ue = 0; ue < 2; ++ue)
@@ -370,12 +416,32 @@ TEST(cast_compile_every_variant) {
                     /* a per-block shape whose float lean kernel spilled on the H200 (200 x 300:
                      * QG_CAST_N / QG_CAST_K not multiples of 128), compiled here too */
                     if (kind == 2 && f32 && !misaligned) a.m = 200, a.k = 300, a.ld_x = a.ld_out = 300;
-                    snprintf(what, sizeof what, "kind %d %s ue8m0 %d variant %d%s", kind,
-                             f32 ? "f32" : "bf16", ue, variant, lean ? " lean" : "");
+                    /* silu_mul: rows enough for the table kernel on the sweep's SMs
+                     * (QG_CAST_LUT_ROUNDS rounds of 96 items a CTA) under lut */
+                    if (kind == 4 && lean >= 2) a.m = a.sf_ld = 32768;
+                    /* per-channel: a partial last ring tile (k = 1000 bf16 / float) */
+                    if (kind == 3 && !misaligned && ue) a.k = 1000, a.ld_x = a.ld_out = 1000;
+                    snprintf(what, sizeof what, "kind %d %s ue8m0 %d variant %d %s", kind,
+                             f32 ? "f32" : "bf16", ue, variant, sweep_variants[lean]);
                     compile_one(&sw, (qg_cast_kind)kind, &a, NULL, what);
                 }
     unsetenv("QGEMM_CAST_VARIANT");
     }
+    /* the table kernel at 4- and 2-byte accesses (vec 2 and 4), every row mask and scale
+     * layout; the plan must take it (QG_CAST_LUT in the source) */
+    setenv("QGEMM_CAST_VARIANT", "all+lean+ring+lut", 1);
+    for (int ue = 0; ue < 2; ++ue)
+        for (int mask = 0; mask < 3; ++mask)
+            for (int vec = 2; vec <= 4; vec += 2) {
+                qg_cast_args a = good_cast();
+                a.ue8m0 = ue, a.m = a.sf_ld = 32768, a.sf_mn_major = mask != 1;
+                a.k = vec == 2 ? 3582 : 3580, a.ld_x = 2 * a.k, a.ld_out = a.k;
+                if (mask == 1) a.masked_m = FAKE(0x7000000);
+                if (mask == 2) a.m_indices = FAKE(0x7000000);
+                snprintf(what, sizeof what, "silu table ue8m0 %d mask %d vec %d", ue, mask, vec);
+                compile_one(&sw, QG_CAST_KIND_SILU_MUL, &a, NULL, what);
+            }
+    unsetenv("QGEMM_CAST_VARIANT");
     /* per-token small M (the unroll follows the rows) */
     for (int m = 1; m <= 4096; m *= 64) {
         qg_cast_args a = good_cast();
@@ -687,5 +753,217 @@ TEST(gpu_cast_layouts) {
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
     CHECK(failures == 0, "%d of %d layout cases failed", failures, n);
+    PASS();
+}
+
+/* ---- the ring and table kernels against the default, byte for byte ------------------ */
+
+/* One cast of x (host bytes) into poisoned outputs under QGEMM_CAST_VARIANT = variant
+ * (NULL: unset, the default); q and sf come back whole (padding and unwritten bytes
+ * included). @return 1, or 0 with why. */
+static int cast_once(qg_context *ctx, CUstream stream, const char *variant, int kind,
+                     const qg_cast_args *tmpl, const void *x, size_t x_bytes, const int32_t *aux,
+                     size_t aux_n, uint8_t *q, size_t q_bytes, uint32_t *sf, size_t sf_n, char *why,
+                     size_t len) {
+    const qg_driver *drv = ctx->drv;
+    CUdeviceptr dx = qgtk_device_upload(ctx, x, x_bytes), dq = qgtk_device_poisoned(ctx, q_bytes),
+                dsf = qgtk_device_poisoned(ctx, sf_n * 4), daux = 0;
+    if (aux) daux = qgtk_device_upload(ctx, aux, aux_n * 4);
+    int ok = 0;
+    if (!dx || !dq || !dsf || (aux && !daux)) {
+        snprintf(why, len, "cuMemAlloc failed");
+        goto done;
+    }
+    qg_cast_args a = *tmpl;
+    a.x = (const void *)(uintptr_t)dx, a.out = (void *)(uintptr_t)dq, a.sf = (float *)(uintptr_t)dsf;
+    if (a.masked_m) a.masked_m = (const int32_t *)(uintptr_t)daux;
+    if (a.m_indices) a.m_indices = (const int32_t *)(uintptr_t)daux;
+    if (variant) setenv("QGEMM_CAST_VARIANT", variant, 1);
+    else unsetenv("QGEMM_CAST_VARIANT");
+    const qg_status st = kind == 3 ? qg_per_channel_cast(ctx, &a, stream) : qg_silu_mul_cast(ctx, &a, stream);
+    unsetenv("QGEMM_CAST_VARIANT");
+    if (st != QG_SUCCESS) {
+        snprintf(why, len, "%s: %s: %s", variant ? variant : "default", qg_status_string(st), qg_last_error());
+        goto done;
+    }
+    if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
+        snprintf(why, len, "%s: the kernel faulted", variant ? variant : "default");
+        goto done;
+    }
+    drv->cuMemcpyDtoH(q, dq, q_bytes);
+    drv->cuMemcpyDtoH(sf, dsf, sf_n * 4);
+    ok = 1;
+done:
+    if (dx) drv->cuMemFree(dx);
+    if (dq) drv->cuMemFree(dq);
+    if (dsf) drv->cuMemFree(dsf);
+    if (daux) drv->cuMemFree(daux);
+    return ok;
+}
+
+/* A bf16 or float input value: magnitudes 2^-20..2^12 by row (2^-30 now and then),
+ * with zeros; specials (inf, -inf, NaN, -0, subnormals, 30000) when asked. */
+static float ring_lut_value(int64_t r, int64_t c, int specials) {
+    const int e = (int)((uint64_t)(r * 2654435761u) % 33) - 20;
+    float v = urand() * ldexpf(1.0f, e);
+    if (rnd() % 61 == 0) v *= 0x1p-30f;
+    if (rnd() % 97 == 0) v = 0.0f;
+    if (specials && rnd() % 4001 == 0) {
+        static const float sp[] = {INFINITY, -INFINITY, NAN, -0.0f, 1e-40f, -3e-39f, 30000.0f, 300.0f};
+        v = sp[rnd() % 8];
+    }
+    (void)c;
+    return v;
+}
+
+/* Per-channel (kind 3) or silu_mul (kind 4) under `variant` against the default: the
+ * e4m3 bytes and the scales equal, byte for byte, padding and unwritten bytes included.
+ * Shape m x k (silu: groups x m rows, 2k input columns), row strides k + pad.
+ * exhaustive (silu, bf16): the gates are every bf16 pattern in turn.
+ * @return 1 when equal; *took: whether the plan ran the ring / table kernel. */
+static int ring_lut_case(qg_context *ctx, CUstream stream, const char *variant, int kind, int f32, int ue,
+                         int mask, int mn, int groups, int m, int k, int pad, int specials, int exhaustive,
+                         int *took, char *why, size_t len) {
+    const int silu = kind == 4, G = silu ? groups : 1, eb = f32 ? 4 : 2;
+    const int64_t rows = (int64_t)G * m, in_cols = silu ? 2 * (int64_t)k : k;
+    const int64_t ld_x = in_cols + pad, ld_out = k + pad;
+    const int KB = (k + 127) / 128, sf_ld = (m + 3) / 4 * 4 + (pad ? 4 : 0);
+    const size_t x_bytes = (size_t)(rows * ld_x) * eb, q_bytes = (size_t)(rows * ld_out);
+    const size_t sf_n = kind == 3 ? (size_t)(m / 128) * k : mn ? (size_t)G * KB * sf_ld : (size_t)rows * KB;
+    unsigned char *x = malloc(x_bytes + 4);
+    uint8_t *q0 = malloc(q_bytes + 1), *q1 = malloc(q_bytes + 1);
+    uint32_t *s0 = malloc(sf_n * 4 + 4), *s1 = malloc(sf_n * 4 + 4);
+    int32_t *aux = NULL;
+    size_t aux_n = 0;
+    int ok = 0;
+    if (!x || !q0 || !q1 || !s0 || !s1) {
+        snprintf(why, len, "out of host memory");
+        goto done;
+    }
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < ld_x; ++c) {
+            const float v = ring_lut_value(r, c, specials);
+            if (f32) memcpy(x + (size_t)(r * ld_x + c) * 4, &v, 4);
+            else {
+                uint16_t h = qg_bf16_encode(v);
+                if (exhaustive && c < k) h = (uint16_t)((r * k + c) & 0xFFFF); /* every gate pattern */
+                memcpy(x + (size_t)(r * ld_x + c) * 2, &h, 2);
+            }
+        }
+    if (mask == 1) {
+        aux_n = (size_t)G;
+        aux = malloc(aux_n * 4);
+        static const int pick[] = {-1, 0, 17, -2, 1};
+        for (int g = 0; aux && g < G; ++g) aux[g] = pick[g % 5] == -1 ? m : pick[g % 5] == -2 ? m + 9 : pick[g % 5];
+    } else if (mask == 2) {
+        aux_n = (size_t)rows;
+        aux = malloc(aux_n * 4);
+        for (int64_t r = 0; aux && r < rows; ++r) aux[r] = r % 128 < 100 ? (int)(r / 128 % 7) : -1;
+    }
+    if (mask && !aux) {
+        snprintf(why, len, "out of host memory");
+        goto done;
+    }
+    qg_cast_args a;
+    memset(&a, 0, sizeof a);
+    a.m = m, a.k = k, a.num_groups = G, a.ld_x = ld_x, a.x_fp32 = f32, a.ld_out = ld_out;
+    a.sf_mn_major = mn, a.sf_ld = sf_ld, a.ue8m0 = ue;
+    if (mask == 1) a.masked_m = FAKE(1);
+    if (mask == 2) a.m_indices = FAKE(1);
+    if (!cast_once(ctx, stream, NULL, kind, &a, x, x_bytes, aux, aux_n, q0, q_bytes, s0, sf_n, why, len) ||
+        !cast_once(ctx, stream, variant, kind, &a, x, x_bytes, aux, aux_n, q1, q_bytes, s1, sf_n, why, len))
+        goto done;
+    /* the plan the call made (src/cast.c's problem for these arguments) */
+    qg_cast_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = (qg_cast_op)kind, p.in_f32 = f32, p.ue8m0 = ue, p.sf_mn_major = mn;
+    p.rows_mask = (qg_cast_rows)mask, p.rows = rows, p.m = m, p.groups = G, p.k = k;
+    p.ld_in = ld_x, p.ld_out = ld_out, p.sf_ld = sf_ld, p.in_align = p.out_align = 16;
+    p.ring = strstr(variant, "ring") != NULL, p.lut = strstr(variant, "lut") != NULL;
+    qg_cast_plan plan;
+    *took = qg__cast_plan(&p, qg_context_get_num_sms(ctx), &plan) == QG_SUCCESS && (plan.ring || plan.lut);
+    int64_t bq = 0, bs = 0;
+    for (size_t i = 0; i < q_bytes; ++i) bq += q0[i] != q1[i];
+    for (size_t i = 0; i < sf_n; ++i) bs += s0[i] != s1[i];
+    if (bq || bs) {
+        snprintf(why, len, "%lld of %zu bytes and %lld of %zu scales differ from the default's", (long long)bq,
+                 q_bytes, (long long)bs, sf_n);
+        goto done;
+    }
+    ok = 1;
+done:
+    free(x), free(q0), free(q1), free(s0), free(s1), free(aux);
+    return ok;
+}
+
+/* QGEMM_CAST_VARIANT words ring (per-channel) and lut (silu_mul, bf16) -- with and
+ * without lean -- give the default's bytes and scales exactly: shapes off the tiles
+ * (k not a multiple of 128 or of a ring tile, 2- and 4-byte silu accesses), padded
+ * strides, inf / NaN / -0 / subnormal inputs (the ring's inexact tiles, the table's
+ * fallback), every row mask and scale layout, every bf16 gate pattern; on all SMs and
+ * on 2 (several ring tiles and table rounds a CTA, the table threshold reached). */
+TEST(gpu_cast_ring_lut_bitwise) {
+    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
+    qg_context *ctx;
+    CUstream stream;
+    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
+    gpu_ctx_push(ctx);
+    rng = 0x1234ABCD5678EF01ull ^ (uint64_t)time(NULL);
+    const int all_sms = qg_context_get_num_sms(ctx);
+    static const char *const variants[] = {"all+lean+ring+lut", "ring+lut"};
+    /* per-channel: m, k, pad (k % 8 == 0: 16-byte rows for bf16 and float) */
+    static const int channel[][3] = {{128, 1000, 0}, {384, 7176, 8}, {256, 72, 0}, {128, 8, 24}, {4096, 7168, 0}};
+    /* silu: groups, m, k, pad, exhaustive (1024 x 128 gates: every bf16 pattern twice),
+     * where (0: on 2 SMs, 1: on all; the table needs 4 rounds of 96 items a CTA) */
+    static const int silu[][6] = {{6, 150, 256, 0, 0, 0}, {1, 700, 1000, 0, 0, 0}, {2, 300, 3582, 2, 0, 0},
+                                  {3, 77, 3580, 4, 0, 0},  {1, 1024, 128, 0, 1, 0}, {1, 4096, 3584, 0, 0, 1},
+                                  {8, 512, 3584, 0, 0, 1}};
+    int failures = 0, n = 0, took_ring = 0, took_lut = 0;
+    char why[256];
+    for (int sms = 0; sms < 2; ++sms) {
+        CHECK(qg_context_set_num_sms(ctx, sms ? 2 : all_sms) == QG_SUCCESS, "%s", qg_last_error());
+        for (int v = 0; v < 2; ++v)
+            for (int ue = 0; ue < 2; ++ue) {
+                for (int f32 = 0; f32 < 2; ++f32)
+                    for (size_t s = 0; s < sizeof channel / sizeof channel[0]; ++s) {
+                        if (sms && channel[s][0] > 512) continue; /* (2 SMs: small shapes only) */
+                        int took = 0;
+                        n++;
+                        if (!ring_lut_case(ctx, stream, variants[v], 3, f32, ue, 0, 0, 1, channel[s][0],
+                                           channel[s][1], channel[s][2], s % 2, 0, &took, why, sizeof why)) {
+                            failures++;
+                            printf("    FAIL %s %d SMs per-channel %s ue8m0 %d %dx%d pad %d: %s\n", variants[v],
+                                   sms ? 2 : all_sms, f32 ? "f32" : "bf16", ue, channel[s][0], channel[s][1],
+                                   channel[s][2], why);
+                        }
+                        took_ring += took;
+                    }
+                for (size_t s = 0; s < sizeof silu / sizeof silu[0]; ++s)
+                    for (int mask = 0; mask < 3; ++mask)
+                        for (int mn = 0; mn < 2; ++mn) {
+                            if (mask == 1 && !mn) continue; /* (masked: M-major scales as vLLM's) */
+                            if (silu[s][4] && (mask || mn)) continue;
+                            if (silu[s][5] != !sms) continue;
+                            int took = 0;
+                            n++;
+                            if (!ring_lut_case(ctx, stream, variants[v], 4, 0, ue, mask, mn, silu[s][0], silu[s][1],
+                                               silu[s][2], silu[s][3], !silu[s][4] && s % 2 == 0, silu[s][4],
+                                               &took, why, sizeof why)) {
+                                failures++;
+                                printf("    FAIL %s %d SMs silu ue8m0 %d mask %d mn %d %dx%dx%d pad %d: %s\n",
+                                       variants[v], sms ? 2 : all_sms, ue, mask, mn, silu[s][0], silu[s][1],
+                                       silu[s][2], silu[s][3], why);
+                            }
+                            took_lut += took;
+                        }
+            }
+    }
+    qg_context_set_num_sms(ctx, all_sms);
+    printf("    %d cases (%d through the ring kernel, %d through the table kernel), %d failed\n", n, took_ring,
+           took_lut, failures);
+    gpu_ctx_pop(ctx);
+    qgtk_gpu_session_close(ctx, stream);
+    CHECK(failures == 0, "%d of %d cases differ from the default", failures, n);
+    CHECK(took_ring > 0 && took_lut > 0, "the new kernels ran in %d / %d cases", took_ring, took_lut);
     PASS();
 }

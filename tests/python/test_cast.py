@@ -345,3 +345,58 @@ def test_gpu_k_grouped_pack_unaligned_falls_back():
     got = qgemm.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, layout, ks, 128, 128)
     want = _layout.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, layout, ks, 128, 128)
     _same_bits(got, want)
+
+
+# ---- QGEMM_CAST_VARIANT words ring (per-channel) and lut (silu_mul): the default's bits ----
+
+
+@needs_gpu
+@pytest.mark.parametrize("variant", ["all+lean+ring+lut", "ring+lut"])
+@pytest.mark.parametrize("ue8m0", [False, True])
+def test_gpu_ring_lut_variants(monkeypatch, variant, ue8m0):
+    """The ring kernel (per-channel, 16-byte rows) and the table kernel (silu_mul of bf16
+    with enough rows for a table a CTA) give the torch formulas' bits -- the default's --
+    on shapes large enough for them on every SM, special values included, k off the
+    tiles. (tests/test_cast.c's gpu_cast_ring_lut_bitwise covers small shapes on 2 SMs,
+    the narrow accesses and every bf16 gate.)"""
+    seed = random.randrange(2**31)
+    monkeypatch.setenv("QGEMM_CAST_VARIANT", variant)
+    for dtype, shape in ((torch.bfloat16, (4096, 7168)), (torch.float32, (384, 1000)),
+                         (torch.bfloat16, (256, 7176))):
+        x = _input(shape, dtype, "cuda", seed, special=False)
+        x.view(-1)[123] = float("nan") if dtype == torch.float32 else 1e-30  # an inexact tile / a tiny value
+        q, sf = qgemm.per_channel_cast_to_fp8(x, ue8m0)
+        rq, rsf = _torch_helpers.per_channel_cast_to_fp8(x, ue8m0)
+        _same_bits(q, rq)
+        _same_bits(sf, rsf)
+    g, m, n = 8, 512, 3584
+    x = _input((g * m, 2 * n), torch.bfloat16, "cuda", seed)
+    y = torch.nn.functional.silu(x[..., :n].float()) * x[..., n:].float()
+    rq, rsf = _torch_helpers.per_token_cast_to_fp8(y, ue8m0)
+    q, sf = qgemm.silu_and_mul_fp8_quant(x, ue8m0)
+    _same_bits(q, rq)
+    _same_bits(sf, rsf)
+    q, sf = qgemm.silu_and_mul_fp8_quant(x, ue8m0, sf_mn_major=True)
+    _same_bits(q, rq)
+    _same_bits(sf.contiguous(), rsf)
+    masked_m = torch.tensor([m, 0, 17, m + 9, 1, 300, m, 2], dtype=torch.int32, device="cuda")
+    q, sf = qgemm.silu_and_mul_fp8_quant(x.view(g, m, 2 * n), ue8m0, masked_m=masked_m)
+    for gi, rows in enumerate((m, 0, 17, m, 1, 300, m, 2)):
+        _same_bits(q[gi, :rows], rq.view(g, m, n)[gi, :rows])
+        _same_bits(sf[gi, :rows], rsf.view(g, m, -1)[gi, :rows])
+    idx = torch.arange(g * m, device="cuda", dtype=torch.int32) // 128
+    idx[100:128] = -1
+    q, sf = qgemm.silu_and_mul_fp8_quant(x, ue8m0, m_indices=idx)
+    live = idx >= 0
+    _same_bits(q[live], rq[live])
+    _same_bits(sf[live], rsf[live])
+    # every bf16 gate pattern (x 128 up values; 65536 rows of 128: the table's threshold
+    # on 132 SMs): the table's 8192 entries and the fallback
+    gate = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    x = torch.cat([gate.view(512, 128).repeat(128, 1),
+                   torch.randn(65536, 128, dtype=torch.bfloat16)], dim=1).cuda()
+    q, sf = qgemm.silu_and_mul_fp8_quant(x, ue8m0)
+    monkeypatch.delenv("QGEMM_CAST_VARIANT")
+    dq, dsf = qgemm.silu_and_mul_fp8_quant(x, ue8m0)  # the default (NaN gates: its NaN scales)
+    _same_bits(q, dq)
+    _same_bits(sf, dsf)

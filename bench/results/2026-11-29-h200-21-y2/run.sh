@@ -1,0 +1,51 @@
+#!/bin/bash
+# session y, call 2 (tree y-int: main + branches bmk, swiglu, ehost, chost, castbw): each branch's A/B beside
+# DeepGEMM, timings one at a time, then the branches' GPU tests in parallel until the time guard.
+set -u
+R0=$OUT; OUT=/tmp/r; mkdir -p $OUT
+export QGEMM_CACHE_DIR=/tmp/qc PYTHONUNBUFFERED=1 DG_JIT_CACHE_DIR=/tmp/dgc
+T0=$SECONDS
+L=$OUT/logs; mkdir -p $L
+left() { echo $((560 - (SECONDS - T0))); }
+cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+(make -j16 all > $L/build.log 2>&1 || tail -20 $L/build.log) &
+(QGEMM_WERROR=1 python3 python/setup.py build_ext --inplace > $L/pybuild.log 2>&1 || tail -20 $L/pybuild.log) &
+(bash .peers/build.sh > $L/dgbuild.log 2>&1; tail -1 $L/dgbuild.log) &
+wait
+echo "built t=$((SECONDS-T0))"
+source .peers/env.sh
+export PYTHONPATH=$PWD/python:$PWD/bench${PYTHONPATH:+:$PYTHONPATH}
+c() { local p=$1 n=$2; shift 2; ( timeout $p env "$@" > $L/$n.log 2>&1; echo "$n rc=$? t=$((SECONDS-T0))" >> $L/$n.log ) & }
+# 1. swiglu (branch swiglu): default vs the three tile words, bitwise checked
+timeout $(cap 110) python3 bench/peers_fp8out.py --kind swiglu --variants default,swm64+swmca+swmcac --out $OUT/swiglu-ab.jsonl > $L/swiglu-ab.log 2>&1
+echo "swiglu rc=$? t=$((SECONDS-T0))"; grep -E "swiglu-variant|geomean|accuracy" $L/swiglu-ab.log | cut -c1-220 | head -12
+# 2. bmk (branch bmk) + the einsum fast paths (branch ehost): the 18 bmk rows, alt v7:s4
+timeout $(cap 80) python3 bench/peers_families.py --kinds einsum --where 'expr=bmk,bnk->mn' --iters 10 --alt-env QGEMM_BMK_VARIANT=v7:s4 --out $OUT/bmk > $L/bmk.log 2>&1
+echo "bmk rc=$? t=$((SECONDS-T0))"; grep -A3 "kineto:\|events:" $OUT/bmk/peers-families.txt | head -8
+# 3. einsum host / events (branch ehost): default (old) and sfkernel
+BMK='kind=einsum|expr=bmk,bnk->mn|b=129|m=128|n=384|k=128'
+F8='kind=einsum|expr=fp8 bhr,hdr->bhd'
+EC="$BMK|f32=True;$BMK|f32=False;$F8|b=4;$F8|b=32;$F8|b=128"
+for v in old sfkernel; do
+  QGEMM_EINSUM_VARIANT=$v timeout $(cap 50) python3 bench/family_probe.py --host --cases "$EC" --out $OUT/ehost-$v > $L/ehost-$v.log 2>&1; echo "ehost $v rc=$?"
+  QGEMM_EINSUM_VARIANT=$v timeout $(cap 60) python3 bench/family_probe.py --events --cases "$EC" --out $OUT/eevents-$v > $L/eevents-$v.log 2>&1; echo "eevents $v rc=$? t=$((SECONDS-T0))"
+done
+timeout $(cap 50) python3 bench/peers_families.py --kinds einsum --where 'expr=fp8 bhr,hdr->bhd' --iters 10 --out $OUT/fp8e > $L/fp8e.log 2>&1
+echo "fp8e rc=$? t=$((SECONDS-T0))"; grep -A3 "kineto:\|events:" $OUT/fp8e/peers-families.txt | head -6
+# 4. casts' host cost against the launch floor (branch chost): checked / default (one buffer) / twoalloc, twice
+C="kind=floor;kind=floor|what=zero"; for n in "per_token|m=64|k=7168" "silu|m=64|k=4096" "per_block|m=512|k=7168" "per_channel|m=256|k=2048" "silu_masked|m=64|k=4096"; do for e in checked "" twoalloc; do C="$C;kind=cast|name=$n${e:+|env=$e}"; done; done
+timeout $(cap 60) python3 bench/family_probe.py --host --calls 2000 --out $OUT/chost --cases "$C;$C" > $L/chost.log 2>&1; echo "chost rc=$? t=$((SECONDS-T0))"
+#CASTBW#
+echo "== timing done t=$((SECONDS-T0))"
+P=$(( $(left) - 10 ))
+c $P t1 stdbuf -oL build/qgemm_tests gpu_swiglu gpu_bf16_batch_sum_v7_exact_and_graph gpu_bf16_batch_sum_accuracy gpu_bf16_batch_sum_v4_conversion_fails
+c $P t2 stdbuf -oL build/qgemm_tests gpu_cast
+c $P p1 python3 -m pytest -q -rs -p no:cacheprovider tests/python/test_fp8out.py tests/python/test_swiglu.py tests/python/test_cast_fast.py tests/python/test_cast.py tests/python/test_host_path.py
+c $P p2 python3 -m pytest -q -rs -p no:cacheprovider tests/python/test_einsum.py -k "gpu_bmk_fast or gpu_fp8_einsum or bmk_graph or (bmk_bnk_mn and v7)"
+c $P dg python3 bench/deepgemm_suite.py --deepgemm .peers/DeepGEMM --out $OUT/suite --file test_einsum --file test_layout
+wait
+echo "== end t=$((SECONDS-T0))"
+for f in t1 t2; do echo "-- $f: $(grep -E "passed, |rc=" $L/$f.log | tr '\n' ' ')"; grep -E "^\[ FAIL|^    FAIL" $L/$f.log | head -5 | cut -c1-200; echo "   last: $(grep -E '^\[ (RUN|PASS)' $L/$f.log | tail -1)"; done
+for f in p1 p2; do echo "-- $f: $(grep -E "passed|failed" $L/$f.log | tail -1)"; grep -E "^(FAILED|ERROR) " $L/$f.log | head -5 | cut -c1-200; grep rc= $L/$f.log; done
+grep -E "^== |through|rc=|FAIL" $L/dg.log | cut -c1-200
+tar czf $R0/r.tgz -C /tmp r 2>/dev/null; true
