@@ -35,11 +35,13 @@ echo "fp8e rc=$? t=$((SECONDS-T0))"; grep -A3 "kineto:\|events:" $OUT/fp8e/peers
 # 4. casts' host cost against the launch floor (branch chost): checked / default (one buffer) / twoalloc, twice
 C="kind=floor;kind=floor|what=zero"; for n in "per_token|m=64|k=7168" "silu|m=64|k=4096" "per_block|m=512|k=7168" "per_channel|m=256|k=2048" "silu_masked|m=64|k=4096"; do for e in checked "" twoalloc; do C="$C;kind=cast|name=$n${e:+|env=$e}"; done; done
 timeout $(cap 60) python3 bench/family_probe.py --host --calls 2000 --out $OUT/chost --cases "$C;$C" > $L/chost.log 2>&1; echo "chost rc=$? t=$((SECONDS-T0))"
-#CASTBW#
+# 5. cast kernels (branch castbw): ring (per-channel) and lut (silu) against the default, % of the copy bandwidth
+timeout $(cap 120) python3 bench/cast_ab.py --variants default,all+lean+ring+lut,all+lean+ring,all+lean+lut --iters 20 --shapes 4096x7168,16384x7168,4096x2048 --out $OUT/cast_ab.json > $L/cast_ab.log 2>&1
+echo "cast_ab rc=$? t=$((SECONDS-T0))"; grep -vE "profiler|_warn_once" $L/cast_ab.log | tail -30 | cut -c1-200
 echo "== timing done t=$((SECONDS-T0))"
 P=$(( $(left) - 10 ))
 c $P t1 stdbuf -oL build/qgemm_tests gpu_swiglu gpu_bf16_batch_sum_v7_exact_and_graph gpu_bf16_batch_sum_accuracy gpu_bf16_batch_sum_v4_conversion_fails
-c $P t2 stdbuf -oL build/qgemm_tests gpu_cast
+c $P t2 stdbuf -oL build/qgemm_tests gpu_cast_ring_lut_bitwise gpu_cast_bitwise gpu_cast_variants_bitwise gpu_cast_sms_and_graph
 c $P p1 python3 -m pytest -q -rs -p no:cacheprovider tests/python/test_fp8out.py tests/python/test_swiglu.py tests/python/test_cast_fast.py tests/python/test_cast.py tests/python/test_host_path.py
 c $P p2 python3 -m pytest -q -rs -p no:cacheprovider tests/python/test_einsum.py -k "gpu_bmk_fast or gpu_fp8_einsum or bmk_graph or (bmk_bnk_mn and v7)"
 c $P dg python3 bench/deepgemm_suite.py --deepgemm .peers/DeepGEMM --out $OUT/suite --file test_einsum --file test_layout
