@@ -17,9 +17,7 @@ For DeepGEMM's test_bmk_bnk_mn shapes (b in 129 / 4096 / 8192; (m, n, k) in (128
               reductions, half as many); v4: QGEMM_BMK_VARIANT=v4 (v3; a bf16 D summed by
               the FP32-D kernel into the workspace, then a conversion launch); v5, v6:
               QGEMM_BMK_VARIANT=v5 (v4 with the reductions' target prefetched into L2) or
-              v6 (v3 with that prefetch); v7: QGEMM_BMK_VARIANT=v7 (v6, one launch, a bf16 D
-              converted in the kernel by the region's splits together); without them
-              QGEMM_BMK_VARIANT=v1;
+              v6 (v3 with that prefetch); without them QGEMM_BMK_VARIANT=v1;
               sN (N 4..16): QGEMM_BMK_VARIANT's :sN, at most N pipeline stages (DeepGEMM: 4)
 
 default variants: atomic=atomic:auto:2 (QGEMM_BMK_VARIANT=v1, the first atomic path; the
@@ -78,12 +76,12 @@ def parse_variants(text: str):
         parts = spec.split(":")
         flags = set(parts[3].split("+")) if len(parts) == 4 else set()
         stages = [f for f in flags if f[:1] == "s" and f[1:].isdigit() and 4 <= int(f[1:]) <= 16]
-        organisations = {"v2", "v3", "v4", "v5", "v6", "v7"}
+        organisations = {"v2", "v3", "v4", "v5", "v6"}
         if len(parts) not in (3, 4) or parts[0] not in ("atomic", "tree") or \
                 flags - {"fill"} - organisations - set(stages) or len(stages) > 1 or \
                 len(flags & organisations) > 1:
             raise SystemExit(f"bad variant {item!r}: NAME=atomic|tree:RULE:RADIX[:FLAG[+FLAG]] "
-                             "(FLAG fill, v2 .. v7 or sN)")
+                             "(FLAG fill, v2 .. v6 or sN)")
         variant = (min(flags & organisations) if flags & organisations else "v1") + \
             (f":{stages[0]}" if stages else "")
         out.append({"name": name, "reduce": parts[0], "rule": parts[1], "radix": int(parts[2]),

@@ -757,9 +757,7 @@ QG_API qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_arg
  * starts: the tree's ("tree") arrival counters, followed by its FP32 partial
  * sums (splits x m x n x 4 bytes, m rounded up to 64, scratch); the atomic
  * reduction's (the default) counters and its FP32 m x n sum matrix, all of
- * it to be zeroed (an FP32 D needs none of it). The atomic reduction's
- * counters are twice as many under QGEMM_BMK_VARIANT=v7 (also read at each
- * call; a workspace sized under v7 serves every variant).
+ * it to be zeroed (an FP32 D needs none of it).
  * @return the bytes: 0 for one split (or m, n <= 0: no workspace), SIZE_MAX
  *         when the size does not fit a size_t.
  */

@@ -50,11 +50,6 @@
  *                      tile's loads are issued, the producer lane prefetches the
  *                      tile's region of the reductions' target into L2 (see
  *                      "The batch sum's L2 prefetch")
- *   QG_SUM_SPREAD      with QG_SUM_PREFETCH and a bf16 D (QGEMM_BMK_VARIANT=v7):
- *                      the region's splits convert W into D together, each a
- *                      share, where no wait can deadlock; else the last
- *                      arrival converts it all (see "The batch sum's spread
- *                      conversion")
  *   QG_A_MN_MAJOR      0: A stored [M][K] (K contiguous); 1: A stored [K][M]
  *                      (M contiguous: the "T" of TN / TT; dense and k-grouped)
  *   QG_B_MN_MAJOR      0: B stored [N][K]; 1: B stored [K][N] (the second "N"
@@ -205,9 +200,6 @@ qg_bf16_batch_sum_convert(float *__restrict__ w, unsigned char *__restrict__ d, 
 #endif
 #ifndef QG_SUM_PREFETCH
 #define QG_SUM_PREFETCH 0
-#endif
-#ifndef QG_SUM_SPREAD
-#define QG_SUM_SPREAD 0
 #endif
 /* The kernel's entry name: the batch sum's is named by the JIT
  * (src/bf16_plan.c) after DeepGEMM's kernel, which DeepGEMM's tests and
@@ -421,8 +413,6 @@ static_assert(!QG_SUM_EPI_BATCHED || (QG_SUM_ATOMIC && !QG_D_F32),
               "QG_SUM_EPI_BATCHED: the atomic batch sum into a bf16 D");
 static_assert(!QG_SUM_RED_V4 || QG_SUM_ATOMIC, "QG_SUM_RED_V4: the atomic batch sum");
 static_assert(!QG_SUM_PREFETCH || QG_SUM_RED_V4, "QG_SUM_PREFETCH: the atomic batch sum, v3's");
-static_assert(!QG_SUM_SPREAD || (QG_SUM_PREFETCH && !QG_D_F32 && QG_CLUSTER == 1),
-              "QG_SUM_SPREAD: v6's atomic batch sum into a bf16 D, no cluster");
 static_assert(QG_SUM_RADIX == 2 || QG_SUM_RADIX == 4 || QG_SUM_RADIX == 8,
               "the batch sum's tree: radix 2, 4 or 8 (a power of two: the counter index "
               "below is unique)");
@@ -959,135 +949,6 @@ QG_DEVICE void qg_bf16_st_cg_zero2(float *p) {
 QG_DEVICE void qg_bf16_prefetch_l2_bulk(const void *p, uint32_t bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
-#if QG_SUM_SPREAD
-/*
- * The batch sum's spread conversion (QG_SUM_SPREAD; QGEMM_BMK_VARIANT=v7).
- * v2 / v3 / v6 leave a bf16 D's whole region (a math warpgroup's rows x the
- * tile's columns, up to 128 x 256 FP32) to its last arrival: one SM loads it,
- * converts it, stores D and stores zeros over it while the other SMs idle
- * (H200: +4.4 us over the FP32-D kernel at 129 x 256 x 256 x 256), which is
- * why v4 / v5 moved the conversion into a second launch. Here the G splits
- * of a region convert it together, split g the g-th share of its float4
- * units, in this launch, once the region is complete; the counters
- * (workspace: arrivals [R], then starts / departures [R], R = ceil(M / 64) x
- * ceil(N / 16) regions, indexed as v3's) return to zero, so W and the
- * counters are zero after every call (graph replays need nothing else).
- *
- * A warpgroup may wait for its region's other splits only where the wait
- * cannot deadlock whatever the residency of the grid (no co-residency is
- * assumed: MPS, green contexts, other streams' kernels): a "helper" waits;
- * it is one whose CTA has no later tile (its math warps then wait for nothing
- * else, so they hold back no stage a later tile of their own would need) and
- * that saw all G warpgroups of the region started (each registered at its
- * tile's start, before its main loop: a started warpgroup reaches its arrival
- * without waiting for any other CTA, since its CTA's other math warpgroup runs
- * the same tile and helps only after it). Helpers wait only for arrivals, and
- * arrivals wait for nothing: no cycle. At DeepGEMM's b = 129 rows every CTA
- * has one tile and all start together: every split helps.
- *   start      thread 0, tile start: red.relaxed.gpu.add(started, 1)
- *   arrival    after the reductions (every thread's, then the named barrier:
- *              the release covers them, as v3's), thread 0:
- *              old = atom.acq_rel.gpu.add(arrivals, 1 + (helper ? 0 : 1 << 16))
- *              (the low half counts arrivals, the high half non-helpers)
- *   complete   the last arrival (old's low half G - 1) has it at once; a
- *              helper polls ld.acquire.gpu until the low half is G (the
- *              arrivals are acq_rel read-modify-writes of one word, each
- *              reading its predecessor's value: the chain carries every
- *              split's reductions to whoever reads the final value, as the
- *              tree's counters do)
- *   shares     no non-helper among the G (the high half of the final value,
- *              the last arrival's own included): each helper and the last
- *              arrival convert their own share; else the last arrival
- *              converts the whole region and the helpers none. Either way
- *              every unit exactly once, loaded (ld.relaxed.gpu: from L2,
- *              after the acquire and the named barrier), stored into D as
- *              bf16 (cvt.rn, v5's rounding of the same FP32 sum) and zeroed
- *   departure  after a warpgroup's last read of the counters:
- *              atom.relaxed.gpu.add(started, 1 << 16); the G-th departure
- *              stores 0 into both words (no one reads them again in this
- *              launch; the next launch sees the zeros)
- * G <= 1024 (the host's limit) fits a 16-bit half.
- */
-QG_DEVICE void qg_bf16_red_relaxed_u32(uint32_t *p, uint32_t v) {
-    asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-QG_DEVICE uint32_t qg_bf16_atom_add_acq_rel(uint32_t *p, uint32_t v) {
-    uint32_t old;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-    return old;
-}
-
-QG_DEVICE uint32_t qg_bf16_atom_add_relaxed(uint32_t *p, uint32_t v) {
-    uint32_t old;
-    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-    return old;
-}
-
-QG_DEVICE uint32_t qg_bf16_ld_relaxed_u32(const uint32_t *p) {
-    uint32_t v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-QG_DEVICE uint32_t qg_bf16_ld_acquire_u32(const uint32_t *p) {
-    uint32_t v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-QG_DEVICE void qg_bf16_st_relaxed_u32(uint32_t *p, uint32_t v) {
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-QG_DEVICE float4 qg_bf16_ld_relaxed_f32x4(const float *p) {
-    float4 v;
-    asm volatile("ld.relaxed.gpu.global.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
-
-/* Whether the CTA's scheduler has another tile after the current one. */
-QG_DEVICE bool qg_bf16_sum_has_next(const qg_scheduler &sched) {
-    qg_scheduler copy = sched;
-    qg_tile next;
-    return qg_scheduler_next(copy, next);
-}
-
-/* Units [u0, u1) of a region (float4 units of FP32 W, `upr` a row, rows from
- * `row0`, columns from `col0`) into D as bf16, W zeroed: each of the 128
- * threads a unit at a time, four loads in flight before their stores. */
-QG_DEVICE void qg_bf16_spread_convert(float *w, unsigned char *d, int64_t ldd, int row0, int col0,
-                                      int upr, int u0, int u1, uint32_t thread) {
-#pragma unroll 1
-    for (int base = u0 + (int)thread; base < u1; base += 4 * 128) {
-        float4 v[4];
-        float *at[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int u = base + i * 128;
-            at[i] = nullptr;
-            if (u < u1) {
-                const int r = u / upr, c = col0 + (u - r * upr) * 4;
-                at[i] = w + (int64_t)(row0 + r) * QG_SHAPE_N + c;
-                v[i] = qg_bf16_ld_relaxed_f32x4(at[i]);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int u = base + i * 128;
-            if (u < u1) {
-                const int r = u / upr, c = col0 + (u - r * upr) * 4;
-                qg_bf16_st_cg_f32x4(at[i], 0.0f, 0.0f, 0.0f, 0.0f);
-                *(uint2 *)(d + ((int64_t)(row0 + r) * ldd + c) * 2) =
-                    make_uint2(qg_pack_bf16x2(v[i].x, v[i].y), qg_pack_bf16x2(v[i].z, v[i].w));
-            }
-        }
-    }
-}
-#endif /* QG_SUM_SPREAD */
 #define QG_SUM_PARAMS                                                                           \
     , float *__restrict__ sum_ws, uint32_t *__restrict__ sum_counters, const float *sum_c,      \
         int64_t ldc
@@ -1428,16 +1289,6 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
             for (int t = 0; t < QG_WG_TILES; ++t)
 #pragma unroll
                 for (int i = 0; i < QG_ACC; ++i) acc[t][i] = 0.0f;
-#if QG_SUM_SPREAD
-            /* v7: this warpgroup's split of its region has started (comment
-             * above qg_bf16_spread_convert; the region's index as below) */
-            if (epi_thread == 0 && tile.m_begin + epi_row0 < shape_m)
-                qg_bf16_red_relaxed_u32(
-                    sum_counters + (size_t)((shape_m + 63) / 64) * QG_TREE_N16 +
-                        (size_t)((tile.m_begin + epi_row0) / 64) * QG_TREE_N16 +
-                        tile.n_block * QG_BLOCK_N / 16,
-                    1u);
-#endif
 #if QG_SUM_REDUCE && QG_WITH_C
             /* The batch sum's C is added by split 0 (below, after its products:
              * D = (split 0 + C) + the other splits, a fixed order); its lines
@@ -1603,54 +1454,7 @@ QG_BF16_ENTRY(const __grid_constant__ qg_tensor_map tmap_a,
                         }
                     }
 #endif
-#if QG_SUM_SPREAD
-                /* v7: the region's splits convert it together (comment above
-                 * qg_bf16_spread_convert) */
-                {
-                    const size_t region = (size_t)(wg_m0 / 64) * QG_TREE_N16 + n_begin / 16;
-                    uint32_t *arrivals = sum_counters + region;
-                    uint32_t *started =
-                        sum_counters + (size_t)((shape_m + 63) / 64) * QG_TREE_N16 + region;
-                    uint32_t *share = (uint32_t *)smem_d + wg; /* the warpgroup's broadcast word */
-                    qg_named_barrier(epi_bar, 128); /* every thread's reductions issued */
-                    if (epi_thread == 0) {
-                        constexpr uint32_t G = QG_NUM_GROUPS, kMark = 1u << 16;
-                        const bool helper = !qg_bf16_sum_has_next(sched) &&
-                                            (qg_bf16_ld_relaxed_u32(started) & 0xffffu) == G;
-                        const uint32_t old =
-                            qg_bf16_atom_add_acq_rel(arrivals, helper ? 1u : 1u + kMark);
-                        uint32_t role = 0; /* 0 none, 1 its own share, 2 the whole region */
-                        if ((old & 0xffffu) == G - 1) {
-                            role = ((old >> 16) + (helper ? 0u : 1u)) != 0 ? 2u : 1u;
-                        } else if (helper) {
-                            uint32_t v;
-                            do {
-                                v = qg_bf16_ld_acquire_u32(arrivals);
-                            } while ((v & 0xffffu) != G);
-                            role = (v >> 16) != 0 ? 0u : 1u;
-                        }
-                        /* the last of the G departures puts both words back to zero */
-                        if ((qg_bf16_atom_add_relaxed(started, kMark) >> 16) == G - 1) {
-                            qg_bf16_st_relaxed_u32(arrivals, 0u);
-                            qg_bf16_st_relaxed_u32(started, 0u);
-                        }
-                        *share = role;
-                    }
-                    qg_named_barrier(epi_bar, 128);
-                    const uint32_t role = *share;
-                    if (role) {
-                        const int upr = min(QG_BLOCK_N, QG_SHAPE_N - n_begin) / 4;
-                        const int units = min(QG_WG_ROWS, shape_m - wg_m0) * upr;
-                        const int u0 = role == 2 ? 0 : (int)((int64_t)tile.group * units / QG_NUM_GROUPS);
-                        const int u1 = role == 2 ? units
-                                                 : (int)((int64_t)(tile.group + 1) * units / QG_NUM_GROUPS);
-                        qg_bf16_spread_convert(target, d, ldd, wg_m0, n_begin, upr, u0, u1,
-                                               epi_thread);
-                    }
-                    /* (the broadcast word is rewritten only after the next
-                     * tile's first named barrier: every thread has read it) */
-                }
-#elif !QG_D_F32
+#if !QG_D_F32
                 /* the region's last arrival: W -> bf16 D, W zeroed again */
                 uint32_t *counter =
                     sum_counters + (size_t)(wg_m0 / 64) * QG_TREE_N16 + n_begin / 16;

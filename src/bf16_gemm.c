@@ -363,14 +363,8 @@ static int bmk_atomic(void) {
  * their lines there and do not each wait for a DRAM fill: a caller's D, or
  * the kept W, has left L2 between calls; DeepGEMM's bf16 path gets it from
  * its memset just before its kernel). "v6" (5): v3 (one launch) with that
- * prefetch. An FP32 D runs v3's kernel with the prefetch under both. "v7"
- * (6): one launch, v6's reductions and prefetch, and a bf16 D converted
- * inside the kernel by every split of a region at once where that is safe
- * (kernels/qg_bf16_gemm.cuh "The batch sum's spread conversion": no second
- * launch, no single CTA per tile loading, converting and zeroing the whole
- * tile as v2 / v3 / v6 do); its workspace's counters are two words a region
- * (sum_counter_bytes); an FP32 D runs as under v5 and v6. -1 for anything
- * else. */
+ * prefetch. An FP32 D runs v3's kernel with the prefetch under both. -1 for
+ * anything else. */
 static int bmk_variant(int *max_stages) {
     const char *v = qg__env_string("QGEMM_BMK_VARIANT");
     *max_stages = 0;
@@ -385,7 +379,6 @@ static int bmk_variant(int *max_stages) {
     else if (!strncmp(v, "v4", 2)) variant = 3;
     else if (!strncmp(v, "v5", 2)) variant = 4;
     else if (!strncmp(v, "v6", 2)) variant = 5;
-    else if (!strncmp(v, "v7", 2)) variant = 6;
     else return -1;
     if (v[2] == '\0') return variant;
     /* ":s" and one or two digits, nothing after */
@@ -402,22 +395,20 @@ static int bmk_variant(int *max_stages) {
  * (every call leaves them zero). The tree: counters [ceil(m / 64) x
  * ceil(n / 16)][splits - 1] (u32, rounded up to 256 bytes) zeroed, then the
  * slots, FP32 [splits][ceil(m / 64) x 64][n], scratch. The atomic
- * reduction: counters [ceil(m / 64) x ceil(n / 16)] (rounded up to 256;
- * QGEMM_BMK_VARIANT=v7, `spread`: two arrays of them, the arrivals then the
- * starts and departures), then FP32 W [ceil(m / 64) x 64][n], all zeroed
- * (used by a bf16 D only). One split uses none. Saturates at SIZE_MAX
- * (unreachable sizes). */
-static uint64_t sum_counter_bytes(int m, int n, int splits, int atomic, int spread) {
+ * reduction: counters [ceil(m / 64) x ceil(n / 16)] (rounded up to 256),
+ * then FP32 W [ceil(m / 64) x 64][n], all zeroed (used by a bf16 D only).
+ * One split uses none. Saturates at SIZE_MAX (unreachable sizes). */
+static uint64_t sum_counter_bytes(int m, int n, int splits, int atomic) {
     const uint64_t m64 = ((uint64_t)m + 63) / 64, n16 = ((uint64_t)n + 15) / 16;
-    const uint64_t per_region = atomic ? (spread ? 2 : 1) : (uint64_t)(splits - 1);
+    const uint64_t per_region = atomic ? 1 : (uint64_t)(splits - 1);
     return (m64 * n16 * per_region * 4 + 255) / 256 * 256;
 }
 
-static size_t sum_ws_bytes(int m, int n, int splits, int atomic, int spread, size_t *zero_bytes) {
+static size_t sum_ws_bytes(int m, int n, int splits, int atomic, size_t *zero_bytes) {
     if (zero_bytes) *zero_bytes = 0;
     if (m <= 0 || n <= 0 || splits <= 1) return 0;
     const uint64_t m64 = ((uint64_t)m + 63) / 64;
-    const uint64_t counters = sum_counter_bytes(m, n, splits, atomic, spread);
+    const uint64_t counters = sum_counter_bytes(m, n, splits, atomic);
     const uint64_t slots = (atomic ? 1 : (uint64_t)splits) * m64 * 64 * (uint64_t)n * 4;
     if (counters + slots > (uint64_t)SIZE_MAX) return SIZE_MAX;
     if (zero_bytes) *zero_bytes = (size_t)(atomic ? counters + slots : counters);
@@ -531,7 +522,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     int variant = 0, max_stages = 0;
     if (sum1 && (variant = bmk_variant(&max_stages)) < 0)
         return qg__fail(QG_ERROR_INVALID_ARGUMENT,
-                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2, v3, v4, v5, v6 or v7, optionally "
+                        "%s: QGEMM_BMK_VARIANT='%.64s' is not v1, v2, v3, v4, v5 or v6, optionally "
                         "with :sN "
                         "(N = 4..16 stages; the batch sum's organisation)", fn,
                         qg__env_string("QGEMM_BMK_VARIANT"));
@@ -612,8 +603,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
      * v3 the atomic reduction; v5 and v6 v3's with the prefetch, one entry for an FP32 D) */
     key->sum_variant = !key->sum_atomic || (variant == 1 && a->d_fp32) ? 0
                        : variant == 3                               ? 2 /* v4: v3's kernel */
-                       : variant == 6 && !a->d_fp32                 ? 4 /* v7's bf16 D */
-                       : variant >= 4                               ? 3 /* v5, v6, v7 */
+                       : variant >= 4                               ? 3 /* v5, v6 */
                                                                     : variant;
     key->sum_convert = key->sum_atomic && (variant == 3 || variant == 4) && !a->d_fp32;
     key->sum_max_stages = key->sum_atomic ? max_stages : 0;
@@ -650,7 +640,7 @@ static qg_status check_args(const qg_context *ctx, qg_gemm_kind kind, const qg_b
     const bool need_ws = sum1 && splits > 1 && !empty && a->k > 0 && !(atomic && a->d_fp32);
     size_t need = 0, counter_bytes = 0;
     if (need_ws) {
-        need = sum_ws_bytes(a->m, a->n, splits, atomic, atomic && variant == 6, &counter_bytes);
+        need = sum_ws_bytes(a->m, a->n, splits, atomic, &counter_bytes);
         if (!bs->ws)
             return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                             "%s: workspace is NULL: %d splits of m %d x n %d need %zu bytes "
@@ -856,9 +846,7 @@ static qg_status run(qg_context *ctx, qg_gemm_kind kind, const qg_bf16_gemm_args
              * (the atomic reduction: W); none for the atomic FP32 D */
             const bool ws_used = g > 1 && !(key->sum_atomic && a->d_fp32);
             const uint64_t counter_bytes =
-                ws_used ? sum_counter_bytes(a->m, a->n, (int)g, key->sum_atomic,
-                                            key->sum_atomic && key->sum_variant == 4)
-                        : 0;
+                ws_used ? sum_counter_bytes(a->m, a->n, (int)g, key->sum_atomic) : 0;
             CUdeviceptr counters = ws_used ? (CUdeviceptr)(uintptr_t)bs->ws : 0;
             CUdeviceptr slots = ws_used ? counters + counter_bytes : 0;
             /* the atomic reduction into an FP32 D adds to what D holds: C
@@ -1002,13 +990,8 @@ qg_status qg_bf16_gemm_batch_sums(qg_context *ctx, const qg_bf16_gemm_args *args
  * rounded up to 256 bytes, then the slots, FP32 [splits][ceil(m / 64) x 64]
  * [n]. One split uses none. Saturates at SIZE_MAX (unreachable sizes). */
 size_t qg_bf16_gemm_batch_sum_workspace_bytes(int m, int n, int splits, size_t *counter_bytes) {
-    /* the mode of QGEMM_BMK_REDUCE (a bad value: the tree's, the larger) and
-     * of QGEMM_BMK_VARIANT (v7's two counter arrays; a bad value: those, the
-     * larger) */
-    int max_stages = 0;
-    const int variant = bmk_variant(&max_stages);
-    return sum_ws_bytes(m, n, splits, bmk_atomic() == 1, variant == 6 || variant < 0,
-                        counter_bytes);
+    /* the mode of QGEMM_BMK_REDUCE (a bad value: the tree's, the larger) */
+    return sum_ws_bytes(m, n, splits, bmk_atomic() == 1, counter_bytes);
 }
 
 qg_status qg_bf16_gemm_batch_sum(qg_context *ctx, const qg_bf16_gemm_args *args,

@@ -132,8 +132,7 @@ static int problem_ok(const qg_bf16_problem *p) {
         return 0; /* the atomic reduction: splits > 1, C put into D by the host */
     if ((p->sum_variant || p->sum_max_stages) && !p->sum_atomic)
         return 0; /* QGEMM_BMK_VARIANT: the atomic reduction's */
-    if (p->sum_variant < 0 || p->sum_variant > 4) return 0;
-    if (p->sum_variant == 4 && p->d_f32) return 0; /* v7: a bf16 D's (an FP32 D runs 3) */
+    if (p->sum_variant < 0 || p->sum_variant > 3) return 0;
     if (p->sum_max_stages < 0 || p->sum_max_stages > BF16_MAX_STAGES) return 0;
     if (p->merge < -1 || p->merge > 16) return 0; /* QGEMM_BF16_MERGE: auto, off or 1..16 */
     if (p->splitk != 0 && p->splitk != -1 && p->splitk != 2 && p->splitk != 4 && p->splitk != 8)
@@ -661,10 +660,6 @@ int qg__bf16_kernel_source(char *buf, size_t cap, const qg_bf16_problem *p, cons
     /* v5 / v6: and the reductions' target prefetched into L2 (only here: v3's text unchanged) */
     if (n < cap && reduce && p->sum_atomic && p->sum_variant >= 3)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_PREFETCH 1");
-    /* v7: a bf16 D converted by the region's splits together, in this launch
-     * (only here: v6's text unchanged) */
-    if (n < cap && reduce && p->sum_atomic && p->sum_variant == 4 && !p->d_f32)
-        n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_SUM_SPREAD 1");
     /* merged stages (QGEMM_BF16_MERGE; only here: unmerged text unchanged) */
     if (n < cap && pl->merge > 1)
         n += (size_t)snprintf(buf + n, cap - n, "\n#define QG_BF16_MERGE %d", pl->merge);

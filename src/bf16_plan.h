@@ -90,9 +90,7 @@ typedef struct {
                          once (QG_SUM_EPI_BATCHED), its cost planned as one round trip;
                          2 = v3: v2 and 16-byte reductions (QG_SUM_RED_V4); 3 = v3 and
                          the reductions' target prefetched into L2 (QG_SUM_PREFETCH;
-                         QGEMM_BMK_VARIANT=v5 or v6); 4 = 3 and a bf16 D converted in
-                         the kernel by every split of a region (QG_SUM_SPREAD;
-                         QGEMM_BMK_VARIANT=v7, a bf16 D only) */
+                         QGEMM_BMK_VARIANT=v5 or v6) */
     int sum_max_stages; /* the atomic reduced batch sum: at most this many pipeline stages
                          (QGEMM_BMK_VARIANT's :sN; 0: no cap) */
     int num_sms;      /* the device's SM count */

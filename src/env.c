@@ -136,11 +136,7 @@
  *                                            bf16 D summed as an FP32 D into the workspace,
  *                                            then a second launch converts it), v5 (v4 and
  *                                            the reductions' target prefetched into L2) or
- *                                            v6 (v3 and that prefetch) or v7 (v6, and
- *                                            a bf16 D converted in the same launch by
- *                                            all the splits of a region at once, where
- *                                            no wait can deadlock; twice the
- *                                            workspace's counters),
+ *                                            v6 (v3 and that prefetch),
  *                                            optionally :sN (the atomic reduction's
  *                                            stages capped at N, 4..16); another value
  *                                            fails the call, naming it
@@ -286,9 +282,8 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_BMK_VARIANT", "the reduced batch sum's organisation (qg_bf16_gemm_batch_sum): v1, "
      "v2 (a bf16 D's last arrival loads its region's sums at once), v3 (and 16-byte "
      "reductions) or v4 (v3; a bf16 D summed as an FP32 D into the workspace, then converted "
-     "by a second launch), v5 (v4 and the reductions' target prefetched into L2), v6 (v3 "
-     "and that prefetch) or v7 (v6, a bf16 D converted in the same launch by a region's splits "
-     "together), optionally :sN (the atomic "
+     "by a second launch), v5 (v4 and the reductions' target prefetched into L2) or v6 (v3 "
+     "and that prefetch), optionally :sN (the atomic "
      "reduction's stages capped at N, 4..16)", "v5:s4"},
     {"QGEMM_EINSUM_VARIANT", "(the Python package's einsum / fp8_einsum) old, new (both options) "
      "or a '+'-list of sfkernel (fp8_einsum's x scales made M-major by qgemm's transpose kernel, "

@@ -1353,16 +1353,6 @@ TEST(bf16_batch_sum_workspace_bytes) {
           counters);
     CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 1, &counters) == 0 && counters == 0,
           "atomic, one split: no workspace");
-    /* QGEMM_BMK_VARIANT=v7: two counter arrays (2 x 24 x 8 = 384 -> 512), then W; a refused
-     * value sizes as v7 (the larger) */
-    setenv("QGEMM_BMK_VARIANT", "v7:s4", 1);
-    const size_t at7 = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, &counters);
-    CHECK(at7 == 512 + (size_t)128 * 384 * 4 && counters == at7, "v7: %zu, %zu", at7, counters);
-    setenv("QGEMM_BMK_VARIANT", "v8", 1);
-    CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, NULL) == at7, "a refused variant");
-    setenv("QGEMM_BMK_VARIANT", "v5", 1);
-    CHECK(qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, NULL) == at, "v5: as unset");
-    unsetenv("QGEMM_BMK_VARIANT");
     /* the tree */
     setenv("QGEMM_BMK_REDUCE", "tree", 1);
     counters = 7;
@@ -1417,7 +1407,7 @@ TEST(bf16_batch_sum_validation) {
                   qg_last_error());
         }
         unsetenv("QGEMM_BMK_REDUCE");
-        /* QGEMM_BMK_VARIANT: v1 .. v7 taken, anything else refused, naming it */
+        /* QGEMM_BMK_VARIANT: v1 .. v6 taken, anything else refused, naming it */
         static const char *variant_ok[] = {"v1", "v2", "v3", "v1:s4", "v2:s4", "v3:s16", "v4", "v4:s4",
                                            "v5", "v5:s4", "v6", "v6:s16"};
         for (int i = 0; i < 12; ++i) {
@@ -1426,23 +1416,10 @@ TEST(bf16_batch_sum_validation) {
             CHECK(s == QG_ERROR_NO_DEVICE, "QGEMM_BMK_VARIANT=%s: %s (%s)", variant_ok[i],
                   qg_status_string(s), qg_last_error());
         }
-        /* v7 (twice the counters): its own size taken, v5's refused as short */
-        static const char *variant_v7[] = {"v7", "v7:s4", "v7:s16"};
-        for (int i = 0; i < 3; ++i) {
-            setenv("QGEMM_BMK_VARIANT", variant_v7[i], 1);
-            const size_t need7 = qg_bf16_gemm_batch_sum_workspace_bytes(128, 384, 15, NULL);
-            s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need7, NULL);
-            CHECK(need7 > need_at && s == QG_ERROR_NO_DEVICE, "QGEMM_BMK_VARIANT=%s: %zu bytes: %s (%s)",
-                  variant_v7[i], need7, qg_status_string(s), qg_last_error());
-            s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
-            CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "workspace_bytes must be"),
-                  "QGEMM_BMK_VARIANT=%s, v5's workspace: %s (%s)", variant_v7[i],
-                  qg_status_string(s), qg_last_error());
-        }
-        static const char *variant_bad[] = {"v8", "V2", "2", "v2 ", "v2:s3", "v2:s17", "v2:4",
+        static const char *variant_bad[] = {"v7", "V2", "2", "v2 ", "v2:s3", "v2:s17", "v2:4",
                                             "v2:s", "v2:s4x", "v2:s-4", "v2:s+4", "v2:s160",
-                                            "v0", "v5 ", "v6:s3", "v7:s3", "v7 "};
-        for (int i = 0; i < 17; ++i) {
+                                            "v0", "v5 ", "v6:s3"};
+        for (int i = 0; i < 15; ++i) {
             setenv("QGEMM_BMK_VARIANT", variant_bad[i], 1);
             s = qg_bf16_gemm_batch_sum(ctx, &x, 128 * 128, 384 * 128, 15, SUM_WS, need_at, NULL);
             CHECK(s == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_BMK_VARIANT"),
@@ -1541,10 +1518,8 @@ TEST(bf16_batch_sum_compile_every_variant) {
      * (16-byte reductions, and v2) at 16, 44 and 66 splits, FP32 D and bf16 D; rv 7: v6:s4
      * (v3 and the L2 prefetch of the reductions' target, QG_SUM_PREFETCH) at 16 and 44
      * splits, FP32 D and bf16 D; rv 8: v5 (a bf16 D: the FP32-D kernel with the prefetch
-     * into W) at 16 and 44 splits, bf16 D; rv 9: v7:s4 (a bf16 D converted in the kernel by
-     * the region's splits together, QG_SUM_SPREAD) at 16, 44 and 66 splits and v7 (no stage
-     * cap) at 44, bf16 D in every shape; an FP32 D at 44 splits (v6's kernel) */
-    for (int rv = 0; rv < 11; ++rv)
+     * into W) at 16 and 44 splits, bf16 D */
+    for (int rv = 0; rv < 9; ++rv)
     for (size_t i = 0; i < sizeof S / sizeof S[0]; ++i)
         for (size_t j = 0; j < sizeof MNK / sizeof MNK[0]; ++j)
             for (size_t sp = 0; sp < sizeof SPLITS / sizeof SPLITS[0]; ++sp)
@@ -1562,16 +1537,13 @@ TEST(bf16_batch_sum_compile_every_variant) {
                     if (rv == 6 && (mode == 0 || sp < 2 || sp == 4)) continue;
                     if (rv == 7 && (mode == 0 || (sp != 2 && sp != 3))) continue;
                     if (rv == 8 && (mode != 2 || (sp != 2 && sp != 3))) continue;
-                    if (rv == 9 && (mode == 0 || (mode == 1 && sp != 3) || (sp != 2 && sp != 3 && sp != 5)))
-                        continue;
-                    if (rv == 10 && (mode != 2 || sp != 3)) continue;
                     if (sp == 5 && rv < 3) continue;
                     char radix_text[2] = {(char)('0' + radix), 0};
                     setenv("QGEMM_BMK_RADIX", radix_text, 1);
                     setenv("QGEMM_BMK_REDUCE", rv < 3 ? "tree" : "atomic", 1);
                     setenv("QGEMM_BMK_VARIANT",
                            rv == 4 ? "v2" : rv == 5 ? "v3:s4" : rv == 6 ? "v3" : rv == 7 ? "v6:s4"
-                           : rv == 8 ? "v5" : rv == 9 ? "v7:s4" : rv == 10 ? "v7" : "v1", 1);
+                           : rv == 8 ? "v5" : "v1", 1);
                     qg_bf16_gemm_args a;
                     memset(&a, 0, sizeof a);
                     a.m = m, a.n = n, a.k = k, a.num_groups = s, a.expected_m = splits;
@@ -1585,8 +1557,7 @@ TEST(bf16_batch_sum_compile_every_variant) {
                              m, n, k, splits,
                              rv < 3 ? "radix" : rv == 3 ? "atomic" : rv == 4 ? "atomic v2"
                                     : rv == 5 ? "v3:s4" : rv == 6 ? "atomic v3"
-                                    : rv == 7 ? "v6:s4" : rv == 8 ? "v5"
-                                    : rv == 9 ? "v7:s4" : "v7",
+                                    : rv == 7 ? "v6:s4" : "v5",
                              radix, mode);
                     /* no TMA store: the tree writes D */
                     qgtk_compile_verdict(&sw, what, st, &info, QGTK_PTX_WGMMA | QGTK_PTX_TMA_LOAD,
@@ -1651,9 +1622,7 @@ static double sum_check(const float *got, int m, int n, int64_t ldd, int mode, c
  * exchange) and, for a bf16 D, v4 (the FP32-D kernel into W, then the
  * conversion launch: D from W, W zeroed again), v6 (v3 with the L2 prefetch
  * of the reductions' target, every mode) and, for a bf16 D, v5 (v4 with that
- * prefetch) and, for a bf16 D, v7 (one launch, the region's splits
- * converting W into D together; its zero area, two counter arrays and W,
- * zeroed once before its rounds) (:sN only changes the stage count: compile-checked,
+ * prefetch) (:sN only changes the stage count: compile-checked,
  * and checked against float64 by bench/bmk_variants.py). The last two
  * cases (QGEMM_BMK_SPLITS=wide's 256x128 and 128x192 tiles) run the atomic
  * reductions only (each kernel compiled costs GPU-machine time). Every upload and poison is done (gpu_legacy_done) before the call
@@ -1689,24 +1658,13 @@ TEST(gpu_bf16_batch_sum_accuracy) {
         size_t counter_bytes = 0, atomic_zero = 0;
         setenv("QGEMM_BMK_REDUCE", "atomic", 1);
         const size_t atomic_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &atomic_zero);
-        size_t v7_zero = 0; /* v7's zero area: two counter arrays, then W */
-        setenv("QGEMM_BMK_VARIANT", "v7", 1);
-        const size_t v7_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &v7_zero);
-        unsetenv("QGEMM_BMK_VARIANT");
-        setenv("QGEMM_BMK_REDUCE", "tree", 1); /* (the larger: serves all) */
+        setenv("QGEMM_BMK_REDUCE", "tree", 1); /* (the larger: serves both) */
         const size_t ws_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &counter_bytes);
         (void)atomic_bytes;
-        if (splits > 1 && (v7_zero <= atomic_zero || v7_bytes > ws_bytes)) {
-            printf("    FAIL batch sum S %d %dx%d splits %d: v7's workspace %zu (zero %zu) against "
-                   "the atomic %zu and the tree's %zu\n", S, m, n, splits, v7_bytes, v7_zero,
-                   atomic_zero, ws_bytes);
-            failures++;
-            continue;
-        }
         uint16_t *ha = malloc(a_el * 2), *hb = malloc(b_el * 2);
         float *hc = malloc(d_el * 4), *got = malloc(d_el * 4), *first = malloc(d_el * 4);
         double *ref = malloc((size_t)m * n * sizeof(double));
-        uint32_t *cnt = malloc((counter_bytes > v7_zero ? counter_bytes : v7_zero) + 4);
+        uint32_t *cnt = malloc((counter_bytes > atomic_zero ? counter_bytes : atomic_zero) + 4);
         unsigned s = 4242u + (unsigned)ci;
         for (size_t i = 0; i < a_el; ++i) ha[i] = qg_bf16_encode((float)rnd_unit(&s));
         for (size_t i = 0; i < b_el; ++i) hb[i] = qg_bf16_encode((float)rnd_unit(&s));
@@ -1738,25 +1696,22 @@ TEST(gpu_bf16_batch_sum_accuracy) {
          * node of one child (it goes up without storing) */
         /* (the wide-tile cases, the last two: the atomic reductions only) */
         const bool atomic_only = ci + 2 >= sizeof cases / sizeof cases[0];
-        for (int rm = atomic_only ? 12 : 0; rm < 40 && !why[0]; ++rm) {
-            /* QGEMM_BMK_VARIANT v2 from 16, v3 from 20, v4 from 24, v6 from 28, v5 from 32,
-             * v7 from 36 */
+        for (int rm = atomic_only ? 12 : 0; rm < 36 && !why[0]; ++rm) {
+            /* QGEMM_BMK_VARIANT v2 from 16, v3 from 20, v4 from 24, v6 from 28, v5 from 32 */
             const bool atomic = rm >= 12;
-            const char *variant = rm >= 36 ? "v7" : rm >= 32 ? "v5" : rm >= 28 ? "v6"
-                                  : rm >= 24 ? "v4" : rm >= 20 ? "v3" : rm >= 16 ? "v2" : "v1";
-            /* v4, v5 and v7 change only a bf16 D's call (an FP32 D runs v3's, v5's and v7's
-             * v6's): that mode alone */
+            const char *variant = rm >= 32 ? "v5" : rm >= 28 ? "v6" : rm >= 24 ? "v4"
+                                  : rm >= 20 ? "v3" : rm >= 16 ? "v2" : "v1";
+            /* v4 and v5 change only a bf16 D's call (an FP32 D runs v3's, v5's v6's): that
+             * mode alone */
             if ((rm >= 32 || (rm >= 24 && rm < 28)) && rm % 4 != 3) continue;
             const int radix = atomic ? 2 : 2 << (rm / 4), mode = rm % 4;
             char radix_text[2] = {(char)('0' + radix), 0};
             setenv("QGEMM_BMK_RADIX", radix_text, 1);
             setenv("QGEMM_BMK_REDUCE", atomic ? "atomic" : "tree", 1);
             setenv("QGEMM_BMK_VARIANT", variant, 1);
-            const size_t zero_bytes = rm >= 36 ? v7_zero : atomic ? atomic_zero : counter_bytes;
+            const size_t zero_bytes = atomic ? atomic_zero : counter_bytes;
             if (rm == 12 && atomic_zero) /* the trees left their slots in W's bytes */
                 drv->cuMemsetD8(dw, 0, atomic_zero);
-            if (rm == 39 && v7_zero) /* v7's zero area (its W after the second counter array) */
-                drv->cuMemsetD8(dw, 0, v7_zero);
             const int d_fp32 = mode < 3;
             qg_bf16_gemm_args a;
             memset(&a, 0, sizeof a);
@@ -1950,232 +1905,3 @@ TEST(gpu_bf16_batch_sum_v4_conversion_fails) {
     CHECK(!why[0], "%s", why);
     PASS();
 }
-
-/* QGEMM_BMK_VARIANT=v7 (one launch, a bf16 D converted by the region's
- * splits together) against v5 (the default: the conversion launch), bitwise:
- * integer inputs in [-3, 3] make every partial sum and the total exact in
- * FP32 whatever order the atomics take (|sum| <= S K 9 < 2^24), so both must
- * give exactly the round-to-nearest-even bf16 of the integer reference, and
- * the same bytes. D poisoned before each call, 8 padding columns that must
- * stay poisoned; the workspace's zero area (v7's: two counter arrays, then
- * W) zero again after every call. Shapes: DeepGEMM's 129 x 256 x 256 x 256 at
- * the einsum's 26 splits, M and N off the tiles at 43 splits, and 9 tiles x
- * 129 splits (more tiles than CTAs: CTAs with a later tile do not wait, so
- * regions convert through the last arrival alone, or mixed). Then v7 captured
- * in a CUDA graph and replayed three times on fresh integer inputs copied
- * into the same buffers, an eager v7 call on the same stream and workspace
- * after each replay: each exact, the zero area zero after each (the kernel
- * resets its own counters). */
-static void exact_inputs(uint16_t *x, int8_t *xi, size_t n, unsigned *s) {
-    for (size_t i = 0; i < n; ++i) {
-        *s = *s * 1664525u + 1013904223u;
-        xi[i] = (int8_t)((int)((*s >> 16) % 7) - 3);
-        x[i] = qg_bf16_encode((float)xi[i]);
-    }
-}
-
-/* the integer reference (the inputs' values as int8: exact), rounded to bf16 */
-static void exact_reference(const int8_t *ia, const int8_t *ib, int S, int m, int n, int k,
-                            uint16_t *want) {
-    int32_t *acc = calloc((size_t)m * n, sizeof *acc);
-    if (!acc) {
-        memset(want, 0, (size_t)m * n * 2); /* (the check then fails) */
-        return;
-    }
-    for (int b = 0; b < S; ++b)
-        for (int r = 0; r < m; ++r) {
-            const int8_t *x = ia + ((size_t)b * m + r) * k;
-            for (int c = 0; c < n; ++c) {
-                const int8_t *y = ib + ((size_t)b * n + c) * k;
-                int32_t dot = 0;
-                for (int kk = 0; kk < k; ++kk) dot += x[kk] * y[kk];
-                acc[(size_t)r * n + c] += dot;
-            }
-        }
-    for (size_t i = 0; i < (size_t)m * n; ++i)
-        want[i] = qg_bf16_encode((float)acc[i]); /* exact: |acc| <= S k 9 < 2^24 */
-    free(acc);
-}
-
-/* D [m][n + 8] against want: the first mismatch's text, or "" */
-static void exact_check(const uint16_t *got, const uint16_t *want, int m, int n, const char *what,
-                        char *why, size_t cap) {
-    for (int r = 0; r < m && !why[0]; ++r)
-        for (int c = 0; c < n + 8 && !why[0]; ++c) {
-            const uint16_t g = got[(size_t)r * (n + 8) + c];
-            if (c >= n && g != POISON16)
-                snprintf(why, cap, "%s: padding [%d][%d] written (%#x)", what, r, c, g);
-            else if (c < n && g != want[(size_t)r * n + c])
-                snprintf(why, cap, "%s: D[%d][%d] = %#x (%g), want %#x (%g)", what, r, c, g, bf(g),
-                         want[(size_t)r * n + c], bf(want[(size_t)r * n + c]));
-        }
-}
-
-static void zero_check(const qg_driver *drv, CUdeviceptr dw, size_t zero_bytes, const char *what,
-                       char *why, size_t cap) {
-    uint32_t *w = malloc(zero_bytes + 4);
-    if (!w) {
-        snprintf(why, cap, "%s: out of host memory", what);
-        return;
-    }
-    drv->cuMemcpyDtoH(w, dw, zero_bytes);
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < zero_bytes / 4; ++i)
-        if (w[i] && !bad++) first = i;
-    if (bad)
-        snprintf(why, cap, "%s: %zu words of the zero area not zero (the first at byte %zu)", what,
-                 bad, first * 4);
-    free(w);
-}
-
-TEST(gpu_bf16_batch_sum_v7_exact_and_graph) {
-    if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
-    qg_context *ctx;
-    CUstream stream;
-    CHECK(qgtk_gpu_session_open(&ctx, &stream) == QG_SUCCESS, "%s", qg_last_error());
-    gpu_ctx_push(ctx);
-    const qg_driver *drv;
-    qg__context_cuda(ctx, &drv, NULL, NULL);
-    /* S, m, n, k, splits */
-    static const int cases[][5] = {{129, 256, 256, 256, 26}, {129, 200, 136, 64, 43},
-                                   {129, 384, 384, 64, 129}, {3, 100, 72, 64, 2}};
-    unsetenv("QGEMM_BMK_REDUCE"); /* the atomic reduction */
-    char why[512] = "";
-    int checked = 0;
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && !why[0]; ++ci) {
-        const int S = cases[ci][0], m = cases[ci][1], n = cases[ci][2], k = cases[ci][3];
-        const int splits = cases[ci][4];
-        size_t zero = 0;
-        setenv("QGEMM_BMK_VARIANT", "v7", 1);
-        const size_t ws_bytes = qg_bf16_gemm_batch_sum_workspace_bytes(m, n, splits, &zero);
-        const size_t a_el = (size_t)S * m * k, b_el = (size_t)S * n * k;
-        const size_t d_el = (size_t)m * (n + 8);
-        uint16_t *ha = malloc(a_el * 2), *hb = malloc(b_el * 2), *got = malloc(d_el * 2);
-        uint16_t *want = malloc((size_t)m * n * 2);
-        int8_t *ia = malloc(a_el), *ib = malloc(b_el);
-        CUdeviceptr da = 0, db = 0, dd = 0, dd2 = 0, dw = 0;
-        CUgraph graph = NULL;
-        CUgraphExec exec = NULL;
-        unsigned seed = 9100u + (unsigned)ci;
-        if (!ha || !hb || !got || !want || !ia || !ib || zero != ws_bytes || drv->cuMemAlloc(&da, a_el * 2) ||
-            drv->cuMemAlloc(&db, b_el * 2) || drv->cuMemAlloc(&dd, d_el * 2) ||
-            drv->cuMemAlloc(&dd2, d_el * 2) || drv->cuMemAlloc(&dw, ws_bytes)) {
-            snprintf(why, sizeof why, "S %d %dx%dx%d: allocation failed (workspace %zu, zero %zu)",
-                     S, m, n, k, ws_bytes, zero);
-        } else {
-            drv->cuMemsetD8(dw, 0, ws_bytes);
-            exact_inputs(ha, ia, a_el, &seed);
-            exact_inputs(hb, ib, b_el, &seed);
-            exact_reference(ia, ib, S, m, n, k, want);
-            drv->cuMemcpyHtoD(da, ha, a_el * 2);
-            drv->cuMemcpyHtoD(db, hb, b_el * 2);
-        }
-        qg_bf16_gemm_args a;
-        memset(&a, 0, sizeof a);
-        a.m = m, a.n = n, a.k = k, a.num_groups = S;
-        a.a = (void *)(uintptr_t)da, a.lda = k, a.b = (void *)(uintptr_t)db, a.ldb = k;
-        a.d = (void *)(uintptr_t)dd, a.ldd = n + 8;
-        /* eager: v5 (the default), v7, v5, v7 (each variant after the other on one workspace) */
-        for (int call = 0; call < 4 && !why[0]; ++call) {
-            const char *variant = call % 2 ? "v7" : "v5";
-            setenv("QGEMM_BMK_VARIANT", variant, 1);
-            drv->cuMemsetD8(dd, 0xFF, d_el * 2);
-            if (gpu_legacy_done(ctx)) {
-                snprintf(why, sizeof why, "cuCtxSynchronize failed");
-                break;
-            }
-            const qg_status st = qg_bf16_gemm_batch_sum(ctx, &a, (int64_t)m * k, (int64_t)n * k,
-                                                        splits, (void *)(uintptr_t)dw, ws_bytes,
-                                                        stream);
-            char what[96];
-            snprintf(what, sizeof what, "S %d %dx%dx%d splits %d %s call %d", S, m, n, k, splits,
-                     variant, call);
-            if (st != QG_SUCCESS) {
-                snprintf(why, sizeof why, "%s: %s: %s", what, qg_status_string(st), qg_last_error());
-                break;
-            }
-            if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
-                snprintf(why, sizeof why, "%s: the kernel faulted", what);
-                break;
-            }
-            drv->cuMemcpyDtoH(got, dd, d_el * 2);
-            exact_check(got, want, m, n, what, why, sizeof why);
-            if (!why[0]) zero_check(drv, dw, zero, what, why, sizeof why);
-            checked++;
-        }
-        /* v7 in a CUDA graph, replayed on new inputs in the same buffers */
-        setenv("QGEMM_BMK_VARIANT", "v7", 1);
-        if (!why[0]) {
-            CUresult cr = drv->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-            qg_status st = QG_ERROR_CUDA;
-            if (cr == CUDA_SUCCESS) {
-                st = qg_bf16_gemm_batch_sum(ctx, &a, (int64_t)m * k, (int64_t)n * k, splits,
-                                            (void *)(uintptr_t)dw, ws_bytes, stream);
-                cr = drv->cuStreamEndCapture(stream, &graph); /* always end */
-            }
-            if (cr == CUDA_SUCCESS && st == QG_SUCCESS) cr = drv->cuGraphInstantiate(&exec, graph, 0);
-            if (st != QG_SUCCESS || cr != CUDA_SUCCESS)
-                snprintf(why, sizeof why, "S %d %dx%dx%d: capture: %s (%s), CUresult %d", S, m, n,
-                         k, qg_status_string(st), st ? qg_last_error() : "", (int)cr);
-        }
-        for (int replay = 0; replay < 3 && !why[0]; ++replay) {
-            exact_inputs(ha, ia, a_el, &seed);
-            exact_inputs(hb, ib, b_el, &seed);
-            exact_reference(ia, ib, S, m, n, k, want);
-            drv->cuMemcpyHtoD(da, ha, a_el * 2);
-            drv->cuMemcpyHtoD(db, hb, b_el * 2);
-            drv->cuMemsetD8(dd, 0xFF, d_el * 2);
-            drv->cuMemsetD8(dd2, 0xFF, d_el * 2);
-            if (gpu_legacy_done(ctx)) {
-                snprintf(why, sizeof why, "cuCtxSynchronize failed");
-                break;
-            }
-            CUresult cr = drv->cuGraphLaunch(exec, stream);
-            /* then an eager call into another D on the same stream and workspace */
-            qg_bf16_gemm_args a2 = a;
-            a2.d = (void *)(uintptr_t)dd2;
-            const qg_status st = cr == CUDA_SUCCESS
-                                     ? qg_bf16_gemm_batch_sum(ctx, &a2, (int64_t)m * k,
-                                                              (int64_t)n * k, splits,
-                                                              (void *)(uintptr_t)dw, ws_bytes, stream)
-                                     : QG_ERROR_CUDA;
-            char what[96];
-            snprintf(what, sizeof what, "S %d %dx%dx%d splits %d v7 graph replay %d", S, m, n, k,
-                     splits, replay);
-            if (cr != CUDA_SUCCESS || st != QG_SUCCESS) {
-                snprintf(why, sizeof why, "%s: cuGraphLaunch %d, eager call %s: %s", what, (int)cr,
-                         qg_status_string(st), st ? qg_last_error() : "");
-                break;
-            }
-            if (drv->cuStreamSynchronize(stream) != CUDA_SUCCESS) {
-                snprintf(why, sizeof why, "%s: the kernels faulted", what);
-                break;
-            }
-            drv->cuMemcpyDtoH(got, dd, d_el * 2);
-            exact_check(got, want, m, n, what, why, sizeof why);
-            if (!why[0]) {
-                drv->cuMemcpyDtoH(got, dd2, d_el * 2);
-                char what2[128];
-                snprintf(what2, sizeof what2, "%.96s, the eager call after it", what);
-                exact_check(got, want, m, n, what2, why, sizeof why);
-            }
-            if (!why[0]) zero_check(drv, dw, zero, what, why, sizeof why);
-            checked++;
-        }
-        if (exec) drv->cuGraphExecDestroy(exec);
-        if (graph) drv->cuGraphDestroy(graph);
-        if (da) drv->cuMemFree(da);
-        if (db) drv->cuMemFree(db);
-        if (dd) drv->cuMemFree(dd);
-        if (dd2) drv->cuMemFree(dd2);
-        if (dw) drv->cuMemFree(dw);
-        free(ha), free(hb), free(got), free(want), free(ia), free(ib);
-    }
-    unsetenv("QGEMM_BMK_VARIANT");
-    printf("    %d exact v5 / v7 calls and v7 graph replays checked bitwise\n", checked);
-    gpu_ctx_pop(ctx);
-    qgtk_gpu_session_close(ctx, stream);
-    CHECK(!why[0], "%s", why);
-    PASS();
-}
-

@@ -432,9 +432,8 @@ def _kernel_writable(t: Any) -> bool:
 # QGEMM_BMK_REDUCE (read by the library at every call, and here for the split rule and the
 # workspace): "atomic" (unset: the default) adds the splits with FP32 atomics in one level,
 # "tree" with the deterministic tree (QGEMM_BMK_RADIX). Another value: the library's error.
-# (QGEMM_BMK_VARIANT, v1 .. v7[:sN], is the library's alone: the kernel's organisation, no
-# change here; v4's, v5's and v6's bf16 d use the same workspace as v3's, v7's one with twice
-# the counters: batch_sum_workspace_bytes reads the knob, and _workspace keys by the zero size.)
+# (QGEMM_BMK_VARIANT, v1 .. v6[:sN], is the library's alone: the kernel's organisation, no
+# change here; v4's, v5's and v6's bf16 d use the same workspace as v3's.)
 REDUCE_ENV = "QGEMM_BMK_REDUCE"
 _REDUCE_ENV_B = REDUCE_ENV.encode()
 

@@ -281,18 +281,6 @@ def test_batch_sum_workspace_bytes(monkeypatch):
     # counters: 2 m64 x 24 n16 regions x 14 gaps x 4 bytes -> 2816; slots 15 x 128 x 384 x 4
     assert wb(128, 384, 15) == (2816 + 15 * 128 * 384 * 4, 2816)
     assert wb(200, 136, 3) == (512 + 3 * 256 * 136 * 4, 512)
-    # QGEMM_BMK_VARIANT=v7: the atomic reduction's counters twice (2 x 24 x 8 -> 512), then W;
-    # a value the library refuses sizes as v7 (the larger); the tree's unchanged
-    monkeypatch.delenv("QGEMM_BMK_REDUCE", raising=False)
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v7:s4")
-    assert wb(128, 384, 15) == (512 + 128 * 384 * 4,) * 2
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v9")
-    assert wb(128, 384, 15) == (512 + 128 * 384 * 4,) * 2
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v5:s4")
-    assert wb(128, 384, 15) == (256 + 128 * 384 * 4,) * 2
-    monkeypatch.setenv("QGEMM_BMK_VARIANT", "v7")
-    monkeypatch.setenv("QGEMM_BMK_REDUCE", "tree")
-    assert wb(128, 384, 15) == (2816 + 15 * 128 * 384 * 4, 2816)
 
 
 @pytest.mark.parametrize("c_mode", [None, "d", "other"])
@@ -505,8 +493,7 @@ def _gpu():
                                                       (200, 136, 64))] + [(4096, 256, 256, 256)])
 @pytest.mark.parametrize("fp32", [True, False])
 @pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-v3-wide",
-                                    "atomic-bf16cast", "atomic-v4", "atomic-v5", "atomic-v6",
-                                    "atomic-v7"])
+                                    "atomic-bf16cast", "atomic-v4", "atomic-v5", "atomic-v6"])
 def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     """DeepGEMM's check (calc_diff < 1e-5 vs float64) under each reduction; atomic-v3:
     QGEMM_BMK_VARIANT=v3 (16-byte reductions; a bf16 d's batched last-arrival loads, its
@@ -516,8 +503,7 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     QGEMM_BMK_VARIANT; atomic-v4: QGEMM_BMK_VARIANT=v4 (a bf16 d summed by the FP32-d
     kernel into the workspace, then the library's conversion launch; an FP32 d as v3);
     atomic-v5 / atomic-v6: QGEMM_BMK_VARIANT=v5 / v6 (v4 / v3 with the reductions' target
-    prefetched into L2; an FP32 d: v3 with the prefetch); atomic-v7: QGEMM_BMK_VARIANT=v7 (v6,
-    a bf16 d converted in the same launch by each region's splits together)."""
+    prefetched into L2; an FP32 d: v3 with the prefetch)."""
     t = _gpu()
     if reduce.endswith("-wide") and s == 1:
         pytest.skip("one batch: one split, no reduction")
@@ -527,8 +513,7 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
     else:
         monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
         monkeypatch.setenv("QGEMM_BMK_VARIANT", "v3" if "-v3" in reduce
-                           else reduce[-2:] if reduce[-3:] in ("-v4", "-v5", "-v6", "-v7")
-                           else "v1")
+                           else reduce[-2:] if reduce[-3:] in ("-v4", "-v5", "-v6") else "v1")
     if reduce.endswith("-wide"):
         monkeypatch.setenv("QGEMM_BMK_SPLITS", "wide")
     reduce = reduce.split("-")[0]
@@ -562,7 +547,7 @@ def test_gpu_bmk_bnk_mn(monkeypatch, s, m, n, k, fp32, reduce):
                                       (129, 1)])
 @pytest.mark.parametrize("mode", ["fp32 += d", "fp32 = c +", "fp32", "bf16"])
 @pytest.mark.parametrize("reduce", ["atomic", "tree", "atomic-v3", "atomic-bf16cast",
-                                    "atomic-v4", "atomic-v5", "atomic-v6", "atomic-v7"])
+                                    "atomic-v4", "atomic-v5", "atomic-v6"])
 def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     """The one-kernel batch sum at explicit split counts (the tree from 1 to S leaves), M
     and N off the tiles: against float64, bit-identical over 5 calls (d reset to the same
@@ -571,8 +556,7 @@ def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     QGEMM_EINSUM_VARIANT=bf16cast (a bf16 d through the FP32 scratch and torch's cast);
     atomic-v4: QGEMM_BMK_VARIANT=v4 (a bf16 d: the FP32-d kernel into the workspace, then
     the conversion launch); atomic-v5 / atomic-v6: v4 / v3 with the reductions' target
-    prefetched into L2; atomic-v7: v6 with a bf16 d converted in the same launch by each
-    region's splits together (at 129 splits of 200 x 136 every CTA waits for its region)."""
+    prefetched into L2."""
     t = _gpu()
     if reduce == "atomic-bf16cast":
         monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "bf16cast")
@@ -580,8 +564,8 @@ def test_gpu_bmk_bnk_mn_splits(monkeypatch, s, splits, mode, reduce):
     else:
         monkeypatch.delenv("QGEMM_EINSUM_VARIANT", raising=False)
         monkeypatch.setenv("QGEMM_BMK_VARIANT", {"atomic-v3": "v3", "atomic-v4": "v4",
-                                                 "atomic-v5": "v5", "atomic-v6": "v6",
-                                                 "atomic-v7": "v7"}.get(reduce, "v1"))
+                                                 "atomic-v5": "v5", "atomic-v6": "v6"}.get(reduce,
+                                                                                           "v1"))
     reduce = reduce.split("-")[0]
     monkeypatch.setenv("QGEMM_BMK_REDUCE", reduce)
     m, n, k = 200, 136, 64
@@ -1536,26 +1520,17 @@ def test_per_head_fast_path_launches_what_the_whole_way_launches(monkeypatch, ex
     assert len(rec.calls) == 2 and len(raw) == 2
 
 
-@pytest.mark.parametrize("variant", ["old", "bf16cast", "v7", "v7-26"])
+@pytest.mark.parametrize("variant", ["old", "bf16cast"])
 @pytest.mark.parametrize("fp32", [True, False])
 def test_gpu_bmk_graph_replay(monkeypatch, variant, fp32):
     """einsum('bmk,bnk->mn') captured in a CUDA graph (the fast path's workspace, or the
     bf16cast variant's FP32 scratch, from the graph's pool) and replayed on new values in
     the same buffers, with an eager call on the same stream between the replays (its kept
-    workspace / scratch must not be the graph's): each against float64. v7:
-    QGEMM_BMK_VARIANT=v7 (the default einsum variant): the eager calls' kept workspace must
-    be zero again after each (the kernel resets its counters and W; the graph's own
-    workspace gets the graph's memset node, so the C test gpu_bf16_batch_sum_v7_exact_and_graph
-    replays without one); v7-26: DeepGEMM's 129 x 256 x 256 x 256 row (26 splits: every CTA
-    helps convert)."""
+    workspace / scratch must not be the graph's): each against float64."""
     t = _gpu()
-    monkeypatch.setenv("QGEMM_EINSUM_VARIANT", "old" if variant.startswith("v7") else variant)
+    monkeypatch.setenv("QGEMM_EINSUM_VARIANT", variant)
     monkeypatch.delenv("QGEMM_BMK_REDUCE", raising=False)
-    if variant.startswith("v7"):
-        monkeypatch.setenv("QGEMM_BMK_VARIANT", "v7")
-    else:
-        monkeypatch.delenv("QGEMM_BMK_VARIANT", raising=False)
-    s, m, n, k = (129, 256, 256, 256) if variant == "v7-26" else (129, 200, 136, 64)
+    s, m, n, k = 129, 200, 136, 64
     dt = t.float32 if fp32 else t.bfloat16
 
     def make():
