@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variants", default="base,lean,all,all+lean",
-                    help="QGEMM_CAST_VARIANT values, comma-separated; 'default': unset (all+lean since "
+                    help="QGEMM_CAST_VARIANT values, comma-separated; 'default': unset (all+lean+ring+lut since 2026-11-29 y; all+lean since "
                          "2026-11-29); the first is the ratios' reference")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--shapes", default="64x7168,4096x7168,16384x7168,4096x2048")

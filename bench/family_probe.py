@@ -21,8 +21,8 @@ single profiled call for ncu.
 
 Cast rows: "kind=cast|name=per_token|m=64|k=7168" (names per_token, per_block, per_channel,
 silu, silu_masked: x [8, m, k] with masked_m and M-major scales), optionally "|env=WORDS": the
-row runs with QGEMM_CAST_VARIANT=WORDS ("checked": the package's checked path; "twoalloc": the
-fast path's outputs as two tensors), so one run compares the host paths. "kind=floor": the
+row runs with QGEMM_CAST_VARIANT=WORDS ("checked": the package's checked path), so one run compares the host
+paths. "kind=floor": the
 launch floor, torch.empty(16 floats) + zero_() on the GPU (one tiny kernel through torch's
 dispatcher, allocator and launch), timed as every row is; "kind=floor|what=zero": zero_()
 alone on a tensor made once.

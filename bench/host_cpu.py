@@ -18,7 +18,7 @@ are smaller (a CPU torch.empty of tens of MB is an mmap, not the CUDA caching al
 free-list pop); sizes do not change the Python path.
 
     PYTHONPATH=python python3 bench/host_cpu.py [--tree DIR] [--calls N] [--repeat R] [--json F]
-    python3 bench/host_cpu.py --fake-driver DIR [--tree DIR] [--variants checked,,twoalloc] ...
+    python3 bench/host_cpu.py --fake-driver DIR [--tree DIR] [--variants checked,] ...
 
 --fake-driver DIR: the casts' whole call instead, the extension's C included: DIR holds
 bench/fake_libcuda.c built as libcuda.so.1 (cc -O2 -shared -fPIC -o DIR/libcuda.so.1
@@ -245,7 +245,7 @@ def main():
                         "LD_LIBRARY_PATH=DIR and FAKE_CUDA_ANY_POINTER=1)")
     p.add_argument("--fake-driver", metavar="DIR",
                    help="--whole for the casts' rows and the launch floor, under each of --variants")
-    p.add_argument("--variants", default="checked,,twoalloc")
+    p.add_argument("--variants", default="checked,")
     p.add_argument("--only", help="the rows whose name contains this text")
     args = p.parse_args()
     fake_dir = args.whole or args.fake_driver

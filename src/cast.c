@@ -426,41 +426,43 @@ static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const
  * p->one_pass), lean (the QG_CAST_LEAN kernels: p->lean), ring (per-channel through a
  * shared-memory ring of bulk copies: p->ring) and lut (silu_mul's silu from a
  * shared-memory table: p->lut), no empty word, or base alone (none: grid-stride grids
- * capped at what the SMs hold, the plain kernels). Unset: all+lean since 2026-11-29 (H200,
+ * capped at what the SMs hold, the plain kernels). Unset: all+lean+ring+lut since 2026-11-29 y
+ * (H200, bench/results/2026-11-29-h200-21-y2: kineto 1.055x all+lean over 15 rows, per-channel
+ * 64 -> 78% / 78 -> 91% of the copy bandwidth at 4096x7168 / 16384x7168, silu 72 -> 78% /
+ * 81 -> 90%, the same bytes); all+lean from 2026-11-29 w (H200,
  * bench/results/2026-11-29-h200-13-w3: kineto 1.100x base over 19 rows, per-channel
  * 43 -> 63% of the copy bandwidth at 4096x7168, per-token 77 -> 82%, per-block 79 -> 85%,
- * silu 60 -> 70%; the same bytes). ring and lut (2026-11-29, branch castbw): the same
- * bytes as the default. The words checked and twoalloc (the Python casts' host path:
- * python/csrc/cast.c, cast_new) may be added to either form and change nothing here;
- * given alone, the kernels are the default's (all+lean).
+ * silu 60 -> 70%; the same bytes). The word checked (the Python casts' host path: python/csrc/cast.c,
+ * cast_new) may be added to either form and changes nothing here;
+ * given alone, the kernels are the default's (all+lean+ring+lut).
  * @return QG_SUCCESS, or QG_ERROR_INVALID_ARGUMENT naming another value. */
 static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
     const char *const all = qg__env_string("QGEMM_CAST_VARIANT");
-    /* checked, twoalloc: the Python extension's words (python/csrc/cast.c, cast_new), no
-     * effect here: they may follow base or the kernel words */
-    static const char *const names[] = {"base", "all", "lean", "ring", "lut", "checked",
-                                        "twoalloc"};
+    /* checked: the Python extension's word (python/csrc/cast.c, cast_new), no effect
+     * here: it may follow base or the kernel words */
+    static const char *const names[] = {"base", "all", "lean", "ring", "lut", "checked"};
     const char *v = all;
     int i;
     p->one_pass = p->lean = p->ring = p->lut = 0;
     if (!all) {
-        p->one_pass = p->lean = 1;
+        p->one_pass = p->lean = p->ring = p->lut = 1;
         return QG_SUCCESS;
     }
     int words = 0, base = 0;
-    while ((i = qg__env_next_word(&v, "+", false, names, 7)) >= 0) {
+    while ((i = qg__env_next_word(&v, "+", false, names, 6)) >= 0) {
         words += i <= 4, base |= i == 0;
         if (i == 1) p->one_pass = 1;
         if (i == 2) p->lean = 1;
         if (i == 3) p->ring = 1;
         if (i == 4) p->lut = 1;
     }
-    if (i == -1 && words == 0) p->one_pass = p->lean = 1; /* host words alone: the default kernels */
+    if (i == -1 && words == 0) /* the host word alone: the default kernels */
+        p->one_pass = p->lean = p->ring = p->lut = 1;
     if (i == -1 && !(base && words > 1)) return QG_SUCCESS;
     p->one_pass = p->lean = p->ring = p->lut = 0;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                     "%s: QGEMM_CAST_VARIANT = \"%.64s\" is not base alone or a '+'-list of all, lean, "
-                    "ring and lut (either optionally with checked, twoalloc)",
+                    "ring and lut (either optionally with checked)",
                     fn, all);
 }
 

@@ -149,7 +149,7 @@
  *                                            with a bf16 d: the FP32 sum into a scratch,
  *                                            then torch's cast, as DeepGEMM); another
  *                                            value raises ValueError
- *   QGEMM_CAST_VARIANT  all+lean             the quantizing casts (A/B runs, issue 51): base
+ *   QGEMM_CAST_VARIANT  all+lean+ring+lut    the quantizing casts (A/B runs, issue 51): base
  *                                            (grid-stride grids capped at what the SMs
  *                                            hold at once, the plain kernels) or a
  *                                            '+'-list of all (a CTA per unit of work),
@@ -158,16 +158,13 @@
  *                                            through a shared-memory ring of bulk copies)
  *                                            and lut (silu_mul's silu from a shared-memory
  *                                            table), optionally with the Python extension's
- *                                            host words checked (no fast path: the casts
- *                                            take python/qgemm/cast.py's checked path) and
- *                                            twoalloc (the fast path's q and sf as two
- *                                            torch tensors, not one buffer's views;
- *                                            python/csrc/cast.c); host words alone keep
- *                                            the default kernels; another value fails
- *                                            the call, naming it
+ *                                            host word checked (no fast path: the casts
+ *                                            take python/qgemm/cast.py's checked path);
+ *                                            checked alone keeps the default kernels;
+ *                                            another value fails the call, naming it
  *   QGEMM_FP8OUT_SPLIT  on                   whether the e4m3-D heuristic may split a scale
  *                                            group over a cluster (64-/32-column tiles)
- *   QGEMM_FP8OUT_VARIANT (unset: new+epi+last+nk) the e4m3-D split tiles' organisation (A/B runs,
+ *   QGEMM_FP8OUT_VARIANT (unset: new+epi+last+nk+swm64) the e4m3-D split tiles' organisation (A/B runs,
  *                                            issue 51): a '+'-separated list of old,
  *                                            room (the heuristic counts the clusters of 4
  *                                            the launch finds resident), early (the
@@ -180,9 +177,9 @@
  *                                            end, none on the last; not in new), nk (dense
  *                                            split tiles with split-K 2 too, clusters of 8
  *                                            or 4: N 576; not in new); and the SwiGLU
- *                                            calls' heuristic words (not in the default; a
- *                                            list replaces the default, so
- *                                            new+epi+last+nk+swm64 keeps the e4m3 calls'):
+ *                                            calls' heuristic words (swm64 in the
+ *                                            default; a list replaces the default, so
+ *                                            new+epi+last+nk+swmca drops swm64):
  *                                            swm64 (64x256 for masked groups of <= 64
  *                                            rows), swmca (masked 128x256 with A
  *                                            multicast from 2.5 waves), swmcac (the same,
@@ -293,8 +290,8 @@ const qg_env_knob qg__env_knobs[] = {
      "hold at once, the plain kernels) or a '+'-list of all (a CTA per unit of work), lean "
      "(the same bytes, fewer instructions an element), ring (per-channel through a shared-memory "
      "ring of bulk copies) and lut (silu_mul's silu of bf16 gates from a shared-memory table), "
-     "optionally with the Python casts' host words checked (the checked path, no fast path) and "
-     "twoalloc (the fast path's outputs as two tensors, not one buffer's views)", "all+lean"},
+     "optionally with the Python casts' host word checked (the checked path, no fast path)",
+     "all+lean+ring+lut"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "
      "cluster (64- and 32-column tiles): a flag", "on"},
     {"QGEMM_FP8OUT_VARIANT", "the e4m3-D split tiles' organisation: '+'-separated old, room (the "
@@ -304,7 +301,7 @@ const qg_env_knob qg__env_knobs[] = {
      "exchange's release at a tile's end, none on a CTA's last tile; not in new) or nk (dense split "
      "tiles with split-K 2 too, in clusters of 8 or 4; not in new); the SwiGLU calls' swm64 "
      "(64x256 for masked groups of <= 64 rows), swmca (masked 128x256 with A multicast from 2.5 "
-     "waves), swmcac (the same, contiguous), none in the default", "new+epi+last+nk"},
+     "waves), swmcac (the same, contiguous); swm64 in the default", "new+epi+last+nk+swm64"},
     {"QGEMM_FP8_GROUPED_MCB", "whether the FP8 heuristic may pick B multicast in the contiguous, "
      "masked and psum kinds (bf16 D): a flag", "on for HBM3e devices (H200), off on the H100"},
     {"QGEMM_FP8_HEUR", "alternatives to the FP8 heuristic's choice (A/B runs): '+'-separated none "

@@ -174,7 +174,7 @@ static bool split_tiles_allowed(void) {
 }
 
 /* QGEMM_FP8OUT_VARIANT (src/env.c; issue 51: the FP8-output GEMM's overhead
- * over the bf16-output one), A/B runs: unset or empty -> new+epi+last+nk (below); a
+ * over the bf16-output one), A/B runs: unset or empty -> new+epi+last+nk+swm64 (below); a
  * '+'-separated list of old, room (QG_D_FP8_ROOM),
  * early (QG_D_FP8_EARLY), sfbpf (QG_D_FP8_SFBPF), new (all three), epi
  * (QG_D_FP8_EPI: the cheaper e4m3 epilogue, not in new) and last
@@ -182,17 +182,21 @@ static bool split_tiles_allowed(void) {
  * not in new) and nk (QG_D_FP8_NK: split tiles with split-K 2 in the
  * heuristic and forced configurations; not in new), and the SwiGLU
  * heuristic's swm64 (QG_D_SWIGLU_M64), swmca (QG_D_SWIGLU_MCA) and swmcac
- * (QG_D_SWIGLU_MCAC), none in the default (a list replaces the default:
- * new+epi+last+nk+swm64 keeps the e4m3 calls' default beside swm64) -> those flags;
+ * (QG_D_SWIGLU_MCAC), swm64 in the default since 2026-11-29 (H200, masked 8 x 64
+ * rows 81.9 -> 75.9 us at N 4096 and 71.2 -> 66.4 at 3072; swmca 448.3 -> 425.1 and
+ * 321.1 -> 329.6, swmcac 200.3 -> 198.9 and 151.5 -> 154.0: not default;
+ * bench/results/2026-11-29-h200-21-y2; a list replaces the default:
+ * new+epi+last+nk+swm64 is the default spelled out) -> those flags;
  * anything else -1: an empty word ("room+") or ',' (QGEMM_HC_VARIANT's
  * separator too) included. */
 int qg__fp8out_variant(void) {
     const char *v = qg__env_string("QGEMM_FP8OUT_VARIANT");
-    /* unset: new+epi+last+nk, the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
+    /* unset: new+epi+last+nk+swm64 (swm64: SwiGLU's masked groups of <= 64 rows as 64x256,
+     * above), new+epi+last+nk the default since 2026-11-29 (new: fused / bf16-output 1.186 ->
      * 1.147 over the 14 rows of M 64 and 128, h200-03-u3; epi: -> 1.116, h200-05-u5; last
      * and nk: 1.110 -> 1.098 -> 1.075, the N 576 rows 1.37 / 1.29 -> 1.12 / 1.08,
      * h200-14-w4) */
-    if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK;
+    if (!v) return QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK | QG_D_SWIGLU_M64;
     /* (swm64, swmca, swmcac: the SwiGLU calls' heuristic only, QG_D_SWIGLU_FLAGS;
      * the e4m3-D calls ignore them, the SwiGLU calls ignore the others) */
     static const char *const names[] = {"old", "room", "early", "sfbpf", "new", "epi", "last", "nk",

@@ -218,7 +218,8 @@ qg_status qg__select_out(const qg_device_props *props, int num_sms, const qg_pro
  * the launch cache's key, as it changes the heuristic's choice. */
 bool qg__fp8_grouped_mcb(const qg_device_props *props, qg_gemm_kind kind, int d_fp8);
 /* QGEMM_FP8OUT_VARIANT as d_fp8 flags (QG_D_FP8_VARIANT's): unset the
- * default, new+epi+last+nk (QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK); -1 a value that is not a '+'-separated list of old, room, early,
+ * default, new+epi+last+nk+swm64 (QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK |
+ * QG_D_SWIGLU_M64); -1 a value that is not a '+'-separated list of old, room, early,
  * sfbpf, new (= room+early+sfbpf), epi, last, nk: the caller fails, naming it. */
 int qg__fp8out_variant(void);
 /* QGEMM_FP8_HEUR (src/fp8_config.c): alternatives to the FP8 heuristic's

@@ -82,15 +82,15 @@ TEST(cast_validation) {
         st = fns[f](ctx, &a, NULL);
         CHECK(st == QG_ERROR_NO_DEVICE, "%s m = 0 offline: %s", fn_names[f], qg_status_string(st));
         /* QGEMM_CAST_VARIANT: '+'-lists of base, all, lean accepted (offline: the device
-         * refusal), optionally with the extension's host words checked and twoalloc, and the
-         * kernel words ring and lut; another value refused by name before the device is asked */
+         * refusal), optionally with the extension's host word checked, and the kernel words
+         * ring and lut; another value refused by name before the device is asked */
         static const char *const variants[] = {
-            "base", "all", "lean", "all+lean", "lean+all", "", "checked", "twoalloc",
-            "base+checked", "all+lean+checked+twoalloc", "twoalloc+lean",
-            "ring", "lut", "all+lean+ring+lut", "lut+ring", "all+lean+ring+twoalloc",
+            "base", "all", "lean", "all+lean", "lean+all", "", "checked",
+            "base+checked", "all+lean+checked", "checked+lean",
+            "ring", "lut", "all+lean+ring+lut", "lut+ring", "all+lean+ring+checked",
             /* refused from here */
             "al", "ALL", "persistent", "all,lean", "lean+x", "lean+", "+", "base+lean",
-            "all++lean", "checked+", "check", "base+all+checked", "checked,twoalloc",
+            "all++lean", "checked+", "check", "base+all+checked", "checked,lean", "twoalloc",
             "rings", "base+ring", "lut+"};
         const int n_variants = (int)(sizeof variants / sizeof variants[0]);
         for (int g = 0; g < n_variants; ++g) {
@@ -98,7 +98,7 @@ TEST(cast_validation) {
             setenv("QGEMM_CAST_VARIANT", variants[g], 1);
             st = fns[f](ctx, &a, NULL);
             unsetenv("QGEMM_CAST_VARIANT"); /* (before a CHECK can leave the test) */
-            const bool good = g < 16;
+            const bool good = g < 15;
             CHECK(good ? st == QG_ERROR_NO_DEVICE
                        : st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_CAST_VARIANT") &&
                              strstr(qg_last_error(), variants[g]) && strstr(qg_last_error(), fn_names[f]),
@@ -343,16 +343,16 @@ static int compile_one(qgtk_compile_sweep *sw, qg_cast_kind kind, const qg_cast_
     return qgtk_compile_verdict(sw, what, st, &info, 0, 0);
 }
 
-/* The host words (checked, twoalloc: python/csrc/cast.c) change no kernel: given alone, the
- * default's kernels (all+lean); with kernel words, those words' kernels. Compared by the
+/* The host word (checked: python/csrc/cast.c) changes no kernel: given alone, the default's
+ * kernels (all+lean+ring+lut); with kernel words, those words' kernels. Compared by the
  * kernels' cache keys (their source and options). */
 TEST(cast_variant_host_words) {
     qgtk_compile_sweep sw;
     CHECK(qgtk_compile_sweep_open(&sw, 0, 0) == QG_SUCCESS, "offline context: %s",
           qg_last_error());
     static const char *const same[][2] = {
-        {NULL, "checked"}, {NULL, "twoalloc"}, {NULL, "all+lean+checked+twoalloc"},
-        {"base", "base+checked"}, {"lean", "twoalloc+lean"}, {"all", "checked+all"}};
+        {NULL, "checked"}, {NULL, "all+lean+ring+lut+checked"}, {"all+lean", "checked+all+lean"},
+        {"base", "base+checked"}, {"lean", "checked+lean"}, {"all", "checked+all"}};
     char key[2][65];
     for (int kind = 1; kind <= 4; kind += 3)
         for (int c = 0; c < 6; ++c) {
@@ -543,7 +543,7 @@ TEST(gpu_cast_bitwise) {
 }
 
 /* The same cases under QGEMM_CAST_VARIANT base (the plain kernels, the default before
- * 2026-11-29) and lean alone (the default is all+lean): the same bytes are their contract. */
+ * 2026-11-29) and lean alone (the default is all+lean+ring+lut): the same bytes are their contract. */
 TEST(gpu_cast_variants_bitwise) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
     const int failures = cast_bitwise_cases("base") + cast_bitwise_cases("lean");
@@ -553,7 +553,7 @@ TEST(gpu_cast_variants_bitwise) {
 
 /* The grid-stride loops (QGEMM_CAST_VARIANT lean: the lean kernels, the grid capped
  * by qg_context_set_num_sms; base: the plain ones) over many units a CTA on 3 SMs, the
- * same bits; a captured launch replays in a CUDA graph; the default (all+lean: a CTA a
+ * same bits; a captured launch replays in a CUDA graph; the default (all+lean+ring+lut: a CTA a
  * unit, the SM count no cap) on all SMs. */
 TEST(gpu_cast_sms_and_graph) {
     if (!qgtk_gpu_available()) SKIP("no GPU (%s)", qgtk_gpu_status_line());
@@ -870,7 +870,7 @@ static int ring_lut_case(qg_context *ctx, CUstream stream, const char *variant, 
     a.sf_mn_major = mn, a.sf_ld = sf_ld, a.ue8m0 = ue;
     if (mask == 1) a.masked_m = FAKE(1);
     if (mask == 2) a.m_indices = FAKE(1);
-    if (!cast_once(ctx, stream, NULL, kind, &a, x, x_bytes, aux, aux_n, q0, q_bytes, s0, sf_n, why, len) ||
+    if (!cast_once(ctx, stream, "all+lean", kind, &a, x, x_bytes, aux, aux_n, q0, q_bytes, s0, sf_n, why, len) ||
         !cast_once(ctx, stream, variant, kind, &a, x, x_bytes, aux, aux_n, q1, q_bytes, s1, sf_n, why, len))
         goto done;
     /* the plan the call made (src/cast.c's problem for these arguments) */
@@ -886,7 +886,7 @@ static int ring_lut_case(qg_context *ctx, CUstream stream, const char *variant, 
     for (size_t i = 0; i < q_bytes; ++i) bq += q0[i] != q1[i];
     for (size_t i = 0; i < sf_n; ++i) bs += s0[i] != s1[i];
     if (bq || bs) {
-        snprintf(why, len, "%lld of %zu bytes and %lld of %zu scales differ from the default's", (long long)bq,
+        snprintf(why, len, "%lld of %zu bytes and %lld of %zu scales differ from all+lean's", (long long)bq,
                  q_bytes, (long long)bs, sf_n);
         goto done;
     }
@@ -897,7 +897,8 @@ done:
 }
 
 /* QGEMM_CAST_VARIANT words ring (per-channel) and lut (silu_mul, bf16) -- with and
- * without lean -- give the default's bytes and scales exactly: shapes off the tiles
+ * without lean -- give all+lean's bytes and scales exactly (the default before
+ * 2026-11-29 y, without ring and lut): shapes off the tiles
  * (k not a multiple of 128 or of a ring tile, 2- and 4-byte silu accesses), padded
  * strides, inf / NaN / -0 / subnormal inputs (the ring's inexact tiles, the table's
  * fallback), every row mask and scale layout, every bf16 gate pattern; on all SMs and
@@ -963,7 +964,7 @@ TEST(gpu_cast_ring_lut_bitwise) {
            took_lut, failures);
     gpu_ctx_pop(ctx);
     qgtk_gpu_session_close(ctx, stream);
-    CHECK(failures == 0, "%d of %d cases differ from the default", failures, n);
+    CHECK(failures == 0, "%d of %d cases differ from all+lean", failures, n);
     CHECK(took_ring > 0 && took_lut > 0, "the new kernels ran in %d / %d cases", took_ring, took_lut);
     PASS();
 }

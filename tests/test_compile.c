@@ -91,7 +91,7 @@ TEST(compile_fp8out_variant) {
                             cases[i].kind ? 4 : 1, cases[i].kind == 2 ? 300 : 0, 0};
             qg_config cfg = {.block_m = cases[i].bm, .block_n = cases[i].bn};
             qg_kernel_info base, alt;
-            setenv("QGEMM_FP8OUT_VARIANT", "old", 1); /* (the default is new+epi+last+nk) */
+            setenv("QGEMM_FP8OUT_VARIANT", "old", 1); /* (the default is new+epi+last+nk+swm64) */
             CHECK(qg_compile_fp8out(ctx, &p, cases[i].ue, &cfg, &base) == QG_SUCCESS,
                   "default %zu: %s", i, qg_last_error());
             setenv("QGEMM_FP8OUT_VARIANT", variants[v], 1);
@@ -392,8 +392,9 @@ TEST(compile_swiglu_every_variant) {
                             masked[i][1], 0};
             CHECK(qg_select_config_swiglu(ctx, &q, i % 2, &c) == QG_SUCCESS, "%s", qg_last_error());
             CHECK(c.block_n == 256 && c.split_k <= 1, "masked %d: block %dx%d", i, c.block_m, c.block_n);
-            /* swm64: 64 rows a group -> 64x256; swmca: 256 rows (1024 / 768 tiles) -> A */
-            const int want_bm = words && i == 0 ? 64 : 128, want_mc = words && i == 2;
+            /* swm64 (in the default since 2026-11-29 y): 64 rows a group -> 64x256; swmca:
+             * 256 rows (1024 / 768 tiles) -> A */
+            const int want_bm = i == 0 ? 64 : 128, want_mc = words && i == 2;
             CHECK(c.block_m == want_bm && (int)c.multicast == want_mc,
                   "masked %dx%dx%d words %d: block %dx%d mc %d, want %dx256 mc %d", q.num_groups, q.m,
                   q.n, words, c.block_m, c.block_n, (int)c.multicast, want_bm, want_mc);

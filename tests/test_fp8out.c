@@ -390,7 +390,7 @@ static qg_test_result variants_part(size_t first, size_t last) {
         qgtk_problem_data *p = ps[c];
         kept_out base = {0};
         qg_config base_cfg;
-        setenv("QGEMM_FP8OUT_VARIANT", variants[0], 1); /* old (the default is new+epi+last+nk) */
+        setenv("QGEMM_FP8OUT_VARIANT", variants[0], 1); /* old (the default is new+epi+last+nk+swm64) */
         CHECK(qg_select_config_fp8out(ctx, &probs[c], ue[c], &base_cfg) == QG_SUCCESS, "%s",
               qg_last_error());
         if (cfgs[c]) base_cfg = forced[c];
@@ -829,7 +829,9 @@ TEST(fp8out_plans) {
     /* the variable: unset, each word, '+'-lists; a bad value is refused by the calls */
     {
         static const struct { const char *v; int flags; } vars[] = {
-            {NULL, QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK}, {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
+            {NULL, QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK | QG_D_SWIGLU_M64},
+            {"new+epi+last+nk+swm64", QG_D_FP8_VARIANT | QG_D_FP8_EPI | QG_D_FP8_LAST | QG_D_FP8_NK | QG_D_SWIGLU_M64},
+            {"old", 0}, {"room", QG_D_FP8_ROOM}, {"early", QG_D_FP8_EARLY},
             {"new", QG_D_FP8_ROOM | QG_D_FP8_EARLY | QG_D_FP8_SFBPF},
             {"room+early", QG_D_FP8_ROOM | QG_D_FP8_EARLY}, {"sfbpf", QG_D_FP8_SFBPF},
             {"old+early", QG_D_FP8_EARLY}, {"epi", QG_D_FP8_EPI},

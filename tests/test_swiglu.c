@@ -575,9 +575,10 @@ TEST(swiglu_variant_words) {
     char keep[64] = "";
     if (saved) snprintf(keep, sizeof keep, "%s", saved);
     static const struct { qg_gemm_kind kind; int g, m, n; int bm[4], mc[4]; } rows[] = {
-        /* picks: unset, swm64, swmca, swmcac */
-        {QG_GEMM_GROUPED_MASKED, 8, 64, 4096, {128, 64, 128, 128}, {0, 0, 0, 0}},
-        {QG_GEMM_GROUPED_MASKED, 8, 64, 3072, {128, 64, 128, 128}, {0, 0, 0, 0}},
+        /* picks: unset (the default: new+epi+last+nk+swm64), swm64, swmca, swmcac (a list
+         * replaces the default: swmca and swmcac alone have no swm64) */
+        {QG_GEMM_GROUPED_MASKED, 8, 64, 4096, {64, 64, 128, 128}, {0, 0, 0, 0}},
+        {QG_GEMM_GROUPED_MASKED, 8, 64, 3072, {64, 64, 128, 128}, {0, 0, 0, 0}},
         {QG_GEMM_GROUPED_MASKED, 16, 128, 4096, {128, 128, 128, 128}, {0, 0, 0, 0}},
         {QG_GEMM_GROUPED_MASKED, 32, 256, 4096, {128, 128, 128, 128}, {0, 0, 1, 0}},
         {QG_GEMM_GROUPED_MASKED, 32, 256, 3072, {128, 128, 128, 128}, {0, 0, 1, 0}},
@@ -626,7 +627,7 @@ TEST(swiglu_variant_words) {
         qg_config a, b;
         unsetenv("QGEMM_FP8OUT_VARIANT");
         CHECK(qg_select_config_swiglu(ctx, &q, 1, &a) == QG_SUCCESS, "%s", qg_last_error());
-        setenv("QGEMM_FP8OUT_VARIANT", "old", 1);
+        setenv("QGEMM_FP8OUT_VARIANT", "old+swm64", 1); /* the default's SwiGLU word, no e4m3 one */
         CHECK(qg_select_config_swiglu(ctx, &q, 1, &b) == QG_SUCCESS, "%s", qg_last_error());
         CHECK(!memcmp(&a, &b, sizeof a), "SwiGLU row %zu moved by the e4m3 words", i);
     }

@@ -366,24 +366,22 @@ done:
 
 #define CAST_SIZE_MAX (INT64_C(1) << 30) /* the package's limit on rows and columns (cast.py) */
 
-/* QGEMM_CAST_VARIANT's host words (the library accepts and ignores them, src/cast.c): checked
- * (cast_new answers NotImplemented: every call takes the package's checked path) and twoalloc
- * (the outputs as two new tensors, not one buffer carved into two views). Read at every call,
- * as the library reads the knob, so an A/B run may switch it between calls. 1 = checked. */
-static int host_words(int *twoalloc)
+/* QGEMM_CAST_VARIANT's host word (the library accepts and ignores it, src/cast.c): checked
+ * (cast_new answers NotImplemented: every call takes the package's checked path). Read at
+ * every call, as the library reads the knob, so an A/B run may switch it between calls.
+ * (The outputs as one buffer carved into q and sf after the launch were measured on the
+ * H200 against two allocations and left: 0.5-0.9 us dearer a call in 4 of 5 rows,
+ * bench/results/2026-11-29-h200-21-y2.) 1 = checked. */
+static int host_checked(void)
 {
     const char *v = getenv("QGEMM_CAST_VARIANT");
-    int checked = 0;
-    *twoalloc = 0;
     while (v && *v) {
         const size_t len = strcspn(v, "+");
         if (len == 7 && !strncmp(v, "checked", 7))
-            checked = 1;
-        else if (len == 8 && !strncmp(v, "twoalloc", 8))
-            *twoalloc = 1;
+            return 1;
         v = v[len] ? v + len + 1 : NULL;
     }
-    return checked;
+    return 0;
 }
 
 /* x [..., cols] described as [rows, cols]: rows ld elements apart, unit last stride. 1 where
@@ -484,11 +482,10 @@ PyObject *qgpy_cast_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *const ue = args[2], *const mn = args[3], *const masked = args[4],
                     *const indices = args[5];
     const int silu = kind == QG_CAST_KIND_SILU_MUL;
-    int twoalloc;
     if ((ue != Py_True && ue != Py_False) || (mn != Py_True && mn != Py_False) ||
         (!silu && (mn == Py_True || masked != Py_None || indices != Py_None)) ||
         (masked != Py_None && indices != Py_None) || !qgpy_torch_outputs_ready() ||
-        host_words(&twoalloc))
+        host_checked())
         Py_RETURN_NOTIMPLEMENTED;
     const int ue8m0 = ue == Py_True, sf_mn_major = mn == Py_True;
     const int rows_mask = masked != Py_None ? 1 : indices != Py_None ? 2 : 0;
@@ -570,23 +567,14 @@ PyObject *qgpy_cast_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             sf_count *= sfsh[i];
         contiguous_strides(sfsh, sfnd, sfst);
     }
-    const int64_t q_bytes = rows * k, sf_offset = (q_bytes + 255) / 256 * 256;
-
-    /* the outputs: one buffer (q's bytes, sf's from sf_offset) or, under twoalloc, two */
-    PyObject *result = NULL, *buf = NULL, *q = NULL, *sf = NULL, *sf_buf = NULL;
+    /* the outputs: q, and sf (or, M-major, the storage its view is carved from after the launch) */
+    PyObject *result = NULL, *q = NULL, *sf = NULL, *sf_buf = NULL;
     uintptr_t q_addr = 0, sf_addr = 0;
-    if (!twoalloc) {
-        const int64_t bytes = sf_offset + 4 * sf_count;
-        if (!(buf = qgpy_torch_empty(args[1], &bytes, 1, 0)) || qgpy_torch_data_ptr(buf, &q_addr) < 0)
-            goto done;
-        sf_addr = q_addr + (uintptr_t)sf_offset;
-    } else {
-        if (!(q = qgpy_torch_empty(args[1], qsh, qnd, 0)) ||
-            !(sf_buf = sf_mn_major ? qgpy_torch_empty(args[1], sf_store, 3, 1)
-                                   : qgpy_torch_empty(args[1], sfsh, sfnd, 1)) ||
-            qgpy_torch_data_ptr(q, &q_addr) < 0 || qgpy_torch_data_ptr(sf_buf, &sf_addr) < 0)
-            goto done;
-    }
+    if (!(q = qgpy_torch_empty(args[1], qsh, qnd, 0)) ||
+        !(sf_buf = sf_mn_major ? qgpy_torch_empty(args[1], sf_store, 3, 1)
+                               : qgpy_torch_empty(args[1], sfsh, sfnd, 1)) ||
+        qgpy_torch_data_ptr(q, &q_addr) < 0 || qgpy_torch_data_ptr(sf_buf, &sf_addr) < 0)
+        goto done;
     describe_new(&t[C_OUT], cast_names[C_OUT], q_addr, device, 0, rows, k);
     describe_new(&t[C_SF], cast_names[C_SF], sf_addr, device, 1, 1, sf_count);
     qg_cast_args a;
@@ -613,14 +601,8 @@ PyObject *qgpy_cast_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         qgpy_raise_status(st);
         goto done;
     }
-    /* after the launch: the views */
-    if (!twoalloc) {
-        int64_t qst[QGPY_MAX_NDIM];
-        contiguous_strides(qsh, qnd, qst);
-        if (!(q = qgpy_torch_carve(buf, 0, qsh, qst, qnd, 0)) ||
-            !(sf = qgpy_torch_carve(buf, 1, sfsh, sfst, sfnd, sf_offset / 4)))
-            goto done;
-    } else if (sf_mn_major) {
+    /* after the launch: the M-major view */
+    if (sf_mn_major) {
         if (!(sf = qgpy_torch_carve(sf_buf, 0, sfsh, sfst, sfnd, 0)))
             goto done;
     } else {
@@ -629,7 +611,6 @@ PyObject *qgpy_cast_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     result = PyTuple_Pack(2, q, sf);
 done:
-    Py_XDECREF(buf);
     Py_XDECREF(q);
     Py_XDECREF(sf);
     Py_XDECREF(sf_buf);

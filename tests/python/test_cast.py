@@ -347,7 +347,7 @@ def test_gpu_k_grouped_pack_unaligned_falls_back():
     _same_bits(got, want)
 
 
-# ---- QGEMM_CAST_VARIANT words ring (per-channel) and lut (silu_mul): the default's bits ----
+# ---- QGEMM_CAST_VARIANT words ring (per-channel) and lut (silu_mul): all+lean's bits ----
 
 
 @needs_gpu
@@ -355,7 +355,7 @@ def test_gpu_k_grouped_pack_unaligned_falls_back():
 @pytest.mark.parametrize("ue8m0", [False, True])
 def test_gpu_ring_lut_variants(monkeypatch, variant, ue8m0):
     """The ring kernel (per-channel, 16-byte rows) and the table kernel (silu_mul of bf16
-    with enough rows for a table a CTA) give the torch formulas' bits -- the default's --
+    with enough rows for a table a CTA) give the torch formulas' bits -- all+lean's --
     on shapes large enough for them on every SM, special values included, k off the
     tiles. (tests/test_cast.c's gpu_cast_ring_lut_bitwise covers small shapes on 2 SMs,
     the narrow accesses and every bf16 gate.)"""
@@ -396,7 +396,7 @@ def test_gpu_ring_lut_variants(monkeypatch, variant, ue8m0):
     x = torch.cat([gate.view(512, 128).repeat(128, 1),
                    torch.randn(65536, 128, dtype=torch.bfloat16)], dim=1).cuda()
     q, sf = qgemm.silu_and_mul_fp8_quant(x, ue8m0)
-    monkeypatch.delenv("QGEMM_CAST_VARIANT")
-    dq, dsf = qgemm.silu_and_mul_fp8_quant(x, ue8m0)  # the default (NaN gates: its NaN scales)
+    monkeypatch.setenv("QGEMM_CAST_VARIANT", "all+lean")  # no table (the default before
+    dq, dsf = qgemm.silu_and_mul_fp8_quant(x, ue8m0)      # 2026-11-29 y; NaN gates: NaN scales)
     _same_bits(q, dq)
     _same_bits(sf, dsf)

@@ -2,7 +2,7 @@
 the checked path returns -- shapes, strides, dtypes and bytes -- and on input it does not
 take it declines (NotImplemented) having done nothing, so errors and torch fallbacks are
 the checked path's. QGEMM_CAST_VARIANT=checked turns the fast path off (the comparison's
-other side); twoalloc makes its outputs two tensors instead of one carved buffer. The
+other side), also beside kernel words (all+lean: the kernels without ring and lut). The
 GPU comparisons skip without a GPU."""
 from __future__ import annotations
 
@@ -85,11 +85,12 @@ def _same(a, b):
 
 
 def _compare(monkeypatch, fn, taken=None):
-    """fn under the fast path (one buffer and twoalloc) against QGEMM_CAST_VARIANT=checked;
+    """fn under the fast path (the default kernels, and all+lean's) against
+    QGEMM_CAST_VARIANT=checked;
     taken: the fast path's own call, asserted to run (not declined) for this input."""
     monkeypatch.setenv("QGEMM_CAST_VARIANT", "checked")
     want = _outcome(fn)
-    for v in (None, "twoalloc", "all+lean+twoalloc"):
+    for v in (None, "all+lean"):
         if v is None:
             monkeypatch.delenv("QGEMM_CAST_VARIANT", raising=False)
         else:
@@ -167,7 +168,7 @@ def test_gpu_silu_fast_equals_checked(monkeypatch, ue8m0, layout, mn_major):
         taken = (lambda: _C.cast_new(_C.CAST_SILU_MUL, x, ue8m0, mn_major, masked, idx))
         monkeypatch.setenv("QGEMM_CAST_VARIANT", "checked")
         want = _outcome(fn)
-        for v in (None, "twoalloc"):
+        for v in (None, "all+lean"):
             if v is None:
                 monkeypatch.delenv("QGEMM_CAST_VARIANT", raising=False)
             else:

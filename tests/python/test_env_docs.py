@@ -79,14 +79,15 @@ def test_session_v_defaults():
         assert f"`{value}`" in rows[name][-1], (name, rows[name][-1])
 
 
-def test_session_w_defaults():
-    """The defaults flipped in session w (2026-11-29): the paged kernel split4r112u, the HC
-    planner's acc4+fit+cw4, the casts' all+lean, the k-grouped BF16 GEMM's m+d2, the batch
-    sum's v5:s4 and the FP8-output GEMM's new+epi+last+nk, as env.c's table and DESIGN §9 state them."""
+def test_session_w_and_y_defaults():
+    """The defaults flipped in sessions w and y (2026-11-29): the paged kernel split4r112u, the
+    HC planner's acc4+fit+cw4, the casts' all+lean+ring+lut (y), the k-grouped BF16 GEMM's m+d2,
+    the batch sum's v5:s4 and the FP8-output GEMM's new+epi+last+nk+swm64 (y), as env.c's table
+    and DESIGN §9 state them."""
     knobs, rows = env_c_knobs(), design_rows()
     for name, value in (("QGEMM_PMQA_VARIANT", "split4r112u"), ("QGEMM_HC_VARIANT", "acc4+fit+cw4"),
-                        ("QGEMM_CAST_VARIANT", "all+lean"), ("QGEMM_BF16_KGROUPED", "m+d2"),
-                        ("QGEMM_BMK_VARIANT", "v5:s4"), ("QGEMM_FP8OUT_VARIANT", "new+epi+last+nk")):
+                        ("QGEMM_CAST_VARIANT", "all+lean+ring+lut"), ("QGEMM_BF16_KGROUPED", "m+d2"),
+                        ("QGEMM_BMK_VARIANT", "v5:s4"), ("QGEMM_FP8OUT_VARIANT", "new+epi+last+nk+swm64")):
         assert knobs[name].split(" (")[0] == value, (name, knobs[name])
         assert f"`{value}`" in rows[name][-1], (name, rows[name][-1])
 
