@@ -199,6 +199,29 @@ static PyObject *status_result(qg_status st)
 
 /* cast(kind, x, out, sf, aux_or_None, m, groups, sf_mn_major, sf_ld, ue8m0,
  *      rows_mask, stream, no_sync) -> None */
+/* The library's cast of `kind` (QG_CAST_KIND_*) on device `device`'s context, on `stream`,
+ * with the GIL released: 0 with the call's status in *st, or -1 (a Python error set) where
+ * the context cannot be had. */
+static int run_cast(int device, long kind, const qg_cast_args *a, unsigned long long stream,
+                    qg_status *st)
+{
+    qg_context *ctx = qgpy_context(device);
+    if (!ctx)
+        return -1;
+    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
+    qg_status r;
+    Py_BEGIN_ALLOW_THREADS
+    switch (kind) {
+    case QG_CAST_KIND_PER_TOKEN: r = qg_per_token_cast(ctx, a, s); break;
+    case QG_CAST_KIND_PER_BLOCK: r = qg_per_block_cast(ctx, a, s); break;
+    case QG_CAST_KIND_PER_CHANNEL: r = qg_per_channel_cast(ctx, a, s); break;
+    default: r = qg_silu_mul_cast(ctx, a, s); break;
+    }
+    Py_END_ALLOW_THREADS
+    *st = r;
+    return 0;
+}
+
 PyObject *qgpy_cast(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -231,19 +254,9 @@ PyObject *qgpy_cast(PyObject *self, PyObject *args)
         Py_INCREF(result);
         goto done;
     }
-    qg_context *ctx = qgpy_context(device);
-    if (!ctx)
-        goto done;
     qg_status st;
-    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
-    Py_BEGIN_ALLOW_THREADS
-    switch (kind) {
-    case QG_CAST_KIND_PER_TOKEN: st = qg_per_token_cast(ctx, &a, s); break;
-    case QG_CAST_KIND_PER_BLOCK: st = qg_per_block_cast(ctx, &a, s); break;
-    case QG_CAST_KIND_PER_CHANNEL: st = qg_per_channel_cast(ctx, &a, s); break;
-    default: st = qg_silu_mul_cast(ctx, &a, s); break;
-    }
-    Py_END_ALLOW_THREADS
+    if (run_cast(device, kind, &a, stream, &st) < 0)
+        goto done;
     result = status_result(st);
 done:
     release_all(t, C_SLOTS);
@@ -584,19 +597,9 @@ PyObject *qgpy_cast_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                   &dev) < 0 ||
         qgpy_torch_current_stream(dev, &stream) < 0)
         goto done;
-    qg_context *ctx = qgpy_context(dev);
-    if (!ctx)
-        goto done;
     qg_status st;
-    struct CUstream_st *s = (struct CUstream_st *)(uintptr_t)stream;
-    Py_BEGIN_ALLOW_THREADS
-    switch (kind) {
-    case QG_CAST_KIND_PER_TOKEN: st = qg_per_token_cast(ctx, &a, s); break;
-    case QG_CAST_KIND_PER_BLOCK: st = qg_per_block_cast(ctx, &a, s); break;
-    case QG_CAST_KIND_PER_CHANNEL: st = qg_per_channel_cast(ctx, &a, s); break;
-    default: st = qg_silu_mul_cast(ctx, &a, s); break;
-    }
-    Py_END_ALLOW_THREADS
+    if (run_cast(dev, kind, &a, stream, &st) < 0)
+        goto done;
     if (st != QG_SUCCESS) {
         qgpy_raise_status(st);
         goto done;
