@@ -34,7 +34,8 @@ typedef struct {
     int vec, threads, unroll, min_ctas;
     int kg_groups, gran_k, k_alignment, psum;
     int lean; /* QG_CAST_LEAN (ops 1-4) */
-    int ring, ring_row, lut, smem; /* QG_CAST_RING(_ROW) (op 3), QG_CAST_LUT(_PRE) (op 4), dynamic shared memory */
+    /* QG_CAST_RING(_ROW) (op 3), QG_CAST_LUT(_PRE) (op 4), dynamic shared memory */
+    int ring, ring_row, lut, smem;
 } cast_key;
 
 typedef struct {

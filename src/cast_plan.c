@@ -285,8 +285,8 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         /* (absent unless the plan takes them: the other kernels' sources as before) */
         plan->ring == QG_CAST_RING_STAGES ? "#define QG_CAST_RING " QG_CAST_STR(QG_CAST_RING_STAGES) "\n" : "",
         plan->ring == QG_CAST_RING6_STAGES
-            ? "#define QG_CAST_RING " QG_CAST_STR(QG_CAST_RING6_STAGES) "\n#define QG_CAST_RING_ROW " QG_CAST_STR(
-                  QG_CAST_RING6_ROW) "\n"
+            ? "#define QG_CAST_RING " QG_CAST_STR(QG_CAST_RING6_STAGES) "\n"
+              "#define QG_CAST_RING_ROW " QG_CAST_STR(QG_CAST_RING6_ROW) "\n"
             : "",
         plan->lut ? "#define QG_CAST_LUT 1\n" : "", plan->lut == 2 ? "#define QG_CAST_LUT_PRE 1\n" : "");
     if (n < 0 || (size_t)n >= cap)

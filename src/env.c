@@ -156,10 +156,11 @@
  *                                            lean (QG_CAST_LEAN: the same bytes, fewer
  *                                            instructions an element), ring (per-channel
  *                                            through a shared-memory ring of bulk copies)
- *                                            and lut (silu_mul's silu from a shared-memory
+ *                                            lut (silu_mul's silu from a shared-memory
  *                                            table), ring6 (ring with 6 stages of 128 rows x
  *                                            128 bytes) and lutpre (lut with two rounds'
- *                                            loads before the table build), optionally with the Python extension's
+ *                                            loads before the table build), optionally
+ *                                            with the Python extension's
  *                                            host word checked (no fast path: the casts
  *                                            take python/qgemm/cast.py's checked path);
  *                                            checked alone keeps the default kernels;

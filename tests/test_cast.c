@@ -289,8 +289,9 @@ TEST(cast_plan) {
           "ring6 f32: ring %d work %lld grid %u", a.ring, (long long)a.work, a.grid);
     p.in_f32 = 0, p.ring = 1, p.k = p.ld_in = p.ld_out = 7168;
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring_row == 256 &&
-              qg__cast_source(&p, &a, rsrc, sizeof rsrc) == QG_SUCCESS && strstr(rsrc, "#define QG_CAST_RING 3\n") &&
-              !strstr(rsrc, "QG_CAST_RING_ROW"), "ring source:\n%s", rsrc);
+              qg__cast_source(&p, &a, rsrc, sizeof rsrc) == QG_SUCCESS &&
+              strstr(rsrc, "#define QG_CAST_RING 3\n") && !strstr(rsrc, "QG_CAST_RING_ROW"),
+          "ring source:\n%s", rsrc);
     p.ring = 0;
     /* per-token 4096 x 7168: the grid-stride grid <= 4 a SM, one pass past it, same unroll */
     memset(&p, 0, sizeof p);
