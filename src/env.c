@@ -155,7 +155,7 @@
  *                                            '+'-list of all (a CTA per unit of work),
  *                                            lean (QG_CAST_LEAN: the same bytes, fewer
  *                                            instructions an element), ring (per-channel
- *                                            through a shared-memory ring of bulk copies)
+ *                                            through a shared-memory ring of bulk copies),
  *                                            lut (silu_mul's silu from a shared-memory
  *                                            table), ring6 (ring with 6 stages of 128 rows x
  *                                            128 bytes) and lutpre (lut with two rounds'
