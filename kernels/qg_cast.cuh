@@ -34,14 +34,10 @@
  *                    shared-memory ring that cp.async.bulk fills with 128-row tiles while the
  *                    CTA reduces and quantizes an earlier one (persistent CTAs; 16-byte
  *                    accesses only, QG_CAST_VEC = 16 bytes); the same bytes as the plain kernel
- *   QG_CAST_RING_ROW the ring tile's bytes a row: 256 (word ring: 3 stages) or 128 (word
- *                    ring6: 6 stages of half-width tiles, the same bytes in flight; absent = 256)
  *   QG_CAST_LUT      op 4 with bf16 input only (word lut; absent = 0): silu of the gate read
  *                    from a shared-memory table of every bf16 gate in [2^-24, 2^8) that the
  *                    CTA computes first with the same expression (persistent CTAs, the next
  *                    round's loads issued before this round's math); the same bytes
- *   QG_CAST_LUT_PRE  with QG_CAST_LUT (word lutpre; absent = 0): the first two rounds' loads
- *                    both issued before the table build (one round otherwise)
  *   QG_CAST_GROUPS, QG_CAST_GRAN_K, QG_CAST_K_ALIGN, QG_CAST_PSUM   op 7 only
  *   QG_CAST_PARAMS_BYTES  sizeof the host's qg_cast_params (checked)
  *
@@ -112,14 +108,8 @@ static_assert(sizeof(qg_cast_params) == QG_CAST_PARAMS_BYTES, "host and kernel d
 #ifndef QG_CAST_RING
 #define QG_CAST_RING 0
 #endif
-#ifndef QG_CAST_RING_ROW
-#define QG_CAST_RING_ROW 256
-#endif
 #ifndef QG_CAST_LUT
 #define QG_CAST_LUT 0
-#endif
-#ifndef QG_CAST_LUT_PRE
-#define QG_CAST_LUT_PRE 0
 #endif
 
 #if QG_CAST_OP <= QG_CAST_OP_SILU
@@ -594,30 +584,11 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
     int64_t base = warp * round_items;
     qg_cast_lut_first(a, base, lane);
     qg_cast_lut_load(a, p, sub); /* in flight during the build */
-#if QG_CAST_LUT_PRE
-    /* lutpre: the second round's loads in flight during the build too (the build,
-     * ~1 us of MUFU work, otherwise leaves HBM one round of loads a CTA) */
-    qg_cast_lut_advance(b, a, drow, dkb);
-    qg_cast_lut_load(b, p, sub);
-#endif
     for (int i = (int)threadIdx.x; i < 2 * QG_CAST_LUT_HALF; i += QG_CAST_THREADS) {
         const uint32_t bits = (uint32_t)(i / QG_CAST_LUT_HALF) << 15 | (uint32_t)(QG_CAST_LUT_P0 + i % QG_CAST_LUT_HALF);
         lut[i] = qg_cast_silu(__uint_as_float(bits << 16));
     }
     __syncthreads();
-#if QG_CAST_LUT_PRE
-    /* a and b loaded: cast one, then load its slot with the round after the other's */
-    while (base < total) {
-        qg_cast_lut_round_cast(a, lut, p, sub);
-        if ((base += stride) >= total) break;
-        qg_cast_lut_advance(a, b, drow, dkb);
-        qg_cast_lut_load(a, p, sub);
-        qg_cast_lut_round_cast(b, lut, p, sub);
-        if ((base += stride) >= total) break;
-        qg_cast_lut_advance(b, a, drow, dkb);
-        qg_cast_lut_load(b, p, sub);
-    }
-#else
     while (base < total) {
         qg_cast_lut_advance(b, a, drow, dkb);
         qg_cast_lut_load(b, p, sub);
@@ -628,7 +599,6 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
         qg_cast_lut_round_cast(b, lut, p, sub);
         base += stride;
     }
-#endif
 }
 #endif /* QG_CAST_LUT */
 #endif /* ops 1, 4 */
@@ -899,24 +869,16 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
  * column c, writes its scale (global, and for the CTA with its multiplier or
  * reciprocal), and __syncthreads_and gives the tile's `exact` (every column finite
  * and within 464 after scaling: the lean quotient's domain, no e4m3 fix-up). The
- * quotients and bytes are the plain kernel's, element for element.
- *
- * QG_CAST_RING_ROW = 128 (word ring6): tiles of 128 rows x 128 bytes, 6 stages (the
- * same 96 KB in flight a CTA): 8 column groups, rows t / 8 + 64 i (i < 2), the warp's
- * four row lanes reduced by two shuffles. Each tile's data lands after half the bytes
- * and its math is half as long, so the ring fills and drains in half the time (at
- * 4096 x 7168, ~7 tiles a CTA, fill and drain are a larger share than at 16384 rows);
- * the cost is twice the tiles' fixed work (two barriers, the 16-warp column reduction). */
-#define QG_CAST_TILE_COLS (QG_CAST_RING_ROW / QG_CAST_IN_BYTES)
-#define QG_CAST_CGROUPS (QG_CAST_RING_ROW / 16)
+ * quotients and bytes are the plain kernel's, element for element. */
+#define QG_CAST_TILE_COLS (256 / QG_CAST_IN_BYTES)
+#define QG_CAST_CGROUPS 16
 #define QG_CAST_ROW_LANES (QG_CAST_THREADS / QG_CAST_CGROUPS)
 #define QG_CAST_ROWS_PT (128 / QG_CAST_ROW_LANES)
-#define QG_CAST_STAGE_BYTES (128 * QG_CAST_RING_ROW)
+#define QG_CAST_STAGE_BYTES (128 * 256)
 #define QG_CAST_CB ((QG_CAST_K + QG_CAST_TILE_COLS - 1) / QG_CAST_TILE_COLS)
 #define QG_CAST_WARPS (QG_CAST_THREADS / 32)
 #define QG_CAST_LEAN_DIV (QG_CAST_LEAN && !QG_CAST_IN_F32 && !QG_CAST_UE8M0)
 static_assert(QG_CAST_CHUNK_BYTES == 16, "the ring copies 16-byte aligned rows only");
-static_assert(QG_CAST_RING_ROW == 256 || QG_CAST_RING_ROW == 128, "ring tile rows of 256 or 128 bytes");
 static_assert(QG_CAST_THREADS == 512 && QG_CAST_ROWS_PT * QG_CAST_ROW_LANES == 128 && 128 % QG_CAST_WARPS == 0 &&
                   128 / QG_CAST_WARPS <= 32, "ring shape");
 
@@ -955,13 +917,13 @@ QG_DEVICE void qg_cast_ring_issue(const qg_cast_params &p, int64_t tile, unsigne
     const int lane = tid & 31, r = (tid / 32) * (128 / QG_CAST_WARPS) + lane;
     if (lane < 128 / QG_CAST_WARPS) {
         const char *src = (const char *)p.in + ((mb * 128 + r) * p.ld_in + col0) * QG_CAST_IN_BYTES;
-        qg_bulk_load(stage + r * QG_CAST_RING_ROW, src, row_bytes, bar);
+        qg_bulk_load(stage + r * 256, src, row_bytes, bar);
     }
 }
 
 extern "C" __global__ void __launch_bounds__(QG_CAST_THREADS, QG_CAST_MIN_CTAS)
 QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
-    extern __shared__ __align__(128) unsigned char ring[]; /* QG_CAST_RING x STAGE_BYTES */
+    extern __shared__ __align__(128) unsigned char ring[]; /* QG_CAST_RING x 32 KB */
     __shared__ uint64_t full[QG_CAST_RING];
     __shared__ uint4 partial[QG_CAST_WARPS][QG_CAST_CGROUPS];
 #if !QG_CAST_UE8M0
@@ -997,7 +959,7 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
         qg_cast_raw raw[QG_CAST_ROWS_PT];
 #pragma unroll
         for (int i = 0; i < QG_CAST_ROWS_PT; ++i)
-            raw[i].q = *(const uint4 *)(stage + (rl + i * QG_CAST_ROW_LANES) * QG_CAST_RING_ROW + cg * 16);
+            raw[i].q = *(const uint4 *)(stage + (rl + i * QG_CAST_ROW_LANES) * 256 + cg * 16);
         uint32_t m[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -1005,19 +967,15 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
             m[k] = raw[0].w[k] & 0x7FFFFFFFu;
 #pragma unroll
             for (int i = 1; i < QG_CAST_ROWS_PT; ++i) m[k] = max(m[k], raw[i].w[k] & 0x7FFFFFFFu);
-#pragma unroll
-            for (int off = QG_CAST_CGROUPS; off < 32; off <<= 1) /* the warp's row lanes */
-                m[k] = max(m[k], __shfl_xor_sync(0xFFFFFFFFu, m[k], off));
+            m[k] = max(m[k], __shfl_xor_sync(0xFFFFFFFFu, m[k], 16));
 #else /* |bf16| as unsigned 16-bit numbers order as the values (qg_cast_abs_max_raw) */
             m[k] = raw[0].w[k] & 0x7FFF7FFFu;
 #pragma unroll
             for (int i = 1; i < QG_CAST_ROWS_PT; ++i) m[k] = qg_cast_max_u16x2(m[k], raw[i].w[k] & 0x7FFF7FFFu);
-#pragma unroll
-            for (int off = QG_CAST_CGROUPS; off < 32; off <<= 1) /* the warp's row lanes */
-                m[k] = qg_cast_max_u16x2(m[k], __shfl_xor_sync(0xFFFFFFFFu, m[k], off));
+            m[k] = qg_cast_max_u16x2(m[k], __shfl_xor_sync(0xFFFFFFFFu, m[k], 16));
 #endif
         }
-        if (lane < QG_CAST_CGROUPS) partial[warp][cg] = make_uint4(m[0], m[1], m[2], m[3]);
+        if (lane < 16) partial[warp][cg] = make_uint4(m[0], m[1], m[2], m[3]);
         __syncthreads(); /* the stage is in registers, the partial maxima written */
         {
             const int64_t next = tile + (int64_t)QG_CAST_RING * gridDim.x;

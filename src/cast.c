@@ -34,8 +34,7 @@ typedef struct {
     int vec, threads, unroll, min_ctas;
     int kg_groups, gran_k, k_alignment, psum;
     int lean; /* QG_CAST_LEAN (ops 1-4) */
-    /* QG_CAST_RING(_ROW) (op 3), QG_CAST_LUT(_PRE) (op 4), dynamic shared memory */
-    int ring, ring_row, lut, smem;
+    int ring, lut, smem; /* QG_CAST_RING (op 3), QG_CAST_LUT (op 4), dynamic shared memory */
 } cast_key;
 
 typedef struct {
@@ -62,7 +61,7 @@ static void fill_key(const qg_cast_problem *p, const qg_cast_plan *plan, cast_ke
     k->vec = plan->vec, k->threads = plan->threads, k->unroll = plan->unroll;
     k->min_ctas = plan->min_ctas;
     k->lean = q ? p->lean : 0;
-    k->ring = plan->ring, k->ring_row = plan->ring_row, k->lut = plan->lut, k->smem = plan->smem;
+    k->ring = plan->ring, k->lut = plan->lut, k->smem = plan->smem;
     if (kg) k->kg_groups = p->groups, k->gran_k = p->gran_k, k->k_alignment = p->k_alignment,
             k->psum = p->psum;
 }
@@ -426,9 +425,7 @@ static qg_status launch_checked(qg_context *ctx, const qg_cast_problem *p, const
 /* QGEMM_CAST_VARIANT (A/B runs, issue 51): a '+'-list of all (a CTA per unit of work:
  * p->one_pass), lean (the QG_CAST_LEAN kernels: p->lean), ring (per-channel through a
  * shared-memory ring of bulk copies: p->ring) and lut (silu_mul's silu from a
- * shared-memory table: p->lut), ring6 (ring with 6 stages of half-width tiles: p->ring = 2) and
- * lutpre (lut with two rounds' loads issued before the table build: p->lut = 2), which
- * replace ring / lut when both are given, no empty word, or base alone (none: grid-stride grids
+ * shared-memory table: p->lut), no empty word, or base alone (none: grid-stride grids
  * capped at what the SMs hold, the plain kernels). Unset: all+lean+ring+lut since 2026-11-29 y
  * (H200, bench/results/2026-11-29-h200-21-y2: kineto 1.055x all+lean over 15 rows, per-channel
  * 64 -> 78% / 78 -> 91% of the copy bandwidth at 4096x7168 / 16384x7168, silu 72 -> 78% /
@@ -443,7 +440,7 @@ static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
     const char *const all = qg__env_string("QGEMM_CAST_VARIANT");
     /* checked: the Python extension's word (python/csrc/cast.c, cast_new), no effect
      * here: it may follow base or the kernel words */
-    static const char *const names[] = {"base", "all", "lean", "ring", "lut", "checked", "ring6", "lutpre"};
+    static const char *const names[] = {"base", "all", "lean", "ring", "lut", "checked"};
     const char *v = all;
     int i;
     p->one_pass = p->lean = p->ring = p->lut = 0;
@@ -452,24 +449,20 @@ static qg_status cast_env_variant(const char *fn, qg_cast_problem *p) {
         return QG_SUCCESS;
     }
     int words = 0, base = 0;
-    int ring6 = 0, lutpre = 0;
-    while ((i = qg__env_next_word(&v, "+", false, names, 8)) >= 0) {
-        words += i != 5, base |= i == 0;
+    while ((i = qg__env_next_word(&v, "+", false, names, 6)) >= 0) {
+        words += i <= 4, base |= i == 0;
         if (i == 1) p->one_pass = 1;
         if (i == 2) p->lean = 1;
         if (i == 3) p->ring = 1;
         if (i == 4) p->lut = 1;
-        ring6 |= i == 6, lutpre |= i == 7;
     }
-    if (ring6) p->ring = 2;
-    if (lutpre) p->lut = 2;
     if (i == -1 && words == 0) /* the host word alone: the default kernels */
         p->one_pass = p->lean = p->ring = p->lut = 1;
     if (i == -1 && !(base && words > 1)) return QG_SUCCESS;
     p->one_pass = p->lean = p->ring = p->lut = 0;
     return qg__fail(QG_ERROR_INVALID_ARGUMENT,
                     "%s: QGEMM_CAST_VARIANT = \"%.64s\" is not base alone or a '+'-list of all, lean, "
-                    "ring, lut, ring6 and lutpre (either optionally with checked)",
+                    "ring and lut (either optionally with checked)",
                     fn, all);
 }
 

@@ -17,15 +17,12 @@
  * QGEMM_CAST_VARIANT word ring (qg_cast_problem.ring): per-channel with 16-byte rows
  * (vec = 8 bf16 / 4 float) runs the ring kernel: 512 threads, 2 CTAs per SM, persistent
  * (grid <= 2 per SM), tiles of 128 rows x 256 bytes, QG_CAST_RING_STAGES of them in
- * flight a CTA (dynamic shared memory); narrower rows keep the plain kernel. Word ring6
- * (ring = 2): QG_CAST_RING6_STAGES tiles of 128 rows x 128 bytes instead (the same bytes
- * in flight, half the fill and drain of a CTA's ring; twice the tiles).
+ * flight a CTA (dynamic shared memory); narrower rows keep the plain kernel.
  * Word lut (qg_cast_problem.lut): silu_mul of bf16 input with at least
  * QG_CAST_LUT_ROUNDS rounds a CTA runs the table kernel: 768 threads (80 registers:
  * two rounds live), one CTA per SM (one 32 KB table each, built while the first loads
  * are in flight), unroll 2; float input, 2-byte accesses (vec 1: NVRTC spilled) and
- * smaller calls keep the plain kernel (the table costs ~1 us a CTA). Word lutpre (lut = 2):
- * the same kernel with the first two rounds' loads issued before the table build.
+ * smaller calls keep the plain kernel (the table costs ~1 us a CTA).
  */
 #include "cast_plan.h"
 #include "internal.h"
@@ -51,9 +48,6 @@
 #define QG_CAST_RING_THREADS 512
 #define QG_CAST_RING_CTAS 2
 #define QG_CAST_RING_STAGE_BYTES (128 * 256)
-/* ring6: 6 stages of 16 KB, the same 96 KB a CTA */
-#define QG_CAST_RING6_STAGES 6
-#define QG_CAST_RING6_ROW 128
 /* lut: a CTA of 768 threads per SM (80 registers), 96 items a round; the table only
  * when every CTA runs at least this many rounds (4096 x 3584: 9 on 132 SMs) */
 #define QG_CAST_LUT_THREADS 768
@@ -177,7 +171,7 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
         const int64_t lut_round = (int64_t)ipw * QG_CAST_LUT_UNROLL * (QG_CAST_LUT_THREADS / 32);
         if (p->op == QG_CAST_SILU_MUL && p->lut && !p->in_f32 && plan.vec >= 2 &&
             plan.work >= (int64_t)QG_CAST_LUT_ROUNDS * num_sms * lut_round) {
-            plan.lut = p->lut == 2 ? 2 : 1;
+            plan.lut = 1;
             plan.threads = QG_CAST_LUT_THREADS;
             plan.unroll = QG_CAST_LUT_UNROLL;
             plan.min_ctas = 1;
@@ -207,16 +201,13 @@ qg_status qg__cast_plan(const qg_cast_problem *p, int num_sms, qg_cast_plan *out
         plan.min_ctas = !p->in_f32 && plan.vec < elems_per_thread(p) ? 1 : QG_CAST_CTAS_CHANNEL;
         plan.grid = grid_of(plan.work, quant_cap(p, plan.min_ctas * (int64_t)num_sms));
         if (p->ring && plan.vec == elems_per_thread(p)) {
-            /* tiles of 128 rows x 256 bytes: 128 bf16 / 64 float columns (ring6: 128
-             * bytes, 64 / 32 columns) */
-            const int ring6 = p->ring == 2;
-            plan.ring = ring6 ? QG_CAST_RING6_STAGES : QG_CAST_RING_STAGES;
-            plan.ring_row = ring6 ? QG_CAST_RING6_ROW : 256;
+            /* tiles of 128 rows x 256 bytes: 128 bf16 / 64 float columns */
+            plan.ring = QG_CAST_RING_STAGES;
             plan.threads = QG_CAST_RING_THREADS;
             plan.min_ctas = QG_CAST_RING_CTAS;
-            plan.work = p->rows / 128 * ceil_div64(p->k, plan.ring_row / (p->in_f32 ? 4 : 2));
+            plan.work = p->rows / 128 * ceil_div64(p->k, 256 / (p->in_f32 ? 4 : 2));
             plan.grid = grid_of(plan.work, (int64_t)QG_CAST_RING_CTAS * num_sms);
-            plan.smem = plan.ring * 128 * plan.ring_row;
+            plan.smem = QG_CAST_RING_STAGES * QG_CAST_RING_STAGE_BYTES;
         }
         break;
     case QG_CAST_SF_MN_MAJOR:
@@ -274,7 +265,7 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         "#define QG_CAST_N %d\n#define QG_CAST_VEC %d\n#define QG_CAST_THREADS %d\n"
         "#define QG_CAST_UNROLL %d\n#define QG_CAST_GROUPS %d\n#define QG_CAST_GRAN_K %d\n"
         "#define QG_CAST_K_ALIGN %d\n#define QG_CAST_PSUM %d\n#define QG_CAST_MIN_CTAS %d\n"
-        "#define QG_CAST_PARAMS_BYTES %zu\n%s%s%s%s%s#include \"qg_cast.cuh\"\n",
+        "#define QG_CAST_PARAMS_BYTES %zu\n%s%s%s#include \"qg_cast.cuh\"\n",
         qg__cast_op_name(p->op), (int)p->op, q ? p->in_f32 : 0, q ? p->ue8m0 : 0,
         (p->op == QG_CAST_PER_TOKEN || p->op == QG_CAST_SILU_MUL) ? p->sf_mn_major : 0,
         p->op == QG_CAST_SILU_MUL ? (int)p->rows_mask : 0, p->k, p->op == QG_CAST_PER_BLOCK ? p->n : 0,
@@ -283,12 +274,8 @@ qg_status qg__cast_source(const qg_cast_problem *p, const qg_cast_plan *plan, ch
         /* (absent for base: the plain kernels' source and cache key as before the knob) */
         q && p->lean ? "#define QG_CAST_LEAN 1\n" : "",
         /* (absent unless the plan takes them: the other kernels' sources as before) */
-        plan->ring == QG_CAST_RING_STAGES ? "#define QG_CAST_RING " QG_CAST_STR(QG_CAST_RING_STAGES) "\n" : "",
-        plan->ring == QG_CAST_RING6_STAGES
-            ? "#define QG_CAST_RING " QG_CAST_STR(QG_CAST_RING6_STAGES) "\n"
-              "#define QG_CAST_RING_ROW " QG_CAST_STR(QG_CAST_RING6_ROW) "\n"
-            : "",
-        plan->lut ? "#define QG_CAST_LUT 1\n" : "", plan->lut == 2 ? "#define QG_CAST_LUT_PRE 1\n" : "");
+        plan->ring ? "#define QG_CAST_RING " QG_CAST_STR(QG_CAST_RING_STAGES) "\n" : "",
+        plan->lut ? "#define QG_CAST_LUT 1\n" : "");
     if (n < 0 || (size_t)n >= cap)
         return qg__fail(QG_ERROR_INTERNAL, "cast kernel source exceeds %zu bytes", cap);
     return QG_SUCCESS;

@@ -61,12 +61,10 @@ typedef struct {
                               not capped at what the SMs hold at once (A/B runs, issue 51) */
     int lean;              /* ops 1-4: QGEMM_CAST_VARIANT lean: QG_CAST_LEAN kernels (the same
                               bytes, fewer instructions an element) */
-    int ring;              /* op 3: QGEMM_CAST_VARIANT ring (1): the shared-memory ring kernel
-                              (QG_CAST_RING) where the rows allow 16-byte bulk copies; ring6 (2):
-                              its 6 stages of 128 rows x 128 bytes (not 3 of 256 bytes) */
-    int lut;               /* op 4: QGEMM_CAST_VARIANT lut (1): silu from a shared-memory table
-                              (QG_CAST_LUT), bf16 input with enough rows to amortise the table;
-                              lutpre (2): two rounds' loads before the build (QG_CAST_LUT_PRE) */
+    int ring;              /* op 3: QGEMM_CAST_VARIANT ring: the shared-memory ring kernel
+                              (QG_CAST_RING) where the rows allow 16-byte bulk copies */
+    int lut;               /* op 4: QGEMM_CAST_VARIANT lut: silu from a shared-memory table
+                              (QG_CAST_LUT), bf16 input with enough rows to amortise the table */
 } qg_cast_problem;
 
 typedef struct {
@@ -77,8 +75,7 @@ typedef struct {
     unsigned grid;    /* CTAs; 0: nothing to do, launch nothing */
     int64_t work;     /* items (ops 1, 4), blocks (2), tiles (3), threads (5-7) */
     int ring;         /* op 3: QG_CAST_RING stages (0: the plain kernel) */
-    int ring_row;     /* op 3 under ring: QG_CAST_RING_ROW, a tile's bytes a row (256, 128) */
-    int lut;          /* op 4: QG_CAST_LUT (0: the plain kernel; 2: and QG_CAST_LUT_PRE) */
+    int lut;          /* op 4: QG_CAST_LUT (0: the plain kernel) */
     int smem;         /* dynamic shared memory bytes of a CTA */
 } qg_cast_plan;
 

@@ -155,12 +155,9 @@
  *                                            '+'-list of all (a CTA per unit of work),
  *                                            lean (QG_CAST_LEAN: the same bytes, fewer
  *                                            instructions an element), ring (per-channel
- *                                            through a shared-memory ring of bulk copies),
- *                                            lut (silu_mul's silu from a shared-memory
- *                                            table), ring6 (ring with 6 stages of 128 rows x
- *                                            128 bytes) and lutpre (lut with two rounds'
- *                                            loads before the table build), optionally
- *                                            with the Python extension's
+ *                                            through a shared-memory ring of bulk copies)
+ *                                            and lut (silu_mul's silu from a shared-memory
+ *                                            table), optionally with the Python extension's
  *                                            host word checked (no fast path: the casts
  *                                            take python/qgemm/cast.py's checked path);
  *                                            checked alone keeps the default kernels;
@@ -292,9 +289,7 @@ const qg_env_knob qg__env_knobs[] = {
     {"QGEMM_CAST_VARIANT", "the quantizing casts: base (grid-stride grids capped at what the SMs "
      "hold at once, the plain kernels) or a '+'-list of all (a CTA per unit of work), lean "
      "(the same bytes, fewer instructions an element), ring (per-channel through a shared-memory "
-     "ring of bulk copies), lut (silu_mul's silu of bf16 gates from a shared-memory table), "
-     "ring6 (ring with 6 stages of 128 rows x 128 bytes) and lutpre (lut with two rounds' loads "
-     "before the table build), "
+     "ring of bulk copies) and lut (silu_mul's silu of bf16 gates from a shared-memory table), "
      "optionally with the Python casts' host word checked (the checked path, no fast path)",
      "all+lean+ring+lut"},
     {"QGEMM_FP8OUT_SPLIT", "whether the e4m3-D heuristic may split a 1x128 scale group over a "

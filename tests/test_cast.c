@@ -88,18 +88,17 @@ TEST(cast_validation) {
             "base", "all", "lean", "all+lean", "lean+all", "", "checked",
             "base+checked", "all+lean+checked", "checked+lean",
             "ring", "lut", "all+lean+ring+lut", "lut+ring", "all+lean+ring+checked",
-            "ring6", "lutpre", "all+lean+ring+lut+ring6+lutpre", "all+lean+ring6+lutpre+checked",
             /* refused from here */
             "al", "ALL", "persistent", "all,lean", "lean+x", "lean+", "+", "base+lean",
             "all++lean", "checked+", "check", "base+all+checked", "checked,lean", "twoalloc",
-            "rings", "base+ring", "lut+", "ring64", "lutpr", "base+ring6", "lutpre+"};
+            "rings", "base+ring", "lut+"};
         const int n_variants = (int)(sizeof variants / sizeof variants[0]);
         for (int g = 0; g < n_variants; ++g) {
             a = good_cast();
             setenv("QGEMM_CAST_VARIANT", variants[g], 1);
             st = fns[f](ctx, &a, NULL);
             unsetenv("QGEMM_CAST_VARIANT"); /* (before a CHECK can leave the test) */
-            const bool good = g < 19;
+            const bool good = g < 15;
             CHECK(good ? st == QG_ERROR_NO_DEVICE
                        : st == QG_ERROR_INVALID_ARGUMENT && strstr(qg_last_error(), "QGEMM_CAST_VARIANT") &&
                              strstr(qg_last_error(), variants[g]) && strstr(qg_last_error(), fn_names[f]),
@@ -274,24 +273,6 @@ TEST(cast_plan) {
     p.in_f32 = 0, p.k = p.ld_in = p.ld_out = 1001; /* narrower rows: the plain kernel */
     CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring == 0 && a.smem == 0 && a.threads == 256,
           "ring, odd k: ring %d smem %d", a.ring, a.smem);
-    /* ring6 (ring = 2): tiles of 128 rows x 128 bytes (4096 x 7168 bf16: 32 x 112), 6 stages
-     * of 16 KB, the source naming both */
-    p.ring = 2, p.k = p.ld_in = p.ld_out = 7168, p.rows = 4096;
-    char rsrc[2048];
-    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring == 6 && a.ring_row == 128 && a.threads == 512 &&
-              a.min_ctas == 2 && a.work == 32 * 112 && a.grid == 264 && a.smem == 6 * 16384 &&
-              qg__cast_source(&p, &a, rsrc, sizeof rsrc) == QG_SUCCESS &&
-              strstr(rsrc, "#define QG_CAST_RING 6\n#define QG_CAST_RING_ROW 128\n"),
-          "ring6: ring %d row %d work %lld grid %u smem %d", a.ring, a.ring_row, (long long)a.work, a.grid,
-          a.smem);
-    p.in_f32 = 1, p.k = p.ld_in = p.ld_out = 1000, p.rows = 256; /* 32 float columns a tile: 32 */
-    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring == 6 && a.work == 2 * 32 && a.grid == 64,
-          "ring6 f32: ring %d work %lld grid %u", a.ring, (long long)a.work, a.grid);
-    p.in_f32 = 0, p.ring = 1, p.k = p.ld_in = p.ld_out = 7168;
-    CHECK(qg__cast_plan(&p, 132, &a) == QG_SUCCESS && a.ring_row == 256 &&
-              qg__cast_source(&p, &a, rsrc, sizeof rsrc) == QG_SUCCESS &&
-              strstr(rsrc, "#define QG_CAST_RING 3\n") && !strstr(rsrc, "QG_CAST_RING_ROW"),
-          "ring source:\n%s", rsrc);
     p.ring = 0;
     /* per-token 4096 x 7168: the grid-stride grid <= 4 a SM, one pass past it, same unroll */
     memset(&p, 0, sizeof p);
@@ -326,12 +307,7 @@ TEST(cast_plan) {
     char lsrc[2048];
     p.op = QG_CAST_SILU_MUL, p.ld_in = 7164;
     CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && qg__cast_source(&p, &a, lsrc, sizeof lsrc) == QG_SUCCESS &&
-              strstr(lsrc, "#define QG_CAST_LUT 1") && !strstr(lsrc, "QG_CAST_RING") &&
-              !strstr(lsrc, "QG_CAST_LUT_PRE"), "lut source:\n%s", lsrc);
-    p.lut = 2; /* lutpre: the same plan, the prefetch define */
-    CHECK(qg__cast_plan(&p, 3, &a) == QG_SUCCESS && a.lut == 2 && a.threads == 768 &&
-              qg__cast_source(&p, &a, lsrc, sizeof lsrc) == QG_SUCCESS &&
-              strstr(lsrc, "#define QG_CAST_LUT 1\n#define QG_CAST_LUT_PRE 1\n"), "lutpre source:\n%s", lsrc);
+              strstr(lsrc, "#define QG_CAST_LUT 1") && !strstr(lsrc, "QG_CAST_RING"), "lut source:\n%s", lsrc);
     /* layouts */
     memset(&p, 0, sizeof p);
     p.op = QG_CAST_SF_MN_MAJOR, p.m = 4096, p.k = 56, p.groups = 1, p.sf_ld = 4095;
@@ -417,11 +393,9 @@ TEST(cast_compile_every_variant) {
     /* quantizing kinds: type x UE8M0 x scale layout / row mask x aligned or not, the
      * default kernels, QGEMM_CAST_VARIANT=lean's, and the ring / table kernels with and
      * without lean (ring: per-channel with 16-byte rows; lut: silu_mul of bf16 with
-     * enough rows, below), and ring6 / lutpre's (128-byte ring tiles, the table kernel's
-     * early loads) with and without lean */
-    static const char *const sweep_variants[] = {"base", "lean", "ring+lut", "all+lean+ring+lut",
-                                                 "ring6+lutpre", "all+lean+ring6+lutpre"};
-    for (int lean = 0; lean < 6; ++lean) {
+     * enough rows, below) */
+    static const char *const sweep_variants[] = {"base", "lean", "ring+lut", "all+lean+ring+lut"};
+    for (int lean = 0; lean < 4; ++lean) {
     setenv("QGEMM_CAST_VARIANT", sweep_variants[lean], 1);
     for (int kind = 1; kind <= 4; ++kind)
         for (int f32 = 0; f32 < 2; ++f32)
@@ -454,9 +428,8 @@ TEST(cast_compile_every_variant) {
     unsetenv("QGEMM_CAST_VARIANT");
     }
     /* the table kernel at 4- and 2-byte accesses (vec 2 and 4), every row mask and scale
-     * layout; the plan must take it (QG_CAST_LUT in the source); lut and lutpre */
-    for (int pre = 0; pre < 2; ++pre) {
-    setenv("QGEMM_CAST_VARIANT", pre ? "all+lean+ring6+lutpre" : "all+lean+ring+lut", 1);
+     * layout; the plan must take it (QG_CAST_LUT in the source) */
+    setenv("QGEMM_CAST_VARIANT", "all+lean+ring+lut", 1);
     for (int ue = 0; ue < 2; ++ue)
         for (int mask = 0; mask < 3; ++mask)
             for (int vec = 2; vec <= 4; vec += 2) {
@@ -465,12 +438,10 @@ TEST(cast_compile_every_variant) {
                 a.k = vec == 2 ? 3582 : 3580, a.ld_x = 2 * a.k, a.ld_out = a.k;
                 if (mask == 1) a.masked_m = FAKE(0x7000000);
                 if (mask == 2) a.m_indices = FAKE(0x7000000);
-                snprintf(what, sizeof what, "silu table%s ue8m0 %d mask %d vec %d", pre ? " lutpre" : "",
-                         ue, mask, vec);
+                snprintf(what, sizeof what, "silu table ue8m0 %d mask %d vec %d", ue, mask, vec);
                 compile_one(&sw, QG_CAST_KIND_SILU_MUL, &a, NULL, what);
             }
     unsetenv("QGEMM_CAST_VARIANT");
-    }
     /* per-token small M (the unroll follows the rows) */
     for (int m = 1; m <= 4096; m *= 64) {
         qg_cast_args a = good_cast();
@@ -908,8 +879,7 @@ static int ring_lut_case(qg_context *ctx, CUstream stream, const char *variant, 
     p.op = (qg_cast_op)kind, p.in_f32 = f32, p.ue8m0 = ue, p.sf_mn_major = mn;
     p.rows_mask = (qg_cast_rows)mask, p.rows = rows, p.m = m, p.groups = G, p.k = k;
     p.ld_in = ld_x, p.ld_out = ld_out, p.sf_ld = sf_ld, p.in_align = p.out_align = 16;
-    p.ring = strstr(variant, "ring6") ? 2 : strstr(variant, "ring") != NULL;
-    p.lut = strstr(variant, "lutpre") ? 2 : strstr(variant, "lut") != NULL;
+    p.ring = strstr(variant, "ring") != NULL, p.lut = strstr(variant, "lut") != NULL;
     qg_cast_plan plan;
     *took = qg__cast_plan(&p, qg_context_get_num_sms(ctx), &plan) == QG_SUCCESS && (plan.ring || plan.lut);
     int64_t bq = 0, bs = 0;
@@ -926,8 +896,8 @@ done:
     return ok;
 }
 
-/* QGEMM_CAST_VARIANT words ring / ring6 (per-channel) and lut / lutpre (silu_mul, bf16) --
- * with and without lean -- give all+lean's bytes and scales exactly (the default before
+/* QGEMM_CAST_VARIANT words ring (per-channel) and lut (silu_mul, bf16) -- with and
+ * without lean -- give all+lean's bytes and scales exactly (the default before
  * 2026-11-29 y, without ring and lut): shapes off the tiles
  * (k not a multiple of 128 or of a ring tile, 2- and 4-byte silu accesses), padded
  * strides, inf / NaN / -0 / subnormal inputs (the ring's inexact tiles, the table's
@@ -941,9 +911,7 @@ TEST(gpu_cast_ring_lut_bitwise) {
     gpu_ctx_push(ctx);
     rng = 0x1234ABCD5678EF01ull ^ (uint64_t)time(NULL);
     const int all_sms = qg_context_get_num_sms(ctx);
-    static const char *const variants[] = {"all+lean+ring+lut", "ring+lut", "all+lean+ring6+lutpre",
-                                           "ring6+lutpre"};
-    const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+    static const char *const variants[] = {"all+lean+ring+lut", "ring+lut"};
     /* per-channel: m, k, pad (k % 8 == 0: 16-byte rows for bf16 and float) */
     static const int channel[][3] = {{128, 1000, 0}, {384, 7176, 8}, {256, 72, 0}, {128, 8, 24}, {4096, 7168, 0}};
     /* silu: groups, m, k, pad, exhaustive (1024 x 128 gates: every bf16 pattern twice),
@@ -955,7 +923,7 @@ TEST(gpu_cast_ring_lut_bitwise) {
     char why[256];
     for (int sms = 0; sms < 2; ++sms) {
         CHECK(qg_context_set_num_sms(ctx, sms ? 2 : all_sms) == QG_SUCCESS, "%s", qg_last_error());
-        for (int v = 0; v < n_variants; ++v)
+        for (int v = 0; v < 2; ++v)
             for (int ue = 0; ue < 2; ++ue) {
                 for (int f32 = 0; f32 < 2; ++f32)
                     for (size_t s = 0; s < sizeof channel / sizeof channel[0]; ++s) {

@@ -347,11 +347,11 @@ def test_gpu_k_grouped_pack_unaligned_falls_back():
     _same_bits(got, want)
 
 
-# ---- QGEMM_CAST_VARIANT words ring / ring6 (per-channel), lut / lutpre (silu_mul): all+lean's bits ----
+# ---- QGEMM_CAST_VARIANT words ring (per-channel) and lut (silu_mul): all+lean's bits ----
 
 
 @needs_gpu
-@pytest.mark.parametrize("variant", ["all+lean+ring+lut", "ring+lut", "all+lean+ring6+lutpre", "ring6+lutpre"])
+@pytest.mark.parametrize("variant", ["all+lean+ring+lut", "ring+lut"])
 @pytest.mark.parametrize("ue8m0", [False, True])
 def test_gpu_ring_lut_variants(monkeypatch, variant, ue8m0):
     """The ring kernel (per-channel, 16-byte rows) and the table kernel (silu_mul of bf16
