@@ -696,18 +696,9 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
 }
 #endif /* op 2 */
 
-#if QG_CAST_OP == QG_CAST_OP_CHANNEL && !QG_CAST_RING
-/* ---- per-channel 128x1 (op 3) ---------------------------------------------
- *
- * x [M][K columns], M a multiple of 128; scales [M/128][K]. A CTA tile is 128
- * rows x 32*EPT columns: warp w holds rows 16w..16w+15 (128 / warps) in
- * registers, lane l columns EPT*l.., so each row read is 512 contiguous bytes;
- * column maxima meet in shared memory. q = x / sf (torch divides by the scale
- * tensor here: IEEE division, not a reciprocal multiply). */
-#define QG_CAST_WARPS (QG_CAST_THREADS / 32)
-#define QG_CAST_RPW (128 / QG_CAST_WARPS)
+#if QG_CAST_OP == QG_CAST_OP_CHANNEL
+/* ---- per-channel 128x1 (op 3): what the plain and the ring kernels share ---- */
 #define QG_CAST_LEAN_DIV (QG_CAST_LEAN && !QG_CAST_IN_F32 && !QG_CAST_UE8M0)
-
 #if QG_CAST_LEAN_DIV
 /* x / sf for the e4m3 conversion, for a bf16 x of a column whose amax is finite
  * (|x| <= amax, sf = max(amax, 1e-4) / 448 > 0): y = RN(1 / sf), q0 = RN(x * y) and
@@ -724,6 +715,45 @@ QG_DEVICE float qg_cast_div_lean(float x, float sf, float y) {
     return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(x) & 0x80000000u));
 }
 #endif
+
+/* One row of a thread's QG_CAST_EPT columns quantized and stored: x * mult (UE8M0: the
+ * scale's exact reciprocal), under kLean (the columns' exact case) qg_cast_div_lean with
+ * mult the scale's RN reciprocal, else the IEEE quotient x / scale; `exact` (no value past
+ * 464 after scaling) skips the e4m3 fix-up. Both kernels' bytes, element for element. */
+template <bool kLean>
+QG_DEVICE void qg_cast_channel_row(const qg_cast_raw &raw, const float (&scale)[QG_CAST_EPT],
+                                   const float (&mult)[QG_CAST_EPT], bool exact, char *row,
+                                   int col) {
+    float v[QG_CAST_EPT], q[QG_CAST_EPT];
+    qg_cast_decode(raw, v);
+#pragma unroll
+    for (int j = 0; j < QG_CAST_EPT; ++j)
+#if QG_CAST_UE8M0
+        q[j] = __fmul_rn(v[j], mult[j]);
+#elif QG_CAST_LEAN_DIV
+        q[j] = kLean ? qg_cast_div_lean(v[j], scale[j], mult[j]) : __fdiv_rn(v[j], scale[j]);
+#else
+        q[j] = __fdiv_rn(v[j], scale[j]);
+#endif
+    qg_cast_bytes o;
+#pragma unroll
+    for (int j = 0; j < QG_CAST_EPT / 4; ++j)
+        o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], exact);
+    qg_cast_store(row, col, QG_CAST_K, o);
+}
+#endif /* op 3, shared */
+
+#if QG_CAST_OP == QG_CAST_OP_CHANNEL && !QG_CAST_RING
+/* ---- per-channel 128x1 (op 3) ---------------------------------------------
+ *
+ * x [M][K columns], M a multiple of 128; scales [M/128][K]. A CTA tile is 128
+ * rows x 32*EPT columns: warp w holds rows 16w..16w+15 (128 / warps) in
+ * registers, lane l columns EPT*l.., so each row read is 512 contiguous bytes;
+ * column maxima meet in shared memory. q = x / sf (torch divides by the scale
+ * tensor here: IEEE division, not a reciprocal multiply). */
+#define QG_CAST_WARPS (QG_CAST_THREADS / 32)
+#define QG_CAST_RPW (128 / QG_CAST_WARPS)
+
 #define QG_CAST_COLS (32 * QG_CAST_EPT)
 #define QG_CAST_CB ((QG_CAST_K + QG_CAST_COLS - 1) / QG_CAST_COLS)
 static_assert(128 % QG_CAST_WARPS == 0, "warps must divide 128 rows");
@@ -807,46 +837,27 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
             float recip[QG_CAST_EPT];
 #pragma unroll
             for (int j = 0; j < QG_CAST_EPT; ++j) recip[j] = __frcp_rn(scale[j]);
-#endif
-#pragma unroll
-            for (int i = 0; i < QG_CAST_RPW; ++i) {
-                float v[QG_CAST_EPT], q[QG_CAST_EPT];
-                qg_cast_decode(raw[i], v);
-#pragma unroll
-                for (int j = 0; j < QG_CAST_EPT; ++j)
-#if QG_CAST_UE8M0
-                    q[j] = __fmul_rn(v[j], mult[j]);
-#elif QG_CAST_LEAN_DIV
-                    q[j] = qg_cast_div_lean(v[j], scale[j], recip[j]);
+#elif QG_CAST_UE8M0
+            const float (&recip)[QG_CAST_EPT] = mult;
 #else
-                    q[j] = __fdiv_rn(v[j], scale[j]);
+            const float (&recip)[QG_CAST_EPT] = scale; /* (unused: IEEE quotients) */
 #endif
-                qg_cast_bytes o;
 #pragma unroll
-                for (int j = 0; j < QG_CAST_EPT / 4; ++j)
-                    o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], true);
-                qg_cast_store(out + (row0 + i) * p.ld_out, col, QG_CAST_K, o);
-            }
+            for (int i = 0; i < QG_CAST_RPW; ++i)
+                qg_cast_channel_row<true>(raw[i], scale, recip, true, out + (row0 + i) * p.ld_out,
+                                          col);
             continue;
         }
 #endif
-#pragma unroll
-        for (int i = 0; i < QG_CAST_RPW; ++i) {
-            float v[QG_CAST_EPT], q[QG_CAST_EPT];
-            qg_cast_decode(raw[i], v);
-#pragma unroll
-            for (int j = 0; j < QG_CAST_EPT; ++j)
 #if QG_CAST_UE8M0
-                q[j] = __fmul_rn(v[j], mult[j]);
+        const float (&recip)[QG_CAST_EPT] = mult;
 #else
-                q[j] = __fdiv_rn(v[j], scale[j]);
+        const float (&recip)[QG_CAST_EPT] = scale; /* (unused: IEEE quotients) */
 #endif
-            qg_cast_bytes o;
 #pragma unroll
-            for (int j = 0; j < QG_CAST_EPT / 4; ++j)
-                o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], exact);
-            qg_cast_store(out + (row0 + i) * p.ld_out, col, QG_CAST_K, o);
-        }
+        for (int i = 0; i < QG_CAST_RPW; ++i)
+            qg_cast_channel_row<false>(raw[i], scale, recip, exact, out + (row0 + i) * p.ld_out,
+                                       col);
     }
 }
 #endif /* op 3 */
@@ -877,19 +888,9 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
 #define QG_CAST_STAGE_BYTES (128 * 256)
 #define QG_CAST_CB ((QG_CAST_K + QG_CAST_TILE_COLS - 1) / QG_CAST_TILE_COLS)
 #define QG_CAST_WARPS (QG_CAST_THREADS / 32)
-#define QG_CAST_LEAN_DIV (QG_CAST_LEAN && !QG_CAST_IN_F32 && !QG_CAST_UE8M0)
 static_assert(QG_CAST_CHUNK_BYTES == 16, "the ring copies 16-byte aligned rows only");
 static_assert(QG_CAST_THREADS == 512 && QG_CAST_ROWS_PT * QG_CAST_ROW_LANES == 128 && 128 % QG_CAST_WARPS == 0 &&
                   128 / QG_CAST_WARPS <= 32, "ring shape");
-
-#if QG_CAST_LEAN_DIV
-/* (the plain kernel's qg_cast_div_lean: see there) */
-QG_DEVICE float qg_cast_div_lean(float x, float sf, float y) {
-    const float q0 = __fmul_rn(x, y);
-    const float q1 = __fmaf_rn(__fmaf_rn(-sf, q0, x), y, q0);
-    return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(x) & 0x80000000u));
-}
-#endif
 
 /* max.u16x2 (PTX ISA 9.7.3): the larger of each 16-bit half, unsigned. */
 #ifndef QG_CAST_HOST_MAX_U16X2
@@ -1025,44 +1026,21 @@ QG_CAST_ENTRY(const __grid_constant__ qg_cast_params p) {
 #endif
         }
         const int col = col0 + cg * QG_CAST_EPT;
+#if QG_CAST_UE8M0 /* (UE8M0: mult alone; scale's place taken, unused) */
+        const float (&scale)[QG_CAST_EPT] = mult;
+#elif !QG_CAST_LEAN_DIV
+        const float (&mult)[QG_CAST_EPT] = scale; /* (unused: IEEE quotients) */
+#endif
         if (all_exact) {
 #pragma unroll
-            for (int i = 0; i < QG_CAST_ROWS_PT; ++i) {
-                float v[QG_CAST_EPT], q[QG_CAST_EPT];
-                qg_cast_decode(raw[i], v);
-#pragma unroll
-                for (int j = 0; j < QG_CAST_EPT; ++j)
-#if QG_CAST_UE8M0
-                    q[j] = __fmul_rn(v[j], mult[j]);
-#elif QG_CAST_LEAN_DIV
-                    q[j] = qg_cast_div_lean(v[j], scale[j], mult[j]);
-#else
-                    q[j] = __fdiv_rn(v[j], scale[j]);
-#endif
-                qg_cast_bytes o;
-#pragma unroll
-                for (int j = 0; j < QG_CAST_EPT / 4; ++j)
-                    o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], true);
-                qg_cast_store(out + (mb * 128 + rl + i * QG_CAST_ROW_LANES) * p.ld_out, col, QG_CAST_K, o);
-            }
+            for (int i = 0; i < QG_CAST_ROWS_PT; ++i)
+                qg_cast_channel_row<true>(raw[i], scale, mult, true,
+                                          out + (mb * 128 + rl + i * QG_CAST_ROW_LANES) * p.ld_out, col);
         } else { /* inf / NaN in the tile: IEEE quotients, the exact e4m3 conversion */
 #pragma unroll
-            for (int i = 0; i < QG_CAST_ROWS_PT; ++i) {
-                float v[QG_CAST_EPT], q[QG_CAST_EPT];
-                qg_cast_decode(raw[i], v);
-#pragma unroll
-                for (int j = 0; j < QG_CAST_EPT; ++j)
-#if QG_CAST_UE8M0
-                    q[j] = __fmul_rn(v[j], mult[j]);
-#else
-                    q[j] = __fdiv_rn(v[j], scale[j]);
-#endif
-                qg_cast_bytes o;
-#pragma unroll
-                for (int j = 0; j < QG_CAST_EPT / 4; ++j)
-                    o.w[j] = qg_cast_pack4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3], false);
-                qg_cast_store(out + (mb * 128 + rl + i * QG_CAST_ROW_LANES) * p.ld_out, col, QG_CAST_K, o);
-            }
+            for (int i = 0; i < QG_CAST_ROWS_PT; ++i)
+                qg_cast_channel_row<false>(raw[i], scale, mult, false,
+                                           out + (mb * 128 + rl + i * QG_CAST_ROW_LANES) * p.ld_out, col);
         }
         if (++s == QG_CAST_RING) s = 0, phase ^= 1;
     }
