@@ -328,6 +328,11 @@ PyObject *qgpy_paged_mqa_logits(PyObject *self, PyObject *args)
      * package's fast path passes the buffer and makes the view after the launch,
      * where its CPU time hides behind the kernel's); columns past max_context_len
      * are the buffer's, never read as results */
+    if (max_context_len < 1) {
+        qgpy_errorf(PyExc_ValueError, "qgemm: max_context_len must be >= 1, got %d",
+                    max_context_len);
+        goto done;
+    }
     if (qgpy_dim(&t[L], 1) < max_context_len) {
         char buf[160];
         qgpy_errorf(PyExc_ValueError, "qgemm: logits has shape %s: its dimension 1 must be at "

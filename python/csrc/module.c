@@ -611,8 +611,11 @@ static PyObject *py_fp8_einsum_torch(PyObject *self, PyObject *const *args, Py_s
         lay.sf_stride[2] = kb > 1 ? qgpy_stride(&t[SFX], 2) : 0;
         lay.out = qgpy_address(&t[SFA]);
         lay.out_ld = (int)ld;
-        if (qgpy_check_no_overlap(&t[SFA], &t[SFX]) < 0)
-            goto done;
+        /* sfa is written (the transpose) before the GEMM reads it: apart from every
+         * other operand, the GEMM's output included */
+        for (int i = X; i <= D; i++)
+            if (qgpy_check_no_overlap(&t[SFA], &t[i]) < 0)
+                goto done;
         t[SFA].own_shape[2] = batch;
     } else if (qgpy_tensor_swap_dims(&t[SFA], 0, 1) < 0 || /* [H, B, kb] */
                qgpy_tensor_swap_dims(&t[SFA], 1, 2) < 0) { /* [H, kb, B] */

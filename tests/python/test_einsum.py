@@ -1270,6 +1270,12 @@ def test_fp8_einsum_torch_takes_and_declines(no_gpu, cuda_posing):
         assert qgemm._C.fp8_einsum_torch(*args) is NotImplemented, i
     with pytest.raises(ValueError, match="flags"):
         qgemm._C.fp8_einsum_torch(x, sfx, y, sfy, z, strided, 2)
+    # the flag's sfa storage is written first: refused where it shares bytes with any operand
+    h, kb, ld = storage.shape
+    for name, other in (("x", x), ("y", y), ("d", z)):
+        alias = other.view(-1).view(t.uint8)[:h * kb * ld * 4].view(f32).view(h, kb, ld)
+        with pytest.raises(ValueError, match="overlaps"):
+            qgemm._C.fp8_einsum_torch(x, sfx, y, sfy, z, alias, flag)
 
 
 def _same_error(call_fast, call_checked):

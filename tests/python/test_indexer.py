@@ -256,6 +256,13 @@ def test_paged_extension_checks(no_gpu):
         with pytest.raises(ValueError, match=pattern):
             call_paged(ops)
         consumed(ops)
+    # max_context_len below 1: refused before the logits' width is compared (a batch of
+    # none included, which the library would otherwise answer with nothing done)
+    for b in (8, 0):
+        ops = paged_ops(b=b)
+        with pytest.raises(ValueError, match="max_context_len must be >= 1, got 0"):
+            call_paged(ops, max_len=0)
+        consumed(ops)
 
 
 # ---- torch.compile(fullgraph=True): the custom ops, on meta tensors -----------------------
