@@ -475,11 +475,16 @@ TEST(swiglu_argument_validation) {
     CHECK(qg_m_grouped_fp8_gemm_nt_contiguous_swiglu(ctx, &a, &good, NULL, NULL) == QG_ERROR_NO_DEVICE &&
               strstr(qg_last_error(), "qg_m_grouped_fp8_gemm_nt_contiguous_swiglu"),
           "%s", qg_last_error());
-    /* the configuration call: the one tile */
+    /* the configuration call: groups of 64 rows take the 64x256 tile (swm64, in
+     * QGEMM_FP8OUT_VARIANT's default since 2026-11-29 y), 128x256 without it */
     qg_problem p = {QG_GEMM_GROUPED_MASKED, 64, 4096, 7168, 8, 64, 0};
     qg_config c;
-    CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_SUCCESS && c.block_m == 128 && c.block_n == 256,
+    CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_SUCCESS && c.block_m == 64 && c.block_n == 256,
           "%s (block %dx%d)", qg_last_error(), c.block_m, c.block_n);
+    setenv("QGEMM_FP8OUT_VARIANT", "new+epi+last+nk", 1);
+    CHECK(qg_select_config_swiglu(ctx, &p, 0, &c) == QG_SUCCESS && c.block_m == 128 && c.block_n == 256,
+          "%s (block %dx%d without swm64)", qg_last_error(), c.block_m, c.block_n);
+    unsetenv("QGEMM_FP8OUT_VARIANT");
     CHECK(qg_select_config_swiglu(ctx, &p, 3, &c) == QG_ERROR_INVALID_ARGUMENT &&
               strstr(qg_last_error(), "ue8m0 must be 0 or 1, got 3"), "%s", qg_last_error());
     qg_context_destroy(ctx);
